@@ -1,0 +1,233 @@
+#include "cells/baseline.h"
+
+#include <ATen/ATen.h>
+#include <torch/nn/functional.h>
+
+#include <cmath>
+
+#include "cells/registry.h"
+
+namespace cs {
+
+namespace F = torch::nn::functional;
+
+GateCellBase::GateCellBase(const BaselineOptions& o, int gates, const std::string& name)
+    : opt_(o), gates_(gates), name_(name) {
+  TORCH_CHECK(o.input_size >= 0, name, ": input_size must be >= 0, got ", o.input_size);
+  TORCH_CHECK(o.hidden_size > 0, name, ": hidden_size must be > 0, got ", o.hidden_size);
+  const int64_t H = o.hidden_size, G = gates * H;
+  // Same initialisation as torch::nn::GRU/LSTM: U(-1/sqrt(H), 1/sqrt(H)).
+  const double k = 1.0 / std::sqrt(static_cast<double>(H));
+  w_ih = register_parameter("w_ih", torch::empty({G, o.input_size}).uniform_(-k, k));
+  w_hh = register_parameter("w_hh", torch::empty({G, H}).uniform_(-k, k));
+  b_ih = register_parameter("b_ih", torch::empty({G}).uniform_(-k, k));
+  b_hh = register_parameter("b_hh", torch::empty({G}).uniform_(-k, k));
+  if (o.layer_norm) {
+    ln_x_gain = register_parameter("ln_x_gain", torch::ones({gates, H}));
+    ln_x_bias = register_parameter("ln_x_bias", torch::zeros({gates, H}));
+    ln_h_gain = register_parameter("ln_h_gain", torch::ones({gates, H}));
+    ln_h_bias = register_parameter("ln_h_bias", torch::zeros({gates, H}));
+  }
+}
+
+bool GateCellBase::fused_ok(const StepContext& ctx) const {
+  return !ctx.probe && !ctx.stepwise && !opt_.layer_norm && !(is_training() && opt_.candidate_dropout > 0);
+}
+
+// Layer normalization (when enabled) normalises each gate's input and hidden
+// pre-activations separately (Ba et al. 2016, LN-GRU/LSTM), per gate chunk of size H.
+static torch::Tensor ln_per_gate(const torch::Tensor& a, int gates, const torch::Tensor& g, const torch::Tensor& b) {
+  auto shp = a.sizes().vec();
+  const int64_t H = shp.back() / gates;
+  auto v = a.reshape({-1, gates, H});
+  v = torch::layer_norm(v, {H}, torch::Tensor(), torch::Tensor(), 1e-5) * g + b;
+  return v.reshape(shp);
+}
+
+torch::Tensor GateCellBase::input_projection(const torch::Tensor& x) {
+  // Hoisted out of the time loop: one [T*B, I] x [I, G] product for the whole sequence.
+  if (opt_.layer_norm) {
+    auto a = torch::matmul(x, w_ih.t());
+    return ln_per_gate(a, gates_, ln_x_gain, ln_x_bias) + b_ih;
+  }
+  return torch::addmm(b_ih, x.reshape({-1, x.size(-1)}), w_ih.t()).view({x.size(0), x.size(1), -1});
+}
+
+torch::Tensor GateCellBase::hidden_projection(const torch::Tensor& h) {
+  if (opt_.layer_norm) return ln_per_gate(torch::mm(h, w_hh.t()), gates_, ln_h_gain, ln_h_bias) + b_hh;
+  return torch::addmm(b_hh, h, w_hh.t());
+}
+
+torch::Tensor GateCellBase::candidate_dropout(const torch::Tensor& n) {
+  // Dropout on the candidate activation (MZU paper, training details; Semeniuta et al.
+  // 2016): a fresh mask per step, only in training.
+  if (opt_.candidate_dropout > 0 && is_training()) return F::dropout(n, F::DropoutFuncOptions().p(opt_.candidate_dropout).training(true));
+  return n;
+}
+
+double GateCellBase::flops_per_step() const {
+  const double H = opt_.hidden_size, I = opt_.input_size, G = gates_ * H;
+  // two matrix-vector products (2 FLOPs per multiply-add) + elementwise (~4 per gate unit)
+  return 2.0 * G * I + 2.0 * G * H + 6.0 * G;
+}
+
+// ---------------------------------------------------------------- RNN
+State RNNCellImpl::step(const torch::Tensor& xp, const State& s, StepContext& ctx) {
+  auto n = torch::tanh(xp + hidden_projection(s[0]));
+  n = candidate_dropout(n);
+  ctx.record("candidate", n);
+  ctx.record("h", n);
+  return {n};
+}
+
+SeqOutput RNNCellImpl::forward_sequence(const torch::Tensor& x, const State& s0, StepContext& ctx) {
+  if (!fused_ok(ctx)) return run_stepwise(x, s0, ctx);
+  auto r = at::rnn_tanh(x, s0[0].unsqueeze(0), {w_ih, w_hh, b_ih, b_hh}, true, 1, 0.0, is_training(), false, false);
+  return {std::get<0>(r), {std::get<1>(r).squeeze(0)}};
+}
+
+// ---------------------------------------------------------------- GRU
+State GRUCellImpl::step(const torch::Tensor& xp, const State& s, StepContext& ctx) {
+  const auto& h = s[0];
+  auto hp = hidden_projection(h);
+  auto xc = xp.chunk(3, 1);
+  auto hc = hp.chunk(3, 1);
+  auto r = torch::sigmoid(xc[0] + hc[0]);
+  auto z = torch::sigmoid(xc[1] + hc[1]);
+  auto n = torch::tanh(xc[2] + r * hc[2]);
+  n = candidate_dropout(n);
+  auto hn = n + z * (h - n);  // (1 - z) * n + z * h
+  if (ctx.probe) {
+    ctx.record("candidate", n);
+    ctx.record("gate", 1 - z);  // the MZU paper's g_t: weight of the candidate
+    ctx.record("reset", r);
+    ctx.record("h", hn);
+  }
+  return {hn};
+}
+
+SeqOutput GRUCellImpl::forward_sequence(const torch::Tensor& x, const State& s0, StepContext& ctx) {
+  if (!fused_ok(ctx)) return run_stepwise(x, s0, ctx);
+  // LibTorch's fused GRU kernel (one layer, unidirectional, time-major).
+  auto r = at::gru(x, s0[0].unsqueeze(0), {w_ih, w_hh, b_ih, b_hh}, true, 1, 0.0, is_training(), false, false);
+  return {std::get<0>(r), {std::get<1>(r).squeeze(0)}};
+}
+
+// ---------------------------------------------------------------- LSTM
+State LSTMCellImpl::initial_state(int64_t batch, const torch::TensorOptions& opts) const {
+  return {torch::zeros({batch, hidden_size()}, opts), torch::zeros({batch, hidden_size()}, opts)};
+}
+
+State LSTMCellImpl::step(const torch::Tensor& xp, const State& s, StepContext& ctx) {
+  auto gates = xp + hidden_projection(s[0]);
+  auto c4 = gates.chunk(4, 1);
+  auto i = torch::sigmoid(c4[0]);
+  auto f = torch::sigmoid(c4[1]);
+  auto g = candidate_dropout(torch::tanh(c4[2]));
+  auto o = torch::sigmoid(c4[3]);
+  auto c = f * s[1] + i * g;
+  auto h = o * torch::tanh(c);
+  if (ctx.probe) {
+    ctx.record("candidate", g);
+    ctx.record("gate", i);
+    ctx.record("forget", f);
+    ctx.record("output_gate", o);
+    ctx.record("c", c);
+    ctx.record("h", h);
+  }
+  return {h, c};
+}
+
+SeqOutput LSTMCellImpl::forward_sequence(const torch::Tensor& x, const State& s0, StepContext& ctx) {
+  if (!fused_ok(ctx)) return run_stepwise(x, s0, ctx);
+  auto r = at::lstm(x, {s0[0].unsqueeze(0), s0[1].unsqueeze(0)}, {w_ih, w_hh, b_ih, b_hh}, true, 1, 0.0,
+                    is_training(), false, false);
+  return {std::get<0>(r), {std::get<1>(r).squeeze(0), std::get<2>(r).squeeze(0)}};
+}
+
+// ---------------------------------------------------------------- GRU+DT
+GRUDTCellImpl::GRUDTCellImpl(const BaselineOptions& o) : opt_(o) {
+  TORCH_CHECK(o.depth >= 0, "gru_dt: depth must be >= 0, got ", o.depth);
+  first = register_module("first", std::make_shared<GRUCellImpl>(o));
+  // Transition GRUs see a zero input: W_ih x vanishes and only b_ih remains, so
+  // they are built with input size 0 (no input weights) and fed b_ih.
+  BaselineOptions t = o;
+  t.input_size = 0;
+  if (o.share_transition && o.depth > 0) {
+    auto shared = register_module("transition", std::make_shared<GRUCellImpl>(t));
+    for (int64_t l = 0; l < o.depth; ++l) transitions.push_back(shared);
+  } else {
+    for (int64_t l = 0; l < o.depth; ++l)
+      transitions.push_back(register_module("transition" + std::to_string(l + 1), std::make_shared<GRUCellImpl>(t)));
+  }
+}
+
+torch::Tensor GRUDTCellImpl::input_projection(const torch::Tensor& x) { return first->input_projection(x); }
+
+State GRUDTCellImpl::step(const torch::Tensor& xp, const State& s, StepContext& ctx) {
+  State h = first->step(xp, s, ctx);
+  for (auto& tr : transitions) {
+    // zero input: the input projection is just the bias b_ih (eq. 16 with x = 0)
+    auto zp = tr->b_ih.unsqueeze(0).expand({h[0].size(0), tr->b_ih.size(0)});
+    h = tr->step(zp, h, ctx);
+  }
+  return h;
+}
+
+double GRUDTCellImpl::flops_per_step() const {
+  const double H = opt_.hidden_size;
+  double f = first->flops_per_step();
+  f += static_cast<double>(transitions.size()) * (2.0 * 3 * H * H + 6.0 * 3 * H);
+  return f;
+}
+
+// ---------------------------------------------------------------- registry entries
+static BaselineOptions baseline_options(const json& m, int64_t input_size) {
+  BaselineOptions o;
+  o.input_size = input_size;
+  o.hidden_size = m.value("hidden", 0);
+  o.layer_norm = m.value("layer_norm", false);
+  o.candidate_dropout = m.value("candidate_dropout", 0.0);
+  o.depth = m.value("depth", 1);
+  o.share_transition = m.value("share_transition", false);
+  return o;
+}
+
+void register_baseline_cells(std::vector<CellInfo>& out) {
+  OptionSpec depth;
+  depth.section = "model";
+  depth.key = "depth";
+  depth.type = OptType::Int;
+  depth.default_value = 1;
+  depth.min = 0;
+  depth.max = 16;
+  depth.help = "Deep transition: number L of transition cells with zero input after the first cell, per time step (MZU eqs. 15-17; paper default 1).";
+  OptionSpec share;
+  share.section = "model";
+  share.key = "share_transition";
+  share.type = OptType::Bool;
+  share.default_value = false;
+  share.help = "Deep transition: share the transition cells' parameters across depths (the MZU paper shares them on PTB).";
+
+  auto add = [&](const std::string& name, const std::string& desc, std::vector<OptionSpec> opts,
+                 std::function<std::shared_ptr<CellImpl>(const BaselineOptions&)> mk) {
+    CellInfo c;
+    c.name = name;
+    c.family = "baseline";
+    c.description = desc;
+    c.options = std::move(opts);
+    c.make = [mk](const json& m, int64_t in, int) { return mk(baseline_options(m, in)); };
+    c.common_options = {"layer_norm", "candidate_dropout"};
+    out.push_back(std::move(c));
+  };
+  add("rnn", "Vanilla RNN: h = tanh(W x + U h + b)", {},
+      [](const BaselineOptions& o) { return std::make_shared<RNNCellImpl>(o); });
+  add("gru", "GRU (Cho et al. 2014); LibTorch's fused kernel on the fast path", {},
+      [](const BaselineOptions& o) { return std::make_shared<GRUCellImpl>(o); });
+  add("lstm", "LSTM (Hochreiter & Schmidhuber 1997); LibTorch's fused kernel on the fast path", {},
+      [](const BaselineOptions& o) { return std::make_shared<LSTMCellImpl>(o); });
+  add("gru_dt", "GRU+DT: a GRU then L transition GRUs with zero input per step (MZU paper, Table 4 baseline)",
+      {depth, share}, [](const BaselineOptions& o) { return std::make_shared<GRUDTCellImpl>(o); });
+}
+
+}  // namespace cs

@@ -1,0 +1,89 @@
+// Baseline cells: vanilla RNN (tanh), GRU, LSTM and the deep-transition GRU
+// ("GRU+DT", the MZU paper's baseline, Table 4). See cells/BASELINE_NOTES.md.
+#pragma once
+#include <torch/nn/pimpl.h>
+
+#include "cells/cell.h"
+
+namespace cs {
+
+struct BaselineOptions {
+  int64_t input_size = 0;
+  int64_t hidden_size = 0;
+  bool layer_norm = false;          // LN on the gates' pre-activations (forces step-wise path)
+  double candidate_dropout = 0.0;   // dropout on the candidate activation (forces step-wise in training)
+  int64_t depth = 1;                // GRU+DT: number of transition GRUs L after the first
+  bool share_transition = false;    // GRU+DT: share the transition GRUs' parameters across depths
+};
+
+// Layout follows torch::nn::{RNN,GRU,LSTM}: w_ih [G*H, I], w_hh [G*H, H], b_ih, b_hh,
+// gate order (r, z, n) for GRU and (i, f, g, o) for LSTM, so weights copy 1:1.
+class GateCellBase : public CellImpl {
+ public:
+  GateCellBase(const BaselineOptions& o, int gates, const std::string& name);
+  int64_t input_size() const override { return opt_.input_size; }
+  int64_t hidden_size() const override { return opt_.hidden_size; }
+  std::string type_name() const override { return name_; }
+  torch::Tensor input_projection(const torch::Tensor& x) override;  // W_ih x + b_ih, hoisted
+  double flops_per_step() const override;
+  const BaselineOptions& options() const { return opt_; }
+  torch::Tensor w_ih, w_hh, b_ih, b_hh;
+  torch::Tensor ln_x_gain, ln_x_bias, ln_h_gain, ln_h_bias;  // only with layer_norm
+
+ protected:
+  // Can the fused LibTorch kernel be used for this call?
+  bool fused_ok(const StepContext& ctx) const;
+  torch::Tensor hidden_projection(const torch::Tensor& h);  // W_hh h + b_hh (+ LN)
+  torch::Tensor candidate_dropout(const torch::Tensor& n);
+  BaselineOptions opt_;
+  int gates_;
+  std::string name_;
+};
+
+// h_t = tanh(W x_t + U h_{t-1} + b)
+class RNNCellImpl : public GateCellBase {
+ public:
+  explicit RNNCellImpl(const BaselineOptions& o) : GateCellBase(o, 1, "rnn") {}
+  State step(const torch::Tensor& xp, const State& s, StepContext& ctx) override;
+  SeqOutput forward_sequence(const torch::Tensor& x, const State& s0, StepContext& ctx) override;
+};
+
+// torch's GRU formulation: r = s(.), z = s(.), n = tanh(W_n x + b_in + r * (U_n h + b_hn)),
+// h' = (1 - z) * n + z * h. (CRU paper eqs. 1-4 / MZU eqs. 1-3 with g = 1 - z; the
+// reset gate is applied after U_n, as cuDNN and torch::nn::GRU do.)
+class GRUCellImpl : public GateCellBase {
+ public:
+  explicit GRUCellImpl(const BaselineOptions& o) : GateCellBase(o, 3, "gru") {}
+  State step(const torch::Tensor& xp, const State& s, StepContext& ctx) override;
+  SeqOutput forward_sequence(const torch::Tensor& x, const State& s0, StepContext& ctx) override;
+};
+
+// torch's LSTM: i, f, g, o; c' = f c + i g; h' = o tanh(c'). State {h, c}.
+class LSTMCellImpl : public GateCellBase {
+ public:
+  explicit LSTMCellImpl(const BaselineOptions& o) : GateCellBase(o, 4, "lstm") {}
+  State initial_state(int64_t batch, const torch::TensorOptions& opts) const override;
+  State step(const torch::Tensor& xp, const State& s, StepContext& ctx) override;
+  SeqOutput forward_sequence(const torch::Tensor& x, const State& s0, StepContext& ctx) override;
+};
+
+// GRU+DT: per time step one GRU on x_t, then L transition GRUs whose input is a
+// zero vector (so only their hidden weights and biases act): MZU paper eqs. 15-17
+// with M-functions replaced by the GRU's affine maps. The last depth's state is carried.
+class GRUDTCellImpl : public CellImpl {
+ public:
+  explicit GRUDTCellImpl(const BaselineOptions& o);
+  std::string type_name() const override { return "gru_dt"; }
+  int64_t input_size() const override { return opt_.input_size; }
+  int64_t hidden_size() const override { return opt_.hidden_size; }
+  torch::Tensor input_projection(const torch::Tensor& x) override;
+  State step(const torch::Tensor& xp, const State& s, StepContext& ctx) override;
+  double flops_per_step() const override;
+  std::shared_ptr<GRUCellImpl> first;
+  std::vector<std::shared_ptr<GRUCellImpl>> transitions;  // L entries (shared: all point to one)
+
+ private:
+  BaselineOptions opt_;
+};
+
+}  // namespace cs

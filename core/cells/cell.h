@@ -1,0 +1,95 @@
+// The recurrent-cell interface every Cellscope cell implements.
+//
+// A cell maps an input sequence x [T, B, I] and a state to outputs [T, B, H].
+// Two paths:
+//  * the step-wise path: input_projection() hoists the input half of the cell's
+//    affine maps out of the time loop for the whole sequence, then step() runs
+//    once per time step and may record its internals into a Probe (candidate
+//    activation, gates, zones, composition weights, channel attention...);
+//  * forward_sequence(): the fast path. The default runs the step-wise loop
+//    (with unbind(0), never x[t], so backward stays O(T)); cells with a fused
+//    kernel (GRU, LSTM) override it and fall back to the loop when probed.
+// Wrappers (MC-RNN, deep transition, bidirectional) compose cells through step().
+#pragma once
+#include <torch/nn/module.h>
+#include <torch/types.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace cs {
+
+// A cell's recurrent state: {h} for RNN/GRU/MZU, {h, c} for LSTM, anything for wrappers.
+using State = std::vector<torch::Tensor>;
+
+// Per-step internals recorded for the analyses. Keys are "<prefix><name>", e.g.
+// "l0/candidate", "l0/gate", "l0/zones_h", "l0/attn_h". Each record() appends one
+// tensor (detached, on CPU) for the current step; series[key][t] is step t.
+struct Probe {
+  std::map<std::string, std::vector<torch::Tensor>> series;
+  std::string prefix;  // set by the stack per layer ("l0/", "l1/", ...)
+  void record(const std::string& name, const torch::Tensor& value);
+  // Stack series[key] over time -> [T, ...]; throws if absent.
+  torch::Tensor stacked(const std::string& key) const;
+  bool has(const std::string& key) const { return series.count(key) > 0; }
+};
+
+// Context threaded through a forward pass: the probe (or null), and loss terms
+// and metrics a cell contributes (e.g. MZU zone disagreement, eq. 18-19).
+struct StepContext {
+  Probe* probe = nullptr;
+  bool stepwise = false;  // force the step-wise path even when a fused one exists
+  // Terms added to the task loss (already weighted/signed by the cell), summed.
+  torch::Tensor extra_loss;
+  // Logged metrics: name -> (sum, count); the task logs sum/count.
+  std::map<std::string, std::pair<double, int64_t>> metrics;
+
+  void add_loss(const torch::Tensor& term);
+  void add_metric(const std::string& name, double value, int64_t count = 1);
+  void record(const std::string& name, const torch::Tensor& v) {
+    if (probe) probe->record(name, v);
+  }
+};
+
+struct SeqOutput {
+  torch::Tensor output;  // [T, B, H]
+  State state;           // state after the last step
+};
+
+class CellImpl : public torch::nn::Module {
+ public:
+  virtual ~CellImpl() = default;
+  virtual std::string type_name() const = 0;
+  virtual int64_t input_size() const = 0;
+  virtual int64_t hidden_size() const = 0;  // size of output(state)
+
+  // Zero state for a batch.
+  virtual State initial_state(int64_t batch, const torch::TensorOptions& opts) const;
+
+  // Input half of the cell's maps for the whole sequence: [T,B,I] -> [T,B,G].
+  // Default: identity (cells that hoist nothing).
+  virtual torch::Tensor input_projection(const torch::Tensor& x);
+
+  // One step given this step's slice of input_projection() ([B, G]).
+  virtual State step(const torch::Tensor& xproj_t, const State& s, StepContext& ctx) = 0;
+
+  // The per-step output carried to the next layer (default: s[0]).
+  virtual torch::Tensor output_of(const State& s) const { return s[0]; }
+
+  // Whole sequence. Default: the step-wise loop over input_projection(x).unbind(0).
+  virtual SeqOutput forward_sequence(const torch::Tensor& x, const State& s0, StepContext& ctx);
+
+  // Analytic FLOPs of forward for one time step and one batch element (multiply-add
+  // = 2 FLOPs), used by `bench` for achieved GFLOP/s. Backward is counted as 2x forward.
+  virtual double flops_per_step() const = 0;
+
+ protected:
+  SeqOutput run_stepwise(const torch::Tensor& x, const State& s0, StepContext& ctx);
+};
+
+// Helper modules shared by cells.
+// Layer normalization without torch::nn::LayerNorm's module overhead (gain, bias).
+torch::Tensor layer_norm(const torch::Tensor& x, const torch::Tensor& gain, const torch::Tensor& bias);
+
+}  // namespace cs

@@ -1,0 +1,346 @@
+#include "config/schema.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <sstream>
+
+#include "cells/registry.h"
+#include "tasks/task.h"
+#include "util/error.h"
+
+namespace cs {
+
+bool OptionSpec::applies_to(const std::string& cell, const std::string& task) const {
+  if (!tasks.empty() && std::find(tasks.begin(), tasks.end(), task) == tasks.end()) return false;
+  if (opt_in) {
+    const auto& reg = cell_registry();
+    auto it = std::find_if(reg.begin(), reg.end(), [&](const CellInfo& c) { return c.name == cell; });
+    if (it == reg.end()) return false;
+    return std::find(it->common_options.begin(), it->common_options.end(), key) != it->common_options.end();
+  }
+  if (!cells.empty() && std::find(cells.begin(), cells.end(), cell) == cells.end()) return false;
+  return true;
+}
+
+namespace {
+
+OptionSpec opt(const std::string& section, const std::string& key, OptType t, json def, double lo, double hi,
+               const std::string& help) {
+  OptionSpec o;
+  o.section = section;
+  o.key = key;
+  o.type = t;
+  o.default_value = std::move(def);
+  o.min = lo;
+  o.max = hi;
+  o.help = help;
+  return o;
+}
+
+OptionSpec choice(const std::string& section, const std::string& key, json def, std::vector<std::string> choices,
+                  const std::string& help) {
+  OptionSpec o = opt(section, key, OptType::Enum, std::move(def), 0, 0, help);
+  o.choices = std::move(choices);
+  return o;
+}
+
+std::vector<OptionSpec> build_options() {
+  std::vector<OptionSpec> v;
+  const double INF = 1e300;
+  // ---- task
+  {
+    std::vector<std::string> names;
+    for (auto& t : task_registry()) names.push_back(t.name);
+    v.push_back(choice("task", "name", "char_lm", names, "The task: what is predicted and how it is scored."));
+  }
+  // ---- dataset
+  v.push_back(opt("dataset", "name", OptType::String, "moby-dick", 0, 0,
+                  "A dataset from the manifest (datasets/manifest.json); `cellscope-cli datasets` lists them. Ignored when dataset.path is set."));
+  v.push_back(opt("dataset", "path", OptType::String, nullptr, 0, 0,
+                  "A file or directory of your own (overrides dataset.name)."));
+  v.push_back(opt("dataset", "format", OptType::String, "auto", 0, 0,
+                  "File format of dataset.path: auto, text, ptb_char, text8 (char-LM); others per task."));
+  v.push_back(opt("dataset", "valid_fraction", OptType::Float, 0.05, 0.0, 0.5,
+                  "Fraction held out for validation when the corpus has no split of its own (taken from the end, before the test part)."));
+  v.push_back(opt("dataset", "test_fraction", OptType::Float, 0.05, 0.0, 0.5,
+                  "Fraction held out for test when the corpus has no split of its own (taken from the end)."));
+  v.push_back(opt("dataset", "max_chars", OptType::Int, 0, 0, INF,
+                  "Use only the first N characters (bytes of UTF-8) of the corpus; 0 = all. For quick runs."));
+  // ---- model
+  {
+    std::vector<std::string> names;
+    for (auto& c : cell_registry()) names.push_back(c.name);
+    v.push_back(choice("model", "cell", "gru", names, "The recurrent cell."));
+  }
+  v.push_back(opt("model", "embed", OptType::Int, 128, 1, 65536, "Embedding size d_x (MZU paper: 256 for char-LM)."));
+  v.push_back(opt("model", "hidden", OptType::Int, 256, 1, 65536, "Hidden state size d_h (MZU paper: 800 on PTB, 1536 on text8)."));
+  v.push_back(opt("model", "layers", OptType::Int, 1, 1, 16, "Number of stacked recurrent layers."));
+  v.push_back(opt("model", "dropout", OptType::Float, 0.0, 0.0, 0.95,
+                  "Dropout on the embeddings, between stacked layers and before the output layer."));
+  {
+    OptionSpec o = opt("model", "layer_norm", OptType::Bool, false, 0, 0,
+                       "Layer normalization of the gates' pre-activations (MZU paper, training details). Uses the step-wise path.");
+    o.opt_in = true;
+    v.push_back(o);
+    OptionSpec d = opt("model", "candidate_dropout", OptType::Float, 0.0, 0.0, 0.95,
+                       "Dropout on the candidate activation (MZU paper: 0.5 on PTB, 0.3 on text8). Uses the step-wise path in training.");
+    d.opt_in = true;
+    v.push_back(d);
+  }
+  for (auto& c : cell_registry())
+    for (auto o : c.options) {
+      o.section = o.section.empty() ? "model" : o.section;
+      if (o.cells.empty()) o.cells = {c.name};
+      v.push_back(o);
+    }
+  // ---- training
+  v.push_back(choice("training", "optimizer", "adam", {"adam", "sgd"}, "Optimizer (MZU paper: Adam)."));
+  v.push_back(opt("training", "lr", OptType::Float, 1e-3, 0.0, 100.0, "Learning rate (MZU paper: 1e-3 with Adam)."));
+  v.push_back(opt("training", "momentum", OptType::Float, 0.0, 0.0, 1.0, "SGD momentum."));
+  v.push_back(opt("training", "weight_decay", OptType::Float, 0.0, 0.0, 1.0, "L2 weight decay on all parameters."));
+  v.push_back(opt("training", "batch", OptType::Int, 32, 1, 65536, "Batch size (MZU paper: 256)."));
+  v.push_back(opt("training", "clip", OptType::Float, 5.0, 0.0, 1e6, "Clip gradients to this global norm; 0 = off (MZU paper: 5.0)."));
+  v.push_back(opt("training", "steps", OptType::Int, 1000, 1, 1e12, "Maximum number of training steps (updates)."));
+  v.push_back(opt("training", "log_every", OptType::Int, 10, 1, 1e9, "Write a metrics line every N steps."));
+  v.push_back(opt("training", "eval_every", OptType::Int, 200, 0, 1e12, "Evaluate on the validation split every N steps (0 = only at the end)."));
+  v.push_back(opt("training", "checkpoint_every", OptType::Int, 0, 0, 1e12,
+                  "Write a checkpoint every N steps (0 = at each evaluation)."));
+  v.push_back(opt("training", "keep_checkpoints", OptType::Int, 3, 1, 1e6,
+                  "How many step checkpoints to keep besides last and best (for scrubbing through training)."));
+  v.push_back(opt("training", "patience", OptType::Int, 0, 0, 1e9,
+                  "Early stop after this many evaluations without improvement of the validation metric (0 = off)."));
+  v.push_back(opt("training", "seed", OptType::Int, 1, 0, 4294967295.0, "Random seed: same seed and config give identical metrics on CPU."));
+  v.push_back(opt("training", "threads", OptType::Int, 0, 0, 1024,
+                  "LibTorch intra-op threads (0 = all cores; the GUI leaves one for itself)."));
+  v.push_back(opt("training", "device", OptType::String, "cpu", 0, 0, "Device: cpu, cuda or cuda:N."));
+  v.push_back(opt("training", "eval_test", OptType::Bool, true, 0, 0, "Evaluate the best checkpoint on the test split at the end."));
+  for (auto& t : task_registry())
+    for (auto o : t.options) {
+      if (o.tasks.empty()) o.tasks = {t.name};
+      v.push_back(o);
+    }
+  return v;
+}
+
+const char* type_name(OptType t) {
+  switch (t) {
+    case OptType::Int: return "an integer";
+    case OptType::Float: return "a number";
+    case OptType::Bool: return "true or false";
+    case OptType::String: return "a string";
+    case OptType::Enum: return "one of the listed names";
+  }
+  return "?";
+}
+
+std::string dump_short(const json& v) {
+  std::string s = v.dump();
+  if (s.size() > 60) s = s.substr(0, 57) + "...";
+  return s;
+}
+
+void check_value(const OptionSpec& o, const json& v, std::vector<ConfigError>& errs) {
+  const std::string p = o.path();
+  auto bad_type = [&] {
+    errs.push_back({p, std::string("expected ") + type_name(o.type) + ", got " + dump_short(v)});
+  };
+  switch (o.type) {
+    case OptType::Int: {
+      if (!v.is_number()) return bad_type();
+      double d = v.get<double>();
+      if (std::floor(d) != d) return bad_type();
+      if (d < o.min || d > o.max) {
+        std::ostringstream ss;
+        ss << "expected an integer in [" << o.min << ", " << (o.max >= 1e300 ? std::string("inf") : std::to_string((long long)o.max))
+           << "], got " << dump_short(v);
+        errs.push_back({p, ss.str()});
+      }
+      break;
+    }
+    case OptType::Float: {
+      if (!v.is_number()) return bad_type();
+      double d = v.get<double>();
+      if (!std::isfinite(d) || d < o.min || d > o.max) {
+        std::ostringstream ss;
+        ss << "expected a number in [" << o.min << ", " << o.max << "], got " << dump_short(v);
+        errs.push_back({p, ss.str()});
+      }
+      break;
+    }
+    case OptType::Bool:
+      if (!v.is_boolean()) return bad_type();
+      break;
+    case OptType::String:
+      if (!v.is_string()) return bad_type();
+      break;
+    case OptType::Enum: {
+      std::string list;
+      for (auto& c : o.choices) list += (list.empty() ? "" : ", ") + c;
+      if (!v.is_string() || std::find(o.choices.begin(), o.choices.end(), v.get<std::string>()) == o.choices.end())
+        errs.push_back({p, "expected one of: " + list + "; got " + dump_short(v)});
+      break;
+    }
+  }
+}
+
+// The config accepts "task": "char_lm" as a shorthand for "task": {"name": "char_lm"}.
+json normalised(const json& cfg) {
+  json c = cfg;
+  if (c.contains("task") && c["task"].is_string()) c["task"] = json{{"name", c["task"]}};
+  return c;
+}
+
+const std::vector<std::string> kSections = {"task", "dataset", "model", "training"};
+
+}  // namespace
+
+const std::vector<OptionSpec>& all_options() {
+  static const std::vector<OptionSpec> v = build_options();
+  return v;
+}
+
+std::vector<OptionSpec> options_for(const std::string& cell, const std::string& task) {
+  std::vector<OptionSpec> out;
+  std::set<std::string> seen;
+  for (auto& o : all_options())
+    if (o.applies_to(cell, task) && seen.insert(o.path()).second) out.push_back(o);
+  return out;
+}
+
+std::vector<ConfigError> validate_config(const json& raw) {
+  std::vector<ConfigError> errs;
+  if (!raw.is_object()) {
+    errs.push_back({"$", "expected a JSON object with sections task, dataset, model, training; got " + dump_short(raw)});
+    return errs;
+  }
+  json cfg = normalised(raw);
+  for (auto& [k, v] : cfg.items()) {
+    if (k == "name" || k == "notes" || k == "$schema") {
+      if (!v.is_string()) errs.push_back({k, "expected a string"});
+      continue;
+    }
+    if (std::find(kSections.begin(), kSections.end(), k) == kSections.end()) {
+      errs.push_back({k, "unknown section (expected task, dataset, model, training, name, notes)"});
+      continue;
+    }
+    if (!v.is_object()) errs.push_back({k, "expected an object, got " + dump_short(v)});
+  }
+  if (!errs.empty()) return errs;
+
+  // Which cell and task? (validated like any option; fall back to defaults to keep checking)
+  std::string task = "char_lm", cell = "gru";
+  if (cfg.contains("task") && cfg["task"].contains("name") && cfg["task"]["name"].is_string())
+    task = cfg["task"]["name"].get<std::string>();
+  if (cfg.contains("model") && cfg["model"].contains("cell") && cfg["model"]["cell"].is_string())
+    cell = cfg["model"]["cell"].get<std::string>();
+
+  for (const auto& section : kSections) {
+    if (!cfg.contains(section)) continue;
+    for (auto& [key, val] : cfg[section].items()) {
+      std::vector<const OptionSpec*> specs;
+      for (auto& o : all_options())
+        if (o.section == section && o.key == key) specs.push_back(&o);
+      const std::string path = section + "." + key;
+      if (specs.empty()) {
+        std::string known;
+        std::set<std::string> ks;
+        for (auto& o : all_options())
+          if (o.section == section && o.applies_to(cell, task) && ks.insert(o.key).second)
+            known += (known.empty() ? "" : ", ") + o.key;
+        errs.push_back({path, "unknown option (known here: " + known + ")"});
+        continue;
+      }
+      const OptionSpec* spec = nullptr;
+      for (auto* s : specs)
+        if (s->applies_to(cell, task)) spec = s;
+      if (!spec) {
+        std::set<std::string> where;
+        for (auto* s : specs) {
+          if (!s->tasks.empty() && std::find(s->tasks.begin(), s->tasks.end(), task) == s->tasks.end()) {
+            for (auto& t : s->tasks) where.insert("task " + t);
+          } else if (s->opt_in) {
+            for (auto& c : cell_registry())
+              if (std::find(c.common_options.begin(), c.common_options.end(), key) != c.common_options.end())
+                where.insert("cell " + c.name);
+          } else {
+            for (auto& c : s->cells) where.insert("cell " + c);
+          }
+        }
+        std::string w;
+        for (auto& x : where) w += (w.empty() ? "" : ", ") + x;
+        errs.push_back({path, "option not available for cell '" + cell + "' with task '" + task + "' (available for: " + w + ")"});
+        continue;
+      }
+      if (val.is_null() && spec->default_value.is_null()) continue;  // explicit "unset"
+      check_value(*spec, val, errs);
+    }
+  }
+  if (!errs.empty()) return errs;
+  // Cross-field checks on the resolved config.
+  json res = resolve_config(cfg);
+  const auto& reg = cell_registry();
+  auto ci = std::find_if(reg.begin(), reg.end(), [&](const CellInfo& c) { return c.name == cell; });
+  if (ci != reg.end() && ci->check) ci->check(res, errs);
+  const auto& treg = task_registry();
+  auto ti = std::find_if(treg.begin(), treg.end(), [&](const TaskInfo& t) { return t.name == task; });
+  if (ti != treg.end() && ti->check) ti->check(res, errs);
+  return errs;
+}
+
+json resolve_config(const json& raw) {
+  json cfg = normalised(raw);
+  for (auto& s : kSections)
+    if (!cfg.contains(s)) cfg[s] = json::object();
+  std::string task = cfg["task"].value("name", "char_lm");
+  std::string cell = cfg["model"].value("cell", "gru");
+  cfg["task"]["name"] = task;
+  cfg["model"]["cell"] = cell;
+  for (auto& o : options_for(cell, task)) {
+    auto& sec = cfg[o.section];
+    if (!sec.contains(o.key) && !o.default_value.is_null()) sec[o.key] = o.default_value;
+    // integers given as 512.0 are stored as integers
+    if (o.type == OptType::Int && sec.contains(o.key) && sec[o.key].is_number_float())
+      sec[o.key] = static_cast<int64_t>(sec[o.key].get<double>());
+    if (o.type == OptType::Float && sec.contains(o.key) && sec[o.key].is_number_integer())
+      sec[o.key] = sec[o.key].get<double>();
+  }
+  return cfg;
+}
+
+void apply_override(json& cfg, const std::string& assignment) {
+  auto eq = assignment.find('=');
+  if (eq == std::string::npos || eq == 0)
+    throw UserError("--set '" + assignment + "': expected SECTION.KEY=VALUE, e.g. model.hidden=512");
+  std::string path = assignment.substr(0, eq), value = assignment.substr(eq + 1);
+  json v;
+  try {
+    v = json::parse(value);
+  } catch (...) {
+    v = value;  // bare words are strings: model.cell=gru
+  }
+  if (path == "task") {
+    cfg["task"] = json{{"name", v}};
+    return;
+  }
+  auto dot = path.find('.');
+  if (dot == std::string::npos || dot == 0 || dot + 1 == path.size())
+    throw UserError("--set '" + assignment + "': expected SECTION.KEY=VALUE, e.g. model.hidden=512");
+  std::string section = path.substr(0, dot), key = path.substr(dot + 1);
+  if (section == "task" && cfg.contains("task") && cfg["task"].is_string())
+    cfg["task"] = json{{"name", cfg["task"]}};
+  if (!cfg.contains(section) || !cfg[section].is_object()) cfg[section] = json::object();
+  cfg[section][key] = v;
+}
+
+json load_and_resolve(const json& cfg) {
+  auto errs = validate_config(cfg);
+  if (!errs.empty()) {
+    std::string msg = "invalid configuration:";
+    for (auto& e : errs) msg += "\n  " + e.str();
+    throw UserError(msg);
+  }
+  return resolve_config(cfg);
+}
+
+}  // namespace cs

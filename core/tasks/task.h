@@ -1,0 +1,75 @@
+// A task = data + model + loss + evaluation. The trainer (train/trainer.h) is
+// generic over tasks; char-LM, word-LM, classification and ABSA implement this.
+#pragma once
+#include <torch/nn/module.h>
+#include <torch/serialize/archive.h>
+#include <torch/types.h>
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config/schema.h"
+
+namespace cs {
+
+struct Probe;
+
+struct StepResult {
+  torch::Tensor loss;   // scalar to backpropagate (task loss + cells' extra terms)
+  double task_loss = 0; // the task loss alone (nats per unit), for logging
+  int64_t units = 0;    // characters / tokens / sentences consumed by this step
+  std::map<std::string, double> metrics;  // e.g. "bpc", "zone_disagreement"
+};
+
+struct EvalResult {
+  std::map<std::string, double> metrics;  // e.g. {"loss": nats, "bpc": ..} or {"accuracy": ..}
+  int64_t units = 0;
+};
+
+class Task {
+ public:
+  virtual ~Task() = default;
+  virtual std::string name() const = 0;
+  virtual std::shared_ptr<torch::nn::Module> model() = 0;
+  // Forward on the next training batch (advances the data cursor). Model is in train mode.
+  virtual StepResult train_step() = 0;
+  // Whole split ("valid" or "test"), no grad, eval mode; restores train mode after.
+  virtual EvalResult evaluate(const std::string& split) = 0;
+  virtual std::string primary_metric() const = 0;    // "bpc", "ppl", "accuracy"
+  virtual bool lower_is_better() const = 0;
+  virtual std::string unit_name() const = 0;         // "chars", "tokens", "sentences"
+  virtual double epoch() const = 0;                  // fractional epochs of training data seen
+  virtual bool has_split(const std::string& split) const { return split == "valid" || split == "test"; }
+  // Data cursor, carried hidden state, etc.: everything needed so that a resumed run
+  // continues exactly as the uninterrupted one would.
+  virtual void save_state(torch::serialize::OutputArchive& ar) const = 0;
+  virtual void load_state(torch::serialize::InputArchive& ar) = 0;
+  // Text of the vocabulary saved with the run (run_dir/vocab); empty if none.
+  virtual std::string vocab_text() const { return ""; }
+  // Parameter count by top-level module name.
+  std::vector<std::pair<std::string, int64_t>> parameter_breakdown();
+  int64_t parameter_count();
+  virtual void to(const torch::Device& device) { model()->to(device); }
+};
+
+struct TaskInfo {
+  std::string name;          // config value of "task"
+  std::string description;
+  std::string unit;          // what throughput counts
+  std::vector<OptionSpec> options;  // task-specific options (tasks = {name} implied)
+  ConfigCheck check;
+  // Build from a resolved config. `run_dir` may be empty (params, bench); when a
+  // run is resumed, the task reads its vocabulary from run_dir/vocab.
+  std::function<std::unique_ptr<Task>(const json& cfg, const std::string& run_dir)> make;
+};
+
+const std::vector<TaskInfo>& task_registry();
+const TaskInfo& task_info(const std::string& name);  // throws UserError listing known tasks
+std::unique_ptr<Task> make_task(const json& resolved_cfg, const std::string& run_dir = "");
+
+void register_char_lm_task(std::vector<TaskInfo>& out);
+
+}  // namespace cs

@@ -1,0 +1,99 @@
+#include "util/error.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+namespace cs {
+
+void atomic_write(const std::string& path, const std::string& data) {
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) throw UserError("cannot write '" + tmp + "': " + std::strerror(errno));
+  const char* p = data.data();
+  size_t left = data.size();
+  while (left > 0) {
+    ssize_t n = ::write(fd, p, left);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int e = errno;
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      throw UserError("cannot write '" + tmp + "': " + std::strerror(e));
+    }
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+  ::fsync(fd);
+  ::close(fd);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    int e = errno;
+    ::unlink(tmp.c_str());
+    throw UserError("cannot rename '" + tmp + "' to '" + path + "': " + std::strerror(e));
+  }
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw UserError("cannot read '" + path + "': " + std::strerror(errno));
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+bool file_exists(const std::string& path) {
+  struct stat st{};
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+bool dir_exists(const std::string& path) {
+  struct stat st{};
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+void make_dirs(const std::string& path) {
+  if (path.empty() || dir_exists(path)) return;
+  auto slash = path.find_last_of('/');
+  if (slash != std::string::npos && slash > 0) make_dirs(path.substr(0, slash));
+  if (::mkdir(path.c_str(), 0755) != 0 && errno != EEXIST)
+    throw UserError("cannot create directory '" + path + "': " + std::strerror(errno));
+}
+
+std::string join_path(const std::string& a, const std::string& b) {
+  if (a.empty()) return b;
+  if (!b.empty() && b[0] == '/') return b;
+  return a.back() == '/' ? a + b : a + "/" + b;
+}
+
+std::string basename_of(const std::string& path) {
+  auto s = path.find_last_of('/');
+  return s == std::string::npos ? path : path.substr(s + 1);
+}
+
+std::vector<std::string> list_dir(const std::string& path) {
+  std::vector<std::string> out;
+  DIR* d = ::opendir(path.c_str());
+  if (!d) return out;
+  while (auto* e = ::readdir(d)) {
+    std::string n = e->d_name;
+    if (n != "." && n != "..") out.push_back(n);
+  }
+  ::closedir(d);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string env_or(const char* name, const std::string& fallback) {
+  const char* v = std::getenv(name);
+  return (v && *v) ? std::string(v) : fallback;
+}
+
+}  // namespace cs

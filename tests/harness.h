@@ -1,0 +1,24 @@
+// One test executable, many Qt Test classes. Each tests/test_<name>.cpp defines
+// one QObject test class and registers it with CS_TEST(Class, "<name>"); CTest
+// runs `cellscope_tests <name>` for each file (see tests/CMakeLists.txt).
+#pragma once
+#include <QObject>
+#include <QString>
+#include <QtTest/QtTest>
+
+#include <functional>
+#include <string>
+
+namespace cstest {
+int register_test(const char* name, std::function<QObject*()> factory);
+// Scratch directory unique to this test process (removed at exit unless CS_KEEP_TMP=1).
+QString temp_dir();
+// Path of the built cellscope-cli and the source tree.
+QString cli_path();
+QString source_dir();
+// Run cellscope-cli with args; returns exit code, fills stdout/stderr.
+int run_cli(const QStringList& args, QString* out = nullptr, QString* err = nullptr, int timeout_ms = 600000);
+}  // namespace cstest
+
+#define CS_TEST(Class, Name) \
+  static int cs_test_registered_##Class = ::cstest::register_test(Name, [] { return new Class; });
