@@ -30,7 +30,6 @@ BarChart::BarChart(QWidget* parent) : QWidget(parent) {
   lay->addWidget(m_plot);
   m_plot->setAutoAddPlottableToLegend(false);
   m_plot->legend->setBrush(QColor(255, 255, 255, 210));
-  m_plot->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignLeft);
   m_plot->xAxis->grid()->setVisible(false);
   m_plot->xAxis->setSubTicks(false);
   m_plot->xAxis->setTickLength(0, 4);
@@ -44,6 +43,14 @@ BarChart::BarChart(QWidget* parent) : QWidget(parent) {
   m_plot->plotLayout()->setRowStretchFactor(0, 0.01);
   m_title->setVisible(false);
   m_title->setMaximumSize(QWIDGETSIZE_MAX, 0);
+  // Legend in a row below the plot, laid out horizontally, so it never hides bars.
+  m_plot->axisRect()->insetLayout()->take(m_plot->legend);
+  m_plot->plotLayout()->addElement(2, 0, m_plot->legend);
+  m_plot->plotLayout()->setRowStretchFactor(2, 0.001);
+  m_plot->legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);
+  m_plot->legend->setWrap(6);
+  m_plot->legend->setBorderPen(Qt::NoPen);
+  m_plot->legend->setMargins(QMargins(4, 0, 4, 2));
   rebuild();
 }
 

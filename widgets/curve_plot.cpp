@@ -58,6 +58,7 @@ struct CurvePlot::Series {
 CurvePlot::CurvePlot(QWidget* parent) : QWidget(parent) {
   m_plot = new QCustomPlot(this);
   m_plot->setAutoAddPlottableToLegend(false);
+  m_plot->setMouseTracking(true);  // hover tooltips without a pressed button
   m_plot->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
   m_plot->setNoAntialiasingOnDrag(true);
   m_plot->setPlottingHint(QCP::phFastPolylines, true);

@@ -13,6 +13,7 @@ namespace csw {
 HeatmapView::HeatmapView(QWidget* parent) : QWidget(parent) {
   m_plot = new QCustomPlot(this);
   m_plot->setMinimumSize(150, 100);
+  m_plot->setMouseTracking(true);  // hover tooltips without a pressed button
   auto* lay = new QVBoxLayout(this);
   lay->setContentsMargins(0, 0, 0, 0);
   lay->addWidget(m_plot);
