@@ -73,22 +73,22 @@ TextFile open_text(const std::string& path) {
 }
 
 // Decodes code points into provisional ids (order of first appearance), then
-// remaps them to the final vocabulary in place.
+// remaps them to the final vocabulary in place. The train split is always
+// decoded first, so the symbols seen in train are exactly the provisional ids
+// created before end_train() was called.
 class IdBuilder {
  public:
   IdBuilder() : prov_(kNumCodePoints, -1) {}
 
-  // Append one code point to `out`, recording whether it belongs to train.
-  inline void emit(uint32_t cp, std::vector<int32_t>& out, bool is_train) {
+  inline int32_t id_of(uint32_t cp) {
     int32_t& id = prov_[cp];
     if (id < 0) {
       id = static_cast<int32_t>(cps_.size());
       cps_.push_back(cp);
-      in_train_.push_back(0);
     }
-    if (is_train) in_train_[static_cast<size_t>(id)] = 1;
-    out.push_back(id);
+    return id;
   }
+  void end_train() { train_symbols_ = cps_.size(); }
 
   // Build the vocabulary (or use the fixed one) and rewrite every split's ids.
   Vocab finish(const Vocab* fixed, std::initializer_list<std::vector<int32_t>*> splits) {
@@ -99,22 +99,29 @@ class IdBuilder {
       for (size_t i = 0; i < cps_.size(); ++i) final_id[i] = vocab.id(utf8_encode(cps_[i]));
     } else {
       std::vector<size_t> order;
-      for (size_t i = 0; i < cps_.size(); ++i)
-        if (in_train_[i]) order.push_back(i);
+      for (size_t i = 0; i < train_symbols_; ++i) order.push_back(i);
       // Sorted by code point = sorted by UTF-8 bytes: ids do not depend on the
       // order of first appearance, so equal symbol sets give equal vocabularies.
       std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return cps_[a] < cps_[b]; });
       for (size_t i : order) final_id[i] = vocab.add(utf8_encode(cps_[i]));
     }
-    for (auto* s : splits)
-      for (auto& id : *s) id = final_id[static_cast<size_t>(id)];
+    bool identity = true;
+    for (size_t i = 0; i < final_id.size() && identity; ++i) identity = final_id[i] == static_cast<int32_t>(i);
+    if (!identity) {
+      const int32_t* map = final_id.data();
+      for (auto* s : splits) {
+        int32_t* d = s->data();
+        const size_t n = s->size();
+        for (size_t i = 0; i < n; ++i) d[i] = map[d[i]];
+      }
+    }
     return vocab;
   }
 
  private:
-  std::vector<int32_t> prov_;     // code point -> provisional id (-1 unseen)
-  std::vector<uint32_t> cps_;     // provisional id -> code point
-  std::vector<uint8_t> in_train_;  // provisional id -> seen in train
+  std::vector<int32_t> prov_;  // code point -> provisional id (-1 unseen)
+  std::vector<uint32_t> cps_;  // provisional id -> code point
+  size_t train_symbols_ = 0;
 };
 
 void check_split(const std::string& path, const char* split, size_t have, bool allowed_empty,
@@ -151,27 +158,34 @@ CharCorpus load_single(const std::string& path, const std::string& format, doubl
   CharCorpus c;
   c.source = path;
   c.format = format;
-  c.train.reserve(ntr);
-  c.valid.reserve(nv);
-  c.test.reserve(nt);
   IdBuilder b;
   const unsigned char* p = f.begin;
-  auto fill = [&](std::vector<int32_t>& out, size_t count, bool is_train) {
-    while (count > 0) {
-      uint32_t cp;
-      if (*p < 0x80) {
-        cp = *p++;
+  auto fill = [&](std::vector<int32_t>& out, size_t count) {
+    out.resize(count);
+    int32_t* d = out.data();
+    int32_t* const end = d + count;
+    // ASCII symbols go through a small local cache of provisional ids.
+    int32_t ascii[128];
+    std::fill(std::begin(ascii), std::end(ascii), -1);
+    while (d < end) {
+      const unsigned char ch = *p;
+      if (ch < 0x80) {
+        ++p;
+        uint32_t cp = ch;
         if (cp == '\r' && p < f.end && *p == '\n') cp = *p++;  // CRLF -> LF
+        int32_t id = ascii[cp];
+        if (id < 0) id = ascii[cp] = b.id_of(cp);
+        *d++ = id;
       } else {
-        cp = utf8_next(p);
+        *d++ = b.id_of(utf8_next(p));
       }
-      b.emit(cp, out, is_train);
-      --count;
     }
   };
-  fill(c.train, ntr, true);
-  fill(c.valid, nv, false);
-  fill(c.test, nt, false);
+  c.train.reserve(ntr);
+  fill(c.train, ntr);
+  b.end_train();
+  fill(c.valid, nv);
+  fill(c.test, nt);
   c.vocab = b.finish(fixed, {&c.train, &c.valid, &c.test});
   return c;
 }
@@ -285,8 +299,9 @@ CharCorpus load_ptb(const std::string& path, uint64_t max_chars, const Vocab* fi
   std::vector<int32_t>* out[3] = {&c.train, &c.valid, &c.test};
   for (int i = 0; i < 3; ++i) {
     out[i]->reserve(limit[i]);
-    parse_ptb(tf[i], files[i], limit[i], [&](uint32_t cp) { b.emit(cp, *out[i], i == 0); });
+    parse_ptb(tf[i], files[i], limit[i], [&](uint32_t cp) { out[i]->push_back(b.id_of(cp)); });
     tf[i].map.reset();  // unmap as soon as a split is decoded
+    if (i == 0) b.end_train();
   }
   c.vocab = b.finish(fixed, {&c.train, &c.valid, &c.test});
   return c;
