@@ -197,7 +197,10 @@ function spamAssassin() {
       const j = JSON.parse(fs.readFileSync(path.join(dataDir, g, f), 'utf8'));
       const m = splitMessage(String(j.text));
       const t = entityText(m.headers, m.body, 0);
-      let body = cleanControls(t.plain.trim() ? t.plain : t.html)
+      // Spam often sends HTML labelled text/plain: strip tags there too.
+      let raw = t.plain.trim() ? t.plain : t.html;
+      if (/<(html|body|a\s|font|table|br|p)\b/i.test(raw)) raw = stripHtml(raw);
+      let body = cleanControls(raw)
         .replace(/[ \t\u00A0]+/g, ' ')
         .replace(/ *\n */g, '\n')
         .replace(/\n{3,}/g, '\n\n')
