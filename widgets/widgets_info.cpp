@@ -1,5 +1,7 @@
 #include "widgets_info.h"
-#include <qcustomplot.h>
+
+#include "qcp.h"
+
 namespace csw {
-QString qcustomplot_version() { return QStringLiteral(QCUSTOMPLOTVERSIONSTR); }
-}
+QString qcustomplot_version() { return QStringLiteral(QCUSTOMPLOT_VERSION_STR); }
+}  // namespace csw

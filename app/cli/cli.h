@@ -1,0 +1,40 @@
+#pragma once
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "config/schema.h"
+
+namespace cli {
+
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Minimal option parser: --flag, --key VALUE, --key=VALUE, repeated keys kept in order.
+struct Args {
+  std::vector<std::string> positional;
+  std::multimap<std::string, std::string> opts;
+  bool has(const std::string& k) const { return opts.count(k) > 0; }
+  std::string get(const std::string& k, const std::string& def = "") const;
+  std::vector<std::string> all(const std::string& k) const;
+  long long get_int(const std::string& k, long long def) const;
+};
+// `flags` are options without a value; every other --option takes one. Unknown options -> UsageError.
+Args parse(const std::vector<std::string>& a, const std::vector<std::string>& flags,
+           const std::vector<std::string>& valued);
+
+// A config from a path or a preset name, with --set overrides applied (not validated).
+cs::json load_config_arg(const std::string& arg, const std::vector<std::string>& sets);
+
+int cmd_info(const std::vector<std::string>&);
+int cmd_datasets(const std::vector<std::string>&);
+int cmd_presets(const std::vector<std::string>&);
+int cmd_validate(const std::vector<std::string>&);
+int cmd_train(const std::vector<std::string>&);
+int cmd_eval(const std::vector<std::string>&);
+int cmd_params(const std::vector<std::string>&);
+int cmd_bench(const std::vector<std::string>&);
+
+}  // namespace cli

@@ -1,0 +1,435 @@
+#include <torch/serialize.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+
+#include "bench/bench.h"
+#include "cells/registry.h"
+#include "cli.h"
+#include "tasks/task.h"
+#include "train/run_store.h"
+#include "train/trainer.h"
+#include "util/error.h"
+#include "util/paths.h"
+#include "util/sysinfo.h"
+
+namespace cli {
+
+using cs::json;
+
+std::string Args::get(const std::string& k, const std::string& def) const {
+  auto r = opts.equal_range(k);
+  std::string v = def;
+  for (auto it = r.first; it != r.second; ++it) v = it->second;  // last wins
+  return v;
+}
+
+std::vector<std::string> Args::all(const std::string& k) const {
+  std::vector<std::string> v;
+  auto r = opts.equal_range(k);
+  for (auto it = r.first; it != r.second; ++it) v.push_back(it->second);
+  return v;
+}
+
+long long Args::get_int(const std::string& k, long long def) const {
+  if (!has(k)) return def;
+  const std::string v = get(k);
+  try {
+    size_t pos = 0;
+    long long x = std::stoll(v, &pos);
+    if (pos != v.size()) throw 1;
+    return x;
+  } catch (...) {
+    throw UsageError("--" + k + " expects an integer, got '" + v + "'");
+  }
+}
+
+Args parse(const std::vector<std::string>& a, const std::vector<std::string>& flags,
+           const std::vector<std::string>& valued) {
+  Args out;
+  auto is = [](const std::vector<std::string>& v, const std::string& k) {
+    return std::find(v.begin(), v.end(), k) != v.end();
+  };
+  for (size_t i = 0; i < a.size(); ++i) {
+    const std::string& s = a[i];
+    if (s.rfind("--", 0) == 0 && s.size() > 2) {
+      std::string k = s.substr(2), v;
+      auto eq = k.find('=');
+      bool inline_value = eq != std::string::npos;
+      if (inline_value) {
+        v = k.substr(eq + 1);
+        k = k.substr(0, eq);
+      }
+      if (is(flags, k)) {
+        if (inline_value) throw UsageError("--" + k + " takes no value");
+        out.opts.emplace(k, "1");
+      } else if (is(valued, k)) {
+        if (!inline_value) {
+          if (i + 1 >= a.size()) throw UsageError("--" + k + " needs a value");
+          v = a[++i];
+        }
+        out.opts.emplace(k, v);
+      } else {
+        throw UsageError("unknown option '--" + k + "'");
+      }
+    } else {
+      out.positional.push_back(s);
+    }
+  }
+  return out;
+}
+
+json load_config_arg(const std::string& arg, const std::vector<std::string>& sets) {
+  std::string path = arg;
+  if (!cs::file_exists(path)) {
+    std::string preset = cs::join_path(cs::join_path(cs::resources_dir(), "presets"), arg + ".json");
+    if (cs::file_exists(preset)) path = preset;
+    else
+      throw cs::UserError("'" + arg + "' is neither a config file nor a preset (cellscope-cli presets lists them)");
+  }
+  json cfg;
+  try {
+    cfg = json::parse(cs::read_file(path));
+  } catch (const json::parse_error& e) {
+    throw cs::UserError("'" + path + "' is not valid JSON: " + std::string(e.what()));
+  }
+  for (auto& s : sets) cs::apply_override(cfg, s);
+  return cfg;
+}
+
+static bool want_help(const std::vector<std::string>& a) {
+  return std::find(a.begin(), a.end(), "--help") != a.end() || std::find(a.begin(), a.end(), "-h") != a.end();
+}
+
+static std::string fmt_duration(double s) {
+  if (!std::isfinite(s) || s < 0) return "?";
+  long t = static_cast<long>(s + 0.5);
+  std::ostringstream o;
+  if (t >= 3600) o << t / 3600 << "h" << std::setw(2) << std::setfill('0') << (t % 3600) / 60 << "m";
+  else if (t >= 60) o << t / 60 << "m" << std::setw(2) << std::setfill('0') << t % 60 << "s";
+  else o << t << "s";
+  return o.str();
+}
+
+static std::string fmt_rate(double r) {
+  std::ostringstream o;
+  o << std::fixed << std::setprecision(1);
+  if (r >= 1e6) o << r / 1e6 << "M";
+  else if (r >= 1e3) o << r / 1e3 << "k";
+  else o << r;
+  return o.str();
+}
+
+// ------------------------------------------------------------------ info
+int cmd_info(const std::vector<std::string>& a) {
+  if (want_help(a)) {
+    std::cout << "usage: cellscope-cli info [--json] [--threads N]\n"
+                 "Prints the versions of Cellscope and LibTorch, the BLAS this process uses, the number of\n"
+                 "intra-op threads, and whether CUDA is available. Warns when the BLAS is not OpenBLAS/MKL.\n";
+    return 0;
+  }
+  auto args = parse(a, {"json"}, {"threads"});
+  cs::set_threads(static_cast<int>(args.get_int("threads", 0)));
+  json j = cs::system_info();
+  j["qt_version"] = nullptr;  // the CLI links no Qt; the GUI's About dialog shows Qt's version
+  j["resources_dir"] = cs::resources_dir();
+  j["data_cache_dir"] = cs::data_cache_dir();
+  j["workspace"] = cs::default_workspace();
+  j["cells"] = cs::cell_names();
+  std::vector<std::string> tasks;
+  for (auto& t : cs::task_registry()) tasks.push_back(t.name);
+  j["tasks"] = tasks;
+  auto blas = cs::detect_blas();
+  const std::string warn = cs::blas_warning(blas);
+  if (!warn.empty()) j["warning"] = warn;
+  if (args.has("json")) {
+    std::cout << j.dump(2) << "\n";
+  } else {
+    std::cout << "Cellscope       " << j["cellscope_version"].get<std::string>() << "\n"
+              << "LibTorch        " << j["libtorch_version"].get<std::string>() << "\n"
+              << "Qt              (not linked into the CLI)\n"
+              << "BLAS            " << blas.name << (blas.path.empty() ? "" : "  [" + blas.path + "]") << "\n";
+    if (!blas.detail.empty()) std::cout << "BLAS config     " << blas.detail << "\n";
+    std::cout << "Intra-op threads " << j["intra_op_threads"] << " (of " << j["hardware_threads"] << " hardware threads, "
+              << j["parallel_backend"].get<std::string>() << ")\n"
+              << "CUDA            " << (j["cuda_available"].get<bool>() ? "available, " + std::to_string(j["cuda_devices"].get<int>()) + " device(s)" : "not available") << "\n"
+              << "Cells           ";
+    for (auto& c : cs::cell_names()) std::cout << c << " ";
+    std::cout << "\nTasks           ";
+    for (auto& t : tasks) std::cout << t << " ";
+    std::cout << "\nResources       " << cs::resources_dir() << "\nData cache      " << cs::data_cache_dir()
+              << "\nWorkspace       " << cs::default_workspace() << "\n";
+  }
+  if (!warn.empty()) std::cerr << "\n*** " << warn << " ***\n\n";
+  return 0;
+}
+
+// ------------------------------------------------------------------ presets
+int cmd_presets(const std::vector<std::string>& a) {
+  if (want_help(a)) {
+    std::cout << "usage: cellscope-cli presets [--json]\nLists the bundled configurations (use the name as CONFIG).\n";
+    return 0;
+  }
+  auto args = parse(a, {"json"}, {});
+  const std::string dir = cs::join_path(cs::resources_dir(), "presets");
+  json out = json::array();
+  for (auto& n : cs::list_dir(dir)) {
+    if (n.size() < 6 || n.substr(n.size() - 5) != ".json") continue;
+    json p;
+    try {
+      p = json::parse(cs::read_file(cs::join_path(dir, n)));
+    } catch (...) {
+      continue;
+    }
+    out.push_back({{"name", n.substr(0, n.size() - 5)}, {"notes", p.value("notes", "")}, {"path", cs::join_path(dir, n)}});
+  }
+  if (args.has("json")) std::cout << out.dump(2) << "\n";
+  else
+    for (auto& p : out) std::cout << std::left << std::setw(28) << p["name"].get<std::string>() << p["notes"].get<std::string>() << "\n";
+  return 0;
+}
+
+// ------------------------------------------------------------------ validate
+int cmd_validate(const std::vector<std::string>& a) {
+  if (want_help(a)) {
+    std::cout << "usage: cellscope-cli validate CONFIG [--set SECTION.KEY=VALUE ...] [--json]\n"
+                 "Checks a configuration; prints every problem with its JSON path. Exit 2 when invalid.\n";
+    return 0;
+  }
+  auto args = parse(a, {"json"}, {"set"});
+  if (args.positional.size() != 1) throw UsageError("expected one CONFIG");
+  json cfg = load_config_arg(args.positional[0], args.all("set"));
+  auto errs = cs::validate_config(cfg);
+  if (args.has("json")) {
+    json j = json::array();
+    for (auto& e : errs) j.push_back({{"path", e.path}, {"message", e.message}});
+    std::cout << json{{"valid", errs.empty()}, {"errors", j}, {"resolved", errs.empty() ? cs::resolve_config(cfg) : json()}}.dump(2) << "\n";
+  } else if (errs.empty()) {
+    std::cout << "valid\n";
+  } else {
+    for (auto& e : errs) std::cerr << e.str() << "\n";
+  }
+  return errs.empty() ? 0 : 2;
+}
+
+// ------------------------------------------------------------------ params
+int cmd_params(const std::vector<std::string>& a) {
+  if (want_help(a)) {
+    std::cout << "usage: cellscope-cli params CONFIG [--set SECTION.KEY=VALUE ...] [--json]\n"
+                 "Builds the model of CONFIG (loading its dataset for the vocabulary) and prints the\n"
+                 "parameter count broken down by module.\n";
+    return 0;
+  }
+  auto args = parse(a, {"json"}, {"set"});
+  if (args.positional.size() != 1) throw UsageError("expected one CONFIG");
+  json cfg = cs::load_and_resolve(load_config_arg(args.positional[0], args.all("set")));
+  auto task = cs::make_task(cfg);
+  auto br = task->parameter_breakdown();
+  const int64_t total = task->parameter_count();
+  if (args.has("json")) {
+    json m = json::object();
+    for (auto& [k, v] : br) m[k] = v;
+    std::cout << json{{"total", total}, {"modules", m}, {"cell", cfg["model"]["cell"]}}.dump(2) << "\n";
+  } else {
+    for (auto& [k, v] : br) std::cout << std::left << std::setw(32) << k << std::right << std::setw(14) << v << "\n";
+    std::cout << std::left << std::setw(32) << "total" << std::right << std::setw(14) << total << "  ("
+              << std::fixed << std::setprecision(2) << total / 1e6 << "M)\n";
+  }
+  return 0;
+}
+
+// ------------------------------------------------------------------ train
+static cs::TrainerControl* g_control = nullptr;
+static void on_sigint(int) {
+  if (g_control) {
+    if (g_control->stop.load()) std::_Exit(130);  // second Ctrl-C: leave now
+    g_control->stop = true;
+  }
+}
+
+int cmd_train(const std::vector<std::string>& a) {
+  if (want_help(a)) {
+    std::cout << "usage: cellscope-cli train CONFIG [--run-dir DIR | --workspace DIR] [--set SECTION.KEY=VALUE ...]\n"
+                 "                           [--steps N] [--json] [--quiet]\n"
+                 "       cellscope-cli train --resume RUN_DIR [--steps N]\n"
+                 "CONFIG is a JSON file or a preset name. The run directory (default: a new one under the\n"
+                 "workspace " + cs::default_workspace() + ") receives config.json, vocab, metrics.jsonl,\n"
+                 "checkpoints/ and summary.json. Ctrl-C stops cleanly with a checkpoint; --resume continues it\n"
+                 "and reproduces the metrics of an uninterrupted run.\n"
+                 "Exit status: 0 finished or stopped, 1 failed (e.g. NaN loss), 2 invalid config or data.\n";
+    return 0;
+  }
+  auto args = parse(a, {"json", "quiet"}, {"run-dir", "workspace", "set", "resume", "steps"});
+  json cfg;
+  std::shared_ptr<cs::RunStore> store;
+  std::unique_ptr<cs::Task> task;
+  const bool resuming = args.has("resume");
+  if (resuming) {
+    if (!args.positional.empty()) throw UsageError("--resume takes the run directory; give no CONFIG");
+    store = std::make_shared<cs::RunStore>(args.get("resume"));
+    if (!cs::file_exists(store->path("config.json")))
+      throw cs::UserError("'" + store->dir() + "' is not a run directory (no config.json)");
+    json raw = store->read_config();
+    for (auto& s : args.all("set")) cs::apply_override(raw, s);
+    if (args.has("steps")) raw["training"]["steps"] = args.get_int("steps", 0);
+    cfg = cs::load_and_resolve(raw);
+  } else {
+    if (args.positional.size() != 1) throw UsageError("expected one CONFIG (a JSON file or a preset name)");
+    json raw = load_config_arg(args.positional[0], args.all("set"));
+    if (args.has("steps")) {
+      if (!raw.contains("training") || !raw["training"].is_object()) raw["training"] = json::object();
+      raw["training"]["steps"] = args.get_int("steps", 0);
+    }
+    cfg = cs::load_and_resolve(raw);  // every problem, with its JSON path; nothing created yet
+  }
+  cs::set_threads(cfg["training"].value("threads", 0));
+  cs::seed_everything(cfg["training"].value("seed", 1));
+  // Build the task (loads and checks the data) before any directory is created.
+  task = cs::make_task(cfg, resuming ? store->dir() : "");
+  if (!resuming) {
+    std::string dir = args.has("run-dir") ? args.get("run-dir")
+                                          : cs::new_run_dir(args.get("workspace", cs::default_workspace()), cfg);
+    store = std::make_shared<cs::RunStore>(dir);
+    store->create();
+    store->write_config(cfg);
+    const std::string vt = task->vocab_text();
+    if (!vt.empty()) cs::atomic_write(store->path("vocab"), vt);
+  } else {
+    store->write_config(cfg);
+  }
+  cs::Trainer trainer(cfg, std::move(task), store);
+  if (resuming) trainer.resume();
+  const bool json_out = args.has("json"), quiet = args.has("quiet");
+  const bool tty = ::isatty(2) && !quiet && !json_out;
+  if (!quiet && !json_out)
+    std::cerr << (resuming ? "resuming " : "training ") << cfg["model"]["cell"].get<std::string>() << " on "
+              << cfg["task"]["name"].get<std::string>() << " -> " << store->dir() << "\n";
+  cs::TrainerControl control;
+  g_control = &control;
+  std::signal(SIGINT, on_sigint);
+  std::signal(SIGTERM, on_sigint);
+  cs::TrainerCallbacks cb;
+  auto last_print = std::chrono::steady_clock::now() - std::chrono::seconds(10);
+  cb.on_progress = [&](const cs::Progress& p) {
+    auto now = std::chrono::steady_clock::now();
+    if (!tty || (now - last_print < std::chrono::milliseconds(250) && p.step != p.total_steps)) return;
+    last_print = now;
+    std::fprintf(stderr, "\r  step %lld/%lld [%3.0f%%]  loss %.3f  %s %s/s  elapsed %s  ETA %s   ",
+                 static_cast<long long>(p.step), static_cast<long long>(p.total_steps),
+                 100.0 * p.step / std::max<int64_t>(1, p.total_steps), p.last_loss, fmt_rate(p.throughput).c_str(),
+                 p.unit.c_str(), fmt_duration(p.elapsed).c_str(), fmt_duration(p.eta).c_str());
+    std::fflush(stderr);
+  };
+  cb.on_metrics = [&](const cs::MetricsRecord& r) {
+    if (json_out) {
+      std::cout << r.to_json().dump() << "\n" << std::flush;
+    } else if (r.eval && !quiet) {
+      if (tty) std::fprintf(stderr, "\n");
+      std::ostringstream o;
+      o << "  eval " << r.split << " @ step " << r.step << ":";
+      for (auto& [k, v] : r.values) o << " " << k << " " << std::setprecision(4) << v;
+      std::cerr << o.str() << "\n";
+    }
+  };
+  auto outcome = trainer.run(&control, cb);
+  g_control = nullptr;
+  if (tty) std::fprintf(stderr, "\n");
+  const auto& s = outcome.summary;
+  if (json_out) {
+    json j = s.to_json();
+    j["run_dir"] = outcome.run_dir;
+    std::cout << j.dump() << "\n";
+  } else if (!quiet) {
+    std::cerr << "  " << s.status << (s.reason.empty() ? "" : ": " + s.reason) << "\n";
+    if (s.has_best)
+      std::cerr << "  best valid " << s.primary_metric << " " << s.best_valid << " at step " << s.best_step << "\n";
+    if (s.has_test) std::cerr << "  test " << s.primary_metric << " " << s.test_metric << "\n";
+    std::cerr << "  run directory: " << outcome.run_dir << "\n";
+  }
+  return s.status == "failed" ? 1 : 0;
+}
+
+// ------------------------------------------------------------------ eval
+int cmd_eval(const std::vector<std::string>& a) {
+  if (want_help(a)) {
+    std::cout << "usage: cellscope-cli eval RUN_DIR [--split valid|test] [--checkpoint best|last|STEP] [--json]\n"
+                 "Evaluates a run's checkpoint on a whole split (state carried).\n";
+    return 0;
+  }
+  auto args = parse(a, {"json"}, {"split", "checkpoint", "threads"});
+  if (args.positional.size() != 1) throw UsageError("expected one RUN_DIR");
+  cs::set_threads(static_cast<int>(args.get_int("threads", 0)));
+  auto task = cs::load_run_task(args.positional[0], args.get("checkpoint", "best"));
+  const std::string split = args.get("split", "test");
+  auto r = task->evaluate(split);
+  json j = r.metrics;
+  j["split"] = split;
+  j["units"] = r.units;
+  j["checkpoint"] = args.get("checkpoint", "best");
+  if (args.has("json")) std::cout << j.dump(2) << "\n";
+  else {
+    std::cout << split << ":";
+    for (auto& [k, v] : r.metrics) std::cout << " " << k << " " << v;
+    std::cout << "  (" << r.units << " " << task->unit_name() << ")\n";
+  }
+  return 0;
+}
+
+// ------------------------------------------------------------------ bench
+int cmd_bench(const std::vector<std::string>& a) {
+  if (want_help(a)) {
+    std::cout << "usage: cellscope-cli bench [--cell CELL] [--batch 32] [--seq 150] [--embed 256] [--hidden 512]\n"
+                 "                           [--set model.KEY=VALUE ...] [--baseline torch_gru|torch_lstm|CELL|none]\n"
+                 "                           [--iters N] [--threads N] [--json]\n"
+                 "Measures training throughput (forward + backward + Adam step) of the char-LM model with CELL,\n"
+                 "its achieved GFLOP/s (analytic FLOP count), a large matrix product's GFLOP/s in the same run,\n"
+                 "and a baseline at the same shape (default: raw torch::nn::GRU for gru, torch::nn::LSTM for\n"
+                 "lstm, Cellscope's GRU otherwise) with the time and FLOP ratios.\n";
+    return 0;
+  }
+  auto args = parse(a, {"json"}, {"cell", "batch", "seq", "embed", "hidden", "set", "baseline", "iters", "threads", "vocab"});
+  cs::BenchOptions o;
+  o.model = {{"cell", args.get("cell", "gru")}, {"embed", args.get_int("embed", 256)}, {"hidden", args.get_int("hidden", 512)}};
+  for (auto& s : args.all("set")) {
+    json tmp = {{"model", o.model}};
+    cs::apply_override(tmp, s);
+    if (!tmp.contains("model") || tmp.size() != 1) throw UsageError("bench --set takes model.KEY=VALUE");
+    o.model = tmp["model"];
+  }
+  o.batch = args.get_int("batch", 32);
+  o.seq = args.get_int("seq", 150);
+  o.vocab = args.get_int("vocab", 96);
+  o.baseline = args.get("baseline", "");
+  o.iters = static_cast<int>(args.get_int("iters", 0));
+  o.threads = static_cast<int>(args.get_int("threads", 0));
+  if (o.batch < 1 || o.seq < 1) throw UsageError("--batch and --seq must be >= 1");
+  cs::set_threads(o.threads);
+  json r = cs::run_bench(o);
+  r["blas"] = cs::detect_blas().name;
+  if (args.has("json")) {
+    std::cout << r.dump() << "\n";
+  } else {
+    std::cout << std::fixed << std::setprecision(2);
+    std::cout << "cell " << r["cell"].get<std::string>() << "  batch " << o.batch << "  seq " << o.seq << "  embed "
+              << r["embed"] << "  hidden " << r["hidden"] << "  threads " << r["threads"] << "  BLAS " << r["blas"].get<std::string>() << "\n"
+              << "  training step     " << r["seconds_per_step"].get<double>() * 1e3 << " ms  ("
+              << fmt_rate(r["throughput"].get<double>()) << " chars/s)\n"
+              << "  achieved          " << r["gflops"].get<double>() << " GFLOP/s  (GEMM " << r["gemm_gflops"].get<double>()
+              << " GFLOP/s, efficiency " << 100 * r["efficiency"].get<double>() << "%)\n";
+    if (r.contains("baseline"))
+      std::cout << "  baseline " << r["baseline"].get<std::string>() << "  " << r["baseline_seconds_per_step"].get<double>() * 1e3
+                << " ms  (" << fmt_rate(r["baseline_throughput"].get<double>()) << " chars/s)\n"
+                << "  time ratio        " << r["time_ratio"].get<double>() << "x   FLOP ratio " << r["flop_ratio"].get<double>() << "x\n";
+  }
+  auto warn = cs::blas_warning(cs::detect_blas());
+  if (!warn.empty()) std::cerr << "*** " << warn << " ***\n";
+  return 0;
+}
+
+}  // namespace cli

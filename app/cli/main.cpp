@@ -1,0 +1,70 @@
+// cellscope-cli: everything a user can do, headless. Exit status: 0 success,
+// 1 the work failed (e.g. the loss became NaN), 2 bad input (usage, config, data).
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "cli.h"
+#include "util/error.h"
+
+namespace {
+
+void print_usage() {
+  std::cout << "cellscope-cli " << CELLSCOPE_VERSION << " - train, compare and look inside recurrent cells\n\n"
+            << "usage: cellscope-cli COMMAND [options]   (cellscope-cli COMMAND --help for details)\n\n"
+            << "commands:\n"
+            << "  info       LibTorch, BLAS, threads and CUDA in use\n"
+            << "  datasets   known datasets and whether they are fetched\n"
+            << "  presets    the bundled configurations\n"
+            << "  validate   check a configuration and print every problem\n"
+            << "  train      train a model (CONFIG is a JSON file or a preset name)\n"
+            << "  eval       evaluate a run's checkpoint on a split\n"
+            << "  params     parameter count of a configuration, by module\n"
+            << "  bench      training-throughput benchmark of a cell\n"
+            << "  --version  print the version\n";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+    print_usage();
+    return args.empty() ? 2 : 0;
+  }
+  if (args[0] == "--version" || args[0] == "version") {
+    std::cout << "cellscope-cli " << CELLSCOPE_VERSION << "\n";
+    return 0;
+  }
+  const std::string cmd = args[0];
+  std::vector<std::string> rest(args.begin() + 1, args.end());
+  static const std::map<std::string, int (*)(const std::vector<std::string>&)> commands = {
+      {"info", cli::cmd_info},         {"datasets", cli::cmd_datasets}, {"presets", cli::cmd_presets},
+      {"validate", cli::cmd_validate}, {"train", cli::cmd_train},       {"eval", cli::cmd_eval},
+      {"params", cli::cmd_params},     {"bench", cli::cmd_bench},
+  };
+  auto it = commands.find(cmd);
+  if (it == commands.end()) {
+    std::cerr << "cellscope-cli: unknown command '" << cmd << "'\n\n";
+    print_usage();
+    return 2;
+  }
+  try {
+    return it->second(rest);
+  } catch (const cs::UserError& e) {
+    std::cerr << "cellscope-cli " << cmd << ": " << e.what() << "\n";
+    return 2;
+  } catch (const cli::UsageError& e) {
+    std::cerr << "cellscope-cli " << cmd << ": " << e.what() << "\n(see: cellscope-cli " << cmd << " --help)\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::string w = e.what();
+    std::cerr << "cellscope-cli " << cmd << ": error: " << w.substr(0, w.find("\nException raised from")) << "\n";
+    return 1;
+  }
+}

@@ -1,0 +1,163 @@
+#include "bench/bench.h"
+
+#include <ATen/Parallel.h>
+#include <torch/nn/modules/rnn.h>
+#include <torch/nn/utils/clip_grad.h>
+#include <torch/optim/adam.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "tasks/char_lm.h"
+#include "train/trainer.h"
+#include "util/error.h"
+
+namespace cs {
+
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+// Run `fn` (one iteration) after 2 warm-up calls; median seconds per call.
+template <typename Fn>
+double median_time(Fn&& fn, int iters, double min_seconds) {
+  fn();
+  fn();
+  std::vector<double> ts;
+  auto start = Clock::now();
+  for (int i = 0;; ++i) {
+    auto t0 = Clock::now();
+    fn();
+    ts.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+    const double total = std::chrono::duration<double>(Clock::now() - start).count();
+    if (iters > 0 ? i + 1 >= iters : (total >= min_seconds && i + 1 >= 3)) break;
+    if (iters <= 0 && i + 1 >= 200) break;
+  }
+  std::sort(ts.begin(), ts.end());
+  return ts[ts.size() / 2];
+}
+
+json resolved_model(const json& model) {
+  json cfg = {{"task", {{"name", "char_lm"}}}, {"model", model}};
+  auto errs = validate_config(cfg);
+  if (!errs.empty()) {
+    std::string msg = "invalid bench model:";
+    for (auto& e : errs) msg += "\n  " + e.str();
+    throw UserError(msg);
+  }
+  return resolve_config(cfg)["model"];
+}
+
+}  // namespace
+
+double gemm_gflops(int64_t n) {
+  torch::NoGradGuard ng;
+  auto a = torch::randn({n, n}), b = torch::randn({n, n});
+  auto c = torch::empty({n, n});
+  double t = median_time([&] { torch::mm_out(c, a, b); }, 0, 1.0);
+  return 2.0 * n * n * n / t / 1e9;
+}
+
+double time_char_lm_step(const json& model_in, int64_t B, int64_t T, int64_t V, int iters, double min_seconds,
+                         double* flops_per_iter) {
+  json model = resolved_model(model_in);
+  torch::manual_seed(0);
+  CharLMModel net(model, V);
+  net->train();
+  auto params = net->parameters();
+  torch::optim::Adam opt(params, torch::optim::AdamOptions(1e-3));
+  auto x = torch::randint(0, V, {T, B}, torch::kInt64);
+  auto y = torch::randint(0, V, {T, B}, torch::kInt64);
+  auto states = net->stack->initial_state(B, torch::TensorOptions());
+  if (flops_per_iter) {
+    const double fwd = (net->stack->flops_per_step() + 2.0 * net->stack->output_size() * V) * B * T;
+    *flops_per_iter = 3.0 * fwd;  // forward + backward (~2x forward)
+  }
+  return median_time(
+      [&] {
+        StepContext ctx;
+        auto st = detach_states(states);
+        auto logits = net->forward(x, st, ctx);
+        auto loss = torch::nn::functional::cross_entropy(logits.reshape({-1, V}), y.reshape({-1}));
+        if (ctx.extra_loss.defined()) loss = loss + ctx.extra_loss;
+        opt.zero_grad();
+        loss.backward();
+        torch::nn::utils::clip_grad_norm_(params, 5.0);
+        opt.step();
+      },
+      iters, min_seconds);
+}
+
+// Raw torch::nn::GRU / LSTM forward + backward at the same shape (no embedding, no head, no optimizer).
+static double time_torch_rnn(bool lstm, int64_t E, int64_t H, int64_t B, int64_t T, int iters, double min_seconds,
+                             double* flops_per_iter) {
+  torch::manual_seed(0);
+  // The input requires grad: inside a model (after an embedding or a lower layer) the
+  // RNN must also compute dL/dx, so the fair baseline does that work too.
+  auto x = torch::randn({T, B, E}).requires_grad_(true);
+  const double G = lstm ? 4 : 3;
+  if (flops_per_iter) *flops_per_iter = 3.0 * (2.0 * G * H * (E + H) + 6.0 * G * H) * B * T;
+  if (lstm) {
+    torch::nn::LSTM rnn(torch::nn::LSTMOptions(E, H));
+    return median_time([&] {
+      rnn->zero_grad();
+      x.mutable_grad() = torch::Tensor();
+      auto out = std::get<0>(rnn->forward(x));
+      out.sum().backward();
+    }, iters, min_seconds);
+  }
+  torch::nn::GRU rnn(torch::nn::GRUOptions(E, H));
+  return median_time([&] {
+    rnn->zero_grad();
+    x.mutable_grad() = torch::Tensor();
+    auto out = std::get<0>(rnn->forward(x));
+    out.sum().backward();
+  }, iters, min_seconds);
+}
+
+json run_bench(const BenchOptions& o) {
+  if (o.threads > 0) set_threads(o.threads);
+  json model = resolved_model(o.model);
+  const std::string cell = model["cell"];
+  const int64_t E = model["embed"], H = model["hidden"];
+  double flops = 0;
+  const double t = time_char_lm_step(model, o.batch, o.seq, o.vocab, o.iters, o.min_seconds, &flops);
+  const double gemm = gemm_gflops();
+  json r;
+  r["cell"] = cell;
+  r["model"] = model;
+  r["task"] = "char_lm";
+  r["batch"] = o.batch;
+  r["seq"] = o.seq;
+  r["embed"] = E;
+  r["hidden"] = H;
+  r["vocab"] = o.vocab;
+  r["threads"] = at::get_num_threads();
+  r["seconds_per_step"] = t;
+  r["throughput"] = static_cast<double>(o.batch * o.seq) / t;
+  r["unit"] = "chars/s";
+  r["flops_per_step"] = flops;
+  r["gflops"] = flops / t / 1e9;
+  r["gemm_gflops"] = gemm;
+  r["efficiency"] = r["gflops"].get<double>() / gemm;
+  std::string base = o.baseline;
+  if (base.empty()) base = cell == "lstm" ? "torch_lstm" : cell == "gru" ? "torch_gru" : "gru";
+  if (base != "none") {
+    double bflops = 0, bt = 0;
+    if (base == "torch_gru" || base == "torch_lstm") {
+      bt = time_torch_rnn(base == "torch_lstm", E, H, o.batch, o.seq, o.iters, o.min_seconds, &bflops);
+    } else {
+      json bm = {{"cell", base}, {"embed", E}, {"hidden", H}, {"layers", model.value("layers", 1)}};
+      bt = time_char_lm_step(bm, o.batch, o.seq, o.vocab, o.iters, o.min_seconds, &bflops);
+    }
+    r["baseline"] = base;
+    r["baseline_seconds_per_step"] = bt;
+    r["baseline_throughput"] = static_cast<double>(o.batch * o.seq) / bt;
+    r["baseline_gflops"] = bflops / bt / 1e9;
+    r["time_ratio"] = t / bt;
+    r["flop_ratio"] = flops / bflops;
+  }
+  return r;
+}
+
+}  // namespace cs

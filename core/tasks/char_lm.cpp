@@ -1,0 +1,226 @@
+#include "tasks/char_lm.h"
+
+#include <torch/nn/functional.h>
+
+#include <cmath>
+
+#include "cells/registry.h"
+#include "util/error.h"
+
+namespace cs {
+
+namespace F = torch::nn::functional;
+
+CharLMModelImpl::CharLMModelImpl(const json& m, int64_t vocab) {
+  const int64_t E = m.value("embed", 128);
+  dropout = m.value("dropout", 0.0);
+  embed = register_module("embed", torch::nn::Embedding(vocab, E));
+  stack = register_module("stack", CellStack(m, E));
+  out = register_module("out", torch::nn::Linear(stack->output_size(), vocab));
+}
+
+torch::Tensor CharLMModelImpl::forward(const torch::Tensor& x, std::vector<State>& states, StepContext& ctx) {
+  auto e = embed->forward(x);
+  if (dropout > 0) e = F::dropout(e, F::DropoutFuncOptions().p(dropout).training(is_training()));
+  auto h = stack->forward(e, states, ctx);
+  if (dropout > 0) h = F::dropout(h, F::DropoutFuncOptions().p(dropout).training(is_training()));
+  return out->forward(h);
+}
+
+torch::Tensor batchify(const std::vector<int32_t>& ids, int64_t batch) {
+  const int64_t n = static_cast<int64_t>(ids.size()) / batch;
+  auto t = torch::from_blob(const_cast<int32_t*>(ids.data()), {batch * n}, torch::kInt32);
+  return t.to(torch::kInt64).view({batch, n});
+}
+
+CharLMTask::CharLMTask(const json& cfg, const std::string& run_dir) : cfg_(cfg) {
+  const auto& tr = cfg.at("training");
+  batch_ = tr.value("batch", 32);
+  bptt_ = tr.value("bptt", 100);
+  eval_batch_ = tr.value("eval_batch", 16);
+  std::string vocab_path = run_dir.empty() ? "" : join_path(run_dir, "vocab");
+  if (!vocab_path.empty() && file_exists(vocab_path)) {
+    Vocab v = Vocab::load(vocab_path);
+    corpus_ = load_char_corpus(cfg.at("dataset"), &v);
+  } else {
+    corpus_ = load_char_corpus(cfg.at("dataset"));
+  }
+  const int64_t need = batch_ * 2;
+  if (static_cast<int64_t>(corpus_.train.size()) < need)
+    throw UserError("dataset '" + corpus_.source + "': the train split has " + std::to_string(corpus_.train.size()) +
+                    " characters, too few for one batch of " + std::to_string(batch_) + " streams (need at least " +
+                    std::to_string(need) + ")");
+  if (corpus_.valid.size() < 2)
+    throw UserError("dataset '" + corpus_.source + "': the valid split has " + std::to_string(corpus_.valid.size()) +
+                    " characters (need at least 2); raise dataset.valid_fraction or use a larger corpus");
+  model_ = CharLMModel(cfg.at("model"), static_cast<int64_t>(corpus_.vocab.size()));
+  train_ = batchify(corpus_.train, batch_);
+  state_ = model_->stack->initial_state(batch_, torch::TensorOptions().dtype(torch::kFloat32));
+}
+
+void CharLMTask::to(const torch::Device& d) {
+  device_ = d;
+  model_->to(d);
+  train_ = train_.to(d);
+  for (auto& s : state_)
+    for (auto& t : s) t = t.to(d);
+}
+
+double CharLMTask::epoch() const {
+  const int64_t n = train_.size(1) - 1;
+  return static_cast<double>(epochs_done_) + static_cast<double>(cursor_) / static_cast<double>(std::max<int64_t>(n, 1));
+}
+
+StepResult CharLMTask::train_step() {
+  model_->train();
+  const int64_t n = train_.size(1);
+  if (cursor_ >= n - 1) {  // epoch boundary: start the streams again from a zero state
+    cursor_ = 0;
+    ++epochs_done_;
+    state_ = model_->stack->initial_state(batch_, train_.options().dtype(torch::kFloat32));
+  }
+  const int64_t L = std::min(bptt_, n - 1 - cursor_);
+  auto x = train_.narrow(1, cursor_, L).t();      // [L, B]: input characters
+  auto y = train_.narrow(1, cursor_ + 1, L).t();  // [L, B]: each target is the next character
+  cursor_ += L;
+  StepContext ctx;
+  auto logits = model_->forward(x, state_, ctx);
+  state_ = detach_states(state_);  // truncated BPTT: carry the state, cut the graph
+  auto nll = F::cross_entropy(logits.reshape({-1, logits.size(-1)}), y.reshape({-1}));
+  StepResult r;
+  r.loss = ctx.extra_loss.defined() ? nll + ctx.extra_loss : nll;
+  r.task_loss = nll.item<double>();
+  r.units = L * batch_;
+  r.metrics["bpc"] = r.task_loss / std::log(2.0);
+  for (auto& [k, v] : ctx.metrics) r.metrics[k] = v.first / std::max<int64_t>(v.second, 1);
+  return r;
+}
+
+double CharLMTask::nll_of(const std::vector<int32_t>& ids, int64_t eval_batch, std::vector<float>* per_pos) {
+  // B streams of n inputs each cover targets ids[b*n+1 .. b*n+n]; the remainder
+  // (inputs ids[B*n .. N-2]) continues stream B-1 with its carried state, batch 1.
+  // Every character but the first is predicted exactly once.
+  torch::NoGradGuard ng;
+  const int64_t N = static_cast<int64_t>(ids.size());
+  if (N < 2) return 0.0;
+  const int64_t B = std::max<int64_t>(1, std::min<int64_t>(eval_batch, (N - 1) / std::max<int64_t>(bptt_, 1)));
+  const int64_t n = (N - 1) / B;
+  auto all = torch::from_blob(const_cast<int32_t*>(ids.data()), {N}, torch::kInt32).to(torch::kInt64).to(device_);
+  if (per_pos) per_pos->assign(static_cast<size_t>(N), 0.f);
+  double total = 0;
+  // Score rows [R, len] segment by segment with the state carried; row r's
+  // position i predicts ids[base + r * stride + i + 1].
+  auto score = [&](const torch::Tensor& inp, const torch::Tensor& tgt, std::vector<State>& st, int64_t stride,
+                   int64_t base) {
+    const int64_t rows = inp.size(0), len = inp.size(1);
+    for (int64_t p = 0; p < len; p += bptt_) {
+      const int64_t l = std::min(bptt_, len - p);
+      StepContext ctx;
+      auto logits = model_->forward(inp.narrow(1, p, l).t(), st, ctx);
+      auto lp = F::cross_entropy(logits.reshape({-1, logits.size(-1)}), tgt.narrow(1, p, l).t().reshape({-1}),
+                                 F::CrossEntropyFuncOptions().reduction(torch::kNone));
+      total += lp.sum().item<double>();
+      if (per_pos) {
+        auto v = lp.view({l, rows}).t().contiguous().to(torch::kCPU);
+        auto acc = v.accessor<float, 2>();
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t i = 0; i < l; ++i) (*per_pos)[static_cast<size_t>(base + r * stride + p + i + 1)] = acc[r][i];
+      }
+    }
+  };
+  std::vector<State> st = model_->stack->initial_state(B, torch::TensorOptions().dtype(torch::kFloat32).device(device_));
+  score(all.narrow(0, 0, B * n).view({B, n}), all.narrow(0, 1, B * n).view({B, n}), st, n, 0);
+  const int64_t rem = (N - 1) - B * n;
+  if (rem > 0) {
+    std::vector<State> last;
+    for (auto& s : st) {
+      State ls;
+      for (auto& t : s) ls.push_back(t.narrow(0, B - 1, 1).contiguous());
+      last.push_back(ls);
+    }
+    score(all.narrow(0, B * n, rem).view({1, rem}), all.narrow(0, B * n + 1, rem).view({1, rem}), last, 0, B * n);
+  }
+  return total;
+}
+
+EvalResult CharLMTask::evaluate(const std::string& split) {
+  const std::vector<int32_t>* ids = split == "valid" ? &corpus_.valid : split == "test" ? &corpus_.test : split == "train" ? &corpus_.train : nullptr;
+  if (!ids) throw UserError("unknown split '" + split + "' (expected train, valid or test)");
+  if (ids->size() < 2) throw UserError("the " + split + " split of '" + corpus_.source + "' is empty");
+  const bool was_training = model_->is_training();
+  model_->eval();
+  double total = nll_of(*ids, eval_batch_);
+  if (was_training) model_->train();
+  EvalResult r;
+  r.units = static_cast<int64_t>(ids->size()) - 1;
+  const double loss = total / static_cast<double>(r.units);
+  r.metrics["loss"] = loss;
+  r.metrics["bpc"] = loss / std::log(2.0);
+  return r;
+}
+
+void CharLMTask::save_state(torch::serialize::OutputArchive& ar) const {
+  ar.write("cursor", torch::tensor(cursor_, torch::kInt64));
+  ar.write("epochs_done", torch::tensor(epochs_done_, torch::kInt64));
+  ar.write("n_layers", torch::tensor(static_cast<int64_t>(state_.size()), torch::kInt64));
+  for (size_t l = 0; l < state_.size(); ++l) {
+    ar.write("state_" + std::to_string(l) + "_n", torch::tensor(static_cast<int64_t>(state_[l].size()), torch::kInt64));
+    for (size_t j = 0; j < state_[l].size(); ++j)
+      ar.write("state_" + std::to_string(l) + "_" + std::to_string(j), state_[l][j].to(torch::kCPU));
+  }
+}
+
+void CharLMTask::load_state(torch::serialize::InputArchive& ar) {
+  auto I = [&](const std::string& k) {
+    torch::Tensor t;  // fresh: reading into a defined tensor would try to resize it
+    ar.read(k, t);
+    return t.item<int64_t>();
+  };
+  cursor_ = I("cursor");
+  epochs_done_ = I("epochs_done");
+  const int64_t nl = I("n_layers");
+  TORCH_CHECK(nl == static_cast<int64_t>(state_.size()), "checkpoint has state for ", nl, " layers, model has ",
+              state_.size());
+  for (int64_t l = 0; l < nl; ++l) {
+    const int64_t nj = I("state_" + std::to_string(l) + "_n");
+    State s;
+    for (int64_t j = 0; j < nj; ++j) {
+      torch::Tensor v;
+      ar.read("state_" + std::to_string(l) + "_" + std::to_string(j), v);
+      s.push_back(v.to(device_));
+    }
+    state_[static_cast<size_t>(l)] = s;
+  }
+}
+
+static OptionSpec task_opt(const std::string& section, const std::string& key, OptType t, json def, double lo, double hi,
+                           const std::string& help) {
+  OptionSpec o;
+  o.section = section;
+  o.key = key;
+  o.type = t;
+  o.default_value = std::move(def);
+  o.min = lo;
+  o.max = hi;
+  o.help = help;
+  return o;
+}
+
+void register_char_lm_task(std::vector<TaskInfo>& out) {
+  TaskInfo t;
+  t.name = "char_lm";
+  t.description = "Character-level language modelling (MZU paper: PTB, text8); metric: bits per character";
+  t.unit = "chars";
+  t.options = {
+      task_opt("training", "bptt", OptType::Int, 100, 1, 100000,
+               "Truncated BPTT length: characters per segment; the state is carried across segments (MZU paper: 150)."),
+      task_opt("training", "eval_batch", OptType::Int, 16, 1, 65536,
+               "Streams used to evaluate a split (every character is scored once, state carried)."),
+  };
+  t.make = [](const json& cfg, const std::string& run_dir) -> std::unique_ptr<Task> {
+    return std::make_unique<CharLMTask>(cfg, run_dir);
+  };
+  out.push_back(std::move(t));
+}
+
+}  // namespace cs

@@ -1,0 +1,64 @@
+// Character-level language modelling (MZU paper's PTB/text8 task):
+// embedding -> cell stack -> linear -> softmax; truncated BPTT over B contiguous
+// streams, state carried across segments and detached; loss in nats, BPC = NLL/ln 2.
+#pragma once
+#include <torch/nn/modules/embedding.h>
+#include <torch/nn/modules/linear.h>
+
+#include "cells/stack.h"
+#include "data/char_corpus.h"
+#include "tasks/task.h"
+
+namespace cs {
+
+class CharLMModelImpl : public torch::nn::Module {
+ public:
+  CharLMModelImpl(const json& model, int64_t vocab);
+  // x [T, B] ids -> logits [T, B, V]
+  torch::Tensor forward(const torch::Tensor& x, std::vector<State>& states, StepContext& ctx);
+  torch::nn::Embedding embed{nullptr};
+  CellStack stack{nullptr};
+  torch::nn::Linear out{nullptr};
+  double dropout = 0.0;
+};
+TORCH_MODULE(CharLMModel);
+
+// Reshape a token stream into B contiguous rows [B, n] (the tail that does not fill a row is dropped).
+torch::Tensor batchify(const std::vector<int32_t>& ids, int64_t batch);
+
+class CharLMTask : public Task {
+ public:
+  CharLMTask(const json& cfg, const std::string& run_dir);
+  std::string name() const override { return "char_lm"; }
+  std::shared_ptr<torch::nn::Module> model() override { return model_.ptr(); }
+  StepResult train_step() override;
+  EvalResult evaluate(const std::string& split) override;
+  std::string primary_metric() const override { return "bpc"; }
+  bool lower_is_better() const override { return true; }
+  std::string unit_name() const override { return "chars"; }
+  double epoch() const override;
+  void save_state(torch::serialize::OutputArchive& ar) const override;
+  void load_state(torch::serialize::InputArchive& ar) override;
+  std::string vocab_text() const override { return corpus_.vocab.serialize(); }
+  void to(const torch::Device& d) override;
+
+  // Evaluate an arbitrary id sequence (whole, state carried), with an optional probe.
+  // Returns the NLL sum in nats and fills per-position NLL if requested.
+  double nll_of(const std::vector<int32_t>& ids, int64_t eval_batch, std::vector<float>* per_pos = nullptr);
+  const CharCorpus& corpus() const { return corpus_; }
+  CharLMModel& net() { return model_; }
+  const json& config() const { return cfg_; }
+
+ private:
+  json cfg_;
+  CharCorpus corpus_;
+  CharLMModel model_{nullptr};
+  torch::Tensor train_;  // [B, n] int64
+  int64_t batch_, bptt_, eval_batch_;
+  int64_t cursor_ = 0;     // position within a row of train_
+  int64_t epochs_done_ = 0;
+  std::vector<State> state_;
+  torch::Device device_{torch::kCPU};
+};
+
+}  // namespace cs

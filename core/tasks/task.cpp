@@ -1,0 +1,58 @@
+#include "tasks/task.h"
+
+#include "util/error.h"
+
+namespace cs {
+
+std::vector<std::pair<std::string, int64_t>> Task::parameter_breakdown() {
+  std::vector<std::pair<std::string, int64_t>> out;
+  std::map<std::string, int64_t> idx;
+  for (auto& p : model()->named_parameters(/*recurse=*/true)) {
+    std::string k = p.key();
+    // group by the first two path components, e.g. "stack.layer0"
+    auto d1 = k.find('.');
+    std::string group = k;
+    if (d1 != std::string::npos) {
+      auto d2 = k.find('.', d1 + 1);
+      group = k.substr(0, d2 == std::string::npos ? d1 : d2);
+    }
+    auto it = idx.find(group);
+    if (it == idx.end()) {
+      idx[group] = static_cast<int64_t>(out.size());
+      out.emplace_back(group, 0);
+      it = idx.find(group);
+    }
+    out[static_cast<size_t>(it->second)].second += p.value().numel();
+  }
+  return out;
+}
+
+int64_t Task::parameter_count() {
+  int64_t n = 0;
+  for (auto& p : model()->parameters()) n += p.numel();
+  return n;
+}
+
+const std::vector<TaskInfo>& task_registry() {
+  static const std::vector<TaskInfo> reg = [] {
+    std::vector<TaskInfo> v;
+    register_char_lm_task(v);
+    // Further tasks register here (one line each).
+    return v;
+  }();
+  return reg;
+}
+
+const TaskInfo& task_info(const std::string& name) {
+  for (auto& t : task_registry())
+    if (t.name == name) return t;
+  std::string known;
+  for (auto& t : task_registry()) known += (known.empty() ? "" : ", ") + t.name;
+  throw UserError("unknown task '" + name + "' (known: " + known + ")");
+}
+
+std::unique_ptr<Task> make_task(const json& cfg, const std::string& run_dir) {
+  return task_info(cfg.at("task").at("name").get<std::string>()).make(cfg, run_dir);
+}
+
+}  // namespace cs

@@ -1,0 +1,170 @@
+#include "train/run_store.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+#include <fstream>
+#include <sstream>
+
+#include "util/error.h"
+
+namespace cs {
+
+json RunSummary::to_json() const {
+  json j = {{"status", status},       {"reason", reason},
+            {"task", task},           {"cell", cell},
+            {"primary_metric", primary_metric}, {"lower_is_better", lower_is_better},
+            {"parameters", parameters}, {"step", step},
+            {"epoch", epoch},         {"mean_throughput", mean_throughput},
+            {"unit", unit},           {"elapsed", elapsed},
+            {"started", started},     {"updated", updated}};
+  j["best_valid"] = has_best ? json(best_valid) : json(nullptr);
+  j["best_step"] = has_best ? json(best_step) : json(nullptr);
+  j["test_metric"] = has_test ? json(test_metric) : json(nullptr);
+  return j;
+}
+
+RunSummary RunSummary::from_json(const json& j) {
+  RunSummary s;
+  s.status = j.value("status", "unknown");
+  s.reason = j.value("reason", "");
+  s.task = j.value("task", "");
+  s.cell = j.value("cell", "");
+  s.primary_metric = j.value("primary_metric", "");
+  s.lower_is_better = j.value("lower_is_better", true);
+  s.parameters = j.value("parameters", int64_t(0));
+  s.step = j.value("step", int64_t(0));
+  s.epoch = j.value("epoch", 0.0);
+  s.mean_throughput = j.value("mean_throughput", 0.0);
+  s.unit = j.value("unit", "");
+  s.elapsed = j.value("elapsed", 0.0);
+  s.started = j.value("started", "");
+  s.updated = j.value("updated", "");
+  if (j.contains("best_valid") && j["best_valid"].is_number()) {
+    s.has_best = true;
+    s.best_valid = j["best_valid"].get<double>();
+    s.best_step = j.value("best_step", int64_t(0));
+  }
+  if (j.contains("test_metric") && j["test_metric"].is_number()) {
+    s.has_test = true;
+    s.test_metric = j["test_metric"].get<double>();
+  }
+  return s;
+}
+
+std::string RunStore::path(const std::string& name) const { return join_path(dir_, name); }
+
+void RunStore::create() {
+  if (dir_exists(dir_) && !list_dir(dir_).empty())
+    throw UserError("run directory '" + dir_ + "' already exists and is not empty (use --resume to continue it)");
+  make_dirs(dir_);
+  make_dirs(checkpoint_dir());
+}
+
+void RunStore::write_config(const json& cfg) const { atomic_write(path("config.json"), cfg.dump(2) + "\n"); }
+
+json RunStore::read_config() const {
+  const std::string p = path("config.json");
+  try {
+    return json::parse(read_file(p));
+  } catch (const json::exception& e) {
+    throw UserError("'" + p + "' is not valid JSON: " + e.what());
+  }
+}
+
+void RunStore::write_summary(const RunSummary& s) const { atomic_write(path("summary.json"), s.to_json().dump(2) + "\n"); }
+
+RunSummary RunStore::read_summary() const {
+  const std::string p = path("summary.json");
+  try {
+    return RunSummary::from_json(json::parse(read_file(p)));
+  } catch (const json::exception& e) {
+    throw UserError("'" + p + "' is not valid JSON: " + e.what());
+  }
+}
+
+static void append_line(const std::string& p, const std::string& line) {
+  int fd = ::open(p.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  if (fd < 0) throw UserError("cannot append to '" + p + "'");
+  std::string s = line + "\n";
+  // One write() of a whole line: a reader never sees half a line unless the process dies mid-write.
+  ssize_t n = ::write(fd, s.data(), s.size());
+  ::close(fd);
+  if (n != static_cast<ssize_t>(s.size())) throw UserError("short write to '" + p + "'");
+}
+
+void RunStore::append_metrics(const json& line) const { append_line(path("metrics.jsonl"), line.dump()); }
+
+std::vector<json> RunStore::read_metrics() const {
+  std::vector<json> out;
+  std::ifstream in(path("metrics.jsonl"));
+  std::string l;
+  while (std::getline(in, l)) {
+    if (l.empty()) continue;
+    try {
+      out.push_back(json::parse(l));
+    } catch (...) {
+      // torn last line of a killed run: ignore
+    }
+  }
+  return out;
+}
+
+void RunStore::truncate_metrics(int64_t step) const {
+  std::string out;
+  for (auto& j : read_metrics())
+    if (j.value("step", int64_t(0)) <= step) out += j.dump() + "\n";
+  atomic_write(path("metrics.jsonl"), out);
+}
+
+void RunStore::log(const std::string& line) const {
+  try {
+    append_line(path("log.txt"), "[" + now_iso() + "] " + line);
+  } catch (...) {
+  }
+}
+
+std::vector<int64_t> RunStore::checkpoint_steps() const {
+  std::vector<int64_t> v;
+  for (auto& n : list_dir(checkpoint_dir())) {
+    if (n.rfind("step_", 0) == 0 && n.size() > 8 && n.substr(n.size() - 3) == ".pt") {
+      try {
+        v.push_back(std::stoll(n.substr(5, n.size() - 8)));
+      } catch (...) {
+      }
+    }
+  }
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+std::string default_workspace() {
+  std::string ws = env_or("CELLSCOPE_WORKSPACE", "");
+  if (!ws.empty()) return ws;
+  std::string xdg = env_or("XDG_DATA_HOME", "");
+  if (!xdg.empty()) return join_path(xdg, "cellscope/runs");
+  return join_path(env_or("HOME", "/tmp"), ".local/share/cellscope/runs");
+}
+
+std::string now_iso() {
+  std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", std::localtime(&t));
+  return buf;
+}
+
+std::string new_run_dir(const std::string& workspace, const json& cfg) {
+  std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", std::localtime(&t));
+  std::string base = join_path(workspace, std::string(buf) + "-" + cfg["task"].value("name", "task") + "-" +
+                                              cfg["model"].value("cell", "cell"));
+  std::string d = base;
+  for (int i = 2; dir_exists(d) || file_exists(d); ++i) d = base + "-" + std::to_string(i);
+  return d;
+}
+
+}  // namespace cs

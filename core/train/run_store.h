@@ -1,0 +1,67 @@
+// Run directory layout (every file written atomically: temp file, then rename):
+//   config.json       resolved configuration
+//   vocab             the vocabulary (task-specific text format)
+//   metrics.jsonl     one JSON object per logged step; evaluation lines have "eval": true
+//   summary.json      parameter count, best valid metric + step, test metric, mean
+//                     throughput, status (running/finished/stopped/failed) and reason
+//   checkpoints/      last.pt, best.pt, step_<N>.pt (model, optimizer, task and trainer state, RNG)
+//   log.txt           human-readable log
+#pragma once
+#include <string>
+#include <vector>
+
+#include "config/schema.h"
+
+namespace cs {
+
+struct RunSummary {
+  std::string status = "running";  // running | finished | stopped | failed
+  std::string reason;
+  std::string task, cell, primary_metric;
+  bool lower_is_better = true;
+  int64_t parameters = 0;
+  int64_t step = 0;
+  double epoch = 0;
+  double best_valid = 0;
+  bool has_best = false;
+  int64_t best_step = 0;
+  double test_metric = 0;
+  bool has_test = false;
+  double mean_throughput = 0;  // units per second
+  std::string unit;
+  double elapsed = 0;
+  std::string started, updated;  // ISO times
+  json to_json() const;
+  static RunSummary from_json(const json& j);
+};
+
+class RunStore {
+ public:
+  explicit RunStore(std::string dir) : dir_(std::move(dir)) {}
+  const std::string& dir() const { return dir_; }
+  std::string path(const std::string& name) const;
+  std::string checkpoint_dir() const { return path("checkpoints"); }
+  // Create a new run directory (fails if it exists and is not empty).
+  void create();
+  void write_config(const json& cfg) const;
+  json read_config() const;
+  void write_summary(const RunSummary& s) const;
+  RunSummary read_summary() const;
+  void append_metrics(const json& line) const;  // appends one line, flushed
+  std::vector<json> read_metrics() const;       // skips a torn last line
+  // Keep only metrics lines with step <= `step` (used by --resume).
+  void truncate_metrics(int64_t step) const;
+  void log(const std::string& line) const;      // appends to log.txt
+  std::vector<int64_t> checkpoint_steps() const;  // step_<N>.pt present, sorted
+
+ private:
+  std::string dir_;
+};
+
+// Default workspace: $CELLSCOPE_WORKSPACE, else $XDG_DATA_HOME/cellscope/runs, else ~/.local/share/cellscope/runs.
+std::string default_workspace();
+// A fresh run directory name: <workspace>/<YYYYmmdd-HHMMSS>-<task>-<cell>[-N].
+std::string new_run_dir(const std::string& workspace, const json& cfg);
+std::string now_iso();
+
+}  // namespace cs

@@ -1,0 +1,423 @@
+#include "train/trainer.h"
+
+#include <ATen/Parallel.h>
+#include <torch/cuda.h>
+#include <torch/nn/utils/clip_grad.h>
+#include <torch/optim/adam.h>
+#include <torch/optim/sgd.h>
+#include <torch/serialize.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <thread>
+
+#include "util/error.h"
+
+namespace cs {
+
+using Clock = std::chrono::steady_clock;
+
+json MetricsRecord::to_json() const {
+  json j = {{"step", step}, {"epoch", epoch}, {"elapsed", elapsed}};
+  if (eval) {
+    j["eval"] = true;
+    j["split"] = split;
+  }
+  for (auto& [k, v] : values) j[k] = std::isfinite(v) ? json(v) : json(nullptr);
+  return j;
+}
+
+MetricsRecord MetricsRecord::from_json(const json& j) {
+  MetricsRecord r;
+  for (auto& [k, v] : j.items()) {
+    if (k == "step") r.step = v.get<int64_t>();
+    else if (k == "epoch") r.epoch = v.get<double>();
+    else if (k == "elapsed") r.elapsed = v.get<double>();
+    else if (k == "eval") r.eval = v.get<bool>();
+    else if (k == "split") r.split = v.get<std::string>();
+    else if (v.is_number()) r.values[k] = v.get<double>();
+    else if (v.is_null()) r.values[k] = std::numeric_limits<double>::quiet_NaN();
+  }
+  return r;
+}
+
+void seed_everything(uint64_t seed) { torch::manual_seed(seed); }
+
+void set_threads(int n) {
+  if (n <= 0) n = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  at::set_num_threads(n);
+}
+
+struct Trainer::Impl {
+  std::unique_ptr<torch::optim::Optimizer> opt;
+  std::vector<torch::Tensor> params;
+  torch::Device device{torch::kCPU};
+  double lr = 1e-3, clip = 0;
+  // logging interval accumulators (saved in checkpoints so a resumed run logs identically)
+  double acc_loss = 0, acc_gnorm = 0;
+  int64_t acc_n = 0, acc_units = 0;
+  std::map<std::string, double> acc_metrics;
+  double acc_time = 0;
+  // best / early stop
+  bool has_best = false;
+  double best = 0;
+  int64_t best_step = 0, bad_evals = 0;
+  // totals
+  double elapsed_before = 0;  // from earlier processes (resume)
+  int64_t units_total = 0;
+  double train_time_total = 0;
+};
+
+Trainer::Trainer(json cfg, std::unique_ptr<Task> task, std::shared_ptr<RunStore> store)
+    : impl_(std::make_unique<Impl>()), cfg_(std::move(cfg)), task_(std::move(task)), store_(std::move(store)) {
+  const auto& tr = cfg_.at("training");
+  std::string dev = tr.value("device", "cpu");
+  try {
+    impl_->device = torch::Device(dev);
+  } catch (const std::exception&) {
+    throw UserError("training.device: '" + dev + "' is not a device (expected cpu, cuda or cuda:N)");
+  }
+  if (impl_->device.is_cuda() && !torch::cuda::is_available())
+    throw UserError("training.device: '" + dev + "' requested but this LibTorch has no CUDA device available");
+  task_->to(impl_->device);
+  impl_->params = task_->model()->parameters();
+  impl_->lr = tr.value("lr", 1e-3);
+  impl_->clip = tr.value("clip", 0.0);
+  const double wd = tr.value("weight_decay", 0.0);
+  if (tr.value("optimizer", "adam") == "sgd")
+    impl_->opt = std::make_unique<torch::optim::SGD>(
+        impl_->params, torch::optim::SGDOptions(impl_->lr).momentum(tr.value("momentum", 0.0)).weight_decay(wd));
+  else
+    impl_->opt = std::make_unique<torch::optim::Adam>(impl_->params, torch::optim::AdamOptions(impl_->lr).weight_decay(wd));
+  summary_.task = task_->name();
+  summary_.cell = cfg_["model"].value("cell", "");
+  summary_.primary_metric = task_->primary_metric();
+  summary_.lower_is_better = task_->lower_is_better();
+  summary_.parameters = task_->parameter_count();
+  summary_.unit = task_->unit_name();
+  summary_.started = now_iso();
+}
+
+Trainer::~Trainer() = default;
+
+void Trainer::save_checkpoint(const std::string& path) {
+  torch::serialize::OutputArchive ar;
+  torch::serialize::OutputArchive m, o, t, s;
+  task_->model()->save(m);
+  impl_->opt->save(o);
+  task_->save_state(t);
+  auto I = [](int64_t v) { return torch::tensor(v, torch::kInt64); };
+  auto D = [](double v) { return torch::tensor(v, torch::kFloat64); };
+  s.write("step", I(step_));
+  s.write("acc_loss", D(impl_->acc_loss));
+  s.write("acc_gnorm", D(impl_->acc_gnorm));
+  s.write("acc_n", I(impl_->acc_n));
+  s.write("acc_units", I(impl_->acc_units));
+  s.write("acc_time", D(impl_->acc_time));
+  s.write("has_best", I(impl_->has_best));
+  s.write("best", D(impl_->best));
+  s.write("best_step", I(impl_->best_step));
+  s.write("bad_evals", I(impl_->bad_evals));
+  s.write("elapsed", D(summary_.elapsed));
+  s.write("units_total", I(impl_->units_total));
+  s.write("train_time_total", D(impl_->train_time_total));
+  json am = impl_->acc_metrics;
+  std::string ams = am.dump();
+  s.write("acc_metrics", torch::from_blob(ams.data(), {static_cast<int64_t>(ams.size())}, torch::kUInt8).clone());
+  s.write("rng", at::detail::getDefaultCPUGenerator().get_state());
+  ar.write("model", m);
+  ar.write("optimizer", o);
+  ar.write("task", t);
+  ar.write("trainer", s);
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  ar.save_to(tmp);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) throw UserError("cannot write checkpoint '" + path + "'");
+}
+
+void Trainer::load_checkpoint(const std::string& path) {
+  if (!file_exists(path)) throw UserError("checkpoint '" + path + "' does not exist");
+  try {
+    torch::serialize::InputArchive ar, m, o, t, s;
+    ar.load_from(path, impl_->device);
+    ar.read("model", m);
+    ar.read("optimizer", o);
+    ar.read("task", t);
+    ar.read("trainer", s);
+    task_->model()->load(m);
+    impl_->opt->load(o);
+    task_->load_state(t);
+    // InputArchive::read into an already-defined tensor tries to resize it: use a fresh one per key.
+    auto T = [&](const char* k) { torch::Tensor v; s.read(k, v); return v; };
+    auto I = [&](const char* k) { return T(k).item<int64_t>(); };
+    auto D = [&](const char* k) { return T(k).item<double>(); };
+    step_ = I("step");
+    impl_->acc_loss = D("acc_loss");
+    impl_->acc_gnorm = D("acc_gnorm");
+    impl_->acc_n = I("acc_n");
+    impl_->acc_units = I("acc_units");
+    impl_->acc_time = D("acc_time");
+    impl_->has_best = I("has_best") != 0;
+    impl_->best = D("best");
+    impl_->best_step = I("best_step");
+    impl_->bad_evals = I("bad_evals");
+    impl_->elapsed_before = D("elapsed");
+    impl_->units_total = I("units_total");
+    impl_->train_time_total = D("train_time_total");
+    auto c = T("acc_metrics").contiguous();
+    std::string ams(reinterpret_cast<const char*>(c.data_ptr<uint8_t>()), static_cast<size_t>(c.numel()));
+    impl_->acc_metrics = json::parse(ams).get<std::map<std::string, double>>();
+    at::Generator gen = at::detail::getDefaultCPUGenerator();
+    gen.set_state(T("rng"));
+  } catch (const UserError&) {
+    throw;
+  } catch (const std::exception& e) {
+    std::string what = e.what();
+    auto nl = what.find('\n');
+    if (nl != std::string::npos) what = what.substr(0, nl);
+    throw UserError("checkpoint '" + path + "' is unreadable or corrupted: " + what);
+  }
+}
+
+void Trainer::resume() {
+  if (!store_) throw UserError("resume needs a run directory");
+  load_checkpoint(join_path(store_->checkpoint_dir(), "last.pt"));
+  store_->truncate_metrics(step_);
+  summary_.step = step_;
+  summary_.has_best = impl_->has_best;
+  summary_.best_valid = impl_->best;
+  summary_.best_step = impl_->best_step;
+  summary_.elapsed = impl_->elapsed_before;
+  summary_.started = store_->read_summary().started;
+}
+
+TrainOutcome Trainer::run(TrainerControl* control, const TrainerCallbacks& cb) {
+  const auto& tr = cfg_.at("training");
+  const int64_t total = tr.value("steps", int64_t(1000));
+  const int64_t log_every = tr.value("log_every", int64_t(10));
+  const int64_t eval_every = tr.value("eval_every", int64_t(200));
+  const int64_t ckpt_every = tr.value("checkpoint_every", int64_t(0));
+  const int64_t keep = tr.value("keep_checkpoints", int64_t(3));
+  const int64_t patience = tr.value("patience", int64_t(0));
+  const bool lower = task_->lower_is_better();
+  const std::string metric = task_->primary_metric();
+  auto& I = *impl_;
+  const auto t_start = Clock::now();
+  double paused = 0;
+  auto elapsed = [&] {
+    return I.elapsed_before + std::chrono::duration<double>(Clock::now() - t_start).count() - paused;
+  };
+  auto log = [&](const std::string& s) {
+    if (store_) store_->log(s);
+    if (cb.on_log) cb.on_log(s);
+  };
+  auto emit = [&](const MetricsRecord& r) {
+    history.push_back(r);
+    if (store_) store_->append_metrics(r.to_json());
+    if (cb.on_metrics) cb.on_metrics(r);
+  };
+  auto write_summary = [&] {
+    summary_.step = step_;
+    summary_.epoch = task_->epoch();
+    summary_.elapsed = elapsed();
+    summary_.has_best = I.has_best;
+    summary_.best_valid = I.best;
+    summary_.best_step = I.best_step;
+    summary_.mean_throughput = I.train_time_total > 0 ? static_cast<double>(I.units_total) / I.train_time_total : 0;
+    summary_.updated = now_iso();
+    if (store_) store_->write_summary(summary_);
+  };
+  auto checkpoint = [&] {
+    if (!store_) return;
+    const std::string dir = store_->checkpoint_dir();
+    const std::string last = join_path(dir, "last.pt");
+    save_checkpoint(last);
+    // step_<N>.pt: a hard link to this last.pt (the next save replaces last.pt by rename).
+    const std::string named = join_path(dir, "step_" + std::to_string(step_) + ".pt");
+    ::unlink(named.c_str());
+    if (::link(last.c_str(), named.c_str()) != 0) save_checkpoint(named);
+    auto steps = store_->checkpoint_steps();
+    for (size_t i = 0; i + static_cast<size_t>(keep) < steps.size(); ++i)
+      ::unlink(join_path(dir, "step_" + std::to_string(steps[i]) + ".pt").c_str());
+  };
+  auto evaluate = [&](const std::string& split) {
+    auto er = task_->evaluate(split);
+    MetricsRecord r;
+    r.step = step_;
+    r.epoch = task_->epoch();
+    r.eval = true;
+    r.split = split;
+    r.elapsed = elapsed();
+    r.values = er.metrics;
+    emit(r);
+    return er;
+  };
+
+  summary_.status = "running";
+  summary_.reason.clear();
+  write_summary();
+  log("training " + summary_.cell + " on " + task_->name() + " from step " + std::to_string(step_) + " to " +
+      std::to_string(total) + " (" + std::to_string(summary_.parameters) + " parameters)");
+  const double inf = std::numeric_limits<double>::infinity();
+  bool early_stopped = false;
+  try {
+    while (step_ < total) {
+      if (control) {
+        while (control->pause.load() && !control->stop.load()) {
+          auto p0 = Clock::now();
+          std::this_thread::sleep_for(std::chrono::milliseconds(20));
+          paused += std::chrono::duration<double>(Clock::now() - p0).count();
+        }
+        if (control->stop.load()) {
+          checkpoint();
+          summary_.status = "stopped";
+          summary_.reason = "stopped by the user at step " + std::to_string(step_);
+          write_summary();
+          log(summary_.reason);
+          return {summary_, store_ ? store_->dir() : ""};
+        }
+      }
+      auto t0 = Clock::now();
+      StepResult sr = task_->train_step();
+      I.opt->zero_grad();
+      sr.loss.backward();
+      const double gnorm = torch::nn::utils::clip_grad_norm_(I.params, I.clip > 0 ? I.clip : inf);
+      if (!std::isfinite(sr.task_loss) || !std::isfinite(gnorm)) {
+        summary_.status = "failed";
+        summary_.reason = std::string("the loss became ") + (std::isnan(sr.task_loss) || std::isnan(gnorm) ? "NaN" : "Inf") +
+                          " at step " + std::to_string(step_ + 1) + "; the last good checkpoint is kept" +
+                          (store_ && file_exists(join_path(store_->checkpoint_dir(), "last.pt"))
+                               ? " (checkpoints/last.pt)"
+                               : " (none was written yet)") +
+                          ". Try a lower training.lr or gradient clipping (training.clip).";
+        write_summary();
+        log(summary_.reason);
+        return {summary_, store_ ? store_->dir() : ""};
+      }
+      I.opt->step();
+      ++step_;
+      const double dt = std::chrono::duration<double>(Clock::now() - t0).count();
+      I.acc_loss += sr.task_loss;
+      I.acc_gnorm += gnorm;
+      I.acc_n += 1;
+      I.acc_units += sr.units;
+      I.acc_time += dt;
+      I.units_total += sr.units;
+      I.train_time_total += dt;
+      for (auto& [k, v] : sr.metrics) I.acc_metrics[k] += v;
+      if (cb.on_progress) {
+        Progress p;
+        p.step = step_;
+        p.total_steps = total;
+        p.elapsed = elapsed();
+        p.throughput = dt > 0 ? sr.units / dt : 0;
+        p.eta = I.train_time_total / std::max<int64_t>(1, step_ - 0) * static_cast<double>(total - step_);
+        p.unit = task_->unit_name();
+        p.last_loss = sr.task_loss;
+        cb.on_progress(p);
+      }
+      if (step_ % log_every == 0 || step_ == total) {
+        MetricsRecord r;
+        r.step = step_;
+        r.epoch = task_->epoch();
+        r.elapsed = elapsed();
+        const double n = static_cast<double>(I.acc_n);
+        r.values["loss"] = I.acc_loss / n;
+        for (auto& [k, v] : I.acc_metrics) r.values[k] = v / n;
+        r.values["grad_norm"] = I.acc_gnorm / n;
+        r.values["lr"] = I.lr;
+        r.values["throughput"] = I.acc_time > 0 ? static_cast<double>(I.acc_units) / I.acc_time : 0;
+        emit(r);
+        I.acc_loss = I.acc_gnorm = I.acc_time = 0;
+        I.acc_n = I.acc_units = 0;
+        I.acc_metrics.clear();
+      }
+      const bool do_eval = (eval_every > 0 && step_ % eval_every == 0) || step_ == total;
+      if (do_eval && task_->has_split("valid")) {
+        auto er = evaluate("valid");
+        const double v = er.metrics.at(metric);
+        const bool better = !I.has_best || (lower ? v < I.best : v > I.best);
+        if (better) {
+          I.has_best = true;
+          I.best = v;
+          I.best_step = step_;
+          I.bad_evals = 0;
+        } else {
+          ++I.bad_evals;
+        }
+        if (store_ && better) {
+          // best.pt written after last.pt below would see the same weights: save it directly
+          save_checkpoint(join_path(store_->checkpoint_dir(), "best.pt"));
+        }
+        if (patience > 0 && I.bad_evals >= patience) early_stopped = true;
+      }
+      if ((ckpt_every > 0 ? step_ % ckpt_every == 0 : do_eval) || step_ == total || early_stopped) checkpoint();
+      if (do_eval || step_ % log_every == 0) write_summary();
+      if (early_stopped) {
+        log("early stop at step " + std::to_string(step_) + ": no improvement of valid " + metric + " in " +
+            std::to_string(patience) + " evaluations (best " + std::to_string(I.best) + " at step " +
+            std::to_string(I.best_step) + ")");
+        break;
+      }
+    }
+    // Test metric of the best checkpoint.
+    if (tr.value("eval_test", true) && task_->has_split("test")) {
+      if (store_ && file_exists(join_path(store_->checkpoint_dir(), "best.pt"))) {
+        // load only the model weights of best.pt
+        torch::serialize::InputArchive ar, m;
+        ar.load_from(join_path(store_->checkpoint_dir(), "best.pt"), I.device);
+        ar.read("model", m);
+        task_->model()->load(m);
+      }
+      auto er = evaluate("test");
+      summary_.has_test = true;
+      summary_.test_metric = er.metrics.at(metric);
+    }
+    summary_.status = "finished";
+    summary_.reason = early_stopped ? "early stop (patience)" : "";
+    write_summary();
+    log("finished at step " + std::to_string(step_));
+  } catch (const std::exception& e) {
+    summary_.status = "failed";
+    summary_.reason = e.what();
+    try {
+      write_summary();
+    } catch (...) {
+    }
+    log(std::string("failed: ") + e.what());
+    throw;
+  }
+  return {summary_, store_ ? store_->dir() : ""};
+}
+
+std::string checkpoint_path(const std::string& run_dir, const std::string& which) {
+  const std::string dir = join_path(run_dir, "checkpoints");
+  std::string p;
+  if (which == "best" || which == "last") p = join_path(dir, which + ".pt");
+  else p = join_path(dir, "step_" + which + ".pt");
+  if (which == "best" && !file_exists(p)) p = join_path(dir, "last.pt");
+  if (!file_exists(p)) throw UserError("run '" + run_dir + "' has no checkpoint '" + which + "' (" + p + ")");
+  return p;
+}
+
+std::unique_ptr<Task> load_run_task(const std::string& run_dir, const std::string& which) {
+  RunStore store(run_dir);
+  if (!file_exists(store.path("config.json"))) throw UserError("'" + run_dir + "' is not a run directory (no config.json)");
+  json cfg = load_and_resolve(store.read_config());
+  auto task = make_task(cfg, run_dir);
+  const std::string p = checkpoint_path(run_dir, which);
+  try {
+    torch::serialize::InputArchive ar, m;
+    ar.load_from(p);
+    ar.read("model", m);
+    task->model()->load(m);
+  } catch (const std::exception& e) {
+    std::string what = e.what();
+    auto nl = what.find('\n');
+    throw UserError("checkpoint '" + p + "' is unreadable or corrupted: " + what.substr(0, nl));
+  }
+  return task;
+}
+
+}  // namespace cs

@@ -1,0 +1,94 @@
+// The generic trainer: optimizer, gradient clipping, logging, periodic evaluation,
+// checkpoints, early stopping, NaN/Inf detection, resume. Works for every Task.
+// Thread-agnostic: the GUI runs it on a worker thread and talks to it through
+// TrainerControl (atomics) and the callbacks (plain structs, never tensors).
+#pragma once
+#include <atomic>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "config/schema.h"
+#include "tasks/task.h"
+#include "train/run_store.h"
+
+namespace cs {
+
+// One metrics.jsonl line as a plain struct.
+struct MetricsRecord {
+  int64_t step = 0;
+  double epoch = 0;
+  bool eval = false;
+  std::string split;  // for eval lines: "valid" or "test"
+  double elapsed = 0;
+  std::map<std::string, double> values;  // loss, bpc, lr, grad_norm, throughput, ...
+  json to_json() const;
+  static MetricsRecord from_json(const json& j);
+};
+
+struct Progress {
+  int64_t step = 0, total_steps = 0;
+  double elapsed = 0, eta = 0;  // seconds
+  double throughput = 0;        // units/s over the last interval
+  std::string unit;
+  double last_loss = 0;
+};
+
+struct TrainerControl {
+  std::atomic<bool> stop{false};   // stop cleanly (checkpoint, status "stopped")
+  std::atomic<bool> pause{false};  // the loop waits while set
+};
+
+struct TrainerCallbacks {
+  std::function<void(const MetricsRecord&)> on_metrics;
+  std::function<void(const Progress&)> on_progress;
+  std::function<void(const std::string&)> on_log;
+};
+
+struct TrainOutcome {
+  RunSummary summary;
+  std::string run_dir;
+};
+
+class Trainer {
+ public:
+  // `cfg` resolved. `store` may be null for in-memory training (tests, sweeps of
+  // tiny models): nothing is written.
+  Trainer(json cfg, std::unique_ptr<Task> task, std::shared_ptr<RunStore> store);
+  ~Trainer();
+  // Load checkpoints/last.pt (model, optimizer, task, trainer state, RNG) and
+  // trim metrics.jsonl to the checkpoint's step.
+  void resume();
+  // Train until training.steps, early stop, stop request, or failure. Never throws
+  // for NaN/Inf (status failed); rethrows other errors after marking the run failed.
+  TrainOutcome run(TrainerControl* control = nullptr, const TrainerCallbacks& cb = {});
+  Task& task() { return *task_; }
+  int64_t step() const { return step_; }
+  const RunSummary& summary() const { return summary_; }
+  std::vector<MetricsRecord> history;  // every record produced by this process
+
+  // Save/load a checkpoint file (atomic). Public for tests and analyses.
+  void save_checkpoint(const std::string& path);
+  void load_checkpoint(const std::string& path);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  json cfg_;
+  std::unique_ptr<Task> task_;
+  std::shared_ptr<RunStore> store_;
+  RunSummary summary_;
+  int64_t step_ = 0;
+};
+
+// Seed torch's CPU generator (and CUDA where available) and set intra-op threads.
+void seed_everything(uint64_t seed);
+void set_threads(int n);  // 0 = hardware concurrency
+
+// Load just the model weights of a run's checkpoint into a freshly built task
+// (for eval/analyses). `which`: "best", "last" or a step number.
+std::unique_ptr<Task> load_run_task(const std::string& run_dir, const std::string& which = "best");
+std::string checkpoint_path(const std::string& run_dir, const std::string& which);
+
+}  // namespace cs

@@ -1,0 +1,211 @@
+// Widgets: OptionForm (generated editors, values, changed signal, errors) and ScientificSpinBox.
+#include <QCheckBox>
+#include <QComboBox>
+#include <QGroupBox>
+#include <QLabel>
+#include <QLineEdit>
+#include <QSpinBox>
+
+#include "harness.h"
+#include "option_form.h"
+
+using namespace csw;
+
+namespace {
+QList<OptionDesc> sampleOptions() {
+  QList<OptionDesc> o;
+  OptionDesc d;
+  d.section = QStringLiteral("model");
+  d.key = QStringLiteral("hidden");
+  d.label = QStringLiteral("Hidden size");
+  d.help = QStringLiteral("Number of hidden units");
+  d.type = OptionDesc::Int;
+  d.defaultValue = 256;
+  d.min = 1;
+  d.max = 4096;
+  o << d;
+  d = OptionDesc();
+  d.section = QStringLiteral("model");
+  d.key = QStringLiteral("cell");
+  d.label = QStringLiteral("Cell");
+  d.type = OptionDesc::Enum;
+  d.choices = QStringList{QStringLiteral("lstm"), QStringLiteral("gru"), QStringLiteral("mcrnn")};
+  d.defaultValue = QStringLiteral("gru");
+  o << d;
+  d = OptionDesc();
+  d.section = QStringLiteral("train");
+  d.key = QStringLiteral("lr");
+  d.label = QStringLiteral("Learning rate");
+  d.help = QStringLiteral("Adam step size");
+  d.type = OptionDesc::Float;
+  d.value = 3e-4;
+  d.defaultValue = 1e-3;
+  d.min = 0;
+  d.max = 10;
+  o << d;
+  d = OptionDesc();
+  d.section = QStringLiteral("train");
+  d.key = QStringLiteral("clip");
+  d.label = QStringLiteral("Clip gradients");
+  d.type = OptionDesc::Bool;
+  d.defaultValue = true;
+  o << d;
+  d = OptionDesc();
+  d.section = QStringLiteral("train");
+  d.key = QStringLiteral("run_name");
+  d.type = OptionDesc::String;
+  d.defaultValue = QStringLiteral("baseline");
+  d.advanced = true;
+  o << d;
+  return o;
+}
+}  // namespace
+
+class TestWidgetsForm : public QObject {
+  Q_OBJECT
+private Q_SLOTS:
+  void editorsAndValues() {
+    OptionForm f;
+    f.setOptions(sampleOptions());
+    QCOMPARE(f.paths(), (QStringList{QStringLiteral("model.hidden"), QStringLiteral("model.cell"),
+                                     QStringLiteral("train.lr"), QStringLiteral("train.clip"),
+                                     QStringLiteral("train.run_name")}));
+    QVERIFY(qobject_cast<QSpinBox*>(f.editor(QStringLiteral("model.hidden"))));
+    QVERIFY(qobject_cast<QComboBox*>(f.editor(QStringLiteral("model.cell"))));
+    QVERIFY(qobject_cast<ScientificSpinBox*>(f.editor(QStringLiteral("train.lr"))));
+    QVERIFY(qobject_cast<QCheckBox*>(f.editor(QStringLiteral("train.clip"))));
+    QVERIFY(qobject_cast<QLineEdit*>(f.editor(QStringLiteral("train.run_name"))));
+    QCOMPARE(f.editor(QStringLiteral("model.hidden"))->toolTip(), QStringLiteral("Number of hidden units"));
+    auto* hidden = qobject_cast<QSpinBox*>(f.editor(QStringLiteral("model.hidden")));
+    QCOMPARE(hidden->minimum(), 1);
+    QCOMPARE(hidden->maximum(), 4096);
+    // Two sections -> two group boxes.
+    QCOMPARE(f.findChildren<QGroupBox*>().size(), 2);
+
+    const QVariantMap v = f.values();
+    QCOMPARE(v.value(QStringLiteral("model.hidden")).toInt(), 256);
+    QCOMPARE(v.value(QStringLiteral("model.cell")).toString(), QStringLiteral("gru"));
+    QCOMPARE(v.value(QStringLiteral("train.lr")).toDouble(), 3e-4);  // value wins over default
+    QCOMPARE(v.value(QStringLiteral("train.clip")).toBool(), true);
+    QCOMPARE(v.value(QStringLiteral("train.run_name")).toString(), QStringLiteral("baseline"));
+
+    // Round trip.
+    QVERIFY(f.setValue(QStringLiteral("model.hidden"), 512));
+    QVERIFY(f.setValue(QStringLiteral("model.cell"), QStringLiteral("mcrnn")));
+    QVERIFY(f.setValue(QStringLiteral("train.lr"), 2.5e-5));
+    QVERIFY(f.setValue(QStringLiteral("train.clip"), false));
+    QVERIFY(f.setValue(QStringLiteral("train.run_name"), QStringLiteral("exp, 2")));
+    QVERIFY(!f.setValue(QStringLiteral("model.cell"), QStringLiteral("transformer")));
+    QVERIFY(!f.setValue(QStringLiteral("no.such"), 1));
+    const QVariantMap w = f.values();
+    QCOMPARE(w.value(QStringLiteral("model.hidden")).toInt(), 512);
+    QCOMPARE(w.value(QStringLiteral("model.cell")).toString(), QStringLiteral("mcrnn"));
+    QCOMPARE(w.value(QStringLiteral("train.lr")).toDouble(), 2.5e-5);  // no decimal rounding
+    QCOMPARE(w.value(QStringLiteral("train.clip")).toBool(), false);
+    QCOMPARE(w.value(QStringLiteral("train.run_name")).toString(), QStringLiteral("exp, 2"));
+    // Map round trip into a fresh form.
+    OptionForm g;
+    g.setOptions(sampleOptions());
+    g.setValues(w);
+    QCOMPARE(g.values(), w);
+    g.resetToDefaults();
+    QCOMPARE(g.value(QStringLiteral("train.lr")).toDouble(), 1e-3);
+    QCOMPARE(g.value(QStringLiteral("model.hidden")).toInt(), 256);
+    // options() reports current values.
+    QCOMPARE(f.options().at(0).value.toInt(), 512);
+  }
+
+  void changedSignal() {
+    OptionForm f;
+    QSignalSpy spy(&f, &OptionForm::changed);
+    f.setOptions(sampleOptions());
+    QCOMPARE(spy.count(), 0);  // building emits nothing
+    f.setValue(QStringLiteral("model.hidden"), 1024);
+    QCOMPARE(spy.count(), 1);
+    QCOMPARE(spy.at(0).at(0).toString(), QStringLiteral("model.hidden"));
+    QCOMPARE(spy.at(0).at(1).toInt(), 1024);
+    // User edits through the editors.
+    qobject_cast<QCheckBox*>(f.editor(QStringLiteral("train.clip")))->click();
+    QCOMPARE(spy.count(), 2);
+    QCOMPARE(spy.at(1).at(0).toString(), QStringLiteral("train.clip"));
+    QCOMPARE(spy.at(1).at(1).toBool(), false);
+    auto* le = qobject_cast<QLineEdit*>(f.editor(QStringLiteral("train.run_name")));
+    le->clear();
+    spy.clear();
+    QTest::keyClicks(le, QStringLiteral("ab"));
+    QCOMPARE(spy.count(), 2);
+    QCOMPARE(spy.last().at(1).toString(), QStringLiteral("ab"));
+    qobject_cast<QComboBox*>(f.editor(QStringLiteral("model.cell")))->setCurrentIndex(0);
+    QCOMPARE(spy.last().at(0).toString(), QStringLiteral("model.cell"));
+    QCOMPARE(spy.last().at(1).toString(), QStringLiteral("lstm"));
+  }
+
+  void errorsShowAndClear() {
+    OptionForm f;
+    f.setOptions(sampleOptions());
+    f.setAttribute(Qt::WA_DontShowOnScreen);
+    f.resize(400, 500);
+    f.show();
+    QLabel* err = f.errorLabel(QStringLiteral("train.lr"));
+    QVERIFY(err);
+    QVERIFY(!err->isVisible());
+    QVERIFY(!f.hasErrors());
+    f.setError(QStringLiteral("train.lr"), QStringLiteral("must be > 0"));
+    QVERIFY(err->isVisible());
+    QCOMPARE(err->text(), QStringLiteral("must be > 0"));
+    QCOMPARE(f.errorText(QStringLiteral("train.lr")), QStringLiteral("must be > 0"));
+    QVERIFY(err->styleSheet().contains(QLatin1String("#d32f2f")));
+    // The editor's frame turns red.
+    QWidget* frame = f.editor(QStringLiteral("train.lr"))->parentWidget();
+    QVERIFY(frame->property("csError").toBool());
+    QVERIFY(frame->styleSheet().contains(QLatin1String("border")));
+    QVERIFY(f.hasErrors());
+    // An advanced field's error expands its panel.
+    QVERIFY(!f.advancedPanel(QStringLiteral("train"))->isVisible());
+    f.setError(QStringLiteral("train.run_name"), QStringLiteral("already exists"));
+    QVERIFY(f.advancedPanel(QStringLiteral("train"))->isVisible());
+    QVERIFY(f.errorLabel(QStringLiteral("train.run_name"))->isVisible());
+    // Unknown path: the general label at the top.
+    f.setError(QStringLiteral("data.path"), QStringLiteral("missing"));
+    QVERIFY(f.errorLabel(QStringLiteral("data.path"))->isVisible());
+    QCOMPARE(f.errorLabel(QStringLiteral("data.path"))->text(), QStringLiteral("data.path: missing"));
+
+    f.clearErrors();
+    QVERIFY(!err->isVisible());
+    QVERIFY(err->text().isEmpty());
+    QVERIFY(!frame->property("csError").toBool());
+    QVERIFY(frame->styleSheet().isEmpty());
+    QVERIFY(!f.errorLabel(QStringLiteral("train.run_name"))->isVisible());
+    QVERIFY(!f.errorLabel(QStringLiteral("data.path"))->isVisible());
+    QVERIFY(!f.hasErrors());
+  }
+
+  void scientificSpinBox() {
+    ScientificSpinBox s;
+    s.setRange(0, 10);
+    s.setValue(3e-4);
+    QCOMPARE(s.value(), 3e-4);
+    QCOMPARE(s.text(), QStringLiteral("0.0003"));
+    s.setValue(1e-5);
+    QCOMPARE(s.text(), QStringLiteral("1e-05"));
+    QCOMPARE(s.valueFromText(QStringLiteral("2.5e-3")), 2.5e-3);
+    QString t = QStringLiteral("1e-");
+    int pos = 3;
+    QCOMPARE(s.validate(t, pos), QValidator::Intermediate);
+    t = QStringLiteral("abc");
+    QCOMPARE(s.validate(t, pos), QValidator::Invalid);
+    t = QStringLiteral("5e-4");
+    QCOMPARE(s.validate(t, pos), QValidator::Acceptable);
+    t = QStringLiteral("50");
+    QCOMPARE(s.validate(t, pos), QValidator::Intermediate);  // out of range
+    s.setValue(0.003);
+    s.stepBy(1);
+    QCOMPARE(s.value(), 0.004);
+    s.setValue(0.001);
+    s.stepBy(-1);
+    QCOMPARE(s.value(), 0.0009);
+  }
+};
+
+CS_TEST(TestWidgetsForm, "widgets_form")
+#include "test_widgets_form.moc"

@@ -1,0 +1,627 @@
+#include "curve_plot.h"
+
+#include <QCheckBox>
+#include <QElapsedTimer>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QSlider>
+#include <QToolButton>
+#include <QToolTip>
+#include <QVBoxLayout>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "qcp.h"
+
+namespace csw {
+
+namespace {
+const QColor kPalette[] = {QColor(0x1f, 0x77, 0xb4), QColor(0xff, 0x7f, 0x0e), QColor(0x2c, 0xa0, 0x2c),
+                           QColor(0xd6, 0x27, 0x28), QColor(0x94, 0x67, 0xbd), QColor(0x8c, 0x56, 0x4b),
+                           QColor(0xe3, 0x77, 0xc2), QColor(0x7f, 0x7f, 0x7f), QColor(0xbc, 0xbd, 0x22),
+                           QColor(0x17, 0xbe, 0xcf)};
+
+// TensorBoard's debiased EMA, one value at a time.
+struct Ema {
+  double last = 0.0;
+  int n = 0;
+  double push(double y, double f) {
+    if (!std::isfinite(y)) return y;
+    last = last * f + (1.0 - f) * y;
+    ++n;
+    const double debias = 1.0 - std::pow(f, n);
+    return debias > 0 ? last / debias : y;
+  }
+};
+
+bool isSorted(const QVector<double>& xs, int n) {
+  for (int i = 1; i < n; ++i)
+    if (xs[i] < xs[i - 1]) return false;
+  return true;
+}
+}  // namespace
+
+struct CurvePlot::Series {
+  QString id, label;
+  QColor color;
+  QCPGraph* raw = nullptr;
+  QCPGraph* smooth = nullptr;
+  QCPGraph* bandLo = nullptr;
+  QCPGraph* bandHi = nullptr;
+  Ema ema;
+  int smoothedCount = 0;
+  bool smoothReset = true;
+};
+
+CurvePlot::CurvePlot(QWidget* parent) : QWidget(parent) {
+  m_plot = new QCustomPlot(this);
+  m_plot->setAutoAddPlottableToLegend(false);
+  m_plot->setMouseTracking(true);  // hover tooltips without a pressed button
+  m_plot->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
+  m_plot->setNoAntialiasingOnDrag(true);
+  m_plot->setPlottingHint(QCP::phFastPolylines, true);
+  m_plot->setNotAntialiasedElements(QCP::aeGrid | QCP::aeSubGrid | QCP::aeZeroLine | QCP::aeFills);
+  m_plot->setMinimumSize(200, 150);
+  m_plot->addLayer(QStringLiteral("bands"), m_plot->layer(QStringLiteral("grid")), QCustomPlot::limAbove);
+  m_plot->addLayer(QStringLiteral("raw"), m_plot->layer(QStringLiteral("bands")), QCustomPlot::limAbove);
+  m_plot->addLayer(QStringLiteral("marker"), m_plot->layer(QStringLiteral("main")), QCustomPlot::limAbove);
+  m_plot->setCurrentLayer(QStringLiteral("main"));
+  m_plot->legend->setVisible(true);
+  m_plot->legend->setBrush(QColor(255, 255, 255, 210));
+  m_plot->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
+  m_plot->xAxis2->setVisible(false);
+  m_plot->yAxis2->setVisible(false);
+
+  m_title = new QCPTextElement(m_plot, QString(), QFont(font().family(), font().pointSize() + 2, QFont::Bold));
+  m_plot->plotLayout()->insertRow(0);
+  m_plot->plotLayout()->addElement(0, 0, m_title);
+  m_title->setVisible(false);
+  m_plot->plotLayout()->setRowStretchFactor(0, 0.01);
+
+  m_marker = new QCPItemLine(m_plot);
+  m_marker->setLayer(QStringLiteral("marker"));
+  for (QCPItemPosition* p : {m_marker->start, m_marker->end}) {
+    p->setAxes(m_plot->xAxis, m_plot->yAxis);
+    p->setAxisRect(m_plot->axisRect());
+    p->setTypeX(QCPItemPosition::ptPlotCoords);
+    p->setTypeY(QCPItemPosition::ptAxisRectRatio);
+  }
+  m_marker->setPen(QPen(QColor(200, 30, 30), 1.5, Qt::DashLine));
+  m_marker->setVisible(false);
+
+  // Toolbar: smoothing slider, log axes, legend, reset.
+  m_toolbar = new QWidget(this);
+  auto* tb = new QHBoxLayout(m_toolbar);
+  tb->setContentsMargins(4, 2, 4, 2);
+  tb->addWidget(new QLabel(tr("Smoothing"), m_toolbar));
+  m_smoothSlider = new QSlider(Qt::Horizontal, m_toolbar);
+  m_smoothSlider->setObjectName(QStringLiteral("smoothingSlider"));
+  m_smoothSlider->setRange(0, 99);
+  m_smoothSlider->setToolTip(tr("Exponential moving average factor (debiased, as in TensorBoard)"));
+  m_smoothSlider->setMaximumWidth(160);
+  tb->addWidget(m_smoothSlider);
+  m_smoothLabel = new QLabel(QStringLiteral("0.00"), m_toolbar);
+  m_smoothLabel->setMinimumWidth(32);
+  tb->addWidget(m_smoothLabel);
+  tb->addSpacing(8);
+  m_logX = new QCheckBox(tr("log x"), m_toolbar);
+  m_logY = new QCheckBox(tr("log y"), m_toolbar);
+  m_legendBox = new QCheckBox(tr("legend"), m_toolbar);
+  m_legendBox->setChecked(true);
+  tb->addWidget(m_logX);
+  tb->addWidget(m_logY);
+  tb->addWidget(m_legendBox);
+  tb->addStretch(1);
+  m_resetButton = new QToolButton(m_toolbar);
+  m_resetButton->setText(tr("Reset view"));
+  m_resetButton->setToolTip(tr("Fit all data and follow new points (or double-click the plot)"));
+  tb->addWidget(m_resetButton);
+
+  auto* lay = new QVBoxLayout(this);
+  lay->setContentsMargins(0, 0, 0, 0);
+  lay->setSpacing(0);
+  lay->addWidget(m_toolbar);
+  lay->addWidget(m_plot, 1);
+
+  connect(m_smoothSlider, &QSlider::valueChanged, this, [this](int v) { setSmoothing(v / 100.0); });
+  connect(m_logX, &QCheckBox::toggled, this, &CurvePlot::setXLog);
+  connect(m_logY, &QCheckBox::toggled, this, &CurvePlot::setYLog);
+  connect(m_legendBox, &QCheckBox::toggled, this, &CurvePlot::setLegendVisible);
+  connect(m_resetButton, &QToolButton::clicked, this, &CurvePlot::resetView);
+  connect(m_plot, &QCustomPlot::mouseMove, this, &CurvePlot::onMouseMove);
+  connect(m_plot, &QCustomPlot::mouseDoubleClick, this, [this](QMouseEvent*) { resetView(); });
+  connect(m_plot->xAxis, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this, &CurvePlot::onRangeChanged);
+  connect(m_plot->yAxis, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this, &CurvePlot::onRangeChanged);
+  m_plot->installEventFilter(this);
+}
+
+CurvePlot::~CurvePlot() { qDeleteAll(m_series); }
+
+CurvePlot::Series* CurvePlot::series(const QString& id) { return m_byId.value(id, nullptr); }
+const CurvePlot::Series* CurvePlot::series(const QString& id) const { return m_byId.value(id, nullptr); }
+
+void CurvePlot::addSeries(const QString& id, const QString& label, const QColor& color) {
+  Series* s = series(id);
+  if (!s) {
+    s = new Series;
+    s->id = id;
+    s->raw = m_plot->addGraph();
+    s->raw->setLayer(QStringLiteral("raw"));
+    s->smooth = m_plot->addGraph();
+    s->smooth->setLayer(QStringLiteral("main"));
+    m_series.append(s);
+    m_byId.insert(id, s);
+  }
+  s->label = label.isEmpty() ? (s->label.isEmpty() ? id : s->label) : label;
+  if (color.isValid())
+    s->color = color;
+  else if (!s->color.isValid())
+    s->color = kPalette[m_colorIndex++ % 10];
+  styleSeries(*s);
+  markDirty();
+}
+
+void CurvePlot::removeSeries(const QString& id) {
+  Series* s = series(id);
+  if (!s) return;
+  m_plot->removeGraph(s->raw);
+  m_plot->removeGraph(s->smooth);
+  if (s->bandLo) m_plot->removeGraph(s->bandLo);
+  if (s->bandHi) m_plot->removeGraph(s->bandHi);
+  m_series.removeOne(s);
+  m_byId.remove(id);
+  delete s;
+  markDirty();
+}
+
+void CurvePlot::clear() {
+  const QStringList ids = seriesIds();
+  for (const QString& id : ids) removeSeries(id);
+  m_colorIndex = 0;
+}
+
+bool CurvePlot::hasSeries(const QString& id) const { return m_byId.contains(id); }
+
+QStringList CurvePlot::seriesIds() const {
+  QStringList ids;
+  for (const Series* s : m_series) ids << s->id;
+  return ids;
+}
+
+QString CurvePlot::seriesLabel(const QString& id) const {
+  const Series* s = series(id);
+  return s ? s->label : QString();
+}
+
+QColor CurvePlot::seriesColor(const QString& id) const {
+  const Series* s = series(id);
+  return s ? s->color : QColor();
+}
+
+int CurvePlot::pointCount(const QString& id) const {
+  const Series* s = series(id);
+  return s ? s->raw->data()->size() : 0;
+}
+
+CurvePlot::Series* CurvePlot::ensureSeries(const QString& id) {
+  if (!hasSeries(id)) addSeries(id);
+  return series(id);
+}
+
+void CurvePlot::styleSeries(Series& s) {
+  const bool smoothOn = m_smoothing > 0.0;
+  QColor faint = s.color;
+  faint.setAlphaF(0.25);
+  s.raw->setPen(QPen(smoothOn ? faint : s.color, 1.2));
+  s.raw->setName(s.label);
+  s.smooth->setPen(QPen(s.color, 1.8));
+  s.smooth->setName(s.label);
+  s.smooth->setVisible(smoothOn);
+  const bool big = s.raw->data()->size() > kNoAntialiasPoints;
+  s.raw->setAntialiased(!big);
+  s.smooth->setAntialiased(!big);
+  // Exactly one legend entry per series: the curve drawn in full colour.
+  s.raw->removeFromLegend();
+  s.smooth->removeFromLegend();
+  (smoothOn ? s.smooth : s.raw)->addToLegend();
+  if (s.bandLo) {
+    QColor fill = s.color;
+    fill.setAlphaF(0.18);
+    s.bandLo->setPen(Qt::NoPen);
+    s.bandHi->setPen(Qt::NoPen);
+    s.bandHi->setBrush(fill);
+    s.bandHi->setChannelFillGraph(s.bandLo);
+  }
+}
+
+void CurvePlot::appendPoints(const QString& id, const QVector<double>& xs, const QVector<double>& ys) {
+  Series* s = ensureSeries(id);
+  const int n = std::min(xs.size(), ys.size());
+  if (n == 0) return;
+  auto data = s->raw->data();
+  const bool sorted = isSorted(xs, n);
+  const bool atEnd = data->isEmpty() || xs[0] >= (data->constEnd() - 1)->key;
+  if (!(sorted && atEnd)) s->smoothReset = true;  // inserted before existing points
+  if (n == xs.size() && n == ys.size()) {
+    s->raw->addData(xs, ys, sorted);
+  } else {
+    s->raw->addData(xs.mid(0, n), ys.mid(0, n), sorted);
+  }
+  const bool big = data->size() > kNoAntialiasPoints;
+  if (big == s->raw->antialiased()) {
+    s->raw->setAntialiased(!big);
+    s->smooth->setAntialiased(!big);
+  }
+  markDirty();
+}
+
+void CurvePlot::appendPoint(const QString& id, double x, double y) {
+  appendPoints(id, QVector<double>{x}, QVector<double>{y});
+}
+
+void CurvePlot::setSeries(const QString& id, const QVector<double>& xs, const QVector<double>& ys) {
+  Series* s = ensureSeries(id);
+  s->raw->data()->clear();
+  s->smoothReset = true;
+  appendPoints(id, xs, ys);
+  markDirty();
+}
+
+QVector<double> CurvePlot::seriesX(const QString& id) const {
+  QVector<double> out;
+  if (const Series* s = series(id)) {
+    out.reserve(s->raw->data()->size());
+    for (auto it = s->raw->data()->constBegin(); it != s->raw->data()->constEnd(); ++it) out << it->key;
+  }
+  return out;
+}
+
+QVector<double> CurvePlot::seriesY(const QString& id) const {
+  QVector<double> out;
+  if (const Series* s = series(id)) {
+    out.reserve(s->raw->data()->size());
+    for (auto it = s->raw->data()->constBegin(); it != s->raw->data()->constEnd(); ++it) out << it->value;
+  }
+  return out;
+}
+
+QVector<double> CurvePlot::smoothedY(const QString& id) const {
+  QVector<double> out;
+  if (const Series* s = series(id)) {
+    for (auto it = s->smooth->data()->constBegin(); it != s->smooth->data()->constEnd(); ++it) out << it->value;
+  }
+  return out;
+}
+
+QVector<double> CurvePlot::smoothEma(const QVector<double>& ys, double factor) {
+  factor = std::clamp(factor, 0.0, 0.999999);
+  QVector<double> out(ys.size());
+  Ema ema;
+  for (int i = 0; i < ys.size(); ++i) out[i] = ema.push(ys[i], factor);
+  return out;
+}
+
+void CurvePlot::updateSmoothing(Series& s) {
+  if (m_smoothing <= 0.0) return;
+  if (s.smoothReset) {
+    s.smooth->data()->clear();
+    s.ema = Ema();
+    s.smoothedCount = 0;
+    s.smoothReset = false;
+  }
+  auto raw = s.raw->data();
+  const int n = raw->size();
+  if (s.smoothedCount >= n) return;
+  QVector<double> keys, vals;
+  keys.reserve(n - s.smoothedCount);
+  vals.reserve(n - s.smoothedCount);
+  for (auto it = raw->constBegin() + s.smoothedCount; it != raw->constEnd(); ++it) {
+    keys << it->key;
+    vals << s.ema.push(it->value, m_smoothing);
+  }
+  s.smooth->addData(keys, vals, true);
+  s.smoothedCount = n;
+}
+
+void CurvePlot::setBand(const QString& id, const QVector<double>& xs, const QVector<double>& lower,
+                        const QVector<double>& upper) {
+  Series* s = ensureSeries(id);
+  if (!s->bandLo) {
+    s->bandLo = m_plot->addGraph();
+    s->bandHi = m_plot->addGraph();
+    s->bandLo->setLayer(QStringLiteral("bands"));
+    s->bandHi->setLayer(QStringLiteral("bands"));
+  }
+  const int n = std::min({xs.size(), lower.size(), upper.size()});
+  s->bandLo->setData(xs.mid(0, n), lower.mid(0, n));
+  s->bandHi->setData(xs.mid(0, n), upper.mid(0, n));
+  styleSeries(*s);
+  markDirty();
+}
+
+void CurvePlot::removeBand(const QString& id) {
+  Series* s = series(id);
+  if (!s || !s->bandLo) return;
+  m_plot->removeGraph(s->bandHi);
+  m_plot->removeGraph(s->bandLo);
+  s->bandHi = s->bandLo = nullptr;
+  markDirty();
+}
+
+bool CurvePlot::hasBand(const QString& id) const {
+  const Series* s = series(id);
+  return s && s->bandLo;
+}
+
+void CurvePlot::setMarker(double x) {
+  m_markerX = x;
+  m_marker->start->setCoords(x, 0.0);
+  m_marker->end->setCoords(x, 1.0);
+  m_marker->setVisible(true);
+  markDirty();
+}
+
+void CurvePlot::clearMarker() {
+  m_marker->setVisible(false);
+  markDirty();
+}
+
+bool CurvePlot::hasMarker() const { return m_marker->visible(); }
+double CurvePlot::markerX() const { return m_markerX; }
+
+void CurvePlot::setTitle(const QString& title) {
+  m_title->setText(title);
+  m_title->setVisible(!title.isEmpty());
+  // An invisible element still takes its row; give the row zero height then.
+  m_plot->plotLayout()->setRowSpacing(title.isEmpty() ? 0 : 5);
+  m_title->setMinimumSize(0, 0);
+  m_title->setMaximumSize(title.isEmpty() ? QSize(QWIDGETSIZE_MAX, 0) : QSize(QWIDGETSIZE_MAX, QWIDGETSIZE_MAX));
+  markDirty();
+}
+
+QString CurvePlot::title() const { return m_title->text(); }
+
+QString CurvePlot::replaceTitle(const QString& title) {
+  const QString old = this->title();
+  setTitle(title);
+  return old;
+}
+
+void CurvePlot::setXLabel(const QString& label) {
+  m_plot->xAxis->setLabel(label);
+  markDirty();
+}
+void CurvePlot::setYLabel(const QString& label) {
+  m_plot->yAxis->setLabel(label);
+  markDirty();
+}
+QString CurvePlot::xLabel() const { return m_plot->xAxis->label(); }
+QString CurvePlot::yLabel() const { return m_plot->yAxis->label(); }
+
+static void setAxisLog(QCPAxis* ax, bool log) {
+  if (log) {
+    ax->setScaleType(QCPAxis::stLogarithmic);
+    QSharedPointer<QCPAxisTickerLog> t(new QCPAxisTickerLog);
+    ax->setTicker(t);
+    ax->setNumberFormat(QStringLiteral("gb"));
+    ax->setNumberPrecision(0);
+  } else {
+    ax->setScaleType(QCPAxis::stLinear);
+    ax->setTicker(QSharedPointer<QCPAxisTicker>(new QCPAxisTicker));
+    ax->setNumberFormat(QStringLiteral("gb"));
+    ax->setNumberPrecision(6);
+  }
+}
+
+void CurvePlot::setXLog(bool log) {
+  if (log == m_xLog) return;
+  m_xLog = log;
+  {
+    QSignalBlocker b(m_logX);
+    m_logX->setChecked(log);
+  }
+  m_internalRange = true;
+  setAxisLog(m_plot->xAxis, log);
+  m_internalRange = false;
+  m_autoFit = true;
+  refreshNow();
+}
+
+void CurvePlot::setYLog(bool log) {
+  if (log == m_yLog) return;
+  m_yLog = log;
+  {
+    QSignalBlocker b(m_logY);
+    m_logY->setChecked(log);
+  }
+  m_internalRange = true;
+  setAxisLog(m_plot->yAxis, log);
+  m_internalRange = false;
+  m_autoFit = true;
+  refreshNow();
+}
+
+void CurvePlot::setSmoothing(double factor) {
+  factor = std::clamp(factor, 0.0, 0.99);
+  if (std::isnan(factor)) factor = 0.0;
+  {
+    QSignalBlocker b(m_smoothSlider);
+    m_smoothSlider->setValue(qRound(factor * 100));
+  }
+  m_smoothLabel->setText(QString::number(factor, 'f', 2));
+  if (factor == m_smoothing) return;
+  m_smoothing = factor;
+  for (Series* s : m_series) {
+    s->smoothReset = true;
+    if (factor <= 0.0) s->smooth->data()->clear();
+    styleSeries(*s);
+  }
+  refreshNow();
+  Q_EMIT smoothingChanged(factor);
+}
+
+void CurvePlot::setLegendVisible(bool visible) {
+  {
+    QSignalBlocker b(m_legendBox);
+    m_legendBox->setChecked(visible);
+  }
+  m_plot->legend->setVisible(visible);
+  refreshNow();
+}
+
+bool CurvePlot::legendVisible() const { return m_plot->legend->visible(); }
+
+void CurvePlot::setToolbarVisible(bool visible) { m_toolbar->setVisible(visible); }
+
+void CurvePlot::fitView() {
+  bool any = false;
+  for (const Series* s : m_series) any = any || !s->raw->data()->isEmpty();
+  if (!any) return;
+  m_internalRange = true;
+  m_plot->rescaleAxes(true);
+  // A little headroom in y; a flat line gets a unit-sized range.
+  QCPRange yr = m_plot->yAxis->range();
+  if (yr.size() <= 0) {
+    m_plot->yAxis->setRange(yr.lower - 0.5, yr.upper + 0.5);
+  } else {
+    m_plot->yAxis->scaleRange(1.06, m_plot->yAxis->range().center());
+  }
+  m_internalRange = false;
+}
+
+void CurvePlot::onRangeChanged() {
+  if (!m_internalRange) m_autoFit = false;  // the user zoomed or panned
+}
+
+void CurvePlot::resetView() {
+  m_autoFit = true;
+  fitView();
+  m_plot->replot(QCustomPlot::rpQueuedReplot);
+  Q_EMIT viewReset();
+}
+
+bool CurvePlot::replotIfDirty() {
+  if (!m_dirty) return false;
+  m_dirty = false;
+  for (Series* s : m_series) updateSmoothing(*s);
+  if (m_autoFit) fitView();
+  m_plot->replot(QCustomPlot::rpQueuedReplot);
+  return true;
+}
+
+void CurvePlot::refreshNow() {
+  markDirty();
+  replotIfDirty();
+}
+
+bool CurvePlot::eventFilter(QObject* watched, QEvent* event) {
+  if (watched == m_plot && event->type() == QEvent::Leave) QToolTip::hideText();
+  return QWidget::eventFilter(watched, event);
+}
+
+bool CurvePlot::nearestPoint(const QPointF& pixel, double maxDistPx, QString* id, double* x, double* y) const {
+  const QCPAxis* xa = m_plot->xAxis;
+  const QCPAxis* ya = m_plot->yAxis;
+  double k1 = xa->pixelToCoord(pixel.x() - maxDistPx), k2 = xa->pixelToCoord(pixel.x() + maxDistPx);
+  if (k1 > k2) std::swap(k1, k2);
+  double best = maxDistPx * maxDistPx;
+  bool found = false;
+  for (const Series* s : m_series) {
+    // Hover the curve that is drawn in full colour.
+    const QCPGraph* g = (m_smoothing > 0.0 && !s->smooth->data()->isEmpty()) ? s->smooth : s->raw;
+    auto data = g->data();
+    if (data->isEmpty()) continue;
+    auto begin = data->findBegin(k1, true);
+    auto end = data->findEnd(k2, true);
+    const int count = int(end - begin);
+    const int stride = std::max(1, count / 4000);  // bounded work on huge series
+    for (auto it = begin; it < end; it += stride) {
+      if (!std::isfinite(it->value)) continue;
+      const double px = xa->coordToPixel(it->key), py = ya->coordToPixel(it->value);
+      const double d = (px - pixel.x()) * (px - pixel.x()) + (py - pixel.y()) * (py - pixel.y());
+      if (d <= best) {
+        best = d;
+        found = true;
+        if (id) *id = s->id;
+        if (x) *x = it->key;
+        if (y) *y = it->value;
+      }
+    }
+  }
+  return found;
+}
+
+QString CurvePlot::tooltipTextAt(const QPointF& pixel) const {
+  QString id;
+  double x = 0, y = 0;
+  if (!nearestPoint(pixel, 20.0, &id, &x, &y)) return QString();
+  QString text = QStringLiteral("%1\nx = %2\ny = %3").arg(seriesLabel(id), QString::number(x, 'g', 8),
+                                                          QString::number(y, 'g', 6));
+  if (m_smoothing > 0.0) {
+    // Also show the raw value at that x.
+    const Series* s = series(id);
+    auto it = s->raw->data()->findBegin(x, false);
+    if (it != s->raw->data()->constEnd() && it->key == x)
+      text += QStringLiteral("\nraw = %1").arg(QString::number(it->value, 'g', 6));
+  }
+  return text;
+}
+
+void CurvePlot::onMouseMove(QMouseEvent* ev) {
+  if (ev->buttons() != Qt::NoButton) return;  // dragging
+  const QString text = tooltipTextAt(ev->position());
+  if (text.isEmpty())
+    QToolTip::hideText();
+  else
+    QToolTip::showText(ev->globalPosition().toPoint(), text, m_plot);
+}
+
+QString CurvePlot::toCsv() const {
+  QString out = QStringLiteral("series,x,y\n");
+  for (const Series* s : m_series) {
+    const QString name = csvField(s->id);
+    for (auto it = s->raw->data()->constBegin(); it != s->raw->data()->constEnd(); ++it) {
+      out += name;
+      out += QLatin1Char(',');
+      out += csvNumber(it->key);
+      out += QLatin1Char(',');
+      out += csvNumber(it->value);
+      out += QLatin1Char('\n');
+    }
+  }
+  return out;
+}
+
+double CurvePlot::benchReplotMs(int points) { return benchReplotMs(points, 0.6); }
+
+double CurvePlot::benchReplotMs(int points, double smoothing) {
+  CurvePlot w;
+  w.setAttribute(Qt::WA_DontShowOnScreen);
+  w.resize(1000, 700);
+  w.show();
+  QVector<double> xs(points), ys(points);
+  double v = 1.0;
+  quint32 state = 12345u;
+  for (int i = 0; i < points; ++i) {
+    state = state * 1664525u + 1013904223u;  // LCG: deterministic noise
+    v += ((state >> 8) / double(1 << 24) - 0.5) * 0.01;
+    xs[i] = i;
+    ys[i] = v + 0.3 * std::sin(i * 1e-4);
+  }
+  w.setTitle(QStringLiteral("bench"));
+  w.setXLabel(QStringLiteral("step"));
+  w.setYLabel(QStringLiteral("loss"));
+  w.appendPoints(QStringLiteral("bench"), xs, ys);
+  w.setSmoothing(smoothing);
+  w.replotIfDirty();
+  w.plot()->replot(QCustomPlot::rpImmediateRefresh);  // warm-up (layout, label cache)
+  const int reps = 5;
+  QElapsedTimer t;
+  t.start();
+  for (int i = 0; i < reps; ++i) w.plot()->replot(QCustomPlot::rpImmediateRefresh);
+  return t.nsecsElapsed() / 1e6 / reps;
+}
+
+}  // namespace csw

@@ -1,0 +1,189 @@
+// CurvePlot: live training curves on QCustomPlot.
+//
+// Series are keyed by a string id and have a label (legend/tooltip) and a colour.
+// Data is (x, y) pairs; x is whatever the caller gives (step, epoch, seconds).
+//
+// Refresh model: appendPoints()/setSeries()/setBand() only store data in the
+// QCPGraph data containers (sorted insert; appending at the end is amortised
+// O(k)) and mark the plot dirty. They never replot. The caller drives a fixed
+// rate refresh by calling replotIfDirty() from a QTimer (e.g. every 100 ms),
+// which updates the smoothed curves incrementally, auto-fits the view while the
+// user has not zoomed/panned, and queues a replot (QCustomPlot::rpQueuedReplot).
+// Interactive toggles (smoothing slider, log axes, legend, reset) repaint at once.
+//
+// Interaction: drag = pan, wheel = zoom (both axes), double click or the
+// "Reset" button = reset view (auto-fit, which also resumes following new data).
+// Hovering shows a tooltip with the nearest point's series label, x and y.
+//
+// Smoothing: factor f in [0, 0.99] (slider). The smoothed curve is TensorBoard's
+// debiased exponential moving average:
+//     e_0 = 0, e_t = f * e_{t-1} + (1 - f) * y_t,  s_t = e_t / (1 - f^t)
+// so there is no start-up bias towards 0 (a constant series smooths to itself
+// at every point, and a curve that starts at 5 is not pulled towards 0 at the
+// left end). Non-finite y values are passed through and do not enter the
+// average. When f > 0 the smoothed curve is drawn on top in the series colour
+// and the raw curve faintly behind it.
+//
+// Bands: setBand(id, xs, lower, upper) draws a filled band (min-max or
+// mean +- std) in the series colour behind the curves (QCPGraph channel fill).
+// Marker: setMarker(x) draws a vertical line at x ("the step being viewed").
+//
+// CSV (toCsv): long format, header "series,x,y", one row per raw point of each
+// series in series order (series = id); bands and smoothed values are not included.
+//
+// Large data: a QCPGraph line with adaptive sampling (QCustomPlot's default)
+// draws 1,000,000 points in a few ms; graphs above `kNoAntialiasPoints`
+// points are drawn without antialiasing. See benchReplotMs().
+#pragma once
+
+#include <QColor>
+#include <QHash>
+#include <QStringList>
+#include <QVector>
+#include <QWidget>
+
+#include "export.h"
+
+class QCustomPlot;
+class QCPGraph;
+class QCPItemLine;
+class QCPTextElement;
+class QCheckBox;
+class QMouseEvent;
+class QLabel;
+class QSlider;
+class QToolButton;
+
+namespace csw {
+
+class CurvePlot : public QWidget, public ExportableView {
+  Q_OBJECT
+public:
+  static constexpr int kNoAntialiasPoints = 100000;
+
+  explicit CurvePlot(QWidget* parent = nullptr);
+  ~CurvePlot() override;
+
+  // Series. addSeries on an existing id updates its label/colour. An invalid
+  // colour picks the next one from a 10-colour palette.
+  void addSeries(const QString& id, const QString& label = QString(), const QColor& color = QColor());
+  void removeSeries(const QString& id);
+  void clear();
+  bool hasSeries(const QString& id) const;
+  QStringList seriesIds() const;
+  QString seriesLabel(const QString& id) const;
+  QColor seriesColor(const QString& id) const;
+  int pointCount(const QString& id) const;
+
+  // Data (series created on the fly with label = id). xs and ys must have the
+  // same length (extra elements are ignored). Never replots.
+  void appendPoints(const QString& id, const QVector<double>& xs, const QVector<double>& ys);
+  void appendPoint(const QString& id, double x, double y);
+  void setSeries(const QString& id, const QVector<double>& xs, const QVector<double>& ys);
+  QVector<double> seriesX(const QString& id) const;
+  QVector<double> seriesY(const QString& id) const;
+  // Smoothed values of a series as currently computed (after replotIfDirty()).
+  QVector<double> smoothedY(const QString& id) const;
+
+  // Filled band behind series id (created if needed). Never replots.
+  void setBand(const QString& id, const QVector<double>& xs, const QVector<double>& lower,
+               const QVector<double>& upper);
+  void removeBand(const QString& id);
+  bool hasBand(const QString& id) const;
+
+  // Vertical marker line.
+  void setMarker(double x);
+  void clearMarker();
+  bool hasMarker() const;
+  double markerX() const;
+
+  // Labels.
+  void setTitle(const QString& title);
+  QString title() const;
+  void setXLabel(const QString& label);
+  void setYLabel(const QString& label);
+  QString xLabel() const;
+  QString yLabel() const;
+
+  // View options.
+  void setXLog(bool log);
+  void setYLog(bool log);
+  bool xLog() const { return m_xLog; }
+  bool yLog() const { return m_yLog; }
+  void setSmoothing(double factor);  // clamped to [0, 0.99]
+  double smoothing() const { return m_smoothing; }
+  void setLegendVisible(bool visible);
+  bool legendVisible() const;
+  void setToolbarVisible(bool visible);
+  bool autoFit() const { return m_autoFit; }
+
+  // Debiased EMA (see above) of ys with the given factor.
+  static QVector<double> smoothEma(const QVector<double>& ys, double factor);
+
+  // Nearest data point to a pixel position of plot() within maxDistPx pixels.
+  bool nearestPoint(const QPointF& pixel, double maxDistPx, QString* id, double* x, double* y) const;
+  // Tooltip text for a pixel position of plot() (empty when no point is near).
+  QString tooltipTextAt(const QPointF& pixel) const;
+
+  // Builds an offscreen CurvePlot (1000x700) with one series of `points`
+  // points (smoothing `smoothing`, so raw + smoothed curves are drawn), and
+  // returns the mean wall time of QCustomPlot::replot() in milliseconds.
+  static double benchReplotMs(int points);
+  static double benchReplotMs(int points, double smoothing);
+
+  QCustomPlot* plot() const { return m_plot; }
+  bool isDirty() const { return m_dirty; }
+
+  // ExportableView
+  QString toCsv() const override;
+  QCustomPlot* figurePlot() const override { return m_plot; }
+  QString replaceTitle(const QString& title) override;
+
+public Q_SLOTS:
+  // Replots (queued) when data changed since the last call. Returns true if it did.
+  bool replotIfDirty();
+  // Auto-fit both axes to the data and follow new data again.
+  void resetView();
+
+Q_SIGNALS:
+  void smoothingChanged(double factor);
+  void viewReset();
+
+protected:
+  bool eventFilter(QObject* watched, QEvent* event) override;
+
+private:
+  struct Series;
+  Series* series(const QString& id);
+  const Series* series(const QString& id) const;
+  Series* ensureSeries(const QString& id);
+  void styleSeries(Series& s);
+  void updateSmoothing(Series& s);
+  void fitView();
+  void markDirty() { m_dirty = true; }
+  void refreshNow();
+  void onMouseMove(QMouseEvent* ev);
+  void onRangeChanged();
+
+  QCustomPlot* m_plot = nullptr;
+  QCPTextElement* m_title = nullptr;
+  QCPItemLine* m_marker = nullptr;
+  QWidget* m_toolbar = nullptr;
+  QSlider* m_smoothSlider = nullptr;
+  QLabel* m_smoothLabel = nullptr;
+  QCheckBox* m_logX = nullptr;
+  QCheckBox* m_logY = nullptr;
+  QCheckBox* m_legendBox = nullptr;
+  QToolButton* m_resetButton = nullptr;
+  QList<Series*> m_series;  // in insertion order
+  QHash<QString, Series*> m_byId;
+  int m_colorIndex = 0;
+  double m_smoothing = 0.0;
+  bool m_xLog = false, m_yLog = false;
+  bool m_dirty = false;
+  bool m_autoFit = true;
+  bool m_internalRange = false;
+  double m_markerX = 0.0;
+};
+
+}  // namespace csw

@@ -1,0 +1,305 @@
+#include "heatmap_view.h"
+
+#include <QToolTip>
+#include <QVBoxLayout>
+
+#include <cmath>
+#include <limits>
+
+#include "qcp.h"
+
+namespace csw {
+
+HeatmapView::HeatmapView(QWidget* parent) : QWidget(parent) {
+  m_plot = new QCustomPlot(this);
+  m_plot->setMinimumSize(150, 100);
+  m_plot->setMouseTracking(true);  // hover tooltips without a pressed button
+  auto* lay = new QVBoxLayout(this);
+  lay->setContentsMargins(0, 0, 0, 0);
+  lay->addWidget(m_plot);
+
+  m_plot->axisRect()->setupFullAxesBox(false);
+  m_plot->xAxis2->setVisible(false);
+  m_plot->yAxis2->setVisible(false);
+  for (QCPAxis* ax : {m_plot->xAxis, m_plot->yAxis}) {
+    ax->grid()->setVisible(false);
+    ax->setSubTicks(false);
+    ax->setTickLength(0, 3);
+  }
+  m_plot->yAxis->setRangeReversed(true);  // row 0 at the top
+
+  m_map = new QCPColorMap(m_plot->xAxis, m_plot->yAxis);
+  m_map->setInterpolate(false);
+  m_map->setTightBoundary(false);
+  m_scale = new QCPColorScale(m_plot);
+  m_plot->plotLayout()->addElement(0, 1, m_scale);
+  m_scale->setType(QCPAxis::atRight);
+  m_map->setColorScale(m_scale);
+  auto* group = new QCPMarginGroup(m_plot);
+  m_plot->axisRect()->setMarginGroup(QCP::msBottom | QCP::msTop, group);
+  m_scale->setMarginGroup(QCP::msBottom | QCP::msTop, group);
+
+  m_title = new QCPTextElement(m_plot, QString(), QFont(font().family(), font().pointSize() + 2, QFont::Bold));
+  m_plot->plotLayout()->insertRow(0);
+  m_plot->plotLayout()->addElement(0, 0, m_title);
+  m_plot->plotLayout()->setRowStretchFactor(0, 0.01);
+  m_title->setVisible(false);
+  m_title->setMaximumSize(QWIDGETSIZE_MAX, 0);
+
+  setGreyscale(false);
+  connect(m_plot, &QCustomPlot::mouseMove, this, &HeatmapView::onMouseMove);
+}
+
+HeatmapView::~HeatmapView() = default;
+
+void HeatmapView::setMatrix(int rows, int cols, const QVector<double>& rowMajor) {
+  m_rows = std::max(0, rows);
+  m_cols = std::max(0, cols);
+  m_values = rowMajor;
+  m_values.resize(m_rows * m_cols);
+  for (int i = rowMajor.size(); i < m_values.size(); ++i) m_values[i] = std::numeric_limits<double>::quiet_NaN();
+  rebuild();
+}
+
+void HeatmapView::setMatrix(const QVector<QVector<double>>& m) {
+  int cols = 0;
+  for (const auto& r : m) cols = std::max(cols, int(r.size()));
+  QVector<double> flat(m.size() * cols, std::numeric_limits<double>::quiet_NaN());
+  for (int r = 0; r < m.size(); ++r)
+    for (int c = 0; c < m[r].size(); ++c) flat[r * cols + c] = m[r][c];
+  setMatrix(m.size(), cols, flat);
+}
+
+double HeatmapView::value(int row, int col) const {
+  if (row < 0 || col < 0 || row >= m_rows || col >= m_cols) return std::numeric_limits<double>::quiet_NaN();
+  return m_values[row * m_cols + col];
+}
+
+void HeatmapView::setRowLabels(const QStringList& labels) {
+  m_rowLabels = labels;
+  rebuildTicks();
+  m_plot->replot(QCustomPlot::rpQueuedReplot);
+}
+
+void HeatmapView::setColumnLabels(const QStringList& labels) {
+  m_colLabels = labels;
+  rebuildTicks();
+  m_plot->replot(QCustomPlot::rpQueuedReplot);
+}
+
+QString HeatmapView::rowLabel(int row) const {
+  return row >= 0 && row < m_rowLabels.size() ? m_rowLabels[row] : QString::number(row);
+}
+QString HeatmapView::columnLabel(int col) const {
+  return col >= 0 && col < m_colLabels.size() ? m_colLabels[col] : QString::number(col);
+}
+
+void HeatmapView::setGradient(const QCPColorGradient& gradient) {
+  QCPColorGradient g = gradient;
+  g.setNanHandling(QCPColorGradient::nhTransparent);
+  m_map->setGradient(g);
+  rebuildValueTexts();
+  m_plot->replot(QCustomPlot::rpQueuedReplot);
+}
+
+void HeatmapView::setGreyscale(bool inverted) { setGradientPreset(QCPColorGradient::gpGrayscale, inverted); }
+
+void HeatmapView::setGradientPreset(int preset, bool inverted) {
+  QCPColorGradient g(static_cast<QCPColorGradient::GradientPreset>(preset));
+  setGradient(inverted ? g.inverted() : g);
+}
+
+void HeatmapView::setDataRange(double lo, double hi) {
+  m_autoRange = false;
+  m_lo = lo;
+  m_hi = hi;
+  applyRange();
+  rebuildValueTexts();
+  m_plot->replot(QCustomPlot::rpQueuedReplot);
+}
+
+void HeatmapView::setAutoDataRange() {
+  m_autoRange = true;
+  applyRange();
+  rebuildValueTexts();
+  m_plot->replot(QCustomPlot::rpQueuedReplot);
+}
+
+double HeatmapView::dataLower() const { return m_map->dataRange().lower; }
+double HeatmapView::dataUpper() const { return m_map->dataRange().upper; }
+
+void HeatmapView::applyRange() {
+  double lo = m_lo, hi = m_hi;
+  if (m_autoRange) {
+    lo = std::numeric_limits<double>::infinity();
+    hi = -lo;
+    for (double v : m_values)
+      if (std::isfinite(v)) {
+        lo = std::min(lo, v);
+        hi = std::max(hi, v);
+      }
+    if (!std::isfinite(lo)) lo = 0, hi = 1;
+  }
+  if (hi <= lo) hi = lo + 1e-12 * std::max(1.0, std::abs(lo)) + 1e-300;
+  m_map->setDataRange(QCPRange(lo, hi));
+}
+
+void HeatmapView::setTitle(const QString& title) {
+  m_title->setText(title);
+  m_title->setVisible(!title.isEmpty());
+  m_title->setMaximumSize(QWIDGETSIZE_MAX, title.isEmpty() ? 0 : QWIDGETSIZE_MAX);
+  m_plot->replot(QCustomPlot::rpQueuedReplot);
+}
+QString HeatmapView::title() const { return m_title->text(); }
+QString HeatmapView::replaceTitle(const QString& title) {
+  const QString old = this->title();
+  setTitle(title);
+  return old;
+}
+
+void HeatmapView::setXLabel(const QString& label) {
+  m_plot->xAxis->setLabel(label);
+  m_plot->replot(QCustomPlot::rpQueuedReplot);
+}
+void HeatmapView::setYLabel(const QString& label) {
+  m_plot->yAxis->setLabel(label);
+  m_plot->replot(QCustomPlot::rpQueuedReplot);
+}
+void HeatmapView::setColorScaleLabel(const QString& label) {
+  m_scale->setLabel(label);
+  m_plot->replot(QCustomPlot::rpQueuedReplot);
+}
+void HeatmapView::setColorScaleVisible(bool visible) {
+  m_scale->setVisible(visible);
+  if (visible && !m_plot->plotLayout()->hasElement(1, 1)) {
+    m_plot->plotLayout()->addElement(1, 1, m_scale);
+  } else if (!visible && m_plot->plotLayout()->hasElement(1, 1)) {
+    m_plot->plotLayout()->take(m_scale);
+    m_plot->plotLayout()->simplify();
+  }
+  m_plot->replot(QCustomPlot::rpQueuedReplot);
+}
+
+void HeatmapView::setShowValues(bool show) {
+  m_showValues = show;
+  rebuildValueTexts();
+  m_plot->replot(QCustomPlot::rpQueuedReplot);
+}
+void HeatmapView::setMaxValueCells(int n) {
+  m_maxValueCells = n;
+  rebuildValueTexts();
+  m_plot->replot(QCustomPlot::rpQueuedReplot);
+}
+void HeatmapView::setValuePrecision(int digits) {
+  m_precision = std::clamp(digits, 0, 12);
+  rebuildValueTexts();
+  m_plot->replot(QCustomPlot::rpQueuedReplot);
+}
+
+int HeatmapView::valueTextCount() const {
+  int n = 0;
+  for (int i = 0; i < m_plot->itemCount(); ++i)
+    if (qobject_cast<QCPItemText*>(m_plot->item(i))) ++n;
+  return n;
+}
+
+void HeatmapView::rebuild() {
+  auto* data = m_map->data();
+  data->setSize(std::max(1, m_cols), std::max(1, m_rows));
+  data->setRange(QCPRange(0, std::max(0, m_cols - 1)), QCPRange(0, std::max(0, m_rows - 1)));
+  data->fill(std::numeric_limits<double>::quiet_NaN());
+  for (int r = 0; r < m_rows; ++r)
+    for (int c = 0; c < m_cols; ++c) data->setCell(c, r, m_values[r * m_cols + c]);
+  applyRange();
+  m_plot->xAxis->setRange(-0.5, std::max(0, m_cols) - 0.5);
+  m_plot->yAxis->setRange(-0.5, std::max(0, m_rows) - 0.5);
+  rebuildTicks();
+  rebuildValueTexts();
+  m_plot->replot(QCustomPlot::rpQueuedReplot);
+}
+
+void HeatmapView::rebuildTicks() {
+  QSharedPointer<QCPAxisTickerText> xt(new QCPAxisTickerText), yt(new QCPAxisTickerText);
+  int longest = 0;
+  for (int c = 0; c < m_cols; ++c) {
+    xt->addTick(c, columnLabel(c));
+    longest = std::max(longest, int(columnLabel(c).size()));
+  }
+  for (int r = 0; r < m_rows; ++r) yt->addTick(r, rowLabel(r));
+  m_plot->xAxis->setTicker(xt);
+  m_plot->yAxis->setTicker(yt);
+  // Long column labels are written vertically.
+  m_plot->xAxis->setTickLabelRotation(longest > 3 && m_cols > 6 ? 90 : 0);
+}
+
+void HeatmapView::rebuildValueTexts() {
+  // Remove the old texts (all items of this plot are value texts).
+  for (int i = m_plot->itemCount() - 1; i >= 0; --i)
+    if (qobject_cast<QCPItemText*>(m_plot->item(i))) m_plot->removeItem(i);
+  if (!m_showValues || m_rows * m_cols > m_maxValueCells || m_rows * m_cols == 0) return;
+  QFont f = font();
+  f.setPointSizeF(std::max(6.0, f.pointSizeF() * 0.8));
+  const QCPRange range = m_map->dataRange();
+  QCPColorGradient g = m_map->gradient();
+  for (int r = 0; r < m_rows; ++r) {
+    for (int c = 0; c < m_cols; ++c) {
+      const double v = m_values[r * m_cols + c];
+      if (!std::isfinite(v)) continue;
+      auto* t = new QCPItemText(m_plot);
+      t->setClipToAxisRect(true);
+      t->position->setType(QCPItemPosition::ptPlotCoords);
+      t->position->setCoords(c, r);
+      t->setPositionAlignment(Qt::AlignCenter);
+      t->setText(QString::number(v, 'f', m_precision));
+      t->setFont(f);
+      const QColor bg = QColor::fromRgba(g.color(v, range, false));
+      t->setColor(qGray(bg.rgb()) < 128 ? Qt::white : Qt::black);
+      t->setSelectable(false);
+    }
+  }
+}
+
+bool HeatmapView::cellAt(const QPointF& pixel, int* row, int* col) const {
+  if (m_rows == 0 || m_cols == 0) return false;
+  if (!m_plot->axisRect()->rect().contains(pixel.toPoint())) return false;
+  const int c = int(std::floor(m_plot->xAxis->pixelToCoord(pixel.x()) + 0.5));
+  const int r = int(std::floor(m_plot->yAxis->pixelToCoord(pixel.y()) + 0.5));
+  if (r < 0 || c < 0 || r >= m_rows || c >= m_cols) return false;
+  if (row) *row = r;
+  if (col) *col = c;
+  return true;
+}
+
+QString HeatmapView::tooltipTextAt(const QPointF& pixel) const {
+  int r = 0, c = 0;
+  if (!cellAt(pixel, &r, &c)) return QString();
+  const double v = value(r, c);
+  const QString vs = std::isfinite(v) ? QString::number(v, 'g', 6) : QStringLiteral("(blank)");
+  return QStringLiteral("row %1 '%2'\ncolumn %3 '%4'\nvalue = %5")
+      .arg(r)
+      .arg(rowLabel(r))
+      .arg(c)
+      .arg(columnLabel(c), vs);
+}
+
+void HeatmapView::onMouseMove(QMouseEvent* ev) {
+  const QString text = tooltipTextAt(ev->position());
+  if (text.isEmpty())
+    QToolTip::hideText();
+  else
+    QToolTip::showText(ev->globalPosition().toPoint(), text, m_plot);
+}
+
+QString HeatmapView::toCsv() const {
+  QString out = QStringLiteral("row");
+  for (int c = 0; c < m_cols; ++c) out += QLatin1Char(',') + csvField(columnLabel(c));
+  out += QLatin1Char('\n');
+  for (int r = 0; r < m_rows; ++r) {
+    out += csvField(rowLabel(r));
+    for (int c = 0; c < m_cols; ++c) out += QLatin1Char(',') + csvNumber(m_values[r * m_cols + c]);
+    out += QLatin1Char('\n');
+  }
+  return out;
+}
+
+}  // namespace csw

@@ -1,0 +1,111 @@
+// HeatmapView: a matrix of doubles as a colour map (QCustomPlot QCPColorMap).
+//
+// Cell (row r, column c) is drawn with row 0 at the top. NaN cells are left
+// blank (transparent). Every row and every column gets its tick label (the
+// caller passes display strings, e.g. characters with spaces already shown as
+// "_"); missing labels default to the index. Colours come from a greyscale or
+// a QCPColorGradient preset; a colour scale is shown at the right.
+// setDataRange(lo, hi) fixes the colour scale (e.g. the same range for two
+// views compared side by side); setAutoDataRange() returns to min..max of the
+// finite values. With setShowValues(true) each cell prints its value, as long
+// as the matrix has at most maxValueCells() cells.
+// Hovering shows "row label, column label, value".
+//
+// CSV (toCsv): header "row,<column label 1>,...,<column label n>", then one line
+// per row: the row label followed by the values (NaN = empty field).
+#pragma once
+
+#include <QStringList>
+#include <QVector>
+#include <QWidget>
+
+#include "export.h"
+
+class QCustomPlot;
+class QCPColorMap;
+class QCPColorScale;
+class QCPColorGradient;
+class QCPTextElement;
+class QMouseEvent;
+
+namespace csw {
+
+class HeatmapView : public QWidget, public ExportableView {
+  Q_OBJECT
+public:
+  explicit HeatmapView(QWidget* parent = nullptr);
+  ~HeatmapView() override;
+
+  // Row-major data of rows x cols values.
+  void setMatrix(int rows, int cols, const QVector<double>& rowMajor);
+  // m[row][col]; rows shorter than the longest are padded with NaN.
+  void setMatrix(const QVector<QVector<double>>& m);
+  int rows() const { return m_rows; }
+  int columns() const { return m_cols; }
+  double value(int row, int col) const;
+
+  void setRowLabels(const QStringList& labels);
+  void setColumnLabels(const QStringList& labels);
+  QString rowLabel(int row) const;
+  QString columnLabel(int col) const;
+
+  // Colours. Greyscale: black (low) to white (high), or white to black when inverted.
+  void setGreyscale(bool inverted = false);
+  // Preset is a QCPColorGradient::GradientPreset value (e.g. QCPColorGradient::gpThermal).
+  void setGradientPreset(int preset, bool inverted = false);
+  void setGradient(const QCPColorGradient& gradient);
+
+  void setDataRange(double lo, double hi);
+  void setAutoDataRange();
+  bool autoDataRange() const { return m_autoRange; }
+  double dataLower() const;
+  double dataUpper() const;
+
+  void setTitle(const QString& title);
+  QString title() const;
+  void setXLabel(const QString& label);
+  void setYLabel(const QString& label);
+  void setColorScaleLabel(const QString& label);
+  void setColorScaleVisible(bool visible);
+
+  void setShowValues(bool show);
+  bool showValues() const { return m_showValues; }
+  void setMaxValueCells(int n);
+  int maxValueCells() const { return m_maxValueCells; }
+  void setValuePrecision(int digits);  // digits after the point (default 2)
+  // Number of cells currently printing their value.
+  int valueTextCount() const;
+
+  // Cell under a pixel position of plot(); false outside the matrix.
+  bool cellAt(const QPointF& pixel, int* row, int* col) const;
+  QString tooltipTextAt(const QPointF& pixel) const;
+
+  QCustomPlot* plot() const { return m_plot; }
+
+  // ExportableView
+  QString toCsv() const override;
+  QCustomPlot* figurePlot() const override { return m_plot; }
+  QString replaceTitle(const QString& title) override;
+
+private:
+  void rebuild();
+  void rebuildTicks();
+  void rebuildValueTexts();
+  void applyRange();
+  void onMouseMove(QMouseEvent* ev);
+
+  QCustomPlot* m_plot = nullptr;
+  QCPColorMap* m_map = nullptr;
+  QCPColorScale* m_scale = nullptr;
+  QCPTextElement* m_title = nullptr;
+  int m_rows = 0, m_cols = 0;
+  QVector<double> m_values;  // row-major
+  QStringList m_rowLabels, m_colLabels;
+  bool m_autoRange = true;
+  double m_lo = 0.0, m_hi = 1.0;
+  bool m_showValues = false;
+  int m_maxValueCells = 625;
+  int m_precision = 2;
+};
+
+}  // namespace csw

@@ -1,0 +1,418 @@
+#include "option_form.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QFormLayout>
+#include <QFrame>
+#include <QGroupBox>
+#include <QLabel>
+#include <QLineEdit>
+#include <QRegularExpression>
+#include <QScrollArea>
+#include <QSpinBox>
+#include <QToolButton>
+#include <QVBoxLayout>
+
+#include <cfloat>
+#include <climits>
+#include <cmath>
+
+namespace csw {
+
+// ---------------------------------------------------------------- ScientificSpinBox
+
+ScientificSpinBox::ScientificSpinBox(QWidget* parent) : QDoubleSpinBox(parent) {
+  setDecimals(323);  // no rounding of the stored value
+  setRange(-DBL_MAX, DBL_MAX);
+  setKeyboardTracking(true);
+  setMinimumWidth(110);
+}
+
+QString ScientificSpinBox::textFromValue(double value) const { return QString::number(value, 'g', 10); }
+
+double ScientificSpinBox::valueFromText(const QString& text) const {
+  QString t = text.trimmed();
+  bool ok = false;
+  double v = t.toDouble(&ok);
+  if (!ok) v = locale().toDouble(t, &ok);
+  return ok ? v : value();
+}
+
+QValidator::State ScientificSpinBox::validate(QString& text, int& pos) const {
+  Q_UNUSED(pos);
+  const QString t = text.trimmed();
+  if (t.isEmpty()) return QValidator::Intermediate;
+  bool ok = false;
+  const double v = t.toDouble(&ok);
+  if (ok && std::isfinite(v)) return (v >= minimum() && v <= maximum()) ? QValidator::Acceptable : QValidator::Intermediate;
+  static const QRegularExpression partial(QStringLiteral("^[+-]?(\\d+\\.?\\d*|\\.\\d*)?([eE][+-]?\\d*)?$"));
+  return partial.match(t).hasMatch() ? QValidator::Intermediate : QValidator::Invalid;
+}
+
+void ScientificSpinBox::fixup(QString& input) const {
+  bool ok = false;
+  const double v = input.trimmed().toDouble(&ok);
+  input = textFromValue(ok ? std::clamp(v, minimum(), maximum()) : value());
+}
+
+void ScientificSpinBox::stepBy(int steps) {
+  double nv = value();
+  for (int i = 0; i < std::abs(steps); ++i) {
+    double step = singleStep();
+    if (nv != 0.0 && std::isfinite(nv)) {
+      step = std::pow(10.0, std::floor(std::log10(std::abs(nv)) + 1e-12));
+      // Towards zero from exactly 10^k: use the next smaller decade (1e-3 -> 9e-4).
+      const bool towardZero = (steps < 0) == (nv > 0);
+      if (towardZero && std::abs(std::abs(nv) - step) < step * 1e-9) step /= 10.0;
+    }
+    nv += steps > 0 ? step : -step;
+    nv = QString::number(nv, 'g', 12).toDouble();  // drop floating-point noise
+  }
+  setValue(std::clamp(nv, minimum(), maximum()));
+}
+
+// ---------------------------------------------------------------- OptionForm
+
+struct OptionForm::Field {
+  OptionDesc desc;
+  QWidget* editor = nullptr;
+  QFrame* frame = nullptr;
+  QLabel* label = nullptr;
+  QLabel* error = nullptr;
+  QString section;
+};
+
+struct OptionForm::Section {
+  QString name;
+  QGroupBox* box = nullptr;
+  QFormLayout* basic = nullptr;
+  QToolButton* toggle = nullptr;
+  QWidget* advanced = nullptr;
+  QFormLayout* advancedLayout = nullptr;
+};
+
+OptionForm::OptionForm(QWidget* parent) : QWidget(parent) {
+  auto* outer = new QVBoxLayout(this);
+  outer->setContentsMargins(0, 0, 0, 0);
+  m_generalError = new QLabel(this);
+  m_generalError->setObjectName(QStringLiteral("csGeneralError"));
+  m_generalError->setStyleSheet(QStringLiteral("color: #d32f2f;"));
+  m_generalError->setWordWrap(true);
+  m_generalError->hide();
+  outer->addWidget(m_generalError);
+  auto* scroll = new QScrollArea(this);
+  scroll->setWidgetResizable(true);
+  scroll->setFrameShape(QFrame::NoFrame);
+  outer->addWidget(scroll, 1);
+  m_body = new QWidget(scroll);
+  m_content = new QVBoxLayout(m_body);
+  m_content->addStretch(1);
+  scroll->setWidget(m_body);
+}
+
+OptionForm::~OptionForm() {
+  qDeleteAll(m_fields);
+  qDeleteAll(m_sections);
+}
+
+OptionForm::Field* OptionForm::field(const QString& path) const { return m_byPath.value(path, nullptr); }
+
+static QString sectionTitle(const QString& s) {
+  if (s.isEmpty()) return QObject::tr("General");
+  QString t = s;
+  t.replace(QLatin1Char('_'), QLatin1Char(' '));
+  t[0] = t[0].toUpper();
+  return t;
+}
+
+void OptionForm::setOptions(const QList<OptionDesc>& options) {
+  m_building = true;
+  // Tear down.
+  for (Section* s : m_sections) delete s->box;
+  qDeleteAll(m_sections);
+  qDeleteAll(m_fields);
+  m_sections.clear();
+  m_fields.clear();
+  m_byPath.clear();
+  m_generalErrors.clear();
+  m_generalError->hide();
+
+  QHash<QString, Section*> sections;
+  for (const OptionDesc& d : options) {
+    Section* sec = sections.value(d.section, nullptr);
+    if (!sec) {
+      sec = new Section;
+      sec->name = d.section;
+      sec->box = new QGroupBox(sectionTitle(d.section), m_body);
+      sec->box->setObjectName(QStringLiteral("section_") + d.section);
+      auto* v = new QVBoxLayout(sec->box);
+      sec->basic = new QFormLayout;
+      sec->basic->setFieldGrowthPolicy(QFormLayout::ExpandingFieldsGrow);
+      v->addLayout(sec->basic);
+      m_content->insertWidget(m_content->count() - 1, sec->box);
+      sections.insert(d.section, sec);
+      m_sections.append(sec);
+    }
+    if (d.advanced && !sec->advanced) {
+      auto* v = static_cast<QVBoxLayout*>(sec->box->layout());
+      sec->toggle = new QToolButton(sec->box);
+      sec->toggle->setText(tr("Advanced"));
+      sec->toggle->setCheckable(true);
+      sec->toggle->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
+      sec->toggle->setArrowType(Qt::RightArrow);
+      sec->toggle->setAutoRaise(true);
+      sec->advanced = new QWidget(sec->box);
+      sec->advancedLayout = new QFormLayout(sec->advanced);
+      sec->advancedLayout->setContentsMargins(12, 0, 0, 0);
+      sec->advancedLayout->setFieldGrowthPolicy(QFormLayout::ExpandingFieldsGrow);
+      sec->advanced->hide();
+      v->addWidget(sec->toggle);
+      v->addWidget(sec->advanced);
+      QToolButton* tb = sec->toggle;
+      QWidget* panel = sec->advanced;
+      connect(tb, &QToolButton::toggled, this, [tb, panel](bool on) {
+        panel->setVisible(on);
+        tb->setArrowType(on ? Qt::DownArrow : Qt::RightArrow);
+      });
+    }
+
+    auto* f = new Field;
+    f->desc = d;
+    f->section = d.section;
+    const QString path = d.path();
+    const QVariant initial = d.value.isValid() ? d.value : d.defaultValue;
+    QWidget* parent = d.advanced ? sec->advanced : sec->box;
+    const bool ranged = d.min < d.max;
+    switch (d.type) {
+      case OptionDesc::Int: {
+        auto* e = new QSpinBox(parent);
+        e->setRange(ranged ? int(std::max<double>(INT_MIN, std::ceil(d.min))) : INT_MIN,
+                    ranged ? int(std::min<double>(INT_MAX, std::floor(d.max))) : INT_MAX);
+        e->setValue(initial.toInt());
+        connect(e, qOverload<int>(&QSpinBox::valueChanged), this, [this, path] { emitChanged(path); });
+        f->editor = e;
+        break;
+      }
+      case OptionDesc::Float: {
+        auto* e = new ScientificSpinBox(parent);
+        if (ranged) e->setRange(d.min, d.max);
+        e->setValue(initial.toDouble());
+        connect(e, qOverload<double>(&QDoubleSpinBox::valueChanged), this, [this, path] { emitChanged(path); });
+        f->editor = e;
+        break;
+      }
+      case OptionDesc::Bool: {
+        auto* e = new QCheckBox(parent);
+        e->setChecked(initial.toBool());
+        connect(e, &QCheckBox::toggled, this, [this, path] { emitChanged(path); });
+        f->editor = e;
+        break;
+      }
+      case OptionDesc::Enum: {
+        auto* e = new QComboBox(parent);
+        e->addItems(d.choices);
+        const int idx = d.choices.indexOf(initial.toString());
+        e->setCurrentIndex(idx >= 0 ? idx : (d.choices.isEmpty() ? -1 : 0));
+        connect(e, &QComboBox::currentTextChanged, this, [this, path] { emitChanged(path); });
+        f->editor = e;
+        break;
+      }
+      case OptionDesc::String:
+      default: {
+        auto* e = new QLineEdit(parent);
+        e->setText(initial.toString());
+        connect(e, &QLineEdit::textChanged, this, [this, path] { emitChanged(path); });
+        f->editor = e;
+        break;
+      }
+    }
+    f->editor->setObjectName(path);
+    f->editor->setToolTip(d.help);
+    // Field cell: [frame(editor)] over [error label].
+    auto* cell = new QWidget(parent);
+    auto* cv = new QVBoxLayout(cell);
+    cv->setContentsMargins(0, 0, 0, 0);
+    cv->setSpacing(1);
+    f->frame = new QFrame(cell);
+    f->frame->setObjectName(QStringLiteral("csFieldFrame"));
+    auto* fl = new QHBoxLayout(f->frame);
+    fl->setContentsMargins(2, 2, 2, 2);
+    f->editor->setParent(f->frame);
+    fl->addWidget(f->editor);
+    if (d.type == OptionDesc::Bool) fl->addStretch(1);
+    cv->addWidget(f->frame);
+    f->error = new QLabel(cell);
+    f->error->setObjectName(QStringLiteral("csFieldError"));
+    f->error->setStyleSheet(QStringLiteral("color: #d32f2f;"));
+    f->error->setWordWrap(true);
+    f->error->hide();
+    cv->addWidget(f->error);
+    f->label = new QLabel(d.label.isEmpty() ? d.key : d.label, parent);
+    f->label->setToolTip(d.help);
+    f->label->setBuddy(f->editor);
+    (d.advanced ? sec->advancedLayout : sec->basic)->addRow(f->label, cell);
+    m_fields.append(f);
+    m_byPath.insert(path, f);
+  }
+  m_building = false;
+}
+
+QList<OptionDesc> OptionForm::options() const {
+  QList<OptionDesc> out;
+  for (const Field* f : m_fields) {
+    OptionDesc d = f->desc;
+    d.value = editorValue(*f);
+    out << d;
+  }
+  return out;
+}
+
+QStringList OptionForm::paths() const {
+  QStringList out;
+  for (const Field* f : m_fields) out << f->desc.path();
+  return out;
+}
+
+QVariant OptionForm::editorValue(const Field& f) const {
+  switch (f.desc.type) {
+    case OptionDesc::Int:
+      return static_cast<QSpinBox*>(f.editor)->value();
+    case OptionDesc::Float:
+      return static_cast<QDoubleSpinBox*>(f.editor)->value();
+    case OptionDesc::Bool:
+      return static_cast<QCheckBox*>(f.editor)->isChecked();
+    case OptionDesc::Enum:
+      return static_cast<QComboBox*>(f.editor)->currentText();
+    case OptionDesc::String:
+    default:
+      return static_cast<QLineEdit*>(f.editor)->text();
+  }
+}
+
+QVariantMap OptionForm::values() const {
+  QVariantMap out;
+  for (const Field* f : m_fields) out.insert(f->desc.path(), editorValue(*f));
+  return out;
+}
+
+QVariant OptionForm::value(const QString& path) const {
+  const Field* f = field(path);
+  return f ? editorValue(*f) : QVariant();
+}
+
+bool OptionForm::setValue(const QString& path, const QVariant& v) {
+  Field* f = field(path);
+  if (!f) return false;
+  bool ok = true;
+  switch (f->desc.type) {
+    case OptionDesc::Int: {
+      const int i = v.toInt(&ok);
+      if (ok) static_cast<QSpinBox*>(f->editor)->setValue(i);
+      break;
+    }
+    case OptionDesc::Float: {
+      const double d = v.toDouble(&ok);
+      if (ok) static_cast<QDoubleSpinBox*>(f->editor)->setValue(d);
+      break;
+    }
+    case OptionDesc::Bool:
+      static_cast<QCheckBox*>(f->editor)->setChecked(v.toBool());
+      break;
+    case OptionDesc::Enum: {
+      auto* cb = static_cast<QComboBox*>(f->editor);
+      const int idx = cb->findText(v.toString());
+      ok = idx >= 0;
+      if (ok) cb->setCurrentIndex(idx);
+      break;
+    }
+    case OptionDesc::String:
+    default:
+      static_cast<QLineEdit*>(f->editor)->setText(v.toString());
+      break;
+  }
+  return ok;
+}
+
+void OptionForm::setValues(const QVariantMap& values) {
+  for (auto it = values.constBegin(); it != values.constEnd(); ++it) setValue(it.key(), it.value());
+}
+
+void OptionForm::resetToDefaults() {
+  for (const Field* f : m_fields)
+    if (f->desc.defaultValue.isValid()) setValue(f->desc.path(), f->desc.defaultValue);
+}
+
+void OptionForm::emitChanged(const QString& path) {
+  if (m_building) return;
+  Q_EMIT changed(path, value(path));
+}
+
+void OptionForm::setFrameError(Field& f, bool error) {
+  f.frame->setStyleSheet(error ? QStringLiteral("QFrame#csFieldFrame { border: 1px solid #d32f2f; border-radius: 3px; }")
+                               : QString());
+  f.frame->setProperty("csError", error);
+}
+
+void OptionForm::setError(const QString& path, const QString& message) {
+  Field* f = field(path);
+  if (!f) {
+    m_generalErrors << QStringLiteral("%1: %2").arg(path, message);
+    m_generalError->setText(m_generalErrors.join(QLatin1Char('\n')));
+    m_generalError->show();
+    return;
+  }
+  f->error->setText(message);
+  f->error->show();
+  setFrameError(*f, true);
+  if (f->desc.advanced) setAdvancedExpanded(f->section, true);
+}
+
+void OptionForm::clearError(const QString& path) {
+  Field* f = field(path);
+  if (!f) return;
+  f->error->clear();
+  f->error->hide();
+  setFrameError(*f, false);
+}
+
+void OptionForm::clearErrors() {
+  for (Field* f : m_fields) clearError(f->desc.path());
+  m_generalErrors.clear();
+  m_generalError->clear();
+  m_generalError->hide();
+}
+
+bool OptionForm::hasErrors() const {
+  if (!m_generalErrors.isEmpty()) return true;
+  for (const Field* f : m_fields)
+    if (!f->error->text().isEmpty()) return true;
+  return false;
+}
+
+QString OptionForm::errorText(const QString& path) const {
+  const Field* f = field(path);
+  return f ? f->error->text() : QString();
+}
+
+QWidget* OptionForm::editor(const QString& path) const {
+  const Field* f = field(path);
+  return f ? f->editor : nullptr;
+}
+
+QLabel* OptionForm::errorLabel(const QString& path) const {
+  const Field* f = field(path);
+  return f ? f->error : m_generalError;
+}
+
+QWidget* OptionForm::advancedPanel(const QString& section) const {
+  for (const Section* s : m_sections)
+    if (s->name == section) return s->advanced;
+  return nullptr;
+}
+
+void OptionForm::setAdvancedExpanded(const QString& section, bool expanded) {
+  for (Section* s : m_sections)
+    if (s->name == section && s->toggle) s->toggle->setChecked(expanded);
+}
+
+}  // namespace csw

@@ -1,0 +1,115 @@
+// OptionForm: an editable form generated from plain option descriptors.
+//
+// The app converts its configuration schema into a list of OptionDesc; the form
+// groups them by section (one QGroupBox per section, in order of first
+// appearance) and creates one editor per option:
+//   Int    -> QSpinBox (range min..max)
+//   Float  -> ScientificSpinBox (a QDoubleSpinBox that shows and accepts
+//             scientific notation such as 3e-4, no decimal rounding; range min..max)
+//   Bool   -> QCheckBox
+//   String -> QLineEdit
+//   Enum   -> QComboBox (choices)
+// A range is only applied when min < max (default 0, 0 = unbounded).
+// The help text is the tooltip of the label and of the editor. Options marked
+// advanced go into a collapsible "Advanced" part of their section (collapsed
+// by default).
+//
+// Values are addressed by "section.key". changed(path, value) is emitted
+// whenever a value changes (user edit or setValue()).
+// Validation: setError(path, message) shows message in red under the field and
+// draws a red frame around its editor (expanding the advanced part if needed);
+// an unknown path shows "path: message" in a red label at the top of the form.
+// clearErrors() hides all of them. Errors stay until cleared (the app revalidates).
+#pragma once
+
+#include <QDoubleSpinBox>
+#include <QHash>
+#include <QList>
+#include <QStringList>
+#include <QVariant>
+#include <QWidget>
+
+class QFrame;
+class QLabel;
+class QVBoxLayout;
+
+namespace csw {
+
+struct OptionDesc {
+  QString section, key, label, help;
+  enum Type { Int, Float, Bool, String, Enum } type = String;
+  QVariant value, defaultValue;  // value invalid = use defaultValue
+  double min = 0.0, max = 0.0;   // applied when min < max
+  QStringList choices;           // Enum
+  bool advanced = false;
+  QString path() const { return section + QLatin1Char('.') + key; }
+};
+
+// Double spin box that displays values with %g (so 0.0003 shows as "0.0003"
+// and 1e-05 as "1e-05"), accepts scientific input, and does not round to a
+// fixed number of decimals. Arrow steps move by one unit of the value's
+// leading decimal digit (0.003 -> 0.004, 2e-5 -> 3e-5).
+class ScientificSpinBox : public QDoubleSpinBox {
+  Q_OBJECT
+public:
+  explicit ScientificSpinBox(QWidget* parent = nullptr);
+  QString textFromValue(double value) const override;
+  double valueFromText(const QString& text) const override;
+  QValidator::State validate(QString& text, int& pos) const override;
+  void fixup(QString& input) const override;
+  void stepBy(int steps) override;
+};
+
+class OptionForm : public QWidget {
+  Q_OBJECT
+public:
+  explicit OptionForm(QWidget* parent = nullptr);
+  ~OptionForm() override;
+
+  // Rebuilds the form (previous editors and errors are discarded; no changed signals).
+  void setOptions(const QList<OptionDesc>& options);
+  QList<OptionDesc> options() const;  // with current values
+  QStringList paths() const;
+
+  QVariantMap values() const;  // "section.key" -> int / double / bool / QString
+  QVariant value(const QString& path) const;
+  // Sets one value (converted to the option's type). Returns false for an
+  // unknown path or an unconvertible value.
+  bool setValue(const QString& path, const QVariant& value);
+  void setValues(const QVariantMap& values);
+  void resetToDefaults();
+
+  void setError(const QString& path, const QString& message);
+  void clearError(const QString& path);
+  void clearErrors();
+  bool hasErrors() const;
+  QString errorText(const QString& path) const;
+
+  // Widgets, for tests and custom layouts.
+  QWidget* editor(const QString& path) const;
+  QLabel* errorLabel(const QString& path) const;  // the general label for an unknown path
+  QWidget* advancedPanel(const QString& section) const;
+  void setAdvancedExpanded(const QString& section, bool expanded);
+
+Q_SIGNALS:
+  void changed(const QString& path, const QVariant& value);
+
+private:
+  struct Field;
+  struct Section;
+  Field* field(const QString& path) const;
+  QVariant editorValue(const Field& f) const;
+  void setFrameError(Field& f, bool error);
+  void emitChanged(const QString& path);
+
+  QVBoxLayout* m_content = nullptr;
+  QWidget* m_body = nullptr;
+  QLabel* m_generalError = nullptr;
+  QList<Field*> m_fields;
+  QHash<QString, Field*> m_byPath;
+  QList<Section*> m_sections;
+  QStringList m_generalErrors;
+  bool m_building = false;
+};
+
+}  // namespace csw
