@@ -6,6 +6,7 @@
 #include <QtTest/QtTest>
 
 #include <fstream>
+#include <unistd.h>
 #include <string>
 
 #include "data/char_corpus.h"
@@ -342,7 +343,13 @@ class TestData : public QObject {
     }
     {
       EnvGuard g("CELLSCOPE_DATA_DIR", "");
-      QCOMPARE(cs::data_cache_dir(), cstest::source_dir().toStdString() + "/.cache/datasets");
+      EnvGuard x("XDG_CACHE_HOME", "/xdg");
+      // A writable source tree keeps its cache inside; otherwise the XDG cache is used.
+      const std::string src = cstest::source_dir().toStdString();
+      if (::access(src.c_str(), W_OK) == 0)
+        QCOMPARE(cs::data_cache_dir(), src + "/.cache/datasets");
+      else
+        QCOMPARE(cs::data_cache_dir(), std::string("/xdg/cellscope/datasets"));
     }
     {
       EnvGuard g("CELLSCOPE_MANIFEST", "");
