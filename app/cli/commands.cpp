@@ -11,6 +11,7 @@
 
 #include "bench/bench.h"
 #include "cells/registry.h"
+#include "data/bench_data.h"
 #include "cli.h"
 #include "tasks/task.h"
 #include "train/run_store.h"
@@ -387,13 +388,23 @@ int cmd_bench(const std::vector<std::string>& a) {
     std::cout << "usage: cellscope-cli bench [--cell CELL] [--batch 32] [--seq 150] [--embed 256] [--hidden 512]\n"
                  "                           [--set model.KEY=VALUE ...] [--baseline torch_gru|torch_lstm|CELL|none]\n"
                  "                           [--iters N] [--threads N] [--json]\n"
+                 "       cellscope-cli bench --data MB [--json]   (corpus loading: MB/s and memory)\n"
                  "Measures training throughput (forward + backward + Adam step) of the char-LM model with CELL,\n"
                  "its achieved GFLOP/s (analytic FLOP count), a large matrix product's GFLOP/s in the same run,\n"
                  "and a baseline at the same shape (default: raw torch::nn::GRU for gru, torch::nn::LSTM for\n"
                  "lstm, Cellscope's GRU otherwise) with the time and FLOP ratios.\n";
     return 0;
   }
-  auto args = parse(a, {"json"}, {"cell", "batch", "seq", "embed", "hidden", "set", "baseline", "iters", "threads", "vocab"});
+  auto args = parse(a, {"json"}, {"cell", "batch", "seq", "embed", "hidden", "set", "baseline", "iters", "threads", "vocab", "data"});
+  if (args.has("data")) {
+    // Corpus loading benchmark: a synthetic text8-like file of N MB, streamed (mmap) into ids.
+    const long long mb = args.get_int("data", 100);
+    if (mb < 1) throw UsageError("--data expects a size in MB >= 1");
+    json r = cs::bench_char_loading(static_cast<size_t>(mb));
+    if (args.has("json")) std::cout << r.dump() << "\n";
+    else std::cout << r.dump(2) << "\n";
+    return 0;
+  }
   cs::BenchOptions o;
   o.model = {{"cell", args.get("cell", "gru")}, {"embed", args.get_int("embed", 256)}, {"hidden", args.get_int("hidden", 512)}};
   for (auto& s : args.all("set")) {
