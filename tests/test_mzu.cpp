@@ -69,7 +69,7 @@ GC grad_check(torch::nn::Module& m, const std::function<torch::Tensor()>& loss, 
         flat[i] = orig;
       }
       const double num = (lp - lm) / (2 * eps), ana = gf[i].item<double>();
-      const double rel = std::abs(num - ana) / std::max({std::abs(num), std::abs(ana), 1e-4});
+      const double rel = std::abs(num - ana) / std::max({std::abs(num), std::abs(ana), 1e-3});
       ++r.checked;
       if (rel > r.worst) {
         r.worst = rel;
@@ -302,18 +302,20 @@ class MZUTest : public QObject {
         QCOMPARE(count_params(*cell), cell_params(v));
       }
       // deep transition: shared parameters do not grow with L; unshared add one t-MZU each
-      auto counts = [&](bool share, int64_t L) {
+      int mismatches = 0;
+      auto counts = [&](bool share, int64_t L) -> int64_t {
         auto v = o;
         v.share_transition = share;
         v.depth = L;
         auto cell = std::make_shared<MZUCellImpl>(v);
-        QCOMPARE(count_params(*cell), cell_params(v));
+        if (count_params(*cell) != cell_params(v)) ++mismatches;
         return count_params(*cell);
       };
       QCOMPARE(counts(true, 1), counts(true, 0));
       QCOMPARE(counts(true, 3), counts(true, 0));
       QCOMPARE(counts(false, 2) - counts(false, 1), counts(false, 1) - counts(false, 0));
       QVERIFY(counts(false, 1) > counts(false, 0));
+      QCOMPARE(mismatches, 0);
       // the ablations are smaller than the full cell
       auto g = o;
       g.regular_gate = true;
