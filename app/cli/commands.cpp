@@ -13,6 +13,7 @@
 #include "cells/registry.h"
 #include "data/bench_data.h"
 #include "cli.h"
+#include "tasks/model_params.h"
 #include "tasks/task.h"
 #include "train/run_store.h"
 #include "train/trainer.h"
@@ -222,17 +223,27 @@ int cmd_validate(const std::vector<std::string>& a) {
 // ------------------------------------------------------------------ params
 int cmd_params(const std::vector<std::string>& a) {
   if (want_help(a)) {
-    std::cout << "usage: cellscope-cli params CONFIG [--set SECTION.KEY=VALUE ...] [--json]\n"
+    std::cout << "usage: cellscope-cli params CONFIG [--set SECTION.KEY=VALUE ...] [--vocab N] [--json]\n"
                  "Builds the model of CONFIG (loading its dataset for the vocabulary) and prints the\n"
-                 "parameter count broken down by module.\n";
+                 "parameter count broken down by module. --vocab N builds it with a vocabulary of N\n"
+                 "symbols without loading any data (char_lm; e.g. PTB-char 50, text8 27).\n";
     return 0;
   }
-  auto args = parse(a, {"json"}, {"set"});
+  auto args = parse(a, {"json"}, {"set", "vocab"});
   if (args.positional.size() != 1) throw UsageError("expected one CONFIG");
   json cfg = cs::load_and_resolve(load_config_arg(args.positional[0], args.all("set")));
-  auto task = cs::make_task(cfg);
-  auto br = task->parameter_breakdown();
-  const int64_t total = task->parameter_count();
+  std::vector<std::pair<std::string, int64_t>> br;
+  int64_t total = 0;
+  if (args.has("vocab")) {
+    const long long v = args.get_int("vocab", 0);
+    if (v < 1) throw UsageError("--vocab expects a vocabulary size >= 1");
+    br = cs::model_parameter_breakdown(cfg, v);
+    for (auto& kv : br) total += kv.second;
+  } else {
+    auto task = cs::make_task(cfg);
+    br = task->parameter_breakdown();
+    total = task->parameter_count();
+  }
   if (args.has("json")) {
     json m = json::object();
     for (auto& [k, v] : br) m[k] = v;
