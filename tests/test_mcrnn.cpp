@@ -164,8 +164,11 @@ class McRnnTest : public QObject {
         const int64_t n = 4, K = 3, I = 3, H = 4, A = 5, T = 8, B = 2;
         auto mc = make_mc(base, n, I, H, A, mem);
         auto x = torch::randn({T, B, I}, torch::kDouble);
+        Probe probe;
         StepContext ctx;
+        ctx.probe = &probe;
         auto out = mc->forward_sequence(x, mc->initial_state(B, torch::kDouble), ctx).output;
+        auto chan = probe.stacked("channel_h");  // [T, B, K, H]
         // reference: every channel, every batch row, plain loops
         auto& f = mc->base();
         const bool lstm = base == "lstm";
@@ -195,6 +198,9 @@ class McRnnTest : public QObject {
             StepContext c2;
             auto ns = f.step(xp[t - 1], in, c2);
             hk[k - 1] = ns[0];
+            const double dk = max_abs_diff(chan[t - 1].select(1, k - 1), ns[0]);
+            QVERIFY2(dk < 1e-10, (base + "/" + mem + " channel " + std::to_string(k) + " t=" + std::to_string(t) +
+                                  " m=" + std::to_string(m) + " diff " + std::to_string(dk)).c_str());
             h[k - 1].push_back(ns[0]);
             c[k - 1].push_back(lstm ? ns[1] : ns[0]);
             // e = r^T tanh(V [h; x])
@@ -208,7 +214,8 @@ class McRnnTest : public QObject {
             for (int64_t k = 0; k < K; ++k) z += std::exp(ek[k][b].item<double>());
             auto hatt = dopts_zeros({H});
             for (int64_t k = 0; k < K; ++k) hatt += std::exp(ek[k][b].item<double>()) / z * hk[k][b];
-            QVERIFY2(max_abs_diff(out[t - 1][b], hatt) < 1e-10, (base + "/" + mem + " t=" + std::to_string(t)).c_str());
+            const double d = max_abs_diff(out[t - 1][b], hatt);
+            QVERIFY2(d < 1e-10, (base + "/" + mem + " t=" + std::to_string(t) + " diff " + std::to_string(d)).c_str());
           }
         }
       }

@@ -81,21 +81,20 @@ torch::Tensor McRnnCellImpl::input_projection(const torch::Tensor& x) {
 torch::Tensor McRnnCellImpl::coefficients(int64_t t, const torch::TensorOptions& opts) const {
   // c[k][j] = [j <= m_t^k] / m_t^k: the masked average of eq. 2 applied to h before W_j (linear).
   const int64_t K = channels(), n1 = opt_.block - 1;
-  std::vector<float> c(static_cast<size_t>(K * n1), 0.f);
+  std::vector<double> c(static_cast<size_t>(K * n1), 0.0);  // double: 1/3 must be exact in double models
   for (int64_t k = 1; k <= K; ++k) {
     const int64_t m = mcrnn_in_degree(t, k, opt_.block);  // eq. 1
-    for (int64_t j = 1; j <= m; ++j) c[static_cast<size_t>((k - 1) * n1 + j - 1)] = 1.f / static_cast<float>(m);
+    for (int64_t j = 1; j <= m; ++j) c[static_cast<size_t>((k - 1) * n1 + j - 1)] = 1.0 / static_cast<double>(m);
   }
-  return torch::from_blob(c.data(), {1, K, n1, 1}, torch::kFloat32).to(opts);
+  return torch::from_blob(c.data(), {1, K, n1, 1}, torch::kFloat64).to(opts).clone();  // clone: c is local
 }
 
 State McRnnCellImpl::step_at(int64_t t, const torch::Tensor& xp, const State& s, const torch::Tensor& wcat,
-                             StepContext& ctx) {
+                             const torch::Tensor& coef, StepContext& ctx) {
   const int64_t B = xp.size(0), K = channels(), n1 = opt_.block - 1, H = opt_.hidden_size, A = opt_.attention;
   TORCH_CHECK(s.size() == 2 + base_state_size_, "mcrnn: expected a state of ", 2 + base_state_size_,
               " tensors, got ", s.size());
   const auto& hist = s[2];  // [B, K, n-1, H]: h_{t-j}^k at [:, k-1, j-1]
-  auto coef = coefficients(t, hist.options());
   // eq. 2: s_{t-1}^k = (1/m) sum_{j<=m} W_j h_{t-j}^k, all channels (batch-folded) and distances in one GEMM
   auto sv = (hist * coef).reshape({B * K, n1 * H}).mm(wcat);
   auto xb = xp.narrow(1, 0, base_proj_);
@@ -163,7 +162,8 @@ static int64_t state_time(const State& s) {
 State McRnnCellImpl::step(const torch::Tensor& xp, const State& s, StepContext& ctx) {
   const int64_t H = opt_.hidden_size, n1 = opt_.block - 1;
   auto wcat = w_dist.transpose(1, 2).reshape({n1 * H, H});
-  return step_at(state_time(s) + 1, xp, s, wcat, ctx);
+  const int64_t t = state_time(s) + 1;
+  return step_at(t, xp, s, wcat, coefficients(t, s[2].options()), ctx);
 }
 
 SeqOutput McRnnCellImpl::forward_sequence(const torch::Tensor& x, const State& s0, StepContext& ctx) {
@@ -175,11 +175,15 @@ SeqOutput McRnnCellImpl::forward_sequence(const torch::Tensor& x, const State& s
   auto wcat = w_dist.transpose(1, 2).reshape({n1 * H, H});
   int64_t t = state_time(s0);
   std::vector<torch::Tensor> steps = input_projection(x).unbind(0);  // never xp[t]
+  // the in-degree pattern has period n-1: one coefficient tensor per phase
+  std::vector<torch::Tensor> coef;
+  for (int64_t p = 0; p < n1; ++p) coef.push_back(coefficients(t + 1 + p, s0[2].options()));
   std::vector<torch::Tensor> outs;
   outs.reserve(steps.size());
   State s = s0;
-  for (auto& xt : steps) {
-    s = step_at(++t, xt, s, wcat, ctx);
+  for (size_t i = 0; i < steps.size(); ++i) {
+    ++t;
+    s = step_at(t, steps[i], s, wcat, coef[i % static_cast<size_t>(n1)], ctx);
     outs.push_back(s[0]);
   }
   return {torch::stack(outs, 0), s};
@@ -248,7 +252,7 @@ void register_mcrnn_cells(std::vector<CellInfo>& out) {
       errs.push_back({"model.base", "cell '" + base + "' needs the whole sequence and has no per-step form to wrap"});
     }
     if (m.value("block", 3) < 2)
-      errs.push_back({"model.block", "block size n must be >= 2 (n - 1 channels), got " + m["block"].dump()});
+      errs.push_back({"model.block", "block size n must be >= 2 (n - 1 channels), got " + m.at("block").dump()});
   };
   c.make = [](const json& m, int64_t in, int layer) -> std::shared_ptr<CellImpl> {
     const std::string base = m.value("base", std::string("lstm"));

@@ -58,7 +58,9 @@ class McRnnCellImpl : public CellImpl {
 
  private:
   // One step at global position t (1-based); `wcat` = [W_1^T; ...; W_{n-1}^T] ([(n-1)H, H]).
-  State step_at(int64_t t, const torch::Tensor& xp, const State& s, const torch::Tensor& wcat, StepContext& ctx);
+  // `coef` = coefficients(t).
+  State step_at(int64_t t, const torch::Tensor& xp, const State& s, const torch::Tensor& wcat,
+                const torch::Tensor& coef, StepContext& ctx);
   torch::Tensor coefficients(int64_t t, const torch::TensorOptions& opts) const;  // [1, K, n-1, 1]
   McRnnOptions opt_;
   std::shared_ptr<CellImpl> base_;

@@ -175,7 +175,7 @@ StepResult WordLMTask::train_step() {
   return r;
 }
 
-double WordLMTask::nll_of(const std::vector<int32_t>& ids, int64_t eval_batch, const std::vector<State>*, Probe* probe) {
+double WordLMTask::nll_of(const std::vector<int32_t>& ids, int64_t eval_batch, Probe* probe) {
   torch::NoGradGuard ng;
   const int64_t N = static_cast<int64_t>(ids.size());
   if (N < 2) return 0.0;

@@ -49,8 +49,8 @@ class WordLMTask : public Task {
   void to(const torch::Device& d) override;
 
   // NLL sum (nats) of an id sequence, every token but the first scored once, state carried.
-  double nll_of(const std::vector<int32_t>& ids, int64_t eval_batch, const std::vector<State>* init = nullptr,
-                Probe* probe = nullptr);
+  // With a probe, the cells' internals are recorded for every scored segment (analyses, Fig. 3).
+  double nll_of(const std::vector<int32_t>& ids, int64_t eval_batch, Probe* probe = nullptr);
   const WordCorpus& corpus() const { return corpus_; }
   WordLMModel& net() { return model_; }
   bool averaging() const { return avg_on_; }
