@@ -9,6 +9,7 @@ const std::vector<CellInfo>& cell_registry() {
     std::vector<CellInfo> v;
     register_baseline_cells(v);
     register_mzu_cells(v);
+    register_mcrnn_cells(v);
     // Further cell families register here (one line each).
     return v;
   }();
