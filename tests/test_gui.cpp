@@ -3,6 +3,9 @@
 // pause/resume/stop, a queue, workspace watching, comparison with overlays and
 // seed bands, config diff, export of every figure format and the run table.
 #include <QApplication>
+#include <QComboBox>
+#include <QImage>
+#include <QItemSelectionModel>
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
@@ -123,7 +126,7 @@ private Q_SLOTS:
     w.revalidateNow();
     const QString err = w.form()->errorText("dataset.max_chars");
     QVERIFY2(err.contains("training.batch"), qPrintable(err));
-    QVERIFY(w.form()->errorLabel("dataset.max_chars")->isVisible());
+    QTRY_VERIFY(w.form()->errorLabel("dataset.max_chars")->isVisible());  // rebuilt fields show on the next event loop turn
     QVERIFY(w.form()->errorText("training.batch").isEmpty());
     QVERIFY(!w.startTraining());
     QVERIFY(!w.isTraining());

@@ -123,6 +123,14 @@ MainWindow::MainWindow(const WindowOptions& options, QWidget* parent) : QMainWin
   connect(m_worker, &TrainWorker::failed, this, &MainWindow::onFailed, Qt::QueuedConnection);
   m_thread->start();
 
+  m_validateTimer = new QTimer(this);
+  m_validateTimer->setSingleShot(true);
+  m_validateTimer->setInterval(150);
+  connect(m_validateTimer, &QTimer::timeout, this, &MainWindow::revalidateNow);
+  m_paramTimer = new QTimer(this);
+  m_paramTimer->setSingleShot(true);
+  m_paramTimer->setInterval(400);
+  connect(m_paramTimer, &QTimer::timeout, this, &MainWindow::requestParameterCount);
   buildUi();
   buildMenus();
 
@@ -132,14 +140,6 @@ MainWindow::MainWindow(const WindowOptions& options, QWidget* parent) : QMainWin
   connect(m_drainTimer, &QTimer::timeout, this, &MainWindow::drainWorker);
   m_drainTimer->start();
 
-  m_validateTimer = new QTimer(this);
-  m_validateTimer->setSingleShot(true);
-  m_validateTimer->setInterval(150);
-  connect(m_validateTimer, &QTimer::timeout, this, &MainWindow::revalidateNow);
-  m_paramTimer = new QTimer(this);
-  m_paramTimer->setSingleShot(true);
-  m_paramTimer->setInterval(400);
-  connect(m_paramTimer, &QTimer::timeout, this, &MainWindow::requestParameterCount);
 
   // Workspace watching: new run directories (CLI or GUI) and summary updates.
   m_watcher = new QFileSystemWatcher(this);
@@ -242,6 +242,8 @@ QWidget* MainWindow::buildConfigurePanel() {
     m_cellCombo->addItem(c, c);
     m_cellCombo->setItemData(m_cellCombo->count() - 1, cellDescription(c), Qt::ToolTipRole);
   }
+  const int gruIndex = m_cellCombo->findData(QStringLiteral("gru"));  // the schema's default cell
+  if (gruIndex >= 0) m_cellCombo->setCurrentIndex(gruIndex);
   f->addRow(QStringLiteral("Cell"), m_cellCombo);
   m_cellInfo = new QLabel;
   m_cellInfo->setWordWrap(true);
@@ -295,6 +297,7 @@ QWidget* MainWindow::buildConfigurePanel() {
     const QString data = m_datasetCombo->currentData().toString();
     m_datasetFile = data.startsWith(QLatin1String("file:")) ? data.mid(5) : QString();
     m_formatLabel->setText(datasetLabel());
+    m_formatLabel->setVisible(!m_formatLabel->text().isEmpty());
     scheduleValidation();
   });
   connect(m_presetCombo, qOverload<int>(&QComboBox::activated), this, [this](int i) {
@@ -464,8 +467,10 @@ QWidget* MainWindow::buildComparePanel() {
   dv->addWidget(m_diffLabel);
   dv->addWidget(m_diffTable, 1);
   bottom->addWidget(diffBox);
+  diffBox->setMinimumWidth(240);
   bottom->setStretchFactor(0, 3);
   bottom->setStretchFactor(1, 1);
+  bottom->setSizes({700, 300});
   split->addWidget(bottom);
   split->setStretchFactor(0, 2);
   split->setStretchFactor(1, 3);
@@ -617,6 +622,7 @@ void MainWindow::populateDatasets() {
   m_datasetFile = data.startsWith(QLatin1String("file:")) ? data.mid(5) : QString();
   m_datasetCombo->blockSignals(false);
   m_formatLabel->setText(datasetLabel());
+  m_formatLabel->setVisible(!m_formatLabel->text().isEmpty());
 }
 
 bool MainWindow::selectDataset(const QString& name) {
@@ -628,6 +634,7 @@ bool MainWindow::selectDataset(const QString& name) {
   m_datasetCombo->setCurrentIndex(idx);
   m_datasetFile.clear();
   m_formatLabel->setText(datasetLabel());
+  m_formatLabel->setVisible(!m_formatLabel->text().isEmpty());
   scheduleValidation();
   return true;
 }
@@ -645,6 +652,7 @@ void MainWindow::setDatasetFile(const QString& path) {
   m_datasetCombo->setCurrentIndex(idx);
   m_datasetFile = abs;
   m_formatLabel->setText(datasetLabel());
+  m_formatLabel->setVisible(true);
   scheduleValidation();
 }
 
