@@ -348,7 +348,7 @@ QWidget* MainWindow::buildTrainingTab() {
   struct Def { const char* id; const char* title; const char* y; };
   const Def defs[] = {{"metric", "Training and validation", "loss"},
                       {"lr", "Learning rate", "learning rate"},
-                      {"grad_norm", "Gradient norm", "global L2 norm (before clipping)"},
+                      {"grad_norm", "Gradient norm", "L2 norm"},
                       {"throughput", "Throughput", "units / s"},
                       {"extra", "Other metrics", "value"}};
   int i = 0;
@@ -363,7 +363,7 @@ QWidget* MainWindow::buildTrainingTab() {
   g->setRowStretch(0, 3);
   g->setRowStretch(1, 2);
   g->setRowStretch(2, 2);
-  m_plots.value(QStringLiteral("lr"))->setYLog(true);
+  m_plots.value(QStringLiteral("extra"))->hide();  // shown when a cell logs an extra metric
   split->addWidget(grid);
   m_log = new QPlainTextEdit;
   m_log->setReadOnly(true);
@@ -1024,7 +1024,9 @@ void MainWindow::addLivePoint(const MetricPoint& p) {
       m_plots.value(QStringLiteral("throughput"))->appendPoint(QStringLiteral("throughput"), x, kv.second);
     } else if (!isKnownKey(k)) {
       // Any extra numeric key a cell logs (e.g. zone_disagreement).
-      m_plots.value(QStringLiteral("extra"))->appendPoint(k, x, kv.second);
+      csw::CurvePlot* extra = m_plots.value(QStringLiteral("extra"));
+      extra->appendPoint(k, x, kv.second);
+      if (extra->isHidden()) extra->show();
     }
   }
 }
@@ -1037,6 +1039,7 @@ void MainWindow::resetLivePlots() {
     p->resetView();
     p->replotIfDirty();
   }
+  m_plots.value(QStringLiteral("extra"))->hide();
   m_log->clear();
 }
 
