@@ -15,6 +15,7 @@
 #include "cli.h"
 #include "tasks/model_params.h"
 #include "tasks/task.h"
+#include "train/launch.h"
 #include "train/run_store.h"
 #include "train/trainer.h"
 #include "util/error.h"
@@ -278,45 +279,29 @@ int cmd_train(const std::vector<std::string>& a) {
     return 0;
   }
   auto args = parse(a, {"json", "quiet"}, {"run-dir", "workspace", "set", "resume", "steps"});
-  json cfg;
-  std::shared_ptr<cs::RunStore> store;
-  std::unique_ptr<cs::Task> task;
   const bool resuming = args.has("resume");
+  // validate -> threads + seed -> make_task (loads data) -> run directory -> Trainer (train/launch.h)
+  cs::LaunchOptions lo;
+  json raw;
   if (resuming) {
     if (!args.positional.empty()) throw UsageError("--resume takes the run directory; give no CONFIG");
-    store = std::make_shared<cs::RunStore>(args.get("resume"));
-    if (!cs::file_exists(store->path("config.json")))
-      throw cs::UserError("'" + store->dir() + "' is not a run directory (no config.json)");
-    json raw = store->read_config();
+    lo.resume_dir = args.get("resume");
+    raw = json::object();  // overrides on top of the run's config.json
     for (auto& s : args.all("set")) cs::apply_override(raw, s);
-    if (args.has("steps")) raw["training"]["steps"] = args.get_int("steps", 0);
-    cfg = cs::load_and_resolve(raw);
   } else {
     if (args.positional.size() != 1) throw UsageError("expected one CONFIG (a JSON file or a preset name)");
-    json raw = load_config_arg(args.positional[0], args.all("set"));
-    if (args.has("steps")) {
-      if (!raw.contains("training") || !raw["training"].is_object()) raw["training"] = json::object();
-      raw["training"]["steps"] = args.get_int("steps", 0);
-    }
-    cfg = cs::load_and_resolve(raw);  // every problem, with its JSON path; nothing created yet
+    raw = load_config_arg(args.positional[0], args.all("set"));
+    lo.run_dir = args.get("run-dir", "");
+    lo.workspace = args.get("workspace", cs::default_workspace());
   }
-  cs::set_threads(cfg["training"].value("threads", 0));
-  cs::seed_everything(cfg["training"].value("seed", 1));
-  // Build the task (loads and checks the data) before any directory is created.
-  task = cs::make_task(cfg, resuming ? store->dir() : "");
-  if (!resuming) {
-    std::string dir = args.has("run-dir") ? args.get("run-dir")
-                                          : cs::new_run_dir(args.get("workspace", cs::default_workspace()), cfg);
-    store = std::make_shared<cs::RunStore>(dir);
-    store->create();
-    store->write_config(cfg);
-    const std::string vt = task->vocab_text();
-    if (!vt.empty()) cs::atomic_write(store->path("vocab"), vt);
-  } else {
-    store->write_config(cfg);
+  if (args.has("steps")) {
+    if (!raw.contains("training") || !raw["training"].is_object()) raw["training"] = json::object();
+    raw["training"]["steps"] = args.get_int("steps", 0);
   }
-  cs::Trainer trainer(cfg, std::move(task), store);
-  if (resuming) trainer.resume();
+  cs::LaunchedRun launched = cs::start_run(raw, lo);
+  const json& cfg = launched.cfg;
+  std::shared_ptr<cs::RunStore> store = launched.store;
+  cs::Trainer& trainer = *launched.trainer;
   const bool json_out = args.has("json"), quiet = args.has("quiet");
   const bool tty = ::isatty(2) && !quiet && !json_out;
   if (!quiet && !json_out)
