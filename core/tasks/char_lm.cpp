@@ -71,8 +71,7 @@ double CharLMTask::epoch() const {
   return static_cast<double>(epochs_done_) + static_cast<double>(cursor_) / static_cast<double>(std::max<int64_t>(n, 1));
 }
 
-StepResult CharLMTask::train_step() {
-  model_->train();
+std::pair<torch::Tensor, torch::Tensor> CharLMTask::next_batch() {
   const int64_t n = train_.size(1);
   if (cursor_ >= n - 1) {  // epoch boundary: start the streams again from a zero state
     cursor_ = 0;
@@ -83,6 +82,13 @@ StepResult CharLMTask::train_step() {
   auto x = train_.narrow(1, cursor_, L).t();      // [L, B]: input characters
   auto y = train_.narrow(1, cursor_ + 1, L).t();  // [L, B]: each target is the next character
   cursor_ += L;
+  return {x, y};
+}
+
+StepResult CharLMTask::train_step() {
+  model_->train();
+  auto [x, y] = next_batch();
+  const int64_t L = x.size(0);
   StepContext ctx;
   auto logits = model_->forward(x, state_, ctx);
   state_ = detach_states(state_);  // truncated BPTT: carry the state, cut the graph

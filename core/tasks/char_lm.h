@@ -32,6 +32,11 @@ class CharLMTask : public Task {
   std::string name() const override { return "char_lm"; }
   std::shared_ptr<torch::nn::Module> model() override { return model_.ptr(); }
   StepResult train_step() override;
+  // The next TBPTT segment of the B training streams: inputs x [L, B] and targets
+  // y [L, B] (y[t] = the character after x[t]); advances the cursor, wraps at the
+  // end of an epoch (the carried state is then reset).
+  std::pair<torch::Tensor, torch::Tensor> next_batch();
+  const std::vector<State>& carried_state() const { return state_; }
   EvalResult evaluate(const std::string& split) override;
   std::string primary_metric() const override { return "bpc"; }
   bool lower_is_better() const override { return true; }

@@ -141,6 +141,12 @@ std::vector<int64_t> RunStore::checkpoint_steps() const {
   return v;
 }
 
+void RunStore::remove_stale_temp_files() const {
+  for (const auto& d : {dir_, checkpoint_dir()})
+    for (auto& n : list_dir(d))
+      if (n.find(".tmp.") != std::string::npos) ::unlink(join_path(d, n).c_str());
+}
+
 std::string default_workspace() {
   std::string ws = env_or("CELLSCOPE_WORKSPACE", "");
   if (!ws.empty()) return ws;

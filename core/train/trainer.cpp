@@ -182,6 +182,7 @@ void Trainer::load_checkpoint(const std::string& path) {
 
 void Trainer::resume() {
   if (!store_) throw UserError("resume needs a run directory");
+  store_->remove_stale_temp_files();
   load_checkpoint(join_path(store_->checkpoint_dir(), "last.pt"));
   store_->truncate_metrics(step_);
   summary_.step = step_;
