@@ -388,10 +388,12 @@ int cmd_bench(const std::vector<std::string>& a) {
                  "Measures training throughput (forward + backward + Adam step) of the char-LM model with CELL,\n"
                  "its achieved GFLOP/s (analytic FLOP count), a large matrix product's GFLOP/s in the same run,\n"
                  "and a baseline at the same shape (default: raw torch::nn::GRU for gru, torch::nn::LSTM for\n"
-                 "lstm, Cellscope's GRU otherwise) with the time and FLOP ratios.\n";
+                 "lstm, Cellscope's GRU otherwise) with the time and FLOP ratios.\n"
+                 "--task classify: the sentence-classification model instead (bi-directional encoder, FC 1024,\n"
+                 "sigmoid; defaults batch 32, seq 50, embed 200, hidden 200, vocab 20000; baseline: the GRU model).\n";
     return 0;
   }
-  auto args = parse(a, {"json"}, {"cell", "batch", "seq", "embed", "hidden", "set", "baseline", "iters", "threads", "vocab", "data"});
+  auto args = parse(a, {"json"}, {"cell", "batch", "seq", "embed", "hidden", "set", "baseline", "iters", "threads", "vocab", "data", "task"});
   if (args.has("data")) {
     // Corpus loading benchmark: a synthetic text8-like file of N MB, streamed (mmap) into ids.
     const long long mb = args.get_int("data", 100);
@@ -401,8 +403,12 @@ int cmd_bench(const std::vector<std::string>& a) {
     else std::cout << r.dump(2) << "\n";
     return 0;
   }
+  const bool classify = args.get("task", "char_lm") == "classify";  // --task classify: bench/bench_classify.cpp
+  if (!classify && args.get("task", "char_lm") != "char_lm") throw UsageError("--task must be char_lm or classify");
+
   cs::BenchOptions o;
-  o.model = {{"cell", args.get("cell", "gru")}, {"embed", args.get_int("embed", 256)}, {"hidden", args.get_int("hidden", 512)}};
+  o.model = {{"cell", args.get("cell", "gru")}, {"embed", args.get_int("embed", classify ? 200 : 256)},
+             {"hidden", args.get_int("hidden", classify ? 200 : 512)}};
   for (auto& s : args.all("set")) {
     json tmp = {{"model", o.model}};
     cs::apply_override(tmp, s);
@@ -410,14 +416,14 @@ int cmd_bench(const std::vector<std::string>& a) {
     o.model = tmp["model"];
   }
   o.batch = args.get_int("batch", 32);
-  o.seq = args.get_int("seq", 150);
-  o.vocab = args.get_int("vocab", 96);
+  o.seq = args.get_int("seq", classify ? 50 : 150);
+  o.vocab = args.get_int("vocab", classify ? 20000 : 96);
   o.baseline = args.get("baseline", "");
   o.iters = static_cast<int>(args.get_int("iters", 0));
   o.threads = static_cast<int>(args.get_int("threads", 0));
   if (o.batch < 1 || o.seq < 1) throw UsageError("--batch and --seq must be >= 1");
   cs::set_threads(o.threads);
-  json r = cs::run_bench(o);
+  json r = classify ? cs::run_bench_classify(o) : cs::run_bench(o);
   r["blas"] = cs::detect_blas().name;
   if (args.has("json")) {
     std::cout << r.dump() << "\n";
@@ -426,12 +432,12 @@ int cmd_bench(const std::vector<std::string>& a) {
     std::cout << "cell " << r["cell"].get<std::string>() << "  batch " << o.batch << "  seq " << o.seq << "  embed "
               << r["embed"] << "  hidden " << r["hidden"] << "  threads " << r["threads"] << "  BLAS " << r["blas"].get<std::string>() << "\n"
               << "  training step     " << r["seconds_per_step"].get<double>() * 1e3 << " ms  ("
-              << fmt_rate(r["throughput"].get<double>()) << " chars/s)\n"
+              << fmt_rate(r["throughput"].get<double>()) << " " << r.value("unit", "chars/s") << ")\n"
               << "  achieved          " << r["gflops"].get<double>() << " GFLOP/s  (GEMM " << r["gemm_gflops"].get<double>()
               << " GFLOP/s, efficiency " << 100 * r["efficiency"].get<double>() << "%)\n";
     if (r.contains("baseline"))
       std::cout << "  baseline " << r["baseline"].get<std::string>() << "  " << r["baseline_seconds_per_step"].get<double>() * 1e3
-                << " ms  (" << fmt_rate(r["baseline_throughput"].get<double>()) << " chars/s)\n"
+                << " ms  (" << fmt_rate(r["baseline_throughput"].get<double>()) << " " << r.value("unit", "chars/s") << ")\n"
                 << "  time ratio        " << r["time_ratio"].get<double>() << "x   FLOP ratio " << r["flop_ratio"].get<double>() << "x\n";
   }
   auto warn = cs::blas_warning(cs::detect_blas());

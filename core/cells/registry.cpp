@@ -10,6 +10,7 @@ const std::vector<CellInfo>& cell_registry() {
     register_baseline_cells(v);
     register_mzu_cells(v);
     register_mcrnn_cells(v);
+    register_cru_cells(v);
     // Further cell families register here (one line each).
     return v;
   }();

@@ -35,5 +35,6 @@ std::vector<std::string> cell_names();
 void register_baseline_cells(std::vector<CellInfo>& out);
 void register_mzu_cells(std::vector<CellInfo>& out);  // cells/mzu.cpp
 void register_mcrnn_cells(std::vector<CellInfo>& out);
+void register_cru_cells(std::vector<CellInfo>& out);  // cells/cru.cpp
 
 }  // namespace cs
