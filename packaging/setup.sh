@@ -105,6 +105,11 @@ else
   cmake -S "$repo" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release "${launcher[@]}"
 fi
 
+# ccache: paths relative to the checkout, so a fresh clone anywhere (CI) reuses the
+# cache of an earlier build on this machine; precompiled headers need the sloppiness.
+export CCACHE_BASEDIR="$repo" CCACHE_NOHASHDIR=true
+export CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime
+
 step "Building with $(nproc) jobs"
 cmake --build "$BUILD_DIR" -j"$(nproc)"
 

@@ -203,20 +203,10 @@ static BaselineOptions baseline_options(const json& m, int64_t input_size) {
 }
 
 void register_baseline_cells(std::vector<CellInfo>& out) {
-  OptionSpec depth;
-  depth.section = "model";
-  depth.key = "depth";
-  depth.type = OptType::Int;
-  depth.default_value = 1;
-  depth.min = 0;
-  depth.max = 16;
-  depth.help = "Deep transition: number L of transition cells with zero input after the first cell, per time step (MZU eqs. 15-17; paper default 1).";
-  OptionSpec share;
-  share.section = "model";
-  share.key = "share_transition";
-  share.type = OptType::Bool;
-  share.default_value = false;
-  share.help = "Deep transition: share the transition cells' parameters across depths (the MZU paper shares them on PTB).";
+  OptionSpec depth = make_option("model", "depth", OptType::Int, 1, 0, 16,
+      "Deep transition: number L of transition cells with zero input after the first cell, per time step (MZU eqs. 15-17; paper default 1).");
+  OptionSpec share = make_option("model", "share_transition", OptType::Bool, false, 0, 0,
+      "Deep transition: share the transition cells' parameters across depths (the MZU paper shares them on PTB).");
 
   auto add = [&](const std::string& name, const std::string& desc, std::vector<OptionSpec> opts,
                  std::function<std::shared_ptr<CellImpl>(const BaselineOptions&)> mk) {

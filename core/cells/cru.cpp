@@ -194,33 +194,22 @@ double CRUCellImpl::flops_per_step() const {
 }
 
 // ---------------------------------------------------------------- registry entries
-static OptionSpec cru_opt(const std::string& key, OptType t, json def, double lo, double hi, const std::string& help) {
-  OptionSpec o;
-  o.section = "model";
-  o.key = key;
-  o.type = t;
-  o.default_value = std::move(def);
-  o.min = lo;
-  o.max = hi;
-  o.help = help;
-  return o;
-}
 
 void register_cru_cells(std::vector<CellInfo>& out) {
   const std::vector<std::string> all = {"cru_shallow", "cru_deep", "cru_deep_enhanced"};
-  auto k = cru_opt("filter_length", OptType::Int, 3, 1, 63,
+  auto k = make_option("model", "filter_length", OptType::Int, 3, 1, 63,
                    "CRU: convolution filter length k (window of k embeddings, eq. 8; paper default 3, Fig. 3 sweeps it). "
                    "Same-length padding: (k-1)/2 zeros before, the rest after (even k: one more after).");
   k.cells = all;
-  auto d = cru_opt("conv_channels", OptType::Int, 0, 0, 65536,
+  auto d = make_option("model", "conv_channels", OptType::Int, 0, 0, 65536,
                    "CRU shallow fusion: number d of convolution filters (eq. 8); 0 = the input (embedding) size, as in the "
                    "paper. Deep fusion uses d = hidden, deep-enhanced d = input size (forced by eqs. 9-14).");
   d.cells = {"cru_shallow"};
-  auto act = cru_opt("conv_activation", OptType::Enum, "relu", 0, 0,
+  auto act = make_option("model", "conv_activation", OptType::Enum, "relu", 0, 0,
                      "CRU: non-linearity f of the convolution (eq. 8; paper: ReLU).");
   act.choices = {"relu", "tanh", "identity"};
   act.cells = all;
-  auto ra = cru_opt("reset_after", OptType::Bool, true, 0, 0,
+  auto ra = make_option("model", "reset_after", OptType::Bool, true, 0, 0,
                     "CRU: apply the reset gate after U (r * (U h + b), torch/cuDNN GRU, same as Cellscope's GRU); "
                     "false = U (r * h) as written in eqs. 3, 11 and 14.");
   ra.cells = all;

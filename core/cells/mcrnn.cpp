@@ -206,15 +206,7 @@ double McRnnCellImpl::flops_per_step() const {
 // ---------------------------------------------------------------- registry entry
 void register_mcrnn_cells(std::vector<CellInfo>& out) {
   auto spec = [](const std::string& key, OptType t, json def, double lo, double hi, const std::string& help) {
-    OptionSpec o;
-    o.section = "model";
-    o.key = key;
-    o.type = t;
-    o.default_value = std::move(def);
-    o.min = lo;
-    o.max = hi;
-    o.help = help;
-    return o;
+    return make_option("model", key, t, std::move(def), lo, hi, help);
   };
   CellInfo c;
   c.name = "mcrnn";

@@ -359,14 +359,7 @@ static MZUOptions mzu_options(const json& m, int64_t in, const std::string& comp
 
 static OptionSpec mopt(const std::string& key, OptType t, json def, double lo, double hi, const std::string& help,
                        bool advanced = false) {
-  OptionSpec o;
-  o.section = "model";
-  o.key = key;
-  o.type = t;
-  o.default_value = std::move(def);
-  o.min = lo;
-  o.max = hi;
-  o.help = help;
+  OptionSpec o = make_option("model", key, t, std::move(def), lo, hi, help);
   o.advanced = advanced;
   return o;
 }

@@ -23,26 +23,36 @@ bool OptionSpec::applies_to(const std::string& cell, const std::string& task) co
   return true;
 }
 
-namespace {
-
-OptionSpec opt(const std::string& section, const std::string& key, OptType t, json def, double lo, double hi,
-               const std::string& help) {
+OptionSpec make_option(const std::string& section, const std::string& key, OptType type, json default_value,
+                       double min, double max, const std::string& help) {
   OptionSpec o;
   o.section = section;
   o.key = key;
-  o.type = t;
-  o.default_value = std::move(def);
-  o.min = lo;
-  o.max = hi;
+  o.type = type;
+  o.default_value = std::move(default_value);
+  o.min = min;
+  o.max = max;
   o.help = help;
   return o;
 }
 
-OptionSpec choice(const std::string& section, const std::string& key, json def, std::vector<std::string> choices,
-                  const std::string& help) {
-  OptionSpec o = opt(section, key, OptType::Enum, std::move(def), 0, 0, help);
+OptionSpec make_choice(const std::string& section, const std::string& key, json default_value,
+                       std::vector<std::string> choices, const std::string& help) {
+  OptionSpec o = make_option(section, key, OptType::Enum, std::move(default_value), 0, 0, help);
   o.choices = std::move(choices);
   return o;
+}
+
+namespace {
+
+OptionSpec opt(const std::string& section, const std::string& key, OptType t, json def, double lo, double hi,
+               const std::string& help) {
+  return make_option(section, key, t, std::move(def), lo, hi, help);
+}
+
+OptionSpec choice(const std::string& section, const std::string& key, json def, std::vector<std::string> choices,
+                  const std::string& help) {
+  return make_choice(section, key, std::move(def), std::move(choices), help);
 }
 
 std::vector<OptionSpec> build_options() {

@@ -41,6 +41,12 @@ struct ConfigError {
   std::string str() const { return path + ": " + message; }
 };
 
+// Build an OptionSpec; cells and tasks declare their options with these.
+OptionSpec make_option(const std::string& section, const std::string& key, OptType type, json default_value,
+                       double min, double max, const std::string& help);
+OptionSpec make_choice(const std::string& section, const std::string& key, json default_value,
+                       std::vector<std::string> choices, const std::string& help);
+
 // All options known to the build (common ones + every registered cell's and task's).
 const std::vector<OptionSpec>& all_options();
 

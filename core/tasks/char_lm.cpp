@@ -199,18 +199,6 @@ void CharLMTask::load_state(torch::serialize::InputArchive& ar) {
   }
 }
 
-static OptionSpec task_opt(const std::string& section, const std::string& key, OptType t, json def, double lo, double hi,
-                           const std::string& help) {
-  OptionSpec o;
-  o.section = section;
-  o.key = key;
-  o.type = t;
-  o.default_value = std::move(def);
-  o.min = lo;
-  o.max = hi;
-  o.help = help;
-  return o;
-}
 
 void register_char_lm_task(std::vector<TaskInfo>& out) {
   TaskInfo t;
@@ -218,9 +206,9 @@ void register_char_lm_task(std::vector<TaskInfo>& out) {
   t.description = "Character-level language modelling (MZU paper: PTB, text8); metric: bits per character";
   t.unit = "chars";
   t.options = {
-      task_opt("training", "bptt", OptType::Int, 100, 1, 100000,
+      make_option("training", "bptt", OptType::Int, 100, 1, 100000,
                "Truncated BPTT length: characters per segment; the state is carried across segments (MZU paper: 150)."),
-      task_opt("training", "eval_batch", OptType::Int, 16, 1, 65536,
+      make_option("training", "eval_batch", OptType::Int, 16, 1, 65536,
                "Streams used to evaluate a split (every character is scored once, state carried)."),
   };
   // Catch a corpus cut too short for one batch before any data is loaded (the

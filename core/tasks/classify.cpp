@@ -543,15 +543,8 @@ std::string SentenceTask::vocab_text() const {
 // ---------------------------------------------------------------- registration
 static OptionSpec sopt(const std::string& section, const std::string& key, OptType t, json def, double lo, double hi,
                        std::vector<std::string> tasks, const std::string& help) {
-  OptionSpec o;
-  o.section = section;
-  o.key = key;
-  o.type = t;
-  o.default_value = std::move(def);
-  o.min = lo;
-  o.max = hi;
+  OptionSpec o = make_option(section, key, t, std::move(def), lo, hi, help);
   o.tasks = std::move(tasks);
-  o.help = help;
   return o;
 }
 

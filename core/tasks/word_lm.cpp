@@ -301,54 +301,42 @@ void WordLMTask::load_state(torch::serialize::InputArchive& ar) {
 }
 
 // ---------------------------------------------------------------- registry entry
-static OptionSpec wopt(const std::string& section, const std::string& key, OptType t, json def, double lo, double hi,
-                       const std::string& help) {
-  OptionSpec o;
-  o.section = section;
-  o.key = key;
-  o.type = t;
-  o.default_value = std::move(def);
-  o.min = lo;
-  o.max = hi;
-  o.help = help;
-  return o;
-}
 
 void register_word_lm_task(std::vector<TaskInfo>& out) {
   TaskInfo t;
   t.name = "word_lm";
   t.description = "Word-level language modelling (MC-RNN paper: PTB, AWD-LSTM setup); metric: perplexity";
   t.unit = "tokens";
-  OptionSpec eos = wopt("dataset", "eos", OptType::Enum, "paragraph", 0, 0,
+  OptionSpec eos = make_option("dataset", "eos", OptType::Enum, "paragraph", 0, 0,
                         "Plain text: where <eos> tokens go: after each paragraph (blank-line separated), each line, or none. "
                         "PTB word format always ends every line with <eos>.");
   eos.choices = {"paragraph", "line", "none"};
   t.options = {
-      wopt("training", "bptt", OptType::Int, 70, 1, 100000,
+      make_option("training", "bptt", OptType::Int, 70, 1, 100000,
            "Truncated BPTT length in tokens; the state is carried across segments (AWD-LSTM / MC-RNN PTB: 70)."),
-      wopt("training", "eval_batch", OptType::Int, 10, 1, 65536,
+      make_option("training", "eval_batch", OptType::Int, 10, 1, 65536,
            "Streams used to evaluate a split (every token is scored once, state carried; AWD-LSTM: 10)."),
-      wopt("training", "asgd_start", OptType::Int, 0, 0, 1e12,
+      make_option("training", "asgd_start", OptType::Int, 0, 0, 1e12,
            "optimizer = asgd: step at which parameter averaging starts; 0 = the non-monotone trigger of NT-ASGD (AWD-LSTM)."),
-      wopt("training", "asgd_nonmono", OptType::Int, 5, 1, 1e6,
+      make_option("training", "asgd_nonmono", OptType::Int, 5, 1, 1e6,
            "optimizer = asgd with asgd_start = 0: start averaging when the validation loss is worse than the best of the "
            "evaluations more than this many evaluations ago (AWD-LSTM: 5)."),
-      wopt("dataset", "vocab_size", OptType::Int, 0, 0, 1e9,
+      make_option("dataset", "vocab_size", OptType::Int, 0, 0, 1e9,
            "Keep the most frequent words of the train split, <unk> and <eos> included (0 = all); the rest become <unk>. PTB: 10000."),
-      wopt("dataset", "min_count", OptType::Int, 1, 1, 1e9,
+      make_option("dataset", "min_count", OptType::Int, 1, 1, 1e9,
            "Keep only words seen at least this many times in the train split; the rest become <unk>."),
-      wopt("dataset", "lowercase", OptType::Bool, true, 0, 0, "Plain text: fold ASCII letters to lower case before tokenising."),
+      make_option("dataset", "lowercase", OptType::Bool, true, 0, 0, "Plain text: fold ASCII letters to lower case before tokenising."),
       eos,
-      wopt("model", "dropoute", OptType::Float, 0.0, 0.0, 0.95,
+      make_option("model", "dropoute", OptType::Float, 0.0, 0.0, 0.95,
            "Embedding dropout: drop whole word types (rows of the embedding matrix) per forward (AWD-LSTM: 0.1)."),
-      wopt("model", "dropouti", OptType::Float, nullptr, 0.0, 0.95,
+      make_option("model", "dropouti", OptType::Float, nullptr, 0.0, 0.95,
            "Locked (variational) dropout on the embedded input, one mask per sequence (AWD-LSTM: 0.4 PTB); unset = model.dropout."),
-      wopt("model", "dropouth", OptType::Float, nullptr, 0.0, 0.95,
+      make_option("model", "dropouth", OptType::Float, nullptr, 0.0, 0.95,
            "Locked (variational) dropout between recurrent layers (AWD-LSTM: 0.25 PTB); unset = model.dropout."),
-      wopt("model", "weight_drop", OptType::Float, 0.0, 0.0, 0.95,
+      make_option("model", "weight_drop", OptType::Float, 0.0, 0.0, 0.95,
            "Weight drop (DropConnect) on the hidden-to-hidden matrix w_hh of rnn/gru/lstm cells (also as an MC-RNN base): "
            "one mask per forward in training (AWD-LSTM: 0.5)."),
-      wopt("model", "tie_weights", OptType::Bool, false, 0, 0,
+      make_option("model", "tie_weights", OptType::Bool, false, 0, 0,
            "Tie the output layer to the embedding matrix (the last layer's size becomes model.embed, as in AWD-LSTM)."),
   };
   t.check = [](const json& cfg, std::vector<ConfigError>& errs) {
