@@ -9,7 +9,8 @@
 # Needs root (chroot, mounts), debootstrap and the network to a Debian mirror.
 # The pristine debootstrap tree is cached in $CELLSCOPE_TEST_DIR/base (default
 # /var/tmp/cellscope-test) and copied for every run, so the test environment is
-# always fresh; delete the directory to start from scratch. Output (package,
+# always fresh (downloaded .debs are cached in $CELLSCOPE_TEST_DIR/archives);
+# delete the directory to start from scratch. Output (package,
 # lintian report, screenshot, logs) goes to $CELLSCOPE_TEST_DIR/out.
 set -euo pipefail
 
@@ -75,8 +76,15 @@ for m in proc sys dev dev/pts; do
   esac
   mounted+=("$root/$m")
 done
+# Downloaded .debs are kept across runs (only the archive cache is shared; the
+# installed system is fresh every time).
+mkdir -p "$top/archives/partial"
+mount --bind "$top/archives" "$root/var/cache/apt/archives"
+mounted+=("$root/var/cache/apt/archives")
 cp -L /etc/resolv.conf "$root/etc/resolv.conf"
-echo "deb $mirror $suite main" >"$root/etc/apt/sources.list"
+# What a fresh Debian 12 installation has: main, updates and security.
+printf 'deb %s %s main\ndeb %s %s-updates main\ndeb %s %s-security main\n' "$mirror" $suite "$mirror" $suite \
+  "${DEBIAN_SECURITY_MIRROR:-http://deb.debian.org/debian-security}" $suite >"$root/etc/apt/sources.list"
 in_root() { chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 DEBIAN_FRONTEND=noninteractive "$@"; }
 as_user() { chroot "$root" /usr/sbin/runuser -u "$user" -- /usr/bin/env -i PATH=/usr/bin:/bin HOME=/home/$user LANG=C.UTF-8 "$@"; }
 
