@@ -26,9 +26,10 @@ const char* env_nonempty(const char* name) {
 
 // <exe dir>/../share/cellscope: the data of the installation this binary belongs to.
 std::string relocated_datadir() {
-  std::string d = executable_dir();
-  if (d.empty()) return "";
-  return join_path(d, "../share/cellscope");
+  const std::string d = executable_dir();
+  const auto slash = d.find_last_of('/');
+  if (d.empty() || slash == std::string::npos) return "";
+  return join_path(d.substr(0, slash), "share/cellscope");  // /usr/bin -> /usr/share/cellscope
 }
 
 // The compiled-in source tree, or "" for an installed binary (one with
