@@ -88,11 +88,11 @@ printf 'deb %s %s main\ndeb %s %s-updates main\ndeb %s %s-security main\n' "$mir
 in_root() { chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 DEBIAN_FRONTEND=noninteractive "$@"; }
 as_user() { chroot "$root" /usr/sbin/runuser -u "$user" -- /usr/bin/env -i PATH=/usr/bin:/bin HOME=/home/$user LANG=C.UTF-8 "$@"; }
 
-say "apt-get install ./$(basename "$deb") (and xvfb, xauth, x11-apps for the GUI check)"
+say "apt-get install ./$(basename "$deb") (and xvfb, xauth, x11-apps, netpbm for the GUI check)"
 cp "$deb" "$root/tmp/"
 in_root apt-get update -q >"$out/apt.log" 2>&1 || { tail -20 "$out/apt.log"; die "apt-get update failed"; }
 # Recommends (nodejs, npm: only for `cellscope-cli fetch`) are left out to keep the chroot small.
-if ! in_root apt-get install -y -q --no-install-recommends "/tmp/$(basename "$deb")" xvfb xauth x11-apps >>"$out/apt.log" 2>&1; then
+if ! in_root apt-get install -y -q --no-install-recommends "/tmp/$(basename "$deb")" xvfb xauth x11-apps netpbm >>"$out/apt.log" 2>&1; then
   tail -30 "$out/apt.log"
   die "apt-get install of the package failed"
 fi
@@ -171,13 +171,11 @@ else
   echo "[FAIL] GUI"
   fail=1
 fi
-if [[ -s $root/tmp/cellscope.xwd ]]; then
-  cp "$root/tmp/cellscope.xwd" "$out/"
-  if command -v convert >/dev/null; then
-    convert "xwd:$out/cellscope.xwd" "$out/cellscope.png" && echo "screenshot: $out/cellscope.png"
-  else
-    echo "screenshot: $out/cellscope.xwd (install imagemagick to convert)"
-  fi
+# xwd -> PNG with netpbm inside the chroot (no host tools needed).
+if [[ -s $root/tmp/cellscope.xwd ]] && in_root sh -c 'xwdtopnm /tmp/cellscope.xwd 2>/dev/null | pnmtopng >/tmp/cellscope.png' &&
+  [[ -s $root/tmp/cellscope.png ]]; then
+  cp "$root/tmp/cellscope.png" "$out/cellscope.png"
+  echo "screenshot: $out/cellscope.png ($(du -h "$out/cellscope.png" | cut -f1))"
 else
   echo "[FAIL] no screenshot"
   fail=1

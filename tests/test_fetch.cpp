@@ -77,7 +77,7 @@ class TestFetch : public QObject {
     QVERIFY(!r.ok());
     QCOMPARE(r.output.size(), size_t(3));  // stderr is captured too, in order
     const std::string s = r.error_summary();
-    for (const char* want : {"network unavailable", "Connect and re-run", "cellscope-cli fetch", "exited with status 1"})
+    for (const char* want : {"network unavailable", "Connect and re-run", "retry with `cellscope-cli fetch`", "exited with status 1"})
       QVERIFY2(s.find(want) != std::string::npos, (std::string("missing '") + want + "' in: " + s).c_str());
     QVERIFY(s.find(dest) != std::string::npos);
     // The progress line before the error is not part of the diagnostics.

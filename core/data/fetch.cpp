@@ -48,8 +48,8 @@ std::string FetchResult::error_summary() const {
       for (size_t i = output.size() > 5 ? output.size() - 5 : 0; i < output.size(); ++i) detail += "\n  " + output[i];
     s += detail.empty() ? "." : ":" + detail;
   }
-  s += "\nRetry with `cellscope-cli fetch` once the network is available (or run `bash " + script + " " + dest +
-       "`); the datasets can also be copied by hand into '" + dest + "'.";
+  s += "\nFix that (e.g. connect to the network) and retry with `cellscope-cli fetch` (or `bash " + script + " " +
+       dest + "`); the converted files can also be copied by hand into '" + dest + "'.";
   return s;
 }
 
