@@ -69,7 +69,8 @@ cli=$out/root/usr/bin/cellscope-cli
 "$cli" --version | grep -qx "cellscope-cli $version" || bad "--version does not print $version"
 "$cli" presets >"$out/presets.txt" 2>&1 || bad "cellscope-cli presets failed: $(cat "$out/presets.txt")"
 grep -q quick-gru "$out/presets.txt" || bad "cellscope-cli presets does not list quick-gru"
-"$cli" datasets >"$out/datasets.txt" 2>&1 || bad "cellscope-cli datasets failed"
+"$cli" datasets >"$out/datasets.txt" 2>&1 || bad "cellscope-cli datasets failed: $(cat "$out/datasets.txt")"
+"$cli" datasets --help >>"$out/datasets.txt" 2>&1 # names the manifest and the cache it uses
 grep -q "$out/root/usr/share/cellscope/datasets/manifest.json" "$out/datasets.txt" || bad "extracted CLI does not use its own manifest: $(head -3 "$out/datasets.txt")"
 grep -q "$XDG_CACHE_HOME/cellscope/datasets" "$out/datasets.txt" || bad "extracted CLI does not use the XDG cache"
 "$cli" fetch --dry-run | grep -q "$out/root/usr/share/cellscope/datasets/fetch.sh" || bad "fetch --dry-run does not name the installed fetch.sh"

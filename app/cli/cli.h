@@ -37,5 +37,7 @@ int cmd_train(const std::vector<std::string>&);
 int cmd_eval(const std::vector<std::string>&);
 int cmd_params(const std::vector<std::string>&);
 int cmd_bench(const std::vector<std::string>&);
+int cmd_analyze(const std::vector<std::string>&);
+int cmd_cv(const std::vector<std::string>&);  // cv_cmd.cpp: k-fold cross-validation
 
 }  // namespace cli

@@ -66,7 +66,7 @@ std::vector<OptionSpec> build_options() {
   v.push_back(opt("dataset", "test_fraction", OptType::Float, 0.05, 0.0, 0.5,
                   "Fraction held out for test when the corpus has no split of its own (taken from the end)."));
   v.push_back(opt("dataset", "max_chars", OptType::Int, 0, 0, INF,
-                  "Use only the first N characters (bytes of UTF-8) of the corpus; 0 = all. For quick runs."));
+                  "Use only the first N characters (Unicode code points) of the corpus; 0 = all. For quick runs."));
   // ---- model
   {
     std::vector<std::string> names;
@@ -95,7 +95,7 @@ std::vector<OptionSpec> build_options() {
       v.push_back(o);
     }
   // ---- training
-  v.push_back(choice("training", "optimizer", "adam", {"adam", "sgd"}, "Optimizer (MZU paper: Adam)."));
+  v.push_back(choice("training", "optimizer", "adam", {"adam", "sgd", "asgd"}, "Optimizer (MZU paper: Adam; asgd = SGD with iterate averaging, AWD-LSTM, word_lm)."));
   v.push_back(opt("training", "lr", OptType::Float, 1e-3, 0.0, 100.0, "Learning rate (MZU paper: 1e-3 with Adam)."));
   v.push_back(opt("training", "momentum", OptType::Float, 0.0, 0.0, 1.0, "SGD momentum."));
   v.push_back(opt("training", "weight_decay", OptType::Float, 0.0, 0.0, 1.0, "L2 weight decay on all parameters."));
