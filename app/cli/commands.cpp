@@ -12,6 +12,7 @@
 #include "bench/bench.h"
 #include "cells/registry.h"
 #include "cli.h"
+#include "dist/dist.h"
 #include "tasks/task.h"
 #include "train/run_store.h"
 #include "train/trainer.h"
@@ -262,10 +263,29 @@ int cmd_train(const std::vector<std::string>& a) {
                  "workspace " + cs::default_workspace() + ") receives config.json, vocab, metrics.jsonl,\n"
                  "checkpoints/ and summary.json. Ctrl-C stops cleanly with a checkpoint; --resume continues it\n"
                  "and reproduces the metrics of an uninterrupted run.\n"
-                 "Exit status: 0 finished or stopped, 1 failed (e.g. NaN loss), 2 invalid config or data.\n";
+                 "Exit status: 0 finished or stopped, 1 failed (e.g. NaN loss), 2 invalid config or data.\n"
+                 "Data-parallel training (docs/DISTRIBUTED.md):\n"
+                 "  --nproc N                 start N local worker processes (Gloo over 127.0.0.1), max(1, cores/N)\n"
+                 "                            threads each; training.batch is the global batch, split over them\n"
+                 "  --rank R --world-size W --master HOST:PORT   one worker of a multi-machine run started by a\n"
+                 "                            cluster launcher (rank 0 serves the rendezvous on PORT); give every\n"
+                 "                            worker the same --run-dir on a shared filesystem to --resume\n"
+                 "  --store-file PATH         rendezvous through a file instead of --master\n"
+                 "  --dist-timeout SECONDS    stop when another worker dies or hangs this long (default 60)\n"
+                 "  --dist-backend gloo|nccl|auto   (auto: NCCL for CUDA devices when built with it)\n"
+                 "  --threads K               intra-op threads of this process (overrides training.threads)\n";
     return 0;
   }
-  auto args = parse(a, {"json", "quiet"}, {"run-dir", "workspace", "set", "resume", "steps"});
+  auto args = parse(a, {"json", "quiet"}, {"run-dir", "workspace", "set", "resume", "steps", "nproc", "rank", "world-size",
+                                           "master", "store-file", "dist-timeout", "dist-backend", "threads"});
+  if (args.has("nproc") && args.has("rank")) throw UsageError("--nproc starts the workers itself; give no --rank");
+  if (args.has("nproc") && args.get_int("nproc", 1) != 1) return train_launch_local(a, args);
+  const bool distributed = args.has("rank") || args.has("world-size");
+  std::unique_ptr<cs::DistContext> dist;
+  if (distributed && (!args.has("rank") || !args.has("world-size")))
+    throw UsageError("a data-parallel worker needs both --rank and --world-size");
+  const int rank = static_cast<int>(args.get_int("rank", 0));
+  const bool root = rank == 0;
   json cfg;
   std::shared_ptr<cs::RunStore> store;
   std::unique_ptr<cs::Task> task;
@@ -288,11 +308,30 @@ int cmd_train(const std::vector<std::string>& a) {
     }
     cfg = cs::load_and_resolve(raw);  // every problem, with its JSON path; nothing created yet
   }
-  cs::set_threads(cfg["training"].value("threads", 0));
+  cs::set_threads(args.has("threads") ? static_cast<int>(args.get_int("threads", 0)) : cfg["training"].value("threads", 0));
   cs::seed_everything(cfg["training"].value("seed", 1));
   // Build the task (loads and checks the data) before any directory is created.
   task = cs::make_task(cfg, resuming ? store->dir() : "");
-  if (!resuming) {
+  if (distributed) {
+    cs::DistOptions o;
+    o.rank = rank;
+    o.world = static_cast<int>(args.get_int("world-size", 1));
+    o.master = args.get("master");
+    o.store_file = args.get("store-file");
+    try {
+      o.timeout_s = std::stod(args.get("dist-timeout", "60"));
+    } catch (...) {
+      throw UsageError("--dist-timeout expects seconds, got '" + args.get("dist-timeout") + "'");
+    }
+    o.backend = args.get("dist-backend", "auto");
+    o.device = torch::Device(cfg["training"].value("device", "cpu"));
+    dist = cs::init_dist(o);
+  }
+  if (!resuming && !root) {
+    // Workers other than rank 0 never write the run directory (a store object all the
+    // same: the ranks must agree on whether checkpoints are taken).
+    store = std::make_shared<cs::RunStore>(args.get("run-dir"));
+  } else if (!resuming) {
     std::string dir = args.has("run-dir") ? args.get("run-dir")
                                           : cs::new_run_dir(args.get("workspace", cs::default_workspace()), cfg);
     store = std::make_shared<cs::RunStore>(dir);
@@ -300,16 +339,17 @@ int cmd_train(const std::vector<std::string>& a) {
     store->write_config(cfg);
     const std::string vt = task->vocab_text();
     if (!vt.empty()) cs::atomic_write(store->path("vocab"), vt);
-  } else {
+  } else if (root) {
     store->write_config(cfg);
   }
-  cs::Trainer trainer(cfg, std::move(task), store);
+  cs::Trainer trainer(cfg, std::move(task), store, dist.get());
   if (resuming) trainer.resume();
-  const bool json_out = args.has("json"), quiet = args.has("quiet");
+  const bool json_out = args.has("json") && root, quiet = args.has("quiet") || !root;
   const bool tty = ::isatty(2) && !quiet && !json_out;
   if (!quiet && !json_out)
     std::cerr << (resuming ? "resuming " : "training ") << cfg["model"]["cell"].get<std::string>() << " on "
-              << cfg["task"]["name"].get<std::string>() << " -> " << store->dir() << "\n";
+              << cfg["task"]["name"].get<std::string>() << " -> " << store->dir()
+              << (dist ? " (" + std::to_string(dist->world) + " processes, " + dist->backend + ")" : std::string()) << "\n";
   cs::TrainerControl control;
   g_control = &control;
   std::signal(SIGINT, on_sigint);
@@ -390,9 +430,14 @@ int cmd_bench(const std::vector<std::string>& a) {
                  "Measures training throughput (forward + backward + Adam step) of the char-LM model with CELL,\n"
                  "its achieved GFLOP/s (analytic FLOP count), a large matrix product's GFLOP/s in the same run,\n"
                  "and a baseline at the same shape (default: raw torch::nn::GRU for gru, torch::nn::LSTM for\n"
-                 "lstm, Cellscope's GRU otherwise) with the time and FLOP ratios.\n";
+                 "lstm, Cellscope's GRU otherwise) with the time and FLOP ratios.\n"
+                 "       cellscope-cli bench --dist [--nproc-list 1,2] [--threads 1] [--steps 20] [same model options]\n"
+                 "Data-parallel throughput for 1, 2, ... local processes (global batch split over them) and the\n"
+                 "gradient all-reduce time per step (docs/DISTRIBUTED.md).\n";
     return 0;
   }
+  if (std::find(a.begin(), a.end(), "--dist") != a.end() || std::find(a.begin(), a.end(), "--dist-worker") != a.end())
+    return cmd_bench_dist(a);
   auto args = parse(a, {"json"}, {"cell", "batch", "seq", "embed", "hidden", "set", "baseline", "iters", "threads", "vocab"});
   cs::BenchOptions o;
   o.model = {{"cell", args.get("cell", "gru")}, {"embed", args.get_int("embed", 256)}, {"hidden", args.get_int("hidden", 512)}};
