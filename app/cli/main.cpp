@@ -26,6 +26,7 @@ void print_usage() {
             << "  eval       evaluate a run's checkpoint on a split\n"
             << "  params     parameter count of a configuration, by module\n"
             << "  bench      training-throughput benchmark of a cell\n"
+            << "  analyze    the papers' analyses of a trained run (relevance, BPC by length)\n"
             << "  --version  print the version\n";
 }
 
@@ -46,7 +47,7 @@ int main(int argc, char** argv) {
   static const std::map<std::string, int (*)(const std::vector<std::string>&)> commands = {
       {"info", cli::cmd_info},         {"datasets", cli::cmd_datasets}, {"presets", cli::cmd_presets},
       {"validate", cli::cmd_validate}, {"train", cli::cmd_train},       {"eval", cli::cmd_eval},
-      {"params", cli::cmd_params},     {"bench", cli::cmd_bench},
+      {"params", cli::cmd_params},     {"bench", cli::cmd_bench},       {"analyze", cli::cmd_analyze},
   };
   auto it = commands.find(cmd);
   if (it == commands.end()) {

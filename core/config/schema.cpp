@@ -66,7 +66,7 @@ std::vector<OptionSpec> build_options() {
   v.push_back(opt("dataset", "test_fraction", OptType::Float, 0.05, 0.0, 0.5,
                   "Fraction held out for test when the corpus has no split of its own (taken from the end)."));
   v.push_back(opt("dataset", "max_chars", OptType::Int, 0, 0, INF,
-                  "Use only the first N characters (bytes of UTF-8) of the corpus; 0 = all. For quick runs."));
+                  "Use only the first N characters (Unicode code points) of the corpus; 0 = all. For quick runs."));
   // ---- model
   {
     std::vector<std::string> names;

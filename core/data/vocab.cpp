@@ -1,61 +1,194 @@
 #include "data/vocab.h"
 
+#include <stdexcept>
+
+#include "data/utf8.h"
 #include "util/error.h"
 
 namespace cs {
-Vocab::Vocab() { add(kUnk); }
-int32_t Vocab::add(const std::string& s) {
-  auto it = ids_.find(s);
-  if (it != ids_.end()) return it->second;
-  int32_t id = static_cast<int32_t>(symbols_.size());
-  symbols_.push_back(s);
-  ids_[s] = id;
+
+namespace {
+const char* kHeader = "cellscope-vocab";
+const int kVersion = 1;
+
+int hexval(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  return -1;
+}
+}  // namespace
+
+Vocab::Vocab() {
+  symbols_.push_back(kUnk);
+  index_.emplace(kUnk, kUnkId);
+}
+
+int32_t Vocab::add(const std::string& sym) {
+  auto it = index_.find(sym);
+  if (it != index_.end()) return it->second;
+  const auto id = static_cast<int32_t>(symbols_.size());
+  symbols_.push_back(sym);
+  index_.emplace(sym, id);
   return id;
 }
-int32_t Vocab::id(const std::string& s) const {
-  auto it = ids_.find(s);
-  return it == ids_.end() ? 0 : it->second;
+
+int32_t Vocab::id(const std::string& sym) const {
+  auto it = index_.find(sym);
+  return it == index_.end() ? kUnkId : it->second;
 }
-const std::string& Vocab::symbol(int32_t id) const { return symbols_.at(static_cast<size_t>(id)); }
-static std::string esc(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    if (c == '\\') o += "\\\\";
-    else if (c == '\n') o += "\\n";
-    else if (c == '\t') o += "\\t";
-    else if (c == ' ') o += "\\s";
-    else o += c;
+
+const std::string& Vocab::symbol(int32_t id) const {
+  if (id < 0 || static_cast<size_t>(id) >= symbols_.size())
+    throw std::out_of_range("vocabulary id " + std::to_string(id) + " out of range (size " +
+                            std::to_string(symbols_.size()) + ")");
+  return symbols_[static_cast<size_t>(id)];
+}
+
+std::string Vocab::escape(const std::string& sym) {
+  if (sym.empty()) return "\\e";
+  std::string out;
+  out.reserve(sym.size() + 2);
+  static const char* hex = "0123456789ABCDEF";
+  for (unsigned char c : sym) {
+    switch (c) {
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      case '\r': out += "\\r"; break;
+      case ' ': out += "\\s"; break;
+      default:
+        if (c < 0x20 || c == 0x7F) {
+          out += "\\x";
+          out += hex[c >> 4];
+          out += hex[c & 15];
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
   }
-  return o;
+  return out;
 }
+
 std::string Vocab::serialize() const {
-  std::string o;
-  for (size_t i = 1; i < symbols_.size(); ++i) o += esc(symbols_[i]) + "\n";
-  return o;
+  std::string out = std::string(kHeader) + " " + std::to_string(kVersion) + " " + std::to_string(symbols_.size()) + "\n";
+  for (const auto& s : symbols_) {
+    out += escape(s);
+    out += '\n';
+  }
+  return out;
 }
-Vocab Vocab::deserialize(const std::string& text, const std::string& src) {
-  Vocab v;
-  size_t pos = 0;
-  int line = 0;
-  while (pos < text.size()) {
+
+Vocab Vocab::deserialize(const std::string& text, const std::string& source_name) {
+  auto fail = [&](size_t line, const std::string& what) -> UserError {
+    return UserError("vocabulary '" + source_name + "' line " + std::to_string(line) + ": " + what);
+  };
+  size_t bad = utf8_validate(reinterpret_cast<const unsigned char*>(text.data()), text.size(), nullptr);
+  if (bad != std::string::npos)
+    throw UserError("vocabulary '" + source_name + "': invalid UTF-8 at byte offset " + std::to_string(bad));
+
+  size_t pos = 0, line_no = 0;
+  auto next_line = [&](std::string& line) -> bool {
+    if (pos >= text.size()) return false;
     size_t nl = text.find('\n', pos);
     if (nl == std::string::npos) nl = text.size();
-    std::string raw = text.substr(pos, nl - pos), s;
-    ++line;
-    for (size_t i = 0; i < raw.size(); ++i) {
-      if (raw[i] == '\\' && i + 1 < raw.size()) {
-        char c = raw[++i];
-        s += c == 'n' ? '\n' : c == 't' ? '\t' : c == 's' ? ' ' : c;
-      } else {
-        s += raw[i];
+    line.assign(text, pos, nl - pos);
+    pos = nl + 1;
+    ++line_no;
+    return true;
+  };
+
+  std::string line;
+  if (!next_line(line)) throw UserError("vocabulary '" + source_name + "' is empty");
+  // Header: "cellscope-vocab 1 N"
+  const std::string prefix = std::string(kHeader) + " ";
+  if (line.compare(0, prefix.size(), prefix) != 0)
+    throw fail(1, "not a Cellscope vocabulary (expected a header 'cellscope-vocab 1 <count>')");
+  size_t count = 0;
+  {
+    std::string rest = line.substr(prefix.size());
+    auto sp = rest.find(' ');
+    if (sp == std::string::npos) throw fail(1, "malformed header '" + line + "'");
+    std::string ver = rest.substr(0, sp), cnt = rest.substr(sp + 1);
+    if (ver != std::to_string(kVersion)) throw fail(1, "unsupported vocabulary format version '" + ver + "'");
+    if (cnt.empty() || cnt.find_first_not_of("0123456789") != std::string::npos || cnt.size() > 12)
+      throw fail(1, "malformed symbol count '" + cnt + "'");
+    count = std::stoull(cnt);
+    if (count == 0) throw fail(1, "symbol count is 0 (the vocabulary always holds <unk>)");
+  }
+
+  Vocab v;
+  v.symbols_.clear();
+  v.index_.clear();
+  v.symbols_.reserve(count);
+  while (next_line(line)) {
+    if (v.symbols_.size() == count) {
+      if (line.empty() && pos >= text.size()) break;  // tolerate one trailing blank line
+      throw fail(line_no, "more symbols than the header's count " + std::to_string(count));
+    }
+    std::string sym;
+    sym.reserve(line.size());
+    for (size_t i = 0; i < line.size(); ++i) {
+      char c = line[i];
+      if (c != '\\') {
+        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7F)
+          throw fail(line_no, "unescaped control character (byte " + std::to_string(static_cast<int>(c)) + ")");
+        sym += c;
+        continue;
+      }
+      if (i + 1 >= line.size()) throw fail(line_no, "dangling backslash at end of line");
+      char e = line[++i];
+      switch (e) {
+        case '\\': sym += '\\'; break;
+        case 'n': sym += '\n'; break;
+        case 't': sym += '\t'; break;
+        case 'r': sym += '\r'; break;
+        case 's': sym += ' '; break;
+        case 'e':
+          if (line != "\\e") throw fail(line_no, "'\\e' (empty symbol) must be alone on its line");
+          break;
+        case 'x': {
+          int hi = i + 1 < line.size() ? hexval(line[i + 1]) : -1;
+          int lo = i + 2 < line.size() ? hexval(line[i + 2]) : -1;
+          if (hi < 0 || lo < 0) throw fail(line_no, "'\\x' must be followed by two hex digits");
+          sym += static_cast<char>(hi * 16 + lo);
+          i += 2;
+          break;
+        }
+        default:
+          throw fail(line_no, std::string("unknown escape '\\") + e + "'");
       }
     }
-    if (s.empty()) throw UserError(src + ":" + std::to_string(line) + ": empty vocabulary entry");
-    v.add(s);
-    pos = nl + 1;
+    if (v.symbols_.empty() && sym != kUnk)
+      throw fail(line_no, "the first symbol must be <unk> (id 0), found '" + line + "'");
+    if (v.index_.count(sym)) throw fail(line_no, "duplicate symbol '" + line + "'");
+    v.index_.emplace(sym, static_cast<int32_t>(v.symbols_.size()));
+    v.symbols_.push_back(std::move(sym));
   }
+  if (v.symbols_.size() != count)
+    throw UserError("vocabulary '" + source_name + "' is truncated: header says " + std::to_string(count) +
+                    " symbols, found " + std::to_string(v.symbols_.size()));
   return v;
 }
+
 void Vocab::save(const std::string& path) const { atomic_write(path, serialize()); }
-Vocab Vocab::load(const std::string& path) { return deserialize(read_file(path), path); }
+
+Vocab Vocab::load(const std::string& path) {
+  if (!file_exists(path)) throw UserError("vocabulary file '" + path + "' does not exist");
+  return deserialize(read_file(path), path);
+}
+
+std::string Vocab::decode(const int32_t* ids, size_t n) const {
+  std::string out;
+  out.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    const int32_t id = ids[i];
+    if (id < 0 || static_cast<size_t>(id) >= symbols_.size())
+      out += kUnk;
+    else
+      out += symbols_[static_cast<size_t>(id)];
+  }
+  return out;
+}
+
 }  // namespace cs

@@ -1,9 +1,95 @@
-// Stand-in; replaced by the full resolver.
 #include "util/paths.h"
 
+#include <limits.h>
+#include <pwd.h>
+#include <unistd.h>
+
+#include <cstdlib>
+
 #include "util/error.h"
+
+#ifndef CELLSCOPE_SOURCE_DIR
+#define CELLSCOPE_SOURCE_DIR ""
+#endif
+#ifndef CELLSCOPE_INSTALL_DATADIR
+#define CELLSCOPE_INSTALL_DATADIR "/usr/local/share/cellscope"
+#endif
+
 namespace cs {
-std::string resources_dir() { return env_or("CELLSCOPE_RESOURCES", std::string(CELLSCOPE_SOURCE_DIR) + "/resources"); }
-std::string datasets_manifest_path() { return std::string(CELLSCOPE_SOURCE_DIR) + "/datasets/manifest.json"; }
-std::string data_cache_dir() { return env_or("CELLSCOPE_DATA_DIR", std::string(CELLSCOPE_SOURCE_DIR) + "/.cache/datasets"); }
+
+namespace {
+
+const char* env_nonempty(const char* name) {
+  const char* v = std::getenv(name);
+  return (v && *v) ? v : nullptr;
+}
+
+std::string source_dir() { return CELLSCOPE_SOURCE_DIR; }
+
+// <exe dir>/../share/cellscope, for an installation moved away from its prefix.
+std::string relocated_datadir() {
+  std::string d = executable_dir();
+  if (d.empty()) return "";
+  return join_path(d, "../share/cellscope");
+}
+
+// The installed data directory: the compiled-in prefix if it exists, else the
+// one relative to the executable if that exists, else the compiled-in one.
+std::string install_datadir() {
+  const std::string compiled = CELLSCOPE_INSTALL_DATADIR;
+  if (dir_exists(compiled)) return compiled;
+  const std::string rel = relocated_datadir();
+  if (!rel.empty() && dir_exists(rel)) return rel;
+  return compiled;
+}
+
+std::string home_dir() {
+  if (const char* h = env_nonempty("HOME")) return h;
+  if (const passwd* pw = ::getpwuid(::getuid())) return pw->pw_dir ? pw->pw_dir : "/tmp";
+  return "/tmp";
+}
+
+}  // namespace
+
+std::string executable_dir() {
+  char buf[PATH_MAX];
+  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0) return "";
+  std::string p(buf, static_cast<size_t>(n));
+  auto slash = p.find_last_of('/');
+  return slash == std::string::npos ? "" : p.substr(0, slash);
+}
+
+std::string resources_dir() {
+  if (const char* v = env_nonempty("CELLSCOPE_RESOURCES")) return v;
+  const std::string src = source_dir();
+  if (!src.empty() && dir_exists(join_path(src, "resources"))) return join_path(src, "resources");
+  const std::string compiled = CELLSCOPE_INSTALL_DATADIR;
+  if (dir_exists(compiled)) return compiled;
+  const std::string rel = relocated_datadir();
+  if (!rel.empty() && dir_exists(rel)) return rel;
+  return compiled;
+}
+
+std::string datasets_manifest_path() {
+  if (const char* v = env_nonempty("CELLSCOPE_MANIFEST")) return v;
+  const std::string src = source_dir();
+  if (!src.empty()) {
+    const std::string p = join_path(src, "datasets/manifest.json");
+    if (file_exists(p)) return p;
+  }
+  return join_path(install_datadir(), "datasets/manifest.json");
+}
+
+std::string data_cache_dir() {
+  if (const char* v = env_nonempty("CELLSCOPE_DATA_DIR")) return v;
+  // A source-tree build: the tree is still there and we may write into it
+  // (its .cache/ is git-ignored). An installed program never writes there.
+  const std::string src = source_dir();
+  if (!src.empty() && dir_exists(src) && ::access(src.c_str(), W_OK) == 0)
+    return join_path(src, ".cache/datasets");
+  if (const char* x = env_nonempty("XDG_CACHE_HOME")) return join_path(x, "cellscope/datasets");
+  return join_path(home_dir(), ".cache/cellscope/datasets");
+}
+
 }  // namespace cs

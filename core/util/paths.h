@@ -1,7 +1,35 @@
+// Where Cellscope finds its read-only resources (presets, dataset manifest) and
+// where it caches fetched/converted datasets. No Qt; environment variables win
+// so that tests, packaging and users can redirect every location.
 #pragma once
 #include <string>
+
 namespace cs {
+
+// Presets etc. Resolution order:
+//   1. $CELLSCOPE_RESOURCES
+//   2. <source tree>/resources, when the compiled-in source tree still exists
+//      (running from a build directory)
+//   3. <install prefix>/share/cellscope (CELLSCOPE_INSTALL_DATADIR)
+//   4. <dir of /proc/self/exe>/../share/cellscope (relocated install)
+// Returns the last candidate even when none exists, so error messages can name it.
 std::string resources_dir();
+
+// The dataset manifest (datasets/manifest.json). Resolution order:
+//   1. $CELLSCOPE_MANIFEST
+//   2. <source tree>/datasets/manifest.json, if it exists
+//   3. <install datadir>/datasets/manifest.json (or the relocated one next to the executable)
 std::string datasets_manifest_path();
+
+// Cache of fetched + converted datasets (what datasets/fetch.sh writes).
+// Resolution order (datasets/fetch.sh resolves the same way):
+//   1. $CELLSCOPE_DATA_DIR
+//   2. <source tree>/.cache/datasets when running from a source-tree build
+//      (the source directory exists and is writable)
+//   3. $XDG_CACHE_HOME/cellscope/datasets, else ~/.cache/cellscope/datasets
 std::string data_cache_dir();
+
+// Directory of the running executable (from /proc/self/exe); empty if unknown.
+std::string executable_dir();
+
 }  // namespace cs

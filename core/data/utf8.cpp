@@ -1,0 +1,76 @@
+#include "data/utf8.h"
+
+#include <cstring>
+
+#include "util/error.h"
+
+namespace cs {
+
+size_t utf8_validate(const unsigned char* p, size_t n, size_t* count) {
+  size_t i = 0, cps = 0;
+  while (i < n) {
+    // ASCII fast path, 8 bytes at a time.
+    while (i + 8 <= n) {
+      uint64_t w;
+      std::memcpy(&w, p + i, 8);
+      if (w & 0x8080808080808080ull) break;
+      i += 8;
+      cps += 8;
+    }
+    if (i >= n) break;
+    const unsigned char c = p[i];
+    size_t len;
+    uint32_t min;
+    if (c < 0x80) { ++i; ++cps; continue; }
+    if (c >= 0xC2 && c <= 0xDF) { len = 2; min = 0x80; }
+    else if (c >= 0xE0 && c <= 0xEF) { len = 3; min = 0x800; }
+    else if (c >= 0xF0 && c <= 0xF4) { len = 4; min = 0x10000; }
+    else { if (count) *count = cps; return i; }
+    if (i + len > n) { if (count) *count = cps; return i; }
+    uint32_t cp = c & (len == 2 ? 0x1Fu : len == 3 ? 0x0Fu : 0x07u);
+    for (size_t k = 1; k < len; ++k) {
+      const unsigned char cc = p[i + k];
+      if ((cc & 0xC0) != 0x80) { if (count) *count = cps; return i; }
+      cp = (cp << 6) | (cc & 0x3Fu);
+    }
+    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) { if (count) *count = cps; return i; }
+    i += len;
+    ++cps;
+  }
+  if (count) *count = cps;
+  return std::string::npos;
+}
+
+void utf8_append(std::string& out, uint32_t cp) {
+  if (cp < 0x80) {
+    out += static_cast<char>(cp);
+  } else if (cp < 0x800) {
+    out += static_cast<char>(0xC0 | (cp >> 6));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else if (cp < 0x10000) {
+    out += static_cast<char>(0xE0 | (cp >> 12));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else {
+    out += static_cast<char>(0xF0 | (cp >> 18));
+    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  }
+}
+
+std::vector<std::string> utf8_symbols(const std::string& text) {
+  const auto* p = reinterpret_cast<const unsigned char*>(text.data());
+  size_t bad = utf8_validate(p, text.size(), nullptr);
+  if (bad != std::string::npos) throw UserError("text: invalid UTF-8 at byte offset " + std::to_string(bad));
+  std::vector<std::string> out;
+  const auto* end = p + text.size();
+  while (p < end) {
+    const auto* s = p;
+    utf8_next(p);
+    out.emplace_back(reinterpret_cast<const char*>(s), static_cast<size_t>(p - s));
+  }
+  return out;
+}
+
+}  // namespace cs

@@ -1,0 +1,42 @@
+// Minimal, strict UTF-8 (RFC 3629): no overlong forms, no surrogates, nothing
+// above U+10FFFF. Used by the corpus loaders and the vocabulary.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace cs {
+
+// Returns std::string::npos when [p, p+n) is valid UTF-8, else the byte offset
+// of the first byte of the first invalid sequence. When `count` is given it
+// receives the number of code points (of the valid prefix).
+size_t utf8_validate(const unsigned char* p, size_t n, size_t* count);
+
+// Decode one code point at p (must be valid, already checked); advances p.
+inline uint32_t utf8_next(const unsigned char*& p) {
+  const unsigned char c = *p;
+  if (c < 0x80) { ++p; return c; }
+  if (c < 0xE0) { uint32_t cp = ((c & 0x1Fu) << 6) | (p[1] & 0x3Fu); p += 2; return cp; }
+  if (c < 0xF0) {
+    uint32_t cp = ((c & 0x0Fu) << 12) | ((p[1] & 0x3Fu) << 6) | (p[2] & 0x3Fu);
+    p += 3;
+    return cp;
+  }
+  uint32_t cp = ((c & 0x07u) << 18) | ((p[1] & 0x3Fu) << 12) | ((p[2] & 0x3Fu) << 6) | (p[3] & 0x3Fu);
+  p += 4;
+  return cp;
+}
+
+void utf8_append(std::string& out, uint32_t cp);
+inline std::string utf8_encode(uint32_t cp) {
+  std::string s;
+  utf8_append(s, cp);
+  return s;
+}
+
+// Split a (valid) UTF-8 string into its code points, each as a UTF-8 string.
+// Throws UserError on invalid UTF-8 (naming "text").
+std::vector<std::string> utf8_symbols(const std::string& text);
+
+}  // namespace cs

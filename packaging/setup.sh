@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# The one set-up script: dependencies, corpora, build, and then run or test.
+#
+#   bash packaging/setup.sh [build|fetch|run|test] [extra args for the GUI]
+#
+#   build (default)  apt dependencies, corpora (datasets/fetch.sh), configure + build build/
+#   fetch            apt dependencies and corpora only
+#   run              build, then start the workbench on Moby Dick
+#                    (no $DISPLAY: runs under xvfb-run only if CELLSCOPE_XVFB=1)
+#   test             build, then ctest (offscreen Qt); exits with ctest's status
+#
+# Works on a fresh Debian 12 as root, or as a user with sudo. Idempotent: a
+# second run installs nothing, fetches nothing and the build is a no-op.
+set -euo pipefail
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$repo"
+action=${1:-build}
+shift || true
+case "$action" in build | fetch | run | test) ;; *)
+  echo "usage: bash packaging/setup.sh [build|fetch|run|test]" >&2
+  exit 2
+  ;;
+esac
+
+BUILD_DIR=${CELLSCOPE_BUILD_DIR:-$repo/build}
+PACKAGES=(qt6-base-dev qt6-base-dev-tools libqt6svg6-dev libtorch-dev libopenblas0-openmp libqcustomplot-dev
+  nlohmann-json3-dev libgloo-dev cmake ninja-build ccache xvfb xauth git)
+
+ms() { echo $(($(date +%s%N) / 1000000)); }
+t_step=""
+step_done() {
+  [[ -n "$t_step" ]] || return 0
+  local d=$(($(ms) - t_step))
+  printf '    (%d.%01ds)\n' $((d / 1000)) $((d % 1000 / 100))
+}
+step() {
+  step_done
+  t_step=$(ms)
+  echo "==> $*"
+}
+die() { echo "setup.sh: $*" >&2; exit 1; }
+
+# Root runs apt directly; others go through sudo when it exists.
+as_root() {
+  if [[ $EUID -eq 0 ]]; then "$@"
+  elif command -v sudo >/dev/null 2>&1; then sudo "$@"
+  else die "need root for '$*' (run as root, or install sudo)"; fi
+}
+
+# Names of installed packages plus the virtual names they provide (Debian 12's
+# libqt6svg6-dev, for one, is provided by qt6-svg-dev), one per line.
+installed_names() {
+  dpkg-query -W -f='${db:Status-Abbrev}|${Package}|${Provides}\n' 2>/dev/null |
+    awk -F'|' '$1 ~ /^ii/ { print $2; n = split($3, p, ","); for (i = 1; i <= n; i++) { sub(/^ +/, "", p[i]); sub(/ .*/, "", p[i]); if (p[i] != "") print p[i] } }' |
+    sort -u
+}
+
+# --------------------------------------------------------------- dependencies
+step "Checking system packages"
+missing=()
+if command -v dpkg-query >/dev/null 2>&1; then
+  have=$(installed_names)
+  for p in "${PACKAGES[@]}"; do grep -qxF "$p" <<<"$have" || missing+=("$p"); done
+  command -v npm >/dev/null 2>&1 || missing+=(nodejs npm)
+else
+  echo "    not a Debian system (no dpkg); make sure these are installed: ${PACKAGES[*]} nodejs npm"
+fi
+if ((${#missing[@]})); then
+  command -v apt-get >/dev/null 2>&1 || die "missing packages (${missing[*]}) and no apt-get to install them"
+  echo "    installing: ${missing[*]}"
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get update -q
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}"
+else
+  echo "    all present"
+fi
+
+# LibTorch runs its CPU matmuls through libblas.so.3: the reference (netlib)
+# BLAS is many times slower than OpenBLAS, so point the alternatives at OpenBLAS.
+if command -v update-alternatives >/dev/null 2>&1; then
+  while read -r name _mode value; do
+    [[ "$name" == libblas.so.3* || "$name" == liblapack.so.3* ]] || continue
+    if [[ "$value" != *openblas* ]]; then
+      alt=$(update-alternatives --list "$name" 2>/dev/null | grep openblas | head -n1 || true)
+      if [[ -n "$alt" ]]; then
+        echo "    $name: $value -> $alt"
+        as_root update-alternatives --set "$name" "$alt" >/dev/null
+      fi
+    fi
+  done < <(update-alternatives --get-selections 2>/dev/null || true)
+fi
+
+# -------------------------------------------------------------------- corpora
+step "Fetching corpora (datasets/fetch.sh)"
+bash "$repo/datasets/fetch.sh"
+[[ "$action" == fetch ]] && { step_done; exit 0; }
+
+# ---------------------------------------------------------------------- build
+step "Configuring $BUILD_DIR"
+if [[ -f "$BUILD_DIR/build.ninja" ]]; then
+  echo "    already configured (ninja re-runs CMake when CMakeLists change)"
+else
+  launcher=()
+  command -v ccache >/dev/null 2>&1 && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  cmake -S "$repo" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release "${launcher[@]}"
+fi
+
+step "Building with $(nproc) jobs"
+cmake --build "$BUILD_DIR" -j"$(nproc)"
+
+# ------------------------------------------------------------------ run/test
+case "$action" in
+  test)
+    step "Running the tests"
+    set +e
+    QT_QPA_PLATFORM=offscreen ctest --test-dir "$BUILD_DIR" --output-on-failure -j2
+    rc=$?
+    set -e
+    step_done
+    exit $rc
+    ;;
+  run)
+    step "Starting the workbench"
+    exe="$BUILD_DIR/app/gui/cellscope"
+    [[ -x "$exe" ]] || die "$exe was not built"
+    if [[ -z "${DISPLAY:-}" && -z "${WAYLAND_DISPLAY:-}" ]]; then
+      if [[ "${CELLSCOPE_XVFB:-0}" == 1 ]]; then
+        echo "    no \$DISPLAY: running under xvfb-run (CELLSCOPE_XVFB=1)"
+        exec xvfb-run -a "$exe" --dataset moby-dick "$@"
+      fi
+      die "no \$DISPLAY: start it from a graphical session, or set CELLSCOPE_XVFB=1 to run it under xvfb-run"
+    fi
+    exec "$exe" --dataset moby-dick "$@"
+    ;;
+  *)
+    step_done
+    ;;
+esac
