@@ -21,6 +21,7 @@
 #include "tasks/char_lm.h"
 #include "train/run_store.h"
 #include "train/trainer.h"
+#include "util/error.h"
 
 using namespace cs;
 
