@@ -482,8 +482,19 @@ void CurvePlot::fitView() {
   m_internalRange = true;
   m_plot->rescaleAxes(true);
   // A little headroom in y; a flat line gets a unit-sized range.
+  // (QCustomPlot keeps the previous range's size for a flat line, so check the data itself.)
+  double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+  for (const Series* s : m_series)
+    for (auto it = s->raw->data()->constBegin(); it != s->raw->data()->constEnd(); ++it)
+      if (std::isfinite(it->value)) {
+        lo = std::min(lo, it->value);
+        hi = std::max(hi, it->value);
+      }
   QCPRange yr = m_plot->yAxis->range();
-  if (yr.size() <= 0) {
+  if (std::isfinite(lo) && hi - lo <= 1e-12 * std::max(1.0, std::abs(hi))) {
+    const double pad = lo != 0 ? std::abs(lo) * 0.1 : 0.5;  // flat line: +-10% of its value
+    m_plot->yAxis->setRange(lo - pad, hi + pad);
+  } else if (yr.size() <= 0) {
     m_plot->yAxis->setRange(yr.lower - 0.5, yr.upper + 0.5);
   } else {
     m_plot->yAxis->scaleRange(1.06, m_plot->yAxis->range().center());

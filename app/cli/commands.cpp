@@ -11,9 +11,12 @@
 
 #include "bench/bench.h"
 #include "cells/registry.h"
+#include "data/bench_data.h"
 #include "cli.h"
 #include "dist/dist.h"
+#include "tasks/model_params.h"
 #include "tasks/task.h"
+#include "train/launch.h"
 #include "train/run_store.h"
 #include "train/trainer.h"
 #include "util/error.h"
@@ -222,17 +225,27 @@ int cmd_validate(const std::vector<std::string>& a) {
 // ------------------------------------------------------------------ params
 int cmd_params(const std::vector<std::string>& a) {
   if (want_help(a)) {
-    std::cout << "usage: cellscope-cli params CONFIG [--set SECTION.KEY=VALUE ...] [--json]\n"
+    std::cout << "usage: cellscope-cli params CONFIG [--set SECTION.KEY=VALUE ...] [--vocab N] [--json]\n"
                  "Builds the model of CONFIG (loading its dataset for the vocabulary) and prints the\n"
-                 "parameter count broken down by module.\n";
+                 "parameter count broken down by module. --vocab N builds it with a vocabulary of N\n"
+                 "symbols without loading any data (char_lm; e.g. PTB-char 50, text8 27).\n";
     return 0;
   }
-  auto args = parse(a, {"json"}, {"set"});
+  auto args = parse(a, {"json"}, {"set", "vocab"});
   if (args.positional.size() != 1) throw UsageError("expected one CONFIG");
   json cfg = cs::load_and_resolve(load_config_arg(args.positional[0], args.all("set")));
-  auto task = cs::make_task(cfg);
-  auto br = task->parameter_breakdown();
-  const int64_t total = task->parameter_count();
+  std::vector<std::pair<std::string, int64_t>> br;
+  int64_t total = 0;
+  if (args.has("vocab")) {
+    const long long v = args.get_int("vocab", 0);
+    if (v < 1) throw UsageError("--vocab expects a vocabulary size >= 1");
+    br = cs::model_parameter_breakdown(cfg, v);
+    for (auto& kv : br) total += kv.second;
+  } else {
+    auto task = cs::make_task(cfg);
+    br = task->parameter_breakdown();
+    total = task->parameter_count();
+  }
   if (args.has("json")) {
     json m = json::object();
     for (auto& [k, v] : br) m[k] = v;
@@ -281,40 +294,14 @@ int cmd_train(const std::vector<std::string>& a) {
   if (args.has("nproc") && args.has("rank")) throw UsageError("--nproc starts the workers itself; give no --rank");
   if (args.has("nproc") && args.get_int("nproc", 1) != 1) return train_launch_local(a, args);
   const bool distributed = args.has("rank") || args.has("world-size");
-  std::unique_ptr<cs::DistContext> dist;
   if (distributed && (!args.has("rank") || !args.has("world-size")))
     throw UsageError("a data-parallel worker needs both --rank and --world-size");
-  const int rank = static_cast<int>(args.get_int("rank", 0));
-  const bool root = rank == 0;
-  json cfg;
-  std::shared_ptr<cs::RunStore> store;
-  std::unique_ptr<cs::Task> task;
-  const bool resuming = args.has("resume");
-  if (resuming) {
-    if (!args.positional.empty()) throw UsageError("--resume takes the run directory; give no CONFIG");
-    store = std::make_shared<cs::RunStore>(args.get("resume"));
-    if (!cs::file_exists(store->path("config.json")))
-      throw cs::UserError("'" + store->dir() + "' is not a run directory (no config.json)");
-    json raw = store->read_config();
-    for (auto& s : args.all("set")) cs::apply_override(raw, s);
-    if (args.has("steps")) raw["training"]["steps"] = args.get_int("steps", 0);
-    cfg = cs::load_and_resolve(raw);
-  } else {
-    if (args.positional.size() != 1) throw UsageError("expected one CONFIG (a JSON file or a preset name)");
-    json raw = load_config_arg(args.positional[0], args.all("set"));
-    if (args.has("steps")) {
-      if (!raw.contains("training") || !raw["training"].is_object()) raw["training"] = json::object();
-      raw["training"]["steps"] = args.get_int("steps", 0);
-    }
-    cfg = cs::load_and_resolve(raw);  // every problem, with its JSON path; nothing created yet
-  }
-  cs::set_threads(args.has("threads") ? static_cast<int>(args.get_int("threads", 0)) : cfg["training"].value("threads", 0));
-  cs::seed_everything(cfg["training"].value("seed", 1));
-  // Build the task (loads and checks the data) before any directory is created.
-  task = cs::make_task(cfg, resuming ? store->dir() : "");
+  const bool root = args.get_int("rank", 0) == 0;
+  std::unique_ptr<cs::DistContext> dist;
   if (distributed) {
+    // Rendezvous first: every rank then validates, loads and builds the same thing.
     cs::DistOptions o;
-    o.rank = rank;
+    o.rank = static_cast<int>(args.get_int("rank", 0));
     o.world = static_cast<int>(args.get_int("world-size", 1));
     o.master = args.get("master");
     o.store_file = args.get("store-file");
@@ -324,26 +311,39 @@ int cmd_train(const std::vector<std::string>& a) {
       throw UsageError("--dist-timeout expects seconds, got '" + args.get("dist-timeout") + "'");
     }
     o.backend = args.get("dist-backend", "auto");
-    o.device = torch::Device(cfg["training"].value("device", "cpu"));
+    try {  // the device decides the automatic backend (NCCL for CUDA); the config is fully checked later
+      json peek = args.has("resume") ? cs::RunStore(args.get("resume")).read_config()
+                                     : load_config_arg(args.positional.at(0), args.all("set"));
+      o.device = torch::Device(peek.at("training").value("device", std::string("cpu")));
+    } catch (...) {
+    }
     dist = cs::init_dist(o);
   }
-  if (!resuming && !root) {
-    // Workers other than rank 0 never write the run directory (a store object all the
-    // same: the ranks must agree on whether checkpoints are taken).
-    store = std::make_shared<cs::RunStore>(args.get("run-dir"));
-  } else if (!resuming) {
-    std::string dir = args.has("run-dir") ? args.get("run-dir")
-                                          : cs::new_run_dir(args.get("workspace", cs::default_workspace()), cfg);
-    store = std::make_shared<cs::RunStore>(dir);
-    store->create();
-    store->write_config(cfg);
-    const std::string vt = task->vocab_text();
-    if (!vt.empty()) cs::atomic_write(store->path("vocab"), vt);
-  } else if (root) {
-    store->write_config(cfg);
+  const bool resuming = args.has("resume");
+  // validate -> threads + seed -> make_task (loads data) -> run directory -> Trainer (train/launch.h)
+  cs::LaunchOptions lo;
+  lo.dist = dist.get();
+  lo.threads = static_cast<int>(args.get_int("threads", 0));
+  json raw;
+  if (resuming) {
+    if (!args.positional.empty()) throw UsageError("--resume takes the run directory; give no CONFIG");
+    lo.resume_dir = args.get("resume");
+    raw = json::object();  // overrides on top of the run's config.json
+    for (auto& s : args.all("set")) cs::apply_override(raw, s);
+  } else {
+    if (args.positional.size() != 1) throw UsageError("expected one CONFIG (a JSON file or a preset name)");
+    raw = load_config_arg(args.positional[0], args.all("set"));
+    lo.run_dir = args.get("run-dir", "");
+    lo.workspace = args.get("workspace", cs::default_workspace());
   }
-  cs::Trainer trainer(cfg, std::move(task), store, dist.get());
-  if (resuming) trainer.resume();
+  if (args.has("steps")) {
+    if (!raw.contains("training") || !raw["training"].is_object()) raw["training"] = json::object();
+    raw["training"]["steps"] = args.get_int("steps", 0);
+  }
+  cs::LaunchedRun launched = cs::start_run(raw, lo);
+  const json& cfg = launched.cfg;
+  std::shared_ptr<cs::RunStore> store = launched.store;
+  cs::Trainer& trainer = *launched.trainer;
   const bool json_out = args.has("json") && root, quiet = args.has("quiet") || !root;
   const bool tty = ::isatty(2) && !quiet && !json_out;
   if (!quiet && !json_out)
@@ -427,20 +427,36 @@ int cmd_bench(const std::vector<std::string>& a) {
     std::cout << "usage: cellscope-cli bench [--cell CELL] [--batch 32] [--seq 150] [--embed 256] [--hidden 512]\n"
                  "                           [--set model.KEY=VALUE ...] [--baseline torch_gru|torch_lstm|CELL|none]\n"
                  "                           [--iters N] [--threads N] [--json]\n"
+                 "       cellscope-cli bench --data MB [--json]   (corpus loading: MB/s and memory)\n"
                  "Measures training throughput (forward + backward + Adam step) of the char-LM model with CELL,\n"
                  "its achieved GFLOP/s (analytic FLOP count), a large matrix product's GFLOP/s in the same run,\n"
                  "and a baseline at the same shape (default: raw torch::nn::GRU for gru, torch::nn::LSTM for\n"
                  "lstm, Cellscope's GRU otherwise) with the time and FLOP ratios.\n"
-                 "       cellscope-cli bench --dist [--nproc-list 1,2] [--threads 1] [--steps 20] [same model options]\n"
-                 "Data-parallel throughput for 1, 2, ... local processes (global batch split over them) and the\n"
-                 "gradient all-reduce time per step (docs/DISTRIBUTED.md).\n";
+                 "--task classify: the sentence-classification model instead (bi-directional encoder, FC 1024,\n"
+                 "sigmoid; defaults batch 32, seq 50, embed 200, hidden 200, vocab 20000; baseline: the GRU model).\n"
+                 "       cellscope-cli bench --dist [--nproc-list 1,2] [--threads 1] [--steps 20] [model options]\n"
+                 "Data-parallel char-LM throughput for 1, 2, ... local processes (global batch split over them)\n"
+                 "and the gradient all-reduce time per step (docs/DISTRIBUTED.md).\n";
     return 0;
   }
   if (std::find(a.begin(), a.end(), "--dist") != a.end() || std::find(a.begin(), a.end(), "--dist-worker") != a.end())
     return cmd_bench_dist(a);
-  auto args = parse(a, {"json"}, {"cell", "batch", "seq", "embed", "hidden", "set", "baseline", "iters", "threads", "vocab"});
+  auto args = parse(a, {"json"}, {"cell", "batch", "seq", "embed", "hidden", "set", "baseline", "iters", "threads", "vocab", "data", "task"});
+  if (args.has("data")) {
+    // Corpus loading benchmark: a synthetic text8-like file of N MB, streamed (mmap) into ids.
+    const long long mb = args.get_int("data", 100);
+    if (mb < 1) throw UsageError("--data expects a size in MB >= 1");
+    json r = cs::bench_char_loading(static_cast<size_t>(mb));
+    if (args.has("json")) std::cout << r.dump() << "\n";
+    else std::cout << r.dump(2) << "\n";
+    return 0;
+  }
+  const bool classify = args.get("task", "char_lm") == "classify";  // --task classify: bench/bench_classify.cpp
+  if (!classify && args.get("task", "char_lm") != "char_lm") throw UsageError("--task must be char_lm or classify");
+
   cs::BenchOptions o;
-  o.model = {{"cell", args.get("cell", "gru")}, {"embed", args.get_int("embed", 256)}, {"hidden", args.get_int("hidden", 512)}};
+  o.model = {{"cell", args.get("cell", "gru")}, {"embed", args.get_int("embed", classify ? 200 : 256)},
+             {"hidden", args.get_int("hidden", classify ? 200 : 512)}};
   for (auto& s : args.all("set")) {
     json tmp = {{"model", o.model}};
     cs::apply_override(tmp, s);
@@ -448,14 +464,14 @@ int cmd_bench(const std::vector<std::string>& a) {
     o.model = tmp["model"];
   }
   o.batch = args.get_int("batch", 32);
-  o.seq = args.get_int("seq", 150);
-  o.vocab = args.get_int("vocab", 96);
+  o.seq = args.get_int("seq", classify ? 50 : 150);
+  o.vocab = args.get_int("vocab", classify ? 20000 : 96);
   o.baseline = args.get("baseline", "");
   o.iters = static_cast<int>(args.get_int("iters", 0));
   o.threads = static_cast<int>(args.get_int("threads", 0));
   if (o.batch < 1 || o.seq < 1) throw UsageError("--batch and --seq must be >= 1");
   cs::set_threads(o.threads);
-  json r = cs::run_bench(o);
+  json r = classify ? cs::run_bench_classify(o) : cs::run_bench(o);
   r["blas"] = cs::detect_blas().name;
   if (args.has("json")) {
     std::cout << r.dump() << "\n";
@@ -464,12 +480,12 @@ int cmd_bench(const std::vector<std::string>& a) {
     std::cout << "cell " << r["cell"].get<std::string>() << "  batch " << o.batch << "  seq " << o.seq << "  embed "
               << r["embed"] << "  hidden " << r["hidden"] << "  threads " << r["threads"] << "  BLAS " << r["blas"].get<std::string>() << "\n"
               << "  training step     " << r["seconds_per_step"].get<double>() * 1e3 << " ms  ("
-              << fmt_rate(r["throughput"].get<double>()) << " chars/s)\n"
+              << fmt_rate(r["throughput"].get<double>()) << " " << r.value("unit", "chars/s") << ")\n"
               << "  achieved          " << r["gflops"].get<double>() << " GFLOP/s  (GEMM " << r["gemm_gflops"].get<double>()
               << " GFLOP/s, efficiency " << 100 * r["efficiency"].get<double>() << "%)\n";
     if (r.contains("baseline"))
       std::cout << "  baseline " << r["baseline"].get<std::string>() << "  " << r["baseline_seconds_per_step"].get<double>() * 1e3
-                << " ms  (" << fmt_rate(r["baseline_throughput"].get<double>()) << " chars/s)\n"
+                << " ms  (" << fmt_rate(r["baseline_throughput"].get<double>()) << " " << r.value("unit", "chars/s") << ")\n"
                 << "  time ratio        " << r["time_ratio"].get<double>() << "x   FLOP ratio " << r["flop_ratio"].get<double>() << "x\n";
   }
   auto warn = cs::blas_warning(cs::detect_blas());

@@ -27,6 +27,7 @@ void print_usage() {
             << "  params     parameter count of a configuration, by module\n"
             << "  bench      training-throughput benchmark of a cell\n"
             << "  analyze    the papers' analyses of a trained run (relevance, BPC by length)\n"
+            << "  cv         k-fold cross-validation (sentence tasks): one run per fold + summary\n"
             << "  --version  print the version\n";
 }
 
@@ -48,6 +49,7 @@ int main(int argc, char** argv) {
       {"info", cli::cmd_info},         {"datasets", cli::cmd_datasets}, {"presets", cli::cmd_presets},
       {"validate", cli::cmd_validate}, {"train", cli::cmd_train},       {"eval", cli::cmd_eval},
       {"params", cli::cmd_params},     {"bench", cli::cmd_bench},       {"analyze", cli::cmd_analyze},
+      {"cv", cli::cmd_cv},
   };
   auto it = commands.find(cmd);
   if (it == commands.end()) {

@@ -1,17 +1,93 @@
-// Thin main: the window lives in main_window.cpp.
+// cellscope: the workbench window. Everything but argument handling lives in
+// the cellscope_app library (main_window.cpp and friends).
 #include <QApplication>
-#include <QLabel>
-#include <QMainWindow>
+#include <QCommandLineParser>
+#include <QDir>
+#include <QFileInfo>
+#include <QItemSelectionModel>
+#include <QSortFilterProxyModel>
+#include <QTabWidget>
+#include <QTableView>
+#include <QTextStream>
+#include <QTimer>
+
+#include <cstring>
+
+#include "benchmark.h"
+#include "main_window.h"
+#include "run_table.h"
 
 int main(int argc, char** argv) {
+  // --benchmark without a display: fall back to the offscreen platform.
+  bool bench = false;
+  for (int i = 1; i < argc; ++i) bench = bench || std::strcmp(argv[i], "--benchmark") == 0;
+  if (bench && qEnvironmentVariableIsEmpty("DISPLAY") && qEnvironmentVariableIsEmpty("WAYLAND_DISPLAY") &&
+      qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM"))
+    qputenv("QT_QPA_PLATFORM", "offscreen");
+
   QApplication app(argc, argv);
-  QApplication::setApplicationName("Cellscope");
-  QApplication::setOrganizationName("Cellscope");
-  QApplication::setApplicationVersion(CELLSCOPE_VERSION);
-  QMainWindow w;
-  w.setWindowTitle("Cellscope");
-  w.setCentralWidget(new QLabel("Cellscope workbench"));
-  w.resize(1200, 800);
+  QApplication::setApplicationName(QStringLiteral("Cellscope"));
+  QApplication::setOrganizationName(QStringLiteral("Cellscope"));
+  QApplication::setApplicationVersion(QStringLiteral(CELLSCOPE_VERSION));
+
+  QCommandLineParser p;
+  p.setApplicationDescription(QStringLiteral("Cellscope workbench: configure, train and compare recurrent cells."));
+  p.addHelpOption();
+  p.addVersionOption();
+  QCommandLineOption dataset(QStringLiteral("dataset"), QStringLiteral("Preselect the manifest dataset NAME."), QStringLiteral("NAME"));
+  QCommandLineOption workspace(QStringLiteral("workspace"), QStringLiteral("Folder of runs (default: $CELLSCOPE_WORKSPACE or the last one used, else ~/.local/share/cellscope/runs)."), QStringLiteral("DIR"));
+  QCommandLineOption benchmark(QStringLiteral("benchmark"), QStringLiteral("Measure GUI latency while training, replot time and workspace open time, then exit."));
+  QCommandLineOption json(QStringLiteral("json"), QStringLiteral("With --benchmark: print JSON."));
+  QCommandLineOption preset(QStringLiteral("preset"), QStringLiteral("Load a preset."), QStringLiteral("NAME"));
+  QCommandLineOption set(QStringLiteral("set"), QStringLiteral("Set a config value, e.g. model.hidden=128 (repeatable)."), QStringLiteral("PATH=VALUE"));
+  // Hidden helpers for screenshots and demos.
+  QCommandLineOption screenshot(QStringLiteral("screenshot"), QStringLiteral("Save a screenshot of the window to FILE and quit."), QStringLiteral("FILE"));
+  QCommandLineOption afterMs(QStringLiteral("after-ms"), QStringLiteral("Delay before --screenshot."), QStringLiteral("N"), QStringLiteral("3000"));
+  QCommandLineOption start(QStringLiteral("start"), QStringLiteral("Start training at once."));
+  QCommandLineOption tab(QStringLiteral("tab"), QStringLiteral("training or compare."), QStringLiteral("TAB"));
+  QCommandLineOption checkAll(QStringLiteral("check-all"), QStringLiteral("Tick every run of the workspace for comparison."));
+  QCommandLineOption seedBands(QStringLiteral("seed-bands"), QStringLiteral("Aggregate seeds in the comparison."));
+  for (auto* o : {&screenshot, &afterMs, &start, &tab, &checkAll, &seedBands}) o->setFlags(QCommandLineOption::HiddenFromHelp);
+  p.addOptions({dataset, workspace, benchmark, json, preset, set, screenshot, afterMs, start, tab, checkAll, seedBands});
+  p.process(app);
+
+  if (p.isSet(benchmark)) return gui::benchmarkMain(p.isSet(json));
+
+  gui::WindowOptions o;
+  o.workspace = p.value(workspace);
+  o.dataset = p.value(dataset);
+  gui::MainWindow w(o);
+  if (p.isSet(preset) && !w.applyPreset(p.value(preset))) {
+    QTextStream(stderr) << "cellscope: no preset '" << p.value(preset) << "'\n";
+    return 2;
+  }
+  for (const QString& s : p.values(set)) {
+    const int eq = s.indexOf(QLatin1Char('='));
+    if (eq <= 0 || !w.setConfigValue(s.left(eq), s.mid(eq + 1))) {
+      QTextStream(stderr) << "cellscope: cannot set '" << s << "'\n";
+      return 2;
+    }
+  }
   w.show();
+  if (p.isSet(checkAll))
+    for (const auto& r : w.runModel()->runs()) w.runModel()->setChecked(r.dir, true);
+  if (p.isSet(seedBands)) w.setSeedAggregation(true);
+  if (p.value(tab) == QLatin1String("compare")) {
+    w.tabs()->setCurrentIndex(1);
+    if (w.runProxy()->rowCount() >= 2) {
+      auto* sel = w.runView()->selectionModel();
+      sel->select(w.runProxy()->index(0, 0), QItemSelectionModel::Select | QItemSelectionModel::Rows);
+      sel->select(w.runProxy()->index(1, 0), QItemSelectionModel::Select | QItemSelectionModel::Rows);
+    }
+  }
+  if (p.isSet(start)) QTimer::singleShot(0, &w, [&w] { w.revalidateNow(); w.startTraining(); });
+  if (p.isSet(screenshot)) {
+    const QString file = p.value(screenshot);
+    QTimer::singleShot(p.value(afterMs).toInt(), &w, [&w, file] {
+      w.grab().save(file);
+      QTextStream(stdout) << "screenshot: " << file << "\n";
+      QApplication::exit(0);
+    });
+  }
   return app.exec();
 }

@@ -90,18 +90,6 @@ std::string LabeledMatrix::to_csv() const {
   return o;
 }
 
-std::vector<std::string> utf8_symbols(const std::string& text) {
-  std::vector<std::string> out;
-  for (size_t i = 0; i < text.size();) {
-    const unsigned char c = static_cast<unsigned char>(text[i]);
-    size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 1;
-    if (i + n > text.size()) n = 1;
-    out.push_back(text.substr(i, n));
-    i += n;
-  }
-  return out;
-}
-
 std::string display_symbol(const std::string& s) {
   if (s == " ") return "_";
   if (s == "\n") return "\u23CE";

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "config/schema.h"
+#include "data/utf8.h"  // utf8_symbols: the char-LM's symbols
 
 namespace cs {
 
@@ -25,8 +26,6 @@ struct LabeledMatrix {
   std::string to_csv() const;  // first column: row label; header: "row" + column labels
 };
 
-// Split UTF-8 text into code points (the char-LM's symbols).
-std::vector<std::string> utf8_symbols(const std::string& text);
 // How a symbol is shown as a tick label: space -> "_", newline -> "\n" shown as "⏎", tab -> "⇥".
 std::string display_symbol(const std::string& sym);
 

@@ -25,5 +25,7 @@ double time_char_lm_step(const json& model, int64_t batch, int64_t seq, int64_t 
 // GFLOP/s of a large float32 matrix product (n x n x n), median of a few runs.
 double gemm_gflops(int64_t n = 1024);
 json run_bench(const BenchOptions& o);
+// The sentence-classification model (bench/bench_classify.cpp): batch = sentences, seq = tokens.
+json run_bench_classify(const BenchOptions& o);
 
 }  // namespace cs

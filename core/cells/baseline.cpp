@@ -53,9 +53,15 @@ torch::Tensor GateCellBase::input_projection(const torch::Tensor& x) {
   return torch::addmm(b_ih, x.reshape({-1, x.size(-1)}), w_ih.t()).view({x.size(0), x.size(1), -1});
 }
 
+bool GateCellBase::begin_weight_drop() {
+  if (w_hh_drop_.defined() || weight_drop <= 0 || !is_training()) return false;
+  w_hh_drop_ = F::dropout(w_hh, F::DropoutFuncOptions().p(weight_drop).training(true));
+  return true;
+}
+
 torch::Tensor GateCellBase::hidden_projection(const torch::Tensor& h) {
-  if (opt_.layer_norm) return ln_per_gate(torch::mm(h, w_hh.t()), gates_, ln_h_gain, ln_h_bias) + b_hh;
-  return torch::addmm(b_hh, h, w_hh.t());
+  if (opt_.layer_norm) return ln_per_gate(torch::mm(h, whh().t()), gates_, ln_h_gain, ln_h_bias) + b_hh;
+  return torch::addmm(b_hh, h, whh().t());
 }
 
 torch::Tensor GateCellBase::candidate_dropout(const torch::Tensor& n) {
@@ -81,8 +87,9 @@ State RNNCellImpl::step(const torch::Tensor& xp, const State& s, StepContext& ct
 }
 
 SeqOutput RNNCellImpl::forward_sequence(const torch::Tensor& x, const State& s0, StepContext& ctx) {
+  WeightDropScope wd(this);
   if (!fused_ok(ctx)) return run_stepwise(x, s0, ctx);
-  auto r = at::rnn_tanh(x, s0[0].unsqueeze(0), {w_ih, w_hh, b_ih, b_hh}, true, 1, 0.0, is_training(), false, false);
+  auto r = at::rnn_tanh(x, s0[0].unsqueeze(0), {w_ih, whh(), b_ih, b_hh}, true, 1, 0.0, is_training(), false, false);
   return {std::get<0>(r), {std::get<1>(r).squeeze(0)}};
 }
 
@@ -107,9 +114,10 @@ State GRUCellImpl::step(const torch::Tensor& xp, const State& s, StepContext& ct
 }
 
 SeqOutput GRUCellImpl::forward_sequence(const torch::Tensor& x, const State& s0, StepContext& ctx) {
+  WeightDropScope wd(this);
   if (!fused_ok(ctx)) return run_stepwise(x, s0, ctx);
   // LibTorch's fused GRU kernel (one layer, unidirectional, time-major).
-  auto r = at::gru(x, s0[0].unsqueeze(0), {w_ih, w_hh, b_ih, b_hh}, true, 1, 0.0, is_training(), false, false);
+  auto r = at::gru(x, s0[0].unsqueeze(0), {w_ih, whh(), b_ih, b_hh}, true, 1, 0.0, is_training(), false, false);
   return {std::get<0>(r), {std::get<1>(r).squeeze(0)}};
 }
 
@@ -139,8 +147,9 @@ State LSTMCellImpl::step(const torch::Tensor& xp, const State& s, StepContext& c
 }
 
 SeqOutput LSTMCellImpl::forward_sequence(const torch::Tensor& x, const State& s0, StepContext& ctx) {
+  WeightDropScope wd(this);
   if (!fused_ok(ctx)) return run_stepwise(x, s0, ctx);
-  auto r = at::lstm(x, {s0[0].unsqueeze(0), s0[1].unsqueeze(0)}, {w_ih, w_hh, b_ih, b_hh}, true, 1, 0.0,
+  auto r = at::lstm(x, {s0[0].unsqueeze(0), s0[1].unsqueeze(0)}, {w_ih, whh(), b_ih, b_hh}, true, 1, 0.0,
                     is_training(), false, false);
   return {std::get<0>(r), {std::get<1>(r).squeeze(0), std::get<2>(r).squeeze(0)}};
 }

@@ -29,15 +29,35 @@ class GateCellBase : public CellImpl {
   const BaselineOptions& options() const { return opt_; }
   torch::Tensor w_ih, w_hh, b_ih, b_hh;
   torch::Tensor ln_x_gain, ln_x_bias, ln_h_gain, ln_h_bias;  // only with layer_norm
+  // Weight drop (DropConnect on w_hh, AWD-LSTM; set by word_lm's model.weight_drop): one
+  // mask per forward in training, sampled by WeightDropScope, used by every step.
+  double weight_drop = 0.0;
+  bool begin_weight_drop();  // samples the mask; false if one is active or none is needed
+  void end_weight_drop() { w_hh_drop_ = torch::Tensor(); }
 
  protected:
   // Can the fused LibTorch kernel be used for this call?
   bool fused_ok(const StepContext& ctx) const;
   torch::Tensor hidden_projection(const torch::Tensor& h);  // W_hh h + b_hh (+ LN)
   torch::Tensor candidate_dropout(const torch::Tensor& n);
+  const torch::Tensor& whh() const { return w_hh_drop_.defined() ? w_hh_drop_ : w_hh; }
+  torch::Tensor w_hh_drop_;
   BaselineOptions opt_;
   int gates_;
   std::string name_;
+};
+
+// RAII: sample a GateCellBase's weight-drop mask for one forward (no-op for other cells).
+class WeightDropScope {
+ public:
+  explicit WeightDropScope(CellImpl* c) : g_(dynamic_cast<GateCellBase*>(c)) { owns_ = g_ && g_->begin_weight_drop(); }
+  ~WeightDropScope() { if (owns_) g_->end_weight_drop(); }
+  WeightDropScope(const WeightDropScope&) = delete;
+  WeightDropScope& operator=(const WeightDropScope&) = delete;
+
+ private:
+  GateCellBase* g_;
+  bool owns_ = false;
 };
 
 // h_t = tanh(W x_t + U h_{t-1} + b)

@@ -8,6 +8,9 @@ const std::vector<CellInfo>& cell_registry() {
   static const std::vector<CellInfo> reg = [] {
     std::vector<CellInfo> v;
     register_baseline_cells(v);
+    register_mzu_cells(v);
+    register_mcrnn_cells(v);
+    register_cru_cells(v);
     // Further cell families register here (one line each).
     return v;
   }();

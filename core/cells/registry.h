@@ -33,5 +33,8 @@ std::vector<std::string> cell_names();
 
 // Each cell family's translation unit defines one of these; registry.cpp calls them.
 void register_baseline_cells(std::vector<CellInfo>& out);
+void register_mzu_cells(std::vector<CellInfo>& out);  // cells/mzu.cpp
+void register_mcrnn_cells(std::vector<CellInfo>& out);
+void register_cru_cells(std::vector<CellInfo>& out);  // cells/cru.cpp
 
 }  // namespace cs

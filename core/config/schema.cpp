@@ -95,7 +95,7 @@ std::vector<OptionSpec> build_options() {
       v.push_back(o);
     }
   // ---- training
-  v.push_back(choice("training", "optimizer", "adam", {"adam", "sgd"}, "Optimizer (MZU paper: Adam)."));
+  v.push_back(choice("training", "optimizer", "adam", {"adam", "sgd", "asgd"}, "Optimizer (MZU paper: Adam; asgd = SGD with iterate averaging, AWD-LSTM, word_lm)."));
   v.push_back(opt("training", "lr", OptType::Float, 1e-3, 0.0, 100.0, "Learning rate (MZU paper: 1e-3 with Adam)."));
   v.push_back(opt("training", "momentum", OptType::Float, 0.0, 0.0, 1.0, "SGD momentum."));
   v.push_back(opt("training", "weight_decay", OptType::Float, 0.0, 0.0, 1.0, "L2 weight decay on all parameters."));

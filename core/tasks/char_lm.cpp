@@ -256,6 +256,20 @@ void register_char_lm_task(std::vector<TaskInfo>& out) {
       task_opt("training", "eval_batch", OptType::Int, 16, 1, 65536,
                "Streams used to evaluate a split (every character is scored once, state carried)."),
   };
+  // Catch a corpus cut too short for one batch before any data is loaded (the
+  // GUI shows this next to dataset.max_chars).
+  t.check = [](const json& cfg, std::vector<ConfigError>& errs) {
+    const auto& ds = cfg.at("dataset");
+    const int64_t mx = ds.value("max_chars", int64_t(0));
+    if (mx <= 0) return;
+    const int64_t batch = cfg.at("training").value("batch", int64_t(32));
+    const double train_frac = 1.0 - ds.value("valid_fraction", 0.05) - ds.value("test_fraction", 0.05);
+    const auto train_chars = static_cast<int64_t>(static_cast<double>(mx) * train_frac);
+    if (train_chars < 2 * batch)
+      errs.push_back({"dataset.max_chars", "keeps about " + std::to_string(train_chars) +
+                                               " characters for training, fewer than 2 x training.batch = " +
+                                               std::to_string(2 * batch) + "; raise it (or lower training.batch)"});
+  };
   t.make = [](const json& cfg, const std::string& run_dir) -> std::unique_ptr<Task> {
     return std::make_unique<CharLMTask>(cfg, run_dir);
   };

@@ -42,6 +42,8 @@ const std::vector<TaskInfo>& task_registry() {
   static const std::vector<TaskInfo> reg = [] {
     std::vector<TaskInfo> v;
     register_char_lm_task(v);
+    register_word_lm_task(v);
+    register_sentence_tasks(v);
     // Further tasks register here (one line each).
     return v;
   }();

@@ -86,5 +86,7 @@ const TaskInfo& task_info(const std::string& name);  // throws UserError listing
 std::unique_ptr<Task> make_task(const json& resolved_cfg, const std::string& run_dir = "");
 
 void register_char_lm_task(std::vector<TaskInfo>& out);
+void register_word_lm_task(std::vector<TaskInfo>& out);
+void register_sentence_tasks(std::vector<TaskInfo>& out);  // tasks/classify.cpp: classify, absa
 
 }  // namespace cs

@@ -97,7 +97,7 @@ Trainer::Trainer(json cfg, std::unique_ptr<Task> task, std::shared_ptr<RunStore>
   impl_->lr = tr.value("lr", 1e-3);
   impl_->clip = tr.value("clip", 0.0);
   const double wd = tr.value("weight_decay", 0.0);
-  if (tr.value("optimizer", "adam") == "sgd")
+  if (tr.value("optimizer", "adam") == "sgd" || tr.value("optimizer", "adam") == "asgd")  // asgd: averaging in the task
     impl_->opt = std::make_unique<torch::optim::SGD>(
         impl_->params, torch::optim::SGDOptions(impl_->lr).momentum(tr.value("momentum", 0.0)).weight_decay(wd));
   else

@@ -1,0 +1,233 @@
+// Core <-> Qt conversions (see core_bridge.h). Configs cross as JSON text.
+#include "core_bridge.h"
+
+#include <QDir>
+#include <QFile>
+#include <QFileInfo>
+#include <QJsonArray>
+#include <QJsonDocument>
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <sstream>
+
+#include "cells/registry.h"
+#include "config/schema.h"
+#include "tasks/task.h"
+#include "train/run_store.h"
+#include "util/error.h"
+#include "util/paths.h"
+
+#include <torch/version.h>
+
+namespace gui {
+
+namespace {
+cs::json toJson(const QJsonObject& o) {
+  return cs::json::parse(QJsonDocument(o).toJson(QJsonDocument::Compact).toStdString());
+}
+QJsonObject fromJson(const cs::json& j) {
+  return QJsonDocument::fromJson(QByteArray::fromStdString(j.dump())).object();
+}
+QString q(const std::string& s) { return QString::fromStdString(s); }
+
+QString fmtBound(double v) {
+  if (v >= 1e299) return QStringLiteral("inf");
+  if (v <= -1e299) return QStringLiteral("-inf");
+  return QString::number(v, 'g', 10);
+}
+
+QVariant toVariant(const cs::json& v) {
+  if (v.is_boolean()) return v.get<bool>();
+  if (v.is_number_integer()) return QVariant::fromValue<qlonglong>(v.get<long long>());
+  if (v.is_number()) return v.get<double>();
+  if (v.is_string()) return q(v.get<std::string>());
+  return QVariant();
+}
+}  // namespace
+
+QStringList cellNames() {
+  QStringList out;
+  for (auto& c : cs::cell_registry()) out << q(c.name);
+  return out;
+}
+
+QStringList taskNames() {
+  QStringList out;
+  for (auto& t : cs::task_registry()) out << q(t.name);
+  return out;
+}
+
+QString cellDescription(const QString& cell) {
+  for (auto& c : cs::cell_registry())
+    if (q(c.name) == cell) return q(c.description);
+  return QString();
+}
+
+QString taskDescription(const QString& task) {
+  for (auto& t : cs::task_registry())
+    if (q(t.name) == task) return q(t.description);
+  return QString();
+}
+
+bool isDedicatedPath(const QString& path) {
+  return path == QLatin1String("task.name") || path == QLatin1String("model.cell") ||
+         path == QLatin1String("dataset.name") || path == QLatin1String("dataset.path");
+}
+
+QList<csw::OptionDesc> optionDescs(const QString& cell, const QString& task) {
+  QList<csw::OptionDesc> out;
+  for (const auto& o : cs::options_for(cell.toStdString(), task.toStdString())) {
+    csw::OptionDesc d;
+    d.section = q(o.section);
+    d.key = q(o.key);
+    if (isDedicatedPath(d.path())) continue;
+    QString label = d.key;
+    label.replace(QLatin1Char('_'), QLatin1Char(' '));
+    if (!label.isEmpty()) label[0] = label[0].toUpper();
+    d.label = label;
+    switch (o.type) {
+      case cs::OptType::Int: d.type = csw::OptionDesc::Int; break;
+      case cs::OptType::Float: d.type = csw::OptionDesc::Float; break;
+      case cs::OptType::Bool: d.type = csw::OptionDesc::Bool; break;
+      case cs::OptType::String: d.type = csw::OptionDesc::String; break;
+      case cs::OptType::Enum: d.type = csw::OptionDesc::Enum; break;
+    }
+    for (auto& c : o.choices) d.choices << q(c);
+    d.defaultValue = toVariant(o.default_value);
+    if (!d.defaultValue.isValid() && d.type == csw::OptionDesc::String) d.defaultValue = QString();
+    if (d.type == csw::OptionDesc::Int) {
+      // QSpinBox holds an int: clamp the schema's range.
+      d.min = std::max(o.min, double(INT_MIN + 1));
+      d.max = std::min(o.max, double(INT_MAX));
+    } else if (d.type == csw::OptionDesc::Float) {
+      d.min = o.min;
+      d.max = o.max;
+    }
+    QString help = q(o.help);
+    if (d.type == csw::OptionDesc::Int || d.type == csw::OptionDesc::Float)
+      help += QStringLiteral("\nRange: [%1, %2].").arg(fmtBound(o.min), fmtBound(o.max));
+    if (!o.default_value.is_null()) help += QStringLiteral(" Default: %1.").arg(q(o.default_value.dump()));
+    help += QStringLiteral("\nConfig path: %1").arg(d.path());
+    d.help = help.trimmed();
+    d.advanced = o.advanced;
+    out << d;
+  }
+  return out;
+}
+
+QList<QPair<QString, QString>> validateConfig(const QJsonObject& cfg) {
+  QList<QPair<QString, QString>> out;
+  for (auto& e : cs::validate_config(toJson(cfg))) out << qMakePair(q(e.path), q(e.message));
+  return out;
+}
+
+QJsonObject resolveConfig(const QJsonObject& cfg) { return fromJson(cs::resolve_config(toJson(cfg))); }
+
+qint64 parameterCount(const QJsonObject& cfg, QString* error) {
+  try {
+    auto resolved = cs::load_and_resolve(toJson(cfg));
+    auto task = cs::make_task(resolved);
+    return task->parameter_count();
+  } catch (const std::exception& e) {
+    if (error) *error = q(e.what());
+    return -1;
+  }
+}
+
+QString defaultWorkspace() { return q(cs::default_workspace()); }
+QString resourcesDir() { return q(cs::resources_dir()); }
+QString presetsDir() { return QDir(resourcesDir()).filePath(QStringLiteral("presets")); }
+QString manifestPath() { return q(cs::datasets_manifest_path()); }
+QString dataCacheDir() { return q(cs::data_cache_dir()); }
+QString coreVersion() { return QStringLiteral("LibTorch %1").arg(QStringLiteral(TORCH_VERSION)); }
+
+QList<DatasetEntry> manifestDatasets() {
+  QList<DatasetEntry> out;
+  QFile f(manifestPath());
+  if (!f.open(QIODevice::ReadOnly)) return out;
+  const QJsonArray arr = QJsonDocument::fromJson(f.readAll()).object().value(QStringLiteral("datasets")).toArray();
+  const QDir cache(dataCacheDir());
+  for (const auto& v : arr) {
+    const QJsonObject o = v.toObject();
+    DatasetEntry d;
+    d.name = o.value(QStringLiteral("name")).toString();
+    if (d.name.isEmpty()) continue;
+    d.format = o.value(QStringLiteral("format")).toString();
+    d.description = o.value(QStringLiteral("description")).toString();
+    for (const auto& t : o.value(QStringLiteral("tasks")).toArray()) d.tasks << t.toString();
+    QJsonArray files = o.value(QStringLiteral("files")).toArray();
+    if (files.isEmpty() && o.contains(QStringLiteral("path"))) files.append(o.value(QStringLiteral("path")));
+    d.present = !files.isEmpty();
+    for (const auto& fv : files)
+      if (!QFileInfo::exists(cache.filePath(fv.toString()))) d.present = false;
+    out << d;
+  }
+  return out;
+}
+
+QString detectFormat(const QString& path) {
+  QFileInfo fi(path);
+  if (fi.isDir()) {
+    QDir d(path);
+    if (!d.entryList({QStringLiteral("ptb.char.*")}, QDir::Files).isEmpty()) return QStringLiteral("ptb_char");
+    if (!d.entryList({QStringLiteral("ptb.*.txt")}, QDir::Files).isEmpty()) return QStringLiteral("ptb_word");
+    return QStringLiteral("directory");
+  }
+  const QString name = fi.fileName().toLower();
+  if (name.startsWith(QLatin1String("ptb.char"))) return QStringLiteral("ptb_char");
+  if (name.endsWith(QLatin1String(".jsonl"))) return QStringLiteral("jsonl");
+  if (name.endsWith(QLatin1String(".csv")) || name.endsWith(QLatin1String(".tsv"))) return QStringLiteral("csv");
+  QFile f(path);
+  if (!f.open(QIODevice::ReadOnly)) return QStringLiteral("unreadable");
+  const QByteArray head = f.read(64 * 1024);
+  if (head.isEmpty()) return QStringLiteral("empty");
+  bool text8 = head.size() >= 1024;
+  for (char c : head)
+    if (!((c >= 'a' && c <= 'z') || c == ' ')) { text8 = false; break; }
+  if (text8) return QStringLiteral("text8");
+  const QList<QByteArray> lines = head.split('\n');
+  int json_lines = 0, nonempty = 0;
+  for (int i = 0; i + 1 < lines.size() && i < 20; ++i) {
+    const QByteArray l = lines[i].trimmed();
+    if (l.isEmpty()) continue;
+    ++nonempty;
+    if (l.startsWith('{') && QJsonDocument::fromJson(l).isObject()) ++json_lines;
+  }
+  if (nonempty > 0 && json_lines == nonempty) return QStringLiteral("jsonl");
+  return QStringLiteral("text");
+}
+
+QVector<MetricPoint> readMetricsFile(const QString& path) {
+  QVector<MetricPoint> out;
+  QFile f(path);
+  if (!f.open(QIODevice::ReadOnly)) return out;
+  const QByteArray all = f.readAll();
+  out.reserve(all.count('\n'));
+  int start = 0;
+  while (start < all.size()) {
+    int nl = all.indexOf('\n', start);
+    if (nl < 0) break;  // torn last line
+    const QByteArray line = all.mid(start, nl - start);
+    start = nl + 1;
+    QJsonParseError err;
+    const QJsonObject o = QJsonDocument::fromJson(line, &err).object();
+    if (err.error != QJsonParseError::NoError || o.isEmpty()) continue;
+    MetricPoint p;
+    for (auto it = o.begin(); it != o.end(); ++it) {
+      const QString k = it.key();
+      if (k == QLatin1String("step")) p.step = it.value().toInteger();
+      else if (k == QLatin1String("epoch")) p.epoch = it.value().toDouble();
+      else if (k == QLatin1String("elapsed")) p.elapsed = it.value().toDouble();
+      else if (k == QLatin1String("eval")) p.eval = it.value().toBool();
+      else if (k == QLatin1String("split")) p.split = it.value().toString();
+      else if (it.value().isDouble()) p.values.append({k, it.value().toDouble()});
+      else if (it.value().isNull()) p.values.append({k, std::nan("")});
+    }
+    out << p;
+  }
+  return out;
+}
+
+}  // namespace gui

@@ -1,0 +1,279 @@
+#include "cells/mcrnn.h"
+
+#include <torch/nn/functional.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "cells/baseline.h"
+#include "cells/registry.h"
+#include "util/error.h"
+
+namespace cs {
+
+int64_t mcrnn_in_degree(int64_t t, int64_t k, int64_t n) {
+  // eq. 1 with a non-negative mod: m_t^k = ((t - k - 1) mod (n - 1)) + 1
+  const int64_t q = n - 1;
+  int64_t r = (t - k - 1) % q;
+  if (r < 0) r += q;
+  return r + 1;
+}
+
+McRnnCellImpl::McRnnCellImpl(const McRnnOptions& o, std::shared_ptr<CellImpl> base) : opt_(o), base_(std::move(base)) {
+  TORCH_CHECK(o.block >= 2, "mcrnn: block size n must be >= 2 (n - 1 channels), got ", o.block);
+  TORCH_CHECK(o.hidden_size > 0, "mcrnn: hidden_size must be > 0, got ", o.hidden_size);
+  TORCH_CHECK(base_, "mcrnn: no base cell");
+  TORCH_CHECK(base_->hidden_size() == o.hidden_size, "mcrnn: base cell hidden size ", base_->hidden_size(),
+              " != ", o.hidden_size);
+  TORCH_CHECK(base_->input_size() == o.input_size, "mcrnn: base cell input size ", base_->input_size(), " != ",
+              o.input_size);
+  if (opt_.attention <= 0) opt_.attention = o.hidden_size;
+  TORCH_CHECK(opt_.lstm_memory == "prev" || opt_.lstm_memory == "average",
+              "mcrnn: lstm_memory must be 'prev' or 'average', got '", opt_.lstm_memory, "'");
+  register_module("base", base_);
+  const int64_t H = o.hidden_size, I = o.input_size, A = opt_.attention, n1 = o.block - 1;
+  // W_j: identity plus U(-k, k) noise, so that at initialisation s is close to the plain
+  // block average of the predecessors (see MCRNN_NOTES.md).
+  const double k = 1.0 / std::sqrt(static_cast<double>(H));
+  w_dist = register_parameter("w_dist", (torch::eye(H).unsqueeze(0).repeat({n1, 1, 1}) +
+                                         torch::empty({n1, H, H}).uniform_(-k, k) * 0.5));
+  const double kv = 1.0 / std::sqrt(static_cast<double>(H + I));
+  v_h = register_parameter("v_h", torch::empty({A, H}).uniform_(-kv, kv));
+  v_x = register_parameter("v_x", torch::empty({A, I}).uniform_(-kv, kv));
+  r = register_parameter("r", torch::empty({A}).uniform_(-1.0 / std::sqrt(double(A)), 1.0 / std::sqrt(double(A))));
+  {
+    torch::NoGradGuard ng;
+    auto probe_x = torch::zeros({1, 1, std::max<int64_t>(I, 0)});
+    auto p = base_->input_projection(probe_x);
+    base_proj_ = p.size(-1);
+    // identity projection (cells that hoist nothing) costs nothing
+    base_input_flops_ = p.data_ptr() == probe_x.data_ptr() ? 0.0 : 2.0 * static_cast<double>(base_proj_) * I;
+    base_state_size_ = base_->initial_state(1, torch::TensorOptions()).size();
+  }
+}
+
+State McRnnCellImpl::initial_state(int64_t B, const torch::TensorOptions& opts) const {
+  const int64_t K = channels(), n1 = opt_.block - 1, H = opt_.hidden_size;
+  State s;
+  s.push_back(torch::zeros({B, H}, opts));
+  s.push_back(torch::zeros({B}, opts.dtype(torch::kInt64)));  // t = 0: nothing seen yet
+  s.push_back(torch::zeros({B, K, n1, H}, opts));             // h_t^k = 0 for t <= 0 (sec. 3.1)
+  State b = base_->initial_state(1, opts);
+  for (size_t i = 1; i < b.size(); ++i) {
+    auto shp = b[i].sizes().vec();
+    shp.erase(shp.begin());  // drop the batch dim of the probe state
+    std::vector<int64_t> full = {B, K};
+    if (opt_.lstm_memory == "average") full.push_back(n1);
+    full.insert(full.end(), shp.begin(), shp.end());
+    s.push_back(torch::zeros(full, opts));
+  }
+  return s;
+}
+
+torch::Tensor McRnnCellImpl::input_projection(const torch::Tensor& x) {
+  // Everything that depends only on x_t is computed once for all channels and the whole sequence:
+  // the base cell's input half of eq. 3, and V_x x_t, the input half of V [h; x] in eq. 4.
+  auto xb = base_->input_projection(x);
+  auto vx = torch::matmul(x, v_x.t());
+  return torch::cat({xb, vx}, -1);
+}
+
+torch::Tensor McRnnCellImpl::coefficients(int64_t t, const torch::TensorOptions& opts) const {
+  // c[k][j] = [j <= m_t^k] / m_t^k: the masked average of eq. 2 applied to h before W_j (linear).
+  const int64_t K = channels(), n1 = opt_.block - 1;
+  std::vector<double> c(static_cast<size_t>(K * n1), 0.0);  // double: 1/3 must be exact in double models
+  for (int64_t k = 1; k <= K; ++k) {
+    const int64_t m = mcrnn_in_degree(t, k, opt_.block);  // eq. 1
+    for (int64_t j = 1; j <= m; ++j) c[static_cast<size_t>((k - 1) * n1 + j - 1)] = 1.0 / static_cast<double>(m);
+  }
+  return torch::from_blob(c.data(), {1, K, n1, 1}, torch::kFloat64).to(opts).clone();  // clone: c is local
+}
+
+State McRnnCellImpl::step_at(int64_t t, const torch::Tensor& xp, const State& s, const torch::Tensor& wcat,
+                             const torch::Tensor& coef, StepContext& ctx) {
+  const int64_t B = xp.size(0), K = channels(), n1 = opt_.block - 1, H = opt_.hidden_size, A = opt_.attention;
+  TORCH_CHECK(s.size() == 2 + base_state_size_, "mcrnn: expected a state of ", 2 + base_state_size_,
+              " tensors, got ", s.size());
+  const auto& hist = s[2];  // [B, K, n-1, H]: h_{t-j}^k at [:, k-1, j-1]
+  // eq. 2: s_{t-1}^k = (1/m) sum_{j<=m} W_j h_{t-j}^k, all channels (batch-folded) and distances in one GEMM
+  auto sv = (hist * coef).reshape({B * K, n1 * H}).mm(wcat);
+  auto xb = xp.narrow(1, 0, base_proj_);
+  auto vx = xp.narrow(1, base_proj_, A);
+  // x_t is the same for every channel: broadcast its projection over the folded channel dim
+  auto xrep = xb.unsqueeze(1).expand({B, K, base_proj_}).reshape({B * K, base_proj_});
+  State bs{sv};
+  for (size_t i = 1; i < base_state_size_; ++i) {
+    const auto& e = s[2 + i];
+    if (opt_.lstm_memory == "average") {
+      // LSTM memory (choice, MCRNN_NOTES.md): the same in-block average as eq. 2, without W_j
+      auto cavg = (e * coef).sum(2);
+      bs.push_back(cavg.reshape({B * K, -1}));
+    } else {
+      // LSTM memory (default choice): the immediate predecessor's c_{t-1}^k in the same channel
+      bs.push_back(e.reshape({B * K, -1}));
+    }
+  }
+  // eq. 3: h_t^k = f(s_{t-1}^k, x_t), the base cell's step with its state replaced by s
+  State ns;
+  if (ctx.probe) {
+    const std::string saved = ctx.probe->prefix;
+    ctx.probe->prefix = saved + "base/";
+    ns = base_->step(xrep, bs, ctx);
+    ctx.probe->prefix = saved;
+  } else {
+    ns = base_->step(xrep, bs, ctx);
+  }
+  auto h = base_->output_of(ns);  // [B*K, H]
+  auto h3 = h.view({B, K, H});
+  // eq. 4: e_t^k = r^T tanh(V_h h_t^k + V_x x_t)
+  auto e = torch::tanh(h.mm(v_h.t()).view({B, K, A}) + vx.unsqueeze(1)).matmul(r);  // [B, K]
+  auto a = torch::softmax(e, 1);                                                    // eq. 5
+  auto hatt = a.unsqueeze(1).bmm(h3).squeeze(1);                                    // eq. 6: sum_k a^k h^k
+  State out;
+  out.push_back(hatt);
+  out.push_back(s[1] + 1);
+  // shift the window: h_t^k becomes distance 1 at step t+1
+  out.push_back(n1 == 1 ? h3.unsqueeze(2) : torch::cat({h3.unsqueeze(2), hist.narrow(2, 0, n1 - 1)}, 2));
+  for (size_t i = 1; i < base_state_size_; ++i) {
+    auto ci = ns[i].reshape({B, K, -1});
+    if (opt_.lstm_memory == "average") {
+      const auto& prev = s[2 + i];
+      out.push_back(n1 == 1 ? ci.unsqueeze(2) : torch::cat({ci.unsqueeze(2), prev.narrow(2, 0, n1 - 1)}, 2));
+    } else {
+      out.push_back(ci);
+    }
+  }
+  if (ctx.probe) {
+    std::vector<int64_t> m(static_cast<size_t>(K));
+    for (int64_t k = 1; k <= K; ++k) m[static_cast<size_t>(k - 1)] = mcrnn_in_degree(t, k, opt_.block);
+    ctx.record("channel_attention", a);                                  // a_t^k [B, K] (Fig. 3)
+    ctx.record("in_degree", torch::tensor(m, torch::kInt64));            // m_t^k [K]
+    ctx.record("channel_h", h3);                                         // h_t^k [B, K, H]
+    ctx.record("h", hatt);
+  }
+  return out;
+}
+
+static int64_t state_time(const State& s) {
+  TORCH_CHECK(s.size() >= 3, "mcrnn: state has ", s.size(), " tensors, expected at least 3");
+  return s[1].numel() > 0 ? s[1].reshape({-1})[0].item<int64_t>() : 0;
+}
+
+State McRnnCellImpl::step(const torch::Tensor& xp, const State& s, StepContext& ctx) {
+  const int64_t H = opt_.hidden_size, n1 = opt_.block - 1;
+  auto wcat = w_dist.transpose(1, 2).reshape({n1 * H, H});
+  const int64_t t = state_time(s) + 1;
+  return step_at(t, xp, s, wcat, coefficients(t, s[2].options()), ctx);
+}
+
+SeqOutput McRnnCellImpl::forward_sequence(const torch::Tensor& x, const State& s0, StepContext& ctx) {
+  TORCH_CHECK(x.dim() == 3, "mcrnn: expected input [T, B, I], got ", x.sizes());
+  TORCH_CHECK(x.size(2) == input_size(), "mcrnn: expected input size ", input_size(), ", got ", x.size(2));
+  const int64_t H = opt_.hidden_size, n1 = opt_.block - 1;
+  WeightDropScope wd(base_.get());  // one DropConnect mask of the base's w_hh per forward (AWD-LSTM)
+  // [W_1^T; ...; W_{n-1}^T]: built once per sequence, so each step is a single GEMM (eq. 2)
+  auto wcat = w_dist.transpose(1, 2).reshape({n1 * H, H});
+  int64_t t = state_time(s0);
+  std::vector<torch::Tensor> steps = input_projection(x).unbind(0);  // never xp[t]
+  // the in-degree pattern has period n-1: one coefficient tensor per phase
+  std::vector<torch::Tensor> coef;
+  for (int64_t p = 0; p < n1; ++p) coef.push_back(coefficients(t + 1 + p, s0[2].options()));
+  std::vector<torch::Tensor> outs;
+  outs.reserve(steps.size());
+  State s = s0;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    ++t;
+    s = step_at(t, steps[i], s, wcat, coef[i % static_cast<size_t>(n1)], ctx);
+    outs.push_back(s[0]);
+  }
+  return {torch::stack(outs, 0), s};
+}
+
+double McRnnCellImpl::flops_per_step() const {
+  // FLOPs executed per step and batch element (multiply-add = 2).
+  const double K = static_cast<double>(channels()), n1 = static_cast<double>(opt_.block - 1);
+  const double H = static_cast<double>(opt_.hidden_size), I = static_cast<double>(opt_.input_size);
+  const double A = static_cast<double>(opt_.attention);
+  double f = base_input_flops_ + 2.0 * A * I;                 // hoisted: base input half + V_x x (once)
+  f += K * (base_->flops_per_step() - base_input_flops_);    // eq. 3: f's recurrent half per channel
+  f += K * n1 * H + 2.0 * K * n1 * H * H;                    // eq. 2: mask/scale + GEMM over all n-1 distances
+  f += K * (2.0 * A * H + 4.0 * A);                          // eq. 4: V_h h, add, tanh, r^T
+  f += 4.0 * K + 2.0 * K * H;                                // eqs. 5-6: softmax, weighted sum
+  if (opt_.lstm_memory == "average") f += 2.0 * K * n1 * H * std::max<size_t>(base_state_size_ - 1, 0);
+  return f;
+}
+
+// ---------------------------------------------------------------- registry entry
+void register_mcrnn_cells(std::vector<CellInfo>& out) {
+  auto spec = [](const std::string& key, OptType t, json def, double lo, double hi, const std::string& help) {
+    OptionSpec o;
+    o.section = "model";
+    o.key = key;
+    o.type = t;
+    o.default_value = std::move(def);
+    o.min = lo;
+    o.max = hi;
+    o.help = help;
+    return o;
+  };
+  CellInfo c;
+  c.name = "mcrnn";
+  c.family = "mcrnn";
+  c.description = "Multi-Channel RNN (Xu et al. AAAI 2019): n-1 staggered block channels over a base cell, attention over channels";
+  c.options.push_back(spec("block", OptType::Int, 3, 2, 32,
+                           "Block size n (MC-RNN eq. 1); the layer has n-1 channels, i.e. the paper's MC-RNN-(n-1). "
+                           "n = 2 is one channel (a base cell with s = W_1 h_{t-1}); paper best: n = 4 (MC-RNN-3)."));
+  c.options.push_back(spec("base", OptType::String, "lstm", 0, 0,
+                           "Base recurrent function f of eq. 3: a step-wise Cellscope cell (rnn, gru, lstm, ...). The paper uses lstm."));
+  c.options.push_back(spec("attention", OptType::Int, 0, 0, 65536,
+                           "Rows of the attention matrix V (eq. 4); 0 = hidden size (the paper's choice)."));
+  {
+    OptionSpec m = spec("lstm_memory", OptType::Enum, "prev", 0, 0,
+                        "What the base's extra state (the LSTM memory cell c) is at each node, which the paper leaves open: "
+                        "'prev' = c of the immediate predecessor in the same channel; 'average' = the in-block average "
+                        "(1/m) sum_{j<=m} c_{t-j} (eq. 2 without W_j).");
+    m.choices = {"prev", "average"};
+    c.options.push_back(m);
+  }
+  c.common_options = {"layer_norm", "candidate_dropout"};  // passed on to the base cell
+  c.check = [](const json& cfg, std::vector<ConfigError>& errs) {
+    const auto& m = cfg.at("model");
+    const std::string base = m.value("base", std::string("lstm"));
+    const auto& reg = cell_registry();
+    auto it = std::find_if(reg.begin(), reg.end(), [&](const CellInfo& ci) { return ci.name == base; });
+    if (base == "mcrnn") {
+      errs.push_back({"model.base", "an MC-RNN cannot be its own base cell (expected rnn, gru, lstm, ...)"});
+    } else if (it == reg.end()) {
+      std::string known;
+      for (auto& ci : reg)
+        if (ci.name != "mcrnn" && !ci.needs_whole_sequence) known += (known.empty() ? "" : ", ") + ci.name;
+      errs.push_back({"model.base", "unknown base cell '" + base + "' (known: " + known + ")"});
+    } else if (it->needs_whole_sequence) {
+      errs.push_back({"model.base", "cell '" + base + "' needs the whole sequence and has no per-step form to wrap"});
+    }
+    if (m.value("block", 3) < 2)
+      errs.push_back({"model.block", "block size n must be >= 2 (n - 1 channels), got " + m.at("block").dump()});
+  };
+  c.make = [](const json& m, int64_t in, int layer) -> std::shared_ptr<CellImpl> {
+    const std::string base = m.value("base", std::string("lstm"));
+    const CellInfo* bi = nullptr;
+    for (auto& ci : cell_registry())
+      if (ci.name == base && base != "mcrnn") bi = &ci;
+    if (!bi) throw UserError("model.base: unknown base cell '" + base + "'");
+    json bm = m;
+    bm["cell"] = base;
+    for (auto& o : bi->options)  // the base's own options at their defaults
+      if (!bm.contains(o.key) && !o.default_value.is_null()) bm[o.key] = o.default_value;
+    McRnnOptions o;
+    o.input_size = in;
+    o.hidden_size = m.value("hidden", 256);
+    o.block = m.value("block", 3);
+    if (o.block < 2) throw UserError("model.block: block size n must be >= 2, got " + std::to_string(o.block));
+    o.attention = m.value("attention", 0);
+    o.lstm_memory = m.value("lstm_memory", std::string("prev"));
+    return std::make_shared<McRnnCellImpl>(o, bi->make(bm, in, layer));
+  };
+  out.push_back(std::move(c));
+}
+
+}  // namespace cs

@@ -1,0 +1,74 @@
+// Multi-Channel RNN (Xu et al., AAAI 2019): a wrapper around any step-wise
+// Cellscope cell f. See cells/MCRNN_NOTES.md for every choice the paper leaves open.
+//
+// Block size n, K = n - 1 channels, all parameters shared across channels.
+//   m_t^k     = ((t - k - 1) mod (n - 1)) + 1                       (eq. 1)
+//   s_{t-1}^k = (1 / m_t^k) sum_{j=1..m_t^k} W_j h_{t-j}^k           (eq. 2)
+//   h_t^k     = f(s_{t-1}^k, x_t)                                    (eq. 3)
+//   e_t^k = r^T tanh(V [h_t^k; x_t]),  a_t^k = softmax_k(e_t^k),
+//   h_t^att = sum_k a_t^k h_t^k                                      (eqs. 4-6)
+// Channels are folded into the batch dimension ([B, K, ...] -> [B*K, ...]) and
+// the sum over distances is one matrix product per step (sec. 5.3).
+#pragma once
+#include <torch/nn/pimpl.h>
+
+#include "cells/cell.h"
+#include "config/schema.h"
+
+namespace cs {
+
+struct CellInfo;
+
+struct McRnnOptions {
+  int64_t input_size = 0;
+  int64_t hidden_size = 0;
+  int64_t block = 3;               // n; channels K = n - 1 ("MC-RNN-K")
+  int64_t attention = 0;           // rows of V (0 = hidden_size)
+  std::string lstm_memory = "prev";  // "prev" | "average": the base's extra state (LSTM c)
+};
+
+// The in-degree m_t^k of eq. 1 (t >= 1 the global position, k in 1..n-1).
+int64_t mcrnn_in_degree(int64_t t, int64_t k, int64_t n);
+
+// State layout (batch is dim 0 of every tensor, so tasks can narrow/carry it):
+//   [0] h_att [B, H]                        the layer output (eq. 6)
+//   [1] t     [B] int64                     steps already taken (global position of the last step)
+//   [2] hist  [B, K, n-1, H]                h_{t-1..t-n+1}^k, distance-major in dim 2
+//   [3..]     base extras (LSTM c):  "prev": [B, K, X]; "average": [B, K, n-1, X]
+class McRnnCellImpl : public CellImpl {
+ public:
+  McRnnCellImpl(const McRnnOptions& o, std::shared_ptr<CellImpl> base);
+  std::string type_name() const override { return "mcrnn"; }
+  int64_t input_size() const override { return opt_.input_size; }
+  int64_t hidden_size() const override { return opt_.hidden_size; }
+  int64_t channels() const { return opt_.block - 1; }
+  State initial_state(int64_t batch, const torch::TensorOptions& opts) const override;
+  // [T,B,I] -> [T,B, G_base + a]: the base's input projection and V_x x_t, both
+  // hoisted (x_t is shared by all channels, so they are computed once, not K times).
+  torch::Tensor input_projection(const torch::Tensor& x) override;
+  State step(const torch::Tensor& xproj_t, const State& s, StepContext& ctx) override;
+  SeqOutput forward_sequence(const torch::Tensor& x, const State& s0, StepContext& ctx) override;
+  double flops_per_step() const override;
+  CellImpl& base() { return *base_; }
+  const McRnnOptions& options() const { return opt_; }
+
+  torch::Tensor w_dist;  // [n-1, H, H]: W_j (eq. 2), index j-1
+  torch::Tensor v_h, v_x;  // V = [V_h V_x] (eq. 4): [a, H], [a, I]
+  torch::Tensor r;         // [a] (eq. 4)
+
+ private:
+  // One step at global position t (1-based); `wcat` = [W_1^T; ...; W_{n-1}^T] ([(n-1)H, H]).
+  // `coef` = coefficients(t).
+  State step_at(int64_t t, const torch::Tensor& xp, const State& s, const torch::Tensor& wcat,
+                const torch::Tensor& coef, StepContext& ctx);
+  torch::Tensor coefficients(int64_t t, const torch::TensorOptions& opts) const;  // [1, K, n-1, 1]
+  McRnnOptions opt_;
+  std::shared_ptr<CellImpl> base_;
+  int64_t base_proj_ = 0;          // width of the base's input projection
+  double base_input_flops_ = 0;    // FLOPs of that projection per step
+  size_t base_state_size_ = 1;     // tensors in the base's state
+};
+
+void register_mcrnn_cells(std::vector<CellInfo>& out);
+
+}  // namespace cs

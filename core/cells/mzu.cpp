@@ -1,0 +1,466 @@
+#include "cells/mzu.h"
+
+#include <ATen/core/grad_mode.h>
+#include <torch/nn/functional.h>
+
+#include <cmath>
+
+#include "cells/registry.h"
+
+namespace cs {
+
+namespace F = torch::nn::functional;
+
+// ------------------------------------------------------------------ helpers
+torch::Tensor zone_disagreement(const torch::Tensor& Z) {
+  // eq. 18: D_zone = -(1/N^2) sum_i sum_j z_i.z_j / (|z_i| |z_j|)
+  auto zn = Z / Z.norm(2, {-1}, true).clamp_min(1e-12);
+  auto cosm = torch::matmul(zn, zn.transpose(-1, -2));
+  return -cosm.mean({-1, -2});
+}
+
+torch::Tensor squash(const torch::Tensor& s) {
+  // eq. 13: |s|^2/(1+|s|^2) * s/|s| = s * |s| / (1 + |s|^2); |s| = sqrt(|s|^2 + eps) keeps
+  // the gradient finite at s = 0 (the function value differs from eq. 13 by O(eps)).
+  auto n2 = (s * s).sum(-1, true);
+  return s * (torch::sqrt(n2 + 1e-12) / (1 + n2));
+}
+
+static torch::Tensor uniform(at::IntArrayRef shape, int64_t fan_in) {
+  const double k = 1.0 / std::sqrt(static_cast<double>(std::max<int64_t>(fan_in, 1)));
+  return torch::empty(shape).uniform_(-k, k);
+}
+
+// ------------------------------------------------------------------ one depth
+MZUBlockImpl::MZUBlockImpl(const MZUOptions& o, int64_t input_size) : o_(o) {
+  I_ = input_size;
+  H_ = o.hidden_size;
+  N_ = o.zones;
+  TORCH_CHECK(H_ > 0, "mzu: hidden_size must be > 0, got ", H_);
+  TORCH_CHECK(N_ > 0, "mzu: zones must be > 0, got ", N_);
+  TORCH_CHECK(H_ % N_ == 0, "mzu: hidden_size (", H_, ") must be divisible by zones (", N_, ")");
+  TORCH_CHECK(o.filter > 0, "mzu: filter must be > 0, got ", o.filter);
+  TORCH_CHECK(o.composition == "sat" || o.composition == "gcn" || o.composition == "cap",
+              "mzu: composition must be sat, gcn or cap, got '", o.composition, "'");
+  dz_ = H_ / N_;
+  m_h_ = !o.regular_trans;
+  m_g_ = !o.regular_gate;
+  K_ = static_cast<int64_t>(m_h_) + static_cast<int64_t>(m_g_);
+  R_ = 2 - K_;
+  if (o.composition == "cap") {
+    J_ = o.capsules;
+    TORCH_CHECK(J_ > 0 && H_ % J_ == 0, "mzu: hidden_size (", H_, ") must be divisible by capsules (", J_, ")");
+    TORCH_CHECK(o.routing_iters >= 1, "mzu: routing_iters must be >= 1, got ", o.routing_iters);
+    do_ = H_ / J_;
+  } else {
+    J_ = N_;  // sat, gcn: J = N output zones of size d_z
+    do_ = dz_;
+  }
+  const int64_t G = (K_ + R_) * H_, D = o.filter;
+  // eq. 4 (zone generation, no bias) and the regular maps W [x, h] + b, rows [M-functions | regular].
+  if (I_ > 0) w_x = register_parameter("w_x", uniform({G, I_}, I_ + H_));
+  w_h = register_parameter("w_h", uniform({G, H_}, I_ + H_));
+  if (R_ > 0) b_reg = register_parameter("b_reg", uniform({R_ * H_}, I_ + H_));
+  if (K_ > 0) {
+    if (o.composition == "sat") {
+      const int64_t nq = o.sat_qkv == "shared" ? K_ : K_ * N_;
+      w_qkv = register_parameter("w_qkv", uniform({nq, dz_, 3 * dz_}, dz_));  // eq. 6: Q, K, V
+    } else if (o.composition == "gcn") {
+      w_g = register_parameter("w_g", uniform({K_, dz_, dz_}, dz_));  // eq. 9: W_g, d_g = d_z
+    } else {
+      w_c = register_parameter("w_c", uniform({K_, dz_, J_ * do_}, dz_));  // eq. 10: W^c_j, shared over i
+    }
+    w1 = register_parameter("w1", uniform({K_, do_, D}, do_));  // eq. 5
+    b1 = register_parameter("b1", uniform({K_, 1, D}, do_));
+    w2 = register_parameter("w2", uniform({K_, D, do_}, D));
+    b2 = register_parameter("b2", uniform({K_, 1, do_}, D));
+    wo = register_parameter("wo", uniform({K_, J_ * do_, H_}, J_ * do_));  // aggregation linear to d_h
+    bo = register_parameter("bo", uniform({K_, 1, H_}, J_ * do_));
+    if (o.layer_norm && o.ln_position == "zones") {
+      ln_z_gain = register_parameter("ln_z_gain", torch::ones({K_, N_, dz_}));
+      ln_z_bias = register_parameter("ln_z_bias", torch::zeros({K_, N_, dz_}));
+    }
+  }
+  if (o.layer_norm) {
+    const bool pre = o.ln_position != "zones";
+    if (pre || !m_h_) {
+      ln_c_gain = register_parameter("ln_c_gain", torch::ones({H_}));
+      ln_c_bias = register_parameter("ln_c_bias", torch::zeros({H_}));
+    }
+    if (pre || !m_g_) {
+      ln_g_gain = register_parameter("ln_g_gain", torch::ones({H_}));
+      ln_g_bias = register_parameter("ln_g_bias", torch::zeros({H_}));
+    }
+  }
+}
+
+torch::Tensor MZUBlockImpl::input_projection(const torch::Tensor& x) {
+  TORCH_CHECK(I_ > 0, "mzu: this block has no input (t-MZU)");
+  TORCH_CHECK(x.dim() == 3 && x.size(2) == I_, "mzu: expected input [T, B, ", I_, "], got ", x.sizes());
+  auto x2 = x.reshape({-1, I_});
+  torch::Tensor a;
+  if (R_ > 0) {
+    // bias only on the regular maps' rows (zone generation, eq. 4, has none)
+    auto bias = torch::cat({torch::zeros({K_ * H_}, b_reg.options()), b_reg});
+    a = torch::addmm(bias, x2, w_x.t());
+  } else {
+    a = torch::mm(x2, w_x.t());
+  }
+  return a.view({x.size(0), x.size(1), -1});
+}
+
+torch::Tensor MZUBlockImpl::compose(const torch::Tensor& Zk, const torch::Tensor& cosm, StepContext& ctx,
+                                    const std::string& pfx) {
+  const int64_t K = K_, B = Zk.size(1), N = N_, dz = dz_;
+  auto mname = [&](int64_t k) { return (m_h_ && k == 0) ? std::string("_h") : std::string("_g"); };
+  if (o_.composition == "sat") {
+    torch::Tensor qkv;  // [K B, N, 3 d_z]
+    if (o_.sat_qkv == "shared") {
+      qkv = torch::bmm(Zk.view({K, B * N, dz}), w_qkv).view({K * B, N, 3 * dz});
+    } else {
+      // per-zone projections: a batch of K N products [B, d_z] x [d_z, 3 d_z]
+      auto Zn = Zk.transpose(1, 2).reshape({K * N, B, dz});
+      qkv = torch::bmm(Zn, w_qkv).view({K, N, B, 3 * dz}).transpose(1, 2).reshape({K * B, N, 3 * dz});
+    }
+    auto parts = qkv.chunk(3, -1);
+    // eq. 6: softmax(Q K^T / sqrt(d_z)) V
+    auto scores = torch::bmm(parts[0], parts[1].transpose(1, 2)).mul_(1.0 / std::sqrt(static_cast<double>(dz)));
+    auto attn = torch::softmax(scores, -1);
+    if (ctx.probe) {
+      auto a4 = attn.view({K, B, N, N});
+      for (int64_t k = 0; k < K; ++k) ctx.record(pfx + "attn" + mname(k), a4[k]);
+    }
+    return torch::bmm(attn, parts[2]).view({K, B * N, dz});
+  }
+  if (o_.composition == "gcn") {
+    // eqs. 7-8: w_ij = cos(z_i, z_j), then self-connections A~ = W + I
+    auto w = o_.gcn_edges == "relu_cosine" ? torch::relu(cosm) : cosm;
+    auto A = w + torch::eye(N, w.options());
+    // D~_ii = sum_j A~_ij; cosine edges can be negative, so the degree is clamped at 1e-2
+    // (see notes) before D~^{-1/2}.
+    auto dinv = A.sum(-1).clamp_min(1e-2).rsqrt();  // [K B, N]
+    auto Ahat = A * dinv.unsqueeze(-1) * dinv.unsqueeze(-2);  // eq. 9: D~^-1/2 A~ D~^-1/2
+    if (ctx.probe) {
+      auto a4 = Ahat.view({K, B, N, N});
+      for (int64_t k = 0; k < K; ++k) ctx.record(pfx + "adj" + mname(k), a4[k]);
+    }
+    auto AZ = torch::bmm(Ahat, Zk.view({K * B, N, dz})).view({K, B * N, dz});
+    auto O = torch::bmm(AZ, w_g);  // eq. 9: (... Z) W_g
+    const auto& act = o_.gcn_activation;  // sigma of eq. 9
+    if (act == "relu") return torch::relu(O);
+    if (act == "tanh") return torch::tanh(O);
+    if (act == "sigmoid") return torch::sigmoid(O);
+    return O;
+  }
+  // cap: eq. 10 prediction vectors z^_{j|i} = z_i W^c_j  -> u [K, B, N, J, d_o]
+  const int64_t J = J_, Do = do_;
+  auto u = torch::bmm(Zk.view({K, B * N, dz}), w_c).view({K, B, N, J, Do});
+  auto b = torch::zeros({K, B, N, J}, u.options());  // logits b_ij = 0
+  torch::Tensor o;
+  std::vector<torch::Tensor> cs;
+  for (int64_t it = 0; it < o_.routing_iters; ++it) {
+    auto c = torch::softmax(b, -1);                 // eq. 11: softmax over output capsules j
+    auto s = (c.unsqueeze(-1) * u).sum(2);          // eq. 12: s_j = sum_i c_ij z^_{j|i}  [K, B, J, d_o]
+    o = squash(s);                                  // eq. 13
+    if (it + 1 < o_.routing_iters) b = b + (u * o.unsqueeze(2)).sum(-1);  // eq. 14: b_ij += z^_{j|i} . o_j
+    if (ctx.probe) cs.push_back(c);
+  }
+  if (ctx.probe) {
+    auto c5 = torch::stack(cs, 0);  // [T, K, B, N, J]
+    for (int64_t k = 0; k < K; ++k) {
+      ctx.record(pfx + "coupling" + mname(k), c5.select(1, k));
+      ctx.record(pfx + "capsules" + mname(k), o.select(0, k));
+    }
+  }
+  return o.reshape({K, B * J, Do});
+}
+
+torch::Tensor MZUBlockImpl::transition(const torch::Tensor& xp, const torch::Tensor& h, StepContext& ctx,
+                                       const std::string& pfx, torch::Tensor* dzone_out, bool want_dzone,
+                                       bool training) {
+  const int64_t B = h.size(0), K = K_, R = R_, H = H_;
+  // eq. 4 (hidden half; the input half is xp) and the regular maps' W [x, h] + b
+  torch::Tensor a;
+  if (xp.defined()) {
+    a = torch::addmm(xp, h, w_h.t());
+  } else {  // t-MZU: zero input (eqs. 16-17)
+    a = torch::mm(h, w_h.t());
+    if (R > 0) a = a + torch::cat({torch::zeros({K * H}, b_reg.options()), b_reg});
+  }
+  std::vector<torch::Tensor> mout, regs;
+  if (R > 0) regs = a.narrow(1, K * H, R * H).chunk(R, 1);
+  if (K > 0) {
+    // zones Z [K, B, N, d_z]: M-function-major so that every later stage is a plain bmm
+    auto Zk = a.narrow(1, 0, K * H).view({B, K, N_, dz_}).transpose(0, 1).contiguous();
+    if (ln_z_gain.defined())
+      Zk = torch::layer_norm(Zk, {dz_}, {}, {}, 1e-5) * ln_z_gain.unsqueeze(1) + ln_z_bias.unsqueeze(1);
+    torch::Tensor cosm;  // [K B, N, N] cosine similarities between zones (eq. 7 / eq. 18)
+    auto cosine = [&] {
+      auto Zb = Zk.view({K * B, N_, dz_});
+      auto zn = Zb / Zb.norm(2, {-1}, true).clamp_min(1e-12);
+      return torch::bmm(zn, zn.transpose(1, 2));
+    };
+    if (o_.composition == "gcn" || (want_dzone && at::GradMode::is_enabled() && o_.zone_disagreement != 0)) {
+      cosm = cosine();
+    } else if (dzone_out) {
+      at::NoGradGuard ng;  // metric only
+      cosm = cosine();
+    }
+    if (dzone_out && cosm.defined()) {
+      auto D = -cosm.mean({1, 2}).view({K, B}).t();  // eq. 18 per M-function, [B, K]
+      *dzone_out = want_dzone ? D : D.detach();
+    }
+    if (ctx.probe)
+      for (int64_t k = 0; k < K; ++k) ctx.record(pfx + ((m_h_ && k == 0) ? "zones_h" : "zones_g"), Zk[k]);
+    auto O = compose(Zk, cosm, ctx, pfx);  // [K, B J, d_o]
+    // eq. 5: position-wise FFN shared across the J zones (one per M-function)
+    auto f = torch::baddbmm(b2, torch::baddbmm(b1, O, w1).relu_(), w2);
+    if (o_.ffn_residual) f = f + O;
+    // concatenate f_1..f_J and one linear layer to d_h
+    auto pre = torch::baddbmm(bo, f.view({K, B, J_ * do_}), wo);  // [K, B, H]
+    mout = pre.unbind(0);
+  }
+  auto cand_pre = m_h_ ? mout[0] : regs[0];
+  auto gate_pre = m_g_ ? mout[static_cast<size_t>(K - 1)] : regs[static_cast<size_t>(R - 1)];
+  if (ln_c_gain.defined()) cand_pre = torch::layer_norm(cand_pre, {H}, ln_c_gain, ln_c_bias, 1e-5);
+  if (ln_g_gain.defined()) gate_pre = torch::layer_norm(gate_pre, {H}, ln_g_gain, ln_g_bias, 1e-5);
+  auto cand = torch::tanh(cand_pre);  // eq. 2 / eq. 16
+  if (training && o_.candidate_dropout > 0)
+    cand = F::dropout(cand, F::DropoutFuncOptions().p(o_.candidate_dropout).training(true));
+  auto g = torch::sigmoid(gate_pre);  // eq. 3 / eq. 17
+  auto hn = torch::addcmul(h, g, cand - h);  // eq. 1 / eq. 15: (1 - g) h + g h~
+  if (ctx.probe) {
+    ctx.record(pfx + "candidate", cand);
+    ctx.record(pfx + "gate", g);
+  }
+  return hn;
+}
+
+double MZUBlockImpl::flops(bool with_input, bool with_dzone) const {
+  const double H = H_, I = I_, N = N_, dz = dz_, J = J_, Do = do_, D = o_.filter, K = K_, R = R_;
+  const double G = (K + R) * H;
+  double f = 2.0 * G * H + (with_input ? 2.0 * G * I + G : 0.0) + R * H;  // eq. 4 + regular maps
+  double m = 0;  // one M-function
+  const bool cos = o_.composition == "gcn" || with_dzone;
+  if (cos) m += 4.0 * N * dz + 2.0 * N * N * dz + N * N;  // norms, Gram matrix, mean
+  if (ln_z_gain.defined()) m += 8.0 * N * dz;
+  if (o_.composition == "sat") {
+    m += 2.0 * N * dz * 3 * dz;              // Q, K, V
+    m += 2.0 * N * N * dz + N * N + 5.0 * N * N + 2.0 * N * N * dz;  // scores, scale, softmax, attn V
+  } else if (o_.composition == "gcn") {
+    m += 6.0 * N * N + N;                    // + I, degree, D^-1/2 A D^-1/2
+    m += 2.0 * N * N * dz + 2.0 * N * dz * dz + N * dz;  // A Z, W_g, activation
+  } else {
+    const double T = o_.routing_iters;
+    m += 2.0 * N * dz * J * Do;              // prediction vectors
+    m += T * (5.0 * N * J + 2.0 * N * J * Do + 6.0 * J * Do) + (T - 1) * (2.0 * N * J * Do + N * J);
+  }
+  m += 2.0 * J * Do * D + 2.0 * J * D + 2.0 * J * D * Do + J * Do;  // FFN (eq. 5), biases, ReLU
+  if (o_.ffn_residual) m += J * Do;
+  m += 2.0 * J * Do * H + H;                 // aggregation linear
+  f += K * m;
+  if (ln_c_gain.defined()) f += 8.0 * H;
+  if (ln_g_gain.defined()) f += 8.0 * H;
+  f += 2.0 * H + 3.0 * H;                    // tanh, sigmoid, gating (eq. 1)
+  if (o_.candidate_dropout > 0) f += H;
+  return f;
+}
+
+// ------------------------------------------------------------------ the cell
+MZUCellImpl::MZUCellImpl(const MZUOptions& o) : o_(o) {
+  TORCH_CHECK(o.depth >= 0, "mzu: depth must be >= 0, got ", o.depth);
+  TORCH_CHECK(o.input_size > 0, "mzu: input_size must be > 0, got ", o.input_size);
+  first = register_module("first", MZUBlock(o, o.input_size));
+  for (int64_t l = 0; l < o.depth; ++l) {
+    if (o.share_transition) {
+      transitions.push_back(first);  // same M-functions at every depth (input half unused)
+    } else {
+      transitions.push_back(register_module("transition" + std::to_string(l + 1), MZUBlock(o, 0)));
+    }
+  }
+}
+
+torch::Tensor MZUCellImpl::input_projection(const torch::Tensor& x) { return first->input_projection(x); }
+
+State MZUCellImpl::step(const torch::Tensor& xp, const State& s, StepContext& ctx) {
+  const bool reg = o_.zone_disagreement != 0 && at::GradMode::is_enabled();
+  const bool any_m = first->num_mfunctions() > 0;
+  std::vector<torch::Tensor> ds;
+  torch::Tensor d;
+  torch::Tensor h = first->transition(xp, s[0], ctx, "", any_m ? &d : nullptr, reg, is_training());
+  if (any_m) ds.push_back(d);
+  for (size_t l = 0; l < transitions.size(); ++l) {
+    // t-MZU at depth l+1: zero input (eqs. 15-17)
+    h = transitions[l]->transition(torch::Tensor(), h, ctx, "dt" + std::to_string(l + 1) + "/", any_m ? &d : nullptr,
+                                   reg, is_training());
+    if (any_m) ds.push_back(d);
+  }
+  if (any_m) {
+    auto D = ds.size() == 1 ? ds[0] : torch::cat(ds, 1);  // [B, M]: every M-function of every depth
+    if (reg) {
+      // eq. 19: maximise L + lambda sum_tokens sum_m D_zone, i.e. add -lambda * that sum to
+      // the loss; "mean" divides by the tokens (T B) like the task's mean NLL.
+      auto per_token = D.sum(1);
+      auto term = o_.disagreement_scale == "sum" ? per_token.sum()
+                                                 : per_token.sum() / static_cast<double>(per_token.size(0) * seq_len_);
+      ctx.add_loss(term * (-o_.zone_disagreement));
+    }
+    auto m = D.detach().mean();
+    dz_acc_ = dz_acc_.defined() ? dz_acc_ + m : m;
+    ++dz_steps_;
+    if (ctx.probe) ctx.record("dzone", D);
+  }
+  ctx.record("h", h);
+  return {h};
+}
+
+SeqOutput MZUCellImpl::forward_sequence(const torch::Tensor& x, const State& s0, StepContext& ctx) {
+  seq_len_ = x.size(0);
+  dz_acc_ = torch::Tensor();
+  dz_steps_ = 0;
+  auto out = run_stepwise(x, s0, ctx);
+  if (dz_steps_ > 0) ctx.add_metric("zone_disagreement", dz_acc_.item<double>(), dz_steps_);
+  seq_len_ = 1;
+  dz_acc_ = torch::Tensor();
+  return out;
+}
+
+double MZUCellImpl::flops_per_step() const {
+  double f = first->flops(true, true);
+  for (auto& t : transitions) f += t->flops(false, true);
+  return f;
+}
+
+// ------------------------------------------------------------------ registry
+static MZUOptions mzu_options(const json& m, int64_t in, const std::string& comp) {
+  MZUOptions o;
+  o.composition = comp;
+  o.input_size = in;
+  o.hidden_size = m.value("hidden", 0);
+  o.zones = m.value("zones", 4);
+  o.filter = m.value("filter", 512);
+  o.depth = m.value("depth", 0);
+  o.share_transition = m.value("share_transition", false);
+  o.capsules = m.value("capsules", 2);
+  o.routing_iters = m.value("routing_iters", 3);
+  o.zone_disagreement = m.value("zone_disagreement", 0.0);
+  o.disagreement_scale = m.value("disagreement_scale", std::string("mean"));
+  o.regular_gate = m.value("regular_gate", false);
+  o.regular_trans = m.value("regular_trans", false);
+  o.layer_norm = m.value("layer_norm", false);
+  o.ln_position = m.value("ln_position", std::string("preact"));
+  o.candidate_dropout = m.value("candidate_dropout", 0.0);
+  o.gcn_activation = m.value("gcn_activation", std::string("relu"));
+  o.gcn_edges = m.value("gcn_edges", std::string("cosine"));
+  o.sat_qkv = m.value("sat_qkv", std::string("per_zone"));
+  o.ffn_residual = m.value("ffn_residual", false);
+  return o;
+}
+
+static OptionSpec mopt(const std::string& key, OptType t, json def, double lo, double hi, const std::string& help,
+                       bool advanced = false) {
+  OptionSpec o;
+  o.section = "model";
+  o.key = key;
+  o.type = t;
+  o.default_value = std::move(def);
+  o.min = lo;
+  o.max = hi;
+  o.help = help;
+  o.advanced = advanced;
+  return o;
+}
+
+static OptionSpec menum(const std::string& key, const std::string& def, std::vector<std::string> choices,
+                        const std::string& help) {
+  OptionSpec o = mopt(key, OptType::Enum, def, 0, 0, help, true);
+  o.choices = std::move(choices);
+  return o;
+}
+
+static std::vector<OptionSpec> mzu_option_specs(const std::string& comp) {
+  std::vector<OptionSpec> v;
+  v.push_back(mopt("zones", OptType::Int, 4, 1, 1024,
+                   "Number of zones N of each M-function; zone size d_z = hidden / N (MZU eq. 4; paper: 4, Table 3 sweeps 2-16)."));
+  v.push_back(mopt("filter", OptType::Int, 512, 1, 1 << 20,
+                   "Filter size d_f of the zone-wise FFN (MZU eq. 5; paper: 1000 on PTB, 3072 on text8)."));
+  v.push_back(mopt("depth", OptType::Int, 0, 0, 16,
+                   "Deep transition: number L of t-MZU cells (zero input) after the MZU per time step (MZU eqs. 15-17); 0 = no DT, paper's DT = 1."));
+  v.push_back(mopt("share_transition", OptType::Bool, false, 0, 0,
+                   "Deep transition: the t-MZUs reuse the first MZU's M-functions, so parameters do not grow with depth (paper: shared on PTB)."));
+  if (comp == "cap") {
+    v.push_back(mopt("capsules", OptType::Int, 2, 1, 1024,
+                     "Number J of output capsules of the dynamic routing, capsule size hidden / J (MZU eqs. 10-14; paper: 2)."));
+    v.push_back(mopt("routing_iters", OptType::Int, 3, 1, 100, "Routing iterations T of the dynamic routing (MZU eqs. 11-14; paper: 3)."));
+  }
+  v.push_back(mopt("zone_disagreement", OptType::Float, 0.0, -100, 100,
+                   "Weight lambda of the zone disagreement regularisation (MZU eqs. 18-19; paper: 1.0; negative values promote similar zones)."));
+  v.push_back(menum("disagreement_scale", "mean", {"mean", "sum"},
+                    "How eq. 19's sum over tokens is scaled: 'mean' divides by the number of tokens like the task's mean loss (keeps the paper's balance), 'sum' adds the raw sum."));
+  v.push_back(mopt("regular_gate", OptType::Bool, false, 0, 0,
+                   "Ablation 'Regular-Gate' (MZU Table 4): the gate uses a plain linear map of [x, h] instead of an M-function."));
+  v.push_back(mopt("regular_trans", OptType::Bool, false, 0, 0,
+                   "Ablation 'Regular-Trans.' (MZU Table 4): the candidate uses a plain linear map of [x, h] instead of an M-function."));
+  v.push_back(menum("ln_position", "preact", {"preact", "zones"},
+                    "What layer normalization (model.layer_norm) normalises: 'preact' = the outputs of M_h and M_g before tanh/sigmoid; 'zones' = each zone after generation (regular maps keep 'preact')."));
+  v.push_back(mopt("ffn_residual", OptType::Bool, false, 0, 0,
+                   "Add a residual connection around the zone-wise FFN (f_j = o_j + FFN(o_j)); eq. 5 has none.", true));
+  if (comp == "gcn") {
+    v.push_back(menum("gcn_activation", "relu", {"relu", "tanh", "sigmoid", "identity"},
+                      "The activation sigma of the graph convolution (MZU eq. 9; unspecified in the paper; ReLU as in Kipf & Welling)."));
+    v.push_back(menum("gcn_edges", "cosine", {"cosine", "relu_cosine"},
+                      "Edge weights: 'cosine' = cos(z_i, z_j) as in eq. 7 (may be negative; degrees clamped at 0.01), 'relu_cosine' = max(cos, 0)."));
+  }
+  if (comp == "sat")
+    v.push_back(menum("sat_qkv", "per_zone", {"per_zone", "shared"},
+                      "Query/key/value maps of eq. 6: 'per_zone' = different W^Q_i, W^K_i, W^V_i for each zone, 'shared' = one set for all zones."));
+  return v;
+}
+
+void register_mzu_cells(std::vector<CellInfo>& out) {
+  struct Def {
+    std::string comp, desc;
+  };
+  const std::vector<Def> defs = {
+      {"sat", "satMZU: Multi-Zone Unit with self-attention zone composition (Meng et al. AAAI 2020, eq. 6)"},
+      {"gcn", "gcnMZU: Multi-Zone Unit with graph-convolutional zone composition (Meng et al. AAAI 2020, eqs. 7-9)"},
+      {"cap", "capMZU: Multi-Zone Unit with capsule dynamic-routing zone composition (Meng et al. AAAI 2020, eqs. 10-14)"},
+  };
+  for (const auto& d : defs) {
+    CellInfo c;
+    c.name = d.comp + "_mzu";
+    c.family = "mzu";
+    c.description = d.desc;
+    c.options = mzu_option_specs(d.comp);
+    c.common_options = {"layer_norm", "candidate_dropout"};
+    const std::string comp = d.comp;
+    c.make = [comp](const json& m, int64_t in, int) -> std::shared_ptr<CellImpl> {
+      return std::make_shared<MZUCellImpl>(mzu_options(m, in, comp));
+    };
+    c.check = [comp](const json& cfg, std::vector<ConfigError>& errs) {
+      if (!cfg.contains("model")) return;
+      const auto& m = cfg["model"];
+      const int64_t H = m.value("hidden", 0), N = m.value("zones", 4), L = m.value("depth", 0);
+      if (N <= 0) {
+        errs.push_back({"model.zones", "the number of zones N must be >= 1, got " + std::to_string(N)});
+      } else if (H % N != 0) {
+        errs.push_back({"model.zones", "model.hidden (" + std::to_string(H) + ") must be divisible by model.zones (" +
+                                           std::to_string(N) + "): each zone has d_h / N units (MZU eq. 4)"});
+      }
+      if (L < 0) errs.push_back({"model.depth", "the transition depth L must be >= 0, got " + std::to_string(L)});
+      if (comp == "cap") {
+        const int64_t J = m.value("capsules", 2), T = m.value("routing_iters", 3);
+        if (J <= 0) {
+          errs.push_back({"model.capsules", "the number of output capsules J must be >= 1, got " + std::to_string(J)});
+        } else if (H % J != 0) {
+          errs.push_back({"model.capsules", "model.hidden (" + std::to_string(H) + ") must be divisible by model.capsules (" +
+                                                std::to_string(J) + "): each output capsule has d_h / J units (MZU eq. 10)"});
+        }
+        if (T < 1) errs.push_back({"model.routing_iters", "at least one routing iteration is needed, got " + std::to_string(T)});
+      }
+    };
+    out.push_back(std::move(c));
+  }
+}
+
+}  // namespace cs

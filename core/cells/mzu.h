@@ -1,0 +1,110 @@
+// Multi-Zone Unit (Meng, Zhang, Liu, Zhou, AAAI 2020): sat_mzu, gcn_mzu, cap_mzu,
+// with deep transition (+DT), zone disagreement regularisation and the Table 4
+// ablations. Equations are cited as "eq. N" of the paper; the choices the paper
+// leaves open are documented in cells/MZU_NOTES.md (and are options).
+//
+// Batching: the M-functions of one depth (M_h and M_g, K <= 2 of them) are stored
+// as stacked parameters with a leading K dimension, so every stage of both runs as
+// one batched matrix product (bmm/baddbmm) over (K, batch, zones); there is no C++
+// loop over zones, capsules or M-functions. Zone generation's input half is hoisted
+// out of the time loop (input_projection) for the whole sequence.
+#pragma once
+#include <torch/nn/pimpl.h>
+
+#include <string>
+#include <vector>
+
+#include "cells/cell.h"
+
+namespace cs {
+
+struct MZUOptions {
+  std::string composition = "gcn";  // "sat" (eq. 6), "gcn" (eqs. 7-9), "cap" (eqs. 10-14)
+  int64_t input_size = 0;
+  int64_t hidden_size = 0;
+  int64_t zones = 4;            // N; zone size d_z = d_h / N (eq. 4)
+  int64_t filter = 512;         // d_f of the zone-wise FFN (eq. 5)
+  int64_t depth = 0;            // L transition t-MZUs per step (eqs. 15-17); 0 = plain MZU
+  bool share_transition = false;  // t-MZUs reuse the first MZU's M-functions (see notes)
+  int64_t capsules = 2;         // J output capsules (cap), d_o = d_h / J
+  int64_t routing_iters = 3;    // T routing iterations (cap)
+  double zone_disagreement = 0; // lambda of eq. 19 (may be negative)
+  std::string disagreement_scale = "mean";  // "mean" over tokens (like the NLL) | "sum"
+  bool regular_gate = false;    // Table 4 "Regular-Gate": g = sigmoid(W [x, h] + b)
+  bool regular_trans = false;   // Table 4 "Regular-Trans.": h~ = tanh(W [x, h] + b)
+  bool layer_norm = false;
+  std::string ln_position = "preact";  // "preact": LN of M_h / M_g outputs; "zones": LN of each zone
+  double candidate_dropout = 0;
+  std::string gcn_activation = "relu";  // sigma of eq. 9: relu | tanh | sigmoid | identity
+  std::string gcn_edges = "cosine";     // "cosine" (eqs. 7-8) | "relu_cosine" (negative edges cut)
+  std::string sat_qkv = "per_zone";     // "per_zone": W^Q_i, W^K_i, W^V_i per zone | "shared"
+  bool ffn_residual = false;            // f_j = o_j + FFN(o_j) instead of eq. 5
+};
+
+// D_zone of eq. 18 for zones Z [..., N, d_z] -> [...]: -(1/N^2) sum_ij cos(z_i, z_j).
+torch::Tensor zone_disagreement(const torch::Tensor& Z);
+// Squash of eq. 13 along the last dim: |s|^2/(1+|s|^2) * s/|s| (safe at s = 0).
+torch::Tensor squash(const torch::Tensor& s);
+
+// One depth of an MZU: the M-functions (K <= 2, stacked) and the regular linear maps
+// (R = 2 - K, Table 4 ablations) producing the candidate's and the gate's pre-activations.
+class MZUBlockImpl : public torch::nn::Module {
+ public:
+  MZUBlockImpl(const MZUOptions& o, int64_t input_size);
+  // x [T, B, I] -> [T, B, (K+R) H]: input half of zone generation (eq. 4) and of the
+  // regular maps (with their bias), hoisted for the whole sequence.
+  torch::Tensor input_projection(const torch::Tensor& x);
+  // One depth at one step. xp: this step's input_projection slice, or undefined for a
+  // t-MZU (zero input, eqs. 16-17). Returns h_t (eq. 1 / eq. 15). dzone_out (if not
+  // null) receives D_zone of each M-function, [B, K].
+  torch::Tensor transition(const torch::Tensor& xp, const torch::Tensor& h, StepContext& ctx, const std::string& pfx,
+                           torch::Tensor* dzone_out, bool want_dzone, bool training);
+  double flops(bool with_input, bool with_dzone) const;
+  int64_t num_mfunctions() const { return K_; }
+
+  // Parameters (shapes with the leading K = number of M-functions).
+  torch::Tensor w_x;        // [(K+R) H, I]  zone generation / regular maps, input half (eq. 4)
+  torch::Tensor w_h;        // [(K+R) H, H]  ... hidden half
+  torch::Tensor b_reg;      // [R H]         bias of the regular maps (Table 4)
+  torch::Tensor w_qkv;      // sat: [K N, d_z, 3 d_z] (per zone) or [K, d_z, 3 d_z] (shared)
+  torch::Tensor w_g;        // gcn: [K, d_z, d_z] (eq. 9)
+  torch::Tensor w_c;        // cap: [K, d_z, J d_o] (eq. 10, shared over input capsules)
+  torch::Tensor w1, b1, w2, b2;  // FFN (eq. 5): [K, d_o, d_f], [K, 1, d_f], [K, d_f, d_o], [K, 1, d_o]
+  torch::Tensor wo, bo;     // aggregation linear: [K, J d_o, H], [K, 1, H]
+  torch::Tensor ln_c_gain, ln_c_bias, ln_g_gain, ln_g_bias;  // LN of the pre-activations [H]
+  torch::Tensor ln_z_gain, ln_z_bias;                        // LN of the zones [K, N, d_z]
+
+ private:
+  // Zone composition: zones Zk [K, B, N, d_z] -> O [K, B*J, d_o]; records into the probe.
+  torch::Tensor compose(const torch::Tensor& Zk, const torch::Tensor& cosm, StepContext& ctx, const std::string& pfx);
+  MZUOptions o_;
+  int64_t I_, H_, N_, dz_, J_, do_, K_, R_;
+  bool m_h_, m_g_;  // which of M_h / M_g are M-functions (the others are regular maps)
+};
+TORCH_MODULE(MZUBlock);
+
+// The MZU cell (eqs. 1-3) with deep transition (eqs. 15-17): per time step one MZU
+// (with input) then L t-MZUs (zero input). The last depth's state is carried.
+class MZUCellImpl : public CellImpl {
+ public:
+  explicit MZUCellImpl(const MZUOptions& o);
+  std::string type_name() const override { return o_.composition + "_mzu"; }
+  int64_t input_size() const override { return o_.input_size; }
+  int64_t hidden_size() const override { return o_.hidden_size; }
+  torch::Tensor input_projection(const torch::Tensor& x) override;
+  State step(const torch::Tensor& xp, const State& s, StepContext& ctx) override;
+  SeqOutput forward_sequence(const torch::Tensor& x, const State& s0, StepContext& ctx) override;
+  double flops_per_step() const override;
+  const MZUOptions& options() const { return o_; }
+
+  MZUBlock first{nullptr};
+  std::vector<MZUBlock> transitions;  // L entries; with share_transition all are `first`
+
+ private:
+  MZUOptions o_;
+  int64_t seq_len_ = 1;      // T of the current forward_sequence (scales eq. 19's term)
+  torch::Tensor dz_acc_;     // sum over steps of the mean D_zone (detached), for the metric
+  int64_t dz_steps_ = 0;
+};
+
+}  // namespace cs

@@ -1,0 +1,134 @@
+#include "data/word_corpus.h"
+
+#include <algorithm>
+#include <map>
+#include <sstream>
+#include <unordered_map>
+
+#include "data/tokenizer.h"
+#include "util/error.h"
+#include "util/paths.h"
+
+namespace cs {
+
+static const char* kEos = "<eos>";
+
+std::vector<std::string> ptb_tokens(const std::string& text) {
+  std::vector<std::string> out;
+  for (auto& line : split_lines(text)) {
+    std::istringstream ss(line);
+    std::string w;
+    while (ss >> w) out.push_back(w);
+    out.push_back(kEos);  // as in the PTB LM setup (Mikolov; AWD-LSTM): every line end is <eos>
+  }
+  return out;
+}
+
+// Plain text: tokenised; <eos> after each paragraph / line / never (dataset.eos).
+static std::vector<std::string> text_tokens(const std::string& text, const json& ds) {
+  TokenizerOptions to;
+  to.lowercase = ds.value("lowercase", true);
+  const std::string eos = ds.value("eos", std::string("paragraph"));
+  std::vector<std::string> out;
+  bool in_par = false;
+  for (auto& line : split_lines(text)) {
+    auto toks = tokenize(line, to);
+    if (toks.empty()) {
+      if (eos == "paragraph" && in_par) out.push_back(kEos);
+      in_par = false;
+      continue;
+    }
+    out.insert(out.end(), toks.begin(), toks.end());
+    in_par = true;
+    if (eos == "line") out.push_back(kEos);
+  }
+  if (eos == "paragraph" && in_par) out.push_back(kEos);
+  return out;
+}
+
+static std::string clip(std::string text, int64_t max_chars) {
+  if (max_chars > 0 && static_cast<int64_t>(text.size()) > max_chars) {
+    size_t n = static_cast<size_t>(max_chars);
+    while (n > 0 && (static_cast<unsigned char>(text[n]) & 0xC0) == 0x80) --n;  // do not cut a UTF-8 sequence
+    text.resize(n);
+  }
+  return text;
+}
+
+WordCorpus load_word_corpus(const json& ds, const Vocab* fixed) {
+  std::string path = ds.contains("path") && ds["path"].is_string() ? ds["path"].get<std::string>() : "";
+  const std::string name = ds.value("name", std::string("moby-dick"));
+  if (path.empty()) {
+    const std::string base = join_path(data_cache_dir(), name);
+    path = file_exists(base + ".txt") ? base + ".txt" : dir_exists(base) ? base : base + ".txt";
+    if (!file_exists(path) && !dir_exists(path))
+      throw UserError("dataset.name: dataset '" + name + "' not found in " + data_cache_dir() +
+                      " (run `bash datasets/fetch.sh`, or set dataset.path)");
+  }
+  std::string format = ds.value("format", std::string("auto"));
+  std::string dir = path;
+  if (!dir_exists(path)) {
+    auto b = basename_of(path);
+    auto slash = path.find_last_of('/');
+    if (b.rfind("ptb.", 0) == 0) dir = slash == std::string::npos ? "." : path.substr(0, slash);
+  }
+  if (format == "auto")
+    format = (dir_exists(dir) && file_exists(join_path(dir, "ptb.train.txt"))) ? "ptb_word" : "text";
+  if (format != "ptb_word" && format != "text")
+    throw UserError("dataset.format: '" + format + "' is not a word-level format (expected auto, ptb_word or text)");
+  const int64_t max_chars = ds.value("max_chars", int64_t(0));
+  std::vector<std::string> tr, va, te;
+  WordCorpus wc;
+  if (format == "ptb_word") {
+    if (!dir_exists(dir)) throw UserError("dataset.path: '" + path + "' is not a directory with ptb.{train,valid,test}.txt");
+    for (auto* split : {"train", "valid", "test"}) {
+      const std::string f = join_path(dir, std::string("ptb.") + split + ".txt");
+      if (!file_exists(f)) throw UserError("dataset.path: '" + dir + "' has no " + basename_of(f) + " (PTB word format)");
+    }
+    tr = ptb_tokens(clip(read_file(join_path(dir, "ptb.train.txt")), max_chars));
+    va = ptb_tokens(clip(read_file(join_path(dir, "ptb.valid.txt")), max_chars));
+    te = ptb_tokens(clip(read_file(join_path(dir, "ptb.test.txt")), max_chars));
+    wc.source = dir;
+  } else {
+    if (dir_exists(path)) throw UserError("dataset.path: '" + path + "' is a directory without ptb.train.txt; give a text file");
+    auto all = text_tokens(clip(read_file(path), max_chars), ds);
+    const double vf = ds.value("valid_fraction", 0.05), tf = ds.value("test_fraction", 0.05);
+    const size_t N = all.size(), ntr = static_cast<size_t>(static_cast<double>(N) * (1 - vf - tf)),
+                 nva = static_cast<size_t>(static_cast<double>(N) * vf);
+    tr.assign(all.begin(), all.begin() + static_cast<long>(ntr));
+    va.assign(all.begin() + static_cast<long>(ntr), all.begin() + static_cast<long>(ntr + nva));
+    te.assign(all.begin() + static_cast<long>(ntr + nva), all.end());
+    wc.source = path;
+  }
+  wc.format = format;
+  if (fixed) {
+    wc.vocab = *fixed;
+  } else {
+    std::unordered_map<std::string, int64_t> cnt;
+    for (auto& w : tr) ++cnt[w];
+    std::vector<std::pair<std::string, int64_t>> byf(cnt.begin(), cnt.end());
+    std::sort(byf.begin(), byf.end(), [](const auto& a, const auto& b) {
+      return a.second != b.second ? a.second > b.second : a.first < b.first;
+    });
+    const int64_t vmax = ds.value("vocab_size", int64_t(0));  // including <unk>; 0 = all
+    const int64_t min_count = ds.value("min_count", int64_t(1));
+    if (cnt.count(kEos)) wc.vocab.add(kEos);
+    for (auto& [w, c] : byf) {
+      if (vmax > 0 && static_cast<int64_t>(wc.vocab.size()) >= vmax) break;
+      if (c < min_count) break;
+      wc.vocab.add(w);  // "<unk>" of PTB is id 0 already
+    }
+  }
+  auto map = [&](const std::vector<std::string>& toks, std::vector<int32_t>& ids) {
+    ids.reserve(toks.size());
+    for (auto& w : toks) ids.push_back(wc.vocab.id(w));
+  };
+  map(tr, wc.train);
+  map(va, wc.valid);
+  map(te, wc.test);
+  wc.train_counts.assign(wc.vocab.size(), 0);
+  for (auto id : wc.train) ++wc.train_counts[static_cast<size_t>(id)];
+  return wc;
+}
+
+}  // namespace cs

@@ -1,0 +1,30 @@
+// Word-level corpora for word_lm: PTB word format (ptb.{train,valid,test}.txt,
+// one sentence per line, <unk> already in the data, each line end becomes <eos>)
+// and plain text tokenised with data/tokenizer.h. The vocabulary is built from the
+// train split, ordered by frequency, truncated by dataset.vocab_size / min_count;
+// id 0 is <unk> (cs::Vocab), every dropped word maps to it.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "config/schema.h"
+#include "data/vocab.h"
+
+namespace cs {
+
+struct WordCorpus {
+  std::vector<int32_t> train, valid, test;
+  Vocab vocab;
+  std::vector<int64_t> train_counts;  // per id, occurrences in the train split (after mapping to <unk>)
+  std::string source;
+  std::string format;  // "ptb_word" | "text"
+};
+
+// `ds` is the resolved "dataset" section. With `fixed_vocab` (a resumed run) its ids are used.
+WordCorpus load_word_corpus(const json& ds, const Vocab* fixed_vocab = nullptr);
+
+// Tokens of one PTB-format text: whitespace-separated words, "<eos>" after every line.
+std::vector<std::string> ptb_tokens(const std::string& text);
+
+}  // namespace cs

@@ -1,0 +1,650 @@
+#include "tasks/classify.h"
+
+#include <torch/nn/functional.h>
+#include <torch/nn/init.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <random>
+#include <set>
+#include <sstream>
+
+#include "cells/registry.h"
+#include "data/text_tokenize.h"
+#include "util/error.h"
+
+namespace cs {
+
+namespace F = torch::nn::functional;
+
+// ---------------------------------------------------------------- splits
+namespace {
+
+// Deterministic Fisher-Yates with a 64-bit Mersenne twister (same order on every platform).
+std::vector<int64_t> seeded_permutation(int64_t n, uint64_t seed) {
+  std::vector<int64_t> p(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) p[static_cast<size_t>(i)] = i;
+  std::mt19937_64 rng(seed);
+  for (int64_t i = n - 1; i > 0; --i) {
+    const int64_t j = static_cast<int64_t>(rng() % static_cast<uint64_t>(i + 1));
+    std::swap(p[static_cast<size_t>(i)], p[static_cast<size_t>(j)]);
+  }
+  return p;
+}
+
+// Groups of examples (same non-empty `group`, else one example each), in first-appearance order.
+std::vector<std::vector<size_t>> groups_of(const std::vector<TextExample>& ex, const std::vector<size_t>& which) {
+  std::vector<std::vector<size_t>> g;
+  std::map<std::string, size_t> idx;
+  for (size_t i : which) {
+    if (ex[i].group.empty()) {
+      g.push_back({i});
+      continue;
+    }
+    auto it = idx.find(ex[i].group);
+    if (it == idx.end()) {
+      idx[ex[i].group] = g.size();
+      g.push_back({i});
+    } else {
+      g[it->second].push_back(i);
+    }
+  }
+  return g;
+}
+
+// Move round(frac * #groups) seeded-random groups of `which` to split `to`.
+void carve(std::vector<TextExample>& ex, const std::vector<size_t>& which, double frac, const std::string& to,
+           uint64_t seed) {
+  auto g = groups_of(ex, which);
+  const int64_t n = static_cast<int64_t>(g.size());
+  const int64_t k = static_cast<int64_t>(std::llround(frac * static_cast<double>(n)));
+  auto p = seeded_permutation(n, seed);
+  for (int64_t i = 0; i < k && i < n; ++i)
+    for (size_t e : g[static_cast<size_t>(p[static_cast<size_t>(i)])]) ex[e].split = to;
+}
+
+}  // namespace
+
+void assign_splits(std::vector<TextExample>& ex, const json& ds) {
+  const int64_t folds = ds.value("folds", 0);
+  const uint64_t seed = ds.value("split_seed", uint64_t(1));
+  const double vf = ds.value("valid_fraction", 0.05), tf = ds.value("test_fraction", 0.05);
+  std::vector<size_t> all(ex.size());
+  for (size_t i = 0; i < ex.size(); ++i) all[i] = i;
+  if (folds > 0) {
+    // k-fold cross-validation over all examples (a given split is ignored): groups are
+    // permuted with split_seed and cut into K contiguous folds; fold `fold` is the test
+    // part, and valid_fraction of the remaining groups (seeded) the validation part.
+    const int64_t fold = ds.value("fold", 0);
+    auto g = groups_of(ex, all);
+    const int64_t n = static_cast<int64_t>(g.size());
+    if (n < folds) throw UserError("dataset.folds: " + std::to_string(folds) + " folds but only " + std::to_string(n) + " examples");
+    auto p = seeded_permutation(n, seed);
+    std::vector<size_t> rest;
+    for (int64_t i = 0; i < n; ++i) {
+      const bool in_test = i * folds / n == fold;  // fold of position i: floor(i * K / n)
+      for (size_t e : g[static_cast<size_t>(p[static_cast<size_t>(i)])]) {
+        ex[e].split = in_test ? "test" : "train";
+        if (!in_test) rest.push_back(e);
+      }
+    }
+    carve(ex, rest, vf, "valid", seed + 1);
+    return;
+  }
+  size_t tagged = 0;
+  for (auto& e : ex) tagged += !e.split.empty();
+  if (tagged != 0 && tagged != ex.size())
+    throw UserError("dataset: some examples carry a split and others do not (" + std::to_string(tagged) + " of " +
+                    std::to_string(ex.size()) + ")");
+  if (tagged == 0) {
+    // No split of its own: seeded split by groups, test first, then valid from the rest.
+    for (auto& e : ex) e.split = "train";
+    carve(ex, all, tf, "test", seed);
+    std::vector<size_t> rest;
+    for (size_t i = 0; i < ex.size(); ++i)
+      if (ex[i].split == "train") rest.push_back(i);
+    carve(ex, rest, vf / std::max(1e-12, 1.0 - tf), "valid", seed + 1);
+    return;
+  }
+  bool has_valid = false;
+  for (auto& e : ex) has_valid |= e.split == "valid";
+  if (!has_valid) {  // e.g. IMDB, SemEval: valid carved from train
+    std::vector<size_t> tr;
+    for (size_t i = 0; i < ex.size(); ++i)
+      if (ex[i].split == "train") tr.push_back(i);
+    carve(ex, tr, vf, "valid", seed + 1);
+  }
+}
+
+// ---------------------------------------------------------------- pretrained embeddings
+int64_t load_pretrained_embeddings(const std::string& path, const Vocab& vocab, torch::Tensor weight) {
+  std::ifstream in(path);
+  if (!in) throw UserError("model.pretrained_embeddings: cannot open '" + path + "'");
+  const int64_t E = weight.size(1);
+  torch::NoGradGuard ng;
+  auto acc = weight.accessor<float, 2>();
+  std::string line;
+  size_t no = 0;
+  int64_t found = 0;
+  std::vector<bool> seen(vocab.size(), false);
+  std::vector<float> v;
+  while (std::getline(in, line)) {
+    ++no;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty()) continue;
+    const size_t sp = line.find(' ');
+    if (sp == std::string::npos || sp == 0) throw UserError(path + ":" + std::to_string(no) + ": expected 'word v1 ... v" + std::to_string(E) + "'");
+    const std::string word = line.substr(0, sp);
+    const char* p = line.c_str() + sp;
+    v.clear();
+    char* end = nullptr;
+    for (;;) {
+      while (*p == ' ' || *p == '\t') ++p;
+      if (!*p) break;
+      const float f = std::strtof(p, &end);
+      if (end == p) throw UserError(path + ":" + std::to_string(no) + ": not a number near '" + std::string(p).substr(0, 20) + "'");
+      v.push_back(f);
+      p = end;
+    }
+    if (no == 1 && v.size() == 1) continue;  // word2vec-style header "N E"
+    if (static_cast<int64_t>(v.size()) != E)
+      throw UserError(path + ":" + std::to_string(no) + ": " + std::to_string(v.size()) + " values, expected model.embed = " +
+                      std::to_string(E));
+    const int32_t id = vocab.id(word);
+    if (id <= SentenceTask::kPad || seen[static_cast<size_t>(id)]) continue;
+    seen[static_cast<size_t>(id)] = true;
+    ++found;
+    for (int64_t j = 0; j < E; ++j) acc[id][j] = v[static_cast<size_t>(j)];
+  }
+  return found;
+}
+
+// ---------------------------------------------------------------- model
+SentenceModelImpl::SentenceModelImpl(const json& m, int64_t vocab, int64_t classes, bool is_absa, int64_t pad) {
+  const int64_t E = m.value("embed", 128);
+  absa = is_absa;
+  binary = classes == 2 && !is_absa;
+  dropout = m.value("dropout", 0.0);
+  fc_activation = m.value("fc_activation", std::string("relu"));
+  embed = register_module("embed", torch::nn::Embedding(torch::nn::EmbeddingOptions(vocab, E).padding_idx(pad)));
+  {
+    // Keras' default embedding initialisation U(-0.05, 0.05) (the scale the paper's L2 of 1e-4 assumes);
+    // the padding row is zero (so a padded position is a zero input).
+    torch::NoGradGuard ng;
+    embed->weight.uniform_(-0.05, 0.05);
+    embed->weight[pad].zero_();
+  }
+  encoder = register_module("encoder", Bidirectional(m, E));
+  int64_t feat = encoder->output_size() + (absa ? E : 0);
+  const int64_t fcn = m.value("fc", absa ? 0 : 1024);
+  if (fcn > 0) {
+    fc = register_module("fc", torch::nn::Linear(feat, fcn));
+    feat = fcn;
+  }
+  out = register_module("out", torch::nn::Linear(feat, binary ? 1 : classes));
+}
+
+torch::Tensor SentenceModelImpl::forward(const SentenceBatch& b, StepContext& ctx) {
+  auto drop = [&](const torch::Tensor& t) {
+    return dropout > 0 ? F::dropout(t, F::DropoutFuncOptions().p(dropout).training(is_training())) : t;
+  };
+  auto e = drop(embed->forward(b.tokens));  // dropout on the embedding output (CRU paper, Table 1)
+  auto enc = encoder->forward(e, b.lengths, ctx);
+  torch::Tensor feat;
+  if (absa) {
+    // MZU paper: mean pooling over the output states ...
+    auto len = b.lengths.to(enc.output.dtype()).unsqueeze(1);
+    auto sent = enc.output.sum(0) / len;  // padded positions are zero
+    // ... concatenated with the aspect embedding (mean over the aspect's words)
+    auto a = embed->forward(b.aspect).sum(0) / b.aspect_len.to(enc.output.dtype()).unsqueeze(1);
+    feat = torch::cat({sent, a}, 1);
+  } else {
+    feat = enc.final;  // CRU paper Fig. 2: concatenated final states of both directions
+  }
+  if (fc) {
+    feat = fc->forward(feat);
+    if (fc_activation == "relu") feat = torch::relu(feat);
+    else if (fc_activation == "tanh") feat = torch::tanh(feat);
+    feat = drop(feat);  // dropout on the fully connected layer's output
+  } else if (absa) {
+    feat = drop(feat);
+  }
+  return out->forward(feat);
+}
+
+// ---------------------------------------------------------------- task
+namespace {
+
+std::vector<std::string> tokens_of(const TextExample& e, const std::string& text, const TextTokenizeOptions& to) {
+  if (e.pretokenized) {
+    std::vector<std::string> t;
+    std::istringstream ss(text);
+    for (std::string w; ss >> w;) {
+      if (to.lowercase)
+        for (auto& c : w) c = (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+      t.push_back(w);
+      if (to.max_tokens && t.size() >= to.max_tokens) break;
+    }
+    return t;
+  }
+  return tokenize_words(text, to);
+}
+
+std::vector<int32_t> encode(const std::vector<std::string>& toks, const Vocab& v) {
+  std::vector<int32_t> ids;
+  ids.reserve(toks.size() + 1);
+  for (auto& t : toks) ids.push_back(v.id(t));
+  if (ids.empty()) ids.push_back(0);  // an empty text is one <unk>, so every length is >= 1
+  return ids;
+}
+
+}  // namespace
+
+SentenceTask::SentenceTask(const json& cfg, const std::string& run_dir, bool absa) : cfg_(cfg), absa_(absa) {
+  const auto& ds = cfg.at("dataset");
+  const auto& tr = cfg.at("training");
+  batch_ = tr.value("batch", 32);
+  eval_batch_ = tr.value("eval_batch", 64);
+  seed_ = tr.value("seed", uint64_t(1));
+  embed_l2_ = tr.value("embed_l2", 0.0);
+  auto loc = resolve_text_dataset(ds, name());
+  auto ex = load_text_examples(loc, ds);
+  if (absa_) {
+    if (loc.format != "semeval2014_xml") {
+      for (auto& e : ex)
+        if (e.aspect.empty()) throw UserError("dataset: task absa needs aspect terms (format semeval2014_xml)");
+    }
+    if (ds.value("drop_conflict", false))
+      ex.erase(std::remove_if(ex.begin(), ex.end(), [](const TextExample& e) { return e.label == "conflict"; }), ex.end());
+    if (ds.value("subset", std::string("ds")) == "hds")
+      ex.erase(std::remove_if(ex.begin(), ex.end(), [](const TextExample& e) { return !e.hard; }), ex.end());
+    if (ex.empty()) throw UserError("dataset '" + loc.path + "': no examples left (dataset.subset / drop_conflict)");
+  }
+  assign_splits(ex, ds);
+  TextTokenizeOptions to;
+  to.lowercase = ds.value("lowercase", true);
+  to.max_tokens = static_cast<size_t>(ds.value("max_len", 0));
+  std::vector<std::vector<std::string>> toks(ex.size()), atoks(ex.size());
+  for (size_t i = 0; i < ex.size(); ++i) {
+    toks[i] = tokens_of(ex[i], ex[i].text, to);
+    if (absa_) {
+      TextTokenizeOptions ao = to;
+      ao.max_tokens = 0;
+      atoks[i] = tokenize_words(ex[i].aspect, ao);
+    }
+  }
+  const std::string vocab_path = run_dir.empty() ? "" : join_path(run_dir, "vocab");
+  if (!vocab_path.empty() && file_exists(vocab_path)) {
+    json j;
+    try {
+      j = json::parse(read_file(vocab_path));
+    } catch (const std::exception& e) {
+      throw UserError(vocab_path + ": not a sentence-task vocabulary (" + e.what() + ")");
+    }
+    if (j.value("format", "") != "cellscope-sentence-vocab") throw UserError(vocab_path + ": not a sentence-task vocabulary");
+    for (auto& w : j.at("words")) vocab_.add(w.get<std::string>());
+    labels_ = j.at("labels").get<std::vector<std::string>>();
+  } else {
+    // Vocabulary from the training split: by descending frequency (ties: byte order),
+    // at least dataset.min_freq occurrences, at most dataset.max_vocab words (0 = all).
+    vocab_.add("<pad>");
+    std::map<std::string, int64_t> freq;
+    for (size_t i = 0; i < ex.size(); ++i) {
+      if (ex[i].split != "train") continue;
+      for (auto& t : toks[i]) ++freq[t];
+      for (auto& t : atoks[i]) ++freq[t];
+    }
+    std::vector<std::pair<std::string, int64_t>> fv(freq.begin(), freq.end());
+    std::stable_sort(fv.begin(), fv.end(), [](auto& a, auto& b) { return a.second > b.second; });
+    const int64_t maxv = ds.value("max_vocab", 0), minf = ds.value("min_freq", 1);
+    for (auto& [w, c] : fv) {
+      if (c < minf) break;
+      if (maxv > 0 && static_cast<int64_t>(vocab_.size()) - 2 >= maxv) break;
+      vocab_.add(w);
+    }
+    if (absa_) {
+      labels_ = {"positive", "negative", "neutral", "conflict"};
+    } else {
+      std::set<std::string> ls;
+      for (auto& e : ex) ls.insert(e.label);
+      labels_.assign(ls.begin(), ls.end());
+    }
+  }
+  if (vocab_.symbol(kPad) != "<pad>") throw UserError(vocab_path + ": id 1 is not <pad>");
+  if (!absa_ && labels_.size() < 2)
+    throw UserError("dataset '" + loc.path + "': only " + std::to_string(labels_.size()) + " label(s); classification needs two or more");
+  std::map<std::string, int64_t> lid;
+  for (size_t i = 0; i < labels_.size(); ++i) lid[labels_[i]] = static_cast<int64_t>(i);
+  for (size_t i = 0; i < ex.size(); ++i) {
+    auto it = lid.find(ex[i].label);
+    if (it == lid.end()) throw UserError("dataset '" + loc.path + "': label '" + ex[i].label + "' is not among the run's labels");
+    Split& s = ex[i].split == "train" ? train_ : ex[i].split == "valid" ? valid_ : test_;
+    s.tokens.push_back(encode(toks[i], vocab_));
+    if (absa_) s.aspect.push_back(encode(atoks[i], vocab_));
+    s.labels.push_back(it->second);
+    s.hard.push_back(ex[i].hard);
+  }
+  if (train_.labels.empty()) throw UserError("dataset '" + loc.path + "': the train split is empty");
+  if (valid_.labels.empty())
+    throw UserError("dataset '" + loc.path + "': the valid split is empty; raise dataset.valid_fraction");
+  model_ = SentenceModel(cfg.at("model"), static_cast<int64_t>(vocab_.size()), static_cast<int64_t>(labels_.size()), absa_, kPad);
+  const auto& m = cfg.at("model");
+  const std::string pre = m.contains("pretrained_embeddings") && m["pretrained_embeddings"].is_string()
+                              ? m["pretrained_embeddings"].get<std::string>() : "";
+  if (!pre.empty()) {
+    const int64_t found = load_pretrained_embeddings(pre, vocab_, model_->embed->weight);
+    coverage_ = static_cast<double>(found) / std::max<double>(1.0, static_cast<double>(vocab_.size()) - 2);
+  }
+  if (m.value("freeze_embeddings", false)) model_->embed->weight.set_requires_grad(false);
+  perm_ = epoch_permutation(0);
+}
+
+const SentenceTask::Split& SentenceTask::split(const std::string& n) const {
+  if (n == "train") return train_;
+  if (n == "valid") return valid_;
+  if (n == "test") return test_;
+  throw UserError("unknown split '" + n + "' (expected train, valid or test)");
+}
+
+bool SentenceTask::has_split(const std::string& s) const {
+  return (s == "valid" && !valid_.labels.empty()) || (s == "test" && !test_.labels.empty());
+}
+
+void SentenceTask::to(const torch::Device& d) {
+  device_ = d;
+  model_->to(d);
+}
+
+std::vector<int64_t> SentenceTask::epoch_permutation(int64_t epoch) const {
+  // The order of epoch e depends only on (training.seed, e): resume needs just the cursor.
+  return seeded_permutation(static_cast<int64_t>(train_.labels.size()), seed_ * 0x9E3779B97F4A7C15ULL + static_cast<uint64_t>(epoch) + 1);
+}
+
+double SentenceTask::epoch() const {
+  return static_cast<double>(epochs_done_) + static_cast<double>(cursor_) / std::max<double>(1.0, static_cast<double>(perm_.size()));
+}
+
+SentenceBatch SentenceTask::make_batch(const Split& s, const std::vector<int64_t>& idx) const {
+  SentenceBatch b;
+  b.index = idx;
+  const int64_t B = static_cast<int64_t>(idx.size());
+  int64_t T = 1, A = 1;
+  for (auto i : idx) {
+    T = std::max<int64_t>(T, static_cast<int64_t>(s.tokens[static_cast<size_t>(i)].size()));
+    if (absa_) A = std::max<int64_t>(A, static_cast<int64_t>(s.aspect[static_cast<size_t>(i)].size()));
+  }
+  auto tok = torch::full({T, B}, static_cast<int64_t>(kPad), torch::kInt64);
+  auto len = torch::empty({B}, torch::kInt64), lab = torch::empty({B}, torch::kInt64);
+  auto ta = tok.accessor<int64_t, 2>();
+  torch::Tensor asp, alen;
+  if (absa_) {
+    asp = torch::full({A, B}, static_cast<int64_t>(kPad), torch::kInt64);
+    alen = torch::empty({B}, torch::kInt64);
+  }
+  for (int64_t j = 0; j < B; ++j) {
+    const auto& t = s.tokens[static_cast<size_t>(idx[static_cast<size_t>(j)])];
+    for (size_t p = 0; p < t.size(); ++p) ta[static_cast<int64_t>(p)][j] = t[p];
+    len[j] = static_cast<int64_t>(t.size());
+    lab[j] = s.labels[static_cast<size_t>(idx[static_cast<size_t>(j)])];
+    if (absa_) {
+      const auto& a = s.aspect[static_cast<size_t>(idx[static_cast<size_t>(j)])];
+      auto aa = asp.accessor<int64_t, 2>();
+      for (size_t p = 0; p < a.size(); ++p) aa[static_cast<int64_t>(p)][j] = a[p];
+      alen[j] = static_cast<int64_t>(a.size());
+    }
+  }
+  b.tokens = tok.to(device_);
+  b.lengths = len.to(device_);
+  b.labels = lab.to(device_);
+  if (absa_) {
+    b.aspect = asp.to(device_);
+    b.aspect_len = alen.to(device_);
+  }
+  return b;
+}
+
+// Loss (mean over the batch) and predictions.
+static std::pair<torch::Tensor, torch::Tensor> loss_and_pred(const torch::Tensor& logits, const torch::Tensor& y, bool binary,
+                                                             bool sum) {
+  const auto red = sum ? torch::Reduction::Sum : torch::Reduction::Mean;
+  if (binary) {
+    auto z = logits.squeeze(1);
+    auto loss = torch::binary_cross_entropy_with_logits(z, y.to(z.dtype()), {}, {}, red);
+    return {loss, (z > 0).to(torch::kInt64)};
+  }
+  auto loss = torch::nll_loss(torch::log_softmax(logits, 1), y, {}, red);
+  return {loss, logits.argmax(1)};
+}
+
+StepResult SentenceTask::train_step() {
+  model_->train();
+  if (cursor_ >= static_cast<int64_t>(perm_.size())) {
+    ++epochs_done_;
+    cursor_ = 0;
+    perm_ = epoch_permutation(epochs_done_);
+  }
+  const int64_t n = std::min<int64_t>(batch_, static_cast<int64_t>(perm_.size()) - cursor_);
+  std::vector<int64_t> idx(perm_.begin() + cursor_, perm_.begin() + cursor_ + n);
+  cursor_ += n;
+  auto b = make_batch(train_, idx);
+  StepContext ctx;
+  auto logits = model_->forward(b, ctx);
+  auto [loss, pred] = loss_and_pred(logits, b.labels, model_->binary, false);
+  StepResult r;
+  r.task_loss = loss.item<double>();
+  torch::Tensor total = loss;
+  if (embed_l2_ > 0 && model_->embed->weight.requires_grad())
+    total = total + embed_l2_ * model_->embed->weight.pow(2).sum();  // L2 on the embedding layer (CRU paper)
+  if (ctx.extra_loss.defined()) total = total + ctx.extra_loss;
+  r.loss = total;
+  r.units = n;
+  r.metrics["accuracy"] = pred.eq(b.labels).to(torch::kFloat64).mean().item<double>();
+  for (auto& [k, v] : ctx.metrics) r.metrics[k] = v.first / std::max<int64_t>(v.second, 1);
+  return r;
+}
+
+EvalResult SentenceTask::evaluate(const std::string& name) {
+  const Split& s = split(name);
+  if (s.labels.empty()) throw UserError("the " + name + " split is empty");
+  torch::NoGradGuard ng;
+  const bool was_training = model_->is_training();
+  model_->eval();
+  const int64_t N = static_cast<int64_t>(s.labels.size());
+  // Batches of similar lengths (stable sort by length): less padding, same result.
+  std::vector<int64_t> order(static_cast<size_t>(N));
+  for (int64_t i = 0; i < N; ++i) order[static_cast<size_t>(i)] = i;
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+    return s.tokens[static_cast<size_t>(a)].size() < s.tokens[static_cast<size_t>(b)].size();
+  });
+  std::vector<int64_t> pred(static_cast<size_t>(N));
+  double loss_sum = 0;
+  for (int64_t p = 0; p < N; p += eval_batch_) {
+    std::vector<int64_t> idx(order.begin() + p, order.begin() + std::min(N, p + eval_batch_));
+    auto b = make_batch(s, idx);
+    StepContext ctx;
+    auto logits = model_->forward(b, ctx);
+    auto [loss, pr] = loss_and_pred(logits, b.labels, model_->binary, true);
+    loss_sum += loss.item<double>();
+    auto pc = pr.to(torch::kCPU).contiguous();
+    auto pa = pc.accessor<int64_t, 1>();
+    for (size_t j = 0; j < idx.size(); ++j) pred[static_cast<size_t>(idx[j])] = pa[static_cast<int64_t>(j)];
+  }
+  if (was_training) model_->train();
+  EvalResult r;
+  r.units = N;
+  const int64_t C = static_cast<int64_t>(labels_.size());
+  int64_t correct = 0, hard_n = 0, hard_c = 0;
+  std::vector<int64_t> tp(static_cast<size_t>(C)), fp(static_cast<size_t>(C)), fn(static_cast<size_t>(C));
+  for (int64_t i = 0; i < N; ++i) {
+    const int64_t y = s.labels[static_cast<size_t>(i)], q = pred[static_cast<size_t>(i)];
+    correct += y == q;
+    if (y == q) ++tp[static_cast<size_t>(y)];
+    else {
+      ++fp[static_cast<size_t>(q)];
+      ++fn[static_cast<size_t>(y)];
+    }
+    if (s.hard[static_cast<size_t>(i)]) {
+      ++hard_n;
+      hard_c += y == q;
+    }
+  }
+  r.metrics["loss"] = loss_sum / static_cast<double>(N);
+  r.metrics["accuracy"] = static_cast<double>(correct) / static_cast<double>(N);
+  if (C > 2) {
+    // macro-F1 over the classes present in the split's labels or predictions
+    double f1 = 0;
+    int present = 0;
+    for (int64_t c = 0; c < C; ++c) {
+      const auto t = tp[static_cast<size_t>(c)], a = fp[static_cast<size_t>(c)], m = fn[static_cast<size_t>(c)];
+      if (t + a + m == 0) continue;
+      ++present;
+      f1 += 2.0 * static_cast<double>(t) / static_cast<double>(2 * t + a + m);
+    }
+    r.metrics["macro_f1"] = present ? f1 / present : 0.0;
+  }
+  if (absa_ && hard_n > 0) r.metrics["accuracy_hds"] = static_cast<double>(hard_c) / static_cast<double>(hard_n);
+  if (coverage_ >= 0) r.metrics["pretrained_coverage"] = coverage_;
+  return r;
+}
+
+void SentenceTask::save_state(torch::serialize::OutputArchive& ar) const {
+  ar.write("cursor", torch::tensor(cursor_, torch::kInt64));
+  ar.write("epochs_done", torch::tensor(epochs_done_, torch::kInt64));
+  ar.write("perm", torch::tensor(perm_, torch::kInt64));
+}
+
+void SentenceTask::load_state(torch::serialize::InputArchive& ar) {
+  auto read = [&](const std::string& k) {
+    torch::Tensor t;
+    ar.read(k, t);
+    return t;
+  };
+  cursor_ = read("cursor").item<int64_t>();
+  epochs_done_ = read("epochs_done").item<int64_t>();
+  auto p = read("perm").contiguous();
+  TORCH_CHECK(p.numel() == static_cast<int64_t>(train_.labels.size()), "checkpoint's training order has ", p.numel(),
+              " examples, the dataset has ", train_.labels.size());
+  perm_.assign(p.data_ptr<int64_t>(), p.data_ptr<int64_t>() + p.numel());
+}
+
+std::string SentenceTask::vocab_text() const {
+  json j;
+  j["format"] = "cellscope-sentence-vocab";
+  j["version"] = 1;
+  j["labels"] = labels_;
+  std::vector<std::string> w;
+  for (size_t i = 1; i < vocab_.size(); ++i) w.push_back(vocab_.symbol(static_cast<int32_t>(i)));
+  j["words"] = w;  // ids 1.. (id 0 is <unk>)
+  return j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
+// ---------------------------------------------------------------- registration
+static OptionSpec sopt(const std::string& section, const std::string& key, OptType t, json def, double lo, double hi,
+                       std::vector<std::string> tasks, const std::string& help) {
+  OptionSpec o;
+  o.section = section;
+  o.key = key;
+  o.type = t;
+  o.default_value = std::move(def);
+  o.min = lo;
+  o.max = hi;
+  o.tasks = std::move(tasks);
+  o.help = help;
+  return o;
+}
+
+static void sentence_check(const json& cfg, std::vector<ConfigError>& errs, const std::string& task) {
+  const auto& ds = cfg["dataset"];
+  const int64_t folds = ds.value("folds", 0), fold = ds.value("fold", 0);
+  if (folds == 1) errs.push_back({"dataset.folds", "1 fold leaves nothing to train on (use 0 = off, or >= 2)"});
+  if (folds > 1 && fold >= folds)
+    errs.push_back({"dataset.fold", "fold " + std::to_string(fold) + " out of range for " + std::to_string(folds) + " folds (0.." + std::to_string(folds - 1) + ")"});
+  if (task == "classify" && ds.contains("sst_classes")) {
+    const int c = ds["sst_classes"];
+    if (c != 2 && c != 5) errs.push_back({"dataset.sst_classes", "expected 2 or 5, got " + std::to_string(c)});
+  }
+  const bool has_path = ds.contains("path") && ds["path"].is_string() && !ds["path"].get<std::string>().empty();
+  if (!has_path) {
+    auto names = text_dataset_names(task);
+    const std::string n = ds.value("name", std::string());
+    if (std::find(names.begin(), names.end(), n) == names.end()) {
+      std::string l;
+      for (auto& x : names) l += (l.empty() ? "" : ", ") + x;
+      errs.push_back({"dataset.name", "'" + n + "' is not a dataset for task " + task + " (known: " + l + "); or set dataset.path"});
+    }
+  }
+}
+
+void register_sentence_tasks(std::vector<TaskInfo>& out) {
+  const std::vector<std::string> both = {"classify", "absa"};
+  std::vector<OptionSpec> common = {
+      sopt("dataset", "text_field", OptType::String, "text", 0, 0, both, "JSONL: field holding the text."),
+      sopt("dataset", "label_field", OptType::String, "label", 0, 0, both, "JSONL: field holding the label (string, integer or boolean)."),
+      sopt("dataset", "split_field", OptType::String, "split", 0, 0, both,
+           "JSONL: field holding train/valid/test when the file has a split of its own (\"\" = ignore it and split by fractions)."),
+      sopt("dataset", "lowercase", OptType::Bool, true, 0, 0, both, "Lower-case ASCII letters when tokenizing."),
+      sopt("dataset", "max_len", OptType::Int, 0, 0, 1e9, both, "Keep only the first N tokens of each text (0 = all)."),
+      sopt("dataset", "max_vocab", OptType::Int, 0, 0, 1e9, both,
+           "Vocabulary truncation by descending frequency in the training split (0 = all; CRU paper: 50,000 for IMDB)."),
+      sopt("dataset", "min_freq", OptType::Int, 1, 1, 1e9, both, "Words seen fewer times in the training split map to <unk>."),
+      sopt("dataset", "folds", OptType::Int, 0, 0, 100, both,
+           "k-fold cross-validation: number of folds (0 = off; CRU paper: 10 for MR and SUBJ). `cellscope-cli cv` runs every fold."),
+      sopt("dataset", "fold", OptType::Int, 0, 0, 99, both, "k-fold cross-validation: the fold used as the test part (0..folds-1)."),
+      sopt("dataset", "split_seed", OptType::Int, 1, 0, 4294967295.0, both,
+           "Seed of the deterministic split (fractions, carved valid part, folds); independent of training.seed."),
+      sopt("model", "pretrained_embeddings", OptType::String, nullptr, 0, 0, both,
+           "GloVe-format text file of word vectors (size model.embed) to initialise the embeddings; missing words stay random "
+           "(coverage reported as pretrained_coverage). CRU paper: 200-d GloVe 840B for MR and SUBJ."),
+      sopt("model", "freeze_embeddings", OptType::Bool, false, 0, 0, both, "Keep the embeddings fixed (the CRU paper fine-tunes them)."),
+      sopt("model", "fc_activation", OptType::Enum, "relu", 0, 0, both, "Activation of the fully connected layer (not stated in the CRU paper)."),
+      sopt("training", "eval_batch", OptType::Int, 64, 1, 65536, both, "Sentences per evaluation batch."),
+      sopt("training", "embed_l2", OptType::Float, 1e-4, 0, 1, both,
+           "L2 penalty coefficient on the embedding matrix: loss += embed_l2 * sum(E^2) (CRU paper: 1e-4)."),
+  };
+  common[12].choices = {"relu", "tanh", "none"};
+  {
+    TaskInfo t;
+    t.name = "classify";
+    t.description = "Sentence classification with a bidirectional encoder (CRU paper, Fig. 2); metric: accuracy";
+    t.unit = "sentences";
+    t.options = common;
+    t.options.push_back(sopt("model", "fc", OptType::Int, 1024, 0, 65536, {"classify"},
+                             "Size of the fully connected layer after the encoder (CRU paper: 1024; 0 = none)."));
+    t.options.push_back(sopt("dataset", "sst_classes", OptType::Int, 5, 2, 5, {"classify"},
+                             "SST: 5 (fine-grained) or 2 (binary, neutral sentences dropped)."));
+    t.check = [](const json& c, std::vector<ConfigError>& e) { sentence_check(c, e, "classify"); };
+    t.make = [](const json& cfg, const std::string& run_dir) -> std::unique_ptr<Task> {
+      return std::make_unique<SentenceTask>(cfg, run_dir, false);
+    };
+    out.push_back(std::move(t));
+  }
+  {
+    TaskInfo t;
+    t.name = "absa";
+    t.description = "Aspect-based sentiment analysis (MZU paper: SemEval-2014 Task 4, DS and HDS); metric: accuracy";
+    t.unit = "sentences";
+    t.options = common;
+    t.options.push_back(sopt("model", "fc", OptType::Int, 0, 0, 65536, {"absa"},
+                             "Optional fully connected layer before the softmax (MZU paper: none)."));
+    auto sub = sopt("dataset", "subset", OptType::Enum, "ds", 0, 0, {"absa"},
+                    "ds = the full dataset; hds = the hard subset: sentences with several aspects of different polarities, "
+                    "one copy per aspect (MZU paper). With ds, evaluation also reports accuracy_hds.");
+    sub.choices = {"ds", "hds"};
+    t.options.push_back(sub);
+    auto dom = sopt("dataset", "domain", OptType::Enum, "restaurants", 0, 0, {"absa"},
+                    "SemEval-2014 directory: which domain's Train/Test files to read.");
+    dom.choices = {"restaurants", "laptops"};
+    t.options.push_back(dom);
+    t.options.push_back(sopt("dataset", "drop_conflict", OptType::Bool, false, 0, 0, {"absa"},
+                             "Drop aspects labelled 'conflict' (the MZU paper keeps the four labels)."));
+    t.check = [](const json& c, std::vector<ConfigError>& e) { sentence_check(c, e, "absa"); };
+    t.make = [](const json& cfg, const std::string& run_dir) -> std::unique_ptr<Task> {
+      return std::make_unique<SentenceTask>(cfg, run_dir, true);
+    };
+    out.push_back(std::move(t));
+  }
+}
+
+}  // namespace cs

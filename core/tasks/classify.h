@@ -1,0 +1,104 @@
+// Sentence-level tasks (see tasks/CLASSIFY_NOTES.md):
+//  * classify (CRU paper, Fig. 2): embedding -> bidirectional encoder -> the two
+//    directions' final states concatenated -> fully connected layer (1024) ->
+//    one sigmoid unit for two classes, softmax for more. Metric: accuracy
+//    (+ macro-F1 for more than two classes).
+//  * absa (MZU paper): Bi-RNN encoder, mean pooling over the output states,
+//    concatenated with the aspect embedding (mean over a multi-word aspect),
+//    softmax over positive/negative/neutral/conflict. DS or the hard subset HDS.
+// Batches of sentences padded at the end with their lengths; the training order
+// is a seeded permutation per epoch (saved with the cursor, so resume is exact).
+#pragma once
+#include <torch/nn/modules/embedding.h>
+#include <torch/nn/modules/linear.h>
+
+#include "cells/bidirectional.h"
+#include "data/text_datasets.h"
+#include "data/vocab.h"
+#include "tasks/task.h"
+
+namespace cs {
+
+// Assign every example a split ("train", "valid", "test") in place, following the
+// dataset section: k-fold (dataset.folds > 0: fold dataset.fold is the test part),
+// else the split given by the source (a missing valid part is carved from train),
+// else a seeded split by dataset.valid_fraction / test_fraction. Examples sharing a
+// non-empty `group` (ABSA: one sentence) always land in the same split.
+void assign_splits(std::vector<TextExample>& ex, const json& dataset);
+
+// Pretrained vectors in GloVe text format ("word v1 ... vE" per line; a word2vec
+// header line "N E" is skipped). Fills rows of `weight` [V, E] for words of `vocab`;
+// returns how many vocabulary words were found. Errors name the file and line.
+int64_t load_pretrained_embeddings(const std::string& path, const Vocab& vocab, torch::Tensor weight);
+
+struct SentenceBatch {
+  torch::Tensor tokens;      // [T, B] int64, padded with the pad id
+  torch::Tensor lengths;     // [B] int64
+  torch::Tensor aspect;      // absa: [A, B] int64 (padded), else undefined
+  torch::Tensor aspect_len;  // absa: [B]
+  torch::Tensor labels;      // [B] int64
+  std::vector<int64_t> index;  // example indices of the split
+};
+
+class SentenceModelImpl : public torch::nn::Module {
+ public:
+  SentenceModelImpl(const json& model, int64_t vocab, int64_t classes, bool absa, int64_t pad_id);
+  // Logits [B, 1] (two classes, sigmoid) or [B, C].
+  torch::Tensor forward(const SentenceBatch& b, StepContext& ctx);
+  torch::nn::Embedding embed{nullptr};
+  Bidirectional encoder{nullptr};
+  torch::nn::Linear fc{nullptr}, out{nullptr};
+  bool absa = false, binary = false;
+  double dropout = 0.0;
+  std::string fc_activation = "relu";
+};
+TORCH_MODULE(SentenceModel);
+
+class SentenceTask : public Task {
+ public:
+  SentenceTask(const json& cfg, const std::string& run_dir, bool absa);
+  std::string name() const override { return absa_ ? "absa" : "classify"; }
+  std::shared_ptr<torch::nn::Module> model() override { return model_.ptr(); }
+  StepResult train_step() override;
+  EvalResult evaluate(const std::string& split) override;
+  std::string primary_metric() const override { return "accuracy"; }
+  bool lower_is_better() const override { return false; }
+  std::string unit_name() const override { return "sentences"; }
+  double epoch() const override;
+  bool has_split(const std::string& split) const override;
+  void save_state(torch::serialize::OutputArchive& ar) const override;
+  void load_state(torch::serialize::InputArchive& ar) override;
+  std::string vocab_text() const override;
+  void to(const torch::Device& d) override;
+
+  struct Split {
+    std::vector<std::vector<int32_t>> tokens, aspect;
+    std::vector<int64_t> labels;
+    std::vector<uint8_t> hard;
+  };
+  const Split& split(const std::string& name) const;
+  const Vocab& vocab() const { return vocab_; }
+  const std::vector<std::string>& labels() const { return labels_; }
+  SentenceModel& net() { return model_; }
+  SentenceBatch make_batch(const Split& s, const std::vector<int64_t>& idx) const;
+  double pretrained_coverage() const { return coverage_; }
+  static constexpr int32_t kPad = 1;  // id 0 = <unk>, 1 = <pad>
+
+ private:
+  std::vector<int64_t> epoch_permutation(int64_t epoch) const;
+  json cfg_;
+  bool absa_;
+  Vocab vocab_;
+  std::vector<std::string> labels_;
+  Split train_, valid_, test_;
+  SentenceModel model_{nullptr};
+  int64_t batch_, eval_batch_;
+  uint64_t seed_;
+  double embed_l2_ = 0;
+  std::vector<int64_t> perm_;
+  int64_t cursor_ = 0, epochs_done_ = 0;
+  double coverage_ = -1;  // fraction of vocabulary words found in the pretrained file (-1: none)
+  torch::Device device_{torch::kCPU};
+};
+
+}  // namespace cs

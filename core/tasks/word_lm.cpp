@@ -1,0 +1,370 @@
+#include "tasks/word_lm.h"
+
+#include <torch/nn/functional.h>
+
+#include <cmath>
+
+#include "cells/baseline.h"
+#include "cells/registry.h"
+#include "tasks/char_lm.h"
+#include "util/error.h"
+
+namespace cs {
+
+namespace F = torch::nn::functional;
+
+static double num_or(const json& m, const std::string& key, double def) {
+  return m.contains(key) && m[key].is_number() ? m[key].get<double>() : def;
+}
+
+WordLMModelImpl::WordLMModelImpl(const json& m, int64_t vocab) {
+  const int64_t E = m.value("embed", 400);
+  const int n = m.value("layers", 1);
+  dropout = num_or(m, "dropout", 0.0);
+  dropouth = num_or(m, "dropouth", dropout);
+  dropouti = num_or(m, "dropouti", dropout);
+  dropoute = num_or(m, "dropoute", 0.0);
+  tied = m.value("tie_weights", false);
+  const double wdrop = num_or(m, "weight_drop", 0.0);
+  embed = register_module("embed", torch::nn::Embedding(vocab, E));
+  {
+    torch::NoGradGuard ng;
+    embed->weight.uniform_(-0.1, 0.1);  // AWD-LSTM's initialisation
+  }
+  const auto& info = cell_info(m.value("cell", std::string("lstm")));
+  int64_t in = E;
+  for (int l = 0; l < n; ++l) {
+    json ml = m;
+    // with tied weights the last layer's output has the embedding size (AWD-LSTM)
+    if (tied && l == n - 1) ml["hidden"] = E;
+    auto cell = info.make(ml, in, l);
+    layers.push_back(register_module("layer" + std::to_string(l), cell));
+    in = cell->hidden_size();
+  }
+  if (!tied) {
+    const double k = 1.0 / std::sqrt(static_cast<double>(in));
+    out_w = register_parameter("out_w", torch::empty({vocab, in}).uniform_(-k, k));
+  }
+  out_b = register_parameter("out_b", torch::zeros({vocab}));
+  // weight drop: every gate cell's w_hh (also an MC-RNN's base) gets one DropConnect mask per forward
+  for (auto& mod : modules(/*include_self=*/false))
+    if (auto* g = dynamic_cast<GateCellBase*>(mod.get())) g->weight_drop = wdrop;
+}
+
+torch::Tensor WordLMModelImpl::locked_dropout(const torch::Tensor& x, double p) const {
+  // variational (locked) dropout: one mask per sequence and unit, shared over time ([1, B, D])
+  if (!is_training() || p <= 0) return x;
+  auto mask = torch::empty({1, x.size(1), x.size(2)}, x.options()).bernoulli_(1 - p) / (1 - p);
+  return x * mask;
+}
+
+std::vector<State> WordLMModelImpl::initial_state(int64_t batch, const torch::TensorOptions& opts) const {
+  std::vector<State> s;
+  for (auto& l : layers) s.push_back(l->initial_state(batch, opts));
+  return s;
+}
+
+double WordLMModelImpl::flops_per_step() const {
+  double f = 0;
+  for (auto& l : layers) f += l->flops_per_step();
+  return f + 2.0 * static_cast<double>(layers.back()->hidden_size() * embed->weight.size(0));
+}
+
+torch::Tensor WordLMModelImpl::forward(const torch::Tensor& x, std::vector<State>& states, StepContext& ctx) {
+  torch::Tensor w = embed->weight;
+  if (is_training() && dropoute > 0) {
+    // embedding dropout: drop whole word types (rows of the embedding matrix), AWD-LSTM
+    auto mask = torch::empty({w.size(0), 1}, w.options()).bernoulli_(1 - dropoute) / (1 - dropoute);
+    w = w * mask;
+  }
+  auto h = locked_dropout(F::embedding(x, w), dropouti);
+  for (size_t l = 0; l < layers.size(); ++l) {
+    if (l > 0) h = locked_dropout(h, dropouth);
+    if (ctx.probe) ctx.probe->prefix = "l" + std::to_string(l) + "/";
+    auto out = layers[l]->forward_sequence(h, states[l], ctx);
+    states[l] = std::move(out.state);
+    h = out.output;
+  }
+  if (ctx.probe) ctx.probe->prefix.clear();
+  h = locked_dropout(h, dropout);
+  return F::linear(h, tied ? embed->weight : out_w, out_b);
+}
+
+// ---------------------------------------------------------------- task
+WordLMTask::WordLMTask(const json& cfg, const std::string& run_dir) : cfg_(cfg) {
+  const auto& tr = cfg.at("training");
+  batch_ = tr.value("batch", 32);
+  bptt_ = tr.value("bptt", 70);
+  eval_batch_ = tr.value("eval_batch", 10);
+  asgd_ = tr.value("optimizer", std::string("adam")) == "asgd";
+  asgd_start_ = tr.value("asgd_start", int64_t(0));
+  asgd_nonmono_ = tr.value("asgd_nonmono", int64_t(5));
+  std::string vocab_path = run_dir.empty() ? "" : join_path(run_dir, "vocab");
+  if (!vocab_path.empty() && file_exists(vocab_path)) {
+    Vocab v = Vocab::load(vocab_path);
+    corpus_ = load_word_corpus(cfg.at("dataset"), &v);
+  } else {
+    corpus_ = load_word_corpus(cfg.at("dataset"));
+  }
+  const int64_t need = batch_ * 2;
+  if (static_cast<int64_t>(corpus_.train.size()) < need)
+    throw UserError("dataset '" + corpus_.source + "': the train split has " + std::to_string(corpus_.train.size()) +
+                    " tokens, too few for one batch of " + std::to_string(batch_) + " streams (need at least " +
+                    std::to_string(need) + ")");
+  if (corpus_.valid.size() < 2)
+    throw UserError("dataset '" + corpus_.source + "': the valid split has " + std::to_string(corpus_.valid.size()) +
+                    " tokens (need at least 2); raise dataset.valid_fraction or use a larger corpus");
+  model_ = WordLMModel(cfg.at("model"), static_cast<int64_t>(corpus_.vocab.size()));
+  train_ = batchify(corpus_.train, batch_);
+  state_ = model_->initial_state(batch_, torch::TensorOptions().dtype(torch::kFloat32));
+}
+
+void WordLMTask::to(const torch::Device& d) {
+  device_ = d;
+  model_->to(d);
+  train_ = train_.to(d);
+  for (auto& s : state_)
+    for (auto& t : s) t = t.to(d);
+  for (auto& a : avg_) a = a.to(d);
+}
+
+double WordLMTask::epoch() const {
+  const int64_t n = train_.size(1) - 1;
+  return static_cast<double>(epochs_done_) + static_cast<double>(cursor_) / static_cast<double>(std::max<int64_t>(n, 1));
+}
+
+void WordLMTask::update_average() {
+  // ASGD (Polyak averaging, as AWD-LSTM's NT-ASGD): avg <- avg + (w - avg) / (n + 1), after each update
+  torch::NoGradGuard ng;
+  auto params = model_->parameters();
+  if (avg_.empty())
+    for (auto& p : params) avg_.push_back(p.detach().clone());
+  else
+    for (size_t i = 0; i < params.size(); ++i) avg_[i].add_(params[i].detach() - avg_[i], 1.0 / static_cast<double>(avg_n_ + 1));
+  ++avg_n_;
+}
+
+StepResult WordLMTask::train_step() {
+  model_->train();
+  // The trainer applies the optimizer step after train_step(): the parameters seen here
+  // are those after the previous update, which is what the average takes in.
+  if (asgd_ && !avg_on_ && asgd_start_ > 0 && steps_ >= asgd_start_) avg_on_ = true;
+  if (avg_on_ && steps_ > 0) update_average();
+  ++steps_;
+  const int64_t n = train_.size(1);
+  if (cursor_ >= n - 1) {  // epoch boundary: the streams restart from a zero state
+    cursor_ = 0;
+    ++epochs_done_;
+    state_ = model_->initial_state(batch_, torch::TensorOptions().dtype(torch::kFloat32).device(device_));
+  }
+  const int64_t L = std::min(bptt_, n - 1 - cursor_);
+  auto x = train_.narrow(1, cursor_, L).t();
+  auto y = train_.narrow(1, cursor_ + 1, L).t();
+  cursor_ += L;
+  StepContext ctx;
+  auto logits = model_->forward(x, state_, ctx);
+  state_ = detach_states(state_);  // truncated BPTT (MC-RNN: t and the last n-1 states per channel are carried)
+  auto nll = F::cross_entropy(logits.reshape({-1, logits.size(-1)}), y.reshape({-1}));
+  StepResult r;
+  r.loss = ctx.extra_loss.defined() ? nll + ctx.extra_loss : nll;
+  r.task_loss = nll.item<double>();
+  r.units = L * batch_;
+  r.metrics["ppl"] = std::exp(r.task_loss);
+  if (asgd_) r.metrics["asgd_averaging"] = avg_on_ ? 1.0 : 0.0;
+  for (auto& [k, v] : ctx.metrics) r.metrics[k] = v.first / std::max<int64_t>(v.second, 1);
+  return r;
+}
+
+double WordLMTask::nll_of(const std::vector<int32_t>& ids, int64_t eval_batch, Probe* probe) {
+  torch::NoGradGuard ng;
+  const int64_t N = static_cast<int64_t>(ids.size());
+  if (N < 2) return 0.0;
+  const int64_t B = std::max<int64_t>(1, std::min<int64_t>(eval_batch, (N - 1) / std::max<int64_t>(bptt_, 1)));
+  const int64_t n = (N - 1) / B;
+  auto all = torch::from_blob(const_cast<int32_t*>(ids.data()), {N}, torch::kInt32).to(torch::kInt64).to(device_);
+  double total = 0;
+  auto score = [&](const torch::Tensor& inp, const torch::Tensor& tgt, std::vector<State>& st) {
+    const int64_t len = inp.size(1);
+    for (int64_t p = 0; p < len; p += bptt_) {
+      const int64_t l = std::min(bptt_, len - p);
+      StepContext ctx;
+      ctx.probe = probe;
+      auto logits = model_->forward(inp.narrow(1, p, l).t(), st, ctx);
+      total += F::cross_entropy(logits.reshape({-1, logits.size(-1)}), tgt.narrow(1, p, l).t().reshape({-1}),
+                                F::CrossEntropyFuncOptions().reduction(torch::kSum))
+                   .item<double>();
+    }
+  };
+  auto opts = torch::TensorOptions().dtype(torch::kFloat32).device(device_);
+  std::vector<State> st = model_->initial_state(B, opts);
+  score(all.narrow(0, 0, B * n).view({B, n}), all.narrow(0, 1, B * n).view({B, n}), st);
+  const int64_t rem = (N - 1) - B * n;
+  if (rem > 0) {  // the tail continues the last stream with its carried state
+    std::vector<State> last;
+    for (auto& s : st) {
+      State ls;
+      for (auto& t : s) ls.push_back(t.narrow(0, B - 1, 1).contiguous());
+      last.push_back(ls);
+    }
+    score(all.narrow(0, B * n, rem).view({1, rem}), all.narrow(0, B * n + 1, rem).view({1, rem}), last);
+  }
+  return total;
+}
+
+EvalResult WordLMTask::evaluate(const std::string& split) {
+  const std::vector<int32_t>* ids = split == "valid" ? &corpus_.valid : split == "test" ? &corpus_.test
+                                    : split == "train"                  ? &corpus_.train
+                                                                        : nullptr;
+  if (!ids) throw UserError("unknown split '" + split + "' (expected train, valid or test)");
+  if (ids->size() < 2) throw UserError("the " + split + " split of '" + corpus_.source + "' is empty");
+  const bool was_training = model_->is_training();
+  model_->eval();
+  // ASGD: evaluate with the averaged parameters, then restore the iterate
+  std::vector<torch::Tensor> saved;
+  auto params = model_->parameters();
+  if (avg_on_ && !avg_.empty()) {
+    torch::NoGradGuard ng;
+    for (size_t i = 0; i < params.size(); ++i) {
+      saved.push_back(params[i].detach().clone());
+      params[i].copy_(avg_[i]);
+    }
+  }
+  double total = nll_of(*ids, eval_batch_);
+  if (!saved.empty()) {
+    torch::NoGradGuard ng;
+    for (size_t i = 0; i < params.size(); ++i) params[i].copy_(saved[i]);
+  }
+  if (was_training) model_->train();
+  EvalResult r;
+  r.units = static_cast<int64_t>(ids->size()) - 1;
+  const double loss = total / static_cast<double>(r.units);
+  r.metrics["loss"] = loss;
+  r.metrics["ppl"] = std::exp(loss);
+  if (split == "valid" && asgd_) {
+    // NT-ASGD trigger (Merity et al. 2018): start averaging when the validation metric is
+    // worse than the best of the evaluations more than `nonmono` evaluations ago.
+    if (!avg_on_ && asgd_start_ == 0 && static_cast<int64_t>(valid_history_.size()) > asgd_nonmono_) {
+      double best = valid_history_.front();
+      for (size_t i = 0; i + static_cast<size_t>(asgd_nonmono_) < valid_history_.size(); ++i)
+        best = std::min(best, valid_history_[i]);
+      if (loss > best) avg_on_ = true;
+    }
+    valid_history_.push_back(loss);
+  }
+  return r;
+}
+
+void WordLMTask::save_state(torch::serialize::OutputArchive& ar) const {
+  auto I = [](int64_t v) { return torch::tensor(v, torch::kInt64); };
+  ar.write("cursor", I(cursor_));
+  ar.write("epochs_done", I(epochs_done_));
+  ar.write("steps", I(steps_));
+  ar.write("avg_on", I(avg_on_));
+  ar.write("avg_n", I(avg_n_));
+  ar.write("n_avg", I(static_cast<int64_t>(avg_.size())));
+  for (size_t i = 0; i < avg_.size(); ++i) ar.write("avg_" + std::to_string(i), avg_[i].to(torch::kCPU));
+  ar.write("valid_history", torch::tensor(valid_history_.empty() ? std::vector<double>{} : valid_history_, torch::kFloat64));
+  ar.write("n_layers", I(static_cast<int64_t>(state_.size())));
+  for (size_t l = 0; l < state_.size(); ++l) {
+    ar.write("state_" + std::to_string(l) + "_n", I(static_cast<int64_t>(state_[l].size())));
+    for (size_t j = 0; j < state_[l].size(); ++j)
+      ar.write("state_" + std::to_string(l) + "_" + std::to_string(j), state_[l][j].to(torch::kCPU));
+  }
+}
+
+void WordLMTask::load_state(torch::serialize::InputArchive& ar) {
+  auto T = [&](const std::string& k) {
+    torch::Tensor t;
+    ar.read(k, t);
+    return t;
+  };
+  auto I = [&](const std::string& k) { return T(k).item<int64_t>(); };
+  cursor_ = I("cursor");
+  epochs_done_ = I("epochs_done");
+  steps_ = I("steps");
+  avg_on_ = I("avg_on") != 0;
+  avg_n_ = I("avg_n");
+  avg_.clear();
+  const int64_t na = I("n_avg");
+  for (int64_t i = 0; i < na; ++i) avg_.push_back(T("avg_" + std::to_string(i)).to(device_));
+  auto vh = T("valid_history").to(torch::kFloat64).contiguous();
+  valid_history_.assign(vh.data_ptr<double>(), vh.data_ptr<double>() + vh.numel());
+  const int64_t nl = I("n_layers");
+  TORCH_CHECK(nl == static_cast<int64_t>(state_.size()), "checkpoint has state for ", nl, " layers, model has ",
+              state_.size());
+  for (int64_t l = 0; l < nl; ++l) {
+    const int64_t nj = I("state_" + std::to_string(l) + "_n");
+    State s;
+    for (int64_t j = 0; j < nj; ++j) s.push_back(T("state_" + std::to_string(l) + "_" + std::to_string(j)).to(device_));
+    state_[static_cast<size_t>(l)] = s;
+  }
+}
+
+// ---------------------------------------------------------------- registry entry
+static OptionSpec wopt(const std::string& section, const std::string& key, OptType t, json def, double lo, double hi,
+                       const std::string& help) {
+  OptionSpec o;
+  o.section = section;
+  o.key = key;
+  o.type = t;
+  o.default_value = std::move(def);
+  o.min = lo;
+  o.max = hi;
+  o.help = help;
+  return o;
+}
+
+void register_word_lm_task(std::vector<TaskInfo>& out) {
+  TaskInfo t;
+  t.name = "word_lm";
+  t.description = "Word-level language modelling (MC-RNN paper: PTB, AWD-LSTM setup); metric: perplexity";
+  t.unit = "tokens";
+  OptionSpec eos = wopt("dataset", "eos", OptType::Enum, "paragraph", 0, 0,
+                        "Plain text: where <eos> tokens go: after each paragraph (blank-line separated), each line, or none. "
+                        "PTB word format always ends every line with <eos>.");
+  eos.choices = {"paragraph", "line", "none"};
+  t.options = {
+      wopt("training", "bptt", OptType::Int, 70, 1, 100000,
+           "Truncated BPTT length in tokens; the state is carried across segments (AWD-LSTM / MC-RNN PTB: 70)."),
+      wopt("training", "eval_batch", OptType::Int, 10, 1, 65536,
+           "Streams used to evaluate a split (every token is scored once, state carried; AWD-LSTM: 10)."),
+      wopt("training", "asgd_start", OptType::Int, 0, 0, 1e12,
+           "optimizer = asgd: step at which parameter averaging starts; 0 = the non-monotone trigger of NT-ASGD (AWD-LSTM)."),
+      wopt("training", "asgd_nonmono", OptType::Int, 5, 1, 1e6,
+           "optimizer = asgd with asgd_start = 0: start averaging when the validation loss is worse than the best of the "
+           "evaluations more than this many evaluations ago (AWD-LSTM: 5)."),
+      wopt("dataset", "vocab_size", OptType::Int, 0, 0, 1e9,
+           "Keep the most frequent words of the train split, <unk> and <eos> included (0 = all); the rest become <unk>. PTB: 10000."),
+      wopt("dataset", "min_count", OptType::Int, 1, 1, 1e9,
+           "Keep only words seen at least this many times in the train split; the rest become <unk>."),
+      wopt("dataset", "lowercase", OptType::Bool, true, 0, 0, "Plain text: fold ASCII letters to lower case before tokenising."),
+      eos,
+      wopt("model", "dropoute", OptType::Float, 0.0, 0.0, 0.95,
+           "Embedding dropout: drop whole word types (rows of the embedding matrix) per forward (AWD-LSTM: 0.1)."),
+      wopt("model", "dropouti", OptType::Float, nullptr, 0.0, 0.95,
+           "Locked (variational) dropout on the embedded input, one mask per sequence (AWD-LSTM: 0.4 PTB); unset = model.dropout."),
+      wopt("model", "dropouth", OptType::Float, nullptr, 0.0, 0.95,
+           "Locked (variational) dropout between recurrent layers (AWD-LSTM: 0.25 PTB); unset = model.dropout."),
+      wopt("model", "weight_drop", OptType::Float, 0.0, 0.0, 0.95,
+           "Weight drop (DropConnect) on the hidden-to-hidden matrix w_hh of rnn/gru/lstm cells (also as an MC-RNN base): "
+           "one mask per forward in training (AWD-LSTM: 0.5)."),
+      wopt("model", "tie_weights", OptType::Bool, false, 0, 0,
+           "Tie the output layer to the embedding matrix (the last layer's size becomes model.embed, as in AWD-LSTM)."),
+  };
+  t.check = [](const json& cfg, std::vector<ConfigError>& errs) {
+    const auto& m = cfg.at("model");
+    if (num_or(m, "weight_drop", 0.0) > 0) {
+      std::string cell = m.value("cell", std::string());
+      if (cell == "mcrnn") cell = m.value("base", std::string("lstm"));
+      if (cell != "rnn" && cell != "gru" && cell != "lstm")
+        errs.push_back({"model.weight_drop", "weight drop applies to rnn, gru and lstm cells (or an mcrnn over one); cell '" +
+                                                  m.value("cell", std::string()) + "' has no w_hh to drop"});
+    }
+  };
+  t.make = [](const json& cfg, const std::string& run_dir) -> std::unique_ptr<Task> {
+    return std::make_unique<WordLMTask>(cfg, run_dir);
+  };
+  out.push_back(std::move(t));
+}
+
+}  // namespace cs

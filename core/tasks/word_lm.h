@@ -1,0 +1,77 @@
+// Word-level language modelling (the MC-RNN paper's PTB task, AWD-LSTM setup):
+// embedding (+ embedding dropout) -> locked dropout -> recurrent layers with locked
+// dropout between them (weight drop on the base cells' w_hh) -> locked dropout ->
+// linear (optionally tied to the embedding) -> softmax. Truncated BPTT over B
+// contiguous streams, state carried; metric: perplexity ("ppl", lower is better).
+// Optimizers: Adam, SGD, and ASGD (SGD + iterate averaging done here, see
+// tasks/WORD_LM_NOTES.md). The layers are built from the cell registry.
+#pragma once
+#include <torch/nn/modules/embedding.h>
+
+#include "cells/stack.h"
+#include "data/word_corpus.h"
+#include "tasks/task.h"
+
+namespace cs {
+
+class WordLMModelImpl : public torch::nn::Module {
+ public:
+  WordLMModelImpl(const json& model, int64_t vocab);
+  // x [T, B] ids -> logits [T, B, V]
+  torch::Tensor forward(const torch::Tensor& x, std::vector<State>& states, StepContext& ctx);
+  std::vector<State> initial_state(int64_t batch, const torch::TensorOptions& opts) const;
+  double flops_per_step() const;  // recurrent layers + output layer, per token
+  torch::nn::Embedding embed{nullptr};
+  std::vector<std::shared_ptr<CellImpl>> layers;
+  torch::Tensor out_w, out_b;  // out_w undefined when tied to embed->weight
+  double dropout = 0, dropouth = 0, dropouti = 0, dropoute = 0;
+  bool tied = false;
+
+ private:
+  torch::Tensor locked_dropout(const torch::Tensor& x, double p) const;
+};
+TORCH_MODULE(WordLMModel);
+
+class WordLMTask : public Task {
+ public:
+  WordLMTask(const json& cfg, const std::string& run_dir);
+  std::string name() const override { return "word_lm"; }
+  std::shared_ptr<torch::nn::Module> model() override { return model_.ptr(); }
+  StepResult train_step() override;
+  EvalResult evaluate(const std::string& split) override;
+  std::string primary_metric() const override { return "ppl"; }
+  bool lower_is_better() const override { return true; }
+  std::string unit_name() const override { return "tokens"; }
+  double epoch() const override;
+  void save_state(torch::serialize::OutputArchive& ar) const override;
+  void load_state(torch::serialize::InputArchive& ar) override;
+  std::string vocab_text() const override { return corpus_.vocab.serialize(); }
+  void to(const torch::Device& d) override;
+
+  // NLL sum (nats) of an id sequence, every token but the first scored once, state carried.
+  // With a probe, the cells' internals are recorded for every scored segment (analyses, Fig. 3).
+  double nll_of(const std::vector<int32_t>& ids, int64_t eval_batch, Probe* probe = nullptr);
+  const WordCorpus& corpus() const { return corpus_; }
+  WordLMModel& net() { return model_; }
+  bool averaging() const { return avg_on_; }
+
+ private:
+  void update_average();
+  json cfg_;
+  WordCorpus corpus_;
+  WordLMModel model_{nullptr};
+  torch::Tensor train_;
+  int64_t batch_, bptt_, eval_batch_;
+  int64_t cursor_ = 0, epochs_done_ = 0, steps_ = 0;
+  std::vector<State> state_;
+  torch::Device device_{torch::kCPU};
+  // ASGD (training.optimizer = asgd): running average of the parameters
+  bool asgd_ = false, avg_on_ = false;
+  int64_t asgd_start_ = 0, asgd_nonmono_ = 5, avg_n_ = 0;
+  std::vector<torch::Tensor> avg_;
+  std::vector<double> valid_history_;
+};
+
+void register_word_lm_task(std::vector<TaskInfo>& out);
+
+}  // namespace cs

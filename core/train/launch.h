@@ -1,0 +1,51 @@
+// Starting a training run, shared by the CLI (`cellscope-cli train`) and the
+// workbench window. The sequence is the one that keeps a run directory
+// consistent whatever fails: validate -> set threads + seed -> make_task (loads
+// and checks the data) -> create the RunStore -> write config.json + vocab ->
+// build the Trainer. Nothing is created on disk before the config and the data
+// have been checked, so a bad option or a missing file leaves no run directory.
+#pragma once
+#include <memory>
+#include <string>
+
+#include "config/schema.h"
+#include "train/run_store.h"
+#include "train/trainer.h"
+
+namespace cs {
+
+struct LaunchOptions {
+  // New run: the directory to create; empty = a fresh one under `workspace`
+  // (cs::new_run_dir); `workspace` empty = cs::default_workspace().
+  std::string run_dir;
+  std::string workspace;
+  // Resume the run in this directory instead of starting a new one (its
+  // config.json is read; `overrides` are applied on top of it).
+  std::string resume_dir;
+  // LibTorch intra-op threads used when training.threads is 0:
+  // 0 = all cores (CLI); the GUI passes (cores - 1, at least 1).
+  int default_threads = 0;
+  // > 0: intra-op threads regardless of training.threads (data-parallel workers).
+  int threads = 0;
+  // Data-parallel worker (dist/dist.h, owned by the caller): only rank 0 creates and
+  // writes the run directory; the Trainer averages gradients over the ranks.
+  DistContext* dist = nullptr;
+};
+
+struct LaunchedRun {
+  json cfg;  // resolved
+  std::shared_ptr<RunStore> store;
+  std::unique_ptr<Trainer> trainer;
+  bool resumed = false;
+};
+
+// Threads for a GUI-hosted run: hardware threads - 1, at least 1.
+int gui_training_threads();
+
+// Validate + resolve `raw_cfg` (ignored when resuming; pass the overrides in
+// it as a partial config, or an empty object), build the task and the trainer,
+// and create/update the run directory. Throws UserError (invalid config, bad
+// data, not a run directory) before anything is written.
+LaunchedRun start_run(const json& raw_cfg, const LaunchOptions& options);
+
+}  // namespace cs
