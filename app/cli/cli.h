@@ -40,4 +40,11 @@ int cmd_bench(const std::vector<std::string>&);
 int cmd_analyze(const std::vector<std::string>&);
 int cmd_cv(const std::vector<std::string>&);  // cv_cmd.cpp: k-fold cross-validation
 
+// Data-parallel training and benchmark (dist_cmd.cpp, docs/DISTRIBUTED.md).
+// `train --nproc N` (N > 1): start N local workers of this executable and wait for them.
+int train_launch_local(const std::vector<std::string>& a, const Args& args);
+// `bench --dist` (launcher) and `bench --dist-worker` (one rank).
+int cmd_bench_dist(const std::vector<std::string>& a);
+std::string self_exe();  // path of the running executable (/proc/self/exe)
+
 }  // namespace cli

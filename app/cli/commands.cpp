@@ -13,6 +13,7 @@
 #include "cells/registry.h"
 #include "data/bench_data.h"
 #include "cli.h"
+#include "dist/dist.h"
 #include "tasks/model_params.h"
 #include "tasks/task.h"
 #include "train/launch.h"
@@ -275,13 +276,54 @@ int cmd_train(const std::vector<std::string>& a) {
                  "workspace " + cs::default_workspace() + ") receives config.json, vocab, metrics.jsonl,\n"
                  "checkpoints/ and summary.json. Ctrl-C stops cleanly with a checkpoint; --resume continues it\n"
                  "and reproduces the metrics of an uninterrupted run.\n"
-                 "Exit status: 0 finished or stopped, 1 failed (e.g. NaN loss), 2 invalid config or data.\n";
+                 "Exit status: 0 finished or stopped, 1 failed (e.g. NaN loss), 2 invalid config or data.\n"
+                 "Data-parallel training (docs/DISTRIBUTED.md):\n"
+                 "  --nproc N                 start N local worker processes (Gloo over 127.0.0.1), max(1, cores/N)\n"
+                 "                            threads each; training.batch is the global batch, split over them\n"
+                 "  --rank R --world-size W --master HOST:PORT   one worker of a multi-machine run started by a\n"
+                 "                            cluster launcher (rank 0 serves the rendezvous on PORT); give every\n"
+                 "                            worker the same --run-dir on a shared filesystem to --resume\n"
+                 "  --store-file PATH         rendezvous through a file instead of --master\n"
+                 "  --dist-timeout SECONDS    stop when another worker dies or hangs this long (default 60)\n"
+                 "  --dist-backend gloo|nccl|auto   (auto: NCCL for CUDA devices when built with it)\n"
+                 "  --threads K               intra-op threads of this process (overrides training.threads)\n";
     return 0;
   }
-  auto args = parse(a, {"json", "quiet"}, {"run-dir", "workspace", "set", "resume", "steps"});
+  auto args = parse(a, {"json", "quiet"}, {"run-dir", "workspace", "set", "resume", "steps", "nproc", "rank", "world-size",
+                                           "master", "store-file", "dist-timeout", "dist-backend", "threads"});
+  if (args.has("nproc") && args.has("rank")) throw UsageError("--nproc starts the workers itself; give no --rank");
+  if (args.has("nproc") && args.get_int("nproc", 1) != 1) return train_launch_local(a, args);
+  const bool distributed = args.has("rank") || args.has("world-size");
+  if (distributed && (!args.has("rank") || !args.has("world-size")))
+    throw UsageError("a data-parallel worker needs both --rank and --world-size");
+  const bool root = args.get_int("rank", 0) == 0;
+  std::unique_ptr<cs::DistContext> dist;
+  if (distributed) {
+    // Rendezvous first: every rank then validates, loads and builds the same thing.
+    cs::DistOptions o;
+    o.rank = static_cast<int>(args.get_int("rank", 0));
+    o.world = static_cast<int>(args.get_int("world-size", 1));
+    o.master = args.get("master");
+    o.store_file = args.get("store-file");
+    try {
+      o.timeout_s = std::stod(args.get("dist-timeout", "60"));
+    } catch (...) {
+      throw UsageError("--dist-timeout expects seconds, got '" + args.get("dist-timeout") + "'");
+    }
+    o.backend = args.get("dist-backend", "auto");
+    try {  // the device decides the automatic backend (NCCL for CUDA); the config is fully checked later
+      json peek = args.has("resume") ? cs::RunStore(args.get("resume")).read_config()
+                                     : load_config_arg(args.positional.at(0), args.all("set"));
+      o.device = torch::Device(peek.at("training").value("device", std::string("cpu")));
+    } catch (...) {
+    }
+    dist = cs::init_dist(o);
+  }
   const bool resuming = args.has("resume");
   // validate -> threads + seed -> make_task (loads data) -> run directory -> Trainer (train/launch.h)
   cs::LaunchOptions lo;
+  lo.dist = dist.get();
+  lo.threads = static_cast<int>(args.get_int("threads", 0));
   json raw;
   if (resuming) {
     if (!args.positional.empty()) throw UsageError("--resume takes the run directory; give no CONFIG");
@@ -302,11 +344,12 @@ int cmd_train(const std::vector<std::string>& a) {
   const json& cfg = launched.cfg;
   std::shared_ptr<cs::RunStore> store = launched.store;
   cs::Trainer& trainer = *launched.trainer;
-  const bool json_out = args.has("json"), quiet = args.has("quiet");
+  const bool json_out = args.has("json") && root, quiet = args.has("quiet") || !root;
   const bool tty = ::isatty(2) && !quiet && !json_out;
   if (!quiet && !json_out)
     std::cerr << (resuming ? "resuming " : "training ") << cfg["model"]["cell"].get<std::string>() << " on "
-              << cfg["task"]["name"].get<std::string>() << " -> " << store->dir() << "\n";
+              << cfg["task"]["name"].get<std::string>() << " -> " << store->dir()
+              << (dist ? " (" + std::to_string(dist->world) + " processes, " + dist->backend + ")" : std::string()) << "\n";
   cs::TrainerControl control;
   g_control = &control;
   std::signal(SIGINT, on_sigint);
@@ -390,9 +433,14 @@ int cmd_bench(const std::vector<std::string>& a) {
                  "and a baseline at the same shape (default: raw torch::nn::GRU for gru, torch::nn::LSTM for\n"
                  "lstm, Cellscope's GRU otherwise) with the time and FLOP ratios.\n"
                  "--task classify: the sentence-classification model instead (bi-directional encoder, FC 1024,\n"
-                 "sigmoid; defaults batch 32, seq 50, embed 200, hidden 200, vocab 20000; baseline: the GRU model).\n";
+                 "sigmoid; defaults batch 32, seq 50, embed 200, hidden 200, vocab 20000; baseline: the GRU model).\n"
+                 "       cellscope-cli bench --dist [--nproc-list 1,2] [--threads 1] [--steps 20] [model options]\n"
+                 "Data-parallel char-LM throughput for 1, 2, ... local processes (global batch split over them)\n"
+                 "and the gradient all-reduce time per step (docs/DISTRIBUTED.md).\n";
     return 0;
   }
+  if (std::find(a.begin(), a.end(), "--dist") != a.end() || std::find(a.begin(), a.end(), "--dist-worker") != a.end())
+    return cmd_bench_dist(a);
   auto args = parse(a, {"json"}, {"cell", "batch", "seq", "embed", "hidden", "set", "baseline", "iters", "threads", "vocab", "data", "task"});
   if (args.has("data")) {
     // Corpus loading benchmark: a synthetic text8-like file of N MB, streamed (mmap) into ids.

@@ -55,7 +55,30 @@ CharLMTask::CharLMTask(const json& cfg, const std::string& run_dir) : cfg_(cfg) 
                     " characters (need at least 2); raise dataset.valid_fraction or use a larger corpus");
   model_ = CharLMModel(cfg.at("model"), static_cast<int64_t>(corpus_.vocab.size()));
   train_ = batchify(corpus_.train, batch_);
+  local_batch_ = batch_;
   state_ = model_->stack->initial_state(batch_, torch::TensorOptions().dtype(torch::kFloat32));
+}
+
+void CharLMTask::set_shard(int rank, int world) {
+  if (world < 1 || rank < 0 || rank >= world)
+    throw UserError("char_lm: invalid shard " + std::to_string(rank) + " of " + std::to_string(world));
+  if (batch_ % world != 0)
+    throw UserError("training.batch: " + std::to_string(batch_) + " streams cannot be split evenly over " +
+                    std::to_string(world) + " processes (the global batch must be divisible by the number of processes)");
+  shard_rank_ = rank;
+  shard_world_ = world;
+  local_batch_ = batch_ / world;
+  // The same [B, n] batchification as one process; this rank keeps its rows, so the
+  // ranks' shards together are exactly the single-process batch of every step.
+  train_ = batchify(corpus_.train, batch_).narrow(0, rank * local_batch_, local_batch_).contiguous().to(device_);
+  state_ = model_->stack->initial_state(local_batch_, torch::TensorOptions().dtype(torch::kFloat32).device(device_));
+}
+
+std::vector<torch::Tensor> CharLMTask::sharded_state() const {
+  std::vector<torch::Tensor> out;
+  for (auto& s : state_)
+    for (auto& t : s) out.push_back(t);
+  return out;
 }
 
 void CharLMTask::to(const torch::Device& d) {
@@ -76,7 +99,7 @@ std::pair<torch::Tensor, torch::Tensor> CharLMTask::next_batch() {
   if (cursor_ >= n - 1) {  // epoch boundary: start the streams again from a zero state
     cursor_ = 0;
     ++epochs_done_;
-    state_ = model_->stack->initial_state(batch_, train_.options().dtype(torch::kFloat32));
+    state_ = model_->stack->initial_state(local_batch_, train_.options().dtype(torch::kFloat32));
   }
   const int64_t L = std::min(bptt_, n - 1 - cursor_);
   auto x = train_.narrow(1, cursor_, L).t();      // [L, B]: input characters
@@ -96,7 +119,7 @@ StepResult CharLMTask::train_step() {
   StepResult r;
   r.loss = ctx.extra_loss.defined() ? nll + ctx.extra_loss : nll;
   r.task_loss = nll.item<double>();
-  r.units = L * batch_;
+  r.units = L * local_batch_;  // this rank's characters (the trainer sums over ranks)
   r.metrics["bpc"] = r.task_loss / std::log(2.0);
   for (auto& [k, v] : ctx.metrics) r.metrics[k] = v.first / std::max<int64_t>(v.second, 1);
   return r;
@@ -169,10 +192,16 @@ void CharLMTask::save_state(torch::serialize::OutputArchive& ar) const {
   ar.write("cursor", torch::tensor(cursor_, torch::kInt64));
   ar.write("epochs_done", torch::tensor(epochs_done_, torch::kInt64));
   ar.write("n_layers", torch::tensor(static_cast<int64_t>(state_.size()), torch::kInt64));
+  // The carried state of all B streams: with data parallelism the trainer has
+  // all-gathered the ranks' shards into gathered_ (same order as sharded_state()).
+  TORCH_CHECK(shard_world_ == 1 || !gathered_.empty(),
+              "char_lm: save_state of a data-parallel shard needs the gathered state (set_gathered_state)");
+  size_t k = 0;
   for (size_t l = 0; l < state_.size(); ++l) {
     ar.write("state_" + std::to_string(l) + "_n", torch::tensor(static_cast<int64_t>(state_[l].size()), torch::kInt64));
-    for (size_t j = 0; j < state_[l].size(); ++j)
-      ar.write("state_" + std::to_string(l) + "_" + std::to_string(j), state_[l][j].to(torch::kCPU));
+    for (size_t j = 0; j < state_[l].size(); ++j, ++k)
+      ar.write("state_" + std::to_string(l) + "_" + std::to_string(j),
+               (gathered_.empty() ? state_[l][j] : gathered_.at(k)).to(torch::kCPU));
   }
 }
 
@@ -193,6 +222,10 @@ void CharLMTask::load_state(torch::serialize::InputArchive& ar) {
     for (int64_t j = 0; j < nj; ++j) {
       torch::Tensor v;
       ar.read("state_" + std::to_string(l) + "_" + std::to_string(j), v);
+      // Checkpoints hold the state of all B streams; a data-parallel rank keeps its rows.
+      TORCH_CHECK(v.dim() >= 1 && v.size(0) == batch_, "checkpoint has carried state for ", v.size(0),
+                  " streams, training.batch is ", batch_, " (the global batch cannot change on resume)");
+      if (shard_world_ > 1) v = v.narrow(0, shard_rank_ * local_batch_, local_batch_).contiguous();
       s.push_back(v.to(device_));
     }
     state_[static_cast<size_t>(l)] = s;

@@ -46,6 +46,11 @@ class CharLMTask : public Task {
   void load_state(torch::serialize::InputArchive& ar) override;
   std::string vocab_text() const override { return corpus_.vocab.serialize(); }
   void to(const torch::Device& d) override;
+  // Global batch = training.batch streams of the same batchified stream; rank r
+  // trains streams [r*B/W, (r+1)*B/W) (B must be divisible by W).
+  void set_shard(int rank, int world) override;
+  std::vector<torch::Tensor> sharded_state() const override;
+  void set_gathered_state(std::vector<torch::Tensor> full) override { gathered_ = std::move(full); }
 
   // Evaluate an arbitrary id sequence (whole, state carried), with an optional probe.
   // Returns the NLL sum in nats and fills per-position NLL if requested.
@@ -60,6 +65,9 @@ class CharLMTask : public Task {
   CharLMModel model_{nullptr};
   torch::Tensor train_;  // [B, n] int64
   int64_t batch_, bptt_, eval_batch_;
+  int64_t local_batch_ = 0;              // streams of this rank (= batch_ with one process)
+  int shard_rank_ = 0, shard_world_ = 1;
+  std::vector<torch::Tensor> gathered_;  // full carried state for save_state (data-parallel)
   int64_t cursor_ = 0;     // position within a row of train_
   int64_t epochs_done_ = 0;
   std::vector<State> state_;

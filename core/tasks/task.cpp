@@ -27,6 +27,11 @@ std::vector<std::pair<std::string, int64_t>> Task::parameter_breakdown() {
   return out;
 }
 
+void Task::set_shard(int rank, int world) {
+  throw UserError("task '" + name() + "' does not support data-parallel training (rank " + std::to_string(rank) +
+                  " of " + std::to_string(world) + "); train it with one process");
+}
+
 int64_t Task::parameter_count() {
   int64_t n = 0;
   for (auto& p : model()->parameters()) n += p.numel();

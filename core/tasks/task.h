@@ -52,7 +52,22 @@ class Task {
   // Parameter count by top-level module name.
   std::vector<std::pair<std::string, int64_t>> parameter_breakdown();
   int64_t parameter_count();
+  // Move the model and every tensor the task keeps (data, carried state) to `device`;
+  // tensors the task creates later must follow it.
   virtual void to(const torch::Device& device) { model()->to(device); }
+
+  // Data-parallel training (core/dist, docs/DISTRIBUTED.md): this process trains on
+  // shard `rank` of `world` of every global batch; the trainer averages the gradients,
+  // so a step is equivalent to one step of a single process on the global batch.
+  // Called once, before to(). The default throws "task X does not support data-parallel training".
+  virtual void set_shard(int rank, int world);
+  // Task state split across the ranks along dim 0 (e.g. char-LM: the carried hidden
+  // state of this rank's streams). Before rank 0 saves a checkpoint the trainer
+  // all-gathers them in rank order and passes the full tensors to set_gathered_state,
+  // so that save_state writes the state in global (rank-independent) terms; an empty
+  // vector clears them again. load_state reads global state and keeps this rank's shard.
+  virtual std::vector<torch::Tensor> sharded_state() const { return {}; }
+  virtual void set_gathered_state(std::vector<torch::Tensor> full) {}
 };
 
 struct TaskInfo {

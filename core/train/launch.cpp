@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <thread>
 
+#include "dist/dist.h"
 #include "tasks/task.h"
 #include "util/error.h"
 
@@ -38,11 +39,16 @@ LaunchedRun start_run(const json& raw_cfg, const LaunchOptions& o) {
     out.cfg = load_and_resolve(raw_cfg);  // every problem, with its JSON path; nothing created yet
   }
   const int threads = out.cfg["training"].value("threads", 0);
-  set_threads(threads > 0 ? threads : o.default_threads);
+  set_threads(o.threads > 0 ? o.threads : threads > 0 ? threads : o.default_threads);
   seed_everything(out.cfg["training"].value("seed", 1));
   // Build the task (loads and checks the data) before any directory is created.
   auto task = make_task(out.cfg, resuming ? out.store->dir() : "");
-  if (!resuming) {
+  const bool root = !o.dist || o.dist->rank == 0;
+  if (!resuming && !root) {
+    // Other ranks never write the run directory (a store object all the same: the
+    // ranks must agree on whether checkpoints are taken).
+    out.store = std::make_shared<RunStore>(o.run_dir);
+  } else if (!resuming) {
     const std::string ws = o.workspace.empty() ? default_workspace() : o.workspace;
     const std::string dir = o.run_dir.empty() ? new_run_dir(ws, out.cfg) : o.run_dir;
     out.store = std::make_shared<RunStore>(dir);
@@ -50,10 +56,10 @@ LaunchedRun start_run(const json& raw_cfg, const LaunchOptions& o) {
     out.store->write_config(out.cfg);
     const std::string vt = task->vocab_text();
     if (!vt.empty()) atomic_write(out.store->path("vocab"), vt);
-  } else {
+  } else if (root) {
     out.store->write_config(out.cfg);
   }
-  out.trainer = std::make_unique<Trainer>(out.cfg, std::move(task), out.store);
+  out.trainer = std::make_unique<Trainer>(out.cfg, std::move(task), out.store, o.dist);
   if (resuming) {
     out.trainer->resume();
     out.resumed = true;

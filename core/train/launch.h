@@ -25,6 +25,11 @@ struct LaunchOptions {
   // LibTorch intra-op threads used when training.threads is 0:
   // 0 = all cores (CLI); the GUI passes (cores - 1, at least 1).
   int default_threads = 0;
+  // > 0: intra-op threads regardless of training.threads (data-parallel workers).
+  int threads = 0;
+  // Data-parallel worker (dist/dist.h, owned by the caller): only rank 0 creates and
+  // writes the run directory; the Trainer averages gradients over the ranks.
+  DistContext* dist = nullptr;
 };
 
 struct LaunchedRun {

@@ -13,6 +13,7 @@
 #include <limits>
 #include <thread>
 
+#include "dist/dist.h"
 #include "util/error.h"
 
 namespace cs {
@@ -68,10 +69,16 @@ struct Trainer::Impl {
   double elapsed_before = 0;  // from earlier processes (resume)
   int64_t units_total = 0;
   double train_time_total = 0;
+  // data-parallel interval accumulators, per rank (not checkpointed: throughput only)
+  std::vector<double> acc_rank_time, acc_rank_units;
+  double acc_allreduce = 0;
 };
 
-Trainer::Trainer(json cfg, std::unique_ptr<Task> task, std::shared_ptr<RunStore> store)
-    : impl_(std::make_unique<Impl>()), cfg_(std::move(cfg)), task_(std::move(task)), store_(std::move(store)) {
+bool Trainer::parallel() const { return dist_ && dist_->world > 1; }
+bool Trainer::writer() const { return store_ && (!dist_ || dist_->rank == 0); }
+
+Trainer::Trainer(json cfg, std::unique_ptr<Task> task, std::shared_ptr<RunStore> store, DistContext* dist)
+    : impl_(std::make_unique<Impl>()), cfg_(std::move(cfg)), task_(std::move(task)), store_(std::move(store)), dist_(dist) {
   const auto& tr = cfg_.at("training");
   std::string dev = tr.value("device", "cpu");
   try {
@@ -81,6 +88,10 @@ Trainer::Trainer(json cfg, std::unique_ptr<Task> task, std::shared_ptr<RunStore>
   }
   if (impl_->device.is_cuda() && !torch::cuda::is_available())
     throw UserError("training.device: '" + dev + "' requested but this LibTorch has no CUDA device available");
+  // Data parallel on GPUs: "cuda" without an index means one GPU per local rank.
+  if (parallel() && impl_->device.is_cuda() && !impl_->device.has_index())
+    impl_->device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(dist_->rank % std::max<int64_t>(1, torch::cuda::device_count())));
+  if (parallel()) task_->set_shard(dist_->rank, dist_->world);  // before to(): the shard is built on the CPU
   task_->to(impl_->device);
   impl_->params = task_->model()->parameters();
   impl_->lr = tr.value("lr", 1e-3);
@@ -182,9 +193,10 @@ void Trainer::load_checkpoint(const std::string& path) {
 
 void Trainer::resume() {
   if (!store_) throw UserError("resume needs a run directory");
-  store_->remove_stale_temp_files();
+  // Every rank reads the same (rank-independent) checkpoint; only rank 0 touches the directory.
+  if (writer()) store_->remove_stale_temp_files();
   load_checkpoint(join_path(store_->checkpoint_dir(), "last.pt"));
-  store_->truncate_metrics(step_);
+  if (writer()) store_->truncate_metrics(step_);
   summary_.step = step_;
   summary_.has_best = impl_->has_best;
   summary_.best_valid = impl_->best;
@@ -209,14 +221,17 @@ TrainOutcome Trainer::run(TrainerControl* control, const TrainerCallbacks& cb) {
   auto elapsed = [&] {
     return I.elapsed_before + std::chrono::duration<double>(Clock::now() - t_start).count() - paused;
   };
+  const bool root = !dist_ || dist_->rank == 0;
+  const bool par = parallel();
+  const int W = par ? dist_->world : 1;
   auto log = [&](const std::string& s) {
-    if (store_) store_->log(s);
-    if (cb.on_log) cb.on_log(s);
+    if (writer()) store_->log(s);
+    if (cb.on_log && root) cb.on_log(s);
   };
   auto emit = [&](const MetricsRecord& r) {
     history.push_back(r);
-    if (store_) store_->append_metrics(r.to_json());
-    if (cb.on_metrics) cb.on_metrics(r);
+    if (writer()) store_->append_metrics(r.to_json());
+    if (cb.on_metrics && root) cb.on_metrics(r);
   };
   auto write_summary = [&] {
     summary_.step = step_;
@@ -227,13 +242,24 @@ TrainOutcome Trainer::run(TrainerControl* control, const TrainerCallbacks& cb) {
     summary_.best_step = I.best_step;
     summary_.mean_throughput = I.train_time_total > 0 ? static_cast<double>(I.units_total) / I.train_time_total : 0;
     summary_.updated = now_iso();
-    if (store_) store_->write_summary(summary_);
+    if (writer()) store_->write_summary(summary_);
+  };
+  // Data parallel: every rank takes part in gathering the task's sharded state, rank 0
+  // saves it (global terms: the checkpoint does not depend on the number of ranks).
+  auto save_global = [&](const std::string& path) {
+    if (par) task_->set_gathered_state(allgather_rows(*dist_, task_->sharded_state()));
+    if (writer()) save_checkpoint(path);
+    if (par) task_->set_gathered_state({});
   };
   auto checkpoint = [&] {
     if (!store_) return;
+    if (par) {
+      save_global(join_path(store_->checkpoint_dir(), "last.pt"));
+      if (!writer()) return;
+    }
     const std::string dir = store_->checkpoint_dir();
     const std::string last = join_path(dir, "last.pt");
-    save_checkpoint(last);
+    if (!par) save_checkpoint(last);
     // step_<N>.pt: a hard link to this last.pt (the next save replaces last.pt by rename).
     const std::string named = join_path(dir, "step_" + std::to_string(step_) + ".pt");
     ::unlink(named.c_str());
@@ -244,6 +270,17 @@ TrainOutcome Trainer::run(TrainerControl* control, const TrainerCallbacks& cb) {
   };
   auto evaluate = [&](const std::string& split) {
     auto er = task_->evaluate(split);
+    if (par) {
+      // Every rank evaluates the whole split with identical parameters (no collective
+      // can time out during a long evaluation); rank 0's numbers are broadcast so that
+      // best/early-stop decisions are identical everywhere.
+      auto v = torch::zeros({static_cast<int64_t>(er.metrics.size())}, torch::kFloat64);
+      int64_t i = 0;
+      for (auto& kv : er.metrics) v[i++] = root ? kv.second : 0.0;
+      v = allreduce_sum(*dist_, v).to(torch::kCPU);
+      i = 0;
+      for (auto& kv : er.metrics) kv.second = v[i++].item<double>();
+    }
     MetricsRecord r;
     r.step = step_;
     r.epoch = task_->epoch();
@@ -251,6 +288,17 @@ TrainOutcome Trainer::run(TrainerControl* control, const TrainerCallbacks& cb) {
     r.split = split;
     r.elapsed = elapsed();
     r.values = er.metrics;
+    if (par) {
+      // Consistency check: the largest difference between any rank's per-tensor
+      // parameter sums and rank 0's (0 when the replicas are identical, as they must be).
+      std::vector<torch::Tensor> sums;
+      {
+        torch::NoGradGuard ng;
+        for (auto& p : I.params) sums.push_back(p.detach().to(torch::kFloat64).sum().reshape({1}));
+      }
+      auto all = allgather_rows(*dist_, {torch::cat(sums)})[0].to(torch::kCPU).view({W, -1});
+      r.values["param_divergence"] = (all - all[0]).abs().max().item<double>();
+    }
     emit(r);
     return er;
   };
@@ -262,9 +310,30 @@ TrainOutcome Trainer::run(TrainerControl* control, const TrainerCallbacks& cb) {
       std::to_string(total) + " (" + std::to_string(summary_.parameters) + " parameters)");
   const double inf = std::numeric_limits<double>::infinity();
   bool early_stopped = false;
+  bool agreed_stop = false;  // data parallel: some rank was asked to stop (reduced flag)
   try {
+    if (par) {
+      // Identical starting point on every rank (fresh or resumed), and a different
+      // random stream per rank (dropout masks), deterministic in (seed, rank, step).
+      std::vector<torch::Tensor> ps;
+      for (auto& p : I.params) ps.push_back(p.data());
+      broadcast_parameters(*dist_, ps);
+      torch::manual_seed(tr.value("seed", int64_t(1)) + 1000003ull * static_cast<uint64_t>(dist_->rank) +
+                         7919ull * static_cast<uint64_t>(step_));
+      I.acc_rank_time.assign(static_cast<size_t>(W), 0.0);
+      I.acc_rank_units.assign(static_cast<size_t>(W), 0.0);
+      I.acc_allreduce = 0;
+    }
     while (step_ < total) {
-      if (control) {
+      if (par && agreed_stop) {
+        checkpoint();
+        summary_.status = "stopped";
+        summary_.reason = "stopped by the user at step " + std::to_string(step_);
+        write_summary();
+        log(summary_.reason);
+        return {summary_, store_ ? store_->dir() : ""};
+      }
+      if (control && !par) {
         while (control->pause.load() && !control->stop.load()) {
           auto p0 = Clock::now();
           std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -283,8 +352,40 @@ TrainOutcome Trainer::run(TrainerControl* control, const TrainerCallbacks& cb) {
       StepResult sr = task_->train_step();
       I.opt->zero_grad();
       sr.loss.backward();
+      bool nonfinite = !std::isfinite(sr.task_loss);
+      if (par) {
+        const double t_compute = std::chrono::duration<double>(Clock::now() - t0).count();
+        const double ar0 = dist_->allreduce_seconds;
+        allreduce_gradients(*dist_, I.params);  // mean gradient of the global batch
+        I.acc_allreduce += dist_->allreduce_seconds - ar0;
+        // One small all-reduce of this step's statistics: [loss, non-finite flag, stop
+        // flag, compute seconds per rank (W), units per rank (W), task metrics...].
+        const int64_t n = 3 + 2 * W + static_cast<int64_t>(sr.metrics.size());
+        auto st = torch::zeros({n}, torch::kFloat64);
+        auto a = st.accessor<double, 1>();
+        a[0] = std::isfinite(sr.task_loss) ? sr.task_loss : 0.0;
+        a[1] = nonfinite ? 1.0 : 0.0;
+        a[2] = control && control->stop.load() ? 1.0 : 0.0;
+        a[3 + dist_->rank] = t_compute;
+        a[3 + W + dist_->rank] = static_cast<double>(sr.units);
+        int64_t k = 3 + 2 * W;
+        for (auto& kv : sr.metrics) a[k++] = kv.second;
+        st = allreduce_sum(*dist_, st).to(torch::kCPU);
+        auto b = st.accessor<double, 1>();
+        nonfinite = b[1] > 0;  // a NaN/Inf on any rank stops every rank at the same step
+        agreed_stop = b[2] > 0;
+        sr.task_loss = nonfinite ? std::numeric_limits<double>::quiet_NaN() : b[0] / W;  // mean of equal-size shard means
+        sr.units = 0;
+        for (int r = 0; r < W; ++r) {
+          I.acc_rank_time[static_cast<size_t>(r)] += b[3 + r];
+          I.acc_rank_units[static_cast<size_t>(r)] += b[3 + W + r];
+          sr.units += static_cast<int64_t>(b[3 + W + r]);
+        }
+        k = 3 + 2 * W;
+        for (auto& kv : sr.metrics) kv.second = b[k++] / W;
+      }
       const double gnorm = torch::nn::utils::clip_grad_norm_(I.params, I.clip > 0 ? I.clip : inf);
-      if (!std::isfinite(sr.task_loss) || !std::isfinite(gnorm)) {
+      if (nonfinite || !std::isfinite(gnorm)) {
         summary_.status = "failed";
         summary_.reason = std::string("the loss became ") + (std::isnan(sr.task_loss) || std::isnan(gnorm) ? "NaN" : "Inf") +
                           " at step " + std::to_string(step_ + 1) + "; the last good checkpoint is kept" +
@@ -329,6 +430,19 @@ TrainOutcome Trainer::run(TrainerControl* control, const TrainerCallbacks& cb) {
         r.values["grad_norm"] = I.acc_gnorm / n;
         r.values["lr"] = I.lr;
         r.values["throughput"] = I.acc_time > 0 ? static_cast<double>(I.acc_units) / I.acc_time : 0;
+        if (par) {
+          // Per rank: its units over its own forward+backward time (communication excluded),
+          // so a slow rank stands out; the GUI reads these with rank_throughputs().
+          for (int q = 0; q < W; ++q) {
+            const double t = I.acc_rank_time[static_cast<size_t>(q)];
+            r.values["throughput_rank" + std::to_string(q)] = t > 0 ? I.acc_rank_units[static_cast<size_t>(q)] / t : 0;
+          }
+          r.values["allreduce_ms"] = 1e3 * I.acc_allreduce / n;  // gradient all-reduce per step
+          r.values["world_size"] = W;
+          std::fill(I.acc_rank_time.begin(), I.acc_rank_time.end(), 0.0);
+          std::fill(I.acc_rank_units.begin(), I.acc_rank_units.end(), 0.0);
+          I.acc_allreduce = 0;
+        }
         emit(r);
         I.acc_loss = I.acc_gnorm = I.acc_time = 0;
         I.acc_n = I.acc_units = 0;
@@ -349,7 +463,7 @@ TrainOutcome Trainer::run(TrainerControl* control, const TrainerCallbacks& cb) {
         }
         if (store_ && better) {
           // best.pt written after last.pt below would see the same weights: save it directly
-          save_checkpoint(join_path(store_->checkpoint_dir(), "best.pt"));
+          save_global(join_path(store_->checkpoint_dir(), "best.pt"));
         }
         if (patience > 0 && I.bad_evals >= patience) early_stopped = true;
       }
@@ -362,8 +476,8 @@ TrainOutcome Trainer::run(TrainerControl* control, const TrainerCallbacks& cb) {
         break;
       }
     }
-    // Test metric of the best checkpoint.
-    if (tr.value("eval_test", true) && task_->has_split("test")) {
+    // Test metric of the best checkpoint (data parallel: rank 0 alone, after the last collective).
+    if (tr.value("eval_test", true) && task_->has_split("test") && root) {
       if (store_ && file_exists(join_path(store_->checkpoint_dir(), "best.pt"))) {
         // load only the model weights of best.pt
         torch::serialize::InputArchive ar, m;

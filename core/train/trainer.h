@@ -15,6 +15,8 @@
 
 namespace cs {
 
+struct DistContext;  // dist/dist.h
+
 // One metrics.jsonl line as a plain struct.
 struct MetricsRecord {
   int64_t step = 0;
@@ -55,7 +57,12 @@ class Trainer {
  public:
   // `cfg` resolved. `store` may be null for in-memory training (tests, sweeps of
   // tiny models): nothing is written.
-  Trainer(json cfg, std::unique_ptr<Task> task, std::shared_ptr<RunStore> store);
+  // `dist` (optional, owned by the caller): data-parallel training (docs/DISTRIBUTED.md).
+  // Every rank builds the same task and config and passes a store to the same run
+  // directory (or all pass null); the task trains on its shard, gradients are
+  // averaged over the ranks after backward, only rank 0 writes the run directory,
+  // and every decision (NaN, stop, early stop) is agreed by all ranks.
+  Trainer(json cfg, std::unique_ptr<Task> task, std::shared_ptr<RunStore> store, DistContext* dist = nullptr);
   ~Trainer();
   // Load checkpoints/last.pt (model, optimizer, task, trainer state, RNG) and
   // trim metrics.jsonl to the checkpoint's step.
@@ -78,6 +85,9 @@ class Trainer {
   json cfg_;
   std::unique_ptr<Task> task_;
   std::shared_ptr<RunStore> store_;
+  DistContext* dist_ = nullptr;
+  bool parallel() const;  // dist_ with more than one rank
+  bool writer() const;    // this process writes the run directory (store_ set, rank 0)
   RunSummary summary_;
   int64_t step_ = 0;
 };

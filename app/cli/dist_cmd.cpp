@@ -1,0 +1,213 @@
+// Data-parallel launch (`train --nproc N`) and benchmark (`bench --dist`); see docs/DISTRIBUTED.md.
+#include <unistd.h>
+
+#include <climits>
+#include <csignal>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+
+#include "bench/bench_dist.h"
+#include "cli.h"
+#include "dist/dist.h"
+#include "dist/launch.h"
+#include "train/run_store.h"
+#include "train/trainer.h"
+#include "util/error.h"
+#include "util/paths.h"
+
+namespace cli {
+
+using cs::json;
+
+std::string self_exe() {
+  char buf[PATH_MAX];
+  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) throw cs::UserError("cannot find the path of this program (/proc/self/exe)");
+  return std::string(buf, static_cast<size_t>(n));
+}
+
+static double parse_seconds(const Args& args, const char* key, double def) {
+  if (!args.has(key)) return def;
+  try {
+    size_t pos = 0;
+    const double v = std::stod(args.get(key), &pos);
+    if (pos != args.get(key).size() || !(v > 0)) throw 1;
+    return v;
+  } catch (...) {
+    throw UsageError(std::string("--") + key + " expects a positive number of seconds, got '" + args.get(key) + "'");
+  }
+}
+
+// The parent's SIGINT/SIGTERM go to the workers once (they are in their own process
+// groups, so a terminal's Ctrl-C reaches them only through here): they agree on the
+// step, rank 0 checkpoints, all exit.
+static cs::LocalWorkers* g_workers = nullptr;
+static void forward_stop(int) {
+  if (g_workers) cs::stop_local_workers(*g_workers);
+}
+
+// Without `--nproc`/`--nproc=`, in the same order (the workers get the rest verbatim).
+static std::vector<std::string> without_nproc(const std::vector<std::string>& a) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i] == "--nproc") {
+      ++i;
+      continue;
+    }
+    if (a[i].rfind("--nproc=", 0) == 0) continue;
+    out.push_back(a[i]);
+  }
+  return out;
+}
+
+int train_launch_local(const std::vector<std::string>& a, const Args& args) {
+  const long long n = args.get_int("nproc", 1);
+  if (n < 1 || n > 256) throw UsageError("--nproc must be between 1 and 256 (got " + std::to_string(n) + ")");
+  for (const char* k : {"world-size", "master", "store-file"})
+    if (args.has(k)) throw UsageError(std::string("--nproc starts the workers itself; give no --") + k);
+  const double timeout = parse_seconds(args, "dist-timeout", 60);
+  // The workers get the same arguments; the launcher appends --rank, --world-size,
+  // --store-file, --dist-timeout and --threads (the last occurrence of an option wins).
+  std::vector<std::string> child = {"train"};
+  for (auto& s : without_nproc(a)) child.push_back(s);
+  std::string dir;
+  if (args.has("resume")) {
+    dir = args.get("resume");
+  } else {
+    // Check the configuration here (every problem, before any process starts) and fix
+    // the run directory so that every rank agrees on it; rank 0 creates it.
+    if (args.positional.size() != 1) throw UsageError("expected one CONFIG (a JSON file or a preset name)");
+    json raw = load_config_arg(args.positional[0], args.all("set"));
+    if (args.has("steps")) {
+      if (!raw.contains("training") || !raw["training"].is_object()) raw["training"] = json::object();
+      raw["training"]["steps"] = args.get_int("steps", 0);
+    }
+    json cfg = cs::load_and_resolve(raw);
+    const int64_t batch = cfg["training"].value("batch", int64_t(32));
+    if (batch % n != 0)
+      throw cs::UserError("training.batch: the global batch of " + std::to_string(batch) +
+                          " cannot be split evenly over " + std::to_string(n) + " processes");
+    dir = args.has("run-dir") ? args.get("run-dir") : cs::new_run_dir(args.get("workspace", cs::default_workspace()), cfg);
+    // Rank 0 would refuse it after the others had started waiting for it.
+    if (cs::dir_exists(dir) && !cs::list_dir(dir).empty())
+      throw cs::UserError("run directory '" + dir + "' already exists and is not empty");
+    if (!args.has("run-dir")) {
+      child.push_back("--run-dir");
+      child.push_back(dir);
+    }
+  }
+  const int threads = args.has("threads") ? static_cast<int>(args.get_int("threads", 0)) : cs::threads_per_process(static_cast<int>(n));
+  if (!args.has("quiet") && !args.has("json"))
+    std::cerr << "starting " << n << " worker processes (" << threads << " intra-op thread" << (threads == 1 ? "" : "s")
+              << " each, Gloo over 127.0.0.1, timeout " << timeout << " s)\n";
+  auto w = cs::launch_local_workers(self_exe(), child, static_cast<int>(n), timeout, threads);
+  g_workers = &w;
+  std::signal(SIGINT, forward_stop);
+  std::signal(SIGTERM, forward_stop);
+  std::string msg;
+  const int rc = cs::wait_local_workers(w, &msg);
+  g_workers = nullptr;
+  std::signal(SIGINT, SIG_DFL);
+  std::signal(SIGTERM, SIG_DFL);
+  if (rc != 0) {
+    std::cerr << "cellscope-cli train: " << msg << "; the run directory " << dir
+              << " keeps its last checkpoint (continue with: cellscope-cli train --resume " << dir
+              << " --nproc N)\n";
+    return rc >= 128 ? 1 : rc;
+  }
+  return 0;
+}
+
+int cmd_bench_dist(const std::vector<std::string>& a) {
+  auto args = parse(a, {"dist", "dist-worker", "json"},
+                    {"cell", "batch", "seq", "embed", "hidden", "set", "vocab", "steps", "threads", "nproc-list", "out",
+                     "rank", "world-size", "store-file", "master", "dist-timeout"});
+  cs::DistBenchOptions o;
+  o.model = {{"cell", args.get("cell", "gru")}, {"embed", args.get_int("embed", 256)}, {"hidden", args.get_int("hidden", 512)}};
+  for (auto& s : args.all("set")) {
+    json tmp = {{"model", o.model}};
+    cs::apply_override(tmp, s);
+    o.model = tmp["model"];
+  }
+  o.batch = args.get_int("batch", 32);
+  o.seq = args.get_int("seq", 150);
+  o.vocab = args.get_int("vocab", 96);
+  o.steps = static_cast<int>(args.get_int("steps", 20));
+  if (o.batch < 1 || o.seq < 1 || o.steps < 1) throw UsageError("--batch, --seq and --steps must be >= 1");
+  if (args.has("dist-worker")) {
+    cs::set_threads(static_cast<int>(args.get_int("threads", 1)));
+    cs::DistOptions d;
+    d.rank = static_cast<int>(args.get_int("rank", 0));
+    d.world = static_cast<int>(args.get_int("world-size", 1));
+    d.store_file = args.get("store-file");
+    d.master = args.get("master");
+    d.timeout_s = parse_seconds(args, "dist-timeout", 60);
+    auto ctx = cs::init_dist(d);
+    json r = cs::run_dist_bench_rank(o, *ctx);
+    if (ctx->rank == 0 && args.has("out")) cs::atomic_write(args.get("out"), r.dump());
+    return 0;
+  }
+  // Launcher: the same benchmark with 1, 2, ... local processes.
+  std::vector<int> counts;
+  {
+    std::stringstream ss(args.get("nproc-list", "1,2"));
+    std::string tok;
+    while (std::getline(ss, tok, ',')) {
+      try {
+        counts.push_back(std::stoi(tok));
+      } catch (...) {
+        throw UsageError("--nproc-list expects comma-separated process counts, got '" + args.get("nproc-list") + "'");
+      }
+      if (counts.back() < 1) throw UsageError("--nproc-list: counts must be >= 1");
+    }
+  }
+  const int threads = static_cast<int>(args.get_int("threads", 1));
+  const double timeout = parse_seconds(args, "dist-timeout", 120);
+  std::vector<std::string> base = {"bench", "--dist-worker"};
+  for (const char* k : {"cell", "batch", "seq", "embed", "hidden", "vocab", "steps"})
+    if (args.has(k)) {
+      base.push_back(std::string("--") + k);
+      base.push_back(args.get(k));
+    }
+  for (auto& s : args.all("set")) {
+    base.push_back("--set");
+    base.push_back(s);
+  }
+  char tmpl[] = "/tmp/cellscope-bench-XXXXXX";
+  if (!::mkdtemp(tmpl)) throw cs::UserError("cannot create a temporary directory");
+  const std::string tmp = tmpl;
+  json results = json::array();
+  for (int n : counts) {
+    const std::string out = tmp + "/result_" + std::to_string(n) + ".json";
+    auto child = base;
+    child.push_back("--out");
+    child.push_back(out);
+    auto w = cs::launch_local_workers(self_exe(), child, n, timeout, threads);
+    std::string msg;
+    if (cs::wait_local_workers(w, &msg) != 0 || !cs::file_exists(out))
+      throw cs::UserError("the benchmark with " + std::to_string(n) + " processes failed: " + msg);
+    results.push_back(json::parse(cs::read_file(out)));
+    ::unlink(out.c_str());
+  }
+  ::rmdir(tmp.c_str());
+  const double base_tp = results.empty() ? 0 : results[0]["throughput"].get<double>();
+  for (auto& r : results) r["speedup"] = base_tp > 0 ? r["throughput"].get<double>() / base_tp : 0;
+  if (args.has("json")) {
+    std::cout << json{{"dist", results}}.dump() << "\n";
+    return 0;
+  }
+  std::cout << std::fixed << std::setprecision(2);
+  if (!results.empty())
+    std::cout << "data-parallel char-LM: cell " << results[0]["cell"].get<std::string>() << "  global batch " << o.batch
+              << "  seq " << o.seq << "  embed " << results[0]["embed"] << "  hidden " << results[0]["hidden"] << "  ("
+              << results[0]["parameters"] << " parameters)  " << threads << " thread(s) per process\n";
+  for (auto& r : results)
+    std::cout << "  " << r["world"].get<int>() << " process" << (r["world"].get<int>() == 1 ? " " : "es") << "  step "
+              << 1e3 * r["seconds_per_step"].get<double>() << " ms  " << r["throughput"].get<double>() / 1e3
+              << "k chars/s  (x" << r["speedup"].get<double>() << ")  compute " << r["compute_ms"].get<double>()
+              << " ms  all-reduce " << r["allreduce_ms"].get<double>() << " ms/step\n";
+  return 0;
+}
+
+}  // namespace cli
