@@ -11,6 +11,7 @@
 #include <QTextStream>
 #include <QTimer>
 
+#include <cstdio>
 #include <cstring>
 
 #include "benchmark.h"
@@ -18,12 +19,21 @@
 #include "run_table.h"
 
 int main(int argc, char** argv) {
-  // --benchmark without a display: fall back to the offscreen platform.
-  bool bench = false;
-  for (int i = 1; i < argc; ++i) bench = bench || std::strcmp(argv[i], "--benchmark") == 0;
-  if (bench && qEnvironmentVariableIsEmpty("DISPLAY") && qEnvironmentVariableIsEmpty("WAYLAND_DISPLAY") &&
+  // --benchmark, --help and --version need no display: fall back to the offscreen platform.
+  bool headless = false;
+  for (int i = 1; i < argc; ++i)
+    for (const char* a : {"--benchmark", "--help", "-h", "--help-all", "--version", "-v"})
+      headless = headless || std::strcmp(argv[i], a) == 0;
+  if (headless && qEnvironmentVariableIsEmpty("DISPLAY") && qEnvironmentVariableIsEmpty("WAYLAND_DISPLAY") &&
       qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM"))
     qputenv("QT_QPA_PLATFORM", "offscreen");
+  if (!headless && qEnvironmentVariableIsEmpty("DISPLAY") && qEnvironmentVariableIsEmpty("WAYLAND_DISPLAY") &&
+      qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) {
+    std::fprintf(stderr,
+                 "cellscope: no display ($DISPLAY and $WAYLAND_DISPLAY are unset). Start it from a graphical "
+                 "session, under xvfb-run, or use cellscope-cli for headless work.\n");
+    return 2;
+  }
 
   QApplication app(argc, argv);
   QApplication::setApplicationName(QStringLiteral("Cellscope"));
