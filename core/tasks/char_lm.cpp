@@ -33,26 +33,32 @@ torch::Tensor batchify(const std::vector<int32_t>& ids, int64_t batch) {
   return t.to(torch::kInt64).view({batch, n});
 }
 
+std::unique_ptr<Vocab> saved_run_vocab(const std::string& run_dir) {
+  if (run_dir.empty()) return nullptr;
+  const std::string path = join_path(run_dir, "vocab");
+  return file_exists(path) ? std::make_unique<Vocab>(Vocab::load(path)) : nullptr;
+}
+
+void check_stream_splits(const std::string& source, size_t train, size_t valid, int64_t batch,
+                         const std::string& unit) {
+  const int64_t need = batch * 2;
+  if (static_cast<int64_t>(train) < need)
+    throw UserError("dataset '" + source + "': the train split has " + std::to_string(train) + " " + unit +
+                    ", too few for one batch of " + std::to_string(batch) + " streams (need at least " +
+                    std::to_string(need) + ")");
+  if (valid < 2)
+    throw UserError("dataset '" + source + "': the valid split has " + std::to_string(valid) + " " + unit +
+                    " (need at least 2); raise dataset.valid_fraction or use a larger corpus");
+}
+
 CharLMTask::CharLMTask(const json& cfg, const std::string& run_dir) : cfg_(cfg) {
   const auto& tr = cfg.at("training");
   batch_ = tr.value("batch", 32);
   bptt_ = tr.value("bptt", 100);
   eval_batch_ = tr.value("eval_batch", 16);
-  std::string vocab_path = run_dir.empty() ? "" : join_path(run_dir, "vocab");
-  if (!vocab_path.empty() && file_exists(vocab_path)) {
-    Vocab v = Vocab::load(vocab_path);
-    corpus_ = load_char_corpus(cfg.at("dataset"), &v);
-  } else {
-    corpus_ = load_char_corpus(cfg.at("dataset"));
-  }
-  const int64_t need = batch_ * 2;
-  if (static_cast<int64_t>(corpus_.train.size()) < need)
-    throw UserError("dataset '" + corpus_.source + "': the train split has " + std::to_string(corpus_.train.size()) +
-                    " characters, too few for one batch of " + std::to_string(batch_) + " streams (need at least " +
-                    std::to_string(need) + ")");
-  if (corpus_.valid.size() < 2)
-    throw UserError("dataset '" + corpus_.source + "': the valid split has " + std::to_string(corpus_.valid.size()) +
-                    " characters (need at least 2); raise dataset.valid_fraction or use a larger corpus");
+  auto vocab = saved_run_vocab(run_dir);
+  corpus_ = load_char_corpus(cfg.at("dataset"), vocab.get());
+  check_stream_splits(corpus_.source, corpus_.train.size(), corpus_.valid.size(), batch_, "characters");
   model_ = CharLMModel(cfg.at("model"), static_cast<int64_t>(corpus_.vocab.size()));
   train_ = batchify(corpus_.train, batch_);
   local_batch_ = batch_;

@@ -26,6 +26,14 @@ TORCH_MODULE(CharLMModel);
 // Reshape a token stream into B contiguous rows [B, n] (the tail that does not fill a row is dropped).
 torch::Tensor batchify(const std::vector<int32_t>& ids, int64_t batch);
 
+// Shared by the stream language-model tasks (char_lm, word_lm):
+// the vocabulary saved with a run (run_dir/vocab), or null when there is none (a new run);
+std::unique_ptr<Vocab> saved_run_vocab(const std::string& run_dir);
+// one clear error when the train split cannot fill one batch of `batch` streams or the
+// valid split is empty; `unit` is "characters" or "tokens".
+void check_stream_splits(const std::string& source, size_t train, size_t valid, int64_t batch,
+                         const std::string& unit);
+
 class CharLMTask : public Task {
  public:
   CharLMTask(const json& cfg, const std::string& run_dir);

@@ -99,21 +99,9 @@ WordLMTask::WordLMTask(const json& cfg, const std::string& run_dir) : cfg_(cfg) 
   asgd_ = tr.value("optimizer", std::string("adam")) == "asgd";
   asgd_start_ = tr.value("asgd_start", int64_t(0));
   asgd_nonmono_ = tr.value("asgd_nonmono", int64_t(5));
-  std::string vocab_path = run_dir.empty() ? "" : join_path(run_dir, "vocab");
-  if (!vocab_path.empty() && file_exists(vocab_path)) {
-    Vocab v = Vocab::load(vocab_path);
-    corpus_ = load_word_corpus(cfg.at("dataset"), &v);
-  } else {
-    corpus_ = load_word_corpus(cfg.at("dataset"));
-  }
-  const int64_t need = batch_ * 2;
-  if (static_cast<int64_t>(corpus_.train.size()) < need)
-    throw UserError("dataset '" + corpus_.source + "': the train split has " + std::to_string(corpus_.train.size()) +
-                    " tokens, too few for one batch of " + std::to_string(batch_) + " streams (need at least " +
-                    std::to_string(need) + ")");
-  if (corpus_.valid.size() < 2)
-    throw UserError("dataset '" + corpus_.source + "': the valid split has " + std::to_string(corpus_.valid.size()) +
-                    " tokens (need at least 2); raise dataset.valid_fraction or use a larger corpus");
+  auto vocab = saved_run_vocab(run_dir);
+  corpus_ = load_word_corpus(cfg.at("dataset"), vocab.get());
+  check_stream_splits(corpus_.source, corpus_.train.size(), corpus_.valid.size(), batch_, "tokens");
   model_ = WordLMModel(cfg.at("model"), static_cast<int64_t>(corpus_.vocab.size()));
   train_ = batchify(corpus_.train, batch_);
   state_ = model_->initial_state(batch_, torch::TensorOptions().dtype(torch::kFloat32));
