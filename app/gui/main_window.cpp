@@ -1,4 +1,5 @@
 #include "main_window.h"
+#include "sweep_panel.h"
 
 #include <QAction>
 #include <QApplication>
@@ -133,6 +134,7 @@ MainWindow::MainWindow(const WindowOptions& options, QWidget* parent) : QMainWin
   connect(m_paramTimer, &QTimer::timeout, this, &MainWindow::requestParameterCount);
   buildUi();
   buildMenus();
+  installSweepPanel(this);  // the "Sweeps" tab, View > Sweeps (Ctrl+4): sweep_panel.h
 
   // Metrics are pulled at 10 Hz, whatever the training speed.
   m_drainTimer = new QTimer(this);

@@ -1,0 +1,423 @@
+#include "sweep_panel.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDir>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QFormLayout>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QJsonDocument>
+#include <QKeySequence>
+#include <QLabel>
+#include <QLineEdit>
+#include <QMenu>
+#include <QMenuBar>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QSplitter>
+#include <QTabWidget>
+#include <QTableWidget>
+#include <QThread>
+#include <QVBoxLayout>
+
+#include "main_window.h"
+#include "qcp.h"
+
+namespace gui {
+
+SweepPanel::SweepPanel(MainWindow* window, QWidget* parent) : QWidget(parent), m_window(window) {
+  auto* split = new QSplitter(Qt::Horizontal, this);
+  auto* outer = new QVBoxLayout(this);
+  outer->setContentsMargins(4, 4, 4, 4);
+  outer->addWidget(split);
+
+  // ---- left: the sweep's definition and its progress
+  auto* left = new QWidget(split);
+  auto* l = new QVBoxLayout(left);
+  auto* hint = new QLabel(QStringLiteral("Base: the configuration of the Training tab. Each grid row is an option path and "
+                                          "comma-separated values; the first row gives the table's rows, the second its columns. "
+                                          "Every point x seed is an ordinary run of the workspace; Run again resumes a stopped sweep."),
+                          left);
+  hint->setWordWrap(true);
+  l->addWidget(hint);
+  auto* form = new QFormLayout;
+  m_name = new QLineEdit(QStringLiteral("sweep-1"), left);
+  m_name->setToolTip(QStringLiteral("The sweep's name: its directory is <workspace>/sweeps/<name>"));
+  form->addRow(QStringLiteral("Name"), m_name);
+  m_seeds = new QLineEdit(QStringLiteral("1, 2, 3"), left);
+  m_seeds->setToolTip(QStringLiteral("training.seed of each repetition (pairs share the seed and so the data order)"));
+  form->addRow(QStringLiteral("Seeds"), m_seeds);
+  l->addLayout(form);
+  m_grid = new QTableWidget(2, 2, left);
+  m_grid->setHorizontalHeaderLabels({QStringLiteral("Option path"), QStringLiteral("Values (comma-separated)")});
+  m_grid->horizontalHeader()->setStretchLastSection(true);
+  m_grid->setItem(0, 0, new QTableWidgetItem(QStringLiteral("model.hidden")));
+  m_grid->setItem(0, 1, new QTableWidgetItem(QStringLiteral("64, 128")));
+  m_grid->setItem(1, 0, new QTableWidgetItem(QString()));
+  m_grid->setItem(1, 1, new QTableWidgetItem(QString()));
+  l->addWidget(m_grid, 1);
+  auto* gridButtons = new QHBoxLayout;
+  auto* add = new QPushButton(QStringLiteral("Add axis"), left);
+  auto* remove = new QPushButton(QStringLiteral("Remove axis"), left);
+  gridButtons->addWidget(add);
+  gridButtons->addWidget(remove);
+  gridButtons->addStretch();
+  l->addLayout(gridButtons);
+  connect(add, &QPushButton::clicked, this, [this] {
+    const int r = m_grid->rowCount();
+    m_grid->insertRow(r);
+    m_grid->setItem(r, 0, new QTableWidgetItem(QString()));
+    m_grid->setItem(r, 1, new QTableWidgetItem(QString()));
+  });
+  connect(remove, &QPushButton::clicked, this, [this] {
+    const int r = m_grid->currentRow() >= 0 ? m_grid->currentRow() : m_grid->rowCount() - 1;
+    if (r >= 0) m_grid->removeRow(r);
+  });
+  auto* runButtons = new QHBoxLayout;
+  m_run = new QPushButton(QStringLiteral("Run / Resume"), left);
+  m_stop = new QPushButton(QStringLiteral("Stop"), left);
+  m_open = new QPushButton(QStringLiteral("Open sweep..."), left);
+  runButtons->addWidget(m_run);
+  runButtons->addWidget(m_stop);
+  runButtons->addWidget(m_open);
+  l->addLayout(runButtons);
+  m_progress = new QProgressBar(left);
+  m_progress->setRange(0, 1);
+  m_progress->setValue(0);
+  l->addWidget(m_progress);
+  m_status = new QLabel(QStringLiteral("No sweep running."), left);
+  m_status->setWordWrap(true);
+  m_status->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  l->addWidget(m_status);
+  connect(m_run, &QPushButton::clicked, this, [this] { startSweep(); });
+  connect(m_stop, &QPushButton::clicked, this, &SweepPanel::stopSweep);
+  connect(m_open, &QPushButton::clicked, this, [this] {
+    const QString d = QFileDialog::getExistingDirectory(this, QStringLiteral("Open a sweep directory"), sweepsRoot(m_window->workspace()));
+    if (!d.isEmpty()) openSweep(d);
+  });
+
+  // ---- right: the table, its export and the plot
+  auto* right = new QWidget(split);
+  auto* r = new QVBoxLayout(right);
+  m_caption = new QLabel(QStringLiteral("The table appears here as runs finish."), right);
+  m_caption->setWordWrap(true);
+  r->addWidget(m_caption);
+  m_table = new QTableWidget(right);
+  m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  r->addWidget(m_table, 2);
+  auto* tableButtons = new QHBoxLayout;
+  m_paired = new QCheckBox(QStringLiteral("Paired difference to column"), right);
+  m_paired->setToolTip(QStringLiteral("Each cell: the difference to the chosen column of the runs that share the seed "
+                                      "(and so the data order) and every other option; mean ± std over seeds"));
+  m_pairedRef = new QComboBox(right);
+  tableButtons->addWidget(m_paired);
+  tableButtons->addWidget(m_pairedRef);
+  tableButtons->addStretch();
+  auto* csv = new QPushButton(QStringLiteral("Export CSV..."), right);
+  auto* tex = new QPushButton(QStringLiteral("Export LaTeX..."), right);
+  tableButtons->addWidget(csv);
+  tableButtons->addWidget(tex);
+  r->addLayout(tableButtons);
+  connect(m_paired, &QCheckBox::toggled, this, [this] { refreshTable(); });
+  connect(m_pairedRef, &QComboBox::currentTextChanged, this, [this] {
+    if (m_paired->isChecked()) refreshTable();
+  });
+  connect(csv, &QPushButton::clicked, this, [this] { exportInteractive(QStringLiteral("csv")); });
+  connect(tex, &QPushButton::clicked, this, [this] { exportInteractive(QStringLiteral("tex")); });
+  m_plot = new QCustomPlot(right);
+  m_plot->setMinimumHeight(220);
+  m_plot->legend->setVisible(true);
+  m_plot->yAxis->setLabel(QStringLiteral("metric"));
+  r->addWidget(m_plot, 2);
+  split->setStretchFactor(0, 1);
+  split->setStretchFactor(1, 2);
+
+  m_thread = new QThread(this);
+  m_thread->setObjectName(QStringLiteral("cellscope-sweep"));
+  m_worker = new SweepWorker;
+  m_worker->moveToThread(m_thread);
+  connect(m_thread, &QThread::finished, m_worker, &QObject::deleteLater);
+  connect(m_worker, &SweepWorker::pointStarted, this, &SweepPanel::onPointStarted);
+  connect(m_worker, &SweepWorker::pointFinished, this, &SweepPanel::onPointFinished);
+  connect(m_worker, &SweepWorker::progress, this, &SweepPanel::onProgress);
+  connect(m_worker, &SweepWorker::finished, this, &SweepPanel::onFinished);
+  connect(m_worker, &SweepWorker::failed, this, &SweepPanel::onFailed);
+  m_thread->start();
+  updateButtons();
+}
+
+SweepPanel::~SweepPanel() {
+  if (m_worker) m_worker->requestStop();  // the current run stops with a checkpoint (resumable)
+  m_thread->quit();
+  m_thread->wait();
+}
+
+void SweepPanel::setSweepName(const QString& name) { m_name->setText(name); }
+QString SweepPanel::sweepName() const { return m_name->text().trimmed(); }
+
+void SweepPanel::setGrid(const QList<QPair<QString, QString>>& rows) {
+  m_grid->setRowCount(0);
+  for (auto& p : rows) {
+    const int r = m_grid->rowCount();
+    m_grid->insertRow(r);
+    m_grid->setItem(r, 0, new QTableWidgetItem(p.first));
+    m_grid->setItem(r, 1, new QTableWidgetItem(p.second));
+  }
+}
+
+void SweepPanel::setSeeds(const QString& seeds) { m_seeds->setText(seeds); }
+QString SweepPanel::statusText() const { return m_status->text(); }
+bool SweepPanel::isRunning() const { return m_worker && m_worker->isRunning(); }
+
+QList<SweepAxisEdit> SweepPanel::axes() const {
+  QList<SweepAxisEdit> out;
+  for (int r = 0; r < m_grid->rowCount(); ++r) {
+    const QString opt = m_grid->item(r, 0) ? m_grid->item(r, 0)->text().trimmed() : QString();
+    const QString vals = m_grid->item(r, 1) ? m_grid->item(r, 1)->text() : QString();
+    if (opt.isEmpty() && vals.trimmed().isEmpty()) continue;
+    SweepAxisEdit a;
+    a.option = opt;
+    for (auto& v : vals.split(',', Qt::SkipEmptyParts)) a.values << v.trimmed();
+    out << a;
+  }
+  return out;
+}
+
+QList<qint64> SweepPanel::seeds(QString* error) const {
+  QList<qint64> out;
+  for (auto& s : m_seeds->text().split(',', Qt::SkipEmptyParts)) {
+    bool ok = false;
+    const qint64 v = s.trimmed().toLongLong(&ok);
+    if (!ok || v < 0) {
+      *error = QStringLiteral("seeds: '%1' is not a non-negative integer").arg(s.trimmed());
+      return {};
+    }
+    out << v;
+  }
+  if (out.isEmpty()) *error = QStringLiteral("seeds: give at least one seed");
+  return out;
+}
+
+bool SweepPanel::startSweep() {
+  m_lastError.clear();
+  auto fail = [this](const QString& msg) {
+    m_lastError = msg;
+    m_status->setText(QStringLiteral("<span style='color:#b00020'>%1</span>").arg(msg.toHtmlEscaped().replace('\n', "<br>")));
+    return false;
+  };
+  if (isRunning()) return fail(QStringLiteral("A sweep is running."));
+  if (m_window->isTraining()) return fail(QStringLiteral("A run is training in the Training tab: stop it or wait for it first."));
+  QString err;
+  const auto s = seeds(&err);
+  if (!err.isEmpty()) return fail(err);
+  int points = 0;
+  const QJsonObject spec = buildSweepSpec(sweepName(), m_window->currentConfig(), axes(), s, &points, &err);
+  if (spec.isEmpty()) return fail(err);
+  m_dir = sweepsRoot(m_window->workspace()) + "/" + sweepName();
+  m_pointTotal = points;
+  m_progress->setRange(0, points);
+  m_progress->setValue(0);
+  m_status->setText(QStringLiteral("Starting %1 runs...").arg(points));
+  const QByteArray json = QJsonDocument(spec).toJson(QJsonDocument::Compact);
+  const int threads = std::max(1, QThread::idealThreadCount() - 1);
+  QMetaObject::invokeMethod(m_worker, "start", Qt::QueuedConnection, Q_ARG(QByteArray, json),
+                            Q_ARG(QString, m_window->workspace()), Q_ARG(int, threads));
+  m_run->setEnabled(false);
+  m_stop->setEnabled(true);
+  return true;
+}
+
+void SweepPanel::stopSweep() {
+  if (!isRunning()) return;
+  m_worker->requestStop();
+  m_status->setText(QStringLiteral("Stopping after a checkpoint of the current run..."));
+}
+
+void SweepPanel::updateButtons() {
+  const bool running = isRunning();
+  m_run->setEnabled(!running);
+  m_stop->setEnabled(running);
+}
+
+void SweepPanel::onPointStarted(int index, int total, const QString& id, bool resumed, const QString& runDir) {
+  m_pointIndex = index;
+  m_pointTotal = total;
+  m_progress->setRange(0, total);
+  m_progress->setValue(index);
+  m_status->setText(QStringLiteral("[%1/%2] %3%4\n%5").arg(index + 1).arg(total).arg(resumed ? "resuming " : "", id, runDir));
+  m_run->setEnabled(false);
+  m_stop->setEnabled(true);
+}
+
+void SweepPanel::onPointFinished(int index, int total, const QString& id, const QString& status) {
+  m_progress->setValue(index + 1);
+  m_status->setText(QStringLiteral("[%1/%2] %3: %4").arg(index + 1).arg(total).arg(id, status));
+  refreshTable();
+}
+
+void SweepPanel::onProgress(int step, int total) {
+  Q_UNUSED(total);
+  m_status->setText(m_status->text().section('\n', 0, 1) + QStringLiteral("\nstep %1/%2").arg(step).arg(total));
+}
+
+void SweepPanel::onFinished(bool stopped, int done, int total, const QString& dir) {
+  m_dir = dir;
+  m_status->setText(stopped ? QStringLiteral("Stopped: %1/%2 points done. Run again to resume.").arg(done).arg(total)
+                            : QStringLiteral("Done: %1/%2 points.").arg(done).arg(total));
+  m_progress->setRange(0, std::max(1, total));
+  m_progress->setValue(done);
+  updateButtons();
+  m_run->setEnabled(true);
+  m_stop->setEnabled(false);
+  refreshTable();
+  m_window->refreshWorkspace();
+  Q_EMIT sweepFinished(stopped, done, total);
+}
+
+void SweepPanel::onFailed(const QString& message) {
+  m_lastError = message;
+  m_status->setText(QStringLiteral("<span style='color:#b00020'>%1</span>").arg(message.toHtmlEscaped().replace('\n', "<br>")));
+  m_run->setEnabled(true);
+  m_stop->setEnabled(false);
+  Q_EMIT sweepFailed(message);
+}
+
+bool SweepPanel::openSweep(const QString& dir) {
+  if (!QFileInfo::exists(dir + "/sweep.json")) {
+    m_lastError = QStringLiteral("'%1' is not a sweep directory (no sweep.json)").arg(dir);
+    m_status->setText(m_lastError);
+    return false;
+  }
+  m_dir = dir;
+  m_name->setText(QFileInfo(dir).fileName());
+  refreshTable();
+  return true;
+}
+
+void SweepPanel::refreshTable() {
+  if (m_dir.isEmpty() || !QFileInfo::exists(m_dir + "/sweep.json")) return;
+  // The reference choices: the columns of the plain table.
+  SweepTableView plain;
+  QString err;
+  if (!sweepTable(m_dir, QString(), &plain, &err)) {
+    m_caption->setText(err);
+    return;
+  }
+  {
+    const QString keep = m_pairedRef->currentText();
+    QSignalBlocker b(m_pairedRef);
+    m_pairedRef->clear();
+    m_pairedRef->addItems(plain.cols);
+    const int i = m_pairedRef->findText(keep);
+    m_pairedRef->setCurrentIndex(i >= 0 ? i : 0);
+  }
+  m_paired->setEnabled(plain.cols.size() > 1);
+  SweepTableView t = plain;
+  if (m_paired->isChecked() && plain.cols.size() > 1 && !sweepTable(m_dir, m_pairedRef->currentText(), &t, &err)) {
+    m_caption->setText(err);
+    return;
+  }
+  m_caption->setText(QStringLiteral("<b>%1</b>: %2").arg(t.title.toHtmlEscaped(), t.caption.toHtmlEscaped()));
+  m_table->clear();
+  m_table->setRowCount(t.rows.size());
+  m_table->setColumnCount(t.cols.size());
+  m_table->setHorizontalHeaderLabels(t.cols);
+  m_table->setVerticalHeaderLabels(t.rows);
+  for (int r = 0; r < t.rows.size(); ++r)
+    for (int c = 0; c < t.cols.size(); ++c) {
+      const auto& cell = t.cells[r][c];
+      auto* item = new QTableWidgetItem(cell.text);
+      item->setTextAlignment(Qt::AlignCenter);
+      QFont f = item->font();
+      f.setBold(cell.best);
+      item->setFont(f);
+      item->setToolTip(QStringLiteral("n = %1 seed(s)").arg(cell.n));
+      m_table->setItem(r, c, item);
+    }
+  m_table->resizeColumnsToContents();
+  updatePlot();
+}
+
+void SweepPanel::updatePlot() {
+  m_plot->clearPlottables();
+  QList<SweepSeriesView> series;
+  QString xName, err;
+  if (m_dir.isEmpty() || !sweepSeries(m_dir, &series, &xName, &err)) {
+    m_plot->xAxis->setLabel(err.isEmpty() ? QString() : QStringLiteral("(no plot: %1)").arg(err));
+    m_plot->replot();
+    return;
+  }
+  static const QColor colors[] = {QColor(31, 119, 180), QColor(255, 127, 14), QColor(44, 160, 44), QColor(214, 39, 40),
+                                  QColor(148, 103, 189), QColor(140, 86, 75)};
+  int i = 0;
+  for (auto& s : series) {
+    const QColor col = colors[i++ % 6];
+    auto* g = m_plot->addGraph();
+    g->setName(s.label);
+    g->setPen(QPen(col, 1.6));
+    g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, col, col, 6));
+    g->setData(s.x, s.mean);
+    auto* bars = new QCPErrorBars(m_plot->xAxis, m_plot->yAxis);  // mean ± sample std over seeds
+    bars->removeFromLegend();
+    bars->setDataPlottable(g);
+    bars->setData(s.std);
+    bars->setPen(QPen(col, 1.2));
+  }
+  m_plot->xAxis->setLabel(xName);
+  SweepTableView t;
+  if (sweepTable(m_dir, QString(), &t, &err)) m_plot->yAxis->setLabel(t.metric + QStringLiteral(" (mean ± std over seeds)"));
+  m_plot->rescaleAxes();
+  // Room around the points and their bars.
+  m_plot->xAxis->scaleRange(1.15, m_plot->xAxis->range().center());
+  double lo = 1e300, hi = -1e300;
+  for (auto& s : series)
+    for (int k = 0; k < s.x.size(); ++k) {
+      lo = std::min(lo, s.mean[k] - s.std[k]);
+      hi = std::max(hi, s.mean[k] + s.std[k]);
+    }
+  if (lo < hi) m_plot->yAxis->setRange(lo - 0.1 * (hi - lo), hi + 0.1 * (hi - lo));
+  m_plot->replot();
+}
+
+bool SweepPanel::exportTable(const QString& path, QString* error) {
+  if (m_dir.isEmpty()) {
+    if (error) *error = QStringLiteral("no sweep to export");
+    return false;
+  }
+  const QString ref = m_paired->isChecked() && m_paired->isEnabled() ? m_pairedRef->currentText() : QString();
+  return exportSweepTable(m_dir, ref, path, error);
+}
+
+void SweepPanel::exportInteractive(const QString& ext) {
+  const QString path = QFileDialog::getSaveFileName(this, QStringLiteral("Export the table"),
+                                                    QDir::homePath() + "/" + sweepName() + "." + ext,
+                                                    ext == "csv" ? QStringLiteral("CSV (*.csv)") : QStringLiteral("LaTeX (*.tex)"));
+  if (path.isEmpty()) return;
+  QString err;
+  if (!exportTable(path, &err)) m_status->setText(QStringLiteral("Export failed: ") + err);
+  else m_status->setText(QStringLiteral("Wrote ") + path);
+}
+
+SweepPanel* installSweepPanel(MainWindow* window) {
+  auto* panel = new SweepPanel(window);
+  panel->setObjectName(QStringLiteral("sweepPanel"));
+  const int index = window->tabs()->addTab(panel, QStringLiteral("Sweeps"));
+  QMenu* view = nullptr;
+  for (QAction* a : window->menuBar()->actions())
+    if (a->menu() && a->text().remove('&') == QStringLiteral("View")) view = a->menu();
+  QAction* act = new QAction(QStringLiteral("&Sweeps"), window);
+  act->setShortcut(QKeySequence(QStringLiteral("Ctrl+4")));
+  QObject::connect(act, &QAction::triggered, window, [window, panel] { window->tabs()->setCurrentWidget(panel); });
+  if (view) {
+    QAction* before = view->actions().size() > 2 ? view->actions().at(2) : nullptr;
+    view->insertAction(before, act);
+  } else {
+    window->addAction(act);
+  }
+  Q_UNUSED(index);
+  return panel;
+}
+
+}  // namespace gui

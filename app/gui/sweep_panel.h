@@ -1,0 +1,97 @@
+// The "Sweeps" tab (issue #8): the window's current configuration as the base, a
+// grid editor (option path + comma-separated values), seeds, Run / Stop / Resume
+// on a worker thread (SweepWorker), progress, the sweep's table (best in bold,
+// paired-difference toggle), CSV / LaTeX export, and a plot of the metric against
+// a numeric first axis with error bars over seeds (CRU Fig. 3: filter length).
+#pragma once
+#include <QJsonObject>
+#include <QList>
+#include <QPair>
+#include <QString>
+#include <QWidget>
+
+#include "sweep_worker.h"
+
+class QCheckBox;
+class QComboBox;
+class QCustomPlot;
+class QLabel;
+class QLineEdit;
+class QProgressBar;
+class QPushButton;
+class QTableWidget;
+class QThread;
+
+namespace gui {
+
+class MainWindow;
+
+class SweepPanel : public QWidget {
+  Q_OBJECT
+public:
+  explicit SweepPanel(MainWindow* window, QWidget* parent = nullptr);
+  ~SweepPanel() override;
+
+  // ---- editing (also for tests)
+  void setSweepName(const QString& name);
+  QString sweepName() const;
+  void setGrid(const QList<QPair<QString, QString>>& rows);  // (option path, "v1, v2, ...")
+  void setSeeds(const QString& seeds);                       // "1, 2, 3"
+  QTableWidget* gridEditor() const { return m_grid; }
+  QTableWidget* resultTable() const { return m_table; }
+  QCheckBox* pairedCheck() const { return m_paired; }
+  QComboBox* pairedReference() const { return m_pairedRef; }
+  QCustomPlot* seriesPlot() const { return m_plot; }
+  QString statusText() const;
+  QString sweepDir() const { return m_dir; }
+  bool isRunning() const;
+  QString lastError() const { return m_lastError; }
+
+  // Expands and validates the grid on the window's current config; false (errors shown) if invalid.
+  bool startSweep();
+  void stopSweep();
+  // Opens an existing sweep directory (table and plot) without running it.
+  bool openSweep(const QString& dir);
+  void refreshTable();
+  bool exportTable(const QString& path, QString* error = nullptr);  // .csv, .tex, .json, .txt
+
+Q_SIGNALS:
+  void sweepFinished(bool stopped, int done, int total);
+  void sweepFailed(const QString& message);
+
+private:
+  void onPointStarted(int index, int total, const QString& id, bool resumed, const QString& runDir);
+  void onPointFinished(int index, int total, const QString& id, const QString& status);
+  void onProgress(int step, int total);
+  void onFinished(bool stopped, int done, int total, const QString& dir);
+  void onFailed(const QString& message);
+  void updateButtons();
+  void updatePlot();
+  void exportInteractive(const QString& ext);
+  QList<SweepAxisEdit> axes() const;
+  QList<qint64> seeds(QString* error) const;
+
+  MainWindow* m_window;
+  QLineEdit* m_name = nullptr;
+  QTableWidget* m_grid = nullptr;
+  QLineEdit* m_seeds = nullptr;
+  QPushButton* m_run = nullptr;
+  QPushButton* m_stop = nullptr;
+  QPushButton* m_open = nullptr;
+  QProgressBar* m_progress = nullptr;
+  QLabel* m_status = nullptr;
+  QLabel* m_caption = nullptr;
+  QTableWidget* m_table = nullptr;
+  QCheckBox* m_paired = nullptr;
+  QComboBox* m_pairedRef = nullptr;
+  QCustomPlot* m_plot = nullptr;
+  QThread* m_thread = nullptr;
+  SweepWorker* m_worker = nullptr;
+  QString m_dir, m_lastError;
+  int m_pointIndex = 0, m_pointTotal = 0;
+};
+
+// The one-line hook of MainWindow: adds the "Sweeps" tab and View > Sweeps (Ctrl+4).
+SweepPanel* installSweepPanel(MainWindow* window);
+
+}  // namespace gui

@@ -1,0 +1,137 @@
+// Sweeps (issue #8): a base configuration plus a grid over options and seeds,
+// expanded into points that run one after another as ordinary runs in the
+// workspace, resumable when interrupted. Notes and choices: core/sweep/SWEEP_NOTES.md.
+//
+// Spec (JSON; resources/sweeps/*.json are the bundled "reproduce" sweeps):
+//   {"name": "zones", "notes": "...",
+//    "base": {config} | "preset-name",
+//    "set": {"training.steps": 300},                         optional overrides on the base
+//    "grid": {"model.zones": [2, 4]}                         map form: one axis per option, or
+//    "grid": [{"option": "model.zones", "values": [2, 4]},   list form (axis order = list order),
+//             {"name": "variant", "values": [                named axes whose values set several
+//                {"label": "Full", "set": {}},               options at once (null removes an option)
+//                {"label": "Regular-Gate", "set": {"model.regular_gate": true}}]}],
+//    "seeds": [1, 2, 3],
+//    "table": {"rows": "variant", "cols": "model.depth",     axis names (a string or a list);
+//              "metric": "test",                             axes in neither go to the rows
+//              "best": "column"}}                            column | row | all | none
+// Points are ordered by the axes (the first axis varies slowest), seeds innermost.
+#pragma once
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "config/schema.h"
+#include "train/run_store.h"
+#include "train/trainer.h"
+
+namespace cs {
+
+struct SweepAxis {
+  std::string name;                 // the option path, or the axis's own name
+  std::vector<std::string> labels;  // one per value (a scalar's JSON text, or the value's "label")
+  std::vector<json> sets;           // one per value: {"section.key": value-or-null, ...}
+};
+
+struct SweepTableSpec {
+  std::vector<std::string> rows, cols;  // axis names
+  std::string metric = "test";          // test | valid | test.<key> | valid.<key>
+  std::string best = "column";          // column | row | all | none
+  int higher_is_better = -1;            // -1: from the metric (summary / key name)
+};
+
+struct SweepSpec {
+  std::string name;
+  std::string notes;
+  json base;  // the raw base config (a preset name already loaded), "set" applied
+  std::vector<SweepAxis> axes;
+  std::vector<int64_t> seeds;
+  SweepTableSpec table;
+  json source;  // the spec document as given (with "base" replaced by the loaded object)
+
+  // Parse and check a spec. `base` may name a preset (resources/presets). Throws
+  // UserError naming the offending field ("grid[1].values[0]: ...").
+  static SweepSpec from_json(const json& j);
+};
+
+// A spec from a file, a bundled sweep (resources/sweeps/<name>.json) or an
+// existing sweep directory's sweep.json.
+SweepSpec load_sweep_spec(const std::string& file_or_name);
+// Bundled sweep specs: {name, notes, path} for resources/sweeps/*.json.
+std::vector<json> bundled_sweeps();
+
+struct SweepPoint {
+  int index = 0;                     // position in the run order
+  std::string id;                    // e.g. "model.zones=2,seed=1" (stable: the state file's key)
+  std::vector<int> value_index;      // per axis
+  std::vector<std::string> labels;   // per axis
+  int64_t seed = 1;
+  json config;                       // validated + resolved
+};
+
+// Expand the grid (axes x seeds) into validated points. Every invalid point is
+// reported (point id + option path) in one UserError before anything runs.
+std::vector<SweepPoint> expand_sweep(const SweepSpec& spec);
+
+// Set "section.key" in a raw config (null removes it). Throws UserError naming the path.
+void set_option_path(json& cfg, const std::string& path, const json& value);
+
+// ------------------------------------------------------------------ state / running
+struct SweepPointState {
+  std::string run_dir;
+  std::string status;  // pending | running | stopped | finished | failed
+};
+
+// <workspace>/sweeps/<name>
+std::string sweep_dir(const std::string& workspace, const std::string& name);
+// Reads <dir>/state.json (point id -> state); empty when absent.
+std::map<std::string, SweepPointState> read_sweep_state(const std::string& dir);
+
+struct SweepRunOptions {
+  std::string workspace;   // empty: default_workspace()
+  int threads = 0;         // > 0: intra-op threads for every point (overrides training.threads)
+  int default_threads = 0; // threads when training.threads is 0 (0: all cores)
+  TrainerControl* control = nullptr;  // stop: the current run stops with a checkpoint; the sweep stops
+  // Called before each point (resumed: continues a stopped run), after it, and during training.
+  std::function<void(const SweepPoint&, int n, bool resumed, const std::string& run_dir)> on_point_start;
+  std::function<void(const SweepPoint&, int n, const RunSummary&)> on_point_done;
+  std::function<void(const SweepPoint&, const Progress&)> on_progress;
+  std::function<void(const SweepPoint&, const MetricsRecord&)> on_metrics;
+  std::function<void(const std::string&)> on_log;  // skipped points, messages
+};
+
+struct SweepRunResult {
+  std::string dir;
+  int total = 0, done = 0, ran = 0, skipped = 0, failed = 0;
+  bool stopped = false;  // interrupted: run again to continue
+};
+
+// Run every point not finished yet, in order, each an ordinary run in the workspace
+// (train/launch.h start_run). A point whose run was stopped is resumed from its last
+// checkpoint; one whose run has no checkpoint starts over in a new run directory.
+// Creating the sweep writes <dir>/sweep.json; running again with the same name and a
+// different spec is refused (UserError).
+SweepRunResult run_sweep(const SweepSpec& spec, const SweepRunOptions& options);
+
+// ------------------------------------------------------------------ results
+struct SweepRunRecord {
+  SweepPoint point;          // config not filled
+  SweepPointState state;
+  bool has_value = false;
+  double value = 0;
+};
+
+struct SweepResults {
+  SweepSpec spec;
+  std::string dir;
+  std::vector<SweepRunRecord> records;  // in point order
+  bool higher_is_better = false;
+  std::string metric_label;  // e.g. "test bpc"
+};
+
+// Read a sweep directory (or a sweep name under the workspace): its spec, state and
+// each point's metric (summary.json test/best valid, or the last eval line's key).
+SweepResults read_sweep_results(const std::string& dir_or_name, const std::string& workspace = "",
+                                const std::string& metric = "");
+
+}  // namespace cs

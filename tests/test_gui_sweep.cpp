@@ -1,0 +1,159 @@
+// The window's "Sweeps" tab (app/gui/sweep_panel), offscreen: an invalid grid is
+// refused with the point and path named; a small 2x2 sweep (x 2 seeds) built on the
+// window's configuration runs to the end on the worker thread; its table has the
+// best value of each column in bold, the paired view marks the reference column,
+// the plot has one curve with error bars per series, and CSV/LaTeX export work.
+#include <QAction>
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDir>
+#include <QFile>
+#include <QFileInfo>
+#include <QJsonObject>
+#include <QSettings>
+#include <QTabWidget>
+#include <QTableWidget>
+#include <QtTest/QtTest>
+
+#include "corpus_fixture.h"
+#include "harness.h"
+#include "main_window.h"
+#include "qcp.h"
+#include "sweep_panel.h"
+
+class GuiSweepTest : public QObject {
+  Q_OBJECT
+
+ private Q_SLOTS:
+  void initTestCase() {
+    qunsetenv("CELLSCOPE_WORKSPACE");
+    QCoreApplication::setOrganizationName("CellscopeTests");
+    const QString root = cstest::temp_dir() + "/guisweep";
+    QDir().mkpath(root);
+    QSettings::setPath(QSettings::IniFormat, QSettings::UserScope, root + "/qsettings");
+    QSettings::setPath(QSettings::NativeFormat, QSettings::UserScope, root + "/qsettings");
+  }
+
+  void runsAndExportsASmallSweep() {
+    const QString root = cstest::temp_dir() + "/guisweep";
+    const QString corpus = cstest::write_text_fixture("gui_sweep_corpus.txt", 6000);
+    gui::WindowOptions o;
+    o.workspace = root + "/ws";
+    o.settingsFile = root + "/settings.ini";
+    o.restoreLastConfig = false;
+    gui::MainWindow w(o);
+    w.resize(1400, 900);
+    w.applyConfig(QJsonObject{{"task", QJsonObject{{"name", "char_lm"}}},
+                              {"dataset", QJsonObject{{"path", corpus}}},
+                              {"model", QJsonObject{{"cell", "gru"}, {"embed", 8}, {"hidden", 16}}},
+                              {"training", QJsonObject{{"steps", 12}, {"batch", 8}, {"bptt", 16}, {"eval_every", 6},
+                                                       {"log_every", 3}, {"lr", 0.003}, {"threads", 1}}}});
+    auto* panel = w.findChild<gui::SweepPanel*>("sweepPanel");
+    QVERIFY(panel);
+    // View > Sweeps (Ctrl+4) shows the tab.
+    QAction* act = nullptr;
+    for (QAction* a : w.findChildren<QAction*>())
+      if (a->shortcut() == QKeySequence(QStringLiteral("Ctrl+4"))) act = a;
+    QVERIFY(act);
+    w.tabs()->setCurrentIndex(0);
+    act->trigger();
+    QCOMPARE(w.tabs()->currentWidget(), static_cast<QWidget*>(panel));
+
+    // An invalid value: refused before anything runs, the point and the option named.
+    panel->setSweepName("gui-2x2");
+    panel->setGrid({{"model.hidden", "16, -4"}, {"training.lr", "0.003, 0.02"}});
+    panel->setSeeds("1, 2");
+    QVERIFY(!panel->startSweep());
+    QVERIFY2(panel->lastError().contains("model.hidden=-4") && panel->lastError().contains("model.hidden:"), qPrintable(panel->lastError()));
+    QVERIFY(!QFileInfo::exists(o.workspace + "/sweeps/gui-2x2"));
+
+    // The 2x2 sweep x 2 seeds, run to the end.
+    panel->setGrid({{"model.hidden", "8, 16"}, {"training.lr", "0.003, 0.02"}});
+    QSignalSpy finished(panel, &gui::SweepPanel::sweepFinished);
+    QSignalSpy failed(panel, &gui::SweepPanel::sweepFailed);
+    QVERIFY(panel->startSweep());
+    QVERIFY(finished.wait(240000) || !failed.isEmpty());
+    QVERIFY2(failed.isEmpty(), failed.isEmpty() ? "" : qPrintable(failed.at(0).at(0).toString()));
+    QCOMPARE(finished.at(0).at(0).toBool(), false);  // not stopped
+    QCOMPARE(finished.at(0).at(1).toInt(), 8);
+    QCOMPARE(finished.at(0).at(2).toInt(), 8);
+    QVERIFY(!panel->isRunning());
+    QVERIFY(QFileInfo::exists(panel->sweepDir() + "/state.json"));
+
+    // Table: rows = hidden, columns = lr; mean ± std of 2 seeds; one bold cell per column (lower bpc).
+    QTableWidget* t = panel->resultTable();
+    QCOMPARE(t->rowCount(), 2);
+    QCOMPARE(t->columnCount(), 2);
+    QCOMPARE(t->verticalHeaderItem(0)->text(), QString("8"));
+    QCOMPARE(t->horizontalHeaderItem(1)->text(), QString("0.02"));
+    for (int c = 0; c < 2; ++c) {
+      int bold = 0;
+      double best = 1e9, other = -1;
+      for (int r = 0; r < 2; ++r) {
+        QVERIFY2(t->item(r, c)->text().contains(QString::fromUtf8("±")), qPrintable(t->item(r, c)->text()));
+        const double mean = t->item(r, c)->text().section(' ', 0, 0).toDouble();
+        if (t->item(r, c)->font().bold()) {
+          ++bold;
+          best = mean;
+        } else {
+          other = mean;
+        }
+      }
+      QCOMPARE(bold, 1);
+      QVERIFY(best <= other);
+    }
+    // Exports of the plain table.
+    const QString csv = root + "/table.csv", tex = root + "/table.tex";
+    QString err;
+    QVERIFY2(panel->exportTable(csv, &err), qPrintable(err));
+    QVERIFY2(panel->exportTable(tex, &err), qPrintable(err));
+    QFile fc(csv);
+    QVERIFY(fc.open(QIODevice::ReadOnly));
+    const QStringList lines = QString::fromUtf8(fc.readAll()).split('\n', Qt::SkipEmptyParts);
+    QCOMPARE(lines.size(), 1 + 4);
+    QVERIFY(lines[0].startsWith("model.hidden,training.lr,mean,std,n,best"));
+    for (int i = 1; i < 5; ++i) QCOMPARE(lines[i].split(',')[4], QString("2"));
+    QFile ft(tex);
+    QVERIFY(ft.open(QIODevice::ReadOnly));
+    const QString texText = QString::fromUtf8(ft.readAll());
+    QVERIFY(texText.contains("\\begin{tabular}{lcc}") && texText.contains("\\end{tabular}"));
+    QCOMPARE(texText.count("\\mathbf{"), 2);
+    QVERIFY(texText.contains("model.hidden & 0.003 & 0.02"));
+
+    // Paired view: differences to the column lr = 0.003.
+    panel->pairedReference()->setCurrentText("0.003");
+    panel->pairedCheck()->setChecked(true);
+    QCOMPARE(t->item(0, 0)->text(), QString("(ref.)"));
+    QCOMPARE(t->item(1, 0)->text(), QString("(ref.)"));
+    QVERIFY(t->item(0, 1)->text().contains(QString::fromUtf8("±")));
+    QVERIFY(!t->item(0, 1)->font().bold());
+    QVERIFY(panel->exportTable(root + "/paired.csv", &err));
+    QFile fp(root + "/paired.csv");
+    QVERIFY(fp.open(QIODevice::ReadOnly));
+    QVERIFY(QString::fromUtf8(fp.readAll()).contains("\n8,0.003,0,0,2,"));  // the reference minus itself
+    panel->pairedCheck()->setChecked(false);
+
+    // Plot: x = hidden (numeric first axis), one curve per lr with error bars.
+    QCustomPlot* plot = panel->seriesPlot();
+    QCOMPARE(plot->graphCount(), 2);
+    QCOMPARE(plot->graph(0)->data()->size(), 2);
+    int bars = 0;
+    for (int i = 0; i < plot->plottableCount(); ++i) bars += qobject_cast<QCPErrorBars*>(plot->plottable(i)) != nullptr;
+    QCOMPARE(bars, 2);
+    QCOMPARE(plot->xAxis->label(), QString("model.hidden"));
+    if (qEnvironmentVariableIsSet("CS_SCREENSHOT")) {
+      w.show();
+      QTest::qWait(200);
+      w.grab().save(qEnvironmentVariable("CS_SCREENSHOT"));
+    }
+    // Running it again resumes nothing: every point is finished.
+    QSignalSpy again(panel, &gui::SweepPanel::sweepFinished);
+    QVERIFY(panel->startSweep());
+    QVERIFY(again.wait(60000));
+    QCOMPARE(again.at(0).at(1).toInt(), 8);
+    QVERIFY(panel->statusText().contains("8/8"));
+  }
+};
+
+CS_TEST(GuiSweepTest, "gui_sweep")
+#include "test_gui_sweep.moc"
