@@ -6,6 +6,10 @@
 #include <QFile>
 #include <QFileInfo>
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <regex>
 #include <set>
 
@@ -67,7 +71,7 @@ class TestSweep : public QObject {
                  {"table", {{"cols", "variant"}}}};
     SweepSpec s = SweepSpec::from_json(spec);
     QCOMPARE(static_cast<int>(s.axes.size()), 2);
-    QCOMPARE(s.table.rows, std::vector<std::string>{"model.hidden"});  // unnamed axes join the rows
+    QVERIFY(s.table.rows == std::vector<std::string>{"model.hidden"});  // unnamed axes join the rows
     auto pts = expand_sweep(s);
     QCOMPARE(static_cast<int>(pts.size()), 2 * 2 * 3);
     // First axis slowest, seeds innermost in the order given.
@@ -84,7 +88,10 @@ class TestSweep : public QObject {
     }
     QCOMPARE(ids.size(), pts.size());
     // null removes the option: the resolved config falls back to the default embedding size.
-    const int def_embed = resolve_config(json{{"task", {{"name", "char_lm"}}}, {"dataset", {{"path", "x"}}}})["model"]["embed"];
+    json no_embed = toy_base(corpus_, 10);
+    no_embed["model"].erase("embed");
+    const int def_embed = resolve_config(no_embed)["model"]["embed"];
+    QVERIFY(def_embed != 8);
     QCOMPARE(pts[3].config["model"]["embed"].get<int>(), def_embed);
     QCOMPARE(pts[0].config["model"]["embed"].get<int>(), 8);
 
@@ -179,10 +186,10 @@ class TestSweep : public QObject {
       QCOMPARE(r.done, 4);
     }
     QCOMPARE(static_cast<int>(started.size()), 2);
-    QCOMPARE(started[0], third);
+    QVERIFY(started[0] == third);
     QVERIFY(resumed_flags[0]);
     QVERIFY(!resumed_flags[1]);
-    QCOMPARE(dirs[third], third_dir);
+    QVERIFY(dirs[third] == third_dir);
     // Each point is an ordinary run of the workspace, finished at 20 steps.
     auto st = read_sweep_state(sweep_dir(ws, "resume"));
     QCOMPARE(static_cast<int>(st.size()), 4);
@@ -203,6 +210,15 @@ class TestSweep : public QObject {
       auto r = run_sweep(s, opts(&c));
       QCOMPARE(r.ran, 0);
       QCOMPARE(r.skipped, 4);
+    }
+    // A sweep being run by another process (its lock held) is refused.
+    {
+      const int fd = ::open(join_path(sweep_dir(ws, "resume"), "lock").c_str(), O_RDWR);
+      QVERIFY(fd >= 0);
+      QCOMPARE(::flock(fd, LOCK_EX | LOCK_NB), 0);
+      TrainerControl c;
+      QVERIFY_THROWS_EXCEPTION(UserError, run_sweep(s, opts(&c)));
+      ::close(fd);
     }
     // A different spec under the same name is refused.
     json other = spec;
@@ -225,8 +241,8 @@ class TestSweep : public QObject {
         {"A", "x", 1, 1.0}, {"A", "x", 2, 2.0}, {"A", "x", 3, 3.0},   // mean 2, std 1
         {"B", "x", 1, 1.5}, {"B", "x", 2, 1.7},                       // mean 1.6, std sqrt(0.02)
         {"C", "x", 1, 4.0}, {"C", "x", 2, 4.0}, {"C", "x", 3, 4.0},   // mean 4, std 0
-        {"A", "y", 1, 0.5}, {"A", "y", 2, 0.7}, {"A", "y", 3, 0.9},   // mean 0.7
-        {"B", "y", 1, 0.7}, {"B", "y", 2, 0.7}, {"B", "y", 3, 0.7},   // mean 0.7 (tie)
+        {"A", "y", 1, 0.25}, {"A", "y", 2, 0.5}, {"A", "y", 3, 0.75},  // mean 0.5 (exact in binary)
+        {"B", "y", 1, 0.5}, {"B", "y", 2, 0.5}, {"B", "y", 3, 0.5},    // mean 0.5 (tie)
         {"Z", "x", 1, 9.0},                                          // not a row: ignored
     };
     auto t = aggregate_table(in, {"A", "B", "C"}, {"x", "y"}, false, "column");
@@ -267,11 +283,11 @@ class TestSweep : public QObject {
     auto p = paired_table(in, {"A", "B", "C"}, {"x", "y"}, "x");
     QVERIFY(p.paired);
     QVERIFY(p.cells[0][0].reference);
-    QCOMPARE(p.cells[0][1].n, 3);  // A: -0.5, -1.3, -2.1
-    QVERIFY(std::fabs(p.cells[0][1].mean - (-1.3)) < 1e-12);
-    QVERIFY(std::fabs(p.cells[0][1].std - 0.8) < 1e-12);
+    QCOMPARE(p.cells[0][1].n, 3);  // A: -0.75, -1.5, -2.25
+    QVERIFY(std::fabs(p.cells[0][1].mean - (-1.5)) < 1e-12);
+    QVERIFY(std::fabs(p.cells[0][1].std - 0.75) < 1e-12);
     QCOMPARE(p.cells[1][1].n, 2);  // B: seed 3 has no x value: unpaired, left out
-    QVERIFY(std::fabs(p.cells[1][1].mean - (-0.9)) < 1e-12);
+    QVERIFY(std::fabs(p.cells[1][1].mean - (-1.1)) < 1e-12);
     QCOMPARE(p.cells[2][1].n, 0);
     for (auto& row : p.cells)
       for (auto& c : row) QVERIFY(!c.best);

@@ -88,7 +88,7 @@ int sweep_run(const std::vector<std::string>& a) {
   const bool quiet = args.has("quiet");
   if (args.has("dry-run")) {
     auto state = cs::read_sweep_state(cs::sweep_dir(ws, spec.name));
-    std::cout << "sweep '" << spec.name << "': " << points.size() << " points (" << spec.axes.size() << " axes x "
+    std::cout << "sweep '" << spec.name << "': " << points.size() << " points (" << spec.axes.size() << (spec.axes.size() == 1 ? " axis x " : " axes x ")
               << spec.seeds.size() << " seeds), all valid; directory " << cs::sweep_dir(ws, spec.name) << "\n";
     for (auto& p : points) {
       auto it = state.find(p.id);

@@ -90,6 +90,7 @@ bool sweepTable(const QString& dir, const QString& pairedRef, SweepTableView* ou
     for (auto s : t.seeds) seeds << QString::number(s);
     v.caption = (t.paired ? QStringLiteral("paired difference to '%1' of ").arg(QString::fromStdString(t.paired_reference)) : QString()) +
                 v.metric + QStringLiteral(" (%1 is better), mean ± std over seeds {%2}").arg(v.higherIsBetter ? "higher" : "lower", seeds.join(','));
+    if (!v.colHeader.isEmpty()) v.caption += QStringLiteral("; rows: %1, columns: %2").arg(v.rowHeader, v.colHeader);
     if (v.missing) v.caption += QStringLiteral("; %1 run(s) without a value yet").arg(v.missing);
     *out = v;
     return true;
@@ -126,9 +127,13 @@ bool sweepSeries(const QString& dir, QList<SweepSeriesView>* out, QString* xName
       if (end == l.c_str() || *end) throw cs::UserError("the first axis (" + ax.name + ") is not numeric");
     }
     auto s = cs::sweep_series(r, ax.name);
+    QStringList others;  // the legend names the other axes: "training.lr = 0.02"
+    for (auto& a : r.spec.axes)
+      if (a.name != ax.name) others << QString::fromStdString(a.name);
     out->clear();
     for (auto& p : s) {
-      const QString label = QString::fromStdString(p.series);
+      const QString label = others.isEmpty() ? QString::fromStdString(p.series)
+                                             : others.join(QStringLiteral(" / ")) + QStringLiteral(" = ") + QString::fromStdString(p.series);
       if (out->isEmpty() || out->back().label != label) out->append(SweepSeriesView{label, {}, {}, {}});
       out->back().x << std::strtod(p.x.c_str(), nullptr);
       out->back().mean << p.mean;

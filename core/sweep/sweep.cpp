@@ -1,5 +1,9 @@
 #include "sweep/sweep.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -266,7 +270,8 @@ std::map<std::string, SweepPointState> read_sweep_state(const std::string& dir) 
   const std::string p = join_path(dir, "state.json");
   if (!file_exists(p)) return out;
   json j = parse_json_file(p);
-  for (auto& [id, v] : j.value("points", json::object()).items())
+  const json pts = j.value("points", json::object());  // a named copy: items() of a temporary dangles
+  for (auto& [id, v] : pts.items())
     out[id] = {v.value("run_dir", std::string()), v.value("status", std::string("pending"))};
   return out;
 }
@@ -308,6 +313,17 @@ SweepRunResult run_sweep(const SweepSpec& spec, const SweepRunOptions& o) {
     make_dirs(res.dir);
     atomic_write(spec_path, spec.source.dump(2) + "\n");
   }
+  // One process per sweep: a second `sweep run` (or the window) on the same sweep is
+  // refused instead of training the same points twice. The lock goes with the process.
+  struct Lock {
+    int fd = -1;
+    ~Lock() {
+      if (fd >= 0) ::close(fd);
+    }
+  } lock;
+  lock.fd = ::open(join_path(res.dir, "lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (lock.fd < 0 || ::flock(lock.fd, LOCK_EX | LOCK_NB) != 0)
+    throw UserError("the sweep '" + spec.name + "' is being run by another process (" + res.dir + "/lock)");
   auto state = read_sweep_state(res.dir);
   const int n = res.total;
   for (const auto& p : points) {
