@@ -18,11 +18,14 @@ namespace cli {
 
 namespace {
 
-// 0 (sure) .. 5 (surprised): six steps from white to red, the same ramp as the workbench.
-int shade_step(double p) {
-  if (!std::isfinite(p)) return 0;
-  const double s = std::min(1.0, std::max(0.0, 1.0 - p));
-  return static_cast<int>(std::lround(s * 5.0));
+// 0 (sure) .. 5 (surprised): six steps of the surprisal shade (cs::surprisal_shade).
+int shade_step(double p) { return static_cast<int>(std::lround(cs::surprisal_shade(p) * 5.0)); }
+
+// The same colour as the workbench: white -> (240, 80, 60) with the surprisal shade.
+std::string css_colour(double p) {
+  const double s = cs::surprisal_shade(p);
+  auto mix = [s](int to) { return static_cast<int>(std::lround(255.0 + (to - 255.0) * s)); };
+  return "rgb(" + std::to_string(mix(240)) + "," + std::to_string(mix(80)) + "," + std::to_string(mix(60)) + ")";
 }
 
 std::string shown(const cs::Generation& g, const cs::GeneratedToken& t, bool first) {
@@ -32,7 +35,7 @@ std::string shown(const cs::Generation& g, const cs::GeneratedToken& t, bool fir
 }
 
 std::string ansi(const cs::Generation& g) {
-  static const int ramp[6] = {231, 224, 217, 210, 203, 196};  // xterm-256 backgrounds
+  static const int ramp[6] = {231, 224, 217, 210, 209, 203};  // xterm-256 backgrounds, white to red
   std::string s;
   bool line_start = true;
   for (auto& t : g.tokens) {
@@ -65,16 +68,14 @@ std::string html(const cs::Generation& g, const std::string& run) {
        "<style>body{font-family:monospace;white-space:pre-wrap;max-width:60em}span.seed{text-decoration:underline}"
        "</style></head><body>\n<p>Run: "
     << html_escape(run) << "<br>temperature " << g.options.temperature << ", seed " << g.options.seed
-    << ". Shading: the model's probability of each token given what precedes it (white = 1, red = 0); "
-       "the seed text is underlined. Hover for the value.</p>\n<div>";
+    << ". Shading: the model's surprisal of each token given what precedes it, -log2 p, from white (0 bits) "
+       "to red (10 bits or more); the seed text is underlined. Hover for p.</p>\n<div>";
   bool line_start = true;
   for (auto& t : g.tokens) {
     std::string txt = shown(g, t, line_start);
     line_start = txt == "\n";
-    const double s = std::isfinite(t.prob) ? std::min(1.0, std::max(0.0, 1.0 - t.prob)) : 0.0;
-    const int gb = static_cast<int>(std::lround(255.0 * (1.0 - s)));
-    o << "<span" << (t.from_seed ? " class=\"seed\"" : "") << " style=\"background:rgb(255," << gb << "," << gb
-      << ")\" title=\"" << (std::isfinite(t.prob) ? std::to_string(t.prob) : std::string("first token")) << "\">"
+    o << "<span" << (t.from_seed ? " class=\"seed\"" : "") << " style=\"background:" << css_colour(t.prob)
+      << "\" title=\"" << (std::isfinite(t.prob) ? std::to_string(t.prob) : std::string("first token")) << "\">"
       << html_escape(txt) << "</span>";
   }
   o << "</div>\n</body></html>\n";
@@ -104,8 +105,8 @@ int cmd_generate(const std::vector<std::string>& a) {
            "                              [--allow-unk] [--json | --out FILE.{txt,json,html}] [--color|--no-color]\n"
            "Samples LENGTH tokens (characters for char_lm, words for word_lm) after the seed text.\n"
            "--temperature 0 is greedy (the most probable token each time); the same --seed gives the\n"
-           "same text. Each token is shaded by the model's probability of it (white = sure, red =\n"
-           "surprised; the seed text underlined) on a colour terminal and in HTML; JSON lists them.\n";
+           "same text. Each token is shaded by the model's surprisal -log2 p (white = 0 bits, red = 10\n"
+           "bits or more; the seed text underlined) on a colour terminal and in HTML; JSON lists p.\n";
     return 0;
   }
   auto args = parse(a, {"json", "allow-unk", "color", "no-color"},

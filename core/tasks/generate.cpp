@@ -105,6 +105,12 @@ int64_t sample_index(const std::vector<double>& p, double u) {
 
 }  // namespace
 
+double surprisal_shade(double prob) {
+  if (!std::isfinite(prob)) return 0.0;
+  if (prob <= 0) return 1.0;
+  return std::min(1.0, std::max(0.0, -std::log2(prob) / kShadeFullBits));
+}
+
 std::string Generation::text() const {
   std::string s;
   const bool words = task == "word_lm";

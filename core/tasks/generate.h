@@ -41,6 +41,12 @@ struct Generation {
   json to_json() const;
 };
 
+// The shading of a token in the CLI's and the window's views: its surprisal -log2(p) on a
+// 0..10-bit scale, clamped to [0, 1] (0 = certain, 1 = 10 bits or more; NaN -> 0). A log
+// scale, so that word-level probabilities (mostly below 0.1) are not all one colour.
+double surprisal_shade(double prob);
+constexpr double kShadeFullBits = 10.0;
+
 // Generates from a loaded char_lm or word_lm task (see load_run_task); the model is
 // run in eval mode, without gradients, one token at a time with its state carried.
 // Throws UserError for other tasks, an empty vocabulary, or options out of range.
