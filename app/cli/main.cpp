@@ -30,6 +30,7 @@ void print_usage() {
             << "  analyze    the papers' analyses of a trained run (relevance, BPC by length)\n"
             << "  cv         k-fold cross-validation (sentence tasks): one run per fold + summary\n"
             << "  sweep      a grid of options x seeds as runs, resumable; the papers' tables from it\n"
+            << "  generate   sample text from a char-LM or word-LM run, with per-token probabilities\n"
             << "  --version  print the version\n";
 }
 
@@ -53,6 +54,7 @@ int main(int argc, char** argv) {
       {"params", cli::cmd_params},     {"bench", cli::cmd_bench},       {"analyze", cli::cmd_analyze},
       {"cv", cli::cmd_cv},             {"fetch", cli::cmd_fetch},
       {"sweep", cli::cmd_sweep},
+      {"generate", cli::cmd_generate},
   };
   auto it = commands.find(cmd);
   if (it == commands.end()) {

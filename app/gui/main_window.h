@@ -39,6 +39,7 @@ class OptionForm;
 
 namespace gui {
 
+class GeneratePanel;
 class RunTableModel;
 class TrainWorker;
 
@@ -100,6 +101,7 @@ public:
   void setSeedAggregation(bool on, bool stdBand = false);
   QString configDiffText() const;  // the diff of the two selected runs, one "key: a -> b" per line
   QTabWidget* tabs() const { return m_tabs; }
+  GeneratePanel* generatePanel() const { return m_generatePanel; }
 
   // ---- export
   void setExportOptions(const csw::ExportOptions& o) { m_exportOptions = o; }
@@ -173,6 +175,7 @@ private:
 
   // settings
   QSettings* m_settings = nullptr;
+  GeneratePanel* m_generatePanel = nullptr;
   // config widgets
   QComboBox* m_presetCombo = nullptr;
   QComboBox* m_taskCombo = nullptr;
