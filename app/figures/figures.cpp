@@ -1,0 +1,536 @@
+#include "figures.h"
+
+#include <QElapsedTimer>
+#include <QGridLayout>
+#include <QLabel>
+#include <QPainter>
+#include <QPicture>
+#include <QSet>
+#include <QTextDocument>
+#include <QVBoxLayout>
+
+#include <algorithm>
+#include <cmath>
+
+#include "attention_grid.h"
+#include "bar_chart.h"
+#include "curve_plot.h"
+#include "heatmap_view.h"
+#include "qcp.h"
+
+namespace csf {
+
+QString qs(const std::string& s) { return QString::fromStdString(s); }
+QStringList qs(const std::vector<std::string>& v) {
+  QStringList out;
+  out.reserve(int(v.size()));
+  for (const auto& s : v) out << QString::fromStdString(s);
+  return out;
+}
+
+// ---- colour maps ------------------------------------------------------------
+
+QStringList color_map_names() {
+  return {QStringLiteral("grey_inverted"), QStringLiteral("grey"),    QStringLiteral("viridis"),
+          QStringLiteral("magma"),         QStringLiteral("thermal"), QStringLiteral("polar"),
+          QStringLiteral("jet")};
+}
+
+namespace {
+QCPColorGradient stops(std::initializer_list<std::pair<double, QColor>> s) {
+  QCPColorGradient g;
+  g.clearColorStops();
+  for (const auto& p : s) g.setColorStopAt(p.first, p.second);
+  g.setColorInterpolation(QCPColorGradient::ciRGB);
+  g.setLevelCount(256);
+  return g;
+}
+}  // namespace
+
+bool apply_color_map(csw::HeatmapView* view, const QString& name) {
+  if (!view) return false;
+  if (name == QLatin1String("grey")) {
+    view->setGreyscale(false);
+  } else if (name == QLatin1String("grey_inverted")) {
+    view->setGreyscale(true);
+  } else if (name == QLatin1String("viridis")) {
+    // Matplotlib's viridis, sampled at five points.
+    view->setGradient(stops({{0.0, QColor(0x44, 0x01, 0x54)},
+                             {0.25, QColor(0x3b, 0x52, 0x8b)},
+                             {0.5, QColor(0x21, 0x91, 0x8c)},
+                             {0.75, QColor(0x5e, 0xc9, 0x62)},
+                             {1.0, QColor(0xfd, 0xe7, 0x25)}}));
+  } else if (name == QLatin1String("magma")) {
+    view->setGradient(stops({{0.0, QColor(0x00, 0x00, 0x04)},
+                             {0.25, QColor(0x51, 0x12, 0x7c)},
+                             {0.5, QColor(0xb7, 0x37, 0x79)},
+                             {0.75, QColor(0xfc, 0x89, 0x61)},
+                             {1.0, QColor(0xfc, 0xfd, 0xbf)}}));
+  } else if (name == QLatin1String("thermal")) {
+    view->setGradientPreset(QCPColorGradient::gpThermal);
+  } else if (name == QLatin1String("polar")) {
+    view->setGradientPreset(QCPColorGradient::gpPolar);
+  } else if (name == QLatin1String("jet")) {
+    view->setGradientPreset(QCPColorGradient::gpJet);
+  } else {
+    view->setGreyscale(false);
+    return false;
+  }
+  return true;
+}
+
+// ---- Figure -----------------------------------------------------------------
+
+Figure::Figure(QWidget* parent) : QWidget(parent) {
+  setAutoFillBackground(true);
+  QPalette pal = palette();
+  pal.setColor(QPalette::Window, Qt::white);
+  pal.setColor(QPalette::WindowText, Qt::black);
+  setPalette(pal);
+  auto* lay = new QVBoxLayout(this);
+  lay->setContentsMargins(4, 4, 4, 4);
+  lay->setSpacing(4);
+  m_titleLabel = new QLabel(this);
+  QFont tf = font();
+  tf.setBold(true);
+  tf.setPointSizeF(tf.pointSizeF() * 1.2);
+  m_titleLabel->setFont(tf);
+  m_titleLabel->setAlignment(Qt::AlignCenter);
+  m_titleLabel->hide();
+  lay->addWidget(m_titleLabel);
+  m_grid = new QGridLayout;
+  m_grid->setSpacing(6);
+  lay->addLayout(m_grid, 1);
+  m_captionLabel = new QLabel(this);
+  m_captionLabel->setWordWrap(true);
+  m_captionLabel->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  m_captionLabel->setObjectName(QStringLiteral("figureCaption"));
+  m_captionLabel->hide();
+  lay->addWidget(m_captionLabel);
+}
+
+void Figure::addPanel(QWidget* view, const QString& name) {
+  Q_ASSERT(dynamic_cast<csw::ExportableView*>(view));
+  view->setParent(this);
+  m_panels.push_back({view, name});
+  relayout();
+}
+
+QWidget* Figure::panel(int i) const {
+  return i >= 0 && i < panelCount() ? m_panels[size_t(i)].view : nullptr;
+}
+QString Figure::panelName(int i) const { return i >= 0 && i < panelCount() ? m_panels[size_t(i)].name : QString(); }
+
+void Figure::setTitle(const QString& title) {
+  m_title = title;
+  m_titleLabel->setText(title);
+  m_titleLabel->setVisible(!title.isEmpty());
+}
+
+QString Figure::replaceTitle(const QString& title) {
+  const QString old = m_title;
+  setTitle(title);
+  return old;
+}
+
+void Figure::setCaption(const QString& caption) {
+  m_caption = caption;
+  m_captionLabel->setText(caption);
+  m_captionLabel->setVisible(!caption.isEmpty());
+}
+
+void Figure::setColumns(int n) {
+  m_columns = std::max(0, n);
+  relayout();
+}
+
+int Figure::columns() const {
+  const int n = std::max(1, panelCount());
+  if (m_columns > 0) return std::min(m_columns, n);
+  if (n <= 3) return n;
+  return n == 4 ? 2 : 3;
+}
+
+void Figure::setPanelSize(const QSize& s) {
+  m_panelSize = s;
+  updateGeometry();
+}
+
+void Figure::relayout() {
+  while (m_grid->count() > 0) delete m_grid->takeAt(0);
+  const int cols = columns();
+  for (int i = 0; i < panelCount(); ++i) m_grid->addWidget(m_panels[size_t(i)].view, i / cols, i % cols);
+  updateGeometry();
+}
+
+double Figure::replotNow() {
+  QElapsedTimer t;
+  t.start();
+  for (const Panel& p : m_panels) {
+    auto* ev = dynamic_cast<csw::ExportableView*>(p.view);
+    if (ev && ev->figurePlot()) ev->figurePlot()->replot(QCustomPlot::rpImmediateRefresh);
+    else p.view->repaint();
+  }
+  return double(t.nsecsElapsed()) / 1e6;
+}
+
+double Figure::captionHeight(double width, const QFont& f) const {
+  if (m_caption.isEmpty()) return 0.0;
+  QFontMetricsF fm(f);
+  const QRectF r = fm.boundingRect(QRectF(0, 0, std::max(50.0, width), 10000), Qt::TextWordWrap, m_caption);
+  return r.height() + 8;
+}
+
+QSize Figure::sizeHint() const {
+  const int cols = columns();
+  const int rows = (std::max(1, panelCount()) + cols - 1) / cols;
+  const int w = cols * m_panelSize.width() + (cols - 1) * 6 + 8;
+  QFontMetricsF fm(font());
+  const double title = m_title.isEmpty() ? 0 : fm.height() * 1.5 + 4;
+  const int h = int(rows * m_panelSize.height() + (rows - 1) * 6 + 8 + title + captionHeight(w - 8, font()));
+  return QSize(w, h);
+}
+
+QSize Figure::figureSize() const { return sizeHint(); }
+
+void Figure::renderFigure(QPainter* p, const QRect& target) const {
+  p->save();
+  p->fillRect(target, Qt::white);
+  const QFont base = font();
+  const QFontMetricsF fm(base, p->device());
+  const double margin = 4, spacing = 6;
+  double top = target.top() + margin;
+  if (!m_title.isEmpty()) {
+    QFont tf = base;
+    tf.setBold(true);
+    tf.setPointSizeF(base.pointSizeF() * 1.2);
+    p->setFont(tf);
+    p->setPen(Qt::black);
+    const double h = fm.height() * 1.5;
+    p->drawText(QRectF(target.left(), top, target.width(), h), Qt::AlignCenter, m_title);
+    top += h + 4;
+  }
+  const double innerW = target.width() - 2 * margin;
+  const double capH = captionHeight(innerW, base);
+  const double bottom = target.bottom() + 1 - margin - capH;
+  const int cols = columns();
+  const int rows = (std::max(1, panelCount()) + cols - 1) / cols;
+  const double cellW = (innerW - (cols - 1) * spacing) / cols;
+  const double cellH = std::max(20.0, (bottom - top - (rows - 1) * spacing) / rows);
+  for (int i = 0; i < panelCount(); ++i) {
+    const QRectF cell(target.left() + margin + (i % cols) * (cellW + spacing), top + (i / cols) * (cellH + spacing),
+                      cellW, cellH);
+    QWidget* v = m_panels[size_t(i)].view;
+    auto* ev = dynamic_cast<csw::ExportableView*>(v);
+    if (!ev) continue;
+    if (QCustomPlot* plot = ev->figurePlot()) {
+      const int w = int(std::round(cell.width())), h = int(std::round(cell.height()));
+      auto* hv = qobject_cast<csw::HeatmapView*>(v);
+      if (hv) hv->updateTickThinning(w, h);
+      // Record the plot's vector drawing and replay it here (keeps PDF/SVG vector).
+      QPicture pic;
+      {
+        QCPPainter qp(&pic);
+        qp.setMode(QCPPainter::pmVectorized);
+        qp.setMode(QCPPainter::pmNoCaching);
+        qp.setMode(QCPPainter::pmNonCosmetic);
+        plot->toPainter(&qp, w, h);
+        qp.end();
+      }
+      p->drawPicture(cell.topLeft(), pic);
+      if (hv) hv->updateTickThinning(plot->width(), plot->height());
+    } else {
+      ev->renderFigure(p, cell.toAlignedRect());
+    }
+  }
+  if (capH > 0) {
+    QFont cf = base;
+    p->setFont(cf);
+    p->setPen(QColor(40, 40, 40));
+    p->drawText(QRectF(target.left() + margin, bottom + 4, innerW, capH), Qt::TextWordWrap | Qt::AlignLeft | Qt::AlignTop,
+                m_caption);
+  }
+  p->restore();
+}
+
+namespace {
+// Minimal CSV line splitter (RFC 4180 quotes).
+QStringList splitCsvLine(const QString& line) {
+  QStringList out;
+  QString cur;
+  bool q = false;
+  for (int i = 0; i < line.size(); ++i) {
+    const QChar c = line[i];
+    if (q) {
+      if (c == QLatin1Char('"')) {
+        if (i + 1 < line.size() && line[i + 1] == QLatin1Char('"')) {
+          cur += c;
+          ++i;
+        } else {
+          q = false;
+        }
+      } else {
+        cur += c;
+      }
+    } else if (c == QLatin1Char('"')) {
+      q = true;
+    } else if (c == QLatin1Char(',')) {
+      out << cur;
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  out << cur;
+  return out;
+}
+
+// Records of a CSV text (quoted newlines kept inside a record).
+QStringList csvRecords(const QString& csv) {
+  QStringList out;
+  QString cur;
+  bool q = false;
+  for (QChar c : csv) {
+    if (c == QLatin1Char('"')) q = !q;
+    if (c == QLatin1Char('\n') && !q) {
+      out << cur;
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  if (!cur.isEmpty()) out << cur;
+  return out;
+}
+}  // namespace
+
+QString Figure::toCsv() const {
+  if (panelCount() == 1) return dynamic_cast<csw::ExportableView*>(m_panels[0].view)->toCsv();
+  std::vector<QStringList> recs;
+  QSet<QString> headers;
+  for (const Panel& p : m_panels) {
+    recs.push_back(csvRecords(dynamic_cast<csw::ExportableView*>(p.view)->toCsv()));
+    headers.insert(recs.back().value(0));
+  }
+  QString out;
+  if (headers.size() <= 1) {
+    out = QStringLiteral("panel,") + recs[0].value(0) + QLatin1Char('\n');
+    for (size_t i = 0; i < recs.size(); ++i)
+      for (int r = 1; r < recs[i].size(); ++r) out += csw::csvField(m_panels[i].name) + QLatin1Char(',') + recs[i][r] + QLatin1Char('\n');
+    return out;
+  }
+  // Long format: first column = row label, header = column names.
+  out = QStringLiteral("panel,row,column,value\n");
+  for (size_t i = 0; i < recs.size(); ++i) {
+    const QStringList header = splitCsvLine(recs[i].value(0));
+    for (int r = 1; r < recs[i].size(); ++r) {
+      const QStringList f = splitCsvLine(recs[i][r]);
+      for (int c = 1; c < f.size(); ++c)
+        out += csw::csvField(m_panels[i].name) + QLatin1Char(',') + csw::csvField(f.value(0)) + QLatin1Char(',') +
+               csw::csvField(header.value(c)) + QLatin1Char(',') + csw::csvField(f[c]) + QLatin1Char('\n');
+    }
+  }
+  return out;
+}
+
+// ---- heatmap figures --------------------------------------------------------
+
+namespace {
+
+void finiteRange(const cs::LabeledMatrix& m, double* lo, double* hi) {
+  for (double v : m.values)
+    if (std::isfinite(v)) {
+      *lo = std::min(*lo, v);
+      *hi = std::max(*hi, v);
+    }
+}
+
+csw::HeatmapView* heatmapOf(const cs::LabeledMatrix& m, const FigureStyle& style) {
+  auto* hv = new csw::HeatmapView;
+  hv->setTickLabelThinning(true);
+  QVector<double> vals(m.values.begin(), m.values.end());
+  hv->setMatrix(int(m.rows()), int(m.cols()), vals);
+  hv->setRowLabels(qs(m.row_labels));
+  hv->setColumnLabels(qs(m.col_labels));
+  apply_color_map(hv, style.color_map);
+  hv->setShowValues(style.show_values);
+  return hv;
+}
+
+}  // namespace
+
+Figure* make_matrix_figure(const std::vector<cs::LabeledMatrix>& matrices, const QStringList& names,
+                           const QString& xLabel, const QString& yLabel, const FigureStyle& style) {
+  auto* fig = new Figure;
+  fig->setTitle(style.title);
+  fig->setColumns(style.columns);
+  double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+  int maxCols = 1;
+  for (const auto& m : matrices) {
+    finiteRange(m, &lo, &hi);
+    maxCols = std::max(maxCols, int(m.cols()));
+  }
+  if (!std::isfinite(lo)) lo = 0, hi = 1;
+  if (std::isfinite(style.range_lo)) lo = style.range_lo;
+  if (std::isfinite(style.range_hi)) hi = style.range_hi;
+  const bool fixed = std::isfinite(style.range_lo) || std::isfinite(style.range_hi);
+  const int n = int(matrices.size());
+  const int cols = style.columns > 0 ? std::min(style.columns, std::max(1, n)) : (n <= 3 ? std::max(1, n) : (n == 4 ? 2 : 3));
+  for (int i = 0; i < n; ++i) {
+    const auto& m = matrices[size_t(i)];
+    csw::HeatmapView* hv = heatmapOf(m, style);
+    hv->setTitle(names.value(i));
+    hv->setXLabel(xLabel);
+    hv->setYLabel(yLabel);
+    if ((style.shared_scale && n > 1) || fixed) hv->setDataRange(lo, hi);
+    // One colour scale for panels sharing the range: on the last panel of each row.
+    if (style.shared_scale && n > 1 && (i % cols) != cols - 1 && i != n - 1) hv->setColorScaleVisible(false);
+    fig->addPanel(hv, names.value(i, QStringLiteral("panel %1").arg(i + 1)));
+  }
+  // Wide matrices (long texts) get wide panels so the character ticks stay readable.
+  QSize ps = style.panel_size;
+  ps.setWidth(std::clamp(120 + 9 * maxCols, ps.width(), 2400));
+  fig->setPanelSize(ps);
+  if (style.show_caption && !matrices.empty()) fig->setCaption(qs(matrices.front().caption));
+  return fig;
+}
+
+Figure* make_relevance_figure(const std::vector<cs::LabeledMatrix>& runs, const QStringList& names,
+                              const FigureStyle& style) {
+  Figure* fig = make_matrix_figure(runs, names, QStringLiteral("earlier character j"),
+                                   QStringLiteral("character t (last K)"), style);
+  for (int i = 0; i < fig->panelCount(); ++i) fig->panelAs<csw::HeatmapView>(i)->setColorScaleLabel(QStringLiteral("cosine"));
+  return fig;
+}
+
+Figure* make_zone_relevance_figure(const std::vector<cs::LabeledMatrix>& runs, const QStringList& names,
+                                   const FigureStyle& style) {
+  FigureStyle s = style;
+  // Few rows: a flatter panel; stack the runs vertically when the text is long.
+  s.panel_size.setHeight(std::min(style.panel_size.height(), 300));
+  if (s.columns == 0 && runs.size() > 1) s.columns = 1;
+  Figure* fig = make_matrix_figure(runs, names, QStringLiteral("earlier character j"), QStringLiteral("zone"), s);
+  for (int i = 0; i < fig->panelCount(); ++i) fig->panelAs<csw::HeatmapView>(i)->setColorScaleLabel(QStringLiteral("cosine"));
+  return fig;
+}
+
+Figure* make_composition_figure(const std::vector<cs::LabeledMatrix>& matrices, const QStringList& names,
+                                const FigureStyle& style) {
+  FigureStyle s = style;
+  s.show_values = true;  // small matrices: print the weights
+  s.panel_size = QSize(std::min(style.panel_size.width(), 360), std::min(style.panel_size.height(), 320));
+  if (s.columns == 0) s.columns = std::min<int>(4, std::max<int>(1, int(matrices.size())));
+  // Each matrix keeps its own range unless shared_scale (weights of one kind are comparable).
+  Figure* fig = make_matrix_figure(matrices, names, QStringLiteral("to"), QStringLiteral("from"), s);
+  return fig;
+}
+
+// ---- channel attention --------------------------------------------------------
+
+Figure* make_channel_attention_figure(const QStringList& tokens, const QVector<QVector<double>>& weights,
+                                      const QVector<QVector<int>>& inDegree, const QString& caption,
+                                      const FigureStyle& style) {
+  auto* fig = new Figure;
+  fig->setTitle(style.title);
+  auto* g = new csw::AttentionGrid;
+  g->setTokens(tokens);
+  g->setWeights(weights);
+  g->setInDegrees(inDegree);
+  g->setShowValues(true);
+  g->setXLabel(QStringLiteral("token t"));
+  g->setYLabel(QStringLiteral("channel k"));
+  QStringList ch;
+  for (int k = 0; k < weights.size(); ++k) ch << QStringLiteral("k=%1").arg(k + 1);
+  g->setChannelLabels(ch);
+  fig->addPanel(g, QStringLiteral("channel attention"));
+  const int nt = std::max(1, int(tokens.size()));
+  fig->setPanelSize(QSize(std::clamp(100 + 46 * nt, 420, 2400), std::clamp(90 + 34 * int(weights.size()), 160, 900)));
+  if (style.show_caption) fig->setCaption(caption);
+  return fig;
+}
+
+// ---- buckets ------------------------------------------------------------------
+
+Figure* make_buckets_figure(const std::vector<BucketSeries>& runs, const QString& yLabel, const QString& caption,
+                            const FigureStyle& style) {
+  auto* fig = new Figure;
+  fig->setTitle(style.title);
+  auto* bc = new csw::BarChart;
+  bc->setBuckets(runs.empty() ? QStringList() : runs.front().buckets);
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const QString id = runs[i].name.isEmpty() ? QStringLiteral("run %1").arg(i + 1) : runs[i].name;
+    bc->setSeries(id, id, runs[i].values);
+  }
+  if (!runs.empty()) bc->setCounts(runs.front().counts);
+  bc->setCountsMode(csw::BarChart::CountsMode::Text);
+  bc->setCountsLabel(QStringLiteral("n"));
+  bc->setXLabel(QStringLiteral("sequence length bucket"));
+  bc->setYLabel(yLabel);
+  fig->addPanel(bc, QStringLiteral("buckets"));
+  fig->setPanelSize(style.panel_size);
+  if (style.show_caption) fig->setCaption(caption);
+  return fig;
+}
+
+Figure* make_buckets_figure(const std::vector<std::vector<cs::LengthBucket>>& runs, const QStringList& names,
+                            const FigureStyle& style) {
+  std::vector<BucketSeries> s;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    BucketSeries b;
+    b.name = names.value(int(i));
+    for (const auto& k : runs[i]) {
+      b.buckets << QStringLiteral("%1 (%2,%3]").arg(qs(k.label)).arg(k.lo).arg(k.hi);
+      b.values << k.bpc();
+      b.counts << int(k.sequences);
+    }
+    s.push_back(b);
+  }
+  return make_buckets_figure(
+      s, QStringLiteral("BPC"),
+      QStringLiteral("Bits per character by sequence length (MZU paper Fig. 2): the split is cut into lines, each line "
+                     "scored once with the state carried, and lines are bucketed by length; bucket b covers "
+                     "(lo, hi] characters; n = number of lines in the bucket."),
+      style);
+}
+
+// ---- series -------------------------------------------------------------------
+
+Figure* make_series_figure(const std::vector<Series>& series, const QString& title, const QString& xLabel,
+                           const QString& yLabel, const QString& caption, const FigureStyle& style) {
+  auto* fig = new Figure;
+  fig->setTitle(style.title);
+  auto* cp = new csw::CurvePlot;
+  cp->setToolbarVisible(false);
+  cp->setTitle(title);
+  cp->setXLabel(xLabel);
+  cp->setYLabel(yLabel);
+  for (size_t i = 0; i < series.size(); ++i) {
+    const Series& s = series[i];
+    const QString id = s.name.isEmpty() ? QStringLiteral("series %1").arg(i + 1) : s.name;
+    cp->addSeries(id, id);
+    cp->setSeries(id, s.x, s.y);
+    if (!s.yerr.isEmpty()) {
+      QVector<double> lo(s.y.size()), hi(s.y.size());
+      for (int k = 0; k < s.y.size(); ++k) {
+        const double e = k < s.yerr.size() && std::isfinite(s.yerr[k]) ? s.yerr[k] : 0.0;
+        lo[k] = s.y[k] - e;
+        hi[k] = s.y[k] + e;
+      }
+      cp->setBand(id, s.x, lo, hi);
+    }
+  }
+  cp->setLegendVisible(series.size() > 1);
+  cp->replotIfDirty();
+  fig->addPanel(cp, title.isEmpty() ? QStringLiteral("series") : title);
+  fig->setPanelSize(style.panel_size);
+  if (style.show_caption) fig->setCaption(caption);
+  return fig;
+}
+
+// ---- export -------------------------------------------------------------------
+
+bool export_figure(QWidget* figure, const QString& path, QString* error, const csw::ExportOptions& options) {
+  return csw::exportFigure(figure, path, options, error);
+}
+
+}  // namespace csf
