@@ -3,6 +3,7 @@
 // (Qt-free); PNG/PDF/SVG go through app/cli/figure_export/ (the figures library),
 // compiled in only when the CLI is built with CELLSCOPE_GUI=ON.
 #include <ATen/Parallel.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -133,10 +134,23 @@ int cmd_analyze(const std::vector<std::string>& a) {
 
 // ------------------------------------------------------------------ bench --analysis relevance
 namespace {
+// CPU seconds of this process (all threads): contention-independent, unlike wall time.
+double cpu_seconds() {
+  struct rusage ru;
+  ::getrusage(RUSAGE_SELF, &ru);
+  return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+         1e-6 * static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+}
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v.empty() ? 0 : (v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]));
 }
+double load_average() {
+  double l[1] = {0};
+  return ::getloadavg(l, 1) == 1 ? l[0] : -1;
+}
+
 }  // namespace
 
 int cmd_bench_analysis(const std::vector<std::string>& a) {
@@ -184,13 +198,15 @@ int cmd_bench_analysis(const std::vector<std::string>& a) {
     for (int64_t i = 0; i < chars; ++i) text += lm->corpus().vocab.symbol(v[static_cast<size_t>(i)]);
   }
   using Clock = std::chrono::steady_clock;
-  std::vector<double> secs;
+  std::vector<double> secs, cpus;
   cs::LabeledMatrix m;
   m = cs::relevance_map(*lm, text, last);  // warm-up (allocator, thread pool)
   for (int r = 0; r < repeats; ++r) {
+    const double c0 = cpu_seconds();
     auto t0 = Clock::now();
     m = cs::relevance_map(*lm, text, last);
     secs.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+    cpus.push_back(cpu_seconds() - c0);
   }
   cs::json j = {{"analysis", "relevance"},
                 {"model", model_desc},
@@ -202,6 +218,8 @@ int cmd_bench_analysis(const std::vector<std::string>& a) {
                 {"compute_s_median", median(secs)},
                 {"compute_s_min", *std::min_element(secs.begin(), secs.end())},
                 {"compute_s_all", secs},
+                {"compute_cpu_s_median", median(cpus)},
+                {"load_average", load_average()},
                 {"threads", at::get_num_threads()}};
   if (figures_available()) {
     cs::AnalysisResult res;
@@ -221,7 +239,8 @@ int cmd_bench_analysis(const std::vector<std::string>& a) {
   } else {
     std::cout << "relevance map " << m.rows() << " x " << m.cols() << " on " << model_desc << "\n"
               << "  compute: median " << median(secs) << " s over " << repeats << " repeats (min "
-              << *std::min_element(secs.begin(), secs.end()) << " s), " << at::get_num_threads() << " threads\n";
+              << *std::min_element(secs.begin(), secs.end()) << " s), " << at::get_num_threads() << " threads\n"
+              << "           CPU time median " << median(cpus) << " s (load average " << load_average() << ")\n";
     if (j.contains("redraw_ms_all")) std::cout << "  redraw:  median " << j["redraw_ms_median"].get<double>() << " ms\n";
     else std::cout << "  redraw:  n/a (" << j["redraw_note"].get<std::string>() << ")\n";
   }
