@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/analyses.h"
 #include "analysis/analysis.h"
 #include "export.h"
 
@@ -168,6 +169,50 @@ struct Series {
 };
 Figure* make_series_figure(const std::vector<Series>& series, const QString& title, const QString& xLabel,
                            const QString& yLabel, const QString& caption, const FigureStyle& style = FigureStyle());
+
+// ---- from the core's result types (core/analysis/analyses.h) --------------------
+
+// Composition weights (sat/gcn/cap; one small heatmap per panel, values printed;
+// cap: one row of panels per M-function and depth, one column per routing iteration).
+Figure* make_composition_figure(const cs::MatrixSet& set, const FigureStyle& style = FigureStyle());
+// MC-RNN channel attention with the block structure of each channel.
+Figure* make_channel_attention_figure(const cs::ChannelGrid& grid, const FigureStyle& style = FigureStyle());
+// Metric per length bucket, one bar series per run (names: the runs' names; empty = LengthBuckets::run).
+Figure* make_buckets_figure(const std::vector<cs::LengthBuckets>& runs, const QStringList& names,
+                            const FigureStyle& style = FigureStyle());
+// Curves ("line"/"points") or a histogram ("bars"); marker_step >= 0 draws a vertical marker.
+Figure* make_series_figure(const cs::SeriesSet& set, const FigureStyle& style = FigureStyle());
+// A table of strings (CRU Table 5), painted so it exports as PNG/PDF/SVG too.
+Figure* make_table_figure(const cs::TextTable& table, const FigureStyle& style = FigureStyle());
+
+// The figure of any analysis result, chosen by cs::analysis_kind(result.kind).result
+// (what the CLI's image --out calls). Run names default to the matrix titles.
+Figure* make_figure(const cs::AnalysisResult& result, const FigureStyle& style = FigureStyle());
+
+// A table of strings as a custom-painted view (CSV: the columns and rows).
+class TableView : public QWidget, public csw::ExportableView {
+  Q_OBJECT
+public:
+  explicit TableView(QWidget* parent = nullptr);
+  void setTable(const QStringList& columns, const QVector<QStringList>& rows);
+  void setTitle(const QString& title);
+  QString title() const { return m_title; }
+  QStringList columns() const { return m_columns; }
+  QVector<QStringList> rows() const { return m_rows; }
+  QSize sizeHint() const override;
+  QString toCsv() const override;
+  void renderFigure(QPainter* painter, const QRect& target) const override;
+  QSize figureSize() const override { return sizeHint(); }
+  QString replaceTitle(const QString& title) override;
+
+protected:
+  void paintEvent(QPaintEvent* ev) override;
+
+private:
+  QStringList m_columns;
+  QVector<QStringList> m_rows;
+  QString m_title;
+};
 
 // Writes a figure (or any exportable view) to path: .png .pdf .svg .csv.
 bool export_figure(QWidget* figure, const QString& path, QString* error = nullptr,

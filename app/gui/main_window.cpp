@@ -53,6 +53,7 @@
 #include <cmath>
 #include <map>
 
+#include "analysis_panel.h"
 #include "core_bridge.h"
 #include "curve_plot.h"
 #include "option_form.h"
@@ -171,6 +172,7 @@ void MainWindow::buildUi() {
   m_tabs = new QTabWidget;
   m_tabs->addTab(buildTrainingTab(), QStringLiteral("Training"));
   m_tabs->addTab(buildComparePanel(), QStringLiteral("Compare"));
+  m_tabs->addTab(m_analysisPanel = new AnalysisPanel, QStringLiteral("Analyses"));  // issue #7 (analysis_panel.h)
   m_mainSplitter = new QSplitter(Qt::Horizontal);
   QWidget* cfg = buildConfigurePanel();
   m_mainSplitter->addWidget(cfg);
@@ -506,6 +508,7 @@ void MainWindow::buildMenus() {
   QMenu* view = menuBar()->addMenu(QStringLiteral("&View"));
   view->addAction(QStringLiteral("&Training"), QKeySequence(QStringLiteral("Ctrl+1")), this, [this] { m_tabs->setCurrentIndex(0); });
   view->addAction(QStringLiteral("&Compare"), QKeySequence(QStringLiteral("Ctrl+2")), this, [this] { m_tabs->setCurrentIndex(1); });
+  view->addAction(QStringLiteral("&Analyses"), QKeySequence(QStringLiteral("Ctrl+3")), this, [this] { m_tabs->setCurrentIndex(m_tabs->indexOf(m_analysisPanel)); });
   view->addAction(QStringLiteral("&Reset all views"), QKeySequence(QStringLiteral("Ctrl+0")), this, [this] {
     for (auto* p : trainingPlots()) p->resetView();
     m_comparePlot->resetView();
@@ -1103,6 +1106,7 @@ void MainWindow::openWorkspace(const QString& dir) {
   updateCompareMetrics();
   updateCompare();
   m_settings->setValue(QStringLiteral("workspace"), abs);
+  m_analysisPanel->setWorkspace(abs);
   Q_EMIT workspaceLoaded(m_runModel->rowCount());
 }
 
