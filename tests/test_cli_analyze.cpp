@@ -120,43 +120,40 @@ class TestCliAnalyze : public QObject {
     else runs << "--run" << (run == "mzu" ? mzu_ : run == "mc" ? mc_ : cls_);
     const QString base = cstest::temp_dir() + "/cli_an/out_" + kind;
     QString out, err;
-    // CSV
-    QCOMPARE(cstest::run_cli(QStringList{"analyze", kind} + runs + extra + QStringList{"--out", base + ".csv"}, &out, &err), 0);
+    // one computation, three files: CSV, the image and (a few kinds) JSON
+    const bool with_json = kind == "relevance" || kind == "composition" || kind == "length" || kind == "prefix_table";
+    QStringList outs{"--out", base + ".csv", "--out", base + "." + ext};
+    if (with_json) outs << "--out" << base + ".json";
+    QCOMPARE(cstest::run_cli(QStringList{"analyze", kind} + runs + extra + outs, &out, &err), 0);
     const QStringList lines = QString::fromUtf8(read_all(base + ".csv")).trimmed().split('\n');
     QVERIFY2(lines.value(0).startsWith(header), qPrintable(lines.value(0)));
     if (rows >= 0) QCOMPARE(lines.size() - 1, rows);
     else QVERIFY(lines.size() >= 2);
-    // the image
-    QCOMPARE(cstest::run_cli(QStringList{"analyze", kind} + runs + extra + QStringList{"--out", base + "." + ext}, &out, &err), 0);
     QString why;
     QVERIFY2(image_ok(base + "." + ext, ext, &why), qPrintable(why));
-    // no temporary file left beside it
+    // no temporary file left beside it, and nothing on stderr (Qt's offscreen notices filtered)
     for (auto& f : QDir(QFileInfo(base).absolutePath()).entryList(QDir::Files | QDir::Hidden))
       QVERIFY2(!f.startsWith(".tmp."), qPrintable(f));
-    // JSON, for the record
-    QCOMPARE(cstest::run_cli(QStringList{"analyze", kind} + runs + extra + QStringList{"--out", base + ".json"}, &out, &err), 0);
-    const auto j = json::parse(read_all(base + ".json").toStdString());
-    QCOMPARE(QString::fromStdString(j.value("kind", "")), kind);
+    QVERIFY2(err.trimmed().isEmpty(), qPrintable(err));
+    if (with_json) {
+      const auto j = json::parse(read_all(base + ".json").toStdString());
+      QCOMPARE(QString::fromStdString(j.value("kind", "")), kind);
+    }
   }
 
   void checkpointsAndErrors() {
     QString out, err;
     const QString f = cstest::temp_dir() + "/cli_an/ck.csv";
     QCOMPARE(cstest::run_cli({"analyze", "relevance", "--run", mzu_, "--checkpoint", "step_2", "--text", "the sea", "--out", f}, &out, &err), 0);
-    QCOMPARE(cstest::run_cli({"analyze", "relevance", "--run", mzu_, "--checkpoint", "2", "--text", "the sea"}, &out, &err), 0);
-    QVERIFY(out.contains("\"matrices\""));
+    QCOMPARE(QString::fromUtf8(read_all(f)).trimmed().split('\n').size(), 1 + 7);  // header + the last 10 (capped at 7)
     QCOMPARE(cstest::run_cli({"analyze", "relevance", "--run", mzu_, "--checkpoint", "step_3", "--out", f}, &out, &err), 2);
     QVERIFY2(err.contains("no checkpoint"), qPrintable(err));
     QCOMPARE(cstest::run_cli({"analyze", "channel_attention", "--run", mzu_, "--out", f}, &out, &err), 2);
     QVERIFY2(err.contains("not an MC-RNN"), qPrintable(err));
-    QCOMPARE(cstest::run_cli({"analyze", "prefix_table", "--run", mzu_, "--out", f}, &out, &err), 2);
-    QVERIFY2(err.contains("classify"), qPrintable(err));
     QCOMPARE(cstest::run_cli({"analyze", "nope", "--run", mzu_}, &out, &err), 2);
     QVERIFY2(err.contains("relevance") && err.contains("prefix_table"), qPrintable(err));
     QCOMPARE(cstest::run_cli({"analyze", "relevance", "--run", mzu_, "--out", cstest::temp_dir() + "/cli_an/x.gif"}, &out, &err), 2);
     QVERIFY(err.contains(".png"));
-    QCOMPARE(cstest::run_cli({"analyze", "length", "--run", mzu_, "--buckets", "0,x"}, &out, &err), 2);
-    QVERIFY(err.contains("--buckets"));
     QCOMPARE(cstest::run_cli({"analyze", "relevance", "--run", mzu_, "--color-map", "nope", "--out", cstest::temp_dir() + "/cli_an/x.png"}, &out, &err), 2);
     QVERIFY(err.contains("colour map"));
     QVERIFY(!QFile::exists(cstest::temp_dir() + "/cli_an/x.png"));

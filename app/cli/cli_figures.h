@@ -20,7 +20,12 @@ bool figures_available();
 // created when there is none) and write it to `out` (.png/.pdf/.svg), atomically.
 // Throws cs::UserError on failure.
 void export_analysis_figure(const cs::AnalysisResult& result, const std::string& out, const FigureOptions& opt);
-// Build the result's figure offscreen and time `repeats` synchronous replots (ms each).
-std::vector<double> figure_redraw_ms(const cs::AnalysisResult& result, int repeats);
+// Build the result's figure offscreen and time `repeats` synchronous replots of it
+// (replot_ms), and `repeats` times building a new figure from the result and drawing it
+// (rebuild_ms: what a new checkpoint's result costs the view). Milliseconds.
+struct RedrawTimes {
+  std::vector<double> replot_ms, rebuild_ms;
+};
+RedrawTimes figure_redraw_ms(const cs::AnalysisResult& result, int repeats);
 
 }  // namespace cli

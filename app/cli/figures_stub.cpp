@@ -8,6 +8,6 @@ bool figures_available() { return false; }
 void export_analysis_figure(const cs::AnalysisResult&, const std::string&, const FigureOptions&) {
   throw cs::UserError("image output needs a cellscope-cli built with CELLSCOPE_GUI=ON (the figures library)");
 }
-std::vector<double> figure_redraw_ms(const cs::AnalysisResult&, int) { return {}; }
+RedrawTimes figure_redraw_ms(const cs::AnalysisResult&, int) { return {}; }
 }  // namespace cli
 #endif

@@ -1065,6 +1065,14 @@ AnalysisResult run_analysis(const AnalysisRequest& req) {
       b.run = run_name(d);
       r.buckets.push_back(b);
     }
+    const auto& b0 = r.buckets[0];
+    const std::string what = b0.metric == "bpc" ? "BPC of its lines (newline excluded), by length in characters"
+                             : b0.metric == "ppl" ? "perplexity of its sentences (tokens incl. <eos>), by length in words"
+                                                  : "accuracy of its examples, by length in tokens";
+    std::string edges;
+    for (auto& k : b0.buckets) edges += (edges.empty() ? "" : ", ") + k.label + " = (" + std::to_string(k.lo) + "," + std::to_string(k.hi) + "]";
+    r.caption = "The " + b0.split + " split evaluated once: " + what + "; buckets " + edges +
+                "; n = sequences per bucket (MZU paper Fig. 2" + (b0.metric == "bpc" ? "" : ", MC-RNN paper Fig. 4") + ").";
   } else if (kind.name == "gate_histogram") {
     auto t = load(req.runs[0]);
     r.series = gate_histograms(*t, req.text.empty() ? default_text(*t) : req.text, req.bins);
