@@ -96,6 +96,8 @@ RedrawTimes figure_redraw_ms(const cs::AnalysisResult& result, int repeats) {
     timer.start();
     std::unique_ptr<csf::Figure> f2(csf::make_figure(result));
     f2->resize(fig->size());
+    f2->show();
+    QCoreApplication::processEvents();
     f2->replotNow();
     t.rebuild_ms.push_back(static_cast<double>(timer.nsecsElapsed()) / 1e6);
   }
