@@ -356,6 +356,8 @@ csw::HeatmapView* heatmapOf(const cs::LabeledMatrix& m, const FigureStyle& style
   hv->setColumnLabels(qs(m.col_labels));
   apply_color_map(hv, style.color_map);
   hv->setShowValues(style.show_values);
+  // Blank (NaN) cells, e.g. j >= t in a relevance map, are hatched so they never read as a low value.
+  hv->plot()->axisRect()->setBackground(QBrush(QColor(190, 190, 190), Qt::BDiagPattern));
   return hv;
 }
 
@@ -373,6 +375,7 @@ Figure* make_matrix_figure(const std::vector<cs::LabeledMatrix>& matrices, const
     maxCols = std::max(maxCols, int(m.cols()));
   }
   if (!std::isfinite(lo)) lo = 0, hi = 1;
+  if (hi - lo < 1e-12) lo -= 0.5, hi += 0.5;  // a constant matrix: a readable scale around its value
   if (std::isfinite(style.range_lo)) lo = style.range_lo;
   if (std::isfinite(style.range_hi)) hi = style.range_hi;
   const bool fixed = std::isfinite(style.range_lo) || std::isfinite(style.range_hi);
@@ -384,7 +387,7 @@ Figure* make_matrix_figure(const std::vector<cs::LabeledMatrix>& matrices, const
     hv->setTitle(names.value(i));
     hv->setXLabel(xLabel);
     hv->setYLabel(yLabel);
-    if ((style.shared_scale && n > 1) || fixed) hv->setDataRange(lo, hi);
+    if ((style.shared_scale && n > 1) || fixed || n == 1) hv->setDataRange(lo, hi);
     // One colour scale for panels sharing the range: on the last panel of each row.
     if (style.shared_scale && n > 1 && (i % cols) != cols - 1 && i != n - 1) hv->setColorScaleVisible(false);
     fig->addPanel(hv, names.value(i, QStringLiteral("panel %1").arg(i + 1)));
