@@ -539,7 +539,8 @@ Figure* make_composition_figure(const cs::MatrixSet& set, const FigureStyle& sty
   QStringList names;
   for (const auto& p : set.panels) {
     ms.push_back(p.matrix);
-    names << qs(p.title);
+    // "M_h (candidate), depth 0, routing iteration 2": one part per line, so small panels keep their titles.
+    names << qs(p.title).replace(QStringLiteral(", "), QStringLiteral("\n"));
   }
   FigureStyle s = style;
   if (s.columns == 0 && set.iterations > 0) s.columns = set.iterations;  // cap: a row per M-function/depth

@@ -180,6 +180,8 @@ void MainWindow::buildUi() {
   m_mainSplitter->setStretchFactor(0, 0);
   m_mainSplitter->setStretchFactor(1, 1);
   m_mainSplitter->setSizes({380, 1000});
+  // The Analyses tab has its own controls: the training configuration steps aside there.
+  connect(m_tabs, &QTabWidget::currentChanged, this, [this, cfg](int i) { cfg->setVisible(m_tabs->widget(i) != m_analysisPanel); });
   setCentralWidget(m_mainSplitter);
 
   m_statusLabel = new QLabel(QStringLiteral("Ready"));
