@@ -539,14 +539,17 @@ Figure* make_composition_figure(const cs::MatrixSet& set, const FigureStyle& sty
   QStringList names;
   for (const auto& p : set.panels) {
     ms.push_back(p.matrix);
-    // "M_h (candidate), depth 0, routing iteration 2": one part per line, so small panels keep their titles.
-    names << qs(p.title).replace(QStringLiteral(", "), QStringLiteral("\n"));
+    names << qs(p.title);
   }
   FigureStyle s = style;
   if (s.columns == 0 && set.iterations > 0) s.columns = set.iterations;  // cap: a row per M-function/depth
   if (s.title.isEmpty()) s.title = qs(set.title);
   Figure* fig = make_composition_figure(ms, names, s);
   if (style.show_caption) fig->setCaption(qs(set.caption));
+  // "M_h (candidate), depth 0, routing iteration 2": one part per line on screen, so small
+  // panels keep their whole titles (the CSV's panel column keeps the one-line name).
+  for (int i = 0; i < fig->panelCount(); ++i)
+    fig->panelAs<csw::HeatmapView>(i)->setTitle(names.value(i).replace(QStringLiteral(", "), QStringLiteral("\n")));
   if (set.composition == "cap")
     for (int i = 0; i < fig->panelCount(); ++i) {
       fig->panelAs<csw::HeatmapView>(i)->setXLabel(QStringLiteral("output capsule j"));
