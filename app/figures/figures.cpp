@@ -356,8 +356,10 @@ csw::HeatmapView* heatmapOf(const cs::LabeledMatrix& m, const FigureStyle& style
   hv->setColumnLabels(qs(m.col_labels));
   apply_color_map(hv, style.color_map);
   hv->setShowValues(style.show_values);
-  // Blank (NaN) cells, e.g. j >= t in a relevance map, are hatched so they never read as a low value.
-  hv->plot()->axisRect()->setBackground(QBrush(QColor(190, 190, 190), Qt::BDiagPattern));
+  // Blank (NaN) cells, e.g. j >= t in a relevance map, show a pale blue-grey, which no colour
+  // map uses, so they never read as a low value. (A solid brush: a hatch pattern's cached
+  // pixmap outlives a headless QApplication and crashed the CLI at exit.)
+  hv->plot()->axisRect()->setBackground(QBrush(QColor(0xe4, 0xea, 0xf4)));
   return hv;
 }
 
