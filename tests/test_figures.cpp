@@ -205,6 +205,7 @@ private Q_SLOTS:
     QVERIFY(h->showValues());
     QCOMPARE(h->valueTextCount(), 6);  // every weight printed
     QCOMPARE(fig->panelName(1), QString("M_h, routing iteration 2"));
+    QCOMPARE(fig->panelAs<csw::HeatmapView>(1)->title(), QString("M_h\nrouting iteration 2"));
     // Same headers -> a panel column; 3 rows per panel.
     {
       const QString e = exportAll(fig.get(), "composition", 6);

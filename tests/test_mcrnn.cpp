@@ -19,7 +19,9 @@ namespace {
 
 std::shared_ptr<McRnnCellImpl> make_mc(const std::string& base, int64_t n, int64_t I, int64_t H, int64_t A = 0,
                                        const std::string& mem = "prev") {
-  json m = {{"cell", "mcrnn"}, {"base", base}, {"block", n}, {"hidden", H}, {"attention", A}, {"lstm_memory", mem}};
+  // dist_scale 1: W_j is the parameter itself, so random W_j below are far from I
+  json m = {{"cell", "mcrnn"}, {"base", base}, {"block", n}, {"hidden", H}, {"attention", A}, {"lstm_memory", mem},
+            {"dist_scale", 1.0}};
   auto cell = cell_info("mcrnn").make(m, I, 0);
   auto mc = std::dynamic_pointer_cast<McRnnCellImpl>(cell);
   mc->to(torch::kDouble);
@@ -88,7 +90,7 @@ class McRnnTest : public QObject {
       auto& f = mc->base();
       auto xp = f.input_projection(x).unbind(0);
       State st = f.initial_state(B, torch::kDouble);
-      auto W1 = mc->w_dist[0];
+      auto W1 = mc->dist_weights()[0];
       for (int64_t t = 0; t < T; ++t) {
         State in = st;
         in[0] = torch::matmul(st[0], W1.t());  // s = W_1 h_{t-1}
@@ -97,6 +99,38 @@ class McRnnTest : public QObject {
         QVERIFY2(max_abs_diff(out.output[t], f.output_of(st)) < 1e-12, base.c_str());
       }
     }
+  }
+
+  void distScaleParametrisation() {
+    // W_j = I + alpha D_j (model.dist_scale): the cell with alpha and D computes the same as
+    // the alpha = 1 cell whose parameter is alpha D, and gradients reach D scaled by alpha.
+    torch::manual_seed(3);
+    auto direct = make_mc("lstm", 3, 3, 4);
+    json m = {{"cell", "mcrnn"}, {"base", "lstm"}, {"block", 3}, {"hidden", 4}, {"dist_scale", 0.25}};
+    auto scaled = std::dynamic_pointer_cast<McRnnCellImpl>(cell_info("mcrnn").make(m, 3, 0));
+    scaled->to(torch::kDouble);
+    {
+      torch::NoGradGuard ng;
+      auto sp = scaled->named_parameters(), dp = direct->named_parameters();
+      for (auto& kv : dp) sp[kv.key()].copy_(kv.value());
+      scaled->w_dist.copy_(direct->w_dist / 0.25);
+    }
+    auto eye = torch::eye(4, torch::kDouble).unsqueeze(0);
+    QVERIFY(torch::allclose(scaled->dist_weights(), eye + direct->w_dist, 1e-12, 1e-12));
+    QVERIFY(torch::allclose(direct->dist_weights(), eye + direct->w_dist, 1e-12, 1e-12));
+    auto x = torch::randn({6, 2, 3}, torch::kDouble);
+    StepContext c1, c2;
+    auto y1 = direct->forward_sequence(x, direct->initial_state(2, torch::kDouble), c1).output;
+    auto y2 = scaled->forward_sequence(x, scaled->initial_state(2, torch::kDouble), c2).output;
+    QVERIFY(torch::allclose(y1, y2, 1e-10, 1e-12));
+    y1.sum().backward();
+    y2.sum().backward();
+    QVERIFY(torch::allclose(scaled->w_dist.grad(), 0.25 * direct->w_dist.grad(), 1e-9, 1e-12));
+    // the default keeps W_j near I at initialisation: |W_j - I| <= alpha * k / 2
+    auto fresh = std::dynamic_pointer_cast<McRnnCellImpl>(
+        cell_info("mcrnn").make(json{{"cell", "mcrnn"}, {"block", 3}, {"hidden", 16}}, 3, 0));
+    const double dev = (fresh->dist_weights() - torch::eye(16).unsqueeze(0)).abs().max().item<double>();
+    QVERIFY2(dev > 0 && dev <= 0.1 * 0.25 / 2 + 1e-7, std::to_string(dev).c_str());
   }
 
   void attentionSumsToOne() {
@@ -190,7 +224,7 @@ class McRnnTest : public QObject {
             auto cv = dopts_zeros({B, H});
             for (int64_t j = 1; j <= m; ++j) {
               for (int64_t b = 0; b < B; ++b)
-                sv[b] += torch::mv(mc->w_dist[j - 1], h[k - 1][t - j + off][b]) / double(m);
+                sv[b] += torch::mv(mc->dist_weights()[j - 1], h[k - 1][t - j + off][b]) / double(m);
               cv += c[k - 1][t - j + off] / double(m);
             }
             State in{sv};
@@ -276,6 +310,8 @@ class McRnnTest : public QObject {
     QVERIFY(has(e3, "model.base", "own base"));
     auto e4 = validate_config(json{{"model", {{"cell", "mcrnn"}, {"lstm_memory", "sum"}}}});
     QVERIFY(has(e4, "model.lstm_memory", "prev"));
+    auto e5 = validate_config(json{{"model", {{"cell", "mcrnn"}, {"dist_scale", 0.0}}}});
+    QVERIFY2(has(e5, "model.dist_scale", ""), e5.empty() ? "no error" : e5[0].str().c_str());
     QVERIFY(validate_config(json{{"model", {{"cell", "mcrnn"}, {"block", 4}, {"base", "gru"}}}}).empty());
     // block is an option of mcrnn only
     QVERIFY(has(validate_config(json{{"model", {{"cell", "gru"}, {"block", 4}}}}), "model.block", "mcrnn"));

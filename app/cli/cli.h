@@ -40,6 +40,7 @@ int cmd_bench(const std::vector<std::string>&);
 int cmd_analyze(const std::vector<std::string>&);
 int cmd_bench_analysis(const std::vector<std::string>&);  // analyze_cmd.cpp: bench --analysis relevance
 int cmd_cv(const std::vector<std::string>&);  // cv_cmd.cpp: k-fold cross-validation
+int cmd_generate(const std::vector<std::string>&);  // generate_cmd.cpp: text generation
 
 // Data-parallel training and benchmark (dist_cmd.cpp, docs/DISTRIBUTED.md).
 // `train --nproc N` (N > 1): start N local workers of this executable and wait for them.

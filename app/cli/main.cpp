@@ -29,6 +29,7 @@ void print_usage() {
             << "  bench      training-throughput benchmark of a cell\n"
             << "  analyze    the papers' analyses of a trained run (relevance, BPC by length)\n"
             << "  cv         k-fold cross-validation (sentence tasks): one run per fold + summary\n"
+            << "  generate   sample text from a char-LM or word-LM run, with per-token probabilities\n"
             << "  --version  print the version\n";
 }
 
@@ -51,6 +52,7 @@ int main(int argc, char** argv) {
       {"validate", cli::cmd_validate}, {"train", cli::cmd_train},       {"eval", cli::cmd_eval},
       {"params", cli::cmd_params},     {"bench", cli::cmd_bench},       {"analyze", cli::cmd_analyze},
       {"cv", cli::cmd_cv},             {"fetch", cli::cmd_fetch},
+      {"generate", cli::cmd_generate},
   };
   auto it = commands.find(cmd);
   if (it == commands.end()) {

@@ -356,6 +356,10 @@ csw::HeatmapView* heatmapOf(const cs::LabeledMatrix& m, const FigureStyle& style
   hv->setColumnLabels(qs(m.col_labels));
   apply_color_map(hv, style.color_map);
   hv->setShowValues(style.show_values);
+  // Blank (NaN) cells, e.g. j >= t in a relevance map, show a pale blue-grey, which no colour
+  // map uses, so they never read as a low value. (A solid brush: a hatch pattern's cached
+  // pixmap outlives a headless QApplication and crashed the CLI at exit.)
+  hv->plot()->axisRect()->setBackground(QBrush(QColor(0xe4, 0xea, 0xf4)));
   return hv;
 }
 
@@ -373,6 +377,7 @@ Figure* make_matrix_figure(const std::vector<cs::LabeledMatrix>& matrices, const
     maxCols = std::max(maxCols, int(m.cols()));
   }
   if (!std::isfinite(lo)) lo = 0, hi = 1;
+  if (hi - lo < 1e-12) lo -= 0.5, hi += 0.5;  // a constant matrix: a readable scale around its value
   if (std::isfinite(style.range_lo)) lo = style.range_lo;
   if (std::isfinite(style.range_hi)) hi = style.range_hi;
   const bool fixed = std::isfinite(style.range_lo) || std::isfinite(style.range_hi);
@@ -384,7 +389,7 @@ Figure* make_matrix_figure(const std::vector<cs::LabeledMatrix>& matrices, const
     hv->setTitle(names.value(i));
     hv->setXLabel(xLabel);
     hv->setYLabel(yLabel);
-    if ((style.shared_scale && n > 1) || fixed) hv->setDataRange(lo, hi);
+    if ((style.shared_scale && n > 1) || fixed || n == 1) hv->setDataRange(lo, hi);
     // One colour scale for panels sharing the range: on the last panel of each row.
     if (style.shared_scale && n > 1 && (i % cols) != cols - 1 && i != n - 1) hv->setColorScaleVisible(false);
     fig->addPanel(hv, names.value(i, QStringLiteral("panel %1").arg(i + 1)));
@@ -543,6 +548,10 @@ Figure* make_composition_figure(const cs::MatrixSet& set, const FigureStyle& sty
   if (s.title.isEmpty()) s.title = qs(set.title);
   Figure* fig = make_composition_figure(ms, names, s);
   if (style.show_caption) fig->setCaption(qs(set.caption));
+  // "M_h (candidate), depth 0, routing iteration 2": one part per line on screen, so small
+  // panels keep their whole titles (the CSV's panel column keeps the one-line name).
+  for (int i = 0; i < fig->panelCount(); ++i)
+    fig->panelAs<csw::HeatmapView>(i)->setTitle(names.value(i).replace(QStringLiteral(", "), QStringLiteral("\n")));
   if (set.composition == "cap")
     for (int i = 0; i < fig->panelCount(); ++i) {
       fig->panelAs<csw::HeatmapView>(i)->setXLabel(QStringLiteral("output capsule j"));

@@ -24,6 +24,7 @@
 #include <QTimer>
 #include <QVBoxLayout>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <exception>
@@ -199,6 +200,8 @@ void AnalysisPanel::buildUi() {
     auto* b = new QPushButton(f.first);
     b->setObjectName(QStringLiteral("export_") + f.second);
     b->setToolTip(QStringLiteral("Export the figure as %1").arg(f.first));
+    b->setMinimumWidth(40);
+    b->setMaximumWidth(64);
     const QString suffix = f.second;
     connect(b, &QPushButton::clicked, this, [this, suffix] {
       exportInteractive(QStringLiteral("%1 (*.%2)").arg(suffix.toUpper(), suffix), suffix);
@@ -217,7 +220,12 @@ void AnalysisPanel::buildUi() {
   auto* controlsScroll = new QScrollArea;
   controlsScroll->setWidget(controls);
   controlsScroll->setWidgetResizable(true);
-  controlsScroll->setMinimumWidth(320);
+  controlsScroll->setMinimumWidth(360);
+  controlsScroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);  // wrap to the width instead
+  for (QComboBox* c : {m_runA, m_runB, m_kind, m_split, m_colorMap}) {
+    c->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    c->setMinimumContentsLength(12);
+  }
   controlsScroll->setFrameShape(QFrame::NoFrame);
   split->addWidget(controlsScroll);
 
@@ -243,7 +251,7 @@ void AnalysisPanel::buildUi() {
   split->addWidget(right);
   split->setStretchFactor(0, 0);
   split->setStretchFactor(1, 1);
-  split->setSizes({340, 1000});
+  split->setSizes({390, 1200});
 
   populateKinds();
 
@@ -432,7 +440,15 @@ void AnalysisPanel::loadTrainingCurve() {
     m_curve->setYLabel(QStringLiteral("train loss"));
   }
   m_curve->resetView();
+  // A little room left and right, so a marker at the first or last step stays visible.
+  const QVector<double>& cx = xs.isEmpty() ? lx : xs;
+  if (cx.size() >= 2) {
+    const double lo = *std::min_element(cx.begin(), cx.end()), hi = *std::max_element(cx.begin(), cx.end());
+    const double pad = std::max(1.0, (hi - lo) * 0.04);
+    m_curve->plot()->xAxis->setRange(lo - pad, hi + pad);
+  }
   updateMarker();
+  m_curve->plot()->replot(QCustomPlot::rpQueuedReplot);
 }
 
 // ---- kinds and inputs ----------------------------------------------------------

@@ -17,6 +17,7 @@
 
 #include "benchmark.h"
 #include "analysis_panel.h"
+#include "generate_panel.h"
 #include "main_window.h"
 #include "run_table.h"
 
@@ -56,7 +57,7 @@ int main(int argc, char** argv) {
   QCommandLineOption screenshot(QStringLiteral("screenshot"), QStringLiteral("Save a screenshot of the window to FILE and quit."), QStringLiteral("FILE"));
   QCommandLineOption afterMs(QStringLiteral("after-ms"), QStringLiteral("Delay before --screenshot."), QStringLiteral("N"), QStringLiteral("3000"));
   QCommandLineOption start(QStringLiteral("start"), QStringLiteral("Start training at once."));
-  QCommandLineOption tab(QStringLiteral("tab"), QStringLiteral("training or compare."), QStringLiteral("TAB"));
+  QCommandLineOption tab(QStringLiteral("tab"), QStringLiteral("training, compare, or any tab by its title."), QStringLiteral("TAB"));
   QCommandLineOption checkAll(QStringLiteral("check-all"), QStringLiteral("Tick every run of the workspace for comparison."));
   QCommandLineOption seedBands(QStringLiteral("seed-bands"), QStringLiteral("Aggregate seeds in the comparison."));
   // Analyses tab: --analysis KIND [--analysis-run DIR] [--analysis-run2 DIR] [--analysis-text T]
@@ -97,6 +98,12 @@ int main(int argc, char** argv) {
   if (p.isSet(checkAll))
     for (const auto& r : w.runModel()->runs()) w.runModel()->setChecked(r.dir, true);
   if (p.isSet(seedBands)) w.setSeedAggregation(true);
+  // any other tab by its title (generate, ...)
+  for (int i = 0; i < w.tabs()->count(); ++i)
+    if (!p.value(tab).isEmpty() && w.tabs()->tabText(i).remove(QLatin1Char('&')).compare(p.value(tab), Qt::CaseInsensitive) == 0)
+      w.tabs()->setCurrentIndex(i);
+  if (p.value(tab) == QLatin1String("generate") && !w.generatePanel()->runDirs().isEmpty())
+    QTimer::singleShot(0, w.generatePanel(), &gui::GeneratePanel::generate);
   if (p.value(tab) == QLatin1String("compare")) {
     w.tabs()->setCurrentIndex(1);
     if (w.runProxy()->rowCount() >= 2) {

@@ -58,6 +58,7 @@
 #include "curve_plot.h"
 #include "option_form.h"
 #include "qcp.h"
+#include "generate_panel.h"
 #include "run_table.h"
 #include "train_worker.h"
 
@@ -173,6 +174,8 @@ void MainWindow::buildUi() {
   m_tabs->addTab(buildTrainingTab(), QStringLiteral("Training"));
   m_tabs->addTab(buildComparePanel(), QStringLiteral("Compare"));
   m_tabs->addTab(m_analysisPanel = new AnalysisPanel, QStringLiteral("Analyses"));  // issue #7 (analysis_panel.h)
+  m_generatePanel = new GeneratePanel(m_runModel);
+  m_tabs->addTab(m_generatePanel, QStringLiteral("Generate"));
   m_mainSplitter = new QSplitter(Qt::Horizontal);
   QWidget* cfg = buildConfigurePanel();
   m_mainSplitter->addWidget(cfg);
@@ -180,6 +183,8 @@ void MainWindow::buildUi() {
   m_mainSplitter->setStretchFactor(0, 0);
   m_mainSplitter->setStretchFactor(1, 1);
   m_mainSplitter->setSizes({380, 1000});
+  // The Analyses tab has its own controls: the training configuration steps aside there.
+  connect(m_tabs, &QTabWidget::currentChanged, this, [this, cfg](int i) { cfg->setVisible(m_tabs->widget(i) != m_analysisPanel); });
   setCentralWidget(m_mainSplitter);
 
   m_statusLabel = new QLabel(QStringLiteral("Ready"));
@@ -509,6 +514,8 @@ void MainWindow::buildMenus() {
   view->addAction(QStringLiteral("&Training"), QKeySequence(QStringLiteral("Ctrl+1")), this, [this] { m_tabs->setCurrentIndex(0); });
   view->addAction(QStringLiteral("&Compare"), QKeySequence(QStringLiteral("Ctrl+2")), this, [this] { m_tabs->setCurrentIndex(1); });
   view->addAction(QStringLiteral("&Analyses"), QKeySequence(QStringLiteral("Ctrl+3")), this, [this] { m_tabs->setCurrentIndex(m_tabs->indexOf(m_analysisPanel)); });
+  view->addAction(QStringLiteral("&Generate text"), QKeySequence(QStringLiteral("Ctrl+5")), this,
+                  [this] { m_tabs->setCurrentWidget(m_generatePanel); });
   view->addAction(QStringLiteral("&Reset all views"), QKeySequence(QStringLiteral("Ctrl+0")), this, [this] {
     for (auto* p : trainingPlots()) p->resetView();
     m_comparePlot->resetView();

@@ -40,6 +40,7 @@ class OptionForm;
 namespace gui {
 
 class AnalysisPanel;
+class GeneratePanel;
 class RunTableModel;
 class TrainWorker;
 
@@ -102,6 +103,7 @@ public:
   QString configDiffText() const;  // the diff of the two selected runs, one "key: a -> b" per line
   QTabWidget* tabs() const { return m_tabs; }
   AnalysisPanel* analysisPanel() const { return m_analysisPanel; }
+  GeneratePanel* generatePanel() const { return m_generatePanel; }
 
   // ---- export
   void setExportOptions(const csw::ExportOptions& o) { m_exportOptions = o; }
@@ -175,6 +177,7 @@ private:
 
   // settings
   QSettings* m_settings = nullptr;
+  GeneratePanel* m_generatePanel = nullptr;
   // config widgets
   QComboBox* m_presetCombo = nullptr;
   QComboBox* m_taskCombo = nullptr;

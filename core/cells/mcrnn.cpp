@@ -32,11 +32,13 @@ McRnnCellImpl::McRnnCellImpl(const McRnnOptions& o, std::shared_ptr<CellImpl> ba
               "mcrnn: lstm_memory must be 'prev' or 'average', got '", opt_.lstm_memory, "'");
   register_module("base", base_);
   const int64_t H = o.hidden_size, I = o.input_size, A = opt_.attention, n1 = o.block - 1;
-  // W_j: identity plus U(-k, k) noise, so that at initialisation s is close to the plain
-  // block average of the predecessors (see MCRNN_NOTES.md).
+  // W_j = I + alpha D_j with D_j ~ U(-k/2, k/2): at initialisation s is close to the plain
+  // block average of the predecessors. alpha scales how fast an adaptive optimiser moves W_j
+  // away from I (Adam moves every entry of D_j by ~lr per step whatever its gradient's
+  // scale); see MCRNN_NOTES.md "Parametrisation of W_j". alpha = 1 is W_j as a plain parameter.
+  TORCH_CHECK(opt_.dist_scale > 0, "mcrnn: dist_scale must be > 0, got ", opt_.dist_scale);
   const double k = 1.0 / std::sqrt(static_cast<double>(H));
-  w_dist = register_parameter("w_dist", (torch::eye(H).unsqueeze(0).repeat({n1, 1, 1}) +
-                                         torch::empty({n1, H, H}).uniform_(-k, k) * 0.5));
+  w_dist = register_parameter("w_dist", torch::empty({n1, H, H}).uniform_(-k, k) * 0.5);
   const double kv = 1.0 / std::sqrt(static_cast<double>(H + I));
   v_h = register_parameter("v_h", torch::empty({A, H}).uniform_(-kv, kv));
   v_x = register_parameter("v_x", torch::empty({A, I}).uniform_(-kv, kv));
@@ -68,6 +70,12 @@ State McRnnCellImpl::initial_state(int64_t B, const torch::TensorOptions& opts) 
     s.push_back(torch::zeros(full, opts));
   }
   return s;
+}
+
+torch::Tensor McRnnCellImpl::dist_weights() const {
+  // eq. 2's W_j, reparametrised: W_j = I + alpha D_j (alpha = model.dist_scale)
+  auto eye = torch::eye(opt_.hidden_size, w_dist.options()).unsqueeze(0);
+  return opt_.dist_scale == 1.0 ? eye + w_dist : eye + opt_.dist_scale * w_dist;
 }
 
 torch::Tensor McRnnCellImpl::input_projection(const torch::Tensor& x) {
@@ -161,7 +169,7 @@ static int64_t state_time(const State& s) {
 
 State McRnnCellImpl::step(const torch::Tensor& xp, const State& s, StepContext& ctx) {
   const int64_t H = opt_.hidden_size, n1 = opt_.block - 1;
-  auto wcat = w_dist.transpose(1, 2).reshape({n1 * H, H});
+  auto wcat = dist_weights().transpose(1, 2).reshape({n1 * H, H});
   const int64_t t = state_time(s) + 1;
   return step_at(t, xp, s, wcat, coefficients(t, s[2].options()), ctx);
 }
@@ -172,7 +180,7 @@ SeqOutput McRnnCellImpl::forward_sequence(const torch::Tensor& x, const State& s
   const int64_t H = opt_.hidden_size, n1 = opt_.block - 1;
   WeightDropScope wd(base_.get());  // one DropConnect mask of the base's w_hh per forward (AWD-LSTM)
   // [W_1^T; ...; W_{n-1}^T]: built once per sequence, so each step is a single GEMM (eq. 2)
-  auto wcat = w_dist.transpose(1, 2).reshape({n1 * H, H});
+  auto wcat = dist_weights().transpose(1, 2).reshape({n1 * H, H});
   int64_t t = state_time(s0);
   std::vector<torch::Tensor> steps = input_projection(x).unbind(0);  // never xp[t]
   // the in-degree pattern has period n-1: one coefficient tensor per phase
@@ -227,6 +235,11 @@ void register_mcrnn_cells(std::vector<CellInfo>& out) {
     m.choices = {"prev", "average"};
     c.options.push_back(m);
   }
+  c.options.push_back(spec("dist_scale", OptType::Float, 0.1, 1e-4, 1.0,
+                           "alpha in W_j = I + alpha D_j, the parametrisation of eq. 2's distance weights (D_j is the "
+                           "trained parameter). Small alpha keeps Adam from moving W_j away from I faster than the base "
+                           "cell learns (with alpha = 1 an LSTM base stalls near the unigram perplexity); 1 = W_j trained "
+                           "directly. See MCRNN_NOTES.md."));
   c.common_options = {"layer_norm", "candidate_dropout"};  // passed on to the base cell
   c.check = [](const json& cfg, std::vector<ConfigError>& errs) {
     const auto& m = cfg.at("model");
@@ -263,6 +276,7 @@ void register_mcrnn_cells(std::vector<CellInfo>& out) {
     if (o.block < 2) throw UserError("model.block: block size n must be >= 2, got " + std::to_string(o.block));
     o.attention = m.value("attention", 0);
     o.lstm_memory = m.value("lstm_memory", std::string("prev"));
+    o.dist_scale = m.value("dist_scale", 0.1);
     return std::make_shared<McRnnCellImpl>(o, bi->make(bm, in, layer));
   };
   out.push_back(std::move(c));

@@ -25,6 +25,7 @@ struct McRnnOptions {
   int64_t block = 3;               // n; channels K = n - 1 ("MC-RNN-K")
   int64_t attention = 0;           // rows of V (0 = hidden_size)
   std::string lstm_memory = "prev";  // "prev" | "average": the base's extra state (LSTM c)
+  double dist_scale = 0.1;          // alpha: W_j = I + alpha * D_j (D_j the parameter); 1 = W_j itself
 };
 
 // The in-degree m_t^k of eq. 1 (t >= 1 the global position, k in 1..n-1).
@@ -52,7 +53,11 @@ class McRnnCellImpl : public CellImpl {
   CellImpl& base() { return *base_; }
   const McRnnOptions& options() const { return opt_; }
 
-  torch::Tensor w_dist;  // [n-1, H, H]: W_j (eq. 2), index j-1
+  // [n-1, H, H]: the parameter D_j behind W_j (eq. 2), index j-1: W_j = I + alpha D_j
+  // (alpha = dist_scale; see MCRNN_NOTES.md "Parametrisation of W_j").
+  torch::Tensor w_dist;
+  // W_j for j = 1..n-1 as one [n-1, H, H] tensor (eq. 2's weights).
+  torch::Tensor dist_weights() const;
   torch::Tensor v_h, v_x;  // V = [V_h V_x] (eq. 4): [a, H], [a, I]
   torch::Tensor r;         // [a] (eq. 4)
 

@@ -52,6 +52,7 @@ class WordLMTask : public Task {
   // With a probe, the cells' internals are recorded for every scored segment (analyses, Fig. 3).
   double nll_of(const std::vector<int32_t>& ids, int64_t eval_batch, Probe* probe = nullptr);
   const WordCorpus& corpus() const { return corpus_; }
+  const json& config() const { return cfg_; }
   WordLMModel& net() { return model_; }
   bool averaging() const { return avg_on_; }
 

@@ -1,0 +1,153 @@
+// cellscope-cli generate: text from a char-LM or word-LM run (issue #8), with the model's
+// probability of every token shown as shading (terminal colours, HTML) or listed (JSON).
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <iostream>
+#include <sstream>
+
+#include "cli.h"
+#include "tasks/generate.h"
+#include "tasks/task.h"
+#include "train/trainer.h"
+#include "util/error.h"
+#include "util/sysinfo.h"
+
+namespace cli {
+
+namespace {
+
+// 0 (sure) .. 5 (surprised): six steps of the surprisal shade (cs::surprisal_shade).
+int shade_step(double p) { return static_cast<int>(std::lround(cs::surprisal_shade(p) * 5.0)); }
+
+// The same colour as the workbench: white -> (240, 80, 60) with the surprisal shade.
+std::string css_colour(double p) {
+  const double s = cs::surprisal_shade(p);
+  auto mix = [s](int to) { return static_cast<int>(std::lround(255.0 + (to - 255.0) * s)); };
+  return "rgb(" + std::to_string(mix(240)) + "," + std::to_string(mix(80)) + "," + std::to_string(mix(60)) + ")";
+}
+
+std::string shown(const cs::Generation& g, const cs::GeneratedToken& t, bool first) {
+  if (g.task != "word_lm") return t.text;
+  if (t.text == "<eos>") return "\n";
+  return first ? t.text : " " + t.text;
+}
+
+std::string ansi(const cs::Generation& g) {
+  static const int ramp[6] = {231, 224, 217, 210, 209, 203};  // xterm-256 backgrounds, white to red
+  std::string s;
+  bool line_start = true;
+  for (auto& t : g.tokens) {
+    std::string txt = shown(g, t, line_start);
+    line_start = txt == "\n" || (!txt.empty() && txt.back() == '\n');
+    if (txt == "\n") {
+      s += "\n";
+      continue;
+    }
+    s += "\033[30;48;5;" + std::to_string(ramp[shade_step(t.prob)]) + (t.from_seed ? ";4" : "") + "m" + txt + "\033[0m";
+  }
+  return s + "\n";
+}
+
+std::string html_escape(const std::string& x) {
+  std::string o;
+  for (char c : x) {
+    if (c == '<') o += "&lt;";
+    else if (c == '>') o += "&gt;";
+    else if (c == '&') o += "&amp;";
+    else if (c == '"') o += "&quot;";
+    else o += c;
+  }
+  return o;
+}
+
+std::string html(const cs::Generation& g, const std::string& run) {
+  std::ostringstream o;
+  o << "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>Cellscope sample</title>\n"
+       "<style>body{font-family:monospace;white-space:pre-wrap;max-width:60em}span.seed{text-decoration:underline}"
+       "</style></head><body>\n<p>Run: "
+    << html_escape(run) << "<br>temperature " << g.options.temperature << ", seed " << g.options.seed
+    << ". Shading: the model's surprisal of each token given what precedes it, -log2 p, from white (0 bits) "
+       "to red (10 bits or more); the seed text is underlined. Hover for p.</p>\n<div>";
+  bool line_start = true;
+  for (auto& t : g.tokens) {
+    std::string txt = shown(g, t, line_start);
+    line_start = txt == "\n";
+    o << "<span" << (t.from_seed ? " class=\"seed\"" : "") << " style=\"background:" << css_colour(t.prob)
+      << "\" title=\"" << (std::isfinite(t.prob) ? std::to_string(t.prob) : std::string("first token")) << "\">"
+      << html_escape(txt) << "</span>";
+  }
+  o << "</div>\n</body></html>\n";
+  return o.str();
+}
+
+double parse_double(const Args& a, const std::string& k, double def) {
+  if (!a.has(k)) return def;
+  try {
+    size_t used = 0;
+    const std::string v = a.get(k);
+    double x = std::stod(v, &used);
+    if (used != v.size()) throw std::invalid_argument(v);
+    return x;
+  } catch (const std::exception&) {
+    throw UsageError("--" + k + " expects a number, got '" + a.get(k) + "'");
+  }
+}
+
+}  // namespace
+
+int cmd_generate(const std::vector<std::string>& a) {
+  if (std::find(a.begin(), a.end(), "--help") != a.end()) {
+    std::cout
+        << "usage: cellscope-cli generate --run DIR [--checkpoint best|last|STEP] [--seed-text TEXT]\n"
+           "                              [--length 200] [--temperature 1.0] [--seed 1] [--top-k 0]\n"
+           "                              [--allow-unk] [--json | --out FILE.{txt,json,html}] [--color|--no-color]\n"
+           "Samples LENGTH tokens (characters for char_lm, words for word_lm) after the seed text.\n"
+           "--temperature 0 is greedy (the most probable token each time); the same --seed gives the\n"
+           "same text. Each token is shaded by the model's surprisal -log2 p (white = 0 bits, red = 10\n"
+           "bits or more; the seed text underlined) on a colour terminal and in HTML; JSON lists p.\n";
+    return 0;
+  }
+  auto args = parse(a, {"json", "allow-unk", "color", "no-color"},
+                    {"run", "checkpoint", "seed-text", "length", "temperature", "seed", "top-k", "out", "threads"});
+  if (!args.positional.empty()) throw UsageError("unexpected argument '" + args.positional[0] + "'");
+  if (!args.has("run")) throw UsageError("--run DIR is required");
+  cs::set_threads(static_cast<int>(args.get_int("threads", 0)));
+  cs::GenerateOptions o;
+  o.seed_text = args.get("seed-text");
+  o.length = args.get_int("length", 200);
+  o.temperature = parse_double(args, "temperature", 1.0);
+  const long long seed = args.get_int("seed", 1);
+  if (seed < 0) throw UsageError("--seed must be >= 0");
+  o.seed = static_cast<uint64_t>(seed);
+  o.top_k = args.get_int("top-k", 0);
+  o.allow_unk = args.has("allow-unk");
+  auto task = cs::load_run_task(args.get("run"), args.get("checkpoint", "best"));
+  auto g = cs::generate(*task, o);
+  if (g.unknown_seed_tokens > 0)
+    std::cerr << "note: " << g.unknown_seed_tokens << " token(s) of the seed text are not in the run's vocabulary (fed as <unk>)\n";
+  const std::string out = args.get("out");
+  auto ends = [&](const std::string& ext) { return out.size() > ext.size() && out.substr(out.size() - ext.size()) == ext; };
+  if (!out.empty()) {
+    if (ends(".json")) cs::atomic_write(out, g.to_json().dump(2) + "\n");
+    else if (ends(".html")) cs::atomic_write(out, html(g, args.get("run")));
+    else if (ends(".txt")) cs::atomic_write(out, g.text() + "\n");
+    else throw UsageError("--out must end in .txt, .json or .html");
+    std::cout << "wrote " << out << "\n";
+    return 0;
+  }
+  if (args.has("json")) {
+    std::cout << g.to_json().dump(2) << "\n";
+    return 0;
+  }
+  const bool color = args.has("color") || (!args.has("no-color") && isatty(STDOUT_FILENO));
+  std::cout << (color ? ansi(g) : g.text() + "\n");
+  const double bits = g.generated_bits_per_token();
+  if (std::isfinite(bits))
+    std::cerr << "(" << (g.task == "word_lm" ? "words" : "characters") << " generated: " << o.length << ", mean "
+              << bits << " bits per token under the model)\n";
+  return 0;
+}
+
+}  // namespace cli

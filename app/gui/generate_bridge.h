@@ -1,0 +1,41 @@
+// Text generation for the window (issue #8), torch-free: plain structs in and out, so
+// the panel's worker thread and the GUI thread exchange no tensors. The implementation
+// (generate_bridge.cpp) is the only file of the panel that reaches the core.
+#pragma once
+#include <QString>
+#include <QVector>
+
+namespace gui {
+
+struct GenRequest {
+  QString runDir;
+  QString checkpoint = QStringLiteral("best");  // best | last | a step number
+  QString seedText;
+  int length = 300;
+  double temperature = 0.8;
+  quint64 seed = 1;
+  int topK = 0;
+};
+
+struct GenToken {
+  QString text;     // as it reads: a character, or a word ("\n" for <eos>)
+  double prob = 0;  // the model's probability of the token (NaN: the first seed token)
+  bool seed = false;
+};
+
+struct GenResult {
+  QVector<GenToken> tokens;
+  QString task;          // char_lm | word_lm
+  QString error;         // non-empty: one clear message, nothing else is valid
+  double bitsPerToken = 0;
+  int unknownSeed = 0;   // seed symbols the run's vocabulary lacks
+  double seconds = 0;
+};
+
+// -log2(p) / 10 clamped to [0, 1] (cs::surprisal_shade): the shading of a token.
+double surprisalShade(double prob);
+
+// Runs on any thread; never throws.
+GenResult runGeneration(const GenRequest& r);
+
+}  // namespace gui
