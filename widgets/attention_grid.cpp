@@ -112,7 +112,13 @@ AttentionGrid::Geometry AttentionGrid::geometryFor(const QRect& target, const QF
   const double lh = fm.height();
   const double left = target.left() + 6 + (m_yLabel.isEmpty() ? 0 : lh + 4) + labelW + 6;
   const double top = target.top() + 6 + (m_title.isEmpty() ? 0 : lh * 1.4 + 4);
-  const double bottom = target.bottom() + 1 - 6 - lh - 4 - (m_xLabel.isEmpty() ? 0 : lh + 2);
+  // Token labels wider than their cell are staggered on two lines (reserve the second).
+  const int ntok = std::max(1, tokenCount());
+  const double roughCellW = (target.right() + 1 - 8 - left) / ntok;
+  double widest = 0;
+  for (const QString& tok : m_tokens) widest = std::max(widest, fm.horizontalAdvance(tok));
+  g.staggered = widest + 4 > roughCellW;
+  const double bottom = target.bottom() + 1 - 6 - lh - 4 - (g.staggered ? lh : 0) - (m_xLabel.isEmpty() ? 0 : lh + 2);
   const double right = target.right() + 1 - 8;
   g.grid = QRectF(QPointF(left, top), QPointF(std::max(left + 1, right), std::max(top + 1, bottom)));
   const int nt = std::max(1, tokenCount()), nc = std::max(1, channelCount());
@@ -203,11 +209,12 @@ void AttentionGrid::renderFigure(QPainter* p, const QRect& target) const {
   }
   for (int t = 0; t < nt; ++t) {
     const QString tok = t < m_tokens.size() ? m_tokens[t] : QString::number(t);
-    const QRectF r(g.grid.left() + t * g.cellW - 20, g.grid.bottom() + 2, g.cellW + 40, fm.height() + 2);
+    const double dy = g.staggered && t % 2 == 1 ? fm.height() : 0.0;
+    const QRectF r(g.grid.left() + t * g.cellW - 20, g.grid.bottom() + 2 + dy, g.cellW + 40, fm.height() + 2);
     p->drawText(r, Qt::AlignHCenter | Qt::AlignTop, tok);
   }
   if (!m_xLabel.isEmpty())
-    p->drawText(QRectF(g.grid.left(), g.grid.bottom() + fm.height() + 4, g.grid.width(), fm.height() + 2),
+    p->drawText(QRectF(g.grid.left(), g.grid.bottom() + fm.height() * (g.staggered ? 2 : 1) + 4, g.grid.width(), fm.height() + 2),
                 Qt::AlignHCenter | Qt::AlignTop, m_xLabel);
   if (!m_yLabel.isEmpty()) {
     p->save();

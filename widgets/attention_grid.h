@@ -75,6 +75,7 @@ private:
   struct Geometry {
     QRectF grid;
     double cellW = 0, cellH = 0;
+    bool staggered = false;  // token labels on two alternating lines (they would overlap)
   };
   Geometry geometryFor(const QRect& target, const QFontMetricsF& fm) const;
 

@@ -48,6 +48,41 @@ HeatmapView::HeatmapView(QWidget* parent) : QWidget(parent) {
 
   setGreyscale(false);
   connect(m_plot, &QCustomPlot::mouseMove, this, &HeatmapView::onMouseMove);
+  connect(m_plot, &QCustomPlot::beforeReplot, this, [this] {
+    if (m_thin) updateTickThinning(m_plot->width(), m_plot->height());
+  });
+}
+
+void HeatmapView::setTickLabelThinning(bool on) {
+  m_thin = on;
+  if (!on && (m_colStep != 1 || m_rowStep != 1)) {
+    m_colStep = m_rowStep = 1;
+    rebuildTicks();
+  }
+  m_plot->replot(QCustomPlot::rpQueuedReplot);
+}
+
+void HeatmapView::updateTickThinning(int plotWidth, int plotHeight) {
+  if (!m_thin) return;
+  // Axis rect size = plot size minus the margins of the last layout (estimated before the first one).
+  const QRect ar = m_plot->axisRect()->rect();
+  const bool laidOut = ar.width() > 10 && m_plot->viewport().width() > 10;
+  const int mx = laidOut ? m_plot->viewport().width() - ar.width() : 140;
+  const int my = laidOut ? m_plot->viewport().height() - ar.height() : 90;
+  const double axW = std::max(20, plotWidth - mx), axH = std::max(20, plotHeight - my);
+  const QFontMetricsF fm(m_plot->xAxis->tickLabelFont());
+  double colPx = 0;
+  for (int c = 0; c < m_cols; ++c) colPx = std::max(colPx, fm.horizontalAdvance(columnLabel(c)));
+  if (m_plot->xAxis->tickLabelRotation() != 0) colPx = fm.height();
+  colPx += 3;
+  const double rowPx = fm.height() + 1;
+  const int cs = m_cols > 0 ? std::max(1, int(std::ceil(m_cols * colPx / axW))) : 1;
+  const int rs = m_rows > 0 ? std::max(1, int(std::ceil(m_rows * rowPx / axH))) : 1;
+  if (cs != m_colStep || rs != m_rowStep) {
+    m_colStep = cs;
+    m_rowStep = rs;
+    rebuildTicks();
+  }
 }
 
 HeatmapView::~HeatmapView() = default;
@@ -221,11 +256,14 @@ void HeatmapView::rebuild() {
 void HeatmapView::rebuildTicks() {
   QSharedPointer<QCPAxisTickerText> xt(new QCPAxisTickerText), yt(new QCPAxisTickerText);
   int longest = 0;
+  // Thinned: every step-th label, counted from the last row/column (the characters
+  // nearest the end of a text are the interesting ones).
   for (int c = 0; c < m_cols; ++c) {
-    xt->addTick(c, columnLabel(c));
+    if ((m_cols - 1 - c) % std::max(1, m_colStep) == 0) xt->addTick(c, columnLabel(c));
     longest = std::max(longest, int(columnLabel(c).size()));
   }
-  for (int r = 0; r < m_rows; ++r) yt->addTick(r, rowLabel(r));
+  for (int r = 0; r < m_rows; ++r)
+    if ((m_rows - 1 - r) % std::max(1, m_rowStep) == 0) yt->addTick(r, rowLabel(r));
   m_plot->xAxis->setTicker(xt);
   m_plot->yAxis->setTicker(yt);
   // Long column labels are written vertically.

@@ -10,6 +10,9 @@
 // finite values. With setShowValues(true) each cell prints its value, as long
 // as the matrix has at most maxValueCells() cells.
 // Hovering shows "row label, column label, value".
+// With setTickLabelThinning(true), when there are more labels than fit along an
+// axis (long texts), only every n-th label is drawn (n chosen from the axis
+// length in pixels and the label size; recomputed before each replot).
 //
 // CSV (toCsv): header "row,<column label 1>,...,<column label n>", then one line
 // per row: the row label followed by the values (NaN = empty field).
@@ -76,6 +79,14 @@ public:
   // Number of cells currently printing their value.
   int valueTextCount() const;
 
+  // Tick label thinning (see above). updateTickThinning(w, h) recomputes the
+  // label steps for a plot of w x h pixels (export at another size).
+  void setTickLabelThinning(bool on);
+  bool tickLabelThinning() const { return m_thin; }
+  void updateTickThinning(int plotWidth, int plotHeight);
+  int columnLabelStep() const { return m_colStep; }
+  int rowLabelStep() const { return m_rowStep; }
+
   // Cell under a pixel position of plot(); false outside the matrix.
   bool cellAt(const QPointF& pixel, int* row, int* col) const;
   QString tooltipTextAt(const QPointF& pixel) const;
@@ -106,6 +117,8 @@ private:
   bool m_showValues = false;
   int m_maxValueCells = 625;
   int m_precision = 2;
+  bool m_thin = false;
+  int m_colStep = 1, m_rowStep = 1;
 };
 
 }  // namespace csw

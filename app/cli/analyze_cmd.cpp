@@ -1,78 +1,258 @@
+// `cellscope-cli analyze KIND ...` (issue #7) and `cellscope-cli bench --analysis relevance`.
+// The analyses themselves are core/analysis/analyses.h; CSV/JSON are written here
+// (Qt-free); PNG/PDF/SVG go through app/cli/figure_export/ (the figures library),
+// compiled in only when the CLI is built with CELLSCOPE_GUI=ON.
+#include <ATen/Parallel.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <chrono>
+#include <iomanip>
 #include <iostream>
 #include <sstream>
 
-#include "analysis/analysis.h"
+#include "analysis/analyses.h"
 #include "cli.h"
+#include "cli_figures.h"
 #include "tasks/char_lm.h"
 #include "train/trainer.h"
 #include "util/error.h"
 
 namespace cli {
 
+namespace {
+
+bool ends_with(const std::string& s, const std::string& e) {
+  return s.size() >= e.size() && s.compare(s.size() - e.size(), e.size(), e) == 0;
+}
+
+std::string extension_of(const std::string& out) {
+  const auto dot = out.rfind('.');
+  if (dot == std::string::npos || out.find('/', dot) != std::string::npos) return "";
+  std::string e = out.substr(dot + 1);
+  std::transform(e.begin(), e.end(), e.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return e;
+}
+
+std::vector<int64_t> parse_edges(const std::string& s) {
+  std::vector<int64_t> edges;
+  std::stringstream ss(s);
+  std::string tok;
+  while (std::getline(ss, tok, ',')) {
+    try {
+      size_t used = 0;
+      edges.push_back(std::stoll(tok, &used));
+      if (used != tok.size()) throw std::invalid_argument(tok);
+    } catch (...) {
+      throw UsageError("--buckets expects comma-separated integers, got '" + tok + "'");
+    }
+  }
+  return edges;
+}
+
+void print_help() {
+  std::cout << "usage: cellscope-cli analyze KIND --run DIR [--run DIR2 ...] [--checkpoint best|last|STEP|step_N]\n"
+               "                              [--text TEXT] [options] [--out FILE.{csv,json,png,pdf,svg}]\n"
+               "kinds:\n";
+  for (auto& k : cs::analysis_kinds()) {
+    std::string ts;
+    for (auto& t : k.tasks) ts += (ts.empty() ? "" : ",") + t;
+    std::cout << "  " << std::left << std::setw(18) << k.name << k.help << " [" << ts << (k.multi_run ? "; several runs" : "")
+              << "]\n";
+  }
+  std::cout << "options:\n"
+               "  --last K          relevance: rows = the last K characters (default 10)\n"
+               "  --char T          zone_relevance, composition: character index (default -1 = last)\n"
+               "  --layer L         layer (default -1 = top)\n"
+               "  --split S         length: the split (default test); metric_time: eval lines of S (default valid)\n"
+               "  --buckets E0,E1,..  length: bucket edges, bucket i = (E_i, E_i+1] (default: char_lm\n"
+               "                    0,10,...,90,120 = MZU Fig. 2's '9 means (90,120]'; word-level 0,10,...,60,80)\n"
+               "  --bins N          gate_histogram: bins over [0,1] (default 20)\n"
+               "  --metric M        metric_time: the metric (default: the run's primary metric)\n"
+               "  --color-map NAME  images: heatmap colour map (default grey_inverted)\n"
+               "  --width W --height H  images: size of one panel in pixels\n"
+               "--out may be given several times (one computation, e.g. the figure and its CSV).\n"
+               "Without --out the result is printed as JSON. --text defaults to the start of the valid split\n"
+               "(classify: its first sentence; gate/dzone kinds on classify runs: a split name uses its first\n"
+               "64 sentences). Images need a build with CELLSCOPE_GUI=ON; they are drawn offscreen.\n"
+               "Definitions: core/analysis/ANALYSIS_NOTES.md.\n";
+}
+
+}  // namespace
+
 int cmd_analyze(const std::vector<std::string>& a) {
   if (std::find(a.begin(), a.end(), "--help") != a.end()) {
-    std::cout << "usage: cellscope-cli analyze KIND --run DIR [--checkpoint best|last|STEP] --out FILE.{csv,json}\n"
-                 "  relevance       [--text TEXT] [--last K] [--layer L]   MZU paper Fig. 3a/b\n"
-                 "  zone_relevance  [--text TEXT] [--char T] [--layer L]   MZU paper Fig. 3c (MZU cells)\n"
-                 "  bpc_length      [--split test] [--buckets 0,10,...,90,120]  MZU paper Fig. 2\n"
-                 "Without --out the result is printed as JSON. --text defaults to the start of the split.\n";
+    print_help();
     return 0;
   }
-  auto args = parse(a, {}, {"run", "checkpoint", "out", "text", "last", "layer", "char", "split", "buckets", "threads"});
-  if (args.positional.size() != 1) throw UsageError("expected one KIND (relevance, zone_relevance, bpc_length)");
+  auto args = parse(a, {}, {"run", "checkpoint", "out", "text", "last", "layer", "char", "split", "buckets", "threads",
+                            "bins", "metric", "color-map", "width", "height"});
+  if (args.positional.size() != 1) throw UsageError("expected one KIND (see cellscope-cli analyze --help)");
   if (!args.has("run")) throw UsageError("--run DIR is required");
+  const auto& kind = cs::analysis_kind(args.positional[0]);
+  // --out may repeat (e.g. the figure and its data from one computation)
+  const std::vector<std::string> outs = args.all("out");
+  for (auto& out : outs) {
+    const std::string ext = extension_of(out);
+    if (ext != "csv" && ext != "json" && ext != "png" && ext != "pdf" && ext != "svg")
+      throw UsageError("--out must end in .csv, .json, .png, .pdf or .svg (got '" + out + "')");
+    if ((ext == "png" || ext == "pdf" || ext == "svg") && !figures_available())
+      throw UsageError("this cellscope-cli was built without the figures library (CELLSCOPE_GUI=OFF): "
+                       "image output (.png/.pdf/.svg) is unavailable; use --out FILE.csv or FILE.json");
+  }
   cs::set_threads(static_cast<int>(args.get_int("threads", 0)));
-  const std::string kind = args.positional[0];
-  if (kind != "relevance" && kind != "zone_relevance" && kind != "bpc_length")
-    throw UsageError("unknown analysis '" + kind + "' (relevance, zone_relevance, bpc_length)");
-  auto task = cs::load_run_task(args.get("run"), args.get("checkpoint", "best"));
-  auto* lm = dynamic_cast<cs::CharLMTask*>(task.get());
-  if (!lm) throw cs::UserError("analysis '" + kind + "' needs a char_lm run; this run's task is " + task->name());
-  std::string text = args.get("text");
-  if (text.empty() && kind != "bpc_length") {
-    // the first 120 characters of the valid split
-    const auto& v = lm->corpus().valid;
-    for (size_t i = 0; i < v.size() && i < 120; ++i) text += lm->corpus().vocab.symbol(v[i]);
-  }
-  const int layer = static_cast<int>(args.get_int("layer", -1));
-  std::string csv;
-  cs::json j;
-  if (kind == "relevance") {
-    auto m = cs::relevance_map(*lm, text, args.get_int("last", 10), layer);
-    csv = m.to_csv();
-    j = m.to_json();
-  } else if (kind == "zone_relevance") {
-    auto m = cs::zone_relevance(*lm, text, args.get_int("char", -1), layer);
-    csv = m.to_csv();
-    j = m.to_json();
-  } else {
-    std::vector<int64_t> edges = cs::default_length_edges();
-    if (args.has("buckets")) {
-      edges.clear();
-      std::stringstream ss(args.get("buckets"));
-      std::string tok;
-      while (std::getline(ss, tok, ',')) {
-        try {
-          edges.push_back(std::stoll(tok));
-        } catch (...) {
-          throw UsageError("--buckets expects comma-separated integers, got '" + tok + "'");
-        }
-      }
+
+  cs::AnalysisRequest rq;
+  rq.kind = kind.name;
+  rq.runs = args.all("run");
+  rq.checkpoint = args.get("checkpoint", "best");
+  rq.text = args.get("text");
+  rq.last_k = args.get_int("last", 10);
+  rq.position = args.get_int("char", -1);
+  rq.layer = static_cast<int>(args.get_int("layer", -1));
+  rq.split = args.get("split", kind.name == "metric_time" ? "valid" : "test");
+  if (args.has("buckets")) rq.edges = parse_edges(args.get("buckets"));
+  rq.bins = static_cast<int>(args.get_int("bins", 20));
+  rq.metric = args.get("metric");
+  if (rq.last_k < 1) throw UsageError("--last must be >= 1");
+  auto result = cs::run_analysis(rq);
+
+  if (outs.empty()) std::cout << result.to_json().dump(2) << "\n";
+  for (auto& out : outs) {
+    const std::string ext = extension_of(out);
+    if (ext == "csv") {
+      cs::atomic_write(out, result.to_csv());
+    } else if (ext == "json") {
+      cs::atomic_write(out, result.to_json().dump(2) + "\n");
+    } else {
+      FigureOptions fo;
+      fo.color_map = args.get("color-map");
+      fo.width = static_cast<int>(args.get_int("width", 0));
+      fo.height = static_cast<int>(args.get_int("height", 0));
+      export_analysis_figure(result, out, fo);  // throws UserError on failure; written atomically
     }
-    auto b = cs::bpc_by_length(*lm, args.get("split", "test"), edges);
-    csv = cs::buckets_to_csv(b);
-    j = {{"buckets", cs::buckets_to_json(b)}, {"split", args.get("split", "test")}};
   }
-  const std::string out = args.get("out");
-  if (out.empty()) {
-    std::cout << j.dump(2) << "\n";
-  } else if (out.size() > 4 && out.substr(out.size() - 4) == ".csv") {
-    cs::atomic_write(out, csv);
-  } else if (out.size() > 5 && out.substr(out.size() - 5) == ".json") {
-    cs::atomic_write(out, j.dump(2) + "\n");
+  return 0;
+}
+
+// ------------------------------------------------------------------ bench --analysis relevance
+namespace {
+// CPU seconds of this process (all threads): contention-independent, unlike wall time.
+double cpu_seconds() {
+  struct rusage ru;
+  ::getrusage(RUSAGE_SELF, &ru);
+  return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+         1e-6 * static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : (v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]));
+}
+double load_average() {
+  double l[1] = {0};
+  return ::getloadavg(l, 1) == 1 ? l[0] : -1;
+}
+
+}  // namespace
+
+int cmd_bench_analysis(const std::vector<std::string>& a) {
+  auto args = parse(a, {"json", "analysis-relevance"},
+                    {"analysis", "run", "checkpoint", "chars", "last", "repeats", "threads", "preset", "redraws"});
+  const std::string what = args.get("analysis", "relevance");
+  if (what != "relevance") throw UsageError("bench --analysis supports: relevance");
+  cs::set_threads(static_cast<int>(args.get_int("threads", 0)));
+  const int64_t chars = args.get_int("chars", 300);
+  const int64_t last = args.get_int("last", chars);
+  const int repeats = static_cast<int>(std::max<long long>(1, args.get_int("repeats", 5)));
+  std::unique_ptr<cs::Task> task;
+  std::string model_desc;
+  std::string tmp_text;
+  if (args.has("run")) {
+    task = cs::load_checkpoint_task(args.get("run"), args.get("checkpoint", "best"));
+    model_desc = "run " + args.get("run");
   } else {
-    throw UsageError("--out must end in .csv or .json (figures: open the run in the workbench)");
+    // The paper's capMZU+DT at hidden 800 (ptb-cap-mzu-dt), random weights, on a small generated text.
+    cs::json cfg = load_config_arg(args.get("preset", "ptb-cap-mzu-dt"), {});
+    tmp_text = "/tmp/cellscope-bench-analysis-" + std::to_string(::getpid()) + ".txt";
+    std::string s;
+    const char* words[] = {"the", "whale", "sea", "ship", "captain", "white", "old", "man", "and", "of", "boat"};
+    for (unsigned i = 0; s.size() < 20000; ++i) s += std::string(words[(i * 7 + i / 3) % 11]) + ((i % 9 == 8) ? ".\n" : " ");
+    cs::atomic_write(tmp_text, s);
+    cfg["dataset"] = {{"path", tmp_text}, {"valid_fraction", 0.1}, {"test_fraction", 0.1}};
+    cfg["training"]["batch"] = 4;
+    cfg = cs::load_and_resolve(cfg);
+    try {
+      task = cs::make_task(cfg, "");
+    } catch (...) {
+      std::remove(tmp_text.c_str());
+      throw;
+    }
+    std::remove(tmp_text.c_str());
+    model_desc = "preset " + args.get("preset", "ptb-cap-mzu-dt") + " (" + cfg["model"].value("cell", "") + ", hidden " +
+                 std::to_string(cfg["model"].value("hidden", 0)) + ", random weights)";
   }
+  auto* lm = dynamic_cast<cs::CharLMTask*>(task.get());
+  if (!lm) throw cs::UserError("bench --analysis relevance needs a char_lm model");
+  std::string text;
+  {
+    const auto& v = lm->corpus().valid.size() >= static_cast<size_t>(chars) ? lm->corpus().valid : lm->corpus().train;
+    if (v.size() < static_cast<size_t>(chars)) throw cs::UserError("the corpus is shorter than --chars");
+    for (int64_t i = 0; i < chars; ++i) text += lm->corpus().vocab.symbol(v[static_cast<size_t>(i)]);
+  }
+  using Clock = std::chrono::steady_clock;
+  std::vector<double> secs, cpus;
+  cs::LabeledMatrix m;
+  m = cs::relevance_map(*lm, text, last);  // warm-up (allocator, thread pool)
+  for (int r = 0; r < repeats; ++r) {
+    const double c0 = cpu_seconds();
+    auto t0 = Clock::now();
+    m = cs::relevance_map(*lm, text, last);
+    secs.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+    cpus.push_back(cpu_seconds() - c0);
+  }
+  cs::json j = {{"analysis", "relevance"},
+                {"model", model_desc},
+                {"parameters", task->parameter_count()},
+                {"characters", chars},
+                {"rows", m.rows()},
+                {"cols", m.cols()},
+                {"repeats", repeats},
+                {"compute_s_median", median(secs)},
+                {"compute_s_min", *std::min_element(secs.begin(), secs.end())},
+                {"compute_s_all", secs},
+                {"compute_cpu_s_median", median(cpus)},
+                {"load_average", load_average()},
+                {"threads", at::get_num_threads()}};
+  if (figures_available()) {
+    cs::AnalysisResult res;
+    res.kind = "relevance";
+    res.caption = m.caption;
+    res.matrices = {m};
+    res.matrix_titles = {"bench"};
+    auto rt = figure_redraw_ms(res, static_cast<int>(args.get_int("redraws", 20)));
+    j["redraw_ms_median"] = median(rt.replot_ms);
+    j["redraw_ms_all"] = rt.replot_ms;
+    j["rebuild_ms_median"] = median(rt.rebuild_ms);
+  } else {
+    j["redraw_ms_median"] = nullptr;
+    j["redraw_note"] = "built without the figures library (CELLSCOPE_GUI=OFF)";
+  }
+  if (args.has("json")) {
+    std::cout << j.dump() << "\n";
+  } else {
+    std::cout << "relevance map " << m.rows() << " x " << m.cols() << " on " << model_desc << "\n"
+              << "  compute: median " << median(secs) << " s over " << repeats << " repeats (min "
+              << *std::min_element(secs.begin(), secs.end()) << " s), " << at::get_num_threads() << " threads\n"
+              << "           CPU time median " << median(cpus) << " s (load average " << load_average() << ")\n";
+    if (j.contains("redraw_ms_all"))
+      std::cout << "  redraw:  median " << j["redraw_ms_median"].get<double>() << " ms (replot of the heatmap figure); "
+                << j["rebuild_ms_median"].get<double>() << " ms to build the figure from the result and draw it\n";
+    else std::cout << "  redraw:  n/a (" << j["redraw_note"].get<std::string>() << ")\n";
+  }
+  std::cout << std::flush;
   return 0;
 }
 

@@ -436,11 +436,15 @@ int cmd_bench(const std::vector<std::string>& a) {
                  "sigmoid; defaults batch 32, seq 50, embed 200, hidden 200, vocab 20000; baseline: the GRU model).\n"
                  "       cellscope-cli bench --dist [--nproc-list 1,2] [--threads 1] [--steps 20] [model options]\n"
                  "Data-parallel char-LM throughput for 1, 2, ... local processes (global batch split over them)\n"
-                 "and the gradient all-reduce time per step (docs/DISTRIBUTED.md).\n";
+                 "and the gradient all-reduce time per step (docs/DISTRIBUTED.md).\n"
+                 "       cellscope-cli bench --analysis relevance [--chars 300] [--last K] [--run DIR] [--repeats 5]\n"
+                 "Compute time of a relevance map (default: the paper's capMZU+DT, hidden 800, random weights)\n"
+                 "and the redraw time of its heatmap figure (builds with the figures library).\n";
     return 0;
   }
   if (std::find(a.begin(), a.end(), "--dist") != a.end() || std::find(a.begin(), a.end(), "--dist-worker") != a.end())
     return cmd_bench_dist(a);
+  if (std::find(a.begin(), a.end(), "--analysis") != a.end()) return cmd_bench_analysis(a);  // analyze_cmd.cpp
   auto args = parse(a, {"json"}, {"cell", "batch", "seq", "embed", "hidden", "set", "baseline", "iters", "threads", "vocab", "data", "task"});
   if (args.has("data")) {
     // Corpus loading benchmark: a synthetic text8-like file of N MB, streamed (mmap) into ids.

@@ -5,6 +5,7 @@
 #include <QDir>
 #include <QFileInfo>
 #include <QItemSelectionModel>
+#include <QSlider>
 #include <QSortFilterProxyModel>
 #include <QTabWidget>
 #include <QTableView>
@@ -15,6 +16,7 @@
 #include <cstring>
 
 #include "benchmark.h"
+#include "analysis_panel.h"
 #include "generate_panel.h"
 #include "main_window.h"
 #include "run_table.h"
@@ -58,8 +60,21 @@ int main(int argc, char** argv) {
   QCommandLineOption tab(QStringLiteral("tab"), QStringLiteral("training, compare, or any tab by its title."), QStringLiteral("TAB"));
   QCommandLineOption checkAll(QStringLiteral("check-all"), QStringLiteral("Tick every run of the workspace for comparison."));
   QCommandLineOption seedBands(QStringLiteral("seed-bands"), QStringLiteral("Aggregate seeds in the comparison."));
-  for (auto* o : {&screenshot, &afterMs, &start, &tab, &checkAll, &seedBands}) o->setFlags(QCommandLineOption::HiddenFromHelp);
+  // Analyses tab: --analysis KIND [--analysis-run DIR] [--analysis-run2 DIR] [--analysis-text T]
+  // [--analysis-k N] [--analysis-position I] [--analysis-checkpoint ID] [--analysis-cmap NAME]: computed at
+  // start; with --screenshot the window is grabbed once the result is shown.
+  QCommandLineOption anKind(QStringLiteral("analysis"), QStringLiteral("Open the Analyses tab and compute KIND."), QStringLiteral("KIND"));
+  QCommandLineOption anRun(QStringLiteral("analysis-run"), QStringLiteral("Run to analyse."), QStringLiteral("DIR"));
+  QCommandLineOption anRun2(QStringLiteral("analysis-run2"), QStringLiteral("Second run."), QStringLiteral("DIR"));
+  QCommandLineOption anText(QStringLiteral("analysis-text"), QStringLiteral("Text."), QStringLiteral("TEXT"));
+  QCommandLineOption anK(QStringLiteral("analysis-k"), QStringLiteral("Last K."), QStringLiteral("N"));
+  QCommandLineOption anPos(QStringLiteral("analysis-position"), QStringLiteral("Character index."), QStringLiteral("I"));
+  QCommandLineOption anCk(QStringLiteral("analysis-checkpoint"), QStringLiteral("Checkpoint id."), QStringLiteral("ID"));
+  QCommandLineOption anCmap(QStringLiteral("analysis-cmap"), QStringLiteral("Colour map."), QStringLiteral("NAME"));
+  for (auto* o : {&screenshot, &afterMs, &start, &tab, &checkAll, &seedBands, &anKind, &anRun, &anRun2, &anText, &anK, &anPos, &anCk, &anCmap})
+    o->setFlags(QCommandLineOption::HiddenFromHelp);
   p.addOptions({dataset, workspace, benchmark, json, preset, set, screenshot, afterMs, start, tab, checkAll, seedBands});
+  p.addOptions({anKind, anRun, anRun2, anText, anK, anPos, anCk, anCmap});
   p.process(app);
 
   if (p.isSet(benchmark)) return gui::benchmarkMain(p.isSet(json));
@@ -98,7 +113,35 @@ int main(int argc, char** argv) {
     }
   }
   if (p.isSet(start)) QTimer::singleShot(0, &w, [&w] { w.revalidateNow(); w.startTraining(); });
-  if (p.isSet(screenshot)) {
+  bool waitForAnalysis = false;
+  if (p.isSet(anKind)) {
+    gui::AnalysisPanel* a = w.analysisPanel();
+    w.tabs()->setCurrentWidget(a);
+    if (p.isSet(anRun)) a->selectRun(p.value(anRun));
+    a->setKind(p.value(anKind));
+    if (p.isSet(anRun2)) a->selectSecondRun(p.value(anRun2));
+    if (p.isSet(anText)) a->setText(p.value(anText));
+    if (p.isSet(anK)) a->setLastK(p.value(anK).toInt());
+    if (p.isSet(anPos)) a->setPosition(p.value(anPos).toInt());
+    if (p.isSet(anCmap)) a->setColorMap(p.value(anCmap));
+    if (p.isSet(anCk))
+      for (int i = 0; i < a->checkpoints().size(); ++i)
+        if (a->checkpoints()[i].id == p.value(anCk)) a->checkpointSlider()->setValue(i);
+    QTimer::singleShot(0, a, [a] { a->compute(); });
+    if (p.isSet(screenshot)) {
+      waitForAnalysis = true;
+      const QString file = p.value(screenshot);
+      const int delay = p.value(afterMs).toInt();
+      QObject::connect(a, &gui::AnalysisPanel::computed, &w, [&w, file, delay] {
+        QTimer::singleShot(delay, &w, [&w, file] {
+          w.grab().save(file);
+          QTextStream(stdout) << "screenshot: " << file << "\n";
+          QApplication::exit(0);
+        });
+      });
+    }
+  }
+  if (p.isSet(screenshot) && !waitForAnalysis) {
     const QString file = p.value(screenshot);
     QTimer::singleShot(p.value(afterMs).toInt(), &w, [&w, file] {
       w.grab().save(file);

@@ -54,6 +54,7 @@
 #include <cmath>
 #include <map>
 
+#include "analysis_panel.h"
 #include "core_bridge.h"
 #include "curve_plot.h"
 #include "option_form.h"
@@ -174,6 +175,7 @@ void MainWindow::buildUi() {
   m_tabs = new QTabWidget;
   m_tabs->addTab(buildTrainingTab(), QStringLiteral("Training"));
   m_tabs->addTab(buildComparePanel(), QStringLiteral("Compare"));
+  m_tabs->addTab(m_analysisPanel = new AnalysisPanel, QStringLiteral("Analyses"));  // issue #7 (analysis_panel.h)
   m_generatePanel = new GeneratePanel(m_runModel);
   m_tabs->addTab(m_generatePanel, QStringLiteral("Generate"));
   m_mainSplitter = new QSplitter(Qt::Horizontal);
@@ -183,6 +185,8 @@ void MainWindow::buildUi() {
   m_mainSplitter->setStretchFactor(0, 0);
   m_mainSplitter->setStretchFactor(1, 1);
   m_mainSplitter->setSizes({380, 1000});
+  // The Analyses tab has its own controls: the training configuration steps aside there.
+  connect(m_tabs, &QTabWidget::currentChanged, this, [this, cfg](int i) { cfg->setVisible(m_tabs->widget(i) != m_analysisPanel); });
   setCentralWidget(m_mainSplitter);
 
   m_statusLabel = new QLabel(QStringLiteral("Ready"));
@@ -511,6 +515,7 @@ void MainWindow::buildMenus() {
   QMenu* view = menuBar()->addMenu(QStringLiteral("&View"));
   view->addAction(QStringLiteral("&Training"), QKeySequence(QStringLiteral("Ctrl+1")), this, [this] { m_tabs->setCurrentIndex(0); });
   view->addAction(QStringLiteral("&Compare"), QKeySequence(QStringLiteral("Ctrl+2")), this, [this] { m_tabs->setCurrentIndex(1); });
+  view->addAction(QStringLiteral("&Analyses"), QKeySequence(QStringLiteral("Ctrl+3")), this, [this] { m_tabs->setCurrentIndex(m_tabs->indexOf(m_analysisPanel)); });
   view->addAction(QStringLiteral("&Generate text"), QKeySequence(QStringLiteral("Ctrl+5")), this,
                   [this] { m_tabs->setCurrentWidget(m_generatePanel); });
   view->addAction(QStringLiteral("&Reset all views"), QKeySequence(QStringLiteral("Ctrl+0")), this, [this] {
@@ -1110,6 +1115,7 @@ void MainWindow::openWorkspace(const QString& dir) {
   updateCompareMetrics();
   updateCompare();
   m_settings->setValue(QStringLiteral("workspace"), abs);
+  m_analysisPanel->setWorkspace(abs);
   Q_EMIT workspaceLoaded(m_runModel->rowCount());
 }
 

@@ -39,6 +39,7 @@ class OptionForm;
 
 namespace gui {
 
+class AnalysisPanel;
 class GeneratePanel;
 class RunTableModel;
 class TrainWorker;
@@ -101,6 +102,7 @@ public:
   void setSeedAggregation(bool on, bool stdBand = false);
   QString configDiffText() const;  // the diff of the two selected runs, one "key: a -> b" per line
   QTabWidget* tabs() const { return m_tabs; }
+  AnalysisPanel* analysisPanel() const { return m_analysisPanel; }
   GeneratePanel* generatePanel() const { return m_generatePanel; }
 
   // ---- export
@@ -214,6 +216,7 @@ private:
   QVector<MetricPoint> m_live;
   QTimer* m_drainTimer = nullptr;
   QTabWidget* m_tabs = nullptr;
+  AnalysisPanel* m_analysisPanel = nullptr;
   QComboBox* m_xAxisCombo = nullptr;
   XAxis m_xAxis = XAxis::Step;
   QLabel* m_runLabel = nullptr;

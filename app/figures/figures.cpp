@@ -1,0 +1,799 @@
+#include "figures.h"
+
+#include <QElapsedTimer>
+#include <QFileInfo>
+#include <QGridLayout>
+#include <QLabel>
+#include <QPainter>
+#include <QPicture>
+#include <QSet>
+#include <QTextDocument>
+#include <QVBoxLayout>
+
+#include <algorithm>
+#include <cmath>
+
+#include "attention_grid.h"
+#include "bar_chart.h"
+#include "curve_plot.h"
+#include "heatmap_view.h"
+#include "qcp.h"
+#include "util/error.h"
+
+namespace csf {
+
+QString qs(const std::string& s) { return QString::fromStdString(s); }
+QStringList qs(const std::vector<std::string>& v) {
+  QStringList out;
+  out.reserve(int(v.size()));
+  for (const auto& s : v) out << QString::fromStdString(s);
+  return out;
+}
+
+// ---- colour maps ------------------------------------------------------------
+
+QStringList color_map_names() {
+  return {QStringLiteral("grey_inverted"), QStringLiteral("grey"),    QStringLiteral("viridis"),
+          QStringLiteral("magma"),         QStringLiteral("thermal"), QStringLiteral("polar"),
+          QStringLiteral("jet")};
+}
+
+namespace {
+QCPColorGradient stops(std::initializer_list<std::pair<double, QColor>> s) {
+  QCPColorGradient g;
+  g.clearColorStops();
+  for (const auto& p : s) g.setColorStopAt(p.first, p.second);
+  g.setColorInterpolation(QCPColorGradient::ciRGB);
+  g.setLevelCount(256);
+  return g;
+}
+}  // namespace
+
+bool apply_color_map(csw::HeatmapView* view, const QString& name) {
+  if (!view) return false;
+  if (name == QLatin1String("grey")) {
+    view->setGreyscale(false);
+  } else if (name == QLatin1String("grey_inverted")) {
+    view->setGreyscale(true);
+  } else if (name == QLatin1String("viridis")) {
+    // Matplotlib's viridis, sampled at five points.
+    view->setGradient(stops({{0.0, QColor(0x44, 0x01, 0x54)},
+                             {0.25, QColor(0x3b, 0x52, 0x8b)},
+                             {0.5, QColor(0x21, 0x91, 0x8c)},
+                             {0.75, QColor(0x5e, 0xc9, 0x62)},
+                             {1.0, QColor(0xfd, 0xe7, 0x25)}}));
+  } else if (name == QLatin1String("magma")) {
+    view->setGradient(stops({{0.0, QColor(0x00, 0x00, 0x04)},
+                             {0.25, QColor(0x51, 0x12, 0x7c)},
+                             {0.5, QColor(0xb7, 0x37, 0x79)},
+                             {0.75, QColor(0xfc, 0x89, 0x61)},
+                             {1.0, QColor(0xfc, 0xfd, 0xbf)}}));
+  } else if (name == QLatin1String("thermal")) {
+    view->setGradientPreset(QCPColorGradient::gpThermal);
+  } else if (name == QLatin1String("polar")) {
+    view->setGradientPreset(QCPColorGradient::gpPolar);
+  } else if (name == QLatin1String("jet")) {
+    view->setGradientPreset(QCPColorGradient::gpJet);
+  } else {
+    view->setGreyscale(false);
+    return false;
+  }
+  return true;
+}
+
+// ---- Figure -----------------------------------------------------------------
+
+Figure::Figure(QWidget* parent) : QWidget(parent) {
+  setAutoFillBackground(true);
+  QPalette pal = palette();
+  pal.setColor(QPalette::Window, Qt::white);
+  pal.setColor(QPalette::WindowText, Qt::black);
+  setPalette(pal);
+  auto* lay = new QVBoxLayout(this);
+  lay->setContentsMargins(4, 4, 4, 4);
+  lay->setSpacing(4);
+  m_titleLabel = new QLabel(this);
+  QFont tf = font();
+  tf.setBold(true);
+  tf.setPointSizeF(tf.pointSizeF() * 1.2);
+  m_titleLabel->setFont(tf);
+  m_titleLabel->setAlignment(Qt::AlignCenter);
+  m_titleLabel->hide();
+  lay->addWidget(m_titleLabel);
+  m_grid = new QGridLayout;
+  m_grid->setSpacing(6);
+  lay->addLayout(m_grid, 1);
+  m_captionLabel = new QLabel(this);
+  m_captionLabel->setWordWrap(true);
+  m_captionLabel->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  m_captionLabel->setObjectName(QStringLiteral("figureCaption"));
+  m_captionLabel->hide();
+  lay->addWidget(m_captionLabel);
+}
+
+void Figure::addPanel(QWidget* view, const QString& name) {
+  Q_ASSERT(dynamic_cast<csw::ExportableView*>(view));
+  view->setParent(this);
+  m_panels.push_back({view, name});
+  relayout();
+}
+
+QWidget* Figure::panel(int i) const {
+  return i >= 0 && i < panelCount() ? m_panels[size_t(i)].view : nullptr;
+}
+QString Figure::panelName(int i) const { return i >= 0 && i < panelCount() ? m_panels[size_t(i)].name : QString(); }
+
+void Figure::setTitle(const QString& title) {
+  m_title = title;
+  m_titleLabel->setText(title);
+  m_titleLabel->setVisible(!title.isEmpty());
+}
+
+QString Figure::replaceTitle(const QString& title) {
+  const QString old = m_title;
+  setTitle(title);
+  return old;
+}
+
+void Figure::setCaption(const QString& caption) {
+  m_caption = caption;
+  m_captionLabel->setText(caption);
+  m_captionLabel->setVisible(!caption.isEmpty());
+}
+
+void Figure::setColumns(int n) {
+  m_columns = std::max(0, n);
+  relayout();
+}
+
+int Figure::columns() const {
+  const int n = std::max(1, panelCount());
+  if (m_columns > 0) return std::min(m_columns, n);
+  if (n <= 3) return n;
+  return n == 4 ? 2 : 3;
+}
+
+void Figure::setPanelSize(const QSize& s) {
+  m_panelSize = s;
+  updateGeometry();
+}
+
+void Figure::relayout() {
+  while (m_grid->count() > 0) delete m_grid->takeAt(0);
+  const int cols = columns();
+  for (int i = 0; i < panelCount(); ++i) m_grid->addWidget(m_panels[size_t(i)].view, i / cols, i % cols);
+  updateGeometry();
+}
+
+double Figure::replotNow() {
+  QElapsedTimer t;
+  t.start();
+  for (const Panel& p : m_panels) {
+    auto* ev = dynamic_cast<csw::ExportableView*>(p.view);
+    if (ev && ev->figurePlot()) ev->figurePlot()->replot(QCustomPlot::rpImmediateRefresh);
+    else p.view->repaint();
+  }
+  return double(t.nsecsElapsed()) / 1e6;
+}
+
+double Figure::captionHeight(double width, const QFont& f) const {
+  if (m_caption.isEmpty()) return 0.0;
+  QFontMetricsF fm(f);
+  const QRectF r = fm.boundingRect(QRectF(0, 0, std::max(50.0, width), 10000), Qt::TextWordWrap, m_caption);
+  return r.height() + 8;
+}
+
+QSize Figure::sizeHint() const {
+  const int cols = columns();
+  const int rows = (std::max(1, panelCount()) + cols - 1) / cols;
+  const int w = cols * m_panelSize.width() + (cols - 1) * 6 + 8;
+  QFontMetricsF fm(font());
+  const double title = m_title.isEmpty() ? 0 : fm.height() * 1.5 + 4;
+  const int h = int(rows * m_panelSize.height() + (rows - 1) * 6 + 8 + title + captionHeight(w - 8, font()));
+  return QSize(w, h);
+}
+
+QSize Figure::figureSize() const { return sizeHint(); }
+
+void Figure::renderFigure(QPainter* p, const QRect& target) const {
+  p->save();
+  p->fillRect(target, Qt::white);
+  const QFont base = font();
+  const QFontMetricsF fm(base, p->device());
+  const double margin = 4, spacing = 6;
+  double top = target.top() + margin;
+  if (!m_title.isEmpty()) {
+    QFont tf = base;
+    tf.setBold(true);
+    tf.setPointSizeF(base.pointSizeF() * 1.2);
+    p->setFont(tf);
+    p->setPen(Qt::black);
+    const double h = fm.height() * 1.5;
+    p->drawText(QRectF(target.left(), top, target.width(), h), Qt::AlignCenter, m_title);
+    top += h + 4;
+  }
+  const double innerW = target.width() - 2 * margin;
+  const double capH = captionHeight(innerW, base);
+  const double bottom = target.bottom() + 1 - margin - capH;
+  const int cols = columns();
+  const int rows = (std::max(1, panelCount()) + cols - 1) / cols;
+  const double cellW = (innerW - (cols - 1) * spacing) / cols;
+  const double cellH = std::max(20.0, (bottom - top - (rows - 1) * spacing) / rows);
+  for (int i = 0; i < panelCount(); ++i) {
+    const QRectF cell(target.left() + margin + (i % cols) * (cellW + spacing), top + (i / cols) * (cellH + spacing),
+                      cellW, cellH);
+    QWidget* v = m_panels[size_t(i)].view;
+    auto* ev = dynamic_cast<csw::ExportableView*>(v);
+    if (!ev) continue;
+    if (QCustomPlot* plot = ev->figurePlot()) {
+      const int w = int(std::round(cell.width())), h = int(std::round(cell.height()));
+      auto* hv = qobject_cast<csw::HeatmapView*>(v);
+      if (hv) hv->updateTickThinning(w, h);
+      // Record the plot's vector drawing and replay it here (keeps PDF/SVG vector).
+      QPicture pic;
+      {
+        QCPPainter qp(&pic);
+        qp.setMode(QCPPainter::pmVectorized);
+        qp.setMode(QCPPainter::pmNoCaching);
+        qp.setMode(QCPPainter::pmNonCosmetic);
+        plot->toPainter(&qp, w, h);
+        qp.end();
+      }
+      p->drawPicture(cell.topLeft(), pic);
+      if (hv) hv->updateTickThinning(plot->width(), plot->height());
+    } else {
+      ev->renderFigure(p, cell.toAlignedRect());
+    }
+  }
+  if (capH > 0) {
+    QFont cf = base;
+    p->setFont(cf);
+    p->setPen(QColor(40, 40, 40));
+    p->drawText(QRectF(target.left() + margin, bottom + 4, innerW, capH), Qt::TextWordWrap | Qt::AlignLeft | Qt::AlignTop,
+                m_caption);
+  }
+  p->restore();
+}
+
+namespace {
+// Minimal CSV line splitter (RFC 4180 quotes).
+QStringList splitCsvLine(const QString& line) {
+  QStringList out;
+  QString cur;
+  bool q = false;
+  for (int i = 0; i < line.size(); ++i) {
+    const QChar c = line[i];
+    if (q) {
+      if (c == QLatin1Char('"')) {
+        if (i + 1 < line.size() && line[i + 1] == QLatin1Char('"')) {
+          cur += c;
+          ++i;
+        } else {
+          q = false;
+        }
+      } else {
+        cur += c;
+      }
+    } else if (c == QLatin1Char('"')) {
+      q = true;
+    } else if (c == QLatin1Char(',')) {
+      out << cur;
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  out << cur;
+  return out;
+}
+
+// Records of a CSV text (quoted newlines kept inside a record).
+QStringList csvRecords(const QString& csv) {
+  QStringList out;
+  QString cur;
+  bool q = false;
+  for (QChar c : csv) {
+    if (c == QLatin1Char('"')) q = !q;
+    if (c == QLatin1Char('\n') && !q) {
+      out << cur;
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  if (!cur.isEmpty()) out << cur;
+  return out;
+}
+}  // namespace
+
+QString Figure::toCsv() const {
+  if (panelCount() == 1) return dynamic_cast<csw::ExportableView*>(m_panels[0].view)->toCsv();
+  std::vector<QStringList> recs;
+  QSet<QString> headers;
+  for (const Panel& p : m_panels) {
+    recs.push_back(csvRecords(dynamic_cast<csw::ExportableView*>(p.view)->toCsv()));
+    headers.insert(recs.back().value(0));
+  }
+  QString out;
+  if (headers.size() <= 1) {
+    out = QStringLiteral("panel,") + recs[0].value(0) + QLatin1Char('\n');
+    for (size_t i = 0; i < recs.size(); ++i)
+      for (int r = 1; r < recs[i].size(); ++r) out += csw::csvField(m_panels[i].name) + QLatin1Char(',') + recs[i][r] + QLatin1Char('\n');
+    return out;
+  }
+  // Long format: first column = row label, header = column names.
+  out = QStringLiteral("panel,row,column,value\n");
+  for (size_t i = 0; i < recs.size(); ++i) {
+    const QStringList header = splitCsvLine(recs[i].value(0));
+    for (int r = 1; r < recs[i].size(); ++r) {
+      const QStringList f = splitCsvLine(recs[i][r]);
+      for (int c = 1; c < f.size(); ++c)
+        out += csw::csvField(m_panels[i].name) + QLatin1Char(',') + csw::csvField(f.value(0)) + QLatin1Char(',') +
+               csw::csvField(header.value(c)) + QLatin1Char(',') + csw::csvField(f[c]) + QLatin1Char('\n');
+    }
+  }
+  return out;
+}
+
+// ---- heatmap figures --------------------------------------------------------
+
+namespace {
+
+void finiteRange(const cs::LabeledMatrix& m, double* lo, double* hi) {
+  for (double v : m.values)
+    if (std::isfinite(v)) {
+      *lo = std::min(*lo, v);
+      *hi = std::max(*hi, v);
+    }
+}
+
+csw::HeatmapView* heatmapOf(const cs::LabeledMatrix& m, const FigureStyle& style) {
+  auto* hv = new csw::HeatmapView;
+  hv->setTickLabelThinning(true);
+  QVector<double> vals(m.values.begin(), m.values.end());
+  hv->setMatrix(int(m.rows()), int(m.cols()), vals);
+  hv->setRowLabels(qs(m.row_labels));
+  hv->setColumnLabels(qs(m.col_labels));
+  apply_color_map(hv, style.color_map);
+  hv->setShowValues(style.show_values);
+  // Blank (NaN) cells, e.g. j >= t in a relevance map, show a pale blue-grey, which no colour
+  // map uses, so they never read as a low value. (A solid brush: a hatch pattern's cached
+  // pixmap outlives a headless QApplication and crashed the CLI at exit.)
+  hv->plot()->axisRect()->setBackground(QBrush(QColor(0xe4, 0xea, 0xf4)));
+  return hv;
+}
+
+}  // namespace
+
+Figure* make_matrix_figure(const std::vector<cs::LabeledMatrix>& matrices, const QStringList& names,
+                           const QString& xLabel, const QString& yLabel, const FigureStyle& style) {
+  auto* fig = new Figure;
+  fig->setTitle(style.title);
+  fig->setColumns(style.columns);
+  double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+  int maxCols = 1;
+  for (const auto& m : matrices) {
+    finiteRange(m, &lo, &hi);
+    maxCols = std::max(maxCols, int(m.cols()));
+  }
+  if (!std::isfinite(lo)) lo = 0, hi = 1;
+  if (hi - lo < 1e-12) lo -= 0.5, hi += 0.5;  // a constant matrix: a readable scale around its value
+  if (std::isfinite(style.range_lo)) lo = style.range_lo;
+  if (std::isfinite(style.range_hi)) hi = style.range_hi;
+  const bool fixed = std::isfinite(style.range_lo) || std::isfinite(style.range_hi);
+  const int n = int(matrices.size());
+  const int cols = style.columns > 0 ? std::min(style.columns, std::max(1, n)) : (n <= 3 ? std::max(1, n) : (n == 4 ? 2 : 3));
+  for (int i = 0; i < n; ++i) {
+    const auto& m = matrices[size_t(i)];
+    csw::HeatmapView* hv = heatmapOf(m, style);
+    hv->setTitle(names.value(i));
+    hv->setXLabel(xLabel);
+    hv->setYLabel(yLabel);
+    if ((style.shared_scale && n > 1) || fixed || n == 1) hv->setDataRange(lo, hi);
+    // One colour scale for panels sharing the range: on the last panel of each row.
+    if (style.shared_scale && n > 1 && (i % cols) != cols - 1 && i != n - 1) hv->setColorScaleVisible(false);
+    fig->addPanel(hv, names.value(i, QStringLiteral("panel %1").arg(i + 1)));
+  }
+  // Wide matrices (long texts) get wide panels so the character ticks stay readable.
+  QSize ps = style.panel_size;
+  ps.setWidth(std::clamp(120 + 9 * maxCols, ps.width(), 2400));
+  fig->setPanelSize(ps);
+  if (style.show_caption && !matrices.empty()) fig->setCaption(qs(matrices.front().caption));
+  return fig;
+}
+
+Figure* make_relevance_figure(const std::vector<cs::LabeledMatrix>& runs, const QStringList& names,
+                              const FigureStyle& style) {
+  Figure* fig = make_matrix_figure(runs, names, QStringLiteral("earlier character j"),
+                                   QStringLiteral("character t (last K)"), style);
+  for (int i = 0; i < fig->panelCount(); ++i) fig->panelAs<csw::HeatmapView>(i)->setColorScaleLabel(QStringLiteral("cosine"));
+  return fig;
+}
+
+Figure* make_zone_relevance_figure(const std::vector<cs::LabeledMatrix>& runs, const QStringList& names,
+                                   const FigureStyle& style) {
+  FigureStyle s = style;
+  // Few rows: a flatter panel; stack the runs vertically when the text is long.
+  s.panel_size.setHeight(std::min(style.panel_size.height(), 300));
+  if (s.columns == 0 && runs.size() > 1) s.columns = 1;
+  Figure* fig = make_matrix_figure(runs, names, QStringLiteral("earlier character j"), QStringLiteral("zone"), s);
+  for (int i = 0; i < fig->panelCount(); ++i) fig->panelAs<csw::HeatmapView>(i)->setColorScaleLabel(QStringLiteral("cosine"));
+  return fig;
+}
+
+Figure* make_composition_figure(const std::vector<cs::LabeledMatrix>& matrices, const QStringList& names,
+                                const FigureStyle& style) {
+  FigureStyle s = style;
+  s.show_values = true;  // small matrices: print the weights
+  s.panel_size = QSize(std::min(style.panel_size.width(), 360), std::min(style.panel_size.height(), 320));
+  if (s.columns == 0) s.columns = std::min<int>(4, std::max<int>(1, int(matrices.size())));
+  // Each matrix keeps its own range unless shared_scale (weights of one kind are comparable).
+  Figure* fig = make_matrix_figure(matrices, names, QStringLiteral("to"), QStringLiteral("from"), s);
+  return fig;
+}
+
+// ---- channel attention --------------------------------------------------------
+
+Figure* make_channel_attention_figure(const QStringList& tokens, const QVector<QVector<double>>& weights,
+                                      const QVector<QVector<int>>& inDegree, const QString& caption,
+                                      const FigureStyle& style) {
+  auto* fig = new Figure;
+  fig->setTitle(style.title);
+  auto* g = new csw::AttentionGrid;
+  g->setTokens(tokens);
+  g->setWeights(weights);
+  g->setInDegrees(inDegree);
+  g->setShowValues(true);
+  g->setXLabel(QStringLiteral("token t"));
+  g->setYLabel(QStringLiteral("channel k"));
+  QStringList ch;
+  for (int k = 0; k < weights.size(); ++k) ch << QStringLiteral("k=%1").arg(k + 1);
+  g->setChannelLabels(ch);
+  fig->addPanel(g, QStringLiteral("channel attention"));
+  const int nt = std::max(1, int(tokens.size()));
+  fig->setPanelSize(QSize(std::clamp(100 + 46 * nt, 420, 2400), std::clamp(90 + 34 * int(weights.size()), 160, 900)));
+  if (style.show_caption) fig->setCaption(caption);
+  return fig;
+}
+
+// ---- buckets ------------------------------------------------------------------
+
+Figure* make_buckets_figure(const std::vector<BucketSeries>& runs, const QString& yLabel, const QString& caption,
+                            const FigureStyle& style) {
+  auto* fig = new Figure;
+  fig->setTitle(style.title);
+  auto* bc = new csw::BarChart;
+  bc->setBuckets(runs.empty() ? QStringList() : runs.front().buckets);
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const QString id = runs[i].name.isEmpty() ? QStringLiteral("run %1").arg(i + 1) : runs[i].name;
+    bc->setSeries(id, id, runs[i].values);
+  }
+  if (!runs.empty()) bc->setCounts(runs.front().counts);
+  bc->setCountsMode(csw::BarChart::CountsMode::Text);
+  bc->setCountsLabel(QStringLiteral("n"));
+  bc->setXLabel(QStringLiteral("sequence length bucket"));
+  bc->setYLabel(yLabel);
+  fig->addPanel(bc, QStringLiteral("buckets"));
+  fig->setPanelSize(style.panel_size);
+  if (style.show_caption) fig->setCaption(caption);
+  return fig;
+}
+
+Figure* make_buckets_figure(const std::vector<std::vector<cs::LengthBucket>>& runs, const QStringList& names,
+                            const FigureStyle& style) {
+  std::vector<BucketSeries> s;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    BucketSeries b;
+    b.name = names.value(int(i));
+    for (const auto& k : runs[i]) {
+      b.buckets << QStringLiteral("%1\n(%2,%3]").arg(qs(k.label)).arg(k.lo).arg(k.hi);
+      b.values << k.bpc();
+      b.counts << int(k.sequences);
+    }
+    s.push_back(b);
+  }
+  return make_buckets_figure(
+      s, QStringLiteral("BPC"),
+      QStringLiteral("Bits per character by sequence length (MZU paper Fig. 2): the split is cut into lines, each line "
+                     "scored once with the state carried, and lines are bucketed by length; bucket b covers "
+                     "(lo, hi] characters; n = number of lines in the bucket."),
+      style);
+}
+
+// ---- series -------------------------------------------------------------------
+
+Figure* make_series_figure(const std::vector<Series>& series, const QString& title, const QString& xLabel,
+                           const QString& yLabel, const QString& caption, const FigureStyle& style) {
+  auto* fig = new Figure;
+  fig->setTitle(style.title);
+  auto* cp = new csw::CurvePlot;
+  cp->setToolbarVisible(false);
+  cp->setTitle(title);
+  cp->setXLabel(xLabel);
+  cp->setYLabel(yLabel);
+  for (size_t i = 0; i < series.size(); ++i) {
+    const Series& s = series[i];
+    const QString id = s.name.isEmpty() ? QStringLiteral("series %1").arg(i + 1) : s.name;
+    cp->addSeries(id, id);
+    cp->setSeries(id, s.x, s.y);
+    if (!s.yerr.isEmpty()) {
+      QVector<double> lo(s.y.size()), hi(s.y.size());
+      for (int k = 0; k < s.y.size(); ++k) {
+        const double e = k < s.yerr.size() && std::isfinite(s.yerr[k]) ? s.yerr[k] : 0.0;
+        lo[k] = s.y[k] - e;
+        hi[k] = s.y[k] + e;
+      }
+      cp->setBand(id, s.x, lo, hi);
+    }
+  }
+  cp->setLegendVisible(series.size() > 1);
+  cp->replotIfDirty();
+  fig->addPanel(cp, title.isEmpty() ? QStringLiteral("series") : title);
+  fig->setPanelSize(style.panel_size);
+  if (style.show_caption) fig->setCaption(caption);
+  return fig;
+}
+
+// ---- from the core's result types ------------------------------------------------
+
+Figure* make_composition_figure(const cs::MatrixSet& set, const FigureStyle& style) {
+  std::vector<cs::LabeledMatrix> ms;
+  QStringList names;
+  for (const auto& p : set.panels) {
+    ms.push_back(p.matrix);
+    names << qs(p.title);
+  }
+  FigureStyle s = style;
+  if (s.columns == 0 && set.iterations > 0) s.columns = set.iterations;  // cap: a row per M-function/depth
+  if (s.title.isEmpty()) s.title = qs(set.title);
+  Figure* fig = make_composition_figure(ms, names, s);
+  if (style.show_caption) fig->setCaption(qs(set.caption));
+  // "M_h (candidate), depth 0, routing iteration 2": one part per line on screen, so small
+  // panels keep their whole titles (the CSV's panel column keeps the one-line name).
+  for (int i = 0; i < fig->panelCount(); ++i)
+    fig->panelAs<csw::HeatmapView>(i)->setTitle(names.value(i).replace(QStringLiteral(", "), QStringLiteral("\n")));
+  if (set.composition == "cap")
+    for (int i = 0; i < fig->panelCount(); ++i) {
+      fig->panelAs<csw::HeatmapView>(i)->setXLabel(QStringLiteral("output capsule j"));
+      fig->panelAs<csw::HeatmapView>(i)->setYLabel(QStringLiteral("input zone i"));
+    }
+  return fig;
+}
+
+Figure* make_channel_attention_figure(const cs::ChannelGrid& grid, const FigureStyle& style) {
+  QVector<QVector<double>> w(int(grid.attention.rows()));
+  for (int k = 0; k < w.size(); ++k)
+    for (int t = 0; t < grid.attention.cols(); ++t) w[k] << grid.attention.at(k, t);
+  QVector<QVector<int>> m;
+  for (const auto& row : grid.in_degree) {
+    QVector<int> r;
+    for (int64_t v : row) r << int(v);
+    m << r;
+  }
+  QStringList tokens = qs(grid.tokens);
+  if (tokens.isEmpty()) tokens = qs(grid.attention.col_labels);
+  return make_channel_attention_figure(tokens, w, m, qs(grid.caption.empty() ? grid.attention.caption : grid.caption),
+                                       style);
+}
+
+Figure* make_buckets_figure(const std::vector<cs::LengthBuckets>& runs, const QStringList& names,
+                            const FigureStyle& style) {
+  std::vector<BucketSeries> s;
+  QString metric = runs.empty() ? QStringLiteral("bpc") : qs(runs.front().metric);
+  QString unit = runs.empty() ? QStringLiteral("characters") : qs(runs.front().length_unit);
+  for (size_t i = 0; i < runs.size(); ++i) {
+    BucketSeries b;
+    b.name = names.value(int(i));
+    if (b.name.isEmpty()) b.name = QFileInfo(qs(runs[i].run)).fileName();
+    for (const auto& k : runs[i].buckets) {
+      b.buckets << QStringLiteral("%1\n(%2,%3]").arg(qs(k.label)).arg(k.lo).arg(k.hi);
+      b.values << k.value;
+      b.counts << int(k.sequences);
+    }
+    s.push_back(b);
+  }
+  const QString yLabel = metric == QLatin1String("bpc")   ? QStringLiteral("BPC")
+                         : metric == QLatin1String("ppl") ? QStringLiteral("perplexity")
+                                                          : metric;
+  const QString caption =
+      QStringLiteral("%1 by sequence length (%2) on the %3 split; bucket label b covers lengths (lo, hi]; "
+                     "n = number of sequences in the bucket.")
+          .arg(yLabel, unit, runs.empty() ? QString() : qs(runs.front().split));
+  Figure* fig = make_buckets_figure(s, yLabel, caption, style);
+  if (auto* bc = fig->panelAs<csw::BarChart>(0)) bc->setXLabel(QStringLiteral("sequence length bucket (%1)").arg(unit));
+  return fig;
+}
+
+Figure* make_series_figure(const cs::SeriesSet& set, const FigureStyle& style) {
+  if (set.style == "bars") {
+    // Histogram: bins on x (labelled by their centre), one bar series per gate key.
+    auto* fig = new Figure;
+    fig->setTitle(style.title);
+    auto* bc = new csw::BarChart;
+    QStringList labels;
+    if (!set.series.empty())
+      for (double x : set.series.front().x) labels << QString::number(x, 'g', 3);
+    bc->setBuckets(labels);
+    for (const auto& sr : set.series)
+      bc->setSeries(qs(sr.name), qs(sr.name), QVector<double>(sr.y.begin(), sr.y.end()),
+                    QVector<double>(sr.yerr.begin(), sr.yerr.end()));
+    bc->setCountsMode(csw::BarChart::CountsMode::Hidden);
+    bc->setTitle(qs(set.title));
+    bc->setXLabel(qs(set.x_label));
+    bc->setYLabel(qs(set.y_label));
+    fig->addPanel(bc, qs(set.title));
+    fig->setPanelSize(style.panel_size);
+    if (style.show_caption) fig->setCaption(qs(set.caption));
+    return fig;
+  }
+  std::vector<Series> ss;
+  for (const auto& sr : set.series)
+    ss.push_back({qs(sr.name), QVector<double>(sr.x.begin(), sr.x.end()), QVector<double>(sr.y.begin(), sr.y.end()),
+                  QVector<double>(sr.yerr.begin(), sr.yerr.end())});
+  Figure* fig = make_series_figure(ss, qs(set.title), qs(set.x_label), qs(set.y_label), qs(set.caption), style);
+  if (set.marker_step >= 0)
+    if (auto* cp = fig->panelAs<csw::CurvePlot>(0)) {
+      cp->setMarker(double(set.marker_step));
+      cp->replotIfDirty();
+    }
+  return fig;
+}
+
+// ---- tables -------------------------------------------------------------------
+
+TableView::TableView(QWidget* parent) : QWidget(parent) { setAttribute(Qt::WA_OpaquePaintEvent); }
+
+void TableView::setTable(const QStringList& columns, const QVector<QStringList>& rows) {
+  m_columns = columns;
+  m_rows = rows;
+  updateGeometry();
+  update();
+}
+void TableView::setTitle(const QString& title) {
+  m_title = title;
+  update();
+}
+QString TableView::replaceTitle(const QString& title) {
+  const QString old = m_title;
+  setTitle(title);
+  return old;
+}
+
+namespace {
+QVector<double> columnWidths(const QStringList& cols, const QVector<QStringList>& rows, const QFontMetricsF& fm,
+                             const QFontMetricsF& bfm) {
+  QVector<double> w(cols.size(), 0.0);
+  for (int c = 0; c < cols.size(); ++c) w[c] = bfm.horizontalAdvance(cols[c]) + 16;
+  for (const auto& r : rows)
+    for (int c = 0; c < cols.size() && c < r.size(); ++c) w[c] = std::max(w[c], fm.horizontalAdvance(r[c]) + 16);
+  return w;
+}
+}  // namespace
+
+QSize TableView::sizeHint() const {
+  QFont bf = font();
+  bf.setBold(true);
+  const QFontMetricsF fm(font()), bfm(bf);
+  double w = 0;
+  for (double c : columnWidths(m_columns, m_rows, fm, bfm)) w += c;
+  const double rh = fm.height() + 8;
+  const double h = (m_title.isEmpty() ? 0 : rh * 1.3) + rh * (m_rows.size() + 1) + 12;
+  return QSize(int(std::clamp(w + 12, 240.0, 2400.0)), int(std::clamp(h, 80.0, 4000.0)));
+}
+
+void TableView::renderFigure(QPainter* p, const QRect& target) const {
+  p->save();
+  p->fillRect(target, Qt::white);
+  QFont f = font(), bf = font();
+  bf.setBold(true);
+  const QFontMetricsF fm(f, p->device()), bfm(bf, p->device());
+  QVector<double> w = columnWidths(m_columns, m_rows, fm, bfm);
+  double total = 0;
+  for (double c : w) total += c;
+  const double avail = target.width() - 12;
+  if (total > 0 && total < avail)  // spread the spare width
+    for (double& c : w) c *= avail / total;
+  const double rh = fm.height() + 8;
+  double y = target.top() + 6;
+  p->setPen(Qt::black);
+  if (!m_title.isEmpty()) {
+    QFont tf = bf;
+    tf.setPointSizeF(f.pointSizeF() * 1.15);
+    p->setFont(tf);
+    p->drawText(QRectF(target.left(), y, target.width(), rh * 1.3), Qt::AlignCenter, m_title);
+    y += rh * 1.3;
+  }
+  const double x0 = target.left() + 6;
+  auto drawRow = [&](const QStringList& cells, bool header, int index) {
+    if (!header && index % 2 == 1) p->fillRect(QRectF(x0, y, std::min(avail, std::max(total, avail)), rh), QColor(242, 245, 250));
+    p->setFont(header ? bf : f);
+    double x = x0;
+    for (int c = 0; c < w.size(); ++c) {
+      p->drawText(QRectF(x + 8, y, w[c] - 16, rh), Qt::AlignVCenter | Qt::AlignLeft, cells.value(c));
+      x += w[c];
+    }
+    y += rh;
+  };
+  const double yTop = y;
+  drawRow(m_columns, true, 0);
+  p->setPen(QPen(Qt::black, 1));
+  p->drawLine(QPointF(x0, y), QPointF(x0 + std::max(total, avail), y));
+  for (int r = 0; r < m_rows.size(); ++r) {
+    p->setPen(Qt::black);
+    drawRow(m_rows[r], false, r);
+  }
+  p->setPen(QPen(Qt::black, 1));
+  p->drawLine(QPointF(x0, yTop), QPointF(x0 + std::max(total, avail), yTop));
+  p->drawLine(QPointF(x0, y), QPointF(x0 + std::max(total, avail), y));
+  p->restore();
+}
+
+void TableView::paintEvent(QPaintEvent*) {
+  QPainter p(this);
+  renderFigure(&p, rect());
+}
+
+QString TableView::toCsv() const {
+  QString out;
+  for (int c = 0; c < m_columns.size(); ++c) out += (c ? QStringLiteral(",") : QString()) + csw::csvField(m_columns[c]);
+  out += QLatin1Char('\n');
+  for (const auto& r : m_rows) {
+    for (int c = 0; c < m_columns.size(); ++c) out += (c ? QStringLiteral(",") : QString()) + csw::csvField(r.value(c));
+    out += QLatin1Char('\n');
+  }
+  return out;
+}
+
+Figure* make_table_figure(const cs::TextTable& table, const FigureStyle& style) {
+  auto* fig = new Figure;
+  fig->setTitle(style.title);
+  auto* tv = new TableView;
+  QVector<QStringList> rows;
+  for (const auto& r : table.rows) rows << qs(r);
+  tv->setTable(qs(table.columns), rows);
+  tv->setTitle(qs(table.title));
+  fig->addPanel(tv, qs(table.title));
+  fig->setPanelSize(tv->sizeHint().expandedTo(QSize(360, 120)));
+  if (style.show_caption) fig->setCaption(qs(table.caption));
+  return fig;
+}
+
+// ---- any result ------------------------------------------------------------------
+
+Figure* make_figure(const cs::AnalysisResult& r, const FigureStyle& style) {
+  const cs::AnalysisKind& kind = cs::analysis_kind(r.kind);
+  const std::string& what = kind.result;
+  Figure* fig = nullptr;
+  if (what == "matrix" || what == "matrix_pair") {
+    const QStringList names = qs(r.matrix_titles);
+    if (r.kind == "zone_relevance")
+      fig = make_zone_relevance_figure(r.matrices, names, style);
+    else if (r.kind == "relevance")
+      fig = make_relevance_figure(r.matrices, names, style);
+    else
+      fig = make_matrix_figure(r.matrices, names, QString(), QString(), style);
+  } else if (what == "matrices") {
+    fig = make_composition_figure(r.matrix_set, style);
+  } else if (what == "grid") {
+    fig = make_channel_attention_figure(r.grid, style);
+  } else if (what == "buckets") {
+    fig = make_buckets_figure(r.buckets, QStringList(), style);
+  } else if (what == "series") {
+    fig = make_series_figure(r.series, style);
+  } else if (what == "table") {
+    fig = make_table_figure(r.table, style);
+  } else {
+    throw cs::UserError("no figure for analysis result type '" + what + "'");
+  }
+  if (style.show_caption && !r.caption.empty()) fig->setCaption(qs(r.caption));
+  if (!style.show_caption) fig->setCaption(QString());
+  return fig;
+}
+
+// ---- export -------------------------------------------------------------------
+
+bool export_figure(QWidget* figure, const QString& path, QString* error, const csw::ExportOptions& options) {
+  return csw::exportFigure(figure, path, options, error);
+}
+
+}  // namespace csf

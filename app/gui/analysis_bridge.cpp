@@ -1,0 +1,133 @@
+#include "analysis_bridge.h"
+
+#include <QElapsedTimer>
+
+#include <algorithm>
+#include <exception>
+
+#include "analysis/analyses.h"
+#include "tasks/task.h"
+#include "util/error.h"
+
+namespace gui {
+
+namespace {
+QString qs(const std::string& s) { return QString::fromStdString(s); }
+QStringList qsl(const std::vector<std::string>& v) {
+  QStringList out;
+  for (const auto& s : v) out << qs(s);
+  return out;
+}
+}  // namespace
+
+QList<AnalysisKindInfo> analysisKinds() {
+  QList<AnalysisKindInfo> out;
+  for (const cs::AnalysisKind& k : cs::analysis_kinds()) {
+    AnalysisKindInfo i;
+    i.name = qs(k.name);
+    i.title = qs(k.title);
+    i.help = qs(k.help);
+    i.caption = qs(k.caption);
+    i.result = qs(k.result);
+    i.tasks = qsl(k.tasks);
+    i.needsText = k.needs_text;
+    i.multiRun = k.multi_run;
+    i.overTraining = k.over_training;
+    out << i;
+  }
+  return out;
+}
+
+QList<CheckpointEntry> runCheckpoints(const QString& runDir, QString* error) {
+  QList<CheckpointEntry> out;
+  try {
+    for (const cs::CheckpointInfo& c : cs::list_checkpoints(runDir.toStdString())) {
+      CheckpointEntry e;
+      e.id = qs(c.id);
+      e.step = c.step;
+      e.label = qs(c.label);
+      e.best = c.is_best;
+      e.last = c.is_last;
+      out << e;
+    }
+    if (out.isEmpty() && error) *error = QStringLiteral("this run has no checkpoints yet");
+  } catch (const std::exception& e) {
+    if (error) *error = qs(e.what());
+    out.clear();
+  }
+  return out;
+}
+
+QVector<qint64> defaultEdges(const QString& task) {
+  QVector<qint64> out;
+  for (int64_t e : cs::default_edges_for(task.toStdString())) out << e;
+  return out;
+}
+
+AnalysisOutcome runAnalysisJob(const AnalysisJob& job) {
+  AnalysisOutcome o;
+  o.id = job.id;
+  o.job = job;
+  QElapsedTimer timer;
+  timer.start();
+  try {
+    if (job.runs.isEmpty()) throw cs::UserError("choose a run first");
+    if (job.type == AnalysisJob::Type::DefaultText) {
+      auto task = cs::load_checkpoint_task(job.runs.front().toStdString(), job.checkpoint.toStdString());
+      o.text = qs(cs::default_text(*task));
+    } else {
+      cs::AnalysisRequest r;
+      r.kind = job.kind.toStdString();
+      for (const QString& d : job.runs) r.runs.push_back(d.toStdString());
+      r.checkpoint = job.checkpoint.toStdString();
+      r.text = job.text.toStdString();
+      r.last_k = job.lastK;
+      r.position = job.position;
+      r.layer = job.layer;
+      r.split = job.split.toStdString();
+      for (qint64 e : job.edges) r.edges.push_back(e);
+      r.bins = job.bins;
+      r.metric = job.metric.toStdString();
+      bool perRun = false;
+      if (job.runs.size() > 1 && job.checkpoints.size() == job.runs.size())
+        for (const QString& c : job.checkpoints) perRun = perRun || c != job.checkpoints.front();
+      if (!perRun) {
+        if (job.checkpoints.size() == job.runs.size() && !job.checkpoints.isEmpty())
+          r.checkpoint = job.checkpoints.front().toStdString();
+        o.result = std::make_shared<const cs::AnalysisResult>(cs::run_analysis(r));
+      } else {
+        // Each run at its own checkpoint, then side by side.
+        cs::AnalysisResult all;
+        for (int i = 0; i < job.runs.size(); ++i) {
+          cs::AnalysisRequest one = r;
+          one.runs = {job.runs[i].toStdString()};
+          one.checkpoint = job.checkpoints[i].toStdString();
+          cs::AnalysisResult part = cs::run_analysis(one);
+          if (i == 0) {
+            all = part;
+            continue;
+          }
+          all.matrices.insert(all.matrices.end(), part.matrices.begin(), part.matrices.end());
+          all.matrix_titles.insert(all.matrix_titles.end(), part.matrix_titles.begin(), part.matrix_titles.end());
+          all.buckets.insert(all.buckets.end(), part.buckets.begin(), part.buckets.end());
+          all.shared_min = std::min(all.shared_min, part.shared_min);
+          all.shared_max = std::max(all.shared_max, part.shared_max);
+        }
+        o.result = std::make_shared<const cs::AnalysisResult>(std::move(all));
+      }
+    }
+    o.ok = true;
+  } catch (const std::exception& e) {
+    o.ok = false;
+    o.error = qs(e.what());
+  } catch (...) {
+    o.ok = false;
+    o.error = QStringLiteral("unexpected error while computing the analysis");
+  }
+  o.seconds = double(timer.nsecsElapsed()) / 1e9;
+  return o;
+}
+
+void AnalysisWorker::compute(const gui::AnalysisJob& job) { Q_EMIT finished(runAnalysisJob(job)); }
+
+}  // namespace gui

@@ -1,0 +1,745 @@
+#include "analysis_panel.h"
+
+#include <QApplication>
+#include <QComboBox>
+#include <QDir>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QFormLayout>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPlainTextEdit>
+#include <QPushButton>
+#include <QRegularExpression>
+#include <QScrollArea>
+#include <QShortcut>
+#include <QSlider>
+#include <QSpinBox>
+#include <QSplitter>
+#include <QStandardItemModel>
+#include <QTextBrowser>
+#include <QThread>
+#include <QTimer>
+#include <QVBoxLayout>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <exception>
+
+#include "core_bridge.h"
+#include "curve_plot.h"
+#include "figures.h"
+#include "heatmap_view.h"
+#include "qcp.h"
+#include "run_table.h"
+
+namespace gui {
+
+namespace {
+QString taskOfRun(const QString& dir) {
+  RunInfo r;
+  if (!readRun(dir, &r)) return QString();
+  return r.config.value(QStringLiteral("task")).toObject().value(QStringLiteral("name")).toString();
+}
+}  // namespace
+
+AnalysisPanel::AnalysisPanel(QWidget* parent) : QWidget(parent) {
+  qRegisterMetaType<gui::AnalysisJob>("gui::AnalysisJob");
+  qRegisterMetaType<gui::AnalysisOutcome>("gui::AnalysisOutcome");
+  buildUi();
+
+  m_thread = new QThread(this);
+  m_thread->setObjectName(QStringLiteral("analysis"));
+  m_worker = new AnalysisWorker;
+  m_worker->moveToThread(m_thread);
+  connect(m_thread, &QThread::finished, m_worker, &QObject::deleteLater);
+  connect(this, &AnalysisPanel::requestJob, m_worker, &AnalysisWorker::compute, Qt::QueuedConnection);
+  connect(m_worker, &AnalysisWorker::finished, this, &AnalysisPanel::onOutcome, Qt::QueuedConnection);
+  m_thread->start();
+
+  m_debounce = new QTimer(this);
+  m_debounce->setSingleShot(true);
+  m_debounce->setInterval(120);
+  connect(m_debounce, &QTimer::timeout, this, &AnalysisPanel::compute);
+}
+
+AnalysisPanel::~AnalysisPanel() {
+  m_thread->quit();
+  m_thread->wait();
+}
+
+void AnalysisPanel::buildUi() {
+  auto* outer = new QHBoxLayout(this);
+  outer->setContentsMargins(4, 4, 4, 4);
+  auto* split = new QSplitter(Qt::Horizontal);
+  outer->addWidget(split);
+
+  // ---- left: controls
+  auto* controls = new QWidget;
+  auto* cv = new QVBoxLayout(controls);
+  cv->setContentsMargins(2, 2, 2, 2);
+  auto* form = new QFormLayout;
+  form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
+  m_runA = new QComboBox;
+  m_runA->setToolTip(QStringLiteral("The run to analyse; the checkpoint slider scrubs through its checkpoints"));
+  m_runB = new QComboBox;
+  m_runB->setToolTip(QStringLiteral("A second run, side by side (relevance) or overlaid (length, metric over time); "
+                                    "it is viewed at its checkpoint nearest to the first run's step"));
+  m_kind = new QComboBox;
+  m_kind->setToolTip(QStringLiteral("The analysis"));
+  form->addRow(QStringLiteral("&Run"), m_runA);
+  form->addRow(QStringLiteral("Compare &with"), m_runB);
+  form->addRow(QStringLiteral("&Analysis"), m_kind);
+  cv->addLayout(form);
+
+  m_help = new QTextBrowser;
+  m_help->setObjectName(QStringLiteral("analysisHelp"));
+  m_help->setOpenLinks(false);
+  m_help->setMinimumHeight(90);
+  m_help->setMaximumHeight(170);
+  cv->addWidget(m_help);
+
+  auto* inputs = new QGroupBox(QStringLiteral("Inputs"));
+  auto* inForm = new QFormLayout(inputs);
+  inForm->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
+  m_text = new QPlainTextEdit;
+  m_text->setPlaceholderText(QStringLiteral("Text to analyse (empty: the start of the run's valid split)"));
+  m_text->setMaximumHeight(80);
+  m_text->setTabChangesFocus(true);
+  m_corpusButton = new QPushButton(QStringLiteral("From &corpus"));
+  m_corpusButton->setToolTip(QStringLiteral("Fill in text from the run's corpus (the start of its valid split)"));
+  auto* textLabel = new QLabel(QStringLiteral("&Text"));
+  textLabel->setBuddy(m_text);
+  auto* textBox = new QWidget;
+  auto* tl = new QVBoxLayout(textBox);
+  tl->setContentsMargins(0, 0, 0, 0);
+  tl->addWidget(m_text);
+  tl->addWidget(m_corpusButton, 0, Qt::AlignLeft);
+  inForm->addRow(textLabel, textBox);
+  m_rowText = {textLabel, textBox};
+
+  m_lastK = new QSpinBox;
+  m_lastK->setRange(1, 2000);
+  m_lastK->setValue(20);
+  m_lastK->setToolTip(QStringLiteral("Relevance: rows = the last K characters of the text"));
+  auto* kLabel = new QLabel(QStringLiteral("Last &K"));
+  kLabel->setBuddy(m_lastK);
+  inForm->addRow(kLabel, m_lastK);
+  m_rowK = {kLabel, m_lastK};
+
+  m_position = new QSpinBox;
+  m_position->setRange(-1, 100000);
+  m_position->setValue(-1);
+  m_position->setSpecialValueText(QStringLiteral("last"));
+  m_position->setToolTip(QStringLiteral("Index of the character in the text (0 = first; 'last' = the last one)"));
+  auto* pLabel = new QLabel(QStringLiteral("C&haracter"));
+  pLabel->setBuddy(m_position);
+  inForm->addRow(pLabel, m_position);
+  m_rowPos = {pLabel, m_position};
+
+  m_split = new QComboBox;
+  m_split->addItems({QStringLiteral("test"), QStringLiteral("valid"), QStringLiteral("train")});
+  auto* sLabel = new QLabel(QStringLiteral("S&plit"));
+  sLabel->setBuddy(m_split);
+  inForm->addRow(sLabel, m_split);
+  m_rowSplit = {sLabel, m_split};
+
+  m_edges = new QLineEdit;
+  m_edges->setPlaceholderText(QStringLiteral("default (e.g. 0,10,...,90,120)"));
+  m_edges->setToolTip(QStringLiteral("Bucket edges e0 < e1 < ...: bucket i covers lengths (e_i, e_i+1]. "
+                                     "Empty: the task's default (char_lm: the MZU paper's, '9' = (90,120])"));
+  auto* eLabel = new QLabel(QStringLiteral("&Edges"));
+  eLabel->setBuddy(m_edges);
+  inForm->addRow(eLabel, m_edges);
+  m_rowEdges = {eLabel, m_edges};
+
+  m_bins = new QSpinBox;
+  m_bins->setRange(2, 200);
+  m_bins->setValue(20);
+  auto* bLabel = new QLabel(QStringLiteral("&Bins"));
+  bLabel->setBuddy(m_bins);
+  inForm->addRow(bLabel, m_bins);
+  m_rowBins = {bLabel, m_bins};
+
+  m_colorMap = new QComboBox;
+  m_colorMap->addItems(csf::color_map_names());
+  m_colorMap->setToolTip(QStringLiteral("Colour map of the heatmaps"));
+  auto* cLabel = new QLabel(QStringLiteral("Colour &map"));
+  cLabel->setBuddy(m_colorMap);
+  inForm->addRow(cLabel, m_colorMap);
+  m_rowCmap = {cLabel, m_colorMap};
+  cv->addWidget(inputs);
+
+  auto* ckBox = new QGroupBox(QStringLiteral("Checkpoint"));
+  auto* ckl = new QVBoxLayout(ckBox);
+  m_slider = new QSlider(Qt::Horizontal);
+  m_slider->setObjectName(QStringLiteral("checkpointSlider"));
+  m_slider->setRange(0, 0);
+  m_slider->setPageStep(1);
+  m_slider->setTickPosition(QSlider::TicksBelow);
+  m_slider->setToolTip(QStringLiteral("Scrub through the run's checkpoints (Alt+Left / Alt+Right)"));
+  m_checkpointLabel = new QLabel(QStringLiteral("no checkpoints"));
+  ckl->addWidget(m_slider);
+  ckl->addWidget(m_checkpointLabel);
+  cv->addWidget(ckBox);
+
+  m_computeButton = new QPushButton(QStringLiteral("Compute (Ctrl+Return)"));
+  m_computeButton->setDefault(true);
+  cv->addWidget(m_computeButton);
+
+  auto* exportRow = new QHBoxLayout;
+  exportRow->addWidget(new QLabel(QStringLiteral("Export:")));
+  const QList<QPair<QString, QString>> formats = {{QStringLiteral("PNG"), QStringLiteral("png")},
+                                                  {QStringLiteral("PDF"), QStringLiteral("pdf")},
+                                                  {QStringLiteral("SVG"), QStringLiteral("svg")},
+                                                  {QStringLiteral("CSV"), QStringLiteral("csv")}};
+  for (const auto& f : formats) {
+    auto* b = new QPushButton(f.first);
+    b->setObjectName(QStringLiteral("export_") + f.second);
+    b->setToolTip(QStringLiteral("Export the figure as %1").arg(f.first));
+    b->setMinimumWidth(40);
+    b->setMaximumWidth(64);
+    const QString suffix = f.second;
+    connect(b, &QPushButton::clicked, this, [this, suffix] {
+      exportInteractive(QStringLiteral("%1 (*.%2)").arg(suffix.toUpper(), suffix), suffix);
+    });
+    exportRow->addWidget(b);
+  }
+  cv->addLayout(exportRow);
+
+  m_status = new QLabel;
+  m_status->setObjectName(QStringLiteral("analysisStatus"));
+  m_status->setWordWrap(true);
+  m_status->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  cv->addWidget(m_status);
+  cv->addStretch(1);
+
+  auto* controlsScroll = new QScrollArea;
+  controlsScroll->setWidget(controls);
+  controlsScroll->setWidgetResizable(true);
+  controlsScroll->setMinimumWidth(360);
+  controlsScroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);  // wrap to the width instead
+  for (QComboBox* c : {m_runA, m_runB, m_kind, m_split, m_colorMap}) {
+    c->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    c->setMinimumContentsLength(12);
+  }
+  controlsScroll->setFrameShape(QFrame::NoFrame);
+  split->addWidget(controlsScroll);
+
+  // ---- right: figure over the training curve
+  auto* right = new QSplitter(Qt::Vertical);
+  m_figureArea = new QScrollArea;
+  m_figureArea->setWidgetResizable(true);
+  m_figureArea->setBackgroundRole(QPalette::Base);
+  auto* placeholder = new QLabel(QStringLiteral("Pick a run and an analysis, then Compute (Ctrl+Return)."));
+  placeholder->setAlignment(Qt::AlignCenter);
+  m_figureArea->setWidget(placeholder);
+  right->addWidget(m_figureArea);
+  m_curve = new csw::CurvePlot;
+  m_curve->setObjectName(QStringLiteral("analysisTrainingCurve"));
+  m_curve->setToolbarVisible(false);
+  m_curve->setTitle(QStringLiteral("Training curve (marker: the checkpoint viewed)"));
+  m_curve->setXLabel(QStringLiteral("step"));
+  m_curve->setMinimumHeight(150);
+  right->addWidget(m_curve);
+  right->setStretchFactor(0, 3);
+  right->setStretchFactor(1, 1);
+  right->setSizes({560, 200});
+  split->addWidget(right);
+  split->setStretchFactor(0, 0);
+  split->setStretchFactor(1, 1);
+  split->setSizes({390, 1200});
+
+  populateKinds();
+
+  connect(m_runA, qOverload<int>(&QComboBox::currentIndexChanged), this, [this] { onRunChanged(); });
+  connect(m_runB, qOverload<int>(&QComboBox::currentIndexChanged), this, [this] {
+    if (m_autoRecompute) m_debounce->start();
+  });
+  connect(m_kind, qOverload<int>(&QComboBox::currentIndexChanged), this, [this] { onKindChanged(); });
+  connect(m_slider, &QSlider::valueChanged, this, &AnalysisPanel::onSliderMoved);
+  connect(m_computeButton, &QPushButton::clicked, this, &AnalysisPanel::compute);
+  connect(m_corpusButton, &QPushButton::clicked, this, &AnalysisPanel::fillDefaultText);
+  connect(m_colorMap, qOverload<int>(&QComboBox::currentIndexChanged), this, [this] {
+    if (!m_figure) return;
+    for (int i = 0; i < m_figure->panelCount(); ++i)
+      if (auto* hv = m_figure->panelAs<csw::HeatmapView>(i)) {
+        csf::apply_color_map(hv, m_colorMap->currentText());
+        hv->plot()->replot(QCustomPlot::rpQueuedReplot);
+      }
+  });
+
+  auto shortcut = [this](const QKeySequence& k, auto slot) {
+    auto* s = new QShortcut(k, this);
+    s->setContext(Qt::WidgetWithChildrenShortcut);
+    connect(s, &QShortcut::activated, this, slot);
+  };
+  shortcut(QKeySequence(QStringLiteral("Ctrl+Return")), [this] { compute(); });
+  shortcut(QKeySequence(QStringLiteral("Ctrl+Enter")), [this] { compute(); });
+  shortcut(QKeySequence(QStringLiteral("Alt+Left")), [this] { previousCheckpoint(); });
+  shortcut(QKeySequence(QStringLiteral("Alt+Right")), [this] { nextCheckpoint(); });
+  shortcut(QKeySequence(QStringLiteral("Ctrl+Shift+E")), [this] {
+    exportInteractive(QStringLiteral("Figures (*.png *.pdf *.svg)"), QStringLiteral("png"));
+  });
+  shortcut(QKeySequence(QStringLiteral("Ctrl+Shift+C")), [this] {
+    exportInteractive(QStringLiteral("CSV (*.csv)"), QStringLiteral("csv"));
+  });
+}
+
+void AnalysisPanel::populateKinds() {
+  try {
+    m_kinds = analysisKinds();
+  } catch (const std::exception& e) {
+    showMessage(QString::fromUtf8(e.what()), true);
+  }
+  QSignalBlocker block(m_kind);
+  m_kind->clear();
+  for (const AnalysisKindInfo& k : m_kinds) {
+    m_kind->addItem(k.title, k.name);
+    m_kind->setItemData(m_kind->count() - 1, k.help, Qt::ToolTipRole);
+  }
+  onKindChanged();
+}
+
+// ---- runs ----------------------------------------------------------------------
+
+void AnalysisPanel::setWorkspace(const QString& dir) {
+  m_workspace = dir;
+  refreshRuns();
+}
+
+void AnalysisPanel::refreshRuns() {
+  const QString a = currentRun(), b = secondRun();
+  QVector<RunInfo> runs = m_workspace.isEmpty() ? QVector<RunInfo>() : scanWorkspace(m_workspace);
+  {
+    QSignalBlocker ba(m_runA), bb(m_runB);
+    m_runA->clear();
+    m_runB->clear();
+    m_runB->addItem(QStringLiteral("(none)"), QString());
+    for (const RunInfo& r : runs) {
+      const QString task = r.config.value(QStringLiteral("task")).toObject().value(QStringLiteral("name")).toString();
+      const QString cell = r.config.value(QStringLiteral("model")).toObject().value(QStringLiteral("cell")).toString();
+      const QString label = QStringLiteral("%1  [%2, %3]").arg(r.name, task, cell);
+      m_runA->addItem(label, r.dir);
+      m_runB->addItem(label, r.dir);
+    }
+    int ia = m_runA->findData(a);
+    m_runA->setCurrentIndex(ia >= 0 ? ia : (m_runA->count() > 0 ? 0 : -1));
+    int ib = m_runB->findData(b);
+    m_runB->setCurrentIndex(ib >= 0 ? ib : 0);
+  }
+  // Keep the slider where it is when the run and its checkpoints are unchanged.
+  bool same = currentRun() == a && !a.isEmpty();
+  if (same) {
+    const QList<CheckpointEntry> now = runCheckpoints(a);
+    same = now.size() == m_checkpoints.size();
+    for (int i = 0; same && i < now.size(); ++i) same = now[i].id == m_checkpoints[i].id && now[i].step == m_checkpoints[i].step;
+  }
+  if (!same) onRunChanged();
+}
+
+void AnalysisPanel::showEvent(QShowEvent* ev) {
+  QWidget::showEvent(ev);
+  if (!m_workspace.isEmpty()) refreshRuns();
+}
+
+QStringList AnalysisPanel::runDirs() const {
+  QStringList out;
+  for (int i = 0; i < m_runA->count(); ++i) out << m_runA->itemData(i).toString();
+  return out;
+}
+
+static int findRun(QComboBox* box, const QString& dir) {
+  const QString want = QFileInfo(dir).absoluteFilePath();
+  for (int i = 0; i < box->count(); ++i)
+    if (!box->itemData(i).toString().isEmpty() && QFileInfo(box->itemData(i).toString()).absoluteFilePath() == want)
+      return i;
+  return -1;
+}
+
+bool AnalysisPanel::selectRun(const QString& dir) {
+  int i = findRun(m_runA, dir);
+  if (i < 0) return false;
+  m_runA->setCurrentIndex(i);
+  return true;
+}
+
+bool AnalysisPanel::selectSecondRun(const QString& dir) {
+  if (dir.isEmpty()) {
+    m_runB->setCurrentIndex(0);
+    return true;
+  }
+  int i = findRun(m_runB, dir);
+  if (i < 0) return false;
+  m_runB->setCurrentIndex(i);
+  return true;
+}
+
+QString AnalysisPanel::currentRun() const { return m_runA->currentData().toString(); }
+QString AnalysisPanel::secondRun() const { return m_runB->currentData().toString(); }
+
+void AnalysisPanel::onRunChanged() {
+  const QString dir = currentRun();
+  QString err;
+  m_checkpoints = dir.isEmpty() ? QList<CheckpointEntry>() : runCheckpoints(dir, &err);
+  // Enable only the analyses that apply to the run's task.
+  const QString task = dir.isEmpty() ? QString() : taskOfRun(dir);
+  if (auto* model = qobject_cast<QStandardItemModel*>(m_kind->model()))
+    for (int i = 0; i < m_kinds.size() && i < model->rowCount(); ++i)
+      model->item(i)->setEnabled(task.isEmpty() || m_kinds[i].tasks.contains(task));
+  {
+    QSignalBlocker b(m_slider);
+    m_slider->setRange(0, std::max(0, int(m_checkpoints.size()) - 1));
+    // Start at the best checkpoint when there is one, else the last.
+    int start = int(m_checkpoints.size()) - 1;
+    for (int i = 0; i < m_checkpoints.size(); ++i)
+      if (m_checkpoints[i].best) start = i;
+    m_slider->setValue(std::max(0, start));
+  }
+  m_slider->setEnabled(m_checkpoints.size() > 1 && !(kindInfo() && kindInfo()->overTraining));
+  if (m_checkpoints.isEmpty())
+    m_checkpointLabel->setText(dir.isEmpty() ? QStringLiteral("no run") : QStringLiteral("no checkpoints: ") + err);
+  loadTrainingCurve();
+  onSliderMoved(m_slider->value());
+}
+
+void AnalysisPanel::loadTrainingCurve() {
+  m_curve->clear();
+  const QString dir = currentRun();
+  if (dir.isEmpty()) return;
+  RunInfo info;
+  readRun(dir, &info);
+  QString metric = info.summary.value(QStringLiteral("primary_metric")).toString();
+  const QVector<MetricPoint> pts = readMetricsFile(QDir(dir).filePath(QStringLiteral("metrics.jsonl")));
+  if (metric.isEmpty())
+    for (const MetricPoint& p : pts)
+      if (p.eval && !p.values.isEmpty()) {
+        metric = p.values.front().first;
+        break;
+      }
+  QVector<double> xs, ys, lx, ly;
+  for (const MetricPoint& p : pts) {
+    if (p.eval && p.split == QLatin1String("valid") && p.has(metric)) {
+      xs << double(p.step);
+      ys << p.value(metric, std::nan(""));
+    } else if (!p.eval && p.has(QStringLiteral("loss"))) {
+      lx << double(p.step);
+      ly << p.value(QStringLiteral("loss"), std::nan(""));
+    }
+  }
+  if (!xs.isEmpty()) {
+    m_curve->addSeries(QStringLiteral("valid"), QStringLiteral("valid %1").arg(metric));
+    m_curve->setSeries(QStringLiteral("valid"), xs, ys);
+    m_curve->setYLabel(QStringLiteral("valid %1").arg(metric));
+  } else {
+    m_curve->addSeries(QStringLiteral("loss"), QStringLiteral("train loss"));
+    m_curve->setSeries(QStringLiteral("loss"), lx, ly);
+    m_curve->setYLabel(QStringLiteral("train loss"));
+  }
+  m_curve->resetView();
+  // A little room left and right, so a marker at the first or last step stays visible.
+  const QVector<double>& cx = xs.isEmpty() ? lx : xs;
+  if (cx.size() >= 2) {
+    const double lo = *std::min_element(cx.begin(), cx.end()), hi = *std::max_element(cx.begin(), cx.end());
+    const double pad = std::max(1.0, (hi - lo) * 0.04);
+    m_curve->plot()->xAxis->setRange(lo - pad, hi + pad);
+  }
+  updateMarker();
+  m_curve->plot()->replot(QCustomPlot::rpQueuedReplot);
+}
+
+// ---- kinds and inputs ----------------------------------------------------------
+
+QStringList AnalysisPanel::kindNames() const {
+  QStringList out;
+  for (const auto& k : m_kinds) out << k.name;
+  return out;
+}
+
+bool AnalysisPanel::setKind(const QString& name) {
+  const int i = m_kind->findData(name);
+  if (i < 0) return false;
+  m_kind->setCurrentIndex(i);
+  return true;
+}
+
+QString AnalysisPanel::kind() const { return m_kind->currentData().toString(); }
+
+const AnalysisKindInfo* AnalysisPanel::kindInfo() const {
+  const QString k = kind();
+  for (const auto& i : m_kinds)
+    if (i.name == k) return &i;
+  return nullptr;
+}
+
+QString AnalysisPanel::helpText() const { return m_help->toPlainText(); }
+
+void AnalysisPanel::onKindChanged() {
+  const AnalysisKindInfo* k = kindInfo();
+  if (k) {
+    QString html = QStringLiteral("<b>%1</b>: %2.<br/><br/>%3").arg(k->title.toHtmlEscaped(), k->help.toHtmlEscaped(),
+                                                                   k->caption.toHtmlEscaped());
+    if (k->multiRun) html += QStringLiteral("<br/><br/><i>Accepts a second run (Compare with).</i>");
+    if (k->overTraining) html += QStringLiteral("<br/><br/><i>Computed over all the run's checkpoints.</i>");
+    m_help->setHtml(html);
+  } else {
+    m_help->clear();
+  }
+  updateInputsVisibility();
+  m_slider->setEnabled(m_checkpoints.size() > 1 && !(k && k->overTraining));
+  m_runB->setEnabled(k && k->multiRun);
+}
+
+void AnalysisPanel::updateInputsVisibility() {
+  const AnalysisKindInfo* k = kindInfo();
+  const QString n = k ? k->name : QString();
+  auto show = [](const QList<QWidget*>& ws, bool on) {
+    for (QWidget* w : ws) w->setVisible(on);
+  };
+  show(m_rowText, k && k->needsText);
+  show(m_rowK, n == QLatin1String("relevance"));
+  show(m_rowPos, n == QLatin1String("zone_relevance") || n == QLatin1String("composition"));
+  show(m_rowSplit, n == QLatin1String("length") || n == QLatin1String("metric_time"));
+  show(m_rowEdges, n == QLatin1String("length"));
+  show(m_rowBins, n == QLatin1String("gate_histogram"));
+  show(m_rowCmap, k && (k->result.startsWith(QLatin1String("matrix"))));
+  if (n == QLatin1String("metric_time") && m_split->currentText() == QLatin1String("test")) m_split->setCurrentText(QStringLiteral("valid"));
+}
+
+void AnalysisPanel::setText(const QString& text) { m_text->setPlainText(text); }
+QString AnalysisPanel::text() const { return m_text->toPlainText(); }
+void AnalysisPanel::setLastK(int k) { m_lastK->setValue(k); }
+void AnalysisPanel::setPosition(int index) { m_position->setValue(index); }
+void AnalysisPanel::setSplit(const QString& split) { m_split->setCurrentText(split); }
+void AnalysisPanel::setColorMap(const QString& name) { m_colorMap->setCurrentText(name); }
+
+void AnalysisPanel::setEdges(const QVector<qint64>& edges) {
+  QStringList parts;
+  for (qint64 e : edges) parts << QString::number(e);
+  m_edges->setText(parts.join(QLatin1Char(',')));
+}
+
+QVector<qint64> AnalysisPanel::edges() const {
+  QVector<qint64> out;
+  for (const QString& p : m_edges->text().split(QRegularExpression(QStringLiteral("[,;\\s]+")), Qt::SkipEmptyParts)) {
+    bool ok = false;
+    const qint64 v = p.toLongLong(&ok);
+    if (ok) out << v;
+  }
+  return out;
+}
+
+// ---- checkpoints -----------------------------------------------------------------
+
+QString AnalysisPanel::currentCheckpointId() const {
+  const int i = m_slider->value();
+  return i >= 0 && i < m_checkpoints.size() ? m_checkpoints[i].id : QStringLiteral("best");
+}
+
+qint64 AnalysisPanel::currentCheckpointStep() const {
+  const int i = m_slider->value();
+  return i >= 0 && i < m_checkpoints.size() ? m_checkpoints[i].step : -1;
+}
+
+void AnalysisPanel::previousCheckpoint() { m_slider->setValue(m_slider->value() - 1); }
+void AnalysisPanel::nextCheckpoint() { m_slider->setValue(m_slider->value() + 1); }
+
+void AnalysisPanel::onSliderMoved(int index) {
+  if (index >= 0 && index < m_checkpoints.size())
+    m_checkpointLabel->setText(QStringLiteral("%1  (%2 of %3)")
+                                   .arg(m_checkpoints[index].label)
+                                   .arg(index + 1)
+                                   .arg(m_checkpoints.size()));
+  updateMarker();
+  if (m_autoRecompute && !(kindInfo() && kindInfo()->overTraining)) m_debounce->start();
+}
+
+void AnalysisPanel::updateMarker() {
+  const qint64 step = currentCheckpointStep();
+  if (step >= 0)
+    m_curve->setMarker(double(step));
+  else
+    m_curve->clearMarker();
+  m_curve->replotIfDirty();
+}
+
+// ---- computing -------------------------------------------------------------------
+
+AnalysisJob AnalysisPanel::currentJob() const {
+  AnalysisJob j;
+  j.kind = kind();
+  const AnalysisKindInfo* k = kindInfo();
+  if (!currentRun().isEmpty()) j.runs << currentRun();
+  const QString b = secondRun();
+  j.checkpoint = currentCheckpointId();
+  if (k && k->multiRun && !b.isEmpty() && b != currentRun()) {
+    j.runs << b;
+    // Run B at its checkpoint nearest to run A's step (its best when A has no step).
+    QString bId = QStringLiteral("best");
+    const qint64 step = currentCheckpointStep();
+    const QList<CheckpointEntry> bc = runCheckpoints(b);
+    qint64 bestDist = -1;
+    for (const CheckpointEntry& e : bc) {
+      if (step < 0 || e.step < 0) continue;
+      const qint64 d = std::abs(e.step - step);
+      if (bestDist < 0 || d < bestDist) {
+        bestDist = d;
+        bId = e.id;
+      }
+    }
+    j.checkpoints = {j.checkpoint, bId};
+  }
+  j.text = m_text->toPlainText();
+  j.lastK = m_lastK->value();
+  j.position = m_position->value();
+  j.split = m_split->currentText();
+  j.edges = edges();
+  j.bins = m_bins->value();
+  return j;
+}
+
+void AnalysisPanel::compute() {
+  m_debounce->stop();
+  if (currentRun().isEmpty()) {
+    showMessage(QStringLiteral("No run to analyse: train one first or open a workspace with runs."), true);
+    Q_EMIT computed(false);
+    return;
+  }
+  if (!m_edges->text().trimmed().isEmpty() && edges().size() < 2) {
+    showMessage(QStringLiteral("Bucket edges: give at least two increasing numbers, e.g. 0,10,20,40"), true);
+    Q_EMIT computed(false);
+    return;
+  }
+  m_autoRecompute = true;
+  submit(currentJob());
+}
+
+void AnalysisPanel::fillDefaultText() {
+  if (currentRun().isEmpty()) return;
+  AnalysisJob j;
+  j.type = AnalysisJob::Type::DefaultText;
+  j.runs << currentRun();
+  j.checkpoint = currentCheckpointId();
+  submit(j);
+}
+
+void AnalysisPanel::submit(const AnalysisJob& job) {
+  AnalysisJob j = job;
+  j.id = m_nextId++;
+  if (m_busy) {
+    m_pending = j;  // only the newest request waits
+    return;
+  }
+  m_busy = true;
+  m_computeButton->setEnabled(false);
+  m_status->setStyleSheet(QString());
+  m_status->setText(j.type == AnalysisJob::Type::DefaultText ? QStringLiteral("Reading the corpus...")
+                                                             : QStringLiteral("Computing %1 at %2...")
+                                                                   .arg(kindInfo() ? kindInfo()->title : j.kind,
+                                                                        j.checkpoint));
+  Q_EMIT requestJob(j);
+}
+
+void AnalysisPanel::onOutcome(const gui::AnalysisOutcome& o) {
+  m_busy = false;
+  m_computeButton->setEnabled(true);
+  m_lastSeconds = o.seconds;
+  bool ok = o.ok;
+  if (!o.ok) {
+    m_lastError = o.error;
+    showMessage(o.error, true);
+  } else if (o.job.type == AnalysisJob::Type::DefaultText) {
+    m_text->setPlainText(o.text);
+    showMessage(QStringLiteral("Text from the run's corpus (start of the valid split)."), false);
+  } else {
+    try {
+      csf::FigureStyle style;
+      style.color_map = m_colorMap->currentText();
+      const cs::AnalysisResult& r = *o.result;
+      csf::Figure* fig = csf::make_figure(r, style);
+      QString ckLabel = o.job.checkpoint;
+      for (const CheckpointEntry& e : m_checkpoints)
+        if (e.id == o.job.checkpoint) ckLabel = e.label;
+      const AnalysisKindInfo* k = nullptr;
+      for (const auto& i : m_kinds)
+        if (i.name == o.job.kind) k = &i;
+      QString title = k ? k->title : o.job.kind;
+      if (!(k && k->overTraining) && !o.job.runs.isEmpty())
+        title += QStringLiteral(" — %1 at %2").arg(QFileInfo(o.job.runs.front()).fileName(), ckLabel);
+      fig->setTitle(title);
+      showFigure(fig);
+      m_lastError.clear();
+      showMessage(QStringLiteral("Computed in %1 s.").arg(o.seconds, 0, 'f', 2), false);
+      ++m_computed;
+    } catch (const std::exception& e) {
+      ok = false;
+      m_lastError = QString::fromUtf8(e.what());
+      showMessage(m_lastError, true);
+    }
+  }
+  Q_EMIT computed(ok);
+  if (m_pending) {
+    const AnalysisJob next = *m_pending;
+    m_pending.reset();
+    submit(next);
+  }
+}
+
+void AnalysisPanel::showFigure(csf::Figure* fig) {
+  QWidget* old = m_figureArea->takeWidget();
+  if (old) old->deleteLater();
+  m_figure = fig;
+  m_figureArea->setWidget(fig);
+}
+
+void AnalysisPanel::showMessage(const QString& text, bool error) {
+  m_status->setText(text);
+  m_status->setStyleSheet(error ? QStringLiteral("color: #b00020; font-weight: bold;") : QString());
+  if (error) {
+    // The figure area shows the message too, instead of a stale figure.
+    QWidget* old = m_figureArea->takeWidget();
+    if (old) old->deleteLater();
+    m_figure = nullptr;
+    auto* label = new QLabel(text);
+    label->setObjectName(QStringLiteral("analysisError"));
+    label->setWordWrap(true);
+    label->setAlignment(Qt::AlignCenter);
+    label->setStyleSheet(QStringLiteral("color: #b00020; font-size: 12pt; padding: 20px;"));
+    m_figureArea->setWidget(label);
+  }
+}
+
+QString AnalysisPanel::statusText() const { return m_status->text(); }
+
+// ---- export --------------------------------------------------------------------
+
+bool AnalysisPanel::exportTo(const QString& path, QString* error) {
+  if (!m_figure) {
+    if (error) *error = QStringLiteral("nothing to export: compute an analysis first");
+    return false;
+  }
+  return csf::export_figure(m_figure, path, error);
+}
+
+void AnalysisPanel::exportInteractive(const QString& filter, const QString& suffix) {
+  if (!m_figure) {
+    showMessage(QStringLiteral("Nothing to export: compute an analysis first (Ctrl+Return)."), true);
+    return;
+  }
+  const QString base = QStringLiteral("%1_%2_%3.%4")
+                           .arg(QFileInfo(currentRun()).fileName(), kind(), currentCheckpointId(), suffix);
+  const QString dir = m_workspace.isEmpty() ? QDir::homePath() : m_workspace;
+  const QString path = QFileDialog::getSaveFileName(this, QStringLiteral("Export figure"), QDir(dir).filePath(base),
+                                                    filter + QStringLiteral(";;PNG (*.png);;PDF (*.pdf);;SVG (*.svg);;CSV (*.csv)"));
+  if (path.isEmpty()) return;
+  QString err;
+  if (exportTo(path, &err))
+    m_status->setText(QStringLiteral("Wrote %1").arg(path));
+  else
+    m_status->setText(QStringLiteral("Export failed: %1").arg(err));
+}
+
+}  // namespace gui

@@ -1,0 +1,235 @@
+// The Analyses tab on a tiny trained run: relevance computed on the worker
+// thread, the checkpoint slider recomputes (a different matrix) and moves the
+// training curve's marker, a clear message for an analysis that does not fit
+// the run, export in the four formats, and the window's hook (tab + Ctrl+3).
+#include <QAction>
+#include <QComboBox>
+#include <QDir>
+#include <QFile>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QSignalSpy>
+#include <QSlider>
+#include <QTabWidget>
+
+#include <cmath>
+
+#include "analysis_panel.h"
+#include "corpus_fixture.h"
+#include "curve_plot.h"
+#include "figures.h"
+#include "harness.h"
+#include "heatmap_view.h"
+#include "main_window.h"
+
+class TestGuiAnalysis : public QObject {
+  Q_OBJECT
+
+  QString m_ws, m_run, m_runB;
+
+  static QByteArray head(const QString& path, int n) {
+    QFile f(path);
+    if (!f.open(QIODevice::ReadOnly)) return QByteArray();
+    return f.read(n);
+  }
+
+  // Waits for the panel's next computed() and returns its ok flag.
+  static bool waitComputed(gui::AnalysisPanel& p, QSignalSpy& spy, int timeoutMs = 60000) {
+    if (spy.isEmpty() && !spy.wait(timeoutMs)) return false;
+    // The newest outcome counts (a queued request may follow).
+    while (p.isBusy()) spy.wait(timeoutMs);
+    return spy.last().value(0).toBool();
+  }
+
+private Q_SLOTS:
+  void initTestCase() {
+    m_ws = cstest::temp_dir() + "/analysis_ws";
+    QDir().mkpath(m_ws);
+    m_run = m_ws + "/gru-tiny";
+    const QString text = cstest::write_text_fixture("analysis_gui.txt", 8000);
+    const QJsonObject cfg{
+        {"task", QJsonObject{{"name", "char_lm"}}},
+        {"dataset", QJsonObject{{"path", text}, {"valid_fraction", 0.1}, {"test_fraction", 0.1}}},
+        {"model", QJsonObject{{"cell", "gru"}, {"embed", 8}, {"hidden", 16}}},
+        {"training", QJsonObject{{"steps", 40}, {"batch", 4}, {"bptt", 16}, {"lr", 0.01}, {"eval_every", 20},
+                                 {"checkpoint_every", 20}, {"eval_batch", 4}, {"eval_test", false}, {"threads", 1},
+                                 {"log_every", 5}}}};
+    const QString cfgPath = m_ws + "/../analysis_cfg.json";
+    QFile f(cfgPath);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write(QJsonDocument(cfg).toJson());
+    f.close();
+    QString out, err;
+    int rc = cstest::run_cli({"train", cfgPath, "--run-dir", m_run}, &out, &err);
+    QVERIFY2(rc == 0, qPrintable(out + err));
+    m_runB = m_ws + "/gru-tiny-b";
+    rc = cstest::run_cli({"train", cfgPath, "--run-dir", m_runB, "--set", "training.seed=2", "--set", "training.steps=20"},
+                         &out, &err);
+    QVERIFY2(rc == 0, qPrintable(out + err));
+    QVERIFY(QFile::exists(m_run + "/checkpoints/step_20.pt"));
+    QVERIFY(QFile::exists(m_run + "/checkpoints/step_40.pt"));
+  }
+
+  void relevanceScrubAndExport() {
+    gui::AnalysisPanel p;
+    p.resize(1400, 900);
+    p.setWorkspace(m_ws);
+    QVERIFY(p.selectRun(m_run));
+    QVERIFY(p.setKind("relevance"));
+    QVERIFY(p.helpText().contains("cos"));
+    // Checkpoints step_20 and step_40 at least, in step order.
+    const auto cks = p.checkpoints();
+    QVERIFY2(cks.size() >= 2, qPrintable(QString::number(cks.size())));
+    int i20 = -1, i40 = -1;
+    for (int i = 0; i < cks.size(); ++i) {
+      if (cks[i].id == "step_20") i20 = i;
+      if (cks[i].id == "step_40") i40 = i;
+    }
+    QVERIFY(i20 >= 0 && i40 > i20);
+    QCOMPARE(p.checkpointSlider()->maximum(), int(cks.size()) - 1);
+
+    p.setText("the whale and the sea ");
+    p.setLastK(6);
+    p.checkpointSlider()->setValue(i20);
+    QCOMPARE(p.trainingCurve()->markerX(), 20.0);
+    QVERIFY(p.trainingCurve()->pointCount(p.trainingCurve()->seriesIds().value(0)) > 0);
+
+    QSignalSpy spy(&p, &gui::AnalysisPanel::computed);
+    p.compute();
+    QVERIFY(p.isBusy());  // on the worker thread, the GUI is not blocked
+    QVERIFY2(waitComputed(p, spy), qPrintable(p.lastError()));
+    QVERIFY(p.figure());
+    auto* h = p.figure()->panelAs<csw::HeatmapView>(0);
+    QVERIFY(h);
+    QCOMPARE(h->rows(), 6);
+    QCOMPARE(h->columns(), 22);
+    QCOMPARE(h->columnLabel(3), QString("_"));  // the space
+    QVERIFY(p.figure()->title().contains("step 20") || p.figure()->title().contains("step_20"));
+    QVector<double> at20;
+    for (int r = 0; r < h->rows(); ++r)
+      for (int c = 0; c < h->columns(); ++c) at20 << h->value(r, c);
+
+    // Scrub to step 40: the marker moves at once and the view is recomputed.
+    spy.clear();
+    p.checkpointSlider()->setValue(i40);
+    QCOMPARE(p.trainingCurve()->markerX(), 40.0);
+    QVERIFY2(waitComputed(p, spy), qPrintable(p.lastError()));
+    h = p.figure()->panelAs<csw::HeatmapView>(0);
+    QVERIFY(p.figure()->title().contains("40"));
+    double diff = 0;
+    int k = 0;
+    for (int r = 0; r < h->rows(); ++r)
+      for (int c = 0; c < h->columns(); ++c, ++k)
+        if (std::isfinite(h->value(r, c)) && std::isfinite(at20[k])) diff += std::abs(h->value(r, c) - at20[k]);
+    QVERIFY2(diff > 1e-4, qPrintable(QString::number(diff)));
+    // Same NaN pattern (j >= t blank), cosines in [-1, 1].
+    for (int r = 0; r < h->rows(); ++r)
+      for (int c = 0; c < h->columns(); ++c) {
+        const double v = h->value(r, c);
+        const int t = 22 - 6 + r;
+        if (c >= t) QVERIFY(std::isnan(v));
+        else QVERIFY(v >= -1.0 - 1e-9 && v <= 1.0 + 1e-9);
+      }
+
+    // Export in the four formats.
+    const QString dir = cstest::temp_dir() + "/analysis_export";
+    QDir().mkpath(dir);
+    QString err;
+    QVERIFY2(p.exportTo(dir + "/rel.png", &err), qPrintable(err));
+    QCOMPARE(head(dir + "/rel.png", 8), QByteArray("\x89PNG\r\n\x1a\n", 8));
+    QVERIFY2(p.exportTo(dir + "/rel.pdf", &err), qPrintable(err));
+    QVERIFY(head(dir + "/rel.pdf", 5).startsWith("%PDF"));
+    QVERIFY2(p.exportTo(dir + "/rel.svg", &err), qPrintable(err));
+    QVERIFY(QString::fromUtf8(head(dir + "/rel.svg", 4000)).contains("<svg"));
+    QVERIFY2(p.exportTo(dir + "/rel.csv", &err), qPrintable(err));
+    QFile csv(dir + "/rel.csv");
+    QVERIFY(csv.open(QIODevice::ReadOnly));
+    const QStringList lines = QString::fromUtf8(csv.readAll()).trimmed().split('\n');
+    QCOMPARE(lines.size(), 1 + 6);  // header + the last K characters
+  }
+
+  void sideBySideSharesTheScale() {
+    gui::AnalysisPanel p;
+    p.setWorkspace(m_ws);
+    QVERIFY(p.selectRun(m_run));
+    QVERIFY(p.setKind("relevance"));
+    QVERIFY(p.selectSecondRun(m_runB));
+    p.setText("a whale ");
+    p.setLastK(3);
+    QSignalSpy spy(&p, &gui::AnalysisPanel::computed);
+    p.compute();
+    QVERIFY2(waitComputed(p, spy), qPrintable(p.lastError()));
+    QCOMPARE(p.figure()->panelCount(), 2);
+    auto* a = p.figure()->panelAs<csw::HeatmapView>(0);
+    auto* b = p.figure()->panelAs<csw::HeatmapView>(1);
+    double lo = 1e9, hi = -1e9;
+    for (auto* h : {a, b})
+      for (int r = 0; r < h->rows(); ++r)
+        for (int c = 0; c < h->columns(); ++c)
+          if (std::isfinite(h->value(r, c))) lo = std::min(lo, h->value(r, c)), hi = std::max(hi, h->value(r, c));
+    QCOMPARE(a->dataLower(), lo);
+    QCOMPARE(a->dataUpper(), hi);
+    QCOMPARE(b->dataLower(), lo);
+    QCOMPARE(b->dataUpper(), hi);
+    // Different weights (another seed): different matrices.
+    double diff = 0;
+    for (int r = 0; r < a->rows(); ++r)
+      for (int c = 0; c < a->columns(); ++c)
+        if (std::isfinite(a->value(r, c))) diff += std::abs(a->value(r, c) - b->value(r, c));
+    QVERIFY(diff > 1e-4);
+  }
+
+  void wrongAnalysisGivesOneClearMessage() {
+    gui::AnalysisPanel p;
+    p.setWorkspace(m_ws);
+    QVERIFY(p.selectRun(m_run));
+    QVERIFY(p.setKind("zone_relevance"));  // needs an MZU cell; this run is a GRU
+    p.setText("the whale");
+    QSignalSpy spy(&p, &gui::AnalysisPanel::computed);
+    p.compute();
+    QVERIFY(!waitComputed(p, spy));
+    QVERIFY(!p.lastError().isEmpty());
+    qInfo() << "message:" << p.lastError();
+    QVERIFY2(!p.lastError().contains('\n'), qPrintable(p.lastError()));
+    QVERIFY(p.statusText() == p.lastError());
+    QVERIFY(!p.figure());
+    QString err;
+    QVERIFY(!p.exportTo(cstest::temp_dir() + "/nothing.png", &err));
+    QVERIFY(err.contains("compute"));
+
+    // Bad bucket edges: a message at once, no job.
+    QVERIFY(p.setKind("length"));
+    p.setEdges({5});
+    spy.clear();
+    p.compute();
+    QCOMPARE(spy.size(), 1);
+    QVERIFY(!spy[0][0].toBool());
+    QVERIFY(!p.isBusy());
+    QVERIFY2(p.statusText().contains("edges"), qPrintable(p.statusText()));
+  }
+
+  void windowHasTheTab() {
+    gui::WindowOptions o;
+    o.workspace = m_ws;
+    o.settingsFile = cstest::temp_dir() + "/analysis_settings.ini";
+    o.restoreLastConfig = false;
+    gui::MainWindow w(o);
+    QVERIFY(w.analysisPanel());
+    const int idx = w.tabs()->indexOf(w.analysisPanel());
+    QVERIFY(idx >= 0);
+    QCOMPARE(w.tabs()->tabText(idx), QString("Analyses"));
+    QCOMPARE(w.analysisPanel()->workspace(), QFileInfo(m_ws).absoluteFilePath());
+    QVERIFY(w.analysisPanel()->runDirs().size() >= 1);
+    // View > Analyses is bound to Ctrl+3.
+    QAction* act = nullptr;
+    for (QAction* a : w.findChildren<QAction*>())
+      if (a->shortcut() == QKeySequence(QStringLiteral("Ctrl+3"))) act = a;
+    QVERIFY(act);
+    QVERIFY(act->text().contains("Analyses"));
+    act->trigger();
+    QCOMPARE(w.tabs()->currentIndex(), idx);
+  }
+};
+
+CS_TEST(TestGuiAnalysis, "gui_analysis")
+#include "test_gui_analysis.moc"
