@@ -167,6 +167,26 @@ class TestTrainer : public QObject {
     QVERIFY(out.summary.reason.find("early stop") != std::string::npos);
   }
 
+  void trackTestLogsTestAtEveryEvaluation() {
+    // training.track_test: the test split is evaluated with every valid evaluation (CRU
+    // Fig. 4), logged only; without it, test appears once, at the end (best checkpoint).
+    auto path = cstest::write_text_fixture("tracktest.txt", 8000);
+    for (bool track : {false, true}) {
+      json cfg = small_config(path, 60);
+      cfg["training"]["track_test"] = track;
+      const QString dir = cstest::temp_dir() + (track ? "/track-on" : "/track-off");
+      auto lines = train_to_dir(cfg, dir);
+      std::vector<int64_t> valid_steps, test_steps;
+      for (auto& l : lines) {
+        if (!l.value("eval", false)) continue;
+        (l.value("split", "") == "test" ? test_steps : valid_steps).push_back(l.value("step", int64_t(-1)));
+      }
+      QCOMPARE(valid_steps, (std::vector<int64_t>{20, 40, 60}));
+      if (track) QCOMPARE(test_steps, (std::vector<int64_t>{20, 40, 60, 60}));  // + the best checkpoint's at the end
+      else QCOMPARE(test_steps, (std::vector<int64_t>{60}));
+    }
+  }
+
   void corruptedCheckpointGivesClearError() {
     auto path = cstest::write_text_fixture("corrupt.txt", 8000);
     json cfg = small_config(path, 10);

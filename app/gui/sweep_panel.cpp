@@ -22,6 +22,7 @@
 #include <QThread>
 #include <QVBoxLayout>
 
+#include "generate_panel.h"
 #include "main_window.h"
 #include "qcp.h"
 
@@ -403,7 +404,10 @@ void SweepPanel::exportInteractive(const QString& ext) {
 SweepPanel* installSweepPanel(MainWindow* window) {
   auto* panel = new SweepPanel(window);
   panel->setObjectName(QStringLiteral("sweepPanel"));
-  const int index = window->tabs()->addTab(panel, QStringLiteral("Sweeps"));
+  // after Analyses (Ctrl+3), before Generate (Ctrl+5): tab order follows the shortcuts
+  const int gen = window->generatePanel() ? window->tabs()->indexOf(window->generatePanel()) : -1;
+  const int index = gen >= 0 ? window->tabs()->insertTab(gen, panel, QStringLiteral("Sweeps"))
+                             : window->tabs()->addTab(panel, QStringLiteral("Sweeps"));
   QMenu* view = nullptr;
   for (QAction* a : window->menuBar()->actions())
     if (a->menu() && a->text().remove('&') == QStringLiteral("View")) view = a->menu();
@@ -411,7 +415,10 @@ SweepPanel* installSweepPanel(MainWindow* window) {
   act->setShortcut(QKeySequence(QStringLiteral("Ctrl+4")));
   QObject::connect(act, &QAction::triggered, window, [window, panel] { window->tabs()->setCurrentWidget(panel); });
   if (view) {
-    QAction* before = view->actions().size() > 2 ? view->actions().at(2) : nullptr;
+    // in the View menu before "Generate text" (Ctrl+5), after Analyses (Ctrl+3)
+    QAction* before = nullptr;
+    for (QAction* a : view->actions())
+      if (a->shortcut() == QKeySequence(QStringLiteral("Ctrl+5"))) before = a;
     view->insertAction(before, act);
   } else {
     window->addAction(act);

@@ -837,7 +837,8 @@ SeriesSet metric_vs_time(const std::vector<std::string>& run_dirs, const std::st
     }
     if (e.x.empty())
       throw UserError("run '" + d + "' has no '" + split + "' evaluations of " + metric +
-                      " in metrics.jsonl (the trainer evaluates test only at the end: use --split valid)");
+                      " in metrics.jsonl (the trainer evaluates test only at the end unless training.track_test is set: "
+                      "use --split valid, or train with --set training.track_test=true)");
     s.series.push_back(e);
   }
   s.y_label = split + " " + metric_used;

@@ -125,6 +125,10 @@ std::vector<OptionSpec> build_options() {
                   "LibTorch intra-op threads (0 = all cores; the GUI leaves one for itself)."));
   v.push_back(opt("training", "device", OptType::String, "cpu", 0, 0, "Device: cpu, cuda or cuda:N."));
   v.push_back(opt("training", "eval_test", OptType::Bool, true, 0, 0, "Evaluate the best checkpoint on the test split at the end."));
+  v.push_back(opt("training", "track_test", OptType::Bool, false, 0, 0,
+                  "Also evaluate the test split at every evaluation (not only the best checkpoint at the end), "
+                  "for test accuracy over training time as in the CRU paper's Fig. 4 (analysis metric_time). "
+                  "Never used for model selection."));
   for (auto& t : task_registry())
     for (auto o : t.options) {
       if (o.tasks.empty()) o.tasks = {t.name};

@@ -466,6 +466,8 @@ TrainOutcome Trainer::run(TrainerControl* control, const TrainerCallbacks& cb) {
           save_global(join_path(store_->checkpoint_dir(), "best.pt"));
         }
         if (patience > 0 && I.bad_evals >= patience) early_stopped = true;
+        // test over training time (CRU Fig. 4): logged only, never used for selection
+        if (tr.value("track_test", false) && task_->has_split("test")) evaluate("test");
       }
       if ((ckpt_every > 0 ? step_ % ckpt_every == 0 : do_eval) || step_ == total || early_stopped) checkpoint();
       if (do_eval || step_ % log_every == 0) write_summary();
