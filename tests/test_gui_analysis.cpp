@@ -14,6 +14,7 @@
 
 #include <cmath>
 
+#include "analysis_bridge.h"
 #include "analysis_panel.h"
 #include "corpus_fixture.h"
 #include "curve_plot.h"
@@ -177,6 +178,20 @@ private Q_SLOTS:
       for (int c = 0; c < a->columns(); ++c)
         if (std::isfinite(a->value(r, c))) diff += std::abs(a->value(r, c) - b->value(r, c));
     QVERIFY(diff > 1e-4);
+  }
+
+  void overTrainingWithTwoRunsShowsBoth() {
+    // metric_time with a second run at a different checkpoint id: one curve per run
+    // (an analysis over the whole history takes no checkpoint).
+    gui::AnalysisJob j;
+    j.kind = "metric_time";
+    j.runs = QStringList{m_run, m_runB};
+    j.checkpoints = QStringList{"best", "step_20"};
+    j.split = "valid";
+    auto o = gui::runAnalysisJob(j);
+    QVERIFY2(o.ok, qPrintable(o.error));
+    QCOMPARE(o.result->series.series.size(), size_t(2));
+    QVERIFY(!o.result->series.series[0].x.empty() && !o.result->series.series[1].x.empty());
   }
 
   void wrongAnalysisGivesOneClearMessage() {

@@ -508,7 +508,7 @@ Figure* make_series_figure(const std::vector<Series>& series, const QString& tit
   fig->setTitle(style.title);
   auto* cp = new csw::CurvePlot;
   cp->setToolbarVisible(false);
-  cp->setTitle(title);
+  cp->setTitle(title == style.title ? QString() : title);  // not twice when the figure's heading says it
   cp->setXLabel(xLabel);
   cp->setYLabel(yLabel);
   for (size_t i = 0; i < series.size(); ++i) {
@@ -618,7 +618,7 @@ Figure* make_series_figure(const cs::SeriesSet& set, const FigureStyle& style) {
       bc->setSeries(qs(sr.name), qs(sr.name), QVector<double>(sr.y.begin(), sr.y.end()),
                     QVector<double>(sr.yerr.begin(), sr.yerr.end()));
     bc->setCountsMode(csw::BarChart::CountsMode::Hidden);
-    bc->setTitle(qs(set.title));
+    bc->setTitle(qs(set.title) == style.title ? QString() : qs(set.title));
     bc->setXLabel(qs(set.x_label));
     bc->setYLabel(qs(set.y_label));
     fig->addPanel(bc, qs(set.title));

@@ -89,7 +89,9 @@ AnalysisOutcome runAnalysisJob(const AnalysisJob& job) {
       r.bins = job.bins;
       r.metric = job.metric.toStdString();
       bool perRun = false;
-      if (job.runs.size() > 1 && job.checkpoints.size() == job.runs.size())
+      // analyses over a run's whole history (metric_time, dzone, ...) take no checkpoint
+      const bool overTraining = cs::analysis_kind(r.kind).over_training;
+      if (!overTraining && job.runs.size() > 1 && job.checkpoints.size() == job.runs.size())
         for (const QString& c : job.checkpoints) perRun = perRun || c != job.checkpoints.front();
       if (!perRun) {
         if (job.checkpoints.size() == job.runs.size() && !job.checkpoints.isEmpty())
@@ -110,6 +112,7 @@ AnalysisOutcome runAnalysisJob(const AnalysisJob& job) {
           all.matrices.insert(all.matrices.end(), part.matrices.begin(), part.matrices.end());
           all.matrix_titles.insert(all.matrix_titles.end(), part.matrix_titles.begin(), part.matrix_titles.end());
           all.buckets.insert(all.buckets.end(), part.buckets.begin(), part.buckets.end());
+          all.series.series.insert(all.series.series.end(), part.series.series.begin(), part.series.series.end());
           all.shared_min = std::min(all.shared_min, part.shared_min);
           all.shared_max = std::max(all.shared_max, part.shared_max);
         }

@@ -908,8 +908,9 @@ const std::vector<AnalysisKind>& analysis_kinds() {
        "saved checkpoint (step_N).",
        "series", {"char_lm", "word_lm", "classify", "absa"}, true, false, true},
       {"metric_time", "Metric over training time", "evaluation metric vs elapsed training seconds for several runs (CRU Fig. 4)",
-       "Evaluation metric (default: the primary metric on the split, valid by default since the trainer evaluates test "
-       "only at the end) against elapsed training seconds, from metrics.jsonl; one curve per run (CRU paper Fig. 4).",
+       "Evaluation metric (default: the primary metric on the split; the test split needs runs trained with "
+       "training.track_test, on in the CRU paper presets, since otherwise test is evaluated only at the end) against "
+       "elapsed training seconds, from metrics.jsonl; one curve per run (CRU paper Fig. 4).",
        "series", {"char_lm", "word_lm", "classify", "absa"}, false, true, true},
       {"prefix_table", "Prefix predictions", "predicted label and probability for every prefix of a sentence (CRU Table 5)",
        "The class a classify run predicts for every prefix w_1..w_i of the sentence, with its probability (CRU paper Table 5).",
