@@ -72,6 +72,10 @@ class GuiSweepTest : public QObject {
     QSignalSpy finished(panel, &gui::SweepPanel::sweepFinished);
     QSignalSpy failed(panel, &gui::SweepPanel::sweepFailed);
     QVERIFY(panel->startSweep());
+    // while the sweep runs the Training tab does not start a second training
+    QVERIFY(panel->isRunning());
+    QVERIFY(!w.startTraining());
+    QVERIFY(!w.isTraining());
     QVERIFY(finished.wait(240000) || !failed.isEmpty());
     QVERIFY2(failed.isEmpty(), failed.isEmpty() ? "" : qPrintable(failed.at(0).at(0).toString()));
     QCOMPARE(finished.at(0).at(0).toBool(), false);  // not stopped

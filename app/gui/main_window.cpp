@@ -845,6 +845,11 @@ bool MainWindow::startTraining() {
     enqueueCurrent();
     return false;
   }
+  // one training at a time: a sweep (Sweeps tab) runs its points one after another
+  if (auto* sweep = findChild<SweepPanel*>(QStringLiteral("sweepPanel")); sweep && sweep->isRunning()) {
+    statusBar()->showMessage(QStringLiteral("Not started: a sweep is running (Sweeps tab, Ctrl+4); stop it or let it finish first"), 8000);
+    return false;
+  }
   launch(currentConfig());
   return true;
 }
