@@ -17,6 +17,7 @@
 #include "tasks/word_lm.h"
 #include "train/run_store.h"
 #include "train/trainer.h"
+#include "analysis/csv_text.h"
 #include "util/error.h"
 
 namespace cs {
@@ -25,20 +26,8 @@ namespace {
 namespace F = torch::nn::functional;
 const double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-std::string csvf(const std::string& s) {
-  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
-  std::string o = "\"";
-  for (char c : s) o += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return o + "\"";
-}
-
-std::string num(double v) {
-  if (!std::isfinite(v)) return "";
-  std::ostringstream o;
-  o.precision(9);
-  o << v;
-  return o.str();
-}
+using analysis_text::num;
+using analysis_text::csv_field;
 
 json jnum(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
 
@@ -214,11 +203,11 @@ json SeriesSet::to_json() const {
 std::string SeriesSet::to_csv() const {
   bool err = false;
   for (auto& s : series) err = err || !s.yerr.empty();
-  std::string o = "series," + csvf(x_label.empty() ? "x" : x_label) + "," + csvf(y_label.empty() ? "y" : y_label) +
+  std::string o = "series," + csv_field(x_label.empty() ? "x" : x_label) + "," + csv_field(y_label.empty() ? "y" : y_label) +
                   (err ? ",yerr" : "") + "\n";
   for (auto& s : series)
     for (size_t i = 0; i < s.x.size() && i < s.y.size(); ++i) {
-      o += csvf(s.name) + "," + num(s.x[i]) + "," + num(s.y[i]);
+      o += csv_field(s.name) + "," + num(s.x[i]) + "," + num(s.y[i]);
       if (err) o += "," + (i < s.yerr.size() ? num(s.yerr[i]) : std::string());
       o += "\n";
     }
@@ -231,10 +220,10 @@ json TextTable::to_json() const {
 
 std::string TextTable::to_csv() const {
   std::string o;
-  for (size_t i = 0; i < columns.size(); ++i) o += (i ? "," : "") + csvf(columns[i]);
+  for (size_t i = 0; i < columns.size(); ++i) o += (i ? "," : "") + csv_field(columns[i]);
   o += "\n";
   for (auto& r : rows) {
-    for (size_t i = 0; i < r.size(); ++i) o += (i ? "," : "") + csvf(r[i]);
+    for (size_t i = 0; i < r.size(); ++i) o += (i ? "," : "") + csv_field(r[i]);
     o += "\n";
   }
   return o;
@@ -259,9 +248,9 @@ std::string MatrixSet::to_csv() const {
   for (auto& p : panels)
     for (int64_t r = 0; r < p.matrix.rows(); ++r)
       for (int64_t c = 0; c < p.matrix.cols(); ++c)
-        o += csvf(p.title) + "," + p.m_function + "," + std::to_string(p.depth) + "," +
+        o += csv_field(p.title) + "," + p.m_function + "," + std::to_string(p.depth) + "," +
              (p.iteration >= 0 ? std::to_string(p.iteration) : std::string()) + "," +
-             csvf(p.matrix.row_labels[static_cast<size_t>(r)]) + "," + csvf(p.matrix.col_labels[static_cast<size_t>(c)]) +
+             csv_field(p.matrix.row_labels[static_cast<size_t>(r)]) + "," + csv_field(p.matrix.col_labels[static_cast<size_t>(c)]) +
              "," + num(p.matrix.at(r, c)) + "\n";
   return o;
 }
@@ -285,7 +274,7 @@ std::string ChannelGrid::to_csv() const {
       int64_t blk = -1;
       for (size_t b = 0; b < bl.size(); ++b)
         if (t >= bl[b].first && t < bl[b].second) blk = static_cast<int64_t>(b);
-      o += std::to_string(k + 1) + "," + std::to_string(t) + "," + csvf(tokens[static_cast<size_t>(t)]) + "," +
+      o += std::to_string(k + 1) + "," + std::to_string(t) + "," + csv_field(tokens[static_cast<size_t>(t)]) + "," +
            num(attention.at(k, t)) + "," + std::to_string(in_degree[static_cast<size_t>(k)][static_cast<size_t>(t)]) + "," +
            std::to_string(blk) + "\n";
     }
@@ -304,7 +293,7 @@ json LengthBuckets::to_json() const {
 std::string LengthBuckets::to_csv() const {
   std::string o = "run,bucket,lo,hi,sequences,units," + metric + "\n";
   for (auto& k : buckets)
-    o += csvf(run) + "," + csvf(k.label) + "," + std::to_string(k.lo) + "," + std::to_string(k.hi) + "," +
+    o += csv_field(run) + "," + csv_field(k.label) + "," + std::to_string(k.lo) + "," + std::to_string(k.hi) + "," +
          std::to_string(k.sequences) + "," + std::to_string(k.units) + "," + num(k.value) + "\n";
   return o;
 }
@@ -966,7 +955,7 @@ std::string AnalysisResult::to_csv() const {
           head = false;
           continue;
         }
-        o += (head ? std::string("run") : csvf(i < matrix_titles.size() ? matrix_titles[i] : std::to_string(i))) + "," + line + "\n";
+        o += (head ? std::string("run") : csv_field(i < matrix_titles.size() ? matrix_titles[i] : std::to_string(i))) + "," + line + "\n";
         head = false;
       }
     }

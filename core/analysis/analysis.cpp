@@ -7,6 +7,7 @@
 
 #include "cells/cell.h"
 #include "tasks/char_lm.h"
+#include "analysis/csv_text.h"
 #include "util/error.h"
 
 namespace cs {
@@ -14,20 +15,8 @@ namespace cs {
 namespace {
 const double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
-  std::string o = "\"";
-  for (char c : s) o += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return o + "\"";
-}
-
-std::string num(double v) {
-  if (!std::isfinite(v)) return "";
-  std::ostringstream o;
-  o.precision(9);
-  o << v;
-  return o.str();
-}
+using analysis_text::num;
+using analysis_text::csv_field;
 
 // Run the model step-wise with a probe over `ids` (batch 1, eval mode, zero state).
 Probe probe_text(CharLMTask& task, const std::vector<int32_t>& ids) {
