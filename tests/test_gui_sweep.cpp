@@ -83,6 +83,14 @@ class GuiSweepTest : public QObject {
     QCOMPARE(finished.at(0).at(2).toInt(), 8);
     QVERIFY(!panel->isRunning());
     QVERIFY(QFileInfo::exists(panel->sweepDir() + "/state.json"));
+    // Opening a sweep shows its own grid and seeds in the editor, not what was there before.
+    panel->setGrid({{"model.embed", "4"}});
+    panel->setSeeds("9");
+    QVERIFY(panel->openSweep(panel->sweepDir()));
+    QCOMPARE(panel->gridEditor()->rowCount(), 2);
+    QCOMPARE(panel->gridEditor()->item(0, 0)->text(), QString("model.hidden"));
+    QCOMPARE(panel->gridEditor()->item(0, 1)->text(), QString("8, 16"));
+    QCOMPARE(panel->gridEditor()->item(1, 1)->text(), QString("0.003, 0.02"));
 
     // Table: rows = hidden, columns = lr; mean ± std of 2 seeds; one bold cell per column (lower bpc).
     QTableWidget* t = panel->resultTable();

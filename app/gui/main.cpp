@@ -20,6 +20,7 @@
 #include "generate_panel.h"
 #include "main_window.h"
 #include "run_table.h"
+#include "sweep_panel.h"
 
 int main(int argc, char** argv) {
   // --benchmark, --help and --version need no display: fall back to the offscreen platform.
@@ -70,11 +71,12 @@ int main(int argc, char** argv) {
   QCommandLineOption anK(QStringLiteral("analysis-k"), QStringLiteral("Last K."), QStringLiteral("N"));
   QCommandLineOption anPos(QStringLiteral("analysis-position"), QStringLiteral("Character index."), QStringLiteral("I"));
   QCommandLineOption anCk(QStringLiteral("analysis-checkpoint"), QStringLiteral("Checkpoint id."), QStringLiteral("ID"));
+  QCommandLineOption sweepDir(QStringLiteral("sweep"), QStringLiteral("Open this sweep directory in the Sweeps tab."), QStringLiteral("DIR"));
   QCommandLineOption anCmap(QStringLiteral("analysis-cmap"), QStringLiteral("Colour map."), QStringLiteral("NAME"));
-  for (auto* o : {&screenshot, &afterMs, &start, &tab, &checkAll, &seedBands, &anKind, &anRun, &anRun2, &anText, &anK, &anPos, &anCk, &anCmap})
+  for (auto* o : {&sweepDir, &screenshot, &afterMs, &start, &tab, &checkAll, &seedBands, &anKind, &anRun, &anRun2, &anText, &anK, &anPos, &anCk, &anCmap})
     o->setFlags(QCommandLineOption::HiddenFromHelp);
   p.addOptions({dataset, workspace, benchmark, json, preset, set, screenshot, afterMs, start, tab, checkAll, seedBands});
-  p.addOptions({anKind, anRun, anRun2, anText, anK, anPos, anCk, anCmap});
+  p.addOptions({anKind, anRun, anRun2, anText, anK, anPos, anCk, anCmap, sweepDir});
   p.process(app);
 
   if (p.isSet(benchmark)) return gui::benchmarkMain(p.isSet(json));
@@ -98,6 +100,9 @@ int main(int argc, char** argv) {
   if (p.isSet(checkAll))
     for (const auto& r : w.runModel()->runs()) w.runModel()->setChecked(r.dir, true);
   if (p.isSet(seedBands)) w.setSeedAggregation(true);
+  if (p.isSet(sweepDir))
+    if (auto* sp = w.findChild<gui::SweepPanel*>(QStringLiteral("sweepPanel")); sp && sp->openSweep(p.value(sweepDir)))
+      w.tabs()->setCurrentWidget(sp);
   // any other tab by its title (generate, ...)
   for (int i = 0; i < w.tabs()->count(); ++i)
     if (!p.value(tab).isEmpty() && w.tabs()->tabText(i).remove(QLatin1Char('&')).compare(p.value(tab), Qt::CaseInsensitive) == 0)

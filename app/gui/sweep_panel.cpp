@@ -8,7 +8,10 @@
 #include <QFormLayout>
 #include <QHBoxLayout>
 #include <QHeaderView>
+#include <QFile>
+#include <QJsonArray>
 #include <QJsonDocument>
+#include <QJsonObject>
 #include <QKeySequence>
 #include <QLabel>
 #include <QLineEdit>
@@ -170,7 +173,8 @@ void SweepPanel::setGrid(const QList<QPair<QString, QString>>& rows) {
 
 void SweepPanel::setSeeds(const QString& seeds) { m_seeds->setText(seeds); }
 QString SweepPanel::statusText() const { return m_status->text(); }
-bool SweepPanel::isRunning() const { return m_worker && m_worker->isRunning(); }
+// m_pending covers the moment between the request and the worker thread picking it up
+bool SweepPanel::isRunning() const { return m_pending || (m_worker && m_worker->isRunning()); }
 
 QList<SweepAxisEdit> SweepPanel::axes() const {
   QList<SweepAxisEdit> out;
@@ -225,6 +229,7 @@ bool SweepPanel::startSweep() {
   const int threads = std::max(1, QThread::idealThreadCount() - 1);
   QMetaObject::invokeMethod(m_worker, "start", Qt::QueuedConnection, Q_ARG(QByteArray, json),
                             Q_ARG(QString, m_window->workspace()), Q_ARG(int, threads));
+  m_pending = true;
   m_run->setEnabled(false);
   m_stop->setEnabled(true);
   return true;
@@ -264,6 +269,7 @@ void SweepPanel::onProgress(int step, int total) {
 }
 
 void SweepPanel::onFinished(bool stopped, int done, int total, const QString& dir) {
+  m_pending = false;
   m_dir = dir;
   m_status->setText(stopped ? QStringLiteral("Stopped: %1/%2 points done. Run again to resume.").arg(done).arg(total)
                             : QStringLiteral("Done: %1/%2 points.").arg(done).arg(total));
@@ -278,6 +284,7 @@ void SweepPanel::onFinished(bool stopped, int done, int total, const QString& di
 }
 
 void SweepPanel::onFailed(const QString& message) {
+  m_pending = false;
   m_lastError = message;
   m_status->setText(QStringLiteral("<span style='color:#b00020'>%1</span>").arg(message.toHtmlEscaped().replace('\n', "<br>")));
   m_run->setEnabled(true);
@@ -293,6 +300,39 @@ bool SweepPanel::openSweep(const QString& dir) {
   }
   m_dir = dir;
   m_name->setText(QFileInfo(dir).fileName());
+  // Show the opened sweep's own grid and seeds in the editor (not the previous one).
+  QFile f(dir + QStringLiteral("/sweep.json"));
+  if (f.open(QIODevice::ReadOnly)) {
+    const QJsonObject spec = QJsonDocument::fromJson(f.readAll()).object();
+    auto text = [](const QJsonValue& v) {
+      if (v.isString()) return v.toString();
+      if (v.isDouble()) return QString::number(v.toDouble(), 'g', 12);
+      if (v.isBool()) return v.toBool() ? QStringLiteral("true") : QStringLiteral("false");
+      if (v.isObject()) return v.toObject().value(QStringLiteral("label")).toString();  // a multi-option value
+      return QString::fromUtf8(QJsonDocument(QJsonArray{v}).toJson(QJsonDocument::Compact)).mid(1).chopped(1);
+    };
+    auto joined = [&](const QJsonArray& values) {
+      QStringList parts;
+      for (const QJsonValue& v : values) parts << text(v);
+      return parts.join(QStringLiteral(", "));
+    };
+    QList<QPair<QString, QString>> rows;
+    const QJsonValue grid = spec.value(QStringLiteral("grid"));
+    if (grid.isObject()) {
+      const QJsonObject g = grid.toObject();
+      for (auto it = g.begin(); it != g.end(); ++it) rows.append({it.key(), joined(it.value().toArray())});
+    } else {
+      for (const QJsonValue& a : grid.toArray()) {
+        const QJsonObject ax = a.toObject();
+        const QString name = ax.value(QStringLiteral("option")).toString(ax.value(QStringLiteral("name")).toString());
+        rows.append({name, joined(ax.value(QStringLiteral("values")).toArray())});
+      }
+    }
+    setGrid(rows);
+    QStringList seeds;
+    for (const QJsonValue& v : spec.value(QStringLiteral("seeds")).toArray()) seeds << QString::number(v.toInteger());
+    setSeeds(seeds.join(QStringLiteral(", ")));
+  }
   refreshTable();
   return true;
 }

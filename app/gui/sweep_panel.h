@@ -88,6 +88,7 @@ private:
   QThread* m_thread = nullptr;
   SweepWorker* m_worker = nullptr;
   QString m_dir, m_lastError;
+  bool m_pending = false;  // a start was requested and has not finished or failed yet
   int m_pointIndex = 0, m_pointTotal = 0;
 };
 
