@@ -21,13 +21,6 @@ namespace {
 // 0 (sure) .. 5 (surprised): six steps of the surprisal shade (cs::surprisal_shade).
 int shade_step(double p) { return static_cast<int>(std::lround(cs::surprisal_shade(p) * 5.0)); }
 
-// The same colour as the workbench: white -> (240, 80, 60) with the surprisal shade.
-std::string css_colour(double p) {
-  const double s = cs::surprisal_shade(p);
-  auto mix = [s](int to) { return static_cast<int>(std::lround(255.0 + (to - 255.0) * s)); };
-  return "rgb(" + std::to_string(mix(240)) + "," + std::to_string(mix(80)) + "," + std::to_string(mix(60)) + ")";
-}
-
 std::string shown(const cs::Generation& g, const cs::GeneratedToken& t, bool first) {
   if (g.task != "word_lm") return t.text;
   if (t.text == "<eos>") return "\n";
@@ -48,38 +41,6 @@ std::string ansi(const cs::Generation& g) {
     s += "\033[30;48;5;" + std::to_string(ramp[shade_step(t.prob)]) + (t.from_seed ? ";4" : "") + "m" + txt + "\033[0m";
   }
   return s + "\n";
-}
-
-std::string html_escape(const std::string& x) {
-  std::string o;
-  for (char c : x) {
-    if (c == '<') o += "&lt;";
-    else if (c == '>') o += "&gt;";
-    else if (c == '&') o += "&amp;";
-    else if (c == '"') o += "&quot;";
-    else o += c;
-  }
-  return o;
-}
-
-std::string html(const cs::Generation& g, const std::string& run) {
-  std::ostringstream o;
-  o << "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>Cellscope sample</title>\n"
-       "<style>body{font-family:monospace;white-space:pre-wrap;max-width:60em}span.seed{text-decoration:underline}"
-       "</style></head><body>\n<p>Run: "
-    << html_escape(run) << "<br>temperature " << g.options.temperature << ", seed " << g.options.seed
-    << ". Shading: the model's surprisal of each token given what precedes it, -log2 p, from white (0 bits) "
-       "to red (10 bits or more); the seed text is underlined. Hover for p.</p>\n<div>";
-  bool line_start = true;
-  for (auto& t : g.tokens) {
-    std::string txt = shown(g, t, line_start);
-    line_start = txt == "\n";
-    o << "<span" << (t.from_seed ? " class=\"seed\"" : "") << " style=\"background:" << css_colour(t.prob)
-      << "\" title=\"" << (std::isfinite(t.prob) ? std::to_string(t.prob) : std::string("first token")) << "\">"
-      << html_escape(txt) << "</span>";
-  }
-  o << "</div>\n</body></html>\n";
-  return o.str();
 }
 
 double parse_double(const Args& a, const std::string& k, double def) {
@@ -131,7 +92,8 @@ int cmd_generate(const std::vector<std::string>& a) {
   auto ends = [&](const std::string& ext) { return out.size() > ext.size() && out.substr(out.size() - ext.size()) == ext; };
   if (!out.empty()) {
     if (ends(".json")) cs::atomic_write(out, g.to_json().dump(2) + "\n");
-    else if (ends(".html")) cs::atomic_write(out, html(g, args.get("run")));
+    else if (ends(".html")) cs::atomic_write(out, g.to_html("Run: " + args.get("run") + ", temperature " + std::to_string(o.temperature) +
+                                                            ", seed " + std::to_string(o.seed) + "."));
     else if (ends(".txt")) cs::atomic_write(out, g.text() + "\n");
     else throw UsageError("--out must end in .txt, .json or .html");
     std::cout << "wrote " << out << "\n";

@@ -10,7 +10,12 @@
 
 namespace gui {
 
-double surprisalShade(double prob) { return cs::surprisal_shade(prob); }
+void surprisalColour(double prob, int* r, int* g, int* b) {
+  const cs::Rgb c = cs::surprisal_colour(prob);
+  *r = c.r;
+  *g = c.g;
+  *b = c.b;
+}
 
 GenResult runGeneration(const GenRequest& r) {
   GenResult out;
@@ -43,6 +48,9 @@ GenResult runGeneration(const GenRequest& r) {
     }
     out.bitsPerToken = g.generated_bits_per_token();
     out.unknownSeed = static_cast<int>(g.unknown_seed_tokens);
+    out.html = QString::fromStdString(g.to_html("Run: " + r.runDir.toStdString() + ", checkpoint " +
+                                                r.checkpoint.toStdString() + ", temperature " +
+                                                std::to_string(r.temperature) + ", seed " + std::to_string(r.seed) + "."));
   } catch (const std::exception& e) {
     std::string w = e.what();
     out.error = QString::fromStdString(w.substr(0, w.find("\nException raised from")));

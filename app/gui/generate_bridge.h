@@ -30,10 +30,11 @@ struct GenResult {
   double bitsPerToken = 0;
   int unknownSeed = 0;   // seed symbols the run's vocabulary lacks
   double seconds = 0;
+  QString html;          // the sample as a standalone HTML page (cs::Generation::to_html)
 };
 
-// -log2(p) / 10 clamped to [0, 1] (cs::surprisal_shade): the shading of a token.
-double surprisalShade(double prob);
+// The shading of a token (cs::surprisal_colour): white (0 bits) to red (10 bits or more).
+void surprisalColour(double prob, int* r, int* g, int* b);
 
 // Runs on any thread; never throws.
 GenResult runGeneration(const GenRequest& r);

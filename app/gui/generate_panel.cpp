@@ -29,10 +29,9 @@ namespace gui {
 void GenerateWorker::generate(const GenRequest& r) { Q_EMIT done(runGeneration(r)); }
 
 QColor GeneratePanel::shade(double prob) {
-  // surprisal -log2 p on a 0..10-bit scale (cs::surprisal_shade, the CLI's shading too)
-  const double s = surprisalShade(prob);
-  auto mix = [s](int to) { return static_cast<int>(std::lround(255.0 + (to - 255.0) * s)); };
-  return QColor(mix(240), mix(80), mix(60));
+  int r = 255, g = 255, b = 255;
+  surprisalColour(prob, &r, &g, &b);  // the CLI's HTML shading too
+  return QColor(r, g, b);
 }
 
 GeneratePanel::GeneratePanel(RunTableModel* runs, QWidget* parent) : QWidget(parent), m_runs(runs) {
@@ -287,23 +286,7 @@ void GeneratePanel::show(const GenResult& r) {
 QString GeneratePanel::plainText() const { return m_text->toPlainText(); }
 QString GeneratePanel::statusText() const { return m_status->text(); }
 
-QString GeneratePanel::toHtml() const {
-  QString h = QStringLiteral(
-      "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>Cellscope sample</title>"
-      "<style>body{font-family:monospace;white-space:pre-wrap;max-width:60em}</style></head><body>\n");
-  const GenRequest r = request();
-  h += QStringLiteral("<p>Run: %1, checkpoint %2, temperature %3, seed %4. Shading: the model's probability of each "
-                      "token as its surprisal -log2 p (white = 0 bits, red = 10 bits or more); the seed text is underlined.</p>\n<div>")
-           .arg(r.runDir.toHtmlEscaped(), r.checkpoint)
-           .arg(r.temperature)
-           .arg(r.seed);
-  for (const GenToken& t : m_last.tokens)
-    h += QStringLiteral("<span style=\"background:%1%2\" title=\"%3\">%4</span>")
-             .arg(shade(t.prob).name(), t.seed ? QStringLiteral(";text-decoration:underline") : QString())
-             .arg(std::isfinite(t.prob) ? QString::number(t.prob, 'g', 3) : QStringLiteral("first token"))
-             .arg(t.text.toHtmlEscaped());
-  return h + QStringLiteral("</div>\n</body></html>\n");
-}
+QString GeneratePanel::toHtml() const { return m_last.html; }
 
 bool GeneratePanel::saveHtml(const QString& path, QString* error) const {
   QSaveFile f(path);

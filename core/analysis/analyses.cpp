@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -477,49 +478,6 @@ ChannelGrid channel_attention(Task& task, const std::string& text, int layer) {
 // ------------------------------------------------------------------ length buckets
 namespace {
 
-// Per-position NLL (nats) of a word-LM split: the same stream layout as WordLMTask::nll_of
-// (B contiguous streams, state carried, every token but the first scored once).
-std::vector<float> word_per_pos(WordLMTask& task, const std::vector<int32_t>& ids, int64_t eval_batch, int64_t bptt) {
-  auto& net = task.net();
-  EvalScope es(*net);
-  const int64_t N = static_cast<int64_t>(ids.size());
-  std::vector<float> out(static_cast<size_t>(std::max<int64_t>(N, 0)), 0.f);
-  if (N < 2) return out;
-  const int64_t B = std::max<int64_t>(1, std::min<int64_t>(eval_batch, (N - 1) / std::max<int64_t>(bptt, 1)));
-  const int64_t n = (N - 1) / B;
-  std::vector<int64_t> all(ids.begin(), ids.end());
-  auto allt = torch::tensor(all, torch::kInt64);
-  auto score = [&](const torch::Tensor& inp, const torch::Tensor& tgt, std::vector<State>& st, int64_t base, int64_t stride) {
-    const int64_t len = inp.size(1);
-    for (int64_t p = 0; p < len; p += bptt) {
-      const int64_t l = std::min(bptt, len - p);
-      StepContext ctx;
-      auto logits = net->forward(inp.narrow(1, p, l).t(), st, ctx);  // [l, B, V]
-      auto nll = F::cross_entropy(logits.reshape({-1, logits.size(-1)}), tgt.narrow(1, p, l).t().reshape({-1}),
-                                  F::CrossEntropyFuncOptions().reduction(torch::kNone))
-                     .view({l, -1})
-                     .to(torch::kFloat32)
-                     .contiguous();
-      auto acc = nll.accessor<float, 2>();
-      for (int64_t i = 0; i < l; ++i)
-        for (int64_t b = 0; b < nll.size(1); ++b) out[static_cast<size_t>(base + b * stride + p + i + 1)] = acc[i][b];
-    }
-  };
-  std::vector<State> st = net->initial_state(B, torch::TensorOptions());
-  score(allt.narrow(0, 0, B * n).view({B, n}), allt.narrow(0, 1, B * n).view({B, n}), st, 0, n);
-  const int64_t rem = (N - 1) - B * n;
-  if (rem > 0) {
-    std::vector<State> last;
-    for (auto& s : st) {
-      State ls;
-      for (auto& t : s) ls.push_back(t.narrow(0, B - 1, 1).contiguous());
-      last.push_back(ls);
-    }
-    score(allt.narrow(0, B * n, rem).view({1, rem}), allt.narrow(0, B * n + 1, rem).view({1, rem}), last, B * n, 0);
-  }
-  return out;
-}
-
 void check_split_name(const std::string& split) {
   if (split != "train" && split != "valid" && split != "test") throw UserError("unknown split '" + split + "' (train, valid, test)");
 }
@@ -560,7 +518,11 @@ LengthBuckets metric_by_length(Task& task, const std::string& split, const std::
     const auto& co = w->corpus();
     const auto& ids = split == "valid" ? co.valid : split == "test" ? co.test : co.train;
     // streams of 70 tokens, 10 in parallel (the stream layout changes only the carried state)
-    auto per = word_per_pos(*w, ids, 10, 70);
+    std::vector<float> per;
+    {
+      EvalScope es(*w->net());
+      w->nll_of(ids, 10, nullptr, &per);
+    }
     const int32_t eos = co.vocab.id("<eos>");
     out.metric = "ppl";
     out.length_unit = "tokens";
@@ -756,22 +718,32 @@ std::vector<CheckpointInfo> history_checkpoints(const std::string& run_dir) {
 }
 }  // namespace
 
-SeriesSet dzone_over_training(const std::string& run_dir, const std::string& text) {
-  SeriesSet s;
-  s.title = "Zone disagreement over training";
-  s.x_label = "step";
-  s.y_label = "mean D_zone";
+namespace {
+// One series per key of values(task, text), evaluated at every saved checkpoint (x = step).
+std::vector<Series> over_checkpoints(const std::string& run_dir, const std::string& text,
+                                     const std::function<std::map<std::string, double>(Task&, const std::string&)>& values) {
   std::map<std::string, Series> by;
   for (auto& c : history_checkpoints(run_dir)) {
     auto task = load_checkpoint_task(run_dir, c.id);
     const std::string t = text.empty() ? default_text(*task) : text;
-    for (auto& [k, v] : mean_dzone(*task, t)) {
+    for (auto& [k, v] : values(*task, t)) {
       by[k].name = k;
       by[k].x.push_back(static_cast<double>(c.step));
       by[k].y.push_back(v);
     }
   }
-  for (auto& [k, v] : by) s.series.push_back(v);
+  std::vector<Series> out;
+  for (auto& [k, v] : by) out.push_back(v);
+  return out;
+}
+}  // namespace
+
+SeriesSet dzone_over_training(const std::string& run_dir, const std::string& text) {
+  SeriesSet s;
+  s.title = "Zone disagreement over training";
+  s.x_label = "step";
+  s.y_label = "mean D_zone";
+  s.series = over_checkpoints(run_dir, text, [](Task& task, const std::string& t) { return mean_dzone(task, t); });
   s.caption = "Mean zone disagreement D_zone = -mean_ij cos(z_i, z_j) (MZU eq. 18) of each M-function on the text, at "
               "every saved checkpoint (higher = zones more different).";
   return s;
@@ -782,20 +754,14 @@ SeriesSet gate_saturation_over_training(const std::string& run_dir, const std::s
   s.title = "Gate saturation over training";
   s.x_label = "step";
   s.y_label = "fraction of gate values";
-  std::map<std::string, Series> by;
-  for (auto& c : history_checkpoints(run_dir)) {
-    auto task = load_checkpoint_task(run_dir, c.id);
-    const std::string t = text.empty() ? default_text(*task) : text;
-    for (auto& g : gate_saturation(*task, t)) {
-      for (int hi = 0; hi < 2; ++hi) {
-        const std::string n = g.key + (hi ? " > 0.9" : " < 0.1");
-        by[n].name = n;
-        by[n].x.push_back(static_cast<double>(c.step));
-        by[n].y.push_back(hi ? g.above : g.below);
-      }
+  s.series = over_checkpoints(run_dir, text, [](Task& task, const std::string& t) {
+    std::map<std::string, double> v;
+    for (auto& g : gate_saturation(task, t)) {
+      v[g.key + " < 0.1"] = g.below;
+      v[g.key + " > 0.9"] = g.above;
     }
-  }
-  for (auto& [k, v] : by) s.series.push_back(v);
+    return v;
+  });
   s.caption = "Fraction of gate values below 0.1 and above 0.9 (saturated) on the text, at every saved checkpoint.";
   return s;
 }

@@ -111,6 +111,49 @@ double surprisal_shade(double prob) {
   return std::min(1.0, std::max(0.0, -std::log2(prob) / kShadeFullBits));
 }
 
+Rgb surprisal_colour(double prob) {
+  const double s = surprisal_shade(prob);
+  auto mix = [s](int to) { return static_cast<int>(std::lround(255.0 + (to - 255.0) * s)); };
+  return {mix(240), mix(80), mix(60)};
+}
+
+namespace {
+std::string html_escape(const std::string& x) {
+  std::string o;
+  for (char c : x) {
+    if (c == '<') o += "&lt;";
+    else if (c == '>') o += "&gt;";
+    else if (c == '&') o += "&amp;";
+    else if (c == '"') o += "&quot;";
+    else o += c;
+  }
+  return o;
+}
+}  // namespace
+
+std::string Generation::to_html(const std::string& header) const {
+  std::ostringstream o;
+  o << "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>Cellscope sample</title>\n"
+       "<style>body{font-family:monospace;white-space:pre-wrap;max-width:60em}span.seed{text-decoration:underline}"
+       "</style></head><body>\n<p>"
+    << html_escape(header)
+    << "<br>Shading: the model's surprisal of each token given what precedes it, -log2 p, from white (0 bits) "
+       "to red (10 bits or more); the seed text is underlined. Hover for p.</p>\n<div>";
+  const bool words = task == "word_lm";
+  bool line_start = true;
+  for (auto& t : tokens) {
+    // as text() reads: words joined by spaces, <eos> a line break
+    std::string txt = !words ? t.text : t.text == "<eos>" ? "\n" : (line_start ? t.text : " " + t.text);
+    line_start = txt == "\n";
+    const Rgb c = surprisal_colour(t.prob);
+    o << "<span" << (t.from_seed ? " class=\"seed\"" : "") << " style=\"background:rgb(" << c.r << "," << c.g << ","
+      << c.b << ")\" title=\"" << (std::isfinite(t.prob) ? std::to_string(t.prob) : std::string("first token")) << "\">"
+      << html_escape(txt) << "</span>";
+  }
+  o << "</div>\n</body></html>\n";
+  return o.str();
+}
+
 std::string Generation::text() const {
   std::string s;
   const bool words = task == "word_lm";

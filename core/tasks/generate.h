@@ -39,6 +39,9 @@ struct Generation {
   // Mean log2-probability of the generated (non-seed) tokens, as bits per token.
   double generated_bits_per_token() const;
   json to_json() const;
+  // A standalone HTML page: every token a <span> shaded by surprisal_colour, p as its title,
+  // the seed text underlined; `header` (plain text, escaped here) describes the sample.
+  std::string to_html(const std::string& header) const;
 };
 
 // The shading of a token in the CLI's and the window's views: its surprisal -log2(p) on a
@@ -46,6 +49,12 @@ struct Generation {
 // scale, so that word-level probabilities (mostly below 0.1) are not all one colour.
 double surprisal_shade(double prob);
 constexpr double kShadeFullBits = 10.0;
+// The shade as a colour, white (0 bits) to (240, 80, 60) (10 bits or more): the CLI's HTML and
+// the window's Generate tab draw with it.
+struct Rgb {
+  int r = 255, g = 255, b = 255;
+};
+Rgb surprisal_colour(double prob);
 
 // Generates from a loaded char_lm or word_lm task (see load_run_task); the model is
 // run in eval mode, without gradients, one token at a time with its state carried.

@@ -163,29 +163,38 @@ StepResult WordLMTask::train_step() {
   return r;
 }
 
-double WordLMTask::nll_of(const std::vector<int32_t>& ids, int64_t eval_batch, Probe* probe) {
+double WordLMTask::nll_of(const std::vector<int32_t>& ids, int64_t eval_batch, Probe* probe, std::vector<float>* per_pos) {
   torch::NoGradGuard ng;
   const int64_t N = static_cast<int64_t>(ids.size());
+  if (per_pos) per_pos->assign(static_cast<size_t>(N), 0.f);
   if (N < 2) return 0.0;
   const int64_t B = std::max<int64_t>(1, std::min<int64_t>(eval_batch, (N - 1) / std::max<int64_t>(bptt_, 1)));
   const int64_t n = (N - 1) / B;
   auto all = torch::from_blob(const_cast<int32_t*>(ids.data()), {N}, torch::kInt32).to(torch::kInt64).to(device_);
   double total = 0;
-  auto score = [&](const torch::Tensor& inp, const torch::Tensor& tgt, std::vector<State>& st) {
+  // Scores the rows of inp/tgt; target (p + i) of row b is token base + b * stride + p + i + 1.
+  auto score = [&](const torch::Tensor& inp, const torch::Tensor& tgt, std::vector<State>& st, int64_t base,
+                   int64_t stride) {
     const int64_t len = inp.size(1);
     for (int64_t p = 0; p < len; p += bptt_) {
       const int64_t l = std::min(bptt_, len - p);
       StepContext ctx;
       ctx.probe = probe;
       auto logits = model_->forward(inp.narrow(1, p, l).t(), st, ctx);
-      total += F::cross_entropy(logits.reshape({-1, logits.size(-1)}), tgt.narrow(1, p, l).t().reshape({-1}),
-                                F::CrossEntropyFuncOptions().reduction(torch::kSum))
-                   .item<double>();
+      auto nll = F::cross_entropy(logits.reshape({-1, logits.size(-1)}), tgt.narrow(1, p, l).t().reshape({-1}),
+                                  F::CrossEntropyFuncOptions().reduction(torch::kNone));
+      total += nll.sum().item<double>();
+      if (per_pos) {
+        auto cpu = nll.view({l, -1}).to(torch::kCPU, torch::kFloat32).contiguous();
+        auto acc = cpu.accessor<float, 2>();
+        for (int64_t i = 0; i < l; ++i)
+          for (int64_t b = 0; b < cpu.size(1); ++b) (*per_pos)[static_cast<size_t>(base + b * stride + p + i + 1)] = acc[i][b];
+      }
     }
   };
   auto opts = torch::TensorOptions().dtype(torch::kFloat32).device(device_);
   std::vector<State> st = model_->initial_state(B, opts);
-  score(all.narrow(0, 0, B * n).view({B, n}), all.narrow(0, 1, B * n).view({B, n}), st);
+  score(all.narrow(0, 0, B * n).view({B, n}), all.narrow(0, 1, B * n).view({B, n}), st, 0, n);
   const int64_t rem = (N - 1) - B * n;
   if (rem > 0) {  // the tail continues the last stream with its carried state
     std::vector<State> last;
@@ -194,7 +203,7 @@ double WordLMTask::nll_of(const std::vector<int32_t>& ids, int64_t eval_batch, P
       for (auto& t : s) ls.push_back(t.narrow(0, B - 1, 1).contiguous());
       last.push_back(ls);
     }
-    score(all.narrow(0, B * n, rem).view({1, rem}), all.narrow(0, B * n + 1, rem).view({1, rem}), last);
+    score(all.narrow(0, B * n, rem).view({1, rem}), all.narrow(0, B * n + 1, rem).view({1, rem}), last, B * n, 0);
   }
   return total;
 }

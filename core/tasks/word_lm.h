@@ -50,7 +50,9 @@ class WordLMTask : public Task {
 
   // NLL sum (nats) of an id sequence, every token but the first scored once, state carried.
   // With a probe, the cells' internals are recorded for every scored segment (analyses, Fig. 3).
-  double nll_of(const std::vector<int32_t>& ids, int64_t eval_batch, Probe* probe = nullptr);
+  // With per_pos, (*per_pos)[i] = the NLL of token i given the ones before it (0 for token 0).
+  double nll_of(const std::vector<int32_t>& ids, int64_t eval_batch, Probe* probe = nullptr,
+                std::vector<float>* per_pos = nullptr);
   const WordCorpus& corpus() const { return corpus_; }
   const json& config() const { return cfg_; }
   WordLMModel& net() { return model_; }
