@@ -1,9 +1,10 @@
 // Analyses on tiny models where the answer is known.
 #include <cmath>
 
-#include "analysis/analysis.h"
+#include "analysis/computations.h"
 #include "cells/baseline.h"
 #include "corpus_fixture.h"
+#include "data/utf8.h"
 #include "harness.h"
 #include "tasks/char_lm.h"
 
@@ -78,23 +79,26 @@ class TestAnalysis : public QObject {
   }
 
   void bucketAggregationByHand() {
-    // lengths 3 and 12 with per-position NLL 1 and 2 nats
-    std::vector<float> nll(20, 0.f);
-    for (int i = 0; i < 3; ++i) nll[i] = 1.f;
-    for (int i = 4; i < 16; ++i) nll[i] = 2.f;
-    std::vector<std::pair<size_t, size_t>> spans = {{0, 3}, {4, 16}};
-    auto b = make_buckets(default_length_edges());
-    QCOMPARE(static_cast<int>(b.size()), 10);
-    QCOMPARE(QString::fromStdString(b.back().label), QString("9"));
-    QCOMPARE(b.back().lo, int64_t(90));
-    QCOMPARE(b.back().hi, int64_t(120));
-    accumulate_buckets(nll, spans, b);
-    QCOMPARE(b[0].sequences, int64_t(1));
-    QCOMPARE(b[0].chars, int64_t(3));
-    QVERIFY(std::abs(b[0].bpc() - 1.0 / std::log(2.0)) < 1e-9);
-    QCOMPARE(b[1].sequences, int64_t(1));
-    QVERIFY(std::abs(b[1].bpc() - 2.0 / std::log(2.0)) < 1e-9);
-    QVERIFY(std::isnan(b[5].bpc()));
+    // lengths 3 and 12 with NLL 1 and 2 nats per character
+    auto b = make_length_buckets(default_edges_for("char_lm"));
+    b.metric = "bpc";
+    QCOMPARE(static_cast<int>(b.buckets.size()), 10);
+    QCOMPARE(QString::fromStdString(b.buckets.back().label), QString("9"));
+    QCOMPARE(b.buckets.back().lo, int64_t(90));
+    QCOMPARE(b.buckets.back().hi, int64_t(120));
+    add_sequence(b, 3, 3, 3 * 1.0);
+    add_sequence(b, 12, 12, 12 * 2.0);
+    add_sequence(b, 121, 121, 1.0);  // outside every bucket: ignored
+    finish_buckets(b);
+    QCOMPARE(b.buckets[0].sequences, int64_t(1));
+    QCOMPARE(b.buckets[0].units, int64_t(3));
+    QVERIFY(std::abs(b.buckets[0].value - 1.0 / std::log(2.0)) < 1e-9);
+    QCOMPARE(b.buckets[1].sequences, int64_t(1));
+    QVERIFY(std::abs(b.buckets[1].value - 2.0 / std::log(2.0)) < 1e-9);
+    QVERIFY(std::isnan(b.buckets[5].value));
+    int64_t seqs = 0;
+    for (auto& k : b.buckets) seqs += k.sequences;
+    QCOMPARE(seqs, int64_t(2));
   }
 
   void bpcByLengthOfAUniformModel() {
@@ -113,16 +117,19 @@ class TestAnalysis : public QObject {
       task.net()->out->weight.zero_();
       task.net()->out->bias.zero_();
     }
-    auto b = bpc_by_length(task, "test", default_length_edges());
+    auto lb = metric_by_length(task, "test", default_edges_for("char_lm"));
+    QCOMPARE(QString::fromStdString(lb.metric), QString("bpc"));
+    QCOMPARE(QString::fromStdString(lb.length_unit), QString("characters"));
+    const auto& b = lb.buckets;
     const double V = static_cast<double>(task.corpus().vocab.size());
     QVERIFY(b[0].sequences > 0 && b[1].sequences > 0);
-    QVERIFY(std::abs(b[0].bpc() - std::log2(V)) < 1e-5);
-    QVERIFY(std::abs(b[1].bpc() - std::log2(V)) < 1e-5);
+    QVERIFY(std::abs(b[0].value - std::log2(V)) < 1e-5);
+    QVERIFY(std::abs(b[1].value - std::log2(V)) < 1e-5);
     int64_t seqs = 0;
     for (auto& k : b) seqs += k.sequences;
     QCOMPARE(seqs, b[0].sequences + b[1].sequences);
-    QVERIFY(b[0].chars % 5 == 0 || b[0].chars % 5 == 4);  // the split's first line may lose its first character
-    QCOMPARE(b[1].chars % 15 == 0 || b[1].chars % 15 == 14, true);
+    QVERIFY(b[0].units % 5 == 0 || b[0].units % 5 == 4);  // the split's first line may lose its first character
+    QCOMPARE(b[1].units % 15 == 0 || b[1].units % 15 == 14, true);
   }
 };
 

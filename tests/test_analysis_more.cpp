@@ -1,4 +1,4 @@
-// Issue #7 analyses (core/analysis/analyses.h) on tiny models with hand-set weights
+// The analyses (core/analysis/kinds.h, computations.h) on tiny models with hand-set weights
 // where the answer is known.
 #include <QDir>
 #include <QFile>
@@ -6,7 +6,8 @@
 #include <cmath>
 #include <fstream>
 
-#include "analysis/analyses.h"
+#include "analysis/computations.h"
+#include "analysis/kinds.h"
 #include "cells/baseline.h"
 #include "cells/mcrnn.h"
 #include "cells/mzu.h"
@@ -385,8 +386,9 @@ class TestAnalysisMore : public QObject {
     rq.text = "the whale and the sea";
     rq.last_k = 5;
     auto r = run_analysis(rq);
-    QCOMPARE(int(r.matrices.size()), 2);
-    QVERIFY(r.shared_min <= r.shared_max && r.shared_min >= -1 - 1e-9 && r.shared_max <= 1 + 1e-9);
+    const auto& h = std::get<HeatmapSet>(r.data);
+    QCOMPARE(int(h.matrices.size()), 2);
+    QVERIFY(h.shared_min <= h.shared_max && h.shared_min >= -1 - 1e-9 && h.shared_max <= 1 + 1e-9);
     QVERIFY(r.to_json().contains("matrices"));
     rq.kind = "prefix_table";
     rq.runs = {run.toStdString()};

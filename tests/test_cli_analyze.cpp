@@ -6,7 +6,7 @@
 
 #include <fstream>
 
-#include "analysis/analyses.h"
+#include "analysis/kinds.h"
 #include "corpus_fixture.h"
 #include "harness.h"
 

@@ -282,15 +282,14 @@ private Q_SLOTS:
     const QString csv = csvOf("buckets");
     QVERIFY(readAll(csv).contains(",mzu,1.7,7,"));
 
-    // The older char-LM type too.
-    std::vector<cs::LengthBucket> old = cs::make_buckets({0, 10, 20});
-    old[0].sequences = 2, old[0].chars = 10, old[0].nll = 10 * std::log(2.0);  // 1 bpc
-    std::unique_ptr<csf::Figure> f2(csf::make_buckets_figure(std::vector<std::vector<cs::LengthBucket>>{old}, {"r"}));
-    QCOMPARE(f2->panelAs<csw::BarChart>(0)->buckets().size(), 2);
-    {
-      const QString e = exportAll(f2.get(), "buckets_old", 2);
-      QVERIFY2(e.isEmpty(), qPrintable(e));
-    }
+    // The result type the length kind returns (several runs), through make_figure.
+    cs::AnalysisResult r;
+    r.kind = "length";
+    r.caption = "by length";
+    r.data = cs::BucketSet{{lb("/x/gru", 2.0), lb("/x/mzu", 1.5)}};
+    std::unique_ptr<csf::Figure> f2(csf::make_figure(r));
+    QCOMPARE(f2->panelAs<csw::BarChart>(0)->seriesIds(), QStringList({"gru", "mzu"}));
+    QCOMPARE(f2->caption(), QString("by length"));
   }
 
   void seriesWithMarkerAndHistogram() {
@@ -351,25 +350,32 @@ private Q_SLOTS:
     cs::AnalysisResult r;
     r.kind = "relevance";
     r.caption = "from the registry";
-    r.matrices = {relevanceLike(1.0), relevanceLike(2.0)};
-    r.matrix_titles = {"a", "b"};
+    cs::HeatmapSet h;
+    h.matrices = {relevanceLike(1.0), relevanceLike(2.0)};
+    h.titles = {"a", "b"};
+    h.y_label = "character t (last K)";
+    h.value_label = "cosine";
+    r.data = h;
     std::unique_ptr<csf::Figure> f(csf::make_figure(r));
     QCOMPARE(f->panelCount(), 2);
     QCOMPARE(f->caption(), QString("from the registry"));
+    QCOMPARE(f->panelName(1), QString("b"));
     QVERIFY(f->panelAs<csw::HeatmapView>(1));
 
     cs::AnalysisResult t;
     t.kind = "prefix_table";
-    t.table.columns = {"prefix", "label"};
-    t.table.rows = {{"a", "b"}};
+    cs::TextTable table;
+    table.columns = {"prefix", "label"};
+    table.rows = {{"a", "b"}};
+    t.data = table;
     std::unique_ptr<csf::Figure> ft(csf::make_figure(t));
     QVERIFY(ft->panelAs<csf::TableView>(0));
 
-    cs::AnalysisResult bad;
-    bad.kind = "no_such_kind";
+    cs::AnalysisResult empty;  // holds no result: a clear error, not a crash
+    empty.kind = "relevance";
     bool threw = false;
     try {
-      std::unique_ptr<csf::Figure> x(csf::make_figure(bad));
+      std::unique_ptr<csf::Figure> x(csf::make_figure(empty));
     } catch (const std::exception&) {
       threw = true;
     }

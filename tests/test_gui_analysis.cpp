@@ -190,8 +190,9 @@ private Q_SLOTS:
     j.split = "valid";
     auto o = gui::runAnalysisJob(j);
     QVERIFY2(o.ok, qPrintable(o.error));
-    QCOMPARE(o.result->series.series.size(), size_t(2));
-    QVERIFY(!o.result->series.series[0].x.empty() && !o.result->series.series[1].x.empty());
+    const auto& series = std::get<cs::SeriesSet>(o.result->data).series;
+    QCOMPARE(series.size(), size_t(2));
+    QVERIFY(!series[0].x.empty() && !series[1].x.empty());
   }
 
   void wrongAnalysisGivesOneClearMessage() {

@@ -1,5 +1,5 @@
-// `cellscope-cli analyze KIND ...` (issue #7) and `cellscope-cli bench --analysis relevance`.
-// The analyses themselves are core/analysis/analyses.h; CSV/JSON are written here
+// `cellscope-cli analyze KIND ...` and `cellscope-cli bench --analysis relevance`.
+// The analyses themselves are core/analysis/kinds.h; CSV/JSON are written here
 // (Qt-free); PNG/PDF/SVG go through app/cli/figure_export/ (the figures library),
 // compiled in only when the CLI is built with CELLSCOPE_GUI=ON.
 #include <ATen/Parallel.h>
@@ -13,10 +13,12 @@
 #include <iostream>
 #include <sstream>
 
-#include "analysis/analyses.h"
+#include "analysis/computations.h"
+#include "analysis/kinds.h"
 #include "cli.h"
 #include "cli_figures.h"
-#include "tasks/char_lm.h"
+#include "data/utf8.h"
+#include "tasks/task.h"
 #include "train/trainer.h"
 #include "util/error.h"
 
@@ -112,7 +114,7 @@ int cmd_analyze(const std::vector<std::string>& a) {
   rq.last_k = args.get_int("last", 10);
   rq.position = args.get_int("char", -1);
   rq.layer = static_cast<int>(args.get_int("layer", -1));
-  rq.split = args.get("split", kind.name == "metric_time" ? "valid" : "test");
+  rq.split = args.get("split", kind.default_split);
   if (args.has("buckets")) rq.edges = parse_edges(args.get("buckets"));
   rq.bins = static_cast<int>(args.get_int("bins", 20));
   rq.metric = args.get("metric");
@@ -194,22 +196,19 @@ int cmd_bench_analysis(const std::vector<std::string>& a) {
     model_desc = "preset " + args.get("preset", "ptb-cap-mzu-dt") + " (" + cfg["model"].value("cell", "") + ", hidden " +
                  std::to_string(cfg["model"].value("hidden", 0)) + ", random weights)";
   }
-  auto* lm = dynamic_cast<cs::CharLMTask*>(task.get());
-  if (!lm) throw cs::UserError("bench --analysis relevance needs a char_lm model");
-  std::string text;
-  {
-    const auto& v = lm->corpus().valid.size() >= static_cast<size_t>(chars) ? lm->corpus().valid : lm->corpus().train;
-    if (v.size() < static_cast<size_t>(chars)) throw cs::UserError("the corpus is shorter than --chars");
-    for (int64_t i = 0; i < chars; ++i) text += lm->corpus().vocab.symbol(v[static_cast<size_t>(i)]);
-  }
+  if (task->name() != "char_lm") throw cs::UserError("bench --analysis relevance needs a char_lm model");
+  // the first --chars characters of the valid split (the train split when valid is shorter)
+  std::string text = task->split_text("valid", chars);
+  if (static_cast<int64_t>(cs::utf8_symbols(text).size()) < chars) text = task->split_text("train", chars);
+  if (static_cast<int64_t>(cs::utf8_symbols(text).size()) < chars) throw cs::UserError("the corpus is shorter than --chars");
   using Clock = std::chrono::steady_clock;
   std::vector<double> secs, cpus;
   cs::LabeledMatrix m;
-  m = cs::relevance_map(*lm, text, last);  // warm-up (allocator, thread pool)
+  m = cs::relevance_map(*task, text, last);  // warm-up (allocator, thread pool)
   for (int r = 0; r < repeats; ++r) {
     const double c0 = cpu_seconds();
     auto t0 = Clock::now();
-    m = cs::relevance_map(*lm, text, last);
+    m = cs::relevance_map(*task, text, last);
     secs.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
     cpus.push_back(cpu_seconds() - c0);
   }
@@ -227,11 +226,16 @@ int cmd_bench_analysis(const std::vector<std::string>& a) {
                 {"load_average", load_average()},
                 {"threads", at::get_num_threads()}};
   if (figures_available()) {
+    cs::HeatmapSet heatmaps;
+    heatmaps.matrices = {m};
+    heatmaps.titles = {"bench"};
+    heatmaps.x_label = "earlier character j";
+    heatmaps.y_label = "character t (last K)";
+    heatmaps.value_label = "cosine";
     cs::AnalysisResult res;
     res.kind = "relevance";
     res.caption = m.caption;
-    res.matrices = {m};
-    res.matrix_titles = {"bench"};
+    res.data = std::move(heatmaps);
     auto rt = figure_redraw_ms(res, static_cast<int>(args.get_int("redraws", 20)));
     j["redraw_ms_median"] = median(rt.replot_ms);
     j["redraw_ms_all"] = rt.replot_ms;

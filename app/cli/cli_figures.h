@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "analysis/analyses.h"
+#include "analysis/results.h"
 
 namespace cli {
 

@@ -402,23 +402,41 @@ Figure* make_matrix_figure(const std::vector<cs::LabeledMatrix>& matrices, const
   return fig;
 }
 
+Figure* make_heatmaps_figure(const cs::HeatmapSet& set, const FigureStyle& style) {
+  FigureStyle s = style;
+  if (set.few_rows) {
+    // Few rows: a flatter panel; stack the runs vertically when the text is long.
+    s.panel_size.setHeight(std::min(style.panel_size.height(), 300));
+    if (s.columns == 0 && set.matrices.size() > 1) s.columns = 1;
+  }
+  Figure* fig = make_matrix_figure(set.matrices, qs(set.titles), qs(set.x_label), qs(set.y_label), s);
+  if (!set.value_label.empty())
+    for (int i = 0; i < fig->panelCount(); ++i) fig->panelAs<csw::HeatmapView>(i)->setColorScaleLabel(qs(set.value_label));
+  return fig;
+}
+
+namespace {
+cs::HeatmapSet heatmaps(const std::vector<cs::LabeledMatrix>& runs, const QStringList& names, const char* yLabel) {
+  cs::HeatmapSet h;
+  h.matrices = runs;
+  for (const QString& n : names) h.titles.push_back(n.toStdString());
+  h.x_label = "earlier character j";
+  h.y_label = yLabel;
+  h.value_label = "cosine";
+  return h;
+}
+}  // namespace
+
 Figure* make_relevance_figure(const std::vector<cs::LabeledMatrix>& runs, const QStringList& names,
                               const FigureStyle& style) {
-  Figure* fig = make_matrix_figure(runs, names, QStringLiteral("earlier character j"),
-                                   QStringLiteral("character t (last K)"), style);
-  for (int i = 0; i < fig->panelCount(); ++i) fig->panelAs<csw::HeatmapView>(i)->setColorScaleLabel(QStringLiteral("cosine"));
-  return fig;
+  return make_heatmaps_figure(heatmaps(runs, names, "character t (last K)"), style);
 }
 
 Figure* make_zone_relevance_figure(const std::vector<cs::LabeledMatrix>& runs, const QStringList& names,
                                    const FigureStyle& style) {
-  FigureStyle s = style;
-  // Few rows: a flatter panel; stack the runs vertically when the text is long.
-  s.panel_size.setHeight(std::min(style.panel_size.height(), 300));
-  if (s.columns == 0 && runs.size() > 1) s.columns = 1;
-  Figure* fig = make_matrix_figure(runs, names, QStringLiteral("earlier character j"), QStringLiteral("zone"), s);
-  for (int i = 0; i < fig->panelCount(); ++i) fig->panelAs<csw::HeatmapView>(i)->setColorScaleLabel(QStringLiteral("cosine"));
-  return fig;
+  cs::HeatmapSet h = heatmaps(runs, names, "zone");
+  h.few_rows = true;
+  return make_heatmaps_figure(h, style);
 }
 
 Figure* make_composition_figure(const std::vector<cs::LabeledMatrix>& matrices, const QStringList& names,
@@ -479,27 +497,6 @@ Figure* make_buckets_figure(const std::vector<BucketSeries>& runs, const QString
   return fig;
 }
 
-Figure* make_buckets_figure(const std::vector<std::vector<cs::LengthBucket>>& runs, const QStringList& names,
-                            const FigureStyle& style) {
-  std::vector<BucketSeries> s;
-  for (size_t i = 0; i < runs.size(); ++i) {
-    BucketSeries b;
-    b.name = names.value(int(i));
-    for (const auto& k : runs[i]) {
-      b.buckets << QStringLiteral("%1\n(%2,%3]").arg(qs(k.label)).arg(k.lo).arg(k.hi);
-      b.values << k.bpc();
-      b.counts << int(k.sequences);
-    }
-    s.push_back(b);
-  }
-  return make_buckets_figure(
-      s, QStringLiteral("BPC"),
-      QStringLiteral("Bits per character by sequence length (MZU paper Fig. 2): the split is cut into lines, each line "
-                     "scored once with the state carried, and lines are bucketed by length; bucket b covers "
-                     "(lo, hi] characters; n = number of lines in the bucket."),
-      style);
-}
-
 // ---- series -------------------------------------------------------------------
 
 Figure* make_series_figure(const std::vector<Series>& series, const QString& title, const QString& xLabel,
@@ -531,262 +528,6 @@ Figure* make_series_figure(const std::vector<Series>& series, const QString& tit
   fig->addPanel(cp, title.isEmpty() ? QStringLiteral("series") : title);
   fig->setPanelSize(style.panel_size);
   if (style.show_caption) fig->setCaption(caption);
-  return fig;
-}
-
-// ---- from the core's result types ------------------------------------------------
-
-Figure* make_composition_figure(const cs::MatrixSet& set, const FigureStyle& style) {
-  std::vector<cs::LabeledMatrix> ms;
-  QStringList names;
-  for (const auto& p : set.panels) {
-    ms.push_back(p.matrix);
-    names << qs(p.title);
-  }
-  FigureStyle s = style;
-  if (s.columns == 0 && set.iterations > 0) s.columns = set.iterations;  // cap: a row per M-function/depth
-  if (s.title.isEmpty()) s.title = qs(set.title);
-  Figure* fig = make_composition_figure(ms, names, s);
-  if (style.show_caption) fig->setCaption(qs(set.caption));
-  // "M_h (candidate), depth 0, routing iteration 2": one part per line on screen, so small
-  // panels keep their whole titles (the CSV's panel column keeps the one-line name).
-  for (int i = 0; i < fig->panelCount(); ++i)
-    fig->panelAs<csw::HeatmapView>(i)->setTitle(names.value(i).replace(QStringLiteral(", "), QStringLiteral("\n")));
-  if (set.composition == "cap")
-    for (int i = 0; i < fig->panelCount(); ++i) {
-      fig->panelAs<csw::HeatmapView>(i)->setXLabel(QStringLiteral("output capsule j"));
-      fig->panelAs<csw::HeatmapView>(i)->setYLabel(QStringLiteral("input zone i"));
-    }
-  return fig;
-}
-
-Figure* make_channel_attention_figure(const cs::ChannelGrid& grid, const FigureStyle& style) {
-  QVector<QVector<double>> w(int(grid.attention.rows()));
-  for (int k = 0; k < w.size(); ++k)
-    for (int t = 0; t < grid.attention.cols(); ++t) w[k] << grid.attention.at(k, t);
-  QVector<QVector<int>> m;
-  for (const auto& row : grid.in_degree) {
-    QVector<int> r;
-    for (int64_t v : row) r << int(v);
-    m << r;
-  }
-  QStringList tokens = qs(grid.tokens);
-  if (tokens.isEmpty()) tokens = qs(grid.attention.col_labels);
-  return make_channel_attention_figure(tokens, w, m, qs(grid.caption.empty() ? grid.attention.caption : grid.caption),
-                                       style);
-}
-
-Figure* make_buckets_figure(const std::vector<cs::LengthBuckets>& runs, const QStringList& names,
-                            const FigureStyle& style) {
-  std::vector<BucketSeries> s;
-  QString metric = runs.empty() ? QStringLiteral("bpc") : qs(runs.front().metric);
-  QString unit = runs.empty() ? QStringLiteral("characters") : qs(runs.front().length_unit);
-  for (size_t i = 0; i < runs.size(); ++i) {
-    BucketSeries b;
-    b.name = names.value(int(i));
-    if (b.name.isEmpty()) b.name = QFileInfo(qs(runs[i].run)).fileName();
-    for (const auto& k : runs[i].buckets) {
-      b.buckets << QStringLiteral("%1\n(%2,%3]").arg(qs(k.label)).arg(k.lo).arg(k.hi);
-      b.values << k.value;
-      b.counts << int(k.sequences);
-    }
-    s.push_back(b);
-  }
-  const QString yLabel = metric == QLatin1String("bpc")   ? QStringLiteral("BPC")
-                         : metric == QLatin1String("ppl") ? QStringLiteral("perplexity")
-                                                          : metric;
-  const QString caption =
-      QStringLiteral("%1 by sequence length (%2) on the %3 split; bucket label b covers lengths (lo, hi]; "
-                     "n = number of sequences in the bucket.")
-          .arg(yLabel, unit, runs.empty() ? QString() : qs(runs.front().split));
-  Figure* fig = make_buckets_figure(s, yLabel, caption, style);
-  if (auto* bc = fig->panelAs<csw::BarChart>(0)) bc->setXLabel(QStringLiteral("sequence length bucket (%1)").arg(unit));
-  return fig;
-}
-
-Figure* make_series_figure(const cs::SeriesSet& set, const FigureStyle& style) {
-  if (set.style == "bars") {
-    // Histogram: bins on x (labelled by their centre), one bar series per gate key.
-    auto* fig = new Figure;
-    fig->setTitle(style.title);
-    auto* bc = new csw::BarChart;
-    QStringList labels;
-    if (!set.series.empty())
-      for (double x : set.series.front().x) labels << QString::number(x, 'g', 3);
-    bc->setBuckets(labels);
-    for (const auto& sr : set.series)
-      bc->setSeries(qs(sr.name), qs(sr.name), QVector<double>(sr.y.begin(), sr.y.end()),
-                    QVector<double>(sr.yerr.begin(), sr.yerr.end()));
-    bc->setCountsMode(csw::BarChart::CountsMode::Hidden);
-    bc->setTitle(qs(set.title) == style.title ? QString() : qs(set.title));
-    bc->setXLabel(qs(set.x_label));
-    bc->setYLabel(qs(set.y_label));
-    fig->addPanel(bc, qs(set.title));
-    fig->setPanelSize(style.panel_size);
-    if (style.show_caption) fig->setCaption(qs(set.caption));
-    return fig;
-  }
-  std::vector<Series> ss;
-  for (const auto& sr : set.series)
-    ss.push_back({qs(sr.name), QVector<double>(sr.x.begin(), sr.x.end()), QVector<double>(sr.y.begin(), sr.y.end()),
-                  QVector<double>(sr.yerr.begin(), sr.yerr.end())});
-  Figure* fig = make_series_figure(ss, qs(set.title), qs(set.x_label), qs(set.y_label), qs(set.caption), style);
-  if (set.marker_step >= 0)
-    if (auto* cp = fig->panelAs<csw::CurvePlot>(0)) {
-      cp->setMarker(double(set.marker_step));
-      cp->replotIfDirty();
-    }
-  return fig;
-}
-
-// ---- tables -------------------------------------------------------------------
-
-TableView::TableView(QWidget* parent) : QWidget(parent) { setAttribute(Qt::WA_OpaquePaintEvent); }
-
-void TableView::setTable(const QStringList& columns, const QVector<QStringList>& rows) {
-  m_columns = columns;
-  m_rows = rows;
-  updateGeometry();
-  update();
-}
-void TableView::setTitle(const QString& title) {
-  m_title = title;
-  update();
-}
-QString TableView::replaceTitle(const QString& title) {
-  const QString old = m_title;
-  setTitle(title);
-  return old;
-}
-
-namespace {
-QVector<double> columnWidths(const QStringList& cols, const QVector<QStringList>& rows, const QFontMetricsF& fm,
-                             const QFontMetricsF& bfm) {
-  QVector<double> w(cols.size(), 0.0);
-  for (int c = 0; c < cols.size(); ++c) w[c] = bfm.horizontalAdvance(cols[c]) + 16;
-  for (const auto& r : rows)
-    for (int c = 0; c < cols.size() && c < r.size(); ++c) w[c] = std::max(w[c], fm.horizontalAdvance(r[c]) + 16);
-  return w;
-}
-}  // namespace
-
-QSize TableView::sizeHint() const {
-  QFont bf = font();
-  bf.setBold(true);
-  const QFontMetricsF fm(font()), bfm(bf);
-  double w = 0;
-  for (double c : columnWidths(m_columns, m_rows, fm, bfm)) w += c;
-  const double rh = fm.height() + 8;
-  const double h = (m_title.isEmpty() ? 0 : rh * 1.3) + rh * (m_rows.size() + 1) + 12;
-  return QSize(int(std::clamp(w + 12, 240.0, 2400.0)), int(std::clamp(h, 80.0, 4000.0)));
-}
-
-void TableView::renderFigure(QPainter* p, const QRect& target) const {
-  p->save();
-  p->fillRect(target, Qt::white);
-  QFont f = font(), bf = font();
-  bf.setBold(true);
-  const QFontMetricsF fm(f, p->device()), bfm(bf, p->device());
-  QVector<double> w = columnWidths(m_columns, m_rows, fm, bfm);
-  double total = 0;
-  for (double c : w) total += c;
-  const double avail = target.width() - 12;
-  if (total > 0 && total < avail)  // spread the spare width
-    for (double& c : w) c *= avail / total;
-  const double rh = fm.height() + 8;
-  double y = target.top() + 6;
-  p->setPen(Qt::black);
-  if (!m_title.isEmpty()) {
-    QFont tf = bf;
-    tf.setPointSizeF(f.pointSizeF() * 1.15);
-    p->setFont(tf);
-    p->drawText(QRectF(target.left(), y, target.width(), rh * 1.3), Qt::AlignCenter, m_title);
-    y += rh * 1.3;
-  }
-  const double x0 = target.left() + 6;
-  auto drawRow = [&](const QStringList& cells, bool header, int index) {
-    if (!header && index % 2 == 1) p->fillRect(QRectF(x0, y, std::min(avail, std::max(total, avail)), rh), QColor(242, 245, 250));
-    p->setFont(header ? bf : f);
-    double x = x0;
-    for (int c = 0; c < w.size(); ++c) {
-      p->drawText(QRectF(x + 8, y, w[c] - 16, rh), Qt::AlignVCenter | Qt::AlignLeft, cells.value(c));
-      x += w[c];
-    }
-    y += rh;
-  };
-  const double yTop = y;
-  drawRow(m_columns, true, 0);
-  p->setPen(QPen(Qt::black, 1));
-  p->drawLine(QPointF(x0, y), QPointF(x0 + std::max(total, avail), y));
-  for (int r = 0; r < m_rows.size(); ++r) {
-    p->setPen(Qt::black);
-    drawRow(m_rows[r], false, r);
-  }
-  p->setPen(QPen(Qt::black, 1));
-  p->drawLine(QPointF(x0, yTop), QPointF(x0 + std::max(total, avail), yTop));
-  p->drawLine(QPointF(x0, y), QPointF(x0 + std::max(total, avail), y));
-  p->restore();
-}
-
-void TableView::paintEvent(QPaintEvent*) {
-  QPainter p(this);
-  renderFigure(&p, rect());
-}
-
-QString TableView::toCsv() const {
-  QString out;
-  for (int c = 0; c < m_columns.size(); ++c) out += (c ? QStringLiteral(",") : QString()) + csw::csvField(m_columns[c]);
-  out += QLatin1Char('\n');
-  for (const auto& r : m_rows) {
-    for (int c = 0; c < m_columns.size(); ++c) out += (c ? QStringLiteral(",") : QString()) + csw::csvField(r.value(c));
-    out += QLatin1Char('\n');
-  }
-  return out;
-}
-
-Figure* make_table_figure(const cs::TextTable& table, const FigureStyle& style) {
-  auto* fig = new Figure;
-  fig->setTitle(style.title);
-  auto* tv = new TableView;
-  QVector<QStringList> rows;
-  for (const auto& r : table.rows) rows << qs(r);
-  tv->setTable(qs(table.columns), rows);
-  tv->setTitle(qs(table.title));
-  fig->addPanel(tv, qs(table.title));
-  fig->setPanelSize(tv->sizeHint().expandedTo(QSize(360, 120)));
-  if (style.show_caption) fig->setCaption(qs(table.caption));
-  return fig;
-}
-
-// ---- any result ------------------------------------------------------------------
-
-Figure* make_figure(const cs::AnalysisResult& r, const FigureStyle& style) {
-  const cs::AnalysisKind& kind = cs::analysis_kind(r.kind);
-  const std::string& what = kind.result;
-  Figure* fig = nullptr;
-  if (what == "matrix" || what == "matrix_pair") {
-    const QStringList names = qs(r.matrix_titles);
-    if (r.kind == "zone_relevance")
-      fig = make_zone_relevance_figure(r.matrices, names, style);
-    else if (r.kind == "relevance")
-      fig = make_relevance_figure(r.matrices, names, style);
-    else
-      fig = make_matrix_figure(r.matrices, names, QString(), QString(), style);
-  } else if (what == "matrices") {
-    fig = make_composition_figure(r.matrix_set, style);
-  } else if (what == "grid") {
-    fig = make_channel_attention_figure(r.grid, style);
-  } else if (what == "buckets") {
-    fig = make_buckets_figure(r.buckets, QStringList(), style);
-  } else if (what == "series") {
-    fig = make_series_figure(r.series, style);
-  } else if (what == "table") {
-    fig = make_table_figure(r.table, style);
-  } else {
-    throw cs::UserError("no figure for analysis result type '" + what + "'");
-  }
-  if (style.show_caption && !r.caption.empty()) fig->setCaption(qs(r.caption));
-  if (!style.show_caption) fig->setCaption(QString());
   return fig;
 }
 

@@ -28,8 +28,7 @@
 #include <string>
 #include <vector>
 
-#include "analysis/analyses.h"
-#include "analysis/analysis.h"
+#include "analysis/results.h"
 #include "export.h"
 
 class QLabel;
@@ -157,9 +156,6 @@ struct BucketSeries {
 };
 Figure* make_buckets_figure(const std::vector<BucketSeries>& runs, const QString& yLabel, const QString& caption,
                             const FigureStyle& style = FigureStyle());
-// The core's char-LM buckets (value = bpc()).
-Figure* make_buckets_figure(const std::vector<std::vector<cs::LengthBucket>>& runs, const QStringList& names,
-                            const FigureStyle& style = FigureStyle());
 
 // Lines (curves over training, histograms as lines), optional error bars drawn
 // as a band of +-yerr.
@@ -170,7 +166,11 @@ struct Series {
 Figure* make_series_figure(const std::vector<Series>& series, const QString& title, const QString& xLabel,
                            const QString& yLabel, const QString& caption, const FigureStyle& style = FigureStyle());
 
-// ---- from the core's result types (core/analysis/analyses.h) --------------------
+// ---- from the core's result types (core/analysis/results.h; result_figures.cpp) ----
+
+// Heatmaps side by side (one per run) with the set's axis and colour-scale labels;
+// few_rows: flatter panels, several runs stacked.
+Figure* make_heatmaps_figure(const cs::HeatmapSet& set, const FigureStyle& style = FigureStyle());
 
 // Composition weights (sat/gcn/cap; one small heatmap per panel, values printed;
 // cap: one row of panels per M-function and depth, one column per routing iteration).
@@ -180,13 +180,15 @@ Figure* make_channel_attention_figure(const cs::ChannelGrid& grid, const FigureS
 // Metric per length bucket, one bar series per run (names: the runs' names; empty = LengthBuckets::run).
 Figure* make_buckets_figure(const std::vector<cs::LengthBuckets>& runs, const QStringList& names,
                             const FigureStyle& style = FigureStyle());
+Figure* make_buckets_figure(const cs::BucketSet& set, const FigureStyle& style = FigureStyle());
 // Curves ("line"/"points") or a histogram ("bars"); marker_step >= 0 draws a vertical marker.
 Figure* make_series_figure(const cs::SeriesSet& set, const FigureStyle& style = FigureStyle());
-// A table of strings (CRU Table 5), painted so it exports as PNG/PDF/SVG too.
+// A table of strings (CRU Table 5), painted so it exports as PNG/PDF/SVG too (table_view.cpp).
 Figure* make_table_figure(const cs::TextTable& table, const FigureStyle& style = FigureStyle());
 
-// The figure of any analysis result, chosen by cs::analysis_kind(result.kind).result
-// (what the CLI's image --out calls). Run names default to the matrix titles.
+// The figure of any analysis result, chosen by the result type its variant holds
+// (std::visit; what the CLI's image --out calls). The result's caption replaces the
+// figure's own. UserError when it holds no result.
 Figure* make_figure(const cs::AnalysisResult& result, const FigureStyle& style = FigureStyle());
 
 // A table of strings as a custom-painted view (CSV: the columns and rows).

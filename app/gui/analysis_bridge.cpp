@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <exception>
 
-#include "analysis/analyses.h"
+#include "analysis/kinds.h"
 #include "tasks/task.h"
 #include "util/error.h"
 
@@ -28,11 +28,17 @@ QList<AnalysisKindInfo> analysisKinds() {
     i.title = qs(k.title);
     i.help = qs(k.help);
     i.caption = qs(k.caption);
-    i.result = qs(k.result);
     i.tasks = qsl(k.tasks);
-    i.needsText = k.needs_text;
+    i.needsText = k.inputs.text;
+    i.usesLastK = k.inputs.last_k;
+    i.usesPosition = k.inputs.position;
+    i.usesSplit = k.inputs.split;
+    i.usesEdges = k.inputs.edges;
+    i.usesBins = k.inputs.bins;
     i.multiRun = k.multi_run;
     i.overTraining = k.over_training;
+    i.colourMap = k.colour_map;
+    i.defaultSplit = qs(k.default_split);
     out << i;
   }
   return out;
@@ -109,12 +115,7 @@ AnalysisOutcome runAnalysisJob(const AnalysisJob& job) {
             all = part;
             continue;
           }
-          all.matrices.insert(all.matrices.end(), part.matrices.begin(), part.matrices.end());
-          all.matrix_titles.insert(all.matrix_titles.end(), part.matrix_titles.begin(), part.matrix_titles.end());
-          all.buckets.insert(all.buckets.end(), part.buckets.begin(), part.buckets.end());
-          all.series.series.insert(all.series.series.end(), part.series.series.begin(), part.series.series.end());
-          all.shared_min = std::min(all.shared_min, part.shared_min);
-          all.shared_max = std::max(all.shared_max, part.shared_max);
+          cs::append_runs(all, part);
         }
         o.result = std::make_shared<const cs::AnalysisResult>(std::move(all));
       }

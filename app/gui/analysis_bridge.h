@@ -1,4 +1,4 @@
-// The Analyses tab's window onto core/analysis (issue #7). Torch-free: Qt value
+// The Analyses tab's window onto core/analysis (kinds.h). Torch-free: Qt value
 // types, plus a shared pointer to the core's plain result (cs::AnalysisResult,
 // only forward-declared here) which the GUI turns into a figure with
 // app/figures. Computation runs on an AnalysisWorker moved to a QThread (see
@@ -19,11 +19,15 @@ struct AnalysisResult;
 
 namespace gui {
 
-// cs::AnalysisKind as Qt values.
+// cs::AnalysisKind as Qt values: which inputs the kind reads, what it accepts.
 struct AnalysisKindInfo {
-  QString name, title, help, caption, result;
+  QString name, title, help, caption;
   QStringList tasks;
-  bool needsText = false, multiRun = false, overTraining = false;
+  bool needsText = false, usesLastK = false, usesPosition = false, usesSplit = false, usesEdges = false,
+       usesBins = false;
+  bool multiRun = false, overTraining = false;
+  bool colourMap = false;  // heatmaps: the colour-map choice applies
+  QString defaultSplit = QStringLiteral("test");
 };
 QList<AnalysisKindInfo> analysisKinds();
 

@@ -495,18 +495,18 @@ void AnalysisPanel::onKindChanged() {
 
 void AnalysisPanel::updateInputsVisibility() {
   const AnalysisKindInfo* k = kindInfo();
-  const QString n = k ? k->name : QString();
   auto show = [](const QList<QWidget*>& ws, bool on) {
     for (QWidget* w : ws) w->setVisible(on);
   };
   show(m_rowText, k && k->needsText);
-  show(m_rowK, n == QLatin1String("relevance"));
-  show(m_rowPos, n == QLatin1String("zone_relevance") || n == QLatin1String("composition"));
-  show(m_rowSplit, n == QLatin1String("length") || n == QLatin1String("metric_time"));
-  show(m_rowEdges, n == QLatin1String("length"));
-  show(m_rowBins, n == QLatin1String("gate_histogram"));
-  show(m_rowCmap, k && (k->result.startsWith(QLatin1String("matrix"))));
-  if (n == QLatin1String("metric_time") && m_split->currentText() == QLatin1String("test")) m_split->setCurrentText(QStringLiteral("valid"));
+  show(m_rowK, k && k->usesLastK);
+  show(m_rowPos, k && k->usesPosition);
+  show(m_rowSplit, k && k->usesSplit);
+  show(m_rowEdges, k && k->usesEdges);
+  show(m_rowBins, k && k->usesBins);
+  show(m_rowCmap, k && k->colourMap);
+  if (k && k->defaultSplit != QLatin1String("test") && m_split->currentText() == QLatin1String("test"))
+    m_split->setCurrentText(k->defaultSplit);
 }
 
 void AnalysisPanel::setText(const QString& text) { m_text->setPlainText(text); }

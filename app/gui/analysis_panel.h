@@ -1,4 +1,4 @@
-// The "Analyses" tab (issue #7): pick a run (and a second one to compare side by
+// The "Analyses" tab: pick a run (and a second one to compare side by
 // side / overlay), an analysis kind and its inputs, scrub through the run's
 // checkpoints with a slider (the view is recomputed on a worker thread and the
 // training curve marks the step being viewed), read the analysis' definition,

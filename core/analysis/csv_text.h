@@ -1,4 +1,4 @@
-// Text helpers shared by the analyses' CSV/JSON exports (analysis.cpp, analyses.cpp).
+// Text helpers shared by the analyses' CSV/JSON exports (results.cpp, kind_*.cpp).
 #pragma once
 #include <cmath>
 #include <sstream>

@@ -84,6 +84,19 @@ class SentenceTask : public Task {
   double pretrained_coverage() const { return coverage_; }
   static constexpr int32_t kPad = 1;  // id 0 = <unk>, 1 = <pad>
 
+  // Inspection (tasks/task.h; implemented in classify_inspect.cpp).
+  EncodedText encode_text(const std::string& text) const override;
+  void probe_sequence(const std::vector<int32_t>& ids, Probe& probe) override;
+  bool probe_split_sentences(const std::string& split, int64_t max, Probe& probe) override;
+  std::string split_text(const std::string& split, int64_t max_tokens) const override;
+  std::string default_analysis_text() const override;
+  SequenceScores sequence_scores(const std::string& split) override;
+  torch::Tensor class_probabilities(const std::vector<std::vector<int32_t>>& seqs) override;
+  std::vector<std::string> class_names() const override { return labels_; }
+  std::string cell_name() const override;
+  // Token-id sequences (label 0) as one padded batch for the model.
+  SentenceBatch batch_of(const std::vector<std::vector<int32_t>>& seqs) const;
+
  private:
   std::vector<int64_t> epoch_permutation(int64_t epoch) const;
   json cfg_;

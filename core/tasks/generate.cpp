@@ -6,14 +6,11 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
-#include <functional>
 #include <random>
 #include <sstream>
 
-#include "data/tokenizer.h"
-#include "data/utf8.h"
-#include "tasks/char_lm.h"
-#include "tasks/word_lm.h"
+#include "data/vocab.h"
+#include "tasks/task.h"
 #include "util/error.h"
 
 namespace cs {
@@ -22,73 +19,6 @@ namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kGreedyBelow = 1e-6;  // temperatures below this are argmax (T -> 0 limit)
-
-// The model behind a language-model task, reduced to what generation needs.
-struct LmView {
-  std::string task;
-  const Vocab* vocab = nullptr;
-  std::function<std::vector<State>()> initial;
-  std::function<torch::Tensor(const torch::Tensor&, std::vector<State>&)> forward;  // ids [T,1] -> logits [T,1,V]
-  std::vector<std::string> seed_symbols;
-  std::string start_symbol;  // fed first when the seed text is empty
-  bool words = false;
-};
-
-std::vector<std::string> word_seed_tokens(const std::string& text, const json& ds, const std::string& format) {
-  // The corpus' own tokenisation (word_corpus.cpp): PTB = whitespace-separated words, a line
-  // end = <eos>; plain text = data/tokenizer.h with the run's lowercase setting, a line break
-  // = <eos> unless the run's dataset.eos is "never".
-  std::vector<std::string> out;
-  const auto lines = split_lines(text);
-  TokenizerOptions to;
-  to.lowercase = ds.value("lowercase", true);
-  const bool eos = format == "ptb_word" || ds.value("eos", std::string("paragraph")) != "never";
-  for (size_t i = 0; i < lines.size(); ++i) {
-    if (format == "ptb_word") {
-      std::istringstream ss(lines[i]);
-      std::string w;
-      while (ss >> w) out.push_back(w);
-    } else {
-      for (auto& w : tokenize(lines[i], to)) out.push_back(w);
-    }
-    const bool last = i + 1 == lines.size();
-    const bool ended = !text.empty() && (text.back() == '\n');
-    if (eos && (!last || ended)) out.push_back("<eos>");
-  }
-  return out;
-}
-
-LmView view_of(Task& task, const std::string& seed_text) {
-  LmView v;
-  v.task = task.name();
-  if (auto* c = dynamic_cast<CharLMTask*>(&task)) {
-    v.vocab = &c->corpus().vocab;
-    auto net = c->net();
-    v.initial = [net] { return net->stack->initial_state(1, torch::TensorOptions().dtype(torch::kFloat32)); };
-    v.forward = [net](const torch::Tensor& x, std::vector<State>& s) mutable {
-      StepContext ctx;
-      return net->forward(x, s, ctx);
-    };
-    v.seed_symbols = utf8_symbols(seed_text);
-    v.start_symbol = "\n";
-    return v;
-  }
-  if (auto* w = dynamic_cast<WordLMTask*>(&task)) {
-    v.vocab = &w->corpus().vocab;
-    auto net = w->net();
-    v.initial = [net] { return net->initial_state(1, torch::TensorOptions().dtype(torch::kFloat32)); };
-    v.forward = [net](const torch::Tensor& x, std::vector<State>& s) mutable {
-      StepContext ctx;
-      return net->forward(x, s, ctx);
-    };
-    const json ds = w->config().value("dataset", json::object());
-    v.seed_symbols = word_seed_tokens(seed_text, ds, w->corpus().format);
-    v.start_symbol = "<eos>";
-    v.words = true;
-    return v;
-  }
-  throw UserError("generation needs a char_lm or word_lm run; this run's task is " + task.name());
-}
 
 // Samples an index from probabilities p (sum 1) with u ~ U[0, 1): the inverse CDF.
 int64_t sample_index(const std::vector<double>& p, double u) {
@@ -206,12 +136,12 @@ Generation generate(Task& task, const GenerateOptions& o) {
   if (!std::isfinite(o.temperature) || o.temperature < 0)
     throw UserError("temperature must be >= 0 (0 = greedy), got " + std::to_string(o.temperature));
   if (o.top_k < 0) throw UserError("top-k must be >= 0 (0 = all tokens), got " + std::to_string(o.top_k));
-  LmView v = view_of(task, o.seed_text);
+  TokenStepper v = task.token_stepper(o.seed_text);
   const int64_t V = static_cast<int64_t>(v.vocab->size());
   if (V < 2) throw UserError("the run's vocabulary has no symbols besides <unk>: nothing to generate");
 
   Generation g;
-  g.task = v.task;
+  g.task = task.name();
   g.options = o;
   auto net = task.model();
   const bool was_training = net->is_training();
@@ -232,9 +162,8 @@ Generation generate(Task& task, const GenerateOptions& o) {
     // no seed: start after a line break (<eos> for words) when the vocabulary has one, else <unk>
     seed_ids.push_back(v.vocab->id(v.start_symbol));
   }
-  auto states = v.initial();
   auto x = torch::tensor(seed_ids, torch::kInt64).view({-1, 1});
-  auto logits = v.forward(x, states).select(1, 0).to(torch::kFloat64);  // [S, V]
+  auto logits = v.forward(x).select(1, 0).to(torch::kFloat64);  // [S, V]
   if (primed) {
     auto lp = torch::log_softmax(logits, -1);
     for (size_t i = 0; i < seed_ids.size(); ++i) {
@@ -277,7 +206,7 @@ Generation generate(Task& task, const GenerateOptions& o) {
     g.tokens.push_back(std::move(t));
     if (n + 1 == o.length) break;
     auto xi = torch::tensor(std::vector<int64_t>{next}, torch::kInt64).view({1, 1});
-    last = v.forward(xi, states).select(1, 0)[0].to(torch::kFloat64);
+    last = v.forward(xi).select(1, 0)[0].to(torch::kFloat64);
   }
   if (was_training) net->train();
   return g;

@@ -32,6 +32,27 @@ void Task::set_shard(int rank, int world) {
                   " of " + std::to_string(world) + "); train it with one process");
 }
 
+// ---- Inspection defaults: the task does not support it.
+namespace {
+[[noreturn]] void unsupported(const Task& t, const std::string& what) {
+  throw UserError("task '" + t.name() + "' is not supported by " + what);
+}
+}  // namespace
+
+EncodedText Task::encode_text(const std::string&) const { unsupported(*this, "this analysis"); }
+void Task::probe_sequence(const std::vector<int32_t>&, Probe&) { unsupported(*this, "this analysis"); }
+std::string Task::split_text(const std::string&, int64_t) const { unsupported(*this, "this analysis"); }
+std::string Task::default_analysis_text() const { return ""; }
+SequenceScores Task::sequence_scores(const std::string&) {
+  throw UserError("length buckets need a char_lm, word_lm, classify or absa run");
+}
+torch::Tensor Task::class_probabilities(const std::vector<std::vector<int32_t>>&) {
+  unsupported(*this, "this analysis (it needs a classifier)");
+}
+TokenStepper Task::token_stepper(const std::string&) {
+  throw UserError("generation needs a char_lm or word_lm run; this run's task is " + name());
+}
+
 int64_t Task::parameter_count() {
   int64_t n = 0;
   for (auto& p : model()->parameters()) n += p.numel();

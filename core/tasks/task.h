@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "config/schema.h"
+#include "tasks/inspect.h"
 
 namespace cs {
 
@@ -68,6 +69,36 @@ class Task {
   // vector clears them again. load_state reads global state and keeps this rank's shard.
   virtual std::vector<torch::Tensor> sharded_state() const { return {}; }
   virtual void set_gathered_state(std::vector<torch::Tensor> full) {}
+
+  // ---- Inspection: what the analyses (core/analysis) and generation (tasks/generate.cpp)
+  // read from a trained task without knowing its class (types: tasks/inspect.h). The
+  // defaults (task.cpp) throw a UserError saying the task does not support it.
+  // `text` as the model's tokens: char_lm characters; word_lm whitespace-separated words;
+  // classify/absa the run's tokenizer, a word the vocabulary lacks tried lower-cased.
+  virtual EncodedText encode_text(const std::string& text) const;
+  // Runs the model over one sequence with `probe` attached: batch 1, eval mode, no grad,
+  // zero state, step-wise (fused kernels fall back to the path that records internals).
+  virtual void probe_sequence(const std::vector<int32_t>& ids, Probe& probe);
+  // Sentence tasks: when `split` is "train", "valid" or "test", runs its first `max`
+  // sentences as one batch with `probe` and returns true; false (nothing run) otherwise.
+  virtual bool probe_split_sentences(const std::string& split, int64_t max, Probe& probe) { return false; }
+  // The start of a split as text (LMs: its first `max_tokens` tokens; sentence tasks: its first sentence).
+  virtual std::string split_text(const std::string& split, int64_t max_tokens) const;
+  // The text an analysis uses when it is given none (char_lm: the first 120 characters of
+  // the valid split; word_lm: its first 30 tokens; classify/absa: the first valid sentence).
+  virtual std::string default_analysis_text() const;
+  // Every sequence of `split` scored once, for metrics by sequence length (char_lm: lines,
+  // word_lm: <eos>-ended sentences, classify/absa: examples).
+  virtual SequenceScores sequence_scores(const std::string& split);
+  // Classifiers: class probabilities [N, C] (float64) of token-id sequences run as one
+  // padded batch, and the names of the classes.
+  virtual torch::Tensor class_probabilities(const std::vector<std::vector<int32_t>>& seqs);
+  virtual std::vector<std::string> class_names() const { return {}; }
+  // The model's recurrent cell (model.cell of the run's config; "" when unknown).
+  virtual std::string cell_name() const { return ""; }
+  // Language models: the model stepped token by token for generation, `seed_text`
+  // tokenised as the corpus is. Other tasks: "generation needs a char_lm or word_lm run".
+  virtual TokenStepper token_stepper(const std::string& seed_text);
 };
 
 struct TaskInfo {

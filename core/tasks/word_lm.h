@@ -58,6 +58,15 @@ class WordLMTask : public Task {
   WordLMModel& net() { return model_; }
   bool averaging() const { return avg_on_; }
 
+  // Inspection (tasks/task.h; implemented in word_lm_inspect.cpp).
+  EncodedText encode_text(const std::string& text) const override;
+  void probe_sequence(const std::vector<int32_t>& ids, Probe& probe) override;
+  std::string split_text(const std::string& split, int64_t max_tokens) const override;
+  std::string default_analysis_text() const override;
+  SequenceScores sequence_scores(const std::string& split) override;
+  std::string cell_name() const override;
+  TokenStepper token_stepper(const std::string& seed_text) override;
+
  private:
   void update_average();
   json cfg_;

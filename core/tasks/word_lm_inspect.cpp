@@ -1,0 +1,126 @@
+// WordLMTask's inspection methods (tasks/task.h): the text as words of the run's
+// vocabulary, the model probed from a zero state, sentences scored for perplexity by
+// length (MC-RNN paper Fig. 4), and the model stepped for generation.
+#include <algorithm>
+#include <memory>
+#include <sstream>
+
+#include "data/tokenizer.h"
+#include "tasks/word_lm.h"
+#include "util/error.h"
+
+namespace cs {
+
+namespace {
+const std::vector<int32_t>& split_ids(const WordCorpus& c, const std::string& split) {
+  if (split == "valid") return c.valid;
+  if (split == "test") return c.test;
+  if (split == "train") return c.train;
+  throw UserError("unknown split '" + split + "'");
+}
+
+// A seed text tokenised as the corpus was (word_corpus.cpp): PTB = whitespace-separated
+// words, a line end = <eos>; plain text = data/tokenizer.h with the run's lowercase
+// setting, a line break = <eos> unless the run's dataset.eos is "never".
+std::vector<std::string> word_seed_tokens(const std::string& text, const json& ds, const std::string& format) {
+  std::vector<std::string> out;
+  const auto lines = split_lines(text);
+  TokenizerOptions to;
+  to.lowercase = ds.value("lowercase", true);
+  const bool eos = format == "ptb_word" || ds.value("eos", std::string("paragraph")) != "never";
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (format == "ptb_word") {
+      std::istringstream ss(lines[i]);
+      std::string w;
+      while (ss >> w) out.push_back(w);
+    } else {
+      for (auto& w : tokenize(lines[i], to)) out.push_back(w);
+    }
+    const bool last = i + 1 == lines.size();
+    const bool ended = !text.empty() && (text.back() == '\n');
+    if (eos && (!last || ended)) out.push_back("<eos>");
+  }
+  return out;
+}
+}  // namespace
+
+EncodedText WordLMTask::encode_text(const std::string& text) const {
+  EncodedText e;
+  std::istringstream ss(text);
+  for (std::string t; ss >> t;) {
+    const int32_t id = corpus_.vocab.id(t);
+    e.ids.push_back(id);
+    e.tokens.push_back(id == Vocab::kUnkId ? std::string(Vocab::kUnk) : t);
+  }
+  return e;
+}
+
+void WordLMTask::probe_sequence(const std::vector<int32_t>& ids, Probe& probe) {
+  StepContext ctx;
+  ctx.probe = &probe;
+  ctx.stepwise = true;
+  auto x = torch::tensor(std::vector<int64_t>(ids.begin(), ids.end()), torch::kInt64).view({-1, 1});
+  EvalScope es(*model_);
+  auto states = model_->initial_state(1, torch::TensorOptions());
+  model_->forward(x, states, ctx);
+}
+
+std::string WordLMTask::split_text(const std::string& split, int64_t max_tokens) const {
+  const auto& v = split_ids(corpus_, split);
+  std::string t;
+  for (size_t i = 0; i < v.size() && static_cast<int64_t>(i) < max_tokens; ++i) t += (i ? " " : "") + corpus_.vocab.symbol(v[i]);
+  return t;
+}
+
+std::string WordLMTask::default_analysis_text() const { return split_text("valid", 30); }
+
+SequenceScores WordLMTask::sequence_scores(const std::string& split) {
+  // MC-RNN paper Fig. 4 (language model): sentences = the tokens up to and including each
+  // <eos>, keyed by their word count (without <eos>); every token of the span is scored.
+  const auto& ids = split_ids(corpus_, split);
+  // streams of 70 tokens, 10 in parallel (the stream layout changes only the carried state)
+  std::vector<float> per;
+  {
+    EvalScope es(*model_);
+    nll_of(ids, 10, nullptr, &per);
+  }
+  const int32_t eos = corpus_.vocab.id("<eos>");
+  SequenceScores out;
+  out.metric = "ppl";
+  out.length_unit = "tokens";
+  size_t start = 0;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] != eos) continue;
+    const size_t b = std::max<size_t>(start, 1);  // position 0 has no prediction
+    const int64_t words = static_cast<int64_t>(i - start);
+    if (words > 0) {
+      ScoredSequence s;
+      s.length = words;
+      s.units = static_cast<int64_t>(i + 1 - b);
+      for (size_t j = b; j <= i; ++j) s.sum += per[j];
+      out.sequences.push_back(s);
+    }
+    start = i + 1;
+  }
+  return out;
+}
+
+std::string WordLMTask::cell_name() const { return cfg_.at("model").value("cell", ""); }
+
+TokenStepper WordLMTask::token_stepper(const std::string& seed_text) {
+  TokenStepper v;
+  v.vocab = &corpus_.vocab;
+  auto net = model_;
+  auto states = std::make_shared<std::vector<State>>(net->initial_state(1, torch::TensorOptions().dtype(torch::kFloat32)));
+  v.forward = [net, states](const torch::Tensor& x) mutable {
+    StepContext ctx;
+    return net->forward(x, *states, ctx);
+  };
+  const json ds = cfg_.value("dataset", json::object());
+  v.seed_symbols = word_seed_tokens(seed_text, ds, corpus_.format);
+  v.start_symbol = "<eos>";
+  v.words = true;
+  return v;
+}
+
+}  // namespace cs
