@@ -2,7 +2,6 @@
 
 #include <QHelpEvent>
 #include <QPainter>
-#include <QToolTip>
 
 #include <algorithm>
 #include <cmath>
@@ -242,11 +241,7 @@ QString AttentionGrid::tooltipTextAt(const QPoint& pos) const {
 bool AttentionGrid::event(QEvent* ev) {
   if (ev->type() == QEvent::ToolTip) {
     auto* he = static_cast<QHelpEvent*>(ev);
-    const QString text = tooltipTextAt(he->pos());
-    if (text.isEmpty())
-      QToolTip::hideText();
-    else
-      QToolTip::showText(he->globalPos(), text, this);
+    showHoverText(tooltipTextAt(he->pos()), he->globalPos());
     return true;
   }
   return QWidget::event(ev);

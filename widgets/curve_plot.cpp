@@ -547,11 +547,7 @@ QString CurvePlot::tooltipTextAt(const QPointF& pixel) const {
 
 void CurvePlot::onMouseMove(QMouseEvent* ev) {
   if (ev->buttons() != Qt::NoButton) return;  // dragging
-  const QString text = tooltipTextAt(ev->position());
-  if (text.isEmpty())
-    QToolTip::hideText();
-  else
-    QToolTip::showText(ev->globalPosition().toPoint(), text, m_plot);
+  showHoverText(tooltipTextAt(ev->position()), ev->globalPosition().toPoint());
 }
 
 QString CurvePlot::toCsv() const {

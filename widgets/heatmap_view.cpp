@@ -1,6 +1,5 @@
 #include "heatmap_view.h"
 
-#include <QToolTip>
 #include <QVBoxLayout>
 
 #include <cmath>
@@ -292,11 +291,7 @@ QString HeatmapView::tooltipTextAt(const QPointF& pixel) const {
 }
 
 void HeatmapView::onMouseMove(QMouseEvent* ev) {
-  const QString text = tooltipTextAt(ev->position());
-  if (text.isEmpty())
-    QToolTip::hideText();
-  else
-    QToolTip::showText(ev->globalPosition().toPoint(), text, m_plot);
+  showHoverText(tooltipTextAt(ev->position()), ev->globalPosition().toPoint());
 }
 
 QString HeatmapView::toCsv() const {

@@ -1,5 +1,7 @@
 #include "plot_view.h"
 
+#include <QToolTip>
+
 #include "qcp.h"
 
 namespace csw {
@@ -57,6 +59,13 @@ void PlotView::setYLabel(const QString& label) {
 
 bool PlotView::exportTo(const QString& path, const ExportOptions& options, QString* error) {
   return exportFigure(this, path, options, error);
+}
+
+void PlotView::showHoverText(const QString& text, const QPoint& globalPos) {
+  if (text.isEmpty())
+    QToolTip::hideText();
+  else
+    QToolTip::showText(globalPos, text, m_plot ? static_cast<QWidget*>(m_plot) : this);
 }
 
 void PlotView::requestReplot() {

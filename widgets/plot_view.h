@@ -8,7 +8,8 @@
 //    (QCustomPlot::rpQueuedReplot; update() for a painted view), so any number
 //    of changes in one pass of the event loop costs one repaint. Views whose
 //    data change per point (CurvePlot) may in addition defer their own per-point
-//    work to a caller-driven refresh, which then calls requestReplot() too.
+//    work to a caller-driven refresh, which then calls requestReplot() too;
+//  - the hover tooltip (showHoverText).
 #pragma once
 #include <QColor>
 #include <QString>
@@ -53,6 +54,8 @@ protected:
   // CustomPlot: creates plot() (the subclass lays it out) with the title row
   // above its axis rect (call before adding other elements to row 0).
   explicit PlotView(Kind kind, QWidget* parent = nullptr);
+  // The hover tooltip: text at globalPos (over plot(), or the view when painted); hidden when empty.
+  void showHoverText(const QString& text, const QPoint& globalPos);
   // Called after the title or a label changed; default: requestReplot().
   virtual void decorationChanged() { requestReplot(); }
 
