@@ -5,26 +5,28 @@
 #include <QApplication>
 #include <QComboBox>
 #include <QImage>
-#include <QItemSelectionModel>
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QLabel>
-#include <QPlainTextEdit>
 #include <QSettings>
 #include <QSortFilterProxyModel>
-#include <QTableView>
 #include <QXmlStreamReader>
 #include <QtTest/QtTest>
 
+#include "compare_panel.h"
+#include "configure_panel.h"
 #include "core_bridge.h"
 #include "curve_plot.h"
+#include "figure_export.h"
 #include "harness.h"
 #include "main_window.h"
 #include "option_form.h"
 #include "run_table.h"
+#include "training_controller.h"
+#include "training_panel.h"
 
 using gui::MainWindow;
 
@@ -88,8 +90,8 @@ private Q_SLOTS:
   void formFromSchema() {
     MainWindow w(opts(m_root + "/ws-form"));
     w.show();
-    QVERIFY(w.setConfigValue("model.cell", "gru"));
-    csw::OptionForm* form = w.form();
+    QVERIFY(w.configurePanel()->setConfigValue("model.cell", "gru"));
+    csw::OptionForm* form = w.configurePanel()->form();
     const QStringList paths = form->paths();
     // Every option of the schema for (gru, char_lm) except the dedicated controls.
     const auto descs = gui::optionDescs("gru", "char_lm");
@@ -103,88 +105,88 @@ private Q_SLOTS:
     QVERIFY2(tip.contains("Hidden state size") && tip.contains("Range: [1, 65536]"), qPrintable(tip));
     // Values carry over when the cell changes; the form is rebuilt.
     QVERIFY(form->setValue("model.hidden", 48));
-    QVERIFY(w.setConfigValue("model.cell", "lstm"));
-    QCOMPARE(w.currentConfig().value("model").toObject().value("cell").toString(), QString("lstm"));
+    QVERIFY(w.configurePanel()->setConfigValue("model.cell", "lstm"));
+    QCOMPARE(w.configurePanel()->currentConfig().value("model").toObject().value("cell").toString(), QString("lstm"));
     QCOMPARE(form->value("model.hidden").toInt(), 48);
     // The parameter count follows the options (computed off the GUI thread).
-    w.applyConfig(tinyConfig(10));
-    QTRY_VERIFY_WITH_TIMEOUT(w.parameterCount() > 0, 30000);
-    const qint64 small = w.parameterCount();
-    QVERIFY(w.setConfigValue("model.hidden", 64));
-    QTRY_VERIFY_WITH_TIMEOUT(w.parameterCount() > small, 30000);
+    w.configurePanel()->applyConfig(tinyConfig(10));
+    QTRY_VERIFY_WITH_TIMEOUT(w.configurePanel()->parameterCount() > 0, 30000);
+    const qint64 small = w.configurePanel()->parameterCount();
+    QVERIFY(w.configurePanel()->setConfigValue("model.hidden", 64));
+    QTRY_VERIFY_WITH_TIMEOUT(w.configurePanel()->parameterCount() > small, 30000);
     // GRU: embedding V*16 + 3 gates (16*64 + 64*64 + 2*64) + output 64*V + V; doubling hidden grows it.
-    QVERIFY(w.parameterCount() - small > 3 * (16 * 32 + 64 * 64 - 32 * 32));
+    QVERIFY(w.configurePanel()->parameterCount() - small > 3 * (16 * 32 + 64 * 64 - 32 * 32));
   }
 
   void validationNextToField() {
     const QString ws = m_root + "/ws-invalid";
     MainWindow w(opts(ws));
     w.show();
-    w.applyConfig(tinyConfig(10));
-    QVERIFY(w.setConfigValue("training.batch", 32));
-    QVERIFY(w.setConfigValue("dataset.max_chars", 20));  // too short for one batch: a cross-field error
-    w.revalidateNow();
-    const QString err = w.form()->errorText("dataset.max_chars");
+    w.configurePanel()->applyConfig(tinyConfig(10));
+    QVERIFY(w.configurePanel()->setConfigValue("training.batch", 32));
+    QVERIFY(w.configurePanel()->setConfigValue("dataset.max_chars", 20));  // too short for one batch: a cross-field error
+    w.configurePanel()->revalidateNow();
+    const QString err = w.configurePanel()->form()->errorText("dataset.max_chars");
     QVERIFY2(err.contains("training.batch"), qPrintable(err));
-    QTRY_VERIFY(w.form()->errorLabel("dataset.max_chars")->isVisible());  // rebuilt fields show on the next event loop turn
-    QVERIFY(w.form()->errorText("training.batch").isEmpty());
+    QTRY_VERIFY(w.configurePanel()->form()->errorLabel("dataset.max_chars")->isVisible());  // rebuilt fields show on the next event loop turn
+    QVERIFY(w.configurePanel()->form()->errorText("training.batch").isEmpty());
     QVERIFY(!w.startTraining());
-    QVERIFY(!w.isTraining());
+    QVERIFY(!w.controller()->isTraining());
     QCOMPARE(QDir(ws).entryList(QDir::Dirs | QDir::NoDotAndDotDot).size(), 0);  // nothing created
-    QVERIFY(w.setConfigValue("dataset.max_chars", 60000));
-    w.revalidateNow();
-    QVERIFY(w.form()->errorText("dataset.max_chars").isEmpty());
-    QVERIFY(w.validationErrors().isEmpty());
+    QVERIFY(w.configurePanel()->setConfigValue("dataset.max_chars", 60000));
+    w.configurePanel()->revalidateNow();
+    QVERIFY(w.configurePanel()->form()->errorText("dataset.max_chars").isEmpty());
+    QVERIFY(w.configurePanel()->validationErrors().isEmpty());
   }
 
   void trainPauseResumeStop() {
     const QString ws = m_root + "/ws-live";
     MainWindow w(opts(ws));
     w.show();
-    w.applyConfig(tinyConfig(1000000));
-    QSignalSpy started(&w, &MainWindow::runStarted);
+    w.configurePanel()->applyConfig(tinyConfig(1000000));
+    QSignalSpy started(w.controller(), &gui::TrainingController::runStarted);
     QVERIFY(w.startTraining());
-    QVERIFY(w.isTraining());
-    csw::CurvePlot* metric = w.trainingPlot("metric");
+    QVERIFY(w.controller()->isTraining());
+    csw::CurvePlot* metric = w.trainingPanel()->plot("metric");
     QTRY_VERIFY_WITH_TIMEOUT(metric->pointCount("train") >= 5, 60000);
     QCOMPARE(started.size(), 1);
-    const QString runDir = w.currentRunDir();
+    const QString runDir = w.controller()->currentRunDir();
     QVERIFY(QFileInfo::exists(runDir + "/config.json"));
-    QVERIFY(w.trainingPlot("lr")->pointCount("lr") > 0);
-    QVERIFY(w.trainingPlot("grad_norm")->pointCount("grad_norm") > 0);
+    QVERIFY(w.trainingPanel()->plot("lr")->pointCount("lr") > 0);
+    QVERIFY(w.trainingPanel()->plot("grad_norm")->pointCount("grad_norm") > 0);
     QTRY_VERIFY_WITH_TIMEOUT(w.progressText().contains("ETA"), 10000);
     QVERIFY(w.progressText().contains("chars/s"));
-    QVERIFY(!w.logView()->toPlainText().isEmpty());
+    QVERIFY(!w.trainingPanel()->logText().isEmpty());
 
     // Pause: no new points once the queue is drained.
-    w.togglePause();
-    QVERIFY(w.isPaused());
+    w.controller()->togglePause();
+    QVERIFY(w.controller()->isPaused());
     QTest::qWait(400);
     const int c1 = metric->pointCount("train");
     QTest::qWait(700);
     QCOMPARE(metric->pointCount("train"), c1);
     // Resume.
-    w.togglePause();
-    QVERIFY(!w.isPaused());
+    w.controller()->togglePause();
+    QVERIFY(!w.controller()->isPaused());
     QTRY_VERIFY_WITH_TIMEOUT(metric->pointCount("train") > c1 + 2, 30000);
 
     // x axis as epochs: the same points, x now fractional epochs.
-    w.setXAxis(gui::XAxis::Epoch);
+    w.trainingPanel()->setXAxis(gui::XAxis::Epoch);
     const auto xs = metric->seriesX("train");
     QVERIFY(!xs.isEmpty());
     QVERIFY(xs.last() < 100.0 && xs.last() > 0.0);
-    w.setXAxis(gui::XAxis::Step);
+    w.trainingPanel()->setXAxis(gui::XAxis::Step);
 
     // Stop: the run keeps a checkpoint and says it was stopped.
-    QSignalSpy finished(&w, &MainWindow::runFinished);
-    w.stopTraining();
-    QTRY_VERIFY_WITH_TIMEOUT(!w.isTraining(), 30000);
+    QSignalSpy finished(w.controller(), &gui::TrainingController::runFinished);
+    w.controller()->stop();
+    QTRY_VERIFY_WITH_TIMEOUT(!w.controller()->isTraining(), 30000);
     QCOMPARE(finished.size(), 1);
     QCOMPARE(finished.at(0).at(1).toString(), QString("stopped"));
     QCOMPARE(readJson(runDir + "/summary.json").value("status").toString(), QString("stopped"));
     QVERIFY(QFileInfo::exists(runDir + "/checkpoints/last.pt"));
-    QCOMPARE(w.runModel()->rowCount(), 1);
-    QCOMPARE(w.runModel()->runs()[0].status(), QString("stopped"));
+    QCOMPARE(w.comparePanel()->runModel()->rowCount(), 1);
+    QCOMPARE(w.comparePanel()->runModel()->runs()[0].status(), QString("stopped"));
   }
 
   void queueTwoSeeds() {
@@ -192,40 +194,40 @@ private Q_SLOTS:
     const QString ws = m_root + "/ws-seeds";
     MainWindow w(opts(ws));
     w.show();
-    QSignalSpy finished(&w, &MainWindow::runFinished);
-    w.applyConfig(tinyConfig(40, 1, 20));
+    QSignalSpy finished(w.controller(), &gui::TrainingController::runFinished);
+    w.configurePanel()->applyConfig(tinyConfig(40, 1, 20));
     QVERIFY(w.startTraining());
-    w.applyConfig(tinyConfig(40, 2, 20));
+    w.configurePanel()->applyConfig(tinyConfig(40, 2, 20));
     w.enqueueCurrent();
-    QCOMPARE(w.queueSize(), 1);
+    QCOMPARE(w.controller()->queueSize(), 1);
     QTRY_VERIFY_WITH_TIMEOUT(finished.size() == 2, 120000);
-    QCOMPARE(w.queueSize(), 0);
+    QCOMPARE(w.controller()->queueSize(), 0);
     for (const auto& args : finished) QCOMPARE(args.at(1).toString(), QString("finished"));
-    QTRY_COMPARE(w.runModel()->rowCount(), 2);
-    for (const auto& r : w.runModel()->runs()) {
+    QTRY_COMPARE(w.comparePanel()->runModel()->rowCount(), 2);
+    for (const auto& r : w.comparePanel()->runModel()->runs()) {
       QCOMPARE(r.status(), QString("finished"));
       QVERIFY(r.summary.value("best_valid").isDouble());
     }
-    QVERIFY(w.runModel()->differing().contains("training.seed"));
+    QVERIFY(w.comparePanel()->runModel()->differing().contains("training.seed"));
   }
 
   void compareOverlaySeedsDiff() {
     const QString ws = m_root + "/ws-seeds";
     MainWindow w(opts(ws));
     w.show();
-    QCOMPARE(w.runModel()->rowCount(), 2);
-    for (const auto& r : w.runModel()->runs()) w.runModel()->setChecked(r.dir, true);
-    csw::CurvePlot* plot = w.comparePlot();
-    QCOMPARE(w.compareMetricCombo()->currentData().toString(), QString("valid|bpc"));
+    QCOMPARE(w.comparePanel()->runModel()->rowCount(), 2);
+    for (const auto& r : w.comparePanel()->runModel()->runs()) w.comparePanel()->runModel()->setChecked(r.dir, true);
+    csw::CurvePlot* plot = w.comparePanel()->comparePlot();
+    QCOMPARE(w.comparePanel()->compareMetric(), QString("valid|bpc"));
     QCOMPARE(plot->seriesIds().size(), 2);
     for (const QString& id : plot->seriesIds()) QCOMPARE(plot->pointCount(id), 2);  // evals at 20 and 40
     QVERIFY(plot->legendVisible());
     // Training loss overlay: 40 points each.
-    w.compareMetricCombo()->setCurrentIndex(w.compareMetricCombo()->findData("train|loss"));
+    QVERIFY(w.comparePanel()->setCompareMetric("train|loss"));
     for (const QString& id : plot->seriesIds()) QCOMPARE(plot->pointCount(id), 40);
     // Seeds -> one mean curve with a band; the mean is the mean of the two runs.
     const auto y0 = plot->seriesY(plot->seriesIds()[0]), y1 = plot->seriesY(plot->seriesIds()[1]);
-    w.setSeedAggregation(true);
+    w.comparePanel()->setSeedAggregation(true);
     QCOMPARE(plot->seriesIds().size(), 1);
     const QString mid = plot->seriesIds()[0];
     QVERIFY(plot->hasBand(mid));
@@ -233,27 +235,25 @@ private Q_SLOTS:
     const auto ym = plot->seriesY(mid);
     QCOMPARE(ym.size(), 40);
     QVERIFY(qAbs(ym[5] - 0.5 * (y0[5] + y1[5])) < 1e-9);
-    w.setSeedAggregation(false);
+    w.comparePanel()->setSeedAggregation(false);
     QCOMPARE(plot->seriesIds().size(), 2);
 
     // Config diff of two selected runs.
-    auto* sel = w.runView()->selectionModel();
-    sel->select(w.runProxy()->index(0, 0), QItemSelectionModel::Select | QItemSelectionModel::Rows);
-    sel->select(w.runProxy()->index(1, 0), QItemSelectionModel::Select | QItemSelectionModel::Rows);
-    const QString diff = w.configDiffText();
+    w.comparePanel()->selectRows({0, 1});
+    const QString diff = w.comparePanel()->configDiffText();
     QVERIFY2(diff.startsWith("training.seed: "), qPrintable(diff));
     QCOMPARE(diff.count('\n'), 0);  // only the seed differs
 
     // Sort and filter.
-    w.runProxy()->sort(gui::RunTableModel::BestValid, Qt::AscendingOrder);
-    const double b0 = w.runProxy()->index(0, gui::RunTableModel::BestValid).data(gui::RunTableModel::SortRole).toDouble();
-    const double b1 = w.runProxy()->index(1, gui::RunTableModel::BestValid).data(gui::RunTableModel::SortRole).toDouble();
+    w.comparePanel()->runProxy()->sort(gui::RunTableModel::BestValid, Qt::AscendingOrder);
+    const double b0 = w.comparePanel()->runProxy()->index(0, gui::RunTableModel::BestValid).data(gui::RunTableModel::SortRole).toDouble();
+    const double b1 = w.comparePanel()->runProxy()->index(1, gui::RunTableModel::BestValid).data(gui::RunTableModel::SortRole).toDouble();
     QVERIFY(b0 <= b1);
-    w.runProxy()->setFilterFixedString("gru");
-    QCOMPARE(w.runProxy()->rowCount(), 2);
-    w.runProxy()->setFilterFixedString("no-such-run");
-    QCOMPARE(w.runProxy()->rowCount(), 0);
-    w.runProxy()->setFilterFixedString(QString());
+    w.comparePanel()->runProxy()->setFilterFixedString("gru");
+    QCOMPARE(w.comparePanel()->runProxy()->rowCount(), 2);
+    w.comparePanel()->runProxy()->setFilterFixedString("no-such-run");
+    QCOMPARE(w.comparePanel()->runProxy()->rowCount(), 0);
+    w.comparePanel()->runProxy()->setFilterFixedString(QString());
   }
 
   void exportFigures() {
@@ -261,23 +261,23 @@ private Q_SLOTS:
     MainWindow w(opts(ws));
     w.resize(1200, 800);
     w.show();
-    const QString dir = w.runModel()->runs()[0].dir;
+    const QString dir = w.comparePanel()->runModel()->runs()[0].dir;
     w.showRunInTrainingView(dir);
-    csw::CurvePlot* metric = w.trainingPlot("metric");
+    csw::CurvePlot* metric = w.trainingPanel()->plot("metric");
     QCOMPARE(metric->pointCount("train"), 40);
     QCOMPARE(metric->pointCount("valid"), 2);
     const QString out = m_root + "/export";
     QDir().mkpath(out);
-    csw::ExportOptions eo = w.exportOptions();
+    csw::ExportOptions eo = w.exporter()->options();
     eo.scale = 2.0;
     eo.size = QSize(600, 400);
     eo.fontPointSize = 11;
-    w.setExportOptions(eo);
+    w.exporter()->setOptions(eo);
     QString err;
-    QVERIFY2(w.exportPlot(metric, out + "/m.png", &err), qPrintable(err));
-    QVERIFY2(w.exportPlot(metric, out + "/m.pdf", &err), qPrintable(err));
-    QVERIFY2(w.exportPlot(metric, out + "/m.svg", &err), qPrintable(err));
-    QVERIFY2(w.exportPlot(metric, out + "/m.csv", &err), qPrintable(err));
+    QVERIFY2(w.exporter()->exportPlot(metric, out + "/m.png", &err), qPrintable(err));
+    QVERIFY2(w.exporter()->exportPlot(metric, out + "/m.pdf", &err), qPrintable(err));
+    QVERIFY2(w.exporter()->exportPlot(metric, out + "/m.svg", &err), qPrintable(err));
+    QVERIFY2(w.exporter()->exportPlot(metric, out + "/m.csv", &err), qPrintable(err));
     QCOMPARE(head(out + "/m.png", 8), QByteArray("\x89PNG\r\n\x1a\n", 8));
     QImage png(out + "/m.png");
     QCOMPARE(png.size(), QSize(1200, 800));  // size x scale
@@ -306,14 +306,14 @@ private Q_SLOTS:
 
     // Every figure of the run into a folder.
     QStringList written;
-    QVERIFY2(w.exportAllFigures(out + "/all", &written, &err), qPrintable(err));
+    QVERIFY2(w.trainingPanel()->exportAllFigures(out + "/all", &written, &err), qPrintable(err));
     QCOMPARE(written.size(), 4 * 4);  // metric, lr, grad_norm, throughput (no extra metrics) x 4 formats
     for (const QString& f : written) QVERIFY(QFileInfo(f).size() > 0);
 
     // Comparison figure and the run table.
-    for (const auto& r : w.runModel()->runs()) w.runModel()->setChecked(r.dir, true);
-    QVERIFY2(w.exportPlot(w.comparePlot(), out + "/compare.svg", &err), qPrintable(err));
-    QVERIFY2(w.exportRunTable(out + "/runs.csv", &err), qPrintable(err));
+    for (const auto& r : w.comparePanel()->runModel()->runs()) w.comparePanel()->runModel()->setChecked(r.dir, true);
+    QVERIFY2(w.exporter()->exportPlot(w.comparePanel()->comparePlot(), out + "/compare.svg", &err), qPrintable(err));
+    QVERIFY2(w.comparePanel()->exportRunTable(out + "/runs.csv", &err), qPrintable(err));
     QFile t(out + "/runs.csv");
     QVERIFY(t.open(QIODevice::ReadOnly));
     const QStringList rows = QString::fromUtf8(t.readAll()).split('\n', Qt::SkipEmptyParts);
@@ -330,7 +330,7 @@ private Q_SLOTS:
     {
       MainWindow w(opts(ws));
       w.show();
-      QCOMPARE(w.runModel()->rowCount(), 0);
+      QCOMPARE(w.comparePanel()->runModel()->rowCount(), 0);
       const QString cfgPath = m_root + "/cli-config.json";
       QFile f(cfgPath);
       QVERIFY(f.open(QIODevice::WriteOnly));
@@ -338,31 +338,31 @@ private Q_SLOTS:
       f.close();
       QString out, err;
       QCOMPARE(cstest::run_cli({"train", cfgPath, "--workspace", ws, "--quiet"}, &out, &err), 0);
-      QTRY_COMPARE_WITH_TIMEOUT(w.runModel()->rowCount(), 1, 10000);
-      QTRY_COMPARE_WITH_TIMEOUT(w.runModel()->runs()[0].status(), QString("finished"), 10000);
+      QTRY_COMPARE_WITH_TIMEOUT(w.comparePanel()->runModel()->rowCount(), 1, 10000);
+      QTRY_COMPARE_WITH_TIMEOUT(w.comparePanel()->runModel()->runs()[0].status(), QString("finished"), 10000);
       // Remember workspace and choices.
-      QVERIFY(w.setConfigValue("model.cell", "lstm"));
-      QVERIFY(w.setConfigValue("model.hidden", 40));
+      QVERIFY(w.configurePanel()->setConfigValue("model.cell", "lstm"));
+      QVERIFY(w.configurePanel()->setConfigValue("model.hidden", 40));
       w.close();
     }
     MainWindow w2(opts(QString(), /*restore=*/true));
     QCOMPARE(w2.workspace(), QFileInfo(ws).absoluteFilePath());
-    QCOMPARE(w2.currentConfig().value("model").toObject().value("cell").toString(), QString("lstm"));
-    QCOMPARE(w2.form()->value("model.hidden").toInt(), 40);
+    QCOMPARE(w2.configurePanel()->currentConfig().value("model").toObject().value("cell").toString(), QString("lstm"));
+    QCOMPARE(w2.configurePanel()->form()->value("model.hidden").toInt(), 40);
   }
 
   void failureIsReported() {
     const QString ws = m_root + "/ws-fail";
     MainWindow w(opts(ws));
-    QSignalSpy failed(&w, &MainWindow::runFailed);
+    QSignalSpy failed(w.controller(), &gui::TrainingController::runFailed);
     QJsonObject cfg = tinyConfig(10);
     cfg.insert("dataset", QJsonObject{{"path", m_root + "/does-not-exist.txt"}});
-    w.applyConfig(cfg);
-    QCOMPARE(w.datasetFormat(), QString("unreadable"));
+    w.configurePanel()->applyConfig(cfg);
+    QCOMPARE(w.configurePanel()->datasetFormat(), QString("unreadable"));
     QVERIFY(w.startTraining());
-    QTRY_VERIFY_WITH_TIMEOUT(!w.isTraining(), 30000);
+    QTRY_VERIFY_WITH_TIMEOUT(!w.controller()->isTraining(), 30000);
     QCOMPARE(failed.size(), 1);
-    QVERIFY2(w.lastError().contains("does-not-exist.txt"), qPrintable(w.lastError()));
+    QVERIFY2(w.controller()->lastError().contains("does-not-exist.txt"), qPrintable(w.controller()->lastError()));
     QCOMPARE(QDir(ws).entryList(QDir::Dirs | QDir::NoDotAndDotDot).size(), 0);  // no half-made run
   }
 
@@ -381,9 +381,9 @@ private Q_SLOTS:
     QCOMPARE(gui::detectFormat(d + "/b.dat"), QString("text8"));
     QCOMPARE(gui::detectFormat(d + "/c.data"), QString("jsonl"));
     MainWindow w(opts(m_root + "/ws-form"));
-    w.setDatasetFile(d + "/a.txt");
-    QCOMPARE(w.datasetFormat(), QString("text"));
-    QCOMPARE(w.currentConfig().value("dataset").toObject().value("path").toString(), QFileInfo(d + "/a.txt").absoluteFilePath());
+    w.configurePanel()->setDatasetFile(d + "/a.txt");
+    QCOMPARE(w.configurePanel()->datasetFormat(), QString("text"));
+    QCOMPARE(w.configurePanel()->currentConfig().value("dataset").toObject().value("path").toString(), QFileInfo(d + "/a.txt").absoluteFilePath());
   }
 };
 

@@ -10,8 +10,8 @@
 #include <QJsonObject>
 #include <QSignalSpy>
 #include <QSlider>
-#include <QTabWidget>
 
+#include <algorithm>
 #include <cmath>
 
 #include "analysis_bridge.h"
@@ -231,9 +231,10 @@ private Q_SLOTS:
     o.restoreLastConfig = false;
     gui::MainWindow w(o);
     QVERIFY(w.analysisPanel());
-    const int idx = w.tabs()->indexOf(w.analysisPanel());
-    QVERIFY(idx >= 0);
-    QCOMPARE(w.tabs()->tabText(idx), QString("Analyses"));
+    const auto panels = w.panels();
+    const auto entry = std::find_if(panels.begin(), panels.end(), [&](const gui::PanelEntry& e) { return e.widget == w.analysisPanel(); });
+    QVERIFY(entry != panels.end());
+    QCOMPARE(entry->title, QString("Analyses"));
     QCOMPARE(w.analysisPanel()->workspace(), QFileInfo(m_ws).absoluteFilePath());
     QVERIFY(w.analysisPanel()->runDirs().size() >= 1);
     // View > Analyses is bound to Ctrl+3.
@@ -243,7 +244,7 @@ private Q_SLOTS:
     QVERIFY(act);
     QVERIFY(act->text().contains("Analyses"));
     act->trigger();
-    QCOMPARE(w.tabs()->currentIndex(), idx);
+    QCOMPARE(w.currentPanel(), static_cast<QWidget*>(w.analysisPanel()));
   }
 };
 

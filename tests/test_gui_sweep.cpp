@@ -11,15 +11,17 @@
 #include <QFileInfo>
 #include <QJsonObject>
 #include <QSettings>
-#include <QTabWidget>
 #include <QTableWidget>
 #include <QtTest/QtTest>
 
+#include "configure_panel.h"
 #include "corpus_fixture.h"
 #include "harness.h"
 #include "main_window.h"
 #include "qcp.h"
 #include "sweep_panel.h"
+#include "training_controller.h"
+#include "training_panel.h"
 
 class GuiSweepTest : public QObject {
   Q_OBJECT
@@ -43,21 +45,21 @@ class GuiSweepTest : public QObject {
     o.restoreLastConfig = false;
     gui::MainWindow w(o);
     w.resize(1400, 900);
-    w.applyConfig(QJsonObject{{"task", QJsonObject{{"name", "char_lm"}}},
+    w.configurePanel()->applyConfig(QJsonObject{{"task", QJsonObject{{"name", "char_lm"}}},
                               {"dataset", QJsonObject{{"path", corpus}}},
                               {"model", QJsonObject{{"cell", "gru"}, {"embed", 8}, {"hidden", 16}}},
                               {"training", QJsonObject{{"steps", 12}, {"batch", 8}, {"bptt", 16}, {"eval_every", 6},
                                                        {"log_every", 3}, {"lr", 0.003}, {"threads", 1}}}});
-    auto* panel = w.findChild<gui::SweepPanel*>("sweepPanel");
+    auto* panel = w.sweepPanel();
     QVERIFY(panel);
     // View > Sweeps (Ctrl+4) shows the tab.
     QAction* act = nullptr;
     for (QAction* a : w.findChildren<QAction*>())
       if (a->shortcut() == QKeySequence(QStringLiteral("Ctrl+4"))) act = a;
     QVERIFY(act);
-    w.tabs()->setCurrentIndex(0);
+    w.showPanel(w.trainingPanel());
     act->trigger();
-    QCOMPARE(w.tabs()->currentWidget(), static_cast<QWidget*>(panel));
+    QCOMPARE(w.currentPanel(), static_cast<QWidget*>(panel));
 
     // An invalid value: refused before anything runs, the point and the option named.
     panel->setSweepName("gui-2x2");
@@ -75,7 +77,7 @@ class GuiSweepTest : public QObject {
     // while the sweep runs the Training tab does not start a second training
     QVERIFY(panel->isRunning());
     QVERIFY(!w.startTraining());
-    QVERIFY(!w.isTraining());
+    QVERIFY(!w.controller()->isTraining());
     QVERIFY(finished.wait(240000) || !failed.isEmpty());
     QVERIFY2(failed.isEmpty(), failed.isEmpty() ? "" : qPrintable(failed.at(0).at(0).toString()));
     QCOMPARE(finished.at(0).at(0).toBool(), false);  // not stopped

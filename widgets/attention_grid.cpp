@@ -2,14 +2,15 @@
 
 #include <QHelpEvent>
 #include <QPainter>
-#include <QToolTip>
 
 #include <algorithm>
 #include <cmath>
 
 namespace csw {
 
-AttentionGrid::AttentionGrid(QWidget* parent) : QWidget(parent) {
+AttentionGrid::AttentionGrid(QWidget* parent) : PlotView(Kind::Painted, parent) {
+  setXLabel(QStringLiteral("token"));
+  setYLabel(QStringLiteral("channel"));
   setAttribute(Qt::WA_OpaquePaintEvent);
   setMouseTracking(true);
 }
@@ -17,12 +18,12 @@ AttentionGrid::AttentionGrid(QWidget* parent) : QWidget(parent) {
 void AttentionGrid::setTokens(const QStringList& tokens) {
   m_tokens = tokens;
   updateGeometry();
-  update();
+  requestReplot();
 }
 
 void AttentionGrid::setChannelLabels(const QStringList& labels) {
   m_channelLabels = labels;
-  update();
+  requestReplot();
 }
 
 QString AttentionGrid::channelLabel(int channel) const {
@@ -33,12 +34,12 @@ QString AttentionGrid::channelLabel(int channel) const {
 void AttentionGrid::setWeights(const QVector<QVector<double>>& weights) {
   m_weights = weights;
   updateGeometry();
-  update();
+  requestReplot();
 }
 
 void AttentionGrid::setInDegrees(const QVector<QVector<int>>& inDegree) {
   m_inDegree = inDegree;
-  update();
+  requestReplot();
 }
 
 int AttentionGrid::tokenCount() const {
@@ -58,30 +59,13 @@ int AttentionGrid::inDegree(int channel, int token) const {
   return m_inDegree[channel][token];
 }
 
-void AttentionGrid::setTitle(const QString& title) {
-  m_title = title;
-  update();
-}
-QString AttentionGrid::replaceTitle(const QString& title) {
-  const QString old = m_title;
-  setTitle(title);
-  return old;
-}
-void AttentionGrid::setXLabel(const QString& label) {
-  m_xLabel = label;
-  update();
-}
-void AttentionGrid::setYLabel(const QString& label) {
-  m_yLabel = label;
-  update();
-}
 void AttentionGrid::setBaseColor(const QColor& c) {
   m_base = c;
-  update();
+  requestReplot();
 }
 void AttentionGrid::setShowValues(bool show) {
   m_showValues = show;
-  update();
+  requestReplot();
 }
 
 QVector<int> AttentionGrid::blockBoundaries(const QVector<int>& inDegree) {
@@ -107,18 +91,18 @@ QSize AttentionGrid::figureSize() const {
 
 AttentionGrid::Geometry AttentionGrid::geometryFor(const QRect& target, const QFontMetricsF& fm) const {
   Geometry g;
-  double labelW = fm.horizontalAdvance(m_yLabel.isEmpty() ? QString() : QStringLiteral("M")) * 1.6;
+  double labelW = fm.horizontalAdvance(yLabel().isEmpty() ? QString() : QStringLiteral("M")) * 1.6;
   for (int c = 0; c < channelCount(); ++c) labelW = std::max(labelW, fm.horizontalAdvance(channelLabel(c)));
   const double lh = fm.height();
-  const double left = target.left() + 6 + (m_yLabel.isEmpty() ? 0 : lh + 4) + labelW + 6;
-  const double top = target.top() + 6 + (m_title.isEmpty() ? 0 : lh * 1.4 + 4);
+  const double left = target.left() + 6 + (yLabel().isEmpty() ? 0 : lh + 4) + labelW + 6;
+  const double top = target.top() + 6 + (title().isEmpty() ? 0 : lh * 1.4 + 4);
   // Token labels wider than their cell are staggered on two lines (reserve the second).
   const int ntok = std::max(1, tokenCount());
   const double roughCellW = (target.right() + 1 - 8 - left) / ntok;
   double widest = 0;
   for (const QString& tok : m_tokens) widest = std::max(widest, fm.horizontalAdvance(tok));
   g.staggered = widest + 4 > roughCellW;
-  const double bottom = target.bottom() + 1 - 6 - lh - 4 - (g.staggered ? lh : 0) - (m_xLabel.isEmpty() ? 0 : lh + 2);
+  const double bottom = target.bottom() + 1 - 6 - lh - 4 - (g.staggered ? lh : 0) - (xLabel().isEmpty() ? 0 : lh + 2);
   const double right = target.right() + 1 - 8;
   g.grid = QRectF(QPointF(left, top), QPointF(std::max(left + 1, right), std::max(top + 1, bottom)));
   const int nt = std::max(1, tokenCount()), nc = std::max(1, channelCount());
@@ -138,14 +122,14 @@ void AttentionGrid::renderFigure(QPainter* p, const QRect& target) const {
   const int nt = tokenCount(), nc = channelCount();
 
   // Title.
-  if (!m_title.isEmpty()) {
+  if (!title().isEmpty()) {
     QFont tf = font;
     tf.setBold(true);
     tf.setPointSizeF(font.pointSizeF() * 1.2);
     p->setFont(tf);
     p->setPen(Qt::black);
     p->drawText(QRectF(target.left(), target.top() + 4, target.width(), fm.height() * 1.4),
-                Qt::AlignCenter, m_title);
+                Qt::AlignCenter, title());
     p->setFont(font);
   }
 
@@ -213,15 +197,15 @@ void AttentionGrid::renderFigure(QPainter* p, const QRect& target) const {
     const QRectF r(g.grid.left() + t * g.cellW - 20, g.grid.bottom() + 2 + dy, g.cellW + 40, fm.height() + 2);
     p->drawText(r, Qt::AlignHCenter | Qt::AlignTop, tok);
   }
-  if (!m_xLabel.isEmpty())
+  if (!xLabel().isEmpty())
     p->drawText(QRectF(g.grid.left(), g.grid.bottom() + fm.height() * (g.staggered ? 2 : 1) + 4, g.grid.width(), fm.height() + 2),
-                Qt::AlignHCenter | Qt::AlignTop, m_xLabel);
-  if (!m_yLabel.isEmpty()) {
+                Qt::AlignHCenter | Qt::AlignTop, xLabel());
+  if (!yLabel().isEmpty()) {
     p->save();
     p->translate(target.left() + 6 + fm.height() / 2, g.grid.center().y());
     p->rotate(-90);
     p->drawText(QRectF(-g.grid.height() / 2, -fm.height() / 2, g.grid.height(), fm.height()), Qt::AlignCenter,
-                m_yLabel);
+                yLabel());
     p->restore();
   }
   p->restore();
@@ -257,11 +241,7 @@ QString AttentionGrid::tooltipTextAt(const QPoint& pos) const {
 bool AttentionGrid::event(QEvent* ev) {
   if (ev->type() == QEvent::ToolTip) {
     auto* he = static_cast<QHelpEvent*>(ev);
-    const QString text = tooltipTextAt(he->pos());
-    if (text.isEmpty())
-      QToolTip::hideText();
-    else
-      QToolTip::showText(he->globalPos(), text, this);
+    showHoverText(tooltipTextAt(he->pos()), he->globalPos());
     return true;
   }
   return QWidget::event(ev);

@@ -18,11 +18,11 @@
 #include <QVector>
 #include <QWidget>
 
-#include "export.h"
+#include "plot_view.h"
 
 namespace csw {
 
-class AttentionGrid : public QWidget, public ExportableView {
+class AttentionGrid : public PlotView {
   Q_OBJECT
 public:
   explicit AttentionGrid(QWidget* parent = nullptr);
@@ -41,10 +41,6 @@ public:
   double weight(int channel, int token) const;
   int inDegree(int channel, int token) const;  // -1 when unknown
 
-  void setTitle(const QString& title);
-  QString title() const { return m_title; }
-  void setXLabel(const QString& label);
-  void setYLabel(const QString& label);
   void setBaseColor(const QColor& c);
   void setShowValues(bool show);
 
@@ -65,7 +61,6 @@ public:
   QString toCsv() const override;
   void renderFigure(QPainter* painter, const QRect& target) const override;
   QSize figureSize() const override;
-  QString replaceTitle(const QString& title) override;
 
 protected:
   void paintEvent(QPaintEvent* ev) override;
@@ -82,7 +77,6 @@ private:
   QStringList m_tokens, m_channelLabels;
   QVector<QVector<double>> m_weights;
   QVector<QVector<int>> m_inDegree;
-  QString m_title, m_xLabel = QStringLiteral("token"), m_yLabel = QStringLiteral("channel");
   QColor m_base = QColor(0x1f, 0x4e, 0x9a);
   bool m_showValues = true;
 };

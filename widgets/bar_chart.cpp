@@ -9,21 +9,13 @@
 
 namespace csw {
 
-namespace {
-const QColor kBarPalette[] = {QColor(0x1f, 0x77, 0xb4), QColor(0xff, 0x7f, 0x0e), QColor(0x2c, 0xa0, 0x2c),
-                              QColor(0xd6, 0x27, 0x28), QColor(0x94, 0x67, 0xbd), QColor(0x8c, 0x56, 0x4b),
-                              QColor(0xe3, 0x77, 0xc2), QColor(0x7f, 0x7f, 0x7f), QColor(0xbc, 0xbd, 0x22),
-                              QColor(0x17, 0xbe, 0xcf)};
-}
-
 struct BarChart::Series {
   QString id, label;
   QVector<double> values, errors;
   QColor color;
 };
 
-BarChart::BarChart(QWidget* parent) : QWidget(parent) {
-  m_plot = new QCustomPlot(this);
+BarChart::BarChart(QWidget* parent) : PlotView(Kind::CustomPlot, parent) {
   m_plot->setMinimumSize(150, 100);
   auto* lay = new QVBoxLayout(this);
   lay->setContentsMargins(0, 0, 0, 0);
@@ -37,12 +29,6 @@ BarChart::BarChart(QWidget* parent) : QWidget(parent) {
   m_group->setSpacingType(QCPBarsGroup::stAbsolute);
   m_group->setSpacing(1);
 
-  m_title = new QCPTextElement(m_plot, QString(), QFont(font().family(), font().pointSize() + 2, QFont::Bold));
-  m_plot->plotLayout()->insertRow(0);
-  m_plot->plotLayout()->addElement(0, 0, m_title);
-  m_plot->plotLayout()->setRowStretchFactor(0, 0.01);
-  m_title->setVisible(false);
-  m_title->setMaximumSize(QWIDGETSIZE_MAX, 0);
   // Legend in a row below the plot, laid out horizontally, so it never hides bars.
   m_plot->axisRect()->insetLayout()->take(m_plot->legend);
   m_plot->plotLayout()->addElement(2, 0, m_plot->legend);
@@ -69,7 +55,7 @@ void BarChart::setSeries(const QString& id, const QString& label, const QVector<
   if (!s) {
     s = new Series;
     s->id = id;
-    s->color = kBarPalette[m_series.size() % 10];
+    s->color = paletteColor(m_series.size());
     m_series.append(s);
   }
   s->label = label.isEmpty() ? id : label;
@@ -116,26 +102,6 @@ void BarChart::setCountsLabel(const QString& label) {
   rebuild();
 }
 
-void BarChart::setTitle(const QString& title) {
-  m_title->setText(title);
-  m_title->setVisible(!title.isEmpty());
-  m_title->setMaximumSize(QWIDGETSIZE_MAX, title.isEmpty() ? 0 : QWIDGETSIZE_MAX);
-  m_plot->replot(QCustomPlot::rpQueuedReplot);
-}
-QString BarChart::title() const { return m_title->text(); }
-QString BarChart::replaceTitle(const QString& title) {
-  const QString old = this->title();
-  setTitle(title);
-  return old;
-}
-void BarChart::setXLabel(const QString& label) {
-  m_plot->xAxis->setLabel(label);
-  m_plot->replot(QCustomPlot::rpQueuedReplot);
-}
-void BarChart::setYLabel(const QString& label) {
-  m_plot->yAxis->setLabel(label);
-  m_plot->replot(QCustomPlot::rpQueuedReplot);
-}
 void BarChart::setLegendVisible(bool visible) {
   m_legend = visible;
   rebuild();
@@ -233,7 +199,7 @@ void BarChart::rebuild() {
   if (hi <= lo) hi = lo + 1.0;
   m_plot->yAxis->setRange(lo, hi);
   m_plot->legend->setVisible(m_legend && (m_series.size() > 1 || m_countGraph));
-  m_plot->replot(QCustomPlot::rpQueuedReplot);
+  requestReplot();
 }
 
 QString BarChart::toCsv() const {

@@ -16,18 +16,17 @@
 #include <QVector>
 #include <QWidget>
 
-#include "export.h"
+#include "plot_view.h"
 
 class QCustomPlot;
 class QCPBars;
 class QCPBarsGroup;
 class QCPErrorBars;
 class QCPGraph;
-class QCPTextElement;
 
 namespace csw {
 
-class BarChart : public QWidget, public ExportableView {
+class BarChart : public PlotView {
   Q_OBJECT
 public:
   enum class CountsMode { Hidden, Text, SecondAxis };
@@ -53,28 +52,19 @@ public:
   CountsMode countsMode() const { return m_countsMode; }
   void setCountsLabel(const QString& label);  // axis label / text prefix, default "n"
 
-  void setTitle(const QString& title);
-  QString title() const;
-  void setXLabel(const QString& label);
-  void setYLabel(const QString& label);
   void setLegendVisible(bool visible);
   // Fixed y range; NaN for either = automatic (0 .. max(value + error) with headroom).
   void setYRange(double lo, double hi);
 
-  QCustomPlot* plot() const { return m_plot; }
 
   // ExportableView
   QString toCsv() const override;
-  QCustomPlot* figurePlot() const override { return m_plot; }
-  QString replaceTitle(const QString& title) override;
 
 private:
   struct Series;
   void rebuild();
 
-  QCustomPlot* m_plot = nullptr;
   QCPBarsGroup* m_group = nullptr;
-  QCPTextElement* m_title = nullptr;
   QCPGraph* m_countGraph = nullptr;
   QStringList m_buckets;
   QList<Series*> m_series;

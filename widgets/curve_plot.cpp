@@ -18,11 +18,6 @@
 namespace csw {
 
 namespace {
-const QColor kPalette[] = {QColor(0x1f, 0x77, 0xb4), QColor(0xff, 0x7f, 0x0e), QColor(0x2c, 0xa0, 0x2c),
-                           QColor(0xd6, 0x27, 0x28), QColor(0x94, 0x67, 0xbd), QColor(0x8c, 0x56, 0x4b),
-                           QColor(0xe3, 0x77, 0xc2), QColor(0x7f, 0x7f, 0x7f), QColor(0xbc, 0xbd, 0x22),
-                           QColor(0x17, 0xbe, 0xcf)};
-
 // TensorBoard's debiased EMA, one value at a time.
 struct Ema {
   double last = 0.0;
@@ -55,8 +50,7 @@ struct CurvePlot::Series {
   bool smoothReset = true;
 };
 
-CurvePlot::CurvePlot(QWidget* parent) : QWidget(parent) {
-  m_plot = new QCustomPlot(this);
+CurvePlot::CurvePlot(QWidget* parent) : PlotView(Kind::CustomPlot, parent) {
   m_plot->setAutoAddPlottableToLegend(false);
   m_plot->setMouseTracking(true);  // hover tooltips without a pressed button
   m_plot->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
@@ -73,12 +67,6 @@ CurvePlot::CurvePlot(QWidget* parent) : QWidget(parent) {
   m_plot->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
   m_plot->xAxis2->setVisible(false);
   m_plot->yAxis2->setVisible(false);
-
-  m_title = new QCPTextElement(m_plot, QString(), QFont(font().family(), font().pointSize() + 2, QFont::Bold));
-  m_plot->plotLayout()->insertRow(0);
-  m_plot->plotLayout()->addElement(0, 0, m_title);
-  m_title->setVisible(false);
-  m_plot->plotLayout()->setRowStretchFactor(0, 0.01);
 
   m_marker = new QCPItemLine(m_plot);
   m_marker->setLayer(QStringLiteral("marker"));
@@ -158,7 +146,7 @@ void CurvePlot::addSeries(const QString& id, const QString& label, const QColor&
   if (color.isValid())
     s->color = color;
   else if (!s->color.isValid())
-    s->color = kPalette[m_colorIndex++ % 10];
+    s->color = paletteColor(m_colorIndex++);
   styleSeries(*s);
   markDirty();
 }
@@ -371,34 +359,11 @@ void CurvePlot::clearMarker() {
 bool CurvePlot::hasMarker() const { return m_marker->visible(); }
 double CurvePlot::markerX() const { return m_markerX; }
 
-void CurvePlot::setTitle(const QString& title) {
-  m_title->setText(title);
-  m_title->setVisible(!title.isEmpty());
-  // An invisible element still takes its row; give the row zero height then.
-  m_plot->plotLayout()->setRowSpacing(title.isEmpty() ? 0 : 5);
-  m_title->setMinimumSize(0, 0);
-  m_title->setMaximumSize(title.isEmpty() ? QSize(QWIDGETSIZE_MAX, 0) : QSize(QWIDGETSIZE_MAX, QWIDGETSIZE_MAX));
-  markDirty();
+void CurvePlot::decorationChanged() {
+  // The title row (PlotView) has zero height without a title; no spacing below it then either.
+  m_plot->plotLayout()->setRowSpacing(title().isEmpty() ? 0 : 5);
+  requestReplot();
 }
-
-QString CurvePlot::title() const { return m_title->text(); }
-
-QString CurvePlot::replaceTitle(const QString& title) {
-  const QString old = this->title();
-  setTitle(title);
-  return old;
-}
-
-void CurvePlot::setXLabel(const QString& label) {
-  m_plot->xAxis->setLabel(label);
-  markDirty();
-}
-void CurvePlot::setYLabel(const QString& label) {
-  m_plot->yAxis->setLabel(label);
-  markDirty();
-}
-QString CurvePlot::xLabel() const { return m_plot->xAxis->label(); }
-QString CurvePlot::yLabel() const { return m_plot->yAxis->label(); }
 
 static void setAxisLog(QCPAxis* ax, bool log) {
   if (log) {
@@ -509,7 +474,7 @@ void CurvePlot::onRangeChanged() {
 void CurvePlot::resetView() {
   m_autoFit = true;
   fitView();
-  m_plot->replot(QCustomPlot::rpQueuedReplot);
+  requestReplot();
   Q_EMIT viewReset();
 }
 
@@ -518,7 +483,7 @@ bool CurvePlot::replotIfDirty() {
   m_dirty = false;
   for (Series* s : m_series) updateSmoothing(*s);
   if (m_autoFit) fitView();
-  m_plot->replot(QCustomPlot::rpQueuedReplot);
+  requestReplot();
   return true;
 }
 
@@ -582,11 +547,7 @@ QString CurvePlot::tooltipTextAt(const QPointF& pixel) const {
 
 void CurvePlot::onMouseMove(QMouseEvent* ev) {
   if (ev->buttons() != Qt::NoButton) return;  // dragging
-  const QString text = tooltipTextAt(ev->position());
-  if (text.isEmpty())
-    QToolTip::hideText();
-  else
-    QToolTip::showText(ev->globalPosition().toPoint(), text, m_plot);
+  showHoverText(tooltipTextAt(ev->position()), ev->globalPosition().toPoint());
 }
 
 QString CurvePlot::toCsv() const {

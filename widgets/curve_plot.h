@@ -8,8 +8,9 @@
 // O(k)) and mark the plot dirty. They never replot. The caller drives a fixed
 // rate refresh by calling replotIfDirty() from a QTimer (e.g. every 100 ms),
 // which updates the smoothed curves incrementally, auto-fits the view while the
-// user has not zoomed/panned, and queues a replot (QCustomPlot::rpQueuedReplot).
-// Interactive toggles (smoothing slider, log axes, legend, reset) repaint at once.
+// user has not zoomed/panned, and queues a replot (PlotView::requestReplot).
+// Title, labels and the interactive toggles (smoothing slider, log axes, legend,
+// reset) queue a replot at once.
 //
 // Interaction: drag = pan, wheel = zoom (both axes), double click or the
 // "Reset" button = reset view (auto-fit, which also resumes following new data).
@@ -42,12 +43,11 @@
 #include <QVector>
 #include <QWidget>
 
-#include "export.h"
+#include "plot_view.h"
 
 class QCustomPlot;
 class QCPGraph;
 class QCPItemLine;
-class QCPTextElement;
 class QCheckBox;
 class QMouseEvent;
 class QLabel;
@@ -56,7 +56,7 @@ class QToolButton;
 
 namespace csw {
 
-class CurvePlot : public QWidget, public ExportableView {
+class CurvePlot : public PlotView {
   Q_OBJECT
 public:
   static constexpr int kNoAntialiasPoints = 100000;
@@ -65,7 +65,7 @@ public:
   ~CurvePlot() override;
 
   // Series. addSeries on an existing id updates its label/colour. An invalid
-  // colour picks the next one from a 10-colour palette.
+  // colour picks the next one from the palette (PlotView::paletteColor).
   void addSeries(const QString& id, const QString& label = QString(), const QColor& color = QColor());
   void removeSeries(const QString& id);
   void clear();
@@ -97,14 +97,6 @@ public:
   bool hasMarker() const;
   double markerX() const;
 
-  // Labels.
-  void setTitle(const QString& title);
-  QString title() const;
-  void setXLabel(const QString& label);
-  void setYLabel(const QString& label);
-  QString xLabel() const;
-  QString yLabel() const;
-
   // View options.
   void setXLog(bool log);
   void setYLog(bool log);
@@ -131,13 +123,10 @@ public:
   static double benchReplotMs(int points);
   static double benchReplotMs(int points, double smoothing);
 
-  QCustomPlot* plot() const { return m_plot; }
   bool isDirty() const { return m_dirty; }
 
   // ExportableView
   QString toCsv() const override;
-  QCustomPlot* figurePlot() const override { return m_plot; }
-  QString replaceTitle(const QString& title) override;
 
 public Q_SLOTS:
   // Replots (queued) when data changed since the last call. Returns true if it did.
@@ -151,6 +140,7 @@ Q_SIGNALS:
 
 protected:
   bool eventFilter(QObject* watched, QEvent* event) override;
+  void decorationChanged() override;
 
 private:
   struct Series;
@@ -165,8 +155,6 @@ private:
   void onMouseMove(QMouseEvent* ev);
   void onRangeChanged();
 
-  QCustomPlot* m_plot = nullptr;
-  QCPTextElement* m_title = nullptr;
   QCPItemLine* m_marker = nullptr;
   QWidget* m_toolbar = nullptr;
   QSlider* m_smoothSlider = nullptr;

@@ -173,6 +173,16 @@ QSize figureSizeFor(QWidget* view, QCustomPlot* plot, ExportableView* ev, const 
   return s;
 }
 
+// An SVG of sz logical pixels (96 dpi), titled and described as the options say.
+void setupSvg(QSvgGenerator* gen, const QString& path, const QSize& sz, const ExportOptions& o) {
+  gen->setFileName(path);
+  gen->setSize(sz);
+  gen->setViewBox(QRect(QPoint(0, 0), sz));
+  gen->setResolution(96);
+  gen->setTitle(o.title);
+  gen->setDescription(o.creator);
+}
+
 bool exportPlot(QCustomPlot* plot, const QString& path, const QString& ext, const QSize& sz,
                 const ExportOptions& o, QString* error) {
   bool ok = false;
@@ -183,12 +193,7 @@ bool exportPlot(QCustomPlot* plot, const QString& path, const QString& ext, cons
     ok = plot->savePdf(path, sz.width(), sz.height(), QCP::epNoCosmetic, o.creator, title);
   } else if (ext == QLatin1String("svg")) {
     QSvgGenerator gen;
-    gen.setFileName(path);
-    gen.setSize(sz);
-    gen.setViewBox(QRect(QPoint(0, 0), sz));
-    gen.setResolution(96);
-    gen.setTitle(o.title);
-    gen.setDescription(o.creator);
+    setupSvg(&gen, path, sz, o);
     QCPPainter painter;
     if (painter.begin(&gen)) {
       painter.setMode(QCPPainter::pmVectorized);
@@ -260,12 +265,7 @@ bool exportPainted(QWidget* view, ExportableView* ev, const QString& path, const
   }
   if (ext == QLatin1String("svg")) {
     QSvgGenerator gen;
-    gen.setFileName(path);
-    gen.setSize(sz);
-    gen.setViewBox(QRect(QPoint(0, 0), sz));
-    gen.setResolution(96);
-    gen.setTitle(o.title);
-    gen.setDescription(o.creator);
+    setupSvg(&gen, path, sz, o);
     QPainter p;
     if (!p.begin(&gen)) {
       setErr(error, QStringLiteral("could not write %1").arg(path));

@@ -1,6 +1,5 @@
 #include "heatmap_view.h"
 
-#include <QToolTip>
 #include <QVBoxLayout>
 
 #include <cmath>
@@ -10,8 +9,7 @@
 
 namespace csw {
 
-HeatmapView::HeatmapView(QWidget* parent) : QWidget(parent) {
-  m_plot = new QCustomPlot(this);
+HeatmapView::HeatmapView(QWidget* parent) : PlotView(Kind::CustomPlot, parent) {
   m_plot->setMinimumSize(150, 100);
   m_plot->setMouseTracking(true);  // hover tooltips without a pressed button
   auto* lay = new QVBoxLayout(this);
@@ -32,19 +30,12 @@ HeatmapView::HeatmapView(QWidget* parent) : QWidget(parent) {
   m_map->setInterpolate(false);
   m_map->setTightBoundary(false);
   m_scale = new QCPColorScale(m_plot);
-  m_plot->plotLayout()->addElement(0, 1, m_scale);
+  m_plot->plotLayout()->addElement(1, 1, m_scale);  // beside the axis rect, below the title row
   m_scale->setType(QCPAxis::atRight);
   m_map->setColorScale(m_scale);
   auto* group = new QCPMarginGroup(m_plot);
   m_plot->axisRect()->setMarginGroup(QCP::msBottom | QCP::msTop, group);
   m_scale->setMarginGroup(QCP::msBottom | QCP::msTop, group);
-
-  m_title = new QCPTextElement(m_plot, QString(), QFont(font().family(), font().pointSize() + 2, QFont::Bold));
-  m_plot->plotLayout()->insertRow(0);
-  m_plot->plotLayout()->addElement(0, 0, m_title);
-  m_plot->plotLayout()->setRowStretchFactor(0, 0.01);
-  m_title->setVisible(false);
-  m_title->setMaximumSize(QWIDGETSIZE_MAX, 0);
 
   setGreyscale(false);
   connect(m_plot, &QCustomPlot::mouseMove, this, &HeatmapView::onMouseMove);
@@ -59,7 +50,7 @@ void HeatmapView::setTickLabelThinning(bool on) {
     m_colStep = m_rowStep = 1;
     rebuildTicks();
   }
-  m_plot->replot(QCustomPlot::rpQueuedReplot);
+  requestReplot();
 }
 
 void HeatmapView::updateTickThinning(int plotWidth, int plotHeight) {
@@ -113,13 +104,13 @@ double HeatmapView::value(int row, int col) const {
 void HeatmapView::setRowLabels(const QStringList& labels) {
   m_rowLabels = labels;
   rebuildTicks();
-  m_plot->replot(QCustomPlot::rpQueuedReplot);
+  requestReplot();
 }
 
 void HeatmapView::setColumnLabels(const QStringList& labels) {
   m_colLabels = labels;
   rebuildTicks();
-  m_plot->replot(QCustomPlot::rpQueuedReplot);
+  requestReplot();
 }
 
 QString HeatmapView::rowLabel(int row) const {
@@ -134,7 +125,7 @@ void HeatmapView::setGradient(const QCPColorGradient& gradient) {
   g.setNanHandling(QCPColorGradient::nhTransparent);
   m_map->setGradient(g);
   rebuildValueTexts();
-  m_plot->replot(QCustomPlot::rpQueuedReplot);
+  requestReplot();
 }
 
 void HeatmapView::setGreyscale(bool inverted) { setGradientPreset(QCPColorGradient::gpGrayscale, inverted); }
@@ -150,14 +141,14 @@ void HeatmapView::setDataRange(double lo, double hi) {
   m_hi = hi;
   applyRange();
   rebuildValueTexts();
-  m_plot->replot(QCustomPlot::rpQueuedReplot);
+  requestReplot();
 }
 
 void HeatmapView::setAutoDataRange() {
   m_autoRange = true;
   applyRange();
   rebuildValueTexts();
-  m_plot->replot(QCustomPlot::rpQueuedReplot);
+  requestReplot();
 }
 
 double HeatmapView::dataLower() const { return m_map->dataRange().lower; }
@@ -179,30 +170,9 @@ void HeatmapView::applyRange() {
   m_map->setDataRange(QCPRange(lo, hi));
 }
 
-void HeatmapView::setTitle(const QString& title) {
-  m_title->setText(title);
-  m_title->setVisible(!title.isEmpty());
-  m_title->setMaximumSize(QWIDGETSIZE_MAX, title.isEmpty() ? 0 : QWIDGETSIZE_MAX);
-  m_plot->replot(QCustomPlot::rpQueuedReplot);
-}
-QString HeatmapView::title() const { return m_title->text(); }
-QString HeatmapView::replaceTitle(const QString& title) {
-  const QString old = this->title();
-  setTitle(title);
-  return old;
-}
-
-void HeatmapView::setXLabel(const QString& label) {
-  m_plot->xAxis->setLabel(label);
-  m_plot->replot(QCustomPlot::rpQueuedReplot);
-}
-void HeatmapView::setYLabel(const QString& label) {
-  m_plot->yAxis->setLabel(label);
-  m_plot->replot(QCustomPlot::rpQueuedReplot);
-}
 void HeatmapView::setColorScaleLabel(const QString& label) {
   m_scale->setLabel(label);
-  m_plot->replot(QCustomPlot::rpQueuedReplot);
+  requestReplot();
 }
 void HeatmapView::setColorScaleVisible(bool visible) {
   m_scale->setVisible(visible);
@@ -212,23 +182,23 @@ void HeatmapView::setColorScaleVisible(bool visible) {
     m_plot->plotLayout()->take(m_scale);
     m_plot->plotLayout()->simplify();
   }
-  m_plot->replot(QCustomPlot::rpQueuedReplot);
+  requestReplot();
 }
 
 void HeatmapView::setShowValues(bool show) {
   m_showValues = show;
   rebuildValueTexts();
-  m_plot->replot(QCustomPlot::rpQueuedReplot);
+  requestReplot();
 }
 void HeatmapView::setMaxValueCells(int n) {
   m_maxValueCells = n;
   rebuildValueTexts();
-  m_plot->replot(QCustomPlot::rpQueuedReplot);
+  requestReplot();
 }
 void HeatmapView::setValuePrecision(int digits) {
   m_precision = std::clamp(digits, 0, 12);
   rebuildValueTexts();
-  m_plot->replot(QCustomPlot::rpQueuedReplot);
+  requestReplot();
 }
 
 int HeatmapView::valueTextCount() const {
@@ -250,7 +220,7 @@ void HeatmapView::rebuild() {
   m_plot->yAxis->setRange(-0.5, std::max(0, m_rows) - 0.5);
   rebuildTicks();
   rebuildValueTexts();
-  m_plot->replot(QCustomPlot::rpQueuedReplot);
+  requestReplot();
 }
 
 void HeatmapView::rebuildTicks() {
@@ -321,11 +291,7 @@ QString HeatmapView::tooltipTextAt(const QPointF& pixel) const {
 }
 
 void HeatmapView::onMouseMove(QMouseEvent* ev) {
-  const QString text = tooltipTextAt(ev->position());
-  if (text.isEmpty())
-    QToolTip::hideText();
-  else
-    QToolTip::showText(ev->globalPosition().toPoint(), text, m_plot);
+  showHoverText(tooltipTextAt(ev->position()), ev->globalPosition().toPoint());
 }
 
 QString HeatmapView::toCsv() const {

@@ -22,18 +22,17 @@
 #include <QVector>
 #include <QWidget>
 
-#include "export.h"
+#include "plot_view.h"
 
 class QCustomPlot;
 class QCPColorMap;
 class QCPColorScale;
 class QCPColorGradient;
-class QCPTextElement;
 class QMouseEvent;
 
 namespace csw {
 
-class HeatmapView : public QWidget, public ExportableView {
+class HeatmapView : public PlotView {
   Q_OBJECT
 public:
   explicit HeatmapView(QWidget* parent = nullptr);
@@ -64,10 +63,6 @@ public:
   double dataLower() const;
   double dataUpper() const;
 
-  void setTitle(const QString& title);
-  QString title() const;
-  void setXLabel(const QString& label);
-  void setYLabel(const QString& label);
   void setColorScaleLabel(const QString& label);
   void setColorScaleVisible(bool visible);
 
@@ -91,12 +86,9 @@ public:
   bool cellAt(const QPointF& pixel, int* row, int* col) const;
   QString tooltipTextAt(const QPointF& pixel) const;
 
-  QCustomPlot* plot() const { return m_plot; }
 
   // ExportableView
   QString toCsv() const override;
-  QCustomPlot* figurePlot() const override { return m_plot; }
-  QString replaceTitle(const QString& title) override;
 
 private:
   void rebuild();
@@ -105,10 +97,8 @@ private:
   void applyRange();
   void onMouseMove(QMouseEvent* ev);
 
-  QCustomPlot* m_plot = nullptr;
   QCPColorMap* m_map = nullptr;
   QCPColorScale* m_scale = nullptr;
-  QCPTextElement* m_title = nullptr;
   int m_rows = 0, m_cols = 0;
   QVector<double> m_values;  // row-major
   QStringList m_rowLabels, m_colLabels;

@@ -20,6 +20,7 @@
 #include "train/run_store.h"
 #include "train/trainer.h"
 #include "util/error.h"
+#include "util/format.h"
 #include "util/paths.h"
 #include "util/sysinfo.h"
 
@@ -109,16 +110,6 @@ json load_config_arg(const std::string& arg, const std::vector<std::string>& set
 
 static bool want_help(const std::vector<std::string>& a) {
   return std::find(a.begin(), a.end(), "--help") != a.end() || std::find(a.begin(), a.end(), "-h") != a.end();
-}
-
-static std::string fmt_duration(double s) {
-  if (!std::isfinite(s) || s < 0) return "?";
-  long t = static_cast<long>(s + 0.5);
-  std::ostringstream o;
-  if (t >= 3600) o << t / 3600 << "h" << std::setw(2) << std::setfill('0') << (t % 3600) / 60 << "m";
-  else if (t >= 60) o << t / 60 << "m" << std::setw(2) << std::setfill('0') << t % 60 << "s";
-  else o << t << "s";
-  return o.str();
 }
 
 static std::string fmt_rate(double r) {
@@ -363,7 +354,7 @@ int cmd_train(const std::vector<std::string>& a) {
     std::fprintf(stderr, "\r  step %lld/%lld [%3.0f%%]  loss %.3f  %s %s/s  elapsed %s  ETA %s   ",
                  static_cast<long long>(p.step), static_cast<long long>(p.total_steps),
                  100.0 * p.step / std::max<int64_t>(1, p.total_steps), p.last_loss, fmt_rate(p.throughput).c_str(),
-                 p.unit.c_str(), fmt_duration(p.elapsed).c_str(), fmt_duration(p.eta).c_str());
+                 p.unit.c_str(), cs::format_duration(p.elapsed).c_str(), cs::format_duration(p.eta).c_str());
     std::fflush(stderr);
   };
   cb.on_metrics = [&](const cs::MetricsRecord& r) {

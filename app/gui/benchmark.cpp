@@ -15,10 +15,14 @@
 #include <cmath>
 #include <cstdio>
 
+#include "compare_panel.h"
+#include "configure_panel.h"
 #include "core_bridge.h"
 #include "curve_plot.h"
 #include "main_window.h"
 #include "run_table.h"
+#include "training_controller.h"
+#include "training_panel.h"
 
 namespace gui {
 
@@ -77,10 +81,10 @@ QJsonObject runBenchmark(double trainSeconds) {
     QElapsedTimer t;
     t.start();
     w.openWorkspace(bigWs);
-    while (w.runModel()->rowCount() < 200 && t.elapsed() < 10000) QApplication::processEvents();
+    while (w.comparePanel()->runModel()->rowCount() < 200 && t.elapsed() < 10000) QApplication::processEvents();
     QApplication::processEvents();  // the table paints
     out.insert(QStringLiteral("workspace_open_ms"), double(t.nsecsElapsed()) / 1e6);
-    out.insert(QStringLiteral("workspace_runs"), w.runModel()->rowCount());
+    out.insert(QStringLiteral("workspace_runs"), w.comparePanel()->runModel()->rowCount());
   }
 
   // ---- 2. replot of 1,000,000 points
@@ -108,17 +112,17 @@ QJsonObject runBenchmark(double trainSeconds) {
       writeFile(tmp.filePath(QStringLiteral("corpus.txt")), text);
       cfg.insert(QStringLiteral("dataset"), QJsonObject{{"path", tmp.filePath(QStringLiteral("corpus.txt"))}});
     }
-    w.applyConfig(cfg);
-    w.revalidateNow();
+    w.configurePanel()->applyConfig(cfg);
+    w.configurePanel()->revalidateNow();
     bool started = false;
-    QObject::connect(&w, &MainWindow::runStarted, [&] { started = true; });
+    QObject::connect(w.controller(), &TrainingController::runStarted, [&] { started = true; });
     if (!w.startTraining()) {
-      out.insert(QStringLiteral("error"), w.validationErrors().join(QStringLiteral("; ")));
+      out.insert(QStringLiteral("error"), w.configurePanel()->validationErrors().join(QStringLiteral("; ")));
       return out;
     }
     QElapsedTimer wait;
     wait.start();
-    while (!started && w.isTraining() && wait.elapsed() < 60000) QApplication::processEvents(QEventLoop::AllEvents, 20);
+    while (!started && w.controller()->isTraining() && wait.elapsed() < 60000) QApplication::processEvents(QEventLoop::AllEvents, 20);
     // let the first steps run, then sample a 10 ms timer for trainSeconds
     QEventLoop loop;
     QTimer::singleShot(1000, &loop, &QEventLoop::quit);
@@ -139,17 +143,17 @@ QJsonObject runBenchmark(double trainSeconds) {
     tick.start();
     loop.exec();
     tick.stop();
-    const qint64 steps = w.trainingPlot(QStringLiteral("metric"))->pointCount(QStringLiteral("train"));
+    const qint64 steps = w.trainingPanel()->plot(QStringLiteral("metric"))->pointCount(QStringLiteral("train"));
     out.insert(QStringLiteral("latency_p99_ms"), percentile(delays, 0.99));
     out.insert(QStringLiteral("latency_p50_ms"), percentile(delays, 0.50));
     out.insert(QStringLiteral("latency_max_ms"), percentile(delays, 1.0));
     out.insert(QStringLiteral("latency_samples"), delays.size());
     out.insert(QStringLiteral("train_steps_during_sampling"), steps);
     out.insert(QStringLiteral("train_threads"), std::max(1, QThread::idealThreadCount() - 1));
-    out.insert(QStringLiteral("train_error"), w.lastError());
-    w.stopTraining();
+    out.insert(QStringLiteral("train_error"), w.controller()->lastError());
+    w.controller()->stop();
     wait.restart();
-    while (w.isTraining() && wait.elapsed() < 60000) QApplication::processEvents(QEventLoop::AllEvents, 20);
+    while (w.controller()->isTraining() && wait.elapsed() < 60000) QApplication::processEvents(QEventLoop::AllEvents, 20);
   }
   out.insert(QStringLiteral("goal_latency_p99_ms"), 30);
   out.insert(QStringLiteral("goal_replot_ms"), 50);

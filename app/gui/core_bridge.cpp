@@ -1,5 +1,6 @@
 // Core <-> Qt conversions (see core_bridge.h). Configs cross as JSON text.
 #include "core_bridge.h"
+#include "json_qt.h"
 
 #include <QDir>
 #include <QFile>
@@ -13,10 +14,12 @@
 #include <sstream>
 
 #include "cells/registry.h"
+#include "data/manifest.h"
 #include "config/schema.h"
 #include "tasks/task.h"
 #include "train/run_store.h"
 #include "util/error.h"
+#include "util/format.h"
 #include "util/paths.h"
 
 #include <torch/version.h>
@@ -24,12 +27,6 @@
 namespace gui {
 
 namespace {
-cs::json toJson(const QJsonObject& o) {
-  return cs::json::parse(QJsonDocument(o).toJson(QJsonDocument::Compact).toStdString());
-}
-QJsonObject fromJson(const cs::json& j) {
-  return QJsonDocument::fromJson(QByteArray::fromStdString(j.dump())).object();
-}
 QString q(const std::string& s) { return QString::fromStdString(s); }
 
 QString fmtBound(double v) {
@@ -38,13 +35,6 @@ QString fmtBound(double v) {
   return QString::number(v, 'g', 10);
 }
 
-QVariant toVariant(const cs::json& v) {
-  if (v.is_boolean()) return v.get<bool>();
-  if (v.is_number_integer()) return QVariant::fromValue<qlonglong>(v.get<long long>());
-  if (v.is_number()) return v.get<double>();
-  if (v.is_string()) return q(v.get<std::string>());
-  return QVariant();
-}
 }  // namespace
 
 QStringList cellNames() {
@@ -119,15 +109,15 @@ QList<csw::OptionDesc> optionDescs(const QString& cell, const QString& task) {
 
 QList<QPair<QString, QString>> validateConfig(const QJsonObject& cfg) {
   QList<QPair<QString, QString>> out;
-  for (auto& e : cs::validate_config(toJson(cfg))) out << qMakePair(q(e.path), q(e.message));
+  for (auto& e : cs::validate_config(toCoreJson(cfg))) out << qMakePair(q(e.path), q(e.message));
   return out;
 }
 
-QJsonObject resolveConfig(const QJsonObject& cfg) { return fromJson(cs::resolve_config(toJson(cfg))); }
+QJsonObject resolveConfig(const QJsonObject& cfg) { return toQtJson(cs::resolve_config(toCoreJson(cfg))); }
 
 qint64 parameterCount(const QJsonObject& cfg, QString* error) {
   try {
-    auto resolved = cs::load_and_resolve(toJson(cfg));
+    auto resolved = cs::load_and_resolve(toCoreJson(cfg));
     auto task = cs::make_task(resolved);
     return task->parameter_count();
   } catch (const std::exception& e) {
@@ -141,27 +131,26 @@ QString resourcesDir() { return q(cs::resources_dir()); }
 QString presetsDir() { return QDir(resourcesDir()).filePath(QStringLiteral("presets")); }
 QString manifestPath() { return q(cs::datasets_manifest_path()); }
 QString dataCacheDir() { return q(cs::data_cache_dir()); }
+QString formatDuration(double seconds) { return q(cs::format_duration(seconds)); }
 QString coreVersion() { return QStringLiteral("LibTorch %1").arg(QStringLiteral(TORCH_VERSION)); }
 
 QList<DatasetEntry> manifestDatasets() {
   QList<DatasetEntry> out;
-  QFile f(manifestPath());
-  if (!f.open(QIODevice::ReadOnly)) return out;
-  const QJsonArray arr = QJsonDocument::fromJson(f.readAll()).object().value(QStringLiteral("datasets")).toArray();
-  const QDir cache(dataCacheDir());
-  for (const auto& v : arr) {
-    const QJsonObject o = v.toObject();
+  cs::json manifest;
+  try {
+    manifest = cs::load_manifest(manifestPath().toStdString());
+  } catch (const std::exception&) {
+    return out;  // no (or a broken) manifest: the window offers the schema's default dataset
+  }
+  for (const std::string& name : cs::manifest_names(manifest)) {
+    const cs::json& e = *cs::find_manifest_entry(manifest, name);
     DatasetEntry d;
-    d.name = o.value(QStringLiteral("name")).toString();
-    if (d.name.isEmpty()) continue;
-    d.format = o.value(QStringLiteral("format")).toString();
-    d.description = o.value(QStringLiteral("description")).toString();
-    for (const auto& t : o.value(QStringLiteral("tasks")).toArray()) d.tasks << t.toString();
-    QJsonArray files = o.value(QStringLiteral("files")).toArray();
-    if (files.isEmpty() && o.contains(QStringLiteral("path"))) files.append(o.value(QStringLiteral("path")));
-    d.present = !files.isEmpty();
-    for (const auto& fv : files)
-      if (!QFileInfo::exists(cache.filePath(fv.toString()))) d.present = false;
+    d.name = q(name);
+    d.format = q(e.value("format", std::string()));
+    d.description = q(e.value("description", std::string()));
+    if (e.contains("tasks"))
+      for (const auto& t : e.at("tasks")) d.tasks << q(t.get<std::string>());
+    d.present = cs::dataset_fetched(e);
     out << d;
   }
   return out;

@@ -55,6 +55,9 @@ QList<DatasetEntry> manifestDatasets();
 // a-z and spaces), "jsonl" (each line a JSON object), "csv", or "text".
 QString detectFormat(const QString& path);
 
+// Seconds as "42s", "3m07s" or "2h05m" (cs::format_duration, as the CLI shows them).
+QString formatDuration(double seconds);
+
 // Parse one metrics.jsonl file (a torn last line is skipped).
 QVector<MetricPoint> readMetricsFile(const QString& path);
 

@@ -1,4 +1,4 @@
-// Text generation for the window (issue #8), torch-free: plain structs in and out, so
+// Text generation for the window, torch-free: plain structs in and out, so
 // the panel's worker thread and the GUI thread exchange no tensors. The implementation
 // (generate_bridge.cpp) is the only file of the panel that reaches the core.
 #pragma once

@@ -23,6 +23,7 @@
 #include <cmath>
 
 #include "run_table.h"
+#include "worker_thread.h"
 
 namespace gui {
 
@@ -120,13 +121,9 @@ GeneratePanel::GeneratePanel(RunTableModel* runs, QWidget* parent) : QWidget(par
   lay->addWidget(m_text, 1);
   lay->addWidget(m_status);
 
-  m_thread = new QThread(this);
-  m_worker = new GenerateWorker;
-  m_worker->moveToThread(m_thread);
-  connect(m_thread, &QThread::finished, m_worker, &QObject::deleteLater);
+  m_worker = startWorkerThread<GenerateWorker>(this, &m_thread, QStringLiteral("cellscope-generate"));
   connect(this, &GeneratePanel::requestGeneration, m_worker, &GenerateWorker::generate, Qt::QueuedConnection);
   connect(m_worker, &GenerateWorker::done, this, &GeneratePanel::show, Qt::QueuedConnection);
-  m_thread->start();
 
   connect(m_go, &QPushButton::clicked, this, &GeneratePanel::generate);
   connect(m_seedText, &QLineEdit::returnPressed, this, &GeneratePanel::generate);
@@ -149,10 +146,7 @@ GeneratePanel::GeneratePanel(RunTableModel* runs, QWidget* parent) : QWidget(par
   refreshRuns();
 }
 
-GeneratePanel::~GeneratePanel() {
-  m_thread->quit();
-  m_thread->wait();
-}
+GeneratePanel::~GeneratePanel() { stopWorkerThread(m_thread); }
 
 QStringList GeneratePanel::runDirs() const {
   QStringList d;

@@ -1,4 +1,4 @@
-// The "Generate" tab (issue #8): text from a char-LM or word-LM run of the workspace,
+// The "Generate" tab: text from a char-LM or word-LM run of the workspace,
 // with every token shaded by the model's probability of it (white = sure, red =
 // surprised; the value as a tooltip). Generation runs on a worker object moved to a
 // QThread; only plain structs (generate_bridge.h) cross threads.

@@ -4,11 +4,8 @@
 #include <QCommandLineParser>
 #include <QDir>
 #include <QFileInfo>
-#include <QItemSelectionModel>
 #include <QSlider>
 #include <QSortFilterProxyModel>
-#include <QTabWidget>
-#include <QTableView>
 #include <QTextStream>
 #include <QTimer>
 
@@ -17,6 +14,8 @@
 
 #include "benchmark.h"
 #include "analysis_panel.h"
+#include "compare_panel.h"
+#include "configure_panel.h"
 #include "generate_panel.h"
 #include "main_window.h"
 #include "run_table.h"
@@ -85,43 +84,35 @@ int main(int argc, char** argv) {
   o.workspace = p.value(workspace);
   o.dataset = p.value(dataset);
   gui::MainWindow w(o);
-  if (p.isSet(preset) && !w.applyPreset(p.value(preset))) {
+  if (p.isSet(preset) && !w.configurePanel()->applyPreset(p.value(preset))) {
     QTextStream(stderr) << "cellscope: no preset '" << p.value(preset) << "'\n";
     return 2;
   }
   for (const QString& s : p.values(set)) {
     const int eq = s.indexOf(QLatin1Char('='));
-    if (eq <= 0 || !w.setConfigValue(s.left(eq), s.mid(eq + 1))) {
+    if (eq <= 0 || !w.configurePanel()->setConfigValue(s.left(eq), s.mid(eq + 1))) {
       QTextStream(stderr) << "cellscope: cannot set '" << s << "'\n";
       return 2;
     }
   }
   w.show();
   if (p.isSet(checkAll))
-    for (const auto& r : w.runModel()->runs()) w.runModel()->setChecked(r.dir, true);
-  if (p.isSet(seedBands)) w.setSeedAggregation(true);
+    for (const auto& r : w.comparePanel()->runModel()->runs()) w.comparePanel()->runModel()->setChecked(r.dir, true);
+  if (p.isSet(seedBands)) w.comparePanel()->setSeedAggregation(true);
   if (p.isSet(sweepDir))
-    if (auto* sp = w.findChild<gui::SweepPanel*>(QStringLiteral("sweepPanel")); sp && sp->openSweep(p.value(sweepDir)))
-      w.tabs()->setCurrentWidget(sp);
-  // any other tab by its title (generate, ...)
-  for (int i = 0; i < w.tabs()->count(); ++i)
-    if (!p.value(tab).isEmpty() && w.tabs()->tabText(i).remove(QLatin1Char('&')).compare(p.value(tab), Qt::CaseInsensitive) == 0)
-      w.tabs()->setCurrentIndex(i);
+    if (w.sweepPanel()->openSweep(p.value(sweepDir))) w.showPanel(w.sweepPanel());
+  // any tab by its title (training, compare, generate, ...)
+  if (!p.value(tab).isEmpty()) w.showPanel(p.value(tab));
   if (p.value(tab) == QLatin1String("generate") && !w.generatePanel()->runDirs().isEmpty())
     QTimer::singleShot(0, w.generatePanel(), &gui::GeneratePanel::generate);
   if (p.value(tab) == QLatin1String("compare")) {
-    w.tabs()->setCurrentIndex(1);
-    if (w.runProxy()->rowCount() >= 2) {
-      auto* sel = w.runView()->selectionModel();
-      sel->select(w.runProxy()->index(0, 0), QItemSelectionModel::Select | QItemSelectionModel::Rows);
-      sel->select(w.runProxy()->index(1, 0), QItemSelectionModel::Select | QItemSelectionModel::Rows);
-    }
+    if (w.comparePanel()->runProxy()->rowCount() >= 2) w.comparePanel()->selectRows({0, 1});
   }
-  if (p.isSet(start)) QTimer::singleShot(0, &w, [&w] { w.revalidateNow(); w.startTraining(); });
+  if (p.isSet(start)) QTimer::singleShot(0, &w, [&w] { w.configurePanel()->revalidateNow(); w.startTraining(); });
   bool waitForAnalysis = false;
   if (p.isSet(anKind)) {
     gui::AnalysisPanel* a = w.analysisPanel();
-    w.tabs()->setCurrentWidget(a);
+    w.showPanel(a);
     if (p.isSet(anRun)) a->selectRun(p.value(anRun));
     a->setKind(p.value(anKind));
     if (p.isSet(anRun2)) a->selectSecondRun(p.value(anRun2));

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "export.h"
 
@@ -207,38 +208,29 @@ QVariant RunTableModel::data(const QModelIndex& index, int role) const {
   if (role != Qt::DisplayRole && role != SortRole) return QVariant();
   const bool sort = role == SortRole;
   const QString metric = s.value(QStringLiteral("primary_metric")).toString();
+  // A number of summary.json: itself to sort by, text(value) to show. missing: how a run without the
+  // key sorts (shown empty); nullopt: such a run counts as 0.
+  auto number = [&](const char* key, std::optional<double> missing, auto text) -> QVariant {
+    const QJsonValue v = s.value(QLatin1String(key));
+    if (missing && !v.isDouble()) return sort ? QVariant(*missing) : QVariant();
+    return sort ? QVariant(v.toDouble()) : QVariant(text(v.toDouble()));
+  };
+  auto integer = [](double v) { return QLocale().toString(qlonglong(v)); };
+  auto withMetric = [&](double v) { return fmtNumber(v) + QLatin1Char(' ') + metric; };
   switch (c) {
     case Name: return r.name;
     case Status: return r.status();
     case Task: return r.config.value(QStringLiteral("task")).toObject().value(QStringLiteral("name")).toString();
     case Cell: return r.config.value(QStringLiteral("model")).toObject().value(QStringLiteral("cell")).toString();
-    case Params: {
-      const double p = s.value(QStringLiteral("parameters")).toDouble();
-      return sort ? QVariant(p) : QVariant(QLocale().toString(qlonglong(p)));
-    }
-    case Step: {
-      const double v = s.value(QStringLiteral("step")).toDouble();
-      return sort ? QVariant(v) : QVariant(QLocale().toString(qlonglong(v)));
-    }
-    case BestValid: {
-      if (!s.value(QStringLiteral("best_valid")).isDouble()) return sort ? QVariant(qInf()) : QVariant();
-      const double v = s.value(QStringLiteral("best_valid")).toDouble();
-      return sort ? QVariant(v) : QVariant(fmtNumber(v) + QLatin1Char(' ') + metric);
-    }
-    case BestStep: {
-      if (!s.value(QStringLiteral("best_step")).isDouble()) return sort ? QVariant(-1.0) : QVariant();
-      const double v = s.value(QStringLiteral("best_step")).toDouble();
-      return sort ? QVariant(v) : QVariant(QLocale().toString(qlonglong(v)));
-    }
-    case Test: {
-      if (!s.value(QStringLiteral("test_metric")).isDouble()) return sort ? QVariant(qInf()) : QVariant();
-      const double v = s.value(QStringLiteral("test_metric")).toDouble();
-      return sort ? QVariant(v) : QVariant(fmtNumber(v) + QLatin1Char(' ') + metric);
-    }
-    case Throughput: {
-      const double v = s.value(QStringLiteral("mean_throughput")).toDouble();
-      return sort ? QVariant(v) : QVariant(QLocale().toString(v, 'f', 0) + QLatin1Char(' ') + s.value(QStringLiteral("unit")).toString() + QStringLiteral("/s"));
-    }
+    case Params: return number("parameters", std::nullopt, integer);
+    case Step: return number("step", std::nullopt, integer);
+    case BestValid: return number("best_valid", qInf(), withMetric);
+    case BestStep: return number("best_step", -1.0, integer);
+    case Test: return number("test_metric", qInf(), withMetric);
+    case Throughput:
+      return number("mean_throughput", std::nullopt, [&](double v) {
+        return QLocale().toString(v, 'f', 0) + QLatin1Char(' ') + s.value(QStringLiteral("unit")).toString() + QStringLiteral("/s");
+      });
     case Differs: return differsText(r);
   }
   return QVariant();

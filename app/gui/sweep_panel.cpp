@@ -12,26 +12,24 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
-#include <QKeySequence>
 #include <QLabel>
 #include <QLineEdit>
-#include <QMenu>
-#include <QMenuBar>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QSplitter>
-#include <QTabWidget>
 #include <QTableWidget>
 #include <QThread>
 #include <QVBoxLayout>
 
-#include "generate_panel.h"
-#include "main_window.h"
+#include "configure_panel.h"
+#include "training_controller.h"
+#include "worker_thread.h"
 #include "qcp.h"
 
 namespace gui {
 
-SweepPanel::SweepPanel(MainWindow* window, QWidget* parent) : QWidget(parent), m_window(window) {
+SweepPanel::SweepPanel(const ConfigurePanel* config, const TrainingController* training, QWidget* parent)
+    : QWidget(parent), m_config(config), m_training(training) {
   auto* split = new QSplitter(Qt::Horizontal, this);
   auto* outer = new QVBoxLayout(this);
   outer->setContentsMargins(4, 4, 4, 4);
@@ -98,7 +96,7 @@ SweepPanel::SweepPanel(MainWindow* window, QWidget* parent) : QWidget(parent), m
   connect(m_run, &QPushButton::clicked, this, [this] { startSweep(); });
   connect(m_stop, &QPushButton::clicked, this, &SweepPanel::stopSweep);
   connect(m_open, &QPushButton::clicked, this, [this] {
-    const QString d = QFileDialog::getExistingDirectory(this, QStringLiteral("Open a sweep directory"), sweepsRoot(m_window->workspace()));
+    const QString d = QFileDialog::getExistingDirectory(this, QStringLiteral("Open a sweep directory"), sweepsRoot(m_workspace));
     if (!d.isEmpty()) openSweep(d);
   });
 
@@ -138,24 +136,18 @@ SweepPanel::SweepPanel(MainWindow* window, QWidget* parent) : QWidget(parent), m
   split->setStretchFactor(0, 1);
   split->setStretchFactor(1, 2);
 
-  m_thread = new QThread(this);
-  m_thread->setObjectName(QStringLiteral("cellscope-sweep"));
-  m_worker = new SweepWorker;
-  m_worker->moveToThread(m_thread);
-  connect(m_thread, &QThread::finished, m_worker, &QObject::deleteLater);
+  m_worker = startWorkerThread<SweepWorker>(this, &m_thread, QStringLiteral("cellscope-sweep"));
   connect(m_worker, &SweepWorker::pointStarted, this, &SweepPanel::onPointStarted);
   connect(m_worker, &SweepWorker::pointFinished, this, &SweepPanel::onPointFinished);
   connect(m_worker, &SweepWorker::progress, this, &SweepPanel::onProgress);
   connect(m_worker, &SweepWorker::finished, this, &SweepPanel::onFinished);
   connect(m_worker, &SweepWorker::failed, this, &SweepPanel::onFailed);
-  m_thread->start();
   updateButtons();
 }
 
 SweepPanel::~SweepPanel() {
   if (m_worker) m_worker->requestStop();  // the current run stops with a checkpoint (resumable)
-  m_thread->quit();
-  m_thread->wait();
+  stopWorkerThread(m_thread);
 }
 
 void SweepPanel::setSweepName(const QString& name) { m_name->setText(name); }
@@ -213,14 +205,14 @@ bool SweepPanel::startSweep() {
     return false;
   };
   if (isRunning()) return fail(QStringLiteral("A sweep is running."));
-  if (m_window->isTraining()) return fail(QStringLiteral("A run is training in the Training tab: stop it or wait for it first."));
+  if (m_training->isTraining()) return fail(QStringLiteral("A run is training in the Training tab: stop it or wait for it first."));
   QString err;
   const auto s = seeds(&err);
   if (!err.isEmpty()) return fail(err);
   int points = 0;
-  const QJsonObject spec = buildSweepSpec(sweepName(), m_window->currentConfig(), axes(), s, &points, &err);
+  const QJsonObject spec = buildSweepSpec(sweepName(), m_config->currentConfig(), axes(), s, &points, &err);
   if (spec.isEmpty()) return fail(err);
-  m_dir = sweepsRoot(m_window->workspace()) + "/" + sweepName();
+  m_dir = sweepsRoot(m_workspace) + "/" + sweepName();
   m_pointTotal = points;
   m_progress->setRange(0, points);
   m_progress->setValue(0);
@@ -228,7 +220,7 @@ bool SweepPanel::startSweep() {
   const QByteArray json = QJsonDocument(spec).toJson(QJsonDocument::Compact);
   const int threads = std::max(1, QThread::idealThreadCount() - 1);
   QMetaObject::invokeMethod(m_worker, "start", Qt::QueuedConnection, Q_ARG(QByteArray, json),
-                            Q_ARG(QString, m_window->workspace()), Q_ARG(int, threads));
+                            Q_ARG(QString, m_workspace), Q_ARG(int, threads));
   m_pending = true;
   m_run->setEnabled(false);
   m_stop->setEnabled(true);
@@ -279,7 +271,7 @@ void SweepPanel::onFinished(bool stopped, int done, int total, const QString& di
   m_run->setEnabled(true);
   m_stop->setEnabled(false);
   refreshTable();
-  m_window->refreshWorkspace();
+  Q_EMIT runsChanged();
   Q_EMIT sweepFinished(stopped, done, total);
 }
 
@@ -439,32 +431,6 @@ void SweepPanel::exportInteractive(const QString& ext) {
   QString err;
   if (!exportTable(path, &err)) m_status->setText(QStringLiteral("Export failed: ") + err);
   else m_status->setText(QStringLiteral("Wrote ") + path);
-}
-
-SweepPanel* installSweepPanel(MainWindow* window) {
-  auto* panel = new SweepPanel(window);
-  panel->setObjectName(QStringLiteral("sweepPanel"));
-  // after Analyses (Ctrl+3), before Generate (Ctrl+5): tab order follows the shortcuts
-  const int gen = window->generatePanel() ? window->tabs()->indexOf(window->generatePanel()) : -1;
-  const int index = gen >= 0 ? window->tabs()->insertTab(gen, panel, QStringLiteral("Sweeps"))
-                             : window->tabs()->addTab(panel, QStringLiteral("Sweeps"));
-  QMenu* view = nullptr;
-  for (QAction* a : window->menuBar()->actions())
-    if (a->menu() && a->text().remove('&') == QStringLiteral("View")) view = a->menu();
-  QAction* act = new QAction(QStringLiteral("&Sweeps"), window);
-  act->setShortcut(QKeySequence(QStringLiteral("Ctrl+4")));
-  QObject::connect(act, &QAction::triggered, window, [window, panel] { window->tabs()->setCurrentWidget(panel); });
-  if (view) {
-    // in the View menu before "Generate text" (Ctrl+5), after Analyses (Ctrl+3)
-    QAction* before = nullptr;
-    for (QAction* a : view->actions())
-      if (a->shortcut() == QKeySequence(QStringLiteral("Ctrl+5"))) before = a;
-    view->insertAction(before, act);
-  } else {
-    window->addAction(act);
-  }
-  Q_UNUSED(index);
-  return panel;
 }
 
 }  // namespace gui

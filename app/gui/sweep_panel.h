@@ -1,4 +1,4 @@
-// The "Sweeps" tab (issue #8): the window's current configuration as the base, a
+// The "Sweeps" tab: the window's current configuration as the base, a
 // grid editor (option path + comma-separated values), seeds, Run / Stop / Resume
 // on a worker thread (SweepWorker), progress, the sweep's table (best in bold,
 // paired-difference toggle), CSV / LaTeX export, and a plot of the metric against
@@ -24,12 +24,14 @@ class QThread;
 
 namespace gui {
 
-class MainWindow;
+class ConfigurePanel;
+class TrainingController;
 
 class SweepPanel : public QWidget {
   Q_OBJECT
 public:
-  explicit SweepPanel(MainWindow* window, QWidget* parent = nullptr);
+  // The sweep's base is config's current configuration; no sweep starts while training trains.
+  SweepPanel(const ConfigurePanel* config, const TrainingController* training, QWidget* parent = nullptr);
   ~SweepPanel() override;
 
   // ---- editing (also for tests)
@@ -46,6 +48,7 @@ public:
   QString sweepDir() const { return m_dir; }
   bool isRunning() const;
   QString lastError() const { return m_lastError; }
+  void setWorkspace(const QString& dir) { m_workspace = dir; }
 
   // Expands and validates the grid on the window's current config; false (errors shown) if invalid.
   bool startSweep();
@@ -58,6 +61,7 @@ public:
 Q_SIGNALS:
   void sweepFinished(bool stopped, int done, int total);
   void sweepFailed(const QString& message);
+  void runsChanged();  // a sweep finished: new runs in the workspace
 
 private:
   void onPointStarted(int index, int total, const QString& id, bool resumed, const QString& runDir);
@@ -71,7 +75,9 @@ private:
   QList<SweepAxisEdit> axes() const;
   QList<qint64> seeds(QString* error) const;
 
-  MainWindow* m_window;
+  const ConfigurePanel* m_config;
+  const TrainingController* m_training;
+  QString m_workspace;
   QLineEdit* m_name = nullptr;
   QTableWidget* m_grid = nullptr;
   QLineEdit* m_seeds = nullptr;
@@ -91,8 +97,5 @@ private:
   bool m_pending = false;  // a start was requested and has not finished or failed yet
   int m_pointIndex = 0, m_pointTotal = 0;
 };
-
-// The one-line hook of MainWindow: adds the "Sweeps" tab and View > Sweeps (Ctrl+4).
-SweepPanel* installSweepPanel(MainWindow* window);
 
 }  // namespace gui

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 
+#include "json_qt.h"
 #include "sweep/sweep.h"
 #include "sweep/table.h"
 #include "util/error.h"
@@ -13,29 +14,12 @@
 
 namespace gui {
 
-namespace {
-cs::json toJson(const QJsonObject& o) {
-  return cs::json::parse(QJsonDocument(o).toJson(QJsonDocument::Compact).toStdString());
-}
-QJsonObject toQt(const cs::json& j) {
-  return QJsonDocument::fromJson(QByteArray::fromStdString(j.dump())).object();
-}
-cs::json parseValue(const QString& text) {
-  const std::string s = text.trimmed().toStdString();
-  try {
-    return cs::json::parse(s);
-  } catch (...) {
-    return cs::json(s);  // a bare word: a string (e.g. sat_mzu)
-  }
-}
-}  // namespace
-
 QString sweepsRoot(const QString& workspace) { return workspace + QStringLiteral("/sweeps"); }
 
 QJsonObject buildSweepSpec(const QString& name, const QJsonObject& base, const QList<SweepAxisEdit>& axes,
                            const QList<qint64>& seeds, int* points, QString* error) {
   try {
-    cs::json spec = {{"name", name.toStdString()}, {"base", toJson(base)}};
+    cs::json spec = {{"name", name.toStdString()}, {"base", toCoreJson(base)}};
     cs::json grid = cs::json::array();
     for (auto& a : axes) {
       cs::json vals = cs::json::array();
@@ -53,7 +37,7 @@ QJsonObject buildSweepSpec(const QString& name, const QJsonObject& base, const Q
     spec["table"] = table;
     auto pts = cs::expand_sweep(cs::SweepSpec::from_json(spec));
     if (points) *points = static_cast<int>(pts.size());
-    return toQt(spec);
+    return toQtJson(spec);
   } catch (const std::exception& e) {
     if (error) *error = QString::fromStdString(e.what());
     return {};

@@ -1,5 +1,5 @@
 // TrainWorker: runs one cs::Trainer at a time on the thread it was moved to
-// (a QThread owned by TrainController; never a QThread::run override).
+// (a QThread owned by TrainingController; never a QThread::run override).
 //
 // Thread model: start() is invoked as a queued slot and blocks its own thread
 // for the whole run. The trainer's callbacks push plain structs into a

@@ -1,0 +1,402 @@
+#include "compare_panel.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDir>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QFileSystemWatcher>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QLineEdit>
+#include <QMessageBox>
+#include <QSet>
+#include <QSortFilterProxyModel>
+#include <QSplitter>
+#include <QTableView>
+#include <QTableWidget>
+#include <QTimer>
+#include <QToolButton>
+#include <QVBoxLayout>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "core_bridge.h"
+#include "curve_plot.h"
+#include "export.h"
+#include "figure_export.h"
+#include "run_table.h"
+
+namespace gui {
+
+ComparePanel::ComparePanel(FigureExporter* exporter, QWidget* parent) : QWidget(parent), m_exporter(exporter) {
+  auto* v = new QVBoxLayout(this);
+  v->setContentsMargins(4, 4, 4, 4);
+  auto* split = new QSplitter(Qt::Vertical);
+
+  auto* tableBox = new QWidget;
+  auto* tv = new QVBoxLayout(tableBox);
+  tv->setContentsMargins(0, 0, 0, 0);
+  auto* frow = new QHBoxLayout;
+  m_filterEdit = new QLineEdit;
+  m_filterEdit->setPlaceholderText(QStringLiteral("Filter runs (name, cell, status, config...)"));
+  m_filterEdit->setClearButtonEnabled(true);
+  frow->addWidget(m_filterEdit, 1);
+  auto* exportTable = new QToolButton;
+  exportTable->setText(QStringLiteral("Export CSV..."));
+  connect(exportTable, &QToolButton::clicked, this, &ComparePanel::exportTableInteractive);
+  frow->addWidget(exportTable);
+  tv->addLayout(frow);
+  m_runModel = new RunTableModel(this);
+  m_runProxy = new QSortFilterProxyModel(this);
+  m_runProxy->setSourceModel(m_runModel);
+  m_runProxy->setSortRole(RunTableModel::SortRole);
+  m_runProxy->setFilterKeyColumn(-1);
+  m_runProxy->setFilterCaseSensitivity(Qt::CaseInsensitive);
+  connect(m_filterEdit, &QLineEdit::textChanged, m_runProxy, &QSortFilterProxyModel::setFilterFixedString);
+  m_runView = new QTableView;
+  m_runView->setModel(m_runProxy);
+  m_runView->setSortingEnabled(true);
+  m_runView->sortByColumn(RunTableModel::Name, Qt::DescendingOrder);
+  m_runView->setSelectionBehavior(QAbstractItemView::SelectRows);
+  m_runView->setSelectionMode(QAbstractItemView::ExtendedSelection);
+  m_runView->setAlternatingRowColors(true);
+  m_runView->verticalHeader()->hide();
+  m_runView->verticalHeader()->setDefaultSectionSize(22);
+  m_runView->horizontalHeader()->setStretchLastSection(true);
+  m_runView->setToolTip(QStringLiteral("Tick runs to overlay their curves; select two to see their config diff; "
+                                       "double-click to show a run in the Training tab"));
+  tv->addWidget(m_runView, 1);
+  split->addWidget(tableBox);
+  connect(m_runModel, &RunTableModel::checkedChanged, this, [this] {
+    updateCompareMetrics();
+    redraw();
+  });
+  connect(m_runView->selectionModel(), &QItemSelectionModel::selectionChanged, this, &ComparePanel::updateDiff);
+  connect(m_runView, &QTableView::doubleClicked, this, [this](const QModelIndex& idx) {
+    const RunInfo* r = m_runModel->run(m_runProxy->mapToSource(idx).row());
+    if (r) Q_EMIT showRunRequested(r->dir);
+  });
+
+  auto* bottom = new QSplitter(Qt::Horizontal);
+  auto* plotBox = new QWidget;
+  auto* pv = new QVBoxLayout(plotBox);
+  pv->setContentsMargins(0, 0, 0, 0);
+  auto* crow = new QHBoxLayout;
+  m_compareMetric = new QComboBox;
+  m_compareMetric->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+  m_seedBox = new QCheckBox(QStringLiteral("Aggregate seeds"));
+  m_seedBox->setToolTip(QStringLiteral("Runs that differ only in training.seed are drawn as their mean with a band"));
+  m_bandCombo = new QComboBox;
+  m_bandCombo->addItems({QStringLiteral("min-max band"), QStringLiteral("mean \u00b1 std band")});
+  crow->addWidget(new QLabel(QStringLiteral("Metric:")));
+  crow->addWidget(m_compareMetric);
+  crow->addSpacing(12);
+  crow->addWidget(m_seedBox);
+  crow->addWidget(m_bandCombo);
+  crow->addStretch(1);
+  pv->addLayout(crow);
+  m_comparePlot = m_exporter->newPlot(QStringLiteral("Comparison"), QStringLiteral("value"), xAxisLabel(m_xAxis));
+  pv->addWidget(m_comparePlot, 1);
+  connect(m_compareMetric, qOverload<int>(&QComboBox::currentIndexChanged), this, [this] { redraw(); });
+  connect(m_seedBox, &QCheckBox::toggled, this, [this] { redraw(); });
+  connect(m_bandCombo, qOverload<int>(&QComboBox::currentIndexChanged), this, [this] { redraw(); });
+  bottom->addWidget(plotBox);
+
+  auto* diffBox = new QWidget;
+  auto* dv = new QVBoxLayout(diffBox);
+  dv->setContentsMargins(0, 0, 0, 0);
+  m_diffLabel = new QLabel(QStringLiteral("Select two runs to see how their configs differ."));
+  m_diffLabel->setWordWrap(true);
+  m_diffTable = new QTableWidget(0, 3);
+  m_diffTable->setHorizontalHeaderLabels({QStringLiteral("Option"), QStringLiteral("A"), QStringLiteral("B")});
+  m_diffTable->horizontalHeader()->setStretchLastSection(true);
+  m_diffTable->verticalHeader()->hide();
+  m_diffTable->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  dv->addWidget(m_diffLabel);
+  dv->addWidget(m_diffTable, 1);
+  bottom->addWidget(diffBox);
+  diffBox->setMinimumWidth(240);
+  bottom->setStretchFactor(0, 3);
+  bottom->setStretchFactor(1, 1);
+  bottom->setSizes({700, 300});
+  split->addWidget(bottom);
+  split->setStretchFactor(0, 2);
+  split->setStretchFactor(1, 3);
+  v->addWidget(split, 1);
+
+
+  // Workspace watching: new run directories (CLI or GUI) and summary updates.
+  m_watcher = new QFileSystemWatcher(this);
+  m_rescanTimer = new QTimer(this);
+  m_rescanTimer->setSingleShot(true);
+  m_rescanTimer->setInterval(300);
+  connect(m_rescanTimer, &QTimer::timeout, this, &ComparePanel::rescanWorkspace);
+  connect(m_watcher, &QFileSystemWatcher::directoryChanged, m_rescanTimer, qOverload<>(&QTimer::start));
+  m_refreshTimer = new QTimer(this);
+  m_refreshTimer->setInterval(2000);
+  connect(m_refreshTimer, &QTimer::timeout, this, &ComparePanel::periodicRefresh);
+  m_refreshTimer->start();
+}
+
+void ComparePanel::setWorkspace(const QString& abs) {
+  if (!m_watcher->directories().isEmpty()) m_watcher->removePaths(m_watcher->directories());
+  m_workspace = abs;
+  m_watcher->addPath(abs);
+  m_metricsCache.clear();
+  m_runModel->setRuns(scanWorkspace(abs));
+  m_runView->resizeColumnsToContents();
+  m_runView->horizontalHeader()->setStretchLastSection(true);
+  updateCompareMetrics();
+  redraw();
+}
+
+void ComparePanel::refreshRun(const QString& dir) {
+  m_runModel->refreshRun(dir);
+  m_metricsCache.remove(QFileInfo(dir).absoluteFilePath());
+}
+
+void ComparePanel::setXAxis(XAxis axis) {
+  m_xAxis = axis;
+  m_comparePlot->setXLabel(xAxisLabel(m_xAxis));
+  redraw();
+}
+
+QString ComparePanel::compareMetric() const { return m_compareMetric->currentData().toString(); }
+
+bool ComparePanel::setCompareMetric(const QString& key) {
+  const int i = m_compareMetric->findData(key);
+  if (i < 0) return false;
+  m_compareMetric->setCurrentIndex(i);
+  return true;
+}
+
+void ComparePanel::selectRows(const QList<int>& rows) {
+  auto* sel = m_runView->selectionModel();
+  for (int r : rows) sel->select(m_runProxy->index(r, 0), QItemSelectionModel::Select | QItemSelectionModel::Rows);
+}
+
+bool ComparePanel::exportRunTable(const QString& path, QString* error) {
+  return csw::writeCsvFile(m_runModel->toCsv(), path, error);
+}
+
+void ComparePanel::rescanWorkspace() {
+  // New run directories (from the CLI or this window) and removed ones.
+  QDir d(m_workspace);
+  const QStringList names = d.entryList(QDir::Dirs | QDir::NoDotAndDotDot, QDir::Name);
+  bool removed = false;
+  QSet<QString> present;
+  for (const QString& n : names) present.insert(d.absoluteFilePath(n));
+  for (const RunInfo& r : m_runModel->runs())
+    if (!present.contains(r.dir)) removed = true;
+  if (removed) {
+    const QStringList checked = m_runModel->checkedDirs();
+    m_runModel->setRuns(scanWorkspace(m_workspace));
+    for (const QString& c : checked) m_runModel->setChecked(c, true);
+    return;
+  }
+  for (const QString& n : names) {
+    const QString abs = d.absoluteFilePath(n);
+    if (m_runModel->rowOf(abs) < 0) m_runModel->refreshRun(abs);
+  }
+}
+
+void ComparePanel::periodicRefresh() {
+  // summary.json of running runs (a CLI run in the same workspace, or ours).
+  bool overlayChanged = false;
+  const QStringList checked = m_runModel->checkedDirs();
+  for (int i = 0; i < m_runModel->rowCount(); ++i) {
+    const RunInfo* r = m_runModel->run(i);
+    if (!r || r->status() != QLatin1String("running")) continue;
+    const QFileInfo fi(QDir(r->dir).filePath(QStringLiteral("summary.json")));
+    if (fi.lastModified() == r->summaryTime) continue;
+    const QString dir = r->dir;
+    m_runModel->refreshRun(dir);
+    if (checked.contains(dir)) overlayChanged = true;
+  }
+  if (overlayChanged) redraw();
+}
+
+const QVector<MetricPoint>& ComparePanel::metricsOf(const QString& dir) {
+  const QString path = QDir(dir).filePath(QStringLiteral("metrics.jsonl"));
+  const qint64 size = QFileInfo(path).size();
+  CachedMetrics& c = m_metricsCache[dir];
+  if (c.size != size) {
+    c.points = readMetricsFile(path);
+    c.size = size;
+  }
+  return c.points;
+}
+
+void ComparePanel::updateCompareMetrics() {
+  // Offer every series the ticked runs have: "valid <metric>" and "train <key>".
+  const QString previous = m_compareMetric->currentData().toString();
+  QStringList keys;
+  QString preferred;
+  for (const QString& dir : m_runModel->checkedDirs()) {
+    const RunInfo* r = m_runModel->run(m_runModel->rowOf(dir));
+    if (r && preferred.isEmpty() && !r->summary.value(QStringLiteral("primary_metric")).toString().isEmpty())
+      preferred = QStringLiteral("valid|") + r->summary.value(QStringLiteral("primary_metric")).toString();
+    for (const MetricPoint& p : metricsOf(dir)) {
+      const QString prefix = p.eval ? (p.split.isEmpty() ? QStringLiteral("valid") : p.split) : QStringLiteral("train");
+      for (const auto& kv : p.values) {
+        const QString k = prefix + QLatin1Char('|') + kv.first;
+        if (!keys.contains(k)) keys << k;
+      }
+    }
+  }
+  std::sort(keys.begin(), keys.end(), [](const QString& a, const QString& b) {
+    const bool va = a.startsWith(QLatin1String("valid")), vb = b.startsWith(QLatin1String("valid"));
+    return va != vb ? va : a < b;
+  });
+  m_compareMetric->blockSignals(true);
+  m_compareMetric->clear();
+  for (const QString& k : keys) m_compareMetric->addItem(QString(k).replace(QLatin1Char('|'), QLatin1Char(' ')), k);
+  int idx = m_compareMetric->findData(previous);
+  if (idx < 0) idx = m_compareMetric->findData(preferred);
+  m_compareMetric->setCurrentIndex(idx >= 0 ? idx : 0);
+  m_compareMetric->blockSignals(false);
+}
+
+void ComparePanel::setSeedAggregation(bool on, bool stdBand) {
+  m_bandCombo->setCurrentIndex(stdBand ? 1 : 0);
+  m_seedBox->setChecked(on);
+  redraw();
+}
+
+void ComparePanel::redraw() {
+  csw::CurvePlot* plot = m_comparePlot;
+  plot->clear();
+  const QString sel = m_compareMetric->currentData().toString();
+  const QString split = sel.section(QLatin1Char('|'), 0, 0), key = sel.section(QLatin1Char('|'), 1);
+  plot->setYLabel(sel.isEmpty() ? QStringLiteral("value") : QString(sel).replace(QLatin1Char('|'), QLatin1Char(' ')));
+  plot->setXLabel(xAxisLabel(m_xAxis));
+  const QStringList dirs = m_runModel->checkedDirs();
+  if (sel.isEmpty() || dirs.isEmpty()) {
+    plot->setTitle(QStringLiteral("Comparison: tick runs in the table"));
+    plot->resetView();
+    plot->replotIfDirty();
+    return;
+  }
+  plot->setTitle(QStringLiteral("Comparison: ") + QString(sel).replace(QLatin1Char('|'), QLatin1Char(' ')));
+  auto seriesOf = [&](const QString& dir, QVector<double>* xs, QVector<double>* ys) {
+    for (const MetricPoint& p : metricsOf(dir)) {
+      const QString ps = p.eval ? (p.split.isEmpty() ? QStringLiteral("valid") : p.split) : QStringLiteral("train");
+      if (ps != split || !p.has(key)) continue;
+      xs->append(xOf(p, m_xAxis));
+      ys->append(p.value(key, 0));
+    }
+  };
+  const QStringList differing = m_runModel->differing();
+  auto labelOf = [&](const RunInfo& r, bool skipSeed) {
+    QStringList parts;
+    for (const QString& k : differing) {
+      if (skipSeed && k == QLatin1String("training.seed")) continue;
+      parts << k.section(QLatin1Char('.'), 1) + QLatin1Char('=') + r.flat.value(k, QStringLiteral("-"));
+    }
+    QString label = parts.isEmpty() ? r.name : parts.join(QStringLiteral(", "));
+    if (label.size() > 60) label = label.left(57) + QStringLiteral("...");
+    return label;
+  };
+  // Group runs that differ only in their seed.
+  QList<QStringList> groups;
+  if (m_seedBox->isChecked()) {
+    QMap<QString, int> byKey;
+    for (const QString& dir : dirs) {
+      const RunInfo* r = m_runModel->run(m_runModel->rowOf(dir));
+      const QString k = seedGroupKey(*r);
+      if (!byKey.contains(k)) {
+        byKey.insert(k, groups.size());
+        groups.append(QStringList());
+      }
+      groups[byKey.value(k)] << dir;
+    }
+  } else {
+    for (const QString& dir : dirs) groups.append(QStringList{dir});
+  }
+  const bool stdBand = m_bandCombo->currentIndex() == 1;
+  for (const QStringList& g : groups) {
+    const RunInfo* first = m_runModel->run(m_runModel->rowOf(g.first()));
+    if (g.size() == 1) {
+      QVector<double> xs, ys;
+      seriesOf(g.first(), &xs, &ys);
+      plot->addSeries(first->dir, labelOf(*first, false));
+      plot->setSeries(first->dir, xs, ys);
+      continue;
+    }
+    // Mean over the seeds at the x values every run of the group has; band = min-max or mean +- std.
+    std::map<double, QVector<double>> at;
+    for (const QString& dir : g) {
+      QVector<double> xs, ys;
+      seriesOf(dir, &xs, &ys);
+      for (int i = 0; i < xs.size(); ++i) at[xs[i]].append(ys[i]);
+    }
+    QVector<double> xs, mean, lo, hi;
+    for (const auto& [x, vals] : at) {
+      if (vals.size() != g.size()) continue;
+      double s = 0, mn = vals[0], mx = vals[0];
+      for (double v : vals) {
+        s += v;
+        mn = std::min(mn, v);
+        mx = std::max(mx, v);
+      }
+      const double m = s / vals.size();
+      double var = 0;
+      for (double v : vals) var += (v - m) * (v - m);
+      const double sd = std::sqrt(var / std::max(1, int(vals.size()) - 1));
+      xs << x;
+      mean << m;
+      lo << (stdBand ? m - sd : mn);
+      hi << (stdBand ? m + sd : mx);
+    }
+    const QString id = QStringLiteral("seeds:") + first->dir;
+    plot->addSeries(id, labelOf(*first, true) + QStringLiteral(" (mean of %1 seeds)").arg(g.size()));
+    plot->setSeries(id, xs, mean);
+    plot->setBand(id, xs, lo, hi);
+  }
+  plot->resetView();
+  plot->replotIfDirty();
+}
+
+void ComparePanel::updateDiff() {
+  const QModelIndexList rows = m_runView->selectionModel()->selectedRows();
+  m_diffTable->setRowCount(0);
+  if (rows.size() != 2) {
+    m_diffLabel->setText(QStringLiteral("Select two runs to see how their configs differ."));
+    return;
+  }
+  const RunInfo* a = m_runModel->run(m_runProxy->mapToSource(rows[0]).row());
+  const RunInfo* b = m_runModel->run(m_runProxy->mapToSource(rows[1]).row());
+  if (!a || !b) return;
+  const auto diff = configDiff(a->flat, b->flat);
+  m_diffLabel->setText(QStringLiteral("<b>A</b> %1<br><b>B</b> %2<br>%3 differing option(s)")
+                           .arg(a->name.toHtmlEscaped(), b->name.toHtmlEscaped())
+                           .arg(diff.size()));
+  m_diffTable->setRowCount(diff.size());
+  for (int i = 0; i < diff.size(); ++i) {
+    m_diffTable->setItem(i, 0, new QTableWidgetItem(std::get<0>(diff[i])));
+    m_diffTable->setItem(i, 1, new QTableWidgetItem(std::get<1>(diff[i])));
+    m_diffTable->setItem(i, 2, new QTableWidgetItem(std::get<2>(diff[i])));
+  }
+  m_diffTable->resizeColumnsToContents();
+}
+
+QString ComparePanel::configDiffText() const {
+  QStringList lines;
+  for (int i = 0; i < m_diffTable->rowCount(); ++i)
+    lines << QStringLiteral("%1: %2 -> %3").arg(m_diffTable->item(i, 0)->text(), m_diffTable->item(i, 1)->text(),
+                                                m_diffTable->item(i, 2)->text());
+  return lines.join(QLatin1Char('\n'));
+}
+
+void ComparePanel::exportTableInteractive() {
+  const QString path = QFileDialog::getSaveFileName(this, QStringLiteral("Export run table"), QStringLiteral("runs.csv"),
+                                                    QStringLiteral("CSV (*.csv)"));
+  QString err;
+  if (!path.isEmpty() && !exportRunTable(path, &err)) QMessageBox::warning(this, QStringLiteral("Export failed"), err);
+}
+
+}  // namespace gui

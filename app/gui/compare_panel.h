@@ -1,0 +1,94 @@
+// ComparePanel: the "Compare" tab. The runs of the workspace in a sortable,
+// filterable table (kept up to date as runs appear, finish or disappear, from
+// this window or the CLI), overlays of the ticked runs' curves with optional
+// seed aggregation (mean with a min-max or mean +- std band), and the config
+// diff of two selected runs.
+#pragma once
+#include <QHash>
+#include <QList>
+#include <QVector>
+#include <QWidget>
+
+#include "gui_types.h"
+
+class QCheckBox;
+class QComboBox;
+class QFileSystemWatcher;
+class QLabel;
+class QLineEdit;
+class QSortFilterProxyModel;
+class QTableView;
+class QTableWidget;
+class QTimer;
+
+namespace csw {
+class CurvePlot;
+}
+
+namespace gui {
+
+class FigureExporter;
+class RunTableModel;
+
+class ComparePanel : public QWidget {
+  Q_OBJECT
+public:
+  explicit ComparePanel(FigureExporter* exporter, QWidget* parent = nullptr);
+
+  RunTableModel* runModel() const { return m_runModel; }
+  QSortFilterProxyModel* runProxy() const { return m_runProxy; }  // the table's sorted, filtered view
+  csw::CurvePlot* comparePlot() const { return m_comparePlot; }
+
+  // Shows the runs of dir and watches it.
+  void setWorkspace(const QString& dir);
+  // A run's row (new or updated) and its cached curves.
+  void refreshRun(const QString& dir);
+  void setXAxis(XAxis axis);
+
+  // The overlaid series as "split|key" (e.g. "valid|bpc"); false when no ticked run has it.
+  QString compareMetric() const;
+  bool setCompareMetric(const QString& key);
+  void setSeedAggregation(bool on, bool stdBand = false);
+  // Selects rows of the (sorted, filtered) table, as a click would.
+  void selectRows(const QList<int>& rows);
+  QString configDiffText() const;  // the diff of the two selected runs, one "key: a -> b" per line
+  bool exportRunTable(const QString& path, QString* error = nullptr);
+
+public Q_SLOTS:
+  void redraw();  // the overlay of the ticked runs, from their metrics files
+  void exportTableInteractive();
+
+Q_SIGNALS:
+  void showRunRequested(const QString& dir);  // double-click on a run
+
+private:
+  void updateCompareMetrics();
+  void updateDiff();
+  void periodicRefresh();
+  void rescanWorkspace();
+  const QVector<MetricPoint>& metricsOf(const QString& dir);
+
+  FigureExporter* m_exporter;
+  QString m_workspace;
+  XAxis m_xAxis = XAxis::Step;
+  QFileSystemWatcher* m_watcher = nullptr;
+  QTimer* m_rescanTimer = nullptr;
+  QTimer* m_refreshTimer = nullptr;
+  RunTableModel* m_runModel = nullptr;
+  QSortFilterProxyModel* m_runProxy = nullptr;
+  QTableView* m_runView = nullptr;
+  QLineEdit* m_filterEdit = nullptr;
+  csw::CurvePlot* m_comparePlot = nullptr;
+  QComboBox* m_compareMetric = nullptr;
+  QCheckBox* m_seedBox = nullptr;
+  QComboBox* m_bandCombo = nullptr;
+  QTableWidget* m_diffTable = nullptr;
+  QLabel* m_diffLabel = nullptr;
+  struct CachedMetrics {
+    qint64 size = -1;
+    QVector<MetricPoint> points;
+  };
+  QHash<QString, CachedMetrics> m_metricsCache;
+};
+
+}  // namespace gui

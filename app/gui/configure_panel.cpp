@@ -1,0 +1,437 @@
+#include "configure_panel.h"
+
+#include <QApplication>
+#include <QComboBox>
+#include <QDir>
+#include <QFile>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QFormLayout>
+#include <QGridLayout>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QJsonDocument>
+#include <QLabel>
+#include <QLocale>
+#include <QPointer>
+#include <QPushButton>
+#include <QScrollArea>
+#include <QThreadPool>
+#include <QTimer>
+#include <QToolButton>
+#include <QVBoxLayout>
+
+#include "core_bridge.h"
+#include "option_form.h"
+#include "run_table.h"
+
+namespace gui {
+
+namespace {
+// Put a form value into the config document at section.key.
+void putValue(QJsonObject& cfg, const QString& path, const QVariant& v) {
+  const QString section = path.section(QLatin1Char('.'), 0, 0), key = path.section(QLatin1Char('.'), 1);
+  QJsonObject sec = cfg.value(section).toObject();
+  sec.insert(key, QJsonValue::fromVariant(v));
+  cfg.insert(section, sec);
+}
+}  // namespace
+
+ConfigurePanel::ConfigurePanel(QWidget* parent) : QWidget(parent) {
+  m_validateTimer = new QTimer(this);
+  m_validateTimer->setSingleShot(true);
+  m_validateTimer->setInterval(150);
+  connect(m_validateTimer, &QTimer::timeout, this, &ConfigurePanel::revalidateNow);
+  m_paramTimer = new QTimer(this);
+  m_paramTimer->setSingleShot(true);
+  m_paramTimer->setInterval(400);
+  connect(m_paramTimer, &QTimer::timeout, this, &ConfigurePanel::requestParameterCount);
+
+  setMinimumWidth(330);
+  auto* v = new QVBoxLayout(this);
+  v->setContentsMargins(6, 6, 6, 6);
+
+  // Workspace
+  auto* wsRow = new QHBoxLayout;
+  m_workspaceLabel = new QLabel;
+  m_workspaceLabel->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  m_workspaceLabel->setMinimumWidth(10);
+  auto* wsButton = new QToolButton;
+  wsButton->setText(QStringLiteral("Change..."));
+  wsButton->setToolTip(QStringLiteral("Open another folder of runs (Ctrl+Shift+O)"));
+  connect(wsButton, &QToolButton::clicked, this, &ConfigurePanel::workspaceChangeRequested);
+  wsRow->addWidget(new QLabel(QStringLiteral("<b>Workspace</b>")));
+  wsRow->addWidget(m_workspaceLabel, 1);
+  wsRow->addWidget(wsButton);
+  v->addLayout(wsRow);
+
+  auto* setup = new QGroupBox(QStringLiteral("Setup"));
+  auto* f = new QFormLayout(setup);
+  m_presetCombo = new QComboBox;
+  m_presetCombo->setToolTip(QStringLiteral("Bundled configurations (resources/presets): the papers' setups and quick ones"));
+  f->addRow(QStringLiteral("Preset"), m_presetCombo);
+  m_taskCombo = new QComboBox;
+  for (const QString& t : taskNames()) {
+    m_taskCombo->addItem(t, t);
+    m_taskCombo->setItemData(m_taskCombo->count() - 1, taskDescription(t), Qt::ToolTipRole);
+  }
+  f->addRow(QStringLiteral("Task"), m_taskCombo);
+  auto* dsRow = new QHBoxLayout;
+  m_datasetCombo = new QComboBox;
+  m_datasetCombo->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+  m_datasetCombo->setMinimumContentsLength(12);
+  auto* dsOpen = new QToolButton;
+  dsOpen->setText(QStringLiteral("Open..."));
+  dsOpen->setToolTip(QStringLiteral("Train on a file of your own (Ctrl+O); you can also drop a file on the window"));
+  connect(dsOpen, &QToolButton::clicked, this, &ConfigurePanel::chooseDatasetFile);
+  dsRow->addWidget(m_datasetCombo, 1);
+  dsRow->addWidget(dsOpen);
+  f->addRow(QStringLiteral("Dataset"), dsRow);
+  m_formatLabel = new QLabel;
+  m_formatLabel->setStyleSheet(QStringLiteral("color: palette(mid);"));
+  m_formatLabel->setWordWrap(true);
+  f->addRow(QString(), m_formatLabel);
+  m_cellCombo = new QComboBox;
+  for (const QString& c : cellNames()) {
+    m_cellCombo->addItem(c, c);
+    m_cellCombo->setItemData(m_cellCombo->count() - 1, cellDescription(c), Qt::ToolTipRole);
+  }
+  const int gruIndex = m_cellCombo->findData(QStringLiteral("gru"));  // the schema's default cell
+  if (gruIndex >= 0) m_cellCombo->setCurrentIndex(gruIndex);
+  f->addRow(QStringLiteral("Cell"), m_cellCombo);
+  m_cellInfo = new QLabel;
+  m_cellInfo->setWordWrap(true);
+  m_cellInfo->setStyleSheet(QStringLiteral("color: palette(mid);"));
+  f->addRow(QString(), m_cellInfo);
+  v->addWidget(setup);
+
+  m_topError = new QLabel;
+  m_topError->setWordWrap(true);
+  m_topError->setStyleSheet(QStringLiteral("color: #c62828;"));
+  m_topError->hide();
+  v->addWidget(m_topError);
+
+  m_form = new csw::OptionForm;
+  auto* scroll = new QScrollArea;
+  scroll->setWidget(m_form);
+  scroll->setWidgetResizable(true);
+  scroll->setFrameShape(QFrame::NoFrame);
+  v->addWidget(scroll, 1);
+
+  m_paramLabel = new QLabel(QStringLiteral("Parameters: -"));
+  m_paramLabel->setToolTip(QStringLiteral("Trainable parameters of the configured model (updated as options change)"));
+  v->addWidget(m_paramLabel);
+
+  auto* buttons = new QGridLayout;
+  m_startButton = new QPushButton(QStringLiteral("Start"));
+  m_startButton->setToolTip(QStringLiteral("Start training (Ctrl+R)"));
+  m_startButton->setDefault(true);
+  m_queueButton = new QPushButton(QStringLiteral("Add to queue"));
+  m_queueButton->setToolTip(QStringLiteral("Train this configuration after the current run (Ctrl+Shift+R)"));
+  m_pauseButton = new QPushButton(QStringLiteral("Pause"));
+  m_pauseButton->setToolTip(QStringLiteral("Pause / resume (Ctrl+P)"));
+  m_stopButton = new QPushButton(QStringLiteral("Stop"));
+  m_stopButton->setToolTip(QStringLiteral("Stop; the run keeps its last checkpoint (Ctrl+.)"));
+  buttons->addWidget(m_startButton, 0, 0);
+  buttons->addWidget(m_queueButton, 0, 1);
+  buttons->addWidget(m_pauseButton, 1, 0);
+  buttons->addWidget(m_stopButton, 1, 1);
+  v->addLayout(buttons);
+  connect(m_startButton, &QPushButton::clicked, this, &ConfigurePanel::startRequested);
+  connect(m_queueButton, &QPushButton::clicked, this, &ConfigurePanel::enqueueRequested);
+  connect(m_pauseButton, &QPushButton::clicked, this, &ConfigurePanel::pauseToggleRequested);
+  connect(m_stopButton, &QPushButton::clicked, this, &ConfigurePanel::stopRequested);
+
+  connect(m_taskCombo, qOverload<int>(&QComboBox::currentIndexChanged), this, [this] {
+    populateDatasets();
+    rebuildForm();
+  });
+  connect(m_cellCombo, qOverload<int>(&QComboBox::currentIndexChanged), this, [this] { rebuildForm(); });
+  connect(m_datasetCombo, qOverload<int>(&QComboBox::currentIndexChanged), this, [this] {
+    const QString data = m_datasetCombo->currentData().toString();
+    m_datasetFile = data.startsWith(QLatin1String("file:")) ? data.mid(5) : QString();
+    showDatasetLabel();
+    scheduleValidation();
+  });
+  connect(m_presetCombo, qOverload<int>(&QComboBox::activated), this, [this](int i) {
+    if (i > 0) applyPreset(m_presetCombo->itemText(i));
+    else applyConfig(QJsonObject());
+  });
+  connect(m_form, &csw::OptionForm::changed, this, [this] { scheduleValidation(); });
+  populatePresets();
+  populateDatasets();
+  rebuildForm();
+}
+
+void ConfigurePanel::setWorkspaceLabel(const QString& dir) {
+  m_workspaceLabel->setText(QFontMetrics(m_workspaceLabel->font()).elidedText(dir, Qt::ElideMiddle, 220));
+  m_workspaceLabel->setToolTip(dir);
+}
+
+void ConfigurePanel::setTrainingState(bool training, bool paused) {
+  const bool valid = isValid();
+  m_startButton->setEnabled(valid && !training);
+  m_queueButton->setEnabled(valid);
+  m_pauseButton->setEnabled(training);
+  m_stopButton->setEnabled(training);
+  m_pauseButton->setText(paused ? QStringLiteral("Resume") : QStringLiteral("Pause"));
+}
+
+void ConfigurePanel::showDatasetLabel() {
+  m_formatLabel->setText(datasetLabel());
+  m_formatLabel->setVisible(!m_formatLabel->text().isEmpty());
+}
+
+void ConfigurePanel::populatePresets() {
+  m_presetCombo->blockSignals(true);
+  m_presetCombo->clear();
+  m_presetCombo->addItem(QStringLiteral("(defaults)"));
+  QDir d(presetsDir());
+  for (const QFileInfo& fi : d.entryInfoList({QStringLiteral("*.json")}, QDir::Files, QDir::Name)) {
+    QFile f(fi.absoluteFilePath());
+    QString notes;
+    if (f.open(QIODevice::ReadOnly)) notes = QJsonDocument::fromJson(f.readAll()).object().value(QStringLiteral("notes")).toString();
+    m_presetCombo->addItem(fi.completeBaseName());
+    m_presetCombo->setItemData(m_presetCombo->count() - 1, notes, Qt::ToolTipRole);
+  }
+  m_presetCombo->blockSignals(false);
+}
+
+QStringList ConfigurePanel::presetNames() const {
+  QStringList out;
+  for (int i = 1; i < m_presetCombo->count(); ++i) out << m_presetCombo->itemText(i);
+  return out;
+}
+
+bool ConfigurePanel::applyPreset(const QString& name) {
+  QFile f(QDir(presetsDir()).filePath(name + QStringLiteral(".json")));
+  if (!f.open(QIODevice::ReadOnly)) return false;
+  QJsonParseError err;
+  const QJsonDocument doc = QJsonDocument::fromJson(f.readAll(), &err);
+  if (!doc.isObject()) {
+    m_topError->setText(QStringLiteral("Preset '%1' is not valid JSON: %2").arg(name, err.errorString()));
+    m_topError->show();
+    return false;
+  }
+  applyConfig(doc.object());
+  const int i = m_presetCombo->findText(name);
+  if (i >= 0) m_presetCombo->setCurrentIndex(i);
+  Q_EMIT message(QStringLiteral("Preset %1 loaded").arg(name), 4000);
+  return true;
+}
+
+void ConfigurePanel::populateDatasets() {
+  const QString task = m_taskCombo->currentData().toString();
+  const QString previous = m_datasetCombo->currentData().toString();
+  m_datasetCombo->blockSignals(true);
+  m_datasetCombo->clear();
+  for (const DatasetEntry& d : manifestDatasets()) {
+    if (!d.tasks.isEmpty() && !d.tasks.contains(task)) continue;
+    m_datasetCombo->addItem(d.present ? d.name : d.name + QStringLiteral(" (not downloaded)"), d.name);
+    m_datasetCombo->setItemData(m_datasetCombo->count() - 1,
+                                QStringLiteral("%1\nFormat: %2").arg(d.description, d.format), Qt::ToolTipRole);
+    m_datasetCombo->setItemData(m_datasetCombo->count() - 1, d.format, Qt::UserRole + 1);
+  }
+  if (m_datasetCombo->count() == 0) {
+    // No manifest (or nothing for this task): the schema's default dataset name.
+    m_datasetCombo->addItem(QStringLiteral("moby-dick"), QStringLiteral("moby-dick"));
+  }
+  if (!m_datasetFile.isEmpty()) {
+    m_datasetCombo->addItem(QStringLiteral("File: ") + QFileInfo(m_datasetFile).fileName(), QStringLiteral("file:") + m_datasetFile);
+    m_datasetCombo->setItemData(m_datasetCombo->count() - 1, m_datasetFile, Qt::ToolTipRole);
+  }
+  int idx = m_datasetCombo->findData(previous);
+  m_datasetCombo->setCurrentIndex(idx >= 0 ? idx : 0);
+  const QString data = m_datasetCombo->currentData().toString();
+  m_datasetFile = data.startsWith(QLatin1String("file:")) ? data.mid(5) : QString();
+  m_datasetCombo->blockSignals(false);
+  showDatasetLabel();
+}
+
+bool ConfigurePanel::selectDataset(const QString& name) {
+  int idx = m_datasetCombo->findData(name);
+  if (idx < 0) {
+    m_datasetCombo->addItem(name + QStringLiteral(" (not in the manifest)"), name);
+    idx = m_datasetCombo->count() - 1;
+  }
+  m_datasetCombo->setCurrentIndex(idx);
+  m_datasetFile.clear();
+  showDatasetLabel();
+  scheduleValidation();
+  return true;
+}
+
+void ConfigurePanel::setDatasetFile(const QString& path) {
+  const QString abs = QFileInfo(path).absoluteFilePath();
+  int idx = m_datasetCombo->findData(QStringLiteral("file:") + abs);
+  if (idx < 0) {
+    m_datasetCombo->blockSignals(true);
+    m_datasetCombo->addItem(QStringLiteral("File: ") + QFileInfo(abs).fileName(), QStringLiteral("file:") + abs);
+    idx = m_datasetCombo->count() - 1;
+    m_datasetCombo->setItemData(idx, abs, Qt::ToolTipRole);
+    m_datasetCombo->blockSignals(false);
+  }
+  m_datasetCombo->setCurrentIndex(idx);
+  m_datasetFile = abs;
+  m_formatLabel->setText(datasetLabel());
+  m_formatLabel->setVisible(true);
+  scheduleValidation();
+}
+
+QString ConfigurePanel::datasetFormat() const {
+  if (!m_datasetFile.isEmpty()) return detectFormat(m_datasetFile);
+  return m_datasetCombo->currentData(Qt::UserRole + 1).toString();
+}
+
+QString ConfigurePanel::datasetLabel() const {
+  if (!m_datasetFile.isEmpty()) {
+    QFileInfo fi(m_datasetFile);
+    const QString size = fi.isDir() ? QStringLiteral("folder") : QLocale().formattedDataSize(fi.size());
+    return QStringLiteral("Format: %1 (detected), %2\n%3").arg(datasetFormat(), size, m_datasetFile);
+  }
+  const QString fmt = datasetFormat();
+  return fmt.isEmpty() ? QString() : QStringLiteral("Format: %1 (from the manifest)").arg(fmt);
+}
+
+void ConfigurePanel::rebuildForm() {
+  const QString cell = m_cellCombo->currentData().toString(), task = m_taskCombo->currentData().toString();
+  m_cellInfo->setText(cellDescription(cell));
+  const QVariantMap keep = m_form->values();
+  m_form->setOptions(optionDescs(cell, task));
+  // Keep the values of options the new cell/task also has.
+  QVariantMap carried;
+  const QStringList paths = m_form->paths();
+  for (auto it = keep.begin(); it != keep.end(); ++it)
+    if (paths.contains(it.key())) carried.insert(it.key(), it.value());
+  m_form->setValues(carried);
+  scheduleValidation();
+}
+
+QJsonObject ConfigurePanel::currentConfig() const {
+  QJsonObject cfg;
+  cfg.insert(QStringLiteral("task"), QJsonObject{{QStringLiteral("name"), m_taskCombo->currentData().toString()}});
+  QJsonObject ds;
+  if (!m_datasetFile.isEmpty()) ds.insert(QStringLiteral("path"), m_datasetFile);
+  else ds.insert(QStringLiteral("name"), m_datasetCombo->currentData().toString());
+  cfg.insert(QStringLiteral("dataset"), ds);
+  cfg.insert(QStringLiteral("model"), QJsonObject{{QStringLiteral("cell"), m_cellCombo->currentData().toString()}});
+  cfg.insert(QStringLiteral("training"), QJsonObject());
+  const QVariantMap values = m_form->values();
+  for (auto it = values.begin(); it != values.end(); ++it) putValue(cfg, it.key(), it.value());
+  return cfg;
+}
+
+void ConfigurePanel::applyConfig(const QJsonObject& cfg) {
+  m_applying = true;
+  const QJsonValue taskV = cfg.value(QStringLiteral("task"));
+  const QString task = taskV.isString() ? taskV.toString() : taskV.toObject().value(QStringLiteral("name")).toString();
+  if (!task.isEmpty()) {
+    const int i = m_taskCombo->findData(task);
+    if (i >= 0) m_taskCombo->setCurrentIndex(i);
+  }
+  const QJsonObject model = cfg.value(QStringLiteral("model")).toObject();
+  const QString cell = model.value(QStringLiteral("cell")).toString();
+  const int ci = m_cellCombo->findData(cell.isEmpty() ? QStringLiteral("gru") : cell);
+  if (ci >= 0 && ci != m_cellCombo->currentIndex()) m_cellCombo->setCurrentIndex(ci);  // rebuilds the form
+  const QJsonObject ds = cfg.value(QStringLiteral("dataset")).toObject();
+  if (ds.contains(QStringLiteral("path")) && ds.value(QStringLiteral("path")).isString())
+    setDatasetFile(ds.value(QStringLiteral("path")).toString());
+  else if (ds.contains(QStringLiteral("name")))
+    selectDataset(ds.value(QStringLiteral("name")).toString());
+  m_form->resetToDefaults();
+  const QMap<QString, QString> flat = flattenConfig(cfg);
+  for (auto it = flat.begin(); it != flat.end(); ++it) {
+    if (isDedicatedPath(it.key()) || !m_form->paths().contains(it.key())) continue;
+    const QString section = it.key().section(QLatin1Char('.'), 0, 0), key = it.key().section(QLatin1Char('.'), 1);
+    m_form->setValue(it.key(), cfg.value(section).toObject().value(key).toVariant());
+  }
+  m_applying = false;
+  scheduleValidation();
+}
+
+bool ConfigurePanel::setConfigValue(const QString& path, const QVariant& value) {
+  if (path == QLatin1String("task.name")) {
+    const int i = m_taskCombo->findData(value.toString());
+    if (i < 0) return false;
+    m_taskCombo->setCurrentIndex(i);
+    return true;
+  }
+  if (path == QLatin1String("model.cell")) {
+    const int i = m_cellCombo->findData(value.toString());
+    if (i < 0) return false;
+    m_cellCombo->setCurrentIndex(i);
+    return true;
+  }
+  if (path == QLatin1String("dataset.name")) return selectDataset(value.toString());
+  if (path == QLatin1String("dataset.path")) {
+    setDatasetFile(value.toString());
+    return true;
+  }
+  return m_form->setValue(path, value);
+}
+
+void ConfigurePanel::scheduleValidation() {
+  if (m_applying) return;
+  m_validateTimer->start();
+}
+
+void ConfigurePanel::revalidateNow() {
+  m_validateTimer->stop();
+  const QJsonObject cfg = currentConfig();
+  const auto errs = validateConfig(cfg);
+  m_form->clearErrors();
+  m_errors.clear();
+  QStringList top;
+  const QStringList formPaths = m_form->paths();
+  for (const auto& e : errs) {
+    m_errors << e.first + QStringLiteral(": ") + e.second;
+    if (formPaths.contains(e.first)) m_form->setError(e.first, e.second);
+    else top << QStringLiteral("<b>%1</b>: %2").arg(e.first.toHtmlEscaped(), e.second.toHtmlEscaped());
+  }
+  m_topError->setText(top.join(QStringLiteral("<br>")));
+  m_topError->setVisible(!top.isEmpty());
+  if (errs.isEmpty()) {
+    m_paramLabel->setText(QStringLiteral("Parameters: counting..."));
+    m_paramTimer->start();
+  } else {
+    ++m_paramGeneration;  // drop a count in flight
+    m_paramCount = -1;
+    m_paramLabel->setText(QStringLiteral("Parameters: - (fix the %1 problem%2 above)").arg(errs.size()).arg(errs.size() > 1 ? "s" : ""));
+  }
+  Q_EMIT validated();
+}
+
+void ConfigurePanel::requestParameterCount() {
+  // Built off the GUI thread (loading the dataset for the vocabulary can take a while);
+  // only the newest request's answer is shown.
+  const int gen = ++m_paramGeneration;
+  const QJsonObject cfg = currentConfig();
+  QPointer<ConfigurePanel> self(this);
+  QThreadPool::globalInstance()->start([self, gen, cfg] {
+    QString err;
+    const qint64 n = gui::parameterCount(cfg, &err);
+    QMetaObject::invokeMethod(
+        qApp,
+        [self, gen, n, err] {
+          if (!self || gen != self->m_paramGeneration) return;
+          self->m_paramCount = n;
+          if (n >= 0) {
+            self->m_paramLabel->setText(QStringLiteral("Parameters: <b>%1</b> (%2 M)").arg(QLocale().toString(n)).arg(n / 1e6, 0, 'f', 3));
+            self->m_paramLabel->setToolTip(QStringLiteral("Trainable parameters of the configured model"));
+          } else {
+            self->m_paramLabel->setText(QStringLiteral("Parameters: <span style='color:#c62828'>cannot build the model</span>"));
+            self->m_paramLabel->setToolTip(err);
+          }
+          Q_EMIT self->parameterCountChanged(n);
+        },
+        Qt::QueuedConnection);
+  });
+}
+
+void ConfigurePanel::chooseDatasetFile() {
+  const QString path = QFileDialog::getOpenFileName(this, QStringLiteral("Train on a file"), QString(),
+                                                    QStringLiteral("Text and data files (*.txt *.jsonl *.csv *.tsv);;All files (*)"));
+  if (!path.isEmpty()) setDatasetFile(path);
+}
+
+}  // namespace gui

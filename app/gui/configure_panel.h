@@ -1,0 +1,94 @@
+// ConfigurePanel: the left-hand side of the window. Workspace, preset, task,
+// dataset (manifest or a file of the user's, format detected) and cell, then
+// the option form generated from the config schema, validation next to each
+// field (debounced), the parameter count (computed off the GUI thread) and the
+// Start / Add to queue / Pause / Stop buttons, which only ask (signals): the
+// window's TrainingController trains.
+#pragma once
+#include <QJsonObject>
+#include <QStringList>
+#include <QVariant>
+#include <QWidget>
+
+class QComboBox;
+class QLabel;
+class QPushButton;
+class QTimer;
+
+namespace csw {
+class OptionForm;
+}
+
+namespace gui {
+
+class ConfigurePanel : public QWidget {
+  Q_OBJECT
+public:
+  explicit ConfigurePanel(QWidget* parent = nullptr);
+
+  QJsonObject currentConfig() const;
+  // Sets task, cell, dataset and every form value found in cfg (others reset to defaults).
+  void applyConfig(const QJsonObject& cfg);
+  // "section.key" = value, for the dedicated controls too (task.name, model.cell, dataset.name, dataset.path).
+  bool setConfigValue(const QString& path, const QVariant& value);
+  QStringList presetNames() const;
+  bool applyPreset(const QString& name);
+  bool selectDataset(const QString& name);
+  void setDatasetFile(const QString& path);  // a file of the user's; format detected and shown
+  QString datasetFormat() const;             // as shown (manifest format or detected)
+  void revalidateNow();                      // synchronous validation (the panel debounces it)
+  QStringList validationErrors() const { return m_errors; }  // "path: message"
+  bool isValid() const { return m_errors.isEmpty(); }
+  qint64 parameterCount() const { return m_paramCount; }     // -1 while unknown
+  csw::OptionForm* form() const { return m_form; }           // the schema-generated fields
+
+  void setWorkspaceLabel(const QString& dir);
+  // Enables the buttons: Start when valid and idle, Pause/Stop while training.
+  void setTrainingState(bool training, bool paused);
+
+public Q_SLOTS:
+  void chooseDatasetFile();
+
+Q_SIGNALS:
+  void startRequested();
+  void enqueueRequested();
+  void pauseToggleRequested();
+  void stopRequested();
+  void workspaceChangeRequested();
+  void validated();  // validationErrors() is up to date
+  void parameterCountChanged(qint64 count);
+  void message(const QString& text, int timeoutMs);
+
+private:
+  void populatePresets();
+  void populateDatasets();
+  void rebuildForm();
+  void scheduleValidation();
+  void requestParameterCount();
+  void showDatasetLabel();
+  QString datasetLabel() const;
+
+  QComboBox* m_presetCombo = nullptr;
+  QComboBox* m_taskCombo = nullptr;
+  QComboBox* m_datasetCombo = nullptr;
+  QComboBox* m_cellCombo = nullptr;
+  QLabel* m_cellInfo = nullptr;
+  QLabel* m_formatLabel = nullptr;
+  QLabel* m_workspaceLabel = nullptr;
+  QLabel* m_topError = nullptr;
+  QLabel* m_paramLabel = nullptr;
+  csw::OptionForm* m_form = nullptr;
+  QPushButton* m_startButton = nullptr;
+  QPushButton* m_queueButton = nullptr;
+  QPushButton* m_pauseButton = nullptr;
+  QPushButton* m_stopButton = nullptr;
+  QTimer* m_validateTimer = nullptr;
+  QTimer* m_paramTimer = nullptr;
+  QStringList m_errors;
+  qint64 m_paramCount = -1;
+  int m_paramGeneration = 0;
+  QString m_datasetFile;  // non-empty: a user file instead of a manifest dataset
+  bool m_applying = false;
+};
+
+}  // namespace gui

@@ -1,0 +1,239 @@
+#include "training_panel.h"
+
+#include <QComboBox>
+#include <QDir>
+#include <QFile>
+#include <QFileInfo>
+#include <QGridLayout>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLocale>
+#include <QPlainTextEdit>
+#include <QSplitter>
+#include <QVBoxLayout>
+
+#include "core_bridge.h"
+#include "curve_plot.h"
+#include "figure_export.h"
+#include "run_table.h"
+
+namespace gui {
+
+namespace {
+bool isKnownKey(const QString& k) {
+  for (const char* s : {"loss", "bpc", "ppl", "accuracy", "lr", "grad_norm", "throughput"})
+    if (k == QLatin1String(s)) return true;
+  return false;
+}
+}  // namespace
+
+TrainingPanel::TrainingPanel(FigureExporter* exporter, QWidget* parent) : QWidget(parent), m_exporter(exporter) {
+  auto* v = new QVBoxLayout(this);
+  v->setContentsMargins(4, 4, 4, 4);
+  auto* top = new QHBoxLayout;
+  m_runLabel = new QLabel(QStringLiteral("No run yet: configure on the left and press Start (Ctrl+R)."));
+  m_runLabel->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  m_xAxisCombo = new QComboBox;
+  m_xAxisCombo->addItems({QStringLiteral("Step"), QStringLiteral("Epoch"), QStringLiteral("Wall time")});
+  m_xAxisCombo->setToolTip(QStringLiteral("What the x axis of every curve shows"));
+  connect(m_xAxisCombo, qOverload<int>(&QComboBox::currentIndexChanged), this,
+          [this](int i) { setXAxis(static_cast<XAxis>(i)); });
+  top->addWidget(m_runLabel, 1);
+  top->addWidget(new QLabel(QStringLiteral("X axis:")));
+  top->addWidget(m_xAxisCombo);
+  v->addLayout(top);
+
+  auto* split = new QSplitter(Qt::Vertical);
+  auto* grid = new QWidget;
+  auto* g = new QGridLayout(grid);
+  g->setContentsMargins(0, 0, 0, 0);
+  g->setSpacing(4);
+  struct Def { const char* id; const char* title; const char* y; };
+  const Def defs[] = {{"metric", "Training and validation", "loss"},
+                      {"lr", "Learning rate", "learning rate"},
+                      {"grad_norm", "Gradient norm", "L2 norm"},
+                      {"throughput", "Throughput", "units / s"},
+                      {"extra", "Other metrics", "value"}};
+  int i = 0;
+  for (const Def& d : defs) {
+    auto* p = m_exporter->newPlot(QString::fromLatin1(d.title), QString::fromLatin1(d.y), xAxisLabel(m_xAxis));
+    m_plots.insert(QString::fromLatin1(d.id), p);
+    m_plotOrder << QString::fromLatin1(d.id);
+    if (i == 0) g->addWidget(p, 0, 0, 1, 2);
+    else g->addWidget(p, 1 + (i - 1) / 2, (i - 1) % 2);
+    ++i;
+  }
+  g->setRowStretch(0, 3);
+  g->setRowStretch(1, 2);
+  g->setRowStretch(2, 2);
+  m_plots.value(QStringLiteral("extra"))->hide();  // shown when a cell logs an extra metric
+  split->addWidget(grid);
+  m_log = new QPlainTextEdit;
+  m_log->setReadOnly(true);
+  m_log->setMaximumBlockCount(5000);
+  m_log->setPlaceholderText(QStringLiteral("The run's log appears here."));
+  QFont mono(QStringLiteral("monospace"));
+  mono.setStyleHint(QFont::Monospace);
+  m_log->setFont(mono);
+  split->addWidget(m_log);
+  split->setStretchFactor(0, 5);
+  split->setStretchFactor(1, 1);
+  v->addWidget(split, 1);
+}
+
+
+csw::CurvePlot* TrainingPanel::plot(const QString& name) const { return m_plots.value(name); }
+
+QList<csw::CurvePlot*> TrainingPanel::plots() const {
+  QList<csw::CurvePlot*> out;
+  for (const QString& id : m_plotOrder) out << m_plots.value(id);
+  return out;
+}
+
+QString TrainingPanel::logText() const { return m_log->toPlainText(); }
+
+void TrainingPanel::appendLog(const QString& line) { m_log->appendPlainText(line); }
+
+void TrainingPanel::resetViews() {
+  for (auto* p : plots()) p->resetView();
+}
+
+void TrainingPanel::beginRun() {
+  m_runDir.clear();
+  reset();
+  m_runLabel->setText(QStringLiteral("Preparing: loading the data and building the model..."));
+}
+
+void TrainingPanel::setRunInfo(const QString& runDir, const QString& metric, const QString& unit, qint64 params) {
+  m_runDir = runDir;
+  m_primary = metric;
+  m_runLabel->setText(QStringLiteral("<b>%1</b> &nbsp; %2 parameters").arg(QFileInfo(runDir).fileName().toHtmlEscaped(),
+                                                                         QLocale().toString(params)));
+  m_runLabel->setToolTip(runDir);
+  m_plots.value(QStringLiteral("metric"))->setYLabel(metric);
+  m_plots.value(QStringLiteral("throughput"))->setYLabel(unit + QStringLiteral(" / s"));
+  appendLog(QStringLiteral("run directory: ") + runDir);
+}
+
+void TrainingPanel::showFailure(const QString& message) {
+  m_runLabel->setText(QStringLiteral("<span style='color:#c62828'>Could not train: %1</span>").arg(message.toHtmlEscaped().replace(QLatin1Char('\n'), QStringLiteral("<br>"))));
+  appendLog(QStringLiteral("error: ") + message);
+}
+
+void TrainingPanel::append(const QVector<MetricPoint>& points, const QStringList& logs) {
+  for (const QString& l : logs) appendLog(l);
+  for (const MetricPoint& p : points) {
+    m_live << p;
+    addLivePoint(p);
+  }
+  for (auto* p : plots()) p->replotIfDirty();  // queued replots at most once per drain
+}
+
+void TrainingPanel::addLivePoint(const MetricPoint& p) {
+  const double x = xOf(p, m_xAxis);
+  csw::CurvePlot* metric = m_plots.value(QStringLiteral("metric"));
+  const QString primary = m_primary.isEmpty() ? QStringLiteral("loss") : m_primary;
+  if (p.eval) {
+    for (const auto& kv : p.values) {
+      if (kv.first != primary) continue;
+      const QString id = p.split.isEmpty() ? QStringLiteral("valid") : p.split;
+      if (!metric->hasSeries(id)) metric->addSeries(id, id + QLatin1Char(' ') + primary);
+      metric->appendPoint(id, x, kv.second);
+    }
+    return;
+  }
+  const QString trainKey = p.has(primary) ? primary : QStringLiteral("loss");
+  for (const auto& kv : p.values) {
+    const QString& k = kv.first;
+    if (k == trainKey) {
+      if (!metric->hasSeries(QStringLiteral("train"))) metric->addSeries(QStringLiteral("train"), QStringLiteral("train ") + trainKey);
+      metric->appendPoint(QStringLiteral("train"), x, kv.second);
+    } else if (k == QLatin1String("lr")) {
+      m_plots.value(QStringLiteral("lr"))->appendPoint(QStringLiteral("lr"), x, kv.second);
+    } else if (k == QLatin1String("grad_norm")) {
+      m_plots.value(QStringLiteral("grad_norm"))->appendPoint(QStringLiteral("grad_norm"), x, kv.second);
+    } else if (k == QLatin1String("throughput")) {
+      m_plots.value(QStringLiteral("throughput"))->appendPoint(QStringLiteral("throughput"), x, kv.second);
+    } else if (!isKnownKey(k)) {
+      // Any extra numeric key a cell logs (e.g. zone_disagreement).
+      csw::CurvePlot* extra = m_plots.value(QStringLiteral("extra"));
+      extra->appendPoint(k, x, kv.second);
+      if (extra->isHidden()) extra->show();
+    }
+  }
+}
+
+void TrainingPanel::reset() {
+  m_live.clear();
+  m_primary.clear();
+  for (auto* p : plots()) {
+    p->clear();
+    p->resetView();
+    p->replotIfDirty();
+  }
+  m_plots.value(QStringLiteral("extra"))->hide();
+  m_log->clear();
+}
+
+void TrainingPanel::rebuildLivePlots() {
+  for (auto* p : plots()) {
+    p->clear();
+    p->setXLabel(xAxisLabel(m_xAxis));
+  }
+  for (const MetricPoint& p : m_live) addLivePoint(p);
+  for (auto* p : plots()) {
+    p->resetView();
+    p->replotIfDirty();
+  }
+}
+
+void TrainingPanel::setXAxis(XAxis axis) {
+  if (m_xAxisCombo->currentIndex() != int(axis)) {
+    m_xAxisCombo->setCurrentIndex(int(axis));  // comes back here
+    return;
+  }
+  m_xAxis = axis;
+  rebuildLivePlots();
+  Q_EMIT xAxisChanged(axis);
+}
+
+bool TrainingPanel::showRun(const QString& dir) {
+  RunInfo r;
+  if (!readRun(dir, &r)) return false;
+  reset();
+  m_runDir = r.dir;
+  m_primary = r.summary.value(QStringLiteral("primary_metric")).toString();
+  m_runLabel->setText(QStringLiteral("<b>%1</b> &nbsp; %2, %3").arg(r.name.toHtmlEscaped(), r.status(),
+                                                                    QLocale().toString(qlonglong(r.summary.value(QStringLiteral("parameters")).toDouble())) + QStringLiteral(" parameters")));
+  m_plots.value(QStringLiteral("metric"))->setYLabel(m_primary.isEmpty() ? QStringLiteral("loss") : m_primary);
+  m_live = readMetricsFile(QDir(dir).filePath(QStringLiteral("metrics.jsonl")));
+  QFile log(QDir(dir).filePath(QStringLiteral("log.txt")));
+  if (log.open(QIODevice::ReadOnly)) m_log->setPlainText(QString::fromUtf8(log.readAll()));
+  rebuildLivePlots();
+  return true;
+}
+
+bool TrainingPanel::exportAllFigures(const QString& folder, QStringList* written, QString* error) {
+  if (!QDir().mkpath(folder)) {
+    if (error) *error = QStringLiteral("cannot create ") + folder;
+    return false;
+  }
+  const QString prefix = m_runDir.isEmpty() ? QString() : QFileInfo(m_runDir).fileName() + QLatin1Char('-');
+  bool any = false;
+  for (const QString& id : m_plotOrder) {
+    csw::CurvePlot* p = m_plots.value(id);
+    bool hasData = false;
+    for (const QString& s : p->seriesIds()) hasData = hasData || p->pointCount(s) > 0;
+    if (!hasData) continue;
+    for (const char* ext : {"png", "pdf", "svg", "csv"}) {
+      const QString path = QDir(folder).filePath(prefix + slug(id) + QLatin1Char('.') + QLatin1String(ext));
+      if (!m_exporter->exportPlot(p, path, error)) return false;
+      if (written) *written << path;
+      any = true;
+    }
+  }
+  if (!any && error) *error = QStringLiteral("the training view has no curves yet");
+  return any;
+}
+
+}  // namespace gui

@@ -1,0 +1,70 @@
+// TrainingPanel: the "Training" tab. The live curves of the run being trained
+// (metric, learning rate, gradient norm, throughput, any extra metric a cell
+// logs) against step, epoch or wall time, and the run's log. It only draws:
+// points come from the TrainingController (append) or from a finished run's
+// directory (showRun).
+#pragma once
+#include <QHash>
+#include <QStringList>
+#include <QVector>
+#include <QWidget>
+
+#include "gui_types.h"
+
+class QComboBox;
+class QLabel;
+class QPlainTextEdit;
+
+namespace csw {
+class CurvePlot;
+}
+
+namespace gui {
+
+class FigureExporter;
+
+class TrainingPanel : public QWidget {
+  Q_OBJECT
+public:
+  explicit TrainingPanel(FigureExporter* exporter, QWidget* parent = nullptr);
+
+  csw::CurvePlot* plot(const QString& name) const;  // metric, lr, grad_norm, throughput, extra
+  QList<csw::CurvePlot*> plots() const;
+  QString logText() const;
+  XAxis xAxis() const { return m_xAxis; }
+  void setXAxis(XAxis axis);
+
+  // A new run: curves and log cleared, "preparing" shown.
+  void beginRun();
+  void setRunInfo(const QString& runDir, const QString& primaryMetric, const QString& unit, qint64 parameters);
+  void showFailure(const QString& message);
+  // New points and log lines of the run being trained; replots (queued) what changed.
+  void append(const QVector<MetricPoint>& points, const QStringList& logs);
+  void appendLog(const QString& line);
+  // A finished run's curves and log. False when dir is not a readable run.
+  bool showRun(const QString& dir);
+  void resetViews();
+
+  // Every figure of the view: <folder>/<run>-<name>.{png,pdf,svg,csv}.
+  bool exportAllFigures(const QString& folder, QStringList* written = nullptr, QString* error = nullptr);
+
+Q_SIGNALS:
+  void xAxisChanged(gui::XAxis axis);
+
+private:
+  void addLivePoint(const MetricPoint& p);
+  void rebuildLivePlots();
+  void reset();
+
+  FigureExporter* m_exporter;
+  QLabel* m_runLabel = nullptr;
+  QComboBox* m_xAxisCombo = nullptr;
+  XAxis m_xAxis = XAxis::Step;
+  QHash<QString, csw::CurvePlot*> m_plots;
+  QStringList m_plotOrder;
+  QPlainTextEdit* m_log = nullptr;
+  QVector<MetricPoint> m_live;
+  QString m_runDir, m_primary;
+};
+
+}  // namespace gui
