@@ -119,23 +119,45 @@ int train_launch_local(const std::vector<std::string>& a, const Args& args) {
   return 0;
 }
 
-int cmd_bench_dist(const std::vector<std::string>& a) {
-  auto args = parse(a, {"dist", "dist-worker", "json"},
-                    {"cell", "batch", "seq", "embed", "hidden", "set", "vocab", "steps", "threads", "nproc-list", "out",
-                     "rank", "world-size", "store-file", "master", "dist-timeout"});
+// Model and data options of one benchmark task (the defaults differ per task).
+static cs::DistBenchOptions bench_options(const Args& args, const std::string& task) {
   cs::DistBenchOptions o;
-  o.model = {{"cell", args.get("cell", "gru")}, {"embed", args.get_int("embed", 256)}, {"hidden", args.get_int("hidden", 512)}};
+  o.task = task;
+  const bool word = task == "word_lm";
+  o.model = {{"cell", args.get("cell", "gru")},
+             {"embed", args.get_int("embed", word ? 256 : 256)},
+             {"hidden", args.get_int("hidden", word ? 256 : 512)}};
   for (auto& s : args.all("set")) {
     json tmp = {{"model", o.model}};
     cs::apply_override(tmp, s);
     o.model = tmp["model"];
   }
   o.batch = args.get_int("batch", 32);
-  o.seq = args.get_int("seq", 150);
-  o.vocab = args.get_int("vocab", 96);
+  o.seq = args.get_int("seq", word ? 35 : 150);
   o.steps = static_cast<int>(args.get_int("steps", 20));
   if (o.batch < 1 || o.seq < 1 || o.steps < 1) throw UsageError("--batch, --seq and --steps must be >= 1");
+  return o;
+}
+
+static std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string tok;
+  while (std::getline(ss, tok, ','))
+    if (!tok.empty()) out.push_back(tok);
+  return out;
+}
+
+int cmd_bench_dist(const std::vector<std::string>& a) {
+  auto args = parse(a, {"dist", "dist-worker", "json"},
+                    {"task", "cell", "batch", "seq", "embed", "hidden", "set", "steps", "threads", "nproc-list", "out",
+                     "rank", "world-size", "store-file", "master", "dist-timeout"});
+  const auto tasks = split_list(args.get("task", "char_lm,word_lm"));
+  for (auto& t : tasks)
+    if (t != "char_lm" && t != "word_lm") throw UsageError("--task: expected char_lm and/or word_lm, got '" + t + "'");
+  if (tasks.empty()) throw UsageError("--task: expected char_lm and/or word_lm");
   if (args.has("dist-worker")) {
+    auto o = bench_options(args, tasks.front());
     cs::set_threads(static_cast<int>(args.get_int("threads", 1)));
     cs::DistOptions d;
     d.rank = static_cast<int>(args.get_int("rank", 0));
@@ -148,65 +170,66 @@ int cmd_bench_dist(const std::vector<std::string>& a) {
     if (ctx->rank == 0 && args.has("out")) cs::atomic_write(args.get("out"), r.dump());
     return 0;
   }
-  // Launcher: the same benchmark with 1, 2, ... local processes.
+  // Launcher: the same benchmark with 1, 2, ... local processes, for each task.
   std::vector<int> counts;
-  {
-    std::stringstream ss(args.get("nproc-list", "1,2"));
-    std::string tok;
-    while (std::getline(ss, tok, ',')) {
-      try {
-        counts.push_back(std::stoi(tok));
-      } catch (...) {
-        throw UsageError("--nproc-list expects comma-separated process counts, got '" + args.get("nproc-list") + "'");
-      }
-      if (counts.back() < 1) throw UsageError("--nproc-list: counts must be >= 1");
+  for (auto& tok : split_list(args.get("nproc-list", "1,2"))) {
+    try {
+      counts.push_back(std::stoi(tok));
+    } catch (...) {
+      throw UsageError("--nproc-list expects comma-separated process counts, got '" + args.get("nproc-list") + "'");
     }
+    if (counts.back() < 1) throw UsageError("--nproc-list: counts must be >= 1");
   }
+  for (auto& t : tasks) bench_options(args, t);  // option errors before any process starts
   const int threads = static_cast<int>(args.get_int("threads", 1));
   const double timeout = parse_seconds(args, "dist-timeout", 120);
-  std::vector<std::string> base = {"bench", "--dist-worker"};
-  for (const char* k : {"cell", "batch", "seq", "embed", "hidden", "vocab", "steps"})
-    if (args.has(k)) {
-      base.push_back(std::string("--") + k);
-      base.push_back(args.get(k));
-    }
-  for (auto& s : args.all("set")) {
-    base.push_back("--set");
-    base.push_back(s);
-  }
   char tmpl[] = "/tmp/cellscope-bench-XXXXXX";
   if (!::mkdtemp(tmpl)) throw cs::UserError("cannot create a temporary directory");
   const std::string tmp = tmpl;
-  json results = json::array();
-  for (int n : counts) {
-    const std::string out = tmp + "/result_" + std::to_string(n) + ".json";
-    auto child = base;
-    child.push_back("--out");
-    child.push_back(out);
-    auto w = cs::launch_local_workers(self_exe(), child, n, timeout, threads);
-    std::string msg;
-    if (cs::wait_local_workers(w, &msg) != 0 || !cs::file_exists(out))
-      throw cs::UserError("the benchmark with " + std::to_string(n) + " processes failed: " + msg);
-    results.push_back(json::parse(cs::read_file(out)));
-    ::unlink(out.c_str());
+  json all = json::array();
+  for (auto& task : tasks) {
+    std::vector<std::string> base = {"bench", "--dist-worker", "--task", task};
+    for (const char* k : {"cell", "batch", "seq", "embed", "hidden", "steps"})
+      if (args.has(k)) {
+        base.push_back(std::string("--") + k);
+        base.push_back(args.get(k));
+      }
+    for (auto& s : args.all("set")) {
+      base.push_back("--set");
+      base.push_back(s);
+    }
+    json results = json::array();
+    for (int n : counts) {
+      const std::string out = tmp + "/result_" + std::to_string(n) + ".json";
+      auto child = base;
+      child.push_back("--out");
+      child.push_back(out);
+      auto w = cs::launch_local_workers(self_exe(), child, n, timeout, threads);
+      std::string msg;
+      if (cs::wait_local_workers(w, &msg) != 0 || !cs::file_exists(out))
+        throw cs::UserError("the " + task + " benchmark with " + std::to_string(n) + " processes failed: " + msg);
+      results.push_back(json::parse(cs::read_file(out)));
+      ::unlink(out.c_str());
+    }
+    const double base_tp = results.empty() ? 0 : results[0]["throughput"].get<double>();
+    for (auto& r : results) {
+      r["speedup"] = base_tp > 0 ? r["throughput"].get<double>() / base_tp : 0;
+      all.push_back(r);
+    }
+    if (args.has("json") || results.empty()) continue;
+    const auto& r0 = results[0];
+    std::cout << std::fixed << std::setprecision(2);
+    std::cout << "data-parallel " << task << ": cell " << r0["cell"].get<std::string>() << "  global batch "
+              << r0["batch"] << "  seq " << r0["seq"] << "  embed " << r0["embed"] << "  hidden " << r0["hidden"]
+              << "  (" << r0["parameters"] << " parameters)  " << threads << " thread(s) per process\n";
+    for (auto& r : results)
+      std::cout << "  " << r["world"].get<int>() << " process" << (r["world"].get<int>() == 1 ? " " : "es") << "  step "
+                << 1e3 * r["seconds_per_step"].get<double>() << " ms  " << r["throughput"].get<double>() / 1e3 << "k "
+                << r["unit"].get<std::string>() << "/s  (x" << r["speedup"].get<double>() << ")  compute "
+                << r["compute_ms"].get<double>() << " ms  all-reduce " << r["allreduce_ms"].get<double>() << " ms/step\n";
   }
   ::rmdir(tmp.c_str());
-  const double base_tp = results.empty() ? 0 : results[0]["throughput"].get<double>();
-  for (auto& r : results) r["speedup"] = base_tp > 0 ? r["throughput"].get<double>() / base_tp : 0;
-  if (args.has("json")) {
-    std::cout << json{{"dist", results}}.dump() << "\n";
-    return 0;
-  }
-  std::cout << std::fixed << std::setprecision(2);
-  if (!results.empty())
-    std::cout << "data-parallel char-LM: cell " << results[0]["cell"].get<std::string>() << "  global batch " << o.batch
-              << "  seq " << o.seq << "  embed " << results[0]["embed"] << "  hidden " << results[0]["hidden"] << "  ("
-              << results[0]["parameters"] << " parameters)  " << threads << " thread(s) per process\n";
-  for (auto& r : results)
-    std::cout << "  " << r["world"].get<int>() << " process" << (r["world"].get<int>() == 1 ? " " : "es") << "  step "
-              << 1e3 * r["seconds_per_step"].get<double>() << " ms  " << r["throughput"].get<double>() / 1e3
-              << "k chars/s  (x" << r["speedup"].get<double>() << ")  compute " << r["compute_ms"].get<double>()
-              << " ms  all-reduce " << r["allreduce_ms"].get<double>() << " ms/step\n";
+  if (args.has("json")) std::cout << json{{"dist", all}}.dump() << "\n";
   return 0;
 }
 

@@ -130,9 +130,13 @@ std::unique_ptr<DistContext> init_dist(const DistOptions& o) {
   } catch (const UserError&) {
     throw;
   } catch (const std::exception& e) {
+    // Most often a worker that never started (or was given another --world-size / store).
     throw DistError("rank " + std::to_string(o.rank) + " of " + std::to_string(o.world) +
-                    ": the rendezvous of the process group failed (timeout " +
-                    std::to_string(static_cast<int>(o.timeout_s)) + " s): " + first_line(e.what()));
+                    ": the rendezvous of the process group failed: not every worker arrived within " +
+                    std::to_string(static_cast<int>(o.timeout_s)) + " s (--dist-timeout); start all " +
+                    std::to_string(o.world) + " workers with the same " +
+                    (o.store_file.empty() ? "--master " + o.master : "--store-file " + o.store_file) +
+                    " and --world-size " + std::to_string(o.world) + " (" + first_line(e.what()) + ")");
   }
   return d;
 }

@@ -357,6 +357,32 @@ void SentenceTask::to(const torch::Device& d) {
   model_->to(d);
 }
 
+// ---------------------------------------------------------------- data-parallel shard
+void SentenceTask::set_shard(int rank, int world) {
+  if (world < 1 || rank < 0 || rank >= world)
+    throw UserError(name() + ": invalid shard " + std::to_string(rank) + " of " + std::to_string(world));
+  if (batch_ % world != 0)
+    throw UserError("training.batch: " + std::to_string(batch_) + " sentences cannot be split evenly over " +
+                    std::to_string(world) + " processes (the global batch must be divisible by the number of processes)");
+  shard_rank_ = rank;
+  shard_world_ = world;
+}
+
+std::vector<int64_t> SentenceTask::shard_of(const std::vector<int64_t>& idx, double* weight) const {
+  *weight = 1.0;
+  if (shard_world_ == 1) return idx;
+  // Rank r: [r*n/W, (r+1)*n/W). A full batch splits evenly; the last batch of an epoch
+  // may not, so the local mean loss is weighted by W * n_r / n: the mean over the ranks
+  // of the weighted losses is the mean loss of the global batch.
+  const int64_t n = static_cast<int64_t>(idx.size()), W = shard_world_;
+  const int64_t lo = n * shard_rank_ / W, hi = n * (shard_rank_ + 1) / W;
+  *weight = static_cast<double>(W * (hi - lo)) / static_cast<double>(n);
+  // A rank with no sentence in a short last batch runs one with weight 0 (its
+  // collectives and metric names must match the others').
+  if (hi == lo) return {idx.front()};
+  return std::vector<int64_t>(idx.begin() + lo, idx.begin() + hi);
+}
+
 std::vector<int64_t> SentenceTask::epoch_permutation(int64_t epoch) const {
   // The order of epoch e depends only on (training.seed, e): resume needs just the cursor.
   return seeded_permutation(static_cast<int64_t>(train_.labels.size()), seed_ * 0x9E3779B97F4A7C15ULL + static_cast<uint64_t>(epoch) + 1);
@@ -428,18 +454,20 @@ StepResult SentenceTask::train_step() {
   const int64_t n = std::min<int64_t>(batch_, static_cast<int64_t>(perm_.size()) - cursor_);
   std::vector<int64_t> idx(perm_.begin() + cursor_, perm_.begin() + cursor_ + n);
   cursor_ += n;
+  double weight = 1.0;  // data parallel: this rank's share of the global batch (shard_of)
+  idx = shard_of(idx, &weight);
   auto b = make_batch(train_, idx);
   StepContext ctx;
   auto logits = model_->forward(b, ctx);
   auto [loss, pred] = loss_and_pred(logits, b.labels, model_->binary, false);
   StepResult r;
   r.task_loss = loss.item<double>();
-  torch::Tensor total = loss;
+  torch::Tensor total = shard_world_ > 1 ? loss * weight : loss;
   if (embed_l2_ > 0 && model_->embed->weight.requires_grad())
     total = total + embed_l2_ * model_->embed->weight.pow(2).sum();  // L2 on the embedding layer (CRU paper)
   if (ctx.extra_loss.defined()) total = total + ctx.extra_loss;
   r.loss = total;
-  r.units = n;
+  r.units = shard_world_ > 1 ? static_cast<int64_t>(std::lround(weight * static_cast<double>(n) / shard_world_)) : n;
   r.metrics["accuracy"] = pred.eq(b.labels).to(torch::kFloat64).mean().item<double>();
   for (auto& [k, v] : ctx.metrics) r.metrics[k] = v.first / std::max<int64_t>(v.second, 1);
   return r;

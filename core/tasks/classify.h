@@ -70,6 +70,10 @@ class SentenceTask : public Task {
   void load_state(torch::serialize::InputArchive& ar) override;
   std::string vocab_text() const override;
   void to(const torch::Device& d) override;
+  // Data parallel: every rank walks the same global order and batch; rank r trains on
+  // its slice of each batch (shard_of), its loss weighted so that the averaged gradient
+  // is the gradient of the global batch's mean loss.
+  void set_shard(int rank, int world) override;
 
   struct Split {
     std::vector<std::vector<int32_t>> tokens, aspect;
@@ -112,6 +116,10 @@ class SentenceTask : public Task {
   int64_t cursor_ = 0, epochs_done_ = 0;
   double coverage_ = -1;  // fraction of vocabulary words found in the pretrained file (-1: none)
   torch::Device device_{torch::kCPU};
+  // data-parallel shard (set_shard)
+  int shard_rank_ = 0, shard_world_ = 1;
+  // This rank's part of a global batch `idx` and the weight of its mean loss.
+  std::vector<int64_t> shard_of(const std::vector<int64_t>& idx, double* weight) const;
 };
 
 }  // namespace cs

@@ -104,7 +104,31 @@ WordLMTask::WordLMTask(const json& cfg, const std::string& run_dir) : cfg_(cfg) 
   check_stream_splits(corpus_.source, corpus_.train.size(), corpus_.valid.size(), batch_, "tokens");
   model_ = WordLMModel(cfg.at("model"), static_cast<int64_t>(corpus_.vocab.size()));
   train_ = batchify(corpus_.train, batch_);
+  local_batch_ = batch_;
   state_ = model_->initial_state(batch_, torch::TensorOptions().dtype(torch::kFloat32));
+}
+
+// ---------------------------------------------------------------- data-parallel shard
+void WordLMTask::set_shard(int rank, int world) {
+  if (world < 1 || rank < 0 || rank >= world)
+    throw UserError("word_lm: invalid shard " + std::to_string(rank) + " of " + std::to_string(world));
+  if (batch_ % world != 0)
+    throw UserError("training.batch: " + std::to_string(batch_) + " streams cannot be split evenly over " +
+                    std::to_string(world) + " processes (the global batch must be divisible by the number of processes)");
+  shard_rank_ = rank;
+  shard_world_ = world;
+  local_batch_ = batch_ / world;
+  // The same [B, n] batchification as one process; this rank keeps its rows, so the
+  // ranks' shards together are exactly the single-process batch of every step.
+  train_ = batchify(corpus_.train, batch_).narrow(0, rank * local_batch_, local_batch_).contiguous().to(device_);
+  state_ = model_->initial_state(local_batch_, torch::TensorOptions().dtype(torch::kFloat32).device(device_));
+}
+
+std::vector<torch::Tensor> WordLMTask::sharded_state() const {
+  std::vector<torch::Tensor> out;
+  for (auto& s : state_)
+    for (auto& t : s) out.push_back(t);
+  return out;
 }
 
 void WordLMTask::to(const torch::Device& d) {
@@ -143,7 +167,7 @@ StepResult WordLMTask::train_step() {
   if (cursor_ >= n - 1) {  // epoch boundary: the streams restart from a zero state
     cursor_ = 0;
     ++epochs_done_;
-    state_ = model_->initial_state(batch_, torch::TensorOptions().dtype(torch::kFloat32).device(device_));
+    state_ = model_->initial_state(local_batch_, torch::TensorOptions().dtype(torch::kFloat32).device(device_));
   }
   const int64_t L = std::min(bptt_, n - 1 - cursor_);
   auto x = train_.narrow(1, cursor_, L).t();
@@ -156,7 +180,7 @@ StepResult WordLMTask::train_step() {
   StepResult r;
   r.loss = ctx.extra_loss.defined() ? nll + ctx.extra_loss : nll;
   r.task_loss = nll.item<double>();
-  r.units = L * batch_;
+  r.units = L * local_batch_;  // this rank's tokens (the trainer sums over ranks)
   r.metrics["ppl"] = std::exp(r.task_loss);
   if (asgd_) r.metrics["asgd_averaging"] = avg_on_ ? 1.0 : 0.0;
   for (auto& [k, v] : ctx.metrics) r.metrics[k] = v.first / std::max<int64_t>(v.second, 1);
@@ -262,10 +286,16 @@ void WordLMTask::save_state(torch::serialize::OutputArchive& ar) const {
   for (size_t i = 0; i < avg_.size(); ++i) ar.write("avg_" + std::to_string(i), avg_[i].to(torch::kCPU));
   ar.write("valid_history", torch::tensor(valid_history_.empty() ? std::vector<double>{} : valid_history_, torch::kFloat64));
   ar.write("n_layers", I(static_cast<int64_t>(state_.size())));
+  // The carried state of all B streams: with data parallelism the trainer has
+  // all-gathered the ranks' shards into gathered_ (same order as sharded_state()).
+  TORCH_CHECK(shard_world_ == 1 || !gathered_.empty(),
+              "word_lm: save_state of a data-parallel shard needs the gathered state (set_gathered_state)");
+  size_t k = 0;
   for (size_t l = 0; l < state_.size(); ++l) {
     ar.write("state_" + std::to_string(l) + "_n", I(static_cast<int64_t>(state_[l].size())));
-    for (size_t j = 0; j < state_[l].size(); ++j)
-      ar.write("state_" + std::to_string(l) + "_" + std::to_string(j), state_[l][j].to(torch::kCPU));
+    for (size_t j = 0; j < state_[l].size(); ++j, ++k)
+      ar.write("state_" + std::to_string(l) + "_" + std::to_string(j),
+               (gathered_.empty() ? state_[l][j] : gathered_.at(k)).to(torch::kCPU));
   }
 }
 
@@ -292,7 +322,16 @@ void WordLMTask::load_state(torch::serialize::InputArchive& ar) {
   for (int64_t l = 0; l < nl; ++l) {
     const int64_t nj = I("state_" + std::to_string(l) + "_n");
     State s;
-    for (int64_t j = 0; j < nj; ++j) s.push_back(T("state_" + std::to_string(l) + "_" + std::to_string(j)).to(device_));
+    for (int64_t j = 0; j < nj; ++j) {
+      auto v = T("state_" + std::to_string(l) + "_" + std::to_string(j));
+      // Checkpoints hold the state of all B streams; a data-parallel rank keeps its rows.
+      if (shard_world_ > 1) {
+        TORCH_CHECK(v.dim() >= 1 && v.size(0) == batch_, "checkpoint has carried state for ", v.size(0),
+                    " streams, training.batch is ", batch_, " (the global batch cannot change on resume)");
+        v = v.narrow(0, shard_rank_ * local_batch_, local_batch_).contiguous();
+      }
+      s.push_back(v.to(device_));
+    }
     state_[static_cast<size_t>(l)] = s;
   }
 }

@@ -47,6 +47,11 @@ class WordLMTask : public Task {
   void load_state(torch::serialize::InputArchive& ar) override;
   std::string vocab_text() const override { return corpus_.vocab.serialize(); }
   void to(const torch::Device& d) override;
+  // Data parallel: rank r keeps rows [r*B/W, (r+1)*B/W) of the [B, n] batchification,
+  // i.e. a contiguous part of the token stream, and carries the state of its streams.
+  void set_shard(int rank, int world) override;
+  std::vector<torch::Tensor> sharded_state() const override;
+  void set_gathered_state(std::vector<torch::Tensor> full) override { gathered_ = std::move(full); }
 
   // NLL sum (nats) of an id sequence, every token but the first scored once, state carried.
   // With a probe, the cells' internals are recorded for every scored segment (analyses, Fig. 3).
@@ -82,6 +87,10 @@ class WordLMTask : public Task {
   int64_t asgd_start_ = 0, asgd_nonmono_ = 5, avg_n_ = 0;
   std::vector<torch::Tensor> avg_;
   std::vector<double> valid_history_;
+  // data-parallel shard (set_shard): this rank's streams of the global batch
+  int64_t local_batch_ = 0;
+  int shard_rank_ = 0, shard_world_ = 1;
+  std::vector<torch::Tensor> gathered_;  // full carried state for save_state (data-parallel)
 };
 
 void register_word_lm_task(std::vector<TaskInfo>& out);

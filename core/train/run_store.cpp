@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "train/metrics.h"
 #include "util/error.h"
 
 namespace cs {
@@ -98,20 +99,7 @@ static void append_line(const std::string& p, const std::string& line) {
 
 void RunStore::append_metrics(const json& line) const { append_line(path("metrics.jsonl"), line.dump()); }
 
-std::vector<json> RunStore::read_metrics() const {
-  std::vector<json> out;
-  std::ifstream in(path("metrics.jsonl"));
-  std::string l;
-  while (std::getline(in, l)) {
-    if (l.empty()) continue;
-    try {
-      out.push_back(json::parse(l));
-    } catch (...) {
-      // torn last line of a killed run: ignore
-    }
-  }
-  return out;
-}
+std::vector<json> RunStore::read_metrics() const { return read_json_lines(path("metrics.jsonl")); }
 
 void RunStore::truncate_metrics(int64_t step) const {
   std::string out;

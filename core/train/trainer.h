@@ -11,23 +11,13 @@
 
 #include "config/schema.h"
 #include "tasks/task.h"
+#include "train/metrics.h"
 #include "train/run_store.h"
 
 namespace cs {
 
 struct DistContext;  // dist/dist.h
-
-// One metrics.jsonl line as a plain struct.
-struct MetricsRecord {
-  int64_t step = 0;
-  double epoch = 0;
-  bool eval = false;
-  std::string split;  // for eval lines: "valid" or "test"
-  double elapsed = 0;
-  std::map<std::string, double> values;  // loss, bpc, lr, grad_norm, throughput, ...
-  json to_json() const;
-  static MetricsRecord from_json(const json& j);
-};
+class StepSync;     // train/step_sync.h
 
 struct Progress {
   int64_t step = 0, total_steps = 0;
@@ -80,12 +70,31 @@ class Trainer {
   void load_checkpoint(const std::string& path);
 
  private:
+  // run() as named steps (trainer.cpp); RunContext holds one run()'s settings and clocks.
   struct Impl;
+  struct RunContext;
+  enum class Ending { finished, stopped, failed };
+  void prepare(RunContext& rc);
+  bool train_step(RunContext& rc);  // one optimizer step; false on a NaN/Inf (rc.reason says why)
+  void log_interval(RunContext& rc);
+  void evaluate_valid(RunContext& rc);
+  EvalResult evaluate(RunContext& rc, const std::string& split);
+  void checkpoint(RunContext& rc);
+  void save_global(const std::string& path);
+  // The one end of every run, walked by every rank in the same order: stop -> checkpoint,
+  // finish -> test evaluation of best.pt; then summary and log.
+  TrainOutcome finish(RunContext& rc, Ending how);
+  double elapsed(const RunContext& rc) const;
+  void write_summary(RunContext& rc);
+  void log(RunContext& rc, const std::string& s);
+  void emit(RunContext& rc, const MetricsRecord& r);
+
   std::unique_ptr<Impl> impl_;
   json cfg_;
   std::unique_ptr<Task> task_;
   std::shared_ptr<RunStore> store_;
   DistContext* dist_ = nullptr;
+  std::unique_ptr<StepSync> sync_;
   bool parallel() const;  // dist_ with more than one rank
   bool writer() const;    // this process writes the run directory (store_ set, rank 0)
   RunSummary summary_;
