@@ -25,7 +25,7 @@ esac
 
 BUILD_DIR=${CELLSCOPE_BUILD_DIR:-$repo/build}
 PACKAGES=(qt6-base-dev qt6-base-dev-tools libqt6svg6-dev libtorch-dev libopenblas0-openmp libqcustomplot-dev
-  nlohmann-json3-dev libgloo-dev cmake ninja-build ccache xvfb xauth git lintian)
+  nlohmann-json3-dev libgloo-dev libgtest-dev cmake ninja-build ccache xvfb xauth git lintian)
 
 ms() { echo $(($(date +%s%N) / 1000000)); }
 t_step=""

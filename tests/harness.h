@@ -1,6 +1,8 @@
-// One test executable, many Qt Test classes. Each tests/test_<name>.cpp defines
-// one QObject test class and registers it with CS_TEST(Class, "<name>"); CTest
-// runs `cellscope_tests <name>` for each file (see tests/CMakeLists.txt).
+// The Qt Test executable (GUI, widgets, figures, and core tests not yet moved to
+// tests/core/, see tests/README.md). Each tests/test_<name>.cpp defines one QObject
+// test class and registers it with CS_TEST(Class, "<name>"); CTest runs
+// `cellscope_tests <name>` for each file (see tests/CMakeLists.txt). The Qt-free core
+// tests have their own harness, tests/core/harness.h.
 #pragma once
 #include <QObject>
 #include <QString>

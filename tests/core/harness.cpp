@@ -1,0 +1,180 @@
+// Qt-free harness and main() of cellscope_core_tests (see harness.h).
+#include "harness.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+extern char** environ;
+
+namespace cstest {
+namespace {
+struct TempDir {
+  std::string path;
+  TempDir() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "cellscope-test-XXXXXX").string();
+    if (!::mkdtemp(tmpl.data())) {
+      std::fprintf(stderr, "cannot create a temporary directory from %s: %s\n", tmpl.c_str(), std::strerror(errno));
+      std::exit(1);
+    }
+    path = tmpl;
+  }
+  ~TempDir() {
+    const char* keep = std::getenv("CS_KEEP_TMP");
+    if (keep && std::string(keep) == "1") {
+      std::fprintf(stderr, "kept %s (CS_KEEP_TMP=1)\n", path.c_str());
+      return;
+    }
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+};
+}  // namespace
+
+std::string temp_dir() {
+  static TempDir dir;
+  return dir.path;
+}
+std::string cli_path() { return CELLSCOPE_CLI_PATH; }
+std::string source_dir() { return CELLSCOPE_SOURCE_DIR; }
+
+int run_cli(const std::vector<std::string>& args, std::string* out, std::string* err, int timeout_ms) {
+  int po[2], pe[2];
+  if (::pipe2(po, O_CLOEXEC) != 0) return -3;
+  if (::pipe2(pe, O_CLOEXEC) != 0) {
+    ::close(po[0]), ::close(po[1]);
+    return -3;
+  }
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, po[1], STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&fa, pe[1], STDERR_FILENO);
+  posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  const std::string prog = cli_path();
+  std::vector<char*> argv;
+  argv.push_back(const_cast<char*>(prog.c_str()));
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  pid_t pid = -1;
+  const int rc = ::posix_spawn(&pid, prog.c_str(), &fa, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  ::close(po[1]);
+  ::close(pe[1]);
+  if (rc != 0) {
+    ::close(po[0]), ::close(pe[0]);
+    if (err) *err = "cannot start " + prog + ": " + std::strerror(rc);
+    return -3;
+  }
+  std::string o, e;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  bool timed_out = false;
+  pollfd fds[2] = {{po[0], POLLIN, 0}, {pe[0], POLLIN, 0}};
+  int open_fds = 2;
+  char buf[65536];
+  while (open_fds > 0) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      timed_out = true;
+      break;
+    }
+    const int n = ::poll(fds, 2, static_cast<int>(std::min<long long>(left.count(), 1000)));
+    if (n < 0 && errno != EINTR) break;
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      const ssize_t k = ::read(fds[i].fd, buf, sizeof buf);
+      if (k > 0) {
+        (i == 0 ? o : e).append(buf, static_cast<size_t>(k));
+      } else if (k == 0 || errno != EINTR) {
+        ::close(fds[i].fd);
+        fds[i].fd = -1;
+        --open_fds;
+      }
+    }
+  }
+  for (auto& f : fds)
+    if (f.fd >= 0) ::close(f.fd);
+  if (timed_out) ::kill(pid, SIGKILL);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (timed_out) {
+    if (err) *err = "timeout";
+    return -1;
+  }
+  if (out) *out = o;
+  if (err) *err = e;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -2;
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::ostringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+void write_text(const std::string& path, const std::string& bytes) {
+  const auto parent = std::filesystem::path(path).parent_path();
+  if (!parent.empty()) std::filesystem::create_directories(parent);
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+bool contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
+int count(const std::string& haystack, const std::string& needle) {
+  int n = 0;
+  if (needle.empty()) return 0;
+  for (size_t i = haystack.find(needle); i != std::string::npos; i = haystack.find(needle, i + needle.size())) ++n;
+  return n;
+}
+std::vector<std::string> split(const std::string& s, char sep, bool skip_empty) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (true) {
+    const size_t end = s.find(sep, start);
+    std::string part = s.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    if (!(skip_empty && part.empty())) out.push_back(part);
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  return out;
+}
+
+EnvGuard::EnvGuard(const char* name, const std::string& value) : name_(name), had_(std::getenv(name) != nullptr) {
+  if (had_) old_ = std::getenv(name);
+  ::setenv(name, value.c_str(), 1);
+}
+EnvGuard::~EnvGuard() {
+  if (had_) ::setenv(name_.c_str(), old_.c_str(), 1);
+  else ::unsetenv(name_.c_str());
+}
+}  // namespace cstest
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  cstest::temp_dir();  // created before the first test, removed after the last
+  const int rc = RUN_ALL_TESTS();
+  // A filter that selects nothing (a renamed suite) must not pass silently.
+  if (::testing::UnitTest::GetInstance()->test_to_run_count() == 0) {
+    std::fprintf(stderr, "no test matched the filter '%s'\n", ::testing::GTEST_FLAG(filter).c_str());
+    return 1;
+  }
+  return rc;
+}

@@ -1,0 +1,380 @@
+// Sweeps and tables (core/sweep, issue #8): grid expansion (options x seeds),
+// resume after an interruption runs only the remaining points, table aggregation
+// (mean, sample std, best), paired differences, the LaTeX tabular's structure,
+// and the CLI (`sweep run --dry-run`, `sweep table --out`).
+
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <regex>
+#include <set>
+
+#include "corpus_fixture.h"
+#include "harness.h"
+#include "sweep/sweep.h"
+#include "sweep/table.h"
+#include "util/error.h"
+#include "util/paths.h"
+
+using namespace cs;
+
+namespace {
+
+json toy_base(const std::string& corpus, int steps) {
+  return {{"task", {{"name", "char_lm"}}},
+          {"dataset", {{"path", corpus}}},
+          {"model", {{"cell", "gru"}, {"embed", 8}, {"hidden", 16}}},
+          {"training", {{"batch", 8}, {"bptt", 16}, {"steps", steps}, {"eval_every", 10}, {"log_every", 5},
+                        {"checkpoint_every", 5}, {"threads", 1}}}};
+}
+
+// Unescaped occurrences of `c` in a LaTeX line.
+int unescaped(const std::string& s, char c) {
+  int n = 0;
+  for (size_t i = 0; i < s.size(); ++i)
+    if (s[i] == c && (i == 0 || s[i - 1] != '\\')) ++n;
+  return n;
+}
+
+std::vector<std::string> lines_of(const std::string& s) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char c : s) {
+    if (c == '\n') out.push_back(cur), cur.clear();
+    else cur += c;
+  }
+  if (!cur.empty()) out.push_back(cur);
+  return out;
+}
+
+}  // namespace
+
+// Qt Test's initTestCase: the corpus is written once, before the first test of this file.
+class Sweep : public ::testing::Test {
+ protected:
+  static std::string corpus_;
+  static void SetUpTestSuite() { corpus_ = cstest::write_text_fixture("sweep_corpus.txt", 6000); }
+};
+std::string Sweep::corpus_;
+
+TEST_F(Sweep, gridExpansion) {
+  json spec = {{"name", "toy"},
+               {"base", toy_base(corpus_, 10)},
+               {"grid", json::array({json{{"option", "model.hidden"}, {"values", {16, 24}}},
+                                     json{{"name", "variant"},
+                                          {"values", json::array({json{{"label", "plain"}, {"set", json::object()}},
+                                                                  json{{"label", "no-embed"}, {"set", {{"model.embed", nullptr}}}}})}}})},
+               {"seeds", {3, 1, 2}},
+               {"table", {{"cols", "variant"}}}};
+  SweepSpec s = SweepSpec::from_json(spec);
+  ASSERT_EQ(static_cast<int>(s.axes.size()), 2);
+  ASSERT_TRUE(s.table.rows == std::vector<std::string>{"model.hidden"});  // unnamed axes join the rows
+  auto pts = expand_sweep(s);
+  ASSERT_EQ(static_cast<int>(pts.size()), 2 * 2 * 3);
+  // First axis slowest, seeds innermost in the order given.
+  ASSERT_EQ(pts[0].id, std::string("model.hidden=16,variant=plain,seed=3"));
+  ASSERT_EQ(pts[1].id, std::string("model.hidden=16,variant=plain,seed=1"));
+  ASSERT_EQ(pts[3].id, std::string("model.hidden=16,variant=no-embed,seed=3"));
+  ASSERT_EQ(pts[11].id, std::string("model.hidden=24,variant=no-embed,seed=2"));
+  std::set<std::string> ids;
+  for (auto& p : pts) {
+    ids.insert(p.id);
+    ASSERT_EQ(p.config["training"]["seed"].get<int64_t>(), p.seed);
+    ASSERT_EQ(p.config["model"]["hidden"].get<int>(), p.value_index[0] == 0 ? 16 : 24);
+    ASSERT_EQ(p.config["training"]["steps"].get<int>(), 10);  // the base survives
+  }
+  ASSERT_EQ(ids.size(), pts.size());
+  // null removes the option: the resolved config falls back to the default embedding size.
+  json no_embed = toy_base(corpus_, 10);
+  no_embed["model"].erase("embed");
+  const int def_embed = resolve_config(no_embed)["model"]["embed"];
+  ASSERT_TRUE(def_embed != 8);
+  ASSERT_EQ(pts[3].config["model"]["embed"].get<int>(), def_embed);
+  ASSERT_EQ(pts[0].config["model"]["embed"].get<int>(), 8);
+
+  // An invalid point is reported with its id and the option path, before anything runs.
+  json bad = spec;
+  bad["grid"][1]["values"][1]["set"] = {{"model.zones", 4}};  // gru has no zones
+  bool threw = false;
+  try {
+    expand_sweep(SweepSpec::from_json(bad));
+  } catch (const UserError& e) {
+    threw = true;
+    const std::string m = e.what();
+    ASSERT_TRUE(m.find("variant=no-embed") != std::string::npos) << m.c_str();
+    ASSERT_TRUE(m.find("model.zones") != std::string::npos) << m.c_str();
+    ASSERT_TRUE(m.find("6 invalid point") != std::string::npos) << m.c_str();
+  }
+  ASSERT_TRUE(threw);
+  // Spec errors name the field.
+  json bad2 = spec;
+  bad2["table"]["cols"] = "nope";
+  try {
+    SweepSpec::from_json(bad2);
+    FAIL() << "accepted a table column that is no axis";
+  } catch (const UserError& e) {
+    ASSERT_TRUE(std::string(e.what()).find("nope") != std::string::npos);
+  }
+  json bad3 = spec;
+  bad3["seeds"] = {1, 1};
+  ASSERT_THROW(SweepSpec::from_json(bad3), UserError);
+}
+
+TEST_F(Sweep, resumeRunsOnlyTheRest) {
+  const std::string ws = cstest::temp_dir() + "/ws";
+  json spec = {{"name", "resume"},
+               {"base", toy_base(corpus_, 20)},
+               {"grid", {{"model.hidden", {8, 12}}}},
+               {"seeds", {1, 2}}};
+  SweepSpec s = SweepSpec::from_json(spec);
+  std::vector<std::string> started;
+  std::vector<bool> resumed_flags;
+  std::map<std::string, std::string> dirs;
+  auto opts = [&](TrainerControl* control) {
+    SweepRunOptions o;
+    o.workspace = ws;
+    o.control = control;
+    o.on_point_start = [&](const SweepPoint& p, int, bool resumed, const std::string& dir) {
+      started.push_back(p.id);
+      resumed_flags.push_back(resumed);
+      dirs[p.id] = dir;
+    };
+    return o;
+  };
+  // 1) interrupted after k = 2 finished points (stop between points)
+  {
+    TrainerControl c;
+    auto o = opts(&c);
+    o.on_point_done = [&](const SweepPoint& p, int, const RunSummary& sum) {
+      ASSERT_EQ(sum.status, std::string("finished"));
+      if (p.index == 1) c.stop = true;
+    };
+    auto r = run_sweep(s, o);
+    ASSERT_TRUE(r.stopped);
+    ASSERT_EQ(r.done, 2);
+    ASSERT_EQ(r.ran, 2);
+  }
+  ASSERT_EQ(static_cast<int>(started.size()), 2);
+  // 2) run again, stopped in the middle of the third point (a checkpoint at step 10)
+  started.clear();
+  {
+    TrainerControl c;
+    auto o = opts(&c);
+    o.on_progress = [&](const SweepPoint&, const Progress& p) {
+      if (p.step >= 10) c.stop = true;
+    };
+    auto r = run_sweep(s, o);
+    ASSERT_TRUE(r.stopped);
+    ASSERT_EQ(r.skipped, 2);
+    ASSERT_EQ(r.ran, 1);
+  }
+  ASSERT_EQ(static_cast<int>(started.size()), 1);
+  const std::string third = started[0], third_dir = dirs[third];
+  ASSERT_EQ(read_sweep_state(sweep_dir(ws, "resume"))[third].status, std::string("stopped"));
+  // 3) resume: only the remaining runs; the stopped one continues in its own directory
+  started.clear();
+  resumed_flags.clear();
+  {
+    TrainerControl c;
+    auto r = run_sweep(s, opts(&c));
+    ASSERT_TRUE(!r.stopped);
+    ASSERT_EQ(r.skipped, 2);
+    ASSERT_EQ(r.ran, 2);
+    ASSERT_EQ(r.done, 4);
+  }
+  ASSERT_EQ(static_cast<int>(started.size()), 2);
+  ASSERT_TRUE(started[0] == third);
+  ASSERT_TRUE(resumed_flags[0]);
+  ASSERT_TRUE(!resumed_flags[1]);
+  ASSERT_TRUE(dirs[third] == third_dir);
+  // Each point is an ordinary run of the workspace, finished at 20 steps.
+  auto st = read_sweep_state(sweep_dir(ws, "resume"));
+  ASSERT_EQ(static_cast<int>(st.size()), 4);
+  std::set<std::string> run_dirs;
+  for (auto& [id, ps] : st) {
+    ASSERT_EQ(ps.status, std::string("finished"));
+    ASSERT_TRUE(file_exists(join_path(ps.run_dir, "config.json")));
+    ASSERT_EQ(std::filesystem::absolute(ps.run_dir).lexically_normal().parent_path(), std::filesystem::absolute(ws).lexically_normal());
+    RunSummary sum = RunStore(ps.run_dir).read_summary();
+    ASSERT_EQ(sum.step, int64_t(20));
+    run_dirs.insert(ps.run_dir);
+  }
+  ASSERT_EQ(run_dirs.size(), size_t(4));
+  // 4) a fourth call runs nothing
+  {
+    TrainerControl c;
+    started.clear();
+    auto r = run_sweep(s, opts(&c));
+    ASSERT_EQ(r.ran, 0);
+    ASSERT_EQ(r.skipped, 4);
+  }
+  // A sweep being run by another process (its lock held) is refused.
+  {
+    const int fd = ::open(join_path(sweep_dir(ws, "resume"), "lock").c_str(), O_RDWR);
+    ASSERT_TRUE(fd >= 0);
+    ASSERT_EQ(::flock(fd, LOCK_EX | LOCK_NB), 0);
+    TrainerControl c;
+    ASSERT_THROW(run_sweep(s, opts(&c)), UserError);
+    ::close(fd);
+  }
+  // A different spec under the same name is refused.
+  json other = spec;
+  other["seeds"] = {1, 2, 3};
+  TrainerControl c;
+  ASSERT_THROW(run_sweep(SweepSpec::from_json(other), opts(&c)), UserError);
+  // The results read back: 2 rows x 1 column, 2 seeds each, lower (bpc) is better.
+  auto res = read_sweep_results("resume", ws);
+  ASSERT_TRUE(!res.higher_is_better);
+  auto t = sweep_table(res);
+  ASSERT_EQ(static_cast<int>(t.row_labels.size()), 2);
+  ASSERT_EQ(t.cells[0][0].n, 2);
+  ASSERT_EQ(t.cells[1][0].n, 2);
+  ASSERT_TRUE(t.cells[0][0].best != t.cells[1][0].best);
+}
+
+TEST_F(Sweep, aggregation) {
+  // Hand-made summaries: rows A, B, C; columns x, y; seeds 1..3 (C/y missing, B/x one seed failed).
+  std::vector<TableInput> in = {
+      {"A", "x", 1, 1.0}, {"A", "x", 2, 2.0}, {"A", "x", 3, 3.0},   // mean 2, std 1
+      {"B", "x", 1, 1.5}, {"B", "x", 2, 1.7},                       // mean 1.6, std sqrt(0.02)
+      {"C", "x", 1, 4.0}, {"C", "x", 2, 4.0}, {"C", "x", 3, 4.0},   // mean 4, std 0
+      {"A", "y", 1, 0.25}, {"A", "y", 2, 0.5}, {"A", "y", 3, 0.75},  // mean 0.5 (exact in binary)
+      {"B", "y", 1, 0.5}, {"B", "y", 2, 0.5}, {"B", "y", 3, 0.5},    // mean 0.5 (tie)
+      {"Z", "x", 1, 9.0},                                          // not a row: ignored
+  };
+  auto t = aggregate_table(in, {"A", "B", "C"}, {"x", "y"}, false, "column");
+  ASSERT_EQ(t.cells[0][0].n, 3);
+  ASSERT_DOUBLE_EQ(t.cells[0][0].mean, 2.0);
+  ASSERT_DOUBLE_EQ(t.cells[0][0].std, 1.0);
+  ASSERT_EQ(t.cells[1][0].n, 2);
+  ASSERT_TRUE(std::fabs(t.cells[1][0].mean - 1.6) < 1e-12);
+  ASSERT_TRUE(std::fabs(t.cells[1][0].std - std::sqrt(0.02)) < 1e-12);
+  ASSERT_DOUBLE_EQ(t.cells[2][0].std, 0.0);
+  ASSERT_EQ(t.cells[2][1].n, 0);
+  // lower is better: B best in x; A and B tie in y (both bold); the empty cell is not
+  ASSERT_TRUE(!t.cells[0][0].best && t.cells[1][0].best && !t.cells[2][0].best);
+  ASSERT_TRUE(t.cells[0][1].best && t.cells[1][1].best && !t.cells[2][1].best);
+  auto h = aggregate_table(in, {"A", "B", "C"}, {"x", "y"}, true, "column");
+  ASSERT_TRUE(h.cells[2][0].best && !h.cells[1][0].best);
+  auto r = aggregate_table(in, {"A", "B", "C"}, {"x", "y"}, false, "row");
+  ASSERT_TRUE(r.cells[0][1].best && !r.cells[0][0].best && r.cells[2][0].best);
+  auto all = aggregate_table(in, {"A", "B", "C"}, {"x", "y"}, true, "all");
+  int bold = 0;
+  for (auto& row : all.cells)
+    for (auto& c : row) bold += c.best;
+  ASSERT_EQ(bold, 1);
+  ASSERT_TRUE(all.cells[2][0].best);
+  ASSERT_EQ(format_cell(t.cells[0][0], 3), std::string("2.000 +- 1.000"));
+  ASSERT_EQ(format_cell(t.cells[2][1], 3), std::string("-"));
+  // text rendering marks the best
+  t.title = "hand";
+  t.metric = "test bpc";
+  const std::string txt = table_to_text(t);
+  ASSERT_TRUE(txt.find("*1.600 +- 0.141*") != std::string::npos) << txt.c_str();
+  // CSV: one line per cell + header, values and seeds listed
+  auto csv = lines_of(table_to_csv(t));
+  ASSERT_EQ(static_cast<int>(csv.size()), 1 + 6);
+  ASSERT_TRUE(csv[1].rfind("A,x,2,1,3,0,1 2 3,1 2 3", 0) == 0);
+
+  // Paired: differences to column x for runs sharing row and seed.
+  auto p = paired_table(in, {"A", "B", "C"}, {"x", "y"}, "x");
+  ASSERT_TRUE(p.paired);
+  ASSERT_TRUE(p.cells[0][0].reference);
+  ASSERT_EQ(p.cells[0][1].n, 3);  // A: -0.75, -1.5, -2.25
+  ASSERT_TRUE(std::fabs(p.cells[0][1].mean - (-1.5)) < 1e-12);
+  ASSERT_TRUE(std::fabs(p.cells[0][1].std - 0.75) < 1e-12);
+  ASSERT_EQ(p.cells[1][1].n, 2);  // B: seed 3 has no x value: unpaired, left out
+  ASSERT_TRUE(std::fabs(p.cells[1][1].mean - (-1.1)) < 1e-12);
+  ASSERT_EQ(p.cells[2][1].n, 0);
+  for (auto& row : p.cells)
+    for (auto& c : row) ASSERT_TRUE(!c.best);
+  ASSERT_THROW(paired_table(in, {"A"}, {"x", "y"}, "w"), UserError);
+}
+
+TEST_F(Sweep, latexStructure) {
+  std::vector<TableInput> in = {{"cru_deep", "spam_assassin", 1, 0.91}, {"cru_deep", "spam_assassin", 2, 0.93},
+                                {"gru & 50% #1", "spam_assassin", 1, 0.88}, {"gru & 50% #1", "sotu", 1, 0.6},
+                                {"cru_deep", "sotu", 1, 0.62}};
+  auto t = aggregate_table(in, {"cru_deep", "gru & 50% #1"}, {"spam_assassin", "sotu"}, true, "column");
+  t.title = "my_sweep";
+  t.metric = "test accuracy";
+  t.row_header = "model.cell";
+  t.col_header = "dataset.name";
+  t.seeds = {1, 2};
+  const std::string tex = table_to_latex(t);
+  auto ls = lines_of(tex);
+  int begin = -1, end = -1;
+  for (int i = 0; i < static_cast<int>(ls.size()); ++i) {
+    if (ls[i].rfind("\\begin{tabular}{", 0) == 0) begin = i;
+    if (ls[i] == "\\end{tabular}") end = i;
+  }
+  ASSERT_TRUE(begin >= 0 && end > begin) << tex.c_str();
+  ASSERT_EQ(ls[begin], std::string("\\begin{tabular}{lcc}"));
+  int rows = 0;
+  for (int i = begin + 1; i < end; ++i) {
+    const std::string& l = ls[i];
+    if (l == "\\hline") continue;
+    ++rows;
+    ASSERT_TRUE(l.size() > 3 && l.substr(l.size() - 3) == " \\\\") << l.c_str();
+    ASSERT_EQ(unescaped(l, '&'), 2);           // same number of cells per row: 1 + 2 columns
+    ASSERT_EQ(unescaped(l, '_'), 0);           // underscores escaped
+    ASSERT_EQ(unescaped(l, '%'), 0);
+    ASSERT_EQ(unescaped(l, '#'), 0);
+    ASSERT_EQ(unescaped(l, '$') % 2, 0);       // math mode balanced
+    int depth = 0;
+    for (size_t k = 0; k < l.size(); ++k) {   // braces balanced
+      if (l[k] == '{' && (k == 0 || l[k - 1] != '\\')) ++depth;
+      if (l[k] == '}' && (k == 0 || l[k - 1] != '\\')) --depth;
+      ASSERT_TRUE(depth >= 0);
+    }
+    ASSERT_EQ(depth, 0);
+  }
+  ASSERT_EQ(rows, 3);  // header + 2 rows
+  ASSERT_TRUE(tex.find("model.cell & spam\\_assassin & sotu \\\\") != std::string::npos);
+  ASSERT_TRUE(tex.find("gru \\& 50\\% \\#1") != std::string::npos);
+  ASSERT_TRUE(tex.find("$\\mathbf{0.920 \\pm 0.014}$") != std::string::npos) << tex.c_str();  // best of column 1
+  ASSERT_TRUE(tex.find("$0.880$") != std::string::npos);                                     // one seed: no +-
+  ASSERT_TRUE(tex.find("$\\mathbf{0.620}$") != std::string::npos);
+  // Every line before the tabular is a comment (pastes into a document as is).
+  for (int i = 0; i < begin; ++i) ASSERT_TRUE(ls[i].rfind("%", 0) == 0);
+}
+
+TEST_F(Sweep, cli) {
+  const std::string ws = cstest::temp_dir() + "/ws";
+  const std::string spec_path = cstest::temp_dir() + "/cli_spec.json";
+  json spec = {{"name", "cli-toy"}, {"base", toy_base(corpus_, 10)}, {"grid", {{"model.hidden", {8, 12, 16}}}}, {"seeds", {1, 2}}};
+  atomic_write(spec_path, spec.dump());
+  std::string out, err;
+  ASSERT_EQ(cstest::run_cli({"sweep", "run", spec_path, "--workspace", ws, "--dry-run"}, &out, &err), 0);
+  ASSERT_TRUE(cstest::contains(out, "6 points") && cstest::contains(out, "model.hidden=16,seed=2")) << out + err;
+  ASSERT_TRUE(!std::filesystem::exists(ws + "/sweeps/cli-toy"));  // a dry run writes nothing
+  // An invalid grid value: exit 2, the point and the path named, nothing written.
+  spec["grid"]["model.hidden"] = {8, -3};
+  atomic_write(spec_path, spec.dump());
+  ASSERT_EQ(cstest::run_cli({"sweep", "run", spec_path, "--workspace", ws}, &out, &err), 2);
+  ASSERT_TRUE(cstest::contains(err, "model.hidden=-3") && cstest::contains(err, "model.hidden:")) << err;
+  ASSERT_TRUE(!std::filesystem::exists(ws + "/sweeps/cli-toy"));
+  // Bundled sweeps list and validate (without running).
+  ASSERT_EQ(cstest::run_cli({"sweep", "list"}, &out, &err), 0);
+  ASSERT_TRUE(cstest::contains(out, "reproduce-mzu-table3") && cstest::contains(out, "reproduce-cru-fig3"));
+  // The table of the sweep run in resumeRunsOnlyTheRest, exported.
+  const std::string tex = cstest::temp_dir() + "/resume.tex", csv = cstest::temp_dir() + "/resume.csv";
+  ASSERT_EQ(cstest::run_cli({"sweep", "table", "resume", "--workspace", ws, "--out", tex}, &out, &err), 0);
+  ASSERT_TRUE(cstest::contains(out, "model.hidden") && cstest::contains(out, "bpc")) << out + err;
+  ASSERT_EQ(cstest::run_cli({"sweep", "table", "resume", "--workspace", ws, "--out", csv}, &out, &err), 0);
+  ASSERT_TRUE(std::filesystem::exists(csv));
+  const std::vector<std::string> csv_lines = cstest::split(cstest::read_text(csv), '\n', true);
+  ASSERT_EQ(int(csv_lines.size()), 3);
+  const auto csv_fields = cstest::split(csv_lines[1], ',');
+  ASSERT_TRUE(cstest::starts_with(csv_lines[1], "8,") && csv_fields.size() > 4 && csv_fields[4] == "2");
+  ASSERT_TRUE(std::filesystem::exists(tex));
+  ASSERT_EQ(cstest::run_cli({"sweep", "table", "resume", "--workspace", ws, "--series", "model.hidden"}, &out, &err), 0);
+  ASSERT_TRUE(cstest::contains(out, "series,model.hidden,mean,std,n")) << out;
+  ASSERT_EQ(cstest::run_cli({"sweep", "status", "resume", "--workspace", ws}, &out, &err), 0);
+  ASSERT_TRUE(cstest::contains(out, "4/4 points done"));
+  ASSERT_EQ(cstest::run_cli({"sweep", "table", "nosuch", "--workspace", ws}, &out, &err), 2);
+}
