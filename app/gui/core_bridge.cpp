@@ -17,6 +17,7 @@
 #include "data/manifest.h"
 #include "config/schema.h"
 #include "tasks/task.h"
+#include "train/metrics.h"
 #include "train/run_store.h"
 #include "util/error.h"
 #include "util/format.h"
@@ -188,34 +189,24 @@ QString detectFormat(const QString& path) {
   return QStringLiteral("text");
 }
 
+MetricPoint toMetricPoint(const cs::MetricsRecord& r) {
+  MetricPoint p;
+  p.step = r.step;
+  p.epoch = r.epoch;
+  p.elapsed = r.elapsed;
+  p.eval = r.eval;
+  p.split = QString::fromStdString(r.split);
+  p.values.reserve(static_cast<int>(r.values.size()));
+  for (const auto& [k, v] : r.values) p.values.append({QString::fromStdString(k), v});
+  return p;
+}
+
 QVector<MetricPoint> readMetricsFile(const QString& path) {
+  // The format is core's (train/metrics.h): the same reader as the CLI and the analyses.
+  const auto records = cs::read_metrics(path.toStdString());
   QVector<MetricPoint> out;
-  QFile f(path);
-  if (!f.open(QIODevice::ReadOnly)) return out;
-  const QByteArray all = f.readAll();
-  out.reserve(all.count('\n'));
-  int start = 0;
-  while (start < all.size()) {
-    int nl = all.indexOf('\n', start);
-    if (nl < 0) break;  // torn last line
-    const QByteArray line = all.mid(start, nl - start);
-    start = nl + 1;
-    QJsonParseError err;
-    const QJsonObject o = QJsonDocument::fromJson(line, &err).object();
-    if (err.error != QJsonParseError::NoError || o.isEmpty()) continue;
-    MetricPoint p;
-    for (auto it = o.begin(); it != o.end(); ++it) {
-      const QString k = it.key();
-      if (k == QLatin1String("step")) p.step = it.value().toInteger();
-      else if (k == QLatin1String("epoch")) p.epoch = it.value().toDouble();
-      else if (k == QLatin1String("elapsed")) p.elapsed = it.value().toDouble();
-      else if (k == QLatin1String("eval")) p.eval = it.value().toBool();
-      else if (k == QLatin1String("split")) p.split = it.value().toString();
-      else if (it.value().isDouble()) p.values.append({k, it.value().toDouble()});
-      else if (it.value().isNull()) p.values.append({k, std::nan("")});
-    }
-    out << p;
-  }
+  out.reserve(static_cast<int>(records.size()));
+  for (const auto& r : records) out << toMetricPoint(r);
   return out;
 }
 

@@ -11,6 +11,10 @@
 #include "gui_types.h"
 #include "option_form.h"
 
+namespace cs {
+struct MetricsRecord;
+}
+
 namespace gui {
 
 QStringList cellNames();
@@ -59,6 +63,8 @@ QString detectFormat(const QString& path);
 QString formatDuration(double seconds);
 
 // Parse one metrics.jsonl file (a torn last line is skipped).
+// One metrics.jsonl record as Qt values.
+MetricPoint toMetricPoint(const cs::MetricsRecord& r);
 QVector<MetricPoint> readMetricsFile(const QString& path);
 
 }  // namespace gui

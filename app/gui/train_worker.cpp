@@ -2,6 +2,7 @@
 
 #include <QMutexLocker>
 
+#include "core_bridge.h"
 #include "train/launch.h"
 #include "train/trainer.h"
 #include "util/error.h"
@@ -49,13 +50,7 @@ void TrainWorker::start(const QByteArray& cfgJson, const QString& workspace, con
                    QString::fromStdString(run.trainer->task().unit_name()), static_cast<qint64>(s.parameters));
     cs::TrainerCallbacks cb;
     cb.on_metrics = [this](const cs::MetricsRecord& r) {
-      MetricPoint p;
-      p.step = r.step;
-      p.epoch = r.epoch;
-      p.elapsed = r.elapsed;
-      p.eval = r.eval;
-      p.split = QString::fromStdString(r.split);
-      for (auto& [k, v] : r.values) p.values.append({QString::fromStdString(k), v});
+      MetricPoint p = toMetricPoint(r);
       QMutexLocker lock(&m_mutex);
       m_metrics.append(std::move(p));
     };
