@@ -4,6 +4,7 @@
 #include "cells/bidirectional.h"
 #include "cells/cru.h"
 #include "cells/registry.h"
+#include "config/schema.h"
 #include "harness.h"
 
 using namespace cs;
@@ -70,7 +71,7 @@ class TestCRU : public QObject {
       const auto& ci = cell_info(n);
       QCOMPARE(QString::fromStdString(ci.family), QString("cru"));
       QVERIFY(ci.needs_whole_sequence);
-      auto cell = ci.make(json{{"hidden", 6}, {"filter_length", 3}}, 5, 0);
+      auto cell = ci.make(resolve_config(json{{"model", {{"cell", n}, {"hidden", 6}, {"filter_length", 3}}}})["model"], 5, 0);
       QCOMPARE(cell->hidden_size(), int64_t(6));
     }
     json res = resolve_config(json{{"model", {{"cell", "cru_deep"}}}});

@@ -385,7 +385,7 @@ class MZUTest : public QObject {
     // the registered check itself (for callers that bypass the schema's ranges)
     for (const std::string cell : {"sat_mzu", "gcn_mzu", "cap_mzu"}) {
       std::vector<ConfigError> errs;
-      cell_info(cell).check(json{{"model", {{"hidden", 16}, {"zones", 0}, {"depth", -2}, {"capsules", 0}}}}, errs);
+      cell_info(cell).check(resolve_config(json{{"model", {{"cell", cell}, {"hidden", 16}, {"zones", 0}, {"depth", -2}, {"capsules", 0}}}}), errs);
       std::map<std::string, int> paths;
       for (auto& x : errs) paths[x.path]++;
       QVERIFY(paths.count("model.zones") && paths.count("model.depth"));

@@ -13,6 +13,7 @@
 #include "data/tokenizer.h"
 #include "data/utf8.h"
 #include "tasks/char_lm.h"
+#include "tasks/eval_scope.h"
 #include "tasks/word_lm.h"
 #include "util/error.h"
 
@@ -34,15 +35,15 @@ struct LmView {
   bool words = false;
 };
 
-std::vector<std::string> word_seed_tokens(const std::string& text, const json& ds, const std::string& format) {
+std::vector<std::string> word_seed_tokens(const std::string& text, const WordLMOptions& ds, const std::string& format) {
   // The corpus' own tokenisation (word_corpus.cpp): PTB = whitespace-separated words, a line
   // end = <eos>; plain text = data/tokenizer.h with the run's lowercase setting, a line break
   // = <eos> unless the run's dataset.eos is "never".
   std::vector<std::string> out;
   const auto lines = split_lines(text);
   TokenizerOptions to;
-  to.lowercase = ds.value("lowercase", true);
-  const bool eos = format == "ptb_word" || ds.value("eos", std::string("paragraph")) != "never";
+  to.lowercase = ds.lowercase;
+  const bool eos = format == "ptb_word" || ds.eos != "never";
   for (size_t i = 0; i < lines.size(); ++i) {
     if (format == "ptb_word") {
       std::istringstream ss(lines[i]);
@@ -81,8 +82,7 @@ LmView view_of(Task& task, const std::string& seed_text) {
       StepContext ctx;
       return net->forward(x, s, ctx);
     };
-    const json ds = w->config().value("dataset", json::object());
-    v.seed_symbols = word_seed_tokens(seed_text, ds, w->corpus().format);
+    v.seed_symbols = word_seed_tokens(seed_text, word_lm_option_table().read(w->config()), w->corpus().format);
     v.start_symbol = "<eos>";
     v.words = true;
     return v;
@@ -214,9 +214,7 @@ Generation generate(Task& task, const GenerateOptions& o) {
   g.task = v.task;
   g.options = o;
   auto net = task.model();
-  const bool was_training = net->is_training();
-  net->eval();
-  torch::NoGradGuard ng;
+  EvalScope es(*net);
   std::mt19937_64 rng(o.seed);
   std::uniform_real_distribution<double> unif(0.0, 1.0);
 
@@ -279,7 +277,6 @@ Generation generate(Task& task, const GenerateOptions& o) {
     auto xi = torch::tensor(std::vector<int64_t>{next}, torch::kInt64).view({1, 1});
     last = v.forward(xi, states).select(1, 0)[0].to(torch::kFloat64);
   }
-  if (was_training) net->train();
   return g;
 }
 

@@ -1,4 +1,4 @@
-// Text generation from a trained char-LM or word-LM (issue #8): seed text, temperature,
+// Text generation from a trained char-LM or word-LM: seed text, temperature,
 // a fixed random seed, and the model's probability of every token, for the shading
 // that shows where the model was sure and where it guessed. See GENERATE_NOTES.md.
 #pragma once
@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "config/schema.h"
+#include "config/json.h"
 
 namespace cs {
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "config/schema.h"
+#include "config/option_spec.h"
 
 namespace cs {
 
@@ -69,6 +69,9 @@ class Task {
   virtual std::vector<torch::Tensor> sharded_state() const { return {}; }
   virtual void set_gathered_state(std::vector<torch::Tensor> full) {}
 };
+
+// Parameter count of a module grouped by the first two path components, e.g. "stack.layer0".
+std::vector<std::pair<std::string, int64_t>> parameter_breakdown_of(const torch::nn::Module& model);
 
 struct TaskInfo {
   std::string name;          // config value of "task"
