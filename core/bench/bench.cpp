@@ -38,14 +38,7 @@ double median_time(Fn&& fn, int iters, double min_seconds) {
 }
 
 json resolved_model(const json& model) {
-  json cfg = {{"task", {{"name", "char_lm"}}}, {"model", model}};
-  auto errs = validate_config(cfg);
-  if (!errs.empty()) {
-    std::string msg = "invalid bench model:";
-    for (auto& e : errs) msg += "\n  " + e.str();
-    throw UserError(msg);
-  }
-  return resolve_config(cfg)["model"];
+  return load_and_resolve(json{{"task", {{"name", "char_lm"}}}, {"model", model}}, "bench model")["model"];
 }
 
 }  // namespace
@@ -88,6 +81,17 @@ double time_char_lm_step(const json& model_in, int64_t B, int64_t T, int64_t V, 
       iters, min_seconds);
 }
 
+// Median seconds of forward + backward of a torch::nn::GRU or LSTM module on x [T, B, E].
+template <class RNN>
+static double time_rnn_module(RNN rnn, torch::Tensor& x, int iters, double min_seconds) {
+  return median_time([&] {
+    rnn->zero_grad();
+    x.mutable_grad() = torch::Tensor();
+    auto out = std::get<0>(rnn->forward(x));
+    out.sum().backward();
+  }, iters, min_seconds);
+}
+
 // Raw torch::nn::GRU / LSTM forward + backward at the same shape (no embedding, no head, no optimizer).
 static double time_torch_rnn(bool lstm, int64_t E, int64_t H, int64_t B, int64_t T, int iters, double min_seconds,
                              double* flops_per_iter) {
@@ -97,22 +101,8 @@ static double time_torch_rnn(bool lstm, int64_t E, int64_t H, int64_t B, int64_t
   auto x = torch::randn({T, B, E}).requires_grad_(true);
   const double G = lstm ? 4 : 3;
   if (flops_per_iter) *flops_per_iter = 3.0 * (2.0 * G * H * (E + H) + 6.0 * G * H) * B * T;
-  if (lstm) {
-    torch::nn::LSTM rnn(torch::nn::LSTMOptions(E, H));
-    return median_time([&] {
-      rnn->zero_grad();
-      x.mutable_grad() = torch::Tensor();
-      auto out = std::get<0>(rnn->forward(x));
-      out.sum().backward();
-    }, iters, min_seconds);
-  }
-  torch::nn::GRU rnn(torch::nn::GRUOptions(E, H));
-  return median_time([&] {
-    rnn->zero_grad();
-    x.mutable_grad() = torch::Tensor();
-    auto out = std::get<0>(rnn->forward(x));
-    out.sum().backward();
-  }, iters, min_seconds);
+  if (lstm) return time_rnn_module(torch::nn::LSTM(torch::nn::LSTMOptions(E, H)), x, iters, min_seconds);
+  return time_rnn_module(torch::nn::GRU(torch::nn::GRUOptions(E, H)), x, iters, min_seconds);
 }
 
 json run_bench(const BenchOptions& o) {
@@ -142,13 +132,13 @@ json run_bench(const BenchOptions& o) {
   r["efficiency"] = r["gflops"].get<double>() / gemm;
   std::string base = o.baseline;
   if (base.empty()) base = cell == "lstm" ? "torch_lstm" : cell == "gru" ? "torch_gru" : "gru";
-  if (o.baseline.empty() && cell == "mcrnn") base = model.value("base", std::string("lstm"));  // MC-RNN vs its base cell
+  if (o.baseline.empty() && cell == "mcrnn") base = resolved<std::string>(model, "model", "base");  // MC-RNN vs its base cell
   if (base != "none") {
     double bflops = 0, bt = 0;
     if (base == "torch_gru" || base == "torch_lstm") {
       bt = time_torch_rnn(base == "torch_lstm", E, H, o.batch, o.seq, o.iters, o.min_seconds, &bflops);
     } else {
-      json bm = {{"cell", base}, {"embed", E}, {"hidden", H}, {"layers", model.value("layers", 1)}};
+      json bm = {{"cell", base}, {"embed", E}, {"hidden", H}, {"layers", resolved<int64_t>(model, "model", "layers")}};
       bt = time_char_lm_step(bm, o.batch, o.seq, o.vocab, o.iters, o.min_seconds, &bflops);
     }
     r["baseline"] = base;

@@ -23,14 +23,8 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 json resolved_classify_model(const json& model) {
-  json cfg = {{"task", {{"name", "classify"}}}, {"dataset", {{"name", "spam-assassin"}}}, {"model", model}};
-  auto errs = validate_config(cfg);
-  if (!errs.empty()) {
-    std::string msg = "invalid bench model:";
-    for (auto& e : errs) msg += "\n  " + e.str();
-    throw UserError(msg);
-  }
-  return resolve_config(cfg)["model"];
+  return load_and_resolve(
+      json{{"task", {{"name", "classify"}}}, {"dataset", {{"name", "spam-assassin"}}}, {"model", model}}, "bench model")["model"];
 }
 
 struct Timing {
@@ -56,7 +50,7 @@ struct ClassifyStep {
     b.labels = torch::randint(0, 2, {B}, torch::kInt64);
     // forward FLOPs per sentence: T steps of both directions + FC + output unit; x3 for backward
     const double H2 = static_cast<double>(net->encoder->output_size());
-    const double fcn = model.value("fc", 1024);
+    const double fcn = static_cast<double>(resolved<int64_t>(model, "model", "fc"));
     const double fwd = net->encoder->flops_per_step() * static_cast<double>(T) + (fcn > 0 ? 2.0 * H2 * fcn + 2.0 * fcn : 2.0 * H2);
     flops = 3.0 * fwd * static_cast<double>(B);
   }

@@ -191,42 +191,51 @@ double GRUDTCellImpl::flops_per_step() const {
 }
 
 // ---------------------------------------------------------------- registry entries
-static BaselineOptions baseline_options(const json& m, int64_t input_size) {
-  BaselineOptions o;
+const OptionTable<BaselineOptions>& baseline_option_table() {
+  static const auto t = [] {
+    OptionTable<BaselineOptions> t("model");
+    using O = BaselineOptions;
+    t.field("depth", &O::depth, 0, 16,
+            "Deep transition: number L of transition cells with zero input after the first cell, per time step (MZU eqs. 15-17; paper default 1).")
+        .cells({"gru_dt"});
+    t.field("share_transition", &O::share_transition,
+            "Deep transition: share the transition cells' parameters across depths (the MZU paper shares them on PTB).")
+        .cells({"gru_dt"});
+    return t;
+  }();
+  return t;
+}
+
+// The options of baseline cell `name` from a resolved model section.
+static BaselineOptions baseline_options(const json& m, int64_t input_size, const std::string& name) {
+  BaselineOptions o = baseline_option_table().read(m, name);
   o.input_size = input_size;
-  o.hidden_size = m.value("hidden", 0);
-  o.layer_norm = m.value("layer_norm", false);
-  o.candidate_dropout = m.value("candidate_dropout", 0.0);
-  o.depth = m.value("depth", 1);
-  o.share_transition = m.value("share_transition", false);
+  o.hidden_size = resolved<int64_t>(m, "model", "hidden");
+  o.layer_norm = resolved<bool>(m, "model", "layer_norm");  // common options the baselines opt into
+  o.candidate_dropout = resolved<double>(m, "model", "candidate_dropout");
   return o;
 }
 
 void register_baseline_cells(std::vector<CellInfo>& out) {
-  OptionSpec depth = make_option("model", "depth", OptType::Int, 1, 0, 16,
-      "Deep transition: number L of transition cells with zero input after the first cell, per time step (MZU eqs. 15-17; paper default 1).");
-  OptionSpec share = make_option("model", "share_transition", OptType::Bool, false, 0, 0,
-      "Deep transition: share the transition cells' parameters across depths (the MZU paper shares them on PTB).");
-
-  auto add = [&](const std::string& name, const std::string& desc, std::vector<OptionSpec> opts,
+  auto add = [&](const std::string& name, const std::string& desc,
                  std::function<std::shared_ptr<CellImpl>(const BaselineOptions&)> mk) {
     CellInfo c;
     c.name = name;
     c.family = "baseline";
     c.description = desc;
-    c.options = std::move(opts);
-    c.make = [mk](const json& m, int64_t in, int) { return mk(baseline_options(m, in)); };
+    c.options = baseline_option_table().specs_for_cell(name);
+    c.make = [mk, name](const json& m, int64_t in, int) { return mk(baseline_options(m, in, name)); };
     c.common_options = {"layer_norm", "candidate_dropout"};
     out.push_back(std::move(c));
   };
-  add("rnn", "Vanilla RNN: h = tanh(W x + U h + b)", {},
+  add("rnn", "Vanilla RNN: h = tanh(W x + U h + b)",
       [](const BaselineOptions& o) { return std::make_shared<RNNCellImpl>(o); });
-  add("gru", "GRU (Cho et al. 2014); LibTorch's fused kernel on the fast path", {},
+  add("gru", "GRU (Cho et al. 2014); LibTorch's fused kernel on the fast path",
       [](const BaselineOptions& o) { return std::make_shared<GRUCellImpl>(o); });
-  add("lstm", "LSTM (Hochreiter & Schmidhuber 1997); LibTorch's fused kernel on the fast path", {},
+  add("lstm", "LSTM (Hochreiter & Schmidhuber 1997); LibTorch's fused kernel on the fast path",
       [](const BaselineOptions& o) { return std::make_shared<LSTMCellImpl>(o); });
   add("gru_dt", "GRU+DT: a GRU then L transition GRUs with zero input per step (MZU paper, Table 4 baseline)",
-      {depth, share}, [](const BaselineOptions& o) { return std::make_shared<GRUDTCellImpl>(o); });
+      [](const BaselineOptions& o) { return std::make_shared<GRUDTCellImpl>(o); });
 }
 
 }  // namespace cs

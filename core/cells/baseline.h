@@ -4,9 +4,12 @@
 #include <torch/nn/pimpl.h>
 
 #include "cells/cell.h"
+#include "config/option_spec.h"
 
 namespace cs {
 
+// depth and share_transition are gru_dt's model.* options; their members are the only
+// defaults (baseline_option_table()). Sizes and the common options come from the model section.
 struct BaselineOptions {
   int64_t input_size = 0;
   int64_t hidden_size = 0;
@@ -15,6 +18,9 @@ struct BaselineOptions {
   int64_t depth = 1;                // GRU+DT: number of transition GRUs L after the first
   bool share_transition = false;    // GRU+DT: share the transition GRUs' parameters across depths
 };
+
+// gru_dt's model.* options (field table: schema entries and binding).
+const OptionTable<BaselineOptions>& baseline_option_table();
 
 // Layout follows torch::nn::{RNN,GRU,LSTM}: w_ih [G*H, I], w_hh [G*H, H], b_ih, b_hh,
 // gate order (r, z, n) for GRU and (i, f, g, o) for LSTM, so weights copy 1:1.

@@ -3,6 +3,7 @@
 #include <torch/nn/functional.h>
 
 #include "cells/registry.h"
+#include "config/common_options.h"
 
 namespace cs {
 
@@ -24,9 +25,10 @@ torch::Tensor reverse_padded(const torch::Tensor& x, const torch::Tensor& length
 }
 
 BidirectionalImpl::BidirectionalImpl(const json& model, int64_t input_size) {
-  const auto& info = cell_info(model.value("cell", std::string("gru")));
-  const int n = model.value("layers", 1);
-  dropout_ = model.value("dropout", 0.0);
+  const ModelOptions mo = read_model_options(model);
+  const auto& info = cell_info(mo.cell);
+  const int n = static_cast<int>(mo.layers);
+  dropout_ = mo.dropout;
   int64_t in = input_size;
   for (int l = 0; l < n; ++l) {
     auto f = info.make(model, in, l);

@@ -11,7 +11,7 @@
 #include <torch/nn/pimpl.h>
 
 #include "cells/cell.h"
-#include "config/schema.h"
+#include "config/json.h"
 
 namespace cs {
 

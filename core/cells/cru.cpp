@@ -195,25 +195,33 @@ double CRUCellImpl::flops_per_step() const {
 
 // ---------------------------------------------------------------- registry entries
 
+const OptionTable<CRUOptions>& cru_option_table() {
+  static const auto t = [] {
+    OptionTable<CRUOptions> t("model");
+    using O = CRUOptions;
+    const std::vector<std::string> all = {"cru_shallow", "cru_deep", "cru_deep_enhanced"};
+    t.field("filter_length", &O::filter_length, 1, 63,
+            "CRU: convolution filter length k (window of k embeddings, eq. 8; paper default 3, Fig. 3 sweeps it). "
+            "Same-length padding: (k-1)/2 zeros before, the rest after (even k: one more after).")
+        .cells(all);
+    t.field("conv_channels", &O::conv_channels, 0, 65536,
+            "CRU shallow fusion: number d of convolution filters (eq. 8); 0 = the input (embedding) size, as in the "
+            "paper. Deep fusion uses d = hidden, deep-enhanced d = input size (forced by eqs. 9-14).")
+        .cells({"cru_shallow"});
+    t.choice("conv_activation", &O::conv_activation, {"relu", "tanh", "identity"},
+             "CRU: non-linearity f of the convolution (eq. 8; paper: ReLU).")
+        .cells(all);
+    t.field("reset_after", &O::reset_after,
+            "CRU: apply the reset gate after U (r * (U h + b), torch/cuDNN GRU, same as Cellscope's GRU); "
+            "false = U (r * h) as written in eqs. 3, 11 and 14.")
+        .cells(all)
+        .advanced();
+    return t;
+  }();
+  return t;
+}
+
 void register_cru_cells(std::vector<CellInfo>& out) {
-  const std::vector<std::string> all = {"cru_shallow", "cru_deep", "cru_deep_enhanced"};
-  auto k = make_option("model", "filter_length", OptType::Int, 3, 1, 63,
-                   "CRU: convolution filter length k (window of k embeddings, eq. 8; paper default 3, Fig. 3 sweeps it). "
-                   "Same-length padding: (k-1)/2 zeros before, the rest after (even k: one more after).");
-  k.cells = all;
-  auto d = make_option("model", "conv_channels", OptType::Int, 0, 0, 65536,
-                   "CRU shallow fusion: number d of convolution filters (eq. 8); 0 = the input (embedding) size, as in the "
-                   "paper. Deep fusion uses d = hidden, deep-enhanced d = input size (forced by eqs. 9-14).");
-  d.cells = {"cru_shallow"};
-  auto act = make_option("model", "conv_activation", OptType::Enum, "relu", 0, 0,
-                     "CRU: non-linearity f of the convolution (eq. 8; paper: ReLU).");
-  act.choices = {"relu", "tanh", "identity"};
-  act.cells = all;
-  auto ra = make_option("model", "reset_after", OptType::Bool, true, 0, 0,
-                    "CRU: apply the reset gate after U (r * (U h + b), torch/cuDNN GRU, same as Cellscope's GRU); "
-                    "false = U (r * h) as written in eqs. 3, 11 and 14.");
-  ra.cells = all;
-  ra.advanced = true;
   struct V { const char* name; CRUFusion f; const char* desc; };
   const V vs[] = {
       {"cru_shallow", CRUFusion::Shallow, "CRU shallow fusion: GRU over a same-length CNN of the inputs (CRU paper eqs. 5-8)"},
@@ -227,20 +235,17 @@ void register_cru_cells(std::vector<CellInfo>& out) {
     c.name = v.name;
     c.family = "cru";
     c.description = v.desc;
-    if (first) c.options = {k, d, act, ra};  // declared once, applying to the three cells
+    if (first) c.options = cru_option_table().specs();  // declared once, applying to the three cells
     first = false;
     const CRUFusion f = v.f;
-    c.make = [f](const json& m, int64_t in, int) -> std::shared_ptr<CellImpl> {
-      CRUOptions o;
+    const std::string name = v.name;
+    c.make = [f, name](const json& m, int64_t in, int) -> std::shared_ptr<CellImpl> {
+      CRUOptions o = cru_option_table().read(m, name);
       o.input_size = in;
-      o.hidden_size = m.value("hidden", 0);
+      o.hidden_size = resolved<int64_t>(m, "model", "hidden");
       o.fusion = f;
-      o.filter_length = m.value("filter_length", 3);
-      o.conv_channels = f == CRUFusion::Shallow ? m.value("conv_channels", 0) : 0;
-      o.conv_activation = m.value("conv_activation", std::string("relu"));
-      o.reset_after = m.value("reset_after", true);
       auto cell = std::make_shared<CRUCellImpl>(o);
-      cell->set_candidate_dropout(m.value("candidate_dropout", 0.0));
+      cell->set_candidate_dropout(resolved<double>(m, "model", "candidate_dropout"));  // common option (opt-in)
       return cell;
     };
     c.needs_whole_sequence = true;

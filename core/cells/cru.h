@@ -9,11 +9,13 @@
 #include <torch/nn/pimpl.h>
 
 #include "cells/cell.h"
+#include "config/option_spec.h"
 
 namespace cs {
 
 enum class CRUFusion { Shallow, Deep, DeepEnhanced };
 
+// The members are the only defaults of the CRU cells' model.* options (cru_option_table()).
 struct CRUOptions {
   int64_t input_size = 0;
   int64_t hidden_size = 0;
@@ -23,6 +25,9 @@ struct CRUOptions {
   std::string conv_activation = "relu";  // f of eq. 8: relu | tanh | identity
   bool reset_after = true;      // torch/cuDNN GRU: r * (U_n h + b_hn); false: U_n (r * h) as in eq. 3/11/14
 };
+
+// The CRU cells' model.* options (field table: schema entries and binding).
+const OptionTable<CRUOptions>& cru_option_table();
 
 // Same-length convolution over time: x [T, B, I], weight [C, k*I] (offset-major:
 // column j*I + i multiplies x[t + j - left, :, i]), bias [C] -> [T, B, C].

@@ -212,38 +212,41 @@ double McRnnCellImpl::flops_per_step() const {
 }
 
 // ---------------------------------------------------------------- registry entry
+const OptionTable<McRnnOptions>& mcrnn_option_table() {
+  static const auto t = [] {
+    OptionTable<McRnnOptions> t("model");
+    using O = McRnnOptions;
+    t.field("block", &O::block, 2, 32,
+            "Block size n (MC-RNN eq. 1); the layer has n-1 channels, i.e. the paper's MC-RNN-(n-1). "
+            "n = 2 is one channel (a base cell with s = W_1 h_{t-1}); paper best: n = 4 (MC-RNN-3).");
+    t.field("base", &O::base,
+            "Base recurrent function f of eq. 3: a step-wise Cellscope cell (rnn, gru, lstm, ...). The paper uses lstm.");
+    t.field("attention", &O::attention, 0, 65536,
+            "Rows of the attention matrix V (eq. 4); 0 = hidden size (the paper's choice).");
+    t.choice("lstm_memory", &O::lstm_memory, {"prev", "average"},
+             "What the base's extra state (the LSTM memory cell c) is at each node, which the paper leaves open: "
+             "'prev' = c of the immediate predecessor in the same channel; 'average' = the in-block average "
+             "(1/m) sum_{j<=m} c_{t-j} (eq. 2 without W_j).");
+    t.field("dist_scale", &O::dist_scale, 1e-4, 1.0,
+            "alpha in W_j = I + alpha D_j, the parametrisation of eq. 2's distance weights (D_j is the "
+            "trained parameter). Small alpha keeps Adam from moving W_j away from I faster than the base "
+            "cell learns (with alpha = 1 an LSTM base stalls near the unigram perplexity); 1 = W_j trained "
+            "directly. See MCRNN_NOTES.md.");
+    return t;
+  }();
+  return t;
+}
+
 void register_mcrnn_cells(std::vector<CellInfo>& out) {
-  auto spec = [](const std::string& key, OptType t, json def, double lo, double hi, const std::string& help) {
-    return make_option("model", key, t, std::move(def), lo, hi, help);
-  };
   CellInfo c;
   c.name = "mcrnn";
   c.family = "mcrnn";
   c.description = "Multi-Channel RNN (Xu et al. AAAI 2019): n-1 staggered block channels over a base cell, attention over channels";
-  c.options.push_back(spec("block", OptType::Int, 3, 2, 32,
-                           "Block size n (MC-RNN eq. 1); the layer has n-1 channels, i.e. the paper's MC-RNN-(n-1). "
-                           "n = 2 is one channel (a base cell with s = W_1 h_{t-1}); paper best: n = 4 (MC-RNN-3)."));
-  c.options.push_back(spec("base", OptType::String, "lstm", 0, 0,
-                           "Base recurrent function f of eq. 3: a step-wise Cellscope cell (rnn, gru, lstm, ...). The paper uses lstm."));
-  c.options.push_back(spec("attention", OptType::Int, 0, 0, 65536,
-                           "Rows of the attention matrix V (eq. 4); 0 = hidden size (the paper's choice)."));
-  {
-    OptionSpec m = spec("lstm_memory", OptType::Enum, "prev", 0, 0,
-                        "What the base's extra state (the LSTM memory cell c) is at each node, which the paper leaves open: "
-                        "'prev' = c of the immediate predecessor in the same channel; 'average' = the in-block average "
-                        "(1/m) sum_{j<=m} c_{t-j} (eq. 2 without W_j).");
-    m.choices = {"prev", "average"};
-    c.options.push_back(m);
-  }
-  c.options.push_back(spec("dist_scale", OptType::Float, 0.1, 1e-4, 1.0,
-                           "alpha in W_j = I + alpha D_j, the parametrisation of eq. 2's distance weights (D_j is the "
-                           "trained parameter). Small alpha keeps Adam from moving W_j away from I faster than the base "
-                           "cell learns (with alpha = 1 an LSTM base stalls near the unigram perplexity); 1 = W_j trained "
-                           "directly. See MCRNN_NOTES.md."));
+  c.options = mcrnn_option_table().specs();
   c.common_options = {"layer_norm", "candidate_dropout"};  // passed on to the base cell
   c.check = [](const json& cfg, std::vector<ConfigError>& errs) {
-    const auto& m = cfg.at("model");
-    const std::string base = m.value("base", std::string("lstm"));
+    const McRnnOptions o = mcrnn_option_table().read(cfg.at("model"));
+    const std::string& base = o.base;
     const auto& reg = cell_registry();
     auto it = std::find_if(reg.begin(), reg.end(), [&](const CellInfo& ci) { return ci.name == base; });
     if (base == "mcrnn") {
@@ -256,11 +259,11 @@ void register_mcrnn_cells(std::vector<CellInfo>& out) {
     } else if (it->needs_whole_sequence) {
       errs.push_back({"model.base", "cell '" + base + "' needs the whole sequence and has no per-step form to wrap"});
     }
-    if (m.value("block", 3) < 2)
-      errs.push_back({"model.block", "block size n must be >= 2 (n - 1 channels), got " + m.at("block").dump()});
+    if (o.block < 2)
+      errs.push_back({"model.block", "block size n must be >= 2 (n - 1 channels), got " + std::to_string(o.block)});
   };
   c.make = [](const json& m, int64_t in, int layer) -> std::shared_ptr<CellImpl> {
-    const std::string base = m.value("base", std::string("lstm"));
+    const std::string base = resolved<std::string>(m, "model", "base");
     const CellInfo* bi = nullptr;
     for (auto& ci : cell_registry())
       if (ci.name == base && base != "mcrnn") bi = &ci;
@@ -269,14 +272,10 @@ void register_mcrnn_cells(std::vector<CellInfo>& out) {
     bm["cell"] = base;
     for (auto& o : bi->options)  // the base's own options at their defaults
       if (!bm.contains(o.key) && !o.default_value.is_null()) bm[o.key] = o.default_value;
-    McRnnOptions o;
+    McRnnOptions o = mcrnn_option_table().read(m);
     o.input_size = in;
-    o.hidden_size = m.value("hidden", 256);
-    o.block = m.value("block", 3);
+    o.hidden_size = resolved<int64_t>(m, "model", "hidden");
     if (o.block < 2) throw UserError("model.block: block size n must be >= 2, got " + std::to_string(o.block));
-    o.attention = m.value("attention", 0);
-    o.lstm_memory = m.value("lstm_memory", std::string("prev"));
-    o.dist_scale = m.value("dist_scale", 0.1);
     return std::make_shared<McRnnCellImpl>(o, bi->make(bm, in, layer));
   };
   out.push_back(std::move(c));

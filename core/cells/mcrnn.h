@@ -13,20 +13,25 @@
 #include <torch/nn/pimpl.h>
 
 #include "cells/cell.h"
-#include "config/schema.h"
+#include "config/option_spec.h"
 
 namespace cs {
 
 struct CellInfo;
 
+// The members are the only defaults of the mcrnn cell's model.* options (mcrnn_option_table()).
 struct McRnnOptions {
   int64_t input_size = 0;
   int64_t hidden_size = 0;
   int64_t block = 3;               // n; channels K = n - 1 ("MC-RNN-K")
+  std::string base = "lstm";       // base cell f of eq. 3 (built by the registry; unused by the cell itself)
   int64_t attention = 0;           // rows of V (0 = hidden_size)
   std::string lstm_memory = "prev";  // "prev" | "average": the base's extra state (LSTM c)
   double dist_scale = 0.1;          // alpha: W_j = I + alpha * D_j (D_j the parameter); 1 = W_j itself
 };
+
+// The mcrnn cell's model.* options (field table: schema entries and binding).
+const OptionTable<McRnnOptions>& mcrnn_option_table();
 
 // The in-degree m_t^k of eq. 1 (t >= 1 the global position, k in 1..n-1).
 int64_t mcrnn_in_degree(int64_t t, int64_t k, int64_t n);
@@ -73,7 +78,5 @@ class McRnnCellImpl : public CellImpl {
   double base_input_flops_ = 0;    // FLOPs of that projection per step
   size_t base_state_size_ = 1;     // tensors in the base's state
 };
-
-void register_mcrnn_cells(std::vector<CellInfo>& out);
 
 }  // namespace cs

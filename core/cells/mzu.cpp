@@ -332,82 +332,64 @@ double MZUCellImpl::flops_per_step() const {
 }
 
 // ------------------------------------------------------------------ registry
+const OptionTable<MZUOptions>& mzu_option_table() {
+  static const auto t = [] {
+    OptionTable<MZUOptions> t("model");
+    using O = MZUOptions;
+    t.field("zones", &O::zones, 1, 1024,
+            "Number of zones N of each M-function; zone size d_z = hidden / N (MZU eq. 4; paper: 4, Table 3 sweeps 2-16).");
+    t.field("filter", &O::filter, 1, 1 << 20,
+            "Filter size d_f of the zone-wise FFN (MZU eq. 5; paper: 1000 on PTB, 3072 on text8).");
+    t.field("depth", &O::depth, 0, 16,
+            "Deep transition: number L of t-MZU cells (zero input) after the MZU per time step (MZU eqs. 15-17); 0 = no DT, paper's DT = 1.");
+    t.field("share_transition", &O::share_transition,
+            "Deep transition: the t-MZUs reuse the first MZU's M-functions, so parameters do not grow with depth (paper: shared on PTB).");
+    t.field("capsules", &O::capsules, 1, 1024,
+            "Number J of output capsules of the dynamic routing, capsule size hidden / J (MZU eqs. 10-14; paper: 2).")
+        .cells({"cap_mzu"});
+    t.field("routing_iters", &O::routing_iters, 1, 100, "Routing iterations T of the dynamic routing (MZU eqs. 11-14; paper: 3).")
+        .cells({"cap_mzu"});
+    t.field("zone_disagreement", &O::zone_disagreement, -100, 100,
+            "Weight lambda of the zone disagreement regularisation (MZU eqs. 18-19; paper: 1.0; negative values promote similar zones).");
+    t.choice("disagreement_scale", &O::disagreement_scale, {"mean", "sum"},
+             "How eq. 19's sum over tokens is scaled: 'mean' divides by the number of tokens like the task's mean loss (keeps the paper's balance), 'sum' adds the raw sum.")
+        .advanced();
+    t.field("regular_gate", &O::regular_gate,
+            "Ablation 'Regular-Gate' (MZU Table 4): the gate uses a plain linear map of [x, h] instead of an M-function.");
+    t.field("regular_trans", &O::regular_trans,
+            "Ablation 'Regular-Trans.' (MZU Table 4): the candidate uses a plain linear map of [x, h] instead of an M-function.");
+    t.choice("ln_position", &O::ln_position, {"preact", "zones"},
+             "What layer normalization (model.layer_norm) normalises: 'preact' = the outputs of M_h and M_g before tanh/sigmoid; 'zones' = each zone after generation (regular maps keep 'preact').")
+        .advanced();
+    t.field("ffn_residual", &O::ffn_residual,
+            "Add a residual connection around the zone-wise FFN (f_j = o_j + FFN(o_j)); eq. 5 has none.")
+        .advanced();
+    t.choice("gcn_activation", &O::gcn_activation, {"relu", "tanh", "sigmoid", "identity"},
+             "The activation sigma of the graph convolution (MZU eq. 9; unspecified in the paper; ReLU as in Kipf & Welling).")
+        .advanced()
+        .cells({"gcn_mzu"});
+    t.choice("gcn_edges", &O::gcn_edges, {"cosine", "relu_cosine"},
+             "Edge weights: 'cosine' = cos(z_i, z_j) as in eq. 7 (may be negative; degrees clamped at 0.01), 'relu_cosine' = max(cos, 0).")
+        .advanced()
+        .cells({"gcn_mzu"});
+    t.choice("sat_qkv", &O::sat_qkv, {"per_zone", "shared"},
+             "Query/key/value maps of eq. 6: 'per_zone' = different W^Q_i, W^K_i, W^V_i for each zone, 'shared' = one set for all zones.")
+        .advanced()
+        .cells({"sat_mzu"});
+    return t;
+  }();
+  return t;
+}
+
+// The options of cell `comp`_mzu from a resolved model section.
 static MZUOptions mzu_options(const json& m, int64_t in, const std::string& comp) {
-  MZUOptions o;
+  MZUOptions o = mzu_option_table().read(m, comp + "_mzu");
   o.composition = comp;
   o.input_size = in;
-  o.hidden_size = m.value("hidden", 0);
-  o.zones = m.value("zones", 4);
-  o.filter = m.value("filter", 512);
-  o.depth = m.value("depth", 0);
-  o.share_transition = m.value("share_transition", false);
-  o.capsules = m.value("capsules", 2);
-  o.routing_iters = m.value("routing_iters", 3);
-  o.zone_disagreement = m.value("zone_disagreement", 0.0);
-  o.disagreement_scale = m.value("disagreement_scale", std::string("mean"));
-  o.regular_gate = m.value("regular_gate", false);
-  o.regular_trans = m.value("regular_trans", false);
-  o.layer_norm = m.value("layer_norm", false);
-  o.ln_position = m.value("ln_position", std::string("preact"));
-  o.candidate_dropout = m.value("candidate_dropout", 0.0);
-  o.gcn_activation = m.value("gcn_activation", std::string("relu"));
-  o.gcn_edges = m.value("gcn_edges", std::string("cosine"));
-  o.sat_qkv = m.value("sat_qkv", std::string("per_zone"));
-  o.ffn_residual = m.value("ffn_residual", false);
+  o.hidden_size = resolved<int64_t>(m, "model", "hidden");
+  o.layer_norm = resolved<bool>(m, "model", "layer_norm");  // common options the MZUs opt into
+  o.candidate_dropout = resolved<double>(m, "model", "candidate_dropout");
   return o;
-}
-
-static OptionSpec mopt(const std::string& key, OptType t, json def, double lo, double hi, const std::string& help,
-                       bool advanced = false) {
-  OptionSpec o = make_option("model", key, t, std::move(def), lo, hi, help);
-  o.advanced = advanced;
-  return o;
-}
-
-static OptionSpec menum(const std::string& key, const std::string& def, std::vector<std::string> choices,
-                        const std::string& help) {
-  OptionSpec o = mopt(key, OptType::Enum, def, 0, 0, help, true);
-  o.choices = std::move(choices);
-  return o;
-}
-
-static std::vector<OptionSpec> mzu_option_specs(const std::string& comp) {
-  std::vector<OptionSpec> v;
-  v.push_back(mopt("zones", OptType::Int, 4, 1, 1024,
-                   "Number of zones N of each M-function; zone size d_z = hidden / N (MZU eq. 4; paper: 4, Table 3 sweeps 2-16)."));
-  v.push_back(mopt("filter", OptType::Int, 512, 1, 1 << 20,
-                   "Filter size d_f of the zone-wise FFN (MZU eq. 5; paper: 1000 on PTB, 3072 on text8)."));
-  v.push_back(mopt("depth", OptType::Int, 0, 0, 16,
-                   "Deep transition: number L of t-MZU cells (zero input) after the MZU per time step (MZU eqs. 15-17); 0 = no DT, paper's DT = 1."));
-  v.push_back(mopt("share_transition", OptType::Bool, false, 0, 0,
-                   "Deep transition: the t-MZUs reuse the first MZU's M-functions, so parameters do not grow with depth (paper: shared on PTB)."));
-  if (comp == "cap") {
-    v.push_back(mopt("capsules", OptType::Int, 2, 1, 1024,
-                     "Number J of output capsules of the dynamic routing, capsule size hidden / J (MZU eqs. 10-14; paper: 2)."));
-    v.push_back(mopt("routing_iters", OptType::Int, 3, 1, 100, "Routing iterations T of the dynamic routing (MZU eqs. 11-14; paper: 3)."));
-  }
-  v.push_back(mopt("zone_disagreement", OptType::Float, 0.0, -100, 100,
-                   "Weight lambda of the zone disagreement regularisation (MZU eqs. 18-19; paper: 1.0; negative values promote similar zones)."));
-  v.push_back(menum("disagreement_scale", "mean", {"mean", "sum"},
-                    "How eq. 19's sum over tokens is scaled: 'mean' divides by the number of tokens like the task's mean loss (keeps the paper's balance), 'sum' adds the raw sum."));
-  v.push_back(mopt("regular_gate", OptType::Bool, false, 0, 0,
-                   "Ablation 'Regular-Gate' (MZU Table 4): the gate uses a plain linear map of [x, h] instead of an M-function."));
-  v.push_back(mopt("regular_trans", OptType::Bool, false, 0, 0,
-                   "Ablation 'Regular-Trans.' (MZU Table 4): the candidate uses a plain linear map of [x, h] instead of an M-function."));
-  v.push_back(menum("ln_position", "preact", {"preact", "zones"},
-                    "What layer normalization (model.layer_norm) normalises: 'preact' = the outputs of M_h and M_g before tanh/sigmoid; 'zones' = each zone after generation (regular maps keep 'preact')."));
-  v.push_back(mopt("ffn_residual", OptType::Bool, false, 0, 0,
-                   "Add a residual connection around the zone-wise FFN (f_j = o_j + FFN(o_j)); eq. 5 has none.", true));
-  if (comp == "gcn") {
-    v.push_back(menum("gcn_activation", "relu", {"relu", "tanh", "sigmoid", "identity"},
-                      "The activation sigma of the graph convolution (MZU eq. 9; unspecified in the paper; ReLU as in Kipf & Welling)."));
-    v.push_back(menum("gcn_edges", "cosine", {"cosine", "relu_cosine"},
-                      "Edge weights: 'cosine' = cos(z_i, z_j) as in eq. 7 (may be negative; degrees clamped at 0.01), 'relu_cosine' = max(cos, 0)."));
-  }
-  if (comp == "sat")
-    v.push_back(menum("sat_qkv", "per_zone", {"per_zone", "shared"},
-                      "Query/key/value maps of eq. 6: 'per_zone' = different W^Q_i, W^K_i, W^V_i for each zone, 'shared' = one set for all zones."));
-  return v;
 }
 
 void register_mzu_cells(std::vector<CellInfo>& out) {
@@ -424,16 +406,15 @@ void register_mzu_cells(std::vector<CellInfo>& out) {
     c.name = d.comp + "_mzu";
     c.family = "mzu";
     c.description = d.desc;
-    c.options = mzu_option_specs(d.comp);
+    c.options = mzu_option_table().specs_for_cell(c.name);
     c.common_options = {"layer_norm", "candidate_dropout"};
     const std::string comp = d.comp;
     c.make = [comp](const json& m, int64_t in, int) -> std::shared_ptr<CellImpl> {
       return std::make_shared<MZUCellImpl>(mzu_options(m, in, comp));
     };
     c.check = [comp](const json& cfg, std::vector<ConfigError>& errs) {
-      if (!cfg.contains("model")) return;
-      const auto& m = cfg["model"];
-      const int64_t H = m.value("hidden", 0), N = m.value("zones", 4), L = m.value("depth", 0);
+      const MZUOptions o = mzu_option_table().read(cfg.at("model"), comp + "_mzu");
+      const int64_t H = resolved_cfg<int64_t>(cfg, "model", "hidden"), N = o.zones, L = o.depth;
       if (N <= 0) {
         errs.push_back({"model.zones", "the number of zones N must be >= 1, got " + std::to_string(N)});
       } else if (H % N != 0) {
@@ -442,7 +423,7 @@ void register_mzu_cells(std::vector<CellInfo>& out) {
       }
       if (L < 0) errs.push_back({"model.depth", "the transition depth L must be >= 0, got " + std::to_string(L)});
       if (comp == "cap") {
-        const int64_t J = m.value("capsules", 2), T = m.value("routing_iters", 3);
+        const int64_t J = o.capsules, T = o.routing_iters;
         if (J <= 0) {
           errs.push_back({"model.capsules", "the number of output capsules J must be >= 1, got " + std::to_string(J)});
         } else if (H % J != 0) {

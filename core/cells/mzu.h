@@ -15,9 +15,13 @@
 #include <vector>
 
 #include "cells/cell.h"
+#include "config/option_spec.h"
 
 namespace cs {
 
+// The members below are the only defaults of the model.* options of the MZU cells
+// (mzu_option_table() in mzu.cpp describes each once); composition, sizes and the common
+// options layer_norm / candidate_dropout come from the cell name and the model section.
 struct MZUOptions {
   std::string composition = "gcn";  // "sat" (eq. 6), "gcn" (eqs. 7-9), "cap" (eqs. 10-14)
   int64_t input_size = 0;
@@ -40,6 +44,9 @@ struct MZUOptions {
   std::string sat_qkv = "per_zone";     // "per_zone": W^Q_i, W^K_i, W^V_i per zone | "shared"
   bool ffn_residual = false;            // f_j = o_j + FFN(o_j) instead of eq. 5
 };
+
+// The MZU cells' model.* options (field table: schema entries and binding).
+const OptionTable<MZUOptions>& mzu_option_table();
 
 // D_zone of eq. 18 for zones Z [..., N, d_z] -> [...]: -(1/N^2) sum_ij cos(z_i, z_j).
 torch::Tensor zone_disagreement(const torch::Tensor& Z);

@@ -2,16 +2,26 @@
 
 #include "util/error.h"
 
+// The cell families, in registry order: ONE line each. X(f) names the family's
+// `void f(std::vector<CellInfo>&)`, defined in the family's own .cpp (cells/README.md).
+#define CELLSCOPE_CELL_FAMILIES(X) \
+  X(register_baseline_cells)       \
+  X(register_mzu_cells)            \
+  X(register_mcrnn_cells)          \
+  X(register_cru_cells)
+
 namespace cs {
+
+#define CELLSCOPE_DECLARE_FAMILY(f) void f(std::vector<CellInfo>& out);
+CELLSCOPE_CELL_FAMILIES(CELLSCOPE_DECLARE_FAMILY)
+#undef CELLSCOPE_DECLARE_FAMILY
 
 const std::vector<CellInfo>& cell_registry() {
   static const std::vector<CellInfo> reg = [] {
     std::vector<CellInfo> v;
-    register_baseline_cells(v);
-    register_mzu_cells(v);
-    register_mcrnn_cells(v);
-    register_cru_cells(v);
-    // Further cell families register here (one line each).
+#define CELLSCOPE_REGISTER_FAMILY(f) f(v);
+    CELLSCOPE_CELL_FAMILIES(CELLSCOPE_REGISTER_FAMILY)
+#undef CELLSCOPE_REGISTER_FAMILY
     return v;
   }();
   return reg;

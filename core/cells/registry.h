@@ -1,7 +1,8 @@
 // Cell registry: name -> options (schema), cross-field checks, factory.
-// Adding a cell = one entry in registry.cpp's table (its own .cpp provides the
-// register function). The trainer, the config validator, the CLI and the GUI
-// discover cells only through here.
+// Adding a cell family = its own .h/.cpp (options struct, field table, module and a
+// register_<family>_cells(std::vector<CellInfo>&) function) plus one line in
+// registry.cpp's family list; see cells/README.md. The trainer, the config validator,
+// the CLI and the GUI discover cells only through here.
 #pragma once
 #include <functional>
 #include <memory>
@@ -9,7 +10,7 @@
 #include <vector>
 
 #include "cells/cell.h"
-#include "config/schema.h"
+#include "config/option_spec.h"
 
 namespace cs {
 
@@ -22,7 +23,7 @@ struct CellInfo {
   // Build layer `layer` of a stack; `model` is the resolved "model" section.
   std::function<std::shared_ptr<CellImpl>(const json& model, int64_t input_size, int layer)> make;
   bool needs_whole_sequence = false;  // CRU's convolution: no per-step streaming
-  // Which of the common model options (declared in config/schema.cpp with
+  // Which of the common model options (declared in config/common_options.cpp with
   // opt_in = true, e.g. "layer_norm", "candidate_dropout") this cell honours.
   std::vector<std::string> common_options;
 };
@@ -30,11 +31,5 @@ struct CellInfo {
 const std::vector<CellInfo>& cell_registry();
 const CellInfo& cell_info(const std::string& name);  // throws UserError listing known cells
 std::vector<std::string> cell_names();
-
-// Each cell family's translation unit defines one of these; registry.cpp calls them.
-void register_baseline_cells(std::vector<CellInfo>& out);
-void register_mzu_cells(std::vector<CellInfo>& out);  // cells/mzu.cpp
-void register_mcrnn_cells(std::vector<CellInfo>& out);
-void register_cru_cells(std::vector<CellInfo>& out);  // cells/cru.cpp
 
 }  // namespace cs

@@ -3,13 +3,15 @@
 #include <torch/nn/functional.h>
 
 #include "cells/registry.h"
+#include "config/common_options.h"
 
 namespace cs {
 
 CellStackImpl::CellStackImpl(const json& model, int64_t input_size) {
-  const auto& info = cell_info(model.value("cell", std::string("gru")));
-  const int n = model.value("layers", 1);
-  dropout_ = model.value("dropout", 0.0);
+  const ModelOptions mo = read_model_options(model);
+  const auto& info = cell_info(mo.cell);
+  const int n = static_cast<int>(mo.layers);
+  dropout_ = mo.dropout;
   int64_t in = input_size;
   for (int l = 0; l < n; ++l) {
     auto cell = info.make(model, in, l);

@@ -6,12 +6,17 @@
 #include <sstream>
 
 #include "cells/registry.h"
+#include "config/common_options.h"
 #include "tasks/task.h"
 #include "util/error.h"
 
 namespace cs {
 
-bool OptionSpec::applies_to(const std::string& cell, const std::string& task) const {
+bool option_applies(const OptionSpec& o, const std::string& cell, const std::string& task) {
+  const auto& tasks = o.tasks;
+  const auto& cells = o.cells;
+  const auto& key = o.key;
+  const bool opt_in = o.opt_in;
   if (!tasks.empty() && std::find(tasks.begin(), tasks.end(), task) == tasks.end()) return false;
   if (opt_in) {
     const auto& reg = cell_registry();
@@ -23,81 +28,25 @@ bool OptionSpec::applies_to(const std::string& cell, const std::string& task) co
   return true;
 }
 
-OptionSpec make_option(const std::string& section, const std::string& key, OptType type, json default_value,
-                       double min, double max, const std::string& help) {
-  OptionSpec o;
-  o.section = section;
-  o.key = key;
-  o.type = type;
-  o.default_value = std::move(default_value);
-  o.min = min;
-  o.max = max;
-  o.help = help;
-  return o;
-}
-
-OptionSpec make_choice(const std::string& section, const std::string& key, json default_value,
-                       std::vector<std::string> choices, const std::string& help) {
-  OptionSpec o = make_option(section, key, OptType::Enum, std::move(default_value), 0, 0, help);
-  o.choices = std::move(choices);
-  return o;
-}
-
 namespace {
 
-OptionSpec opt(const std::string& section, const std::string& key, OptType t, json def, double lo, double hi,
-               const std::string& help) {
-  return make_option(section, key, t, std::move(def), lo, hi, help);
-}
-
-OptionSpec choice(const std::string& section, const std::string& key, json def, std::vector<std::string> choices,
-                  const std::string& help) {
-  return make_choice(section, key, std::move(def), std::move(choices), help);
+// The common sections' specs from their field tables, in declaration order.
+template <class Opts>
+void append(std::vector<OptionSpec>& v, const OptionTable<Opts>& table) {
+  for (auto& o : table.specs()) v.push_back(o);
 }
 
 std::vector<OptionSpec> build_options() {
   std::vector<OptionSpec> v;
-  const double INF = 1e300;
   // ---- task
-  {
-    std::vector<std::string> names;
-    for (auto& t : task_registry()) names.push_back(t.name);
-    v.push_back(choice("task", "name", "char_lm", names, "The task: what is predicted and how it is scored."));
-  }
+  append(v, task_section_table());
+  for (auto& t : task_registry()) v.back().choices.push_back(t.name);
   // ---- dataset
-  v.push_back(opt("dataset", "name", OptType::String, "moby-dick", 0, 0,
-                  "A dataset from the manifest (datasets/manifest.json); `cellscope-cli datasets` lists them. Ignored when dataset.path is set."));
-  v.push_back(opt("dataset", "path", OptType::String, nullptr, 0, 0,
-                  "A file or directory of your own (overrides dataset.name)."));
-  v.push_back(opt("dataset", "format", OptType::String, "auto", 0, 0,
-                  "File format of dataset.path: auto, text, ptb_char, text8 (char-LM); others per task."));
-  v.push_back(opt("dataset", "valid_fraction", OptType::Float, 0.05, 0.0, 0.5,
-                  "Fraction held out for validation when the corpus has no split of its own (taken from the end, before the test part)."));
-  v.push_back(opt("dataset", "test_fraction", OptType::Float, 0.05, 0.0, 0.5,
-                  "Fraction held out for test when the corpus has no split of its own (taken from the end)."));
-  v.push_back(opt("dataset", "max_chars", OptType::Int, 0, 0, INF,
-                  "Use only the first N characters (Unicode code points) of the corpus; 0 = all. For quick runs."));
+  append(v, dataset_option_table());
   // ---- model
-  {
-    std::vector<std::string> names;
-    for (auto& c : cell_registry()) names.push_back(c.name);
-    v.push_back(choice("model", "cell", "gru", names, "The recurrent cell."));
-  }
-  v.push_back(opt("model", "embed", OptType::Int, 128, 1, 65536, "Embedding size d_x (MZU paper: 256 for char-LM)."));
-  v.push_back(opt("model", "hidden", OptType::Int, 256, 1, 65536, "Hidden state size d_h (MZU paper: 800 on PTB, 1536 on text8)."));
-  v.push_back(opt("model", "layers", OptType::Int, 1, 1, 16, "Number of stacked recurrent layers."));
-  v.push_back(opt("model", "dropout", OptType::Float, 0.0, 0.0, 0.95,
-                  "Dropout on the embeddings, between stacked layers and before the output layer."));
-  {
-    OptionSpec o = opt("model", "layer_norm", OptType::Bool, false, 0, 0,
-                       "Layer normalization of the gates' pre-activations (MZU paper, training details). Uses the step-wise path.");
-    o.opt_in = true;
-    v.push_back(o);
-    OptionSpec d = opt("model", "candidate_dropout", OptType::Float, 0.0, 0.0, 0.95,
-                       "Dropout on the candidate activation (MZU paper: 0.5 on PTB, 0.3 on text8). Uses the step-wise path in training.");
-    d.opt_in = true;
-    v.push_back(d);
-  }
+  const size_t cell_at = v.size();
+  append(v, model_option_table());
+  for (auto& c : cell_registry()) v[cell_at].choices.push_back(c.name);
   for (auto& c : cell_registry())
     for (auto o : c.options) {
       o.section = o.section.empty() ? "model" : o.section;
@@ -105,30 +54,7 @@ std::vector<OptionSpec> build_options() {
       v.push_back(o);
     }
   // ---- training
-  v.push_back(choice("training", "optimizer", "adam", {"adam", "sgd", "asgd"}, "Optimizer (MZU paper: Adam; asgd = SGD with iterate averaging, AWD-LSTM, word_lm)."));
-  v.push_back(opt("training", "lr", OptType::Float, 1e-3, 0.0, 100.0, "Learning rate (MZU paper: 1e-3 with Adam)."));
-  v.push_back(opt("training", "momentum", OptType::Float, 0.0, 0.0, 1.0, "SGD momentum."));
-  v.push_back(opt("training", "weight_decay", OptType::Float, 0.0, 0.0, 1.0, "L2 weight decay on all parameters."));
-  v.push_back(opt("training", "batch", OptType::Int, 32, 1, 65536, "Batch size (MZU paper: 256)."));
-  v.push_back(opt("training", "clip", OptType::Float, 5.0, 0.0, 1e6, "Clip gradients to this global norm; 0 = off (MZU paper: 5.0)."));
-  v.push_back(opt("training", "steps", OptType::Int, 1000, 1, 1e12, "Maximum number of training steps (updates)."));
-  v.push_back(opt("training", "log_every", OptType::Int, 10, 1, 1e9, "Write a metrics line every N steps."));
-  v.push_back(opt("training", "eval_every", OptType::Int, 200, 0, 1e12, "Evaluate on the validation split every N steps (0 = only at the end)."));
-  v.push_back(opt("training", "checkpoint_every", OptType::Int, 0, 0, 1e12,
-                  "Write a checkpoint every N steps (0 = at each evaluation)."));
-  v.push_back(opt("training", "keep_checkpoints", OptType::Int, 3, 1, 1e6,
-                  "How many step checkpoints to keep besides last and best (for scrubbing through training)."));
-  v.push_back(opt("training", "patience", OptType::Int, 0, 0, 1e9,
-                  "Early stop after this many evaluations without improvement of the validation metric (0 = off)."));
-  v.push_back(opt("training", "seed", OptType::Int, 1, 0, 4294967295.0, "Random seed: same seed and config give identical metrics on CPU."));
-  v.push_back(opt("training", "threads", OptType::Int, 0, 0, 1024,
-                  "LibTorch intra-op threads (0 = all cores; the GUI leaves one for itself)."));
-  v.push_back(opt("training", "device", OptType::String, "cpu", 0, 0, "Device: cpu, cuda or cuda:N."));
-  v.push_back(opt("training", "eval_test", OptType::Bool, true, 0, 0, "Evaluate the best checkpoint on the test split at the end."));
-  v.push_back(opt("training", "track_test", OptType::Bool, false, 0, 0,
-                  "Also evaluate the test split at every evaluation (not only the best checkpoint at the end), "
-                  "for test accuracy over training time as in the CRU paper's Fig. 4 (analysis metric_time). "
-                  "Never used for model selection."));
+  append(v, training_option_table());
   for (auto& t : task_registry())
     for (auto o : t.options) {
       if (o.tasks.empty()) o.tasks = {t.name};
@@ -218,7 +144,7 @@ std::vector<OptionSpec> options_for(const std::string& cell, const std::string& 
   std::vector<OptionSpec> out;
   std::set<std::string> seen;
   for (auto& o : all_options())
-    if (o.applies_to(cell, task) && seen.insert(o.path()).second) out.push_back(o);
+    if (option_applies(o, cell, task) && seen.insert(o.path()).second) out.push_back(o);
   return out;
 }
 
@@ -243,7 +169,7 @@ std::vector<ConfigError> validate_config(const json& raw) {
   if (!errs.empty()) return errs;
 
   // Which cell and task? (validated like any option; fall back to defaults to keep checking)
-  std::string task = "char_lm", cell = "gru";
+  std::string task = task_section_table().defaults().name, cell = model_option_table().defaults().cell;
   if (cfg.contains("task") && cfg["task"].contains("name") && cfg["task"]["name"].is_string())
     task = cfg["task"]["name"].get<std::string>();
   if (cfg.contains("model") && cfg["model"].contains("cell") && cfg["model"]["cell"].is_string())
@@ -260,14 +186,14 @@ std::vector<ConfigError> validate_config(const json& raw) {
         std::string known;
         std::set<std::string> ks;
         for (auto& o : all_options())
-          if (o.section == section && o.applies_to(cell, task) && ks.insert(o.key).second)
+          if (o.section == section && option_applies(o, cell, task) && ks.insert(o.key).second)
             known += (known.empty() ? "" : ", ") + o.key;
         errs.push_back({path, "unknown option (known here: " + known + ")"});
         continue;
       }
       const OptionSpec* spec = nullptr;
       for (auto* s : specs)
-        if (s->applies_to(cell, task)) spec = s;
+        if (option_applies(*s, cell, task)) spec = s;
       if (!spec) {
         std::set<std::string> where;
         for (auto* s : specs) {
@@ -306,8 +232,8 @@ json resolve_config(const json& raw) {
   json cfg = normalised(raw);
   for (auto& s : kSections)
     if (!cfg.contains(s)) cfg[s] = json::object();
-  std::string task = cfg["task"].value("name", "char_lm");
-  std::string cell = cfg["model"].value("cell", "gru");
+  std::string task = cfg["task"].value("name", task_section_table().defaults().name);
+  std::string cell = cfg["model"].value("cell", model_option_table().defaults().cell);
   cfg["task"]["name"] = task;
   cfg["model"]["cell"] = cell;
   for (auto& o : options_for(cell, task)) {
@@ -347,10 +273,10 @@ void apply_override(json& cfg, const std::string& assignment) {
   cfg[section][key] = v;
 }
 
-json load_and_resolve(const json& cfg) {
+json load_and_resolve(const json& cfg, const std::string& what) {
   auto errs = validate_config(cfg);
   if (!errs.empty()) {
-    std::string msg = "invalid configuration:";
+    std::string msg = "invalid " + what + ":";
     for (auto& e : errs) msg += "\n  " + e.str();
     throw UserError(msg);
   }

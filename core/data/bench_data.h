@@ -2,7 +2,7 @@
 #pragma once
 #include <cstddef>
 
-#include "config/schema.h"
+#include "config/json.h"
 
 namespace cs {
 

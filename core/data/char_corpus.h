@@ -35,7 +35,7 @@
 #include <utility>
 #include <vector>
 
-#include "config/schema.h"
+#include "config/json.h"
 #include "data/vocab.h"
 
 namespace cs {

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "config/schema.h"
+#include "config/json.h"
 
 namespace cs {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "config/schema.h"
+#include "config/json.h"
 #include "data/vocab.h"
 
 namespace cs {

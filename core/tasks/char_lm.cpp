@@ -5,6 +5,8 @@
 #include <cmath>
 
 #include "cells/registry.h"
+#include "config/common_options.h"
+#include "tasks/eval_scope.h"
 #include "util/error.h"
 
 namespace cs {
@@ -12,8 +14,9 @@ namespace cs {
 namespace F = torch::nn::functional;
 
 CharLMModelImpl::CharLMModelImpl(const json& m, int64_t vocab) {
-  const int64_t E = m.value("embed", 128);
-  dropout = m.value("dropout", 0.0);
+  const ModelOptions mo = read_model_options(m);
+  const int64_t E = mo.embed;
+  dropout = mo.dropout;
   embed = register_module("embed", torch::nn::Embedding(vocab, E));
   stack = register_module("stack", CellStack(m, E));
   out = register_module("out", torch::nn::Linear(stack->output_size(), vocab));
@@ -52,10 +55,10 @@ void check_stream_splits(const std::string& source, size_t train, size_t valid, 
 }
 
 CharLMTask::CharLMTask(const json& cfg, const std::string& run_dir) : cfg_(cfg) {
-  const auto& tr = cfg.at("training");
-  batch_ = tr.value("batch", 32);
-  bptt_ = tr.value("bptt", 100);
-  eval_batch_ = tr.value("eval_batch", 16);
+  const CharLMOptions o = char_lm_option_table().read(cfg);
+  batch_ = resolved_cfg<int64_t>(cfg, "training", "batch");
+  bptt_ = o.bptt;
+  eval_batch_ = o.eval_batch;
   auto vocab = saved_run_vocab(run_dir);
   corpus_ = load_char_corpus(cfg.at("dataset"), vocab.get());
   check_stream_splits(corpus_.source, corpus_.train.size(), corpus_.valid.size(), batch_, "characters");
@@ -182,10 +185,11 @@ EvalResult CharLMTask::evaluate(const std::string& split) {
   const std::vector<int32_t>* ids = split == "valid" ? &corpus_.valid : split == "test" ? &corpus_.test : split == "train" ? &corpus_.train : nullptr;
   if (!ids) throw UserError("unknown split '" + split + "' (expected train, valid or test)");
   if (ids->size() < 2) throw UserError("the " + split + " split of '" + corpus_.source + "' is empty");
-  const bool was_training = model_->is_training();
-  model_->eval();
-  double total = nll_of(*ids, eval_batch_);
-  if (was_training) model_->train();
+  double total = 0;
+  {
+    EvalScope es(*model_);
+    total = nll_of(*ids, eval_batch_);
+  }
   EvalResult r;
   r.units = static_cast<int64_t>(ids->size()) - 1;
   const double loss = total / static_cast<double>(r.units);
@@ -197,18 +201,11 @@ EvalResult CharLMTask::evaluate(const std::string& split) {
 void CharLMTask::save_state(torch::serialize::OutputArchive& ar) const {
   ar.write("cursor", torch::tensor(cursor_, torch::kInt64));
   ar.write("epochs_done", torch::tensor(epochs_done_, torch::kInt64));
-  ar.write("n_layers", torch::tensor(static_cast<int64_t>(state_.size()), torch::kInt64));
   // The carried state of all B streams: with data parallelism the trainer has
   // all-gathered the ranks' shards into gathered_ (same order as sharded_state()).
   TORCH_CHECK(shard_world_ == 1 || !gathered_.empty(),
               "char_lm: save_state of a data-parallel shard needs the gathered state (set_gathered_state)");
-  size_t k = 0;
-  for (size_t l = 0; l < state_.size(); ++l) {
-    ar.write("state_" + std::to_string(l) + "_n", torch::tensor(static_cast<int64_t>(state_[l].size()), torch::kInt64));
-    for (size_t j = 0; j < state_[l].size(); ++j, ++k)
-      ar.write("state_" + std::to_string(l) + "_" + std::to_string(j),
-               (gathered_.empty() ? state_[l][j] : gathered_.at(k)).to(torch::kCPU));
-  }
+  write_carried_state(ar, state_, gathered_);
 }
 
 void CharLMTask::load_state(torch::serialize::InputArchive& ar) {
@@ -219,45 +216,76 @@ void CharLMTask::load_state(torch::serialize::InputArchive& ar) {
   };
   cursor_ = I("cursor");
   epochs_done_ = I("epochs_done");
+  read_carried_state(ar, state_, [&](torch::Tensor v) {
+    // Checkpoints hold the state of all B streams; a data-parallel rank keeps its rows.
+    TORCH_CHECK(v.dim() >= 1 && v.size(0) == batch_, "checkpoint has carried state for ", v.size(0),
+                " streams, training.batch is ", batch_, " (the global batch cannot change on resume)");
+    if (shard_world_ > 1) v = v.narrow(0, shard_rank_ * local_batch_, local_batch_).contiguous();
+    return v.to(device_);
+  });
+}
+
+void write_carried_state(torch::serialize::OutputArchive& ar, const std::vector<State>& state,
+                         const std::vector<torch::Tensor>& flat) {
+  ar.write("n_layers", torch::tensor(static_cast<int64_t>(state.size()), torch::kInt64));
+  size_t k = 0;
+  for (size_t l = 0; l < state.size(); ++l) {
+    ar.write("state_" + std::to_string(l) + "_n", torch::tensor(static_cast<int64_t>(state[l].size()), torch::kInt64));
+    for (size_t j = 0; j < state[l].size(); ++j, ++k)
+      ar.write("state_" + std::to_string(l) + "_" + std::to_string(j),
+               (flat.empty() ? state[l][j] : flat.at(k)).to(torch::kCPU));
+  }
+}
+
+void read_carried_state(torch::serialize::InputArchive& ar, std::vector<State>& state,
+                        const std::function<torch::Tensor(torch::Tensor)>& adapt) {
+  auto I = [&](const std::string& k) {
+    torch::Tensor t;  // fresh: reading into a defined tensor would try to resize it
+    ar.read(k, t);
+    return t.item<int64_t>();
+  };
   const int64_t nl = I("n_layers");
-  TORCH_CHECK(nl == static_cast<int64_t>(state_.size()), "checkpoint has state for ", nl, " layers, model has ",
-              state_.size());
+  TORCH_CHECK(nl == static_cast<int64_t>(state.size()), "checkpoint has state for ", nl, " layers, model has ",
+              state.size());
   for (int64_t l = 0; l < nl; ++l) {
     const int64_t nj = I("state_" + std::to_string(l) + "_n");
     State s;
     for (int64_t j = 0; j < nj; ++j) {
       torch::Tensor v;
       ar.read("state_" + std::to_string(l) + "_" + std::to_string(j), v);
-      // Checkpoints hold the state of all B streams; a data-parallel rank keeps its rows.
-      TORCH_CHECK(v.dim() >= 1 && v.size(0) == batch_, "checkpoint has carried state for ", v.size(0),
-                  " streams, training.batch is ", batch_, " (the global batch cannot change on resume)");
-      if (shard_world_ > 1) v = v.narrow(0, shard_rank_ * local_batch_, local_batch_).contiguous();
-      s.push_back(v.to(device_));
+      s.push_back(adapt(v));
     }
-    state_[static_cast<size_t>(l)] = s;
+    state[static_cast<size_t>(l)] = s;
   }
 }
 
+
+const OptionTable<CharLMOptions>& char_lm_option_table() {
+  static const auto t = [] {
+    OptionTable<CharLMOptions> t("");
+    t.field("training.bptt", &CharLMOptions::bptt, 1, 100000,
+            "Truncated BPTT length: characters per segment; the state is carried across segments (MZU paper: 150).");
+    t.field("training.eval_batch", &CharLMOptions::eval_batch, 1, 65536,
+            "Streams used to evaluate a split (every character is scored once, state carried).");
+    return t;
+  }();
+  return t;
+}
 
 void register_char_lm_task(std::vector<TaskInfo>& out) {
   TaskInfo t;
   t.name = "char_lm";
   t.description = "Character-level language modelling (MZU paper: PTB, text8); metric: bits per character";
   t.unit = "chars";
-  t.options = {
-      make_option("training", "bptt", OptType::Int, 100, 1, 100000,
-               "Truncated BPTT length: characters per segment; the state is carried across segments (MZU paper: 150)."),
-      make_option("training", "eval_batch", OptType::Int, 16, 1, 65536,
-               "Streams used to evaluate a split (every character is scored once, state carried)."),
-  };
+  t.options = char_lm_option_table().specs();
   // Catch a corpus cut too short for one batch before any data is loaded (the
   // GUI shows this next to dataset.max_chars).
   t.check = [](const json& cfg, std::vector<ConfigError>& errs) {
-    const auto& ds = cfg.at("dataset");
-    const int64_t mx = ds.value("max_chars", int64_t(0));
+    const DatasetOptions ds = read_dataset_options(cfg.at("dataset"));
+    const int64_t mx = ds.max_chars;
     if (mx <= 0) return;
-    const int64_t batch = cfg.at("training").value("batch", int64_t(32));
-    const double train_frac = 1.0 - ds.value("valid_fraction", 0.05) - ds.value("test_fraction", 0.05);
+    const int64_t batch = resolved_cfg<int64_t>(cfg, "training", "batch");
+    const double train_frac = 1.0 - ds.valid_fraction - ds.test_fraction;
     const auto train_chars = static_cast<int64_t>(static_cast<double>(mx) * train_frac);
     if (train_chars < 2 * batch)
       errs.push_back({"dataset.max_chars", "keeps about " + std::to_string(train_chars) +

@@ -11,6 +11,13 @@
 
 namespace cs {
 
+// char_lm's own options; the members are their only defaults (char_lm_option_table()).
+struct CharLMOptions {
+  int64_t bptt = 100;       // training.bptt
+  int64_t eval_batch = 16;  // training.eval_batch
+};
+const OptionTable<CharLMOptions>& char_lm_option_table();
+
 class CharLMModelImpl : public torch::nn::Module {
  public:
   CharLMModelImpl(const json& model, int64_t vocab);
@@ -33,6 +40,15 @@ std::unique_ptr<Vocab> saved_run_vocab(const std::string& run_dir);
 // valid split is empty; `unit` is "characters" or "tokens".
 void check_stream_splits(const std::string& source, size_t train, size_t valid, int64_t batch,
                          const std::string& unit);
+
+// The carried state of a stream LM in a checkpoint (keys n_layers, state_<l>_n,
+// state_<l>_<j>). write: `flat` (the state gathered from the data-parallel ranks, in
+// layer-major order) replaces `state`'s tensors when not empty. read: the layer count
+// must match; each tensor read goes through `adapt` (device, a rank's rows).
+void write_carried_state(torch::serialize::OutputArchive& ar, const std::vector<State>& state,
+                         const std::vector<torch::Tensor>& flat = {});
+void read_carried_state(torch::serialize::InputArchive& ar, std::vector<State>& state,
+                        const std::function<torch::Tensor(torch::Tensor)>& adapt);
 
 class CharLMTask : public Task {
  public:

@@ -12,6 +12,8 @@
 #include <sstream>
 
 #include "cells/registry.h"
+#include "config/common_options.h"
+#include "tasks/eval_scope.h"
 #include "data/text_tokenize.h"
 #include "util/error.h"
 
@@ -68,16 +70,19 @@ void carve(std::vector<TextExample>& ex, const std::vector<size_t>& which, doubl
 }  // namespace
 
 void assign_splits(std::vector<TextExample>& ex, const json& ds) {
-  const int64_t folds = ds.value("folds", 0);
-  const uint64_t seed = ds.value("split_seed", uint64_t(1));
-  const double vf = ds.value("valid_fraction", 0.05), tf = ds.value("test_fraction", 0.05);
+  // `ds` may be partial (tests, cv): missing keys take the options' defaults.
+  const SentenceOptions so = sentence_option_table(false).read_partial(json{{"dataset", ds}});
+  const DatasetOptions dso = dataset_option_table().read_partial(ds);
+  const int64_t folds = so.folds;
+  const uint64_t seed = static_cast<uint64_t>(so.split_seed);
+  const double vf = dso.valid_fraction, tf = dso.test_fraction;
   std::vector<size_t> all(ex.size());
   for (size_t i = 0; i < ex.size(); ++i) all[i] = i;
   if (folds > 0) {
     // k-fold cross-validation over all examples (a given split is ignored): groups are
     // permuted with split_seed and cut into K contiguous folds; fold `fold` is the test
     // part, and valid_fraction of the remaining groups (seeded) the validation part.
-    const int64_t fold = ds.value("fold", 0);
+    const int64_t fold = so.fold;
     auto g = groups_of(ex, all);
     const int64_t n = static_cast<int64_t>(g.size());
     if (n < folds) throw UserError("dataset.folds: " + std::to_string(folds) + " folds but only " + std::to_string(n) + " examples");
@@ -163,11 +168,12 @@ int64_t load_pretrained_embeddings(const std::string& path, const Vocab& vocab, 
 
 // ---------------------------------------------------------------- model
 SentenceModelImpl::SentenceModelImpl(const json& m, int64_t vocab, int64_t classes, bool is_absa, int64_t pad) {
-  const int64_t E = m.value("embed", 128);
+  const ModelOptions mo = read_model_options(m);
+  const int64_t E = mo.embed;
   absa = is_absa;
   binary = classes == 2 && !is_absa;
-  dropout = m.value("dropout", 0.0);
-  fc_activation = m.value("fc_activation", std::string("relu"));
+  dropout = mo.dropout;
+  fc_activation = resolved<std::string>(m, "model", "fc_activation");
   embed = register_module("embed", torch::nn::Embedding(torch::nn::EmbeddingOptions(vocab, E).padding_idx(pad)));
   {
     // Keras' default embedding initialisation U(-0.05, 0.05) (the scale the paper's L2 of 1e-4 assumes);
@@ -178,7 +184,7 @@ SentenceModelImpl::SentenceModelImpl(const json& m, int64_t vocab, int64_t class
   }
   encoder = register_module("encoder", Bidirectional(m, E));
   int64_t feat = encoder->output_size() + (absa ? E : 0);
-  const int64_t fcn = m.value("fc", absa ? 0 : 1024);
+  const int64_t fcn = resolved<int64_t>(m, "model", "fc");
   if (fcn > 0) {
     fc = register_module("fc", torch::nn::Linear(feat, fcn));
     feat = fcn;
@@ -244,11 +250,12 @@ std::vector<int32_t> encode(const std::vector<std::string>& toks, const Vocab& v
 
 SentenceTask::SentenceTask(const json& cfg, const std::string& run_dir, bool absa) : cfg_(cfg), absa_(absa) {
   const auto& ds = cfg.at("dataset");
-  const auto& tr = cfg.at("training");
-  batch_ = tr.value("batch", 32);
-  eval_batch_ = tr.value("eval_batch", 64);
-  seed_ = tr.value("seed", uint64_t(1));
-  embed_l2_ = tr.value("embed_l2", 0.0);
+  const TrainingOptions tr = read_training_options(cfg.at("training"));
+  const SentenceOptions o = sentence_option_table(absa).read(cfg);
+  batch_ = tr.batch;
+  eval_batch_ = o.eval_batch;
+  seed_ = static_cast<uint64_t>(tr.seed);
+  embed_l2_ = o.embed_l2;
   auto loc = resolve_text_dataset(ds, name());
   auto ex = load_text_examples(loc, ds);
   if (absa_) {
@@ -256,16 +263,16 @@ SentenceTask::SentenceTask(const json& cfg, const std::string& run_dir, bool abs
       for (auto& e : ex)
         if (e.aspect.empty()) throw UserError("dataset: task absa needs aspect terms (format semeval2014_xml)");
     }
-    if (ds.value("drop_conflict", false))
+    if (o.drop_conflict)
       ex.erase(std::remove_if(ex.begin(), ex.end(), [](const TextExample& e) { return e.label == "conflict"; }), ex.end());
-    if (ds.value("subset", std::string("ds")) == "hds")
+    if (o.subset == "hds")
       ex.erase(std::remove_if(ex.begin(), ex.end(), [](const TextExample& e) { return !e.hard; }), ex.end());
     if (ex.empty()) throw UserError("dataset '" + loc.path + "': no examples left (dataset.subset / drop_conflict)");
   }
   assign_splits(ex, ds);
   TextTokenizeOptions to;
-  to.lowercase = ds.value("lowercase", true);
-  to.max_tokens = static_cast<size_t>(ds.value("max_len", 0));
+  to.lowercase = o.lowercase;
+  to.max_tokens = static_cast<size_t>(o.max_len);
   std::vector<std::vector<std::string>> toks(ex.size()), atoks(ex.size());
   for (size_t i = 0; i < ex.size(); ++i) {
     toks[i] = tokens_of(ex[i], ex[i].text, to);
@@ -298,7 +305,7 @@ SentenceTask::SentenceTask(const json& cfg, const std::string& run_dir, bool abs
     }
     std::vector<std::pair<std::string, int64_t>> fv(freq.begin(), freq.end());
     std::stable_sort(fv.begin(), fv.end(), [](auto& a, auto& b) { return a.second > b.second; });
-    const int64_t maxv = ds.value("max_vocab", 0), minf = ds.value("min_freq", 1);
+    const int64_t maxv = o.max_vocab, minf = o.min_freq;
     for (auto& [w, c] : fv) {
       if (c < minf) break;
       if (maxv > 0 && static_cast<int64_t>(vocab_.size()) - 2 >= maxv) break;
@@ -330,14 +337,12 @@ SentenceTask::SentenceTask(const json& cfg, const std::string& run_dir, bool abs
   if (valid_.labels.empty())
     throw UserError("dataset '" + loc.path + "': the valid split is empty; raise dataset.valid_fraction");
   model_ = SentenceModel(cfg.at("model"), static_cast<int64_t>(vocab_.size()), static_cast<int64_t>(labels_.size()), absa_, kPad);
-  const auto& m = cfg.at("model");
-  const std::string pre = m.contains("pretrained_embeddings") && m["pretrained_embeddings"].is_string()
-                              ? m["pretrained_embeddings"].get<std::string>() : "";
+  const std::string pre = o.pretrained_embeddings.value_or("");
   if (!pre.empty()) {
     const int64_t found = load_pretrained_embeddings(pre, vocab_, model_->embed->weight);
     coverage_ = static_cast<double>(found) / std::max<double>(1.0, static_cast<double>(vocab_.size()) - 2);
   }
-  if (m.value("freeze_embeddings", false)) model_->embed->weight.set_requires_grad(false);
+  if (o.freeze_embeddings) model_->embed->weight.set_requires_grad(false);
   perm_ = epoch_permutation(0);
 }
 
@@ -476,18 +481,16 @@ StepResult SentenceTask::train_step() {
 EvalResult SentenceTask::evaluate(const std::string& name) {
   const Split& s = split(name);
   if (s.labels.empty()) throw UserError("the " + name + " split is empty");
-  torch::NoGradGuard ng;
-  const bool was_training = model_->is_training();
-  model_->eval();
   const int64_t N = static_cast<int64_t>(s.labels.size());
+  std::vector<int64_t> pred(static_cast<size_t>(N));
+  double loss_sum = 0;
+  EvalScope es(*model_);
   // Batches of similar lengths (stable sort by length): less padding, same result.
   std::vector<int64_t> order(static_cast<size_t>(N));
   for (int64_t i = 0; i < N; ++i) order[static_cast<size_t>(i)] = i;
   std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
     return s.tokens[static_cast<size_t>(a)].size() < s.tokens[static_cast<size_t>(b)].size();
   });
-  std::vector<int64_t> pred(static_cast<size_t>(N));
-  double loss_sum = 0;
   for (int64_t p = 0; p < N; p += eval_batch_) {
     std::vector<int64_t> idx(order.begin() + p, order.begin() + std::min(N, p + eval_batch_));
     auto b = make_batch(s, idx);
@@ -499,7 +502,6 @@ EvalResult SentenceTask::evaluate(const std::string& name) {
     auto pa = pc.accessor<int64_t, 1>();
     for (size_t j = 0; j < idx.size(); ++j) pred[static_cast<size_t>(idx[j])] = pa[static_cast<int64_t>(j)];
   }
-  if (was_training) model_->train();
   EvalResult r;
   r.units = N;
   const int64_t C = static_cast<int64_t>(labels_.size());
@@ -569,27 +571,95 @@ std::string SentenceTask::vocab_text() const {
 }
 
 // ---------------------------------------------------------------- registration
-static OptionSpec sopt(const std::string& section, const std::string& key, OptType t, json def, double lo, double hi,
-                       std::vector<std::string> tasks, const std::string& help) {
-  OptionSpec o = make_option(section, key, t, std::move(def), lo, hi, help);
-  o.tasks = std::move(tasks);
-  return o;
+namespace {
+
+// The options both sentence tasks have ("dataset", "model", "training" paths).
+template <class Table>
+void add_sentence_common(Table& t) {
+  using O = SentenceOptions;
+  const std::vector<std::string> both = {"classify", "absa"};
+  t.field("dataset.text_field", &O::text_field, "JSONL: field holding the text.").tasks(both);
+  t.field("dataset.label_field", &O::label_field, "JSONL: field holding the label (string, integer or boolean).").tasks(both);
+  t.field("dataset.split_field", &O::split_field,
+          "JSONL: field holding train/valid/test when the file has a split of its own (\"\" = ignore it and split by fractions).")
+      .tasks(both);
+  t.field("dataset.lowercase", &O::lowercase, "Lower-case ASCII letters when tokenizing.").tasks(both);
+  t.field("dataset.max_len", &O::max_len, 0, 1e9, "Keep only the first N tokens of each text (0 = all).").tasks(both);
+  t.field("dataset.max_vocab", &O::max_vocab, 0, 1e9,
+          "Vocabulary truncation by descending frequency in the training split (0 = all; CRU paper: 50,000 for IMDB).")
+      .tasks(both);
+  t.field("dataset.min_freq", &O::min_freq, 1, 1e9, "Words seen fewer times in the training split map to <unk>.").tasks(both);
+  t.field("dataset.folds", &O::folds, 0, 100,
+          "k-fold cross-validation: number of folds (0 = off; CRU paper: 10 for MR and SUBJ). `cellscope-cli cv` runs every fold.")
+      .tasks(both);
+  t.field("dataset.fold", &O::fold, 0, 99, "k-fold cross-validation: the fold used as the test part (0..folds-1).").tasks(both);
+  t.field("dataset.split_seed", &O::split_seed, 0, 4294967295.0,
+          "Seed of the deterministic split (fractions, carved valid part, folds); independent of training.seed.")
+      .tasks(both);
+  t.field("model.pretrained_embeddings", &O::pretrained_embeddings,
+          "GloVe-format text file of word vectors (size model.embed) to initialise the embeddings; missing words stay random "
+          "(coverage reported as pretrained_coverage). CRU paper: 200-d GloVe 840B for MR and SUBJ.")
+      .tasks(both);
+  t.field("model.freeze_embeddings", &O::freeze_embeddings, "Keep the embeddings fixed (the CRU paper fine-tunes them).")
+      .tasks(both);
+  t.choice("model.fc_activation", &O::fc_activation, {"relu", "tanh", "none"},
+           "Activation of the fully connected layer (not stated in the CRU paper).")
+      .tasks(both);
+  t.field("training.eval_batch", &O::eval_batch, 1, 65536, "Sentences per evaluation batch.").tasks(both);
+  t.field("training.embed_l2", &O::embed_l2, 0, 1,
+          "L2 penalty coefficient on the embedding matrix: loss += embed_l2 * sum(E^2) (CRU paper: 1e-4).")
+      .tasks(both);
+}
+
+}  // namespace
+
+const OptionTable<SentenceOptions>& sentence_option_table(bool absa) {
+  using O = SentenceOptions;
+  static const auto classify = [] {
+    OptionTable<O> t("");
+    add_sentence_common(t);
+    t.field("model.fc", &O::fc, 0, 65536, "Size of the fully connected layer after the encoder (CRU paper: 1024; 0 = none).")
+        .tasks({"classify"});
+    t.field("dataset.sst_classes", &O::sst_classes, 2, 5, "SST: 5 (fine-grained) or 2 (binary, neutral sentences dropped).")
+        .tasks({"classify"});
+    return t;
+  }();
+  static const auto absa_table = [] {
+    O d;
+    d.fc = 0;  // MZU paper: no fully connected layer for ABSA
+    OptionTable<O> t("", d);
+    add_sentence_common(t);
+    t.field("model.fc", &O::fc, 0, 65536, "Optional fully connected layer before the softmax (MZU paper: none).")
+        .tasks({"absa"});
+    t.choice("dataset.subset", &O::subset, {"ds", "hds"},
+             "ds = the full dataset; hds = the hard subset: sentences with several aspects of different polarities, "
+             "one copy per aspect (MZU paper). With ds, evaluation also reports accuracy_hds.")
+        .tasks({"absa"});
+    t.choice("dataset.domain", &O::domain, {"restaurants", "laptops"},
+             "SemEval-2014 directory: which domain's Train/Test files to read.")
+        .tasks({"absa"});
+    t.field("dataset.drop_conflict", &O::drop_conflict, "Drop aspects labelled 'conflict' (the MZU paper keeps the four labels).")
+        .tasks({"absa"});
+    return t;
+  }();
+  return absa ? absa_table : classify;
 }
 
 static void sentence_check(const json& cfg, std::vector<ConfigError>& errs, const std::string& task) {
-  const auto& ds = cfg["dataset"];
-  const int64_t folds = ds.value("folds", 0), fold = ds.value("fold", 0);
+  const SentenceOptions o = sentence_option_table(task == "absa").read(cfg);
+  const DatasetOptions ds = read_dataset_options(cfg.at("dataset"));
+  const int64_t folds = o.folds, fold = o.fold;
   if (folds == 1) errs.push_back({"dataset.folds", "1 fold leaves nothing to train on (use 0 = off, or >= 2)"});
   if (folds > 1 && fold >= folds)
     errs.push_back({"dataset.fold", "fold " + std::to_string(fold) + " out of range for " + std::to_string(folds) + " folds (0.." + std::to_string(folds - 1) + ")"});
-  if (task == "classify" && ds.contains("sst_classes")) {
-    const int c = ds["sst_classes"];
+  if (task == "classify") {
+    const int64_t c = o.sst_classes;
     if (c != 2 && c != 5) errs.push_back({"dataset.sst_classes", "expected 2 or 5, got " + std::to_string(c)});
   }
-  const bool has_path = ds.contains("path") && ds["path"].is_string() && !ds["path"].get<std::string>().empty();
+  const bool has_path = ds.path && !ds.path->empty();
   if (!has_path) {
     auto names = text_dataset_names(task);
-    const std::string n = ds.value("name", std::string());
+    const std::string& n = ds.name;
     if (std::find(names.begin(), names.end(), n) == names.end()) {
       std::string l;
       for (auto& x : names) l += (l.empty() ? "" : ", ") + x;
@@ -599,70 +669,26 @@ static void sentence_check(const json& cfg, std::vector<ConfigError>& errs, cons
 }
 
 void register_sentence_tasks(std::vector<TaskInfo>& out) {
-  const std::vector<std::string> both = {"classify", "absa"};
-  std::vector<OptionSpec> common = {
-      sopt("dataset", "text_field", OptType::String, "text", 0, 0, both, "JSONL: field holding the text."),
-      sopt("dataset", "label_field", OptType::String, "label", 0, 0, both, "JSONL: field holding the label (string, integer or boolean)."),
-      sopt("dataset", "split_field", OptType::String, "split", 0, 0, both,
-           "JSONL: field holding train/valid/test when the file has a split of its own (\"\" = ignore it and split by fractions)."),
-      sopt("dataset", "lowercase", OptType::Bool, true, 0, 0, both, "Lower-case ASCII letters when tokenizing."),
-      sopt("dataset", "max_len", OptType::Int, 0, 0, 1e9, both, "Keep only the first N tokens of each text (0 = all)."),
-      sopt("dataset", "max_vocab", OptType::Int, 0, 0, 1e9, both,
-           "Vocabulary truncation by descending frequency in the training split (0 = all; CRU paper: 50,000 for IMDB)."),
-      sopt("dataset", "min_freq", OptType::Int, 1, 1, 1e9, both, "Words seen fewer times in the training split map to <unk>."),
-      sopt("dataset", "folds", OptType::Int, 0, 0, 100, both,
-           "k-fold cross-validation: number of folds (0 = off; CRU paper: 10 for MR and SUBJ). `cellscope-cli cv` runs every fold."),
-      sopt("dataset", "fold", OptType::Int, 0, 0, 99, both, "k-fold cross-validation: the fold used as the test part (0..folds-1)."),
-      sopt("dataset", "split_seed", OptType::Int, 1, 0, 4294967295.0, both,
-           "Seed of the deterministic split (fractions, carved valid part, folds); independent of training.seed."),
-      sopt("model", "pretrained_embeddings", OptType::String, nullptr, 0, 0, both,
-           "GloVe-format text file of word vectors (size model.embed) to initialise the embeddings; missing words stay random "
-           "(coverage reported as pretrained_coverage). CRU paper: 200-d GloVe 840B for MR and SUBJ."),
-      sopt("model", "freeze_embeddings", OptType::Bool, false, 0, 0, both, "Keep the embeddings fixed (the CRU paper fine-tunes them)."),
-      sopt("model", "fc_activation", OptType::Enum, "relu", 0, 0, both, "Activation of the fully connected layer (not stated in the CRU paper)."),
-      sopt("training", "eval_batch", OptType::Int, 64, 1, 65536, both, "Sentences per evaluation batch."),
-      sopt("training", "embed_l2", OptType::Float, 1e-4, 0, 1, both,
-           "L2 penalty coefficient on the embedding matrix: loss += embed_l2 * sum(E^2) (CRU paper: 1e-4)."),
+  struct Def {
+    const char* name;
+    bool absa;
+    const char* description;
   };
-  common[12].choices = {"relu", "tanh", "none"};
-  {
+  const Def defs[] = {
+      {"classify", false, "Sentence classification with a bidirectional encoder (CRU paper, Fig. 2); metric: accuracy"},
+      {"absa", true, "Aspect-based sentiment analysis (MZU paper: SemEval-2014 Task 4, DS and HDS); metric: accuracy"},
+  };
+  for (const auto& d : defs) {
     TaskInfo t;
-    t.name = "classify";
-    t.description = "Sentence classification with a bidirectional encoder (CRU paper, Fig. 2); metric: accuracy";
+    t.name = d.name;
+    t.description = d.description;
     t.unit = "sentences";
-    t.options = common;
-    t.options.push_back(sopt("model", "fc", OptType::Int, 1024, 0, 65536, {"classify"},
-                             "Size of the fully connected layer after the encoder (CRU paper: 1024; 0 = none)."));
-    t.options.push_back(sopt("dataset", "sst_classes", OptType::Int, 5, 2, 5, {"classify"},
-                             "SST: 5 (fine-grained) or 2 (binary, neutral sentences dropped)."));
-    t.check = [](const json& c, std::vector<ConfigError>& e) { sentence_check(c, e, "classify"); };
-    t.make = [](const json& cfg, const std::string& run_dir) -> std::unique_ptr<Task> {
-      return std::make_unique<SentenceTask>(cfg, run_dir, false);
-    };
-    out.push_back(std::move(t));
-  }
-  {
-    TaskInfo t;
-    t.name = "absa";
-    t.description = "Aspect-based sentiment analysis (MZU paper: SemEval-2014 Task 4, DS and HDS); metric: accuracy";
-    t.unit = "sentences";
-    t.options = common;
-    t.options.push_back(sopt("model", "fc", OptType::Int, 0, 0, 65536, {"absa"},
-                             "Optional fully connected layer before the softmax (MZU paper: none)."));
-    auto sub = sopt("dataset", "subset", OptType::Enum, "ds", 0, 0, {"absa"},
-                    "ds = the full dataset; hds = the hard subset: sentences with several aspects of different polarities, "
-                    "one copy per aspect (MZU paper). With ds, evaluation also reports accuracy_hds.");
-    sub.choices = {"ds", "hds"};
-    t.options.push_back(sub);
-    auto dom = sopt("dataset", "domain", OptType::Enum, "restaurants", 0, 0, {"absa"},
-                    "SemEval-2014 directory: which domain's Train/Test files to read.");
-    dom.choices = {"restaurants", "laptops"};
-    t.options.push_back(dom);
-    t.options.push_back(sopt("dataset", "drop_conflict", OptType::Bool, false, 0, 0, {"absa"},
-                             "Drop aspects labelled 'conflict' (the MZU paper keeps the four labels)."));
-    t.check = [](const json& c, std::vector<ConfigError>& e) { sentence_check(c, e, "absa"); };
-    t.make = [](const json& cfg, const std::string& run_dir) -> std::unique_ptr<Task> {
-      return std::make_unique<SentenceTask>(cfg, run_dir, true);
+    t.options = sentence_option_table(d.absa).specs();
+    const std::string name = d.name;
+    const bool absa = d.absa;
+    t.check = [name](const json& c, std::vector<ConfigError>& e) { sentence_check(c, e, name); };
+    t.make = [absa](const json& cfg, const std::string& run_dir) -> std::unique_ptr<Task> {
+      return std::make_unique<SentenceTask>(cfg, run_dir, absa);
     };
     out.push_back(std::move(t));
   }

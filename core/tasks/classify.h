@@ -19,6 +19,34 @@
 
 namespace cs {
 
+// The options of the sentence tasks; the members are their only defaults, except that
+// absa's table starts from model.fc = 0 (sentence_option_table(true)).
+struct SentenceOptions {
+  std::string text_field = "text";     // dataset.*: read by data/text_datasets
+  std::string label_field = "label";
+  std::string split_field = "split";
+  bool lowercase = true;
+  int64_t max_len = 0;
+  int64_t max_vocab = 0;
+  int64_t min_freq = 1;
+  int64_t folds = 0;
+  int64_t fold = 0;
+  int64_t split_seed = 1;
+  std::optional<std::string> pretrained_embeddings;  // model.*
+  bool freeze_embeddings = false;
+  std::string fc_activation = "relu";
+  int64_t eval_batch = 64;  // training.*
+  double embed_l2 = 1e-4;
+  int64_t fc = 1024;                  // model.fc: classify (CRU paper); absa: 0
+  int64_t sst_classes = 5;            // classify only
+  std::string subset = "ds";          // absa only
+  std::string domain = "restaurants"; // absa only
+  bool drop_conflict = false;         // absa only
+};
+// The field table of classify (false) or absa (true): schema entries and binding of a
+// whole resolved config.
+const OptionTable<SentenceOptions>& sentence_option_table(bool absa);
+
 // Assign every example a split ("train", "valid", "test") in place, following the
 // dataset section: k-fold (dataset.folds > 0: fold dataset.fold is the test part),
 // else the split given by the source (a missing valid part is carved from train),

@@ -144,9 +144,7 @@ Generation generate(Task& task, const GenerateOptions& o) {
   g.task = task.name();
   g.options = o;
   auto net = task.model();
-  const bool was_training = net->is_training();
-  net->eval();
-  torch::NoGradGuard ng;
+  EvalScope eval_scope(*net);  // eval mode and no grad; training mode restored on exit (also on a throw)
   std::mt19937_64 rng(o.seed);
   std::uniform_real_distribution<double> unif(0.0, 1.0);
 
@@ -208,7 +206,6 @@ Generation generate(Task& task, const GenerateOptions& o) {
     auto xi = torch::tensor(std::vector<int64_t>{next}, torch::kInt64).view({1, 1});
     last = v.forward(xi).select(1, 0)[0].to(torch::kFloat64);
   }
-  if (was_training) net->train();
   return g;
 }
 

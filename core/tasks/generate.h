@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "config/schema.h"
+#include "config/json.h"
 
 namespace cs {
 

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "tasks/eval_scope.h"  // EvalScope, used with the inspection methods
+
 namespace cs {
 
 class Vocab;
@@ -44,17 +46,5 @@ struct TokenStepper {
   std::function<torch::Tensor(const torch::Tensor&)> forward;
 };
 
-// Scoped eval mode + no grad; the module's train mode is restored on exit.
-struct EvalScope {
-  torch::nn::Module& m;
-  bool was;
-  torch::NoGradGuard ng;
-  explicit EvalScope(torch::nn::Module& mod) : m(mod), was(mod.is_training()) { m.eval(); }
-  ~EvalScope() {
-    if (was) m.train();
-  }
-  EvalScope(const EvalScope&) = delete;
-  EvalScope& operator=(const EvalScope&) = delete;
-};
 
 }  // namespace cs

@@ -4,7 +4,7 @@
 #include <utility>
 #include <vector>
 
-#include "config/schema.h"
+#include "config/json.h"
 
 namespace cs {
 

@@ -4,10 +4,12 @@
 
 namespace cs {
 
-std::vector<std::pair<std::string, int64_t>> Task::parameter_breakdown() {
+std::vector<std::pair<std::string, int64_t>> Task::parameter_breakdown() { return parameter_breakdown_of(*model()); }
+
+std::vector<std::pair<std::string, int64_t>> parameter_breakdown_of(const torch::nn::Module& model) {
   std::vector<std::pair<std::string, int64_t>> out;
   std::map<std::string, int64_t> idx;
-  for (auto& p : model()->named_parameters(/*recurse=*/true)) {
+  for (auto& p : model.named_parameters(/*recurse=*/true)) {
     std::string k = p.key();
     // group by the first two path components, e.g. "stack.layer0"
     auto d1 = k.find('.');

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "config/schema.h"
+#include "config/option_spec.h"
 #include "tasks/inspect.h"
 
 namespace cs {
@@ -100,6 +100,9 @@ class Task {
   // tokenised as the corpus is. Other tasks: "generation needs a char_lm or word_lm run".
   virtual TokenStepper token_stepper(const std::string& seed_text);
 };
+
+// Parameter count of a module grouped by the first two path components, e.g. "stack.layer0".
+std::vector<std::pair<std::string, int64_t>> parameter_breakdown_of(const torch::nn::Module& model);
 
 struct TaskInfo {
   std::string name;          // config value of "task"

@@ -6,6 +6,8 @@
 
 #include "cells/baseline.h"
 #include "cells/registry.h"
+#include "config/common_options.h"
+#include "tasks/eval_scope.h"
 #include "tasks/char_lm.h"
 #include "util/error.h"
 
@@ -13,25 +15,23 @@ namespace cs {
 
 namespace F = torch::nn::functional;
 
-static double num_or(const json& m, const std::string& key, double def) {
-  return m.contains(key) && m[key].is_number() ? m[key].get<double>() : def;
-}
-
 WordLMModelImpl::WordLMModelImpl(const json& m, int64_t vocab) {
-  const int64_t E = m.value("embed", 400);
-  const int n = m.value("layers", 1);
-  dropout = num_or(m, "dropout", 0.0);
-  dropouth = num_or(m, "dropouth", dropout);
-  dropouti = num_or(m, "dropouti", dropout);
-  dropoute = num_or(m, "dropoute", 0.0);
-  tied = m.value("tie_weights", false);
-  const double wdrop = num_or(m, "weight_drop", 0.0);
+  const ModelOptions mo = read_model_options(m);
+  const WordLMModelOptions wo = word_lm_model_option_table().read(m);
+  const int64_t E = mo.embed;
+  const int64_t n = mo.layers;
+  dropout = mo.dropout;
+  dropouth = wo.dropouth.value_or(dropout);  // unset: model.dropout
+  dropouti = wo.dropouti.value_or(dropout);
+  dropoute = wo.dropoute;
+  tied = wo.tie_weights;
+  const double wdrop = wo.weight_drop;
   embed = register_module("embed", torch::nn::Embedding(vocab, E));
   {
     torch::NoGradGuard ng;
     embed->weight.uniform_(-0.1, 0.1);  // AWD-LSTM's initialisation
   }
-  const auto& info = cell_info(m.value("cell", std::string("lstm")));
+  const auto& info = cell_info(mo.cell);
   int64_t in = E;
   for (int l = 0; l < n; ++l) {
     json ml = m;
@@ -92,13 +92,14 @@ torch::Tensor WordLMModelImpl::forward(const torch::Tensor& x, std::vector<State
 
 // ---------------------------------------------------------------- task
 WordLMTask::WordLMTask(const json& cfg, const std::string& run_dir) : cfg_(cfg) {
-  const auto& tr = cfg.at("training");
-  batch_ = tr.value("batch", 32);
-  bptt_ = tr.value("bptt", 70);
-  eval_batch_ = tr.value("eval_batch", 10);
-  asgd_ = tr.value("optimizer", std::string("adam")) == "asgd";
-  asgd_start_ = tr.value("asgd_start", int64_t(0));
-  asgd_nonmono_ = tr.value("asgd_nonmono", int64_t(5));
+  const TrainingOptions tr = read_training_options(cfg.at("training"));
+  const WordLMOptions o = word_lm_option_table().read(cfg);
+  batch_ = tr.batch;
+  bptt_ = o.bptt;
+  eval_batch_ = o.eval_batch;
+  asgd_ = tr.optimizer == "asgd";
+  asgd_start_ = o.asgd_start;
+  asgd_nonmono_ = o.asgd_nonmono;
   auto vocab = saved_run_vocab(run_dir);
   corpus_ = load_word_corpus(cfg.at("dataset"), vocab.get());
   check_stream_splits(corpus_.source, corpus_.train.size(), corpus_.valid.size(), batch_, "tokens");
@@ -238,8 +239,7 @@ EvalResult WordLMTask::evaluate(const std::string& split) {
                                                                         : nullptr;
   if (!ids) throw UserError("unknown split '" + split + "' (expected train, valid or test)");
   if (ids->size() < 2) throw UserError("the " + split + " split of '" + corpus_.source + "' is empty");
-  const bool was_training = model_->is_training();
-  model_->eval();
+  EvalScope es(*model_);
   // ASGD: evaluate with the averaged parameters, then restore the iterate
   std::vector<torch::Tensor> saved;
   auto params = model_->parameters();
@@ -255,7 +255,6 @@ EvalResult WordLMTask::evaluate(const std::string& split) {
     torch::NoGradGuard ng;
     for (size_t i = 0; i < params.size(); ++i) params[i].copy_(saved[i]);
   }
-  if (was_training) model_->train();
   EvalResult r;
   r.units = static_cast<int64_t>(ids->size()) - 1;
   const double loss = total / static_cast<double>(r.units);
@@ -285,18 +284,11 @@ void WordLMTask::save_state(torch::serialize::OutputArchive& ar) const {
   ar.write("n_avg", I(static_cast<int64_t>(avg_.size())));
   for (size_t i = 0; i < avg_.size(); ++i) ar.write("avg_" + std::to_string(i), avg_[i].to(torch::kCPU));
   ar.write("valid_history", torch::tensor(valid_history_.empty() ? std::vector<double>{} : valid_history_, torch::kFloat64));
-  ar.write("n_layers", I(static_cast<int64_t>(state_.size())));
   // The carried state of all B streams: with data parallelism the trainer has
   // all-gathered the ranks' shards into gathered_ (same order as sharded_state()).
   TORCH_CHECK(shard_world_ == 1 || !gathered_.empty(),
               "word_lm: save_state of a data-parallel shard needs the gathered state (set_gathered_state)");
-  size_t k = 0;
-  for (size_t l = 0; l < state_.size(); ++l) {
-    ar.write("state_" + std::to_string(l) + "_n", I(static_cast<int64_t>(state_[l].size())));
-    for (size_t j = 0; j < state_[l].size(); ++j, ++k)
-      ar.write("state_" + std::to_string(l) + "_" + std::to_string(j),
-               (gathered_.empty() ? state_[l][j] : gathered_.at(k)).to(torch::kCPU));
-  }
+  write_carried_state(ar, state_, gathered_);
 }
 
 void WordLMTask::load_state(torch::serialize::InputArchive& ar) {
@@ -316,73 +308,80 @@ void WordLMTask::load_state(torch::serialize::InputArchive& ar) {
   for (int64_t i = 0; i < na; ++i) avg_.push_back(T("avg_" + std::to_string(i)).to(device_));
   auto vh = T("valid_history").to(torch::kFloat64).contiguous();
   valid_history_.assign(vh.data_ptr<double>(), vh.data_ptr<double>() + vh.numel());
-  const int64_t nl = I("n_layers");
-  TORCH_CHECK(nl == static_cast<int64_t>(state_.size()), "checkpoint has state for ", nl, " layers, model has ",
-              state_.size());
-  for (int64_t l = 0; l < nl; ++l) {
-    const int64_t nj = I("state_" + std::to_string(l) + "_n");
-    State s;
-    for (int64_t j = 0; j < nj; ++j) {
-      auto v = T("state_" + std::to_string(l) + "_" + std::to_string(j));
-      // Checkpoints hold the state of all B streams; a data-parallel rank keeps its rows.
-      if (shard_world_ > 1) {
-        TORCH_CHECK(v.dim() >= 1 && v.size(0) == batch_, "checkpoint has carried state for ", v.size(0),
-                    " streams, training.batch is ", batch_, " (the global batch cannot change on resume)");
-        v = v.narrow(0, shard_rank_ * local_batch_, local_batch_).contiguous();
-      }
-      s.push_back(v.to(device_));
+  read_carried_state(ar, state_, [&](torch::Tensor v) {
+    // Checkpoints hold the state of all B streams; a data-parallel rank keeps its rows.
+    if (shard_world_ > 1) {
+      TORCH_CHECK(v.dim() >= 1 && v.size(0) == batch_, "checkpoint has carried state for ", v.size(0),
+                  " streams, training.batch is ", batch_, " (the global batch cannot change on resume)");
+      v = v.narrow(0, shard_rank_ * local_batch_, local_batch_).contiguous();
     }
-    state_[static_cast<size_t>(l)] = s;
-  }
+    return v.to(device_);
+  });
 }
 
 // ---------------------------------------------------------------- registry entry
+
+const OptionTable<WordLMOptions>& word_lm_option_table() {
+  static const auto t = [] {
+    OptionTable<WordLMOptions> t("");
+    using O = WordLMOptions;
+    t.field("training.bptt", &O::bptt, 1, 100000,
+            "Truncated BPTT length in tokens; the state is carried across segments (AWD-LSTM / MC-RNN PTB: 70).");
+    t.field("training.eval_batch", &O::eval_batch, 1, 65536,
+            "Streams used to evaluate a split (every token is scored once, state carried; AWD-LSTM: 10).");
+    t.field("training.asgd_start", &O::asgd_start, 0, 1e12,
+            "optimizer = asgd: step at which parameter averaging starts; 0 = the non-monotone trigger of NT-ASGD (AWD-LSTM).");
+    t.field("training.asgd_nonmono", &O::asgd_nonmono, 1, 1e6,
+            "optimizer = asgd with asgd_start = 0: start averaging when the validation loss is worse than the best of the "
+            "evaluations more than this many evaluations ago (AWD-LSTM: 5).");
+    t.field("dataset.vocab_size", &O::vocab_size, 0, 1e9,
+            "Keep the most frequent words of the train split, <unk> and <eos> included (0 = all); the rest become <unk>. PTB: 10000.");
+    t.field("dataset.min_count", &O::min_count, 1, 1e9,
+            "Keep only words seen at least this many times in the train split; the rest become <unk>.");
+    t.field("dataset.lowercase", &O::lowercase, "Plain text: fold ASCII letters to lower case before tokenising.");
+    t.choice("dataset.eos", &O::eos, {"paragraph", "line", "none"},
+             "Plain text: where <eos> tokens go: after each paragraph (blank-line separated), each line, or none. "
+             "PTB word format always ends every line with <eos>.");
+    return t;
+  }();
+  return t;
+}
+
+const OptionTable<WordLMModelOptions>& word_lm_model_option_table() {
+  static const auto t = [] {
+    OptionTable<WordLMModelOptions> t("model");
+    using O = WordLMModelOptions;
+    t.field("dropoute", &O::dropoute, 0.0, 0.95,
+            "Embedding dropout: drop whole word types (rows of the embedding matrix) per forward (AWD-LSTM: 0.1).");
+    t.field("dropouti", &O::dropouti, 0.0, 0.95,
+            "Locked (variational) dropout on the embedded input, one mask per sequence (AWD-LSTM: 0.4 PTB); unset = model.dropout.");
+    t.field("dropouth", &O::dropouth, 0.0, 0.95,
+            "Locked (variational) dropout between recurrent layers (AWD-LSTM: 0.25 PTB); unset = model.dropout.");
+    t.field("weight_drop", &O::weight_drop, 0.0, 0.95,
+            "Weight drop (DropConnect) on the hidden-to-hidden matrix w_hh of rnn/gru/lstm cells (also as an MC-RNN base): "
+            "one mask per forward in training (AWD-LSTM: 0.5).");
+    t.field("tie_weights", &O::tie_weights,
+            "Tie the output layer to the embedding matrix (the last layer's size becomes model.embed, as in AWD-LSTM).");
+    return t;
+  }();
+  return t;
+}
 
 void register_word_lm_task(std::vector<TaskInfo>& out) {
   TaskInfo t;
   t.name = "word_lm";
   t.description = "Word-level language modelling (MC-RNN paper: PTB, AWD-LSTM setup); metric: perplexity";
   t.unit = "tokens";
-  OptionSpec eos = make_option("dataset", "eos", OptType::Enum, "paragraph", 0, 0,
-                        "Plain text: where <eos> tokens go: after each paragraph (blank-line separated), each line, or none. "
-                        "PTB word format always ends every line with <eos>.");
-  eos.choices = {"paragraph", "line", "none"};
-  t.options = {
-      make_option("training", "bptt", OptType::Int, 70, 1, 100000,
-           "Truncated BPTT length in tokens; the state is carried across segments (AWD-LSTM / MC-RNN PTB: 70)."),
-      make_option("training", "eval_batch", OptType::Int, 10, 1, 65536,
-           "Streams used to evaluate a split (every token is scored once, state carried; AWD-LSTM: 10)."),
-      make_option("training", "asgd_start", OptType::Int, 0, 0, 1e12,
-           "optimizer = asgd: step at which parameter averaging starts; 0 = the non-monotone trigger of NT-ASGD (AWD-LSTM)."),
-      make_option("training", "asgd_nonmono", OptType::Int, 5, 1, 1e6,
-           "optimizer = asgd with asgd_start = 0: start averaging when the validation loss is worse than the best of the "
-           "evaluations more than this many evaluations ago (AWD-LSTM: 5)."),
-      make_option("dataset", "vocab_size", OptType::Int, 0, 0, 1e9,
-           "Keep the most frequent words of the train split, <unk> and <eos> included (0 = all); the rest become <unk>. PTB: 10000."),
-      make_option("dataset", "min_count", OptType::Int, 1, 1, 1e9,
-           "Keep only words seen at least this many times in the train split; the rest become <unk>."),
-      make_option("dataset", "lowercase", OptType::Bool, true, 0, 0, "Plain text: fold ASCII letters to lower case before tokenising."),
-      eos,
-      make_option("model", "dropoute", OptType::Float, 0.0, 0.0, 0.95,
-           "Embedding dropout: drop whole word types (rows of the embedding matrix) per forward (AWD-LSTM: 0.1)."),
-      make_option("model", "dropouti", OptType::Float, nullptr, 0.0, 0.95,
-           "Locked (variational) dropout on the embedded input, one mask per sequence (AWD-LSTM: 0.4 PTB); unset = model.dropout."),
-      make_option("model", "dropouth", OptType::Float, nullptr, 0.0, 0.95,
-           "Locked (variational) dropout between recurrent layers (AWD-LSTM: 0.25 PTB); unset = model.dropout."),
-      make_option("model", "weight_drop", OptType::Float, 0.0, 0.0, 0.95,
-           "Weight drop (DropConnect) on the hidden-to-hidden matrix w_hh of rnn/gru/lstm cells (also as an MC-RNN base): "
-           "one mask per forward in training (AWD-LSTM: 0.5)."),
-      make_option("model", "tie_weights", OptType::Bool, false, 0, 0,
-           "Tie the output layer to the embedding matrix (the last layer's size becomes model.embed, as in AWD-LSTM)."),
-  };
+  t.options = word_lm_option_table().specs();
+  for (auto& o : word_lm_model_option_table().specs()) t.options.push_back(o);
   t.check = [](const json& cfg, std::vector<ConfigError>& errs) {
     const auto& m = cfg.at("model");
-    if (num_or(m, "weight_drop", 0.0) > 0) {
-      std::string cell = m.value("cell", std::string());
-      if (cell == "mcrnn") cell = m.value("base", std::string("lstm"));
-      if (cell != "rnn" && cell != "gru" && cell != "lstm")
+    if (word_lm_model_option_table().read(m).weight_drop > 0) {
+      const std::string cell = resolved<std::string>(m, "model", "cell");
+      const std::string wrapped = cell == "mcrnn" ? resolved<std::string>(m, "model", "base") : cell;
+      if (wrapped != "rnn" && wrapped != "gru" && wrapped != "lstm")
         errs.push_back({"model.weight_drop", "weight drop applies to rnn, gru and lstm cells (or an mcrnn over one); cell '" +
-                                                  m.value("cell", std::string()) + "' has no w_hh to drop"});
+                                                  cell + "' has no w_hh to drop"});
     }
   };
   t.make = [](const json& cfg, const std::string& run_dir) -> std::unique_ptr<Task> {

@@ -14,6 +14,29 @@
 
 namespace cs {
 
+// word_lm's own options; the members are their only defaults (word_lm_option_table()).
+struct WordLMOptions {
+  int64_t bptt = 70;                  // training.bptt
+  int64_t eval_batch = 10;            // training.eval_batch
+  int64_t asgd_start = 0;             // training.asgd_start
+  int64_t asgd_nonmono = 5;           // training.asgd_nonmono
+  int64_t vocab_size = 0;             // dataset.vocab_size (read by data/word_corpus)
+  int64_t min_count = 1;              // dataset.min_count
+  bool lowercase = true;              // dataset.lowercase
+  std::string eos = "paragraph";      // dataset.eos
+};
+const OptionTable<WordLMOptions>& word_lm_option_table();
+
+// word_lm's model.* options (AWD-LSTM regularisation); word_lm_model_option_table().
+struct WordLMModelOptions {
+  double dropoute = 0.0;
+  std::optional<double> dropouti;  // unset: model.dropout
+  std::optional<double> dropouth;  // unset: model.dropout
+  double weight_drop = 0.0;
+  bool tie_weights = false;
+};
+const OptionTable<WordLMModelOptions>& word_lm_model_option_table();
+
 class WordLMModelImpl : public torch::nn::Module {
  public:
   WordLMModelImpl(const json& model, int64_t vocab);

@@ -5,6 +5,7 @@
 
 #include "cells/baseline.h"
 #include "cells/registry.h"
+#include "config/schema.h"
 #include "cells/stack.h"
 #include "gradcheck.h"
 #include "harness.h"
@@ -16,7 +17,7 @@ namespace {
 std::shared_ptr<CellImpl> make(const std::string& cell, json extra = json::object(), int64_t in = 5, int64_t hid = 4) {
   json m = {{"cell", cell}, {"hidden", hid}, {"embed", in}};
   m.update(extra);
-  return cell_info(cell).make(m, in, 0);
+  return cell_info(cell).make(resolve_config(json{{"model", m}})["model"], in, 0);  // make() takes a resolved section
 }
 
 double max_diff(const torch::Tensor& a, const torch::Tensor& b) { return (a - b).abs().max().item<double>(); }
@@ -206,7 +207,7 @@ TEST(BaselineCells, candidateDropoutOnlyInTraining) {
 
 TEST(BaselineCells, stackShapesAndDropout) {
   json m = {{"cell", "lstm"}, {"hidden", 6}, {"layers", 3}, {"dropout", 0.0}, {"embed", 5}};
-  CellStack s(m, 5);
+  CellStack s(resolve_config(json{{"model", m}})["model"], 5);
   ASSERT_EQ(static_cast<int>(s->layers.size()), 3);
   auto st = s->initial_state(2, torch::TensorOptions());
   StepContext ctx;

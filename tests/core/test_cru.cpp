@@ -6,6 +6,7 @@
 #include "cells/bidirectional.h"
 #include "cells/cru.h"
 #include "cells/registry.h"
+#include "config/schema.h"
 #include "harness.h"
 
 using namespace cs;
@@ -73,7 +74,7 @@ TEST_F(Cru, registry_and_config) {
     const auto& ci = cell_info(n);
     ASSERT_EQ(ci.family, std::string("cru"));
     ASSERT_TRUE(ci.needs_whole_sequence);
-    auto cell = ci.make(json{{"hidden", 6}, {"filter_length", 3}}, 5, 0);
+    auto cell = ci.make(resolve_config(json{{"model", {{"cell", n}, {"hidden", 6}, {"filter_length", 3}}}})["model"], 5, 0);
     ASSERT_EQ(cell->hidden_size(), int64_t(6));
   }
   json res = resolve_config(json{{"model", {{"cell", "cru_deep"}}}});

@@ -24,7 +24,7 @@ std::shared_ptr<McRnnCellImpl> make_mc(const std::string& base, int64_t n, int64
   // dist_scale 1: W_j is the parameter itself, so random W_j below are far from I
   json m = {{"cell", "mcrnn"}, {"base", base}, {"block", n}, {"hidden", H}, {"attention", A}, {"lstm_memory", mem},
             {"dist_scale", 1.0}};
-  auto cell = cell_info("mcrnn").make(m, I, 0);
+  auto cell = cell_info("mcrnn").make(resolve_config(json{{"model", m}})["model"], I, 0);
   auto mc = std::dynamic_pointer_cast<McRnnCellImpl>(cell);
   mc->to(torch::kDouble);
   {
@@ -110,7 +110,7 @@ TEST_F(Mcrnn, distScaleParametrisation) {
   torch::manual_seed(3);
   auto direct = make_mc("lstm", 3, 3, 4);
   json m = {{"cell", "mcrnn"}, {"base", "lstm"}, {"block", 3}, {"hidden", 4}, {"dist_scale", 0.25}};
-  auto scaled = std::dynamic_pointer_cast<McRnnCellImpl>(cell_info("mcrnn").make(m, 3, 0));
+  auto scaled = std::dynamic_pointer_cast<McRnnCellImpl>(cell_info("mcrnn").make(resolve_config(json{{"model", m}})["model"], 3, 0));
   scaled->to(torch::kDouble);
   {
     torch::NoGradGuard ng;
@@ -131,7 +131,7 @@ TEST_F(Mcrnn, distScaleParametrisation) {
   ASSERT_TRUE(torch::allclose(scaled->w_dist.grad(), 0.25 * direct->w_dist.grad(), 1e-9, 1e-12));
   // the default keeps W_j near I at initialisation: |W_j - I| <= alpha * k / 2
   auto fresh = std::dynamic_pointer_cast<McRnnCellImpl>(
-      cell_info("mcrnn").make(json{{"cell", "mcrnn"}, {"block", 3}, {"hidden", 16}}, 3, 0));
+      cell_info("mcrnn").make(resolve_config(json{{"model", {{"cell", "mcrnn"}, {"block", 3}, {"hidden", 16}}}})["model"], 3, 0));
   const double dev = (fresh->dist_weights() - torch::eye(16).unsqueeze(0)).abs().max().item<double>();
   ASSERT_TRUE(dev > 0 && dev <= 0.1 * 0.25 / 2 + 1e-7) << std::to_string(dev).c_str();
 }

@@ -390,7 +390,7 @@ TEST_F(Mzu, invalid_configs_name_the_option) {
   // the registered check itself (for callers that bypass the schema's ranges)
   for (const std::string cell : {"sat_mzu", "gcn_mzu", "cap_mzu"}) {
     std::vector<ConfigError> errs;
-    cell_info(cell).check(json{{"model", {{"hidden", 16}, {"zones", 0}, {"depth", -2}, {"capsules", 0}}}}, errs);
+    cell_info(cell).check(resolve_config(json{{"model", {{"cell", cell}, {"hidden", 16}, {"zones", 0}, {"depth", -2}, {"capsules", 0}}}}), errs);
     std::map<std::string, int> paths;
     for (auto& x : errs) paths[x.path]++;
     ASSERT_TRUE(paths.count("model.zones") && paths.count("model.depth"));

@@ -1,0 +1,101 @@
+#include "config/common_options.h"
+
+namespace cs {
+
+const OptionTable<TaskSection>& task_section_table() {
+  static const auto t = [] {
+    OptionTable<TaskSection> t("task");
+    t.choice("name", &TaskSection::name, {}, "The task: what is predicted and how it is scored.");
+    return t;
+  }();
+  return t;
+}
+
+const OptionTable<DatasetOptions>& dataset_option_table() {
+  static const auto t = [] {
+    OptionTable<DatasetOptions> t("dataset");
+    using D = DatasetOptions;
+    t.field("name", &D::name,
+            "A dataset from the manifest (datasets/manifest.json); `cellscope-cli datasets` lists them. Ignored when dataset.path is set.");
+    t.field("path", &D::path, "A file or directory of your own (overrides dataset.name).");
+    t.field("format", &D::format, "File format of dataset.path: auto, text, ptb_char, text8 (char-LM); others per task.");
+    t.field("valid_fraction", &D::valid_fraction, 0.0, 0.5,
+            "Fraction held out for validation when the corpus has no split of its own (taken from the end, before the test part).");
+    t.field("test_fraction", &D::test_fraction, 0.0, 0.5,
+            "Fraction held out for test when the corpus has no split of its own (taken from the end).");
+    t.field("max_chars", &D::max_chars, 0, 1e300,
+            "Use only the first N characters (Unicode code points) of the corpus; 0 = all. For quick runs.");
+    return t;
+  }();
+  return t;
+}
+
+const OptionTable<ModelOptions>& model_option_table() {
+  static const auto t = [] {
+    OptionTable<ModelOptions> t("model");
+    using M = ModelOptions;
+    t.choice("cell", &M::cell, {}, "The recurrent cell.");
+    t.field("embed", &M::embed, 1, 65536, "Embedding size d_x (MZU paper: 256 for char-LM).");
+    t.field("hidden", &M::hidden, 1, 65536, "Hidden state size d_h (MZU paper: 800 on PTB, 1536 on text8).");
+    t.field("layers", &M::layers, 1, 16, "Number of stacked recurrent layers.");
+    t.field("dropout", &M::dropout, 0.0, 0.95,
+            "Dropout on the embeddings, between stacked layers and before the output layer.");
+    t.field("layer_norm", &M::layer_norm,
+            "Layer normalization of the gates' pre-activations (MZU paper, training details). Uses the step-wise path.")
+        .opt_in();
+    t.field("candidate_dropout", &M::candidate_dropout, 0.0, 0.95,
+            "Dropout on the candidate activation (MZU paper: 0.5 on PTB, 0.3 on text8). Uses the step-wise path in training.")
+        .opt_in();
+    return t;
+  }();
+  return t;
+}
+
+const OptionTable<TrainingOptions>& training_option_table() {
+  static const auto t = [] {
+    OptionTable<TrainingOptions> t("training");
+    using T = TrainingOptions;
+    t.choice("optimizer", &T::optimizer, {"adam", "sgd", "asgd"},
+             "Optimizer (MZU paper: Adam; asgd = SGD with iterate averaging, AWD-LSTM, word_lm).");
+    t.field("lr", &T::lr, 0.0, 100.0, "Learning rate (MZU paper: 1e-3 with Adam).");
+    t.field("momentum", &T::momentum, 0.0, 1.0, "SGD momentum.");
+    t.field("weight_decay", &T::weight_decay, 0.0, 1.0, "L2 weight decay on all parameters.");
+    t.field("batch", &T::batch, 1, 65536, "Batch size (MZU paper: 256).");
+    t.field("clip", &T::clip, 0.0, 1e6, "Clip gradients to this global norm; 0 = off (MZU paper: 5.0).");
+    t.field("steps", &T::steps, 1, 1e12, "Maximum number of training steps (updates).");
+    t.field("log_every", &T::log_every, 1, 1e9, "Write a metrics line every N steps.");
+    t.field("eval_every", &T::eval_every, 0, 1e12,
+            "Evaluate on the validation split every N steps (0 = only at the end).");
+    t.field("checkpoint_every", &T::checkpoint_every, 0, 1e12,
+            "Write a checkpoint every N steps (0 = at each evaluation).");
+    t.field("keep_checkpoints", &T::keep_checkpoints, 1, 1e6,
+            "How many step checkpoints to keep besides last and best (for scrubbing through training).");
+    t.field("patience", &T::patience, 0, 1e9,
+            "Early stop after this many evaluations without improvement of the validation metric (0 = off).");
+    t.field("seed", &T::seed, 0, 4294967295.0, "Random seed: same seed and config give identical metrics on CPU.");
+    t.field("threads", &T::threads, 0, 1024, "LibTorch intra-op threads (0 = all cores; the GUI leaves one for itself).");
+    t.field("device", &T::device, "Device: cpu, cuda or cuda:N.");
+    t.field("eval_test", &T::eval_test, "Evaluate the best checkpoint on the test split at the end.");
+    t.field("track_test", &T::track_test,
+            "Also evaluate the test split at every evaluation (not only the best checkpoint at the end), "
+            "for test accuracy over training time as in the CRU paper's Fig. 4 (analysis metric_time). "
+            "Never used for model selection.");
+    return t;
+  }();
+  return t;
+}
+
+ModelOptions read_model_options(const json& model) {
+  ModelOptions o;
+  // The opt-in fields exist in a resolved config only for cells that honour them.
+  json m = model;
+  for (auto& s : model_option_table().specs())
+    if (s.opt_in && !m.contains(s.key)) m[s.key] = s.default_value;
+  model_option_table().read(m, o);
+  return o;
+}
+
+TrainingOptions read_training_options(const json& training) { return training_option_table().read(training); }
+DatasetOptions read_dataset_options(const json& dataset) { return dataset_option_table().read(dataset); }
+
+}  // namespace cs

@@ -1,0 +1,71 @@
+// The options every config has, whatever its cell and task: one struct per section,
+// whose member initialisers are the defaults, and one field table each (see
+// config/option_spec.h). config/schema.cpp turns the tables into the schema; the
+// trainer, the tasks and the cell stacks read resolved sections through them.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "config/option_spec.h"
+
+namespace cs {
+
+struct TaskSection {
+  std::string name = "char_lm";  // the task (choices: the task registry)
+};
+
+struct DatasetOptions {
+  std::string name = "moby-dick";
+  std::optional<std::string> path;  // unset: use `name`
+  std::string format = "auto";
+  double valid_fraction = 0.05;
+  double test_fraction = 0.05;
+  int64_t max_chars = 0;
+};
+
+struct ModelOptions {
+  std::string cell = "gru";  // the recurrent cell (choices: the cell registry)
+  int64_t embed = 128;
+  int64_t hidden = 256;
+  int64_t layers = 1;
+  double dropout = 0.0;
+  bool layer_norm = false;          // opt-in (CellInfo::common_options)
+  double candidate_dropout = 0.0;   // opt-in
+};
+
+struct TrainingOptions {
+  std::string optimizer = "adam";
+  double lr = 1e-3;
+  double momentum = 0.0;
+  double weight_decay = 0.0;
+  int64_t batch = 32;
+  double clip = 5.0;
+  int64_t steps = 1000;
+  int64_t log_every = 10;
+  int64_t eval_every = 200;
+  int64_t checkpoint_every = 0;
+  int64_t keep_checkpoints = 3;
+  int64_t patience = 0;
+  int64_t seed = 1;
+  int64_t threads = 0;
+  std::string device = "cpu";
+  bool eval_test = true;
+  bool track_test = false;
+};
+
+// The tables. task.name and model.cell are Enum fields whose choices (the registries)
+// config/schema.cpp fills in.
+const OptionTable<TaskSection>& task_section_table();
+const OptionTable<DatasetOptions>& dataset_option_table();
+const OptionTable<ModelOptions>& model_option_table();
+const OptionTable<TrainingOptions>& training_option_table();
+
+// Bindings of resolved sections: read_model_options(cfg.at("model")), ...
+// Opt-in model options (layer_norm, candidate_dropout) are read only when present,
+// i.e. when the config's cell honours them; otherwise they keep their defaults.
+ModelOptions read_model_options(const json& model);
+TrainingOptions read_training_options(const json& training);
+DatasetOptions read_dataset_options(const json& dataset);
+
+}  // namespace cs
