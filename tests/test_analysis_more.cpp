@@ -1,4 +1,4 @@
-// The analyses (core/analysis/kinds.h, computations.h) on tiny models with hand-set weights
+// The analyses (core/inspect/analysis/kinds.h, computations.h) on tiny models with hand-set weights
 // where the answer is known.
 #include <QDir>
 #include <QFile>

@@ -1,5 +1,5 @@
 // `cellscope-cli analyze KIND ...` and `cellscope-cli bench --analysis relevance`.
-// The analyses themselves are core/analysis/kinds.h; CSV/JSON are written here
+// The analyses themselves are core/inspect/analysis/kinds.h; CSV/JSON are written here
 // (Qt-free); PNG/PDF/SVG go through app/cli/figure_export/ (the figures library),
 // compiled in only when the CLI is built with CELLSCOPE_GUI=ON.
 #include <ATen/Parallel.h>
@@ -79,7 +79,7 @@ void print_help() {
                "Without --out the result is printed as JSON. --text defaults to the start of the valid split\n"
                "(classify: its first sentence; gate/dzone kinds on classify runs: a split name uses its first\n"
                "64 sentences). Images need a build with CELLSCOPE_GUI=ON; they are drawn offscreen.\n"
-               "Definitions: core/analysis/ANALYSIS_NOTES.md.\n";
+               "Definitions: core/inspect/analysis/ANALYSIS_NOTES.md.\n";
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // `cellscope-cli sweep`: run a grid of configurations x seeds as ordinary runs
-// (core/sweep/sweep.h), show its progress, and rebuild the papers' tables from it
-// (core/sweep/table.h). docs/WORKBENCH.md "Sweeps and tables".
+// (core/run/sweep/sweep.h), show its progress, and rebuild the papers' tables from it
+// (core/run/sweep/table.h). docs/WORKBENCH.md "Sweeps and tables".
 #include <unistd.h>
 
 #include <algorithm>
@@ -48,7 +48,7 @@ const char* kUsage =
     "                                  [--series AXIS] [--out FILE.csv|.tex|.json|.txt]\n"
     "       cellscope-cli sweep list\n"
     "A sweep is a base configuration plus a grid over options and seeds (spec format: docs/WORKBENCH.md,\n"
-    "core/sweep/sweep.h); NAME is a bundled sweep (sweep list: the \"reproduce\" sweeps of the papers'\n"
+    "core/run/sweep/sweep.h); NAME is a bundled sweep (sweep list: the \"reproduce\" sweeps of the papers'\n"
     "tables) or an existing sweep under WORKSPACE/sweeps/. Every point is an ordinary run in the workspace.\n"
     "run       runs the points not finished yet, one after another; Ctrl-C stops the current run with a\n"
     "          checkpoint, and running the same sweep again resumes it (finished points are skipped).\n"

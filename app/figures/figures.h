@@ -14,7 +14,7 @@
 //         "panel,row,column,value".
 // The caller owns the returned widget (parent it, or delete it).
 //
-// Headers: Qt + core/analysis (torch-free). No QApplication is created here:
+// Headers: Qt + core/inspect/analysis (torch-free). No QApplication is created here:
 // a headless caller (the CLI) creates one on the offscreen platform first.
 #pragma once
 
@@ -166,7 +166,7 @@ struct Series {
 Figure* make_series_figure(const std::vector<Series>& series, const QString& title, const QString& xLabel,
                            const QString& yLabel, const QString& caption, const FigureStyle& style = FigureStyle());
 
-// ---- from the core's result types (core/analysis/results.h; result_figures.cpp) ----
+// ---- from the core's result types (core/inspect/analysis/results.h; result_figures.cpp) ----
 
 // Heatmaps side by side (one per run) with the set's axis and colour-scale labels;
 // few_rows: flatter panels, several runs stacked.

@@ -1,4 +1,4 @@
-// Figures of the core's result types (core/analysis/results.h), and make_figure: the
+// Figures of the core's result types (core/inspect/analysis/results.h), and make_figure: the
 // figure of any AnalysisResult, chosen by the type its variant holds (std::visit).
 #include <QFileInfo>
 

@@ -1,4 +1,4 @@
-// The Analyses tab's window onto core/analysis (kinds.h). Torch-free: Qt value
+// The Analyses tab's window onto core/inspect/analysis (kinds.h). Torch-free: Qt value
 // types, plus a shared pointer to the core's plain result (cs::AnalysisResult,
 // only forward-declared here) which the GUI turns into a figure with
 // app/figures. Computation runs on an AnalysisWorker moved to a QThread (see

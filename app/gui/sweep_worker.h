@@ -1,4 +1,4 @@
-// The window's access to sweeps (core/sweep): a worker that runs a sweep on its
+// The window's access to sweeps (core/run/sweep): a worker that runs a sweep on its
 // own QThread (a QObject moved to the thread, never a QThread::run override), and
 // Qt-typed helpers for the spec, the table and the series. Only sweep_worker.cpp
 // includes core headers; everything crossing threads is plain Qt values.

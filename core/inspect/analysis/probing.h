@@ -1,4 +1,4 @@
-// Probing primitives the analysis kinds share (core/analysis/kind_*.cpp): a text run
+// Probing primitives the analysis kinds share (core/inspect/analysis/kind_*.cpp): a text run
 // through any task's model with a Probe attached (Task's inspection methods, no
 // downcasts), and the probe's records looked up by layer and name. Every probe runs
 // the model in eval mode, without grad, from a zero state, batch 1, step-wise.

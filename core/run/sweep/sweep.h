@@ -1,6 +1,6 @@
 // Sweeps (issue #8): a base configuration plus a grid over options and seeds,
 // expanded into points that run one after another as ordinary runs in the
-// workspace, resumable when interrupted. Notes and choices: core/sweep/SWEEP_NOTES.md.
+// workspace, resumable when interrupted. Notes and choices: core/run/sweep/SWEEP_NOTES.md.
 //
 // Spec (JSON; resources/sweeps/*.json are the bundled "reproduce" sweeps):
 //   {"name": "zones", "notes": "...",

@@ -1,4 +1,4 @@
-// What the analyses (core/analysis) and generation (tasks/generate.cpp) read from a
+// What the analyses (core/inspect/analysis) and generation (tasks/generate.cpp) read from a
 // trained task through Task's inspection methods (tasks/task.h), so that neither
 // needs the concrete task class. Plain types; the methods are implemented in
 // tasks/<task>_inspect.cpp.

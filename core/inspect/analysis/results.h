@@ -1,7 +1,7 @@
-// The plain, Qt-free and torch-free results of the analyses (core/analysis/kinds.h):
+// The plain, Qt-free and torch-free results of the analyses (core/inspect/analysis/kinds.h):
 // one type per shape of result, AnalysisResult = a std::variant of them. Core computes
 // them; app/figures draws them (std::visit over AnalysisResult::data); the CLI exports
-// them (to_json / to_csv). Definitions of the analyses: core/analysis/ANALYSIS_NOTES.md.
+// them (to_json / to_csv). Definitions of the analyses: core/inspect/analysis/ANALYSIS_NOTES.md.
 #pragma once
 #include <cstdint>
 #include <string>

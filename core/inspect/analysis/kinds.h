@@ -1,12 +1,12 @@
 // The analyses of trained runs as a registry of kinds, shared by the workbench
 // (Analyses tab, app/figures) and the CLI (`cellscope-cli analyze KIND`). Each kind lives
-// in its own core/analysis/kind_<name>.cpp: a descriptor (name, texts, tasks, named
+// in its own core/inspect/analysis/kind_<name>.cpp: a descriptor (name, texts, tasks, named
 // capability flags) and a run function; kinds.cpp lists them, one line each.
 //
 // Entry point for a front end: analysis_kinds() and run_analysis(AnalysisRequest) ->
 // AnalysisResult (results.h: to_json / to_csv, drawn by app/figures). The computations
 // behind the kinds, callable on a loaded task: computations.h. Definitions and choices:
-// core/analysis/ANALYSIS_NOTES.md.
+// core/inspect/analysis/ANALYSIS_NOTES.md.
 #pragma once
 #include <cstdint>
 #include <memory>

@@ -1,5 +1,5 @@
 // Word tokenizer for the sentence-level tasks (classify, absa). A stand-in named
-// differently from the word-LM engineer's core/data/tokenizer.h (tokenize()) to
+// differently from the word-LM engineer's core/base/data/tokenizer.h (tokenize()) to
 // avoid conflicts; the sentence tasks can switch to it once it is on main.
 //
 // Rules (tokenize_words):

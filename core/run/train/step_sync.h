@@ -3,7 +3,7 @@
 //
 //   StepSync            one process: every operation is the identity (pause/stop
 //                       read from TrainerControl before each step).
-//   DataParallelSync    several processes (core/dist): gradients averaged, step
+//   DataParallelSync    several processes (core/run/dist): gradients averaged, step
 //                       statistics and the stop / NaN flags all-reduced, rank 0's
 //                       evaluation broadcast, the task's sharded state gathered for
 //                       checkpoints, parameters shared from rank 0.

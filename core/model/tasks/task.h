@@ -57,7 +57,7 @@ class Task {
   // tensors the task creates later must follow it.
   virtual void to(const torch::Device& device) { model()->to(device); }
 
-  // Data-parallel training (core/dist, docs/DISTRIBUTED.md): this process trains on
+  // Data-parallel training (core/run/dist, docs/DISTRIBUTED.md): this process trains on
   // shard `rank` of `world` of every global batch; the trainer averages the gradients,
   // so a step is equivalent to one step of a single process on the global batch.
   // Called once, before to(). The default throws "task X does not support data-parallel training".
@@ -70,7 +70,7 @@ class Task {
   virtual std::vector<torch::Tensor> sharded_state() const { return {}; }
   virtual void set_gathered_state(std::vector<torch::Tensor> full) {}
 
-  // ---- Inspection: what the analyses (core/analysis) and generation (tasks/generate.cpp)
+  // ---- Inspection: what the analyses (core/inspect/analysis) and generation (tasks/generate.cpp)
   // read from a trained task without knowing its class (types: tasks/inspect.h). The
   // defaults (task.cpp) throw a UserError saying the task does not support it.
   // `text` as the model's tokens: char_lm characters; word_lm whitespace-separated words;
