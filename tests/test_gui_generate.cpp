@@ -1,4 +1,4 @@
-// The window's Generate tab (issue #8), offscreen: a tiny char-LM run of the workspace is
+// The window's Generate tab, offscreen: a tiny char-LM run of the workspace is
 // offered, generation runs on the panel's worker thread, the text starts with the seed,
 // every token is shaded by its probability, the same seed gives the same text, a missing
 // checkpoint gives one clear message, and the HTML export is written.

@@ -1,4 +1,4 @@
-// cellscope-cli generate: text from a char-LM or word-LM run (issue #8), with the model's
+// cellscope-cli generate: text from a char-LM or word-LM run, with the model's
 // probability of every token shown as shading (terminal colours, HTML) or listed (JSON).
 #include <unistd.h>
 

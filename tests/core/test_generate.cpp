@@ -1,4 +1,4 @@
-// Text generation (issue #8): determinism with a fixed seed, greedy as temperature -> 0,
+// Text generation: determinism with a fixed seed, greedy as temperature -> 0,
 // probabilities that agree with a whole-sequence forward pass, word-LM text, CLI.
 
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// Sweeps and tables (core/run/sweep, issue #8): grid expansion (options x seeds),
+// Sweeps and tables (core/run/sweep): grid expansion (options x seeds),
 // resume after an interruption runs only the remaining points, table aggregation
 // (mean, sample std, best), paired differences, the LaTeX tabular's structure,
 // and the CLI (`sweep run --dry-run`, `sweep table --out`).

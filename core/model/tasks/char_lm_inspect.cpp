@@ -70,7 +70,7 @@ SequenceScores CharLMTask::sequence_scores(const std::string& split) {
   return out;
 }
 
-std::string CharLMTask::cell_name() const { return cfg_.at("model").value("cell", ""); }
+std::string CharLMTask::cell_name() const { return cfg_.at("model").at("cell").get<std::string>(); }
 
 TokenStepper CharLMTask::token_stepper(const std::string& seed_text) {
   TokenStepper v;

@@ -119,6 +119,6 @@ torch::Tensor SentenceTask::class_probabilities(const std::vector<std::vector<in
   return torch::softmax(logits, 1);
 }
 
-std::string SentenceTask::cell_name() const { return cfg_.at("model").value("cell", ""); }
+std::string SentenceTask::cell_name() const { return cfg_.at("model").at("cell").get<std::string>(); }
 
 }  // namespace cs

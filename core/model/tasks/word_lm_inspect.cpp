@@ -22,12 +22,12 @@ const std::vector<int32_t>& split_ids(const WordCorpus& c, const std::string& sp
 // A seed text tokenised as the corpus was (word_corpus.cpp): PTB = whitespace-separated
 // words, a line end = <eos>; plain text = data/tokenizer.h with the run's lowercase
 // setting, a line break = <eos> unless the run's dataset.eos is "never".
-std::vector<std::string> word_seed_tokens(const std::string& text, const json& ds, const std::string& format) {
+std::vector<std::string> word_seed_tokens(const std::string& text, const WordLMOptions& ds, const std::string& format) {
   std::vector<std::string> out;
   const auto lines = split_lines(text);
   TokenizerOptions to;
-  to.lowercase = ds.value("lowercase", true);
-  const bool eos = format == "ptb_word" || ds.value("eos", std::string("paragraph")) != "never";
+  to.lowercase = ds.lowercase;
+  const bool eos = format == "ptb_word" || ds.eos != "never";
   for (size_t i = 0; i < lines.size(); ++i) {
     if (format == "ptb_word") {
       std::istringstream ss(lines[i]);
@@ -105,7 +105,7 @@ SequenceScores WordLMTask::sequence_scores(const std::string& split) {
   return out;
 }
 
-std::string WordLMTask::cell_name() const { return cfg_.at("model").value("cell", ""); }
+std::string WordLMTask::cell_name() const { return cfg_.at("model").at("cell").get<std::string>(); }
 
 TokenStepper WordLMTask::token_stepper(const std::string& seed_text) {
   TokenStepper v;
@@ -116,8 +116,7 @@ TokenStepper WordLMTask::token_stepper(const std::string& seed_text) {
     StepContext ctx;
     return net->forward(x, *states, ctx);
   };
-  const json ds = cfg_.value("dataset", json::object());
-  v.seed_symbols = word_seed_tokens(seed_text, ds, corpus_.format);
+  v.seed_symbols = word_seed_tokens(seed_text, word_lm_option_table().read(cfg_), corpus_.format);
   v.start_symbol = "<eos>";
   v.words = true;
   return v;

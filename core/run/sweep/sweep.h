@@ -1,4 +1,4 @@
-// Sweeps (issue #8): a base configuration plus a grid over options and seeds,
+// Sweeps: a base configuration plus a grid over options and seeds,
 // expanded into points that run one after another as ordinary runs in the
 // workspace, resumable when interrupted. Notes and choices: core/run/sweep/SWEEP_NOTES.md.
 //

@@ -1,4 +1,4 @@
-// Tables from a sweep (issue #8): the papers' result tables rebuilt from runs —
+// Tables from a sweep: the papers' result tables rebuilt from runs —
 // MZU Table 3 (zones x composition), MZU Table 4 (ablation x depth), CRU Table 2
 // (variants x datasets), MC-RNN Table 2/4 (MC-RNN-2/3/4) — as mean +- sample std
 // over seeds with the best cell(s) marked, a paired-difference view, and CSV /

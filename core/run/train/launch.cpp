@@ -38,9 +38,9 @@ LaunchedRun start_run(const json& raw_cfg, const LaunchOptions& o) {
   } else {
     out.cfg = load_and_resolve(raw_cfg);  // every problem, with its JSON path; nothing created yet
   }
-  const int threads = out.cfg["training"].value("threads", 0);
+  const int threads = out.cfg.at("training").at("threads").get<int>();
   set_threads(o.threads > 0 ? o.threads : threads > 0 ? threads : o.default_threads);
-  seed_everything(out.cfg["training"].value("seed", 1));
+  seed_everything(out.cfg.at("training").at("seed").get<uint64_t>());
   // Build the task (loads and checks the data) before any directory is created.
   auto task = make_task(out.cfg, resuming ? out.store->dir() : "");
   const bool root = !o.dist || o.dist->rank == 0;
