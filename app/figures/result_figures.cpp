@@ -120,18 +120,9 @@ Figure* make_buckets_figure(const cs::BucketSet& set, const FigureStyle& style) 
   return make_buckets_figure(set.runs, QStringList(), style);
 }
 
-namespace {
-template <class... F>
-struct overloaded : F... {
-  using F::operator()...;
-};
-template <class... F>
-overloaded(F...) -> overloaded<F...>;
-}  // namespace
-
 Figure* make_figure(const cs::AnalysisResult& r, const FigureStyle& style) {
   Figure* fig = std::visit(
-      overloaded{[&](const std::monostate&) -> Figure* {
+      cs::overloaded{[&](const std::monostate&) -> Figure* {
                    throw cs::UserError("no figure for analysis '" + r.kind + "': it holds no result");
                  },
                  [&](const cs::HeatmapSet& h) { return make_heatmaps_figure(h, style); },

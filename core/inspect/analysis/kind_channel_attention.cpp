@@ -53,10 +53,7 @@ namespace {
 AnalysisResult run(const AnalysisKind& kind, const AnalysisRequest& req) {
   auto t = load_for(kind, req.runs[0], req.checkpoint);
   ChannelGrid g = channel_attention(*t, text_or_default(req, *t), req.layer);
-  AnalysisResult r;
-  r.caption = g.caption;
-  r.data = std::move(g);
-  return r;
+  return result_of(std::move(g));
 }
 }  // namespace
 

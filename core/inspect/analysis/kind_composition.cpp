@@ -82,10 +82,7 @@ namespace {
 AnalysisResult run(const AnalysisKind& kind, const AnalysisRequest& req) {
   auto t = load_for(kind, req.runs[0], req.checkpoint);
   MatrixSet ms = composition_weights(*t, text_or_default(req, *t), req.position, req.layer);
-  AnalysisResult r;
-  r.caption = ms.caption;
-  r.data = std::move(ms);
-  return r;
+  return result_of(std::move(ms));
 }
 }  // namespace
 

@@ -50,10 +50,7 @@ namespace {
 AnalysisResult run(const AnalysisKind& kind, const AnalysisRequest& req) {
   auto t = load_for(kind, req.runs[0], req.checkpoint);
   SeriesSet s = gate_histograms(*t, text_or_default(req, *t), req.bins);
-  AnalysisResult r;
-  r.caption = s.caption;
-  r.data = std::move(s);
-  return r;
+  return result_of(std::move(s));
 }
 }  // namespace
 

@@ -45,10 +45,7 @@ namespace {
 AnalysisResult run(const AnalysisKind& kind, const AnalysisRequest& req) {
   load_for(kind, req.runs[0], req.checkpoint);  // checks the task (and that a checkpoint exists)
   SeriesSet s = gate_saturation_over_training(req.runs[0], req.text);
-  AnalysisResult r;
-  r.caption = s.caption;
-  r.data = std::move(s);
-  return r;
+  return result_of(std::move(s));
 }
 }  // namespace
 

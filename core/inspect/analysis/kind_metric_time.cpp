@@ -62,10 +62,7 @@ SeriesSet metric_vs_time(const std::vector<std::string>& run_dirs, const std::st
 namespace {
 AnalysisResult run(const AnalysisKind&, const AnalysisRequest& req) {
   SeriesSet s = metric_vs_time(req.runs, req.split, req.metric);
-  AnalysisResult r;
-  r.caption = s.caption;
-  r.data = std::move(s);
-  return r;
+  return result_of(std::move(s));
 }
 }  // namespace
 

@@ -38,10 +38,7 @@ namespace {
 AnalysisResult run(const AnalysisKind& kind, const AnalysisRequest& req) {
   auto t = load_for(kind, req.runs[0], req.checkpoint);
   TextTable table = prefix_predictions(*t, text_or_default(req, *t));
-  AnalysisResult r;
-  r.caption = table.caption;
-  r.data = std::move(table);
-  return r;
+  return result_of(std::move(table));
 }
 }  // namespace
 

@@ -18,12 +18,6 @@ using analysis_text::num;
 
 json jnum(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
 
-template <class... F>
-struct overloaded : F... {
-  using F::operator()...;
-};
-template <class... F>
-overloaded(F...) -> overloaded<F...>;
 }  // namespace
 
 // ------------------------------------------------------------------ matrices

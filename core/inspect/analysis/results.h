@@ -148,6 +148,24 @@ struct AnalysisResult {
   std::string to_csv() const;
 };
 
+// Visitor from several lambdas, for std::visit over AnalysisData:
+// std::visit(overloaded{[](const SeriesSet&) {...}, [](const auto&) {...}}, result.data).
+template <class... F>
+struct overloaded : F... {
+  using F::operator()...;
+};
+template <class... F>
+overloaded(F...) -> overloaded<F...>;
+
+// A result holding `data` (a type of AnalysisData with its own caption), captioned with it.
+template <class T>
+AnalysisResult result_of(T data) {
+  AnalysisResult r;
+  r.caption = data.caption;
+  r.data = std::move(data);
+  return r;
+}
+
 // Puts `part` (the same analysis of another run) beside `all`: heatmaps and buckets of
 // both runs, curves overlaid; the heatmaps' shared scale covers both.
 void append_runs(AnalysisResult& all, const AnalysisResult& part);

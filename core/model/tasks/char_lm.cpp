@@ -69,33 +69,22 @@ CharLMTask::CharLMTask(const json& cfg, const std::string& run_dir) : cfg_(cfg) 
 }
 
 void CharLMTask::set_shard(int rank, int world) {
-  if (world < 1 || rank < 0 || rank >= world)
-    throw UserError("char_lm: invalid shard " + std::to_string(rank) + " of " + std::to_string(world));
-  if (batch_ % world != 0)
-    throw UserError("training.batch: " + std::to_string(batch_) + " streams cannot be split evenly over " +
-                    std::to_string(world) + " processes (the global batch must be divisible by the number of processes)");
+  local_batch_ = stream_shard_size("char_lm", batch_, rank, world);
   shard_rank_ = rank;
   shard_world_ = world;
-  local_batch_ = batch_ / world;
   // The same [B, n] batchification as one process; this rank keeps its rows, so the
   // ranks' shards together are exactly the single-process batch of every step.
   train_ = batchify(corpus_.train, batch_).narrow(0, rank * local_batch_, local_batch_).contiguous().to(device_);
   state_ = model_->stack->initial_state(local_batch_, torch::TensorOptions().dtype(torch::kFloat32).device(device_));
 }
 
-std::vector<torch::Tensor> CharLMTask::sharded_state() const {
-  std::vector<torch::Tensor> out;
-  for (auto& s : state_)
-    for (auto& t : s) out.push_back(t);
-  return out;
-}
+std::vector<torch::Tensor> CharLMTask::sharded_state() const { return flatten_state(state_); }
 
 void CharLMTask::to(const torch::Device& d) {
   device_ = d;
   model_->to(d);
   train_ = train_.to(d);
-  for (auto& s : state_)
-    for (auto& t : s) t = t.to(d);
+  state_to(state_, d);
 }
 
 double CharLMTask::epoch() const {
@@ -235,6 +224,27 @@ void write_carried_state(torch::serialize::OutputArchive& ar, const std::vector<
       ar.write("state_" + std::to_string(l) + "_" + std::to_string(j),
                (flat.empty() ? state[l][j] : flat.at(k)).to(torch::kCPU));
   }
+}
+
+std::vector<torch::Tensor> flatten_state(const std::vector<State>& state) {
+  std::vector<torch::Tensor> out;
+  for (auto& s : state)
+    for (auto& t : s) out.push_back(t);
+  return out;
+}
+
+void state_to(std::vector<State>& state, const torch::Device& d) {
+  for (auto& s : state)
+    for (auto& t : s) t = t.to(d);
+}
+
+int64_t stream_shard_size(const std::string& task, int64_t batch, int rank, int world) {
+  if (world < 1 || rank < 0 || rank >= world)
+    throw UserError(task + ": invalid shard " + std::to_string(rank) + " of " + std::to_string(world));
+  if (batch % world != 0)
+    throw UserError("training.batch: " + std::to_string(batch) + " streams cannot be split evenly over " +
+                    std::to_string(world) + " processes (the global batch must be divisible by the number of processes)");
+  return batch / world;
 }
 
 void read_carried_state(torch::serialize::InputArchive& ar, std::vector<State>& state,

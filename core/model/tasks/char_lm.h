@@ -49,6 +49,14 @@ void write_carried_state(torch::serialize::OutputArchive& ar, const std::vector<
                          const std::vector<torch::Tensor>& flat = {});
 void read_carried_state(torch::serialize::InputArchive& ar, std::vector<State>& state,
                         const std::function<torch::Tensor(torch::Tensor)>& adapt);
+// The carried state's tensors in layer-major order (what the data-parallel ranks gather).
+std::vector<torch::Tensor> flatten_state(const std::vector<State>& state);
+// Every tensor of the carried state moved to `d`.
+void state_to(std::vector<State>& state, const torch::Device& d);
+// Data-parallel shard of a stream LM: checks that `batch` streams split evenly over
+// `world` ranks (UserError otherwise; `task` names the task) and returns the rank's
+// stream count B/W; rank r trains streams [r*B/W, (r+1)*B/W).
+int64_t stream_shard_size(const std::string& task, int64_t batch, int rank, int world);
 
 class CharLMTask : public Task {
  public:

@@ -111,33 +111,22 @@ WordLMTask::WordLMTask(const json& cfg, const std::string& run_dir) : cfg_(cfg) 
 
 // ---------------------------------------------------------------- data-parallel shard
 void WordLMTask::set_shard(int rank, int world) {
-  if (world < 1 || rank < 0 || rank >= world)
-    throw UserError("word_lm: invalid shard " + std::to_string(rank) + " of " + std::to_string(world));
-  if (batch_ % world != 0)
-    throw UserError("training.batch: " + std::to_string(batch_) + " streams cannot be split evenly over " +
-                    std::to_string(world) + " processes (the global batch must be divisible by the number of processes)");
+  local_batch_ = stream_shard_size("word_lm", batch_, rank, world);
   shard_rank_ = rank;
   shard_world_ = world;
-  local_batch_ = batch_ / world;
   // The same [B, n] batchification as one process; this rank keeps its rows, so the
   // ranks' shards together are exactly the single-process batch of every step.
   train_ = batchify(corpus_.train, batch_).narrow(0, rank * local_batch_, local_batch_).contiguous().to(device_);
   state_ = model_->initial_state(local_batch_, torch::TensorOptions().dtype(torch::kFloat32).device(device_));
 }
 
-std::vector<torch::Tensor> WordLMTask::sharded_state() const {
-  std::vector<torch::Tensor> out;
-  for (auto& s : state_)
-    for (auto& t : s) out.push_back(t);
-  return out;
-}
+std::vector<torch::Tensor> WordLMTask::sharded_state() const { return flatten_state(state_); }
 
 void WordLMTask::to(const torch::Device& d) {
   device_ = d;
   model_->to(d);
   train_ = train_.to(d);
-  for (auto& s : state_)
-    for (auto& t : s) t = t.to(d);
+  state_to(state_, d);
   for (auto& a : avg_) a = a.to(d);
 }
 
