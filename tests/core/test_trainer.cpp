@@ -1,12 +1,13 @@
 // Trainer: determinism, resume == uninterrupted, NaN stop, early stop, atomic run directories.
-#include <QDir>
-#include <QElapsedTimer>
-#include <QFileInfo>
-#include <QFile>
-#include <QProcess>
-#include <QThread>
+#include <gtest/gtest.h>
+#include <signal.h>
 
 #include <torch/nn/modules/linear.h>
+
+#include <chrono>
+#include <filesystem>
+#include <limits>
+#include <thread>
 
 #include "corpus_fixture.h"
 #include "harness.h"
@@ -15,13 +16,26 @@
 #include "train/trainer.h"
 #include "util/error.h"
 
-using namespace cs;
+// Not `using namespace cs`: the suite (fixture) is named Trainer, like cs::Trainer.
+using cs::atomic_write;
+using cs::EvalResult;
+using cs::json;
+using cs::load_and_resolve;
+using cs::make_task;
+using cs::Progress;
+using cs::RunStore;
+using cs::seed_everything;
+using cs::StepResult;
+using cs::Task;
+using cs::TrainerCallbacks;
+using cs::TrainerControl;
+using cs::UserError;
 
 namespace {
 
-json small_config(const QString& path, int steps) {
+json small_config(const std::string& path, int steps) {
   return load_and_resolve({{"task", "char_lm"},
-                           {"dataset", {{"path", path.toStdString()}}},
+                           {"dataset", {{"path", path}}},
                            {"model", {{"cell", "gru"}, {"embed", 8}, {"hidden", 24}, {"dropout", 0.1}}},
                            {"training", {{"batch", 8}, {"bptt", 20}, {"steps", steps}, {"eval_every", 20},
                                          {"log_every", 5}, {"checkpoint_every", 10}, {"seed", 11}, {"threads", 1}}}});
@@ -38,14 +52,14 @@ std::vector<json> comparable(const std::vector<json>& lines) {
   return out;
 }
 
-std::vector<json> train_to_dir(const json& cfg, const QString& dir, int stop_at = -1) {
+std::vector<json> train_to_dir(const json& cfg, const std::string& dir, int stop_at = -1) {
   seed_everything(cfg["training"]["seed"].get<uint64_t>());
-  auto store = std::make_shared<RunStore>(dir.toStdString());
+  auto store = std::make_shared<RunStore>(dir);
   auto task = make_task(cfg, "");
   store->create();
   store->write_config(cfg);
   atomic_write(store->path("vocab"), task->vocab_text());
-  Trainer t(cfg, std::move(task), store);
+  cs::Trainer t(cfg, std::move(task), store);
   TrainerControl control;
   TrainerCallbacks cb;
   cb.on_progress = [&](const Progress& p) {
@@ -90,187 +104,196 @@ class NanTask : public Task {
   int nan_step_, calls_ = 0;
 };
 
+// Size of a file, 0 when it is missing (as QFileInfo::size()).
+int64_t file_size(const std::string& path) {
+  std::error_code ec;
+  const auto n = std::filesystem::file_size(path, ec);
+  return ec ? 0 : static_cast<int64_t>(n);
+}
+
+// Names of the regular files in a directory (none when it is missing).
+std::vector<std::string> file_names(const std::string& dir) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (auto it = std::filesystem::directory_iterator(dir, ec); !ec && it != std::filesystem::directory_iterator();
+       it.increment(ec))
+    if (it->is_regular_file()) out.push_back(it->path().filename().string());
+  return out;
+}
+
 }  // namespace
 
-class TestTrainer : public QObject {
-  Q_OBJECT
- private Q_SLOTS:
-  void initTestCase() { set_threads(1); }
-
-  void deterministicReruns() {
-    auto path = cstest::write_text_fixture("det.txt", 20000);
-    json cfg = small_config(path, 40);
-    auto a = comparable(train_to_dir(cfg, cstest::temp_dir() + "/det_a"));
-    auto b = comparable(train_to_dir(cfg, cstest::temp_dir() + "/det_b"));
-    QVERIFY(a.size() > 8);
-    QVERIFY(a == b);
-    // a different seed gives different metrics
-    json cfg2 = cfg;
-    cfg2["training"]["seed"] = 12;
-    auto c = comparable(train_to_dir(cfg2, cstest::temp_dir() + "/det_c"));
-    QVERIFY(!(a == c));
-  }
-
-  void resumeEqualsUninterrupted() {
-    auto path = cstest::write_text_fixture("resume.txt", 20000);
-    json cfg = small_config(path, 60);
-    auto full = comparable(train_to_dir(cfg, cstest::temp_dir() + "/res_full"));
-    // stopped at step 27 (a checkpoint is written at the stop), then resumed in a fresh Trainer
-    const QString dir = cstest::temp_dir() + "/res_part";
-    train_to_dir(cfg, dir, 27);
-    RunStore store(dir.toStdString());
-    QCOMPARE(QString::fromStdString(store.read_summary().status), QString("stopped"));
-    {
-      seed_everything(999);  // whatever the process RNG is now, the checkpoint restores it
-      auto st = std::make_shared<RunStore>(dir.toStdString());
-      Trainer t(cfg, make_task(cfg, dir.toStdString()), st);
-      t.resume();
-      QCOMPARE(t.step(), int64_t(27));
-      t.run();
-    }
-    auto resumed = comparable(store.read_metrics());
-    QCOMPARE(resumed.size(), full.size());
-    for (size_t i = 0; i < full.size(); ++i)
-      QVERIFY2(resumed[i] == full[i], qPrintable(QString::fromStdString(resumed[i].dump() + "\n vs " + full[i].dump())));
-    auto s = store.read_summary();
-    QCOMPARE(QString::fromStdString(s.status), QString("finished"));
-    QCOMPARE(s.step, int64_t(60));
-  }
-
-  void nanLossStopsCleanlyKeepingLastCheckpoint() {
-    const QString dir = cstest::temp_dir() + "/nan_run";
-    json cfg = load_and_resolve({{"training", {{"steps", 50}, {"checkpoint_every", 2}, {"eval_every", 0}, {"log_every", 1}}}});
-    auto store = std::make_shared<RunStore>(dir.toStdString());
-    store->create();
-    Trainer t(cfg, std::make_unique<NanTask>(7), store);
-    auto out = t.run();
-    QCOMPARE(QString::fromStdString(out.summary.status), QString("failed"));
-    QVERIFY2(out.summary.reason.find("NaN at step 7") != std::string::npos, out.summary.reason.c_str());
-    QCOMPARE(t.step(), int64_t(6));  // the bad update was not applied
-    // last good checkpoint (step 6) is kept and loads
-    Trainer t2(cfg, std::make_unique<NanTask>(100), nullptr);
-    t2.load_checkpoint(store->path("checkpoints/last.pt"));
-    QCOMPARE(t2.step(), int64_t(6));
-    QCOMPARE(QString::fromStdString(store->read_summary().status), QString("failed"));
-  }
-
-  void earlyStopOnPatience() {
-    auto path = cstest::write_text_fixture("patience.txt", 8000);
-    json cfg = small_config(path, 400);
-    cfg["training"]["eval_every"] = 5;
-    cfg["training"]["patience"] = 2;
-    cfg["training"]["lr"] = 0.0;  // nothing improves after the first evaluation
-    Trainer t(cfg, make_task(cfg), nullptr);
-    auto out = t.run();
-    QCOMPARE(QString::fromStdString(out.summary.status), QString("finished"));
-    QCOMPARE(t.step(), int64_t(15));  // best at 5, no improvement at 10 and 15
-    QVERIFY(out.summary.reason.find("early stop") != std::string::npos);
-  }
-
-  void trackTestLogsTestAtEveryEvaluation() {
-    // training.track_test: the test split is evaluated with every valid evaluation (CRU
-    // Fig. 4), logged only; without it, test appears once, at the end (best checkpoint).
-    auto path = cstest::write_text_fixture("tracktest.txt", 8000);
-    for (bool track : {false, true}) {
-      json cfg = small_config(path, 60);
-      cfg["training"]["track_test"] = track;
-      const QString dir = cstest::temp_dir() + (track ? "/track-on" : "/track-off");
-      auto lines = train_to_dir(cfg, dir);
-      std::vector<int64_t> valid_steps, test_steps;
-      for (auto& l : lines) {
-        if (!l.value("eval", false)) continue;
-        (l.value("split", "") == "test" ? test_steps : valid_steps).push_back(l.value("step", int64_t(-1)));
-      }
-      QCOMPARE(valid_steps, (std::vector<int64_t>{20, 40, 60}));
-      if (track) QCOMPARE(test_steps, (std::vector<int64_t>{20, 40, 60, 60}));  // + the best checkpoint's at the end
-      else QCOMPARE(test_steps, (std::vector<int64_t>{60}));
-    }
-  }
-
-  void corruptedCheckpointGivesClearError() {
-    auto path = cstest::write_text_fixture("corrupt.txt", 8000);
-    json cfg = small_config(path, 10);
-    const QString dir = cstest::temp_dir() + "/corrupt_run";
-    train_to_dir(cfg, dir);
-    const QString ck = dir + "/checkpoints/last.pt";
-    QFile f(ck);
-    QVERIFY(f.open(QIODevice::ReadWrite));
-    QByteArray bytes = f.readAll();
-    f.resize(bytes.size() / 3);
-    f.close();
-    Trainer t(cfg, make_task(cfg), nullptr);
-    bool clear = false;
-    try {
-      t.load_checkpoint(ck.toStdString());
-    } catch (const UserError& e) {
-      clear = std::string(e.what()).find("corrupted") != std::string::npos &&
-              std::string(e.what()).find("last.pt") != std::string::npos;
-    }
-    QVERIFY(clear);
-  }
-
-  void killedAtAnyInstantLeavesReadableRun() {
-    // Train in a child process that checkpoints every step, SIGKILL it at several
-    // instants, and check the run directory each time: every file parses, the last
-    // checkpoint loads, and --resume finishes the run.
-    auto path = cstest::write_text_fixture("kill.txt", 30000);
-    json cfg = small_config(path, 100000);
-    cfg["training"]["checkpoint_every"] = 1;
-    cfg["training"]["log_every"] = 1;
-    cfg["training"]["eval_every"] = 0;
-    const QString cfg_path = cstest::temp_dir() + "/kill.json";
-    QFile cf(cfg_path);
-    cf.open(QIODevice::WriteOnly);
-    cf.write(QByteArray::fromStdString(cfg.dump()));
-    cf.close();
-    const QString dir = cstest::temp_dir() + "/kill_run";
-    int checked = 0;
-    for (int round = 0; round < 4; ++round) {
-      QProcess p;
-      QStringList args = round == 0 ? QStringList{"train", cfg_path, "--run-dir", dir, "--quiet"}
-                                    : QStringList{"train", "--resume", dir, "--quiet"};
-      const qint64 before = QFileInfo(dir + "/metrics.jsonl").size();
-      p.start(cstest::cli_path(), args);
-      QVERIFY(p.waitForStarted());
-      // wait until this process is training (new metrics lines), then kill it a little later,
-      // at a different instant each round (checkpoints are written every step)
-      QElapsedTimer waited;
-      waited.start();
-      while (QFileInfo(dir + "/metrics.jsonl").size() <= before + 200 && waited.elapsed() < 120000 &&
-             p.state() == QProcess::Running)
-        QThread::msleep(20);
-      QVERIFY2(p.state() == QProcess::Running, qPrintable(QString::fromUtf8(p.readAllStandardError())));
-      QThread::msleep(static_cast<unsigned long>(37 + 53 * round));
-      p.kill();  // SIGKILL: no chance to clean up
-      p.waitForFinished();
-      RunStore store(dir.toStdString());
-      QVERIFY(QFile::exists(dir + "/config.json"));
-      store.read_config();        // parses
-      auto s = store.read_summary();  // parses
-      QCOMPARE(QString::fromStdString(s.status), QString("running"));
-      auto metrics = store.read_metrics();
-      if (QFile::exists(dir + "/checkpoints/last.pt")) {
-        Trainer t(cfg, make_task(cfg, dir.toStdString()), nullptr);
-        t.load_checkpoint((dir + "/checkpoints/last.pt").toStdString());
-        QVERIFY(t.step() >= 1);
-        ++checked;
-      }
-    }
-    QVERIFY(checked >= 2);
-    // finish it with a bounded number of steps
-    QString out, err;
-    const int rc = cstest::run_cli({"train", "--resume", dir, "--steps", "0", "--quiet"}, &out, &err);
-    QVERIFY2(rc == 2, qPrintable(err));  // steps 0 is out of range: clear error, exit 2
-    RunStore store(dir.toStdString());
-    const int64_t done = store.read_summary().step;
-    const int rc2 = cstest::run_cli({"train", "--resume", dir, "--steps", QString::number(done + 5), "--quiet"}, &out, &err);
-    QVERIFY2(rc2 == 0, qPrintable(err));
-    QCOMPARE(QString::fromStdString(store.read_summary().status), QString("finished"));
-    // a resume sweeps away temp files a kill may have left behind
-    for (auto& n : QDir(dir + "/checkpoints").entryList(QDir::Files)) QVERIFY2(!n.contains(".tmp."), qPrintable(n));
-    for (auto& n : QDir(dir).entryList(QDir::Files)) QVERIFY2(!n.contains(".tmp."), qPrintable(n));
-  }
+class Trainer : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { cs::set_threads(1); }
 };
 
-CS_TEST(TestTrainer, "trainer")
-#include "test_trainer.moc"
+TEST_F(Trainer, deterministicReruns) {
+  auto path = cstest::write_text_fixture("det.txt", 20000);
+  json cfg = small_config(path, 40);
+  auto a = comparable(train_to_dir(cfg, cstest::temp_dir() + "/det_a"));
+  auto b = comparable(train_to_dir(cfg, cstest::temp_dir() + "/det_b"));
+  ASSERT_TRUE(a.size() > 8);
+  ASSERT_TRUE(a == b);
+  // a different seed gives different metrics
+  json cfg2 = cfg;
+  cfg2["training"]["seed"] = 12;
+  auto c = comparable(train_to_dir(cfg2, cstest::temp_dir() + "/det_c"));
+  ASSERT_TRUE(!(a == c));
+}
+
+TEST_F(Trainer, resumeEqualsUninterrupted) {
+  auto path = cstest::write_text_fixture("resume.txt", 20000);
+  json cfg = small_config(path, 60);
+  auto full = comparable(train_to_dir(cfg, cstest::temp_dir() + "/res_full"));
+  // stopped at step 27 (a checkpoint is written at the stop), then resumed in a fresh Trainer
+  const std::string dir = cstest::temp_dir() + "/res_part";
+  train_to_dir(cfg, dir, 27);
+  RunStore store(dir);
+  ASSERT_EQ(store.read_summary().status, std::string("stopped"));
+  {
+    seed_everything(999);  // whatever the process RNG is now, the checkpoint restores it
+    auto st = std::make_shared<RunStore>(dir);
+    cs::Trainer t(cfg, make_task(cfg, dir), st);
+    t.resume();
+    ASSERT_EQ(t.step(), int64_t(27));
+    t.run();
+  }
+  auto resumed = comparable(store.read_metrics());
+  ASSERT_EQ(resumed.size(), full.size());
+  for (size_t i = 0; i < full.size(); ++i)
+    ASSERT_TRUE(resumed[i] == full[i]) << resumed[i].dump() + "\n vs " + full[i].dump();
+  auto s = store.read_summary();
+  ASSERT_EQ(s.status, std::string("finished"));
+  ASSERT_EQ(s.step, int64_t(60));
+}
+
+TEST_F(Trainer, nanLossStopsCleanlyKeepingLastCheckpoint) {
+  const std::string dir = cstest::temp_dir() + "/nan_run";
+  json cfg = load_and_resolve({{"training", {{"steps", 50}, {"checkpoint_every", 2}, {"eval_every", 0}, {"log_every", 1}}}});
+  auto store = std::make_shared<RunStore>(dir);
+  store->create();
+  cs::Trainer t(cfg, std::make_unique<NanTask>(7), store);
+  auto out = t.run();
+  ASSERT_EQ(out.summary.status, std::string("failed"));
+  ASSERT_TRUE(out.summary.reason.find("NaN at step 7") != std::string::npos) << out.summary.reason.c_str();
+  ASSERT_EQ(t.step(), int64_t(6));  // the bad update was not applied
+  // last good checkpoint (step 6) is kept and loads
+  cs::Trainer t2(cfg, std::make_unique<NanTask>(100), nullptr);
+  t2.load_checkpoint(store->path("checkpoints/last.pt"));
+  ASSERT_EQ(t2.step(), int64_t(6));
+  ASSERT_EQ(store->read_summary().status, std::string("failed"));
+}
+
+TEST_F(Trainer, earlyStopOnPatience) {
+  auto path = cstest::write_text_fixture("patience.txt", 8000);
+  json cfg = small_config(path, 400);
+  cfg["training"]["eval_every"] = 5;
+  cfg["training"]["patience"] = 2;
+  cfg["training"]["lr"] = 0.0;  // nothing improves after the first evaluation
+  cs::Trainer t(cfg, make_task(cfg), nullptr);
+  auto out = t.run();
+  ASSERT_EQ(out.summary.status, std::string("finished"));
+  ASSERT_EQ(t.step(), int64_t(15));  // best at 5, no improvement at 10 and 15
+  ASSERT_TRUE(out.summary.reason.find("early stop") != std::string::npos);
+}
+
+TEST_F(Trainer, trackTestLogsTestAtEveryEvaluation) {
+  // training.track_test: the test split is evaluated with every valid evaluation (CRU
+  // Fig. 4), logged only; without it, test appears once, at the end (best checkpoint).
+  auto path = cstest::write_text_fixture("tracktest.txt", 8000);
+  for (bool track : {false, true}) {
+    json cfg = small_config(path, 60);
+    cfg["training"]["track_test"] = track;
+    const std::string dir = cstest::temp_dir() + (track ? "/track-on" : "/track-off");
+    auto lines = train_to_dir(cfg, dir);
+    std::vector<int64_t> valid_steps, test_steps;
+    for (auto& l : lines) {
+      if (!l.value("eval", false)) continue;
+      (l.value("split", "") == "test" ? test_steps : valid_steps).push_back(l.value("step", int64_t(-1)));
+    }
+    ASSERT_EQ(valid_steps, (std::vector<int64_t>{20, 40, 60}));
+    if (track) {
+      ASSERT_EQ(test_steps, (std::vector<int64_t>{20, 40, 60, 60}));  // + the best checkpoint's at the end
+    } else {
+      ASSERT_EQ(test_steps, (std::vector<int64_t>{60}));
+    }
+  }
+}
+
+TEST_F(Trainer, corruptedCheckpointGivesClearError) {
+  auto path = cstest::write_text_fixture("corrupt.txt", 8000);
+  json cfg = small_config(path, 10);
+  const std::string dir = cstest::temp_dir() + "/corrupt_run";
+  train_to_dir(cfg, dir);
+  const std::string ck = dir + "/checkpoints/last.pt";
+  ASSERT_TRUE(std::filesystem::exists(ck));
+  const std::string bytes = cstest::read_text(ck);
+  std::filesystem::resize_file(ck, bytes.size() / 3);
+  cs::Trainer t(cfg, make_task(cfg), nullptr);
+  bool clear = false;
+  try {
+    t.load_checkpoint(ck);
+  } catch (const UserError& e) {
+    clear = std::string(e.what()).find("corrupted") != std::string::npos &&
+            std::string(e.what()).find("last.pt") != std::string::npos;
+  }
+  ASSERT_TRUE(clear);
+}
+
+TEST_F(Trainer, killedAtAnyInstantLeavesReadableRun) {
+  // Train in a child process that checkpoints every step, SIGKILL it at several
+  // instants, and check the run directory each time: every file parses, the last
+  // checkpoint loads, and --resume finishes the run.
+  auto path = cstest::write_text_fixture("kill.txt", 30000);
+  json cfg = small_config(path, 100000);
+  cfg["training"]["checkpoint_every"] = 1;
+  cfg["training"]["log_every"] = 1;
+  cfg["training"]["eval_every"] = 0;
+  const std::string cfg_path = cstest::temp_dir() + "/kill.json";
+  cstest::write_text(cfg_path, cfg.dump());
+  const std::string dir = cstest::temp_dir() + "/kill_run";
+  int checked = 0;
+  for (int round = 0; round < 4; ++round) {
+    cstest::Process p;
+    std::vector<std::string> args = round == 0 ? std::vector<std::string>{"train", cfg_path, "--run-dir", dir, "--quiet"}
+                                               : std::vector<std::string>{"train", "--resume", dir, "--quiet"};
+    const int64_t before = file_size(dir + "/metrics.jsonl");
+    ASSERT_TRUE(p.start(args)) << p.err();
+    // wait until this process is training (new metrics lines), then kill it a little later,
+    // at a different instant each round (checkpoints are written every step)
+    const auto waited = std::chrono::steady_clock::now();
+    while (file_size(dir + "/metrics.jsonl") <= before + 200 &&
+           std::chrono::steady_clock::now() - waited < std::chrono::milliseconds(120000) && p.running())
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    ASSERT_TRUE(p.running()) << p.err();
+    std::this_thread::sleep_for(std::chrono::milliseconds(37 + 53 * round));
+    p.signal(SIGKILL);  // no chance to clean up
+    p.wait(30000);
+    RunStore store(dir);
+    ASSERT_TRUE(std::filesystem::exists(dir + "/config.json"));
+    store.read_config();        // parses
+    auto s = store.read_summary();  // parses
+    ASSERT_EQ(s.status, std::string("running"));
+    auto metrics = store.read_metrics();
+    if (std::filesystem::exists(dir + "/checkpoints/last.pt")) {
+      cs::Trainer t(cfg, make_task(cfg, dir), nullptr);
+      t.load_checkpoint(dir + "/checkpoints/last.pt");
+      ASSERT_TRUE(t.step() >= 1);
+      ++checked;
+    }
+  }
+  ASSERT_TRUE(checked >= 2);
+  // finish it with a bounded number of steps
+  std::string out, err;
+  const int rc = cstest::run_cli({"train", "--resume", dir, "--steps", "0", "--quiet"}, &out, &err);
+  ASSERT_TRUE(rc == 2) << err;  // steps 0 is out of range: clear error, exit 2
+  RunStore store(dir);
+  const int64_t done = store.read_summary().step;
+  const int rc2 = cstest::run_cli({"train", "--resume", dir, "--steps", std::to_string(done + 5), "--quiet"}, &out, &err);
+  ASSERT_TRUE(rc2 == 0) << err;
+  ASSERT_EQ(store.read_summary().status, std::string("finished"));
+  // a resume sweeps away temp files a kill may have left behind
+  for (auto& n : file_names(dir + "/checkpoints")) ASSERT_TRUE(!cstest::contains(n, ".tmp.")) << n;
+  for (auto& n : file_names(dir)) ASSERT_TRUE(!cstest::contains(n, ".tmp.")) << n;
+}
