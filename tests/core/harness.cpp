@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 extern char** environ;
 
@@ -119,6 +120,68 @@ int run_cli(const std::vector<std::string>& args, std::string* out, std::string*
   if (err) *err = e;
   return WIFEXITED(status) ? WEXITSTATUS(status) : -2;
 }
+
+Process::~Process() {
+  if (running()) {
+    ::kill(pid_, SIGKILL);
+    wait(60000);
+  }
+}
+
+bool Process::start(const std::vector<std::string>& args) {
+  static int serial = 0;
+  const std::string base = temp_dir() + "/process-" + std::to_string(++serial);
+  out_path_ = base + ".out";
+  err_path_ = base + ".err";
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, out_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, err_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  const std::string prog = cli_path();
+  std::vector<char*> argv;
+  argv.push_back(const_cast<char*>(prog.c_str()));
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  const int rc = ::posix_spawn(&pid_, prog.c_str(), &fa, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) {
+    pid_ = -1;
+    start_error_ = "cannot start " + prog + ": " + std::strerror(rc);
+    return false;
+  }
+  ended_ = false;
+  exit_code_ = -1;
+  return true;
+}
+
+bool Process::running() {
+  if (pid_ < 0 || ended_) return false;
+  int status = 0;
+  pid_t r;
+  while ((r = ::waitpid(pid_, &status, WNOHANG)) < 0 && errno == EINTR) {
+  }
+  if (r == 0) return true;
+  ended_ = true;
+  exit_code_ = r == pid_ && WIFEXITED(status) ? WEXITSTATUS(status) : -2;
+  return false;
+}
+
+void Process::signal(int sig) {
+  if (running()) ::kill(pid_, sig);
+}
+
+bool Process::wait(int timeout_ms) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (running()) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return pid_ >= 0;
+}
+
+std::string Process::out() const { return read_text(out_path_); }
+std::string Process::err() const { return start_error_.empty() ? read_text(err_path_) : start_error_; }
 
 std::string read_text(const std::string& path) {
   std::ifstream f(path, std::ios::binary);

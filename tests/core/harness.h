@@ -5,6 +5,7 @@
 // for each file (see tests/CMakeLists.txt and tests/README.md).
 #pragma once
 #include <nlohmann/json.hpp>
+#include <sys/types.h>
 
 #include <string>
 #include <vector>
@@ -19,6 +20,32 @@ std::string source_dir();
 // -1 when it ran past timeout_ms (it is killed; *err = "timeout"), -2 when a signal ended it.
 int run_cli(const std::vector<std::string>& args, std::string* out = nullptr, std::string* err = nullptr,
             int timeout_ms = 600000);
+
+// A cellscope-cli process started without waiting, for tests that signal or kill it or run
+// several at once (what QProcess did). stdout and stderr go to files in temp_dir(), so a
+// chatty child never blocks on a full pipe; out()/err() read them.
+class Process {
+ public:
+  Process() = default;
+  ~Process();  // a process still running is killed (SIGKILL) and reaped
+  Process(const Process&) = delete;
+  Process& operator=(const Process&) = delete;
+  bool start(const std::vector<std::string>& args);  // false (and err() says why) when it cannot start
+  pid_t pid() const { return pid_; }
+  bool running();             // started and not ended yet (reaps it once it has ended)
+  void signal(int sig);       // kill(pid, sig) while it runs
+  bool wait(int timeout_ms);  // true when it has ended within timeout_ms
+  bool normal_exit() const { return ended_ && exit_code_ >= 0; }  // ended by exit(), not by a signal
+  int exit_code() const { return exit_code_; }  // its exit status; -2 when a signal ended it, -1 before the end
+  std::string out() const;
+  std::string err() const;
+
+ private:
+  pid_t pid_ = -1;
+  bool ended_ = false;
+  int exit_code_ = -1;
+  std::string out_path_, err_path_, start_error_;
+};
 
 // Small file helpers for tests.
 std::string read_text(const std::string& path);  // "" when missing

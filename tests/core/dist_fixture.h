@@ -1,11 +1,6 @@
-// Helpers of the data-parallel tests (test_dist_end, test_dist_cluster): tiny configs
-// for every task, runs of cellscope-cli, and two ranks in one test process.
+// Helpers of the data-parallel core tests (test_dist_end*, test_dist_stop, test_dist_cluster):
+// tiny configs for every task, runs of cellscope-cli, and two ranks in one test process.
 #pragma once
-#include <QDir>
-#include <QFile>
-#include <QFileInfo>
-#include <QProcess>
-
 #include <fstream>
 #include <functional>
 #include <random>
@@ -18,18 +13,16 @@
 
 namespace cstest {
 
-inline QString write_json_file(const QString& name, const cs::json& j) {
-  const QString p = temp_dir() + "/" + name;
-  QFile f(p);
-  f.open(QIODevice::WriteOnly);
-  f.write(QByteArray::fromStdString(j.dump()));
+inline std::string write_json_file(const std::string& name, const cs::json& j) {
+  const std::string p = temp_dir() + "/" + name;
+  write_text(p, j.dump());
   return p;
 }
 
 // Sentences whose label is decided by one word (learnable in a few steps); ABSA: a
 // SemEval-style XML file with two aspects per sentence.
 inline std::string write_sentence_fixture(bool absa) {
-  const std::string path = (temp_dir() + (absa ? "/dist_absa.xml" : "/dist_classify.jsonl")).toStdString();
+  const std::string path = temp_dir() + (absa ? "/dist_absa.xml" : "/dist_classify.jsonl");
   std::ofstream f(path);
   std::mt19937 rng(3);
   const char* fill[] = {"the", "movie", "was", "quite", "a", "story", "with", "actors", "and", "music"};
@@ -94,7 +87,7 @@ struct TwoRanks {
   int64_t step[2] = {0, 0};
   std::string error[2];
 };
-inline TwoRanks run_two_ranks(const QString& store_file,
+inline TwoRanks run_two_ranks(const std::string& store_file,
                               const std::function<std::unique_ptr<cs::Trainer>(cs::DistContext*)>& make,
                               const std::function<void(int rank, const cs::Progress&, cs::TrainerControl&)>& on_progress = {}) {
   TwoRanks out;
@@ -103,7 +96,7 @@ inline TwoRanks run_two_ranks(const QString& store_file,
       cs::DistOptions o;
       o.rank = rank;
       o.world = 2;
-      o.store_file = store_file.toStdString();
+      o.store_file = store_file;
       o.timeout_s = 20;
       auto d = cs::init_dist(o);
       auto t = make(d.get());

@@ -1,6 +1,11 @@
 // One task's data-parallel end-of-run check, shared by test_dist_end (the language
 // models) and test_dist_end_sentences (classify, ABSA) so that each test stays short.
 #pragma once
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
 #include "dist_fixture.h"
 #include "tasks/task.h"
 #include "train/metrics.h"
@@ -11,19 +16,19 @@ using namespace cs;
 // 7 steps: the last step is no evaluation step (eval_every 4), checkpoints at 3 and 6
 // and the final one; 8 steps: the last step is an evaluation step. Both walk the whole
 // end: final evaluation, last checkpoint, test evaluation of best.pt, summary.
-inline void two_processes_finish_like_one(const QString& task) {
+inline void two_processes_finish_like_one(const std::string& task) {
   for (int steps : {7, 8}) {
-    const json raw = cstest::tiny_config(task.toStdString(), steps);
-    const QString dir = cstest::temp_dir() + "/end_" + task + "_" + QString::number(steps);
-    QString out, err;
+    const json raw = cstest::tiny_config(task, steps);
+    const std::string dir = cstest::temp_dir() + "/end_" + task + "_" + std::to_string(steps);
+    std::string out, err;
     const int rc = cstest::run_cli({"train", cstest::write_json_file(task + ".json", raw), "--nproc", "2", "--run-dir", dir,
                                     "--quiet", "--dist-timeout", "30"},
                                    &out, &err, 120000);
-    QVERIFY2(rc == 0, qPrintable(err));
-    auto s = RunStore(dir.toStdString()).read_summary();
-    QCOMPARE(QString::fromStdString(s.status), QString("finished"));
-    QCOMPARE(s.step, int64_t(steps));
-    QVERIFY(s.has_test);
+    ASSERT_TRUE(rc == 0) << err;
+    auto s = RunStore(dir).read_summary();
+    ASSERT_EQ(s.status, std::string("finished"));
+    ASSERT_EQ(s.step, int64_t(steps));
+    ASSERT_TRUE(s.has_test);
     if (steps != 8) continue;
     // One process, same global batch and seed, in memory. Without dropout the two runs
     // differ only by float32 rounding (a mean over the ranks' half-batch gradients
@@ -35,24 +40,23 @@ inline void two_processes_finish_like_one(const QString& task) {
     seed_everything(5);
     Trainer single(cfg, make_task(cfg), nullptr);
     single.run();
-    auto dist = read_metrics(dir.toStdString() + "/metrics.jsonl");
+    auto dist = read_metrics(dir + "/metrics.jsonl");
     std::vector<const MetricsRecord*> one, two;
     for (auto& r : single.history)
       if (!(r.eval && r.split == "test")) one.push_back(&r);
     for (auto& r : dist)
       if (!(r.eval && r.split == "test")) two.push_back(&r);
-    QCOMPARE(two.size(), one.size());
+    ASSERT_EQ(two.size(), one.size());
     for (size_t i = 0; i < one.size(); ++i) {
-      QCOMPARE(two[i]->step, one[i]->step);
-      QCOMPARE(two[i]->eval, one[i]->eval);
+      ASSERT_EQ(two[i]->step, one[i]->step);
+      ASSERT_EQ(two[i]->eval, one[i]->eval);
       const double a = one[i]->values.at("loss"), b = two[i]->values.at("loss");
-      QVERIFY2(std::abs(a - b) < 1e-3,
-               qPrintable(QString("%1 step %2 (%3): %4 vs %5").arg(task).arg(one[i]->step).arg(one[i]->eval ? "eval" : "train").arg(a).arg(b)));
+      ASSERT_TRUE(std::abs(a - b) < 1e-3) << task << " step " << one[i]->step << " (" << (one[i]->eval ? "eval" : "train") << "): " << a << " vs " << b;
       if (two[i]->eval) {
-        QCOMPARE(two[i]->values.at("param_divergence"), 0.0);  // identical replicas
+        ASSERT_NEAR(two[i]->values.at("param_divergence"), 0.0, 1e-12);  // identical replicas (QCOMPARE with 0: qFuzzyIsNull)
       } else {
-        QCOMPARE(two[i]->values.at("world_size"), 2.0);
-        QCOMPARE(two[i]->values.count("throughput_rank1"), size_t(1));
+        ASSERT_DOUBLE_EQ(two[i]->values.at("world_size"), 2.0);
+        ASSERT_EQ(two[i]->values.count("throughput_rank1"), size_t(1));
       }
     }
   }

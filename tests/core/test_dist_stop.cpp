@@ -1,0 +1,146 @@
+// The other endings of a data-parallel run: a stop (SIGTERM on the launcher, or a
+// stop request on one rank), an early stop and a NaN on one rank end every rank at
+// the same step, with the right status, and nobody waits for a collective timeout.
+#include <gtest/gtest.h>
+
+#include <torch/nn/modules/linear.h>
+
+#include <chrono>
+#include <csignal>
+#include <filesystem>
+#include <limits>
+
+#include "corpus_fixture.h"
+#include "dist_fixture.h"
+#include "tasks/task.h"
+#include "util/error.h"
+
+using namespace cs;
+
+namespace {
+
+// A task whose loss becomes NaN at step `nan_step` (one rank only in the test).
+class NanTask : public Task {
+ public:
+  explicit NanTask(int nan_step) : nan_step_(nan_step) { net_ = std::make_shared<torch::nn::LinearImpl>(3, 1); }
+  std::string name() const override { return "nan_task"; }
+  std::shared_ptr<torch::nn::Module> model() override { return net_; }
+  StepResult train_step() override {
+    ++calls_;
+    auto y = net_->forward(torch::ones({4, 3})).pow(2).mean();
+    if (calls_ >= nan_step_) y = y * std::numeric_limits<double>::quiet_NaN();
+    StepResult r;
+    r.loss = y;
+    r.task_loss = y.item<double>();
+    r.units = 4;
+    return r;
+  }
+  EvalResult evaluate(const std::string&) override { return {{{"loss", 1.0}}, 1}; }
+  std::string primary_metric() const override { return "loss"; }
+  bool lower_is_better() const override { return true; }
+  std::string unit_name() const override { return "items"; }
+  double epoch() const override { return 0; }
+  void set_shard(int, int) override {}
+  void save_state(torch::serialize::OutputArchive& ar) const override {}
+  void load_state(torch::serialize::InputArchive& ar) override {}
+
+ private:
+  std::shared_ptr<torch::nn::LinearImpl> net_;
+  int nan_step_, calls_ = 0;
+};
+
+// Milliseconds since `t0`.
+int64_t elapsed_ms(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+class DistStop : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { set_threads(1); }
+  void SetUp() override {
+    ASSERT_TRUE(std::filesystem::exists(cstest::default_corpus_path()))
+        << "the default corpus is missing: " << cstest::default_corpus_path();
+  }
+};
+
+// Ctrl-C / SIGTERM on the launcher: the workers agree on the step, rank 0 writes the
+// one checkpoint of the run at that step, every rank exits 0, status "stopped".
+TEST_F(DistStop, sigtermStopsEveryRankAtOneStep) {
+  json raw = cstest::tiny_config("char_lm", 1000000);
+  raw["training"]["eval_every"] = 0;
+  raw["training"]["checkpoint_every"] = 0;  // no checkpoint but the stop's
+  const std::string dir = cstest::temp_dir() + "/end_sigterm";
+  cstest::Process p;
+  ASSERT_TRUE(p.start({"train", cstest::write_json_file("sigterm.json", raw), "--nproc", "2", "--run-dir", dir, "--quiet",
+                       "--dist-timeout", "30"}))
+      << p.err();
+  const auto t = std::chrono::steady_clock::now();
+  while (elapsed_ms(t) < 60000 && p.running() && RunStore(dir).read_metrics().size() < 2) p.wait(50);
+  ASSERT_TRUE(p.running()) << p.err();
+  p.signal(SIGTERM);
+  const auto stop = std::chrono::steady_clock::now();
+  ASSERT_TRUE(p.wait(60000));
+  const std::string err = p.err();
+  ASSERT_TRUE(p.normal_exit() && p.exit_code() == 0) << err;
+  ASSERT_TRUE(elapsed_ms(stop) < 20000) << "the ranks did not stop promptly";
+  RunStore store(dir);
+  auto s = store.read_summary();
+  ASSERT_EQ(s.status, std::string("stopped"));
+  ASSERT_TRUE(s.step > 0);
+  ASSERT_TRUE(store.checkpoint_steps() == std::vector<int64_t>{s.step});  // written once, at the agreed step
+  Trainer check(load_and_resolve(raw), make_task(load_and_resolve(raw)), nullptr);
+  check.load_checkpoint(store.path("checkpoints/last.pt"));
+  ASSERT_EQ(check.step(), s.step);
+}
+
+TEST_F(DistStop, earlyStopOnEveryRank) {
+  json raw = cstest::tiny_config("word_lm", 100);
+  raw["training"]["lr"] = 0.0;  // nothing improves after the first evaluation
+  raw["training"]["eval_every"] = 2;
+  raw["training"]["patience"] = 2;
+  const std::string dir = cstest::temp_dir() + "/end_early";
+  std::string out, err;
+  ASSERT_EQ(cstest::run_cli({"train", cstest::write_json_file("early.json", raw), "--nproc", "2", "--run-dir", dir, "--quiet",
+                            "--dist-timeout", "30"},
+                           &out, &err, 120000), 0);
+  auto s = RunStore(dir).read_summary();
+  ASSERT_EQ(s.status, std::string("finished"));
+  ASSERT_EQ(s.step, int64_t(6));  // best at 2, no improvement at 4 and 6
+  ASSERT_TRUE(s.reason.find("early stop") != std::string::npos) << s.reason.c_str();
+  ASSERT_TRUE(s.has_test);
+}
+
+// A NaN on rank 1 only: both ranks stop at the same step with the reason, at once.
+TEST_F(DistStop, nanOnOneRankStopsEveryRank) {
+  const json cfg = load_and_resolve({{"training", {{"steps", 50}, {"eval_every", 0}, {"log_every", 1}}}});
+  const auto t = std::chrono::steady_clock::now();
+  auto r = cstest::run_two_ranks(cstest::temp_dir() + "/nan_store", [&](DistContext* d) {
+    return std::make_unique<Trainer>(cfg, std::make_unique<NanTask>(d->rank == 1 ? 5 : 1000), nullptr, d);
+  });
+  for (int k = 0; k < 2; ++k) {
+    ASSERT_TRUE(r.error[k].empty()) << r.error[k].c_str();
+    ASSERT_EQ(r.summary[k].status, std::string("failed"));
+    ASSERT_TRUE(r.summary[k].reason.find("NaN at step 5") != std::string::npos) << r.summary[k].reason.c_str();
+    ASSERT_EQ(r.step[k], int64_t(4));
+  }
+  ASSERT_TRUE(elapsed_ms(t) < 15000);  // nobody waited for the 20 s collective timeout
+}
+
+// A stop request on one rank only (as when a signal reaches one process first):
+// both stop at the same step, status "stopped".
+TEST_F(DistStop, stopOnOneRankStopsEveryRank) {
+  const json cfg = load_and_resolve({{"training", {{"steps", 50}, {"eval_every", 0}, {"log_every", 1}}}});
+  auto r = cstest::run_two_ranks(
+      cstest::temp_dir() + "/stop_store",
+      [&](DistContext* d) { return std::make_unique<Trainer>(cfg, std::make_unique<NanTask>(1000), nullptr, d); },
+      [](int rank, const Progress& p, TrainerControl& c) {
+        if (rank == 1 && p.step == 3) c.stop = true;
+      });
+  for (int k = 0; k < 2; ++k) {
+    ASSERT_TRUE(r.error[k].empty()) << r.error[k].c_str();
+    ASSERT_EQ(r.summary[k].status, std::string("stopped"));
+    ASSERT_EQ(r.step[k], int64_t(4));  // the flag travels with step 4's statistics
+  }
+}

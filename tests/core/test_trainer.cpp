@@ -1,0 +1,299 @@
+// Trainer: determinism, resume == uninterrupted, NaN stop, early stop, atomic run directories.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <torch/nn/modules/linear.h>
+
+#include <chrono>
+#include <filesystem>
+#include <limits>
+#include <thread>
+
+#include "corpus_fixture.h"
+#include "harness.h"
+#include "tasks/char_lm.h"
+#include "train/run_store.h"
+#include "train/trainer.h"
+#include "util/error.h"
+
+// Not `using namespace cs`: the suite (fixture) is named Trainer, like cs::Trainer.
+using cs::atomic_write;
+using cs::EvalResult;
+using cs::json;
+using cs::load_and_resolve;
+using cs::make_task;
+using cs::Progress;
+using cs::RunStore;
+using cs::seed_everything;
+using cs::StepResult;
+using cs::Task;
+using cs::TrainerCallbacks;
+using cs::TrainerControl;
+using cs::UserError;
+
+namespace {
+
+json small_config(const std::string& path, int steps) {
+  return load_and_resolve({{"task", "char_lm"},
+                           {"dataset", {{"path", path}}},
+                           {"model", {{"cell", "gru"}, {"embed", 8}, {"hidden", 24}, {"dropout", 0.1}}},
+                           {"training", {{"batch", 8}, {"bptt", 20}, {"steps", steps}, {"eval_every", 20},
+                                         {"log_every", 5}, {"checkpoint_every", 10}, {"seed", 11}, {"threads", 1}}}});
+}
+
+// Metrics lines without wall-clock fields.
+std::vector<json> comparable(const std::vector<json>& lines) {
+  std::vector<json> out;
+  for (auto j : lines) {
+    j.erase("elapsed");
+    j.erase("throughput");
+    out.push_back(j);
+  }
+  return out;
+}
+
+std::vector<json> train_to_dir(const json& cfg, const std::string& dir, int stop_at = -1) {
+  seed_everything(cfg["training"]["seed"].get<uint64_t>());
+  auto store = std::make_shared<RunStore>(dir);
+  auto task = make_task(cfg, "");
+  store->create();
+  store->write_config(cfg);
+  atomic_write(store->path("vocab"), task->vocab_text());
+  cs::Trainer t(cfg, std::move(task), store);
+  TrainerControl control;
+  TrainerCallbacks cb;
+  cb.on_progress = [&](const Progress& p) {
+    if (p.step == stop_at) control.stop = true;
+  };
+  t.run(&control, cb);
+  return store->read_metrics();
+}
+
+// A task whose loss becomes NaN at a given step (tests the trainer generically).
+class NanTask : public Task {
+ public:
+  explicit NanTask(int nan_step) : nan_step_(nan_step) { net_ = std::make_shared<torch::nn::LinearImpl>(3, 1); }
+  std::string name() const override { return "nan_task"; }
+  std::shared_ptr<torch::nn::Module> model() override { return net_; }
+  StepResult train_step() override {
+    ++calls_;
+    auto y = net_->forward(torch::ones({4, 3})).pow(2).mean();
+    if (calls_ >= nan_step_) y = y * std::numeric_limits<double>::quiet_NaN();
+    StepResult r;
+    r.loss = y;
+    r.task_loss = y.item<double>();
+    r.units = 4;
+    return r;
+  }
+  EvalResult evaluate(const std::string&) override { return {{{"loss", 1.0}}, 1}; }
+  std::string primary_metric() const override { return "loss"; }
+  bool lower_is_better() const override { return true; }
+  std::string unit_name() const override { return "items"; }
+  double epoch() const override { return 0; }
+  void save_state(torch::serialize::OutputArchive& ar) const override {
+    ar.write("calls", torch::tensor(static_cast<int64_t>(calls_)));
+  }
+  void load_state(torch::serialize::InputArchive& ar) override {
+    torch::Tensor t;
+    ar.read("calls", t);
+    calls_ = static_cast<int>(t.item<int64_t>());
+  }
+
+ private:
+  std::shared_ptr<torch::nn::LinearImpl> net_;
+  int nan_step_, calls_ = 0;
+};
+
+// Size of a file, 0 when it is missing (as QFileInfo::size()).
+int64_t file_size(const std::string& path) {
+  std::error_code ec;
+  const auto n = std::filesystem::file_size(path, ec);
+  return ec ? 0 : static_cast<int64_t>(n);
+}
+
+// Names of the regular files in a directory (none when it is missing).
+std::vector<std::string> file_names(const std::string& dir) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (auto it = std::filesystem::directory_iterator(dir, ec); !ec && it != std::filesystem::directory_iterator();
+       it.increment(ec))
+    if (it->is_regular_file()) out.push_back(it->path().filename().string());
+  return out;
+}
+
+}  // namespace
+
+class Trainer : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { cs::set_threads(1); }
+};
+
+TEST_F(Trainer, deterministicReruns) {
+  auto path = cstest::write_text_fixture("det.txt", 20000);
+  json cfg = small_config(path, 40);
+  auto a = comparable(train_to_dir(cfg, cstest::temp_dir() + "/det_a"));
+  auto b = comparable(train_to_dir(cfg, cstest::temp_dir() + "/det_b"));
+  ASSERT_TRUE(a.size() > 8);
+  ASSERT_TRUE(a == b);
+  // a different seed gives different metrics
+  json cfg2 = cfg;
+  cfg2["training"]["seed"] = 12;
+  auto c = comparable(train_to_dir(cfg2, cstest::temp_dir() + "/det_c"));
+  ASSERT_TRUE(!(a == c));
+}
+
+TEST_F(Trainer, resumeEqualsUninterrupted) {
+  auto path = cstest::write_text_fixture("resume.txt", 20000);
+  json cfg = small_config(path, 60);
+  auto full = comparable(train_to_dir(cfg, cstest::temp_dir() + "/res_full"));
+  // stopped at step 27 (a checkpoint is written at the stop), then resumed in a fresh Trainer
+  const std::string dir = cstest::temp_dir() + "/res_part";
+  train_to_dir(cfg, dir, 27);
+  RunStore store(dir);
+  ASSERT_EQ(store.read_summary().status, std::string("stopped"));
+  {
+    seed_everything(999);  // whatever the process RNG is now, the checkpoint restores it
+    auto st = std::make_shared<RunStore>(dir);
+    cs::Trainer t(cfg, make_task(cfg, dir), st);
+    t.resume();
+    ASSERT_EQ(t.step(), int64_t(27));
+    t.run();
+  }
+  auto resumed = comparable(store.read_metrics());
+  ASSERT_EQ(resumed.size(), full.size());
+  for (size_t i = 0; i < full.size(); ++i)
+    ASSERT_TRUE(resumed[i] == full[i]) << resumed[i].dump() + "\n vs " + full[i].dump();
+  auto s = store.read_summary();
+  ASSERT_EQ(s.status, std::string("finished"));
+  ASSERT_EQ(s.step, int64_t(60));
+}
+
+TEST_F(Trainer, nanLossStopsCleanlyKeepingLastCheckpoint) {
+  const std::string dir = cstest::temp_dir() + "/nan_run";
+  json cfg = load_and_resolve({{"training", {{"steps", 50}, {"checkpoint_every", 2}, {"eval_every", 0}, {"log_every", 1}}}});
+  auto store = std::make_shared<RunStore>(dir);
+  store->create();
+  cs::Trainer t(cfg, std::make_unique<NanTask>(7), store);
+  auto out = t.run();
+  ASSERT_EQ(out.summary.status, std::string("failed"));
+  ASSERT_TRUE(out.summary.reason.find("NaN at step 7") != std::string::npos) << out.summary.reason.c_str();
+  ASSERT_EQ(t.step(), int64_t(6));  // the bad update was not applied
+  // last good checkpoint (step 6) is kept and loads
+  cs::Trainer t2(cfg, std::make_unique<NanTask>(100), nullptr);
+  t2.load_checkpoint(store->path("checkpoints/last.pt"));
+  ASSERT_EQ(t2.step(), int64_t(6));
+  ASSERT_EQ(store->read_summary().status, std::string("failed"));
+}
+
+TEST_F(Trainer, earlyStopOnPatience) {
+  auto path = cstest::write_text_fixture("patience.txt", 8000);
+  json cfg = small_config(path, 400);
+  cfg["training"]["eval_every"] = 5;
+  cfg["training"]["patience"] = 2;
+  cfg["training"]["lr"] = 0.0;  // nothing improves after the first evaluation
+  cs::Trainer t(cfg, make_task(cfg), nullptr);
+  auto out = t.run();
+  ASSERT_EQ(out.summary.status, std::string("finished"));
+  ASSERT_EQ(t.step(), int64_t(15));  // best at 5, no improvement at 10 and 15
+  ASSERT_TRUE(out.summary.reason.find("early stop") != std::string::npos);
+}
+
+TEST_F(Trainer, trackTestLogsTestAtEveryEvaluation) {
+  // training.track_test: the test split is evaluated with every valid evaluation (CRU
+  // Fig. 4), logged only; without it, test appears once, at the end (best checkpoint).
+  auto path = cstest::write_text_fixture("tracktest.txt", 8000);
+  for (bool track : {false, true}) {
+    json cfg = small_config(path, 60);
+    cfg["training"]["track_test"] = track;
+    const std::string dir = cstest::temp_dir() + (track ? "/track-on" : "/track-off");
+    auto lines = train_to_dir(cfg, dir);
+    std::vector<int64_t> valid_steps, test_steps;
+    for (auto& l : lines) {
+      if (!l.value("eval", false)) continue;
+      (l.value("split", "") == "test" ? test_steps : valid_steps).push_back(l.value("step", int64_t(-1)));
+    }
+    ASSERT_EQ(valid_steps, (std::vector<int64_t>{20, 40, 60}));
+    if (track) {
+      ASSERT_EQ(test_steps, (std::vector<int64_t>{20, 40, 60, 60}));  // + the best checkpoint's at the end
+    } else {
+      ASSERT_EQ(test_steps, (std::vector<int64_t>{60}));
+    }
+  }
+}
+
+TEST_F(Trainer, corruptedCheckpointGivesClearError) {
+  auto path = cstest::write_text_fixture("corrupt.txt", 8000);
+  json cfg = small_config(path, 10);
+  const std::string dir = cstest::temp_dir() + "/corrupt_run";
+  train_to_dir(cfg, dir);
+  const std::string ck = dir + "/checkpoints/last.pt";
+  ASSERT_TRUE(std::filesystem::exists(ck));
+  const std::string bytes = cstest::read_text(ck);
+  std::filesystem::resize_file(ck, bytes.size() / 3);
+  cs::Trainer t(cfg, make_task(cfg), nullptr);
+  bool clear = false;
+  try {
+    t.load_checkpoint(ck);
+  } catch (const UserError& e) {
+    clear = std::string(e.what()).find("corrupted") != std::string::npos &&
+            std::string(e.what()).find("last.pt") != std::string::npos;
+  }
+  ASSERT_TRUE(clear);
+}
+
+TEST_F(Trainer, killedAtAnyInstantLeavesReadableRun) {
+  // Train in a child process that checkpoints every step, SIGKILL it at several
+  // instants, and check the run directory each time: every file parses, the last
+  // checkpoint loads, and --resume finishes the run.
+  auto path = cstest::write_text_fixture("kill.txt", 30000);
+  json cfg = small_config(path, 100000);
+  cfg["training"]["checkpoint_every"] = 1;
+  cfg["training"]["log_every"] = 1;
+  cfg["training"]["eval_every"] = 0;
+  const std::string cfg_path = cstest::temp_dir() + "/kill.json";
+  cstest::write_text(cfg_path, cfg.dump());
+  const std::string dir = cstest::temp_dir() + "/kill_run";
+  int checked = 0;
+  for (int round = 0; round < 4; ++round) {
+    cstest::Process p;
+    std::vector<std::string> args = round == 0 ? std::vector<std::string>{"train", cfg_path, "--run-dir", dir, "--quiet"}
+                                               : std::vector<std::string>{"train", "--resume", dir, "--quiet"};
+    const int64_t before = file_size(dir + "/metrics.jsonl");
+    ASSERT_TRUE(p.start(args)) << p.err();
+    // wait until this process is training (new metrics lines), then kill it a little later,
+    // at a different instant each round (checkpoints are written every step)
+    const auto waited = std::chrono::steady_clock::now();
+    while (file_size(dir + "/metrics.jsonl") <= before + 200 &&
+           std::chrono::steady_clock::now() - waited < std::chrono::milliseconds(120000) && p.running())
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    ASSERT_TRUE(p.running()) << p.err();
+    std::this_thread::sleep_for(std::chrono::milliseconds(37 + 53 * round));
+    p.signal(SIGKILL);  // no chance to clean up
+    p.wait(30000);
+    RunStore store(dir);
+    ASSERT_TRUE(std::filesystem::exists(dir + "/config.json"));
+    store.read_config();        // parses
+    auto s = store.read_summary();  // parses
+    ASSERT_EQ(s.status, std::string("running"));
+    auto metrics = store.read_metrics();
+    if (std::filesystem::exists(dir + "/checkpoints/last.pt")) {
+      cs::Trainer t(cfg, make_task(cfg, dir), nullptr);
+      t.load_checkpoint(dir + "/checkpoints/last.pt");
+      ASSERT_TRUE(t.step() >= 1);
+      ++checked;
+    }
+  }
+  ASSERT_TRUE(checked >= 2);
+  // finish it with a bounded number of steps
+  std::string out, err;
+  const int rc = cstest::run_cli({"train", "--resume", dir, "--steps", "0", "--quiet"}, &out, &err);
+  ASSERT_TRUE(rc == 2) << err;  // steps 0 is out of range: clear error, exit 2
+  RunStore store(dir);
+  const int64_t done = store.read_summary().step;
+  const int rc2 = cstest::run_cli({"train", "--resume", dir, "--steps", std::to_string(done + 5), "--quiet"}, &out, &err);
+  ASSERT_TRUE(rc2 == 0) << err;
+  ASSERT_EQ(store.read_summary().status, std::string("finished"));
+  // a resume sweeps away temp files a kill may have left behind
+  for (auto& n : file_names(dir + "/checkpoints")) ASSERT_TRUE(!cstest::contains(n, ".tmp.")) << n;
+  for (auto& n : file_names(dir)) ASSERT_TRUE(!cstest::contains(n, ".tmp.")) << n;
+}
