@@ -9,6 +9,7 @@
 #include <fstream>
 #include <set>
 
+#include "config/schema.h"
 #include "data/text_datasets.h"
 #include "data/text_tokenize.h"
 #include "harness.h"
@@ -140,7 +141,8 @@ TEST(Classify, imdb_loader) {
     if (e.text == "Great. Loved it.") found = true;
   ASSERT_TRUE(found);
   // via the resolver with the parent directory
-  json ds = {{"path", tmp("imdb")}, {"format", "auto"}};
+  // the loaders take a resolved dataset section, as a run passes it
+  json ds = resolve_config(json{{"task", "classify"}, {"dataset", {{"path", tmp("imdb")}, {"format", "auto"}}}}).at("dataset");
   auto loc = resolve_text_dataset(ds, "classify");
   ASSERT_EQ(loc.format, std::string("aclimdb"));
   ASSERT_EQ(int(load_text_examples(loc, ds).size()), 4);
@@ -205,7 +207,7 @@ TEST(Classify, semeval_loader_and_hds) {
   ASSERT_TRUE(throws_with([&] { load_semeval_xml(bad, ""); }, {bad + ":2", "great"}));
   // the directory form picks the domain's train and test files
   write(tmp("semeval/Restaurants_Test_Gold.xml"), xml);
-  json ds = {{"path", tmp("semeval")}, {"format", "semeval2014_xml"}, {"domain", "restaurants"}};
+  json ds = resolve_config(json{{"task", "absa"}, {"dataset", {{"path", tmp("semeval")}, {"format", "semeval2014_xml"}, {"domain", "restaurants"}}}}).at("dataset");
   auto all = load_text_examples(resolve_text_dataset(ds, "absa"), ds);
   ASSERT_EQ(int(all.size()), 14);
 }

@@ -435,13 +435,13 @@ std::vector<std::string> text_dataset_names(const std::string& task) {
 TextDatasetLocation resolve_text_dataset(const json& ds, const std::string& task) {
   TextDatasetLocation loc;
   const std::string path = ds.contains("path") && ds["path"].is_string() ? ds["path"].get<std::string>() : "";
-  std::string fmt = ds.value("format", std::string("auto"));
+  const std::string fmt = ds.at("format").get<std::string>();
   if (!path.empty()) {
     loc.path = path;
     if (!file_exists(path) && !dir_exists(path)) throw UserError("dataset.path: '" + path + "' does not exist");
     loc.format = fmt == "auto" ? guess_format(path) : fmt;
   } else {
-    loc.name = ds.value("name", std::string());
+    loc.name = ds.at("name").get<std::string>();
     const Known* k = nullptr;
     for (auto& c : kKnown)
       if (loc.name == c.name && task == c.task) k = &c;
@@ -467,16 +467,16 @@ TextDatasetLocation resolve_text_dataset(const json& ds, const std::string& task
 std::vector<TextExample> load_text_examples(const TextDatasetLocation& loc, const json& ds) {
   const std::string& f = loc.format;
   if (f == "jsonl")
-    return load_jsonl_examples(loc.path, ds.value("text_field", std::string("text")),
-                               ds.value("label_field", std::string("label")), ds.value("split_field", std::string("split")));
+    return load_jsonl_examples(loc.path, ds.at("text_field").get<std::string>(),
+                               ds.at("label_field").get<std::string>(), ds.at("split_field").get<std::string>());
   if (f == "pos_neg_lines") return load_pos_neg_lines(loc.path);
   if (f == "subj_lines") return load_subj_lines(loc.path);
   if (f == "aclimdb") return load_aclimdb(dir_exists(join_path(loc.path, "aclImdb")) ? join_path(loc.path, "aclImdb") : loc.path);
-  if (f == "sst_trees") return load_sst_trees(loc.path, ds.value("sst_classes", 5));
+  if (f == "sst_trees") return load_sst_trees(loc.path, ds.at("sst_classes").get<int>());
   if (f == "semeval2014_xml") {
     if (!dir_exists(loc.path)) return load_semeval_xml(loc.path, "");
     // A directory: the domain's train and test files.
-    std::string domain = ds.value("domain", std::string());
+    std::string domain = ds.at("domain").get<std::string>();
     if (domain.empty()) domain = loc.name == "semeval2014-laptops" ? "laptops" : "restaurants";
     const std::string prefix = domain == "laptops" ? "Laptop" : "Restaurants";
     std::string train, test;

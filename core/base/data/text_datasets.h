@@ -51,6 +51,8 @@ void mark_hard_sentences(std::vector<TextExample>& ex);
 struct TextDatasetLocation {
   std::string name, path, format;
 };
+// `dataset`: the resolved "dataset" section (read with at(); the defaults live in the
+// option structs only).
 TextDatasetLocation resolve_text_dataset(const json& dataset, const std::string& task);
 // Dataset names usable by a task (for messages and the config check).
 std::vector<std::string> text_dataset_names(const std::string& task);

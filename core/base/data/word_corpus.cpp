@@ -28,8 +28,8 @@ std::vector<std::string> ptb_tokens(const std::string& text) {
 // Plain text: tokenised; <eos> after each paragraph / line / never (dataset.eos).
 static std::vector<std::string> text_tokens(const std::string& text, const json& ds) {
   TokenizerOptions to;
-  to.lowercase = ds.value("lowercase", true);
-  const std::string eos = ds.value("eos", std::string("paragraph"));
+  to.lowercase = ds.at("lowercase").get<bool>();
+  const std::string eos = ds.at("eos").get<std::string>();
   std::vector<std::string> out;
   bool in_par = false;
   for (auto& line : split_lines(text)) {
@@ -58,7 +58,7 @@ static std::string clip(std::string text, int64_t max_chars) {
 
 WordCorpus load_word_corpus(const json& ds, const Vocab* fixed) {
   std::string path = ds.contains("path") && ds["path"].is_string() ? ds["path"].get<std::string>() : "";
-  const std::string name = ds.value("name", std::string("moby-dick"));
+  const std::string name = ds.at("name").get<std::string>();
   if (path.empty()) {
     const std::string base = join_path(data_cache_dir(), name);
     path = file_exists(base + ".txt") ? base + ".txt" : dir_exists(base) ? base : base + ".txt";
@@ -66,7 +66,7 @@ WordCorpus load_word_corpus(const json& ds, const Vocab* fixed) {
       throw UserError("dataset.name: dataset '" + name + "' not found in " + data_cache_dir() +
                       " (" + fetch_hint() + "; or set dataset.path)");
   }
-  std::string format = ds.value("format", std::string("auto"));
+  std::string format = ds.at("format").get<std::string>();
   std::string dir = path;
   if (!dir_exists(path)) {
     auto b = basename_of(path);
@@ -77,7 +77,7 @@ WordCorpus load_word_corpus(const json& ds, const Vocab* fixed) {
     format = (dir_exists(dir) && file_exists(join_path(dir, "ptb.train.txt"))) ? "ptb_word" : "text";
   if (format != "ptb_word" && format != "text")
     throw UserError("dataset.format: '" + format + "' is not a word-level format (expected auto, ptb_word or text)");
-  const int64_t max_chars = ds.value("max_chars", int64_t(0));
+  const int64_t max_chars = ds.at("max_chars").get<int64_t>();
   std::vector<std::string> tr, va, te;
   WordCorpus wc;
   if (format == "ptb_word") {
@@ -93,7 +93,7 @@ WordCorpus load_word_corpus(const json& ds, const Vocab* fixed) {
   } else {
     if (dir_exists(path)) throw UserError("dataset.path: '" + path + "' is a directory without ptb.train.txt; give a text file");
     auto all = text_tokens(clip(read_file(path), max_chars), ds);
-    const double vf = ds.value("valid_fraction", 0.05), tf = ds.value("test_fraction", 0.05);
+    const double vf = ds.at("valid_fraction").get<double>(), tf = ds.at("test_fraction").get<double>();
     const size_t N = all.size(), ntr = static_cast<size_t>(static_cast<double>(N) * (1 - vf - tf)),
                  nva = static_cast<size_t>(static_cast<double>(N) * vf);
     tr.assign(all.begin(), all.begin() + static_cast<long>(ntr));
@@ -111,8 +111,8 @@ WordCorpus load_word_corpus(const json& ds, const Vocab* fixed) {
     std::sort(byf.begin(), byf.end(), [](const auto& a, const auto& b) {
       return a.second != b.second ? a.second > b.second : a.first < b.first;
     });
-    const int64_t vmax = ds.value("vocab_size", int64_t(0));  // including <unk>; 0 = all
-    const int64_t min_count = ds.value("min_count", int64_t(1));
+    const int64_t vmax = ds.at("vocab_size").get<int64_t>();  // including <unk>; 0 = all
+    const int64_t min_count = ds.at("min_count").get<int64_t>();
     if (cnt.count(kEos)) wc.vocab.add(kEos);
     for (auto& [w, c] : byf) {
       if (vmax > 0 && static_cast<int64_t>(wc.vocab.size()) >= vmax) break;

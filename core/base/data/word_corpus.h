@@ -21,7 +21,9 @@ struct WordCorpus {
   std::string format;  // "ptb_word" | "text"
 };
 
-// `ds` is the resolved "dataset" section. With `fixed_vocab` (a resumed run) its ids are used.
+// `ds` is the resolved "dataset" section of a word_lm config: every key is read with at(),
+// the defaults live only in the option structs (config/common_options.h, tasks/word_lm.h).
+// With `fixed_vocab` (a resumed run) its ids are used.
 WordCorpus load_word_corpus(const json& ds, const Vocab* fixed_vocab = nullptr);
 
 // Tokens of one PTB-format text: whitespace-separated words, "<eos>" after every line.

@@ -13,6 +13,7 @@
 #include <limits>
 #include <thread>
 
+#include "config/common_options.h"
 #include "dist/dist.h"
 #include "train/step_sync.h"
 #include "util/error.h"
@@ -58,8 +59,9 @@ Trainer::Trainer(json cfg, std::unique_ptr<Task> task, std::shared_ptr<RunStore>
       store_(std::move(store)),
       dist_(dist),
       sync_(make_step_sync(dist)) {
-  const auto& tr = cfg_.at("training");
-  std::string dev = tr.value("device", "cpu");
+  // The resolved training section (every default filled in; config/common_options.h holds them).
+  const TrainingOptions tr = read_training_options(cfg_.at("training"));
+  const std::string dev = tr.device;
   try {
     impl_->device = torch::Device(dev);
   } catch (const std::exception&) {
@@ -73,16 +75,16 @@ Trainer::Trainer(json cfg, std::unique_ptr<Task> task, std::shared_ptr<RunStore>
   if (parallel()) task_->set_shard(dist_->rank, dist_->world);  // before to(): the shard is built on the CPU
   task_->to(impl_->device);
   impl_->params = task_->model()->parameters();
-  impl_->lr = tr.value("lr", 1e-3);
-  impl_->clip = tr.value("clip", 0.0);
-  const double wd = tr.value("weight_decay", 0.0);
-  if (tr.value("optimizer", "adam") == "sgd" || tr.value("optimizer", "adam") == "asgd")  // asgd: averaging in the task
+  impl_->lr = tr.lr;
+  impl_->clip = tr.clip;
+  const double wd = tr.weight_decay;
+  if (tr.optimizer == "sgd" || tr.optimizer == "asgd")  // asgd: averaging in the task
     impl_->opt = std::make_unique<torch::optim::SGD>(
-        impl_->params, torch::optim::SGDOptions(impl_->lr).momentum(tr.value("momentum", 0.0)).weight_decay(wd));
+        impl_->params, torch::optim::SGDOptions(impl_->lr).momentum(tr.momentum).weight_decay(wd));
   else
     impl_->opt = std::make_unique<torch::optim::Adam>(impl_->params, torch::optim::AdamOptions(impl_->lr).weight_decay(wd));
   summary_.task = task_->name();
-  summary_.cell = cfg_["model"].value("cell", "");
+  summary_.cell = cfg_.at("model").at("cell").get<std::string>();
   summary_.primary_metric = task_->primary_metric();
   summary_.lower_is_better = task_->lower_is_better();
   summary_.parameters = task_->parameter_count();
@@ -228,15 +230,15 @@ void Trainer::write_summary(RunContext& rc) {
 }
 
 void Trainer::prepare(RunContext& rc) {
-  const auto& tr = cfg_.at("training");
-  rc.total = tr.value("steps", int64_t(1000));
-  rc.log_every = tr.value("log_every", int64_t(10));
-  rc.eval_every = tr.value("eval_every", int64_t(200));
-  rc.ckpt_every = tr.value("checkpoint_every", int64_t(0));
-  rc.keep = tr.value("keep_checkpoints", int64_t(3));
-  rc.patience = tr.value("patience", int64_t(0));
-  rc.track_test = tr.value("track_test", false);
-  rc.eval_test = tr.value("eval_test", true);
+  const TrainingOptions tr = read_training_options(cfg_.at("training"));
+  rc.total = tr.steps;
+  rc.log_every = tr.log_every;
+  rc.eval_every = tr.eval_every;
+  rc.ckpt_every = tr.checkpoint_every;
+  rc.keep = tr.keep_checkpoints;
+  rc.patience = tr.patience;
+  rc.track_test = tr.track_test;
+  rc.eval_test = tr.eval_test;
   rc.lower = task_->lower_is_better();
   rc.metric = task_->primary_metric();
   rc.t_start = Clock::now();
@@ -245,7 +247,7 @@ void Trainer::prepare(RunContext& rc) {
   write_summary(rc);
   log(rc, "training " + summary_.cell + " on " + task_->name() + " from step " + std::to_string(step_) + " to " +
               std::to_string(rc.total) + " (" + std::to_string(summary_.parameters) + " parameters)");
-  sync_->begin(impl_->params, static_cast<uint64_t>(tr.value("seed", int64_t(1))), step_);
+  sync_->begin(impl_->params, static_cast<uint64_t>(tr.seed), step_);
 }
 
 bool Trainer::train_step(RunContext& rc) {
