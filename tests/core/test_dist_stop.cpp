@@ -12,6 +12,7 @@
 
 #include "corpus_fixture.h"
 #include "dist_fixture.h"
+#include "nan_task.h"
 #include "tasks/task.h"
 #include "util/error.h"
 
@@ -19,35 +20,7 @@ using namespace cs;
 
 namespace {
 
-// A task whose loss becomes NaN at step `nan_step` (one rank only in the test).
-class NanTask : public Task {
- public:
-  explicit NanTask(int nan_step) : nan_step_(nan_step) { net_ = std::make_shared<torch::nn::LinearImpl>(3, 1); }
-  std::string name() const override { return "nan_task"; }
-  std::shared_ptr<torch::nn::Module> model() override { return net_; }
-  StepResult train_step() override {
-    ++calls_;
-    auto y = net_->forward(torch::ones({4, 3})).pow(2).mean();
-    if (calls_ >= nan_step_) y = y * std::numeric_limits<double>::quiet_NaN();
-    StepResult r;
-    r.loss = y;
-    r.task_loss = y.item<double>();
-    r.units = 4;
-    return r;
-  }
-  EvalResult evaluate(const std::string&) override { return {{{"loss", 1.0}}, 1}; }
-  std::string primary_metric() const override { return "loss"; }
-  bool lower_is_better() const override { return true; }
-  std::string unit_name() const override { return "items"; }
-  double epoch() const override { return 0; }
-  void set_shard(int, int) override {}
-  void save_state(torch::serialize::OutputArchive& ar) const override {}
-  void load_state(torch::serialize::InputArchive& ar) override {}
-
- private:
-  std::shared_ptr<torch::nn::LinearImpl> net_;
-  int nan_step_, calls_ = 0;
-};
+using cstest::NanTask;
 
 // Milliseconds since `t0`.
 int64_t elapsed_ms(std::chrono::steady_clock::time_point t0) {

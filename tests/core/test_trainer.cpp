@@ -11,6 +11,7 @@
 
 #include "corpus_fixture.h"
 #include "harness.h"
+#include "nan_task.h"
 #include "tasks/char_lm.h"
 #include "train/run_store.h"
 #include "train/trainer.h"
@@ -69,40 +70,7 @@ std::vector<json> train_to_dir(const json& cfg, const std::string& dir, int stop
   return store->read_metrics();
 }
 
-// A task whose loss becomes NaN at a given step (tests the trainer generically).
-class NanTask : public Task {
- public:
-  explicit NanTask(int nan_step) : nan_step_(nan_step) { net_ = std::make_shared<torch::nn::LinearImpl>(3, 1); }
-  std::string name() const override { return "nan_task"; }
-  std::shared_ptr<torch::nn::Module> model() override { return net_; }
-  StepResult train_step() override {
-    ++calls_;
-    auto y = net_->forward(torch::ones({4, 3})).pow(2).mean();
-    if (calls_ >= nan_step_) y = y * std::numeric_limits<double>::quiet_NaN();
-    StepResult r;
-    r.loss = y;
-    r.task_loss = y.item<double>();
-    r.units = 4;
-    return r;
-  }
-  EvalResult evaluate(const std::string&) override { return {{{"loss", 1.0}}, 1}; }
-  std::string primary_metric() const override { return "loss"; }
-  bool lower_is_better() const override { return true; }
-  std::string unit_name() const override { return "items"; }
-  double epoch() const override { return 0; }
-  void save_state(torch::serialize::OutputArchive& ar) const override {
-    ar.write("calls", torch::tensor(static_cast<int64_t>(calls_)));
-  }
-  void load_state(torch::serialize::InputArchive& ar) override {
-    torch::Tensor t;
-    ar.read("calls", t);
-    calls_ = static_cast<int>(t.item<int64_t>());
-  }
-
- private:
-  std::shared_ptr<torch::nn::LinearImpl> net_;
-  int nan_step_, calls_ = 0;
-};
+using cstest::NanTask;
 
 // Size of a file, 0 when it is missing (as QFileInfo::size()).
 int64_t file_size(const std::string& path) {
