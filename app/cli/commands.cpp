@@ -412,6 +412,29 @@ int cmd_eval(const std::vector<std::string>& a) {
   return 0;
 }
 
+// ------------------------------------------------------------------ label
+int cmd_label(const std::vector<std::string>& a) {
+  if (want_help(a)) {
+    std::cout << "usage: cellscope-cli label RUN_DIR [TEXT | --clear]\n"
+                 "Prints a run's label, or sets it: a short name (one line, at most 80 bytes) that the\n"
+                 "workbench's run table, comparison legends and exported figures use for the run.\n";
+    return 0;
+  }
+  auto args = parse(a, {"clear"}, {});
+  if (args.positional.empty() || args.positional.size() > 2) throw UsageError("expected RUN_DIR [TEXT]");
+  cs::RunStore store(args.positional[0]);
+  if (!cs::file_exists(store.path("config.json")))
+    throw cs::UserError(args.positional[0] + " is not a run directory (no config.json)");
+  if (args.has("clear")) {
+    if (args.positional.size() == 2) throw UsageError("give TEXT or --clear, not both");
+    store.write_label("");
+    return 0;
+  }
+  if (args.positional.size() == 2) store.write_label(args.positional[1]);
+  else std::cout << store.read_label() << "\n";
+  return 0;
+}
+
 // ------------------------------------------------------------------ bench
 int cmd_bench(const std::vector<std::string>& a) {
   if (want_help(a)) {

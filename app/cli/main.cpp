@@ -25,6 +25,7 @@ void print_usage() {
             << "  validate   check a configuration and print every problem\n"
             << "  train      train a model (CONFIG is a JSON file or a preset name)\n"
             << "  eval       evaluate a run's checkpoint on a split\n"
+            << "  label      print or set a run's label (its short name in tables and legends)\n"
             << "  params     parameter count of a configuration, by module\n"
             << "  bench      training-throughput benchmark of a cell\n"
             << "  analyze    the papers' analyses of a trained run (relevance, BPC by length)\n"
@@ -55,6 +56,7 @@ int main(int argc, char** argv) {
       {"cv", cli::cmd_cv},             {"fetch", cli::cmd_fetch},
       {"sweep", cli::cmd_sweep},
       {"generate", cli::cmd_generate},
+      {"label", cli::cmd_label},
   };
   auto it = commands.find(cmd);
   if (it == commands.end()) {

@@ -97,6 +97,22 @@ TEST(Cli, trainEvalParamsRoundTrip) {
   ASSERT_EQ(cstest::run_cli({"eval", dir, "--split", "nonsense"}, &out, &err), 2);
   ASSERT_EQ(cstest::run_cli({"eval", cstest::temp_dir() + "/no_such_run"}, &out, &err), 2);
   ASSERT_TRUE(cstest::contains(err, "not a run directory"));
+  // a label: set, read back, refused when not one line or too long, cleared
+  ASSERT_EQ(cstest::run_cli({"label", dir}, &out, &err), 0);
+  ASSERT_EQ(out, std::string("\n"));
+  ASSERT_EQ(cstest::run_cli({"label", dir, "  LSTM, lr 2e-3 é  "}, &out, &err), 0);
+  ASSERT_EQ(cstest::run_cli({"label", dir}, &out, &err), 0);
+  ASSERT_EQ(out, std::string("LSTM, lr 2e-3 é\n"));
+  ASSERT_EQ(cstest::run_cli({"label", dir, "two\nlines"}, &out, &err), 2);
+  ASSERT_TRUE(cstest::contains(err, "one line")) << err;
+  ASSERT_EQ(cstest::run_cli({"label", dir, std::string(81, 'x')}, &out, &err), 2);
+  ASSERT_TRUE(cstest::contains(err, "80 bytes")) << err;
+  ASSERT_EQ(cstest::run_cli({"label", dir}, &out, &err), 0);
+  ASSERT_EQ(out, std::string("LSTM, lr 2e-3 é\n"));  // a refused label leaves the old one
+  ASSERT_EQ(cstest::run_cli({"label", dir, "--clear"}, &out, &err), 0);
+  ASSERT_FALSE(std::filesystem::exists(dir + "/label.txt"));
+  ASSERT_EQ(cstest::run_cli({"label", cstest::temp_dir() + "/no_such_run", "x"}, &out, &err), 2);
+  ASSERT_TRUE(cstest::contains(err, "not a run directory"));
   ASSERT_EQ(cstest::run_cli({"params", cfg, "--json"}, &out, &err), 0);
   auto pj = cstest::json_object(out);
   // LSTM: 4H x (I + H) weights + two 4H biases; embedding V x 8; head 16V + V

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "data/utf8.h"
 #include "train/metrics.h"
 #include "util/error.h"
 
@@ -133,6 +134,41 @@ void RunStore::remove_stale_temp_files() const {
   for (const auto& d : {dir_, checkpoint_dir()})
     for (auto& n : list_dir(d))
       if (n.find(".tmp.") != std::string::npos) ::unlink(join_path(d, n).c_str());
+}
+
+namespace {
+std::string trim_ws(const std::string& s) {
+  const char* ws = " \t\r\n";
+  const size_t b = s.find_first_not_of(ws);
+  if (b == std::string::npos) return "";
+  return s.substr(b, s.find_last_not_of(ws) - b + 1);
+}
+}  // namespace
+
+std::string RunStore::read_label() const {
+  std::ifstream f(path("label.txt"), std::ios::binary);
+  if (!f) return "";
+  std::string s((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  s = trim_ws(s.substr(0, s.find('\n')));
+  // A label file edited by hand into something invalid is ignored rather than shown garbled.
+  if (s.size() > 80 || utf8_validate(reinterpret_cast<const unsigned char*>(s.data()), s.size(), nullptr) != std::string::npos)
+    return "";
+  return s;
+}
+
+void RunStore::write_label(const std::string& label) const {
+  const std::string s = trim_ws(label);
+  if (s.find('\n') != std::string::npos || s.find('\r') != std::string::npos)
+    throw UserError("a run label is one line");
+  if (s.size() > 80) throw UserError("a run label has at most 80 bytes (got " + std::to_string(s.size()) + ")");
+  if (utf8_validate(reinterpret_cast<const unsigned char*>(s.data()), s.size(), nullptr) != std::string::npos)
+    throw UserError("a run label must be valid UTF-8");
+  if (!file_exists(path("config.json"))) throw UserError(dir_ + " is not a run directory (no config.json)");
+  if (s.empty()) {
+    ::unlink(path("label.txt").c_str());
+    return;
+  }
+  atomic_write(path("label.txt"), s + "\n");
 }
 
 std::string default_workspace() {

@@ -6,6 +6,7 @@
 //                     throughput, status (running/finished/stopped/failed) and reason
 //   checkpoints/      last.pt, best.pt, step_<N>.pt (model, optimizer, task and trainer state, RNG)
 //   log.txt           human-readable log
+//   label.txt         optional short name the user gave the run (legends, run table); one line, UTF-8
 #pragma once
 #include <string>
 #include <vector>
@@ -55,6 +56,10 @@ class RunStore {
   std::vector<int64_t> checkpoint_steps() const;  // step_<N>.pt present, sorted
   // Remove "*.tmp.<pid>" files left by a process killed mid-write (on resume).
   void remove_stale_temp_files() const;
+  // The user's label for the run ("" when none). write_label("") removes it. A label is one line of
+  // at most 80 bytes of valid UTF-8 (UserError otherwise); surrounding white space is trimmed.
+  std::string read_label() const;
+  void write_label(const std::string& label) const;
 
  private:
   std::string dir_;
