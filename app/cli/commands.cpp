@@ -100,7 +100,7 @@ json load_config_arg(const std::string& arg, const std::vector<std::string>& set
   }
   json cfg;
   try {
-    cfg = json::parse(cs::read_file(path));
+    cfg = cs::parse_json(cs::read_file(path), "'" + path + "'");
   } catch (const json::parse_error& e) {
     throw cs::UserError("'" + path + "' is not valid JSON: " + std::string(e.what()));
   }
@@ -178,7 +178,7 @@ int cmd_presets(const std::vector<std::string>& a) {
     if (n.size() < 6 || n.substr(n.size() - 5) != ".json") continue;
     json p;
     try {
-      p = json::parse(cs::read_file(cs::join_path(dir, n)));
+      p = cs::parse_json(cs::read_file(cs::join_path(dir, n)), cs::join_path(dir, n));
     } catch (...) {
       continue;
     }

@@ -208,7 +208,7 @@ int cmd_bench_dist(const std::vector<std::string>& a) {
       std::string msg;
       if (cs::wait_local_workers(w, &msg) != 0 || !cs::file_exists(out))
         throw cs::UserError("the " + task + " benchmark with " + std::to_string(n) + " processes failed: " + msg);
-      results.push_back(json::parse(cs::read_file(out)));
+      results.push_back(cs::parse_json(cs::read_file(out), out));
       ::unlink(out.c_str());
     }
     const double base_tp = results.empty() ? 0 : results[0]["throughput"].get<double>();

@@ -2,6 +2,8 @@
 
 #include <QJsonDocument>
 
+#include "config/json.h"
+
 namespace gui {
 
 nlohmann::json toCoreJson(const QJsonObject& o) {
@@ -23,7 +25,7 @@ QVariant toVariant(const nlohmann::json& v) {
 nlohmann::json parseValue(const QString& text) {
   const std::string s = text.trimmed().toStdString();
   try {
-    return nlohmann::json::parse(s);
+    return cs::parse_json(s, "JSON text");
   } catch (...) {
     return nlohmann::json(s);  // a bare word: a string (e.g. sat_mzu)
   }

@@ -137,7 +137,7 @@ void SweepWorker::start(const QByteArray& specJson, const QString& workspace, in
   m_running = true;
   m_stop = false;
   try {
-    cs::SweepSpec spec = cs::SweepSpec::from_json(cs::json::parse(specJson.toStdString()));
+    cs::SweepSpec spec = cs::SweepSpec::from_json(cs::parse_json(specJson.toStdString(), "sweep spec"));
     cs::TrainerControl control;
     cs::SweepRunOptions o;
     o.workspace = workspace.toStdString();

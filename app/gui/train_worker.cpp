@@ -43,7 +43,7 @@ void TrainWorker::start(const QByteArray& cfgJson, const QString& workspace, con
     lo.resume_dir = resumeDir.toStdString();
     lo.default_threads = threads;
     // validate -> threads + seed -> make_task (loads data) -> run directory -> Trainer
-    cs::LaunchedRun run = cs::start_run(cs::json::parse(cfgJson.toStdString()), lo);
+    cs::LaunchedRun run = cs::start_run(cs::parse_json(cfgJson.toStdString(), "configuration"), lo);
     runDir = QString::fromStdString(run.store->dir());
     const auto& s = run.trainer->summary();
     Q_EMIT started(runDir, QString::fromStdString(run.trainer->task().primary_metric()),

@@ -1,6 +1,8 @@
 // Configuration validation: every problem reported with its JSON path; defaults; overrides.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include "config/schema.h"
 #include "harness.h"
 #include "util/error.h"
@@ -99,4 +101,39 @@ TEST(Config, loadAndResolveListsEveryProblem) {
 
 TEST(Config, schemaHasHelpForEveryOption) {
   for (auto& o : all_options()) ASSERT_TRUE(!o.help.empty()) << o.path();
+}
+
+// A JSON document nested 100,000 levels deep crashed `validate` (and `train` through a manifest
+// entry) with a stack overflow; every JSON the program reads is now bounded (kMaxJsonDepth).
+TEST(Config, deeplyNestedJsonIsRefusedNotACrash) {
+  const int n = 100000;
+  const std::string deep = std::string(n, '[') + std::string(n, ']');
+  const std::string cfg = cstest::temp_dir() + "/deep.json";
+  cstest::write_text(cfg, R"({"model": {"cell": "gru", "hidden": )" + deep + "}}");
+  std::string out, err;
+  ASSERT_EQ(cstest::run_cli({"validate", cfg}, &out, &err), 2) << err;
+  ASSERT_TRUE(cstest::contains(err, "nested deeper than 64 levels")) << err;
+  ASSERT_TRUE(cstest::contains(err, cfg)) << err;
+  // one argument may hold 128 KiB: 50,000 levels
+  const std::string deep_arg = std::string(n / 2, '[') + std::string(n / 2, ']');
+  ASSERT_EQ(cstest::run_cli({"validate", "quick-gru", "--set", "model.hidden=" + deep_arg}, &out, &err), 2) << err;
+  ASSERT_TRUE(cstest::contains(err, "nested deeper than 64 levels")) << err;
+  // inside a manifest entry
+  const std::string manifest = cstest::temp_dir() + "/deep-manifest.json";
+  cstest::write_text(manifest, R"({"version": 1, "datasets": [{"name": "x", "files": )" + deep + "}]}");
+  cstest::EnvGuard g("CELLSCOPE_MANIFEST", manifest);
+  ASSERT_EQ(cstest::run_cli({"train", "quick-gru", "--steps", "1", "--run-dir", cstest::temp_dir() + "/deep_run"},
+                            &out, &err), 2) << err;
+  ASSERT_TRUE(cstest::contains(err, "nested deeper than 64 levels")) << err;
+  ASSERT_FALSE(std::filesystem::exists(cstest::temp_dir() + "/deep_run"));
+  // 64 levels (two objects + 62 arrays) are accepted by the parser (the validator then names the
+  // wrong type); 65 are not
+  cstest::write_text(cfg, R"({"model": {"cell": "gru", "hidden": )" + std::string(63, '[') + std::string(63, ']') + "}}");
+  ASSERT_EQ(cstest::run_cli({"validate", cfg}, &out, &err), 2) << err;
+  ASSERT_TRUE(cstest::contains(err, "nested deeper")) << err;
+  const std::string ok = std::string(62, '[') + std::string(62, ']');
+  cstest::write_text(cfg, R"({"model": {"cell": "gru", "hidden": )" + ok + "}}");
+  ASSERT_EQ(cstest::run_cli({"validate", cfg}, &out, &err), 2) << err;
+  ASSERT_FALSE(cstest::contains(err, "nested deeper")) << err;
+  ASSERT_TRUE(cstest::contains(err, "model.hidden")) << err;
 }

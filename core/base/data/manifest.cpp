@@ -12,7 +12,7 @@ json load_manifest(const std::string& path_in) {
     throw UserError("dataset manifest '" + path + "' does not exist (set CELLSCOPE_MANIFEST or reinstall)");
   json m;
   try {
-    m = json::parse(read_file(path));
+    m = parse_json(read_file(path), "dataset manifest '" + path + "'");
   } catch (const json::parse_error& e) {
     throw UserError("dataset manifest '" + path + "' is not valid JSON: " + e.what());
   }

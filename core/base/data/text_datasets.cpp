@@ -178,7 +178,7 @@ std::vector<TextExample> load_jsonl_examples(const std::string& path, const std:
     if (line.find_first_not_of(" \t") == std::string::npos) return;
     json j;
     try {
-      j = json::parse(line);
+      j = parse_json(line, where(path, no));
     } catch (const std::exception& e) {
       std::string m = e.what();
       throw UserError(where(path, no) + ": not valid JSON (" + m.substr(m.find(']') == std::string::npos ? 0 : m.find(']') + 2) + ")");

@@ -255,8 +255,8 @@ void apply_override(json& cfg, const std::string& assignment) {
   std::string path = assignment.substr(0, eq), value = assignment.substr(eq + 1);
   json v;
   try {
-    v = json::parse(value);
-  } catch (...) {
+    v = parse_json(value, "--set '" + path + "=...'");
+  } catch (const json::parse_error&) {
     v = value;  // bare words are strings: model.cell=gru
   }
   if (path == "task") {

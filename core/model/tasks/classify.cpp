@@ -286,7 +286,7 @@ SentenceTask::SentenceTask(const json& cfg, const std::string& run_dir, bool abs
   if (!vocab_path.empty() && file_exists(vocab_path)) {
     json j;
     try {
-      j = json::parse(read_file(vocab_path));
+      j = parse_json(read_file(vocab_path), vocab_path);
     } catch (const std::exception& e) {
       throw UserError(vocab_path + ": not a sentence-task vocabulary (" + e.what() + ")");
     }

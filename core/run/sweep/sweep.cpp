@@ -20,7 +20,7 @@ namespace {
 
 json parse_json_file(const std::string& path) {
   try {
-    return json::parse(read_file(path));
+    return parse_json(read_file(path), "'" + path + "'");
   } catch (const json::parse_error& e) {
     throw UserError("'" + path + "' is not valid JSON: " + std::string(e.what()));
   }
@@ -211,7 +211,7 @@ std::vector<json> bundled_sweeps() {
   for (auto& n : list_dir(dir)) {
     if (n.size() < 6 || n.substr(n.size() - 5) != ".json") continue;
     try {
-      json p = json::parse(read_file(join_path(dir, n)));
+      json p = parse_json(read_file(join_path(dir, n)), join_path(dir, n));
       out.push_back({{"name", n.substr(0, n.size() - 5)}, {"notes", p.value("notes", "")}, {"path", join_path(dir, n)}});
     } catch (...) {
     }

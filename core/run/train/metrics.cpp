@@ -37,7 +37,7 @@ std::vector<json> read_json_lines(const std::string& path) {
   while (std::getline(in, l)) {
     if (l.empty()) continue;
     try {
-      out.push_back(json::parse(l));
+      out.push_back(parse_json(l, path));
     } catch (...) {
       // torn last line of a killed run: ignore
     }

@@ -71,7 +71,7 @@ void RunStore::write_config(const json& cfg) const { atomic_write(path("config.j
 json RunStore::read_config() const {
   const std::string p = path("config.json");
   try {
-    return json::parse(read_file(p));
+    return parse_json(read_file(p), p);
   } catch (const json::exception& e) {
     throw UserError("'" + p + "' is not valid JSON: " + e.what());
   }
@@ -82,7 +82,7 @@ void RunStore::write_summary(const RunSummary& s) const { atomic_write(path("sum
 RunSummary RunStore::read_summary() const {
   const std::string p = path("summary.json");
   try {
-    return RunSummary::from_json(json::parse(read_file(p)));
+    return RunSummary::from_json(parse_json(read_file(p), p));
   } catch (const json::exception& e) {
     throw UserError("'" + p + "' is not valid JSON: " + e.what());
   }

@@ -159,7 +159,7 @@ void Trainer::load_checkpoint(const std::string& path) {
     impl_->train_time_total = D("train_time_total");
     auto c = T("acc_metrics").contiguous();
     std::string ams(reinterpret_cast<const char*>(c.data_ptr<uint8_t>()), static_cast<size_t>(c.numel()));
-    impl_->acc_metrics = json::parse(ams).get<std::map<std::string, double>>();
+    impl_->acc_metrics = parse_json(ams, "checkpoint trainer state").get<std::map<std::string, double>>();
     at::Generator gen = at::detail::getDefaultCPUGenerator();
     gen.set_state(T("rng"));
   } catch (const UserError&) {
