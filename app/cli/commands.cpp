@@ -8,6 +8,7 @@
 #include <iomanip>
 #include <iostream>
 #include <sstream>
+#include <tuple>
 
 #include "bench/bench.h"
 #include "cells/registry.h"
@@ -262,11 +263,21 @@ int cmd_train(const std::vector<std::string>& a) {
   if (want_help(a)) {
     std::cout << "usage: cellscope-cli train CONFIG [--run-dir DIR | --workspace DIR] [--set SECTION.KEY=VALUE ...]\n"
                  "                           [--steps N] [--json] [--quiet]\n"
-                 "       cellscope-cli train --resume RUN_DIR [--steps N]\n"
+                 "       cellscope-cli train --resume RUN_DIR [--steps N] [--set training.KEY=VALUE ...]\n"
+                 "       cellscope-cli train --fork RUN_DIR[@STEP] [--run-dir DIR | --workspace DIR] [--set ...] [--steps N]\n"
                  "CONFIG is a JSON file or a preset name. The run directory (default: a new one under the\n"
                  "workspace " + cs::default_workspace() + ") receives config.json, vocab, metrics.jsonl,\n"
                  "checkpoints/ and summary.json. Ctrl-C stops cleanly with a checkpoint; --resume continues it\n"
-                 "and reproduces the metrics of an uninterrupted run.\n"
+                 "and reproduces the metrics of an uninterrupted run. A run directory has one writer at a time\n"
+                 "(a second train --resume of it is refused, naming the PID that holds RUN_DIR/lock).\n"
+                 "--resume and --fork refuse architecture changes (model.cell, shapes, task, dataset, training.optimizer,\n"
+                 "training.batch); training options (steps, lr, clip, weight_decay, patience, ...) may change.\n"
+                 "--fork RUN_DIR[@STEP] makes a NEW run from checkpoint STEP of RUN_DIR (a step_<N>.pt step, best or\n"
+                 "last; default last): weights, optimizer, task state and RNG restored as a resume would, the step\n"
+                 "counter continuing from N (its metrics start after N), --set applied; its config.json records\n"
+                 "\"parent\": {\"run_dir\", \"step\", \"checkpoint\"}. The parent is only read.\n"
+                 "A run fails (status failed, exit 1) on a NaN/Inf loss or weights, and when it diverges: the\n"
+                 "mean training loss above 2x the untrained model's for 3 logged intervals (reason \"diverged: ...\").\n"
                  "Exit status: 0 finished or stopped, 1 failed (e.g. NaN loss), 2 invalid config or data.\n"
                  "Data-parallel training (docs/DISTRIBUTED.md):\n"
                  "  --nproc N                 start N local worker processes (Gloo over 127.0.0.1), max(1, cores/N)\n"
@@ -280,9 +291,12 @@ int cmd_train(const std::vector<std::string>& a) {
                  "  --threads K               intra-op threads of this process (overrides training.threads)\n";
     return 0;
   }
-  auto args = parse(a, {"json", "quiet"}, {"run-dir", "workspace", "set", "resume", "steps", "nproc", "rank", "world-size",
+  auto args = parse(a, {"json", "quiet"}, {"run-dir", "workspace", "set", "resume", "fork", "steps", "nproc", "rank", "world-size",
                                            "master", "store-file", "dist-timeout", "dist-backend", "threads"});
   if (args.has("nproc") && args.has("rank")) throw UsageError("--nproc starts the workers itself; give no --rank");
+  if (args.has("fork") && (args.has("nproc") || args.has("rank") || args.has("world-size")))
+    throw UsageError("--fork starts a single-process run; fork first, then --resume the new run with --nproc");
+  if (args.has("fork") && args.has("resume")) throw UsageError("give either --resume or --fork");
   if (args.has("nproc") && args.get_int("nproc", 1) != 1) return train_launch_local(a, args);
   const bool distributed = args.has("rank") || args.has("world-size");
   if (distributed && (!args.has("rank") || !args.has("world-size")))
@@ -321,6 +335,13 @@ int cmd_train(const std::vector<std::string>& a) {
     lo.resume_dir = args.get("resume");
     raw = json::object();  // overrides on top of the run's config.json
     for (auto& s : args.all("set")) cs::apply_override(raw, s);
+  } else if (args.has("fork")) {
+    if (!args.positional.empty()) throw UsageError("--fork takes RUN_DIR[@STEP]; give no CONFIG");
+    std::tie(lo.fork_dir, lo.fork_which) = cs::parse_fork_source(args.get("fork"));
+    raw = json::object();  // overrides on top of the parent's config.json
+    for (auto& s : args.all("set")) cs::apply_override(raw, s);
+    lo.run_dir = args.get("run-dir", "");
+    lo.workspace = args.get("workspace", cs::default_workspace());
   } else {
     if (args.positional.size() != 1) throw UsageError("expected one CONFIG (a JSON file or a preset name)");
     raw = load_config_arg(args.positional[0], args.all("set"));
@@ -338,7 +359,7 @@ int cmd_train(const std::vector<std::string>& a) {
   const bool json_out = args.has("json") && root, quiet = args.has("quiet") || !root;
   const bool tty = ::isatty(2) && !quiet && !json_out;
   if (!quiet && !json_out)
-    std::cerr << (resuming ? "resuming " : "training ") << cfg["model"]["cell"].get<std::string>() << " on "
+    std::cerr << (resuming ? "resuming " : launched.forked ? "forking " : "training ") << cfg["model"]["cell"].get<std::string>() << " on "
               << cfg["task"]["name"].get<std::string>() << " -> " << store->dir()
               << (dist ? " (" + std::to_string(dist->world) + " processes, " + dist->backend + ")" : std::string()) << "\n";
   cs::TrainerControl control;
@@ -382,6 +403,9 @@ int cmd_train(const std::vector<std::string>& a) {
       std::cerr << "  best valid " << s.primary_metric << " " << s.best_valid << " at step " << s.best_step << "\n";
     if (s.has_test) std::cerr << "  test " << s.primary_metric << " " << s.test_metric << "\n";
     std::cerr << "  run directory: " << outcome.run_dir << "\n";
+  } else if (s.status == "failed") {
+    // --quiet still says why a run failed (exit 1)
+    std::cerr << "cellscope-cli train: failed: " << s.reason << "\n";
   }
   return s.status == "failed" ? 1 : 0;
 }

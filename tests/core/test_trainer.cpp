@@ -146,10 +146,13 @@ TEST_F(Trainer, nanLossStopsCleanlyKeepingLastCheckpoint) {
   ASSERT_EQ(out.summary.status, std::string("failed"));
   ASSERT_TRUE(out.summary.reason.find("NaN at step 7") != std::string::npos) << out.summary.reason.c_str();
   ASSERT_EQ(t.step(), int64_t(6));  // the bad update was not applied
-  // last good checkpoint (step 6) is kept and loads
+  // The weights of step 6 gave the NaN at step 7: their checkpoint is not a good one (a resume
+  // from it would replay the same NaN). The last good checkpoint, step 4, is last.pt again.
+  ASSERT_TRUE(out.summary.reason.find("step 4") != std::string::npos) << out.summary.reason.c_str();
+  ASSERT_FALSE(std::filesystem::exists(store->path("checkpoints/step_6.pt")));
   cs::Trainer t2(cfg, std::make_unique<NanTask>(100), nullptr);
   t2.load_checkpoint(store->path("checkpoints/last.pt"));
-  ASSERT_EQ(t2.step(), int64_t(6));
+  ASSERT_EQ(t2.step(), int64_t(4));
   ASSERT_EQ(store->read_summary().status, std::string("failed"));
 }
 

@@ -1,4 +1,5 @@
 #include "util/error.h"
+#include "util/fsync.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -39,6 +40,16 @@ void atomic_write(const std::string& path, const std::string& data) {
     ::unlink(tmp.c_str());
     throw UserError("cannot rename '" + tmp + "' to '" + path + "': " + std::strerror(e));
   }
+  // The rename is durable only once the directory entry is on disk.
+  const auto slash = path.find_last_of('/');
+  fsync_dir(slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash));
+}
+
+void fsync_dir(const std::string& dir) {
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return;
+  ::fsync(fd);
+  ::close(fd);
 }
 
 std::string read_file(const std::string& path) {

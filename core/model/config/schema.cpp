@@ -160,8 +160,24 @@ std::vector<ConfigError> validate_config(const json& raw) {
       if (!v.is_string()) errs.push_back({k, "expected a string"});
       continue;
     }
+    if (k == "parent") {  // written by `train --fork` (train/launch.h): the checkpoint a run started from
+      if (!v.is_object()) {
+        errs.push_back({k, "expected an object {\"run_dir\": string, \"step\": integer, \"checkpoint\": string}, got " +
+                               dump_short(v)});
+        continue;
+      }
+      for (auto& [pk, pv] : v.items())
+        if (pk != "run_dir" && pk != "step" && pk != "checkpoint")
+          errs.push_back({"parent." + pk, "unknown key (expected run_dir, step, checkpoint)"});
+      for (const char* need : {"run_dir", "checkpoint"})
+        if (!v.contains(need) || !v[need].is_string())
+          errs.push_back({std::string("parent.") + need, "expected a string"});
+      if (!v.contains("step") || !v["step"].is_number_integer() || v["step"].get<int64_t>() < 0)
+        errs.push_back({"parent.step", "expected a non-negative integer"});
+      continue;
+    }
     if (std::find(kSections.begin(), kSections.end(), k) == kSections.end()) {
-      errs.push_back({k, "unknown section (expected task, dataset, model, training, name, notes)"});
+      errs.push_back({k, "unknown section (expected task, dataset, model, training, name, notes, parent)"});
       continue;
     }
     if (!v.is_object()) errs.push_back({k, "expected an object, got " + dump_short(v)});

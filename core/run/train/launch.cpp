@@ -1,6 +1,9 @@
 #include "train/launch.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <climits>
+#include <functional>
 #include <thread>
 
 #include "dist/dist.h"
@@ -23,18 +26,97 @@ void merge_into(json& base, const json& over) {
     else base[k] = v;
   }
 }
+
+std::string short_value(const json& v) {
+  if (v.is_null()) return "(unset)";
+  std::string s = v.dump();
+  return s.size() > 60 ? s.substr(0, 57) + "..." : s;
+}
+
+std::string absolute_path(const std::string& p) {
+  char buf[PATH_MAX];
+  if (::realpath(p.c_str(), buf)) return buf;
+  return p;
+}
 }  // namespace
+
+std::vector<std::string> architecture_changes(const json& before, const json& after) {
+  std::vector<std::string> out;
+  auto diff = [&](const std::string& section, const std::string& key) {
+    const json a = before.contains(section) && before[section].contains(key) ? before[section][key] : json();
+    const json b = after.contains(section) && after[section].contains(key) ? after[section][key] : json();
+    if (a != b) out.push_back(section + "." + key + ": " + short_value(a) + " -> " + short_value(b));
+  };
+  for (const std::string section : {"task", "dataset"}) {
+    std::vector<std::string> keys;
+    for (const json* c : {&before, &after})
+      if (c->contains(section) && (*c)[section].is_object())
+        for (auto& [k, v] : (*c)[section].items())
+          if (std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(k);
+    std::sort(keys.begin(), keys.end());
+    for (auto& k : keys)
+      if (!(section == "dataset" && k == "path")) diff(section, k);
+  }
+  diff("model", "cell");
+  diff("training", "optimizer");
+  diff("training", "batch");
+  return out;
+}
+
+std::pair<std::string, std::string> parse_fork_source(const std::string& spec) {
+  const auto at = spec.find_last_of('@');
+  if (at != std::string::npos && at > 0) {
+    const std::string tail = spec.substr(at + 1);
+    const bool digits = !tail.empty() && std::all_of(tail.begin(), tail.end(), [](char c) { return c >= '0' && c <= '9'; });
+    if (digits || tail == "best" || tail == "last") return {spec.substr(0, at), tail};
+    if (!dir_exists(spec))
+      throw UserError("--fork '" + spec + "': expected RUN_DIR[@STEP] with STEP a step number, best or last");
+  }
+  return {spec, "last"};
+}
 
 LaunchedRun start_run(const json& raw_cfg, const LaunchOptions& o) {
   LaunchedRun out;
   const bool resuming = !o.resume_dir.empty();
-  if (resuming) {
-    out.store = std::make_shared<RunStore>(o.resume_dir);
-    if (!file_exists(out.store->path("config.json")))
-      throw UserError("'" + o.resume_dir + "' is not a run directory (no config.json)");
-    json raw = out.store->read_config();
+  const bool forking = !o.fork_dir.empty();
+  if (resuming && forking) throw UserError("a run is either resumed or forked, not both");
+  const bool root = !o.dist || o.dist->rank == 0;
+  const std::string source = resuming ? o.resume_dir : o.fork_dir;  // the run read from
+  std::string parent_checkpoint;
+  std::string model_changes;  // model options changed by the overrides, named when a shape check fails
+  if (resuming || forking) {
+    RunStore src(source);
+    if (!file_exists(src.path("config.json")))
+      throw UserError("'" + source + "' is not a run directory (no config.json)");
+    if (resuming) {
+      out.store = std::make_shared<RunStore>(source);
+      // A second writer (another resume, a sweep training this point) is refused here,
+      // before anything is read or written.
+      if (root) out.store->lock_for_writing();
+    }
+    json raw = src.read_config();
+    const json before = load_and_resolve(raw);
     merge_into(raw, raw_cfg);
+    if (forking) raw.erase("parent");  // the child's own parent is recorded below
     out.cfg = load_and_resolve(raw);
+    for (auto& [k, v] : out.cfg.at("model").items())
+      if (!before.at("model").contains(k) || before.at("model").at(k) != v)
+        model_changes += (model_changes.empty() ? "" : ", ") + std::string("model.") + k + ": " +
+                         short_value(before.at("model").contains(k) ? before.at("model").at(k) : json()) + " -> " +
+                         short_value(v);
+    const auto changes = architecture_changes(before, out.cfg);
+    if (!changes.empty()) {
+      std::string list;
+      for (auto& c : changes) list += "\n  " + c;
+      throw UserError(std::string(resuming ? "cannot resume '" : "cannot fork '") + source +
+                      "' with a different architecture:" + list +
+                      "\nA resume or fork may change training options (training.steps, lr, clip, weight_decay, "
+                      "patience, ...) and model options that keep every parameter's shape (dropout, lambda). To "
+                      "train on from a checkpoint with other training options, fork it into a new run: "
+                      "cellscope-cli train --fork RUN_DIR[@STEP] --set training.KEY=VALUE; for another "
+                      "architecture start a new run from a configuration.");
+    }
+    if (forking) parent_checkpoint = checkpoint_path(source, o.fork_which);
   } else {
     out.cfg = load_and_resolve(raw_cfg);  // every problem, with its JSON path; nothing created yet
   }
@@ -42,28 +124,48 @@ LaunchedRun start_run(const json& raw_cfg, const LaunchOptions& o) {
   set_threads(o.threads > 0 ? o.threads : threads > 0 ? threads : o.default_threads);
   seed_everything(out.cfg.at("training").at("seed").get<uint64_t>());
   // Build the task (loads and checks the data) before any directory is created.
-  auto task = make_task(out.cfg, resuming ? out.store->dir() : "");
-  const bool root = !o.dist || o.dist->rank == 0;
-  if (!resuming && !root) {
-    // Other ranks never write the run directory (a store object all the same: the
-    // ranks must agree on whether checkpoints are taken).
-    out.store = std::make_shared<RunStore>(o.run_dir);
-  } else if (!resuming) {
+  auto task = make_task(out.cfg, source);
+  const std::string vocab = forking && file_exists(RunStore(source).path("vocab"))
+                                ? read_file(RunStore(source).path("vocab"))  // the parent's, byte for byte
+                                : task->vocab_text();
+  if (!resuming) {
     const std::string ws = o.workspace.empty() ? default_workspace() : o.workspace;
-    const std::string dir = o.run_dir.empty() ? new_run_dir(ws, out.cfg) : o.run_dir;
+    // Other ranks never write the run directory (a store object all the same: the ranks
+    // must agree on whether checkpoints are taken).
+    const std::string dir = !root || !o.run_dir.empty() ? o.run_dir : new_run_dir(ws, out.cfg);
     out.store = std::make_shared<RunStore>(dir);
-    out.store->create();
-    out.store->write_config(out.cfg);
-    const std::string vt = task->vocab_text();
-    if (!vt.empty()) atomic_write(out.store->path("vocab"), vt);
-  } else if (root) {
-    out.store->write_config(out.cfg);
   }
   out.trainer = std::make_unique<Trainer>(out.cfg, std::move(task), out.store, o.dist);
+  // A shape mismatch at load names the parameter; say which changed options caused it.
+  auto load = [&](const std::function<void()>& f) {
+    try {
+      f();
+    } catch (const UserError& e) {
+      if (model_changes.empty()) throw;
+      throw UserError(std::string(e.what()) + "\n(the options changed: " + model_changes + ")");
+    }
+  };
   if (resuming) {
-    out.trainer->resume();
+    // load + check last.pt, then trim metrics.jsonl; config.json only after that
+    load([&] { out.trainer->resume(); });
     out.resumed = true;
+    if (root && !out.trainer->already_finished()) out.store->write_config(out.cfg);
+    return out;
   }
+  if (forking) {
+    load([&] { out.trainer->fork_from(parent_checkpoint); });  // reads the parent, writes nothing
+    const int64_t n = out.trainer->step();
+    if (out.cfg.at("training").at("steps").get<int64_t>() <= n)
+      throw UserError("training.steps (" + std::to_string(out.cfg.at("training").at("steps").get<int64_t>()) +
+                      ") must exceed the step of the checkpoint forked from (" + std::to_string(n) +
+                      "): set it with --set training.steps=N or --steps N");
+    out.cfg["parent"] = json{{"run_dir", absolute_path(source)},
+                             {"step", n},
+                             {"checkpoint", basename_of(parent_checkpoint)}};
+    out.forked = true;
+  }
+  // config.json + vocab, then one rename: a kill leaves no run directory or a whole one
+  if (root) out.store->create_atomically(out.cfg, vocab);
   return out;
 }
 

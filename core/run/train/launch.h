@@ -7,6 +7,8 @@
 #pragma once
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "config/schema.h"
 #include "train/run_store.h"
@@ -20,8 +22,18 @@ struct LaunchOptions {
   std::string run_dir;
   std::string workspace;
   // Resume the run in this directory instead of starting a new one (its
-  // config.json is read; `overrides` are applied on top of it).
+  // config.json is read; `overrides` are applied on top of it). The directory is locked
+  // (RunStore::lock_for_writing) and nothing in it is written until the overrides passed
+  // check_resume_changes and last.pt loaded and matched the model.
   std::string resume_dir;
+  // Fork: a NEW run (run_dir / workspace as for a new run) that starts from checkpoint
+  // `fork_which` ("last", "best" or a step number) of the run in `fork_dir`: its config.json
+  // with the overrides applied (the same checks as a resume), weights, optimizer, task state,
+  // RNG and step counter restored. The child's config.json records
+  // "parent": {"run_dir": <absolute path>, "step": N, "checkpoint": "step_N.pt" | "last.pt" | "best.pt"}.
+  // The parent is only read.
+  std::string fork_dir;
+  std::string fork_which = "last";
   // LibTorch intra-op threads used when training.threads is 0:
   // 0 = all cores (CLI); the GUI passes (cores - 1, at least 1).
   int default_threads = 0;
@@ -37,7 +49,18 @@ struct LaunchedRun {
   std::shared_ptr<RunStore> store;
   std::unique_ptr<Trainer> trainer;
   bool resumed = false;
+  bool forked = false;
 };
+
+// What a resume or fork may not change (resolved configs before and after the overrides):
+// one "path: old -> new" line per differing option of task.*, dataset.* (except dataset.path,
+// a moved corpus), model.cell, training.optimizer and training.batch (the carried state and
+// the data layout depend on it). Other model options (dropout, lambda, ...) pass when every
+// parameter shape still matches the checkpoint (checked at load). Empty: allowed.
+std::vector<std::string> architecture_changes(const json& before, const json& after);
+
+// Split "RUN_DIR[@STEP]" (STEP: a number, best or last; default last) as `train --fork` takes it.
+std::pair<std::string, std::string> parse_fork_source(const std::string& spec);
 
 // Threads for a GUI-hosted run: hardware threads - 1, at least 1.
 int gui_training_threads();

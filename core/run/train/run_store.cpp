@@ -1,7 +1,12 @@
 #include "train/run_store.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <algorithm>
 #include <chrono>
@@ -12,6 +17,7 @@
 #include "data/utf8.h"
 #include "train/metrics.h"
 #include "util/error.h"
+#include "util/fsync.h"
 
 namespace cs {
 
@@ -64,6 +70,129 @@ void RunStore::create() {
     throw UserError("run directory '" + dir_ + "' already exists and is not empty (use --resume to continue it)");
   make_dirs(dir_);
   make_dirs(checkpoint_dir());
+}
+
+namespace {
+// Take an exclusive flock on `dir`/lock and write our PID into it; the descriptor is returned
+// (it holds the lock). Refused: UserError naming the PID found in the file.
+int take_lock(const std::string& dir, const std::string& shown_dir) {
+  const std::string p = join_path(dir, "lock");
+  int fd = ::open(p.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) throw UserError("cannot open '" + p + "' to lock the run directory: " + std::strerror(errno));
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    char buf[32] = {0};
+    const ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
+    ::close(fd);
+    std::string pid = n > 0 ? std::string(buf, static_cast<size_t>(n)) : "";
+    while (!pid.empty() && (pid.back() == '\n' || pid.back() == ' ')) pid.pop_back();
+    throw UserError("run directory '" + shown_dir + "' is being written by another process (PID " +
+                    (pid.empty() ? std::string("unknown") : pid) + ", holding " + join_path(shown_dir, "lock") +
+                    "); wait for it to end or stop it first");
+  }
+  const std::string me = std::to_string(::getpid()) + "\n";
+  if (::ftruncate(fd, 0) == 0) {
+    ssize_t w = ::pwrite(fd, me.data(), me.size(), 0);
+    (void)w;
+  }
+  return fd;
+}
+
+// What an interrupted creation (older versions: mkdir, checkpoints/, then config.json) can leave.
+bool stranded_creation(const std::string& dir) {
+  if (file_exists(join_path(dir, "config.json"))) return false;
+  for (auto& n : list_dir(dir)) {
+    const std::string p = join_path(dir, n);
+    if (n == "checkpoints" && dir_exists(p)) {
+      for (auto& c : list_dir(p))
+        if (c.find(".tmp.") == std::string::npos) return false;
+    } else if (n != "lock" && n.find(".tmp.") == std::string::npos) {
+      return false;
+    }
+  }
+  return true;
+}
+
+void remove_tree_shallow(const std::string& dir) {
+  // a stranded or temporary run directory: files and one level of subdirectories
+  for (auto& n : list_dir(dir)) {
+    const std::string p = join_path(dir, n);
+    if (dir_exists(p)) {
+      for (auto& c : list_dir(p)) ::unlink(join_path(p, c).c_str());
+      ::rmdir(p.c_str());
+    } else {
+      ::unlink(p.c_str());
+    }
+  }
+  ::rmdir(dir.c_str());
+}
+}  // namespace
+
+void RunStore::lock_for_writing() {
+  if (lock_fd_) return;
+  const int fd = take_lock(dir_, dir_);
+  lock_fd_ = std::shared_ptr<int>(new int(fd), [](int* f) {
+    ::close(*f);
+    delete f;
+  });
+}
+
+void RunStore::create_atomically(const json& cfg, const std::string& vocab_text) {
+  std::string d = dir_;
+  while (d.size() > 1 && d.back() == '/') d.pop_back();
+  const auto slash = d.find_last_of('/');
+  const std::string parent = slash == std::string::npos ? "." : slash == 0 ? "/" : d.substr(0, slash);
+  const std::string name = slash == std::string::npos ? d : d.substr(slash + 1);
+  if (name.empty() || name == "." || name == "..") throw UserError("'" + dir_ + "' cannot be a run directory");
+  make_dirs(parent);
+  if (dir_exists(d)) {
+    if (!list_dir(d).empty() && !stranded_creation(d))
+      throw UserError("run directory '" + dir_ + "' already exists and is not empty (use --resume to continue it)");
+    // an empty directory, or one stranded by an interrupted creation: take it over (locked while we
+    // do, so a creation under way in another process is not disturbed)
+    const int fd = take_lock(d, dir_);
+    remove_tree_shallow(d);
+    ::close(fd);
+  } else if (file_exists(d)) {
+    throw UserError("'" + dir_ + "' exists and is not a directory");
+  }
+  // Creations of this name that a killed process left behind (their lock is free) are removed.
+  const std::string stem = "." + name + ".creating.";
+  for (auto& n : list_dir(parent)) {
+    if (n.rfind(stem, 0) != 0) continue;
+    const std::string old = join_path(parent, n);
+    const int ofd = ::open(join_path(old, "lock").c_str(), O_RDWR | O_CLOEXEC);
+    if (ofd >= 0 && ::flock(ofd, LOCK_EX | LOCK_NB) != 0) {
+      ::close(ofd);
+      continue;  // still being created by a live process
+    }
+    if (ofd >= 0) ::close(ofd);
+    remove_tree_shallow(old);
+  }
+  const std::string tmp = join_path(parent, stem + std::to_string(::getpid()));
+  if (dir_exists(tmp)) remove_tree_shallow(tmp);
+  make_dirs(join_path(tmp, "checkpoints"));
+  const int fd = take_lock(tmp, dir_);
+  auto hold = std::shared_ptr<int>(new int(fd), [](int* f) {
+    ::close(*f);
+    delete f;
+  });
+  try {
+    atomic_write(join_path(tmp, "config.json"), cfg.dump(2) + "\n");
+    if (!vocab_text.empty()) atomic_write(join_path(tmp, "vocab"), vocab_text);
+    fsync_dir(join_path(tmp, "checkpoints"));
+    fsync_dir(tmp);
+    if (::rename(tmp.c_str(), d.c_str()) != 0) {
+      const int e = errno;
+      throw UserError("cannot create run directory '" + dir_ + "': " +
+                      (e == ENOTEMPTY || e == EEXIST ? std::string("it was created by another process meanwhile")
+                                                     : std::string(std::strerror(e))));
+    }
+  } catch (...) {
+    remove_tree_shallow(tmp);
+    throw;
+  }
+  fsync_dir(parent);
+  lock_fd_ = hold;  // the flock follows the renamed directory's lock file
 }
 
 void RunStore::write_config(const json& cfg) const { atomic_write(path("config.json"), cfg.dump(2) + "\n"); }

@@ -7,7 +7,10 @@
 //   checkpoints/      last.pt, best.pt, step_<N>.pt (model, optimizer, task and trainer state, RNG)
 //   log.txt           human-readable log
 //   label.txt         optional short name the user gave the run (legends, run table); one line, UTF-8
+//   lock              flock(2)ed by the process writing the run (train, resume, fork, a sweep's point);
+//                     holds that process's PID as text (docs/RELIABILITY.md)
 #pragma once
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -44,6 +47,17 @@ class RunStore {
   std::string checkpoint_dir() const { return path("checkpoints"); }
   // Create a new run directory (fails if it exists and is not empty).
   void create();
+  // Create a new run directory atomically: it is built as <parent>/.<name>.creating.<pid>
+  // (checkpoints/, lock taken, config.json and `vocab_text` when not empty, all fsync'ed),
+  // then renamed to dir(); a kill at any instant leaves either no run directory or a complete
+  // one. An existing dir() is reused when it is empty or holds only what an interrupted
+  // creation of an older version left (an empty checkpoints/ and *.tmp.* files, no config.json);
+  // otherwise UserError "already exists". The store keeps the directory locked (lock_for_writing).
+  void create_atomically(const json& cfg, const std::string& vocab_text);
+  // Take the run directory's writer lock (flock on dir/lock, released when the process ends or
+  // the last copy of this store is destroyed). A second writer gets UserError naming the PID
+  // that holds it. Idempotent.
+  void lock_for_writing();
   void write_config(const json& cfg) const;
   json read_config() const;
   void write_summary(const RunSummary& s) const;
@@ -63,6 +77,7 @@ class RunStore {
 
  private:
   std::string dir_;
+  std::shared_ptr<int> lock_fd_;  // open descriptor holding the flock, closed with the last copy
 };
 
 // Default workspace: $CELLSCOPE_WORKSPACE, else $XDG_DATA_HOME/cellscope/runs, else ~/.local/share/cellscope/runs.

@@ -9,13 +9,16 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cmath>
 #include <limits>
 #include <thread>
 
 #include "config/common_options.h"
 #include "dist/dist.h"
+#include "train/checkpoint.h"
 #include "train/step_sync.h"
+#include "util/fsync.h"
 #include "util/error.h"
 
 namespace cs {
@@ -47,7 +50,36 @@ struct Trainer::Impl {
   double elapsed_before = 0;  // from earlier processes (resume)
   int64_t units_total = 0;
   double train_time_total = 0;
+  // divergence detection: the first step's loss (NaN: unknown, e.g. an older checkpoint) and
+  // the number of consecutive logged intervals above kDivergeFactor times it
+  double ref_loss = std::numeric_limits<double>::quiet_NaN();
+  int64_t diverge_count = 0;
+  TrainingOptions opts;
+  int64_t vocab_hash = 0;  // FNV-1a of the task's vocabulary text, stored in every checkpoint
+  int64_t last_pt_step = -1;  // step of this run directory's checkpoints/last.pt (-1: none known)
 };
+
+namespace {
+const char* kForkHint =
+    "A run's architecture (model, task, dataset, training.optimizer, training.batch) cannot change on resume; "
+    "to train on from a checkpoint with other training options make a new run with "
+    "`cellscope-cli train --fork RUN_DIR[@STEP] --set training.KEY=VALUE`, for another architecture start a new run";
+
+// Set the optimizer's hyper-parameters from the configuration (a loaded optimizer state carries
+// the values it was saved with; a resume or fork at another lr must use the new one).
+void apply_hyper_parameters(torch::optim::Optimizer& opt, const TrainingOptions& tr) {
+  for (auto& g : opt.param_groups()) {
+    if (auto* o = dynamic_cast<torch::optim::SGDOptions*>(&g.options())) {
+      o->lr(tr.lr);
+      o->weight_decay(tr.weight_decay);
+      o->momentum(tr.momentum);
+    } else if (auto* a = dynamic_cast<torch::optim::AdamOptions*>(&g.options())) {
+      a->lr(tr.lr);
+      a->weight_decay(tr.weight_decay);
+    }
+  }
+}
+}  // namespace
 
 bool Trainer::parallel() const { return dist_ && dist_->world > 1; }
 bool Trainer::writer() const { return store_ && (!dist_ || dist_->rank == 0); }
@@ -75,6 +107,11 @@ Trainer::Trainer(json cfg, std::unique_ptr<Task> task, std::shared_ptr<RunStore>
   if (parallel()) task_->set_shard(dist_->rank, dist_->world);  // before to(): the shard is built on the CPU
   task_->to(impl_->device);
   impl_->params = task_->model()->parameters();
+  impl_->opts = tr;
+  {
+    const std::string vt = task_->vocab_text();
+    impl_->vocab_hash = static_cast<int64_t>(fnv1a64(vt.data(), vt.size()));
+  }
   impl_->lr = tr.lr;
   impl_->clip = tr.clip;
   const double wd = tr.weight_decay;
@@ -115,6 +152,9 @@ void Trainer::save_checkpoint(const std::string& path) {
   s.write("elapsed", D(summary_.elapsed));
   s.write("units_total", I(impl_->units_total));
   s.write("train_time_total", D(impl_->train_time_total));
+  s.write("ref_loss", D(impl_->ref_loss));
+  s.write("diverge_count", I(impl_->diverge_count));
+  s.write("vocab_hash", I(impl_->vocab_hash));
   json am = impl_->acc_metrics;
   std::string ams = am.dump();
   s.write("acc_metrics", torch::from_blob(ams.data(), {static_cast<int64_t>(ams.size())}, torch::kUInt8).clone());
@@ -123,22 +163,30 @@ void Trainer::save_checkpoint(const std::string& path) {
   ar.write("optimizer", o);
   ar.write("task", t);
   ar.write("trainer", s);
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  ar.save_to(tmp);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) throw UserError("cannot write checkpoint '" + path + "'");
+  write_checkpoint_file(ar, path);  // checksum header, temp file, fsync, rename, fsync of the directory
 }
 
 void Trainer::load_checkpoint(const std::string& path) {
-  if (!file_exists(path)) throw UserError("checkpoint '" + path + "' does not exist");
+  torch::serialize::InputArchive ar;
+  read_checkpoint_file(path, ar, impl_->device);  // checksum verified
+  check_model_matches(*task_->model(), ar, path, kForkHint);  // before Module::load replaces any tensor
+  {
+    torch::serialize::InputArchive st;
+    torch::Tensor vh;
+    if (ar.try_read("trainer", st) && st.try_read("vocab_hash", vh) && vh.item<int64_t>() != impl_->vocab_hash)
+      throw UserError("checkpoint '" + path +
+                      "' was saved with another vocabulary than the one this run loads (its vocab file or dataset "
+                      "changed); it cannot be resumed with it");
+  }
   try {
-    torch::serialize::InputArchive ar, m, o, t, s;
-    ar.load_from(path, impl_->device);
+    torch::serialize::InputArchive m, o, t, s;
     ar.read("model", m);
     ar.read("optimizer", o);
     ar.read("task", t);
     ar.read("trainer", s);
     task_->model()->load(m);
     impl_->opt->load(o);
+    apply_hyper_parameters(*impl_->opt, impl_->opts);
     task_->load_state(t);
     // InputArchive::read into an already-defined tensor tries to resize it: use a fresh one per key.
     auto T = [&](const char* k) { torch::Tensor v; s.read(k, v); return v; };
@@ -157,6 +205,12 @@ void Trainer::load_checkpoint(const std::string& path) {
     impl_->elapsed_before = D("elapsed");
     impl_->units_total = I("units_total");
     impl_->train_time_total = D("train_time_total");
+    {  // absent from checkpoints written before divergence detection: detection stays off
+      torch::Tensor v;
+      impl_->ref_loss = s.try_read("ref_loss", v) ? v.item<double>() : std::numeric_limits<double>::quiet_NaN();
+      torch::Tensor c;
+      impl_->diverge_count = s.try_read("diverge_count", c) ? c.item<int64_t>() : 0;
+    }
     auto c = T("acc_metrics").contiguous();
     std::string ams(reinterpret_cast<const char*>(c.data_ptr<uint8_t>()), static_cast<size_t>(c.numel()));
     impl_->acc_metrics = parse_json(ams, "checkpoint trainer state").get<std::map<std::string, double>>();
@@ -174,16 +228,45 @@ void Trainer::load_checkpoint(const std::string& path) {
 
 void Trainer::resume() {
   if (!store_) throw UserError("resume needs a run directory");
-  // Every rank reads the same (rank-independent) checkpoint; only rank 0 touches the directory.
+  // Every rank reads the same (rank-independent) checkpoint; only rank 0 touches the directory,
+  // and only once the checkpoint has loaded and matched the model.
+  const std::string last = join_path(store_->checkpoint_dir(), "last.pt");
+  if (!file_exists(last)) {
+    // Killed (or failed) before its first checkpoint: the run starts again from step 0 in its
+    // directory, exactly as a new run would (the caller seeded and built the task afresh).
+    if (writer()) store_->remove_stale_temp_files();
+    if (writer()) store_->truncate_metrics(-1);
+    if (writer()) store_->log("no checkpoint yet: starting again from step 0");
+    return;
+  }
+  load_checkpoint(last);
+  impl_->last_pt_step = step_;
+  const RunSummary before = store_->read_summary();
+  const bool early = before.reason.rfind("early stop", 0) == 0;
+  already_finished_ = before.status == "finished" && (early || step_ >= read_training_options(cfg_.at("training")).steps);
+  if (already_finished_) {
+    finished_summary_ = before;
+    return;  // nothing to train: the run directory stays as it is
+  }
   if (writer()) store_->remove_stale_temp_files();
-  load_checkpoint(join_path(store_->checkpoint_dir(), "last.pt"));
   if (writer()) store_->truncate_metrics(step_);
   summary_.step = step_;
   summary_.has_best = impl_->has_best;
   summary_.best_valid = impl_->best;
   summary_.best_step = impl_->best_step;
   summary_.elapsed = impl_->elapsed_before;
-  summary_.started = store_->read_summary().started;
+  summary_.started = before.started;
+}
+
+void Trainer::fork_from(const std::string& checkpoint) {
+  load_checkpoint(checkpoint);
+  // The child selects its own best checkpoint: the parent's best.pt is not in its directory.
+  impl_->has_best = false;
+  impl_->best = 0;
+  impl_->best_step = 0;
+  impl_->bad_evals = 0;
+  summary_.step = step_;
+  summary_.elapsed = impl_->elapsed_before;
 }
 
 // ------------------------------------------------------------------ run() in named steps
@@ -199,6 +282,7 @@ struct Trainer::RunContext {
   bool early_stopped = false;
   int64_t last_checkpoint = -1;  // step of the last last.pt written by this run()
   std::string reason;            // why train_step failed
+  bool diverged = false;         // log_interval found the divergence rule met (rc.reason says why)
 };
 
 double Trainer::elapsed(const RunContext& rc) const {
@@ -267,15 +351,72 @@ bool Trainer::train_step(RunContext& rc) {
   sync_->reduce_step(st);
   const double inf = std::numeric_limits<double>::infinity();
   const double gnorm = torch::nn::utils::clip_grad_norm_(I.params, I.clip > 0 ? I.clip : inf);
+  // After a non-finite loss at step_ + 1: when last.pt holds step_'s weights (never proven by a
+  // finite loss), put the newest earlier step_<M>.pt back as last.pt (or remove it). Returns the
+  // step of the last.pt kept, -1 for none.
+  auto discard_unproven_checkpoint = [&]() -> int64_t {
+    if (!store_) return -1;
+    auto& I = *impl_;
+    const std::string dir = store_->checkpoint_dir();
+    const std::string last = join_path(dir, "last.pt");
+    if (I.last_pt_step != step_) return file_exists(last) ? I.last_pt_step : -1;
+    // last.pt holds the weights that just gave a non-finite loss: go back to the newest earlier
+    // step_<M>.pt (a hard link, renamed over last.pt) or, without one, remove it.
+    int64_t good = -1;
+    if (writer()) {
+      for (auto m : store_->checkpoint_steps())
+        if (m < step_) good = m;
+      const std::string bad = join_path(dir, "step_" + std::to_string(step_) + ".pt");
+      if (good >= 0) {
+        const std::string tmp = last + ".tmp." + std::to_string(::getpid());
+        ::unlink(tmp.c_str());
+        if (::link(join_path(dir, "step_" + std::to_string(good) + ".pt").c_str(), tmp.c_str()) != 0 ||
+            ::rename(tmp.c_str(), last.c_str()) != 0) {
+          ::unlink(tmp.c_str());
+          good = -1;
+        }
+      }
+      if (good < 0) ::unlink(last.c_str());
+      ::unlink(bad.c_str());
+      fsync_dir(dir);
+    }
+    I.last_pt_step = good;
+    return good;
+  };
   if (st.nonfinite || !std::isfinite(gnorm)) {
+    // The weights of step_ gave a non-finite loss: a checkpoint of them is not a good one.
+    const int64_t good = discard_unproven_checkpoint();
     rc.reason = std::string("the loss became ") + (std::isnan(st.loss) || std::isnan(gnorm) ? "NaN" : "Inf") + " at step " +
                 std::to_string(step_ + 1) + "; the last good checkpoint is kept" +
-                (store_ && file_exists(join_path(store_->checkpoint_dir(), "last.pt")) ? " (checkpoints/last.pt)"
-                                                                                       : " (none was written yet)") +
+                (good >= 0 ? " (checkpoints/last.pt, step " + std::to_string(good) + ")" : std::string(" (none was written yet)")) +
                 ". Try a lower training.lr or gradient clipping (training.clip).";
     return false;
   }
+  if (std::isnan(I.ref_loss) && step_ == 0) I.ref_loss = st.loss;  // the untrained model's loss
   I.opt->step();
+  // Never keep (and so never checkpoint) non-finite weights: a finite loss and gradient can
+  // still give an update that overflows (e.g. a huge lr with weight decay).
+  {
+    torch::NoGradGuard ng;
+    bool nan = false, bad = false;
+    for (auto& p : I.params) {
+      if (!torch::isfinite(p).all().item<bool>()) {
+        bad = true;
+        nan = torch::isnan(p).any().item<bool>();
+        break;
+      }
+    }
+    if (bad) {
+      const std::string last = store_ ? join_path(store_->checkpoint_dir(), "last.pt") : "";
+      rc.reason = std::string("the weights became ") + (nan ? "NaN" : "Inf") + " in the update of step " +
+                  std::to_string(step_ + 1) + "; the last good checkpoint is kept" +
+                  (store_ && file_exists(last) ? " (checkpoints/last.pt" +
+                                                     (rc.last_checkpoint >= 0 ? ", step " + std::to_string(rc.last_checkpoint) : std::string()) + ")"
+                                               : " (none was written yet)") +
+                  ". Try a lower training.lr or gradient clipping (training.clip).";
+      return false;
+    }
+  }
   ++step_;
   const double dt = std::chrono::duration<double>(Clock::now() - t0).count();
   I.acc_loss += st.loss;
@@ -314,6 +455,20 @@ void Trainer::log_interval(RunContext& rc) {
   r.values["throughput"] = I.acc_time > 0 ? static_cast<double>(I.acc_units) / I.acc_time : 0;
   sync_->interval_values(r.values, I.acc_n);
   emit(rc, r);
+  // Divergence (docs/RELIABILITY.md): the interval's mean loss far above the untrained model's.
+  const double L = r.values["loss"];
+  if (I.ref_loss > 0 && std::isfinite(I.ref_loss) && L > kDivergeFactor * I.ref_loss) ++I.diverge_count;
+  else I.diverge_count = 0;
+  if (I.diverge_count >= kDivergeIntervals) {
+    char buf[256];
+    std::snprintf(buf, sizeof buf,
+                  "diverged: the training loss stayed above %.0fx the untrained model's (%.3g nats) for %d logged "
+                  "intervals (%.4g nats at step %lld); the checkpoints are kept as they are. Try a lower "
+                  "training.lr or gradient clipping (training.clip).",
+                  kDivergeFactor, I.ref_loss, kDivergeIntervals, L, static_cast<long long>(step_));
+    rc.reason = buf;
+    rc.diverged = true;
+  }
   I.acc_loss = I.acc_gnorm = I.acc_time = 0;
   I.acc_n = I.acc_units = 0;
   I.acc_metrics.clear();
@@ -366,6 +521,7 @@ void Trainer::checkpoint(RunContext& rc) {
   const std::string dir = store_->checkpoint_dir();
   const std::string last = join_path(dir, "last.pt");
   save_global(last);
+  impl_->last_pt_step = step_;
   rc.last_checkpoint = step_;
   if (!writer()) return;
   // step_<N>.pt: a hard link to this last.pt (the next save replaces last.pt by rename).
@@ -392,7 +548,8 @@ TrainOutcome Trainer::finish(RunContext& rc, Ending how) {
       const std::string best = store_ ? join_path(store_->checkpoint_dir(), "best.pt") : "";
       if (writer() && file_exists(best)) {
         torch::serialize::InputArchive ar, m;  // only the model weights of best.pt
-        ar.load_from(best, impl_->device);
+        read_checkpoint_file(best, ar, impl_->device);
+        check_model_matches(*task_->model(), ar, best);
         ar.read("model", m);
         task_->model()->load(m);
       }
@@ -413,6 +570,11 @@ TrainOutcome Trainer::run(TrainerControl* control, const TrainerCallbacks& cb) {
   RunContext rc;
   rc.control = control;
   rc.cb = &cb;
+  if (already_finished_) {  // a finished run resumed: nothing to do, nothing written
+    summary_ = finished_summary_;
+    if (cb.on_log && sync_->root()) cb.on_log("already finished at step " + std::to_string(step_) + ": nothing to do");
+    return {summary_, store_ ? store_->dir() : ""};
+  }
   try {
     prepare(rc);
     Ending how = Ending::finished;
@@ -426,6 +588,10 @@ TrainOutcome Trainer::run(TrainerControl* control, const TrainerCallbacks& cb) {
         break;
       }
       if (step_ % rc.log_every == 0 || step_ == rc.total) log_interval(rc);
+      if (rc.diverged) {
+        how = Ending::failed;
+        break;
+      }
       const bool do_eval = (rc.eval_every > 0 && step_ % rc.eval_every == 0) || step_ == rc.total;
       if (do_eval && task_->has_split("valid")) evaluate_valid(rc);
       if ((rc.ckpt_every > 0 ? step_ % rc.ckpt_every == 0 : do_eval) || step_ == rc.total || rc.early_stopped)
@@ -467,11 +633,16 @@ std::unique_ptr<Task> load_run_task(const std::string& run_dir, const std::strin
   json cfg = load_and_resolve(store.read_config());
   auto task = make_task(cfg, run_dir);
   const std::string p = checkpoint_path(run_dir, which);
+  torch::serialize::InputArchive ar;
+  read_checkpoint_file(p, ar);
+  check_model_matches(*task->model(), ar, p,
+                      "The run's config.json does not describe the model this checkpoint was saved from");
   try {
-    torch::serialize::InputArchive ar, m;
-    ar.load_from(p);
+    torch::serialize::InputArchive m;
     ar.read("model", m);
     task->model()->load(m);
+  } catch (const UserError&) {
+    throw;
   } catch (const std::exception& e) {
     std::string what = e.what();
     auto nl = what.find('\n');

@@ -55,17 +55,29 @@ class Trainer {
   Trainer(json cfg, std::unique_ptr<Task> task, std::shared_ptr<RunStore> store, DistContext* dist = nullptr);
   ~Trainer();
   // Load checkpoints/last.pt (model, optimizer, task, trainer state, RNG) and
-  // trim metrics.jsonl to the checkpoint's step.
+  // trim metrics.jsonl to the checkpoint's step. The checkpoint is checked against the
+  // model (every parameter's name and shape) before anything is written. Resuming a run
+  // that finished (summary status "finished", training.steps not raised, or an early
+  // stop) makes run() a no-op that writes nothing (no second test evaluation).
   void resume();
+  // Start a forked run (LaunchOptions::fork_dir): load `checkpoint` of the parent run
+  // (weights, optimizer, task state, RNG, step counter) as resume() would, but forget the
+  // parent's best-checkpoint tracking (the child keeps its own best.pt) and write nothing
+  // into the parent. The store is the child's new run directory.
+  void fork_from(const std::string& checkpoint);
   // Train until training.steps, early stop, stop request, or failure. Never throws
-  // for NaN/Inf (status failed); rethrows other errors after marking the run failed.
+  // for NaN/Inf or divergence (status failed, reason "diverged: ..."; rule in
+  // docs/RELIABILITY.md); rethrows other errors after marking the run failed.
   TrainOutcome run(TrainerControl* control = nullptr, const TrainerCallbacks& cb = {});
   Task& task() { return *task_; }
   int64_t step() const { return step_; }
   const RunSummary& summary() const { return summary_; }
+  bool already_finished() const { return already_finished_; }  // resume() of a finished run
   std::vector<MetricsRecord> history;  // every record produced by this process
 
-  // Save/load a checkpoint file (atomic). Public for tests and analyses.
+  // Save/load a checkpoint file (atomic, with a checksum: train/checkpoint.h). load_checkpoint
+  // checks the model's parameter names and shapes first (UserError naming the parameter).
+  // Public for tests and analyses.
   void save_checkpoint(const std::string& path);
   void load_checkpoint(const std::string& path);
 
@@ -99,7 +111,16 @@ class Trainer {
   bool writer() const;    // this process writes the run directory (store_ set, rank 0)
   RunSummary summary_;
   int64_t step_ = 0;
+  bool already_finished_ = false;  // resume() of a finished run: run() writes nothing
+  RunSummary finished_summary_;
 };
+
+// Divergence rule (docs/RELIABILITY.md): a run fails with reason "diverged: ..." when the
+// mean training loss of kDivergeIntervals consecutive logged intervals is above
+// kDivergeFactor times the loss of the untrained model (its first step's loss, about the
+// uniform level log V, which is above the unigram level).
+constexpr double kDivergeFactor = 2.0;
+constexpr int kDivergeIntervals = 3;
 
 // Seed torch's CPU generator (and CUDA where available) and set intra-op threads.
 void seed_everything(uint64_t seed);
@@ -107,6 +128,9 @@ void set_threads(int n);  // 0 = hardware concurrency
 
 // Load just the model weights of a run's checkpoint into a freshly built task
 // (for eval/analyses). `which`: "best", "last" or a step number.
+// The checkpoint is checked against the model built from the run's config.json first: a
+// checkpoint of another architecture, a corrupted or truncated one gives a UserError naming
+// the checkpoint (and the mismatching parameter), never raw LibTorch text.
 std::unique_ptr<Task> load_run_task(const std::string& run_dir, const std::string& which = "best");
 std::string checkpoint_path(const std::string& run_dir, const std::string& which);
 

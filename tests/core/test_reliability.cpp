@@ -1,0 +1,284 @@
+// Issue 19: resume safety (architecture checks before anything is written), never-saved
+// non-finite weights, divergence, one writer per run directory, atomic/stranded run
+// directories, checkpoint checksums, forking a run from a checkpoint. Tiny GRU char-LMs
+// through cellscope-cli (docs/RELIABILITY.md).
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <thread>
+
+#include "corpus_fixture.h"
+#include "harness.h"
+
+using json = nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+// The issue's tiny GRU (hidden 32, embed 16) on a 20,000-character fixture.
+std::string tiny_config(const std::string& name, const json& training_overrides = json::object()) {
+  static const std::string corpus = cstest::write_text_fixture("reliability.txt", 20000);
+  json cfg = {{"task", "char_lm"},
+              {"dataset", {{"path", corpus}}},
+              {"model", {{"cell", "gru"}, {"embed", 16}, {"hidden", 32}}},
+              {"training", {{"batch", 8}, {"bptt", 20}, {"steps", 20}, {"eval_every", 10}, {"log_every", 5},
+                            {"checkpoint_every", 5}, {"keep_checkpoints", 10}, {"seed", 3}, {"threads", 1}}}};
+  for (auto& [k, v] : training_overrides.items()) cfg["training"][k] = v;
+  const std::string p = cstest::temp_dir() + "/" + name + ".json";
+  cstest::write_text(p, cfg.dump(2));
+  return p;
+}
+
+std::string train_new(const std::string& name, const json& overrides = json::object(), int expect = 0) {
+  const std::string dir = cstest::temp_dir() + "/" + name;
+  std::string out, err;
+  const int rc = cstest::run_cli({"train", tiny_config(name, overrides), "--run-dir", dir, "--quiet"}, &out, &err);
+  EXPECT_EQ(rc, expect) << err;
+  return dir;
+}
+
+json summary_of(const std::string& dir) { return cstest::json_object(cstest::read_text(dir + "/summary.json")); }
+
+// Every file of a run directory (path -> bytes), to check that nothing changed.
+std::map<std::string, std::string> snapshot(const std::string& dir) {
+  std::map<std::string, std::string> m;
+  for (auto& e : fs::recursive_directory_iterator(dir))
+    if (e.is_regular_file() && e.path().filename() != "lock") m[e.path().string()] = cstest::read_text(e.path().string());
+  return m;
+}
+
+double eval_bpc(const std::string& dir, const std::string& which, int* rc_out = nullptr, std::string* err_out = nullptr) {
+  std::string out, err;
+  const int rc = cstest::run_cli({"eval", dir, "--checkpoint", which, "--split", "valid", "--json", "--threads", "1"}, &out, &err);
+  if (rc_out) *rc_out = rc;
+  if (err_out) *err_out = err;
+  auto j = cstest::json_object(out);
+  return j.contains("bpc") && j["bpc"].is_number() ? j["bpc"].get<double>() : std::nan("");
+}
+
+}  // namespace
+
+// Class 1: an architecture change on resume is refused before anything is written; the run
+// stays usable; a training-only change still works.
+TEST(Reliability, resumeRefusesArchitectureChangesBeforeWriting) {
+  const std::string dir = train_new("arch_run");
+  const auto before = snapshot(dir);
+  for (const std::string set : {"model.cell=lstm", "model.hidden=48", "model.embed=8", "training.batch=4"}) {
+    std::string out, err;
+    const int rc = cstest::run_cli({"train", "--resume", dir, "--set", set, "--steps", "30", "--quiet"}, &out, &err);
+    ASSERT_EQ(rc, 2) << set << ": " << err;
+    const std::string key = set.substr(0, set.find('='));
+    ASSERT_TRUE(cstest::contains(err, "--fork")) << err;
+    // names what differs: the option, or the parameter whose shape it changes
+    ASSERT_TRUE(cstest::contains(err, key) || cstest::contains(err, "shape")) << err;
+    ASSERT_TRUE(snapshot(dir) == before) << set << " changed the run directory";
+  }
+  int rc = 0;
+  const double bpc = eval_bpc(dir, "last", &rc);
+  ASSERT_EQ(rc, 0);
+  ASSERT_TRUE(std::isfinite(bpc));
+  // training-only changes are a resume's business
+  std::string out, err;
+  ASSERT_EQ(cstest::run_cli({"train", "--resume", dir, "--set", "training.lr=0.002", "--steps", "25", "--quiet"}, &out, &err), 0)
+      << err;
+  ASSERT_EQ(summary_of(dir).value("step", 0), 25);
+}
+
+// Class 1/8: eval of a checkpoint from another architecture: exit 2 naming the checkpoint and
+// the parameter, never LibTorch text or silently replaced weights.
+TEST(Reliability, evalOfCheckpointFromAnotherArchitectureExits2) {
+  const std::string a = train_new("arch_a");
+  const std::string b = train_new("arch_b", json::object());
+  // b with another hidden size
+  std::string out, err;
+  const std::string b2 = cstest::temp_dir() + "/arch_b48";
+  json cfg = cstest::json_object(cstest::read_text(tiny_config("arch_b48")));
+  cfg["model"]["hidden"] = 48;
+  cstest::write_text(cstest::temp_dir() + "/arch_b48.json", cfg.dump());
+  ASSERT_EQ(cstest::run_cli({"train", cstest::temp_dir() + "/arch_b48.json", "--run-dir", b2, "--quiet"}, &out, &err), 0) << err;
+  fs::copy_file(b2 + "/checkpoints/last.pt", a + "/checkpoints/step_999.pt");
+  int rc = 0;
+  eval_bpc(a, "999", &rc, &err);
+  ASSERT_EQ(rc, 2) << err;
+  ASSERT_TRUE(cstest::contains(err, "step_999.pt")) << err;
+  ASSERT_TRUE(cstest::contains(err, "shape")) << err;
+  ASSERT_TRUE(!cstest::contains(err, "Exception raised from")) << err;
+  (void)b;
+}
+
+// Class 2: a NaN/Inf ending never poisons the last checkpoint; a resume at a lower lr goes past
+// the step that failed; --quiet still prints why the run failed.
+TEST(Reliability, nonFiniteWeightsAreNeverSaved) {
+  const std::string dir = cstest::temp_dir() + "/nan_run";
+  const std::string cfg = tiny_config("nan_run", {{"optimizer", "sgd"}, {"lr", 100.0}, {"weight_decay", 1.0}, {"clip", 0.0},
+                                                   {"checkpoint_every", 1}, {"log_every", 1000}, {"eval_every", 0},
+                                                   {"steps", 60}});
+  std::string out, err;
+  ASSERT_EQ(cstest::run_cli({"train", cfg, "--run-dir", dir, "--quiet"}, &out, &err), 1) << err;
+  ASSERT_TRUE(cstest::contains(err, "failed") && (cstest::contains(err, "NaN") || cstest::contains(err, "Inf"))) << err;
+  const json s = summary_of(dir);
+  ASSERT_EQ(s.value("status", std::string()), "failed");
+  const int failed_at = s.value("step", 0) + 1;
+  int rc = 0;
+  const double bpc = eval_bpc(dir, "last", &rc, &err);
+  ASSERT_EQ(rc, 0) << err;
+  ASSERT_TRUE(std::isfinite(bpc)) << "last.pt holds non-finite weights: bpc " << bpc;
+  ASSERT_EQ(cstest::run_cli({"train", "--resume", dir, "--set", "training.lr=0.001", "--set", "training.weight_decay=0",
+                             "--steps", std::to_string(failed_at + 5), "--quiet"},
+                            &out, &err),
+            0)
+      << err;
+  ASSERT_EQ(summary_of(dir).value("status", std::string()), "finished");
+}
+
+// Class 2: Adam at lr 100 diverges; the run fails with a reason starting "diverged:".
+TEST(Reliability, divergenceFailsTheRun) {
+  const std::string dir = cstest::temp_dir() + "/diverge_run";
+  const std::string cfg = tiny_config("diverge_run", {{"optimizer", "adam"}, {"lr", 100.0}, {"log_every", 5},
+                                                       {"eval_every", 0}, {"steps", 200}});
+  std::string out, err;
+  ASSERT_EQ(cstest::run_cli({"train", cfg, "--run-dir", dir, "--quiet"}, &out, &err), 1) << err;
+  const json s = summary_of(dir);
+  ASSERT_EQ(s.value("status", std::string()), "failed");
+  ASSERT_TRUE(cstest::starts_with(s.value("reason", std::string()), "diverged:")) << s.dump();
+  ASSERT_TRUE(cstest::contains(err, "diverged:")) << err;
+  ASSERT_TRUE(cstest::contains(cstest::read_text(dir + "/log.txt"), "diverged:"));
+  ASSERT_TRUE(s.value("step", 1000) < 200);
+}
+
+// Class 4: one writer per run directory; the refusal names the PID.
+TEST(Reliability, secondWriterIsRefusedNamingThePid) {
+  const std::string dir = cstest::temp_dir() + "/locked_run";
+  const std::string cfg = tiny_config("locked_run", {{"steps", 100000}, {"log_every", 1}, {"eval_every", 0}, {"checkpoint_every", 50}});
+  cstest::Process p;
+  ASSERT_TRUE(p.start({"train", cfg, "--run-dir", dir, "--quiet"})) << p.err();
+  const auto t0 = std::chrono::steady_clock::now();
+  while (p.running() && cstest::read_text(dir + "/metrics.jsonl").size() < 200 &&
+         std::chrono::steady_clock::now() - t0 < std::chrono::seconds(60))
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_TRUE(p.running()) << p.err();
+  const auto metrics_before = cstest::read_text(dir + "/config.json");
+  std::string out, err;
+  ASSERT_EQ(cstest::run_cli({"train", "--resume", dir, "--quiet"}, &out, &err), 2) << err;
+  ASSERT_TRUE(cstest::contains(err, "PID " + std::to_string(p.pid()))) << err;
+  ASSERT_EQ(cstest::read_text(dir + "/config.json"), metrics_before);
+  p.signal(SIGTERM);
+  ASSERT_TRUE(p.wait(60000));
+  // the lock died with its process
+  ASSERT_EQ(cstest::run_cli({"train", "--resume", dir, "--steps", std::to_string(summary_of(dir).value("step", 0) + 2), "--quiet"}, &out, &err), 0) << err;
+}
+
+// Class 4: resuming a finished run writes nothing (no second test evaluation).
+TEST(Reliability, resumingAFinishedRunChangesNothing) {
+  const std::string dir = train_new("finished_run");
+  const std::string metrics = cstest::read_text(dir + "/metrics.jsonl");
+  ASSERT_EQ(cstest::count(metrics, "\"split\":\"test\""), 1);
+  for (int i = 0; i < 2; ++i) {
+    std::string out, err;
+    ASSERT_EQ(cstest::run_cli({"train", "--resume", dir, "--quiet"}, &out, &err), 0) << err;
+  }
+  ASSERT_EQ(cstest::read_text(dir + "/metrics.jsonl"), metrics);
+}
+
+// Class 6: a directory stranded by an interrupted creation (older versions: checkpoints/ and a
+// temporary config, no config.json) is reused by --run-dir; a new run leaves no temporary directory.
+TEST(Reliability, strandedRunDirectoryIsReusable) {
+  const std::string dir = cstest::temp_dir() + "/stranded/run";
+  fs::create_directories(dir + "/checkpoints");
+  cstest::write_text(dir + "/config.json.tmp.4242", "{\"task\": ");
+  std::string out, err;
+  ASSERT_EQ(cstest::run_cli({"train", tiny_config("stranded"), "--run-dir", dir, "--quiet"}, &out, &err), 0) << err;
+  ASSERT_EQ(summary_of(dir).value("status", std::string()), "finished");
+  for (auto& e : fs::directory_iterator(cstest::temp_dir() + "/stranded"))
+    ASSERT_EQ(e.path().filename().string(), "run") << "left behind: " << e.path();
+  // a directory with real content is still refused
+  ASSERT_EQ(cstest::run_cli({"train", tiny_config("stranded"), "--run-dir", dir, "--quiet"}, &out, &err), 2);
+  ASSERT_TRUE(cstest::contains(err, "already exists")) << err;
+}
+
+// Class 7: a flipped bit in a checkpoint is detected at load.
+TEST(Reliability, flippedBitInCheckpointIsDetected) {
+  const std::string dir = train_new("bitflip_run");
+  const std::string ck = dir + "/checkpoints/last.pt";
+  std::string bytes = cstest::read_text(ck);
+  ASSERT_GT(bytes.size(), 1000u);
+  for (size_t at : {bytes.size() / 2, bytes.size() - 5000, size_t(100)}) {
+    std::string bad = bytes;
+    bad[at] = static_cast<char>(bad[at] ^ 0x10);
+    cstest::write_text(ck, bad);
+    int rc = 0;
+    std::string err;
+    eval_bpc(dir, "last", &rc, &err);
+    ASSERT_EQ(rc, 2) << "byte " << at << ": " << err;
+    ASSERT_TRUE(cstest::contains(err, "last.pt") && cstest::contains(err, "corrupted")) << err;
+    std::string out;
+    ASSERT_EQ(cstest::run_cli({"train", "--resume", dir, "--steps", "30", "--quiet"}, &out, &err), 2) << err;
+  }
+  cstest::write_text(ck, bytes);
+  int rc = 0;
+  ASSERT_TRUE(std::isfinite(eval_bpc(dir, "last", &rc)));
+  ASSERT_EQ(rc, 0);
+}
+
+// Fork: a new run from a parent's checkpoint; its steps continue from N, its config records
+// the parent, it trains exactly as the parent did from there, and the parent is untouched.
+TEST(Reliability, forkContinuesFromTheCheckpointInANewRun) {
+  const std::string parent = train_new("fork_parent", {{"steps", 30}});
+  const auto before = snapshot(parent);
+  const std::string child = cstest::temp_dir() + "/fork_child";
+  std::string out, err;
+  ASSERT_EQ(cstest::run_cli({"train", "--fork", parent + "@15", "--run-dir", child, "--quiet"}, &out, &err), 0) << err;
+  ASSERT_TRUE(snapshot(parent) == before) << "the parent changed";
+  const json cfg = cstest::json_object(cstest::read_text(child + "/config.json"));
+  ASSERT_TRUE(cfg.contains("parent")) << cfg.dump();
+  ASSERT_EQ(cfg["parent"].value("run_dir", std::string()), fs::canonical(parent).string());
+  ASSERT_EQ(cfg["parent"].value("step", -1), 15);
+  ASSERT_EQ(cfg["parent"].value("checkpoint", std::string()), "step_15.pt");
+  ASSERT_EQ(cstest::run_cli({"validate", child + "/config.json"}, &out, &err), 0) << err;
+  // metrics start after step 15 and equal the parent's lines from there (same options)
+  auto strip = [](const std::string& text, int from) {
+    std::vector<json> v;
+    for (auto& l : cstest::split(text, '\n', true)) {
+      json j = cstest::json_object(l);
+      // the test evaluation uses each run's own best.pt (the child selects its own): not compared
+      if (j.value("step", 0) <= from || j.value("split", std::string()) == "test") continue;
+      j.erase("elapsed");
+      j.erase("throughput");
+      v.push_back(j);
+    }
+    return v;
+  };
+  const auto cm = strip(cstest::read_text(child + "/metrics.jsonl"), 0);
+  ASSERT_FALSE(cm.empty());
+  ASSERT_EQ(cm.front().value("step", 0), 20);
+  const auto pm = strip(cstest::read_text(parent + "/metrics.jsonl"), 15);
+  ASSERT_EQ(cm.size(), pm.size());
+  for (size_t i = 0; i < cm.size(); ++i) ASSERT_EQ(cm[i], pm[i]) << i;
+  // a forked run at another lr, its default checkpoint (last), steps continuing
+  const std::string child2 = cstest::temp_dir() + "/fork_child2";
+  ASSERT_EQ(cstest::run_cli({"train", "--fork", parent, "--set", "training.lr=0.01", "--steps", "40", "--run-dir", child2, "--quiet"},
+                            &out, &err),
+            0)
+      << err;
+  const json cfg2 = cstest::json_object(cstest::read_text(child2 + "/config.json"));
+  ASSERT_EQ(cfg2["parent"].value("step", -1), 30);
+  ASSERT_EQ(cfg2["parent"].value("checkpoint", std::string()), "last.pt");
+  ASSERT_DOUBLE_EQ(cfg2["training"].value("lr", 0.0), 0.01);
+  ASSERT_EQ(summary_of(child2).value("step", 0), 40);
+  // an architecture change is refused and creates nothing
+  const std::string child3 = cstest::temp_dir() + "/fork_child3";
+  ASSERT_EQ(cstest::run_cli({"train", "--fork", parent + "@15", "--set", "model.hidden=48", "--steps", "40", "--run-dir", child3, "--quiet"},
+                            &out, &err),
+            2);
+  ASSERT_TRUE(cstest::contains(err, "--fork") && cstest::contains(err, "hidden")) << err;
+  ASSERT_FALSE(fs::exists(child3));
+  // steps not beyond the checkpoint: refused
+  ASSERT_EQ(cstest::run_cli({"train", "--fork", parent + "@15", "--steps", "10", "--run-dir", child3, "--quiet"}, &out, &err), 2);
+  ASSERT_FALSE(fs::exists(child3));
+  ASSERT_TRUE(snapshot(parent) == before) << "the parent changed";
+}
