@@ -282,3 +282,29 @@ TEST(Reliability, forkContinuesFromTheCheckpointInANewRun) {
   ASSERT_FALSE(fs::exists(child3));
   ASSERT_TRUE(snapshot(parent) == before) << "the parent changed";
 }
+
+// Class 6: a run killed after its creation but before its first checkpoint (config.json, maybe
+// some metrics lines, no last.pt) is resumable: it starts again from step 0 and ends as a new run.
+TEST(Reliability, runKilledBeforeItsFirstCheckpointResumesFromScratch) {
+  const std::string ref = train_new("nockpt_ref");
+  const std::string dir = train_new("nockpt_run");
+  // what a kill right after the creation leaves: config.json, vocab, a metrics line, no checkpoint
+  for (auto& e : fs::directory_iterator(dir + "/checkpoints")) fs::remove(e.path());
+  fs::remove(dir + "/summary.json");
+  const auto lines = cstest::split(cstest::read_text(dir + "/metrics.jsonl"), '\n', true);
+  cstest::write_text(dir + "/metrics.jsonl", lines.at(0) + "\n");
+  std::string out, err;
+  ASSERT_EQ(cstest::run_cli({"train", "--resume", dir, "--quiet"}, &out, &err), 0) << err;
+  auto strip = [](const std::string& text) {
+    std::vector<json> v;
+    for (auto& l : cstest::split(text, '\n', true)) {
+      json j = cstest::json_object(l);
+      j.erase("elapsed");
+      j.erase("throughput");
+      v.push_back(j);
+    }
+    return v;
+  };
+  ASSERT_EQ(strip(cstest::read_text(dir + "/metrics.jsonl")), strip(cstest::read_text(ref + "/metrics.jsonl")));
+  ASSERT_EQ(summary_of(dir).value("status", std::string()), "finished");
+}
