@@ -20,6 +20,8 @@ struct Args {
   std::string get(const std::string& k, const std::string& def = "") const;
   std::vector<std::string> all(const std::string& k) const;
   long long get_int(const std::string& k, long long def) const;
+  // The same, refusing values outside [lo, hi] (UsageError naming the option and the range).
+  long long get_int(const std::string& k, long long def, long long lo, long long hi) const;
 };
 // `flags` are options without a value; every other --option takes one. Unknown options -> UsageError.
 Args parse(const std::vector<std::string>& a, const std::vector<std::string>& flags,

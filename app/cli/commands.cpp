@@ -56,6 +56,14 @@ long long Args::get_int(const std::string& k, long long def) const {
   }
 }
 
+long long Args::get_int(const std::string& k, long long def, long long lo, long long hi) const {
+  const long long x = get_int(k, def);
+  if (has(k) && (x < lo || x > hi))
+    throw UsageError("--" + k + " expects an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got " +
+                     get(k));
+  return x;
+}
+
 Args parse(const std::vector<std::string>& a, const std::vector<std::string>& flags,
            const std::vector<std::string>& valued) {
   Args out;
@@ -103,7 +111,7 @@ json load_config_arg(const std::string& arg, const std::vector<std::string>& set
   try {
     cfg = cs::parse_json(cs::read_file(path), "'" + path + "'");
   } catch (const json::parse_error& e) {
-    throw cs::UserError("'" + path + "' is not valid JSON: " + std::string(e.what()));
+    throw cs::UserError("'" + path + "' is not valid JSON: " + cs::json_error_text(e));
   }
   for (auto& s : sets) cs::apply_override(cfg, s);
   return cfg;
@@ -131,7 +139,7 @@ int cmd_info(const std::vector<std::string>& a) {
     return 0;
   }
   auto args = parse(a, {"json"}, {"threads"});
-  cs::set_threads(static_cast<int>(args.get_int("threads", 0)));
+  cs::set_threads(static_cast<int>(args.get_int("threads", 0, 0, 1024)));
   json j = cs::system_info();
   j["qt_version"] = nullptr;  // the CLI links no Qt; the GUI's About dialog shows Qt's version
   j["resources_dir"] = cs::resources_dir();
@@ -229,8 +237,7 @@ int cmd_params(const std::vector<std::string>& a) {
   std::vector<std::pair<std::string, int64_t>> br;
   int64_t total = 0;
   if (args.has("vocab")) {
-    const long long v = args.get_int("vocab", 0);
-    if (v < 1) throw UsageError("--vocab expects a vocabulary size >= 1");
+    const long long v = args.get_int("vocab", 0, 1, 100000000);
     br = cs::model_parameter_breakdown(cfg, v);
     for (auto& kv : br) total += kv.second;
   } else {
@@ -488,8 +495,7 @@ int cmd_bench(const std::vector<std::string>& a) {
   auto args = parse(a, {"json"}, {"cell", "batch", "seq", "embed", "hidden", "set", "baseline", "iters", "threads", "vocab", "data", "task"});
   if (args.has("data")) {
     // Corpus loading benchmark: a synthetic text8-like file of N MB, streamed (mmap) into ids.
-    const long long mb = args.get_int("data", 100);
-    if (mb < 1) throw UsageError("--data expects a size in MB >= 1");
+    const long long mb = args.get_int("data", 100, 1, 1000000);
     json r = cs::bench_char_loading(static_cast<size_t>(mb));
     if (args.has("json")) std::cout << r.dump() << "\n";
     else std::cout << r.dump(2) << "\n";
@@ -499,21 +505,29 @@ int cmd_bench(const std::vector<std::string>& a) {
   if (!classify && args.get("task", "char_lm") != "char_lm") throw UsageError("--task must be char_lm or classify");
 
   cs::BenchOptions o;
-  o.model = {{"cell", args.get("cell", "gru")}, {"embed", args.get_int("embed", classify ? 200 : 256)},
-             {"hidden", args.get_int("hidden", classify ? 200 : 512)}};
+  o.model = {{"cell", args.get("cell", "gru")}, {"embed", args.get_int("embed", classify ? 200 : 256, 1, 65536)},
+             {"hidden", args.get_int("hidden", classify ? 200 : 512, 1, 65536)}};
   for (auto& s : args.all("set")) {
     json tmp = {{"model", o.model}};
     cs::apply_override(tmp, s);
     if (!tmp.contains("model") || tmp.size() != 1) throw UsageError("bench --set takes model.KEY=VALUE");
     o.model = tmp["model"];
   }
-  o.batch = args.get_int("batch", 32);
-  o.seq = args.get_int("seq", classify ? 50 : 150);
-  o.vocab = args.get_int("vocab", classify ? 20000 : 96);
+  o.batch = args.get_int("batch", 32, 1, 65536);
+  o.seq = args.get_int("seq", classify ? 50 : 150, 1, 100000);
+  o.vocab = args.get_int("vocab", classify ? 20000 : 96, 1, 10000000);
   o.baseline = args.get("baseline", "");
-  o.iters = static_cast<int>(args.get_int("iters", 0));
-  o.threads = static_cast<int>(args.get_int("threads", 0));
-  if (o.batch < 1 || o.seq < 1) throw UsageError("--batch and --seq must be >= 1");
+  o.iters = static_cast<int>(args.get_int("iters", 0, 0, 1000000));
+  o.threads = static_cast<int>(args.get_int("threads", 0, 0, 1024));
+  {
+    // The training memory bound of the configuration (config/schema.h), as validation does.
+    const json shape = {{"model", o.model}, {"training", {{"batch", o.batch}, {"bptt", o.seq}}}};
+    const double need = cs::training_memory_lower_bound(shape, "char_lm").total(), have = cs::physical_memory_bytes();
+    if (have > 0 && need > have)
+      throw UsageError("this benchmark needs at least " + std::to_string(static_cast<long long>(need / (1 << 30))) +
+                       " GiB of memory, more than this machine's " + std::to_string(static_cast<long long>(have / (1 << 30))) +
+                       " GiB: reduce --hidden, --batch or --seq");
+  }
   cs::set_threads(o.threads);
   json r = classify ? cs::run_bench_classify(o) : cs::run_bench(o);
   r["blas"] = cs::detect_blas().name;

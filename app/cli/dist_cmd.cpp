@@ -178,7 +178,8 @@ int cmd_bench_dist(const std::vector<std::string>& a) {
     } catch (...) {
       throw UsageError("--nproc-list expects comma-separated process counts, got '" + args.get("nproc-list") + "'");
     }
-    if (counts.back() < 1) throw UsageError("--nproc-list: counts must be >= 1");
+    if (counts.back() < 1 || counts.back() > 256)
+      throw UsageError("--nproc-list: counts must be between 1 and 256 (as --nproc), got " + tok);
   }
   for (auto& t : tasks) bench_options(args, t);  // option errors before any process starts
   const int threads = static_cast<int>(args.get_int("threads", 1));

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "cli.h"
+#include "data/utf8.h"
 #include "tasks/generate.h"
 #include "tasks/task.h"
 #include "train/trainer.h"
@@ -77,6 +78,11 @@ int cmd_generate(const std::vector<std::string>& a) {
   cs::set_threads(static_cast<int>(args.get_int("threads", 0)));
   cs::GenerateOptions o;
   o.seed_text = args.get("seed-text");
+  {
+    const size_t bad = cs::utf8_validate(reinterpret_cast<const unsigned char*>(o.seed_text.data()), o.seed_text.size(), nullptr);
+    if (bad != std::string::npos)
+      throw UsageError("--seed-text is not valid UTF-8 (byte offset " + std::to_string(bad) + ")");
+  }
   o.length = args.get_int("length", 200);
   o.temperature = parse_double(args, "temperature", 1.0);
   const long long seed = args.get_int("seed", 1);

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <iostream>
 #include <map>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -72,6 +73,9 @@ int main(int argc, char** argv) {
   } catch (const cli::UsageError& e) {
     std::cerr << "cellscope-cli " << cmd << ": " << e.what() << "\n(see: cellscope-cli " << cmd << " --help)\n";
     return 2;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "cellscope-cli " << cmd << ": out of memory (reduce the model, batch or sequence length)\n";
+    return 1;
   } catch (const std::exception& e) {
     std::string w = e.what();
     std::cerr << "cellscope-cli " << cmd << ": error: " << w.substr(0, w.find("\nException raised from")) << "\n";

@@ -203,7 +203,9 @@ MetricPoint toMetricPoint(const cs::MetricsRecord& r) {
 
 QVector<MetricPoint> readMetricsFile(const QString& path) {
   // The format is core's (train/metrics.h): the same reader as the CLI and the analyses.
-  const auto records = cs::read_metrics(path.toStdString());
+  // The tolerant reader: a damaged line ends the curve there instead of throwing into a slot.
+  std::string problem;
+  const auto records = cs::read_metrics(path.toStdString(), &problem);
   QVector<MetricPoint> out;
   out.reserve(static_cast<int>(records.size()));
   for (const auto& r : records) out << toMetricPoint(r);

@@ -1,5 +1,7 @@
 #include "config/common_options.h"
 
+#include <thread>
+
 namespace cs {
 
 const OptionTable<TaskSection>& task_section_table() {
@@ -93,6 +95,18 @@ ModelOptions read_model_options(const json& model) {
     if (s.opt_in && !m.contains(s.key)) m[s.key] = s.default_value;
   model_option_table().read(m, o);
   return o;
+}
+
+int effective_threads(int64_t requested, std::string* note) {
+  const int64_t hw = std::max<int64_t>(1, static_cast<int64_t>(std::thread::hardware_concurrency()));
+  if (requested <= 0) return static_cast<int>(hw);
+  if (requested > hw) {
+    if (note)
+      *note = "training.threads: " + std::to_string(requested) + " threads asked for, but this machine has " +
+              std::to_string(hw) + " hardware thread" + (hw == 1 ? "" : "s") + "; using " + std::to_string(hw);
+    return static_cast<int>(hw);
+  }
+  return static_cast<int>(requested);
 }
 
 TrainingOptions read_training_options(const json& training) { return training_option_table().read(training); }

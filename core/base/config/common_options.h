@@ -68,4 +68,11 @@ ModelOptions read_model_options(const json& model);
 TrainingOptions read_training_options(const json& training);
 DatasetOptions read_dataset_options(const json& dataset);
 
+// The intra-op thread count a process uses for a requested training.threads / --threads value:
+// 0 (or less) = every hardware thread; more threads than the machine has hardware threads are
+// clamped to that number (oversubscribed threads only slow LibTorch down: 64 threads on 2 cores
+// ran several times slower than 2), and `note` (when given) receives a one-line warning saying
+// so. A config stays valid on any machine (a run moved to a smaller one still resumes).
+int effective_threads(int64_t requested, std::string* note = nullptr);
+
 }  // namespace cs

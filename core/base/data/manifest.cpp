@@ -14,7 +14,7 @@ json load_manifest(const std::string& path_in) {
   try {
     m = parse_json(read_file(path), "dataset manifest '" + path + "'");
   } catch (const json::parse_error& e) {
-    throw UserError("dataset manifest '" + path + "' is not valid JSON: " + e.what());
+    throw UserError("dataset manifest '" + path + "' is not valid JSON: " + json_error_text(e));
   }
   if (!m.is_object() || !m.contains("datasets") || !m["datasets"].is_array())
     throw UserError("dataset manifest '" + path + "' has no \"datasets\" array");
@@ -24,8 +24,32 @@ json load_manifest(const std::string& path_in) {
     if (!e.is_object()) throw UserError(where + " is not an object");
     for (const char* k : {"name", "format", "obtain", "path"})
       if (!e.contains(k) || !e[k].is_string()) throw UserError(where + ": missing string \"" + k + "\"");
+    const std::string named = where + " ('" + e["name"].get<std::string>() + "')";
     if (!e.contains("files") || !e["files"].is_array() || e["files"].empty())
-      throw UserError(where + " ('" + e["name"].get<std::string>() + "'): missing non-empty \"files\" array");
+      throw UserError(named + ": missing non-empty \"files\" array");
+    size_t k = 0;
+    for (const auto& f : e["files"]) {
+      const std::string at = named + ": files[" + std::to_string(k++) + "]";
+      if (!f.is_string() || f.get<std::string>().empty())
+        throw UserError(at + " is not a file name (expected a non-empty string, got " + f.dump().substr(0, 40) + ")");
+      const std::string n = f.get<std::string>();
+      if (n[0] == '/' || n == ".." || n.rfind("../", 0) == 0 || n.find("/../") != std::string::npos ||
+          (n.size() >= 3 && n.compare(n.size() - 3, 3, "/..") == 0))
+        throw UserError(at + ": '" + n + "' must be a path inside the data cache (relative, no '..')");
+    }
+    // Optional fields that the listings read: right types or absent.
+    for (const char* key : {"licence", "description", "comment"})
+      if (e.contains(key) && !e[key].is_string()) throw UserError(named + ": \"" + key + "\" must be a string");
+    if (e.contains("tasks")) {
+      if (!e["tasks"].is_array()) throw UserError(named + ": \"tasks\" must be an array of task names");
+      for (const auto& t : e["tasks"])
+        if (!t.is_string()) throw UserError(named + ": \"tasks\" must be an array of task names (strings)");
+    }
+    if (e.contains("source")) {
+      if (!e["source"].is_object()) throw UserError(named + ": \"source\" must be an object");
+      for (auto& [k2, v] : e["source"].items())
+        if (!v.is_string()) throw UserError(named + ": source." + k2 + " must be a string");
+    }
   }
   return m;
 }

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "data/text_tokenize.h"
+#include "data/utf8.h"
 #include "util/error.h"
 #include "util/paths.h"
 
@@ -68,15 +69,20 @@ std::string decode_xml_entities(const std::string& s, const std::string& w) {
     else if (!ent.empty() && ent[0] == '#') {
       long cp = 0;
       try {
-        cp = ent.size() > 1 && (ent[1] == 'x' || ent[1] == 'X') ? std::stol(ent.substr(2), nullptr, 16) : std::stol(ent.substr(1));
+        const bool hexref = ent.size() > 1 && (ent[1] == 'x' || ent[1] == 'X');
+        const std::string digits = ent.substr(hexref ? 2 : 1);
+        if (digits.empty() || digits.size() > 8 ||
+            digits.find_first_not_of(hexref ? "0123456789abcdefABCDEF" : "0123456789") != std::string::npos)
+          throw 1;
+        cp = std::stol(digits, nullptr, hexref ? 16 : 10);
       } catch (...) {
         throw UserError(w + ": bad character reference &" + ent + ";");
       }
-      // encode the code point as UTF-8
-      if (cp < 0x80) o += static_cast<char>(cp);
-      else if (cp < 0x800) { o += static_cast<char>(0xC0 | (cp >> 6)); o += static_cast<char>(0x80 | (cp & 0x3F)); }
-      else if (cp < 0x10000) { o += static_cast<char>(0xE0 | (cp >> 12)); o += static_cast<char>(0x80 | ((cp >> 6) & 0x3F)); o += static_cast<char>(0x80 | (cp & 0x3F)); }
-      else { o += static_cast<char>(0xF0 | (cp >> 18)); o += static_cast<char>(0x80 | ((cp >> 12) & 0x3F)); o += static_cast<char>(0x80 | ((cp >> 6) & 0x3F)); o += static_cast<char>(0x80 | (cp & 0x3F)); }
+      // XML 1.0 Char: no NUL, no surrogate, nothing above U+10FFFF (these would make text that
+      // is not UTF-8, and a vocabulary that cannot be read back)
+      if (cp <= 0 || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+        throw UserError(w + ": character reference &" + ent + "; is not a character (XML 1.0)");
+      utf8_append(o, static_cast<uint32_t>(cp));
     } else {
       throw UserError(w + ": unknown XML entity &" + ent + ";");
     }
@@ -179,9 +185,10 @@ std::vector<TextExample> load_jsonl_examples(const std::string& path, const std:
     json j;
     try {
       j = parse_json(line, where(path, no));
+    } catch (const UserError&) {
+      throw;  // too deep, or a number out of range: named already
     } catch (const std::exception& e) {
-      std::string m = e.what();
-      throw UserError(where(path, no) + ": not valid JSON (" + m.substr(m.find(']') == std::string::npos ? 0 : m.find(']') + 2) + ")");
+      throw UserError(where(path, no) + ": not valid JSON (" + json_error_text(e) + ")");
     }
     if (!j.is_object()) throw UserError(where(path, no) + ": expected a JSON object per line");
     if (!j.contains(tf) || !j[tf].is_string())
@@ -233,9 +240,7 @@ std::vector<TextExample> load_aclimdb(const std::string& dir) {
             stem.find_first_not_of("0123456789_") != std::string::npos)
           throw UserError(f + ":1: file name is not <id>_<rating>.txt");
         std::string t = read_file(f);
-        const size_t bad = find_invalid_utf8(t);
-        if (bad != std::string::npos)
-          throw UserError(where(f, 1 + std::count(t.begin(), t.begin() + static_cast<long>(bad), '\n')) + ": invalid UTF-8");
+        require_utf8(t, f);
         if (t.find('\0') != std::string::npos) throw UserError(f + ":1: NUL byte (not a text review)");
         for (size_t p; (p = t.find("<br />")) != std::string::npos;) t.replace(p, 6, " ");
         TextExample e;
@@ -267,6 +272,7 @@ int parse_sst_tree(const std::string& line, std::vector<std::string>& leaves, co
       size_t s = i;
       while (i < line.size() && std::isdigit(static_cast<unsigned char>(line[i]))) ++i;
       if (s == i) throw UserError(w + ": expected a label 0-4 after '('" + col());
+      if (i - s > 3) throw UserError(w + ": label " + line.substr(s, i - s) + " out of range 0-4" + col());
       const int lab = std::stoi(line.substr(s, i - s));
       if (lab < 0 || lab > 4) throw UserError(w + ": label " + std::to_string(lab) + " out of range 0-4" + col());
       if (root < 0) root = lab;
@@ -294,8 +300,10 @@ std::vector<TextExample> load_sst_trees(const std::string& dir, int classes) {
     const std::string f = join_path(dir, fs.first);
     const std::string split = fs.second;
     const std::string text = read_file(f);
+    require_utf8(text, f);
     for_each_line(text, [&](const std::string& line, size_t no) {
       if (line.find_first_not_of(" \t") == std::string::npos) return;
+      check_text_line(line, f, no);
       std::vector<std::string> leaves;
       const int lab = parse_sst_tree(line, leaves, where(f, no));
       if (leaves.empty()) throw UserError(where(f, no) + ": tree without words");
@@ -313,6 +321,7 @@ std::vector<TextExample> load_sst_trees(const std::string& dir, int classes) {
 
 std::vector<TextExample> load_semeval_xml(const std::string& file, const std::string& split) {
   const std::string s = read_file(file);
+  require_utf8(s, file);
   XmlReader rd(s, file);
   std::vector<TextExample> out;
   bool is_tag = false, in_text = false, in_sentence = false, saw_sentences = false;

@@ -59,6 +59,25 @@ void utf8_append(std::string& out, uint32_t cp) {
   }
 }
 
+std::string utf8_error_message(const std::string& text, size_t bad, const std::string& file) {
+  size_t line = 1, line_start = 0;
+  for (size_t i = 0; i < bad && i < text.size(); ++i)
+    if (text[i] == '\n') {
+      ++line;
+      line_start = i + 1;
+    }
+  static const char* hex = "0123456789ABCDEF";
+  const unsigned char c = bad < text.size() ? static_cast<unsigned char>(text[bad]) : 0;
+  return file + ":" + std::to_string(line) + ":" + std::to_string(bad - line_start + 1) + ": invalid UTF-8 (byte 0x" +
+         hex[c >> 4] + hex[c & 15] + " at byte offset " + std::to_string(bad) +
+         "); Cellscope reads text as UTF-8: convert the file (e.g. iconv -f latin1 -t utf-8)";
+}
+
+void require_utf8(const std::string& text, const std::string& file) {
+  const size_t bad = utf8_validate(reinterpret_cast<const unsigned char*>(text.data()), text.size(), nullptr);
+  if (bad != std::string::npos) throw UserError(utf8_error_message(text, bad, file));
+}
+
 std::vector<std::string> utf8_symbols(const std::string& text) {
   const auto* p = reinterpret_cast<const unsigned char*>(text.data());
   size_t bad = utf8_validate(p, text.size(), nullptr);

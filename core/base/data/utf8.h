@@ -35,6 +35,15 @@ inline std::string utf8_encode(uint32_t cp) {
   return s;
 }
 
+// The one message for a text file that is not UTF-8 (every corpus loader of the word LM
+// and the sentence tasks; the char LM names the byte offset in its own words):
+//   "<file>:<line>:<column>: invalid UTF-8 (byte 0xE9 at byte offset N); Cellscope reads text
+//    as UTF-8: convert the file (e.g. iconv -f latin1 -t utf-8)"
+// Line and column (in bytes) are 1-based. `bad` is the offset utf8_validate returned.
+std::string utf8_error_message(const std::string& text, size_t bad, const std::string& file);
+// Throws UserError(utf8_error_message(...)) when `text` is not valid UTF-8.
+void require_utf8(const std::string& text, const std::string& file);
+
 // Split a (valid) UTF-8 string into its code points, each as a UTF-8 string.
 // Throws UserError on invalid UTF-8 (naming "text").
 std::vector<std::string> utf8_symbols(const std::string& text);

@@ -50,7 +50,28 @@ std::string Vocab::escape(const std::string& sym) {
   std::string out;
   out.reserve(sym.size() + 2);
   static const char* hex = "0123456789ABCDEF";
-  for (unsigned char c : sym) {
+  const auto* p = reinterpret_cast<const unsigned char*>(sym.data());
+  const size_t n = sym.size();
+  auto hex_byte = [&](unsigned char c) {
+    out += "\\x";
+    out += hex[c >> 4];
+    out += hex[c & 15];
+  };
+  for (size_t i = 0; i < n;) {
+    const unsigned char c = p[i];
+    if (c >= 0x80) {
+      // A valid UTF-8 sequence is written as is; any other byte (Latin-1, a cut sequence) as
+      // \xHH, so that every symbol round-trips and the file itself stays UTF-8.
+      const size_t len = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : 2;
+      if (i + len <= n && utf8_validate(p + i, len, nullptr) == std::string::npos) {
+        out.append(sym, i, len);
+        i += len;
+      } else {
+        hex_byte(c);
+        ++i;
+      }
+      continue;
+    }
     switch (c) {
       case '\\': out += "\\\\"; break;
       case '\n': out += "\\n"; break;
@@ -58,14 +79,10 @@ std::string Vocab::escape(const std::string& sym) {
       case '\r': out += "\\r"; break;
       case ' ': out += "\\s"; break;
       default:
-        if (c < 0x20 || c == 0x7F) {
-          out += "\\x";
-          out += hex[c >> 4];
-          out += hex[c & 15];
-        } else {
-          out += static_cast<char>(c);
-        }
+        if (c < 0x20 || c == 0x7F) hex_byte(c);
+        else out += static_cast<char>(c);
     }
+    ++i;
   }
   return out;
 }

@@ -19,8 +19,10 @@ namespace cs {
 // Escapes, so that every symbol is exactly one visible line:
 //   "\\" backslash   "\n" newline   "\t" tab   "\r" carriage return
 //   "\s" space       "\e" the empty symbol
-//   "\xHH" any other byte < 0x20 or 0x7F (two upper-case hex digits)
-// Every other byte (including multi-byte UTF-8) is written as is. Malformed
+//   "\xHH" any other byte < 0x20 or 0x7F, and every byte >= 0x80 that is not part of a valid
+//           UTF-8 sequence (two upper-case hex digits)
+// Every other byte (valid multi-byte UTF-8 included) is written as is, so the file is always
+// UTF-8 and every symbol, whatever its bytes, reads back as it was written. Malformed
 // input (bad header, count mismatch, unknown escape, duplicate symbol, line 2
 // not "<unk>", invalid UTF-8) throws UserError naming the source and line.
 class Vocab {

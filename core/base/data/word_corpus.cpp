@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "data/tokenizer.h"
+#include "data/utf8.h"
 #include "util/error.h"
 #include "util/paths.h"
 
@@ -25,15 +26,17 @@ std::vector<std::string> ptb_tokens(const std::string& text) {
   return out;
 }
 
-// Plain text: tokenised; <eos> after each paragraph / line / never (dataset.eos).
-static std::vector<std::string> text_tokens(const std::string& text, const json& ds) {
+std::vector<std::string> word_text_tokens(const std::string& text, bool lowercase, const std::string& eos, bool seed) {
+  if (eos != "paragraph" && eos != "line" && eos != "none")
+    throw UserError("dataset.eos: '" + eos + "' (expected paragraph, line or none)");
   TokenizerOptions to;
-  to.lowercase = ds.at("lowercase").get<bool>();
-  const std::string eos = ds.at("eos").get<std::string>();
+  to.lowercase = lowercase;
   std::vector<std::string> out;
   bool in_par = false;
-  for (auto& line : split_lines(text)) {
-    auto toks = tokenize(line, to);
+  const auto lines = split_lines(text);
+  const bool ends_with_break = !text.empty() && text.back() == '\n';
+  for (size_t i = 0; i < lines.size(); ++i) {
+    auto toks = tokenize(lines[i], to);
     if (toks.empty()) {
       if (eos == "paragraph" && in_par) out.push_back(kEos);
       in_par = false;
@@ -41,10 +44,15 @@ static std::vector<std::string> text_tokens(const std::string& text, const json&
     }
     out.insert(out.end(), toks.begin(), toks.end());
     in_par = true;
-    if (eos == "line") out.push_back(kEos);
+    // A seed's last line is still being written unless the text ends with a line break.
+    if (eos == "line" && (!seed || i + 1 < lines.size() || ends_with_break)) out.push_back(kEos);
   }
-  if (eos == "paragraph" && in_par) out.push_back(kEos);
+  if (eos == "paragraph" && in_par && !seed) out.push_back(kEos);
   return out;
+}
+
+static std::vector<std::string> text_tokens(const std::string& text, const json& ds) {
+  return word_text_tokens(text, ds.at("lowercase").get<bool>(), ds.at("eos").get<std::string>(), false);
 }
 
 static std::string clip(std::string text, int64_t max_chars) {
@@ -86,13 +94,23 @@ WordCorpus load_word_corpus(const json& ds, const Vocab* fixed) {
       const std::string f = join_path(dir, std::string("ptb.") + split + ".txt");
       if (!file_exists(f)) throw UserError("dataset.path: '" + dir + "' has no " + basename_of(f) + " (PTB word format)");
     }
-    tr = ptb_tokens(clip(read_file(join_path(dir, "ptb.train.txt")), max_chars));
-    va = ptb_tokens(clip(read_file(join_path(dir, "ptb.valid.txt")), max_chars));
-    te = ptb_tokens(clip(read_file(join_path(dir, "ptb.test.txt")), max_chars));
+    // Text must be UTF-8 (checked before anything is trained, so that the vocabulary a run
+    // writes is UTF-8 and loads again: datasets/README.md, "Encodings").
+    auto read_ptb = [&](const char* split) {
+      const std::string f = join_path(dir, std::string("ptb.") + split + ".txt");
+      const std::string text = read_file(f);
+      require_utf8(text, f);
+      return ptb_tokens(clip(text, max_chars));
+    };
+    tr = read_ptb("train");
+    va = read_ptb("valid");
+    te = read_ptb("test");
     wc.source = dir;
   } else {
     if (dir_exists(path)) throw UserError("dataset.path: '" + path + "' is a directory without ptb.train.txt; give a text file");
-    auto all = text_tokens(clip(read_file(path), max_chars), ds);
+    const std::string text = read_file(path);
+    require_utf8(text, path);
+    auto all = text_tokens(clip(text, max_chars), ds);
     const double vf = ds.at("valid_fraction").get<double>(), tf = ds.at("test_fraction").get<double>();
     const size_t N = all.size(), ntr = static_cast<size_t>(static_cast<double>(N) * (1 - vf - tf)),
                  nva = static_cast<size_t>(static_cast<double>(N) * vf);

@@ -23,8 +23,18 @@ struct WordCorpus {
 
 // `ds` is the resolved "dataset" section of a word_lm config: every key is read with at(),
 // the defaults live only in the option structs (config/common_options.h, tasks/word_lm.h).
-// With `fixed_vocab` (a resumed run) its ids are used.
+// With `fixed_vocab` (a resumed run) its ids are used. Text must be UTF-8: a file that is not
+// (e.g. Latin-1) is refused with "<file>:<line>:<column>: invalid UTF-8 ..." before anything is
+// trained (its vocabulary could not be written as UTF-8 and read back).
 WordCorpus load_word_corpus(const json& ds, const Vocab* fixed_vocab = nullptr);
+
+// Tokens of a plain text as the word LM reads it: data/tokenizer.h words (ASCII letters folded
+// with `lowercase`) and "<eos>" where `eos` says: "paragraph" (after each run of non-empty lines),
+// "line" (after each non-empty line) or "none". With `seed` (a generation seed, text still being
+// written) the <eos> that would close the last line or paragraph is added only when the text ends
+// with a line break ("line") or never ("paragraph": a blank line inside the seed still ends one).
+std::vector<std::string> word_text_tokens(const std::string& text, bool lowercase, const std::string& eos,
+                                          bool seed = false);
 
 // Tokens of one PTB-format text: whitespace-separated words, "<eos>" after every line.
 std::vector<std::string> ptb_tokens(const std::string& text);

@@ -2,11 +2,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iomanip>
 #include <set>
 #include <sstream>
 
+#include <unistd.h>
+
 #include "cells/registry.h"
 #include "config/common_options.h"
+#include "data/utf8.h"
 #include "tasks/task.h"
 #include "util/error.h"
 
@@ -90,9 +94,16 @@ void check_value(const OptionSpec& o, const json& v, std::vector<ConfigError>& e
       if (!v.is_number()) return bad_type();
       double d = v.get<double>();
       if (std::floor(d) != d) return bad_type();
-      if (d < o.min || d > o.max) {
+      // Integers are read as int64: nothing beyond 2^53 (the largest a JSON number, a double,
+      // holds exactly), whatever the option's own range says.
+      const double lo = std::max(o.min, -kMaxExactInteger), hi = std::min(o.max, kMaxExactInteger);
+      // (an integer literal is compared exactly: 2^53 + 1 reads as the double 2^53)
+      const bool beyond = (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(kMaxExactInteger)) ||
+                          (v.is_number_integer() && !v.is_number_unsigned() &&
+                           v.get<int64_t>() < -static_cast<int64_t>(kMaxExactInteger));
+      if (beyond || d < lo || d > hi) {
         std::ostringstream ss;
-        ss << "expected an integer in [" << o.min << ", " << (o.max >= 1e300 ? std::string("inf") : std::to_string((long long)o.max))
+        ss << "expected an integer in [" << std::to_string((long long)lo) << ", " << std::to_string((long long)hi)
            << "], got " << dump_short(v);
         errs.push_back({p, ss.str()});
       }
@@ -132,6 +143,41 @@ json normalised(const json& cfg) {
 }
 
 const std::vector<std::string> kSections = {"task", "dataset", "model", "training"};
+
+// training.device: "cpu", "cuda" or "cuda:N" (whether CUDA is there is the trainer's check).
+bool valid_device(const std::string& d) {
+  if (d == "cpu" || d == "cuda") return true;
+  if (d.rfind("cuda:", 0) != 0 || d.size() == 5 || d.size() > 8) return false;
+  return d.find_first_not_of("0123456789", 5) == std::string::npos;
+}
+
+std::string gigabytes(double bytes) {
+  std::ostringstream ss;
+  ss << std::fixed << std::setprecision(1) << bytes / (1024.0 * 1024.0 * 1024.0) << " GiB";
+  return ss.str();
+}
+
+// What a resolved config asks of the program and the machine (datasets/README.md and
+// docs/RELIABILITY.md, "Bad input and limits").
+void check_resources(const json& res, const std::string& task, std::vector<ConfigError>& errs) {
+  const json& tr = res.at("training");
+  const std::string device = tr.value("device", std::string("cpu"));
+  if (!valid_device(device)) {
+    errs.push_back({"training.device", "'" + device + "' is not a device (expected cpu, cuda or cuda:N)"});
+    return;
+  }
+  if (device != "cpu") return;  // the estimate below is for main memory
+  const MemoryEstimate m = training_memory_lower_bound(res, task);
+  const double have = physical_memory_bytes();
+  if (have > 0 && m.total() > have) {
+    const bool states = m.states > m.parameters;
+    errs.push_back({states ? (task == "classify" || task == "absa" ? "training.batch" : "training.bptt") : "model.hidden",
+                    "this configuration needs at least " + gigabytes(m.total()) + " of memory to train (" +
+                        gigabytes(m.parameters) + " for the recurrent weights and their gradients, " +
+                        gigabytes(m.states) + " for one batch's hidden states), more than this machine's " +
+                        gigabytes(have) + ": reduce model.hidden, model.layers, training.batch or the sequence length"});
+  }
+}
 
 }  // namespace
 
@@ -241,7 +287,36 @@ std::vector<ConfigError> validate_config(const json& raw) {
   const auto& treg = task_registry();
   auto ti = std::find_if(treg.begin(), treg.end(), [&](const TaskInfo& t) { return t.name == task; });
   if (ti != treg.end() && ti->check) ti->check(res, errs);
+  if (errs.empty()) check_resources(res, task, errs);
   return errs;
+}
+
+double physical_memory_bytes() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && page > 0 ? static_cast<double>(pages) * static_cast<double>(page) : 0.0;
+}
+
+MemoryEstimate training_memory_lower_bound(const json& res, const std::string& task) {
+  // Doubles throughout: the products of the allowed ranges (65536^3 x 16 ...) do not fit int64.
+  auto num = [&](const char* section, const char* key, double dflt) {
+    const json& s = res.contains(section) ? res.at(section) : json::object();
+    return s.contains(key) && s.at(key).is_number() ? s.at(key).get<double>() : dflt;
+  };
+  const double E = num("model", "embed", 1), H = num("model", "hidden", 1), L = num("model", "layers", 1);
+  const double B = num("training", "batch", 1);
+  // Sequence length of one training batch: bptt for the language models; for the sentence
+  // tasks dataset.max_len when set (0 = the data decides: counted as 1, still a lower bound).
+  double T = 1;
+  if (task == "char_lm" || task == "word_lm") T = num("training", "bptt", 1);
+  else if (num("dataset", "max_len", 0) > 0) T = num("dataset", "max_len", 0);
+  MemoryEstimate m;
+  // Every cell maps its input and its previous state to at least one hidden-sized vector per
+  // layer: H x (E + H) weights in the first layer, H x 2H in each further one; float32, and a
+  // gradient of the same size (tests/core/test_bad_input.cpp checks the bound against every cell).
+  m.parameters = 4.0 * 2.0 * (H * (E + H) + (L - 1) * H * 2 * H);
+  // Backpropagation through time keeps at least one hidden state per step, layer and sequence.
+  m.states = 4.0 * B * T * H * L;
+  return m;
 }
 
 json resolve_config(const json& raw) {
@@ -268,6 +343,16 @@ void apply_override(json& cfg, const std::string& assignment) {
   auto eq = assignment.find('=');
   if (eq == std::string::npos || eq == 0)
     throw UserError("--set '" + assignment + "': expected SECTION.KEY=VALUE, e.g. model.hidden=512");
+  {
+    const size_t bad = utf8_validate(reinterpret_cast<const unsigned char*>(assignment.data()), assignment.size(), nullptr);
+    if (bad != std::string::npos) {
+      static const char* hex = "0123456789ABCDEF";
+      const unsigned char c = static_cast<unsigned char>(assignment[bad]);
+      throw UserError("--set " + (bad > eq ? assignment.substr(0, eq) + "=..." : std::string("...")) +
+                      ": not valid UTF-8 (byte 0x" + hex[c >> 4] + hex[c & 15] + " at byte " + std::to_string(bad) +
+                      " of the assignment); options are UTF-8 text");
+    }
+  }
   std::string path = assignment.substr(0, eq), value = assignment.substr(eq + 1);
   json v;
   try {

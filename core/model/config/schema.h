@@ -26,7 +26,9 @@ std::vector<OptionSpec> options_for(const std::string& cell, const std::string& 
 
 // Validate a config document. Reports every problem with its JSON path: unknown
 // keys, wrong types, out-of-range values, options the chosen cell/task does not
-// have, cross-field constraints (e.g. hidden not divisible by zones). Empty = valid.
+// have, cross-field constraints (e.g. hidden not divisible by zones), a training.device that
+// is not cpu/cuda/cuda:N, and (device cpu) a configuration whose training needs more memory than
+// this machine has (training_memory_lower_bound). Empty = valid.
 std::vector<ConfigError> validate_config(const json& cfg);
 
 // Fill in defaults for every applicable option (call after validation). The
@@ -36,6 +38,23 @@ json resolve_config(const json& cfg);
 // Apply "model.hidden=512" style overrides. Value parsed as JSON when it parses,
 // otherwise taken as a string. Throws UserError naming the override when malformed.
 void apply_override(json& cfg, const std::string& assignment);
+
+// The largest integer an Int option accepts (2^53: a JSON number is a double, and beyond this
+// not every integer is representable), whatever the option's own range.
+inline constexpr double kMaxExactInteger = 9007199254740992.0;
+
+// A lower bound of the main memory training a resolved config takes, in bytes: the recurrent
+// weights with their gradients, and one batch's hidden states kept for backpropagation.
+// Deliberately low (embeddings, output layer, optimizer state and activations inside the cells
+// are left out), so that a config it refuses can never train on the machine.
+struct MemoryEstimate {
+  double parameters = 0;
+  double states = 0;
+  double total() const { return parameters + states; }
+};
+MemoryEstimate training_memory_lower_bound(const json& resolved_cfg, const std::string& task);
+// Physical memory of this machine in bytes (0 when unknown).
+double physical_memory_bytes();
 
 // Validate + resolve, throwing UserError "invalid <what>:" listing every problem (one per line).
 json load_and_resolve(const json& cfg, const std::string& what = "configuration");

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "data/tokenizer.h"
+#include "data/word_corpus.h"
 #include "tasks/word_lm.h"
 #include "util/error.h"
 
@@ -20,25 +21,18 @@ const std::vector<int32_t>& split_ids(const WordCorpus& c, const std::string& sp
 }
 
 // A seed text tokenised as the corpus was (word_corpus.cpp): PTB = whitespace-separated
-// words, a line end = <eos>; plain text = data/tokenizer.h with the run's lowercase
-// setting, a line break = <eos> unless the run's dataset.eos is "never".
+// words, a line end = <eos>; plain text = word_text_tokens with the run's dataset.lowercase
+// and dataset.eos (paragraph, line or none: "none" adds no <eos> at all).
 std::vector<std::string> word_seed_tokens(const std::string& text, const WordLMOptions& ds, const std::string& format) {
+  if (format != "ptb_word") return word_text_tokens(text, ds.lowercase, ds.eos, /*seed=*/true);
   std::vector<std::string> out;
   const auto lines = split_lines(text);
-  TokenizerOptions to;
-  to.lowercase = ds.lowercase;
-  const bool eos = format == "ptb_word" || ds.eos != "never";
+  const bool ended = !text.empty() && text.back() == '\n';
   for (size_t i = 0; i < lines.size(); ++i) {
-    if (format == "ptb_word") {
-      std::istringstream ss(lines[i]);
-      std::string w;
-      while (ss >> w) out.push_back(w);
-    } else {
-      for (auto& w : tokenize(lines[i], to)) out.push_back(w);
-    }
-    const bool last = i + 1 == lines.size();
-    const bool ended = !text.empty() && (text.back() == '\n');
-    if (eos && (!last || ended)) out.push_back("<eos>");
+    std::istringstream ss(lines[i]);
+    std::string w;
+    while (ss >> w) out.push_back(w);
+    if (i + 1 < lines.size() || ended) out.push_back("<eos>");
   }
   return out;
 }

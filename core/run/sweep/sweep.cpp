@@ -22,7 +22,7 @@ json parse_json_file(const std::string& path) {
   try {
     return parse_json(read_file(path), "'" + path + "'");
   } catch (const json::parse_error& e) {
-    throw UserError("'" + path + "' is not valid JSON: " + std::string(e.what()));
+    throw UserError("'" + path + "' is not valid JSON: " + json_error_text(e));
   }
 }
 

@@ -3,6 +3,9 @@
 #include <cmath>
 #include <fstream>
 #include <limits>
+#include <utility>
+
+#include "util/error.h"
 
 namespace cs {
 
@@ -30,31 +33,76 @@ MetricsRecord MetricsRecord::from_json(const json& j) {
   return r;
 }
 
-std::vector<json> read_json_lines(const std::string& path) {
-  std::vector<json> out;
+namespace {
+
+struct Line {
+  size_t no = 0;
+  json value;
+};
+
+// The JSON lines of a file with their line numbers. Only the LAST non-empty line may be
+// unparseable (the torn line of a process killed mid-write, or a reader racing the writer): it
+// is dropped. Any earlier one is a malformed file: `problem` receives "<path>:<line>: ..." and
+// the lines before it are returned (when `problem` is null, UserError is thrown instead).
+std::vector<Line> json_lines(const std::string& path, std::string* problem) {
+  std::vector<Line> out;
   std::ifstream in(path);
+  std::vector<std::pair<size_t, std::string>> raw;
   std::string l;
-  while (std::getline(in, l)) {
-    if (l.empty()) continue;
+  for (size_t no = 1; std::getline(in, l); ++no)
+    if (!l.empty() && l.find_first_not_of(" \t\r") != std::string::npos) raw.emplace_back(no, std::move(l));
+  for (size_t i = 0; i < raw.size(); ++i) {
+    const std::string where = path + ":" + std::to_string(raw[i].first);
     try {
-      out.push_back(parse_json(l, path));
-    } catch (...) {
-      // torn last line of a killed run: ignore
+      out.push_back({raw[i].first, parse_json(raw[i].second, where)});
+    } catch (const std::exception& e) {
+      if (i + 1 == raw.size()) break;  // torn last line: ignored
+      const std::string msg = where + ": malformed line (" + json_error_text(e) +
+                              "); only the last line of a JSON-lines file may be cut short";
+      if (!problem) throw UserError(msg);
+      *problem = msg;
+      break;
     }
   }
   return out;
 }
 
-std::vector<MetricsRecord> read_metrics(const std::string& path) {
+std::vector<MetricsRecord> records(const std::string& path, std::string* problem) {
   std::vector<MetricsRecord> out;
-  for (auto& j : read_json_lines(path)) {
-    if (!j.is_object()) continue;
-    try {
-      out.push_back(MetricsRecord::from_json(j));
-    } catch (...) {
-      // a line with a field of the wrong type: skipped like a torn one
+  for (auto& l : json_lines(path, problem)) {
+    const std::string where = path + ":" + std::to_string(l.no);
+    std::string msg;
+    if (!l.value.is_object()) {
+      msg = where + ": expected a JSON object per line";
+    } else {
+      try {
+        out.push_back(MetricsRecord::from_json(l.value));
+        continue;
+      } catch (const std::exception& e) {
+        msg = where + ": malformed metrics line (" + json_error_text(e) + ")";
+      }
     }
+    if (!problem) throw UserError(msg);
+    if (problem->empty()) *problem = msg;
+    break;
   }
+  return out;
+}
+
+}  // namespace
+
+std::vector<json> read_json_lines(const std::string& path) {
+  std::vector<json> out;
+  for (auto& l : json_lines(path, nullptr)) out.push_back(std::move(l.value));
+  return out;
+}
+
+std::vector<MetricsRecord> read_metrics(const std::string& path) { return records(path, nullptr); }
+
+std::vector<MetricsRecord> read_metrics(const std::string& path, std::string* problem) {
+  std::string p;
+  auto out = records(path, &p);
+  if (problem) *problem = p;
   return out;
 }
 

@@ -23,10 +23,16 @@ struct MetricsRecord {
   static MetricsRecord from_json(const json& j);
 };
 
-// Every JSON line of a .jsonl file, in order. Empty and unparseable lines (the torn
-// last line of a killed run) are skipped; a missing file gives an empty vector.
+// Every JSON line of a .jsonl file, in order; a missing file gives an empty vector. Empty lines
+// are skipped, and so is an unparseable LAST line (the torn line of a killed run). An
+// unparseable line before the last is a damaged file: UserError "<path>:<line>: malformed line
+// (...)".
 std::vector<json> read_json_lines(const std::string& path);
-// The records of a metrics.jsonl file (same tolerance).
+// The records of a metrics.jsonl file (same rules; a line that is not an object, or has a field
+// of the wrong type, is an error naming <path>:<line> as well).
 std::vector<MetricsRecord> read_metrics(const std::string& path);
+// The same without throwing, for live views: the records before the first malformed line, and
+// its message in `problem` ("" when the file is sound).
+std::vector<MetricsRecord> read_metrics(const std::string& path, std::string* problem);
 
 }  // namespace cs

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <thread>
 
@@ -28,7 +29,9 @@ using Clock = std::chrono::steady_clock;
 void seed_everything(uint64_t seed) { torch::manual_seed(seed); }
 
 void set_threads(int n) {
-  if (n <= 0) n = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  std::string note;
+  n = effective_threads(n, &note);  // config/common_options.h: 0 = all, clamped to the hardware threads
+  if (!note.empty()) std::fprintf(stderr, "warning: %s\n", note.c_str());
   at::set_num_threads(n);
 }
 
