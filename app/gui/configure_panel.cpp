@@ -139,8 +139,9 @@ ConfigurePanel::ConfigurePanel(QWidget* parent) : QWidget(parent) {
   m_procHint = new QLabel;
   auto showProcHint = [this] {
     const int n = m_procSpin->value();
-    m_procHint->setText(n == 1 ? QStringLiteral("in this window, %1 threads").arg(threadsPerProcess(1))
-                               : QStringLiteral("x %1 thread%2 each").arg(threadsPerProcess(n)).arg(threadsPerProcess(n) == 1 ? "" : "s"));
+    const int k = threadsPerProcess(n);
+    const QString threads = QStringLiteral("%1 thread%2").arg(k).arg(k == 1 ? QString() : QStringLiteral("s"));
+    m_procHint->setText(n == 1 ? QStringLiteral("in this window, ") + threads : QStringLiteral("x ") + threads + QStringLiteral(" each"));
   };
   showProcHint();
   connect(m_procSpin, qOverload<int>(&QSpinBox::valueChanged), this, showProcHint);
