@@ -318,7 +318,7 @@ private Q_SLOTS:
     QVERIFY(t.open(QIODevice::ReadOnly));
     const QStringList rows = QString::fromUtf8(t.readAll()).split('\n', Qt::SkipEmptyParts);
     QCOMPARE(rows.size(), 3);
-    QVERIFY(rows[0].startsWith("Run,Status,Task,Cell,Parameters,Step,Best valid,Best step,Test,Throughput,Differing config"));
+    QVERIFY(rows[0].startsWith("Run,Status,Task,Cell,Parameters,Step,Best valid,Best step,Test,Throughput,Processes,Differing config"));
     QVERIFY(rows[1].contains(",finished,char_lm,gru,"));
     QVERIFY(rows[1].contains("seed=1") || rows[1].contains("seed=2"));
   }

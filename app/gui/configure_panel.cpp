@@ -16,10 +16,14 @@
 #include <QPointer>
 #include <QPushButton>
 #include <QScrollArea>
+#include <QSpinBox>
+#include <QThread>
 #include <QThreadPool>
 #include <QTimer>
 #include <QToolButton>
 #include <QVBoxLayout>
+
+#include <algorithm>
 
 #include "core_bridge.h"
 #include "option_form.h"
@@ -122,6 +126,30 @@ ConfigurePanel::ConfigurePanel(QWidget* parent) : QWidget(parent) {
   m_paramLabel->setToolTip(QStringLiteral("Trainable parameters of the configured model (updated as options change)"));
   v->addWidget(m_paramLabel);
 
+  // Local processes (data-parallel training, `cellscope-cli train --nproc N`): 1 trains in
+  // this window; N > 1 starts the CLI's launcher, the window follows the run's directory.
+  auto* procRow = new QHBoxLayout;
+  m_procSpin = new QSpinBox;
+  m_procSpin->setRange(1, std::max(2, QThread::idealThreadCount()));
+  m_procSpin->setValue(1);
+  m_procSpin->setToolTip(QStringLiteral(
+      "Local processes training data-parallel (cellscope-cli train --nproc N): training.batch is the global "
+      "batch, split evenly over them. 1 trains in this window; more start cellscope-cli and the window follows "
+      "the run (Stop ends every process cleanly; no pause)."));
+  m_procHint = new QLabel;
+  auto showProcHint = [this] {
+    const int n = m_procSpin->value();
+    const int k = threadsPerProcess(n);
+    const QString threads = QStringLiteral("%1 thread%2").arg(k).arg(k == 1 ? QString() : QStringLiteral("s"));
+    m_procHint->setText(n == 1 ? QStringLiteral("in this window, ") + threads : QStringLiteral("x ") + threads + QStringLiteral(" each"));
+  };
+  showProcHint();
+  connect(m_procSpin, qOverload<int>(&QSpinBox::valueChanged), this, showProcHint);
+  procRow->addWidget(new QLabel(QStringLiteral("Processes:")));
+  procRow->addWidget(m_procSpin);
+  procRow->addWidget(m_procHint, 1);
+  v->addLayout(procRow);
+
   auto* buttons = new QGridLayout;
   m_startButton = new QPushButton(QStringLiteral("Start"));
   m_startButton->setToolTip(QStringLiteral("Start training (Ctrl+R)"));
@@ -167,6 +195,9 @@ void ConfigurePanel::setWorkspaceLabel(const QString& dir) {
   m_workspaceLabel->setText(QFontMetrics(m_workspaceLabel->font()).elidedText(dir, Qt::ElideMiddle, 220));
   m_workspaceLabel->setToolTip(dir);
 }
+
+int ConfigurePanel::processCount() const { return m_procSpin->value(); }
+void ConfigurePanel::setProcessCount(int n) { m_procSpin->setValue(n); }
 
 void ConfigurePanel::setTrainingState(bool training, bool paused) {
   const bool valid = isValid();

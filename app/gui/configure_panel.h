@@ -13,6 +13,7 @@
 class QComboBox;
 class QLabel;
 class QPushButton;
+class QSpinBox;
 class QTimer;
 
 namespace csw {
@@ -41,6 +42,10 @@ public:
   bool isValid() const { return m_errors.isEmpty(); }
   qint64 parameterCount() const { return m_paramCount; }     // -1 while unknown
   csw::OptionForm* form() const { return m_form; }           // the schema-generated fields
+
+  // Local processes for the next Start (data-parallel when > 1; not part of the config).
+  int processCount() const;
+  void setProcessCount(int n);
 
   void setWorkspaceLabel(const QString& dir);
   // Enables the buttons: Start when valid and idle, Pause/Stop while training.
@@ -82,6 +87,8 @@ private:
   QPushButton* m_queueButton = nullptr;
   QPushButton* m_pauseButton = nullptr;
   QPushButton* m_stopButton = nullptr;
+  QSpinBox* m_procSpin = nullptr;
+  QLabel* m_procHint = nullptr;
   QTimer* m_validateTimer = nullptr;
   QTimer* m_paramTimer = nullptr;
   QStringList m_errors;

@@ -2,11 +2,14 @@
 #include "core_bridge.h"
 #include "json_qt.h"
 
+#include <QCoreApplication>
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonDocument>
+#include <QStandardPaths>
+#include <QThread>
 
 #include <algorithm>
 #include <climits>
@@ -15,6 +18,7 @@
 
 #include "cells/registry.h"
 #include "data/manifest.h"
+#include "config/json.h"
 #include "config/schema.h"
 #include "tasks/task.h"
 #include "train/metrics.h"
@@ -201,15 +205,141 @@ MetricPoint toMetricPoint(const cs::MetricsRecord& r) {
   return p;
 }
 
-QVector<MetricPoint> readMetricsFile(const QString& path) {
+QVector<MetricPoint> readMetricsFile(const QString& path, bool joinParent) {
   // The format is core's (train/metrics.h): the same reader as the CLI and the analyses.
   // The tolerant reader: a damaged line ends the curve there instead of throwing into a slot.
   std::string problem;
   const auto records = cs::read_metrics(path.toStdString(), &problem);
   QVector<MetricPoint> out;
-  out.reserve(static_cast<int>(records.size()));
+  if (joinParent && QFileInfo(path).fileName() == QLatin1String("metrics.jsonl"))
+    out = parentMetrics(QFileInfo(path).absolutePath());
+  out.reserve(out.size() + static_cast<int>(records.size()));
   for (const auto& r : records) out << toMetricPoint(r);
   return out;
+}
+
+bool runParent(const QJsonObject& config, QString* parentDir, qint64* step) {
+  const QJsonValue pv = config.value(QStringLiteral("parent"));
+  if (!pv.isObject()) return false;
+  const QJsonObject p = pv.toObject();
+  const QString dir = p.value(QStringLiteral("run_dir")).toString();
+  if (dir.isEmpty() || !p.value(QStringLiteral("step")).isDouble()) return false;
+  if (parentDir) *parentDir = dir;
+  if (step) *step = qint64(p.value(QStringLiteral("step")).toDouble());
+  return true;
+}
+
+namespace {
+QJsonObject readJsonObject(const QString& path) {
+  QFile f(path);
+  if (!f.open(QIODevice::ReadOnly)) return QJsonObject();
+  return QJsonDocument::fromJson(f.readAll()).object();
+}
+}  // namespace
+
+QVector<MetricPoint> parentMetrics(const QString& runDir) {
+  // Walk up the chain (child -> parent -> grandparent), then concatenate from the root down,
+  // each generation's records cut at the step where the next one forked from it.
+  struct Gen {
+    QString dir;
+    qint64 upTo;
+  };
+  QVector<Gen> chain;
+  QStringList seen{QFileInfo(runDir).absoluteFilePath()};
+  QString dir = runDir;
+  for (int depth = 0; depth < 32; ++depth) {
+    QString parent;
+    qint64 step = 0;
+    if (!runParent(readJsonObject(QDir(dir).filePath(QStringLiteral("config.json"))), &parent, &step)) break;
+    if (QFileInfo(parent).isRelative()) parent = QDir(QFileInfo(dir).absolutePath()).filePath(parent);
+    parent = QFileInfo(parent).absoluteFilePath();
+    if (seen.contains(parent)) break;
+    seen << parent;
+    chain.prepend({parent, step});
+    dir = parent;
+  }
+  QVector<MetricPoint> out;
+  for (const Gen& g : chain) {
+    // This generation's records up to the step its child forked from (the child's own
+    // step counter continues from there, so the steps follow on).
+    for (const auto& r : cs::read_metrics(QDir(g.dir).filePath(QStringLiteral("metrics.jsonl")).toStdString()))
+      if (r.step <= g.upTo) out << toMetricPoint(r);
+  }
+  return out;
+}
+
+QVector<MetricPoint> readMetricsFrom(const QString& path, qint64* offset, bool* rewound) {
+  QVector<MetricPoint> out;
+  if (rewound) *rewound = false;
+  QFile f(path);
+  if (!f.open(QIODevice::ReadOnly)) return out;
+  if (f.size() < *offset) {
+    *offset = 0;
+    if (rewound) *rewound = true;
+  }
+  if (!f.seek(*offset)) return out;
+  const QByteArray chunk = f.readAll();
+  const int end = chunk.lastIndexOf('\n');
+  if (end < 0) return out;
+  *offset += end + 1;
+  for (const QByteArray& line : chunk.left(end).split('\n')) {
+    if (line.trimmed().isEmpty()) continue;
+    try {
+      out << toMetricPoint(cs::MetricsRecord::from_json(cs::parse_json(line.toStdString(), path.toStdString())));
+    } catch (const std::exception&) {
+      // an unreadable line is skipped, as cs::read_metrics does
+    }
+  }
+  return out;
+}
+
+QString readRunLabel(const QString& runDir) {
+  try {
+    return q(cs::RunStore(runDir.toStdString()).read_label());
+  } catch (const std::exception&) {
+    return QString();
+  }
+}
+
+bool writeRunLabel(const QString& runDir, const QString& label, QString* error) {
+  try {
+    cs::RunStore(runDir.toStdString()).write_label(label.toStdString());
+    return true;
+  } catch (const std::exception& e) {
+    if (error) *error = QString::fromUtf8(e.what());
+    return false;
+  }
+}
+
+QString newRunDirectory(const QString& workspace, const QJsonObject& cfg) {
+  return q(cs::new_run_dir(workspace.toStdString(), toCoreJson(cfg)));
+}
+
+QList<qint64> checkpointSteps(const QString& runDir) {
+  QList<qint64> out;
+  try {
+    for (int64_t s : cs::RunStore(runDir.toStdString()).checkpoint_steps()) out << qint64(s);
+  } catch (const std::exception&) {
+  }
+  return out;
+}
+
+QString cliProgram() {
+  const QString env = qEnvironmentVariable("CELLSCOPE_CLI");
+  if (!env.isEmpty()) return QFileInfo(env).isExecutable() ? env : QString();
+  const QString here = QCoreApplication::applicationDirPath();
+  for (const QString& rel : {QStringLiteral("cellscope-cli"), QStringLiteral("../cli/cellscope-cli"),
+                             QStringLiteral("../app/cli/cellscope-cli")}) {
+    const QFileInfo fi(QDir(here).filePath(rel));
+    if (fi.isFile() && fi.isExecutable()) return fi.canonicalFilePath();
+  }
+  return QStandardPaths::findExecutable(QStringLiteral("cellscope-cli"));
+}
+
+int threadsPerProcess(int n) {
+  const int cores = std::max(1, QThread::idealThreadCount());
+  const int forTraining = std::max(1, cores - 1);  // a core for the window
+  return std::max(1, forTraining / std::max(1, n));
 }
 
 }  // namespace gui

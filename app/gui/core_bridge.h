@@ -62,9 +62,38 @@ QString detectFormat(const QString& path);
 // Seconds as "42s", "3m07s" or "2h05m" (cs::format_duration, as the CLI shows them).
 QString formatDuration(double seconds);
 
-// Parse one metrics.jsonl file (a torn last line is skipped).
 // One metrics.jsonl record as Qt values.
 MetricPoint toMetricPoint(const cs::MetricsRecord& r);
-QVector<MetricPoint> readMetricsFile(const QString& path);
+// Parse one metrics.jsonl file (a torn last line is skipped). A forked run (its config.json,
+// beside the file, has "parent": {"run_dir", "step"}) starts with its parent's records up to
+// that step (and the parent's parent's, ...), so parent and child are drawn as one curve;
+// joinParent = false reads the file alone.
+QVector<MetricPoint> readMetricsFile(const QString& path, bool joinParent = true);
+// The records the parent chain of a forked run contributes before the run's own ones (empty
+// for a run that was not forked). At most 32 generations; a cycle ends the chain.
+QVector<MetricPoint> parentMetrics(const QString& runDir);
+// A run's fork origin from its config ("parent": {"run_dir", "step"}): false when it has none.
+bool runParent(const QJsonObject& config, QString* parentDir, qint64* step);
+// The complete metrics.jsonl lines after byte *offset (advanced past the last complete line);
+// a file shorter than *offset (rewritten by a resume) is read again from the start (*rewound = true).
+QVector<MetricPoint> readMetricsFrom(const QString& path, qint64* offset, bool* rewound = nullptr);
+
+// The run's label (label.txt, cs::RunStore::read_label; "" when none) and setting it
+// ("" removes it). False with *error on an invalid label or an unwritable directory.
+QString readRunLabel(const QString& runDir);
+bool writeRunLabel(const QString& runDir, const QString& label, QString* error);
+// A fresh run directory name under workspace for cfg (cs::new_run_dir).
+QString newRunDirectory(const QString& workspace, const QJsonObject& cfg);
+// The step of each checkpoints/step_<N>.pt of a run, ascending (cs::RunStore::checkpoint_steps).
+QList<qint64> checkpointSteps(const QString& runDir);
+
+// The command-line program (cellscope-cli) the window starts for data-parallel runs and
+// forks: $CELLSCOPE_CLI, else beside this program (the .deb's /usr/bin), else the build
+// tree's app/cli/ (from app/gui/ or tests/), else on PATH. Empty when not found.
+QString cliProgram();
+// Intra-op threads for each of n local training processes started by the window: the
+// cores less one for the window, divided by n (at least 1), so n processes do not
+// oversubscribe the machine. n = 1 is the in-process run's count.
+int threadsPerProcess(int n);
 
 }  // namespace gui

@@ -17,9 +17,11 @@
 #include <QMimeData>
 #include <QPushButton>
 #include <QSettings>
+#include <QSortFilterProxyModel>
 #include <QSplitter>
 #include <QStatusBar>
 #include <QTabWidget>
+#include <QTableView>
 #include <QUrl>
 
 #include <algorithm>
@@ -31,6 +33,8 @@
 #include "curve_plot.h"
 #include "figure_export.h"
 #include "generate_panel.h"
+#include "run_actions.h"
+#include "run_table.h"
 #include "sweep_panel.h"
 #include "training_controller.h"
 #include "training_panel.h"
@@ -99,6 +103,23 @@ void MainWindow::buildPanels() {
   connect(m_training, &TrainingPanel::xAxisChanged, m_compare, &ComparePanel::setXAxis);
   connect(m_compare, &ComparePanel::showRunRequested, this, &MainWindow::showRunInTrainingView);
   connect(m_sweeps, &SweepPanel::runsChanged, this, &MainWindow::refreshWorkspace);
+
+  // The run table is live (RunTableModel::watchWorkspace): a ticked run's overlay follows it.
+  RunTableModel* runs = m_compare->runModel();
+  auto redrawIfTicked = [this, runs](const QString& dir) {
+    if (runs->checkedDirs().contains(dir)) m_compare->redraw();
+  };
+  connect(runs, &RunTableModel::metricsUpdated, this, redrawIfTicked);
+  // Its context menu and shortcuts (the table view is the one showing the panel's proxy).
+  QTableView* runView = nullptr;
+  for (QTableView* v : m_compare->findChildren<QTableView*>())
+    if (v->model() == m_compare->runProxy()) runView = v;
+  if (runView) {
+    m_runTableActions = new RunActions(runs, m_compare->runProxy(), runView, m_controller, m_configure, this);
+    connect(m_runTableActions, &RunActions::message, statusBar(), &QStatusBar::showMessage);
+    connect(m_runTableActions, &RunActions::configurationLoaded, this, [this] { showPanel(m_training); });
+  }
+  connect(m_controller, &TrainingController::notice, this, [this](const QString& t) { statusBar()->showMessage(t, 8000); });
 }
 
 void MainWindow::buildMenus() {
@@ -122,6 +143,10 @@ void MainWindow::buildMenus() {
       run->addAction(QStringLiteral("&Pause / Resume"), QKeySequence(QStringLiteral("Ctrl+P")), m_controller, &TrainingController::togglePause),
       run->addAction(QStringLiteral("S&top"), QKeySequence(QStringLiteral("Ctrl+.")), m_controller, &TrainingController::stop)};
   run->addAction(QStringLiteral("&Clear queue"), m_controller, &TrainingController::clearQueue);
+  if (m_runTableActions) {
+    run->addSeparator();
+    run->addMenu(m_runTableActions->contextMenu());
+  }
 
   QMenu* view = menuBar()->addMenu(QStringLiteral("&View"));
   for (const PanelEntry& e : m_panels)
@@ -205,7 +230,7 @@ void MainWindow::updateActions() {
   m_configure->setTrainingState(busy, paused);
   m_runActions[0]->setEnabled(valid && !busy);
   m_runActions[1]->setEnabled(valid);
-  m_runActions[2]->setEnabled(busy);
+  m_runActions[2]->setEnabled(busy && m_controller->canPause());
   m_runActions[3]->setEnabled(busy);
 }
 
@@ -225,14 +250,14 @@ bool MainWindow::startTraining() {
     statusBar()->showMessage(QStringLiteral("Not started: a sweep is running (Sweeps tab, Ctrl+4); stop it or let it finish first"), 8000);
     return false;
   }
-  return m_controller->start(m_configure->currentConfig());
+  return m_controller->start(m_configure->currentConfig(), m_configure->processCount());
 }
 
 void MainWindow::enqueueCurrent() {
   m_configure->revalidateNow();
   if (!m_configure->isValid()) return;
   const bool queued = m_controller->isTraining();
-  m_controller->enqueue(m_configure->currentConfig());
+  m_controller->enqueue(m_configure->currentConfig(), m_configure->processCount());
   if (queued) statusBar()->showMessage(QStringLiteral("Added to the queue (%1 waiting)").arg(m_controller->queueSize()), 4000);
 }
 
@@ -278,6 +303,7 @@ void MainWindow::openWorkspace(const QString& dir) {
   m_controller->setWorkspace(abs);
   m_sweeps->setWorkspace(abs);
   m_compare->setWorkspace(abs);
+  m_compare->runModel()->watchWorkspace(abs);  // rows follow their runs, whoever trains them
   m_settings->setValue(QStringLiteral("workspace"), abs);
   m_analysis->setWorkspace(abs);
 }

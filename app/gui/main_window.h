@@ -22,6 +22,7 @@ class ComparePanel;
 class ConfigurePanel;
 class FigureExporter;
 class GeneratePanel;
+class RunActions;
 class SweepPanel;
 class TrainingController;
 class TrainingPanel;
@@ -57,6 +58,7 @@ public:
   GeneratePanel* generatePanel() const { return m_generate; }
   TrainingController* controller() const { return m_controller; }
   FigureExporter* exporter() const { return m_exporter; }
+  RunActions* runActions() const { return m_runTableActions; }  // the run table's context menu
 
   const QList<PanelEntry>& panels() const { return m_panels; }
   QWidget* currentPanel() const;
@@ -100,6 +102,7 @@ private:
   AnalysisPanel* m_analysis = nullptr;
   SweepPanel* m_sweeps = nullptr;
   GeneratePanel* m_generate = nullptr;
+  RunActions* m_runTableActions = nullptr;
   QList<PanelEntry> m_panels;
   QTabWidget* m_tabs = nullptr;
   QSplitter* m_mainSplitter = nullptr;

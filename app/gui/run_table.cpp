@@ -12,7 +12,9 @@
 #include <cmath>
 #include <optional>
 
+#include "core_bridge.h"
 #include "export.h"
+#include "run_watcher.h"
 
 namespace gui {
 
@@ -56,6 +58,7 @@ bool readRun(const QString& dir, RunInfo* out) {
   out->summary = readJson(sumPath);
   out->summaryTime = QFileInfo(sumPath).lastModified();
   out->flat = flattenConfig(out->config);
+  out->label = readRunLabel(out->dir);
   return true;
 }
 
@@ -150,7 +153,37 @@ int RunTableModel::refreshRun(const QString& dir) {
     m_runs[row] = r;
     Q_EMIT dataChanged(index(row, 0), index(row, ColumnCount - 1));
   }
+  Q_EMIT runUpdated(m_runs[row].dir);
   return row;
+}
+
+bool RunTableModel::removeRun(const QString& dir) {
+  const int row = rowOf(dir);
+  if (row < 0) return false;
+  const bool wasChecked = m_checked.remove(m_runs[row].dir);
+  beginRemoveRows(QModelIndex(), row, row);
+  m_runs.removeAt(row);
+  endRemoveRows();
+  const QStringList before = m_differing;
+  recomputeDiffering();
+  if (before != m_differing && !m_runs.isEmpty()) Q_EMIT dataChanged(index(0, Differs), index(rowCount() - 1, Differs));
+  if (wasChecked) Q_EMIT checkedChanged();
+  return true;
+}
+
+void RunTableModel::watchWorkspace(const QString& dir) {
+  if (!m_watcher) {
+    m_watcher = new RunWatcher(this);
+    connect(m_watcher, &RunWatcher::runAdded, this, [this](const QString& d) { refreshRun(d); });
+    connect(m_watcher, &RunWatcher::runChanged, this, [this](const QString& d) { refreshRun(d); });
+    connect(m_watcher, &RunWatcher::runRemoved, this, [this](const QString& d) { removeRun(d); });
+    connect(m_watcher, &RunWatcher::metricsChanged, this, &RunTableModel::metricsUpdated);
+  }
+  // The watcher's baseline first, then the rows: a change in between is seen by the next scan.
+  m_watcher->setWorkspace(dir);
+  const QStringList checked = checkedDirs();
+  setRuns(dir.isEmpty() ? QVector<RunInfo>() : scanWorkspace(dir));
+  for (const QString& c : checked) setChecked(c, true);
 }
 
 QStringList RunTableModel::checkedDirs() const {
@@ -193,7 +226,8 @@ QVariant RunTableModel::data(const QModelIndex& index, int role) const {
   if (role == Qt::CheckStateRole && c == Name) return m_checked.contains(r.dir) ? Qt::Checked : Qt::Unchecked;
   if (role == Qt::ToolTipRole) {
     if (c == Status && !s.value(QStringLiteral("reason")).toString().isEmpty()) return s.value(QStringLiteral("reason")).toString();
-    if (c == Name) return r.dir;
+    if (c == Name) return r.label.isEmpty() ? r.dir : r.label + QStringLiteral("\n") + r.dir;
+    if (c == Processes) return QStringLiteral("Data-parallel processes of the run's last launch");
     if (c == Differs) return differsText(r);
   }
   if (role == Qt::ForegroundRole && c == Status) {
@@ -203,7 +237,7 @@ QVariant RunTableModel::data(const QModelIndex& index, int role) const {
     if (st == QLatin1String("stopped")) return QColor(170, 110, 0);
     return QVariant();
   }
-  if (role == Qt::TextAlignmentRole && c >= Params && c <= Throughput)
+  if (role == Qt::TextAlignmentRole && c >= Params && c <= Processes)
     return int(Qt::AlignRight | Qt::AlignVCenter);
   if (role != Qt::DisplayRole && role != SortRole) return QVariant();
   const bool sort = role == SortRole;
@@ -218,7 +252,7 @@ QVariant RunTableModel::data(const QModelIndex& index, int role) const {
   auto integer = [](double v) { return QLocale().toString(qlonglong(v)); };
   auto withMetric = [&](double v) { return fmtNumber(v) + QLatin1Char(' ') + metric; };
   switch (c) {
-    case Name: return r.name;
+    case Name: return r.label.isEmpty() ? r.name : r.label + QStringLiteral(" (") + r.name + QLatin1Char(')');
     case Status: return r.status();
     case Task: return r.config.value(QStringLiteral("task")).toObject().value(QStringLiteral("name")).toString();
     case Cell: return r.config.value(QStringLiteral("model")).toObject().value(QStringLiteral("cell")).toString();
@@ -231,6 +265,7 @@ QVariant RunTableModel::data(const QModelIndex& index, int role) const {
       return number("mean_throughput", std::nullopt, [&](double v) {
         return QLocale().toString(v, 'f', 0) + QLatin1Char(' ') + s.value(QStringLiteral("unit")).toString() + QStringLiteral("/s");
       });
+    case Processes: return sort ? QVariant(r.processes()) : QVariant(QLocale().toString(r.processes()));
     case Differs: return differsText(r);
   }
   return QVariant();
@@ -238,7 +273,7 @@ QVariant RunTableModel::data(const QModelIndex& index, int role) const {
 
 QVariant RunTableModel::headerData(int section, Qt::Orientation orientation, int role) const {
   if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return QAbstractTableModel::headerData(section, orientation, role);
-  static const char* names[] = {"Run", "Status", "Task", "Cell", "Parameters", "Step", "Best valid", "Best step", "Test", "Throughput", "Differing config"};
+  static const char* names[] = {"Run", "Status", "Task", "Cell", "Parameters", "Step", "Best valid", "Best step", "Test", "Throughput", "Processes", "Differing config"};
   return section >= 0 && section < ColumnCount ? QString::fromLatin1(names[section]) : QVariant();
 }
 
@@ -264,7 +299,7 @@ QString RunTableModel::toCsv() const {
     QStringList row;
     for (int c = 0; c < ColumnCount; ++c) {
       const QVariant v = data(index(r, c), SortRole);
-      const bool numeric = c >= Params && c <= Throughput;
+      const bool numeric = c >= Params && c <= Processes;
       if (numeric) {
         const double d = v.toDouble();
         row << (std::isfinite(d) && !(c == BestStep && d < 0) ? csw::csvNumber(d) : QString());

@@ -1,6 +1,8 @@
 // The workspace's runs: scanning run directories (config.json + summary.json
 // only, so a workspace of hundreds of runs opens fast), the table model behind
-// the Compare view (checkable rows = overlaid curves) and config diffs.
+// the Compare view (checkable rows = overlaid curves) and config diffs. The
+// model is live: watchWorkspace() follows every run directory through a
+// RunWatcher, so each row tracks its run while it changes, whoever trains it.
 #pragma once
 #include <QAbstractTableModel>
 #include <QDateTime>
@@ -20,6 +22,10 @@ struct RunInfo {
   QJsonObject config, summary;
   QMap<QString, QString> flat;  // "section.key" -> JSON text of the value
   QDateTime summaryTime;        // mtime of summary.json when read
+  QString label;                // label.txt ("" when the user gave none)
+  // Data-parallel processes of the run's last launch (summary.json "processes"; 1 when absent).
+  int processes() const { return summary.value(QStringLiteral("processes")).toInt(1); }
+  QString displayName() const { return label.isEmpty() ? name : label; }
   QString status() const { return summary.value(QStringLiteral("status")).toString(QStringLiteral("unknown")); }
 };
 
@@ -37,10 +43,12 @@ QVector<std::tuple<QString, QString, QString>> configDiff(const QMap<QString, QS
 // Key identifying runs that differ only in training.seed.
 QString seedGroupKey(const RunInfo& r);
 
+class RunWatcher;
+
 class RunTableModel : public QAbstractTableModel {
   Q_OBJECT
 public:
-  enum Column { Name, Status, Task, Cell, Params, Step, BestValid, BestStep, Test, Throughput, Differs, ColumnCount };
+  enum Column { Name, Status, Task, Cell, Params, Step, BestValid, BestStep, Test, Throughput, Processes, Differs, ColumnCount };
   static constexpr int SortRole = Qt::UserRole + 1;
 
   explicit RunTableModel(QObject* parent = nullptr);
@@ -48,6 +56,12 @@ public:
   void setRuns(QVector<RunInfo> runs);  // keeps the check marks of runs still present
   // Re-read the run at dir (added when new). Returns its row.
   int refreshRun(const QString& dir);
+  // Drops the row of dir (its check mark too); false when it has none.
+  bool removeRun(const QString& dir);
+  // Scans dir and follows it from now on (rows added, updated and removed as the run
+  // directories change on disk). An empty dir stops watching.
+  void watchWorkspace(const QString& dir);
+  RunWatcher* watcher() const { return m_watcher; }
   const QVector<RunInfo>& runs() const { return m_runs; }
   const RunInfo* run(int row) const { return row >= 0 && row < m_runs.size() ? &m_runs[row] : nullptr; }
   int rowOf(const QString& dir) const;
@@ -68,6 +82,8 @@ public:
 
 Q_SIGNALS:
   void checkedChanged();
+  void runUpdated(const QString& dir);      // a row was re-read from disk (summary, config or label)
+  void metricsUpdated(const QString& dir);  // a watched run's metrics.jsonl changed
 
 private:
   void recomputeDiffering();
@@ -76,6 +92,7 @@ private:
   QVector<RunInfo> m_runs;
   QSet<QString> m_checked;
   QStringList m_differing;
+  RunWatcher* m_watcher = nullptr;
 };
 
 }  // namespace gui

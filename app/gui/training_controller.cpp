@@ -1,12 +1,17 @@
 #include "training_controller.h"
 
 #include <QDir>
+#include <QFile>
+#include <QFileInfo>
 #include <QJsonDocument>
+#include <QTemporaryFile>
 #include <QThread>
 #include <QTimer>
 
 #include <algorithm>
 
+#include "core_bridge.h"
+#include "process_run.h"
 #include "train_worker.h"
 #include "worker_thread.h"
 
@@ -20,6 +25,12 @@ TrainingController::TrainingController(QObject* parent) : QObject(parent) {
   connect(m_worker, &TrainWorker::started, this, &TrainingController::onStarted, Qt::QueuedConnection);
   connect(m_worker, &TrainWorker::finished, this, &TrainingController::onFinished, Qt::QueuedConnection);
   connect(m_worker, &TrainWorker::failed, this, &TrainingController::onFailed, Qt::QueuedConnection);
+  // Runs in cellscope-cli processes: the same lifecycle, queued so that the slot runs after
+  // the process's last output was read.
+  m_process = new ProcessRun(this);
+  connect(m_process, &ProcessRun::started, this, &TrainingController::onStarted);
+  connect(m_process, &ProcessRun::finished, this, &TrainingController::onFinished, Qt::QueuedConnection);
+  connect(m_process, &ProcessRun::failed, this, &TrainingController::onFailed, Qt::QueuedConnection);
 
   // Metrics are pulled at 10 Hz, whatever the training speed.
   m_drainTimer = new QTimer(this);
@@ -29,29 +40,98 @@ TrainingController::TrainingController(QObject* parent) : QObject(parent) {
 }
 
 TrainingController::~TrainingController() {
+  delete m_process;  // SIGTERM to a process still running, waited for (it checkpoints)
+  m_process = nullptr;
+  if (!m_configFile.isEmpty()) QFile::remove(m_configFile);
   m_worker->setPaused(false);
   m_worker->requestStop();
   stopWorkerThread(m_thread);
 }
 
-bool TrainingController::isPaused() const { return m_worker->isPaused(); }
+bool TrainingController::isPaused() const { return !m_processMode && m_worker->isPaused(); }
 
-bool TrainingController::start(const QJsonObject& cfg) {
+bool TrainingController::start(const QJsonObject& cfg, int nproc) {
   if (m_busy) {
-    enqueue(cfg);
+    enqueue(cfg, nproc);
     return false;
   }
-  launch(cfg);
+  launch({cfg, nproc});
   return true;
 }
 
-void TrainingController::enqueue(const QJsonObject& cfg) {
+void TrainingController::enqueue(const QJsonObject& cfg, int nproc) {
   if (!m_busy) {
-    launch(cfg);
+    launch({cfg, nproc});
     return;
   }
-  m_queue << cfg;
+  m_queue << Queued{cfg, nproc};
   Q_EMIT stateChanged();
+}
+
+QStringList TrainingController::parallelArguments(const QJsonObject& cfg, const QString& configFile, int nproc,
+                                                  const QString& runDir) {
+  const int own = cfg.value(QStringLiteral("training")).toObject().value(QStringLiteral("threads")).toInt(0);
+  const int threads = own > 0 ? own : threadsPerProcess(nproc);
+  return {QStringLiteral("train"), configFile, QStringLiteral("--nproc"), QString::number(nproc),
+          QStringLiteral("--run-dir"), runDir, QStringLiteral("--threads"), QString::number(threads)};
+}
+
+void TrainingController::beginRun(int nproc, bool processMode) {
+  m_busy = true;
+  m_processMode = processMode;
+  m_nproc = nproc;
+  m_lastError.clear();
+  m_runDir.clear();
+  m_primary.clear();
+  m_progress = TrainProgress();
+  m_worker->drain(nullptr, nullptr, nullptr);  // nothing of an earlier run is left to drain
+  Q_EMIT preparing();
+}
+
+bool TrainingController::startCli(const QStringList& args, const QString& runDir, int nproc, QString* error) {
+  if (m_busy) {
+    if (error) *error = QStringLiteral("a run is training; stop it or let it finish first");
+    return false;
+  }
+  beginRun(nproc, true);
+  QString err;
+  if (!m_process->start(cliProgram(), args, runDir, &err)) {
+    // Reported like any failed start (message box, status bar), then the queue goes on.
+    QMetaObject::invokeMethod(this, [this, err] { onFailed(err, QString()); }, Qt::QueuedConnection);
+    Q_EMIT stateChanged();
+    if (error) *error = err;
+    return false;
+  }
+  m_runDir = QFileInfo(runDir).absoluteFilePath();
+  Q_EMIT stateChanged();
+  return true;
+}
+
+bool TrainingController::resumeRun(const QString& dir, QString* error) {
+  if (m_busy) {
+    if (error) *error = QStringLiteral("a run is training; stop it or let it finish first");
+    return false;
+  }
+  const QString abs = QFileInfo(dir).absoluteFilePath();
+  if (!QFileInfo::exists(QDir(abs).filePath(QStringLiteral("checkpoints/last.pt")))) {
+    if (error) *error = QStringLiteral("%1 has no checkpoint to resume from").arg(QFileInfo(abs).fileName());
+    return false;
+  }
+  QFile f(QDir(abs).filePath(QStringLiteral("summary.json")));
+  const int nproc = f.open(QIODevice::ReadOnly)
+                        ? std::max(1, QJsonDocument::fromJson(f.readAll()).object().value(QStringLiteral("processes")).toInt(1))
+                        : 1;
+  if (nproc > 1)
+    return startCli({QStringLiteral("train"), QStringLiteral("--resume"), abs, QStringLiteral("--nproc"), QString::number(nproc),
+                     QStringLiteral("--threads"), QString::number(threadsPerProcess(nproc))},
+                    abs, nproc, error);
+  beginRun(1, false);
+  const QString ws = m_workspace;
+  const int threads = threadsPerProcess(1);
+  TrainWorker* w = m_worker;
+  QMetaObject::invokeMethod(w, [w, ws, abs, threads] { w->start(QByteArray("{}"), ws, abs, threads); }, Qt::QueuedConnection);
+  Q_EMIT stateChanged();
+  return true;
 }
 
 void TrainingController::clearQueue() {
@@ -59,17 +139,30 @@ void TrainingController::clearQueue() {
   Q_EMIT stateChanged();
 }
 
-void TrainingController::launch(const QJsonObject& cfg) {
-  m_busy = true;
-  m_lastError.clear();
-  m_runDir.clear();
-  m_primary.clear();
-  m_progress = TrainProgress();
-  Q_EMIT preparing();
+void TrainingController::launch(const Queued& item) {
+  const QJsonObject& cfg = item.cfg;
   const QByteArray json = QJsonDocument(cfg).toJson(QJsonDocument::Compact);
   const QString ws = m_workspace;
   QDir().mkpath(ws);
-  const int threads = std::max(1, QThread::idealThreadCount() - 1);  // leave a core for the GUI
+  if (item.nproc > 1) {
+    // The launcher and every worker read the config from a file: it lives until the run ends.
+    QTemporaryFile tmp(QDir::temp().filePath(QStringLiteral("cellscope-config-XXXXXX.json")));
+    tmp.setAutoRemove(false);
+    QString err;
+    if (!tmp.open() || tmp.write(QJsonDocument(cfg).toJson()) < 0 || !tmp.flush()) {
+      beginRun(item.nproc, true);
+      err = QStringLiteral("cannot write a temporary configuration file: ") + tmp.errorString();
+      QMetaObject::invokeMethod(this, [this, err] { onFailed(err, QString()); }, Qt::QueuedConnection);
+      return;
+    }
+    m_configFile = tmp.fileName();
+    tmp.close();
+    const QString dir = newRunDirectory(ws, cfg);
+    startCli(parallelArguments(cfg, m_configFile, item.nproc, dir), dir, item.nproc);
+    return;
+  }
+  beginRun(1, false);
+  const int threads = threadsPerProcess(1);  // leave a core for the GUI
   TrainWorker* w = m_worker;
   QMetaObject::invokeMethod(w, [w, json, ws, threads] { w->start(json, ws, QString(), threads); }, Qt::QueuedConnection);
   Q_EMIT stateChanged();
@@ -82,13 +175,17 @@ void TrainingController::startNextQueued() {
 
 void TrainingController::pause() {
   if (!m_busy) return;
+  if (m_processMode) {
+    Q_EMIT notice(QStringLiteral("A run in separate processes cannot pause: Stop keeps a checkpoint and Resume continues it"));
+    return;
+  }
   m_worker->setPaused(true);
   Q_EMIT paused();
   Q_EMIT stateChanged();
 }
 
 void TrainingController::resume() {
-  if (!m_busy) return;
+  if (!m_busy || m_processMode) return;
   m_worker->setPaused(false);
   Q_EMIT stateChanged();
 }
@@ -100,6 +197,11 @@ void TrainingController::togglePause() {
 
 void TrainingController::stop() {
   if (!m_busy) return;
+  if (m_processMode) {
+    m_process->stop();  // SIGTERM: every rank stops at the same step, one checkpoint
+    Q_EMIT stopping();
+    return;
+  }
   m_worker->setPaused(false);
   m_worker->requestStop();
   Q_EMIT stopping();
@@ -109,7 +211,7 @@ void TrainingController::drain() {
   QVector<MetricPoint> pts;
   QStringList logs;
   TrainProgress pr;
-  const bool hasProgress = m_worker->drain(&pts, &logs, &pr);
+  const bool hasProgress = m_processMode ? m_process->poll(&pts, &logs, &pr) : m_worker->drain(&pts, &logs, &pr);
   Q_EMIT drained(pts, logs);
   if (hasProgress && m_busy) {
     m_progress = pr;
@@ -124,9 +226,16 @@ void TrainingController::onStarted(const QString& runDir, const QString& metric,
   Q_EMIT runStarted(runDir);
 }
 
+void TrainingController::endRun() {
+  m_busy = false;
+  m_processMode = false;
+  if (!m_configFile.isEmpty()) QFile::remove(m_configFile);
+  m_configFile.clear();
+}
+
 void TrainingController::onFinished(const QString& status, const QString& reason, const QString& runDir) {
   drain();
-  m_busy = false;
+  endRun();
   if (status == QLatin1String("failed")) m_lastError = reason;
   Q_EMIT finishedWithReason(runDir, status, reason);
   Q_EMIT runFinished(runDir, status);
@@ -136,7 +245,7 @@ void TrainingController::onFinished(const QString& status, const QString& reason
 
 void TrainingController::onFailed(const QString& message, const QString& runDir) {
   drain();
-  m_busy = false;
+  endRun();
   m_lastError = message;
   Q_EMIT failedInRun(message, runDir);
   Q_EMIT runFailed(message);

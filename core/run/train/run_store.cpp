@@ -28,7 +28,8 @@ json RunSummary::to_json() const {
             {"parameters", parameters}, {"step", step},
             {"epoch", epoch},         {"mean_throughput", mean_throughput},
             {"unit", unit},           {"elapsed", elapsed},
-            {"started", started},     {"updated", updated}};
+            {"started", started},     {"updated", updated},
+            {"processes", processes}};
   j["best_valid"] = has_best ? json(best_valid) : json(nullptr);
   j["best_step"] = has_best ? json(best_step) : json(nullptr);
   j["test_metric"] = has_test ? json(test_metric) : json(nullptr);
@@ -51,6 +52,7 @@ RunSummary RunSummary::from_json(const json& j) {
   s.elapsed = j.value("elapsed", 0.0);
   s.started = j.value("started", "");
   s.updated = j.value("updated", "");
+  s.processes = j.value("processes", int64_t(1));
   if (j.contains("best_valid") && j["best_valid"].is_number()) {
     s.has_best = true;
     s.best_valid = j["best_valid"].get<double>();

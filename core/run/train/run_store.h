@@ -34,6 +34,7 @@ struct RunSummary {
   double mean_throughput = 0;  // units per second
   std::string unit;
   double elapsed = 0;
+  int64_t processes = 1;  // data-parallel processes of the last (or current) launch (`train --nproc N`)
   std::string started, updated;  // ISO times
   json to_json() const;
   static RunSummary from_json(const json& j);

@@ -130,6 +130,7 @@ Trainer::Trainer(json cfg, std::unique_ptr<Task> task, std::shared_ptr<RunStore>
   summary_.parameters = task_->parameter_count();
   summary_.unit = task_->unit_name();
   summary_.started = now_iso();
+  summary_.processes = parallel() ? dist_->world : 1;
 }
 
 Trainer::~Trainer() = default;

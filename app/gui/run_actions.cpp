@@ -1,0 +1,364 @@
+#include "run_actions.h"
+
+#include <QAction>
+#include <QComboBox>
+#include <QDateTime>
+#include <QDesktopServices>
+#include <QDialogButtonBox>
+#include <QDir>
+#include <QFile>
+#include <QFileInfo>
+#include <QFormLayout>
+#include <QInputDialog>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QLabel>
+#include <QLineEdit>
+#include <QMenu>
+#include <QMessageBox>
+#include <QPlainTextEdit>
+#include <QPushButton>
+#include <QRegularExpression>
+#include <QSortFilterProxyModel>
+#include <QTableView>
+#include <QUrl>
+#include <QVBoxLayout>
+
+#include "configure_panel.h"
+#include "core_bridge.h"
+#include "run_table.h"
+#include "training_controller.h"
+
+namespace gui {
+
+namespace {
+QJsonObject readObject(const QString& path) {
+  QFile f(path);
+  if (!f.open(QIODevice::ReadOnly)) return QJsonObject();
+  return QJsonDocument::fromJson(f.readAll()).object();
+}
+QString jsonScalarText(const QJsonValue& v) {
+  if (v.isDouble()) return QString::number(v.toDouble(), 'g', 12);
+  if (v.isString()) return v.toString();
+  if (v.isBool()) return v.toBool() ? QStringLiteral("true") : QStringLiteral("false");
+  return QString();
+}
+bool hasLastCheckpoint(const QString& dir) {
+  return QFileInfo::exists(QDir(dir).filePath(QStringLiteral("checkpoints/last.pt")));
+}
+}  // namespace
+
+// ======================================================================= ForkDialog
+ForkDialog::ForkDialog(const QString& runDir, QWidget* parent) : QDialog(parent), m_dir(QFileInfo(runDir).absoluteFilePath()) {
+  setWindowTitle(QStringLiteral("Fork %1").arg(QFileInfo(m_dir).fileName()));
+  const QJsonObject summary = readObject(QDir(m_dir).filePath(QStringLiteral("summary.json")));
+  const QJsonObject cfg = readObject(QDir(m_dir).filePath(QStringLiteral("config.json")));
+  auto* v = new QVBoxLayout(this);
+  auto* intro = new QLabel(QStringLiteral(
+      "A new run that starts from a checkpoint of this one (model, optimizer and data position) with the "
+      "changes below; its step counter continues from the checkpoint's, and its curves join the parent's."));
+  intro->setWordWrap(true);
+  v->addWidget(intro);
+  auto* form = new QFormLayout;
+  m_checkpoint = new QComboBox;
+  const qint64 last = qint64(summary.value(QStringLiteral("step")).toDouble());
+  const qint64 best = summary.value(QStringLiteral("best_step")).isDouble() ? qint64(summary.value(QStringLiteral("best_step")).toDouble()) : -1;
+  if (hasLastCheckpoint(m_dir)) m_checkpoint->addItem(QStringLiteral("last (step %1)").arg(last), qint64(-1));
+  const QList<qint64> steps = checkpointSteps(m_dir);
+  for (int i = steps.size() - 1; i >= 0; --i)
+    m_checkpoint->addItem(QStringLiteral("step_%1.pt%2").arg(steps[i]).arg(steps[i] == best ? QStringLiteral("  (best valid)") : QString()),
+                          steps[i]);
+  form->addRow(QStringLiteral("Checkpoint:"), m_checkpoint);
+  m_lrOriginal = jsonScalarText(cfg.value(QStringLiteral("training")).toObject().value(QStringLiteral("lr")));
+  m_lr = new QLineEdit(m_lrOriginal);
+  m_lr->setToolTip(QStringLiteral("training.lr of the new run"));
+  form->addRow(QStringLiteral("Learning rate:"), m_lr);
+  m_changes = new QPlainTextEdit;
+  m_changes->setPlaceholderText(QStringLiteral("One change per line, e.g.\nmodel.lambda=0.01\ntraining.steps=4000"));
+  m_changes->setToolTip(QStringLiteral("SECTION.KEY=VALUE per line, as cellscope-cli train --set takes them"));
+  form->addRow(QStringLiteral("Other changes:"), m_changes);
+  v->addLayout(form);
+  auto* box = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel);
+  box->button(QDialogButtonBox::Ok)->setText(QStringLiteral("Fork and train"));
+  box->button(QDialogButtonBox::Ok)->setEnabled(m_checkpoint->count() > 0);
+  connect(box, &QDialogButtonBox::accepted, this, [this] {
+    QString err;
+    overrides(&err);
+    if (!err.isEmpty()) {
+      QMessageBox::warning(this, windowTitle(), err);
+      return;
+    }
+    accept();
+  });
+  connect(box, &QDialogButtonBox::rejected, this, &QDialog::reject);
+  v->addWidget(box);
+  resize(460, 320);
+}
+
+qint64 ForkDialog::step() const { return m_checkpoint->currentIndex() < 0 ? -1 : m_checkpoint->currentData().toLongLong(); }
+
+QStringList ForkDialog::overrides(QString* error) const {
+  QStringList out;
+  const QString lr = m_lr->text().trimmed();
+  if (!lr.isEmpty() && lr != m_lrOriginal) out << QStringLiteral("training.lr=") + lr;
+  static const QRegularExpression kv(QStringLiteral("^[A-Za-z_][A-Za-z0-9_]*\\.[A-Za-z_][A-Za-z0-9_.]*=.*$"));
+  const QStringList lines = m_changes->toPlainText().split(QLatin1Char('\n'));
+  for (int i = 0; i < lines.size(); ++i) {
+    const QString l = lines[i].trimmed();
+    if (l.isEmpty()) continue;
+    if (!kv.match(l).hasMatch()) {
+      if (error) *error = QStringLiteral("Other changes, line %1: '%2' is not SECTION.KEY=VALUE").arg(i + 1).arg(l);
+      return {};
+    }
+    out << l;
+  }
+  return out;
+}
+
+QStringList ForkDialog::arguments(const QString& newDir, QString* error) const {
+  QString err;
+  const QStringList sets = overrides(&err);
+  if (!err.isEmpty()) {
+    if (error) *error = err;
+    return {};
+  }
+  const qint64 s = step();
+  QStringList args{QStringLiteral("train"), QStringLiteral("--fork"), s >= 0 ? m_dir + QLatin1Char('@') + QString::number(s) : m_dir};
+  for (const QString& kv : sets) args << QStringLiteral("--set") << kv;
+  args << QStringLiteral("--run-dir") << newDir << QStringLiteral("--threads") << QString::number(threadsPerProcess(1));
+  return args;
+}
+
+// ======================================================================= RunActions
+RunActions::RunActions(RunTableModel* model, QSortFilterProxyModel* proxy, QTableView* view, TrainingController* controller,
+                       ConfigurePanel* configure, QWidget* dialogParent)
+    : QObject(view),
+      m_model(model),
+      m_proxy(proxy),
+      m_view(view),
+      m_controller(controller),
+      m_configure(configure),
+      m_dialogParent(dialogParent) {
+  struct Def {
+    const char* text;
+    const char* keys;
+    void (RunActions::*slot)();
+    const char* tip;
+  };
+  const Def defs[KindCount] = {
+      {"&Resume", "Ctrl+Alt+R", &RunActions::resumeSelected, "Continue this stopped run exactly where its last checkpoint left it"},
+      {"&Fork...", "Ctrl+Alt+F", &RunActions::forkSelected, "A new run from a checkpoint of this one, with changed options"},
+      {"&Load configuration", "Ctrl+Alt+L", &RunActions::loadSelected, "Put this run's configuration into the configure panel"},
+      {"Rename / &label...", "F2", &RunActions::renameSelected, "A short name for legends and the run table (label.txt)"},
+      {"&Open folder", "Ctrl+Alt+O", &RunActions::openFolderSelected, "Show the run directory in the file manager"},
+      {"&Delete...", "Del", &RunActions::deleteSelected, "Move the run directory to the desktop trash"},
+  };
+  m_menu = new QMenu(QStringLiteral("Selected &run"), view);
+  for (const Def& d : defs) {
+    auto* a = new QAction(QString::fromUtf8(d.text), this);
+    a->setShortcut(QKeySequence(QString::fromLatin1(d.keys)));
+    a->setShortcutContext(Qt::WidgetWithChildrenShortcut);  // only while the table has the focus
+    a->setToolTip(QString::fromUtf8(d.tip));
+    a->setStatusTip(QString::fromUtf8(d.tip));
+    connect(a, &QAction::triggered, this, d.slot);
+    view->addAction(a);
+    m_actions << a;
+    m_menu->addAction(a);
+    if (d.slot == &RunActions::forkSelected || d.slot == &RunActions::openFolderSelected) m_menu->addSeparator();
+  }
+  view->setContextMenuPolicy(Qt::CustomContextMenu);
+  connect(view, &QWidget::customContextMenuRequested, this, [this](const QPoint& pos) {
+    const QModelIndex idx = m_view->indexAt(pos);
+    if (!idx.isValid()) return;
+    m_view->setCurrentIndex(idx);
+    updateEnabled();
+    m_menu->popup(m_view->viewport()->mapToGlobal(pos));
+  });
+  connect(view->selectionModel(), &QItemSelectionModel::currentChanged, this, &RunActions::updateEnabled);
+  connect(model, &RunTableModel::runUpdated, this, &RunActions::updateEnabled);
+  connect(controller, &TrainingController::stateChanged, this, &RunActions::updateEnabled);
+  updateEnabled();
+}
+
+QString RunActions::selectedRun() const {
+  const QModelIndex idx = m_view->currentIndex();
+  if (!idx.isValid()) return QString();
+  const RunInfo* r = m_model->run(m_proxy->mapToSource(idx).row());
+  return r ? r->dir : QString();
+}
+
+void RunActions::updateEnabled() {
+  const QString dir = selectedRun();
+  const RunInfo* r = dir.isEmpty() ? nullptr : m_model->run(m_model->rowOf(dir));
+  const bool any = r != nullptr;
+  const bool idle = !m_controller->isTraining();
+  const QString st = any ? r->status() : QString();
+  m_actions[Resume]->setEnabled(any && idle && st != QLatin1String("finished") && st != QLatin1String("running") && hasLastCheckpoint(dir));
+  m_actions[Fork]->setEnabled(any && idle && (hasLastCheckpoint(dir) || !checkpointSteps(dir).isEmpty()));
+  m_actions[LoadConfig]->setEnabled(any);
+  m_actions[Rename]->setEnabled(any);
+  m_actions[OpenFolder]->setEnabled(any);
+  m_actions[Delete]->setEnabled(any && !(m_controller->isTraining() && m_controller->currentRunDir() == dir));
+}
+
+QString RunActions::busyReason(const QString& dir) const {
+  const QString abs = QFileInfo(dir).absoluteFilePath();
+  if (m_controller->isTraining() && QFileInfo(m_controller->currentRunDir()).absoluteFilePath() == abs)
+    return QStringLiteral("it is training in this window (stop it first)");
+  const QFileInfo sum(QDir(abs).filePath(QStringLiteral("summary.json")));
+  if (readObject(sum.filePath()).value(QStringLiteral("status")).toString() == QLatin1String("running") &&
+      sum.lastModified().secsTo(QDateTime::currentDateTime()) < 60)
+    return QStringLiteral("another process is training it (its summary.json changed %1 s ago)")
+        .arg(std::max<qint64>(0, sum.lastModified().secsTo(QDateTime::currentDateTime())));
+  return QString();
+}
+
+bool RunActions::resume(const QString& dir, QString* error) {
+  const QString busy = busyReason(dir);
+  if (!busy.isEmpty()) {
+    if (error) *error = QStringLiteral("Not resumed: ") + busy;
+    return false;
+  }
+  return m_controller->resumeRun(dir, error);
+}
+
+QString RunActions::forkDirectory(const QString& dir) const {
+  const QJsonObject cfg = readObject(QDir(dir).filePath(QStringLiteral("config.json")));
+  return newRunDirectory(QFileInfo(QFileInfo(dir).absoluteFilePath()).absolutePath(), cfg);
+}
+
+bool RunActions::fork(const QString& dir, const QStringList& args, const QString& newDir, QString* error) {
+  Q_UNUSED(dir);
+  if (args.isEmpty()) {
+    if (error) *error = QStringLiteral("nothing to run");
+    return false;
+  }
+  return m_controller->startCli(args, newDir, 1, error);
+}
+
+bool RunActions::loadConfiguration(const QString& dir, QString* error) {
+  const QJsonObject cfg = readObject(QDir(dir).filePath(QStringLiteral("config.json")));
+  if (cfg.isEmpty()) {
+    if (error) *error = QStringLiteral("%1 has no readable config.json").arg(dir);
+    return false;
+  }
+  m_configure->applyConfig(cfg);
+  const RunInfo* r = m_model->run(m_model->rowOf(dir));
+  m_configure->setProcessCount(r ? r->processes() : 1);
+  Q_EMIT configurationLoaded(QFileInfo(dir).absoluteFilePath());
+  return true;
+}
+
+bool RunActions::rename(const QString& dir, const QString& label, QString* error) {
+  if (!writeRunLabel(dir, label, error)) return false;
+  m_model->refreshRun(dir);  // the watcher would see it too; the row changes at once
+  return true;
+}
+
+bool RunActions::remove(const QString& dir, bool allowPermanent, QString* error) {
+  const QString abs = QFileInfo(dir).absoluteFilePath();
+  if (!QFileInfo::exists(QDir(abs).filePath(QStringLiteral("config.json")))) {
+    if (error) *error = QStringLiteral("%1 is not a run directory").arg(abs);
+    return false;
+  }
+  const QString busy = busyReason(abs);
+  if (!busy.isEmpty()) {
+    if (error) *error = QStringLiteral("Not deleted: ") + busy;
+    return false;
+  }
+  if (!QFile::moveToTrash(abs)) {
+    if (!allowPermanent) {
+      if (error) *error = QStringLiteral("there is no desktop trash for %1").arg(abs);
+      return false;
+    }
+    if (!QDir(abs).removeRecursively()) {
+      if (error) *error = QStringLiteral("cannot delete %1").arg(abs);
+      return false;
+    }
+  }
+  m_model->removeRun(abs);
+  return true;
+}
+
+void RunActions::report(bool ok, const QString& done, const QString& error) {
+  if (ok) Q_EMIT message(done, 5000);
+  else if (!error.isEmpty()) Q_EMIT message(error, 8000);
+}
+
+void RunActions::resumeSelected() {
+  const QString dir = selectedRun();
+  if (dir.isEmpty()) return;
+  QString err;
+  report(resume(dir, &err), QStringLiteral("Resuming %1").arg(QFileInfo(dir).fileName()), err);
+}
+
+void RunActions::forkSelected() {
+  const QString dir = selectedRun();
+  if (dir.isEmpty()) return;
+  if (m_controller->isTraining()) {
+    Q_EMIT message(QStringLiteral("Not forked: a run is training; stop it or let it finish first"), 8000);
+    return;
+  }
+  ForkDialog dlg(dir, m_dialogParent);
+  if (dlg.exec() != QDialog::Accepted) return;
+  const QString newDir = forkDirectory(dir);
+  QString err;
+  const QStringList args = dlg.arguments(newDir, &err);
+  report(!args.isEmpty() && fork(dir, args, newDir, &err), QStringLiteral("Forked %1 into %2").arg(QFileInfo(dir).fileName(), QFileInfo(newDir).fileName()), err);
+}
+
+void RunActions::loadSelected() {
+  const QString dir = selectedRun();
+  if (dir.isEmpty()) return;
+  QString err;
+  report(loadConfiguration(dir, &err), QStringLiteral("Loaded the configuration of %1").arg(QFileInfo(dir).fileName()), err);
+}
+
+void RunActions::renameSelected() {
+  const QString dir = selectedRun();
+  if (dir.isEmpty()) return;
+  bool ok = false;
+  const QString label = QInputDialog::getText(m_dialogParent, QStringLiteral("Label the run"),
+                                              QStringLiteral("A short name for %1 (empty: none):").arg(QFileInfo(dir).fileName()),
+                                              QLineEdit::Normal, readRunLabel(dir), &ok);
+  if (!ok) return;
+  QString err;
+  report(rename(dir, label, &err), label.trimmed().isEmpty() ? QStringLiteral("Label removed") : QStringLiteral("Labelled '%1'").arg(label.trimmed()), err);
+}
+
+void RunActions::openFolderSelected() {
+  const QString dir = selectedRun();
+  if (dir.isEmpty()) return;
+  if (!QDesktopServices::openUrl(QUrl::fromLocalFile(dir))) Q_EMIT message(QStringLiteral("Cannot open %1").arg(dir), 8000);
+}
+
+void RunActions::deleteSelected() {
+  const QString dir = selectedRun();
+  if (dir.isEmpty()) return;
+  const QString busy = busyReason(dir);
+  if (!busy.isEmpty()) {
+    Q_EMIT message(QStringLiteral("Not deleted: ") + busy, 8000);
+    return;
+  }
+  const QString name = QFileInfo(dir).fileName();
+  if (QMessageBox::question(m_dialogParent, QStringLiteral("Delete run"),
+                            QStringLiteral("Move the run %1 (its checkpoints, metrics and log) to the trash?").arg(name),
+                            QMessageBox::Yes | QMessageBox::Cancel, QMessageBox::Cancel) != QMessageBox::Yes)
+    return;
+  QString err;
+  if (remove(dir, false, &err)) {
+    Q_EMIT message(QStringLiteral("Moved %1 to the trash").arg(name), 5000);
+    return;
+  }
+  if (!err.startsWith(QLatin1String("there is no desktop trash"))) {
+    Q_EMIT message(err, 8000);
+    return;
+  }
+  if (QMessageBox::warning(m_dialogParent, QStringLiteral("Delete run"),
+                           QStringLiteral("There is no desktop trash for %1. Delete it permanently?").arg(dir),
+                           QMessageBox::Yes | QMessageBox::Cancel, QMessageBox::Cancel) != QMessageBox::Yes)
+    return;
+  report(remove(dir, true, &err), QStringLiteral("Deleted %1").arg(name), err);
+}
+
+}  // namespace gui

@@ -1,0 +1,113 @@
+// RunActions: what a user does to a run of the run table, from its context menu,
+// the Run > Selected run menu or a shortcut while the table has the focus:
+//   Resume              Ctrl+Alt+R  continue a stopped run exactly (`train --resume`)
+//   Fork...             Ctrl+Alt+F  a new run from a chosen checkpoint with changed options
+//                                   (`cellscope-cli train --fork DIR@STEP --set ... --run-dir NEW`)
+//   Load configuration  Ctrl+Alt+L  the run's config into the configure panel
+//   Rename / label...   F2          label.txt (cs::RunStore::write_label)
+//   Open folder         Ctrl+Alt+O  the run directory in the desktop's file manager
+//   Delete...           Delete      to the desktop trash (after a confirmation; refused while
+//                                   the run is being trained, here or by another process)
+// Each action has a dialog-free operation (resume, fork, loadConfiguration, rename,
+// remove) that the tests call; the slots add the dialogs.
+#pragma once
+#include <QDialog>
+#include <QList>
+#include <QObject>
+#include <QString>
+#include <QStringList>
+
+class QAction;
+class QComboBox;
+class QLineEdit;
+class QMenu;
+class QPlainTextEdit;
+class QSortFilterProxyModel;
+class QTableView;
+
+namespace gui {
+
+class ConfigurePanel;
+class RunTableModel;
+class TrainingController;
+
+// The Fork dialog: which checkpoint of the parent, and what changes. Builds the CLI's
+// command line; the window runs it as a process and follows the child like any run.
+class ForkDialog : public QDialog {
+  Q_OBJECT
+public:
+  explicit ForkDialog(const QString& runDir, QWidget* parent = nullptr);
+
+  QComboBox* checkpointCombo() const { return m_checkpoint; }
+  QLineEdit* lrEdit() const { return m_lr; }
+  QPlainTextEdit* changesEdit() const { return m_changes; }
+  // The chosen checkpoint's step; -1 for the run's last checkpoint (last.pt).
+  qint64 step() const;
+  // "--set" values: the learning rate when it was changed, then each non-empty line of the
+  // changes box (SECTION.KEY=VALUE). *error names a line that is not of that form.
+  QStringList overrides(QString* error = nullptr) const;
+  // `train --fork DIR[@STEP] --set ... --run-dir newDir --threads K`.
+  QStringList arguments(const QString& newDir, QString* error = nullptr) const;
+
+private:
+  QString m_dir, m_lrOriginal;
+  QComboBox* m_checkpoint = nullptr;
+  QLineEdit* m_lr = nullptr;
+  QPlainTextEdit* m_changes = nullptr;
+};
+
+class RunActions : public QObject {
+  Q_OBJECT
+public:
+  enum Kind { Resume, Fork, LoadConfig, Rename, OpenFolder, Delete, KindCount };
+
+  // view shows proxy, whose source is model; dialogs are parented to dialogParent.
+  RunActions(RunTableModel* model, QSortFilterProxyModel* proxy, QTableView* view, TrainingController* controller,
+             ConfigurePanel* configure, QWidget* dialogParent);
+
+  QAction* action(Kind k) const { return m_actions.value(k); }
+  QList<QAction*> actions() const { return m_actions; }
+  QMenu* contextMenu() const { return m_menu; }
+  QString selectedRun() const;  // the current row's directory ("" when none)
+  void updateEnabled();         // enables the actions for the current row
+
+  // Why dir cannot be deleted or resumed now ("" when it can): trained by this window, or
+  // by another process (summary.json says "running" and changed in the last minute).
+  QString busyReason(const QString& dir) const;
+
+  // The operations, without dialogs. Each returns false with *error on refusal.
+  bool resume(const QString& dir, QString* error = nullptr);
+  bool fork(const QString& dir, const QStringList& args, const QString& newDir, QString* error = nullptr);
+  bool loadConfiguration(const QString& dir, QString* error = nullptr);
+  bool rename(const QString& dir, const QString& label, QString* error = nullptr);
+  // To the desktop trash; where there is none, permanently only when allowPermanent.
+  bool remove(const QString& dir, bool allowPermanent, QString* error = nullptr);
+  // A fresh directory for a fork of dir, in dir's workspace.
+  QString forkDirectory(const QString& dir) const;
+
+public Q_SLOTS:
+  void resumeSelected();
+  void forkSelected();
+  void loadSelected();
+  void renameSelected();
+  void openFolderSelected();
+  void deleteSelected();
+
+Q_SIGNALS:
+  void message(const QString& text, int timeoutMs);
+  void configurationLoaded(const QString& dir);
+
+private:
+  void report(bool ok, const QString& done, const QString& error);
+
+  RunTableModel* m_model;
+  QSortFilterProxyModel* m_proxy;
+  QTableView* m_view;
+  TrainingController* m_controller;
+  ConfigurePanel* m_configure;
+  QWidget* m_dialogParent;
+  QList<QAction*> m_actions;
+  QMenu* m_menu = nullptr;
+};
+
+}  // namespace gui
