@@ -55,7 +55,7 @@ std::vector<int64_t> parse_edges(const std::string& s) {
 }
 
 void print_help() {
-  std::cout << "usage: cellscope-cli analyze KIND --run DIR [--run DIR2 ...] [--checkpoint best|last|STEP|step_N]\n"
+  std::cout << "usage: cellscope-cli analyze KIND --run DIR [--run DIR2 ...] [--checkpoint best|last|STEP|step_N ...]\n"
                "                              [--text TEXT] [options] [--out FILE.{csv,json,png,pdf,svg}]\n"
                "kinds:\n";
   for (auto& k : cs::analysis_kinds()) {
@@ -76,6 +76,9 @@ void print_help() {
                "  --color-map NAME  images: heatmap colour map (default grey_inverted)\n"
                "  --width W --height H  images: size of one panel in pixels\n"
                "--out may be given several times (one computation, e.g. the figure and its CSV).\n"
+               "Several runs: --checkpoint once for all or once per --run; they are analysed on the same text\n"
+               "(the first run's) and the same evaluation data (length: the first run's dataset), named by\n"
+               "their labels (cellscope-cli label) or the options that differ; warnings go to stderr.\n"
                "Without --out the result is printed as JSON. --text defaults to the start of the valid split\n"
                "(classify: its first sentence; gate/dzone kinds on classify runs: a split name uses its first\n"
                "64 sentences). Images need a build with CELLSCOPE_GUI=ON; they are drawn offscreen.\n"
@@ -109,7 +112,13 @@ int cmd_analyze(const std::vector<std::string>& a) {
   cs::AnalysisRequest rq;
   rq.kind = kind.name;
   rq.runs = args.all("run");
-  rq.checkpoint = args.get("checkpoint", "best");
+  // --checkpoint once (every run) or once per --run, in the same order
+  const std::vector<std::string> cks = args.all("checkpoint");
+  if (cks.size() > 1 && cks.size() != rq.runs.size())
+    throw UsageError("give --checkpoint once, or once per --run (" + std::to_string(rq.runs.size()) + " runs, " +
+                     std::to_string(cks.size()) + " checkpoints)");
+  rq.checkpoint = cks.empty() ? std::string("best") : cks.front();
+  if (cks.size() > 1) rq.checkpoints = cks;
   rq.text = args.get("text");
   rq.last_k = args.get_int("last", 10);
   rq.position = args.get_int("char", -1);
@@ -120,6 +129,8 @@ int cmd_analyze(const std::vector<std::string>& a) {
   rq.metric = args.get("metric");
   if (rq.last_k < 1) throw UsageError("--last must be >= 1");
   auto result = cs::run_analysis(rq);
+  // What a reader must not miss (different data or steps, unknown symbols), also in the caption.
+  for (auto& w : result.warnings) std::cerr << "warning: " << w << "\n";
 
   if (outs.empty()) std::cout << result.to_json().dump(2) << "\n";
   for (auto& out : outs) {

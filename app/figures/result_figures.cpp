@@ -61,6 +61,7 @@ Figure* make_buckets_figure(const std::vector<cs::LengthBuckets>& runs, const QS
   for (size_t i = 0; i < runs.size(); ++i) {
     BucketSeries b;
     b.name = names.value(int(i));
+    if (b.name.isEmpty()) b.name = qs(runs[i].name);
     if (b.name.isEmpty()) b.name = QFileInfo(qs(runs[i].run)).fileName();
     for (const auto& k : runs[i].buckets) {
       b.buckets << QStringLiteral("%1\n(%2,%3]").arg(qs(k.label)).arg(k.lo).arg(k.hi);
@@ -69,6 +70,16 @@ Figure* make_buckets_figure(const std::vector<cs::LengthBuckets>& runs, const QS
     }
     s.push_back(b);
   }
+  // Runs whose buckets hold different numbers of sequences (other data): every run's n
+  // under its bucket, in legend order, instead of the first run's alone.
+  bool perRunCounts = false;
+  for (const BucketSeries& b : s) perRunCounts = perRunCounts || b.counts != s.front().counts;
+  if (perRunCounts)
+    for (int k = 0; k < s.front().buckets.size(); ++k) {
+      QStringList n;
+      for (const BucketSeries& b : s) n << (k < b.counts.size() ? QString::number(b.counts[k]) : QStringLiteral("-"));
+      s.front().buckets[k] += QStringLiteral("\nn=") + n.join(QLatin1Char('/'));
+    }
   const QString yLabel = metric == QLatin1String("bpc")   ? QStringLiteral("BPC")
                          : metric == QLatin1String("ppl") ? QStringLiteral("perplexity")
                                                           : metric;
@@ -77,7 +88,13 @@ Figure* make_buckets_figure(const std::vector<cs::LengthBuckets>& runs, const QS
                      "n = number of sequences in the bucket.")
           .arg(yLabel, unit, runs.empty() ? QString() : qs(runs.front().split));
   Figure* fig = make_buckets_figure(s, yLabel, caption, style);
-  if (auto* bc = fig->panelAs<csw::BarChart>(0)) bc->setXLabel(QStringLiteral("sequence length bucket (%1)").arg(unit));
+  if (auto* bc = fig->panelAs<csw::BarChart>(0)) {
+    bc->setXLabel(QStringLiteral("sequence length bucket (%1)").arg(unit));
+    if (perRunCounts) {
+      bc->setCounts({});  // the labels carry each run's n
+      bc->setCountsMode(csw::BarChart::CountsMode::Hidden);
+    }
+  }
   return fig;
 }
 

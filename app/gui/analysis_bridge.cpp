@@ -94,31 +94,15 @@ AnalysisOutcome runAnalysisJob(const AnalysisJob& job) {
       for (qint64 e : job.edges) r.edges.push_back(e);
       r.bins = job.bins;
       r.metric = job.metric.toStdString();
-      bool perRun = false;
-      // analyses over a run's whole history (metric_time, dzone, ...) take no checkpoint
+      // Each run at its own checkpoint (the core analyses them on one text and one data set,
+      // and says in the caption when their steps differ); analyses over a run's whole
+      // history (metric_time, dzone, ...) take no checkpoint.
       const bool overTraining = cs::analysis_kind(r.kind).over_training;
-      if (!overTraining && job.runs.size() > 1 && job.checkpoints.size() == job.runs.size())
-        for (const QString& c : job.checkpoints) perRun = perRun || c != job.checkpoints.front();
-      if (!perRun) {
-        if (job.checkpoints.size() == job.runs.size() && !job.checkpoints.isEmpty())
-          r.checkpoint = job.checkpoints.front().toStdString();
-        o.result = std::make_shared<const cs::AnalysisResult>(cs::run_analysis(r));
-      } else {
-        // Each run at its own checkpoint, then side by side.
-        cs::AnalysisResult all;
-        for (int i = 0; i < job.runs.size(); ++i) {
-          cs::AnalysisRequest one = r;
-          one.runs = {job.runs[i].toStdString()};
-          one.checkpoint = job.checkpoints[i].toStdString();
-          cs::AnalysisResult part = cs::run_analysis(one);
-          if (i == 0) {
-            all = part;
-            continue;
-          }
-          cs::append_runs(all, part);
-        }
-        o.result = std::make_shared<const cs::AnalysisResult>(std::move(all));
+      if (!overTraining && job.checkpoints.size() == job.runs.size() && !job.checkpoints.isEmpty()) {
+        r.checkpoint = job.checkpoints.front().toStdString();
+        for (const QString& c : job.checkpoints) r.checkpoints.push_back(c.toStdString());
       }
+      o.result = std::make_shared<const cs::AnalysisResult>(cs::run_analysis(r));
     }
     o.ok = true;
   } catch (const std::exception& e) {

@@ -52,9 +52,9 @@ struct AnalysisJob {
   QString kind;
   QStringList runs;
   QString checkpoint = QStringLiteral("best");
-  // Per-run checkpoints (same order as runs); empty = `checkpoint` for every run.
-  // Runs with different checkpoints are computed one by one and their matrices /
-  // buckets put side by side (shared colour range recomputed).
+  // Per-run checkpoints (same order as runs); empty = `checkpoint` for every run
+  // (cs::AnalysisRequest::checkpoints: one text and one data set for all the runs, the
+  // caption naming each run's step and warning when they differ).
   QStringList checkpoints;
   QString text;
   qint64 lastK = 10;

@@ -97,22 +97,17 @@ void AnalysisPanel::refreshRuns() {
   const QString a = currentRun(), b = secondRun();
   QVector<RunInfo> runs = m_workspace.isEmpty() ? QVector<RunInfo>() : scanWorkspace(m_workspace);
   {
-    QSignalBlocker ba(m_runA), bb(m_runB);
+    QSignalBlocker ba(m_runA);
     m_runA->clear();
-    m_runB->clear();
-    m_runB->addItem(QStringLiteral("(none)"), QString());
     for (const RunInfo& r : runs) {
       const QString task = r.config.value(QStringLiteral("task")).toObject().value(QStringLiteral("name")).toString();
       const QString cell = r.config.value(QStringLiteral("model")).toObject().value(QStringLiteral("cell")).toString();
-      const QString label = QStringLiteral("%1  [%2, %3]").arg(r.name, task, cell);
-      m_runA->addItem(label, r.dir);
-      m_runB->addItem(label, r.dir);
+      m_runA->addItem(QStringLiteral("%1  [%2, %3]").arg(r.name, task, cell), r.dir);
     }
     int ia = m_runA->findData(a);
     m_runA->setCurrentIndex(ia >= 0 ? ia : (m_runA->count() > 0 ? 0 : -1));
-    int ib = m_runB->findData(b);
-    m_runB->setCurrentIndex(ib >= 0 ? ib : 0);
   }
+  fillSecondRuns(b);
   // Keep the slider where it is when the run and its checkpoints are unchanged.
   bool same = currentRun() == a && !a.isEmpty();
   if (same) {
@@ -160,11 +155,34 @@ bool AnalysisPanel::selectSecondRun(const QString& dir) {
   return true;
 }
 
+void AnalysisPanel::fillSecondRuns(const QString& keep) {
+  // "Compare with" offers every run but the one analysed (comparing a run with itself
+  // says nothing); it keeps its choice when that is still another run.
+  QSignalBlocker bb(m_runB);
+  m_runB->clear();
+  m_runB->addItem(QStringLiteral("(none)"), QString());
+  const QString a = QFileInfo(currentRun()).absoluteFilePath();
+  for (int i = 0; i < m_runA->count(); ++i) {
+    const QString dir = m_runA->itemData(i).toString();
+    if (!currentRun().isEmpty() && QFileInfo(dir).absoluteFilePath() == a) continue;
+    m_runB->addItem(m_runA->itemText(i), dir);
+  }
+  const int ib = m_runB->findData(keep);
+  m_runB->setCurrentIndex(ib >= 0 ? ib : 0);
+}
+
+QStringList AnalysisPanel::secondRunChoices() const {
+  QStringList out;
+  for (int i = 1; i < m_runB->count(); ++i) out << m_runB->itemData(i).toString();
+  return out;
+}
+
 QString AnalysisPanel::currentRun() const { return m_runA->currentData().toString(); }
 QString AnalysisPanel::secondRun() const { return m_runB->currentData().toString(); }
 
 void AnalysisPanel::onRunChanged() {
   const QString dir = currentRun();
+  fillSecondRuns(secondRun());
   QString err;
   m_checkpoints = dir.isEmpty() ? QList<CheckpointEntry>() : runCheckpoints(dir, &err);
   // Enable only the analyses that apply to the run's task.
@@ -431,6 +449,7 @@ void AnalysisPanel::onOutcome(const gui::AnalysisOutcome& o) {
   m_lastSeconds = o.seconds;
   bool ok = o.ok;
   if (!o.ok) {
+    m_warnings.clear();
     m_lastError = o.error;
     showMessage(o.error, true);
   } else if (o.job.type == AnalysisJob::Type::DefaultText) {
@@ -449,12 +468,27 @@ void AnalysisPanel::onOutcome(const gui::AnalysisOutcome& o) {
       for (const auto& i : m_kinds)
         if (i.name == o.job.kind) k = &i;
       QString title = k ? k->title : o.job.kind;
-      if (!(k && k->overTraining) && !o.job.runs.isEmpty())
+      if (!(k && k->overTraining) && !o.job.runs.isEmpty()) {
         title += QStringLiteral(" — %1 at %2").arg(QFileInfo(o.job.runs.front()).fileName(), ckLabel);
+        // The second run at its own checkpoint: both in the title (the caption names the steps).
+        if (o.job.runs.size() > 1 && o.job.checkpoints.size() == o.job.runs.size())
+          title += QStringLiteral(" vs %1 at %2").arg(QFileInfo(o.job.runs[1]).fileName(),
+                                                       QString(o.job.checkpoints[1]).replace(QLatin1Char('_'), QLatin1Char(' ')));
+      }
       fig->setTitle(title);
       showFigure(fig);
       m_lastError.clear();
-      showMessage(QStringLiteral("Computed in %1 s.").arg(o.seconds, 0, 'f', 2), false);
+      m_warnings.clear();
+      for (const std::string& w : r.warnings) m_warnings << QString::fromStdString(w);
+      if (m_warnings.isEmpty()) {
+        showMessage(QStringLiteral("Computed in %1 s.").arg(o.seconds, 0, 'f', 2), false);
+      } else {
+        // Loud: what the reader must not miss, above the figure's caption too.
+        m_status->setText(QStringLiteral("Computed in %1 s. Warning: %2")
+                              .arg(o.seconds, 0, 'f', 2)
+                              .arg(m_warnings.join(QStringLiteral(" Warning: "))));
+        m_status->setStyleSheet(QStringLiteral("color: #b35c00; font-weight: bold;"));
+      }
       ++m_computed;
     } catch (const std::exception& e) {
       ok = false;

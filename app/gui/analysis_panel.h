@@ -59,6 +59,7 @@ public:
   bool selectSecondRun(const QString& dir);  // run B; empty = none
   QString currentRun() const;
   QString secondRun() const;
+  QStringList secondRunChoices() const;  // what "Compare with" offers (never the run itself)
 
   // ---- analysis and inputs
   QStringList kindNames() const;
@@ -85,6 +86,7 @@ public:
   csw::CurvePlot* trainingCurve() const { return m_curve; }
   bool isBusy() const { return m_busy; }
   QString lastError() const { return m_lastError; }
+  QStringList lastWarnings() const { return m_warnings; }  // of the figure shown (different steps, data, unknown symbols)
   QString statusText() const;
   double lastComputeSeconds() const { return m_lastSeconds; }
   int computedCount() const { return m_computed; }
@@ -109,6 +111,7 @@ private:
   void buildUi();
   void populateKinds();
   void onRunChanged();
+  void fillSecondRuns(const QString& keep);
   void onKindChanged();
   void onSliderMoved(int index);
   void onOutcome(const gui::AnalysisOutcome& o);
@@ -155,6 +158,7 @@ private:
   std::optional<AnalysisJob> m_pending;
   quint64 m_nextId = 1;
   QString m_lastError;
+  QStringList m_warnings;
   double m_lastSeconds = 0;
   int m_computed = 0;
 };

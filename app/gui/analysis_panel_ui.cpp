@@ -55,8 +55,10 @@ void AnalysisPanel::buildUi() {
   m_runA = new QComboBox;
   m_runA->setToolTip(QStringLiteral("The run to analyse; the checkpoint slider scrubs through its checkpoints"));
   m_runB = new QComboBox;
-  m_runB->setToolTip(QStringLiteral("A second run, side by side (relevance) or overlaid (length, metric over time); "
-                                    "it is viewed at its checkpoint nearest to the first run's step"));
+  m_runB->setToolTip(QStringLiteral("A second run, side by side (relevance) or overlaid (length, metric over time), "
+                                    "on the same text and the same evaluation data as the first run; it is viewed at "
+                                    "its checkpoint nearest to the first run's step (the caption says when the steps "
+                                    "differ)"));
   m_kind = new QComboBox;
   m_kind->setToolTip(QStringLiteral("The analysis"));
   form->addRow(QStringLiteral("&Run"), m_runA);
@@ -75,7 +77,8 @@ void AnalysisPanel::buildUi() {
   auto* inForm = new QFormLayout(inputs);
   inForm->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
   m_text = new QPlainTextEdit;
-  m_text->setPlaceholderText(QStringLiteral("Text to analyse (empty: the start of the run's valid split)"));
+  m_text->setPlaceholderText(QStringLiteral("Text to analyse (empty: the start of the first run's valid split, "
+                                            "the same for both runs)"));
   m_text->setMaximumHeight(80);
   m_text->setTabChangesFocus(true);
   m_corpusButton = new QPushButton(QStringLiteral("From &corpus"));

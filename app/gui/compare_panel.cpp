@@ -24,11 +24,14 @@
 #include <cmath>
 #include <map>
 
+#include "analysis/run_names.h"
 #include "core_bridge.h"
 #include "curve_plot.h"
 #include "export.h"
 #include "figure_export.h"
+#include "json_qt.h"
 #include "run_table.h"
+#include "train/run_store.h"
 
 namespace gui {
 
@@ -290,16 +293,23 @@ void ComparePanel::redraw() {
       ys->append(p.value(key, 0));
     }
   };
-  const QStringList differing = m_runModel->differing();
-  auto labelOf = [&](const RunInfo& r, bool skipSeed) {
-    QStringList parts;
-    for (const QString& k : differing) {
-      if (skipSeed && k == QLatin1String("training.seed")) continue;
-      parts << k.section(QLatin1Char('.'), 1) + QLatin1Char('=') + r.flat.value(k, QStringLiteral("-"));
+  // Legends: each run's label, else the options that differ between the ticked runs,
+  // abbreviated (cs::comparison_names, the same names as the analyses and the CLI).
+  auto legendNames = [&](const QStringList& runDirs, bool skipSeed) {
+    std::vector<cs::RunIdentity> ids;
+    for (const QString& dir : runDirs) {
+      const RunInfo* r = m_runModel->run(m_runModel->rowOf(dir));
+      cs::RunIdentity id;
+      id.dir = dir.toStdString();
+      if (r) id.config = toCoreJson(r->config);
+      id.label = cs::RunStore(id.dir).read_label();
+      ids.push_back(std::move(id));
     }
-    QString label = parts.isEmpty() ? r.name : parts.join(QStringLiteral(", "));
-    if (label.size() > 60) label = label.left(57) + QStringLiteral("...");
-    return label;
+    cs::RunNameOptions opt;
+    if (skipSeed) opt.ignore_keys = {"training.seed"};
+    QStringList out;
+    for (const std::string& n : cs::comparison_names(ids, opt)) out << QString::fromStdString(n);
+    return out;
   };
   // Group runs that differ only in their seed.
   QList<QStringList> groups;
@@ -318,12 +328,16 @@ void ComparePanel::redraw() {
     for (const QString& dir : dirs) groups.append(QStringList{dir});
   }
   const bool stdBand = m_bandCombo->currentIndex() == 1;
-  for (const QStringList& g : groups) {
+  QStringList firsts;
+  for (const QStringList& g : groups) firsts << g.first();
+  const QStringList names = legendNames(firsts, m_seedBox->isChecked());
+  for (int gi = 0; gi < groups.size(); ++gi) {
+    const QStringList& g = groups[gi];
     const RunInfo* first = m_runModel->run(m_runModel->rowOf(g.first()));
     if (g.size() == 1) {
       QVector<double> xs, ys;
       seriesOf(g.first(), &xs, &ys);
-      plot->addSeries(first->dir, labelOf(*first, false));
+      plot->addSeries(first->dir, names.value(gi));
       plot->setSeries(first->dir, xs, ys);
       continue;
     }
@@ -353,7 +367,7 @@ void ComparePanel::redraw() {
       hi << (stdBand ? m + sd : mx);
     }
     const QString id = QStringLiteral("seeds:") + first->dir;
-    plot->addSeries(id, labelOf(*first, true) + QStringLiteral(" (mean of %1 seeds)").arg(g.size()));
+    plot->addSeries(id, names.value(gi) + QStringLiteral(" (mean of %1 seeds)").arg(g.size()));
     plot->setSeries(id, xs, mean);
     plot->setBand(id, xs, lo, hi);
   }

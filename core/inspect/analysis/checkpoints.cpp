@@ -1,6 +1,9 @@
 #include "analysis/checkpoints.h"
 
+#include <torch/serialize.h>
+
 #include "analysis/kinds.h"
+#include "config/schema.h"
 #include "tasks/task.h"
 #include "train/run_store.h"
 #include "train/trainer.h"
@@ -48,13 +51,59 @@ std::vector<CheckpointInfo> list_checkpoints(const std::string& run_dir) {
   return out;
 }
 
-std::unique_ptr<Task> load_checkpoint_task(const std::string& run_dir, const std::string& id) {
+namespace {
+// "best" | "last" | "N" from "best", "last", "step_N", "N" ("" = best); UserError otherwise.
+std::string checkpoint_which(const std::string& id) {
   std::string which = id.empty() ? "best" : id;
   if (which.rfind("step_", 0) == 0) which = which.substr(5);
   if (which != "best" && which != "last" &&
       (which.empty() || which.find_first_not_of("0123456789") != std::string::npos))
     throw UserError("checkpoint must be best, last, a step number or step_N; got '" + id + "'");
-  return load_run_task(run_dir, which);
+  return which;
+}
+}  // namespace
+
+std::unique_ptr<Task> load_checkpoint_task(const std::string& run_dir, const std::string& id) {
+  return load_run_task(run_dir, checkpoint_which(id));
+}
+
+std::unique_ptr<Task> load_checkpoint_task_on(const std::string& run_dir, const std::string& id, const json& dataset) {
+  // As load_run_task, with the dataset section replaced: the task reads the run's saved
+  // vocabulary (run_dir/vocab) and encodes the other data with it.
+  const std::string which = checkpoint_which(id);
+  RunStore store(run_dir);
+  if (!file_exists(store.path("config.json"))) throw UserError("'" + run_dir + "' is not a run directory (no config.json)");
+  json cfg = store.read_config();
+  cfg["dataset"] = dataset;
+  cfg = load_and_resolve(cfg);
+  auto task = make_task(cfg, run_dir);
+  const std::string p = checkpoint_path(run_dir, which);
+  try {
+    torch::serialize::InputArchive ar, m;
+    ar.load_from(p);
+    ar.read("model", m);
+    task->model()->load(m);
+  } catch (const std::exception& e) {
+    std::string what = e.what();
+    throw UserError("checkpoint '" + p + "' is unreadable or corrupted: " + what.substr(0, what.find('\n')));
+  }
+  return task;
+}
+
+std::string checkpoint_label(const std::string& run_dir, const std::string& id) {
+  const std::string which = checkpoint_which(id);
+  const std::string want = which == "best" || which == "last" ? which : "step_" + which;
+  for (auto& c : list_checkpoints(run_dir))
+    if (c.id == want) return c.label;
+  return which == "best" || which == "last" ? which : "step " + which;
+}
+
+int64_t checkpoint_step(const std::string& run_dir, const std::string& id) {
+  const std::string which = checkpoint_which(id);
+  if (which != "best" && which != "last") return std::stoll(which);
+  for (auto& c : list_checkpoints(run_dir))
+    if (c.id == which) return c.step;
+  return -1;
 }
 
 namespace {

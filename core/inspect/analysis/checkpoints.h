@@ -25,6 +25,14 @@ struct CheckpointInfo {
 std::vector<CheckpointInfo> list_checkpoints(const std::string& run_dir);
 // `id`: "best", "last", "step_N" or "N". Throws UserError when absent.
 std::unique_ptr<Task> load_checkpoint_task(const std::string& run_dir, const std::string& id);
+// The same checkpoint, its task reading `dataset` (a resolved dataset section, e.g. another
+// run's) instead of its own: the run's vocabulary and weights on other data (symbols the
+// vocabulary lacks read as <unk>). Metric by length compares runs on the same data this way.
+std::unique_ptr<Task> load_checkpoint_task_on(const std::string& run_dir, const std::string& id, const json& dataset);
+// How a checkpoint is called in captions: "step 40", "best (step 40)", "last (step 60)".
+std::string checkpoint_label(const std::string& run_dir, const std::string& id);
+// Its training step (-1 when unknown).
+int64_t checkpoint_step(const std::string& run_dir, const std::string& id);
 
 // One series per key of values(task, text), evaluated at every step_N checkpoint (x = step;
 // `last` when the run kept no step checkpoints). An empty text = each checkpoint's

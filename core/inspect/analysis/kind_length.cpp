@@ -1,6 +1,10 @@
 // A metric per sequence-length bucket (MZU paper Fig. 2, MC-RNN paper Fig. 4).
+#include <set>
+
 #include "analysis/computations.h"
 #include "analysis/kinds.h"
+#include "analysis/run_names.h"
+#include "data/vocab.h"
 #include "tasks/task.h"
 #include "util/error.h"
 
@@ -21,12 +25,103 @@ LengthBuckets metric_by_length(Task& task, const std::string& split, const std::
 }
 
 namespace {
+json section_of(const json& cfg, const char* name) {
+  return cfg.is_object() && cfg.contains(name) ? cfg[name] : json();
+}
+
+// "max_chars 0 (A) vs 300000 (B)" for the keys whose values differ.
+std::string dataset_difference(const json& a, const json& b, const std::string& na, const std::string& nb) {
+  std::string out;
+  std::set<std::string> keys;
+  if (a.is_object())
+    for (auto& [k, v] : a.items()) keys.insert(k);
+  if (b.is_object())
+    for (auto& [k, v] : b.items()) keys.insert(k);
+  for (auto& k : keys) {
+    const json va = a.is_object() && a.contains(k) ? a[k] : json("-");
+    const json vb = b.is_object() && b.contains(k) ? b[k] : json("-");
+    if (va == vb) continue;
+    auto text = [](const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); };
+    out += (out.empty() ? "" : ", ") + k + " " + text(va) + " (" + na + ") vs " + text(vb) + " (" + nb + ")";
+  }
+  return out;
+}
+
+// "moby-dick, first 300k characters" / "corpus.txt".
+std::string dataset_description(const json& d) {
+  if (!d.is_object()) return "its dataset";
+  std::string s = d.contains("name") && d["name"].is_string() ? d["name"].get<std::string>()
+                  : d.contains("path") && d["path"].is_string() ? basename_of(d["path"].get<std::string>())
+                                                                : std::string("its dataset");
+  if (d.contains("max_chars") && d["max_chars"].is_number_integer() && d["max_chars"].get<int64_t>() > 0)
+    s += ", first " + std::to_string(d["max_chars"].get<int64_t>()) + " characters";
+  return s;
+}
+
+// Symbols of run a's vocabulary that run b's lacks (b reads them as <unk>).
+std::vector<std::string> vocabulary_gap(const std::string& run_a, const std::string& run_b) {
+  const std::string pa = join_path(run_a, "vocab"), pb = join_path(run_b, "vocab");
+  if (!file_exists(pa) || !file_exists(pb)) return {};
+  const Vocab va = Vocab::load(pa), vb = Vocab::load(pb);
+  std::vector<std::string> out;
+  for (auto& s : va.symbols())
+    if (s != Vocab::kUnk && !vb.contains(s)) out.push_back(display_symbol(s));
+  return out;
+}
+
 AnalysisResult run(const AnalysisKind& kind, const AnalysisRequest& req) {
+  // The same evaluation data for every run: a run whose dataset section differs from the
+  // first run's is evaluated on the first run's data with its own vocabulary and weights.
+  // Where that is impossible (another task, data its batch does not fit), its own data,
+  // with a warning.
   BucketSet set;
-  for (auto& d : req.runs) {
-    auto t = load_for(kind, d, req.checkpoint);
+  const auto names = run_titles(req);
+  std::vector<RunIdentity> ids;
+  for (auto& d : req.runs) ids.push_back(read_run_identity(d));
+  const json data0 = section_of(ids[0].config, "dataset");
+  const json task0 = section_of(ids[0].config, "task");
+  std::vector<std::string> notes, warnings;
+  for (size_t i = 0; i < req.runs.size(); ++i) {
+    const std::string& d = req.runs[i];
+    const std::string ck = checkpoint_of(req, i);
+    const json di = section_of(ids[i].config, "dataset");
+    std::unique_ptr<Task> t;
+    if (i == 0 || di == data0) {
+      t = load_for(kind, d, ck);
+    } else {
+      const std::string diff = dataset_difference(data0, di, names[0], names[i]);
+      if (section_of(ids[i].config, "task") == task0) {
+        std::string why;
+        try {
+          t = load_checkpoint_task_on(d, ck, data0);  // the same task as the first run's
+        } catch (const std::exception& e) {
+          why = e.what();
+          t.reset();
+        }
+        if (t) {
+          std::string note = names[i] + " (trained on other data: " + diff + ") is evaluated on the data of " + names[0];
+          const auto gap = vocabulary_gap(req.runs[0], d);
+          if (!gap.empty()) {
+            std::string list;
+            for (size_t k = 0; k < gap.size() && k < 12; ++k) list += (k ? " " : "") + gap[k];
+            if (gap.size() > 12) list += " ... (" + std::to_string(gap.size()) + " in all)";
+            warnings.push_back(names[i] + " does not know the symbols " + list + " of the evaluation data (read as <unk>).");
+          }
+          notes.push_back(note + ".");
+        } else {
+          t = load_for(kind, d, ck);
+          warnings.push_back("the runs are evaluated on different data (" + diff + "; " + names[i] +
+                             " cannot read the first run's data: " + why + "): their buckets hold different sequences.");
+        }
+      } else {
+        t = load_for(kind, d, ck);
+        warnings.push_back("the runs are evaluated on different data (" + diff +
+                           "): their buckets hold different sequences; compare the counts n.");
+      }
+    }
     auto b = metric_by_length(*t, req.split, req.edges);
     b.run = run_name(d);
+    b.name = names[i];
     set.runs.push_back(b);
   }
   const auto& b0 = set.runs[0];
@@ -38,6 +133,19 @@ AnalysisResult run(const AnalysisKind& kind, const AnalysisRequest& req) {
   AnalysisResult r;
   r.caption = "The " + b0.split + " split evaluated once: " + what + "; buckets " + edges +
               "; n = sequences per bucket (MZU paper Fig. 2" + (b0.metric == "bpc" ? "" : ", MC-RNN paper Fig. 4") + ").";
+  if (set.runs.size() > 1) {
+    r.caption += warnings.empty() ? " Every run is evaluated on the same data: the " + b0.split + " split of " +
+                                        dataset_description(data0) + "."
+                                  : std::string();
+    for (auto& n : notes) r.caption += " " + n;
+    // n per bucket for each run when the counts differ (they cannot when the data is the same)
+    bool same_counts = true;
+    for (auto& b : set.runs)
+      for (size_t k = 0; k < b.buckets.size() && k < b0.buckets.size(); ++k)
+        same_counts = same_counts && b.buckets[k].sequences == b0.buckets[k].sequences;
+    r.caption += same_counts ? " n is the same for every run." : " n is given per run (in legend order).";
+  }
+  r.warnings = warnings;
   r.data = std::move(set);
   return r;
 }

@@ -1,6 +1,7 @@
 // An evaluation metric against elapsed training seconds, several runs (CRU paper Fig. 4).
 #include "analysis/computations.h"
 #include "analysis/kinds.h"
+#include "analysis/run_names.h"
 #include "train/run_store.h"
 #include "train/trainer.h"
 #include "util/error.h"
@@ -29,7 +30,9 @@ SeriesSet metric_vs_time(const std::vector<std::string>& run_dirs, const std::st
   s.x_label = "training time (s)";
   s.style = "line";
   std::string metric_used;
-  for (auto& d : run_dirs) {
+  const auto names = comparison_names_of_dirs(run_dirs);
+  for (size_t i = 0; i < run_dirs.size(); ++i) {
+    const std::string& d = run_dirs[i];
     RunStore st(d);
     if (!file_exists(st.path("config.json"))) throw UserError("'" + d + "' is not a run directory (no config.json)");
     const json cfg = st.read_config();
@@ -37,8 +40,7 @@ SeriesSet metric_vs_time(const std::vector<std::string>& run_dirs, const std::st
     if (metric.empty()) metric = primary_metric_of(cfg);
     metric_used = metric;
     Series e;
-    const json model = cfg.contains("model") && cfg["model"].is_object() ? cfg["model"] : json::object();
-    e.name = model.value("cell", "") + " (" + run_name(d) + ")";
+    e.name = names[i];
     for (auto& line : st.read_metrics()) {
       auto r = MetricsRecord::from_json(line);
       if (!r.eval || r.split != split) continue;

@@ -8,6 +8,7 @@
 #include "analysis/computations.h"
 #include "analysis/kinds.h"
 #include "analysis/probing.h"
+#include "data/vocab.h"
 #include "util/error.h"
 
 namespace cs {
@@ -52,20 +53,38 @@ AnalysisResult run(const AnalysisKind& kind, const AnalysisRequest& req) {
   h.y_label = "character t (last K)";
   h.value_label = "cosine";
   double lo = std::numeric_limits<double>::infinity(), hi = -lo;
-  std::string text = req.text;
-  for (auto& d : req.runs) {
-    auto t = load_for(kind, d, req.checkpoint);
-    if (text.empty()) text = default_text(*t);
-    auto m = relevance_map(*t, text, req.last_k, req.layer);
+  // Every run on the same characters: the given text or the first run's, each run
+  // encoding it with its own vocabulary; symbols a run does not know are marked.
+  const auto names = run_titles(req);
+  SharedText text;
+  std::vector<std::string> warnings;
+  for (size_t i = 0; i < req.runs.size(); ++i) {
+    auto t = load_for(kind, req.runs[i], checkpoint_of(req, i));
+    if (i == 0) text = shared_text(req, *t, names[0]);
+    auto m = relevance_map(*t, text.text, req.last_k, req.layer);
+    const EncodedText enc = t->encode_text(text.text);
+    const auto unknown = unknown_symbols(enc);
+    if (!unknown.empty()) {
+      const int64_t T = m.cols(), K = m.rows();
+      for (int64_t j = 0; j < T && j < static_cast<int64_t>(enc.ids.size()); ++j)
+        if (enc.ids[static_cast<size_t>(j)] == Vocab::kUnkId) {
+          m.col_labels[static_cast<size_t>(j)] = mark_unknown(m.col_labels[static_cast<size_t>(j)]);
+          if (j >= T - K) m.row_labels[static_cast<size_t>(j - (T - K))] = m.col_labels[static_cast<size_t>(j)];
+        }
+      std::string list;
+      for (auto& u : unknown) list += (list.empty() ? "" : " ") + mark_unknown(u);
+      warnings.push_back(names[i] + " does not know " + list + " (read as <unk>; marked \u00abx\u00bb in its panel).");
+    }
     for (double v : m.values)
       if (std::isfinite(v)) lo = std::min(lo, v), hi = std::max(hi, v);
     h.matrices.push_back(m);
-    h.titles.push_back(t->cell_name() + " (" + run_name(d) + ")");
+    h.titles.push_back(names[i]);
   }
   // two runs: the same text, one colour scale
   if (std::isfinite(lo)) h.shared_min = lo, h.shared_max = hi;
   AnalysisResult r;
-  r.caption = h.matrices[0].caption;
+  r.caption = h.matrices[0].caption + " " + text_note(text);
+  r.warnings = warnings;
   r.data = std::move(h);
   return r;
 }

@@ -44,7 +44,7 @@ AnalysisResult run(const AnalysisKind& kind, const AnalysisRequest& req) {
   auto t = load_for(kind, req.runs[0], req.checkpoint);
   HeatmapSet h;
   h.matrices.push_back(zone_relevance(*t, text_or_default(req, *t), req.position, req.layer));
-  h.titles.push_back(t->cell_name() + " (" + run_name(req.runs[0]) + ")");
+  h.titles.push_back(run_titles(req)[0]);
   h.shared_min = -1;
   h.shared_max = 1;
   h.x_label = "earlier character j";

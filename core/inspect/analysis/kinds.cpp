@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "analysis/run_names.h"
+#include "data/utf8.h"
 #include "tasks/task.h"
 #include "util/error.h"
 
@@ -46,9 +48,30 @@ AnalysisResult run_analysis(const AnalysisRequest& req) {
   const auto& kind = analysis_kind(req.kind);
   if (req.runs.empty()) throw UserError("an analysis needs a run (--run DIR)");
   if (req.runs.size() > 1 && !kind.multi_run) throw UserError("analysis '" + kind.name + "' takes one run");
+  if (!req.checkpoints.empty() && req.checkpoints.size() != req.runs.size())
+    throw UserError("give one checkpoint per run (" + std::to_string(req.runs.size()) + " runs, " +
+                    std::to_string(req.checkpoints.size()) + " checkpoints)");
   AnalysisResult r = kind.run(kind, req);
   r.kind = kind.name;
   if (r.caption.empty()) r.caption = kind.caption;
+  if (req.runs.size() > 1 && !kind.over_training) {
+    // Which checkpoint each run was analysed at; a loud note when the steps differ.
+    const auto names = run_titles(req);
+    std::string at;
+    std::vector<int64_t> steps;
+    for (size_t i = 0; i < req.runs.size(); ++i) {
+      at += (i ? "; " : "") + names[i] + " at " + checkpoint_label(req.runs[i], checkpoint_of(req, i));
+      steps.push_back(checkpoint_step(req.runs[i], checkpoint_of(req, i)));
+    }
+    const bool differ = std::any_of(steps.begin(), steps.end(), [&](int64_t s) { return s != steps[0]; });
+    if (differ) r.warnings.push_back("the runs are analysed at different steps: " + at + ".");
+    else r.caption += " Checkpoints: " + at + ".";
+  }
+  if (!r.warnings.empty()) {
+    std::string w;
+    for (auto& s : r.warnings) w += "Warning: " + s + " ";
+    r.caption = w + r.caption;
+  }
   return r;
 }
 
@@ -72,6 +95,37 @@ std::string run_name(const std::string& dir) {
   std::string d = dir;
   while (d.size() > 1 && d.back() == '/') d.pop_back();
   return basename_of(d);
+}
+
+}  // namespace cs
+
+namespace cs {
+
+std::string checkpoint_of(const AnalysisRequest& req, size_t i) {
+  return i < req.checkpoints.size() && !req.checkpoints[i].empty() ? req.checkpoints[i] : req.checkpoint;
+}
+
+std::vector<std::string> run_titles(const AnalysisRequest& req) { return comparison_names_of_dirs(req.runs); }
+
+SharedText shared_text(const AnalysisRequest& req, Task& first, const std::string& first_name) {
+  SharedText t;
+  if (!req.text.empty()) {
+    t.text = req.text;
+    t.source = "the given text";
+  } else {
+    t.text = default_text(first);
+    t.source = "the start of the valid split of " + first_name;
+  }
+  return t;
+}
+
+std::string text_note(const SharedText& t) {
+  const auto syms = utf8_symbols(t.text);
+  std::string quoted;
+  const size_t show = 40;
+  for (size_t i = 0; i < syms.size() && i < show; ++i) quoted += syms[i] == "\n" ? std::string(" ") : syms[i];
+  if (syms.size() > show) quoted += "...";
+  return "Text: " + t.source + ", " + std::to_string(syms.size()) + " characters, the same for every run (\"" + quoted + "\").";
 }
 
 }  // namespace cs

@@ -24,7 +24,10 @@ struct AnalysisRequest {
   std::string kind;
   std::vector<std::string> runs;       // run directories (>= 1)
   std::string checkpoint = "best";     // "best" | "last" | "step_N" | "N"
-  std::string text;                    // "" = a default (start of the valid split / a sample sentence)
+  // One checkpoint per run (same order as runs); empty = `checkpoint` for every run. A
+  // comparison at different steps says so in the caption (both steps).
+  std::vector<std::string> checkpoints;
+  std::string text;                    // "" = a default (start of the first run's valid split / a sample sentence)
   int64_t last_k = 10;                 // relevance: rows
   int64_t position = -1;               // zone_relevance / composition: character index (-1 = last)
   int layer = -1;                      // -1 = top layer
@@ -69,7 +72,9 @@ const std::vector<AnalysisKind>& analysis_kinds();
 const AnalysisKind& analysis_kind(const std::string& name);  // UserError listing the kinds
 
 // Run one analysis (loads the checkpoint(s) it needs). Throws UserError with a clear
-// message (unknown kind, wrong task/cell, missing checkpoint, bad text).
+// message (unknown kind, wrong task/cell, missing checkpoint, bad text). Several runs
+// (a comparison): they are named by comparison_names (run_names.h) and the caption
+// ends with the checkpoint each was analysed at, with a warning when the steps differ.
 AnalysisResult run_analysis(const AnalysisRequest& req);
 
 // The text used when a request leaves it empty (Task::default_analysis_text: char_lm the
@@ -84,5 +89,19 @@ std::unique_ptr<Task> load_for(const AnalysisKind& kind, const std::string& run_
 std::string text_or_default(const AnalysisRequest& req, Task& task);
 // The last component of a run directory ("runs/gru/" -> "gru").
 std::string run_name(const std::string& run_dir);
+// The checkpoint of run i of the request (checkpoints[i], else checkpoint).
+std::string checkpoint_of(const AnalysisRequest& req, size_t i);
+// The names of the request's runs in figures and outputs (comparison_names_of_dirs).
+std::vector<std::string> run_titles(const AnalysisRequest& req);
+
+// One text for every run of a comparison: the request's text, or the first run's default
+// text (`first` = that run's task), with where it came from for the caption.
+struct SharedText {
+  std::string text;
+  std::string source;  // "the given text" | "the start of the valid split of <name>"
+};
+SharedText shared_text(const AnalysisRequest& req, Task& first, const std::string& first_name);
+// A caption sentence quoting the text (its first characters) and its source.
+std::string text_note(const SharedText& t);
 
 }  // namespace cs

@@ -4,6 +4,7 @@
 #include <regex>
 
 #include "analysis/results.h"
+#include "data/vocab.h"
 #include "util/error.h"
 
 namespace cs {
@@ -14,6 +15,18 @@ EncodedText encode_nonempty(Task& task, const std::string& text) {
   if (e.ids.empty()) throw UserError("the text is empty");
   return e;
 }
+
+std::vector<std::string> unknown_symbols(const EncodedText& enc) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < enc.ids.size() && i < enc.tokens.size(); ++i)
+    if (enc.ids[i] == Vocab::kUnkId) {
+      const std::string s = display_symbol(enc.tokens[i]);
+      if (std::find(out.begin(), out.end(), s) == out.end()) out.push_back(s);
+    }
+  return out;
+}
+
+std::string mark_unknown(const std::string& label) { return "\u00ab" + label + "\u00bb"; }
 
 Probe probe_ids(Task& task, const std::vector<int32_t>& ids) {
   Probe probe;

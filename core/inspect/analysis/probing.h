@@ -17,6 +17,12 @@ namespace cs {
 // UserError when the task does not support it or the text has no tokens.
 EncodedText encode_nonempty(Task& task, const std::string& text);
 
+// Symbols of an encoded text that the run's vocabulary lacks (read as <unk>): their
+// display symbols, each once, in order of first appearance.
+std::vector<std::string> unknown_symbols(const EncodedText& enc);
+// A tick label marked as unknown to the run: "«x»".
+std::string mark_unknown(const std::string& label);
+
 // The task's model run over `ids` with a probe.
 Probe probe_ids(Task& task, const std::vector<int32_t>& ids);
 

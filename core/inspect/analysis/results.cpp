@@ -139,7 +139,9 @@ json LengthBuckets::to_json() const {
   for (auto& k : buckets)
     a.push_back({{"label", k.label}, {"lo", k.lo}, {"hi", k.hi}, {"sequences", k.sequences}, {"units", k.units},
                  {metric, jnum(k.value)}});
-  return {{"run", run}, {"metric", metric}, {"length_unit", length_unit}, {"split", split}, {"buckets", a}};
+  json j = {{"run", run}, {"metric", metric}, {"length_unit", length_unit}, {"split", split}, {"buckets", a}};
+  if (!name.empty()) j["name"] = name;
+  return j;
 }
 
 std::string LengthBuckets::to_csv() const {
@@ -254,6 +256,7 @@ std::string TextTable::to_csv() const {
 // ------------------------------------------------------------------ any result
 json AnalysisResult::to_json() const {
   json j = {{"kind", kind}, {"caption", caption}};
+  if (!warnings.empty()) j["warnings"] = warnings;
   std::visit(overloaded{[](const std::monostate&) {},
                         [&](const HeatmapSet& h) {
                           if (h.matrices.empty()) return;
@@ -292,6 +295,7 @@ std::string AnalysisResult::to_csv() const {
 }
 
 void append_runs(AnalysisResult& all, const AnalysisResult& part) {
+  all.warnings.insert(all.warnings.end(), part.warnings.begin(), part.warnings.end());
   if (auto* h = std::get_if<HeatmapSet>(&all.data)) {
     if (auto* p = std::get_if<HeatmapSet>(&part.data)) {
       h->matrices.insert(h->matrices.end(), p->matrices.begin(), p->matrices.end());

@@ -85,6 +85,7 @@ struct MetricBucket {
 };
 struct LengthBuckets {
   std::string run;         // run directory (or name) this belongs to
+  std::string name;        // its name in legends (run_names.h); "" = run
   std::string metric;      // "bpc" | "ppl" | "accuracy"
   std::string length_unit; // "characters" | "tokens"
   std::string split;
@@ -141,6 +142,9 @@ using AnalysisData = std::variant<std::monostate, HeatmapSet, MatrixSet, Channel
 struct AnalysisResult {
   std::string kind;
   std::string caption;
+  // What a reader must not miss (runs on different data or at different steps, symbols a
+  // run does not know). Also at the start of the caption; the CLI prints them on stderr.
+  std::vector<std::string> warnings;
   AnalysisData data;
   // {"kind", "caption", and by type: "matrices" + "scale" | "composition" | "grid" |
   // "buckets" | "series" | "table"}
