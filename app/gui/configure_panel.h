@@ -41,6 +41,8 @@ public:
   bool isValid() const { return m_errors.isEmpty(); }
   qint64 parameterCount() const { return m_paramCount; }     // -1 while unknown
   csw::OptionForm* form() const { return m_form; }           // the schema-generated fields
+  QString datasetError() const;                               // shown under the dataset row (empty: none)
+  QPushButton* startButton() const { return m_startButton; }
 
   void setWorkspaceLabel(const QString& dir);
   // Enables the buttons: Start when valid and idle, Pause/Stop while training.
@@ -66,6 +68,8 @@ private:
   void scheduleValidation();
   void requestParameterCount();
   void showDatasetLabel();
+  void showDatasetError(const QString& message);  // under the dataset row, red frame on its box
+  void showBuildError(const QString& error);      // the model cannot be built: on the field it names
   QString datasetLabel() const;
 
   QComboBox* m_presetCombo = nullptr;
@@ -74,6 +78,7 @@ private:
   QComboBox* m_cellCombo = nullptr;
   QLabel* m_cellInfo = nullptr;
   QLabel* m_formatLabel = nullptr;
+  QLabel* m_datasetError = nullptr;
   QLabel* m_workspaceLabel = nullptr;
   QLabel* m_topError = nullptr;
   QLabel* m_paramLabel = nullptr;
