@@ -267,6 +267,8 @@ private Q_SLOTS:
   void zoneHeatmapVectorExportKeepsEveryLabel() {
     // Four zones over 60 characters: every row label fits the exported figure, so
     // the SVG (and the PDF, drawn by the same Figure::renderFigure) has all four.
+    // (A guard: this offscreen path keeps them on main too; the PDF/SVG
+    // with only "zone 1" and "zone 4" was not reproduced here.)
     cs::LabeledMatrix m;
     m.row_labels = {"zone 1", "zone 2", "zone 3", "zone 4"};
     for (int c = 0; c < 60; ++c) m.col_labels.push_back(std::string(1, char('a' + c % 26)));
@@ -274,6 +276,12 @@ private Q_SLOTS:
       for (int c = 0; c < 60; ++c) m.values.push_back(std::sin(r + c * 0.1));
     m.caption = "zone definition";
     std::unique_ptr<csf::Figure> fig(csf::make_zone_relevance_figure({m}, {"capMZU"}));
+    // Shown first in a low window (as in the Analyses tab), where the labels are thinned on screen.
+    fig->resize(700, 260);
+    fig->show();
+    QVERIFY(QTest::qWaitForWindowExposed(fig.get()));
+    fig->replotNow();
+    QApplication::processEvents();
     const QString svg = m_root + "/zone.svg";
     QString err;
     QVERIFY2(csf::export_figure(fig.get(), svg, &err, csw::ExportOptions()), qPrintable(err));

@@ -40,11 +40,7 @@ HeatmapView::HeatmapView(QWidget* parent) : PlotView(Kind::CustomPlot, parent) {
   setGreyscale(false);
   connect(m_plot, &QCustomPlot::mouseMove, this, &HeatmapView::onMouseMove);
   connect(m_plot, &QCustomPlot::beforeReplot, this, [this] {
-    // The viewport, not the widget: an export (PNG/PDF/SVG at the export size, or a
-    // figure panel drawn into its cell) lays the plot out at its own size, and the
-    // thinning must follow that size (the widget's size thinned "zone 1..4" of an
-    // exported zone heatmap to "zone 1" and "zone 4").
-    if (m_thin) updateTickThinning(m_plot->viewport().width(), m_plot->viewport().height());
+    if (m_thin) updateTickThinning(m_plot->width(), m_plot->height());
   });
 }
 
