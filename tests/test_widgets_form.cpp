@@ -77,8 +77,16 @@ private Q_SLOTS:
     QVERIFY(qobject_cast<QLineEdit*>(f.editor(QStringLiteral("train.run_name"))));
     QCOMPARE(f.editor(QStringLiteral("model.hidden"))->toolTip(), QStringLiteral("Number of hidden units"));
     auto* hidden = qobject_cast<QSpinBox*>(f.editor(QStringLiteral("model.hidden")));
-    QCOMPARE(hidden->minimum(), 1);
-    QCOMPARE(hidden->maximum(), 4096);
+    // The option's range is not put on the editor (no silent clamping): a value
+    // outside it is kept and rangeError() reports it on the field.
+    QVERIFY(hidden->minimum() < 1 && hidden->maximum() > 4096);
+    QVERIFY(f.rangeError(QStringLiteral("model.hidden")).isEmpty());
+    hidden->setValue(5000);
+    QCOMPARE(f.value(QStringLiteral("model.hidden")).toInt(), 5000);
+    QVERIFY2(f.rangeError(QStringLiteral("model.hidden")).contains(QStringLiteral("[1, 4096]")),
+             qPrintable(f.rangeError(QStringLiteral("model.hidden"))));
+    QCOMPARE(f.rangeErrors().size(), 1);
+    hidden->setValue(256);
     // Two sections -> two group boxes.
     QCOMPARE(f.findChildren<QGroupBox*>().size(), 2);
 

@@ -4,7 +4,10 @@
 #include <QElapsedTimer>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QMenu>
+#include <QResizeEvent>
 #include <QSlider>
+#include <QWidgetAction>
 #include <QToolButton>
 #include <QToolTip>
 #include <QVBoxLayout>
@@ -31,6 +34,29 @@ struct Ema {
   }
 };
 
+// A log axis that stays readable over a short range: under two decades the
+// ticks are QCPAxisTicker's linear "nice" steps (2, 2.5, 3, ...) instead of the
+// powers of ten (none of which may fall in the range); otherwise the log ticks.
+class ReadableLogTicker : public QCPAxisTickerLog {
+protected:
+  QVector<double> createTickVector(double tickStep, const QCPRange& range) override {
+    if (range.lower > 0 && range.upper > 0 && range.upper / range.lower < 100.0) {
+      // QCPAxisTickerLog does not override getTickStep: tickStep is the linear one.
+      return QCPAxisTicker::createTickVector(tickStep, range);
+    }
+    return QCPAxisTickerLog::createTickVector(tickStep, range);
+  }
+  int getSubTickCount(double tickStep) override {
+    return lastShort ? QCPAxisTicker::getSubTickCount(tickStep) : QCPAxisTickerLog::getSubTickCount(tickStep);
+  }
+  void generate(const QCPRange& range, const QLocale& locale, QChar formatChar, int precision, QVector<double>& ticks,
+                QVector<double>* subTicks, QVector<QString>* tickLabels) override {
+    lastShort = range.lower > 0 && range.upper > 0 && range.upper / range.lower < 100.0;
+    QCPAxisTickerLog::generate(range, locale, formatChar, precision, ticks, subTicks, tickLabels);
+  }
+  bool lastShort = false;
+};
+
 bool isSorted(const QVector<double>& xs, int n) {
   for (int i = 1; i < n; ++i)
     if (xs[i] < xs[i - 1]) return false;
@@ -48,6 +74,7 @@ struct CurvePlot::Series {
   Ema ema;
   int smoothedCount = 0;
   bool smoothReset = true;
+  bool sparse = false;  // an evaluation series: markers, never smoothed
 };
 
 CurvePlot::CurvePlot(QWidget* parent) : PlotView(Kind::CustomPlot, parent) {
@@ -106,6 +133,41 @@ CurvePlot::CurvePlot(QWidget* parent) : PlotView(Kind::CustomPlot, parent) {
   m_resetButton->setText(tr("Reset view"));
   m_resetButton->setToolTip(tr("Fit all data and follow new points (or double-click the plot)"));
   tb->addWidget(m_resetButton);
+  m_fullControls = {m_smoothSlider, m_smoothLabel, m_logX, m_logY, m_legendBox, m_resetButton};
+  for (QObject* o : m_toolbar->children())
+    if (auto* l = qobject_cast<QLabel*>(o); l && l != m_smoothLabel) m_fullControls.prepend(l);
+  // Compact mode: the same controls in one menu (see the header).
+  m_menuButton = new QToolButton(m_toolbar);
+  m_menuButton->setObjectName(QStringLiteral("plotViewMenu"));
+  m_menuButton->setText(tr("View"));
+  m_menuButton->setToolTip(tr("Smoothing, log axes, legend, reset view"));
+  m_menuButton->setPopupMode(QToolButton::InstantPopup);
+  auto* menu = new QMenu(m_menuButton);
+  auto* smoothMenu = menu->addMenu(tr("Smoothing"));
+  smoothMenu->setObjectName(QStringLiteral("smoothingMenu"));
+  for (double f : {0.0, 0.3, 0.6, 0.8, 0.9, 0.95, 0.99}) {
+    QAction* a = smoothMenu->addAction(QString::number(f, 'f', 2), this, [this, f] { setSmoothing(f); });
+    a->setCheckable(true);
+    a->setData(f);
+  }
+  connect(smoothMenu, &QMenu::aboutToShow, this, [this, smoothMenu] {
+    for (QAction* a : smoothMenu->actions()) a->setChecked(std::abs(a->data().toDouble() - m_smoothing) < 1e-9);
+  });
+  QAction* ax = menu->addAction(tr("log x"), this, [this](bool on) { setXLog(on); });
+  QAction* ay = menu->addAction(tr("log y"), this, [this](bool on) { setYLog(on); });
+  QAction* al = menu->addAction(tr("legend"), this, [this](bool on) { setLegendVisible(on); });
+  for (QAction* a : {ax, ay, al}) a->setCheckable(true);
+  connect(menu, &QMenu::aboutToShow, this, [this, ax, ay, al] {
+    ax->setChecked(m_xLog);
+    ay->setChecked(m_yLog);
+    al->setChecked(legendVisible());
+  });
+  menu->addSeparator();
+  menu->addAction(tr("Reset view"), this, &CurvePlot::resetView);
+  m_menuButton->setMenu(menu);
+  m_menuButton->hide();
+  tb->insertWidget(0, m_menuButton);
+  m_fullToolbarWidth = m_toolbar->sizeHint().width();
 
   auto* lay = new QVBoxLayout(this);
   lay->setContentsMargins(0, 0, 0, 0);
@@ -126,6 +188,92 @@ CurvePlot::CurvePlot(QWidget* parent) : PlotView(Kind::CustomPlot, parent) {
 }
 
 CurvePlot::~CurvePlot() { qDeleteAll(m_series); }
+
+void CurvePlot::resizeEvent(QResizeEvent* event) {
+  PlotView::resizeEvent(event);
+  updateToolbarMode();
+}
+
+void CurvePlot::updateToolbarMode() {
+  const bool compact = width() < m_fullToolbarWidth;
+  if (compact == m_compact && (m_menuButton->isVisibleTo(m_toolbar) == compact)) return;
+  m_compact = compact;
+  for (QWidget* w : m_fullControls) w->setVisible(!compact);
+  m_menuButton->setVisible(compact);
+}
+
+void CurvePlot::setSeriesSparse(const QString& id, bool sparse) {
+  Series* s = ensureSeries(id);
+  s->sparse = sparse;
+  s->smoothReset = true;
+  if (sparse) s->smooth->data()->clear();
+  styleSeries(*s);
+  markDirty();
+}
+
+bool CurvePlot::seriesSparse(const QString& id) const {
+  const Series* s = series(id);
+  return s && s->sparse;
+}
+
+bool CurvePlot::seriesHasMarkers(const QString& id) const {
+  const Series* s = series(id);
+  return s && s->raw->scatterStyle().shape() != QCPScatterStyle::ssNone;
+}
+
+bool CurvePlot::seriesInLegend(const QString& id) const {
+  const Series* s = series(id);
+  return s && (m_plot->legend->hasItemWithPlottable(s->raw) || m_plot->legend->hasItemWithPlottable(s->smooth));
+}
+
+bool CurvePlot::seriesSmoothed(const QString& id) const {
+  const Series* s = series(id);
+  return s && smoothOn(*s);
+}
+
+bool CurvePlot::smoothOn(const Series& s) const { return m_smoothing > 0.0 && !s.sparse; }
+
+void CurvePlot::setSubject(const QString& subject) { m_subject = subject; }
+
+QString CurvePlot::exportCaption() const {
+  QStringList lines;
+  if (!m_subject.isEmpty()) lines << tr("Runs: %1.").arg(m_subject);
+  QString x = xLabel().isEmpty() ? tr("x") : xLabel();
+  lines << tr("x axis: %1%2.").arg(x, m_xLog ? tr(" (log scale)") : QString()) +
+               (m_yLog ? tr(" y axis: log scale.") : QString());
+  QStringList smoothed, raw;
+  for (const Series* s : m_series) {
+    if (s->raw->data()->isEmpty()) continue;
+    (smoothOn(*s) ? smoothed : raw) << s->label;
+  }
+  if (m_smoothing <= 0.0 || smoothed.isEmpty()) {
+    lines << tr("No smoothing: every point as logged.");
+  } else {
+    QString t = tr("Smoothing: debiased EMA, factor %1, on %2 (raw values faint behind).")
+                    .arg(QString::number(m_smoothing, 'f', 2), smoothed.join(QStringLiteral(", ")));
+    if (!raw.isEmpty()) t += tr(" Not smoothed: %1.").arg(raw.join(QStringLiteral(", ")));
+    lines << t;
+  }
+  return lines.join(QLatin1Char('\n'));
+}
+
+bool CurvePlot::exportTo(const QString& path, const ExportOptions& options, QString* error) {
+  if (path.endsWith(QLatin1String(".csv"), Qt::CaseInsensitive)) return PlotView::exportTo(path, options, error);
+  // The caption row under the figure, for this export only.
+  auto* caption = new QCPTextElement(m_plot, exportCaption(), QFont(font().family(), std::max(7, font().pointSize() - 1)));
+  caption->setTextFlags(Qt::AlignLeft | Qt::AlignTop);
+  caption->setTextColor(QColor(40, 40, 40));
+  QCPLayoutGrid* layout = m_plot->plotLayout();
+  const int row = layout->rowCount();
+  layout->insertRow(row);
+  layout->addElement(row, 0, caption);
+  layout->setRowStretchFactor(row, 0.01);
+  const bool ok = PlotView::exportTo(path, options, error);
+  layout->remove(caption);
+  layout->simplify();
+  m_plot->replot(QCustomPlot::rpQueuedReplot);
+  return ok;
+}
 
 CurvePlot::Series* CurvePlot::series(const QString& id) { return m_byId.value(id, nullptr); }
 const CurvePlot::Series* CurvePlot::series(const QString& id) const { return m_byId.value(id, nullptr); }
@@ -199,21 +347,34 @@ CurvePlot::Series* CurvePlot::ensureSeries(const QString& id) {
 }
 
 void CurvePlot::styleSeries(Series& s) {
-  const bool smoothOn = m_smoothing > 0.0;
+  const bool smoothed = smoothOn(s);
   QColor faint = s.color;
   faint.setAlphaF(0.25);
-  s.raw->setPen(QPen(smoothOn ? faint : s.color, 1.2));
+  s.raw->setPen(QPen(smoothed ? faint : s.color, s.sparse ? 1.5 : 1.2));
   s.raw->setName(s.label);
   s.smooth->setPen(QPen(s.color, 1.8));
   s.smooth->setName(s.label);
-  s.smooth->setVisible(smoothOn);
-  const bool big = s.raw->data()->size() > kNoAntialiasPoints;
+  s.smooth->setVisible(smoothed);
+  const int n = s.raw->data()->size();
+  const bool big = n > kNoAntialiasPoints;
   s.raw->setAntialiased(!big);
   s.smooth->setAntialiased(!big);
-  // Exactly one legend entry per series: the curve drawn in full colour.
-  s.raw->removeFromLegend();
-  s.smooth->removeFromLegend();
-  (smoothOn ? s.smooth : s.raw)->addToLegend();
+  // Few points: markers, so a single point (which a line cannot draw) is seen.
+  const bool markers = s.sparse || n <= kMarkerPoints;
+  s.raw->setScatterStyle(markers ? QCPScatterStyle(QCPScatterStyle::ssCircle, smoothed ? faint : s.color,
+                                                   smoothed ? faint : s.color, s.sparse ? 6 : 5)
+                                 : QCPScatterStyle(QCPScatterStyle::ssNone));
+  // At most one legend entry per series, the curve drawn in full colour, and
+  // none before the series has a point to show.
+  bool anyFinite = false;
+  for (auto it = s.raw->data()->constBegin(); it != s.raw->data()->constEnd() && !anyFinite; ++it)
+    anyFinite = std::isfinite(it->value) && std::isfinite(it->key);
+  QCPGraph* shown = smoothed ? s.smooth : s.raw;
+  QCPGraph* other = smoothed ? s.raw : s.smooth;
+  if (m_plot->legend->hasItemWithPlottable(other)) other->removeFromLegend();
+  const bool inLegend = m_plot->legend->hasItemWithPlottable(shown);
+  if (anyFinite && !inLegend) shown->addToLegend();
+  else if (!anyFinite && inLegend) shown->removeFromLegend();
   if (s.bandLo) {
     QColor fill = s.color;
     fill.setAlphaF(0.18);
@@ -292,7 +453,10 @@ QVector<double> CurvePlot::smoothEma(const QVector<double>& ys, double factor) {
 }
 
 void CurvePlot::updateSmoothing(Series& s) {
-  if (m_smoothing <= 0.0) return;
+  if (!smoothOn(s)) {
+    if (!s.smooth->data()->isEmpty()) s.smooth->data()->clear();
+    return;
+  }
   if (s.smoothReset) {
     s.smooth->data()->clear();
     s.ema = Ema();
@@ -368,10 +532,10 @@ void CurvePlot::decorationChanged() {
 static void setAxisLog(QCPAxis* ax, bool log) {
   if (log) {
     ax->setScaleType(QCPAxis::stLogarithmic);
-    QSharedPointer<QCPAxisTickerLog> t(new QCPAxisTickerLog);
+    QSharedPointer<QCPAxisTickerLog> t(new ReadableLogTicker);
     ax->setTicker(t);
     ax->setNumberFormat(QStringLiteral("gb"));
-    ax->setNumberPrecision(0);
+    ax->setNumberPrecision(6);  // enough digits that two ticks never share a label
   } else {
     ax->setScaleType(QCPAxis::stLinear);
     ax->setTicker(QSharedPointer<QCPAxisTicker>(new QCPAxisTicker));
@@ -481,7 +645,10 @@ void CurvePlot::resetView() {
 bool CurvePlot::replotIfDirty() {
   if (!m_dirty) return false;
   m_dirty = false;
-  for (Series* s : m_series) updateSmoothing(*s);
+  for (Series* s : m_series) {
+    updateSmoothing(*s);
+    styleSeries(*s);  // markers and the legend entry follow the point count
+  }
   if (m_autoFit) fitView();
   requestReplot();
   return true;
@@ -506,7 +673,7 @@ bool CurvePlot::nearestPoint(const QPointF& pixel, double maxDistPx, QString* id
   bool found = false;
   for (const Series* s : m_series) {
     // Hover the curve that is drawn in full colour.
-    const QCPGraph* g = (m_smoothing > 0.0 && !s->smooth->data()->isEmpty()) ? s->smooth : s->raw;
+    const QCPGraph* g = (smoothOn(*s) && !s->smooth->data()->isEmpty()) ? s->smooth : s->raw;
     auto data = g->data();
     if (data->isEmpty()) continue;
     auto begin = data->findBegin(k1, true);
@@ -535,9 +702,9 @@ QString CurvePlot::tooltipTextAt(const QPointF& pixel) const {
   if (!nearestPoint(pixel, 20.0, &id, &x, &y)) return QString();
   QString text = QStringLiteral("%1\nx = %2\ny = %3").arg(seriesLabel(id), QString::number(x, 'g', 8),
                                                           QString::number(y, 'g', 6));
-  if (m_smoothing > 0.0) {
+  const Series* s = series(id);
+  if (s && smoothOn(*s)) {
     // Also show the raw value at that x.
-    const Series* s = series(id);
     auto it = s->raw->data()->findBegin(x, false);
     if (it != s->raw->data()->constEnd() && it->key == x)
       text += QStringLiteral("\nraw = %1").arg(QString::number(it->value, 'g', 6));

@@ -25,6 +25,24 @@
 // average. When f > 0 the smoothed curve is drawn on top in the series colour
 // and the raw curve faintly behind it.
 //
+// Sparse series: a series with few points (at most kMarkerPoints) is drawn with
+// markers as well as its line, so a lone point (the first validation value, a
+// single `test` value) is visible. setSeriesSparse(id) marks an evaluation
+// series: always markers, never smoothed (smoothing is for dense training
+// series only). A series has a legend entry only once it has a finite point.
+//
+// Log axes: a range under two decades gets linear "nice" ticks (2, 2.5, 3, ...)
+// instead of powers of ten; labels use up to 6 significant digits, so two ticks
+// never share a label.
+//
+// Toolbar: the full row (smoothing slider, log x, log y, legend, reset) when the
+// view is wide enough; otherwise one compact "View" button whose menu holds the
+// same controls (viewMenu()), so nothing is clipped in a narrow window.
+//
+// Export caption: setSubject(text) names the runs; exportCaption() states them,
+// the x axis and the smoothing (factor, which series, which are unsmoothed);
+// exportTo() writes it under the figure.
+//
 // Bands: setBand(id, xs, lower, upper) draws a filled band (min-max or
 // mean +- std) in the series colour behind the curves (QCPGraph channel fill).
 // Marker: setMarker(x) draws a vertical line at x ("the step being viewed").
@@ -50,6 +68,7 @@ class QCPGraph;
 class QCPItemLine;
 class QCheckBox;
 class QMouseEvent;
+class QResizeEvent;
 class QLabel;
 class QSlider;
 class QToolButton;
@@ -60,6 +79,7 @@ class CurvePlot : public PlotView {
   Q_OBJECT
 public:
   static constexpr int kNoAntialiasPoints = 100000;
+  static constexpr int kMarkerPoints = 30;
 
   explicit CurvePlot(QWidget* parent = nullptr);
   ~CurvePlot() override;
@@ -74,6 +94,13 @@ public:
   QString seriesLabel(const QString& id) const;
   QColor seriesColor(const QString& id) const;
   int pointCount(const QString& id) const;
+  // An evaluation series: markers, never smoothed (see above).
+  void setSeriesSparse(const QString& id, bool sparse = true);
+  bool seriesSparse(const QString& id) const;
+  // Whether the series currently draws markers / has a legend entry / is smoothed.
+  bool seriesHasMarkers(const QString& id) const;
+  bool seriesInLegend(const QString& id) const;
+  bool seriesSmoothed(const QString& id) const;
 
   // Data (series created on the fly with label = id). xs and ys must have the
   // same length (extra elements are ignored). Never replots.
@@ -107,6 +134,15 @@ public:
   void setLegendVisible(bool visible);
   bool legendVisible() const;
   void setToolbarVisible(bool visible);
+  // True when the toolbar is collapsed into the "View" menu button.
+  bool toolbarCompact() const { return m_compact; }
+  QToolButton* viewMenuButton() const { return m_menuButton; }
+  QWidget* toolbar() const { return m_toolbar; }
+  // What the export caption names: the run(s) shown (e.g. "run 2026...-gru").
+  void setSubject(const QString& subject);
+  QString subject() const { return m_subject; }
+  QString exportCaption() const;
+  bool exportTo(const QString& path, const ExportOptions& options = ExportOptions(), QString* error = nullptr);
   bool autoFit() const { return m_autoFit; }
 
   // Debiased EMA (see above) of ys with the given factor.
@@ -141,6 +177,7 @@ Q_SIGNALS:
 protected:
   bool eventFilter(QObject* watched, QEvent* event) override;
   void decorationChanged() override;
+  void resizeEvent(QResizeEvent* event) override;
 
 private:
   struct Series;
@@ -154,6 +191,8 @@ private:
   void refreshNow();
   void onMouseMove(QMouseEvent* ev);
   void onRangeChanged();
+  void updateToolbarMode();
+  bool smoothOn(const Series& s) const;
 
   QCPItemLine* m_marker = nullptr;
   QWidget* m_toolbar = nullptr;
@@ -163,6 +202,11 @@ private:
   QCheckBox* m_logY = nullptr;
   QCheckBox* m_legendBox = nullptr;
   QToolButton* m_resetButton = nullptr;
+  QToolButton* m_menuButton = nullptr;
+  QList<QWidget*> m_fullControls;
+  int m_fullToolbarWidth = 0;
+  bool m_compact = false;
+  QString m_subject;
   QList<Series*> m_series;  // in insertion order
   QHash<QString, Series*> m_byId;
   int m_colorIndex = 0;

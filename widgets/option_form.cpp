@@ -1,7 +1,9 @@
 #include "option_form.h"
 
+#include <QAbstractSpinBox>
 #include <QCheckBox>
 #include <QComboBox>
+#include <QWheelEvent>
 #include <QFormLayout>
 #include <QFrame>
 #include <QGroupBox>
@@ -182,20 +184,19 @@ void OptionForm::setOptions(const QList<OptionDesc>& options) {
     const QString path = d.path();
     const QVariant initial = d.value.isValid() ? d.value : d.defaultValue;
     QWidget* parent = d.advanced ? sec->advanced : sec->box;
-    const bool ranged = d.min < d.max;
     switch (d.type) {
       case OptionDesc::Int: {
+        // No range on the editor: a value out of range is kept as typed and
+        // reported on this field (rangeError), never clamped silently.
         auto* e = new QSpinBox(parent);
-        e->setRange(ranged ? int(std::max<double>(INT_MIN, std::ceil(d.min))) : INT_MIN,
-                    ranged ? int(std::min<double>(INT_MAX, std::floor(d.max))) : INT_MAX);
+        e->setRange(INT_MIN, INT_MAX);
         e->setValue(initial.toInt());
         connect(e, qOverload<int>(&QSpinBox::valueChanged), this, [this, path] { emitChanged(path); });
         f->editor = e;
         break;
       }
       case OptionDesc::Float: {
-        auto* e = new ScientificSpinBox(parent);
-        if (ranged) e->setRange(d.min, d.max);
+        auto* e = new ScientificSpinBox(parent);  // unbounded, see Int
         e->setValue(initial.toDouble());
         connect(e, qOverload<double>(&QDoubleSpinBox::valueChanged), this, [this, path] { emitChanged(path); });
         f->editor = e;
@@ -228,6 +229,11 @@ void OptionForm::setOptions(const QList<OptionDesc>& options) {
     }
     f->editor->setObjectName(path);
     f->editor->setToolTip(d.help);
+    if (qobject_cast<QAbstractSpinBox*>(f->editor) || qobject_cast<QComboBox*>(f->editor)) {
+      // The wheel changes a value only when the field has focus: scrolling the form never edits it.
+      f->editor->setFocusPolicy(Qt::StrongFocus);
+      f->editor->installEventFilter(this);
+    }
     // Field cell: [frame(editor)] over [error label].
     auto* cell = new QWidget(parent);
     auto* cv = new QVBoxLayout(cell);
@@ -340,6 +346,36 @@ void OptionForm::setValues(const QVariantMap& values) {
 void OptionForm::resetToDefaults() {
   for (const Field* f : m_fields)
     if (f->desc.defaultValue.isValid()) setValue(f->desc.path(), f->desc.defaultValue);
+}
+
+bool OptionForm::eventFilter(QObject* watched, QEvent* event) {
+  if (event->type() == QEvent::Wheel) {
+    auto* w = qobject_cast<QWidget*>(watched);
+    if (w && !w->hasFocus()) {
+      event->ignore();  // QApplication passes it on to the parents: the form scrolls
+      return true;
+    }
+  }
+  return QWidget::eventFilter(watched, event);
+}
+
+QString OptionForm::rangeError(const QString& path) const {
+  const Field* f = field(path);
+  if (!f || !(f->desc.min < f->desc.max)) return QString();
+  if (f->desc.type != OptionDesc::Int && f->desc.type != OptionDesc::Float) return QString();
+  const double v = editorValue(*f).toDouble();
+  if (v >= f->desc.min && v <= f->desc.max) return QString();
+  return tr("%1 is out of range: must be in [%2, %3]")
+      .arg(QString::number(v, 'g', 10), QString::number(f->desc.min, 'g', 10), QString::number(f->desc.max, 'g', 10));
+}
+
+QStringList OptionForm::rangeErrors() const {
+  QStringList out;
+  for (const Field* f : m_fields) {
+    const QString e = rangeError(f->desc.path());
+    if (!e.isEmpty()) out << f->desc.path() + QStringLiteral(": ") + e;
+  }
+  return out;
 }
 
 void OptionForm::emitChanged(const QString& path) {

@@ -9,7 +9,10 @@
 //   Bool   -> QCheckBox
 //   String -> QLineEdit
 //   Enum   -> QComboBox (choices)
-// A range is only applied when min < max (default 0, 0 = unbounded).
+// A range (applied when min < max; default 0, 0 = unbounded) is never put on the
+// editor: a value out of range stays as typed (never clamped) and rangeError()
+// says so for that field. Spin boxes and combo boxes take the mouse wheel only
+// when they have focus (scrolling the form never changes a value).
 // The help text is the tooltip of the label and of the editor. Options marked
 // advanced go into a collapsible "Advanced" part of their section (collapsed
 // by default).
@@ -84,6 +87,10 @@ public:
   void clearErrors();
   bool hasErrors() const;
   QString errorText(const QString& path) const;
+  // "V is out of range: must be in [min, max]" when the field's value is outside
+  // its option's range, else empty; rangeErrors(): "path: message" for every field.
+  QString rangeError(const QString& path) const;
+  QStringList rangeErrors() const;
 
   // Widgets, for tests and custom layouts.
   QWidget* editor(const QString& path) const;
@@ -93,6 +100,9 @@ public:
 
 Q_SIGNALS:
   void changed(const QString& path, const QVariant& value);
+
+protected:
+  bool eventFilter(QObject* watched, QEvent* event) override;
 
 private:
   struct Field;

@@ -155,14 +155,24 @@ int Figure::columns() const {
 
 void Figure::setPanelSize(const QSize& s) {
   m_panelSize = s;
+  for (const Panel& p : m_panels) p.view->setMinimumSize(minimumPanelSize());
   updateGeometry();
 }
 
 void Figure::relayout() {
   while (m_grid->count() > 0) delete m_grid->takeAt(0);
   const int cols = columns();
-  for (int i = 0; i < panelCount(); ++i) m_grid->addWidget(m_panels[size_t(i)].view, i / cols, i % cols);
+  for (int i = 0; i < panelCount(); ++i) {
+    // A readable minimum per panel: in a small window the figure scrolls (the
+    // Analyses tab holds it in a scroll area) instead of squeezing its panels.
+    m_panels[size_t(i)].view->setMinimumSize(minimumPanelSize());
+    m_grid->addWidget(m_panels[size_t(i)].view, i / cols, i % cols);
+  }
   updateGeometry();
+}
+
+QSize Figure::minimumPanelSize() const {
+  return QSize(std::min(m_panelSize.width(), 340), std::min(m_panelSize.height(), 240));
 }
 
 double Figure::replotNow() {
@@ -532,6 +542,20 @@ Figure* make_series_figure(const std::vector<Series>& series, const QString& tit
 }
 
 // ---- export -------------------------------------------------------------------
+
+namespace {
+csw::ExportOptions& defaultExportOptions() {
+  static csw::ExportOptions o;
+  return o;
+}
+}  // namespace
+
+void set_default_export_options(const csw::ExportOptions& options) { defaultExportOptions() = options; }
+csw::ExportOptions default_export_options() { return defaultExportOptions(); }
+
+bool export_figure(QWidget* figure, const QString& path, QString* error) {
+  return export_figure(figure, path, error, defaultExportOptions());
+}
 
 bool export_figure(QWidget* figure, const QString& path, QString* error, const csw::ExportOptions& options) {
   return csw::exportFigure(figure, path, options, error);

@@ -86,6 +86,9 @@ public:
   int columns() const;
   void setPanelSize(const QSize& s);
   QSize panelSize() const { return m_panelSize; }
+  // Every panel's minimum size (at most 340x240, or the panel size): below it the
+  // figure does not squeeze, its scroll area scrolls.
+  QSize minimumPanelSize() const;
 
   // Replots every QCustomPlot panel now (synchronously); returns the wall time in ms.
   double replotNow();
@@ -217,8 +220,12 @@ private:
 };
 
 // Writes a figure (or any exportable view) to path: .png .pdf .svg .csv.
-bool export_figure(QWidget* figure, const QString& path, QString* error = nullptr,
-                   const csw::ExportOptions& options = csw::ExportOptions());
+// Without options: the process-wide defaults below (the GUI's File > Export
+// options; plain csw::ExportOptions() in the CLI, which never sets them).
+bool export_figure(QWidget* figure, const QString& path, QString* error = nullptr);
+bool export_figure(QWidget* figure, const QString& path, QString* error, const csw::ExportOptions& options);
+void set_default_export_options(const csw::ExportOptions& options);
+csw::ExportOptions default_export_options();
 
 // Helpers.
 QString qs(const std::string& s);

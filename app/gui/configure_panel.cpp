@@ -15,6 +15,7 @@
 #include <QLocale>
 #include <QPointer>
 #include <QPushButton>
+#include <QRegularExpression>
 #include <QScrollArea>
 #include <QSpinBox>
 #include <QThread>
@@ -95,6 +96,12 @@ ConfigurePanel::ConfigurePanel(QWidget* parent) : QWidget(parent) {
   m_formatLabel->setStyleSheet(QStringLiteral("color: palette(mid);"));
   m_formatLabel->setWordWrap(true);
   f->addRow(QString(), m_formatLabel);
+  m_datasetError = new QLabel;
+  m_datasetError->setObjectName(QStringLiteral("datasetError"));
+  m_datasetError->setStyleSheet(QStringLiteral("color: #d32f2f;"));
+  m_datasetError->setWordWrap(true);
+  m_datasetError->hide();
+  f->addRow(QString(), m_datasetError);
   m_cellCombo = new QComboBox;
   for (const QString& c : cellNames()) {
     m_cellCombo->addItem(c, c);
@@ -414,20 +421,41 @@ void ConfigurePanel::revalidateNow() {
   m_errors.clear();
   QStringList top;
   const QStringList formPaths = m_form->paths();
-  for (const auto& e : errs) {
+  // Every problem on its own field: the schema's checks, values out of their
+  // range (the editors never clamp), and a dataset file whose format is unknown.
+  QList<QPair<QString, QString>> all = errs;
+  for (const QString& r : m_form->rangeErrors())
+    all << qMakePair(r.section(QStringLiteral(": "), 0, 0), r.section(QStringLiteral(": "), 1));
+  QString dsError;
+  if (!m_datasetFile.isEmpty()) {
+    const QString fmt = detectFormat(m_datasetFile);
+    if (fmt == QLatin1String("unreadable")) dsError = QStringLiteral("cannot read %1").arg(m_datasetFile);
+    else if (fmt == QLatin1String("empty")) dsError = QStringLiteral("%1 is empty").arg(m_datasetFile);
+    else if (fmt == QLatin1String("directory"))
+      dsError = QStringLiteral("unknown dataset format: %1 is a folder without a known corpus (ptb.char.*, ptb.*.txt)").arg(m_datasetFile);
+    if (!dsError.isEmpty()) all << qMakePair(QStringLiteral("dataset.path"), dsError);
+  }
+  showDatasetError(dsError);
+  QMap<QString, QStringList> onField;  // a field with several problems shows them all
+  for (const auto& e : all) {
     m_errors << e.first + QStringLiteral(": ") + e.second;
-    if (formPaths.contains(e.first)) m_form->setError(e.first, e.second);
-    else top << QStringLiteral("<b>%1</b>: %2").arg(e.first.toHtmlEscaped(), e.second.toHtmlEscaped());
+    if (formPaths.contains(e.first)) {
+      if (!onField[e.first].contains(e.second)) onField[e.first] << e.second;
+      m_form->setError(e.first, onField[e.first].join(QStringLiteral("; ")));
+    } else if (e.first == QLatin1String("dataset.path") || e.first == QLatin1String("dataset.name")) {
+      if (e.second != dsError) showDatasetError(e.second);
+    } else top << QStringLiteral("<b>%1</b>: %2").arg(e.first.toHtmlEscaped(), e.second.toHtmlEscaped());
   }
   m_topError->setText(top.join(QStringLiteral("<br>")));
   m_topError->setVisible(!top.isEmpty());
-  if (errs.isEmpty()) {
+  if (all.isEmpty()) {
     m_paramLabel->setText(QStringLiteral("Parameters: counting..."));
     m_paramTimer->start();
   } else {
     ++m_paramGeneration;  // drop a count in flight
     m_paramCount = -1;
-    m_paramLabel->setText(QStringLiteral("Parameters: - (fix the %1 problem%2 above)").arg(errs.size()).arg(errs.size() > 1 ? "s" : ""));
+    m_paramLabel->setText(QStringLiteral("Parameters: - (fix the %1 problem%2 above)").arg(all.size()).arg(all.size() > 1 ? "s" : ""));
+    m_paramLabel->setToolTip(QString());
   }
   Q_EMIT validated();
 }
@@ -450,13 +478,47 @@ void ConfigurePanel::requestParameterCount() {
             self->m_paramLabel->setText(QStringLiteral("Parameters: <b>%1</b> (%2 M)").arg(QLocale().toString(n)).arg(n / 1e6, 0, 'f', 3));
             self->m_paramLabel->setToolTip(QStringLiteral("Trainable parameters of the configured model"));
           } else {
-            self->m_paramLabel->setText(QStringLiteral("Parameters: <span style='color:#c62828'>cannot build the model</span>"));
-            self->m_paramLabel->setToolTip(err);
+            self->showBuildError(err);
           }
           Q_EMIT self->parameterCountChanged(n);
+          if (n < 0) Q_EMIT self->validated();  // Start follows: disabled
         },
         Qt::QueuedConnection);
   });
+}
+
+QString ConfigurePanel::datasetError() const { return m_datasetError->text(); }
+
+void ConfigurePanel::showDatasetError(const QString& message) {
+  m_datasetError->setText(message);
+  m_datasetError->setVisible(!message.isEmpty());
+  m_datasetCombo->setStyleSheet(message.isEmpty() ? QString() : QStringLiteral("QComboBox { border: 1px solid #d32f2f; }"));
+}
+
+void ConfigurePanel::showBuildError(const QString& err) {
+  // The model cannot be built from a config the schema accepts (an unknown
+  // dataset format, a corpus too short, ...): the message goes on the field it
+  // names ("dataset.format: unknown format 'x'"), else under the dataset (a data
+  // problem) or above the form, and Start stays disabled until it is fixed.
+  QString path, message = err.trimmed();
+  static const QRegularExpression pathRe(QStringLiteral("^([a-z_]+\\.[a-z_0-9]+):\\s*(.*)$"),
+                                         QRegularExpression::DotMatchesEverythingOption);
+  const QRegularExpressionMatch m = pathRe.match(message);
+  if (m.hasMatch()) {
+    path = m.captured(1);
+    message = m.captured(2);
+  }
+  m_errors << (path.isEmpty() ? QStringLiteral("model") : path) + QStringLiteral(": ") + message;
+  if (!path.isEmpty() && m_form->paths().contains(path)) {
+    m_form->setError(path, message);
+  } else if (path.startsWith(QLatin1String("dataset")) || path.isEmpty()) {
+    showDatasetError(path.isEmpty() ? message : path + QStringLiteral(": ") + message);
+  } else {
+    m_topError->setText(QStringLiteral("<b>%1</b>: %2").arg(path.toHtmlEscaped(), message.toHtmlEscaped()));
+    m_topError->show();
+  }
+  m_paramLabel->setText(QStringLiteral("Parameters: <span style='color:#c62828'>cannot build the model (see above)</span>"));
+  m_paramLabel->setToolTip(err);
 }
 
 void ConfigurePanel::chooseDatasetFile() {

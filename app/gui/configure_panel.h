@@ -42,6 +42,8 @@ public:
   bool isValid() const { return m_errors.isEmpty(); }
   qint64 parameterCount() const { return m_paramCount; }     // -1 while unknown
   csw::OptionForm* form() const { return m_form; }           // the schema-generated fields
+  QString datasetError() const;                               // shown under the dataset row (empty: none)
+  QPushButton* startButton() const { return m_startButton; }
 
   // Local processes for the next Start (data-parallel when > 1; not part of the config).
   int processCount() const;
@@ -71,6 +73,8 @@ private:
   void scheduleValidation();
   void requestParameterCount();
   void showDatasetLabel();
+  void showDatasetError(const QString& message);  // under the dataset row, red frame on its box
+  void showBuildError(const QString& error);      // the model cannot be built: on the field it names
   QString datasetLabel() const;
 
   QComboBox* m_presetCombo = nullptr;
@@ -79,6 +83,7 @@ private:
   QComboBox* m_cellCombo = nullptr;
   QLabel* m_cellInfo = nullptr;
   QLabel* m_formatLabel = nullptr;
+  QLabel* m_datasetError = nullptr;
   QLabel* m_workspaceLabel = nullptr;
   QLabel* m_topError = nullptr;
   QLabel* m_paramLabel = nullptr;

@@ -11,7 +11,12 @@
 #include <QSettings>
 #include <QSpinBox>
 
+#include <QDir>
+#include <QFileInfo>
+#include <QVariant>
+
 #include "curve_plot.h"
+#include "figures.h"
 #include "qcp.h"
 
 namespace gui {
@@ -27,6 +32,33 @@ FigureExporter::FigureExporter(QWidget* dialogParent) : QObject(dialogParent), m
   m_options.scale = 2.0;
   m_options.fontPointSize = 10;
   m_options.size = QSize(800, 520);
+  publish();
+}
+
+void FigureExporter::setOptions(const csw::ExportOptions& o) {
+  m_options = o;
+  publish();
+}
+
+void FigureExporter::publish() {
+  // The PNG's DPI says how large its pixels are: size x scale pixels at 96 x scale
+  // dpi print at the figure's size with the font at its point size (a fixed 300 dpi
+  // made a screen-sized PNG 7 cm wide with 3 pt text).
+  m_options.dpi = qRound(96.0 * (m_options.scale > 0 ? m_options.scale : 1.0));
+  // The Analyses figures (csf::export_figure without options) follow the same options.
+  csf::set_default_export_options(m_options);
+}
+
+QString FigureExporter::defaultExportPath(csw::CurvePlot* plot, const QString& suffix) const {
+  // The run's folder (else the workspace, else home); "<run>-<figure>.<suffix>".
+  QString dir = plot->property("csRunDir").toString();
+  if (dir.isEmpty() || !QFileInfo(dir).isDir()) dir = m_workspace;
+  if (dir.isEmpty() || !QFileInfo(dir).isDir()) dir = QDir::homePath();
+  const QString subject = plot->subject();
+  QString name = slug(plot->title().isEmpty() ? QStringLiteral("figure") : plot->title());
+  if (!subject.isEmpty()) name = subject + QLatin1Char('-') + name;
+  name.replace(QLatin1Char('/'), QLatin1Char('_'));
+  return QDir(dir).filePath(name + QLatin1Char('.') + suffix);
 }
 
 void FigureExporter::load(const QSettings& s) {
@@ -34,6 +66,7 @@ void FigureExporter::load(const QSettings& s) {
   m_options.fontPointSize = s.value(QStringLiteral("export/font_size"), m_options.fontPointSize).toDouble();
   m_options.fontFamily = s.value(QStringLiteral("export/font_family"), m_options.fontFamily).toString();
   m_options.size = s.value(QStringLiteral("export/size"), m_options.size).toSize();
+  publish();
 }
 
 void FigureExporter::save(QSettings& s) const {
@@ -64,7 +97,7 @@ void FigureExporter::contextMenu(csw::CurvePlot* plot, const QPoint& pos) {
   QMenu menu(m_parent);
   menu.addAction(QStringLiteral("Export figure (PNG, PDF, SVG)..."), this, [this, plot] { exportPlotInteractive(plot); });
   menu.addAction(QStringLiteral("Export data as CSV..."), this, [this, plot] {
-    const QString path = QFileDialog::getSaveFileName(m_parent, QStringLiteral("Export data"), slug(plot->title()) + QStringLiteral(".csv"),
+    const QString path = QFileDialog::getSaveFileName(m_parent, QStringLiteral("Export data"), defaultExportPath(plot, QStringLiteral("csv")),
                                                       QStringLiteral("CSV (*.csv)"));
     QString err;
     if (!path.isEmpty() && !exportPlot(plot, path, &err)) QMessageBox::warning(m_parent, QStringLiteral("Export failed"), err);
@@ -78,7 +111,7 @@ void FigureExporter::contextMenu(csw::CurvePlot* plot, const QPoint& pos) {
 void FigureExporter::exportPlotInteractive(csw::CurvePlot* plot) {
   QString selected;
   const QString path = QFileDialog::getSaveFileName(
-      m_parent, QStringLiteral("Export figure"), slug(plot->title()) + QStringLiteral(".png"),
+      m_parent, QStringLiteral("Export figure"), defaultExportPath(plot, QStringLiteral("png")),
       QStringLiteral("PNG image (*.png);;PDF, vector (*.pdf);;SVG, vector (*.svg);;CSV data (*.csv)"), &selected);
   if (path.isEmpty()) return;
   QString err;
@@ -120,6 +153,7 @@ void FigureExporter::optionsDialog() {
   m_options.scale = scale->value();
   m_options.fontFamily = font->currentFont().family();
   m_options.fontPointSize = size->value();
+  publish();
 }
 
 }  // namespace gui

@@ -26,7 +26,12 @@ public:
   explicit FigureExporter(QWidget* dialogParent);
 
   csw::ExportOptions options() const { return m_options; }
-  void setOptions(const csw::ExportOptions& o) { m_options = o; }
+  // Also the defaults of csf::export_figure (the Analyses figures), PNG dpi = 96 x scale.
+  void setOptions(const csw::ExportOptions& o);
+  void setWorkspace(const QString& dir) { m_workspace = dir; }
+  // The export dialog's default: the plot's run folder (QObject property
+  // "csRunDir"), else the workspace; the file name carries the run and the figure.
+  QString defaultExportPath(csw::CurvePlot* plot, const QString& suffix) const;
   void load(const QSettings& s);
   void save(QSettings& s) const;
 
@@ -44,9 +49,11 @@ Q_SIGNALS:
 
 private:
   void contextMenu(csw::CurvePlot* plot, const QPoint& pos);
+  void publish();
 
   QWidget* m_parent;
   csw::ExportOptions m_options;
+  QString m_workspace;
 };
 
 }  // namespace gui

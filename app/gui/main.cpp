@@ -55,6 +55,7 @@ int main(int argc, char** argv) {
   QCommandLineOption set(QStringLiteral("set"), QStringLiteral("Set a config value, e.g. model.hidden=128 (repeatable)."), QStringLiteral("PATH=VALUE"));
   // Hidden helpers for screenshots and demos.
   QCommandLineOption screenshot(QStringLiteral("screenshot"), QStringLiteral("Save a screenshot of the window to FILE and quit."), QStringLiteral("FILE"));
+  QCommandLineOption windowSize(QStringLiteral("window-size"), QStringLiteral("Window size WIDTHxHEIGHT (e.g. 1024x700), for --screenshot."), QStringLiteral("WxH"));
   QCommandLineOption afterMs(QStringLiteral("after-ms"), QStringLiteral("Delay before --screenshot."), QStringLiteral("N"), QStringLiteral("3000"));
   QCommandLineOption start(QStringLiteral("start"), QStringLiteral("Start training at once."));
   QCommandLineOption tab(QStringLiteral("tab"), QStringLiteral("training, compare, or any tab by its title."), QStringLiteral("TAB"));
@@ -72,9 +73,9 @@ int main(int argc, char** argv) {
   QCommandLineOption anCk(QStringLiteral("analysis-checkpoint"), QStringLiteral("Checkpoint id."), QStringLiteral("ID"));
   QCommandLineOption sweepDir(QStringLiteral("sweep"), QStringLiteral("Open this sweep directory in the Sweeps tab."), QStringLiteral("DIR"));
   QCommandLineOption anCmap(QStringLiteral("analysis-cmap"), QStringLiteral("Colour map."), QStringLiteral("NAME"));
-  for (auto* o : {&sweepDir, &screenshot, &afterMs, &start, &tab, &checkAll, &seedBands, &anKind, &anRun, &anRun2, &anText, &anK, &anPos, &anCk, &anCmap})
+  for (auto* o : {&sweepDir, &screenshot, &windowSize, &afterMs, &start, &tab, &checkAll, &seedBands, &anKind, &anRun, &anRun2, &anText, &anK, &anPos, &anCk, &anCmap})
     o->setFlags(QCommandLineOption::HiddenFromHelp);
-  p.addOptions({dataset, workspace, benchmark, json, preset, set, screenshot, afterMs, start, tab, checkAll, seedBands});
+  p.addOptions({dataset, workspace, benchmark, json, preset, set, screenshot, windowSize, afterMs, start, tab, checkAll, seedBands});
   p.addOptions({anKind, anRun, anRun2, anText, anK, anPos, anCk, anCmap, sweepDir});
   p.process(app);
 
@@ -95,7 +96,28 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  QSize wantedSize;
+  if (p.isSet(windowSize)) {
+    const QStringList wh = p.value(windowSize).split(QLatin1Char('x'));
+    const int ww = wh.size() == 2 ? wh[0].toInt() : 0, hh = wh.size() == 2 ? wh[1].toInt() : 0;
+    if (ww <= 0 || hh <= 0) {
+      QTextStream(stderr) << "cellscope: --window-size expects WIDTHxHEIGHT, e.g. 1024x700\n";
+      return 2;
+    }
+    wantedSize = QSize(ww, hh);
+    w.resize(wantedSize);  // the saved geometry does not apply
+  }
   w.show();
+  if (wantedSize.isValid()) w.resize(wantedSize);
+  // The grab is the window at its size; a window that cannot shrink to the size asked is said.
+  auto grabTo = [&w, wantedSize](const QString& file) {
+    if (wantedSize.isValid() && w.size() != wantedSize)
+      QTextStream(stderr) << "cellscope: the window is " << w.width() << "x" << w.height() << ", not "
+                          << wantedSize.width() << "x" << wantedSize.height() << " (its minimum size is "
+                          << w.minimumSizeHint().width() << "x" << w.minimumSizeHint().height() << ")\n";
+    w.grab().save(file);
+    QTextStream(stdout) << "screenshot: " << file << " (" << w.width() << "x" << w.height() << ")\n";
+  };
   if (p.isSet(checkAll))
     for (const auto& r : w.comparePanel()->runModel()->runs()) w.comparePanel()->runModel()->setChecked(r.dir, true);
   if (p.isSet(seedBands)) w.comparePanel()->setSeedAggregation(true);
@@ -128,10 +150,9 @@ int main(int argc, char** argv) {
       waitForAnalysis = true;
       const QString file = p.value(screenshot);
       const int delay = p.value(afterMs).toInt();
-      QObject::connect(a, &gui::AnalysisPanel::computed, &w, [&w, file, delay] {
-        QTimer::singleShot(delay, &w, [&w, file] {
-          w.grab().save(file);
-          QTextStream(stdout) << "screenshot: " << file << "\n";
+      QObject::connect(a, &gui::AnalysisPanel::computed, &w, [&w, file, delay, grabTo] {
+        QTimer::singleShot(delay, &w, [file, grabTo] {
+          grabTo(file);
           QApplication::exit(0);
         });
       });
@@ -139,9 +160,8 @@ int main(int argc, char** argv) {
   }
   if (p.isSet(screenshot) && !waitForAnalysis) {
     const QString file = p.value(screenshot);
-    QTimer::singleShot(p.value(afterMs).toInt(), &w, [&w, file] {
-      w.grab().save(file);
-      QTextStream(stdout) << "screenshot: " << file << "\n";
+    QTimer::singleShot(p.value(afterMs).toInt(), &w, [file, grabTo] {
+      grabTo(file);
       QApplication::exit(0);
     });
   }

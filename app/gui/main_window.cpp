@@ -19,6 +19,7 @@
 #include <QSettings>
 #include <QSortFilterProxyModel>
 #include <QSplitter>
+#include <QScrollArea>
 #include <QStatusBar>
 #include <QTabWidget>
 #include <QTableView>
@@ -41,6 +42,14 @@
 #include "training_status.h"
 
 namespace gui {
+
+namespace {
+// The panel of tab index (each tab page is a QScrollArea holding its panel).
+QWidget* tabPanel(QTabWidget* tabs, int index) {
+  auto* page = qobject_cast<QScrollArea*>(tabs->widget(index));
+  return page ? page->widget() : tabs->widget(index);
+}
+}  // namespace
 
 // ======================================================================= setup
 MainWindow::MainWindow(const WindowOptions& options, QWidget* parent) : QMainWindow(parent) {
@@ -77,10 +86,19 @@ void MainWindow::buildPanels() {
       {QStringLiteral("Generate"), QStringLiteral("&Generate text"), QKeySequence(QStringLiteral("Ctrl+5")), m_generate, true},
   };
   m_tabs = new QTabWidget;
-  for (const PanelEntry& e : m_panels) m_tabs->addTab(e.widget, e.title);
+  // Each tab in a scroll area: in a small window (1024x700) a panel keeps its
+  // minimum size and scrolls instead of forcing the window wider or being clipped.
+  for (const PanelEntry& e : m_panels) {
+    auto* page = new QScrollArea;
+    page->setObjectName(QStringLiteral("tabScroll_") + e.title);
+    page->setWidget(e.widget);
+    page->setWidgetResizable(true);
+    page->setFrameShape(QFrame::NoFrame);
+    m_tabs->addTab(page, e.title);
+  }
   connect(m_tabs, &QTabWidget::currentChanged, this, [this](int i) {
     for (const PanelEntry& e : m_panels)
-      if (e.widget == m_tabs->widget(i)) m_configure->setVisible(e.showsConfiguration);
+      if (e.widget == tabPanel(m_tabs, i)) m_configure->setVisible(e.showsConfiguration);
   });
 
   m_mainSplitter = new QSplitter(Qt::Horizontal);
@@ -99,6 +117,12 @@ void MainWindow::buildPanels() {
   connect(m_configure, &ConfigurePanel::stopRequested, m_controller, &TrainingController::stop);
   connect(m_configure, &ConfigurePanel::workspaceChangeRequested, this, &MainWindow::chooseWorkspace);
   connect(m_configure, &ConfigurePanel::validated, this, &MainWindow::updateActions);
+  // A failed Start's message goes once the configuration is valid again (the problem was fixed).
+  connect(m_configure, &ConfigurePanel::validated, this, [this] {
+    if (!m_configure->isValid() || m_controller->isTraining()) return;
+    m_training->clearFailure();
+    m_status->clearFailure();
+  });
   connect(m_configure, &ConfigurePanel::message, statusBar(), &QStatusBar::showMessage);
   connect(m_training, &TrainingPanel::xAxisChanged, m_compare, &ComparePanel::setXAxis);
   connect(m_compare, &ComparePanel::showRunRequested, this, &MainWindow::showRunInTrainingView);
@@ -177,9 +201,12 @@ void MainWindow::connectTraining() {
   connect(c, &TrainingController::stateChanged, this, &MainWindow::updateActions);
 }
 
-QWidget* MainWindow::currentPanel() const { return m_tabs->currentWidget(); }
+QWidget* MainWindow::currentPanel() const { return tabPanel(m_tabs, m_tabs->currentIndex()); }
 
-void MainWindow::showPanel(QWidget* panel) { m_tabs->setCurrentWidget(panel); }
+void MainWindow::showPanel(QWidget* panel) {
+  for (int i = 0; i < m_tabs->count(); ++i)
+    if (tabPanel(m_tabs, i) == panel) m_tabs->setCurrentIndex(i);
+}
 
 bool MainWindow::showPanel(const QString& title) {
   for (const PanelEntry& e : m_panels)
@@ -301,6 +328,7 @@ void MainWindow::openWorkspace(const QString& dir) {
   m_workspace = abs;
   m_configure->setWorkspaceLabel(abs);
   m_controller->setWorkspace(abs);
+  m_exporter->setWorkspace(abs);
   m_sweeps->setWorkspace(abs);
   m_compare->setWorkspace(abs);
   m_compare->runModel()->watchWorkspace(abs);  // rows follow their runs, whoever trains them

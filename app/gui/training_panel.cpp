@@ -9,6 +9,7 @@
 #include <QLabel>
 #include <QLocale>
 #include <QPlainTextEdit>
+#include <QScrollArea>
 #include <QSplitter>
 #include <QVBoxLayout>
 
@@ -67,7 +68,14 @@ TrainingPanel::TrainingPanel(FigureExporter* exporter, QWidget* parent) : QWidge
   g->setRowStretch(1, 2);
   g->setRowStretch(2, 2);
   m_plots.value(QStringLiteral("extra"))->hide();  // shown when a cell logs an extra metric
-  split->addWidget(grid);
+  // Below the plots' minimum sizes (a 1024x700 window) the grid scrolls instead of squeezing.
+  auto* gridScroll = new QScrollArea;
+  gridScroll->setObjectName(QStringLiteral("trainingPlotScroll"));
+  gridScroll->setWidget(grid);
+  gridScroll->setWidgetResizable(true);
+  gridScroll->setFrameShape(QFrame::NoFrame);
+  gridScroll->setMinimumHeight(160);
+  split->addWidget(gridScroll);
   m_log = new QPlainTextEdit;
   m_log->setReadOnly(true);
   m_log->setMaximumBlockCount(5000);
@@ -99,12 +107,37 @@ void TrainingPanel::resetViews() {
 }
 
 void TrainingPanel::beginRun() {
-  m_runDir.clear();
-  reset();
+  // The previous curves stay until the new run has really started (setRunInfo):
+  // a Start that fails while loading the data leaves them in place.
+  if (!m_pending) m_labelBeforeRun = m_failureShown ? m_labelBeforeFailure : m_runLabel->text();
+  m_pending = true;
+  m_failureShown = false;
+  m_pendingLogs.clear();
+  m_pendingPoints.clear();
   m_runLabel->setText(QStringLiteral("Preparing: loading the data and building the model..."));
 }
 
+bool TrainingPanel::failureShown() const { return m_failureShown; }
+QString TrainingPanel::runLabelText() const { return m_runLabel->text(); }
+
+void TrainingPanel::clearFailure() {
+  if (!m_failureShown) return;
+  m_failureShown = false;
+  m_runLabel->setText(m_labelBeforeFailure);
+}
+
 void TrainingPanel::setRunInfo(const QString& runDir, const QString& metric, const QString& unit, qint64 params) {
+  if (m_pending) {
+    m_pending = false;
+    const QStringList early = m_pendingLogs;
+    const QVector<MetricPoint> earlyPoints = m_pendingPoints;
+    m_pendingLogs.clear();
+    m_pendingPoints.clear();
+    reset();
+    m_primary = metric;
+    append(earlyPoints, early);
+  }
+  m_failureShown = false;
   m_runDir = runDir;
   m_primary = metric;
   m_runLabel->setText(QStringLiteral("<b>%1</b> &nbsp; %2 parameters").arg(QFileInfo(runDir).fileName().toHtmlEscaped(),
@@ -112,15 +145,27 @@ void TrainingPanel::setRunInfo(const QString& runDir, const QString& metric, con
   m_runLabel->setToolTip(runDir);
   m_plots.value(QStringLiteral("metric"))->setYLabel(metric);
   m_plots.value(QStringLiteral("throughput"))->setYLabel(unit + QStringLiteral(" / s"));
+  for (auto* p : plots()) {
+    p->setSubject(QFileInfo(runDir).fileName());
+    p->setProperty("csRunDir", runDir);
+  }
   appendLog(QStringLiteral("run directory: ") + runDir);
 }
 
 void TrainingPanel::showFailure(const QString& message) {
+  if (!m_failureShown) m_labelBeforeFailure = m_pending ? m_labelBeforeRun : m_runLabel->text();
+  m_pending = false;
+  m_failureShown = true;
   m_runLabel->setText(QStringLiteral("<span style='color:#c62828'>Could not train: %1</span>").arg(message.toHtmlEscaped().replace(QLatin1Char('\n'), QStringLiteral("<br>"))));
   appendLog(QStringLiteral("error: ") + message);
 }
 
 void TrainingPanel::append(const QVector<MetricPoint>& points, const QStringList& logs) {
+  if (m_pending) {  // not started yet: the previous run's curves are still shown
+    m_pendingLogs << logs;
+    m_pendingPoints << points;
+    return;
+  }
   for (const QString& l : logs) appendLog(l);
   for (const MetricPoint& p : points) {
     m_live << p;
@@ -137,7 +182,10 @@ void TrainingPanel::addLivePoint(const MetricPoint& p) {
     for (const auto& kv : p.values) {
       if (kv.first != primary) continue;
       const QString id = p.split.isEmpty() ? QStringLiteral("valid") : p.split;
-      if (!metric->hasSeries(id)) metric->addSeries(id, id + QLatin1Char(' ') + primary);
+      if (!metric->hasSeries(id)) {
+        metric->addSeries(id, id + QLatin1Char(' ') + primary);
+        metric->setSeriesSparse(id);  // evaluation points: markers, never smoothed
+      }
       metric->appendPoint(id, x, kv.second);
     }
     return;
@@ -200,12 +248,17 @@ void TrainingPanel::setXAxis(XAxis axis) {
 bool TrainingPanel::showRun(const QString& dir) {
   RunInfo r;
   if (!readRun(dir, &r)) return false;
+  m_pending = m_failureShown = false;
   reset();
   m_runDir = r.dir;
   m_primary = r.summary.value(QStringLiteral("primary_metric")).toString();
   m_runLabel->setText(QStringLiteral("<b>%1</b> &nbsp; %2, %3").arg(r.name.toHtmlEscaped(), r.status(),
                                                                     QLocale().toString(qlonglong(r.summary.value(QStringLiteral("parameters")).toDouble())) + QStringLiteral(" parameters")));
   m_plots.value(QStringLiteral("metric"))->setYLabel(m_primary.isEmpty() ? QStringLiteral("loss") : m_primary);
+  for (auto* p : plots()) {
+    p->setSubject(r.name);
+    p->setProperty("csRunDir", r.dir);
+  }
   m_live = readMetricsFile(QDir(dir).filePath(QStringLiteral("metrics.jsonl")));
   QFile log(QDir(dir).filePath(QStringLiteral("log.txt")));
   if (log.open(QIODevice::ReadOnly)) m_log->setPlainText(QString::fromUtf8(log.readAll()));

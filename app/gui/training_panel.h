@@ -34,8 +34,14 @@ public:
   XAxis xAxis() const { return m_xAxis; }
   void setXAxis(XAxis axis);
 
-  // A new run: curves and log cleared, "preparing" shown.
+  // A new run is being prepared: "preparing" shown; the previous curves and log
+  // stay until the run has started (setRunInfo clears them), so a Start that
+  // fails (showFailure) keeps them. clearFailure() takes the failure message
+  // away again (the window calls it when the configuration is valid again).
   void beginRun();
+  void clearFailure();
+  bool failureShown() const;
+  QString runLabelText() const;
   void setRunInfo(const QString& runDir, const QString& primaryMetric, const QString& unit, qint64 parameters);
   void showFailure(const QString& message);
   // New points and log lines of the run being trained; replots (queued) what changed.
@@ -65,6 +71,10 @@ private:
   QPlainTextEdit* m_log = nullptr;
   QVector<MetricPoint> m_live;
   QString m_runDir, m_primary;
+  bool m_pending = false, m_failureShown = false;
+  QString m_labelBeforeRun, m_labelBeforeFailure;
+  QStringList m_pendingLogs;
+  QVector<MetricPoint> m_pendingPoints;
 };
 
 }  // namespace gui

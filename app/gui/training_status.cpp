@@ -4,6 +4,10 @@
 #include <QProgressBar>
 #include <QStatusBar>
 
+#include <algorithm>
+#include <climits>
+#include <cmath>
+
 #include "core_bridge.h"
 #include "training_controller.h"
 
@@ -16,6 +20,15 @@ QString fmtRate(double r) {
   return QString::number(r, 'f', 0);
 }
 }  // namespace
+
+QString lossInPlotUnit(double lossNats, const QString& primaryMetric) {
+  // The training loss is a cross-entropy in nats; the plots show the task's metric.
+  if (primaryMetric == QLatin1String("bpc"))
+    return QStringLiteral("train bpc %1").arg(lossNats / std::log(2.0), 0, 'f', 3);
+  if (primaryMetric == QLatin1String("ppl"))
+    return QStringLiteral("train ppl %1").arg(std::exp(std::min(lossNats, 700.0)), 0, 'f', 2);
+  return QStringLiteral("train loss %1 nats").arg(lossNats, 0, 'f', 3);
+}
 
 TrainingStatus::TrainingStatus(TrainingController* controller, QStatusBar* bar) : QObject(bar), m_controller(controller) {
   m_status = new QLabel(QStringLiteral("Ready"));
@@ -34,6 +47,10 @@ TrainingStatus::TrainingStatus(TrainingController* controller, QStatusBar* bar) 
     m_progress->show();
   });
   connect(controller, &TrainingController::progressChanged, this, &TrainingStatus::showProgress);
+  connect(controller, &TrainingController::runInfo, this, [this] {
+    const TrainProgress p = m_controller->progress();
+    if (p.total > 0) showProgress(p);
+  });
   connect(controller, &TrainingController::paused, this, [this] {
     m_status->setText(QStringLiteral("Paused at step %1").arg(m_controller->progress().step));
   });
@@ -50,16 +67,24 @@ TrainingStatus::TrainingStatus(TrainingController* controller, QStatusBar* bar) 
 }
 
 QString TrainingStatus::text() const { return m_status->text(); }
+QProgressBar* TrainingStatus::progressBar() const { return m_progress; }
+
+void TrainingStatus::clearFailure() {
+  if (m_status->text().startsWith(QLatin1String("Failed: "))) m_status->setText(QStringLiteral("Ready"));
+}
 
 void TrainingStatus::showProgress(const TrainProgress& pr) {
-  const int pct = pr.total > 0 ? int(100.0 * pr.step / pr.total) : 0;
-  m_progress->setValue(pct);
+  // One step for both: the bar's value is the step itself (range 0..total).
+  const int total = int(std::clamp<qint64>(pr.total, 0, INT_MAX));
+  const int step = int(std::clamp<qint64>(pr.step, 0, std::max(total, 0)));
+  m_progress->setRange(0, std::max(total, 1));
+  m_progress->setValue(step);
   m_progress->setFormat(QStringLiteral("%1 / %2").arg(pr.step).arg(pr.total));
   if (!m_controller->isPaused())
-    m_status->setText(QStringLiteral("Step %1 / %2  \u00b7  loss %3  \u00b7  %4 %5/s  \u00b7  elapsed %6  \u00b7  ETA %7")
+    m_status->setText(QStringLiteral("Step %1 / %2  \u00b7  %3  \u00b7  %4 %5/s  \u00b7  elapsed %6  \u00b7  ETA %7")
                           .arg(pr.step)
                           .arg(pr.total)
-                          .arg(pr.lastLoss, 0, 'f', 3)
+                          .arg(lossInPlotUnit(pr.lastLoss, m_controller->primaryMetric()))
                           .arg(fmtRate(pr.throughput), pr.unit, formatDuration(pr.elapsed), formatDuration(pr.eta)));
 }
 
