@@ -70,24 +70,7 @@ std::unique_ptr<Task> load_checkpoint_task(const std::string& run_dir, const std
 std::unique_ptr<Task> load_checkpoint_task_on(const std::string& run_dir, const std::string& id, const json& dataset) {
   // As load_run_task, with the dataset section replaced: the task reads the run's saved
   // vocabulary (run_dir/vocab) and encodes the other data with it.
-  const std::string which = checkpoint_which(id);
-  RunStore store(run_dir);
-  if (!file_exists(store.path("config.json"))) throw UserError("'" + run_dir + "' is not a run directory (no config.json)");
-  json cfg = store.read_config();
-  cfg["dataset"] = dataset;
-  cfg = load_and_resolve(cfg);
-  auto task = make_task(cfg, run_dir);
-  const std::string p = checkpoint_path(run_dir, which);
-  try {
-    torch::serialize::InputArchive ar, m;
-    ar.load_from(p);
-    ar.read("model", m);
-    task->model()->load(m);
-  } catch (const std::exception& e) {
-    std::string what = e.what();
-    throw UserError("checkpoint '" + p + "' is unreadable or corrupted: " + what.substr(0, what.find('\n')));
-  }
-  return task;
+  return load_run_task(run_dir, checkpoint_which(id), &dataset);
 }
 
 std::string checkpoint_label(const std::string& run_dir, const std::string& id) {

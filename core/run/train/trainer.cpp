@@ -631,10 +631,12 @@ std::string checkpoint_path(const std::string& run_dir, const std::string& which
   return p;
 }
 
-std::unique_ptr<Task> load_run_task(const std::string& run_dir, const std::string& which) {
+std::unique_ptr<Task> load_run_task(const std::string& run_dir, const std::string& which, const json* dataset) {
   RunStore store(run_dir);
   if (!file_exists(store.path("config.json"))) throw UserError("'" + run_dir + "' is not a run directory (no config.json)");
-  json cfg = load_and_resolve(store.read_config());
+  json raw = store.read_config();
+  if (dataset) raw["dataset"] = *dataset;
+  json cfg = load_and_resolve(raw);
   auto task = make_task(cfg, run_dir);
   const std::string p = checkpoint_path(run_dir, which);
   torch::serialize::InputArchive ar;

@@ -131,7 +131,10 @@ void set_threads(int n);  // 0 = hardware concurrency
 // The checkpoint is checked against the model built from the run's config.json first: a
 // checkpoint of another architecture, a corrupted or truncated one gives a UserError naming
 // the checkpoint (and the mismatching parameter), never raw LibTorch text.
-std::unique_ptr<Task> load_run_task(const std::string& run_dir, const std::string& which = "best");
+// `dataset`, when given, replaces the config's dataset section (the task still reads the run's
+// saved vocabulary and encodes that other data with it: comparisons on one run's data).
+std::unique_ptr<Task> load_run_task(const std::string& run_dir, const std::string& which = "best",
+                                    const json* dataset = nullptr);
 std::string checkpoint_path(const std::string& run_dir, const std::string& which);
 
 }  // namespace cs
