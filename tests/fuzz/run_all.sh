@@ -59,8 +59,11 @@ run_one() {
     fi
     dirs+=("$gen")
   fi
-  # max_len 64 KiB: room for the generated checkpoint/run-directory seeds (about 20 KiB).
-  nice -n "$nice_level" "$exe" -max_total_time="$secs" -timeout=60 -rss_limit_mb=4096 -max_len=65536 \
+  # Inputs up to 128 KiB for checkpoint and run_dir (their generated seeds are about 60 KiB);
+  # libFuzzer's default (the largest seed, at least 4 KiB) for the others.
+  local maxlen=()
+  [[ "$t" == checkpoint || "$t" == run_dir ]] && maxlen=(-max_len=131072)
+  nice -n "$nice_level" "$exe" -max_total_time="$secs" -timeout=60 -rss_limit_mb=4096 "${maxlen[@]}" \
     -print_final_stats=1 -artifact_prefix="$out/artifacts/$t-" "${dirs[@]}" >"$log" 2>&1
   local rc=$?
   if ((rc == 0)); then echo ok >"$out/logs/$t.status"; else echo "finding" >"$out/logs/$t.status"; fi
