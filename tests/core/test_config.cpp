@@ -120,6 +120,19 @@ TEST(Config, nonUtf8ValueIsReportedNotThrown) {
   ASSERT_EQ(errs[0].path, std::string("model.hidden"));
 }
 
+// Found by tests/fuzz/fuzz_config (seeds/config/regression-number-overflow): a number too large for a
+// double escaped parse_json as nlohmann's out_of_range 406 (not a parse_error), so exit 1.
+TEST(Config, outOfRangeNumberIsAUserErrorNamingTheFile) {
+  bool named = false;
+  try {
+    (void)parse_json("{\"training\": {\"lr\": 1e400}}", "'cfg.json'");
+  } catch (const UserError& e) {
+    named = std::string(e.what()).find("'cfg.json'") != std::string::npos;
+  } catch (const std::exception&) {
+  }
+  ASSERT_TRUE(named);
+}
+
 TEST(Config, loadAndResolveListsEveryProblem) {
   bool threw = false;
   try {

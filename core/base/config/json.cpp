@@ -13,7 +13,13 @@ json parse_json(const std::string& text, const std::string& what) {
       throw UserError(what + ": JSON nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
     return true;
   };
-  return json::parse(text, limit);
+  try {
+    return json::parse(text, limit);
+  } catch (const json::out_of_range& e) {
+    // A number too large for a double (1e400) is not a parse_error but out_of_range 406, which
+    // no caller caught: exit 1 with library text (found by tests/fuzz/fuzz_config).
+    throw UserError(what + ": a number is out of range (" + e.what() + ")");
+  }
 }
 
 }  // namespace cs
