@@ -7,7 +7,12 @@
 #   fetch            apt dependencies and corpora only
 #   run              build, then start the workbench on Moby Dick
 #                    (no $DISPLAY: runs under xvfb-run only if CELLSCOPE_XVFB=1)
-#   test             build, then ctest (offscreen Qt); exits with ctest's status
+#   test             build, then ctest (offscreen Qt); then the sanitizer stage: a clang
+#                    AddressSanitizer + UndefinedBehaviorSanitizer build in build-asan
+#                    (-DCELLSCOPE_FUZZ=ON: the core, the CLI, the core tests and the fuzz
+#                    targets), the core tests under it, and every fuzz target for
+#                    CELLSCOPE_FUZZ_SECONDS (default 15) s; exits non-zero if any part fails.
+#                    CELLSCOPE_SANITIZE_STAGE=0 skips the sanitizer stage.
 #
 # Works on a fresh Debian 12 as root, or as a user with sudo. Idempotent: a
 # second run installs nothing, fetches nothing and the build is a no-op.
@@ -25,7 +30,8 @@ esac
 
 BUILD_DIR=${CELLSCOPE_BUILD_DIR:-$repo/build}
 PACKAGES=(qt6-base-dev qt6-base-dev-tools libqt6svg6-dev libtorch-dev libopenblas0-openmp libqcustomplot-dev
-  nlohmann-json3-dev libgloo-dev libgtest-dev cmake ninja-build ccache xvfb xauth git lintian)
+  nlohmann-json3-dev libgloo-dev libgtest-dev cmake ninja-build ccache xvfb xauth git lintian
+  clang libclang-rt-14-dev)  # clang + its sanitizer and libFuzzer runtimes: the sanitizer stage of `test`
 
 ms() { echo $(($(date +%s%N) / 1000000)); }
 t_step=""
@@ -113,6 +119,40 @@ export CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file
 step "Building with $(nproc) jobs"
 cmake --build "$BUILD_DIR" -j"$(nproc)"
 
+# ------------------------------------------------------------------ sanitizer stage
+# tests/README.md, "Fuzzing and the sanitizer suite". One clang build serves both: the core,
+# the CLI and the core tests with ASan + UBSan (plus libFuzzer's coverage instrumentation,
+# which costs little), and the fuzz targets. Returns non-zero when any part fails.
+ASAN_BUILD_DIR=${CELLSCOPE_ASAN_BUILD_DIR:-$repo/build-asan}
+# The core tests under the sanitizers: all but mzu (finite-difference gradient checks, LibTorch
+# arithmetic: 40% of the stage's test time) and dist* (several processes talking through gloo);
+# tests/README.md has the times.
+ASAN_TESTS_EXCLUDE=${CELLSCOPE_ASAN_TESTS_EXCLUDE:-'^(mzu|dist|dist_cluster|dist_end|dist_end_sentences|dist_stop)$'}
+sanitizer_stage() {
+  local src=0
+  step "Sanitizer build (clang, ASan + UBSan) in $ASAN_BUILD_DIR"
+  if [[ ! -f "$ASAN_BUILD_DIR/build.ninja" ]]; then
+    local launcher=()
+    command -v ccache >/dev/null 2>&1 && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+    cmake -S "$repo" -B "$ASAN_BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=clang++ \
+      -DCELLSCOPE_GUI=OFF -DCELLSCOPE_FUZZ=ON "${launcher[@]}" || return 1
+  fi
+  cmake --build "$ASAN_BUILD_DIR" -j"$(nproc)" --target cellscope-cli cellscope_core_tests cellscope_fuzz || return 1
+
+  step "Core tests under ASan + UBSan"
+  # halt_on_error: the first report fails the test. LeakSanitizer stays on, with the
+  # suppressions of tests/lsan.supp (allocations LibTorch and OpenMP keep until exit).
+  ASAN_OPTIONS=halt_on_error=1:abort_on_error=1:detect_leaks=1 \
+    UBSAN_OPTIONS=halt_on_error=1:abort_on_error=1:print_stacktrace=1 \
+    LSAN_OPTIONS="suppressions=$repo/tests/lsan.supp:print_suppressions=0" \
+    ctest --test-dir "$ASAN_BUILD_DIR" --output-on-failure -j2 -E "$ASAN_TESTS_EXCLUDE" || src=1
+
+  step "Fuzz targets, ${CELLSCOPE_FUZZ_SECONDS:-15} s each (tests/fuzz/run_all.sh)"
+  CELLSCOPE_FUZZ_BUILD="$ASAN_BUILD_DIR" CELLSCOPE_FUZZ_JOBS=2 \
+    bash "$repo/tests/fuzz/run_all.sh" "${CELLSCOPE_FUZZ_SECONDS:-15}" || src=1
+  return $src
+}
+
 # ------------------------------------------------------------------ run/test
 case "$action" in
   test)
@@ -121,6 +161,9 @@ case "$action" in
     QT_QPA_PLATFORM=offscreen ctest --test-dir "$BUILD_DIR" --output-on-failure -j2
     rc=$?
     set -e
+    if [[ "${CELLSCOPE_SANITIZE_STAGE:-1}" != 0 ]]; then
+      sanitizer_stage || rc=1
+    fi
     step_done
     exit $rc
     ;;

@@ -88,6 +88,51 @@ TEST(Config, overrides) {
   ASSERT_TRUE(threw);
 }
 
+// Found by tests/fuzz/fuzz_config (seeds/config/regression-set-on-array): --set on a config that is
+// a JSON array threw nlohmann's type_error (the CLI's exit 1 with library text), not a UserError.
+TEST(Config, overrideOnANonObjectConfigIsAUserError) {
+  for (const char* doc : {"[1, 2]", "42", "\"text\""}) {
+    json cfg = json::parse(doc);
+    bool user_error = false;
+    try {
+      apply_override(cfg, "model.hidden=32");
+    } catch (const UserError& e) {
+      user_error = std::string(e.what()).find("not a JSON object") != std::string::npos;
+    } catch (const std::exception&) {
+    }
+    ASSERT_TRUE(user_error) << doc;
+  }
+}
+
+// Found by tests/fuzz/fuzz_config (seeds/config/regression-non-utf8-value): a wrongly typed value
+// that is not UTF-8 made the validator's message (json::dump) throw type_error 316.
+TEST(Config, nonUtf8ValueIsReportedNotThrown) {
+  json cfg = {{"task", "char_lm"}, {"model", {{"cell", "gru"}, {"hidden", "\xd3^d"}}}};
+  std::vector<ConfigError> errs;
+  bool threw = false;
+  try {
+    errs = validate_config(cfg);
+  } catch (const std::exception&) {
+    threw = true;
+  }
+  ASSERT_FALSE(threw);
+  ASSERT_FALSE(errs.empty());
+  ASSERT_EQ(errs[0].path, std::string("model.hidden"));
+}
+
+// Found by tests/fuzz/fuzz_config (seeds/config/regression-number-overflow): a number too large for a
+// double escaped parse_json as nlohmann's out_of_range 406 (not a parse_error), so exit 1.
+TEST(Config, outOfRangeNumberIsAUserErrorNamingTheFile) {
+  bool named = false;
+  try {
+    (void)parse_json("{\"training\": {\"lr\": 1e400}}", "'cfg.json'");
+  } catch (const UserError& e) {
+    named = std::string(e.what()).find("'cfg.json'") != std::string::npos;
+  } catch (const std::exception&) {
+  }
+  ASSERT_TRUE(named);
+}
+
 TEST(Config, loadAndResolveListsEveryProblem) {
   bool threw = false;
   try {

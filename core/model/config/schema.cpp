@@ -79,7 +79,9 @@ const char* type_name(OptType t) {
 }
 
 std::string dump_short(const json& v) {
-  std::string s = v.dump();
+  // replace: a string that is not UTF-8 (a --set value, a config file in Latin-1) is shown with
+  // U+FFFD instead of making dump() throw type_error 316 (exit 1; found by tests/fuzz).
+  std::string s = v.dump(-1, ' ', false, json::error_handler_t::replace);
   if (s.size() > 60) s = s.substr(0, 57) + "...";
   return s;
 }
@@ -360,6 +362,10 @@ void apply_override(json& cfg, const std::string& assignment) {
   } catch (const json::parse_error&) {
     v = value;  // bare words are strings: model.cell=gru
   }
+  // A document that is not an object (an array, a number...) has no sections to set: before this
+  // check, cfg[section] threw nlohmann's type_error (exit 1, library text; found by tests/fuzz).
+  if (!cfg.is_object() && !cfg.is_null())
+    throw UserError("--set '" + assignment + "': the configuration is not a JSON object");
   if (path == "task") {
     cfg["task"] = json{{"name", v}};
     return;
