@@ -11,7 +11,10 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QSignalSpy>
+#include <QHeaderView>
 #include <QSlider>
+#include <QTableView>
+#include <QTableWidget>
 
 #include "analysis/run_names.h"
 #include "analysis_panel.h"
@@ -201,6 +204,11 @@ private Q_SLOTS:
       QVERIFY2(!offered.contains(QFileInfo(run).absoluteFilePath()), qPrintable(offered.join(", ")));
       QCOMPARE(offered.size(), 1);
     }
+    // The figure's export is proposed in the analysed run's folder, named after the run.
+    QVERIFY(p.selectRun(m_part));
+    const QFileInfo proposed(p.defaultExportPath(QStringLiteral("png")));
+    QCOMPARE(proposed.absolutePath(), QFileInfo(m_part).absoluteFilePath());
+    QVERIFY2(proposed.fileName().startsWith(QFileInfo(m_part).fileName() + "_"), qPrintable(proposed.fileName()));
     // A choice that becomes the analysed run is dropped.
     QVERIFY(p.selectRun(m_all));
     QVERIFY(p.selectSecondRun(m_part));
@@ -226,6 +234,29 @@ private Q_SLOTS:
     want.sort();
     QCOMPARE(labels(), want);
     for (const QString& l : labels()) QVERIFY2(!l.contains('=') && !l.contains("..."), qPrintable(l));
+    // The default series is the validation metric: sparse evaluation points (markers, never
+    // smoothed), as in the Training tab.
+    QVERIFY(!c.comparePlot()->seriesIds().isEmpty());
+    for (const QString& id : c.comparePlot()->seriesIds()) QVERIFY2(c.comparePlot()->seriesSparse(id), qPrintable(id));
+    // The config diff of the two runs keeps both value columns in view in a narrow panel.
+    QTableView* runView = nullptr;
+    QTableWidget* diff = nullptr;
+    for (QTableView* v : c.findChildren<QTableView*>()) {
+      if (auto* w = qobject_cast<QTableWidget*>(v)) diff = w;
+      else if (v->model() && v->model()->rowCount() == 2) runView = v;
+    }
+    QVERIFY(runView && diff);
+    c.resize(1024, 700);
+    c.show();
+    runView->selectAll();
+    QTRY_VERIFY(diff->rowCount() > 0);
+    QTest::qWait(50);
+    auto* header = diff->horizontalHeader();
+    for (int col = 1; col <= 2; ++col)
+      QVERIFY2(header->sectionViewportPosition(col) + header->sectionSize(col) <= diff->viewport()->width() + 1 &&
+                   header->sectionSize(col) >= 40,
+               qPrintable(QString("column %1 at %2+%3 of %4").arg(col).arg(header->sectionViewportPosition(col))
+                              .arg(header->sectionSize(col)).arg(diff->viewport()->width())));
     // A label the user set wins.
     QString out, err;
     QCOMPARE(cstest::run_cli({"label", m_part, "small corpus"}, &out, &err), 0);

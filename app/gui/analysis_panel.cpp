@@ -540,15 +540,23 @@ bool AnalysisPanel::exportTo(const QString& path, QString* error) {
   return csf::export_figure(m_figure, path, error);
 }
 
+QString AnalysisPanel::defaultExportPath(const QString& suffix) const {
+  const QString run = currentRun();
+  QString dir = run;
+  if (dir.isEmpty() || !QFileInfo(dir).isDir()) dir = m_workspace;
+  if (dir.isEmpty() || !QFileInfo(dir).isDir()) dir = QDir::homePath();
+  const QString base = QStringLiteral("%1_%2_%3.%4")
+                           .arg(run.isEmpty() ? QStringLiteral("figure") : QFileInfo(run).fileName(), kind(),
+                                currentCheckpointId(), suffix);
+  return QDir(dir).filePath(base);
+}
+
 void AnalysisPanel::exportInteractive(const QString& filter, const QString& suffix) {
   if (!m_figure) {
     showMessage(QStringLiteral("Nothing to export: compute an analysis first (Ctrl+Return)."), true);
     return;
   }
-  const QString base = QStringLiteral("%1_%2_%3.%4")
-                           .arg(QFileInfo(currentRun()).fileName(), kind(), currentCheckpointId(), suffix);
-  const QString dir = m_workspace.isEmpty() ? QDir::homePath() : m_workspace;
-  const QString path = QFileDialog::getSaveFileName(this, QStringLiteral("Export figure"), QDir(dir).filePath(base),
+  const QString path = QFileDialog::getSaveFileName(this, QStringLiteral("Export figure"), defaultExportPath(suffix),
                                                     filter + QStringLiteral(";;PNG (*.png);;PDF (*.pdf);;SVG (*.svg);;CSV (*.csv)"));
   if (path.isEmpty()) return;
   QString err;

@@ -93,6 +93,9 @@ public:
 
   // ---- export (.png .pdf .svg .csv)
   bool exportTo(const QString& path, QString* error = nullptr);
+  // Where File > Export of the figure proposes to write: the analysed run's folder (else the
+  // workspace, else home), named "<run>_<kind>_<checkpoint>.<suffix>".
+  QString defaultExportPath(const QString& suffix) const;
 
 public Q_SLOTS:
   void compute();  // for the current settings (queued when busy)

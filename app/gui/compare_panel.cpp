@@ -116,7 +116,13 @@ ComparePanel::ComparePanel(FigureExporter* exporter, QWidget* parent) : QWidget(
   m_diffLabel->setWordWrap(true);
   m_diffTable = new QTableWidget(0, 3);
   m_diffTable->setHorizontalHeaderLabels({QStringLiteral("Option"), QStringLiteral("A"), QStringLiteral("B")});
-  m_diffTable->horizontalHeader()->setStretchLastSection(true);
+  // Both value columns always in view, however narrow the panel (1024x700): they share the width
+  // left by the option names and elide; the full text is in each cell's tooltip.
+  m_diffTable->horizontalHeader()->setSectionResizeMode(0, QHeaderView::ResizeToContents);
+  m_diffTable->horizontalHeader()->setSectionResizeMode(1, QHeaderView::Stretch);
+  m_diffTable->horizontalHeader()->setSectionResizeMode(2, QHeaderView::Stretch);
+  m_diffTable->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  m_diffTable->setTextElideMode(Qt::ElideMiddle);
   m_diffTable->verticalHeader()->hide();
   m_diffTable->setEditTriggers(QAbstractItemView::NoEditTriggers);
   dv->addWidget(m_diffLabel);
@@ -338,6 +344,7 @@ void ComparePanel::redraw() {
       QVector<double> xs, ys;
       seriesOf(g.first(), &xs, &ys);
       plot->addSeries(first->dir, names.value(gi));
+      plot->setSeriesSparse(first->dir, split != QLatin1String("train"));  // evaluations: markers, never smoothed
       plot->setSeries(first->dir, xs, ys);
       continue;
     }
@@ -368,6 +375,7 @@ void ComparePanel::redraw() {
     }
     const QString id = QStringLiteral("seeds:") + first->dir;
     plot->addSeries(id, names.value(gi) + QStringLiteral(" (mean of %1 seeds)").arg(g.size()));
+    plot->setSeriesSparse(id, split != QLatin1String("train"));
     plot->setSeries(id, xs, mean);
     plot->setBand(id, xs, lo, hi);
   }
@@ -391,11 +399,13 @@ void ComparePanel::updateDiff() {
                            .arg(diff.size()));
   m_diffTable->setRowCount(diff.size());
   for (int i = 0; i < diff.size(); ++i) {
-    m_diffTable->setItem(i, 0, new QTableWidgetItem(std::get<0>(diff[i])));
-    m_diffTable->setItem(i, 1, new QTableWidgetItem(std::get<1>(diff[i])));
-    m_diffTable->setItem(i, 2, new QTableWidgetItem(std::get<2>(diff[i])));
+    const QString cells[3] = {std::get<0>(diff[i]), std::get<1>(diff[i]), std::get<2>(diff[i])};
+    for (int c = 0; c < 3; ++c) {
+      auto* item = new QTableWidgetItem(cells[c]);
+      item->setToolTip(cells[c]);
+      m_diffTable->setItem(i, c, item);
+    }
   }
-  m_diffTable->resizeColumnsToContents();
 }
 
 QString ComparePanel::configDiffText() const {
