@@ -26,6 +26,7 @@
 #include "util/error.h"
 #include "util/format.h"
 #include "util/paths.h"
+#include "json_file.h"
 
 #include <torch/version.h>
 
@@ -229,14 +230,6 @@ bool runParent(const QJsonObject& config, QString* parentDir, qint64* step) {
   return true;
 }
 
-namespace {
-QJsonObject readJsonObject(const QString& path) {
-  QFile f(path);
-  if (!f.open(QIODevice::ReadOnly)) return QJsonObject();
-  return QJsonDocument::fromJson(f.readAll()).object();
-}
-}  // namespace
-
 QVector<MetricPoint> parentMetrics(const QString& runDir) {
   // Walk up the chain (child -> parent -> grandparent), then concatenate from the root down,
   // each generation's records cut at the step where the next one forked from it.
@@ -250,7 +243,7 @@ QVector<MetricPoint> parentMetrics(const QString& runDir) {
   for (int depth = 0; depth < 32; ++depth) {
     QString parent;
     qint64 step = 0;
-    if (!runParent(readJsonObject(QDir(dir).filePath(QStringLiteral("config.json"))), &parent, &step)) break;
+    if (!runParent(readJsonObjectFile(QDir(dir).filePath(QStringLiteral("config.json"))), &parent, &step)) break;
     if (QFileInfo(parent).isRelative()) parent = QDir(QFileInfo(dir).absolutePath()).filePath(parent);
     parent = QFileInfo(parent).absoluteFilePath();
     if (seen.contains(parent)) break;

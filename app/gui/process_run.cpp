@@ -8,16 +8,9 @@
 #include <QProcess>
 
 #include "core_bridge.h"
+#include "json_file.h"
 
 namespace gui {
-
-namespace {
-QJsonObject readObject(const QString& path) {
-  QFile f(path);
-  if (!f.open(QIODevice::ReadOnly)) return QJsonObject();
-  return QJsonDocument::fromJson(f.readAll()).object();
-}
-}  // namespace
 
 ProcessRun::ProcessRun(QObject* parent) : QObject(parent) {}
 
@@ -84,11 +77,11 @@ bool ProcessRun::poll(QVector<MetricPoint>* points, QStringList* logs, TrainProg
     // Started = the run directory has its config and a summary that says "running" (a
     // resumed run has an old summary until the trainer writes the new one); a process
     // that already ended counts too (it may have finished between two polls).
-    const QJsonObject summary = readObject(dir.filePath(QStringLiteral("summary.json")));
+    const QJsonObject summary = readJsonObjectFile(dir.filePath(QStringLiteral("summary.json")));
     if (!QFileInfo::exists(dir.filePath(QStringLiteral("config.json"))) || summary.isEmpty()) return false;
     if (summary.value(QStringLiteral("status")).toString() != QLatin1String("running") && isRunning()) return false;
     m_started = true;
-    const QJsonObject cfg = readObject(dir.filePath(QStringLiteral("config.json")));
+    const QJsonObject cfg = readJsonObjectFile(dir.filePath(QStringLiteral("config.json")));
     m_total = qint64(cfg.value(QStringLiteral("training")).toObject().value(QStringLiteral("steps")).toDouble());
     m_unit = summary.value(QStringLiteral("unit")).toString();
     Q_EMIT started(m_runDir, summary.value(QStringLiteral("primary_metric")).toString(), m_unit,
@@ -141,7 +134,7 @@ QString ProcessRun::outputTail() const {
 
 void ProcessRun::onExit() {
   const QDir dir(m_runDir);
-  const QJsonObject summary = readObject(dir.filePath(QStringLiteral("summary.json")));
+  const QJsonObject summary = readJsonObjectFile(dir.filePath(QStringLiteral("summary.json")));
   const QString status = summary.value(QStringLiteral("status")).toString();
   const bool hasRun = QFileInfo::exists(dir.filePath(QStringLiteral("config.json")));
   if (hasRun && !summary.isEmpty() && status != QLatin1String("running")) {

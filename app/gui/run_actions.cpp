@@ -28,21 +28,11 @@
 #include "core_bridge.h"
 #include "run_table.h"
 #include "training_controller.h"
+#include "json_file.h"
 
 namespace gui {
 
 namespace {
-QJsonObject readObject(const QString& path) {
-  QFile f(path);
-  if (!f.open(QIODevice::ReadOnly)) return QJsonObject();
-  return QJsonDocument::fromJson(f.readAll()).object();
-}
-QString jsonScalarText(const QJsonValue& v) {
-  if (v.isDouble()) return QString::number(v.toDouble(), 'g', 12);
-  if (v.isString()) return v.toString();
-  if (v.isBool()) return v.toBool() ? QStringLiteral("true") : QStringLiteral("false");
-  return QString();
-}
 bool hasLastCheckpoint(const QString& dir) {
   return QFileInfo::exists(QDir(dir).filePath(QStringLiteral("checkpoints/last.pt")));
 }
@@ -51,8 +41,8 @@ bool hasLastCheckpoint(const QString& dir) {
 // ======================================================================= ForkDialog
 ForkDialog::ForkDialog(const QString& runDir, QWidget* parent) : QDialog(parent), m_dir(QFileInfo(runDir).absoluteFilePath()) {
   setWindowTitle(QStringLiteral("Fork %1").arg(QFileInfo(m_dir).fileName()));
-  const QJsonObject summary = readObject(QDir(m_dir).filePath(QStringLiteral("summary.json")));
-  const QJsonObject cfg = readObject(QDir(m_dir).filePath(QStringLiteral("config.json")));
+  const QJsonObject summary = readJsonObjectFile(QDir(m_dir).filePath(QStringLiteral("summary.json")));
+  const QJsonObject cfg = readJsonObjectFile(QDir(m_dir).filePath(QStringLiteral("config.json")));
   auto* v = new QVBoxLayout(this);
   auto* intro = new QLabel(QStringLiteral(
       "A new run that starts from a checkpoint of this one (model, optimizer and data position) with the "
@@ -69,7 +59,7 @@ ForkDialog::ForkDialog(const QString& runDir, QWidget* parent) : QDialog(parent)
     m_checkpoint->addItem(QStringLiteral("step_%1.pt%2").arg(steps[i]).arg(steps[i] == best ? QStringLiteral("  (best valid)") : QString()),
                           steps[i]);
   form->addRow(QStringLiteral("Checkpoint:"), m_checkpoint);
-  m_lrOriginal = jsonScalarText(cfg.value(QStringLiteral("training")).toObject().value(QStringLiteral("lr")));
+  m_lrOriginal = jsonValueText(cfg.value(QStringLiteral("training")).toObject().value(QStringLiteral("lr")));
   m_lr = new QLineEdit(m_lrOriginal);
   m_lr->setToolTip(QStringLiteral("training.lr of the new run"));
   form->addRow(QStringLiteral("Learning rate:"), m_lr);
@@ -206,7 +196,7 @@ QString RunActions::busyReason(const QString& dir) const {
   if (m_controller->isTraining() && QFileInfo(m_controller->currentRunDir()).absoluteFilePath() == abs)
     return QStringLiteral("it is training in this window (stop it first)");
   const QFileInfo sum(QDir(abs).filePath(QStringLiteral("summary.json")));
-  if (readObject(sum.filePath()).value(QStringLiteral("status")).toString() == QLatin1String("running") &&
+  if (readJsonObjectFile(sum.filePath()).value(QStringLiteral("status")).toString() == QLatin1String("running") &&
       sum.lastModified().secsTo(QDateTime::currentDateTime()) < 60)
     return QStringLiteral("another process is training it (its summary.json changed %1 s ago)")
         .arg(std::max<qint64>(0, sum.lastModified().secsTo(QDateTime::currentDateTime())));
@@ -223,7 +213,7 @@ bool RunActions::resume(const QString& dir, QString* error) {
 }
 
 QString RunActions::forkDirectory(const QString& dir) const {
-  const QJsonObject cfg = readObject(QDir(dir).filePath(QStringLiteral("config.json")));
+  const QJsonObject cfg = readJsonObjectFile(QDir(dir).filePath(QStringLiteral("config.json")));
   return newRunDirectory(QFileInfo(QFileInfo(dir).absoluteFilePath()).absolutePath(), cfg);
 }
 
@@ -237,7 +227,7 @@ bool RunActions::fork(const QString& dir, const QStringList& args, const QString
 }
 
 bool RunActions::loadConfiguration(const QString& dir, QString* error) {
-  const QJsonObject cfg = readObject(QDir(dir).filePath(QStringLiteral("config.json")));
+  const QJsonObject cfg = readJsonObjectFile(QDir(dir).filePath(QStringLiteral("config.json")));
   if (cfg.isEmpty()) {
     if (error) *error = QStringLiteral("%1 has no readable config.json").arg(dir);
     return false;

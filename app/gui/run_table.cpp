@@ -15,23 +15,11 @@
 #include "core_bridge.h"
 #include "export.h"
 #include "run_watcher.h"
+#include "json_file.h"
 
 namespace gui {
 
 namespace {
-QJsonObject readJson(const QString& path) {
-  QFile f(path);
-  if (!f.open(QIODevice::ReadOnly)) return QJsonObject();
-  return QJsonDocument::fromJson(f.readAll()).object();
-}
-QString jsonText(const QJsonValue& v) {
-  if (v.isString()) return v.toString();
-  if (v.isDouble()) return QString::number(v.toDouble(), 'g', 12);
-  if (v.isBool()) return v.toBool() ? QStringLiteral("true") : QStringLiteral("false");
-  if (v.isNull()) return QStringLiteral("null");
-  QJsonDocument d = v.isArray() ? QJsonDocument(v.toArray()) : QJsonDocument(v.toObject());
-  return QString::fromUtf8(d.toJson(QJsonDocument::Compact));
-}
 QString fmtNumber(double v, int prec = 4) { return QLocale().toString(v, 'g', prec); }
 }  // namespace
 
@@ -40,9 +28,9 @@ QMap<QString, QString> flattenConfig(const QJsonObject& cfg) {
   for (auto it = cfg.begin(); it != cfg.end(); ++it) {
     if (it.value().isObject()) {
       const QJsonObject sec = it.value().toObject();
-      for (auto jt = sec.begin(); jt != sec.end(); ++jt) out.insert(it.key() + QLatin1Char('.') + jt.key(), jsonText(jt.value()));
+      for (auto jt = sec.begin(); jt != sec.end(); ++jt) out.insert(it.key() + QLatin1Char('.') + jt.key(), jsonValueText(jt.value()));
     } else if (it.key() != QLatin1String("name") && it.key() != QLatin1String("notes")) {
-      out.insert(it.key(), jsonText(it.value()));
+      out.insert(it.key(), jsonValueText(it.value()));
     }
   }
   return out;
@@ -53,9 +41,9 @@ bool readRun(const QString& dir, RunInfo* out) {
   if (!QFileInfo::exists(cfgPath)) return false;
   out->dir = QFileInfo(dir).absoluteFilePath();
   out->name = QFileInfo(dir).fileName();
-  out->config = readJson(cfgPath);
+  out->config = readJsonObjectFile(cfgPath);
   const QString sumPath = QDir(dir).filePath(QStringLiteral("summary.json"));
-  out->summary = readJson(sumPath);
+  out->summary = readJsonObjectFile(sumPath);
   out->summaryTime = QFileInfo(sumPath).lastModified();
   out->flat = flattenConfig(out->config);
   out->label = readRunLabel(out->dir);
