@@ -289,6 +289,20 @@ private Q_SLOTS:
     QVERIFY(f.open(QIODevice::ReadOnly));
     const QString text = QString::fromUtf8(f.readAll());
     for (const char* z : {"zone 1", "zone 2", "zone 3", "zone 4"}) QVERIFY2(text.contains(QLatin1String(z)), z);
+    // A small export (File > Export options at 600x190, a long caption): the rows are few, so the
+    // export writes every one of them (thinning them left "zone 1" and "zone 4" only).
+    for (const char* ext : {"svg", "pdf"}) {
+      csw::ExportOptions small;
+      small.size = QSize(600, 190);
+      const QString out = m_root + "/zone-small." + ext;
+      QVERIFY2(csf::export_figure(fig.get(), out, &err, small), qPrintable(err));
+      if (QString(ext) == "svg") {
+        QFile g(out);
+        QVERIFY(g.open(QIODevice::ReadOnly));
+        const QString t = QString::fromUtf8(g.readAll());
+        for (const char* z : {"zone 1", "zone 2", "zone 3", "zone 4"}) QVERIFY2(t.contains(QLatin1String(z)), z);
+      }
+    }
   }
 
   void analysesFigureScrollsInsteadOfSqueezing() {
