@@ -330,3 +330,12 @@ TEST(BadInput, wordSeedHonoursEos) {
   // the tokeniser the corpus uses
   ASSERT_EQ(word_text_tokens("a b\n\nc\n", true, "paragraph").size(), size_t(5));  // a b <eos> c <eos>
 }
+
+// A run directory whose config.json was damaged by hand: one message naming the file, without the
+// library's "[json.exception...]" text (run_store printed e.what() raw).
+TEST(BadInput, damagedRunConfigIsOneMessage) {
+  const std::string dir = cstest::temp_dir() + "/damaged_run";
+  cstest::write_text(dir + "/config.json", "{\"task\": \"char_lm\",\n  \"model\": \n");
+  std::string out, err;
+  expect_one_message(cstest::run_cli({"eval", dir}, &out, &err), err, dir + "/config.json' is not valid JSON");
+}

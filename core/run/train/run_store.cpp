@@ -204,7 +204,7 @@ json RunStore::read_config() const {
   try {
     return parse_json(read_file(p), p);
   } catch (const json::exception& e) {
-    throw UserError("'" + p + "' is not valid JSON: " + e.what());
+    throw UserError("'" + p + "' is not valid JSON: " + json_error_text(e));
   }
 }
 
@@ -215,7 +215,8 @@ RunSummary RunStore::read_summary() const {
   try {
     return RunSummary::from_json(parse_json(read_file(p), p));
   } catch (const json::exception& e) {
-    throw UserError("'" + p + "' is not valid JSON: " + e.what());
+    // a syntax error, or a field of the wrong type (from_json)
+    throw UserError("'" + p + "' is not a valid run summary: " + json_error_text(e));
   }
 }
 
