@@ -254,7 +254,7 @@ private Q_SLOTS:
     auto* header = diff->horizontalHeader();
     for (int col = 1; col <= 2; ++col)
       QVERIFY2(header->sectionViewportPosition(col) + header->sectionSize(col) <= diff->viewport()->width() + 1 &&
-                   header->sectionSize(col) >= 40,
+                   header->sectionSize(col) >= diff->viewport()->width() / 4,
                qPrintable(QString("column %1 at %2+%3 of %4").arg(col).arg(header->sectionViewportPosition(col))
                               .arg(header->sectionSize(col)).arg(diff->viewport()->width())));
     // A label the user set wins.

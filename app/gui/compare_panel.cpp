@@ -118,7 +118,7 @@ ComparePanel::ComparePanel(FigureExporter* exporter, QWidget* parent) : QWidget(
   m_diffTable->setHorizontalHeaderLabels({QStringLiteral("Option"), QStringLiteral("A"), QStringLiteral("B")});
   // Both value columns always in view, however narrow the panel (1024x700): they share the width
   // left by the option names and elide; the full text is in each cell's tooltip.
-  m_diffTable->horizontalHeader()->setSectionResizeMode(0, QHeaderView::ResizeToContents);
+  m_diffTable->horizontalHeader()->setSectionResizeMode(0, QHeaderView::Interactive);
   m_diffTable->horizontalHeader()->setSectionResizeMode(1, QHeaderView::Stretch);
   m_diffTable->horizontalHeader()->setSectionResizeMode(2, QHeaderView::Stretch);
   m_diffTable->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
@@ -406,6 +406,11 @@ void ComparePanel::updateDiff() {
       m_diffTable->setItem(i, c, item);
     }
   }
+  // The option names take what they need, but at most 45% of the width: the values stay readable.
+  int optionWidth = m_diffTable->horizontalHeader()->sectionSizeHint(0);
+  for (int i = 0; i < m_diffTable->rowCount(); ++i)
+    optionWidth = std::max(optionWidth, m_diffTable->fontMetrics().horizontalAdvance(m_diffTable->item(i, 0)->text()) + 16);
+  m_diffTable->setColumnWidth(0, std::min(optionWidth, std::max(80, m_diffTable->viewport()->width() * 45 / 100)));
 }
 
 QString ComparePanel::configDiffText() const {
