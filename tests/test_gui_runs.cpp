@@ -287,6 +287,41 @@ private Q_SLOTS:
     QVERIFY2(err.contains("line 1") && err.contains("SECTION.KEY=VALUE"), qPrintable(err));
   }
 
+  // The Fork dialog's command, run for real against the CLI's --fork: the child continues from
+  // the chosen checkpoint, records its parent, and its curve starts with the parent's.
+  void forkDialogCommandRunsTheCli() {
+    const QString parent = m_root + "/fork-real/parent", child = m_root + "/fork-real/child";
+    QString out, err;
+    QCOMPARE(cstest::run_cli({"train", "quick-gru", "--set", "model.hidden=16", "--set", "model.embed=8", "--set",
+                              "dataset.max_chars=20000", "--set", "training.checkpoint_every=10", "--set",
+                              "training.log_every=5", "--steps", "20", "--threads", "1", "--run-dir", parent, "--quiet"},
+                             &out, &err), 0);
+    gui::ForkDialog dlg(parent);
+    int at10 = -1;
+    for (int i = 0; i < dlg.checkpointCombo()->count(); ++i)
+      if (dlg.checkpointCombo()->itemText(i).startsWith("step_10.pt")) at10 = i;
+    QVERIFY2(at10 >= 0, qPrintable(dlg.checkpointCombo()->itemText(0)));
+    dlg.checkpointCombo()->setCurrentIndex(at10);
+    dlg.lrEdit()->setText("0.0005");
+    dlg.changesEdit()->setPlainText("training.steps=30");
+    QProcess cli;
+    cli.start(cstest::cli_path(), dlg.arguments(child));
+    QVERIFY(cli.waitForFinished(120000));
+    QVERIFY2(cli.exitCode() == 0, cli.readAllStandardError().constData());
+    const QJsonObject cfg = readJson(child + "/config.json");
+    QCOMPARE(cfg.value("parent").toObject().value("step").toInt(), 10);
+    QCOMPARE(cfg.value("training").toObject().value("lr").toDouble(), 0.0005);
+    const auto joined = gui::readMetricsFile(child + "/metrics.jsonl");
+    QVector<qint64> steps;
+    for (const auto& p : joined)
+      if (!p.eval) steps << p.step;
+    QVERIFY(!steps.isEmpty());
+    QCOMPARE(steps.first(), qint64(5));  // the parent's first logged step
+    QCOMPARE(steps.last(), qint64(30));  // the child's last
+    for (int i = 1; i < steps.size(); ++i) QVERIFY(steps[i] > steps[i - 1]);  // one curve, no overlap
+    QVERIFY(steps.contains(10) && steps.contains(15));
+  }
+
   // A forked run's curves start with its parent's, up to the fork step (config "parent").
   void forkCurvesJoinParent() {
     const QString ws = m_root + "/ws-join";
