@@ -235,6 +235,9 @@ TEST(Data, vocabMalformed) {
   expect_user_error([] { Vocab::deserialize("cellscope-vocab 1 2\na\n<unk>\n", "v6"); }, {"'v6'", "<unk>"});
   expect_user_error([] { Vocab::deserialize("cellscope-vocab 1 2\n<unk>\n\xFF\n", "v7"); },
                     {"'v7'", "UTF-8", "offset 26"});
+  // a count the file cannot hold is refused before anything is reserved (it asked for 7 GB; fuzz_vocab)
+  expect_user_error([] { Vocab::deserialize("cellscope-vocab 1 222222222\n<unk>\n", "v8"); },
+                    {"'v8'", "line 1", "symbol count 222222222 is larger than the file"});
   expect_user_error([] { Vocab::load(tmp("no-such-vocab")); }, {tmp("no-such-vocab"), "does not exist"});
 }
 

@@ -132,6 +132,10 @@ Vocab Vocab::deserialize(const std::string& text, const std::string& source_name
       throw fail(1, "malformed symbol count '" + cnt + "'");
     count = std::stoull(cnt);
     if (count == 0) throw fail(1, "symbol count is 0 (the vocabulary always holds <unk>)");
+    // One symbol per line: a count above the number of bytes cannot be right, and reserving it
+    // asked for gigabytes (found by tests/fuzz/fuzz_vocab: "cellscope-vocab 1 222222222").
+    if (count > text.size())
+      throw fail(1, "symbol count " + cnt + " is larger than the file (" + std::to_string(text.size()) + " bytes) can hold");
   }
 
   Vocab v;
