@@ -7,7 +7,7 @@
 //    the output states, concatenated with the aspect embedding (the mean of the embeddings of
 //    a multi-word aspect), a softmax layer; with a GRU and with the paper's capMZU+DT;
 //  * classify (CRU paper Fig. 2): the two directions' final states concatenated, the fully
-//    connected layer, one sigmoid unit for two classes or a softmax layer.
+//    connected layer, one sigmoid unit for two classes or a softmax layer; with a GRU and bi-CRUs.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -70,15 +70,20 @@ std::string describe(const Setup& u) {
 }
 
 // The model's logits for a padded batch of three sentences against the reference, sentence by
-// sentence within its own length. For the GRU the encoder is written out (gru_ref); for
-// other cells (the MZU, whose equations test_equations_mzu.cpp checks) each direction is the
-// cell's own forward_sequence over the one unpadded sentence (reversed for the backward one),
-// so what is checked is the batching, padding, reversal and pooling around it.
+// sentence within its own length. For the GRU the encoder is written out (gru_ref); for other
+// cells (MZU, CRU: their equations are checked in test_equations_{mzu,cru}.cpp) each direction
+// is the cell's own forward_sequence over the one unpadded sentence (reversed for the backward
+// one), so what is checked is the batching, padding, reversal and pooling around it.
 void check(const Setup& u) {
   const int64_t V = 11, E = 4, H = u.cell == "gru" ? 3 : 4, C = u.classes, T = 6, B = 3, A = 3;
   json m = {{"cell", u.cell}, {"embed", E}, {"hidden", H}, {"layers", u.layers}, {"fc", u.fc},
-            {"fc_activation", u.fc_activation}, {"dropout", 0.0}, {"layer_norm", false}, {"candidate_dropout", 0.0}};
-  if (u.cell != "gru") {
+            {"fc_activation", u.fc_activation}, {"dropout", 0.0}, {"candidate_dropout", 0.0}};
+  if (u.cell.rfind("cru_", 0) != 0) m["layer_norm"] = false;  // the CRU cells have no layer_norm option
+  if (u.cell.rfind("cru_", 0) == 0) {
+    // CRU (every option explicit): the convolution must see zeros past a padded sentence's end
+    m.update(json{{"filter_length", 3}, {"conv_activation", "relu"}, {"reset_after", true}});
+    if (u.cell == "cru_shallow") m["conv_channels"] = 0;
+  } else if (u.cell != "gru") {
     // capMZU+DT, the paper's ABSA cell, every option explicit
     m.update(json{{"zones", 2}, {"filter", 5}, {"depth", 1}, {"share_transition", true}, {"capsules", 2},
                   {"routing_iters", 3}, {"zone_disagreement", 1.0}, {"regular_gate", false},
@@ -210,4 +215,12 @@ TEST(EquationsSentence, classifyFinalStates) {
   check({false, "gru", 1, 5, 2, "relu"});  // CRU paper Fig. 2: one sigmoid unit for two classes
   check({false, "gru", 2, 5, 5, "tanh"});
   check({false, "gru", 1, 0, 3, "relu"});
+}
+
+TEST(EquationsSentence, classifyWithBiCru) {
+  // the CRU paper's bi-CRU: a padded batch equals each sentence run alone (both directions,
+  // the convolution window at the sentence's own ends), two layers reading both directions
+  check({false, "cru_shallow", 1, 5, 2, "relu"});
+  check({false, "cru_deep_enhanced", 2, 5, 5, "relu"});
+  check({true, "cru_deep", 1, 0, 4, "relu"});
 }
