@@ -7,7 +7,9 @@
 
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -174,6 +176,44 @@ TEST_F(SweepWorkers, concurrentWorkersRunEveryPointOnce) {
   ASSERT_EQ(csv.size(), 4u);
   for (size_t r = 1; r < csv.size(); ++r) ASSERT_EQ(cstest::split(csv[r], ',')[4], "2") << csv[r];
   expect_complete(ws, "workers", spec);
+}
+
+// A point being run by another process (its lock held) is left alone: `--point` and a share
+// skip it and exit with 3. A point whose run directory a killed process left without a
+// checkpoint starts over, and that directory is removed: one run directory per point.
+TEST_F(SweepWorkers, pointLocksAndUnresumableRuns) {
+  const std::string ws = cstest::temp_dir() + "/ws_locks";
+  const json spec = {{"name", "locks"}, {"base", toy_base(corpus_, 10)}, {"grid", {{"model.hidden", {8}}}}, {"seeds", {1, 2}}};
+  const std::string path = write_spec("locks", spec);
+  const auto points = expand_sweep(SweepSpec::from_json(spec));
+  std::string out, err;
+  ASSERT_EQ(cstest::run_cli({"sweep", "run", path, "--workspace", ws, "--point", "0"}, &out, &err), 0) << err;
+  const std::string dir0 = point_state(ws, "locks", points[0].id).run_dir;
+  ASSERT_EQ(summary_status(dir0), "finished");
+  {
+    const int fd = ::open((sweep_dir(ws, "locks") + "/points/1.lock").c_str(), O_RDWR | O_CREAT, 0644);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(::flock(fd, LOCK_EX | LOCK_NB), 0);
+    ASSERT_EQ(cstest::run_cli({"sweep", "run", path, "--workspace", ws, "--point", "1"}, &out, &err), 3) << err;
+    ASSERT_TRUE(cstest::contains(err, "being run by another process, skipped")) << err;
+    ASSERT_EQ(cstest::run_cli({"sweep", "run", path, "--workspace", ws, "--worker", "1/2"}, &out, &err), 3) << err;
+    ASSERT_TRUE(cstest::contains(err, "0/1 points done (0 run now, 0 already done, 0 failed, 1 being run by another process)")) << err;
+    ::close(fd);
+  }
+  ASSERT_TRUE(point_state(ws, "locks", points[1].id).run_dir.empty());
+  // A run directory stranded before its first checkpoint (config.json, no checkpoints/last.pt),
+  // recorded for point 1 as a killed process leaves it.
+  const std::string stranded = fs::absolute(ws).lexically_normal().string() + "/20990101-000000-char_lm-gru-locks-p1";
+  fs::create_directories(stranded + "/checkpoints");
+  fs::copy_file(dir0 + "/config.json", stranded + "/config.json");
+  json st = json::parse(cstest::read_text(sweep_dir(ws, "locks") + "/state.json"));
+  st["points"][points[1].id] = {{"run_dir", stranded}, {"status", "running"}};
+  atomic_write(sweep_dir(ws, "locks") + "/state.json", st.dump(2));
+  ASSERT_EQ(cstest::run_cli({"sweep", "run", path, "--workspace", ws, "--point", "1"}, &out, &err), 0) << err;
+  ASSERT_TRUE(cstest::contains(err, "removed " + stranded)) << err;
+  ASSERT_FALSE(fs::exists(stranded));
+  ASSERT_NE(point_state(ws, "locks", points[1].id).run_dir, stranded);
+  expect_complete(ws, "locks", spec);
 }
 
 // A worker killed (SIGKILL) mid-run: the table says what is missing, and the same share run

@@ -361,16 +361,17 @@ std::string point_run_dir(const std::string& ws, const SweepSpec& spec, const Sw
 
 // A point's run directory left without a checkpoint by a killed process holds nothing to
 // resume: it is removed (when no process writes it) so that the point keeps one run directory.
-void discard_unresumable_run(const std::string& run_dir, const std::function<void(const std::string&)>& log) {
+void discard_unresumable_run(const std::string& run_dir, const std::string& tag,
+                             const std::function<void(const std::string&)>& log) {
   if (run_dir.empty() || !dir_exists(run_dir) || has_checkpoint(run_dir)) return;
   try {
     RunStore store(run_dir);
     store.lock_for_writing();  // UserError when another process writes it: leave it alone
     std::error_code ec;
     std::filesystem::remove_all(run_dir, ec);
-    if (log) log("removed " + run_dir + " (interrupted before its first checkpoint; the point starts over)");
+    if (log) log(tag + ": removed " + run_dir + " (interrupted before its first checkpoint; the point starts over)");
   } catch (const UserError& e) {
-    if (log) log(std::string("left ") + run_dir + ": " + e.what());
+    if (log) log(tag + ": left " + run_dir + " (" + e.what() + "); the point starts over in a new run directory");
   }
 }
 
@@ -482,7 +483,7 @@ SweepRunResult run_sweep(const SweepSpec& spec, const SweepRunOptions& o) {
       lo.resume_dir = st.run_dir;
       raw = json::object();
     } else {
-      discard_unresumable_run(st.run_dir, o.on_log);
+      discard_unresumable_run(st.run_dir, tag, o.on_log);
       // Recorded before the directory exists: a kill at any instant leaves the state naming
       // the point's only run directory (or one not created yet).
       lo.run_dir = point_run_dir(ws, spec, p);
