@@ -61,7 +61,8 @@ const char* kUsage =
     "tables) or an existing sweep under WORKSPACE/sweeps/. Every point is an ordinary run in the workspace.\n"
     "run       runs the points not finished yet, one after another; Ctrl-C stops the current run with a\n"
     "          checkpoint, and running the same sweep again resumes it (finished points are skipped).\n"
-    "          --dry-run validates every point and lists them (with their 0-based INDEX) without running.\n"
+    "          --dry-run validates every point and lists them with their 0-based INDEX (with --worker or\n"
+    "          --point: that share's) without running.\n"
     "          --steps N overrides training.steps of every point (changes the sweep: give it a fresh\n"
     "          workspace or name).\n"
     "          --worker I/N runs share I of N (0 <= I < N, 0-based like SLURM_PROCID): the points whose index\n"
@@ -147,10 +148,12 @@ int sweep_run(const std::vector<std::string>& a) {
   if (args.has("dry-run")) {
     auto state = cs::read_sweep_state(cs::sweep_dir(ws, spec.name));
     std::cout << "sweep '" << spec.name << "': " << points.size() << " points (" << spec.axes.size() << (spec.axes.size() == 1 ? " axis x " : " axes x ")
-              << spec.seeds.size() << " seeds), all valid; directory " << cs::sweep_dir(ws, spec.name) << "\n";
+              << spec.seeds.size() << " seeds), all valid; directory " << cs::sweep_dir(ws, spec.name) << "\n"
+              << "  index (0-based: --point INDEX; share I of N holds index % N == I)\n";
     for (auto& p : points) {
+      if (!cs::point_in_share(p.index, worker, workers, only)) continue;
       auto it = state.find(p.id);
-      std::cout << "  " << std::setw(3) << p.index + 1 << "  " << p.id << "  " << p.config["model"]["cell"].get<std::string>()
+      std::cout << "  " << std::setw(5) << p.index << "  " << p.id << "  " << p.config["model"]["cell"].get<std::string>()
                 << ", " << p.config["training"]["steps"] << " steps"
                 << (it != state.end() ? "  [" + it->second.status + "]" : std::string()) << "\n";
     }

@@ -148,6 +148,16 @@ TEST_F(SweepWorkers, concurrentWorkersRunEveryPointOnce) {
   }
   ASSERT_EQ(cstest::run_cli({"sweep", "run", path, "--workspace", ws, "--point", "6"}, &out, &err), 2) << err;
   ASSERT_TRUE(cstest::contains(err, "points 0..5")) << err;
+  // The dry run lists a share's points by their 0-based index.
+  ASSERT_EQ(cstest::run_cli({"sweep", "run", path, "--workspace", ws, "--worker", "1/3", "--dry-run"}, &out, &err), 0) << err;
+  {
+    std::vector<std::string> listed;
+    for (auto& l : cstest::split(out, '\n', true))
+      if (cstest::contains(l, "seed=")) listed.push_back(l);
+    ASSERT_EQ(listed.size(), 2u) << out;
+    ASSERT_TRUE(std::regex_search(listed[0], std::regex("^ +1  model.hidden=8,seed=2 "))) << out;
+    ASSERT_TRUE(std::regex_search(listed[1], std::regex("^ +4  model.hidden=16,seed=1 "))) << out;
+  }
   ASSERT_FALSE(fs::exists(ws));
   const int N = 3;
   std::vector<std::unique_ptr<cstest::Process>> ps;
@@ -221,7 +231,7 @@ TEST_F(SweepWorkers, pointLocksAndUnresumableRuns) {
 TEST_F(SweepWorkers, killedWorkerResumes) {
   const std::string ws = cstest::temp_dir() + "/ws_kill";
   const json spec = {{"name", "kill"},
-                     {"base", toy_base(corpus_, 150, 5, 50)},
+                     {"base", toy_base(corpus_, 100, 5, 50)},
                      {"grid", {{"model.hidden", {8, 12}}}},
                      {"seeds", {1, 2}}};
   const std::string path = write_spec("kill", spec);
@@ -276,7 +286,7 @@ TEST_F(SweepWorkers, killedWorkerResumes) {
 TEST_F(SweepWorkers, jobsRunPointsInParallelProcesses) {
   const std::string ws = cstest::temp_dir() + "/ws_jobs";
   const json spec = {{"name", "jobs"},
-                     {"base", toy_base(corpus_, 150, 5, 50)},
+                     {"base", toy_base(corpus_, 100, 5, 50)},
                      {"grid", {{"model.hidden", {8, 12}}}},
                      {"seeds", {1, 2}}};
   const std::string path = write_spec("jobs", spec);
