@@ -1,6 +1,7 @@
 // `cellscope-cli sweep`: run a grid of configurations x seeds as ordinary runs
 // (core/run/sweep/sweep.h), show its progress, and rebuild the papers' tables from it
 // (core/run/sweep/table.h). docs/WORKBENCH.md "Sweeps and tables".
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -8,10 +9,14 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <iomanip>
 #include <iostream>
+#include <thread>
+#include <tuple>
 
 #include "cli.h"
+#include "dist/launch.h"
 #include "sweep/sweep.h"
 #include "sweep/table.h"
 #include "util/error.h"
@@ -43,6 +48,10 @@ std::string dur(double s) {
 
 const char* kUsage =
     "usage: cellscope-cli sweep run SPEC.json|NAME [--workspace DIR] [--dry-run] [--threads K] [--steps N] [--quiet]\n"
+    "                                [--worker I/N] [--point INDEX] [--jobs K]\n"
+    "       cellscope-cli sweep slurm SPEC.json|NAME [--workspace DIR] [--out FILE.sh] [--partition P] [--time T]\n"
+    "                                [--cpus-per-task C] [--mem M] [--account A] [--job-name J] [--max-running M]\n"
+    "                                [--cli PATH]\n"
     "       cellscope-cli sweep status NAME|DIR [--workspace DIR] [--json]\n"
     "       cellscope-cli sweep table NAME|DIR [--workspace DIR] [--metric M] [--paired COLUMN]\n"
     "                                  [--series AXIS] [--out FILE.csv|.tex|.json|.txt]\n"
@@ -52,27 +61,36 @@ const char* kUsage =
     "tables) or an existing sweep under WORKSPACE/sweeps/. Every point is an ordinary run in the workspace.\n"
     "run       runs the points not finished yet, one after another; Ctrl-C stops the current run with a\n"
     "          checkpoint, and running the same sweep again resumes it (finished points are skipped).\n"
-    "          --dry-run validates every point and lists them without running. --steps N overrides\n"
-    "          training.steps of every point (changes the sweep: give it a fresh workspace or name).\n"
+    "          --dry-run validates every point and lists them with their 0-based INDEX (with --worker or\n"
+    "          --point: that share's) without running.\n"
+    "          --steps N overrides training.steps of every point (changes the sweep: give it a fresh\n"
+    "          workspace or name).\n"
+    "          --worker I/N runs share I of N (0 <= I < N, 0-based like SLURM_PROCID): the points whose index\n"
+    "          modulo N is I. The share depends on the index alone, so N workers on any launcher (machines\n"
+    "          sharing the workspace, srun, a job array) run every point exactly once, and a share run again\n"
+    "          resumes its own points. --point INDEX runs that one point (a Slurm array task).\n"
+    "          --jobs K runs K points at once on this machine, each in its own process (log:\n"
+    "          WORKSPACE/sweeps/NAME/logs/point-INDEX.log) with max(1, cores / K) threads (--threads T to\n"
+    "          choose); Ctrl-C stops every one with a checkpoint. Combines with --worker.\n"
+    "          Exit status: 0 done or stopped, 1 a point failed, 3 a point was being run by another process.\n"
+    "slurm     writes an sbatch job-array script (stdout, or --out FILE): one array task per point\n"
+    "          (--array=0-(P-1)), each running `sweep run DIR --point $SLURM_ARRAY_TASK_ID --threads\n"
+    "          $SLURM_CPUS_PER_TASK` in the workspace (which every node must see: a shared file system).\n"
+    "          Creates WORKSPACE/sweeps/NAME (sweep.json, slurm/ for the task logs). Resumable: re-submit the\n"
+    "          script (or let Slurm requeue a task): finished points exit at once, others resume from their\n"
+    "          last checkpoint. --cli PATH: cellscope-cli as the nodes see it (default: this program).\n"
+    "          Gather the results at any time with `sweep table` / `sweep status` (they say what is missing).\n"
     "status    each point's state and run directory.\n"
-    "table     the table: rows x columns of the spec, mean +- sample std over seeds, best marked (bold in\n"
+    "table     the table of the points finished so far (by every worker or task; the count of missing ones\n"
+    "          goes to stderr): rows x columns of the spec, mean +- sample std over seeds, best marked (bold in\n"
     "          LaTeX); --metric test|valid|test.KEY|valid.KEY; --paired COLUMN: the difference to COLUMN of\n"
     "          runs sharing seed and every other option, mean +- std over seeds; --series AXIS: long form\n"
     "          (series, AXIS, mean, std, n) for a figure with error bars, e.g. CRU Fig. 3 (model.filter_length).\n"
     "          --out writes CSV, a LaTeX tabular, JSON or text (by extension); the text is printed always.\n";
 
-int sweep_list() {
-  for (auto& s : cs::bundled_sweeps())
-    std::cout << std::left << std::setw(28) << s["name"].get<std::string>() << s["notes"].get<std::string>() << "\n";
-  return 0;
-}
-
-int sweep_run(const std::vector<std::string>& a) {
-  auto args = parse(a, {"dry-run", "quiet"}, {"workspace", "threads", "steps"});
-  if (args.positional.size() != 1) throw UsageError("sweep run: expected one SPEC.json or sweep NAME");
-  const std::string ws = args.get("workspace", cs::default_workspace());
-  std::string arg = args.positional[0];
-  // An existing sweep of that name in the workspace (resume) when it is not a file or bundled sweep.
+// The spec named on the command line: a file, a bundled sweep, or an existing sweep of the
+// workspace (resume) when it is neither; --steps applied.
+cs::SweepSpec spec_arg(const std::string& arg, const std::string& ws, const Args& args) {
   const std::string existing = cs::sweep_dir(ws, arg);
   cs::SweepSpec spec;
   if (!cs::file_exists(arg) && cs::file_exists(cs::join_path(existing, "sweep.json")) &&
@@ -84,15 +102,58 @@ int sweep_run(const std::vector<std::string>& a) {
     cs::set_option_path(src["base"], "training.steps", args.get_int("steps", 0));
     spec = cs::SweepSpec::from_json(src);
   }
+  return spec;
+}
+
+// How many points have no finished run, to stderr ("" when none).
+void report_missing(const cs::SweepResults& r) {
+  int finished = 0, running = 0, failed = 0;
+  for (auto& rec : r.records) {
+    finished += rec.state.status == "finished";
+    failed += rec.state.status == "failed";
+    running += rec.state.status == "running" || rec.state.status == "stopped";
+  }
+  const int missing = static_cast<int>(r.records.size()) - finished;
+  if (missing == 0) return;
+  std::cerr << missing << " of " << r.records.size() << " points missing (not finished: " << running
+            << " running or stopped, " << failed << " failed, " << missing - running - failed
+            << " not started); the table holds the " << finished << " finished\n";
+}
+
+int sweep_list() {
+  for (auto& s : cs::bundled_sweeps())
+    std::cout << std::left << std::setw(28) << s["name"].get<std::string>() << s["notes"].get<std::string>() << "\n";
+  return 0;
+}
+
+int sweep_jobs(const cs::SweepSpec& spec, const cs::SweepRunOptions& base, const Args& args, int jobs);
+
+int sweep_run(const std::vector<std::string>& a) {
+  auto args = parse(a, {"dry-run", "quiet"}, {"workspace", "threads", "steps", "worker", "point", "jobs"});
+  if (args.positional.size() != 1) throw UsageError("sweep run: expected one SPEC.json or sweep NAME");
+  const std::string ws = args.get("workspace", cs::default_workspace());
+  int worker = 0, workers = 1;
+  try {
+    if (args.has("worker")) std::tie(worker, workers) = cs::parse_worker_share(args.get("worker"));
+  } catch (const cs::UserError& e) {
+    throw UsageError(e.what());
+  }
+  std::vector<int> only;
+  if (args.has("point")) only.push_back(static_cast<int>(args.get_int("point", 0, 0, 1000000000)));
+  const int jobs = static_cast<int>(args.get_int("jobs", 1, 1, 4096));
+  if (args.has("jobs") && args.has("point")) throw UsageError("sweep run: --jobs runs several points, --point names one");
+  const cs::SweepSpec spec = spec_arg(args.positional[0], ws, args);
   const auto points = cs::expand_sweep(spec);
   const bool quiet = args.has("quiet");
   if (args.has("dry-run")) {
     auto state = cs::read_sweep_state(cs::sweep_dir(ws, spec.name));
     std::cout << "sweep '" << spec.name << "': " << points.size() << " points (" << spec.axes.size() << (spec.axes.size() == 1 ? " axis x " : " axes x ")
-              << spec.seeds.size() << " seeds), all valid; directory " << cs::sweep_dir(ws, spec.name) << "\n";
+              << spec.seeds.size() << " seeds), all valid; directory " << cs::sweep_dir(ws, spec.name) << "\n"
+              << "  index (0-based: --point INDEX; share I of N holds index % N == I)\n";
     for (auto& p : points) {
+      if (!cs::point_in_share(p.index, worker, workers, only)) continue;
       auto it = state.find(p.id);
-      std::cout << "  " << std::setw(3) << p.index + 1 << "  " << p.id << "  " << p.config["model"]["cell"].get<std::string>()
+      std::cout << "  " << std::setw(5) << p.index << "  " << p.id << "  " << p.config["model"]["cell"].get<std::string>()
                 << ", " << p.config["training"]["steps"] << " steps"
                 << (it != state.end() ? "  [" + it->second.status + "]" : std::string()) << "\n";
     }
@@ -109,7 +170,19 @@ int sweep_run(const std::vector<std::string>& a) {
   int remaining_at_start = -1;
   cs::SweepRunOptions o;
   o.workspace = ws;
-  o.threads = static_cast<int>(args.get_int("threads", 0));
+  o.threads = static_cast<int>(args.get_int("threads", 0, 0, 4096));
+  o.worker = worker;
+  o.workers = workers;
+  o.points = only;
+  if (!only.empty() && only[0] >= static_cast<int>(points.size()))
+    throw UsageError("--point " + std::to_string(only[0]) + ": the sweep '" + spec.name + "' has points 0.." +
+                     std::to_string(points.size() - 1));
+  o.control = &control;
+  if (args.has("jobs")) {
+    const int rc = sweep_jobs(spec, o, args, jobs);
+    g_sweep_control = nullptr;
+    return rc;
+  }
   auto point_t0 = std::chrono::steady_clock::now();
   int started = 0;
   o.on_log = [&](const std::string& m) {
@@ -120,7 +193,11 @@ int sweep_run(const std::vector<std::string>& a) {
     if (remaining_at_start < 0) remaining_at_start = n - p.index;
     ++started;
     if (!quiet)
-      std::cerr << "[" << p.index + 1 << "/" << n << "] " << (resumed ? "resuming " : "") << p.id << " -> " << dir << "\n";
+      std::cerr << "[" << p.index + 1 << "/" << n << "] " << (resumed ? "resuming " : "") << p.id << " -> " << dir
+                << (o.threads > 0 ? " (threads " + std::to_string(o.threads) + ")" : std::string()) << "\n";
+    else  // a child of --jobs or a Slurm task: one line in its log
+      std::cerr << "point " << p.index << " " << p.id << (resumed ? ": resuming " : ": ") << dir
+                << (o.threads > 0 ? " (threads " + std::to_string(o.threads) + ")" : std::string()) << "\n";
   };
   o.on_progress = [&](const cs::SweepPoint& p, const cs::Progress& pr) {
     static auto last = std::chrono::steady_clock::now() - std::chrono::seconds(10);
@@ -152,16 +229,126 @@ int sweep_run(const std::vector<std::string>& a) {
   auto res = cs::run_sweep(spec, o);
   g_sweep_control = nullptr;
   const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::cerr << "sweep '" << spec.name << "': " << res.done << "/" << res.total << " points done (" << res.ran << " run now, "
-            << res.skipped << " already done, " << res.failed << " failed) in " << dur(total) << "; " << res.dir << "\n";
+  const bool whole = workers == 1 && only.empty();
+  std::cerr << "sweep '" << spec.name << "'"
+            << (whole ? std::string() : !only.empty() ? " point " + std::to_string(only[0]) : " share " + args.get("worker"))
+            << ": " << res.done << "/" << res.share << " points done (" << res.ran << " run now, " << res.skipped
+            << " already done, " << res.failed << " failed" << (res.busy ? ", " + std::to_string(res.busy) + " being run by another process" : std::string())
+            << ") in " << dur(total) << "; " << res.dir << "\n";
   if (res.stopped) {
-    std::cerr << "stopped: run `cellscope-cli sweep run " << spec.name << (args.has("workspace") ? " --workspace " + ws : "")
-              << "` to continue\n";
+    std::cerr << "stopped: run the same command again to continue\n";
     return 0;
+  }
+  if (!whole) {
+    // The others' points may still be running: the table of what has finished.
+    auto results = cs::read_sweep_results(res.dir);
+    report_missing(results);
+    if (!quiet) std::cerr << "the table so far: cellscope-cli sweep table " << res.dir << "\n";
+    return res.failed ? 1 : res.busy ? 3 : 0;
   }
   auto results = cs::read_sweep_results(res.dir);
   std::cout << cs::table_to_text(cs::sweep_table(results));
   return res.failed ? 1 : 0;
+}
+
+// --jobs K: the share's points K at a time in child processes (cs::run_sweep_jobs).
+int sweep_jobs(const cs::SweepSpec& spec, const cs::SweepRunOptions& base, const Args& args, int jobs) {
+  const bool quiet = args.has("quiet");
+  cs::SweepJobsOptions j;
+  j.exe = self_exe();
+  j.jobs = jobs;
+  j.threads = base.threads;
+  const int threads = j.threads > 0 ? j.threads : cs::threads_per_process(jobs);
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  std::cerr << "sweep '" << spec.name << "': " << jobs << " points at once, " << threads << " training thread"
+            << (threads == 1 ? "" : "s") << " each ("
+            << (j.threads > 0 ? "--threads" : "max(1, " + std::to_string(cores) + " cores / " + std::to_string(jobs) + ")")
+            << ")\n";
+  const auto t0 = std::chrono::steady_clock::now();
+  int share = 0, done = 0, active = 0, ran_done = 0;
+  double ran_time = 0;
+  for (int i = 0; i < static_cast<int>(cs::expand_sweep(spec).size()); ++i) share += cs::point_in_share(i, base.worker, base.workers, base.points);
+  int left = share;
+  cs::SweepRunOptions o = base;
+  o.on_log = [&](const std::string& m) {
+    ++done;
+    --left;
+    if (!quiet) std::cerr << "  " << m << "\n";
+  };
+  j.on_start = [&](const cs::SweepPoint& p, int pid, int, const std::string& log) {
+    ++active;
+    if (!quiet)
+      std::cerr << "[" << done << "/" << share << " done, " << active << " running] start point " << p.index << " " << p.id
+                << " (pid " << pid << ", log " << log << ")\n";
+  };
+  j.on_done = [&](const cs::SweepPoint& p, const std::string& status, const std::string& dir, double secs, int) {
+    --active;
+    --left;
+    if (status == "finished" || status == "failed") {
+      ++done;
+      ++ran_done;
+      ran_time += secs;
+    }
+    // ETA: the mean time of the points run to the end here, over K at once.
+    std::string eta;
+    if (ran_done && left > 0) eta = ", sweep ETA " + dur(ran_time / ran_done * std::ceil(double(left) / jobs));
+    std::cerr << "[" << done << "/" << share << " done, " << active << " running" << eta << "] point " << p.index << " "
+              << p.id << ": " << status << " (" << dur(secs) << ")" << (dir.empty() ? "" : " " + dir) << "\n";
+  };
+  auto res = cs::run_sweep_jobs(spec, o, j);
+  const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::cerr << "sweep '" << spec.name << "': " << res.done << "/" << res.share << " points done (" << res.ran
+            << " run now, " << res.skipped << " already done, " << res.failed << " failed"
+            << (res.busy ? ", " + std::to_string(res.busy) + " being run by another process" : std::string()) << ") in "
+            << dur(total) << "; " << res.dir << "\n";
+  if (res.stopped) {
+    std::cerr << "stopped: run the same command again to continue\n";
+    return 0;
+  }
+  auto results = cs::read_sweep_results(res.dir);
+  if (res.share == res.total) std::cout << cs::table_to_text(cs::sweep_table(results));
+  report_missing(results);
+  return res.failed ? 1 : res.busy ? 3 : 0;
+}
+
+std::string abs_path(const std::string& p) { return std::filesystem::absolute(p).lexically_normal().string(); }
+
+int sweep_slurm(const std::vector<std::string>& a) {
+  auto args = parse(a, {}, {"workspace", "out", "partition", "time", "cpus-per-task", "mem", "account", "job-name",
+                            "max-running", "cli", "steps"});
+  if (args.positional.size() != 1) throw UsageError("sweep slurm: expected one SPEC.json or sweep NAME");
+  const std::string ws = abs_path(args.get("workspace", cs::default_workspace()));
+  const cs::SweepSpec spec = spec_arg(args.positional[0], ws, args);
+  const auto points = cs::expand_sweep(spec);  // every point valid before anything is written
+  cs::SlurmOptions o;
+  o.workspace = ws;
+  o.exe = abs_path(args.get("cli", self_exe()));
+  o.partition = args.get("partition");
+  o.time = args.get("time");
+  o.mem = args.get("mem");
+  o.account = args.get("account");
+  o.job_name = args.get("job-name");
+  o.cpus_per_task = static_cast<int>(args.get_int("cpus-per-task", 0, 1, 4096));
+  o.max_running = static_cast<int>(args.get_int("max-running", 0, 1, 1000000));
+  if (!cs::file_exists(o.exe)) throw UsageError("--cli '" + o.exe + "': no such file (cellscope-cli as the nodes see it)");
+  std::string script;
+  try {
+    script = cs::slurm_array_script(spec, static_cast<int>(points.size()), cs::sweep_dir(ws, spec.name), o);
+  } catch (const cs::UserError& e) {
+    throw UsageError(e.what());
+  }
+  const std::string dir = cs::prepare_sweep_dir(spec, ws);
+  cs::make_dirs(cs::join_path(dir, "slurm"));
+  const std::string out = args.get("out");
+  if (out.empty()) {
+    std::cout << script;
+  } else {
+    cs::atomic_write(out, script);
+    ::chmod(out.c_str(), 0755);
+    std::cerr << "wrote " << out << ": " << points.size() << " array tasks (0-" << points.size() - 1
+              << "); submit with `sbatch " << out << "`, gather with `cellscope-cli sweep table " << dir << "`\n";
+  }
+  return 0;
 }
 
 int sweep_status(const std::vector<std::string>& a) {
@@ -193,6 +380,7 @@ int sweep_table_cmd(const std::vector<std::string>& a) {
   auto args = parse(a, {}, {"workspace", "metric", "paired", "series", "out"});
   if (args.positional.size() != 1) throw UsageError("sweep table: expected one sweep NAME or directory");
   auto r = cs::read_sweep_results(args.positional[0], args.get("workspace", cs::default_workspace()), args.get("metric"));
+  report_missing(r);
   const std::string out = args.get("out");
   auto ext_of = [](const std::string& p) {
     auto d = p.rfind('.');
@@ -241,7 +429,8 @@ int cmd_sweep(const std::vector<std::string>& a) {
   if (sub == "status") return sweep_status(rest);
   if (sub == "table") return sweep_table_cmd(rest);
   if (sub == "list") return sweep_list();
-  throw UsageError("unknown sweep command '" + sub + "' (run, status, table, list)");
+  if (sub == "slurm") return sweep_slurm(rest);
+  throw UsageError("unknown sweep command '" + sub + "' (run, slurm, status, table, list)");
 }
 
 }  // namespace cli

@@ -1,15 +1,25 @@
 #include "sweep/sweep.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/file.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
 #include <cmath>
 #include <map>
 #include <set>
 #include <sstream>
 
+#include "dist/launch.h"
 #include "train/launch.h"
 #include "util/error.h"
 #include "util/paths.h"
@@ -278,9 +288,39 @@ std::map<std::string, SweepPointState> read_sweep_state(const std::string& dir) 
 
 namespace {
 
-void write_state(const std::string& dir, const std::map<std::string, SweepPointState>& st) {
+// A descriptor holding a flock, closed (unlocked) with the object.
+struct FdLock {
+  int fd = -1;
+  FdLock() = default;
+  FdLock(const FdLock&) = delete;
+  FdLock& operator=(const FdLock&) = delete;
+  ~FdLock() {
+    if (fd >= 0) ::close(fd);
+  }
+  // true when taken; `how` = LOCK_EX | LOCK_SH, with LOCK_NB or not.
+  bool take(const std::string& path, int how) {
+    fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) return false;
+    while (::flock(fd, how) != 0) {
+      if (errno == EINTR && !(how & LOCK_NB)) continue;
+      ::close(fd);
+      fd = -1;
+      return false;
+    }
+    return true;
+  }
+};
+
+// Several processes update state.json (one entry each): read-modify-write under
+// <dir>/state.lock, so no update is lost; readers see whole files (atomic_write).
+void update_state(const std::string& dir, const std::string& id, const SweepPointState& st) {
+  FdLock l;
+  if (!l.take(join_path(dir, "state.lock"), LOCK_EX))
+    throw UserError("cannot lock '" + join_path(dir, "state.lock") + "': " + std::strerror(errno));
+  auto all = read_sweep_state(dir);
+  all[id] = st;
   json pts = json::object();
-  for (auto& [id, s] : st) pts[id] = {{"run_dir", s.run_dir}, {"status", s.status}};
+  for (auto& [k, s] : all) pts[k] = {{"run_dir", s.run_dir}, {"status", s.status}};
   atomic_write(join_path(dir, "state.json"), json{{"points", pts}, {"updated", now_iso()}}.dump(2) + "\n");
 }
 
@@ -293,70 +333,167 @@ std::string run_status(const std::string& run_dir) {
   }
 }
 
+std::string absolute_dir(const std::string& p) {
+  std::string a = std::filesystem::absolute(p).lexically_normal().string();
+  while (a.size() > 1 && a.back() == '/') a.pop_back();
+  return a;
+}
+
+bool has_checkpoint(const std::string& run_dir) {
+  return !run_dir.empty() && file_exists(join_path(join_path(run_dir, "checkpoints"), "last.pt"));
+}
+
+// The run directory of a point: <workspace>/<time>-<task>-<cell>-<sweep>-p<index>. Unique
+// across concurrent processes (new_run_dir's name is not: two workers starting the same
+// cell in the same second would pick the same name), since a point runs in one process at a
+// time (its lock) and sweep names are unique in a workspace.
+std::string point_run_dir(const std::string& ws, const SweepSpec& spec, const SweepPoint& p) {
+  std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", std::localtime(&t));
+  const std::string base = join_path(ws, std::string(buf) + "-" + p.config["task"].value("name", "task") + "-" +
+                                             p.config["model"].value("cell", "cell") + "-" + spec.name + "-p" +
+                                             std::to_string(p.index));
+  std::string d = base;
+  for (int i = 2; dir_exists(d) || file_exists(d); ++i) d = base + "-" + std::to_string(i);
+  return d;
+}
+
+// A point's run directory left without a checkpoint by a killed process holds nothing to
+// resume: it is removed (when no process writes it) so that the point keeps one run directory.
+void discard_unresumable_run(const std::string& run_dir, const std::string& tag,
+                             const std::function<void(const std::string&)>& log) {
+  if (run_dir.empty() || !dir_exists(run_dir) || has_checkpoint(run_dir)) return;
+  try {
+    RunStore store(run_dir);
+    store.lock_for_writing();  // UserError when another process writes it: leave it alone
+    std::error_code ec;
+    std::filesystem::remove_all(run_dir, ec);
+    if (log) log(tag + ": removed " + run_dir + " (interrupted before its first checkpoint; the point starts over)");
+  } catch (const UserError& e) {
+    if (log) log(tag + ": left " + run_dir + " (" + e.what() + "); the point starts over in a new run directory");
+  }
+}
+
 }  // namespace
 
-SweepRunResult run_sweep(const SweepSpec& spec, const SweepRunOptions& o) {
-  const auto points = expand_sweep(spec);  // every point checked before anything is written
-  const std::string ws = o.workspace.empty() ? default_workspace() : o.workspace;
-  SweepRunResult res;
-  res.dir = sweep_dir(ws, spec.name);
-  res.total = static_cast<int>(points.size());
-  const std::string spec_path = join_path(res.dir, "sweep.json");
+std::pair<int, int> parse_worker_share(const std::string& text) {
+  const auto slash = text.find('/');
+  auto whole = [](const std::string& x, int* v) {
+    if (x.empty() || x.size() > 9) return false;
+    for (char c : x)
+      if (!std::isdigit(static_cast<unsigned char>(c))) return false;
+    *v = std::stoi(x);
+    return true;
+  };
+  int i = 0, n = 0;
+  if (slash == std::string::npos || !whole(text.substr(0, slash), &i) || !whole(text.substr(slash + 1), &n))
+    throw UserError("--worker '" + text + "': expected I/N, this worker's index I (0-based) and the number of workers N, e.g. 0/4");
+  if (n < 1) throw UserError("--worker '" + text + "': the number of workers N must be at least 1");
+  if (i >= n)
+    throw UserError("--worker '" + text + "': the index I must be 0.." + std::to_string(n - 1) +
+                    " (0-based, like SLURM_PROCID)");
+  return {i, n};
+}
+
+bool point_in_share(int index, int worker, int workers, const std::vector<int>& points) {
+  if (workers > 1 && index % workers != worker) return false;
+  return points.empty() || std::find(points.begin(), points.end(), index) != points.end();
+}
+
+std::string prepare_sweep_dir(const SweepSpec& spec, const std::string& workspace) {
+  const std::string dir = sweep_dir(workspace.empty() ? default_workspace() : workspace, spec.name);
+  const std::string spec_path = join_path(dir, "sweep.json");
   if (file_exists(spec_path)) {
     const json old = parse_json_file(spec_path);
     json a = old, b = spec.source;
     for (auto* x : {&a, &b}) x->erase("notes");
     if (a != b)
-      throw UserError("a different sweep named '" + spec.name + "' exists in " + res.dir +
+      throw UserError("a different sweep named '" + spec.name + "' exists in " + dir +
                       " (rename this one, or remove that directory to start over)");
   } else {
-    make_dirs(res.dir);
-    atomic_write(spec_path, spec.source.dump(2) + "\n");
+    make_dirs(dir);
+    atomic_write(spec_path, spec.source.dump(2) + "\n");  // concurrent creators write the same bytes
   }
-  // One process per sweep: a second `sweep run` (or the window) on the same sweep is
-  // refused instead of training the same points twice. The lock goes with the process.
-  struct Lock {
-    int fd = -1;
-    ~Lock() {
-      if (fd >= 0) ::close(fd);
-    }
-  } lock;
-  lock.fd = ::open(join_path(res.dir, "lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (lock.fd < 0 || ::flock(lock.fd, LOCK_EX | LOCK_NB) != 0)
-    throw UserError("the sweep '" + spec.name + "' is being run by another process (" + res.dir + "/lock)");
-  auto state = read_sweep_state(res.dir);
+  return dir;
+}
+
+SweepRunResult run_sweep(const SweepSpec& spec, const SweepRunOptions& o) {
+  const auto points = expand_sweep(spec);  // every point checked before anything is written
+  // Absolute: state.json's run directories are read by processes with other working directories.
+  const std::string ws = absolute_dir(o.workspace.empty() ? default_workspace() : o.workspace);
+  if (o.workers < 1 || o.worker < 0 || o.worker >= o.workers) throw UserError("worker share out of range");
+  for (int i : o.points)
+    if (i < 0 || i >= static_cast<int>(points.size()))
+      throw UserError("--point " + std::to_string(i) + ": the sweep '" + spec.name + "' has points 0.." +
+                      std::to_string(points.size() - 1));
+  SweepRunResult res;
+  res.total = static_cast<int>(points.size());
+  res.dir = prepare_sweep_dir(spec, ws);
+  // The whole sweep: one process (a second `sweep run`, or the window, is refused instead of
+  // training the same points twice). A share: shared, beside other shares. The lock goes
+  // with the process.
+  const bool whole = o.workers == 1 && o.points.empty();
+  FdLock lock;
+  if (!lock.take(join_path(res.dir, "lock"), (whole ? LOCK_EX : LOCK_SH) | LOCK_NB))
+    throw UserError("the sweep '" + spec.name + "' is being run by another process" +
+                    (whole ? std::string(" (") : std::string(" as a whole (")) + res.dir + "/lock)");
+  make_dirs(join_path(res.dir, "points"));
   const int n = res.total;
+  for (const auto& p : points) res.share += point_in_share(p.index, o.worker, o.workers, o.points);
   for (const auto& p : points) {
+    if (!point_in_share(p.index, o.worker, o.workers, o.points)) continue;
     if (o.control && o.control->stop.load()) {
       res.stopped = true;
       break;
     }
-    auto& st = state[p.id];
+    const std::string tag = "point " + std::to_string(p.index) + " (" + std::to_string(p.index + 1) + "/" +
+                            std::to_string(n) + ") " + p.id;
+    FdLock point_lock;
+    if (!point_lock.take(join_path(join_path(res.dir, "points"), std::to_string(p.index) + ".lock"), LOCK_EX | LOCK_NB)) {
+      ++res.busy;
+      if (o.on_log) o.on_log(tag + ": being run by another process, skipped");
+      continue;
+    }
+    // Read under the point's lock: another share may have finished it a moment ago.
+    SweepPointState st;
+    {
+      auto state = read_sweep_state(res.dir);
+      auto it = state.find(p.id);
+      if (it != state.end()) st = it->second;
+    }
     // The run directory is the truth (a process killed between the run's summary and
     // the state file leaves the state one step behind).
     const std::string rs = run_status(st.run_dir);
     if (rs == "finished" || rs == "failed") {
-      st.status = rs;
+      if (st.status != rs) update_state(res.dir, p.id, {st.run_dir, rs});
       ++res.done;
       ++res.skipped;
       if (rs == "failed") ++res.failed;
-      if (o.on_log) o.on_log("point " + std::to_string(p.index + 1) + "/" + std::to_string(n) + " " + p.id + ": " + rs + " already (" + st.run_dir + ")");
+      if (o.on_log) o.on_log(tag + ": " + rs + " already (" + st.run_dir + ")");
       continue;
     }
     LaunchOptions lo;
     lo.workspace = ws;
     lo.threads = o.threads;
     lo.default_threads = o.default_threads;
-    const bool can_resume = !st.run_dir.empty() && file_exists(join_path(join_path(st.run_dir, "checkpoints"), "last.pt"));
+    const bool can_resume = has_checkpoint(st.run_dir);
     json raw = p.config;
     if (can_resume) {
       lo.resume_dir = st.run_dir;
       raw = json::object();
+    } else {
+      discard_unresumable_run(st.run_dir, tag, o.on_log);
+      // Recorded before the directory exists: a kill at any instant leaves the state naming
+      // the point's only run directory (or one not created yet).
+      lo.run_dir = point_run_dir(ws, spec, p);
+      st.run_dir = lo.run_dir;
+      update_state(res.dir, p.id, {st.run_dir, "running"});
     }
     LaunchedRun launched = start_run(raw, lo);
     st.run_dir = launched.store->dir();
     st.status = "running";
-    write_state(res.dir, state);
+    update_state(res.dir, p.id, st);
     if (o.on_point_start) o.on_point_start(p, n, launched.resumed, st.run_dir);
     TrainerCallbacks cb;
     if (o.on_progress) cb.on_progress = [&](const Progress& pr) { o.on_progress(p, pr); };
@@ -365,7 +502,7 @@ SweepRunResult run_sweep(const SweepSpec& spec, const SweepRunOptions& o) {
     TrainOutcome outcome = launched.trainer->run(o.control, cb);
     launched.trainer.reset();
     st.status = outcome.summary.status;
-    write_state(res.dir, state);
+    update_state(res.dir, p.id, st);
     ++res.ran;
     if (o.on_point_done) o.on_point_done(p, n, outcome.summary);
     if (st.status == "stopped") {
@@ -375,8 +512,203 @@ SweepRunResult run_sweep(const SweepSpec& spec, const SweepRunOptions& o) {
     ++res.done;
     if (st.status == "failed") ++res.failed;
   }
-  write_state(res.dir, state);
   return res;
+}
+
+// ------------------------------------------------------------------ several processes
+
+namespace {
+
+struct Child {
+  pid_t pid = -1;
+  const SweepPoint* point = nullptr;
+  std::chrono::steady_clock::time_point t0;
+};
+
+pid_t spawn_point(const std::string& exe, const std::vector<std::string>& args, const std::string& log) {
+  std::vector<std::string> all = {exe};
+  all.insert(all.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : all) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) throw UserError("cannot open '" + log + "': " + std::strerror(errno));
+  std::string head = "# " + now_iso() + ":";
+  for (auto& a : all) head += " " + a;
+  head += "\n";
+  ssize_t w = ::write(fd, head.data(), head.size());
+  (void)w;
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(fd);
+    throw UserError(std::string("cannot start a process: ") + std::strerror(errno));
+  }
+  if (pid == 0) {
+    // Own process group: a terminal's Ctrl-C reaches the children once, through this
+    // process (SIGINT forwarded); if this process dies, they stop with a checkpoint.
+    ::setpgid(0, 0);
+    ::prctl(PR_SET_PDEATHSIG, SIGINT);
+    ::dup2(fd, 1);
+    ::dup2(fd, 2);
+    ::execv(exe.c_str(), argv.data());
+    std::fprintf(stderr, "cannot execute '%s': %s\n", exe.c_str(), std::strerror(errno));
+    ::_exit(127);
+  }
+  ::close(fd);
+  return pid;
+}
+
+}  // namespace
+
+SweepRunResult run_sweep_jobs(const SweepSpec& spec, const SweepRunOptions& o, const SweepJobsOptions& j) {
+  if (j.jobs < 1) throw UserError("--jobs must be at least 1 (got " + std::to_string(j.jobs) + ")");
+  const auto points = expand_sweep(spec);
+  const std::string ws = absolute_dir(o.workspace.empty() ? default_workspace() : o.workspace);
+  SweepRunResult res;
+  res.total = static_cast<int>(points.size());
+  res.dir = prepare_sweep_dir(spec, ws);
+  {
+    // Refused at once when the whole sweep is being run by one process.
+    FdLock probe;
+    if (!probe.take(join_path(res.dir, "lock"), LOCK_SH | LOCK_NB))
+      throw UserError("the sweep '" + spec.name + "' is being run by another process (" + res.dir + "/lock)");
+  }
+  const std::string logs = join_path(res.dir, "logs");
+  make_dirs(logs);
+  const int threads = j.threads > 0 ? j.threads : threads_per_process(j.jobs);
+  std::vector<const SweepPoint*> queue;
+  {
+    auto state = read_sweep_state(res.dir);
+    for (auto& p : points) {
+      if (!point_in_share(p.index, o.worker, o.workers, o.points)) continue;
+      ++res.share;
+      auto it = state.find(p.id);
+      const std::string rs = it == state.end() ? "" : run_status(it->second.run_dir);
+      if (rs == "finished" || rs == "failed") {
+        ++res.done;
+        ++res.skipped;
+        res.failed += rs == "failed";
+        if (o.on_log) o.on_log("point " + std::to_string(p.index) + " " + p.id + ": " + rs + " already (" + it->second.run_dir + ")");
+      } else {
+        queue.push_back(&p);
+      }
+    }
+  }
+  std::vector<Child> running;
+  size_t next = 0;
+  bool forwarded = false;
+  for (;;) {
+    const bool stop = o.control && o.control->stop.load();
+    if (stop && !forwarded) {
+      for (auto& c : running) ::kill(c.pid, SIGINT);
+      forwarded = true;
+    }
+    while (!stop && next < queue.size() && static_cast<int>(running.size()) < j.jobs) {
+      const SweepPoint& p = *queue[next++];
+      const std::string log = join_path(logs, "point-" + std::to_string(p.index) + ".log");
+      std::vector<std::string> args = {"sweep", "run", res.dir, "--workspace", ws, "--point", std::to_string(p.index),
+                                       "--threads", std::to_string(threads), "--quiet"};
+      Child c{spawn_point(j.exe, args, log), &p, std::chrono::steady_clock::now()};
+      running.push_back(c);
+      if (j.on_start) j.on_start(p, c.pid, threads, log);
+    }
+    if (running.empty()) break;
+    bool reaped = false;
+    for (size_t i = 0; i < running.size();) {
+      int st = 0;
+      const pid_t r = ::waitpid(running[i].pid, &st, WNOHANG);
+      if (r == 0 || (r < 0 && errno == EINTR)) {
+        ++i;
+        continue;
+      }
+      reaped = true;
+      const Child c = running[i];
+      running.erase(running.begin() + static_cast<long>(i));
+      const int code = r < 0 ? -1 : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : WEXITSTATUS(st);
+      auto state = read_sweep_state(res.dir);
+      auto it = state.find(c.point->id);
+      const std::string run_dir = it == state.end() ? "" : it->second.run_dir;
+      std::string status = run_status(run_dir);
+      if (code == 3) status = "busy";  // `sweep run --point`: being run by another process
+      else if (status.empty()) status = code == 0 ? "pending" : "failed";
+      ++res.ran;
+      if (status == "finished" || status == "failed") {
+        ++res.done;
+        res.failed += status == "failed";
+      } else if (status == "busy") {
+        ++res.busy;
+      } else if (status == "stopped" || stop) {
+        res.stopped = true;
+      } else {
+        ++res.failed;  // died while running (the next run resumes it)
+      }
+      const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - c.t0).count();
+      if (j.on_done) j.on_done(*c.point, status, run_dir, secs, code);
+    }
+    if (!reaped) std::this_thread::sleep_for(std::chrono::milliseconds(50));  // polling interval
+  }
+  if (next < queue.size()) res.stopped = true;
+  return res;
+}
+
+// ------------------------------------------------------------------ Slurm
+
+namespace {
+
+std::string shell_quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) {
+    if (c == '\'') q += "'\\''";
+    else q += c;
+  }
+  return q + "'";
+}
+
+// A value for an #SBATCH line: sbatch reads these lines without a shell.
+std::string sbatch_value(const std::string& option, const std::string& v) {
+  if (v.empty()) throw UserError("--" + option + ": empty value");
+  for (char c : v)
+    if (std::isspace(static_cast<unsigned char>(c)) || c == '#' || c == '\'' || c == '"' || c == '\\' ||
+        static_cast<unsigned char>(c) < 32)
+      throw UserError("--" + option + " '" + v + "': spaces, quotes, '#' and control characters cannot go into an #SBATCH line");
+  return v;
+}
+
+}  // namespace
+
+std::string slurm_array_script(const SweepSpec& spec, int points, const std::string& dir, const SlurmOptions& o) {
+  if (points < 1) throw UserError("the sweep '" + spec.name + "' has no points");
+  if (o.cpus_per_task < 0) throw UserError("--cpus-per-task must be at least 1");
+  if (o.max_running < 0) throw UserError("--max-running must be at least 1");
+  const std::string out_dir = join_path(dir, "slurm");
+  std::ostringstream s;
+  s << "#!/bin/bash\n"
+    << "# Cellscope sweep '" << spec.name << "': " << points << " points, one per array task (index = point,\n"
+    << "# `cellscope-cli sweep run --dry-run` lists them). Written by `cellscope-cli sweep slurm` on " << now_iso() << ".\n"
+    << "# Submit: sbatch THIS_FILE. Resumable: a requeued or re-submitted task resumes its point's run\n"
+    << "# from the last checkpoint; a finished point's task exits at once. Results, finished or not:\n"
+    << "#   " << o.exe << " sweep table " << dir << "\n"
+    << "#SBATCH --job-name=" << sbatch_value("job-name", o.job_name.empty() ? "cellscope-" + spec.name : o.job_name) << "\n"
+    << "#SBATCH --array=0-" << points - 1 << (o.max_running > 0 ? "%" + std::to_string(o.max_running) : std::string()) << "\n"
+    << "#SBATCH --ntasks=1\n";
+  if (o.cpus_per_task > 0) s << "#SBATCH --cpus-per-task=" << o.cpus_per_task << "\n";
+  if (!o.partition.empty()) s << "#SBATCH --partition=" << sbatch_value("partition", o.partition) << "\n";
+  if (!o.time.empty()) s << "#SBATCH --time=" << sbatch_value("time", o.time) << "\n";
+  if (!o.mem.empty()) s << "#SBATCH --mem=" << sbatch_value("mem", o.mem) << "\n";
+  if (!o.account.empty()) s << "#SBATCH --account=" << sbatch_value("account", o.account) << "\n";
+  s << "#SBATCH --output=" << sbatch_value("workspace", join_path(out_dir, "%A_%a.out")) << "\n"
+    << "#SBATCH --open-mode=append\n"
+    << "#SBATCH --requeue\n"
+    << "# SIGTERM 60 s before the time limit: the run stops with a checkpoint (re-submit to continue).\n"
+    << "#SBATCH --signal=B:TERM@60\n"
+    << "set -u\n"
+    << "CLI=" << shell_quote(o.exe) << "\n"
+    << "SWEEP=" << shell_quote(dir) << "\n"
+    << "WORKSPACE=" << shell_quote(o.workspace) << "\n"
+    << ": \"${SLURM_ARRAY_TASK_ID:?not an array task: submit this script with sbatch}\"\n"
+    << "exec \"$CLI\" sweep run \"$SWEEP\" --workspace \"$WORKSPACE\" --point \"$SLURM_ARRAY_TASK_ID\" \\\n"
+    << "     --threads \"${SLURM_CPUS_PER_TASK:-1}\"\n";
+  return s.str();
 }
 
 // ------------------------------------------------------------------ results

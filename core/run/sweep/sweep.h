@@ -18,6 +18,8 @@
 // Points are ordered by the axes (the first axis varies slowest), seeds innermost.
 #pragma once
 #include <functional>
+#include <map>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -89,6 +91,15 @@ std::map<std::string, SweepPointState> read_sweep_state(const std::string& dir);
 
 struct SweepRunOptions {
   std::string workspace;   // empty: default_workspace()
+  // A share of the points (several processes or machines on one sweep): the points whose
+  // index % workers == worker (0-based, like SLURM_PROCID / SLURM_ARRAY_TASK_ID), fixed by
+  // the index alone, so a point's share never depends on what is finished. `points`, when not
+  // empty, keeps only those indices (`sweep run --point I`, one Slurm array task). A run of
+  // the whole sweep (workers == 1, no points) holds the sweep's lock exclusively; a share
+  // holds it shared, plus the lock of each point it runs (a point being run elsewhere is
+  // skipped and counted in SweepRunResult::busy).
+  int worker = 0, workers = 1;
+  std::vector<int> points;
   int threads = 0;         // > 0: intra-op threads for every point (overrides training.threads)
   int default_threads = 0; // threads when training.threads is 0 (0: all cores)
   TrainerControl* control = nullptr;  // stop: the current run stops with a checkpoint; the sweep stops
@@ -103,6 +114,8 @@ struct SweepRunOptions {
 struct SweepRunResult {
   std::string dir;
   int total = 0, done = 0, ran = 0, skipped = 0, failed = 0;
+  int share = 0;  // points of this share (total when the whole sweep runs)
+  int busy = 0;   // points of the share another process was running (not touched here)
   bool stopped = false;  // interrupted: run again to continue
 };
 
@@ -112,6 +125,47 @@ struct SweepRunResult {
 // Creating the sweep writes <dir>/sweep.json; running again with the same name and a
 // different spec is refused (UserError).
 SweepRunResult run_sweep(const SweepSpec& spec, const SweepRunOptions& options);
+
+// "I/N" (0 <= I < N) -> {I, N}; UserError naming the problem otherwise.
+std::pair<int, int> parse_worker_share(const std::string& text);
+// True when point `index` belongs to share worker/workers (and to `points` when not empty).
+bool point_in_share(int index, int worker, int workers, const std::vector<int>& points = {});
+
+// Create <workspace>/sweeps/<name> with its sweep.json (every point checked first), or check
+// that the one there is this spec (UserError otherwise). Returns the directory.
+std::string prepare_sweep_dir(const SweepSpec& spec, const std::string& workspace);
+
+// ------------------------------------------------------------------ several processes
+// `sweep run --jobs K`: the share's unfinished points, K at a time, each in its own process
+// `exe sweep run <sweep dir> --workspace WS --point I --threads T --quiet` (own process group,
+// stdout + stderr appended to <sweep dir>/logs/point-<I>.log, SIGINT'ed if this process dies).
+// T = threads > 0 ? threads : max(1, cores / K). control->stop: every child gets SIGINT once
+// (its run stops with a checkpoint) and no new point starts.
+struct SweepJobsOptions {
+  std::string exe;  // cellscope-cli
+  int jobs = 2;
+  int threads = 0;
+  // start: a child began (pid, log file); done: it ended, with the point's status
+  // (finished | failed | stopped | running when it died | busy) and run directory.
+  std::function<void(const SweepPoint&, int pid, int threads, const std::string& log)> on_start;
+  std::function<void(const SweepPoint&, const std::string& status, const std::string& run_dir, double seconds,
+                     int exit_code)> on_done;
+};
+SweepRunResult run_sweep_jobs(const SweepSpec& spec, const SweepRunOptions& options, const SweepJobsOptions& jobs);
+
+// ------------------------------------------------------------------ Slurm
+struct SlurmOptions {
+  std::string workspace;  // made absolute; shared by every node
+  std::string exe;        // cellscope-cli as the nodes see it (absolute)
+  std::string partition, time, mem, account, job_name;
+  int cpus_per_task = 0;  // 0: not set (Slurm's default, 1)
+  int max_running = 0;    // > 0: "%M" on --array (at most M tasks at once)
+};
+// An sbatch job-array script: one array task per point (--array=0-(P-1)), each running
+// `exe sweep run <sweep dir> --workspace WS --point $SLURM_ARRAY_TASK_ID --threads
+// ${SLURM_CPUS_PER_TASK:-1}`; output in <sweep dir>/slurm/. `points` = the sweep's size.
+// UserError for an option value that cannot go into an #SBATCH line.
+std::string slurm_array_script(const SweepSpec& spec, int points, const std::string& dir, const SlurmOptions& o);
 
 // ------------------------------------------------------------------ results
 struct SweepRunRecord {

@@ -1,0 +1,422 @@
+// Sweeps across processes and machines (core/run/sweep/sweep.h, `cellscope-cli sweep run
+// --worker I/N | --point I | --jobs K`, `sweep slurm`): the shares partition the points, N
+// concurrent workers run every point exactly once, a worker killed with SIGKILL resumes its
+// points when run again, --jobs runs points in parallel child processes with the threads
+// divided (and Ctrl-C stops them with checkpoints), and the sbatch array script, run once per
+// array index the way Slurm would, completes the sweep; `sweep table` gathers what finished.
+
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <regex>
+#include <set>
+#include <thread>
+
+#include "corpus_fixture.h"
+#include "harness.h"
+#include "sweep/sweep.h"
+#include "train/run_store.h"
+#include "util/error.h"
+#include "util/paths.h"
+
+using namespace cs;
+namespace fs = std::filesystem;
+
+namespace {
+
+json toy_base(const std::string& corpus, int steps, int checkpoint_every = 5, int eval_every = 10) {
+  return {{"task", {{"name", "char_lm"}}},
+          {"dataset", {{"path", corpus}}},
+          {"model", {{"cell", "gru"}, {"embed", 8}, {"hidden", 16}}},
+          {"training", {{"batch", 8}, {"bptt", 16}, {"steps", steps}, {"eval_every", eval_every}, {"log_every", 5},
+                        {"checkpoint_every", checkpoint_every}, {"threads", 1}}}};
+}
+
+std::string write_spec(const std::string& name, const json& spec) {
+  const std::string p = cstest::temp_dir() + "/" + name + ".json";
+  atomic_write(p, spec.dump(2));
+  return p;
+}
+
+// Run directories of the workspace (every directory holding config.json, hidden ones too).
+std::set<std::string> runs_in(const std::string& ws) {
+  std::set<std::string> out;
+  if (!fs::exists(ws)) return out;
+  for (auto& e : fs::directory_iterator(ws))
+    if (e.is_directory() && e.path().filename() != "sweeps") out.insert(e.path().filename().string());
+  return out;
+}
+
+std::string base_name(const std::string& p) { return fs::path(p).filename().string(); }
+
+bool alive(pid_t pid) { return ::kill(pid, 0) == 0; }
+
+// The point's state (empty when none).
+SweepPointState point_state(const std::string& ws, const std::string& sweep, const std::string& id) {
+  auto st = read_sweep_state(sweep_dir(ws, sweep));
+  auto it = st.find(id);
+  return it == st.end() ? SweepPointState{} : it->second;
+}
+
+bool has_last(const std::string& run_dir) {
+  return !run_dir.empty() && file_exists(join_path(join_path(run_dir, "checkpoints"), "last.pt"));
+}
+
+std::string summary_status(const std::string& run_dir) {
+  if (run_dir.empty() || !file_exists(join_path(run_dir, "summary.json"))) return "";
+  try {
+    return RunStore(run_dir).read_summary().status;
+  } catch (...) {
+    return "";
+  }
+}
+
+// Every point of the sweep finished, each in its own run directory, each run directory of
+// the workspace belonging to one point, its config the point's.
+void expect_complete(const std::string& ws, const std::string& sweep, const json& spec_json) {
+  const SweepSpec spec = SweepSpec::from_json(spec_json);
+  const auto points = expand_sweep(spec);
+  auto st = read_sweep_state(sweep_dir(ws, sweep));
+  ASSERT_EQ(st.size(), points.size());
+  std::set<std::string> dirs;
+  for (auto& p : points) {
+    ASSERT_TRUE(st.count(p.id)) << p.id;
+    const auto& s = st[p.id];
+    ASSERT_EQ(s.status, "finished") << p.id;
+    RunSummary sum = RunStore(s.run_dir).read_summary();
+    ASSERT_EQ(sum.status, "finished") << s.run_dir;
+    ASSERT_EQ(sum.step, p.config["training"]["steps"].get<int64_t>()) << s.run_dir;
+    const json cfg = RunStore(s.run_dir).read_config();
+    ASSERT_EQ(cfg["training"]["seed"], p.seed) << s.run_dir;
+    ASSERT_EQ(cfg["model"]["hidden"], p.config["model"]["hidden"]) << s.run_dir;
+    dirs.insert(base_name(s.run_dir));
+  }
+  ASSERT_EQ(dirs.size(), points.size()) << "two points share a run directory";
+  ASSERT_EQ(runs_in(ws), dirs) << "a run directory of the workspace belongs to no point (a duplicate or an orphan)";
+}
+
+}  // namespace
+
+class SweepWorkers : public ::testing::Test {
+ protected:
+  static std::string corpus_;
+  static void SetUpTestSuite() { corpus_ = cstest::write_text_fixture("sweep_workers_corpus.txt", 6000); }
+};
+std::string SweepWorkers::corpus_;
+
+// The shares: every point in exactly one share of N, by its index alone; "I/N" parsed strictly.
+TEST_F(SweepWorkers, sharesPartitionThePoints) {
+  for (int n = 1; n <= 5; ++n)
+    for (int index = 0; index < 23; ++index) {
+      int owners = 0;
+      for (int w = 0; w < n; ++w) owners += point_in_share(index, w, n);
+      ASSERT_EQ(owners, 1) << "point " << index << " of " << n << " shares";
+      ASSERT_TRUE(point_in_share(index, index % n, n));
+    }
+  ASSERT_TRUE(point_in_share(4, 0, 1, {4}));
+  ASSERT_FALSE(point_in_share(3, 0, 1, {4}));
+  ASSERT_EQ(parse_worker_share("0/4"), std::make_pair(0, 4));
+  ASSERT_EQ(parse_worker_share("3/4"), std::make_pair(3, 4));
+  for (const char* bad : {"4/4", "1/0", "0/0", "-1/2", "1", "a/b", "1/2/3", "/2", "1/", " 1/2"})
+    ASSERT_THROW(parse_worker_share(bad), UserError) << bad;
+}
+
+// N concurrent `sweep run --worker i/N` processes: every point run exactly once.
+TEST_F(SweepWorkers, concurrentWorkersRunEveryPointOnce) {
+  const std::string ws = cstest::temp_dir() + "/ws_workers";
+  const json spec = {{"name", "workers"},
+                     {"base", toy_base(corpus_, 20)},
+                     {"grid", {{"model.hidden", {8, 12, 16}}}},
+                     {"seeds", {1, 2}}};
+  const std::string path = write_spec("workers", spec);
+  std::string out, err;
+  // Bad shares: one clear message, exit 2, nothing written.
+  for (auto [bad, says] : std::vector<std::pair<std::string, std::string>>{
+           {"3/3", "0..2"}, {"1/0", "at least 1"}, {"x", "expected I/N"}, {"-1/2", "expected I/N"}}) {
+    ASSERT_EQ(cstest::run_cli({"sweep", "run", path, "--workspace", ws, "--worker", bad}, &out, &err), 2) << bad << err;
+    ASSERT_TRUE(cstest::contains(err, says)) << bad << ": " << err;
+  }
+  ASSERT_EQ(cstest::run_cli({"sweep", "run", path, "--workspace", ws, "--point", "6"}, &out, &err), 2) << err;
+  ASSERT_TRUE(cstest::contains(err, "points 0..5")) << err;
+  // The dry run lists a share's points by their 0-based index.
+  ASSERT_EQ(cstest::run_cli({"sweep", "run", path, "--workspace", ws, "--worker", "1/3", "--dry-run"}, &out, &err), 0) << err;
+  {
+    std::vector<std::string> listed;
+    for (auto& l : cstest::split(out, '\n', true))
+      if (cstest::contains(l, "seed=")) listed.push_back(l);
+    ASSERT_EQ(listed.size(), 2u) << out;
+    ASSERT_TRUE(std::regex_search(listed[0], std::regex("^ +1  model.hidden=8,seed=2 "))) << out;
+    ASSERT_TRUE(std::regex_search(listed[1], std::regex("^ +4  model.hidden=16,seed=1 "))) << out;
+  }
+  ASSERT_FALSE(fs::exists(ws));
+  const int N = 3;
+  std::vector<std::unique_ptr<cstest::Process>> ps;
+  for (int i = 0; i < N; ++i) {
+    ps.push_back(std::make_unique<cstest::Process>());
+    ASSERT_TRUE(ps.back()->start({"sweep", "run", path, "--workspace", ws, "--worker", std::to_string(i) + "/" + std::to_string(N),
+                                  "--threads", "1"}))
+        << ps.back()->err();
+  }
+  for (int i = 0; i < N; ++i) {
+    ASSERT_TRUE(ps[i]->wait(120000)) << "worker " << i << " did not end";
+    ASSERT_EQ(ps[i]->exit_code(), 0) << ps[i]->err();
+    // Its own points (index % N == i), and only those.
+    for (int k = 0; k < 6; ++k)
+      ASSERT_EQ(cstest::contains(ps[i]->err(), "[" + std::to_string(k + 1) + "/6]"), k % N == i) << "worker " << i << ", point " << k << ":\n" << ps[i]->err();
+    ASSERT_TRUE(cstest::contains(ps[i]->err(), "2/2 points done (2 run now")) << ps[i]->err();
+  }
+  expect_complete(ws, "workers", spec);
+  // A share run again: its points are finished, nothing runs.
+  ASSERT_EQ(cstest::run_cli({"sweep", "run", path, "--workspace", ws, "--worker", "1/3"}, &out, &err), 0) << err;
+  ASSERT_TRUE(cstest::contains(err, "2/2 points done (0 run now, 2 already done")) << err;
+  // The table gathers every worker's points.
+  ASSERT_EQ(cstest::run_cli({"sweep", "table", "workers", "--workspace", ws, "--out", cstest::temp_dir() + "/workers.csv"}, &out, &err), 0) << err;
+  ASSERT_FALSE(cstest::contains(err, "missing")) << err;
+  const auto csv = cstest::split(cstest::read_text(cstest::temp_dir() + "/workers.csv"), '\n', true);
+  ASSERT_EQ(csv.size(), 4u);
+  for (size_t r = 1; r < csv.size(); ++r) ASSERT_EQ(cstest::split(csv[r], ',')[4], "2") << csv[r];
+  expect_complete(ws, "workers", spec);
+}
+
+// A point being run by another process (its lock held) is left alone: `--point` and a share
+// skip it and exit with 3. A point whose run directory a killed process left without a
+// checkpoint starts over, and that directory is removed: one run directory per point.
+TEST_F(SweepWorkers, pointLocksAndUnresumableRuns) {
+  const std::string ws = cstest::temp_dir() + "/ws_locks";
+  const json spec = {{"name", "locks"}, {"base", toy_base(corpus_, 10)}, {"grid", {{"model.hidden", {8}}}}, {"seeds", {1, 2}}};
+  const std::string path = write_spec("locks", spec);
+  const auto points = expand_sweep(SweepSpec::from_json(spec));
+  std::string out, err;
+  ASSERT_EQ(cstest::run_cli({"sweep", "run", path, "--workspace", ws, "--point", "0"}, &out, &err), 0) << err;
+  const std::string dir0 = point_state(ws, "locks", points[0].id).run_dir;
+  ASSERT_EQ(summary_status(dir0), "finished");
+  {
+    const int fd = ::open((sweep_dir(ws, "locks") + "/points/1.lock").c_str(), O_RDWR | O_CREAT, 0644);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(::flock(fd, LOCK_EX | LOCK_NB), 0);
+    ASSERT_EQ(cstest::run_cli({"sweep", "run", path, "--workspace", ws, "--point", "1"}, &out, &err), 3) << err;
+    ASSERT_TRUE(cstest::contains(err, "being run by another process, skipped")) << err;
+    ASSERT_EQ(cstest::run_cli({"sweep", "run", path, "--workspace", ws, "--worker", "1/2"}, &out, &err), 3) << err;
+    ASSERT_TRUE(cstest::contains(err, "0/1 points done (0 run now, 0 already done, 0 failed, 1 being run by another process)")) << err;
+    ::close(fd);
+  }
+  ASSERT_TRUE(point_state(ws, "locks", points[1].id).run_dir.empty());
+  // A run directory stranded before its first checkpoint (config.json, no checkpoints/last.pt),
+  // recorded for point 1 as a killed process leaves it.
+  const std::string stranded = fs::absolute(ws).lexically_normal().string() + "/20990101-000000-char_lm-gru-locks-p1";
+  fs::create_directories(stranded + "/checkpoints");
+  fs::copy_file(dir0 + "/config.json", stranded + "/config.json");
+  json st = json::parse(cstest::read_text(sweep_dir(ws, "locks") + "/state.json"));
+  st["points"][points[1].id] = {{"run_dir", stranded}, {"status", "running"}};
+  atomic_write(sweep_dir(ws, "locks") + "/state.json", st.dump(2));
+  ASSERT_EQ(cstest::run_cli({"sweep", "run", path, "--workspace", ws, "--point", "1"}, &out, &err), 0) << err;
+  ASSERT_TRUE(cstest::contains(err, "removed " + stranded)) << err;
+  ASSERT_FALSE(fs::exists(stranded));
+  ASSERT_NE(point_state(ws, "locks", points[1].id).run_dir, stranded);
+  expect_complete(ws, "locks", spec);
+}
+
+// A worker killed (SIGKILL) mid-run: the table says what is missing, and the same share run
+// again resumes the killed point in its own run directory and finishes the rest.
+TEST_F(SweepWorkers, killedWorkerResumes) {
+  const std::string ws = cstest::temp_dir() + "/ws_kill";
+  const json spec = {{"name", "kill"},
+                     {"base", toy_base(corpus_, 100, 5, 50)},
+                     {"grid", {{"model.hidden", {8, 12}}}},
+                     {"seeds", {1, 2}}};
+  const std::string path = write_spec("kill", spec);
+  const auto points = expand_sweep(SweepSpec::from_json(spec));
+  cstest::Process w0, w1;
+  ASSERT_TRUE(w0.start({"sweep", "run", path, "--workspace", ws, "--worker", "0/2", "--threads", "1"})) << w0.err();
+  ASSERT_TRUE(w1.start({"sweep", "run", path, "--workspace", ws, "--worker", "1/2", "--threads", "1"})) << w1.err();
+  // Worker 0 (points 0 and 2) is killed as soon as its current point has a checkpoint.
+  std::string killed_id, killed_dir;
+  const auto t0 = std::chrono::steady_clock::now();
+  while (killed_id.empty()) {
+    ASSERT_TRUE(w0.running()) << "worker 0 ended before it could be killed mid-run:\n" << w0.err();
+    ASSERT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(60));
+    for (int k : {0, 2}) {
+      const auto st = point_state(ws, "kill", points[k].id);
+      if (has_last(st.run_dir) && summary_status(st.run_dir) != "finished") {
+        killed_id = points[k].id;
+        killed_dir = st.run_dir;
+        break;
+      }
+    }
+    if (killed_id.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  w0.signal(SIGKILL);
+  ASSERT_TRUE(w0.wait(10000));
+  ASSERT_FALSE(w0.normal_exit());
+  ASSERT_TRUE(w1.wait(120000));
+  ASSERT_EQ(w1.exit_code(), 0) << w1.err();
+  ASSERT_NE(summary_status(killed_dir), "finished");
+  // Gathering what has finished: worker 1's two points, the rest named missing.
+  std::string out, err;
+  ASSERT_EQ(cstest::run_cli({"sweep", "table", "kill", "--workspace", ws}, &out, &err), 0) << err;
+  ASSERT_TRUE(std::regex_search(err, std::regex("[12] of 4 points missing"))) << err;
+  ASSERT_EQ(cstest::run_cli({"sweep", "status", "kill", "--workspace", ws, "--json"}, &out, &err), 0) << err;
+  int finished = 0;
+  const json status = cstest::json_object(out);
+  ASSERT_EQ(status.value("total", 0), 4) << out;
+  for (auto& p : status["points"]) finished += p["status"] == "finished";
+  ASSERT_GE(finished, 2);
+  ASSERT_LE(finished, 3);
+  // Worker 0 again: the killed point resumes from its checkpoint, in the same directory.
+  ASSERT_EQ(cstest::run_cli({"sweep", "run", path, "--workspace", ws, "--worker", "0/2", "--threads", "1"}, &out, &err, 120000), 0) << err;
+  ASSERT_TRUE(cstest::contains(err, "resuming " + killed_id + " -> " + killed_dir)) << err;
+  ASSERT_EQ(point_state(ws, "kill", killed_id).run_dir, killed_dir);
+  expect_complete(ws, "kill", spec);
+  ASSERT_EQ(cstest::run_cli({"sweep", "table", "kill", "--workspace", ws}, &out, &err), 0) << err;
+  ASSERT_FALSE(cstest::contains(err, "missing")) << err;
+}
+
+// --jobs 2: the points in two child processes at once, the threads divided; Ctrl-C (SIGINT to
+// the launcher) stops both children with checkpoints, and the same command finishes the sweep.
+TEST_F(SweepWorkers, jobsRunPointsInParallelProcesses) {
+  const std::string ws = cstest::temp_dir() + "/ws_jobs";
+  const json spec = {{"name", "jobs"},
+                     {"base", toy_base(corpus_, 100, 5, 50)},
+                     {"grid", {{"model.hidden", {8, 12}}}},
+                     {"seeds", {1, 2}}};
+  const std::string path = write_spec("jobs", spec);
+  const auto points = expand_sweep(SweepSpec::from_json(spec));
+  std::string out, err;
+  ASSERT_EQ(cstest::run_cli({"sweep", "run", path, "--workspace", ws, "--jobs", "0"}, &out, &err), 2) << err;
+  ASSERT_EQ(cstest::run_cli({"sweep", "run", path, "--workspace", ws, "--jobs", "2", "--point", "1"}, &out, &err), 2) << err;
+  const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const std::string threads = std::to_string(std::max(1, hw / 2));
+  cstest::Process launcher;
+  ASSERT_TRUE(launcher.start({"sweep", "run", path, "--workspace", ws, "--jobs", "2"})) << launcher.err();
+  // Both children training (each point has a checkpoint), then Ctrl-C.
+  std::vector<std::string> dirs;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (;;) {
+    ASSERT_TRUE(launcher.running()) << "the sweep ended before it could be interrupted:\n" << launcher.err();
+    ASSERT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(60)) << launcher.err();
+    dirs.clear();
+    for (int k : {0, 1}) {
+      const auto st = point_state(ws, "jobs", points[k].id);
+      if (has_last(st.run_dir) && summary_status(st.run_dir) != "finished") dirs.push_back(st.run_dir);
+    }
+    if (dirs.size() == 2) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  launcher.signal(SIGINT);
+  ASSERT_TRUE(launcher.wait(60000));
+  ASSERT_EQ(launcher.exit_code(), 0) << launcher.err();
+  const std::string e1 = launcher.err();
+  ASSERT_TRUE(cstest::contains(e1, "2 points at once, " + threads + " training thread")) << e1;
+  ASSERT_TRUE(cstest::contains(e1, "stopped")) << e1;
+  // Two children were started at once (pids named), and none is left running.
+  std::set<pid_t> pids;
+  const std::regex pid_re("\\(pid ([0-9]+),");
+  for (auto it = std::sregex_iterator(e1.begin(), e1.end(), pid_re); it != std::sregex_iterator(); ++it)
+    pids.insert(static_cast<pid_t>(std::stol((*it)[1])));
+  ASSERT_EQ(pids.size(), 2u) << e1;
+  for (pid_t p : pids) ASSERT_FALSE(alive(p)) << p;
+  for (auto& d : dirs) {
+    ASSERT_EQ(summary_status(d), "stopped") << d;
+    ASSERT_TRUE(has_last(d)) << d;
+  }
+  // Each child's log: its point, with the divided threads.
+  for (int k : {0, 1}) {
+    const std::string log = cstest::read_text(sweep_dir(ws, "jobs") + "/logs/point-" + std::to_string(k) + ".log");
+    ASSERT_TRUE(cstest::contains(log, "(threads " + threads + ")")) << log;
+  }
+  // The same command again: the stopped points resume in their directories, all four finish.
+  ASSERT_EQ(cstest::run_cli({"sweep", "run", path, "--workspace", ws, "--jobs", "2"}, &out, &err, 120000), 0) << err;
+  ASSERT_TRUE(cstest::contains(err, "[4/4 done, 0 running")) << err;
+  ASSERT_TRUE(cstest::contains(out, "model.hidden")) << out;  // the table
+  for (int k : {0, 1}) {
+    const std::string log = cstest::read_text(sweep_dir(ws, "jobs") + "/logs/point-" + std::to_string(k) + ".log");
+    ASSERT_TRUE(cstest::contains(log, "resuming")) << log;
+  }
+  for (size_t k = 0; k < dirs.size(); ++k) ASSERT_EQ(point_state(ws, "jobs", points[k].id).run_dir, dirs[k]);
+  expect_complete(ws, "jobs", spec);
+}
+
+// `sweep slurm`: the array range, the #SBATCH options and the command; the script run once
+// per array index (as Slurm would, SLURM_ARRAY_TASK_ID set) completes the sweep, a task run
+// again exits at once, and `sweep table` gathers what finished in between.
+TEST_F(SweepWorkers, slurmArrayScript) {
+  const std::string ws = cstest::temp_dir() + "/ws_slurm";
+  const json spec = {{"name", "slurm"},
+                     {"base", toy_base(corpus_, 20)},
+                     {"grid", {{"model.hidden", {8, 12}}}},
+                     {"seeds", {1, 2, 3}}};
+  const std::string path = write_spec("slurm", spec);
+  const std::string script = cstest::temp_dir() + "/slurm job.sh";
+  std::string out, err;
+  ASSERT_EQ(cstest::run_cli({"sweep", "slurm", path, "--workspace", ws, "--cpus-per-task", "0"}, &out, &err), 2) << err;
+  ASSERT_EQ(cstest::run_cli({"sweep", "slurm", path, "--workspace", ws, "--partition", "a b"}, &out, &err), 2) << err;
+  ASSERT_TRUE(cstest::contains(err, "--partition 'a b'")) << err;
+  ASSERT_FALSE(fs::exists(ws + "/sweeps/slurm"));
+  ASSERT_EQ(cstest::run_cli({"sweep", "slurm", path, "--workspace", ws, "--out", script, "--partition", "debug", "--time",
+                             "00:10:00", "--cpus-per-task", "2", "--mem", "1G", "--account", "lab", "--max-running", "4"},
+                            &out, &err),
+            0)
+      << err;
+  const std::string text = cstest::read_text(script);
+  const auto lines = cstest::split(text, '\n', true);
+  ASSERT_EQ(lines[0], "#!/bin/bash");
+  // sbatch reads #SBATCH lines up to the first command: all of them come before it.
+  size_t first_cmd = 0;
+  while (first_cmd < lines.size() && lines[first_cmd][0] == '#') ++first_cmd;
+  std::set<std::string> sbatch(lines.begin(), lines.begin() + static_cast<long>(first_cmd));
+  for (const std::string& l : std::vector<std::string>{"#SBATCH --array=0-5%4", "#SBATCH --partition=debug", "#SBATCH --time=00:10:00",
+                              "#SBATCH --cpus-per-task=2", "#SBATCH --mem=1G", "#SBATCH --account=lab",
+                              "#SBATCH --requeue", "#SBATCH --output=" + fs::absolute(ws).lexically_normal().string() + "/sweeps/slurm/slurm/%A_%a.out"})
+    ASSERT_TRUE(sbatch.count(l)) << l << "\n" << text;
+  for (size_t i = first_cmd; i < lines.size(); ++i) ASSERT_FALSE(cstest::starts_with(lines[i], "#SBATCH")) << text;
+  ASSERT_TRUE(cstest::contains(text, "CLI='" + fs::absolute(cstest::cli_path()).lexically_normal().string() + "'")) << text;
+  ASSERT_TRUE(cstest::contains(text, "sweep run \"$SWEEP\" --workspace \"$WORKSPACE\" --point \"$SLURM_ARRAY_TASK_ID\"")) << text;
+  ASSERT_TRUE(cstest::contains(text, "--threads \"${SLURM_CPUS_PER_TASK:-1}\"")) << text;
+  ASSERT_TRUE(file_exists(ws + "/sweeps/slurm/sweep.json"));
+  ASSERT_TRUE(fs::is_directory(ws + "/sweeps/slurm/slurm"));
+  // Outside an array task: refused with a message.
+  const std::string log = cstest::temp_dir() + "/slurm_task.log";
+  auto task = [&](const std::string& env) {
+    const std::string cmd = "env -u SLURM_ARRAY_TASK_ID " + env + " bash '" + script + "' >'" + log + "' 2>&1";
+    const int st = std::system(cmd.c_str());
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  };
+  ASSERT_NE(task(""), 0);
+  ASSERT_TRUE(cstest::contains(cstest::read_text(log), "not an array task")) << cstest::read_text(log);
+  // Array tasks 0-2, one after another.
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_EQ(task("SLURM_ARRAY_JOB_ID=77 SLURM_ARRAY_TASK_ID=" + std::to_string(i) + " SLURM_CPUS_PER_TASK=1"), 0) << cstest::read_text(log);
+    ASSERT_TRUE(cstest::contains(cstest::read_text(log), "(threads 1)")) << cstest::read_text(log);
+  }
+  ASSERT_EQ(cstest::run_cli({"sweep", "table", "slurm", "--workspace", ws}, &out, &err), 0) << err;
+  ASSERT_TRUE(cstest::contains(err, "3 of 6 points missing")) << err;
+  ASSERT_EQ(cstest::run_cli({"sweep", "status", "slurm", "--workspace", ws}, &out, &err), 0) << err;
+  ASSERT_TRUE(cstest::contains(out, "3/6 points done")) << out;
+  // Tasks 3-5 at once, as Slurm runs an array.
+  {
+    std::string cmd = "env -u SLURM_ARRAY_TASK_ID bash -c 'pids=; for i in 3 4 5; do SLURM_ARRAY_TASK_ID=$i SLURM_CPUS_PER_TASK=1 bash \"$0\" >\"$1.$i\" 2>&1 & pids=\"$pids $!\"; done; rc=0; for p in $pids; do wait $p || rc=1; done; exit $rc' '" +
+                      script + "' '" + log + "'";
+    const int st = std::system(cmd.c_str());
+    ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << cstest::read_text(log + ".3") << cstest::read_text(log + ".4") << cstest::read_text(log + ".5");
+  }
+  expect_complete(ws, "slurm", spec);
+  ASSERT_EQ(cstest::run_cli({"sweep", "table", "slurm", "--workspace", ws}, &out, &err), 0) << err;
+  ASSERT_FALSE(cstest::contains(err, "missing")) << err;
+  // A re-submitted task whose point is finished exits at once.
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_EQ(task("SLURM_ARRAY_TASK_ID=4 SLURM_CPUS_PER_TASK=1"), 0) << cstest::read_text(log);
+  ASSERT_TRUE(cstest::contains(cstest::read_text(log), "finished already")) << cstest::read_text(log);
+  ASSERT_TRUE(cstest::contains(cstest::read_text(log), "1/1 points done (0 run now, 1 already done")) << cstest::read_text(log);
+  ASSERT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(20));
+  expect_complete(ws, "slurm", spec);
+}
