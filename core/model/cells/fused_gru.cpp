@@ -14,11 +14,9 @@ using torch::autograd::variable_list;
 
 namespace {
 
-// Rows per parallel chunk: enough work per thread to pay for the fork.
-int64_t row_grain(int64_t H) { return std::max<int64_t>(1, 8192 / std::max<int64_t>(1, H)); }
-
-template <typename T>
-inline T sigm(T x) { return T(1) / (T(1) + std::exp(-x)); }
+// Rows per parallel chunk: as ATen's elementwise kernels (at::internal::GRAIN_SIZE = 32768
+// elements), so small batches run on one thread without a fork/join per step.
+int64_t row_grain(int64_t H) { return std::max<int64_t>(1, at::internal::GRAIN_SIZE / std::max<int64_t>(1, 3 * H)); }
 
 constexpr double kLnEps = 1e-5;  // torch::layer_norm's eps as cells/baseline.cpp uses it
 
@@ -40,13 +38,16 @@ struct Layout {
   int64_t b(int64_t s) const { return g(s) + 1; }
 };
 
-// Forward of one stage for one step (elementwise part, after the GEMM hp = h W^T (+ b_hh)).
-//  hp [B,3H] (raw U h without bias when ln, else U h + b_hh), x: input term rows (stride xs: 3H or 0),
-//  hprev [B,H], mask [B,H] or null. Writes hout [B,H], gates (r, z, n pre-dropout) [B,3H], hn [B,H]
-//  (the value multiplied by r), and with ln xhat [B,3H], rstd [B,3].
+// Forward of one stage for one step (after the GEMM hp = h W^T (+ b_hh)). hp [B,3H] (raw U h
+// without bias when ln, else U h + b_hh), x: input term rows (stride xs: 3H or 0), hprev [B,H],
+// mask [B,H] or null. Writes hout [B,H], gates (r, z, n pre-dropout) [B,3H], hn [B,H] (the value
+// multiplied by r), and with ln xhat [B,3H], rstd [B,3]. Three fused loops; the sigmoids and the
+// tanh run as ATen's vectorised in-place kernels on the gate buffer between them.
 template <typename T>
 void stage_forward(int64_t B, int64_t H, T* hp, const T* x, int64_t xs, const T* hprev, const T* mask,
-                   const T* bhh, const T* lg, const T* lb, bool ln, T* hout, T* gates, T* hn, T* xhat, T* rstd) {
+                   const T* bhh, const T* lg, const T* lb, bool ln, T* hout, const Tensor& gates_t, T* hn, T* xhat,
+                   T* rstd) {
+  T* gates = gates_t.data_ptr<T>();
   at::parallel_for(0, B, row_grain(H), [&](int64_t b0, int64_t b1) {
     for (int64_t b = b0; b < b1; ++b) {
       T* p = hp + b * 3 * H;
@@ -73,22 +74,38 @@ void stage_forward(int64_t B, int64_t H, T* hp, const T* x, int64_t xs, const T*
         }
       }
       const T* xr = x + b * xs;
-      const T* h = hprev + b * H;
       T* g = gates + b * 3 * H;
-      T* o = hout + b * H;
+      for (int64_t j = 0; j < 2 * H; ++j) g[j] = xr[j] + p[j];  // r, z pre-activations
       T* q = hn + b * H;
-      const T* m = mask ? mask + b * H : nullptr;
-      for (int64_t j = 0; j < H; ++j) {
-        const T r = sigm(xr[j] + p[j]);
-        const T z = sigm(xr[H + j] + p[H + j]);
-        const T hv = p[2 * H + j];
-        const T n = std::tanh(xr[2 * H + j] + r * hv);
-        const T nd = m ? n * m[j] : n;
-        o[j] = nd + z * (h[j] - nd);
-        g[j] = r;
-        g[H + j] = z;
-        g[2 * H + j] = n;
-        q[j] = hv;
+      for (int64_t j = 0; j < H; ++j) q[j] = p[2 * H + j];
+    }
+  });
+  gates_t.narrow(1, 0, 2 * H).sigmoid_();
+  at::parallel_for(0, B, row_grain(H), [&](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; ++b) {
+      const T* xr = x + b * xs + 2 * H;
+      const T* q = hn + b * H;
+      T* g = gates + b * 3 * H;
+      for (int64_t j = 0; j < H; ++j) g[2 * H + j] = xr[j] + g[j] * q[j];  // x_n + r * hp_n
+    }
+  });
+  gates_t.narrow(1, 2 * H, H).tanh_();
+  at::parallel_for(0, B, row_grain(H), [&](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; ++b) {
+      const T* h = hprev + b * H;
+      const T* g = gates + b * 3 * H;
+      T* o = hout + b * H;
+      if (mask) {
+        const T* m = mask + b * H;
+        for (int64_t j = 0; j < H; ++j) {
+          const T nd = g[2 * H + j] * m[j];
+          o[j] = nd + g[H + j] * (h[j] - nd);
+        }
+      } else {
+        for (int64_t j = 0; j < H; ++j) {
+          const T n = g[2 * H + j];
+          o[j] = n + g[H + j] * (h[j] - n);
+        }
       }
     }
   });
@@ -192,7 +209,7 @@ class GRURecurrenceFn : public torch::autograd::Function<GRURecurrenceFn> {
           stage_forward<T_>(B, H, hp.data_ptr<T_>(), x, s == 0 ? 3 * H : 0, hprev.data_ptr<T_>(),
                             drop ? m.data_ptr<T_>() : nullptr, bhh.data_ptr<T_>(),
                             ln ? P[L.g(s)].data_ptr<T_>() : nullptr, ln ? P[L.b(s)].data_ptr<T_>() : nullptr, ln,
-                            hout.data_ptr<T_>(), gates[s][t].data_ptr<T_>(), hn[s][t].data_ptr<T_>(),
+                            hout.data_ptr<T_>(), gates[s][t], hn[s][t].data_ptr<T_>(),
                             ln ? xhat[s][t].data_ptr<T_>() : nullptr, ln ? rstd[s][t].data_ptr<T_>() : nullptr);
         }
       }
