@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "cells/fused_gru_dt.h"
 #include "cells/registry.h"
 
 namespace cs {
@@ -181,6 +182,13 @@ State GRUDTCellImpl::step(const torch::Tensor& xp, const State& s, StepContext& 
     h = tr->step(zp, h, ctx);
   }
   return h;
+}
+
+SeqOutput GRUDTCellImpl::forward_sequence(const torch::Tensor& x, const State& s0, StepContext& ctx) {
+  if (gru_dt_fast_path_applies(opt_, ctx) && x.dim() == 3 && x.size(0) > 0 && x.size(2) == opt_.input_size &&
+      first->weight_drop <= 0 && (x.scalar_type() == torch::kFloat || x.scalar_type() == torch::kDouble))
+    return gru_dt_fast_forward(*this, x, s0);
+  return run_stepwise(x, s0, ctx);
 }
 
 double GRUDTCellImpl::flops_per_step() const {

@@ -104,6 +104,8 @@ class GRUDTCellImpl : public CellImpl {
   int64_t hidden_size() const override { return opt_.hidden_size; }
   torch::Tensor input_projection(const torch::Tensor& x) override;
   State step(const torch::Tensor& xp, const State& s, StepContext& ctx) override;
+  // The fused fast path (cells/fused_gru_dt.h) where it applies, else the step-wise loop.
+  SeqOutput forward_sequence(const torch::Tensor& x, const State& s0, StepContext& ctx) override;
   double flops_per_step() const override;
   std::shared_ptr<GRUCellImpl> first;
   std::vector<std::shared_ptr<GRUCellImpl>> transitions;  // L entries (shared: all point to one)

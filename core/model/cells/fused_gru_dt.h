@@ -1,0 +1,16 @@
+// GRU+DT fast path (cells/baseline.h, GRUDTCellImpl): the input half (with its layer norm) is
+// one GEMM over all steps under autograd; the recurrence of the first GRU and its L transition
+// GRUs runs in fused::gru_recurrence (cells/fused_gru.h). See cells/FUSED_NOTES.md.
+#pragma once
+#include "cells/baseline.h"
+
+namespace cs {
+
+// Whitelist: fast paths on (CELLSCOPE_FAST != 0), no probe, ctx.stepwise false, any depth and
+// sharing, layer_norm on or off, candidate_dropout in [0, 1).
+bool gru_dt_fast_path_applies(const BaselineOptions& o, const StepContext& ctx);
+
+// The fast forward of a GRU+DT cell (caller checked gru_dt_fast_path_applies and the input).
+SeqOutput gru_dt_fast_forward(GRUDTCellImpl& cell, const torch::Tensor& x, const State& s0);
+
+}  // namespace cs
