@@ -106,11 +106,16 @@ TEST(BenchPeers, peerBenchReportsTimesSpeedupEfficiencyAndMemory) {
     ASSERT_GT(c.value("flops_per_step", 0.0), 0.0);
     ASSERT_GE(c.value("peak_step_bytes", -1.0), 0.0);
     ASSERT_GT(c.value("peak_rss_bytes", 0.0), 0.0);
+    ASSERT_GT(c.value("gemm_gflops", 0.0), 0.0);  // the child's own large-GEMM rate (efficiency's denominator)
+    ASSERT_NEAR(row.value("efficiency", 0.0),
+                c.value("flops_per_step", 0.0) / c.value("seconds_per_step", 1.0) / 1e9 / c.value("gemm_gflops", 1.0), 1e-9);
     ASSERT_GT(row.value("efficiency", 0.0), 0.0);
     if (row["cell"] == "gru") continue;
     const auto& p = row["python"];
     ASSERT_GT(p.value("seconds_per_step", 0.0), 0.0);
     ASSERT_EQ(p.value("threads", 0), 1);
+    ASSERT_GT(p.value("gemm_gflops", 0.0), 0.0);
+    ASSERT_GE(p.value("peak_step_bytes", -1.0), 0.0);
     ASSERT_NEAR(row.value("speedup", 0.0), p.value("seconds_per_step", 0.0) / c.value("seconds_per_step", 1.0), 1e-9);
     // cru_shallow runs LibTorch's GRU over the convolutions: its autograd path is measured too
     ASSERT_EQ(row.contains("cellscope_autograd"), row["cell"] == "cru_shallow") << row.dump();

@@ -521,6 +521,22 @@ def reset_hwm():
         return False
 
 
+def gemm_gflops(n=1024, seconds=1.0):
+    """GFLOP/s of a large float32 matrix product in this process, median (as bench.cpp's gemm_gflops)."""
+    a, b, c = torch.randn(n, n), torch.randn(n, n), torch.empty(n, n)
+    torch.mm(a, b, out=c)
+    torch.mm(a, b, out=c)
+    ts, start = [], time.perf_counter()
+    while len(ts) < 3 or time.perf_counter() - start < seconds:
+        t0 = time.perf_counter()
+        torch.mm(a, b, out=c)
+        ts.append(time.perf_counter() - t0)
+        if len(ts) >= 200:
+            break
+    ts.sort()
+    return 2.0 * n ** 3 / ts[len(ts) // 2] / 1e9
+
+
 def time_steps(m, B, T, V, iters, min_seconds):
     torch.manual_seed(0)
     model = CharLM(m, V)
@@ -553,7 +569,7 @@ def time_steps(m, B, T, V, iters, min_seconds):
         if iters <= 0 and ((time.perf_counter() - start >= min_seconds and len(ts) >= 3) or len(ts) >= 200):
             break
     ts.sort()
-    return {"seconds_per_step": ts[len(ts) // 2], "steps_timed": len(ts), "peak_step_bytes": (peak - base) * 1024,
+    return {"seconds_per_step": ts[len(ts) // 2], "gemm_gflops": gemm_gflops(), "steps_timed": len(ts), "peak_step_bytes": (peak - base) * 1024,
             "peak_rss_bytes": vm_kib("VmHWM") * 1024, "hwm_reset": reset, "threads": torch.get_num_threads(),
             "torch": torch.__version__}
 
