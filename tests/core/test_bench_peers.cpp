@@ -133,3 +133,23 @@ TEST(BenchPeers, peerBenchReportsTimesSpeedupEfficiencyAndMemory) {
   ASSERT_EQ(cstest::run_cli({"bench", "--peer", "--batch", "32,x"}, &out, &err), 2);
   ASSERT_TRUE(cstest::contains(err, "--batch")) << err;
 }
+
+TEST(BenchPeers, aPeerThatCannotRunTheModelLeavesItsColumnsEmptyAndSaysWhy) {
+  // candidate dropout draws masks the Python peer cannot reproduce: it refuses the option by name,
+  // and `bench --peer` still reports Cellscope's numbers.
+  std::string out, err;
+  ASSERT_EQ(cstest::run_cli({"bench", "--peer", "--cell", "gcn_mzu", "--set", "model.candidate_dropout=0.5", "--set",
+                             "model.filter=8", "--batch", "2", "--seq", "4", "--embed", "8", "--hidden", "8", "--iters",
+                             "1", "--threads", "1", "--json"},
+                            &out, &err, 300000),
+            0)
+      << err;
+  auto j = cstest::json_object(out);
+  ASSERT_EQ(j["rows"].size(), 2u);
+  const auto& row = j["rows"][1];
+  ASSERT_EQ(row.value("cell", std::string()), std::string("gcn_mzu"));
+  ASSERT_GT(row["cellscope"].value("seconds_per_step", 0.0), 0.0);
+  ASSERT_FALSE(row.contains("python"));
+  ASSERT_FALSE(row.contains("speedup"));
+  ASSERT_TRUE(cstest::contains(row.value("python_error", std::string()), "candidate_dropout")) << row.dump();
+}

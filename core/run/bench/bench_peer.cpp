@@ -329,8 +329,18 @@ json run_peer_bench(const PeerBenchOptions& o, std::ostream* log) {
         row["autograd_efficiency"] = flops / a["seconds_per_step"].get<double>() / 1e9 / a.value("gemm_gflops", gemm);
         if (log) *log << ", autograd " << a["seconds_per_step"].get<double>();
       }
+      json p;
       if (o.python) {
-        json p = python(resolved, B);
+        // A peer that cannot run this model (an option it does not implement, no python3-torch)
+        // leaves its columns empty and says why; Cellscope's numbers are still reported.
+        try {
+          p = python(resolved, B);
+        } catch (const UserError& e) {
+          row["python_error"] = e.what();
+          if (log) *log << " (Python peer: " << e.what() << ")";
+        }
+      }
+      if (!p.is_null()) {
         row["python"] = p;
         row["speedup"] = p["seconds_per_step"].get<double>() / t;
         row["python_efficiency"] = flops / p["seconds_per_step"].get<double>() / 1e9 / p.value("gemm_gflops", gemm);
@@ -373,6 +383,10 @@ std::string peer_table_markdown(const json& r) {
       << (row.contains("python_efficiency") ? fmt(row["python_efficiency"].get<double>(), 2) : "-") << " | " << mib(c)
       << " | " << (row.contains("python") ? mib(row["python"]) : "-") << " |\n";
   }
+  for (const auto& row : r["rows"])
+    if (row.contains("python_error"))
+      s << "\n" << row["cell"].get<std::string>() << ", batch " << row["batch"] << ": no Python time: "
+        << row["python_error"].get<std::string>() << "\n";
   return s.str();
 }
 
