@@ -31,7 +31,8 @@ esac
 BUILD_DIR=${CELLSCOPE_BUILD_DIR:-$repo/build}
 PACKAGES=(qt6-base-dev qt6-base-dev-tools libqt6svg6-dev libtorch-dev libopenblas0-openmp libqcustomplot-dev
   nlohmann-json3-dev libgloo-dev libgtest-dev cmake ninja-build ccache xvfb xauth git lintian
-  clang libclang-rt-14-dev)  # clang + its sanitizer and libFuzzer runtimes: the sanitizer stage of `test`
+  clang libclang-rt-14-dev  # clang + its sanitizer and libFuzzer runtimes: the sanitizer stage of `test`
+  python3-torch python3-numpy)  # /usr/bin/python3's PyTorch: the plain-Python peers of `bench --peer` (test bench_peers)
 
 ms() { echo $(($(date +%s%N) / 1000000)); }
 t_step=""

@@ -42,6 +42,7 @@ int cmd_params(const std::vector<std::string>&);
 int cmd_bench(const std::vector<std::string>&);
 int cmd_analyze(const std::vector<std::string>&);
 int cmd_bench_analysis(const std::vector<std::string>&);  // analyze_cmd.cpp: bench --analysis relevance
+int cmd_bench_peer(const std::vector<std::string>&);  // bench_peer_cmd.cpp: bench --peer, --peer-check, --peer-export
 int cmd_cv(const std::vector<std::string>&);  // cv_cmd.cpp: k-fold cross-validation
 int cmd_sweep(const std::vector<std::string>&);  // sweep_cmd.cpp: grids x seeds, the papers' tables
 int cmd_generate(const std::vector<std::string>&);  // generate_cmd.cpp: text generation

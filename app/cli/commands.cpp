@@ -486,12 +486,26 @@ int cmd_bench(const std::vector<std::string>& a) {
                  "all-reduce time per step (docs/DISTRIBUTED.md).\n"
                  "       cellscope-cli bench --analysis relevance [--chars 300] [--last K] [--run DIR] [--repeats 5]\n"
                  "Compute time of a relevance map (default: the paper's capMZU+DT, hidden 800, random weights)\n"
-                 "and the redraw time of its heatmap figure (builds with the figures library).\n";
+                 "and the redraw time of its heatmap figure (builds with the figures library).\n"
+                 "       cellscope-cli bench --peer [--cell CELL[,CELL..]|all] [--batch 32,256] [--threads N] [--iters N]\n"
+                 "                          [--seq 150] [--embed 256] [--hidden 512] [--set model.KEY=VALUE] [--no-python] [--json]\n"
+                 "Every cell of the papers (gru_dt, sat/gcn/cap_mzu, cru_*, mcrnn) in its papers' configuration against\n"
+                 "its plain-PyTorch Python peer (core/run/bench/peers/peers.py, run by /usr/bin/python3) in the same run:\n"
+                 "s/step of Cellscope (default path; autograd path too where a fast path exists), of Python, the speedup,\n"
+                 "efficiency (achieved GFLOP/s over a large GEMM's), peak memory of a step; LibTorch's fused GRU alongside.\n"
+                 "Each measurement runs in a fresh process. A markdown table, or --json.\n"
+                 "       cellscope-cli bench --peer-check [--cell ...] [--keep DIR] [--json]   |   bench --peer-check --from DIR\n"
+                 "       cellscope-cli bench --peer-export DIR [--cell ...]\n"
+                 "The same model in both: Cellscope writes its initial parameters, one batch and the loss and gradients of\n"
+                 "a training step in double (tiny size by default); the Python peer loads them and must agree to --tol\n"
+                 "(1e-10, relative) in the loss and every parameter's gradient. Exit 1 when they differ.\n";
     return 0;
   }
   if (std::find(a.begin(), a.end(), "--dist") != a.end() || std::find(a.begin(), a.end(), "--dist-worker") != a.end())
     return cmd_bench_dist(a);
   if (std::find(a.begin(), a.end(), "--analysis") != a.end()) return cmd_bench_analysis(a);  // analyze_cmd.cpp
+  for (const char* f : {"--peer", "--peer-check", "--peer-export", "--peer-child"})
+    if (std::find(a.begin(), a.end(), f) != a.end()) return cmd_bench_peer(a);  // bench_peer_cmd.cpp
   auto args = parse(a, {"json"}, {"cell", "batch", "seq", "embed", "hidden", "set", "baseline", "iters", "threads", "vocab", "data", "task"});
   if (args.has("data")) {
     // Corpus loading benchmark: a synthetic text8-like file of N MB, streamed (mmap) into ids.

@@ -11,15 +11,20 @@
 
 #include <cstdio>
 #include <cstring>
+#include <memory>
 
 #include "benchmark.h"
 #include "analysis_panel.h"
 #include "compare_panel.h"
 #include "configure_panel.h"
 #include "generate_panel.h"
+#include "latency_probe.h"
 #include "main_window.h"
 #include "run_table.h"
 #include "sweep_panel.h"
+#include "training_controller.h"
+#include "training_panel.h"
+#include "curve_plot.h"
 
 int main(int argc, char** argv) {
   // --benchmark, --help and --version need no display: fall back to the offscreen platform.
@@ -58,6 +63,12 @@ int main(int argc, char** argv) {
   QCommandLineOption windowSize(QStringLiteral("window-size"), QStringLiteral("Window size WIDTHxHEIGHT (e.g. 1024x700), for --screenshot."), QStringLiteral("WxH"));
   QCommandLineOption afterMs(QStringLiteral("after-ms"), QStringLiteral("Delay before --screenshot."), QStringLiteral("N"), QStringLiteral("3000"));
   QCommandLineOption start(QStringLiteral("start"), QStringLiteral("Start training at once."));
+  QCommandLineOption measureLatency(
+      QStringLiteral("measure-latency"),
+      QStringLiteral("Sample the event loop's latency with a 5 ms timer for SECONDS, print p50/p99/max and exit; with "
+                     "--start while the run trains (from 2 s after it started; the run is stopped at the end), "
+                     "without it in the idle window (a control)."),
+      QStringLiteral("SECONDS"));
   QCommandLineOption tab(QStringLiteral("tab"), QStringLiteral("training, compare, or any tab by its title."), QStringLiteral("TAB"));
   QCommandLineOption checkAll(QStringLiteral("check-all"), QStringLiteral("Tick every run of the workspace for comparison."));
   QCommandLineOption seedBands(QStringLiteral("seed-bands"), QStringLiteral("Aggregate seeds in the comparison."));
@@ -76,6 +87,7 @@ int main(int argc, char** argv) {
   for (auto* o : {&sweepDir, &screenshot, &windowSize, &afterMs, &start, &tab, &checkAll, &seedBands, &anKind, &anRun, &anRun2, &anText, &anK, &anPos, &anCk, &anCmap})
     o->setFlags(QCommandLineOption::HiddenFromHelp);
   p.addOptions({dataset, workspace, benchmark, json, preset, set, screenshot, windowSize, afterMs, start, tab, checkAll, seedBands});
+  p.addOption(measureLatency);
   p.addOptions({anKind, anRun, anRun2, anText, anK, anPos, anCk, anCmap, sweepDir});
   p.process(app);
 
@@ -131,6 +143,50 @@ int main(int argc, char** argv) {
     if (w.comparePanel()->runProxy()->rowCount() >= 2) w.comparePanel()->selectRows({0, 1});
   }
   if (p.isSet(start)) QTimer::singleShot(0, &w, [&w] { w.configurePanel()->revalidateNow(); w.startTraining(); });
+  gui::LatencyProbe probe(5);
+  if (p.isSet(measureLatency)) {
+    bool ok = false;
+    const double secs = p.value(measureLatency).toDouble(&ok);
+    if (!ok || secs <= 0) {
+      QTextStream(stderr) << "cellscope: --measure-latency expects SECONDS > 0\n";
+      return 2;
+    }
+    auto* plot = w.trainingPanel()->plot(QStringLiteral("metric"));
+    auto stepsBefore = std::make_shared<qint64>(0);
+    auto finish = [&w, &probe, plot, stepsBefore, secs](int code, const QString& why) {
+      probe.stop();
+      const gui::LatencySummary s = probe.summary();
+      const qint64 steps = plot->pointCount(QStringLiteral("train")) - *stepsBefore;
+      QTextStream o(stdout);
+      if (!why.isEmpty()) o << "cellscope: " << why << "\n";
+      o << QStringLiteral("event-loop latency %6 (%1 ms timer, %2 s, %3 samples, %4 training log points)\n")
+               .arg(probe.periodMs()).arg(secs).arg(s.samples).arg(steps)
+               .arg(w.controller()->isTraining() ? QStringLiteral("while training") : QStringLiteral("(no run training)"))
+        << QStringLiteral("  p50 %1 ms   p99 %2 ms   max %3 ms   mean %4 ms\n")
+               .arg(s.p50_ms, 0, 'f', 2).arg(s.p99_ms, 0, 'f', 2).arg(s.max_ms, 0, 'f', 2).arg(s.mean_ms, 0, 'f', 2)
+        << QStringLiteral("{\"latency_p50_ms\":%1,\"latency_p99_ms\":%2,\"latency_max_ms\":%3,\"samples\":%4,\"train_steps\":%5}\n")
+               .arg(s.p50_ms).arg(s.p99_ms).arg(s.max_ms).arg(s.samples).arg(steps);
+      o.flush();
+      w.controller()->stop();
+      auto* poll = new QTimer(&w);
+      QObject::connect(poll, &QTimer::timeout, &w, [&w, code] {
+        if (!w.controller()->isTraining()) QApplication::exit(code);
+      });
+      poll->start(50);
+    };
+    auto begin = [&w, &probe, plot, stepsBefore, secs, finish] {
+      QTimer::singleShot(2000, &w, [&probe, plot, stepsBefore, secs, finish, &w] {
+        *stepsBefore = plot->pointCount(QStringLiteral("train"));
+        probe.start();
+        QTimer::singleShot(int(secs * 1000), &w, [finish] { finish(0, QString()); });
+      });
+    };
+    // With --start: while the run trains; without: the idle window (the control measurement).
+    if (p.isSet(start)) QObject::connect(w.controller(), &gui::TrainingController::runStarted, &w, begin);
+    else QTimer::singleShot(0, &w, begin);
+    QObject::connect(w.controller(), &gui::TrainingController::runFailed, &w,
+                     [finish](const QString& m) { finish(1, QStringLiteral("the run failed: ") + m); });
+  }
   bool waitForAnalysis = false;
   if (p.isSet(anKind)) {
     gui::AnalysisPanel* a = w.analysisPanel();

@@ -51,34 +51,76 @@ double gemm_gflops(int64_t n) {
   return 2.0 * n * n * n / t / 1e9;
 }
 
-double time_char_lm_step(const json& model_in, int64_t B, int64_t T, int64_t V, int iters, double min_seconds,
-                         double* flops_per_iter) {
-  json model = resolved_model(model_in);
+bool cell_has_fast_path(const json& model) {
+  // Today: LibTorch's fused kernels (cells/baseline.cpp) and CRU shallow fusion over at::gru
+  // (cells/cru.cpp, reset_after). The fast paths of issue #16 add their cells here.
+  const std::string cell = model.value("cell", std::string());
+  if (cell == "gru" || cell == "lstm" || cell == "rnn")
+    return !model.value("layer_norm", false) && model.value("candidate_dropout", 0.0) == 0.0;
+  if (cell == "cru_shallow") return model.value("reset_after", true) && model.value("candidate_dropout", 0.0) == 0.0;
+  return false;
+}
+
+void force_autograd_path(StepContext& ctx) {
+  // Every fused path of today checks ctx.stepwise; a fast path that reads another switch
+  // (an environment variable such as CELLSCOPE_FAST=0, a model option) is set here too.
+  // `bench --peer` also runs its autograd children with CELLSCOPE_FAST=0 in the environment.
+  ctx.stepwise = true;
+}
+
+struct CharLMStepBench::Impl {
+  json model;
+  int64_t B, T, V;
+  bool autograd;
+  CharLMModel net{nullptr};
+  std::vector<torch::Tensor> params;
+  std::unique_ptr<torch::optim::Adam> opt;
+  torch::Tensor x, y;
+  std::vector<State> states;
+};
+
+CharLMStepBench::CharLMStepBench(const json& model_in, int64_t B, int64_t T, int64_t V, bool autograd)
+    : d_(std::make_unique<Impl>()) {
+  d_->model = resolved_model(model_in);
+  d_->B = B;
+  d_->T = T;
+  d_->V = V;
+  d_->autograd = autograd;
   torch::manual_seed(0);
-  CharLMModel net(model, V);
-  net->train();
-  auto params = net->parameters();
-  torch::optim::Adam opt(params, torch::optim::AdamOptions(1e-3));
-  auto x = torch::randint(0, V, {T, B}, torch::kInt64);
-  auto y = torch::randint(0, V, {T, B}, torch::kInt64);
-  auto states = net->stack->initial_state(B, torch::TensorOptions());
-  if (flops_per_iter) {
-    const double fwd = (net->stack->flops_per_step() + 2.0 * net->stack->output_size() * V) * B * T;
-    *flops_per_iter = 3.0 * fwd;  // forward + backward (~2x forward)
-  }
-  return median_time(
-      [&] {
-        StepContext ctx;
-        auto st = detach_states(states);
-        auto logits = net->forward(x, st, ctx);
-        auto loss = torch::nn::functional::cross_entropy(logits.reshape({-1, V}), y.reshape({-1}));
-        if (ctx.extra_loss.defined()) loss = loss + ctx.extra_loss;
-        opt.zero_grad();
-        loss.backward();
-        torch::nn::utils::clip_grad_norm_(params, 5.0);
-        opt.step();
-      },
-      iters, min_seconds);
+  d_->net = CharLMModel(d_->model, V);
+  d_->net->train();
+  d_->params = d_->net->parameters();
+  d_->opt = std::make_unique<torch::optim::Adam>(d_->params, torch::optim::AdamOptions(1e-3));
+  d_->x = torch::randint(0, V, {T, B}, torch::kInt64);
+  d_->y = torch::randint(0, V, {T, B}, torch::kInt64);
+  d_->states = d_->net->stack->initial_state(B, torch::TensorOptions());
+}
+
+CharLMStepBench::~CharLMStepBench() = default;
+
+double CharLMStepBench::flops_per_step() const {
+  const double fwd = (d_->net->stack->flops_per_step() + 2.0 * d_->net->stack->output_size() * d_->V) * d_->B * d_->T;
+  return 3.0 * fwd;  // forward + backward (~2x forward)
+}
+
+void CharLMStepBench::step() {
+  StepContext ctx;
+  if (d_->autograd) force_autograd_path(ctx);
+  auto st = detach_states(d_->states);
+  auto logits = d_->net->forward(d_->x, st, ctx);
+  auto loss = torch::nn::functional::cross_entropy(logits.reshape({-1, d_->V}), d_->y.reshape({-1}));
+  if (ctx.extra_loss.defined()) loss = loss + ctx.extra_loss;
+  d_->opt->zero_grad();
+  loss.backward();
+  torch::nn::utils::clip_grad_norm_(d_->params, 5.0);
+  d_->opt->step();
+}
+
+double time_char_lm_step(const json& model_in, int64_t B, int64_t T, int64_t V, int iters, double min_seconds,
+                         double* flops_per_iter, bool autograd) {
+  CharLMStepBench b(model_in, B, T, V, autograd);
+  if (flops_per_iter) *flops_per_iter = b.flops_per_step();
+  return median_time([&] { b.step(); }, iters, min_seconds);
 }
 
 // Median seconds of forward + backward of a torch::nn::GRU or LSTM module on x [T, B, E].

@@ -2,8 +2,10 @@
 // (forward + backward + optimizer step), achieved GFLOP/s from the analytic
 // FLOP count, a large GEMM timed in the same run, and a baseline at the same shape.
 #pragma once
+#include <memory>
 #include <string>
 
+#include "cells/cell.h"
 #include "config/schema.h"
 
 namespace cs {
@@ -19,9 +21,34 @@ struct BenchOptions {
   int threads = 0;
 };
 
-// Median seconds per training step of the char-LM model with `model`.
+// ---- The hook of the fast paths (issue #16): the only place the benchmarks learn about them
+// (bench.cpp; the merger of the fast paths edits these two functions and nothing else here).
+// Whether the cell of the resolved `model` has a training path other than the step-wise
+// autograd one, i.e. whether `bench --peer` measures it twice (default path, then forced off).
+bool cell_has_fast_path(const json& model);
+// Forces the step-wise autograd path for one training step: sets ctx.stepwise (which the
+// fused GRU/LSTM/RNN and the CRU-shallow paths honour) and whatever else the fast paths read.
+void force_autograd_path(StepContext& ctx);
+
+// The char-LM training step every char-LM benchmark times: the model of `model` (resolved
+// here, seed 0), Adam (lr 1e-3), one random batch [seq, batch] of `vocab` ids, a zero state;
+// step() = forward + cross-entropy (+ the cells' extra loss) + backward + clip 5 + Adam step.
+class CharLMStepBench {
+ public:
+  CharLMStepBench(const json& model, int64_t batch, int64_t seq, int64_t vocab, bool autograd = false);
+  ~CharLMStepBench();
+  void step();
+  double flops_per_step() const;  // analytic: 3x the forward's FLOPs (backward ~2x forward)
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> d_;
+};
+
+// Median seconds per training step of the char-LM model with `model`; `autograd` forces
+// the step-wise autograd path (force_autograd_path) on every step.
 double time_char_lm_step(const json& model, int64_t batch, int64_t seq, int64_t vocab, int iters, double min_seconds,
-                         double* flops_per_iter);
+                         double* flops_per_iter, bool autograd = false);
 // GFLOP/s of a large float32 matrix product (n x n x n), median of a few runs.
 double gemm_gflops(int64_t n = 1024);
 json run_bench(const BenchOptions& o);

@@ -1,0 +1,169 @@
+// `cellscope-cli bench --peer | --peer-check | --peer-export | --peer-child`: Cellscope's cells
+// against their plain-PyTorch Python peers (core/run/bench/peers/, issue #16).
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+
+#include "bench/bench.h"
+#include "bench/bench_peer.h"
+#include "cli.h"
+#include "train/trainer.h"
+#include "util/error.h"
+
+namespace cli {
+
+namespace fs = std::filesystem;
+
+static std::vector<std::string> peer_cell_list(const Args& args) {
+  const std::string c = args.get("cell", "all");
+  if (c == "all") return cs::peer_cells();
+  std::vector<std::string> out;
+  std::stringstream in(c);
+  std::string one;
+  while (std::getline(in, one, ',')) {
+    if (std::find(cs::peer_cells().begin(), cs::peer_cells().end(), one) == cs::peer_cells().end()) {
+      std::string known;
+      for (auto& k : cs::peer_cells()) known += (known.empty() ? "" : ", ") + k;
+      throw UsageError("--cell: no Python peer for '" + one + "' (known: " + known + ", or all)");
+    }
+    out.push_back(one);
+  }
+  if (out.empty()) throw UsageError("--cell: empty list");
+  return out;
+}
+
+static cs::json peer_model(const Args& args, const std::string& cell, int64_t E, int64_t H) {
+  cs::json m = cs::paper_model(cell, E, H);
+  for (auto& s : args.all("set")) {
+    cs::json tmp = {{"model", m}};
+    cs::apply_override(tmp, s);
+    if (!tmp.contains("model") || tmp.size() != 1) throw UsageError("bench --set takes model.KEY=VALUE");
+    m = tmp["model"];
+  }
+  return m;
+}
+
+// The Python check of exported directories; prints a line per cell, returns 0 when all agree.
+static int run_python_check(const std::vector<std::string>& dirs, bool as_json, double tol) {
+  char tol_text[32];
+  std::snprintf(tol_text, sizeof tol_text, "%.17g", tol);
+  std::vector<std::string> argv = {cs::peer_python(), cs::peers_script_path(), "check", "--tol", tol_text};
+  argv.insert(argv.end(), dirs.begin(), dirs.end());
+  std::string out, err;
+  const int rc = cs::run_capture(argv, {}, &out, &err);
+  auto j = cs::json::parse(out, nullptr, false);
+  if (!j.is_object() || !j.contains("results"))
+    throw cs::UserError("the Python peer check (" + cs::peer_python() + " " + cs::peers_script_path() + ") failed (exit " +
+                        std::to_string(rc) + "): " + (err.empty() ? out : err) +
+                        (rc == 127 || err.find("No module named 'torch'") != std::string::npos
+                             ? "\n(install Debian's python3-torch: sudo apt-get install python3-torch)"
+                             : ""));
+  if (as_json) {
+    std::cout << j.dump() << "\n";
+  } else {
+    for (const auto& r : j["results"]) {
+      std::cout << r.value("cell", std::string("?")) << ": " << (r.value("ok", false) ? "agrees" : "DIFFERS");
+      if (r.contains("error")) std::cout << " (" << r["error"].get<std::string>() << ")";
+      if (r.contains("loss"))
+        std::cout << "  loss " << std::setprecision(17) << r["loss"].get<double>() << " vs "
+                  << r["cellscope_loss"].get<double>() << std::setprecision(3) << "  worst relative error "
+                  << r["worst_rel_err"].get<double>();
+      std::cout << "\n";
+      if (!r.value("ok", false) && r.contains("params"))
+        for (auto& [name, p] : r["params"].items())
+          if (p["max_rel_err"].get<double>() > tol || p["norm_rel_err"].get<double>() > tol)
+            std::cout << "  " << name << ": gradient max relative error " << p["max_rel_err"].get<double>()
+                      << ", norm " << p["grad_norm"].get<double>() << " vs " << p["cellscope_grad_norm"].get<double>() << "\n";
+    }
+  }
+  return j.value("ok", false) && rc == 0 ? 0 : 1;
+}
+
+int cmd_bench_peer(const std::vector<std::string>& a) {
+  auto args = parse(a, {"peer", "peer-child", "peer-check", "autograd", "json", "no-python"},
+                    {"peer-export", "keep", "from", "cell", "batch", "seq", "embed", "hidden", "vocab", "set",
+                     "iters", "threads", "model-json", "min-seconds", "tol"});
+  if (args.has("peer-child")) {  // one measurement in a fresh process (run by `bench --peer`)
+    const auto m = cs::parse_json(args.get("model-json"), "--model-json");
+    cs::set_threads(static_cast<int>(args.get_int("threads", 0, 0, 1024)));
+    auto r = cs::measure_step_child(m, args.get_int("batch", 32, 1, 65536), args.get_int("seq", 150, 1, 100000),
+                                    args.get_int("vocab", 96, 1, 10000000),
+                                    static_cast<int>(args.get_int("iters", 0, 0, 1000000)),
+                                    std::stod(args.get("min-seconds", "3")), args.has("autograd"));
+    std::cout << r.dump() << "\n";
+    return 0;
+  }
+  const double tol = std::stod(args.get("tol", "1e-10"));
+  if (args.has("peer-check") || args.has("peer-export")) {
+    // Weight-exact agreement, double precision, at a tiny size (defaults) or the given one.
+    if (args.has("from")) return run_python_check({args.get("from")}, args.has("json"), tol);
+    const bool exp = args.has("peer-export");
+    std::string root = exp ? args.get("peer-export") : args.get("keep");
+    const int64_t E = args.get_int("embed", 8, 1, 65536), H = args.get_int("hidden", 8, 1, 65536);
+    const int64_t B = args.get_int("batch", 3, 1, 65536), T = args.get_int("seq", 7, 1, 100000);
+    const int64_t V = args.get_int("vocab", 11, 2, 10000000);
+    bool tmp = false;
+    if (root.empty()) {
+      char tmpl[] = "/tmp/cellscope-peer-check-XXXXXX";
+      if (!::mkdtemp(tmpl)) throw cs::UserError("cannot create a temporary directory");
+      root = tmpl;
+      tmp = true;
+    }
+    std::vector<std::string> dirs;
+    for (const auto& cell : peer_cell_list(args)) {
+      cs::json m = peer_model(args, cell, E, H);
+      if (cs::paper_model(cell, E, H).contains("filter")) {
+        // the papers' filter 1000 at a tiny size is needless work: 2 x hidden unless --set
+        bool user = false;
+        for (auto& s : args.all("set")) user = user || s.rfind("model.filter=", 0) == 0;
+        if (!user) m["filter"] = 2 * H;
+      }
+      const std::string dir = root + "/" + cell;
+      cs::export_peer_check(m, B, T, V, dir);
+      dirs.push_back(dir);
+    }
+    if (exp) {
+      for (auto& d : dirs) std::cout << d << "\n";
+      return 0;
+    }
+    const int rc = run_python_check(dirs, args.has("json"), tol);
+    if (tmp) fs::remove_all(root);
+    return rc;
+  }
+  cs::PeerBenchOptions o;
+  o.cells = peer_cell_list(args);
+  o.batches.clear();
+  {
+    std::stringstream in(args.get("batch", "32"));
+    std::string one;
+    while (std::getline(in, one, ',')) {
+      char* end = nullptr;
+      const long long b = std::strtoll(one.c_str(), &end, 10);
+      if (one.empty() || *end || b < 1 || b > 65536) throw UsageError("--batch: expected a list like 32,256, got '" + args.get("batch") + "'");
+      o.batches.push_back(b);
+    }
+  }
+  o.seq = args.get_int("seq", 150, 1, 100000);
+  o.embed = args.get_int("embed", 256, 1, 65536);
+  o.hidden = args.get_int("hidden", 512, 1, 65536);
+  o.vocab = args.get_int("vocab", 96, 2, 10000000);
+  o.iters = static_cast<int>(args.get_int("iters", 0, 0, 1000000));
+  o.min_seconds = std::stod(args.get("min-seconds", "3"));
+  o.threads = static_cast<int>(args.get_int("threads", 0, 0, 1024));
+  o.sets = args.all("set");
+  o.python = !args.has("no-python");
+  o.self_exe = self_exe();
+  for (const auto& c : o.cells) peer_model(args, c, o.embed, o.hidden);  // --set errors before any measurement
+  cs::set_threads(o.threads);
+  cs::json r = cs::run_peer_bench(o, args.has("json") ? nullptr : &std::cerr);
+  if (args.has("json")) std::cout << r.dump() << "\n";
+  else std::cout << cs::peer_table_markdown(r);
+  return 0;
+}
+
+}  // namespace cli

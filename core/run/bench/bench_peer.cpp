@@ -1,0 +1,393 @@
+#include "bench/bench_peer.h"
+
+#include <ATen/Parallel.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <sstream>
+
+#include "bench/bench.h"
+#include "tasks/char_lm.h"
+#include "train/trainer.h"
+#include "util/error.h"
+#include "util/paths.h"
+
+extern char** environ;
+
+namespace cs {
+
+namespace fs = std::filesystem;
+
+const std::vector<std::string>& peer_cells() {
+  static const std::vector<std::string> c = {"gru_dt",      "sat_mzu",  "gcn_mzu",           "cap_mzu",
+                                             "cru_shallow", "cru_deep", "cru_deep_enhanced", "mcrnn"};
+  return c;
+}
+
+json paper_model(const std::string& cell, int64_t embed, int64_t hidden) {
+  json m = {{"cell", cell}, {"embed", embed}, {"hidden", hidden}};
+  if (cell == "gru_dt") {
+    m["depth"] = 1;  // MZU paper Table 4's GRU+DT (L = 1)
+  } else if (cell == "sat_mzu" || cell == "gcn_mzu" || cell == "cap_mzu") {
+    // resources/presets/ptb-*-mzu-dt.json without the candidate dropout
+    m.update({{"depth", 1}, {"share_transition", true}, {"layer_norm", true}, {"zone_disagreement", 1.0},
+              {"filter", 1000}, {"zones", 4}});
+    if (cell == "cap_mzu") m.update({{"capsules", 2}, {"routing_iters", 3}});
+  } else if (cell.rfind("cru_", 0) == 0) {
+    m["filter_length"] = 3;  // CRU paper's k
+  } else if (cell == "mcrnn") {
+    m.update({{"block", 4}, {"base", "lstm"}, {"lstm_memory", "prev"}});  // MC-RNN-3 over an LSTM
+  }
+  return m;
+}
+
+std::string peers_script_path() {
+  if (const char* e = std::getenv("CELLSCOPE_PEERS_SCRIPT"); e && *e) return e;
+  const fs::path res = resources_dir();
+  const fs::path src = res.parent_path() / "core" / "run" / "bench" / "peers" / "peers.py";
+  if (fs::exists(src)) return src.string();
+  return (res / "peers" / "peers.py").string();
+}
+
+std::string peer_python() {
+  if (const char* e = std::getenv("CELLSCOPE_PEER_PYTHON"); e && *e) return e;
+  return "/usr/bin/python3";
+}
+
+// ------------------------------------------------------------------ check export
+static void write_raw(const std::string& path, const void* data, size_t bytes) {
+  std::ofstream f(path, std::ios::binary);
+  f.write(static_cast<const char*>(data), static_cast<std::streamsize>(bytes));
+  if (!f) throw UserError("cannot write " + path);
+}
+
+json export_peer_check(const json& model_in, int64_t B, int64_t T, int64_t V, const std::string& dir) {
+  json model = load_and_resolve(json{{"task", {{"name", "char_lm"}}}, {"model", model_in}}, "bench model")["model"];
+  fs::create_directories(dir);
+  torch::manual_seed(0);
+  CharLMModel net(model, V);
+  net->to(torch::kFloat64);
+  net->train();
+  auto x = torch::randint(0, V, {T, B}, torch::kInt64);
+  auto y = torch::randint(0, V, {T, B}, torch::kInt64);
+  auto states = net->stack->initial_state(B, torch::TensorOptions().dtype(torch::kFloat64));
+  StepContext ctx;
+  auto logits = net->forward(x, states, ctx);
+  auto loss = torch::nn::functional::cross_entropy(logits.reshape({-1, V}), y.reshape({-1}));
+  if (ctx.extra_loss.defined()) loss = loss + ctx.extra_loss;
+  net->zero_grad();
+  loss.backward();
+  json index = json::array();
+  std::vector<double> p, g;
+  for (const auto& kv : net->named_parameters()) {
+    const auto& t = kv.value();
+    auto tc = t.detach().contiguous().to(torch::kFloat64);
+    auto gc = t.grad().defined() ? t.grad().contiguous().to(torch::kFloat64) : torch::zeros_like(tc);
+    index.push_back({{"name", kv.key()}, {"shape", t.sizes().vec()}, {"offset", p.size()}});
+    p.insert(p.end(), tc.data_ptr<double>(), tc.data_ptr<double>() + tc.numel());
+    g.insert(g.end(), gc.data_ptr<double>(), gc.data_ptr<double>() + gc.numel());
+  }
+  write_raw(dir + "/params.f64", p.data(), p.size() * sizeof(double));
+  write_raw(dir + "/grads.f64", g.data(), g.size() * sizeof(double));
+  auto xc = x.contiguous(), yc = y.contiguous();
+  write_raw(dir + "/x.i64", xc.data_ptr<int64_t>(), static_cast<size_t>(xc.numel()) * sizeof(int64_t));
+  write_raw(dir + "/y.i64", yc.data_ptr<int64_t>(), static_cast<size_t>(yc.numel()) * sizeof(int64_t));
+  json meta = {{"model", model}, {"batch", B},         {"seq", T},
+               {"vocab", V},     {"params", index},    {"loss", loss.item<double>()},
+               {"format", "params.f64/grads.f64: float64 little-endian, named_parameters() order; x.i64/y.i64: int64 [seq, batch]"}};
+  std::ofstream f(dir + "/model.json");
+  f << meta.dump(1) << "\n";
+  if (!f) throw UserError("cannot write " + dir + "/model.json");
+  return meta;
+}
+
+// ------------------------------------------------------------------ child measurement
+static int64_t status_kib(const char* key) {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  const std::string k = std::string(key) + ":";
+  while (std::getline(f, line))
+    if (line.rfind(k, 0) == 0) return std::atoll(line.c_str() + k.size());
+  return 0;
+}
+
+static bool reset_hwm() {
+  // Linux >= 4.0: writing 5 to clear_refs resets VmHWM to the current RSS.
+  std::ofstream f("/proc/self/clear_refs");
+  f << "5";
+  f.flush();
+  return static_cast<bool>(f);
+}
+
+json measure_step_child(const json& model, int64_t B, int64_t T, int64_t V, int iters, double min_seconds,
+                        bool autograd) {
+  using Clock = std::chrono::steady_clock;
+  CharLMStepBench b(model, B, T, V, autograd);
+  // Peak memory of a training step: VmHWM reset after the set-up, minus the RSS then (the
+  // first step also allocates the gradients and Adam's moments, as Python's first step does).
+  const bool reset = reset_hwm();
+  const int64_t base = status_kib("VmRSS");
+  b.step();
+  const int64_t peak = status_kib("VmHWM");
+  b.step();
+  std::vector<double> ts;
+  const auto start = Clock::now();
+  for (;;) {
+    const auto t0 = Clock::now();
+    b.step();
+    ts.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+    const double total = std::chrono::duration<double>(Clock::now() - start).count();
+    if (iters > 0 ? static_cast<int>(ts.size()) >= iters : ((total >= min_seconds && ts.size() >= 3) || ts.size() >= 200))
+      break;
+  }
+  std::sort(ts.begin(), ts.end());
+  // The large-GEMM rate in this process right after the steps: on a loaded machine the rate
+  // the parent measured minutes earlier may not be what this child got (efficiency uses this one).
+  const double gemm = gemm_gflops();
+  return {{"seconds_per_step", ts[ts.size() / 2]},
+          {"gemm_gflops", gemm},
+          {"steps_timed", ts.size()},
+          {"flops_per_step", b.flops_per_step()},
+          {"peak_step_bytes", (peak - base) * 1024},
+          {"peak_rss_bytes", status_kib("VmHWM") * 1024},
+          {"hwm_reset", reset},
+          {"threads", at::get_num_threads()}};
+}
+
+// ------------------------------------------------------------------ processes
+int run_capture(const std::vector<std::string>& argv, const std::vector<std::string>& env, std::string* out,
+                std::string* err) {
+  int po[2], pe[2];
+  if (::pipe(po) != 0) return -1;
+  if (::pipe(pe) != 0) {
+    ::close(po[0]);
+    ::close(po[1]);
+    return -1;
+  }
+  std::vector<std::string> envs;
+  for (char** e = environ; *e; ++e) {
+    const std::string s = *e;
+    bool replaced = false;
+    for (const auto& n : env)
+      if (s.substr(0, s.find('=') + 1) == n.substr(0, n.find('=') + 1)) replaced = true;
+    if (!replaced) envs.push_back(s);
+  }
+  for (const auto& n : env) envs.push_back(n);
+  std::vector<char*> av, ev;
+  for (const auto& s : argv) av.push_back(const_cast<char*>(s.c_str()));
+  av.push_back(nullptr);
+  for (const auto& s : envs) ev.push_back(const_cast<char*>(s.c_str()));
+  ev.push_back(nullptr);
+  const pid_t pid = ::fork();
+  if (pid < 0) return -1;
+  if (pid == 0) {
+    ::dup2(po[1], 1);
+    ::dup2(pe[1], 2);
+    ::close(po[0]);
+    ::close(pe[0]);
+    ::close(po[1]);
+    ::close(pe[1]);
+    ::execve(av[0], av.data(), ev.data());
+    std::fprintf(stderr, "cannot run %s: %s\n", av[0], std::strerror(errno));
+    ::_exit(127);
+  }
+  ::close(po[1]);
+  ::close(pe[1]);
+  std::string o, e;
+  pollfd fds[2] = {{po[0], POLLIN, 0}, {pe[0], POLLIN, 0}};
+  int open_fds = 2;
+  char buf[65536];
+  while (open_fds > 0) {
+    if (::poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      const ssize_t n = ::read(fds[i].fd, buf, sizeof buf);
+      if (n > 0) {
+        (i == 0 ? o : e).append(buf, static_cast<size_t>(n));
+      } else {
+        ::close(fds[i].fd);
+        fds[i].fd = -1;
+        --open_fds;
+      }
+    }
+  }
+  int st = 0;
+  while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+  }
+  if (out) *out = o;
+  if (err) *err = e;
+  if (WIFEXITED(st)) return WEXITSTATUS(st);
+  return WIFSIGNALED(st) ? 128 + WTERMSIG(st) : -1;
+}
+
+static double loadavg1() {
+  std::ifstream f("/proc/loadavg");
+  double l = -1;
+  f >> l;
+  return l;
+}
+
+// The last line of `out` that parses as a JSON object.
+static json last_json(const std::string& out) {
+  std::istringstream in(out);
+  std::string line;
+  json r;
+  while (std::getline(in, line)) {
+    auto j = json::parse(line, nullptr, false);
+    if (j.is_object()) r = j;
+  }
+  return r;
+}
+
+static std::string tail(const std::string& s, size_t n = 600) { return s.size() > n ? s.substr(s.size() - n) : s; }
+
+json run_peer_bench(const PeerBenchOptions& o, std::ostream* log) {
+  const int threads = o.threads > 0 ? o.threads : at::get_num_threads();
+  std::vector<std::string> cells = o.cells.empty() ? peer_cells() : o.cells;
+  json r;
+  r["threads"] = threads;
+  r["seq"] = o.seq;
+  r["embed"] = o.embed;
+  r["hidden"] = o.hidden;
+  r["vocab"] = o.vocab;
+  r["load_before"] = loadavg1();
+  r["gemm_gflops"] = gemm_gflops();
+  const std::string script = peers_script_path(), py = peer_python();
+  r["peer_script"] = script;
+  auto child = [&](const json& model, int64_t B, bool autograd) {
+    std::vector<std::string> argv = {o.self_exe, "bench", "--peer-child", "--model-json", model.dump(),
+                                     "--batch", std::to_string(B), "--seq", std::to_string(o.seq),
+                                     "--vocab", std::to_string(o.vocab), "--threads", std::to_string(threads),
+                                     "--iters", std::to_string(o.iters)};
+    if (autograd) argv.push_back("--autograd");
+    std::string out, err;
+    const int rc = run_capture(argv, {"OMP_NUM_THREADS=" + std::to_string(threads), std::string("CELLSCOPE_FAST=") + (autograd ? "0" : "1")}, &out, &err);
+    json j = last_json(out);
+    if (rc != 0 || !j.contains("seconds_per_step"))
+      throw UserError("bench --peer: the Cellscope measurement of " + model.value("cell", std::string()) + " failed (exit " +
+                      std::to_string(rc) + "): " + tail(err));
+    return j;
+  };
+  auto python = [&](const json& model, int64_t B) {
+    std::vector<std::string> argv = {py, script, "time", "--model-json", model.dump(), "--batch", std::to_string(B),
+                                     "--seq", std::to_string(o.seq), "--vocab", std::to_string(o.vocab),
+                                     "--threads", std::to_string(threads), "--iters", std::to_string(o.iters),
+                                     "--min-seconds", std::to_string(o.min_seconds)};
+    std::string out, err;
+    const int rc = run_capture(argv, {"OMP_NUM_THREADS=" + std::to_string(threads)}, &out, &err);
+    json j = last_json(out);
+    if (rc != 0 || !j.contains("seconds_per_step"))
+      throw UserError("bench --peer: the Python peer of " + model.value("cell", std::string()) + " (" + py + " " + script +
+                      ") failed (exit " + std::to_string(rc) + "): " + tail(err));
+    return j;
+  };
+  const double gemm = r["gemm_gflops"].get<double>();
+  json rows = json::array();
+  for (int64_t B : o.batches) {
+    {  // LibTorch's fused GRU at the same shape (Cellscope's gru cell runs at::gru)
+      json m = {{"cell", "gru"}, {"embed", o.embed}, {"hidden", o.hidden}};
+      if (log) *log << "batch " << B << ": gru (LibTorch fused) ..." << std::flush;
+      json c = child(m, B, false);
+      json row = {{"cell", "gru"}, {"label", "LibTorch fused GRU"}, {"batch", B}, {"model", m}, {"cellscope", c}};
+      row["efficiency"] = c["flops_per_step"].get<double>() / c["seconds_per_step"].get<double>() / 1e9 /
+                          c.value("gemm_gflops", gemm);
+      if (log) *log << " " << c["seconds_per_step"].get<double>() << " s/step\n";
+      rows.push_back(row);
+    }
+    for (const auto& cell : cells) {
+      json m = paper_model(cell, o.embed, o.hidden);
+      for (const auto& s : o.sets) {
+        json tmp = {{"model", m}};
+        apply_override(tmp, s);
+        m = tmp["model"];
+      }
+      const json resolved = load_and_resolve(json{{"task", {{"name", "char_lm"}}}, {"model", m}}, "bench model")["model"];
+      json row = {{"cell", cell}, {"batch", B}, {"model", m}};
+      if (log) *log << "batch " << B << ": " << cell << " ..." << std::flush;
+      json c = child(m, B, false);
+      row["cellscope"] = c;
+      const double flops = c["flops_per_step"].get<double>(), t = c["seconds_per_step"].get<double>();
+      row["efficiency"] = flops / t / 1e9 / c.value("gemm_gflops", gemm);
+      if (log) *log << " cellscope " << t;
+      if (cell_has_fast_path(resolved)) {
+        json a = child(m, B, true);
+        row["cellscope_autograd"] = a;
+        row["autograd_efficiency"] = flops / a["seconds_per_step"].get<double>() / 1e9 / a.value("gemm_gflops", gemm);
+        if (log) *log << ", autograd " << a["seconds_per_step"].get<double>();
+      }
+      json p;
+      if (o.python) {
+        // A peer that cannot run this model (an option it does not implement, no python3-torch)
+        // leaves its columns empty and says why; Cellscope's numbers are still reported.
+        try {
+          p = python(resolved, B);
+        } catch (const UserError& e) {
+          row["python_error"] = e.what();
+          if (log) *log << " (Python peer: " << e.what() << ")";
+        }
+      }
+      if (!p.is_null()) {
+        row["python"] = p;
+        row["speedup"] = p["seconds_per_step"].get<double>() / t;
+        row["python_efficiency"] = flops / p["seconds_per_step"].get<double>() / 1e9 / p.value("gemm_gflops", gemm);
+        if (log) *log << ", python " << p["seconds_per_step"].get<double>();
+      }
+      if (log) *log << " s/step\n";
+      rows.push_back(row);
+    }
+  }
+  r["rows"] = rows;
+  r["load_after"] = loadavg1();
+  return r;
+}
+
+static std::string fmt(double v, int prec) {
+  std::ostringstream s;
+  s << std::fixed << std::setprecision(prec) << v;
+  return s.str();
+}
+
+std::string peer_table_markdown(const json& r) {
+  std::ostringstream s;
+  s << "char-LM training step (embedding + cell + softmax + backward + Adam), seq " << r["seq"] << ", embed "
+    << r["embed"] << ", hidden " << r["hidden"] << ", " << r["threads"] << " threads; large GEMM "
+    << fmt(r["gemm_gflops"].get<double>(), 1) << " GFLOP/s at the start (each efficiency uses the GEMM rate its own "
+       "process measured right after its steps); load average " << fmt(r["load_before"].get<double>(), 2)
+    << " before, " << fmt(r["load_after"].get<double>(), 2) << " after\n\n";
+  s << "| model | batch | Cellscope s/step | autograd path s/step | plain PyTorch Python s/step | speedup vs Python | "
+       "efficiency (of GEMM) | Python efficiency | peak step MiB Cellscope | peak step MiB Python |\n";
+  s << "|---|---|---|---|---|---|---|---|---|---|\n";
+  auto mib = [](const json& m) { return fmt(m["peak_step_bytes"].get<double>() / (1 << 20), 1); };
+  for (const auto& row : r["rows"]) {
+    const auto& c = row["cellscope"];
+    s << "| " << row.value("label", row["cell"].get<std::string>()) << " | " << row["batch"] << " | "
+      << fmt(c["seconds_per_step"].get<double>(), 3) << " | "
+      << (row.contains("cellscope_autograd") ? fmt(row["cellscope_autograd"]["seconds_per_step"].get<double>(), 3) : "-")
+      << " | " << (row.contains("python") ? fmt(row["python"]["seconds_per_step"].get<double>(), 3) : "-") << " | "
+      << (row.contains("speedup") ? fmt(row["speedup"].get<double>(), 2) + "x" : "-") << " | "
+      << fmt(row["efficiency"].get<double>(), 2) << " | "
+      << (row.contains("python_efficiency") ? fmt(row["python_efficiency"].get<double>(), 2) : "-") << " | " << mib(c)
+      << " | " << (row.contains("python") ? mib(row["python"]) : "-") << " |\n";
+  }
+  for (const auto& row : r["rows"])
+    if (row.contains("python_error"))
+      s << "\n" << row["cell"].get<std::string>() << ", batch " << row["batch"] << ": no Python time: "
+        << row["python_error"].get<std::string>() << "\n";
+  return s.str();
+}
+
+}  // namespace cs

@@ -1,0 +1,155 @@
+// The plain-PyTorch Python peers of issue #16 (core/run/bench/peers/peers.py) are the same
+// models as Cellscope's cells: `bench --peer-check` exports Cellscope's initial parameters, one
+// batch, the loss and every gradient in double; the peer (Debian's python3-torch) loads them and
+// must agree to 1e-10. And `bench --peer` reports what the issue's table needs.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "harness.h"
+
+using json = nlohmann::json;
+
+namespace {
+const std::vector<std::string> kCells = {"gru_dt",      "sat_mzu",  "gcn_mzu",           "cap_mzu",
+                                         "cru_shallow", "cru_deep", "cru_deep_enhanced", "mcrnn"};
+}
+
+TEST(BenchPeers, everyCellAgreesWithItsPythonPeerToOneEMinus10) {
+  std::string out, err;
+  ASSERT_EQ(cstest::run_cli({"bench", "--peer-check", "--cell", "all", "--json"}, &out, &err), 0) << out << err;
+  auto j = cstest::json_object(out);
+  ASSERT_TRUE(j.value("ok", false)) << out;
+  ASSERT_TRUE(j.contains("results"));
+  std::vector<std::string> seen;
+  for (const auto& r : j["results"]) {
+    const std::string cell = r.value("cell", std::string());
+    seen.push_back(cell);
+    ASSERT_TRUE(r.value("ok", false)) << cell;
+    ASSERT_LE(r.value("loss_rel_err", 1.0), 1e-10) << cell;
+    ASSERT_GT(r.value("loss", 0.0), 1.0) << cell;  // ~ln(11) for 11 symbols, plus the MZUs' eq. 19 term
+    ASSERT_TRUE(r.contains("params"));
+    ASSERT_GE(r["params"].size(), 5u) << cell;  // embedding, out weight and bias, and the cell's own
+    int nonzero = 0;
+    for (auto& [name, p] : r["params"].items()) {
+      ASSERT_LE(p.value("max_rel_err", 1.0), 1e-10) << cell << " " << name;
+      ASSERT_LE(p.value("norm_rel_err", 1.0), 1e-10) << cell << " " << name;
+      nonzero += p.value("cellscope_grad_norm", 0.0) > 0;
+    }
+    ASSERT_GE(nonzero, static_cast<int>(r["params"].size()) - 1) << cell;  // (gru_dt's transition w_ih is [3H, 0])
+  }
+  ASSERT_EQ(seen, kCells);
+}
+
+TEST(BenchPeers, aGradientThatDiffersIsReportedByName) {
+  // Export gcnMZU+DT, change one gradient entry of w_g by 1e-8 relative: the check must fail and name it.
+  const std::string dir = cstest::temp_dir() + "/peer-export";
+  std::string out, err;
+  ASSERT_EQ(cstest::run_cli({"bench", "--peer-export", dir, "--cell", "gcn_mzu"}, &out, &err), 0) << err;
+  auto meta = cstest::json_object(cstest::read_text(dir + "/gcn_mzu/model.json"));
+  int64_t off = -1;
+  for (auto& e : meta["params"])
+    if (e.value("name", std::string()) == "stack.layer0.first.w_g") off = e.value("offset", int64_t(-1));
+  ASSERT_GE(off, 0);
+  {
+    std::fstream f(dir + "/gcn_mzu/grads.f64", std::ios::in | std::ios::out | std::ios::binary);
+    double v = 0;
+    f.seekg(off * 8);
+    f.read(reinterpret_cast<char*>(&v), 8);
+    v = v == 0 ? 1e-3 : v * (1 + 1e-8);
+    f.seekp(off * 8);
+    f.write(reinterpret_cast<const char*>(&v), 8);
+    ASSERT_TRUE(static_cast<bool>(f));
+  }
+  ASSERT_EQ(cstest::run_cli({"bench", "--peer-check", "--from", dir + "/gcn_mzu", "--json"}, &out, &err), 1) << out << err;
+  auto j = cstest::json_object(out);
+  ASSERT_FALSE(j.value("ok", true));
+  const auto& p = j["results"][0]["params"];
+  ASSERT_GT(p["stack.layer0.first.w_g"].value("max_rel_err", 0.0), 1e-10);
+  ASSERT_LE(p["stack.layer0.first.w_h"].value("max_rel_err", 1.0), 1e-10);
+  // the text report names it too
+  ASSERT_EQ(cstest::run_cli({"bench", "--peer-check", "--from", dir + "/gcn_mzu"}, &out, &err), 1);
+  ASSERT_TRUE(cstest::contains(out, "DIFFERS")) << out;
+  ASSERT_TRUE(cstest::contains(out, "stack.layer0.first.w_g")) << out;
+}
+
+TEST(BenchPeers, anOptionThePeerDoesNotImplementIsRefusedByName) {
+  std::string out, err;
+  ASSERT_NE(cstest::run_cli({"bench", "--peer-check", "--cell", "gcn_mzu", "--set", "model.candidate_dropout=0.5"}, &out,
+                            &err), 0);
+  ASSERT_TRUE(cstest::contains(err, "candidate_dropout")) << err;
+  ASSERT_EQ(cstest::run_cli({"bench", "--peer-check", "--cell", "lstm"}, &out, &err), 2);
+  ASSERT_TRUE(cstest::contains(err, "no Python peer")) << err;
+}
+
+TEST(BenchPeers, peerBenchReportsTimesSpeedupEfficiencyAndMemory) {
+  std::string out, err;
+  ASSERT_EQ(cstest::run_cli({"bench", "--peer", "--cell", "gru_dt,cru_shallow", "--batch", "2,3", "--seq", "6", "--embed",
+                             "8", "--hidden", "8", "--iters", "2", "--threads", "1", "--json"},
+                            &out, &err, 300000),
+            0)
+      << err;
+  auto j = cstest::json_object(out);
+  ASSERT_GT(j.value("gemm_gflops", 0.0), 0.0);
+  ASSERT_EQ(j.value("threads", 0), 1);
+  ASSERT_EQ(j["rows"].size(), 6u);  // per batch: LibTorch's fused GRU, gru_dt, cru_shallow
+  std::vector<std::string> order;
+  for (const auto& row : j["rows"]) {
+    order.push_back(row.value("cell", std::string()) + "@" + std::to_string(row.value("batch", 0)));
+    const auto& c = row["cellscope"];
+    ASSERT_GT(c.value("seconds_per_step", 0.0), 0.0);
+    ASSERT_GT(c.value("flops_per_step", 0.0), 0.0);
+    ASSERT_GE(c.value("peak_step_bytes", -1.0), 0.0);
+    ASSERT_GT(c.value("peak_rss_bytes", 0.0), 0.0);
+    ASSERT_GT(c.value("gemm_gflops", 0.0), 0.0);  // the child's own large-GEMM rate (efficiency's denominator)
+    ASSERT_NEAR(row.value("efficiency", 0.0),
+                c.value("flops_per_step", 0.0) / c.value("seconds_per_step", 1.0) / 1e9 / c.value("gemm_gflops", 1.0), 1e-9);
+    ASSERT_GT(row.value("efficiency", 0.0), 0.0);
+    if (row["cell"] == "gru") continue;
+    const auto& p = row["python"];
+    ASSERT_GT(p.value("seconds_per_step", 0.0), 0.0);
+    ASSERT_EQ(p.value("threads", 0), 1);
+    ASSERT_GT(p.value("gemm_gflops", 0.0), 0.0);
+    ASSERT_GE(p.value("peak_step_bytes", -1.0), 0.0);
+    ASSERT_NEAR(row.value("speedup", 0.0), p.value("seconds_per_step", 0.0) / c.value("seconds_per_step", 1.0), 1e-9);
+    // cru_shallow runs LibTorch's GRU over the convolutions: its autograd path is measured too
+    ASSERT_EQ(row.contains("cellscope_autograd"), row["cell"] == "cru_shallow") << row.dump();
+  }
+  ASSERT_EQ(order, (std::vector<std::string>{"gru@2", "gru_dt@2", "cru_shallow@2", "gru@3", "gru_dt@3", "cru_shallow@3"}));
+  // The markdown table: one line per row, the header of the issue's columns.
+  ASSERT_EQ(cstest::run_cli({"bench", "--peer", "--cell", "gru_dt", "--batch", "2", "--seq", "6", "--embed", "8", "--hidden",
+                             "8", "--iters", "1", "--threads", "1"},
+                            &out, &err, 300000),
+            0)
+      << err;
+  ASSERT_TRUE(cstest::contains(out, "| model | batch | Cellscope s/step |")) << out;
+  ASSERT_TRUE(cstest::contains(out, "| gru_dt | 2 |")) << out;
+  ASSERT_TRUE(cstest::contains(out, "| LibTorch fused GRU | 2 |")) << out;
+  ASSERT_EQ(cstest::run_cli({"bench", "--peer", "--batch", "32,x"}, &out, &err), 2);
+  ASSERT_TRUE(cstest::contains(err, "--batch")) << err;
+}
+
+TEST(BenchPeers, aPeerThatCannotRunTheModelLeavesItsColumnsEmptyAndSaysWhy) {
+  // candidate dropout draws masks the Python peer cannot reproduce: it refuses the option by name,
+  // and `bench --peer` still reports Cellscope's numbers.
+  std::string out, err;
+  ASSERT_EQ(cstest::run_cli({"bench", "--peer", "--cell", "gcn_mzu", "--set", "model.candidate_dropout=0.5", "--set",
+                             "model.filter=8", "--batch", "2", "--seq", "4", "--embed", "8", "--hidden", "8", "--iters",
+                             "1", "--threads", "1", "--json"},
+                            &out, &err, 300000),
+            0)
+      << err;
+  auto j = cstest::json_object(out);
+  ASSERT_EQ(j["rows"].size(), 2u);
+  const auto& row = j["rows"][1];
+  ASSERT_EQ(row.value("cell", std::string()), std::string("gcn_mzu"));
+  ASSERT_GT(row["cellscope"].value("seconds_per_step", 0.0), 0.0);
+  ASSERT_FALSE(row.contains("python"));
+  ASSERT_FALSE(row.contains("speedup"));
+  ASSERT_TRUE(cstest::contains(row.value("python_error", std::string()), "candidate_dropout")) << row.dump();
+}
