@@ -213,7 +213,7 @@ TEST(BaselineCells, gruDtSharedTransitionIsTheFirstGruWithZeroInput) {
   };
   auto h = torch::zeros({B, H});
   for (int64_t t = 0; t < T; ++t) {
-    h = gru(gru(x.select(0, t), h), torch::Tensor());
+    h = gru(torch::Tensor(), gru(x.select(0, t), h));  // the GRU on x_t, then the same GRU on a zero input
     ASSERT_TRUE(max_diff(out.select(0, t), h) < 1e-5) << t;
   }
 }
