@@ -67,7 +67,7 @@ class TestCliAnalyze : public QObject {
  private Q_SLOTS:
   void initTestCase() {
     auto text = cstest::write_text_fixture("cli_an.txt", 4000);
-    mzu_ = train_run("mzu", char_run_cfg(text, {{"cell", "cap_mzu"}, {"hidden", 8}, {"zones", 2}, {"filter", 8}}));
+    mzu_ = train_run("mzu", char_run_cfg(text, {{"cell", "cap_mzu"}, {"hidden", 8}, {"zones", 2}, {"filter", 8}, {"depth", 0}}));
     mc_ = train_run("mc", char_run_cfg(text, {{"cell", "mcrnn"}, {"block", 3}, {"base", "gru"}, {"hidden", 8}}));
     std::string s;
     for (int i = 0; i < 60; ++i)

@@ -87,7 +87,7 @@ int csv_lines(const std::string& csv) {
 
 TEST(AnalysisMore, satAttentionIsUniformWithZeroProjections) {
   auto path = cstest::write_text_fixture("more_sat.txt", 3000);
-  CharLMTask task(char_cfg(path, {{"cell", "sat_mzu"}, {"hidden", 8}, {"zones", 4}, {"filter", 8}}), "");
+  CharLMTask task(char_cfg(path, {{"cell", "sat_mzu"}, {"hidden", 8}, {"zones", 4}, {"filter", 8}, {"depth", 0}}), "");
   {
     torch::NoGradGuard ng;
     mzu_of(task)->first->w_qkv.zero_();  // Q = K = 0: softmax of zeros, eq. 6
@@ -108,7 +108,7 @@ TEST(AnalysisMore, satAttentionIsUniformWithZeroProjections) {
 
 TEST(AnalysisMore, gcnAdjacencyOfIdenticalZonesAndDzoneMinusOne) {
   auto path = cstest::write_text_fixture("more_gcn.txt", 3000);
-  CharLMTask task(char_cfg(path, {{"cell", "gcn_mzu"}, {"hidden", 8}, {"zones", 4}, {"filter", 8}}), "");
+  CharLMTask task(char_cfg(path, {{"cell", "gcn_mzu"}, {"hidden", 8}, {"zones", 4}, {"filter", 8}, {"depth", 0}}), "");
   identical_zones(*mzu_of(task), 2, 4, 8);
   // all cosines 1: A~ = W + I has 2 on the diagonal and 1 elsewhere, degree N + 1 = 5,
   // so D^-1/2 A~ D^-1/2 = A~ / 5 (eqs. 7-9)
@@ -128,7 +128,7 @@ TEST(AnalysisMore, gcnAdjacencyOfIdenticalZonesAndDzoneMinusOne) {
 TEST(AnalysisMore, capCouplingIsUniformWithZeroPredictions) {
   auto path = cstest::write_text_fixture("more_cap.txt", 3000);
   CharLMTask task(char_cfg(path, {{"cell", "cap_mzu"}, {"hidden", 8}, {"zones", 4}, {"filter", 8}, {"capsules", 2},
-                                  {"routing_iters", 3}}),
+                                  {"routing_iters", 3}, {"depth", 0}}),
                   "");
   {
     torch::NoGradGuard ng;
@@ -145,7 +145,7 @@ TEST(AnalysisMore, capCouplingIsUniformWithZeroPredictions) {
     for (double v : p.matrix.values) ASSERT_TRUE(near(v, 0.5));
   }
   // with random weights the routing changes the coefficients, each row still sums to 1
-  CharLMTask t2(char_cfg(path, {{"cell", "cap_mzu"}, {"hidden", 8}, {"zones", 4}, {"filter", 8}}), "");
+  CharLMTask t2(char_cfg(path, {{"cell", "cap_mzu"}, {"hidden", 8}, {"zones", 4}, {"filter", 8}, {"depth", 0}}), "");
   auto m2 = composition_weights(t2, "a boat", 3);
   bool changed = false;
   for (auto& p : m2.panels)
@@ -357,7 +357,7 @@ TEST(AnalysisMore, checkpointsAndHistoryOfATinyRun) {
   auto path = cstest::write_text_fixture("more_hist.txt", 4000);
   json raw = {{"task", "char_lm"},
               {"dataset", {{"path", path}, {"valid_fraction", 0.2}, {"test_fraction", 0.2}}},
-              {"model", {{"cell", "sat_mzu"}, {"embed", 6}, {"hidden", 8}, {"zones", 2}, {"filter", 8}}},
+              {"model", {{"cell", "sat_mzu"}, {"embed", 6}, {"hidden", 8}, {"zones", 2}, {"filter", 8}, {"depth", 0}}},
               {"training", {{"batch", 2}, {"bptt", 8}, {"steps", 4}, {"eval_every", 2}, {"checkpoint_every", 2},
                             {"keep_checkpoints", 5}, {"log_every", 1}, {"threads", 1}}}};
   const std::string cfgp = cstest::temp_dir() + "/more_hist.json";

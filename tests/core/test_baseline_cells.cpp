@@ -170,9 +170,12 @@ TEST(BaselineCells, gruDtZeroInputTransitionsAndSharing) {
   const int64_t H = 4, I = 5;
   const int64_t gru = 3 * H * I + 3 * H * H + 6 * H, trans = 3 * H * H + 6 * H;
   ASSERT_EQ(count(make("gru_dt", {{"depth", 0}})), gru);
-  ASSERT_EQ(count(make("gru_dt", {{"depth", 1}})), gru + trans);
-  ASSERT_EQ(count(make("gru_dt", {{"depth", 3}})), gru + 3 * trans);
-  ASSERT_EQ(count(make("gru_dt", {{"depth", 3}, {"share_transition", true}})), gru + trans);
+  ASSERT_EQ(count(make("gru_dt", {{"depth", 1}, {"share_transition", false}})), gru + trans);
+  ASSERT_EQ(count(make("gru_dt", {{"depth", 3}, {"share_transition", false}})), gru + 3 * trans);
+  // shared (the default, as the MZU paper on PTB): the transition GRUs are the first GRU, so
+  // sharing matters already at L = 1 (sharing only among the transition GRUs would not)
+  ASSERT_EQ(count(make("gru_dt", {{"depth", 1}})), gru);
+  ASSERT_EQ(count(make("gru_dt", {{"depth", 3}, {"share_transition", true}})), gru);
   // depth 0 is exactly a GRU with the same weights
   torch::manual_seed(5);
   auto dt = std::dynamic_pointer_cast<GRUDTCellImpl>(make("gru_dt", {{"depth", 0}}));
@@ -183,6 +186,36 @@ TEST(BaselineCells, gruDtZeroInputTransitionsAndSharing) {
   auto o1 = dt->forward_sequence(x, dt->initial_state(2, torch::TensorOptions()), a);
   auto o2 = dt->first->forward_sequence(x, dt->initial_state(2, torch::TensorOptions()), b);
   ASSERT_TRUE(max_diff(o1.output, o2.output) < 1e-6);
+}
+
+TEST(BaselineCells, gruDtSharedTransitionIsTheFirstGruWithZeroInput) {
+  // L = 1 shared: per step h' = GRU(x_t, h), then h'' = GRU(0, h') with the SAME weights
+  // (MZU paper eqs. 15-17 with the M-functions replaced by the GRU's maps, shared across
+  // depths). Hand computation from the first GRU's parameters, torch's gate order (r, z, n).
+  torch::manual_seed(8);
+  const int64_t H = 4, I = 5, B = 2, T = 3;
+  auto dt = std::dynamic_pointer_cast<GRUDTCellImpl>(make("gru_dt", {{"depth", 1}, {"share_transition", true}}));
+  ASSERT_TRUE(dt);
+  ASSERT_EQ(dt->transitions.size(), size_t(1));
+  ASSERT_TRUE(dt->transitions[0].get() == dt->first.get());
+  auto x = torch::randn({T, B, I});
+  torch::NoGradGuard ng;
+  StepContext ctx;
+  auto out = dt->forward_sequence(x, dt->initial_state(B, torch::TensorOptions()), ctx).output;
+  const auto& g = *dt->first;
+  auto gru = [&](const torch::Tensor& xin, const torch::Tensor& h) {  // xin: [B, I] or undefined (zero input)
+    auto gi = xin.defined() ? torch::matmul(xin, g.w_ih.t()) + g.b_ih : g.b_ih.expand({B, 3 * H});
+    auto gh = torch::matmul(h, g.w_hh.t()) + g.b_hh;
+    auto r = torch::sigmoid(gi.narrow(1, 0, H) + gh.narrow(1, 0, H));
+    auto z = torch::sigmoid(gi.narrow(1, H, H) + gh.narrow(1, H, H));
+    auto n = torch::tanh(gi.narrow(1, 2 * H, H) + r * gh.narrow(1, 2 * H, H));
+    return (1 - z) * n + z * h;
+  };
+  auto h = torch::zeros({B, H});
+  for (int64_t t = 0; t < T; ++t) {
+    h = gru(torch::Tensor(), gru(x.select(0, t), h));  // the GRU on x_t, then the same GRU on a zero input
+    ASSERT_TRUE(max_diff(out.select(0, t), h) < 1e-5) << t;
+  }
 }
 
 TEST(BaselineCells, candidateDropoutOnlyInTraining) {

@@ -355,6 +355,52 @@ TEST(Classify, absa_fixture_run) {
   }
 }
 
+TEST(Classify, absa_mzu_disagreement_balance_as_in_the_char_lm) {
+  // MZU eq. 19: the task loss plus lambda x the sum over the tokens of the sum over the
+  // M-functions of D_zone. In the char LM both sums run over the same tokens and the loss is
+  // a mean per character; in ABSA the loss is a mean per sentence, so the term must be the
+  // sum over each sentence's tokens, averaged over the sentences: T times the per-token mean.
+  // Every fixture sentence has T = 7 tokens ("the food was good but the staff"), no padding.
+  const auto f = tmp("absa_bal/one.xml");
+  std::string xml = "<sentences>\n";
+  for (int i = 0; i < 20; ++i)
+    xml += "<sentence id=\"" + std::to_string(i) + "\"><text>the food was " + std::string(i % 2 ? "bad" : "good") +
+           " but the staff</text><aspectTerms><aspectTerm term=\"food\" polarity=\"" +
+           (i % 2 ? "negative" : "positive") + "\"/></aspectTerms></sentence>\n";
+  write(f, xml + "</sentences>\n");
+  json raw = {{"task", "absa"},
+              {"dataset", {{"path", f}, {"valid_fraction", 0.2}, {"test_fraction", 0.2}}},
+              {"model", {{"cell", "cap_mzu"}, {"embed", 8}, {"hidden", 8}, {"zones", 2}, {"filter", 8}, {"depth", 0},
+                         {"zone_disagreement", 1.0}, {"dropout", 0.0}}},
+              {"training", {{"batch", 4}, {"steps", 1}, {"threads", 1}, {"embed_l2", 0.0}}}};
+  json cfg = load_and_resolve(raw);
+  auto task = make_task(cfg);
+  auto r = task->train_step();
+  ASSERT_TRUE(r.metrics.count("zone_disagreement"));
+  const double extra = r.loss.item<double>() - r.task_loss, d = r.metrics["zone_disagreement"];
+  ASSERT_TRUE(std::abs(d) > 1e-3) << d;
+  // 2 directions x 2 M-functions (M_h, M_g) per token, 7 tokens per sentence, mean over sentences
+  const double expect = -1.0 * 7 * 4 * d;
+  ASSERT_NEAR(extra, expect, 1e-4 * std::abs(expect) + 1e-6) << "per-token mean would give " << -4 * d;
+}
+
+TEST(Classify, absa_paper_preset_trains_cap_mzu_dt) {
+  // The "paper" ABSA preset trains the paper's model (capMZU+DT, Table 6), and a GRU+DT preset its baseline.
+  const std::string dir = cstest::source_dir() + "/resources/presets/";
+  json p = json::parse(cstest::read_text(dir + "absa-restaurants-paper.json"));
+  ASSERT_TRUE(validate_config(p).empty());
+  json m = resolve_config(p)["model"];
+  EXPECT_EQ(m["cell"].get<std::string>(), "cap_mzu");
+  EXPECT_EQ(m["depth"].get<int64_t>(), 1);
+  EXPECT_EQ(m["capsules"].get<int64_t>(), 2);
+  EXPECT_EQ(m["routing_iters"].get<int64_t>(), 3);
+  EXPECT_EQ(m["zone_disagreement"].get<double>(), 1.0);
+  EXPECT_EQ(p["notes"].get<std::string>().find("uses its GRU+DT baseline"), std::string::npos);
+  json g = json::parse(cstest::read_text(dir + "absa-restaurants-gru-dt.json"));
+  ASSERT_TRUE(validate_config(g).empty());
+  EXPECT_EQ(resolve_config(g)["model"]["cell"].get<std::string>(), "gru_dt");
+}
+
 TEST(Classify, config_errors) {
   auto errs = validate_config(json{{"task", "classify"}});  // default dataset name is a char-LM corpus
   ASSERT_EQ(int(errs.size()), 1);

@@ -31,6 +31,11 @@ MZUOptions tiny(const std::string& comp, int64_t N = 2, int64_t H = 8) {
   o.filter = 6;
   o.capsules = 2;
   o.routing_iters = 3;
+  // the tests below choose these themselves (the defaults are the paper's DT, lambda 1, shared Q/K/V)
+  o.depth = 0;
+  o.share_transition = false;
+  o.zone_disagreement = 0;
+  o.sat_qkv = "per_zone";
   return o;
 }
 
@@ -443,10 +448,10 @@ TEST_F(Mzu, learns_on_default_corpus) {
     json extra;
   };
   const std::vector<V> variants = {
-      {"sat_mzu", json::object()},
-      {"gcn_mzu", {{"zone_disagreement", 1.0}}},
-      {"cap_mzu", json::object()},
-      {"gcn_mzu", {{"depth", 1}, {"share_transition", true}, {"regular_gate", true}}},
+      {"sat_mzu", {{"depth", 0}, {"zone_disagreement", 0.0}}},
+      {"gcn_mzu", {{"depth", 0}, {"zone_disagreement", 1.0}}},
+      {"cap_mzu", {{"depth", 0}, {"zone_disagreement", 0.0}}},
+      {"gcn_mzu", {{"depth", 1}, {"share_transition", true}, {"regular_gate", true}, {"zone_disagreement", 0.0}}},
   };
   for (const auto& v : variants) {
     json model = {{"cell", v.cell}, {"embed", 16}, {"hidden", 48}, {"filter", 64}, {"zones", 4}, {"layer_norm", true}};
@@ -494,4 +499,241 @@ TEST_F(Mzu, flops_count_every_stage) {
   // the FFN is 2 M-functions x J zones x 2 products of d_o x d_f multiply-adds
   const double ffn_delta = 2.0 * 4 * (2.0 * 4 * 6 * 2 + 2 * 6);
   ASSERT_TRUE(std::abs(std::make_shared<MZUCellImpl>(bigger)->flops_per_step() - base - ffn_delta) < 1e-6);
+}
+
+// ---------------------------------------------------------------- issue 17: the papers' settings
+
+TEST_F(Mzu, eq18_readings_by_hand) {
+  // N = 3 zones of d_z = 2, scaled on purpose (cosines ignore norms): z1 = (2, 0), z2 = (0, 0.5),
+  // z3 = (-3, 0). Cosines: c12 = 0, c13 = -1, c23 = 0; diagonal 1.
+  auto Z = torch::tensor({2.0, 0.0, 0.0, 0.5, -3.0, 0.0}, torch::kDouble).view({3, 2});
+  // "all" (eq. 18 as written): -(1/9)(3 + 2 c12 + 2 c13 + 2 c23) = -(1/9)(3 - 2) = -1/9
+  EXPECT_NEAR(zone_disagreement(Z, "all", "cosine").item<double>(), -1.0 / 9, 1e-12);
+  // "distinct": -(1/6)(2 c12 + 2 c13 + 2 c23) = -(1/6)(-2) = 1/3
+  EXPECT_NEAR(zone_disagreement(Z, "distinct", "cosine").item<double>(), 1.0 / 3, 1e-12);
+  // squared cosines: all -(1/9)(3 + 2) = -5/9; distinct -(1/6)(2) = -1/3
+  EXPECT_NEAR(zone_disagreement(Z, "all", "squared_cosine").item<double>(), -5.0 / 9, 1e-12);
+  EXPECT_NEAR(zone_disagreement(Z, "distinct", "squared_cosine").item<double>(), -1.0 / 3, 1e-12);
+  // defaults = eq. 18 as written
+  EXPECT_NEAR(zone_disagreement(Z).item<double>(), -1.0 / 9, 1e-12);
+
+  // The targets: eq. 18 ("cosine") is maximal (0 with "all") for zones whose unit vectors sum
+  // to zero -- three at 120 degrees beat three orthogonal ones; "squared_cosine" is maximal for
+  // orthogonal zones (0 with "distinct").
+  const double c = std::cos(2 * M_PI / 3), sn = std::sin(2 * M_PI / 3);
+  auto simplex = torch::tensor({1.0, 0.0, 0.0, c, sn, 0.0, c, -sn, 0.0}, torch::kDouble).view({3, 3});
+  auto orth = torch::eye(3, torch::kDouble);
+  EXPECT_NEAR(zone_disagreement(simplex, "all", "cosine").item<double>(), 0.0, 1e-12);
+  EXPECT_NEAR(zone_disagreement(orth, "all", "cosine").item<double>(), -1.0 / 3, 1e-12);
+  EXPECT_NEAR(zone_disagreement(simplex, "distinct", "cosine").item<double>(), 0.5, 1e-12);  // -cos(120)
+  EXPECT_NEAR(zone_disagreement(orth, "distinct", "squared_cosine").item<double>(), 0.0, 1e-12);
+  EXPECT_NEAR(zone_disagreement(simplex, "distinct", "squared_cosine").item<double>(), -0.25, 1e-12);
+
+  // "all" and "distinct" differ by a constant and a scale: the same gradient times N/(N-1)
+  auto W = torch::randn({4, 5}, torch::kDouble).requires_grad_(true);
+  zone_disagreement(W, "all", "cosine").backward();
+  auto g_all = W.grad().clone();
+  W.grad().zero_();
+  zone_disagreement(W, "distinct", "cosine").backward();
+  EXPECT_TRUE(torch::allclose(W.grad(), g_all * (4.0 / 3.0), 1e-9, 1e-12));
+  EXPECT_THROW(zone_disagreement(W, "some", "cosine"), c10::Error);
+}
+
+TEST_F(Mzu, eq18_reading_reaches_the_loss_term) {
+  // the cell's D (probe "dzone") and its loss term follow model.disagreement_pairs / _form
+  for (const std::string pairs : {"all", "distinct"})
+    for (const std::string form : {"cosine", "squared_cosine"}) {
+      torch::manual_seed(9);
+      auto o = tiny("gcn", 4, 16);
+      o.zone_disagreement = 0.5;
+      o.disagreement_pairs = pairs;
+      o.disagreement_form = form;
+      auto cell = std::make_shared<MZUCellImpl>(o);
+      Probe probe;
+      StepContext ctx;
+      ctx.probe = &probe;
+      cell->forward_sequence(torch::randn({3, 2, 3}), cell->initial_state(2, {}), ctx);
+      auto D = probe.stacked("dzone");  // [T, B, 2]
+      auto zh = probe.stacked("zones_h"), zg = probe.stacked("zones_g");
+      ASSERT_TRUE(torch::allclose(D.select(-1, 0), zone_disagreement(zh, pairs, form), 1e-5, 1e-6)) << pairs << form;
+      ASSERT_TRUE(torch::allclose(D.select(-1, 1), zone_disagreement(zg, pairs, form), 1e-5, 1e-6)) << pairs << form;
+      ASSERT_NEAR(ctx.extra_loss.item<double>(), -0.5 * D.sum(-1).mean().item<double>(), 1e-5);
+      // the reading-independent metric: mean cosine over distinct pairs
+      const auto& m = ctx.metrics["zone_cosine"];
+      auto cz = -0.5 * (zone_disagreement(zh, "distinct", "cosine") + zone_disagreement(zg, "distinct", "cosine"));
+      ASSERT_NEAR(m.first / m.second, cz.mean().item<double>(), 1e-5);
+    }
+}
+
+TEST_F(Mzu, eq19_balance_per_loss_unit_with_padding) {
+  // Sentence tasks: the task loss is a mean over B sentences, so eq. 19's term is summed over
+  // each sentence's REAL tokens and divided by B (StepContext::loss_units, token_mask);
+  // char LM: divided by T x B (the default). Padding contributes nothing.
+  torch::manual_seed(10);
+  auto o = tiny("cap", 4, 8);
+  o.zone_disagreement = 0.7;
+  auto cell = std::make_shared<MZUCellImpl>(o);
+  const int64_t T = 5, B = 3;
+  auto x = torch::randn({T, B, 3});
+  auto mask = torch::ones({T, B});
+  mask.narrow(0, 2, 3).select(1, 1).zero_();  // sentence 1 has 2 tokens
+  mask.narrow(0, 4, 1).select(1, 2).zero_();  // sentence 2 has 4 tokens
+  Probe probe;
+  StepContext ctx;
+  ctx.probe = &probe;
+  ctx.loss_units = B;
+  ctx.token_mask = mask;
+  cell->forward_sequence(x, cell->initial_state(B, {}), ctx);
+  auto D = probe.stacked("dzone");  // [T, B, M]
+  const double expect = -0.7 / B * (D.sum(-1) * mask).sum().item<double>();
+  ASSERT_NEAR(ctx.extra_loss.item<double>(), expect, 1e-5);
+  // the metric averages the real tokens only
+  const auto& m = ctx.metrics["zone_disagreement"];
+  ASSERT_NEAR(m.first / m.second, (D.mean(-1) * mask).sum().item<double>() / mask.sum().item<double>(), 1e-5);
+  // without them: the per-token mean of the char LM, T x B times smaller per unit than per sentence sum
+  StepContext lm;
+  lm.probe = &probe;
+  probe.series.clear();
+  cell->forward_sequence(x, cell->initial_state(B, {}), lm);
+  auto D2 = probe.stacked("dzone");
+  ASSERT_NEAR(lm.extra_loss.item<double>(), -0.7 * D2.sum(-1).mean().item<double>(), 1e-5);
+  // a mask of the wrong shape is refused
+  StepContext bad;
+  bad.token_mask = torch::ones({T + 1, B});
+  ASSERT_THROW(cell->forward_sequence(x, cell->initial_state(B, {}), bad), c10::Error);
+}
+
+TEST_F(Mzu, lambda_warmup_follows_the_training_step) {
+  torch::manual_seed(11);
+  auto o = tiny("sat", 2, 8);
+  o.zone_disagreement = 2.0;
+  o.disagreement_warmup = 4;
+  auto cell = std::make_shared<MZUCellImpl>(o);
+  EXPECT_DOUBLE_EQ(cell->lambda_at(-1), 2.0);  // not a trainer step: full lambda
+  EXPECT_DOUBLE_EQ(cell->lambda_at(0), 0.5);   // lambda (s + 1) / W
+  EXPECT_DOUBLE_EQ(cell->lambda_at(1), 1.0);
+  EXPECT_DOUBLE_EQ(cell->lambda_at(3), 2.0);
+  EXPECT_DOUBLE_EQ(cell->lambda_at(100), 2.0);
+  auto x = torch::randn({3, 2, 3});
+  auto term = [&](int64_t step) {
+    StepContext ctx;
+    ctx.step = step;
+    cell->forward_sequence(x, cell->initial_state(2, {}), ctx);
+    return ctx.extra_loss.item<double>();
+  };
+  const double full = term(-1);
+  ASSERT_TRUE(std::abs(full) > 1e-6);
+  EXPECT_NEAR(term(0), full / 4, 1e-6);
+  EXPECT_NEAR(term(2), full * 3 / 4, 1e-6);
+  EXPECT_NEAR(term(7), full, 1e-6);
+  o.disagreement_warmup = 0;
+  EXPECT_DOUBLE_EQ(std::make_shared<MZUCellImpl>(o)->lambda_at(0), 2.0);
+}
+
+TEST_F(Mzu, lambda_warmup_reaches_the_cell_through_the_task) {
+  // The trainer's step (Task::set_train_step) reaches StepContext::step: with a warm-up of 1000 steps the first
+  // update uses lambda / 1000, so (loss - task loss) is 1000 times smaller than without.
+  const std::string corpus = data_cache_dir() + "/moby-dick.txt";
+  ASSERT_TRUE(std::filesystem::exists(corpus)) << corpus;
+  auto first_term = [&](int64_t warmup) {
+    json cfg = {{"task", "char_lm"},
+                {"dataset", {{"name", "moby-dick"}, {"max_chars", 20000}}},
+                {"model", {{"cell", "gcn_mzu"}, {"embed", 8}, {"hidden", 8}, {"filter", 8}, {"zones", 2}, {"depth", 0},
+                           {"zone_disagreement", 1.0}, {"disagreement_warmup", warmup}}},
+                {"training", {{"batch", 2}, {"bptt", 4}, {"steps", 1}, {"threads", 1}, {"seed", 1}}}};
+    cfg = load_and_resolve(cfg);
+    torch::manual_seed(1);  // the same initial weights for both runs
+    auto task = make_task(cfg);
+    task->set_train_step(0);  // what Trainer::train_step does before each update
+    auto r = task->train_step();
+    return r.loss.item<double>() - r.task_loss;
+  };
+  const double full = first_term(0), warm = first_term(1000);
+  ASSERT_TRUE(std::abs(full) > 1e-3) << full;
+  ASSERT_NEAR(warm, full / 1000, 1e-6 + 1e-3 * std::abs(full / 1000));
+}
+
+TEST_F(Mzu, gcn_adjacency_eq8_literal_and_plus_identity_by_hand) {
+  // Zones of M_g set by hand: x = e_1, h = 0, so z = column 0 of w_x. N = 2, d_z = 2:
+  // z1 = (1, 0), z2 = (1, 1): cos = 1/sqrt(2) = c.
+  //   eq. 8 as written ("cosine"): A~ = [[1, c], [c, 1]], degrees 1 + c:
+  //       D^-1/2 A~ D^-1/2 = [[1/(1+c), c/(1+c)], ...] = [[0.5858, 0.4142], ...]
+  //   cos + I ("cosine_plus_identity"): A~ = [[2, c], [c, 2]], degrees 2 + c:
+  //       [[2/(2+c), c/(2+c)], ...] = [[0.7388, 0.2612], ...]
+  const double c = 1.0 / std::sqrt(2.0);
+  for (const std::string adj : {"cosine", "cosine_plus_identity"}) {
+    auto o = tiny("gcn", 2, 4);
+    o.gcn_adjacency = adj;
+    auto cell = std::make_shared<MZUCellImpl>(o);
+    {
+      torch::NoGradGuard ng;
+      auto& w = cell->first->w_x;  // [2 H, I]: rows 0..3 M_h, rows 4..7 M_g
+      w.zero_();
+      w[4][0] = 1.0;  // z1 = (1, 0)
+      w[6][0] = 1.0;  // z2 = (1, 1)
+      w[7][0] = 1.0;
+    }
+    Probe probe;
+    StepContext ctx;
+    ctx.probe = &probe;
+    auto x = torch::zeros({1, 1, 3});
+    x[0][0][0] = 1.0;
+    cell->forward_sequence(x, cell->initial_state(1, {}), ctx);
+    auto A = probe.stacked("adj_g").view({2, 2});
+    const double self = adj == "cosine" ? 1.0 : 2.0, deg = self + c;
+    EXPECT_NEAR(A[0][0].item<double>(), self / deg, 1e-6) << adj;
+    EXPECT_NEAR(A[1][1].item<double>(), self / deg, 1e-6) << adj;
+    EXPECT_NEAR(A[0][1].item<double>(), c / deg, 1e-6) << adj;
+    EXPECT_NEAR(A[1][0].item<double>(), c / deg, 1e-6) << adj;
+  }
+  EXPECT_NEAR(1.0 / (1.0 + c), 0.5858, 1e-4);  // the numbers quoted above
+  EXPECT_NEAR(2.0 / (2.0 + c), 0.7388, 1e-4);
+}
+
+TEST_F(Mzu, new_run_defaults_are_the_papers) {
+  // A new MZU run trains as the paper does: lambda 1, layer normalization, one deep-transition
+  // step sharing the M-functions, 4 zones, shared Q/K/V (sat); the baselines keep LN off.
+  for (const std::string cell : {"sat_mzu", "gcn_mzu", "cap_mzu"}) {
+    json m = resolve_config(json{{"model", {{"cell", cell}}}})["model"];
+    EXPECT_EQ(m["zone_disagreement"].get<double>(), 1.0) << cell;
+    EXPECT_EQ(m["layer_norm"].get<bool>(), true) << cell;
+    EXPECT_EQ(m["depth"].get<int64_t>(), 1) << cell;
+    EXPECT_EQ(m["share_transition"].get<bool>(), true) << cell;
+    EXPECT_EQ(m["zones"].get<int64_t>(), 4) << cell;
+    EXPECT_EQ(m["disagreement_pairs"].get<std::string>(), "all") << cell;
+    EXPECT_EQ(m["disagreement_form"].get<std::string>(), "cosine") << cell;
+    EXPECT_EQ(m["disagreement_warmup"].get<int64_t>(), 0) << cell;
+    if (cell == "sat_mzu") EXPECT_EQ(m["sat_qkv"].get<std::string>(), "shared");
+    if (cell == "gcn_mzu") EXPECT_EQ(m["gcn_adjacency"].get<std::string>(), "cosine_plus_identity");
+    // the form's default (GUI) says the same
+    for (auto& spec : options_for(cell, "char_lm"))
+      if (spec.key == "layer_norm") EXPECT_EQ(spec.default_value, json(true)) << cell;
+  }
+  EXPECT_EQ(resolve_config(json{{"model", {{"cell", "gru"}}}})["model"]["layer_norm"].get<bool>(), false);
+  // an explicit value still wins
+  EXPECT_EQ(resolve_config(json{{"model", {{"cell", "gcn_mzu"}, {"layer_norm", false}}}})["model"]["layer_norm"].get<bool>(),
+            false);
+}
+
+TEST_F(Mzu, new_options_validate_with_one_message) {
+  auto errors_for = [](json model) {
+    json cfg = {{"task", "char_lm"}, {"model", model}};
+    std::map<std::string, std::string> e;
+    for (auto& x : validate_config(cfg)) e[x.path] += x.message;
+    return e;
+  };
+  EXPECT_TRUE(errors_for({{"cell", "gcn_mzu"}, {"disagreement_pairs", "some"}}).count("model.disagreement_pairs"));
+  EXPECT_TRUE(errors_for({{"cell", "gcn_mzu"}, {"disagreement_form", "l2"}}).count("model.disagreement_form"));
+  EXPECT_TRUE(errors_for({{"cell", "gcn_mzu"}, {"disagreement_warmup", -3}}).count("model.disagreement_warmup"));
+  EXPECT_TRUE(errors_for({{"cell", "gcn_mzu"}, {"gcn_adjacency", "laplacian"}}).count("model.gcn_adjacency"));
+  EXPECT_TRUE(errors_for({{"cell", "sat_mzu"}, {"gcn_adjacency", "cosine"}}).count("model.gcn_adjacency"));  // gcn only
+  auto e = errors_for({{"cell", "gcn_mzu"}, {"hidden", 8}, {"zones", 1}, {"disagreement_pairs", "distinct"}});
+  ASSERT_EQ(e.size(), size_t(1));
+  EXPECT_TRUE(e.count("model.disagreement_pairs") && e["model.disagreement_pairs"].find("zones = 1") != std::string::npos);
+  EXPECT_TRUE(errors_for({{"cell", "gcn_mzu"}, {"hidden", 8}, {"zones", 1}, {"disagreement_pairs", "distinct"},
+                          {"zone_disagreement", 0.0}})
+                  .empty());
+  EXPECT_TRUE(errors_for({{"cell", "cap_mzu"}, {"disagreement_pairs", "distinct"}, {"disagreement_form", "squared_cosine"},
+                          {"disagreement_warmup", 500}})
+                  .empty());
 }

@@ -163,9 +163,11 @@ GRUDTCellImpl::GRUDTCellImpl(const BaselineOptions& o) : opt_(o) {
   // they are built with input size 0 (no input weights) and fed b_ih.
   BaselineOptions t = o;
   t.input_size = 0;
-  if (o.share_transition && o.depth > 0) {
-    auto shared = register_module("transition", std::make_shared<GRUCellImpl>(t));
-    for (int64_t l = 0; l < o.depth; ++l) transitions.push_back(shared);
+  if (o.share_transition) {
+    // Shared across depths as the MZU paper shares its M-functions on PTB (and as the MZUs
+    // here do): every transition GRU is the first GRU (w_hh, b_hh, b_ih, LN), fed a zero
+    // input, so the parameters are those of one GRU at any depth (BASELINE_NOTES.md).
+    for (int64_t l = 0; l < o.depth; ++l) transitions.push_back(first);
   } else {
     for (int64_t l = 0; l < o.depth; ++l)
       transitions.push_back(register_module("transition" + std::to_string(l + 1), std::make_shared<GRUCellImpl>(t)));
@@ -207,7 +209,7 @@ const OptionTable<BaselineOptions>& baseline_option_table() {
             "Deep transition: number L of transition cells with zero input after the first cell, per time step (MZU eqs. 15-17; paper default 1).")
         .cells({"gru_dt"});
     t.field("share_transition", &O::share_transition,
-            "Deep transition: share the transition cells' parameters across depths (the MZU paper shares them on PTB).")
+            "Deep transition: the transition GRUs reuse the first GRU's parameters (all but its input weights), so the cell has one GRU's parameters at any depth; the same sharing as the MZUs' model.share_transition. Default on: the MZU paper shares across depths on PTB, where its Table 4 compares GRU+DT with the MZUs.")
         .cells({"gru_dt"});
     return t;
   }();

@@ -16,7 +16,7 @@ struct BaselineOptions {
   bool layer_norm = false;          // LN on the gates' pre-activations (forces step-wise path)
   double candidate_dropout = 0.0;   // dropout on the candidate activation (forces step-wise in training)
   int64_t depth = 1;                // GRU+DT: number of transition GRUs L after the first
-  bool share_transition = false;    // GRU+DT: share the transition GRUs' parameters across depths
+  bool share_transition = true;     // GRU+DT: the transition GRUs reuse the first GRU's parameters (as the MZUs)
 };
 
 // gru_dt's model.* options (field table: schema entries and binding).
@@ -108,7 +108,7 @@ class GRUDTCellImpl : public CellImpl {
   SeqOutput forward_sequence(const torch::Tensor& x, const State& s0, StepContext& ctx) override;
   double flops_per_step() const override;
   std::shared_ptr<GRUCellImpl> first;
-  std::vector<std::shared_ptr<GRUCellImpl>> transitions;  // L entries (shared: all point to one)
+  std::vector<std::shared_ptr<GRUCellImpl>> transitions;  // L entries (shared: all are `first`)
 
  private:
   BaselineOptions opt_;

@@ -44,6 +44,16 @@ struct StepContext {
   torch::Tensor extra_loss;
   // Logged metrics: name -> (sum, count); the task logs sum/count.
   std::map<std::string, std::pair<double, int64_t>> metrics;
+  // Set by the task for a training forward (left at their defaults elsewhere):
+  // step: the trainer's step index (0 = the first update), for schedules such as the MZU's
+  // warm-up of eq. 19's lambda; -1 = not a trainer step (bench, tests, evaluation).
+  int64_t step = -1;
+  // loss_units: how many units the task's loss is averaged over (char/word LM: every
+  // position, T x B; sentence tasks: the B sentences), so that a cell's per-token term keeps
+  // the same ratio to the task loss in every task (MZU eq. 19); 0 = T x B of the forward.
+  double loss_units = 0;
+  // token_mask: [T, B], 1 for real tokens and 0 for padding (sentence tasks); undefined = all real.
+  torch::Tensor token_mask;
 
   void add_loss(const torch::Tensor& term);
   void add_metric(const std::string& name, double value, int64_t count = 1);

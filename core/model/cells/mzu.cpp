@@ -12,11 +12,29 @@ namespace cs {
 namespace F = torch::nn::functional;
 
 // ------------------------------------------------------------------ helpers
-torch::Tensor zone_disagreement(const torch::Tensor& Z) {
-  // eq. 18: D_zone = -(1/N^2) sum_i sum_j z_i.z_j / (|z_i| |z_j|)
+torch::Tensor zone_disagreement_of_cosines(const torch::Tensor& cosm, const std::string& pairs,
+                                           const std::string& form) {
+  TORCH_CHECK(pairs == "all" || pairs == "distinct", "mzu: disagreement_pairs must be all or distinct, got '", pairs, "'");
+  TORCH_CHECK(form == "cosine" || form == "squared_cosine",
+              "mzu: disagreement_form must be cosine or squared_cosine, got '", form, "'");
+  // eq. 18: D_zone = -(1/N^2) sum_i sum_j cos(z_i, z_j), i = j included as written ("all").
+  // "squared_cosine" puts cos^2 in its place: maximised by orthogonal zones instead of by
+  // zones whose unit vectors sum to zero (anti-correlated). See MZU_NOTES.md.
+  auto v = form == "squared_cosine" ? cosm * cosm : cosm;
+  if (pairs == "all") return -v.mean({-1, -2});
+  // "distinct": the mean over the N(N-1) pairs i != j (the i = j terms of eq. 18 are the
+  // constant 1 and carry no gradient: this reading only rescales and shifts "all").
+  const int64_t N = cosm.size(-1);
+  if (N < 2) return torch::zeros_like(v.select(-1, 0).select(-1, 0));
+  auto off = v.sum({-1, -2}) - v.diagonal(0, -2, -1).sum(-1);
+  return off * (-1.0 / static_cast<double>(N * (N - 1)));
+}
+
+torch::Tensor zone_disagreement(const torch::Tensor& Z, const std::string& pairs, const std::string& form) {
+  // eq. 18 from the zones: cos(z_i, z_j) = z_i.z_j / (|z_i| |z_j|)
   auto zn = Z / Z.norm(2, {-1}, true).clamp_min(1e-12);
   auto cosm = torch::matmul(zn, zn.transpose(-1, -2));
-  return -cosm.mean({-1, -2});
+  return zone_disagreement_of_cosines(cosm, pairs, form);
 }
 
 torch::Tensor squash(const torch::Tensor& s) {
@@ -133,9 +151,10 @@ torch::Tensor MZUBlockImpl::compose(const torch::Tensor& Zk, const torch::Tensor
     return torch::bmm(attn, parts[2]).view({K, B * N, dz});
   }
   if (o_.composition == "gcn") {
-    // eqs. 7-8: w_ij = cos(z_i, z_j), then self-connections A~ = W + I
+    // eqs. 7-8: w_ij = cos(z_i, z_j). "cosine_plus_identity": self-connections added on top,
+    // A~ = W + I (diagonal 2); "cosine": eq. 8 as written, A~ = [w_ij] (diagonal cos(z_i, z_i) = 1).
     auto w = o_.gcn_edges == "relu_cosine" ? torch::relu(cosm) : cosm;
-    auto A = w + torch::eye(N, w.options());
+    auto A = o_.gcn_adjacency == "cosine" ? w : w + torch::eye(N, w.options());
     // D~_ii = sum_j A~_ij; cosine edges can be negative, so the degree is clamped at 1e-2
     // (see notes) before D~^{-1/2}.
     auto dinv = A.sum(-1).clamp_min(1e-2).rsqrt();  // [K B, N]
@@ -177,7 +196,7 @@ torch::Tensor MZUBlockImpl::compose(const torch::Tensor& Zk, const torch::Tensor
 
 torch::Tensor MZUBlockImpl::transition(const torch::Tensor& xp, const torch::Tensor& h, StepContext& ctx,
                                        const std::string& pfx, torch::Tensor* dzone_out, bool want_dzone,
-                                       bool training) {
+                                       bool training, torch::Tensor* cos_out) {
   const int64_t B = h.size(0), K = K_, R = R_, H = H_;
   // eq. 4 (hidden half; the input half is xp) and the regular maps' W [x, h] + b
   torch::Tensor a;
@@ -207,8 +226,14 @@ torch::Tensor MZUBlockImpl::transition(const torch::Tensor& xp, const torch::Ten
       cosm = cosine();
     }
     if (dzone_out && cosm.defined()) {
-      auto D = -cosm.mean({1, 2}).view({K, B}).t();  // eq. 18 per M-function, [B, K]
+      // eq. 18 per M-function, [B, K], in the configured reading (disagreement_pairs / _form)
+      auto D = zone_disagreement_of_cosines(cosm, o_.disagreement_pairs, o_.disagreement_form).view({K, B}).t();
       *dzone_out = want_dzone ? D : D.detach();
+    }
+    if (cos_out && cosm.defined()) {
+      // metric: mean cosine over the distinct zone pairs, whatever the reading (0 = orthogonal)
+      at::NoGradGuard ng;
+      *cos_out = -zone_disagreement_of_cosines(cosm.detach(), "distinct", "cosine").view({K, B}).t();
     }
     if (ctx.probe)
       for (int64_t k = 0; k < K; ++k) ctx.record(pfx + ((m_h_ && k == 0) ? "zones_h" : "zones_g"), Zk[k]);
@@ -285,43 +310,93 @@ torch::Tensor MZUCellImpl::input_projection(const torch::Tensor& x) { return fir
 State MZUCellImpl::step(const torch::Tensor& xp, const State& s, StepContext& ctx) {
   const bool reg = o_.zone_disagreement != 0 && at::GradMode::is_enabled();
   const bool any_m = first->num_mfunctions() > 0;
-  std::vector<torch::Tensor> ds;
-  torch::Tensor d;
-  torch::Tensor h = first->transition(xp, s[0], ctx, "", any_m ? &d : nullptr, reg, is_training());
-  if (any_m) ds.push_back(d);
+  std::vector<torch::Tensor> ds, cs;
+  torch::Tensor d, c;
+  torch::Tensor h = first->transition(xp, s[0], ctx, "", any_m ? &d : nullptr, reg, is_training(), any_m ? &c : nullptr);
+  if (any_m) ds.push_back(d), cs.push_back(c);
   for (size_t l = 0; l < transitions.size(); ++l) {
     // t-MZU at depth l+1: zero input (eqs. 15-17)
     h = transitions[l]->transition(torch::Tensor(), h, ctx, "dt" + std::to_string(l + 1) + "/", any_m ? &d : nullptr,
-                                   reg, is_training());
-    if (any_m) ds.push_back(d);
+                                   reg, is_training(), any_m ? &c : nullptr);
+    if (any_m) ds.push_back(d), cs.push_back(c);
   }
   if (any_m) {
     auto D = ds.size() == 1 ? ds[0] : torch::cat(ds, 1);  // [B, M]: every M-function of every depth
-    if (reg) {
-      // eq. 19: maximise L + lambda sum_tokens sum_m D_zone, i.e. add -lambda * that sum to
-      // the loss; "mean" divides by the tokens (T B) like the task's mean NLL.
-      auto per_token = D.sum(1);
-      auto term = o_.disagreement_scale == "sum" ? per_token.sum()
-                                                 : per_token.sum() / static_cast<double>(per_token.size(0) * seq_len_);
-      ctx.add_loss(term * (-o_.zone_disagreement));
-    }
-    auto m = D.detach().mean();
-    dz_acc_ = dz_acc_.defined() ? dz_acc_ + m : m;
-    ++dz_steps_;
     if (ctx.probe) ctx.record("dzone", D);
+    dz_steps_.push_back(reg ? D : D.detach());
+    cos_steps_.push_back((cs.size() == 1 ? cs[0] : torch::cat(cs, 1)).mean(1));
+    if (!in_sequence_) finish_disagreement(ctx);  // a step taken on its own: a sequence of length 1
   }
   ctx.record("h", h);
   return {h};
 }
 
+double MZUCellImpl::lambda_at(int64_t step) const {
+  const double lam = o_.zone_disagreement;
+  if (o_.disagreement_warmup <= 0 || step < 0) return lam;
+  // linear warm-up: lambda (s + 1) / W at trainer step s (0-based), full lambda from s = W - 1 on
+  return lam * std::min(1.0, static_cast<double>(step + 1) / static_cast<double>(o_.disagreement_warmup));
+}
+
+torch::Tensor MZUCellImpl::disagreement_loss(const torch::Tensor& D, const StepContext& ctx) const {
+  TORCH_CHECK(D.dim() == 3, "mzu: expected D_zone [T, B, M], got ", D.sizes());
+  const int64_t T = D.size(0), B = D.size(1);
+  // eq. 19: maximise L + lambda sum_tokens sum_m D_zone, i.e. add -lambda * that sum to the
+  // loss. The task loss is a mean over its units (char LM: the T B characters; sentence
+  // tasks: the B sentences, each one label); "mean" divides the sum over the (real) tokens by
+  // the same units, so the ratio of the two sums of eq. 19 is the same in every task.
+  auto per_token = D.sum(2);  // [T, B]: sum over the M-functions of every depth
+  if (ctx.token_mask.defined()) {
+    TORCH_CHECK(ctx.token_mask.dim() == 2 && ctx.token_mask.size(0) == T && ctx.token_mask.size(1) == B,
+                "mzu: token_mask must be [", T, ", ", B, "], got ", ctx.token_mask.sizes());
+    per_token = per_token * ctx.token_mask.to(per_token.dtype());
+  }
+  const double units = o_.disagreement_scale == "sum" ? 1.0
+                       : ctx.loss_units > 0           ? ctx.loss_units
+                                                      : static_cast<double>(T * B);
+  return per_token.sum() * (-lambda_at(ctx.step) / units);
+}
+
+void MZUCellImpl::finish_disagreement(StepContext& ctx) {
+  if (dz_steps_.empty()) return;
+  auto D = torch::stack(dz_steps_, 0);   // [T, B, M]
+  auto C = torch::stack(cos_steps_, 0);  // [T, B]
+  dz_steps_.clear();
+  cos_steps_.clear();
+  const int64_t T = D.size(0);
+  // metrics: mean over the (real) tokens, logged as (value x T, T) like one value per step
+  auto Dm = D.detach().mean(2);
+  double dval, cval;
+  if (ctx.token_mask.defined() && ctx.token_mask.dim() == 2 && ctx.token_mask.size(0) == T &&
+      ctx.token_mask.size(1) == D.size(1)) {
+    auto m = ctx.token_mask.to(Dm.dtype());
+    const double n = std::max(m.sum().item<double>(), 1.0);
+    dval = (Dm * m).sum().item<double>() / n;
+    cval = (C * m).sum().item<double>() / n;
+  } else {
+    dval = Dm.mean().item<double>();
+    cval = C.mean().item<double>();
+  }
+  ctx.add_metric("zone_disagreement", dval * static_cast<double>(T), T);
+  ctx.add_metric("zone_cosine", cval * static_cast<double>(T), T);
+  if (D.requires_grad()) ctx.add_loss(disagreement_loss(D, ctx));
+}
+
 SeqOutput MZUCellImpl::forward_sequence(const torch::Tensor& x, const State& s0, StepContext& ctx) {
-  seq_len_ = x.size(0);
-  dz_acc_ = torch::Tensor();
-  dz_steps_ = 0;
-  auto out = run_stepwise(x, s0, ctx);
-  if (dz_steps_ > 0) ctx.add_metric("zone_disagreement", dz_acc_.item<double>(), dz_steps_);
-  seq_len_ = 1;
-  dz_acc_ = torch::Tensor();
+  dz_steps_.clear();
+  cos_steps_.clear();
+  in_sequence_ = true;
+  SeqOutput out;
+  try {
+    out = run_stepwise(x, s0, ctx);
+  } catch (...) {
+    in_sequence_ = false;
+    dz_steps_.clear();
+    cos_steps_.clear();
+    throw;
+  }
+  in_sequence_ = false;
+  finish_disagreement(ctx);
   return out;
 }
 
@@ -341,18 +416,27 @@ const OptionTable<MZUOptions>& mzu_option_table() {
     t.field("filter", &O::filter, 1, 1 << 20,
             "Filter size d_f of the zone-wise FFN (MZU eq. 5; paper: 1000 on PTB, 3072 on text8).");
     t.field("depth", &O::depth, 0, 16,
-            "Deep transition: number L of t-MZU cells (zero input) after the MZU per time step (MZU eqs. 15-17); 0 = no DT, paper's DT = 1.");
+            "Deep transition: number L of t-MZU cells (zero input) after the MZU per time step (MZU eqs. 15-17); 0 = no DT. Default 1: the paper's \"DT\" setting, used for every model of its tables.");
     t.field("share_transition", &O::share_transition,
-            "Deep transition: the t-MZUs reuse the first MZU's M-functions, so parameters do not grow with depth (paper: shared on PTB).");
+            "Deep transition: the t-MZUs reuse the first MZU's M-functions (all but the input weights), so parameters do not grow with depth. Default on: the paper shares them on PTB (text8 presets turn it off).");
     t.field("capsules", &O::capsules, 1, 1024,
             "Number J of output capsules of the dynamic routing, capsule size hidden / J (MZU eqs. 10-14; paper: 2).")
         .cells({"cap_mzu"});
     t.field("routing_iters", &O::routing_iters, 1, 100, "Routing iterations T of the dynamic routing (MZU eqs. 11-14; paper: 3).")
         .cells({"cap_mzu"});
     t.field("zone_disagreement", &O::zone_disagreement, -100, 100,
-            "Weight lambda of the zone disagreement regularisation (MZU eqs. 18-19; paper: 1.0; negative values promote similar zones).");
+            "Weight lambda of the zone disagreement regularisation (MZU eqs. 18-19); default 1.0 as in the paper (0 = off; negative values promote similar zones).");
     t.choice("disagreement_scale", &O::disagreement_scale, {"mean", "sum"},
-             "How eq. 19's sum over tokens is scaled: 'mean' divides by the number of tokens like the task's mean loss (keeps the paper's balance), 'sum' adds the raw sum.")
+             "How eq. 19's sum over tokens is scaled: 'mean' divides it by the units the task loss is averaged over (characters in a language model, sentences in classification/ABSA), which keeps eq. 19's balance the same in every task; 'sum' adds the raw sum.")
+        .advanced();
+    t.choice("disagreement_pairs", &O::disagreement_pairs, {"all", "distinct"},
+             "Which zone pairs eq. 18 averages: 'all' = the N^2 pairs, i = j included, as written (the i = j terms are constant: D ranges from -1 to 0 and orthogonal zones give -1/N); 'distinct' = the N(N-1) pairs i != j (orthogonal zones give 0; the same gradient scaled by N/(N-1)).")
+        .advanced();
+    t.choice("disagreement_form", &O::disagreement_form, {"cosine", "squared_cosine"},
+             "What eq. 18 averages: 'cosine' = cos(z_i, z_j) as written, maximised when the zones' unit vectors sum to zero (anti-correlated zones); 'squared_cosine' = cos^2, maximised by orthogonal zones (a reading, not the paper's formula).")
+        .advanced();
+    t.field("disagreement_warmup", &O::disagreement_warmup, 0, 1e9,
+            "Linear warm-up of lambda (eq. 19) over this many training steps: lambda x (step + 1) / N, full lambda afterwards; 0 = none (the paper states none).")
         .advanced();
     t.field("regular_gate", &O::regular_gate,
             "Ablation 'Regular-Gate' (MZU Table 4): the gate uses a plain linear map of [x, h] instead of an M-function.");
@@ -372,8 +456,12 @@ const OptionTable<MZUOptions>& mzu_option_table() {
              "Edge weights: 'cosine' = cos(z_i, z_j) as in eq. 7 (may be negative; degrees clamped at 0.01), 'relu_cosine' = max(cos, 0).")
         .advanced()
         .cells({"gcn_mzu"});
-    t.choice("sat_qkv", &O::sat_qkv, {"per_zone", "shared"},
-             "Query/key/value maps of eq. 6: 'per_zone' = different W^Q_i, W^K_i, W^V_i for each zone, 'shared' = one set for all zones.")
+    t.choice("gcn_adjacency", &O::gcn_adjacency, {"cosine_plus_identity", "cosine"},
+             "Adjacency A~ of eq. 9: 'cosine_plus_identity' = cosines + I, so self-loops weigh 2 (footnote 1 read as adding self-connections; the default, see MZU_NOTES.md); 'cosine' = eq. 8 as written, A~ = [cos(z_i, z_j)] with self-loops cos(z_i, z_i) = 1.")
+        .advanced()
+        .cells({"gcn_mzu"});
+    t.choice("sat_qkv", &O::sat_qkv, {"shared", "per_zone"},
+             "Query/key/value maps of eq. 6: 'shared' = one W^Q, W^K, W^V for all zones (the default: the reading whose parameter counts match the paper's Tables 1-2, see MZU_NOTES.md); 'per_zone' = different W^Q_i, W^K_i, W^V_i for each zone.")
         .advanced()
         .cells({"sat_mzu"});
     return t;
@@ -408,6 +496,7 @@ void register_mzu_cells(std::vector<CellInfo>& out) {
     c.description = d.desc;
     c.options = mzu_option_table().specs_for_cell(c.name);
     c.common_options = {"layer_norm", "candidate_dropout"};
+    c.common_defaults = {{"layer_norm", true}};  // the paper applies layer normalization to every MZU
     const std::string comp = d.comp;
     c.make = [comp](const json& m, int64_t in, int) -> std::shared_ptr<CellImpl> {
       return std::make_shared<MZUCellImpl>(mzu_options(m, in, comp));
@@ -432,6 +521,10 @@ void register_mzu_cells(std::vector<CellInfo>& out) {
         }
         if (T < 1) errs.push_back({"model.routing_iters", "at least one routing iteration is needed, got " + std::to_string(T)});
       }
+      if (o.disagreement_pairs == "distinct" && N == 1 && o.zone_disagreement != 0)
+        errs.push_back({"model.disagreement_pairs",
+                        "'distinct' averages over pairs of different zones, and with model.zones = 1 there are none "
+                        "(use 'all', more zones, or model.zone_disagreement = 0)"});
     };
     out.push_back(std::move(c));
   }

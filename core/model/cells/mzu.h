@@ -28,12 +28,15 @@ struct MZUOptions {
   int64_t hidden_size = 0;
   int64_t zones = 4;            // N; zone size d_z = d_h / N (eq. 4)
   int64_t filter = 512;         // d_f of the zone-wise FFN (eq. 5)
-  int64_t depth = 0;            // L transition t-MZUs per step (eqs. 15-17); 0 = plain MZU
-  bool share_transition = false;  // t-MZUs reuse the first MZU's M-functions (see notes)
+  int64_t depth = 1;            // L transition t-MZUs per step (eqs. 15-17); 0 = plain MZU (paper: "DT" = 1)
+  bool share_transition = true; // t-MZUs reuse the first MZU's M-functions (paper: shared on PTB; see notes)
   int64_t capsules = 2;         // J output capsules (cap), d_o = d_h / J
   int64_t routing_iters = 3;    // T routing iterations (cap)
-  double zone_disagreement = 0; // lambda of eq. 19 (may be negative)
-  std::string disagreement_scale = "mean";  // "mean" over tokens (like the NLL) | "sum"
+  double zone_disagreement = 1.0;  // lambda of eq. 19 (paper: 1.0; may be negative)
+  std::string disagreement_scale = "mean";  // "mean": per unit of the task loss (see notes) | "sum"
+  std::string disagreement_pairs = "all";   // eq. 18's pairs: "all" (i = j included, as written) | "distinct" (i != j)
+  std::string disagreement_form = "cosine"; // "cosine" (eq. 18: toward anti-correlation) | "squared_cosine" (toward orthogonality)
+  int64_t disagreement_warmup = 0;          // lambda grows linearly over this many training steps (0 = none)
   bool regular_gate = false;    // Table 4 "Regular-Gate": g = sigmoid(W [x, h] + b)
   bool regular_trans = false;   // Table 4 "Regular-Trans.": h~ = tanh(W [x, h] + b)
   bool layer_norm = false;
@@ -41,15 +44,22 @@ struct MZUOptions {
   double candidate_dropout = 0;
   std::string gcn_activation = "relu";  // sigma of eq. 9: relu | tanh | sigmoid | identity
   std::string gcn_edges = "cosine";     // "cosine" (eqs. 7-8) | "relu_cosine" (negative edges cut)
-  std::string sat_qkv = "per_zone";     // "per_zone": W^Q_i, W^K_i, W^V_i per zone | "shared"
+  std::string gcn_adjacency = "cosine_plus_identity";  // A~ = cos + I (diagonal 2) | "cosine": eq. 8 as written (diagonal 1)
+  std::string sat_qkv = "shared";       // "shared": one W^Q, W^K, W^V for all zones | "per_zone"
   bool ffn_residual = false;            // f_j = o_j + FFN(o_j) instead of eq. 5
 };
 
 // The MZU cells' model.* options (field table: schema entries and binding).
 const OptionTable<MZUOptions>& mzu_option_table();
 
-// D_zone of eq. 18 for zones Z [..., N, d_z] -> [...]: -(1/N^2) sum_ij cos(z_i, z_j).
-torch::Tensor zone_disagreement(const torch::Tensor& Z);
+// D_zone of eq. 18 for zones Z [..., N, d_z] -> [...]: -(1/N^2) sum_ij cos(z_i, z_j) with the
+// defaults; pairs "distinct" averages over the N(N-1) pairs i != j, form "squared_cosine" uses
+// cos^2 (maximised by orthogonal zones). The readings are compared in MZU_NOTES.md.
+torch::Tensor zone_disagreement(const torch::Tensor& Z, const std::string& pairs = "all",
+                                const std::string& form = "cosine");
+// The same from the zones' cosine matrix cosm [..., N, N] -> [...].
+torch::Tensor zone_disagreement_of_cosines(const torch::Tensor& cosm, const std::string& pairs = "all",
+                                           const std::string& form = "cosine");
 // Squash of eq. 13 along the last dim: |s|^2/(1+|s|^2) * s/|s| (safe at s = 0).
 torch::Tensor squash(const torch::Tensor& s);
 
@@ -63,9 +73,11 @@ class MZUBlockImpl : public torch::nn::Module {
   torch::Tensor input_projection(const torch::Tensor& x);
   // One depth at one step. xp: this step's input_projection slice, or undefined for a
   // t-MZU (zero input, eqs. 16-17). Returns h_t (eq. 1 / eq. 15). dzone_out (if not
-  // null) receives D_zone of each M-function, [B, K].
+  // null) receives D_zone of each M-function, [B, K] (eq. 18 in the configured reading);
+  // cos_out (if not null) the mean cosine over distinct zone pairs, [B, K] (a metric).
   torch::Tensor transition(const torch::Tensor& xp, const torch::Tensor& h, StepContext& ctx, const std::string& pfx,
-                           torch::Tensor* dzone_out, bool want_dzone, bool training);
+                           torch::Tensor* dzone_out, bool want_dzone, bool training,
+                           torch::Tensor* cos_out = nullptr);
   double flops(bool with_input, bool with_dzone) const;
   int64_t num_mfunctions() const { return K_; }
 
@@ -103,15 +115,26 @@ class MZUCellImpl : public CellImpl {
   SeqOutput forward_sequence(const torch::Tensor& x, const State& s0, StepContext& ctx) override;
   double flops_per_step() const override;
   const MZUOptions& options() const { return o_; }
+  // lambda of eq. 19 at a training step (StepContext::step; -1 = full lambda): the linear
+  // warm-up of model.disagreement_warmup.
+  double lambda_at(int64_t step) const;
+  // eq. 19's term added to the loss for a whole forward, from D [T, B, M] (D_zone of every
+  // M-function of every depth at each step): -lambda * sum over real tokens (ctx.token_mask)
+  // and M-functions of D / the task loss's units (ctx.loss_units, default T x B). A fused path
+  // (fused_mzu) can call it with its own D so that both paths add the same term.
+  torch::Tensor disagreement_loss(const torch::Tensor& D, const StepContext& ctx) const;
 
   MZUBlock first{nullptr};
   std::vector<MZUBlock> transitions;  // L entries; with share_transition all are `first`
 
  private:
   MZUOptions o_;
-  int64_t seq_len_ = 1;      // T of the current forward_sequence (scales eq. 19's term)
-  torch::Tensor dz_acc_;     // sum over steps of the mean D_zone (detached), for the metric
-  int64_t dz_steps_ = 0;
+  // Inside forward_sequence: D [B, M] of each step so far (with graph when regularising),
+  // turned into eq. 19's term and the metrics once the sequence is done.
+  bool in_sequence_ = false;
+  std::vector<torch::Tensor> dz_steps_;
+  std::vector<torch::Tensor> cos_steps_;  // mean cosine over distinct zone pairs per step [B] (metric)
+  void finish_disagreement(StepContext& ctx);
 };
 
 }  // namespace cs

@@ -5,6 +5,7 @@
 // the CLI and the GUI discover cells only through here.
 #pragma once
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -26,6 +27,10 @@ struct CellInfo {
   // Which of the common model options (declared in config/common_options.cpp with
   // opt_in = true, e.g. "layer_norm", "candidate_dropout") this cell honours.
   std::vector<std::string> common_options;
+  // This cell's own defaults of some of those common options (e.g. the MZUs train with
+  // layer normalization by default, as in the paper): options_for() reports them and
+  // resolve_config() fills them in.
+  std::map<std::string, json> common_defaults;
 };
 
 const std::vector<CellInfo>& cell_registry();

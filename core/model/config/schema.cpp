@@ -191,8 +191,15 @@ const std::vector<OptionSpec>& all_options() {
 std::vector<OptionSpec> options_for(const std::string& cell, const std::string& task) {
   std::vector<OptionSpec> out;
   std::set<std::string> seen;
+  const CellInfo* ci = nullptr;
+  for (auto& c : cell_registry())
+    if (c.name == cell) ci = &c;
   for (auto& o : all_options())
-    if (option_applies(o, cell, task) && seen.insert(o.path()).second) out.push_back(o);
+    if (option_applies(o, cell, task) && seen.insert(o.path()).second) {
+      out.push_back(o);
+      // a cell's own default of a common option it opts into (CellInfo::common_defaults)
+      if (ci && o.opt_in && ci->common_defaults.count(o.key)) out.back().default_value = ci->common_defaults.at(o.key);
+    }
   return out;
 }
 

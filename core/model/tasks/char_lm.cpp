@@ -111,6 +111,7 @@ StepResult CharLMTask::train_step() {
   auto [x, y] = next_batch();
   const int64_t L = x.size(0);
   StepContext ctx;
+  ctx.step = train_step_index();  // loss_units: the default T x B, the mean NLL's characters
   auto logits = model_->forward(x, state_, ctx);
   state_ = detach_states(state_);  // truncated BPTT: carry the state, cut the graph
   auto nll = F::cross_entropy(logits.reshape({-1, logits.size(-1)}), y.reshape({-1}));

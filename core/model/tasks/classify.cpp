@@ -463,6 +463,12 @@ StepResult SentenceTask::train_step() {
   idx = shard_of(idx, &weight);
   auto b = make_batch(train_, idx);
   StepContext ctx;
+  ctx.step = train_step_index();
+  // The loss is a mean over the sentences (one label each): a cell's per-token term (MZU
+  // eq. 19's sum over the tokens) is summed over each sentence's real tokens and divided by
+  // the same number of sentences, so its ratio to the task loss is eq. 19's, as in the LMs.
+  ctx.loss_units = static_cast<double>(b.lengths.size(0));
+  ctx.token_mask = length_mask(b.lengths, b.tokens.size(0), torch::TensorOptions().dtype(torch::kFloat32).device(b.tokens.device())).squeeze(2);
   auto logits = model_->forward(b, ctx);
   auto [loss, pred] = loss_and_pred(logits, b.labels, model_->binary, false);
   StepResult r;
@@ -470,7 +476,7 @@ StepResult SentenceTask::train_step() {
   torch::Tensor total = shard_world_ > 1 ? loss * weight : loss;
   if (embed_l2_ > 0 && model_->embed->weight.requires_grad())
     total = total + embed_l2_ * model_->embed->weight.pow(2).sum();  // L2 on the embedding layer (CRU paper)
-  if (ctx.extra_loss.defined()) total = total + ctx.extra_loss;
+  if (ctx.extra_loss.defined()) total = total + (shard_world_ > 1 ? ctx.extra_loss * weight : ctx.extra_loss);
   r.loss = total;
   r.units = shard_world_ > 1 ? static_cast<int64_t>(std::lround(weight * static_cast<double>(n) / shard_world_)) : n;
   r.metrics["accuracy"] = pred.eq(b.labels).to(torch::kFloat64).mean().item<double>();

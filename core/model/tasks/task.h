@@ -37,6 +37,10 @@ class Task {
   virtual std::shared_ptr<torch::nn::Module> model() = 0;
   // Forward on the next training batch (advances the data cursor). Model is in train mode.
   virtual StepResult train_step() = 0;
+  // The trainer's step index of the next train_step() (0 = the first update); tasks pass it
+  // to the cells through StepContext::step (e.g. the MZU's lambda warm-up). -1 = unknown.
+  void set_train_step(int64_t step) { train_step_index_ = step; }
+  int64_t train_step_index() const { return train_step_index_; }
   // Whole split ("valid" or "test"), no grad, eval mode; restores train mode after.
   virtual EvalResult evaluate(const std::string& split) = 0;
   virtual std::string primary_metric() const = 0;    // "bpc", "ppl", "accuracy"
@@ -99,6 +103,9 @@ class Task {
   // Language models: the model stepped token by token for generation, `seed_text`
   // tokenised as the corpus is. Other tasks: "generation needs a char_lm or word_lm run".
   virtual TokenStepper token_stepper(const std::string& seed_text);
+
+ private:
+  int64_t train_step_index_ = -1;
 };
 
 // Parameter count of a module grouped by the first two path components, e.g. "stack.layer0".

@@ -164,6 +164,7 @@ StepResult WordLMTask::train_step() {
   auto y = train_.narrow(1, cursor_ + 1, L).t();
   cursor_ += L;
   StepContext ctx;
+  ctx.step = train_step_index();
   auto logits = model_->forward(x, state_, ctx);
   state_ = detach_states(state_);  // truncated BPTT (MC-RNN: t and the last n-1 states per channel are carried)
   auto nll = F::cross_entropy(logits.reshape({-1, logits.size(-1)}), y.reshape({-1}));

@@ -341,6 +341,7 @@ void Trainer::prepare(RunContext& rc) {
 bool Trainer::train_step(RunContext& rc) {
   auto& I = *impl_;
   const auto t0 = Clock::now();
+  task_->set_train_step(step_);  // StepContext::step of this update (e.g. the MZU's lambda warm-up)
   StepResult sr = task_->train_step();
   I.opt->zero_grad();
   sr.loss.backward();
