@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "cells/fused_mzu.h"
 #include "cells/registry.h"
 
 namespace cs {
@@ -315,6 +316,8 @@ State MZUCellImpl::step(const torch::Tensor& xp, const State& s, StepContext& ct
 }
 
 SeqOutput MZUCellImpl::forward_sequence(const torch::Tensor& x, const State& s0, StepContext& ctx) {
+  // fast path (cells/fused_mzu.h): one fused autograd function over the sequence where it applies
+  if (mzu_fast_path_applies(o_, ctx)) return fused_mzu_forward(*this, x, s0, ctx);
   seq_len_ = x.size(0);
   dz_acc_ = torch::Tensor();
   dz_steps_ = 0;

@@ -1,0 +1,29 @@
+// Fast path of the MZU cells (issue #16): one custom autograd function per MZU cell over
+// the whole sequence, with backward through time written by hand. See MZU_NOTES.md
+// ("Fast path") for what is fused, the buffers it keeps and the options it claims.
+//
+// MZUCellImpl::forward_sequence selects it automatically (mzu_fast_path_applies) and falls
+// back to the step-wise autograd path (the reference; probes always use it) otherwise.
+#pragma once
+#include <torch/types.h>
+
+#include "cells/cell.h"
+#include "cells/mzu.h"
+
+namespace cs {
+
+// Whitelist of option VALUES the fast path implements (and is tested against the autograd
+// path for), plus the context conditions: grad mode on, no probe, ctx.stepwise false, and
+// the CELLSCOPE_FAST switch not set to 0. Anything not listed falls back to autograd.
+bool mzu_fast_path_applies(const MZUOptions& o, const StepContext& ctx);
+
+// CELLSCOPE_FAST=0 in the environment (read once, at the first call) forces the fast path
+// off, so benchmarks can compare both paths with the same binary.
+bool mzu_fast_path_enabled();
+
+// The whole sequence through the fused function: x [T, B, I], s0 = {h0 [B, H]}. Adds the
+// zone disagreement metric and (lambda != 0) the loss term of eq. 19 to ctx exactly as
+// the step-wise path does. Precondition: mzu_fast_path_applies(cell.options(), ctx).
+SeqOutput fused_mzu_forward(MZUCellImpl& cell, const torch::Tensor& x, const State& s0, StepContext& ctx);
+
+}  // namespace cs
