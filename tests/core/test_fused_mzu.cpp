@@ -136,12 +136,12 @@ double rel_err(const torch::Tensor& a, const torch::Tensor& b) {
 }
 
 // Compares the two paths for options o in dtype; returns the number of tensors compared.
-int compare_paths(const MZUOptions& o, torch::Dtype dt, double tol, const std::string& what) {
+int compare_paths(const MZUOptions& o, torch::Dtype dt, double tol, const std::string& what, int64_t T = 5) {
   torch::manual_seed(11);
   auto cell = std::make_shared<MZUCellImpl>(o);
   cell->to(dt);
   cell->train();
-  const int64_t T = 5, B = 3;
+  const int64_t B = 3;
   auto x = torch::randn({T, B, o.input_size}, dt);
   auto h0 = torch::randn({B, o.hidden_size}, dt) * 0.5;
   auto w = torch::randn({T, B, o.hidden_size}, dt);
@@ -243,14 +243,27 @@ TEST_F(FusedMzu, agrees_with_autograd_float) {
 }
 
 TEST_F(FusedMzu, agrees_at_larger_sizes) {
-  // closer to the papers' shapes (d_z = 8, a wider filter, longer sequence) in double
+  // closer to the papers' shapes (d_z = 8, a wider filter) and sequences longer than the
+  // backward's chunk (40 rows = 4 steps of B J = 12 rows: 37 = 9 full chunks + a partial one),
+  // with every buffer reused from the previous call (pool threshold 0), in double
+  auto& tune = fused_mzu_tuning();
+  const auto saved = tune;
+  tune.chunk_rows = 40;
+  tune.pool_min_bytes = 0;
   for (const std::string comp : {"gcn", "sat", "cap"}) {
     auto o = paper(comp);
     o.input_size = 10;
     o.hidden_size = 32;
     o.filter = 24;
-    compare_paths(o, torch::kDouble, 1e-10, comp + "/larger (double)");
+    compare_paths(o, torch::kDouble, 1e-10, comp + "/larger T=37 (double)", 37);
+    o.depth = 2;
+    o.share_transition = false;
+    compare_paths(o, torch::kDouble, 1e-10, comp + "/larger T=37 L=2 unshared (double)", 37);
+    compare_paths(o, torch::kDouble, 1e-10, comp + "/larger T=16 L=2 unshared (double)", 16);
+    o.share_transition = true;
+    compare_paths(o, torch::kDouble, 1e-10, comp + "/larger T=37 L=2 shared (double)", 37);
   }
+  tune = saved;
 }
 
 TEST_F(FusedMzu, finite_differences_of_the_fast_path) {

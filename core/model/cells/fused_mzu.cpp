@@ -58,6 +58,52 @@ using torch::Tensor;
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
+}  // namespace
+
+FusedMZUTuning& fused_mzu_tuning() {
+  static FusedMZUTuning t;
+  return t;
+}
+
+namespace {
+
+// Buffers are reused across calls (per thread): a fresh buffer of hundreds of MB per training
+// step would be mmap-ed and page-faulted anew each time (glibc serves blocks > 32 MB by mmap
+// and returns them at free), which costs more than the step's small kernels. A buffer goes
+// back to the pool when its Run releases it and nothing else views its storage.
+struct BufferPool {
+  std::vector<Tensor> free;  // flat tensors
+};
+thread_local BufferPool tl_pool;
+
+Tensor take(at::IntArrayRef shape, const at::TensorOptions& opt) {
+  int64_t n = 1;
+  for (auto s : shape) n *= s;
+  auto& f = tl_pool.free;
+  size_t best = f.size();
+  for (size_t i = 0; i < f.size(); ++i)
+    if (f[i].scalar_type() == opt.dtype().toScalarType() && f[i].device() == opt.device() && f[i].numel() >= n &&
+        (best == f.size() || f[i].numel() < f[best].numel()))
+      best = i;
+  if (best < f.size() && f[best].numel() <= 2 * n + (1 << 16)) {
+    auto t = f[best].narrow(0, 0, n).view(shape);
+    f.erase(f.begin() + static_cast<std::ptrdiff_t>(best));
+    return t;
+  }
+  return at::empty(shape, opt);
+}
+
+void give(Tensor& t) {
+  if (t.defined() && t.storage().use_count() == 1 && static_cast<int64_t>(t.nbytes()) >= fused_mzu_tuning().pool_min_bytes) {
+    const int64_t n = static_cast<int64_t>(t.storage().nbytes() / t.element_size());
+    auto flat = at::empty({0}, t.options()).set_(t.storage(), 0, {n}, {1});
+    auto& f = tl_pool.free;
+    f.push_back(flat);
+    if (f.size() > 24) f.erase(f.begin());  // bounded: the oldest (another shape) goes
+  }
+  t = Tensor();
+}
+
 // The parameters of one MZUBlock the fused function uses (w_x stays in input_projection).
 enum Param { W_H, B_REG, W_QKV, W_G, W_C, W1, B1, W2, B2, WO, BO, LNCG, LNCB, LNGG, LNGB, LNZG, LNZB, NPARAM };
 
@@ -92,17 +138,15 @@ struct Run : torch::CustomClassHolder {
   std::vector<Tensor> cosm, ahat, qkv, attn, u, cp, cmean, crstd, gp, gmean, grstd, tc, g, mask, z0, zmean, zrstd,
       zl;
 
-  // Backward buffers (allocated in backward).
+  // Backward buffers (allocated in backward): DA [Dp, T, B, G] for the whole sequence (depth 0's
+  // slice is the gradient of the input projection); the K-major ones [K*, Dp, C, rows, cols]
+  // hold a chunk of C steps [t0, t0 + C): their weight-gradient products run once per chunk
+  // (C B J rows), which keeps the backward's extra memory small (see flush_chunk).
   Tensor DA, DPRE, DF, DH1, DP, DQKV, DU;
+  int64_t C = 0, t0 = 0, t1 = 0;
 
   static Tensor at2(const Tensor& buf, int64_t d, int64_t t) { return buf.select(1, d).select(1, t); }
   static Tensor at1(const Tensor& buf, int64_t d, int64_t t) { return buf.select(0, d).select(0, t); }
-  // All rows of a K-major buffer that belong to block b: [K*, rows, cols].
-  static Tensor krows(const Tensor& buf, const Block& b) {
-    const int64_t kk = buf.size(0), c = buf.size(-1);
-    if (b.all_depths) return buf.view({kk, -1, c});
-    return buf.select(1, b.depths[0]).reshape({kk, -1, c});
-  }
   // All rows of a [Dp, T, B, X] buffer that belong to block b: [rows, X].
   static Tensor rows(const Tensor& buf, const Block& b) {
     const int64_t c = buf.size(-1);
@@ -112,22 +156,45 @@ struct Run : torch::CustomClassHolder {
 
   void allocate(const at::TensorOptions& opt) {
     const size_t n = static_cast<size_t>(Dp * T);
-    Hin = at::empty({Dp, T, B, H}, opt);
+    Hin = take({Dp, T, B, H}, opt);
     if (K > 0) {
-      Zs = at::empty({K, Dp, T, B * N, dz}, opt);
-      if (sat && !qkv_shared) Zn = at::empty({K * N, Dp, T, B, dz}, opt);
-      if (gcn) AZ = at::empty({K, Dp, T, B * N, dz}, opt);
-      Os = at::empty({K, Dp, T, B * J, Do}, opt);
-      H1 = at::empty({K, Dp, T, B * J, F}, opt);
-      Fs = at::empty({K, Dp, T, B, J * Do}, opt);
+      Zs = take({K, Dp, T, B * N, dz}, opt);
+      if (sat && !qkv_shared) Zn = take({K * N, Dp, T, B, dz}, opt);
+      if (gcn) AZ = take({K, Dp, T, B * N, dz}, opt);
+      Os = take({K, Dp, T, B * J, Do}, opt);
+      H1 = take({K, Dp, T, B * J, F}, opt);
+      Fs = take({K, Dp, T, B, J * Do}, opt);
     }
     for (auto* v : {&cosm, &ahat, &qkv, &attn, &u, &cp, &cmean, &crstd, &gp, &gmean, &grstd, &tc, &g, &mask, &z0,
                     &zmean, &zrstd, &zl})
       v->assign(n, Tensor());
   }
 
+  // Weight gradients of the M-functions for the chunk of n steps starting at t: per depth,
+  // one batched product over the chunk's n B J rows (K-batched), accumulated into gr.
+  void flush_chunk(int64_t t, int64_t n, std::vector<Tensor>& gr) {
+    for (int64_t d = 0; d < Dp; ++d) {
+      Tensor* gb = &gr[static_cast<size_t>(block_of[static_cast<size_t>(d)]) * NPARAM];
+      auto fw = [&](const Tensor& x) {  // forward buffer [K*, Dp, T, r, c] -> [K*, n r, c]
+        return x.select(1, d).narrow(1, t, n).reshape({x.size(0), -1, x.size(-1)});
+      };
+      auto bw = [&](const Tensor& x) {  // chunk buffer [K*, Dp, C, r, c] -> [K*, n r, c]
+        return x.select(1, d).narrow(1, 0, n).reshape({x.size(0), -1, x.size(-1)});
+      };
+      gb[WO].baddbmm_(fw(Fs).transpose(1, 2), bw(DPRE));
+      gb[BO].add_(bw(DPRE).sum(1, true));
+      gb[W2].baddbmm_(fw(H1).transpose(1, 2), bw(DF));
+      gb[B2].add_(bw(DF).sum(1, true));
+      gb[W1].baddbmm_(fw(Os).transpose(1, 2), bw(DH1));
+      gb[B1].add_(bw(DH1).sum(1, true));
+      if (gcn) gb[W_G].baddbmm_(fw(AZ).transpose(1, 2), bw(DP));
+      if (sat) gb[W_QKV].baddbmm_(fw(qkv_shared ? Zs : Zn).transpose(1, 2), bw(DQKV));
+      if (cap) gb[W_C].baddbmm_(fw(Zs).transpose(1, 2), bw(DU));
+    }
+  }
+
   void release() {
-    for (auto* x : {&Hin, &Zs, &Zn, &AZ, &Os, &H1, &Fs, &DA, &DPRE, &DF, &DH1, &DP, &DQKV, &DU}) *x = Tensor();
+    for (auto* x : {&Hin, &Zs, &Zn, &AZ, &Os, &H1, &Fs, &DA, &DPRE, &DF, &DH1, &DP, &DQKV, &DU}) give(*x);
     for (auto* v : {&cosm, &ahat, &qkv, &attn, &u, &cp, &cmean, &crstd, &gp, &gmean, &grstd, &tc, &g, &mask, &z0,
                     &zmean, &zrstd, &zl})
       v->clear();
@@ -290,11 +357,11 @@ struct Run : torch::CustomClassHolder {
       auto dpre = at::empty({K, B, H}, dhn.options());
       if (m_h) dpre.select(0, 0).copy_(dc);
       if (m_g) dpre.select(0, K - 1).copy_(dgg);
-      at2(DPRE, d, t).copy_(dpre);
+      at2(DPRE, d, t - t0).copy_(dpre);
       auto df = at::bmm(dpre, bk.p[WO].transpose(1, 2)).view({K, B * J, Do});
-      at2(DF, d, t).copy_(df);
+      at2(DF, d, t - t0).copy_(df);
       auto dh1 = at::threshold_backward(at::bmm(df, bk.p[W2].transpose(1, 2)), at2(H1, d, t), 0);
-      at2(DH1, d, t).copy_(dh1);
+      at2(DH1, d, t - t0).copy_(dh1);
       auto dO = at::bmm(dh1, bk.p[W1].transpose(1, 2));
       if (residual) dO.add_(df);
       auto Zb = at2(Zs, d, t).contiguous().view({K * B, N, dz});
@@ -305,7 +372,7 @@ struct Run : torch::CustomClassHolder {
                     : act == 1 ? at::tanh_backward(dO, O)
                     : act == 2 ? at::sigmoid_backward(dO, O)
                                : dO;
-        at2(DP, d, t).copy_(dP);
+        at2(DP, d, t - t0).copy_(dP);
         auto dAZ = at::bmm(dP, bk.p[W_G].transpose(1, 2)).view({K * B, N, dz});
         const auto& cm = cosm[i];
         const auto& Ah = ahat[i];
@@ -335,16 +402,16 @@ struct Run : torch::CustomClassHolder {
         auto dqkv = at::cat({dq, dk, dv}, -1);  // [K B, N, 3 d_z]
         if (qkv_shared) {
           auto d3 = dqkv.view({K, B * N, 3 * dz});
-          at2(DQKV, d, t).copy_(d3);
+          at2(DQKV, d, t - t0).copy_(d3);
           dZ = at::bmm(d3, bk.p[W_QKV].transpose(1, 2)).view({K * B, N, dz});
         } else {
           auto dn = dqkv.view({K, B, N, 3 * dz}).transpose(1, 2).reshape({K * N, B, 3 * dz});
-          at2(DQKV, d, t).copy_(dn);
+          at2(DQKV, d, t - t0).copy_(dn);
           dZ = at::bmm(dn, bk.p[W_QKV].transpose(1, 2)).view({K, N, B, dz}).transpose(1, 2).reshape({K * B, N, dz});
         }
       } else {
         auto du = route_backward(u[i], dO.view({K, B, J, Do})).view({K, B * N, J * Do});
-        at2(DU, d, t).copy_(du);
+        at2(DU, d, t - t0).copy_(du);
         dZ = at::bmm(du, bk.p[W_C].transpose(1, 2)).view({K * B, N, dz});
       }
       if (dD.defined()) {  // eq. 18: D = -(1/N^2) sum_ij cos_ij
@@ -401,6 +468,11 @@ struct Run : torch::CustomClassHolder {
   }
 };
 
+// Rows (steps x B J) per chunk of the backward's weight-gradient products: 16 steps at the
+// papers' batch 32 and 4 zones, 2 at batch 256; large enough to run near the large-GEMM rate,
+// small enough that the chunk buffers stay a fraction of what forward saves.
+// (fused_mzu_tuning().chunk_rows, default 2048.)
+
 struct FusedMZUFunction : torch::autograd::Function<FusedMZUFunction> {
   static variable_list forward(AutogradContext* ctx, Tensor xp, Tensor h0, at::TensorList params,
                                c10::intrusive_ptr<Run> run) {
@@ -428,33 +500,39 @@ struct FusedMZUFunction : torch::autograd::Function<FusedMZUFunction> {
     TORCH_CHECK(r.Hin.defined(), "fused MZU: backward through the same graph twice is not supported (retain_graph)");
     const auto opt = r.Hin.options();
     const int64_t K = r.K, Dp = r.Dp, T = r.T;
-    r.DA = at::zeros({Dp, T, r.B, r.G}, opt);
+    r.DA = take({Dp, T, r.B, r.G}, opt).zero_();
+    // steps per chunk: about kChunkRows rows (C B J) per weight-gradient product
+    const int64_t C = r.C = std::max<int64_t>(1, std::min<int64_t>(T, (fused_mzu_tuning().chunk_rows + r.B * r.J - 1) / (r.B * r.J)));
     if (K > 0) {
-      r.DPRE = at::empty({K, Dp, T, r.B, r.H}, opt);
-      r.DF = at::empty({K, Dp, T, r.B * r.J, r.Do}, opt);
-      r.DH1 = at::empty({K, Dp, T, r.B * r.J, r.F}, opt);
-      if (r.gcn) r.DP = at::empty({K, Dp, T, r.B * r.N, r.dz}, opt);
+      r.DPRE = take({K, Dp, C, r.B, r.H}, opt);
+      r.DF = take({K, Dp, C, r.B * r.J, r.Do}, opt);
+      r.DH1 = take({K, Dp, C, r.B * r.J, r.F}, opt);
+      if (r.gcn) r.DP = take({K, Dp, C, r.B * r.N, r.dz}, opt);
       if (r.sat) {
-        r.DQKV = r.qkv_shared ? at::empty({K, Dp, T, r.B * r.N, 3 * r.dz}, opt)
-                              : at::empty({K * r.N, Dp, T, r.B, 3 * r.dz}, opt);
+        r.DQKV = r.qkv_shared ? take({K, Dp, C, r.B * r.N, 3 * r.dz}, opt) : take({K * r.N, Dp, C, r.B, 3 * r.dz}, opt);
       }
-      if (r.cap) r.DU = at::empty({K, Dp, T, r.B * r.N, r.J * r.Do}, opt);
+      if (r.cap) r.DU = take({K, Dp, C, r.B * r.N, r.J * r.Do}, opt);
     }
     // gradient accumulators of the parameters that are summed step by step (LN gains)
     std::vector<Tensor> gr(r.blocks.size() * NPARAM);
     for (size_t b = 0; b < r.blocks.size(); ++b)
-      for (int p : {LNCG, LNCB, LNGG, LNGB, LNZG, LNZB})
+      for (int p : {LNCG, LNCB, LNGG, LNGB, LNZG, LNZB, W1, B1, W2, B2, WO, BO, W_G, W_QKV, W_C})
         if (r.blocks[b].p[p].defined()) gr[b * NPARAM + static_cast<size_t>(p)] = at::zeros_like(r.blocks[b].p[p]);
 
     const Tensor& dout = grads[0];
     const Tensor& dDz = grads[1];
     Tensor dh = at::zeros({r.B, r.H}, opt);
     for (int64_t t = T - 1; t >= 0; --t) {
+      if (t == T - 1 || t < r.t0) {  // a new chunk [t0, t1)
+        r.t1 = t + 1;
+        r.t0 = std::max<int64_t>(0, t + 1 - C);
+      }
       if (dout.defined()) dh = dh + dout.select(0, t);
       for (int64_t d = Dp - 1; d >= 0; --d) {
         Tensor dD = (dDz.defined() && K > 0) ? dDz.select(0, t).narrow(1, d * K, K) : Tensor();
         dh = r.step_backward(d, t, dh, dD, gr);
       }
+      if (t == r.t0 && K > 0) r.flush_chunk(r.t0, r.t1 - r.t0, gr);
     }
     // weight gradients: one (batched) product over all steps and depths of each block
     for (size_t b = 0; b < r.blocks.size(); ++b) {
@@ -466,17 +544,6 @@ struct FusedMZUFunction : torch::autograd::Function<FusedMZUFunction> {
         for (int d : bk.depths)
           if (d > 0) gb[B_REG].add_(r.DA.select(0, d).view({-1, r.G}).narrow(1, K * r.H, r.R * r.H).sum(0));
       }
-      if (K == 0) continue;
-      auto kt = [&](const Tensor& x) { return Run::krows(x, bk); };
-      gb[WO] = at::bmm(kt(r.Fs).transpose(1, 2), kt(r.DPRE));
-      gb[BO] = kt(r.DPRE).sum(1, true);
-      gb[W2] = at::bmm(kt(r.H1).transpose(1, 2), kt(r.DF));
-      gb[B2] = kt(r.DF).sum(1, true);
-      gb[W1] = at::bmm(kt(r.Os).transpose(1, 2), kt(r.DH1));
-      gb[B1] = kt(r.DH1).sum(1, true);
-      if (r.gcn) gb[W_G] = at::bmm(kt(r.AZ).transpose(1, 2), kt(r.DP));
-      if (r.sat) gb[W_QKV] = at::bmm(kt(r.qkv_shared ? r.Zs : r.Zn).transpose(1, 2), kt(r.DQKV));
-      if (r.cap) gb[W_C] = at::bmm(kt(r.Zs).transpose(1, 2), kt(r.DU));
     }
     Tensor dxp = r.DA.select(0, 0);
     r.release();  // the node (and its Run) may outlive backward; the grads keep what they view
