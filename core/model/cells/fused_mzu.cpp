@@ -111,7 +111,6 @@ struct Block {
   Tensor p[NPARAM];
   int index[NPARAM];        // position in the function's flat parameter list (-1: absent)
   std::vector<int> depths;  // depths d (0 = the MZU with input, 1..L = t-MZUs) using this block
-  bool all_depths = false;  // depths == 0..L (sharing, or L = 0)
 };
 
 // Everything one sequence needs between forward and backward (kept by the autograd node).
@@ -138,22 +137,15 @@ struct Run : torch::CustomClassHolder {
   std::vector<Tensor> cosm, ahat, qkv, attn, u, cp, cmean, crstd, gp, gmean, grstd, tc, g, mask, z0, zmean, zrstd,
       zl;
 
-  // Backward buffers (allocated in backward): DA [Dp, T, B, G] for the whole sequence (depth 0's
-  // slice is the gradient of the input projection); the K-major ones [K*, Dp, C, rows, cols]
+  // Backward buffers (allocated in backward): DA0 [T, B, G] (depth 0: it is the gradient of the
+  // input projection, returned) and DAt [Dp - 1, T, B, G] (t-MZUs) for the whole sequence; the K-major ones [K*, Dp, C, rows, cols]
   // hold a chunk of C steps [t0, t0 + C): their weight-gradient products run once per chunk
   // (C B J rows), which keeps the backward's extra memory small (see flush_chunk).
-  Tensor DA, DPRE, DF, DH1, DP, DQKV, DU;
+  Tensor DA0, DAt, DPRE, DF, DH1, DP, DQKV, DU;
   int64_t C = 0, t0 = 0, t1 = 0;
 
   static Tensor at2(const Tensor& buf, int64_t d, int64_t t) { return buf.select(1, d).select(1, t); }
   static Tensor at1(const Tensor& buf, int64_t d, int64_t t) { return buf.select(0, d).select(0, t); }
-  // All rows of a [Dp, T, B, X] buffer that belong to block b: [rows, X].
-  static Tensor rows(const Tensor& buf, const Block& b) {
-    const int64_t c = buf.size(-1);
-    if (b.all_depths) return buf.view({-1, c});
-    return buf.select(0, b.depths[0]).reshape({-1, c});
-  }
-
   void allocate(const at::TensorOptions& opt) {
     const size_t n = static_cast<size_t>(Dp * T);
     Hin = take({Dp, T, B, H}, opt);
@@ -194,7 +186,7 @@ struct Run : torch::CustomClassHolder {
   }
 
   void release() {
-    for (auto* x : {&Hin, &Zs, &Zn, &AZ, &Os, &H1, &Fs, &DA, &DPRE, &DF, &DH1, &DP, &DQKV, &DU}) give(*x);
+    for (auto* x : {&Hin, &Zs, &Zn, &AZ, &Os, &H1, &Fs, &DA0, &DAt, &DPRE, &DF, &DH1, &DP, &DQKV, &DU}) give(*x);
     for (auto* v : {&cosm, &ahat, &qkv, &attn, &u, &cp, &cmean, &crstd, &gp, &gmean, &grstd, &tc, &g, &mask, &z0,
                     &zmean, &zrstd, &zl})
       v->clear();
@@ -350,7 +342,7 @@ struct Run : torch::CustomClassHolder {
       gb[LNGG].add_(std::get<1>(r));
       gb[LNGB].add_(std::get<2>(r));
     }
-    auto da = at1(DA, d, t);  // [B, G]
+    auto da = d == 0 ? DA0.select(0, t) : at1(DAt, d - 1, t);  // [B, G]
     if (!m_h) da.narrow(1, K * H, H).copy_(dc);
     if (!m_g) da.narrow(1, K * H + (R - 1) * H, H).copy_(dgg);
     if (K > 0) {
@@ -468,10 +460,10 @@ struct Run : torch::CustomClassHolder {
   }
 };
 
-// Rows (steps x B J) per chunk of the backward's weight-gradient products: 16 steps at the
-// papers' batch 32 and 4 zones, 2 at batch 256; large enough to run near the large-GEMM rate,
+// Rows (steps x B J) per chunk of the backward's weight-gradient products: 8 steps at the
+// papers' batch 32 and 4 zones, 1 at batch 256; large enough to run near the large-GEMM rate,
 // small enough that the chunk buffers stay a fraction of what forward saves.
-// (fused_mzu_tuning().chunk_rows, default 2048.)
+// (fused_mzu_tuning().chunk_rows, default 1024.)
 
 struct FusedMZUFunction : torch::autograd::Function<FusedMZUFunction> {
   static variable_list forward(AutogradContext* ctx, Tensor xp, Tensor h0, at::TensorList params,
@@ -500,7 +492,8 @@ struct FusedMZUFunction : torch::autograd::Function<FusedMZUFunction> {
     TORCH_CHECK(r.Hin.defined(), "fused MZU: backward through the same graph twice is not supported (retain_graph)");
     const auto opt = r.Hin.options();
     const int64_t K = r.K, Dp = r.Dp, T = r.T;
-    r.DA = take({Dp, T, r.B, r.G}, opt).zero_();
+    r.DA0 = at::zeros({T, r.B, r.G}, opt);
+    if (Dp > 1) r.DAt = take({Dp - 1, T, r.B, r.G}, opt).zero_();
     // steps per chunk: about kChunkRows rows (C B J) per weight-gradient product
     const int64_t C = r.C = std::max<int64_t>(1, std::min<int64_t>(T, (fused_mzu_tuning().chunk_rows + r.B * r.J - 1) / (r.B * r.J)));
     if (K > 0) {
@@ -538,14 +531,20 @@ struct FusedMZUFunction : torch::autograd::Function<FusedMZUFunction> {
     for (size_t b = 0; b < r.blocks.size(); ++b) {
       const Block& bk = r.blocks[b];
       Tensor* gb = &gr[b * NPARAM];
-      gb[W_H] = at::mm(Run::rows(r.DA, bk).t(), Run::rows(r.Hin, bk));
-      if (r.R > 0) {  // the t-MZUs' regular-map bias (depth 0's is inside input_projection)
-        gb[B_REG] = at::zeros_like(bk.p[B_REG]);
-        for (int d : bk.depths)
-          if (d > 0) gb[B_REG].add_(r.DA.select(0, d).view({-1, r.G}).narrow(1, K * r.H, r.R * r.H).sum(0));
+      // W_h: one product over all steps of depth 0 and one over all steps of the block's t-MZUs
+      gb[W_H] = at::zeros_like(bk.p[W_H]);
+      const bool has0 = bk.depths.front() == 0;
+      const int64_t nt = static_cast<int64_t>(bk.depths.size()) - (has0 ? 1 : 0);  // t-MZU depths, consecutive
+      if (has0) gb[W_H].addmm_(r.DA0.view({-1, r.G}).t(), r.Hin.select(0, 0).view({-1, r.H}));
+      if (nt > 0) {
+        const int64_t d1 = has0 ? 1 : bk.depths.front();
+        auto da = r.DAt.narrow(0, d1 - 1, nt).reshape({-1, r.G});
+        gb[W_H].addmm_(da.t(), r.Hin.narrow(0, d1, nt).reshape({-1, r.H}));
+        if (r.R > 0) gb[B_REG] = da.narrow(1, K * r.H, r.R * r.H).sum(0);  // t-MZUs' regular-map bias
       }
+      if (r.R > 0 && !gb[B_REG].defined()) gb[B_REG] = at::zeros_like(bk.p[B_REG]);  // depth 0's: in input_projection
     }
-    Tensor dxp = r.DA.select(0, 0);
+    Tensor dxp = r.DA0;
     r.release();  // the node (and its Run) may outlive backward; the grads keep what they view
     variable_list res;
     res.push_back(dxp);
@@ -616,7 +615,6 @@ SeqOutput fused_mzu_forward(MZUCellImpl& cell, const torch::Tensor& x, const Sta
   for (int d = 0; d < static_cast<int>(r.Dp); ++d) r.blocks[static_cast<size_t>(r.block_of[static_cast<size_t>(d)])].depths.push_back(d);
   std::vector<Tensor> params;
   for (auto& b : r.blocks) {
-    b.all_depths = static_cast<int64_t>(b.depths.size()) == r.Dp;
     for (int p = 0; p < NPARAM; ++p)
       if (b.p[p].defined()) {
         b.index[p] = static_cast<int>(params.size());

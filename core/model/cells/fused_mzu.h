@@ -30,7 +30,7 @@ SeqOutput fused_mzu_forward(MZUCellImpl& cell, const torch::Tensor& x, const Sta
 // tiny sizes): rows (steps x B x J) per chunk of the backward's weight-gradient products, and
 // the smallest buffer kept for reuse by the next call on the same thread.
 struct FusedMZUTuning {
-  int64_t chunk_rows = 2048;
+  int64_t chunk_rows = 1024;
   int64_t pool_min_bytes = 1 << 20;
 };
 FusedMZUTuning& fused_mzu_tuning();
