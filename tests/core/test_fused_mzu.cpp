@@ -262,6 +262,10 @@ TEST_F(FusedMzu, agrees_at_larger_sizes) {
     compare_paths(o, torch::kDouble, 1e-10, comp + "/larger T=16 L=2 unshared (double)", 16);
     o.share_transition = true;
     compare_paths(o, torch::kDouble, 1e-10, comp + "/larger T=37 L=2 shared (double)", 37);
+    // the shapes of same_training_on_default_corpus
+    auto t = paper(comp);
+    t.input_size = 16, t.hidden_size = 32, t.filter = 48, t.candidate_dropout = 0.1;
+    compare_paths(t, torch::kDouble, 1e-10, comp + "/training shapes (double)", 24);
   }
   tune = saved;
 }
@@ -300,6 +304,15 @@ TEST_F(FusedMzu, finite_differences_of_the_fast_path) {
   }
 }
 
+TEST_F(FusedMzu, knows_every_option_of_the_mzu_cells) {
+  // a new model.* option of the MZUs turns the fast path off until fused_mzu.cpp handles it
+  std::string unknown;
+  for (auto& k : mzu_fast_path_unknown_options()) unknown += k + " ";
+  EXPECT_TRUE(unknown.empty()) << "options the MZU fast path does not know (add them to kKnownOptionKeys and "
+                                  "mzu_fast_path_applies, with a test variant): "
+                               << unknown;
+}
+
 TEST_F(FusedMzu, falls_back_where_it_does_not_apply) {
   auto o = paper("gcn");
   StepContext ctx;
@@ -336,9 +349,12 @@ TEST_F(FusedMzu, falls_back_where_it_does_not_apply) {
   EXPECT_LE(rel_err(a.output, b.output), 1e-5);
 }
 
-// A short char-LM training on the default corpus (tiny gcnMZU+DT, papers' options) with the
-// fast path and with the step-wise path, same seed and batches: the same loss curve within
-// float noise.
+// A short char-LM training on the default corpus (tiny MZU+DT, papers' options incl. dropout)
+// with the fast path and with the step-wise path, same seed and batches: the same loss. In
+// double precision: gcn and sat then agree to ~1e-8 after 150 Adam steps; cap to ~5e-3 (Adam
+// normalises near-zero gradients, so their rounding differences become lr-sized updates; the
+// per-step agreement at these very shapes is 1e-10, see agrees_at_larger_sizes). In float the
+// curves drift apart by a few 0.01 (training is chaotic).
 TEST_F(FusedMzu, same_training_on_default_corpus) {
   const std::string corpus = data_cache_dir() + "/moby-dick.txt";
   if (!std::filesystem::exists(corpus)) FAIL() << "default corpus missing: " << corpus << " (run bash datasets/fetch.sh)";
@@ -365,13 +381,16 @@ TEST_F(FusedMzu, same_training_on_default_corpus) {
       auto cell = std::make_shared<MZUCellImpl>(o);
       auto emb = torch::nn::Embedding(V, E);
       auto head = torch::nn::Linear(o.hidden_size, V);
+      cell->to(torch::kDouble);
+      emb->to(torch::kDouble);
+      head->to(torch::kDouble);
       std::vector<torch::Tensor> params = cell->parameters();
       for (auto& p : emb->parameters()) params.push_back(p);
       for (auto& p : head->parameters()) params.push_back(p);
       torch::optim::Adam opt(params, torch::optim::AdamOptions(0.006));
       cell->train();
       const int64_t span = (data.size(0) - 1) / B;
-      auto h = torch::zeros({B, o.hidden_size});
+      auto h = torch::zeros({B, o.hidden_size}, torch::kDouble);
       double sum = 0;
       for (int64_t s = 0; s < steps; ++s) {
         const int64_t off = (s * T) % (span - T);
@@ -393,8 +412,8 @@ TEST_F(FusedMzu, same_training_on_default_corpus) {
       curve[stepwise].push_back(sum / 40);
     }
     const double fast = curve[0][0], ref = curve[1][0];
-    std::printf("%s: mean training loss of the last 40 steps: fast %.5f, step-wise %.5f\n", comp.c_str(), fast, ref);
+    std::printf("%s: mean training loss of the last 40 steps: fast %.8f, step-wise %.8f\n", comp.c_str(), fast, ref);
     EXPECT_LT(fast, std::log(static_cast<double>(V)) - 0.8) << comp << ": did not learn";
-    EXPECT_NEAR(fast, ref, 0.03) << comp;
+    EXPECT_NEAR(fast, ref, 1e-2) << comp;
   }
 }

@@ -31,14 +31,34 @@ bool one_of(const std::string& v, std::initializer_list<const char*> ok) {
 }
 }  // namespace
 
+// The model.* options of the MZU cells (mzu_option_table) this file knows. Fail closed: while
+// the table has a key not listed here (a new option), the fast path is off everywhere, so a new
+// option can never be silently ignored by it; add the key here and its values below.
+static const char* const kKnownOptionKeys[] = {
+    "zones",         "filter",        "depth",       "share_transition", "capsules",
+    "routing_iters", "zone_disagreement", "disagreement_scale", "regular_gate", "regular_trans",
+    "ln_position",   "ffn_residual",  "gcn_activation", "gcn_edges",     "sat_qkv"};
+
+std::vector<std::string> mzu_fast_path_unknown_options() {
+  std::vector<std::string> unknown;
+  for (const auto& spec : mzu_option_table().specs()) {
+    bool known = false;
+    for (const char* k : kKnownOptionKeys) known = known || spec.key == k;
+    if (!known) unknown.push_back(spec.key);
+  }
+  return unknown;
+}
+
 bool mzu_fast_path_applies(const MZUOptions& o, const StepContext& ctx) {
   if (!mzu_fast_path_enabled() || ctx.probe != nullptr || ctx.stepwise || !at::GradMode::is_enabled()) return false;
-  // The whitelist: one line per MZUOptions field whose value changes the computation,
-  // listing the values fused_mzu.cpp implements AND tests/core/test_fused_mzu.cpp compares
-  // against the autograd path. A new option is claimed by adding its line here (after
-  // implementing it in Run::step_forward / step_backward and adding it to the test's
-  // list); an option without a line here is not claimed by default only if its default
-  // value reproduces the computation below, so add a line for every new field.
+  static const bool all_known = mzu_fast_path_unknown_options().empty();
+  if (!all_known) return false;
+  // The whitelist: one line per option whose value changes the computation, listing the values
+  // fused_mzu.cpp implements AND tests/core/test_fused_mzu.cpp compares against the autograd
+  // path. A new option: implement it in Run::step_forward / step_backward, add its key above,
+  // its line here (its default value only, if that is all that is implemented) and a variant
+  // to the test's list. (zones, filter, capsules, routing_iters, ffn_residual, share_transition,
+  // zone_disagreement: any value.)
   const bool claimed =
       one_of(o.composition, {"gcn", "sat", "cap"}) &&           //
       o.depth >= 0 &&                                          // any L, shared or not
@@ -48,7 +68,7 @@ bool mzu_fast_path_applies(const MZUOptions& o, const StepContext& ctx) {
       one_of(o.gcn_edges, {"cosine", "relu_cosine"}) &&        //
       one_of(o.sat_qkv, {"per_zone", "shared"}) &&             //
       (!o.regular_gate || !o.regular_trans) &&                 // one ablation at a time (K >= 1)
-      o.candidate_dropout >= 0 && o.candidate_dropout < 1;     // ffn_residual, capsules, routing_iters: any
+      o.candidate_dropout >= 0 && o.candidate_dropout < 1;     // common options: layer_norm any
   return claimed;
 }
 

@@ -7,6 +7,9 @@
 #pragma once
 #include <torch/types.h>
 
+#include <string>
+#include <vector>
+
 #include "cells/cell.h"
 #include "cells/mzu.h"
 
@@ -16,6 +19,10 @@ namespace cs {
 // path for), plus the context conditions: grad mode on, no probe, ctx.stepwise false, and
 // the CELLSCOPE_FAST switch not set to 0. Anything not listed falls back to autograd.
 bool mzu_fast_path_applies(const MZUOptions& o, const StepContext& ctx);
+
+// Keys of mzu_option_table() the fast path does not know (a new option). While there is one,
+// mzu_fast_path_applies() is false everywhere (fail closed); the test lists them.
+std::vector<std::string> mzu_fast_path_unknown_options();
 
 // CELLSCOPE_FAST=0 in the environment (read once, at the first call) forces the fast path
 // off, so benchmarks can compare both paths with the same binary.
