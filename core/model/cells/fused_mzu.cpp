@@ -153,6 +153,10 @@ struct Run : torch::CustomClassHolder {
   Tensor Os;           // [K, Dp, T, B J, d_o] composition output = FFN input
   Tensor H1;           // [K, Dp, T, B J, d_f] FFN hidden (after ReLU)
   Tensor Fs;           // [K, Dp, T, B, J d_o] FFN output (aggregation input)
+  struct Routing {
+    std::vector<Tensor> c, s, o;
+  };
+  std::vector<Routing> routing;  // cap: per (depth, step)
   // per (depth, step) tensors, index d * T + t
   std::vector<Tensor> cosm, ahat, qkv, attn, u, cp, cmean, crstd, gp, gmean, grstd, tc, g, mask, z0, zmean, zrstd,
       zl;
@@ -180,6 +184,7 @@ struct Run : torch::CustomClassHolder {
     for (auto* v : {&cosm, &ahat, &qkv, &attn, &u, &cp, &cmean, &crstd, &gp, &gmean, &grstd, &tc, &g, &mask, &z0,
                     &zmean, &zrstd, &zl})
       v->assign(n, Tensor());
+    routing.assign(cap ? n : 0, Routing());
   }
 
   // Weight gradients of the M-functions for the chunk of n steps starting at t: per depth,
@@ -210,6 +215,7 @@ struct Run : torch::CustomClassHolder {
     for (auto* v : {&cosm, &ahat, &qkv, &attn, &u, &cp, &cmean, &crstd, &gp, &gmean, &grstd, &tc, &g, &mask, &z0,
                     &zmean, &zrstd, &zl})
       v->clear();
+    routing.clear();
   }
 
   // Capsule routing (eqs. 11-14) exactly as MZUBlockImpl::compose; keeps c, s, o per iteration.
@@ -288,7 +294,8 @@ struct Run : torch::CustomClassHolder {
       } else {
         auto uu = at::bmm(Z.view({K, B * N, dz}), bk.p[W_C]).view({K, B, N, J, Do});
         u[i] = uu;
-        O = route(uu, nullptr, nullptr, nullptr).reshape({K, B * J, Do});
+        auto& rs = routing[i];  // c, s, o of every iteration (small), for backward
+        O = route(uu, &rs.c, &rs.s, &rs.o).reshape({K, B * J, Do});
       }
       at2(Os, d, t).copy_(O);
       auto h1 = at::baddbmm(bk.p[B1], O, bk.p[W1]).relu_();
@@ -422,7 +429,7 @@ struct Run : torch::CustomClassHolder {
           dZ = at::bmm(dn, bk.p[W_QKV].transpose(1, 2)).view({K, N, B, dz}).transpose(1, 2).reshape({K * B, N, dz});
         }
       } else {
-        auto du = route_backward(u[i], dO.view({K, B, J, Do})).view({K, B * N, J * Do});
+        auto du = route_backward(u[i], routing[i], dO.view({K, B, J, Do})).view({K, B * N, J * Do});
         at2(DU, d, t - t0).copy_(du);
         dZ = at::bmm(du, bk.p[W_C].transpose(1, 2)).view({K * B, N, dz});
       }
@@ -450,9 +457,10 @@ struct Run : torch::CustomClassHolder {
   }
 
   // Backward of the routing (eqs. 11-14) for one step: du [K, B, N, J, d_o].
-  Tensor route_backward(const Tensor& uu, const Tensor& dout) const {
-    std::vector<Tensor> cs_, ss, os;
-    route(uu, &cs_, &ss, &os);
+  Tensor route_backward(const Tensor& uu, const Routing& rs, const Tensor& dout) const {
+    const auto& cs_ = rs.c;
+    const auto& ss = rs.s;
+    const auto& os = rs.o;
     auto du = at::zeros_like(uu);
     Tensor db;  // dL/db of the logits entering the iteration after the current one
     for (int64_t it = iters - 1; it >= 0; --it) {
