@@ -285,6 +285,10 @@ MZUOptions base_opts(const std::string& comp) {
   o.gcn_edges = "cosine";
   o.sat_qkv = "per_zone";
   o.ffn_residual = false;
+  o.disagreement_pairs = "all";  // eq. 18 as written (h1's readings are tested in test_mzu.cpp)
+  o.disagreement_form = "cosine";
+  o.disagreement_warmup = 0;
+  o.gcn_adjacency = "cosine_plus_identity";
   return o;
 }
 

@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "cells/fused_mzu.h"
 #include "cells/registry.h"
 
 namespace cs {
@@ -363,6 +364,23 @@ void MZUCellImpl::finish_disagreement(StepContext& ctx) {
   auto C = torch::stack(cos_steps_, 0);  // [T, B]
   dz_steps_.clear();
   cos_steps_.clear();
+  add_disagreement(D, C, ctx);
+}
+
+void MZUCellImpl::add_disagreement(const torch::Tensor& D, StepContext& ctx) {
+  // The fast path (cells/fused_mzu.cpp) returns eq. 18's D_zone [T, B, M] of the reading it
+  // claims (all pairs, cosine); the mean cosine over distinct zone pairs follows from it:
+  // D_m = -(N + sum_{i != j} cos_ij) / N^2, so mean_{i != j} cos = (-N D_m - 1) / (N - 1).
+  TORCH_CHECK(o_.disagreement_pairs == "all" && o_.disagreement_form == "cosine",
+              "mzu: add_disagreement(D) expects eq. 18 over all pairs with cosines, got pairs '", o_.disagreement_pairs,
+              "', form '", o_.disagreement_form, "'");
+  const double N = static_cast<double>(o_.zones);
+  auto C = N > 1 ? ((-N * D.detach() - 1.0) / (N - 1.0)).mean(2) : torch::zeros({D.size(0), D.size(1)}, D.options());
+  const bool reg = o_.zone_disagreement != 0 && at::GradMode::is_enabled();
+  add_disagreement(reg ? D : D.detach(), C, ctx);
+}
+
+void MZUCellImpl::add_disagreement(const torch::Tensor& D, const torch::Tensor& C, StepContext& ctx) {
   const int64_t T = D.size(0);
   // metrics: mean over the (real) tokens, logged as (value x T, T) like one value per step
   auto Dm = D.detach().mean(2);
@@ -383,6 +401,8 @@ void MZUCellImpl::finish_disagreement(StepContext& ctx) {
 }
 
 SeqOutput MZUCellImpl::forward_sequence(const torch::Tensor& x, const State& s0, StepContext& ctx) {
+  // fast path (cells/fused_mzu.h): one fused autograd function over the sequence where it applies
+  if (mzu_fast_path_applies(o_, ctx)) return fused_mzu_forward(*this, x, s0, ctx);
   dz_steps_.clear();
   cos_steps_.clear();
   in_sequence_ = true;

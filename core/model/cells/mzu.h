@@ -123,6 +123,9 @@ class MZUCellImpl : public CellImpl {
   // and M-functions of D / the task loss's units (ctx.loss_units, default T x B). A fused path
   // (fused_mzu) can call it with its own D so that both paths add the same term.
   torch::Tensor disagreement_loss(const torch::Tensor& D, const StepContext& ctx) const;
+  // Eq. 19's term and the zone metrics from a whole sequence's D_zone [T, B, M] (eq. 18, all
+  // pairs, cosine), as the fast path computes it; the step-wise path adds them itself.
+  void add_disagreement(const torch::Tensor& D, StepContext& ctx);
 
   MZUBlock first{nullptr};
   std::vector<MZUBlock> transitions;  // L entries; with share_transition all are `first`
@@ -135,6 +138,7 @@ class MZUCellImpl : public CellImpl {
   std::vector<torch::Tensor> dz_steps_;
   std::vector<torch::Tensor> cos_steps_;  // mean cosine over distinct zone pairs per step [B] (metric)
   void finish_disagreement(StepContext& ctx);
+  void add_disagreement(const torch::Tensor& D, const torch::Tensor& C, StepContext& ctx);
 };
 
 }  // namespace cs

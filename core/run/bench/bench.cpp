@@ -52,12 +52,19 @@ double gemm_gflops(int64_t n) {
 }
 
 bool cell_has_fast_path(const json& model) {
-  // Today: LibTorch's fused kernels (cells/baseline.cpp) and CRU shallow fusion over at::gru
-  // (cells/cru.cpp, reset_after). The fast paths of issue #16 add their cells here.
+  // LibTorch's fused kernels (cells/baseline.cpp) and the hand-written sequence functions of
+  // issue #16 (cells/fused_gru_dt.cpp, fused_cru.cpp, fused_mzu.cpp; their *_fast_path_applies
+  // whitelists decide per call, this mirrors them for the bench's table).
   const std::string cell = model.value("cell", std::string());
   if (cell == "gru" || cell == "lstm" || cell == "rnn")
     return !model.value("layer_norm", false) && model.value("candidate_dropout", 0.0) == 0.0;
-  if (cell == "cru_shallow") return model.value("reset_after", true) && model.value("candidate_dropout", 0.0) == 0.0;
+  if (cell == "gru_dt") return true;
+  if (cell == "cru_shallow" || cell == "cru_deep" || cell == "cru_deep_enhanced") return model.value("reset_after", true);
+  if (cell == "sat_mzu" || cell == "gcn_mzu" || cell == "cap_mzu")
+    return model.value("disagreement_pairs", std::string("all")) == "all" &&
+           model.value("disagreement_form", std::string("cosine")) == "cosine" &&
+           model.value("gcn_adjacency", std::string("cosine_plus_identity")) == "cosine_plus_identity" &&
+           !(model.value("regular_gate", false) && model.value("regular_trans", false));
   return false;
 }
 

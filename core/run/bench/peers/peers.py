@@ -39,7 +39,9 @@ SUPPORTED = {
     "mzu": {"candidate_dropout": [0.0], "ln_position": ["preact", "zones"], "disagreement_scale": ["mean", "sum"],
             "gcn_activation": ["relu", "tanh", "sigmoid", "identity"], "gcn_edges": ["cosine", "relu_cosine"],
             "sat_qkv": ["per_zone", "shared"], "regular_gate": [False, True], "regular_trans": [False, True],
-            "ffn_residual": [False, True], "share_transition": [False, True], "layer_norm": [False, True]},
+            "ffn_residual": [False, True], "share_transition": [False, True], "layer_norm": [False, True],
+            "disagreement_pairs": ["all"], "disagreement_form": ["cosine"], "disagreement_warmup": [0],
+            "gcn_adjacency": ["cosine_plus_identity"]},
     "cru": {"candidate_dropout": [0.0], "conv_activation": ["relu", "tanh", "identity"], "reset_after": [True, False]},
     "mcrnn": {"base": ["lstm"], "lstm_memory": ["prev"], "layer_norm": [False], "candidate_dropout": [0.0]},
 }
@@ -84,9 +86,10 @@ class GRUDT(nn.Module):
         super().__init__()
         H, L = m["hidden"], m.get("depth", 1)
         self.first = nn.GRUCell(I, H)
-        if m.get("share_transition", False) and L > 0:
-            self.transition = nn.GRUCell(0, H)
-            self.trans = [self.transition] * L
+        self.I = I
+        if m.get("share_transition", True) and L > 0:
+            # shared (cells/BASELINE_NOTES.md): every transition GRU is the first GRU, zero input
+            self.trans = [self.first] * L
         else:
             for l in range(L):
                 setattr(self, "transition%d" % (l + 1), nn.GRUCell(0, H))
@@ -97,11 +100,12 @@ class GRUDT(nn.Module):
         T, B, _ = x.shape
         h = x.new_zeros(B, self.H)
         zero = x.new_zeros(B, 0)
+        zero_in = x.new_zeros(B, self.I)
         outs = []
         for xt in x.unbind(0):
             h = self.first(xt, h)
             for tr in self.trans:
-                h = tr(zero, h)
+                h = tr(zero_in if tr is self.first else zero, h)
             outs.append(h)
         return torch.stack(outs)
 
@@ -128,11 +132,11 @@ class MZUBlock(nn.Module):
         self.R = 2 - self.K
         self.J, self.do = (m.get("capsules", 2), H // m.get("capsules", 2)) if comp == "cap" else (N, self.dz)
         self.iters = m.get("routing_iters", 3)
-        self.sat_qkv = m.get("sat_qkv", "per_zone")
+        self.sat_qkv = m.get("sat_qkv", "shared")
         self.gcn_act = m.get("gcn_activation", "relu")
         self.gcn_edges = m.get("gcn_edges", "cosine")
         self.ffn_residual = m.get("ffn_residual", False)
-        self.ln = m.get("layer_norm", False)
+        self.ln = m.get("layer_norm", True)
         self.ln_pos = m.get("ln_position", "preact")
         K, R, dz, J, do, D = self.K, self.R, self.dz, self.J, self.do, m.get("filter", 512)
         G = (K + R) * H
@@ -240,15 +244,15 @@ class MZU(nn.Module):
 
     def __init__(self, m, I):
         super().__init__()
-        L = m.get("depth", 0)
+        L = m.get("depth", 1)
         self.first = MZUBlock(m, I)
-        if m.get("share_transition", False):
+        if m.get("share_transition", True):
             self.trans = [self.first] * L
         else:
             for l in range(L):
                 setattr(self, "transition%d" % (l + 1), MZUBlock(m, 0))
             self.trans = [getattr(self, "transition%d" % (l + 1)) for l in range(L)]
-        self.lam = m.get("zone_disagreement", 0.0)
+        self.lam = m.get("zone_disagreement", 1.0)
         self.scale = m.get("disagreement_scale", "mean")
         self.H = m["hidden"]
 

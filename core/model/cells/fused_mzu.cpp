@@ -1,0 +1,665 @@
+#include "cells/fused_mzu.h"
+
+#include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
+#include <ATen/core/ivalue.h>
+#include <torch/csrc/autograd/custom_function.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <initializer_list>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace cs {
+
+// ------------------------------------------------------------------ selection
+bool mzu_fast_path_enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("CELLSCOPE_FAST");
+    return !(v && std::string(v) == "0");
+  }();
+  return on;
+}
+
+namespace {
+bool one_of(const std::string& v, std::initializer_list<const char*> ok) {
+  for (const char* s : ok)
+    if (v == s) return true;
+  return false;
+}
+}  // namespace
+
+// The model.* options of the MZU cells (mzu_option_table) this file knows. Fail closed: while
+// the table has a key not listed here (a new option), the fast path is off everywhere, so a new
+// option can never be silently ignored by it; add the key here and its values below.
+static const char* const kKnownOptionKeys[] = {
+    "zones",         "filter",        "depth",       "share_transition", "capsules",
+    "routing_iters", "zone_disagreement", "disagreement_scale", "regular_gate", "regular_trans",
+    "ln_position",   "ffn_residual",  "gcn_activation", "gcn_edges",     "sat_qkv",
+    "disagreement_pairs", "disagreement_form", "disagreement_warmup", "gcn_adjacency"};
+
+std::vector<std::string> mzu_fast_path_unknown_options() {
+  std::vector<std::string> unknown;
+  for (const auto& spec : mzu_option_table().specs()) {
+    bool known = false;
+    for (const char* k : kKnownOptionKeys) known = known || spec.key == k;
+    if (!known) unknown.push_back(spec.key);
+  }
+  return unknown;
+}
+
+bool mzu_fast_path_applies(const MZUOptions& o, const StepContext& ctx) {
+  if (!mzu_fast_path_enabled() || ctx.probe != nullptr || ctx.stepwise || !at::GradMode::is_enabled()) return false;
+  static const bool all_known = mzu_fast_path_unknown_options().empty();
+  if (!all_known) return false;
+  // The whitelist: one line per option whose value changes the computation, listing the values
+  // fused_mzu.cpp implements AND tests/core/test_fused_mzu.cpp compares against the autograd
+  // path. A new option: implement it in Run::step_forward / step_backward, add its key above,
+  // its line here (its default value only, if that is all that is implemented) and a variant
+  // to the test's list. (zones, filter, capsules, routing_iters, ffn_residual, share_transition,
+  // zone_disagreement: any value.)
+  const bool claimed =
+      one_of(o.composition, {"gcn", "sat", "cap"}) &&           //
+      o.depth >= 0 &&                                          // any L, shared or not
+      one_of(o.ln_position, {"preact", "zones"}) &&            // layer_norm on/off
+      one_of(o.disagreement_scale, {"mean", "sum"}) &&         // any lambda
+      one_of(o.gcn_activation, {"relu", "tanh", "sigmoid", "identity"}) &&
+      one_of(o.gcn_edges, {"cosine", "relu_cosine"}) &&        //
+      one_of(o.sat_qkv, {"per_zone", "shared"}) &&             //
+      o.disagreement_pairs == "all" &&                         // eq. 18 as written (default)
+      o.disagreement_form == "cosine" &&                       //   (disagreement_warmup: any, in the loss)
+      o.gcn_adjacency == "cosine_plus_identity" &&             // default adjacency (eqs. 7-8 + I)
+      (!o.regular_gate || !o.regular_trans) &&                 // one ablation at a time (K >= 1)
+      o.candidate_dropout >= 0 && o.candidate_dropout < 1;     // common options: layer_norm any
+  return claimed;
+}
+
+namespace {
+
+using torch::Tensor;
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+}  // namespace
+
+FusedMZUTuning& fused_mzu_tuning() {
+  static FusedMZUTuning t;
+  return t;
+}
+
+namespace {
+
+// Buffers are reused across calls (per thread): a fresh buffer of hundreds of MB per training
+// step would be mmap-ed and page-faulted anew each time (glibc serves blocks > 32 MB by mmap
+// and returns them at free), which costs more than the step's small kernels. A buffer goes
+// back to the pool when its Run releases it and nothing else views its storage.
+struct BufferPool {
+  std::vector<Tensor> free;  // flat tensors
+};
+thread_local BufferPool tl_pool;
+
+Tensor take(at::IntArrayRef shape, const at::TensorOptions& opt) {
+  int64_t n = 1;
+  for (auto s : shape) n *= s;
+  auto& f = tl_pool.free;
+  size_t best = f.size();
+  for (size_t i = 0; i < f.size(); ++i)
+    if (f[i].scalar_type() == opt.dtype().toScalarType() && f[i].device() == opt.device() && f[i].numel() >= n &&
+        (best == f.size() || f[i].numel() < f[best].numel()))
+      best = i;
+  if (best < f.size() && f[best].numel() <= 2 * n + (1 << 16)) {
+    auto t = f[best].narrow(0, 0, n).view(shape);
+    f.erase(f.begin() + static_cast<std::ptrdiff_t>(best));
+    return t;
+  }
+  return at::empty(shape, opt);
+}
+
+void give(Tensor& t) {
+  if (t.defined() && t.storage().use_count() == 1 && static_cast<int64_t>(t.nbytes()) >= fused_mzu_tuning().pool_min_bytes) {
+    const int64_t n = static_cast<int64_t>(t.storage().nbytes() / t.element_size());
+    auto flat = at::empty({0}, t.options()).set_(t.storage(), 0, {n}, {1});
+    auto& f = tl_pool.free;
+    f.push_back(flat);
+    if (f.size() > 24) f.erase(f.begin());  // bounded: the oldest (another shape) goes
+  }
+  t = Tensor();
+}
+
+// The parameters of one MZUBlock the fused function uses (w_x stays in input_projection).
+enum Param { W_H, B_REG, W_QKV, W_G, W_C, W1, B1, W2, B2, WO, BO, LNCG, LNCB, LNGG, LNGB, LNZG, LNZB, NPARAM };
+
+struct Block {
+  Tensor p[NPARAM];
+  int index[NPARAM];        // position in the function's flat parameter list (-1: absent)
+  std::vector<int> depths;  // depths d (0 = the MZU with input, 1..L = t-MZUs) using this block
+};
+
+// Everything one sequence needs between forward and backward (kept by the autograd node).
+struct Run : torch::CustomClassHolder {
+  // sizes and flags
+  int64_t T = 0, B = 0, H = 0, N = 0, dz = 0, J = 0, Do = 0, F = 0, K = 0, R = 0, G = 0, Dp = 0, iters = 0;
+  bool m_h = true, m_g = true, gcn = false, sat = false, cap = false, qkv_shared = false, relu_edges = false,
+       residual = false, training = false;
+  int act = 0;  // gcn sigma: 0 relu, 1 tanh, 2 sigmoid, 3 identity
+  double p_drop = 0;
+  std::vector<Block> blocks;
+  std::vector<int> block_of;  // depth -> block
+
+  // Saved by forward. Buffers allocated once for the sequence; [K*, Dp, T, rows, cols]
+  // ("K-major") when a weight gradient is later one batched product over all steps.
+  Tensor Hin;          // [Dp, T, B, H]    the state entering each depth
+  Tensor Zs;           // [K, Dp, T, B N, d_z] zones (after zone LN)
+  Tensor Zn;           // sat per_zone: [K N, Dp, T, B, d_z]
+  Tensor AZ;           // gcn: [K, Dp, T, B N, d_z]  A^ Z
+  Tensor Os;           // [K, Dp, T, B J, d_o] composition output = FFN input
+  Tensor H1;           // [K, Dp, T, B J, d_f] FFN hidden (after ReLU)
+  Tensor Fs;           // [K, Dp, T, B, J d_o] FFN output (aggregation input)
+  struct Routing {
+    std::vector<Tensor> c, s, o;
+  };
+  std::vector<Routing> routing;  // cap: per (depth, step)
+  // per (depth, step) tensors, index d * T + t
+  std::vector<Tensor> cosm, ahat, qkv, attn, u, cp, cmean, crstd, gp, gmean, grstd, tc, g, mask, z0, zmean, zrstd,
+      zl;
+
+  // Backward buffers (allocated in backward): DA0 [T, B, G] (depth 0: it is the gradient of the
+  // input projection, returned) and DAt [Dp - 1, T, B, G] (t-MZUs) for the whole sequence; the K-major ones [K*, Dp, C, rows, cols]
+  // hold a chunk of C steps [t0, t0 + C): their weight-gradient products run once per chunk
+  // (C B J rows), which keeps the backward's extra memory small (see flush_chunk).
+  Tensor DA0, DAt, DPRE, DF, DH1, DP, DQKV, DU;
+  int64_t C = 0, t0 = 0, t1 = 0;
+
+  static Tensor at2(const Tensor& buf, int64_t d, int64_t t) { return buf.select(1, d).select(1, t); }
+  static Tensor at1(const Tensor& buf, int64_t d, int64_t t) { return buf.select(0, d).select(0, t); }
+  void allocate(const at::TensorOptions& opt) {
+    const size_t n = static_cast<size_t>(Dp * T);
+    Hin = take({Dp, T, B, H}, opt);
+    if (K > 0) {
+      Zs = take({K, Dp, T, B * N, dz}, opt);
+      if (sat && !qkv_shared) Zn = take({K * N, Dp, T, B, dz}, opt);
+      if (gcn) AZ = take({K, Dp, T, B * N, dz}, opt);
+      Os = take({K, Dp, T, B * J, Do}, opt);
+      H1 = take({K, Dp, T, B * J, F}, opt);
+      Fs = take({K, Dp, T, B, J * Do}, opt);
+    }
+    for (auto* v : {&cosm, &ahat, &qkv, &attn, &u, &cp, &cmean, &crstd, &gp, &gmean, &grstd, &tc, &g, &mask, &z0,
+                    &zmean, &zrstd, &zl})
+      v->assign(n, Tensor());
+    routing.assign(cap ? n : 0, Routing());
+  }
+
+  // Weight gradients of the M-functions for the chunk of n steps starting at t: per depth,
+  // one batched product over the chunk's n B J rows (K-batched), accumulated into gr.
+  void flush_chunk(int64_t t, int64_t n, std::vector<Tensor>& gr) {
+    for (int64_t d = 0; d < Dp; ++d) {
+      Tensor* gb = &gr[static_cast<size_t>(block_of[static_cast<size_t>(d)]) * NPARAM];
+      auto fw = [&](const Tensor& x) {  // forward buffer [K*, Dp, T, r, c] -> [K*, n r, c]
+        return x.select(1, d).narrow(1, t, n).reshape({x.size(0), -1, x.size(-1)});
+      };
+      auto bw = [&](const Tensor& x) {  // chunk buffer [K*, Dp, C, r, c] -> [K*, n r, c]
+        return x.select(1, d).narrow(1, 0, n).reshape({x.size(0), -1, x.size(-1)});
+      };
+      gb[WO].baddbmm_(fw(Fs).transpose(1, 2), bw(DPRE));
+      gb[BO].add_(bw(DPRE).sum(1, true));
+      gb[W2].baddbmm_(fw(H1).transpose(1, 2), bw(DF));
+      gb[B2].add_(bw(DF).sum(1, true));
+      gb[W1].baddbmm_(fw(Os).transpose(1, 2), bw(DH1));
+      gb[B1].add_(bw(DH1).sum(1, true));
+      if (gcn) gb[W_G].baddbmm_(fw(AZ).transpose(1, 2), bw(DP));
+      if (sat) gb[W_QKV].baddbmm_(fw(qkv_shared ? Zs : Zn).transpose(1, 2), bw(DQKV));
+      if (cap) gb[W_C].baddbmm_(fw(Zs).transpose(1, 2), bw(DU));
+    }
+  }
+
+  void release() {
+    for (auto* x : {&Hin, &Zs, &Zn, &AZ, &Os, &H1, &Fs, &DA0, &DAt, &DPRE, &DF, &DH1, &DP, &DQKV, &DU}) give(*x);
+    for (auto* v : {&cosm, &ahat, &qkv, &attn, &u, &cp, &cmean, &crstd, &gp, &gmean, &grstd, &tc, &g, &mask, &z0,
+                    &zmean, &zrstd, &zl})
+      v->clear();
+    routing.clear();
+  }
+
+  // Capsule routing (eqs. 11-14) exactly as MZUBlockImpl::compose; keeps c, s, o per iteration.
+  Tensor route(const Tensor& uu, std::vector<Tensor>* cs_, std::vector<Tensor>* ss, std::vector<Tensor>* os) const {
+    auto b = at::zeros({K, B, N, J}, uu.options());
+    Tensor o;
+    for (int64_t it = 0; it < iters; ++it) {
+      auto c = at::softmax(b, -1);
+      auto s = (c.unsqueeze(-1) * uu).sum(2);
+      o = squash(s);
+      if (it + 1 < iters) b = b + (uu * o.unsqueeze(2)).sum(-1);
+      if (cs_) {
+        cs_->push_back(c);
+        ss->push_back(s);
+        os->push_back(o);
+      }
+    }
+    return o;
+  }
+
+  // ---------------------------------------------------------------- forward of one depth at one step
+  Tensor step_forward(int64_t d, int64_t t, const Tensor& xpt, const Tensor& h, const Tensor& Dz) {
+    const Block& bk = blocks[static_cast<size_t>(block_of[static_cast<size_t>(d)])];
+    const size_t i = static_cast<size_t>(d * T + t);
+    at1(Hin, d, t).copy_(h);
+    Tensor a;
+    if (xpt.defined()) {
+      a = at::addmm(xpt, h, bk.p[W_H].t());
+    } else {  // t-MZU: zero input (eqs. 16-17); the regular maps keep their bias
+      a = at::mm(h, bk.p[W_H].t());
+      if (R > 0) a.narrow(1, K * H, R * H).add_(bk.p[B_REG]);
+    }
+    Tensor pre;
+    if (K > 0) {
+      auto Z = a.narrow(1, 0, K * H).view({B, K, N, dz}).transpose(0, 1).contiguous();  // [K, B, N, d_z]
+      if (bk.p[LNZG].defined()) {
+        auto r = at::native_layer_norm(Z, {dz}, {}, {}, 1e-5);
+        z0[i] = Z;
+        zl[i] = std::get<0>(r);
+        zmean[i] = std::get<1>(r);
+        zrstd[i] = std::get<2>(r);
+        Z = zl[i] * bk.p[LNZG].unsqueeze(1) + bk.p[LNZB].unsqueeze(1);
+      }
+      at2(Zs, d, t).copy_(Z.view({K, B * N, dz}));
+      auto Zb = Z.view({K * B, N, dz});
+      auto zn = Zb / Zb.norm(2, {-1}, true).clamp_min(1e-12);
+      auto cm = at::bmm(zn, zn.transpose(1, 2));  // cosines (eq. 7 / eq. 18)
+      Dz.select(0, t).narrow(1, d * K, K).copy_((-cm.mean({1, 2})).view({K, B}).t());
+      Tensor O;
+      if (gcn) {
+        auto w = relu_edges ? at::relu(cm) : cm;
+        auto A = w + at::eye(N, w.options());
+        auto dinv = A.sum(-1).clamp_min(1e-2).rsqrt();
+        auto Ah = A * dinv.unsqueeze(-1) * dinv.unsqueeze(-2);
+        cosm[i] = cm;
+        ahat[i] = Ah;
+        auto az = at::bmm(Ah, Zb).view({K, B * N, dz});
+        at2(AZ, d, t).copy_(az);
+        auto P = at::bmm(az, bk.p[W_G]);
+        O = act == 0 ? at::relu(P) : act == 1 ? at::tanh(P) : act == 2 ? at::sigmoid(P) : P;
+      } else if (sat) {
+        Tensor q3;
+        if (qkv_shared) {
+          q3 = at::bmm(Z.view({K, B * N, dz}), bk.p[W_QKV]).view({K * B, N, 3 * dz});
+        } else {
+          auto zn2 = Z.transpose(1, 2).reshape({K * N, B, dz});
+          at2(Zn, d, t).copy_(zn2);
+          q3 = at::bmm(zn2, bk.p[W_QKV]).view({K, N, B, 3 * dz}).transpose(1, 2).reshape({K * B, N, 3 * dz});
+        }
+        auto sc = at::bmm(q3.narrow(2, 0, dz), q3.narrow(2, dz, dz).transpose(1, 2))
+                      .mul_(1.0 / std::sqrt(static_cast<double>(dz)));
+        auto at_ = at::softmax(sc, -1);
+        qkv[i] = q3;
+        attn[i] = at_;
+        O = at::bmm(at_, q3.narrow(2, 2 * dz, dz)).view({K, B * N, dz});
+      } else {
+        auto uu = at::bmm(Z.view({K, B * N, dz}), bk.p[W_C]).view({K, B, N, J, Do});
+        u[i] = uu;
+        auto& rs = routing[i];  // c, s, o of every iteration (small), for backward
+        O = route(uu, &rs.c, &rs.s, &rs.o).reshape({K, B * J, Do});
+      }
+      at2(Os, d, t).copy_(O);
+      auto h1 = at::baddbmm(bk.p[B1], O, bk.p[W1]).relu_();
+      at2(H1, d, t).copy_(h1);
+      auto f = at::baddbmm(bk.p[B2], h1, bk.p[W2]);
+      if (residual) f = f + O;
+      auto fv = f.view({K, B, J * Do});
+      at2(Fs, d, t).copy_(fv);
+      pre = at::baddbmm(bk.p[BO], fv, bk.p[WO]);  // [K, B, H]
+    }
+    Tensor c = m_h ? pre.select(0, 0) : a.narrow(1, K * H, H);
+    Tensor gg = m_g ? pre.select(0, K - 1) : a.narrow(1, K * H + (R - 1) * H, H);
+    if (bk.p[LNCG].defined()) {
+      c = c.contiguous();
+      auto r = at::native_layer_norm(c, {H}, bk.p[LNCG], bk.p[LNCB], 1e-5);
+      cp[i] = c;
+      cmean[i] = std::get<1>(r);
+      crstd[i] = std::get<2>(r);
+      c = std::get<0>(r);
+    }
+    if (bk.p[LNGG].defined()) {
+      gg = gg.contiguous();
+      auto r = at::native_layer_norm(gg, {H}, bk.p[LNGG], bk.p[LNGB], 1e-5);
+      gp[i] = gg;
+      gmean[i] = std::get<1>(r);
+      grstd[i] = std::get<2>(r);
+      gg = std::get<0>(r);
+    }
+    auto th = at::tanh(c);  // eq. 2 / eq. 16
+    Tensor cand = th;
+    if (training && p_drop > 0) {
+      // the same draw as F::dropout on CPU (ATen's _dropout_impl): bernoulli_(1 - p) / (1 - p)
+      auto m = at::empty_like(th).bernoulli_(1 - p_drop).div_(1 - p_drop);
+      mask[i] = m;
+      cand = th * m;
+    }
+    auto sg = at::sigmoid(gg);  // eq. 3 / eq. 17
+    tc[i] = th;
+    g[i] = sg;
+    return at::addcmul(h, sg, cand - h);  // eq. 1 / eq. 15
+  }
+
+  // ---------------------------------------------------------------- backward of one depth at one step
+  // dhn: gradient of this depth's output; dD [B, K] (or undefined): of its D_zone.
+  // Writes the gradient of a (eq. 4 / regular maps, [B, G]) into DA and returns that of h.
+  Tensor step_backward(int64_t d, int64_t t, const Tensor& dhn, const Tensor& dD, std::vector<Tensor>& gr) {
+    const Block& bk = blocks[static_cast<size_t>(block_of[static_cast<size_t>(d)])];
+    Tensor* gb = &gr[static_cast<size_t>(block_of[static_cast<size_t>(d)]) * NPARAM];
+    const size_t i = static_cast<size_t>(d * T + t);
+    auto h = at1(Hin, d, t);
+    const auto& th = tc[i];
+    const auto& sg = g[i];
+    Tensor cand = mask[i].defined() ? th * mask[i] : th;
+    auto dg = dhn * (cand - h);
+    auto dcand = dhn * sg;
+    auto dh = dhn - dcand;
+    auto dth = mask[i].defined() ? dcand * mask[i] : dcand;
+    auto dc = at::tanh_backward(dth, th);
+    auto dgg = at::sigmoid_backward(dg, sg);
+    if (bk.p[LNCG].defined()) {
+      auto r = at::native_layer_norm_backward(dc, cp[i], {H}, cmean[i], crstd[i], bk.p[LNCG], bk.p[LNCB],
+                                              {true, true, true});
+      dc = std::get<0>(r);
+      gb[LNCG].add_(std::get<1>(r));
+      gb[LNCB].add_(std::get<2>(r));
+    }
+    if (bk.p[LNGG].defined()) {
+      auto r = at::native_layer_norm_backward(dgg, gp[i], {H}, gmean[i], grstd[i], bk.p[LNGG], bk.p[LNGB],
+                                              {true, true, true});
+      dgg = std::get<0>(r);
+      gb[LNGG].add_(std::get<1>(r));
+      gb[LNGB].add_(std::get<2>(r));
+    }
+    auto da = d == 0 ? DA0.select(0, t) : at1(DAt, d - 1, t);  // [B, G]
+    if (!m_h) da.narrow(1, K * H, H).copy_(dc);
+    if (!m_g) da.narrow(1, K * H + (R - 1) * H, H).copy_(dgg);
+    if (K > 0) {
+      auto dpre = at::empty({K, B, H}, dhn.options());
+      if (m_h) dpre.select(0, 0).copy_(dc);
+      if (m_g) dpre.select(0, K - 1).copy_(dgg);
+      at2(DPRE, d, t - t0).copy_(dpre);
+      auto df = at::bmm(dpre, bk.p[WO].transpose(1, 2)).view({K, B * J, Do});
+      at2(DF, d, t - t0).copy_(df);
+      auto dh1 = at::threshold_backward(at::bmm(df, bk.p[W2].transpose(1, 2)), at2(H1, d, t), 0);
+      at2(DH1, d, t - t0).copy_(dh1);
+      auto dO = at::bmm(dh1, bk.p[W1].transpose(1, 2));
+      if (residual) dO.add_(df);
+      auto Zb = at2(Zs, d, t).contiguous().view({K * B, N, dz});
+      Tensor dZ, dcos;
+      if (gcn) {
+        auto O = at2(Os, d, t);
+        Tensor dP = act == 0   ? at::threshold_backward(dO, O, 0)
+                    : act == 1 ? at::tanh_backward(dO, O)
+                    : act == 2 ? at::sigmoid_backward(dO, O)
+                               : dO;
+        at2(DP, d, t - t0).copy_(dP);
+        auto dAZ = at::bmm(dP, bk.p[W_G].transpose(1, 2)).view({K * B, N, dz});
+        const auto& cm = cosm[i];
+        const auto& Ah = ahat[i];
+        auto dAh = at::bmm(dAZ, Zb.transpose(1, 2));
+        dZ = at::bmm(Ah.transpose(1, 2), dAZ);
+        auto w = relu_edges ? at::relu(cm) : cm;
+        auto A = w + at::eye(N, w.options());
+        auto deg = A.sum(-1);
+        auto dinv = deg.clamp_min(1e-2).rsqrt();
+        auto dA = dAh * dinv.unsqueeze(-1) * dinv.unsqueeze(-2);
+        auto M = dAh * A;
+        // d/d dinv_k of sum_ij dAh_ij A_ij dinv_i dinv_j = ((M + M^T) dinv)_k
+        auto ddinv = at::bmm(M + M.transpose(1, 2), dinv.unsqueeze(-1)).squeeze(-1);
+        auto ddeg = ddinv * dinv.pow(3) * (-0.5) * deg.ge(1e-2).to(ddinv.scalar_type());
+        dA = dA + ddeg.unsqueeze(-1);
+        dcos = relu_edges ? at::threshold_backward(dA, w, 0) : dA;
+      } else if (sat) {
+        const auto& q3 = qkv[i];
+        const auto& at_ = attn[i];
+        auto q = q3.narrow(2, 0, dz), k = q3.narrow(2, dz, dz), v = q3.narrow(2, 2 * dz, dz);
+        auto dOb = dO.view({K * B, N, dz});
+        auto dat = at::bmm(dOb, v.transpose(1, 2));
+        auto dv = at::bmm(at_.transpose(1, 2), dOb);
+        auto dS = at::_softmax_backward_data(dat, at_, -1, at_.scalar_type()).mul_(1.0 / std::sqrt(static_cast<double>(dz)));
+        auto dq = at::bmm(dS, k);
+        auto dk = at::bmm(dS.transpose(1, 2), q);
+        auto dqkv = at::cat({dq, dk, dv}, -1);  // [K B, N, 3 d_z]
+        if (qkv_shared) {
+          auto d3 = dqkv.view({K, B * N, 3 * dz});
+          at2(DQKV, d, t - t0).copy_(d3);
+          dZ = at::bmm(d3, bk.p[W_QKV].transpose(1, 2)).view({K * B, N, dz});
+        } else {
+          auto dn = dqkv.view({K, B, N, 3 * dz}).transpose(1, 2).reshape({K * N, B, 3 * dz});
+          at2(DQKV, d, t - t0).copy_(dn);
+          dZ = at::bmm(dn, bk.p[W_QKV].transpose(1, 2)).view({K, N, B, dz}).transpose(1, 2).reshape({K * B, N, dz});
+        }
+      } else {
+        auto du = route_backward(u[i], routing[i], dO.view({K, B, J, Do})).view({K, B * N, J * Do});
+        at2(DU, d, t - t0).copy_(du);
+        dZ = at::bmm(du, bk.p[W_C].transpose(1, 2)).view({K * B, N, dz});
+      }
+      if (dD.defined()) {  // eq. 18: D = -(1/N^2) sum_ij cos_ij
+        auto add = (dD.t().reshape({K * B, 1, 1}) * (-1.0 / static_cast<double>(N * N))).expand({K * B, N, N});
+        dcos = dcos.defined() ? dcos + add : add;
+      }
+      if (dcos.defined()) {
+        auto nc = Zb.norm(2, {-1}, true).clamp_min(1e-12);
+        auto zn = Zb / nc;
+        auto dzn = at::bmm(dcos + dcos.transpose(1, 2), zn);
+        dZ = dZ + (dzn - zn * (dzn * zn).sum(-1, true)) / nc;
+      }
+      if (bk.p[LNZG].defined()) {
+        auto dZ4 = dZ.view({K, B, N, dz});
+        gb[LNZG].add_((dZ4 * zl[i]).sum(1));
+        gb[LNZB].add_(dZ4.sum(1));
+        auto r = at::native_layer_norm_backward(dZ4 * bk.p[LNZG].unsqueeze(1), z0[i], {dz}, zmean[i], zrstd[i], {}, {},
+                                                {true, false, false});
+        dZ = std::get<0>(r);
+      }
+      da.narrow(1, 0, K * H).view({B, K, N, dz}).copy_(dZ.view({K, B, N, dz}).transpose(0, 1));
+    }
+    return at::addmm(dh, da, bk.p[W_H]);
+  }
+
+  // Backward of the routing (eqs. 11-14) for one step: du [K, B, N, J, d_o].
+  Tensor route_backward(const Tensor& uu, const Routing& rs, const Tensor& dout) const {
+    const auto& cs_ = rs.c;
+    const auto& ss = rs.s;
+    const auto& os = rs.o;
+    auto du = at::zeros_like(uu);
+    Tensor db;  // dL/db of the logits entering the iteration after the current one
+    for (int64_t it = iters - 1; it >= 0; --it) {
+      const auto& c = cs_[static_cast<size_t>(it)];
+      const auto& s = ss[static_cast<size_t>(it)];
+      Tensor dov;
+      if (it == iters - 1) {
+        dov = dout;
+      } else {  // b_{it+1} = b_it + sum_d u * o_it
+        dov = (db.unsqueeze(-1) * uu).sum(2);
+        du.add_(db.unsqueeze(-1) * os[static_cast<size_t>(it)].unsqueeze(2));
+      }
+      // squash: o = s r(n2), r = sqrt(n2 + eps) / (1 + n2)
+      auto n2 = (s * s).sum(-1, true);
+      auto sq = at::sqrt(n2 + 1e-12);
+      auto r = sq / (1 + n2);
+      auto dr = 0.5 / (sq * (1 + n2)) - sq / ((1 + n2) * (1 + n2));
+      auto ds = dov * r + s * ((dov * s).sum(-1, true) * dr * 2);
+      auto dc = (ds.unsqueeze(2) * uu).sum(-1);  // [K, B, N, J]
+      du.add_(c.unsqueeze(-1) * ds.unsqueeze(2));
+      auto dbs = at::_softmax_backward_data(dc, c, -1, c.scalar_type());
+      db = db.defined() ? db + dbs : dbs;
+    }
+    return du;
+  }
+};
+
+// Rows (steps x B J) per chunk of the backward's weight-gradient products: 8 steps at the
+// papers' batch 32 and 4 zones, 1 at batch 256; large enough to run near the large-GEMM rate,
+// small enough that the chunk buffers stay a fraction of what forward saves.
+// (fused_mzu_tuning().chunk_rows, default 1024.)
+
+struct FusedMZUFunction : torch::autograd::Function<FusedMZUFunction> {
+  static variable_list forward(AutogradContext* ctx, Tensor xp, Tensor h0, at::TensorList params,
+                               c10::intrusive_ptr<Run> run) {
+    (void)params;  // the same tensors are in run->blocks
+    Run& r = *run;
+    const auto opt = xp.options();
+    r.allocate(opt);
+    auto out = at::empty({r.T, r.B, r.H}, opt);
+    auto Dz = at::empty({r.T, r.B, r.Dp * r.K}, opt);
+    auto steps = xp.unbind(0);
+    Tensor h = h0;
+    for (int64_t t = 0; t < r.T; ++t) {
+      h = r.step_forward(0, t, steps[static_cast<size_t>(t)], h, Dz);
+      for (int64_t d = 1; d < r.Dp; ++d) h = r.step_forward(d, t, Tensor(), h, Dz);
+      out.select(0, t).copy_(h);
+    }
+    ctx->set_materialize_grads(false);
+    ctx->saved_data["run"] = c10::IValue::make_capsule(c10::intrusive_ptr<torch::CustomClassHolder>(run));
+    return {out, Dz};
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    auto run = c10::static_intrusive_pointer_cast<Run>(ctx->saved_data["run"].toCapsule());
+    Run& r = *run;
+    TORCH_CHECK(r.Hin.defined(), "fused MZU: backward through the same graph twice is not supported (retain_graph)");
+    const auto opt = r.Hin.options();
+    const int64_t K = r.K, Dp = r.Dp, T = r.T;
+    r.DA0 = at::zeros({T, r.B, r.G}, opt);
+    if (Dp > 1) r.DAt = take({Dp - 1, T, r.B, r.G}, opt).zero_();
+    // steps per chunk: about kChunkRows rows (C B J) per weight-gradient product
+    const int64_t C = r.C = std::max<int64_t>(1, std::min<int64_t>(T, (fused_mzu_tuning().chunk_rows + r.B * r.J - 1) / (r.B * r.J)));
+    if (K > 0) {
+      r.DPRE = take({K, Dp, C, r.B, r.H}, opt);
+      r.DF = take({K, Dp, C, r.B * r.J, r.Do}, opt);
+      r.DH1 = take({K, Dp, C, r.B * r.J, r.F}, opt);
+      if (r.gcn) r.DP = take({K, Dp, C, r.B * r.N, r.dz}, opt);
+      if (r.sat) {
+        r.DQKV = r.qkv_shared ? take({K, Dp, C, r.B * r.N, 3 * r.dz}, opt) : take({K * r.N, Dp, C, r.B, 3 * r.dz}, opt);
+      }
+      if (r.cap) r.DU = take({K, Dp, C, r.B * r.N, r.J * r.Do}, opt);
+    }
+    // gradient accumulators of the parameters that are summed step by step (LN gains)
+    std::vector<Tensor> gr(r.blocks.size() * NPARAM);
+    for (size_t b = 0; b < r.blocks.size(); ++b)
+      for (int p : {LNCG, LNCB, LNGG, LNGB, LNZG, LNZB, W1, B1, W2, B2, WO, BO, W_G, W_QKV, W_C})
+        if (r.blocks[b].p[p].defined()) gr[b * NPARAM + static_cast<size_t>(p)] = at::zeros_like(r.blocks[b].p[p]);
+
+    const Tensor& dout = grads[0];
+    const Tensor& dDz = grads[1];
+    Tensor dh = at::zeros({r.B, r.H}, opt);
+    for (int64_t t = T - 1; t >= 0; --t) {
+      if (t == T - 1 || t < r.t0) {  // a new chunk [t0, t1)
+        r.t1 = t + 1;
+        r.t0 = std::max<int64_t>(0, t + 1 - C);
+      }
+      if (dout.defined()) dh = dh + dout.select(0, t);
+      for (int64_t d = Dp - 1; d >= 0; --d) {
+        Tensor dD = (dDz.defined() && K > 0) ? dDz.select(0, t).narrow(1, d * K, K) : Tensor();
+        dh = r.step_backward(d, t, dh, dD, gr);
+      }
+      if (t == r.t0 && K > 0) r.flush_chunk(r.t0, r.t1 - r.t0, gr);
+    }
+    // weight gradients: one (batched) product over all steps and depths of each block
+    for (size_t b = 0; b < r.blocks.size(); ++b) {
+      const Block& bk = r.blocks[b];
+      Tensor* gb = &gr[b * NPARAM];
+      // W_h: one product over all steps of depth 0 and one over all steps of the block's t-MZUs
+      gb[W_H] = at::zeros_like(bk.p[W_H]);
+      const bool has0 = bk.depths.front() == 0;
+      const int64_t nt = static_cast<int64_t>(bk.depths.size()) - (has0 ? 1 : 0);  // t-MZU depths, consecutive
+      if (has0) gb[W_H].addmm_(r.DA0.view({-1, r.G}).t(), r.Hin.select(0, 0).view({-1, r.H}));
+      if (nt > 0) {
+        const int64_t d1 = has0 ? 1 : bk.depths.front();
+        auto da = r.DAt.narrow(0, d1 - 1, nt).reshape({-1, r.G});
+        gb[W_H].addmm_(da.t(), r.Hin.narrow(0, d1, nt).reshape({-1, r.H}));
+        if (r.R > 0) gb[B_REG] = da.narrow(1, K * r.H, r.R * r.H).sum(0);  // t-MZUs' regular-map bias
+      }
+      if (r.R > 0 && !gb[B_REG].defined()) gb[B_REG] = at::zeros_like(bk.p[B_REG]);  // depth 0's: in input_projection
+    }
+    Tensor dxp = r.DA0;
+    r.release();  // the node (and its Run) may outlive backward; the grads keep what they view
+    variable_list res;
+    res.push_back(dxp);
+    res.push_back(dh);
+    for (size_t b = 0; b < r.blocks.size(); ++b)
+      for (int p = 0; p < NPARAM; ++p)
+        if (r.blocks[b].index[p] >= 0) res.push_back(gr[b * NPARAM + static_cast<size_t>(p)]);
+    res.emplace_back();  // the Run argument
+    return res;
+  }
+};
+
+Block block_of(const MZUBlock& m) {
+  Block b;
+  const Tensor src[NPARAM] = {m->w_h, m->b_reg, m->w_qkv,     m->w_g,     m->w_c,     m->w1,
+                              m->b1,  m->w2,    m->b2,        m->wo,      m->bo,      m->ln_c_gain,
+                              m->ln_c_bias, m->ln_g_gain, m->ln_g_bias, m->ln_z_gain, m->ln_z_bias};
+  for (int p = 0; p < NPARAM; ++p) {
+    b.p[p] = src[p];
+    b.index[p] = -1;
+  }
+  return b;
+}
+
+}  // namespace
+
+SeqOutput fused_mzu_forward(MZUCellImpl& cell, const torch::Tensor& x, const State& s0, StepContext& ctx) {
+  const MZUOptions& o = cell.options();
+  TORCH_CHECK(x.dim() == 3 && x.size(2) == o.input_size, cell.type_name(), ": expected input [T, B, ", o.input_size,
+              "], got ", x.sizes());
+  auto run = c10::make_intrusive<Run>();
+  Run& r = *run;
+  r.T = x.size(0);
+  r.B = x.size(1);
+  r.H = o.hidden_size;
+  r.N = o.zones;
+  r.dz = r.H / r.N;
+  r.m_h = !o.regular_trans;
+  r.m_g = !o.regular_gate;
+  r.K = static_cast<int64_t>(r.m_h) + static_cast<int64_t>(r.m_g);
+  r.R = 2 - r.K;
+  r.G = 2 * r.H;
+  r.Dp = o.depth + 1;
+  r.gcn = o.composition == "gcn";
+  r.sat = o.composition == "sat";
+  r.cap = o.composition == "cap";
+  r.J = r.cap ? o.capsules : r.N;
+  r.Do = r.H / r.J;
+  r.F = o.filter;
+  r.iters = o.routing_iters;
+  r.qkv_shared = o.sat_qkv == "shared";
+  r.relu_edges = o.gcn_edges == "relu_cosine";
+  r.residual = o.ffn_residual;
+  r.act = o.gcn_activation == "relu" ? 0 : o.gcn_activation == "tanh" ? 1 : o.gcn_activation == "sigmoid" ? 2 : 3;
+  r.training = cell.is_training();
+  r.p_drop = o.candidate_dropout;
+  // blocks: `first`, then one per unshared transition
+  r.blocks.push_back(block_of(cell.first));
+  r.block_of.push_back(0);
+  for (size_t l = 0; l < cell.transitions.size(); ++l) {
+    if (cell.transitions[l].ptr() == cell.first.ptr()) {
+      r.block_of.push_back(0);
+    } else {
+      r.blocks.push_back(block_of(cell.transitions[l]));
+      r.block_of.push_back(static_cast<int>(r.blocks.size() - 1));
+    }
+  }
+  for (int d = 0; d < static_cast<int>(r.Dp); ++d) r.blocks[static_cast<size_t>(r.block_of[static_cast<size_t>(d)])].depths.push_back(d);
+  std::vector<Tensor> params;
+  for (auto& b : r.blocks) {
+    for (int p = 0; p < NPARAM; ++p)
+      if (b.p[p].defined()) {
+        b.index[p] = static_cast<int>(params.size());
+        params.push_back(b.p[p]);
+      }
+  }
+  auto xp = cell.input_projection(x);
+  auto outs = FusedMZUFunction::apply(xp, s0.at(0), at::TensorList(params), run);
+  auto out = outs[0];
+  // eq. 19's term (lambda, warm-up, scale, token mask, loss units) and the zone metrics exactly
+  // as the step-wise path adds them (MZUCellImpl::add_disagreement)
+  if (r.K > 0) cell.add_disagreement(outs[1], ctx);
+  return {out, {out.select(0, r.T - 1)}};
+}
+
+}  // namespace cs

@@ -1,0 +1,45 @@
+// Fast path of the MZU cells (issue #16): one custom autograd function per MZU cell over
+// the whole sequence, with backward through time written by hand. See MZU_NOTES.md
+// ("Fast path") for what is fused, the buffers it keeps and the options it claims.
+//
+// MZUCellImpl::forward_sequence selects it automatically (mzu_fast_path_applies) and falls
+// back to the step-wise autograd path (the reference; probes always use it) otherwise.
+#pragma once
+#include <torch/types.h>
+
+#include <string>
+#include <vector>
+
+#include "cells/cell.h"
+#include "cells/mzu.h"
+
+namespace cs {
+
+// Whitelist of option VALUES the fast path implements (and is tested against the autograd
+// path for), plus the context conditions: grad mode on, no probe, ctx.stepwise false, and
+// the CELLSCOPE_FAST switch not set to 0. Anything not listed falls back to autograd.
+bool mzu_fast_path_applies(const MZUOptions& o, const StepContext& ctx);
+
+// Keys of mzu_option_table() the fast path does not know (a new option). While there is one,
+// mzu_fast_path_applies() is false everywhere (fail closed); the test lists them.
+std::vector<std::string> mzu_fast_path_unknown_options();
+
+// CELLSCOPE_FAST=0 in the environment (read once, at the first call) forces the fast path
+// off, so benchmarks can compare both paths with the same binary.
+bool mzu_fast_path_enabled();
+
+// The whole sequence through the fused function: x [T, B, I], s0 = {h0 [B, H]}. Adds the
+// zone disagreement metric and (lambda != 0) the loss term of eq. 19 to ctx exactly as
+// the step-wise path does. Precondition: mzu_fast_path_applies(cell.options(), ctx).
+SeqOutput fused_mzu_forward(MZUCellImpl& cell, const torch::Tensor& x, const State& s0, StepContext& ctx);
+
+// Tuning of the fused function (tests shrink both to exercise chunking and buffer reuse at
+// tiny sizes): rows (steps x B x J) per chunk of the backward's weight-gradient products, and
+// the smallest buffer kept for reuse by the next call on the same thread.
+struct FusedMZUTuning {
+  int64_t chunk_rows = 1024;
+  int64_t pool_min_bytes = 1 << 20;
+};
+FusedMZUTuning& fused_mzu_tuning();
+
+}  // namespace cs
