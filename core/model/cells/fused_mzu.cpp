@@ -1,5 +1,7 @@
 #include "cells/fused_mzu.h"
 
+#include "cells/fused_common.h"
+
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
 #include <ATen/core/ivalue.h>
@@ -15,13 +17,7 @@
 namespace cs {
 
 // ------------------------------------------------------------------ selection
-bool mzu_fast_path_enabled() {
-  static const bool on = [] {
-    const char* v = std::getenv("CELLSCOPE_FAST");
-    return !(v && std::string(v) == "0");
-  }();
-  return on;
-}
+bool mzu_fast_path_enabled() { return fast_paths_enabled(); }  // CELLSCOPE_FAST=0: off (cells/fused_common.h)
 
 namespace {
 bool one_of(const std::string& v, std::initializer_list<const char*> ok) {
