@@ -54,7 +54,8 @@ const char* kUsage =
     "                                [--cli PATH]\n"
     "       cellscope-cli sweep status NAME|DIR [--workspace DIR] [--json]\n"
     "       cellscope-cli sweep table NAME|DIR [--workspace DIR] [--metric M] [--paired COLUMN]\n"
-    "                                  [--series AXIS] [--out FILE.csv|.tex|.json|.txt]\n"
+    "                                  [--series AXIS] [--budget time=SECONDS|flops=X|step=N|KIND=common]\n"
+    "                                  [--out FILE.csv|.tex|.json|.txt]\n"
     "       cellscope-cli sweep list\n"
     "A sweep is a base configuration plus a grid over options and seeds (spec format: docs/WORKBENCH.md,\n"
     "core/run/sweep/sweep.h); NAME is a bundled sweep (sweep list: the \"reproduce\" sweeps of the papers'\n"
@@ -86,7 +87,14 @@ const char* kUsage =
     "          LaTeX); --metric test|valid|test.KEY|valid.KEY; --paired COLUMN: the difference to COLUMN of\n"
     "          runs sharing seed and every other option, mean +- std over seeds; --series AXIS: long form\n"
     "          (series, AXIS, mean, std, n) for a figure with error bars, e.g. CRU Fig. 3 (model.filter_length).\n"
-    "          --out writes CSV, a LaTeX tabular, JSON or text (by extension); the text is printed always.\n";
+    "          --out writes CSV, a LaTeX tabular, JSON or text (by extension); the text is printed always.\n"
+    "          Below the table, each cell's runs: parameters, steps reached per seed (E early stop, C step cap),\n"
+    "          wall-clock training time and training FLOPs (3 x the cells' analytic forward FLOPs).\n"
+    "          --budget (or --at) time=SECONDS | flops=X (1e12, 500G, 2T) | step=N: the compute-matched view:\n"
+    "          every run read at the same wall-clock time / training FLOPs / step, at its best validation\n"
+    "          evaluation within the budget (test when training.track_test evaluated it there, else valid);\n"
+    "          runs that ended before the budget are read at their end and marked ^ (never extrapolated);\n"
+    "          KIND=common: the largest budget every run reached. See core/run/sweep/SWEEP_NOTES.md.\n";
 
 // The spec named on the command line: a file, a bundled sweep, or an existing sweep of the
 // workspace (resume) when it is neither; --steps applied.
@@ -377,7 +385,7 @@ int sweep_status(const std::vector<std::string>& a) {
 }
 
 int sweep_table_cmd(const std::vector<std::string>& a) {
-  auto args = parse(a, {}, {"workspace", "metric", "paired", "series", "out"});
+  auto args = parse(a, {}, {"workspace", "metric", "paired", "series", "out", "budget", "at"});
   if (args.positional.size() != 1) throw UsageError("sweep table: expected one sweep NAME or directory");
   auto r = cs::read_sweep_results(args.positional[0], args.get("workspace", cs::default_workspace()), args.get("metric"));
   report_missing(r);
@@ -396,7 +404,13 @@ int sweep_table_cmd(const std::vector<std::string>& a) {
     }
     return 0;
   }
-  auto t = cs::sweep_table(r, args.get("paired"));
+  if (args.has("budget") && args.has("at")) throw UsageError("sweep table: give --budget or --at, not both");
+  cs::Budget budget;
+  if (args.has("budget") || args.has("at")) {
+    if (args.has("series")) throw UsageError("sweep table: --budget does not apply to --series");
+    budget = cs::parse_budget(args.get(args.has("budget") ? "budget" : "at"));
+  }
+  auto t = cs::sweep_table(r, args.get("paired"), budget);
   std::cout << cs::table_to_text(t);
   if (!out.empty()) {
     const std::string e = ext_of(out);

@@ -95,16 +95,32 @@ ComparePanel::ComparePanel(FigureExporter* exporter, QWidget* parent) : QWidget(
   m_seedBox->setToolTip(QStringLiteral("Runs that differ only in training.seed are drawn as their mean with a band"));
   m_bandCombo = new QComboBox;
   m_bandCombo->addItems({QStringLiteral("min-max band"), QStringLiteral("mean \u00b1 std band")});
+  m_xAxisCombo = new QComboBox;
+  m_xAxisCombo->addItems({QStringLiteral("Step"), QStringLiteral("Epoch"), QStringLiteral("Wall-clock time"),
+                          QStringLiteral("Training FLOPs")});
+  m_xAxisCombo->setToolTip(QStringLiteral(
+      "x axis of the compared curves: step-matched (Step), or compute-matched: wall-clock training time or "
+      "training FLOPs (3 x the cells' analytic forward FLOPs), so cells that differ in cost per step are "
+      "compared at equal compute"));
+  m_xNote = new QLabel;
+  m_xNote->setWordWrap(true);
+  m_xNote->hide();
   crow->addWidget(new QLabel(QStringLiteral("Metric:")));
   crow->addWidget(m_compareMetric);
+  crow->addSpacing(12);
+  crow->addWidget(new QLabel(QStringLiteral("X:")));
+  crow->addWidget(m_xAxisCombo);
   crow->addSpacing(12);
   crow->addWidget(m_seedBox);
   crow->addWidget(m_bandCombo);
   crow->addStretch(1);
   pv->addLayout(crow);
+  pv->addWidget(m_xNote);
   m_comparePlot = m_exporter->newPlot(QStringLiteral("Comparison"), QStringLiteral("value"), xAxisLabel(m_xAxis));
   pv->addWidget(m_comparePlot, 1);
   connect(m_compareMetric, qOverload<int>(&QComboBox::currentIndexChanged), this, [this] { redraw(); });
+  connect(m_xAxisCombo, qOverload<int>(&QComboBox::currentIndexChanged), this,
+          [this](int i) { setXAxis(static_cast<XAxis>(i)); });
   connect(m_seedBox, &QCheckBox::toggled, this, [this] { redraw(); });
   connect(m_bandCombo, qOverload<int>(&QComboBox::currentIndexChanged), this, [this] { redraw(); });
   bottom->addWidget(plotBox);
@@ -169,10 +185,18 @@ void ComparePanel::refreshRun(const QString& dir) {
 }
 
 void ComparePanel::setXAxis(XAxis axis) {
+  if (axis == m_xAxis && m_xAxisCombo->currentIndex() == int(axis)) return;
   m_xAxis = axis;
+  if (m_xAxisCombo->currentIndex() != int(axis)) {
+    m_xAxisCombo->blockSignals(true);
+    m_xAxisCombo->setCurrentIndex(int(axis));
+    m_xAxisCombo->blockSignals(false);
+  }
   m_comparePlot->setXLabel(xAxisLabel(m_xAxis));
   redraw();
 }
+
+QString ComparePanel::xAxisNote() const { return m_xNote->isHidden() ? QString() : m_xNote->text(); }
 
 QString ComparePanel::compareMetric() const { return m_compareMetric->currentData().toString(); }
 
@@ -283,6 +307,8 @@ void ComparePanel::redraw() {
   const QString split = sel.section(QLatin1Char('|'), 0, 0), key = sel.section(QLatin1Char('|'), 1);
   plot->setYLabel(sel.isEmpty() ? QStringLiteral("value") : QString(sel).replace(QLatin1Char('|'), QLatin1Char(' ')));
   plot->setXLabel(xAxisLabel(m_xAxis));
+  m_xNote->hide();
+  m_xNote->clear();
   const QStringList dirs = m_runModel->checkedDirs();
   if (sel.isEmpty() || dirs.isEmpty()) {
     plot->setTitle(QStringLiteral("Comparison: tick runs in the table"));
@@ -291,13 +317,24 @@ void ComparePanel::redraw() {
     return;
   }
   plot->setTitle(QStringLiteral("Comparison: ") + QString(sel).replace(QLatin1Char('|'), QLatin1Char(' ')));
-  auto seriesOf = [&](const QString& dir, QVector<double>* xs, QVector<double>* ys) {
+  // Points without a value on the x axis (training FLOPs in a metrics file written before they
+  // were recorded) are not drawn, never put at 0: the run is named under the plot.
+  QStringList withoutX;
+  auto seriesOf = [&](const QString& dir, QVector<double>* xs, QVector<double>* ys, QVector<qint64>* steps = nullptr) {
+    bool missing = false;
     for (const MetricPoint& p : metricsOf(dir)) {
       const QString ps = p.eval ? (p.split.isEmpty() ? QStringLiteral("valid") : p.split) : QStringLiteral("train");
       if (ps != split || !p.has(key)) continue;
-      xs->append(xOf(p, m_xAxis));
+      const double x = xOf(p, m_xAxis);
+      if (!std::isfinite(x)) {
+        missing = true;
+        continue;
+      }
+      xs->append(x);
       ys->append(p.value(key, 0));
+      if (steps) steps->append(p.step);
     }
+    if (missing && !withoutX.contains(dir)) withoutX << dir;
   };
   // Legends: each run's label, else the options that differ between the ticked runs,
   // abbreviated (cs::comparison_names, the same names as the analyses and the CLI).
@@ -348,16 +385,25 @@ void ComparePanel::redraw() {
       plot->setSeries(first->dir, xs, ys);
       continue;
     }
-    // Mean over the seeds at the x values every run of the group has; band = min-max or mean +- std.
-    std::map<double, QVector<double>> at;
+    // Mean over the seeds at the steps every run of the group has, drawn at the mean x of the
+    // seeds there (wall-clock time differs between seeds; steps and FLOPs do not); band = min-max
+    // or mean +- std.
+    std::map<qint64, QVector<double>> at, atX;
     for (const QString& dir : g) {
       QVector<double> xs, ys;
-      seriesOf(dir, &xs, &ys);
-      for (int i = 0; i < xs.size(); ++i) at[xs[i]].append(ys[i]);
+      QVector<qint64> steps;
+      seriesOf(dir, &xs, &ys, &steps);
+      for (int i = 0; i < xs.size(); ++i) {
+        at[steps[i]].append(ys[i]);
+        atX[steps[i]].append(xs[i]);
+      }
     }
     QVector<double> xs, mean, lo, hi;
-    for (const auto& [x, vals] : at) {
+    for (const auto& [step, vals] : at) {
       if (vals.size() != g.size()) continue;
+      double x = 0;
+      for (double v : atX[step]) x += v;
+      x /= atX[step].size();
       double s = 0, mn = vals[0], mx = vals[0];
       for (double v : vals) {
         s += v;
@@ -378,6 +424,15 @@ void ComparePanel::redraw() {
     plot->setSeriesSparse(id, split != QLatin1String("train"));
     plot->setSeries(id, xs, mean);
     plot->setBand(id, xs, lo, hi);
+  }
+  if (!withoutX.isEmpty()) {
+    QStringList names;
+    for (const QString& d : withoutX) names << QFileInfo(d).fileName();
+    m_xNote->setText(QStringLiteral("%1 run(s) not drawn on this axis: their metrics.jsonl records no %2 "
+                                    "(written before Cellscope recorded training FLOPs): %3")
+                         .arg(withoutX.size())
+                         .arg(xAxisLabel(m_xAxis), names.join(QStringLiteral(", "))));
+    m_xNote->show();
   }
   plot->resetView();
   plot->replotIfDirty();

@@ -43,7 +43,13 @@ public:
   void setWorkspace(const QString& dir);
   // A run's row (new or updated) and its cached curves.
   void refreshRun(const QString& dir);
+  // The x axis of the overlay: step, epoch, wall-clock time or training FLOPs (the compute-matched
+  // views; the Compare tab's own "X:" choice, also set when the Training tab's changes). Runs whose
+  // metrics have no value on that axis (training FLOPs of older files) are left out and named in
+  // xAxisNote().
   void setXAxis(XAxis axis);
+  XAxis xAxis() const { return m_xAxis; }
+  QString xAxisNote() const;
 
   // The overlaid series as "split|key" (e.g. "valid|bpc"); false when no ticked run has it.
   QString compareMetric() const;
@@ -80,6 +86,8 @@ private:
   QLineEdit* m_filterEdit = nullptr;
   csw::CurvePlot* m_comparePlot = nullptr;
   QComboBox* m_compareMetric = nullptr;
+  QComboBox* m_xAxisCombo = nullptr;
+  QLabel* m_xNote = nullptr;
   QCheckBox* m_seedBox = nullptr;
   QComboBox* m_bandCombo = nullptr;
   QTableWidget* m_diffTable = nullptr;

@@ -199,6 +199,7 @@ MetricPoint toMetricPoint(const cs::MetricsRecord& r) {
   p.step = r.step;
   p.epoch = r.epoch;
   p.elapsed = r.elapsed;
+  p.trainFlops = r.train_flops;
   p.eval = r.eval;
   p.split = QString::fromStdString(r.split);
   p.values.reserve(static_cast<int>(r.values.size()));

@@ -6,6 +6,8 @@
 #include <QString>
 #include <QVector>
 
+#include <limits>
+
 namespace gui {
 
 // One metrics.jsonl line (cs::MetricsRecord as Qt values).
@@ -13,6 +15,7 @@ struct MetricPoint {
   qint64 step = 0;
   double epoch = 0;
   double elapsed = 0;
+  double trainFlops = std::numeric_limits<double>::quiet_NaN();  // cumulative training FLOPs; NaN: not recorded
   bool eval = false;
   QString split;  // "valid" / "test" for eval lines
   QVector<QPair<QString, double>> values;
@@ -36,12 +39,15 @@ struct TrainProgress {
 };
 
 // What the x axis of a curve shows.
-enum class XAxis { Step = 0, Epoch = 1, Time = 2 };
+// Flops: cumulative training FLOPs (3 x the analytic forward FLOPs; NaN for metrics files
+// written before they were recorded: such points are not drawn, and the Compare tab says so).
+enum class XAxis { Step = 0, Epoch = 1, Time = 2, Flops = 3 };
 inline double xOf(const MetricPoint& p, XAxis a) {
-  return a == XAxis::Step ? double(p.step) : a == XAxis::Epoch ? p.epoch : p.elapsed;
+  return a == XAxis::Step ? double(p.step) : a == XAxis::Epoch ? p.epoch : a == XAxis::Time ? p.elapsed : p.trainFlops;
 }
 inline QString xAxisLabel(XAxis a) {
-  return a == XAxis::Step ? QStringLiteral("step") : a == XAxis::Epoch ? QStringLiteral("epoch") : QStringLiteral("wall time (s)");
+  return a == XAxis::Step ? QStringLiteral("step") : a == XAxis::Epoch ? QStringLiteral("epoch")
+         : a == XAxis::Time ? QStringLiteral("wall time (s)") : QStringLiteral("training FLOPs");
 }
 
 }  // namespace gui

@@ -224,7 +224,7 @@ void MainWindow::loadSettings(const WindowOptions& options) {
   else resize(1360, 860);
   if (s.contains(QStringLiteral("window/splitter")))
     m_mainSplitter->restoreState(s.value(QStringLiteral("window/splitter")).toByteArray());
-  m_training->setXAxis(static_cast<XAxis>(std::clamp(s.value(QStringLiteral("view/x_axis"), 0).toInt(), 0, 2)));
+  m_training->setXAxis(static_cast<XAxis>(std::clamp(s.value(QStringLiteral("view/x_axis"), 0).toInt(), 0, 3)));
   m_exporter->load(s);
   if (options.restoreLastConfig && s.contains(QStringLiteral("config/last"))) {
     const QJsonObject last = QJsonDocument::fromJson(s.value(QStringLiteral("config/last")).toByteArray()).object();

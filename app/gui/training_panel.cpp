@@ -12,6 +12,7 @@
 #include <QScrollArea>
 #include <QSplitter>
 #include <QVBoxLayout>
+#include <cmath>
 
 #include "core_bridge.h"
 #include "curve_plot.h"
@@ -35,7 +36,7 @@ TrainingPanel::TrainingPanel(FigureExporter* exporter, QWidget* parent) : QWidge
   m_runLabel = new QLabel(QStringLiteral("No run yet: configure on the left and press Start (Ctrl+R)."));
   m_runLabel->setTextInteractionFlags(Qt::TextSelectableByMouse);
   m_xAxisCombo = new QComboBox;
-  m_xAxisCombo->addItems({QStringLiteral("Step"), QStringLiteral("Epoch"), QStringLiteral("Wall time")});
+  m_xAxisCombo->addItems({QStringLiteral("Step"), QStringLiteral("Epoch"), QStringLiteral("Wall time"), QStringLiteral("Training FLOPs")});
   m_xAxisCombo->setToolTip(QStringLiteral("What the x axis of every curve shows"));
   connect(m_xAxisCombo, qOverload<int>(&QComboBox::currentIndexChanged), this,
           [this](int i) { setXAxis(static_cast<XAxis>(i)); });
@@ -176,6 +177,7 @@ void TrainingPanel::append(const QVector<MetricPoint>& points, const QStringList
 
 void TrainingPanel::addLivePoint(const MetricPoint& p) {
   const double x = xOf(p, m_xAxis);
+  if (!std::isfinite(x)) return;  // training FLOPs axis, metrics written before they were recorded
   csw::CurvePlot* metric = m_plots.value(QStringLiteral("metric"));
   const QString primary = m_primary.isEmpty() ? QStringLiteral("loss") : m_primary;
   if (p.eval) {

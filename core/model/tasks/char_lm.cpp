@@ -119,6 +119,9 @@ StepResult CharLMTask::train_step() {
   r.loss = ctx.extra_loss.defined() ? nll + ctx.extra_loss : nll;
   r.task_loss = nll.item<double>();
   r.units = L * local_batch_;  // this rank's characters (the trainer sums over ranks)
+  // forward: the stack's cells + the output layer per character; training = 3 x forward
+  r.flops = 3.0 * (model_->stack->flops_per_step() + 2.0 * static_cast<double>(model_->out->weight.numel())) *
+            static_cast<double>(r.units);
   r.metrics["bpc"] = r.task_loss / std::log(2.0);
   for (auto& [k, v] : ctx.metrics) r.metrics[k] = v.first / std::max<int64_t>(v.second, 1);
   return r;

@@ -481,6 +481,12 @@ StepResult SentenceTask::train_step() {
   r.units = shard_world_ > 1 ? static_cast<int64_t>(std::lround(weight * static_cast<double>(n) / shard_world_)) : n;
   r.metrics["accuracy"] = pred.eq(b.labels).to(torch::kFloat64).mean().item<double>();
   for (auto& [k, v] : ctx.metrics) r.metrics[k] = v.first / std::max<int64_t>(v.second, 1);
+  {  // training FLOPs: 3 x (the encoder's cells over the padded [T, B] batch + the head per sentence)
+    const double T = static_cast<double>(b.tokens.size(0)), B = static_cast<double>(b.tokens.size(1));
+    double head = 2.0 * static_cast<double>(model_->out->weight.numel());
+    if (model_->fc) head += 2.0 * static_cast<double>(model_->fc->weight.numel());
+    r.flops = 3.0 * (model_->encoder->flops_per_step() * T * B + head * B);
+  }
   return r;
 }
 

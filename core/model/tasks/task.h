@@ -22,6 +22,10 @@ struct StepResult {
   torch::Tensor loss;   // scalar to backpropagate (task loss + cells' extra terms)
   double task_loss = 0; // the task loss alone (nats per unit), for logging
   int64_t units = 0;    // characters / tokens / sentences consumed by this step
+  // Training FLOPs of this step on this rank: 3 x the analytic forward FLOPs (the cells'
+  // flops_per_step() per token + embedding-free output/task head), as core/run/bench counts
+  // them; 0 when the task does not know (the trainer then records none).
+  double flops = 0;
   std::map<std::string, double> metrics;  // e.g. "bpc", "zone_disagreement"
 };
 

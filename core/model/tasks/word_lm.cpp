@@ -172,6 +172,7 @@ StepResult WordLMTask::train_step() {
   r.loss = ctx.extra_loss.defined() ? nll + ctx.extra_loss : nll;
   r.task_loss = nll.item<double>();
   r.units = L * local_batch_;  // this rank's tokens (the trainer sums over ranks)
+  r.flops = 3.0 * model_->flops_per_step() * static_cast<double>(r.units);  // recurrent layers + output, per token
   r.metrics["ppl"] = std::exp(r.task_loss);
   if (asgd_) r.metrics["asgd_averaging"] = avg_on_ ? 1.0 : 0.0;
   for (auto& [k, v] : ctx.metrics) r.metrics[k] = v.first / std::max<int64_t>(v.second, 1);

@@ -5,12 +5,57 @@
 // LaTeX `tabular` / text / JSON export; plus the long-form series of CRU Fig. 3
 // (metric against filter length with error bars over seeds).
 #pragma once
+#include <limits>
 #include <string>
 #include <vector>
 
 #include "sweep/sweep.h"
 
 namespace cs {
+
+// What one run of a cell reached: its size, steps and budget (the "runs" block of a table).
+struct RunFacts {
+  int64_t seed = 0;
+  bool known = false;       // its summary.json was read
+  int64_t parameters = 0;
+  int64_t step = 0, cap = 0;  // steps reached; training.steps of its config (0: unknown)
+  std::string end;          // "early stop" | "cap" | running | stopped | failed | pending
+  double seconds = 0;       // wall-clock training time (summary elapsed)
+  double flops = std::numeric_limits<double>::quiet_NaN();  // cumulative training FLOPs; NaN: not recorded
+};
+
+// A compute budget at which every run is read instead of its end (`sweep table --budget`).
+struct Budget {
+  std::string kind;      // "" (none: the step-matched table at each run's end) | time | flops | step
+  double amount = 0;     // seconds, FLOPs or steps
+  bool common = false;   // "KIND=common": the largest budget every run reached (min over runs of its end)
+  bool active() const { return !kind.empty(); }
+  std::string describe() const;  // "equal wall-clock time: 120 s of training"
+};
+// "time=SECONDS" | "flops=X" | "step=N" | "KIND=common" (X may be 1e12, 3.5G, 2T). Throws
+// UserError on anything else.
+Budget parse_budget(const std::string& text);
+
+// A run's valid (and, when tracked, test) evaluations with the x of each budget kind.
+struct EvalAt {
+  int64_t step = 0;
+  double seconds = 0, flops = std::numeric_limits<double>::quiet_NaN();
+  double valid = std::numeric_limits<double>::quiet_NaN();  // the selection metric (primary, valid split)
+  double value = std::numeric_limits<double>::quiet_NaN();  // the table's metric at this evaluation (NaN: absent)
+};
+// The outcome of reading one run at a budget.
+struct BudgetValue {
+  bool has_value = false;
+  double value = 0;
+  int64_t step = 0;       // the evaluation chosen
+  bool reached = false;   // the run's training went at least as far as the budget
+  std::string problem;    // why there is no value ("no evaluation within the budget", ...)
+};
+// Model selection within the budget, as early stopping + best.pt does it: among the
+// evaluations at x <= budget, the one with the best `valid`; its `value`. `evals` in step order;
+// `end_x`: how far the run's training went (its last logged x). Never extrapolates: a run that
+// ended before the budget is read at its end and marked not reached.
+BudgetValue value_at_budget(const std::vector<EvalAt>& evals, double end_x, const Budget& b, bool lower_is_better);
 
 struct TableCell {
   std::vector<double> values;  // one per seed that has a value
@@ -19,6 +64,8 @@ struct TableCell {
   double mean = 0, std = 0;  // std: sample (n - 1); 0 when n < 2
   bool best = false;
   bool reference = false;    // paired view: the reference column itself
+  int short_of_budget = 0;   // budget view: runs among `values` that ended before the budget
+  std::vector<RunFacts> runs;  // every run of the cell (size, steps, budget), seed order
 };
 
 struct SweepTable {
@@ -31,6 +78,9 @@ struct SweepTable {
   bool paired = false;
   std::string paired_reference;  // the column every other column is compared with
   int missing = 0;               // points without a value (pending, failed, stopped)
+  Budget budget;                 // active: the compute-matched view
+  std::string budget_note;       // how the budget view read the runs (split used, fallbacks)
+  std::vector<std::string> budget_problems;  // runs without a value at the budget, and why
 };
 
 // One record in the shape the aggregation needs (tests build these by hand).
@@ -38,6 +88,7 @@ struct TableInput {
   std::string row, col;  // labels
   int64_t seed = 0;
   double value = 0;
+  bool short_of_budget = false;  // budget view: the run ended before the budget
 };
 
 // Mean, sample std, best marking. `best`: column | row | all | none. Rows and
@@ -53,7 +104,20 @@ SweepTable paired_table(const std::vector<TableInput>& in, const std::vector<std
                         const std::vector<std::string>& cols, const std::string& ref);
 
 // The table of a sweep's results (rows/cols from its spec); `paired_ref` non-empty: paired view.
-SweepTable sweep_table(const SweepResults& r, const std::string& paired_ref = "");
+// Each cell's `runs` are read from the runs' summary.json / config.json (size, steps reached and
+// how the run ended, wall-clock seconds, training FLOPs). `budget` active: every run is read at
+// that budget from its metrics.jsonl (value_at_budget) instead of at its end. Throws UserError
+// for a FLOPs budget over runs whose metrics carry no training FLOPs (written before the count
+// existed), naming them: never zeros.
+SweepTable sweep_table(const SweepResults& r, const std::string& paired_ref = "", const Budget& budget = {});
+
+// The facts of one run directory (empty dir: unknown).
+RunFacts read_run_facts(const std::string& run_dir, int64_t seed, const std::string& status);
+// The valid/test evaluations of a run's metrics.jsonl for `split` ("valid" | "test") and `key`
+// (empty: the run's primary metric). `end_seconds` / `end_flops` / `end_step` receive how far
+// its training went. `has_flops`: false when some line lacks train_flops (an older file).
+std::vector<EvalAt> read_evals(const std::string& run_dir, const std::string& split, const std::string& key,
+                               double* end_seconds, double* end_flops, int64_t* end_step, bool* has_flops);
 
 // Long form for a figure (CRU Fig. 3): one line per (series, x) with mean, std, n;
 // `x_axis` must be an axis of the grid; the series are the other axes' labels.

@@ -11,6 +11,7 @@ namespace cs {
 
 json MetricsRecord::to_json() const {
   json j = {{"step", step}, {"epoch", epoch}, {"elapsed", elapsed}};
+  if (has_train_flops()) j["train_flops"] = train_flops;
   if (eval) {
     j["eval"] = true;
     j["split"] = split;
@@ -25,6 +26,7 @@ MetricsRecord MetricsRecord::from_json(const json& j) {
     if (k == "step") r.step = v.get<int64_t>();
     else if (k == "epoch") r.epoch = v.get<double>();
     else if (k == "elapsed") r.elapsed = v.get<double>();
+    else if (k == "train_flops") r.train_flops = v.is_null() ? std::numeric_limits<double>::quiet_NaN() : v.get<double>();
     else if (k == "eval") r.eval = v.get<bool>();
     else if (k == "split") r.split = v.get<std::string>();
     else if (v.is_number()) r.values[k] = v.get<double>();

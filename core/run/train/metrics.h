@@ -3,6 +3,8 @@
 // trainer writes it through MetricsRecord::to_json, the run store, the analyses and
 // the workbench read it with read_metrics.
 #pragma once
+#include <cmath>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -17,7 +19,13 @@ struct MetricsRecord {
   double epoch = 0;
   bool eval = false;
   std::string split;  // for eval lines: "valid" or "test"
-  double elapsed = 0;
+  double elapsed = 0;   // wall-clock seconds of training so far (pauses excluded, resumes summed)
+  // Cumulative training FLOPs up to this step (3 x the analytic forward FLOPs of every step,
+  // train/TRAIN_NOTES.md "Training FLOPs"); NaN when unknown: files written before the field
+  // existed, or a run resumed from a checkpoint without it. Written as "train_flops" only
+  // when known.
+  double train_flops = std::numeric_limits<double>::quiet_NaN();
+  bool has_train_flops() const { return std::isfinite(train_flops); }
   std::map<std::string, double> values;  // loss, bpc, lr, grad_norm, throughput, ... (null -> NaN)
   json to_json() const;
   static MetricsRecord from_json(const json& j);

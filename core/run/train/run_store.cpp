@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 
 #include <algorithm>
@@ -33,6 +34,7 @@ json RunSummary::to_json() const {
   j["best_valid"] = has_best ? json(best_valid) : json(nullptr);
   j["best_step"] = has_best ? json(best_step) : json(nullptr);
   j["test_metric"] = has_test ? json(test_metric) : json(nullptr);
+  if (std::isfinite(train_flops)) j["train_flops"] = train_flops;
   return j;
 }
 
@@ -53,6 +55,7 @@ RunSummary RunSummary::from_json(const json& j) {
   s.started = j.value("started", "");
   s.updated = j.value("updated", "");
   s.processes = j.value("processes", int64_t(1));
+  if (j.contains("train_flops") && j["train_flops"].is_number()) s.train_flops = j["train_flops"].get<double>();
   if (j.contains("best_valid") && j["best_valid"].is_number()) {
     s.has_best = true;
     s.best_valid = j["best_valid"].get<double>();

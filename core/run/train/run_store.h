@@ -12,6 +12,7 @@
 #pragma once
 #include <memory>
 #include <string>
+#include <limits>
 #include <vector>
 
 #include "config/schema.h"
@@ -34,6 +35,7 @@ struct RunSummary {
   double mean_throughput = 0;  // units per second
   std::string unit;
   double elapsed = 0;
+  double train_flops = std::numeric_limits<double>::quiet_NaN();  // cumulative; NaN: unknown (older runs)
   int64_t processes = 1;  // data-parallel processes of the last (or current) launch (`train --nproc N`)
   std::string started, updated;  // ISO times
   json to_json() const;

@@ -53,6 +53,9 @@ struct Trainer::Impl {
   double elapsed_before = 0;  // from earlier processes (resume)
   int64_t units_total = 0;
   double train_time_total = 0;
+  // cumulative training FLOPs (StepResult::flops summed over steps and ranks); NaN once unknown
+  // (a task that does not count, or a resume from a checkpoint written before the count existed)
+  double flops_total = 0;
   // divergence detection: the first step's loss (NaN: unknown, e.g. an older checkpoint) and
   // the number of consecutive logged intervals above kDivergeFactor times it
   double ref_loss = std::numeric_limits<double>::quiet_NaN();
@@ -156,6 +159,7 @@ void Trainer::save_checkpoint(const std::string& path) {
   s.write("elapsed", D(summary_.elapsed));
   s.write("units_total", I(impl_->units_total));
   s.write("train_time_total", D(impl_->train_time_total));
+  s.write("train_flops", D(impl_->flops_total));
   s.write("ref_loss", D(impl_->ref_loss));
   s.write("diverge_count", I(impl_->diverge_count));
   s.write("vocab_hash", I(impl_->vocab_hash));
@@ -214,6 +218,8 @@ void Trainer::load_checkpoint(const std::string& path) {
       impl_->ref_loss = s.try_read("ref_loss", v) ? v.item<double>() : std::numeric_limits<double>::quiet_NaN();
       torch::Tensor c;
       impl_->diverge_count = s.try_read("diverge_count", c) ? c.item<int64_t>() : 0;
+      torch::Tensor f;  // absent from checkpoints written before the FLOP count: unknown from here on
+      impl_->flops_total = s.try_read("train_flops", f) ? f.item<double>() : std::numeric_limits<double>::quiet_NaN();
     }
     auto c = T("acc_metrics").contiguous();
     std::string ams(reinterpret_cast<const char*>(c.data_ptr<uint8_t>()), static_cast<size_t>(c.numel()));
@@ -312,6 +318,7 @@ void Trainer::write_summary(RunContext& rc) {
   summary_.has_best = I.has_best;
   summary_.best_valid = I.best;
   summary_.best_step = I.best_step;
+  summary_.train_flops = I.flops_total;
   summary_.mean_throughput = I.train_time_total > 0 ? static_cast<double>(I.units_total) / I.train_time_total : 0;
   summary_.updated = now_iso();
   if (writer()) store_->write_summary(summary_);
@@ -431,6 +438,8 @@ bool Trainer::train_step(RunContext& rc) {
   I.acc_time += dt;
   I.units_total += st.units;
   I.train_time_total += dt;
+  I.flops_total += sr.flops > 0 ? sr.flops * static_cast<double>(parallel() ? dist_->world : 1)
+                                : std::numeric_limits<double>::quiet_NaN();
   for (auto& [k, v] : st.metrics) I.acc_metrics[k] += v;
   if (rc.cb->on_progress) {
     Progress p;
@@ -452,6 +461,7 @@ void Trainer::log_interval(RunContext& rc) {
   r.step = step_;
   r.epoch = task_->epoch();
   r.elapsed = elapsed(rc);
+  r.train_flops = I.flops_total;
   const double n = static_cast<double>(I.acc_n);
   r.values["loss"] = I.acc_loss / n;
   for (auto& [k, v] : I.acc_metrics) r.values[k] = v / n;
@@ -488,6 +498,7 @@ EvalResult Trainer::evaluate(RunContext& rc, const std::string& split) {
   r.eval = true;
   r.split = split;
   r.elapsed = elapsed(rc);
+  r.train_flops = impl_->flops_total;
   r.values = er.metrics;
   emit(rc, r);
   return er;
