@@ -12,33 +12,17 @@
 #include <vector>
 
 #include "cells/cru.h"
+#include "equations_flat.h"
 
 using namespace cs;
+using cstest::Flat;
+using cstest::max_diff;
+using cstest::sigm;
+using cstest::Vec;
 
 namespace {
 
-using Vec = std::vector<double>;
 
-struct Flat {
-  std::vector<double> v;
-  std::vector<int64_t> s;
-  explicit Flat(const torch::Tensor& t) {
-    auto c = t.detach().to(torch::kDouble).contiguous();
-    v.assign(c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
-    s = c.sizes().vec();
-  }
-  double operator()(int64_t i) const { return v[static_cast<size_t>(i)]; }
-  double operator()(int64_t i, int64_t j) const { return v[static_cast<size_t>(i * s[1] + j)]; }
-  double operator()(int64_t i, int64_t j, int64_t k) const {
-    return v[static_cast<size_t>((i * s[1] + j) * s[2] + k)];
-  }
-};
-
-double sigm(double x) { return 1.0 / (1.0 + std::exp(-x)); }
-
-double max_diff(const torch::Tensor& a, const torch::Tensor& b) {
-  return (a.to(torch::kDouble) - b.to(torch::kDouble)).abs().max().item<double>();
-}
 
 const char* fusion_str(CRUFusion f) {
   return f == CRUFusion::Shallow ? "shallow" : f == CRUFusion::Deep ? "deep" : "deep_enhanced";

@@ -16,38 +16,19 @@
 
 #include "cells/baseline.h"
 #include "cells/mzu.h"
+#include "equations_flat.h"
 
 using namespace cs;
+using cstest::Flat;
+using cstest::max_diff;
+using cstest::sigm;
+using cstest::Vec;
 
 namespace {
 
-using Vec = std::vector<double>;
 using Mat = std::vector<Vec>;
 
-// A parameter (or any tensor) copied into a flat double array with its shape; element
-// access by plain index arithmetic.
-struct Flat {
-  std::vector<double> v;
-  std::vector<int64_t> s;
-  bool def = false;
-  Flat() = default;
-  explicit Flat(const torch::Tensor& t) {
-    if (!t.defined()) return;
-    def = true;
-    auto c = t.detach().to(torch::kDouble).contiguous();
-    v.assign(c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
-    s = c.sizes().vec();
-  }
-  double operator()(int64_t i) const { return v[static_cast<size_t>(i)]; }
-  double operator()(int64_t i, int64_t j) const { return v[static_cast<size_t>(i * s[1] + j)]; }
-  double operator()(int64_t i, int64_t j, int64_t k) const {
-    return v[static_cast<size_t>((i * s[1] + j) * s[2] + k)];
-  }
-};
-
 Vec row(const torch::Tensor& t) { return Flat(t).v; }  // a 1-D tensor as a vector
-
-double sigm(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 
 // Layer normalisation written out: (x - mean) / sqrt(biased var + 1e-5) * gain + bias.
 Vec ln_ref(const Vec& x, const Vec& gain, const Vec& bias) {
@@ -68,9 +49,6 @@ double dot(const Vec& a, const Vec& b) {
   return s;
 }
 
-double max_diff(const torch::Tensor& a, const torch::Tensor& b) {
-  return (a.to(torch::kDouble) - b.to(torch::kDouble)).abs().max().item<double>();
-}
 
 // A tensor [rows..., n] from nested vectors.
 torch::Tensor tens(const Vec& v) { return torch::tensor(v, torch::kDouble); }

@@ -17,26 +17,16 @@
 #include "cells/baseline.h"
 #include "config/schema.h"
 #include "tasks/classify.h"
+#include "equations_flat.h"
 
 using namespace cs;
+using cstest::Flat;
+using cstest::max_diff;
+using cstest::sigm;
+using cstest::Vec;
 
 namespace {
 
-using Vec = std::vector<double>;
-
-struct Flat {
-  std::vector<double> v;
-  std::vector<int64_t> s;
-  explicit Flat(const torch::Tensor& t) {
-    auto c = t.detach().to(torch::kDouble).contiguous();
-    v.assign(c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
-    s = c.sizes().vec();
-  }
-  double operator()(int64_t i) const { return v[static_cast<size_t>(i)]; }
-  double operator()(int64_t i, int64_t j) const { return v[static_cast<size_t>(i * s[1] + j)]; }
-};
-
-double sigm(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 
 // One GRU step (torch's formulation: gates r, z, n; reset applied after U) for one row.
 Vec gru_ref(const GRUCellImpl& g, const Vec& x, const Vec& h) {
