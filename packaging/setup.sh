@@ -32,7 +32,10 @@ BUILD_DIR=${CELLSCOPE_BUILD_DIR:-$repo/build}
 PACKAGES=(qt6-base-dev qt6-base-dev-tools libqt6svg6-dev libtorch-dev libopenblas0-openmp libqcustomplot-dev
   nlohmann-json3-dev libgloo-dev libgtest-dev cmake ninja-build ccache xvfb xauth git lintian
   clang libclang-rt-14-dev  # clang + its sanitizer and libFuzzer runtimes: the sanitizer stage of `test`
-  python3-torch python3-numpy)  # /usr/bin/python3's PyTorch: the plain-Python peers of `bench --peer` (test bench_peers)
+  python3-torch python3-numpy  # /usr/bin/python3's PyTorch: the plain-Python peers of `bench --peer` (test bench_peers)
+  wordnet-base  # WordNet's noun/verb lists: the word classes of the CBT-style cloze set (issue #18)
+  libsentencepiece-dev  # subword vocabularies of the sequence-to-sequence task (issue #18)
+  python3-nltk)  # an independent BLEU for the metric tests (issue #18)
 
 ms() { echo $(($(date +%s%N) / 1000000)); }
 t_step=""
