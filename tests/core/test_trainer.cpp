@@ -7,6 +7,7 @@
 #include <chrono>
 #include <filesystem>
 #include <limits>
+#include <map>
 #include <thread>
 
 #include "corpus_fixture.h"
@@ -167,6 +168,57 @@ TEST_F(Trainer, earlyStopOnPatience) {
   ASSERT_EQ(out.summary.status, std::string("finished"));
   ASSERT_EQ(t.step(), int64_t(15));  // best at 5, no improvement at 10 and 15
   ASSERT_TRUE(out.summary.reason.find("early stop") != std::string::npos);
+}
+
+TEST_F(Trainer, lrDecaysAfterEachEvaluationWithoutImprovement) {
+  // training.lr_decay: lr x factor after every evaluation that does not beat the best valid
+  // metric; the logged lr shows it, and a run resumed after a decay continues at the decayed lr
+  // exactly as the uninterrupted run (metrics identical line by line).
+  auto path = cstest::write_text_fixture("lrdecay.txt", 20000);
+  json cfg = small_config(path, 80);
+  cfg["training"]["eval_every"] = 5;
+  cfg["training"]["lr"] = 0.2;  // large enough that some evaluations get worse
+  cfg["training"]["lr_decay"] = 0.5;
+  const auto full = train_to_dir(cfg, cstest::temp_dir() + "/lrd_full");
+  // Replay the rule on the logged valid metrics: after a non-improving evaluation at step s
+  // every training line after s logs the halved lr.
+  double best = std::numeric_limits<double>::infinity(), lr = 0.2;
+  int decays = 0;
+  std::map<int64_t, double> lr_after;  // step of an evaluation -> lr from the next step on
+  for (auto& l : full) {
+    if (!l.value("eval", false) || l.value("split", "") != "valid") continue;
+    const double v = l.at("bpc").get<double>();
+    if (v < best) best = v; else { lr *= 0.5; ++decays; }
+    lr_after[l.at("step").get<int64_t>()] = lr;
+  }
+  ASSERT_GT(decays, 0) << "the fixture never got worse: the test would not check the decay";
+  ASSERT_LT(decays, 16) << "every evaluation got worse: nothing to tell decays from no decay";
+  int checked = 0;
+  for (auto& l : full) {
+    if (l.value("eval", false) || !l.contains("lr")) continue;
+    const int64_t step = l.at("step").get<int64_t>();
+    double expect = 0.2;
+    for (auto& [s, v] : lr_after)
+      if (s < step) expect = v;
+    ASSERT_DOUBLE_EQ(l.at("lr").get<double>(), expect) << l.dump();
+    ++checked;
+  }
+  ASSERT_GT(checked, 10);
+  // resume after a decay
+  int64_t first_decay = -1;
+  for (auto& [s, v] : lr_after)
+    if (v < 0.2 && first_decay < 0) first_decay = s;
+  const std::string dir = cstest::temp_dir() + "/lrd_part";
+  train_to_dir(cfg, dir, static_cast<int>(first_decay + 3));
+  {
+    auto st = std::make_shared<RunStore>(dir);
+    cs::Trainer t(cfg, make_task(cfg, dir), st);
+    t.resume();
+    t.run();
+  }
+  auto a = comparable(full), b = comparable(RunStore(dir).read_metrics());
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) ASSERT_TRUE(a[i] == b[i]) << b[i].dump() + "\n vs " + a[i].dump();
 }
 
 TEST_F(Trainer, trackTestLogsTestAtEveryEvaluation) {

@@ -74,6 +74,10 @@ const OptionTable<TrainingOptions>& training_option_table() {
             "How many step checkpoints to keep besides last and best (for scrubbing through training).");
     t.field("patience", &T::patience, 0, 1e9,
             "Early stop after this many evaluations without improvement of the validation metric (0 = off).");
+    t.field("lr_decay", &T::lr_decay, 0.01, 1.0,
+            "Multiply the learning rate by this factor after every evaluation that does not improve the best "
+            "validation metric (1 = off; 0.5 = halve it, as the MC-RNN paper does 'according to validation "
+            "performance'). With patience, training ends after that many such evaluations in a row.");
     t.field("seed", &T::seed, 0, 4294967295.0, "Random seed: same seed and config give identical metrics on CPU.");
     t.field("threads", &T::threads, 0, 1024, "LibTorch intra-op threads (0 = all cores; the GUI leaves one for itself).");
     t.field("device", &T::device, "Device: cpu, cuda or cuda:N.");

@@ -47,6 +47,7 @@ struct TrainingOptions {
   int64_t checkpoint_every = 0;
   int64_t keep_checkpoints = 3;
   int64_t patience = 0;
+  double lr_decay = 1.0;  // factor applied to lr after each evaluation without improvement (1 = off)
   int64_t seed = 1;
   int64_t threads = 0;
   std::string device = "cpu";

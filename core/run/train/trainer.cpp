@@ -49,6 +49,8 @@ struct Trainer::Impl {
   bool has_best = false;
   double best = 0;
   int64_t best_step = 0, bad_evals = 0;
+  // learning-rate decays so far (training.lr_decay): the current lr is training.lr x lr_decay^lr_decays
+  int64_t lr_decays = 0;
   // totals
   double elapsed_before = 0;  // from earlier processes (resume)
   int64_t units_total = 0;
@@ -71,16 +73,23 @@ const char* kForkHint =
     "to train on from a checkpoint with other training options make a new run with "
     "`cellscope-cli train --fork RUN_DIR[@STEP] --set training.KEY=VALUE`, for another architecture start a new run";
 
+// The learning rate after `decays` evaluations without improvement (training.lr_decay).
+double decayed_lr(const TrainingOptions& tr, int64_t decays) {
+  return tr.lr * std::pow(tr.lr_decay, static_cast<double>(decays));
+}
+
 // Set the optimizer's hyper-parameters from the configuration (a loaded optimizer state carries
-// the values it was saved with; a resume or fork at another lr must use the new one).
-void apply_hyper_parameters(torch::optim::Optimizer& opt, const TrainingOptions& tr) {
+// the values it was saved with; a resume or fork at another lr must use the new one), with the
+// learning rate decayed `decays` times.
+void apply_hyper_parameters(torch::optim::Optimizer& opt, const TrainingOptions& tr, int64_t decays) {
+  const double lr = decayed_lr(tr, decays);
   for (auto& g : opt.param_groups()) {
     if (auto* o = dynamic_cast<torch::optim::SGDOptions*>(&g.options())) {
-      o->lr(tr.lr);
+      o->lr(lr);
       o->weight_decay(tr.weight_decay);
       o->momentum(tr.momentum);
     } else if (auto* a = dynamic_cast<torch::optim::AdamOptions*>(&g.options())) {
-      a->lr(tr.lr);
+      a->lr(lr);
       a->weight_decay(tr.weight_decay);
     }
   }
@@ -156,6 +165,7 @@ void Trainer::save_checkpoint(const std::string& path) {
   s.write("best", D(impl_->best));
   s.write("best_step", I(impl_->best_step));
   s.write("bad_evals", I(impl_->bad_evals));
+  s.write("lr_decays", I(impl_->lr_decays));
   s.write("elapsed", D(summary_.elapsed));
   s.write("units_total", I(impl_->units_total));
   s.write("train_time_total", D(impl_->train_time_total));
@@ -194,7 +204,12 @@ void Trainer::load_checkpoint(const std::string& path) {
     ar.read("trainer", s);
     task_->model()->load(m);
     impl_->opt->load(o);
-    apply_hyper_parameters(*impl_->opt, impl_->opts);
+    {  // absent from checkpoints written before training.lr_decay: none happened
+      torch::Tensor v;
+      impl_->lr_decays = s.try_read("lr_decays", v) ? v.item<int64_t>() : 0;
+    }
+    impl_->lr = decayed_lr(impl_->opts, impl_->lr_decays);
+    apply_hyper_parameters(*impl_->opt, impl_->opts, impl_->lr_decays);
     task_->load_state(t);
     // InputArchive::read into an already-defined tensor tries to resize it: use a fresh one per key.
     auto T = [&](const char* k) { torch::Tensor v; s.read(k, v); return v; };
@@ -275,6 +290,10 @@ void Trainer::fork_from(const std::string& checkpoint) {
   impl_->best = 0;
   impl_->best_step = 0;
   impl_->bad_evals = 0;
+  // ... and starts at its own training.lr (a fork is how a user trains on at another lr).
+  impl_->lr_decays = 0;
+  impl_->lr = decayed_lr(impl_->opts, 0);
+  apply_hyper_parameters(*impl_->opt, impl_->opts, 0);
   summary_.step = step_;
   summary_.elapsed = impl_->elapsed_before;
 }
@@ -516,6 +535,13 @@ void Trainer::evaluate_valid(RunContext& rc) {
     I.bad_evals = 0;
   } else {
     ++I.bad_evals;
+    // training.lr_decay: a smaller step after every evaluation without improvement, so that a run
+    // that has stopped improving at its lr settles into its minimum before patience ends it.
+    if (I.opts.lr_decay < 1.0) {
+      ++I.lr_decays;
+      I.lr = decayed_lr(I.opts, I.lr_decays);
+      apply_hyper_parameters(*I.opt, I.opts, I.lr_decays);
+    }
   }
   // best.pt written after last.pt would see the same weights: save it directly
   if (store_ && better) save_global(join_path(store_->checkpoint_dir(), "best.pt"));
