@@ -218,6 +218,33 @@ TEST(BaselineCells, gruDtSharedTransitionIsTheFirstGruWithZeroInput) {
   }
 }
 
+TEST(BaselineCells, everyParameterReceivesAGradient) {
+  // A parameter that never gets a gradient is dead weight that the parameter counts of the
+  // tables would still include (the GRU+DT transition GRUs once registered input-LN gains for
+  // an input they never have). Every cell and option combination the presets use.
+  const std::vector<std::pair<std::string, json>> rows = {
+      {"gru", {{"layer_norm", true}}},
+      {"lstm", {{"layer_norm", true}}},
+      {"gru_dt", {{"depth", 2}, {"share_transition", false}, {"layer_norm", true}}},
+      {"gru_dt", {{"depth", 2}, {"share_transition", false}, {"layer_norm", false}}},
+      {"gru_dt", {{"depth", 1}, {"share_transition", true}, {"layer_norm", true}}}};
+  for (auto& [cell, extra] : rows) {
+    torch::manual_seed(4);
+    auto c = make(cell, extra);
+    auto x = torch::randn({4, 2, 5});
+    StepContext ctx;
+    ctx.stepwise = true;
+    auto out = c->forward_sequence(x, c->initial_state(2, torch::TensorOptions()), ctx);
+    (out.output * torch::randn_like(out.output)).sum().backward();
+    for (auto& p : c->named_parameters()) {
+      if (p.value().numel() == 0) continue;  // a transition GRU's [3H, 0] w_ih: no weights to train or count
+      ASSERT_TRUE(p.value().grad().defined()) << cell << " " << extra.dump() << ": " << p.key() << " has no gradient";
+      ASSERT_GT(p.value().grad().abs().sum().item<double>(), 0.0)
+          << cell << " " << extra.dump() << ": " << p.key() << " has a zero gradient";
+    }
+  }
+}
+
 TEST(BaselineCells, candidateDropoutOnlyInTraining) {
   torch::manual_seed(6);
   auto c = make("gru", {{"candidate_dropout", 0.5}});

@@ -24,8 +24,13 @@ GateCellBase::GateCellBase(const BaselineOptions& o, int gates, const std::strin
   b_ih = register_parameter("b_ih", torch::empty({G}).uniform_(-k, k));
   b_hh = register_parameter("b_hh", torch::empty({G}).uniform_(-k, k));
   if (o.layer_norm) {
-    ln_x_gain = register_parameter("ln_x_gain", torch::ones({gates, H}));
-    ln_x_bias = register_parameter("ln_x_bias", torch::zeros({gates, H}));
+    // No input, no input LN: a GRU+DT transition GRU (input_size 0) is fed b_ih alone, so
+    // LN gains on W_ih x would be parameters that never receive a gradient (and would
+    // inflate the parameter count the tables print).
+    if (o.input_size > 0) {
+      ln_x_gain = register_parameter("ln_x_gain", torch::ones({gates, H}));
+      ln_x_bias = register_parameter("ln_x_bias", torch::zeros({gates, H}));
+    }
     ln_h_gain = register_parameter("ln_h_gain", torch::ones({gates, H}));
     ln_h_bias = register_parameter("ln_h_bias", torch::zeros({gates, H}));
   }
