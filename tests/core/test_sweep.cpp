@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include <fcntl.h>
 #include <sys/file.h>
 #include <unistd.h>
@@ -293,6 +295,30 @@ TEST_F(Sweep, aggregation) {
   for (auto& row : p.cells)
     for (auto& c : row) ASSERT_TRUE(!c.best);
   ASSERT_THROW(paired_table(in, {"A"}, {"x", "y"}, "w"), UserError);
+
+  // Paired against a row: differences to row A of runs sharing column and seed (MZU Table 4:
+  // every model against satMZU at each depth).
+  auto pr = paired_table(in, {"A", "B", "C"}, {"x", "y"}, "A");
+  ASSERT_EQ(pr.paired_axis, std::string("row"));
+  for (auto& c : pr.cells[0]) ASSERT_TRUE(c.reference);
+  ASSERT_FALSE(pr.cells[1][0].reference);
+  std::map<std::pair<std::string, int64_t>, double> v;
+  for (auto& x : in) v[{x.row + "|" + x.col, x.seed}] = x.value;
+  for (size_t r = 1; r < 3; ++r)
+    for (size_t c = 0; c < 2; ++c) {
+      const std::string R = r == 1 ? "B" : "C", C = c == 0 ? "x" : "y";
+      std::vector<double> d;
+      for (int64_t s = 1; s <= 3; ++s)
+        if (v.count({R + "|" + C, s}) && v.count({"A|" + C, s})) d.push_back(v[{R + "|" + C, s}] - v[{"A|" + C, s}]);
+      ASSERT_EQ(pr.cells[r][c].n, static_cast<int>(d.size())) << R << C;
+      double m = 0;
+      for (double e : d) m += e;
+      if (!d.empty()) ASSERT_NEAR(pr.cells[r][c].mean, m / d.size(), 1e-12) << R << C;
+    }
+  ASSERT_EQ(paired_table(in, {"A", "B", "C"}, {"x", "y"}, "row:A").paired_axis, std::string("row"));
+  ASSERT_THROW(paired_table(in, {"A", "B", "C"}, {"x", "y"}, "col:A"), UserError);
+  ASSERT_THROW(paired_table(in, {"x", "B"}, {"x", "y"}, "x"), UserError);  // both a row and a column
+  ASSERT_EQ(paired_table(in, {"x", "B"}, {"x", "y"}, "col:x").paired_axis, std::string("column"));
 }
 
 TEST_F(Sweep, latexStructure) {

@@ -110,28 +110,50 @@ SweepTable aggregate_table(const std::vector<TableInput>& in, const std::vector<
 }
 
 SweepTable paired_table(const std::vector<TableInput>& in, const std::vector<std::string>& rows,
-                        const std::vector<std::string>& cols, const std::string& ref) {
-  if (std::find(cols.begin(), cols.end(), ref) == cols.end())
-    throw UserError("paired: '" + ref + "' is not a column of the table (columns: " + join(cols, ", ") + ")");
-  // value at (row, ref, seed)
-  std::map<std::pair<std::string, int64_t>, double> refv;
+                        const std::vector<std::string>& cols, const std::string& ref_in) {
+  // "row:L" / "col:L" name the axis; a bare label is whichever of the two it is (a label that
+  // is both must say which).
+  std::string ref = ref_in;
+  std::string axis;
+  if (ref.rfind("row:", 0) == 0) axis = "row", ref = ref.substr(4);
+  else if (ref.rfind("col:", 0) == 0) axis = "column", ref = ref.substr(4);
+  const bool is_col = std::find(cols.begin(), cols.end(), ref) != cols.end();
+  const bool is_row = std::find(rows.begin(), rows.end(), ref) != rows.end();
+  if (axis.empty()) {
+    if (is_col && is_row)
+      throw UserError("paired: '" + ref + "' is both a row and a column label; say which: row:" + ref + " or col:" + ref);
+    axis = is_row ? "row" : "column";
+  }
+  if (axis == "column" && !is_col)
+    throw UserError("paired: '" + ref + "' is not a column of the table (columns: " + join(cols, ", ") +
+                    "; rows: " + join(rows, ", ") + ")");
+  if (axis == "row" && !is_row)
+    throw UserError("paired: '" + ref + "' is not a row of the table (rows: " + join(rows, ", ") + ")");
+  const bool by_row = axis == "row";
+  // the reference record of x: same seed, same other label, `ref` on the paired axis
+  auto other = [&](const TableInput& x) -> const std::string& { return by_row ? x.col : x.row; };
+  auto on_ref = [&](const TableInput& x) { return (by_row ? x.row : x.col) == ref; };
+  std::map<std::pair<std::string, int64_t>, const TableInput*> refv;
   for (auto& x : in)
-    if (x.col == ref && std::isfinite(x.value)) refv[{x.row, x.seed}] = x.value;
+    if (on_ref(x) && std::isfinite(x.value)) refv[{other(x), x.seed}] = &x;
   std::vector<TableInput> diffs;
   for (auto& x : in) {
-    auto it = refv.find({x.row, x.seed});
+    auto it = refv.find({other(x), x.seed});
     if (it == refv.end() || !std::isfinite(x.value)) continue;  // unpaired: left out
     // a difference is short of the budget when either of its runs is
-    const bool ref_short = std::any_of(in.begin(), in.end(), [&](const TableInput& y) {
-      return y.col == ref && y.row == x.row && y.seed == x.seed && y.short_of_budget;
-    });
-    diffs.push_back({x.row, x.col, x.seed, x.value - it->second, x.short_of_budget || ref_short});
+    diffs.push_back({x.row, x.col, x.seed, x.value - it->second->value, x.short_of_budget || it->second->short_of_budget});
   }
   SweepTable t = aggregate_table(diffs, rows, cols, false, "none");
   t.paired = true;
   t.paired_reference = ref;
-  const size_t rc = static_cast<size_t>(std::find(cols.begin(), cols.end(), ref) - cols.begin());
-  for (auto& row : t.cells) row[rc].reference = true;
+  t.paired_axis = axis;
+  if (by_row) {
+    const size_t rr = static_cast<size_t>(std::find(rows.begin(), rows.end(), ref) - rows.begin());
+    for (auto& c : t.cells[rr]) c.reference = true;
+  } else {
+    const size_t rc = static_cast<size_t>(std::find(cols.begin(), cols.end(), ref) - cols.begin());
+    for (auto& row : t.cells) row[rc].reference = true;
+  }
   return t;
 }
 
@@ -550,7 +572,7 @@ std::string table_to_text(const SweepTable& t) {
   for (auto& l : grid)
     for (size_t i = 0; i < l.size(); ++i) w[i] = std::max(w[i], l[i].size());
   std::ostringstream o;
-  o << t.title << ": " << (t.paired ? "paired difference vs '" + t.paired_reference + "' of " : std::string()) << t.metric
+  o << t.title << ": " << (t.paired ? "paired difference vs " + t.paired_axis + " '" + t.paired_reference + "' of " : std::string()) << t.metric
     << " (" << (t.higher_is_better ? "higher" : "lower") << " is better), mean +- std over seeds";
   o << " {";
   for (size_t i = 0; i < t.seeds.size(); ++i) o << (i ? "," : "") << t.seeds[i];
@@ -663,7 +685,7 @@ std::string latex_escape(const std::string& s) {
 std::string table_to_latex(const SweepTable& t) {
   const int d = auto_digits(t);
   std::ostringstream o;
-  o << "% " << latex_escape(t.title) << ": " << (t.paired ? "paired difference vs " + latex_escape(t.paired_reference) + " of " : std::string())
+  o << "% " << latex_escape(t.title) << ": " << (t.paired ? "paired difference vs " + t.paired_axis + " " + latex_escape(t.paired_reference) + " of " : std::string())
     << latex_escape(t.metric) << ", mean $\\pm$ std over seeds {";
   for (size_t i = 0; i < t.seeds.size(); ++i) o << (i ? "," : "") << t.seeds[i];
   o << "}; " << (t.higher_is_better ? "higher" : "lower") << " is better" << (t.paired ? "" : "; best in bold") << "\n";
@@ -707,7 +729,7 @@ json table_to_json(const SweepTable& t) {
     }
   return {{"title", t.title}, {"metric", t.metric}, {"higher_is_better", t.higher_is_better}, {"rows", t.row_labels},
           {"cols", t.col_labels}, {"row_header", t.row_header}, {"col_header", t.col_header}, {"seeds", t.seeds},
-          {"paired", t.paired}, {"paired_reference", t.paired_reference}, {"missing", t.missing}, {"cells", cells},
+          {"paired", t.paired}, {"paired_reference", t.paired_reference}, {"paired_axis", t.paired_axis}, {"missing", t.missing}, {"cells", cells},
           {"budget", t.budget.active() ? json{{"kind", t.budget.kind}, {"amount", t.budget.amount}, {"common", t.budget.common},
                                                {"note", t.budget_note}, {"problems", t.budget_problems}}
                                        : json()}};

@@ -76,7 +76,8 @@ struct SweepTable {
   std::vector<std::vector<TableCell>> cells;  // [row][col]
   std::vector<int64_t> seeds;                 // the sweep's seeds
   bool paired = false;
-  std::string paired_reference;  // the column every other column is compared with
+  std::string paired_reference;  // the row or column every other one is compared with
+  std::string paired_axis;       // "column" | "row"
   int missing = 0;               // points without a value (pending, failed, stopped)
   Budget budget;                 // active: the compute-matched view
   std::string budget_note;       // how the budget view read the runs (split used, fallbacks)
@@ -98,8 +99,10 @@ SweepTable aggregate_table(const std::vector<TableInput>& in, const std::vector<
 
 // Paired view: each cell (r, c) holds the differences value(r, c, s) - value(r, ref, s)
 // over the seeds s present in both (pairs share seed and data order, and every other
-// option). No cell is bold; the reference column is marked. Throws UserError when `ref`
-// is not a column label.
+// option), or value(r, c, s) - value(ref, c, s) when `ref` is a row label. `ref` may say
+// its axis ("row:L", "col:L"); a bare label that is both a row and a column is refused.
+// No cell is bold; the reference column (row) is marked. Throws UserError when `ref`
+// is neither.
 SweepTable paired_table(const std::vector<TableInput>& in, const std::vector<std::string>& rows,
                         const std::vector<std::string>& cols, const std::string& ref);
 
