@@ -135,7 +135,8 @@ class GuiSweepTest : public QObject {
     QVERIFY(texText.contains("model.hidden & 0.003 & 0.02"));
 
     // Paired view: differences to the column lr = 0.003.
-    panel->pairedReference()->setCurrentText("0.003");
+    panel->pairedReference()->setCurrentText("column 0.003");
+    QCOMPARE(panel->pairedReference()->currentData().toString(), QString("col:0.003"));
     panel->pairedCheck()->setChecked(true);
     QCOMPARE(t->item(0, 0)->text(), QString("(ref.)"));
     QCOMPARE(t->item(1, 0)->text(), QString("(ref.)"));
@@ -145,6 +146,11 @@ class GuiSweepTest : public QObject {
     QFile fp(root + "/paired.csv");
     QVERIFY(fp.open(QIODevice::ReadOnly));
     QVERIFY(QString::fromUtf8(fp.readAll()).contains("\n8,0.003,0,0,2,"));  // the reference minus itself
+    // ... and to a row (the first hidden size): the whole row is the reference.
+    panel->pairedReference()->setCurrentIndex(panel->pairedReference()->findData(QString("row:8")));
+    QCOMPARE(t->item(0, 0)->text(), QString("(ref.)"));
+    QCOMPARE(t->item(0, 1)->text(), QString("(ref.)"));
+    QVERIFY(t->item(1, 0)->text().contains(QString::fromUtf8("±")));
     panel->pairedCheck()->setChecked(false);
 
     // Plot: x = hidden (numeric first axis), one curve per lr with error bars.

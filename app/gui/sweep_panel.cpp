@@ -110,8 +110,8 @@ SweepPanel::SweepPanel(const ConfigurePanel* config, const TrainingController* t
   m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
   r->addWidget(m_table, 2);
   auto* tableButtons = new QHBoxLayout;
-  m_paired = new QCheckBox(QStringLiteral("Paired difference to column"), right);
-  m_paired->setToolTip(QStringLiteral("Each cell: the difference to the chosen column of the runs that share the seed "
+  m_paired = new QCheckBox(QStringLiteral("Paired difference to"), right);
+  m_paired->setToolTip(QStringLiteral("Each cell: the difference to the chosen column (or row) of the runs that share the seed "
                                       "(and so the data order) and every other option; mean ± std over seeds"));
   m_pairedRef = new QComboBox(right);
   tableButtons->addWidget(m_paired);
@@ -331,7 +331,8 @@ bool SweepPanel::openSweep(const QString& dir) {
 
 void SweepPanel::refreshTable() {
   if (m_dir.isEmpty() || !QFileInfo::exists(m_dir + "/sweep.json")) return;
-  // The reference choices: the columns of the plain table.
+  // The reference choices: the columns, then the rows of the plain table (MZU Table 4 pairs
+  // every model with satMZU, a row).
   SweepTableView plain;
   QString err;
   if (!sweepTable(m_dir, QString(), &plain, &err)) {
@@ -339,16 +340,20 @@ void SweepPanel::refreshTable() {
     return;
   }
   {
-    const QString keep = m_pairedRef->currentText();
+    const QString keep = m_pairedRef->currentData().toString();
     QSignalBlocker b(m_pairedRef);
     m_pairedRef->clear();
-    m_pairedRef->addItems(plain.cols);
-    const int i = m_pairedRef->findText(keep);
+    if (plain.cols.size() > 1)
+      for (const auto& c : plain.cols) m_pairedRef->addItem(QStringLiteral("column %1").arg(c), QStringLiteral("col:") + c);
+    if (plain.rows.size() > 1)
+      for (const auto& r : plain.rows) m_pairedRef->addItem(QStringLiteral("row %1").arg(r), QStringLiteral("row:") + r);
+    const int i = m_pairedRef->findData(keep);
     m_pairedRef->setCurrentIndex(i >= 0 ? i : 0);
   }
-  m_paired->setEnabled(plain.cols.size() > 1);
+  m_paired->setEnabled(m_pairedRef->count() > 0);
   SweepTableView t = plain;
-  if (m_paired->isChecked() && plain.cols.size() > 1 && !sweepTable(m_dir, m_pairedRef->currentText(), &t, &err)) {
+  if (m_paired->isChecked() && m_pairedRef->count() > 0 &&
+      !sweepTable(m_dir, m_pairedRef->currentData().toString(), &t, &err)) {
     m_caption->setText(err);
     return;
   }
@@ -419,7 +424,7 @@ bool SweepPanel::exportTable(const QString& path, QString* error) {
     if (error) *error = QStringLiteral("no sweep to export");
     return false;
   }
-  const QString ref = m_paired->isChecked() && m_paired->isEnabled() ? m_pairedRef->currentText() : QString();
+  const QString ref = m_paired->isChecked() && m_paired->isEnabled() ? m_pairedRef->currentData().toString() : QString();
   return exportSweepTable(m_dir, ref, path, error);
 }
 
