@@ -184,7 +184,10 @@ struct ZoneKernels {
 };
 
 // Grain of the (k, b) loops: about 32k multiply-adds per task.
-inline int64_t zone_grain(int64_t N, int64_t dz) { return std::max<int64_t>(1, 32768 / std::max<int64_t>(1, 4 * N * N * dz)); }
+inline int64_t zone_grain(int64_t N, int64_t dz) {
+  if (fused_mzu_tuning().zone_grain > 0) return fused_mzu_tuning().zone_grain;
+  return std::max<int64_t>(1, 32768 / std::max<int64_t>(1, 4 * N * N * dz));
+}
 
 // Forward of the cosines only (sat, cap: the D metric / eq. 18): D[kb] = -mean cos.
 void zone_disagreement_fwd(const Tensor& Zb, const Tensor& Dneg) {
