@@ -273,6 +273,27 @@ TEST_F(FusedMzu, agrees_at_larger_sizes) {
   tune = saved;
 }
 
+TEST_F(FusedMzu, zone_loops_split_over_threads) {
+  // The fused zone loops (sat attention, cosines / eq. 18, gcn adjacency backward) run as
+  // at::parallel_for over the (k, b) rows: with 2 threads and one row per task every row is
+  // its own task, on both threads; the results must not depend on the split.
+  auto& tune = fused_mzu_tuning();
+  const auto saved = tune;
+  const int threads = torch::get_num_threads();
+  torch::set_num_threads(2);
+  tune.zone_grain = 1;
+  for (const std::string comp : {"gcn", "sat", "cap"}) {
+    auto o = paper(comp);
+    o.input_size = 10;
+    o.hidden_size = 32;
+    o.filter = 24;
+    compare_paths(o, torch::kDouble, 1e-10, comp + "/2 threads, grain 1 (double)", 9);
+    compare_paths(o, torch::kFloat, 1e-4, comp + "/2 threads, grain 1 (float)", 9);
+  }
+  tune = saved;
+  torch::set_num_threads(threads);
+}
+
 TEST_F(FusedMzu, finite_differences_of_the_fast_path) {
   for (const std::string comp : {"gcn", "sat", "cap"}) {
     for (int variant = 0; variant < 2; ++variant) {

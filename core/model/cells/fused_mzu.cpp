@@ -3,10 +3,13 @@
 #include "cells/fused_common.h"
 
 #include <ATen/ATen.h>
+#include <ATen/Dispatch.h>
+#include <ATen/Parallel.h>
 #include <ATen/core/grad_mode.h>
 #include <ATen/core/ivalue.h>
 #include <torch/csrc/autograd/custom_function.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <initializer_list>
@@ -124,6 +127,278 @@ void give(Tensor& t) {
   t = Tensor();
 }
 
+// ------------------------------------------------------------------ per-(M-function, batch row) zone kernels
+// The zone-level work of one step is N x N (zones) per (k, b): cosines (eq. 7 / eq. 18), the
+// sat attention (eq. 6) and the gcn adjacency (eqs. 7-9). As bmm over K B matrices of N x d_z
+// it is K B tiny GEMM calls each (ATen 1.13 loops over the batch), several thousand serial
+// calls per step with their dispatch; here each is one loop over (k, b), parallel over rows.
+// Sums run in double (float tensors too); see FUSED_NOTES.md ("zone kernels").
+template <typename S>
+struct ZoneKernels {
+  // norms of the zones (clamped as F::normalize / the step-wise path: max(||z||, 1e-12)). The
+  // forward quantities are computed in the tensor's type and order of operations of the
+  // step-wise path (normalise, then dot products): the gcn degree clamp makes the gradient
+  // discontinuous, and in float a differently rounded degree can fall on the other side of it.
+  static void norms(const S* Z, int64_t N, int64_t dz, double* nc) {
+    for (int64_t i = 0; i < N; ++i) {
+      S s = 0;
+      const S* zi = Z + i * dz;
+      for (int64_t e = 0; e < dz; ++e) s += zi[e] * zi[e];
+      nc[i] = static_cast<double>(std::max<S>(std::sqrt(s), static_cast<S>(1e-12)));
+    }
+  }
+  // cm[i, j] = cos(z_i, z_j) = zn_i . zn_j; returns their mean
+  static double cosines(const S* Z, int64_t N, int64_t dz, const double* nc, double* cm) {
+    double mean = 0;
+    for (int64_t i = 0; i < N; ++i)
+      for (int64_t j = i; j < N; ++j) {
+        S s = 0;
+        const S *zi = Z + i * dz, *zj = Z + j * dz;
+        const S ni = static_cast<S>(nc[i]), nj = static_cast<S>(nc[j]);
+        for (int64_t e = 0; e < dz; ++e) s += (zi[e] / ni) * (zj[e] / nj);
+        cm[i * N + j] = cm[j * N + i] = static_cast<double>(s);
+        mean += i == j ? s : 2 * static_cast<double>(s);
+      }
+    return mean / static_cast<double>(N * N);
+  }
+  // dZ += d/dZ of sum_ij dcos_ij cos_ij (dcos [N, N], symmetrised)
+  static void cos_backward(const S* Z, int64_t N, int64_t dz, const double* nc, const double* dcos, S* dZ,
+                           double* dzn) {
+    for (int64_t i = 0; i < N; ++i) {
+      // dzn_i = sum_j (dcos_ij + dcos_ji) zn_j ; dZ_i += (dzn_i - zn_i (dzn_i . zn_i)) / nc_i
+      for (int64_t e = 0; e < dz; ++e) dzn[e] = 0;
+      for (int64_t j = 0; j < N; ++j) {
+        const double c = (dcos[i * N + j] + dcos[j * N + i]) / nc[j];
+        if (c == 0) continue;
+        const S* zj = Z + j * dz;
+        for (int64_t e = 0; e < dz; ++e) dzn[e] += c * zj[e];
+      }
+      const S* zi = Z + i * dz;
+      double dot = 0;
+      for (int64_t e = 0; e < dz; ++e) dot += dzn[e] * zi[e];
+      dot /= nc[i];
+      S* di = dZ + i * dz;
+      for (int64_t e = 0; e < dz; ++e) di[e] += static_cast<S>((dzn[e] - zi[e] / nc[i] * dot) / nc[i]);
+    }
+  }
+};
+
+// Grain of the (k, b) loops: about 32k multiply-adds per task.
+inline int64_t zone_grain(int64_t N, int64_t dz) {
+  if (fused_mzu_tuning().zone_grain > 0) return fused_mzu_tuning().zone_grain;
+  return std::max<int64_t>(1, 32768 / std::max<int64_t>(1, 4 * N * N * dz));
+}
+
+// Forward of the cosines only (sat, cap: the D metric / eq. 18): D[kb] = -mean cos.
+void zone_disagreement_fwd(const Tensor& Zb, const Tensor& Dneg) {
+  const int64_t KB = Zb.size(0), N = Zb.size(1), dz = Zb.size(2);
+  AT_DISPATCH_FLOATING_TYPES(Zb.scalar_type(), "zone_disagreement_fwd", [&] {
+    const scalar_t* Z = Zb.data_ptr<scalar_t>();
+    scalar_t* D = Dneg.data_ptr<scalar_t>();
+    at::parallel_for(0, KB, zone_grain(N, dz), [&](int64_t b0, int64_t b1) {
+      std::vector<double> nc(static_cast<size_t>(N)), cm(static_cast<size_t>(N * N));
+      for (int64_t kb = b0; kb < b1; ++kb) {
+        const scalar_t* z = Z + kb * N * dz;
+        ZoneKernels<scalar_t>::norms(z, N, dz, nc.data());
+        D[kb] = static_cast<scalar_t>(-ZoneKernels<scalar_t>::cosines(z, N, dz, nc.data(), cm.data()));
+      }
+    });
+  });
+}
+
+// sat forward: q3 [KB, N, 3 d_z] -> attn [KB, N, N], O [KB, N, d_z]
+void sat_attention_fwd(const Tensor& q3, const Tensor& attn, const Tensor& O) {
+  const int64_t KB = q3.size(0), N = q3.size(1), dz = q3.size(2) / 3;
+  const double scale = 1.0 / std::sqrt(static_cast<double>(dz));
+  AT_DISPATCH_FLOATING_TYPES(q3.scalar_type(), "sat_attention_fwd", [&] {
+    const scalar_t* Q = q3.data_ptr<scalar_t>();
+    scalar_t* A = attn.data_ptr<scalar_t>();
+    scalar_t* Op = O.data_ptr<scalar_t>();
+    at::parallel_for(0, KB, zone_grain(N, dz), [&](int64_t b0, int64_t b1) {
+      std::vector<double> s(static_cast<size_t>(N)), o(static_cast<size_t>(dz));
+      for (int64_t kb = b0; kb < b1; ++kb) {
+        const scalar_t* base = Q + kb * N * 3 * dz;
+        for (int64_t i = 0; i < N; ++i) {
+          const scalar_t* q = base + i * 3 * dz;
+          double mx = -INFINITY;
+          for (int64_t j = 0; j < N; ++j) {
+            const scalar_t* k = base + j * 3 * dz + dz;
+            double acc = 0;
+            for (int64_t e = 0; e < dz; ++e) acc += static_cast<double>(q[e]) * k[e];
+            s[static_cast<size_t>(j)] = acc * scale;
+            mx = std::max(mx, s[static_cast<size_t>(j)]);
+          }
+          double sum = 0;
+          for (int64_t j = 0; j < N; ++j) sum += (s[static_cast<size_t>(j)] = std::exp(s[static_cast<size_t>(j)] - mx));
+          scalar_t* a = A + (kb * N + i) * N;
+          for (int64_t e = 0; e < dz; ++e) o[static_cast<size_t>(e)] = 0;
+          for (int64_t j = 0; j < N; ++j) {
+            const scalar_t aij = static_cast<scalar_t>(s[static_cast<size_t>(j)] / sum);
+            a[j] = aij;
+            const scalar_t* v = base + j * 3 * dz + 2 * dz;
+            for (int64_t e = 0; e < dz; ++e) o[static_cast<size_t>(e)] += static_cast<double>(aij) * v[e];
+          }
+          scalar_t* op = Op + (kb * N + i) * dz;
+          for (int64_t e = 0; e < dz; ++e) op[e] = static_cast<scalar_t>(o[static_cast<size_t>(e)]);
+        }
+      }
+    });
+  });
+}
+
+// sat backward: dO [KB, N, d_z] -> dqkv [KB, N, 3 d_z]; plus (dD defined) the eq. 18 term
+// through the cosines of Zb into dZ (accumulated).
+void sat_attention_bwd(const Tensor& dO, const Tensor& attn, const Tensor& q3, const Tensor& dqkv) {
+  const int64_t KB = q3.size(0), N = q3.size(1), dz = q3.size(2) / 3;
+  const double scale = 1.0 / std::sqrt(static_cast<double>(dz));
+  AT_DISPATCH_FLOATING_TYPES(q3.scalar_type(), "sat_attention_bwd", [&] {
+    const scalar_t* Q = q3.data_ptr<scalar_t>();
+    const scalar_t* A = attn.data_ptr<scalar_t>();
+    const scalar_t* G = dO.data_ptr<scalar_t>();
+    scalar_t* D = dqkv.data_ptr<scalar_t>();
+    at::parallel_for(0, KB, zone_grain(N, dz), [&](int64_t b0, int64_t b1) {
+      std::vector<double> ds(static_cast<size_t>(N * N)), acc(static_cast<size_t>(dz));
+      for (int64_t kb = b0; kb < b1; ++kb) {
+        const scalar_t* base = Q + kb * N * 3 * dz;
+        const scalar_t* a = A + kb * N * N;
+        const scalar_t* g = G + kb * N * dz;
+        scalar_t* d = D + kb * N * 3 * dz;
+        // dat_ij = dO_i . v_j ; dS = softmax backward, times the scale
+        for (int64_t i = 0; i < N; ++i) {
+          double dot = 0;
+          for (int64_t j = 0; j < N; ++j) {
+            const scalar_t* v = base + j * 3 * dz + 2 * dz;
+            double s = 0;
+            for (int64_t e = 0; e < dz; ++e) s += static_cast<double>(g[i * dz + e]) * v[e];
+            ds[static_cast<size_t>(i * N + j)] = s;
+            dot += s * a[i * N + j];
+          }
+          for (int64_t j = 0; j < N; ++j)
+            ds[static_cast<size_t>(i * N + j)] = a[i * N + j] * (ds[static_cast<size_t>(i * N + j)] - dot) * scale;
+        }
+        for (int64_t i = 0; i < N; ++i) {
+          // dq_i = sum_j dS_ij k_j
+          for (int64_t e = 0; e < dz; ++e) acc[static_cast<size_t>(e)] = 0;
+          for (int64_t j = 0; j < N; ++j) {
+            const double c = ds[static_cast<size_t>(i * N + j)];
+            const scalar_t* k = base + j * 3 * dz + dz;
+            for (int64_t e = 0; e < dz; ++e) acc[static_cast<size_t>(e)] += c * k[e];
+          }
+          for (int64_t e = 0; e < dz; ++e) d[i * 3 * dz + e] = static_cast<scalar_t>(acc[static_cast<size_t>(e)]);
+          // dk_i = sum_j dS_ji q_j
+          for (int64_t e = 0; e < dz; ++e) acc[static_cast<size_t>(e)] = 0;
+          for (int64_t j = 0; j < N; ++j) {
+            const double c = ds[static_cast<size_t>(j * N + i)];
+            const scalar_t* q = base + j * 3 * dz;
+            for (int64_t e = 0; e < dz; ++e) acc[static_cast<size_t>(e)] += c * q[e];
+          }
+          for (int64_t e = 0; e < dz; ++e) d[i * 3 * dz + dz + e] = static_cast<scalar_t>(acc[static_cast<size_t>(e)]);
+          // dv_i = sum_j attn_ji dO_j
+          for (int64_t e = 0; e < dz; ++e) acc[static_cast<size_t>(e)] = 0;
+          for (int64_t j = 0; j < N; ++j) {
+            const double c = a[j * N + i];
+            for (int64_t e = 0; e < dz; ++e) acc[static_cast<size_t>(e)] += c * g[j * dz + e];
+          }
+          for (int64_t e = 0; e < dz; ++e) d[i * 3 * dz + 2 * dz + e] = static_cast<scalar_t>(acc[static_cast<size_t>(e)]);
+        }
+      }
+    });
+  });
+}
+
+// eq. 18's term alone (sat, cap): dZ += d/dZ of sum_ij c_kb cos_ij with c_kb = -dD_kb / N^2
+// (dDkb [KB], contiguous).
+void zone_disagreement_bwd(const Tensor& Zb, const Tensor& dDkb, const Tensor& dZ) {
+  const int64_t KB = Zb.size(0), N = Zb.size(1), dz = Zb.size(2);
+  AT_DISPATCH_FLOATING_TYPES(Zb.scalar_type(), "zone_disagreement_bwd", [&] {
+    const scalar_t* Z = Zb.data_ptr<scalar_t>();
+    const scalar_t* dD = dDkb.data_ptr<scalar_t>();
+    scalar_t* dz_ = dZ.data_ptr<scalar_t>();
+    at::parallel_for(0, KB, zone_grain(N, dz), [&](int64_t b0, int64_t b1) {
+      std::vector<double> nc(static_cast<size_t>(N)), dc(static_cast<size_t>(N * N)), dzn(static_cast<size_t>(dz));
+      for (int64_t kb = b0; kb < b1; ++kb) {
+        const double c = -static_cast<double>(dD[kb]) / static_cast<double>(N * N);
+        if (c == 0) continue;
+        const scalar_t* z = Z + kb * N * dz;
+        ZoneKernels<scalar_t>::norms(z, N, dz, nc.data());
+        std::fill(dc.begin(), dc.end(), c);
+        ZoneKernels<scalar_t>::cos_backward(z, N, dz, nc.data(), dc.data(), dz_ + kb * N * dz, dzn.data());
+      }
+    });
+  });
+}
+
+// gcn backward: dAZ [KB, N, d_z] (and dDkb [KB] of eq. 18, or undefined) -> dZ [KB, N, d_z]
+// (written): through A^ Z, the normalisation (degree clamp, on the forward's side: deg [KB, N]
+// as forward computed it), the edges and the cosines. cm, A^: the forward's [KB, N, N].
+void gcn_adjacency_bwd(const Tensor& Zb, const Tensor& cmt, const Tensor& aht, const Tensor& degt, const Tensor& dAZt, const Tensor& dDkb,
+                       bool relu_edges, const Tensor& dZt) {
+  const int64_t KB = Zb.size(0), N = Zb.size(1), dz = Zb.size(2);
+  AT_DISPATCH_FLOATING_TYPES(Zb.scalar_type(), "gcn_adjacency_bwd", [&] {
+    const scalar_t *Z = Zb.data_ptr<scalar_t>(), *CM = cmt.data_ptr<scalar_t>(), *AH = aht.data_ptr<scalar_t>(),
+                   *G = dAZt.data_ptr<scalar_t>(), *DEG = degt.data_ptr<scalar_t>();
+    const scalar_t* dD = dDkb.defined() ? dDkb.data_ptr<scalar_t>() : nullptr;
+    scalar_t* DZ = dZt.data_ptr<scalar_t>();
+    at::parallel_for(0, KB, zone_grain(N, dz), [&](int64_t b0, int64_t b1) {
+      const size_t NN = static_cast<size_t>(N * N);
+      std::vector<double> nc(static_cast<size_t>(N)), dAh(NN), A(NN), dA(NN), deg(static_cast<size_t>(N)),
+          dinv(static_cast<size_t>(N)), ddeg(static_cast<size_t>(N)), acc(static_cast<size_t>(dz));
+      for (int64_t kb = b0; kb < b1; ++kb) {
+        const scalar_t* z = Z + kb * N * dz;
+        const scalar_t* g = G + kb * N * dz;
+        const scalar_t* cm = CM + kb * N * N;
+        const scalar_t* ah = AH + kb * N * N;
+        scalar_t* dzo = DZ + kb * N * dz;
+        // through A^ Z: dAh_ij = dAZ_i . z_j ; dZ_j = sum_i Ah_ij dAZ_i
+        for (int64_t i = 0; i < N; ++i)
+          for (int64_t j = 0; j < N; ++j) {
+            double s = 0;
+            for (int64_t e = 0; e < dz; ++e) s += static_cast<double>(g[i * dz + e]) * z[j * dz + e];
+            dAh[static_cast<size_t>(i * N + j)] = s;
+          }
+        for (int64_t j = 0; j < N; ++j) {
+          for (int64_t e = 0; e < dz; ++e) acc[static_cast<size_t>(e)] = 0;
+          for (int64_t i = 0; i < N; ++i) {
+            const double c = ah[i * N + j];
+            for (int64_t e = 0; e < dz; ++e) acc[static_cast<size_t>(e)] += c * g[i * dz + e];
+          }
+          for (int64_t e = 0; e < dz; ++e) dzo[j * dz + e] = static_cast<scalar_t>(acc[static_cast<size_t>(e)]);
+        }
+        // through A^ = D^-1/2 A D^-1/2 (degree clamped at 1e-2)
+        for (int64_t i = 0; i < N; ++i) {
+          for (int64_t j = 0; j < N; ++j) {
+            const scalar_t c = cm[i * N + j];
+            A[static_cast<size_t>(i * N + j)] = static_cast<double>((relu_edges ? std::max<scalar_t>(0, c) : c) + (i == j ? 1 : 0));
+          }
+          // the forward's degree (its side of the clamp) and D^-1/2
+          const scalar_t d = DEG[kb * N + i];
+          deg[static_cast<size_t>(i)] = static_cast<double>(d);
+          dinv[static_cast<size_t>(i)] = static_cast<double>(1 / std::sqrt(std::max<scalar_t>(d, static_cast<scalar_t>(1e-2))));
+        }
+        for (int64_t k = 0; k < N; ++k) {
+          double s = 0;  // ((M + M^T) dinv)_k, M = dAh * A
+          for (int64_t j = 0; j < N; ++j)
+            s += (dAh[static_cast<size_t>(k * N + j)] * A[static_cast<size_t>(k * N + j)] +
+                  dAh[static_cast<size_t>(j * N + k)] * A[static_cast<size_t>(j * N + k)]) *
+                 dinv[static_cast<size_t>(j)];
+          const double dk = dinv[static_cast<size_t>(k)];
+          ddeg[static_cast<size_t>(k)] = static_cast<scalar_t>(deg[static_cast<size_t>(k)]) >= static_cast<scalar_t>(1e-2) ? s * dk * dk * dk * (-0.5) : 0.0;
+        }
+        const double c18 = dD ? -static_cast<double>(dD[kb]) / static_cast<double>(N * N) : 0.0;
+        for (int64_t i = 0; i < N; ++i)
+          for (int64_t j = 0; j < N; ++j) {
+            double v = dAh[static_cast<size_t>(i * N + j)] * dinv[static_cast<size_t>(i)] * dinv[static_cast<size_t>(j)] +
+                       ddeg[static_cast<size_t>(i)];
+            if (relu_edges && !(cm[i * N + j] > 0)) v = 0;  // threshold_backward(dA, w, 0)
+            dA[static_cast<size_t>(i * N + j)] = v + c18;
+          }
+        ZoneKernels<scalar_t>::norms(z, N, dz, nc.data());
+        ZoneKernels<scalar_t>::cos_backward(z, N, dz, nc.data(), dA.data(), dzo, acc.data());
+      }
+    });
+  });
+}
+
 // The parameters of one MZUBlock the fused function uses (w_x stays in input_projection).
 enum Param { W_H, B_REG, W_QKV, W_G, W_C, W1, B1, W2, B2, WO, BO, LNCG, LNCB, LNGG, LNGB, LNZG, LNZB, NPARAM };
 
@@ -158,7 +433,7 @@ struct Run : torch::CustomClassHolder {
   };
   std::vector<Routing> routing;  // cap: per (depth, step)
   // per (depth, step) tensors, index d * T + t
-  std::vector<Tensor> cosm, ahat, qkv, attn, u, cp, cmean, crstd, gp, gmean, grstd, tc, g, mask, z0, zmean, zrstd,
+  std::vector<Tensor> cosm, ahat, gdeg, qkv, attn, u, cp, cmean, crstd, gp, gmean, grstd, tc, g, mask, z0, zmean, zrstd,
       zl;
 
   // Backward buffers (allocated in backward): DA0 [T, B, G] (depth 0: it is the gradient of the
@@ -181,7 +456,7 @@ struct Run : torch::CustomClassHolder {
       H1 = take({K, Dp, T, B * J, F}, opt);
       Fs = take({K, Dp, T, B, J * Do}, opt);
     }
-    for (auto* v : {&cosm, &ahat, &qkv, &attn, &u, &cp, &cmean, &crstd, &gp, &gmean, &grstd, &tc, &g, &mask, &z0,
+    for (auto* v : {&cosm, &ahat, &gdeg, &qkv, &attn, &u, &cp, &cmean, &crstd, &gp, &gmean, &grstd, &tc, &g, &mask, &z0,
                     &zmean, &zrstd, &zl})
       v->assign(n, Tensor());
     routing.assign(cap ? n : 0, Routing());
@@ -212,7 +487,7 @@ struct Run : torch::CustomClassHolder {
 
   void release() {
     for (auto* x : {&Hin, &Zs, &Zn, &AZ, &Os, &H1, &Fs, &DA0, &DAt, &DPRE, &DF, &DH1, &DP, &DQKV, &DU}) give(*x);
-    for (auto* v : {&cosm, &ahat, &qkv, &attn, &u, &cp, &cmean, &crstd, &gp, &gmean, &grstd, &tc, &g, &mask, &z0,
+    for (auto* v : {&cosm, &ahat, &gdeg, &qkv, &attn, &u, &cp, &cmean, &crstd, &gp, &gmean, &grstd, &tc, &g, &mask, &z0,
                     &zmean, &zrstd, &zl})
       v->clear();
     routing.clear();
@@ -260,23 +535,30 @@ struct Run : torch::CustomClassHolder {
         Z = zl[i] * bk.p[LNZG].unsqueeze(1) + bk.p[LNZB].unsqueeze(1);
       }
       at2(Zs, d, t).copy_(Z.view({K, B * N, dz}));
-      auto Zb = Z.view({K * B, N, dz});
-      auto zn = Zb / Zb.norm(2, {-1}, true).clamp_min(1e-12);
-      auto cm = at::bmm(zn, zn.transpose(1, 2));  // cosines (eq. 7 / eq. 18)
-      Dz.select(0, t).narrow(1, d * K, K).copy_((-cm.mean({1, 2})).view({K, B}).t());
+      auto Zb = Z.view({K * B, N, dz});  // contiguous
+      auto Dneg = at::empty({K * B}, Z.options());  // eq. 18's D per (k, b)
       Tensor O;
       if (gcn) {
+        // The same ATen calls as the step-wise path (bitwise the same forward): the degree clamp
+        // makes the gradient discontinuous, and a differently rounded degree (a fused loop)
+        // could fall on the other side of it in float. Backward is one fused loop.
+        auto zn = Zb / Zb.norm(2, {-1}, true).clamp_min(1e-12);
+        auto cm = at::bmm(zn, zn.transpose(1, 2));  // cosines (eq. 7 / eq. 18)
+        Dneg.copy_(cm.mean({1, 2}).neg_());
         auto w = relu_edges ? at::relu(cm) : cm;
         auto A = w + at::eye(N, w.options());
-        auto dinv = A.sum(-1).clamp_min(1e-2).rsqrt();
+        auto deg = A.sum(-1);
+        auto dinv = deg.clamp_min(1e-2).rsqrt();
         auto Ah = A * dinv.unsqueeze(-1) * dinv.unsqueeze(-2);
         cosm[i] = cm;
         ahat[i] = Ah;
+        gdeg[i] = deg;
         auto az = at::bmm(Ah, Zb).view({K, B * N, dz});
         at2(AZ, d, t).copy_(az);
         auto P = at::bmm(az, bk.p[W_G]);
         O = act == 0 ? at::relu(P) : act == 1 ? at::tanh(P) : act == 2 ? at::sigmoid(P) : P;
       } else if (sat) {
+        zone_disagreement_fwd(Zb, Dneg);
         Tensor q3;
         if (qkv_shared) {
           q3 = at::bmm(Z.view({K, B * N, dz}), bk.p[W_QKV]).view({K * B, N, 3 * dz});
@@ -285,18 +567,20 @@ struct Run : torch::CustomClassHolder {
           at2(Zn, d, t).copy_(zn2);
           q3 = at::bmm(zn2, bk.p[W_QKV]).view({K, N, B, 3 * dz}).transpose(1, 2).reshape({K * B, N, 3 * dz});
         }
-        auto sc = at::bmm(q3.narrow(2, 0, dz), q3.narrow(2, dz, dz).transpose(1, 2))
-                      .mul_(1.0 / std::sqrt(static_cast<double>(dz)));
-        auto at_ = at::softmax(sc, -1);
+        q3 = q3.contiguous();
+        auto at_ = at::empty({K * B, N, N}, Z.options());
+        O = at::empty({K, B * N, dz}, Z.options());
+        sat_attention_fwd(q3, at_, O);  // eq. 6: softmax(Q K^T / sqrt(d_z)) V
         qkv[i] = q3;
         attn[i] = at_;
-        O = at::bmm(at_, q3.narrow(2, 2 * dz, dz)).view({K, B * N, dz});
       } else {
+        zone_disagreement_fwd(Zb, Dneg);
         auto uu = at::bmm(Z.view({K, B * N, dz}), bk.p[W_C]).view({K, B, N, J, Do});
         u[i] = uu;
         auto& rs = routing[i];  // c, s, o of every iteration (small), for backward
         O = route(uu, &rs.c, &rs.s, &rs.o).reshape({K, B * J, Do});
       }
+      Dz.select(0, t).narrow(1, d * K, K).copy_(Dneg.view({K, B}).t());
       at2(Os, d, t).copy_(O);
       auto h1 = at::baddbmm(bk.p[B1], O, bk.p[W1]).relu_();
       at2(H1, d, t).copy_(h1);
@@ -384,7 +668,8 @@ struct Run : torch::CustomClassHolder {
       auto dO = at::bmm(dh1, bk.p[W1].transpose(1, 2));
       if (residual) dO.add_(df);
       auto Zb = at2(Zs, d, t).contiguous().view({K * B, N, dz});
-      Tensor dZ, dcos;
+      Tensor dZ;
+      const Tensor dDkb = dD.defined() ? dD.t().contiguous() : Tensor();  // [K, B] -> (k, b) order
       if (gcn) {
         auto O = at2(Os, d, t);
         Tensor dP = act == 0   ? at::threshold_backward(dO, O, 0)
@@ -392,56 +677,31 @@ struct Run : torch::CustomClassHolder {
                     : act == 2 ? at::sigmoid_backward(dO, O)
                                : dO;
         at2(DP, d, t - t0).copy_(dP);
-        auto dAZ = at::bmm(dP, bk.p[W_G].transpose(1, 2)).view({K * B, N, dz});
-        const auto& cm = cosm[i];
-        const auto& Ah = ahat[i];
-        auto dAh = at::bmm(dAZ, Zb.transpose(1, 2));
-        dZ = at::bmm(Ah.transpose(1, 2), dAZ);
-        auto w = relu_edges ? at::relu(cm) : cm;
-        auto A = w + at::eye(N, w.options());
-        auto deg = A.sum(-1);
-        auto dinv = deg.clamp_min(1e-2).rsqrt();
-        auto dA = dAh * dinv.unsqueeze(-1) * dinv.unsqueeze(-2);
-        auto M = dAh * A;
-        // d/d dinv_k of sum_ij dAh_ij A_ij dinv_i dinv_j = ((M + M^T) dinv)_k
-        auto ddinv = at::bmm(M + M.transpose(1, 2), dinv.unsqueeze(-1)).squeeze(-1);
-        auto ddeg = ddinv * dinv.pow(3) * (-0.5) * deg.ge(1e-2).to(ddinv.scalar_type());
-        dA = dA + ddeg.unsqueeze(-1);
-        dcos = relu_edges ? at::threshold_backward(dA, w, 0) : dA;
-      } else if (sat) {
-        const auto& q3 = qkv[i];
-        const auto& at_ = attn[i];
-        auto q = q3.narrow(2, 0, dz), k = q3.narrow(2, dz, dz), v = q3.narrow(2, 2 * dz, dz);
-        auto dOb = dO.view({K * B, N, dz});
-        auto dat = at::bmm(dOb, v.transpose(1, 2));
-        auto dv = at::bmm(at_.transpose(1, 2), dOb);
-        auto dS = at::_softmax_backward_data(dat, at_, -1, at_.scalar_type()).mul_(1.0 / std::sqrt(static_cast<double>(dz)));
-        auto dq = at::bmm(dS, k);
-        auto dk = at::bmm(dS.transpose(1, 2), q);
-        auto dqkv = at::cat({dq, dk, dv}, -1);  // [K B, N, 3 d_z]
-        if (qkv_shared) {
-          auto d3 = dqkv.view({K, B * N, 3 * dz});
-          at2(DQKV, d, t - t0).copy_(d3);
-          dZ = at::bmm(d3, bk.p[W_QKV].transpose(1, 2)).view({K * B, N, dz});
-        } else {
-          auto dn = dqkv.view({K, B, N, 3 * dz}).transpose(1, 2).reshape({K * N, B, 3 * dz});
-          at2(DQKV, d, t - t0).copy_(dn);
-          dZ = at::bmm(dn, bk.p[W_QKV].transpose(1, 2)).view({K, N, B, dz}).transpose(1, 2).reshape({K * B, N, dz});
-        }
+        auto dAZ = at::bmm(dP, bk.p[W_G].transpose(1, 2)).view({K * B, N, dz}).contiguous();
+        dZ = at::empty({K * B, N, dz}, dhn.options());
+        // A^ Z, the normalisation, the edges, the cosines and eq. 18's term: one loop
+        gcn_adjacency_bwd(Zb, cosm[i], ahat[i], gdeg[i], dAZ, dDkb, relu_edges, dZ);
       } else {
-        auto du = route_backward(u[i], routing[i], dO.view({K, B, J, Do})).view({K, B * N, J * Do});
-        at2(DU, d, t - t0).copy_(du);
-        dZ = at::bmm(du, bk.p[W_C].transpose(1, 2)).view({K * B, N, dz});
-      }
-      if (dD.defined()) {  // eq. 18: D = -(1/N^2) sum_ij cos_ij
-        auto add = (dD.t().reshape({K * B, 1, 1}) * (-1.0 / static_cast<double>(N * N))).expand({K * B, N, N});
-        dcos = dcos.defined() ? dcos + add : add;
-      }
-      if (dcos.defined()) {
-        auto nc = Zb.norm(2, {-1}, true).clamp_min(1e-12);
-        auto zn = Zb / nc;
-        auto dzn = at::bmm(dcos + dcos.transpose(1, 2), zn);
-        dZ = dZ + (dzn - zn * (dzn * zn).sum(-1, true)) / nc;
+        if (sat) {
+          const auto& q3 = qkv[i];
+          auto dqkv = at::empty({K * B, N, 3 * dz}, dhn.options());  // [K B, N, 3 d_z]
+          sat_attention_bwd(dO.view({K * B, N, dz}).contiguous(), attn[i], q3, dqkv);
+          if (qkv_shared) {
+            auto d3 = dqkv.view({K, B * N, 3 * dz});
+            at2(DQKV, d, t - t0).copy_(d3);
+            dZ = at::bmm(d3, bk.p[W_QKV].transpose(1, 2)).view({K * B, N, dz});
+          } else {
+            auto dn = dqkv.view({K, B, N, 3 * dz}).transpose(1, 2).reshape({K * N, B, 3 * dz});
+            at2(DQKV, d, t - t0).copy_(dn);
+            dZ = at::bmm(dn, bk.p[W_QKV].transpose(1, 2)).view({K, N, B, dz}).transpose(1, 2).reshape({K * B, N, dz});
+          }
+        } else {
+          auto du = route_backward(u[i], routing[i], dO.view({K, B, J, Do})).view({K, B * N, J * Do});
+          at2(DU, d, t - t0).copy_(du);
+          dZ = at::bmm(du, bk.p[W_C].transpose(1, 2)).view({K * B, N, dz});
+        }
+        dZ = dZ.contiguous();
+        if (dDkb.defined()) zone_disagreement_bwd(Zb, dDkb, dZ);  // eq. 18: D = -(1/N^2) sum_ij cos_ij
       }
       if (bk.p[LNZG].defined()) {
         auto dZ4 = dZ.view({K, B, N, dz});

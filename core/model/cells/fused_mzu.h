@@ -33,12 +33,15 @@ bool mzu_fast_path_enabled();
 // the step-wise path does. Precondition: mzu_fast_path_applies(cell.options(), ctx).
 SeqOutput fused_mzu_forward(MZUCellImpl& cell, const torch::Tensor& x, const State& s0, StepContext& ctx);
 
-// Tuning of the fused function (tests shrink both to exercise chunking and buffer reuse at
-// tiny sizes): rows (steps x B x J) per chunk of the backward's weight-gradient products, and
+// Tuning of the fused function (tests shrink these to exercise chunking, buffer reuse and the
+// split of the zone loops over threads at tiny sizes): rows (steps x B x J) per chunk of the backward's weight-gradient products, and
 // the smallest buffer kept for reuse by the next call on the same thread.
 struct FusedMZUTuning {
   int64_t chunk_rows = 1024;
   int64_t pool_min_bytes = 1 << 20;
+  // (k, b) rows per task of the fused zone loops (sat attention, cosines, gcn adjacency
+  // backward; at::parallel_for grain); 0 = automatic (about 32k multiply-adds per task).
+  int64_t zone_grain = 0;
 };
 FusedMZUTuning& fused_mzu_tuning();
 
