@@ -46,7 +46,8 @@ TEST(ClozeTrain, beatsTheFrequencyBaselineOnHeldOutQuestions) {
                 reader.c_str(), acc, base, ev.metrics.at("loss"));
     EXPECT_DOUBLE_EQ(acc, out.summary.test_metric);
     EXPECT_EQ(base, 0.0);  // by construction the most frequent candidate is never the answer
-    EXPECT_GT(acc, 0.6) << reader;
+    // seen here (loaded 2-core machine, seed 1): m_aoa 1.000, aoa 0.617 on the 60 test questions (chance 0.1)
+    EXPECT_GT(acc, reader == "m_aoa" ? 0.8 : 0.4) << reader;
   }
 }
 
