@@ -67,6 +67,7 @@ void print_help() {
   std::cout << "options:\n"
                "  --last K          relevance: rows = the last K characters (default 10)\n"
                "  --char T          zone_relevance, composition: character index (default -1 = last)\n"
+               "  --question N      aoa: the question of the split (default 0)\n"
                "  --layer L         layer (default -1 = top)\n"
                "  --split S         length: the split (default test); metric_time: eval lines of S (default valid)\n"
                "  --buckets E0,E1,..  length: bucket edges, bucket i = (E_i, E_i+1] (default: char_lm\n"
@@ -93,7 +94,7 @@ int cmd_analyze(const std::vector<std::string>& a) {
     return 0;
   }
   auto args = parse(a, {}, {"run", "checkpoint", "out", "text", "last", "layer", "char", "split", "buckets", "threads",
-                            "bins", "metric", "color-map", "width", "height"});
+                            "question", "bins", "metric", "color-map", "width", "height"});
   if (args.positional.size() != 1) throw UsageError("expected one KIND (see cellscope-cli analyze --help)");
   if (!args.has("run")) throw UsageError("--run DIR is required");
   const auto& kind = cs::analysis_kind(args.positional[0]);
@@ -122,6 +123,7 @@ int cmd_analyze(const std::vector<std::string>& a) {
   rq.text = args.get("text");
   rq.last_k = args.get_int("last", 10);
   rq.position = args.get_int("char", -1);
+  if (args.has("question")) rq.position = args.get_int("question", 0, 0, 1000000000);  // aoa: question index
   rq.layer = static_cast<int>(args.get_int("layer", -1));
   rq.split = args.get("split", kind.default_split);
   if (args.has("buckets")) rq.edges = parse_edges(args.get("buckets"));

@@ -33,6 +33,7 @@ void print_usage() {
             << "  cv         k-fold cross-validation (sentence tasks): one run per fold + summary\n"
             << "  sweep      a grid of options x seeds as runs, resumable; the papers' tables from it\n"
             << "  generate   sample text from a char-LM or word-LM run, with per-token probabilities\n"
+            << "  cloze      cloze scores: a cloze run's candidate probabilities per question (JSONL)\n"
             << "  --version  print the version\n";
 }
 
@@ -57,6 +58,7 @@ int main(int argc, char** argv) {
       {"cv", cli::cmd_cv},             {"fetch", cli::cmd_fetch},
       {"sweep", cli::cmd_sweep},
       {"generate", cli::cmd_generate},
+      {"cloze", cli::cmd_cloze},
       {"label", cli::cmd_label},
   };
   auto it = commands.find(cmd);

@@ -407,5 +407,5 @@ TEST(SweepTable, reproduceSweepsStopEarlyWithThreeSeeds) {
     EXPECT_EQ(tr.value("threads", 0), 1) << name;
     EXPECT_EQ(spec.seeds, (std::vector<int64_t>{1, 2, 3})) << name;
   }
-  EXPECT_EQ(n, 5);
+  EXPECT_EQ(n, 6);
 }

@@ -127,7 +127,9 @@ AnalysisResult run(const AnalysisKind& kind, const AnalysisRequest& req) {
   const auto& b0 = set.runs[0];
   const std::string what = b0.metric == "bpc"   ? "BPC of its lines (newline excluded), by length in characters"
                            : b0.metric == "ppl" ? "perplexity of its sentences (tokens incl. <eos>), by length in words"
-                                                : "accuracy of its examples, by length in tokens";
+                           : task0.is_object() && task0.value("name", std::string()) == "cloze"
+                               ? "accuracy of its questions, by document length in words"
+                               : "accuracy of its examples, by length in tokens";
   std::string edges;
   for (auto& k : b0.buckets) edges += (edges.empty() ? "" : ", ") + k.label + " = (" + std::to_string(k.lo) + "," + std::to_string(k.hi) + "]";
   AnalysisResult r;
@@ -159,8 +161,9 @@ AnalysisKind length_kind() {
   k.caption =
       "The split evaluated once and its sequences bucketed by length (char_lm: lines by characters, bucket b = (10b, "
       "10(b+1)] and 9 = (90,120] as in MZU Fig. 2; word_lm: sentences by words, perplexity of their tokens incl. <eos>; "
-      "classify/absa: examples by tokens, accuracy). Bucket edges are editable.";
-  k.tasks = {"char_lm", "word_lm", "classify", "absa"};
+      "classify/absa: examples by tokens, accuracy; cloze: questions by document length in words, accuracy). Bucket edges "
+      "are editable.";
+  k.tasks = {"char_lm", "word_lm", "classify", "absa", "cloze"};
   k.inputs.split = k.inputs.edges = true;
   k.multi_run = true;
   k.run = run;

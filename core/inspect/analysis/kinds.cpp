@@ -22,7 +22,8 @@ namespace cs {
   X(gate_saturation)                \
   X(dzone)                          \
   X(metric_time)                    \
-  X(prefix_table)
+  X(prefix_table)                   \
+  X(aoa)
 
 #define CELLSCOPE_DECLARE_KIND(name) AnalysisKind name##_kind();
 CELLSCOPE_ANALYSIS_KINDS(CELLSCOPE_DECLARE_KIND)

@@ -187,6 +187,7 @@ void finish_buckets(LengthBuckets& b) {
 
 std::vector<int64_t> default_edges_for(const std::string& task) {
   if (task == "char_lm") return {0, 10, 20, 30, 40, 50, 60, 70, 80, 90, 120};
+  if (task == "cloze") return {0, 100, 200, 300, 400, 500, 600, 800, 1000, 2000};  // document words (CBT: ~450)
   return {0, 10, 20, 30, 40, 50, 60, 80};
 }
 

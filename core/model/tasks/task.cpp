@@ -1,5 +1,6 @@
 #include "tasks/task.h"
 
+#include "tasks/cloze.h"  // register_cloze_task
 #include "util/error.h"
 
 namespace cs {
@@ -67,6 +68,7 @@ const std::vector<TaskInfo>& task_registry() {
     register_char_lm_task(v);
     register_word_lm_task(v);
     register_sentence_tasks(v);
+    register_cloze_task(v);
     // Further tasks register here (one line each).
     return v;
   }();

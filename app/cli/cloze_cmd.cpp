@@ -1,0 +1,67 @@
+// cellscope-cli cloze scores: a cloze run's probability of every candidate of every
+// question of a split, one JSON object per line (the input of the re-ranking step,
+// `cellscope-cli cloze rerank`; contract in tasks/CLOZE_NOTES.md).
+#include <iostream>
+
+#include "analysis/checkpoints.h"
+#include "cli.h"
+#include "tasks/cloze.h"
+#include "util/error.h"
+#include "train/trainer.h"
+
+namespace cli {
+
+namespace {
+
+void print_scores_help() {
+  std::cout << "usage: cellscope-cli cloze scores RUN --split S [--checkpoint C] --out F.jsonl\n"
+               "  Writes one JSON object per question of split S (train, valid, test) of the cloze run RUN:\n"
+               "  {\"document\": [words], \"query\": [words, with \"XXXXX\"], \"candidates\": [words],\n"
+               "   \"prob\": [P(candidate | D, Q), same order], \"answer\": index of the answer in candidates}\n"
+               "  --checkpoint best | last | step_N (default best)\n";
+}
+
+int cmd_scores(const std::vector<std::string>& a) {
+  auto args = parse(a, {"help"}, {"split", "checkpoint", "out", "threads"});
+  if (args.has("help")) {
+    print_scores_help();
+    return 0;
+  }
+  if (args.positional.size() != 1) throw UsageError("expected one RUN directory: cloze scores RUN --split S --out F.jsonl");
+  if (!args.has("out")) throw UsageError("--out F.jsonl is required");
+  if (!args.has("split")) throw UsageError("--split S is required (train, valid or test)");
+  const std::string split = args.get("split");
+  if (split != "train" && split != "valid" && split != "test")
+    throw UsageError("--split expects train, valid or test, got '" + split + "'");
+  cs::set_threads(static_cast<int>(args.get_int("threads", 0)));
+  auto task = cs::load_checkpoint_task(args.positional[0], args.get("checkpoint", "best"));
+  auto* cz = dynamic_cast<cs::ClozeTask*>(task.get());
+  if (!cz) throw cs::UserError(args.positional[0] + ": not a cloze run (its task is " + task->name() + ")");
+  std::string out;
+  for (const auto& s : cz->score_split(split)) {
+    const cs::json j = {{"document", s.example->document},
+                        {"query", s.example->query},
+                        {"candidates", s.example->candidates},
+                        {"prob", s.prob},
+                        {"answer", s.answer}};
+    out += j.dump(-1, ' ', false, cs::json::error_handler_t::replace) + "\n";
+  }
+  cs::atomic_write(args.get("out"), out);
+  return 0;
+}
+
+}  // namespace
+
+int cmd_cloze(const std::vector<std::string>& a) {
+  const std::string usage =
+      "usage: cellscope-cli cloze scores RUN --split S [--checkpoint C] --out F.jsonl";
+  if (a.empty() || a[0] == "--help" || a[0] == "help") {
+    std::cout << usage << "\n";
+    return a.empty() ? 2 : 0;
+  }
+  const std::vector<std::string> rest(a.begin() + 1, a.end());
+  if (a[0] == "scores") return cmd_scores(rest);
+  throw UsageError("unknown cloze command '" + a[0] + "' (" + usage.substr(7) + ")");
+}
+
+}  // namespace cli
