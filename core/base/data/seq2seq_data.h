@@ -30,10 +30,12 @@ std::string lead_baseline(const std::string& source, int64_t n_words);
 
 // ---- additional members (beyond the h3<->h4 contract) ----
 
-// Options of the "headlines" builder (dataset.source_words, dataset.min_subject_words).
+// Options of the "headlines" builder.
 struct HeadlineOptions {
-  int64_t source_words = 50;       // the first N words of the body
-  int64_t min_subject_words = 3;   // shorter cleaned subjects are dropped
+  int64_t source_words = 40;       // the first N words of the body (dataset.source_words)
+  int64_t min_subject_words = 3;   // shorter cleaned subjects are dropped (dataset.min_subject_words)
+  int64_t min_source_words = 5;    // shorter bodies are dropped (dataset.min_source_words)
+  bool lowercase = true;           // ASCII lower-case source and target (dataset.lowercase)
 };
 // Clean a Subject line: strips "Re:", "Fwd:", "Fw:", "AW:" prefixes (repeated, any case), list tags
 // like "[ILUG]" / "[SAtalk]", and collapses whitespace. "" when nothing is left.
@@ -44,7 +46,11 @@ Seq2SeqSplits load_headlines_jsonl(const std::string& jsonl_path, const Headline
 
 // Loaders by format, for callers that have the files at hand (tests, the CLI).
 Seq2SeqSplits load_parallel_dir(const std::string& dir, const std::string& source_lang,
-                                const std::string& target_lang);
-Seq2SeqSplits load_gigaword_dir(const std::string& dir);
+                                const std::string& target_lang, bool lowercase = false);
+Seq2SeqSplits load_gigaword_dir(const std::string& dir, bool lowercase = false);
+
+// The median number of words of the targets (the lead baseline's length: cellscope-cli datasets
+// show uses the training split's median headline length). 0 for no pairs.
+int64_t median_target_words(const std::vector<TextPair>& pairs);
 
 }  // namespace cs

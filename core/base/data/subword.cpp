@@ -1,19 +1,120 @@
 #include "data/subword.h"
 
-#include <sentencepiece_processor.h>
-#include <sentencepiece_trainer.h>
+#include <dlfcn.h>
+#include <unistd.h>
 
+#include <cstdio>
 #include <mutex>
 #include <regex>
-#include <unordered_map>
 
 #include "util/error.h"
 
+// SentencePiece is reached through libcellscope_spm.so (core/spm_shim/spm_shim.cpp), loaded
+// with dlopen(RTLD_LOCAL | RTLD_DEEPBIND): Debian's libsentencepiece exports its own bundled
+// protobuf-lite, which clashes with LibTorch's libprotobuf when both are linked into one
+// program (a crash before main). See core/base/data/SEQ2SEQ_DATA_NOTES.md.
+#ifndef CELLSCOPE_SPM_BUILD_PATH
+#define CELLSCOPE_SPM_BUILD_PATH ""
+#endif
+#ifndef CELLSCOPE_SPM_INSTALL_PATH
+#define CELLSCOPE_SPM_INSTALL_PATH ""
+#endif
+#ifndef CELLSCOPE_BINARY_DIR
+#define CELLSCOPE_BINARY_DIR ""
+#endif
+
 namespace cs {
 
+namespace {
+
+struct Spm {
+  int (*train)(const char* const*, const size_t*, size_t, const char* const*, size_t, unsigned, char**, size_t*,
+               char**) = nullptr;
+  void* (*load)(const char*, size_t, char**) = nullptr;
+  void (*unload)(void*) = nullptr;
+  void (*free_buf)(void*) = nullptr;
+  void (*info)(void*, int*, int*, int*, int*, int*) = nullptr;
+  int (*encode)(void*, const char*, size_t, int**, size_t*, char**) = nullptr;
+  int (*decode)(void*, const int*, size_t, char**, size_t*, char**) = nullptr;
+  const char* (*piece)(void*, int) = nullptr;
+};
+
+std::string exe_path() {
+  char buf[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
+}
+
+// Where the module is: $CELLSCOPE_SPM_LIBRARY, else the build tree's copy for a program run
+// from the build tree, else the installed one (<prefix>/lib/cellscope/libcellscope_spm.so).
+std::vector<std::string> spm_candidates() {
+  std::vector<std::string> c;
+  const char* env = std::getenv("CELLSCOPE_SPM_LIBRARY");
+  if (env && *env) return {env};
+  const std::string bin = CELLSCOPE_BINARY_DIR, exe = exe_path();
+  const bool in_build = !bin.empty() && exe.compare(0, bin.size() + 1, bin + "/") == 0;
+  if (in_build && *CELLSCOPE_SPM_BUILD_PATH) c.push_back(CELLSCOPE_SPM_BUILD_PATH);
+  if (*CELLSCOPE_SPM_INSTALL_PATH) c.push_back(CELLSCOPE_SPM_INSTALL_PATH);
+  if (!in_build && *CELLSCOPE_SPM_BUILD_PATH) c.push_back(CELLSCOPE_SPM_BUILD_PATH);
+  return c;
+}
+
+const Spm& spm() {
+  static std::once_flag once;
+  static Spm s;
+  static std::string error;
+  std::call_once(once, [] {
+    std::string tried;
+    void* h = nullptr;
+    for (const auto& path : spm_candidates()) {
+      if (::access(path.c_str(), R_OK) != 0) {
+        tried += (tried.empty() ? "" : "; ") + path + " (missing)";
+        continue;
+      }
+      h = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+      if (h) break;
+      const char* e = ::dlerror();
+      tried += (tried.empty() ? "" : "; ") + path + " (" + (e ? e : "dlopen failed") + ")";
+    }
+    if (!h) {
+      error = "SentencePiece support module libcellscope_spm.so could not be loaded (tried: " +
+              (tried.empty() ? std::string("nothing") : tried) +
+              "); reinstall Cellscope or set CELLSCOPE_SPM_LIBRARY to its path";
+      return;
+    }
+    auto sym = [&](const char* name) -> void* {
+      void* p = ::dlsym(h, name);
+      if (!p && error.empty()) error = std::string("libcellscope_spm.so: missing symbol ") + name;
+      return p;
+    };
+    s.train = reinterpret_cast<decltype(s.train)>(sym("cs_spm_train"));
+    s.load = reinterpret_cast<decltype(s.load)>(sym("cs_spm_load"));
+    s.unload = reinterpret_cast<decltype(s.unload)>(sym("cs_spm_unload"));
+    s.free_buf = reinterpret_cast<decltype(s.free_buf)>(sym("cs_spm_free"));
+    s.info = reinterpret_cast<decltype(s.info)>(sym("cs_spm_info"));
+    s.encode = reinterpret_cast<decltype(s.encode)>(sym("cs_spm_encode"));
+    s.decode = reinterpret_cast<decltype(s.decode)>(sym("cs_spm_decode"));
+    s.piece = reinterpret_cast<decltype(s.piece)>(sym("cs_spm_piece"));
+  });
+  if (!error.empty()) throw UserError(error);
+  return s;
+}
+
+std::string take_error(char* err) {
+  std::string m = err ? err : "unknown SentencePiece error";
+  if (err) spm().free_buf(err);
+  return m;
+}
+
+}  // namespace
+
 struct SubwordVocab::Impl {
-  sentencepiece::SentencePieceProcessor sp;
+  void* handle = nullptr;
   std::string proto;
+  int size = 0;
+  ~Impl() {
+    if (handle) spm().unload(handle);
+  }
 };
 
 SubwordVocab::SubwordVocab(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
@@ -21,32 +122,18 @@ SubwordVocab::~SubwordVocab() = default;
 
 namespace {
 
-// Feeds the training lines to SentencePiece without a temporary file.
-class LinesIterator : public sentencepiece::SentenceIterator {
- public:
-  explicit LinesIterator(const std::vector<std::string>& lines) : lines_(lines) { skip_empty(); }
-  bool done() const override { return i_ >= lines_.size(); }
-  void Next() override { ++i_; skip_empty(); }
-  const std::string& value() const override { return lines_[i_]; }
-  sentencepiece::util::Status status() const override { return {}; }
-
- private:
-  void skip_empty() {
-    while (i_ < lines_.size() && lines_[i_].find_first_not_of(" \t\r\n") == std::string::npos) ++i_;
-  }
-  const std::vector<std::string>& lines_;
-  size_t i_ = 0;
-};
-
 std::shared_ptr<SubwordVocab::Impl> load_proto(const std::string& proto, const std::string& what) {
+  const Spm& s = spm();
   auto impl = std::make_shared<SubwordVocab::Impl>();
-  const auto st = impl->sp.LoadFromSerializedProto(proto);
-  if (!st.ok()) throw UserError(what + ": not a SentencePiece model (" + st.ToString() + ")");
-  if (impl->sp.pad_id() != SubwordVocab::pad_id || impl->sp.unk_id() != SubwordVocab::unk_id ||
-      impl->sp.bos_id() != SubwordVocab::bos_id || impl->sp.eos_id() != SubwordVocab::eos_id)
-    throw UserError(what + ": SentencePiece model with special ids pad=" + std::to_string(impl->sp.pad_id()) +
-                    " unk=" + std::to_string(impl->sp.unk_id()) + " bos=" + std::to_string(impl->sp.bos_id()) +
-                    " eos=" + std::to_string(impl->sp.eos_id()) +
+  char* err = nullptr;
+  impl->handle = s.load(proto.data(), proto.size(), &err);
+  if (!impl->handle) throw UserError(what + ": not a SentencePiece model (" + take_error(err) + ")");
+  int pad = 0, unk = 0, bos = 0, eos = 0;
+  s.info(impl->handle, &pad, &unk, &bos, &eos, &impl->size);
+  if (pad != SubwordVocab::pad_id || unk != SubwordVocab::unk_id || bos != SubwordVocab::bos_id ||
+      eos != SubwordVocab::eos_id)
+    throw UserError(what + ": SentencePiece model with special ids pad=" + std::to_string(pad) +
+                    " unk=" + std::to_string(unk) + " bos=" + std::to_string(bos) + " eos=" + std::to_string(eos) +
                     "; Cellscope's subword vocabularies use pad=0 unk=1 bos=2 eos=3");
   impl->proto = proto;
   return impl;
@@ -58,6 +145,8 @@ std::string fmt_double(double v) {
   return buf;
 }
 
+bool blank(const std::string& s) { return s.find_first_not_of(" \t\r\n") == std::string::npos; }
+
 }  // namespace
 
 SubwordVocab SubwordVocab::train(const std::vector<std::string>& lines, const SubwordOptions& o) {
@@ -67,32 +156,41 @@ SubwordVocab SubwordVocab::train(const std::vector<std::string>& lines, const Su
     throw UserError("subword vocab_size " + std::to_string(o.vocab_size) + ": must be at least 8");
   if (!(o.character_coverage > 0.0 && o.character_coverage <= 1.0))
     throw UserError("subword character_coverage " + fmt_double(o.character_coverage) + ": must be in (0, 1]");
-  LinesIterator it(lines);
-  if (it.done()) throw UserError("subword vocabulary: no training text (every line is empty)");
+  std::vector<const char*> ptr;
+  std::vector<size_t> len;
+  for (const auto& l : lines) {
+    if (blank(l)) continue;
+    ptr.push_back(l.data());
+    len.push_back(l.size());
+  }
+  if (ptr.empty()) throw UserError("subword vocabulary: no training text (every line is empty)");
 
   // Deterministic: every sentence is used (no sampling), in the given order, on one thread
   // (the EM's sums are then added in one fixed order), with a fixed seed.
-  const std::unordered_map<std::string, std::string> kw = {
-      {"model_type", o.model_type},
-      {"vocab_size", std::to_string(o.vocab_size)},
-      {"character_coverage", fmt_double(o.character_coverage)},
-      {"pad_id", "0"}, {"unk_id", "1"}, {"bos_id", "2"}, {"eos_id", "3"},
-      {"input_sentence_size", "0"},
-      {"shuffle_input_sentence", "false"},
-      {"num_threads", "1"},
-      {"hard_vocab_limit", "true"},
-      {"minloglevel", "2"},
+  const std::vector<std::string> kw = {
+      "model_type=" + o.model_type,
+      "vocab_size=" + std::to_string(o.vocab_size),
+      "character_coverage=" + fmt_double(o.character_coverage),
+      "pad_id=0", "unk_id=1", "bos_id=2", "eos_id=3",
+      "input_sentence_size=0",
+      "shuffle_input_sentence=false",
+      "num_threads=1",
+      "hard_vocab_limit=true",
+      "minloglevel=2",
   };
+  std::vector<const char*> kwp;
+  for (const auto& k : kw) kwp.push_back(k.c_str());
+  const Spm& s = spm();
   static std::mutex train_mutex;  // SentencePiece's seed and log level are process-wide
-  std::string proto;
-  sentencepiece::util::Status st;
+  char *proto = nullptr, *err = nullptr;
+  size_t proto_len = 0;
+  int rc;
   {
     std::lock_guard<std::mutex> lock(train_mutex);
-    sentencepiece::SetRandomGeneratorSeed(1234);
-    st = sentencepiece::SentencePieceTrainer::Train(kw, &it, &proto);
+    rc = s.train(ptr.data(), len.data(), ptr.size(), kwp.data(), kwp.size(), 1234u, &proto, &proto_len, &err);
   }
-  if (!st.ok()) {
-    std::string msg = st.ToString();
+  if (rc != 0) {
+    const std::string msg = take_error(err);
     std::smatch m;
     static const std::regex too_large("Vocabulary size is too large. Please set it to a value <= ([0-9]+)");
     if (std::regex_search(msg, m, too_large))
@@ -102,7 +200,9 @@ SubwordVocab SubwordVocab::train(const std::vector<std::string>& lines, const Su
     throw UserError("training the subword vocabulary (SentencePiece " + o.model_type + ", vocab_size " +
                     std::to_string(o.vocab_size) + ") failed: " + msg);
   }
-  return SubwordVocab(load_proto(proto, "trained subword model"));
+  std::string bytes(proto, proto_len);
+  s.free_buf(proto);
+  return SubwordVocab(load_proto(bytes, "trained subword model"));
 }
 
 SubwordVocab SubwordVocab::from_serialized(const std::string& model_proto) {
@@ -112,23 +212,32 @@ SubwordVocab SubwordVocab::from_serialized(const std::string& model_proto) {
 std::string SubwordVocab::serialized() const { return impl_->proto; }
 
 std::vector<int32_t> SubwordVocab::encode(const std::string& text) const {
-  std::vector<int> ids;
-  const auto st = impl_->sp.Encode(text, &ids);
-  if (!st.ok()) throw UserError("subword encode: " + st.ToString());
-  return std::vector<int32_t>(ids.begin(), ids.end());
+  const Spm& s = spm();
+  int* ids = nullptr;
+  size_t n = 0;
+  char* err = nullptr;
+  if (s.encode(impl_->handle, text.data(), text.size(), &ids, &n, &err) != 0)
+    throw UserError("subword encode: " + take_error(err));
+  std::vector<int32_t> out(ids, ids + n);
+  s.free_buf(ids);
+  return out;
 }
 
 std::string SubwordVocab::decode(const std::vector<int32_t>& ids) const {
-  const int n = impl_->sp.GetPieceSize();
   std::vector<int> keep;
   keep.reserve(ids.size());
   for (int32_t id : ids) {
     if (id == pad_id || id == bos_id || id == eos_id) continue;
-    keep.push_back(id >= 0 && id < n ? id : unk_id);
+    keep.push_back(id >= 0 && id < impl_->size ? id : unk_id);
   }
-  std::string out;
-  const auto st = impl_->sp.Decode(keep, &out);
-  if (!st.ok()) throw UserError("subword decode: " + st.ToString());
+  const Spm& s = spm();
+  char* text = nullptr;
+  size_t len = 0;
+  char* err = nullptr;
+  if (s.decode(impl_->handle, keep.data(), keep.size(), &text, &len, &err) != 0)
+    throw UserError("subword decode: " + take_error(err));
+  std::string out(text, len);
+  s.free_buf(text);
   return out;
 }
 
@@ -140,10 +249,10 @@ std::vector<std::string> SubwordVocab::pieces(const std::vector<int32_t>& ids) c
 }
 
 std::string SubwordVocab::id_to_piece(int32_t id) const {
-  if (id < 0 || id >= impl_->sp.GetPieceSize()) return "";
-  return impl_->sp.IdToPiece(id);
+  if (id < 0 || id >= impl_->size) return "";
+  return spm().piece(impl_->handle, id);
 }
 
-int64_t SubwordVocab::size() const { return impl_->sp.GetPieceSize(); }
+int64_t SubwordVocab::size() const { return impl_->size; }
 
 }  // namespace cs
