@@ -541,8 +541,6 @@ void register_seq2seq_task(std::vector<TaskInfo>& out) {
       errs.push_back({"model.cell", "the seq2seq decoder runs token by token; cell '" + cell +
                                         "' needs the whole sequence (choose a step-wise cell)"});
     const auto o = seq2seq_option_table().read(cfg);
-    if (o.shared_vocab && cfg.at("dataset").contains("target_vocab_size") && o.target_vocab_size != o.source_vocab_size)
-      errs.push_back({"dataset.target_vocab_size", "dataset.shared_vocab uses one vocabulary of dataset.source_vocab_size"});
     if (o.max_decode > 0 && o.max_decode < 2) errs.push_back({"task.max_decode", "must be at least 2 (one token and </s>)"});
   };
   t.make = [](const json& cfg, const std::string& run_dir) -> std::unique_ptr<Task> {
