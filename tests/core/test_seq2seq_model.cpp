@@ -7,6 +7,9 @@
 #include <cmath>
 
 #include "config/schema.h"
+#include "harness.h"
+#include "sweep/sweep.h"
+#include "util/error.h"
 #include "tasks/seq2seq_model.h"
 
 using namespace cs;
@@ -99,4 +102,19 @@ TEST(Seq2seqModel, encoder_outputs_ignore_padding) {
   EXPECT_TRUE(torch::allclose(e0.memory, e1.memory.narrow(1, 0, 3), 1e-6, 1e-6));
   auto h = torch::randn({2, 1, 5});
   EXPECT_TRUE(torch::allclose(net->attend(h, e0), net->attend(h, e1), 1e-6, 1e-6));
+}
+
+TEST(Seq2seqModel, presets_and_sweeps_validate) {
+  // The seq2seq presets and the MC-RNN Table 2/3 sweeps (and Table 4, renamed from table2).
+  for (const char* f : {"seq2seq-headlines-mcrnn", "seq2seq-headlines-lstm"}) {
+    const std::string path = cstest::source_dir() + "/resources/presets/" + f + ".json";
+    json cfg = json::parse(read_file(path));
+    auto errs = validate_config(cfg);
+    EXPECT_TRUE(errs.empty()) << f << ": " << (errs.empty() ? "" : errs[0].str());
+    EXPECT_TRUE(cfg.contains("notes") && cfg["notes"].is_string()) << f;
+  }
+  for (const char* s : {"reproduce-mcrnn-table2", "reproduce-mcrnn-table3", "reproduce-mcrnn-table4"}) {
+    auto spec = load_sweep_spec(s);
+    EXPECT_EQ(spec.name, s);
+  }
 }
