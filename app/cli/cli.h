@@ -32,6 +32,7 @@ cs::json load_config_arg(const std::string& arg, const std::vector<std::string>&
 
 int cmd_info(const std::vector<std::string>&);
 int cmd_datasets(const std::vector<std::string>&);
+int cmd_datasets_show(const std::vector<std::string>&);  // datasets_show_cmd.cpp: `datasets show` (seq2seq)
 int cmd_fetch(const std::vector<std::string>&);
 int cmd_presets(const std::vector<std::string>&);
 int cmd_validate(const std::vector<std::string>&);
@@ -47,6 +48,7 @@ int cmd_cv(const std::vector<std::string>&);  // cv_cmd.cpp: k-fold cross-valida
 int cmd_sweep(const std::vector<std::string>&);  // sweep_cmd.cpp: grids x seeds, the papers' tables
 int cmd_generate(const std::vector<std::string>&);  // generate_cmd.cpp: text generation
 int cmd_cloze(const std::vector<std::string>&);     // cloze_cmd.cpp: cloze scores (the re-ranker's input)
+int cmd_decode(const std::vector<std::string>&);    // decode_cmd.cpp: seq2seq decodes + BLEU/ROUGE
 
 // Data-parallel training and benchmark (dist_cmd.cpp, docs/DISTRIBUTED.md).
 // `train --nproc N` (N > 1): start N local workers of this executable and wait for them.

@@ -34,6 +34,7 @@ void print_usage() {
             << "  sweep      a grid of options x seeds as runs, resumable; the papers' tables from it\n"
             << "  generate   sample text from a char-LM or word-LM run, with per-token probabilities\n"
             << "  cloze      cloze scores: a cloze run's candidate probabilities per question (JSONL)\n"
+            << "  decode     beam-search decodes of a seq2seq run's split, with BLEU / ROUGE vs the lead baseline\n"
             << "  --version  print the version\n";
 }
 
@@ -60,6 +61,7 @@ int main(int argc, char** argv) {
       {"generate", cli::cmd_generate},
       {"cloze", cli::cmd_cloze},
       {"label", cli::cmd_label},
+      {"decode", cli::cmd_decode},
   };
   auto it = commands.find(cmd);
   if (it == commands.end()) {

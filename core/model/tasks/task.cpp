@@ -69,6 +69,7 @@ const std::vector<TaskInfo>& task_registry() {
     register_word_lm_task(v);
     register_sentence_tasks(v);
     register_cloze_task(v);
+    register_seq2seq_task(v);
     // Further tasks register here (one line each).
     return v;
   }();
