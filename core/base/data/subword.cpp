@@ -192,10 +192,12 @@ SubwordVocab SubwordVocab::train(const std::vector<std::string>& lines, const Su
   if (rc != 0) {
     const std::string msg = take_error(err);
     std::smatch m;
-    static const std::regex too_large("Vocabulary size is too large. Please set it to a value <= ([0-9]+)");
+    // unigram: "Vocabulary size too high (N). Please set it to a value <= M."
+    // bpe: "Vocabulary size is too large. Please set it to a value <= M."
+    static const std::regex too_large("Vocabulary size[^.]*(too high|too large)[^.]*\\. Please set it to a value <= ([0-9]+)");
     if (std::regex_search(msg, m, too_large))
       throw UserError("subword vocab_size " + std::to_string(o.vocab_size) +
-                      " is too large for the training text: at most " + m[1].str() +
+                      " is too large for the training text: at most " + m[2].str() +
                       " pieces can be learned from it; lower the vocabulary size");
     throw UserError("training the subword vocabulary (SentencePiece " + o.model_type + ", vocab_size " +
                     std::to_string(o.vocab_size) + ") failed: " + msg);
