@@ -31,6 +31,7 @@ has_exec usr/share/cellscope/datasets/fetch.sh
 has usr/share/cellscope/presets/quick-gru.json
 has usr/share/cellscope/datasets/manifest.json
 has usr/share/cellscope/ABOUT.md
+has usr/lib/cellscope/libcellscope_spm.so  # SentencePiece, dlopen()ed (core/base/data/SEQ2SEQ_DATA_NOTES.md)
 has usr/share/man/man1/cellscope-cli.1.gz
 has usr/share/doc/cellscope/copyright
 has usr/share/doc/cellscope/changelog.gz
@@ -51,7 +52,7 @@ grep -q '/usr/local' "$out/contents.txt" && bad "files under /usr/local"
 
 depends=$(dpkg-deb -f "$deb" Depends)
 echo "Depends: $depends"
-for d in libtorch1.13 libopenblas0-openmp libgloo0 libc6 libstdc++6; do
+for d in libtorch1.13 libopenblas0-openmp libgloo0 libsentencepiece0 libc6 libstdc++6; do
   [[ $depends == *"$d"* ]] || bad "Depends lacks $d"
 done
 if [[ $gui -eq 1 ]]; then
@@ -74,6 +75,12 @@ grep -q quick-gru "$out/presets.txt" || bad "cellscope-cli presets does not list
 grep -q "$out/root/usr/share/cellscope/datasets/manifest.json" "$out/datasets.txt" || bad "extracted CLI does not use its own manifest: $(head -3 "$out/datasets.txt")"
 grep -q "$XDG_CACHE_HOME/cellscope/datasets" "$out/datasets.txt" || bad "extracted CLI does not use the XDG cache"
 "$cli" fetch --dry-run | grep -q "$out/root/usr/share/cellscope/datasets/fetch.sh" || bad "fetch --dry-run does not name the installed fetch.sh"
+# The extracted CLI loads its own SentencePiece module (<bin>/../lib/cellscope): a subword
+# vocabulary on a two-line parallel fixture.
+mkdir -p "$out/par"
+for s in train valid test; do printf 'eins zwei drei\nvier fuenf sechs\n' >"$out/par/$s.de"; printf 'one two three\nfour five six\n' >"$out/par/$s.en"; done
+"$cli" datasets show "$out/par" --subword 24 >"$out/subword.txt" 2>&1 || bad "datasets show --subword failed: $(cat "$out/subword.txt")"
+grep -q "24 pieces" "$out/subword.txt" || bad "no 24-piece subword vocabulary: $(cat "$out/subword.txt")"
 set +e
 msg=$("$cli" train quick-gru --steps 1 2>&1)
 rc=$?

@@ -2,12 +2,14 @@
 // pairs) and the "lead" baseline's BLEU / ROUGE on valid and test (data/seq2seq_data.h,
 // data/text_metrics.h). The lead length is the training split's median target length unless
 // --lead-words says otherwise.
+#include <chrono>
 #include <iomanip>
 #include <iostream>
 
 #include "cli.h"
 #include "data/manifest.h"
 #include "data/seq2seq_data.h"
+#include "data/subword.h"
 #include "data/text_metrics.h"
 #include "util/error.h"
 
@@ -27,16 +29,19 @@ double mean_words(const std::vector<cs::TextPair>& v, bool source) {
 int cmd_datasets_show(const std::vector<std::string>& a) {
   if (std::find(a.begin(), a.end(), "--help") != a.end()) {
     std::cout << "usage: cellscope-cli datasets show NAME|DIR|FILE [--format parallel|gigaword|headlines]\n"
-                 "         [--set KEY=VALUE]... [--pairs K] [--split train|valid|test] [--lead-words N] [--json]\n"
+                 "         [--set KEY=VALUE]... [--pairs K] [--split train|valid|test] [--lead-words N]\n"
+                 "         [--subword N [--subword-type unigram|bpe]] [--json]\n"
                  "Loads a sequence-to-sequence dataset (a manifest name such as spam-headlines, or a path of your\n"
                  "own) and prints the pairs per split, K example pairs (default 5) of --split (default valid),\n"
                  "and the lead baseline (the first N words of the source; N = the training split's median\n"
                  "target length unless --lead-words) with its BLEU and ROUGE-1/2/L F1 on valid and test.\n"
                  "--set KEY=VALUE sets dataset.KEY (e.g. source_lang=fr, source_words=60; VALUE read as JSON\n"
-                 "when it parses, else as a string). Formats: datasets/README.md, section \"Sequence to sequence\".\n";
+                 "when it parses, else as a string). --subword N trains a SentencePiece vocabulary of N pieces on the\n"
+                 "training split's sources and targets (as the seq2seq task does) and prints the mean pieces per\n"
+                 "sentence (or the largest size the text allows). Formats: datasets/README.md, \"Sequence to sequence\".\n";
     return 0;
   }
-  auto args = parse(a, {"json"}, {"format", "set", "pairs", "split", "lead-words"});
+  auto args = parse(a, {"json"}, {"format", "set", "pairs", "split", "lead-words", "subword", "subword-type"});
   if (args.positional.size() != 1) throw UsageError("datasets show: expected one dataset name or path");
   const std::string what = args.positional[0];
   cs::json ds = cs::json::object();
@@ -85,6 +90,27 @@ int cmd_datasets_show(const std::vector<std::string>& a) {
     }
     out["splits"][name] = row;
   }
+  if (args.has("subword")) {
+    cs::SubwordOptions so;
+    so.vocab_size = args.get_int("subword", 8000, 8, 10000000);
+    so.model_type = args.get("subword-type", "unigram");
+    std::vector<std::string> lines;
+    for (const auto& p : s.train) {
+      lines.push_back(p.source);
+      lines.push_back(p.target);
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    const cs::SubwordVocab v = cs::SubwordVocab::train(lines, so);
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    double src = 0, tgt = 0;
+    for (const auto& p : s.valid) {
+      src += static_cast<double>(v.encode(p.source).size());
+      tgt += static_cast<double>(v.encode(p.target).size());
+    }
+    const double n = std::max<double>(1, static_cast<double>(s.valid.size()));
+    out["subword"] = {{"model_type", so.model_type}, {"vocab_size", v.size()}, {"train_seconds", secs},
+                      {"valid_mean_source_pieces", src / n}, {"valid_mean_target_pieces", tgt / n}};
+  }
   const auto& shown = split == "train" ? s.train : split == "valid" ? s.valid : s.test;
   out["examples"] = cs::json::array();
   for (size_t i = 0; i < shown.size() && static_cast<int64_t>(i) < k; ++i)
@@ -112,6 +138,12 @@ int cmd_datasets_show(const std::vector<std::string>& a) {
   }
   std::cout << "(lead baseline = the first " << lead << " words of the source; BLEU corpus-level, ROUGE F1 mean over "
             << "pairs, both 0..100)\n";
+  if (out.contains("subword"))
+    std::cout << "subword vocabulary (SentencePiece " << out["subword"]["model_type"].get<std::string>() << ", "
+              << out["subword"]["vocab_size"].get<int64_t>() << " pieces, trained on the training split in "
+              << out["subword"]["train_seconds"].get<double>() << " s): valid sources "
+              << out["subword"]["valid_mean_source_pieces"].get<double>() << " pieces, targets "
+              << out["subword"]["valid_mean_target_pieces"].get<double>() << " pieces on average\n";
   if (!out["examples"].empty()) std::cout << "\nfirst " << out["examples"].size() << " pairs of " << split << ":\n";
   for (const auto& e : out["examples"]) {
     std::cout << "  source: " << e["source"].get<std::string>() << "\n"

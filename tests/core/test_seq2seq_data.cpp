@@ -176,6 +176,26 @@ TEST(Seq2seqData, headlinesFromMails) {
   ASSERT_TRUE(cstest::contains(m, f + ":1: \"split\" is 'holdout'")) << m;
 }
 
+TEST(Seq2seqData, spamHeadlinesManifestEntry) {
+  // The shipped manifest's entry resolves to spam-assassin.jsonl in the data cache and builds the
+  // headline pairs from it (here a fixture cache; the real counts are in datasets/README.md).
+  cstest::EnvGuard m("CELLSCOPE_MANIFEST", "");
+  const std::string cache = cstest::temp_dir() + "/cache_headlines";
+  cstest::EnvGuard c("CELLSCOPE_DATA_DIR", cache);
+  std::string body;
+  for (int i = 1; i <= 50; ++i) body += "b" + std::to_string(i) + " ";
+  cstest::write_text(cache + "/spam-assassin.jsonl", mail("Re: [ILUG] First headline here", body, "train") +
+                                                         mail("Second headline for valid", body, "valid") +
+                                                         mail("Third headline for test", body, "test"));
+  const auto s = cs::load_seq2seq_dataset({{"name", "spam-headlines"}});
+  ASSERT_EQ(s.train.size(), 1u);
+  ASSERT_EQ(s.train[0].target, "first headline here");
+  ASSERT_TRUE(cstest::starts_with(s.description, "spam-headlines: headlines from ")) << s.description;
+  std::remove((cache + "/spam-assassin.jsonl").c_str());
+  const std::string e = load_error({{"name", "spam-headlines"}});
+  ASSERT_TRUE(cstest::contains(e, "dataset 'spam-headlines' is not fetched yet")) << e;
+}
+
 TEST(Seq2seqData, medianTargetWords) {
   ASSERT_EQ(cs::median_target_words({{"s", "a b c"}, {"s", "a"}, {"s", "a b c d e"}}), 3);
   ASSERT_EQ(cs::median_target_words({}), 0);

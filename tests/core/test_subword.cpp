@@ -113,15 +113,19 @@ TEST(Subword, vocabSizeHonoured) {
 
 TEST(Subword, clearErrors) {
   cs::SubwordOptions o;
-  o.vocab_size = 5000;
-  try {
-    cs::SubwordVocab::train({"ab ab ba", "ba ab"}, o);
-    FAIL() << "a 5000-piece vocabulary from 2 tiny lines";
-  } catch (const cs::UserError& e) {
-    const std::string m = e.what();
-    ASSERT_TRUE(cstest::contains(m, "vocab_size 5000 is too large for the training text")) << m;
-    ASSERT_TRUE(cstest::contains(m, "at most")) << m;
+  for (const char* type : {"unigram", "bpe"}) {
+    o.model_type = type;
+    o.vocab_size = 5000;
+    try {
+      cs::SubwordVocab::train({"ab ab ba", "ba ab"}, o);
+      FAIL() << "a 5000-piece vocabulary from 2 tiny lines";
+    } catch (const cs::UserError& e) {
+      const std::string m = e.what();
+      ASSERT_TRUE(cstest::contains(m, "vocab_size 5000 is too large for the training text: at most ")) << m;
+      ASSERT_TRUE(cstest::contains(m, "lower the vocabulary size")) << m;
+    }
   }
+  o.model_type = "unigram";
   o.vocab_size = 100;
   ASSERT_THROW(cs::SubwordVocab::train({"", "  "}, o), cs::UserError);
   o.model_type = "wordpiece";

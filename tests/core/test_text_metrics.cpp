@@ -115,6 +115,17 @@ TEST(TextMetrics, leadBaselineTakesTheFirstWords) {
   ASSERT_EQ(cs::lead_baseline("one two", 0), "");
 }
 
+TEST(TextMetrics, bleuShortHypothesesCountNoNgrams) {
+  // hyp 1 "a b c d" / ref "a b c d": 4/3/2/1 n-grams, all matching.
+  // hyp 2 "x y" / ref "x y z w": 2 unigrams (2 match), 1 bigram (matches), no 3- or 4-gram.
+  // p1 = 6/6, p2 = 4/4, p3 = 2/2, p4 = 1/1; c = 6, r = 8 -> BP = exp(1 - 8/6) = exp(-1/3).
+  // (NLTK would divide p3 by 2 + 1 and p4 by 1 + 1: the max(1, count) of each short sentence.)
+  const auto b = corpus_bleu({"a b c d", "x y"}, {"a b c d", "x y z w"});
+  ASSERT_NEAR(b.precision[2], 1.0, 1e-12);
+  ASSERT_NEAR(b.precision[3], 1.0, 1e-12);
+  ASSERT_NEAR(b.bleu, 100.0 * std::exp(-1.0 / 3), 1e-9);
+}
+
 // ---- BLEU against NLTK ----
 
 std::string json_lists(const std::vector<std::string>& v) {
@@ -165,6 +176,10 @@ TEST(TextMetrics, bleuMatchesNltk) {
         hw.push_back(u < 3 ? words[rng() % 10] : w);
       }
       if (seed == 3) hw.push_back("extra");  // seed 3: longer, BP = 1
+      // At least 4 tokens: NLTK divides by max(1, hypothesis n-grams) per sentence, so a hypothesis
+      // under n tokens adds 1 to its n-gram denominator; Papineni / multi-bleu.perl / sacrebleu (and
+      // we) add 0 (see bleuShortHypothesesCountNoNgrams).
+      if (hw.size() < 4) hw = rw;
       for (const auto& w : rw) r += (r.empty() ? "" : " ") + w;
       for (const auto& w : hw) h += (h.empty() ? "" : " ") + w;
       ref.push_back(r);
@@ -180,12 +195,13 @@ TEST(TextMetrics, bleuMatchesNltk) {
               nltk_bleu({"the cat sat on"}, {"the cat sat on the mat"}), 1e-9);
   ASSERT_NEAR(corpus_bleu({"a b c d e", "x y z w"}, {"a b c d f", "x y z w"}).bleu,
               nltk_bleu({"a b c d e", "x y z w"}, {"a b c d f", "x y z w"}), 1e-9);
-  // No 4-gram match anywhere: both say 0 (no smoothing).
+  // No 4-gram match anywhere: 0 (no smoothing). NLTK 3.8 replaces the zero precision by the
+  // smallest double and returns ~1e-76 (with a warning): 0 within any tolerance.
   const std::vector<std::string> h0 = {"a b c x d e f", "p q r"}, r0 = {"a b c y d e f", "p q s"};
   ASSERT_GT(corpus_bleu(h0, r0).precision[2], 0.0);
   ASSERT_EQ(corpus_bleu(h0, r0).precision[3], 0.0);
   ASSERT_EQ(corpus_bleu(h0, r0).bleu, 0.0);
-  ASSERT_EQ(nltk_bleu(h0, r0), 0.0);
+  ASSERT_NEAR(nltk_bleu(h0, r0), 0.0, 1e-9);
 }
 
 }  // namespace

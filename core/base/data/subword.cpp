@@ -46,7 +46,8 @@ std::string exe_path() {
 }
 
 // Where the module is: $CELLSCOPE_SPM_LIBRARY, else the build tree's copy for a program run
-// from the build tree, else the installed one (<prefix>/lib/cellscope/libcellscope_spm.so).
+// from the build tree, else the installed one next to the program (<bin>/../lib/cellscope/,
+// as the data files are found relative to it: util/paths.cpp), else the configured prefix's.
 std::vector<std::string> spm_candidates() {
   std::vector<std::string> c;
   const char* env = std::getenv("CELLSCOPE_SPM_LIBRARY");
@@ -54,9 +55,10 @@ std::vector<std::string> spm_candidates() {
   const std::string bin = CELLSCOPE_BINARY_DIR, exe = exe_path();
   const bool in_build = !bin.empty() && exe.compare(0, bin.size() + 1, bin + "/") == 0;
   if (in_build && *CELLSCOPE_SPM_BUILD_PATH) c.push_back(CELLSCOPE_SPM_BUILD_PATH);
+  const size_t slash = exe.rfind('/');
+  if (slash != std::string::npos) c.push_back(exe.substr(0, slash) + "/../lib/cellscope/libcellscope_spm.so");
   if (*CELLSCOPE_SPM_INSTALL_PATH) c.push_back(CELLSCOPE_SPM_INSTALL_PATH);
-  if (!in_build && *CELLSCOPE_SPM_BUILD_PATH) c.push_back(CELLSCOPE_SPM_BUILD_PATH);
-  return c;
+  return c;  // never a build tree's module for a program outside it
 }
 
 const Spm& spm() {
@@ -192,10 +194,12 @@ SubwordVocab SubwordVocab::train(const std::vector<std::string>& lines, const Su
   if (rc != 0) {
     const std::string msg = take_error(err);
     std::smatch m;
-    static const std::regex too_large("Vocabulary size is too large. Please set it to a value <= ([0-9]+)");
+    // unigram: "Vocabulary size too high (N). Please set it to a value <= M."
+    // bpe: "Vocabulary size is too large. Please set it to a value <= M."
+    static const std::regex too_large("Vocabulary size[^.]*(too high|too large)[^.]*\\. Please set it to a value <= ([0-9]+)");
     if (std::regex_search(msg, m, too_large))
       throw UserError("subword vocab_size " + std::to_string(o.vocab_size) +
-                      " is too large for the training text: at most " + m[1].str() +
+                      " is too large for the training text: at most " + m[2].str() +
                       " pieces can be learned from it; lower the vocabulary size");
     throw UserError("training the subword vocabulary (SentencePiece " + o.model_type + ", vocab_size " +
                     std::to_string(o.vocab_size) + ") failed: " + msg);
