@@ -1,6 +1,7 @@
 #include "data/manifest.h"
 
 #include "util/error.h"
+#include "data/cbt_build.h"
 #include "data/fetch.h"
 #include "util/paths.h"
 
@@ -104,6 +105,10 @@ DatasetLocation resolve_dataset(const json& dataset) {
   loc.format = format == "auto" ? e->at("format").get<std::string>() : format;
   std::string missing;
   if (!dataset_fetched(*e, &missing)) {
+    if (e->at("obtain") == "build") {  // built by Cellscope from other datasets (data/cbt_build.h)
+      build_manifest_dataset(manifest, *e);
+      return loc;
+    }
     if (e->at("obtain") == "npm")
       throw UserError("dataset '" + loc.name + "' is not fetched yet (missing '" + missing +
                       "'); " + fetch_hint());
