@@ -33,8 +33,13 @@ struct Rng {
   size_t below(size_t n) { return static_cast<size_t>(next() % n); }
 };
 
+// A word token: starts with a letter or digit, ASCII or not (the typographic punctuation that
+// cs::tokenize makes tokens of is not a word).
 bool is_word(const std::string& t) {
   if (t.empty()) return false;
+  static const char* const punct[] = {"“", "”", "‘", "’", "—", "–", "…"};
+  for (const char* p : punct)
+    if (t == p) return false;
   const unsigned char c = static_cast<unsigned char>(t[0]);
   return std::isalnum(c) || c >= 0x80;
 }

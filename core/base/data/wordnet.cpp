@@ -139,6 +139,14 @@ WordNet WordNet::load(const std::string& dir) {
 }
 
 std::vector<std::string> WordNet::morphy(const std::string& word, char pos) const {
+  const Pos& P = pos_[pos_index(pos)];
+  std::vector<std::string> out;
+  for (auto& f : base_forms(word, pos))
+    if (P.first_offset.count(f)) out.push_back(f);
+  return out;
+}
+
+std::vector<std::string> WordNet::base_forms(const std::string& word, char pos) const {
   const int p = pos_index(pos);
   const Pos& P = pos_[p];
   std::vector<std::string> forms{word};
@@ -154,7 +162,7 @@ std::vector<std::string> WordNet::morphy(const std::string& word, char pos) cons
   }
   std::vector<std::string> out;
   for (auto& f : forms)
-    if (P.first_offset.count(f) && std::find(out.begin(), out.end(), f) == out.end()) out.push_back(f);
+    if (std::find(out.begin(), out.end(), f) == out.end()) out.push_back(f);
   return out;
 }
 
@@ -193,7 +201,7 @@ bool WordNet::common_noun(const std::string& w) const {
     int64_t other = 0;
     for (char p : {'v', 'a', 'r'}) {
       int64_t s = 0;
-      for (auto& b : morphy(w, p)) s += tag_count(b, p);
+      for (auto& b : base_forms(w, p)) s += tag_count(b, p);
       other = std::max(other, s);
     }
     ok = any && other <= noun;

@@ -29,6 +29,9 @@ class WordNet {
   // -xes, -zes, -ches, -shes, -men, -ies; verbs: -s, -ies, -es, -ed, -ing; adjectives: -er,
   // -est). As in WordNet's morph.c, no detachment for nouns ending in "ss" or of <= 2 letters.
   std::vector<std::string> morphy(const std::string& word, char pos) const;
+  // The same forms before the index filter (what the tag-count test sums over: cntlist.rev
+  // has senses, e.g. "must" as a verb, whose lemma index.verb does not list).
+  std::vector<std::string> base_forms(const std::string& word, char pos) const;
 
   // The lemma is written in lower case in at least one synset of data.<pos> (so "whale" yes,
   // "ahab" no: WordNet spells that synset's word "Ahab").
