@@ -4,11 +4,15 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
 
+#include "corpus_fixture.h"
 #include "data/vocab.h"
 #include "data/wordnet.h"
 #include "harness.h"
 #include "tasks/cloze_rerank.h"
+#include "tasks/word_lm.h"
+#include "train/trainer.h"
 #include "util/error.h"
 #include "util/paths.h"
 
@@ -276,4 +280,43 @@ TEST(ClozeRerank, cliReportsBeforeAndAfter) {
   ASSERT_EQ(cstest::count(err, "\n"), 1) << err;
   ASSERT_EQ(cstest::run_cli({"cloze", "rerank", "--valid", v}, &out, &err), 2);
   ASSERT_TRUE(cstest::contains(err, "--test")) << err;
+}
+
+TEST(ClozeRerank, globalLmFromAWordLmRun) {
+  // a tiny word_lm run on the fixture text (as test_generate trains one)
+  const std::string text = cstest::write_text_fixture("rerank-lm.txt", 20000);
+  const std::string dir = tmp("lm-run"), cfgp = tmp("lm.json");
+  const json cfg = {{"task", "word_lm"},
+                    {"dataset", {{"path", text}, {"format", "text"}}},
+                    {"model", {{"cell", "gru"}, {"embed", 16}, {"hidden", 24}, {"layers", 1}}},
+                    {"training", {{"batch", 8}, {"bptt", 12}, {"steps", 30}, {"eval_every", 0}, {"eval_test", false},
+                                  {"threads", 1}, {"lr", 0.01}}}};
+  cstest::write_text(cfgp, cfg.dump());
+  std::string out, err;
+  ASSERT_EQ(cstest::run_cli({"train", cfgp, "--run-dir", dir, "--quiet"}, &out, &err), 0) << err;
+  auto task = cs::load_run_task(dir, "last");
+  auto* w = dynamic_cast<cs::WordLMTask*>(task.get());
+  ASSERT_TRUE(w);
+  const std::vector<std::string> words = {"the", "whale", "and", "the", "sea"};
+  const auto scorer = cs::task_lm_scorer(*task);
+  const double got = scorer(words);
+  // the reference: one forward pass over <eos> + the words from a zero state
+  const cs::EncodedText enc = task->encode_text("<eos> the whale and the sea");
+  ASSERT_EQ(enc.ids.size(), 6u);
+  torch::NoGradGuard ng;
+  task->model()->eval();
+  auto x = torch::tensor(std::vector<int64_t>(enc.ids.begin(), enc.ids.end()), torch::kInt64).view({-1, 1});
+  cs::StepContext ctx;
+  auto s = w->net()->initial_state(1, torch::TensorOptions());
+  auto lp = torch::log_softmax(w->net()->forward(x, s, ctx).select(1, 0).to(torch::kFloat64), -1);
+  double want = 0;
+  for (size_t i = 1; i < enc.ids.size(); ++i) want += lp[int64_t(i) - 1][enc.ids[i]].item<double>();
+  ASSERT_NEAR(got, want, 1e-4 * std::abs(want));
+  ASSERT_DOUBLE_EQ(scorer(words), got);  // a fresh zero state each call
+  // through the CLI: a global_lm feature
+  const std::string v = tmp("lm-valid.jsonl");
+  cstest::write_text(v, to_json(cat_question()).dump() + "\n");
+  ASSERT_EQ(cstest::run_cli({"cloze", "rerank", "--valid", v, "--test", v, "--lm", dir, "--checkpoint", "last",
+                             "--no-word-class", "--json"}, &out, &err), 0) << err;
+  ASSERT_EQ(cstest::json_object(out)["features"], json({"reader", "local_lm", "global_lm"})) << out;
 }
