@@ -345,6 +345,13 @@ TEST(CbtBuild, manifestBuildsOnFirstUse) {
   const auto mtime = fs::last_write_time(loc.path + "/cbt_NE_train.txt");
   ASSERT_EQ(cs::resolve_dataset(ds).path, loc.path);
   ASSERT_EQ(fs::last_write_time(loc.path + "/cbt_NE_train.txt"), mtime);
+  // another seed in the manifest: the cached build no longer matches and is rebuilt
+  const std::string old_text = cstest::read_text(loc.path + "/cbt_NE_train.txt");
+  manifest["datasets"][1]["build"]["seed"] = 19;
+  cstest::write_text(mpath, manifest.dump(2));
+  ASSERT_EQ(cs::resolve_dataset(ds).path, loc.path);
+  ASSERT_EQ(cstest::json_object(cstest::read_text(loc.path + "/build.json"))["seed"].get<int64_t>(), 19);
+  ASSERT_NE(cstest::read_text(loc.path + "/cbt_NE_train.txt"), old_text);
 }
 
 TEST(CbtBuild, realWordNetAndMobyDick) {

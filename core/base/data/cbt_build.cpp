@@ -19,6 +19,9 @@ namespace cs {
 
 namespace fs = std::filesystem;
 
+// Recorded in build.json; a cached build by another version is rebuilt.
+const char* const kBuilder = "cellscope cbt 1";
+
 namespace {
 
 // splitmix64: a portable, seeded stream (std:: distributions differ between libraries).
@@ -304,7 +307,7 @@ CbtBuild build_cbt_dataset(const std::string& book_path, const std::string& word
                         " sentences; the book is too short for 21-sentence windows)");
       atomic_write((tmp / cbt_file_name(o.word_class, name)).string(), cbt_text(*qs));
     }
-    json info = {{"builder", "cellscope cbt 1"},
+    json info = {{"builder", kBuilder},
                  {"source", source_name.empty() ? book_path : source_name},
                  {"wordnet", wordnet_dir},
                  {"class", o.word_class},
@@ -347,12 +350,19 @@ json build_manifest_dataset(const json& manifest, const json& entry, bool force)
     throw UserError("dataset '" + name + "' is built from '" + from + "', which is not fetched yet (missing '" +
                     missing + "'); " + fetch_hint());
   const std::string out = join_path(data_cache_dir(), entry.at("path").get<std::string>());
-  if (!force && dataset_fetched(entry)) return read_build_info(join_path(out, "build.json"));
   CbtBuildOptions o;
   o.word_class = bo.value("class", "CN");
   o.seed = bo.value("seed", uint64_t{18});
   o.valid_fraction = bo.value("valid_fraction", 0.1);
   o.test_fraction = bo.value("test_fraction", 0.1);
+  if (!force && dataset_fetched(entry)) {
+    // built before: reused unless another builder version or other options made it
+    const json info = read_build_info(join_path(out, "build.json"));
+    if (info.is_object() && info.value("builder", "") == kBuilder && info.value("class", "") == o.word_class &&
+        info.value("seed", uint64_t{0}) == o.seed && info.value("valid_fraction", -1.0) == o.valid_fraction &&
+        info.value("test_fraction", -1.0) == o.test_fraction)
+      return info;
+  }
   const std::string book = join_path(data_cache_dir(), src->at("path").get<std::string>());
   build_cbt_dataset(book, WordNet::default_dir(), out, o, from);
   std::string still;

@@ -87,7 +87,8 @@ std::string cbt_file_name(const std::string& word_class, const std::string& spli
 
 // A manifest entry with "obtain": "build" (datasets/manifest.json: its "build" object names
 // the builder "cbt", the book "from" (a manifest dataset), "class", "seed", fractions):
-// builds it into data_cache_dir()/<path> unless already complete (`force`: rebuild).
+// builds it into data_cache_dir()/<path> unless already complete with the same builder version
+// and options (build.json; `force`: rebuild).
 // Errors name what is missing and the command that fetches/installs it.
 json build_manifest_dataset(const json& manifest, const json& entry, bool force = false);
 
