@@ -52,15 +52,19 @@ int cmd_scores(const std::vector<std::string>& a) {
 
 }  // namespace
 
+// `cellscope-cli cloze scores|rerank`: the reader's candidate scores, then the re-ranking step
+// (cloze_rerank_cmd.cpp) that reads them.
 int cmd_cloze(const std::vector<std::string>& a) {
   const std::string usage =
-      "usage: cellscope-cli cloze scores RUN --split S [--checkpoint C] --out F.jsonl";
+      "usage: cellscope-cli cloze scores RUN --split S [--checkpoint C] --out F.jsonl\n"
+      "       cellscope-cli cloze rerank --valid V.jsonl --test T.jsonl [--lm WORD_LM_RUN] ... (rerank --help)";
   if (a.empty() || a[0] == "--help" || a[0] == "help") {
     std::cout << usage << "\n";
     return a.empty() ? 2 : 0;
   }
   const std::vector<std::string> rest(a.begin() + 1, a.end());
   if (a[0] == "scores") return cmd_scores(rest);
+  if (a[0] == "rerank") return cmd_cloze_rerank(rest);
   throw UsageError("unknown cloze command '" + a[0] + "' (" + usage.substr(7) + ")");
 }
 

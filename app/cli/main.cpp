@@ -33,7 +33,7 @@ void print_usage() {
             << "  cv         k-fold cross-validation (sentence tasks): one run per fold + summary\n"
             << "  sweep      a grid of options x seeds as runs, resumable; the papers' tables from it\n"
             << "  generate   sample text from a char-LM or word-LM run, with per-token probabilities\n"
-            << "  cloze      cloze scores: a cloze run's candidate probabilities per question (JSONL)\n"
+            << "  cloze      cloze reading comprehension: scores (a run's candidate probabilities, JSONL), rerank\n"
             << "  decode     beam-search decodes of a seq2seq run's split, with BLEU / ROUGE vs the lead baseline\n"
             << "  --version  print the version\n";
 }

@@ -1,6 +1,7 @@
 #include "data/manifest.h"
 
 #include "util/error.h"
+#include "data/cbt_build.h"
 #include "data/fetch.h"
 #include "util/paths.h"
 
@@ -102,6 +103,10 @@ DatasetLocation resolve_dataset(const json& dataset) {
   loc.entry = *e;
   loc.path = join_path(data_cache_dir(), e->at("path").get<std::string>());
   loc.format = format == "auto" ? e->at("format").get<std::string>() : format;
+  if (e->at("obtain") == "build") {  // built by Cellscope from other datasets (data/cbt_build.h): on first
+    build_manifest_dataset(manifest, *e);  // use, and again when build.json shows other options
+    return loc;
+  }
   std::string missing;
   if (!dataset_fetched(*e, &missing)) {
     if (e->at("obtain") == "npm")

@@ -35,6 +35,8 @@ struct DatasetLocation {
 // dataset.path (when set and non-empty) wins over dataset.name. A manifest
 // dataset that is not in the cache yields a UserError saying which command
 // fetches it (npm datasets) or where to get it and where to put it (user datasets).
+// A dataset with "obtain": "build" (the CBT-style cloze sets, data/cbt_build.h) is built
+// into the cache on first use (atomically) and then returned.
 DatasetLocation resolve_dataset(const json& dataset);
 
 }  // namespace cs

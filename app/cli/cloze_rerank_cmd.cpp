@@ -1,0 +1,68 @@
+// cellscope-cli cloze rerank: the re-ranking step of the cloze readers (CRU paper Table 3
+// "+ Re-ranking"; tasks/cloze_rerank.h, CLOZE_RERANK_NOTES.md) on the JSONL files that
+// `cellscope-cli cloze scores` writes.
+#include <algorithm>
+#include <iostream>
+#include <memory>
+
+#include "cli.h"
+#include "data/wordnet.h"
+#include "tasks/cloze_rerank.h"
+#include "tasks/task.h"
+#include "train/trainer.h"
+#include "util/error.h"
+#include "util/sysinfo.h"
+
+namespace cli {
+
+int cmd_cloze_rerank(const std::vector<std::string>& a) {
+  if (std::find(a.begin(), a.end(), "--help") != a.end()) {
+    std::cout
+        << "usage: cellscope-cli cloze rerank --valid V.jsonl --test T.jsonl [--lm WORD_LM_RUN [--checkpoint best]]\n"
+           "                                  [--train TRAIN.jsonl] [--order 3] [--wordnet DIR | --no-word-class]\n"
+           "                                  [--json]\n"
+           "Re-ranks a cloze reader's candidates (CRU paper Table 3 \"+ Re-ranking\", after Cui et al. 2017):\n"
+           "score = log p_reader + w_local * Local LM + w_global * Global LM + w_class * Word-class LM,\n"
+           "each LM scoring the query sentence with the candidate filled in. Local LM: an n-gram LM of the\n"
+           "question's document; Global LM: the word_lm run given with --lm; Word-class LM: an n-gram LM over\n"
+           "WordNet word classes trained on --train's documents (else on valid's). The weights are tuned on\n"
+           "valid (exhaustive grid); prints valid and test accuracy before and after.\n"
+           "V/T/TRAIN.jsonl: one JSON object per line, as `cellscope-cli cloze scores RUN --split S --out F` writes:\n"
+           "{\"document\": [words], \"query\": [words with \"XXXXX\"], \"candidates\": [words], \"prob\": [numbers],\n"
+           " \"answer\": index}.\n";
+    return 0;
+  }
+  auto args = parse(a, {"json", "no-word-class"}, {"valid", "test", "lm", "checkpoint", "train", "order", "wordnet", "threads"});
+  if (!args.positional.empty()) throw UsageError("unexpected argument '" + args.positional[0] + "'");
+  if (!args.has("valid") || !args.has("test")) throw UsageError("--valid V.jsonl and --test T.jsonl are required");
+  cs::set_threads(static_cast<int>(args.get_int("threads", 0)));
+  cs::RerankOptions o;
+  o.order = static_cast<int>(args.get_int("order", 3, 1, 10));
+  const auto valid = cs::read_cloze_scores(args.get("valid"));
+  const auto test = cs::read_cloze_scores(args.get("test"));
+  std::vector<cs::ClozeScored> train;
+  if (args.has("train")) train = cs::read_cloze_scores(args.get("train"));
+  std::unique_ptr<cs::WordNet> wn;
+  if (!args.has("no-word-class")) wn = std::make_unique<cs::WordNet>(cs::WordNet::load(args.get("wordnet", cs::WordNet::default_dir())));
+  std::unique_ptr<cs::Task> lm;
+  std::function<double(const std::vector<std::string>&)> global;
+  if (args.has("lm")) {
+    lm = cs::load_run_task(args.get("lm"), args.get("checkpoint", "best"));
+    if (lm->name() != "word_lm")
+      throw cs::UserError("--lm '" + args.get("lm") + "' is a " + lm->name() + " run; the Global LM needs a word_lm run");
+    global = cs::task_lm_scorer(*lm);
+  }
+  const cs::RerankReport r = cs::rerank_cloze(valid, test, train, wn.get(), global, o);
+  if (args.has("json")) {
+    cs::json j = r.to_json();
+    j["valid_file"] = args.get("valid");
+    j["test_file"] = args.get("test");
+    if (args.has("lm")) j["lm"] = args.get("lm");
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  std::cout << r.to_text();
+  return 0;
+}
+
+}  // namespace cli
