@@ -32,6 +32,7 @@ cs::json load_config_arg(const std::string& arg, const std::vector<std::string>&
 
 int cmd_info(const std::vector<std::string>&);
 int cmd_datasets(const std::vector<std::string>&);
+int cmd_datasets_show(const std::vector<std::string>&);  // datasets_show_cmd.cpp: `datasets show` (seq2seq)
 int cmd_fetch(const std::vector<std::string>&);
 int cmd_presets(const std::vector<std::string>&);
 int cmd_validate(const std::vector<std::string>&);

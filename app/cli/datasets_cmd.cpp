@@ -9,8 +9,9 @@
 namespace cli {
 
 int cmd_datasets(const std::vector<std::string>& a) {
+  if (!a.empty() && a[0] == "show") return cmd_datasets_show(std::vector<std::string>(a.begin() + 1, a.end()));
   if (std::find(a.begin(), a.end(), "--help") != a.end()) {
-    std::cout << "usage: cellscope-cli datasets [--json]\n"
+    std::cout << "usage: cellscope-cli datasets [--json] | datasets show NAME (see datasets show --help)\n"
                  "Lists the datasets of the manifest (" + cs::datasets_manifest_path() + "), their task(s), format,\n"
                  "licence, and whether they are in the data cache (" + cs::data_cache_dir() + ").\n"
                  "Fetch the default corpora with: bash datasets/fetch.sh (packaging/setup.sh does it).\n";

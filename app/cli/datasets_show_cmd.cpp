@@ -1,0 +1,124 @@
+// `cellscope-cli datasets show NAME|PATH`: what a seq2seq dataset holds (counts per split, a few
+// pairs) and the "lead" baseline's BLEU / ROUGE on valid and test (data/seq2seq_data.h,
+// data/text_metrics.h). The lead length is the training split's median target length unless
+// --lead-words says otherwise.
+#include <iomanip>
+#include <iostream>
+
+#include "cli.h"
+#include "data/manifest.h"
+#include "data/seq2seq_data.h"
+#include "data/text_metrics.h"
+#include "util/error.h"
+
+namespace cli {
+
+namespace {
+
+double mean_words(const std::vector<cs::TextPair>& v, bool source) {
+  if (v.empty()) return 0;
+  double n = 0;
+  for (const auto& p : v) n += static_cast<double>(cs::metric_tokens(source ? p.source : p.target).size());
+  return n / static_cast<double>(v.size());
+}
+
+}  // namespace
+
+int cmd_datasets_show(const std::vector<std::string>& a) {
+  if (std::find(a.begin(), a.end(), "--help") != a.end()) {
+    std::cout << "usage: cellscope-cli datasets show NAME|DIR|FILE [--format parallel|gigaword|headlines]\n"
+                 "         [--set KEY=VALUE]... [--pairs K] [--split train|valid|test] [--lead-words N] [--json]\n"
+                 "Loads a sequence-to-sequence dataset (a manifest name such as spam-headlines, or a path of your\n"
+                 "own) and prints the pairs per split, K example pairs (default 5) of --split (default valid),\n"
+                 "and the lead baseline (the first N words of the source; N = the training split's median\n"
+                 "target length unless --lead-words) with its BLEU and ROUGE-1/2/L F1 on valid and test.\n"
+                 "--set KEY=VALUE sets dataset.KEY (e.g. source_lang=fr, source_words=60; VALUE read as JSON\n"
+                 "when it parses, else as a string). Formats: datasets/README.md, section \"Sequence to sequence\".\n";
+    return 0;
+  }
+  auto args = parse(a, {"json"}, {"format", "set", "pairs", "split", "lead-words"});
+  if (args.positional.size() != 1) throw UsageError("datasets show: expected one dataset name or path");
+  const std::string what = args.positional[0];
+  cs::json ds = cs::json::object();
+  const cs::json manifest = cs::load_manifest();
+  if (cs::find_manifest_entry(manifest, what))
+    ds["name"] = what;
+  else if (cs::file_exists(what) || cs::dir_exists(what))
+    ds["path"] = what;
+  else
+    throw cs::UserError("datasets show: '" + what + "' is neither a dataset of the manifest nor a file or directory");
+  if (args.has("format")) ds["format"] = args.get("format");
+  for (const auto& kv : args.all("set")) {
+    const size_t eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) throw UsageError("--set " + kv + ": expected KEY=VALUE");
+    const std::string key = kv.substr(0, eq), val = kv.substr(eq + 1);
+    try {
+      ds[key] = cs::json::parse(val);
+    } catch (const std::exception&) {
+      ds[key] = val;
+    }
+  }
+  const int64_t k = args.get_int("pairs", 5, 0, 1000000);
+  const std::string split = args.get("split", "valid");
+  if (split != "train" && split != "valid" && split != "test")
+    throw UsageError("--split " + split + ": expected train, valid or test");
+
+  const cs::Seq2SeqSplits s = cs::load_seq2seq_dataset(ds);
+  const int64_t lead = args.has("lead-words") ? args.get_int("lead-words", 8, 1, 100000)
+                                              : std::max<int64_t>(1, cs::median_target_words(s.train));
+  cs::json out = {{"description", s.description}, {"lead_words", lead}};
+  for (const char* name : {"train", "valid", "test"}) {
+    const auto& v = std::string(name) == "train" ? s.train : std::string(name) == "valid" ? s.valid : s.test;
+    cs::json row = {{"pairs", v.size()},
+                    {"mean_source_words", mean_words(v, true)},
+                    {"mean_target_words", mean_words(v, false)}};
+    if (std::string(name) != "train") {
+      std::vector<std::string> hyp, ref;
+      for (const auto& p : v) {
+        hyp.push_back(cs::lead_baseline(p.source, lead));
+        ref.push_back(p.target);
+      }
+      const auto b = cs::corpus_bleu(hyp, ref);
+      const auto r = cs::corpus_rouge(hyp, ref);
+      row["lead"] = {{"bleu", b.bleu}, {"brevity_penalty", b.brevity_penalty}, {"rouge1", r.rouge1},
+                     {"rouge2", r.rouge2}, {"rougeL", r.rougeL}};
+    }
+    out["splits"][name] = row;
+  }
+  const auto& shown = split == "train" ? s.train : split == "valid" ? s.valid : s.test;
+  out["examples"] = cs::json::array();
+  for (size_t i = 0; i < shown.size() && static_cast<int64_t>(i) < k; ++i)
+    out["examples"].push_back({{"source", shown[i].source}, {"target", shown[i].target},
+                               {"lead", cs::lead_baseline(shown[i].source, lead)}});
+  if (args.has("json")) {
+    std::cout << out.dump(2) << "\n";
+    return 0;
+  }
+  std::cout << s.description << "\n\n"
+            << std::left << std::setw(8) << "split" << std::right << std::setw(9) << "pairs" << std::setw(10)
+            << "src words" << std::setw(10) << "tgt words" << std::setw(10) << "lead BLEU" << std::setw(8) << "R-1"
+            << std::setw(8) << "R-2" << std::setw(8) << "R-L" << "\n";
+  std::cout << std::fixed << std::setprecision(2);
+  for (const char* name : {"train", "valid", "test"}) {
+    const auto& row = out["splits"][name];
+    std::cout << std::left << std::setw(8) << name << std::right << std::setw(9) << row["pairs"].get<int64_t>()
+              << std::setw(10) << row["mean_source_words"].get<double>() << std::setw(10)
+              << row["mean_target_words"].get<double>();
+    if (row.contains("lead"))
+      std::cout << std::setw(10) << row["lead"]["bleu"].get<double>() << std::setw(8)
+                << row["lead"]["rouge1"].get<double>() << std::setw(8) << row["lead"]["rouge2"].get<double>()
+                << std::setw(8) << row["lead"]["rougeL"].get<double>();
+    std::cout << "\n";
+  }
+  std::cout << "(lead baseline = the first " << lead << " words of the source; BLEU corpus-level, ROUGE F1 mean over "
+            << "pairs, both 0..100)\n";
+  if (!out["examples"].empty()) std::cout << "\nfirst " << out["examples"].size() << " pairs of " << split << ":\n";
+  for (const auto& e : out["examples"]) {
+    std::cout << "  source: " << e["source"].get<std::string>() << "\n"
+              << "  target: " << e["target"].get<std::string>() << "\n"
+              << "  lead:   " << e["lead"].get<std::string>() << "\n\n";
+  }
+  return 0;
+}
+
+}  // namespace cli

@@ -1,0 +1,56 @@
+// Sequence-to-sequence datasets (issue #18): source/target text pairs per split.
+// Formats (dataset.format; documented in datasets/README.md, section "Sequence to sequence"):
+//   "parallel"  : a directory with one sentence per line, a source and a target file per split:
+//                 <dir>/{train,valid,test}.<src> and .<tgt> (dataset.source_lang / target_lang,
+//                 default "de" / "en": IWSLT14 De-En after the usual preprocessing).
+//   "gigaword"  : Gigaword's common distribution (Rush et al. 2015 preprocessing): a directory with
+//                 {train,valid,test}.article.txt and {train,valid,test}.title.txt (one pair per line).
+//   "headlines" : headline generation from the SpamAssassin mails (the bundled spam-assassin.jsonl):
+//                 source = the opening of the body, target = the cleaned Subject.
+// Bad input: UserError naming file:line.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "config/json.h"
+
+namespace cs {
+
+struct TextPair { std::string source, target; };
+struct Seq2SeqSplits { std::vector<TextPair> train, valid, test; std::string description; };
+
+// The pairs the "dataset" config section points at (formats: "parallel", "gigaword", "headlines").
+// Bad input: UserError naming file:line.
+Seq2SeqSplits load_seq2seq_dataset(const json& dataset_section);
+
+// The "lead" baseline: the first n words of the source (words = whitespace-separated tokens,
+// joined by one space).
+std::string lead_baseline(const std::string& source, int64_t n_words);
+
+// ---- additional members (beyond the h3<->h4 contract) ----
+
+// Options of the "headlines" builder.
+struct HeadlineOptions {
+  int64_t source_words = 40;       // the first N words of the body (dataset.source_words)
+  int64_t min_subject_words = 3;   // shorter cleaned subjects are dropped (dataset.min_subject_words)
+  int64_t min_source_words = 5;    // shorter bodies are dropped (dataset.min_source_words)
+  bool lowercase = true;           // ASCII lower-case source and target (dataset.lowercase)
+};
+// Clean a Subject line: strips "Re:", "Fwd:", "Fw:", "AW:" prefixes (repeated, any case), list tags
+// like "[ILUG]" / "[SAtalk]", and collapses whitespace. "" when nothing is left.
+std::string clean_subject(const std::string& subject);
+// Builds the headline pairs from a spam-assassin.jsonl file (records {"text", "label", "split"}).
+// Keeps the jsonl's split; drops subjects shorter than min_subject_words and identical pairs.
+Seq2SeqSplits load_headlines_jsonl(const std::string& jsonl_path, const HeadlineOptions& o);
+
+// Loaders by format, for callers that have the files at hand (tests, the CLI).
+Seq2SeqSplits load_parallel_dir(const std::string& dir, const std::string& source_lang,
+                                const std::string& target_lang, bool lowercase = false);
+Seq2SeqSplits load_gigaword_dir(const std::string& dir, bool lowercase = false);
+
+// The median number of words of the targets (the lead baseline's length: cellscope-cli datasets
+// show uses the training split's median headline length). 0 for no pairs.
+int64_t median_target_words(const std::vector<TextPair>& pairs);
+
+}  // namespace cs
