@@ -90,11 +90,12 @@ int main(int argc, char** argv) {
   QCommandLineOption decodeCk(QStringLiteral("decode"), QStringLiteral("Open the Decode tab and decode these checkpoints."), QStringLiteral("LIST"));
   QCommandLineOption decodeRun(QStringLiteral("decode-run"), QStringLiteral("Run to decode."), QStringLiteral("DIR"));
   QCommandLineOption decodeExamples(QStringLiteral("decode-examples"), QStringLiteral("Examples to decode."), QStringLiteral("N"));
-  for (auto* o : {&decodeCk, &decodeRun, &decodeExamples, &sweepDir, &screenshot, &windowSize, &afterMs, &start, &tab, &checkAll, &seedBands, &anKind, &anRun, &anRun2, &anText, &anK, &anPos, &anCk, &anCmap})
+  QCommandLineOption showRun(QStringLiteral("show-run"), QStringLiteral("Show this finished run's curves in the Training tab."), QStringLiteral("DIR"));
+  for (auto* o : {&showRun, &decodeCk, &decodeRun, &decodeExamples, &sweepDir, &screenshot, &windowSize, &afterMs, &start, &tab, &checkAll, &seedBands, &anKind, &anRun, &anRun2, &anText, &anK, &anPos, &anCk, &anCmap})
     o->setFlags(QCommandLineOption::HiddenFromHelp);
   p.addOptions({dataset, workspace, benchmark, json, preset, set, screenshot, windowSize, afterMs, start, tab, checkAll, seedBands});
   p.addOption(measureLatency);
-  p.addOptions({anKind, anRun, anRun2, anText, anK, anPos, anCk, anCmap, sweepDir, decodeCk, decodeRun, decodeExamples});
+  p.addOptions({anKind, anRun, anRun2, anText, anK, anPos, anCk, anCmap, sweepDir, decodeCk, decodeRun, decodeExamples, showRun});
   p.process(app);
 
   if (p.isSet(benchmark)) return gui::benchmarkMain(p.isSet(json));
@@ -141,6 +142,7 @@ int main(int argc, char** argv) {
   if (p.isSet(seedBands)) w.comparePanel()->setSeedAggregation(true);
   if (p.isSet(sweepDir))
     if (w.sweepPanel()->openSweep(p.value(sweepDir))) w.showPanel(w.sweepPanel());
+  if (p.isSet(showRun)) w.showRunInTrainingView(p.value(showRun));
   // any tab by its title (training, compare, generate, ...)
   if (!p.value(tab).isEmpty()) w.showPanel(p.value(tab));
   if (p.value(tab) == QLatin1String("generate") && !w.generatePanel()->runDirs().isEmpty())
