@@ -47,6 +47,7 @@ int cmd_bench_peer(const std::vector<std::string>&);  // bench_peer_cmd.cpp: ben
 int cmd_cv(const std::vector<std::string>&);  // cv_cmd.cpp: k-fold cross-validation
 int cmd_sweep(const std::vector<std::string>&);  // sweep_cmd.cpp: grids x seeds, the papers' tables
 int cmd_generate(const std::vector<std::string>&);  // generate_cmd.cpp: text generation
+int cmd_decode(const std::vector<std::string>&);    // decode_cmd.cpp: seq2seq decodes + BLEU/ROUGE
 
 // Data-parallel training and benchmark (dist_cmd.cpp, docs/DISTRIBUTED.md).
 // `train --nproc N` (N > 1): start N local workers of this executable and wait for them.

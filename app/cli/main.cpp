@@ -33,6 +33,7 @@ void print_usage() {
             << "  cv         k-fold cross-validation (sentence tasks): one run per fold + summary\n"
             << "  sweep      a grid of options x seeds as runs, resumable; the papers' tables from it\n"
             << "  generate   sample text from a char-LM or word-LM run, with per-token probabilities\n"
+            << "  decode     beam-search decodes of a seq2seq run's split, with BLEU / ROUGE vs the lead baseline\n"
             << "  --version  print the version\n";
 }
 
@@ -58,6 +59,7 @@ int main(int argc, char** argv) {
       {"sweep", cli::cmd_sweep},
       {"generate", cli::cmd_generate},
       {"label", cli::cmd_label},
+      {"decode", cli::cmd_decode},
   };
   auto it = commands.find(cmd);
   if (it == commands.end()) {

@@ -402,5 +402,5 @@ TEST(AnalysisMore, checkpointsAndHistoryOfATinyRun) {
   ASSERT_THROW(run_analysis(rq), UserError);
   rq.kind = "nope";
   ASSERT_THROW(run_analysis(rq), UserError);
-  ASSERT_EQ(int(analysis_kinds().size()), 10);
+  ASSERT_EQ(int(analysis_kinds().size()), 11);  // + channel_attention_decoder (issue #18, seq2seq)
 }

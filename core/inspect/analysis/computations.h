@@ -36,6 +36,8 @@ MatrixSet composition_weights(Task& task, const std::string& text, int64_t posit
 // separated by spaces, unknown words -> <unk>). The layer must be an MC-RNN cell.
 // (kind_channel_attention.cpp)
 ChannelGrid channel_attention(Task& task, const std::string& text, int layer = -1);
+// The same for the decoder of a seq2seq run: text "SOURCE ||| TARGET" or a source alone.
+ChannelGrid decoder_channel_attention(Task& task, const std::string& text, int layer = -1);
 
 // Metric per length bucket of a split (char_lm: lines; word_lm: sentences = <eos>-ended
 // lines; classify/absa: examples by token count); empty edges = default_edges_for(task).

@@ -17,6 +17,7 @@ namespace cs {
   X(zone_relevance)                 \
   X(composition)                    \
   X(channel_attention)              \
+  X(channel_attention_decoder)      \
   X(length)                         \
   X(gate_histogram)                 \
   X(gate_saturation)                \

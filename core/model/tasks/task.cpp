@@ -67,6 +67,7 @@ const std::vector<TaskInfo>& task_registry() {
     register_char_lm_task(v);
     register_word_lm_task(v);
     register_sentence_tasks(v);
+    register_seq2seq_task(v);
     // Further tasks register here (one line each).
     return v;
   }();

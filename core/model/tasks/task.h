@@ -133,5 +133,6 @@ std::unique_ptr<Task> make_task(const json& resolved_cfg, const std::string& run
 void register_char_lm_task(std::vector<TaskInfo>& out);
 void register_word_lm_task(std::vector<TaskInfo>& out);
 void register_sentence_tasks(std::vector<TaskInfo>& out);  // tasks/classify.cpp: classify, absa
+void register_seq2seq_task(std::vector<TaskInfo>& out);    // tasks/seq2seq.cpp
 
 }  // namespace cs

@@ -1,0 +1,117 @@
+// cellscope-cli decode: a seq2seq run's decodes of a split (beam search with length
+// normalisation, tasks/seq2seq_decode.h), the samples and BLEU / ROUGE against the lead baseline.
+#include <algorithm>
+#include <iomanip>
+#include <iostream>
+
+#include "cli.h"
+#include "tasks/seq2seq_decode.h"
+#include "util/error.h"
+#include "train/trainer.h"
+#include "util/sysinfo.h"
+
+namespace cli {
+
+namespace {
+
+double number_arg(const Args& a, const std::string& k, double def) {
+  if (!a.has(k)) return def;
+  try {
+    size_t used = 0;
+    const std::string v = a.get(k);
+    const double x = std::stod(v, &used);
+    if (used != v.size()) throw std::invalid_argument(v);
+    return x;
+  } catch (const std::exception&) {
+    throw UsageError("--" + k + " expects a number, got '" + a.get(k) + "'");
+  }
+}
+
+std::string csv_field(const std::string& s) {
+  std::string o = "\"";
+  for (char c : s) o += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return o + "\"";
+}
+
+}  // namespace
+
+int cmd_decode(const std::vector<std::string>& a) {
+  if (std::find(a.begin(), a.end(), "--help") != a.end()) {
+    std::cout << "usage: cellscope-cli decode RUN [--split valid|test|train] [--checkpoint best|last|step_N]\n"
+                 "                            [--beam K] [--alpha A] [--max N] [--max-length L] [--threads T] [--json | --csv]\n"
+                 "Decodes the first N pairs of a split (--max, default 20; 0 = all) of a seq2seq run with beam search\n"
+                 "of width K (default: the run's task.beam; 1 = greedy), hypotheses ranked by log P / ((5+|Y|)/6)^A\n"
+                 "(default A: the run's task.length_penalty), at most L tokens (default: the run's). Prints each\n"
+                 "source, reference and hypothesis, then corpus BLEU, ROUGE-1/2/L F1 and the lead baseline's\n"
+                 "(the first words of the source) on the same pairs. Progress on stderr.\n";
+    return 0;
+  }
+  auto args = parse(a, {"json", "csv"}, {"split", "checkpoint", "beam", "alpha", "max", "max-length", "threads"});
+  if (args.positional.size() != 1) throw UsageError("expected one RUN directory");
+  if (args.has("json") && args.has("csv")) throw UsageError("--json and --csv exclude each other");
+  const std::string run = args.positional[0];
+  cs::set_threads(static_cast<int>(args.get_int("threads", 0)));
+  const std::string cfg_path = cs::join_path(run, "config.json");
+  if (!cs::file_exists(cfg_path)) throw cs::UserError("'" + run + "' is not a run directory (no config.json)");
+  const cs::json cfg = cs::parse_json(cs::read_file(cfg_path), cfg_path);
+  const cs::json task = cfg.value("task", cs::json::object());
+  cs::DecodeOptions o;
+  o.split = args.get("split", "valid");
+  o.checkpoint = args.get("checkpoint", "best");
+  o.beam = args.get_int("beam", task.is_object() ? task.value("beam", 10) : 10, 1, 1000);
+  o.length_penalty = number_arg(args, "alpha", task.is_object() ? task.value("length_penalty", 1.0) : 1.0);
+  if (o.length_penalty < 0) throw UsageError("--alpha must be >= 0");
+  o.max_examples = args.get_int("max", 20, 0, 1LL << 40);
+  o.max_length = args.get_int("max-length", 0, 0, 100000);
+  int64_t last_pct = -1;
+  auto progress = [&](int64_t done, int64_t total) {
+    const int64_t pct = total > 0 ? done * 100 / total : 100;
+    if (pct != last_pct || done == total) {
+      std::cerr << "\rdecoding " << o.split << ": " << done << "/" << total << " (" << pct << "%)" << std::flush;
+      last_pct = pct;
+    }
+    if (done == total) std::cerr << "\n";
+    return true;
+  };
+  const cs::DecodeReport r = cs::decode_run(run, o, progress);
+  if (args.has("json")) {
+    cs::json j;
+    j["run"] = run;
+    j["split"] = o.split;
+    j["checkpoint"] = o.checkpoint;
+    j["step"] = r.step;
+    j["beam"] = o.beam;
+    j["alpha"] = o.length_penalty;
+    j["metrics"] = r.metrics;
+    j["samples"] = cs::json::array();
+    for (auto& s : r.samples)
+      j["samples"].push_back({{"source", s.source}, {"reference", s.reference}, {"hypothesis", s.hypothesis}, {"score", s.score}});
+    std::cout << j.dump(2, ' ', false, cs::json::error_handler_t::replace) << "\n";
+    return 0;
+  }
+  if (args.has("csv")) {
+    std::cout << "source,reference,hypothesis,score\n";
+    for (auto& s : r.samples)
+      std::cout << csv_field(s.source) << "," << csv_field(s.reference) << "," << csv_field(s.hypothesis) << "," << s.score << "\n";
+    std::cout << "\nmetric,value\n";
+    for (auto& [k, v] : r.metrics) std::cout << k << "," << v << "\n";
+    return 0;
+  }
+  std::cout << "run " << run << ", checkpoint " << o.checkpoint << " (step " << r.step << "), " << o.split << ", beam " << o.beam
+            << ", alpha " << o.length_penalty << "\n\n";
+  for (size_t i = 0; i < r.samples.size(); ++i) {
+    const auto& s = r.samples[i];
+    std::cout << "[" << i + 1 << "] source:     " << s.source << "\n    reference:  " << s.reference << "\n    hypothesis: "
+              << s.hypothesis << "   (score " << std::fixed << std::setprecision(3) << s.score << ")\n";
+    std::cout.unsetf(std::ios::fixed);
+  }
+  std::cout << "\n" << std::fixed << std::setprecision(2);
+  for (const char* k : {"bleu", "rouge1", "rouge2", "rougeL"}) {
+    auto it = r.metrics.find(k), lt = r.metrics.find(std::string("lead_") + k);
+    std::cout << std::left << std::setw(8) << k << std::right << std::setw(8) << (it == r.metrics.end() ? 0.0 : it->second)
+              << "   lead " << std::setw(8) << (lt == r.metrics.end() ? 0.0 : lt->second) << "\n";
+  }
+  return 0;
+}
+
+}  // namespace cli

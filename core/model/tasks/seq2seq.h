@@ -1,0 +1,120 @@
+// Task `seq2seq` (MC-RNN paper §4.1-4.2: translation and summarization; tasks/SEQ2SEQ_NOTES.md):
+// pairs from data/seq2seq_data.h, SentencePiece vocabularies trained on the training split
+// (saved with the run), the encoder-decoder of tasks/seq2seq_model.h trained with teacher
+// forcing on padded batches, evaluated by loss/perplexity per target token and by BLEU and
+// ROUGE of greedy decodes; beam search (tasks/beam_search.h) in decode().
+#pragma once
+#include <memory>
+#include <optional>
+
+#include "data/seq2seq_data.h"
+#include "data/subword.h"
+#include "tasks/beam_search.h"
+#include "tasks/seq2seq_model.h"
+#include "tasks/task.h"
+
+namespace cs {
+
+struct Seq2SeqOptions {
+  std::string subword = "bpe";          // dataset.*
+  int64_t source_vocab_size = 8000;
+  int64_t target_vocab_size = 8000;
+  bool shared_vocab = false;
+  int64_t max_source_len = 100;
+  int64_t max_target_len = 40;
+  // Read by h3's loaders (data/seq2seq_data.cpp); declared here so that configs validate. Unset =
+  // the format's own default.
+  std::optional<std::string> source_lang, target_lang;                       // parallel
+  std::optional<int64_t> source_words, min_subject_words, min_source_words;  // headlines
+  std::optional<bool> lowercase;                                             // every format
+  int64_t eval_batch = 64;              // training.*
+  int64_t eval_decode = 200;
+  int64_t beam = 10;                    // task.*
+  double length_penalty = 1.0;
+  int64_t max_decode = 0;
+  int64_t lead_words = 0;
+};
+const OptionTable<Seq2SeqOptions>& seq2seq_option_table();
+
+class Seq2SeqTask : public Task {
+ public:
+  Seq2SeqTask(const json& cfg, const std::string& run_dir);
+  // The same on pairs given directly instead of cfg["dataset"] (tests, other front ends).
+  Seq2SeqTask(const json& cfg, Seq2SeqSplits pairs, const std::string& run_dir);
+  std::string name() const override { return "seq2seq"; }
+  std::shared_ptr<torch::nn::Module> model() override { return model_.ptr(); }
+  StepResult train_step() override;
+  EvalResult evaluate(const std::string& split) override;
+  std::string primary_metric() const override { return "ppl"; }
+  bool lower_is_better() const override { return true; }
+  std::string unit_name() const override { return "tokens"; }
+  double epoch() const override;
+  bool has_split(const std::string& split) const override;
+  void save_state(torch::serialize::OutputArchive& ar) const override;
+  void load_state(torch::serialize::InputArchive& ar) override;
+  std::string vocab_text() const override;
+  void to(const torch::Device& d) override;
+  std::string cell_name() const override;
+
+  // Inspection: the source side (encoder) for the analyses that read one sequence.
+  EncodedText encode_text(const std::string& text) const override;
+  void probe_sequence(const std::vector<int32_t>& ids, Probe& probe) override;
+  std::string split_text(const std::string& split, int64_t max_tokens) const override;
+  std::string default_analysis_text() const override;
+  // The decoder run with teacher forcing on `target` (empty: the greedy decode of `source`),
+  // probed; returns the target pieces it read (the decoder's input tokens after <s>).
+  std::vector<std::string> probe_decoder(const std::string& source, const std::string& target, Probe& probe);
+
+  struct Example {
+    std::string source, target;             // the raw texts
+    std::vector<int32_t> src, tgt;          // subword ids (cut to the max lengths; no <s>/</s>)
+  };
+  const std::vector<Example>& examples(const std::string& split) const;
+  const SubwordVocab& source_vocab() const { return *src_vocab_; }
+  const SubwordVocab& target_vocab() const { return *tgt_vocab_; }
+  Seq2SeqModel& net() { return model_; }
+  const Seq2SeqOptions& options() const { return o_; }
+  int64_t default_max_decode() const;
+
+  // Batch of examples: src [S, B], src_len [B], y_in [T, B] (<s> y), y_out [T, B] (y </s>),
+  // padded with pad_id, and the target mask [T, B] float.
+  struct Batch {
+    torch::Tensor src, src_len, y_in, y_out, y_mask;
+  };
+  Batch make_batch(const std::vector<const Example*>& ex) const;
+  // Summed NLL (nats) of the batch's real target tokens and their count; `loss` keeps the graph.
+  torch::Tensor batch_nll(const Batch& b, StepContext& ctx);
+
+  // Greedy decode of source id sequences as one batch (ids without </s>, cut at max_len).
+  std::vector<std::vector<int32_t>> greedy(const std::vector<std::vector<int32_t>>& sources, int64_t max_len);
+  // Beam search of one source (beam 1 = greedy).
+  std::vector<BeamHypothesis> beam(const std::vector<int32_t>& source, const BeamSearchOptions& bo);
+  // The lead baseline's BLEU / ROUGE on a split ("lead_bleu", "lead_rouge1", ...), over the first
+  // `max_examples` examples (0 = all).
+  std::map<std::string, double> lead_metrics(const std::string& split, int64_t max_examples) const;
+  int64_t lead_words() const { return lead_words_; }
+
+ private:
+  std::vector<int64_t> epoch_permutation(int64_t epoch) const;
+  json cfg_;
+  Seq2SeqOptions o_;
+  std::unique_ptr<SubwordVocab> src_vocab_, tgt_vocab_;
+  std::vector<Example> train_, valid_, test_;
+  Seq2SeqModel model_{nullptr};
+  int64_t batch_ = 32;
+  uint64_t seed_ = 1;
+  int64_t lead_words_ = 8;
+  std::vector<int64_t> perm_;
+  int64_t cursor_ = 0, epochs_done_ = 0;
+  bool lead_logged_valid_ = false, lead_logged_test_ = false;
+  torch::Device device_{torch::kCPU};
+};
+
+// Token-id sequences -> texts with the metrics of the pairs: "bleu", "rouge1", "rouge2", "rougeL"
+// (data/text_metrics.h), with `prefix` before each name.
+std::map<std::string, double> text_metrics(const std::vector<std::string>& hyps, const std::vector<std::string>& refs,
+                                           const std::string& prefix = "");
+
+void register_seq2seq_task(std::vector<TaskInfo>& out);
+
+}  // namespace cs

@@ -1,0 +1,50 @@
+// The encoder-decoder with attention of the seq2seq task (tasks/SEQ2SEQ_NOTES.md).
+//
+//   encoder: source embedding -> CellStack (model.cell, model.layers), right-padded batch;
+//            its outputs at the real positions are the attention memory h̄_s.
+//   decoder: target embedding of the previous token -> CellStack (the same cell and options,
+//            zero initial state), then Luong et al. (2015) global attention, "general" score:
+//              score(h_t, h̄_s) = h_tᵀ W_a h̄_s,  a_t = softmax_s(score) over the real source positions,
+//              c_t = Σ_s a_ts h̄_s,  h̃_t = tanh(W_c [c_t; h_t]),  p(y_t | y_<t, x) = softmax(W_o h̃_t + b_o).
+// Padding: the encoder is causal and padded at the end, so a sentence's real positions do not
+// see its padding, and the attention masks the padded positions; the decoder's padded target
+// positions are masked out of the loss by the task.
+#pragma once
+#include <torch/nn/modules/embedding.h>
+#include <torch/nn/modules/linear.h>
+
+#include "cells/stack.h"
+#include "config/json.h"
+
+namespace cs {
+
+struct Seq2SeqEncoded {
+  torch::Tensor memory;  // [B, S, H] encoder outputs
+  torch::Tensor mask;    // [B, S] bool, true at real source positions
+};
+
+class Seq2SeqModelImpl : public torch::nn::Module {
+ public:
+  Seq2SeqModelImpl(const json& model, int64_t source_vocab, int64_t target_vocab, int64_t pad_id);
+  // src [S, B] int64 padded with pad_id, lengths [B] int64.
+  Seq2SeqEncoded encode(const torch::Tensor& src, const torch::Tensor& lengths, StepContext& ctx);
+  std::vector<State> decoder_initial_state(int64_t batch, const torch::TensorOptions& opts) const;
+  // Decoder over target inputs y_in [T, B] (teacher forcing, or T = 1 per generation step),
+  // `states` carried in/out. Returns logits [T, B, V]; `attention` (if given) gets a [T, B, S].
+  torch::Tensor decode(const torch::Tensor& y_in, const Seq2SeqEncoded& enc, std::vector<State>& states, StepContext& ctx,
+                       torch::Tensor* attention = nullptr);
+  // The attention layer alone: decoder outputs h [T, B, H] -> h̃ [T, B, H] (weights [T, B, S]).
+  torch::Tensor attend(const torch::Tensor& h, const Seq2SeqEncoded& enc, torch::Tensor* attention = nullptr);
+  // Encoder + decoder recurrent FLOPs per token, and the attention + output per target token.
+  double encoder_flops_per_token() const { return encoder->flops_per_step(); }
+  double decoder_flops_per_token(int64_t source_len) const;
+
+  torch::nn::Embedding src_embed{nullptr}, tgt_embed{nullptr};
+  CellStack encoder{nullptr}, decoder{nullptr};
+  torch::nn::Linear attn_w{nullptr}, combine{nullptr}, out{nullptr};
+  double dropout = 0.0;
+  int64_t pad_id = 0;
+};
+TORCH_MODULE(Seq2SeqModel);
+
+}  // namespace cs
