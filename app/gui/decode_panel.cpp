@@ -250,7 +250,10 @@ DecodePanel::DecodePanel(RunTableModel* runs, QWidget* parent) : QWidget(parent)
   connect(exportCsv, &QPushButton::clicked, this, [this] { exportInteractive(TableFormat::Csv); });
   connect(exportTsv, &QPushButton::clicked, this, [this] { exportInteractive(TableFormat::Tsv); });
   connect(clear, &QPushButton::clicked, this, &DecodePanel::clearTables);
-  connect(m_runCombo, qOverload<int>(&QComboBox::currentIndexChanged), this, [this] { refreshCheckpoints(); });
+  connect(m_runCombo, qOverload<int>(&QComboBox::currentIndexChanged), this, [this] {
+    refreshCheckpoints();
+    takeRunDefaults();
+  });
   connect(m_tableCombo, qOverload<int>(&QComboBox::currentIndexChanged), this, [this](int i) { showTable(i); });
   connect(m_metrics, &QTableWidget::currentCellChanged, this, [this](int row, int, int, int) {
     if (row >= 0 && row < m_metricsRowTable.size() && m_metricsRowTable[row] >= 0) setCurrentTable(m_metricsRowTable[row]);
@@ -316,6 +319,7 @@ void DecodePanel::refreshRuns() {
     m_runCombo->setCurrentIndex(i >= 0 ? i : m_runCombo->count() - 1);  // default: the newest run
   }
   refreshCheckpoints();
+  if (currentRun() != keep) takeRunDefaults();
   setBusy(m_busy);
 }
 
@@ -337,6 +341,17 @@ void DecodePanel::refreshCheckpoints() {
     item->setFlags(Qt::ItemIsEnabled | Qt::ItemIsUserCheckable | Qt::ItemIsSelectable);
     item->setCheckState(keep.contains(n) ? Qt::Checked : Qt::Unchecked);
   }
+}
+
+void DecodePanel::takeRunDefaults() {
+  // The run's own beam width and length penalty (task.beam, task.length_penalty), when it has them.
+  if (!m_runs) return;
+  const RunInfo* r = m_runs->run(m_runs->rowOf(currentRun()));
+  if (!r) return;
+  const QJsonObject task = r->config.value(QStringLiteral("task")).toObject();
+  if (task.value(QStringLiteral("beam")).isDouble()) m_beam->setValue(task.value(QStringLiteral("beam")).toInt());
+  if (task.value(QStringLiteral("length_penalty")).isDouble())
+    m_lengthPenalty->setValue(task.value(QStringLiteral("length_penalty")).toDouble());
 }
 
 QStringList DecodePanel::availableCheckpoints() const {
@@ -565,9 +580,11 @@ void DecodePanel::rebuildMetrics() {
         break;
       }
   }
+  // ("examples" is a column of its own, "lead_words" names the baseline.)
   for (const DecodeTable& t : m_tables)
     for (const auto& kv : t.metrics)
-      if (!kv.first.startsWith(kLead) && !keys.contains(kv.first)) keys << kv.first;
+      if (!kv.first.startsWith(kLead) && kv.first != QLatin1String("examples") && !keys.contains(kv.first))
+        keys << kv.first;
   QStringList headers{tr("Checkpoint"), tr("Step"), tr("Examples")};
   for (const QString& k : keys) {
     QString h = k;
@@ -596,8 +613,10 @@ void DecodePanel::rebuildMetrics() {
     const QString id = QStringLiteral("%1|%2|%3").arg(t.runDir, t.split).arg(t.rows.size());
     if (!any || baselinesSeen.contains(id)) continue;
     baselinesSeen << id;
-    Row r{tr("lead baseline (first words of the source), %1").arg(t.split), QString(), QString::number(t.rows.size()),
-          {}, -1, true};
+    const double words = t.metric(QStringLiteral("lead_words"), 0);
+    Row r{words > 0 ? tr("lead baseline (the first %1 words of the source), %2").arg(words).arg(t.split)
+                    : tr("lead baseline (the first words of the source), %1").arg(t.split),
+          QString(), QString::number(t.rows.size()), {}, -1, true};
     for (const QString& k : keys) r.values << t.metric(kLead + k, NAN);
     rows << r;
   }

@@ -117,6 +117,7 @@ Q_SIGNALS:
 
 private:
   void refreshCheckpoints();
+  void takeRunDefaults();  // the run's task.beam and task.length_penalty into the controls
   void onProgress(int index, int count, qint64 done, qint64 total);
   void onTable(const DecodeTable& t);
   void onDone();
