@@ -77,6 +77,14 @@ struct CurvePlot::Series {
   bool sparse = false;  // an evaluation series: markers, never smoothed
 };
 
+struct CurvePlot::RefLine {
+  QString id, label;
+  double y = 0;
+  QColor color;
+  QCPItemLine* line = nullptr;
+  QCPItemText* text = nullptr;
+};
+
 CurvePlot::CurvePlot(QWidget* parent) : PlotView(Kind::CustomPlot, parent) {
   m_plot->setAutoAddPlottableToLegend(false);
   m_plot->setMouseTracking(true);  // hover tooltips without a pressed button
@@ -187,7 +195,10 @@ CurvePlot::CurvePlot(QWidget* parent) : PlotView(Kind::CustomPlot, parent) {
   m_plot->installEventFilter(this);
 }
 
-CurvePlot::~CurvePlot() { qDeleteAll(m_series); }
+CurvePlot::~CurvePlot() {
+  qDeleteAll(m_series);
+  qDeleteAll(m_refLines);  // their items belong to the plot
+}
 
 void CurvePlot::resizeEvent(QResizeEvent* event) {
   PlotView::resizeEvent(event);
@@ -254,6 +265,9 @@ QString CurvePlot::exportCaption() const {
     if (!raw.isEmpty()) t += tr(" Not smoothed: %1.").arg(raw.join(QStringLiteral(", ")));
     lines << t;
   }
+  QStringList refs;
+  for (const RefLine* r : m_refLines) refs << QStringLiteral("%1 = %2").arg(r->label, QString::number(r->y, 'g', 6));
+  if (!refs.isEmpty()) lines << tr("Dashed reference lines: %1.").arg(refs.join(QStringLiteral("; ")));
   return lines.join(QLatin1Char('\n'));
 }
 
@@ -315,6 +329,7 @@ void CurvePlot::removeSeries(const QString& id) {
 void CurvePlot::clear() {
   const QStringList ids = seriesIds();
   for (const QString& id : ids) removeSeries(id);
+  clearReferenceLines();
   m_colorIndex = 0;
 }
 
@@ -507,6 +522,77 @@ bool CurvePlot::hasBand(const QString& id) const {
   return s && s->bandLo;
 }
 
+void CurvePlot::setReferenceLine(const QString& id, double y, const QString& label, const QColor& color) {
+  RefLine* r = nullptr;
+  for (RefLine* x : m_refLines)
+    if (x->id == id) r = x;
+  if (!r) {
+    r = new RefLine;
+    r->id = id;
+    r->line = new QCPItemLine(m_plot);
+    r->line->setLayer(QStringLiteral("marker"));
+    for (QCPItemPosition* p : {r->line->start, r->line->end}) {
+      p->setAxes(m_plot->xAxis, m_plot->yAxis);
+      p->setAxisRect(m_plot->axisRect());
+      p->setTypeX(QCPItemPosition::ptAxisRectRatio);
+      p->setTypeY(QCPItemPosition::ptPlotCoords);
+    }
+    r->text = new QCPItemText(m_plot);
+    r->text->setLayer(QStringLiteral("marker"));
+    r->text->position->setAxes(m_plot->xAxis, m_plot->yAxis);
+    r->text->position->setAxisRect(m_plot->axisRect());
+    r->text->position->setTypeX(QCPItemPosition::ptAxisRectRatio);
+    r->text->position->setTypeY(QCPItemPosition::ptPlotCoords);
+    r->text->setPositionAlignment(Qt::AlignLeft | Qt::AlignBottom);
+    r->text->setClipToAxisRect(true);
+    m_refLines << r;
+  }
+  r->y = y;
+  r->label = label;
+  r->color = color.isValid() ? color : QColor(90, 90, 90);
+  r->line->start->setCoords(0.0, y);
+  r->line->end->setCoords(1.0, y);
+  r->line->setPen(QPen(r->color, 1.4, Qt::DashDotLine));
+  r->text->position->setCoords(0.01, y);
+  r->text->setText(QStringLiteral("%1 %2").arg(label, QString::number(y, 'g', 4)));
+  r->text->setColor(r->color.darker(120));
+  r->text->setBrush(QColor(255, 255, 255, 190));
+  markDirty();
+}
+
+void CurvePlot::removeReferenceLine(const QString& id) {
+  for (int i = 0; i < m_refLines.size(); ++i)
+    if (m_refLines[i]->id == id) {
+      m_plot->removeItem(m_refLines[i]->line);
+      m_plot->removeItem(m_refLines[i]->text);
+      delete m_refLines.takeAt(i);
+      markDirty();
+      return;
+    }
+}
+
+void CurvePlot::clearReferenceLines() {
+  while (!m_refLines.isEmpty()) removeReferenceLine(m_refLines.first()->id);
+}
+
+QStringList CurvePlot::referenceLineIds() const {
+  QStringList ids;
+  for (const RefLine* r : m_refLines) ids << r->id;
+  return ids;
+}
+
+double CurvePlot::referenceLineValue(const QString& id) const {
+  for (const RefLine* r : m_refLines)
+    if (r->id == id) return r->y;
+  return std::numeric_limits<double>::quiet_NaN();
+}
+
+QString CurvePlot::referenceLineLabel(const QString& id) const {
+  for (const RefLine* r : m_refLines)
+    if (r->id == id) return r->label;
+  return QString();
+}
+
 void CurvePlot::setMarker(double x) {
   m_markerX = x;
   m_marker->start->setCoords(x, 0.0);
@@ -619,6 +705,15 @@ void CurvePlot::fitView() {
         lo = std::min(lo, it->value);
         hi = std::max(hi, it->value);
       }
+  // Reference lines (baselines) are in the view too, beside every point.
+  bool refOutside = false;
+  for (const RefLine* r : m_refLines)
+    if (std::isfinite(r->y) && (!m_yLog || r->y > 0)) {
+      refOutside = refOutside || r->y < lo || r->y > hi;
+      lo = std::min(lo, r->y);
+      hi = std::max(hi, r->y);
+    }
+  if (refOutside && hi > lo) m_plot->yAxis->setRange(lo, hi);
   QCPRange yr = m_plot->yAxis->range();
   if (std::isfinite(lo) && hi - lo <= 1e-12 * std::max(1.0, std::abs(hi))) {
     const double pad = lo != 0 ? std::abs(lo) * 0.1 : 0.5;  // flat line: +-10% of its value

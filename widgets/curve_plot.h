@@ -46,6 +46,11 @@
 // Bands: setBand(id, xs, lower, upper) draws a filled band (min-max or
 // mean +- std) in the series colour behind the curves (QCPGraph channel fill).
 // Marker: setMarker(x) draws a vertical line at x ("the step being viewed").
+// Reference lines: setReferenceLine(id, y, label) draws a labelled horizontal dashed
+// line at y across the plot (a baseline: the lead baseline's BLEU, the frequency
+// baseline's accuracy); the auto-fitted y range includes every reference line as well
+// as every point (a reference line on a log axis needs y > 0), and the export caption
+// names each line with its value. clear() removes them with the series.
 //
 // CSV (toCsv): long format, header "series,x,y", one row per raw point of each
 // series in series order (series = id); bands and smoothed values are not included.
@@ -118,6 +123,14 @@ public:
   void removeBand(const QString& id);
   bool hasBand(const QString& id) const;
 
+  // Horizontal reference lines (see above). An invalid colour is dark grey. Never replot.
+  void setReferenceLine(const QString& id, double y, const QString& label, const QColor& color = QColor());
+  void removeReferenceLine(const QString& id);
+  void clearReferenceLines();
+  QStringList referenceLineIds() const;
+  double referenceLineValue(const QString& id) const;  // NaN when there is none
+  QString referenceLineLabel(const QString& id) const;
+
   // Vertical marker line.
   void setMarker(double x);
   void clearMarker();
@@ -181,6 +194,7 @@ protected:
 
 private:
   struct Series;
+  struct RefLine;
   Series* series(const QString& id);
   const Series* series(const QString& id) const;
   Series* ensureSeries(const QString& id);
@@ -208,6 +222,7 @@ private:
   bool m_compact = false;
   QString m_subject;
   QList<Series*> m_series;  // in insertion order
+  QList<RefLine*> m_refLines;
   QHash<QString, Series*> m_byId;
   int m_colorIndex = 0;
   double m_smoothing = 0.0;

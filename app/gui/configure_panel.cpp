@@ -316,6 +316,15 @@ void ConfigurePanel::setDatasetFile(const QString& path) {
   scheduleValidation();
 }
 
+QStringList ConfigurePanel::datasetChoices() const {
+  QStringList out;
+  for (int i = 0; i < m_datasetCombo->count(); ++i) {
+    const QString d = m_datasetCombo->itemData(i).toString();
+    if (!d.startsWith(QLatin1String("file:"))) out << d;
+  }
+  return out;
+}
+
 QString ConfigurePanel::datasetFormat() const {
   if (!m_datasetFile.isEmpty()) return detectFormat(m_datasetFile);
   return m_datasetCombo->currentData(Qt::UserRole + 1).toString();

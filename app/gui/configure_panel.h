@@ -37,6 +37,7 @@ public:
   bool selectDataset(const QString& name);
   void setDatasetFile(const QString& path);  // a file of the user's; format detected and shown
   QString datasetFormat() const;             // as shown (manifest format or detected)
+  QStringList datasetChoices() const;        // the manifest datasets offered for the current task, by name
   void revalidateNow();                      // synchronous validation (the panel debounces it)
   QStringList validationErrors() const { return m_errors; }  // "path: message"
   bool isValid() const { return m_errors.isEmpty(); }

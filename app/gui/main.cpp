@@ -17,6 +17,7 @@
 #include "analysis_panel.h"
 #include "compare_panel.h"
 #include "configure_panel.h"
+#include "decode_panel.h"
 #include "generate_panel.h"
 #include "latency_probe.h"
 #include "main_window.h"
@@ -84,11 +85,17 @@ int main(int argc, char** argv) {
   QCommandLineOption anCk(QStringLiteral("analysis-checkpoint"), QStringLiteral("Checkpoint id."), QStringLiteral("ID"));
   QCommandLineOption sweepDir(QStringLiteral("sweep"), QStringLiteral("Open this sweep directory in the Sweeps tab."), QStringLiteral("DIR"));
   QCommandLineOption anCmap(QStringLiteral("analysis-cmap"), QStringLiteral("Colour map."), QStringLiteral("NAME"));
-  for (auto* o : {&sweepDir, &screenshot, &windowSize, &afterMs, &start, &tab, &checkAll, &seedBands, &anKind, &anRun, &anRun2, &anText, &anK, &anPos, &anCk, &anCmap})
+  // Decode tab: --decode CHECKPOINTS (comma-separated: best,last,step_N) [--decode-run DIR]
+  // [--decode-examples N]: decoded at start; with --screenshot the window is grabbed once it is done.
+  QCommandLineOption decodeCk(QStringLiteral("decode"), QStringLiteral("Open the Decode tab and decode these checkpoints."), QStringLiteral("LIST"));
+  QCommandLineOption decodeRun(QStringLiteral("decode-run"), QStringLiteral("Run to decode."), QStringLiteral("DIR"));
+  QCommandLineOption decodeExamples(QStringLiteral("decode-examples"), QStringLiteral("Examples to decode."), QStringLiteral("N"));
+  QCommandLineOption showRun(QStringLiteral("show-run"), QStringLiteral("Show this finished run's curves in the Training tab."), QStringLiteral("DIR"));
+  for (auto* o : {&showRun, &decodeCk, &decodeRun, &decodeExamples, &sweepDir, &screenshot, &windowSize, &afterMs, &start, &tab, &checkAll, &seedBands, &anKind, &anRun, &anRun2, &anText, &anK, &anPos, &anCk, &anCmap})
     o->setFlags(QCommandLineOption::HiddenFromHelp);
   p.addOptions({dataset, workspace, benchmark, json, preset, set, screenshot, windowSize, afterMs, start, tab, checkAll, seedBands});
   p.addOption(measureLatency);
-  p.addOptions({anKind, anRun, anRun2, anText, anK, anPos, anCk, anCmap, sweepDir});
+  p.addOptions({anKind, anRun, anRun2, anText, anK, anPos, anCk, anCmap, sweepDir, decodeCk, decodeRun, decodeExamples, showRun});
   p.process(app);
 
   if (p.isSet(benchmark)) return gui::benchmarkMain(p.isSet(json));
@@ -135,6 +142,7 @@ int main(int argc, char** argv) {
   if (p.isSet(seedBands)) w.comparePanel()->setSeedAggregation(true);
   if (p.isSet(sweepDir))
     if (w.sweepPanel()->openSweep(p.value(sweepDir))) w.showPanel(w.sweepPanel());
+  if (p.isSet(showRun)) w.showRunInTrainingView(p.value(showRun));
   // any tab by its title (training, compare, generate, ...)
   if (!p.value(tab).isEmpty()) w.showPanel(p.value(tab));
   if (p.value(tab) == QLatin1String("generate") && !w.generatePanel()->runDirs().isEmpty())
@@ -207,6 +215,30 @@ int main(int argc, char** argv) {
       const QString file = p.value(screenshot);
       const int delay = p.value(afterMs).toInt();
       QObject::connect(a, &gui::AnalysisPanel::computed, &w, [&w, file, delay, grabTo] {
+        QTimer::singleShot(delay, &w, [file, grabTo] {
+          grabTo(file);
+          QApplication::exit(0);
+        });
+      });
+    }
+  }
+  if (p.isSet(decodeCk)) {
+    gui::DecodePanel* d = w.decodePanel();
+    w.showPanel(d);
+    if (p.isSet(decodeRun) && !d->selectRun(p.value(decodeRun))) {
+      QTextStream(stderr) << "cellscope: no seq2seq run with checkpoints at '" << p.value(decodeRun) << "'\n";
+      return 2;
+    }
+    gui::DecodeJob j = d->job();
+    j.checkpoints = p.value(decodeCk).split(QLatin1Char(','), Qt::SkipEmptyParts);
+    if (p.isSet(decodeExamples)) j.maxExamples = p.value(decodeExamples).toInt();
+    d->setJob(j);
+    QTimer::singleShot(0, d, [d] { d->decode(); });
+    if (p.isSet(screenshot)) {
+      waitForAnalysis = true;
+      const QString file = p.value(screenshot);
+      const int delay = p.value(afterMs).toInt();
+      QObject::connect(d, &gui::DecodePanel::finished, &w, [&w, file, delay, grabTo] {
         QTimer::singleShot(delay, &w, [file, grabTo] {
           grabTo(file);
           QApplication::exit(0);

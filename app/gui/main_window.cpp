@@ -32,6 +32,7 @@
 #include "configure_panel.h"
 #include "core_bridge.h"
 #include "curve_plot.h"
+#include "decode_panel.h"
 #include "figure_export.h"
 #include "generate_panel.h"
 #include "run_actions.h"
@@ -76,6 +77,7 @@ void MainWindow::buildPanels() {
   m_analysis = new AnalysisPanel;
   m_sweeps = new SweepPanel(m_configure, m_controller);
   m_generate = new GeneratePanel(m_compare->runModel());
+  m_decode = new DecodePanel(m_compare->runModel());
   // The tabs, in order; each gets View > <menu text> with its shortcut.
   m_panels = {
       {QStringLiteral("Training"), QStringLiteral("&Training"), QKeySequence(QStringLiteral("Ctrl+1")), m_training, true},
@@ -84,6 +86,8 @@ void MainWindow::buildPanels() {
       {QStringLiteral("Analyses"), QStringLiteral("&Analyses"), QKeySequence(QStringLiteral("Ctrl+3")), m_analysis, false},
       {QStringLiteral("Sweeps"), QStringLiteral("&Sweeps"), QKeySequence(QStringLiteral("Ctrl+4")), m_sweeps, true},
       {QStringLiteral("Generate"), QStringLiteral("&Generate text"), QKeySequence(QStringLiteral("Ctrl+5")), m_generate, true},
+      // seq2seq outputs per checkpoint; its own controls, like the Analyses tab
+      {QStringLiteral("Decode"), QStringLiteral("&Decode (seq2seq)"), QKeySequence(QStringLiteral("Ctrl+6")), m_decode, false},
   };
   m_tabs = new QTabWidget;
   // Each tab in a scroll area: in a small window (1024x700) a panel keeps its

@@ -20,6 +20,7 @@ namespace gui {
 class AnalysisPanel;
 class ComparePanel;
 class ConfigurePanel;
+class DecodePanel;
 class FigureExporter;
 class GeneratePanel;
 class RunActions;
@@ -56,6 +57,7 @@ public:
   AnalysisPanel* analysisPanel() const { return m_analysis; }
   SweepPanel* sweepPanel() const { return m_sweeps; }
   GeneratePanel* generatePanel() const { return m_generate; }
+  DecodePanel* decodePanel() const { return m_decode; }
   TrainingController* controller() const { return m_controller; }
   FigureExporter* exporter() const { return m_exporter; }
   RunActions* runActions() const { return m_runTableActions; }  // the run table's context menu
@@ -102,6 +104,7 @@ private:
   AnalysisPanel* m_analysis = nullptr;
   SweepPanel* m_sweeps = nullptr;
   GeneratePanel* m_generate = nullptr;
+  DecodePanel* m_decode = nullptr;
   RunActions* m_runTableActions = nullptr;
   QList<PanelEntry> m_panels;
   QTabWidget* m_tabs = nullptr;

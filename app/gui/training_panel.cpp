@@ -27,7 +27,38 @@ bool isKnownKey(const QString& k) {
     if (k == QLatin1String(s)) return true;
   return false;
 }
+
+// The picker's order: the papers' metrics first, then the others by name, the loss last.
+int evalRank(const QString& k) {
+  int i = 0;
+  for (const char* s : {"bleu", "rouge1", "rouge2", "rougeL", "accuracy", "ppl", "bpc"}) {
+    if (k == QLatin1String(s)) return i;
+    ++i;
+  }
+  return k == QLatin1String("loss") ? 100 : 50;
+}
+
+QString evalTitle(const QString& k) {
+  if (k == QLatin1String("bleu")) return QStringLiteral("BLEU");
+  if (k == QLatin1String("rouge1")) return QStringLiteral("ROUGE-1 F1");
+  if (k == QLatin1String("rouge2")) return QStringLiteral("ROUGE-2 F1");
+  if (k == QLatin1String("rougeL")) return QStringLiteral("ROUGE-L F1");
+  return k;
+}
+
+QString baselineName(const QString& key) {
+  if (key.startsWith(QLatin1String("lead_"))) return QStringLiteral("lead baseline");
+  if (key.startsWith(QLatin1String("freq_baseline_"))) return QStringLiteral("frequency baseline");
+  return QStringLiteral("baseline");
+}
 }  // namespace
+
+QString TrainingPanel::baselineOf(const QString& key) {
+  for (const char* prefix : {"lead_", "freq_baseline_", "baseline_"})
+    if (key.startsWith(QLatin1String(prefix)) && key.size() > int(qstrlen(prefix))) return key.mid(int(qstrlen(prefix)));
+  if (key.endsWith(QLatin1String("_baseline")) && key.size() > 9) return key.left(key.size() - 9);
+  return QString();
+}
 
 TrainingPanel::TrainingPanel(FigureExporter* exporter, QWidget* parent) : QWidget(parent), m_exporter(exporter) {
   auto* v = new QVBoxLayout(this);
@@ -50,21 +81,45 @@ TrainingPanel::TrainingPanel(FigureExporter* exporter, QWidget* parent) : QWidge
   auto* g = new QGridLayout(grid);
   g->setContentsMargins(0, 0, 0, 0);
   g->setSpacing(4);
+  m_grid = g;
   struct Def { const char* id; const char* title; const char* y; };
   const Def defs[] = {{"metric", "Training and validation", "loss"},
                       {"lr", "Learning rate", "learning rate"},
                       {"grad_norm", "Gradient norm", "L2 norm"},
                       {"throughput", "Throughput", "units / s"},
-                      {"extra", "Other metrics", "value"}};
+                      {"extra", "Other metrics", "value"},
+                      {"eval", "Validation metrics", "value"}};
   int i = 0;
   for (const Def& d : defs) {
     auto* p = m_exporter->newPlot(QString::fromLatin1(d.title), QString::fromLatin1(d.y), xAxisLabel(m_xAxis));
     m_plots.insert(QString::fromLatin1(d.id), p);
     m_plotOrder << QString::fromLatin1(d.id);
     if (i == 0) g->addWidget(p, 0, 0, 1, 2);
-    else g->addWidget(p, 1 + (i - 1) / 2, (i - 1) % 2);
+    else if (i <= 4) g->addWidget(p, 1 + (i - 1) / 2, (i - 1) % 2);
     ++i;
   }
+  // The evaluation metrics beside the primary one (see the header), with their picker;
+  // beside the main plot once such a metric is logged.
+  m_evalBox = new QWidget;
+  m_evalBox->setObjectName(QStringLiteral("evalMetricsBox"));
+  auto* ev = new QVBoxLayout(m_evalBox);
+  ev->setContentsMargins(0, 0, 0, 0);
+  ev->setSpacing(2);
+  auto* evTop = new QHBoxLayout;
+  m_evalPicker = new QComboBox;
+  m_evalPicker->setObjectName(QStringLiteral("evalMetricPicker"));
+  m_evalPicker->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+  m_evalPicker->setToolTip(QStringLiteral("The evaluation metric the plot shows (valid and test); a baseline the run "
+                                          "logs is the dashed line"));
+  evTop->addWidget(new QLabel(QStringLiteral("Validation metric:")));
+  evTop->addWidget(m_evalPicker);
+  evTop->addStretch(1);
+  ev->addLayout(evTop);
+  ev->addWidget(m_plots.value(QStringLiteral("eval")), 1);
+  m_evalBox->hide();
+  m_plots.value(QStringLiteral("eval"))->hide();
+  connect(m_evalPicker, qOverload<int>(&QComboBox::activated), this, [this] { m_evalUserPicked = true; });
+  connect(m_evalPicker, qOverload<int>(&QComboBox::currentIndexChanged), this, [this] { rebuildLivePlots(); });
   g->setRowStretch(0, 3);
   g->setRowStretch(1, 2);
   g->setRowStretch(2, 2);
@@ -168,6 +223,11 @@ void TrainingPanel::append(const QVector<MetricPoint>& points, const QStringList
     return;
   }
   for (const QString& l : logs) appendLog(l);
+  if (noteEvalKeys(points)) {  // a metric first in the picker's order arrived: it is shown from now on
+    m_live << points;
+    rebuildLivePlots();
+    return;
+  }
   for (const MetricPoint& p : points) {
     m_live << p;
     addLivePoint(p);
@@ -181,14 +241,32 @@ void TrainingPanel::addLivePoint(const MetricPoint& p) {
   csw::CurvePlot* metric = m_plots.value(QStringLiteral("metric"));
   const QString primary = m_primary.isEmpty() ? QStringLiteral("loss") : m_primary;
   if (p.eval) {
+    const QString id = p.split.isEmpty() ? QStringLiteral("valid") : p.split;
+    csw::CurvePlot* eval = m_plots.value(QStringLiteral("eval"));
     for (const auto& kv : p.values) {
-      if (kv.first != primary) continue;
-      const QString id = p.split.isEmpty() ? QStringLiteral("valid") : p.split;
+      const QString base = baselineOf(kv.first);
+      if (!base.isEmpty()) continue;  // drawn with its metric below
+      if (kv.first != primary) {
+        if (kv.first != evalMetric()) continue;
+        if (!eval->hasSeries(id)) {
+          eval->addSeries(id, id + QLatin1Char(' ') + kv.first);
+          eval->setSeriesSparse(id);
+        }
+        eval->appendPoint(id, x, kv.second);
+        continue;
+      }
       if (!metric->hasSeries(id)) {
         metric->addSeries(id, id + QLatin1Char(' ') + primary);
         metric->setSeriesSparse(id);  // evaluation points: markers, never smoothed
       }
       metric->appendPoint(id, x, kv.second);
+    }
+    // Baselines: a reference line on the plot of their metric (after the series, for its colour).
+    for (const auto& kv : p.values) {
+      const QString base = baselineOf(kv.first);
+      if (base.isEmpty() || !std::isfinite(kv.second)) continue;
+      if (base == primary) drawBaseline(metric, id, kv.first, kv.second);
+      else if (base == evalMetric()) drawBaseline(eval, id, kv.first, kv.second);
     }
     return;
   }
@@ -213,9 +291,86 @@ void TrainingPanel::addLivePoint(const MetricPoint& p) {
   }
 }
 
+void TrainingPanel::drawBaseline(csw::CurvePlot* plot, const QString& split, const QString& key, double value) {
+  const QColor c = plot->hasSeries(split) ? plot->seriesColor(split) : QColor();
+  plot->setReferenceLine(split + QLatin1Char('|') + key, value, QStringLiteral("%1 %2").arg(split, baselineName(key)), c);
+}
+
+bool TrainingPanel::noteEvalKeys(const QVector<MetricPoint>& points) {
+  // Every evaluation key beside the primary metric and the baselines.
+  const QString primary = m_primary.isEmpty() ? QStringLiteral("loss") : m_primary;
+  // The loss beside bpc or ppl is the same measure in other units: not offered again.
+  const bool lossIsPrimary = primary == QLatin1String("bpc") || primary == QLatin1String("ppl");
+  QStringList keys = evalMetrics();
+  bool added = false;
+  for (const MetricPoint& p : points) {
+    if (!p.eval) continue;
+    for (const auto& kv : p.values)
+      if (kv.first != primary && !(lossIsPrimary && kv.first == QLatin1String("loss")) &&
+          baselineOf(kv.first).isEmpty() && !keys.contains(kv.first)) {
+        keys << kv.first;
+        added = true;
+      }
+  }
+  if (!added) return false;
+  std::stable_sort(keys.begin(), keys.end(), [](const QString& a, const QString& b) {
+    const int ra = evalRank(a), rb = evalRank(b);
+    return ra != rb ? ra < rb : a < b;
+  });
+  const QString before = evalMetric();
+  // The first metric in the picker's order is shown until the user picks one.
+  const QString keep = m_evalUserPicked && !before.isEmpty() ? before : keys.first();
+  {
+    QSignalBlocker block(m_evalPicker);
+    m_evalPicker->clear();
+    for (const QString& k : keys) m_evalPicker->addItem(evalTitle(k), k);
+    m_evalPicker->setCurrentIndex(std::max(0, m_evalPicker->findData(keep)));
+  }
+  showEvalPlot(true);
+  return evalMetric() != before;
+}
+
+void TrainingPanel::showEvalPlot(bool show) {
+  if (m_evalShown == show) return;
+  m_evalShown = show;
+  csw::CurvePlot* metric = m_plots.value(QStringLiteral("metric"));
+  m_grid->removeWidget(metric);
+  m_grid->removeWidget(m_evalBox);
+  if (show) {
+    m_grid->addWidget(metric, 0, 0);
+    m_grid->addWidget(m_evalBox, 0, 1);
+  } else {
+    m_grid->addWidget(metric, 0, 0, 1, 2);
+  }
+  m_evalBox->setVisible(show);
+  m_plots.value(QStringLiteral("eval"))->setVisible(show);  // hidden itself too, like the "extra" plot
+}
+
+QStringList TrainingPanel::evalMetrics() const {
+  QStringList out;
+  for (int i = 0; i < m_evalPicker->count(); ++i) out << m_evalPicker->itemData(i).toString();
+  return out;
+}
+
+QString TrainingPanel::evalMetric() const { return m_evalPicker->currentData().toString(); }
+
+bool TrainingPanel::setEvalMetric(const QString& key) {
+  const int i = m_evalPicker->findData(key);
+  if (i < 0) return false;
+  m_evalUserPicked = true;
+  m_evalPicker->setCurrentIndex(i);  // rebuilds through the signal
+  return true;
+}
+
 void TrainingPanel::reset() {
   m_live.clear();
   m_primary.clear();
+  {
+    QSignalBlocker block(m_evalPicker);
+    m_evalPicker->clear();
+  }
+  m_evalUserPicked = false;
+  showEvalPlot(false);
   for (auto* p : plots()) {
     p->clear();
     p->resetView();
@@ -230,6 +385,11 @@ void TrainingPanel::rebuildLivePlots() {
     p->clear();
     p->setXLabel(xAxisLabel(m_xAxis));
   }
+  noteEvalKeys(m_live);
+  const QString shown = evalMetric();
+  m_plots.value(QStringLiteral("eval"))->setYLabel(shown.isEmpty() ? QStringLiteral("value") : evalTitle(shown));
+  m_plots.value(QStringLiteral("eval"))->setTitle(shown.isEmpty() ? QStringLiteral("Validation metrics")
+                                                                   : QStringLiteral("Validation ") + evalTitle(shown));
   for (const MetricPoint& p : m_live) addLivePoint(p);
   for (auto* p : plots()) {
     p->resetView();

@@ -3,6 +3,15 @@
 // logs) against step, epoch or wall time, and the run's log. It only draws:
 // points come from the TrainingController (append) or from a finished run's
 // directory (showRun).
+//
+// Evaluation metrics beside the primary one (a seq2seq run's bleu, rouge1,
+// rouge2, rougeL next to its ppl; any other key of the valid/test records) go
+// to the "Validation metrics" plot, next to the main one, whose picker lists
+// every such key seen so far (BLEU first). A baseline the records carry
+// (lead_<metric>: the lead baseline of headline generation; freq_baseline_<metric>:
+// the frequency baseline of cloze; <metric>_baseline) is drawn as a labelled
+// dashed reference line on the plot that shows <metric> (its latest value per
+// split), never as a curve of its own.
 #pragma once
 #include <QHash>
 #include <QStringList>
@@ -12,6 +21,7 @@
 #include "gui_types.h"
 
 class QComboBox;
+class QGridLayout;
 class QLabel;
 class QPlainTextEdit;
 
@@ -28,7 +38,7 @@ class TrainingPanel : public QWidget {
 public:
   explicit TrainingPanel(FigureExporter* exporter, QWidget* parent = nullptr);
 
-  csw::CurvePlot* plot(const QString& name) const;  // metric, lr, grad_norm, throughput, extra
+  csw::CurvePlot* plot(const QString& name) const;  // metric, eval, lr, grad_norm, throughput, extra
   QList<csw::CurvePlot*> plots() const;
   QString logText() const;
   XAxis xAxis() const { return m_xAxis; }
@@ -51,6 +61,15 @@ public:
   bool showRun(const QString& dir);
   void resetViews();
 
+  // The "Validation metrics" plot's picker: the evaluation keys offered (in the picker's
+  // order) and the one shown.
+  QComboBox* evalMetricPicker() const { return m_evalPicker; }
+  QStringList evalMetrics() const;
+  QString evalMetric() const;
+  bool setEvalMetric(const QString& key);
+  // The metric a baseline key is the baseline of ("lead_bleu" -> "bleu"); empty for others.
+  static QString baselineOf(const QString& key);
+
   // Every figure of the view: <folder>/<run>-<name>.{png,pdf,svg,csv}.
   bool exportAllFigures(const QString& folder, QStringList* written = nullptr, QString* error = nullptr);
 
@@ -59,6 +78,9 @@ Q_SIGNALS:
 
 private:
   void addLivePoint(const MetricPoint& p);
+  bool noteEvalKeys(const QVector<MetricPoint>& points);  // true: the metric shown changed
+  void showEvalPlot(bool show);
+  void drawBaseline(csw::CurvePlot* plot, const QString& split, const QString& key, double value);
   void rebuildLivePlots();
   void reset();
 
@@ -67,6 +89,10 @@ private:
   QComboBox* m_xAxisCombo = nullptr;
   XAxis m_xAxis = XAxis::Step;
   QHash<QString, csw::CurvePlot*> m_plots;
+  QGridLayout* m_grid = nullptr;
+  QWidget* m_evalBox = nullptr;
+  QComboBox* m_evalPicker = nullptr;
+  bool m_evalShown = false, m_evalUserPicked = false;
   QStringList m_plotOrder;
   QPlainTextEdit* m_log = nullptr;
   QVector<MetricPoint> m_live;
