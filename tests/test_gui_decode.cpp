@@ -11,6 +11,7 @@
 #include <QJsonObject>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QHeaderView>
 #include <QTableWidget>
 #include <QtTest/QtTest>
 
@@ -238,6 +239,15 @@ class GuiDecodeTest : public QObject {
     QVERIFY(m->item(2, 0)->text().startsWith("lead baseline"));
     QCOMPARE(m->item(2, 3)->text(), QString::number(p->tables()[0].metric("lead_bleu", -1), 'f', 2));
     for (int c = 0; c < m->columnCount(); ++c) QVERIFY2(m->horizontalHeaderItem(c)->text() != "examples", "examples is no metric");
+    // bold = the better checkpoint of a column; a column where the checkpoints tie has none
+    for (int c = 3; c < m->columnCount(); ++c) {
+      const double a = m->item(0, c)->text().toDouble(), b = m->item(1, c)->text().toDouble();
+      QCOMPARE(m->item(0, c)->font().bold(), a > b);
+      QCOMPARE(m->item(1, c)->font().bold(), b > a);
+      QVERIFY(!m->item(2, c)->font().bold());  // never the baseline
+    }
+    // every row, the baseline included, fits without scrolling
+    QVERIFY(m->minimumHeight() >= 3 * m->verticalHeader()->defaultSectionSize() + m->horizontalHeader()->sizeHint().height());
     // clicking a checkpoint's row shows its table
     m->setCurrentCell(0, 0);
     QCOMPARE(p->currentTable(), 0);

@@ -621,12 +621,23 @@ void DecodePanel::rebuildMetrics() {
     rows << r;
   }
   // The best checkpoint of each column in bold (all the known metrics are higher-is-better).
-  QVector<double> best(keys.size(), -INFINITY);
+  // A column where every checkpoint scores the same has no best: nothing is bold there (two
+  // checkpoints at 0.00 in bold would read as good results).
+  QVector<double> best(keys.size(), -INFINITY), worst(keys.size(), INFINITY);
   for (const Row& r : rows)
     if (!r.baseline)
       for (int c = 0; c < keys.size(); ++c)
-        if (std::isfinite(r.values[c])) best[c] = std::max(best[c], r.values[c]);
+        if (std::isfinite(r.values[c])) {
+          best[c] = std::max(best[c], r.values[c]);
+          worst[c] = std::min(worst[c], r.values[c]);
+        }
   m_metrics->setRowCount(rows.size());
+  // Tall enough for every row up to 6 (the lead baseline, the last row, must not hide below a
+  // scroll bar in a small window).
+  m_metrics->setMinimumHeight(std::max(70, int(std::min<qsizetype>(rows.size(), 6)) *
+                                               m_metrics->verticalHeader()->defaultSectionSize() +
+                                           m_metrics->horizontalHeader()->sizeHint().height() +
+                                           2 * m_metrics->frameWidth() + 4));
   for (int i = 0; i < rows.size(); ++i) {
     const Row& r = rows[i];
     m_metricsRowTable << r.table;
@@ -635,7 +646,7 @@ void DecodePanel::rebuildMetrics() {
     for (int c = 0; c < keys.size(); ++c) {
       auto* item = new QTableWidgetItem(std::isfinite(r.values[c]) ? QString::number(r.values[c], 'f', 2) : QStringLiteral("-"));
       item->setData(Qt::TextAlignmentRole, int(Qt::AlignRight | Qt::AlignVCenter));
-      if (!r.baseline && rows.size() > 1 && std::isfinite(r.values[c]) && r.values[c] == best[c]) {
+      if (!r.baseline && std::isfinite(r.values[c]) && r.values[c] == best[c] && best[c] > worst[c]) {
         QFont f = item->font();
         f.setBold(true);
         item->setFont(f);
