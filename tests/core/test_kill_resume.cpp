@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <random>
@@ -67,6 +68,11 @@ TEST(KillResume, killedAndResumedRunEqualsUninterrupted) {
   const std::string ref = cstest::temp_dir() + "/kill_ref";
   std::string out, err;
   ASSERT_EQ(cstest::run_cli({"train", cfg, "--run-dir", ref, "--quiet", "--threads", "1"}, &out, &err), 0) << err;
+  // The random delay before a kill is scaled to this machine's step time (from the reference run),
+  // so each resumed round advances a step or two wherever the test runs: a fixed delay let a fast
+  // CI machine finish the 200 steps after 18 kills.
+  const double ref_elapsed = cstest::json_object(cstest::read_text(ref + "/summary.json")).value("elapsed", 0.0);
+  const int max_delay_us = std::clamp(static_cast<int>(2e6 * ref_elapsed / kSteps), 1000, 60000);
 
   const std::string dir = cstest::temp_dir() + "/kill_parent/kill_run";
   fs::create_directories(cstest::temp_dir() + "/kill_parent");
@@ -91,7 +97,7 @@ TEST(KillResume, killedAndResumedRunEqualsUninterrupted) {
         const auto t0 = std::chrono::steady_clock::now();
         while (p.running() && metrics_size(dir) <= before && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(60))
           std::this_thread::sleep_for(std::chrono::milliseconds(2));
-        std::this_thread::sleep_for(std::chrono::microseconds(std::uniform_int_distribution<int>(0, 60000)(rng)));
+        std::this_thread::sleep_for(std::chrono::microseconds(std::uniform_int_distribution<int>(0, max_delay_us)(rng)));
       }
       if (p.running()) {
         p.signal(SIGKILL);
@@ -120,6 +126,7 @@ TEST(KillResume, killedAndResumedRunEqualsUninterrupted) {
   // no temporary files or directories left behind
   for (auto& e : fs::directory_iterator(cstest::temp_dir() + "/kill_parent"))
     ASSERT_EQ(e.path().filename().string(), "kill_run") << "left behind: " << e.path();
-  std::printf("kill trial: %d kills (%d while training) in %d rounds, %.1f s\n", kills, kills_while_training, rounds,
+  std::printf("kill trial: %d kills (%d while training) in %d rounds, delays up to %d us, %.1f s\n", kills,
+              kills_while_training, rounds, max_delay_us,
               std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count());
 }
