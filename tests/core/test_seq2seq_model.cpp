@@ -104,6 +104,78 @@ TEST(Seq2seqModel, encoder_outputs_ignore_padding) {
   EXPECT_TRUE(torch::allclose(net->attend(h, e0), net->attend(h, e1), 1e-6, 1e-6));
 }
 
+TEST(Seq2seqModel, copy_mixes_the_vocabulary_and_the_attention_over_source_ids) {
+  // model.copy (See et al. 2017, eqs. 8-9) against a plain loop: P(w) = p_gen softmax(logits)_w +
+  // (1 - p_gen) sum of a_ts over the source positions s holding w; padded positions add nothing.
+  torch::manual_seed(9);
+  const int64_t V = 12, B = 2, S = 5, T = 3;
+  Seq2SeqModel plain(model_section({{"cell", "gru"}, {"embed", 6}, {"hidden", 5}, {"layers", 1}}), V, V, 0);
+  Seq2SeqModel net(model_section({{"cell", "gru"}, {"embed", 6}, {"hidden", 5}, {"layers", 1}, {"copy", true}}), V, V, 0);
+  {  // the same weights except the gate, so the vocabulary part is `plain`'s output
+    torch::NoGradGuard ng;
+    auto pp = plain->named_parameters();
+    for (auto& kv : net->named_parameters())
+      if (kv.key().rfind("copy_gate", 0) != 0) kv.value().copy_(pp[kv.key()]);
+  }
+  net->eval();
+  plain->eval();
+  torch::NoGradGuard ng;
+  // source 0: ids with a repeat (7 twice); source 1: length 3, padded with id 0
+  auto src = torch::tensor({{7, 4}, {3, 9}, {7, 4}, {5, 0}, {2, 0}}, torch::kInt64);  // [S, B]
+  auto len = torch::tensor({5, 3}, torch::kInt64);
+  auto y = torch::tensor({{1, 1}, {6, 8}, {7, 4}}, torch::kInt64);  // [T, B]
+  StepContext c0, c1, c2, c3;
+  auto enc = net->encode(src, len, c0);
+  auto st = net->decoder_initial_state(B, enc.memory.options());
+  torch::Tensor a;
+  auto logp = net->decode(y, enc, st, c1, &a);  // [T, B, V], log P
+  auto encp = plain->encode(src, len, c2);
+  auto stp = plain->decoder_initial_state(B, encp.memory.options());
+  auto pv = torch::softmax(plain->decode(y, encp, stp, c3), -1);
+  // p_gen by hand: sigmoid(w . [c_t; h_t; x_t] + b), with h_t, c_t, x_t recomputed
+  auto x = net->tgt_embed(y);
+  auto st3 = net->decoder_initial_state(B, enc.memory.options());
+  StepContext c4;
+  auto h = net->decoder->forward(x, st3, c4);
+  torch::Tensor ctx;
+  net->attend(h, enc, nullptr, &ctx);
+  auto w = net->copy_gate->weight[0];
+  const double bias = net->copy_gate->bias[0].item<double>();
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t b = 0; b < B; ++b) {
+      const double z = (torch::cat({ctx[t][b], h[t][b], x[t][b]}) * w).sum().item<double>() + bias;
+      const double pg = 1.0 / (1.0 + std::exp(-z));
+      double total = 0;
+      for (int64_t v = 0; v < V; ++v) {
+        double copied = 0;
+        for (int64_t s = 0; s < len[b].item<int64_t>(); ++s)
+          if (src[s][b].item<int64_t>() == v) copied += a[t][b][s].item<double>();
+        const double want = pg * pv[t][b][v].item<double>() + (1 - pg) * copied;
+        EXPECT_NEAR(std::exp(logp[t][b][v].item<double>()), want, 1e-6) << "t " << t << " b " << b << " v " << v;
+        total += want;
+      }
+      EXPECT_NEAR(total, 1.0, 1e-6);
+      EXPECT_GT(1 - pg, 1e-3);  // the copy part is not vanishing, so the check above tests it
+    }
+  // padded positions get no attention, so id 0 (pad) gets nothing copied to it in source 1
+  EXPECT_EQ(a[0][1][3].item<double>(), 0.0);
+  // a log-distribution: its own log_softmax (what the loss and the searches apply)
+  EXPECT_TRUE(torch::allclose(torch::log_softmax(logp, -1), logp, 1e-5, 1e-5));
+}
+
+TEST(Seq2seqModel, copy_needs_a_shared_vocabulary) {
+  EXPECT_THROW(Seq2SeqModel(model_section({{"cell", "gru"}, {"embed", 6}, {"hidden", 5}, {"copy", true}}), 11, 13, 0),
+               c10::Error);
+  json cfg = {{"task", {{"name", "seq2seq"}}},
+              {"dataset", {{"name", "spam-headlines"}, {"shared_vocab", false}}},
+              {"model", {{"cell", "lstm"}, {"copy", true}}}};
+  auto errs = validate_config(cfg);
+  ASSERT_FALSE(errs.empty());
+  bool named = false;
+  for (auto& e : errs) named = named || e.str().find("model.copy") != std::string::npos;
+  EXPECT_TRUE(named) << errs[0].str();
+}
+
 TEST(Seq2seqModel, presets_and_sweeps_validate) {
   // The seq2seq presets and the MC-RNN Table 2/3 sweeps (and Table 4, renamed from table2).
   for (const char* f : {"seq2seq-headlines-mcrnn", "seq2seq-headlines-lstm"}) {

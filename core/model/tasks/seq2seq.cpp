@@ -341,7 +341,7 @@ std::vector<BeamHypothesis> Seq2SeqTask::beam(const std::vector<int32_t>& source
   auto step = [&](const torch::Tensor& prev, const torch::Tensor& parent) {
     if (parent.numel() > 0) select_rows(st, parent);
     const int64_t K = prev.size(0);
-    Seq2SeqEncoded ek{enc.memory.expand({K, -1, -1}), enc.mask.expand({K, -1})};
+    Seq2SeqEncoded ek{enc.memory.expand({K, -1, -1}), enc.mask.expand({K, -1}), enc.src.expand({K, -1})};
     StepContext c;
     auto logits = model_->decode(prev.to(device_).unsqueeze(0), ek, st, c);  // [1, K, V]
     return torch::log_softmax(logits[0].to(torch::kFloat64), -1);
@@ -515,6 +515,9 @@ const OptionTable<Seq2SeqOptions>& seq2seq_option_table() {
     t.field("dataset.min_subject_words", &O::min_subject_words, 1, 1000, "Format headlines: drop pairs whose cleaned subject is shorter (default 3).");
     t.field("dataset.min_source_words", &O::min_source_words, 1, 100000, "Format headlines: drop pairs whose body opening is shorter (default 5).");
     t.field("dataset.lowercase", &O::lowercase, "ASCII lower-case sources and targets (default: true for headlines, false for parallel and gigaword).");
+    t.field("model.copy", &O::copy,
+            "Pointer-generator (See et al. 2017): mix the output distribution with the attention over the source's "
+            "pieces, so that source words can be copied; needs dataset.shared_vocab. Not in the MC-RNN paper (default off).");
     t.field("training.eval_batch", &O::eval_batch, 1, 65536, "Pairs per batch when evaluating and decoding a split.");
     t.field("training.eval_decode", &O::eval_decode, 0, 1e9,
             "Evaluation: BLEU and ROUGE of greedy decodes of the split's first N pairs (0 = all); beam search in `decode`.");
@@ -542,6 +545,9 @@ void register_seq2seq_task(std::vector<TaskInfo>& out) {
                                         "' needs the whole sequence (choose a step-wise cell)"});
     const auto o = seq2seq_option_table().read(cfg);
     if (o.max_decode > 0 && o.max_decode < 2) errs.push_back({"task.max_decode", "must be at least 2 (one token and </s>)"});
+    if (o.copy && !o.shared_vocab)
+      errs.push_back({"model.copy", "the pointer-generator copies source pieces into the output, so it needs one vocabulary "
+                                    "for both sides: set dataset.shared_vocab to true"});
   };
   t.make = [](const json& cfg, const std::string& run_dir) -> std::unique_ptr<Task> {
     return std::make_unique<Seq2SeqTask>(cfg, run_dir);

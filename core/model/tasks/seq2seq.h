@@ -33,6 +33,7 @@ struct Seq2SeqOptions {
   double length_penalty = 1.0;
   int64_t max_decode = 0;
   int64_t lead_words = 0;
+  bool copy = false;                    // model.copy (read by Seq2SeqModel from the model section)
 };
 const OptionTable<Seq2SeqOptions>& seq2seq_option_table();
 

@@ -26,6 +26,12 @@ Seq2SeqModelImpl::Seq2SeqModelImpl(const json& m, int64_t source_vocab, int64_t 
   attn_w = register_module("attn_w", torch::nn::Linear(torch::nn::LinearOptions(Hd, He).bias(false)));
   combine = register_module("combine", torch::nn::Linear(torch::nn::LinearOptions(He + Hd, Hd).bias(false)));
   out = register_module("out", torch::nn::Linear(Hd, target_vocab));
+  copy = m.value("copy", false);
+  if (copy) {
+    TORCH_CHECK(source_vocab == target_vocab, "model.copy needs one vocabulary for both sides (dataset.shared_vocab): source ",
+                source_vocab, " vs target ", target_vocab, " pieces");
+    copy_gate = register_module("copy_gate", torch::nn::Linear(He + Hd + mo.embed, 1));
+  }
 }
 
 Seq2SeqEncoded Seq2SeqModelImpl::encode(const torch::Tensor& src, const torch::Tensor& lengths, StepContext& ctx) {
@@ -36,6 +42,7 @@ Seq2SeqEncoded Seq2SeqModelImpl::encode(const torch::Tensor& src, const torch::T
   e.memory = h.transpose(0, 1);  // [B, S, H]
   auto pos = torch::arange(src.size(0), lengths.options()).unsqueeze(0);  // [1, S]
   e.mask = pos < lengths.unsqueeze(1);                                    // [B, S]
+  e.src = src.transpose(0, 1);                                            // [B, S]
   return e;
 }
 
@@ -43,13 +50,15 @@ std::vector<State> Seq2SeqModelImpl::decoder_initial_state(int64_t batch, const 
   return decoder->initial_state(batch, opts);
 }
 
-torch::Tensor Seq2SeqModelImpl::attend(const torch::Tensor& h, const Seq2SeqEncoded& enc, torch::Tensor* attention) {
+torch::Tensor Seq2SeqModelImpl::attend(const torch::Tensor& h, const Seq2SeqEncoded& enc, torch::Tensor* attention,
+                                       torch::Tensor* context) {
   auto q = attn_w(h).transpose(0, 1);                          // [B, T, He]
   auto scores = torch::bmm(q, enc.memory.transpose(1, 2));     // [B, T, S]
   scores = scores.masked_fill(enc.mask.logical_not().unsqueeze(1), -std::numeric_limits<float>::infinity());
   auto a = torch::softmax(scores, -1);                         // [B, T, S]
   auto c = torch::bmm(a, enc.memory).transpose(0, 1);          // [T, B, He]
   if (attention) *attention = a.transpose(0, 1);               // [T, B, S]
+  if (context) *context = c;
   return torch::tanh(combine(torch::cat({c, h}, -1)));
 }
 
@@ -57,15 +66,27 @@ torch::Tensor Seq2SeqModelImpl::decode(const torch::Tensor& y_in, const Seq2SeqE
                                        StepContext& ctx, torch::Tensor* attention) {
   auto x = F::dropout(tgt_embed(y_in), F::DropoutFuncOptions().p(dropout).training(is_training()));
   auto h = decoder->forward(x, states, ctx);
-  auto ht = attend(h, enc, attention);
+  torch::Tensor a, c;
+  auto ht = attend(h, enc, copy ? &a : attention, copy ? &c : nullptr);
+  if (copy && attention) *attention = a;
   ht = F::dropout(ht, F::DropoutFuncOptions().p(dropout).training(is_training()));
-  return out(ht);
+  auto logits = out(ht);
+  if (!copy) return logits;
+  // See et al. (2017) eq. 8: p_gen from the context, the decoder state and the decoder input;
+  // eq. 9: the mixture of the vocabulary distribution and the attention scattered onto the
+  // source ids (padded positions have a_ts = 0). Returned as log P (clamped at 1e-12).
+  auto p_gen = torch::sigmoid(copy_gate(torch::cat({c, h, x}, -1)));  // [T, B, 1]
+  const int64_t T = a.size(0), B = a.size(1), S = a.size(2);
+  auto p_copy = torch::zeros_like(logits).scatter_add(2, enc.src.unsqueeze(0).expand({T, B, S}), a);
+  return (p_gen * torch::softmax(logits, -1) + (1 - p_gen) * p_copy).clamp_min(1e-12).log();
 }
 
 double Seq2SeqModelImpl::decoder_flops_per_token(int64_t S) const {
   const double He = static_cast<double>(encoder->output_size()), Hd = static_cast<double>(decoder->output_size());
   const double V = static_cast<double>(out->weight.size(0));
-  return decoder->flops_per_step() + 2.0 * (Hd * He + 2.0 * He * static_cast<double>(S) + (He + Hd) * Hd + Hd * V);
+  // model.copy: the gate's dot product, the mixture and the scatter (about 3 per vocabulary entry)
+  const double gate = copy ? 2.0 * static_cast<double>(copy_gate->weight.size(1)) + 3.0 * V : 0.0;
+  return decoder->flops_per_step() + 2.0 * (Hd * He + 2.0 * He * static_cast<double>(S) + (He + Hd) * Hd + Hd * V) + gate;
 }
 
 }  // namespace cs

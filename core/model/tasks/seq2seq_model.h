@@ -6,6 +6,12 @@
 //            zero initial state), then Luong et al. (2015) global attention, "general" score:
 //              score(h_t, h̄_s) = h_tᵀ W_a h̄_s,  a_t = softmax_s(score) over the real source positions,
 //              c_t = Σ_s a_ts h̄_s,  h̃_t = tanh(W_c [c_t; h_t]),  p(y_t | y_<t, x) = softmax(W_o h̃_t + b_o).
+//   model.copy (off by default; not in the MC-RNN paper): the pointer-generator of See et al. (2017),
+//            eqs. 8-9 there, with a shared vocabulary:
+//              p_gen = σ(w_c·c_t + w_h·h_t + w_x·x_t + b),
+//              P(w) = p_gen softmax(W_o h̃_t + b_o)_w + (1 - p_gen) Σ_{s: x_s = w} a_ts,
+//            and decode() returns log P(w) in place of the logits (a log-distribution is its own
+//            log_softmax, so the loss, greedy and beam search take it unchanged).
 // Padding: the encoder is causal and padded at the end, so a sentence's real positions do not
 // see its padding, and the attention masks the padded positions; the decoder's padded target
 // positions are masked out of the loss by the task.
@@ -21,6 +27,7 @@ namespace cs {
 struct Seq2SeqEncoded {
   torch::Tensor memory;  // [B, S, H] encoder outputs
   torch::Tensor mask;    // [B, S] bool, true at real source positions
+  torch::Tensor src;     // [B, S] int64 source ids (the copy distribution's targets)
 };
 
 class Seq2SeqModelImpl : public torch::nn::Module {
@@ -34,7 +41,9 @@ class Seq2SeqModelImpl : public torch::nn::Module {
   torch::Tensor decode(const torch::Tensor& y_in, const Seq2SeqEncoded& enc, std::vector<State>& states, StepContext& ctx,
                        torch::Tensor* attention = nullptr);
   // The attention layer alone: decoder outputs h [T, B, H] -> h̃ [T, B, H] (weights [T, B, S]).
-  torch::Tensor attend(const torch::Tensor& h, const Seq2SeqEncoded& enc, torch::Tensor* attention = nullptr);
+  // `context` (if given) gets c_t [T, B, He].
+  torch::Tensor attend(const torch::Tensor& h, const Seq2SeqEncoded& enc, torch::Tensor* attention = nullptr,
+                       torch::Tensor* context = nullptr);
   // Encoder + decoder recurrent FLOPs per token, and the attention + output per target token.
   double encoder_flops_per_token() const { return encoder->flops_per_step(); }
   double decoder_flops_per_token(int64_t source_len) const;
@@ -42,6 +51,8 @@ class Seq2SeqModelImpl : public torch::nn::Module {
   torch::nn::Embedding src_embed{nullptr}, tgt_embed{nullptr};
   CellStack encoder{nullptr}, decoder{nullptr};
   torch::nn::Linear attn_w{nullptr}, combine{nullptr}, out{nullptr};
+  torch::nn::Linear copy_gate{nullptr};  // model.copy: w_c, w_h, w_x, b of p_gen
+  bool copy = false;
   double dropout = 0.0;
   int64_t pad_id = 0;
 };
