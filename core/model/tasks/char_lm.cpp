@@ -7,6 +7,7 @@
 #include "cells/registry.h"
 #include "config/common_options.h"
 #include "tasks/eval_scope.h"
+#include "tasks/task_common.h"
 #include "util/error.h"
 
 namespace cs {
@@ -175,8 +176,7 @@ double CharLMTask::nll_of(const std::vector<int32_t>& ids, int64_t eval_batch, s
 }
 
 EvalResult CharLMTask::evaluate(const std::string& split) {
-  const std::vector<int32_t>* ids = split == "valid" ? &corpus_.valid : split == "test" ? &corpus_.test : split == "train" ? &corpus_.train : nullptr;
-  if (!ids) throw UserError("unknown split '" + split + "' (expected train, valid or test)");
+  const std::vector<int32_t>* ids = &split_named(split, corpus_.train, corpus_.valid, corpus_.test);
   if (ids->size() < 2) throw UserError("the " + split + " split of '" + corpus_.source + "' is empty");
   double total = 0;
   {

@@ -9,6 +9,7 @@
 #include "config/common_options.h"
 #include "tasks/eval_scope.h"
 #include "tasks/char_lm.h"
+#include "tasks/task_common.h"
 #include "util/error.h"
 
 namespace cs {
@@ -225,10 +226,7 @@ double WordLMTask::nll_of(const std::vector<int32_t>& ids, int64_t eval_batch, P
 }
 
 EvalResult WordLMTask::evaluate(const std::string& split) {
-  const std::vector<int32_t>* ids = split == "valid" ? &corpus_.valid : split == "test" ? &corpus_.test
-                                    : split == "train"                  ? &corpus_.train
-                                                                        : nullptr;
-  if (!ids) throw UserError("unknown split '" + split + "' (expected train, valid or test)");
+  const std::vector<int32_t>* ids = &split_named(split, corpus_.train, corpus_.valid, corpus_.test);
   if (ids->size() < 2) throw UserError("the " + split + " split of '" + corpus_.source + "' is empty");
   EvalScope es(*model_);
   // ASGD: evaluate with the averaged parameters, then restore the iterate
