@@ -9,8 +9,8 @@
 #include "cells/registry.h"
 #include "config/common_options.h"
 #include "data/manifest.h"
-#include "tasks/char_lm.h"
 #include "tasks/eval_scope.h"
+#include "tasks/stream_lm.h"
 #include "util/error.h"
 
 namespace cs {
