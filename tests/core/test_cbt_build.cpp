@@ -12,6 +12,7 @@
 #include "data/cbt_build.h"
 #include "data/manifest.h"
 #include "data/wordnet.h"
+#include "core_checks.h"
 #include "harness.h"
 #include "util/error.h"
 #include "util/paths.h"
@@ -22,17 +23,7 @@ using cstest::EnvGuard;
 
 namespace {
 
-template <class F>
-void expect_user_error(F&& f, std::initializer_list<std::string> needles) {
-  try {
-    f();
-  } catch (const cs::UserError& e) {
-    const std::string msg = e.what();
-    for (const auto& n : needles) ASSERT_TRUE(msg.find(n) != std::string::npos) << "message '" << msg << "' lacks '" << n << "'";
-    return;
-  }
-  FAIL() << "expected cs::UserError";
-}
+using cstest::expect_user_error;
 
 std::string tmp(const std::string& name) { return cs::join_path(cstest::temp_dir(), "cbt/" + name); }
 

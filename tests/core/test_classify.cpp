@@ -12,6 +12,7 @@
 #include "config/schema.h"
 #include "data/text_datasets.h"
 #include "data/text_tokenize.h"
+#include "core_checks.h"
 #include "harness.h"
 #include "tasks/classify.h"
 #include "train/trainer.h"
@@ -300,25 +301,9 @@ TEST(Classify, batches_vocab_glove_and_resume) {
   c12["training"]["steps"] = 12;
   c12 = load_and_resolve(c12);
   json c6 = load_and_resolve(raw);
-  seed_everything(5);
-  Trainer straight(c12, make_task(c12), nullptr);
-  straight.run();
-  seed_everything(5);
-  Trainer first(c6, make_task(c6), nullptr);
-  first.run();
-  const auto ck = tmp("c/ck.pt");
-  first.save_checkpoint(ck);
-  seed_everything(99);  // the checkpoint restores the RNG
-  Trainer second(c12, make_task(c12), nullptr);
-  second.load_checkpoint(ck);
-  second.run();
-  auto last_loss = [](const std::vector<MetricsRecord>& h) {
-    for (auto it = h.rbegin(); it != h.rend(); ++it)
-      if (!it->eval) return it->values.at("loss");
-    return -1.0;
-  };
-  ASSERT_TRUE(last_loss(straight.history) > 0);
-  ASSERT_DOUBLE_EQ(last_loss(second.history), last_loss(straight.history));
+  const auto runs = cstest::run_straight_and_resumed(c12, c6, [](const json& c) { return make_task(c); }, tmp("c/ck.pt"));
+  ASSERT_TRUE(runs.straight_loss() > 0);
+  ASSERT_DOUBLE_EQ(runs.resumed_loss(), runs.straight_loss());
 }
 
 TEST(Classify, absa_fixture_run) {

@@ -9,6 +9,7 @@
 #include "corpus_fixture.h"
 #include "data/vocab.h"
 #include "data/wordnet.h"
+#include "core_checks.h"
 #include "harness.h"
 #include "tasks/cloze_rerank.h"
 #include "tasks/word_lm.h"
@@ -20,17 +21,7 @@ using cs::json;
 
 namespace {
 
-template <class F>
-void expect_user_error(F&& f, std::initializer_list<std::string> needles) {
-  try {
-    f();
-  } catch (const cs::UserError& e) {
-    const std::string msg = e.what();
-    for (const auto& n : needles) ASSERT_TRUE(msg.find(n) != std::string::npos) << "message '" << msg << "' lacks '" << n << "'";
-    return;
-  }
-  FAIL() << "expected cs::UserError";
-}
+using cstest::expect_user_error;
 
 std::string tmp(const std::string& name) { return cs::join_path(cstest::temp_dir(), "rerank/" + name); }
 

@@ -7,6 +7,7 @@
 
 #include "cloze_fixture.h"
 #include "config/schema.h"
+#include "core_checks.h"
 #include "harness.h"
 #include "tasks/cloze.h"
 #include "sweep/sweep.h"
@@ -58,26 +59,11 @@ TEST(ClozeTrain, resumeIsExact) {
   json c6 = load_and_resolve(raw);
   raw["training"]["steps"] = 12;
   json c12 = load_and_resolve(raw);
-  seed_everything(5);
-  Trainer straight(c12, make_task(c12), nullptr);
-  straight.run();
-  seed_everything(5);
-  Trainer first(c6, make_task(c6), nullptr);
-  first.run();
-  const std::string ck = cstest::temp_dir() + "/cloze-ck.pt";
-  first.save_checkpoint(ck);
-  seed_everything(99);
-  Trainer second(c12, make_task(c12), nullptr);
-  second.load_checkpoint(ck);
-  second.run();
-  auto last_loss = [](const std::vector<MetricsRecord>& h) {
-    for (auto it = h.rbegin(); it != h.rend(); ++it)
-      if (!it->eval) return it->values.at("loss");
-    return -1.0;
-  };
-  ASSERT_GT(last_loss(straight.history), 0);
-  EXPECT_DOUBLE_EQ(last_loss(second.history), last_loss(straight.history));
-  EXPECT_DOUBLE_EQ(second.task().epoch(), straight.task().epoch());
+  const auto runs = cstest::run_straight_and_resumed(c12, c6, [](const json& c) { return make_task(c); },
+                                                     cstest::temp_dir() + "/cloze-ck.pt");
+  ASSERT_GT(runs.straight_loss(), 0);
+  EXPECT_DOUBLE_EQ(runs.resumed_loss(), runs.straight_loss());
+  EXPECT_DOUBLE_EQ(runs.resumed->task().epoch(), runs.straight->task().epoch());
 }
 
 TEST(ClozeTrain, cliTrainScoresAndAnalyses) {

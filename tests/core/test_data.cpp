@@ -12,6 +12,7 @@
 #include "data/manifest.h"
 #include "data/utf8.h"
 #include "data/vocab.h"
+#include "core_checks.h"
 #include "harness.h"
 #include "util/error.h"
 #include "util/paths.h"
@@ -46,18 +47,7 @@ std::string repeat(const std::string& s, int n) {
 }
 
 // Runs f, which must throw cs::UserError whose message contains every needle.
-template <typename F>
-void expect_user_error(F&& f, std::initializer_list<std::string> needles) {
-  try {
-    f();
-  } catch (const cs::UserError& e) {
-    const std::string msg = e.what();
-    for (const auto& n : needles)
-      ASSERT_TRUE(msg.find(n) != std::string::npos) << ("message '" + msg + "' lacks '" + n + "'").c_str();
-    return;
-  }
-  FAIL() << "expected cs::UserError";
-}
+using cstest::expect_user_error;
 
 using cstest::EnvGuard;  // sets an environment variable for one test, restores it after
 

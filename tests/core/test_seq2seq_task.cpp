@@ -10,8 +10,10 @@
 
 #include <filesystem>
 #include <random>
+#include <sstream>
 
 #include "config/schema.h"
+#include "core_checks.h"
 #include "harness.h"
 #include "tasks/seq2seq.h"
 #include "train/trainer.h"
@@ -150,25 +152,11 @@ TEST(Seq2seqTask, resume_is_exact_and_the_saved_vocabulary_reloads) {
   json c12 = config(m, 12, 8), c6 = config(m, 6, 8);
   c12["training"]["eval_every"] = 4;
   c6["training"]["eval_every"] = 4;
-  seed_everything(5);
-  Trainer straight(c12, std::make_unique<Seq2SeqTask>(c12, sp, ""), nullptr);
-  straight.run();
-  seed_everything(5);
-  Trainer first(c6, std::make_unique<Seq2SeqTask>(c6, sp, ""), nullptr);
-  first.run();
-  const auto ck = cstest::temp_dir() + "/s2s_ck.pt";
-  first.save_checkpoint(ck);
-  seed_everything(99);  // the checkpoint restores the RNG
-  Trainer second(c12, std::make_unique<Seq2SeqTask>(c12, sp, ""), nullptr);
-  second.load_checkpoint(ck);
-  second.run();
-  auto last_loss = [](const std::vector<MetricsRecord>& h) {
-    for (auto it = h.rbegin(); it != h.rend(); ++it)
-      if (!it->eval) return it->values.at("loss");
-    return -1.0;
-  };
-  ASSERT_GT(last_loss(straight.history), 0);
-  EXPECT_DOUBLE_EQ(last_loss(second.history), last_loss(straight.history));
+  const auto runs = cstest::run_straight_and_resumed(
+      c12, c6, [&](const json& c) -> std::unique_ptr<Task> { return std::make_unique<Seq2SeqTask>(c, sp, ""); },
+      cstest::temp_dir() + "/s2s_ck.pt");
+  ASSERT_GT(runs.straight_loss(), 0);
+  EXPECT_DOUBLE_EQ(runs.resumed_loss(), runs.straight_loss());
   // the vocabulary text reloads the same subword models
   Seq2SeqTask a(c6, sp, "");
   const auto dir = cstest::temp_dir() + "/s2s_vocab_run";
@@ -180,4 +168,30 @@ TEST(Seq2seqTask, resume_is_exact_and_the_saved_vocabulary_reloads) {
   EXPECT_EQ(a.examples("valid")[3].src, b.examples("valid")[3].src);
   cstest::write_text(dir + "/vocab", "{\"format\": \"cellscope-seq2seq-subword\", \"source\": \"@@\", \"target\": \"\"}\n");
   EXPECT_THROW(Seq2SeqTask(c6, sp, dir), UserError);
+}
+
+// A checkpoint's training order must match the dataset's training pairs: another length is one
+// clear UserError (it was a TORCH_CHECK, reported as a corrupted checkpoint), the same loads.
+TEST(Seq2seqTask, a_checkpoint_order_of_another_length_is_refused) {
+  json m = {{"cell", "gru"}, {"embed", 8}, {"hidden", 8}};
+  Seq2SeqTask a(config(m, 1, 8), reverse_pairs(40, 8, 1), "");
+  Seq2SeqTask b(config(m, 1, 8), reverse_pairs(30, 8, 1), "");
+  auto saved = [&](const Task& t, torch::serialize::InputArchive& in) {
+    torch::serialize::OutputArchive out;
+    t.save_state(out);
+    std::ostringstream os;
+    out.save_to(os);
+    std::istringstream is(os.str());
+    in.load_from(is);
+  };
+  a.train_step();
+  torch::serialize::InputArchive in;
+  saved(a, in);
+  cstest::expect_user_error([&] { b.load_state(in); }, {"training order has 40 pairs", "the dataset has 30"});
+  Seq2SeqTask c(config(m, 1, 8), reverse_pairs(40, 8, 1), "");
+  torch::serialize::InputArchive in2;
+  saved(a, in2);
+  c.load_state(in2);
+  EXPECT_DOUBLE_EQ(c.epoch(), a.epoch());
+  EXPECT_DOUBLE_EQ(c.epoch(), 8.0 / 40.0);
 }

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <set>
+#include <sstream>
 #include <map>
 
 #include "cells/baseline.h"
@@ -195,6 +196,30 @@ TEST(WordLm, asgdAverages) {
   const double iterate = std::exp(wt->nll_of(wt->corpus().valid, 10) / double(wt->corpus().valid.size() - 1));
   ASSERT_TRUE(std::abs(with_avg - iterate) > 1e-6);
   ASSERT_TRUE(std::isfinite(with_avg));
+}
+
+// A checkpoint's carried state is for training.batch streams: a state for another number of
+// streams is refused when it is read, as char_lm does (word_lm checked only on data-parallel
+// ranks and took the state, which then failed, or silently mixed streams, in training).
+TEST(WordLm, carriedStateOfAnotherBatchIsRefused) {
+  json r8 = load_and_resolve(small_cfg("gru"));
+  json c4 = small_cfg("gru");
+  c4["training"]["batch"] = 4;
+  json r4 = load_and_resolve(c4);
+  WordLMTask a(r8, ""), b(r4, "");
+  torch::serialize::OutputArchive out;
+  a.save_state(out);
+  std::ostringstream os;
+  out.save_to(os);
+  std::istringstream is(os.str());
+  torch::serialize::InputArchive in;
+  in.load_from(is);
+  try {
+    b.load_state(in);
+    FAIL() << "a carried state for 8 streams was accepted with training.batch 4";
+  } catch (const std::exception& e) {
+    EXPECT_TRUE(cstest::contains(e.what(), "carried state for 8 streams, training.batch is 4")) << e.what();
+  }
 }
 
 TEST(WordLm, presetsValidate) {

@@ -5,16 +5,14 @@
 
 #include "data/utf8.h"
 #include "tasks/char_lm.h"
+#include "tasks/task_common.h"
 #include "util/error.h"
 
 namespace cs {
 
 namespace {
 const std::vector<int32_t>& split_ids(const CharCorpus& c, const std::string& split) {
-  if (split == "valid") return c.valid;
-  if (split == "test") return c.test;
-  if (split == "train") return c.train;
-  throw UserError("unknown split '" + split + "'");
+  return split_named(split, c.train, c.valid, c.test);
 }
 }  // namespace
 

@@ -7,7 +7,6 @@
 #include <cmath>
 #include <fstream>
 #include <map>
-#include <random>
 #include <set>
 #include <sstream>
 
@@ -19,22 +18,8 @@
 
 namespace cs {
 
-namespace F = torch::nn::functional;
-
 // ---------------------------------------------------------------- splits
 namespace {
-
-// Deterministic Fisher-Yates with a 64-bit Mersenne twister (same order on every platform).
-std::vector<int64_t> seeded_permutation(int64_t n, uint64_t seed) {
-  std::vector<int64_t> p(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) p[static_cast<size_t>(i)] = i;
-  std::mt19937_64 rng(seed);
-  for (int64_t i = n - 1; i > 0; --i) {
-    const int64_t j = static_cast<int64_t>(rng() % static_cast<uint64_t>(i + 1));
-    std::swap(p[static_cast<size_t>(i)], p[static_cast<size_t>(j)]);
-  }
-  return p;
-}
 
 // Groups of examples (same non-empty `group`, else one example each), in first-appearance order.
 std::vector<std::vector<size_t>> groups_of(const std::vector<TextExample>& ex, const std::vector<size_t>& which) {
@@ -174,14 +159,8 @@ SentenceModelImpl::SentenceModelImpl(const json& m, int64_t vocab, int64_t class
   binary = classes == 2 && !is_absa;
   dropout = mo.dropout;
   fc_activation = resolved<std::string>(m, "model", "fc_activation");
-  embed = register_module("embed", torch::nn::Embedding(torch::nn::EmbeddingOptions(vocab, E).padding_idx(pad)));
-  {
-    // Keras' default embedding initialisation U(-0.05, 0.05) (the scale the paper's L2 of 1e-4 assumes);
-    // the padding row is zero (so a padded position is a zero input).
-    torch::NoGradGuard ng;
-    embed->weight.uniform_(-0.05, 0.05);
-    embed->weight[pad].zero_();
-  }
+  // Keras' default embedding initialisation U(-0.05, 0.05) (the scale the paper's L2 of 1e-4 assumes).
+  embed = register_module("embed", padded_embedding(vocab, E, pad));
   encoder = register_module("encoder", Bidirectional(m, E));
   int64_t feat = encoder->output_size() + (absa ? E : 0);
   const int64_t fcn = resolved<int64_t>(m, "model", "fc");
@@ -193,9 +172,7 @@ SentenceModelImpl::SentenceModelImpl(const json& m, int64_t vocab, int64_t class
 }
 
 torch::Tensor SentenceModelImpl::forward(const SentenceBatch& b, StepContext& ctx) {
-  auto drop = [&](const torch::Tensor& t) {
-    return dropout > 0 ? F::dropout(t, F::DropoutFuncOptions().p(dropout).training(is_training())) : t;
-  };
+  auto drop = [&](const torch::Tensor& t) { return dropout_if(t, dropout, is_training()); };
   auto e = drop(embed->forward(b.tokens));  // dropout on the embedding output (CRU paper, Table 1)
   auto enc = encoder->forward(e, b.lengths, ctx);
   torch::Tensor feat;
@@ -254,7 +231,6 @@ SentenceTask::SentenceTask(const json& cfg, const std::string& run_dir, bool abs
   const SentenceOptions o = sentence_option_table(absa).read(cfg);
   batch_ = tr.batch;
   eval_batch_ = o.eval_batch;
-  seed_ = static_cast<uint64_t>(tr.seed);
   embed_l2_ = o.embed_l2;
   auto loc = resolve_text_dataset(ds, name());
   auto ex = load_text_examples(loc, ds);
@@ -283,16 +259,9 @@ SentenceTask::SentenceTask(const json& cfg, const std::string& run_dir, bool abs
     }
   }
   const std::string vocab_path = run_dir.empty() ? "" : join_path(run_dir, "vocab");
-  if (!vocab_path.empty() && file_exists(vocab_path)) {
-    json j;
-    try {
-      j = parse_json(read_file(vocab_path), vocab_path);
-    } catch (const std::exception& e) {
-      throw UserError(vocab_path + ": not a sentence-task vocabulary (" + e.what() + ")");
-    }
-    if (j.value("format", "") != "cellscope-sentence-vocab") throw UserError(vocab_path + ": not a sentence-task vocabulary");
-    for (auto& w : j.at("words")) vocab_.add(w.get<std::string>());
-    labels_ = j.at("labels").get<std::vector<std::string>>();
+  if (auto j = saved_vocab_json(run_dir, "cellscope-sentence-vocab", "sentence-task vocabulary")) {
+    for (auto& w : j->at("words")) vocab_.add(w.get<std::string>());
+    labels_ = j->at("labels").get<std::vector<std::string>>();
   } else {
     // Vocabulary from the training split: by descending frequency (ties: byte order),
     // at least dataset.min_freq occurrences, at most dataset.max_vocab words (0 = all).
@@ -343,23 +312,13 @@ SentenceTask::SentenceTask(const json& cfg, const std::string& run_dir, bool abs
     coverage_ = static_cast<double>(found) / std::max<double>(1.0, static_cast<double>(vocab_.size()) - 2);
   }
   if (o.freeze_embeddings) model_->embed->weight.set_requires_grad(false);
-  perm_ = epoch_permutation(0);
+  order_.start(static_cast<int64_t>(train_.labels.size()), static_cast<uint64_t>(tr.seed), "examples");
 }
 
-const SentenceTask::Split& SentenceTask::split(const std::string& n) const {
-  if (n == "train") return train_;
-  if (n == "valid") return valid_;
-  if (n == "test") return test_;
-  throw UserError("unknown split '" + n + "' (expected train, valid or test)");
-}
+const SentenceTask::Split& SentenceTask::split(const std::string& n) const { return split_named(n, train_, valid_, test_); }
 
 bool SentenceTask::has_split(const std::string& s) const {
   return (s == "valid" && !valid_.labels.empty()) || (s == "test" && !test_.labels.empty());
-}
-
-void SentenceTask::to(const torch::Device& d) {
-  device_ = d;
-  model_->to(d);
 }
 
 // ---------------------------------------------------------------- data-parallel shard
@@ -386,15 +345,6 @@ std::vector<int64_t> SentenceTask::shard_of(const std::vector<int64_t>& idx, dou
   // collectives and metric names must match the others').
   if (hi == lo) return {idx.front()};
   return std::vector<int64_t>(idx.begin() + lo, idx.begin() + hi);
-}
-
-std::vector<int64_t> SentenceTask::epoch_permutation(int64_t epoch) const {
-  // The order of epoch e depends only on (training.seed, e): resume needs just the cursor.
-  return seeded_permutation(static_cast<int64_t>(train_.labels.size()), seed_ * 0x9E3779B97F4A7C15ULL + static_cast<uint64_t>(epoch) + 1);
-}
-
-double SentenceTask::epoch() const {
-  return static_cast<double>(epochs_done_) + static_cast<double>(cursor_) / std::max<double>(1.0, static_cast<double>(perm_.size()));
 }
 
 SentenceBatch SentenceTask::make_batch(const Split& s, const std::vector<int64_t>& idx) const {
@@ -451,14 +401,8 @@ static std::pair<torch::Tensor, torch::Tensor> loss_and_pred(const torch::Tensor
 
 StepResult SentenceTask::train_step() {
   model_->train();
-  if (cursor_ >= static_cast<int64_t>(perm_.size())) {
-    ++epochs_done_;
-    cursor_ = 0;
-    perm_ = epoch_permutation(epochs_done_);
-  }
-  const int64_t n = std::min<int64_t>(batch_, static_cast<int64_t>(perm_.size()) - cursor_);
-  std::vector<int64_t> idx(perm_.begin() + cursor_, perm_.begin() + cursor_ + n);
-  cursor_ += n;
+  std::vector<int64_t> idx = order_.next(batch_);
+  const int64_t n = static_cast<int64_t>(idx.size());
   double weight = 1.0;  // data parallel: this rank's share of the global batch (shard_of)
   idx = shard_of(idx, &weight);
   auto b = make_batch(train_, idx);
@@ -474,8 +418,7 @@ StepResult SentenceTask::train_step() {
   StepResult r;
   r.task_loss = loss.item<double>();
   torch::Tensor total = shard_world_ > 1 ? loss * weight : loss;
-  if (embed_l2_ > 0 && model_->embed->weight.requires_grad())
-    total = total + embed_l2_ * model_->embed->weight.pow(2).sum();  // L2 on the embedding layer (CRU paper)
+  total = add_embedding_l2(total, model_->embed->weight, embed_l2_);  // L2 on the embedding layer (CRU paper)
   if (ctx.extra_loss.defined()) total = total + (shard_world_ > 1 ? ctx.extra_loss * weight : ctx.extra_loss);
   r.loss = total;
   r.units = shard_world_ > 1 ? static_cast<int64_t>(std::lround(weight * static_cast<double>(n) / shard_world_)) : n;
@@ -497,12 +440,8 @@ EvalResult SentenceTask::evaluate(const std::string& name) {
   std::vector<int64_t> pred(static_cast<size_t>(N));
   double loss_sum = 0;
   EvalScope es(*model_);
-  // Batches of similar lengths (stable sort by length): less padding, same result.
-  std::vector<int64_t> order(static_cast<size_t>(N));
-  for (int64_t i = 0; i < N; ++i) order[static_cast<size_t>(i)] = i;
-  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
-    return s.tokens[static_cast<size_t>(a)].size() < s.tokens[static_cast<size_t>(b)].size();
-  });
+  // Batches of similar lengths: less padding, same result.
+  const auto order = order_by_length(N, [&](int64_t i) { return s.tokens[static_cast<size_t>(i)].size(); });
   for (int64_t p = 0; p < N; p += eval_batch_) {
     std::vector<int64_t> idx(order.begin() + p, order.begin() + std::min(N, p + eval_batch_));
     auto b = make_batch(s, idx);
@@ -549,26 +488,6 @@ EvalResult SentenceTask::evaluate(const std::string& name) {
   if (absa_ && hard_n > 0) r.metrics["accuracy_hds"] = static_cast<double>(hard_c) / static_cast<double>(hard_n);
   if (coverage_ >= 0) r.metrics["pretrained_coverage"] = coverage_;
   return r;
-}
-
-void SentenceTask::save_state(torch::serialize::OutputArchive& ar) const {
-  ar.write("cursor", torch::tensor(cursor_, torch::kInt64));
-  ar.write("epochs_done", torch::tensor(epochs_done_, torch::kInt64));
-  ar.write("perm", torch::tensor(perm_, torch::kInt64));
-}
-
-void SentenceTask::load_state(torch::serialize::InputArchive& ar) {
-  auto read = [&](const std::string& k) {
-    torch::Tensor t;
-    ar.read(k, t);
-    return t;
-  };
-  cursor_ = read("cursor").item<int64_t>();
-  epochs_done_ = read("epochs_done").item<int64_t>();
-  auto p = read("perm").contiguous();
-  TORCH_CHECK(p.numel() == static_cast<int64_t>(train_.labels.size()), "checkpoint's training order has ", p.numel(),
-              " examples, the dataset has ", train_.labels.size());
-  perm_.assign(p.data_ptr<int64_t>(), p.data_ptr<int64_t>() + p.numel());
 }
 
 std::string SentenceTask::vocab_text() const {

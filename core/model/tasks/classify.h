@@ -15,7 +15,7 @@
 #include "cells/bidirectional.h"
 #include "data/text_datasets.h"
 #include "data/vocab.h"
-#include "tasks/task.h"
+#include "tasks/task_common.h"
 
 namespace cs {
 
@@ -82,7 +82,7 @@ class SentenceModelImpl : public torch::nn::Module {
 };
 TORCH_MODULE(SentenceModel);
 
-class SentenceTask : public Task {
+class SentenceTask : public ExampleTask {
  public:
   SentenceTask(const json& cfg, const std::string& run_dir, bool absa);
   std::string name() const override { return absa_ ? "absa" : "classify"; }
@@ -92,12 +92,8 @@ class SentenceTask : public Task {
   std::string primary_metric() const override { return "accuracy"; }
   bool lower_is_better() const override { return false; }
   std::string unit_name() const override { return "sentences"; }
-  double epoch() const override;
   bool has_split(const std::string& split) const override;
-  void save_state(torch::serialize::OutputArchive& ar) const override;
-  void load_state(torch::serialize::InputArchive& ar) override;
   std::string vocab_text() const override;
-  void to(const torch::Device& d) override;
   // Data parallel: every rank walks the same global order and batch; rank r trains on
   // its slice of each batch (shard_of), its loss weighted so that the averaged gradient
   // is the gradient of the global batch's mean loss.
@@ -130,7 +126,6 @@ class SentenceTask : public Task {
   SentenceBatch batch_of(const std::vector<std::vector<int32_t>>& seqs) const;
 
  private:
-  std::vector<int64_t> epoch_permutation(int64_t epoch) const;
   json cfg_;
   bool absa_;
   Vocab vocab_;
@@ -138,12 +133,8 @@ class SentenceTask : public Task {
   Split train_, valid_, test_;
   SentenceModel model_{nullptr};
   int64_t batch_, eval_batch_;
-  uint64_t seed_;
   double embed_l2_ = 0;
-  std::vector<int64_t> perm_;
-  int64_t cursor_ = 0, epochs_done_ = 0;
   double coverage_ = -1;  // fraction of vocabulary words found in the pretrained file (-1: none)
-  torch::Device device_{torch::kCPU};
   // data-parallel shard (set_shard)
   int shard_rank_ = 0, shard_world_ = 1;
   // This rank's part of a global batch `idx` and the weight of its mean loss.

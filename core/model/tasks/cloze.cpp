@@ -5,18 +5,15 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include <random>
 
 #include "cells/registry.h"
 #include "config/common_options.h"
 #include "data/manifest.h"
-#include "tasks/char_lm.h"
 #include "tasks/eval_scope.h"
+#include "tasks/stream_lm.h"
 #include "util/error.h"
 
 namespace cs {
-
-namespace F = torch::nn::functional;
 
 // ---------------------------------------------------------------- features and encoding
 void cloze_document_features(const std::vector<std::string>& doc, const std::vector<std::string>& query,
@@ -151,12 +148,7 @@ ClozeReaderImpl::ClozeReaderImpl(const json& m, int64_t vocab, int64_t pad, bool
   modified = is_modified;
   dropout = mo.dropout;
   // One embedding shared by document and query (Cui et al. 2017).
-  embed = register_module("embed", torch::nn::Embedding(torch::nn::EmbeddingOptions(vocab, E).padding_idx(pad)));
-  {
-    torch::NoGradGuard ng;
-    embed->weight.uniform_(-0.05, 0.05);
-    embed->weight[pad].zero_();
-  }
+  embed = register_module("embed", padded_embedding(vocab, E, pad));
   // CRU paper eq. 16: e(x) = concat[W_e x, freq(x), CoQ(x)], x in D (document side only):
   // the document encoder reads E + 2 inputs with the M-AoA Reader; the query side is unchanged.
   doc_encoder = register_module("doc_encoder", Bidirectional(m, E + (modified ? 2 : 0)));
@@ -164,9 +156,7 @@ ClozeReaderImpl::ClozeReaderImpl(const json& m, int64_t vocab, int64_t pad, bool
 }
 
 ClozeReaderImpl::Output ClozeReaderImpl::forward(const ClozeBatch& b, StepContext& ctx) {
-  auto drop = [&](const torch::Tensor& t) {
-    return dropout > 0 ? F::dropout(t, F::DropoutFuncOptions().p(dropout).training(is_training())) : t;
-  };
+  auto drop = [&](const torch::Tensor& t) { return dropout_if(t, dropout, is_training()); };
   auto ed = drop(embed->forward(b.doc));  // [Td, B, E]
   auto eq = drop(embed->forward(b.query));
   if (modified) ed = torch::cat({ed, b.features.to(ed.dtype())}, 2);  // eq. 16
@@ -185,17 +175,6 @@ ClozeReaderImpl::Output ClozeReaderImpl::forward(const ClozeBatch& b, StepContex
 
 // ---------------------------------------------------------------- task
 namespace {
-
-std::vector<int64_t> seeded_permutation(int64_t n, uint64_t seed) {
-  std::vector<int64_t> p(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) p[static_cast<size_t>(i)] = i;
-  std::mt19937_64 rng(seed);
-  for (int64_t i = n - 1; i > 0; --i) {
-    const int64_t j = static_cast<int64_t>(rng() % static_cast<uint64_t>(i + 1));
-    std::swap(p[static_cast<size_t>(i)], p[static_cast<size_t>(j)]);
-  }
-  return p;
-}
 
 // -log P(answer), summed or averaged; a probability of 0 (the answer absent from the
 // document) is clamped to 1e-12 instead of giving an infinite loss.
@@ -216,7 +195,6 @@ ClozeTask::ClozeTask(const json& cfg, const std::string& run_dir) : cfg_(cfg) {
   const TrainingOptions tr = read_training_options(cfg.at("training"));
   o_ = cloze_option_table().read(cfg);
   batch_ = tr.batch;
-  seed_ = static_cast<uint64_t>(tr.seed);
   const DatasetLocation loc = resolve_dataset(cfg.at("dataset"));
   if (loc.format != "cbt" && loc.format != "auto")
     throw UserError("dataset '" + loc.path + "': task cloze reads the cbt format, not '" + loc.format + "'");
@@ -232,56 +210,25 @@ ClozeTask::ClozeTask(const json& cfg, const std::string& run_dir) : cfg_(cfg) {
   for (auto& e : data_.valid) valid_.push_back(encode_cloze(e, vocab_, o_.lowercase));
   for (auto& e : data_.test) test_.push_back(encode_cloze(e, vocab_, o_.lowercase));
   model_ = ClozeReader(cfg.at("model"), static_cast<int64_t>(vocab_.size()), kPad, o_.reader == "m_aoa");
-  perm_ = epoch_permutation(0);
+  order_.start(static_cast<int64_t>(train_.size()), static_cast<uint64_t>(tr.seed), "questions");
 }
 
 const std::vector<ClozeExample>& ClozeTask::examples(const std::string& n) const {
-  if (n == "train") return data_.train;
-  if (n == "valid") return data_.valid;
-  if (n == "test") return data_.test;
-  throw UserError("unknown split '" + n + "' (expected train, valid or test)");
+  return split_named(n, data_.train, data_.valid, data_.test);
 }
 
-const std::vector<ClozeItem>& ClozeTask::items(const std::string& n) const {
-  if (n == "train") return train_;
-  if (n == "valid") return valid_;
-  if (n == "test") return test_;
-  throw UserError("unknown split '" + n + "' (expected train, valid or test)");
-}
+const std::vector<ClozeItem>& ClozeTask::items(const std::string& n) const { return split_named(n, train_, valid_, test_); }
 
 bool ClozeTask::has_split(const std::string& s) const { return (s == "valid" && !valid_.empty()) || (s == "test" && !test_.empty()); }
 
-void ClozeTask::to(const torch::Device& d) {
-  device_ = d;
-  model_->to(d);
-}
-
 std::string ClozeTask::cell_name() const { return resolved<std::string>(cfg_.at("model"), "model", "cell"); }
-
-std::vector<int64_t> ClozeTask::epoch_permutation(int64_t epoch) const {
-  return seeded_permutation(static_cast<int64_t>(train_.size()), seed_ * 0x9E3779B97F4A7C15ULL + static_cast<uint64_t>(epoch) + 1);
-}
-
-double ClozeTask::epoch() const {
-  return static_cast<double>(epochs_done_) + static_cast<double>(cursor_) / std::max<double>(1.0, static_cast<double>(perm_.size()));
-}
 
 StepResult ClozeTask::train_step() {
   model_->train();
-  if (cursor_ >= static_cast<int64_t>(perm_.size())) {
-    ++epochs_done_;
-    cursor_ = 0;
-    perm_ = epoch_permutation(epochs_done_);
-  }
-  const int64_t n = std::min<int64_t>(batch_, static_cast<int64_t>(perm_.size()) - cursor_);
+  const std::vector<int64_t> idx = order_.next(batch_);
+  const int64_t n = static_cast<int64_t>(idx.size());
   std::vector<const ClozeItem*> its;
-  std::vector<int64_t> idx;
-  for (int64_t k = 0; k < n; ++k) {
-    const int64_t i = perm_[static_cast<size_t>(cursor_ + k)];
-    idx.push_back(i);
-    its.push_back(&train_[static_cast<size_t>(i)]);
-  }
-  cursor_ += n;
+  for (int64_t i : idx) its.push_back(&train_[static_cast<size_t>(i)]);
   auto b = make_cloze_batch(its, kPad, device_);
   b.index = idx;
   StepContext ctx;
@@ -291,8 +238,7 @@ StepResult ClozeTask::train_step() {
   auto loss = nll_of(out.prob, b.answer, false);
   StepResult r;
   r.task_loss = loss.item<double>();
-  torch::Tensor total = loss;
-  if (o_.embed_l2 > 0) total = total + o_.embed_l2 * model_->embed->weight.pow(2).sum();
+  torch::Tensor total = add_embedding_l2(loss, model_->embed->weight, o_.embed_l2);
   if (ctx.extra_loss.defined()) total = total + ctx.extra_loss;
   r.loss = total;
   r.units = n;
@@ -312,12 +258,8 @@ EvalResult ClozeTask::evaluate(const std::string& split) {
   if (its.empty()) throw UserError("the " + split + " split is empty");
   const int64_t N = static_cast<int64_t>(its.size());
   EvalScope es(*model_);
-  std::vector<int64_t> order(static_cast<size_t>(N));
-  for (int64_t i = 0; i < N; ++i) order[static_cast<size_t>(i)] = i;
   // batches of similar document lengths: less padding, the same result (masks)
-  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
-    return its[static_cast<size_t>(a)].doc.size() < its[static_cast<size_t>(b)].doc.size();
-  });
+  const auto order = order_by_length(N, [&](int64_t i) { return its[static_cast<size_t>(i)].doc.size(); });
   double loss_sum = 0;
   int64_t correct = 0, base = 0;
   for (int64_t p = 0; p < N; p += o_.eval_batch) {
@@ -336,27 +278,6 @@ EvalResult ClozeTask::evaluate(const std::string& split) {
   r.metrics["accuracy"] = static_cast<double>(correct) / static_cast<double>(N);
   r.metrics["freq_baseline_accuracy"] = static_cast<double>(base) / static_cast<double>(N);
   return r;
-}
-
-void ClozeTask::save_state(torch::serialize::OutputArchive& ar) const {
-  ar.write("cursor", torch::tensor(cursor_, torch::kInt64));
-  ar.write("epochs_done", torch::tensor(epochs_done_, torch::kInt64));
-  ar.write("perm", torch::tensor(perm_, torch::kInt64));
-}
-
-void ClozeTask::load_state(torch::serialize::InputArchive& ar) {
-  auto read = [&](const std::string& k) {
-    torch::Tensor t;
-    ar.read(k, t);
-    return t;
-  };
-  cursor_ = read("cursor").item<int64_t>();
-  epochs_done_ = read("epochs_done").item<int64_t>();
-  auto p = read("perm").contiguous();
-  if (p.numel() != static_cast<int64_t>(train_.size()))
-    throw UserError("the checkpoint's training order has " + std::to_string(p.numel()) + " questions, the dataset has " +
-                    std::to_string(train_.size()));
-  perm_.assign(p.data_ptr<int64_t>(), p.data_ptr<int64_t>() + p.numel());
 }
 
 }  // namespace cs

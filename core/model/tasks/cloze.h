@@ -10,7 +10,7 @@
 #include "config/option_spec.h"
 #include "data/cbt_format.h"
 #include "data/vocab.h"
-#include "tasks/task.h"
+#include "tasks/task_common.h"
 
 namespace cs {
 
@@ -106,7 +106,7 @@ struct ClozeScore {
   int64_t answer = 0, predicted = 0;
 };
 
-class ClozeTask : public Task {
+class ClozeTask : public ExampleTask {
  public:
   ClozeTask(const json& cfg, const std::string& run_dir);
   std::string name() const override { return "cloze"; }
@@ -116,12 +116,8 @@ class ClozeTask : public Task {
   std::string primary_metric() const override { return "accuracy"; }
   bool lower_is_better() const override { return false; }
   std::string unit_name() const override { return "questions"; }
-  double epoch() const override;
   bool has_split(const std::string& split) const override;
-  void save_state(torch::serialize::OutputArchive& ar) const override;
-  void load_state(torch::serialize::InputArchive& ar) override;
   std::string vocab_text() const override { return vocab_.serialize(); }
-  void to(const torch::Device& d) override;
   std::string cell_name() const override;
   // Inspection: questions by document length (accuracy); the AoA weights of one question
   // (not a Task virtual: the analysis `aoa` reads it from a ClozeTask, kind_aoa.cpp).
@@ -138,7 +134,6 @@ class ClozeTask : public Task {
   static constexpr int32_t kPad = 1;  // id 0 = <unk>, 1 = <pad>
 
  private:
-  std::vector<int64_t> epoch_permutation(int64_t epoch) const;
   json cfg_;
   ClozeOptions o_;
   Vocab vocab_;
@@ -146,10 +141,6 @@ class ClozeTask : public Task {
   std::vector<ClozeItem> train_, valid_, test_;
   ClozeReader model_{nullptr};
   int64_t batch_ = 32;
-  uint64_t seed_ = 1;
-  std::vector<int64_t> perm_;
-  int64_t cursor_ = 0, epochs_done_ = 0;
-  torch::Device device_{torch::kCPU};
 };
 
 // Adds task "cloze" (cloze_options.cpp); called by task_registry() (task.cpp).

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <random>
 
 #include "cells/registry.h"
 #include "config/common_options.h"
@@ -62,17 +61,6 @@ std::string b64_decode(const std::string& in, const std::string& what) {
   return out;
 }
 
-std::vector<int64_t> seeded_permutation(int64_t n, uint64_t seed) {
-  std::vector<int64_t> p(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) p[static_cast<size_t>(i)] = i;
-  std::mt19937_64 rng(seed);
-  for (int64_t i = n - 1; i > 0; --i) {
-    const int64_t j = static_cast<int64_t>(rng() % static_cast<uint64_t>(i + 1));
-    std::swap(p[static_cast<size_t>(i)], p[static_cast<size_t>(j)]);
-  }
-  return p;
-}
-
 std::vector<int32_t> cut(std::vector<int32_t> v, int64_t n) {
   if (static_cast<int64_t>(v.size()) > n) v.resize(static_cast<size_t>(n));
   return v;
@@ -107,22 +95,14 @@ Seq2SeqTask::Seq2SeqTask(const json& cfg, Seq2SeqSplits sp, const std::string& r
   o_ = seq2seq_option_table().read(cfg);
   const TrainingOptions tr = read_training_options(cfg.at("training"));
   batch_ = tr.batch;
-  seed_ = static_cast<uint64_t>(tr.seed);
   const std::string what = "dataset '" + cfg.at("dataset").value("name", std::string("?")) + "'";
   if (sp.train.empty()) throw UserError(what + ": the train split has no pairs");
   if (sp.valid.empty()) throw UserError(what + ": the valid split has no pairs");
 
-  const std::string vocab_path = run_dir.empty() ? "" : join_path(run_dir, "vocab");
-  if (!vocab_path.empty() && file_exists(vocab_path)) {
-    json j;
-    try {
-      j = parse_json(read_file(vocab_path), vocab_path);
-    } catch (const std::exception& e) {
-      throw UserError(vocab_path + ": not a seq2seq vocabulary (" + e.what() + ")");
-    }
-    if (j.value("format", "") != "cellscope-seq2seq-subword") throw UserError(vocab_path + ": not a seq2seq vocabulary");
-    src_vocab_ = std::make_unique<SubwordVocab>(SubwordVocab::from_serialized(b64_decode(j.at("source").get<std::string>(), vocab_path)));
-    tgt_vocab_ = std::make_unique<SubwordVocab>(SubwordVocab::from_serialized(b64_decode(j.at("target").get<std::string>(), vocab_path)));
+  if (auto j = saved_vocab_json(run_dir, "cellscope-seq2seq-subword", "seq2seq vocabulary")) {
+    const std::string vocab_path = join_path(run_dir, "vocab");
+    src_vocab_ = std::make_unique<SubwordVocab>(SubwordVocab::from_serialized(b64_decode(j->at("source").get<std::string>(), vocab_path)));
+    tgt_vocab_ = std::make_unique<SubwordVocab>(SubwordVocab::from_serialized(b64_decode(j->at("target").get<std::string>(), vocab_path)));
   } else {
     // SentencePiece vocabularies trained on the training split only.
     SubwordOptions so;
@@ -168,14 +148,11 @@ Seq2SeqTask::Seq2SeqTask(const json& cfg, Seq2SeqSplits sp, const std::string& r
     lead_words_ = std::max<int64_t>(1, std::llround(n / static_cast<double>(train_.size())));
   }
   model_ = Seq2SeqModel(cfg.at("model"), src_vocab_->size(), tgt_vocab_->size(), kPad);
-  perm_ = epoch_permutation(0);
+  order_.start(static_cast<int64_t>(train_.size()), static_cast<uint64_t>(tr.seed), "pairs");
 }
 
 const std::vector<Seq2SeqTask::Example>& Seq2SeqTask::examples(const std::string& n) const {
-  if (n == "train") return train_;
-  if (n == "valid") return valid_;
-  if (n == "test") return test_;
-  throw UserError("unknown split '" + n + "' (expected train, valid or test)");
+  return split_named(n, train_, valid_, test_);
 }
 
 bool Seq2SeqTask::has_split(const std::string& s) const {
@@ -185,20 +162,6 @@ bool Seq2SeqTask::has_split(const std::string& s) const {
 int64_t Seq2SeqTask::default_max_decode() const { return o_.max_decode > 0 ? o_.max_decode : o_.max_target_len + 1; }
 
 std::string Seq2SeqTask::cell_name() const { return cfg_.at("model").value("cell", std::string()); }
-
-void Seq2SeqTask::to(const torch::Device& d) {
-  device_ = d;
-  model_->to(d);
-}
-
-std::vector<int64_t> Seq2SeqTask::epoch_permutation(int64_t epoch) const {
-  // The order of epoch e depends only on (training.seed, e): resume needs just the cursor.
-  return seeded_permutation(static_cast<int64_t>(train_.size()), seed_ * 0x9E3779B97F4A7C15ULL + static_cast<uint64_t>(epoch) + 1);
-}
-
-double Seq2SeqTask::epoch() const {
-  return static_cast<double>(epochs_done_) + static_cast<double>(cursor_) / std::max<double>(1.0, static_cast<double>(perm_.size()));
-}
 
 Seq2SeqTask::Batch Seq2SeqTask::make_batch(const std::vector<const Example*>& ex) const {
   const int64_t B = static_cast<int64_t>(ex.size());
@@ -259,15 +222,10 @@ torch::Tensor Seq2SeqTask::batch_nll(const Batch& b, StepContext& ctx) {
 
 StepResult Seq2SeqTask::train_step() {
   model_->train();
-  if (cursor_ >= static_cast<int64_t>(perm_.size())) {
-    ++epochs_done_;
-    cursor_ = 0;
-    perm_ = epoch_permutation(epochs_done_);
-  }
-  const int64_t n = std::min<int64_t>(batch_, static_cast<int64_t>(perm_.size()) - cursor_);
+  const std::vector<int64_t> idx = order_.next(batch_);
+  const int64_t n = static_cast<int64_t>(idx.size());
   std::vector<const Example*> ex;
-  for (int64_t i = 0; i < n; ++i) ex.push_back(&train_[static_cast<size_t>(perm_[static_cast<size_t>(cursor_ + i)])]);
-  cursor_ += n;
+  for (int64_t i : idx) ex.push_back(&train_[static_cast<size_t>(i)]);
   auto b = make_batch(ex);
   const double tokens = b.y_mask.sum().item<double>();
   StepContext ctx;
@@ -366,11 +324,8 @@ EvalResult Seq2SeqTask::evaluate(const std::string& split) {
   torch::NoGradGuard ng;
   EvalScope es(*model_);
   const int64_t N = static_cast<int64_t>(ex.size());
-  // Batches of similar source lengths (stable sort): less padding, the same sums.
-  std::vector<int64_t> order(static_cast<size_t>(N));
-  for (int64_t i = 0; i < N; ++i) order[static_cast<size_t>(i)] = i;
-  std::stable_sort(order.begin(), order.end(),
-                   [&](int64_t a, int64_t b) { return ex[static_cast<size_t>(a)].src.size() < ex[static_cast<size_t>(b)].src.size(); });
+  // Batches of similar source lengths: less padding, the same sums.
+  const auto order = order_by_length(N, [&](int64_t i) { return ex[static_cast<size_t>(i)].src.size(); });
   double nll = 0, tokens = 0;
   for (int64_t p = 0; p < N; p += o_.eval_batch) {
     std::vector<const Example*> bx;
@@ -411,25 +366,15 @@ EvalResult Seq2SeqTask::evaluate(const std::string& split) {
 }
 
 void Seq2SeqTask::save_state(torch::serialize::OutputArchive& ar) const {
-  ar.write("cursor", torch::tensor(cursor_, torch::kInt64));
-  ar.write("epochs_done", torch::tensor(epochs_done_, torch::kInt64));
-  ar.write("perm", torch::tensor(perm_, torch::kInt64));
+  ExampleTask::save_state(ar);
   ar.write("lead_logged", torch::tensor(std::vector<int64_t>{lead_logged_valid_, lead_logged_test_}, torch::kInt64));
 }
 
 void Seq2SeqTask::load_state(torch::serialize::InputArchive& ar) {
-  auto read = [&](const std::string& k) {
-    torch::Tensor t;
-    ar.read(k, t);
-    return t;
-  };
-  cursor_ = read("cursor").item<int64_t>();
-  epochs_done_ = read("epochs_done").item<int64_t>();
-  auto p = read("perm").contiguous();
-  TORCH_CHECK(p.numel() == static_cast<int64_t>(train_.size()), "checkpoint's training order has ", p.numel(),
-              " pairs, the dataset has ", train_.size());
-  perm_.assign(p.data_ptr<int64_t>(), p.data_ptr<int64_t>() + p.numel());
-  auto l = read("lead_logged").contiguous();
+  ExampleTask::load_state(ar);
+  torch::Tensor l;
+  ar.read("lead_logged", l);
+  l = l.contiguous();
   lead_logged_valid_ = l.data_ptr<int64_t>()[0] != 0;
   lead_logged_test_ = l.data_ptr<int64_t>()[1] != 0;
 }

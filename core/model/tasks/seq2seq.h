@@ -11,7 +11,7 @@
 #include "data/subword.h"
 #include "tasks/beam_search.h"
 #include "tasks/seq2seq_model.h"
-#include "tasks/task.h"
+#include "tasks/task_common.h"
 
 namespace cs {
 
@@ -37,7 +37,7 @@ struct Seq2SeqOptions {
 };
 const OptionTable<Seq2SeqOptions>& seq2seq_option_table();
 
-class Seq2SeqTask : public Task {
+class Seq2SeqTask : public ExampleTask {
  public:
   Seq2SeqTask(const json& cfg, const std::string& run_dir);
   // The same on pairs given directly instead of cfg["dataset"] (tests, other front ends).
@@ -49,12 +49,11 @@ class Seq2SeqTask : public Task {
   std::string primary_metric() const override { return "ppl"; }
   bool lower_is_better() const override { return true; }
   std::string unit_name() const override { return "tokens"; }
-  double epoch() const override;
   bool has_split(const std::string& split) const override;
+  // The training order (ExampleTask) and whether the lead baseline was logged per split.
   void save_state(torch::serialize::OutputArchive& ar) const override;
   void load_state(torch::serialize::InputArchive& ar) override;
   std::string vocab_text() const override;
-  void to(const torch::Device& d) override;
   std::string cell_name() const override;
 
   // Inspection: the source side (encoder) for the analyses that read one sequence.
@@ -96,19 +95,14 @@ class Seq2SeqTask : public Task {
   int64_t lead_words() const { return lead_words_; }
 
  private:
-  std::vector<int64_t> epoch_permutation(int64_t epoch) const;
   json cfg_;
   Seq2SeqOptions o_;
   std::unique_ptr<SubwordVocab> src_vocab_, tgt_vocab_;
   std::vector<Example> train_, valid_, test_;
   Seq2SeqModel model_{nullptr};
   int64_t batch_ = 32;
-  uint64_t seed_ = 1;
   int64_t lead_words_ = 8;
-  std::vector<int64_t> perm_;
-  int64_t cursor_ = 0, epochs_done_ = 0;
   bool lead_logged_valid_ = false, lead_logged_test_ = false;
-  torch::Device device_{torch::kCPU};
 };
 
 // Token-id sequences -> texts with the metrics of the pairs: "bleu", "rouge1", "rouge2", "rougeL"

@@ -8,7 +8,7 @@
 #include "cells/registry.h"
 #include "config/common_options.h"
 #include "tasks/eval_scope.h"
-#include "tasks/char_lm.h"
+#include "tasks/task_common.h"
 #include "util/error.h"
 
 namespace cs {
@@ -104,35 +104,12 @@ WordLMTask::WordLMTask(const json& cfg, const std::string& run_dir) : cfg_(cfg) 
   corpus_ = load_word_corpus(cfg.at("dataset"), vocab.get());
   check_stream_splits(corpus_.source, corpus_.train.size(), corpus_.valid.size(), batch_, "tokens");
   model_ = WordLMModel(cfg.at("model"), static_cast<int64_t>(corpus_.vocab.size()));
-  train_ = batchify(corpus_.train, batch_);
-  local_batch_ = batch_;
-  state_ = model_->initial_state(batch_, torch::TensorOptions().dtype(torch::kFloat32));
+  start_streams();
 }
-
-// ---------------------------------------------------------------- data-parallel shard
-void WordLMTask::set_shard(int rank, int world) {
-  local_batch_ = stream_shard_size("word_lm", batch_, rank, world);
-  shard_rank_ = rank;
-  shard_world_ = world;
-  // The same [B, n] batchification as one process; this rank keeps its rows, so the
-  // ranks' shards together are exactly the single-process batch of every step.
-  train_ = batchify(corpus_.train, batch_).narrow(0, rank * local_batch_, local_batch_).contiguous().to(device_);
-  state_ = model_->initial_state(local_batch_, torch::TensorOptions().dtype(torch::kFloat32).device(device_));
-}
-
-std::vector<torch::Tensor> WordLMTask::sharded_state() const { return flatten_state(state_); }
 
 void WordLMTask::to(const torch::Device& d) {
-  device_ = d;
-  model_->to(d);
-  train_ = train_.to(d);
-  state_to(state_, d);
+  StreamLMTask::to(d);
   for (auto& a : avg_) a = a.to(d);
-}
-
-double WordLMTask::epoch() const {
-  const int64_t n = train_.size(1) - 1;
-  return static_cast<double>(epochs_done_) + static_cast<double>(cursor_) / static_cast<double>(std::max<int64_t>(n, 1));
 }
 
 void WordLMTask::update_average() {
@@ -153,16 +130,8 @@ StepResult WordLMTask::train_step() {
   if (asgd_ && !avg_on_ && asgd_start_ > 0 && steps_ >= asgd_start_) avg_on_ = true;
   if (avg_on_ && steps_ > 0) update_average();
   ++steps_;
-  const int64_t n = train_.size(1);
-  if (cursor_ >= n - 1) {  // epoch boundary: the streams restart from a zero state
-    cursor_ = 0;
-    ++epochs_done_;
-    state_ = model_->initial_state(local_batch_, torch::TensorOptions().dtype(torch::kFloat32).device(device_));
-  }
-  const int64_t L = std::min(bptt_, n - 1 - cursor_);
-  auto x = train_.narrow(1, cursor_, L).t();
-  auto y = train_.narrow(1, cursor_ + 1, L).t();
-  cursor_ += L;
+  auto [x, y] = next_batch();  // at an epoch boundary the streams restart from a zero state
+  const int64_t L = x.size(0);
   StepContext ctx;
   ctx.step = train_step_index();
   auto logits = model_->forward(x, state_, ctx);
@@ -180,55 +149,11 @@ StepResult WordLMTask::train_step() {
 }
 
 double WordLMTask::nll_of(const std::vector<int32_t>& ids, int64_t eval_batch, Probe* probe, std::vector<float>* per_pos) {
-  torch::NoGradGuard ng;
-  const int64_t N = static_cast<int64_t>(ids.size());
-  if (per_pos) per_pos->assign(static_cast<size_t>(N), 0.f);
-  if (N < 2) return 0.0;
-  const int64_t B = std::max<int64_t>(1, std::min<int64_t>(eval_batch, (N - 1) / std::max<int64_t>(bptt_, 1)));
-  const int64_t n = (N - 1) / B;
-  auto all = torch::from_blob(const_cast<int32_t*>(ids.data()), {N}, torch::kInt32).to(torch::kInt64).to(device_);
-  double total = 0;
-  // Scores the rows of inp/tgt; target (p + i) of row b is token base + b * stride + p + i + 1.
-  auto score = [&](const torch::Tensor& inp, const torch::Tensor& tgt, std::vector<State>& st, int64_t base,
-                   int64_t stride) {
-    const int64_t len = inp.size(1);
-    for (int64_t p = 0; p < len; p += bptt_) {
-      const int64_t l = std::min(bptt_, len - p);
-      StepContext ctx;
-      ctx.probe = probe;
-      auto logits = model_->forward(inp.narrow(1, p, l).t(), st, ctx);
-      auto nll = F::cross_entropy(logits.reshape({-1, logits.size(-1)}), tgt.narrow(1, p, l).t().reshape({-1}),
-                                  F::CrossEntropyFuncOptions().reduction(torch::kNone));
-      total += nll.sum().item<double>();
-      if (per_pos) {
-        auto cpu = nll.view({l, -1}).to(torch::kCPU, torch::kFloat32).contiguous();
-        auto acc = cpu.accessor<float, 2>();
-        for (int64_t i = 0; i < l; ++i)
-          for (int64_t b = 0; b < cpu.size(1); ++b) (*per_pos)[static_cast<size_t>(base + b * stride + p + i + 1)] = acc[i][b];
-      }
-    }
-  };
-  auto opts = torch::TensorOptions().dtype(torch::kFloat32).device(device_);
-  std::vector<State> st = model_->initial_state(B, opts);
-  score(all.narrow(0, 0, B * n).view({B, n}), all.narrow(0, 1, B * n).view({B, n}), st, 0, n);
-  const int64_t rem = (N - 1) - B * n;
-  if (rem > 0) {  // the tail continues the last stream with its carried state
-    std::vector<State> last;
-    for (auto& s : st) {
-      State ls;
-      for (auto& t : s) ls.push_back(t.narrow(0, B - 1, 1).contiguous());
-      last.push_back(ls);
-    }
-    score(all.narrow(0, B * n, rem).view({1, rem}), all.narrow(0, B * n + 1, rem).view({1, rem}), last, B * n, 0);
-  }
-  return total;
+  return stream_nll(ids, eval_batch, probe, per_pos);
 }
 
 EvalResult WordLMTask::evaluate(const std::string& split) {
-  const std::vector<int32_t>* ids = split == "valid" ? &corpus_.valid : split == "test" ? &corpus_.test
-                                    : split == "train"                  ? &corpus_.train
-                                                                        : nullptr;
-  if (!ids) throw UserError("unknown split '" + split + "' (expected train, valid or test)");
+  const std::vector<int32_t>* ids = &split_named(split, corpus_.train, corpus_.valid, corpus_.test);
   if (ids->size() < 2) throw UserError("the " + split + " split of '" + corpus_.source + "' is empty");
   EvalScope es(*model_);
   // ASGD: evaluate with the averaged parameters, then restore the iterate
@@ -275,11 +200,7 @@ void WordLMTask::save_state(torch::serialize::OutputArchive& ar) const {
   ar.write("n_avg", I(static_cast<int64_t>(avg_.size())));
   for (size_t i = 0; i < avg_.size(); ++i) ar.write("avg_" + std::to_string(i), avg_[i].to(torch::kCPU));
   ar.write("valid_history", torch::tensor(valid_history_.empty() ? std::vector<double>{} : valid_history_, torch::kFloat64));
-  // The carried state of all B streams: with data parallelism the trainer has
-  // all-gathered the ranks' shards into gathered_ (same order as sharded_state()).
-  TORCH_CHECK(shard_world_ == 1 || !gathered_.empty(),
-              "word_lm: save_state of a data-parallel shard needs the gathered state (set_gathered_state)");
-  write_carried_state(ar, state_, gathered_);
+  write_streams(ar);
 }
 
 void WordLMTask::load_state(torch::serialize::InputArchive& ar) {
@@ -299,15 +220,7 @@ void WordLMTask::load_state(torch::serialize::InputArchive& ar) {
   for (int64_t i = 0; i < na; ++i) avg_.push_back(T("avg_" + std::to_string(i)).to(device_));
   auto vh = T("valid_history").to(torch::kFloat64).contiguous();
   valid_history_.assign(vh.data_ptr<double>(), vh.data_ptr<double>() + vh.numel());
-  read_carried_state(ar, state_, [&](torch::Tensor v) {
-    // Checkpoints hold the state of all B streams; a data-parallel rank keeps its rows.
-    if (shard_world_ > 1) {
-      TORCH_CHECK(v.dim() >= 1 && v.size(0) == batch_, "checkpoint has carried state for ", v.size(0),
-                  " streams, training.batch is ", batch_, " (the global batch cannot change on resume)");
-      v = v.narrow(0, shard_rank_ * local_batch_, local_batch_).contiguous();
-    }
-    return v.to(device_);
-  });
+  read_streams(ar);
 }
 
 // ---------------------------------------------------------------- registry entry

@@ -10,7 +10,7 @@
 
 #include "cells/stack.h"
 #include "data/word_corpus.h"
-#include "tasks/task.h"
+#include "tasks/stream_lm.h"
 
 namespace cs {
 
@@ -37,12 +37,12 @@ struct WordLMModelOptions {
 };
 const OptionTable<WordLMModelOptions>& word_lm_model_option_table();
 
-class WordLMModelImpl : public torch::nn::Module {
+class WordLMModelImpl : public torch::nn::Module, public StreamModel {
  public:
   WordLMModelImpl(const json& model, int64_t vocab);
   // x [T, B] ids -> logits [T, B, V]
-  torch::Tensor forward(const torch::Tensor& x, std::vector<State>& states, StepContext& ctx);
-  std::vector<State> initial_state(int64_t batch, const torch::TensorOptions& opts) const;
+  torch::Tensor forward(const torch::Tensor& x, std::vector<State>& states, StepContext& ctx) override;
+  std::vector<State> initial_state(int64_t batch, const torch::TensorOptions& opts) const override;
   double flops_per_step() const;  // recurrent layers + output layer, per token
   torch::nn::Embedding embed{nullptr};
   std::vector<std::shared_ptr<CellImpl>> layers;
@@ -55,7 +55,7 @@ class WordLMModelImpl : public torch::nn::Module {
 };
 TORCH_MODULE(WordLMModel);
 
-class WordLMTask : public Task {
+class WordLMTask : public StreamLMTask {
  public:
   WordLMTask(const json& cfg, const std::string& run_dir);
   std::string name() const override { return "word_lm"; }
@@ -65,16 +65,10 @@ class WordLMTask : public Task {
   std::string primary_metric() const override { return "ppl"; }
   bool lower_is_better() const override { return true; }
   std::string unit_name() const override { return "tokens"; }
-  double epoch() const override;
   void save_state(torch::serialize::OutputArchive& ar) const override;
   void load_state(torch::serialize::InputArchive& ar) override;
   std::string vocab_text() const override { return corpus_.vocab.serialize(); }
-  void to(const torch::Device& d) override;
-  // Data parallel: rank r keeps rows [r*B/W, (r+1)*B/W) of the [B, n] batchification,
-  // i.e. a contiguous part of the token stream, and carries the state of its streams.
-  void set_shard(int rank, int world) override;
-  std::vector<torch::Tensor> sharded_state() const override;
-  void set_gathered_state(std::vector<torch::Tensor> full) override { gathered_ = std::move(full); }
+  void to(const torch::Device& d) override;  // also the ASGD average
 
   // NLL sum (nats) of an id sequence, every token but the first scored once, state carried.
   // With a probe, the cells' internals are recorded for every scored segment (analyses, Fig. 3).
@@ -96,24 +90,18 @@ class WordLMTask : public Task {
   TokenStepper token_stepper(const std::string& seed_text) override;
 
  private:
+  const std::vector<int32_t>& train_tokens() const override { return corpus_.train; }
+  StreamModel& stream_model() override { return *model_; }
   void update_average();
   json cfg_;
   WordCorpus corpus_;
   WordLMModel model_{nullptr};
-  torch::Tensor train_;
-  int64_t batch_, bptt_, eval_batch_;
-  int64_t cursor_ = 0, epochs_done_ = 0, steps_ = 0;
-  std::vector<State> state_;
-  torch::Device device_{torch::kCPU};
+  int64_t steps_ = 0;
   // ASGD (training.optimizer = asgd): running average of the parameters
   bool asgd_ = false, avg_on_ = false;
   int64_t asgd_start_ = 0, asgd_nonmono_ = 5, avg_n_ = 0;
   std::vector<torch::Tensor> avg_;
   std::vector<double> valid_history_;
-  // data-parallel shard (set_shard): this rank's streams of the global batch
-  int64_t local_batch_ = 0;
-  int shard_rank_ = 0, shard_world_ = 1;
-  std::vector<torch::Tensor> gathered_;  // full carried state for save_state (data-parallel)
 };
 
 void register_word_lm_task(std::vector<TaskInfo>& out);

@@ -8,16 +8,14 @@
 #include "data/tokenizer.h"
 #include "data/word_corpus.h"
 #include "tasks/word_lm.h"
+#include "tasks/task_common.h"
 #include "util/error.h"
 
 namespace cs {
 
 namespace {
 const std::vector<int32_t>& split_ids(const WordCorpus& c, const std::string& split) {
-  if (split == "valid") return c.valid;
-  if (split == "test") return c.test;
-  if (split == "train") return c.train;
-  throw UserError("unknown split '" + split + "'");
+  return split_named(split, c.train, c.valid, c.test);
 }
 
 // A seed text tokenised as the corpus was (word_corpus.cpp): PTB = whitespace-separated
