@@ -305,6 +305,18 @@ void AnalysisPanel::updateInputsVisibility() {
   show(m_rowEdges, k && k->usesEdges);
   show(m_rowBins, k && k->usesBins);
   show(m_rowCmap, k && k->colourMap);
+  if (k && k->usesPosition) {
+    const PositionInput in = positionInputFor(k->name);
+    if (m_positionLabel->text() != in.label) {
+      // Another meaning (a character <-> a question): its own range and default value.
+      m_positionLabel->setText(in.label);
+      m_positionLabel->setToolTip(in.toolTip);
+      m_position->setToolTip(in.toolTip);
+      m_position->setSpecialValueText(in.specialValueText);
+      m_position->setMinimum(in.minimum);
+      m_position->setValue(in.minimum);
+    }
+  }
   if (k && k->defaultSplit != QLatin1String("test") && m_split->currentText() == QLatin1String("test"))
     m_split->setCurrentText(k->defaultSplit);
 }
@@ -313,6 +325,8 @@ void AnalysisPanel::setText(const QString& text) { m_text->setPlainText(text); }
 QString AnalysisPanel::text() const { return m_text->toPlainText(); }
 void AnalysisPanel::setLastK(int k) { m_lastK->setValue(k); }
 void AnalysisPanel::setPosition(int index) { m_position->setValue(index); }
+int AnalysisPanel::position() const { return m_position->value(); }
+QString AnalysisPanel::positionLabel() const { return QString(m_positionLabel->text()).remove(QLatin1Char('&')); }
 void AnalysisPanel::setSplit(const QString& split) { m_split->setCurrentText(split); }
 void AnalysisPanel::setColorMap(const QString& name) { m_colorMap->setCurrentText(name); }
 
