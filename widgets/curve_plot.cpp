@@ -553,12 +553,33 @@ void CurvePlot::setReferenceLine(const QString& id, double y, const QString& lab
   r->line->start->setCoords(0.0, y);
   r->line->end->setCoords(1.0, y);
   r->line->setPen(QPen(r->color, 1.4, Qt::DashDotLine));
-  r->text->position->setCoords(0.01, y);
   r->text->setText(QStringLiteral("%1 %2").arg(label, QString::number(y, 'g', 4)));
   r->text->setColor(r->color.darker(120));
   r->text->setBrush(QColor(255, 255, 255, 190));
+  placeReferenceLabels();
   markDirty();
 }
+
+void CurvePlot::placeReferenceLabels() {
+  const QCPRange yr = m_plot->yAxis->range();
+  for (int i = 0; i < m_refLines.size(); ++i) {
+    RefLine* r = m_refLines[i];
+    const bool below = r->y > yr.center();
+    r->text->setPositionAlignment(Qt::AlignLeft | (below ? Qt::AlignTop : Qt::AlignBottom));
+    r->text->position->setCoords(0.01 + 0.3 * (i % 3), r->y);
+  }
+}
+
+QRect CurvePlot::referenceLabelRect(const QString& id) const {
+  for (const RefLine* r : m_refLines)
+    if (r->id == id) {
+      const QPointF a = r->text->topLeft->pixelPosition(), b = r->text->bottomRight->pixelPosition();
+      return QRectF(a, b).normalized().toRect();
+    }
+  return QRect();
+}
+
+QRect CurvePlot::plotAreaRect() const { return m_plot->axisRect()->rect(); }
 
 void CurvePlot::removeReferenceLine(const QString& id) {
   for (int i = 0; i < m_refLines.size(); ++i)
@@ -728,6 +749,7 @@ void CurvePlot::fitView() {
 
 void CurvePlot::onRangeChanged() {
   if (!m_internalRange) m_autoFit = false;  // the user zoomed or panned
+  placeReferenceLabels();
 }
 
 void CurvePlot::resetView() {
