@@ -231,6 +231,8 @@ class GuiTaskTrainTest : public QObject {
     gui::AnalysisPanel* a = w.analysisPanel();
     w.showPanel(a);
     QVERIFY(a->selectRun(run));
+    // A char-LM kind does not stay selected for a cloze run: one of the cloze kinds does.
+    QVERIFY2(QStringList({"aoa", "length"}).contains(a->kind()), qPrintable(a->kind()));
     QVERIFY(a->setKind("zone_relevance"));
     QCOMPARE(a->positionLabel(), QString("Character"));
     QCOMPARE(a->position(), -1);  // 'last'
@@ -301,6 +303,16 @@ class GuiTaskTrainTest : public QObject {
     QCOMPARE(eval->referenceLineLabel("valid|lead_bleu"), QString("valid lead baseline"));
     QVERIFY(t->setEvalMetric("rougeL"));
     QCOMPARE(eval->referenceLineValue("valid|lead_rougeL"), valid.first().value("lead_rougeL").toDouble());
+
+    // The Analyses tab on the run: a seq2seq kind, whose text is a source sentence.
+    gui::AnalysisPanel* a = w.analysisPanel();
+    w.showPanel(a);
+    QVERIFY(a->selectRun(run));
+    QVERIFY2(a->kind().startsWith("channel_attention"), qPrintable(a->kind()));
+    QVERIFY(a->setKind("channel_attention"));
+    QVERIFY2(a->textPlaceholder().startsWith("A source sentence"), qPrintable(a->textPlaceholder()));
+    QVERIFY(a->setKind("channel_attention_decoder"));
+    QVERIFY2(a->textPlaceholder().startsWith("SOURCE ||| TARGET"), qPrintable(a->textPlaceholder()));
   }
 };
 
