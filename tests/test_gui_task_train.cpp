@@ -10,6 +10,8 @@
 #include <QFileInfo>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QLabel>
+#include <QStatusBar>
 #include <QSettings>
 #include <QtTest/QtTest>
 
@@ -179,6 +181,24 @@ class GuiTaskTrainTest : public QObject {
     QVERIFY(writeParallel(m_pairs, "train", 300, rng));
     QVERIFY(writeParallel(m_pairs, "valid", 30, rng));
     QVERIFY(writeParallel(m_pairs, "test", 20, rng));
+  }
+
+  // `cellscope --preset cloze-cbt-cn-cru`: the preset's message is posted before the window
+  // shows; the status bar shows it alone (not drawn over its "Ready" label).
+  void presetMessageAtStartupHidesTheStatusLabel() {
+    gui::MainWindow w(opts(m_root + "/ws-status"));
+    QVERIFY(w.configurePanel()->applyPreset("cloze-cbt-cn-cru"));
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    QCOMPARE(w.statusBar()->currentMessage(), QString("Preset cloze-cbt-cn-cru loaded"));
+    QLabel* ready = nullptr;
+    for (QLabel* l : w.statusBar()->findChildren<QLabel*>())
+      if (l->text() == QLatin1String("Ready")) ready = l;
+    QVERIFY(ready);
+    QVERIFY(!ready->isVisible());
+    // When the message ends, the label is back.
+    w.statusBar()->clearMessage();
+    QVERIFY(ready->isVisible());
   }
 
   void clozeTrainsFromTheConfigurePanel() {
