@@ -25,6 +25,7 @@
 #include "harness.h"
 #include "main_window.h"
 #include "option_form.h"
+#include "run_table.h"
 #include "training_controller.h"
 #include "training_panel.h"
 
@@ -221,6 +222,11 @@ class GuiTaskTrainTest : public QObject {
     const QString run = trainToTheEnd(w);
     QVERIFY(!run.isEmpty());
 
+    // The run read back from its folder, also given as "DIR/" (`cellscope --show-run DIR/`).
+    gui::RunInfo info;
+    QVERIFY(gui::readRun(run + "/", &info));
+    QCOMPARE(info.name, QFileInfo(run).fileName());
+    QCOMPARE(info.dir, QFileInfo(run).absoluteFilePath());
     const QJsonObject cfg = readJson(run + "/config.json");
     QCOMPARE(cfg.value("task").toObject().value("name").toString(), QString("cloze"));
     QCOMPARE(QFileInfo(cfg.value("dataset").toObject().value("path").toString()).canonicalFilePath(),
