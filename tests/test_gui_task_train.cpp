@@ -252,6 +252,17 @@ class GuiTaskTrainTest : public QObject {
     QCOMPARE(metric->referenceLineLabel("valid|freq_baseline_accuracy"), QString("valid frequency baseline"));
     QCOMPARE(metric->yLabel(), QString("accuracy"));
 
+    // The finished run opened in another window's Training tab: the same curves, the same
+    // baseline, the task's unit on the throughput plot.
+    {
+      gui::MainWindow other(opts(m_root + "/ws-cloze"));
+      other.showRunInTrainingView(run);
+      csw::CurvePlot* m2 = other.trainingPanel()->plot("metric");
+      QCOMPARE(m2->pointCount("valid"), 2);
+      QCOMPARE(m2->referenceLineValue("valid|freq_baseline_accuracy"), base);
+      QCOMPARE(other.trainingPanel()->plot("throughput")->yLabel(), QString("questions / s"));
+    }
+
     // Its analyses. Attention over attention: the input is a question of the split (not a
     // character, as for a char-LM's zone relevance), from 0, no "last".
     gui::AnalysisPanel* a = w.analysisPanel();
