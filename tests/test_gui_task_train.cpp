@@ -21,6 +21,7 @@
 #include "analysis_panel.h"
 #include "configure_panel.h"
 #include "figures.h"
+#include "heatmap_view.h"
 #include "curve_plot.h"
 #include "harness.h"
 #include "main_window.h"
@@ -285,6 +286,16 @@ class GuiTaskTrainTest : public QObject {
     QVERIFY2(waitComputed(*a, computed), qPrintable(a->lastError()));
     QVERIFY(a->figure());
     QVERIFY2(a->figure()->caption().startsWith("Question 3 of the valid split"), qPrintable(a->figure()->caption()));
+    // The answer ("[w]") and the other candidates ("*w") are key columns: labelled however
+    // the labels are thinned.
+    auto* hv = a->figure()->panelAs<csw::HeatmapView>(0);
+    QVERIFY(hv);
+    QVector<int> marked;
+    for (int c = 0; c < hv->columns(); ++c)
+      if (hv->columnLabel(c).startsWith('[') || hv->columnLabel(c).startsWith('*')) marked << c;
+    QVERIFY(!marked.isEmpty());
+    QCOMPARE(hv->keyColumns(), marked);
+    for (int c : marked) QVERIFY(hv->labelledColumns().contains(c));
     // Accuracy by document length on the same run.
     QVERIFY(a->setKind("length"));
     computed.clear();
