@@ -4,7 +4,9 @@
 // run finishes. Checked: the config the panel built (no made-up value for an option the task
 // leaves to the data format), the run's metrics.jsonl (cloze: accuracy with the frequency
 // baseline; seq2seq: BLEU / ROUGE with the lead baseline), and the Training tab's plots, which
-// draw each baseline as a labelled reference line beside the validation curve.
+// draw each baseline as a labelled reference line beside the validation curve; then the
+// run's analyses (the AoA input is a question, the answer and candidates stay labelled; a
+// seq2seq kind's text is a source) and the finished run reopened in another window.
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
