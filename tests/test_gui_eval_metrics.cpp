@@ -156,6 +156,39 @@ class GuiEvalMetricsTest : public QObject {
     plot.removeReferenceLine("b");
     QVERIFY(std::isnan(plot.referenceLineValue("b")));
   }
+
+  // A baseline above every point (a seq2seq run's lead BLEU early in training) is the top of
+  // the fitted range: its label still lies inside the plot, and two close baselines (valid and
+  // test) keep both labels readable.
+  void referenceLabelsStayInsideAndApart() {
+    csw::CurvePlot plot;
+    plot.resize(520, 260);
+    plot.show();
+    plot.appendPoints("valid", {20, 40, 60}, {0.0, 0.02, 0.05});
+    plot.setReferenceLine("valid|lead_bleu", 4.35, "valid lead baseline");
+    plot.setReferenceLine("test|lead_bleu", 4.30, "test lead baseline");
+    plot.resetView();
+    QVERIFY(QTest::qWaitForWindowExposed(&plot));
+    plot.plot()->replot(QCustomPlot::rpImmediateRefresh);
+    const QRect area = plot.plotAreaRect();
+    QVERIFY(area.height() > 50);
+    const QRect a = plot.referenceLabelRect("valid|lead_bleu"), b = plot.referenceLabelRect("test|lead_bleu");
+    QVERIFY(!a.isEmpty() && !b.isEmpty());
+    for (const QRect& r : {a, b})
+      QVERIFY2(area.contains(r), qPrintable(QString("label %1,%2 %3x%4 outside the plot %5,%6 %7x%8")
+                                                .arg(r.x()).arg(r.y()).arg(r.width()).arg(r.height())
+                                                .arg(area.x()).arg(area.y()).arg(area.width()).arg(area.height())));
+    QVERIFY2(!a.intersects(b), "the two labels overlap");
+    // A baseline low in the range: its label above the line, inside too.
+    plot.clear();
+    plot.appendPoints("valid", {1, 2}, {0.40, 0.52});
+    plot.setReferenceLine("valid|freq_baseline_accuracy", 0.31, "valid frequency baseline");
+    plot.resetView();
+    plot.plot()->replot(QCustomPlot::rpImmediateRefresh);
+    const QRect c = plot.referenceLabelRect("valid|freq_baseline_accuracy");
+    QVERIFY(plot.plotAreaRect().contains(c));
+    QVERIFY(c.bottom() <= plot.plot()->yAxis->coordToPixel(0.31) + 1);  // above its line
+  }
 };
 
 CS_TEST(GuiEvalMetricsTest, "gui_eval_metrics")

@@ -1,6 +1,8 @@
 // Widgets: OptionForm (generated editors, values, changed signal, errors) and ScientificSpinBox.
 #include <QCheckBox>
 #include <QComboBox>
+#include <QJsonValue>
+#include <QSignalSpy>
 #include <QGroupBox>
 #include <QLabel>
 #include <QLineEdit>
@@ -212,6 +214,93 @@ private Q_SLOTS:
     s.setValue(0.001);
     s.stepBy(-1);
     QCOMPARE(s.value(), 0.0009);
+  }
+
+  // Options without a default (OptionDesc::optional): they start unset ("default"), values()
+  // leaves them out, setting one carries it, an invalid or null QVariant unsets it again, and
+  // an unset one is never out of range.
+  void optionalOptionsStartUnset() {
+    QList<OptionDesc> opts;
+    auto add = [&opts](const QString& key, OptionDesc::Type type, double min = 0, double max = 0) {
+      OptionDesc d;
+      d.section = QStringLiteral("dataset");
+      d.key = key;
+      d.type = type;
+      d.min = min;
+      d.max = max;
+      d.optional = true;
+      opts << d;
+    };
+    add(QStringLiteral("words"), OptionDesc::Int, 1, 1000);
+    add(QStringLiteral("ratio"), OptionDesc::Float, 0.5, 0.95);
+    add(QStringLiteral("lowercase"), OptionDesc::Bool);
+    add(QStringLiteral("lang"), OptionDesc::String);
+    OptionDesc plain;
+    plain.section = QStringLiteral("dataset");
+    plain.key = QStringLiteral("count");
+    plain.type = OptionDesc::Int;
+    plain.defaultValue = 7;
+    opts << plain;
+    OptionForm f;
+    f.setOptions(opts);
+    const QStringList optional = {"dataset.words", "dataset.ratio", "dataset.lowercase", "dataset.lang"};
+    QCOMPARE(f.values().keys(), QStringList{"dataset.count"});
+    for (const QString& p : optional) {
+      QVERIFY2(f.isUnset(p), qPrintable(p));
+      QVERIFY2(!f.value(p).isValid(), qPrintable(p));
+    }
+    QVERIFY(f.rangeErrors().isEmpty());
+    // What the editors show.
+    auto* words = qobject_cast<QSpinBox*>(f.editor("dataset.words"));
+    QVERIFY(words);
+    QCOMPARE(words->text(), QStringLiteral("default"));
+    auto* ratio = qobject_cast<ScientificSpinBox*>(f.editor("dataset.ratio"));
+    QVERIFY(ratio);
+    QCOMPARE(ratio->text(), QStringLiteral("default"));
+    auto* lower = qobject_cast<QCheckBox*>(f.editor("dataset.lowercase"));
+    QCOMPARE(lower->checkState(), Qt::PartiallyChecked);
+    QCOMPARE(lower->text(), QStringLiteral("default"));
+    QCOMPARE(qobject_cast<QLineEdit*>(f.editor("dataset.lang"))->placeholderText(), QStringLiteral("default"));
+
+    // Set: carried as typed values.
+    QSignalSpy changed(&f, &OptionForm::changed);
+    QVERIFY(f.setValue("dataset.words", 40));
+    QVERIFY(f.setValue("dataset.ratio", 0.75));
+    QVERIFY(f.setValue("dataset.lowercase", false));
+    QVERIFY(f.setValue("dataset.lang", "de"));
+    QCOMPARE(changed.size(), 4);
+    QVariantMap v = f.values();
+    QCOMPARE(v.value("dataset.words"), QVariant(40));
+    QCOMPARE(v.value("dataset.ratio").toDouble(), 0.75);
+    QCOMPARE(v.value("dataset.lowercase"), QVariant(false));
+    QCOMPARE(lower->text(), QString());
+    QCOMPARE(v.value("dataset.lang"), QVariant(QStringLiteral("de")));
+    QVERIFY(!f.isUnset("dataset.words"));
+    // Out of range once set: reported.
+    QVERIFY(f.setValue("dataset.words", 0));
+    QVERIFY(f.rangeError("dataset.words").contains("out of range"));
+    // Unset again: an invalid QVariant, a JSON null.
+    QVERIFY(f.setValue("dataset.words", QVariant()));
+    QVERIFY(f.setValue("dataset.ratio", QJsonValue(QJsonValue::Null).toVariant()));
+    QVERIFY(f.setValue("dataset.lang", QString()));
+    QVERIFY(f.isUnset("dataset.words") && f.isUnset("dataset.ratio") && f.isUnset("dataset.lang"));
+    QVERIFY(f.rangeErrors().isEmpty());
+    // Stepping: up from unset starts at the range's minimum, below the range unsets again.
+    words->stepBy(1);
+    QCOMPARE(f.value("dataset.words"), QVariant(1));
+    words->stepBy(-1);
+    QVERIFY(f.isUnset("dataset.words"));
+    ratio->stepBy(1);
+    QCOMPARE(f.value("dataset.ratio").toDouble(), 0.5);
+    // Typing the special text unsets; resetToDefaults unsets every optional option.
+    QVERIFY(f.setValue("dataset.words", 12));
+    QString t = QStringLiteral("default");
+    int pos = 0;
+    QCOMPARE(ratio->validate(t, pos), QValidator::Acceptable);
+    QCOMPARE(ratio->valueFromText(t), ratio->minimum());
+    f.resetToDefaults();
+    for (const QString& p : optional) QVERIFY2(f.isUnset(p), qPrintable(p));
+    QCOMPARE(f.values().keys(), QStringList{"dataset.count"});
   }
 };
 

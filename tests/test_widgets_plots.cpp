@@ -335,6 +335,35 @@ private Q_SLOTS:
     QCOMPARE(lines[2], QStringLiteral("h1,0.5,,0.7,0.8"));
   }
 
+  // A long text thinned to every n-th label: the key columns (a cloze answer's occurrences,
+  // the candidates) keep theirs, and regular labels closer than a step make way.
+  void heatmapKeyColumnsKeepTheirLabels() {
+    HeatmapView h;
+    const int cols = 400;
+    QVector<double> v(2 * cols, 0.5);
+    h.setMatrix(2, cols, v);
+    QStringList labels;
+    for (int c = 0; c < cols; ++c) labels << QStringLiteral("word%1").arg(c);
+    h.setColumnLabels(labels);
+    h.setTickLabelThinning(true);
+    h.updateTickThinning(500, 220);
+    const int step = h.columnLabelStep();
+    QVERIFY2(step > 3, qPrintable(QString::number(step)));
+    const QVector<int> keys = {5, 201, 202, 398};
+    QVERIFY(!h.labelledColumns().contains(201) || !h.labelledColumns().contains(202));  // thinned as usual
+    h.setKeyColumns(keys);
+    const QVector<int> shown = h.labelledColumns();
+    for (int k : keys) QVERIFY2(shown.contains(k), qPrintable(QString::number(k)));
+    for (int c : shown) {
+      if (keys.contains(c)) continue;
+      QVERIFY2((cols - 1 - c) % step == 0, qPrintable(QString::number(c)));  // the regular grid
+      for (int k : keys) QVERIFY2(std::abs(c - k) >= step, qPrintable(QString("%1 near key %2").arg(c).arg(k)));
+    }
+    QVERIFY(shown.size() > keys.size());  // regular labels remain elsewhere
+    h.setKeyColumns({});
+    QVERIFY(!h.labelledColumns().contains(5) || (cols - 1 - 5) % step == 0);
+  }
+
   void attentionBoundaries() {
     QCOMPARE(AttentionGrid::blockBoundaries({1, 2, 3, 1, 2, 1, 1, 2}), (QVector<int>{3, 5, 6}));
     QCOMPARE(AttentionGrid::blockBoundaries({1, 2, 3, 4}), QVector<int>());

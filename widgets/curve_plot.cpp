@@ -192,6 +192,8 @@ CurvePlot::CurvePlot(QWidget* parent) : PlotView(Kind::CustomPlot, parent) {
   connect(m_plot, &QCustomPlot::mouseDoubleClick, this, [this](QMouseEvent*) { resetView(); });
   connect(m_plot->xAxis, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this, &CurvePlot::onRangeChanged);
   connect(m_plot->yAxis, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this, &CurvePlot::onRangeChanged);
+  // Reference labels are placed in pixels: again once the layout of each replot is known.
+  connect(m_plot, &QCustomPlot::afterLayout, this, &CurvePlot::placeReferenceLabels);
   m_plot->installEventFilter(this);
 }
 
@@ -553,12 +555,57 @@ void CurvePlot::setReferenceLine(const QString& id, double y, const QString& lab
   r->line->start->setCoords(0.0, y);
   r->line->end->setCoords(1.0, y);
   r->line->setPen(QPen(r->color, 1.4, Qt::DashDotLine));
-  r->text->position->setCoords(0.01, y);
   r->text->setText(QStringLiteral("%1 %2").arg(label, QString::number(y, 'g', 4)));
   r->text->setColor(r->color.darker(120));
   r->text->setBrush(QColor(255, 255, 255, 190));
+  placeReferenceLabels();
   markDirty();
 }
+
+void CurvePlot::placeReferenceLabels() {
+  // Each label beside its line, inside the axis rect and clear of the other labels: from the
+  // top line down, above the line when there is room there (below it in the upper half of
+  // the view, where the range ends just above a baseline at the top), else on the other side;
+  // when both sides are taken (three close lines), shifted along x.
+  const QCPRange yr = m_plot->yAxis->range();
+  const QRect area = m_plot->axisRect()->rect();
+  QList<RefLine*> order = m_refLines;
+  std::sort(order.begin(), order.end(), [](const RefLine* a, const RefLine* b) { return a->y > b->y; });
+  QList<QPair<double, double>> taken;  // pixel y intervals of the labels placed so far
+  int shifted = 0;
+  for (RefLine* r : order) {
+    bool below = r->y > yr.center();
+    double x = 0.01;
+    if (area.height() > 0) {
+      const double h = QFontMetricsF(r->text->font()).height() + 2 * r->text->padding().top() + 2;
+      const double py = m_plot->yAxis->coordToPixel(r->y);
+      auto span = [py, h](bool b) { return b ? qMakePair(py, py + h) : qMakePair(py - h, py); };
+      auto fits = [&](bool b) {
+        const auto s = span(b);
+        if (s.first < area.top() || s.second > area.bottom() + 1) return false;
+        for (const auto& t : taken)
+          if (s.first < t.second && t.first < s.second) return false;
+        return true;
+      };
+      if (!fits(below) && fits(!below)) below = !below;
+      else if (!fits(below)) x += 0.3 * (1 + shifted++ % 2);
+      taken << span(below);
+    }
+    r->text->setPositionAlignment(Qt::AlignLeft | (below ? Qt::AlignTop : Qt::AlignBottom));
+    r->text->position->setCoords(x, r->y);
+  }
+}
+
+QRect CurvePlot::referenceLabelRect(const QString& id) const {
+  for (const RefLine* r : m_refLines)
+    if (r->id == id) {
+      const QPointF a = r->text->topLeft->pixelPosition(), b = r->text->bottomRight->pixelPosition();
+      return QRectF(a, b).normalized().toRect();
+    }
+  return QRect();
+}
+
+QRect CurvePlot::plotAreaRect() const { return m_plot->axisRect()->rect(); }
 
 void CurvePlot::removeReferenceLine(const QString& id) {
   for (int i = 0; i < m_refLines.size(); ++i)
@@ -728,6 +775,7 @@ void CurvePlot::fitView() {
 
 void CurvePlot::onRangeChanged() {
   if (!m_internalRange) m_autoFit = false;  // the user zoomed or panned
+  placeReferenceLabels();
 }
 
 void CurvePlot::resetView() {

@@ -130,6 +130,12 @@ public:
   QStringList referenceLineIds() const;
   double referenceLineValue(const QString& id) const;  // NaN when there is none
   QString referenceLineLabel(const QString& id) const;
+  // The label's box in the plot's pixels (after a replot); empty when there is none. Each
+  // label sits above its line, or below it when the line is in the upper half of the view
+  // (a baseline at the top of the fitted range keeps its label inside the plot), and the
+  // labels of several lines are staggered along x (close baselines never hide each other).
+  QRect referenceLabelRect(const QString& id) const;
+  QRect plotAreaRect() const;  // the axis rect, in the same pixels
 
   // Vertical marker line.
   void setMarker(double x);
@@ -205,6 +211,7 @@ private:
   void refreshNow();
   void onMouseMove(QMouseEvent* ev);
   void onRangeChanged();
+  void placeReferenceLabels();
   void updateToolbarMode();
   bool smoothOn(const Series& s) const;
 

@@ -2,6 +2,7 @@
 
 #include <QVBoxLayout>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -228,16 +229,39 @@ void HeatmapView::rebuildTicks() {
   int longest = 0;
   // Thinned: every step-th label, counted from the last row/column (the characters
   // nearest the end of a text are the interesting ones).
-  for (int c = 0; c < m_cols; ++c) {
-    if ((m_cols - 1 - c) % std::max(1, m_colStep) == 0) xt->addTick(c, columnLabel(c));
-    longest = std::max(longest, int(columnLabel(c).size()));
-  }
+  const QVector<int> shown = labelledColumns();
+  for (int c : shown) xt->addTick(c, columnLabel(c));
+  for (int c = 0; c < m_cols; ++c) longest = std::max(longest, int(columnLabel(c).size()));
   for (int r = 0; r < m_rows; ++r)
     if ((m_rows - 1 - r) % std::max(1, m_rowStep) == 0) yt->addTick(r, rowLabel(r));
   m_plot->xAxis->setTicker(xt);
   m_plot->yAxis->setTicker(yt);
   // Long column labels are written vertically.
   m_plot->xAxis->setTickLabelRotation(longest > 3 && m_cols > 6 ? 90 : 0);
+}
+
+void HeatmapView::setKeyColumns(const QVector<int>& cols) {
+  m_keyCols = cols;
+  std::sort(m_keyCols.begin(), m_keyCols.end());
+  m_keyCols.erase(std::unique(m_keyCols.begin(), m_keyCols.end()), m_keyCols.end());
+  rebuildTicks();
+  requestReplot();
+}
+
+QVector<int> HeatmapView::labelledColumns() const {
+  const int step = std::max(1, m_colStep);
+  QVector<int> out;
+  for (int c = 0; c < m_cols; ++c) {
+    const bool key = std::binary_search(m_keyCols.begin(), m_keyCols.end(), c);
+    bool regular = (m_cols - 1 - c) % step == 0;
+    if (regular && !key && step > 1) {
+      // Make way for a key column closer than a step (its label would overlap).
+      auto it = std::lower_bound(m_keyCols.begin(), m_keyCols.end(), c - step + 1);
+      regular = !(it != m_keyCols.end() && *it < c + step);
+    }
+    if (key || regular) out << c;
+  }
+  return out;
 }
 
 void HeatmapView::rebuildValueTexts() {

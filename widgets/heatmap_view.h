@@ -12,7 +12,9 @@
 // Hovering shows "row label, column label, value".
 // With setTickLabelThinning(true), when there are more labels than fit along an
 // axis (long texts), only every n-th label is drawn (n chosen from the axis
-// length in pixels and the label size; recomputed before each replot).
+// length in pixels and the label size; recomputed before each replot). Key
+// columns (setKeyColumns: e.g. a cloze answer's occurrences) keep their labels
+// when thinned, and the regular labels too close to them make way.
 //
 // CSV (toCsv): header "row,<column label 1>,...,<column label n>", then one line
 // per row: the row label followed by the values (NaN = empty field).
@@ -80,6 +82,9 @@ public:
   bool tickLabelThinning() const { return m_thin; }
   void updateTickThinning(int plotWidth, int plotHeight);
   int columnLabelStep() const { return m_colStep; }
+  void setKeyColumns(const QVector<int>& cols);
+  QVector<int> keyColumns() const { return m_keyCols; }
+  QVector<int> labelledColumns() const;  // the columns whose labels are drawn now
   int rowLabelStep() const { return m_rowStep; }
 
   // Cell under a pixel position of plot(); false outside the matrix.
@@ -109,6 +114,7 @@ private:
   int m_precision = 2;
   bool m_thin = false;
   int m_colStep = 1, m_rowStep = 1;
+  QVector<int> m_keyCols;  // sorted
 };
 
 }  // namespace csw

@@ -34,6 +34,7 @@ QString ScientificSpinBox::textFromValue(double value) const { return QString::n
 
 double ScientificSpinBox::valueFromText(const QString& text) const {
   QString t = text.trimmed();
+  if (m_optional && t.compare(specialValueText(), Qt::CaseInsensitive) == 0) return minimum();
   bool ok = false;
   double v = t.toDouble(&ok);
   if (!ok) v = locale().toDouble(t, &ok);
@@ -44,6 +45,10 @@ QValidator::State ScientificSpinBox::validate(QString& text, int& pos) const {
   Q_UNUSED(pos);
   const QString t = text.trimmed();
   if (t.isEmpty()) return QValidator::Intermediate;
+  if (m_optional) {
+    if (t.compare(specialValueText(), Qt::CaseInsensitive) == 0) return QValidator::Acceptable;
+    if (specialValueText().startsWith(t, Qt::CaseInsensitive)) return QValidator::Intermediate;
+  }
   bool ok = false;
   const double v = t.toDouble(&ok);
   if (ok && std::isfinite(v)) return (v >= minimum() && v <= maximum()) ? QValidator::Acceptable : QValidator::Intermediate;
@@ -52,12 +57,27 @@ QValidator::State ScientificSpinBox::validate(QString& text, int& pos) const {
 }
 
 void ScientificSpinBox::fixup(QString& input) const {
+  if (m_optional && specialValueText().startsWith(input.trimmed(), Qt::CaseInsensitive)) {
+    input = specialValueText();  // "", "def", ...: back to unset
+    return;
+  }
   bool ok = false;
   const double v = input.trimmed().toDouble(&ok);
   input = textFromValue(ok ? std::clamp(v, minimum(), maximum()) : value());
 }
 
+void ScientificSpinBox::setOptional(const QString& specialText, double start, double rangeMin) {
+  m_optional = true;
+  m_start = start;
+  m_rangeMin = rangeMin;
+  setSpecialValueText(specialText);
+}
+
 void ScientificSpinBox::stepBy(int steps) {
+  if (m_optional && isUnset()) {
+    if (steps > 0) setValue(m_start);
+    return;
+  }
   double nv = value();
   for (int i = 0; i < std::abs(steps); ++i) {
     double step = singleStep();
@@ -70,10 +90,50 @@ void ScientificSpinBox::stepBy(int steps) {
     nv += steps > 0 ? step : -step;
     nv = QString::number(nv, 'g', 12).toDouble();  // drop floating-point noise
   }
+  if (m_optional && nv < m_rangeMin) {
+    unset();  // below the range: back to the program's default
+    return;
+  }
   setValue(std::clamp(nv, minimum(), maximum()));
 }
 
+namespace {
+// The Int editor of an optional option: minimum() (INT_MIN) means unset and shows the
+// special text; stepping up from it starts at `start`, below `rangeMin` unsets again.
+class OptionalSpinBox : public QSpinBox {
+public:
+  OptionalSpinBox(QWidget* parent, const QString& specialText, int start, int rangeMin)
+      : QSpinBox(parent), m_start(start), m_rangeMin(rangeMin) {
+    setRange(INT_MIN, INT_MAX);
+    setSpecialValueText(specialText);
+  }
+  void stepBy(int steps) override {
+    if (value() == minimum()) {
+      if (steps > 0) setValue(m_start);
+      return;
+    }
+    const qint64 nv = qint64(value()) + steps;
+    if (nv < m_rangeMin) setValue(minimum());
+    else QSpinBox::stepBy(steps);
+  }
+  void fixup(QString& input) const override {
+    if (specialValueText().startsWith(input.trimmed(), Qt::CaseInsensitive)) input = specialValueText();
+    else QSpinBox::fixup(input);
+  }
+
+private:
+  int m_start, m_rangeMin;
+};
+
+QString unsetText() { return QObject::tr("default"); }
+}  // namespace
+
 // ---------------------------------------------------------------- OptionForm
+
+namespace {
+// A value to show: not invalid, not a JSON null (QJsonValue::Null.toVariant()).
+bool hasValue(const QVariant& v) { return v.isValid() && !v.isNull() && v.metaType().id() != QMetaType::Nullptr; }
+}  // namespace
 
 struct OptionForm::Field {
   OptionDesc desc;
@@ -188,24 +248,39 @@ void OptionForm::setOptions(const QList<OptionDesc>& options) {
       case OptionDesc::Int: {
         // No range on the editor: a value out of range is kept as typed and
         // reported on this field (rangeError), never clamped silently.
-        auto* e = new QSpinBox(parent);
+        const bool ranged = d.min < d.max;
+        QSpinBox* e = d.optional ? new OptionalSpinBox(parent, unsetText(), ranged ? int(std::max(d.min, double(INT_MIN + 1))) : 0,
+                                                       ranged ? int(std::max(d.min, double(INT_MIN + 1))) : INT_MIN + 1)
+                                 : new QSpinBox(parent);
         e->setRange(INT_MIN, INT_MAX);
-        e->setValue(initial.toInt());
+        e->setValue(d.optional && !hasValue(initial) ? INT_MIN : initial.toInt());
         connect(e, qOverload<int>(&QSpinBox::valueChanged), this, [this, path] { emitChanged(path); });
         f->editor = e;
         break;
       }
       case OptionDesc::Float: {
         auto* e = new ScientificSpinBox(parent);  // unbounded, see Int
-        e->setValue(initial.toDouble());
+        if (d.optional) e->setOptional(unsetText(), d.min < d.max ? d.min : 0.0, d.min < d.max ? d.min : -DBL_MAX);
+        if (d.optional && !hasValue(initial)) e->unset();
+        else e->setValue(initial.toDouble());
         connect(e, qOverload<double>(&QDoubleSpinBox::valueChanged), this, [this, path] { emitChanged(path); });
         f->editor = e;
         break;
       }
       case OptionDesc::Bool: {
         auto* e = new QCheckBox(parent);
-        e->setChecked(initial.toBool());
-        connect(e, &QCheckBox::toggled, this, [this, path] { emitChanged(path); });
+        if (d.optional) {
+          // Partially checked = unset; the text says so.
+          e->setTristate(true);
+          auto showState = [e] { e->setText(e->checkState() == Qt::PartiallyChecked ? unsetText() : QString()); };
+          connect(e, &QCheckBox::stateChanged, e, showState);
+          e->setCheckState(hasValue(initial) ? (initial.toBool() ? Qt::Checked : Qt::Unchecked) : Qt::PartiallyChecked);
+          showState();
+          connect(e, &QCheckBox::stateChanged, this, [this, path] { emitChanged(path); });
+        } else {
+          e->setChecked(initial.toBool());
+          connect(e, &QCheckBox::toggled, this, [this, path] { emitChanged(path); });
+        }
         f->editor = e;
         break;
       }
@@ -221,7 +296,8 @@ void OptionForm::setOptions(const QList<OptionDesc>& options) {
       case OptionDesc::String:
       default: {
         auto* e = new QLineEdit(parent);
-        e->setText(initial.toString());
+        e->setText(hasValue(initial) ? initial.toString() : QString());
+        if (d.optional) e->setPlaceholderText(unsetText());  // empty = unset
         connect(e, &QLineEdit::textChanged, this, [this, path] { emitChanged(path); });
         f->editor = e;
         break;
@@ -295,20 +371,71 @@ QVariant OptionForm::editorValue(const Field& f) const {
   }
 }
 
+bool OptionForm::isUnset(const Field& f) const {
+  if (!f.desc.optional) return false;
+  switch (f.desc.type) {
+    case OptionDesc::Int: {
+      auto* e = static_cast<QSpinBox*>(f.editor);
+      return e->value() == e->minimum();
+    }
+    case OptionDesc::Float:
+      return static_cast<ScientificSpinBox*>(f.editor)->isUnset();
+    case OptionDesc::Bool:
+      return static_cast<QCheckBox*>(f.editor)->checkState() == Qt::PartiallyChecked;
+    case OptionDesc::Enum:
+      return false;
+    case OptionDesc::String:
+    default:
+      return static_cast<QLineEdit*>(f.editor)->text().isEmpty();
+  }
+}
+
+void OptionForm::unset(Field& f) {
+  switch (f.desc.type) {
+    case OptionDesc::Int: {
+      auto* e = static_cast<QSpinBox*>(f.editor);
+      e->setValue(e->minimum());
+      break;
+    }
+    case OptionDesc::Float:
+      static_cast<ScientificSpinBox*>(f.editor)->unset();
+      break;
+    case OptionDesc::Bool:
+      static_cast<QCheckBox*>(f.editor)->setCheckState(Qt::PartiallyChecked);
+      break;
+    case OptionDesc::Enum:
+      break;
+    case OptionDesc::String:
+    default:
+      static_cast<QLineEdit*>(f.editor)->clear();
+      break;
+  }
+}
+
 QVariantMap OptionForm::values() const {
   QVariantMap out;
-  for (const Field* f : m_fields) out.insert(f->desc.path(), editorValue(*f));
+  for (const Field* f : m_fields)
+    if (!isUnset(*f)) out.insert(f->desc.path(), editorValue(*f));
   return out;
 }
 
 QVariant OptionForm::value(const QString& path) const {
   const Field* f = field(path);
-  return f ? editorValue(*f) : QVariant();
+  return f && !isUnset(*f) ? editorValue(*f) : QVariant();
+}
+
+bool OptionForm::isUnset(const QString& path) const {
+  const Field* f = field(path);
+  return f && isUnset(*f);
 }
 
 bool OptionForm::setValue(const QString& path, const QVariant& v) {
   Field* f = field(path);
   if (!f) return false;
+  if (f->desc.optional && f->desc.type != OptionDesc::Enum && !hasValue(v)) {
+    unset(*f);
+    return true;
+  }
   bool ok = true;
   switch (f->desc.type) {
     case OptionDesc::Int: {
@@ -322,7 +449,7 @@ bool OptionForm::setValue(const QString& path, const QVariant& v) {
       break;
     }
     case OptionDesc::Bool:
-      static_cast<QCheckBox*>(f->editor)->setChecked(v.toBool());
+      static_cast<QCheckBox*>(f->editor)->setCheckState(v.toBool() ? Qt::Checked : Qt::Unchecked);
       break;
     case OptionDesc::Enum: {
       auto* cb = static_cast<QComboBox*>(f->editor);
@@ -344,8 +471,10 @@ void OptionForm::setValues(const QVariantMap& values) {
 }
 
 void OptionForm::resetToDefaults() {
-  for (const Field* f : m_fields)
-    if (f->desc.defaultValue.isValid()) setValue(f->desc.path(), f->desc.defaultValue);
+  for (Field* f : m_fields) {
+    if (f->desc.optional && !hasValue(f->desc.defaultValue)) unset(*f);
+    else if (f->desc.defaultValue.isValid()) setValue(f->desc.path(), f->desc.defaultValue);
+  }
 }
 
 bool OptionForm::eventFilter(QObject* watched, QEvent* event) {
@@ -363,6 +492,7 @@ QString OptionForm::rangeError(const QString& path) const {
   const Field* f = field(path);
   if (!f || !(f->desc.min < f->desc.max)) return QString();
   if (f->desc.type != OptionDesc::Int && f->desc.type != OptionDesc::Float) return QString();
+  if (isUnset(*f)) return QString();
   const double v = editorValue(*f).toDouble();
   if (v >= f->desc.min && v <= f->desc.max) return QString();
   return tr("%1 is out of range: must be in [%2, %3]")

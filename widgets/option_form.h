@@ -19,6 +19,14 @@
 //
 // Values are addressed by "section.key". changed(path, value) is emitted
 // whenever a value changes (user edit or setValue()).
+// An optional option (OptionDesc::optional: the schema has no default, the
+// program decides when it is left out, e.g. "the format's default") starts
+// *unset*: a spin box shows "default" (typing "default", or stepping below the
+// range, unsets it again; stepping up from it starts at the range's minimum), a
+// check box is partially checked ("default"), a line edit is empty. values()
+// leaves unset options out and value() returns an invalid QVariant for them, so a
+// configuration built from the form never carries a made-up value such as 0;
+// setValue(path, QVariant()) or a null QVariant unsets one.
 // Validation: setError(path, message) shows message in red under the field and
 // draws a red frame around its editor (expanding the advanced part if needed);
 // an unknown path shows "path: message" in a red label at the top of the form.
@@ -26,6 +34,8 @@
 #pragma once
 
 #include <QDoubleSpinBox>
+
+#include <cfloat>
 #include <QHash>
 #include <QList>
 #include <QStringList>
@@ -45,6 +55,7 @@ struct OptionDesc {
   double min = 0.0, max = 0.0;   // applied when min < max
   QStringList choices;           // Enum
   bool advanced = false;
+  bool optional = false;         // no default: starts unset, left out of values() until set
   QString path() const { return section + QLatin1Char('.') + key; }
 };
 
@@ -61,6 +72,16 @@ public:
   QValidator::State validate(QString& text, int& pos) const override;
   void fixup(QString& input) const override;
   void stepBy(int steps) override;
+  // Optional value: minimum() (-DBL_MAX) means unset and shows specialText; stepping
+  // up from it starts at `start`, stepping below `rangeMin` unsets it again.
+  void setOptional(const QString& specialText, double start, double rangeMin);
+  bool isOptional() const { return m_optional; }
+  bool isUnset() const { return m_optional && value() == minimum(); }
+  void unset() { setValue(minimum()); }
+
+private:
+  bool m_optional = false;
+  double m_start = 0.0, m_rangeMin = -DBL_MAX;
 };
 
 class OptionForm : public QWidget {
@@ -75,7 +96,8 @@ public:
   QStringList paths() const;
 
   QVariantMap values() const;  // "section.key" -> int / double / bool / QString
-  QVariant value(const QString& path) const;
+  QVariant value(const QString& path) const;  // invalid for an unset optional option
+  bool isUnset(const QString& path) const;     // an optional option left at "default"
   // Sets one value (converted to the option's type). Returns false for an
   // unknown path or an unconvertible value.
   bool setValue(const QString& path, const QVariant& value);
@@ -110,6 +132,8 @@ private:
   Field* field(const QString& path) const;
   QVariant editorValue(const Field& f) const;
   void setFrameError(Field& f, bool error);
+  bool isUnset(const Field& f) const;
+  void unset(Field& f);
   void emitChanged(const QString& path);
 
   QVBoxLayout* m_content = nullptr;

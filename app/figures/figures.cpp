@@ -396,6 +396,14 @@ Figure* make_matrix_figure(const std::vector<cs::LabeledMatrix>& matrices, const
   for (int i = 0; i < n; ++i) {
     const auto& m = matrices[size_t(i)];
     csw::HeatmapView* hv = heatmapOf(m, style);
+    // Marked columns keep their labels however long the text: the attention-over-attention
+    // view marks the answer's occurrences "[w]" and the other candidates' "*w" (kind_aoa.cpp).
+    QVector<int> keys;
+    for (size_t c = 0; c < m.col_labels.size(); ++c) {
+      const std::string& l = m.col_labels[c];
+      if ((l.size() > 2 && l.front() == '[' && l.back() == ']') || (l.size() > 1 && l.front() == '*')) keys << int(c);
+    }
+    if (!keys.isEmpty()) hv->setKeyColumns(keys);
     hv->setTitle(names.value(i));
     hv->setXLabel(xLabel);
     hv->setYLabel(yLabel);

@@ -44,6 +44,21 @@ QList<AnalysisKindInfo> analysisKinds() {
   return out;
 }
 
+PositionInput positionInputFor(const QString& kind) {
+  PositionInput p;
+  if (kind == QLatin1String("aoa")) {
+    p.label = QStringLiteral("&Question");
+    p.toolTip = QStringLiteral("Index of the question in the chosen split (0 = the first); the view shows its document");
+    p.minimum = 0;
+  } else {
+    p.label = QStringLiteral("C&haracter");
+    p.toolTip = QStringLiteral("Index of the character in the text (0 = first; 'last' = the last one)");
+    p.minimum = -1;
+    p.specialValueText = QStringLiteral("last");
+  }
+  return p;
+}
+
 QList<CheckpointEntry> runCheckpoints(const QString& runDir, QString* error) {
   QList<CheckpointEntry> out;
   try {

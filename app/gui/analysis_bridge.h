@@ -31,6 +31,18 @@ struct AnalysisKindInfo {
 };
 QList<AnalysisKindInfo> analysisKinds();
 
+// What AnalysisRequest::position means for a kind, as its input shows it: the index of
+// a character of the text (zone relevance, composition; -1 = the last one), or, for the
+// attention-over-attention view of a cloze run, the index of a question of the split
+// (0 = the first; the CLI's `analyze aoa --question N`).
+struct PositionInput {
+  QString label;    // the form label, with its mnemonic ("C&haracter", "&Question")
+  QString toolTip;
+  int minimum = -1;
+  QString specialValueText;  // shown at the minimum ("last"), empty for none
+};
+PositionInput positionInputFor(const QString& kind);
+
 // cs::CheckpointInfo as Qt values.
 struct CheckpointEntry {
   QString id;        // "step_100", "best", "last"

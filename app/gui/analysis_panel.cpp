@@ -187,9 +187,18 @@ void AnalysisPanel::onRunChanged() {
   m_checkpoints = dir.isEmpty() ? QList<CheckpointEntry>() : runCheckpoints(dir, &err);
   // Enable only the analyses that apply to the run's task.
   const QString task = dir.isEmpty() ? QString() : taskOfRun(dir);
+  m_runTask = task;
   if (auto* model = qobject_cast<QStandardItemModel*>(m_kind->model()))
     for (int i = 0; i < m_kinds.size() && i < model->rowCount(); ++i)
       model->item(i)->setEnabled(task.isEmpty() || m_kinds[i].tasks.contains(task));
+  // A kind that does not apply to this run's task (relevance on a cloze run): the first one that does.
+  if (!task.isEmpty() && kindInfo() && !kindInfo()->tasks.contains(task))
+    for (const AnalysisKindInfo& k : m_kinds)
+      if (k.tasks.contains(task)) {
+        setKind(k.name);
+        break;
+      }
+  updateInputsVisibility();
   {
     QSignalBlocker b(m_slider);
     m_slider->setRange(0, std::max(0, int(m_checkpoints.size()) - 1));
@@ -305,6 +314,26 @@ void AnalysisPanel::updateInputsVisibility() {
   show(m_rowEdges, k && k->usesEdges);
   show(m_rowBins, k && k->usesBins);
   show(m_rowCmap, k && k->colourMap);
+  // The text's meaning follows the run's task and the kind (a seq2seq source, a pair).
+  QString textHint = QStringLiteral("Text to analyse (empty: the start of the first run's valid split, the same for both runs)");
+  if (k && k->name == QLatin1String("channel_attention_decoder"))
+    textHint = QStringLiteral("SOURCE ||| TARGET (teacher forcing) or a source alone (the greedy decode); empty: the "
+                              "first source of the run's valid split");
+  else if (m_runTask == QLatin1String("seq2seq"))
+    textHint = QStringLiteral("A source sentence (empty: the first source of the run's valid split)");
+  m_text->setPlaceholderText(textHint);
+  if (k && k->usesPosition) {
+    const PositionInput in = positionInputFor(k->name);
+    if (m_positionLabel->text() != in.label) {
+      // Another meaning (a character <-> a question): its own range and default value.
+      m_positionLabel->setText(in.label);
+      m_positionLabel->setToolTip(in.toolTip);
+      m_position->setToolTip(in.toolTip);
+      m_position->setSpecialValueText(in.specialValueText);
+      m_position->setMinimum(in.minimum);
+      m_position->setValue(in.minimum);
+    }
+  }
   if (k && k->defaultSplit != QLatin1String("test") && m_split->currentText() == QLatin1String("test"))
     m_split->setCurrentText(k->defaultSplit);
 }
@@ -313,6 +342,9 @@ void AnalysisPanel::setText(const QString& text) { m_text->setPlainText(text); }
 QString AnalysisPanel::text() const { return m_text->toPlainText(); }
 void AnalysisPanel::setLastK(int k) { m_lastK->setValue(k); }
 void AnalysisPanel::setPosition(int index) { m_position->setValue(index); }
+int AnalysisPanel::position() const { return m_position->value(); }
+QString AnalysisPanel::textPlaceholder() const { return m_text->placeholderText(); }
+QString AnalysisPanel::positionLabel() const { return QString(m_positionLabel->text()).remove(QLatin1Char('&')); }
 void AnalysisPanel::setSplit(const QString& split) { m_split->setCurrentText(split); }
 void AnalysisPanel::setColorMap(const QString& name) { m_colorMap->setCurrentText(name); }
 

@@ -69,7 +69,10 @@ public:
   void setText(const QString& text);
   QString text() const;
   void setLastK(int k);
-  void setPosition(int index);  // -1 = last character
+  void setPosition(int index);  // -1 = last character (aoa: the question index, from 0)
+  int position() const;
+  QString positionLabel() const;  // the position input's label as shown ("Character", "Question")
+  QString textPlaceholder() const;  // what the text input asks for (a seq2seq source, ...)
   void setSplit(const QString& split);
   void setEdges(const QVector<qint64>& edges);
   QVector<qint64> edges() const;  // parsed from the edges field; empty = default
@@ -129,6 +132,7 @@ private:
   void exportInteractive(const QString& filter, const QString& suffix);
 
   QString m_workspace;
+  QString m_runTask;  // the task of the run analysed ("" when unknown)
   QList<AnalysisKindInfo> m_kinds;
   QList<CheckpointEntry> m_checkpoints;
 
@@ -140,6 +144,7 @@ private:
   QPushButton* m_corpusButton = nullptr;
   QSpinBox* m_lastK = nullptr;
   QSpinBox* m_position = nullptr;
+  QLabel* m_positionLabel = nullptr;
   QComboBox* m_split = nullptr;
   QLineEdit* m_edges = nullptr;
   QSpinBox* m_bins = nullptr;

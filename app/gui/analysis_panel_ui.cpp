@@ -102,13 +102,13 @@ void AnalysisPanel::buildUi() {
   inForm->addRow(kLabel, m_lastK);
   m_rowK = {kLabel, m_lastK};
 
+  // Label, range and tooltip follow the kind (positionInputFor: a character, or a question).
   m_position = new QSpinBox;
   m_position->setRange(-1, 100000);
   m_position->setValue(-1);
-  m_position->setSpecialValueText(QStringLiteral("last"));
-  m_position->setToolTip(QStringLiteral("Index of the character in the text (0 = first; 'last' = the last one)"));
-  auto* pLabel = new QLabel(QStringLiteral("C&haracter"));
+  auto* pLabel = new QLabel;
   pLabel->setBuddy(m_position);
+  m_positionLabel = pLabel;
   inForm->addRow(pLabel, m_position);
   m_rowPos = {pLabel, m_position};
 

@@ -13,6 +13,7 @@
 #include <QJsonDocument>
 #include <QLabel>
 #include <QLocale>
+#include <QMenu>
 #include <QPointer>
 #include <QPushButton>
 #include <QRegularExpression>
@@ -87,8 +88,16 @@ ConfigurePanel::ConfigurePanel(QWidget* parent) : QWidget(parent) {
   m_datasetCombo->setMinimumContentsLength(12);
   auto* dsOpen = new QToolButton;
   dsOpen->setText(QStringLiteral("Open..."));
-  dsOpen->setToolTip(QStringLiteral("Train on a file of your own (Ctrl+O); you can also drop a file on the window"));
+  dsOpen->setToolTip(QStringLiteral("Train on a file of your own (Ctrl+O); you can also drop a file on the window. "
+                                    "The arrow: a folder (a CBT set, parallel text, PTB)"));
   connect(dsOpen, &QToolButton::clicked, this, &ConfigurePanel::chooseDatasetFile);
+  // The cloze and seq2seq loaders read folders (cbtest_*_{train,valid,test}*.txt, train.de +
+  // train.en, ...), which a file dialog cannot pick.
+  auto* openMenu = new QMenu(dsOpen);
+  openMenu->addAction(QStringLiteral("File..."), this, &ConfigurePanel::chooseDatasetFile);
+  openMenu->addAction(QStringLiteral("Folder (CBT set, parallel text, PTB)..."), this, &ConfigurePanel::chooseDatasetFolder);
+  dsOpen->setMenu(openMenu);
+  dsOpen->setPopupMode(QToolButton::MenuButtonPopup);
   dsRow->addWidget(m_datasetCombo, 1);
   dsRow->addWidget(dsOpen);
   f->addRow(QStringLiteral("Dataset"), dsRow);
@@ -441,7 +450,9 @@ void ConfigurePanel::revalidateNow() {
     if (fmt == QLatin1String("unreadable")) dsError = QStringLiteral("cannot read %1").arg(m_datasetFile);
     else if (fmt == QLatin1String("empty")) dsError = QStringLiteral("%1 is empty").arg(m_datasetFile);
     else if (fmt == QLatin1String("directory"))
-      dsError = QStringLiteral("unknown dataset format: %1 is a folder without a known corpus (ptb.char.*, ptb.*.txt)").arg(m_datasetFile);
+      dsError = QStringLiteral("unknown dataset format: %1 is a folder without a known corpus (ptb.char.*, ptb.*.txt; "
+                               "CBT *train*.txt / *valid*.txt / *test*.txt; parallel train.SRC + train.TGT; "
+                               "train.article.txt)").arg(m_datasetFile);
     if (!dsError.isEmpty()) all << qMakePair(QStringLiteral("dataset.path"), dsError);
   }
   showDatasetError(dsError);
@@ -533,6 +544,11 @@ void ConfigurePanel::showBuildError(const QString& err) {
 void ConfigurePanel::chooseDatasetFile() {
   const QString path = QFileDialog::getOpenFileName(this, QStringLiteral("Train on a file"), QString(),
                                                     QStringLiteral("Text and data files (*.txt *.jsonl *.csv *.tsv);;All files (*)"));
+  if (!path.isEmpty()) setDatasetFile(path);
+}
+
+void ConfigurePanel::chooseDatasetFolder() {
+  const QString path = QFileDialog::getExistingDirectory(this, QStringLiteral("Train on a folder"));
   if (!path.isEmpty()) setDatasetFile(path);
 }
 

@@ -35,7 +35,7 @@ public:
   QStringList presetNames() const;
   bool applyPreset(const QString& name);
   bool selectDataset(const QString& name);
-  void setDatasetFile(const QString& path);  // a file of the user's; format detected and shown
+  void setDatasetFile(const QString& path);  // a file or folder of the user's; format detected and shown
   QString datasetFormat() const;             // as shown (manifest format or detected)
   QStringList datasetChoices() const;        // the manifest datasets offered for the current task, by name
   void revalidateNow();                      // synchronous validation (the panel debounces it)
@@ -56,6 +56,7 @@ public:
 
 public Q_SLOTS:
   void chooseDatasetFile();
+  void chooseDatasetFolder();  // a CBT set, parallel text, PTB directory
 
 Q_SIGNALS:
   void startRequested();

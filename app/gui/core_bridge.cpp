@@ -92,6 +92,11 @@ QList<csw::OptionDesc> optionDescs(const QString& cell, const QString& task) {
     }
     for (auto& c : o.choices) d.choices << q(c);
     d.defaultValue = toVariant(o.default_value);
+    // No default in the schema (a std::optional member: "unset" means the task decides,
+    // e.g. the dataset format's own default): the form leaves it out of the config until
+    // the user sets it, instead of sending 0 / false / "" (which the task would take
+    // literally, or refuse as out of range).
+    d.optional = o.default_value.is_null() && d.type != csw::OptionDesc::Enum;
     if (!d.defaultValue.isValid() && d.type == csw::OptionDesc::String) d.defaultValue = QString();
     if (d.type == csw::OptionDesc::Int) {
       // QSpinBox holds an int: clamp the schema's range.
@@ -105,6 +110,7 @@ QList<csw::OptionDesc> optionDescs(const QString& cell, const QString& task) {
     if (d.type == csw::OptionDesc::Int || d.type == csw::OptionDesc::Float)
       help += QStringLiteral("\nRange: [%1, %2].").arg(fmtBound(o.min), fmtBound(o.max));
     if (!o.default_value.is_null()) help += QStringLiteral(" Default: %1.").arg(q(o.default_value.dump()));
+    else if (d.optional) help += QStringLiteral("\nShown as 'default' while unset: left out of the configuration, the task decides.");
     help += QStringLiteral("\nConfig path: %1").arg(d.path());
     d.help = help.trimmed();
     d.advanced = o.advanced;
@@ -168,6 +174,16 @@ QString detectFormat(const QString& path) {
     QDir d(path);
     if (!d.entryList({QStringLiteral("ptb.char.*")}, QDir::Files).isEmpty()) return QStringLiteral("ptb_char");
     if (!d.entryList({QStringLiteral("ptb.*.txt")}, QDir::Files).isEmpty()) return QStringLiteral("ptb_word");
+    // The issue-18 directories (what the core's loaders read, core/base/data): Gigaword's
+    // train.article.txt; a CBT set (a *train*.txt file whose first line is the numbered
+    // "1 ..." of a CBT example, e.g. cbtest_CN_train.txt); parallel text (train.<src> and
+    // train.<tgt>, e.g. train.de / train.en).
+    if (d.exists(QStringLiteral("train.article.txt"))) return QStringLiteral("gigaword");
+    for (const QString& name : d.entryList({QStringLiteral("*train*.txt")}, QDir::Files, QDir::Name)) {
+      QFile f(d.filePath(name));
+      if (f.open(QIODevice::ReadOnly) && f.readLine(4096).startsWith("1 ")) return QStringLiteral("cbt");
+    }
+    if (d.entryList({QStringLiteral("train.*")}, QDir::Files).size() >= 2) return QStringLiteral("parallel");
     return QStringLiteral("directory");
   }
   const QString name = fi.fileName().toLower();

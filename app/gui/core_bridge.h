@@ -56,7 +56,8 @@ QList<DatasetEntry> manifestDatasets();
 
 // Guess a dataset file's format from its name and first bytes:
 // "ptb_char" (a directory or file with ptb.char.*), "text8" (one long line of
-// a-z and spaces), "jsonl" (each line a JSON object), "csv", or "text".
+// a-z and spaces), "jsonl" (each line a JSON object), "csv", or "text"; a directory:
+// "ptb_char", "ptb_word", "gigaword", "cbt", "parallel", else "directory" (unknown).
 QString detectFormat(const QString& path);
 
 // Seconds as "42s", "3m07s" or "2h05m" (cs::format_duration, as the CLI shows them).

@@ -81,7 +81,7 @@ int main(int argc, char** argv) {
   QCommandLineOption anRun2(QStringLiteral("analysis-run2"), QStringLiteral("Second run."), QStringLiteral("DIR"));
   QCommandLineOption anText(QStringLiteral("analysis-text"), QStringLiteral("Text."), QStringLiteral("TEXT"));
   QCommandLineOption anK(QStringLiteral("analysis-k"), QStringLiteral("Last K."), QStringLiteral("N"));
-  QCommandLineOption anPos(QStringLiteral("analysis-position"), QStringLiteral("Character index."), QStringLiteral("I"));
+  QCommandLineOption anPos(QStringLiteral("analysis-position"), QStringLiteral("Character index (aoa: the question index)."), QStringLiteral("I"));
   QCommandLineOption anCk(QStringLiteral("analysis-checkpoint"), QStringLiteral("Checkpoint id."), QStringLiteral("ID"));
   QCommandLineOption sweepDir(QStringLiteral("sweep"), QStringLiteral("Open this sweep directory in the Sweeps tab."), QStringLiteral("DIR"));
   QCommandLineOption anCmap(QStringLiteral("analysis-cmap"), QStringLiteral("Colour map."), QStringLiteral("NAME"));

@@ -3,6 +3,7 @@
 #include <QAction>
 #include <QApplication>
 #include <QCloseEvent>
+#include <QShowEvent>
 #include <QDir>
 #include <QDragEnterEvent>
 #include <QDropEvent>
@@ -363,6 +364,18 @@ void MainWindow::showAbout() {
                                     "<p>Qt %2 &middot; %3</p><p>Workspace: %4</p>")
                          .arg(QApplication::applicationVersion(), QString::fromLatin1(qVersion()), coreVersion(),
                               m_workspace.toHtmlEscaped()));
+}
+
+void MainWindow::showEvent(QShowEvent* event) {
+  QMainWindow::showEvent(event);
+  // A status message posted before the window was shown (a --preset's "Preset X loaded")
+  // did not hide the status bar's own label, which was not visible yet: both were drawn on
+  // top of each other. Posting it again now hides the label until the message ends.
+  const QString m = statusBar()->currentMessage();
+  if (!m.isEmpty()) {
+    statusBar()->clearMessage();  // showMessage() ignores the message it already shows
+    statusBar()->showMessage(m, 4000);
+  }
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {

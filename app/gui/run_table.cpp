@@ -39,8 +39,9 @@ QMap<QString, QString> flattenConfig(const QJsonObject& cfg) {
 bool readRun(const QString& dir, RunInfo* out) {
   const QString cfgPath = QDir(dir).filePath(QStringLiteral("config.json"));
   if (!QFileInfo::exists(cfgPath)) return false;
-  out->dir = QFileInfo(dir).absoluteFilePath();
-  out->name = QFileInfo(dir).fileName();
+  // cleanPath: "runs/x/" (a shell's completion) names the run x, at the same path as "runs/x".
+  out->dir = QDir::cleanPath(QFileInfo(dir).absoluteFilePath());
+  out->name = QFileInfo(out->dir).fileName();
   out->config = readJsonObjectFile(cfgPath);
   const QString sumPath = QDir(dir).filePath(QStringLiteral("summary.json"));
   out->summary = readJsonObjectFile(sumPath);

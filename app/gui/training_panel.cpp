@@ -417,6 +417,9 @@ bool TrainingPanel::showRun(const QString& dir) {
   m_runLabel->setText(QStringLiteral("<b>%1</b> &nbsp; %2, %3").arg(r.name.toHtmlEscaped(), r.status(),
                                                                     QLocale().toString(qlonglong(r.summary.value(QStringLiteral("parameters")).toDouble())) + QStringLiteral(" parameters")));
   m_plots.value(QStringLiteral("metric"))->setYLabel(m_primary.isEmpty() ? QStringLiteral("loss") : m_primary);
+  // The task's unit as a live run shows it ("questions / s"), from summary.json.
+  const QString unit = r.summary.value(QStringLiteral("unit")).toString();
+  m_plots.value(QStringLiteral("throughput"))->setYLabel((unit.isEmpty() ? QStringLiteral("units") : unit) + QStringLiteral(" / s"));
   for (auto* p : plots()) {
     p->setSubject(r.name);
     p->setProperty("csRunDir", r.dir);
