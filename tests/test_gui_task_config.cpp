@@ -89,7 +89,8 @@ class GuiTaskConfigTest : public QObject {
   // 0 / "" / false, which the schema refuses or the task would take literally.
   void issue18PresetsAreValidInThePanel() {
     gui::ConfigurePanel panel;
-    for (const QString preset : {"cloze-cbt-cn-cru", "cloze-cbt-cn-gru", "seq2seq-headlines-mcrnn", "seq2seq-headlines-lstm"}) {
+    for (const QString preset : {"cloze-cbt-cn-cru", "cloze-cbt-cn-gru", "seq2seq-headlines-mcrnn", "seq2seq-headlines-copy",
+                                  "seq2seq-headlines-lstm"}) {
       QVERIFY2(panel.applyPreset(preset), qPrintable(preset));
       panel.revalidateNow();
       QVERIFY2(panel.validationErrors().isEmpty(), qPrintable(preset + ": " + panel.validationErrors().join("; ")));

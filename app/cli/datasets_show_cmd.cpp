@@ -1,6 +1,6 @@
 // `cellscope-cli datasets show NAME|PATH`: what a seq2seq dataset holds (counts per split, a few
 // pairs) and the "lead" baseline's BLEU / ROUGE on valid and test (data/seq2seq_data.h,
-// data/text_metrics.h). The lead length is the training split's median target length unless
+// data/text_metrics.h). The lead length is default_lead_words (the training split's mean target length in metric tokens) unless
 // --lead-words says otherwise.
 #include <chrono>
 #include <iomanip>
@@ -33,7 +33,7 @@ int cmd_datasets_show(const std::vector<std::string>& a) {
                  "         [--subword N [--subword-type unigram|bpe]] [--json]\n"
                  "Loads a sequence-to-sequence dataset (a manifest name such as spam-headlines, or a path of your\n"
                  "own) and prints the pairs per split, K example pairs (default 5) of --split (default valid),\n"
-                 "and the lead baseline (the first N words of the source; N = the training split's median\n"
+                 "and the lead baseline (the first N words of the source; N = the training split's mean\n"
                  "target length unless --lead-words) with its BLEU and ROUGE-1/2/L F1 on valid and test.\n"
                  "--set KEY=VALUE sets dataset.KEY (e.g. source_lang=fr, source_words=60; VALUE read as JSON\n"
                  "when it parses, else as a string). --subword N trains a SentencePiece vocabulary of N pieces on the\n"
@@ -70,7 +70,7 @@ int cmd_datasets_show(const std::vector<std::string>& a) {
 
   const cs::Seq2SeqSplits s = cs::load_seq2seq_dataset(ds);
   const int64_t lead = args.has("lead-words") ? args.get_int("lead-words", 8, 1, 100000)
-                                              : std::max<int64_t>(1, cs::median_target_words(s.train));
+                                              : cs::default_lead_words(s.train);
   cs::json out = {{"description", s.description}, {"lead_words", lead}};
   for (const char* name : {"train", "valid", "test"}) {
     const auto& v = std::string(name) == "train" ? s.train : std::string(name) == "valid" ? s.valid : s.test;

@@ -197,8 +197,12 @@ TEST(Seq2seqData, spamHeadlinesManifestEntry) {
 }
 
 TEST(Seq2seqData, medianTargetWords) {
-  ASSERT_EQ(cs::median_target_words({{"s", "a b c"}, {"s", "a"}, {"s", "a b c d e"}}), 3);
-  ASSERT_EQ(cs::median_target_words({}), 0);
+  // mean metric tokens (whitespace-separated), rounded: (3 + 1 + 5) / 3 = 3; 7 / 3 -> 2; 4.5 -> 5
+  ASSERT_EQ(cs::default_lead_words({{"s", "a b c"}, {"s", "a"}, {"s", "a b c d e"}}), 3);
+  ASSERT_EQ(cs::default_lead_words({{"s", "a b"}, {"s", "a  b"}, {"s", "a b c"}}), 2);
+  ASSERT_EQ(cs::default_lead_words({{"s", "a b c d"}, {"s", "a b c d e"}}), 5);
+  ASSERT_EQ(cs::default_lead_words({{"s", "a b c d e f g"}, {"s", "a"}, {"s", "a"}}), 3);  // not the median (1)
+  ASSERT_EQ(cs::default_lead_words({}), 1);
 }
 
 TEST(Seq2seqData, cliShowsPairsAndLeadBaseline) {

@@ -178,7 +178,7 @@ TEST(Seq2seqModel, copy_needs_a_shared_vocabulary) {
 
 TEST(Seq2seqModel, presets_and_sweeps_validate) {
   // The seq2seq presets and the MC-RNN Table 2/3 sweeps (and Table 4, renamed from table2).
-  for (const char* f : {"seq2seq-headlines-mcrnn", "seq2seq-headlines-lstm"}) {
+  for (const char* f : {"seq2seq-headlines-mcrnn", "seq2seq-headlines-lstm", "seq2seq-headlines-copy"}) {
     const std::string path = cstest::source_dir() + "/resources/presets/" + f + ".json";
     json cfg = json::parse(read_file(path));
     auto errs = validate_config(cfg);

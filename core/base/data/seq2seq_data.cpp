@@ -1,10 +1,12 @@
 #include "data/seq2seq_data.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cctype>
 #include <set>
 
 #include "data/manifest.h"
+#include "data/text_metrics.h"
 #include "data/utf8.h"
 #include "util/error.h"
 
@@ -347,13 +349,11 @@ Seq2SeqSplits load_seq2seq_dataset(const json& ds) {
   return s;
 }
 
-int64_t median_target_words(const std::vector<TextPair>& pairs) {
-  if (pairs.empty()) return 0;
-  std::vector<int64_t> n;
-  n.reserve(pairs.size());
-  for (const auto& p : pairs) n.push_back(static_cast<int64_t>(split_words(p.target).size()));
-  std::nth_element(n.begin(), n.begin() + static_cast<long>(n.size() / 2), n.end());
-  return n[n.size() / 2];
+int64_t default_lead_words(const std::vector<TextPair>& pairs) {
+  if (pairs.empty()) return 1;
+  double n = 0;
+  for (const auto& p : pairs) n += static_cast<double>(metric_tokens(p.target).size());
+  return std::max<int64_t>(1, std::llround(n / static_cast<double>(pairs.size())));
 }
 
 }  // namespace cs

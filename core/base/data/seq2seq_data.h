@@ -49,8 +49,9 @@ Seq2SeqSplits load_parallel_dir(const std::string& dir, const std::string& sourc
                                 const std::string& target_lang, bool lowercase = false);
 Seq2SeqSplits load_gigaword_dir(const std::string& dir, bool lowercase = false);
 
-// The median number of words of the targets (the lead baseline's length: cellscope-cli datasets
-// show uses the training split's median headline length). 0 for no pairs.
-int64_t median_target_words(const std::vector<TextPair>& pairs);
+// The lead baseline's default length: the mean number of metric tokens (data/text_metrics.h) of
+// the targets, rounded, at least 1 (1 for no pairs). One rule for `datasets show`, the seq2seq
+// task's logged lead_* metrics and `decode`, so every lead figure is the same baseline.
+int64_t default_lead_words(const std::vector<TextPair>& pairs);
 
 }  // namespace cs

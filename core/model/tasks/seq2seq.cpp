@@ -143,9 +143,7 @@ Seq2SeqTask::Seq2SeqTask(const json& cfg, Seq2SeqSplits sp, const std::string& r
   if (o_.lead_words > 0) {
     lead_words_ = o_.lead_words;
   } else {  // the mean reference length of the training split, in metric tokens
-    double n = 0;
-    for (auto& e : train_) n += static_cast<double>(metric_tokens(e.target).size());
-    lead_words_ = std::max<int64_t>(1, std::llround(n / static_cast<double>(train_.size())));
+    lead_words_ = default_lead_words(sp.train);
   }
   model_ = Seq2SeqModel(cfg.at("model"), src_vocab_->size(), tgt_vocab_->size(), kPad);
   order_.start(static_cast<int64_t>(train_.size()), static_cast<uint64_t>(tr.seed), "pairs");
