@@ -87,7 +87,7 @@ static int run_python_check(const std::vector<std::string>& dirs, bool as_json, 
 int cmd_bench_peer(const std::vector<std::string>& a) {
   auto args = parse(a, {"peer", "peer-child", "peer-check", "autograd", "json", "no-python"},
                     {"peer-export", "keep", "from", "cell", "batch", "seq", "embed", "hidden", "vocab", "set",
-                     "iters", "threads", "model-json", "min-seconds", "tol"});
+                     "iters", "threads", "model-json", "min-seconds", "tol", "rounds"});
   if (args.has("peer-child")) {  // one measurement in a fresh process (run by `bench --peer`)
     const auto m = cs::parse_json(args.get("model-json"), "--model-json");
     cs::set_threads(static_cast<int>(args.get_int("threads", 0, 0, 1024)));
@@ -157,10 +157,11 @@ int cmd_bench_peer(const std::vector<std::string>& a) {
   o.threads = static_cast<int>(args.get_int("threads", 0, 0, 1024));
   o.sets = args.all("set");
   o.python = !args.has("no-python");
+  o.rounds = static_cast<int>(args.get_int("rounds", 1, 1, 100));
   o.self_exe = self_exe();
   for (const auto& c : o.cells) peer_model(args, c, o.embed, o.hidden);  // --set errors before any measurement
   cs::set_threads(o.threads);
-  cs::json r = cs::run_peer_bench(o, args.has("json") ? nullptr : &std::cerr);
+  cs::json r = cs::run_peer_bench(o, &std::cerr);  // progress on stderr, the result on stdout
   if (args.has("json")) std::cout << r.dump() << "\n";
   else std::cout << cs::peer_table_markdown(r);
   return 0;

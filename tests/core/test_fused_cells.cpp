@@ -321,3 +321,51 @@ TEST(FusedCells, ShortTrainingSameLoss) {
     EXPECT_LT(f.second, 0.7 * f.first) << name << ": did not learn";
   }
 }
+
+// The workspace pool (fused_common.h): with every buffer pooled (threshold 0), a second
+// training call reuses the first one's released buffers and computes the same thing, and a
+// buffer that something still refers to (an output kept alive, its graph) is never handed out.
+TEST(FusedCells, WorkspacePoolReusesOnlyReleasedBuffers) {
+  auto& tune = fused::pool_tuning();
+  const auto saved = tune;
+  tune.min_bytes = 0;
+  fused::pool_release();
+  Case c;
+  c.cell = "gru_dt";
+  c.layer_norm = true;
+  c.share = true;
+  auto cell = make_cell(c, 5, 6);
+  cell->to(torch::kDouble);
+  torch::manual_seed(3);
+  auto x = torch::randn({7, 3, 5}, torch::kDouble);
+  auto h0 = torch::randn({3, 6}, torch::kDouble);
+  const Result first = run(*cell, x, h0, false, true);
+  ASSERT_TRUE(is_fast(first));
+  const auto s1 = fused::pool_stats();
+  EXPECT_GT(s1.allocated, 0);
+  // every buffer of the finished call is free again but its output, which `first` still views
+  EXPECT_EQ(s1.held - s1.free, 1);
+  const Result second = run(*cell, x, h0, false, true);
+  const auto s2 = fused::pool_stats();
+  EXPECT_GT(s2.reused, s1.reused) << "the second call allocated afresh instead of reusing";
+  EXPECT_EQ(s2.allocated, s1.allocated + 1) << "same shapes: only a new output buffer (first's is alive)";
+  EXPECT_EQ(rel_err(second.out, first.out), 0.0);
+  for (size_t i = 0; i < first.grads.size(); ++i)
+    if (first.grads[i].second.defined()) EXPECT_EQ(rel_err(second.grads[i].second, first.grads[i].second), 0.0) << first.grads[i].first;
+
+  // Outputs still alive: a new call must not write into their storage.
+  cell->train(true);
+  StepContext ctx;
+  auto held = cell->forward_sequence(x, {h0}, ctx);
+  const auto kept = held.output.detach().clone();
+  auto other = cell->forward_sequence(x * 2, {h0}, ctx);
+  EXPECT_NE(other.output.data_ptr(), held.output.data_ptr());
+  EXPECT_EQ(rel_err(held.output.detach(), kept), 0.0) << "a live output was overwritten by a pooled buffer";
+  EXPECT_LT(fused::pool_stats().free, fused::pool_stats().held) << "buffers of live graphs counted as free";
+  held = SeqOutput();
+  other = SeqOutput();
+  EXPECT_EQ(fused::pool_stats().held - fused::pool_stats().free, 2) << "only first's and second's outputs";
+  fused::pool_release();
+  EXPECT_EQ(fused::pool_stats().held, 2);
+  tune = saved;
+}

@@ -23,6 +23,7 @@
 #include <torch/optim/adam.h>
 #include <torch/utils.h>
 
+#include "cells/fused_common.h"
 #include "cells/fused_mzu.h"
 #include "cells/mzu.h"
 #include "gradcheck.h"  // GradCheckResult
@@ -251,8 +252,9 @@ TEST_F(FusedMzu, agrees_at_larger_sizes) {
   // with every buffer reused from the previous call (pool threshold 0), in double
   auto& tune = fused_mzu_tuning();
   const auto saved = tune;
+  const auto saved_pool = fused::pool_tuning();
   tune.chunk_rows = 40;
-  tune.pool_min_bytes = 0;
+  fused::pool_tuning().min_bytes = 0;
   for (const std::string comp : {"gcn", "sat", "cap"}) {
     auto o = paper(comp);
     o.input_size = 10;
@@ -270,7 +272,9 @@ TEST_F(FusedMzu, agrees_at_larger_sizes) {
     t.input_size = 16, t.hidden_size = 32, t.filter = 48, t.candidate_dropout = 0.1;
     compare_paths(t, torch::kDouble, 1e-10, comp + "/training shapes (double)", 24);
   }
+  EXPECT_GT(fused::pool_stats().reused, 0) << "no buffer was reused from an earlier call";
   tune = saved;
+  fused::pool_tuning() = saved_pool;
 }
 
 TEST_F(FusedMzu, zone_loops_split_over_threads) {

@@ -1,5 +1,7 @@
 #include "cells/fused_gru.h"
 
+#include "cells/fused_common.h"
+
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <torch/autograd.h>
@@ -179,13 +181,14 @@ class GRURecurrenceFn : public torch::autograd::Function<GRURecurrenceFn> {
     for (auto& t : params) P.push_back(t.contiguous());
     const bool drop = training && p > 0;
     // Buffers for backward, allocated once for the whole sequence.
-    Tensor out = at::empty({T, B, H}, opts);                               // last stage's outputs
-    Tensor hmid = S > 1 ? at::empty({S - 1, T, B, H}, opts) : Tensor();    // earlier stages' outputs
-    Tensor gates = at::empty({S, T, B, 3 * H}, opts);                      // r, z, n (pre-dropout)
-    Tensor hn = at::empty({S, T, B, H}, opts);                             // hp_n (multiplied by r)
-    Tensor xhat = ln ? at::empty({S, T, B, 3 * H}, opts) : Tensor();
-    Tensor rstd = ln ? at::empty({S, T, B, 3}, opts) : Tensor();
-    Tensor masks = drop ? at::empty({S, T, B, H}, opts) : Tensor();
+    // (pool_empty: reused from the previous call once released, see fused_common.h)
+    Tensor out = pool_empty({T, B, H}, opts);                               // last stage's outputs
+    Tensor hmid = S > 1 ? pool_empty({S - 1, T, B, H}, opts) : Tensor();    // earlier stages' outputs
+    Tensor gates = pool_empty({S, T, B, 3 * H}, opts);                      // r, z, n (pre-dropout)
+    Tensor hn = pool_empty({S, T, B, H}, opts);                             // hp_n (multiplied by r)
+    Tensor xhat = ln ? pool_empty({S, T, B, 3 * H}, opts) : Tensor();
+    Tensor rstd = ln ? pool_empty({S, T, B, 3}, opts) : Tensor();
+    Tensor masks = drop ? pool_empty({S, T, B, H}, opts) : Tensor();
     Tensor hp = at::empty({B, 3 * H}, opts);
     AT_DISPATCH_FLOATING_TYPES(xp.scalar_type(), "fused_gru_forward", [&] {
       using T_ = scalar_t;
@@ -248,9 +251,9 @@ class GRURecurrenceFn : public torch::autograd::Function<GRURecurrenceFn> {
 
     Tensor gout = grads[0].defined() ? grads[0].contiguous() : at::zeros_like(out);
     Tensor dh = grads[1].defined() ? grads[1].clone().contiguous() : at::zeros({B, H}, opts);
-    Tensor dx = at::empty({S, T, B, 3 * H}, opts);  // stage 0: grad of xp; later: of b_ih per row
-    Tensor dy = at::empty({S, T, B, 3 * H}, opts);  // grad of hp (after LN, incl. b_hh)
-    Tensor draw = ln ? at::empty({S, T, B, 3 * H}, opts) : dy;  // grad of the raw U h
+    Tensor dx = pool_empty({S, T, B, 3 * H}, opts);  // stage 0: grad of xp; later: of b_ih per row
+    Tensor dy = pool_empty({S, T, B, 3 * H}, opts);  // grad of hp (after LN, incl. b_hh)
+    Tensor draw = ln ? pool_empty({S, T, B, 3 * H}, opts) : dy;  // grad of the raw U h
     Tensor dhz = at::empty({B, H}, opts);
     Tensor dh2 = at::empty({B, H}, opts);
     AT_DISPATCH_FLOATING_TYPES(out.scalar_type(), "fused_gru_backward", [&] {

@@ -90,42 +90,11 @@ FusedMZUTuning& fused_mzu_tuning() {
 
 namespace {
 
-// Buffers are reused across calls (per thread): a fresh buffer of hundreds of MB per training
-// step would be mmap-ed and page-faulted anew each time (glibc serves blocks > 32 MB by mmap
-// and returns them at free), which costs more than the step's small kernels. A buffer goes
-// back to the pool when its Run releases it and nothing else views its storage.
-struct BufferPool {
-  std::vector<Tensor> free;  // flat tensors
-};
-thread_local BufferPool tl_pool;
+// Buffers come from the per-thread workspace pool (fused_common.h, pool_empty): a buffer is
+// reused by the next call once its Run has released it and nothing else views its storage.
+Tensor take(at::IntArrayRef shape, const at::TensorOptions& opt) { return fused::pool_empty(shape, opt); }
 
-Tensor take(at::IntArrayRef shape, const at::TensorOptions& opt) {
-  int64_t n = 1;
-  for (auto s : shape) n *= s;
-  auto& f = tl_pool.free;
-  size_t best = f.size();
-  for (size_t i = 0; i < f.size(); ++i)
-    if (f[i].scalar_type() == opt.dtype().toScalarType() && f[i].device() == opt.device() && f[i].numel() >= n &&
-        (best == f.size() || f[i].numel() < f[best].numel()))
-      best = i;
-  if (best < f.size() && f[best].numel() <= 2 * n + (1 << 16)) {
-    auto t = f[best].narrow(0, 0, n).view(shape);
-    f.erase(f.begin() + static_cast<std::ptrdiff_t>(best));
-    return t;
-  }
-  return at::empty(shape, opt);
-}
-
-void give(Tensor& t) {
-  if (t.defined() && t.storage().use_count() == 1 && static_cast<int64_t>(t.nbytes()) >= fused_mzu_tuning().pool_min_bytes) {
-    const int64_t n = static_cast<int64_t>(t.storage().nbytes() / t.element_size());
-    auto flat = at::empty({0}, t.options()).set_(t.storage(), 0, {n}, {1});
-    auto& f = tl_pool.free;
-    f.push_back(flat);
-    if (f.size() > 24) f.erase(f.begin());  // bounded: the oldest (another shape) goes
-  }
-  t = Tensor();
-}
+void give(Tensor& t) { t = Tensor(); }
 
 // ------------------------------------------------------------------ per-(M-function, batch row) zone kernels
 // The zone-level work of one step is N x N (zones) per (k, b): cosines (eq. 7 / eq. 18), the

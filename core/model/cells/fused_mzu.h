@@ -34,11 +34,10 @@ bool mzu_fast_path_enabled();
 SeqOutput fused_mzu_forward(MZUCellImpl& cell, const torch::Tensor& x, const State& s0, StepContext& ctx);
 
 // Tuning of the fused function (tests shrink these to exercise chunking, buffer reuse and the
-// split of the zone loops over threads at tiny sizes): rows (steps x B x J) per chunk of the backward's weight-gradient products, and
-// the smallest buffer kept for reuse by the next call on the same thread.
+// split of the zone loops over threads at tiny sizes): rows (steps x B x J) per chunk of the backward's weight-gradient
+// products. (Buffer reuse: fused::pool_tuning() in fused_common.h.)
 struct FusedMZUTuning {
   int64_t chunk_rows = 1024;
-  int64_t pool_min_bytes = 1 << 20;
   // (k, b) rows per task of the fused zone loops (sat attention, cosines, gcn adjacency
   // backward; at::parallel_for grain); 0 = automatic (about 32k multiply-adds per task).
   int64_t zone_grain = 0;

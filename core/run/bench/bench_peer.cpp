@@ -255,6 +255,21 @@ static json last_json(const std::string& out) {
 
 static std::string tail(const std::string& s, size_t n = 600) { return s.size() > n ? s.substr(s.size() - n) : s; }
 
+// The measurement of the median round (by s/step; the lower median for an even count), with every
+// round's s/step in "samples" so a reader sees the spread.
+static json median_sample(const std::vector<json>& v) {
+  std::vector<size_t> idx(v.size());
+  for (size_t i = 0; i < v.size(); ++i) idx[i] = i;
+  std::sort(idx.begin(), idx.end(), [&](size_t a, size_t b) {
+    return v[a]["seconds_per_step"].get<double>() < v[b]["seconds_per_step"].get<double>();
+  });
+  json m = v[idx[(v.size() - 1) / 2]];
+  json samples = json::array();
+  for (const auto& j : v) samples.push_back(j["seconds_per_step"]);
+  m["samples"] = samples;
+  return m;
+}
+
 json run_peer_bench(const PeerBenchOptions& o, std::ostream* log) {
   const int threads = o.threads > 0 ? o.threads : at::get_num_threads();
   std::vector<std::string> cells = o.cells.empty() ? peer_cells() : o.cells;
@@ -296,12 +311,16 @@ json run_peer_bench(const PeerBenchOptions& o, std::ostream* log) {
     return j;
   };
   const double gemm = r["gemm_gflops"].get<double>();
+  const int rounds = std::max(1, o.rounds);
+  r["rounds"] = rounds;
   json rows = json::array();
   for (int64_t B : o.batches) {
     {  // LibTorch's fused GRU at the same shape (Cellscope's gru cell runs at::gru)
       json m = {{"cell", "gru"}, {"embed", o.embed}, {"hidden", o.hidden}};
       if (log) *log << "batch " << B << ": gru (LibTorch fused) ..." << std::flush;
-      json c = child(m, B, false);
+      std::vector<json> cs_;
+      for (int k = 0; k < rounds; ++k) cs_.push_back(child(m, B, false));
+      json c = median_sample(cs_);
       json row = {{"cell", "gru"}, {"label", "LibTorch fused GRU"}, {"batch", B}, {"model", m}, {"cellscope", c}};
       row["efficiency"] = c["flops_per_step"].get<double>() / c["seconds_per_step"].get<double>() / 1e9 /
                           c.value("gemm_gflops", gemm);
@@ -318,28 +337,40 @@ json run_peer_bench(const PeerBenchOptions& o, std::ostream* log) {
       const json resolved = load_and_resolve(json{{"task", {{"name", "char_lm"}}}, {"model", m}}, "bench model")["model"];
       json row = {{"cell", cell}, {"batch", B}, {"model", m}};
       if (log) *log << "batch " << B << ": " << cell << " ..." << std::flush;
-      json c = child(m, B, false);
+      // Rounds interleave the variants (default path, autograd path, Python, then again), so a
+      // slow spell of the machine hits all of them alike; each reported time is the median round.
+      const bool has_fast = cell_has_fast_path(resolved);
+      std::vector<json> cv, av, pv;
+      bool python_ok = o.python;
+      for (int k = 0; k < rounds; ++k) {
+        cv.push_back(child(m, B, false));
+        if (has_fast) av.push_back(child(m, B, true));
+        if (python_ok) {
+          // A peer that cannot run this model (an option it does not implement, no python3-torch)
+          // leaves its columns empty and says why; Cellscope's numbers are still reported.
+          try {
+            pv.push_back(python(resolved, B));
+          } catch (const UserError& e) {
+            row["python_error"] = e.what();
+            python_ok = false;
+            pv.clear();
+            if (log) *log << " (Python peer: " << e.what() << ")";
+          }
+        }
+      }
+      json c = median_sample(cv);
       row["cellscope"] = c;
       const double flops = c["flops_per_step"].get<double>(), t = c["seconds_per_step"].get<double>();
       row["efficiency"] = flops / t / 1e9 / c.value("gemm_gflops", gemm);
       if (log) *log << " cellscope " << t;
-      if (cell_has_fast_path(resolved)) {
-        json a = child(m, B, true);
+      if (has_fast) {
+        json a = median_sample(av);
         row["cellscope_autograd"] = a;
         row["autograd_efficiency"] = flops / a["seconds_per_step"].get<double>() / 1e9 / a.value("gemm_gflops", gemm);
         if (log) *log << ", autograd " << a["seconds_per_step"].get<double>();
       }
       json p;
-      if (o.python) {
-        // A peer that cannot run this model (an option it does not implement, no python3-torch)
-        // leaves its columns empty and says why; Cellscope's numbers are still reported.
-        try {
-          p = python(resolved, B);
-        } catch (const UserError& e) {
-          row["python_error"] = e.what();
-          if (log) *log << " (Python peer: " << e.what() << ")";
-        }
-      }
+      if (!pv.empty()) p = median_sample(pv);
       if (!p.is_null()) {
         row["python"] = p;
         row["speedup"] = p["seconds_per_step"].get<double>() / t;
@@ -367,17 +398,29 @@ std::string peer_table_markdown(const json& r) {
     << r["embed"] << ", hidden " << r["hidden"] << ", " << r["threads"] << " threads; large GEMM "
     << fmt(r["gemm_gflops"].get<double>(), 1) << " GFLOP/s at the start (each efficiency uses the GEMM rate its own "
        "process measured right after its steps); load average " << fmt(r["load_before"].get<double>(), 2)
-    << " before, " << fmt(r["load_after"].get<double>(), 2) << " after\n\n";
+    << " before, " << fmt(r["load_after"].get<double>(), 2) << " after";
+  const int rounds = r.value("rounds", 1);
+  if (rounds > 1)
+    s << "; each time is the median of " << rounds << " rounds that interleave the variants (range in brackets)";
+  s << "\n\n";
   s << "| model | batch | Cellscope s/step | autograd path s/step | plain PyTorch Python s/step | speedup vs Python | "
        "efficiency (of GEMM) | Python efficiency | peak step MiB Cellscope | peak step MiB Python |\n";
   s << "|---|---|---|---|---|---|---|---|---|---|\n";
   auto mib = [](const json& m) { return fmt(m["peak_step_bytes"].get<double>() / (1 << 20), 1); };
+  auto secs = [](const json& m) {  // "median" or "median [min-max]" over the rounds
+    std::string t = fmt(m["seconds_per_step"].get<double>(), 3);
+    if (m.contains("samples") && m["samples"].size() > 1) {
+      double lo = 1e300, hi = 0;
+      for (const auto& v : m["samples"]) lo = std::min(lo, v.get<double>()), hi = std::max(hi, v.get<double>());
+      t += " [" + fmt(lo, 3) + "-" + fmt(hi, 3) + "]";
+    }
+    return t;
+  };
   for (const auto& row : r["rows"]) {
     const auto& c = row["cellscope"];
     s << "| " << row.value("label", row["cell"].get<std::string>()) << " | " << row["batch"] << " | "
-      << fmt(c["seconds_per_step"].get<double>(), 3) << " | "
-      << (row.contains("cellscope_autograd") ? fmt(row["cellscope_autograd"]["seconds_per_step"].get<double>(), 3) : "-")
-      << " | " << (row.contains("python") ? fmt(row["python"]["seconds_per_step"].get<double>(), 3) : "-") << " | "
+      << secs(c) << " | " << (row.contains("cellscope_autograd") ? secs(row["cellscope_autograd"]) : "-") << " | "
+      << (row.contains("python") ? secs(row["python"]) : "-") << " | "
       << (row.contains("speedup") ? fmt(row["speedup"].get<double>(), 2) + "x" : "-") << " | "
       << fmt(row["efficiency"].get<double>(), 2) << " | "
       << (row.contains("python_efficiency") ? fmt(row["python_efficiency"].get<double>(), 2) : "-") << " | " << mib(c)

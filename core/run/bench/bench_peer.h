@@ -49,6 +49,7 @@ struct PeerBenchOptions {
   std::vector<std::string> sets;  // extra model.KEY=VALUE for every cell
   std::string self_exe;           // the CLI that runs `bench --peer-child`
   bool python = true;             // also time the Python peers
+  int rounds = 1;                 // interleaved repetitions of every measurement; the median is reported
 };
 // Runs the whole comparison; progress lines go to `log` (may be null). Returns
 // {rows: [...], gemm_gflops, threads, load_before, load_after, ...}.
