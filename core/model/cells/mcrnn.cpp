@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "cells/baseline.h"
+#include "cells/fused_mcrnn.h"
 #include "cells/registry.h"
 #include "util/error.h"
 
@@ -182,6 +183,17 @@ SeqOutput McRnnCellImpl::forward_sequence(const torch::Tensor& x, const State& s
   // [W_1^T; ...; W_{n-1}^T]: built once per sequence, so each step is a single GEMM (eq. 2)
   auto wcat = dist_weights().transpose(1, 2).reshape({n1 * H, H});
   int64_t t = state_time(s0);
+  if (mcrnn_fast_path_applies(*this, x, ctx)) {
+    // The recurrence as one autograd function with a hand-written backward (cells/fused_mcrnn.h);
+    // the hoisted input halves and wcat stay under autograd. Same equations, same state layout.
+    TORCH_CHECK(s0.size() == 4, "mcrnn: expected a state of 4 tensors with an LSTM base, got ", s0.size());
+    auto xp = input_projection(x);
+    auto* lstm = dynamic_cast<LSTMCellImpl*>(base_.get());
+    auto r3 = fused::mcrnn_recurrence(xp.narrow(2, 0, base_proj_), xp.narrow(2, base_proj_, opt_.attention), s0[2],
+                                      s0[3], {wcat, lstm->w_hh, lstm->b_hh, v_h, r}, t, opt_.block);
+    const int64_t T = x.size(0);
+    return {r3[0], {r3[0][T - 1], s0[1] + T, r3[1], r3[2]}};
+  }
   std::vector<torch::Tensor> steps = input_projection(x).unbind(0);  // never xp[t]
   // the in-degree pattern has period n-1: one coefficient tensor per phase
   std::vector<torch::Tensor> coef;

@@ -53,7 +53,7 @@ double gemm_gflops(int64_t n) {
 
 bool cell_has_fast_path(const json& model) {
   // LibTorch's fused kernels (cells/baseline.cpp) and the hand-written sequence functions of
-  // issue #16 (cells/fused_gru_dt.cpp, fused_cru.cpp, fused_mzu.cpp; their *_fast_path_applies
+  // issue #16 (cells/fused_gru_dt.cpp, fused_cru.cpp, fused_mzu.cpp, fused_mcrnn.cpp; their *_fast_path_applies
   // whitelists decide per call, this mirrors them for the bench's table).
   const std::string cell = model.value("cell", std::string());
   if (cell == "gru" || cell == "lstm" || cell == "rnn")
@@ -65,6 +65,9 @@ bool cell_has_fast_path(const json& model) {
            model.value("disagreement_form", std::string("cosine")) == "cosine" &&
            model.value("gcn_adjacency", std::string("cosine_plus_identity")) == "cosine_plus_identity" &&
            !(model.value("regular_gate", false) && model.value("regular_trans", false));
+  if (cell == "mcrnn")  // cells/fused_mcrnn.h: an LSTM base, memory "prev", no LN, no candidate dropout
+    return model.value("base", std::string("lstm")) == "lstm" && model.value("lstm_memory", std::string("prev")) == "prev" &&
+           !model.value("layer_norm", false) && model.value("candidate_dropout", 0.0) == 0.0;
   return false;
 }
 

@@ -1,0 +1,293 @@
+#include "cells/fused_mcrnn.h"
+
+#include <ATen/ATen.h>
+#include <ATen/Dispatch.h>
+#include <ATen/Parallel.h>
+#include <torch/autograd.h>
+
+#include <cmath>
+
+#include "cells/baseline.h"
+#include "cells/fused_common.h"
+#include "cells/mcrnn.h"
+
+namespace cs {
+
+bool mcrnn_fast_path_applies(McRnnCellImpl& cell, const torch::Tensor& x, const StepContext& ctx) {
+  if (!fast_paths_enabled() || ctx.probe || ctx.stepwise) return false;
+  if (x.scalar_type() != torch::kFloat && x.scalar_type() != torch::kDouble) return false;
+  if (cell.options().lstm_memory != "prev") return false;
+  auto* lstm = dynamic_cast<LSTMCellImpl*>(&cell.base());
+  if (!lstm) return false;
+  const auto& bo = lstm->options();
+  if (bo.layer_norm || lstm->weight_drop > 0) return false;
+  return !(bo.candidate_dropout > 0 && lstm->is_training());
+}
+
+namespace fused {
+
+using torch::Tensor;
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+namespace {
+
+// Rows (b, k) per parallel chunk: about ATen's elementwise grain (32768 elements) per task.
+int64_t row_grain(int64_t width) { return std::max<int64_t>(1, at::internal::GRAIN_SIZE / std::max<int64_t>(1, width)); }
+
+// Eq. 1 for the step `t` (0-based within this call; global position t0 + t + 1): m[k] for k < K.
+std::vector<int64_t> in_degrees(int64_t t0, int64_t t, int64_t n) {
+  std::vector<int64_t> m(static_cast<size_t>(n - 1));
+  for (int64_t k = 0; k < n - 1; ++k) m[static_cast<size_t>(k)] = mcrnn_in_degree(t0 + t + 1, k + 1, n);
+  return m;
+}
+
+// The row [H] of h_{t-j}^k for batch row b: a channel output of this call (step t - j >= 0,
+// hall [T, B, K, H]) or of the initial history (hist0 [B, K, n-1, H], distance j - t from the start).
+template <typename T>
+inline T* hrow(T* hall, T* hist0, int64_t t, int64_t j, int64_t b, int64_t k, int64_t B, int64_t K, int64_t n1,
+               int64_t H) {
+  if (t - j >= 0) return hall + (((t - j) * B + b) * K + k) * H;
+  return hist0 + ((b * K + k) * n1 + (j - t - 1)) * H;
+}
+
+// Eq. 2's left operand for step t: U[b, k, j-1, :] = [j <= m_k] / m_k * h_{t-j}^k, so that
+// s_{t-1} = U [B K, (n-1) H] x wcat (the step-wise path's (hist * coef) x wcat, same values).
+template <typename T>
+void build_u(T* U, T* hall, T* hist0, int64_t t, const std::vector<int64_t>& m, int64_t B, int64_t K, int64_t n1,
+             int64_t H) {
+  at::parallel_for(0, B * K, row_grain(n1 * H), [&](int64_t r0, int64_t r1) {
+    for (int64_t row = r0; row < r1; ++row) {
+      const int64_t b = row / K, k = row % K;
+      const int64_t mk = m[static_cast<size_t>(k)];
+      const T scale = static_cast<T>(1.0 / static_cast<double>(mk));
+      for (int64_t j = 1; j <= n1; ++j) {
+        T* dst = U + (row * n1 + (j - 1)) * H;
+        if (j > mk) {
+          for (int64_t i = 0; i < H; ++i) dst[i] = T(0);
+          continue;
+        }
+        const T* src = hrow(hall, hist0, t, j, b, k, B, K, n1, H);
+        for (int64_t i = 0; i < H; ++i) dst[i] = src[i] * scale;
+      }
+    }
+  });
+}
+
+// The transpose of build_u: dU [B K, (n-1) H] of step t is added into the gradients of the
+// h it was built from (dhall [T, B, K, H] or dhist0 [B, K, n-1, H]).
+template <typename T>
+void scatter_du(const T* dU, T* dhall, T* dhist0, int64_t t, const std::vector<int64_t>& m, int64_t B, int64_t K,
+                int64_t n1, int64_t H) {
+  // Rows (b, k) are disjoint targets for a fixed t: parallel over them is race-free.
+  at::parallel_for(0, B * K, row_grain(n1 * H), [&](int64_t r0, int64_t r1) {
+    for (int64_t row = r0; row < r1; ++row) {
+      const int64_t b = row / K, k = row % K;
+      const int64_t mk = m[static_cast<size_t>(k)];
+      const T scale = static_cast<T>(1.0 / static_cast<double>(mk));
+      for (int64_t j = 1; j <= mk; ++j) {
+        const T* src = dU + (row * n1 + (j - 1)) * H;
+        T* dst = hrow(dhall, dhist0, t, j, b, k, B, K, n1, H);
+        for (int64_t i = 0; i < H; ++i) dst[i] += src[i] * scale;
+      }
+    }
+  });
+}
+
+// LSTM step (eq. 3 with f = LSTM, gates i, f, g, o as torch) on the gate pre-activations in
+// place: G [R, 4H] becomes (sigmoid(i), sigmoid(f), tanh(g), sigmoid(o)); c = f cprev + i g,
+// tc = tanh(c) (kept for backward), h = o tc. The transcendental functions run as ATen's
+// vectorised kernels.
+void lstm_forward(int64_t H, const Tensor& G, const Tensor& cprev, Tensor& c, Tensor& tc, Tensor& h) {
+  G.narrow(1, 0, 2 * H).sigmoid_();
+  G.narrow(1, 2 * H, H).tanh_();
+  G.narrow(1, 3 * H, H).sigmoid_();
+  at::mul_out(c, G.narrow(1, H, H), cprev);
+  c.addcmul_(G.narrow(1, 0, H), G.narrow(1, 2 * H, H));
+  at::tanh_out(tc, c);
+  at::mul_out(h, G.narrow(1, 3 * H, H), tc);
+}
+
+// Its backward (tcs = tanh(c) saved by the forward): dh [R, H] (gradient of h), dc [R, H] in:
+// gradient of c from later steps; out: of cprev. Writes dG [R, 4H], the gradient of the gate
+// pre-activations.
+template <typename T>
+void lstm_backward(int64_t R, int64_t H, const T* G, const T* cprev, const T* tcs, const T* dh, T* dc, T* dG) {
+  at::parallel_for(0, R, row_grain(4 * H), [&](int64_t r0, int64_t r1) {
+    for (int64_t row = r0; row < r1; ++row) {
+      const T* g = G + row * 4 * H;
+      const T* cp = cprev + row * H;
+      const T* tcr = tcs + row * H;
+      const T* d = dh + row * H;
+      T* dcr = dc + row * H;
+      T* o = dG + row * 4 * H;
+      for (int64_t j = 0; j < H; ++j) {
+        const T ig = g[j], fg = g[H + j], gg = g[2 * H + j], og = g[3 * H + j];
+        const T tc = tcr[j];
+        const T dct = dcr[j] + d[j] * og * (T(1) - tc * tc);
+        o[j] = dct * gg * ig * (T(1) - ig);
+        o[H + j] = dct * cp[j] * fg * (T(1) - fg);
+        o[2 * H + j] = dct * ig * (T(1) - gg * gg);
+        o[3 * H + j] = d[j] * tc * og * (T(1) - og);
+        dcr[j] = dct * fg;
+      }
+    }
+  });
+}
+
+class McRnnFn : public torch::autograd::Function<McRnnFn> {
+ public:
+  static variable_list forward(AutogradContext* ctx, Tensor xb, Tensor vx, Tensor hist0, Tensor c0, Tensor wcat,
+                               Tensor w_hh, Tensor b_hh, Tensor v_h, Tensor r, int64_t t0, int64_t n) {
+    xb = xb.contiguous(), vx = vx.contiguous(), hist0 = hist0.contiguous(), c0 = c0.contiguous();
+    wcat = wcat.contiguous(), w_hh = w_hh.contiguous(), b_hh = b_hh.contiguous();
+    v_h = v_h.contiguous(), r = r.contiguous();
+    const int64_t T = xb.size(0), B = xb.size(1), K = n - 1, n1 = n - 1, H = c0.size(2), A = v_h.size(0);
+    const int64_t R = B * K;
+    const auto opts = xb.options();
+    // Saved for backward (pool_empty: fused_common.h): eq. 2's operands and results, the gates,
+    // memories and outputs of every channel, eq. 4's tanh and eq. 5's weights.
+    Tensor U = pool_empty({T, R, n1 * H}, opts);  // eq. 2's left operand per step
+    Tensor S = pool_empty({T, R, H}, opts);       // s_{t-1}^k (eq. 2), the LSTM's incoming state
+    Tensor G = pool_empty({T, R, 4 * H}, opts);   // gates i, f, g, o (activated)
+    Tensor C = pool_empty({T, R, H}, opts);       // c_t^k
+    Tensor TC = pool_empty({T, R, H}, opts);      // tanh(c_t^k)
+    Tensor Hs = pool_empty({T, R, H}, opts);      // h_t^k (eq. 3)
+    Tensor TH = pool_empty({T, R, A}, opts);      // tanh(V_h h + V_x x) (eq. 4)
+    Tensor Aw = pool_empty({T, B, K}, opts);      // a_t^k (eq. 5)
+    Tensor out = pool_empty({T, B, H}, opts);     // h_t^att (eq. 6)
+    AT_DISPATCH_FLOATING_TYPES(xb.scalar_type(), "fused_mcrnn_forward", [&] {
+      using T_ = scalar_t;
+      T_* hall = Hs.data_ptr<T_>();
+      T_* h0p = hist0.data_ptr<T_>();
+      for (int64_t t = 0; t < T; ++t) {
+        const auto m = in_degrees(t0, t, n);
+        Tensor Ut = U[t], St = S[t], Gt = G[t], Ct = C[t], TCt = TC[t], Ht = Hs[t], THt = TH[t];
+        build_u<T_>(Ut.data_ptr<T_>(), hall, h0p, t, m, B, K, n1, H);
+        at::mm_out(St, Ut, wcat);                                  // eq. 2: s_{t-1}^k, all k and j at once
+        at::addmm_out(Gt, b_hh, St, w_hh.t());                     // eq. 3: U s + b_hh ...
+        Gt.view({B, K, 4 * H}).add_(xb[t].unsqueeze(1));           // ... + W_ih x_t + b_ih (shared by the channels)
+        const Tensor cprev = t > 0 ? C[t - 1] : c0.view({R, H});  // lstm_memory "prev": c_{t-1}^k
+        lstm_forward(H, Gt, cprev, Ct, TCt, Ht);
+        at::mm_out(THt, Ht, v_h.t());                              // eq. 4: V_h h_t^k ...
+        THt.view({B, K, A}).add_(vx[t].unsqueeze(1));              // ... + V_x x_t
+        THt.tanh_();
+        Tensor e = at::mv(THt, r).view({B, K});                    // e_t^k = r^T tanh(.)
+        Tensor a = at::softmax(e, 1);                              // eq. 5
+        Aw[t].copy_(a);
+        Tensor ot = out[t];
+        at::sum_out(ot, Ht.view({B, K, H}) * a.unsqueeze(2), {1});  // eq. 6
+      }
+    });
+    // The final state: the window of the last n-1 channel outputs, the last memories.
+    Tensor histT = at::empty({B, K, n1, H}, opts);
+    for (int64_t d = 1; d <= n1; ++d)
+      histT.select(2, d - 1).copy_(T - d >= 0 ? Hs[T - d].view({B, K, H}) : hist0.select(2, d - T - 1));
+    Tensor cT = C[T - 1].view({B, K, H}).clone();
+    ctx->save_for_backward({hist0, c0, wcat, w_hh, v_h, r});
+    ctx->saved_data["U"] = U;
+    ctx->saved_data["S"] = S;
+    ctx->saved_data["G"] = G;
+    ctx->saved_data["C"] = C;
+    ctx->saved_data["TC"] = TC;
+    ctx->saved_data["Hs"] = Hs;
+    ctx->saved_data["TH"] = TH;
+    ctx->saved_data["Aw"] = Aw;
+    ctx->saved_data["t0"] = t0;
+    ctx->saved_data["n"] = n;
+    return {out, histT, cT};
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    auto sv = ctx->get_saved_variables();
+    Tensor hist0 = sv[0], c0 = sv[1], wcat = sv[2], w_hh = sv[3], v_h = sv[4], r = sv[5];
+    TORCH_CHECK(ctx->saved_data.count("U") && ctx->saved_data["U"].isTensor(),
+                "fused mcrnn: backward through the same graph twice is not supported (the buffers are released "
+                "after the first backward); run the forward again");
+    Tensor U = ctx->saved_data["U"].toTensor(), S = ctx->saved_data["S"].toTensor();
+    Tensor G = ctx->saved_data["G"].toTensor(), C = ctx->saved_data["C"].toTensor();
+    Tensor TC = ctx->saved_data["TC"].toTensor();
+    Tensor Hs = ctx->saved_data["Hs"].toTensor(), TH = ctx->saved_data["TH"].toTensor();
+    Tensor Aw = ctx->saved_data["Aw"].toTensor();
+    for (const char* k : {"U", "S", "G", "C", "TC", "Hs", "TH", "Aw"}) ctx->saved_data.erase(k);
+    const int64_t t0 = ctx->saved_data["t0"].toInt(), n = ctx->saved_data["n"].toInt();
+    const int64_t T = Hs.size(0), R = Hs.size(1), H = Hs.size(2), K = n - 1, n1 = n - 1, B = R / K, A = v_h.size(0);
+    const auto opts = Hs.options();
+
+    Tensor gout = grads[0].defined() ? grads[0].contiguous() : at::zeros({T, B, H}, opts);
+    Tensor dHs = pool_empty({T, R, H}, opts).zero_();  // gradient of h_t^k from eq. 6 and later steps (eq. 2)
+    Tensor dhist0 = at::zeros({B, K, n1, H}, opts);
+    if (grads[1].defined())
+      for (int64_t d = 1; d <= n1; ++d) {
+        Tensor g = grads[1].select(2, d - 1);
+        if (T - d >= 0) dHs[T - d].view({B, K, H}).add_(g);
+        else dhist0.select(2, d - T - 1).add_(g);
+      }
+    Tensor dc = grads[2].defined() ? grads[2].reshape({R, H}).clone() : at::zeros({R, H}, opts);
+    Tensor dG = pool_empty({T, R, 4 * H}, opts);   // gate pre-activations
+    Tensor dS = pool_empty({T, R, H}, opts);       // s_{t-1}^k
+    Tensor dPre = pool_empty({T, R, A}, opts);     // V_h h + V_x x
+    Tensor dE = pool_empty({T, R}, opts);          // e_t^k
+    Tensor dxb = at::empty({T, B, 4 * H}, opts);
+    Tensor dvx = at::empty({T, B, A}, opts);
+    Tensor dU = at::empty({R, n1 * H}, opts);
+    AT_DISPATCH_FLOATING_TYPES(Hs.scalar_type(), "fused_mcrnn_backward", [&] {
+      using T_ = scalar_t;
+      for (int64_t t = T - 1; t >= 0; --t) {
+        const auto m = in_degrees(t0, t, n);
+        Tensor Ht = Hs[t], dHt = dHs[t], a = Aw[t], go = gout[t];
+        Tensor h3 = Ht.view({B, K, H});
+        // eq. 6: out = sum_k a_k h_k
+        Tensor da = (h3 * go.unsqueeze(1)).sum(2);                        // [B, K]
+        dHt.view({B, K, H}).addcmul_(a.unsqueeze(2), go.unsqueeze(1));
+        // eq. 5: softmax over the channels
+        Tensor de = a * (da - (a * da).sum(1, true));
+        dE[t].copy_(de.view({R}));
+        // eq. 4: e = r^T tanh(pre)
+        Tensor th = TH[t];
+        Tensor dpre = dPre[t];
+        at::mul_out(dpre, de.view({R, 1}), r.view({1, A}));
+        dpre.mul_(1 - th * th);
+        Tensor dvxt = dvx[t], dxbt = dxb[t], dSt = dS[t], dGt = dG[t];
+        at::sum_out(dvxt, dpre.view({B, K, A}), {1});
+        dHt.addmm_(dpre, v_h);
+        // eq. 3: the LSTM step (memory "prev": c_{t-1}^k of the same channel)
+        const Tensor cprev = t > 0 ? C[t - 1] : c0.view({R, H});
+        lstm_backward<T_>(R, H, G[t].data_ptr<T_>(), cprev.data_ptr<T_>(), TC[t].data_ptr<T_>(), dHt.data_ptr<T_>(),
+                          dc.data_ptr<T_>(), dGt.data_ptr<T_>());
+        at::sum_out(dxbt, dGt.view({B, K, 4 * H}), {1});
+        at::mm_out(dSt, dGt, w_hh);
+        // eq. 2: back into the h of the window (earlier steps or the initial history)
+        at::mm_out(dU, dSt, wcat.t());
+        scatter_du<T_>(dU.data_ptr<T_>(), dHs.data_ptr<T_>(), dhist0.data_ptr<T_>(), t, m, B, K, n1, H);
+      }
+    });
+    // Weight gradients: one GEMM over all T B K rows each.
+    Tensor dwcat = at::mm(U.view({T * R, n1 * H}).t(), dS.view({T * R, H}));
+    Tensor dw_hh = at::mm(dG.view({T * R, 4 * H}).t(), S.view({T * R, H}));
+    Tensor db_hh = dG.view({T * R, 4 * H}).sum(0);
+    Tensor dv_h = at::mm(dPre.view({T * R, A}).t(), Hs.view({T * R, H}));
+    Tensor dr = at::mv(TH.view({T * R, A}).t(), dE.view({T * R}));
+    return {dxb, dvx, dhist0, dc.view({B, K, H}), dwcat, dw_hh, db_hh, dv_h, dr, Tensor(), Tensor()};
+  }
+};
+
+}  // namespace
+
+std::vector<Tensor> mcrnn_recurrence(const Tensor& xb, const Tensor& vx, const Tensor& hist0, const Tensor& c0,
+                                     const McRnnWeights& w, int64_t t0, int64_t n) {
+  TORCH_CHECK(n >= 2, "fused mcrnn: block size n must be >= 2, got ", n);
+  TORCH_CHECK(xb.dim() == 3 && xb.size(0) > 0, "fused mcrnn: expected xb [T>0, B, 4H], got ", xb.sizes());
+  const int64_t B = xb.size(1), K = n - 1, H = w.w_hh.size(1), A = w.v_h.size(0);
+  TORCH_CHECK(xb.size(2) == 4 * H, "fused mcrnn: expected xb [T, B, ", 4 * H, "] (an LSTM base), got ", xb.sizes());
+  TORCH_CHECK(vx.dim() == 3 && vx.size(0) == xb.size(0) && vx.size(1) == B && vx.size(2) == A,
+              "fused mcrnn: expected vx [", xb.size(0), ", ", B, ", ", A, "], got ", vx.sizes());
+  TORCH_CHECK(hist0.sizes() == at::IntArrayRef({B, K, n - 1, H}), "fused mcrnn: expected hist0 [", B, ", ", K, ", ",
+              n - 1, ", ", H, "], got ", hist0.sizes());
+  TORCH_CHECK(c0.sizes() == at::IntArrayRef({B, K, H}), "fused mcrnn: expected c0 [", B, ", ", K, ", ", H, "], got ",
+              c0.sizes());
+  return McRnnFn::apply(xb, vx, hist0, c0, w.wcat, w.w_hh, w.b_hh, w.v_h, w.r, t0, n);
+}
+
+}  // namespace fused
+}  // namespace cs

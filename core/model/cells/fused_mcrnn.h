@@ -1,0 +1,40 @@
+// MC-RNN fast path (cells/mcrnn.h, issue #16): the recurrence of an MC-RNN over an LSTM base as
+// one custom autograd function with a hand-written backward through time. The inputs that do
+// not depend on the recurrence (the LSTM's W_ih x + b_ih and eq. 4's V_x x, hoisted for all
+// channels) and eq. 2's [W_1^T; ...; W_{n-1}^T] (built from the parameter D_j under autograd)
+// stay outside, so autograd differentiates them. See cells/FUSED_NOTES.md ("MC-RNN").
+#pragma once
+#include <ATen/core/Tensor.h>
+
+#include <vector>
+
+#include "cells/cell.h"
+
+namespace cs {
+
+class McRnnCellImpl;
+
+// Whitelist (the step-wise autograd path runs otherwise): fast paths on (CELLSCOPE_FAST != 0),
+// no probe, ctx.stepwise false; base cell lstm without layer norm and without weight drop,
+// candidate dropout 0 (or evaluation), lstm_memory "prev"; float or double input.
+bool mcrnn_fast_path_applies(McRnnCellImpl& cell, const torch::Tensor& x, const StepContext& ctx);
+
+namespace fused {
+
+struct McRnnWeights {
+  at::Tensor wcat;  // [(n-1) H, H] = [W_1^T; ...; W_{n-1}^T]  (eq. 2)
+  at::Tensor w_hh;  // [4H, H]  the LSTM's recurrent weights (gates i, f, g, o)
+  at::Tensor b_hh;  // [4H]
+  at::Tensor v_h;   // [A, H]   eq. 4's V_h
+  at::Tensor r;     // [A]      eq. 4's r
+};
+
+// xb [T, B, 4H] (W_ih x_t + b_ih), vx [T, B, A] (V_x x_t), hist0 [B, K, n-1, H] (h_{t0-j}^k at
+// [:, k-1, j-1]), c0 [B, K, H] (the LSTM memory of each channel), t0 = steps already taken, n = the
+// block size (K = n - 1 channels). Returns {h_att [T, B, H], hist_T [B, K, n-1, H], c_T [B, K, H]}:
+// eqs. 1-6 exactly as McRnnCellImpl::step_at computes them, differentiable w.r.t. every tensor.
+std::vector<at::Tensor> mcrnn_recurrence(const at::Tensor& xb, const at::Tensor& vx, const at::Tensor& hist0,
+                                         const at::Tensor& c0, const McRnnWeights& w, int64_t t0, int64_t n);
+
+}  // namespace fused
+}  // namespace cs
