@@ -132,6 +132,39 @@ TEST(BenchPeers, peerBenchReportsTimesSpeedupEfficiencyAndMemory) {
   ASSERT_TRUE(cstest::contains(out, "| model | batch | Cellscope s/step |")) << out;
   ASSERT_TRUE(cstest::contains(out, "| gru_dt | 2 |")) << out;
   ASSERT_TRUE(cstest::contains(out, "| LibTorch fused GRU | 2 |")) << out;
+  // --rounds: every variant measured that often, interleaved; the reported time is the median
+  // round's (one of the samples, with as many below it as above for 3 rounds), the range is shown
+  ASSERT_EQ(cstest::run_cli({"bench", "--peer", "--cell", "mcrnn", "--batch", "2", "--seq", "5", "--embed", "6", "--hidden",
+                             "6", "--iters", "1", "--threads", "1", "--rounds", "3", "--json"},
+                            &out, &err, 300000),
+            0)
+      << err;
+  {
+    auto r = cstest::json_object(out);
+    ASSERT_EQ(r.value("rounds", 0), 3);
+    ASSERT_EQ(r["rows"].size(), 2u);
+    const auto& row = r["rows"][1];
+    ASSERT_EQ(row.value("cell", std::string()), "mcrnn");
+    ASSERT_TRUE(row.contains("cellscope_autograd")) << "mcrnn has a fast path (cells/fused_mcrnn.h)";
+    for (const char* k : {"cellscope", "cellscope_autograd", "python"}) {
+      const auto& m = row[k];
+      ASSERT_EQ(m["samples"].size(), 3u) << k;
+      const double t = m.value("seconds_per_step", 0.0);
+      int below = 0, above = 0, equal = 0;
+      for (const auto& v : m["samples"]) (v.get<double>() < t ? below : v.get<double>() > t ? above : equal)++;
+      ASSERT_GE(equal, 1) << k << ": the median is not one of the rounds";
+      ASSERT_LE(below, 1) << k;
+      ASSERT_LE(above, 1) << k;
+    }
+  }
+  ASSERT_EQ(cstest::run_cli({"bench", "--peer", "--cell", "mcrnn", "--batch", "2", "--seq", "5", "--embed", "6", "--hidden",
+                             "6", "--iters", "1", "--threads", "1", "--rounds", "2", "--no-python"},
+                            &out, &err, 300000),
+            0)
+      << err;
+  ASSERT_TRUE(cstest::contains(out, "median of 2 rounds")) << out;
+  ASSERT_TRUE(cstest::contains(out, "| mcrnn | 2 | ")) << out;
+  ASSERT_TRUE(cstest::contains(out, " [")) << "the range of the rounds: " << out;
   ASSERT_EQ(cstest::run_cli({"bench", "--peer", "--batch", "32,x"}, &out, &err), 2);
   ASSERT_TRUE(cstest::contains(err, "--batch")) << err;
 }

@@ -232,12 +232,26 @@ TEST(FusedMcRnn, Whitelist) {
   EXPECT_TRUE(mcrnn_fast_path_applies(*cell, x, ctx));
 }
 
+// Both forms of eq. 2 (fused_mcrnn.h, McRnnTuning): the zero-padded window as one GEMM, and one
+// GEMM per channel over its actual predecessors.
 TEST(FusedMcRnn, AgreesWithAutogradDouble) {
-  for (const auto& c : claimed_cases()) expect_agree(c, torch::kDouble, 1e-10);
+  auto& tune = fused::mcrnn_tuning();
+  const auto saved = tune;
+  for (int64_t split : {1 << 30, 0}) {
+    tune.split_channels_min_batch = split;
+    for (const auto& c : claimed_cases()) expect_agree(c, torch::kDouble, 1e-10);
+  }
+  tune = saved;
 }
 
 TEST(FusedMcRnn, AgreesWithAutogradFloat) {
-  for (const auto& c : claimed_cases()) expect_agree(c, torch::kFloat, 1e-4);
+  auto& tune = fused::mcrnn_tuning();
+  const auto saved = tune;
+  for (int64_t split : {1 << 30, 0}) {
+    tune.split_channels_min_batch = split;
+    for (const auto& c : claimed_cases()) expect_agree(c, torch::kFloat, 1e-4);
+  }
+  tune = saved;
 }
 
 TEST(FusedMcRnn, AgreesWhenRowsAreSplitOverThreads) {
@@ -246,7 +260,7 @@ TEST(FusedMcRnn, AgreesWhenRowsAreSplitOverThreads) {
   torch::set_num_threads(2);
   Case c;
   c.T = 5;
-  expect_agree(c, torch::kDouble, 1e-10, 64, 8, 64);
+  expect_agree(c, torch::kDouble, 1e-10, 64, 8, 64);  // (B = 64: the per-channel form of eq. 2 by default)
   torch::set_num_threads(threads);
 }
 

@@ -6,6 +6,7 @@
 #include <torch/autograd.h>
 
 #include <cmath>
+#include <cstdlib>
 
 #include "cells/baseline.h"
 #include "cells/fused_common.h"
@@ -29,6 +30,16 @@ namespace fused {
 using torch::Tensor;
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
+
+McRnnTuning& mcrnn_tuning() {
+  static McRnnTuning t = [] {
+    McRnnTuning d;
+    // For benchmarks: CELLSCOPE_MCRNN_SPLIT_MIN_BATCH=N moves the switch between eq. 2's two forms.
+    if (const char* v = std::getenv("CELLSCOPE_MCRNN_SPLIT_MIN_BATCH")) d.split_channels_min_batch = std::atoll(v);
+    return d;
+  }();
+  return t;
+}
 
 namespace {
 
@@ -145,6 +156,7 @@ class McRnnFn : public torch::autograd::Function<McRnnFn> {
     const int64_t T = xb.size(0), B = xb.size(1), K = n - 1, n1 = n - 1, H = c0.size(2), A = v_h.size(0);
     const int64_t R = B * K;
     const auto opts = xb.options();
+    const bool split = B >= mcrnn_tuning().split_channels_min_batch;
     // Saved for backward (pool_empty: fused_common.h): eq. 2's operands and results, the gates,
     // memories and outputs of every channel, eq. 4's tanh and eq. 5's weights.
     Tensor U = pool_empty({T, R, n1 * H}, opts);  // eq. 2's left operand per step
@@ -164,7 +176,15 @@ class McRnnFn : public torch::autograd::Function<McRnnFn> {
         const auto m = in_degrees(t0, t, n);
         Tensor Ut = U[t], St = S[t], Gt = G[t], Ct = C[t], TCt = TC[t], Ht = Hs[t], THt = TH[t];
         build_u<T_>(Ut.data_ptr<T_>(), hall, h0p, t, m, B, K, n1, H);
-        at::mm_out(St, Ut, wcat);                                  // eq. 2: s_{t-1}^k, all k and j at once
+        if (split) {  // eq. 2 per channel over its m_k predecessors (rows b K + k: strided views)
+          for (int64_t k = 0; k < K; ++k) {
+            const int64_t mk = m[static_cast<size_t>(k)];
+            Tensor Sk = St.view({B, K, H}).select(1, k);
+            at::mm_out(Sk, Ut.view({B, K, n1 * H}).select(1, k).narrow(1, 0, mk * H), wcat.narrow(0, 0, mk * H));
+          }
+        } else {
+          at::mm_out(St, Ut, wcat);  // eq. 2: s_{t-1}^k, all k and j at once (zero-padded window)
+        }
         at::addmm_out(Gt, b_hh, St, w_hh.t());                     // eq. 3: U s + b_hh ...
         Gt.view({B, K, 4 * H}).add_(xb[t].unsqueeze(1));           // ... + W_ih x_t + b_ih (shared by the channels)
         const Tensor cprev = t > 0 ? C[t - 1] : c0.view({R, H});  // lstm_memory "prev": c_{t-1}^k
@@ -213,6 +233,7 @@ class McRnnFn : public torch::autograd::Function<McRnnFn> {
     const int64_t t0 = ctx->saved_data["t0"].toInt(), n = ctx->saved_data["n"].toInt();
     const int64_t T = Hs.size(0), R = Hs.size(1), H = Hs.size(2), K = n - 1, n1 = n - 1, B = R / K, A = v_h.size(0);
     const auto opts = Hs.options();
+    const bool split = B >= mcrnn_tuning().split_channels_min_batch;
 
     Tensor gout = grads[0].defined() ? grads[0].contiguous() : at::zeros({T, B, H}, opts);
     Tensor dHs = pool_empty({T, R, H}, opts).zero_();  // gradient of h_t^k from eq. 6 and later steps (eq. 2)
@@ -258,7 +279,15 @@ class McRnnFn : public torch::autograd::Function<McRnnFn> {
         at::sum_out(dxbt, dGt.view({B, K, 4 * H}), {1});
         at::mm_out(dSt, dGt, w_hh);
         // eq. 2: back into the h of the window (earlier steps or the initial history)
-        at::mm_out(dU, dSt, wcat.t());
+        if (split) {  // only the blocks j <= m_k of each channel are read by scatter_du
+          for (int64_t k = 0; k < K; ++k) {
+            const int64_t mk = m[static_cast<size_t>(k)];
+            Tensor dUk = dU.view({B, K, n1 * H}).select(1, k).narrow(1, 0, mk * H);
+            at::mm_out(dUk, dSt.view({B, K, H}).select(1, k), wcat.narrow(0, 0, mk * H).t());
+          }
+        } else {
+          at::mm_out(dU, dSt, wcat.t());
+        }
         scatter_du<T_>(dU.data_ptr<T_>(), dHs.data_ptr<T_>(), dhist0.data_ptr<T_>(), t, m, B, K, n1, H);
       }
     });

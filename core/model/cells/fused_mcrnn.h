@@ -29,6 +29,15 @@ struct McRnnWeights {
   at::Tensor r;     // [A]      eq. 4's r
 };
 
+// Tuning (tests set it to exercise both forms). Eq. 2 per step is either one GEMM
+// [B K, (n-1) H] x [(n-1) H, H] over the zero-padded window, or, from this batch size on, one GEMM
+// per channel over its m_t^k actual predecessors only ([B, m H] x [m H, H], rows strided): 6 of 9
+// products for n = 4, but K GEMMs of B rows instead of one of B K rows.
+struct McRnnTuning {
+  int64_t split_channels_min_batch = 64;
+};
+McRnnTuning& mcrnn_tuning();
+
 // xb [T, B, 4H] (W_ih x_t + b_ih), vx [T, B, A] (V_x x_t), hist0 [B, K, n-1, H] (h_{t0-j}^k at
 // [:, k-1, j-1]), c0 [B, K, H] (the LSTM memory of each channel), t0 = steps already taken, n = the
 // block size (K = n - 1 channels). Returns {h_att [T, B, H], hist_T [B, K, n-1, H], c_T [B, K, H]}:
