@@ -192,7 +192,7 @@ std::vector<Case> claimed_cases() {
 
 }  // namespace
 
-TEST(FusedMcRnn, Whitelist) {
+TEST(FusedMcrnn, Whitelist) {
   Case c;
   auto x = torch::randn({3, 2, 4});
   StepContext ctx;
@@ -234,7 +234,7 @@ TEST(FusedMcRnn, Whitelist) {
 
 // Both forms of eq. 2 (fused_mcrnn.h, McRnnTuning): the zero-padded window as one GEMM, and one
 // GEMM per channel over its actual predecessors.
-TEST(FusedMcRnn, AgreesWithAutogradDouble) {
+TEST(FusedMcrnn, AgreesWithAutogradDouble) {
   auto& tune = fused::mcrnn_tuning();
   const auto saved = tune;
   for (int64_t split : {1 << 30, 0}) {
@@ -244,7 +244,7 @@ TEST(FusedMcRnn, AgreesWithAutogradDouble) {
   tune = saved;
 }
 
-TEST(FusedMcRnn, AgreesWithAutogradFloat) {
+TEST(FusedMcrnn, AgreesWithAutogradFloat) {
   auto& tune = fused::mcrnn_tuning();
   const auto saved = tune;
   for (int64_t split : {1 << 30, 0}) {
@@ -254,7 +254,7 @@ TEST(FusedMcRnn, AgreesWithAutogradFloat) {
   tune = saved;
 }
 
-TEST(FusedMcRnn, AgreesWhenRowsAreSplitOverThreads) {
+TEST(FusedMcrnn, AgreesWhenRowsAreSplitOverThreads) {
   // B K = 192 rows of width (n-1) H = 192: more than one at::parallel_for chunk, on 2 threads.
   const int threads = torch::get_num_threads();
   torch::set_num_threads(2);
@@ -264,7 +264,7 @@ TEST(FusedMcRnn, AgreesWhenRowsAreSplitOverThreads) {
   torch::set_num_threads(threads);
 }
 
-TEST(FusedMcRnn, EvaluationWithoutGradient) {
+TEST(FusedMcrnn, EvaluationWithoutGradient) {
   Case c;
   auto cell = make_cell(c, 5, 6, "prev", false, 0.4);
   cell->train(false);
@@ -279,7 +279,7 @@ TEST(FusedMcRnn, EvaluationWithoutGradient) {
   for (size_t i = 0; i < a.state.size(); ++i) EXPECT_LT(rel_err(a.state[i], b.state[i]), 1e-5) << "state " << i;
 }
 
-TEST(FusedMcRnn, BackwardTwiceIsRefusedWithAMessage) {
+TEST(FusedMcrnn, BackwardTwiceIsRefusedWithAMessage) {
   Case c;
   auto cell = make_cell(c, 4, 5);
   cell->train(true);
@@ -295,7 +295,7 @@ TEST(FusedMcRnn, BackwardTwiceIsRefusedWithAMessage) {
   }
 }
 
-TEST(FusedMcRnn, FiniteDifferences) {
+TEST(FusedMcrnn, FiniteDifferences) {
   for (int64_t n : {3, 4}) {
     Case c;
     c.block = n;
@@ -328,7 +328,7 @@ TEST(FusedMcRnn, FiniteDifferences) {
 // A tiny char LM (embedding, MC-RNN-3 over an LSTM, linear head) trained 150 Adam steps on the
 // default corpus with carried state (truncated BPTT, as the trainer does), once with the fast path
 // and once step-wise, same seed: the same mean loss over the last 40 steps, and it learned.
-TEST(FusedMcRnn, SameTrainingOnDefaultCorpus) {
+TEST(FusedMcrnn, SameTrainingOnDefaultCorpus) {
   const std::string corpus = data_cache_dir() + "/moby-dick.txt";
   if (!std::filesystem::exists(corpus)) FAIL() << "default corpus missing: " << corpus << " (run bash datasets/fetch.sh)";
   std::ifstream in(corpus, std::ios::binary);

@@ -404,8 +404,9 @@ std::string peer_table_markdown(const json& r) {
     s << "; each time is the median of " << rounds << " rounds that interleave the variants (range in brackets)";
   s << "\n\n";
   s << "| model | batch | Cellscope s/step | autograd path s/step | plain PyTorch Python s/step | speedup vs Python | "
-       "efficiency (of GEMM) | Python efficiency | peak step MiB Cellscope | peak step MiB Python |\n";
-  s << "|---|---|---|---|---|---|---|---|---|---|\n";
+       "efficiency (of GEMM) | Python efficiency | peak step MiB Cellscope | peak step MiB autograd path | "
+       "peak step MiB Python |\n";
+  s << "|---|---|---|---|---|---|---|---|---|---|---|\n";
   auto mib = [](const json& m) { return fmt(m["peak_step_bytes"].get<double>() / (1 << 20), 1); };
   auto secs = [](const json& m) {  // "median" or "median [min-max]" over the rounds
     std::string t = fmt(m["seconds_per_step"].get<double>(), 3);
@@ -424,7 +425,8 @@ std::string peer_table_markdown(const json& r) {
       << (row.contains("speedup") ? fmt(row["speedup"].get<double>(), 2) + "x" : "-") << " | "
       << fmt(row["efficiency"].get<double>(), 2) << " | "
       << (row.contains("python_efficiency") ? fmt(row["python_efficiency"].get<double>(), 2) : "-") << " | " << mib(c)
-      << " | " << (row.contains("python") ? mib(row["python"]) : "-") << " |\n";
+      << " | " << (row.contains("cellscope_autograd") ? mib(row["cellscope_autograd"]) : "-") << " | "
+      << (row.contains("python") ? mib(row["python"]) : "-") << " |\n";
   }
   for (const auto& row : r["rows"])
     if (row.contains("python_error"))
