@@ -86,9 +86,10 @@ void build_u(T* U, T* hall, T* hist0, int64_t t, const std::vector<int64_t>& m, 
 }
 
 // The transpose of build_u: dU [B K, (n-1) H] of step t is added into the gradients of the
-// h it was built from (dhall [T, B, K, H] or dhist0 [B, K, n-1, H]).
+// h it was built from: step t - j's slot of the ring dring [n, B, K, H] (slot (t - j) mod n), or
+// dhist0 [B, K, n-1, H] for the initial history.
 template <typename T>
-void scatter_du(const T* dU, T* dhall, T* dhist0, int64_t t, const std::vector<int64_t>& m, int64_t B, int64_t K,
+void scatter_du(const T* dU, T* dring, T* dhist0, int64_t t, const std::vector<int64_t>& m, int64_t B, int64_t K,
                 int64_t n1, int64_t H) {
   // Rows (b, k) are disjoint targets for a fixed t: parallel over them is race-free.
   at::parallel_for(0, B * K, row_grain(n1 * H), [&](int64_t r0, int64_t r1) {
@@ -98,17 +99,41 @@ void scatter_du(const T* dU, T* dhall, T* dhist0, int64_t t, const std::vector<i
       const T scale = static_cast<T>(1.0 / static_cast<double>(mk));
       for (int64_t j = 1; j <= mk; ++j) {
         const T* src = dU + (row * n1 + (j - 1)) * H;
-        T* dst = hrow(dhall, dhist0, t, j, b, k, B, K, n1, H);
+        T* dst = t - j >= 0 ? dring + (((t - j) % (n1 + 1)) * B * K + row) * H
+                            : dhist0 + ((b * K + k) * n1 + (j - t - 1)) * H;
         for (int64_t i = 0; i < H; ++i) dst[i] += src[i] * scale;
       }
     }
   });
 }
 
+// For the gradient of wcat's block j (W_j^T): rows (t, b, k) of steps [ta, tb) hold
+// [j <= m_t^k] / m_t^k h_{t-j}^k, i.e. column block j of build_u's U, so that
+// dW_j^T = sum over chunks of Hj^T ds (U itself is not kept: it is 3x the outputs).
+template <typename T>
+void build_hj(T* Hj, T* hall, T* hist0, int64_t ta, int64_t tb, int64_t j, int64_t t0, int64_t n, int64_t B,
+              int64_t K, int64_t H) {
+  const int64_t n1 = n - 1, R = B * K;
+  at::parallel_for(0, (tb - ta) * R, row_grain(H), [&](int64_t r0, int64_t r1) {
+    for (int64_t q = r0; q < r1; ++q) {
+      const int64_t t = ta + q / R, row = q % R, b = row / K, k = row % K;
+      const int64_t mk = mcrnn_in_degree(t0 + t + 1, k + 1, n);
+      T* dst = Hj + q * H;
+      if (j > mk) {
+        for (int64_t i = 0; i < H; ++i) dst[i] = T(0);
+        continue;
+      }
+      const T scale = static_cast<T>(1.0 / static_cast<double>(mk));
+      const T* src = hrow(hall, hist0, t, j, b, k, B, K, n1, H);
+      for (int64_t i = 0; i < H; ++i) dst[i] = src[i] * scale;
+    }
+  });
+}
+
 // LSTM step (eq. 3 with f = LSTM, gates i, f, g, o as torch) on the gate pre-activations in
 // place: G [R, 4H] becomes (sigmoid(i), sigmoid(f), tanh(g), sigmoid(o)); c = f cprev + i g,
-// tc = tanh(c) (kept for backward), h = o tc. The transcendental functions run as ATen's
-// vectorised kernels.
+// tc = tanh(c) (a scratch buffer; backward recomputes it), h = o tc. The transcendental functions
+// run as ATen's vectorised kernels.
 void lstm_forward(int64_t H, const Tensor& G, const Tensor& cprev, Tensor& c, Tensor& tc, Tensor& h) {
   G.narrow(1, 0, 2 * H).sigmoid_();
   G.narrow(1, 2 * H, H).tanh_();
@@ -119,7 +144,7 @@ void lstm_forward(int64_t H, const Tensor& G, const Tensor& cprev, Tensor& c, Te
   at::mul_out(h, G.narrow(1, 3 * H, H), tc);
 }
 
-// Its backward (tcs = tanh(c) saved by the forward): dh [R, H] (gradient of h), dc [R, H] in:
+// Its backward (tcs = tanh(c), recomputed): dh [R, H] (gradient of h), dc [R, H] in:
 // gradient of c from later steps; out: of cprev. Writes dG [R, 4H], the gradient of the gate
 // pre-activations.
 template <typename T>
@@ -159,11 +184,13 @@ class McRnnFn : public torch::autograd::Function<McRnnFn> {
     const bool split = B >= mcrnn_tuning().split_channels_min_batch;
     // Saved for backward (pool_empty: fused_common.h): eq. 2's operands and results, the gates,
     // memories and outputs of every channel, eq. 4's tanh and eq. 5's weights.
-    Tensor U = pool_empty({T, R, n1 * H}, opts);  // eq. 2's left operand per step
+    // (eq. 2's left operand U and tanh(c) are rebuilt in backward rather than kept: together 4H
+    // values per row, a third of what the autograd path keeps per step.)
+    Tensor Ut = pool_empty({R, n1 * H}, opts);    // eq. 2's left operand of the current step
+    Tensor TCt = pool_empty({R, H}, opts);        // tanh(c_t^k) of the current step
     Tensor S = pool_empty({T, R, H}, opts);       // s_{t-1}^k (eq. 2), the LSTM's incoming state
     Tensor G = pool_empty({T, R, 4 * H}, opts);   // gates i, f, g, o (activated)
     Tensor C = pool_empty({T, R, H}, opts);       // c_t^k
-    Tensor TC = pool_empty({T, R, H}, opts);      // tanh(c_t^k)
     Tensor Hs = pool_empty({T, R, H}, opts);      // h_t^k (eq. 3)
     Tensor TH = pool_empty({T, R, A}, opts);      // tanh(V_h h + V_x x) (eq. 4)
     Tensor Aw = pool_empty({T, B, K}, opts);      // a_t^k (eq. 5)
@@ -174,7 +201,7 @@ class McRnnFn : public torch::autograd::Function<McRnnFn> {
       T_* h0p = hist0.data_ptr<T_>();
       for (int64_t t = 0; t < T; ++t) {
         const auto m = in_degrees(t0, t, n);
-        Tensor Ut = U[t], St = S[t], Gt = G[t], Ct = C[t], TCt = TC[t], Ht = Hs[t], THt = TH[t];
+        Tensor St = S[t], Gt = G[t], Ct = C[t], Ht = Hs[t], THt = TH[t];
         build_u<T_>(Ut.data_ptr<T_>(), hall, h0p, t, m, B, K, n1, H);
         if (split) {  // eq. 2 per channel over its m_k predecessors (rows b K + k: strided views)
           for (int64_t k = 0; k < K; ++k) {
@@ -205,11 +232,9 @@ class McRnnFn : public torch::autograd::Function<McRnnFn> {
       histT.select(2, d - 1).copy_(T - d >= 0 ? Hs[T - d].view({B, K, H}) : hist0.select(2, d - T - 1));
     Tensor cT = C[T - 1].view({B, K, H}).clone();
     ctx->save_for_backward({hist0, c0, wcat, w_hh, v_h, r});
-    ctx->saved_data["U"] = U;
     ctx->saved_data["S"] = S;
     ctx->saved_data["G"] = G;
     ctx->saved_data["C"] = C;
-    ctx->saved_data["TC"] = TC;
     ctx->saved_data["Hs"] = Hs;
     ctx->saved_data["TH"] = TH;
     ctx->saved_data["Aw"] = Aw;
@@ -221,27 +246,28 @@ class McRnnFn : public torch::autograd::Function<McRnnFn> {
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     auto sv = ctx->get_saved_variables();
     Tensor hist0 = sv[0], c0 = sv[1], wcat = sv[2], w_hh = sv[3], v_h = sv[4], r = sv[5];
-    TORCH_CHECK(ctx->saved_data.count("U") && ctx->saved_data["U"].isTensor(),
+    TORCH_CHECK(ctx->saved_data.count("S") && ctx->saved_data["S"].isTensor(),
                 "fused mcrnn: backward through the same graph twice is not supported (the buffers are released "
                 "after the first backward); run the forward again");
-    Tensor U = ctx->saved_data["U"].toTensor(), S = ctx->saved_data["S"].toTensor();
+    Tensor S = ctx->saved_data["S"].toTensor();
     Tensor G = ctx->saved_data["G"].toTensor(), C = ctx->saved_data["C"].toTensor();
-    Tensor TC = ctx->saved_data["TC"].toTensor();
     Tensor Hs = ctx->saved_data["Hs"].toTensor(), TH = ctx->saved_data["TH"].toTensor();
     Tensor Aw = ctx->saved_data["Aw"].toTensor();
-    for (const char* k : {"U", "S", "G", "C", "TC", "Hs", "TH", "Aw"}) ctx->saved_data.erase(k);
+    for (const char* k : {"S", "G", "C", "Hs", "TH", "Aw"}) ctx->saved_data.erase(k);
     const int64_t t0 = ctx->saved_data["t0"].toInt(), n = ctx->saved_data["n"].toInt();
     const int64_t T = Hs.size(0), R = Hs.size(1), H = Hs.size(2), K = n - 1, n1 = n - 1, B = R / K, A = v_h.size(0);
     const auto opts = Hs.options();
     const bool split = B >= mcrnn_tuning().split_channels_min_batch;
 
     Tensor gout = grads[0].defined() ? grads[0].contiguous() : at::zeros({T, B, H}, opts);
-    Tensor dHs = pool_empty({T, R, H}, opts).zero_();  // gradient of h_t^k from eq. 6 and later steps (eq. 2)
+    // Gradient of h_t^k from eq. 6 and from the n-1 later steps whose window holds it (eq. 2): a
+    // ring of n slots (step t in slot t mod n, cleared after use), not one slot per step.
+    Tensor dring = at::zeros({n, R, H}, opts);
     Tensor dhist0 = at::zeros({B, K, n1, H}, opts);
     if (grads[1].defined())
       for (int64_t d = 1; d <= n1; ++d) {
         Tensor g = grads[1].select(2, d - 1);
-        if (T - d >= 0) dHs[T - d].view({B, K, H}).add_(g);
+        if (T - d >= 0) dring[(T - d) % n].view({B, K, H}).add_(g);
         else dhist0.select(2, d - T - 1).add_(g);
       }
     Tensor dc = grads[2].defined() ? grads[2].reshape({R, H}).clone() : at::zeros({R, H}, opts);
@@ -252,11 +278,12 @@ class McRnnFn : public torch::autograd::Function<McRnnFn> {
     Tensor dxb = at::empty({T, B, 4 * H}, opts);
     Tensor dvx = at::empty({T, B, A}, opts);
     Tensor dU = at::empty({R, n1 * H}, opts);
+    Tensor tc = at::empty({R, H}, opts);
     AT_DISPATCH_FLOATING_TYPES(Hs.scalar_type(), "fused_mcrnn_backward", [&] {
       using T_ = scalar_t;
       for (int64_t t = T - 1; t >= 0; --t) {
         const auto m = in_degrees(t0, t, n);
-        Tensor Ht = Hs[t], dHt = dHs[t], a = Aw[t], go = gout[t];
+        Tensor Ht = Hs[t], dHt = dring[t % n], a = Aw[t], go = gout[t];
         Tensor h3 = Ht.view({B, K, H});
         // eq. 6: out = sum_k a_k h_k
         Tensor da = (h3 * go.unsqueeze(1)).sum(2);                        // [B, K]
@@ -274,7 +301,8 @@ class McRnnFn : public torch::autograd::Function<McRnnFn> {
         dHt.addmm_(dpre, v_h);
         // eq. 3: the LSTM step (memory "prev": c_{t-1}^k of the same channel)
         const Tensor cprev = t > 0 ? C[t - 1] : c0.view({R, H});
-        lstm_backward<T_>(R, H, G[t].data_ptr<T_>(), cprev.data_ptr<T_>(), TC[t].data_ptr<T_>(), dHt.data_ptr<T_>(),
+        at::tanh_out(tc, C[t]);
+        lstm_backward<T_>(R, H, G[t].data_ptr<T_>(), cprev.data_ptr<T_>(), tc.data_ptr<T_>(), dHt.data_ptr<T_>(),
                           dc.data_ptr<T_>(), dGt.data_ptr<T_>());
         at::sum_out(dxbt, dGt.view({B, K, 4 * H}), {1});
         at::mm_out(dSt, dGt, w_hh);
@@ -288,11 +316,29 @@ class McRnnFn : public torch::autograd::Function<McRnnFn> {
         } else {
           at::mm_out(dU, dSt, wcat.t());
         }
-        scatter_du<T_>(dU.data_ptr<T_>(), dHs.data_ptr<T_>(), dhist0.data_ptr<T_>(), t, m, B, K, n1, H);
+        dHt.zero_();  // slot t mod n is step t - n's next (none of this step's targets)
+        scatter_du<T_>(dU.data_ptr<T_>(), dring.data_ptr<T_>(), dhist0.data_ptr<T_>(), t, m, B, K, n1, H);
       }
     });
     // Weight gradients: one GEMM over all T B K rows each.
-    Tensor dwcat = at::mm(U.view({T * R, n1 * H}).t(), dS.view({T * R, H}));
+    // dW_j^T = sum_t U_t[:, block j]^T ds_t, U's block j rebuilt per chunk of about 2048 rows.
+    Tensor dwcat = at::zeros({n1 * H, H}, opts);
+    {
+      const int64_t steps_per_chunk = std::max<int64_t>(1, std::min<int64_t>(T, 2048 / std::max<int64_t>(1, R)));
+      Tensor Hj = pool_empty({steps_per_chunk * R, H}, opts);
+      AT_DISPATCH_FLOATING_TYPES(Hs.scalar_type(), "fused_mcrnn_dwcat", [&] {
+        using T_ = scalar_t;
+        for (int64_t ta = 0; ta < T; ta += steps_per_chunk) {
+          const int64_t tb = std::min(T, ta + steps_per_chunk), rows = (tb - ta) * R;
+          Tensor hj = Hj.narrow(0, 0, rows);
+          Tensor ds = dS.narrow(0, ta, tb - ta).reshape({rows, H});
+          for (int64_t j = 1; j <= n1; ++j) {
+            build_hj<T_>(hj.data_ptr<T_>(), Hs.data_ptr<T_>(), hist0.data_ptr<T_>(), ta, tb, j, t0, n, B, K, H);
+            dwcat.narrow(0, (j - 1) * H, H).addmm_(hj.t(), ds);
+          }
+        }
+      });
+    }
     Tensor dw_hh = at::mm(dG.view({T * R, 4 * H}).t(), S.view({T * R, H}));
     Tensor db_hh = dG.view({T * R, 4 * H}).sum(0);
     Tensor dv_h = at::mm(dPre.view({T * R, A}).t(), Hs.view({T * R, H}));
