@@ -331,6 +331,15 @@ TEST_F(FusedMzu, products_split_over_m_functions) {
     compare_paths(o, torch::kDouble, 1e-10, v.comp + "/" + v.name + ", products per thread (double)", 7);
     compare_paths(o, torch::kFloat, 1e-4, v.comp + "/" + v.name + ", products per thread (float)", 7);
   }
+  // the papers' widths (OpenBLAS's blocked kernels, not its small-matrix path, run concurrently
+  // on both threads), float
+  for (const std::string comp : {"cap", "sat"}) {
+    auto o = paper(comp);
+    o.input_size = 256;
+    o.hidden_size = 512;
+    o.filter = 1000;
+    compare_paths(o, torch::kFloat, 1e-4, comp + "/paper widths, products per thread (float)", 3);
+  }
   EXPECT_GT(fused_mzu_stats().parallel_products, before) << "no group of products ran one per thread";
   tune = saved;
   torch::set_num_threads(threads);

@@ -435,45 +435,46 @@ void route_fwd(const Tensor& Ut, int64_t iters, const Tensor& Ct, const Tensor& 
     const scalar_t* U = Ut.data_ptr<scalar_t>();
     scalar_t *C = Ct.data_ptr<scalar_t>(), *Sv = St.data_ptr<scalar_t>(), *O = Ot.data_ptr<scalar_t>();
     at::parallel_for(0, KB, route_grain(N, J, Do, iters), [&](int64_t b0, int64_t b1) {
-      std::vector<double> bl(static_cast<size_t>(N * J)), c(static_cast<size_t>(N * J)), s(static_cast<size_t>(J * Do)),
+      std::vector<scalar_t> bl(static_cast<size_t>(N * J)), c(static_cast<size_t>(N * J)), s(static_cast<size_t>(J * Do)),
           o(static_cast<size_t>(J * Do));
+      std::vector<double> ex(static_cast<size_t>(J));
       for (int64_t kb = b0; kb < b1; ++kb) {
         const scalar_t* u = U + kb * N * J * Do;
-        std::fill(bl.begin(), bl.end(), 0.0);
+        std::fill(bl.begin(), bl.end(), scalar_t(0));
         for (int64_t it = 0; it < iters; ++it) {
           scalar_t* cst = C + (it * KB + kb) * N * J;
           scalar_t* sst = Sv + (it * KB + kb) * J * Do;
           for (int64_t i = 0; i < N; ++i) {  // eq. 11: c_i = softmax_j(b_i)
             double mx = -INFINITY, sum = 0;
-            for (int64_t j = 0; j < J; ++j) mx = std::max(mx, bl[static_cast<size_t>(i * J + j)]);
-            for (int64_t j = 0; j < J; ++j) sum += (c[static_cast<size_t>(i * J + j)] = std::exp(bl[static_cast<size_t>(i * J + j)] - mx));
+            for (int64_t j = 0; j < J; ++j) mx = std::max<double>(mx, bl[static_cast<size_t>(i * J + j)]);
+            for (int64_t j = 0; j < J; ++j) sum += (ex[static_cast<size_t>(j)] = std::exp(bl[static_cast<size_t>(i * J + j)] - mx));
             for (int64_t j = 0; j < J; ++j) {
-              const scalar_t cij = static_cast<scalar_t>(c[static_cast<size_t>(i * J + j)] / sum);
+              const scalar_t cij = static_cast<scalar_t>(ex[static_cast<size_t>(j)] / sum);
               cst[i * J + j] = cij;
-              c[static_cast<size_t>(i * J + j)] = static_cast<double>(cij);
+              c[static_cast<size_t>(i * J + j)] = cij;
             }
           }
-          std::fill(s.begin(), s.end(), 0.0);  // eq. 12: s_j = sum_i c_ij u_ij
+          std::fill(s.begin(), s.end(), scalar_t(0));  // eq. 12: s_j = sum_i c_ij u_ij
           for (int64_t i = 0; i < N; ++i)
             for (int64_t j = 0; j < J; ++j) {
-              const double cij = c[static_cast<size_t>(i * J + j)];
+              const scalar_t cij = c[static_cast<size_t>(i * J + j)];
               const scalar_t* uij = u + (i * J + j) * Do;
-              double* sj = s.data() + j * Do;
+              scalar_t* sj = s.data() + j * Do;
               for (int64_t e = 0; e < Do; ++e) sj[e] += cij * uij[e];
             }
           for (int64_t j = 0; j < J; ++j) {  // eq. 13: o_j = squash(s_j)
             scalar_t* sj = sst + j * Do;
             for (int64_t e = 0; e < Do; ++e) sj[e] = static_cast<scalar_t>(s[static_cast<size_t>(j * Do + e)]);
             double n2;
-            const double r = squash_ratio(sj, Do, &n2);
-            for (int64_t e = 0; e < Do; ++e) o[static_cast<size_t>(j * Do + e)] = static_cast<double>(sj[e]) * r;
+            const scalar_t r = static_cast<scalar_t>(squash_ratio(sj, Do, &n2));
+            for (int64_t e = 0; e < Do; ++e) o[static_cast<size_t>(j * Do + e)] = sj[e] * r;
           }
           if (it + 1 < iters) {  // eq. 14: b_ij += u_ij . o_j
             for (int64_t i = 0; i < N; ++i)
               for (int64_t j = 0; j < J; ++j) {
                 const scalar_t* uij = u + (i * J + j) * Do;
-                const double* oj = o.data() + j * Do;
-                double acc = 0;
+                const scalar_t* oj = o.data() + j * Do;
+                scalar_t acc = 0;
                 for (int64_t e = 0; e < Do; ++e) acc += uij[e] * oj[e];
                 bl[static_cast<size_t>(i * J + j)] += acc;
               }
@@ -498,11 +499,11 @@ void route_bwd(const Tensor& Ut, const Tensor& Ct, const Tensor& St, const Tenso
     scalar_t* DU = dUt.data_ptr<scalar_t>();
     at::parallel_for(0, KB, route_grain(N, J, Do, iters), [&](int64_t b0, int64_t b1) {
       const size_t NJ = static_cast<size_t>(N * J), JD = static_cast<size_t>(J * Do);
-      std::vector<double> du(NJ * static_cast<size_t>(Do)), db(NJ), dc(NJ), dov(JD), ds(JD), o(JD);
+      std::vector<scalar_t> du(NJ * static_cast<size_t>(Do)), db(NJ), dc(NJ), dov(JD), ds(JD), o(JD);
       for (int64_t kb = b0; kb < b1; ++kb) {
         const scalar_t* u = U + kb * N * J * Do;
-        std::fill(du.begin(), du.end(), 0.0);
-        std::fill(db.begin(), db.end(), 0.0);
+        std::fill(du.begin(), du.end(), scalar_t(0));
+        std::fill(db.begin(), db.end(), scalar_t(0));
         for (int64_t it = iters - 1; it >= 0; --it) {
           const scalar_t* c = C + (it * KB + kb) * N * J;
           const scalar_t* s = Sv + (it * KB + kb) * J * Do;
@@ -512,17 +513,17 @@ void route_bwd(const Tensor& Ut, const Tensor& Ct, const Tensor& St, const Tenso
           } else {  // b_{it+1} = b_it + u . o_it: into o_it (dov) and u (du)
             for (int64_t j = 0; j < J; ++j) {
               double n2;
-              const double r = squash_ratio(s + j * Do, Do, &n2);
-              for (int64_t e = 0; e < Do; ++e) o[static_cast<size_t>(j * Do + e)] = static_cast<double>(s[j * Do + e]) * r;
+              const scalar_t r = static_cast<scalar_t>(squash_ratio(s + j * Do, Do, &n2));
+              for (int64_t e = 0; e < Do; ++e) o[static_cast<size_t>(j * Do + e)] = s[j * Do + e] * r;
             }
-            std::fill(dov.begin(), dov.end(), 0.0);
+            std::fill(dov.begin(), dov.end(), scalar_t(0));
             for (int64_t i = 0; i < N; ++i)
               for (int64_t j = 0; j < J; ++j) {
-                const double bij = db[static_cast<size_t>(i * J + j)];
+                const scalar_t bij = db[static_cast<size_t>(i * J + j)];
                 const scalar_t* uij = u + (i * J + j) * Do;
-                double* duij = du.data() + (i * J + j) * Do;
-                double* dj = dov.data() + j * Do;
-                const double* oj = o.data() + j * Do;
+                scalar_t* duij = du.data() + (i * J + j) * Do;
+                scalar_t* dj = dov.data() + j * Do;
+                const scalar_t* oj = o.data() + j * Do;
                 for (int64_t e = 0; e < Do; ++e) {
                   dj[e] += bij * uij[e];
                   duij[e] += bij * oj[e];
@@ -535,18 +536,18 @@ void route_bwd(const Tensor& Ut, const Tensor& Ct, const Tensor& St, const Tenso
             const double r = squash_ratio(sj, Do, &n2);
             const double sq = std::sqrt(n2 + 1e-12);
             const double dr = 0.5 / (sq * (1 + n2)) - sq / ((1 + n2) * (1 + n2));
-            double dot = 0;
+            scalar_t dot = 0;
             for (int64_t e = 0; e < Do; ++e) dot += dov[static_cast<size_t>(j * Do + e)] * sj[e];
-            for (int64_t e = 0; e < Do; ++e)
-              ds[static_cast<size_t>(j * Do + e)] = dov[static_cast<size_t>(j * Do + e)] * r + sj[e] * (dot * dr * 2);
+            const scalar_t rr = static_cast<scalar_t>(r), k2 = static_cast<scalar_t>(dot * dr * 2);
+            for (int64_t e = 0; e < Do; ++e) ds[static_cast<size_t>(j * Do + e)] = dov[static_cast<size_t>(j * Do + e)] * rr + sj[e] * k2;
           }
           for (int64_t i = 0; i < N; ++i)  // s_j = sum_i c_ij u_ij
             for (int64_t j = 0; j < J; ++j) {
-              const double cij = c[i * J + j];
+              const scalar_t cij = c[i * J + j];
               const scalar_t* uij = u + (i * J + j) * Do;
-              double* duij = du.data() + (i * J + j) * Do;
-              const double* dsj = ds.data() + j * Do;
-              double acc = 0;
+              scalar_t* duij = du.data() + (i * J + j) * Do;
+              const scalar_t* dsj = ds.data() + j * Do;
+              scalar_t acc = 0;
               for (int64_t e = 0; e < Do; ++e) {
                 acc += dsj[e] * uij[e];
                 duij[e] += cij * dsj[e];
@@ -554,7 +555,7 @@ void route_bwd(const Tensor& Ut, const Tensor& Ct, const Tensor& St, const Tenso
               dc[static_cast<size_t>(i * J + j)] = acc;
             }
           for (int64_t i = 0; i < N; ++i) {  // softmax backward over j, into the logits
-            double sd = 0;
+            scalar_t sd = 0;
             for (int64_t j = 0; j < J; ++j) sd += dc[static_cast<size_t>(i * J + j)] * c[i * J + j];
             for (int64_t j = 0; j < J; ++j) db[static_cast<size_t>(i * J + j)] += c[i * J + j] * (dc[static_cast<size_t>(i * J + j)] - sd);
           }
