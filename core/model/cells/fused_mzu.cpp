@@ -597,12 +597,12 @@ struct Run : torch::CustomClassHolder {
   Tensor Os;           // [K, Dp, T, B J, d_o] composition output = FFN input
   Tensor H1;           // [K, Dp, T, B J, d_f] FFN hidden (after ReLU)
   Tensor Fs;           // [K, Dp, T, B, J d_o] FFN output (aggregation input)
-  struct Routing {
-    Tensor c, s;  // [iters, K B, N, J] coupling, [iters, K B, J, d_o] s (route_fwd)
-  };
-  std::vector<Routing> routing;  // cap: per (depth, step)
+  // cap: [Dp, T, K, B N, J d_o] predictions, [Dp, T, iters, K B, N, J] coupling and
+  // [Dp, T, iters, K B, J, d_o] s of every routing iteration (route_fwd); pooled like the
+  // others (per-step tensors of this size were page-faulted anew at every step)
+  Tensor Ub, RC, RS;
   // per (depth, step) tensors, index d * T + t
-  std::vector<Tensor> cosm, ahat, gdeg, qkv, attn, u, cp, cmean, crstd, gp, gmean, grstd, tc, g, mask, z0, zmean, zrstd,
+  std::vector<Tensor> cosm, ahat, gdeg, qkv, attn, cp, cmean, crstd, gp, gmean, grstd, tc, g, mask, z0, zmean, zrstd,
       zl;
 
   // Backward buffers (allocated in backward): DA0 [T, B, G] (depth 0: it is the gradient of the
@@ -625,10 +625,14 @@ struct Run : torch::CustomClassHolder {
       H1 = take({K, Dp, T, B * J, F}, opt);
       Fs = take({K, Dp, T, B, J * Do}, opt);
     }
-    for (auto* v : {&cosm, &ahat, &gdeg, &qkv, &attn, &u, &cp, &cmean, &crstd, &gp, &gmean, &grstd, &tc, &g, &mask, &z0,
+    for (auto* v : {&cosm, &ahat, &gdeg, &qkv, &attn, &cp, &cmean, &crstd, &gp, &gmean, &grstd, &tc, &g, &mask, &z0,
                     &zmean, &zrstd, &zl})
       v->assign(n, Tensor());
-    routing.assign(cap ? n : 0, Routing());
+    if (cap && K > 0) {
+      Ub = take({Dp, T, K, B * N, J * Do}, opt);
+      RC = take({Dp, T, iters, K * B, N, J}, opt);
+      RS = take({Dp, T, iters, K * B, J, Do}, opt);
+    }
   }
 
   // Weight gradients of the M-functions for the chunk of n steps starting at t: per depth,
@@ -655,11 +659,11 @@ struct Run : torch::CustomClassHolder {
   }
 
   void release() {
-    for (auto* x : {&Hin, &Zs, &Zn, &AZ, &Os, &H1, &Fs, &DA0, &DAt, &DPRE, &DF, &DH1, &DP, &DQKV, &DU}) give(*x);
-    for (auto* v : {&cosm, &ahat, &gdeg, &qkv, &attn, &u, &cp, &cmean, &crstd, &gp, &gmean, &grstd, &tc, &g, &mask, &z0,
+    for (auto* x : {&Hin, &Zs, &Zn, &AZ, &Os, &H1, &Fs, &Ub, &RC, &RS, &DA0, &DAt, &DPRE, &DF, &DH1, &DP, &DQKV, &DU})
+      give(*x);
+    for (auto* v : {&cosm, &ahat, &gdeg, &qkv, &attn, &cp, &cmean, &crstd, &gp, &gmean, &grstd, &tc, &g, &mask, &z0,
                     &zmean, &zrstd, &zl})
       v->clear();
-    routing.clear();
   }
 
   // ---------------------------------------------------------------- forward of one depth at one step
@@ -732,14 +736,10 @@ struct Run : torch::CustomClassHolder {
       } else {
         zone_disagreement_fwd(Zb, Dneg);
         auto Zk = Z.view({K, B * N, dz});
-        auto uu = at::empty({K, B * N, J * Do}, Z.options());  // eq. 10: predictions z^_{j|i}
+        auto uu = at1(Ub, d, t);  // [K, B N, J d_o] eq. 10: predictions z^_{j|i}
         per_k(K, [&](int64_t k) { mm_into(uu.select(0, k), Zk.select(0, k), bk.p[W_C].select(0, k)); });
-        u[i] = uu;
-        auto& rs = routing[i];  // c and s of every iteration (small), for backward
-        rs.c = at::empty({iters, K * B, N, J}, Z.options());
-        rs.s = at::empty({iters, K * B, J, Do}, Z.options());
         O = at::empty({K, B * J, Do}, Z.options());
-        route_fwd(uu.view({K * B, N, J, Do}), iters, rs.c, rs.s, O.view({K * B, J, Do}));  // eqs. 11-14
+        route_fwd(uu.view({K * B, N, J, Do}), iters, at1(RC, d, t), at1(RS, d, t), O.view({K * B, J, Do}));  // eqs. 11-14
       }
       Dz.select(0, t).narrow(1, d * K, K).copy_(Dneg.view({K, B}).t());
       at2(Os, d, t).copy_(O);
@@ -894,7 +894,7 @@ struct Run : torch::CustomClassHolder {
           }
         } else {
           auto du = at2(DU, d, t - t0);  // [K, B N, J d_o]
-          route_bwd(u[i].view({K * B, N, J, Do}), routing[i].c, routing[i].s, dO.view({K * B, J, Do}), du, B);
+          route_bwd(at1(Ub, d, t).view({K * B, N, J, Do}), at1(RC, d, t), at1(RS, d, t), dO.view({K * B, J, Do}), du, B);
           dZ = at::empty({K, B * N, dz}, dhn.options());
           per_k(K, [&](int64_t k) { mm_into(dZ.select(0, k), du.select(0, k), bk.p[W_C].select(0, k).t()); });
           dZ = dZ.view({K * B, N, dz});
