@@ -298,6 +298,53 @@ TEST_F(FusedMzu, zone_loops_split_over_threads) {
   torch::set_num_threads(threads);
 }
 
+TEST_F(FusedMzu, products_split_over_m_functions) {
+  // The K M-functions' products (eq. 10 / Q K V, the FFN and aggregation chains and their
+  // backward; sat per_zone: K N maps) run one whole product per thread (k_parallel = 1, 2
+  // threads), with the routing and zone loops one row per task; the results must not depend on
+  // it. The regular_gate variant has K = 1 (in order on the calling thread).
+  auto& tune = fused_mzu_tuning();
+  const auto saved = tune;
+  const int threads = torch::get_num_threads();
+  torch::set_num_threads(2);
+  tune.k_parallel = 1;
+  tune.zone_grain = 1;
+  const int64_t before = fused_mzu_stats().parallel_products;
+  struct V {
+    std::string comp, name;
+    std::function<void(MZUOptions&)> set;
+  };
+  const std::vector<V> vs = {
+      {"cap", "capsules2", [](MZUOptions&) {}},
+      {"cap", "capsules4_residual", [](MZUOptions& o) { o.capsules = 4, o.ffn_residual = true; }},
+      {"cap", "regular_gate", [](MZUOptions& o) { o.regular_gate = true; }},
+      {"sat", "qkv_shared", [](MZUOptions& o) { o.sat_qkv = "shared"; }},
+      {"sat", "qkv_per_zone_unshared", [](MZUOptions& o) { o.sat_qkv = "per_zone", o.share_transition = false; }},
+      {"gcn", "paper", [](MZUOptions&) {}},
+  };
+  for (const auto& v : vs) {
+    auto o = paper(v.comp);
+    o.input_size = 10;
+    o.hidden_size = 32;
+    o.filter = 24;
+    v.set(o);
+    compare_paths(o, torch::kDouble, 1e-10, v.comp + "/" + v.name + ", products per thread (double)", 7);
+    compare_paths(o, torch::kFloat, 1e-4, v.comp + "/" + v.name + ", products per thread (float)", 7);
+  }
+  // the papers' widths (OpenBLAS's blocked kernels, not its small-matrix path, run concurrently
+  // on both threads), float
+  for (const std::string comp : {"cap", "sat"}) {
+    auto o = paper(comp);
+    o.input_size = 256;
+    o.hidden_size = 512;
+    o.filter = 1000;
+    compare_paths(o, torch::kFloat, 1e-4, comp + "/paper widths, products per thread (float)", 3);
+  }
+  EXPECT_GT(fused_mzu_stats().parallel_products, before) << "no group of products ran one per thread";
+  tune = saved;
+  torch::set_num_threads(threads);
+}
+
 TEST_F(FusedMzu, finite_differences_of_the_fast_path) {
   for (const std::string comp : {"gcn", "sat", "cap"}) {
     for (int variant = 0; variant < 2; ++variant) {

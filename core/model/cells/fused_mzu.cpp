@@ -10,6 +10,7 @@
 #include <torch/csrc/autograd/custom_function.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <initializer_list>
@@ -86,6 +87,16 @@ using torch::autograd::variable_list;
 FusedMZUTuning& fused_mzu_tuning() {
   static FusedMZUTuning t;
   return t;
+}
+
+namespace {
+std::atomic<int64_t> g_parallel_products{0};
+}  // namespace
+
+FusedMZUStats fused_mzu_stats() {
+  FusedMZUStats st;
+  st.parallel_products = g_parallel_products.load();
+  return st;
 }
 
 namespace {
@@ -368,6 +379,195 @@ void gcn_adjacency_bwd(const Tensor& Zb, const Tensor& cmt, const Tensor& aht, c
   });
 }
 
+// ------------------------------------------------------------------ per-M-function products
+// The K M-functions (and sat's per-zone maps) are independent products of the same shape. As
+// bmm they are K serial GEMM calls, each split by OpenBLAS over the threads (at batch 32 the
+// rows are few: 32-128, so each call's split and barrier cost a sizable share, and a
+// descheduled thread stalls the other). With 2 <= threads <= K each thread runs whole
+// products instead (OpenBLAS runs single-threaded inside an OpenMP region), and a chain of
+// products of one M-function (the FFN and aggregation) is one parallel region. Otherwise (one
+// thread, more threads than products, or fused_mzu_tuning().k_parallel = 0) the same calls
+// run in order on the calling thread. See FUSED_NOTES.md ("cap/sat, session 8").
+// out = a b / out = bias + a b (out= variants taking views)
+inline Tensor mm_into(Tensor out, const Tensor& a, const Tensor& b) { return at::mm_out(out, a, b); }
+inline Tensor addmm_into(Tensor out, const Tensor& bias, const Tensor& a, const Tensor& b) {
+  return at::addmm_out(out, bias, a, b);
+}
+
+template <class Fn>
+void per_k(int64_t K, Fn&& fn) {
+  const int threads = at::get_num_threads();
+  const int mode = fused_mzu_tuning().k_parallel;
+  const bool par = K > 1 && threads > 1 && !at::in_parallel_region() && (mode > 0 || (mode < 0 && threads <= K));
+  if (!par) {
+    for (int64_t k = 0; k < K; ++k) fn(k);
+    return;
+  }
+  g_parallel_products.fetch_add(1, std::memory_order_relaxed);
+  at::parallel_for(0, K, 1, [&](int64_t k0, int64_t k1) {
+    c10::AutoGradMode no_grad(false);  // OpenMP workers do not inherit the caller's grad mode
+    for (int64_t k = k0; k < k1; ++k) fn(k);
+  });
+}
+
+// ------------------------------------------------------------------ capsule routing (eqs. 11-14)
+// Per (k, b) (kb = k B + b), one loop over the routing iterations instead of ~10 ATen calls
+// per iteration on [K, B, N, J, d_o] temporaries (and ~15 per iteration in backward). Sums in
+// double. Forward: u [KB, N, J, d_o] -> o of the last iteration into O [KB, J, d_o]; saves the
+// coupling c [iters, KB, N, J] and s [iters, KB, J, d_o] (o is recomputed from s in backward).
+inline int64_t route_grain(int64_t N, int64_t J, int64_t Do, int64_t iters) {
+  if (fused_mzu_tuning().zone_grain > 0) return fused_mzu_tuning().zone_grain;
+  return std::max<int64_t>(1, 32768 / std::max<int64_t>(1, 3 * iters * N * J * Do));
+}
+
+// squash (eq. 13 as MZU's squash): o = s r, r = sqrt(|s|^2 + 1e-12) / (1 + |s|^2)
+template <typename S>
+inline double squash_ratio(const S* s, int64_t Do, double* n2out) {
+  double n2 = 0;
+  for (int64_t e = 0; e < Do; ++e) n2 += static_cast<double>(s[e]) * s[e];
+  *n2out = n2;
+  return std::sqrt(n2 + 1e-12) / (1 + n2);
+}
+
+void route_fwd(const Tensor& Ut, int64_t iters, const Tensor& Ct, const Tensor& St, const Tensor& Ot) {
+  const int64_t KB = Ut.size(0), N = Ut.size(1), J = Ut.size(2), Do = Ut.size(3);
+  AT_DISPATCH_FLOATING_TYPES(Ut.scalar_type(), "route_fwd", [&] {
+    const scalar_t* U = Ut.data_ptr<scalar_t>();
+    scalar_t *C = Ct.data_ptr<scalar_t>(), *Sv = St.data_ptr<scalar_t>(), *O = Ot.data_ptr<scalar_t>();
+    at::parallel_for(0, KB, route_grain(N, J, Do, iters), [&](int64_t b0, int64_t b1) {
+      std::vector<scalar_t> bl(static_cast<size_t>(N * J)), c(static_cast<size_t>(N * J)), s(static_cast<size_t>(J * Do)),
+          o(static_cast<size_t>(J * Do));
+      std::vector<double> ex(static_cast<size_t>(J));
+      for (int64_t kb = b0; kb < b1; ++kb) {
+        const scalar_t* u = U + kb * N * J * Do;
+        std::fill(bl.begin(), bl.end(), scalar_t(0));
+        for (int64_t it = 0; it < iters; ++it) {
+          scalar_t* cst = C + (it * KB + kb) * N * J;
+          scalar_t* sst = Sv + (it * KB + kb) * J * Do;
+          for (int64_t i = 0; i < N; ++i) {  // eq. 11: c_i = softmax_j(b_i)
+            double mx = -INFINITY, sum = 0;
+            for (int64_t j = 0; j < J; ++j) mx = std::max<double>(mx, bl[static_cast<size_t>(i * J + j)]);
+            for (int64_t j = 0; j < J; ++j) sum += (ex[static_cast<size_t>(j)] = std::exp(bl[static_cast<size_t>(i * J + j)] - mx));
+            for (int64_t j = 0; j < J; ++j) {
+              const scalar_t cij = static_cast<scalar_t>(ex[static_cast<size_t>(j)] / sum);
+              cst[i * J + j] = cij;
+              c[static_cast<size_t>(i * J + j)] = cij;
+            }
+          }
+          std::fill(s.begin(), s.end(), scalar_t(0));  // eq. 12: s_j = sum_i c_ij u_ij
+          for (int64_t i = 0; i < N; ++i)
+            for (int64_t j = 0; j < J; ++j) {
+              const scalar_t cij = c[static_cast<size_t>(i * J + j)];
+              const scalar_t* uij = u + (i * J + j) * Do;
+              scalar_t* sj = s.data() + j * Do;
+              for (int64_t e = 0; e < Do; ++e) sj[e] += cij * uij[e];
+            }
+          for (int64_t j = 0; j < J; ++j) {  // eq. 13: o_j = squash(s_j)
+            scalar_t* sj = sst + j * Do;
+            for (int64_t e = 0; e < Do; ++e) sj[e] = static_cast<scalar_t>(s[static_cast<size_t>(j * Do + e)]);
+            double n2;
+            const scalar_t r = static_cast<scalar_t>(squash_ratio(sj, Do, &n2));
+            for (int64_t e = 0; e < Do; ++e) o[static_cast<size_t>(j * Do + e)] = sj[e] * r;
+          }
+          if (it + 1 < iters) {  // eq. 14: b_ij += u_ij . o_j
+            for (int64_t i = 0; i < N; ++i)
+              for (int64_t j = 0; j < J; ++j) {
+                const scalar_t* uij = u + (i * J + j) * Do;
+                const scalar_t* oj = o.data() + j * Do;
+                scalar_t acc = 0;
+                for (int64_t e = 0; e < Do; ++e) acc += uij[e] * oj[e];
+                bl[static_cast<size_t>(i * J + j)] += acc;
+              }
+          } else {
+            scalar_t* ok = O + kb * J * Do;
+            for (int64_t e = 0; e < J * Do; ++e) ok[e] = static_cast<scalar_t>(o[static_cast<size_t>(e)]);
+          }
+        }
+      }
+    });
+  });
+}
+
+// Backward of the routing: dO [KB, J, d_o] (contiguous) -> dU, written at
+// dUt.data + k dUt.stride(0) + b N J d_o (dUt: [K, B N, J d_o], each k contiguous).
+void route_bwd(const Tensor& Ut, const Tensor& Ct, const Tensor& St, const Tensor& dOt, const Tensor& dUt, int64_t B) {
+  const int64_t KB = Ut.size(0), N = Ut.size(1), J = Ut.size(2), Do = Ut.size(3), iters = Ct.size(0);
+  const int64_t kstride = dUt.stride(0);
+  AT_DISPATCH_FLOATING_TYPES(Ut.scalar_type(), "route_bwd", [&] {
+    const scalar_t *U = Ut.data_ptr<scalar_t>(), *C = Ct.data_ptr<scalar_t>(), *Sv = St.data_ptr<scalar_t>(),
+                   *G = dOt.data_ptr<scalar_t>();
+    scalar_t* DU = dUt.data_ptr<scalar_t>();
+    at::parallel_for(0, KB, route_grain(N, J, Do, iters), [&](int64_t b0, int64_t b1) {
+      const size_t NJ = static_cast<size_t>(N * J), JD = static_cast<size_t>(J * Do);
+      std::vector<scalar_t> du(NJ * static_cast<size_t>(Do)), db(NJ), dc(NJ), dov(JD), ds(JD), o(JD);
+      for (int64_t kb = b0; kb < b1; ++kb) {
+        const scalar_t* u = U + kb * N * J * Do;
+        std::fill(du.begin(), du.end(), scalar_t(0));
+        std::fill(db.begin(), db.end(), scalar_t(0));
+        for (int64_t it = iters - 1; it >= 0; --it) {
+          const scalar_t* c = C + (it * KB + kb) * N * J;
+          const scalar_t* s = Sv + (it * KB + kb) * J * Do;
+          if (it == iters - 1) {
+            const scalar_t* g = G + kb * J * Do;
+            for (size_t e = 0; e < JD; ++e) dov[e] = static_cast<double>(g[e]);
+          } else {  // b_{it+1} = b_it + u . o_it: into o_it (dov) and u (du)
+            for (int64_t j = 0; j < J; ++j) {
+              double n2;
+              const scalar_t r = static_cast<scalar_t>(squash_ratio(s + j * Do, Do, &n2));
+              for (int64_t e = 0; e < Do; ++e) o[static_cast<size_t>(j * Do + e)] = s[j * Do + e] * r;
+            }
+            std::fill(dov.begin(), dov.end(), scalar_t(0));
+            for (int64_t i = 0; i < N; ++i)
+              for (int64_t j = 0; j < J; ++j) {
+                const scalar_t bij = db[static_cast<size_t>(i * J + j)];
+                const scalar_t* uij = u + (i * J + j) * Do;
+                scalar_t* duij = du.data() + (i * J + j) * Do;
+                scalar_t* dj = dov.data() + j * Do;
+                const scalar_t* oj = o.data() + j * Do;
+                for (int64_t e = 0; e < Do; ++e) {
+                  dj[e] += bij * uij[e];
+                  duij[e] += bij * oj[e];
+                }
+              }
+          }
+          for (int64_t j = 0; j < J; ++j) {  // squash backward
+            const scalar_t* sj = s + j * Do;
+            double n2;
+            const double r = squash_ratio(sj, Do, &n2);
+            const double sq = std::sqrt(n2 + 1e-12);
+            const double dr = 0.5 / (sq * (1 + n2)) - sq / ((1 + n2) * (1 + n2));
+            scalar_t dot = 0;
+            for (int64_t e = 0; e < Do; ++e) dot += dov[static_cast<size_t>(j * Do + e)] * sj[e];
+            const scalar_t rr = static_cast<scalar_t>(r), k2 = static_cast<scalar_t>(dot * dr * 2);
+            for (int64_t e = 0; e < Do; ++e) ds[static_cast<size_t>(j * Do + e)] = dov[static_cast<size_t>(j * Do + e)] * rr + sj[e] * k2;
+          }
+          for (int64_t i = 0; i < N; ++i)  // s_j = sum_i c_ij u_ij
+            for (int64_t j = 0; j < J; ++j) {
+              const scalar_t cij = c[i * J + j];
+              const scalar_t* uij = u + (i * J + j) * Do;
+              scalar_t* duij = du.data() + (i * J + j) * Do;
+              const scalar_t* dsj = ds.data() + j * Do;
+              scalar_t acc = 0;
+              for (int64_t e = 0; e < Do; ++e) {
+                acc += dsj[e] * uij[e];
+                duij[e] += cij * dsj[e];
+              }
+              dc[static_cast<size_t>(i * J + j)] = acc;
+            }
+          for (int64_t i = 0; i < N; ++i) {  // softmax backward over j, into the logits
+            scalar_t sd = 0;
+            for (int64_t j = 0; j < J; ++j) sd += dc[static_cast<size_t>(i * J + j)] * c[i * J + j];
+            for (int64_t j = 0; j < J; ++j) db[static_cast<size_t>(i * J + j)] += c[i * J + j] * (dc[static_cast<size_t>(i * J + j)] - sd);
+          }
+        }
+        const int64_t k = kb / B, b = kb % B;
+        scalar_t* out = DU + k * kstride + b * N * J * Do;
+        for (size_t e = 0; e < du.size(); ++e) out[e] = static_cast<scalar_t>(du[e]);
+      }
+    });
+  });
+}
+
 // The parameters of one MZUBlock the fused function uses (w_x stays in input_projection).
 enum Param { W_H, B_REG, W_QKV, W_G, W_C, W1, B1, W2, B2, WO, BO, LNCG, LNCB, LNGG, LNGB, LNZG, LNZB, NPARAM };
 
@@ -397,12 +597,12 @@ struct Run : torch::CustomClassHolder {
   Tensor Os;           // [K, Dp, T, B J, d_o] composition output = FFN input
   Tensor H1;           // [K, Dp, T, B J, d_f] FFN hidden (after ReLU)
   Tensor Fs;           // [K, Dp, T, B, J d_o] FFN output (aggregation input)
-  struct Routing {
-    std::vector<Tensor> c, s, o;
-  };
-  std::vector<Routing> routing;  // cap: per (depth, step)
+  // cap: [Dp, T, K, B N, J d_o] predictions, [Dp, T, iters, K B, N, J] coupling and
+  // [Dp, T, iters, K B, J, d_o] s of every routing iteration (route_fwd); pooled like the
+  // others (per-step tensors of this size were page-faulted anew at every step)
+  Tensor Ub, RC, RS;
   // per (depth, step) tensors, index d * T + t
-  std::vector<Tensor> cosm, ahat, gdeg, qkv, attn, u, cp, cmean, crstd, gp, gmean, grstd, tc, g, mask, z0, zmean, zrstd,
+  std::vector<Tensor> cosm, ahat, gdeg, qkv, attn, cp, cmean, crstd, gp, gmean, grstd, tc, g, mask, z0, zmean, zrstd,
       zl;
 
   // Backward buffers (allocated in backward): DA0 [T, B, G] (depth 0: it is the gradient of the
@@ -425,10 +625,14 @@ struct Run : torch::CustomClassHolder {
       H1 = take({K, Dp, T, B * J, F}, opt);
       Fs = take({K, Dp, T, B, J * Do}, opt);
     }
-    for (auto* v : {&cosm, &ahat, &gdeg, &qkv, &attn, &u, &cp, &cmean, &crstd, &gp, &gmean, &grstd, &tc, &g, &mask, &z0,
+    for (auto* v : {&cosm, &ahat, &gdeg, &qkv, &attn, &cp, &cmean, &crstd, &gp, &gmean, &grstd, &tc, &g, &mask, &z0,
                     &zmean, &zrstd, &zl})
       v->assign(n, Tensor());
-    routing.assign(cap ? n : 0, Routing());
+    if (cap && K > 0) {
+      Ub = take({Dp, T, K, B * N, J * Do}, opt);
+      RC = take({Dp, T, iters, K * B, N, J}, opt);
+      RS = take({Dp, T, iters, K * B, J, Do}, opt);
+    }
   }
 
   // Weight gradients of the M-functions for the chunk of n steps starting at t: per depth,
@@ -455,29 +659,11 @@ struct Run : torch::CustomClassHolder {
   }
 
   void release() {
-    for (auto* x : {&Hin, &Zs, &Zn, &AZ, &Os, &H1, &Fs, &DA0, &DAt, &DPRE, &DF, &DH1, &DP, &DQKV, &DU}) give(*x);
-    for (auto* v : {&cosm, &ahat, &gdeg, &qkv, &attn, &u, &cp, &cmean, &crstd, &gp, &gmean, &grstd, &tc, &g, &mask, &z0,
+    for (auto* x : {&Hin, &Zs, &Zn, &AZ, &Os, &H1, &Fs, &Ub, &RC, &RS, &DA0, &DAt, &DPRE, &DF, &DH1, &DP, &DQKV, &DU})
+      give(*x);
+    for (auto* v : {&cosm, &ahat, &gdeg, &qkv, &attn, &cp, &cmean, &crstd, &gp, &gmean, &grstd, &tc, &g, &mask, &z0,
                     &zmean, &zrstd, &zl})
       v->clear();
-    routing.clear();
-  }
-
-  // Capsule routing (eqs. 11-14) exactly as MZUBlockImpl::compose; keeps c, s, o per iteration.
-  Tensor route(const Tensor& uu, std::vector<Tensor>* cs_, std::vector<Tensor>* ss, std::vector<Tensor>* os) const {
-    auto b = at::zeros({K, B, N, J}, uu.options());
-    Tensor o;
-    for (int64_t it = 0; it < iters; ++it) {
-      auto c = at::softmax(b, -1);
-      auto s = (c.unsqueeze(-1) * uu).sum(2);
-      o = squash(s);
-      if (it + 1 < iters) b = b + (uu * o.unsqueeze(2)).sum(-1);
-      if (cs_) {
-        cs_->push_back(c);
-        ss->push_back(s);
-        os->push_back(o);
-      }
-    }
-    return o;
   }
 
   // ---------------------------------------------------------------- forward of one depth at one step
@@ -530,11 +716,16 @@ struct Run : torch::CustomClassHolder {
         zone_disagreement_fwd(Zb, Dneg);
         Tensor q3;
         if (qkv_shared) {
-          q3 = at::bmm(Z.view({K, B * N, dz}), bk.p[W_QKV]).view({K * B, N, 3 * dz});
+          auto Zk = Z.view({K, B * N, dz});
+          q3 = at::empty({K, B * N, 3 * dz}, Z.options());
+          per_k(K, [&](int64_t k) { mm_into(q3.select(0, k), Zk.select(0, k), bk.p[W_QKV].select(0, k)); });
+          q3 = q3.view({K * B, N, 3 * dz});
         } else {
           auto zn2 = Z.transpose(1, 2).reshape({K * N, B, dz});
           at2(Zn, d, t).copy_(zn2);
-          q3 = at::bmm(zn2, bk.p[W_QKV]).view({K, N, B, 3 * dz}).transpose(1, 2).reshape({K * B, N, 3 * dz});
+          auto qn = at::empty({K * N, B, 3 * dz}, Z.options());
+          per_k(K * N, [&](int64_t k) { mm_into(qn.select(0, k), zn2.select(0, k), bk.p[W_QKV].select(0, k)); });
+          q3 = qn.view({K, N, B, 3 * dz}).transpose(1, 2).reshape({K * B, N, 3 * dz});
         }
         q3 = q3.contiguous();
         auto at_ = at::empty({K * B, N, N}, Z.options());
@@ -544,20 +735,38 @@ struct Run : torch::CustomClassHolder {
         attn[i] = at_;
       } else {
         zone_disagreement_fwd(Zb, Dneg);
-        auto uu = at::bmm(Z.view({K, B * N, dz}), bk.p[W_C]).view({K, B, N, J, Do});
-        u[i] = uu;
-        auto& rs = routing[i];  // c, s, o of every iteration (small), for backward
-        O = route(uu, &rs.c, &rs.s, &rs.o).reshape({K, B * J, Do});
+        auto Zk = Z.view({K, B * N, dz});
+        auto uu = at1(Ub, d, t);  // [K, B N, J d_o] eq. 10: predictions z^_{j|i}
+        per_k(K, [&](int64_t k) { mm_into(uu.select(0, k), Zk.select(0, k), bk.p[W_C].select(0, k)); });
+        O = at::empty({K, B * J, Do}, Z.options());
+        route_fwd(uu.view({K * B, N, J, Do}), iters, at1(RC, d, t), at1(RS, d, t), O.view({K * B, J, Do}));  // eqs. 11-14
       }
       Dz.select(0, t).narrow(1, d * K, K).copy_(Dneg.view({K, B}).t());
       at2(Os, d, t).copy_(O);
-      auto h1 = at::baddbmm(bk.p[B1], O, bk.p[W1]).relu_();
-      at2(H1, d, t).copy_(h1);
-      auto f = at::baddbmm(bk.p[B2], h1, bk.p[W2]);
-      if (residual) f = f + O;
-      auto fv = f.view({K, B, J * Do});
-      at2(Fs, d, t).copy_(fv);
-      pre = at::baddbmm(bk.p[BO], fv, bk.p[WO]);  // [K, B, H]
+      // eq. 5 and the aggregation, per M-function one chain written into the saved buffers
+      auto h1 = at2(H1, d, t);  // [K, B J, d_f]
+      auto fs = at2(Fs, d, t);  // [K, B, J d_o]
+      if (gcn) {
+        // gcn: the step-wise path's calls (bitwise the same forward: the degree clamp, see above;
+        // addmm and baddbmm round differently at small sizes)
+        auto h1v = at::baddbmm(bk.p[B1], O, bk.p[W1]).relu_();
+        h1.copy_(h1v);
+        auto f = at::baddbmm(bk.p[B2], h1v, bk.p[W2]);
+        if (residual) f = f + O;
+        auto fv = f.view({K, B, J * Do});
+        fs.copy_(fv);
+        pre = at::baddbmm(bk.p[BO], fv, bk.p[WO]);  // [K, B, H]
+      } else {
+        pre = at::empty({K, B, H}, O.options());
+        per_k(K, [&](int64_t k) {
+          auto hk = h1.select(0, k);
+          addmm_into(hk, bk.p[B1].select(0, k), O.select(0, k), bk.p[W1].select(0, k)).relu_();
+          auto fk = fs.select(0, k).view({B * J, Do});
+          addmm_into(fk, bk.p[B2].select(0, k), hk, bk.p[W2].select(0, k));
+          if (residual) fk.add_(O.select(0, k));
+          addmm_into(pre.select(0, k), bk.p[BO].select(0, k), fs.select(0, k), bk.p[WO].select(0, k));
+        });
+      }
     }
     Tensor c = m_h ? pre.select(0, 0) : a.narrow(1, K * H, H);
     Tensor gg = m_g ? pre.select(0, K - 1) : a.narrow(1, K * H + (R - 1) * H, H);
@@ -626,16 +835,31 @@ struct Run : torch::CustomClassHolder {
     if (!m_h) da.narrow(1, K * H, H).copy_(dc);
     if (!m_g) da.narrow(1, K * H + (R - 1) * H, H).copy_(dgg);
     if (K > 0) {
-      auto dpre = at::empty({K, B, H}, dhn.options());
+      auto dpre = at2(DPRE, d, t - t0);  // [K, B, H]
       if (m_h) dpre.select(0, 0).copy_(dc);
       if (m_g) dpre.select(0, K - 1).copy_(dgg);
-      at2(DPRE, d, t - t0).copy_(dpre);
-      auto df = at::bmm(dpre, bk.p[WO].transpose(1, 2)).view({K, B * J, Do});
-      at2(DF, d, t - t0).copy_(df);
-      auto dh1 = at::threshold_backward(at::bmm(df, bk.p[W2].transpose(1, 2)), at2(H1, d, t), 0);
-      at2(DH1, d, t - t0).copy_(dh1);
-      auto dO = at::bmm(dh1, bk.p[W1].transpose(1, 2));
-      if (residual) dO.add_(df);
+      auto df = at2(DF, d, t - t0);    // [K, B J, d_o]
+      auto dh1 = at2(DH1, d, t - t0);  // [K, B J, d_f]
+      auto h1 = at2(H1, d, t);
+      Tensor dO;
+      if (gcn) {  // the calls of the sessions before 8 (gcn's float agreement is near its tolerance)
+        df.copy_(at::bmm(dpre, bk.p[WO].transpose(1, 2)).view({K, B * J, Do}));
+        dh1.copy_(at::threshold_backward(at::bmm(df, bk.p[W2].transpose(1, 2)), h1, 0));
+        dO = at::bmm(dh1, bk.p[W1].transpose(1, 2));
+        if (residual) dO.add_(df);
+      } else {
+        dO = at::empty({K, B * J, Do}, dhn.options());
+        per_k(K, [&](int64_t k) {  // the aggregation and eq. 5 backward, per M-function
+          auto dfk = df.select(0, k);
+          mm_into(dfk.view({B, J * Do}), dpre.select(0, k), bk.p[WO].select(0, k).t());
+          auto dhk = dh1.select(0, k);
+          mm_into(dhk, dfk, bk.p[W2].select(0, k).t());
+          at::threshold_backward_out(dhk, dhk, h1.select(0, k), 0);
+          auto dOk = dO.select(0, k);
+          mm_into(dOk, dhk, bk.p[W1].select(0, k).t());
+          if (residual) dOk.add_(dfk);
+        });
+      }
       auto Zb = at2(Zs, d, t).contiguous().view({K * B, N, dz});
       Tensor dZ;
       const Tensor dDkb = dD.defined() ? dD.t().contiguous() : Tensor();  // [K, B] -> (k, b) order
@@ -658,16 +882,22 @@ struct Run : torch::CustomClassHolder {
           if (qkv_shared) {
             auto d3 = dqkv.view({K, B * N, 3 * dz});
             at2(DQKV, d, t - t0).copy_(d3);
-            dZ = at::bmm(d3, bk.p[W_QKV].transpose(1, 2)).view({K * B, N, dz});
+            dZ = at::empty({K, B * N, dz}, dhn.options());
+            per_k(K, [&](int64_t k) { mm_into(dZ.select(0, k), d3.select(0, k), bk.p[W_QKV].select(0, k).t()); });
+            dZ = dZ.view({K * B, N, dz});
           } else {
             auto dn = dqkv.view({K, B, N, 3 * dz}).transpose(1, 2).reshape({K * N, B, 3 * dz});
             at2(DQKV, d, t - t0).copy_(dn);
-            dZ = at::bmm(dn, bk.p[W_QKV].transpose(1, 2)).view({K, N, B, dz}).transpose(1, 2).reshape({K * B, N, dz});
+            auto dzn = at::empty({K * N, B, dz}, dhn.options());
+            per_k(K * N, [&](int64_t k) { mm_into(dzn.select(0, k), dn.select(0, k), bk.p[W_QKV].select(0, k).t()); });
+            dZ = dzn.view({K, N, B, dz}).transpose(1, 2).reshape({K * B, N, dz});
           }
         } else {
-          auto du = route_backward(u[i], routing[i], dO.view({K, B, J, Do})).view({K, B * N, J * Do});
-          at2(DU, d, t - t0).copy_(du);
-          dZ = at::bmm(du, bk.p[W_C].transpose(1, 2)).view({K * B, N, dz});
+          auto du = at2(DU, d, t - t0);  // [K, B N, J d_o]
+          route_bwd(at1(Ub, d, t).view({K * B, N, J, Do}), at1(RC, d, t), at1(RS, d, t), dO.view({K * B, J, Do}), du, B);
+          dZ = at::empty({K, B * N, dz}, dhn.options());
+          per_k(K, [&](int64_t k) { mm_into(dZ.select(0, k), du.select(0, k), bk.p[W_C].select(0, k).t()); });
+          dZ = dZ.view({K * B, N, dz});
         }
         dZ = dZ.contiguous();
         if (dDkb.defined()) zone_disagreement_bwd(Zb, dDkb, dZ);  // eq. 18: D = -(1/N^2) sum_ij cos_ij
@@ -683,37 +913,6 @@ struct Run : torch::CustomClassHolder {
       da.narrow(1, 0, K * H).view({B, K, N, dz}).copy_(dZ.view({K, B, N, dz}).transpose(0, 1));
     }
     return at::addmm(dh, da, bk.p[W_H]);
-  }
-
-  // Backward of the routing (eqs. 11-14) for one step: du [K, B, N, J, d_o].
-  Tensor route_backward(const Tensor& uu, const Routing& rs, const Tensor& dout) const {
-    const auto& cs_ = rs.c;
-    const auto& ss = rs.s;
-    const auto& os = rs.o;
-    auto du = at::zeros_like(uu);
-    Tensor db;  // dL/db of the logits entering the iteration after the current one
-    for (int64_t it = iters - 1; it >= 0; --it) {
-      const auto& c = cs_[static_cast<size_t>(it)];
-      const auto& s = ss[static_cast<size_t>(it)];
-      Tensor dov;
-      if (it == iters - 1) {
-        dov = dout;
-      } else {  // b_{it+1} = b_it + sum_d u * o_it
-        dov = (db.unsqueeze(-1) * uu).sum(2);
-        du.add_(db.unsqueeze(-1) * os[static_cast<size_t>(it)].unsqueeze(2));
-      }
-      // squash: o = s r(n2), r = sqrt(n2 + eps) / (1 + n2)
-      auto n2 = (s * s).sum(-1, true);
-      auto sq = at::sqrt(n2 + 1e-12);
-      auto r = sq / (1 + n2);
-      auto dr = 0.5 / (sq * (1 + n2)) - sq / ((1 + n2) * (1 + n2));
-      auto ds = dov * r + s * ((dov * s).sum(-1, true) * dr * 2);
-      auto dc = (ds.unsqueeze(2) * uu).sum(-1);  // [K, B, N, J]
-      du.add_(c.unsqueeze(-1) * ds.unsqueeze(2));
-      auto dbs = at::_softmax_backward_data(dc, c, -1, c.scalar_type());
-      db = db.defined() ? db + dbs : dbs;
-    }
-    return du;
   }
 };
 

@@ -41,7 +41,18 @@ struct FusedMZUTuning {
   // (k, b) rows per task of the fused zone loops (sat attention, cosines, gcn adjacency
   // backward; at::parallel_for grain); 0 = automatic (about 32k multiply-adds per task).
   int64_t zone_grain = 0;
+  // The K M-functions' products (and sat's per-zone maps): -1 = automatic (whole products
+  // per thread when 2 <= threads <= K, else in order with OpenBLAS's own threading), 0 = always
+  // in order, 1 = per thread whenever threads > 1.
+  int k_parallel = -1;
 };
 FusedMZUTuning& fused_mzu_tuning();
+
+// Counters for tests: how many groups of per-M-function products ran one product per thread
+// (an OpenMP region) since the start of the process.
+struct FusedMZUStats {
+  int64_t parallel_products = 0;
+};
+FusedMZUStats fused_mzu_stats();
 
 }  // namespace cs
