@@ -85,7 +85,12 @@ using torch::autograd::variable_list;
 }  // namespace
 
 FusedMZUTuning& fused_mzu_tuning() {
-  static FusedMZUTuning t;
+  static FusedMZUTuning t = [] {
+    FusedMZUTuning d;
+    // For benchmarks: CELLSCOPE_MZU_K_PARALLEL=-1|0|1 sets k_parallel (fused_mzu.h).
+    if (const char* v = std::getenv("CELLSCOPE_MZU_K_PARALLEL")) d.k_parallel = std::atoi(v);
+    return d;
+  }();
   return t;
 }
 
