@@ -3,20 +3,48 @@
 //    (test_cbt_build, test_cloze_rerank, test_data);
 //  * ResumeRuns: the exact-resume check of the example tasks (test_classify, test_cloze_train,
 //    test_seq2seq_task): `full` steps straight against `half` steps, a checkpoint and a second
-//    trainer that loads it (the RNG scrambled in between) and runs on to `full`.
+//    trainer that loads it (the RNG scrambled in between) and runs on to `full`;
+//  * default_corpus_ids: the start of the default corpus as character ids (test_fused_mzu,
+//    test_fused_mcrnn: the same training on both paths).
 #pragma once
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <initializer_list>
+#include <iterator>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "train/trainer.h"
 #include "util/error.h"
+#include "util/paths.h"
 
 namespace cstest {
+
+// The first `chars` characters of the default corpus (moby-dick.txt in the data cache) as ids
+// (kLong, [chars]) over its sorted character set, whose size goes to *V. Undefined (and the test
+// marked failed) when the corpus is missing.
+inline torch::Tensor default_corpus_ids(size_t chars, int64_t* V) {
+  const std::string corpus = cs::data_cache_dir() + "/moby-dick.txt";
+  if (!std::filesystem::exists(corpus)) {
+    ADD_FAILURE() << "default corpus missing: " << corpus << " (run bash datasets/fetch.sh)";
+    return torch::Tensor();
+  }
+  std::ifstream in(corpus, std::ios::binary);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  text = text.substr(0, chars);
+  std::map<unsigned char, int64_t> ids;
+  for (unsigned char c : text) ids.emplace(c, 0);
+  *V = 0;
+  for (auto& [c, id] : ids) id = (*V)++;
+  std::vector<int64_t> seq;
+  for (unsigned char c : text) seq.push_back(ids[c]);
+  return torch::tensor(seq, torch::kLong);
+}
 
 template <class F>
 void expect_user_error(F&& f, std::initializer_list<std::string> needles) {

@@ -24,6 +24,7 @@
 #include "cells/fused_common.h"
 #include "cells/fused_mcrnn.h"
 #include "cells/mcrnn.h"
+#include "core_checks.h"
 #include "gradcheck.h"
 #include "util/paths.h"
 
@@ -330,18 +331,9 @@ TEST(FusedMcrnn, FiniteDifferences) {
 // default corpus with carried state (truncated BPTT, as the trainer does), once with the fast path
 // and once step-wise, same seed: the same mean loss over the last 40 steps, and it learned.
 TEST(FusedMcrnn, SameTrainingOnDefaultCorpus) {
-  const std::string corpus = data_cache_dir() + "/moby-dick.txt";
-  if (!std::filesystem::exists(corpus)) FAIL() << "default corpus missing: " << corpus << " (run bash datasets/fetch.sh)";
-  std::ifstream in(corpus, std::ios::binary);
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  text = text.substr(0, 60000);
-  std::map<unsigned char, int64_t> ids;
-  for (unsigned char ch : text) ids.emplace(ch, 0);
   int64_t V = 0;
-  for (auto& [ch, id] : ids) id = V++;
-  std::vector<int64_t> seq;
-  for (unsigned char ch : text) seq.push_back(ids[ch]);
-  auto data = torch::tensor(seq, torch::kLong);
+  auto data = cstest::default_corpus_ids(60000, &V);
+  ASSERT_TRUE(data.defined());
   const int64_t B = 8, T = 20, steps = 150, E = 16, H = 32;
   double mean[2] = {0, 0};
   for (int stepwise = 0; stepwise < 2; ++stepwise) {

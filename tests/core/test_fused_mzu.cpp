@@ -26,6 +26,7 @@
 #include "cells/fused_common.h"
 #include "cells/fused_mzu.h"
 #include "cells/mzu.h"
+#include "core_checks.h"
 #include "gradcheck.h"  // GradCheckResult
 #include "util/paths.h"
 
@@ -431,18 +432,9 @@ TEST_F(FusedMzu, falls_back_where_it_does_not_apply) {
 // per-step agreement at these very shapes is 1e-10, see agrees_at_larger_sizes). In float the
 // curves drift apart by a few 0.01 (training is chaotic).
 TEST_F(FusedMzu, same_training_on_default_corpus) {
-  const std::string corpus = data_cache_dir() + "/moby-dick.txt";
-  if (!std::filesystem::exists(corpus)) FAIL() << "default corpus missing: " << corpus << " (run bash datasets/fetch.sh)";
-  std::ifstream in(corpus, std::ios::binary);
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  text = text.substr(0, 60000);
-  std::map<unsigned char, int64_t> ids;
-  for (unsigned char c : text) ids.emplace(c, 0);
   int64_t V = 0;
-  for (auto& [c, id] : ids) id = V++;
-  std::vector<int64_t> seq;
-  for (unsigned char c : text) seq.push_back(ids[c]);
-  auto data = torch::tensor(seq, torch::kLong);
+  auto data = cstest::default_corpus_ids(60000, &V);
+  ASSERT_TRUE(data.defined());
   const int64_t B = 8, T = 24, steps = 150, E = 16;
   for (const std::string comp : {"gcn", "sat", "cap"}) {
     std::vector<double> curve[2];
