@@ -110,6 +110,18 @@ TEST(BenchPeers, peerBenchReportsTimesSpeedupEfficiencyAndMemory) {
     ASSERT_NEAR(row.value("efficiency", 0.0),
                 c.value("flops_per_step", 0.0) / c.value("seconds_per_step", 1.0) / 1e9 / c.value("gemm_gflops", 1.0), 1e-9);
     ASSERT_GT(row.value("efficiency", 0.0), 0.0);
+    // The GEMM floor (bench/gemm_floor.h): the step's products, replayed alone, take some time but
+    // less than the step; their FLOPs are about the analytic count (3x the forward's products).
+    ASSERT_TRUE(c.contains("gemm_floor")) << c.dump();
+    const auto& fl = c["gemm_floor"];
+    ASSERT_GT(fl.value("seconds", 0.0), 0.0);
+    ASSERT_LT(fl.value("seconds", 1e9), c.value("seconds_per_step", 0.0));
+    ASSERT_GT(fl.value("calls", 0), 0);
+    ASSERT_GT(fl.value("flops", 0.0), 0.3 * c.value("flops_per_step", 0.0)) << fl.dump();
+    ASSERT_LT(fl.value("flops", 0.0), 1.5 * c.value("flops_per_step", 0.0)) << fl.dump();
+    ASSERT_NEAR(row.value("floor_efficiency", 0.0),
+                c.value("flops_per_step", 0.0) / fl.value("seconds", 1.0) / 1e9 / c.value("gemm_gflops", 1.0), 1e-9);
+    ASSERT_GT(row.value("floor_efficiency", 0.0), row.value("efficiency", 1e9));
     if (row["cell"] == "gru") continue;
     const auto& p = row["python"];
     ASSERT_GT(p.value("seconds_per_step", 0.0), 0.0);
@@ -117,6 +129,9 @@ TEST(BenchPeers, peerBenchReportsTimesSpeedupEfficiencyAndMemory) {
     ASSERT_GT(p.value("gemm_gflops", 0.0), 0.0);
     ASSERT_GE(p.value("peak_step_bytes", -1.0), 0.0);
     ASSERT_NEAR(row.value("speedup", 0.0), p.value("seconds_per_step", 0.0) / c.value("seconds_per_step", 1.0), 1e-9);
+    // what 1.5x needs, and the most the floor allows, both in efficiency terms
+    ASSERT_NEAR(row.value("needed_efficiency", 0.0), 1.5 * row.value("python_efficiency", 0.0), 1e-12);
+    ASSERT_NEAR(row.value("max_speedup", 0.0), row.value("floor_efficiency", 0.0) / row.value("python_efficiency", 1.0), 1e-9);
     // gru_dt and cru_shallow have hand-written fast paths (cells/fused_gru_dt.cpp, fused_cru.cpp):
     // their autograd path is measured too, with its own time and memory
     ASSERT_TRUE(row.contains("cellscope_autograd")) << row.dump();
@@ -130,6 +145,7 @@ TEST(BenchPeers, peerBenchReportsTimesSpeedupEfficiencyAndMemory) {
             0)
       << err;
   ASSERT_TRUE(cstest::contains(out, "| model | batch | Cellscope s/step |")) << out;
+  ASSERT_TRUE(cstest::contains(out, "| needed for 1.5x | GEMM floor s/step (its efficiency) | best possible speedup |")) << out;
   ASSERT_TRUE(cstest::contains(out, "| gru_dt | 2 |")) << out;
   ASSERT_TRUE(cstest::contains(out, "| LibTorch fused GRU | 2 |")) << out;
   // --rounds: every variant measured that often, interleaved; the reported time is the median

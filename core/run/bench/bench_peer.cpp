@@ -18,6 +18,7 @@
 #include <sstream>
 
 #include "bench/bench.h"
+#include "bench/gemm_floor.h"
 #include "tasks/char_lm.h"
 #include "train/trainer.h"
 #include "util/error.h"
@@ -155,7 +156,10 @@ json measure_step_child(const json& model, int64_t B, int64_t T, int64_t V, int 
   // The large-GEMM rate in this process right after the steps: on a loaded machine the rate
   // the parent measured minutes earlier may not be what this child got (efficiency uses this one).
   const double gemm = gemm_gflops();
+  // The GEMM floor: the products of one more step, each replayed alone (bench/gemm_floor.h).
+  const GemmFloor floor = measure_gemm_floor([&] { b.step(); });
   return {{"seconds_per_step", ts[ts.size() / 2]},
+          {"gemm_floor", floor.to_json(std::getenv("CELLSCOPE_FLOOR_TOP") ? std::atoi(std::getenv("CELLSCOPE_FLOOR_TOP")) : 8)},
           {"gemm_gflops", gemm},
           {"steps_timed", ts.size()},
           {"flops_per_step", b.flops_per_step()},
@@ -324,6 +328,9 @@ json run_peer_bench(const PeerBenchOptions& o, std::ostream* log) {
       json row = {{"cell", "gru"}, {"label", "LibTorch fused GRU"}, {"batch", B}, {"model", m}, {"cellscope", c}};
       row["efficiency"] = c["flops_per_step"].get<double>() / c["seconds_per_step"].get<double>() / 1e9 /
                           c.value("gemm_gflops", gemm);
+      if (c.contains("gemm_floor"))
+        row["floor_efficiency"] = c["flops_per_step"].get<double>() / c["gemm_floor"]["seconds"].get<double>() / 1e9 /
+                                  c.value("gemm_gflops", gemm);
       if (log) *log << " " << c["seconds_per_step"].get<double>() << " s/step\n";
       rows.push_back(row);
     }
@@ -369,12 +376,20 @@ json run_peer_bench(const PeerBenchOptions& o, std::ostream* log) {
         row["autograd_efficiency"] = flops / a["seconds_per_step"].get<double>() / 1e9 / a.value("gemm_gflops", gemm);
         if (log) *log << ", autograd " << a["seconds_per_step"].get<double>();
       }
+      if (c.contains("gemm_floor")) {
+        // The efficiency the step would have if it took only its products' time (no code that runs
+        // these products through this BLAS can do better), and what it allows against Python.
+        row["floor_efficiency"] = flops / c["gemm_floor"]["seconds"].get<double>() / 1e9 / c.value("gemm_gflops", gemm);
+      }
       json p;
       if (!pv.empty()) p = median_sample(pv);
       if (!p.is_null()) {
         row["python"] = p;
         row["speedup"] = p["seconds_per_step"].get<double>() / t;
         row["python_efficiency"] = flops / p["seconds_per_step"].get<double>() / 1e9 / p.value("gemm_gflops", gemm);
+        row["needed_efficiency"] = 1.5 * row["python_efficiency"].get<double>();  // issue #16's 1.5x
+        if (row.contains("floor_efficiency"))
+          row["max_speedup"] = row["floor_efficiency"].get<double>() / row["python_efficiency"].get<double>();
         if (log) *log << ", python " << p["seconds_per_step"].get<double>();
       }
       if (log) *log << " s/step\n";
@@ -404,9 +419,9 @@ std::string peer_table_markdown(const json& r) {
     s << "; each time is the median of " << rounds << " rounds that interleave the variants (range in brackets)";
   s << "\n\n";
   s << "| model | batch | Cellscope s/step | autograd path s/step | plain PyTorch Python s/step | speedup vs Python | "
-       "efficiency (of GEMM) | Python efficiency | peak step MiB Cellscope | peak step MiB autograd path | "
-       "peak step MiB Python |\n";
-  s << "|---|---|---|---|---|---|---|---|---|---|---|\n";
+       "efficiency (of GEMM) | Python efficiency | needed for 1.5x | GEMM floor s/step (its efficiency) | "
+       "best possible speedup | peak step MiB Cellscope | peak step MiB autograd path | peak step MiB Python |\n";
+  s << "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   auto mib = [](const json& m) { return fmt(m["peak_step_bytes"].get<double>() / (1 << 20), 1); };
   auto secs = [](const json& m) {  // "median" or "median [min-max]" over the rounds
     std::string t = fmt(m["seconds_per_step"].get<double>(), 3);
@@ -424,7 +439,12 @@ std::string peer_table_markdown(const json& r) {
       << (row.contains("python") ? secs(row["python"]) : "-") << " | "
       << (row.contains("speedup") ? fmt(row["speedup"].get<double>(), 2) + "x" : "-") << " | "
       << fmt(row["efficiency"].get<double>(), 2) << " | "
-      << (row.contains("python_efficiency") ? fmt(row["python_efficiency"].get<double>(), 2) : "-") << " | " << mib(c)
+      << (row.contains("python_efficiency") ? fmt(row["python_efficiency"].get<double>(), 2) : "-") << " | "
+      << (row.contains("needed_efficiency") ? fmt(row["needed_efficiency"].get<double>(), 2) : "-") << " | "
+      << (c.contains("gemm_floor") && row.contains("floor_efficiency")
+              ? fmt(c["gemm_floor"]["seconds"].get<double>(), 3) + " (" + fmt(row["floor_efficiency"].get<double>(), 2) + ")"
+              : "-")
+      << " | " << (row.contains("max_speedup") ? fmt(row["max_speedup"].get<double>(), 2) + "x" : "-") << " | " << mib(c)
       << " | " << (row.contains("cellscope_autograd") ? mib(row["cellscope_autograd"]) : "-") << " | "
       << (row.contains("python") ? mib(row["python"]) : "-") << " |\n";
   }
