@@ -369,3 +369,17 @@ TEST(FusedCells, WorkspacePoolReusesOnlyReleasedBuffers) {
   EXPECT_EQ(fused::pool_stats().held, 2);
   tune = saved;
 }
+
+// The core is built with OpenMP (core/CMakeLists.txt): ATen's parallel_for, a header template,
+// forks only where _OPENMP is defined, and without it every fast path's parallel_for ran on
+// one thread. At 2 intra-op threads a parallel_for over 8 items in core code uses both.
+TEST(FusedCells, CoreParallelForUsesTheIntraOpThreads) {
+  const int old = at::get_num_threads();
+  at::set_num_threads(2);
+  const int used = fused::parallel_threads_used(8);
+  at::set_num_threads(1);
+  const int single = fused::parallel_threads_used(8);
+  at::set_num_threads(old);
+  EXPECT_EQ(used, 2) << "core code's at::parallel_for ran on one thread: is the core built with -fopenmp?";
+  EXPECT_EQ(single, 1);
+}

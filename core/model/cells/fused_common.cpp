@@ -1,7 +1,9 @@
 #include "cells/fused_common.h"
 
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
@@ -118,6 +120,17 @@ void pool_release() {
   for (auto& e : tl_pool.entries)
     if (!is_free(e)) keep.push_back(std::move(e));
   tl_pool.entries = std::move(keep);
+}
+
+int parallel_threads_used(int64_t n) {
+  std::atomic<int> seen{0};
+  at::parallel_for(0, n, 1, [&](int64_t, int64_t) {
+    const int me = at::get_thread_num() + 1;
+    int cur = seen.load();
+    while (cur < me && !seen.compare_exchange_weak(cur, me)) {
+    }
+  });
+  return seen.load();
 }
 
 }  // namespace fused

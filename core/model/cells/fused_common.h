@@ -45,5 +45,10 @@ struct PoolStats {
 PoolStats pool_stats();   // this thread's pool
 void pool_release();      // drop this thread's free buffers
 
+// How many of the intra-op threads an at::parallel_for over n single items compiled in the
+// core actually used (the highest at::get_thread_num() + 1 seen). A check that the core is
+// built with OpenMP: without it ATen's parallel_for runs everything on the calling thread.
+int parallel_threads_used(int64_t n);
+
 }  // namespace fused
 }  // namespace cs
