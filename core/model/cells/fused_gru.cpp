@@ -1,6 +1,7 @@
 #include "cells/fused_gru.h"
 
 #include "cells/fused_common.h"
+#include "cells/packed_gemm.h"
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
@@ -190,16 +191,18 @@ class GRURecurrenceFn : public torch::autograd::Function<GRURecurrenceFn> {
     Tensor rstd = ln ? pool_empty({S, T, B, 3}, opts) : Tensor();
     Tensor masks = drop ? pool_empty({S, T, B, H}, opts) : Tensor();
     Tensor hp = at::empty({B, 3 * H}, opts);
+    // Each stage's W_hh^T packed once for the whole sequence (cells/packed_gemm.h).
+    std::vector<PackedMatrix> wt;
+    for (int64_t s = 0; s < S; ++s) wt.emplace_back(P[L.w(s)].t());
     AT_DISPATCH_FLOATING_TYPES(xp.scalar_type(), "fused_gru_forward", [&] {
       using T_ = scalar_t;
       for (int64_t t = 0; t < T; ++t) {
         for (int64_t s = 0; s < S; ++s) {
           Tensor hprev = s > 0 ? hmid[s - 1][t] : (t > 0 ? out[t - 1] : h0);
           Tensor hout = s == S - 1 ? out[t] : hmid[s][t];
-          const Tensor& w = P[L.w(s)];
           const Tensor& bhh = P[L.bhh(s)];
-          if (ln) at::mm_out(hp, hprev, w.t());
-          else at::addmm_out(hp, bhh, hprev, w.t());
+          if (ln) wt[static_cast<size_t>(s)].mm(hp, hprev);
+          else wt[static_cast<size_t>(s)].addmm(hp, bhh, hprev);
           Tensor m;
           if (drop) {
             // As F::dropout draws it (at::native::_dropout on CPU): bernoulli_(1 - p) on a [B, H]
@@ -256,6 +259,8 @@ class GRURecurrenceFn : public torch::autograd::Function<GRURecurrenceFn> {
     Tensor draw = ln ? pool_empty({S, T, B, 3 * H}, opts) : dy;  // grad of the raw U h
     Tensor dhz = at::empty({B, H}, opts);
     Tensor dh2 = at::empty({B, H}, opts);
+    std::vector<PackedMatrix> wp;  // each stage's W_hh, packed once (cells/packed_gemm.h)
+    for (int64_t s = 0; s < S; ++s) wp.emplace_back(P[L.w(s)]);
     AT_DISPATCH_FLOATING_TYPES(out.scalar_type(), "fused_gru_backward", [&] {
       using T_ = scalar_t;
       for (int64_t t = T - 1; t >= 0; --t) {
@@ -269,7 +274,7 @@ class GRURecurrenceFn : public torch::autograd::Function<GRURecurrenceFn> {
                              dy[s][t].data_ptr<T_>(), ln ? draw[s][t].data_ptr<T_>() : nullptr,
                              dhz.data_ptr<T_>());
           // dh_prev = dh * z + d(U h) W  (one [B, 3H] x [3H, H] GEMM per stage and step)
-          at::addmm_out(dh2, dhz, draw[s][t], P[L.w(s)]);
+          wp[static_cast<size_t>(s)].addmm(dh2, dhz, draw[s][t]);
           std::swap(dh, dh2);
         }
       }

@@ -10,6 +10,7 @@
 
 #include "cells/baseline.h"
 #include "cells/fused_common.h"
+#include "cells/packed_gemm.h"
 #include "cells/mcrnn.h"
 
 namespace cs {
@@ -195,6 +196,8 @@ class McRnnFn : public torch::autograd::Function<McRnnFn> {
     Tensor TH = pool_empty({T, R, A}, opts);      // tanh(V_h h + V_x x) (eq. 4)
     Tensor Aw = pool_empty({T, B, K}, opts);      // a_t^k (eq. 5)
     Tensor out = pool_empty({T, B, H}, opts);     // h_t^att (eq. 6)
+    // The weights of the per-step products, packed once for the sequence (cells/packed_gemm.h).
+    const fused::PackedMatrix pw(wcat), pwhh(w_hh.t()), pvh(v_h.t());
     AT_DISPATCH_FLOATING_TYPES(xb.scalar_type(), "fused_mcrnn_forward", [&] {
       using T_ = scalar_t;
       T_* hall = Hs.data_ptr<T_>();
@@ -207,16 +210,16 @@ class McRnnFn : public torch::autograd::Function<McRnnFn> {
           for (int64_t k = 0; k < K; ++k) {
             const int64_t mk = m[static_cast<size_t>(k)];
             Tensor Sk = St.view({B, K, H}).select(1, k);
-            at::mm_out(Sk, Ut.view({B, K, n1 * H}).select(1, k).narrow(1, 0, mk * H), wcat.narrow(0, 0, mk * H));
+            pw.mm(Sk, Ut.view({B, K, n1 * H}).select(1, k).narrow(1, 0, mk * H));  // wcat's first m_k blocks
           }
         } else {
-          at::mm_out(St, Ut, wcat);  // eq. 2: s_{t-1}^k, all k and j at once (zero-padded window)
+          pw.mm(St, Ut);  // eq. 2: s_{t-1}^k, all k and j at once (zero-padded window)
         }
-        at::addmm_out(Gt, b_hh, St, w_hh.t());                     // eq. 3: U s + b_hh ...
+        pwhh.addmm(Gt, b_hh, St);                                  // eq. 3: U s + b_hh ...
         Gt.view({B, K, 4 * H}).add_(xb[t].unsqueeze(1));           // ... + W_ih x_t + b_ih (shared by the channels)
         const Tensor cprev = t > 0 ? C[t - 1] : c0.view({R, H});  // lstm_memory "prev": c_{t-1}^k
         lstm_forward(H, Gt, cprev, Ct, TCt, Ht);
-        at::mm_out(THt, Ht, v_h.t());                              // eq. 4: V_h h_t^k ...
+        pvh.mm(THt, Ht);                                           // eq. 4: V_h h_t^k ...
         THt.view({B, K, A}).add_(vx[t].unsqueeze(1));              // ... + V_x x_t
         THt.tanh_();
         Tensor e = at::mv(THt, r).view({B, K});                    // e_t^k = r^T tanh(.)
@@ -279,6 +282,7 @@ class McRnnFn : public torch::autograd::Function<McRnnFn> {
     Tensor dvx = at::empty({T, B, A}, opts);
     Tensor dU = at::empty({R, n1 * H}, opts);
     Tensor tc = at::empty({R, H}, opts);
+    const fused::PackedMatrix pvhb(v_h), pwhhb(w_hh), pwt(wcat.t());  // packed once (cells/packed_gemm.h)
     AT_DISPATCH_FLOATING_TYPES(Hs.scalar_type(), "fused_mcrnn_backward", [&] {
       using T_ = scalar_t;
       for (int64_t t = T - 1; t >= 0; --t) {
@@ -298,23 +302,23 @@ class McRnnFn : public torch::autograd::Function<McRnnFn> {
         dpre.mul_(1 - th * th);
         Tensor dvxt = dvx[t], dxbt = dxb[t], dSt = dS[t], dGt = dG[t];
         at::sum_out(dvxt, dpre.view({B, K, A}), {1});
-        dHt.addmm_(dpre, v_h);
+        pvhb.addmm(dHt, dHt, dpre);
         // eq. 3: the LSTM step (memory "prev": c_{t-1}^k of the same channel)
         const Tensor cprev = t > 0 ? C[t - 1] : c0.view({R, H});
         at::tanh_out(tc, C[t]);
         lstm_backward<T_>(R, H, G[t].data_ptr<T_>(), cprev.data_ptr<T_>(), tc.data_ptr<T_>(), dHt.data_ptr<T_>(),
                           dc.data_ptr<T_>(), dGt.data_ptr<T_>());
         at::sum_out(dxbt, dGt.view({B, K, 4 * H}), {1});
-        at::mm_out(dSt, dGt, w_hh);
+        pwhhb.mm(dSt, dGt);
         // eq. 2: back into the h of the window (earlier steps or the initial history)
         if (split) {  // only the blocks j <= m_k of each channel are read by scatter_du
           for (int64_t k = 0; k < K; ++k) {
             const int64_t mk = m[static_cast<size_t>(k)];
             Tensor dUk = dU.view({B, K, n1 * H}).select(1, k).narrow(1, 0, mk * H);
-            at::mm_out(dUk, dSt.view({B, K, H}).select(1, k), wcat.narrow(0, 0, mk * H).t());
+            pwt.mm(dUk, dSt.view({B, K, H}).select(1, k));  // wcat^T's first m_k blocks of columns
           }
         } else {
-          at::mm_out(dU, dSt, wcat.t());
+          pwt.mm(dU, dSt);
         }
         dHt.zero_();  // slot t mod n is step t - n's next (none of this step's targets)
         scatter_du<T_>(dU.data_ptr<T_>(), dring.data_ptr<T_>(), dhist0.data_ptr<T_>(), t, m, B, K, n1, H);

@@ -1,6 +1,7 @@
 #include "cells/fused_mzu.h"
 
 #include "cells/fused_common.h"
+#include "cells/packed_gemm.h"
 
 #include <ATen/ATen.h>
 #include <ATen/Dispatch.h>
@@ -14,6 +15,8 @@
 #include <cmath>
 #include <cstdlib>
 #include <initializer_list>
+#include <map>
+#include <mutex>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -393,11 +396,43 @@ void gcn_adjacency_bwd(const Tensor& Zb, const Tensor& cmt, const Tensor& aht, c
 // products of one M-function (the FFN and aggregation) is one parallel region. Otherwise (one
 // thread, more threads than products, or fused_mzu_tuning().k_parallel = 0) the same calls
 // run in order on the calling thread. See FUSED_NOTES.md ("cap/sat, session 8").
-// out = a b / out = bias + a b (out= variants taking views)
-inline Tensor mm_into(Tensor out, const Tensor& a, const Tensor& b) { return at::mm_out(out, a, b); }
-inline Tensor addmm_into(Tensor out, const Tensor& bias, const Tensor& a, const Tensor& b) {
-  return at::addmm_out(out, bias, a, b);
-}
+// out = a b / out = self + a b (out= variants taking views), with b packed once per sequence
+// (cells/packed_gemm.h): the weights are the same at every step, forward and backward. Keyed by
+// b's data pointer, sizes and strides (a weight and its transpose are two entries); built on
+// first use under a lock, since per_k runs products on several threads. Off (ATen's products on
+// the weights as given) for gcn, whose forward stays bitwise the step-wise path's (the degree
+// clamp, see step_forward), and for anything PackedMatrix does not pack (double).
+using fused::PackedMatrix;
+class PackCache {
+ public:
+  bool on = true;
+  Tensor mm(Tensor out, const Tensor& a, const Tensor& b) {
+    if (!on) return at::mm_out(out, a, b);
+    get(b).mm(out, a);
+    return out;
+  }
+  Tensor addmm(Tensor out, const Tensor& self, const Tensor& a, const Tensor& b) {
+    if (!on) return at::addmm_out(out, self, a, b);
+    get(b).addmm(out, self, a);
+    return out;
+  }
+  void clear() {
+    std::lock_guard<std::mutex> g(mu_);
+    m_.clear();
+  }
+
+ private:
+  using Key = std::tuple<const void*, int64_t, int64_t, int64_t, int64_t>;
+  const PackedMatrix& get(const Tensor& b) {
+    const Key k{b.data_ptr(), b.size(0), b.size(1), b.stride(0), b.stride(1)};
+    std::lock_guard<std::mutex> g(mu_);
+    auto it = m_.find(k);
+    if (it == m_.end()) it = m_.emplace(k, PackedMatrix(b)).first;
+    return it->second;
+  }
+  std::mutex mu_;
+  std::map<Key, PackedMatrix> m_;
+};
 
 template <class Fn>
 void per_k(int64_t K, Fn&& fn) {
@@ -615,6 +650,7 @@ struct Run : torch::CustomClassHolder {
   // hold a chunk of C steps [t0, t0 + C): their weight-gradient products run once per chunk
   // (C B J rows), which keeps the backward's extra memory small (see flush_chunk).
   Tensor DA0, DAt, DPRE, DF, DH1, DP, DQKV, DU;
+  PackCache packs;  // the weights of the per-step products, packed once (on unless gcn)
   int64_t C = 0, t0 = 0, t1 = 0;
 
   static Tensor at2(const Tensor& buf, int64_t d, int64_t t) { return buf.select(1, d).select(1, t); }
@@ -678,9 +714,9 @@ struct Run : torch::CustomClassHolder {
     at1(Hin, d, t).copy_(h);
     Tensor a;
     if (xpt.defined()) {
-      a = at::addmm(xpt, h, bk.p[W_H].t());
+      a = packs.addmm(at::empty({B, xpt.size(1)}, h.options()), xpt, h, bk.p[W_H].t());
     } else {  // t-MZU: zero input (eqs. 16-17); the regular maps keep their bias
-      a = at::mm(h, bk.p[W_H].t());
+      a = packs.mm(at::empty({B, bk.p[W_H].size(0)}, h.options()), h, bk.p[W_H].t());
       if (R > 0) a.narrow(1, K * H, R * H).add_(bk.p[B_REG]);
     }
     Tensor pre;
@@ -723,13 +759,13 @@ struct Run : torch::CustomClassHolder {
         if (qkv_shared) {
           auto Zk = Z.view({K, B * N, dz});
           q3 = at::empty({K, B * N, 3 * dz}, Z.options());
-          per_k(K, [&](int64_t k) { mm_into(q3.select(0, k), Zk.select(0, k), bk.p[W_QKV].select(0, k)); });
+          per_k(K, [&](int64_t k) { packs.mm(q3.select(0, k), Zk.select(0, k), bk.p[W_QKV].select(0, k)); });
           q3 = q3.view({K * B, N, 3 * dz});
         } else {
           auto zn2 = Z.transpose(1, 2).reshape({K * N, B, dz});
           at2(Zn, d, t).copy_(zn2);
           auto qn = at::empty({K * N, B, 3 * dz}, Z.options());
-          per_k(K * N, [&](int64_t k) { mm_into(qn.select(0, k), zn2.select(0, k), bk.p[W_QKV].select(0, k)); });
+          per_k(K * N, [&](int64_t k) { packs.mm(qn.select(0, k), zn2.select(0, k), bk.p[W_QKV].select(0, k)); });
           q3 = qn.view({K, N, B, 3 * dz}).transpose(1, 2).reshape({K * B, N, 3 * dz});
         }
         q3 = q3.contiguous();
@@ -742,7 +778,7 @@ struct Run : torch::CustomClassHolder {
         zone_disagreement_fwd(Zb, Dneg);
         auto Zk = Z.view({K, B * N, dz});
         auto uu = at1(Ub, d, t);  // [K, B N, J d_o] eq. 10: predictions z^_{j|i}
-        per_k(K, [&](int64_t k) { mm_into(uu.select(0, k), Zk.select(0, k), bk.p[W_C].select(0, k)); });
+        per_k(K, [&](int64_t k) { packs.mm(uu.select(0, k), Zk.select(0, k), bk.p[W_C].select(0, k)); });
         O = at::empty({K, B * J, Do}, Z.options());
         route_fwd(uu.view({K * B, N, J, Do}), iters, at1(RC, d, t), at1(RS, d, t), O.view({K * B, J, Do}));  // eqs. 11-14
       }
@@ -765,11 +801,11 @@ struct Run : torch::CustomClassHolder {
         pre = at::empty({K, B, H}, O.options());
         per_k(K, [&](int64_t k) {
           auto hk = h1.select(0, k);
-          addmm_into(hk, bk.p[B1].select(0, k), O.select(0, k), bk.p[W1].select(0, k)).relu_();
+          packs.addmm(hk, bk.p[B1].select(0, k), O.select(0, k), bk.p[W1].select(0, k)).relu_();
           auto fk = fs.select(0, k).view({B * J, Do});
-          addmm_into(fk, bk.p[B2].select(0, k), hk, bk.p[W2].select(0, k));
+          packs.addmm(fk, bk.p[B2].select(0, k), hk, bk.p[W2].select(0, k));
           if (residual) fk.add_(O.select(0, k));
-          addmm_into(pre.select(0, k), bk.p[BO].select(0, k), fs.select(0, k), bk.p[WO].select(0, k));
+          packs.addmm(pre.select(0, k), bk.p[BO].select(0, k), fs.select(0, k), bk.p[WO].select(0, k));
         });
       }
     }
@@ -856,12 +892,12 @@ struct Run : torch::CustomClassHolder {
         dO = at::empty({K, B * J, Do}, dhn.options());
         per_k(K, [&](int64_t k) {  // the aggregation and eq. 5 backward, per M-function
           auto dfk = df.select(0, k);
-          mm_into(dfk.view({B, J * Do}), dpre.select(0, k), bk.p[WO].select(0, k).t());
+          packs.mm(dfk.view({B, J * Do}), dpre.select(0, k), bk.p[WO].select(0, k).t());
           auto dhk = dh1.select(0, k);
-          mm_into(dhk, dfk, bk.p[W2].select(0, k).t());
+          packs.mm(dhk, dfk, bk.p[W2].select(0, k).t());
           at::threshold_backward_out(dhk, dhk, h1.select(0, k), 0);
           auto dOk = dO.select(0, k);
-          mm_into(dOk, dhk, bk.p[W1].select(0, k).t());
+          packs.mm(dOk, dhk, bk.p[W1].select(0, k).t());
           if (residual) dOk.add_(dfk);
         });
       }
@@ -888,20 +924,20 @@ struct Run : torch::CustomClassHolder {
             auto d3 = dqkv.view({K, B * N, 3 * dz});
             at2(DQKV, d, t - t0).copy_(d3);
             dZ = at::empty({K, B * N, dz}, dhn.options());
-            per_k(K, [&](int64_t k) { mm_into(dZ.select(0, k), d3.select(0, k), bk.p[W_QKV].select(0, k).t()); });
+            per_k(K, [&](int64_t k) { packs.mm(dZ.select(0, k), d3.select(0, k), bk.p[W_QKV].select(0, k).t()); });
             dZ = dZ.view({K * B, N, dz});
           } else {
             auto dn = dqkv.view({K, B, N, 3 * dz}).transpose(1, 2).reshape({K * N, B, 3 * dz});
             at2(DQKV, d, t - t0).copy_(dn);
             auto dzn = at::empty({K * N, B, dz}, dhn.options());
-            per_k(K * N, [&](int64_t k) { mm_into(dzn.select(0, k), dn.select(0, k), bk.p[W_QKV].select(0, k).t()); });
+            per_k(K * N, [&](int64_t k) { packs.mm(dzn.select(0, k), dn.select(0, k), bk.p[W_QKV].select(0, k).t()); });
             dZ = dzn.view({K, N, B, dz}).transpose(1, 2).reshape({K * B, N, dz});
           }
         } else {
           auto du = at2(DU, d, t - t0);  // [K, B N, J d_o]
           route_bwd(at1(Ub, d, t).view({K * B, N, J, Do}), at1(RC, d, t), at1(RS, d, t), dO.view({K * B, J, Do}), du, B);
           dZ = at::empty({K, B * N, dz}, dhn.options());
-          per_k(K, [&](int64_t k) { mm_into(dZ.select(0, k), du.select(0, k), bk.p[W_C].select(0, k).t()); });
+          per_k(K, [&](int64_t k) { packs.mm(dZ.select(0, k), du.select(0, k), bk.p[W_C].select(0, k).t()); });
           dZ = dZ.view({K * B, N, dz});
         }
         dZ = dZ.contiguous();
@@ -917,7 +953,7 @@ struct Run : torch::CustomClassHolder {
       }
       da.narrow(1, 0, K * H).view({B, K, N, dz}).copy_(dZ.view({K, B, N, dz}).transpose(0, 1));
     }
-    return at::addmm(dh, da, bk.p[W_H]);
+    return packs.addmm(at::empty_like(dh), dh, da, bk.p[W_H]);
   }
 };
 
@@ -942,6 +978,7 @@ struct FusedMZUFunction : torch::autograd::Function<FusedMZUFunction> {
       for (int64_t d = 1; d < r.Dp; ++d) h = r.step_forward(d, t, Tensor(), h, Dz);
       out.select(0, t).copy_(h);
     }
+    r.packs.clear();  // the forward's packed weights are not used by backward (its are the transposes)
     ctx->set_materialize_grads(false);
     ctx->saved_data["run"] = c10::IValue::make_capsule(c10::intrusive_ptr<torch::CustomClassHolder>(run));
     return {out, Dz};
@@ -988,6 +1025,7 @@ struct FusedMZUFunction : torch::autograd::Function<FusedMZUFunction> {
       }
       if (t == r.t0 && K > 0) r.flush_chunk(r.t0, r.t1 - r.t0, gr);
     }
+    r.packs.clear();
     // weight gradients: one (batched) product over all steps and depths of each block
     for (size_t b = 0; b < r.blocks.size(); ++b) {
       const Block& bk = r.blocks[b];
@@ -1050,6 +1088,7 @@ SeqOutput fused_mzu_forward(MZUCellImpl& cell, const torch::Tensor& x, const Sta
   r.G = 2 * r.H;
   r.Dp = o.depth + 1;
   r.gcn = o.composition == "gcn";
+  r.packs.on = !r.gcn;  // PackCache: gcn keeps the step-wise path's products
   r.sat = o.composition == "sat";
   r.cap = o.composition == "cap";
   r.J = r.cap ? o.capsules : r.N;

@@ -10,6 +10,7 @@
 #include <mutex>
 #include <tuple>
 
+#include "cells/packed_gemm.h"
 #include "util/error.h"
 
 namespace cs {
@@ -83,6 +84,21 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
   return nullptr;
 }
 
+// The fast paths' packed products (cells/packed_gemm.h) bypass the dispatcher: they report here.
+void on_packed(int64_t m, int64_t n, int64_t k) {
+  Recorder* rec = g_rec;
+  if (!rec) return;
+  GemmShape s;
+  s.op = "packed";
+  s.a_sizes = {m, k};
+  s.a_strides = {k, 1};
+  s.b_sizes = {k, n};
+  s.b_strides = {n, 1};
+  s.dtype = static_cast<int>(at::kFloat);
+  std::lock_guard<std::mutex> g(rec->mu);
+  ++rec->counts[s];
+}
+
 void on_end(const at::RecordFunction& fn, at::ObserverContext*) {
   const char* op = nullptr;
   int ia = 0;
@@ -111,8 +127,11 @@ double time_shape(const GemmShape& s) {
   osz.push_back(s.a_sizes[d - 2]);
   osz.push_back(s.b_sizes[d - 1]);
   at::Tensor c = at::zeros(osz, at::TensorOptions().dtype(dt));
+  fused::PackedMatrix pb;
+  if (s.op == "packed") pb = fused::PackedMatrix(b);  // packed once, as a fast path does per sequence
   auto run = [&] {
-    if (s.op == "mm") at::mm_out(c, a, b);
+    if (s.op == "packed") pb.mm(c, a);
+    else if (s.op == "mm") at::mm_out(c, a, b);
     else if (s.op == "bmm") at::bmm_out(c, a, b);
     else at::addbmm_out(c, c, a, b, /*beta=*/0.0);
   };
@@ -138,13 +157,17 @@ GemmFloor measure_gemm_floor(const std::function<void()>& fn) {
   g_rec = &rec;
   auto handle = at::addGlobalCallback(
       at::RecordFunctionCallback(&on_start, &on_end).needsInputs(true).scopes({at::RecordScope::FUNCTION}));
+  fused::set_packed_gemm_observer(&on_packed);
   try {
     fn();
   } catch (...) {
+    fused::set_packed_gemm_observer(nullptr);
     at::removeCallback(handle);
     g_rec = nullptr;
+    tl_depth = 0;
     throw;
   }
+  fused::set_packed_gemm_observer(nullptr);
   at::removeCallback(handle);
   g_rec = nullptr;
   tl_depth = 0;

@@ -1,10 +1,12 @@
 // The GEMM floor of a training step (issue #16): every matrix product a step runs, recorded
 // through ATen's RecordFunction observers (aten::mm, addmm, bmm, baddbmm, addbmm and their
 // out / in-place forms, whoever calls them: a cell's fast path, autograd's backward, the
-// output layer), then each distinct product replayed alone at its own sizes, strides and dtype
-// and timed (best of several calls). Their sum is a lower bound on the step's time for any
-// code that runs the same products through the same BLAS: the elementwise work, the
-// embedding, Adam and all overheads count as zero in it. See bench/GEMM_FLOOR_NOTES.md.
+// output layer) and the fast paths' products with a pre-packed weight (cells/packed_gemm.h,
+// which report to it), then each distinct product replayed alone at its own sizes, strides and
+// dtype (a packed one through the packed kernel) and timed (best of several calls). Their sum is
+// a lower bound on the step's time for any code that runs the same products through the same
+// kernels: the elementwise work, the
+// embedding, Adam and all overheads count as zero in it. See bench/peers/README.md, "GEMM floor".
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -16,7 +18,8 @@
 namespace cs {
 
 struct GemmShape {
-  std::string op;  // "mm" (also addmm/addmm_), "bmm" (also baddbmm/baddbmm_) or "addbmm"
+  std::string op;  // "mm" (also addmm/addmm_), "bmm" (also baddbmm/baddbmm_), "addbmm", or "packed"
+                   // (a fast path's product with a pre-packed weight, cells/packed_gemm.h)
   std::vector<int64_t> a_sizes, a_strides, b_sizes, b_strides;
   int dtype = 0;  // c10::ScalarType as int
   bool operator<(const GemmShape& o) const;
