@@ -122,6 +122,14 @@ void pool_release() {
   tl_pool.entries = std::move(keep);
 }
 
+bool core_has_openmp() {
+#ifdef _OPENMP
+  return true;
+#else
+  return false;
+#endif
+}
+
 int parallel_threads_used(int64_t n) {
   std::atomic<int> seen{0};
   at::parallel_for(0, n, 1, [&](int64_t, int64_t) {

@@ -49,6 +49,8 @@ void pool_release();      // drop this thread's free buffers
 // core actually used (the highest at::get_thread_num() + 1 seen). A check that the core is
 // built with OpenMP: without it ATen's parallel_for runs everything on the calling thread.
 int parallel_threads_used(int64_t n);
+// Whether the core was compiled with OpenMP (GCC builds: always; see core/CMakeLists.txt).
+bool core_has_openmp();
 
 }  // namespace fused
 }  // namespace cs
