@@ -257,12 +257,13 @@ TEST(FusedMcrnn, AgreesWithAutogradFloat) {
 
 TEST(FusedMcrnn, AgreesWhenRowsAreSplitOverThreads) {
   // B K = 192 rows of width (n-1) H = 192: more than one at::parallel_for chunk, on 2 threads;
-  // T = 12 steps: the weight gradient of eq. 2 in two time chunks (10 steps = 1920 rows, then 2).
+  // T = 24 steps: the weight gradient of eq. 2 in two time chunks (21 steps = 4032 rows, then 3),
+  // each block j over the gathered rows with j <= m_t^k.
   const int threads = torch::get_num_threads();
   torch::set_num_threads(2);
   Case c;
-  c.T = 12;
-  expect_agree(c, torch::kDouble, 1e-10, 64, 8, 64);  // (B = 64: the per-channel form of eq. 2 by default)
+  c.T = 24;
+  expect_agree(c, torch::kDouble, 1e-10, 64, 8, 64);  // (the per-channel form of eq. 2, the default)
   torch::set_num_threads(threads);
 }
 

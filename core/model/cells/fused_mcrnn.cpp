@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 
 #include "cells/baseline.h"
 #include "cells/fused_common.h"
@@ -108,27 +109,32 @@ void scatter_du(const T* dU, T* dring, T* dhist0, int64_t t, const std::vector<i
   });
 }
 
-// For the gradient of wcat's block j (W_j^T): rows (t, b, k) of steps [ta, tb) hold
-// [j <= m_t^k] / m_t^k h_{t-j}^k, i.e. column block j of build_u's U, so that
-// dW_j^T = sum over chunks of Hj^T ds (U itself is not kept: it is 3x the outputs).
+// For the gradient of wcat's block j (W_j^T): the rows (t, b, k) of steps [ta, tb) whose channel
+// has block j in its window (j <= m_t^k) are gathered in `rows` order: Hj gets
+// [j <= m_t^k] / m_t^k h_{t-j}^k (column block j of build_u's U) and, unless ds_all (block j = 1,
+// which every row has), Dj the same rows of dS, so that dW_j^T = sum over chunks of Hj^T Dj
+// without the zero rows (U itself is not kept: it is 3x the outputs). Returns the row count.
 template <typename T>
-void build_hj(T* Hj, T* hall, T* hist0, int64_t ta, int64_t tb, int64_t j, int64_t t0, int64_t n, int64_t B,
-              int64_t K, int64_t H) {
+int64_t build_hj(T* Hj, T* Dj, const T* dS, T* hall, T* hist0, int64_t ta, int64_t tb, int64_t j, int64_t t0,
+                 int64_t n, int64_t B, int64_t K, int64_t H, std::vector<int64_t>& rows) {
   const int64_t n1 = n - 1, R = B * K;
-  at::parallel_for(0, (tb - ta) * R, row_grain(H), [&](int64_t r0, int64_t r1) {
-    for (int64_t q = r0; q < r1; ++q) {
-      const int64_t t = ta + q / R, row = q % R, b = row / K, k = row % K;
+  rows.clear();
+  for (int64_t t = ta; t < tb; ++t)
+    for (int64_t row = 0; row < R; ++row)
+      if (j <= mcrnn_in_degree(t0 + t + 1, row % K + 1, n)) rows.push_back(t * R + row);
+  const int64_t cnt = static_cast<int64_t>(rows.size());
+  at::parallel_for(0, cnt, row_grain(2 * H), [&](int64_t q0, int64_t q1) {
+    for (int64_t q = q0; q < q1; ++q) {
+      const int64_t tr = rows[static_cast<size_t>(q)], t = tr / R, row = tr % R, b = row / K, k = row % K;
       const int64_t mk = mcrnn_in_degree(t0 + t + 1, k + 1, n);
-      T* dst = Hj + q * H;
-      if (j > mk) {
-        for (int64_t i = 0; i < H; ++i) dst[i] = T(0);
-        continue;
-      }
       const T scale = static_cast<T>(1.0 / static_cast<double>(mk));
       const T* src = hrow(hall, hist0, t, j, b, k, B, K, n1, H);
+      T* dst = Hj + q * H;
       for (int64_t i = 0; i < H; ++i) dst[i] = src[i] * scale;
+      if (Dj) std::memcpy(Dj + q * H, dS + tr * H, static_cast<size_t>(H) * sizeof(T));
     }
   });
+  return cnt;
 }
 
 // LSTM step (eq. 3 with f = LSTM, gates i, f, g, o as torch) on the gate pre-activations in
@@ -325,20 +331,26 @@ class McRnnFn : public torch::autograd::Function<McRnnFn> {
       }
     });
     // Weight gradients: one GEMM over all T B K rows each.
-    // dW_j^T = sum_t U_t[:, block j]^T ds_t, U's block j rebuilt per chunk of about 2048 rows.
+    // dW_j^T = sum_t U_t[:, block j]^T ds_t over the rows with j <= m_t^k only (build_hj: a third
+    // of the padded window's rows are zero for n = 4), per chunk of about 4096 rows.
     Tensor dwcat = at::zeros({n1 * H, H}, opts);
     {
-      const int64_t steps_per_chunk = std::max<int64_t>(1, std::min<int64_t>(T, 2048 / std::max<int64_t>(1, R)));
+      const int64_t steps_per_chunk = std::max<int64_t>(1, std::min<int64_t>(T, 4096 / std::max<int64_t>(1, R)));
       Tensor Hj = pool_empty({steps_per_chunk * R, H}, opts);
+      Tensor Dj = n1 > 1 ? pool_empty({steps_per_chunk * R, H}, opts) : Tensor();
+      std::vector<int64_t> rows;
       AT_DISPATCH_FLOATING_TYPES(Hs.scalar_type(), "fused_mcrnn_dwcat", [&] {
         using T_ = scalar_t;
         for (int64_t ta = 0; ta < T; ta += steps_per_chunk) {
-          const int64_t tb = std::min(T, ta + steps_per_chunk), rows = (tb - ta) * R;
-          Tensor hj = Hj.narrow(0, 0, rows);
-          Tensor ds = dS.narrow(0, ta, tb - ta).reshape({rows, H});
+          const int64_t tb = std::min(T, ta + steps_per_chunk);
           for (int64_t j = 1; j <= n1; ++j) {
-            build_hj<T_>(hj.data_ptr<T_>(), Hs.data_ptr<T_>(), hist0.data_ptr<T_>(), ta, tb, j, t0, n, B, K, H);
-            dwcat.narrow(0, (j - 1) * H, H).addmm_(hj.t(), ds);
+            // every row has block 1 (m >= 1): its ds rows are dS's as they are
+            const bool all = j == 1;
+            const int64_t cnt = build_hj<T_>(Hj.data_ptr<T_>(), all ? nullptr : Dj.data_ptr<T_>(), dS.data_ptr<T_>(),
+                                             Hs.data_ptr<T_>(), hist0.data_ptr<T_>(), ta, tb, j, t0, n, B, K, H, rows);
+            if (cnt == 0) continue;
+            Tensor ds = all ? dS.narrow(0, ta, tb - ta).reshape({cnt, H}) : Dj.narrow(0, 0, cnt);
+            dwcat.narrow(0, (j - 1) * H, H).addmm_(Hj.narrow(0, 0, cnt).t(), ds);
           }
         }
       });

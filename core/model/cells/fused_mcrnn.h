@@ -32,9 +32,11 @@ struct McRnnWeights {
 // Tuning (tests set it to exercise both forms). Eq. 2 per step is either one GEMM
 // [B K, (n-1) H] x [(n-1) H, H] over the zero-padded window, or, from this batch size on, one GEMM
 // per channel over its m_t^k actual predecessors only ([B, m H] x [m H, H], rows strided): 6 of 9
-// products for n = 4, but K GEMMs of B rows instead of one of B K rows.
+// products for n = 4, but K GEMMs of B rows instead of one of B K rows. Since the per-step
+// products run on packed weights (session 9), the split form is faster at batch 32 too
+// (FUSED_NOTES.md), so it is the default at every batch size.
 struct McRnnTuning {
-  int64_t split_channels_min_batch = 64;
+  int64_t split_channels_min_batch = 1;
 };
 McRnnTuning& mcrnn_tuning();
 

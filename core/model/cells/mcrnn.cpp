@@ -187,10 +187,12 @@ SeqOutput McRnnCellImpl::forward_sequence(const torch::Tensor& x, const State& s
     // The recurrence as one autograd function with a hand-written backward (cells/fused_mcrnn.h);
     // the hoisted input halves and wcat stay under autograd. Same equations, same state layout.
     TORCH_CHECK(s0.size() == 4, "mcrnn: expected a state of 4 tensors with an LSTM base, got ", s0.size());
-    auto xp = input_projection(x);
+    // input_projection's two halves as they are: concatenating them only to narrow them apart
+    // again cost a copy forward and two zero-filled [T, B, 4H + A] gradients backward.
+    auto xb = base_->input_projection(x);
+    auto vx = torch::matmul(x, v_x.t());
     auto* lstm = dynamic_cast<LSTMCellImpl*>(base_.get());
-    auto r3 = fused::mcrnn_recurrence(xp.narrow(2, 0, base_proj_), xp.narrow(2, base_proj_, opt_.attention), s0[2],
-                                      s0[3], {wcat, lstm->w_hh, lstm->b_hh, v_h, r}, t, opt_.block);
+    auto r3 = fused::mcrnn_recurrence(xb, vx, s0[2], s0[3], {wcat, lstm->w_hh, lstm->b_hh, v_h, r}, t, opt_.block);
     const int64_t T = x.size(0);
     return {r3[0], {r3[0][T - 1], s0[1] + T, r3[1], r3[2]}};
   }
