@@ -162,6 +162,7 @@ int cmd_info(const std::vector<std::string>& a) {
     if (!blas.detail.empty()) std::cout << "BLAS config     " << blas.detail << "\n";
     std::cout << "Intra-op threads " << j["intra_op_threads"] << " (of " << j["hardware_threads"] << " hardware threads, "
               << j["parallel_backend"].get<std::string>() << ")\n"
+              << "CPU block cache " << j["cpu_cache"].get<std::string>() << "\n"
               << "CUDA            " << (j["cuda_available"].get<bool>() ? "available, " + std::to_string(j["cuda_devices"].get<int>()) + " device(s)" : "not available") << "\n"
               << "Cells           ";
     for (auto& c : cs::cell_names()) std::cout << c << " ";

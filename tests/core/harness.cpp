@@ -1,4 +1,5 @@
 // Qt-free harness and main() of cellscope_core_tests (see harness.h).
+#include "util/cpu_cache.h"
 #include "harness.h"
 
 #include <fcntl.h>
@@ -232,6 +233,7 @@ EnvGuard::~EnvGuard() {
 
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
+  cs::install_cpu_cache();  // as cellscope-cli and the workbench run (util/cpu_cache.h)
   cstest::temp_dir();  // created before the first test, removed after the last
   const int rc = RUN_ALL_TESTS();
   // A filter that selects nothing (a renamed suite) must not pass silently.

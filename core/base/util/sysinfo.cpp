@@ -1,3 +1,4 @@
+#include "util/cpu_cache.h"
 #include "util/sysinfo.h"
 
 #include <ATen/Parallel.h>
@@ -64,6 +65,7 @@ json system_info() {
   BlasInfo b = detect_blas();
   j["blas"] = {{"name", b.name}, {"path", b.path}, {"config", b.detail}, {"fast", b.fast}};
   j["intra_op_threads"] = at::get_num_threads();
+  j["cpu_cache"] = cpu_cache_status();
   j["inter_op_threads"] = at::get_num_interop_threads();
   j["hardware_threads"] = std::thread::hardware_concurrency();
   j["cuda_available"] = torch::cuda::is_available();

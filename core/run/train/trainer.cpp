@@ -19,6 +19,7 @@
 #include "dist/dist.h"
 #include "train/checkpoint.h"
 #include "train/step_sync.h"
+#include "util/cpu_cache.h"
 #include "util/fsync.h"
 #include "util/error.h"
 
@@ -617,6 +618,11 @@ TrainOutcome Trainer::run(TrainerControl* control, const TrainerCallbacks& cb) {
     if (cb.on_log && sync_->root()) cb.on_log("already finished at step " + std::to_string(step_) + ": nothing to do");
     return {summary_, store_ ? store_->dir() : ""};
   }
+  // The CPU block cache's free blocks (util/cpu_cache.h) go back to the system when the run ends
+  // however it ends, so a workbench that trained a large model does not keep its memory.
+  struct ReleaseCache {
+    ~ReleaseCache() { cpu_cache_release(); }
+  } release_cache;
   try {
     prepare(rc);
     Ending how = Ending::finished;
