@@ -5,12 +5,16 @@
 #include <ATen/Parallel.h>
 #include <torch/autograd.h>
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
+#include <vector>
 #include <cstdlib>
 #include <cstring>
 
 #include "cells/baseline.h"
 #include "cells/fused_common.h"
+#include "cells/fused_math.h"
 #include "cells/packed_gemm.h"
 #include "cells/mcrnn.h"
 
@@ -137,42 +141,137 @@ int64_t build_hj(T* Hj, T* Dj, const T* dS, T* hall, T* hist0, int64_t ta, int64
   return cnt;
 }
 
-// LSTM step (eq. 3 with f = LSTM, gates i, f, g, o as torch) on the gate pre-activations in
-// place: G [R, 4H] becomes (sigmoid(i), sigmoid(f), tanh(g), sigmoid(o)); c = f cprev + i g,
-// tc = tanh(c) (a scratch buffer; backward recomputes it), h = o tc. The transcendental functions
-// run as ATen's vectorised kernels.
-void lstm_forward(int64_t H, const Tensor& G, const Tensor& cprev, Tensor& c, Tensor& tc, Tensor& h) {
-  G.narrow(1, 0, 2 * H).sigmoid_();
-  G.narrow(1, 2 * H, H).tanh_();
-  G.narrow(1, 3 * H, H).sigmoid_();
-  at::mul_out(c, G.narrow(1, H, H), cprev);
-  c.addcmul_(G.narrow(1, 0, H), G.narrow(1, 2 * H, H));
-  at::tanh_out(tc, c);
-  at::mul_out(h, G.narrow(1, 3 * H, H), tc);
+// LSTM step (eq. 3 with f = LSTM, gates i, f, g, o as torch), one pass per row (b, k): the gate
+// pre-activations G [R, 4H] (U s + b_hh) get the shared input half xb [B, 4H] (W_ih x_t + b_ih)
+// added and become (sigmoid(i), sigmoid(f), tanh(g), sigmoid(o)) in place; c = f cprev + i g;
+// h = o tanh(c). The transcendental functions are fused_math.h's vectorised row functions.
+template <typename T>
+void lstm_forward(int64_t B, int64_t K, int64_t H, T* G, const T* xb, const T* cprev, T* C, T* Hout) {
+  at::parallel_for(0, B * K, row_grain(4 * H), [&](int64_t r0, int64_t r1) {
+    for (int64_t row = r0; row < r1; ++row) {
+      T* g = G + row * 4 * H;
+      const T* x = xb + (row / K) * 4 * H;
+      for (int64_t j = 0; j < 4 * H; ++j) g[j] += x[j];
+      sigmoid_inplace(g, 2 * H);
+      tanh_inplace(g + 2 * H, H);
+      sigmoid_inplace(g + 3 * H, H);
+      const T* cp = cprev + row * H;
+      T* c = C + row * H;
+      T* h = Hout + row * H;
+      for (int64_t j = 0; j < H; ++j) c[j] = g[H + j] * cp[j] + g[j] * g[2 * H + j];
+      tanh_to(c, h, H);
+      for (int64_t j = 0; j < H; ++j) h[j] *= g[3 * H + j];
+    }
+  });
 }
 
-// Its backward (tcs = tanh(c), recomputed): dh [R, H] (gradient of h), dc [R, H] in:
-// gradient of c from later steps; out: of cprev. Writes dG [R, 4H], the gradient of the gate
-// pre-activations.
+// Eqs. 4-6 for one step, one pass per batch row b over its K channels: TH [B K, A] holds V_h h
+// and becomes tanh(V_h h + V_x x) (vx [B, A]); e_k = r^T TH_k; a = softmax_k(e) (Aw [B, K]);
+// out [B, H] = sum_k a_k h_k.
 template <typename T>
-void lstm_backward(int64_t R, int64_t H, const T* G, const T* cprev, const T* tcs, const T* dh, T* dc, T* dG) {
-  at::parallel_for(0, R, row_grain(4 * H), [&](int64_t r0, int64_t r1) {
-    for (int64_t row = r0; row < r1; ++row) {
-      const T* g = G + row * 4 * H;
-      const T* cp = cprev + row * H;
-      const T* tcr = tcs + row * H;
-      const T* d = dh + row * H;
-      T* dcr = dc + row * H;
-      T* o = dG + row * 4 * H;
-      for (int64_t j = 0; j < H; ++j) {
-        const T ig = g[j], fg = g[H + j], gg = g[2 * H + j], og = g[3 * H + j];
-        const T tc = tcr[j];
-        const T dct = dcr[j] + d[j] * og * (T(1) - tc * tc);
-        o[j] = dct * gg * ig * (T(1) - ig);
-        o[H + j] = dct * cp[j] * fg * (T(1) - fg);
-        o[2 * H + j] = dct * ig * (T(1) - gg * gg);
-        o[3 * H + j] = d[j] * tc * og * (T(1) - og);
-        dcr[j] = dct * fg;
+void attention_forward(int64_t B, int64_t K, int64_t A, int64_t H, T* TH, const T* vx, const T* r, const T* Hs,
+                       T* Aw, T* out) {
+  at::parallel_for(0, B, row_grain(K * (A + H)), [&](int64_t b0, int64_t b1) {
+    std::vector<T> e(static_cast<size_t>(K));
+    for (int64_t b = b0; b < b1; ++b) {
+      const T* v = vx + b * A;
+      T emax = -std::numeric_limits<T>::infinity();
+      for (int64_t k = 0; k < K; ++k) {
+        T* th = TH + (b * K + k) * A;
+        for (int64_t i = 0; i < A; ++i) th[i] += v[i];
+        tanh_inplace(th, A);
+        T d = 0;
+        for (int64_t i = 0; i < A; ++i) d += r[i] * th[i];
+        e[static_cast<size_t>(k)] = d;
+        emax = std::max(emax, d);
+      }
+      T sum = 0;
+      for (int64_t k = 0; k < K; ++k) sum += (e[static_cast<size_t>(k)] = std::exp(e[static_cast<size_t>(k)] - emax));
+      T* a = Aw + b * K;
+      for (int64_t k = 0; k < K; ++k) a[k] = e[static_cast<size_t>(k)] / sum;
+      T* o = out + b * H;
+      for (int64_t i = 0; i < H; ++i) o[i] = T(0);
+      for (int64_t k = 0; k < K; ++k) {
+        const T* h = Hs + (b * K + k) * H;
+        for (int64_t i = 0; i < H; ++i) o[i] += a[k] * h[i];
+      }
+    }
+  });
+}
+
+// Backward of eqs. 4-6 for one step, per batch row b: go [B, H] the gradient of out; into dH
+// [B K, H] (the ring slot of h_t) adds a_k go; de_k = a_k (da_k - sum_j a_j da_j) with
+// da_k = h_k . go (eq. 5's softmax), into dE [B K]; dpre_k = de_k r (1 - TH_k^2) into dPre
+// [B K, A] (the gradient of V_h h + V_x x); dvx [B, A] = sum_k dpre_k.
+template <typename T>
+void attention_backward(int64_t B, int64_t K, int64_t A, int64_t H, const T* Hs, const T* go, const T* Aw,
+                        const T* TH, const T* r, T* dH, T* dE, T* dPre, T* dvx) {
+  at::parallel_for(0, B, row_grain(K * (A + 2 * H)), [&](int64_t b0, int64_t b1) {
+    std::vector<T> da(static_cast<size_t>(K));
+    for (int64_t b = b0; b < b1; ++b) {
+      const T* g = go + b * H;
+      const T* a = Aw + b * K;
+      T s = 0;
+      for (int64_t k = 0; k < K; ++k) {
+        const T* h = Hs + (b * K + k) * H;
+        T* dh = dH + (b * K + k) * H;
+        T d = 0;
+        for (int64_t i = 0; i < H; ++i) {
+          d += h[i] * g[i];
+          dh[i] += a[k] * g[i];
+        }
+        da[static_cast<size_t>(k)] = d;
+        s += a[k] * d;
+      }
+      T* dv = dvx + b * A;
+      for (int64_t i = 0; i < A; ++i) dv[i] = T(0);
+      for (int64_t k = 0; k < K; ++k) {
+        const T de = a[k] * (da[static_cast<size_t>(k)] - s);
+        dE[b * K + k] = de;
+        const T* th = TH + (b * K + k) * A;
+        T* dp = dPre + (b * K + k) * A;
+        for (int64_t i = 0; i < A; ++i) {
+          dp[i] = de * r[i] * (T(1) - th[i] * th[i]);
+          dv[i] += dp[i];
+        }
+      }
+    }
+  });
+}
+
+// Backward of the LSTM step, per batch row b over its K channels (tanh(c) recomputed per row):
+// dh [B K, H] (gradient of h), dc [B K, H] in: gradient of c from later steps; out: of cprev.
+// Writes dG [B K, 4H], the gradient of the gate pre-activations, and dxb [B, 4H] = sum_k dG_k,
+// the gradient of the shared input half.
+template <typename T>
+void lstm_backward(int64_t B, int64_t K, int64_t H, const T* G, const T* C, const T* cprev, const T* dh, T* dc, T* dG,
+                   T* dxb) {
+  at::parallel_for(0, B, row_grain(K * 6 * H), [&](int64_t b0, int64_t b1) {
+    std::vector<T> tcs(static_cast<size_t>(H));
+    for (int64_t b = b0; b < b1; ++b) {
+      T* dx = dxb + b * 4 * H;
+      for (int64_t k = 0; k < K; ++k) {
+        const int64_t row = b * K + k;
+        const T* g = G + row * 4 * H;
+        const T* cp = cprev + row * H;
+        const T* d = dh + row * H;
+        T* dcr = dc + row * H;
+        T* o = dG + row * 4 * H;
+        T* tcr = tcs.data();
+        tanh_to(C + row * H, tcr, H);
+        for (int64_t j = 0; j < H; ++j) {
+          const T ig = g[j], fg = g[H + j], gg = g[2 * H + j], og = g[3 * H + j];
+          const T tc = tcr[j];
+          const T dct = dcr[j] + d[j] * og * (T(1) - tc * tc);
+          o[j] = dct * gg * ig * (T(1) - ig);
+          o[H + j] = dct * cp[j] * fg * (T(1) - fg);
+          o[2 * H + j] = dct * ig * (T(1) - gg * gg);
+          o[3 * H + j] = d[j] * tc * og * (T(1) - og);
+          dcr[j] = dct * fg;
+        }
+        if (k == 0) std::memcpy(dx, o, static_cast<size_t>(4 * H) * sizeof(T));
+        else
+          for (int64_t j = 0; j < 4 * H; ++j) dx[j] += o[j];
       }
     }
   });
@@ -194,7 +293,6 @@ class McRnnFn : public torch::autograd::Function<McRnnFn> {
     // (eq. 2's left operand U and tanh(c) are rebuilt in backward rather than kept: together 4H
     // values per row, a third of what the autograd path keeps per step.)
     Tensor Ut = pool_empty({R, n1 * H}, opts);    // eq. 2's left operand of the current step
-    Tensor TCt = pool_empty({R, H}, opts);        // tanh(c_t^k) of the current step
     Tensor S = pool_empty({T, R, H}, opts);       // s_{t-1}^k (eq. 2), the LSTM's incoming state
     Tensor G = pool_empty({T, R, 4 * H}, opts);   // gates i, f, g, o (activated)
     Tensor C = pool_empty({T, R, H}, opts);       // c_t^k
@@ -222,17 +320,14 @@ class McRnnFn : public torch::autograd::Function<McRnnFn> {
           pw.mm(St, Ut);  // eq. 2: s_{t-1}^k, all k and j at once (zero-padded window)
         }
         pwhh.addmm(Gt, b_hh, St);                                  // eq. 3: U s + b_hh ...
-        Gt.view({B, K, 4 * H}).add_(xb[t].unsqueeze(1));           // ... + W_ih x_t + b_ih (shared by the channels)
         const Tensor cprev = t > 0 ? C[t - 1] : c0.view({R, H});  // lstm_memory "prev": c_{t-1}^k
-        lstm_forward(H, Gt, cprev, Ct, TCt, Ht);
+        // ... + W_ih x_t + b_ih (shared by the channels), the gates, c and h (eq. 3)
+        lstm_forward<T_>(B, K, H, Gt.data_ptr<T_>(), xb[t].data_ptr<T_>(), cprev.data_ptr<T_>(), Ct.data_ptr<T_>(),
+                         Ht.data_ptr<T_>());
         pvh.mm(THt, Ht);                                           // eq. 4: V_h h_t^k ...
-        THt.view({B, K, A}).add_(vx[t].unsqueeze(1));              // ... + V_x x_t
-        THt.tanh_();
-        Tensor e = at::mv(THt, r).view({B, K});                    // e_t^k = r^T tanh(.)
-        Tensor a = at::softmax(e, 1);                              // eq. 5
-        Aw[t].copy_(a);
-        Tensor ot = out[t];
-        at::sum_out(ot, Ht.view({B, K, H}) * a.unsqueeze(2), {1});  // eq. 6
+        // ... + V_x x_t, tanh, e = r^T tanh(.), eq. 5's softmax, eq. 6's weighted sum
+        attention_forward<T_>(B, K, A, H, THt.data_ptr<T_>(), vx[t].data_ptr<T_>(), r.data_ptr<T_>(),
+                              Ht.data_ptr<T_>(), Aw[t].data_ptr<T_>(), out[t].data_ptr<T_>());
       }
     });
     // The final state: the window of the last n-1 channel outputs, the last memories.
@@ -287,34 +382,22 @@ class McRnnFn : public torch::autograd::Function<McRnnFn> {
     Tensor dxb = at::empty({T, B, 4 * H}, opts);
     Tensor dvx = at::empty({T, B, A}, opts);
     Tensor dU = at::empty({R, n1 * H}, opts);
-    Tensor tc = at::empty({R, H}, opts);
     const fused::PackedMatrix pvhb(v_h), pwhhb(w_hh), pwt(wcat.t());  // packed once (cells/packed_gemm.h)
     AT_DISPATCH_FLOATING_TYPES(Hs.scalar_type(), "fused_mcrnn_backward", [&] {
       using T_ = scalar_t;
       for (int64_t t = T - 1; t >= 0; --t) {
         const auto m = in_degrees(t0, t, n);
-        Tensor Ht = Hs[t], dHt = dring[t % n], a = Aw[t], go = gout[t];
-        Tensor h3 = Ht.view({B, K, H});
-        // eq. 6: out = sum_k a_k h_k
-        Tensor da = (h3 * go.unsqueeze(1)).sum(2);                        // [B, K]
-        dHt.view({B, K, H}).addcmul_(a.unsqueeze(2), go.unsqueeze(1));
-        // eq. 5: softmax over the channels
-        Tensor de = a * (da - (a * da).sum(1, true));
-        dE[t].copy_(de.view({R}));
-        // eq. 4: e = r^T tanh(pre)
-        Tensor th = TH[t];
+        Tensor dHt = dring[t % n], dSt = dS[t], dGt = dG[t];
         Tensor dpre = dPre[t];
-        at::mul_out(dpre, de.view({R, 1}), r.view({1, A}));
-        dpre.mul_(1 - th * th);
-        Tensor dvxt = dvx[t], dxbt = dxb[t], dSt = dS[t], dGt = dG[t];
-        at::sum_out(dvxt, dpre.view({B, K, A}), {1});
-        pvhb.addmm(dHt, dHt, dpre);
+        // eqs. 6, 5 and 4's tanh (the ring slot of h_t gets a_k go)
+        attention_backward<T_>(B, K, A, H, Hs[t].data_ptr<T_>(), gout[t].data_ptr<T_>(), Aw[t].data_ptr<T_>(),
+                               TH[t].data_ptr<T_>(), r.data_ptr<T_>(), dHt.data_ptr<T_>(), dE[t].data_ptr<T_>(),
+                               dpre.data_ptr<T_>(), dvx[t].data_ptr<T_>());
+        pvhb.addmm(dHt, dHt, dpre);                                 // eq. 4: dh += dpre V_h
         // eq. 3: the LSTM step (memory "prev": c_{t-1}^k of the same channel)
         const Tensor cprev = t > 0 ? C[t - 1] : c0.view({R, H});
-        at::tanh_out(tc, C[t]);
-        lstm_backward<T_>(R, H, G[t].data_ptr<T_>(), cprev.data_ptr<T_>(), tc.data_ptr<T_>(), dHt.data_ptr<T_>(),
-                          dc.data_ptr<T_>(), dGt.data_ptr<T_>());
-        at::sum_out(dxbt, dGt.view({B, K, 4 * H}), {1});
+        lstm_backward<T_>(B, K, H, G[t].data_ptr<T_>(), C[t].data_ptr<T_>(), cprev.data_ptr<T_>(), dHt.data_ptr<T_>(),
+                          dc.data_ptr<T_>(), dGt.data_ptr<T_>(), dxb[t].data_ptr<T_>());
         pwhhb.mm(dSt, dGt);
         // eq. 2: back into the h of the window (earlier steps or the initial history)
         if (split) {  // only the blocks j <= m_k of each channel are read by scatter_du
