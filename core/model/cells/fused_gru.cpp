@@ -1,6 +1,7 @@
 #include "cells/fused_gru.h"
 
 #include "cells/fused_common.h"
+#include "cells/fused_math.h"
 #include "cells/packed_gemm.h"
 
 #include <ATen/ATen.h>
@@ -44,8 +45,9 @@ struct Layout {
 // Forward of one stage for one step (after the GEMM hp = h W^T (+ b_hh)). hp [B,3H] (raw U h
 // without bias when ln, else U h + b_hh), x: input term rows (stride xs: 3H or 0), hprev [B,H],
 // mask [B,H] or null. Writes hout [B,H], gates (r, z, n pre-dropout) [B,3H], hn [B,H] (the value
-// multiplied by r), and with ln xhat [B,3H], rstd [B,3]. Three fused loops; the sigmoids and the
-// tanh run as ATen's vectorised in-place kernels on the gate buffer between them.
+// multiplied by r), and with ln xhat [B,3H], rstd [B,3]. One pass per row; the sigmoids and the
+// tanh are fused_math.h's vectorised row functions (until session 10: three loops with ATen's
+// in-place kernels between them).
 template <typename T>
 void stage_forward(int64_t B, int64_t H, T* hp, const T* x, int64_t xs, const T* hprev, const T* mask,
                    const T* bhh, const T* lg, const T* lb, bool ln, T* hout, const Tensor& gates_t, T* hn, T* xhat,
@@ -79,24 +81,14 @@ void stage_forward(int64_t B, int64_t H, T* hp, const T* x, int64_t xs, const T*
       const T* xr = x + b * xs;
       T* g = gates + b * 3 * H;
       for (int64_t j = 0; j < 2 * H; ++j) g[j] = xr[j] + p[j];  // r, z pre-activations
+      sigmoid_inplace(g, 2 * H);
       T* q = hn + b * H;
-      for (int64_t j = 0; j < H; ++j) q[j] = p[2 * H + j];
-    }
-  });
-  gates_t.narrow(1, 0, 2 * H).sigmoid_();
-  at::parallel_for(0, B, row_grain(H), [&](int64_t b0, int64_t b1) {
-    for (int64_t b = b0; b < b1; ++b) {
-      const T* xr = x + b * xs + 2 * H;
-      const T* q = hn + b * H;
-      T* g = gates + b * 3 * H;
-      for (int64_t j = 0; j < H; ++j) g[2 * H + j] = xr[j] + g[j] * q[j];  // x_n + r * hp_n
-    }
-  });
-  gates_t.narrow(1, 2 * H, H).tanh_();
-  at::parallel_for(0, B, row_grain(H), [&](int64_t b0, int64_t b1) {
-    for (int64_t b = b0; b < b1; ++b) {
+      for (int64_t j = 0; j < H; ++j) {
+        q[j] = p[2 * H + j];
+        g[2 * H + j] = xr[2 * H + j] + g[j] * q[j];  // x_n + r * hp_n
+      }
+      tanh_inplace(g + 2 * H, H);
       const T* h = hprev + b * H;
-      const T* g = gates + b * 3 * H;
       T* o = hout + b * H;
       if (mask) {
         const T* m = mask + b * H;
