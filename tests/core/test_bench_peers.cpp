@@ -129,9 +129,10 @@ TEST(BenchPeers, peerBenchReportsTimesSpeedupEfficiencyAndMemory) {
     ASSERT_GT(p.value("gemm_gflops", 0.0), 0.0);
     ASSERT_GE(p.value("peak_step_bytes", -1.0), 0.0);
     ASSERT_NEAR(row.value("speedup", 0.0), p.value("seconds_per_step", 0.0) / c.value("seconds_per_step", 1.0), 1e-9);
-    // what 1.5x needs, and the most the floor allows, both in efficiency terms
+    // what 1.5x needs in efficiency terms; the most the floor allows on the speedup's own basis
+    // (times), so that it can never read below a speedup actually reached by removing overhead
     ASSERT_NEAR(row.value("needed_efficiency", 0.0), 1.5 * row.value("python_efficiency", 0.0), 1e-12);
-    ASSERT_NEAR(row.value("max_speedup", 0.0), row.value("floor_efficiency", 0.0) / row.value("python_efficiency", 1.0), 1e-9);
+    ASSERT_NEAR(row.value("max_speedup", 0.0), p.value("seconds_per_step", 0.0) / c["gemm_floor"].value("seconds", 1.0), 1e-9);
     // gru_dt and cru_shallow have hand-written fast paths (cells/fused_gru_dt.cpp, fused_cru.cpp):
     // their autograd path is measured too, with its own time and memory
     ASSERT_TRUE(row.contains("cellscope_autograd")) << row.dump();
