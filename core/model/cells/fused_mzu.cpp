@@ -234,6 +234,39 @@ void sat_attention_fwd(const Tensor& q3, const Tensor& attn, const Tensor& O) {
   });
 }
 
+// eq. 6's output again, O = A V, from the saved attention A [KB, N, N] and q3 (its V third): the
+// same sums in the same order as sat_attention_fwd (bitwise its O). O is [K, B N, d_z] with any
+// stride between the K blocks (a chunk buffer), each block contiguous. Backward uses it instead
+// of keeping every step's O (as much memory as the zones) for the weight gradient of eq. 5's W_1.
+void sat_attention_out(const Tensor& attn, const Tensor& q3, const Tensor& O) {
+  const int64_t KB = q3.size(0), N = q3.size(1), dz = q3.size(2) / 3, K = O.size(0), B = KB / K;
+  TORCH_CHECK(O.size(1) == B * N && O.size(2) == dz && O.stride(1) == dz && O.stride(2) == 1,
+              "sat_attention_out: expected O [", K, ", ", B * N, ", ", dz, "] with contiguous blocks, got ", O.sizes(),
+              " strides ", O.strides());
+  AT_DISPATCH_FLOATING_TYPES(q3.scalar_type(), "sat_attention_out", [&] {
+    const scalar_t* Q = q3.data_ptr<scalar_t>();
+    const scalar_t* A = attn.data_ptr<scalar_t>();
+    scalar_t* Op = O.data_ptr<scalar_t>();
+    const int64_t kstride = O.stride(0);
+    at::parallel_for(0, KB, zone_grain(N, dz), [&](int64_t b0, int64_t b1) {
+      std::vector<double> o(static_cast<size_t>(dz));
+      for (int64_t kb = b0; kb < b1; ++kb) {
+        const scalar_t* base = Q + kb * N * 3 * dz;
+        scalar_t* ob = Op + (kb / B) * kstride + (kb % B) * N * dz;
+        for (int64_t i = 0; i < N; ++i) {
+          const scalar_t* a = A + (kb * N + i) * N;
+          for (int64_t e = 0; e < dz; ++e) o[static_cast<size_t>(e)] = 0;
+          for (int64_t j = 0; j < N; ++j) {
+            const scalar_t* v = base + j * 3 * dz + 2 * dz;
+            for (int64_t e = 0; e < dz; ++e) o[static_cast<size_t>(e)] += static_cast<double>(a[j]) * v[e];
+          }
+          for (int64_t e = 0; e < dz; ++e) ob[i * dz + e] = static_cast<scalar_t>(o[static_cast<size_t>(e)]);
+        }
+      }
+    });
+  });
+}
+
 // sat backward: dO [KB, N, d_z] -> dqkv [KB, N, 3 d_z]; plus (dD defined) the eq. 18 term
 // through the cosines of Zb into dZ (accumulated).
 void sat_attention_bwd(const Tensor& dO, const Tensor& attn, const Tensor& q3, const Tensor& dqkv) {
@@ -632,9 +665,9 @@ struct Run : torch::CustomClassHolder {
   // ("K-major") when a weight gradient is later one batched product over all steps.
   Tensor Hin;          // [Dp, T, B, H]    the state entering each depth
   Tensor Zs;           // [K, Dp, T, B N, d_z] zones (after zone LN)
-  Tensor Zn;           // sat per_zone: [K N, Dp, T, B, d_z]
   Tensor AZ;           // gcn: [K, Dp, T, B N, d_z]  A^ Z
-  Tensor Os;           // [K, Dp, T, B J, d_o] composition output = FFN input
+  Tensor Os;           // gcn, cap: [K, Dp, T, B J, d_o] composition output = FFN input (sat: rebuilt
+                       // per chunk from attn and qkv, sat_attention_out)
   Tensor H1;           // [K, Dp, T, B J, d_f] FFN hidden (after ReLU)
   Tensor Fs;           // [K, Dp, T, B, J d_o] FFN output (aggregation input)
   // cap: [Dp, T, K, B N, J d_o] predictions, [Dp, T, iters, K B, N, J] coupling and
@@ -642,8 +675,7 @@ struct Run : torch::CustomClassHolder {
   // others (per-step tensors of this size were page-faulted anew at every step)
   Tensor Ub, RC, RS;
   // per (depth, step) tensors, index d * T + t
-  std::vector<Tensor> cosm, ahat, gdeg, qkv, attn, cp, cmean, crstd, gp, gmean, grstd, tc, g, mask, z0, zmean, zrstd,
-      zl;
+  std::vector<Tensor> cosm, ahat, gdeg, qkv, attn, cp, cmean, crstd, gp, gmean, grstd, tc, g, mask, z0, zmean, zrstd;
 
   // Backward buffers (allocated in backward): DA0 [T, B, G] (depth 0: it is the gradient of the
   // input projection, returned) and DAt [Dp - 1, T, B, G] (t-MZUs) for the whole sequence; the K-major ones [K*, Dp, C, rows, cols]
@@ -660,14 +692,13 @@ struct Run : torch::CustomClassHolder {
     Hin = take({Dp, T, B, H}, opt);
     if (K > 0) {
       Zs = take({K, Dp, T, B * N, dz}, opt);
-      if (sat && !qkv_shared) Zn = take({K * N, Dp, T, B, dz}, opt);
       if (gcn) AZ = take({K, Dp, T, B * N, dz}, opt);
-      Os = take({K, Dp, T, B * J, Do}, opt);
+      if (!sat) Os = take({K, Dp, T, B * J, Do}, opt);
       H1 = take({K, Dp, T, B * J, F}, opt);
       Fs = take({K, Dp, T, B, J * Do}, opt);
     }
     for (auto* v : {&cosm, &ahat, &gdeg, &qkv, &attn, &cp, &cmean, &crstd, &gp, &gmean, &grstd, &tc, &g, &mask, &z0,
-                    &zmean, &zrstd, &zl})
+                    &zmean, &zrstd})
       v->assign(n, Tensor());
     if (cap && K > 0) {
       Ub = take({Dp, T, K, B * N, J * Do}, opt);
@@ -691,19 +722,32 @@ struct Run : torch::CustomClassHolder {
       gb[BO].add_(bw(DPRE).sum(1, true));
       gb[W2].baddbmm_(fw(H1).transpose(1, 2), bw(DF));
       gb[B2].add_(bw(DF).sum(1, true));
-      gb[W1].baddbmm_(fw(Os).transpose(1, 2), bw(DH1));
+      if (sat) {  // the chunk's eq. 6 outputs, rebuilt (bitwise the forward's)
+        auto oc = take({K, n, B * J, Do}, Zs.options());
+        for (int64_t s = 0; s < n; ++s)
+          sat_attention_out(attn[static_cast<size_t>(d * T + t + s)], qkv[static_cast<size_t>(d * T + t + s)], oc.select(1, s));
+        gb[W1].baddbmm_(oc.view({K, n * B * J, Do}).transpose(1, 2), bw(DH1));
+      } else {
+        gb[W1].baddbmm_(fw(Os).transpose(1, 2), bw(DH1));
+      }
       gb[B1].add_(bw(DH1).sum(1, true));
       if (gcn) gb[W_G].baddbmm_(fw(AZ).transpose(1, 2), bw(DP));
-      if (sat) gb[W_QKV].baddbmm_(fw(qkv_shared ? Zs : Zn).transpose(1, 2), bw(DQKV));
+      if (sat && qkv_shared) gb[W_QKV].baddbmm_(fw(Zs).transpose(1, 2), bw(DQKV));
+      if (sat && !qkv_shared) {
+        // per-zone projections: the chunk's zones regrouped zone-major [K N, n B, d_z], a copy of
+        // n steps only (a whole-sequence copy saved by forward cost as much memory as Zs itself)
+        auto zn = Zs.select(1, d).narrow(1, t, n).reshape({K, n, B, N, dz}).permute({0, 3, 1, 2, 4}).reshape({K * N, n * B, dz});
+        gb[W_QKV].baddbmm_(zn.transpose(1, 2), bw(DQKV));
+      }
       if (cap) gb[W_C].baddbmm_(fw(Zs).transpose(1, 2), bw(DU));
     }
   }
 
   void release() {
-    for (auto* x : {&Hin, &Zs, &Zn, &AZ, &Os, &H1, &Fs, &Ub, &RC, &RS, &DA0, &DAt, &DPRE, &DF, &DH1, &DP, &DQKV, &DU})
+    for (auto* x : {&Hin, &Zs, &AZ, &Os, &H1, &Fs, &Ub, &RC, &RS, &DA0, &DAt, &DPRE, &DF, &DH1, &DP, &DQKV, &DU})
       give(*x);
     for (auto* v : {&cosm, &ahat, &gdeg, &qkv, &attn, &cp, &cmean, &crstd, &gp, &gmean, &grstd, &tc, &g, &mask, &z0,
-                    &zmean, &zrstd, &zl})
+                    &zmean, &zrstd})
       v->clear();
   }
 
@@ -725,10 +769,10 @@ struct Run : torch::CustomClassHolder {
       if (bk.p[LNZG].defined()) {
         auto r = at::native_layer_norm(Z, {dz}, {}, {}, 1e-5);
         z0[i] = Z;
-        zl[i] = std::get<0>(r);
         zmean[i] = std::get<1>(r);
         zrstd[i] = std::get<2>(r);
-        Z = zl[i] * bk.p[LNZG].unsqueeze(1) + bk.p[LNZB].unsqueeze(1);
+        // the normalised zones are not saved: backward recomputes them from z0, mean and 1/std
+        Z = std::get<0>(r) * bk.p[LNZG].unsqueeze(1) + bk.p[LNZB].unsqueeze(1);
       }
       at2(Zs, d, t).copy_(Z.view({K, B * N, dz}));
       auto Zb = Z.view({K * B, N, dz});  // contiguous
@@ -763,7 +807,6 @@ struct Run : torch::CustomClassHolder {
           q3 = q3.view({K * B, N, 3 * dz});
         } else {
           auto zn2 = Z.transpose(1, 2).reshape({K * N, B, dz});
-          at2(Zn, d, t).copy_(zn2);
           auto qn = at::empty({K * N, B, 3 * dz}, Z.options());
           per_k(K * N, [&](int64_t k) { packs.mm(qn.select(0, k), zn2.select(0, k), bk.p[W_QKV].select(0, k)); });
           q3 = qn.view({K, N, B, 3 * dz}).transpose(1, 2).reshape({K * B, N, 3 * dz});
@@ -783,7 +826,7 @@ struct Run : torch::CustomClassHolder {
         route_fwd(uu.view({K * B, N, J, Do}), iters, at1(RC, d, t), at1(RS, d, t), O.view({K * B, J, Do}));  // eqs. 11-14
       }
       Dz.select(0, t).narrow(1, d * K, K).copy_(Dneg.view({K, B}).t());
-      at2(Os, d, t).copy_(O);
+      if (!sat) at2(Os, d, t).copy_(O);
       // eq. 5 and the aggregation, per M-function one chain written into the saved buffers
       auto h1 = at2(H1, d, t);  // [K, B J, d_f]
       auto fs = at2(Fs, d, t);  // [K, B, J d_o]
@@ -836,8 +879,10 @@ struct Run : torch::CustomClassHolder {
       cand = th * m;
     }
     auto sg = at::sigmoid(gg);  // eq. 3 / eq. 17
-    tc[i] = th;
-    g[i] = sg;
+    // with layer norm on a path, backward rebuilds these from the saved LN input (bitwise: the
+    // same kernels on the same values) instead of keeping two more [B, H] per step and depth
+    if (!bk.p[LNCG].defined()) tc[i] = th;
+    if (!bk.p[LNGG].defined()) g[i] = sg;
     return at::addcmul(h, sg, cand - h);  // eq. 1 / eq. 15
   }
 
@@ -849,8 +894,10 @@ struct Run : torch::CustomClassHolder {
     Tensor* gb = &gr[static_cast<size_t>(block_of[static_cast<size_t>(d)]) * NPARAM];
     const size_t i = static_cast<size_t>(d * T + t);
     auto h = at1(Hin, d, t);
-    const auto& th = tc[i];
-    const auto& sg = g[i];
+    const Tensor th = tc[i].defined() ? tc[i]
+                                      : at::tanh(std::get<0>(at::native_layer_norm(cp[i], {H}, bk.p[LNCG], bk.p[LNCB], 1e-5)));
+    const Tensor sg = g[i].defined() ? g[i]
+                                     : at::sigmoid(std::get<0>(at::native_layer_norm(gp[i], {H}, bk.p[LNGG], bk.p[LNGB], 1e-5)));
     Tensor cand = mask[i].defined() ? th * mask[i] : th;
     auto dg = dhn * (cand - h);
     auto dcand = dhn * sg;
@@ -945,7 +992,7 @@ struct Run : torch::CustomClassHolder {
       }
       if (bk.p[LNZG].defined()) {
         auto dZ4 = dZ.view({K, B, N, dz});
-        gb[LNZG].add_((dZ4 * zl[i]).sum(1));
+        gb[LNZG].add_((dZ4 * ((z0[i] - zmean[i]) * zrstd[i])).sum(1));  // the forward's normalised zones
         gb[LNZB].add_(dZ4.sum(1));
         auto r = at::native_layer_norm_backward(dZ4 * bk.p[LNZG].unsqueeze(1), z0[i], {dz}, zmean[i], zrstd[i], {}, {},
                                                 {true, false, false});
