@@ -15,6 +15,7 @@
 #include "cells/baseline.h"
 #include "cells/cru.h"
 #include "cells/fused_common.h"
+#include "cells/fused_gru.h"
 #include "cells/fused_cru.h"
 #include "cells/fused_gru_dt.h"
 #include "gradcheck.h"
@@ -217,6 +218,19 @@ TEST(FusedCells, AgreesWithAutogradDouble) {
 
 TEST(FusedCells, AgreesWithAutogradFloat) {
   for (const auto& c : claimed_cases()) expect_agree(c, torch::kFloat, 1e-4);
+}
+
+TEST(FusedCells, AgreesWhenBackwardRunsInChunks) {
+  // The backward's weight gradients are summed chunk by chunk (gru_tuning().chunk_rows rows of
+  // steps x B): with B = 3, T = 7, 5 rows are chunks of 2 steps ([5,7), [3,5), [1,3) and a partial
+  // [0,1) that reads h0), 1 row one step per chunk, 12 rows [3,7) and a partial [0,3).
+  auto& tune = fused::gru_tuning();
+  const auto saved = tune;
+  for (int64_t rows : {1, 5, 12}) {
+    tune.chunk_rows = rows;
+    for (const auto& c : claimed_cases()) expect_agree(c, torch::kDouble, 1e-10);
+  }
+  tune = saved;
 }
 
 TEST(FusedCells, ProbeAndStepwiseUseTheReference) {

@@ -257,14 +257,27 @@ TEST(FusedMcrnn, AgreesWithAutogradFloat) {
 
 TEST(FusedMcrnn, AgreesWhenRowsAreSplitOverThreads) {
   // B K = 192 rows of width (n-1) H = 192: more than one at::parallel_for chunk, on 2 threads;
-  // T = 24 steps: the weight gradient of eq. 2 in two time chunks (21 steps = 4032 rows, then 3),
-  // each block j over the gathered rows with j <= m_t^k.
+  // T = 24 steps: the backward in two time chunks (21 steps = 4032 rows, [3, 24), then [0, 3)),
+  // each block j of eq. 2's weight gradient over the gathered rows with j <= m_t^k.
   const int threads = torch::get_num_threads();
   torch::set_num_threads(2);
   Case c;
   c.T = 24;
   expect_agree(c, torch::kDouble, 1e-10, 64, 8, 64);  // (the per-channel form of eq. 2, the default)
   torch::set_num_threads(threads);
+}
+
+TEST(FusedMcrnn, AgreesWhenBackwardRunsInChunks) {
+  // The backward's per-row gradients live in chunk buffers of mcrnn_tuning().chunk_rows rows
+  // (steps x B K) and each chunk's weight gradients are summed when it is done: one step per
+  // chunk, and 20 rows (2 steps of B K = 9 for n = 4, with a partial [0, 1); 6 steps for n = 2).
+  auto& tune = fused::mcrnn_tuning();
+  const auto saved = tune;
+  for (int64_t rows : {1, 20}) {
+    tune.chunk_rows = rows;
+    for (const auto& c : claimed_cases()) expect_agree(c, torch::kDouble, 1e-10);
+  }
+  tune = saved;
 }
 
 TEST(FusedMcrnn, EvaluationWithoutGradient) {

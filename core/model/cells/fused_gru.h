@@ -30,6 +30,13 @@ struct GRURecurrenceOptions {
   bool training = false;
 };
 
+// Rows (steps x B) per chunk of the backward: the per-row gradients of a chunk are held in chunk
+// buffers and its weight gradients are one product over its rows (FUSED_NOTES.md, session 11).
+struct GRUTuning {
+  int64_t chunk_rows = 1024;
+};
+GRUTuning& gru_tuning();  // process-wide; tests set small chunks
+
 // xp [T, B, 3H] (stage 0's input term), h0 [B, H]. Returns {outputs [T, B, H] of the last stage,
 // final state [B, H]}. Differentiable w.r.t. xp, h0 and every stage parameter.
 std::pair<torch::Tensor, torch::Tensor> gru_recurrence(const torch::Tensor& xp, const torch::Tensor& h0,

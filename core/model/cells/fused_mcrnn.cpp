@@ -119,7 +119,7 @@ void scatter_du(const T* dU, T* dring, T* dhist0, int64_t t, const std::vector<i
 // which every row has), Dj the same rows of dS, so that dW_j^T = sum over chunks of Hj^T Dj
 // without the zero rows (U itself is not kept: it is 3x the outputs). Returns the row count.
 template <typename T>
-int64_t build_hj(T* Hj, T* Dj, const T* dS, T* hall, T* hist0, int64_t ta, int64_t tb, int64_t j, int64_t t0,
+int64_t build_hj(T* Hj, T* Dj, const T* dS, int64_t dS_t0, T* hall, T* hist0, int64_t ta, int64_t tb, int64_t j, int64_t t0,
                  int64_t n, int64_t B, int64_t K, int64_t H, std::vector<int64_t>& rows) {
   const int64_t n1 = n - 1, R = B * K;
   rows.clear();
@@ -135,7 +135,7 @@ int64_t build_hj(T* Hj, T* Dj, const T* dS, T* hall, T* hist0, int64_t ta, int64
       const T* src = hrow(hall, hist0, t, j, b, k, B, K, n1, H);
       T* dst = Hj + q * H;
       for (int64_t i = 0; i < H; ++i) dst[i] = src[i] * scale;
-      if (Dj) std::memcpy(Dj + q * H, dS + tr * H, static_cast<size_t>(H) * sizeof(T));
+      if (Dj) std::memcpy(Dj + q * H, dS + (tr - dS_t0 * R) * H, static_cast<size_t>(H) * sizeof(T));
     }
   });
   return cnt;
@@ -375,23 +375,57 @@ class McRnnFn : public torch::autograd::Function<McRnnFn> {
         else dhist0.select(2, d - T - 1).add_(g);
       }
     Tensor dc = grads[2].defined() ? grads[2].reshape({R, H}).clone() : at::zeros({R, H}, opts);
-    Tensor dG = pool_empty({T, R, 4 * H}, opts);   // gate pre-activations
-    Tensor dS = pool_empty({T, R, H}, opts);       // s_{t-1}^k
-    Tensor dPre = pool_empty({T, R, A}, opts);     // V_h h + V_x x
-    Tensor dE = pool_empty({T, R}, opts);          // e_t^k
+    // The backward runs in chunks of Cn steps (about mcrnn_tuning().chunk_rows rows of Cn B K): the
+    // per-row gradients below are chunk buffers, and a chunk's weight gradients are one product
+    // over its rows when it is done. (Whole-sequence buffers made the step need 22% more memory
+    // than the autograd path at the bench shape, session 11.) dxb and dvx are returned: whole.
+    const int64_t Cn = std::max<int64_t>(1, std::min<int64_t>(T, mcrnn_tuning().chunk_rows / std::max<int64_t>(1, R)));
+    Tensor dG = pool_empty({Cn, R, 4 * H}, opts);   // gate pre-activations
+    Tensor dS = pool_empty({Cn, R, H}, opts);       // s_{t-1}^k
+    Tensor dPre = pool_empty({Cn, R, A}, opts);     // V_h h + V_x x
+    Tensor dE = pool_empty({Cn, R}, opts);          // e_t^k
     Tensor dxb = at::empty({T, B, 4 * H}, opts);
     Tensor dvx = at::empty({T, B, A}, opts);
     Tensor dU = at::empty({R, n1 * H}, opts);
+    Tensor Hj = pool_empty({Cn * R, H}, opts);
+    Tensor Dj = n1 > 1 ? pool_empty({Cn * R, H}, opts) : Tensor();
+    std::vector<int64_t> rows;
+    Tensor dwcat = at::zeros({n1 * H, H}, opts);
+    Tensor dw_hh = at::zeros({4 * H, H}, opts), db_hh = at::zeros({4 * H}, opts);
+    Tensor dv_h = at::zeros({A, H}, opts), dr = at::zeros({A}, opts);
     const fused::PackedMatrix pvhb(v_h), pwhhb(w_hh), pwt(wcat.t());  // packed once (cells/packed_gemm.h)
     AT_DISPATCH_FLOATING_TYPES(Hs.scalar_type(), "fused_mcrnn_backward", [&] {
       using T_ = scalar_t;
+      // Weight gradients of the chunk [ta, tb), held in rows 0 .. tb - ta of the chunk buffers.
+      // dW_j^T = sum_t U_t[:, block j]^T ds_t over the rows with j <= m_t^k only (build_hj: a
+      // third of the padded window's rows are zero for n = 4).
+      auto flush = [&](int64_t ta, int64_t tb) {
+        const int64_t nt = tb - ta;
+        for (int64_t j = 1; j <= n1; ++j) {
+          // every row has block 1 (m >= 1): its ds rows are dS's as they are
+          const bool all = j == 1;
+          const int64_t cnt = build_hj<T_>(Hj.data_ptr<T_>(), all ? nullptr : Dj.data_ptr<T_>(), dS.data_ptr<T_>(), ta,
+                                           Hs.data_ptr<T_>(), hist0.data_ptr<T_>(), ta, tb, j, t0, n, B, K, H, rows);
+          if (cnt == 0) continue;
+          Tensor ds = all ? dS.narrow(0, 0, nt).reshape({cnt, H}) : Dj.narrow(0, 0, cnt);
+          dwcat.narrow(0, (j - 1) * H, H).addmm_(Hj.narrow(0, 0, cnt).t(), ds);
+        }
+        Tensor dg = dG.narrow(0, 0, nt).reshape({nt * R, 4 * H});
+        dw_hh.addmm_(dg.t(), S.narrow(0, ta, nt).reshape({nt * R, H}));
+        db_hh.add_(dg.sum(0));
+        dv_h.addmm_(dPre.narrow(0, 0, nt).reshape({nt * R, A}).t(), Hs.narrow(0, ta, nt).reshape({nt * R, H}));
+        dr.addmv_(TH.narrow(0, ta, nt).reshape({nt * R, A}).t(), dE.narrow(0, 0, nt).reshape({nt * R}));
+      };
+      int64_t ta = T, tb = T;  // the current chunk [ta, tb)
       for (int64_t t = T - 1; t >= 0; --t) {
+        if (t < ta) tb = t + 1, ta = std::max<int64_t>(0, t + 1 - Cn);
+        const int64_t c = t - ta;  // row of the chunk buffers
         const auto m = in_degrees(t0, t, n);
-        Tensor dHt = dring[t % n], dSt = dS[t], dGt = dG[t];
-        Tensor dpre = dPre[t];
+        Tensor dHt = dring[t % n], dSt = dS[c], dGt = dG[c];
+        Tensor dpre = dPre[c];
         // eqs. 6, 5 and 4's tanh (the ring slot of h_t gets a_k go)
         attention_backward<T_>(B, K, A, H, Hs[t].data_ptr<T_>(), gout[t].data_ptr<T_>(), Aw[t].data_ptr<T_>(),
-                               TH[t].data_ptr<T_>(), r.data_ptr<T_>(), dHt.data_ptr<T_>(), dE[t].data_ptr<T_>(),
+                               TH[t].data_ptr<T_>(), r.data_ptr<T_>(), dHt.data_ptr<T_>(), dE[c].data_ptr<T_>(),
                                dpre.data_ptr<T_>(), dvx[t].data_ptr<T_>());
         pvhb.addmm(dHt, dHt, dpre);                                 // eq. 4: dh += dpre V_h
         // eq. 3: the LSTM step (memory "prev": c_{t-1}^k of the same channel)
@@ -411,37 +445,9 @@ class McRnnFn : public torch::autograd::Function<McRnnFn> {
         }
         dHt.zero_();  // slot t mod n is step t - n's next (none of this step's targets)
         scatter_du<T_>(dU.data_ptr<T_>(), dring.data_ptr<T_>(), dhist0.data_ptr<T_>(), t, m, B, K, n1, H);
+        if (t == ta) flush(ta, tb);
       }
     });
-    // Weight gradients: one GEMM over all T B K rows each.
-    // dW_j^T = sum_t U_t[:, block j]^T ds_t over the rows with j <= m_t^k only (build_hj: a third
-    // of the padded window's rows are zero for n = 4), per chunk of about 4096 rows.
-    Tensor dwcat = at::zeros({n1 * H, H}, opts);
-    {
-      const int64_t steps_per_chunk = std::max<int64_t>(1, std::min<int64_t>(T, 4096 / std::max<int64_t>(1, R)));
-      Tensor Hj = pool_empty({steps_per_chunk * R, H}, opts);
-      Tensor Dj = n1 > 1 ? pool_empty({steps_per_chunk * R, H}, opts) : Tensor();
-      std::vector<int64_t> rows;
-      AT_DISPATCH_FLOATING_TYPES(Hs.scalar_type(), "fused_mcrnn_dwcat", [&] {
-        using T_ = scalar_t;
-        for (int64_t ta = 0; ta < T; ta += steps_per_chunk) {
-          const int64_t tb = std::min(T, ta + steps_per_chunk);
-          for (int64_t j = 1; j <= n1; ++j) {
-            // every row has block 1 (m >= 1): its ds rows are dS's as they are
-            const bool all = j == 1;
-            const int64_t cnt = build_hj<T_>(Hj.data_ptr<T_>(), all ? nullptr : Dj.data_ptr<T_>(), dS.data_ptr<T_>(),
-                                             Hs.data_ptr<T_>(), hist0.data_ptr<T_>(), ta, tb, j, t0, n, B, K, H, rows);
-            if (cnt == 0) continue;
-            Tensor ds = all ? dS.narrow(0, ta, tb - ta).reshape({cnt, H}) : Dj.narrow(0, 0, cnt);
-            dwcat.narrow(0, (j - 1) * H, H).addmm_(Hj.narrow(0, 0, cnt).t(), ds);
-          }
-        }
-      });
-    }
-    Tensor dw_hh = at::mm(dG.view({T * R, 4 * H}).t(), S.view({T * R, H}));
-    Tensor db_hh = dG.view({T * R, 4 * H}).sum(0);
-    Tensor dv_h = at::mm(dPre.view({T * R, A}).t(), Hs.view({T * R, H}));
-    Tensor dr = at::mv(TH.view({T * R, A}).t(), dE.view({T * R}));
     return {dxb, dvx, dhist0, dc.view({B, K, H}), dwcat, dw_hh, db_hh, dv_h, dr, Tensor(), Tensor()};
   }
 };

@@ -37,6 +37,9 @@ struct McRnnWeights {
 // (FUSED_NOTES.md), so it is the default at every batch size.
 struct McRnnTuning {
   int64_t split_channels_min_batch = 1;
+  // Rows (steps x B K) per chunk of the backward: the per-row gradients of a chunk live in chunk
+  // buffers and its weight gradients are one product over its rows (FUSED_NOTES.md, session 11).
+  int64_t chunk_rows = 4096;
 };
 McRnnTuning& mcrnn_tuning();
 
