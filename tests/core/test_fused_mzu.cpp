@@ -243,6 +243,12 @@ TEST_F(FusedMzu, agrees_with_autograd_float) {
     for (auto& v : variants(comp)) {
       auto o = paper(comp);
       v.set(o);
+      // gcn at d_z = 8, not 2: with 2-dimensional zones the cosine edges put degrees at and
+      // below eq. 9's clamp, and the step-wise path's own float result is then 1e-4 to 5e-3 away
+      // from its double result (measured, FUSED_NOTES.md "gcn through the packed products"), so a
+      // 1e-4 comparison there would test rounding luck, not the fast path. At d_z = 8 both float
+      // paths are within ~1e-6 of the double result. The double test keeps d_z = 2.
+      if (comp == "gcn") o.hidden_size = 8 * o.zones;
       compare_paths(o, torch::kFloat, 1e-4, comp + "/" + v.name + " (float)");
     }
 }
@@ -334,7 +340,7 @@ TEST_F(FusedMzu, products_split_over_m_functions) {
   }
   // the papers' widths (OpenBLAS's blocked kernels, not its small-matrix path, run concurrently
   // on both threads), float
-  for (const std::string comp : {"cap", "sat"}) {
+  for (const std::string comp : {"cap", "sat", "gcn"}) {
     auto o = paper(comp);
     o.input_size = 256;
     o.hidden_size = 512;
@@ -484,3 +490,4 @@ TEST_F(FusedMzu, same_training_on_default_corpus) {
     EXPECT_NEAR(fast, ref, 1e-2) << comp;
   }
 }
+

@@ -433,8 +433,9 @@ void gcn_adjacency_bwd(const Tensor& Zb, const Tensor& cmt, const Tensor& aht, c
 // (cells/packed_gemm.h): the weights are the same at every step, forward and backward. Keyed by
 // b's data pointer, sizes and strides (a weight and its transpose are two entries); built on
 // first use under a lock, since per_k runs products on several threads. Off (ATen's products on
-// the weights as given) for gcn, whose forward stays bitwise the step-wise path's (the degree
-// clamp, see step_forward), and for anything PackedMatrix does not pack (double).
+// the weights as given) for anything PackedMatrix does not pack (double). gcn uses it too since
+// session 12 (it had kept ATen's calls for a forward bitwise the step-wise path's, see
+// step_forward and FUSED_NOTES.md "gcn through the packed products").
 using fused::PackedMatrix;
 class PackCache {
  public:
@@ -779,9 +780,11 @@ struct Run : torch::CustomClassHolder {
       auto Dneg = at::empty({K * B}, Z.options());  // eq. 18's D per (k, b)
       Tensor O;
       if (gcn) {
-        // The same ATen calls as the step-wise path (bitwise the same forward): the degree clamp
-        // makes the gradient discontinuous, and a differently rounded degree (a fused loop)
-        // could fall on the other side of it in float. Backward is one fused loop.
+        // eqs. 7-9 by the step-wise path's ATen calls (the degree rounded as there). The forward
+        // is no longer bitwise the step-wise path's since the FFN below runs through the packed
+        // products (session 12): in float, rounding differences reach the next step's degrees,
+        // and where a degree sits near eq. 9's clamp both float paths are equally far from the
+        // exact result (FUSED_NOTES.md "gcn through the packed products"). Backward is one loop.
         auto zn = Zb / Zb.norm(2, {-1}, true).clamp_min(1e-12);
         auto cm = at::bmm(zn, zn.transpose(1, 2));  // cosines (eq. 7 / eq. 18)
         Dneg.copy_(cm.mean({1, 2}).neg_());
@@ -830,17 +833,7 @@ struct Run : torch::CustomClassHolder {
       // eq. 5 and the aggregation, per M-function one chain written into the saved buffers
       auto h1 = at2(H1, d, t);  // [K, B J, d_f]
       auto fs = at2(Fs, d, t);  // [K, B, J d_o]
-      if (gcn) {
-        // gcn: the step-wise path's calls (bitwise the same forward: the degree clamp, see above;
-        // addmm and baddbmm round differently at small sizes)
-        auto h1v = at::baddbmm(bk.p[B1], O, bk.p[W1]).relu_();
-        h1.copy_(h1v);
-        auto f = at::baddbmm(bk.p[B2], h1v, bk.p[W2]);
-        if (residual) f = f + O;
-        auto fv = f.view({K, B, J * Do});
-        fs.copy_(fv);
-        pre = at::baddbmm(bk.p[BO], fv, bk.p[WO]);  // [K, B, H]
-      } else {
+      {
         pre = at::empty({K, B, H}, O.options());
         per_k(K, [&](int64_t k) {
           auto hk = h1.select(0, k);
@@ -930,12 +923,7 @@ struct Run : torch::CustomClassHolder {
       auto dh1 = at2(DH1, d, t - t0);  // [K, B J, d_f]
       auto h1 = at2(H1, d, t);
       Tensor dO;
-      if (gcn) {  // the calls of the sessions before 8 (gcn's float agreement is near its tolerance)
-        df.copy_(at::bmm(dpre, bk.p[WO].transpose(1, 2)).view({K, B * J, Do}));
-        dh1.copy_(at::threshold_backward(at::bmm(df, bk.p[W2].transpose(1, 2)), h1, 0));
-        dO = at::bmm(dh1, bk.p[W1].transpose(1, 2));
-        if (residual) dO.add_(df);
-      } else {
+      {
         dO = at::empty({K, B * J, Do}, dhn.options());
         per_k(K, [&](int64_t k) {  // the aggregation and eq. 5 backward, per M-function
           auto dfk = df.select(0, k);
@@ -1135,7 +1123,6 @@ SeqOutput fused_mzu_forward(MZUCellImpl& cell, const torch::Tensor& x, const Sta
   r.G = 2 * r.H;
   r.Dp = o.depth + 1;
   r.gcn = o.composition == "gcn";
-  r.packs.on = !r.gcn;  // PackCache: gcn keeps the step-wise path's products
   r.sat = o.composition == "sat";
   r.cap = o.composition == "cap";
   r.J = r.cap ? o.capsules : r.N;
