@@ -244,6 +244,43 @@ TEST(FusedCells, ProbeAndStepwiseUseTheReference) {
   EXPECT_TRUE(probe.has("candidate"));
 }
 
+TEST(FusedCells, SavedBuffersAreReleasedByTheFirstBackward) {
+  // The recurrence's saved buffers (outputs of earlier stages, gates, U h, LN and dropout state)
+  // must not outlive its backward: held by the graph, they stayed referenced through every later
+  // node's backward (the CRUs' convolutions), where the workspace pool could not reuse them.
+  // With the graph kept (retain_graph), only the output itself may still hold a pooled buffer
+  // after the first backward, and a second backward is refused with a message.
+  auto& tune = fused::pool_tuning();
+  const auto saved = tune;
+  tune.min_bytes = 0;  // every buffer pooled, so that the pool's counts see them all
+  for (const std::string cell_name : {"gru_dt", "cru_deep"}) {
+    fused::pool_release();
+    Case c;
+    c.cell = cell_name;
+    c.depth = cell_name == "gru_dt" ? 1 : 0;
+    c.layer_norm = cell_name == "gru_dt";
+    c.dropout = cell_name == "gru_dt" ? 0.5 : 0.0;
+    auto cell = make_cell(c, 4, 5);
+    cell->train(true);
+    StepContext ctx;
+    auto x = torch::randn({6, 2, 4}, torch::requires_grad());
+    auto so = cell->forward_sequence(x, cell->initial_state(2, torch::TensorOptions()), ctx);
+    const auto before = fused::pool_stats();
+    EXPECT_GE(before.held - before.free, 3) << cell_name << ": the fast path did not run (no pooled buffers lent)";
+    auto loss = so.output.sum();
+    loss.backward({}, /*retain_graph=*/true);
+    const auto after = fused::pool_stats();
+    EXPECT_LE(after.held - after.free, 1) << cell_name << ": pooled buffers still lent after the backward";
+    try {
+      loss.backward();
+      FAIL() << cell_name << ": a second backward through the fused recurrence went through";
+    } catch (const c10::Error& e) {
+      EXPECT_NE(std::string(e.what()).find("backward through the same graph twice"), std::string::npos) << e.what();
+    }
+  }
+  tune = saved;
+}
+
 TEST(FusedCells, FiniteDifferences) {
   std::vector<Case> cases;
   for (bool ln : {false, true}) {

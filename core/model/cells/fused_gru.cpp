@@ -112,6 +112,9 @@ void stage_forward(int64_t B, int64_t H, T* hp, const T* x, int64_t xs, const T*
 // i.e. of U h + b_hh without LN), draw [B,3H] (gradient of the raw U h: = dy without LN; LN backward
 // with ln), dhz [B,H] = dh * z (the direct path to h_prev).
 template <typename T>
+// dx may be `gates` itself (stage 0 writes its input gradient over its saved gates, session 12):
+// each element's three gates are read before its three gradients are written, and no other
+// element reads them; the pointers are therefore not restrict.
 void stage_backward(int64_t B, int64_t H, const T* dh, const T* gates, const T* hn, const T* hprev, const T* mask,
                     bool ln, const T* xhat, const T* rstd, const T* lg, T* dx, T* dy, T* draw, T* dhz) {
   at::parallel_for(0, B, row_grain(H), [&](int64_t b0, int64_t b1) {
@@ -178,7 +181,11 @@ class GRURecurrenceFn : public torch::autograd::Function<GRURecurrenceFn> {
     // (pool_empty: reused from the previous call once released, see fused_common.h)
     Tensor out = pool_empty({T, B, H}, opts);                               // last stage's outputs
     Tensor hmid = S > 1 ? pool_empty({S - 1, T, B, H}, opts) : Tensor();    // earlier stages' outputs
-    Tensor gates = pool_empty({S, T, B, 3 * H}, opts);                      // r, z, n (pre-dropout)
+    // r, z, n (pre-dropout): stage 0's in a buffer of its own, which backward overwrites with the
+    // gradient of xp and returns (no second [T, B, 3H] buffer alive through the caller's backward)
+    Tensor gates0 = pool_empty({T, B, 3 * H}, opts);
+    Tensor gatesR = S > 1 ? pool_empty({S - 1, T, B, 3 * H}, opts) : Tensor();
+    auto gates = [&](int64_t s, int64_t t) { return s == 0 ? gates0[t] : gatesR[s - 1][t]; };
     Tensor hn = pool_empty({S, T, B, H}, opts);                             // hp_n (multiplied by r)
     Tensor xhat = ln ? pool_empty({S, T, B, 3 * H}, opts) : Tensor();
     Tensor rstd = ln ? pool_empty({S, T, B, 3}, opts) : Tensor();
@@ -208,7 +215,7 @@ class GRURecurrenceFn : public torch::autograd::Function<GRURecurrenceFn> {
           stage_forward<T_>(B, H, hp.data_ptr<T_>(), x, s == 0 ? 3 * H : 0, hprev.data_ptr<T_>(),
                             drop ? m.data_ptr<T_>() : nullptr, bhh.data_ptr<T_>(),
                             ln ? P[L.g(s)].data_ptr<T_>() : nullptr, ln ? P[L.b(s)].data_ptr<T_>() : nullptr, ln,
-                            hout.data_ptr<T_>(), gates[s][t], hn[s][t].data_ptr<T_>(),
+                            hout.data_ptr<T_>(), gates(s, t), hn[s][t].data_ptr<T_>(),
                             ln ? xhat[s][t].data_ptr<T_>() : nullptr, ln ? rstd[s][t].data_ptr<T_>() : nullptr);
         }
       }
@@ -217,7 +224,8 @@ class GRURecurrenceFn : public torch::autograd::Function<GRURecurrenceFn> {
     ctx->save_for_backward({out});
     ctx->saved_data["h0"] = h0;
     ctx->saved_data["hmid"] = hmid;
-    ctx->saved_data["gates"] = gates;
+    ctx->saved_data["gates0"] = gates0;
+    ctx->saved_data["gatesR"] = gatesR;
     ctx->saved_data["hn"] = hn;
     ctx->saved_data["xhat"] = xhat;
     ctx->saved_data["rstd"] = rstd;
@@ -230,9 +238,13 @@ class GRURecurrenceFn : public torch::autograd::Function<GRURecurrenceFn> {
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     Tensor out = ctx->get_saved_variables()[0];
+    TORCH_CHECK(ctx->saved_data.count("gates0") != 0,
+                "fused GRU: backward through the same graph twice is not supported (the buffers are released "
+                "after the first backward); run the forward again");
     Tensor h0 = ctx->saved_data["h0"].toTensor();
     Tensor hmid = ctx->saved_data["hmid"].toTensor();
-    Tensor gates = ctx->saved_data["gates"].toTensor();
+    Tensor gates0 = ctx->saved_data["gates0"].toTensor();
+    Tensor gatesR = ctx->saved_data["gatesR"].toTensor();
     Tensor hn = ctx->saved_data["hn"].toTensor();
     Tensor xhat = ctx->saved_data["xhat"].toTensor();
     Tensor rstd = ctx->saved_data["rstd"].toTensor();
@@ -240,6 +252,13 @@ class GRURecurrenceFn : public torch::autograd::Function<GRURecurrenceFn> {
     std::vector<Tensor> P = ctx->saved_data["params"].toTensorVector();
     const int64_t S = ctx->saved_data["S"].toInt();
     const bool ln = ctx->saved_data["ln"].toBool();
+    // The saved buffers would live on in saved_data (the engine's release frees only saved
+    // variables) until the graph is destroyed, i.e. through every later node's backward, and the
+    // workspace pool could not reuse them before that. Dropped here; this call's handles let go
+    // of them when it returns. (What made CRU deep need more live bytes than its autograd path,
+    // 153 vs 140 MiB at the bench shape, was a second [T, B, 3H] buffer for the gradient of xp
+    // next to the gates: that gradient is now written over stage 0's gates, see stage_backward.)
+    ctx->saved_data.clear();
     const Layout L{S, ln};
     const int64_t T = out.size(0), B = out.size(1), H = out.size(2);
     const auto opts = out.options();
@@ -254,7 +273,7 @@ class GRURecurrenceFn : public torch::autograd::Function<GRURecurrenceFn> {
     // path at GRU+DT's bench shape (session 11); only stage 0's input gradient, which is returned,
     // spans the sequence.
     const int64_t C = std::max<int64_t>(1, std::min<int64_t>(T, (gru_tuning().chunk_rows + B - 1) / B));
-    Tensor dx0 = pool_empty({T, B, 3 * H}, opts);                                     // grad of xp
+    Tensor dx0 = gates0;  // grad of xp, written over stage 0's gates (see stage_backward)
     Tensor dxc = S > 1 ? pool_empty({S - 1, C, B, 3 * H}, opts) : Tensor();         // later stages: of b_ih per row
     Tensor dy = pool_empty({S, C, B, 3 * H}, opts);                                  // grad of hp (after LN, incl. b_hh)
     Tensor draw = ln ? pool_empty({S, C, B, 3 * H}, opts) : dy;                      // grad of the raw U h
@@ -305,7 +324,8 @@ class GRURecurrenceFn : public torch::autograd::Function<GRURecurrenceFn> {
         for (int64_t s = S - 1; s >= 0; --s) {
           Tensor hprev = s > 0 ? hmid[s - 1][t] : (t > 0 ? out[t - 1] : h0);
           T_* dxs = s == 0 ? dx0[t].data_ptr<T_>() : dxc[s - 1][c].data_ptr<T_>();
-          stage_backward<T_>(B, H, dh.data_ptr<T_>(), gates[s][t].data_ptr<T_>(), hn[s][t].data_ptr<T_>(),
+          const T_* gst = s == 0 ? gates0[t].data_ptr<T_>() : gatesR[s - 1][t].data_ptr<T_>();
+          stage_backward<T_>(B, H, dh.data_ptr<T_>(), gst, hn[s][t].data_ptr<T_>(),
                              hprev.data_ptr<T_>(), drop ? masks[s][t].data_ptr<T_>() : nullptr, ln,
                              ln ? xhat[s][t].data_ptr<T_>() : nullptr, ln ? rstd[s][t].data_ptr<T_>() : nullptr,
                              ln ? P[L.g(s)].data_ptr<T_>() : nullptr, dxs, dy[s][c].data_ptr<T_>(),
