@@ -86,19 +86,24 @@ int64_t step_peak_bytes(const json& model, bool autograd) {
   return peak;
 }
 
+// The peak live bytes of a step on the fast path are at most the autograd path's, for model m.
+void expect_fast_needs_no_more(const json& m, const std::string& cell, const char* width) {
+  ASSERT_TRUE(cs::cell_has_fast_path(m)) << cell;
+  const int64_t fast = step_peak_bytes(m, false);
+  const int64_t autograd = step_peak_bytes(m, true);
+  std::printf("%-18s %s, peak live bytes of a step: fast path %8.2f MiB, autograd path %8.2f MiB (%.2f)\n", cell.c_str(),
+              width, fast / 1048576.0, autograd / 1048576.0, static_cast<double>(fast) / autograd);
+  EXPECT_GT(fast, 0) << cell;
+  EXPECT_LE(fast, autograd) << cell << " (" << width << "): the fast path needs more memory for a step than the autograd path";
+}
+
 }  // namespace
 
 TEST(FastPathMemory, noCellNeedsMoreThanItsAutogradPath) {
   for (const std::string& cell : cs::peer_cells()) {
     json m = cs::paper_model(cell, /*embed=*/32, /*hidden=*/64);
     if (m.contains("filter")) m["filter"] = 128;  // the papers' FFN width over d_z (1000 / 128), at d_z 16
-    ASSERT_TRUE(cs::cell_has_fast_path(m)) << cell;
-    const int64_t fast = step_peak_bytes(m, false);
-    const int64_t autograd = step_peak_bytes(m, true);
-    std::printf("%-18s peak live bytes of a step: fast path %8.2f MiB, autograd path %8.2f MiB (%.2f)\n", cell.c_str(),
-                fast / 1048576.0, autograd / 1048576.0, static_cast<double>(fast) / autograd);
-    EXPECT_GT(fast, 0) << cell;
-    EXPECT_LE(fast, autograd) << cell << ": the fast path needs more memory for a step than the autograd path";
+    expect_fast_needs_no_more(m, cell, "reduced width");
   }
 }
 
@@ -109,13 +114,6 @@ TEST(FastPathMemory, noCellNeedsMoreThanItsAutogradPath) {
 // alive through the convolutions' backward; it is now written over the gates).
 TEST(FastPathMemory, gruEngineCellsAtTheBenchWidth) {
   for (const std::string cell : {"gru_dt", "cru_shallow", "cru_deep", "cru_deep_enhanced"}) {
-    json m = cs::paper_model(cell, /*embed=*/256, /*hidden=*/512);
-    ASSERT_TRUE(cs::cell_has_fast_path(m)) << cell;
-    const int64_t fast = step_peak_bytes(m, false);
-    const int64_t autograd = step_peak_bytes(m, true);
-    std::printf("%-18s at the bench width: fast path %8.2f MiB, autograd path %8.2f MiB (%.2f)\n", cell.c_str(),
-                fast / 1048576.0, autograd / 1048576.0, static_cast<double>(fast) / autograd);
-    EXPECT_GT(fast, 0) << cell;
-    EXPECT_LE(fast, autograd) << cell << ": the fast path needs more memory for a step than the autograd path";
+    expect_fast_needs_no_more(cs::paper_model(cell, /*embed=*/256, /*hidden=*/512), cell, "bench width");
   }
 }

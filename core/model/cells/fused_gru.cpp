@@ -127,6 +127,9 @@ void stage_backward(int64_t B, int64_t H, const T* dh, const T* gates, const T* 
       T* ox = dx + b * 3 * H;
       T* oy = dy + b * 3 * H;
       T* oz = dhz + b * H;
+      // no dependence between iterations (ox may be g itself, element by element, see above):
+      // without this, the compiler's run-time overlap check sends the aliased case to its scalar loop
+#pragma GCC ivdep
       for (int64_t j = 0; j < H; ++j) {
         const T r = g[j], z = g[H + j], n = g[2 * H + j];
         const T mj = m ? m[j] : T(1);
