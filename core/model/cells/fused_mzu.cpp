@@ -484,7 +484,6 @@ void per_k(int64_t K, Fn&& fn) {
   });
 }
 
-
 // out [K, M, N] += A[k]^T B[k] for every k: A [K, rows, M], B [K, rows, N] (the M-functions'
 // weight gradients over a chunk's rows), one whole product per thread where per_k splits (a
 // K-batched baddbmm is K serial calls, each split by OpenBLAS over the threads: measured alone,
