@@ -111,10 +111,10 @@ void stage_forward(int64_t B, int64_t H, T* hp, const T* x, int64_t xs, const T*
 // output. Writes dx [B,3H] (gradient of the input term), dy [B,3H] (gradient of hp after LN and bias,
 // i.e. of U h + b_hh without LN), draw [B,3H] (gradient of the raw U h: = dy without LN; LN backward
 // with ln), dhz [B,H] = dh * z (the direct path to h_prev).
-template <typename T>
 // dx may be `gates` itself (stage 0 writes its input gradient over its saved gates, session 12):
 // each element's three gates are read before its three gradients are written, and no other
 // element reads them; the pointers are therefore not restrict.
+template <typename T>
 void stage_backward(int64_t B, int64_t H, const T* dh, const T* gates, const T* hn, const T* hprev, const T* mask,
                     bool ln, const T* xhat, const T* rstd, const T* lg, T* dx, T* dy, T* draw, T* dhz) {
   at::parallel_for(0, B, row_grain(H), [&](int64_t b0, int64_t b1) {
@@ -127,8 +127,9 @@ void stage_backward(int64_t B, int64_t H, const T* dh, const T* gates, const T* 
       T* ox = dx + b * 3 * H;
       T* oy = dy + b * 3 * H;
       T* oz = dhz + b * H;
-      // no dependence between iterations (ox may be g itself, element by element, see above):
-      // without this, the compiler's run-time overlap check sends the aliased case to its scalar loop
+      // no dependence between iterations (ox may be g itself, element by element, see above), so
+      // the compiler need not guard the vector loop with an overlap check that the aliased case
+      // would fail (not verified in the generated code; measured: no change in speed)
 #pragma GCC ivdep
       for (int64_t j = 0; j < H; ++j) {
         const T r = g[j], z = g[H + j], n = g[2 * H + j];
