@@ -6,6 +6,10 @@
 
 #include <cstdint>
 #include <cstring>
+#include <vector>
+
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "util/cpu_block_cache.h"
 #include "util/cpu_cache.h"
@@ -16,40 +20,50 @@ using cs::CpuCacheOptions;
 namespace {
 
 constexpr size_t MB = size_t(1) << 20;
+constexpr size_t KB = size_t(1) << 10;
 
-CpuCacheOptions small_blocks(size_t budget) {
+CpuCacheOptions small_blocks() {
   CpuCacheOptions o;
   o.min_bytes = 1 * MB;  // small sizes, so the test needs little memory
-  o.max_free_bytes = budget;
+  o.huge_min_bytes = 8 * MB;
   return o;
 }
 
 void fill(const c10::DataPtr& d, size_t n, unsigned char v) { std::memset(d.get(), v, n); }
 
+char* at_(const c10::DataPtr& d, size_t off = 0) { return static_cast<char*>(d.get()) + off; }
+
+// Pages of [p, p + n) resident now (mincore).
+size_t resident_pages(void* p, size_t n) {
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  std::vector<unsigned char> v((n + page - 1) / page);
+  EXPECT_EQ(mincore(p, n, v.data()), 0);
+  size_t r = 0;
+  for (unsigned char c : v) r += c & 1;
+  return r;
+}
+
 }  // namespace
 
-TEST(CpuCache, LargeBlocksAreHugePageAlignedAndReusedForTheSameRoundedSize) {
-  CpuBlockCache c(small_blocks(64 * MB));
-  c10::DataPtr a = c.allocate(3 * MB);
+TEST(CpuCache, SizesAreRoundedAndLargeOnesGoOnHugePages) {
+  CpuBlockCache c(small_blocks());
+  EXPECT_EQ(c.rounded(1 * MB + 1), 1 * MB + 64 * KB);
+  EXPECT_EQ(c.rounded(3 * MB), 3 * MB);
+  EXPECT_EQ(c.rounded(8 * MB - 100), 8 * MB);  // rounds to 8 MB: a huge-page size
+  EXPECT_EQ(c.rounded(9 * MB), 10 * MB);       // 2 MB units from 8 MB on
+  c10::DataPtr a = c.allocate(9 * MB);
   ASSERT_NE(a.get(), nullptr);
   EXPECT_EQ(reinterpret_cast<uintptr_t>(a.get()) % (2 * MB), 0u);
-  fill(a, 3 * MB, 7);  // all of it writable
-  void* first = a.get();
-  a.clear();  // freed: kept (within the budget)
-  EXPECT_EQ(c.stats().free_blocks, 1);
-  EXPECT_EQ(c.stats().free_bytes, int64_t(4 * MB));  // rounded to 2 MB
-  c10::DataPtr b = c.allocate(4 * MB - 100);        // the same rounded size: the same block
-  EXPECT_EQ(b.get(), first);
-  EXPECT_EQ(c.stats().hits, 1);
-  c10::DataPtr d = c.allocate(5 * MB);  // another size: new memory
-  EXPECT_NE(d.get(), first);
+  fill(a, 9 * MB, 7);  // all of it writable
+  c10::DataPtr s = c.allocate(3 * MB);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(s.get()) % 64, 0u);  // c10's alignment at least
+  fill(s, 3 * MB, 1);
   EXPECT_EQ(c.stats().misses, 2);
-  EXPECT_EQ(c.stats().live_blocks, 2);
-  EXPECT_EQ(c.stats().free_blocks, 0);
+  EXPECT_EQ(c.stats().mapped_bytes, int64_t(13 * MB));
 }
 
 TEST(CpuCache, SmallBlocksGoToTheDefaultAllocator) {
-  CpuBlockCache c(small_blocks(64 * MB));
+  CpuBlockCache c(small_blocks());
   c10::DataPtr s = c.allocate(1000);
   ASSERT_NE(s.get(), nullptr);
   fill(s, 1000, 1);
@@ -58,49 +72,180 @@ TEST(CpuCache, SmallBlocksGoToTheDefaultAllocator) {
   EXPECT_EQ(st.live_blocks, 0);
 }
 
-TEST(CpuCache, WithoutABudgetNothingIsKept) {
-  CpuBlockCache c(small_blocks(0));  // the installed default
+TEST(CpuCache, FreedMemoryIsCarvedForSmallerRequestsAndMergedAgain) {
+  CpuBlockCache c(small_blocks());
+  c10::DataPtr a = c.allocate(6 * MB);
+  char* base = at_(a);
+  fill(a, 6 * MB, 3);
+  a.clear();  // kept: one free block of 6 MB
+  EXPECT_EQ(c.stats().free_blocks, 1);
+  EXPECT_EQ(c.stats().free_bytes, int64_t(6 * MB));
+  c10::DataPtr b = c.allocate(2 * MB);  // the front of it
+  EXPECT_EQ(at_(b), base);
+  c10::DataPtr d = c.allocate(4 * MB);  // exactly the rest
+  EXPECT_EQ(at_(d), base + 2 * MB);
+  EXPECT_EQ(at_(d)[0], 3);  // the same pages, not new ones
+  auto st = c.stats();
+  EXPECT_EQ(st.hits, 2);
+  EXPECT_EQ(st.misses, 1);
+  EXPECT_EQ(st.free_blocks, 0);
+  EXPECT_EQ(st.mapped_bytes, int64_t(6 * MB));
+  b.clear();
+  d.clear();  // merged with its free neighbour: 6 MB in one piece again
+  st = c.stats();
+  EXPECT_EQ(st.free_blocks, 1);
+  EXPECT_EQ(st.free_bytes, int64_t(6 * MB));
+  c10::DataPtr e = c.allocate(6 * MB);
+  EXPECT_EQ(at_(e), base);
+  EXPECT_EQ(c.stats().misses, 1);
+}
+
+TEST(CpuCache, TheSmallestFreeBlockThatHoldsARequestIsTaken) {
+  CpuBlockCache c(small_blocks());
+  c10::DataPtr big = c.allocate(5 * MB), small = c.allocate(3 * MB), mid = c.allocate(4 * MB);
+  char* p3 = at_(small);
+  char* p4 = at_(mid);
+  big.clear();
+  small.clear();
+  mid.clear();
+  c10::DataPtr x = c.allocate(3 * MB + 10);  // rounds to 3 MB + 64 KB: the 4 MB block holds it, the 3 MB one does not
+  EXPECT_EQ(at_(x), p4);
+  c10::DataPtr y = c.allocate(2 * MB);  // the 3 MB block is the smallest that holds it
+  EXPECT_EQ(at_(y), p3);
+}
+
+TEST(CpuCache, NewMemoryIsMappedWithinThePeakOfLentBytes) {
+  CpuBlockCache c(small_blocks());
+  c10::DataPtr a = c.allocate(4 * MB), b = c.allocate(4 * MB);  // peak lent: 8 MB
+  a.clear();
+  b.clear();
+  EXPECT_EQ(c.stats().peak_live_bytes, int64_t(8 * MB));
+  EXPECT_EQ(c.stats().mapped_bytes, int64_t(8 * MB));
+  // 6 MB fits in neither free segment (separate mappings do not merge): a new one, and to stay
+  // within the 8 MB peak, wholly free segments are unmapped first: 8 + 6 > 8, 4 + 6 > 8, 0 + 6.
+  c10::DataPtr d = c.allocate(6 * MB);
+  auto st = c.stats();
+  EXPECT_EQ(st.dropped, 2);
+  EXPECT_EQ(st.mapped_bytes, int64_t(6 * MB));
+  // What is lent plus a request may exceed the peak: then that is the limit (6 + 3 MB).
+  c10::DataPtr e = c.allocate(3 * MB);
+  st = c.stats();
+  EXPECT_EQ(st.misses, 4);
+  EXPECT_EQ(st.dropped, 2);
+  EXPECT_EQ(st.mapped_bytes, int64_t(9 * MB));
+  EXPECT_EQ(st.peak_live_bytes, int64_t(9 * MB));
+}
+
+TEST(CpuCache, FreeBlocksScatteredAmongLentOnesCanTakeTheMappedBytesOverThePeak) {
+  CpuBlockCache c(small_blocks());
+  c10::DataPtr x = c.allocate(8 * MB);
+  x.clear();
+  c10::DataPtr p = c.allocate(2 * MB), q = c.allocate(2 * MB), r = c.allocate(4 * MB);  // all of x's segment
+  EXPECT_EQ(c.stats().misses, 1);
+  p.clear();
+  r.clear();  // 2 MB and 4 MB free, q between them: no segment is wholly free
+  c10::DataPtr big = c.allocate(5 * MB);  // no free block holds it, nothing can be unmapped
+  const auto st = c.stats();
+  EXPECT_EQ(st.misses, 2);
+  EXPECT_EQ(st.mapped_bytes, int64_t(13 * MB));  // over the 8 MB peak of lent bytes: the documented exception
+  EXPECT_EQ(st.free_bytes, int64_t(6 * MB));
+}
+
+TEST(CpuCache, AnAllowanceKeepsMoreBeyondThePeak) {
+  CpuCacheOptions o = small_blocks();
+  o.max_free_bytes = 64 * MB;
+  CpuBlockCache c(o);
+  c10::DataPtr a = c.allocate(4 * MB);
+  a.clear();
+  c10::DataPtr d = c.allocate(6 * MB);  // within peak + allowance: the free 4 MB stays
+  EXPECT_EQ(c.stats().dropped, 0);
+  EXPECT_EQ(c.stats().mapped_bytes, int64_t(10 * MB));
+}
+
+TEST(CpuCache, WithoutKeepingAWhollyFreeSegmentIsUnmapped) {
+  CpuCacheOptions o = small_blocks();
+  o.keep = false;
+  CpuBlockCache c(o);
   c10::DataPtr a = c.allocate(3 * MB);
   fill(a, 3 * MB, 2);
   a.clear();
-  EXPECT_EQ(c.stats().free_blocks, 0);
-  EXPECT_EQ(c.stats().free_bytes, 0);
-  EXPECT_EQ(c.stats().dropped, 1);
+  auto st = c.stats();
+  EXPECT_EQ(st.free_blocks, 0);
+  EXPECT_EQ(st.mapped_bytes, 0);
+  EXPECT_EQ(st.dropped, 1);
   c10::DataPtr b = c.allocate(3 * MB);
   EXPECT_EQ(c.stats().hits, 0);
   EXPECT_EQ(c.stats().misses, 2);
 }
 
-TEST(CpuCache, OldestFreeBlocksAreDroppedOverTheBudget) {
-  CpuBlockCache c(small_blocks(8 * MB));
-  c10::DataPtr a = c.allocate(4 * MB), b = c.allocate(4 * MB), d = c.allocate(4 * MB);
-  void* pb = b.get();
-  void* pd = d.get();
-  a.clear();
-  b.clear();
-  d.clear();  // 12 MB free > 8 MB: a, the oldest, goes
-  EXPECT_EQ(c.stats().free_bytes, int64_t(8 * MB));
-  EXPECT_EQ(c.stats().dropped, 1);
-  c10::DataPtr x = c.allocate(4 * MB), y = c.allocate(4 * MB);
-  EXPECT_TRUE((x.get() == pd && y.get() == pb) || (x.get() == pb && y.get() == pd));  // the kept two, newest first
-  EXPECT_EQ(x.get(), pd);
-}
-
-TEST(CpuCache, IdleFreeBlocksAreDropped) {
-  CpuCacheOptions o = small_blocks(64 * MB);
+TEST(CpuCache, IdleFreeSegmentsAreUnmapped) {
+  CpuCacheOptions o = small_blocks();
   o.max_idle = 2;
+  o.max_free_bytes = 64 * MB;  // so that only idleness unmaps
   CpuBlockCache c(o);
-  c10::DataPtr a = c.allocate(4 * MB);
+  c10::DataPtr a = c.allocate(2 * MB);
   a.clear();
   EXPECT_EQ(c.stats().free_blocks, 1);
-  for (int i = 0; i < 3; ++i) c10::DataPtr other = c.allocate(6 * MB);  // three large allocations of another size
-  // the 4 MB block was not asked for in more than max_idle allocations: dropped (the 6 MB one is reused)
+  for (int i = 0; i < 3; ++i) c10::DataPtr other = c.allocate(6 * MB);  // three large allocations that do not fit in it
+  // the 2 MB segment was not used in more than max_idle allocations: unmapped (the 6 MB one is reused)
   const auto st = c.stats();
   EXPECT_EQ(st.free_blocks, 1);
   EXPECT_EQ(st.free_bytes, int64_t(6 * MB));
+  EXPECT_EQ(st.mapped_bytes, int64_t(6 * MB));
+}
+
+TEST(CpuCache, ReleaseGivesTheFreeMemoryBackAndRestartsThePeak) {
+  CpuBlockCache c(small_blocks());
+  c10::DataPtr a = c.allocate(4 * MB);
+  c10::DataPtr w = c.allocate(2 * MB);
+  char* abase = at_(a);
+  a.clear();
+  c10::DataPtr keep = c.allocate(1 * MB);  // carved from a's segment: 3 MB of it stay free beside a lent block
+  EXPECT_EQ(at_(keep), abase);
+  char* free_part = at_(keep) + 1 * MB;
+  fill(keep, 1 * MB, 5);
+  std::memset(free_part, 9, 3 * MB);  // resident (as what a step's tensor there left)
+  const size_t pages = 3 * MB / static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  ASSERT_EQ(resident_pages(free_part, 3 * MB), pages);
+  w.clear();  // a wholly free segment
+  EXPECT_EQ(c.stats().peak_live_bytes, int64_t(6 * MB));
+  EXPECT_EQ(c.stats().mapped_bytes, int64_t(6 * MB));
   c.release();
-  EXPECT_EQ(c.stats().free_blocks, 0);
-  EXPECT_EQ(c.stats().free_bytes, 0);
+  const auto st = c.stats();
+  EXPECT_EQ(st.peak_live_bytes, int64_t(1 * MB));  // what is lent now
+  EXPECT_EQ(st.mapped_bytes, int64_t(4 * MB));     // w's segment unmapped
+  EXPECT_EQ(st.free_bytes, int64_t(3 * MB));
+  EXPECT_EQ(resident_pages(free_part, 3 * MB), 0u);  // given back, though still mapped
+  EXPECT_EQ(at_(keep)[0], 5);                        // the lent block untouched
+  c10::DataPtr again = c.allocate(3 * MB);           // the free part lent again: faulted in anew, zeroed
+  EXPECT_EQ(at_(again), free_part);
+  EXPECT_EQ(at_(again)[0], 0);
+}
+
+TEST(CpuCache, StepsAfterTheFirstMapNothingNewAndStayNearThePeak) {
+  // One CRU deep step's large allocations at batch 32 (sizes in 64 KB units, from a trace of
+  // `bench --peer-child`): activations kept for backward, gradients made in backward, then
+  // everything but the parameters' state freed.
+  CpuCacheOptions o = small_blocks();
+  o.huge_min_bytes = 8 * MB;
+  CpuBlockCache c(o);
+  const int sizes[] = {75, 76, 225, 450, 450, 48, 28, 28, 28, 28, 150, 48, 48, 450, 225, 72, 76, 75, 72, 72, 48};
+  auto step = [&] {
+    std::vector<c10::DataPtr> live;
+    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); ++i) {
+      live.push_back(c.allocate(size_t(sizes[i]) * 64 * KB));
+      if (i % 3 == 2) live.erase(live.begin() + static_cast<long>(i % 5 % live.size()));  // some die early
+    }
+  };
+  step();
+  const auto first = c.stats();
+  const int64_t peak = first.peak_live_bytes;
+  for (int s = 0; s < 5; ++s) step();
+  const auto after = c.stats();
+  EXPECT_EQ(after.misses, first.misses) << "later steps mapped new memory";
+  EXPECT_EQ(after.live_blocks, 0);
+  EXPECT_EQ(after.peak_live_bytes, peak);
+  EXPECT_LE(after.mapped_bytes, peak + peak / 10);  // within 10% of what the lent blocks reach
 }
 
 TEST(CpuCache, LibTorchRunsOnItAsInstalled) {

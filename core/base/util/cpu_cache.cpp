@@ -1,7 +1,6 @@
 #include "util/cpu_block_cache.h"
 
 #include <c10/core/CPUAllocator.h>
-#include <c10/core/impl/alloc_cpu.h>
 #include <c10/util/Exception.h>
 
 #include <algorithm>
@@ -14,134 +13,217 @@
 
 namespace cs {
 
-struct CpuBlockCache::Lease {
-  const CpuBlockCache* owner;
-  void* ptr;
-  size_t bytes;  // rounded
+struct CpuBlockCache::Segment {
+  char* base;
+  size_t bytes;
+  int64_t lent = 0;  // blocks lent from it
 };
+
+struct CpuBlockCache::Block {
+  const CpuBlockCache* owner;
+  Segment* seg;
+  char* ptr;
+  size_t bytes;
+  bool free = false;
+  int64_t freed_at = 0;  // the large-allocation clock when it was last freed
+  Block* prev = nullptr;  // neighbours in the segment, by address
+  Block* next = nullptr;
+};
+
+bool CpuBlockCache::BySize::operator()(const Block* a, const Block* b) const {
+  return a->bytes != b->bytes ? a->bytes < b->bytes : a->ptr < b->ptr;
+}
 
 namespace {
 
 constexpr size_t kHuge = size_t(2) << 20;
 
-// A block of `bytes` (a multiple of 2 MB): with huge pages, mapped at a 2 MB boundary and
-// advised for transparent huge pages (a first touch faults 2 MB in at once instead of 4 KB);
-// else LibTorch's aligned allocation.
-void* new_block(size_t bytes, bool huge) {
-  if (!huge) return c10::alloc_cpu(bytes);
-  void* raw = mmap(nullptr, bytes + kHuge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  TORCH_CHECK(raw != MAP_FAILED, "CPU block cache: out of memory allocating ", bytes, " bytes");
+// A new mapping of `bytes` (a multiple of the page size). With `huge` (bytes a multiple of
+// 2 MB): at a 2 MB boundary and advised for transparent huge pages, so a first touch faults
+// 2 MB in at once instead of 4 KB. Page-aligned either way, more than c10's 64 bytes.
+void* map_bytes(size_t bytes, bool huge) {
+  const size_t extra = huge ? kHuge : 0;
+  void* raw = mmap(nullptr, bytes + extra, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (raw == MAP_FAILED) return nullptr;
+  if (!huge) return raw;
   const auto base = reinterpret_cast<uintptr_t>(raw);
   const uintptr_t start = (base + kHuge - 1) & ~(uintptr_t(kHuge) - 1);
   if (start > base) munmap(raw, start - base);
-  const uintptr_t end = start + bytes, raw_end = base + bytes + kHuge;
+  const uintptr_t end = start + bytes, raw_end = base + bytes + extra;
   if (raw_end > end) munmap(reinterpret_cast<void*>(end), raw_end - end);
   madvise(reinterpret_cast<void*>(start), bytes, MADV_HUGEPAGE);
   return reinterpret_cast<void*>(start);
 }
 
-void free_block(void* p, size_t bytes, bool huge) {
-  if (huge) munmap(p, bytes);
-  else c10::free_cpu(p);
-}
-
 }  // namespace
 
 CpuBlockCache::CpuBlockCache(CpuCacheOptions o) : opt_(o), fallback_(c10::GetDefaultCPUAllocator()) {
-  opt_.round_bytes = std::max<size_t>(opt_.round_bytes, 64);
-  if (opt_.huge_pages) opt_.round_bytes = (opt_.round_bytes + kHuge - 1) / kHuge * kHuge;
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  opt_.round_bytes = std::max<size_t>((opt_.round_bytes + page - 1) / page * page, page);
+  opt_.min_bytes = std::max<size_t>(opt_.min_bytes, 1);
 }
 
-CpuBlockCache::~CpuBlockCache() { release(); }
+CpuBlockCache::~CpuBlockCache() {
+  std::lock_guard<std::mutex> g(mu_);
+  for (Segment* s : segments_) munmap(s->base, s->bytes);
+  for (Block* b : free_) delete b;
+  for (Segment* s : segments_) delete s;
+  free_.clear();
+  segments_.clear();
+}
+
+size_t CpuBlockCache::rounded(size_t nbytes) const {
+  const size_t b = (nbytes + opt_.round_bytes - 1) / opt_.round_bytes * opt_.round_bytes;
+  if (opt_.huge_pages && b >= opt_.huge_min_bytes) return (b + kHuge - 1) / kHuge * kHuge;
+  return b;
+}
 
 c10::DataPtr CpuBlockCache::allocate(size_t nbytes) const {
   if (nbytes < opt_.min_bytes) return fallback_->allocate(nbytes);
-  const size_t bytes = (nbytes + opt_.round_bytes - 1) / opt_.round_bytes * opt_.round_bytes;
-  void* p = nullptr;
-  {
-    std::lock_guard<std::mutex> g(mu_);
-    ++clock_;
-    auto range = free_.equal_range(bytes);
-    if (range.first != range.second) {
-      auto it = std::prev(range.second);  // the most recently returned one: likeliest still in cache
-      p = it->second.ptr;
-      free_.erase(it);
-      stats_.free_bytes -= static_cast<int64_t>(bytes);
-      --stats_.free_blocks;
-      ++stats_.hits;
-    } else {
-      ++stats_.misses;
+  const size_t bytes = rounded(nbytes);
+  const auto ibytes = static_cast<int64_t>(bytes);
+  std::lock_guard<std::mutex> g(mu_);
+  ++clock_;
+  Block* b = nullptr;
+  Block key{this, nullptr, nullptr, bytes};
+  auto it = free_.lower_bound(&key);  // the smallest free block that holds it (lowest address on ties)
+  if (it != free_.end()) {
+    b = *it;
+    free_.erase(it);
+    --stats_.free_blocks;
+    stats_.free_bytes -= static_cast<int64_t>(b->bytes);
+    if (b->bytes > bytes) {  // the rest stays free
+      auto* rest = new Block{this, b->seg, b->ptr + bytes, b->bytes - bytes, true, b->freed_at, b, b->next};
+      if (b->next) b->next->prev = rest;
+      b->next = rest;
+      b->bytes = bytes;
+      free_.insert(rest);
+      ++stats_.free_blocks;
+      stats_.free_bytes += static_cast<int64_t>(rest->bytes);
     }
-    ++stats_.live_blocks;
-    trim_locked();  // idle blocks age with every large allocation
-  }
-  if (!p) {
-    try {
-      p = new_block(bytes, opt_.huge_pages);  // throws c10::Error when the memory is not there
-    } catch (...) {
-      // Out of memory with blocks in the cache: give them back and try once more.
-      const_cast<CpuBlockCache*>(this)->release();
-      try {
-        p = new_block(bytes, opt_.huge_pages);
-      } catch (...) {
-        std::lock_guard<std::mutex> g(mu_);
-        --stats_.live_blocks;
-        throw;
-      }
+    b->free = false;
+    ++stats_.hits;
+  } else {
+    ++stats_.misses;
+    // Within the peak: the segments may not exceed the most lent at once so far (or what is lent
+    // plus this request, if that is more), plus the allowance. Wholly free segments make room.
+    const int64_t limit =
+        std::max(stats_.peak_live_bytes, stats_.live_bytes + ibytes) + static_cast<int64_t>(opt_.max_free_bytes);
+    while (stats_.mapped_bytes + ibytes > limit && drop_oldest_free_segment_locked()) {
     }
+    const bool huge = opt_.huge_pages && bytes >= opt_.huge_min_bytes;
+    void* p = map_bytes(bytes, huge);
+    if (!p) {
+      // Out of memory with free memory mapped: give it all back and try once more.
+      const_cast<CpuBlockCache*>(this)->release_locked();
+      p = map_bytes(bytes, huge);
+      TORCH_CHECK(p, "CPU block cache: out of memory allocating ", bytes, " bytes");
+    }
+    auto* s = new Segment{static_cast<char*>(p), bytes};
+    segments_.push_back(s);
+    ++stats_.segments;
+    stats_.mapped_bytes += ibytes;
+    b = new Block{this, s, s->base, bytes};
   }
-  auto* lease = new Lease{this, p, bytes};
-  return {p, lease, &CpuBlockCache::return_block, c10::Device(c10::DeviceType::CPU)};
+  ++b->seg->lent;
+  ++stats_.live_blocks;
+  stats_.live_bytes += ibytes;
+  stats_.peak_live_bytes = std::max(stats_.peak_live_bytes, stats_.live_bytes);
+  trim_idle_locked();
+  return {b->ptr, b, &CpuBlockCache::return_block, c10::Device(c10::DeviceType::CPU)};
 }
 
 void CpuBlockCache::return_block(void* ctx) {
-  auto* lease = static_cast<Lease*>(ctx);
-  const CpuBlockCache* self = lease->owner;
-  {
-    std::lock_guard<std::mutex> g(self->mu_);
-    --self->stats_.live_blocks;
-    self->free_.emplace(lease->bytes, Free{lease->ptr, lease->bytes, self->clock_});
-    self->stats_.free_bytes += static_cast<int64_t>(lease->bytes);
-    ++self->stats_.free_blocks;
-    self->trim_locked();
-  }
-  delete lease;
+  auto* b = static_cast<Block*>(ctx);
+  const CpuBlockCache* self = b->owner;
+  std::lock_guard<std::mutex> g(self->mu_);
+  self->free_locked(b);
 }
 
-void CpuBlockCache::trim_locked() const {
-  // Idle blocks first (a shape that is not requested any more), then the oldest while over the limit.
-  for (auto it = free_.begin(); it != free_.end();) {
-    if (clock_ - it->second.freed_at > opt_.max_idle) {
-      free_block(it->second.ptr, it->second.bytes, opt_.huge_pages);
-      stats_.free_bytes -= static_cast<int64_t>(it->second.bytes);
-      --stats_.free_blocks;
-      ++stats_.dropped;
-      it = free_.erase(it);
-    } else {
-      ++it;
-    }
-  }
-  while (stats_.free_bytes > static_cast<int64_t>(opt_.max_free_bytes) && !free_.empty()) {
-    auto oldest = free_.begin();
-    for (auto it = free_.begin(); it != free_.end(); ++it)
-      if (it->second.freed_at < oldest->second.freed_at) oldest = it;
-    free_block(oldest->second.ptr, oldest->second.bytes, opt_.huge_pages);
-    stats_.free_bytes -= static_cast<int64_t>(oldest->second.bytes);
+void CpuBlockCache::free_locked(Block* b) const {
+  --stats_.live_blocks;
+  stats_.live_bytes -= static_cast<int64_t>(b->bytes);
+  --b->seg->lent;
+  b->free = true;
+  b->freed_at = clock_;
+  // Merge with free neighbours in the segment.
+  auto absorb = [&](Block* into, Block* gone) {
+    free_.erase(gone);
     --stats_.free_blocks;
-    ++stats_.dropped;
-    free_.erase(oldest);
+    stats_.free_bytes -= static_cast<int64_t>(gone->bytes);
+    into->bytes += gone->bytes;
+    into->next = gone->next;
+    if (gone->next) gone->next->prev = into;
+    delete gone;
+  };
+  if (b->next && b->next->free) absorb(b, b->next);
+  if (b->prev && b->prev->free) {
+    Block* p = b->prev;
+    free_.erase(p);
+    --stats_.free_blocks;
+    stats_.free_bytes -= static_cast<int64_t>(p->bytes);
+    p->bytes += b->bytes;
+    p->next = b->next;
+    if (b->next) b->next->prev = p;
+    p->freed_at = clock_;
+    delete b;
+    b = p;
   }
+  free_.insert(b);
+  ++stats_.free_blocks;
+  stats_.free_bytes += static_cast<int64_t>(b->bytes);
+  if (!opt_.keep && b->seg->lent == 0) unmap_segment_locked(b->seg);
+  trim_idle_locked();
+}
+
+void CpuBlockCache::unmap_segment_locked(Segment* s) const {
+  // Wholly free: one free block covers it.
+  Block key{this, s, s->base, s->bytes};
+  auto it = free_.find(&key);
+  TORCH_CHECK(it != free_.end() && (*it)->seg == s, "CPU block cache: unmapping a segment that is not wholly free");
+  delete *it;
+  free_.erase(it);
+  --stats_.free_blocks;
+  stats_.free_bytes -= static_cast<int64_t>(s->bytes);
+  munmap(s->base, s->bytes);
+  --stats_.segments;
+  stats_.mapped_bytes -= static_cast<int64_t>(s->bytes);
+  ++stats_.dropped;
+  segments_.erase(std::find(segments_.begin(), segments_.end(), s));
+  delete s;
+}
+
+bool CpuBlockCache::drop_oldest_free_segment_locked() const {
+  Block* oldest = nullptr;
+  for (Block* b : free_)
+    if (b->seg->lent == 0 && (!oldest || b->freed_at < oldest->freed_at)) oldest = b;
+  if (!oldest) return false;
+  unmap_segment_locked(oldest->seg);
+  return true;
+}
+
+void CpuBlockCache::trim_idle_locked() const {
+  // A wholly free segment not used in max_idle large allocations (a shape no longer asked for).
+  for (;;) {
+    Segment* idle = nullptr;
+    for (Block* b : free_)
+      if (b->seg->lent == 0 && clock_ - b->freed_at > opt_.max_idle) idle = b->seg;
+    if (!idle) return;
+    unmap_segment_locked(idle);
+  }
+}
+
+void CpuBlockCache::release_locked() {
+  while (drop_oldest_free_segment_locked()) {
+  }
+  // Free blocks among lent ones: their pages go back (faulted in anew, zeroed, when used).
+  for (Block* b : free_) madvise(b->ptr, b->bytes, MADV_DONTNEED);
+  stats_.peak_live_bytes = stats_.live_bytes;
 }
 
 void CpuBlockCache::release() {
   std::lock_guard<std::mutex> g(mu_);
-  for (auto& kv : free_) {
-    free_block(kv.second.ptr, kv.second.bytes, opt_.huge_pages);
-    ++stats_.dropped;
-  }
-  free_.clear();
-  stats_.free_bytes = 0;
-  stats_.free_blocks = 0;
+  release_locked();
 }
 
 CpuCacheStats CpuBlockCache::stats() const {
@@ -179,10 +261,12 @@ bool install_cpu_cache() {
       g_status = "off: CELLSCOPE_CPU_CACHE=0";
       return false;
     }
-    // No free blocks kept by default: kept blocks are resident memory the step's peak would
-    // count (+20% at batch 256 measured); huge pages alone took most of the gain (CPU_CACHE_NOTES.md).
+    // Freed memory reused, new memory mapped within the peak of lent bytes (a step's resident
+    // peak about as without reuse); CELLSCOPE_CPU_CACHE_MB allows that much more,
+    // CELLSCOPE_CPU_CACHE_KEEP=0 unmaps a segment once wholly free (CPU_CACHE_NOTES.md).
     CpuCacheOptions o;
     if (const char* v = std::getenv("CELLSCOPE_CPU_CACHE_MB")) o.max_free_bytes = size_t(std::atoll(v)) << 20;
+    if (const char* v = std::getenv("CELLSCOPE_CPU_CACHE_KEEP")) o.keep = std::string(v) != "0";
     if (const char* v = std::getenv("CELLSCOPE_CPU_CACHE_HUGE")) o.huge_pages = std::string(v) != "0";
     // Never destroyed: tensors may outlive main()'s locals and free their blocks at exit.
     auto* cache = new CpuBlockCache(o);
@@ -192,10 +276,12 @@ bool install_cpu_cache() {
       return false;
     }
     g_installed.store(cache);
-    g_status = "on: blocks over " + std::to_string(o.min_bytes >> 20) + " MB " +
-               (o.huge_pages ? "on transparent huge pages" : "mapped as usual") + ", " +
-               (o.max_free_bytes ? std::to_string(o.max_free_bytes >> 20) + " MB of freed blocks kept for reuse"
-                                 : "none kept after free");
+    g_status = "on: blocks of " + std::to_string(o.min_bytes >> 20) + " MB and more " +
+               (o.keep ? "reused after free, new memory mapped within the peak of lent bytes" +
+                             (o.max_free_bytes ? " + " + std::to_string(o.max_free_bytes >> 20) + " MB" : std::string())
+                       : std::string("unmapped at free")) +
+               (o.huge_pages ? ", from " + std::to_string(o.huge_min_bytes >> 20) + " MB on transparent huge pages"
+                             : std::string());
     return true;
   }();
   return installed;

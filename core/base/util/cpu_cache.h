@@ -1,23 +1,25 @@
-// LibTorch's CPU allocator for large blocks: huge pages, and an optional cache (issue #16;
-// notes: util/CPU_CACHE_NOTES.md).
+// LibTorch's CPU allocator for large blocks: memory reused from step to step, on huge pages
+// (issue #16; notes: util/CPU_CACHE_NOTES.md).
 //
-// glibc serves every block over 32 MB with mmap and unmaps it at free, so each training step
-// page-faults its large tensors in anew, 4 KB at a time, and the kernel zeroes every page: at
-// batch 256, seq 150 a char-LM step allocates gigabytes that way (one [T B, 3H] gate tensor is
-// 236 MB). The fast paths' own buffers already come from fused::pool_empty; this allocator
-// covers every other tensor (autograd's activations and gradients, the input projections).
-// Blocks over `min_bytes` are mapped at 2 MB boundaries with MADV_HUGEPAGE, so a first touch
-// faults 2 MB in at once (and the products run with fewer TLB misses): -9% per step for CRU
-// shallow at batch 256, -5% for MC-RNN at batch 32, the same peak memory. Optionally
-// (`max_free_bytes`, CELLSCOPE_CPU_CACHE_MB) freed blocks are kept for a later request of the
-// same rounded size, as PyTorch's CUDA caching allocator does; that is off by default because
-// kept blocks are resident memory: +20% peak at batch 256 for a further -5%.
-//
-// Blocks up to `min_bytes` go to LibTorch's default allocator unchanged. Kept free blocks are
-// dropped when they exceed `max_free_bytes` (oldest first) or have not been reused for
-// `max_idle` large allocations; `cpu_cache_release()` drops them all (the trainer calls it when a
-// run ends). The bench's peak-memory figure releases them before it starts measuring, so what
-// is kept during the measured steps counts.
+// glibc serves every block over 32 MB with mmap and unmaps it at free, and gives the top of its
+// heap back when more than twice its mmap threshold is free there, so each training step
+// page-faulted its large tensors in anew, 4 KB at a time, with the kernel zeroing every page:
+// at batch 256, seq 150 one [T B, 3H] gate tensor is 236 MB; at batch 32 a CRU deep step faulted
+// about 40 MB in. Blocks of `min_bytes` and more come from here instead:
+// - Freed memory is kept and lent again, carved to the size asked for (the smallest free block
+//   that holds a request, split; freed neighbours merged), as PyTorch's CUDA caching allocator
+//   does. New memory is mapped only within the peak: the segments mapped may not exceed the
+//   most ever lent at once since the last release (`peak_live_bytes`, or what is lent plus the
+//   new request if that is more), plus `max_free_bytes` (0 by default; CELLSCOPE_CPU_CACHE_MB);
+//   wholly free segments make room, the longest unused first. Only where no segment is wholly
+//   free (free blocks scattered among lent ones) can the mapped bytes go over that. So a
+//   step's resident peak stays about what the lent blocks alone reach, and the steps after the
+//   first fault (almost) nothing in. `cpu_cache_release()` gives the free memory back (the
+//   trainer calls it when a run ends; the bench before it measures a step's peak).
+// - Segments of `huge_min_bytes` and more are mapped at 2 MB boundaries with MADV_HUGEPAGE
+//   (sizes rounded to 2 MB): a first touch faults 2 MB in at once instead of 4 KB, and the
+//   products run with fewer TLB misses. Smaller sizes are rounded to `round_bytes`.
+// Blocks under `min_bytes` go to LibTorch's default allocator unchanged.
 #pragma once
 // (No LibTorch headers here: the workbench's main includes it. The allocator class is in
 // util/cpu_block_cache.h.)
@@ -29,21 +31,27 @@
 namespace cs {
 
 struct CpuCacheOptions {
-  size_t min_bytes = size_t(32) << 20;       // smaller blocks: the default allocator (glibc's heap reuses them)
-  size_t round_bytes = size_t(2) << 20;      // sizes rounded up to this (a request reuses a block of its rounded size)
-  size_t max_free_bytes = 0;                 // free blocks kept for reuse beyond this are dropped, oldest first
-                                             // (0: none kept; CELLSCOPE_CPU_CACHE_MB sets it for the process)
-  int64_t max_idle = 1024;                   // a free block not reused for this many large allocations is dropped
-  bool huge_pages = true;                    // new blocks mapped 2 MB-aligned with MADV_HUGEPAGE (sizes rounded to 2 MB)
+  size_t min_bytes = size_t(1) << 20;        // smaller blocks: the default allocator (glibc's heap)
+  size_t round_bytes = size_t(64) << 10;     // sizes rounded up to this (blocks are carved in these units)
+  size_t huge_min_bytes = size_t(8) << 20;   // from this rounded size on: 2 MB-aligned, MADV_HUGEPAGE, rounded to 2 MB
+  bool huge_pages = true;                    // false: every block mapped as usual
+  bool keep = true;                          // false: a segment is unmapped as soon as it is wholly free
+  size_t max_free_bytes = 0;                 // mapped beyond the peak of lent bytes (CELLSCOPE_CPU_CACHE_MB)
+  int64_t max_idle = 65536;                  // a wholly free segment unused for this many large allocations is unmapped
+                                             // (an MZU step at batch 256 makes thousands; the peak bounds memory anyway)
 };
 
 struct CpuCacheStats {
-  int64_t hits = 0;        // large allocations served by a cached block
-  int64_t misses = 0;      // large allocations that took new memory
+  int64_t hits = 0;             // large allocations carved from free memory
+  int64_t misses = 0;           // large allocations that mapped a new segment
   int64_t live_blocks = 0;
+  int64_t live_bytes = 0;
+  int64_t peak_live_bytes = 0;  // the most lent at once since the last release (the limit on mapping)
   int64_t free_blocks = 0;
   int64_t free_bytes = 0;
-  int64_t dropped = 0;     // blocks given back to the system (limits, idle, release)
+  int64_t segments = 0;
+  int64_t mapped_bytes = 0;     // all segments: lent + free
+  int64_t dropped = 0;          // segments unmapped (room for a new one, idle, release, keep = false)
 };
 
 // Sets the cache as LibTorch's CPU allocator for this process (once; later calls return the
