@@ -44,6 +44,8 @@ class CpuBlockCache final : public c10::Allocator {
   };
   static void return_block(void* block);  // the DataPtr's deleter
   void free_locked(Block* b) const;
+  void list_locked(Block* b) const;    // into the free set, counted
+  void unlist_locked(Block* b) const;  // out of it
   void unmap_segment_locked(Segment* s) const;
   bool drop_oldest_free_segment_locked() const;  // false: none wholly free
   void trim_idle_locked() const;                 // max_idle

@@ -89,17 +89,13 @@ c10::DataPtr CpuBlockCache::allocate(size_t nbytes) const {
   auto it = free_.lower_bound(&key);  // the smallest free block that holds it (lowest address on ties)
   if (it != free_.end()) {
     b = *it;
-    free_.erase(it);
-    --stats_.free_blocks;
-    stats_.free_bytes -= static_cast<int64_t>(b->bytes);
+    unlist_locked(b);
     if (b->bytes > bytes) {  // the rest stays free
       auto* rest = new Block{this, b->seg, b->ptr + bytes, b->bytes - bytes, true, b->freed_at, b, b->next};
       if (b->next) b->next->prev = rest;
       b->next = rest;
       b->bytes = bytes;
-      free_.insert(rest);
-      ++stats_.free_blocks;
-      stats_.free_bytes += static_cast<int64_t>(rest->bytes);
+      list_locked(rest);
     }
     b->free = false;
     ++stats_.hits;
@@ -140,38 +136,43 @@ void CpuBlockCache::return_block(void* ctx) {
   self->free_locked(b);
 }
 
+void CpuBlockCache::list_locked(Block* b) const {
+  free_.insert(b);
+  ++stats_.free_blocks;
+  stats_.free_bytes += static_cast<int64_t>(b->bytes);
+}
+
+void CpuBlockCache::unlist_locked(Block* b) const {
+  free_.erase(b);
+  --stats_.free_blocks;
+  stats_.free_bytes -= static_cast<int64_t>(b->bytes);
+}
+
 void CpuBlockCache::free_locked(Block* b) const {
   --stats_.live_blocks;
   stats_.live_bytes -= static_cast<int64_t>(b->bytes);
   --b->seg->lent;
   b->free = true;
   b->freed_at = clock_;
-  // Merge with free neighbours in the segment.
-  auto absorb = [&](Block* into, Block* gone) {
-    free_.erase(gone);
-    --stats_.free_blocks;
-    stats_.free_bytes -= static_cast<int64_t>(gone->bytes);
+  // Merge with free neighbours in the segment: `into` takes the block after it.
+  auto merge_next = [](Block* into) {
+    Block* gone = into->next;
     into->bytes += gone->bytes;
     into->next = gone->next;
     if (gone->next) gone->next->prev = into;
     delete gone;
   };
-  if (b->next && b->next->free) absorb(b, b->next);
-  if (b->prev && b->prev->free) {
-    Block* p = b->prev;
-    free_.erase(p);
-    --stats_.free_blocks;
-    stats_.free_bytes -= static_cast<int64_t>(p->bytes);
-    p->bytes += b->bytes;
-    p->next = b->next;
-    if (b->next) b->next->prev = p;
-    p->freed_at = clock_;
-    delete b;
-    b = p;
+  if (b->next && b->next->free) {
+    unlist_locked(b->next);
+    merge_next(b);
   }
-  free_.insert(b);
-  ++stats_.free_blocks;
-  stats_.free_bytes += static_cast<int64_t>(b->bytes);
+  if (b->prev && b->prev->free) {
+    b = b->prev;
+    unlist_locked(b);
+    merge_next(b);
+    b->freed_at = clock_;
+  }
+  list_locked(b);
   if (!opt_.keep && b->seg->lent == 0) unmap_segment_locked(b->seg);
   trim_idle_locked();
 }
@@ -181,10 +182,9 @@ void CpuBlockCache::unmap_segment_locked(Segment* s) const {
   Block key{this, s, s->base, s->bytes};
   auto it = free_.find(&key);
   TORCH_CHECK(it != free_.end() && (*it)->seg == s, "CPU block cache: unmapping a segment that is not wholly free");
-  delete *it;
-  free_.erase(it);
-  --stats_.free_blocks;
-  stats_.free_bytes -= static_cast<int64_t>(s->bytes);
+  Block* whole = *it;
+  unlist_locked(whole);
+  delete whole;
   munmap(s->base, s->bytes);
   --stats_.segments;
   stats_.mapped_bytes -= static_cast<int64_t>(s->bytes);
