@@ -18,8 +18,9 @@ namespace cs {
 // Large blocks are carved from segments (one mmap each): a request takes the smallest free
 // block that holds it, split off the front of it; a freed block merges with the free blocks
 // next to it in its segment. A segment is made only when no free block holds the request, and
-// then only within the peak (cpu_cache.h), making room by unmapping wholly free segments,
-// the longest unused first.
+// the resident bytes stay within the peak (cpu_cache.h): wholly free segments are unmapped to
+// make room, the longest unused first, and past the peak plus `over_peak`, the largest free
+// blocks give their pages back.
 class CpuBlockCache final : public c10::Allocator {
  public:
   explicit CpuBlockCache(CpuCacheOptions o = {});
@@ -42,11 +43,18 @@ class CpuBlockCache final : public c10::Allocator {
   struct BySize {
     bool operator()(const Block* a, const Block* b) const;
   };
-  static void return_block(void* block);  // the DataPtr's deleter
-  void free_locked(Block* b) const;
-  void list_locked(Block* b) const;    // into the free set, counted
+  using FreeSet = std::set<Block*, BySize>;  // by size, then address
+  static void return_block(void* block);     // the DataPtr's deleter
+  FreeSet& set_of(const Block* b) const;
+  void list_locked(Block* b) const;    // into its free set, counted
   void unlist_locked(Block* b) const;  // out of it
+  Block* merge_locked(Block* b) const;  // with free neighbours of its kind; returns the merged block
+  void free_locked(Block* b) const;
+  int64_t resident_locked() const;  // mapped minus the free bytes given back
+  void make_room_locked(int64_t extra, int64_t limit) const;
+  bool advise_largest_locked() const;  // the largest resident free block's pages given back
   void unmap_segment_locked(Segment* s) const;
+  int64_t last_used_locked(const Segment* s) const;
   bool drop_oldest_free_segment_locked() const;  // false: none wholly free
   void trim_idle_locked() const;                 // max_idle
   void release_locked();
@@ -54,7 +62,8 @@ class CpuBlockCache final : public c10::Allocator {
   CpuCacheOptions opt_;
   c10::Allocator* fallback_;
   mutable std::mutex mu_;
-  mutable std::set<Block*, BySize> free_;  // free blocks by size, then address
+  mutable FreeSet free_;     // free blocks whose pages are resident
+  mutable FreeSet advised_;  // free blocks whose pages were given back
   mutable std::vector<Segment*> segments_;
   mutable CpuCacheStats stats_;
   mutable int64_t clock_ = 0;  // large allocations so far

@@ -13,21 +13,23 @@
 
 namespace cs {
 
-struct CpuBlockCache::Segment {
-  char* base;
-  size_t bytes;
-  int64_t lent = 0;  // blocks lent from it
-};
-
 struct CpuBlockCache::Block {
   const CpuBlockCache* owner;
   Segment* seg;
   char* ptr;
   size_t bytes;
   bool free = false;
-  int64_t freed_at = 0;  // the large-allocation clock when it was last freed
+  bool advised = false;   // free, and its pages given back (MADV_DONTNEED): not resident
+  int64_t freed_at = 0;   // the large-allocation clock when it was last freed
   Block* prev = nullptr;  // neighbours in the segment, by address
   Block* next = nullptr;
+};
+
+struct CpuBlockCache::Segment {
+  char* base;
+  size_t bytes;
+  Block* first = nullptr;  // the block at base (never merged away: merges keep the lower block)
+  int64_t lent = 0;        // blocks lent from it
 };
 
 bool CpuBlockCache::BySize::operator()(const Block* a, const Block* b) const {
@@ -61,14 +63,22 @@ CpuBlockCache::CpuBlockCache(CpuCacheOptions o) : opt_(o), fallback_(c10::GetDef
   const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   opt_.round_bytes = std::max<size_t>((opt_.round_bytes + page - 1) / page * page, page);
   opt_.min_bytes = std::max<size_t>(opt_.min_bytes, 1);
+  opt_.over_peak = std::max(opt_.over_peak, 0.0);
 }
 
 CpuBlockCache::~CpuBlockCache() {
   std::lock_guard<std::mutex> g(mu_);
-  for (Segment* s : segments_) munmap(s->base, s->bytes);
-  for (Block* b : free_) delete b;
-  for (Segment* s : segments_) delete s;
+  for (Segment* s : segments_) {
+    for (Block* b = s->first; b;) {
+      Block* next = b->next;
+      delete b;
+      b = next;
+    }
+    munmap(s->base, s->bytes);
+    delete s;
+  }
   free_.clear();
+  advised_.clear();
   segments_.clear();
 }
 
@@ -78,35 +88,112 @@ size_t CpuBlockCache::rounded(size_t nbytes) const {
   return b;
 }
 
+CpuBlockCache::FreeSet& CpuBlockCache::set_of(const Block* b) const { return b->advised ? advised_ : free_; }
+
+void CpuBlockCache::list_locked(Block* b) const {
+  set_of(b).insert(b);
+  ++stats_.free_blocks;
+  stats_.free_bytes += static_cast<int64_t>(b->bytes);
+  if (b->advised) stats_.advised_bytes += static_cast<int64_t>(b->bytes);
+}
+
+void CpuBlockCache::unlist_locked(Block* b) const {
+  set_of(b).erase(b);
+  --stats_.free_blocks;
+  stats_.free_bytes -= static_cast<int64_t>(b->bytes);
+  if (b->advised) stats_.advised_bytes -= static_cast<int64_t>(b->bytes);
+}
+
+int64_t CpuBlockCache::resident_locked() const { return stats_.mapped_bytes - stats_.advised_bytes; }
+
+CpuBlockCache::Block* CpuBlockCache::merge_locked(Block* b) const {
+  // b (free, not listed) takes its free neighbours of the same kind (resident or given back):
+  // the resident count stays exact. The lower block survives.
+  auto merge_next = [](Block* into) {
+    Block* gone = into->next;
+    into->bytes += gone->bytes;
+    into->next = gone->next;
+    if (gone->next) gone->next->prev = into;
+    delete gone;
+  };
+  if (b->next && b->next->free && b->next->advised == b->advised) {
+    unlist_locked(b->next);
+    merge_next(b);
+  }
+  if (b->prev && b->prev->free && b->prev->advised == b->advised) {
+    Block* lower = b->prev;
+    unlist_locked(lower);
+    lower->freed_at = std::max(lower->freed_at, b->freed_at);
+    merge_next(lower);
+    b = lower;
+  }
+  return b;
+}
+
+bool CpuBlockCache::advise_largest_locked() const {
+  if (free_.empty()) return false;
+  Block* b = *std::prev(free_.end());
+  unlist_locked(b);
+  madvise(b->ptr, b->bytes, MADV_DONTNEED);
+  b->advised = true;
+  list_locked(merge_locked(b));
+  return true;
+}
+
+void CpuBlockCache::make_room_locked(int64_t extra, int64_t limit) const {
+  // Resident (lent + free not given back) + extra within the limit: wholly free segments are
+  // unmapped first, the longest unused first; then, only past the limit plus over_peak of the
+  // peak, the largest free blocks among lent ones give their pages back.
+  const auto slack = static_cast<int64_t>(opt_.over_peak * static_cast<double>(stats_.peak_live_bytes));
+  while (resident_locked() + extra > limit) {
+    if (drop_oldest_free_segment_locked()) continue;
+    if (resident_locked() + extra <= limit + slack) return;
+    if (!advise_largest_locked()) return;
+  }
+}
+
 c10::DataPtr CpuBlockCache::allocate(size_t nbytes) const {
   if (nbytes < opt_.min_bytes) return fallback_->allocate(nbytes);
   const size_t bytes = rounded(nbytes);
   const auto ibytes = static_cast<int64_t>(bytes);
   std::lock_guard<std::mutex> g(mu_);
   ++clock_;
-  Block* b = nullptr;
+  // The limit: the most lent at once so far (or what is lent plus this request, if more), plus
+  // the allowance.
+  const int64_t limit =
+      std::max(stats_.peak_live_bytes, stats_.live_bytes + ibytes) + static_cast<int64_t>(opt_.max_free_bytes);
   Block key{this, nullptr, nullptr, bytes};
-  auto it = free_.lower_bound(&key);  // the smallest free block that holds it (lowest address on ties)
-  if (it != free_.end()) {
-    b = *it;
+  // The smallest free block that holds it (lowest address on ties): resident ones first, then
+  // ones whose pages were given back (faulted in anew, zeroed).
+  Block* b = nullptr;
+  for (FreeSet* set : {&free_, &advised_}) {
+    auto it = set->lower_bound(&key);
+    if (it != set->end()) {
+      b = *it;
+      break;
+    }
+  }
+  if (b) {
     unlist_locked(b);
-    if (b->bytes > bytes) {  // the rest stays free
-      auto* rest = new Block{this, b->seg, b->ptr + bytes, b->bytes - bytes, true, b->freed_at, b, b->next};
+    if (b->bytes > bytes) {  // the rest stays free, of the same kind
+      auto* rest = new Block{this, b->seg, b->ptr + bytes, b->bytes - bytes, true, b->advised, b->freed_at, b, b->next};
       if (b->next) b->next->prev = rest;
       b->next = rest;
       b->bytes = bytes;
       list_locked(rest);
     }
     b->free = false;
+    const bool was_advised = b->advised;
+    b->advised = false;
+    ++b->seg->lent;
+    if (was_advised) {
+      ++stats_.hits_given_back;
+      make_room_locked(0, limit);  // its pages become resident again
+    }
     ++stats_.hits;
   } else {
     ++stats_.misses;
-    // Within the peak: the segments may not exceed the most lent at once so far (or what is lent
-    // plus this request, if that is more), plus the allowance. Wholly free segments make room.
-    const int64_t limit =
-        std::max(stats_.peak_live_bytes, stats_.live_bytes + ibytes) + static_cast<int64_t>(opt_.max_free_bytes);
-    while (stats_.mapped_bytes + ibytes > limit && drop_oldest_free_segment_locked()) {
-    }
+    make_room_locked(ibytes, limit);
     const bool huge = opt_.huge_pages && bytes >= opt_.huge_min_bytes;
     void* p = map_bytes(bytes, huge);
     if (!p) {
@@ -116,12 +203,13 @@ c10::DataPtr CpuBlockCache::allocate(size_t nbytes) const {
       TORCH_CHECK(p, "CPU block cache: out of memory allocating ", bytes, " bytes");
     }
     auto* s = new Segment{static_cast<char*>(p), bytes};
+    b = new Block{this, s, s->base, bytes};
+    s->first = b;
+    s->lent = 1;
     segments_.push_back(s);
     ++stats_.segments;
     stats_.mapped_bytes += ibytes;
-    b = new Block{this, s, s->base, bytes};
   }
-  ++b->seg->lent;
   ++stats_.live_blocks;
   stats_.live_bytes += ibytes;
   stats_.peak_live_bytes = std::max(stats_.peak_live_bytes, stats_.live_bytes);
@@ -136,55 +224,25 @@ void CpuBlockCache::return_block(void* ctx) {
   self->free_locked(b);
 }
 
-void CpuBlockCache::list_locked(Block* b) const {
-  free_.insert(b);
-  ++stats_.free_blocks;
-  stats_.free_bytes += static_cast<int64_t>(b->bytes);
-}
-
-void CpuBlockCache::unlist_locked(Block* b) const {
-  free_.erase(b);
-  --stats_.free_blocks;
-  stats_.free_bytes -= static_cast<int64_t>(b->bytes);
-}
-
 void CpuBlockCache::free_locked(Block* b) const {
   --stats_.live_blocks;
   stats_.live_bytes -= static_cast<int64_t>(b->bytes);
   --b->seg->lent;
   b->free = true;
   b->freed_at = clock_;
-  // Merge with free neighbours in the segment: `into` takes the block after it.
-  auto merge_next = [](Block* into) {
-    Block* gone = into->next;
-    into->bytes += gone->bytes;
-    into->next = gone->next;
-    if (gone->next) gone->next->prev = into;
-    delete gone;
-  };
-  if (b->next && b->next->free) {
-    unlist_locked(b->next);
-    merge_next(b);
-  }
-  if (b->prev && b->prev->free) {
-    b = b->prev;
-    unlist_locked(b);
-    merge_next(b);
-    b->freed_at = clock_;
-  }
-  list_locked(b);
+  list_locked(merge_locked(b));
   if (!opt_.keep && b->seg->lent == 0) unmap_segment_locked(b->seg);
   trim_idle_locked();
 }
 
 void CpuBlockCache::unmap_segment_locked(Segment* s) const {
-  // Wholly free: one free block covers it.
-  Block key{this, s, s->base, s->bytes};
-  auto it = free_.find(&key);
-  TORCH_CHECK(it != free_.end() && (*it)->seg == s, "CPU block cache: unmapping a segment that is not wholly free");
-  Block* whole = *it;
-  unlist_locked(whole);
-  delete whole;
+  TORCH_CHECK(s->lent == 0, "CPU block cache: unmapping a segment with blocks lent");
+  for (Block* b = s->first; b;) {
+    Block* next = b->next;
+    unlist_locked(b);
+    delete b;
+    b = next;
+  }
   munmap(s->base, s->bytes);
   --stats_.segments;
   stats_.mapped_bytes -= static_cast<int64_t>(s->bytes);
@@ -193,31 +251,45 @@ void CpuBlockCache::unmap_segment_locked(Segment* s) const {
   delete s;
 }
 
+int64_t CpuBlockCache::last_used_locked(const Segment* s) const {
+  int64_t t = 0;
+  for (const Block* b = s->first; b; b = b->next) t = std::max(t, b->freed_at);
+  return t;
+}
+
 bool CpuBlockCache::drop_oldest_free_segment_locked() const {
-  Block* oldest = nullptr;
-  for (Block* b : free_)
-    if (b->seg->lent == 0 && (!oldest || b->freed_at < oldest->freed_at)) oldest = b;
+  Segment* oldest = nullptr;
+  int64_t when = 0;
+  for (Segment* s : segments_) {
+    if (s->lent) continue;
+    const int64_t t = last_used_locked(s);
+    if (!oldest || t < when) {
+      oldest = s;
+      when = t;
+    }
+  }
   if (!oldest) return false;
-  unmap_segment_locked(oldest->seg);
+  unmap_segment_locked(oldest);
   return true;
 }
 
 void CpuBlockCache::trim_idle_locked() const {
   // A wholly free segment not used in max_idle large allocations (a shape no longer asked for).
-  for (;;) {
-    Segment* idle = nullptr;
-    for (Block* b : free_)
-      if (b->seg->lent == 0 && clock_ - b->freed_at > opt_.max_idle) idle = b->seg;
-    if (!idle) return;
-    unmap_segment_locked(idle);
+  for (size_t i = 0; i < segments_.size();) {
+    Segment* s = segments_[i];
+    if (s->lent == 0 && clock_ - last_used_locked(s) > opt_.max_idle)
+      unmap_segment_locked(s);  // segments_[i] is the next one now
+    else
+      ++i;
   }
 }
 
 void CpuBlockCache::release_locked() {
   while (drop_oldest_free_segment_locked()) {
   }
-  // Free blocks among lent ones: their pages go back (faulted in anew, zeroed, when used).
-  for (Block* b : free_) madvise(b->ptr, b->bytes, MADV_DONTNEED);
+  // Free blocks among lent ones: their pages go back (faulted in anew, zeroed, when lent again).
+  while (advise_largest_locked()) {
+  }
   stats_.peak_live_bytes = stats_.live_bytes;
 }
 
@@ -261,8 +333,8 @@ bool install_cpu_cache() {
       g_status = "off: CELLSCOPE_CPU_CACHE=0";
       return false;
     }
-    // Freed memory reused, new memory mapped within the peak of lent bytes (a step's resident
-    // peak about as without reuse); CELLSCOPE_CPU_CACHE_MB allows that much more,
+    // Freed memory reused, resident memory held within the peak of lent bytes (+10%: a step's
+    // resident peak about as without reuse); CELLSCOPE_CPU_CACHE_MB allows that much more,
     // CELLSCOPE_CPU_CACHE_KEEP=0 unmaps a segment once wholly free (CPU_CACHE_NOTES.md).
     CpuCacheOptions o;
     if (const char* v = std::getenv("CELLSCOPE_CPU_CACHE_MB")) o.max_free_bytes = size_t(std::atoll(v)) << 20;
@@ -277,8 +349,10 @@ bool install_cpu_cache() {
     }
     g_installed.store(cache);
     g_status = "on: blocks of " + std::to_string(o.min_bytes >> 20) + " MB and more " +
-               (o.keep ? "reused after free, new memory mapped within the peak of lent bytes" +
-                             (o.max_free_bytes ? " + " + std::to_string(o.max_free_bytes >> 20) + " MB" : std::string())
+               (o.keep ? "reused after free, resident memory held within the peak of lent bytes" +
+                             (o.max_free_bytes ? " + " + std::to_string(o.max_free_bytes >> 20) + " MB" : std::string()) +
+                             " (+" + std::to_string(static_cast<int>(o.over_peak * 100 + 0.5)) +
+                             "% before free pages are given back)"
                        : std::string("unmapped at free")) +
                (o.huge_pages ? ", from " + std::to_string(o.huge_min_bytes >> 20) + " MB on transparent huge pages"
                              : std::string());

@@ -8,14 +8,17 @@
 // about 40 MB in. Blocks of `min_bytes` and more come from here instead:
 // - Freed memory is kept and lent again, carved to the size asked for (the smallest free block
 //   that holds a request, split; freed neighbours merged), as PyTorch's CUDA caching allocator
-//   does. New memory is mapped only within the peak: the segments mapped may not exceed the
-//   most ever lent at once since the last release (`peak_live_bytes`, or what is lent plus the
-//   new request if that is more), plus `max_free_bytes` (0 by default; CELLSCOPE_CPU_CACHE_MB);
-//   wholly free segments make room, the longest unused first. Only where no segment is wholly
-//   free (free blocks scattered among lent ones) can the mapped bytes go over that. So a
-//   step's resident peak stays about what the lent blocks alone reach, and the steps after the
-//   first fault (almost) nothing in. `cpu_cache_release()` gives the free memory back (the
-//   trainer calls it when a run ends; the bench before it measures a step's peak).
+//   does. New memory is mapped only where no free block holds a request, and the resident
+//   bytes (lent, and free but not given back) are held within the peak: the most ever lent at
+//   once since the last release (`peak_live_bytes`, or what is lent plus the new request if that
+//   is more), plus `max_free_bytes` (0 by default; CELLSCOPE_CPU_CACHE_MB). Wholly free segments
+//   make room first, the longest unused first. Where none is left (free blocks scattered among
+//   lent ones), the resident bytes may go `over_peak` (10%) of the peak over that, and past it
+//   the largest free blocks give their pages back (MADV_DONTNEED; faulted in anew, zeroed,
+//   when lent again). So a step's resident peak stays within 10% of what its lent blocks
+//   reach, and the steps after the first fault (almost) nothing in. `cpu_cache_release()`
+//   gives all free memory back (the trainer calls it when a run ends; the bench before it
+//   measures a step's peak).
 // - Segments of `huge_min_bytes` and more are mapped at 2 MB boundaries with MADV_HUGEPAGE
 //   (sizes rounded to 2 MB): a first touch faults 2 MB in at once instead of 4 KB, and the
 //   products run with fewer TLB misses. Smaller sizes are rounded to `round_bytes`.
@@ -36,13 +39,15 @@ struct CpuCacheOptions {
   size_t huge_min_bytes = size_t(8) << 20;   // from this rounded size on: 2 MB-aligned, MADV_HUGEPAGE, rounded to 2 MB
   bool huge_pages = true;                    // false: every block mapped as usual
   bool keep = true;                          // false: a segment is unmapped as soon as it is wholly free
-  size_t max_free_bytes = 0;                 // mapped beyond the peak of lent bytes (CELLSCOPE_CPU_CACHE_MB)
+  size_t max_free_bytes = 0;                 // resident beyond the peak of lent bytes (CELLSCOPE_CPU_CACHE_MB)
+  double over_peak = 0.10;                   // past the limit by this fraction of the peak, free pages are given back
   int64_t max_idle = 65536;                  // a wholly free segment unused for this many large allocations is unmapped
                                              // (an MZU step at batch 256 makes thousands; the peak bounds memory anyway)
 };
 
 struct CpuCacheStats {
   int64_t hits = 0;             // large allocations carved from free memory
+  int64_t hits_given_back = 0;  // of those, from free memory whose pages had been given back (faulted in anew)
   int64_t misses = 0;           // large allocations that mapped a new segment
   int64_t live_blocks = 0;
   int64_t live_bytes = 0;
@@ -51,6 +56,7 @@ struct CpuCacheStats {
   int64_t free_bytes = 0;
   int64_t segments = 0;
   int64_t mapped_bytes = 0;     // all segments: lent + free
+  int64_t advised_bytes = 0;    // free bytes whose pages were given back (MADV_DONTNEED): not resident
   int64_t dropped = 0;          // segments unmapped (room for a new one, idle, release, keep = false)
 };
 
