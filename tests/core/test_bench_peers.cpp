@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -87,6 +88,17 @@ TEST(BenchPeers, anOptionThePeerDoesNotImplementIsRefusedByName) {
   ASSERT_TRUE(cstest::contains(err, "no Python peer")) << err;
 }
 
+// Every timed step's seconds in the order they ran (a warm-up trend shows there), one per step
+// timed, and the reported time is their median (the upper one of an even count, as sorted).
+static void expect_step_seconds(const json& m, const char* who) {
+  ASSERT_TRUE(m.contains("step_seconds")) << who << ": " << m.dump();
+  std::vector<double> ts = m["step_seconds"].get<std::vector<double>>();
+  ASSERT_EQ(static_cast<int64_t>(ts.size()), m.value("steps_timed", int64_t(-1))) << who;
+  for (double t : ts) ASSERT_GT(t, 0.0) << who;
+  std::sort(ts.begin(), ts.end());
+  ASSERT_EQ(ts[ts.size() / 2], m.value("seconds_per_step", -1.0)) << who;
+}
+
 TEST(BenchPeers, peerBenchReportsTimesSpeedupEfficiencyAndMemory) {
   std::string out, err;
   ASSERT_EQ(cstest::run_cli({"bench", "--peer", "--cell", "gru_dt,cru_shallow", "--batch", "2,3", "--seq", "6", "--embed",
@@ -110,6 +122,7 @@ TEST(BenchPeers, peerBenchReportsTimesSpeedupEfficiencyAndMemory) {
     ASSERT_NEAR(row.value("efficiency", 0.0),
                 c.value("flops_per_step", 0.0) / c.value("seconds_per_step", 1.0) / 1e9 / c.value("gemm_gflops", 1.0), 1e-9);
     ASSERT_GT(row.value("efficiency", 0.0), 0.0);
+    expect_step_seconds(c, "cellscope");
     // The GEMM floor (bench/gemm_floor.h): the step's products, replayed alone, take some time but
     // less than the step; their FLOPs are about the analytic count (3x the forward's products).
     ASSERT_TRUE(c.contains("gemm_floor")) << c.dump();
@@ -125,6 +138,7 @@ TEST(BenchPeers, peerBenchReportsTimesSpeedupEfficiencyAndMemory) {
     if (row["cell"] == "gru") continue;
     const auto& p = row["python"];
     ASSERT_GT(p.value("seconds_per_step", 0.0), 0.0);
+    expect_step_seconds(p, "python");
     ASSERT_EQ(p.value("threads", 0), 1);
     ASSERT_GT(p.value("gemm_gflops", 0.0), 0.0);
     ASSERT_GE(p.value("peak_step_bytes", -1.0), 0.0);

@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "cells/fused_common.h"
 #include "cells/fused_cru.h"
 #include "cells/registry.h"
 
@@ -166,7 +167,7 @@ SeqOutput CRUCellImpl::forward_sequence(const torch::Tensor& x, const State& s0,
       }
     }
   }
-  if (cru_fast_path_applies(opt_, candidate_dropout_, ctx) && x.size(0) > 0 &&
+  if (cru_fast_path_applies(opt_, candidate_dropout_, ctx) && fast_path_device_ok(x) && x.size(0) > 0 &&
       (x.scalar_type() == torch::kFloat || x.scalar_type() == torch::kDouble))
     return cru_fast_recurrence(*this, project_convs(x, c), s0, candidate_dropout_);  // cells/fused_cru.h
   if (opt_.fusion == CRUFusion::Shallow && opt_.reset_after && !ctx.probe && !ctx.stepwise &&

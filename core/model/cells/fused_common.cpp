@@ -15,6 +15,13 @@ bool fast_paths_enabled() {
   return !(v && std::strcmp(v, "0") == 0);
 }
 
+c10::DeviceType& fast_path_device_type() {
+  static c10::DeviceType t = c10::DeviceType::CPU;
+  return t;
+}
+
+bool fast_path_device_ok(const at::Tensor& x) { return x.defined() && x.device().type() == fast_path_device_type(); }
+
 namespace fused {
 
 PoolTuning& pool_tuning() {

@@ -17,6 +17,15 @@ namespace cs {
 // False when CELLSCOPE_FAST is set to "0" (read at every call, so a test may change it).
 bool fast_paths_enabled();
 
+// True when `x` lives in CPU memory. The fast paths run hand-written loops over raw pointers and
+// CPU GEMMs, so a model on another device (training.device: cuda) takes the step-wise autograd
+// path, which runs there through ATen's own kernels. Every *_fast_path_applies caller checks it.
+bool fast_path_device_ok(const at::Tensor& x);
+// The device type fast_path_device_ok accepts: CPU. Only a test changes it (to see every caller
+// consult the check with CPU tensors standing in for another device's: a CPU-only LibTorch has
+// no other device whose tensors hold data).
+c10::DeviceType& fast_path_device_type();
+
 namespace fused {
 
 // An uninitialised tensor of `shape` for a fast path's per-sequence buffers (saved activations,

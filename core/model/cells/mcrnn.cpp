@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "cells/baseline.h"
+#include "cells/fused_common.h"
 #include "cells/fused_mcrnn.h"
 #include "cells/registry.h"
 #include "util/error.h"
@@ -183,7 +184,7 @@ SeqOutput McRnnCellImpl::forward_sequence(const torch::Tensor& x, const State& s
   // [W_1^T; ...; W_{n-1}^T]: built once per sequence, so each step is a single GEMM (eq. 2)
   auto wcat = dist_weights().transpose(1, 2).reshape({n1 * H, H});
   int64_t t = state_time(s0);
-  if (mcrnn_fast_path_applies(*this, x, ctx)) {
+  if (mcrnn_fast_path_applies(*this, x, ctx) && fast_path_device_ok(x)) {
     // The recurrence as one autograd function with a hand-written backward (cells/fused_mcrnn.h);
     // the hoisted input halves and wcat stay under autograd. Same equations, same state layout.
     TORCH_CHECK(s0.size() == 4, "mcrnn: expected a state of 4 tensors with an LSTM base, got ", s0.size());

@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "cells/fused_common.h"
 #include "cells/fused_mzu.h"
 #include "cells/registry.h"
 
@@ -402,7 +403,7 @@ void MZUCellImpl::add_disagreement(const torch::Tensor& D, const torch::Tensor& 
 
 SeqOutput MZUCellImpl::forward_sequence(const torch::Tensor& x, const State& s0, StepContext& ctx) {
   // fast path (cells/fused_mzu.h): one fused autograd function over the sequence where it applies
-  if (mzu_fast_path_applies(o_, ctx)) return fused_mzu_forward(*this, x, s0, ctx);
+  if (mzu_fast_path_applies(o_, ctx) && fast_path_device_ok(x)) return fused_mzu_forward(*this, x, s0, ctx);
   dz_steps_.clear();
   cos_steps_.clear();
   in_sequence_ = true;

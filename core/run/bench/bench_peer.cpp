@@ -156,6 +156,7 @@ json measure_step_child(const json& model, int64_t B, int64_t T, int64_t V, int 
     if (iters > 0 ? static_cast<int>(ts.size()) >= iters : ((total >= min_seconds && ts.size() >= 3) || ts.size() >= 200))
       break;
   }
+  const std::vector<double> in_order = ts;  // as timed, to show any warm-up trend
   std::sort(ts.begin(), ts.end());
   // The large-GEMM rate in this process right after the steps: on a loaded machine the rate
   // the parent measured minutes earlier may not be what this child got (efficiency uses this one).
@@ -166,6 +167,7 @@ json measure_step_child(const json& model, int64_t B, int64_t T, int64_t V, int 
           {"gemm_floor", floor.to_json(std::getenv("CELLSCOPE_FLOOR_TOP") ? std::atoi(std::getenv("CELLSCOPE_FLOOR_TOP")) : 8)},
           {"gemm_gflops", gemm},
           {"steps_timed", ts.size()},
+          {"step_seconds", in_order},
           {"flops_per_step", b.flops_per_step()},
           {"peak_step_bytes", (peak - base) * 1024},
           {"peak_rss_bytes", status_kib("VmHWM") * 1024},

@@ -572,8 +572,9 @@ def time_steps(m, B, T, V, iters, min_seconds):
             break
         if iters <= 0 and ((time.perf_counter() - start >= min_seconds and len(ts) >= 3) or len(ts) >= 200):
             break
+    in_order = list(ts)  # as timed, to show any warm-up trend
     ts.sort()
-    return {"seconds_per_step": ts[len(ts) // 2], "gemm_gflops": gemm_gflops(), "steps_timed": len(ts), "peak_step_bytes": (peak - base) * 1024,
+    return {"seconds_per_step": ts[len(ts) // 2], "gemm_gflops": gemm_gflops(), "steps_timed": len(ts), "step_seconds": in_order, "peak_step_bytes": (peak - base) * 1024,
             "peak_rss_bytes": vm_kib("VmHWM") * 1024, "hwm_reset": reset, "threads": torch.get_num_threads(),
             "torch": torch.__version__}
 
