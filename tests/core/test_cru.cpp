@@ -1,6 +1,7 @@
 // CRU cells (cells/cru.h) and the bidirectional wrapper (cells/bidirectional.h).
 #include <gtest/gtest.h>
 
+#include <torch/csrc/autograd/autograd.h>
 #include <torch/nn/functional.h>
 
 #include "cells/bidirectional.h"
@@ -84,10 +85,60 @@ TEST_F(Cru, registry_and_config) {
   auto errs = validate_config(json{{"model", {{"cell", "cru_deep"}, {"conv_channels", 8}}}});
   ASSERT_EQ(int(errs.size()), 1);
   ASSERT_EQ(errs[0].path, std::string("model.conv_channels"));
-  ASSERT_TRUE(validate_config(json{{"model", {{"cell", "cru_shallow"}, {"conv_channels", 8}}}}).empty());
+  ASSERT_TRUE(validate_config(json{{"model", {{"cell", "cru_shallow"}, {"conv_channels", 8}, {"conv_window", "causal"}}}})
+                  .empty());
+  // The default task is the char LM: a centred window of k >= 2 would see the character to
+  // predict, so it is refused there, naming the option (CRU_NOTES.md); k = 1 has nothing after t.
+  for (const char* task : {"char_lm", "word_lm"}) {
+    errs = validate_config(json{{"task", {{"name", task}}}, {"model", {{"cell", "cru_deep"}}}});
+    ASSERT_EQ(int(errs.size()), 1) << task;
+    ASSERT_EQ(errs[0].path, std::string("model.conv_window")) << task;
+    ASSERT_TRUE(validate_config(json{{"task", {{"name", task}}}, {"model", {{"cell", "cru_deep"}, {"filter_length", 1}}}})
+                    .empty())
+        << task;
+  }
+  // Tasks that read the whole text keep the paper's centred windows.
+  for (const auto& e : validate_config(json{{"task", {{"name", "classify"}}}, {"model", {{"cell", "cru_deep"}}}}))
+    ASSERT_NE(e.path, std::string("model.conv_window")) << e.message;
   errs = validate_config(json{{"model", {{"cell", "cru_shallow"}, {"filter_length", 0}}}});
   ASSERT_EQ(int(errs.size()), 1);
   ASSERT_EQ(errs[0].path, std::string("model.filter_length"));
+}
+
+// The causal window: the output at t does not depend on any input after t (every fusion, on the
+// default path, i.e. the fast path where it applies, and on the step-wise path); the centred
+// window does (so the check can fail).
+TEST_F(Cru, causal_window_sees_nothing_after_t) {
+  const int64_t T = 6, B = 2, I = 5, H = 6;
+  for (auto f : {CRUFusion::Shallow, CRUFusion::Deep, CRUFusion::DeepEnhanced}) {
+    for (const char* window : {"causal", "centered"}) {
+      for (bool stepwise : {false, true}) {
+        CRUOptions o;
+        o.input_size = I;
+        o.hidden_size = H;
+        o.fusion = f;
+        o.filter_length = 3;
+        o.conv_window = window;
+        torch::manual_seed(2);
+        auto cell = std::make_shared<CRUCellImpl>(o);
+        cell->to(torch::kDouble);
+        const auto x0 = torch::randn({T, B, I}, torch::kDouble);
+        for (int64_t t = 0; t + 1 < T; ++t) {
+          // a fresh forward per t: the fast path's graph takes one backward
+          auto x = x0.clone().requires_grad_(true);
+          StepContext ctx;
+          ctx.stepwise = stepwise;
+          auto so = cell->forward_sequence(x, cell->initial_state(B, x.options()), ctx);
+          auto g = torch::autograd::grad({so.output.select(0, t).sum()}, {x})[0];
+          const double after = g.narrow(0, t + 1, T - t - 1).abs().max().item<double>();
+          if (std::string(window) == "causal")
+            ASSERT_EQ(after, 0.0) << int(f) << " t " << t << (stepwise ? " stepwise" : "");
+          else
+            ASSERT_GT(after, 0.0) << int(f) << " t " << t << (stepwise ? " stepwise" : "");
+        }
+      }
+    }
+  }
 }
 
 TEST_F(Cru, same_length_conv_keeps_length_and_matches_conv1d) {

@@ -14,13 +14,14 @@ namespace cs {
 namespace F = torch::nn::functional;
 
 torch::Tensor same_length_conv(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,
-                               int64_t k) {
+                               int64_t k, int64_t left_pad) {
   TORCH_CHECK(x.dim() == 3, "same_length_conv: expected x [T, B, I], got ", x.sizes());
   TORCH_CHECK(k >= 1, "same_length_conv: filter length must be >= 1, got ", k);
   const int64_t T = x.size(0), B = x.size(1), I = x.size(2);
   TORCH_CHECK(weight.dim() == 2 && weight.size(1) == k * I, "same_length_conv: expected weight [C, ", k * I,
               "] for k = ", k, " and I = ", I, ", got ", weight.sizes());
-  const int64_t left = same_conv_left_pad(k), right = k - 1 - left;
+  const int64_t left = left_pad < 0 ? same_conv_left_pad(k) : left_pad, right = k - 1 - left;
+  TORCH_CHECK(right >= 0, "same_length_conv: left padding must be at most k - 1 = ", k - 1, ", got ", left);
   torch::Tensor win;
   if (k == 1) {
     win = x.reshape({T * B, I});
@@ -48,6 +49,8 @@ CRUCellImpl::CRUCellImpl(const CRUOptions& o) : opt_(o) {
   TORCH_CHECK(o.filter_length >= 1, nm, ": filter_length must be >= 1, got ", o.filter_length);
   TORCH_CHECK(o.conv_activation == "relu" || o.conv_activation == "tanh" || o.conv_activation == "identity", nm,
               ": conv_activation must be relu, tanh or identity, got '", o.conv_activation, "'");
+  TORCH_CHECK(o.conv_window == "centered" || o.conv_window == "causal", nm,
+              ": conv_window must be centered or causal, got '", o.conv_window, "'");
   const int64_t H = o.hidden_size, I = o.input_size, k = o.filter_length;
   switch (o.fusion) {
     case CRUFusion::Shallow:
@@ -86,7 +89,9 @@ CRUCellImpl::CRUCellImpl(const CRUOptions& o) : opt_(o) {
 torch::Tensor CRUCellImpl::conv_outputs(const torch::Tensor& x) {
   TORCH_CHECK(x.dim() == 3 && x.size(2) == opt_.input_size, type_name(), ": expected input [T, B, ", opt_.input_size,
               "], got ", x.sizes());
-  auto c = same_length_conv(x, conv_w, conv_b, opt_.filter_length);
+  const int64_t k = opt_.filter_length;
+  // centred (paper) or causal window (a language model must not see t + 1; CRU_NOTES.md)
+  auto c = same_length_conv(x, conv_w, conv_b, k, opt_.conv_window == "causal" ? k - 1 : same_conv_left_pad(k));
   // f of eq. 8 (paper: ReLU)
   if (opt_.conv_activation == "relu") return torch::relu(c);
   if (opt_.conv_activation == "tanh") return torch::tanh(c);
@@ -213,6 +218,11 @@ const OptionTable<CRUOptions>& cru_option_table() {
             "CRU shallow fusion: number d of convolution filters (eq. 8); 0 = the input (embedding) size, as in the "
             "paper. Deep fusion uses d = hidden, deep-enhanced d = input size (forced by eqs. 9-14).")
         .cells({"cru_shallow"});
+    t.choice("conv_window", &O::conv_window, {"centered", "causal"},
+             "CRU: where the convolution's window lies around position t. centered: the paper's same-length "
+             "windows (classification, cloze: the whole text is read); causal: the k positions up to t, nothing "
+             "after it. The language-model tasks require causal (a centred window would see the token to predict).")
+        .cells(all);
     t.choice("conv_activation", &O::conv_activation, {"relu", "tanh", "identity"},
              "CRU: non-linearity f of the convolution (eq. 8; paper: ReLU).")
         .cells(all);

@@ -24,6 +24,9 @@ struct CRUOptions {
   int64_t conv_channels = 0;    // d; 0 = automatic (shallow: input size; deep: hidden; deep-enhanced: input size)
   std::string conv_activation = "relu";  // f of eq. 8: relu | tanh | identity
   bool reset_after = true;      // torch/cuDNN GRU: r * (U_n h + b_hn); false: U_n (r * h) as in eq. 3/11/14
+  // Window of eq. 8 around t: "centered" (the paper's same-length windows, for tasks that read
+  // the whole text) or "causal" (e_{t-k+1..t}: what a language model may see; CRU_NOTES.md).
+  std::string conv_window = "centered";
 };
 
 // The CRU cells' model.* options (field table: schema entries and binding).
@@ -31,12 +34,12 @@ const OptionTable<CRUOptions>& cru_option_table();
 
 // Same-length convolution over time: x [T, B, I], weight [C, k*I] (offset-major:
 // column j*I + i multiplies x[t + j - left, :, i]), bias [C] -> [T, B, C].
-// Padding: left = (k-1)/2, right = k-1-left (for even k the extra position is on
-// the right, i.e. the window of eq. 8 starts at t - left). Positions outside
-// [0, T) are zero. Implemented as one GEMM over the whole sequence.
-torch::Tensor same_length_conv(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,
-                               int64_t k);
+// Padding: left = (k-1)/2 by default, right = k-1-left (for even k the extra position is on
+// the right, i.e. the window of eq. 8 starts at t - left); left = k-1 is the causal window
+// (nothing after t). Positions outside [0, T) are zero. One GEMM over the whole sequence.
 inline int64_t same_conv_left_pad(int64_t k) { return (k - 1) / 2; }
+torch::Tensor same_length_conv(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,
+                               int64_t k, int64_t left = -1);
 
 class CRUCellImpl : public CellImpl {
  public:

@@ -123,6 +123,7 @@ void register_char_lm_task(std::vector<TaskInfo>& out) {
   // Catch a corpus cut too short for one batch before any data is loaded (the
   // GUI shows this next to dataset.max_chars).
   t.check = [](const json& cfg, std::vector<ConfigError>& errs) {
+    check_lm_sees_no_future(cfg, errs);
     const DatasetOptions ds = read_dataset_options(cfg.at("dataset"));
     const int64_t mx = ds.max_chars;
     if (mx <= 0) return;

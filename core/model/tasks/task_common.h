@@ -98,4 +98,9 @@ torch::Tensor dropout_if(const torch::Tensor& t, double p, bool training);
 // weight is frozen.
 torch::Tensor add_embedding_l2(const torch::Tensor& total, const torch::Tensor& weight, double coeff);
 
+// For the language-model tasks (they predict token t + 1 from position t): a CRU cell whose
+// convolution window reaches past t (model.conv_window centered with filter_length >= 2) would
+// be fed the very token it must predict. Adds one error naming model.conv_window.
+void check_lm_sees_no_future(const json& cfg, std::vector<ConfigError>& errs);
+
 }  // namespace cs

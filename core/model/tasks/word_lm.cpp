@@ -279,6 +279,7 @@ void register_word_lm_task(std::vector<TaskInfo>& out) {
   t.options = word_lm_option_table().specs();
   for (auto& o : word_lm_model_option_table().specs()) t.options.push_back(o);
   t.check = [](const json& cfg, std::vector<ConfigError>& errs) {
+    check_lm_sees_no_future(cfg, errs);
     const auto& m = cfg.at("model");
     if (word_lm_model_option_table().read(m).weight_drop > 0) {
       const std::string cell = resolved<std::string>(m, "model", "cell");

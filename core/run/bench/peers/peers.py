@@ -42,7 +42,8 @@ SUPPORTED = {
             "ffn_residual": [False, True], "share_transition": [False, True], "layer_norm": [False, True],
             "disagreement_pairs": ["all"], "disagreement_form": ["cosine"], "disagreement_warmup": [0],
             "gcn_adjacency": ["cosine_plus_identity"]},
-    "cru": {"candidate_dropout": [0.0], "conv_activation": ["relu", "tanh", "identity"], "reset_after": [True, False]},
+    "cru": {"candidate_dropout": [0.0], "conv_activation": ["relu", "tanh", "identity"], "reset_after": [True, False],
+            "conv_window": ["centered", "causal"]},
     "mcrnn": {"base": ["lstm"], "lstm_memory": ["prev"], "layer_norm": [False], "candidate_dropout": [0.0]},
 }
 # Keys a peer reads (values free) or that do not change the model.
@@ -285,6 +286,7 @@ class CRU(nn.Module):
         self.fusion = m["cell"][4:]
         self.H, self.I, self.k = H, I, k
         self.act = m.get("conv_activation", "relu")
+        self.window = m.get("conv_window", "centered")
         self.reset_after = m.get("reset_after", True)
         if self.fusion == "shallow":
             d, nconv = (m.get("conv_channels", 0) or I), 1
@@ -314,7 +316,7 @@ class CRU(nn.Module):
     def forward(self, x, extra):
         T, B, I = x.shape
         k, C = self.k, self.conv_w.shape[0]
-        left = (k - 1) // 2
+        left = k - 1 if self.window == "causal" else (k - 1) // 2  # causal: nothing after t (CRU_NOTES.md)
         xc = F.pad(x.permute(1, 2, 0), (left, k - 1 - left))  # [B, I, T + k - 1]
         c = F.conv1d(xc, self.conv_w.view(C, k, I).transpose(1, 2), self.conv_b).permute(2, 0, 1)  # eq. 8
         c = {"relu": torch.relu, "tanh": torch.tanh}.get(self.act, lambda t: t)(c)
