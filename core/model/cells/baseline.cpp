@@ -193,8 +193,8 @@ State GRUDTCellImpl::step(const torch::Tensor& xp, const State& s, StepContext& 
 }
 
 SeqOutput GRUDTCellImpl::forward_sequence(const torch::Tensor& x, const State& s0, StepContext& ctx) {
-  if (gru_dt_fast_path_applies(opt_, ctx) && fast_path_device_ok(x) && x.dim() == 3 && x.size(0) > 0 && x.size(2) == opt_.input_size &&
-      first->weight_drop <= 0 && (x.scalar_type() == torch::kFloat || x.scalar_type() == torch::kDouble))
+  if (gru_dt_fast_path_applies(opt_, ctx) && fast_path_device_ok(x) && x.dim() == 3 && x.size(0) > 0 &&
+      x.size(2) == opt_.input_size && first->weight_drop <= 0 && (x.scalar_type() == torch::kFloat || x.scalar_type() == torch::kDouble))
     return gru_dt_fast_forward(*this, x, s0);
   return run_stepwise(x, s0, ctx);
 }
