@@ -51,6 +51,13 @@ static torch::Tensor ln_per_gate(const torch::Tensor& a, int gates, const torch:
   return v.reshape(shp);
 }
 
+torch::Tensor GateCellBase::input_projection_tokens(const TokenInput& in) {
+  // input_projection() of x = table[tokens] with W_ih x computed as (table W_ih^T)[tokens]
+  auto a = fold_linear(in, w_ih);
+  if (opt_.layer_norm) return ln_per_gate(a, gates_, ln_x_gain, ln_x_bias) + b_ih;
+  return a + b_ih;
+}
+
 torch::Tensor GateCellBase::input_projection(const torch::Tensor& x) {
   // Hoisted out of the time loop: one [T*B, I] x [I, G] product for the whole sequence.
   if (opt_.layer_norm) {
@@ -192,11 +199,26 @@ State GRUDTCellImpl::step(const torch::Tensor& xp, const State& s, StepContext& 
   return h;
 }
 
+bool GRUDTCellImpl::fast_ok(const torch::Tensor& x, const StepContext& ctx) const {
+  return gru_dt_fast_path_applies(opt_, ctx) && fast_path_device_ok(x) && x.dim() == 3 && x.size(0) > 0 &&
+         x.size(2) == opt_.input_size && first->weight_drop <= 0 &&
+         (x.scalar_type() == torch::kFloat || x.scalar_type() == torch::kDouble);
+}
+
 SeqOutput GRUDTCellImpl::forward_sequence(const torch::Tensor& x, const State& s0, StepContext& ctx) {
-  if (gru_dt_fast_path_applies(opt_, ctx) && fast_path_device_ok(x) && x.dim() == 3 && x.size(0) > 0 &&
-      x.size(2) == opt_.input_size && first->weight_drop <= 0 && (x.scalar_type() == torch::kFloat || x.scalar_type() == torch::kDouble))
-    return gru_dt_fast_forward(*this, x, s0);
+  // Input half (W_ih x + b_ih, with LN when on) for the whole sequence, under autograd.
+  if (fast_ok(x, ctx)) return gru_dt_fast_forward(*this, first->input_projection(x), s0);
   return run_stepwise(x, s0, ctx);
+}
+
+SeqOutput GRUDTCellImpl::forward_tokens(const torch::Tensor& x, const TokenInput* in, const State& s0,
+                                        StepContext& ctx) {
+  if (fast_ok(x, ctx) && token_fold_applies(in, x, ctx)) {
+    // W_ih x folded into the embedding table (cells/token_fold.h); the same recurrence
+    ctx.folded_flops += folded_flops(*in, x.size(0) * x.size(1), 2.0 * static_cast<double>(first->w_ih.numel()));
+    return gru_dt_fast_forward(*this, first->input_projection_tokens(*in), s0);
+  }
+  return forward_sequence(x, s0, ctx);
 }
 
 double GRUDTCellImpl::flops_per_step() const {

@@ -31,6 +31,8 @@ class GateCellBase : public CellImpl {
   int64_t hidden_size() const override { return opt_.hidden_size; }
   std::string type_name() const override { return name_; }
   torch::Tensor input_projection(const torch::Tensor& x) override;  // W_ih x + b_ih, hoisted
+  // The same for x = in.table[in.tokens], with W_ih x folded into the table (cells/token_fold.h)
+  torch::Tensor input_projection_tokens(const TokenInput& in);
   double flops_per_step() const override;
   const BaselineOptions& options() const { return opt_; }
   torch::Tensor w_ih, w_hh, b_ih, b_hh;
@@ -106,11 +108,13 @@ class GRUDTCellImpl : public CellImpl {
   State step(const torch::Tensor& xp, const State& s, StepContext& ctx) override;
   // The fused fast path (cells/fused_gru_dt.h) where it applies, else the step-wise loop.
   SeqOutput forward_sequence(const torch::Tensor& x, const State& s0, StepContext& ctx) override;
+  SeqOutput forward_tokens(const torch::Tensor& x, const TokenInput* in, const State& s0, StepContext& ctx) override;
   double flops_per_step() const override;
   std::shared_ptr<GRUCellImpl> first;
   std::vector<std::shared_ptr<GRUCellImpl>> transitions;  // L entries (shared: all are `first`)
 
  private:
+  bool fast_ok(const torch::Tensor& x, const StepContext& ctx) const;  // the fused path applies to x
   BaselineOptions opt_;
 };
 

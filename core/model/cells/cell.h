@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "cells/token_fold.h"
+
 namespace cs {
 
 // A cell's recurrent state: {h} for RNN/GRU/MZU, {h, c} for LSTM, anything for wrappers.
@@ -54,6 +56,9 @@ struct StepContext {
   double loss_units = 0;
   // token_mask: [T, B], 1 for real tokens and 0 for padding (sentence tasks); undefined = all real.
   torch::Tensor token_mask;
+  // Forward FLOPs that a layer which folded its embedding lookup did not run (cells/token_fold.h),
+  // net of the table's own products; the bench subtracts 3x this from the model's analytic count.
+  double folded_flops = 0;
 
   void add_loss(const torch::Tensor& term);
   void add_metric(const std::string& name, double value, int64_t count = 1);
@@ -89,6 +94,13 @@ class CellImpl : public torch::nn::Module {
 
   // Whole sequence. Default: the step-wise loop over input_projection(x).unbind(0).
   virtual SeqOutput forward_sequence(const torch::Tensor& x, const State& s0, StepContext& ctx);
+  // forward_sequence() of an x that is an embedding lookup, x = in->table[in->tokens] with nothing
+  // in between (null: not one). Cells whose fast path starts with a product linear in x override
+  // it to fold that product into the table (cells/token_fold.h); the default ignores `in`.
+  virtual SeqOutput forward_tokens(const torch::Tensor& x, const TokenInput* in, const State& s0, StepContext& ctx) {
+    (void)in;
+    return forward_sequence(x, s0, ctx);
+  }
 
   // Analytic FLOPs of forward for one time step and one batch element (multiply-add
   // = 2 FLOPs), used by `bench` for achieved GFLOP/s. Backward is counted as 2x forward.

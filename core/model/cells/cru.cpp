@@ -86,16 +86,28 @@ CRUCellImpl::CRUCellImpl(const CRUOptions& o) : opt_(o) {
   b_hh = register_parameter("b_hh", torch::empty({3 * H}).uniform_(-kh, kh));
 }
 
-torch::Tensor CRUCellImpl::conv_outputs(const torch::Tensor& x) {
-  TORCH_CHECK(x.dim() == 3 && x.size(2) == opt_.input_size, type_name(), ": expected input [T, B, ", opt_.input_size,
-              "], got ", x.sizes());
-  const int64_t k = opt_.filter_length;
+int64_t CRUCellImpl::conv_left_pad() const {
   // centred (paper) or causal window (a language model must not see t + 1; CRU_NOTES.md)
-  auto c = same_length_conv(x, conv_w, conv_b, k, opt_.conv_window == "causal" ? k - 1 : same_conv_left_pad(k));
+  const int64_t k = opt_.filter_length;
+  return opt_.conv_window == "causal" ? k - 1 : same_conv_left_pad(k);
+}
+
+torch::Tensor CRUCellImpl::activate(const torch::Tensor& c) const {
   // f of eq. 8 (paper: ReLU)
   if (opt_.conv_activation == "relu") return torch::relu(c);
   if (opt_.conv_activation == "tanh") return torch::tanh(c);
   return c;
+}
+
+torch::Tensor CRUCellImpl::conv_outputs(const torch::Tensor& x) {
+  TORCH_CHECK(x.dim() == 3 && x.size(2) == opt_.input_size, type_name(), ": expected input [T, B, ", opt_.input_size,
+              "], got ", x.sizes());
+  return activate(same_length_conv(x, conv_w, conv_b, opt_.filter_length, conv_left_pad()));
+}
+
+torch::Tensor CRUCellImpl::conv_outputs_tokens(const TokenInput& in) {
+  // eq. 8 with each window's w . e product computed on the table (cells/token_fold.h)
+  return activate(fold_conv(in, conv_w, opt_.filter_length, conv_left_pad()) + conv_b);
 }
 
 torch::Tensor CRUCellImpl::project_convs(const torch::Tensor& x, const torch::Tensor& c) {
@@ -153,6 +165,19 @@ State CRUCellImpl::step(const torch::Tensor& xp, const State& s, StepContext& ct
   return {hn};
 }
 
+bool CRUCellImpl::fast_ok(const torch::Tensor& x, const StepContext& ctx) const {
+  return cru_fast_path_applies(opt_, candidate_dropout_, ctx) && fast_path_device_ok(x) && x.size(0) > 0 &&
+         (x.scalar_type() == torch::kFloat || x.scalar_type() == torch::kDouble);
+}
+
+SeqOutput CRUCellImpl::forward_tokens(const torch::Tensor& x, const TokenInput* in, const State& s0, StepContext& ctx) {
+  if (x.dim() == 3 && x.size(2) == opt_.input_size && fast_ok(x, ctx) && token_fold_applies(in, x, ctx)) {
+    ctx.folded_flops += folded_flops(*in, x.size(0) * x.size(1), 2.0 * static_cast<double>(conv_w.numel()));
+    return cru_fast_recurrence(*this, project_convs(x, conv_outputs_tokens(*in)), s0, candidate_dropout_);
+  }
+  return forward_sequence(x, s0, ctx);
+}
+
 SeqOutput CRUCellImpl::forward_sequence(const torch::Tensor& x, const State& s0, StepContext& ctx) {
   TORCH_CHECK(x.dim() == 3 && x.size(2) == opt_.input_size, type_name(), ": expected input [T, B, ",
               opt_.input_size, "], got ", x.sizes());
@@ -172,9 +197,7 @@ SeqOutput CRUCellImpl::forward_sequence(const torch::Tensor& x, const State& s0,
       }
     }
   }
-  if (cru_fast_path_applies(opt_, candidate_dropout_, ctx) && fast_path_device_ok(x) && x.size(0) > 0 &&
-      (x.scalar_type() == torch::kFloat || x.scalar_type() == torch::kDouble))
-    return cru_fast_recurrence(*this, project_convs(x, c), s0, candidate_dropout_);  // cells/fused_cru.h
+  if (fast_ok(x, ctx)) return cru_fast_recurrence(*this, project_convs(x, c), s0, candidate_dropout_);  // fused_cru.h
   if (opt_.fusion == CRUFusion::Shallow && opt_.reset_after && !ctx.probe && !ctx.stepwise &&
       !(candidate_dropout_ > 0 && is_training())) {
     // Shallow fusion is exactly a GRU over c: LibTorch's GRU kernel (eq. 6).

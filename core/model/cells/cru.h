@@ -51,12 +51,16 @@ class CRUCellImpl : public CellImpl {
   torch::Tensor input_projection(const torch::Tensor& x) override;
   State step(const torch::Tensor& xproj_t, const State& s, StepContext& ctx) override;
   SeqOutput forward_sequence(const torch::Tensor& x, const State& s0, StepContext& ctx) override;
+  // The fast path with the convolutions folded into the embedding table (cells/token_fold.h).
+  SeqOutput forward_tokens(const torch::Tensor& x, const TokenInput* in, const State& s0, StepContext& ctx) override;
   double flops_per_step() const override;
   const CRUOptions& options() const { return opt_; }
   int64_t channels() const { return channels_; }
   // The convolution outputs (after the activation) for a whole sequence: [T, B, n_conv * d]
   // (shallow: phi; deep/deep-enhanced: [phi_r, phi_z, phi]).
   torch::Tensor conv_outputs(const torch::Tensor& x);
+  // The same for x = in.table[in.tokens]: each window's product folded into the table.
+  torch::Tensor conv_outputs_tokens(const TokenInput& in);
 
   // Parameters. conv_w [n_conv*d, k*I], conv_b [n_conv*d] (n_conv = 1 for shallow, 3 otherwise,
   // gate order r, z, n). w_ih: shallow [3H, d], deep-enhanced [3, H, d] (W_r, W_z, W), deep: none.
@@ -66,6 +70,9 @@ class CRUCellImpl : public CellImpl {
 
  private:
   torch::Tensor project_convs(const torch::Tensor& x, const torch::Tensor& conv);
+  torch::Tensor activate(const torch::Tensor& c) const;  // f of eq. 8
+  int64_t conv_left_pad() const;                          // the window's left padding (conv_window)
+  bool fast_ok(const torch::Tensor& x, const StepContext& ctx) const;
   CRUOptions opt_;
   int64_t channels_ = 0, n_conv_ = 1;
   double candidate_dropout_ = 0.0;

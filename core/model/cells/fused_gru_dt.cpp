@@ -9,7 +9,7 @@ bool gru_dt_fast_path_applies(const BaselineOptions& o, const StepContext& ctx) 
   return fast_paths_enabled() && !ctx.probe && !ctx.stepwise && o.candidate_dropout >= 0 && o.candidate_dropout < 1;
 }
 
-SeqOutput gru_dt_fast_forward(GRUDTCellImpl& cell, const torch::Tensor& x, const State& s0) {
+SeqOutput gru_dt_fast_forward(GRUDTCellImpl& cell, const torch::Tensor& xp, const State& s0) {
   const auto& o = cell.first->options();
   std::vector<fused::GRUStage> stages;
   stages.push_back({cell.first->w_hh, cell.first->b_hh, torch::Tensor(), cell.first->ln_h_gain, cell.first->ln_h_bias});
@@ -18,8 +18,6 @@ SeqOutput gru_dt_fast_forward(GRUDTCellImpl& cell, const torch::Tensor& x, const
   fo.layer_norm = o.layer_norm;
   fo.candidate_dropout = o.candidate_dropout;
   fo.training = cell.first->is_training();
-  // Input half (W_ih x + b_ih, with LN when on) for the whole sequence, under autograd.
-  auto xp = cell.first->input_projection(x);
   auto r = fused::gru_recurrence(xp, s0[0], stages, fo);
   return {r.first, {r.second}};
 }

@@ -10,7 +10,8 @@ namespace cs {
 // sharing, layer_norm on or off, candidate_dropout in [0, 1).
 bool gru_dt_fast_path_applies(const BaselineOptions& o, const StepContext& ctx);
 
-// The fast forward of a GRU+DT cell (caller checked gru_dt_fast_path_applies and the input).
-SeqOutput gru_dt_fast_forward(GRUDTCellImpl& cell, const torch::Tensor& x, const State& s0);
+// The fast forward of a GRU+DT cell (caller checked gru_dt_fast_path_applies and the input) over
+// xp = the first GRU's input_projection() of x (or input_projection_tokens(), cells/token_fold.h).
+SeqOutput gru_dt_fast_forward(GRUDTCellImpl& cell, const torch::Tensor& xp, const State& s0);
 
 }  // namespace cs

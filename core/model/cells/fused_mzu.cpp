@@ -1116,7 +1116,8 @@ Block block_of(const MZUBlock& m) {
 
 }  // namespace
 
-SeqOutput fused_mzu_forward(MZUCellImpl& cell, const torch::Tensor& x, const State& s0, StepContext& ctx) {
+SeqOutput fused_mzu_forward(MZUCellImpl& cell, const torch::Tensor& x, const State& s0, StepContext& ctx,
+                            const TokenInput* fold) {
   const MZUOptions& o = cell.options();
   TORCH_CHECK(x.dim() == 3 && x.size(2) == o.input_size, cell.type_name(), ": expected input [T, B, ", o.input_size,
               "], got ", x.sizes());
@@ -1166,7 +1167,7 @@ SeqOutput fused_mzu_forward(MZUCellImpl& cell, const torch::Tensor& x, const Sta
         params.push_back(b.p[p]);
       }
   }
-  auto xp = cell.input_projection(x);
+  auto xp = fold ? cell.input_projection_tokens(*fold) : cell.input_projection(x);
   auto outs = FusedMZUFunction::apply(xp, s0.at(0), at::TensorList(params), run);
   auto out = outs[0];
   // eq. 19's term (lambda, warm-up, scale, token mask, loss units) and the zone metrics exactly

@@ -31,7 +31,9 @@ bool mzu_fast_path_enabled();
 // The whole sequence through the fused function: x [T, B, I], s0 = {h0 [B, H]}. Adds the
 // zone disagreement metric and (lambda != 0) the loss term of eq. 19 to ctx exactly as
 // the step-wise path does. Precondition: mzu_fast_path_applies(cell.options(), ctx).
-SeqOutput fused_mzu_forward(MZUCellImpl& cell, const torch::Tensor& x, const State& s0, StepContext& ctx);
+// `fold`: x is fold->table[fold->tokens] and the input half is folded into the table (token_fold.h).
+SeqOutput fused_mzu_forward(MZUCellImpl& cell, const torch::Tensor& x, const State& s0, StepContext& ctx,
+                            const TokenInput* fold = nullptr);
 
 // Tuning of the fused function (tests shrink these to exercise chunking, buffer reuse and the
 // split of the zone loops over threads at tiny sizes): rows (steps x B x J) per chunk of the backward's weight-gradient

@@ -177,6 +177,14 @@ State McRnnCellImpl::step(const torch::Tensor& xp, const State& s, StepContext& 
 }
 
 SeqOutput McRnnCellImpl::forward_sequence(const torch::Tensor& x, const State& s0, StepContext& ctx) {
+  return forward_impl(x, nullptr, s0, ctx);
+}
+
+SeqOutput McRnnCellImpl::forward_tokens(const torch::Tensor& x, const TokenInput* in, const State& s0, StepContext& ctx) {
+  return forward_impl(x, in, s0, ctx);
+}
+
+SeqOutput McRnnCellImpl::forward_impl(const torch::Tensor& x, const TokenInput* in, const State& s0, StepContext& ctx) {
   TORCH_CHECK(x.dim() == 3, "mcrnn: expected input [T, B, I], got ", x.sizes());
   TORCH_CHECK(x.size(2) == input_size(), "mcrnn: expected input size ", input_size(), ", got ", x.size(2));
   const int64_t H = opt_.hidden_size, n1 = opt_.block - 1;
@@ -190,9 +198,17 @@ SeqOutput McRnnCellImpl::forward_sequence(const torch::Tensor& x, const State& s
     TORCH_CHECK(s0.size() == 4, "mcrnn: expected a state of 4 tensors with an LSTM base, got ", s0.size());
     // input_projection's two halves as they are: concatenating them only to narrow them apart
     // again cost a copy forward and two zero-filled [T, B, 4H + A] gradients backward.
-    auto xb = base_->input_projection(x);
-    auto vx = torch::matmul(x, v_x.t());
     auto* lstm = dynamic_cast<LSTMCellImpl*>(base_.get());
+    torch::Tensor xb, vx;
+    if (lstm && token_fold_applies(in, x, ctx)) {
+      // both products of x_t folded into the embedding table (cells/token_fold.h)
+      ctx.folded_flops += folded_flops(*in, x.size(0) * x.size(1), 2.0 * static_cast<double>(lstm->w_ih.numel() + v_x.numel()));
+      xb = lstm->input_projection_tokens(*in);
+      vx = fold_linear(*in, v_x);
+    } else {
+      xb = base_->input_projection(x);
+      vx = torch::matmul(x, v_x.t());
+    }
     auto r3 = fused::mcrnn_recurrence(xb, vx, s0[2], s0[3], {wcat, lstm->w_hh, lstm->b_hh, v_h, r}, t, opt_.block);
     const int64_t T = x.size(0);
     return {r3[0], {r3[0][T - 1], s0[1] + T, r3[1], r3[2]}};

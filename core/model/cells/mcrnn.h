@@ -54,6 +54,8 @@ class McRnnCellImpl : public CellImpl {
   torch::Tensor input_projection(const torch::Tensor& x) override;
   State step(const torch::Tensor& xproj_t, const State& s, StepContext& ctx) override;
   SeqOutput forward_sequence(const torch::Tensor& x, const State& s0, StepContext& ctx) override;
+  // The fast path with the base's input half and V_x x_t folded into the table (token_fold.h).
+  SeqOutput forward_tokens(const torch::Tensor& x, const TokenInput* in, const State& s0, StepContext& ctx) override;
   double flops_per_step() const override;
   CellImpl& base() { return *base_; }
   const McRnnOptions& options() const { return opt_; }
@@ -72,6 +74,7 @@ class McRnnCellImpl : public CellImpl {
   State step_at(int64_t t, const torch::Tensor& xp, const State& s, const torch::Tensor& wcat,
                 const torch::Tensor& coef, StepContext& ctx);
   torch::Tensor coefficients(int64_t t, const torch::TensorOptions& opts) const;  // [1, K, n-1, 1]
+  SeqOutput forward_impl(const torch::Tensor& x, const TokenInput* in, const State& s0, StepContext& ctx);
   McRnnOptions opt_;
   std::shared_ptr<CellImpl> base_;
   int64_t base_proj_ = 0;          // width of the base's input projection

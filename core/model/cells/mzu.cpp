@@ -129,6 +129,13 @@ torch::Tensor MZUBlockImpl::input_projection(const torch::Tensor& x) {
   return a.view({x.size(0), x.size(1), -1});
 }
 
+torch::Tensor MZUBlockImpl::input_projection_tokens(const TokenInput& in) {
+  TORCH_CHECK(I_ > 0, "mzu: this block has no input (t-MZU)");
+  auto a = fold_linear(in, w_x);  // x W_x^T as (table W_x^T)[tokens]
+  if (R_ > 0) a = a + torch::cat({torch::zeros({K_ * H_}, b_reg.options()), b_reg});  // as input_projection
+  return a;
+}
+
 torch::Tensor MZUBlockImpl::compose(const torch::Tensor& Zk, const torch::Tensor& cosm, StepContext& ctx,
                                     const std::string& pfx) {
   const int64_t K = K_, B = Zk.size(1), N = N_, dz = dz_;
@@ -308,6 +315,7 @@ MZUCellImpl::MZUCellImpl(const MZUOptions& o) : o_(o) {
 }
 
 torch::Tensor MZUCellImpl::input_projection(const torch::Tensor& x) { return first->input_projection(x); }
+torch::Tensor MZUCellImpl::input_projection_tokens(const TokenInput& in) { return first->input_projection_tokens(in); }
 
 State MZUCellImpl::step(const torch::Tensor& xp, const State& s, StepContext& ctx) {
   const bool reg = o_.zone_disagreement != 0 && at::GradMode::is_enabled();
@@ -399,6 +407,15 @@ void MZUCellImpl::add_disagreement(const torch::Tensor& D, const torch::Tensor& 
   ctx.add_metric("zone_disagreement", dval * static_cast<double>(T), T);
   ctx.add_metric("zone_cosine", cval * static_cast<double>(T), T);
   if (D.requires_grad()) ctx.add_loss(disagreement_loss(D, ctx));
+}
+
+SeqOutput MZUCellImpl::forward_tokens(const torch::Tensor& x, const TokenInput* in, const State& s0, StepContext& ctx) {
+  if (mzu_fast_path_applies(o_, ctx) && fast_path_device_ok(x) && token_fold_applies(in, x, ctx)) {
+    // zone generation's and the regular maps' input half folded into the table (token_fold.h)
+    ctx.folded_flops += folded_flops(*in, x.size(0) * x.size(1), 2.0 * static_cast<double>(first->w_x.numel()));
+    return fused_mzu_forward(*this, x, s0, ctx, in);
+  }
+  return forward_sequence(x, s0, ctx);
 }
 
 SeqOutput MZUCellImpl::forward_sequence(const torch::Tensor& x, const State& s0, StepContext& ctx) {

@@ -71,6 +71,8 @@ class MZUBlockImpl : public torch::nn::Module {
   // x [T, B, I] -> [T, B, (K+R) H]: input half of zone generation (eq. 4) and of the
   // regular maps (with their bias), hoisted for the whole sequence.
   torch::Tensor input_projection(const torch::Tensor& x);
+  // The same for x = in.table[in.tokens], the product folded into the table (cells/token_fold.h).
+  torch::Tensor input_projection_tokens(const TokenInput& in);
   // One depth at one step. xp: this step's input_projection slice, or undefined for a
   // t-MZU (zero input, eqs. 16-17). Returns h_t (eq. 1 / eq. 15). dzone_out (if not
   // null) receives D_zone of each M-function, [B, K] (eq. 18 in the configured reading);
@@ -111,8 +113,10 @@ class MZUCellImpl : public CellImpl {
   int64_t input_size() const override { return o_.input_size; }
   int64_t hidden_size() const override { return o_.hidden_size; }
   torch::Tensor input_projection(const torch::Tensor& x) override;
+  torch::Tensor input_projection_tokens(const TokenInput& in);  // first depth's, folded (token_fold.h)
   State step(const torch::Tensor& xp, const State& s, StepContext& ctx) override;
   SeqOutput forward_sequence(const torch::Tensor& x, const State& s0, StepContext& ctx) override;
+  SeqOutput forward_tokens(const torch::Tensor& x, const TokenInput* in, const State& s0, StepContext& ctx) override;
   double flops_per_step() const override;
   const MZUOptions& options() const { return o_; }
   // lambda of eq. 19 at a training step (StepContext::step; -1 = full lambda): the linear

@@ -26,13 +26,15 @@ std::vector<State> CellStackImpl::initial_state(int64_t batch, const torch::Tens
   return s;
 }
 
-torch::Tensor CellStackImpl::forward(const torch::Tensor& x, std::vector<State>& states, StepContext& ctx) {
+torch::Tensor CellStackImpl::forward(const torch::Tensor& x, std::vector<State>& states, StepContext& ctx,
+                                     const TokenInput* tokens) {
   torch::Tensor h = x;
   for (size_t l = 0; l < layers.size(); ++l) {
     if (l > 0 && dropout_ > 0)
       h = torch::nn::functional::dropout(h, torch::nn::functional::DropoutFuncOptions().p(dropout_).training(is_training()));
     if (ctx.probe) ctx.probe->prefix = "l" + std::to_string(l) + "/";
-    auto out = layers[l]->forward_sequence(h, states[l], ctx);
+    auto out = l == 0 && tokens ? layers[l]->forward_tokens(h, tokens, states[l], ctx)
+                                : layers[l]->forward_sequence(h, states[l], ctx);
     states[l] = std::move(out.state);
     h = out.output;
   }

@@ -14,7 +14,10 @@ class CellStackImpl : public torch::nn::Module {
   CellStackImpl(const json& model, int64_t input_size);
   std::vector<State> initial_state(int64_t batch, const torch::TensorOptions& opts) const;
   // x [T, B, I] -> [T, B, H]; `states` in/out (one State per layer).
-  torch::Tensor forward(const torch::Tensor& x, std::vector<State>& states, StepContext& ctx);
+  // `tokens`: x is the embedding lookup tokens->table[tokens->tokens] (null: not known to be one);
+  // the first layer may fold it (CellImpl::forward_tokens).
+  torch::Tensor forward(const torch::Tensor& x, std::vector<State>& states, StepContext& ctx,
+                        const TokenInput* tokens = nullptr);
   int64_t output_size() const { return layers.back()->hidden_size(); }
   double flops_per_step() const;
   std::vector<std::shared_ptr<CellImpl>> layers;

@@ -25,8 +25,12 @@ CharLMModelImpl::CharLMModelImpl(const json& m, int64_t vocab) {
 
 torch::Tensor CharLMModelImpl::forward(const torch::Tensor& x, std::vector<State>& states, StepContext& ctx) {
   auto e = embed->forward(x);
+  // Without input dropout in this forward, the stack's input is exactly embed->weight[x]: its
+  // first layer may fold the lookup into its input map (cells/token_fold.h).
+  const bool dropped = dropout > 0 && is_training();
   if (dropout > 0) e = F::dropout(e, F::DropoutFuncOptions().p(dropout).training(is_training()));
-  auto h = stack->forward(e, states, ctx);
+  const TokenInput tokens{embed->weight, x};
+  auto h = stack->forward(e, states, ctx, dropped ? nullptr : &tokens);
   if (dropout > 0) h = F::dropout(h, F::DropoutFuncOptions().p(dropout).training(is_training()));
   return out->forward(h);
 }
@@ -57,8 +61,10 @@ StepResult CharLMTask::train_step() {
   r.task_loss = nll.item<double>();
   r.units = L * local_batch_;  // this rank's characters (the trainer sums over ranks)
   // forward: the stack's cells + the output layer per character; training = 3 x forward
+  // (less what a folded embedding did not run, cells/token_fold.h: the products executed)
   r.flops = 3.0 * (model_->stack->flops_per_step() + 2.0 * static_cast<double>(model_->out->weight.numel())) *
-            static_cast<double>(r.units);
+                static_cast<double>(r.units) -
+            3.0 * ctx.folded_flops;
   r.metrics["bpc"] = r.task_loss / std::log(2.0);
   for (auto& [k, v] : ctx.metrics) r.metrics[k] = v.first / std::max<int64_t>(v.second, 1);
   return r;

@@ -87,6 +87,7 @@ struct CharLMStepBench::Impl {
   std::unique_ptr<torch::optim::Adam> opt;
   torch::Tensor x, y;
   std::vector<State> states;
+  double folded = 0;  // the last step's StepContext::folded_flops
 };
 
 CharLMStepBench::CharLMStepBench(const json& model_in, int64_t B, int64_t T, int64_t V, bool autograd)
@@ -108,16 +109,19 @@ CharLMStepBench::CharLMStepBench(const json& model_in, int64_t B, int64_t T, int
 
 CharLMStepBench::~CharLMStepBench() = default;
 
-double CharLMStepBench::flops_per_step() const {
+double CharLMStepBench::model_flops_per_step() const {
   const double fwd = (d_->net->stack->flops_per_step() + 2.0 * d_->net->stack->output_size() * d_->V) * d_->B * d_->T;
   return 3.0 * fwd;  // forward + backward (~2x forward)
 }
+
+double CharLMStepBench::flops_per_step() const { return model_flops_per_step() - 3.0 * d_->folded; }
 
 void CharLMStepBench::step() {
   StepContext ctx;
   if (d_->autograd) force_autograd_path(ctx);
   auto st = detach_states(d_->states);
   auto logits = d_->net->forward(d_->x, st, ctx);
+  d_->folded = ctx.folded_flops;
   auto loss = torch::nn::functional::cross_entropy(logits.reshape({-1, d_->V}), d_->y.reshape({-1}));
   if (ctx.extra_loss.defined()) loss = loss + ctx.extra_loss;
   d_->opt->zero_grad();
@@ -129,8 +133,9 @@ void CharLMStepBench::step() {
 double time_char_lm_step(const json& model_in, int64_t B, int64_t T, int64_t V, int iters, double min_seconds,
                          double* flops_per_iter, bool autograd) {
   CharLMStepBench b(model_in, B, T, V, autograd);
-  if (flops_per_iter) *flops_per_iter = b.flops_per_step();
-  return median_time([&] { b.step(); }, iters, min_seconds);
+  const double t = median_time([&] { b.step(); }, iters, min_seconds);
+  if (flops_per_iter) *flops_per_iter = b.flops_per_step();  // after the steps: what they executed
+  return t;
 }
 
 // Median seconds of forward + backward of a torch::nn::GRU or LSTM module on x [T, B, E].

@@ -38,7 +38,10 @@ class CharLMStepBench {
   CharLMStepBench(const json& model, int64_t batch, int64_t seq, int64_t vocab, bool autograd = false);
   ~CharLMStepBench();
   void step();
-  double flops_per_step() const;  // analytic: 3x the forward's FLOPs (backward ~2x forward)
+  // Analytic: 3x the forward's FLOPs (backward ~2x forward), less 3x what the last step's folded
+  // embedding did not run (StepContext::folded_flops, cells/token_fold.h): the products executed.
+  double flops_per_step() const;
+  double model_flops_per_step() const;  // the model's own count, with nothing folded
 
  private:
   struct Impl;
