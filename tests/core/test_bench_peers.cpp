@@ -145,6 +145,9 @@ TEST(BenchPeers, peerBenchReportsTimesSpeedupEfficiencyAndMemory) {
     ASSERT_NEAR(row.value("speedup", 0.0), p.value("seconds_per_step", 0.0) / c.value("seconds_per_step", 1.0), 1e-9);
     // what 1.5x needs in efficiency terms; the most the floor allows on the speedup's own basis
     // (times), so that it can never read below a speedup actually reached by removing overhead
+    // (vocabulary 96 against 12-18 positions: nothing folded, both counts are the model's)
+    ASSERT_FALSE(row.contains("folded_fraction")) << row.dump();
+    ASSERT_EQ(c.value("model_flops_per_step", 0.0), c.value("flops_per_step", 1.0));
     ASSERT_NEAR(row.value("needed_efficiency", 0.0), 1.5 * row.value("python_efficiency", 0.0), 1e-12);
     ASSERT_NEAR(row.value("max_speedup", 0.0), p.value("seconds_per_step", 0.0) / c["gemm_floor"].value("seconds", 1.0), 1e-9);
     // gru_dt and cru_shallow have hand-written fast paths (cells/fused_gru_dt.cpp, fused_cru.cpp):
@@ -196,6 +199,42 @@ TEST(BenchPeers, peerBenchReportsTimesSpeedupEfficiencyAndMemory) {
   ASSERT_TRUE(cstest::contains(out, "median of 2 rounds")) << out;
   ASSERT_TRUE(cstest::contains(out, "| mcrnn | 2 | ")) << out;
   ASSERT_TRUE(cstest::contains(out, " [")) << "the range of the rounds: " << out;
+  // A folded embedding (cells/token_fold.h; vocabulary 4 against 18 positions): Cellscope's
+  // efficiency, floor and "needed" count the products it executed, the autograd path's and
+  // Python's the model's; the table marks the row and says how much was not executed.
+  ASSERT_EQ(cstest::run_cli({"bench", "--peer", "--cell", "gru_dt", "--batch", "3", "--seq", "6", "--embed", "8",
+                             "--hidden", "8", "--vocab", "4", "--iters", "1", "--threads", "1", "--json"},
+                            &out, &err, 300000),
+            0)
+      << err;
+  {
+    auto r = cstest::json_object(out);
+    const auto& row = r["rows"][1];
+    ASSERT_EQ(row.value("cell", std::string()), "gru_dt");
+    const auto& c = row["cellscope"];
+    const double exec = c.value("flops_per_step", 0.0), model = c.value("model_flops_per_step", 0.0);
+    // W_ih [3 H, E] over 18 positions replaced by 4 table rows, x 3 (forward and backward)
+    ASSERT_NEAR(model - exec, 3.0 * (18 - 4) * 2.0 * 24 * 8, 1e-6) << c.dump();
+    ASSERT_NEAR(row.value("folded_fraction", 0.0), 1.0 - exec / model, 1e-12);
+    ASSERT_NEAR(row.value("efficiency", 0.0), exec / c.value("seconds_per_step", 1.0) / 1e9 / c.value("gemm_gflops", 1.0), 1e-9);
+    const auto& a = row["cellscope_autograd"];
+    ASSERT_EQ(a.value("flops_per_step", 0.0), model) << "the autograd path folds nothing";
+    ASSERT_NEAR(row.value("autograd_efficiency", 0.0),
+                model / a.value("seconds_per_step", 1.0) / 1e9 / a.value("gemm_gflops", 1.0), 1e-9);
+    const auto& p = row["python"];
+    ASSERT_NEAR(row.value("python_efficiency", 0.0),
+                model / p.value("seconds_per_step", 1.0) / 1e9 / p.value("gemm_gflops", 1.0), 1e-9);
+    ASSERT_NEAR(row.value("needed_efficiency", 0.0),
+                1.5 * exec / p.value("seconds_per_step", 1.0) / 1e9 / p.value("gemm_gflops", 1.0), 1e-9);
+  }
+  ASSERT_EQ(cstest::run_cli({"bench", "--peer", "--cell", "gru_dt", "--batch", "3", "--seq", "6", "--embed", "8",
+                             "--hidden", "8", "--vocab", "4", "--iters", "1", "--threads", "1"},
+                            &out, &err, 300000),
+            0)
+      << err;
+  ASSERT_TRUE(cstest::contains(out, "| gru_dt (f) | 3 |")) << out;
+  ASSERT_TRUE(cstest::contains(out, "Products not executed: gru_dt b3 ")) << out;
+  ASSERT_FALSE(cstest::contains(out, "LibTorch fused GRU (f)")) << out;
   ASSERT_EQ(cstest::run_cli({"bench", "--peer", "--batch", "32,x"}, &out, &err), 2);
   ASSERT_TRUE(cstest::contains(err, "--batch")) << err;
 }

@@ -60,7 +60,7 @@ class WindowGatherFn : public torch::autograd::Function<WindowGatherFn> {
       const int64_t lo = tokens.min().item<int64_t>(), hi = tokens.max().item<int64_t>();
       TORCH_CHECK(lo >= 0 && hi < V, "window_gather: tokens must lie in [0, ", V, "), got [", lo, ", ", hi, "]");
     }
-    Tensor out = at::empty({T, B, G}, P.options());
+    Tensor out = pool_empty({T, B, G}, P.options());  // fused_common.h: reused from step to step
     const int64_t* tok = tokens.data_ptr<int64_t>();
     AT_DISPATCH_FLOATING_TYPES(P.scalar_type(), "window_gather", [&] {
       const scalar_t* p = P.data_ptr<scalar_t>();

@@ -148,6 +148,7 @@ json measure_step_child(const json& model, int64_t B, int64_t T, int64_t V, int 
   b.step();
   const int64_t peak = status_kib("VmHWM");
   std::vector<double> ts;
+  const CpuCacheStats cache0 = cpu_cache_stats();
   const auto start = Clock::now();
   for (;;) {
     const auto t0 = Clock::now();
@@ -157,6 +158,7 @@ json measure_step_child(const json& model, int64_t B, int64_t T, int64_t V, int 
     if (iters > 0 ? static_cast<int>(ts.size()) >= iters : ((total >= min_seconds && ts.size() >= 3) || ts.size() >= 200))
       break;
   }
+  const CpuCacheStats cache1 = cpu_cache_stats();
   const std::vector<double> in_order = ts;  // as timed, to show any warm-up trend
   std::sort(ts.begin(), ts.end());
   // The large-GEMM rate in this process right after the steps: on a loaded machine the rate
@@ -174,7 +176,14 @@ json measure_step_child(const json& model, int64_t B, int64_t T, int64_t V, int 
           {"peak_step_bytes", (peak - base) * 1024},
           {"peak_rss_bytes", status_kib("VmHWM") * 1024},
           {"hwm_reset", reset},
-          {"threads", at::get_num_threads()}};
+          {"threads", at::get_num_threads()},
+          // the CPU block cache over the timed steps (util/cpu_cache.h): large allocations served
+          // from kept memory, from memory whose pages had been given back (faulted in anew), new
+          {"cpu_cache", {{"installed", cpu_cache_installed()},
+                         {"hits", cache1.hits - cache0.hits},
+                         {"hits_given_back", cache1.hits_given_back - cache0.hits_given_back},
+                         {"misses", cache1.misses - cache0.misses},
+                         {"mapped_bytes", cache1.mapped_bytes}}}};
 }
 
 // ------------------------------------------------------------------ processes
