@@ -10,7 +10,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
+#include <random>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -18,9 +21,11 @@
 #include "cells/cru.h"
 #include "cells/token_fold.h"
 #include "config/schema.h"
+#include "fixture_text.h"
 #include "tasks/char_lm.h"
 
 #include <torch/nn/functional/loss.h>
+#include <torch/optim/adam.h>
 
 using json = nlohmann::json;
 
@@ -232,4 +237,60 @@ TEST(TokenFold, foldedFlopsCountTheSkippedProducts) {
   json m = tiny_model("gru_dt");
   const double expect = (kT * kB - kV) * 2.0 * 3 * 16 * 8;
   EXPECT_DOUBLE_EQ(run_step(m, true, torch::kDouble).folded, expect);
+}
+
+// A short char-LM training on a text with structure (the corpus fixtures' text), same seed, with
+// and without the fold: the same losses within float noise, and the model learned.
+TEST(TokenFold, shortCharLmTrainingReachesTheSameBpc) {
+  const std::string text = cstest::fixture_text(20000);
+  std::map<char, int64_t> ids;
+  for (char ch : text) ids.emplace(ch, 0);
+  int64_t V = 0;
+  for (auto& kv : ids) kv.second = V++;
+  auto ids_t = torch::empty({static_cast<int64_t>(text.size())}, torch::kInt64);
+  for (size_t i = 0; i < text.size(); ++i) ids_t[static_cast<int64_t>(i)] = ids[text[i]];
+  const int64_t T = 20, B = 8, steps = 120;
+  for (const std::string cell : {"gru_dt", "cru_shallow"}) {
+    auto train = [&](bool fold) {
+      FoldGuard g(fold);
+      torch::manual_seed(21);
+      cs::CharLMModel net(resolved(tiny_model(cell)), V);
+      net->train();
+      torch::optim::Adam opt(net->parameters(), torch::optim::AdamOptions(3e-3));
+      std::mt19937 rng(5);
+      std::vector<double> losses;
+      double folded_steps = 0;
+      for (int64_t s = 0; s < steps; ++s) {
+        auto x = torch::empty({T, B}, torch::kInt64), y = torch::empty({T, B}, torch::kInt64);
+        for (int64_t b = 0; b < B; ++b) {
+          const int64_t at = static_cast<int64_t>(rng() % (text.size() - T - 1));
+          x.select(1, b).copy_(ids_t.narrow(0, at, T));
+          y.select(1, b).copy_(ids_t.narrow(0, at + 1, T));
+        }
+        cs::StepContext ctx;
+        auto states = net->initial_state(B, torch::TensorOptions());
+        auto logits = net->forward(x, states, ctx);
+        auto loss = torch::nn::functional::cross_entropy(logits.reshape({-1, V}), y.reshape({-1}));
+        if (ctx.extra_loss.defined()) loss = loss + ctx.extra_loss;
+        opt.zero_grad();
+        loss.backward();
+        opt.step();
+        losses.push_back(loss.item<double>() / std::log(2.0));
+        folded_steps += ctx.folded_flops > 0 ? 1 : 0;
+      }
+      return std::make_pair(losses, folded_steps);
+    };
+    const auto [f, nf] = train(true);
+    const auto [p, np] = train(false);
+    EXPECT_EQ(nf, steps) << cell << ": every step should have folded";
+    EXPECT_EQ(np, 0) << cell;
+    auto tail = [&](const std::vector<double>& v) {
+      double m = 0;
+      for (int64_t i = steps - 10; i < steps; ++i) m += v[static_cast<size_t>(i)];
+      return m / 10;
+    };
+    EXPECT_NEAR(f.front(), p.front(), 1e-5 * p.front()) << cell;
+    EXPECT_NEAR(tail(f), tail(p), 5e-3 * tail(p)) << cell << ": BPC after " << steps << " steps";
+    EXPECT_LT(tail(f), 0.75 * f.front()) << cell << ": did not learn";
+  }
 }
