@@ -132,25 +132,40 @@ std::vector<std::pair<std::string, json>> fold_cases() {
 TEST(TokenFold, windowGatherBackwardByFiniteDifferences) {
   torch::manual_seed(2);
   const auto d = torch::TensorOptions().dtype(torch::kDouble);
-  for (int64_t left : {0, 1, 2}) {
-    auto P = torch::randn({kV, 3, 4}, d).requires_grad_(true);
-    auto tok = torch::randint(0, kV, {kT, kB}, torch::kInt64);
-    auto R = torch::randn({kT, kB, 4}, d);
-    auto f = [&](const torch::Tensor& p) { return (cs::fused::window_gather(p, tok, left) * R).sum(); };
-    f(P).backward();
-    auto g = P.grad();
-    const double eps = 1e-6;
-    int checked = 0;
-    for (int64_t i = 0; i < P.numel(); i += 3) {
-      auto Pp = P.detach().clone(), Pm = P.detach().clone();
-      Pp.view({-1})[i] += eps;
-      Pm.view({-1})[i] -= eps;
-      const double fd = (f(Pp).item<double>() - f(Pm).item<double>()) / (2 * eps);
-      EXPECT_NEAR(g.view({-1})[i].item<double>(), fd, 1e-7) << "left " << left << " entry " << i;
-      ++checked;
-    }
-    EXPECT_GT(checked, 10);
-  }
+  for (int64_t left : {0, 1, 2})
+    for (auto act : {cs::GatherAct::None, cs::GatherAct::Tanh})
+      for (bool with_bias : {false, true}) {
+        const std::string what = "left " + std::to_string(left) + " act " + std::to_string(static_cast<int>(act)) +
+                                 (with_bias ? " bias" : "");
+        auto P = torch::randn({kV, 3, 4}, d).requires_grad_(true);
+        auto bias = with_bias ? torch::randn({4}, d).requires_grad_(true) : torch::Tensor();
+        auto tok = torch::randint(0, kV, {kT, kB}, torch::kInt64);
+        auto R = torch::randn({kT, kB, 4}, d);
+        auto f = [&](const torch::Tensor& p, const torch::Tensor& bb) {
+          return (cs::fused::window_gather(p, tok, left, bb, act) * R).sum();
+        };
+        f(P, bias).backward();
+        const double eps = 1e-6;
+        int checked = 0;
+        for (int64_t i = 0; i < P.numel(); i += 3) {
+          auto Pp = P.detach().clone(), Pm = P.detach().clone();
+          Pp.view({-1})[i] += eps;
+          Pm.view({-1})[i] -= eps;
+          const auto b0 = with_bias ? bias.detach() : torch::Tensor();
+          const double fd = (f(Pp, b0).item<double>() - f(Pm, b0).item<double>()) / (2 * eps);
+          EXPECT_NEAR(P.grad().view({-1})[i].item<double>(), fd, 1e-7) << what << " entry " << i;
+          ++checked;
+        }
+        EXPECT_GT(checked, 10);
+        if (with_bias)
+          for (int64_t i = 0; i < 4; ++i) {
+            auto bp = bias.detach().clone(), bm = bias.detach().clone();
+            bp[i] += eps;
+            bm[i] -= eps;
+            const double fd = (f(P.detach(), bp).item<double>() - f(P.detach(), bm).item<double>()) / (2 * eps);
+            EXPECT_NEAR(bias.grad()[i].item<double>(), fd, 1e-7) << what << " bias " << i;
+          }
+      }
 }
 
 TEST(TokenFold, foldedConvolutionIsSameLengthConv) {
@@ -158,24 +173,30 @@ TEST(TokenFold, foldedConvolutionIsSameLengthConv) {
   const auto d = torch::TensorOptions().dtype(torch::kDouble);
   const int64_t I = 6, C = 5;
   for (int64_t k = 1; k <= 4; ++k)
-    for (int64_t left = 0; left < k; ++left) {
-      auto table = torch::randn({kV, I}, d).requires_grad_(true);
-      auto w = torch::randn({C, k * I}, d).requires_grad_(true);
-      auto tok = torch::randint(0, kV, {kT, kB}, torch::kInt64);
-      auto R = torch::randn({kT, kB, C}, d);
-      auto ref = cs::same_length_conv(table.index_select(0, tok.reshape({-1})).view({kT, kB, I}), w,
-                                      torch::zeros({C}, d), k, left);
-      (ref * R).sum().backward();
-      auto gt = table.grad().clone(), gw = w.grad().clone();
-      table.grad().zero_();
-      w.grad().zero_();
-      auto got = cs::fold_conv(cs::TokenInput{table, tok}, w, k, left);
-      (got * R).sum().backward();
-      const std::string what = "k " + std::to_string(k) + " left " + std::to_string(left);
-      EXPECT_LE(rel_diff(got, ref), 1e-12) << what;
-      EXPECT_LE(rel_diff(table.grad(), gt), 1e-12) << what;
-      EXPECT_LE(rel_diff(w.grad(), gw), 1e-12) << what;
-    }
+    for (int64_t left = 0; left < k; ++left)
+      for (auto act : {cs::GatherAct::None, cs::GatherAct::Relu, cs::GatherAct::Tanh}) {
+        auto table = torch::randn({kV, I}, d).requires_grad_(true);
+        auto w = torch::randn({C, k * I}, d).requires_grad_(true);
+        auto bias = torch::randn({C}, d).requires_grad_(true);
+        auto tok = torch::randint(0, kV, {kT, kB}, torch::kInt64);
+        auto R = torch::randn({kT, kB, C}, d);
+        auto ref = cs::same_length_conv(table.index_select(0, tok.reshape({-1})).view({kT, kB, I}), w, bias, k, left);
+        if (act == cs::GatherAct::Relu) ref = torch::relu(ref);
+        if (act == cs::GatherAct::Tanh) ref = torch::tanh(ref);
+        (ref * R).sum().backward();
+        auto gt = table.grad().clone(), gw = w.grad().clone(), gb = bias.grad().clone();
+        table.grad().zero_();
+        w.grad().zero_();
+        bias.grad().zero_();
+        auto got = cs::fold_conv(cs::TokenInput{table, tok}, w, k, left, bias, act);
+        (got * R).sum().backward();
+        const std::string what = "k " + std::to_string(k) + " left " + std::to_string(left) + " act " +
+                                 std::to_string(static_cast<int>(act));
+        EXPECT_LE(rel_diff(got, ref), 1e-12) << what;
+        EXPECT_LE(rel_diff(table.grad(), gt), 1e-12) << what;
+        EXPECT_LE(rel_diff(w.grad(), gw), 1e-12) << what;
+        EXPECT_LE(rel_diff(bias.grad(), gb), 1e-12) << what;
+      }
 }
 
 TEST(TokenFold, tokensOutsideTheTableAreRefused) {

@@ -53,9 +53,8 @@ static torch::Tensor ln_per_gate(const torch::Tensor& a, int gates, const torch:
 
 torch::Tensor GateCellBase::input_projection_tokens(const TokenInput& in) {
   // input_projection() of x = table[tokens] with W_ih x computed as (table W_ih^T)[tokens]
-  auto a = fold_linear(in, w_ih);
-  if (opt_.layer_norm) return ln_per_gate(a, gates_, ln_x_gain, ln_x_bias) + b_ih;
-  return a + b_ih;
+  if (opt_.layer_norm) return ln_per_gate(fold_linear(in, w_ih), gates_, ln_x_gain, ln_x_bias) + b_ih;
+  return fold_linear(in, w_ih, b_ih);  // b_ih added in the gather's pass
 }
 
 torch::Tensor GateCellBase::input_projection(const torch::Tensor& x) {

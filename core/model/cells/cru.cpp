@@ -107,7 +107,11 @@ torch::Tensor CRUCellImpl::conv_outputs(const torch::Tensor& x) {
 
 torch::Tensor CRUCellImpl::conv_outputs_tokens(const TokenInput& in) {
   // eq. 8 with each window's w . e product computed on the table (cells/token_fold.h)
-  return activate(fold_conv(in, conv_w, opt_.filter_length, conv_left_pad()) + conv_b);
+  // (bias and f applied in the gather's own pass)
+  const GatherAct act = opt_.conv_activation == "relu"   ? GatherAct::Relu
+                        : opt_.conv_activation == "tanh" ? GatherAct::Tanh
+                                                         : GatherAct::None;
+  return fold_conv(in, conv_w, opt_.filter_length, conv_left_pad(), conv_b, act);
 }
 
 torch::Tensor CRUCellImpl::project_convs(const torch::Tensor& x, const torch::Tensor& c) {

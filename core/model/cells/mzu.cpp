@@ -131,9 +131,9 @@ torch::Tensor MZUBlockImpl::input_projection(const torch::Tensor& x) {
 
 torch::Tensor MZUBlockImpl::input_projection_tokens(const TokenInput& in) {
   TORCH_CHECK(I_ > 0, "mzu: this block has no input (t-MZU)");
-  auto a = fold_linear(in, w_x);  // x W_x^T as (table W_x^T)[tokens]
-  if (R_ > 0) a = a + torch::cat({torch::zeros({K_ * H_}, b_reg.options()), b_reg});  // as input_projection
-  return a;
+  // x W_x^T as (table W_x^T)[tokens], with the regular maps' bias as input_projection adds it
+  if (R_ > 0) return fold_linear(in, w_x, torch::cat({torch::zeros({K_ * H_}, b_reg.options()), b_reg}));
+  return fold_linear(in, w_x);
 }
 
 torch::Tensor MZUBlockImpl::compose(const torch::Tensor& Zk, const torch::Tensor& cosm, StepContext& ctx,

@@ -38,22 +38,29 @@ void set_token_fold_enabled(bool on);  // tests: the fold against the unfolded f
 // as many rows as there are positions (below that the table's products cost more than they save).
 bool token_fold_applies(const TokenInput* in, const at::Tensor& x, const StepContext& ctx);
 
-// x W^T for x = in.table[in.tokens], as (table W^T)[tokens]: [T, B, G]; w [G, I].
-at::Tensor fold_linear(const TokenInput& in, const at::Tensor& w);
+// The activation applied in the gather's pass (CRU: f of eq. 8).
+enum class GatherAct : int64_t { None = 0, Relu = 1, Tanh = 2 };
 
-// same_length_conv(x, w, 0, k, left) without its bias (cells/cru.h): w [C, k I], window j of
-// position t reads x[t - left + j] (zero outside [0, T)); computed as
-// sum_j (table W_j^T)[tokens[t - left + j]] with W_j = w[:, j I : (j + 1) I]: [T, B, C].
-at::Tensor fold_conv(const TokenInput& in, const at::Tensor& w, int64_t k, int64_t left);
+// x W^T (+ bias) for x = in.table[in.tokens], as (table W^T)[tokens]: [T, B, G]; w [G, I].
+at::Tensor fold_linear(const TokenInput& in, const at::Tensor& w, const at::Tensor& bias = {});
+
+// act(same_length_conv(x, w, bias, k, left)) (cells/cru.h; bias undefined: none): w [C, k I],
+// window j of position t reads x[t - left + j] (zero outside [0, T)); computed as
+// act(sum_j (table W_j^T)[tokens[t - left + j]] + bias) with W_j = w[:, j I : (j + 1) I]: [T, B, C].
+at::Tensor fold_conv(const TokenInput& in, const at::Tensor& w, int64_t k, int64_t left, const at::Tensor& bias = {},
+                     GatherAct act = GatherAct::None);
 
 // The forward FLOPs a fold skips, net: (positions - table rows) x 2 x (product's inner x outer
 // sizes). A cell that folds adds it to StepContext::folded_flops (the bench's executed count).
 double folded_flops(const TokenInput& in, int64_t positions, double flops_per_row);
 
 namespace fused {
-// sum_{j < k, 0 <= t - left + j < T} P[tokens[t - left + j], j, :] for P [V, k, G]: [T, B, G], as
-// one autograd function (backward: the scatter-add into [V, k, G], parallel over columns).
-at::Tensor window_gather(const at::Tensor& P, const at::Tensor& tokens, int64_t left);
+// act(sum_{j < k, 0 <= t - left + j < T} P[tokens[t - left + j], j, :] + bias) for P [V, k, G],
+// bias [G] or undefined: [T, B, G], as one autograd function (backward: the activation's
+// derivative, the bias's gradient and the scatter-add into [V, k, G] in one pass, parallel over
+// columns).
+at::Tensor window_gather(const at::Tensor& P, const at::Tensor& tokens, int64_t left, const at::Tensor& bias = {},
+                         GatherAct act = GatherAct::None);
 }  // namespace fused
 
 }  // namespace cs
