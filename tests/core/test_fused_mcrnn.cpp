@@ -2,8 +2,10 @@
 // custom autograd function with hand-written BPTT. It must agree with the step-wise autograd
 // path (the reference, forced with ctx.stepwise) for every case it claims: outputs, every
 // tensor of the final state, every parameter gradient and the gradients of the input and of the
-// initial state (double: 1e-10 relative, float: 1e-4); finite differences of the fast path
-// itself; the whitelist; and the same training curve on the default corpus.
+// initial state (double: 1e-10 relative; float: outputs 1e-4, gradients against the double
+// result within the step-wise float path's own error, cstest::float_tolerance); finite
+// differences of the fast path itself; the whitelist; and the same training curve on the default
+// corpus.
 #include <gtest/gtest.h>
 
 #include <torch/csrc/autograd/function.h>
@@ -85,9 +87,12 @@ Result run(McRnnCellImpl& cell, const torch::Tensor& x0, const State& s00, bool 
   ctx.stepwise = stepwise;
   auto so = cell.forward_sequence(x, s0, ctx);
   torch::manual_seed(6);
-  auto loss = (so.output * torch::randn_like(so.output)).sum();
+  // the loss weights drawn in double whatever the dtype (randn draws other numbers in float), so
+  // that a float run and the double run of the same weights compute the same loss
+  auto weights = [](const torch::Tensor& t) { return torch::randn(t.sizes(), torch::kDouble).to(t.scalar_type()); };
+  auto loss = (so.output * weights(so.output)).sum();
   for (auto& t : so.state)
-    if (t.is_floating_point()) loss = loss + (t * torch::randn_like(t)).sum();
+    if (t.is_floating_point()) loss = loss + (t * weights(t)).sum();
   loss.backward();
   Result r;
   r.node = so.output.grad_fn() ? so.output.grad_fn()->name() : "";
@@ -156,17 +161,19 @@ void expect_agree(const Case& c, torch::Dtype dt, double tol, int64_t B = 3, int
     const bool attention_param = n == "v_h" || n == "v_x" || n == "r";
     if (!(c.block == 2 && attention_param))
       EXPECT_GT(gr.abs().max().item<double>(), 0) << c.name() << " grad of " << n << " is zero in the reference";
-    const double err = rel_err(g, gr);
-    if (dt != torch::kDouble && err >= tol) {
+    if (dt != torch::kDouble) {
+      // float: against the double result of the same weights, inputs and loss (`exact`), within
+      // the step-wise float path's own error there (cstest::float_tolerance). The attention's
+      // V_h, V_x, r (eq. 4) get their gradient through the softmax over channels (eq. 5), a
+      // difference of nearly equal terms when the channels are alike: both float paths are up to
+      // ~4e-4 from double there, by an amount that moves with the GEMM kernel (MCRNN_NOTES.md).
       const auto& ex = exact.grads[i].second;
       const double ref_err = rel_err(gr.to(torch::kDouble), ex), fast_err = rel_err(g.to(torch::kDouble), ex);
-      EXPECT_GT(ref_err, tol / 2) << c.name() << " grad of " << n << ": " << err << " from the float reference, which "
-                                  << "is itself accurate (" << ref_err << " from double)";
-      EXPECT_LT(fast_err, 2 * ref_err) << c.name() << " grad of " << n << ": fast " << fast_err << ", reference " << ref_err
-                                       << " from double";
+      EXPECT_LE(fast_err, cstest::float_tolerance(ref_err, tol))
+          << c.name() << " grad of " << n << ": fast " << fast_err << ", step-wise " << ref_err << " from double";
       continue;
     }
-    EXPECT_LT(err, tol) << c.name() << " grad of " << n;
+    EXPECT_LT(rel_err(g, gr), tol) << c.name() << " grad of " << n;
   }
 }
 

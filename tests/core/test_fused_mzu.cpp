@@ -2,8 +2,9 @@
 // with hand-written BPTT. It must agree with the step-wise autograd path (the reference,
 // forced with ctx.stepwise) for every option combination it claims: outputs, final state,
 // the zone disagreement metric and loss term, every parameter gradient and the input and
-// initial-state gradients (double: 1e-10 relative, float: 1e-4); finite differences of the
-// fast path itself; and the same training curve on the default corpus.
+// initial-state gradients (double: 1e-10 relative; float: against the double result within the
+// step-wise float path's own error, cstest::float_tolerance, or 1e-4); finite differences of the
+// fast path itself; and the same training on the default corpus.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -155,28 +156,45 @@ int compare_paths(const MZUOptions& o, torch::Dtype dt, double tol, const std::s
   EXPECT_TRUE(mzu_fast_path_applies(o, probe_ctx)) << what;
   auto fast = run_path(*cell, x, h0, w, ws, false, 5);
   auto ref = run_path(*cell, x, h0, w, ws, true, 5);
+  // float: both paths against the step-wise path in double on the same weights, inputs and
+  // dropout masks (the exact result up to double rounding), the fast path within the step-wise
+  // float path's own error there (cstest::float_tolerance): e.g. cap's zone-LN bias gradient is
+  // 4e-5 from double on both float paths, which put them 0.85e-4 apart
+  PathResult exact = ref;
+  if (dt != torch::kDouble) {
+    cell->to(torch::kDouble);
+    auto d = [](const torch::Tensor& t) { return t.to(torch::kDouble); };
+    exact = run_path(*cell, d(x), d(h0), d(w), d(ws), true, 5);
+    cell->to(dt);
+  }
   EXPECT_NE(fast.grad_fn.find("FusedMZU"), std::string::npos) << what << ": fast path not taken (" << fast.grad_fn << ")";
   EXPECT_EQ(ref.grad_fn.find("FusedMZU"), std::string::npos) << what;
   int n = 0;
-  auto cmp = [&](const std::string& name, const torch::Tensor& a, const torch::Tensor& b) {
-    ASSERT_TRUE(a.defined() && b.defined()) << what << " " << name;
+  auto cmp = [&](const std::string& name, const torch::Tensor& a, const torch::Tensor& b, const torch::Tensor& ex) {
+    ASSERT_TRUE(a.defined() && b.defined() && ex.defined()) << what << " " << name;
     ASSERT_EQ(a.sizes(), b.sizes()) << what << " " << name;
-    const double e = rel_err(a, b);
-    EXPECT_LE(e, tol) << what << ": " << name << " rel. error " << e;
+    if (dt == torch::kDouble) {
+      const double e = rel_err(a, b);
+      EXPECT_LE(e, tol) << what << ": " << name << " rel. error " << e;
+    } else {
+      const double e = rel_err(a, ex), ref_e = rel_err(b, ex);
+      EXPECT_LE(e, cstest::float_tolerance(ref_e, tol))
+          << what << ": " << name << " rel. error " << e << " from double (the step-wise path: " << ref_e << ")";
+    }
     ++n;
   };
-  cmp("output", fast.out, ref.out);
-  cmp("state", fast.state, ref.state);
-  cmp("d input", fast.dx, ref.dx);
-  cmp("d h0", fast.dh0, ref.dh0);
+  cmp("output", fast.out, ref.out, exact.out);
+  cmp("state", fast.state, ref.state, exact.state);
+  cmp("d input", fast.dx, ref.dx, exact.dx);
+  cmp("d h0", fast.dh0, ref.dh0, exact.dh0);
   EXPECT_EQ(fast.extra.defined(), ref.extra.defined()) << what;
-  if (o.zone_disagreement != 0) cmp("zone disagreement loss term", fast.extra, ref.extra);
+  if (o.zone_disagreement != 0) cmp("zone disagreement loss term", fast.extra, ref.extra, exact.extra);
   EXPECT_LE(std::abs(fast.metric - ref.metric), tol * std::max(1.0, std::abs(ref.metric))) << what << ": metric";
   EXPECT_NE(ref.metric, 0.0) << what;
   EXPECT_EQ(fast.grads.size(), ref.grads.size()) << what;
   for (auto& [k, g] : ref.grads) {
     EXPECT_GT(g.abs().max().item<double>(), 0.0) << what << ": reference gradient of " << k << " is zero";
-    cmp("d " + k, fast.grads.at(k), g);
+    cmp("d " + k, fast.grads.at(k), g, exact.grads.at(k));
   }
   return n;
 }
@@ -432,18 +450,25 @@ TEST_F(FusedMzu, falls_back_where_it_does_not_apply) {
 }
 
 // A short char-LM training on the default corpus (tiny MZU+DT, papers' options incl. dropout)
-// with the fast path and with the step-wise path, same seed and batches: the same loss. In
-// double precision: gcn and sat then agree to ~1e-8 after 150 Adam steps; cap to ~5e-3 (Adam
-// normalises near-zero gradients, so their rounding differences become lr-sized updates; the
-// per-step agreement at these very shapes is 1e-10, see agrees_at_larger_sizes). In float the
-// curves drift apart by a few 0.01 (training is chaotic).
+// with the fast path and with the step-wise path, same seed and batches, in double. What is
+// deterministic is compared tightly: the loss (task + eq. 19) of each of the first kSteady steps
+// and every parameter after them (they agree to ~1e-15). Past that, cap's training is CHAOTIC at
+// this learning rate: the dynamic routing's agreement feedback (eq. 14) makes Adam's trajectory
+// amplify any rounding difference by ~1.3-2x per step from about step 55 on, so a 1e-14 relative
+// change of the initial weights on ONE path (or another BLAS kernel) moves the mean loss of the
+// last 40 steps by up to 0.08, while the fast and step-wise paths' per-step difference stays at
+// rounding level (MZU_NOTES.md, "Training-curve agreement"). For cap the end of the run is only a
+// learning check; gcn and sat are not chaotic here (the same 1e-14 perturbation grows to <= 1e-10
+// in 150 steps), so their whole curves must also agree at the end.
 TEST_F(FusedMzu, same_training_on_default_corpus) {
   int64_t V = 0;
   auto data = cstest::default_corpus_ids(60000, &V);
   ASSERT_TRUE(data.defined());
-  const int64_t B = 8, T = 24, steps = 150, E = 16;
+  const int64_t B = 8, T = 24, steps = 150, E = 16, kSteady = 40;
   for (const std::string comp : {"gcn", "sat", "cap"}) {
     std::vector<double> curve[2];
+    std::vector<double> losses[2];              // per step: task loss + eq. 19's term
+    std::vector<torch::Tensor> after_steady[2];  // every parameter after kSteady steps
     for (int stepwise = 0; stepwise < 2; ++stepwise) {
       torch::manual_seed(42);
       auto o = paper(comp);
@@ -480,14 +505,27 @@ TEST_F(FusedMzu, same_training_on_default_corpus) {
         total.backward();
         opt.step();
         h = so.state[0].detach();
+        losses[stepwise].push_back(total.item<double>());
+        if (s + 1 == kSteady)
+          for (auto& p : params) after_steady[stepwise].push_back(p.detach().clone());
         if (s >= steps - 40) sum += loss.item<double>();
       }
       curve[stepwise].push_back(sum / 40);
     }
+    double loss_diff = 0, param_diff = 0;
+    for (int64_t s = 0; s < kSteady; ++s)
+      loss_diff = std::max(loss_diff, std::abs(losses[0][s] - losses[1][s]) / std::abs(losses[1][s]));
+    for (size_t i = 0; i < after_steady[1].size(); ++i)
+      param_diff = std::max(param_diff, rel_err(after_steady[0][i], after_steady[1][i]));
     const double fast = curve[0][0], ref = curve[1][0];
-    std::printf("%s: mean training loss of the last 40 steps: fast %.8f, step-wise %.8f\n", comp.c_str(), fast, ref);
-    EXPECT_LT(fast, std::log(static_cast<double>(V)) - 0.8) << comp << ": did not learn";
-    EXPECT_NEAR(fast, ref, 1e-2) << comp;
+    std::printf("%s: first %ld steps: loss rel. diff %.2e, parameters rel. diff %.2e; mean training loss of the last 40 "
+                "steps: fast %.8f, step-wise %.8f (diff %.1e)\n",
+                comp.c_str(), static_cast<long>(kSteady), loss_diff, param_diff, fast, ref, std::abs(fast - ref));
+    EXPECT_LT(loss_diff, 1e-11) << comp << ": the per-step losses differ within the first " << kSteady << " steps";
+    EXPECT_LT(param_diff, 1e-9) << comp << ": the parameters differ after " << kSteady << " steps";
+    EXPECT_LT(fast, std::log(static_cast<double>(V)) - 0.8) << comp << ": did not learn (fast path)";
+    EXPECT_LT(ref, std::log(static_cast<double>(V)) - 0.8) << comp << ": did not learn (step-wise path)";
+    if (comp != "cap") EXPECT_NEAR(fast, ref, 1e-6) << comp;
   }
 }
 

@@ -1,12 +1,13 @@
 // Issue #16: the embedding lookup folded into the first layer's input map (cells/token_fold.h,
 // TOKEN_FOLD_NOTES.md). The fold must be the same model: for every cell of the papers whose fast
 // path folds, the loss and every parameter's gradient (the embedding's included) with the fold
-// agree with the unfolded fast path to 1e-10 in double and 1e-4 in float, and the fold must
-// actually have run (StepContext::folded_flops), so the comparison cannot pass by never folding.
-// The gather's own backward is checked by finite differences, the folded convolution against
-// same_length_conv for every window length and padding, and the cases that must not fold
-// (input dropout in training, a large vocabulary, the step-wise path, CELLSCOPE_FAST=0) are
-// checked to take the unfolded path.
+// agree with the unfolded fast path to 1e-10 in double; in float, each path agrees with the double
+// result of the same weights within the step-wise float path's own error (cstest::float_tolerance)
+// or 1e-4; and the fold must actually have run (StepContext::folded_flops), so the comparison
+// cannot pass by never folding. The gather's own backward is checked by finite differences, the
+// folded convolution against same_length_conv for every window length and padding, and the cases
+// that must not fold (input dropout in training, a large vocabulary, the step-wise path,
+// CELLSCOPE_FAST=0) are checked to take the unfolded path.
 
 #include <gtest/gtest.h>
 
@@ -22,6 +23,7 @@
 #include "cells/token_fold.h"
 #include "config/schema.h"
 #include "fixture_text.h"
+#include "gradcheck.h"
 #include "tasks/char_lm.h"
 
 #include <torch/nn/functional/loss.h>
@@ -106,6 +108,29 @@ void expect_same(const Step& a, const Step& b, double tol, const std::string& wh
       continue;
     }
     EXPECT_LE(rel_diff(a.grads[i], b.grads[i]), tol) << what << ": gradient of " << a.names[i];
+  }
+}
+
+// A float step `a` against the double step of the same weights and batch (`exact`): the loss and
+// each gradient within cstest::float_tolerance of the step-wise float path's (`sw`) own error
+// against `exact`. Some gradients are ill-conditioned: MC-RNN's attention parameters V_x, r
+// (eq. 4) get a gradient through the softmax over channels (eq. 5), whose channels are nearly
+// identical at initialisation, so it is a difference of nearly equal terms ~1e-5 of the other
+// gradients; every float path, the step-wise autograd one included, is up to 6e-4 from double
+// there, by an amount that moves with the GEMM kernel (TOKEN_FOLD_NOTES.md, "Float agreement").
+void expect_float_close(const Step& a, const Step& exact, const Step& sw, const std::string& what) {
+  const double sw_loss = std::abs(sw.loss - exact.loss) / std::abs(exact.loss);
+  EXPECT_NEAR(a.loss, exact.loss, cstest::float_tolerance(sw_loss) * std::abs(exact.loss)) << what;
+  ASSERT_EQ(a.grads.size(), exact.grads.size()) << what;
+  ASSERT_EQ(sw.grads.size(), exact.grads.size()) << what;
+  for (size_t i = 0; i < a.grads.size(); ++i) {
+    if (exact.grads[i].abs().max().item<double>() == 0) {
+      EXPECT_EQ(a.grads[i].abs().max().item<double>(), 0) << what << ": " << a.names[i];
+      continue;
+    }
+    const double err = rel_diff(a.grads[i], exact.grads[i]), sw_err = rel_diff(sw.grads[i], exact.grads[i]);
+    EXPECT_LE(err, cstest::float_tolerance(sw_err)) << what << ": gradient of " << a.names[i] << ", " << err
+                                                    << " from double (the step-wise float path: " << sw_err << ")";
   }
 }
 
@@ -221,10 +246,15 @@ TEST(TokenFold, everyFoldingCellMatchesItsUnfoldedFastPath) {
     const Step ref = run_step(m, true, torch::kDouble, true, kV, /*stepwise=*/true);
     EXPECT_EQ(ref.folded, 0) << name << ": the step-wise path must not fold";
     expect_same(folded, ref, 1e-10, name + " (double, against the step-wise path)");
+    // float: both paths against the step-wise path in double (the model is built in float and
+    // converted, so `ref` is the exact result of the float model's weights), not each other
     const Step ff = run_step(m, true, torch::kFloat);
     const Step pf = run_step(m, false, torch::kFloat);
+    const Step sf = run_step(m, true, torch::kFloat, true, kV, /*stepwise=*/true);
     EXPECT_GT(ff.folded, 0) << name;
-    expect_same(ff, pf, 1e-4, name + " (float)");
+    EXPECT_EQ(sf.folded, 0) << name;
+    expect_float_close(ff, ref, sf, name + " (float, folded)");
+    expect_float_close(pf, ref, sf, name + " (float, unfolded)");
   }
 }
 
