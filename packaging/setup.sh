@@ -32,6 +32,7 @@ BUILD_DIR=${CELLSCOPE_BUILD_DIR:-$repo/build}
 PACKAGES=(qt6-base-dev qt6-base-dev-tools libqt6svg6-dev libtorch-dev libopenblas0-openmp libqcustomplot-dev
   nlohmann-json3-dev libgloo-dev libgtest-dev cmake ninja-build ccache xvfb xauth git lintian
   clang libclang-rt-14-dev  # clang + its sanitizer and libFuzzer runtimes: the sanitizer stage of `test`
+  lld  # the linker CMake picks for every executable (docs/BUILD.md)
   python3-torch python3-numpy  # /usr/bin/python3's PyTorch: the plain-Python peers of `bench --peer` (test bench_peers)
   wordnet-base  # WordNet's noun/verb lists: the word classes of the CBT-style cloze set (issue #18)
   libsentencepiece-dev  # subword vocabularies of the sequence-to-sequence task (issue #18)
@@ -134,6 +135,13 @@ ASAN_BUILD_DIR=${CELLSCOPE_ASAN_BUILD_DIR:-$repo/build-asan}
 # SentencePiece's module with dlopen(RTLD_DEEPBIND) (core/base/data/SEQ2SEQ_DATA_NOTES.md), which
 # the ASan runtime refuses (google/sanitizers#611); they run in the main (gcc) stage.
 ASAN_TESTS_EXCLUDE=${CELLSCOPE_ASAN_TESTS_EXCLUDE:-'^(mzu|dist|dist_cluster|dist_end|dist_end_sentences|dist_stop|subword|seq2seq_task|seq2seq_decode)$'}
+# And, inside the files that do run, five long single tests (tests/README.md has their times):
+# a 150-step training of each MZU on both paths, the MZU products split over M-functions at four
+# sizes (the clang build's core runs on one thread: fused::core_has_openmp), the timed peer bench,
+# a cloze reader trained to beat a baseline, and the memory count at the bench width. The
+# sanitizers see the same code in the files' shorter tests; these repeat it at length (about 45%
+# of the stage's test time). They all run in the main stage.
+ASAN_GTEST_EXCLUDE=${CELLSCOPE_ASAN_GTEST_EXCLUDE:-'FusedMzu.same_training_on_default_corpus:FusedMzu.products_split_over_m_functions:BenchPeers.peerBenchReportsTimesSpeedupEfficiencyAndMemory:ClozeTrain.beatsTheFrequencyBaselineOnHeldOutQuestions:FastPathMemory.gruEngineCellsAtTheBenchWidth'}
 sanitizer_stage() {
   local src=0
   step "Sanitizer build (clang, ASan + UBSan) in $ASAN_BUILD_DIR"
@@ -151,6 +159,7 @@ sanitizer_stage() {
   ASAN_OPTIONS=halt_on_error=1:abort_on_error=1:detect_leaks=1 \
     UBSAN_OPTIONS=halt_on_error=1:abort_on_error=1:print_stacktrace=1 \
     LSAN_OPTIONS="suppressions=$repo/tests/lsan.supp:print_suppressions=0" \
+    CELLSCOPE_TEST_EXCLUDE="$ASAN_GTEST_EXCLUDE" \
     ctest --test-dir "$ASAN_BUILD_DIR" --output-on-failure -j2 -E "$ASAN_TESTS_EXCLUDE" || src=1
 
   step "Fuzz targets, ${CELLSCOPE_FUZZ_SECONDS:-15} s each (tests/fuzz/run_all.sh)"

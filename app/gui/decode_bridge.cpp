@@ -10,7 +10,7 @@
 namespace gui {
 
 namespace {
-QString q(const std::string& s) { return QString::fromStdString(s); }
+QString qstr(const std::string& s) { return QString::fromStdString(s); }
 
 QString csvField(const QString& s) {
   if (!s.contains(QLatin1Char(',')) && !s.contains(QLatin1Char('"')) && !s.contains(QLatin1Char('\n')) &&
@@ -66,15 +66,15 @@ DecodeTable runDecode(const DecodeJob& job, const QString& checkpoint,
     t.step = r.step;
     t.rows.reserve(static_cast<int>(r.samples.size()));
     int index = 0;
-    for (const cs::DecodeSample& s : r.samples) t.rows.push_back({++index, q(s.source), q(s.reference), q(s.hypothesis), s.score});
-    for (const auto& kv : r.metrics) t.metrics.push_back({q(kv.first), kv.second});
+    for (const cs::DecodeSample& s : r.samples) t.rows.push_back({++index, qstr(s.source), qstr(s.reference), qstr(s.hypothesis), s.score});
+    for (const auto& kv : r.metrics) t.metrics.push_back({qstr(kv.first), kv.second});
   } catch (const cs::Cancelled&) {
     if (cancelled) *cancelled = true;
     t.rows.clear();
     t.metrics.clear();
   } catch (const std::exception& e) {
     const std::string w = e.what();
-    if (error) *error = q(w.substr(0, w.find("\nException raised from")));
+    if (error) *error = qstr(w.substr(0, w.find("\nException raised from")));
     if (error && error->isEmpty()) *error = QStringLiteral("decoding failed");
     t.rows.clear();
     t.metrics.clear();

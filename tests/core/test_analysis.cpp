@@ -11,6 +11,8 @@
 #include "harness.h"
 #include "tasks/char_lm.h"
 
+namespace test_analysis {  // this file's own names in a unity build (tests/README.md)
+
 using namespace cs;
 
 namespace {
@@ -135,3 +137,5 @@ TEST(Analysis, bpcByLengthOfAUniformModel) {
   ASSERT_TRUE(b[0].units % 5 == 0 || b[0].units % 5 == 4);  // the split's first line may lose its first character
   ASSERT_EQ(b[1].units % 15 == 0 || b[1].units % 15 == 14, true);
 }
+
+}  // namespace test_analysis

@@ -14,6 +14,8 @@
 #include "corpus_fixture.h"
 #include "harness.h"
 
+namespace test_analysis_compare {  // this file's own names in a unity build (tests/README.md)
+
 using namespace cs;
 
 class AnalysisCompare : public ::testing::Test {
@@ -159,3 +161,5 @@ TEST_F(AnalysisCompare, cliNamesWarningsAndOneCheckpointPerRun) {
             2);
   EXPECT_NE(err.find("once per --run"), std::string::npos) << err;
 }
+
+}  // namespace test_analysis_compare

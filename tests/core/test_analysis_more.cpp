@@ -20,6 +20,8 @@
 #include "train/run_store.h"
 #include "util/error.h"
 
+namespace test_analysis_more {  // this file's own names in a unity build (tests/README.md)
+
 using namespace cs;
 
 namespace {
@@ -404,3 +406,5 @@ TEST(AnalysisMore, checkpointsAndHistoryOfATinyRun) {
   ASSERT_THROW(run_analysis(rq), UserError);
   ASSERT_EQ(int(analysis_kinds().size()), 12);  // + aoa (cloze), channel_attention_decoder (seq2seq; issue #18)
 }
+
+}  // namespace test_analysis_more

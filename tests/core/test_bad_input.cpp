@@ -19,6 +19,8 @@
 #include "train/metrics.h"
 #include "util/error.h"
 
+namespace test_bad_input {  // this file's own names in a unity build (tests/README.md)
+
 using namespace cs;
 
 namespace {
@@ -339,3 +341,5 @@ TEST(BadInput, damagedRunConfigIsOneMessage) {
   std::string out, err;
   expect_one_message(cstest::run_cli({"eval", dir}, &out, &err), err, dir + "/config.json' is not valid JSON");
 }
+
+}  // namespace test_bad_input

@@ -10,6 +10,8 @@
 #include "gradcheck.h"
 #include "harness.h"
 
+namespace test_baseline_cells {  // this file's own names in a unity build (tests/README.md)
+
 using namespace cs;
 
 namespace {
@@ -275,3 +277,5 @@ TEST(BaselineCells, stackShapesAndDropout) {
   ASSERT_EQ(y.sizes().vec(), (std::vector<int64_t>{4, 2, 6}));
   ASSERT_EQ(static_cast<int>(st[2].size()), 2);  // LSTM state {h, c}
 }
+
+}  // namespace test_baseline_cells

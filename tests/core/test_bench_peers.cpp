@@ -14,6 +14,8 @@
 
 #include "harness.h"
 
+namespace test_bench_peers {  // this file's own names in a unity build (tests/README.md)
+
 using json = nlohmann::json;
 
 namespace {
@@ -258,3 +260,5 @@ TEST(BenchPeers, aPeerThatCannotRunTheModelLeavesItsColumnsEmptyAndSaysWhy) {
   ASSERT_FALSE(row.contains("speedup"));
   ASSERT_TRUE(cstest::contains(row.value("python_error", std::string()), "candidate_dropout")) << row.dump();
 }
+
+}  // namespace test_bench_peers

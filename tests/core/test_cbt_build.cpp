@@ -17,6 +17,8 @@
 #include "util/error.h"
 #include "util/paths.h"
 
+namespace test_cbt_build {  // this file's own names in a unity build (tests/README.md)
+
 namespace fs = std::filesystem;
 using cs::json;
 using cstest::EnvGuard;
@@ -376,3 +378,5 @@ TEST(CbtBuild, realWordNetAndMobyDick) {
   ASSERT_GT(ne.train.size(), 100u);
   for (const auto& q : ne.train) ASSERT_TRUE(q.answer[0] >= 'A' && q.answer[0] <= 'Z') << q.answer;
 }
+
+}  // namespace test_cbt_build

@@ -10,6 +10,8 @@
 #include "tasks/char_lm.h"
 #include "train/trainer.h"
 
+namespace test_char_lm {  // this file's own names in a unity build (tests/README.md)
+
 using namespace cs;
 
 namespace {
@@ -127,3 +129,5 @@ TEST(CharLm, learnsTheDefaultCorpus) {
   std::printf("unigram entropy %.3f bits/char, valid BPC after 300 steps %.3f\n", unigram, out.summary.best_valid);
   ASSERT_TRUE(out.summary.best_valid < unigram - 1.0) << "valid BPC " << out.summary.best_valid << " vs unigram " << unigram;
 }
+
+}  // namespace test_char_lm

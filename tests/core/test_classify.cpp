@@ -19,6 +19,8 @@
 #include "util/error.h"
 #include "util/paths.h"
 
+namespace test_classify {  // this file's own names in a unity build (tests/README.md)
+
 using namespace cs;
 
 namespace {
@@ -453,3 +455,5 @@ TEST(Classify, spam_assassin_beats_majority) {
   ASSERT_TRUE(test.labels.size() > 300);
   ASSERT_TRUE(out.summary.test_metric > majority + 0.1);
 }
+
+}  // namespace test_classify

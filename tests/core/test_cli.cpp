@@ -8,6 +8,8 @@
 #include "corpus_fixture.h"
 #include "harness.h"
 
+namespace test_cli {  // this file's own names in a unity build (tests/README.md)
+
 using json = nlohmann::json;
 
 namespace {
@@ -138,3 +140,5 @@ TEST(Cli, benchJsonHasTheYardstickFields) {
   ASSERT_EQ(cstest::run_cli({"bench", "--cell", "nope"}, &out, &err), 2);
   ASSERT_TRUE(cstest::contains(err, "model.cell"));
 }
+
+}  // namespace test_cli

@@ -7,6 +7,8 @@
 #include "harness.h"
 #include "util/error.h"
 
+namespace test_cloze_data {  // this file's own names in a unity build (tests/README.md)
+
 using namespace cs;
 using namespace std::string_literals;
 
@@ -126,3 +128,5 @@ TEST(ClozeData, directoryAndVocabulary) {
   Vocab v3 = cloze_vocab(ex, true, 1, 3);
   EXPECT_EQ(v3.size(), 5u);
 }
+
+}  // namespace test_cloze_data

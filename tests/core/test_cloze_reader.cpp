@@ -7,6 +7,8 @@
 #include "config/schema.h"
 #include "tasks/cloze.h"
 
+namespace test_cloze_reader {  // this file's own names in a unity build (tests/README.md)
+
 using namespace cs;
 
 TEST(ClozeReader, attentionOverAttentionMatchesPlainLoops) {
@@ -148,3 +150,5 @@ TEST(ClozeReader, paddingDoesNotChangeProbabilities) {
       EXPECT_EQ(count(*r->doc_encoder) != count(*r->query_encoder), reader == "m_aoa") << cell;
     }
 }
+
+}  // namespace test_cloze_reader

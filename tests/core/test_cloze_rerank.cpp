@@ -17,6 +17,8 @@
 #include "util/error.h"
 #include "util/paths.h"
 
+namespace test_cloze_rerank {  // this file's own names in a unity build (tests/README.md)
+
 using cs::json;
 
 namespace {
@@ -311,3 +313,5 @@ TEST(ClozeRerank, globalLmFromAWordLmRun) {
                              "--no-word-class", "--json"}, &out, &err), 0) << err;
   ASSERT_EQ(cstest::json_object(out)["features"], json({"reader", "local_lm", "global_lm"})) << out;
 }
+
+}  // namespace test_cloze_rerank

@@ -15,6 +15,8 @@
 
 #include <set>
 
+namespace test_cloze_train {  // this file's own names in a unity build (tests/README.md)
+
 using namespace cs;
 
 namespace {
@@ -171,3 +173,5 @@ TEST(ClozeTrain, presetsAndTable3SweepValidate) {
   ASSERT_FALSE(errs.empty());
   EXPECT_EQ(errs[0].path, "dataset.name");
 }
+
+}  // namespace test_cloze_train

@@ -7,6 +7,8 @@
 #include "harness.h"
 #include "util/error.h"
 
+namespace test_config {  // this file's own names in a unity build (tests/README.md)
+
 using namespace cs;
 
 namespace {
@@ -182,3 +184,5 @@ TEST(Config, deeplyNestedJsonIsRefusedNotACrash) {
   ASSERT_FALSE(cstest::contains(err, "nested deeper")) << err;
   ASSERT_TRUE(cstest::contains(err, "model.hidden")) << err;
 }
+
+}  // namespace test_config

@@ -16,6 +16,8 @@
 #include "util/cpu_block_cache.h"
 #include "util/cpu_cache.h"
 
+namespace test_cpu_cache {  // this file's own names in a unity build (tests/README.md)
+
 using cs::CpuBlockCache;
 using cs::CpuCacheOptions;
 
@@ -301,3 +303,5 @@ TEST(CpuCache, LibTorchRunsOnItAsInstalled) {
   EXPECT_GE(after.hits + after.misses, before.hits + before.misses + 2);
   EXPECT_EQ(after.live_blocks, before.live_blocks);  // both returned
 }
+
+}  // namespace test_cpu_cache

@@ -10,6 +10,8 @@
 #include "config/schema.h"
 #include "harness.h"
 
+namespace test_cru {  // this file's own names in a unity build (tests/README.md)
+
 using namespace cs;
 
 namespace {
@@ -302,3 +304,5 @@ TEST_F(Cru, bidirectional_probe_prefixes) {
   ASSERT_TRUE(p.has("bwd/l0/update"));
   ASSERT_EQ(p.stacked("fwd/l0/conv_n").size(2), int64_t(4));
 }
+
+}  // namespace test_cru

@@ -17,6 +17,8 @@
 #include "util/error.h"
 #include "util/paths.h"
 
+namespace test_data {  // this file's own names in a unity build (tests/README.md)
+
 using cs::CharCorpus;
 using cs::json;
 using cs::Vocab;
@@ -350,3 +352,5 @@ TEST(Data, shippedManifestIsValid) {
     ASSERT_TRUE(e.contains("split"));
   }
 }
+
+}  // namespace test_data

@@ -22,6 +22,8 @@
 #include "train/trainer.h"
 #include "util/error.h"
 
+namespace test_dist {  // this file's own names in a unity build (tests/README.md)
+
 using namespace cs;
 
 namespace {
@@ -243,3 +245,5 @@ TEST_F(Dist, taskWithoutShardingIsNamed) {
     ASSERT_TRUE(cstest::contains(e.what(), "char_lm") && cstest::contains(e.what(), "does not support data-parallel")) << e.what();
   }
 }
+
+}  // namespace test_dist

@@ -13,6 +13,8 @@
 #include "corpus_fixture.h"
 #include "dist_fixture.h"
 
+namespace test_dist_cluster {  // this file's own names in a unity build (tests/README.md)
+
 using namespace cs;
 
 namespace {
@@ -102,3 +104,5 @@ TEST_F(DistCluster, killedWorkerStopsTheOtherAndRunResumes) {
   ASSERT_EQ(s.status, std::string("finished"));
   ASSERT_EQ(s.step, last + 2);
 }
+
+}  // namespace test_dist_cluster

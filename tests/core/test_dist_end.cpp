@@ -10,6 +10,8 @@
 #include "corpus_fixture.h"
 #include "dist_end_check.h"
 
+namespace test_dist_end {  // this file's own names in a unity build (tests/README.md)
+
 using namespace cs;
 
 class DistEnd : public ::testing::TestWithParam<std::string> {
@@ -26,3 +28,5 @@ TEST_P(DistEnd, twoProcessesFinishLikeOne) { cstest::two_processes_finish_like_o
 
 INSTANTIATE_TEST_SUITE_P(DistEnd, DistEnd, ::testing::Values("char_lm", "word_lm"),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
+
+}  // namespace test_dist_end

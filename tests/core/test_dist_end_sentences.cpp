@@ -10,6 +10,8 @@
 #include "corpus_fixture.h"
 #include "dist_end_check.h"
 
+namespace test_dist_end_sentences {  // this file's own names in a unity build (tests/README.md)
+
 using namespace cs;
 
 class DistEndSentences : public ::testing::TestWithParam<std::string> {
@@ -26,3 +28,5 @@ TEST_P(DistEndSentences, twoProcessesFinishLikeOne) { cstest::two_processes_fini
 
 INSTANTIATE_TEST_SUITE_P(DistEndSentences, DistEndSentences, ::testing::Values("classify", "absa"),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
+
+}  // namespace test_dist_end_sentences

@@ -16,6 +16,8 @@
 #include "tasks/task.h"
 #include "util/error.h"
 
+namespace test_dist_stop {  // this file's own names in a unity build (tests/README.md)
+
 using namespace cs;
 
 namespace {
@@ -117,3 +119,5 @@ TEST_F(DistStop, stopOnOneRankStopsEveryRank) {
     ASSERT_EQ(r.step[k], int64_t(4));  // the flag travels with step 4's statistics
   }
 }
+
+}  // namespace test_dist_stop

@@ -14,6 +14,8 @@
 #include "cells/cru.h"
 #include "equations_flat.h"
 
+namespace test_equations_cru {  // this file's own names in a unity build (tests/README.md)
+
 using namespace cs;
 using cstest::Flat;
 using cstest::max_diff;
@@ -217,3 +219,5 @@ TEST(EquationsCru, convWindowOfEvenFilterLooksForward) {
   ASSERT_GT(e[0].item<double>(), 0.0);
   ASSERT_EQ(e[1].item<double>(), 0.0);
 }
+
+}  // namespace test_equations_cru

@@ -18,6 +18,8 @@
 #include "cells/mzu.h"
 #include "equations_flat.h"
 
+namespace test_equations_mzu {  // this file's own names in a unity build (tests/README.md)
+
 using namespace cs;
 using cstest::Flat;
 using cstest::max_diff;
@@ -735,3 +737,5 @@ TEST(EquationsMzu, gruDtStep) {
       }
     }
 }
+
+}  // namespace test_equations_mzu

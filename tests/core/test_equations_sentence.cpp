@@ -19,6 +19,8 @@
 #include "tasks/classify.h"
 #include "equations_flat.h"
 
+namespace test_equations_sentence {  // this file's own names in a unity build (tests/README.md)
+
 using namespace cs;
 using cstest::Flat;
 using cstest::max_diff;
@@ -214,3 +216,5 @@ TEST(EquationsSentence, classifyWithBiCru) {
   check({false, "cru_deep_enhanced", 2, 5, 5, "relu"});
   check({true, "cru_deep", 1, 0, 4, "relu"});
 }
+
+}  // namespace test_equations_sentence

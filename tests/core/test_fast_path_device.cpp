@@ -25,6 +25,8 @@
 #include "cells/registry.h"
 #include "config/schema.h"
 
+namespace test_fast_path_device {  // this file's own names in a unity build (tests/README.md)
+
 using json = nlohmann::json;
 
 namespace {
@@ -104,3 +106,5 @@ TEST(FastPathDevice, everyCellConsultsTheCheck) {
     EXPECT_TRUE(torch::allclose(fast.grad_x, other.grad_x, 1e-10, 1e-12)) << cell;
   }
 }
+
+}  // namespace test_fast_path_device

@@ -24,6 +24,8 @@
 #include "cells/fused_common.h"
 #include "util/cpu_cache.h"
 
+namespace test_fast_path_memory {  // this file's own names in a unity build (tests/README.md)
+
 using json = nlohmann::json;
 
 namespace {
@@ -117,3 +119,5 @@ TEST(FastPathMemory, gruEngineCellsAtTheBenchWidth) {
     expect_fast_needs_no_more(cs::paper_model(cell, /*embed=*/256, /*hidden=*/512), cell, "bench width");
   }
 }
+
+}  // namespace test_fast_path_memory

@@ -14,6 +14,8 @@
 #include "util/error.h"
 #include "util/paths.h"
 
+namespace test_fetch {  // this file's own names in a unity build (tests/README.md)
+
 namespace {
 
 using cstest::EnvGuard;
@@ -120,3 +122,5 @@ TEST(Fetch, cliFetchRunsTheScriptAndReportsFailure) {
   }
   ASSERT_EQ(cstest::run_cli({"fetch", "extra"}, &out, &err), 2);
 }
+
+}  // namespace test_fetch

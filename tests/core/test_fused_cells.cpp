@@ -21,6 +21,8 @@
 #include "cells/fused_gru_dt.h"
 #include "gradcheck.h"
 
+namespace test_fused_cells {  // this file's own names in a unity build (tests/README.md)
+
 using namespace cs;
 
 namespace {
@@ -459,3 +461,5 @@ TEST(FusedCells, CoreParallelForUsesTheIntraOpThreads) {
   else EXPECT_EQ(used, 1);  // a clang build (the sanitizer stage) keeps the core serial
   EXPECT_EQ(single, 1);
 }
+
+}  // namespace test_fused_cells

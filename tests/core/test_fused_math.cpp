@@ -8,6 +8,8 @@
 
 #include "cells/fused_math.h"
 
+namespace test_fused_math {  // this file's own names in a unity build (tests/README.md)
+
 namespace {
 
 // Values over the whole useful range, with every length remainder of the 8-lane loop, the
@@ -65,3 +67,5 @@ TEST(FusedMath, DoubleIsStdExactly) {
     EXPECT_EQ(t[i], std::tanh(x[i]));
   }
 }
+
+}  // namespace test_fused_math

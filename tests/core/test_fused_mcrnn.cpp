@@ -30,6 +30,8 @@
 #include "gradcheck.h"
 #include "util/paths.h"
 
+namespace test_fused_mcrnn {  // this file's own names in a unity build (tests/README.md)
+
 using namespace cs;
 
 namespace {
@@ -399,3 +401,5 @@ TEST(FusedMcrnn, SameTrainingOnDefaultCorpus) {
   EXPECT_LT(mean[0], std::log(static_cast<double>(V)) - 0.8) << "did not learn";
   EXPECT_NEAR(mean[0], mean[1], 1e-6);
 }
+
+}  // namespace test_fused_mcrnn

@@ -31,6 +31,8 @@
 #include "gradcheck.h"  // GradCheckResult
 #include "util/paths.h"
 
+namespace test_fused_mzu {  // this file's own names in a unity build (tests/README.md)
+
 using namespace cs;
 
 namespace {
@@ -529,3 +531,4 @@ TEST_F(FusedMzu, same_training_on_default_corpus) {
   }
 }
 
+}  // namespace test_fused_mzu

@@ -10,6 +10,8 @@
 
 #include "bench/gemm_floor.h"
 
+namespace test_gemm_floor {  // this file's own names in a unity build (tests/README.md)
+
 namespace {
 
 double flops_of(int64_t b, int64_t m, int64_t k, int64_t n) { return 2.0 * b * m * k * n; }
@@ -79,3 +81,5 @@ TEST(GemmFloor, recordsProductsOfWorkerThreadsAndStopsAfterwards) {
   const cs::GemmFloor one = cs::measure_gemm_floor([&] { (void)at::mm(w, w); });
   EXPECT_EQ(one.calls, 1);
 }
+
+}  // namespace test_gemm_floor

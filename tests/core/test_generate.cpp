@@ -16,6 +16,8 @@
 #include "train/trainer.h"
 #include "util/error.h"
 
+namespace test_generate {  // this file's own names in a unity build (tests/README.md)
+
 using namespace cs;
 
 namespace {
@@ -203,3 +205,5 @@ TEST_F(Generate, cli) {
   ASSERT_EQ(cstest::run_cli({"generate", "--run", cstest::temp_dir() + "/no-such-run"}, &out, &err), 2);
   ASSERT_EQ(cstest::run_cli({"generate", "--run", charRun_, "--out", cstest::temp_dir() + "/x.png"}, &out, &err), 2);
 }
+
+}  // namespace test_generate

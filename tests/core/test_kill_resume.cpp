@@ -16,6 +16,8 @@
 #include "corpus_fixture.h"
 #include "harness.h"
 
+namespace test_kill_resume {  // this file's own names in a unity build (tests/README.md)
+
 using json = nlohmann::json;
 namespace fs = std::filesystem;
 
@@ -130,3 +132,5 @@ TEST(KillResume, killedAndResumedRunEqualsUninterrupted) {
               kills_while_training, rounds, max_delay_us,
               std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count());
 }
+
+}  // namespace test_kill_resume

@@ -15,6 +15,8 @@
 #include "config/schema.h"
 #include "harness.h"
 
+namespace test_mcrnn {  // this file's own names in a unity build (tests/README.md)
+
 using namespace cs;
 
 namespace {
@@ -327,3 +329,5 @@ TEST_F(Mcrnn, configErrors) {
   }
   ASSERT_TRUE(threw);
 }
+
+}  // namespace test_mcrnn

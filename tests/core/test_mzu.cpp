@@ -18,6 +18,8 @@
 #include "train/trainer.h"
 #include "util/paths.h"
 
+namespace test_mzu {  // this file's own names in a unity build (tests/README.md)
+
 using namespace cs;
 
 namespace {
@@ -737,3 +739,5 @@ TEST_F(Mzu, new_options_validate_with_one_message) {
                           {"disagreement_warmup", 500}})
                   .empty());
 }
+
+}  // namespace test_mzu

@@ -11,6 +11,8 @@
 
 #include "cells/packed_gemm.h"
 
+namespace test_packed_gemm {  // this file's own names in a unity build (tests/README.md)
+
 using cs::fused::PackedMatrix;
 
 namespace {
@@ -153,3 +155,5 @@ TEST(PackedGemm, fallsBackToAtenForDoubleAndWhenSwitchedOff) {
     EXPECT_TRUE(at::equal(out, at::mm(af, wf)));
   }
 }
+
+}  // namespace test_packed_gemm

@@ -15,6 +15,8 @@
 #include "corpus_fixture.h"
 #include "harness.h"
 
+namespace test_reliability {  // this file's own names in a unity build (tests/README.md)
+
 using json = nlohmann::json;
 namespace fs = std::filesystem;
 
@@ -308,3 +310,5 @@ TEST(Reliability, runKilledBeforeItsFirstCheckpointResumesFromScratch) {
   ASSERT_EQ(strip(cstest::read_text(dir + "/metrics.jsonl")), strip(cstest::read_text(ref + "/metrics.jsonl")));
   ASSERT_EQ(summary_of(dir).value("status", std::string()), "finished");
 }
+
+}  // namespace test_reliability

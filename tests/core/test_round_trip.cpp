@@ -15,6 +15,8 @@
 #include "harness.h"
 #include "util/error.h"
 
+namespace test_round_trip {  // this file's own names in a unity build (tests/README.md)
+
 using nlohmann::json;
 
 namespace {
@@ -302,3 +304,5 @@ TEST(RoundTrip, absaSemevalXml) {
               {"training", training()}};
   round_trip("absa", cfg, false);
 }
+
+}  // namespace test_round_trip

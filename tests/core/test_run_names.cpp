@@ -9,6 +9,8 @@
 #include "harness.h"
 #include "train/run_store.h"
 
+namespace test_run_names {  // this file's own names in a unity build (tests/README.md)
+
 using namespace cs;
 
 namespace {
@@ -114,3 +116,5 @@ TEST(RunNames, readFromRunDirectoriesWithTheirLabels) {
   names = comparison_names_of_dirs({a.dir(), b.dir()});
   EXPECT_EQ(names[1], "wide GRU");
 }
+
+}  // namespace test_run_names

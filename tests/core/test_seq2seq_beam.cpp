@@ -10,6 +10,8 @@
 
 #include "tasks/beam_search.h"
 
+namespace test_seq2seq_beam {  // this file's own names in a unity build (tests/README.md)
+
 using namespace cs;
 
 namespace {
@@ -178,3 +180,5 @@ TEST(Seq2seqBeam, stops_at_max_length_and_rejects_bad_options) {
   o.beam = 0;
   EXPECT_ANY_THROW(beam_search(toy.fn(), o));
 }
+
+}  // namespace test_seq2seq_beam

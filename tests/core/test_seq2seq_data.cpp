@@ -7,6 +7,8 @@
 #include "harness.h"
 #include "util/error.h"
 
+namespace test_seq2seq_data {  // this file's own names in a unity build (tests/README.md)
+
 namespace {
 
 std::string fresh_dir(const std::string& name) {
@@ -227,3 +229,5 @@ TEST(Seq2seqData, cliShowsPairsAndLeadBaseline) {
 }
 
 }  // namespace
+
+}  // namespace test_seq2seq_data

@@ -13,6 +13,8 @@
 #include "tasks/seq2seq_decode.h"
 #include "util/error.h"
 
+namespace test_seq2seq_decode {  // this file's own names in a unity build (tests/README.md)
+
 using namespace cs;
 
 namespace {
@@ -120,3 +122,5 @@ TEST(Seq2seqDecode, cli_decode_and_channel_attention_of_encoder_and_decoder) {
   rq.text = "";
   EXPECT_NO_THROW(run_analysis(rq));
 }
+
+}  // namespace test_seq2seq_decode

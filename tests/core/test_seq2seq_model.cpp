@@ -12,6 +12,8 @@
 #include "util/error.h"
 #include "tasks/seq2seq_model.h"
 
+namespace test_seq2seq_model {  // this file's own names in a unity build (tests/README.md)
+
 using namespace cs;
 
 namespace {
@@ -190,3 +192,5 @@ TEST(Seq2seqModel, presets_and_sweeps_validate) {
     EXPECT_EQ(spec.name, s);
   }
 }
+
+}  // namespace test_seq2seq_model

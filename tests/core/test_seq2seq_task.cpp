@@ -19,6 +19,8 @@
 #include "train/trainer.h"
 #include "util/error.h"
 
+namespace test_seq2seq_task {  // this file's own names in a unity build (tests/README.md)
+
 using namespace cs;
 
 namespace {
@@ -195,3 +197,5 @@ TEST(Seq2seqTask, a_checkpoint_order_of_another_length_is_refused) {
   EXPECT_DOUBLE_EQ(c.epoch(), a.epoch());
   EXPECT_DOUBLE_EQ(c.epoch(), 8.0 / 40.0);
 }
+
+}  // namespace test_seq2seq_task

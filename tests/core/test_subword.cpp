@@ -9,6 +9,8 @@
 #include "harness.h"
 #include "util/error.h"
 
+namespace test_subword {  // this file's own names in a unity build (tests/README.md)
+
 namespace {
 
 // Sentences of made-up words built from syllables: many word types that share pieces.
@@ -141,3 +143,5 @@ TEST(Subword, clearErrors) {
 }
 
 }  // namespace
+
+}  // namespace test_subword

@@ -22,6 +22,8 @@
 #include "util/error.h"
 #include "util/paths.h"
 
+namespace test_sweep {  // this file's own names in a unity build (tests/README.md)
+
 using namespace cs;
 
 namespace {
@@ -404,3 +406,5 @@ TEST_F(Sweep, cli) {
   ASSERT_TRUE(cstest::contains(out, "4/4 points done"));
   ASSERT_EQ(cstest::run_cli({"sweep", "table", "nosuch", "--workspace", ws}, &out, &err), 2);
 }
+
+}  // namespace test_sweep

@@ -23,6 +23,8 @@
 #include "train/run_store.h"
 #include "util/error.h"
 
+namespace test_sweep_table {  // this file's own names in a unity build (tests/README.md)
+
 using namespace cs;
 
 namespace {
@@ -409,3 +411,5 @@ TEST(SweepTable, reproduceSweepsStopEarlyWithThreeSeeds) {
   }
   EXPECT_EQ(n, 8);  // MZU Tables 3-4, CRU Tables 2-3 and Fig. 3, MC-RNN Tables 2-4
 }
+
+}  // namespace test_sweep_table

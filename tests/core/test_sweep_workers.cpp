@@ -29,6 +29,8 @@
 #include "util/error.h"
 #include "util/paths.h"
 
+namespace test_sweep_workers {  // this file's own names in a unity build (tests/README.md)
+
 using namespace cs;
 namespace fs = std::filesystem;
 
@@ -420,3 +422,5 @@ TEST_F(SweepWorkers, slurmArrayScript) {
   ASSERT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(20));
   expect_complete(ws, "slurm", spec);
 }
+
+}  // namespace test_sweep_workers

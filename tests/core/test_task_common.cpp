@@ -10,6 +10,8 @@
 #include "harness.h"
 #include "tasks/task_common.h"
 
+namespace test_task_common {  // this file's own names in a unity build (tests/README.md)
+
 using namespace cs;
 
 namespace {
@@ -122,3 +124,5 @@ TEST(TaskCommon, padded_embedding_and_l2) {
   EXPECT_TRUE(dropout_if(t, 0.5, false).equal(t));
   EXPECT_FALSE(dropout_if(t, 0.5, true).equal(t));
 }
+
+}  // namespace test_task_common

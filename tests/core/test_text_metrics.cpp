@@ -14,6 +14,8 @@
 #include "data/text_metrics.h"
 #include "harness.h"
 
+namespace test_text_metrics {  // this file's own names in a unity build (tests/README.md)
+
 namespace {
 
 using cs::corpus_bleu;
@@ -205,3 +207,5 @@ TEST(TextMetrics, bleuMatchesNltk) {
 }
 
 }  // namespace
+
+}  // namespace test_text_metrics

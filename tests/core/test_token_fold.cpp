@@ -29,6 +29,8 @@
 #include <torch/nn/functional/loss.h>
 #include <torch/optim/adam.h>
 
+namespace test_token_fold {  // this file's own names in a unity build (tests/README.md)
+
 using json = nlohmann::json;
 
 namespace {
@@ -345,3 +347,5 @@ TEST(TokenFold, shortCharLmTrainingReachesTheSameBpc) {
     EXPECT_LT(tail(f), 0.75 * f.front()) << cell << ": did not learn";
   }
 }
+
+}  // namespace test_token_fold

@@ -18,6 +18,8 @@
 #include "train/trainer.h"
 #include "util/error.h"
 
+namespace test_trainer {  // this file's own names in a unity build (tests/README.md)
+
 // Not `using namespace cs`: the suite (fixture) is named Trainer, like cs::Trainer.
 using cs::atomic_write;
 using cs::EvalResult;
@@ -320,3 +322,5 @@ TEST_F(Trainer, killedAtAnyInstantLeavesReadableRun) {
   for (auto& n : file_names(dir + "/checkpoints")) ASSERT_TRUE(!cstest::contains(n, ".tmp.")) << n;
   for (auto& n : file_names(dir)) ASSERT_TRUE(!cstest::contains(n, ".tmp.")) << n;
 }
+
+}  // namespace test_trainer

@@ -25,6 +25,8 @@
 #include "util/error.h"
 #include "util/paths.h"
 
+namespace test_word_lm {  // this file's own names in a unity build (tests/README.md)
+
 using namespace cs;
 
 namespace {
@@ -279,3 +281,5 @@ TEST(WordLm, trainsBelowUnigram) {
   ASSERT_TRUE(before > unigram);
   ASSERT_TRUE(last < 0.75 * unigram) << ("valid ppl " + std::to_string(last) + " vs unigram " + std::to_string(unigram)).c_str();
 }
+
+}  // namespace test_word_lm

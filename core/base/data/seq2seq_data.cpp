@@ -9,22 +9,19 @@
 #include "data/text_metrics.h"
 #include "data/utf8.h"
 #include "util/error.h"
+#include "util/text.h"
 
 namespace cs {
 
 namespace {
 
-std::string where(const std::string& file, size_t line) { return file + ":" + std::to_string(line); }
-
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
-
 std::vector<std::string> split_words(const std::string& s) {
   std::vector<std::string> out;
   size_t i = 0;
   while (i < s.size()) {
-    while (i < s.size() && is_space(s[i])) ++i;
+    while (i < s.size() && is_ascii_space(s[i])) ++i;
     size_t j = i;
-    while (j < s.size() && !is_space(s[j])) ++j;
+    while (j < s.size() && !is_ascii_space(s[j])) ++j;
     if (j > i) out.emplace_back(s, i, j - i);
     i = j;
   }
@@ -131,7 +128,7 @@ bool skip_body_line(const std::string& line) {
   if (i == std::string::npos) return true;
   if (line[i] == '>' || line[i] == '|') return true;
   std::string t = line.substr(i);
-  while (!t.empty() && is_space(t.back())) t.pop_back();
+  while (!t.empty() && is_ascii_space(t.back())) t.pop_back();
   auto ends_with = [&t](const std::string& e) { return t.size() >= e.size() && t.compare(t.size() - e.size(), e.size(), e) == 0; };
   if (ends_with("wrote:") || ends_with("writes:")) return true;
   static const char* headers[] = {"from:", "date:", "to:", "cc:", "subject:", "message-id:", "url:",

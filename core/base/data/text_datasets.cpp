@@ -8,13 +8,12 @@
 #include "data/text_tokenize.h"
 #include "data/utf8.h"
 #include "util/error.h"
+#include "util/text.h"
 #include "util/paths.h"
 
 namespace cs {
 
 namespace {
-
-std::string where(const std::string& file, size_t line) { return file + ":" + std::to_string(line); }
 
 // Split into lines (LF, with a trailing CR removed); calls fn(line, line_number).
 template <typename Fn>

@@ -1,8 +1,9 @@
 #include "data/text_tokenize.h"
 
+#include "util/text.h"
+
 namespace cs {
 
-static bool is_space(unsigned char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
 static bool is_word(unsigned char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c >= 0x80;
 }
@@ -14,7 +15,7 @@ std::vector<std::string> tokenize_words(const std::string& text, const TextToken
   auto full = [&] { return opt.max_tokens > 0 && out.size() >= opt.max_tokens; };
   while (i < n && !full()) {
     const unsigned char c = static_cast<unsigned char>(text[i]);
-    if (is_space(c)) {
+    if (is_ascii_space(c)) {
       ++i;
       continue;
     }

@@ -3,6 +3,8 @@
 #include <cctype>
 #include <cstring>
 
+#include "util/text.h"
+
 namespace cs {
 
 namespace {
@@ -16,13 +18,11 @@ size_t unicode_punct(const std::string& s, size_t i) {
   return 0;
 }
 
-bool is_space(unsigned char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
-
 // Is position i the start of a word character (not space, not punctuation)?
 bool word_char_at(const std::string& s, size_t i) {
   if (i >= s.size()) return false;
   unsigned char c = static_cast<unsigned char>(s[i]);
-  if (is_space(c)) return false;
+  if (is_ascii_space(c)) return false;
   if (c < 0x80) return !std::ispunct(c);
   return unicode_punct(s, i) == 0;
 }
@@ -38,7 +38,7 @@ std::vector<std::string> tokenize(const std::string& s, const TokenizerOptions& 
   };
   for (size_t i = 0; i < s.size();) {
     unsigned char c = static_cast<unsigned char>(s[i]);
-    if (is_space(c)) {
+    if (is_ascii_space(c)) {
       flush();
       ++i;
       continue;

@@ -19,7 +19,7 @@ std::string short_num(double v) {
   return b;
 }
 
-AnalysisResult run(const AnalysisKind& kind, const AnalysisRequest& req) {
+AnalysisResult run_aoa(const AnalysisKind& kind, const AnalysisRequest& req) {
   auto t = load_for(kind, req.runs[0], req.checkpoint);
   // The AoA weights are the reader's own (not a Task inspection method; CLOZE_NOTES.md).
   auto* cz = dynamic_cast<ClozeTask*>(t.get());
@@ -81,7 +81,7 @@ AnalysisKind aoa_kind() {
   k.inputs.split = k.inputs.position = true;
   k.colour_map = true;
   k.default_split = "valid";
-  k.run = run;
+  k.run = run_aoa;
   return k;
 }
 

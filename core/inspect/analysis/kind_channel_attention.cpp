@@ -85,7 +85,7 @@ ChannelGrid decoder_channel_attention(Task& task, const std::string& text, int l
 }
 
 namespace {
-AnalysisResult run(const AnalysisKind& kind, const AnalysisRequest& req) {
+AnalysisResult run_channel_attention(const AnalysisKind& kind, const AnalysisRequest& req) {
   auto t = load_for(kind, req.runs[0], req.checkpoint);
   ChannelGrid g = channel_attention(*t, text_or_default(req, *t), req.layer);
   return result_of(std::move(g));
@@ -102,7 +102,7 @@ AnalysisKind channel_attention_kind() {
       "boxes mark each channel's blocks, where the in-degree m_t^k (eq. 1) restarts at 1 (MC-RNN paper Fig. 3).";
   k.tasks = {"char_lm", "word_lm", "seq2seq"};  // seq2seq: the encoder over the text (a source)
   k.inputs.text = k.inputs.layer = true;
-  k.run = run;
+  k.run = run_channel_attention;
   return k;
 }
 

@@ -79,7 +79,7 @@ MatrixSet composition_weights(Task& task, const std::string& text, int64_t posit
 }
 
 namespace {
-AnalysisResult run(const AnalysisKind& kind, const AnalysisRequest& req) {
+AnalysisResult run_composition(const AnalysisKind& kind, const AnalysisRequest& req) {
   auto t = load_for(kind, req.runs[0], req.checkpoint);
   MatrixSet ms = composition_weights(*t, text_or_default(req, *t), req.position, req.layer);
   return result_of(std::move(ms));
@@ -97,7 +97,7 @@ AnalysisKind composition_kind() {
       "capsule j at every routing iteration (eqs. 11-14).";
   k.tasks = {"char_lm"};
   k.inputs.text = k.inputs.position = k.inputs.layer = true;
-  k.run = run;
+  k.run = run_composition;
   return k;
 }
 

@@ -47,7 +47,7 @@ SeriesSet gate_histograms(Task& task, const std::string& text, int bins) {
 }
 
 namespace {
-AnalysisResult run(const AnalysisKind& kind, const AnalysisRequest& req) {
+AnalysisResult run_gate_histogram(const AnalysisKind& kind, const AnalysisRequest& req) {
   auto t = load_for(kind, req.runs[0], req.checkpoint);
   SeriesSet s = gate_histograms(*t, text_or_default(req, *t), req.bins);
   return result_of(std::move(s));
@@ -64,7 +64,7 @@ AnalysisKind gate_histogram_kind() {
       "saturation = fraction below 0.1 / above 0.9.";
   k.tasks = {"char_lm", "word_lm", "classify", "absa"};
   k.inputs.text = k.inputs.bins = true;
-  k.run = run;
+  k.run = run_gate_histogram;
   return k;
 }
 

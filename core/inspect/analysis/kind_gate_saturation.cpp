@@ -42,7 +42,7 @@ SeriesSet gate_saturation_over_training(const std::string& run_dir, const std::s
 }
 
 namespace {
-AnalysisResult run(const AnalysisKind& kind, const AnalysisRequest& req) {
+AnalysisResult run_gate_saturation(const AnalysisKind& kind, const AnalysisRequest& req) {
   load_for(kind, req.runs[0], req.checkpoint);  // checks the task (and that a checkpoint exists)
   SeriesSet s = gate_saturation_over_training(req.runs[0], req.text);
   return result_of(std::move(s));
@@ -58,7 +58,7 @@ AnalysisKind gate_saturation_kind() {
   k.tasks = {"char_lm", "word_lm", "classify", "absa"};
   k.inputs.text = true;
   k.over_training = true;
-  k.run = run;
+  k.run = run_gate_saturation;
   return k;
 }
 

@@ -69,7 +69,7 @@ std::vector<std::string> vocabulary_gap(const std::string& run_a, const std::str
   return out;
 }
 
-AnalysisResult run(const AnalysisKind& kind, const AnalysisRequest& req) {
+AnalysisResult run_length(const AnalysisKind& kind, const AnalysisRequest& req) {
   // The same evaluation data for every run: a run whose dataset section differs from the
   // first run's is evaluated on the first run's data with its own vocabulary and weights.
   // Where that is impossible (another task, data its batch does not fit), its own data,
@@ -166,7 +166,7 @@ AnalysisKind length_kind() {
   k.tasks = {"char_lm", "word_lm", "classify", "absa", "cloze"};
   k.inputs.split = k.inputs.edges = true;
   k.multi_run = true;
-  k.run = run;
+  k.run = run_length;
   return k;
 }
 

@@ -62,7 +62,7 @@ SeriesSet metric_vs_time(const std::vector<std::string>& run_dirs, const std::st
 }
 
 namespace {
-AnalysisResult run(const AnalysisKind&, const AnalysisRequest& req) {
+AnalysisResult run_metric_time(const AnalysisKind&, const AnalysisRequest& req) {
   SeriesSet s = metric_vs_time(req.runs, req.split, req.metric);
   return result_of(std::move(s));
 }
@@ -82,7 +82,7 @@ AnalysisKind metric_time_kind() {
   k.multi_run = true;
   k.over_training = true;
   k.default_split = "valid";
-  k.run = run;
+  k.run = run_metric_time;
   return k;
 }
 

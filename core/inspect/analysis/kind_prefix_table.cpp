@@ -35,7 +35,7 @@ TextTable prefix_predictions(Task& task, const std::string& sentence) {
 }
 
 namespace {
-AnalysisResult run(const AnalysisKind& kind, const AnalysisRequest& req) {
+AnalysisResult run_prefix_table(const AnalysisKind& kind, const AnalysisRequest& req) {
   auto t = load_for(kind, req.runs[0], req.checkpoint);
   TextTable table = prefix_predictions(*t, text_or_default(req, *t));
   return result_of(std::move(table));
@@ -50,7 +50,7 @@ AnalysisKind prefix_table_kind() {
   k.caption = "The class a classify run predicts for every prefix w_1..w_i of the sentence, with its probability (CRU paper Table 5).";
   k.tasks = {"classify"};
   k.inputs.text = true;
-  k.run = run;
+  k.run = run_prefix_table;
   return k;
 }
 

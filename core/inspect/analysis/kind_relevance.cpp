@@ -47,7 +47,7 @@ LabeledMatrix relevance_map(Task& task, const std::string& text, int64_t last_k,
 }
 
 namespace {
-AnalysisResult run(const AnalysisKind& kind, const AnalysisRequest& req) {
+AnalysisResult run_relevance(const AnalysisKind& kind, const AnalysisRequest& req) {
   HeatmapSet h;
   h.x_label = "earlier character j";
   h.y_label = "character t (last K)";
@@ -103,7 +103,7 @@ AnalysisKind relevance_kind() {
   k.inputs.text = k.inputs.last_k = k.inputs.layer = true;
   k.multi_run = true;
   k.colour_map = true;
-  k.run = run;
+  k.run = run_relevance;
   return k;
 }
 

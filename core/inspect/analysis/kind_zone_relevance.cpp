@@ -40,7 +40,7 @@ LabeledMatrix zone_relevance(Task& task, const std::string& text, int64_t t, int
 }
 
 namespace {
-AnalysisResult run(const AnalysisKind& kind, const AnalysisRequest& req) {
+AnalysisResult run_zone_relevance(const AnalysisKind& kind, const AnalysisRequest& req) {
   auto t = load_for(kind, req.runs[0], req.checkpoint);
   HeatmapSet h;
   h.matrices.push_back(zone_relevance(*t, text_or_default(req, *t), req.position, req.layer));
@@ -70,7 +70,7 @@ AnalysisKind zone_relevance_kind() {
   k.tasks = {"char_lm"};
   k.inputs.text = k.inputs.position = k.inputs.layer = true;
   k.colour_map = true;
-  k.run = run;
+  k.run = run_zone_relevance;
   return k;
 }
 
