@@ -139,8 +139,8 @@ ASAN_TESTS_EXCLUDE=${CELLSCOPE_ASAN_TESTS_EXCLUDE:-'^(mzu|dist|dist_cluster|dist
 # a 150-step training of each MZU on both paths, the MZU products split over M-functions at four
 # sizes (the clang build's core runs on one thread: fused::core_has_openmp), the timed peer bench,
 # a cloze reader trained to beat a baseline, and the memory count at the bench width. The
-# sanitizers see the same code in the files' shorter tests; these repeat it at length (about 45%
-# of the stage's test time). They all run in the main stage.
+# sanitizers see the same code in the files' shorter tests; these repeat it at length. They all run
+# in the main stage.
 ASAN_GTEST_EXCLUDE=${CELLSCOPE_ASAN_GTEST_EXCLUDE:-'FusedMzu.same_training_on_default_corpus:FusedMzu.products_split_over_m_functions:BenchPeers.peerBenchReportsTimesSpeedupEfficiencyAndMemory:ClozeTrain.beatsTheFrequencyBaselineOnHeldOutQuestions:FastPathMemory.gruEngineCellsAtTheBenchWidth'}
 sanitizer_stage() {
   local src=0
