@@ -311,4 +311,113 @@ TEST(Reliability, runKilledBeforeItsFirstCheckpointResumesFromScratch) {
   ASSERT_EQ(summary_of(dir).value("status", std::string()), "finished");
 }
 
+// A run's metrics without the wall-clock fields, line by line.
+std::vector<json> comparable_lines(const std::string& dir) {
+  std::vector<json> v;
+  for (auto& l : cstest::split(cstest::read_text(dir + "/metrics.jsonl"), '\n', true)) {
+    json j = cstest::json_object(l);
+    j.erase("elapsed");
+    j.erase("throughput");
+    v.push_back(j);
+  }
+  return v;
+}
+
+// A run that lost checkpoints/last.pt (deleted, an interrupted copy) but still holds step_<N>.pt
+// resumes from the newest step_<N>.pt that loads and verifies: its history is trimmed only to
+// that step, never restarted from step 0. A finished run whose step_<N>.pt is its last step stays
+// as it is.
+TEST(Reliability, resumeWithoutLastPtContinuesFromTheNewestIntactStepCheckpoint) {
+  const std::string ref = train_new("nolast_ref");
+  const std::string dir = train_new("nolast_run");
+  const std::string metrics = cstest::read_text(dir + "/metrics.jsonl");
+  const std::string best = cstest::read_text(dir + "/checkpoints/best.pt");
+  std::string out, err;
+  // finished at step 20, step_20.pt kept: nothing to train, nothing written
+  fs::remove(dir + "/checkpoints/last.pt");
+  const auto before = snapshot(dir);
+  ASSERT_EQ(cstest::run_cli({"train", "--resume", dir, "--quiet"}, &out, &err), 0) << err;
+  ASSERT_TRUE(snapshot(dir) == before) << "resuming a finished run without last.pt changed it";
+  ASSERT_EQ(cstest::read_text(dir + "/metrics.jsonl"), metrics);
+  ASSERT_EQ(cstest::read_text(dir + "/checkpoints/best.pt"), best);
+  // step_20.pt gone too and step_15.pt damaged: resumed from step_10.pt, trained on to step 20
+  fs::remove(dir + "/checkpoints/step_20.pt");
+  std::string s15 = cstest::read_text(dir + "/checkpoints/step_15.pt");
+  s15[s15.size() / 2] = static_cast<char>(s15[s15.size() / 2] ^ 0x10);
+  cstest::write_text(dir + "/checkpoints/step_15.pt", s15);
+  ASSERT_EQ(cstest::run_cli({"train", "--resume", dir, "--quiet"}, &out, &err), 0) << err;
+  ASSERT_TRUE(cstest::contains(err, "last.pt is missing") && cstest::contains(err, "step_10.pt")) << err;
+  const std::string log = cstest::read_text(dir + "/log.txt");
+  ASSERT_TRUE(cstest::contains(log, "step_10.pt")) << log;
+  ASSERT_FALSE(cstest::contains(log, "starting again from step 0")) << log;
+  ASSERT_TRUE(cstest::contains(log, "from step 10 to 20")) << log;
+  // the same options from step 10 on: the same history as the uninterrupted run
+  ASSERT_EQ(comparable_lines(dir), comparable_lines(ref));
+  ASSERT_EQ(summary_of(dir).value("status", std::string()), "finished");
+  ASSERT_TRUE(fs::exists(dir + "/checkpoints/last.pt"));
+  int rc = 0;
+  ASSERT_EQ(eval_bpc(dir, "best", &rc), eval_bpc(ref, "best"));
+  ASSERT_EQ(rc, 0);
+}
+
+// A run whose history cannot be resumed (its checkpoints/ directory is gone, or no checkpoint
+// loads) is refused with exit 2 before anything is written; --fork RUN@N of a checkpoint that is
+// still there works and leaves the run as it is.
+TEST(Reliability, resumeWithoutUsableCheckpointsRefusesAndKeepsTheHistory) {
+  std::string out, err;
+  // checkpoints/ removed
+  const std::string gone = train_new("nockdir_run", {{"steps", 30}});
+  fs::remove_all(gone + "/checkpoints");
+  auto before = snapshot(gone);
+  ASSERT_EQ(cstest::run_cli({"train", "--resume", gone, "--steps", "40", "--quiet"}, &out, &err), 2) << err;
+  ASSERT_TRUE(cstest::contains(err, "checkpoints")) << err;
+  ASSERT_TRUE(cstest::contains(err, "new run")) << err;
+  ASSERT_TRUE(snapshot(gone) == before) << "a refused resume changed the run directory";
+  ASSERT_FALSE(fs::exists(gone + "/checkpoints"));
+  // every checkpoint removed but checkpoints/ kept, history far beyond the first checkpoint
+  const std::string empty = train_new("emptyck_run", {{"steps", 30}});
+  for (auto& e : fs::directory_iterator(empty + "/checkpoints")) fs::remove(e.path());
+  before = snapshot(empty);
+  ASSERT_EQ(cstest::run_cli({"train", "--resume", empty, "--steps", "40", "--quiet"}, &out, &err), 2) << err;
+  ASSERT_TRUE(cstest::contains(err, "no checkpoint")) << err;
+  ASSERT_TRUE(snapshot(empty) == before) << "a refused resume changed the run directory";
+  // last.pt gone and every step_<N>.pt damaged: refused, pointing to --fork
+  const std::string bad = train_new("badck_run", {{"steps", 30}, {"keep_checkpoints", 2}});
+  fs::remove(bad + "/checkpoints/last.pt");
+  for (const char* n : {"step_25.pt", "step_30.pt"}) {
+    std::string b = cstest::read_text(bad + "/checkpoints/" + n);
+    b[b.size() / 2] = static_cast<char>(b[b.size() / 2] ^ 0x10);
+    cstest::write_text(bad + "/checkpoints/" + n, b);
+  }
+  before = snapshot(bad);
+  ASSERT_EQ(cstest::run_cli({"train", "--resume", bad, "--steps", "40", "--quiet"}, &out, &err), 2) << err;
+  ASSERT_TRUE(cstest::contains(err, "--fork " + bad + "@best")) << err;
+  ASSERT_TRUE(cstest::contains(err, "step_30.pt")) << err;
+  ASSERT_TRUE(snapshot(bad) == before) << "a refused resume changed the run directory";
+  // forks: the default (last) is refused, RUN@N of a checkpoint still there works; the run stays as it is
+  const std::string nolast = train_new("nolast_fork_parent", {{"steps", 30}});
+  fs::remove(nolast + "/checkpoints/last.pt");
+  before = snapshot(nolast);
+  const std::string child = cstest::temp_dir() + "/nolast_fork_child";
+  ASSERT_EQ(cstest::run_cli({"train", "--fork", nolast, "--steps", "40", "--run-dir", child, "--quiet"}, &out, &err), 2) << err;
+  ASSERT_FALSE(fs::exists(child));
+  ASSERT_EQ(cstest::run_cli({"train", "--fork", nolast + "@25", "--steps", "40", "--run-dir", child, "--quiet"}, &out, &err), 0)
+      << err;
+  ASSERT_EQ(summary_of(child).value("step", 0), 40);
+  ASSERT_TRUE(snapshot(nolast) == before) << "forking changed the parent";
+}
+
+// A run killed before anything but its creation, whose checkpoints/ directory is gone too, has no
+// history to lose: it starts again from step 0 and the directory is made again.
+TEST(Reliability, resumeWithoutCheckpointsDirectoryAndHistoryStartsAgain) {
+  const std::string dir = train_new("nockdir_fresh");
+  fs::remove_all(dir + "/checkpoints");
+  fs::remove(dir + "/metrics.jsonl");
+  fs::remove(dir + "/summary.json");
+  std::string out, err;
+  ASSERT_EQ(cstest::run_cli({"train", "--resume", dir, "--quiet"}, &out, &err), 0) << err;
+  ASSERT_EQ(summary_of(dir).value("status", std::string()), "finished");
+  ASSERT_TRUE(fs::exists(dir + "/checkpoints/last.pt"));
+}
+
 }  // namespace test_reliability

@@ -228,6 +228,39 @@ TEST_F(SweepWorkers, pointLocksAndUnresumableRuns) {
   expect_complete(ws, "locks", spec);
 }
 
+// A point's run that lost checkpoints/last.pt but keeps step_<N>.pt is resumed from the newest of
+// them in its own directory, its history up to that step kept; it is never removed as a run
+// interrupted before its first checkpoint.
+TEST_F(SweepWorkers, pointWithoutLastPtResumesFromItsStepCheckpoint) {
+  const std::string ws = cstest::temp_dir() + "/ws_nolast";
+  const json spec = {{"name", "nolast"}, {"base", toy_base(corpus_, 10)}, {"grid", {{"model.hidden", {8}}}}, {"seeds", {1}}};
+  const std::string path = write_spec("nolast", spec);
+  const auto points = expand_sweep(SweepSpec::from_json(spec));
+  std::string out, err;
+  ASSERT_EQ(cstest::run_cli({"sweep", "run", path, "--workspace", ws, "--point", "0"}, &out, &err), 0) << err;
+  const std::string dir = point_state(ws, "nolast", points[0].id).run_dir;
+  ASSERT_EQ(summary_status(dir), "finished");
+  // as a point killed at step 10 leaves it, then last.pt and step_10.pt lost
+  fs::remove(dir + "/checkpoints/last.pt");
+  fs::remove(dir + "/checkpoints/step_10.pt");
+  ASSERT_TRUE(fs::exists(dir + "/checkpoints/step_5.pt"));
+  std::string kept;
+  for (auto& l : cstest::split(cstest::read_text(dir + "/metrics.jsonl"), '\n', true))
+    if (cstest::json_object(l).value("step", 0) <= 5) kept += l + "\n";
+  ASSERT_FALSE(kept.empty());
+  json sum = json::parse(cstest::read_text(dir + "/summary.json"));
+  sum["status"] = "running";
+  atomic_write(dir + "/summary.json", sum.dump(2));
+  json st = json::parse(cstest::read_text(sweep_dir(ws, "nolast") + "/state.json"));
+  st["points"][points[0].id] = {{"run_dir", dir}, {"status", "running"}};
+  atomic_write(sweep_dir(ws, "nolast") + "/state.json", st.dump(2));
+  ASSERT_EQ(cstest::run_cli({"sweep", "run", path, "--workspace", ws, "--point", "0"}, &out, &err), 0) << err;
+  ASSERT_TRUE(cstest::contains(err, "resuming " + points[0].id + " -> " + dir)) << err;
+  ASSERT_EQ(point_state(ws, "nolast", points[0].id).run_dir, dir);
+  ASSERT_TRUE(cstest::starts_with(cstest::read_text(dir + "/metrics.jsonl"), kept));
+  expect_complete(ws, "nolast", spec);
+}
+
 // A worker killed (SIGKILL) mid-run: the table says what is missing, and the same share run
 // again resumes the killed point in its own run directory and finishes the rest.
 TEST_F(SweepWorkers, killedWorkerResumes) {

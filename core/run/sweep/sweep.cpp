@@ -339,8 +339,12 @@ std::string absolute_dir(const std::string& p) {
   return a;
 }
 
+// last.pt or a step_<N>.pt: a run that lost last.pt is resumed from its newest step_<N>.pt
+// (Trainer::resume), never removed as one interrupted before its first checkpoint.
 bool has_checkpoint(const std::string& run_dir) {
-  return !run_dir.empty() && file_exists(join_path(join_path(run_dir, "checkpoints"), "last.pt"));
+  if (run_dir.empty()) return false;
+  const RunStore store(run_dir);
+  return file_exists(join_path(store.checkpoint_dir(), "last.pt")) || !store.checkpoint_steps().empty();
 }
 
 // The run directory of a point: <workspace>/<time>-<task>-<cell>-<sweep>-p<index>. Unique

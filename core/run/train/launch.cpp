@@ -146,7 +146,7 @@ LaunchedRun start_run(const json& raw_cfg, const LaunchOptions& o) {
     }
   };
   if (resuming) {
-    // load + check last.pt, then trim metrics.jsonl; config.json only after that
+    // load + check last.pt (or the newest intact step_<N>.pt), then trim metrics.jsonl; config.json only after that
     load([&] { out.trainer->resume(); });
     out.resumed = true;
     if (root && !out.trainer->already_finished()) out.store->write_config(out.cfg);

@@ -8,6 +8,7 @@
 #include <torch/serialize.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cmath>
@@ -252,20 +253,95 @@ void Trainer::load_checkpoint(const std::string& path) {
   }
 }
 
+namespace {
+// The step of the first checkpoint a run with these training options writes: every
+// checkpoint_every steps, else at each evaluation (eval_every), else at the end; an early stop
+// comes only at an evaluation, so never before it.
+int64_t first_checkpoint_step(const TrainingOptions& tr) {
+  const int64_t every = tr.checkpoint_every > 0 ? tr.checkpoint_every : tr.eval_every > 0 ? tr.eval_every : tr.steps;
+  return std::max<int64_t>(0, std::min(every, tr.steps));
+}
+
+// Why starting a run without a checkpoint again from step 0 would lose history (empty: nothing
+// to lose). A run killed before its first checkpoint holds metrics lines up to the step of that
+// checkpoint at most; lines after it, a summary saying "stopped" or "finished" (both end with a
+// checkpoint), or metrics after step 0 in a run whose checkpoints/ directory is gone (a run is
+// always created with it) show that checkpoints existed and were lost.
+std::string history_without_checkpoint(const RunStore& store) {
+  int64_t last_step = 0;
+  for (auto& j : store.read_metrics()) last_step = std::max(last_step, j.value("step", int64_t(0)));
+  if (!dir_exists(store.checkpoint_dir()) && last_step > 0)
+    return "its checkpoints/ directory is gone while metrics.jsonl holds steps up to " + std::to_string(last_step);
+  const TrainingOptions tr = read_training_options(load_and_resolve(store.read_config(), store.path("config.json")).at("training"));
+  const int64_t first = first_checkpoint_step(tr);
+  if (last_step > first)
+    return "it has no checkpoint while metrics.jsonl holds steps up to " + std::to_string(last_step) +
+           " (its first checkpoint was due at step " + std::to_string(first) + ")";
+  if (file_exists(store.path("summary.json"))) {
+    const RunSummary s = store.read_summary();
+    if (s.step > 0 && (s.status == "stopped" || s.status == "finished"))
+      return "it has no checkpoint while its summary says " + s.status + " at step " + std::to_string(s.step);
+  }
+  return "";
+}
+}  // namespace
+
 void Trainer::resume() {
   if (!store_) throw UserError("resume needs a run directory");
   // Every rank reads the same (rank-independent) checkpoint; only rank 0 touches the directory,
   // and only once the checkpoint has loaded and matched the model.
-  const std::string last = join_path(store_->checkpoint_dir(), "last.pt");
+  const std::string dir = store_->checkpoint_dir();
+  const std::string last = join_path(dir, "last.pt");
+  const std::string refusal = "cannot resume '" + store_->dir() + "': ";
+  const std::string nothing_changed = "; nothing in the run directory was changed";
+  std::string resumed_from = "last.pt", resume_note;
   if (!file_exists(last)) {
-    // Killed (or failed) before its first checkpoint: the run starts again from step 0 in its
-    // directory, exactly as a new run would (the caller seeded and built the task afresh).
-    if (writer()) store_->remove_stale_temp_files();
-    if (writer()) store_->truncate_metrics(-1);
-    if (writer()) store_->log("no checkpoint yet: starting again from step 0");
-    return;
+    // last.pt lost (deleted, an interrupted copy) while step_<N>.pt remain: resume from the
+    // newest of them that loads and verifies, never from step 0 (that would discard the history).
+    const auto steps = store_->checkpoint_steps();
+    std::string first_error, skipped;  // skipped: logged once a checkpoint loaded (a refusal writes nothing)
+    bool loaded = false;
+    for (auto it = steps.rbegin(); it != steps.rend() && !loaded; ++it) {
+      const std::string name = "step_" + std::to_string(*it) + ".pt";
+      try {
+        load_checkpoint(join_path(dir, name));
+        loaded = true;
+        resumed_from = name;
+        resume_note = skipped;
+      } catch (const UserError& e) {
+        if (first_error.empty()) first_error = e.what();
+        skipped += "; " + name + " skipped: " + e.what();
+      }
+    }
+    if (!loaded && !steps.empty())
+      throw UserError(refusal + "checkpoints/last.pt is missing and no step_<N>.pt loads (the newest: " + first_error +
+                      ")" + nothing_changed + ". " +
+                      (file_exists(join_path(dir, "best.pt"))
+                           ? "Fork its best checkpoint into a new run with `cellscope-cli train --fork " + store_->dir() +
+                                 "@best`, or start"
+                           : std::string("Start")) +
+                      " a new run from its config.json");
+    if (!loaded) {
+      // No checkpoint at all. A run killed (or failed) before its first checkpoint starts again
+      // from step 0 in its directory, exactly as a new run would (the caller seeded and built the
+      // task afresh); a run whose checkpoints were lost is refused: its history is kept.
+      const std::string lost = history_without_checkpoint(*store_);
+      if (!lost.empty())
+        throw UserError(refusal + lost + ", so it cannot go on from where it stopped" + nothing_changed +
+                        ". Start a new run from its config.json (`cellscope-cli train " + store_->path("config.json") +
+                        "`), or put a copy of its checkpoints back (or fork one with `cellscope-cli train --fork "
+                        "COPY_DIR@STEP`)");
+      if (writer()) {
+        make_dirs(dir);  // a run created without it, or that lost it with no history to lose
+        store_->remove_stale_temp_files();
+        store_->truncate_metrics(-1);
+        store_->log("no checkpoint yet: starting again from step 0");
+      }
+      return;
+    }
+  } else {
+    load_checkpoint(last);
   }
-  load_checkpoint(last);
   impl_->last_pt_step = step_;
   const RunSummary before = store_->read_summary();
   const bool early = before.reason.rfind("early stop", 0) == 0;
@@ -276,6 +352,12 @@ void Trainer::resume() {
   }
   if (writer()) store_->remove_stale_temp_files();
   if (writer()) store_->truncate_metrics(step_);
+  if (writer() && resumed_from != "last.pt") {
+    const std::string note = "checkpoints/last.pt is missing: resuming from checkpoints/" + resumed_from + " (step " +
+                             std::to_string(step_) + "); metrics.jsonl trimmed to that step" + resume_note;
+    store_->log(note);
+    std::fprintf(stderr, "warning: %s\n", note.c_str());  // the CLI prints no log line before training starts
+  }
   summary_.step = step_;
   summary_.has_best = impl_->has_best;
   summary_.best_valid = impl_->best;

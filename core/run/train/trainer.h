@@ -56,7 +56,10 @@ class Trainer {
   ~Trainer();
   // Load checkpoints/last.pt (model, optimizer, task, trainer state, RNG) and
   // trim metrics.jsonl to the checkpoint's step. The checkpoint is checked against the
-  // model (every parameter's name and shape) before anything is written. Resuming a run
+  // model (every parameter's name and shape) before anything is written. Without last.pt
+  // the newest step_<N>.pt that loads is used; a run without a usable checkpoint starts
+  // again from step 0 only when it has no history to lose, otherwise UserError and nothing
+  // is written (docs/RELIABILITY.md, "A run's history is never lost on resume"). Resuming a run
   // that finished (summary status "finished", training.steps not raised, or an early
   // stop) makes run() a no-op that writes nothing (no second test evaluation).
   void resume();
