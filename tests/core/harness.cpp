@@ -225,6 +225,16 @@ EnvGuard::EnvGuard(const char* name, const std::string& value) : name_(name), ha
   if (had_) old_ = std::getenv(name);
   ::setenv(name, value.c_str(), 1);
 }
+std::vector<nlohmann::json> comparable_metrics(const std::string& run_dir) {
+  std::vector<nlohmann::json> v;
+  for (auto& l : split(read_text(run_dir + "/metrics.jsonl"), '\n', true)) {
+    nlohmann::json j = json_object(l);
+    j.erase("elapsed");
+    j.erase("throughput");
+    v.push_back(j);
+  }
+  return v;
+}
 EnvGuard::~EnvGuard() {
   if (had_) ::setenv(name_.c_str(), old_.c_str(), 1);
   else ::unsetenv(name_.c_str());

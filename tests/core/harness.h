@@ -61,6 +61,9 @@ inline nlohmann::json json_object(const std::string& text) {
   auto j = nlohmann::json::parse(text, nullptr, false);
   return j.is_object() ? j : nlohmann::json::object();
 }
+// The lines of a run's metrics.jsonl without the wall-clock fields ("elapsed", "throughput"):
+// what must be identical between two runs of the same training.
+std::vector<nlohmann::json> comparable_metrics(const std::string& run_dir);
 
 // Sets an environment variable for one scope, restores (or unsets) it after.
 class EnvGuard {

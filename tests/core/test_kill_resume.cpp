@@ -37,17 +37,6 @@ std::string kill_config() {
   return p;
 }
 
-std::vector<json> comparable_metrics(const std::string& dir) {
-  std::vector<json> v;
-  for (auto& l : cstest::split(cstest::read_text(dir + "/metrics.jsonl"), '\n', true)) {
-    json j = cstest::json_object(l);
-    j.erase("elapsed");
-    j.erase("throughput");
-    v.push_back(j);
-  }
-  return v;
-}
-
 json comparable_summary(const std::string& dir) {
   json s = cstest::json_object(cstest::read_text(dir + "/summary.json"));
   for (auto k : {"elapsed", "mean_throughput", "started", "updated"}) s.erase(k);
@@ -118,7 +107,7 @@ TEST(KillResume, killedAndResumedRunEqualsUninterrupted) {
   ASSERT_GE(kills_while_training, 15);
 
   // bit for bit: metrics (without wall-clock fields), summary, weights of the last checkpoint
-  const auto a = comparable_metrics(ref), b = comparable_metrics(dir);
+  const auto a = cstest::comparable_metrics(ref), b = cstest::comparable_metrics(dir);
   ASSERT_EQ(a.size(), b.size());
   for (size_t i = 0; i < a.size(); ++i) ASSERT_EQ(a[i], b[i]) << "line " << i;
   ASSERT_EQ(comparable_summary(ref), comparable_summary(dir));

@@ -311,18 +311,6 @@ TEST(Reliability, runKilledBeforeItsFirstCheckpointResumesFromScratch) {
   ASSERT_EQ(summary_of(dir).value("status", std::string()), "finished");
 }
 
-// A run's metrics without the wall-clock fields, line by line.
-std::vector<json> comparable_lines(const std::string& dir) {
-  std::vector<json> v;
-  for (auto& l : cstest::split(cstest::read_text(dir + "/metrics.jsonl"), '\n', true)) {
-    json j = cstest::json_object(l);
-    j.erase("elapsed");
-    j.erase("throughput");
-    v.push_back(j);
-  }
-  return v;
-}
-
 // A run that lost checkpoints/last.pt (deleted, an interrupted copy) but still holds step_<N>.pt
 // resumes from the newest step_<N>.pt that loads and verifies: its history is trimmed only to
 // that step, never restarted from step 0. A finished run whose step_<N>.pt is its last step stays
@@ -352,7 +340,7 @@ TEST(Reliability, resumeWithoutLastPtContinuesFromTheNewestIntactStepCheckpoint)
   ASSERT_FALSE(cstest::contains(log, "starting again from step 0")) << log;
   ASSERT_TRUE(cstest::contains(log, "from step 10 to 20")) << log;
   // the same options from step 10 on: the same history as the uninterrupted run
-  ASSERT_EQ(comparable_lines(dir), comparable_lines(ref));
+  ASSERT_EQ(cstest::comparable_metrics(dir), cstest::comparable_metrics(ref));
   ASSERT_EQ(summary_of(dir).value("status", std::string()), "finished");
   ASSERT_TRUE(fs::exists(dir + "/checkpoints/last.pt"));
   int rc = 0;
