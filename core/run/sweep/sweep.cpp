@@ -21,6 +21,7 @@
 
 #include "dist/launch.h"
 #include "train/launch.h"
+#include "train/trainer.h"
 #include "util/error.h"
 #include "util/paths.h"
 
@@ -363,14 +364,27 @@ std::string point_run_dir(const std::string& ws, const SweepSpec& spec, const Sw
   return d;
 }
 
-// A point's run directory left without a checkpoint by a killed process holds nothing to
-// resume: it is removed (when no process writes it) so that the point keeps one run directory.
+// A point's run directory left without a checkpoint by a process killed before its first
+// checkpoint holds nothing to resume: it is removed (when no process writes it) so that the point
+// keeps one run directory. One whose checkpoints were lost after it had history is kept.
 void discard_unresumable_run(const std::string& run_dir, const std::string& tag,
                              const std::function<void(const std::string&)>& log) {
   if (run_dir.empty() || !dir_exists(run_dir) || has_checkpoint(run_dir)) return;
   try {
     RunStore store(run_dir);
     store.lock_for_writing();  // UserError when another process writes it: leave it alone
+    // A run whose checkpoints were lost still holds its history: never removed (the point
+    // starts over in a new directory and this one stays for the user to look at or fork).
+    std::string lost;
+    try {
+      lost = history_without_checkpoint(store);
+    } catch (const UserError& e) {
+      lost = std::string("its config.json or summary.json cannot be read: ") + e.what();
+    }
+    if (!lost.empty()) {
+      if (log) log(tag + ": kept " + run_dir + " (" + lost + "; nothing in it was changed); the point starts over in a new run directory");
+      return;
+    }
     std::error_code ec;
     std::filesystem::remove_all(run_dir, ec);
     if (log) log(tag + ": removed " + run_dir + " (interrupted before its first checkpoint; the point starts over)");

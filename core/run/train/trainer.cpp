@@ -262,11 +262,12 @@ int64_t first_checkpoint_step(const TrainingOptions& tr) {
   return std::max<int64_t>(0, std::min(every, tr.steps));
 }
 
-// Why starting a run without a checkpoint again from step 0 would lose history (empty: nothing
-// to lose). A run killed before its first checkpoint holds metrics lines up to the step of that
-// checkpoint at most; lines after it, a summary saying "stopped" or "finished" (both end with a
-// checkpoint), or metrics after step 0 in a run whose checkpoints/ directory is gone (a run is
-// always created with it) show that checkpoints existed and were lost.
+}  // namespace
+
+// A run killed before its first checkpoint holds metrics lines up to the step of that checkpoint
+// at most; lines after it, a summary saying "stopped" or "finished" (both end with a checkpoint),
+// or metrics after step 0 in a run whose checkpoints/ directory is gone (a run is always created
+// with it) show that checkpoints existed and were lost.
 std::string history_without_checkpoint(const RunStore& store) {
   int64_t last_step = 0;
   for (auto& j : store.read_metrics()) last_step = std::max(last_step, j.value("step", int64_t(0)));
@@ -284,7 +285,6 @@ std::string history_without_checkpoint(const RunStore& store) {
   }
   return "";
 }
-}  // namespace
 
 void Trainer::resume() {
   if (!store_) throw UserError("resume needs a run directory");
@@ -345,11 +345,18 @@ void Trainer::resume() {
   impl_->last_pt_step = step_;
   const RunSummary before = store_->read_summary();
   const bool early = before.reason.rfind("early stop", 0) == 0;
-  already_finished_ = before.status == "finished" && (early || step_ >= read_training_options(cfg_.at("training")).steps);
+  const int64_t target = read_training_options(cfg_.at("training")).steps;
+  already_finished_ = before.status == "finished" && (early || step_ >= target);
   if (already_finished_) {
     finished_summary_ = before;
     return;  // nothing to train: the run directory stays as it is
   }
+  // A target below the step reached would record a run of `target` steps that trained further
+  // (config.json and the log saying "from step N to target"): refused before anything is written.
+  if (target < step_)
+    throw UserError(refusal + "training.steps (" + std::to_string(target) + ") is below the step it has reached (" +
+                    std::to_string(step_) + ")" + nothing_changed + ". Give --steps " + std::to_string(step_) +
+                    " to end it there (it is then evaluated on the test split), or more to train on");
   if (writer()) store_->remove_stale_temp_files();
   if (writer()) store_->truncate_metrics(step_);
   if (writer() && resumed_from != "last.pt") {

@@ -43,6 +43,12 @@ struct TrainOutcome {
   std::string run_dir;
 };
 
+// Why starting `store`'s run again from step 0 would lose history (empty when there is none to
+// lose): its checkpoints/ directory is gone while metrics.jsonl holds steps, metrics.jsonl holds
+// steps past the first checkpoint the run was due to write, or its summary says it stopped or
+// finished. Trainer::resume refuses such a run; a sweep keeps its directory (docs/RELIABILITY.md).
+std::string history_without_checkpoint(const RunStore& store);
+
 class Trainer {
  public:
   // `cfg` resolved. `store` may be null for in-memory training (tests, sweeps of
