@@ -130,9 +130,17 @@ void report_missing(const cs::SweepResults& r) {
 }
 
 int sweep_list() {
-  for (auto& s : cs::bundled_sweeps())
+  int broken = 0;
+  for (auto& s : cs::bundled_sweeps()) {
+    if (s.contains("error")) {
+      ++broken;
+      std::cerr << "error: bundled sweep '" << s["name"].get<std::string>() << "' does not load: " << s["error"].get<std::string>()
+                << "\n";
+      continue;
+    }
     std::cout << std::left << std::setw(28) << s["name"].get<std::string>() << s["notes"].get<std::string>() << "\n";
-  return 0;
+  }
+  return broken ? 1 : 0;
 }
 
 int sweep_jobs(const cs::SweepSpec& spec, const cs::SweepRunOptions& base, const Args& args, int jobs);

@@ -13,6 +13,8 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
+#include <cstdlib>
 
 #include "corpus_fixture.h"
 #include "harness.h"
@@ -22,6 +24,7 @@
 #include "train/metrics.h"
 #include "train/run_store.h"
 #include "util/error.h"
+#include "util/paths.h"
 
 namespace test_sweep_table {  // this file's own names in a unity build (tests/README.md)
 
@@ -410,6 +413,35 @@ TEST(SweepTable, reproduceSweepsStopEarlyWithThreeSeeds) {
     EXPECT_EQ(spec.seeds, (std::vector<int64_t>{1, 2, 3})) << name;
   }
   EXPECT_EQ(n, 8);  // MZU Tables 3-4, CRU Tables 2-3 and Fig. 3, MC-RNN Tables 2-4
+}
+
+// A bundled sweep that does not load is listed with its reason, never dropped without a word;
+// `sweep list` names it on stderr and exits 1.
+TEST(SweepTable, brokenBundledSweepIsListedWithItsError) {
+  const std::string res = cstest::temp_dir() + "/broken_resources";
+  std::filesystem::create_directories(res + "/sweeps");
+  const std::string good = read_file(join_path(join_path(resources_dir(), "sweeps"), "reproduce-cru-table3.json"));
+  atomic_write(res + "/sweeps/good.json", good);
+  atomic_write(res + "/sweeps/broken.json", "{\"name\": \"broken\", \"grid\": [");
+  atomic_write(res + "/sweeps/wrong.json", "{\"name\": \"wrong\", \"seeds\": \"three\"}");
+  ::setenv("CELLSCOPE_RESOURCES", res.c_str(), 1);
+  const auto sweeps = bundled_sweeps();
+  std::string out, err;
+  const int rc = cstest::run_cli({"sweep", "list"}, &out, &err);
+  ::unsetenv("CELLSCOPE_RESOURCES");
+  ASSERT_EQ(sweeps.size(), 3u);
+  std::map<std::string, json> by_name;
+  for (auto& s : sweeps) by_name[s.at("name").get<std::string>()] = s;
+  ASSERT_FALSE(by_name.at("good").contains("error")) << by_name.at("good").dump();
+  ASSERT_FALSE(by_name.at("good").at("notes").get<std::string>().empty());
+  ASSERT_TRUE(by_name.at("broken").contains("error"));
+  ASSERT_TRUE(cstest::contains(by_name.at("broken").at("error").get<std::string>(), "broken.json")) << by_name.at("broken").dump();
+  ASSERT_TRUE(by_name.at("wrong").contains("error"));
+  ASSERT_TRUE(cstest::contains(by_name.at("wrong").at("error").get<std::string>(), "wrong.json: base: missing")) << by_name.at("wrong").dump();
+  ASSERT_EQ(rc, 1) << out << err;
+  ASSERT_TRUE(cstest::contains(out, "good")) << out;
+  ASSERT_TRUE(cstest::contains(err, "bundled sweep 'broken' does not load")) << err;
+  ASSERT_TRUE(cstest::contains(err, "bundled sweep 'wrong' does not load")) << err;
 }
 
 }  // namespace test_sweep_table

@@ -221,10 +221,14 @@ std::vector<json> bundled_sweeps() {
   if (!dir_exists(dir)) return out;
   for (auto& n : list_dir(dir)) {
     if (n.size() < 6 || n.substr(n.size() - 5) != ".json") continue;
+    const std::string path = join_path(dir, n), name = n.substr(0, n.size() - 5);
+    // A file that does not load is listed with its error (an installation problem to see, not
+    // to hide); `sweep run NAME` then gives the same message.
     try {
-      json p = parse_json(read_file(join_path(dir, n)), join_path(dir, n));
-      out.push_back({{"name", n.substr(0, n.size() - 5)}, {"notes", p.value("notes", "")}, {"path", join_path(dir, n)}});
-    } catch (...) {
+      const SweepSpec spec = load_sweep_spec(path);
+      out.push_back({{"name", name}, {"notes", spec.source.value("notes", "")}, {"path", path}});
+    } catch (const std::exception& e) {
+      out.push_back({{"name", name}, {"notes", ""}, {"path", path}, {"error", e.what()}});
     }
   }
   return out;

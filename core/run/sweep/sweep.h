@@ -59,7 +59,8 @@ struct SweepSpec {
 // A spec from a file, a bundled sweep (resources/sweeps/<name>.json) or an
 // existing sweep directory's sweep.json.
 SweepSpec load_sweep_spec(const std::string& file_or_name);
-// Bundled sweep specs: {name, notes, path} for resources/sweeps/*.json.
+// Bundled sweep specs: {name, notes, path} for resources/sweeps/*.json; a file that does not
+// load as a sweep spec is listed with {"error": the reason} and empty notes.
 std::vector<json> bundled_sweeps();
 
 struct SweepPoint {
