@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "qcp.h"
+#include "util/csv.h"
 
 namespace csw {
 
@@ -32,14 +33,16 @@ void ExportableView::renderFigure(QPainter* painter, const QRect& target) const 
   painter->restore();
 }
 
-QString csvField(const QString& s) {
-  if (s.contains(QLatin1Char(',')) || s.contains(QLatin1Char('"')) || s.contains(QLatin1Char('\n')) ||
-      s.contains(QLatin1Char('\r'))) {
-    QString q = s;
-    q.replace(QLatin1String("\""), QLatin1String("\"\""));
-    return QLatin1Char('"') + q + QLatin1Char('"');
+QString csvField(const QString& s) { return QString::fromStdString(cs::csv_field(s.toStdString())); }
+
+QList<QStringList> csvRecords(const QString& csv) {
+  QList<QStringList> out;
+  for (const auto& rec : cs::csv_records(csv.toStdString())) {
+    QStringList fields;
+    for (const auto& f : rec) fields << QString::fromStdString(f);
+    out << fields;
   }
-  return s;
+  return out;
 }
 
 QString csvNumber(double v) {

@@ -19,7 +19,9 @@
 #pragma once
 
 #include <QSize>
+#include <QList>
 #include <QString>
+#include <QStringList>
 
 class QCustomPlot;
 class QPainter;
@@ -66,7 +68,8 @@ bool exportCsv(QWidget* view, const QString& path, QString* error = nullptr);
 bool writeCsvFile(const QString& csv, const QString& path, QString* error = nullptr);
 
 // CSV helpers used by the views.
-QString csvField(const QString& s);    // quotes when needed
+QString csvField(const QString& s);    // quotes when needed (RFC 4180: core/base/util/csv.h)
+QList<QStringList> csvRecords(const QString& csv);  // the records of a CSV text, each its fields
 QString csvNumber(double v);           // shortest round-trip text, empty for NaN
 
 }  // namespace csw

@@ -6,6 +6,7 @@
 
 #include "cli.h"
 #include "tasks/seq2seq_decode.h"
+#include "util/csv.h"
 #include "util/error.h"
 #include "train/trainer.h"
 #include "util/sysinfo.h"
@@ -25,12 +26,6 @@ double number_arg(const Args& a, const std::string& k, double def) {
   } catch (const std::exception&) {
     throw UsageError("--" + k + " expects a number, got '" + a.get(k) + "'");
   }
-}
-
-std::string csv_field(const std::string& s) {
-  std::string o = "\"";
-  for (char c : s) o += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return o + "\"";
 }
 
 }  // namespace
@@ -92,7 +87,7 @@ int cmd_decode(const std::vector<std::string>& a) {
   if (args.has("csv")) {
     std::cout << "source,reference,hypothesis,score\n";
     for (auto& s : r.samples)
-      std::cout << csv_field(s.source) << "," << csv_field(s.reference) << "," << csv_field(s.hypothesis) << "," << s.score << "\n";
+      std::cout << cs::csv_field(s.source) << "," << cs::csv_field(s.reference) << "," << cs::csv_field(s.hypothesis) << "," << s.score << "\n";
     std::cout << "\nmetric,value\n";
     for (auto& [k, v] : r.metrics) std::cout << k << "," << v << "\n";
     return 0;

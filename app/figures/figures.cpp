@@ -265,81 +265,34 @@ void Figure::renderFigure(QPainter* p, const QRect& target) const {
   p->restore();
 }
 
-namespace {
-// Minimal CSV line splitter (RFC 4180 quotes).
-QStringList splitCsvLine(const QString& line) {
-  QStringList out;
-  QString cur;
-  bool q = false;
-  for (int i = 0; i < line.size(); ++i) {
-    const QChar c = line[i];
-    if (q) {
-      if (c == QLatin1Char('"')) {
-        if (i + 1 < line.size() && line[i + 1] == QLatin1Char('"')) {
-          cur += c;
-          ++i;
-        } else {
-          q = false;
-        }
-      } else {
-        cur += c;
-      }
-    } else if (c == QLatin1Char('"')) {
-      q = true;
-    } else if (c == QLatin1Char(',')) {
-      out << cur;
-      cur.clear();
-    } else {
-      cur += c;
-    }
-  }
-  out << cur;
-  return out;
-}
-
-// Records of a CSV text (quoted newlines kept inside a record).
-QStringList csvRecords(const QString& csv) {
-  QStringList out;
-  QString cur;
-  bool q = false;
-  for (QChar c : csv) {
-    if (c == QLatin1Char('"')) q = !q;
-    if (c == QLatin1Char('\n') && !q) {
-      out << cur;
-      cur.clear();
-    } else {
-      cur += c;
-    }
-  }
-  if (!cur.isEmpty()) out << cur;
-  return out;
-}
-}  // namespace
 
 QString Figure::toCsv() const {
   if (panelCount() == 1) return dynamic_cast<csw::ExportableView*>(m_panels[0].view)->toCsv();
-  std::vector<QStringList> recs;
-  QSet<QString> headers;
+  std::vector<QList<QStringList>> recs;  // per panel: its records, each its fields
+  QSet<QStringList> headers;
   for (const Panel& p : m_panels) {
-    recs.push_back(csvRecords(dynamic_cast<csw::ExportableView*>(p.view)->toCsv()));
+    recs.push_back(csw::csvRecords(dynamic_cast<csw::ExportableView*>(p.view)->toCsv()));
     headers.insert(recs.back().value(0));
   }
+  auto line = [](const QStringList& fields) {
+    QStringList q;
+    for (const QString& f : fields) q << csw::csvField(f);
+    return q.join(QLatin1Char(',')) + QLatin1Char('\n');
+  };
   QString out;
   if (headers.size() <= 1) {
-    out = QStringLiteral("panel,") + recs[0].value(0) + QLatin1Char('\n');
+    out = line(QStringList{QStringLiteral("panel")} + recs[0].value(0));
     for (size_t i = 0; i < recs.size(); ++i)
-      for (int r = 1; r < recs[i].size(); ++r) out += csw::csvField(m_panels[i].name) + QLatin1Char(',') + recs[i][r] + QLatin1Char('\n');
+      for (int r = 1; r < recs[i].size(); ++r) out += line(QStringList{m_panels[i].name} + recs[i][r]);
     return out;
   }
   // Long format: first column = row label, header = column names.
   out = QStringLiteral("panel,row,column,value\n");
   for (size_t i = 0; i < recs.size(); ++i) {
-    const QStringList header = splitCsvLine(recs[i].value(0));
+    const QStringList header = recs[i].value(0);
     for (int r = 1; r < recs[i].size(); ++r) {
-      const QStringList f = splitCsvLine(recs[i][r]);
-      for (int c = 1; c < f.size(); ++c)
-        out += csw::csvField(m_panels[i].name) + QLatin1Char(',') + csw::csvField(f.value(0)) + QLatin1Char(',') +
-               csw::csvField(header.value(c)) + QLatin1Char(',') + csw::csvField(f[c]) + QLatin1Char('\n');
+      const QStringList& f = recs[i][r];
+      for (int c = 1; c < f.size(); ++c) out += line({m_panels[i].name, f.value(0), header.value(c), f[c]});
     }
   }
   return out;

@@ -5,21 +5,13 @@
 
 #include <exception>
 
+#include "export.h"
 #include "tasks/seq2seq_decode.h"
 
 namespace gui {
 
 namespace {
 QString qstr(const std::string& s) { return QString::fromStdString(s); }
-
-QString csvField(const QString& s) {
-  if (!s.contains(QLatin1Char(',')) && !s.contains(QLatin1Char('"')) && !s.contains(QLatin1Char('\n')) &&
-      !s.contains(QLatin1Char('\r')))
-    return s;
-  QString e = s;
-  e.replace(QLatin1Char('"'), QStringLiteral("\"\""));
-  return QLatin1Char('"') + e + QLatin1Char('"');
-}
 
 QString tsvField(const QString& s) {
   QString e = s;
@@ -86,7 +78,7 @@ DecodeTable runDecode(const DecodeJob& job, const QString& checkpoint,
 QString decodeTablesText(const QVector<DecodeTable>& tables, TableFormat format, bool header) {
   const bool csv = format == TableFormat::Csv;
   const QChar sep = csv ? QLatin1Char(',') : QLatin1Char('\t');
-  auto field = [csv](const QString& s) { return csv ? csvField(s) : tsvField(s); };
+  auto field = [csv](const QString& s) { return csv ? csw::csvField(s) : tsvField(s); };
   QString out;
   if (header)
     out += QStringList{QStringLiteral("checkpoint"), QStringLiteral("step"), QStringLiteral("split"),

@@ -4,15 +4,12 @@
 #include <sstream>
 #include <string>
 
+#include "util/csv.h"
+
 namespace cs::analysis_text {
 
-// One CSV field: quoted (with doubled quotes) only when it holds a comma, quote or line break.
-inline std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
-  std::string o = "\"";
-  for (char c : s) o += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return o + "\"";
-}
+// One CSV field (RFC 4180, util/csv.h).
+using cs::csv_field;
 
 // A number with 9 significant digits; "" for NaN/Inf (an empty CSV cell).
 inline std::string num(double v) {

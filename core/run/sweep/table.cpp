@@ -10,6 +10,7 @@
 #include "config/json.h"
 #include "train/metrics.h"
 #include "train/run_store.h"
+#include "util/csv.h"
 #include "util/error.h"
 
 namespace cs {
@@ -31,13 +32,6 @@ std::string join(const std::vector<std::string>& v, const std::string& sep) {
   std::string o;
   for (size_t i = 0; i < v.size(); ++i) o += (i ? sep : "") + v[i];
   return o;
-}
-
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string o = "\"";
-  for (char c : s) o += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return o + "\"";
 }
 
 std::string num(double v, int digits) {

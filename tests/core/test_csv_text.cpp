@@ -1,0 +1,52 @@
+// The one CSV rule (core/base/util/csv.h, RFC 4180) that every CSV writer and the figure's
+// reader use: what is quoted, and that the reader gives back the fields written, quoted line
+// breaks, CRLF records and doubled quotes included.
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "util/csv.h"
+
+namespace test_csv_text {  // this file's own names in a unity build (tests/README.md)
+
+using Records = std::vector<std::vector<std::string>>;
+
+TEST(CsvText, fieldsAreQuotedOnlyWhenTheyMustBe) {
+  EXPECT_EQ(cs::csv_field("plain text"), "plain text");
+  EXPECT_EQ(cs::csv_field(""), "");
+  EXPECT_EQ(cs::csv_field("a,b"), "\"a,b\"");
+  EXPECT_EQ(cs::csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
+  EXPECT_EQ(cs::csv_field("two\nlines"), "\"two\nlines\"");
+  EXPECT_EQ(cs::csv_field("carriage\rreturn"), "\"carriage\rreturn\"");  // a bare CR ends a record for many readers
+  EXPECT_EQ(cs::csv_field("tab\there"), "tab\there");
+}
+
+TEST(CsvText, recordsReadBackWhatWasWritten) {
+  const std::vector<std::string> fields = {"plain", "", "a,b", "say \"hi\"", "two\nlines", "cr\rlf\r\n", "ü ∑ 字", ",", "\""};
+  std::string line;
+  for (size_t i = 0; i < fields.size(); ++i) line += (i ? "," : "") + cs::csv_field(fields[i]);
+  const std::string text = "h1,h2\n" + line + "\n" + line + "\r\n" + "last,row";
+  const Records r = cs::csv_records(text);
+  ASSERT_EQ(r.size(), 4u);
+  EXPECT_EQ(r[0], (std::vector<std::string>{"h1", "h2"}));
+  EXPECT_EQ(r[1], fields);
+  EXPECT_EQ(r[2], fields);
+  EXPECT_EQ(r[3], (std::vector<std::string>{"last", "row"}));
+}
+
+TEST(CsvText, recordEndsAndEmptyFields) {
+  EXPECT_EQ(cs::csv_records(""), Records{});
+  EXPECT_EQ(cs::csv_records("a\n"), (Records{{"a"}}));
+  EXPECT_EQ(cs::csv_records("a\r\nb\r\n"), (Records{{"a"}, {"b"}}));
+  EXPECT_EQ(cs::csv_records(",\n"), (Records{{"", ""}}));
+  EXPECT_EQ(cs::csv_records("a,\n,b"), (Records{{"a", ""}, {"", "b"}}));
+  EXPECT_EQ(cs::csv_records("\n"), (Records{{""}}));
+  EXPECT_EQ(cs::csv_records("\"\"\n"), (Records{{""}}));
+  // a quote inside an unquoted field is a character; an unterminated quoted field runs to the end
+  EXPECT_EQ(cs::csv_records("5\" disk,x\n"), (Records{{"5\" disk", "x"}}));
+  EXPECT_EQ(cs::csv_records("\"open,end"), (Records{{"open,end"}}));
+}
+
+}  // namespace test_csv_text
