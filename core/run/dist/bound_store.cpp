@@ -143,8 +143,6 @@ void set_nodelay(int fd) {
 
 }  // namespace bound_store_detail
 
-using namespace bound_store_detail;
-
 // ---- addresses -------------------------------------------------------------------------
 
 std::string format_host_port(const std::string& host, int port) {
@@ -152,6 +150,7 @@ std::string format_host_port(const std::string& host, int port) {
 }
 
 HostPort parse_host_port(const std::string& s, const std::string& flag) {
+  using bound_store_detail::is_ipv6_literal;
   const std::string form = flag + " expects HOST:PORT or [IPV6]:PORT (got '" + s + "')";
   HostPort hp;
   std::string port;
@@ -181,6 +180,7 @@ HostPort parse_host_port(const std::string& s, const std::string& flag) {
 }
 
 std::string parse_listen_host(const std::string& s) {
+  using bound_store_detail::is_ipv6_literal;
   std::string h = s;
   if (h.size() >= 2 && h.front() == '[' && h.back() == ']') h = h.substr(1, h.size() - 2);
   if (h.empty()) throw UserError("--listen expects an address or host name (e.g. 127.0.0.1, ::1, 0.0.0.0, ::; got '" + s + "')");
@@ -194,7 +194,9 @@ std::string parse_listen_host(const std::string& s) {
 
 // ---- server ----------------------------------------------------------------------------
 
-struct StoreServer::Impl {
+namespace bound_store_detail {
+
+struct ServerImpl {
   struct Conn {
     int fd = -1;
     std::string in, out;
@@ -212,7 +214,7 @@ struct StoreServer::Impl {
   std::map<std::string, Bytes> data;
   std::map<int, Conn> conns;  // by fd
 
-  ~Impl() {
+  ~ServerImpl() {
     for (auto& [fd, c] : conns) ::close(fd);
     for (int fd : listeners) ::close(fd);
     for (int fd : wake)
@@ -429,7 +431,12 @@ struct StoreServer::Impl {
   }
 };
 
+}  // namespace bound_store_detail
+
+struct StoreServer::Impl : bound_store_detail::ServerImpl {};
+
 StoreServer::StoreServer(const std::string& listen_host, int port) : impl_(std::make_unique<Impl>()) {
+  using namespace bound_store_detail;
   const std::string where = format_host_port(listen_host, port);
   AddrList addrs;
   const std::string err = resolve(listen_host, port, true, addrs);
@@ -702,7 +709,7 @@ class BoundStoreClient : public c10d::Store {
 
 c10::intrusive_ptr<c10d::Store> connect_store(const std::string& host, int port, std::chrono::milliseconds timeout,
                                               std::shared_ptr<StoreServer> server) {
-  return c10::make_intrusive<BoundStoreClient>(host, port, timeout, std::move(server));
+  return c10::make_intrusive<bound_store_detail::BoundStoreClient>(host, port, timeout, std::move(server));
 }
 
 }  // namespace cs
