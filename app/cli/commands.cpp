@@ -292,15 +292,20 @@ int cmd_train(const std::vector<std::string>& a) {
                  "                            threads each; training.batch is the global batch, split over them\n"
                  "  --rank R --world-size W --master HOST:PORT   one worker of a multi-machine run started by a\n"
                  "                            cluster launcher (rank 0 serves the rendezvous on PORT); give every\n"
-                 "                            worker the same --run-dir on a shared filesystem to --resume\n"
+                 "                            worker the same --run-dir on a shared filesystem to --resume;\n"
+                 "                            an IPv6 master goes in brackets: [::1]:29500\n"
+                 "  --listen ADDR             the address rank 0's rendezvous store listens on (default: the\n"
+                 "                            --master host, so a loopback master is reachable from this machine\n"
+                 "                            only; 0.0.0.0 or :: listens on every interface)\n"
                  "  --store-file PATH         rendezvous through a file instead of --master\n"
-                 "  --dist-timeout SECONDS    stop when another worker dies or hangs this long (default 60)\n"
+                 "  --dist-timeout SECONDS    stop when another worker dies or hangs this long (default 60,\n"
+                 "                            at most 604800 = 7 days)\n"
                  "  --dist-backend gloo|nccl|auto   (auto: NCCL for CUDA devices when built with it)\n"
                  "  --threads K               intra-op threads of this process (overrides training.threads)\n";
     return 0;
   }
   auto args = parse(a, {"json", "quiet"}, {"run-dir", "workspace", "set", "resume", "fork", "steps", "nproc", "rank", "world-size",
-                                           "master", "store-file", "dist-timeout", "dist-backend", "threads"});
+                                           "master", "listen", "store-file", "dist-timeout", "dist-backend", "threads"});
   if (args.has("nproc") && args.has("rank")) throw UsageError("--nproc starts the workers itself; give no --rank");
   if (args.has("fork") && (args.has("nproc") || args.has("rank") || args.has("world-size")))
     throw UsageError("--fork starts a single-process run; fork first, then --resume the new run with --nproc");
@@ -317,12 +322,9 @@ int cmd_train(const std::vector<std::string>& a) {
     o.rank = static_cast<int>(args.get_int("rank", 0));
     o.world = static_cast<int>(args.get_int("world-size", 1));
     o.master = args.get("master");
+    o.listen = args.get("listen");
     o.store_file = args.get("store-file");
-    try {
-      o.timeout_s = std::stod(args.get("dist-timeout", "60"));
-    } catch (...) {
-      throw UsageError("--dist-timeout expects seconds, got '" + args.get("dist-timeout") + "'");
-    }
+    o.timeout_s = parse_dist_timeout(args, 60);
     o.backend = args.get("dist-backend", "auto");
     try {  // the device decides the automatic backend (NCCL for CUDA); the config is fully checked later
       json peek = args.has("resume") ? cs::RunStore(args.get("resume")).read_config()

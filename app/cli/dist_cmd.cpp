@@ -4,6 +4,7 @@
 #include <climits>
 #include <csignal>
 #include <iomanip>
+#include <limits>
 #include <iostream>
 #include <sstream>
 
@@ -27,16 +28,23 @@ std::string self_exe() {
   return std::string(buf, static_cast<size_t>(n));
 }
 
-static double parse_seconds(const Args& args, const char* key, double def) {
-  if (!args.has(key)) return def;
+double parse_dist_timeout(const Args& args, double def) {
+  if (!args.has("dist-timeout")) return def;
+  const std::string given = args.get("dist-timeout");
+  double v = 0;
   try {
     size_t pos = 0;
-    const double v = std::stod(args.get(key), &pos);
-    if (pos != args.get(key).size() || !(v > 0)) throw 1;
-    return v;
+    v = std::stod(given, &pos);
+    if (pos != given.size()) throw 1;
   } catch (...) {
-    throw UsageError(std::string("--") + key + " expects a positive number of seconds, got '" + args.get(key) + "'");
+    v = std::numeric_limits<double>::quiet_NaN();  // not a number at all: the same message
   }
+  try {
+    cs::check_dist_timeout(v, given);
+  } catch (const cs::UserError& e) {
+    throw UsageError(e.what());
+  }
+  return v;
 }
 
 // The parent's SIGINT/SIGTERM go to the workers once (they are in their own process
@@ -64,9 +72,9 @@ static std::vector<std::string> without_nproc(const std::vector<std::string>& a)
 int train_launch_local(const std::vector<std::string>& a, const Args& args) {
   const long long n = args.get_int("nproc", 1);
   if (n < 1 || n > 256) throw UsageError("--nproc must be between 1 and 256 (got " + std::to_string(n) + ")");
-  for (const char* k : {"world-size", "master", "store-file"})
+  for (const char* k : {"world-size", "master", "listen", "store-file"})
     if (args.has(k)) throw UsageError(std::string("--nproc starts the workers itself; give no --") + k);
-  const double timeout = parse_seconds(args, "dist-timeout", 60);
+  const double timeout = parse_dist_timeout(args, 60);
   // The workers get the same arguments; the launcher appends --rank, --world-size,
   // --store-file, --dist-timeout and --threads (the last occurrence of an option wins).
   std::vector<std::string> child = {"train"};
@@ -151,7 +159,7 @@ static std::vector<std::string> split_list(const std::string& s) {
 int cmd_bench_dist(const std::vector<std::string>& a) {
   auto args = parse(a, {"dist", "dist-worker", "json"},
                     {"task", "cell", "batch", "seq", "embed", "hidden", "set", "steps", "threads", "nproc-list", "out",
-                     "rank", "world-size", "store-file", "master", "dist-timeout"});
+                     "rank", "world-size", "store-file", "master", "listen", "dist-timeout"});
   const auto tasks = split_list(args.get("task", "char_lm,word_lm"));
   for (auto& t : tasks)
     if (t != "char_lm" && t != "word_lm") throw UsageError("--task: expected char_lm and/or word_lm, got '" + t + "'");
@@ -164,7 +172,8 @@ int cmd_bench_dist(const std::vector<std::string>& a) {
     d.world = static_cast<int>(args.get_int("world-size", 1));
     d.store_file = args.get("store-file");
     d.master = args.get("master");
-    d.timeout_s = parse_seconds(args, "dist-timeout", 60);
+    d.listen = args.get("listen");
+    d.timeout_s = parse_dist_timeout(args, 60);
     auto ctx = cs::init_dist(d);
     json r = cs::run_dist_bench_rank(o, *ctx);
     if (ctx->rank == 0 && args.has("out")) cs::atomic_write(args.get("out"), r.dump());
@@ -183,7 +192,7 @@ int cmd_bench_dist(const std::vector<std::string>& a) {
   }
   for (auto& t : tasks) bench_options(args, t);  // option errors before any process starts
   const int threads = static_cast<int>(args.get_int("threads", 1));
-  const double timeout = parse_seconds(args, "dist-timeout", 120);
+  const double timeout = parse_dist_timeout(args, 120);
   char tmpl[] = "/tmp/cellscope-bench-XXXXXX";
   if (!::mkdtemp(tmpl)) throw cs::UserError("cannot create a temporary directory");
   const std::string tmp = tmpl;

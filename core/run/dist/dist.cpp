@@ -17,11 +17,17 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 #include <torch/csrc/distributed/c10d/FileStore.hpp>
-#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include <chrono>
+#include <cmath>
+#include <cstdio>
 #include <cstdlib>
+#include <iostream>
 
+#include "dist/bound_store.h"
 #include "util/error.h"
 
 namespace cs {
@@ -38,6 +44,44 @@ bool nccl_available() {
 
 static std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
 
+std::string seconds_text(double seconds) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%g", seconds);
+  return buf;
+}
+
+void check_dist_timeout(double seconds, const std::string& given) {
+  if (std::isfinite(seconds) && seconds > 0 && seconds <= kMaxDistTimeoutSeconds) return;
+  throw UserError("--dist-timeout: expected a number of seconds above 0 and at most " + seconds_text(kMaxDistTimeoutSeconds) +
+                  " (7 days), got '" + (given.empty() ? seconds_text(seconds) : given) + "'");
+}
+
+// Whether `host` names only loopback addresses here (a name in /etc/hosts such as
+// Debian's "127.0.1.1 myhost" line): the store would be unreachable from other machines.
+static bool dist_resolves_to_loopback_only(const std::string& host) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  if (::getaddrinfo(host.c_str(), nullptr, &hints, &res) != 0) return false;
+  bool any = false, all_loopback = true;
+  for (addrinfo* a = res; a; a = a->ai_next) {
+    any = true;
+    if (a->ai_family == AF_INET) {
+      const auto* v4 = reinterpret_cast<const sockaddr_in*>(a->ai_addr);
+      all_loopback = all_loopback && (ntohl(v4->sin_addr.s_addr) >> 24) == 127;
+    } else if (a->ai_family == AF_INET6) {
+      all_loopback = all_loopback && IN6_IS_ADDR_LOOPBACK(&reinterpret_cast<const sockaddr_in6*>(a->ai_addr)->sin6_addr);
+    }
+  }
+  ::freeaddrinfo(res);
+  return any && all_loopback;
+}
+
+static bool dist_is_loopback_name(const std::string& h) {
+  return h == "localhost" || h == "::1" || h.rfind("127.", 0) == 0;
+}
+
 // Run one collective; turn whatever c10d/Gloo throws into a DistError naming this rank.
 template <class F>
 static void collective(DistContext& d, const char* what, F&& f) {
@@ -46,7 +90,7 @@ static void collective(DistContext& d, const char* what, F&& f) {
   } catch (const std::exception& e) {
     throw DistError("rank " + std::to_string(d.rank) + " of " + std::to_string(d.world) + ": " + what +
                     " failed; another worker has probably died or stopped responding (timeout " +
-                    std::to_string(static_cast<int>(d.timeout_s)) + " s, --dist-timeout): " + first_line(e.what()));
+                    seconds_text(d.timeout_s) + " s, --dist-timeout): " + first_line(e.what()));
   }
 }
 
@@ -54,7 +98,7 @@ std::unique_ptr<DistContext> init_dist(const DistOptions& o) {
   if (o.world < 1) throw UserError("--world-size must be >= 1 (got " + std::to_string(o.world) + ")");
   if (o.rank < 0 || o.rank >= o.world)
     throw UserError("--rank must be in [0, " + std::to_string(o.world - 1) + "] (got " + std::to_string(o.rank) + ")");
-  if (o.timeout_s <= 0) throw UserError("--dist-timeout must be > 0 seconds");
+  check_dist_timeout(o.timeout_s);
   auto d = std::make_unique<DistContext>();
   d->rank = o.rank;
   d->world = o.world;
@@ -74,24 +118,21 @@ std::unique_ptr<DistContext> init_dist(const DistOptions& o) {
     if (!o.store_file.empty()) {
       d->store = c10::make_intrusive<c10d::FileStore>(o.store_file, o.world);
     } else if (!o.master.empty()) {
-      auto colon = o.master.rfind(':');
-      if (colon == std::string::npos || colon == 0 || colon + 1 == o.master.size())
-        throw UserError("--master expects HOST:PORT (got '" + o.master + "')");
-      host = o.master.substr(0, colon);
-      int port = 0;
-      try {
-        port = std::stoi(o.master.substr(colon + 1));
-      } catch (...) {
-        port = -1;
+      const HostPort hp = parse_host_port(o.master, "--master");
+      host = hp.host;
+      // Rank 0 serves the store on exactly the --listen address (default: the master's
+      // host, so a loopback master is reachable from this machine only); every rank,
+      // rank 0 included, is a client of it.
+      std::shared_ptr<StoreServer> server;
+      if (o.rank == 0) {
+        const std::string listen = o.listen.empty() ? hp.host : parse_listen_host(o.listen);
+        if (o.listen.empty() && o.world > 1 && !dist_is_loopback_name(hp.host) && dist_resolves_to_loopback_only(hp.host))
+          std::cerr << "warning: the --master host '" << hp.host
+                    << "' resolves to a loopback address on this machine, so the rendezvous store listens there only and "
+                       "workers on other machines cannot reach it; give --listen with this machine's address (or 0.0.0.0)\n";
+        server = std::make_shared<StoreServer>(listen, hp.port);
       }
-      if (port <= 0 || port > 65535) throw UserError("--master: '" + o.master.substr(colon + 1) + "' is not a port");
-      c10d::TCPStoreOptions so;
-      so.port = static_cast<uint16_t>(port);
-      so.isServer = o.rank == 0;
-      so.numWorkers = static_cast<size_t>(o.world);
-      so.waitWorkers = false;  // the process group's rendezvous waits for everyone
-      so.timeout = timeout;
-      d->store = c10::make_intrusive<c10d::TCPStore>(host, so);
+      d->store = connect_store(hp.host, hp.port, timeout, server);
     } else if (o.world > 1) {
       throw UserError("a data-parallel run needs --master HOST:PORT or a store file (or use --nproc N)");
     } else {
@@ -99,6 +140,8 @@ std::unique_ptr<DistContext> init_dist(const DistOptions& o) {
     }
   } catch (const UserError&) {
     throw;
+  } catch (const DistError& e) {
+    throw DistError("rank " + std::to_string(o.rank) + ": " + e.what());
   } catch (const std::exception& e) {
     throw DistError("rank " + std::to_string(o.rank) + ": cannot reach the rendezvous store (" +
                     (o.store_file.empty() ? "--master " + o.master : "file " + o.store_file) + "): " + first_line(e.what()));
@@ -111,7 +154,7 @@ std::unique_ptr<DistContext> init_dist(const DistOptions& o) {
       // The address this rank's Gloo pairs listen on: GLOO_SOCKET_IFNAME (a network
       // interface) when set, loopback for a single-machine run, else this host's name.
       const char* ifname = std::getenv("GLOO_SOCKET_IFNAME");
-      const bool local = !o.store_file.empty() || host == "127.0.0.1" || host == "localhost" || host == "::1";
+      const bool local = !o.store_file.empty() || dist_is_loopback_name(host);
       if (ifname && *ifname) opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(ifname));
       else if (local) opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
       else opts->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
@@ -133,7 +176,7 @@ std::unique_ptr<DistContext> init_dist(const DistOptions& o) {
     // Most often a worker that never started (or was given another --world-size / store).
     throw DistError("rank " + std::to_string(o.rank) + " of " + std::to_string(o.world) +
                     ": the rendezvous of the process group failed: not every worker arrived within " +
-                    std::to_string(static_cast<int>(o.timeout_s)) + " s (--dist-timeout); start all " +
+                    seconds_text(o.timeout_s) + " s (--dist-timeout); start all " +
                     std::to_string(o.world) + " workers with the same " +
                     (o.store_file.empty() ? "--master " + o.master : "--store-file " + o.store_file) +
                     " and --world-size " + std::to_string(o.world) + " (" + first_line(e.what()) + ")");

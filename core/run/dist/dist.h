@@ -3,9 +3,10 @@
 // device is CUDA), gradients averaged with bucketed all-reduce, parameters
 // broadcast from rank 0. See docs/DISTRIBUTED.md for the design and the launch modes.
 //
-// Nothing here is home-made transport: the rendezvous is a c10d::TCPStore
-// (--master HOST:PORT, rank 0 serves) or a c10d::FileStore (a file every rank can
-// see); the collectives are c10d::ProcessGroupGloo / ProcessGroupNCCL.
+// The rendezvous is a store that binds only where it is told (dist/bound_store.h:
+// --master HOST:PORT, rank 0 serves on --listen, default the master's address) or a
+// c10d::FileStore (a file every rank can see); the collectives are
+// c10d::ProcessGroupGloo / ProcessGroupNCCL.
 #pragma once
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
@@ -22,7 +23,8 @@ namespace cs {
 struct DistOptions {
   int rank = 0;
   int world = 1;
-  std::string master;      // "HOST:PORT": TCPStore rendezvous, rank 0 is the server
+  std::string master;      // "HOST:PORT" or "[IPV6]:PORT": the rendezvous store, rank 0 is the server
+  std::string listen;      // the address rank 0's store binds (--listen); "" = the master's host
   std::string store_file;  // or a FileStore path (local launcher; a shared filesystem)
   double timeout_s = 60;   // collective + rendezvous timeout (--dist-timeout)
   std::string backend = "auto";  // "gloo", "nccl", "auto" (nccl when `device` is CUDA and NCCL is compiled in)
@@ -48,6 +50,14 @@ struct DistContext {
   int64_t allreduce_calls = 0;
   bool is_root() const { return rank == 0; }
 };
+
+// The largest --dist-timeout: 7 days (a collective or rendezvous that waits longer is a hang).
+constexpr double kMaxDistTimeoutSeconds = 7 * 24 * 3600;
+// UserError naming --dist-timeout and `given` (default: the number as text) unless
+// `seconds` is finite, > 0 and at most kMaxDistTimeoutSeconds.
+void check_dist_timeout(double seconds, const std::string& given = "");
+// Seconds as text for messages ("60", "0.5", "inf": safe for any double).
+std::string seconds_text(double seconds);
 
 // Rendezvous and create the process group. Throws cs::UserError for bad options,
 // DistError when the rendezvous fails (e.g. a worker never showed up within the timeout).

@@ -98,6 +98,40 @@ void apply_hyper_parameters(torch::optim::Optimizer& opt, const TrainingOptions&
 }
 }  // namespace
 
+// A rank other than 0 whose collective failed (DistError) records the end of the run when
+// rank 0 could not: rank 0 holds the run directory's lock as long as it lives, so a free
+// lock while summary.json still says "running" means rank 0 ended without writing it
+// (kill -9, a crash, the machine lost). Rank 0 alive and failing on its own writes "failed"
+// itself and then exits, freeing the lock, so the survivor retries for a few seconds and
+// then finds a status other than "running" and leaves it. The flock works across machines
+// where the shared filesystem supports it (NFSv4: yes).
+static void dist_survivor_records_failure(const RunStore& shared, int rank, int world, const std::string& what) {
+  try {
+    RunStore store(shared.dir());
+    if (!file_exists(store.path("summary.json"))) return;  // rank 0 died before it created the run
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    for (;;) {
+      try {
+        store.lock_for_writing();
+        break;
+      } catch (const UserError&) {
+        if (std::chrono::steady_clock::now() > deadline) return;  // rank 0 is alive: it writes the summary
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
+    }
+    RunSummary s = store.read_summary();
+    if (s.status != "running") return;
+    s.status = "failed";
+    s.reason = "rank 0 ended without recording the end of the run (killed or crashed); rank " + std::to_string(rank) +
+               " of " + std::to_string(world) + " reported: " + what;
+    s.updated = now_iso();
+    store.write_summary(s);
+    store.log("failed: " + s.reason);
+  } catch (const std::exception&) {
+    // best effort: the run directory may be gone or read-only
+  }
+}
+
 bool Trainer::parallel() const { return dist_ && dist_->world > 1; }
 bool Trainer::writer() const { return store_ && (!dist_ || dist_->rank == 0); }
 
@@ -749,6 +783,8 @@ TrainOutcome Trainer::run(TrainerControl* control, const TrainerCallbacks& cb) {
       write_summary(rc);
     } catch (...) {
     }
+    if (store_ && !writer() && parallel() && dynamic_cast<const DistError*>(&e))
+      dist_survivor_records_failure(*store_, dist_->rank, dist_->world, e.what());
     log(rc, std::string("failed: ") + e.what());
     throw;
   }
