@@ -21,10 +21,11 @@ struct BenchOptions {
   int threads = 0;
 };
 
-// ---- The hook of the fast paths (issue #16): the only place the benchmarks learn about them
-// (bench.cpp; the merger of the fast paths edits these two functions and nothing else here).
+// ---- The fast paths, as the benchmarks see them.
 // Whether the cell of the resolved `model` has a training path other than the step-wise
-// autograd one, i.e. whether `bench --peer` measures it twice (default path, then forced off).
+// autograd one, i.e. whether `bench --peer` measures it twice (default path, then forced off):
+// the cell registry's answer (cs::fast_path_refusal, cells/registry.h), which each cell family
+// gives with the function its fast path decides by.
 bool cell_has_fast_path(const json& model);
 // Forces the step-wise autograd path for one training step: sets ctx.stepwise (which the
 // fused GRU/LSTM/RNN and the CRU-shallow paths honour) and whatever else the fast paths read.
