@@ -39,7 +39,13 @@ double median_time(Fn&& fn, int iters, double min_seconds) {
 }
 
 json resolved_model(const json& model) {
-  return load_and_resolve(json{{"task", {{"name", "char_lm"}}}, {"model", model}}, "bench model")["model"];
+  json m = model;
+  // The benchmark's task is a language model: a convolution window (the CRUs') is causal unless
+  // the model says otherwise (a centred one would see the token to predict, which char_lm refuses).
+  if (!m.contains("conv_window"))
+    for (const auto& o : options_for(m.value("cell", std::string("gru")), "char_lm"))
+      if (o.section == "model" && o.key == "conv_window") m["conv_window"] = "causal";
+  return load_and_resolve(json{{"task", {{"name", "char_lm"}}}, {"model", m}}, "bench model")["model"];
 }
 
 }  // namespace
@@ -53,6 +59,13 @@ double gemm_gflops(int64_t n) {
 }
 
 bool cell_has_fast_path(const json& model) { return fast_path_refusal(model).empty(); }
+
+json model_for_cell(const json& model, const std::string& cell, const std::string& task) {
+  json out = {{"cell", cell}};
+  for (const auto& o : options_for(cell, task))
+    if (o.section == "model" && o.key != "cell" && model.contains(o.key)) out[o.key] = model.at(o.key);
+  return out;
+}
 
 void force_autograd_path(StepContext& ctx) {
   // Every fused path of today checks ctx.stepwise; a fast path that reads another switch
