@@ -37,8 +37,15 @@ GateCellBase::GateCellBase(const BaselineOptions& o, int gates, const std::strin
   }
 }
 
+const char* gate_cell_fused_refusal(const BaselineOptions& o, bool training) {
+  if (o.layer_norm) return "model.layer_norm: LibTorch's fused RNN/GRU/LSTM kernels have no layer normalization";
+  if (training && o.candidate_dropout > 0)
+    return "model.candidate_dropout > 0 in training: LibTorch's fused RNN/GRU/LSTM kernels have no candidate dropout";
+  return nullptr;
+}
+
 bool GateCellBase::fused_ok(const StepContext& ctx) const {
-  return !ctx.probe && !ctx.stepwise && !opt_.layer_norm && !(is_training() && opt_.candidate_dropout > 0);
+  return !ctx.probe && !ctx.stepwise && gate_cell_fused_refusal(opt_, is_training()) == nullptr;
 }
 
 // Layer normalization (when enabled) normalises each gate's input and hidden
@@ -102,6 +109,7 @@ State RNNCellImpl::step(const torch::Tensor& xp, const State& s, StepContext& ct
 SeqOutput RNNCellImpl::forward_sequence(const torch::Tensor& x, const State& s0, StepContext& ctx) {
   WeightDropScope wd(this);
   if (!fused_ok(ctx)) return run_stepwise(x, s0, ctx);
+  ++ctx.fast_path_calls;
   auto r = at::rnn_tanh(x, s0[0].unsqueeze(0), {w_ih, whh(), b_ih, b_hh}, true, 1, 0.0, is_training(), false, false);
   return {std::get<0>(r), {std::get<1>(r).squeeze(0)}};
 }
@@ -129,6 +137,7 @@ State GRUCellImpl::step(const torch::Tensor& xp, const State& s, StepContext& ct
 SeqOutput GRUCellImpl::forward_sequence(const torch::Tensor& x, const State& s0, StepContext& ctx) {
   WeightDropScope wd(this);
   if (!fused_ok(ctx)) return run_stepwise(x, s0, ctx);
+  ++ctx.fast_path_calls;
   // LibTorch's fused GRU kernel (one layer, unidirectional, time-major).
   auto r = at::gru(x, s0[0].unsqueeze(0), {w_ih, whh(), b_ih, b_hh}, true, 1, 0.0, is_training(), false, false);
   return {std::get<0>(r), {std::get<1>(r).squeeze(0)}};
@@ -162,6 +171,7 @@ State LSTMCellImpl::step(const torch::Tensor& xp, const State& s, StepContext& c
 SeqOutput LSTMCellImpl::forward_sequence(const torch::Tensor& x, const State& s0, StepContext& ctx) {
   WeightDropScope wd(this);
   if (!fused_ok(ctx)) return run_stepwise(x, s0, ctx);
+  ++ctx.fast_path_calls;
   auto r = at::lstm(x, {s0[0].unsqueeze(0), s0[1].unsqueeze(0)}, {w_ih, whh(), b_ih, b_hh}, true, 1, 0.0,
                     is_training(), false, false);
   return {std::get<0>(r), {std::get<1>(r).squeeze(0), std::get<2>(r).squeeze(0)}};
@@ -199,14 +209,17 @@ State GRUDTCellImpl::step(const torch::Tensor& xp, const State& s, StepContext& 
 }
 
 bool GRUDTCellImpl::fast_ok(const torch::Tensor& x, const StepContext& ctx) const {
-  return gru_dt_fast_path_applies(opt_, ctx) && fast_path_device_ok(x) && x.dim() == 3 && x.size(0) > 0 &&
-         x.size(2) == opt_.input_size && first->weight_drop <= 0 &&
+  return gru_dt_fast_path_applies(opt_, ctx, first->weight_drop) && fast_path_device_ok(x) && x.dim() == 3 &&
+         x.size(0) > 0 && x.size(2) == opt_.input_size &&
          (x.scalar_type() == torch::kFloat || x.scalar_type() == torch::kDouble);
 }
 
 SeqOutput GRUDTCellImpl::forward_sequence(const torch::Tensor& x, const State& s0, StepContext& ctx) {
   // Input half (W_ih x + b_ih, with LN when on) for the whole sequence, under autograd.
-  if (fast_ok(x, ctx)) return gru_dt_fast_forward(*this, first->input_projection(x), s0);
+  if (fast_ok(x, ctx)) {
+    ++ctx.fast_path_calls;
+    return gru_dt_fast_forward(*this, first->input_projection(x), s0);
+  }
   return run_stepwise(x, s0, ctx);
 }
 
@@ -215,6 +228,7 @@ SeqOutput GRUDTCellImpl::forward_tokens(const torch::Tensor& x, const TokenInput
   if (fast_ok(x, ctx) && token_fold_applies(in, x, ctx)) {
     // W_ih x folded into the embedding table (cells/token_fold.h); the same recurrence
     ctx.folded_flops += folded_flops(*in, x.size(0) * x.size(1), 2.0 * static_cast<double>(first->w_ih.numel()));
+    ++ctx.fast_path_calls;
     return gru_dt_fast_forward(*this, first->input_projection_tokens(*in), s0);
   }
   return forward_sequence(x, s0, ctx);
@@ -243,8 +257,7 @@ const OptionTable<BaselineOptions>& baseline_option_table() {
   return t;
 }
 
-// The options of baseline cell `name` from a resolved model section.
-static BaselineOptions baseline_options(const json& m, int64_t input_size, const std::string& name) {
+BaselineOptions read_baseline_options(const json& m, int64_t input_size, const std::string& name) {
   BaselineOptions o = baseline_option_table().read(m, name);
   o.input_size = input_size;
   o.hidden_size = resolved<int64_t>(m, "model", "hidden");
@@ -252,6 +265,8 @@ static BaselineOptions baseline_options(const json& m, int64_t input_size, const
   o.candidate_dropout = resolved<double>(m, "model", "candidate_dropout");
   return o;
 }
+
+double model_weight_drop(const json& m) { return m.value("weight_drop", 0.0); }
 
 void register_baseline_cells(std::vector<CellInfo>& out) {
   auto add = [&](const std::string& name, const std::string& desc,
@@ -261,8 +276,13 @@ void register_baseline_cells(std::vector<CellInfo>& out) {
     c.family = "baseline";
     c.description = desc;
     c.options = baseline_option_table().specs_for_cell(name);
-    c.make = [mk, name](const json& m, int64_t in, int) { return mk(baseline_options(m, in, name)); };
+    c.make = [mk, name](const json& m, int64_t in, int) { return mk(read_baseline_options(m, in, name)); };
     c.common_options = {"layer_norm", "candidate_dropout"};
+    c.fast_path_refusal = [name](const json& m) {
+      const BaselineOptions o = read_baseline_options(m, 0, name);
+      if (name == "gru_dt") return fast_path_refusal_text(gru_dt_fast_path_refusal(o, model_weight_drop(m)));
+      return fast_path_refusal_text(gate_cell_fused_refusal(o, /*training=*/true));
+    };
     out.push_back(std::move(c));
   };
   add("rnn", "Vanilla RNN: h = tanh(W x + U h + b)",

@@ -21,6 +21,16 @@ struct BaselineOptions {
 
 // gru_dt's model.* options (field table: schema entries and binding).
 const OptionTable<BaselineOptions>& baseline_option_table();
+// The options of baseline cell `cell` (rnn, gru, lstm, gru_dt) from a resolved model section.
+BaselineOptions read_baseline_options(const json& model, int64_t input_size, const std::string& cell);
+// The weight drop a task sets on every GateCellBase after building the cells (word_lm's
+// model.weight_drop, GateCellBase::weight_drop); 0 for a model section without one.
+double model_weight_drop(const json& model);
+
+// Why LibTorch's fused kernel (at::rnn_tanh, at::gru, at::lstm) does not run a forward of an rnn,
+// gru or lstm cell with options `o` (`training`: in training mode); nullptr = it runs, given no
+// probe and ctx.stepwise false. Asked by GateCellBase on every call and by the registry's hook.
+const char* gate_cell_fused_refusal(const BaselineOptions& o, bool training);
 
 // Layout follows torch::nn::{RNN,GRU,LSTM}: w_ih [G*H, I], w_hh [G*H, H], b_ih, b_hh,
 // gate order (r, z, n) for GRU and (i, f, g, o) for LSTM, so weights copy 1:1.

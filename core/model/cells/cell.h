@@ -59,6 +59,11 @@ struct StepContext {
   // Forward FLOPs that a layer which folded its embedding lookup did not run (cells/token_fold.h),
   // net of the table's own products; the bench subtracts 3x this from the model's analytic count.
   double folded_flops = 0;
+  // How many sequence forwards of a cell (forward_sequence / forward_tokens) ran a fast path
+  // (LibTorch's fused kernel or a hand-written sequence function, cells/FUSED_NOTES.md) rather
+  // than the step-wise loop: what actually ran, for the tests to hold against
+  // CellInfo::fast_path_refusal (cells/registry.h).
+  int64_t fast_path_calls = 0;
 
   void add_loss(const torch::Tensor& term);
   void add_metric(const std::string& name, double value, int64_t count = 1);

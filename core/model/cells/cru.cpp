@@ -177,6 +177,7 @@ bool CRUCellImpl::fast_ok(const torch::Tensor& x, const StepContext& ctx) const 
 SeqOutput CRUCellImpl::forward_tokens(const torch::Tensor& x, const TokenInput* in, const State& s0, StepContext& ctx) {
   if (x.dim() == 3 && x.size(2) == opt_.input_size && fast_ok(x, ctx) && token_fold_applies(in, x, ctx)) {
     ctx.folded_flops += folded_flops(*in, x.size(0) * x.size(1), 2.0 * static_cast<double>(conv_w.numel()));
+    ++ctx.fast_path_calls;
     return cru_fast_recurrence(*this, project_convs(x, conv_outputs_tokens(*in)), s0, candidate_dropout_);
   }
   return forward_sequence(x, s0, ctx);
@@ -201,10 +202,14 @@ SeqOutput CRUCellImpl::forward_sequence(const torch::Tensor& x, const State& s0,
       }
     }
   }
-  if (fast_ok(x, ctx)) return cru_fast_recurrence(*this, project_convs(x, c), s0, candidate_dropout_);  // fused_cru.h
+  if (fast_ok(x, ctx)) {
+    ++ctx.fast_path_calls;
+    return cru_fast_recurrence(*this, project_convs(x, c), s0, candidate_dropout_);  // fused_cru.h
+  }
   if (opt_.fusion == CRUFusion::Shallow && opt_.reset_after && !ctx.probe && !ctx.stepwise &&
       !(candidate_dropout_ > 0 && is_training())) {
     // Shallow fusion is exactly a GRU over c: LibTorch's GRU kernel (eq. 6).
+    ++ctx.fast_path_calls;
     auto r = at::gru(c, s0[0].unsqueeze(0), {w_ih, w_hh, b_ih, b_hh}, true, 1, 0.0, is_training(), false, false);
     return {std::get<0>(r), {std::get<1>(r).squeeze(0)}};
   }
@@ -263,6 +268,15 @@ const OptionTable<CRUOptions>& cru_option_table() {
   return t;
 }
 
+// The options of CRU cell `name` (fusion `f`) from a resolved model section.
+static CRUOptions read_cru_options(const json& m, int64_t in, const std::string& name, CRUFusion f) {
+  CRUOptions o = cru_option_table().read(m, name);
+  o.input_size = in;
+  o.hidden_size = resolved<int64_t>(m, "model", "hidden");
+  o.fusion = f;
+  return o;
+}
+
 void register_cru_cells(std::vector<CellInfo>& out) {
   struct V { const char* name; CRUFusion f; const char* desc; };
   const V vs[] = {
@@ -282,13 +296,13 @@ void register_cru_cells(std::vector<CellInfo>& out) {
     const CRUFusion f = v.f;
     const std::string name = v.name;
     c.make = [f, name](const json& m, int64_t in, int) -> std::shared_ptr<CellImpl> {
-      CRUOptions o = cru_option_table().read(m, name);
-      o.input_size = in;
-      o.hidden_size = resolved<int64_t>(m, "model", "hidden");
-      o.fusion = f;
-      auto cell = std::make_shared<CRUCellImpl>(o);
+      auto cell = std::make_shared<CRUCellImpl>(read_cru_options(m, in, name, f));
       cell->set_candidate_dropout(resolved<double>(m, "model", "candidate_dropout"));  // common option (opt-in)
       return cell;
+    };
+    c.fast_path_refusal = [f, name](const json& m) {
+      return fast_path_refusal_text(
+          cru_fast_path_refusal(read_cru_options(m, 0, name, f), resolved<double>(m, "model", "candidate_dropout")));
     };
     c.needs_whole_sequence = true;
     c.common_options = {"candidate_dropout"};

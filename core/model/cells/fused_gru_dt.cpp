@@ -5,8 +5,14 @@
 
 namespace cs {
 
-bool gru_dt_fast_path_applies(const BaselineOptions& o, const StepContext& ctx) {
-  return fast_paths_enabled() && !ctx.probe && !ctx.stepwise && o.candidate_dropout >= 0 && o.candidate_dropout < 1;
+const char* gru_dt_fast_path_refusal(const BaselineOptions& o, double weight_drop) {
+  if (!(o.candidate_dropout >= 0 && o.candidate_dropout < 1)) return "model.candidate_dropout outside [0, 1)";
+  if (weight_drop > 0) return "model.weight_drop > 0: the fused GRU recurrence has no weight drop";
+  return nullptr;
+}
+
+bool gru_dt_fast_path_applies(const BaselineOptions& o, const StepContext& ctx, double weight_drop) {
+  return fast_paths_enabled() && !ctx.probe && !ctx.stepwise && gru_dt_fast_path_refusal(o, weight_drop) == nullptr;
 }
 
 SeqOutput gru_dt_fast_forward(GRUDTCellImpl& cell, const torch::Tensor& xp, const State& s0) {

@@ -20,15 +20,23 @@
 
 namespace cs {
 
+const char* mcrnn_fast_path_refusal(const McRnnOptions& o, const BaselineOptions* lstm_base, double weight_drop,
+                                    bool training) {
+  if (!lstm_base) return "model.base is not lstm: the fused MC-RNN recurrence has an LSTM base only";
+  if (o.lstm_memory != "prev") return "model.lstm_memory is not 'prev'";
+  if (lstm_base->layer_norm) return "model.layer_norm: the fused MC-RNN recurrence has no layer normalization";
+  if (weight_drop > 0) return "model.weight_drop > 0: the fused MC-RNN recurrence has no weight drop";
+  if (training && lstm_base->candidate_dropout > 0)
+    return "model.candidate_dropout > 0 in training: the fused MC-RNN recurrence has no candidate dropout";
+  return nullptr;
+}
+
 bool mcrnn_fast_path_applies(McRnnCellImpl& cell, const torch::Tensor& x, const StepContext& ctx) {
   if (!fast_paths_enabled() || ctx.probe || ctx.stepwise) return false;
   if (x.scalar_type() != torch::kFloat && x.scalar_type() != torch::kDouble) return false;
-  if (cell.options().lstm_memory != "prev") return false;
   auto* lstm = dynamic_cast<LSTMCellImpl*>(&cell.base());
-  if (!lstm) return false;
-  const auto& bo = lstm->options();
-  if (bo.layer_norm || lstm->weight_drop > 0) return false;
-  return !(bo.candidate_dropout > 0 && lstm->is_training());
+  if (!lstm) return mcrnn_fast_path_refusal(cell.options(), nullptr, 0, cell.is_training()) == nullptr;
+  return mcrnn_fast_path_refusal(cell.options(), &lstm->options(), lstm->weight_drop, lstm->is_training()) == nullptr;
 }
 
 namespace fused {

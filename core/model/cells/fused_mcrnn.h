@@ -13,10 +13,19 @@
 namespace cs {
 
 class McRnnCellImpl;
+struct McRnnOptions;
+struct BaselineOptions;
 
-// Whitelist (the step-wise autograd path runs otherwise): fast paths on (CELLSCOPE_FAST != 0),
-// no probe, ctx.stepwise false; base cell lstm without layer norm and without weight drop,
-// candidate dropout 0 (or evaluation), lstm_memory "prev"; float or double input.
+// Why the fast path does not run an MC-RNN with options `o` over a base whose options are
+// `lstm_base` (null: the base is not an LSTM), with the weight drop a task set on the base
+// (GateCellBase::weight_drop), in training mode when `training`; nullptr = it runs: an LSTM base
+// without layer norm and without weight drop, candidate dropout 0 (or evaluation), lstm_memory
+// "prev". Asked on every call (mcrnn_fast_path_applies) and by the registry's hook
+// (CellInfo::fast_path_refusal).
+const char* mcrnn_fast_path_refusal(const McRnnOptions& o, const BaselineOptions* lstm_base, double weight_drop,
+                                    bool training);
+// Fast paths on (CELLSCOPE_FAST != 0), no probe, ctx.stepwise false, float or double input, and no
+// refusal above (the step-wise autograd path runs otherwise).
 bool mcrnn_fast_path_applies(McRnnCellImpl& cell, const torch::Tensor& x, const StepContext& ctx);
 
 namespace fused {

@@ -53,30 +53,35 @@ std::vector<std::string> mzu_fast_path_unknown_options() {
   return unknown;
 }
 
-bool mzu_fast_path_applies(const MZUOptions& o, const StepContext& ctx) {
-  if (!mzu_fast_path_enabled() || ctx.probe != nullptr || ctx.stepwise || !at::GradMode::is_enabled()) return false;
+const char* mzu_fast_path_refusal(const MZUOptions& o) {
   static const bool all_known = mzu_fast_path_unknown_options().empty();
-  if (!all_known) return false;
+  if (!all_known) return "an MZU option the fast path does not know (mzu_fast_path_unknown_options)";
   // The whitelist: one line per option whose value changes the computation, listing the values
   // fused_mzu.cpp implements AND tests/core/test_fused_mzu.cpp compares against the autograd
   // path. A new option: implement it in Run::step_forward / step_backward, add its key above,
   // its line here (its default value only, if that is all that is implemented) and a variant
   // to the test's list. (zones, filter, capsules, routing_iters, ffn_residual, share_transition,
-  // zone_disagreement: any value.)
-  const bool claimed =
-      one_of(o.composition, {"gcn", "sat", "cap"}) &&           //
-      o.depth >= 0 &&                                          // any L, shared or not
-      one_of(o.ln_position, {"preact", "zones"}) &&            // layer_norm on/off
-      one_of(o.disagreement_scale, {"mean", "sum"}) &&         // any lambda
-      one_of(o.gcn_activation, {"relu", "tanh", "sigmoid", "identity"}) &&
-      one_of(o.gcn_edges, {"cosine", "relu_cosine"}) &&        //
-      one_of(o.sat_qkv, {"per_zone", "shared"}) &&             //
-      o.disagreement_pairs == "all" &&                         // eq. 18 as written (default)
-      o.disagreement_form == "cosine" &&                       //   (disagreement_warmup: any, in the loss)
-      o.gcn_adjacency == "cosine_plus_identity" &&             // default adjacency (eqs. 7-8 + I)
-      (!o.regular_gate || !o.regular_trans) &&                 // one ablation at a time (K >= 1)
-      o.candidate_dropout >= 0 && o.candidate_dropout < 1;     // common options: layer_norm any
-  return claimed;
+  // zone_disagreement, disagreement_warmup (in the loss), layer_norm: any value.)
+  if (!one_of(o.composition, {"gcn", "sat", "cap"})) return "the composition is not gcn, sat or cap";
+  if (o.depth < 0) return "model.depth < 0";  // any L, shared or not
+  if (!one_of(o.ln_position, {"preact", "zones"})) return "model.ln_position is not preact or zones";
+  if (!one_of(o.disagreement_scale, {"mean", "sum"})) return "model.disagreement_scale is not mean or sum";
+  if (!one_of(o.gcn_activation, {"relu", "tanh", "sigmoid", "identity"}))
+    return "model.gcn_activation is not relu, tanh, sigmoid or identity";
+  if (!one_of(o.gcn_edges, {"cosine", "relu_cosine"})) return "model.gcn_edges is not cosine or relu_cosine";
+  if (!one_of(o.sat_qkv, {"per_zone", "shared"})) return "model.sat_qkv is not per_zone or shared";
+  if (o.disagreement_pairs != "all") return "model.disagreement_pairs is not 'all' (eq. 18 as written)";
+  if (o.disagreement_form != "cosine") return "model.disagreement_form is not 'cosine' (eq. 18 as written)";
+  if (o.gcn_adjacency != "cosine_plus_identity")
+    return "model.gcn_adjacency is not 'cosine_plus_identity' (eqs. 7-8 plus I)";
+  if (o.regular_gate && o.regular_trans) return "model.regular_gate and model.regular_trans together (one ablation at a time)";
+  if (!(o.candidate_dropout >= 0 && o.candidate_dropout < 1)) return "model.candidate_dropout outside [0, 1)";
+  return nullptr;
+}
+
+bool mzu_fast_path_applies(const MZUOptions& o, const StepContext& ctx) {
+  if (!mzu_fast_path_enabled() || ctx.probe != nullptr || ctx.stepwise || !at::GradMode::is_enabled()) return false;
+  return mzu_fast_path_refusal(o) == nullptr;
 }
 
 namespace {

@@ -15,13 +15,17 @@
 
 namespace cs {
 
-// Whitelist of option VALUES the fast path implements (and is tested against the autograd
-// path for), plus the context conditions: grad mode on, no probe, ctx.stepwise false, and
-// the CELLSCOPE_FAST switch not set to 0. Anything not listed falls back to autograd.
+// Why the fast path does not run an MZU cell with options `o`; nullptr = it runs. The whitelist of
+// option VALUES the fast path implements (and is tested against the autograd path for); anything
+// not listed falls back to autograd. Asked on every call (mzu_fast_path_applies) and by the
+// registry's hook (CellInfo::fast_path_refusal).
+const char* mzu_fast_path_refusal(const MZUOptions& o);
+// The context conditions (grad mode on, no probe, ctx.stepwise false, the CELLSCOPE_FAST switch
+// not set to 0) and no refusal above.
 bool mzu_fast_path_applies(const MZUOptions& o, const StepContext& ctx);
 
 // Keys of mzu_option_table() the fast path does not know (a new option). While there is one,
-// mzu_fast_path_applies() is false everywhere (fail closed); the test lists them.
+// mzu_fast_path_refusal() refuses every configuration (fail closed); the test lists them.
 std::vector<std::string> mzu_fast_path_unknown_options();
 
 // CELLSCOPE_FAST=0 in the environment (read once, at the first call) forces the fast path

@@ -193,6 +193,7 @@ SeqOutput McRnnCellImpl::forward_impl(const torch::Tensor& x, const TokenInput* 
   auto wcat = dist_weights().transpose(1, 2).reshape({n1 * H, H});
   int64_t t = state_time(s0);
   if (mcrnn_fast_path_applies(*this, x, ctx) && fast_path_device_ok(x)) {
+    ++ctx.fast_path_calls;
     // The recurrence as one autograd function with a hand-written backward (cells/fused_mcrnn.h);
     // the hoisted input halves and wcat stay under autograd. Same equations, same state layout.
     TORCH_CHECK(s0.size() == 4, "mcrnn: expected a state of 4 tensors with an LSTM base, got ", s0.size());
@@ -292,6 +293,12 @@ void register_mcrnn_cells(std::vector<CellInfo>& out) {
     }
     if (o.block < 2)
       errs.push_back({"model.block", "block size n must be >= 2 (n - 1 channels), got " + std::to_string(o.block)});
+  };
+  c.fast_path_refusal = [](const json& m) {
+    const McRnnOptions o = mcrnn_option_table().read(m);
+    if (o.base != "lstm") return fast_path_refusal_text(mcrnn_fast_path_refusal(o, nullptr, 0, /*training=*/true));
+    const BaselineOptions bo = read_baseline_options(m, 0, o.base);  // the options make() gives the base
+    return fast_path_refusal_text(mcrnn_fast_path_refusal(o, &bo, model_weight_drop(m), /*training=*/true));
   };
   c.make = [](const json& m, int64_t in, int layer) -> std::shared_ptr<CellImpl> {
     const std::string base = resolved<std::string>(m, "model", "base");

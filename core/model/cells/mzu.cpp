@@ -413,6 +413,7 @@ SeqOutput MZUCellImpl::forward_tokens(const torch::Tensor& x, const TokenInput* 
   if (mzu_fast_path_applies(o_, ctx) && fast_path_device_ok(x) && token_fold_applies(in, x, ctx)) {
     // zone generation's and the regular maps' input half folded into the table (token_fold.h)
     ctx.folded_flops += folded_flops(*in, x.size(0) * x.size(1), 2.0 * static_cast<double>(first->w_x.numel()));
+    ++ctx.fast_path_calls;
     return fused_mzu_forward(*this, x, s0, ctx, in);
   }
   return forward_sequence(x, s0, ctx);
@@ -420,7 +421,10 @@ SeqOutput MZUCellImpl::forward_tokens(const torch::Tensor& x, const TokenInput* 
 
 SeqOutput MZUCellImpl::forward_sequence(const torch::Tensor& x, const State& s0, StepContext& ctx) {
   // fast path (cells/fused_mzu.h): one fused autograd function over the sequence where it applies
-  if (mzu_fast_path_applies(o_, ctx) && fast_path_device_ok(x)) return fused_mzu_forward(*this, x, s0, ctx);
+  if (mzu_fast_path_applies(o_, ctx) && fast_path_device_ok(x)) {
+    ++ctx.fast_path_calls;
+    return fused_mzu_forward(*this, x, s0, ctx);
+  }
   dz_steps_.clear();
   cos_steps_.clear();
   in_sequence_ = true;
@@ -539,6 +543,7 @@ void register_mzu_cells(std::vector<CellInfo>& out) {
     c.make = [comp](const json& m, int64_t in, int) -> std::shared_ptr<CellImpl> {
       return std::make_shared<MZUCellImpl>(mzu_options(m, in, comp));
     };
+    c.fast_path_refusal = [comp](const json& m) { return fast_path_refusal_text(mzu_fast_path_refusal(mzu_options(m, 0, comp))); };
     c.check = [comp](const json& cfg, std::vector<ConfigError>& errs) {
       const MZUOptions o = mzu_option_table().read(cfg.at("model"), comp + "_mzu");
       const int64_t H = resolved_cfg<int64_t>(cfg, "model", "hidden"), N = o.zones, L = o.depth;

@@ -41,4 +41,10 @@ std::vector<std::string> cell_names() {
   return v;
 }
 
+std::string fast_path_refusal(const json& model) {
+  const CellInfo& c = cell_info(resolved<std::string>(model, "model", "cell"));
+  if (!c.fast_path_refusal) return "cell '" + c.name + "' has no fast path";
+  return c.fast_path_refusal(model);
+}
+
 }  // namespace cs

@@ -31,10 +31,20 @@ struct CellInfo {
   // layer normalization by default, as in the paper): options_for() reports them and
   // resolve_config() fills them in.
   std::map<std::string, json> common_defaults;
+  // Why this cell's fast path (LibTorch's fused kernel, or a hand-written sequence function of
+  // cells/FUSED_NOTES.md) does not run a training forward of the resolved model section `model`
+  // (a task's model options included, e.g. word_lm's model.weight_drop); "" = it runs, given
+  // CELLSCOPE_FAST not 0, no probe, StepContext::stepwise false and CPU tensors. Each family
+  // answers with the same function its cells' dispatcher asks on every call. Unset: no fast path.
+  std::function<std::string(const json& model)> fast_path_refusal;
 };
 
 const std::vector<CellInfo>& cell_registry();
 const CellInfo& cell_info(const std::string& name);  // throws UserError listing known cells
 std::vector<std::string> cell_names();
+// CellInfo::fast_path_refusal of the resolved model section's cell ("" = its fast path runs).
+std::string fast_path_refusal(const json& model);
+// A family's refusal (a fixed text, nullptr = none) as the hook returns it.
+inline std::string fast_path_refusal_text(const char* reason) { return reason ? reason : ""; }
 
 }  // namespace cs

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "cells/registry.h"
 #include "tasks/char_lm.h"
 #include "train/trainer.h"
 #include "util/error.h"
@@ -38,7 +39,13 @@ double median_time(Fn&& fn, int iters, double min_seconds) {
 }
 
 json resolved_model(const json& model) {
-  return load_and_resolve(json{{"task", {{"name", "char_lm"}}}, {"model", model}}, "bench model")["model"];
+  json m = model;
+  // The benchmark's task is a language model: a convolution window (the CRUs') is causal unless
+  // the model says otherwise (a centred one would see the token to predict, which char_lm refuses).
+  if (!m.contains("conv_window"))
+    for (const auto& o : options_for(m.value("cell", std::string("gru")), "char_lm"))
+      if (o.section == "model" && o.key == "conv_window") m["conv_window"] = "causal";
+  return load_and_resolve(json{{"task", {{"name", "char_lm"}}}, {"model", m}}, "bench model")["model"];
 }
 
 }  // namespace
@@ -51,24 +58,13 @@ double gemm_gflops(int64_t n) {
   return 2.0 * n * n * n / t / 1e9;
 }
 
-bool cell_has_fast_path(const json& model) {
-  // LibTorch's fused kernels (cells/baseline.cpp) and the hand-written sequence functions of
-  // issue #16 (cells/fused_gru_dt.cpp, fused_cru.cpp, fused_mzu.cpp, fused_mcrnn.cpp; their *_fast_path_applies
-  // whitelists decide per call, this mirrors them for the bench's table).
-  const std::string cell = model.value("cell", std::string());
-  if (cell == "gru" || cell == "lstm" || cell == "rnn")
-    return !model.value("layer_norm", false) && model.value("candidate_dropout", 0.0) == 0.0;
-  if (cell == "gru_dt") return true;
-  if (cell == "cru_shallow" || cell == "cru_deep" || cell == "cru_deep_enhanced") return model.value("reset_after", true);
-  if (cell == "sat_mzu" || cell == "gcn_mzu" || cell == "cap_mzu")
-    return model.value("disagreement_pairs", std::string("all")) == "all" &&
-           model.value("disagreement_form", std::string("cosine")) == "cosine" &&
-           model.value("gcn_adjacency", std::string("cosine_plus_identity")) == "cosine_plus_identity" &&
-           !(model.value("regular_gate", false) && model.value("regular_trans", false));
-  if (cell == "mcrnn")  // cells/fused_mcrnn.h: an LSTM base, memory "prev", no LN, no candidate dropout
-    return model.value("base", std::string("lstm")) == "lstm" && model.value("lstm_memory", std::string("prev")) == "prev" &&
-           !model.value("layer_norm", false) && model.value("candidate_dropout", 0.0) == 0.0;
-  return false;
+bool cell_has_fast_path(const json& model) { return fast_path_refusal(model).empty(); }
+
+json model_for_cell(const json& model, const std::string& cell, const std::string& task) {
+  json out = {{"cell", cell}};
+  for (const auto& o : options_for(cell, task))
+    if (o.section == "model" && o.key != "cell" && model.contains(o.key)) out[o.key] = model.at(o.key);
+  return out;
 }
 
 void force_autograd_path(StepContext& ctx) {

@@ -21,11 +21,16 @@ struct BenchOptions {
   int threads = 0;
 };
 
-// ---- The hook of the fast paths (issue #16): the only place the benchmarks learn about them
-// (bench.cpp; the merger of the fast paths edits these two functions and nothing else here).
+// ---- The fast paths, as the benchmarks see them.
 // Whether the cell of the resolved `model` has a training path other than the step-wise
-// autograd one, i.e. whether `bench --peer` measures it twice (default path, then forced off).
+// autograd one, i.e. whether `bench --peer` measures it twice (default path, then forced off):
+// the cell registry's answer (cs::fast_path_refusal, cells/registry.h), which each cell family
+// gives with the function its fast path decides by.
 bool cell_has_fast_path(const json& model);
+// The model section of `cell` compared at the shape of `model` (a model section of another cell):
+// `model`'s values of the options that apply to `cell` under `task` (the cell's own, the common
+// ones it honours, the task's), nothing else; resolving fills the rest with `cell`'s defaults.
+json model_for_cell(const json& model, const std::string& cell, const std::string& task);
 // Forces the step-wise autograd path for one training step: sets ctx.stepwise (which the
 // fused GRU/LSTM/RNN and the CRU-shallow paths honour) and whatever else the fast paths read.
 void force_autograd_path(StepContext& ctx);

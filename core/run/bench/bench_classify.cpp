@@ -103,12 +103,8 @@ json run_bench_classify(const BenchOptions& o) {
   std::vector<std::unique_ptr<ClassifyStep>> ms;
   ms.push_back(std::make_unique<ClassifyStep>(model, o.batch, o.seq, V));
   const std::string base = o.baseline.empty() ? "gru" : o.baseline;
-  if (base != "none") {
-    json bm = model;
-    bm["cell"] = base;
-    for (auto k : {"filter_length", "conv_channels", "conv_activation", "reset_after"}) bm.erase(k);
-    ms.push_back(std::make_unique<ClassifyStep>(bm, o.batch, o.seq, V));
-  }
+  if (base != "none")  // the same model with the baseline's cell: only the options that cell has
+    ms.push_back(std::make_unique<ClassifyStep>(model_for_cell(model, base, "classify"), o.batch, o.seq, V));
   auto times = time_classify_steps(ms, o.iters, o.min_seconds);
   const Timing t = times[0];
   json r;

@@ -20,6 +20,7 @@
 
 #include "bench/bench.h"
 #include "bench/gemm_floor.h"
+#include "cells/registry.h"
 #include "tasks/char_lm.h"
 #include "train/trainer.h"
 #include "util/error.h"
@@ -363,7 +364,9 @@ json run_peer_bench(const PeerBenchOptions& o, std::ostream* log) {
       if (log) *log << "batch " << B << ": " << cell << " ..." << std::flush;
       // Rounds interleave the variants (default path, autograd path, Python, then again), so a
       // slow spell of the machine hits all of them alike; each reported time is the median round.
-      const bool has_fast = cell_has_fast_path(resolved);
+      const std::string refusal = fast_path_refusal(resolved);  // the cell registry's answer
+      const bool has_fast = refusal.empty();
+      if (!has_fast) row["stepwise_reason"] = refusal;
       std::vector<json> cv, av, pv;
       bool python_ok = o.python;
       for (int k = 0; k < rounds; ++k) {
@@ -491,6 +494,10 @@ std::string peer_table_markdown(const json& r) {
           << fmt(100.0 * row["folded_fraction"].get<double>(), 1) << "%;";
     s << "\n";
   }
+  for (const auto& row : r["rows"])
+    if (row.contains("stepwise_reason"))
+      s << "\n" << row["cell"].get<std::string>() << ", batch " << row["batch"] << ": no fast path, the step-wise "
+        << "autograd path runs: " << row["stepwise_reason"].get<std::string>() << "\n";
   for (const auto& row : r["rows"])
     if (row.contains("python_error"))
       s << "\n" << row["cell"].get<std::string>() << ", batch " << row["batch"] << ": no Python time: "
