@@ -12,8 +12,10 @@
 #include <map>
 #include <string>
 
+#include "corpus_fixture.h"
 #include "harness.h"
 #include "sweep/sweep.h"
+#include "util/error.h"
 #include "util/paths.h"
 
 namespace test_history {  // this file's own names in a unity build (tests/README.md)
