@@ -355,6 +355,12 @@ TEST(HostileInput, semevalXmlIsXml) {
   e = error_of([&] { load_semeval_xml(f, ""); });
   EXPECT_TRUE(cstest::contains(e, f + ":3:")) << e;
   EXPECT_TRUE(cstest::contains(e, "attribute")) << e;
+  cstest::write_text(f, "<sentences>\n<sentence id=\"1\"><text>x</text>\n");
+  e = error_of([&] { load_semeval_xml(f, ""); });
+  EXPECT_TRUE(cstest::contains(e, f + ":3:1: the file ends before every element is closed")) << e;
+  cstest::write_text(f, "<sentences>\n<sentence id=\"1\"><text>x</text>\n</sentences>\n");
+  e = error_of([&] { load_semeval_xml(f, ""); });
+  EXPECT_TRUE(cstest::contains(e, f + ":3:1: closing tag </sentences> does not match")) << e;
   cstest::write_text(f, "<sentences>\n<sentence id=\"1\"><text>x &nbsp; y</text></sentence>\n</sentences>\n");
   e = error_of([&] { load_semeval_xml(f, ""); });
   EXPECT_TRUE(cstest::contains(e, f + ":2:")) << e;

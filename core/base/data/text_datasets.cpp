@@ -298,6 +298,8 @@ std::vector<TextExample> load_semeval_xml(const std::string& file, const std::st
       throw UserError(file + ":1: not a SemEval-2014 Task 4 file (no XML element, no <sentences>)");
     const size_t off = r.offset < 0 ? 0 : std::min(static_cast<size_t>(r.offset), s.size());
     if (r.status == pugi::status_end_element_mismatch) {
+      if (s.find_first_not_of(" \t\r\n", off) == std::string::npos)
+        throw UserError(pos(static_cast<ptrdiff_t>(s.size())) + ": the file ends before every element is closed");
       // pugixml points into or after the closing tag: name it.
       const size_t lt = s.rfind("</", off);
       if (lt != std::string::npos && off - lt < 256) {
