@@ -94,6 +94,7 @@ int cmd_datasets_show(const std::vector<std::string>& a) {
     cs::SubwordOptions so;
     so.vocab_size = args.get_int("subword", 8000, 8, 10000000);
     so.model_type = args.get("subword-type", "unigram");
+    so.option = "--subword";
     std::vector<std::string> lines;
     for (const auto& p : s.train) {
       lines.push_back(p.source);

@@ -106,6 +106,16 @@ def sentence_seeds():
     put("sentences", "semeval-file", bytes([5]) + archive([("Restaurants_Train_v2.xml", xml)]))
     put("sentences", "semeval-dir", bytes([5]) + archive([("Restaurants_Train_v2.xml", xml),
                                                           ("Restaurants_Test_Gold.xml", xml)]))
+    # fuzz_semeval_xml: one XML file as is; the XML the parser must handle besides plain tags.
+    put("semeval_xml", "plain", xml)
+    put("semeval_xml", "cdata-entities",
+        '\ufeff<?xml version="1.0"?>\r\n<!DOCTYPE sentences [<!ENTITY e "x">]>\r\n<!-- a > comment -->\r\n'
+        '<sentences>\r\n<sentence id="s&amp;1"><text><![CDATA[The food <b>&</b>]]> was &lt;great&gt; &#233;&#x1F433;'
+        '</text>\r\n<aspectTerms><aspectTerm term="food &gt; x" polarity="conflict" note="a > b"/>'
+        '<aspectTerm term=\'it&apos;s\' polarity="neutral"/></aspectTerms></sentence>\r\n'
+        '<?pi data?><sentence id="2"><text>caf\u00e9 <i>nested</i> text</text></sentence>\r\n</sentences>\r\n')
+    put("semeval_xml", "broken", '<sentences>\n<sentence id="1"><text><![CDATA[never closed</text>\n'
+        '<aspectTerm term="a < b" polarity="positive"/></sentence>\n</sentences>\n')
 
 
 def manifest_seeds():

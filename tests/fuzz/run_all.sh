@@ -25,7 +25,7 @@ build=${CELLSCOPE_FUZZ_BUILD:-$repo/build-fuzz}
 out=${CELLSCOPE_FUZZ_OUT:-$build/fuzz-out}
 jobs=${CELLSCOPE_FUZZ_JOBS:-1}
 nice_level=${CELLSCOPE_FUZZ_NICE:-0}
-all=(config char_corpus word_corpus sentences manifest vocab checkpoint run_dir)
+all=(config char_corpus word_corpus sentences semeval_xml manifest vocab checkpoint run_dir)
 targets=("$@")
 ((${#targets[@]})) || targets=("${all[@]}")
 

@@ -1,4 +1,5 @@
 #include "data/cbt_build.h"
+#include "data/utf8.h"
 
 #include <unistd.h>
 
@@ -289,7 +290,7 @@ std::string cbt_file_name(const std::string& word_class, const std::string& spli
 CbtBuild build_cbt_dataset(const std::string& book_path, const std::string& wordnet_dir, const std::string& out_dir,
                            const CbtBuildOptions& o, const std::string& source_name) {
   const WordNet wn = WordNet::load(wordnet_dir);
-  const std::string text = read_file(book_path);
+  const std::string text = read_text_file(book_path);
   const CbtBuild b = build_cbt_questions(cbt_sentences(text), wn, o);
   fs::path out(out_dir);
   if (out.filename().empty()) out = out.parent_path();

@@ -4,6 +4,7 @@
 #include <map>
 #include <sstream>
 
+#include "data/utf8.h"
 #include "util/error.h"
 
 namespace cs {
@@ -74,6 +75,7 @@ std::vector<ClozeExample> parse_cbt(const std::string& text, const std::string& 
     const size_t line = 1 + static_cast<size_t>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(nul), '\n'));
     throw UserError(where(line) + "a NUL byte: this is a binary file, not CBT text");
   }
+  require_utf8(text, name);  // name:line:column of the first byte that is not UTF-8
   const std::string kind = kind_of(name);
   std::vector<ClozeExample> out;
   ClozeExample ex;
@@ -138,7 +140,7 @@ std::vector<ClozeExample> parse_cbt(const std::string& text, const std::string& 
   return out;
 }
 
-std::vector<ClozeExample> load_cbt_file(const std::string& path) { return parse_cbt(read_file(path), path); }
+std::vector<ClozeExample> load_cbt_file(const std::string& path) { return parse_cbt(read_text_file(path), path); }
 
 ClozeSplits load_cbt_dir(const std::string& dir) {
   if (!dir_exists(dir)) {

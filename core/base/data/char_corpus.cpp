@@ -36,35 +36,28 @@ TextFile open_text(const std::string& path) {
   const size_t n = f.map->size();
   if (n == 0) throw UserError("dataset file '" + path + "' is empty");
 
+  // Positions count from after a byte-order mark (data/utf8.h).
+  const size_t skip = utf8_bom_size(p, n);
+
   // Binary sniff on the head: NUL bytes, or many C0 control characters other
   // than the whitespace ones (\t \n \v \f \r). Text in any script passes.
   const size_t sniff = std::min(n, kSniffBytes);
   size_t controls = 0;
   for (size_t i = 0; i < sniff; ++i) {
     const unsigned char c = p[i];
-    if (c == 0)
-      throw UserError("dataset file '" + path + "' looks binary (NUL byte at offset " + std::to_string(i) +
-                      "); expected UTF-8 text");
     if ((c < 0x20 && (c < 0x09 || c > 0x0D)) || c == 0x7F) ++controls;
   }
+  // NUL bytes anywhere (memchr is vectorised, so this pass is cheap).
+  if (const void* z = std::memchr(p, 0, n))
+    throw UserError(nul_byte_message(p + skip, n - skip, static_cast<size_t>(static_cast<const unsigned char*>(z) - p) - skip, path));
   if (static_cast<double>(controls) > kMaxControlRatio * static_cast<double>(sniff))
     throw UserError("dataset file '" + path + "' looks binary (" + std::to_string(controls) +
                     " control characters in the first " + std::to_string(sniff) + " bytes); expected UTF-8 text");
-  // NUL bytes later in the file (memchr is vectorised, so this pass is cheap).
-  if (const void* z = std::memchr(p, 0, n))
-    throw UserError("dataset file '" + path + "' looks binary (NUL byte at offset " +
-                    std::to_string(static_cast<const unsigned char*>(z) - p) + "); expected UTF-8 text");
 
-  size_t skip = (n >= 3 && p[0] == 0xEF && p[1] == 0xBB && p[2] == 0xBF) ? 3 : 0;
   f.begin = p + skip;
   f.end = p + n;
   const size_t bad = utf8_validate(f.begin, n - skip, &f.code_points);
-  if (bad != std::string::npos)
-    throw UserError("dataset file '" + path + "' is not valid UTF-8 (invalid byte 0x" + [&] {
-      static const char* hex = "0123456789ABCDEF";
-      const unsigned char c = f.begin[bad];
-      return std::string{hex[c >> 4], hex[c & 15]};
-    }() + " at byte offset " + std::to_string(bad + skip) + ")");
+  if (bad != std::string::npos) throw UserError(utf8_error_message(f.begin, n - skip, bad, path));
   if (f.begin == f.end) throw UserError("dataset file '" + path + "' is empty (only a byte-order mark)");
   for (const unsigned char* q = f.begin; (q = static_cast<const unsigned char*>(std::memchr(q, '\r', f.end - q)));
        ++q)

@@ -1,6 +1,7 @@
 #include "data/manifest.h"
 
 #include "util/error.h"
+#include "data/utf8.h"
 #include "data/cbt_build.h"
 #include "data/fetch.h"
 #include "util/paths.h"
@@ -13,7 +14,9 @@ json load_manifest(const std::string& path_in) {
     throw UserError("dataset manifest '" + path + "' does not exist (set CELLSCOPE_MANIFEST or reinstall)");
   json m;
   try {
-    m = parse_json(read_file(path), "dataset manifest '" + path + "'");
+    const std::string text = read_text_file(path);
+    require_utf8_text(text, path);  // NUL, invalid UTF-8: path:line:column
+    m = parse_json(text, "dataset manifest '" + path + "'");
   } catch (const json::parse_error& e) {
     throw UserError("dataset manifest '" + path + "' is not valid JSON: " + json_error_text(e));
   }

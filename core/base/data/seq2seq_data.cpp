@@ -47,7 +47,7 @@ std::string ascii_lower(std::string s) {
 // (a binary file), no empty line. A final newline does not make an extra line; CR LF is read as LF.
 std::vector<std::string> read_sentence_lines(const std::string& file) {
   if (!file_exists(file)) throw UserError(file + ": file not found");
-  const std::string text = read_file(file);
+  const std::string text = read_text_file(file);
   const size_t bad = utf8_validate(reinterpret_cast<const unsigned char*>(text.data()), text.size(), nullptr);
   // A NUL byte is valid UTF-8 but means a binary file: report it before anything else on its line.
   const size_t nul = text.find('\0');
@@ -194,7 +194,8 @@ std::string clean_subject(const std::string& subject) {
 
 Seq2SeqSplits load_headlines_jsonl(const std::string& jsonl_path, const HeadlineOptions& o) {
   if (!file_exists(jsonl_path)) throw UserError(jsonl_path + ": file not found");
-  const std::string text = read_file(jsonl_path);
+  const std::string text = read_text_file(jsonl_path);
+  require_utf8_text(text, jsonl_path);
   Seq2SeqSplits out;
   std::set<std::pair<std::string, std::string>> seen;
   int64_t records = 0, short_subject = 0, short_body = 0, duplicates = 0;

@@ -198,9 +198,17 @@ SubwordVocab SubwordVocab::train(const std::vector<std::string>& lines, const Su
     // bpe: "Vocabulary size is too large. Please set it to a value <= M."
     static const std::regex too_large("Vocabulary size[^.]*(too high|too large)[^.]*\\. Please set it to a value <= ([0-9]+)");
     if (std::regex_search(msg, m, too_large))
-      throw UserError("subword vocab_size " + std::to_string(o.vocab_size) +
-                      " is too large for the training text: at most " + m[2].str() +
-                      " pieces can be learned from it; lower the vocabulary size");
+      throw UserError(o.option + " " + std::to_string(o.vocab_size) + " is too large for the training text: at most " +
+                      m[2].str() + " pieces can be learned from it; lower the vocabulary size: set " + o.option + " to " +
+                      m[2].str() + " or less (or train on more text)");
+    // Every character of the training text (character_coverage is 1) is a piece of its own, and
+    // so are <pad> <unk> <s> </s>: "Vocabulary size is smaller than required_chars. N vs M."
+    static const std::regex too_small("smaller than required_chars\\. ([0-9]+) vs ([0-9]+)");
+    if (std::regex_search(msg, m, too_small))
+      throw UserError(o.option + " " + std::to_string(o.vocab_size) +
+                      " is too small for the training text: its distinct characters and the 4 special pieces "
+                      "(<pad> <unk> <s> </s>) need " + m[2].str() + " entries; set " + o.option + " to " +
+                      m[2].str() + " or more (or lower-case / clean the text to have fewer characters)");
     throw UserError("training the subword vocabulary (SentencePiece " + o.model_type + ", vocab_size " +
                     std::to_string(o.vocab_size) + ") failed: " + msg);
   }

@@ -17,6 +17,9 @@ struct SubwordOptions {
   std::string model_type = "unigram";   // "unigram" | "bpe"
   int64_t vocab_size = 8000;
   double character_coverage = 1.0;
+  // The option that set vocab_size, named in errors (the seq2seq task: dataset.source_vocab_size
+  // or dataset.target_vocab_size).
+  std::string option = "subword vocab_size";
 };
 
 class SubwordVocab {  // ids: 0 <pad>, 1 <unk>, 2 <s>, 3 </s>

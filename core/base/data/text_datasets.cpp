@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
+#include <cstring>
 #include <set>
+
+#include <pugixml.hpp>
 
 #include "data/text_tokenize.h"
 #include "data/utf8.h"
@@ -36,7 +39,7 @@ void check_text_line(const std::string& line, const std::string& file, size_t no
 
 std::vector<TextExample> read_latin1_lines(const std::string& file, const std::string& label) {
   std::vector<TextExample> out;
-  const std::string text = read_file(file);
+  const std::string text = read_text_file(file);
   for_each_line(text, [&](const std::string& line, size_t no) {
     check_text_line(line, file, no);
     std::string u = latin1_to_utf8(line);
@@ -50,7 +53,10 @@ std::vector<TextExample> read_latin1_lines(const std::string& file, const std::s
   return out;
 }
 
-std::string decode_xml_entities(const std::string& s, const std::string& w) {
+// Decodes the five predefined entities and character references of XML text or an attribute
+// value; anything else after '&' is refused. `at(i)` names the position of byte i of `s`.
+template <typename At>
+std::string semeval_decode_entities(const std::string& s, At&& at) {
   std::string o;
   for (size_t i = 0; i < s.size(); ++i) {
     if (s[i] != '&') {
@@ -58,7 +64,8 @@ std::string decode_xml_entities(const std::string& s, const std::string& w) {
       continue;
     }
     size_t semi = s.find(';', i);
-    if (semi == std::string::npos || semi - i > 10) throw UserError(w + ": unterminated XML entity");
+    if (semi == std::string::npos || semi - i > 10)
+      throw UserError(at(i) + ": '&' that starts no entity (write &amp; for '&')");
     std::string ent = s.substr(i + 1, semi - i - 1);
     if (ent == "amp") o += '&';
     else if (ent == "lt") o += '<';
@@ -75,110 +82,61 @@ std::string decode_xml_entities(const std::string& s, const std::string& w) {
           throw 1;
         cp = std::stol(digits, nullptr, hexref ? 16 : 10);
       } catch (...) {
-        throw UserError(w + ": bad character reference &" + ent + ";");
+        throw UserError(at(i) + ": bad character reference &" + ent + ";");
       }
       // XML 1.0 Char: no NUL, no surrogate, nothing above U+10FFFF (these would make text that
       // is not UTF-8, and a vocabulary that cannot be read back)
       if (cp <= 0 || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-        throw UserError(w + ": character reference &" + ent + "; is not a character (XML 1.0)");
+        throw UserError(at(i) + ": character reference &" + ent + "; is not a character (XML 1.0)");
       utf8_append(o, static_cast<uint32_t>(cp));
     } else {
-      throw UserError(w + ": unknown XML entity &" + ent + ";");
+      throw UserError(at(i) + ": unknown XML entity &" + ent + "; (XML defines &amp; &lt; &gt; &quot; &apos; and &#N;)");
     }
     i = semi;
   }
   return o;
 }
 
-// A minimal XML tokenizer: tags with attributes, text, comments, <?...?>; line numbers.
-struct XmlTag {
-  std::string name;
-  bool closing = false, self_closing = false;
-  std::map<std::string, std::string> attrs;
-  size_t line = 0;
-};
+// What pugixml's parse status means, in the words of this loader.
+std::string semeval_xml_problem(pugi::xml_parse_status st) {
+  switch (st) {
+    case pugi::status_unrecognized_tag: return "a '<' that starts no tag, comment or section (write &lt; for '<')";
+    case pugi::status_bad_pi: return "malformed XML declaration or processing instruction (<?...?>)";
+    case pugi::status_bad_comment: return "malformed or unterminated comment (<!-- ... -->)";
+    case pugi::status_bad_cdata: return "malformed or unterminated CDATA section (<![CDATA[ ... ]]>)";
+    case pugi::status_bad_doctype: return "malformed or unterminated <!DOCTYPE ...>";
+    case pugi::status_bad_pcdata: return "malformed text";
+    case pugi::status_bad_start_element: return "malformed start tag";
+    case pugi::status_bad_attribute:
+      return "malformed attribute (name=\"value\", the value quoted, without '<': write &lt;)";
+    case pugi::status_bad_end_element: return "malformed closing tag";
+    case pugi::status_end_element_mismatch: return "closing tag that does not match the open element";
+    case pugi::status_append_invalid_root:
+    case pugi::status_no_document_element: return "no XML element";
+    default: return "not readable as XML";
+  }
+}
 
-class XmlReader {
- public:
-  XmlReader(const std::string& text, const std::string& file) : s_(text), file_(file) {}
-  // Next item: returns false at the end. Either a tag (is_tag) or text.
-  bool next(bool& is_tag, XmlTag& tag, std::string& text) {
-    while (pos_ < s_.size()) {
-      if (s_[pos_] == '<') {
-        if (s_.compare(pos_, 4, "<!--") == 0) { skip_to("-->"); continue; }
-        if (s_.compare(pos_, 2, "<?") == 0) { skip_to("?>"); continue; }
-        if (s_.compare(pos_, 2, "<!") == 0) { skip_to(">"); continue; }
-        is_tag = true;
-        tag = parse_tag();
-        return true;
-      }
-      size_t lt = s_.find('<', pos_);
-      if (lt == std::string::npos) lt = s_.size();
-      const size_t start_line = line_;
-      std::string raw = s_.substr(pos_, lt - pos_);
-      advance(lt);
-      is_tag = false;
-      text = decode_xml_entities(raw, where(file_, start_line));
-      return true;
-    }
-    return false;
-  }
-  size_t line() const { return line_; }
-
- private:
-  void advance(size_t to) {
-    for (size_t i = pos_; i < to && i < s_.size(); ++i)
-      if (s_[i] == '\n') ++line_;
-    pos_ = to;
-  }
-  void skip_to(const char* end) {
-    size_t e = s_.find(end, pos_);
-    if (e == std::string::npos) throw UserError(where(file_, line_) + ": unterminated XML comment or declaration");
-    advance(e + std::string(end).size());
-  }
-  XmlTag parse_tag() {
-    XmlTag t;
-    t.line = line_;
-    size_t gt = s_.find('>', pos_);
-    if (gt == std::string::npos) throw UserError(where(file_, line_) + ": unterminated XML tag");
-    std::string body = s_.substr(pos_ + 1, gt - pos_ - 1);
-    const std::string w = where(file_, line_);
-    advance(gt + 1);
-    if (!body.empty() && body[0] == '/') { t.closing = true; body = body.substr(1); }
-    if (!body.empty() && body.back() == '/') { t.self_closing = true; body.pop_back(); }
-    size_t i = 0;
-    auto ws = [&] { while (i < body.size() && std::isspace(static_cast<unsigned char>(body[i]))) ++i; };
-    while (i < body.size() && !std::isspace(static_cast<unsigned char>(body[i]))) t.name += body[i++];
-    if (t.name.empty()) throw UserError(w + ": XML tag without a name");
-    for (;;) {
-      ws();
-      if (i >= body.size()) break;
-      std::string key;
-      while (i < body.size() && body[i] != '=' && !std::isspace(static_cast<unsigned char>(body[i]))) key += body[i++];
-      ws();
-      if (i >= body.size() || body[i] != '=') throw UserError(w + ": attribute '" + key + "' of <" + t.name + "> has no value");
-      ++i;
-      ws();
-      if (i >= body.size() || (body[i] != '"' && body[i] != '\'')) throw UserError(w + ": attribute '" + key + "' of <" + t.name + "> is not quoted");
-      const char q = body[i++];
-      size_t e = body.find(q, i);
-      if (e == std::string::npos) throw UserError(w + ": unterminated value of attribute '" + key + "'");
-      t.attrs[key] = decode_xml_entities(body.substr(i, e - i), w);
-      i = e + 1;
-    }
-    return t;
-  }
-  const std::string& s_;
-  std::string file_;
-  size_t pos_ = 0, line_ = 1;
-};
+// Up to 40 bytes of `s` from `at` on one line, as a quoted excerpt ("" at the end of the text).
+std::string semeval_excerpt(const std::string& s, size_t at) {
+  if (at >= s.size()) return "";
+  size_t e = std::min(s.size(), at + 40);
+  const size_t nl = s.find_first_of("\r\n", at);
+  if (nl != std::string::npos && nl < e) e = nl;
+  while (e > at && e < s.size() && (static_cast<unsigned char>(s[e]) & 0xC0) == 0x80) --e;  // whole characters
+  std::string x = s.substr(at, e - at);
+  for (auto& c : x)
+    if (static_cast<unsigned char>(c) < 0x20) c = ' ';
+  return x.empty() ? "" : " near '" + x + "'";
+}
 
 }  // namespace
 
 std::vector<TextExample> load_jsonl_examples(const std::string& path, const std::string& tf, const std::string& lf,
                                              const std::string& sf) {
   std::vector<TextExample> out;
-  const std::string text = read_file(path);
+  const std::string text = read_text_file(path);
+  require_utf8_text(text, path);  // NUL, invalid UTF-8: path:line:column
   for_each_line(text, [&](const std::string& line, size_t no) {
     if (line.find_first_not_of(" \t") == std::string::npos) return;
     json j;
@@ -197,6 +155,10 @@ std::vector<TextExample> load_jsonl_examples(const std::string& path, const std:
     TextExample e;
     e.text = j[tf].get<std::string>();
     e.label = j[lf].is_string() ? j[lf].get<std::string>() : j[lf].dump();
+    uint32_t cp = 0;
+    if (find_unprintable_name_char(e.label, &cp) != std::string::npos)
+      throw UserError(where(path, no) + ": the label (field '" + lf + "') holds " + describe_unprintable_name_char(cp) +
+                      "; class labels are printed in tables: remove it");
     if (!sf.empty() && j.contains(sf)) {
       if (!j[sf].is_string()) throw UserError(where(path, no) + ": field '" + sf + "' must be a string");
       e.split = j[sf].get<std::string>();
@@ -238,9 +200,13 @@ std::vector<TextExample> load_aclimdb(const std::string& dir) {
         if (us == std::string::npos || us == 0 || us + 1 == stem.size() ||
             stem.find_first_not_of("0123456789_") != std::string::npos)
           throw UserError(f + ":1: file name is not <id>_<rating>.txt");
-        std::string t = read_file(f);
-        require_utf8(t, f);
-        if (t.find('\0') != std::string::npos) throw UserError(f + ":1: NUL byte (not a text review)");
+        std::string t = read_text_file(f);
+        require_utf8_text(t, f);
+        // CR LF reads as LF (one pass: a review may be large)
+        size_t o = 0;
+        for (size_t i = 0; i < t.size(); ++i)
+          if (!(t[i] == '\r' && i + 1 < t.size() && t[i + 1] == '\n')) t[o++] = t[i];
+        t.resize(o);
         for (size_t p; (p = t.find("<br />")) != std::string::npos;) t.replace(p, 6, " ");
         TextExample e;
         e.text = std::move(t);
@@ -298,7 +264,7 @@ std::vector<TextExample> load_sst_trees(const std::string& dir, int classes) {
   for (const auto& fs : files) {
     const std::string f = join_path(dir, fs.first);
     const std::string split = fs.second;
-    const std::string text = read_file(f);
+    const std::string text = read_text_file(f);
     require_utf8(text, f);
     for_each_line(text, [&](const std::string& line, size_t no) {
       if (line.find_first_not_of(" \t") == std::string::npos) return;
@@ -319,68 +285,133 @@ std::vector<TextExample> load_sst_trees(const std::string& dir, int classes) {
 }
 
 std::vector<TextExample> load_semeval_xml(const std::string& file, const std::string& split) {
-  const std::string s = read_file(file);
-  require_utf8(s, file);
-  XmlReader rd(s, file);
-  std::vector<TextExample> out;
-  bool is_tag = false, in_text = false, in_sentence = false, saw_sentences = false;
-  XmlTag tag;
-  std::string txt, sent_id, sent_text;
-  size_t sent_line = 0;
-  std::vector<std::string> open;
-  std::vector<TextExample> pending;
-  while (rd.next(is_tag, tag, txt)) {
-    if (!is_tag) {
-      if (in_text) sent_text += txt;
-      continue;
-    }
-    const std::string w = where(file, tag.line);
-    if (tag.closing) {
-      if (open.empty() || open.back() != tag.name)
-        throw UserError(w + ": closing tag </" + tag.name + "> does not match " + (open.empty() ? std::string("anything") : "<" + open.back() + ">"));
-      open.pop_back();
-      if (tag.name == "text") in_text = false;
-      if (tag.name == "sentence") {
-        for (auto& e : pending) {
-          e.text = sent_text;
-          out.push_back(std::move(e));
-        }
-        pending.clear();
-        in_sentence = false;
+  const std::string s = read_text_file(file);
+  require_utf8_text(s, file);
+  auto pos = [&](ptrdiff_t off) { return text_position(s, off < 0 ? 0 : static_cast<size_t>(off), file); };
+  pugi::xml_document doc;
+  // Entities are decoded here (strictly: unknown ones and references to non-characters are
+  // refused); pugixml leaves them as written without parse_escapes. CR LF reads as LF.
+  const unsigned opts = pugi::parse_cdata | pugi::parse_wconv_attribute | pugi::parse_eol;
+  const pugi::xml_parse_result r = doc.load_buffer(s.data(), s.size(), opts, pugi::encoding_utf8);
+  if (!r) {
+    if (r.status == pugi::status_no_document_element || r.status == pugi::status_append_invalid_root)
+      throw UserError(file + ":1: not a SemEval-2014 Task 4 file (no XML element, no <sentences>)");
+    const size_t off = r.offset < 0 ? 0 : std::min(static_cast<size_t>(r.offset), s.size());
+    if (r.status == pugi::status_end_element_mismatch) {
+      if (s.find_first_not_of(" \t\r\n", off) == std::string::npos)
+        throw UserError(pos(static_cast<ptrdiff_t>(s.size())) + ": the file ends before every element is closed");
+      // pugixml points into or after the closing tag: name it.
+      const size_t lt = s.rfind("</", off);
+      if (lt != std::string::npos && off - lt < 256) {
+        const size_t e = s.find_first_of("> \t\r\n", lt + 2);
+        const std::string name = s.substr(lt + 2, (e == std::string::npos ? s.size() : e) - lt - 2);
+        throw UserError(pos(static_cast<ptrdiff_t>(lt)) + ": closing tag </" + name + "> does not match the open element");
       }
-      continue;
+      throw UserError(pos(static_cast<ptrdiff_t>(off)) + ": the file ends before every element is closed");
     }
-    if (!tag.self_closing) open.push_back(tag.name);
-    if (tag.name == "sentences") saw_sentences = true;
-    if (tag.name == "sentence") {
-      if (in_sentence) throw UserError(w + ": <sentence> inside another sentence");
-      in_sentence = true;
-      auto it = tag.attrs.find("id");
-      if (it == tag.attrs.end()) throw UserError(w + ": <sentence> without an id attribute");
-      sent_id = it->second;
+    throw UserError(pos(static_cast<ptrdiff_t>(off)) + ": " + semeval_xml_problem(r.status) + semeval_excerpt(s, off));
+  }
+  std::vector<TextExample> out, pending;
+  bool saw_sentences = false;
+  pugi::xml_node sentence;  // the open <sentence>, or null
+  int text_depth = 0;       // > 0 inside a <text> element
+  std::string sent_id, sent_text;
+  auto attr = [&](const pugi::xml_node& n, const char* name) -> std::pair<bool, std::string> {
+    const pugi::xml_attribute a = n.attribute(name);
+    if (!a) return {false, ""};
+    // pugixml has no position for an attribute: its name after the element's start.
+    auto at = [&](size_t) {
+      const ptrdiff_t start = n.offset_debug();
+      size_t p = start < 0 ? 0 : static_cast<size_t>(start);
+      while ((p = s.find(name, p)) != std::string::npos) {
+        size_t q = p + std::strlen(name);
+        while (q < s.size() && (s[q] == ' ' || s[q] == '\t' || s[q] == '\r' || s[q] == '\n')) ++q;
+        if (q < s.size() && s[q] == '=' && p > 0 && std::isspace(static_cast<unsigned char>(s[p - 1])))
+          return pos(static_cast<ptrdiff_t>(p));
+        p = q;
+      }
+      return pos(start);
+    };
+    // XML forbids a literal '<' in an attribute value (pugixml lets it through).
+    if (std::strchr(a.value(), '<'))
+      throw UserError(at(0) + ": attribute '" + name + "' of <" + n.name() + "> holds a '<' (write &lt;)");
+    return {true, semeval_decode_entities(a.value(), at)};
+  };
+  auto enter = [&](const pugi::xml_node& n) {
+    if (n.type() == pugi::node_pcdata || n.type() == pugi::node_cdata) {
+      if (text_depth == 0) return;
+      if (n.type() == pugi::node_cdata) {
+        sent_text += n.value();
+      } else {
+        const ptrdiff_t base = n.offset_debug();
+        sent_text += semeval_decode_entities(n.value(), [&](size_t i) { return pos(base + static_cast<ptrdiff_t>(i)); });
+      }
+      return;
+    }
+    if (n.type() != pugi::node_element) return;
+    const std::string name = n.name();
+    const std::string w = pos(n.offset_debug() - 1);  // the '<'
+    if (name == "sentences") {
+      saw_sentences = true;
+    } else if (name == "sentence") {
+      if (sentence) throw UserError(w + ": <sentence> inside another sentence");
+      auto id = attr(n, "id");
+      if (!id.first) throw UserError(w + ": <sentence> without an id attribute");
+      sentence = n;
+      sent_id = id.second;
       sent_text.clear();
-      sent_line = tag.line;
-    } else if (tag.name == "text") {
-      if (!in_sentence) throw UserError(w + ": <text> outside a <sentence>");
-      in_text = !tag.self_closing;
-    } else if (tag.name == "aspectTerm") {
-      if (!in_sentence) throw UserError(w + ": <aspectTerm> outside a <sentence>");
-      for (const char* a : {"term", "polarity"})
-        if (!tag.attrs.count(a)) throw UserError(w + ": <aspectTerm> without a '" + std::string(a) + "' attribute");
-      const std::string pol = tag.attrs["polarity"];
-      if (pol != "positive" && pol != "negative" && pol != "neutral" && pol != "conflict")
-        throw UserError(w + ": aspect polarity '" + pol + "' (expected positive, negative, neutral or conflict)");
+    } else if (name == "text") {
+      if (!sentence) throw UserError(w + ": <text> outside a <sentence>");
+      ++text_depth;
+    } else if (name == "aspectTerm") {
+      if (!sentence) throw UserError(w + ": <aspectTerm> outside a <sentence>");
+      auto term = attr(n, "term"), pol = attr(n, "polarity");
+      if (!term.first) throw UserError(w + ": <aspectTerm> without a 'term' attribute");
+      if (!pol.first) throw UserError(w + ": <aspectTerm> without a 'polarity' attribute");
+      if (pol.second != "positive" && pol.second != "negative" && pol.second != "neutral" && pol.second != "conflict")
+        throw UserError(w + ": aspect polarity '" + pol.second + "' (expected positive, negative, neutral or conflict)");
       TextExample e;
-      e.aspect = tag.attrs["term"];
-      e.label = pol;
+      e.aspect = term.second;
+      e.label = pol.second;
       e.split = split;
       e.group = split + ":" + sent_id;
       pending.push_back(std::move(e));
     }
+  };
+  auto leave = [&](const pugi::xml_node& n) {
+    if (n.type() != pugi::node_element) return;
+    if (std::strcmp(n.name(), "text") == 0 && sentence) --text_depth;
+    if (n == sentence) {
+      for (auto& e : pending) {
+        e.text = sent_text;
+        out.push_back(std::move(e));
+      }
+      pending.clear();
+      sentence = pugi::xml_node();
+      text_depth = 0;
+    }
+  };
+  // Depth-first without recursion (a deeply nested file must not exhaust the stack).
+  for (pugi::xml_node n = doc.first_child(); n;) {
+    enter(n);
+    if (pugi::xml_node c = n.first_child()) {
+      n = c;
+      continue;
+    }
+    for (;;) {
+      leave(n);
+      if (pugi::xml_node sib = n.next_sibling()) {
+        n = sib;
+        break;
+      }
+      n = n.parent();
+      if (!n || n == doc) {
+        n = pugi::xml_node();
+        break;
+      }
+    }
   }
-  if (!open.empty()) throw UserError(where(file, rd.line()) + ": unexpected end of file inside <" + open.back() + ">");
   if (!saw_sentences) throw UserError(file + ":1: not a SemEval-2014 Task 4 file (no <sentences> element)");
-  (void)sent_line;
   mark_hard_sentences(out);
   return out;
 }

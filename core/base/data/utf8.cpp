@@ -59,16 +59,34 @@ void utf8_append(std::string& out, uint32_t cp) {
   }
 }
 
-std::string utf8_error_message(const std::string& text, size_t bad, const std::string& file) {
+std::string text_position(const std::string& text, size_t at, const std::string& file) {
+  return text_position(reinterpret_cast<const unsigned char*>(text.data()), text.size(), at, file);
+}
+
+std::string text_position(const unsigned char* text, size_t n, size_t at, const std::string& file) {
   size_t line = 1, line_start = 0;
-  for (size_t i = 0; i < bad && i < text.size(); ++i)
+  for (size_t i = 0; i < at && i < n; ++i)
     if (text[i] == '\n') {
       ++line;
       line_start = i + 1;
     }
+  return file + ":" + std::to_string(line) + ":" + std::to_string(at - line_start + 1);
+}
+
+std::string read_text_file(const std::string& path) {
+  std::string s = read_file(path);
+  if (const size_t bom = utf8_bom_size(reinterpret_cast<const unsigned char*>(s.data()), s.size())) s.erase(0, bom);
+  return s;
+}
+
+std::string utf8_error_message(const std::string& text, size_t bad, const std::string& file) {
+  return utf8_error_message(reinterpret_cast<const unsigned char*>(text.data()), text.size(), bad, file);
+}
+
+std::string utf8_error_message(const unsigned char* text, size_t n, size_t bad, const std::string& file) {
   static const char* hex = "0123456789ABCDEF";
-  const unsigned char c = bad < text.size() ? static_cast<unsigned char>(text[bad]) : 0;
-  return file + ":" + std::to_string(line) + ":" + std::to_string(bad - line_start + 1) + ": invalid UTF-8 (byte 0x" +
+  const unsigned char c = bad < n ? text[bad] : 0;
+  return text_position(text, n, bad, file) + ": invalid UTF-8 (byte 0x" +
          hex[c >> 4] + hex[c & 15] + " at byte offset " + std::to_string(bad) +
          "); Cellscope reads text as UTF-8: convert the file (e.g. iconv -f latin1 -t utf-8)";
 }
@@ -76,6 +94,45 @@ std::string utf8_error_message(const std::string& text, size_t bad, const std::s
 void require_utf8(const std::string& text, const std::string& file) {
   const size_t bad = utf8_validate(reinterpret_cast<const unsigned char*>(text.data()), text.size(), nullptr);
   if (bad != std::string::npos) throw UserError(utf8_error_message(text, bad, file));
+}
+
+std::string nul_byte_message(const unsigned char* text, size_t n, size_t at, const std::string& file) {
+  return text_position(text, n, at, file) + ": NUL byte at byte offset " + std::to_string(at) +
+         " (a binary file? expected UTF-8 text)";
+}
+
+void require_utf8_text(const std::string& text, const std::string& file) {
+  const size_t nul = text.find('\0');
+  const size_t bad = utf8_validate(reinterpret_cast<const unsigned char*>(text.data()), text.size(), nullptr);
+  if (nul != std::string::npos && (bad == std::string::npos || nul < bad))
+    throw UserError(nul_byte_message(reinterpret_cast<const unsigned char*>(text.data()), text.size(), nul, file));
+  if (bad != std::string::npos) throw UserError(utf8_error_message(text, bad, file));
+}
+
+size_t find_unprintable_name_char(const std::string& s, uint32_t* cp) {
+  const auto* b = reinterpret_cast<const unsigned char*>(s.data());
+  const auto* p = b;
+  const auto* end = b + s.size();
+  while (p < end) {
+    const auto* at = p;
+    const uint32_t c = utf8_next(p);
+    const bool control = c < 0x20 || (c >= 0x7F && c <= 0x9F);
+    const bool bidi = c == 0x061C || c == 0x200E || c == 0x200F || (c >= 0x202A && c <= 0x202E) ||
+                      (c >= 0x2066 && c <= 0x2069);
+    if (control || bidi) {
+      if (cp) *cp = c;
+      return static_cast<size_t>(at - b);
+    }
+  }
+  return std::string::npos;
+}
+
+std::string describe_unprintable_name_char(uint32_t cp) {
+  static const char* hex = "0123456789ABCDEF";
+  std::string u = "U+";
+  for (int shift = cp > 0xFFFF ? 20 : 12; shift >= 0; shift -= 4) u += hex[(cp >> shift) & 15];
+  const bool control = cp < 0x20 || (cp >= 0x7F && cp <= 0x9F);
+  return u + (control ? " (a control character)" : " (a bidirectional-text control)");
 }
 
 std::vector<std::string> utf8_symbols(const std::string& text) {

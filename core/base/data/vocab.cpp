@@ -96,13 +96,18 @@ std::string Vocab::serialize() const {
   return out;
 }
 
-Vocab Vocab::deserialize(const std::string& text, const std::string& source_name) {
+Vocab Vocab::deserialize(const std::string& text_in, const std::string& source_name) {
   auto fail = [&](size_t line, const std::string& what) -> UserError {
     return UserError("vocabulary '" + source_name + "' line " + std::to_string(line) + ": " + what);
   };
-  size_t bad = utf8_validate(reinterpret_cast<const unsigned char*>(text.data()), text.size(), nullptr);
-  if (bad != std::string::npos)
-    throw UserError("vocabulary '" + source_name + "': invalid UTF-8 at byte offset " + std::to_string(bad));
+  // A byte-order mark is skipped and CR LF read as LF, as in every text file Cellscope reads.
+  const size_t bom = utf8_bom_size(reinterpret_cast<const unsigned char*>(text_in.data()), text_in.size());
+  const std::string text = bom ? text_in.substr(bom) : text_in;
+  try {
+    require_utf8_text(text, source_name);  // "<file>:<line>:<column>: ..."
+  } catch (const UserError& e) {
+    throw UserError("vocabulary '" + source_name + "': " + e.what());
+  }
 
   size_t pos = 0, line_no = 0;
   auto next_line = [&](std::string& line) -> bool {
@@ -110,6 +115,7 @@ Vocab Vocab::deserialize(const std::string& text, const std::string& source_name
     size_t nl = text.find('\n', pos);
     if (nl == std::string::npos) nl = text.size();
     line.assign(text, pos, nl - pos);
+    if (!line.empty() && line.back() == '\r') line.pop_back();  // a symbol's CR is written as \r
     pos = nl + 1;
     ++line_no;
     return true;

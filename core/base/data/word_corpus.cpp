@@ -98,8 +98,8 @@ WordCorpus load_word_corpus(const json& ds, const Vocab* fixed) {
     // writes is UTF-8 and loads again: datasets/README.md, "Encodings").
     auto read_ptb = [&](const char* split) {
       const std::string f = join_path(dir, std::string("ptb.") + split + ".txt");
-      const std::string text = read_file(f);
-      require_utf8(text, f);
+      const std::string text = read_text_file(f);
+      require_utf8_text(text, f);
       return ptb_tokens(clip(text, max_chars));
     };
     tr = read_ptb("train");
@@ -108,8 +108,8 @@ WordCorpus load_word_corpus(const json& ds, const Vocab* fixed) {
     wc.source = dir;
   } else {
     if (dir_exists(path)) throw UserError("dataset.path: '" + path + "' is a directory without ptb.train.txt; give a text file");
-    const std::string text = read_file(path);
-    require_utf8(text, path);
+    const std::string text = read_text_file(path);
+    require_utf8_text(text, path);
     auto all = text_tokens(clip(text, max_chars), ds);
     const double vf = ds.at("valid_fraction").get<double>(), tf = ds.at("test_fraction").get<double>();
     const size_t N = all.size(), ntr = static_cast<size_t>(static_cast<double>(N) * (1 - vf - tf)),

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "data/utf8.h"
 #include "util/error.h"
 
 namespace cs {
@@ -25,7 +26,11 @@ std::vector<std::string> read_lines(const std::string& path, bool required) {
     throw UserError("WordNet file '" + path + "' is missing or unreadable: " + install_hint());
   }
   std::vector<std::string> out;
-  for (std::string line; std::getline(f, line);) out.push_back(line);
+  for (std::string line; std::getline(f, line);) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (out.empty()) line.erase(0, utf8_bom_size(reinterpret_cast<const unsigned char*>(line.data()), line.size()));
+    out.push_back(line);
+  }
   return out;
 }
 

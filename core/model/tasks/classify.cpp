@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "cells/registry.h"
+#include "data/utf8.h"
 #include "config/common_options.h"
 #include "tasks/eval_scope.h"
 #include "data/text_tokenize.h"
@@ -123,6 +124,7 @@ int64_t load_pretrained_embeddings(const std::string& path, const Vocab& vocab, 
   while (std::getline(in, line)) {
     ++no;
     if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (no == 1) line.erase(0, utf8_bom_size(reinterpret_cast<const unsigned char*>(line.data()), line.size()));
     if (line.empty()) continue;
     const size_t sp = line.find(' ');
     if (sp == std::string::npos || sp == 0) throw UserError(path + ":" + std::to_string(no) + ": expected 'word v1 ... v" + std::to_string(E) + "'");

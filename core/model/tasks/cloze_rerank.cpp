@@ -11,6 +11,7 @@
 #include <iomanip>
 #include <sstream>
 
+#include "data/utf8.h"
 #include "data/vocab.h"
 #include "data/wordnet.h"
 #include "tasks/eval_scope.h"
@@ -127,7 +128,9 @@ std::vector<ClozeScored> read_cloze_scores(const std::string& path) {
   if (!f) throw UserError("cannot read '" + path + "'");
   std::ostringstream ss;
   ss << f.rdbuf();
-  return parse_cloze_scores(ss.str(), path);
+  std::string text = ss.str();
+  text.erase(0, utf8_bom_size(reinterpret_cast<const unsigned char*>(text.data()), text.size()));
+  return parse_cloze_scores(text, path);
 }
 
 // ---- n-gram LM ----

@@ -116,12 +116,15 @@ Seq2SeqTask::Seq2SeqTask(const json& cfg, Seq2SeqSplits sp, const std::string& r
       std::vector<std::string> both = src;
       both.insert(both.end(), tgt.begin(), tgt.end());
       so.vocab_size = o_.source_vocab_size;
+      so.option = "dataset.source_vocab_size";
       src_vocab_ = std::make_unique<SubwordVocab>(SubwordVocab::train(both, so));
       tgt_vocab_ = std::make_unique<SubwordVocab>(*src_vocab_);
     } else {
       so.vocab_size = o_.source_vocab_size;
+      so.option = "dataset.source_vocab_size";
       src_vocab_ = std::make_unique<SubwordVocab>(SubwordVocab::train(src, so));
       so.vocab_size = o_.target_vocab_size;
+      so.option = "dataset.target_vocab_size";
       tgt_vocab_ = std::make_unique<SubwordVocab>(SubwordVocab::train(tgt, so));
     }
   }

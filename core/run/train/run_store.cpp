@@ -286,7 +286,8 @@ std::string RunStore::read_label() const {
   std::string s((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
   s = trim_ws(s.substr(0, s.find('\n')));
   // A label file edited by hand into something invalid is ignored rather than shown garbled.
-  if (s.size() > 80 || utf8_validate(reinterpret_cast<const unsigned char*>(s.data()), s.size(), nullptr) != std::string::npos)
+  if (s.size() > 80 || utf8_validate(reinterpret_cast<const unsigned char*>(s.data()), s.size(), nullptr) != std::string::npos ||
+      find_unprintable_name_char(s, nullptr) != std::string::npos)
     return "";
   return s;
 }
@@ -298,6 +299,10 @@ void RunStore::write_label(const std::string& label) const {
   if (s.size() > 80) throw UserError("a run label has at most 80 bytes (got " + std::to_string(s.size()) + ")");
   if (utf8_validate(reinterpret_cast<const unsigned char*>(s.data()), s.size(), nullptr) != std::string::npos)
     throw UserError("a run label must be valid UTF-8");
+  uint32_t cp = 0;
+  if (const size_t at = find_unprintable_name_char(s, &cp); at != std::string::npos)
+    throw UserError("a run label is printed in tables and legends: it may not hold " +
+                    describe_unprintable_name_char(cp) + ", found at byte " + std::to_string(at + 1));
   if (!file_exists(path("config.json"))) throw UserError(dir_ + " is not a run directory (no config.json)");
   if (s.empty()) {
     ::unlink(path("label.txt").c_str());

@@ -74,7 +74,9 @@ class RunStore {
   // Remove "*.tmp.<pid>" files left by a process killed mid-write (on resume).
   void remove_stale_temp_files() const;
   // The user's label for the run ("" when none). write_label("") removes it. A label is one line of
-  // at most 80 bytes of valid UTF-8 (UserError otherwise); surrounding white space is trimmed.
+  // at most 80 bytes of valid UTF-8 without control characters or bidirectional-text controls
+  // (data/utf8.h, find_unprintable_name_char; UserError otherwise, and read_label ignores a
+  // label.txt that breaks these rules); surrounding white space is trimmed.
   std::string read_label() const;
   void write_label(const std::string& label) const;
 
