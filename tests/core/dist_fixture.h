@@ -115,4 +115,14 @@ inline TwoRanks run_two_ranks(const std::string& store_file,
   return out;
 }
 
+// Whether this machine has the IPv6 loopback address ::1 (a test of a bracketed IPv6 master
+// skips, saying so, where it has not).
+inline bool have_ipv6_loopback() {
+  std::ifstream f("/proc/net/if_inet6");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind("00000000000000000000000000000001", 0) == 0) return true;
+  return false;
+}
+
 }  // namespace cstest

@@ -16,6 +16,7 @@
 
 #include "dist/bound_store.h"
 #include "dist/dist.h"
+#include "dist_fixture.h"
 #include "harness.h"
 #include "util/error.h"
 
@@ -42,14 +43,6 @@ std::string dist_error(F&& f) {
     return e.what();
   }
   return "";
-}
-
-bool have_ipv6_loopback() {
-  std::ifstream f("/proc/net/if_inet6");
-  std::string line;
-  while (std::getline(f, line))
-    if (line.rfind("00000000000000000000000000000001", 0) == 0) return true;
-  return false;
 }
 
 }  // namespace
@@ -220,7 +213,7 @@ TEST(BoundStore, bindsExactlyTheAddressItIsGiven) {
   ASSERT_TRUE(cstest::contains(inuse, "cannot listen on 127.0.0.1:" + std::to_string(v4.port())) &&
               cstest::contains(inuse, "choose another --master port"))
       << inuse;
-  if (!have_ipv6_loopback()) GTEST_SKIP() << "no IPv6 loopback (::1) on this machine: the IPv6 part is skipped";
+  if (!cstest::have_ipv6_loopback()) GTEST_SKIP() << "no IPv6 loopback (::1) on this machine: the IPv6 part is skipped";
   auto v6 = std::make_shared<StoreServer>("::1", 0);
   ASSERT_EQ(v6->bound(), std::vector<std::string>{"[::1]:" + std::to_string(v6->port())});
   auto c = connect_store("::1", v6->port(), milliseconds(5000), v6);

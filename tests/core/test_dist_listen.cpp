@@ -104,14 +104,6 @@ std::vector<std::string> wait_for_listener(int p, std::string* shown) {
   }
 }
 
-bool have_ipv6_loopback() {
-  std::ifstream f("/proc/net/if_inet6");
-  std::string line;
-  while (std::getline(f, line))
-    if (line.rfind("00000000000000000000000000000001", 0) == 0) return true;
-  return false;
-}
-
 }  // namespace
 
 class DistListen : public ::testing::Test {
@@ -153,7 +145,7 @@ TEST_F(DistListen, listenEverywhereOnlyWhenAsked) {
 
 // A bracketed IPv6 master: both ranks rendezvous over [::1] and train to the end.
 TEST_F(DistListen, bracketedIpv6MasterTrainsToTheEnd) {
-  if (!have_ipv6_loopback()) GTEST_SKIP() << "no IPv6 loopback (::1) on this machine (/proc/net/if_inet6)";
+  if (!cstest::have_ipv6_loopback()) GTEST_SKIP() << "no IPv6 loopback (::1) on this machine (/proc/net/if_inet6)";
   const std::string cfg = cstest::write_json_file("listen_v6.json", cstest::tiny_config("char_lm", 6));
   const std::string dir = cstest::temp_dir() + "/listen_v6", master = "[::1]:" + port(3);
   cstest::Process r0, r1;
