@@ -168,7 +168,7 @@ class GuiDecodeTest : public QObject {
     gui::DecodePanel* p = w.decodePanel();
     QTRY_COMPARE(p->runDirs(), QStringList{QFileInfo(m_run).absoluteFilePath()});
     QVERIFY(p->selectRun(m_run));
-    for (const QString& c : {"best", "last", "step_20", "step_40"}) QVERIFY2(p->availableCheckpoints().contains(c), qPrintable(c));
+    for (const char* c : {"best", "last", "step_20", "step_40"}) QVERIFY2(p->availableCheckpoints().contains(c), qPrintable(c));
     QCOMPARE(p->checkedCheckpoints(), QStringList{"best"});  // the default
     gui::DecodeJob j = p->job();
     QCOMPARE(j.beam, 10);

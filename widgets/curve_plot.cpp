@@ -20,8 +20,9 @@
 
 namespace csw {
 
-namespace {
-// TensorBoard's debiased EMA, one value at a time.
+// TensorBoard's debiased EMA, one value at a time (a member of CurvePlot::Series, so not in an
+// anonymous namespace).
+namespace curve_plot_detail {
 struct Ema {
   double last = 0.0;
   int n = 0;
@@ -33,6 +34,10 @@ struct Ema {
     return debias > 0 ? last / debias : y;
   }
 };
+}  // namespace curve_plot_detail
+using curve_plot_detail::Ema;
+
+namespace {
 
 // A log axis that stays readable over a short range: under two decades the
 // ticks are QCPAxisTicker's linear "nice" steps (2, 2.5, 3, ...) instead of the

@@ -26,9 +26,6 @@ namespace cli {
 
 namespace {
 
-bool ends_with(const std::string& s, const std::string& e) {
-  return s.size() >= e.size() && s.compare(s.size() - e.size(), e.size(), e) == 0;
-}
 
 std::string extension_of(const std::string& out) {
   const auto dot = out.rfind('.');

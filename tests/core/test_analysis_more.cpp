@@ -154,7 +154,7 @@ TEST(AnalysisMore, capCouplingIsUniformWithZeroPredictions) {
     for (int64_t r = 0; r < 4; ++r) {
       ASSERT_TRUE(near(p.matrix.at(r, 0) + p.matrix.at(r, 1), 1.0));
       if (p.iteration > 0 && !near(p.matrix.at(r, 0), 0.5, 1e-9)) changed = true;
-      if (p.iteration == 0) ASSERT_TRUE(near(p.matrix.at(r, 0), 0.5));  // b = 0 before the first update
+      if (p.iteration == 0) { ASSERT_TRUE(near(p.matrix.at(r, 0), 0.5)); }  // b = 0 before the first update
     }
   ASSERT_TRUE(changed);
   // a cell without composition weights: one clear error
@@ -186,7 +186,7 @@ TEST(AnalysisMore, channelAttentionGridAndBlocks) {
       ASSERT_EQ(g.in_degree[size_t(k)][size_t(t)], mcrnn_in_degree(t + 1, k + 1, 3));
     for (auto& [b, e] : g.blocks[size_t(k)]) {
       ASSERT_TRUE(e > b && e - b <= 2);
-      if (b > 0) ASSERT_EQ(g.in_degree[size_t(k)][size_t(b)], int64_t(1));
+      if (b > 0) { ASSERT_EQ(g.in_degree[size_t(k)][size_t(b)], int64_t(1)); }
       covered += e - b;
     }
     ASSERT_EQ(covered, T);

@@ -122,7 +122,7 @@ TEST(BoundStore, clientsThatVanishOrMisbehaveDoNotStopTheServer) {
     sa.sin_port = htons(static_cast<uint16_t>(port));
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
-    if (!bytes_out.empty()) EXPECT_EQ(::send(fd, bytes_out.data(), bytes_out.size(), MSG_NOSIGNAL), ssize_t(bytes_out.size()));
+    if (!bytes_out.empty()) { EXPECT_EQ(::send(fd, bytes_out.data(), bytes_out.size(), MSG_NOSIGNAL), ssize_t(bytes_out.size())); }
     return fd;
   };
   // A client that sends half a frame and goes; one that announces a 4 GB frame; one that

@@ -52,7 +52,7 @@ TEST(CharLm, targetsAreNextCharactersAndSegmentsContinue) {
     // x is rows' columns [pos, pos+L), y the same shifted by one: each target is the next character
     ASSERT_TRUE(torch::equal(x, train.narrow(1, pos, L).t()));
     ASSERT_TRUE(torch::equal(y, train.narrow(1, pos + 1, L).t()));
-    if (prev_y.defined() && pos > 0) ASSERT_TRUE(torch::equal(x[0], prev_y[-1]));  // continues the stream
+    if (prev_y.defined() && pos > 0) { ASSERT_TRUE(torch::equal(x[0], prev_y[-1])); }  // continues the stream
     prev_y = y;
     pos += L;
   }

@@ -238,7 +238,7 @@ TEST(Classify, kfold_splits_disjoint_and_cover) {
       ntr += e.split == "train";
       if (!e.group.empty()) {
         auto it = group_split.find(e.group);
-        if (it != group_split.end()) ASSERT_EQ(it->second, e.split);
+        if (it != group_split.end()) { ASSERT_EQ(it->second, e.split); }
         group_split[e.group] = e.split;
       }
     }

@@ -60,8 +60,8 @@ TEST(ClozeReader, attentionOverAttentionMatchesPlainLoops) {
           EXPECT_NEAR(o.alpha[b][i][j].item<double>(), alpha[i][j], 1e-12);
           EXPECT_NEAR(o.beta_t[b][i][j].item<double>(), beta_t[i][j], 1e-12);
         }
-        if (i >= nd) EXPECT_EQ(o.alpha[b][i][j].item<double>(), 0.0);  // padded document position
-        if (j >= nq && i < nd) EXPECT_EQ(o.beta_t[b][i][j].item<double>(), 0.0);  // padded query position
+        if (i >= nd) { EXPECT_EQ(o.alpha[b][i][j].item<double>(), 0.0); }  // padded document position
+        if (j >= nq && i < nd) { EXPECT_EQ(o.beta_t[b][i][j].item<double>(), 0.0); }  // padded query position
       }
       EXPECT_NEAR(o.s[b][i].item<double>(), i < nd ? s[i] : 0.0, 1e-12);
     }

@@ -549,7 +549,7 @@ TEST(EquationsMzu, sharingSharesWhatTheNotesSay) {
           ASSERT_FALSE(t->w_x.defined());
           ASSERT_NE(t->w_h.data_ptr(), un->first->w_h.data_ptr());
         }
-        if (L == 2) ASSERT_NE(un->transitions[0].get(), un->transitions[1].get());
+        if (L == 2) { ASSERT_NE(un->transitions[0].get(), un->transitions[1].get()); }
       }
     }
 }
@@ -714,8 +714,8 @@ TEST(EquationsMzu, gruDtStep) {
       StepContext ctx;
       auto out = cell->forward_sequence(x, {h0}, ctx).output;
       ASSERT_EQ(static_cast<int64_t>(cell->transitions.size()), L);
-      if (share && L == 2) ASSERT_EQ(cell->transitions[0].get(), cell->transitions[1].get());
-      if (!share && L == 2) ASSERT_NE(cell->transitions[0].get(), cell->transitions[1].get());
+      if (share && L == 2) { ASSERT_EQ(cell->transitions[0].get(), cell->transitions[1].get()); }
+      if (!share && L == 2) { ASSERT_NE(cell->transitions[0].get(), cell->transitions[1].get()); }
       Flat X(x), wih(cell->first->w_ih), bih(cell->first->b_ih);
       for (int64_t b = 0; b < B; ++b) {
         Vec h = row(h0[b]);

@@ -99,7 +99,7 @@ TEST(Fetch, notFetchedMessageNamesTheFetchCommand) {
   } catch (const cs::UserError& e) {
     msg = e.what();
   }
-  for (const std::string want : {std::string("cellscope-cli fetch"), std::string("bash /opt/somewhere/fetch.sh"), cache})
+  for (const std::string& want : {std::string("cellscope-cli fetch"), std::string("bash /opt/somewhere/fetch.sh"), cache})
     ASSERT_TRUE(msg.find(want) != std::string::npos) << ("missing '" + want + "' in: " + msg).c_str();
 }
 

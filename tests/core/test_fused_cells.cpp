@@ -424,7 +424,7 @@ TEST(FusedCells, WorkspacePoolReusesOnlyReleasedBuffers) {
   EXPECT_EQ(s2.allocated, s1.allocated + 1) << "same shapes: only a new output buffer (first's is alive)";
   EXPECT_EQ(rel_err(second.out, first.out), 0.0);
   for (size_t i = 0; i < first.grads.size(); ++i)
-    if (first.grads[i].second.defined()) EXPECT_EQ(rel_err(second.grads[i].second, first.grads[i].second), 0.0) << first.grads[i].first;
+    if (first.grads[i].second.defined()) { EXPECT_EQ(rel_err(second.grads[i].second, first.grads[i].second), 0.0) << first.grads[i].first; }
 
   // Outputs still alive: a new call must not write into their storage.
   cell->train(true);

@@ -40,7 +40,7 @@ TEST(FusedMath, FloatSigmoidAndTanhAgreeWithStdToFloatRounding) {
       if (ws > 1e-37) EXPECT_LT(rel(s[i], ws), 1e-6) << "sigmoid(" << x << ") = " << s[i] << ", want " << ws;
       else EXPECT_LT(std::abs(s[i]), 1e-37) << x;
       EXPECT_LT(rel(t[i], wt), 1e-6) << "tanh(" << x << ") = " << t[i] << ", want " << wt;
-      if (wt != 0) EXPECT_EQ(std::signbit(t[i]), std::signbit(wt)) << x;  // (the sign of a zero is not kept)
+      if (wt != 0) { EXPECT_EQ(std::signbit(t[i]), std::signbit(wt)) << x; }  // (the sign of a zero is not kept)
     }
   }
 }
@@ -54,7 +54,7 @@ TEST(FusedMath, NaNPropagatesAndInPlaceEqualsOutOfPlace) {
   EXPECT_TRUE(std::isnan(s[1]));
   EXPECT_TRUE(std::isnan(t[1]));
   for (size_t i = 0; i < x.size(); ++i)
-    if (i != 1) EXPECT_EQ(t[i], u[i]);
+    if (i != 1) { EXPECT_EQ(t[i], u[i]); }
 }
 
 TEST(FusedMath, DoubleIsStdExactly) {

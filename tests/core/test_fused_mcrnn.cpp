@@ -162,7 +162,7 @@ void expect_agree(const Case& c, torch::Dtype dt, double tol, int64_t B = 3, int
     // one channel (n = 2): the softmax over channels is 1, so eq. 4's V and r get no gradient
     const bool attention_param = n == "v_h" || n == "v_x" || n == "r";
     if (!(c.block == 2 && attention_param))
-      EXPECT_GT(gr.abs().max().item<double>(), 0) << c.name() << " grad of " << n << " is zero in the reference";
+      { EXPECT_GT(gr.abs().max().item<double>(), 0) << c.name() << " grad of " << n << " is zero in the reference"; }
     if (dt != torch::kDouble) {
       // float: against the double result of the same weights, inputs and loss (`exact`), within
       // the step-wise float path's own error there (cstest::float_tolerance). The attention's

@@ -527,7 +527,7 @@ TEST_F(FusedMzu, same_training_on_default_corpus) {
     EXPECT_LT(param_diff, 1e-9) << comp << ": the parameters differ after " << kSteady << " steps";
     EXPECT_LT(fast, std::log(static_cast<double>(V)) - 0.8) << comp << ": did not learn (fast path)";
     EXPECT_LT(ref, std::log(static_cast<double>(V)) - 0.8) << comp << ": did not learn (step-wise path)";
-    if (comp != "cap") EXPECT_NEAR(fast, ref, 1e-6) << comp;
+    if (comp != "cap") { EXPECT_NEAR(fast, ref, 1e-6) << comp; }
   }
 }
 

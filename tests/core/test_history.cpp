@@ -108,8 +108,8 @@ TEST(History, resumeKeepsEveryLineAndTheBestCheckpointUnlessBeaten) {
     ASSERT_LT(s1.value("best_valid", 1e9), s0.value("best_valid", 0.0)) << "best.pt replaced by a worse evaluation";
   for (int step : {5, 10, 15, 20})
     if (before.count("checkpoints/step_" + std::to_string(step) + ".pt"))
-      ASSERT_EQ(cstest::read_text(dir + "/checkpoints/step_" + std::to_string(step) + ".pt"),
-                before.at("checkpoints/step_" + std::to_string(step) + ".pt"));
+      { ASSERT_EQ(cstest::read_text(dir + "/checkpoints/step_" + std::to_string(step) + ".pt"),
+                before.at("checkpoints/step_" + std::to_string(step) + ".pt")); }
 }
 
 // A run stopped at step 20 of 40, resumed with --steps below 20: refused before anything is

@@ -375,7 +375,7 @@ TEST(HostileInput, labelsRefuseControlAndBidiCharacters) {
   const RunStore store(dir);
   store.write_label("caf\xC3\xA9 run 1");
   EXPECT_EQ(store.read_label(), "caf\xC3\xA9 run 1");
-  for (const std::string bad : {std::string("a\x1B[31mred"), std::string("tab\there"), std::string("del\x7F"),
+  for (const std::string& bad : {std::string("a\x1B[31mred"), std::string("tab\there"), std::string("del\x7F"),
                                 std::string("c1 \xC2\x9B"), std::string("rlo \xE2\x80\xAE evil"),
                                 std::string("lri \xE2\x81\xA6 x"), std::string("lrm \xE2\x80\x8E"),
                                 std::string("alm \xD8\x9C")}) {

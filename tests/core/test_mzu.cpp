@@ -705,11 +705,11 @@ TEST_F(Mzu, new_run_defaults_are_the_papers) {
     EXPECT_EQ(m["disagreement_pairs"].get<std::string>(), "all") << cell;
     EXPECT_EQ(m["disagreement_form"].get<std::string>(), "cosine") << cell;
     EXPECT_EQ(m["disagreement_warmup"].get<int64_t>(), 0) << cell;
-    if (cell == "sat_mzu") EXPECT_EQ(m["sat_qkv"].get<std::string>(), "shared");
-    if (cell == "gcn_mzu") EXPECT_EQ(m["gcn_adjacency"].get<std::string>(), "cosine_plus_identity");
+    if (cell == "sat_mzu") { EXPECT_EQ(m["sat_qkv"].get<std::string>(), "shared"); }
+    if (cell == "gcn_mzu") { EXPECT_EQ(m["gcn_adjacency"].get<std::string>(), "cosine_plus_identity"); }
     // the form's default (GUI) says the same
     for (auto& spec : options_for(cell, "char_lm"))
-      if (spec.key == "layer_norm") EXPECT_EQ(spec.default_value, json(true)) << cell;
+      if (spec.key == "layer_norm") { EXPECT_EQ(spec.default_value, json(true)) << cell; }
   }
   EXPECT_EQ(resolve_config(json{{"model", {{"cell", "gru"}}}})["model"]["layer_norm"].get<bool>(), false);
   // an explicit value still wins

@@ -50,7 +50,7 @@ TEST(PackedGemm, agreesWithAtMmForEveryTileRemainder) {
 #if defined(__x86_64__)
   // On a CPU with AVX2 and FMA (this project's machines) the kernel must be on; elsewhere the
   // same checks run through the ATen fallback.
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) ASSERT_TRUE(cs::fused::packed_gemm_enabled());
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) { ASSERT_TRUE(cs::fused::packed_gemm_enabled()); }
 #endif
   const bool kernel = cs::fused::packed_gemm_enabled();
   at::manual_seed(16);

@@ -22,7 +22,7 @@ constexpr int32_t kEos = 3, kBos = 2;
 // live row and reorders them by `parent`, as a real decoder reorders its state.
 struct Toy {
   std::function<std::vector<double>(const std::vector<int32_t>&)> table;  // prefix -> log-probs [V]
-  std::vector<std::vector<int32_t>> rows;
+  std::vector<std::vector<int32_t>> rows{};
   int64_t calls = 0;
   BeamStepFn fn() {
     rows = {{}};
@@ -106,7 +106,7 @@ TEST(Seq2seqBeam, matches_exhaustive_search_when_the_beam_covers_everything) {
       // sorted by score, each score = logprob / lp(len)
       for (size_t i = 0; i < hyps.size(); ++i) {
         EXPECT_NEAR(hyps[i].score, hyps[i].logprob / length_penalty(static_cast<int64_t>(hyps[i].tokens.size()), alpha), 1e-12);
-        if (i) EXPECT_GE(hyps[i - 1].score, hyps[i].score);
+        if (i) { EXPECT_GE(hyps[i - 1].score, hyps[i].score); }
       }
     }
 }

@@ -110,7 +110,7 @@ TEST(Seq2seqModel, copy_mixes_the_vocabulary_and_the_attention_over_source_ids) 
   // model.copy (See et al. 2017, eqs. 8-9) against a plain loop: P(w) = p_gen softmax(logits)_w +
   // (1 - p_gen) sum of a_ts over the source positions s holding w; padded positions add nothing.
   torch::manual_seed(9);
-  const int64_t V = 12, B = 2, S = 5, T = 3;
+  const int64_t V = 12, B = 2, T = 3;
   Seq2SeqModel plain(model_section({{"cell", "gru"}, {"embed", 6}, {"hidden", 5}, {"layers", 1}}), V, V, 0);
   Seq2SeqModel net(model_section({{"cell", "gru"}, {"embed", 6}, {"hidden", 5}, {"layers", 1}, {"copy", true}}), V, V, 0);
   {  // the same weights except the gate, so the vocabulary part is `plain`'s output

@@ -315,7 +315,7 @@ TEST_F(Sweep, aggregation) {
       ASSERT_EQ(pr.cells[r][c].n, static_cast<int>(d.size())) << R << C;
       double m = 0;
       for (double e : d) m += e;
-      if (!d.empty()) ASSERT_NEAR(pr.cells[r][c].mean, m / d.size(), 1e-12) << R << C;
+      if (!d.empty()) { ASSERT_NEAR(pr.cells[r][c].mean, m / d.size(), 1e-12) << R << C; }
     }
   ASSERT_EQ(paired_table(in, {"A", "B", "C"}, {"x", "y"}, "row:A").paired_axis, std::string("row"));
   ASSERT_THROW(paired_table(in, {"A", "B", "C"}, {"x", "y"}, "col:A"), UserError);

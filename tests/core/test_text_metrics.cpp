@@ -189,7 +189,7 @@ TEST(TextMetrics, bleuMatchesNltk) {
     }
     const auto ours = corpus_bleu(hyp, ref);
     ASSERT_GT(ours.bleu, 0.0);
-    if (seed != 3) ASSERT_LT(ours.brevity_penalty, 1.0) << "seed " << seed;
+    if (seed != 3) { ASSERT_LT(ours.brevity_penalty, 1.0) << "seed " << seed; }
     ASSERT_NEAR(ours.bleu, nltk_bleu(hyp, ref), 1e-9) << "seed " << seed;
   }
   // The hand-computed cases, through NLTK as well: brevity penalty, corpus sums, clipping.

@@ -144,12 +144,12 @@ std::vector<std::pair<std::string, json>> fold_cases() {
   json ln = tiny_model("gru_dt");
   ln["layer_norm"] = true;
   v.push_back({"gru_dt layer_norm", ln});
-  for (const std::string& c : {"cru_shallow", "cru_deep", "cru_deep_enhanced"}) {
+  for (const char* c : {"cru_shallow", "cru_deep", "cru_deep_enhanced"}) {
     json m = tiny_model(c);
     m["conv_window"] = "centered";
     m["filter_length"] = 4;
     m["conv_activation"] = "tanh";
-    v.push_back({c + " centred k=4 tanh", m});
+    v.push_back({std::string(c) + " centred k=4 tanh", m});
   }
   return v;
 }
