@@ -1,4 +1,4 @@
-// Forms say exactly what is wrong (issue 15), offscreen: a value out of range is
+// Forms say exactly what is wrong, offscreen: a value out of range is
 // kept as typed and marked on its own field (never clamped, the error never on
 // another field), an unknown dataset format or an unreadable dataset file is
 // marked on its field with Start disabled, the mouse wheel changes a spin box only

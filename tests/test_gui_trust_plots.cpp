@@ -1,4 +1,4 @@
-// Plots that never mislead (issue 15), offscreen: a lone point is drawn (markers)
+// Plots that never mislead, offscreen: a lone point is drawn (markers)
 // and has a legend entry only once it exists, log-y tick labels are distinct and
 // true, smoothing touches dense training series only and an exported figure says
 // so in its caption, nothing is clipped at 1024x700 (compact plot toolbars, the

@@ -1,5 +1,5 @@
 // `cellscope-cli bench --peer | --peer-check | --peer-export | --peer-child`: Cellscope's cells
-// against their plain-PyTorch Python peers (core/run/bench/peers/, issue #16).
+// against their plain-PyTorch Python peers (core/run/bench/peers/).
 #include <unistd.h>
 
 #include <algorithm>

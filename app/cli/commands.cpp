@@ -46,14 +46,16 @@ std::vector<std::string> Args::all(const std::string& k) const {
 long long Args::get_int(const std::string& k, long long def) const {
   if (!has(k)) return def;
   const std::string v = get(k);
+  size_t pos = 0;
+  long long x = 0;
+  bool whole = false;
   try {
-    size_t pos = 0;
-    long long x = std::stoll(v, &pos);
-    if (pos != v.size()) throw 1;
-    return x;
-  } catch (...) {
-    throw UsageError("--" + k + " expects an integer, got '" + v + "'");
+    x = std::stoll(v, &pos);
+    whole = pos == v.size();
+  } catch (const std::exception&) {  // not a number, or out of range
   }
+  if (!whole) throw UsageError("--" + k + " expects an integer, got '" + v + "'");
+  return x;
 }
 
 long long Args::get_int(const std::string& k, long long def, long long lo, long long hi) const {

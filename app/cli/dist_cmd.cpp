@@ -31,13 +31,13 @@ std::string self_exe() {
 double parse_dist_timeout(const Args& args, double def) {
   if (!args.has("dist-timeout")) return def;
   const std::string given = args.get("dist-timeout");
-  double v = 0;
+  // not a number at all (or trailing text): NaN, which gets the same message
+  double v = std::numeric_limits<double>::quiet_NaN();
   try {
     size_t pos = 0;
-    v = std::stod(given, &pos);
-    if (pos != given.size()) throw 1;
-  } catch (...) {
-    v = std::numeric_limits<double>::quiet_NaN();  // not a number at all: the same message
+    const double x = std::stod(given, &pos);
+    if (pos == given.size()) v = x;
+  } catch (const std::exception&) {
   }
   try {
     cs::check_dist_timeout(v, given);

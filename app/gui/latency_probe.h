@@ -1,4 +1,4 @@
-// Event-loop latency of the GUI thread (issue #16: the workbench stays responsive while a
+// Event-loop latency of the GUI thread (the workbench stays responsive while a
 // training runs; goal p99 < 30 ms). A precise QTimer with a short period (5 ms) runs on the
 // thread whose event loop is measured; each timeout records its lateness: the time since the
 // previous timeout minus the period (clamped at 0). A busy event loop (a long replot, a slow

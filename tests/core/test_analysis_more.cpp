@@ -404,7 +404,7 @@ TEST(AnalysisMore, checkpointsAndHistoryOfATinyRun) {
   ASSERT_THROW(run_analysis(rq), UserError);
   rq.kind = "nope";
   ASSERT_THROW(run_analysis(rq), UserError);
-  ASSERT_EQ(int(analysis_kinds().size()), 12);  // + aoa (cloze), channel_attention_decoder (seq2seq; issue #18)
+  ASSERT_EQ(int(analysis_kinds().size()), 12);  // + aoa (cloze), channel_attention_decoder (seq2seq)
 }
 
 }  // namespace test_analysis_more

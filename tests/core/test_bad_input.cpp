@@ -1,4 +1,4 @@
-// Bad input and limits (issue 19, classes 8 and 9): every bad input is exit 2 with ONE message
+// Bad input and limits: every bad input is exit 2 with ONE message
 // naming the file and the JSON path or line, never exit 1 with the library's text; numbers the
 // program or the machine cannot handle are refused by validation with the JSON path and limit.
 #include <gtest/gtest.h>

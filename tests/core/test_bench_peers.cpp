@@ -1,4 +1,4 @@
-// The plain-PyTorch Python peers of issue #16 (core/run/bench/peers/peers.py) are the same
+// The plain-PyTorch Python peers of `bench --peer` (core/run/bench/peers/peers.py) are the same
 // models as Cellscope's cells: `bench --peer-check` exports Cellscope's initial parameters, one
 // batch, the loss and every gradient in double; the peer (Debian's python3-torch) loads them and
 // must agree to 1e-10. And `bench --peer` reports what the issue's table needs.

@@ -1,4 +1,4 @@
-// Issue #16: the fast paths (cells/fused_*.cpp) run hand-written loops over raw CPU pointers and
+// The fast paths (cells/fused_*.cpp) run hand-written loops over raw CPU pointers and
 // CPU GEMMs. A model on another device (training.device: cuda) must take the step-wise autograd
 // path instead (fused_common.h, fast_path_device_ok), which runs there through ATen's kernels.
 // Without the check a fast path reads device memory as if it were host memory.

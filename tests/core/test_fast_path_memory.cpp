@@ -1,11 +1,11 @@
-// Issue #16: a fast path may not need more memory for a training step than the autograd path
+// A fast path may not need more memory for a training step than the autograd path
 // it replaces. Counted at the allocator: every CPU block LibTorch allocates during a char-LM
 // training step (the bench's CharLMStepBench: embedding, cell, softmax, backward, clipping,
 // Adam) goes through a counting allocator wrapped around the process's own, and the peak of the
 // live bytes over the step is compared between the two paths, for every cell of the papers in
 // the bench's paper configuration (bench_peer.cpp, paper_model) at the bench's batch 32 and seq
 // 150 and a reduced width (embed 32, hidden 64, MZU filter 128). Not smaller: at batch 8, seq 40
-// every fast path needed 8-43% more than its autograd path (cells/FUSED_NOTES.md, session 11),
+// every fast path needed 8-43% more than its autograd path (cells/FUSED_NOTES.md),
 // which is not the regime the papers train in.
 // (The bench's figure is the resident-memory high-water mark of a step at the papers' shape,
 // which also sees the allocator's and OpenBLAS's own memory; this one is exact and per path.)
@@ -113,7 +113,7 @@ TEST(FastPathMemory, noCellNeedsMoreThanItsAutogradPath) {
 
 // At the bench's full width for the cells that are cheap to run there (the GRU engine's: a step
 // takes well under a second): the reduced width above did not show CRU deep's fast path needing
-// more than its autograd path at the bench shape (153 vs 140 MiB in session 11: the gradient of
+// more than its autograd path at the bench shape (153 vs 140 MiB when the gradient of
 // the recurrence's input term had a [T, B, 3H] buffer of its own next to the saved gates, both
 // alive through the convolutions' backward; it is now written over the gates).
 TEST(FastPathMemory, gruEngineCellsAtTheBenchWidth) {

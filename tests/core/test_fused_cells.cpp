@@ -60,7 +60,7 @@ std::shared_ptr<CellImpl> make_cell(const Case& c, int64_t I, int64_t H) {
       torch::NoGradGuard ng;
       for (auto& p : cell->named_parameters()) {
         if (p.key().find("ln_") == std::string::npos) continue;
-        // A transition GRU has no input LN since issue #17 (it has no input): draw what its
+        // A transition GRU has no input LN (it has no input): draw what its
         // ln_x_gain / ln_x_bias used to take, so every case keeps the values it was checked with.
         if (p.key().rfind("transition", 0) == 0 && p.key().find("ln_h_gain") != std::string::npos)
           for (int k = 0; k < 2; ++k) (void)torch::randn_like(p.value());

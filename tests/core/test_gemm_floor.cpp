@@ -1,4 +1,4 @@
-// The GEMM floor of `bench --peer` (core/run/bench/gemm_floor.h, issue #16): every matrix product
+// The GEMM floor of `bench --peer` (core/run/bench/gemm_floor.h): every matrix product
 // of a call is recorded once, with its layout, and the floor is the sum of their replayed times.
 
 #include <gtest/gtest.h>

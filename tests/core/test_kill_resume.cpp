@@ -1,4 +1,4 @@
-// Issue 19, the kill trial as a test: a tiny char-LM that checkpoints every step is SIGKILLed at
+// The kill trial as a test: a tiny char-LM that checkpoints every step is SIGKILLed at
 // random instants (some during start-up and run-directory creation, most while it trains and
 // writes checkpoints), resumed after each kill, and its final metrics, summary and last
 // checkpoint equal an uninterrupted run's bit for bit. A kill may never leave a directory that

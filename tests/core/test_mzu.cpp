@@ -503,7 +503,7 @@ TEST_F(Mzu, flops_count_every_stage) {
   ASSERT_TRUE(std::abs(std::make_shared<MZUCellImpl>(bigger)->flops_per_step() - base - ffn_delta) < 1e-6);
 }
 
-// ---------------------------------------------------------------- issue 17: the papers' settings
+// ---------------------------------------------------------------- the papers' settings
 
 TEST_F(Mzu, eq18_readings_by_hand) {
   // N = 3 zones of d_z = 2, scaled on purpose (cosines ignore norms): z1 = (2, 0), z2 = (0, 0.5),

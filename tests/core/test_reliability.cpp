@@ -1,4 +1,4 @@
-// Issue 19: resume safety (architecture checks before anything is written), never-saved
+// Resume safety (architecture checks before anything is written), never-saved
 // non-finite weights, divergence, one writer per run directory, atomic/stranded run
 // directories, checkpoint checksums, forking a run from a checkpoint. Tiny GRU char-LMs
 // through cellscope-cli (docs/RELIABILITY.md).

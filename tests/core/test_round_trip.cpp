@@ -1,4 +1,4 @@
-// What training writes, loading must accept (issue 19, class 5): for every task and every
+// What training writes, loading must accept: for every task and every
 // dataset loader, a run is trained for a few steps through the CLI on a fixture full of odd
 // bytes (tabs, empty lines, control characters, non-ASCII UTF-8, Latin-1 where the format is
 // Latin-1), and then every command that reads the run back does: eval, train --resume and (for

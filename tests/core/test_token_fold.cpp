@@ -1,4 +1,4 @@
-// Issue #16: the embedding lookup folded into the first layer's input map (cells/token_fold.h,
+// The embedding lookup folded into the first layer's input map (cells/token_fold.h,
 // TOKEN_FOLD_NOTES.md). The fold must be the same model: for every cell of the papers whose fast
 // path folds, the loss and every parameter's gradient (the embedding's included) with the fold
 // agree with the unfolded fast path to 1e-10 in double; in float, each path agrees with the double

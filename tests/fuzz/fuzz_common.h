@@ -27,7 +27,7 @@ std::vector<std::string> write_archive(const std::string& root, const std::strin
 // Run `body`; the expected error (cs::UserError: the CLI prints it and exits 2) is swallowed,
 // anything else escaping aborts with the exception's type and text (a finding): a
 // nlohmann::json type_error or parse_error that escapes a loader is exit 1 with library text
-// (issue 19, class 8). A target that calls parse_json itself handles its parse_error.
+// (tests/core/test_bad_input.cpp). A target that calls parse_json itself handles its parse_error.
 template <class F>
 void expect_only_user_errors(F&& body);
 [[noreturn]] void unexpected(const char* kind, const char* what);

@@ -1,4 +1,4 @@
-// Sequence-to-sequence datasets (issue #18): source/target text pairs per split.
+// Sequence-to-sequence datasets: source/target text pairs per split.
 // Formats (dataset.format; documented in datasets/README.md, section "Sequence to sequence"):
 //   "parallel"  : a directory with one sentence per line, a source and a target file per split:
 //                 <dir>/{train,valid,test}.<src> and .<tgt> (dataset.source_lang / target_lang,

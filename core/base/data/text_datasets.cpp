@@ -73,17 +73,12 @@ std::string semeval_decode_entities(const std::string& s, At&& at) {
     else if (ent == "quot") o += '"';
     else if (ent == "apos") o += '\'';
     else if (!ent.empty() && ent[0] == '#') {
-      long cp = 0;
-      try {
-        const bool hexref = ent.size() > 1 && (ent[1] == 'x' || ent[1] == 'X');
-        const std::string digits = ent.substr(hexref ? 2 : 1);
-        if (digits.empty() || digits.size() > 8 ||
-            digits.find_first_not_of(hexref ? "0123456789abcdefABCDEF" : "0123456789") != std::string::npos)
-          throw 1;
-        cp = std::stol(digits, nullptr, hexref ? 16 : 10);
-      } catch (...) {
+      const bool hexref = ent.size() > 1 && (ent[1] == 'x' || ent[1] == 'X');
+      const std::string digits = ent.substr(hexref ? 2 : 1);
+      if (digits.empty() || digits.size() > 8 ||
+          digits.find_first_not_of(hexref ? "0123456789abcdefABCDEF" : "0123456789") != std::string::npos)
         throw UserError(at(i) + ": bad character reference &" + ent + ";");
-      }
+      const long cp = std::stol(digits, nullptr, hexref ? 16 : 10);  // at most 8 digits: no overflow
       // XML 1.0 Char: no NUL, no surrogate, nothing above U+10FFFF (these would make text that
       // is not UTF-8, and a vocabulary that cannot be read back)
       if (cp <= 0 || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))

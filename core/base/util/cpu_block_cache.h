@@ -1,4 +1,4 @@
-// The caching CPU allocator behind util/cpu_cache.h (issue #16; notes: util/CPU_CACHE_NOTES.md).
+// The caching CPU allocator behind util/cpu_cache.h (notes: util/CPU_CACHE_NOTES.md).
 #pragma once
 
 #include <c10/core/Allocator.h>

@@ -1,5 +1,5 @@
 // LibTorch's CPU allocator for large blocks: memory reused from step to step, on huge pages
-// (issue #16; notes: util/CPU_CACHE_NOTES.md).
+// (notes: util/CPU_CACHE_NOTES.md).
 //
 // glibc serves every block over 32 MB with mmap and unmaps it at free, and gives the top of its
 // heap back when more than twice its mmap threshold is free there, so each training step

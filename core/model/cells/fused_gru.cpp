@@ -47,8 +47,8 @@ struct Layout {
 // without bias when ln, else U h + b_hh), x: input term rows (stride xs: 3H or 0), hprev [B,H],
 // mask [B,H] or null. Writes hout [B,H], gates (r, z, n pre-dropout) [B,3H], hn [B,H] (the value
 // multiplied by r), and with ln xhat [B,3H], rstd [B,3]. One pass per row; the sigmoids and the
-// tanh are fused_math.h's vectorised row functions (until session 10: three loops with ATen's
-// in-place kernels between them).
+// tanh are fused_math.h's vectorised row functions (three loops with ATen's in-place kernels
+// between them were measurably slower: FUSED_NOTES.md).
 template <typename T>
 void stage_forward(int64_t B, int64_t H, T* hp, const T* x, int64_t xs, const T* hprev, const T* mask,
                    const T* bhh, const T* lg, const T* lb, bool ln, T* hout, const Tensor& gates_t, T* hn, T* xhat,
@@ -111,7 +111,7 @@ void stage_forward(int64_t B, int64_t H, T* hp, const T* x, int64_t xs, const T*
 // output. Writes dx [B,3H] (gradient of the input term), dy [B,3H] (gradient of hp after LN and bias,
 // i.e. of U h + b_hh without LN), draw [B,3H] (gradient of the raw U h: = dy without LN; LN backward
 // with ln), dhz [B,H] = dh * z (the direct path to h_prev).
-// dx may be `gates` itself (stage 0 writes its input gradient over its saved gates, session 12):
+// dx may be `gates` itself (stage 0 writes its input gradient over its saved gates):
 // each element's three gates are read before its three gradients are written, and no other
 // element reads them; the pointers are therefore not restrict.
 template <typename T>
@@ -274,7 +274,7 @@ class GRURecurrenceFn : public torch::autograd::Function<GRURecurrenceFn> {
     // per-row gradients of a chunk go to chunk buffers, and the chunk's weight gradients are one
     // GEMM / reduction over its C B rows when the chunk is done. Whole-sequence buffers of these
     // ([S, T, B, 3H] each, three of them) made the step need 22% more memory than the autograd
-    // path at GRU+DT's bench shape (session 11); only stage 0's input gradient, which is returned,
+    // path at GRU+DT's bench shape; only stage 0's input gradient, which is returned,
     // spans the sequence.
     const int64_t C = std::max<int64_t>(1, std::min<int64_t>(T, (gru_tuning().chunk_rows + B - 1) / B));
     Tensor dx0 = gates0;  // grad of xp, written over stage 0's gates (see stage_backward)

@@ -31,7 +31,7 @@ struct GRURecurrenceOptions {
 };
 
 // Rows (steps x B) per chunk of the backward: the per-row gradients of a chunk are held in chunk
-// buffers and its weight gradients are one product over its rows (FUSED_NOTES.md, session 11).
+// buffers and its weight gradients are one product over its rows (FUSED_NOTES.md).
 struct GRUTuning {
   int64_t chunk_rows = 1024;
 };

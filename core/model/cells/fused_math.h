@@ -1,4 +1,4 @@
-// Vectorised sigmoid and tanh over a row for the fast paths' fused elementwise loops (issue #16).
+// Vectorised sigmoid and tanh over a row for the fast paths' fused elementwise loops.
 //
 // ATen's sigmoid_ / tanh_ are vectorised (Sleef) but each is a separate pass over the gate
 // buffer and a dispatch per call; inside a loop that already holds a row in cache, these do it

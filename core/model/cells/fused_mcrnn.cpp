@@ -386,7 +386,7 @@ class McRnnFn : public torch::autograd::Function<McRnnFn> {
     // The backward runs in chunks of Cn steps (about mcrnn_tuning().chunk_rows rows of Cn B K): the
     // per-row gradients below are chunk buffers, and a chunk's weight gradients are one product
     // over its rows when it is done. (Whole-sequence buffers made the step need 22% more memory
-    // than the autograd path at the bench shape, session 11.) dxb and dvx are returned: whole.
+    // than the autograd path at the bench shape.) dxb and dvx are returned: whole.
     const int64_t Cn = std::max<int64_t>(1, std::min<int64_t>(T, mcrnn_tuning().chunk_rows / std::max<int64_t>(1, R)));
     Tensor dG = pool_empty({Cn, R, 4 * H}, opts);   // gate pre-activations
     Tensor dS = pool_empty({Cn, R, H}, opts);       // s_{t-1}^k

@@ -1,4 +1,4 @@
-// MC-RNN fast path (cells/mcrnn.h, issue #16): the recurrence of an MC-RNN over an LSTM base as
+// MC-RNN fast path (cells/mcrnn.h, FUSED_NOTES.md): the recurrence of an MC-RNN over an LSTM base as
 // one custom autograd function with a hand-written backward through time. The inputs that do
 // not depend on the recurrence (the LSTM's W_ih x + b_ih and eq. 4's V_x x, hoisted for all
 // channels) and eq. 2's [W_1^T; ...; W_{n-1}^T] (built from the parameter D_j under autograd)
@@ -42,12 +42,12 @@ struct McRnnWeights {
 // [B K, (n-1) H] x [(n-1) H, H] over the zero-padded window, or, from this batch size on, one GEMM
 // per channel over its m_t^k actual predecessors only ([B, m H] x [m H, H], rows strided): 6 of 9
 // products for n = 4, but K GEMMs of B rows instead of one of B K rows. Since the per-step
-// products run on packed weights (session 9), the split form is faster at batch 32 too
+// products run on packed weights, the split form is faster at batch 32 too
 // (FUSED_NOTES.md), so it is the default at every batch size.
 struct McRnnTuning {
   int64_t split_channels_min_batch = 1;
   // Rows (steps x B K) per chunk of the backward: the per-row gradients of a chunk live in chunk
-  // buffers and its weight gradients are one product over its rows (FUSED_NOTES.md, session 11).
+  // buffers and its weight gradients are one product over its rows (FUSED_NOTES.md).
   int64_t chunk_rows = 4096;
 };
 McRnnTuning& mcrnn_tuning();

@@ -433,14 +433,14 @@ void gcn_adjacency_bwd(const Tensor& Zb, const Tensor& cmt, const Tensor& aht, c
 // products instead (OpenBLAS runs single-threaded inside an OpenMP region), and a chain of
 // products of one M-function (the FFN and aggregation) is one parallel region. Otherwise (one
 // thread, more threads than products, or fused_mzu_tuning().k_parallel = 0) the same calls
-// run in order on the calling thread. See FUSED_NOTES.md ("cap/sat, session 8").
+// run in order on the calling thread. See FUSED_NOTES.md (the cap/sat section).
 // out = a b / out = self + a b (out= variants taking views), with b packed once per sequence
 // (cells/packed_gemm.h): the weights are the same at every step, forward and backward. Keyed by
 // b's data pointer, sizes and strides (a weight and its transpose are two entries); built on
 // first use under a lock, since per_k runs products on several threads. Off (ATen's products on
-// the weights as given) for anything PackedMatrix does not pack (double). gcn uses it too since
-// session 12 (it had kept ATen's calls for a forward bitwise the step-wise path's, see
-// step_forward and FUSED_NOTES.md "gcn through the packed products").
+// the weights as given) for anything PackedMatrix does not pack (double). gcn uses it too, so its
+// forward is not bitwise the step-wise path's (step_forward and FUSED_NOTES.md "gcn through the
+// packed products").
 using fused::PackedMatrix;
 class PackCache {
  public:
@@ -797,8 +797,8 @@ struct Run : torch::CustomClassHolder {
       Tensor O;
       if (gcn) {
         // eqs. 7-9 by the step-wise path's ATen calls (the degree rounded as there). The forward
-        // is no longer bitwise the step-wise path's since the FFN below runs through the packed
-        // products (session 12): in float, rounding differences reach the next step's degrees,
+        // is not bitwise the step-wise path's, since the FFN below runs through the packed
+        // products: in float, rounding differences reach the next step's degrees,
         // and where a degree sits near eq. 9's clamp both float paths are equally far from the
         // exact result (FUSED_NOTES.md "gcn through the packed products"). Backward is one loop.
         auto zn = Zb / Zb.norm(2, {-1}, true).clamp_min(1e-12);

@@ -1,4 +1,4 @@
-// Fast path of the MZU cells (issue #16): one custom autograd function per MZU cell over
+// Fast path of the MZU cells (FUSED_NOTES.md): one custom autograd function per MZU cell over
 // the whole sequence, with backward through time written by hand. See MZU_NOTES.md
 // ("Fast path") for what is fused, the buffers it keeps and the options it claims.
 //

@@ -1,4 +1,4 @@
-// Products with a pre-packed weight for the fast paths' per-step recurrent GEMMs (issue #16).
+// Products with a pre-packed weight for the fast paths' per-step recurrent GEMMs (PACKED_GEMM_NOTES.md).
 //
 // A recurrence multiplies the same weight by a small batch of rows at every step: h W^T with
 // h [32, 512] and W [1536, 512] at batch 32, 150 times forward and 150 times backward. OpenBLAS

@@ -412,12 +412,12 @@ json run_peer_bench(const PeerBenchOptions& o, std::ostream* log) {
         row["python"] = p;
         row["speedup"] = p["seconds_per_step"].get<double>() / t;
         row["python_efficiency"] = mflops / p["seconds_per_step"].get<double>() / 1e9 / p.value("gemm_gflops", gemm);
-        // issue #16's 1.5x: the efficiency Cellscope's executed products must reach (= 1.5 x
-        // Python's when nothing is folded)
+        // The efficiency Cellscope's executed products must reach for a 1.5x speedup over
+        // Python (= 1.5 x Python's when nothing is folded)
         row["needed_efficiency"] = 1.5 * flops / p["seconds_per_step"].get<double>() / 1e9 / p.value("gemm_gflops", gemm);
         // On the speedup column's basis (the two children's times), so the two can be compared:
         // a ratio of efficiencies, each over its own child's GEMM rate, came out below the
-        // speedup actually reached when the two rates differed (cru_shallow, session 10: 1.32x
+        // speedup actually reached when the two rates differed (cru_shallow once showed 1.32x
         // "best possible" next to 1.54x reached).
         if (c.contains("gemm_floor") && c["gemm_floor"]["seconds"].get<double>() > 0)
           row["max_speedup"] = p["seconds_per_step"].get<double>() / c["gemm_floor"]["seconds"].get<double>();

@@ -1,5 +1,5 @@
 // `cellscope-cli bench --peer`: every cell of the papers against its plain-PyTorch Python
-// peer (core/run/bench/peers/peers.py), issue #16. Each measurement runs in a fresh child
+// peer (core/run/bench/peers/peers.py). Each measurement runs in a fresh child
 // process (the CLI itself, `bench --peer-child`, or the Python peer) that reports its median
 // seconds per char-LM training step and the peak memory of a step (see bench/peers/README.md;
 // the GEMM floor of each step: bench/gemm_floor.h).

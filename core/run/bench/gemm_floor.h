@@ -1,4 +1,4 @@
-// The GEMM floor of a training step (issue #16): every matrix product a step runs, recorded
+// The GEMM floor of a training step: every matrix product a step runs, recorded
 // through ATen's RecordFunction observers (aten::mm, addmm, bmm, baddbmm, addbmm and their
 // out / in-place forms, whoever calls them: a cell's fast path, autograd's backward, the
 // output layer) and the fast paths' products with a pre-packed weight (cells/packed_gemm.h,

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Plain PyTorch (eager, Python) peers of Cellscope's cells: the yardstick of issue #16.
+"""Plain PyTorch (eager, Python) peers of Cellscope's cells: the yardstick of `bench --peer`.
 
 Each cell is written the way a researcher would write it in PyTorch's Python frontend:
 nn.Module, a Python loop over time, torch ops (no TorchScript, no custom kernels), inside
