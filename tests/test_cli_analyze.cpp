@@ -67,17 +67,22 @@ class TestCliAnalyze : public QObject {
  private Q_SLOTS:
   void initTestCase() {
     auto text = cstest::write_text_fixture("cli_an.txt", 4000);
-    mzu_ = train_run("mzu", char_run_cfg(text, {{"cell", "cap_mzu"}, {"hidden", 8}, {"zones", 2}, {"filter", 8}, {"depth", 0}}));
+    mzu_ = train_run(
+        "mzu", char_run_cfg(text, {{"cell", "cap_mzu"}, {"hidden", 8}, {"zones", 2}, {"filter", 8}, {"depth", 0}}));
     mc_ = train_run("mc", char_run_cfg(text, {{"cell", "mcrnn"}, {"block", 3}, {"base", "gru"}, {"hidden", 8}}));
     std::string s;
     for (int i = 0; i < 60; ++i)
-      s += json{{"text", i % 2 ? "a good film" : "a bad and very long film that goes on"}, {"label", i % 2 ? "pos" : "neg"}}.dump() + "\n";
+      s += json{{"text", i % 2 ? "a good film" : "a bad and very long film that goes on"},
+                {"label", i % 2 ? "pos" : "neg"}}
+               .dump() +
+           "\n";
     const QString data = cstest::temp_dir() + "/cli_an/sent.jsonl";
     write(data, s);
-    cls_ = train_run("cls", {{"task", "classify"},
-                             {"dataset", {{"path", data.toStdString()}, {"valid_fraction", 0.25}, {"test_fraction", 0.25}}},
-                             {"model", {{"cell", "cru_shallow"}, {"embed", 8}, {"hidden", 6}, {"fc", 8}}},
-                             {"training", {{"batch", 4}, {"steps", 4}, {"eval_every", 2}, {"log_every", 1}, {"threads", 1}}}});
+    cls_ = train_run("cls",
+                     {{"task", "classify"},
+                      {"dataset", {{"path", data.toStdString()}, {"valid_fraction", 0.25}, {"test_fraction", 0.25}}},
+                      {"model", {{"cell", "cru_shallow"}, {"embed", 8}, {"hidden", 6}, {"fc", 8}}},
+                      {"training", {{"batch", 4}, {"steps", 4}, {"eval_every", 2}, {"log_every", 1}, {"threads", 1}}}});
     QVERIFY(!mzu_.isEmpty() && !mc_.isEmpty() && !cls_.isEmpty());
   }
 
@@ -90,7 +95,8 @@ class TestCliAnalyze : public QObject {
     QTest::addColumn<int>("rows");        // CSV data rows (-1: at least one)
     QTest::newRow("relevance") << "relevance" << "mzu2" << QStringList{"--text", "the whale", "--last", "3"} << "png"
                                << "run,row," << 6;
-    QTest::newRow("zone_relevance") << "zone_relevance" << "mzu" << QStringList{"--text", "the whale", "--char", "5"} << "svg"
+    QTest::newRow("zone_relevance") << "zone_relevance"
+                                    << "mzu" << QStringList{"--text", "the whale", "--char", "5"} << "svg"
                                     << "row," << 2;
     QTest::newRow("composition") << "composition" << "mzu" << QStringList{"--text", "the whale", "--char", "2"} << "pdf"
                                  << "panel,m_function" << 2 * 3 * 2 * 2;
@@ -98,7 +104,8 @@ class TestCliAnalyze : public QObject {
                                        << "channel,token_index" << 2 * 11;
     QTest::newRow("length") << "length" << "mzu" << QStringList{"--split", "valid", "--buckets", "0,20,40,120"} << "svg"
                             << "run,bucket" << 3;
-    QTest::newRow("gate_histogram") << "gate_histogram" << "mzu" << QStringList{"--text", "the whale", "--bins", "10"} << "pdf"
+    QTest::newRow("gate_histogram") << "gate_histogram"
+                                    << "mzu" << QStringList{"--text", "the whale", "--bins", "10"} << "pdf"
                                     << "series," << 10;
     QTest::newRow("gate_saturation") << "gate_saturation" << "mzu" << QStringList{"--text", "the whale"} << "png"
                                      << "series,step" << 2 * 2;
@@ -144,17 +151,26 @@ class TestCliAnalyze : public QObject {
   void checkpointsAndErrors() {
     QString out, err;
     const QString f = cstest::temp_dir() + "/cli_an/ck.csv";
-    QCOMPARE(cstest::run_cli({"analyze", "relevance", "--run", mzu_, "--checkpoint", "step_2", "--text", "the sea", "--out", f}, &out, &err), 0);
+    QCOMPARE(cstest::run_cli(
+                 {"analyze", "relevance", "--run", mzu_, "--checkpoint", "step_2", "--text", "the sea", "--out", f},
+                 &out, &err),
+             0);
     QCOMPARE(QString::fromUtf8(read_all(f)).trimmed().split('\n').size(), 1 + 7);  // header + the last 10 (capped at 7)
-    QCOMPARE(cstest::run_cli({"analyze", "relevance", "--run", mzu_, "--checkpoint", "step_3", "--out", f}, &out, &err), 2);
+    QCOMPARE(cstest::run_cli({"analyze", "relevance", "--run", mzu_, "--checkpoint", "step_3", "--out", f}, &out, &err),
+             2);
     QVERIFY2(err.contains("no checkpoint"), qPrintable(err));
     QCOMPARE(cstest::run_cli({"analyze", "channel_attention", "--run", mzu_, "--out", f}, &out, &err), 2);
     QVERIFY2(err.contains("not an MC-RNN"), qPrintable(err));
     QCOMPARE(cstest::run_cli({"analyze", "nope", "--run", mzu_}, &out, &err), 2);
     QVERIFY2(err.contains("relevance") && err.contains("prefix_table"), qPrintable(err));
-    QCOMPARE(cstest::run_cli({"analyze", "relevance", "--run", mzu_, "--out", cstest::temp_dir() + "/cli_an/x.gif"}, &out, &err), 2);
+    QCOMPARE(cstest::run_cli({"analyze", "relevance", "--run", mzu_, "--out", cstest::temp_dir() + "/cli_an/x.gif"},
+                             &out, &err),
+             2);
     QVERIFY(err.contains(".png"));
-    QCOMPARE(cstest::run_cli({"analyze", "relevance", "--run", mzu_, "--color-map", "nope", "--out", cstest::temp_dir() + "/cli_an/x.png"}, &out, &err), 2);
+    QCOMPARE(cstest::run_cli({"analyze", "relevance", "--run", mzu_, "--color-map", "nope", "--out",
+                              cstest::temp_dir() + "/cli_an/x.png"},
+                             &out, &err),
+             2);
     QVERIFY(err.contains("colour map"));
     QVERIFY(!QFile::exists(cstest::temp_dir() + "/cli_an/x.png"));
     // --help lists every kind

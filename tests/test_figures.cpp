@@ -68,7 +68,8 @@ class TestFigures : public QObject {
 
   // Exports fig in the four formats and checks every file; returns "" or what is wrong.
   QString exportAll(QWidget* fig, const QString& stem, int expectedCsvRows) {
-    for (const QString& ext : {QStringLiteral("png"), QStringLiteral("pdf"), QStringLiteral("svg"), QStringLiteral("csv")}) {
+    for (const QString& ext :
+         {QStringLiteral("png"), QStringLiteral("pdf"), QStringLiteral("svg"), QStringLiteral("csv")}) {
       const QString path = m_dir + "/" + stem + "." + ext;
       QString err;
       if (!csf::export_figure(fig, path, &err)) return QStringLiteral("%1: %2").arg(path, err);
@@ -88,7 +89,8 @@ class TestFigures : public QObject {
         if (!readAll(path).contains("<svg")) return path + ": no <svg root";
       } else {
         const int rows = csvRows(path);
-        if (rows != expectedCsvRows) return QStringLiteral("%1: %2 CSV rows, expected %3").arg(path).arg(rows).arg(expectedCsvRows);
+        if (rows != expectedCsvRows)
+          return QStringLiteral("%1: %2 CSV rows, expected %3").arg(path).arg(rows).arg(expectedCsvRows);
       }
     }
     return QString();

@@ -64,7 +64,8 @@ void checkSvg(const QString& path, const QStringList& mustContain) {
   }
   QVERIFY2(!xml.hasError(), qPrintable(xml.errorString()));
   QVERIFY(sawSvg);
-  for (const QString& s : mustContain) QVERIFY2(text.contains(s), qPrintable(QStringLiteral("SVG lacks text '%1'").arg(s)));
+  for (const QString& s : mustContain)
+    QVERIFY2(text.contains(s), qPrintable(QStringLiteral("SVG lacks text '%1'").arg(s)));
 }
 
 QStringList csvLines(const QString& path) {
@@ -322,8 +323,9 @@ private Q_SLOTS:
     QCOMPARE(r, 1);
     QCOMPARE(c, 2);
     const QString tip = h.tooltipTextAt(px);
-    QVERIFY2(tip.contains(QLatin1String("h1")) && tip.contains(QLatin1String("'_'")) && tip.contains(QLatin1String("0.7")),
-             qPrintable(tip));
+    QVERIFY2(
+        tip.contains(QLatin1String("h1")) && tip.contains(QLatin1String("'_'")) && tip.contains(QLatin1String("0.7")),
+        qPrintable(tip));
 
     exportAll(&h, QStringLiteral("heatmap"),
               {QStringLiteral("Hidden activations"), QStringLiteral("input character"), QStringLiteral("h2")});

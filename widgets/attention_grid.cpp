@@ -198,7 +198,8 @@ void AttentionGrid::renderFigure(QPainter* p, const QRect& target) const {
     p->drawText(r, Qt::AlignHCenter | Qt::AlignTop, tok);
   }
   if (!xLabel().isEmpty())
-    p->drawText(QRectF(g.grid.left(), g.grid.bottom() + fm.height() * (g.staggered ? 2 : 1) + 4, g.grid.width(), fm.height() + 2),
+    p->drawText(QRectF(g.grid.left(), g.grid.bottom() + fm.height() * (g.staggered ? 2 : 1) + 4, g.grid.width(),
+                       fm.height() + 2),
                 Qt::AlignHCenter | Qt::AlignTop, xLabel());
   if (!yLabel().isEmpty()) {
     p->save();

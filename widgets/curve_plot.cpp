@@ -281,7 +281,8 @@ QString CurvePlot::exportCaption() const {
 bool CurvePlot::exportTo(const QString& path, const ExportOptions& options, QString* error) {
   if (path.endsWith(QLatin1String(".csv"), Qt::CaseInsensitive)) return PlotView::exportTo(path, options, error);
   // The caption row under the figure, for this export only.
-  auto* caption = new QCPTextElement(m_plot, exportCaption(), QFont(font().family(), std::max(7, font().pointSize() - 1)));
+  auto* caption =
+      new QCPTextElement(m_plot, exportCaption(), QFont(font().family(), std::max(7, font().pointSize() - 1)));
   caption->setTextFlags(Qt::AlignLeft | Qt::AlignTop);
   caption->setTextColor(QColor(40, 40, 40));
   QCPLayoutGrid* layout = m_plot->plotLayout();

@@ -51,7 +51,8 @@ QValidator::State ScientificSpinBox::validate(QString& text, int& pos) const {
   }
   bool ok = false;
   const double v = t.toDouble(&ok);
-  if (ok && std::isfinite(v)) return (v >= minimum() && v <= maximum()) ? QValidator::Acceptable : QValidator::Intermediate;
+  if (ok && std::isfinite(v))
+    return (v >= minimum() && v <= maximum()) ? QValidator::Acceptable : QValidator::Intermediate;
   static const QRegularExpression partial(QStringLiteral("^[+-]?(\\d+\\.?\\d*|\\.\\d*)?([eE][+-]?\\d*)?$"));
   return partial.match(t).hasMatch() ? QValidator::Intermediate : QValidator::Invalid;
 }
@@ -249,7 +250,8 @@ void OptionForm::setOptions(const QList<OptionDesc>& options) {
         // No range on the editor: a value out of range is kept as typed and
         // reported on this field (rangeError), never clamped silently.
         const bool ranged = d.min < d.max;
-        QSpinBox* e = d.optional ? new OptionalSpinBox(parent, unsetText(), ranged ? int(std::max(d.min, double(INT_MIN + 1))) : 0,
+        QSpinBox* e = d.optional ? new OptionalSpinBox(parent, unsetText(),
+                                                       ranged ? int(std::max(d.min, double(INT_MIN + 1))) : 0,
                                                        ranged ? int(std::max(d.min, double(INT_MIN + 1))) : INT_MIN + 1)
                                  : new QSpinBox(parent);
         e->setRange(INT_MIN, INT_MAX);
@@ -514,8 +516,8 @@ void OptionForm::emitChanged(const QString& path) {
 }
 
 void OptionForm::setFrameError(Field& f, bool error) {
-  f.frame->setStyleSheet(error ? QStringLiteral("QFrame#csFieldFrame { border: 1px solid #d32f2f; border-radius: 3px; }")
-                               : QString());
+  f.frame->setStyleSheet(
+      error ? QStringLiteral("QFrame#csFieldFrame { border: 1px solid #d32f2f; border-radius: 3px; }") : QString());
   f.frame->setProperty("csError", error);
 }
 

@@ -58,8 +58,8 @@ void print_help() {
   for (auto& k : cs::analysis_kinds()) {
     std::string ts;
     for (auto& t : k.tasks) ts += (ts.empty() ? "" : ",") + t;
-    std::cout << "  " << std::left << std::setw(18) << k.name << k.help << " [" << ts << (k.multi_run ? "; several runs" : "")
-              << "]\n";
+    std::cout << "  " << std::left << std::setw(18) << k.name << k.help << " [" << ts
+              << (k.multi_run ? "; several runs" : "") << "]\n";
   }
   std::cout << "options:\n"
                "  --last K          relevance: rows = the last K characters (default 10)\n"
@@ -191,7 +191,8 @@ int cmd_bench_analysis(const std::vector<std::string>& a) {
     tmp_text = "/tmp/cellscope-bench-analysis-" + std::to_string(::getpid()) + ".txt";
     std::string s;
     const char* words[] = {"the", "whale", "sea", "ship", "captain", "white", "old", "man", "and", "of", "boat"};
-    for (unsigned i = 0; s.size() < 20000; ++i) s += std::string(words[(i * 7 + i / 3) % 11]) + ((i % 9 == 8) ? ".\n" : " ");
+    for (unsigned i = 0; s.size() < 20000; ++i)
+      s += std::string(words[(i * 7 + i / 3) % 11]) + ((i % 9 == 8) ? ".\n" : " ");
     cs::atomic_write(tmp_text, s);
     cfg["dataset"] = {{"path", tmp_text}, {"valid_fraction", 0.1}, {"test_fraction", 0.1}};
     cfg["training"]["batch"] = 4;
@@ -203,14 +204,15 @@ int cmd_bench_analysis(const std::vector<std::string>& a) {
       throw;
     }
     std::remove(tmp_text.c_str());
-    model_desc = "preset " + args.get("preset", "ptb-cap-mzu-dt") + " (" + cfg["model"].value("cell", "") + ", hidden " +
-                 std::to_string(cfg["model"].value("hidden", 0)) + ", random weights)";
+    model_desc = "preset " + args.get("preset", "ptb-cap-mzu-dt") + " (" + cfg["model"].value("cell", "") +
+                 ", hidden " + std::to_string(cfg["model"].value("hidden", 0)) + ", random weights)";
   }
   if (task->name() != "char_lm") throw cs::UserError("bench --analysis relevance needs a char_lm model");
   // the first --chars characters of the valid split (the train split when valid is shorter)
   std::string text = task->split_text("valid", chars);
   if (static_cast<int64_t>(cs::utf8_symbols(text).size()) < chars) text = task->split_text("train", chars);
-  if (static_cast<int64_t>(cs::utf8_symbols(text).size()) < chars) throw cs::UserError("the corpus is shorter than --chars");
+  if (static_cast<int64_t>(cs::utf8_symbols(text).size()) < chars)
+    throw cs::UserError("the corpus is shorter than --chars");
   using Clock = std::chrono::steady_clock;
   std::vector<double> secs, cpus;
   cs::LabeledMatrix m;

@@ -58,8 +58,8 @@ static int run_python_check(const std::vector<std::string>& dirs, bool as_json, 
   const int rc = cs::run_capture(argv, {}, &out, &err);
   auto j = cs::json::parse(out, nullptr, false);
   if (!j.is_object() || !j.contains("results"))
-    throw cs::UserError("the Python peer check (" + cs::peer_python() + " " + cs::peers_script_path() + ") failed (exit " +
-                        std::to_string(rc) + "): " + (err.empty() ? out : err) +
+    throw cs::UserError("the Python peer check (" + cs::peer_python() + " " + cs::peers_script_path() +
+                        ") failed (exit " + std::to_string(rc) + "): " + (err.empty() ? out : err) +
                         (rc == 127 || err.find("No module named 'torch'") != std::string::npos
                              ? "\n(install Debian's python3-torch: sudo apt-get install python3-torch)"
                              : ""));
@@ -77,8 +77,8 @@ static int run_python_check(const std::vector<std::string>& dirs, bool as_json, 
       if (!r.value("ok", false) && r.contains("params"))
         for (auto& [name, p] : r["params"].items())
           if (p["max_rel_err"].get<double>() > tol || p["norm_rel_err"].get<double>() > tol)
-            std::cout << "  " << name << ": gradient max relative error " << p["max_rel_err"].get<double>()
-                      << ", norm " << p["grad_norm"].get<double>() << " vs " << p["cellscope_grad_norm"].get<double>() << "\n";
+            std::cout << "  " << name << ": gradient max relative error " << p["max_rel_err"].get<double>() << ", norm "
+                      << p["grad_norm"].get<double>() << " vs " << p["cellscope_grad_norm"].get<double>() << "\n";
     }
   }
   return j.value("ok", false) && rc == 0 ? 0 : 1;
@@ -144,7 +144,8 @@ int cmd_bench_peer(const std::vector<std::string>& a) {
     while (std::getline(in, one, ',')) {
       char* end = nullptr;
       const long long b = std::strtoll(one.c_str(), &end, 10);
-      if (one.empty() || *end || b < 1 || b > 65536) throw UsageError("--batch: expected a list like 32,256, got '" + args.get("batch") + "'");
+      if (one.empty() || *end || b < 1 || b > 65536)
+        throw UsageError("--batch: expected a list like 32,256, got '" + args.get("batch") + "'");
       o.batches.push_back(b);
     }
   }

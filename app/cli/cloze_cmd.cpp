@@ -27,7 +27,8 @@ int cmd_scores(const std::vector<std::string>& a) {
     print_scores_help();
     return 0;
   }
-  if (args.positional.size() != 1) throw UsageError("expected one RUN directory: cloze scores RUN --split S --out F.jsonl");
+  if (args.positional.size() != 1)
+    throw UsageError("expected one RUN directory: cloze scores RUN --split S --out F.jsonl");
   if (!args.has("out")) throw UsageError("--out F.jsonl is required");
   if (!args.has("split")) throw UsageError("--split S is required (train, valid or test)");
   const std::string split = args.get("split");

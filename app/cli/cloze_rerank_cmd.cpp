@@ -32,7 +32,8 @@ int cmd_cloze_rerank(const std::vector<std::string>& a) {
            " \"answer\": index}.\n";
     return 0;
   }
-  auto args = parse(a, {"json", "no-word-class"}, {"valid", "test", "lm", "checkpoint", "train", "order", "wordnet", "threads"});
+  auto args = parse(a, {"json", "no-word-class"},
+                    {"valid", "test", "lm", "checkpoint", "train", "order", "wordnet", "threads"});
   if (!args.positional.empty()) throw UsageError("unexpected argument '" + args.positional[0] + "'");
   if (!args.has("valid") || !args.has("test")) throw UsageError("--valid V.jsonl and --test T.jsonl are required");
   cs::set_threads(static_cast<int>(args.get_int("threads", 0)));
@@ -43,13 +44,15 @@ int cmd_cloze_rerank(const std::vector<std::string>& a) {
   std::vector<cs::ClozeScored> train;
   if (args.has("train")) train = cs::read_cloze_scores(args.get("train"));
   std::unique_ptr<cs::WordNet> wn;
-  if (!args.has("no-word-class")) wn = std::make_unique<cs::WordNet>(cs::WordNet::load(args.get("wordnet", cs::WordNet::default_dir())));
+  if (!args.has("no-word-class"))
+    wn = std::make_unique<cs::WordNet>(cs::WordNet::load(args.get("wordnet", cs::WordNet::default_dir())));
   std::unique_ptr<cs::Task> lm;
   std::function<double(const std::vector<std::string>&)> global;
   if (args.has("lm")) {
     lm = cs::load_run_task(args.get("lm"), args.get("checkpoint", "best"));
     if (lm->name() != "word_lm")
-      throw cs::UserError("--lm '" + args.get("lm") + "' is a " + lm->name() + " run; the Global LM needs a word_lm run");
+      throw cs::UserError("--lm '" + args.get("lm") + "' is a " + lm->name() +
+                          " run; the Global LM needs a word_lm run");
     global = cs::task_lm_scorer(*lm);
   }
   const cs::RerankReport r = cs::rerank_cloze(valid, test, train, wn.get(), global, o);

@@ -61,8 +61,8 @@ long long Args::get_int(const std::string& k, long long def) const {
 long long Args::get_int(const std::string& k, long long def, long long lo, long long hi) const {
   const long long x = get_int(k, def);
   if (has(k) && (x < lo || x > hi))
-    throw UsageError("--" + k + " expects an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got " +
-                     get(k));
+    throw UsageError("--" + k + " expects an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) +
+                     "], got " + get(k));
   return x;
 }
 
@@ -162,10 +162,14 @@ int cmd_info(const std::vector<std::string>& a) {
               << "Qt              (not linked into the CLI)\n"
               << "BLAS            " << blas.name << (blas.path.empty() ? "" : "  [" + blas.path + "]") << "\n";
     if (!blas.detail.empty()) std::cout << "BLAS config     " << blas.detail << "\n";
-    std::cout << "Intra-op threads " << j["intra_op_threads"] << " (of " << j["hardware_threads"] << " hardware threads, "
-              << j["parallel_backend"].get<std::string>() << ")\n"
+    std::cout << "Intra-op threads " << j["intra_op_threads"] << " (of " << j["hardware_threads"]
+              << " hardware threads, " << j["parallel_backend"].get<std::string>() << ")\n"
               << "CPU block cache " << j["cpu_cache"].get<std::string>() << "\n"
-              << "CUDA            " << (j["cuda_available"].get<bool>() ? "available, " + std::to_string(j["cuda_devices"].get<int>()) + " device(s)" : "not available") << "\n"
+              << "CUDA            "
+              << (j["cuda_available"].get<bool>()
+                      ? "available, " + std::to_string(j["cuda_devices"].get<int>()) + " device(s)"
+                      : "not available")
+              << "\n"
               << "Cells           ";
     for (auto& c : cs::cell_names()) std::cout << c << " ";
     std::cout << "\nTasks           ";
@@ -194,11 +198,13 @@ int cmd_presets(const std::vector<std::string>& a) {
     } catch (...) {
       continue;
     }
-    out.push_back({{"name", n.substr(0, n.size() - 5)}, {"notes", p.value("notes", "")}, {"path", cs::join_path(dir, n)}});
+    out.push_back(
+        {{"name", n.substr(0, n.size() - 5)}, {"notes", p.value("notes", "")}, {"path", cs::join_path(dir, n)}});
   }
   if (args.has("json")) std::cout << out.dump(2) << "\n";
   else
-    for (auto& p : out) std::cout << std::left << std::setw(28) << p["name"].get<std::string>() << p["notes"].get<std::string>() << "\n";
+    for (auto& p : out)
+      std::cout << std::left << std::setw(28) << p["name"].get<std::string>() << p["notes"].get<std::string>() << "\n";
   return 0;
 }
 
@@ -216,7 +222,11 @@ int cmd_validate(const std::vector<std::string>& a) {
   if (args.has("json")) {
     json j = json::array();
     for (auto& e : errs) j.push_back({{"path", e.path}, {"message", e.message}});
-    std::cout << json{{"valid", errs.empty()}, {"errors", j}, {"resolved", errs.empty() ? cs::resolve_config(cfg) : json()}}.dump(2) << "\n";
+    std::cout << json{{"valid", errs.empty()},
+                      {"errors", j},
+                      {"resolved", errs.empty() ? cs::resolve_config(cfg) : json()}}
+                     .dump(2)
+              << "\n";
   } else if (errs.empty()) {
     std::cout << "valid\n";
   } else {
@@ -271,43 +281,47 @@ static void on_sigint(int) {
 
 int cmd_train(const std::vector<std::string>& a) {
   if (want_help(a)) {
-    std::cout << "usage: cellscope-cli train CONFIG [--run-dir DIR | --workspace DIR] [--set SECTION.KEY=VALUE ...]\n"
-                 "                           [--steps N] [--json] [--quiet]\n"
-                 "       cellscope-cli train --resume RUN_DIR [--steps N] [--set training.KEY=VALUE ...]\n"
-                 "       cellscope-cli train --fork RUN_DIR[@STEP] [--run-dir DIR | --workspace DIR] [--set ...] [--steps N]\n"
-                 "CONFIG is a JSON file or a preset name. The run directory (default: a new one under the\n"
-                 "workspace " + cs::default_workspace() + ") receives config.json, vocab, metrics.jsonl,\n"
-                 "checkpoints/ and summary.json. Ctrl-C stops cleanly with a checkpoint; --resume continues it\n"
-                 "and reproduces the metrics of an uninterrupted run. A run directory has one writer at a time\n"
-                 "(a second train --resume of it is refused, naming the PID that holds RUN_DIR/lock).\n"
-                 "--resume and --fork refuse architecture changes (model.cell, shapes, task, dataset, training.optimizer,\n"
-                 "training.batch); training options (steps, lr, clip, weight_decay, patience, ...) may change.\n"
-                 "--fork RUN_DIR[@STEP] makes a NEW run from checkpoint STEP of RUN_DIR (a step_<N>.pt step, best or\n"
-                 "last; default last): weights, optimizer, task state and RNG restored as a resume would, the step\n"
-                 "counter continuing from N (its metrics start after N), --set applied; its config.json records\n"
-                 "\"parent\": {\"run_dir\", \"step\", \"checkpoint\"}. The parent is only read.\n"
-                 "A run fails (status failed, exit 1) on a NaN/Inf loss or weights, and when it diverges: the\n"
-                 "mean training loss above 2x the untrained model's for 3 logged intervals (reason \"diverged: ...\").\n"
-                 "Exit status: 0 finished or stopped, 1 failed (e.g. NaN loss), 2 invalid config or data.\n"
-                 "Data-parallel training (docs/DISTRIBUTED.md):\n"
-                 "  --nproc N                 start N local worker processes (Gloo over 127.0.0.1), max(1, cores/N)\n"
-                 "                            threads each; training.batch is the global batch, split over them\n"
-                 "  --rank R --world-size W --master HOST:PORT   one worker of a multi-machine run started by a\n"
-                 "                            cluster launcher (rank 0 serves the rendezvous on PORT); give every\n"
-                 "                            worker the same --run-dir on a shared filesystem to --resume;\n"
-                 "                            an IPv6 master goes in brackets: [::1]:29500\n"
-                 "  --listen ADDR             the address rank 0's rendezvous store listens on (default: the\n"
-                 "                            --master host, so a loopback master is reachable from this machine\n"
-                 "                            only; 0.0.0.0 or :: listens on every interface)\n"
-                 "  --store-file PATH         rendezvous through a file instead of --master\n"
-                 "  --dist-timeout SECONDS    stop when another worker dies or hangs this long (default 60,\n"
-                 "                            at most 604800 = 7 days)\n"
-                 "  --dist-backend gloo|nccl|auto   (auto: NCCL for CUDA devices when built with it)\n"
-                 "  --threads K               intra-op threads of this process (overrides training.threads)\n";
+    std::cout
+        << "usage: cellscope-cli train CONFIG [--run-dir DIR | --workspace DIR] [--set SECTION.KEY=VALUE ...]\n"
+           "                           [--steps N] [--json] [--quiet]\n"
+           "       cellscope-cli train --resume RUN_DIR [--steps N] [--set training.KEY=VALUE ...]\n"
+           "       cellscope-cli train --fork RUN_DIR[@STEP] [--run-dir DIR | --workspace DIR] [--set ...] [--steps N]\n"
+           "CONFIG is a JSON file or a preset name. The run directory (default: a new one under the\n"
+           "workspace " +
+               cs::default_workspace() +
+               ") receives config.json, vocab, metrics.jsonl,\n"
+               "checkpoints/ and summary.json. Ctrl-C stops cleanly with a checkpoint; --resume continues it\n"
+               "and reproduces the metrics of an uninterrupted run. A run directory has one writer at a time\n"
+               "(a second train --resume of it is refused, naming the PID that holds RUN_DIR/lock).\n"
+               "--resume and --fork refuse architecture changes (model.cell, shapes, task, dataset, training.optimizer,\n"
+               "training.batch); training options (steps, lr, clip, weight_decay, patience, ...) may change.\n"
+               "--fork RUN_DIR[@STEP] makes a NEW run from checkpoint STEP of RUN_DIR (a step_<N>.pt step, best or\n"
+               "last; default last): weights, optimizer, task state and RNG restored as a resume would, the step\n"
+               "counter continuing from N (its metrics start after N), --set applied; its config.json records\n"
+               "\"parent\": {\"run_dir\", \"step\", \"checkpoint\"}. The parent is only read.\n"
+               "A run fails (status failed, exit 1) on a NaN/Inf loss or weights, and when it diverges: the\n"
+               "mean training loss above 2x the untrained model's for 3 logged intervals (reason \"diverged: ...\").\n"
+               "Exit status: 0 finished or stopped, 1 failed (e.g. NaN loss), 2 invalid config or data.\n"
+               "Data-parallel training (docs/DISTRIBUTED.md):\n"
+               "  --nproc N                 start N local worker processes (Gloo over 127.0.0.1), max(1, cores/N)\n"
+               "                            threads each; training.batch is the global batch, split over them\n"
+               "  --rank R --world-size W --master HOST:PORT   one worker of a multi-machine run started by a\n"
+               "                            cluster launcher (rank 0 serves the rendezvous on PORT); give every\n"
+               "                            worker the same --run-dir on a shared filesystem to --resume;\n"
+               "                            an IPv6 master goes in brackets: [::1]:29500\n"
+               "  --listen ADDR             the address rank 0's rendezvous store listens on (default: the\n"
+               "                            --master host, so a loopback master is reachable from this machine\n"
+               "                            only; 0.0.0.0 or :: listens on every interface)\n"
+               "  --store-file PATH         rendezvous through a file instead of --master\n"
+               "  --dist-timeout SECONDS    stop when another worker dies or hangs this long (default 60,\n"
+               "                            at most 604800 = 7 days)\n"
+               "  --dist-backend gloo|nccl|auto   (auto: NCCL for CUDA devices when built with it)\n"
+               "  --threads K               intra-op threads of this process (overrides training.threads)\n";
     return 0;
   }
-  auto args = parse(a, {"json", "quiet"}, {"run-dir", "workspace", "set", "resume", "fork", "steps", "nproc", "rank", "world-size",
-                                           "master", "listen", "store-file", "dist-timeout", "dist-backend", "threads"});
+  auto args = parse(a, {"json", "quiet"},
+                    {"run-dir", "workspace", "set", "resume", "fork", "steps", "nproc", "rank", "world-size", "master",
+                     "listen", "store-file", "dist-timeout", "dist-backend", "threads"});
   if (args.has("nproc") && args.has("rank")) throw UsageError("--nproc starts the workers itself; give no --rank");
   if (args.has("fork") && (args.has("nproc") || args.has("rank") || args.has("world-size")))
     throw UsageError("--fork starts a single-process run; fork first, then --resume the new run with --nproc");
@@ -371,9 +385,13 @@ int cmd_train(const std::vector<std::string>& a) {
   const bool json_out = args.has("json") && root, quiet = args.has("quiet") || !root;
   const bool tty = ::isatty(2) && !quiet && !json_out;
   if (!quiet && !json_out)
-    std::cerr << (resuming ? "resuming " : launched.forked ? "forking " : "training ") << cfg["model"]["cell"].get<std::string>() << " on "
-              << cfg["task"]["name"].get<std::string>() << " -> " << store->dir()
-              << (dist ? " (" + std::to_string(dist->world) + " processes, " + dist->backend + ")" : std::string()) << "\n";
+    std::cerr << (resuming          ? "resuming "
+                  : launched.forked ? "forking "
+                                    : "training ")
+              << cfg["model"]["cell"].get<std::string>() << " on " << cfg["task"]["name"].get<std::string>() << " -> "
+              << store->dir()
+              << (dist ? " (" + std::to_string(dist->world) + " processes, " + dist->backend + ")" : std::string())
+              << "\n";
   cs::TrainerControl control;
   g_control = &control;
   std::signal(SIGINT, on_sigint);
@@ -474,37 +492,38 @@ int cmd_label(const std::vector<std::string>& a) {
 // ------------------------------------------------------------------ bench
 int cmd_bench(const std::vector<std::string>& a) {
   if (want_help(a)) {
-    std::cout << "usage: cellscope-cli bench [--cell CELL] [--batch 32] [--seq 150] [--embed 256] [--hidden 512]\n"
-                 "                           [--set model.KEY=VALUE ...] [--baseline torch_gru|torch_lstm|CELL|none]\n"
-                 "                           [--iters N] [--threads N] [--json]\n"
-                 "       cellscope-cli bench --data MB [--json]   (corpus loading: MB/s and memory)\n"
-                 "Measures training throughput (forward + backward + Adam step) of the char-LM model with CELL,\n"
-                 "its achieved GFLOP/s (analytic FLOP count), a large matrix product's GFLOP/s in the same run,\n"
-                 "and a baseline at the same shape (default: raw torch::nn::GRU for gru, torch::nn::LSTM for\n"
-                 "lstm, Cellscope's GRU otherwise) with the time and FLOP ratios.\n"
-                 "--task classify: the sentence-classification model instead (bi-directional encoder, FC 1024,\n"
-                 "sigmoid; defaults batch 32, seq 50, embed 200, hidden 200, vocab 20000; baseline: the GRU model).\n"
-                 "       cellscope-cli bench --dist [--task char_lm,word_lm] [--nproc-list 1,2] [--threads 1] [--steps 20]\n"
-                 "                          [model options]\n"
-                 "Data-parallel training throughput of the char LM and the word LM (their own training steps on\n"
-                 "Moby Dick) for 1, 2, ... local processes (global batch split over them) and the gradient\n"
-                 "all-reduce time per step (docs/DISTRIBUTED.md).\n"
-                 "       cellscope-cli bench --analysis relevance [--chars 300] [--last K] [--run DIR] [--repeats 5]\n"
-                 "Compute time of a relevance map (default: the paper's capMZU+DT, hidden 800, random weights)\n"
-                 "and the redraw time of its heatmap figure (builds with the figures library).\n"
-                 "       cellscope-cli bench --peer [--cell CELL[,CELL..]|all] [--batch 32,256] [--threads N] [--iters N]\n"
-                 "                          [--seq 150] [--embed 256] [--hidden 512] [--set model.KEY=VALUE] [--no-python] [--rounds N] [--json]\n"
-                 "Every cell of the papers (gru_dt, sat/gcn/cap_mzu, cru_*, mcrnn) in its papers' configuration against\n"
-                 "its plain-PyTorch Python peer (core/run/bench/peers/peers.py, run by /usr/bin/python3) in the same run:\n"
-                 "s/step of Cellscope (default path; autograd path too where a fast path exists), of Python, the speedup,\n"
-                 "efficiency (achieved GFLOP/s over a large GEMM's), peak memory of a step; LibTorch's fused GRU alongside.\n"
-                 "Each measurement runs in a fresh process; --rounds N repeats them interleaved and reports the median\n"
-                 "round with the range. A markdown table, or --json (progress on stderr either way).\n"
-                 "       cellscope-cli bench --peer-check [--cell ...] [--keep DIR] [--json]   |   bench --peer-check --from DIR\n"
-                 "       cellscope-cli bench --peer-export DIR [--cell ...]\n"
-                 "The same model in both: Cellscope writes its initial parameters, one batch and the loss and gradients of\n"
-                 "a training step in double (tiny size by default); the Python peer loads them and must agree to --tol\n"
-                 "(1e-10, relative) in the loss and every parameter's gradient. Exit 1 when they differ.\n";
+    std::cout
+        << "usage: cellscope-cli bench [--cell CELL] [--batch 32] [--seq 150] [--embed 256] [--hidden 512]\n"
+           "                           [--set model.KEY=VALUE ...] [--baseline torch_gru|torch_lstm|CELL|none]\n"
+           "                           [--iters N] [--threads N] [--json]\n"
+           "       cellscope-cli bench --data MB [--json]   (corpus loading: MB/s and memory)\n"
+           "Measures training throughput (forward + backward + Adam step) of the char-LM model with CELL,\n"
+           "its achieved GFLOP/s (analytic FLOP count), a large matrix product's GFLOP/s in the same run,\n"
+           "and a baseline at the same shape (default: raw torch::nn::GRU for gru, torch::nn::LSTM for\n"
+           "lstm, Cellscope's GRU otherwise) with the time and FLOP ratios.\n"
+           "--task classify: the sentence-classification model instead (bi-directional encoder, FC 1024,\n"
+           "sigmoid; defaults batch 32, seq 50, embed 200, hidden 200, vocab 20000; baseline: the GRU model).\n"
+           "       cellscope-cli bench --dist [--task char_lm,word_lm] [--nproc-list 1,2] [--threads 1] [--steps 20]\n"
+           "                          [model options]\n"
+           "Data-parallel training throughput of the char LM and the word LM (their own training steps on\n"
+           "Moby Dick) for 1, 2, ... local processes (global batch split over them) and the gradient\n"
+           "all-reduce time per step (docs/DISTRIBUTED.md).\n"
+           "       cellscope-cli bench --analysis relevance [--chars 300] [--last K] [--run DIR] [--repeats 5]\n"
+           "Compute time of a relevance map (default: the paper's capMZU+DT, hidden 800, random weights)\n"
+           "and the redraw time of its heatmap figure (builds with the figures library).\n"
+           "       cellscope-cli bench --peer [--cell CELL[,CELL..]|all] [--batch 32,256] [--threads N] [--iters N]\n"
+           "                          [--seq 150] [--embed 256] [--hidden 512] [--set model.KEY=VALUE] [--no-python] [--rounds N] [--json]\n"
+           "Every cell of the papers (gru_dt, sat/gcn/cap_mzu, cru_*, mcrnn) in its papers' configuration against\n"
+           "its plain-PyTorch Python peer (core/run/bench/peers/peers.py, run by /usr/bin/python3) in the same run:\n"
+           "s/step of Cellscope (default path; autograd path too where a fast path exists), of Python, the speedup,\n"
+           "efficiency (achieved GFLOP/s over a large GEMM's), peak memory of a step; LibTorch's fused GRU alongside.\n"
+           "Each measurement runs in a fresh process; --rounds N repeats them interleaved and reports the median\n"
+           "round with the range. A markdown table, or --json (progress on stderr either way).\n"
+           "       cellscope-cli bench --peer-check [--cell ...] [--keep DIR] [--json]   |   bench --peer-check --from DIR\n"
+           "       cellscope-cli bench --peer-export DIR [--cell ...]\n"
+           "The same model in both: Cellscope writes its initial parameters, one batch and the loss and gradients of\n"
+           "a training step in double (tiny size by default); the Python peer loads them and must agree to --tol\n"
+           "(1e-10, relative) in the loss and every parameter's gradient. Exit 1 when they differ.\n";
     return 0;
   }
   if (std::find(a.begin(), a.end(), "--dist") != a.end() || std::find(a.begin(), a.end(), "--dist-worker") != a.end())
@@ -512,7 +531,9 @@ int cmd_bench(const std::vector<std::string>& a) {
   if (std::find(a.begin(), a.end(), "--analysis") != a.end()) return cmd_bench_analysis(a);  // analyze_cmd.cpp
   for (const char* f : {"--peer", "--peer-check", "--peer-export", "--peer-child"})
     if (std::find(a.begin(), a.end(), f) != a.end()) return cmd_bench_peer(a);  // bench_peer_cmd.cpp
-  auto args = parse(a, {"json"}, {"cell", "batch", "seq", "embed", "hidden", "set", "baseline", "iters", "threads", "vocab", "data", "task"});
+  auto args = parse(
+      a, {"json"},
+      {"cell", "batch", "seq", "embed", "hidden", "set", "baseline", "iters", "threads", "vocab", "data", "task"});
   if (args.has("data")) {
     // Corpus loading benchmark: a synthetic text8-like file of N MB, streamed (mmap) into ids.
     const long long mb = args.get_int("data", 100, 1, 1000000);
@@ -545,7 +566,8 @@ int cmd_bench(const std::vector<std::string>& a) {
     const double need = cs::training_memory_lower_bound(shape, "char_lm").total(), have = cs::physical_memory_bytes();
     if (have > 0 && need > have)
       throw UsageError("this benchmark needs at least " + std::to_string(static_cast<long long>(need / (1 << 30))) +
-                       " GiB of memory, more than this machine's " + std::to_string(static_cast<long long>(have / (1 << 30))) +
+                       " GiB of memory, more than this machine's " +
+                       std::to_string(static_cast<long long>(have / (1 << 30))) +
                        " GiB: reduce --hidden, --batch or --seq");
   }
   cs::set_threads(o.threads);
@@ -556,15 +578,19 @@ int cmd_bench(const std::vector<std::string>& a) {
   } else {
     std::cout << std::fixed << std::setprecision(2);
     std::cout << "cell " << r["cell"].get<std::string>() << "  batch " << o.batch << "  seq " << o.seq << "  embed "
-              << r["embed"] << "  hidden " << r["hidden"] << "  threads " << r["threads"] << "  BLAS " << r["blas"].get<std::string>() << "\n"
+              << r["embed"] << "  hidden " << r["hidden"] << "  threads " << r["threads"] << "  BLAS "
+              << r["blas"].get<std::string>() << "\n"
               << "  training step     " << r["seconds_per_step"].get<double>() * 1e3 << " ms  ("
               << fmt_rate(r["throughput"].get<double>()) << " " << r.value("unit", "chars/s") << ")\n"
-              << "  achieved          " << r["gflops"].get<double>() << " GFLOP/s  (GEMM " << r["gemm_gflops"].get<double>()
-              << " GFLOP/s, efficiency " << 100 * r["efficiency"].get<double>() << "%)\n";
+              << "  achieved          " << r["gflops"].get<double>() << " GFLOP/s  (GEMM "
+              << r["gemm_gflops"].get<double>() << " GFLOP/s, efficiency " << 100 * r["efficiency"].get<double>()
+              << "%)\n";
     if (r.contains("baseline"))
-      std::cout << "  baseline " << r["baseline"].get<std::string>() << "  " << r["baseline_seconds_per_step"].get<double>() * 1e3
-                << " ms  (" << fmt_rate(r["baseline_throughput"].get<double>()) << " " << r.value("unit", "chars/s") << ")\n"
-                << "  time ratio        " << r["time_ratio"].get<double>() << "x   FLOP ratio " << r["flop_ratio"].get<double>() << "x\n";
+      std::cout << "  baseline " << r["baseline"].get<std::string>() << "  "
+                << r["baseline_seconds_per_step"].get<double>() * 1e3 << " ms  ("
+                << fmt_rate(r["baseline_throughput"].get<double>()) << " " << r.value("unit", "chars/s") << ")\n"
+                << "  time ratio        " << r["time_ratio"].get<double>() << "x   FLOP ratio "
+                << r["flop_ratio"].get<double>() << "x\n";
   }
   auto warn = cs::blas_warning(cs::detect_blas());
   if (!warn.empty()) std::cerr << "*** " << warn << " ***\n";

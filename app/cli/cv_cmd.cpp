@@ -19,11 +19,12 @@ using cs::json;
 
 int cmd_cv(const std::vector<std::string>& a) {
   if (std::find(a.begin(), a.end(), "--help") != a.end() || std::find(a.begin(), a.end(), "-h") != a.end()) {
-    std::cout << "usage: cellscope-cli cv CONFIG [--folds K] [--out DIR | --workspace DIR] [--set SECTION.KEY=VALUE ...]\n"
-                 "                        [--steps N] [--json]\n"
-                 "k-fold cross-validation (tasks classify and absa): trains one run per fold in DIR/fold-<i>\n"
-                 "(dataset.folds = K, dataset.fold = i; default K = dataset.folds, else 10) and writes\n"
-                 "DIR/cv_summary.json with the per-fold best valid and test accuracy, their mean and standard deviation.\n";
+    std::cout
+        << "usage: cellscope-cli cv CONFIG [--folds K] [--out DIR | --workspace DIR] [--set SECTION.KEY=VALUE ...]\n"
+           "                        [--steps N] [--json]\n"
+           "k-fold cross-validation (tasks classify and absa): trains one run per fold in DIR/fold-<i>\n"
+           "(dataset.folds = K, dataset.fold = i; default K = dataset.folds, else 10) and writes\n"
+           "DIR/cv_summary.json with the per-fold best valid and test accuracy, their mean and standard deviation.\n";
     return 0;
   }
   auto args = parse(a, {"json"}, {"folds", "out", "workspace", "set", "steps"});
@@ -39,8 +40,10 @@ int cmd_cv(const std::vector<std::string>& a) {
   raw["dataset"]["fold"] = 0;
   json cfg0 = cs::load_and_resolve(raw);  // validate once before any run
   const std::string task_name = cfg0["task"]["name"];
-  if (task_name != "classify" && task_name != "absa") throw cs::UserError("cv: task '" + task_name + "' has no folds (classify or absa)");
-  const std::string out = args.has("out") ? args.get("out") : cs::new_run_dir(args.get("workspace", cs::default_workspace()), cfg0) + "-cv";
+  if (task_name != "classify" && task_name != "absa")
+    throw cs::UserError("cv: task '" + task_name + "' has no folds (classify or absa)");
+  const std::string out =
+      args.has("out") ? args.get("out") : cs::new_run_dir(args.get("workspace", cs::default_workspace()), cfg0) + "-cv";
   cs::make_dirs(out);
   json folds = json::array();
   std::vector<double> tests, valids;
@@ -70,7 +73,8 @@ int cmd_cv(const std::vector<std::string>& a) {
     }
     folds.push_back(fj);
     if (!args.has("json"))
-      std::cerr << "fold " << f << "/" << K << ": " << s.status << (s.has_test ? "  test " + s.primary_metric + " " + std::to_string(s.test_metric) : "") << "\n";
+      std::cerr << "fold " << f << "/" << K << ": " << s.status
+                << (s.has_test ? "  test " + s.primary_metric + " " + std::to_string(s.test_metric) : "") << "\n";
   }
   auto stats = [](const std::vector<double>& v) {
     json j = {{"n", v.size()}};

@@ -35,7 +35,8 @@ int datasets_build(const Args& args) {
   const cs::json info = cs::build_manifest_dataset(m, *e, args.has("force"));
   const std::string dir = cs::join_path(cs::data_cache_dir(), e->at("path").get<std::string>());
   if (args.has("json")) {
-    std::cout << cs::json{{"name", name}, {"path", dir}, {"rebuilt", !was || args.has("force")}, {"build", info}}.dump(2)
+    std::cout << cs::json{{"name", name}, {"path", dir}, {"rebuilt", !was || args.has("force")}, {"build", info}}.dump(
+                     2)
               << "\n";
     return 0;
   }
@@ -46,8 +47,9 @@ int datasets_build(const Args& args) {
     for (const char* s : {"train", "valid", "test"}) {
       const cs::json& x = c[s];
       std::cout << "  " << std::left << std::setw(6) << s << std::right << std::setw(7) << x.value("questions", 0)
-                << " questions  (" << x.value("windows", 0) << " windows; skipped: " << x.value("skipped_few_candidates", 0)
-                << " < " << info.value("candidates", 10) << " candidates, " << x.value("skipped_not_in_context", 0)
+                << " questions  (" << x.value("windows", 0)
+                << " windows; skipped: " << x.value("skipped_few_candidates", 0) << " < "
+                << info.value("candidates", 10) << " candidates, " << x.value("skipped_not_in_context", 0)
                 << " answer not in context; " << x.value("no_class_word", 0) << " without a " << info.value("class", "")
                 << " word)\n";
     }
@@ -73,7 +75,8 @@ int cmd_datasets(const std::vector<std::string>& a) {
   }
   auto args = parse(a, {"json", "force"}, {});
   if (!args.positional.empty() && args.positional[0] == "build") return datasets_build(args);
-  if (!args.positional.empty()) throw UsageError("unexpected argument '" + args.positional[0] + "' (or: datasets build NAME)");
+  if (!args.positional.empty())
+    throw UsageError("unexpected argument '" + args.positional[0] + "' (or: datasets build NAME)");
   cs::json m = cs::load_manifest();
   cs::json out = cs::json::array();
   for (auto& name : cs::manifest_names(m)) {

@@ -1,6 +1,7 @@
 // `cellscope-cli datasets show NAME|PATH`: what a seq2seq dataset holds (counts per split, a few
 // pairs) and the "lead" baseline's BLEU / ROUGE on valid and test (data/seq2seq_data.h,
-// data/text_metrics.h). The lead length is default_lead_words (the training split's mean target length in metric tokens) unless
+// data/text_metrics.h). The lead length is default_lead_words (the training split's mean target length in metric
+// tokens) unless
 // --lead-words says otherwise.
 #include <chrono>
 #include <iomanip>
@@ -28,17 +29,18 @@ double mean_words(const std::vector<cs::TextPair>& v, bool source) {
 
 int cmd_datasets_show(const std::vector<std::string>& a) {
   if (std::find(a.begin(), a.end(), "--help") != a.end()) {
-    std::cout << "usage: cellscope-cli datasets show NAME|DIR|FILE [--format parallel|gigaword|headlines]\n"
-                 "         [--set KEY=VALUE]... [--pairs K] [--split train|valid|test] [--lead-words N]\n"
-                 "         [--subword N [--subword-type unigram|bpe]] [--json]\n"
-                 "Loads a sequence-to-sequence dataset (a manifest name such as spam-headlines, or a path of your\n"
-                 "own) and prints the pairs per split, K example pairs (default 5) of --split (default valid),\n"
-                 "and the lead baseline (the first N words of the source; N = the training split's mean\n"
-                 "target length unless --lead-words) with its BLEU and ROUGE-1/2/L F1 on valid and test.\n"
-                 "--set KEY=VALUE sets dataset.KEY (e.g. source_lang=fr, source_words=60; VALUE read as JSON\n"
-                 "when it parses, else as a string). --subword N trains a SentencePiece vocabulary of N pieces on the\n"
-                 "training split's sources and targets (as the seq2seq task does) and prints the mean pieces per\n"
-                 "sentence (or the largest size the text allows). Formats: datasets/README.md, \"Sequence to sequence\".\n";
+    std::cout
+        << "usage: cellscope-cli datasets show NAME|DIR|FILE [--format parallel|gigaword|headlines]\n"
+           "         [--set KEY=VALUE]... [--pairs K] [--split train|valid|test] [--lead-words N]\n"
+           "         [--subword N [--subword-type unigram|bpe]] [--json]\n"
+           "Loads a sequence-to-sequence dataset (a manifest name such as spam-headlines, or a path of your\n"
+           "own) and prints the pairs per split, K example pairs (default 5) of --split (default valid),\n"
+           "and the lead baseline (the first N words of the source; N = the training split's mean\n"
+           "target length unless --lead-words) with its BLEU and ROUGE-1/2/L F1 on valid and test.\n"
+           "--set KEY=VALUE sets dataset.KEY (e.g. source_lang=fr, source_words=60; VALUE read as JSON\n"
+           "when it parses, else as a string). --subword N trains a SentencePiece vocabulary of N pieces on the\n"
+           "training split's sources and targets (as the seq2seq task does) and prints the mean pieces per\n"
+           "sentence (or the largest size the text allows). Formats: datasets/README.md, \"Sequence to sequence\".\n";
     return 0;
   }
   auto args = parse(a, {"json"}, {"format", "set", "pairs", "split", "lead-words", "subword", "subword-type"});

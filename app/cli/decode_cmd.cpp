@@ -32,13 +32,14 @@ double number_arg(const Args& a, const std::string& k, double def) {
 
 int cmd_decode(const std::vector<std::string>& a) {
   if (std::find(a.begin(), a.end(), "--help") != a.end()) {
-    std::cout << "usage: cellscope-cli decode RUN [--split valid|test|train] [--checkpoint best|last|step_N]\n"
-                 "                            [--beam K] [--alpha A] [--max N] [--max-length L] [--threads T] [--json | --csv]\n"
-                 "Decodes the first N pairs of a split (--max, default 20; 0 = all) of a seq2seq run with beam search\n"
-                 "of width K (default: the run's task.beam; 1 = greedy), hypotheses ranked by log P / ((5+|Y|)/6)^A\n"
-                 "(default A: the run's task.length_penalty), at most L tokens (default: the run's). Prints each\n"
-                 "source, reference and hypothesis, then corpus BLEU, ROUGE-1/2/L F1 and the lead baseline's\n"
-                 "(the first words of the source) on the same pairs. Progress on stderr.\n";
+    std::cout
+        << "usage: cellscope-cli decode RUN [--split valid|test|train] [--checkpoint best|last|step_N]\n"
+           "                            [--beam K] [--alpha A] [--max N] [--max-length L] [--threads T] [--json | --csv]\n"
+           "Decodes the first N pairs of a split (--max, default 20; 0 = all) of a seq2seq run with beam search\n"
+           "of width K (default: the run's task.beam; 1 = greedy), hypotheses ranked by log P / ((5+|Y|)/6)^A\n"
+           "(default A: the run's task.length_penalty), at most L tokens (default: the run's). Prints each\n"
+           "source, reference and hypothesis, then corpus BLEU, ROUGE-1/2/L F1 and the lead baseline's\n"
+           "(the first words of the source) on the same pairs. Progress on stderr.\n";
     return 0;
   }
   auto args = parse(a, {"json", "csv"}, {"split", "checkpoint", "beam", "alpha", "max", "max-length", "threads"});
@@ -80,31 +81,35 @@ int cmd_decode(const std::vector<std::string>& a) {
     j["metrics"] = r.metrics;
     j["samples"] = cs::json::array();
     for (auto& s : r.samples)
-      j["samples"].push_back({{"source", s.source}, {"reference", s.reference}, {"hypothesis", s.hypothesis}, {"score", s.score}});
+      j["samples"].push_back(
+          {{"source", s.source}, {"reference", s.reference}, {"hypothesis", s.hypothesis}, {"score", s.score}});
     std::cout << j.dump(2, ' ', false, cs::json::error_handler_t::replace) << "\n";
     return 0;
   }
   if (args.has("csv")) {
     std::cout << "source,reference,hypothesis,score\n";
     for (auto& s : r.samples)
-      std::cout << cs::csv_field(s.source) << "," << cs::csv_field(s.reference) << "," << cs::csv_field(s.hypothesis) << "," << s.score << "\n";
+      std::cout << cs::csv_field(s.source) << "," << cs::csv_field(s.reference) << "," << cs::csv_field(s.hypothesis)
+                << "," << s.score << "\n";
     std::cout << "\nmetric,value\n";
     for (auto& [k, v] : r.metrics) std::cout << k << "," << v << "\n";
     return 0;
   }
-  std::cout << "run " << run << ", checkpoint " << o.checkpoint << " (step " << r.step << "), " << o.split << ", beam " << o.beam
-            << ", alpha " << o.length_penalty << "\n\n";
+  std::cout << "run " << run << ", checkpoint " << o.checkpoint << " (step " << r.step << "), " << o.split << ", beam "
+            << o.beam << ", alpha " << o.length_penalty << "\n\n";
   for (size_t i = 0; i < r.samples.size(); ++i) {
     const auto& s = r.samples[i];
-    std::cout << "[" << i + 1 << "] source:     " << s.source << "\n    reference:  " << s.reference << "\n    hypothesis: "
-              << s.hypothesis << "   (score " << std::fixed << std::setprecision(3) << s.score << ")\n";
+    std::cout << "[" << i + 1 << "] source:     " << s.source << "\n    reference:  " << s.reference
+              << "\n    hypothesis: " << s.hypothesis << "   (score " << std::fixed << std::setprecision(3) << s.score
+              << ")\n";
     std::cout.unsetf(std::ios::fixed);
   }
   std::cout << "\n" << std::fixed << std::setprecision(2);
   for (const char* k : {"bleu", "rouge1", "rouge2", "rougeL"}) {
     auto it = r.metrics.find(k), lt = r.metrics.find(std::string("lead_") + k);
-    std::cout << std::left << std::setw(8) << k << std::right << std::setw(8) << (it == r.metrics.end() ? 0.0 : it->second)
-              << "   lead " << std::setw(8) << (lt == r.metrics.end() ? 0.0 : lt->second) << "\n";
+    std::cout << std::left << std::setw(8) << k << std::right << std::setw(8)
+              << (it == r.metrics.end() ? 0.0 : it->second) << "   lead " << std::setw(8)
+              << (lt == r.metrics.end() ? 0.0 : lt->second) << "\n";
   }
   return 0;
 }

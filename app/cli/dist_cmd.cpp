@@ -96,7 +96,8 @@ int train_launch_local(const std::vector<std::string>& a, const Args& args) {
     if (batch % n != 0)
       throw cs::UserError("training.batch: the global batch of " + std::to_string(batch) +
                           " cannot be split evenly over " + std::to_string(n) + " processes");
-    dir = args.has("run-dir") ? args.get("run-dir") : cs::new_run_dir(args.get("workspace", cs::default_workspace()), cfg);
+    dir = args.has("run-dir") ? args.get("run-dir")
+                              : cs::new_run_dir(args.get("workspace", cs::default_workspace()), cfg);
     // Rank 0 would refuse it after the others had started waiting for it.
     if (cs::dir_exists(dir) && !cs::list_dir(dir).empty())
       throw cs::UserError("run directory '" + dir + "' already exists and is not empty");
@@ -105,7 +106,8 @@ int train_launch_local(const std::vector<std::string>& a, const Args& args) {
       child.push_back(dir);
     }
   }
-  const int threads = args.has("threads") ? static_cast<int>(args.get_int("threads", 0)) : cs::threads_per_process(static_cast<int>(n));
+  const int threads =
+      args.has("threads") ? static_cast<int>(args.get_int("threads", 0)) : cs::threads_per_process(static_cast<int>(n));
   if (!args.has("quiet") && !args.has("json"))
     std::cerr << "starting " << n << " worker processes (" << threads << " intra-op thread" << (threads == 1 ? "" : "s")
               << " each, Gloo over 127.0.0.1, timeout " << timeout << " s)\n";
@@ -236,7 +238,8 @@ int cmd_bench_dist(const std::vector<std::string>& a) {
       std::cout << "  " << r["world"].get<int>() << " process" << (r["world"].get<int>() == 1 ? " " : "es") << "  step "
                 << 1e3 * r["seconds_per_step"].get<double>() << " ms  " << r["throughput"].get<double>() / 1e3 << "k "
                 << r["unit"].get<std::string>() << "/s  (x" << r["speedup"].get<double>() << ")  compute "
-                << r["compute_ms"].get<double>() << " ms  all-reduce " << r["allreduce_ms"].get<double>() << " ms/step\n";
+                << r["compute_ms"].get<double>() << " ms  all-reduce " << r["allreduce_ms"].get<double>()
+                << " ms/step\n";
   }
   ::rmdir(tmp.c_str());
   if (args.has("json")) std::cout << json{{"dist", all}}.dump() << "\n";

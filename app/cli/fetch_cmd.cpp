@@ -27,7 +27,9 @@ int cmd_fetch(const std::vector<std::string>& a) {
     return 0;
   }
   std::cout << "Fetching datasets into " << dest << "\n" << std::flush;
-  const cs::FetchResult r = cs::fetch_datasets(dest, [](const std::string& l) { std::cout << l << "\n" << std::flush; });
+  const cs::FetchResult r =
+      cs::fetch_datasets(dest, [](const std::string& l) { std::cout << l << "\n"
+                                                                    << std::flush; });
   if (!r.ok()) {
     std::cerr << "cellscope-cli fetch: " << r.error_summary() << "\n";
     return 1;

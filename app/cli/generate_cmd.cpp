@@ -79,7 +79,8 @@ int cmd_generate(const std::vector<std::string>& a) {
   cs::GenerateOptions o;
   o.seed_text = args.get("seed-text");
   {
-    const size_t bad = cs::utf8_validate(reinterpret_cast<const unsigned char*>(o.seed_text.data()), o.seed_text.size(), nullptr);
+    const size_t bad =
+        cs::utf8_validate(reinterpret_cast<const unsigned char*>(o.seed_text.data()), o.seed_text.size(), nullptr);
     if (bad != std::string::npos)
       throw UsageError("--seed-text is not valid UTF-8 (byte offset " + std::to_string(bad) + ")");
   }
@@ -93,13 +94,17 @@ int cmd_generate(const std::vector<std::string>& a) {
   auto task = cs::load_run_task(args.get("run"), args.get("checkpoint", "best"));
   auto g = cs::generate(*task, o);
   if (g.unknown_seed_tokens > 0)
-    std::cerr << "note: " << g.unknown_seed_tokens << " token(s) of the seed text are not in the run's vocabulary (fed as <unk>)\n";
+    std::cerr << "note: " << g.unknown_seed_tokens
+              << " token(s) of the seed text are not in the run's vocabulary (fed as <unk>)\n";
   const std::string out = args.get("out");
-  auto ends = [&](const std::string& ext) { return out.size() > ext.size() && out.substr(out.size() - ext.size()) == ext; };
+  auto ends = [&](const std::string& ext) {
+    return out.size() > ext.size() && out.substr(out.size() - ext.size()) == ext;
+  };
   if (!out.empty()) {
     if (ends(".json")) cs::atomic_write(out, g.to_json().dump(2) + "\n");
-    else if (ends(".html")) cs::atomic_write(out, g.to_html("Run: " + args.get("run") + ", temperature " + std::to_string(o.temperature) +
-                                                            ", seed " + std::to_string(o.seed) + "."));
+    else if (ends(".html"))
+      cs::atomic_write(out, g.to_html("Run: " + args.get("run") + ", temperature " + std::to_string(o.temperature) +
+                                      ", seed " + std::to_string(o.seed) + "."));
     else if (ends(".txt")) cs::atomic_write(out, g.text() + "\n");
     else throw UsageError("--out must end in .txt, .json or .html");
     std::cout << "wrote " << out << "\n";

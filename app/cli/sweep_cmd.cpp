@@ -134,8 +134,8 @@ int sweep_list() {
   for (auto& s : cs::bundled_sweeps()) {
     if (s.contains("error")) {
       ++broken;
-      std::cerr << "error: bundled sweep '" << s["name"].get<std::string>() << "' does not load: " << s["error"].get<std::string>()
-                << "\n";
+      std::cerr << "error: bundled sweep '" << s["name"].get<std::string>()
+                << "' does not load: " << s["error"].get<std::string>() << "\n";
       continue;
     }
     std::cout << std::left << std::setw(28) << s["name"].get<std::string>() << s["notes"].get<std::string>() << "\n";
@@ -158,20 +158,22 @@ int sweep_run(const std::vector<std::string>& a) {
   std::vector<int> only;
   if (args.has("point")) only.push_back(static_cast<int>(args.get_int("point", 0, 0, 1000000000)));
   const int jobs = static_cast<int>(args.get_int("jobs", 1, 1, 4096));
-  if (args.has("jobs") && args.has("point")) throw UsageError("sweep run: --jobs runs several points, --point names one");
+  if (args.has("jobs") && args.has("point"))
+    throw UsageError("sweep run: --jobs runs several points, --point names one");
   const cs::SweepSpec spec = spec_arg(args.positional[0], ws, args);
   const auto points = cs::expand_sweep(spec);
   const bool quiet = args.has("quiet");
   if (args.has("dry-run")) {
     auto state = cs::read_sweep_state(cs::sweep_dir(ws, spec.name));
-    std::cout << "sweep '" << spec.name << "': " << points.size() << " points (" << spec.axes.size() << (spec.axes.size() == 1 ? " axis x " : " axes x ")
-              << spec.seeds.size() << " seeds), all valid; directory " << cs::sweep_dir(ws, spec.name) << "\n"
+    std::cout << "sweep '" << spec.name << "': " << points.size() << " points (" << spec.axes.size()
+              << (spec.axes.size() == 1 ? " axis x " : " axes x ") << spec.seeds.size()
+              << " seeds), all valid; directory " << cs::sweep_dir(ws, spec.name) << "\n"
               << "  index (0-based: --point INDEX; share I of N holds index % N == I)\n";
     for (auto& p : points) {
       if (!cs::point_in_share(p.index, worker, workers, only)) continue;
       auto it = state.find(p.id);
-      std::cout << "  " << std::setw(5) << p.index << "  " << p.id << "  " << p.config["model"]["cell"].get<std::string>()
-                << ", " << p.config["training"]["steps"] << " steps"
+      std::cout << "  " << std::setw(5) << p.index << "  " << p.id << "  "
+                << p.config["model"]["cell"].get<std::string>() << ", " << p.config["training"]["steps"] << " steps"
                 << (it != state.end() ? "  [" + it->second.status + "]" : std::string()) << "\n";
     }
     return 0;
@@ -248,10 +250,13 @@ int sweep_run(const std::vector<std::string>& a) {
   const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const bool whole = workers == 1 && only.empty();
   std::cerr << "sweep '" << spec.name << "'"
-            << (whole ? std::string() : !only.empty() ? " point " + std::to_string(only[0]) : " share " + args.get("worker"))
+            << (whole           ? std::string()
+                : !only.empty() ? " point " + std::to_string(only[0])
+                                : " share " + args.get("worker"))
             << ": " << res.done << "/" << res.share << " points done (" << res.ran << " run now, " << res.skipped
-            << " already done, " << res.failed << " failed" << (res.busy ? ", " + std::to_string(res.busy) + " being run by another process" : std::string())
-            << ") in " << dur(total) << "; " << res.dir << "\n";
+            << " already done, " << res.failed << " failed"
+            << (res.busy ? ", " + std::to_string(res.busy) + " being run by another process" : std::string()) << ") in "
+            << dur(total) << "; " << res.dir << "\n";
   if (res.stopped) {
     std::cerr << "stopped: run the same command again to continue\n";
     return 0;
@@ -279,12 +284,14 @@ int sweep_jobs(const cs::SweepSpec& spec, const cs::SweepRunOptions& base, const
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   std::cerr << "sweep '" << spec.name << "': " << jobs << " points at once, " << threads << " training thread"
             << (threads == 1 ? "" : "s") << " each ("
-            << (j.threads > 0 ? "--threads" : "max(1, " + std::to_string(cores) + " cores / " + std::to_string(jobs) + ")")
+            << (j.threads > 0 ? "--threads"
+                              : "max(1, " + std::to_string(cores) + " cores / " + std::to_string(jobs) + ")")
             << ")\n";
   const auto t0 = std::chrono::steady_clock::now();
   int share = 0, done = 0, active = 0, ran_done = 0;
   double ran_time = 0;
-  for (int i = 0; i < static_cast<int>(cs::expand_sweep(spec).size()); ++i) share += cs::point_in_share(i, base.worker, base.workers, base.points);
+  for (int i = 0; i < static_cast<int>(cs::expand_sweep(spec).size()); ++i)
+    share += cs::point_in_share(i, base.worker, base.workers, base.points);
   int left = share;
   cs::SweepRunOptions o = base;
   o.on_log = [&](const std::string& m) {
@@ -295,8 +302,8 @@ int sweep_jobs(const cs::SweepSpec& spec, const cs::SweepRunOptions& base, const
   j.on_start = [&](const cs::SweepPoint& p, int pid, int, const std::string& log) {
     ++active;
     if (!quiet)
-      std::cerr << "[" << done << "/" << share << " done, " << active << " running] start point " << p.index << " " << p.id
-                << " (pid " << pid << ", log " << log << ")\n";
+      std::cerr << "[" << done << "/" << share << " done, " << active << " running] start point " << p.index << " "
+                << p.id << " (pid " << pid << ", log " << log << ")\n";
   };
   j.on_done = [&](const cs::SweepPoint& p, const std::string& status, const std::string& dir, double secs, int) {
     --active;
@@ -347,7 +354,8 @@ int sweep_slurm(const std::vector<std::string>& a) {
   o.job_name = args.get("job-name");
   o.cpus_per_task = static_cast<int>(args.get_int("cpus-per-task", 0, 1, 4096));
   o.max_running = static_cast<int>(args.get_int("max-running", 0, 1, 1000000));
-  if (!cs::file_exists(o.exe)) throw UsageError("--cli '" + o.exe + "': no such file (cellscope-cli as the nodes see it)");
+  if (!cs::file_exists(o.exe))
+    throw UsageError("--cli '" + o.exe + "': no such file (cellscope-cli as the nodes see it)");
   std::string script;
   try {
     script = cs::slurm_array_script(spec, static_cast<int>(points.size()), cs::sweep_dir(ws, spec.name), o);
@@ -380,12 +388,17 @@ int sweep_status(const std::vector<std::string>& a) {
                    {"value", rec.has_value ? json(rec.value) : json()}});
   }
   if (args.has("json")) {
-    std::cout << json{{"name", r.spec.name}, {"dir", r.dir}, {"total", r.records.size()}, {"done", done}, {"metric", r.metric_label}, {"points", pts}}.dump(2) << "\n";
+    std::cout << json{{"name", r.spec.name},      {"dir", r.dir}, {"total", r.records.size()}, {"done", done},
+                      {"metric", r.metric_label}, {"points", pts}}
+                     .dump(2)
+              << "\n";
     return 0;
   }
-  std::cout << "sweep '" << r.spec.name << "' (" << r.dir << "): " << done << "/" << r.records.size() << " points done\n";
+  std::cout << "sweep '" << r.spec.name << "' (" << r.dir << "): " << done << "/" << r.records.size()
+            << " points done\n";
   for (auto& p : pts) {
-    std::cout << "  " << std::left << std::setw(10) << p["status"].get<std::string>() << std::setw(48) << p["id"].get<std::string>();
+    std::cout << "  " << std::left << std::setw(10) << p["status"].get<std::string>() << std::setw(48)
+              << p["id"].get<std::string>();
     if (!p["value"].is_null()) std::cout << " " << r.metric_label << " " << p["value"].get<double>();
     if (!p["run_dir"].get<std::string>().empty()) std::cout << "  " << p["run_dir"].get<std::string>();
     std::cout << "\n";
@@ -396,7 +409,8 @@ int sweep_status(const std::vector<std::string>& a) {
 int sweep_table_cmd(const std::vector<std::string>& a) {
   auto args = parse(a, {}, {"workspace", "metric", "paired", "series", "out", "budget", "at"});
   if (args.positional.size() != 1) throw UsageError("sweep table: expected one sweep NAME or directory");
-  auto r = cs::read_sweep_results(args.positional[0], args.get("workspace", cs::default_workspace()), args.get("metric"));
+  auto r =
+      cs::read_sweep_results(args.positional[0], args.get("workspace", cs::default_workspace()), args.get("metric"));
   report_missing(r);
   const std::string out = args.get("out");
   auto ext_of = [](const std::string& p) {
@@ -406,7 +420,9 @@ int sweep_table_cmd(const std::vector<std::string>& a) {
   if (args.has("series")) {
     auto s = cs::sweep_series(r, args.get("series"));
     const std::string csv = cs::series_to_csv(s, args.get("series"));
-    std::cout << "# " << r.spec.name << ": " << r.metric_label << " against " << args.get("series") << " (mean, sample std over seeds)\n" << csv;
+    std::cout << "# " << r.spec.name << ": " << r.metric_label << " against " << args.get("series")
+              << " (mean, sample std over seeds)\n"
+              << csv;
     if (!out.empty()) {
       if (ext_of(out) != "csv") throw UsageError("--series writes CSV: give --out FILE.csv");
       cs::atomic_write(out, csv);

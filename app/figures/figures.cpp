@@ -259,8 +259,8 @@ void Figure::renderFigure(QPainter* p, const QRect& target) const {
     QFont cf = base;
     p->setFont(cf);
     p->setPen(QColor(40, 40, 40));
-    p->drawText(QRectF(target.left() + margin, bottom + 4, innerW, capH), Qt::TextWordWrap | Qt::AlignLeft | Qt::AlignTop,
-                m_caption);
+    p->drawText(QRectF(target.left() + margin, bottom + 4, innerW, capH),
+                Qt::TextWordWrap | Qt::AlignLeft | Qt::AlignTop, m_caption);
   }
   p->restore();
 }
@@ -345,7 +345,8 @@ Figure* make_matrix_figure(const std::vector<cs::LabeledMatrix>& matrices, const
   if (std::isfinite(style.range_hi)) hi = style.range_hi;
   const bool fixed = std::isfinite(style.range_lo) || std::isfinite(style.range_hi);
   const int n = int(matrices.size());
-  const int cols = style.columns > 0 ? std::min(style.columns, std::max(1, n)) : (n <= 3 ? std::max(1, n) : (n == 4 ? 2 : 3));
+  const int cols =
+      style.columns > 0 ? std::min(style.columns, std::max(1, n)) : (n <= 3 ? std::max(1, n) : (n == 4 ? 2 : 3));
   for (int i = 0; i < n; ++i) {
     const auto& m = matrices[size_t(i)];
     csw::HeatmapView* hv = heatmapOf(m, style);
@@ -382,7 +383,8 @@ Figure* make_heatmaps_figure(const cs::HeatmapSet& set, const FigureStyle& style
   }
   Figure* fig = make_matrix_figure(set.matrices, qs(set.titles), qs(set.x_label), qs(set.y_label), s);
   if (!set.value_label.empty())
-    for (int i = 0; i < fig->panelCount(); ++i) fig->panelAs<csw::HeatmapView>(i)->setColorScaleLabel(qs(set.value_label));
+    for (int i = 0; i < fig->panelCount(); ++i)
+      fig->panelAs<csw::HeatmapView>(i)->setColorScaleLabel(qs(set.value_label));
   return fig;
 }
 

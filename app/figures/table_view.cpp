@@ -72,7 +72,8 @@ void TableView::renderFigure(QPainter* p, const QRect& target) const {
   }
   const double x0 = target.left() + 6;
   auto drawRow = [&](const QStringList& cells, bool header, int index) {
-    if (!header && index % 2 == 1) p->fillRect(QRectF(x0, y, std::min(avail, std::max(total, avail)), rh), QColor(242, 245, 250));
+    if (!header && index % 2 == 1)
+      p->fillRect(QRectF(x0, y, std::min(avail, std::max(total, avail)), rh), QColor(242, 245, 250));
     p->setFont(header ? bf : f);
     double x = x0;
     for (int c = 0; c < w.size(); ++c) {

@@ -52,7 +52,8 @@ void expect_user_error(F&& f, std::initializer_list<std::string> needles) {
     f();
   } catch (const cs::UserError& e) {
     const std::string msg = e.what();
-    for (const auto& n : needles) ASSERT_TRUE(msg.find(n) != std::string::npos) << "message '" << msg << "' lacks '" << n << "'";
+    for (const auto& n : needles)
+      ASSERT_TRUE(msg.find(n) != std::string::npos) << "message '" << msg << "' lacks '" << n << "'";
     return;
   }
   FAIL() << "expected cs::UserError";

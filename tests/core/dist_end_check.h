@@ -21,8 +21,8 @@ inline void two_processes_finish_like_one(const std::string& task) {
     const json raw = cstest::tiny_config(task, steps);
     const std::string dir = cstest::temp_dir() + "/end_" + task + "_" + std::to_string(steps);
     std::string out, err;
-    const int rc = cstest::run_cli({"train", cstest::write_json_file(task + ".json", raw), "--nproc", "2", "--run-dir", dir,
-                                    "--quiet", "--dist-timeout", "30"},
+    const int rc = cstest::run_cli({"train", cstest::write_json_file(task + ".json", raw), "--nproc", "2", "--run-dir",
+                                    dir, "--quiet", "--dist-timeout", "30"},
                                    &out, &err, 120000);
     ASSERT_TRUE(rc == 0) << err;
     auto s = RunStore(dir).read_summary();
@@ -51,9 +51,11 @@ inline void two_processes_finish_like_one(const std::string& task) {
       ASSERT_EQ(two[i]->step, one[i]->step);
       ASSERT_EQ(two[i]->eval, one[i]->eval);
       const double a = one[i]->values.at("loss"), b = two[i]->values.at("loss");
-      ASSERT_TRUE(std::abs(a - b) < 1e-3) << task << " step " << one[i]->step << " (" << (one[i]->eval ? "eval" : "train") << "): " << a << " vs " << b;
+      ASSERT_TRUE(std::abs(a - b) < 1e-3)
+          << task << " step " << one[i]->step << " (" << (one[i]->eval ? "eval" : "train") << "): " << a << " vs " << b;
       if (two[i]->eval) {
-        ASSERT_NEAR(two[i]->values.at("param_divergence"), 0.0, 1e-12);  // identical replicas (QCOMPARE with 0: qFuzzyIsNull)
+        ASSERT_NEAR(two[i]->values.at("param_divergence"), 0.0,
+                    1e-12);  // identical replicas (QCOMPARE with 0: qFuzzyIsNull)
       } else {
         ASSERT_DOUBLE_EQ(two[i]->values.at("world_size"), 2.0);
         ASSERT_EQ(two[i]->values.count("throughput_rank1"), size_t(1));

@@ -87,9 +87,9 @@ struct TwoRanks {
   int64_t step[2] = {0, 0};
   std::string error[2];
 };
-inline TwoRanks run_two_ranks(const std::string& store_file,
-                              const std::function<std::unique_ptr<cs::Trainer>(cs::DistContext*)>& make,
-                              const std::function<void(int rank, const cs::Progress&, cs::TrainerControl&)>& on_progress = {}) {
+inline TwoRanks run_two_ranks(
+    const std::string& store_file, const std::function<std::unique_ptr<cs::Trainer>(cs::DistContext*)>& make,
+    const std::function<void(int rank, const cs::Progress&, cs::TrainerControl&)>& on_progress = {}) {
   TwoRanks out;
   auto body = [&](int rank) {
     try {

@@ -81,7 +81,8 @@ TEST(Analysis, relevanceMatchesHandComputedCosines) {
   for (int64_t r = 0; r < 2; ++r) {
     const int64_t t = T - 2 + r;
     for (int64_t j = 0; j < t; ++j) {
-      const double c = (cand[t] * h[j]).sum().item<double>() / (cand[t].norm().item<double>() * h[j].norm().item<double>());
+      const double c =
+          (cand[t] * h[j]).sum().item<double>() / (cand[t].norm().item<double>() * h[j].norm().item<double>());
       ASSERT_TRUE(std::abs(c - m.at(r, j)) < 1e-6);
     }
   }

@@ -31,8 +31,16 @@ class AnalysisCompare : public ::testing::Test {
     cstest::write_text(cfg, json({{"task", {{"name", "char_lm"}}},
                                   {"dataset", {{"path", corpus}, {"valid_fraction", 0.1}, {"test_fraction", 0.1}}},
                                   {"model", {{"cell", "gru"}, {"embed", 8}, {"hidden", 16}}},
-                                  {"training", {{"steps", 20}, {"batch", 4}, {"bptt", 16}, {"lr", 0.01}, {"eval_every", 10},
-                                                {"checkpoint_every", 10}, {"eval_batch", 4}, {"threads", 1}, {"log_every", 5}}}})
+                                  {"training",
+                                   {{"steps", 20},
+                                    {"batch", 4},
+                                    {"bptt", 16},
+                                    {"lr", 0.01},
+                                    {"eval_every", 10},
+                                    {"checkpoint_every", 10},
+                                    {"eval_batch", 4},
+                                    {"threads", 1},
+                                    {"log_every", 5}}}})
                                 .dump());
     run_a = ws + "/all";
     run_b = ws + "/part";
@@ -127,7 +135,8 @@ TEST_F(AnalysisCompare, metricByLengthOnTheSameData) {
   EXPECT_EQ(set.runs[0].name, names[0]);
   EXPECT_EQ(set.runs[1].name, names[1]);
   EXPECT_NE(r.caption.find("is evaluated on the data of " + names[0]), std::string::npos) << r.caption;
-  EXPECT_NE(r.caption.find("max_chars 0 (" + names[0] + ") vs 2500 (" + names[1] + ")"), std::string::npos) << r.caption;
+  EXPECT_NE(r.caption.find("max_chars 0 (" + names[0] + ") vs 2500 (" + names[1] + ")"), std::string::npos)
+      << r.caption;
   // The evaluation data holds symbols run B never saw: said.
   EXPECT_TRUE(has(r.warnings, names[1] + " does not know the symbols")) << r.caption;
   EXPECT_TRUE(has(r.warnings, "\u00e9")) << r.caption;

@@ -197,7 +197,8 @@ TEST(AnalysisMore, channelAttentionGridAndBlocks) {
   CharLMTask t2(char_cfg(path, {{"cell", "mcrnn"}, {"block", 4}, {"base", "lstm"}, {"hidden", 8}}), "");
   auto g2 = channel_attention(t2, text);
   ASSERT_EQ(g2.attention.rows(), int64_t(3));
-  for (int64_t t = 0; t < T; ++t) ASSERT_TRUE(near(g2.attention.at(0, t) + g2.attention.at(1, t) + g2.attention.at(2, t), 1.0));
+  for (int64_t t = 0; t < T; ++t)
+    ASSERT_TRUE(near(g2.attention.at(0, t) + g2.attention.at(1, t) + g2.attention.at(2, t), 1.0));
   ASSERT_EQ(csv_lines(g2.to_csv()), 1 + 3 * 11);
   CharLMTask gru(char_cfg(path, {{"cell", "gru"}, {"hidden", 8}}), "");
   ASSERT_THROW(channel_attention(gru, text), UserError);

@@ -130,8 +130,9 @@ TEST(BadInput, unknownDevice) {
   expect_one_message(cstest::run_cli({"validate", "quick-gru", "--set", "training.device=tpu"}, &out, &err), err,
                      "training.device: 'tpu' is not a device");
   const std::string run = tmp("device_run");
-  expect_one_message(cstest::run_cli({"train", "quick-gru", "--run-dir", run, "--set", "training.device=cuda:x"}, &out, &err),
-                     err, "training.device", 2);
+  expect_one_message(
+      cstest::run_cli({"train", "quick-gru", "--run-dir", run, "--set", "training.device=cuda:x"}, &out, &err), err,
+      "training.device", 2);
   ASSERT_FALSE(std::filesystem::exists(run));
 }
 
@@ -160,9 +161,9 @@ TEST(BadInput, manifestEntries) {
   cstest::EnvGuard g("CELLSCOPE_MANIFEST", p);
   std::string out, err;
   expect_one_message(cstest::run_cli({"datasets"}, &out, &err), err, p + "' entry 0 ('x'): files[1]");
-  expect_one_message(cstest::run_cli({"train", "quick-gru", "--run-dir", tmp("manifest_run"), "--set", "dataset.name=x"},
-                                     &out, &err),
-                     err, "files[1]");
+  expect_one_message(
+      cstest::run_cli({"train", "quick-gru", "--run-dir", tmp("manifest_run"), "--set", "dataset.name=x"}, &out, &err),
+      err, "files[1]");
 }
 
 TEST(BadInput, metricsLines) {
@@ -196,7 +197,8 @@ TEST(BadInput, integersBeyondInt64) {
   for (const char* v : {"1e30", "18446744073709551615", "9007199254740993"}) {
     json c = kQuick;
     c["dataset"]["max_chars"] = json::parse(v);
-    ASSERT_TRUE(has_error(validate_config(c), "dataset.max_chars", "9007199254740992")) << v << dump(validate_config(c));
+    ASSERT_TRUE(has_error(validate_config(c), "dataset.max_chars", "9007199254740992"))
+        << v << dump(validate_config(c));
   }
   json c = kQuick;
   c["training"]["steps"] = 1e30;
@@ -243,12 +245,12 @@ TEST(BadInput, memoryBeyondTheMachine) {
   errs = validate_config(c);
   ASSERT_TRUE(has_error(errs, "model.hidden", "GiB")) << dump(errs);
   std::string out, err;
-  expect_one_message(cstest::run_cli({"validate", "quick-gru", "--set", "model.hidden=65536", "--set", "model.layers=16"},
-                                     &out, &err),
-                     err, "model.hidden: this configuration needs at least");
+  expect_one_message(
+      cstest::run_cli({"validate", "quick-gru", "--set", "model.hidden=65536", "--set", "model.layers=16"}, &out, &err),
+      err, "model.hidden: this configuration needs at least");
   // the benchmark's sizes are checked the same way, and their ranges (it allocated, then died)
-  ASSERT_EQ(cstest::run_cli({"bench", "--hidden", "65536", "--embed", "65536", "--batch", "65536", "--seq", "100000"}, &out,
-                            &err),
+  ASSERT_EQ(cstest::run_cli({"bench", "--hidden", "65536", "--embed", "65536", "--batch", "65536", "--seq", "100000"},
+                            &out, &err),
             2);
   ASSERT_TRUE(cstest::contains(err, "this benchmark needs at least")) << err;
   ASSERT_EQ(cstest::run_cli({"bench", "--hidden", "1000000000"}, &out, &err), 2);
@@ -283,7 +285,8 @@ TEST(BadInput, sstLabelOverflow) {
   cstest::write_text(dir + "/dev.txt", "(1 (2 a))\n");
   cstest::write_text(dir + "/test.txt", "(1 (2 a))\n");
   // std::stoi threw std::out_of_range (exit 1)
-  ASSERT_TRUE(cstest::contains(user_error([&] { load_sst_trees(dir, 5); }), dir + "/train.txt:1: label 99999999999 out of range"));
+  ASSERT_TRUE(cstest::contains(user_error([&] { load_sst_trees(dir, 5); }),
+                               dir + "/train.txt:1: label 99999999999 out of range"));
   cstest::write_text(dir + "/train.txt", "(3 (2 caf\xE9))\n");
   ASSERT_TRUE(cstest::contains(user_error([&] { load_sst_trees(dir, 5); }), dir + "/train.txt:1:10: invalid UTF-8"));
 }

@@ -69,7 +69,8 @@ TEST(BenchPeers, aGradientThatDiffersIsReportedByName) {
     f.write(reinterpret_cast<const char*>(&v), 8);
     ASSERT_TRUE(static_cast<bool>(f));
   }
-  ASSERT_EQ(cstest::run_cli({"bench", "--peer-check", "--from", dir + "/gcn_mzu", "--json"}, &out, &err), 1) << out << err;
+  ASSERT_EQ(cstest::run_cli({"bench", "--peer-check", "--from", dir + "/gcn_mzu", "--json"}, &out, &err), 1)
+      << out << err;
   auto j = cstest::json_object(out);
   ASSERT_FALSE(j.value("ok", true));
   const auto& p = j["results"][0]["params"];
@@ -83,8 +84,9 @@ TEST(BenchPeers, aGradientThatDiffersIsReportedByName) {
 
 TEST(BenchPeers, anOptionThePeerDoesNotImplementIsRefusedByName) {
   std::string out, err;
-  ASSERT_NE(cstest::run_cli({"bench", "--peer-check", "--cell", "gcn_mzu", "--set", "model.candidate_dropout=0.5"}, &out,
-                            &err), 0);
+  ASSERT_NE(cstest::run_cli({"bench", "--peer-check", "--cell", "gcn_mzu", "--set", "model.candidate_dropout=0.5"},
+                            &out, &err),
+            0);
   ASSERT_TRUE(cstest::contains(err, "candidate_dropout")) << err;
   ASSERT_EQ(cstest::run_cli({"bench", "--peer-check", "--cell", "lstm"}, &out, &err), 2);
   ASSERT_TRUE(cstest::contains(err, "no Python peer")) << err;
@@ -103,8 +105,8 @@ static void expect_step_seconds(const json& m, const char* who) {
 
 TEST(BenchPeers, peerBenchReportsTimesSpeedupEfficiencyAndMemory) {
   std::string out, err;
-  ASSERT_EQ(cstest::run_cli({"bench", "--peer", "--cell", "gru_dt,cru_shallow", "--batch", "2,3", "--seq", "6", "--embed",
-                             "8", "--hidden", "8", "--iters", "2", "--threads", "1", "--json"},
+  ASSERT_EQ(cstest::run_cli({"bench", "--peer", "--cell", "gru_dt,cru_shallow", "--batch", "2,3", "--seq", "6",
+                             "--embed", "8", "--hidden", "8", "--iters", "2", "--threads", "1", "--json"},
                             &out, &err, 300000),
             0)
       << err;
@@ -122,7 +124,8 @@ TEST(BenchPeers, peerBenchReportsTimesSpeedupEfficiencyAndMemory) {
     ASSERT_GT(c.value("peak_rss_bytes", 0.0), 0.0);
     ASSERT_GT(c.value("gemm_gflops", 0.0), 0.0);  // the child's own large-GEMM rate (efficiency's denominator)
     ASSERT_NEAR(row.value("efficiency", 0.0),
-                c.value("flops_per_step", 0.0) / c.value("seconds_per_step", 1.0) / 1e9 / c.value("gemm_gflops", 1.0), 1e-9);
+                c.value("flops_per_step", 0.0) / c.value("seconds_per_step", 1.0) / 1e9 / c.value("gemm_gflops", 1.0),
+                1e-9);
     ASSERT_GT(row.value("efficiency", 0.0), 0.0);
     expect_step_seconds(c, "cellscope");
     // The GEMM floor (bench/gemm_floor.h): the step's products, replayed alone, take some time but
@@ -151,27 +154,30 @@ TEST(BenchPeers, peerBenchReportsTimesSpeedupEfficiencyAndMemory) {
     ASSERT_FALSE(row.contains("folded_fraction")) << row.dump();
     ASSERT_EQ(c.value("model_flops_per_step", 0.0), c.value("flops_per_step", 1.0));
     ASSERT_NEAR(row.value("needed_efficiency", 0.0), 1.5 * row.value("python_efficiency", 0.0), 1e-12);
-    ASSERT_NEAR(row.value("max_speedup", 0.0), p.value("seconds_per_step", 0.0) / c["gemm_floor"].value("seconds", 1.0), 1e-9);
+    ASSERT_NEAR(row.value("max_speedup", 0.0), p.value("seconds_per_step", 0.0) / c["gemm_floor"].value("seconds", 1.0),
+                1e-9);
     // gru_dt and cru_shallow have hand-written fast paths (cells/fused_gru_dt.cpp, fused_cru.cpp):
     // their autograd path is measured too, with its own time and memory
     ASSERT_TRUE(row.contains("cellscope_autograd")) << row.dump();
     ASSERT_GT(row["cellscope_autograd"].value("seconds_per_step", 0.0), 0.0) << row.dump();
   }
-  ASSERT_EQ(order, (std::vector<std::string>{"gru@2", "gru_dt@2", "cru_shallow@2", "gru@3", "gru_dt@3", "cru_shallow@3"}));
+  ASSERT_EQ(order,
+            (std::vector<std::string>{"gru@2", "gru_dt@2", "cru_shallow@2", "gru@3", "gru_dt@3", "cru_shallow@3"}));
   // The markdown table: one line per row, the header of the columns.
-  ASSERT_EQ(cstest::run_cli({"bench", "--peer", "--cell", "gru_dt", "--batch", "2", "--seq", "6", "--embed", "8", "--hidden",
-                             "8", "--iters", "1", "--threads", "1"},
+  ASSERT_EQ(cstest::run_cli({"bench", "--peer", "--cell", "gru_dt", "--batch", "2", "--seq", "6", "--embed", "8",
+                             "--hidden", "8", "--iters", "1", "--threads", "1"},
                             &out, &err, 300000),
             0)
       << err;
   ASSERT_TRUE(cstest::contains(out, "| model | batch | Cellscope s/step |")) << out;
-  ASSERT_TRUE(cstest::contains(out, "| needed for 1.5x | GEMM floor s/step (its efficiency) | best possible speedup |")) << out;
+  ASSERT_TRUE(cstest::contains(out, "| needed for 1.5x | GEMM floor s/step (its efficiency) | best possible speedup |"))
+      << out;
   ASSERT_TRUE(cstest::contains(out, "| gru_dt | 2 |")) << out;
   ASSERT_TRUE(cstest::contains(out, "| LibTorch fused GRU | 2 |")) << out;
   // --rounds: every variant measured that often, interleaved; the reported time is the median
   // round's (one of the samples, with as many below it as above for 3 rounds), the range is shown
-  ASSERT_EQ(cstest::run_cli({"bench", "--peer", "--cell", "mcrnn", "--batch", "2", "--seq", "5", "--embed", "6", "--hidden",
-                             "6", "--iters", "1", "--threads", "1", "--rounds", "3", "--json"},
+  ASSERT_EQ(cstest::run_cli({"bench", "--peer", "--cell", "mcrnn", "--batch", "2", "--seq", "5", "--embed", "6",
+                             "--hidden", "6", "--iters", "1", "--threads", "1", "--rounds", "3", "--json"},
                             &out, &err, 300000),
             0)
       << err;
@@ -193,8 +199,8 @@ TEST(BenchPeers, peerBenchReportsTimesSpeedupEfficiencyAndMemory) {
       ASSERT_LE(above, 1) << k;
     }
   }
-  ASSERT_EQ(cstest::run_cli({"bench", "--peer", "--cell", "mcrnn", "--batch", "2", "--seq", "5", "--embed", "6", "--hidden",
-                             "6", "--iters", "1", "--threads", "1", "--rounds", "2", "--no-python"},
+  ASSERT_EQ(cstest::run_cli({"bench", "--peer", "--cell", "mcrnn", "--batch", "2", "--seq", "5", "--embed", "6",
+                             "--hidden", "6", "--iters", "1", "--threads", "1", "--rounds", "2", "--no-python"},
                             &out, &err, 300000),
             0)
       << err;
@@ -218,7 +224,8 @@ TEST(BenchPeers, peerBenchReportsTimesSpeedupEfficiencyAndMemory) {
     // W_ih [3 H, E] over 18 positions replaced by 4 table rows, x 3 (forward and backward)
     ASSERT_NEAR(model - exec, 3.0 * (18 - 4) * 2.0 * 24 * 8, 1e-6) << c.dump();
     ASSERT_NEAR(row.value("folded_fraction", 0.0), 1.0 - exec / model, 1e-12);
-    ASSERT_NEAR(row.value("efficiency", 0.0), exec / c.value("seconds_per_step", 1.0) / 1e9 / c.value("gemm_gflops", 1.0), 1e-9);
+    ASSERT_NEAR(row.value("efficiency", 0.0),
+                exec / c.value("seconds_per_step", 1.0) / 1e9 / c.value("gemm_gflops", 1.0), 1e-9);
     const auto& a = row["cellscope_autograd"];
     ASSERT_EQ(a.value("flops_per_step", 0.0), model) << "the autograd path folds nothing";
     ASSERT_NEAR(row.value("autograd_efficiency", 0.0),

@@ -101,7 +101,8 @@ TEST(BoundStore, timeoutsAreClearDistErrors) {
   a->setTimeout(milliseconds(300));
   auto t0 = std::chrono::steady_clock::now();
   std::string err = dist_error([&] { a->get("never"); });
-  ASSERT_TRUE(cstest::contains(err, "timed out after 0.3 s (--dist-timeout)") && cstest::contains(err, "get 'never'")) << err;
+  ASSERT_TRUE(cstest::contains(err, "timed out after 0.3 s (--dist-timeout)") && cstest::contains(err, "get 'never'"))
+      << err;
   ASSERT_LT(ms_since(t0), 3000);
   t0 = std::chrono::steady_clock::now();
   err = dist_error([&] { a->wait({"x", "y"}, milliseconds(200)); });
@@ -122,7 +123,9 @@ TEST(BoundStore, clientsThatVanishOrMisbehaveDoNotStopTheServer) {
     sa.sin_port = htons(static_cast<uint16_t>(port));
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
-    if (!bytes_out.empty()) { EXPECT_EQ(::send(fd, bytes_out.data(), bytes_out.size(), MSG_NOSIGNAL), ssize_t(bytes_out.size())); }
+    if (!bytes_out.empty()) {
+      EXPECT_EQ(::send(fd, bytes_out.data(), bytes_out.size(), MSG_NOSIGNAL), ssize_t(bytes_out.size()));
+    }
     return fd;
   };
   // A client that sends half a frame and goes; one that announces a 4 GB frame; one that
@@ -250,7 +253,8 @@ TEST(BoundStore, masterAndListenAddressesAreParsedStrictly) {
   ASSERT_EQ(parse_listen_host("0.0.0.0"), "0.0.0.0");
   ASSERT_EQ(parse_listen_host("::"), "::");
   ASSERT_EQ(parse_listen_host("[::1]"), "::1");
-  for (const char* bad : {"", "127.0.0.1:29500", "[::1]:5", "a b"}) ASSERT_THROW(parse_listen_host(bad), UserError) << bad;
+  for (const char* bad : {"", "127.0.0.1:29500", "[::1]:5", "a b"})
+    ASSERT_THROW(parse_listen_host(bad), UserError) << bad;
 }
 
 TEST(BoundStore, distTimeoutIsFinitePositiveAndAtMostSevenDays) {

@@ -169,7 +169,8 @@ TEST(CbtBuild, wordNetRules) {
   ASSERT_FALSE(wn.common_word("london"));
   ASSERT_FALSE(wn.common_word("ahab"));
 
-  const std::vector<std::string> s = {"The", "cats", "of", "London", "met", "Cat", "and", "Ahab", "'s", "white", "owl", "."};
+  const std::vector<std::string> s = {"The", "cats", "of", "London", "met", "Cat",
+                                      "and", "Ahab", "'s", "white",  "owl", "."};
   std::string cls;
   for (size_t i = 0; i < s.size(); ++i) cls += cs::cbt_word_class(s, i, wn) ? cs::cbt_word_class(s, i, wn) : '.';
   ASSERT_EQ(cls, std::string(".C.N...N..C."));
@@ -178,7 +179,8 @@ TEST(CbtBuild, wordNetRules) {
   ASSERT_EQ(cs::cbt_word_class(t, 1, wn), 0);
   ASSERT_EQ(cs::cbt_word_class(t, 3, wn), 'N');
 
-  expect_user_error([] { cs::WordNet::load(tmp("no-such-wordnet")); }, {"no-such-wordnet", "apt-get install wordnet-base"});
+  expect_user_error([] { cs::WordNet::load(tmp("no-such-wordnet")); },
+                    {"no-such-wordnet", "apt-get install wordnet-base"});
   const std::string partial = tmp("partial-wordnet");
   write_tiny_wordnet(partial);
   fs::remove(partial + "/data.verb");

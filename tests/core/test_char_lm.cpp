@@ -127,7 +127,8 @@ TEST(CharLm, learnsTheDefaultCorpus) {
   ASSERT_EQ(out.summary.status, std::string("finished"));
   ASSERT_TRUE(out.summary.has_best);
   std::printf("unigram entropy %.3f bits/char, valid BPC after 300 steps %.3f\n", unigram, out.summary.best_valid);
-  ASSERT_TRUE(out.summary.best_valid < unigram - 1.0) << "valid BPC " << out.summary.best_valid << " vs unigram " << unigram;
+  ASSERT_TRUE(out.summary.best_valid < unigram - 1.0)
+      << "valid BPC " << out.summary.best_valid << " vs unigram " << unigram;
 }
 
 }  // namespace test_char_lm

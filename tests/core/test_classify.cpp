@@ -58,8 +58,11 @@ std::string jsonl_fixture(int n) {
   const char* bad[] = {"awful", "poor", "nasty"};
   for (int i = 0; i < n; ++i) {
     const bool pos = (i * 7) % 3 != 0;
-    s += json{{"text", std::string("the movie was ") + (pos ? good[i % 3] : bad[i % 3]) + " and long " + std::to_string(i % 5)},
-              {"label", pos ? "pos" : "neg"}}.dump() + "\n";
+    s += json{{"text",
+               std::string("the movie was ") + (pos ? good[i % 3] : bad[i % 3]) + " and long " + std::to_string(i % 5)},
+              {"label", pos ? "pos" : "neg"}}
+             .dump() +
+         "\n";
   }
   return s;
 }
@@ -89,7 +92,9 @@ TEST(Classify, tokenizer_rules) {
 
 TEST(Classify, jsonl_loader) {
   const auto p = tmp("j/ok.jsonl");
-  write(p, "{\"text\":\"a b\",\"label\":\"spam\",\"split\":\"train\"}\n\n{\"text\":\"c\",\"label\":\"ham\",\"split\":\"dev\"}\n");
+  write(
+      p,
+      "{\"text\":\"a b\",\"label\":\"spam\",\"split\":\"train\"}\n\n{\"text\":\"c\",\"label\":\"ham\",\"split\":\"dev\"}\n");
   auto ex = load_jsonl_examples(p);
   ASSERT_EQ(int(ex.size()), 2);
   ASSERT_EQ(ex[1].split, std::string("valid"));
@@ -145,7 +150,8 @@ TEST(Classify, imdb_loader) {
   ASSERT_TRUE(found);
   // via the resolver with the parent directory
   // the loaders take a resolved dataset section, as a run passes it
-  json ds = resolve_config(json{{"task", "classify"}, {"dataset", {{"path", tmp("imdb")}, {"format", "auto"}}}}).at("dataset");
+  json ds = resolve_config(json{{"task", "classify"}, {"dataset", {{"path", tmp("imdb")}, {"format", "auto"}}}})
+                .at("dataset");
   auto loc = resolve_text_dataset(ds, "classify");
   ASSERT_EQ(loc.format, std::string("aclimdb"));
   ASSERT_EQ(int(load_text_examples(loc, ds).size()), 4);
@@ -202,15 +208,22 @@ TEST(Classify, semeval_loader_and_hds) {
   ASSERT_TRUE(hard == (std::vector<bool>{true, true, false, false, true, true, true}));
   // malformed files
   const auto bad = tmp("semeval/bad.xml");
-  write(bad, "<sentences>\n<sentence id=\"1\"><text>x</text>\n<aspectTerms><aspectTerm term=\"x\" from=\"0\"/>\n</aspectTerms></sentence></sentences>\n");
+  write(
+      bad,
+      "<sentences>\n<sentence id=\"1\"><text>x</text>\n<aspectTerms><aspectTerm term=\"x\" from=\"0\"/>\n</aspectTerms></sentence></sentences>\n");
   ASSERT_TRUE(throws_with([&] { load_semeval_xml(bad, ""); }, {bad + ":3", "polarity"}));
   write(bad, "<sentences>\n<sentence id=\"1\"><text>x</text>\n</sentences>\n");
   ASSERT_TRUE(throws_with([&] { load_semeval_xml(bad, ""); }, {bad + ":3", "</sentences>"}));
-  write(bad, "<sentences>\n<sentence id=\"1\"><text>x</text><aspectTerms><aspectTerm term=\"x\" polarity=\"great\"/></aspectTerms></sentence></sentences>\n");
+  write(
+      bad,
+      "<sentences>\n<sentence id=\"1\"><text>x</text><aspectTerms><aspectTerm term=\"x\" polarity=\"great\"/></aspectTerms></sentence></sentences>\n");
   ASSERT_TRUE(throws_with([&] { load_semeval_xml(bad, ""); }, {bad + ":2", "great"}));
   // the directory form picks the domain's train and test files
   write(tmp("semeval/Restaurants_Test_Gold.xml"), xml);
-  json ds = resolve_config(json{{"task", "absa"}, {"dataset", {{"path", tmp("semeval")}, {"format", "semeval2014_xml"}, {"domain", "restaurants"}}}}).at("dataset");
+  json ds = resolve_config(
+                json{{"task", "absa"},
+                     {"dataset", {{"path", tmp("semeval")}, {"format", "semeval2014_xml"}, {"domain", "restaurants"}}}})
+                .at("dataset");
   auto all = load_text_examples(resolve_text_dataset(ds, "absa"), ds);
   ASSERT_EQ(int(all.size()), 14);
 }
@@ -275,10 +288,12 @@ TEST(Classify, batches_vocab_glove_and_resume) {
   g += "\nzzzunknownword";
   for (int i = 0; i < 16; ++i) g += " 1";
   write(glove, g + "\n");
-  json raw = {{"task", "classify"},
-              {"dataset", {{"path", p}, {"valid_fraction", 0.2}, {"test_fraction", 0.2}}},
-              {"model", small_model("cru_deep_enhanced")},
-              {"training", {{"batch", 8}, {"steps", 6}, {"eval_every", 0}, {"log_every", 1}, {"threads", 1}, {"eval_test", false}}}};
+  json raw = {
+      {"task", "classify"},
+      {"dataset", {{"path", p}, {"valid_fraction", 0.2}, {"test_fraction", 0.2}}},
+      {"model", small_model("cru_deep_enhanced")},
+      {"training",
+       {{"batch", 8}, {"steps", 6}, {"eval_every", 0}, {"log_every", 1}, {"threads", 1}, {"eval_test", false}}}};
   raw["model"]["pretrained_embeddings"] = glove;
   json cfg = load_and_resolve(raw);
   SentenceTask task(cfg, "", false);
@@ -303,7 +318,8 @@ TEST(Classify, batches_vocab_glove_and_resume) {
   c12["training"]["steps"] = 12;
   c12 = load_and_resolve(c12);
   json c6 = load_and_resolve(raw);
-  const auto runs = cstest::run_straight_and_resumed(c12, c6, [](const json& c) { return make_task(c); }, tmp("c/ck.pt"));
+  const auto runs = cstest::run_straight_and_resumed(
+      c12, c6, [](const json& c) { return make_task(c); }, tmp("c/ck.pt"));
   ASSERT_TRUE(runs.straight_loss() > 0);
   ASSERT_DOUBLE_EQ(runs.resumed_loss(), runs.straight_loss());
 }
@@ -330,7 +346,8 @@ TEST(Classify, absa_fixture_run) {
     auto* st = dynamic_cast<SentenceTask*>(task.get());
     ASSERT_TRUE(st);
     ASSERT_EQ(int(st->labels().size()), 4);
-    const int n = int(st->split("train").labels.size() + st->split("valid").labels.size() + st->split("test").labels.size());
+    const int n =
+        int(st->split("train").labels.size() + st->split("valid").labels.size() + st->split("test").labels.size());
     ASSERT_EQ(n, subset == "ds" ? 120 : 80);  // HDS: the 40 sentences whose two aspects differ, two copies each
     Trainer tr(cfg, std::move(task), nullptr);
     auto out = tr.run();
@@ -395,7 +412,8 @@ TEST(Classify, config_errors) {
   errs = validate_config(json{{"task", "classify"}, {"dataset", {{"name", "mr"}, {"folds", 10}, {"fold", 10}}}});
   ASSERT_EQ(int(errs.size()), 1);
   ASSERT_EQ(errs[0].path, std::string("dataset.fold"));
-  ASSERT_TRUE(validate_config(json{{"task", "absa"}, {"dataset", {{"name", "semeval2014-laptops"}, {"subset", "hds"}}}}).empty());
+  ASSERT_TRUE(validate_config(json{{"task", "absa"}, {"dataset", {{"name", "semeval2014-laptops"}, {"subset", "hds"}}}})
+                  .empty());
 }
 
 TEST(Classify, cli_train_eval_params_cv) {
@@ -435,10 +453,11 @@ TEST(Classify, spam_assassin_beats_majority) {
   // The real default dataset (converted by datasets/fetch.sh into the data cache).
   const std::string path = join_path(data_cache_dir(), "spam-assassin.jsonl");
   if (!file_exists(path)) FAIL() << "missing " + path + " (run datasets/fetch.sh)";
-  json raw = {{"task", "classify"},
-              {"dataset", {{"name", "spam-assassin"}, {"max_len", 48}, {"max_vocab", 8000}}},
-              {"model", {{"cell", "cru_deep_enhanced"}, {"embed", 32}, {"hidden", 32}, {"fc", 64}, {"dropout", 0.1}}},
-              {"training", {{"batch", 32}, {"steps", 120}, {"lr", 3e-3}, {"eval_every", 0}, {"threads", 1}, {"seed", 1}}}};
+  json raw = {
+      {"task", "classify"},
+      {"dataset", {{"name", "spam-assassin"}, {"max_len", 48}, {"max_vocab", 8000}}},
+      {"model", {{"cell", "cru_deep_enhanced"}, {"embed", 32}, {"hidden", 32}, {"fc", 64}, {"dropout", 0.1}}},
+      {"training", {{"batch", 32}, {"steps", 120}, {"lr", 3e-3}, {"eval_every", 0}, {"threads", 1}, {"seed", 1}}}};
   json cfg = load_and_resolve(raw);
   seed_everything(1);
   auto task = make_task(cfg);
@@ -450,8 +469,8 @@ TEST(Classify, spam_assassin_beats_majority) {
   Trainer tr(cfg, std::move(task), nullptr);
   auto out = tr.run();
   ASSERT_TRUE(out.summary.has_test);
-  std::printf("spam-assassin test accuracy %.4f (majority %.4f, %lld test e-mails)\n", out.summary.test_metric, majority,
-        (long long)test.labels.size());
+  std::printf("spam-assassin test accuracy %.4f (majority %.4f, %lld test e-mails)\n", out.summary.test_metric,
+              majority, (long long)test.labels.size());
   ASSERT_TRUE(test.labels.size() > 300);
   ASSERT_TRUE(out.summary.test_metric > majority + 0.1);
 }

@@ -52,11 +52,14 @@ TEST(Cli, infoReportsBlasAndThreads) {
 }
 
 TEST(Cli, invalidConfigExits2WithPathsAndCreatesNothing) {
-  const std::string cfg = writeConfig("bad.json", R"({"model": {"cell": "gru", "hidden": -4, "zones": 3}, "training": {"lr": "fast"}})");
+  const std::string cfg =
+      writeConfig("bad.json", R"({"model": {"cell": "gru", "hidden": -4, "zones": 3}, "training": {"lr": "fast"}})");
   const std::string dir = cstest::temp_dir() + "/should_not_exist";
   std::string out, err;
   ASSERT_EQ(cstest::run_cli({"train", cfg, "--run-dir", dir}, &out, &err), 2);
-  ASSERT_TRUE(cstest::contains(err, "model.hidden") && cstest::contains(err, "training.lr") && cstest::contains(err, "model.zones")) << err;
+  ASSERT_TRUE(cstest::contains(err, "model.hidden") && cstest::contains(err, "training.lr") &&
+              cstest::contains(err, "model.zones"))
+      << err;
   ASSERT_TRUE(!std::filesystem::exists(dir));
   ASSERT_EQ(cstest::run_cli({"validate", cfg}, &out, &err), 2);
   // malformed JSON
@@ -133,7 +136,8 @@ TEST(Cli, benchJsonHasTheYardstickFields) {
   ASSERT_EQ(cstest::run_cli({"bench", "--cell", "gru", "--batch", "4", "--seq", "10", "--embed", "16", "--hidden", "16",
                             "--iters", "3", "--threads", "1", "--json"}, &out, &err), 0);
   auto j = cstest::json_object(out);
-  for (auto k : {"cell", "batch", "seq", "throughput", "gflops", "gemm_gflops", "efficiency", "baseline", "time_ratio", "flop_ratio"})
+  for (auto k : {"cell", "batch", "seq", "throughput", "gflops", "gemm_gflops", "efficiency", "baseline", "time_ratio",
+                 "flop_ratio"})
     ASSERT_TRUE(j.contains(k)) << k;
   ASSERT_TRUE(j.value("throughput", 0.0) > 0);
   ASSERT_EQ(j.value("baseline", std::string()), std::string("torch_gru"));

@@ -34,7 +34,8 @@ std::string error_of(const std::string& text, const std::string& name = "f.txt")
 }  // namespace
 
 TEST(ClozeData, parsesExamples) {
-  const auto ex = parse_cbt(example(kGood) + "\n" + example("21 XXXXX had a lamb .\tMary\t\tlamb|Mary|snow"), "dir/cbtest_NE_train.txt");
+  const auto ex = parse_cbt(example(kGood) + "\n" + example("21 XXXXX had a lamb .\tMary\t\tlamb|Mary|snow"),
+                            "dir/cbtest_NE_train.txt");
   ASSERT_EQ(ex.size(), 2u);
   EXPECT_EQ(ex[0].document.size(), 20u * 6);
   EXPECT_EQ(ex[0].document[0], "Mary");
@@ -63,18 +64,23 @@ TEST(ClozeData, errorsNameFileAndLine) {
   EXPECT_NE(error_of(example("21 the XXXXX was white .\tlamb")).find("f.txt:21: line 21 needs 4 tab-separated fields"),
             std::string::npos);
   // answer not among the candidates
-  EXPECT_NE(error_of(example("21 the XXXXX was white .\twool\t\tlamb|Mary|snow")).find("f.txt:21: the answer 'wool' is not among the candidates"),
+  EXPECT_NE(error_of(example("21 the XXXXX was white .\twool\t\tlamb|Mary|snow"))
+                .find("f.txt:21: the answer 'wool' is not among the candidates"),
             std::string::npos);
   // no XXXXX in the query
-  EXPECT_NE(error_of(example("21 the lamb was white .\tlamb\t\tlamb|Mary|snow")).find("f.txt:21: the query has no XXXXX"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of(example("21 the lamb was white .\tlamb\t\tlamb|Mary|snow")).find("f.txt:21: the query has no XXXXX"),
+      std::string::npos);
   // one candidate only
-  EXPECT_NE(error_of(example("21 the XXXXX was white .\tlamb\t\tlamb")).find("f.txt:21: expected candidates separated by |"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of(example("21 the XXXXX was white .\tlamb\t\tlamb")).find("f.txt:21: expected candidates separated by |"),
+      std::string::npos);
   // an example cut short by a blank line, and by the end of the file; the second example's lines count on
-  EXPECT_NE(error_of(example(kGood) + "\n1 a b\n2 c d\n\n").find("f.txt:25: blank line inside an example after its line 2"),
-            std::string::npos);
-  EXPECT_NE(error_of(example(kGood) + "\n1 a b\n2 c d\n").find("f.txt:24: the file ends inside an example (after its line 2 of 21)"),
+  EXPECT_NE(
+      error_of(example(kGood) + "\n1 a b\n2 c d\n\n").find("f.txt:25: blank line inside an example after its line 2"),
+      std::string::npos);
+  EXPECT_NE(error_of(example(kGood) + "\n1 a b\n2 c d\n")
+                .find("f.txt:24: the file ends inside an example (after its line 2 of 21)"),
             std::string::npos);
   // empty and binary files
   EXPECT_NE(error_of("").find("f.txt: empty file"), std::string::npos);
@@ -105,7 +111,8 @@ TEST(ClozeData, directoryAndVocabulary) {
     load_cbt_dir(d2);
     FAIL();
   } catch (const UserError& e) {
-    EXPECT_NE(std::string(e.what()).find(d2 + ": expected one *test*.txt file, found none"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(d2 + ": expected one *test*.txt file, found none"), std::string::npos)
+        << e.what();
   }
   // an error inside a split names that file and line
   cstest::write_text(d2 + "/a_test.txt", example(kGood) + "\n1 x\n3 y\n");
@@ -113,7 +120,8 @@ TEST(ClozeData, directoryAndVocabulary) {
     load_cbt_dir(d2);
     FAIL();
   } catch (const UserError& e) {
-    EXPECT_NE(std::string(e.what()).find(d2 + "/a_test.txt:24: expected line number 2, got 3"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(d2 + "/a_test.txt:24: expected line number 2, got 3"), std::string::npos)
+        << e.what();
   }
   // the vocabulary: <unk>, <pad>, then by frequency; min count; lower-casing; no XXXXX
   const auto ex = parse_cbt(example(kGood), "v.txt");
@@ -121,7 +129,8 @@ TEST(ClozeData, directoryAndVocabulary) {
   EXPECT_EQ(v.symbol(0), "<unk>");
   EXPECT_EQ(v.symbol(1), "<pad>");
   EXPECT_TRUE(v.contains("mary") && !v.contains("Mary") && !v.contains("XXXXX") && v.contains("snow"));
-  // "Mary had a little lamb ." x 20 + query/answer/candidates: "lamb" is the most frequent (20 + 1 answer + 1 candidate)
+  // "Mary had a little lamb ." x 20 + query/answer/candidates: "lamb" is the most frequent (20 + 1 answer + 1
+  // candidate)
   EXPECT_EQ(v.symbol(2), "lamb");
   Vocab v2 = cloze_vocab(ex, false, 2, 0);  // "snow", "white", "the", "was" occur once
   EXPECT_TRUE(v2.contains("Mary") && !v2.contains("snow") && !v2.contains("white"));

@@ -138,7 +138,8 @@ TEST(ClozeReader, paddingDoesNotChangeProbabilities) {
       auto both = r->forward(make_cloze_batch({&b, &a}, 1, torch::kCPU), c2).prob;
       ASSERT_EQ(alone.size(1), 3);
       ASSERT_EQ(both.size(1), 4);
-      EXPECT_TRUE(torch::allclose(both[1].slice(0, 0, 3), alone[0], 1e-5, 1e-6)) << cell << " " << reader << "\n" << both << alone;
+      EXPECT_TRUE(torch::allclose(both[1].slice(0, 0, 3), alone[0], 1e-5, 1e-6)) << cell << " " << reader << "\n"
+                                                                                 << both << alone;
       EXPECT_EQ(both[1][3].item<float>(), 0.0f);  // the padded candidate
       EXPECT_LT(alone.sum().item<double>(), 1.0);  // "d" (position 2) is no candidate
       // the M-AoA Reader's document encoder reads the two features (E + 2 inputs)

@@ -40,7 +40,11 @@ cs::ClozeScored cat_question() {
 }
 
 json to_json(const cs::ClozeScored& q) {
-  return {{"document", q.document}, {"query", q.query}, {"candidates", q.candidates}, {"prob", q.prob}, {"answer", q.answer}};
+  return {{"document", q.document},
+          {"query", q.query},
+          {"candidates", q.candidates},
+          {"prob", q.prob},
+          {"answer", q.answer}};
 }
 
 }  // namespace
@@ -216,12 +220,14 @@ TEST(ClozeRerank, malformedJsonlNamesTheLine) {
        {"\"document\"[1]"}},
       {R"({"document": [], "query": ["XXXXX", "XXXXX"], "candidates": ["a", "b"], "prob": [0.5, 0.5], "answer": 0})",
        {"exactly one \"XXXXX\"", "holds 2"}},
-      {R"({"document": [], "query": ["XXXXX"], "candidates": ["a", "b"], "prob": [0.5], "answer": 0})", {"1 numbers for 2"}},
+      {R"({"document": [], "query": ["XXXXX"], "candidates": ["a", "b"], "prob": [0.5], "answer": 0})",
+       {"1 numbers for 2"}},
       {R"({"document": [], "query": ["XXXXX"], "candidates": ["a", "b"], "prob": [0.5, 1.5], "answer": 0})",
        {"\"prob\"[1]", "[0, 1]"}},
       {R"({"document": [], "query": ["XXXXX"], "candidates": ["a", "b"], "prob": [0.5, 0.5], "answer": 2})",
        {"\"answer\" = 2", "0..1"}},
-      {R"({"document": [], "query": ["XXXXX"], "candidates": ["a", "b"], "prob": [0.5, 0.5], "answer": "a"})", {"\"answer\""}},
+      {R"({"document": [], "query": ["XXXXX"], "candidates": ["a", "b"], "prob": [0.5, 0.5], "answer": "a"})",
+       {"\"answer\""}},
       {R"({"document": [], "query": ["XXXXX"], "candidates": ["a", "a"], "prob": [0.5, 0.5], "answer": 0})", {"twice"}},
   };
   for (const auto& c : cases) {
@@ -253,7 +259,8 @@ TEST(ClozeRerank, cliReportsBeforeAndAfter) {
   right.prob = {0.9, 0.1};
   cstest::write_text(t, to_json(cat_question()).dump() + "\n" + to_json(right).dump() + "\n");
   std::string out, err;
-  ASSERT_EQ(cstest::run_cli({"cloze", "rerank", "--valid", v, "--test", t, "--no-word-class", "--json"}, &out, &err), 0) << err;
+  ASSERT_EQ(cstest::run_cli({"cloze", "rerank", "--valid", v, "--test", t, "--no-word-class", "--json"}, &out, &err), 0)
+      << err;
   const json j = cstest::json_object(out);
   ASSERT_EQ(j["features"], json({"reader", "local_lm"}));
   ASSERT_DOUBLE_EQ(j["weights"]["local_lm"].get<double>(), 0.3);

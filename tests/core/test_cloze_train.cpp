@@ -22,10 +22,11 @@ using namespace cs;
 namespace {
 
 json tiny(const std::string& dir, const std::string& cell, const std::string& reader, int steps) {
-  return {{"task", "cloze"},
-          {"dataset", {{"path", dir}}},
-          {"model", {{"cell", cell}, {"embed", 16}, {"hidden", 16}, {"reader", reader}}},
-          {"training", {{"batch", 16}, {"steps", steps}, {"lr", 0.01}, {"eval_every", 0}, {"threads", 1}, {"seed", 1}}}};
+  return {
+      {"task", "cloze"},
+      {"dataset", {{"path", dir}}},
+      {"model", {{"cell", cell}, {"embed", 16}, {"hidden", 16}, {"reader", reader}}},
+      {"training", {{"batch", 16}, {"steps", steps}, {"lr", 0.01}, {"eval_every", 0}, {"threads", 1}, {"seed", 1}}}};
 }
 
 std::string data_dir() {
@@ -84,7 +85,9 @@ TEST(ClozeTrain, cliTrainScoresAndAnalyses) {
 
   // cloze scores: one JSON object per question, the contract's fields
   const std::string f = cstest::temp_dir() + "/cloze-cli/test.jsonl";
-  ASSERT_EQ(cstest::run_cli({"cloze", "scores", run, "--split", "test", "--checkpoint", "last", "--out", f}, &out, &err), 0) << err;
+  ASSERT_EQ(
+      cstest::run_cli({"cloze", "scores", run, "--split", "test", "--checkpoint", "last", "--out", f}, &out, &err), 0)
+      << err;
   const auto lines = cstest::split(cstest::read_text(f), '\n', true);
   ASSERT_EQ(lines.size(), 60u);
   const ClozeSplits data = load_cbt_dir(data_dir());
@@ -121,7 +124,9 @@ TEST(ClozeTrain, cliTrainScoresAndAnalyses) {
 
   // analyses: the AoA heatmap of a question and accuracy by document length
   const std::string aj = cstest::temp_dir() + "/cloze-cli/aoa.json";
-  ASSERT_EQ(cstest::run_cli({"analyze", "aoa", "--run", run, "--split", "valid", "--question", "3", "--out", aj}, &out, &err), 0)
+  ASSERT_EQ(
+      cstest::run_cli({"analyze", "aoa", "--run", run, "--split", "valid", "--question", "3", "--out", aj}, &out, &err),
+      0)
       << err;
   const json a = json::parse(cstest::read_text(aj));
   ASSERT_EQ(a.value("kind", std::string()), "aoa");
@@ -151,7 +156,8 @@ TEST(ClozeTrain, presetsAndTable3SweepValidate) {
     EXPECT_EQ(r["task"]["name"], "cloze");
     EXPECT_EQ(r["model"]["reader"], "m_aoa");
   }
-  const json cru = resolve_config(json::parse(cstest::read_text(cstest::source_dir() + "/resources/presets/cloze-cbt-cn-cru.json")));
+  const json cru =
+      resolve_config(json::parse(cstest::read_text(cstest::source_dir() + "/resources/presets/cloze-cbt-cn-cru.json")));
   EXPECT_EQ(cru["model"]["cell"], "cru_deep_enhanced");
   EXPECT_EQ(cru["model"]["filter_length"], 3);
   const SweepSpec spec = load_sweep_spec("reproduce-cru-table3");

@@ -175,7 +175,8 @@ TEST(Config, deeplyNestedJsonIsRefusedNotACrash) {
   ASSERT_FALSE(std::filesystem::exists(cstest::temp_dir() + "/deep_run"));
   // 64 levels (two objects + 62 arrays) are accepted by the parser (the validator then names the
   // wrong type); 65 are not
-  cstest::write_text(cfg, R"({"model": {"cell": "gru", "hidden": )" + std::string(63, '[') + std::string(63, ']') + "}}");
+  cstest::write_text(cfg,
+                     R"({"model": {"cell": "gru", "hidden": )" + std::string(63, '[') + std::string(63, ']') + "}}");
   ASSERT_EQ(cstest::run_cli({"validate", cfg}, &out, &err), 2) << err;
   ASSERT_TRUE(cstest::contains(err, "nested deeper")) << err;
   const std::string ok = std::string(62, '[') + std::string(62, ']');

@@ -285,7 +285,8 @@ TEST(CpuCache, LibTorchRunsOnItAsInstalled) {
   EXPECT_EQ(on, cs::cpu_cache_installed());
   const std::string status = cs::cpu_cache_status();
   if (!on) {
-    EXPECT_TRUE(status.find("sanitizer") != std::string::npos || status.find("CELLSCOPE_CPU_CACHE=0") != std::string::npos)
+    EXPECT_TRUE(status.find("sanitizer") != std::string::npos ||
+                status.find("CELLSCOPE_CPU_CACHE=0") != std::string::npos)
         << status;
     return;
   }

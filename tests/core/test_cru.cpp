@@ -77,7 +77,8 @@ TEST_F(Cru, registry_and_config) {
     const auto& ci = cell_info(n);
     ASSERT_EQ(ci.family, std::string("cru"));
     ASSERT_TRUE(ci.needs_whole_sequence);
-    auto cell = ci.make(resolve_config(json{{"model", {{"cell", n}, {"hidden", 6}, {"filter_length", 3}}}})["model"], 5, 0);
+    auto cell =
+        ci.make(resolve_config(json{{"model", {{"cell", n}, {"hidden", 6}, {"filter_length", 3}}}})["model"], 5, 0);
     ASSERT_EQ(cell->hidden_size(), int64_t(6));
   }
   json res = resolve_config(json{{"model", {{"cell", "cru_deep"}}}});
@@ -87,16 +88,18 @@ TEST_F(Cru, registry_and_config) {
   auto errs = validate_config(json{{"model", {{"cell", "cru_deep"}, {"conv_channels", 8}}}});
   ASSERT_EQ(int(errs.size()), 1);
   ASSERT_EQ(errs[0].path, std::string("model.conv_channels"));
-  ASSERT_TRUE(validate_config(json{{"model", {{"cell", "cru_shallow"}, {"conv_channels", 8}, {"conv_window", "causal"}}}})
-                  .empty());
+  ASSERT_TRUE(
+      validate_config(json{{"model", {{"cell", "cru_shallow"}, {"conv_channels", 8}, {"conv_window", "causal"}}}})
+          .empty());
   // The default task is the char LM: a centred window of k >= 2 would see the character to
   // predict, so it is refused there, naming the option (CRU_NOTES.md); k = 1 has nothing after t.
   for (const char* task : {"char_lm", "word_lm"}) {
     errs = validate_config(json{{"task", {{"name", task}}}, {"model", {{"cell", "cru_deep"}}}});
     ASSERT_EQ(int(errs.size()), 1) << task;
     ASSERT_EQ(errs[0].path, std::string("model.conv_window")) << task;
-    ASSERT_TRUE(validate_config(json{{"task", {{"name", task}}}, {"model", {{"cell", "cru_deep"}, {"filter_length", 1}}}})
-                    .empty())
+    ASSERT_TRUE(
+        validate_config(json{{"task", {{"name", task}}}, {"model", {{"cell", "cru_deep"}, {"filter_length", 1}}}})
+            .empty())
         << task;
   }
   // Tasks that read the whole text keep the paper's centred windows.
@@ -281,7 +284,8 @@ TEST_F(Cru, bidirectional_padding_invariance) {
       ASSERT_EQ(both.final.size(1), int64_t(8));
       ASSERT_TRUE(torch::allclose(both.final[1], alone_b.final[0], 1e-5, 1e-6)) << what;
       ASSERT_TRUE(torch::allclose(both.final[0], alone_a.final[0], 1e-5, 1e-6)) << what;
-      ASSERT_TRUE(torch::allclose(both.output.narrow(0, 0, 3).select(1, 1), alone_b.output.select(1, 0), 1e-5, 1e-6)) << what;
+      ASSERT_TRUE(torch::allclose(both.output.narrow(0, 0, 3).select(1, 1), alone_b.output.select(1, 0), 1e-5, 1e-6))
+          << what;
       ASSERT_TRUE(torch::equal(both.output.narrow(0, 3, T - 3).select(1, 1), torch::zeros({T - 3, 8})));
       // the backward final state is the backward output at the first token and does depend on the last one
       auto b2 = b.clone();

@@ -24,7 +24,8 @@ TEST(CsvText, fieldsAreQuotedOnlyWhenTheyMustBe) {
 }
 
 TEST(CsvText, recordsReadBackWhatWasWritten) {
-  const std::vector<std::string> fields = {"plain", "", "a,b", "say \"hi\"", "two\nlines", "cr\rlf\r\n", "ü ∑ 字", ",", "\""};
+  const std::vector<std::string> fields = {"plain",      "",       "a,b", "say \"hi\"", "two\nlines",
+                                           "cr\rlf\r\n", "ü ∑ 字", ",",   "\""};
   std::string line;
   for (size_t i = 0; i < fields.size(); ++i) line += (i ? "," : "") + cs::csv_field(fields[i]);
   const std::string text = "h1,h2\n" + line + "\n" + line + "\r\n" + "last,row";

@@ -51,7 +51,8 @@ std::vector<torch::Tensor> clone_params(Task& t) {
 }
 
 // Gradients of the first training step of a freshly built task (optionally one shard).
-std::vector<torch::Tensor> first_step_grads(const json& cfg, std::vector<torch::Tensor>* p0, int rank = 0, int world = 1) {
+std::vector<torch::Tensor> first_step_grads(const json& cfg, std::vector<torch::Tensor>* p0, int rank = 0,
+                                            int world = 1) {
   seed_everything(cfg["training"]["seed"].get<uint64_t>());
   auto task = make_task(cfg);
   if (world > 1) task->set_shard(rank, world);
@@ -118,8 +119,9 @@ TEST_F(Dist, averagedGradientsEqualSingleProcess) {
   const auto g_single = first_step_grads(cfg, &p0);
   const std::string dir = cstest::temp_dir() + "/dist_grad";
   std::string out, err;
-  ASSERT_EQ(cstest::run_cli({"train", write_json("grad.json", raw), "--nproc", "2", "--run-dir", dir, "--quiet"}, &out, &err,
-                           120000), 0);
+  ASSERT_EQ(cstest::run_cli({"train", write_json("grad.json", raw), "--nproc", "2", "--run-dir", dir, "--quiet"}, &out,
+                            &err, 120000),
+            0);
   auto task = load_run_task(dir, "last");
   auto p1 = task->model()->parameters();
   ASSERT_EQ(p1.size(), g_single.size());
@@ -137,7 +139,8 @@ TEST_F(Dist, averagedGradientsEqualSingleProcess) {
   // The check can fail: one shard's gradient alone differs from the global one.
   const auto g_half = first_step_grads(cfg, nullptr, 0, 2);
   double half_err = 0;
-  for (size_t i = 0; i < g_half.size(); ++i) half_err = std::max(half_err, (g_half[i] - g_single[i]).abs().max().item<double>());
+  for (size_t i = 0; i < g_half.size(); ++i)
+    half_err = std::max(half_err, (g_half[i] - g_single[i]).abs().max().item<double>());
   ASSERT_TRUE(half_err > 100 * max_err && half_err > 1e-4) << "half " << half_err << " vs dist " << max_err;
 }
 
@@ -145,8 +148,9 @@ TEST_F(Dist, replicasStayIdenticalAndFollowOneProcess) {
   json raw = dist_config(8, "adam", 3e-3);
   const std::string dir = cstest::temp_dir() + "/dist_adam";
   std::string out, err;
-  ASSERT_EQ(cstest::run_cli({"train", write_json("adam.json", raw), "--nproc", "2", "--run-dir", dir, "--json"}, &out, &err,
-                           120000), 0);
+  ASSERT_EQ(cstest::run_cli({"train", write_json("adam.json", raw), "--nproc", "2", "--run-dir", dir, "--json"}, &out,
+                            &err, 120000),
+            0);
   auto summary = RunStore(dir).read_summary();
   ASSERT_EQ(summary.status, std::string("finished"));
   ASSERT_EQ(summary.step, int64_t(8));
@@ -170,7 +174,8 @@ TEST_F(Dist, replicasStayIdenticalAndFollowOneProcess) {
     const auto& s = single_train.at(static_cast<size_t>(train_lines++));
     ASSERT_EQ(r.step, s.step);
     // Adam over 8 steps: the trajectories agree up to float rounding.
-    ASSERT_TRUE(std::abs(r.values.at("loss") - s.values.at("loss")) < 1e-4) << "step " << r.step << ": " << r.values.at("loss") << " vs " << s.values.at("loss");
+    ASSERT_TRUE(std::abs(r.values.at("loss") - s.values.at("loss")) < 1e-4)
+        << "step " << r.step << ": " << r.values.at("loss") << " vs " << s.values.at("loss");
     ASSERT_DOUBLE_EQ(r.values.at("world_size"), 2.0);
     auto tp = rank_throughputs(r.values);
     ASSERT_EQ(int(tp.size()), 2);
@@ -182,7 +187,9 @@ TEST_F(Dist, replicasStayIdenticalAndFollowOneProcess) {
   // --json prints rank 0's lines only (one per metrics line + the summary).
   ASSERT_EQ(trimmed_lines(out), 4 + 2 + 1);
   // A global batch that does not split evenly is refused before anything starts.
-  ASSERT_EQ(cstest::run_cli({"train", write_json("adam3.json", raw), "--nproc", "3", "--run-dir", dir + "_3"}, &out, &err), 2);
+  ASSERT_EQ(
+      cstest::run_cli({"train", write_json("adam3.json", raw), "--nproc", "3", "--run-dir", dir + "_3"}, &out, &err),
+      2);
   ASSERT_TRUE(cstest::contains(err, "training.batch")) << err;
   ASSERT_TRUE(!std::filesystem::is_directory(dir + "_3"));
 }
@@ -193,8 +200,8 @@ TEST_F(Dist, killedWorkerStopsOthersAndRunResumes) {
   raw["training"]["eval_every"] = 0;
   const std::string dir = cstest::temp_dir() + "/dist_kill";
   cstest::Process p;
-  ASSERT_TRUE(p.start({"train", write_json("kill.json", raw), "--nproc", "2", "--run-dir", dir, "--quiet", "--dist-timeout",
-                       "30"}))
+  ASSERT_TRUE(p.start(
+      {"train", write_json("kill.json", raw), "--nproc", "2", "--run-dir", dir, "--quiet", "--dist-timeout", "30"}))
       << p.err();
   // Wait (generously: the machine may be loaded) for a checkpoint and for rank 1.
   const auto t = std::chrono::steady_clock::now();
@@ -220,13 +227,16 @@ TEST_F(Dist, killedWorkerStopsOthersAndRunResumes) {
   ASSERT_TRUE(last % 3 == 0);
   // Resume with a different number of processes (1): the checkpoint is rank-independent.
   std::string out, err2;
-  ASSERT_EQ(cstest::run_cli({"train", "--resume", dir, "--steps", std::to_string(last + 4), "--quiet"}, &out, &err2, 120000), 0);
+  ASSERT_EQ(
+      cstest::run_cli({"train", "--resume", dir, "--steps", std::to_string(last + 4), "--quiet"}, &out, &err2, 120000),
+      0);
   auto s = store.read_summary();
   ASSERT_EQ(s.status, std::string("finished"));
   ASSERT_EQ(s.step, last + 4);
   // ... and with two again.
-  ASSERT_EQ(cstest::run_cli({"train", "--resume", dir, "--nproc", "2", "--steps", std::to_string(last + 8), "--quiet"}, &out,
-                           &err2, 120000), 0);
+  ASSERT_EQ(cstest::run_cli({"train", "--resume", dir, "--nproc", "2", "--steps", std::to_string(last + 8), "--quiet"},
+                            &out, &err2, 120000),
+            0);
   ASSERT_EQ(store.read_summary().step, last + 8);
 }
 
@@ -242,7 +252,8 @@ TEST_F(Dist, taskWithoutShardingIsNamed) {
     t.set_shard(0, 2);
     FAIL() << "no error";
   } catch (const UserError& e) {
-    ASSERT_TRUE(cstest::contains(e.what(), "char_lm") && cstest::contains(e.what(), "does not support data-parallel")) << e.what();
+    ASSERT_TRUE(cstest::contains(e.what(), "char_lm") && cstest::contains(e.what(), "does not support data-parallel"))
+        << e.what();
   }
 }
 

@@ -22,8 +22,8 @@ namespace {
 // A port for this test process's rendezvous (distinct per test function).
 std::string port(int k) { return std::to_string(20000 + (::getpid() * 7 + k * 101) % 40000); }
 
-std::vector<std::string> worker_args(const std::string& cfg, const std::string& dir, int rank, const std::string& master,
-                                     const std::string& timeout) {
+std::vector<std::string> worker_args(const std::string& cfg, const std::string& dir, int rank,
+                                     const std::string& master, const std::string& timeout) {
   return {"train", cfg, "--run-dir", dir, "--rank", std::to_string(rank), "--world-size", "2", "--master", master,
           "--dist-timeout", timeout, "--threads", "1", "--quiet"};
 }
@@ -99,7 +99,9 @@ TEST_F(DistCluster, killedWorkerStopsTheOtherAndRunResumes) {
   const int64_t last = store.checkpoint_steps().back();
   // Another number of processes: one.
   std::string out, err2;
-  ASSERT_EQ(cstest::run_cli({"train", "--resume", dir, "--steps", std::to_string(last + 2), "--quiet"}, &out, &err2, 120000), 0);
+  ASSERT_EQ(
+      cstest::run_cli({"train", "--resume", dir, "--steps", std::to_string(last + 2), "--quiet"}, &out, &err2, 120000),
+      0);
   auto s = store.read_summary();
   ASSERT_EQ(s.status, std::string("finished"));
   ASSERT_EQ(s.step, last + 2);

@@ -63,7 +63,8 @@ std::vector<std::string> listeners(int p, std::string* shown) {
       std::istringstream f(line);
       std::string state, recvq, sendq, local;
       if (!(f >> state >> recvq >> sendq >> local) || state != "LISTEN") continue;
-      if (local.size() <= suffix.size() || local.compare(local.size() - suffix.size(), suffix.size(), suffix) != 0) continue;
+      if (local.size() <= suffix.size() || local.compare(local.size() - suffix.size(), suffix.size(), suffix) != 0)
+        continue;
       std::string host = local.substr(0, local.size() - suffix.size());
       if (host.size() >= 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
       out.push_back(host);
@@ -134,7 +135,8 @@ TEST_F(DistListen, listenEverywhereOnlyWhenAsked) {
   const std::string cfg = cstest::write_json_file("listen_any.json", cstest::tiny_config("char_lm", 6));
   const std::string p = port(2);
   cstest::Process r0;
-  ASSERT_TRUE(r0.start(worker(cfg, cstest::temp_dir() + "/listen_any", 0, "127.0.0.1:" + p, "30", {"--listen", "0.0.0.0"})))
+  ASSERT_TRUE(
+      r0.start(worker(cfg, cstest::temp_dir() + "/listen_any", 0, "127.0.0.1:" + p, "30", {"--listen", "0.0.0.0"})))
       << r0.err();
   std::string shown;
   const auto l = wait_for_listener(std::stoi(p), &shown);
@@ -171,8 +173,8 @@ TEST_F(DistListen, badDistTimeoutsAreRefused) {
     ASSERT_EQ(rc, 2) << bad << ": " << err;
     ASSERT_TRUE(cstest::contains(err, "--dist-timeout") && cstest::contains(err, "'" + bad + "'")) << err;
     ASSERT_FALSE(cstest::contains(err, "-2147483648")) << err;
-    const int rc2 = cstest::run_cli({"train", cfg, "--nproc", "2", "--run-dir", cstest::temp_dir() + "/listen_timeout_n",
-                                     "--dist-timeout", bad, "--quiet"},
+    const int rc2 = cstest::run_cli({"train", cfg, "--nproc", "2", "--run-dir",
+                                     cstest::temp_dir() + "/listen_timeout_n", "--dist-timeout", bad, "--quiet"},
                                     &out, &err, 30000);
     ASSERT_EQ(rc2, 2) << bad << ": " << err;
     ASSERT_TRUE(cstest::contains(err, "--dist-timeout") && cstest::contains(err, "'" + bad + "'")) << err;
@@ -198,7 +200,8 @@ TEST_F(DistListen, badMastersAreRefused) {
     ASSERT_LT(elapsed_ms(t), 4000) << bad << ": refused only after the rendezvous timeout";
   }
   std::string out, err;
-  ASSERT_EQ(cstest::run_cli({"train", cfg, "--nproc", "2", "--listen", "0.0.0.0", "--quiet"}, &out, &err, 30000), 2) << err;
+  ASSERT_EQ(cstest::run_cli({"train", cfg, "--nproc", "2", "--listen", "0.0.0.0", "--quiet"}, &out, &err, 30000), 2)
+      << err;
   ASSERT_TRUE(cstest::contains(err, "give no --listen")) << err;
 }
 
@@ -230,7 +233,9 @@ TEST_F(DistListen, killedRankZeroLeavesTheRunFailed) {
   // The run resumes as before (one process).
   std::string out, err;
   const int64_t last = RunStore(dir).checkpoint_steps().back();
-  ASSERT_EQ(cstest::run_cli({"train", "--resume", dir, "--steps", std::to_string(last + 2), "--quiet"}, &out, &err, 120000), 0)
+  ASSERT_EQ(
+      cstest::run_cli({"train", "--resume", dir, "--steps", std::to_string(last + 2), "--quiet"}, &out, &err, 120000),
+      0)
       << err;
   ASSERT_EQ(RunStore(dir).read_summary().status, std::string("finished"));
 }

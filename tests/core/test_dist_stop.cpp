@@ -48,8 +48,8 @@ TEST_F(DistStop, sigtermStopsEveryRankAtOneStep) {
   raw["training"]["checkpoint_every"] = 0;  // no checkpoint but the stop's
   const std::string dir = cstest::temp_dir() + "/end_sigterm";
   cstest::Process p;
-  ASSERT_TRUE(p.start({"train", cstest::write_json_file("sigterm.json", raw), "--nproc", "2", "--run-dir", dir, "--quiet",
-                       "--dist-timeout", "30"}))
+  ASSERT_TRUE(p.start({"train", cstest::write_json_file("sigterm.json", raw), "--nproc", "2", "--run-dir", dir,
+                       "--quiet", "--dist-timeout", "30"}))
       << p.err();
   const auto t = std::chrono::steady_clock::now();
   while (elapsed_ms(t) < 60000 && p.running() && RunStore(dir).read_metrics().size() < 2) p.wait(50);
@@ -77,9 +77,10 @@ TEST_F(DistStop, earlyStopOnEveryRank) {
   raw["training"]["patience"] = 2;
   const std::string dir = cstest::temp_dir() + "/end_early";
   std::string out, err;
-  ASSERT_EQ(cstest::run_cli({"train", cstest::write_json_file("early.json", raw), "--nproc", "2", "--run-dir", dir, "--quiet",
-                            "--dist-timeout", "30"},
-                           &out, &err, 120000), 0);
+  ASSERT_EQ(cstest::run_cli({"train", cstest::write_json_file("early.json", raw), "--nproc", "2", "--run-dir", dir,
+                             "--quiet", "--dist-timeout", "30"},
+                            &out, &err, 120000),
+            0);
   auto s = RunStore(dir).read_summary();
   ASSERT_EQ(s.status, std::string("finished"));
   ASSERT_EQ(s.step, int64_t(6));  // best at 2, no improvement at 4 and 6

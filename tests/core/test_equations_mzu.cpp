@@ -355,7 +355,8 @@ double check_cell(const MZUOptions& o, uint64_t seed, double tol = 1e-10) {
             auto c = probe.series.at(pfx + "coupling" + mn)[t];  // [iters, B, N, J]
             EXPECT_EQ(c.size(0), o.routing_iters) << what;
             for (int64_t it = 0; it < o.routing_iters; ++it)
-              cmp(c[it][b], tens(m.coupling[static_cast<size_t>(it)]), "coupling" + mn + " iter " + std::to_string(it) + at);
+              cmp(c[it][b], tens(m.coupling[static_cast<size_t>(it)]),
+                  "coupling" + mn + " iter " + std::to_string(it) + at);
             cmp(probe.series.at(pfx + "capsules" + mn)[t][b], tens(m.caps), "capsules" + mn + at);
           }
           dz_all.push_back(m.dzone);

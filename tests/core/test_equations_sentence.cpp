@@ -104,7 +104,8 @@ void check(const Setup& u) {
     b.aspect = torch::full({A, B}, pad, torch::kInt64);
     auto aids = torch::randint(0, V, {A, B}, torch::kInt64);
     for (int64_t j = 0; j < B; ++j)
-      for (int64_t a = 0; a < alen[j]; ++a) b.aspect[a][j] = aids[a][j].item<int64_t>() == pad ? 0 : aids[a][j].item<int64_t>();
+      for (int64_t a = 0; a < alen[j]; ++a)
+        b.aspect[a][j] = aids[a][j].item<int64_t>() == pad ? 0 : aids[a][j].item<int64_t>();
     b.aspect_len = torch::tensor(alen, torch::kInt64);
   }
   b.labels = torch::zeros({B}, torch::kInt64);
@@ -141,8 +142,10 @@ void check(const Setup& u) {
         for (int64_t t = 0; t < n; ++t) rows.push_back(torch::tensor(in[t], torch::kDouble));
         for (int64_t t = n - 1; t >= 0; --t) rev.push_back(torch::tensor(in[t], torch::kDouble));
         StepContext c1, c2;
-        auto yf = fc_->forward_sequence(torch::stack(rows).unsqueeze(1), fc_->initial_state(1, torch::kDouble), c1).output;
-        auto yb = bc_->forward_sequence(torch::stack(rev).unsqueeze(1), bc_->initial_state(1, torch::kDouble), c2).output;
+        auto yf =
+            fc_->forward_sequence(torch::stack(rows).unsqueeze(1), fc_->initial_state(1, torch::kDouble), c1).output;
+        auto yb =
+            bc_->forward_sequence(torch::stack(rev).unsqueeze(1), bc_->initial_state(1, torch::kDouble), c2).output;
         for (int64_t t = 0; t < n; ++t) {
           of[t] = Flat(yf[t][0]).v;
           ob[t] = Flat(yb[n - 1 - t][0]).v;

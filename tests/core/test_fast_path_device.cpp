@@ -62,7 +62,8 @@ struct Ran {
 Ran run_cell(const std::string& cell) {
   json m = cs::paper_model(cell, /*embed=*/8, /*hidden=*/16);
   if (m.contains("filter")) m["filter"] = 12;
-  const json resolved = cs::load_and_resolve(json{{"task", {{"name", "char_lm"}}}, {"model", m}}, "device test")["model"];
+  const json resolved =
+      cs::load_and_resolve(json{{"task", {{"name", "char_lm"}}}, {"model", m}}, "device test")["model"];
   torch::manual_seed(3);
   auto c = cs::cell_info(cell).make(resolved, /*input_size=*/8, /*layer=*/0);
   c->to(torch::kDouble);

@@ -91,14 +91,16 @@ int64_t step_peak_bytes(const json& model, bool autograd) {
 
 // The peak live bytes of a step on the fast path are at most the autograd path's, for model m.
 void expect_fast_needs_no_more(const json& m, const std::string& cell, const char* width) {
-  const json resolved = cs::load_and_resolve(json{{"task", {{"name", "char_lm"}}}, {"model", m}}, "memory test")["model"];
+  const json resolved =
+      cs::load_and_resolve(json{{"task", {{"name", "char_lm"}}}, {"model", m}}, "memory test")["model"];
   ASSERT_TRUE(cs::cell_has_fast_path(resolved)) << cell << ": " << cs::fast_path_refusal(resolved);
   const int64_t fast = step_peak_bytes(m, false);
   const int64_t autograd = step_peak_bytes(m, true);
-  std::printf("%-18s %s, peak live bytes of a step: fast path %8.2f MiB, autograd path %8.2f MiB (%.2f)\n", cell.c_str(),
-              width, fast / 1048576.0, autograd / 1048576.0, static_cast<double>(fast) / autograd);
+  std::printf("%-18s %s, peak live bytes of a step: fast path %8.2f MiB, autograd path %8.2f MiB (%.2f)\n",
+              cell.c_str(), width, fast / 1048576.0, autograd / 1048576.0, static_cast<double>(fast) / autograd);
   EXPECT_GT(fast, 0) << cell;
-  EXPECT_LE(fast, autograd) << cell << " (" << width << "): the fast path needs more memory for a step than the autograd path";
+  EXPECT_LE(fast, autograd) << cell << " (" << width
+                            << "): the fast path needs more memory for a step than the autograd path";
 }
 
 }  // namespace

@@ -59,7 +59,11 @@ std::vector<Case> fast_path_cases() {
       {"char_lm", {{"cell", "gru_dt"}}, true},
       {"char_lm", {{"cell", "gru_dt"}, {"depth", 0}}, true},
       {"char_lm",
-       {{"cell", "gru_dt"}, {"depth", 2}, {"share_transition", false}, {"layer_norm", true}, {"candidate_dropout", 0.25}},
+       {{"cell", "gru_dt"},
+        {"depth", 2},
+        {"share_transition", false},
+        {"layer_norm", true},
+        {"candidate_dropout", 0.25}},
        true},
       // CRUs (fused_cru.cpp)
       {"char_lm", with({{"cell", "cru_shallow"}}, cru), true},

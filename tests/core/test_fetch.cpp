@@ -68,7 +68,8 @@ TEST(Fetch, failureSaysWhatFailedAndHowToRetry) {
   ASSERT_TRUE(!r.ok());
   ASSERT_EQ(r.output.size(), size_t(3));  // stderr is captured too, in order
   const std::string s = r.error_summary();
-  for (const char* want : {"network unavailable", "Connect and re-run", "retry with `cellscope-cli fetch`", "exited with status 1"})
+  for (const char* want :
+       {"network unavailable", "Connect and re-run", "retry with `cellscope-cli fetch`", "exited with status 1"})
     ASSERT_TRUE(s.find(want) != std::string::npos) << (std::string("missing '") + want + "' in: " + s).c_str();
   ASSERT_TRUE(s.find(dest) != std::string::npos);
   // The progress line before the error is not part of the diagnostics.
@@ -99,7 +100,8 @@ TEST(Fetch, notFetchedMessageNamesTheFetchCommand) {
   } catch (const cs::UserError& e) {
     msg = e.what();
   }
-  for (const std::string& want : {std::string("cellscope-cli fetch"), std::string("bash /opt/somewhere/fetch.sh"), cache})
+  for (const std::string& want :
+       {std::string("cellscope-cli fetch"), std::string("bash /opt/somewhere/fetch.sh"), cache})
     ASSERT_TRUE(msg.find(want) != std::string::npos) << ("missing '" + want + "' in: " + msg).c_str();
 }
 

@@ -72,7 +72,9 @@ std::shared_ptr<CellImpl> make_cell(const Case& c, int64_t I, int64_t H) {
   CRUOptions o;
   o.input_size = I;
   o.hidden_size = H;
-  o.fusion = c.cell == "cru_shallow" ? CRUFusion::Shallow : c.cell == "cru_deep" ? CRUFusion::Deep : CRUFusion::DeepEnhanced;
+  o.fusion = c.cell == "cru_shallow" ? CRUFusion::Shallow
+             : c.cell == "cru_deep"  ? CRUFusion::Deep
+                                     : CRUFusion::DeepEnhanced;
   o.filter_length = c.k;
   o.conv_activation = c.act;
   auto cell = std::make_shared<CRUCellImpl>(o);
@@ -424,7 +426,9 @@ TEST(FusedCells, WorkspacePoolReusesOnlyReleasedBuffers) {
   EXPECT_EQ(s2.allocated, s1.allocated + 1) << "same shapes: only a new output buffer (first's is alive)";
   EXPECT_EQ(rel_err(second.out, first.out), 0.0);
   for (size_t i = 0; i < first.grads.size(); ++i)
-    if (first.grads[i].second.defined()) { EXPECT_EQ(rel_err(second.grads[i].second, first.grads[i].second), 0.0) << first.grads[i].first; }
+    if (first.grads[i].second.defined()) {
+      EXPECT_EQ(rel_err(second.grads[i].second, first.grads[i].second), 0.0) << first.grads[i].first;
+    }
 
   // Outputs still alive: a new call must not write into their storage.
   cell->train(true);

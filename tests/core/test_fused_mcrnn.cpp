@@ -105,7 +105,8 @@ Result run(McRnnCellImpl& cell, const torch::Tensor& x0, const State& s00, bool 
   r.grads.emplace_back("x", x.grad().clone());
   for (size_t i = 0; i < s0.size(); ++i)
     if (s0[i].is_floating_point() && i != 0)  // s0[0] (h_att) is not an input of the next step
-      r.grads.emplace_back("s0[" + std::to_string(i) + "]", s0[i].grad().defined() ? s0[i].grad().clone() : torch::Tensor());
+      r.grads.emplace_back("s0[" + std::to_string(i) + "]",
+                           s0[i].grad().defined() ? s0[i].grad().clone() : torch::Tensor());
   return r;
 }
 
@@ -152,7 +153,8 @@ void expect_agree(const Case& c, torch::Dtype dt, double tol, int64_t B = 3, int
   ASSERT_FALSE(is_fast(ref)) << c.name();
   ASSERT_EQ(fast.out.size(), ref.out.size());
   for (size_t i = 0; i < fast.out.size(); ++i)
-    EXPECT_LT(rel_err(fast.out[i], ref.out[i]), tol) << c.name() << (i == 0 ? " output" : " state " + std::to_string(i - 1));
+    EXPECT_LT(rel_err(fast.out[i], ref.out[i]), tol)
+        << c.name() << (i == 0 ? " output" : " state " + std::to_string(i - 1));
   ASSERT_EQ(fast.grads.size(), ref.grads.size());
   for (size_t i = 0; i < fast.grads.size(); ++i) {
     const auto& [n, g] = fast.grads[i];

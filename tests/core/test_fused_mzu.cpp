@@ -78,7 +78,8 @@ std::vector<Variant> variants(const std::string& comp) {
       {"no_dropout", [](MZUOptions& o) { o.candidate_dropout = 0; }},
       {"regular_gate", [](MZUOptions& o) { o.regular_gate = true; }},
       {"regular_trans", [](MZUOptions& o) { o.regular_trans = true; }},
-      {"regular_gate_unshared_d2", [](MZUOptions& o) { o.regular_gate = true, o.depth = 2, o.share_transition = false; }},
+      {"regular_gate_unshared_d2",
+       [](MZUOptions& o) { o.regular_gate = true, o.depth = 2, o.share_transition = false; }},
       {"regular_trans_ln_zones", [](MZUOptions& o) { o.regular_trans = true, o.ln_position = "zones"; }},
       {"ffn_residual", [](MZUOptions& o) { o.ffn_residual = true; }},
       {"zones2", [](MZUOptions& o) { o.zones = 2; }},
@@ -169,7 +170,8 @@ int compare_paths(const MZUOptions& o, torch::Dtype dt, double tol, const std::s
     exact = run_path(*cell, d(x), d(h0), d(w), d(ws), true, 5);
     cell->to(dt);
   }
-  EXPECT_NE(fast.grad_fn.find("FusedMZU"), std::string::npos) << what << ": fast path not taken (" << fast.grad_fn << ")";
+  EXPECT_NE(fast.grad_fn.find("FusedMZU"), std::string::npos)
+      << what << ": fast path not taken (" << fast.grad_fn << ")";
   EXPECT_EQ(ref.grad_fn.find("FusedMZU"), std::string::npos) << what;
   int n = 0;
   auto cmp = [&](const std::string& name, const torch::Tensor& a, const torch::Tensor& b, const torch::Tensor& ex) {
@@ -520,9 +522,10 @@ TEST_F(FusedMzu, same_training_on_default_corpus) {
     for (size_t i = 0; i < after_steady[1].size(); ++i)
       param_diff = std::max(param_diff, rel_err(after_steady[0][i], after_steady[1][i]));
     const double fast = curve[0][0], ref = curve[1][0];
-    std::printf("%s: first %ld steps: loss rel. diff %.2e, parameters rel. diff %.2e; mean training loss of the last 40 "
-                "steps: fast %.8f, step-wise %.8f (diff %.1e)\n",
-                comp.c_str(), static_cast<long>(kSteady), loss_diff, param_diff, fast, ref, std::abs(fast - ref));
+    std::printf(
+        "%s: first %ld steps: loss rel. diff %.2e, parameters rel. diff %.2e; mean training loss of the last 40 "
+        "steps: fast %.8f, step-wise %.8f (diff %.1e)\n",
+        comp.c_str(), static_cast<long>(kSteady), loss_diff, param_diff, fast, ref, std::abs(fast - ref));
     EXPECT_LT(loss_diff, 1e-11) << comp << ": the per-step losses differ within the first " << kSteady << " steps";
     EXPECT_LT(param_diff, 1e-9) << comp << ": the parameters differ after " << kSteady << " steps";
     EXPECT_LT(fast, std::log(static_cast<double>(V)) - 0.8) << comp << ": did not learn (fast path)";

@@ -61,7 +61,9 @@ void check_against_full_pass(Task& task, const Generation& g, bool greedy) {
   auto lp = torch::log_softmax(full_logits(task, ids), -1);
   for (size_t i = 1; i < ids.size(); ++i) {
     const double p = std::exp(lp[int64_t(i) - 1][ids[i]].item<double>());
-    ASSERT_TRUE(std::abs(p - g.tokens[i].prob) < 1e-4 * std::max(1.0, p)) << ("token " + std::to_string(i) + ": " + std::to_string(p) + " vs " + std::to_string(g.tokens[i].prob)).c_str();
+    ASSERT_TRUE(std::abs(p - g.tokens[i].prob) < 1e-4 * std::max(1.0, p))
+        << ("token " + std::to_string(i) + ": " + std::to_string(p) + " vs " + std::to_string(g.tokens[i].prob))
+               .c_str();
     if (greedy && !g.tokens[i].from_seed) {
       auto row = lp[int64_t(i) - 1].clone();
       row[Vocab::kUnkId] = -1e30;

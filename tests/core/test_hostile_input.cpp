@@ -84,13 +84,15 @@ std::string pairs_dump(const Seq2SeqSplits& sp) {
 
 std::string cbt_text() {
   std::string s;
-  for (int i = 1; i <= 20; ++i) s += std::to_string(i) + (i == 2 ? " the zebra ran away .\n" : " Mary had a little lamb .\n");
+  for (int i = 1; i <= 20; ++i)
+    s += std::to_string(i) + (i == 2 ? " the zebra ran away .\n" : " Mary had a little lamb .\n");
   return s + "21 the XXXXX was white .\tlamb\t\tlamb|Mary|snow\n";
 }
 
 std::vector<HostileFormat> formats() {
   std::vector<HostileFormat> v;
-  const std::string prose = "The whale swam on.\nA zebra ran past the ship, and the sea was calm.\nThe end of it all.\n";
+  const std::string prose =
+      "The whale swam on.\nA zebra ran past the ship, and the sea was calm.\nThe end of it all.\n";
   v.push_back({"char text", {{"c.txt", prose}}, "c.txt", "zebra", " w", "", false, [](const std::string& d) {
                  auto c = load_char_corpus_file(d + "/c.txt", "text", 0.1, 0.1, 0);
                  return ids_dump(c.vocab, {&c.train, &c.valid, &c.test});
@@ -103,8 +105,14 @@ std::vector<HostileFormat> formats() {
                  auto c = load_char_corpus_file(d, "ptb_char", 0, 0, 0);
                  return ids_dump(c.vocab, {&c.train, &c.valid, &c.test});
                }});
-  v.push_back({"char text8", {{"text8", "the whale swam on and on\nthe zebra ran past the ship and the sea was calm\n"}},
-               "text8", "zebra", " w", "", false, [](const std::string& d) {
+  v.push_back({"char text8",
+               {{"text8", "the whale swam on and on\nthe zebra ran past the ship and the sea was calm\n"}},
+               "text8",
+               "zebra",
+               " w",
+               "",
+               false,
+               [](const std::string& d) {
                  auto c = load_char_corpus_file(d + "/text8", "text8", 0, 0, 0);
                  return ids_dump(c.vocab, {&c.train, &c.valid, &c.test});
                }});
@@ -128,10 +136,16 @@ std::vector<HostileFormat> formats() {
                                                 .at("dataset"));
                  return ids_dump(wc.vocab, {&wc.train, &wc.valid, &wc.test});
                }});
-  v.push_back({"jsonl",
-               {{"d.jsonl", "{\"text\": \"the whale swam\", \"label\": \"a\"}\n{\"text\": \"the zebra ran\", \"label\": \"b\"}\n"}},
-               "d.jsonl", "zebra", " w", "", false,
-               [](const std::string& d) { return examples_dump(load_jsonl_examples(d + "/d.jsonl")); }});
+  v.push_back(
+      {"jsonl",
+       {{"d.jsonl",
+         "{\"text\": \"the whale swam\", \"label\": \"a\"}\n{\"text\": \"the zebra ran\", \"label\": \"b\"}\n"}},
+       "d.jsonl",
+       "zebra",
+       " w",
+       "",
+       false,
+       [](const std::string& d) { return examples_dump(load_jsonl_examples(d + "/d.jsonl")); }});
   v.push_back({"pos_neg_lines",
                {{"rt-polarity.pos", "a fine film .\nthe zebra was great .\n"}, {"rt-polarity.neg", "a dull film .\n"}},
                "rt-polarity.pos", "zebra", " w", "", true,
@@ -191,12 +205,17 @@ std::vector<HostileFormat> formats() {
                  for (auto& sym : vocab.symbols()) s += sym + "\n";
                  return s;
                }});
-  v.push_back({"manifest",
-               {{"manifest.json",
-                 "{\n  \"version\": 1,\n  \"datasets\": [\n    {\"name\": \"tiny\", \"format\": \"text\", \"obtain\": \"npm\",\n"
-                 "     \"path\": \"tiny.txt\", \"files\": [\"tiny.txt\"], \"description\": \"a zebra text\"}\n  ]\n}\n"}},
-               "manifest.json", "zebra", " w", "", false,
-               [](const std::string& d) { return load_manifest(d + "/manifest.json").dump(); }});
+  v.push_back(
+      {"manifest",
+       {{"manifest.json",
+         "{\n  \"version\": 1,\n  \"datasets\": [\n    {\"name\": \"tiny\", \"format\": \"text\", \"obtain\": \"npm\",\n"
+         "     \"path\": \"tiny.txt\", \"files\": [\"tiny.txt\"], \"description\": \"a zebra text\"}\n  ]\n}\n"}},
+       "manifest.json",
+       "zebra",
+       " w",
+       "",
+       false,
+       [](const std::string& d) { return load_manifest(d + "/manifest.json").dump(); }});
   return v;
 }
 
@@ -228,7 +247,8 @@ std::string error_of(const std::function<void()>& fn) {
 
 // The main file's clean text with `bytes` put after the first 2 bytes of the marker, and the
 // 1-based line and column (in bytes) where they start.
-std::string inject(const HostileFormat& f, const std::string& text, const std::string& bytes, size_t* line, size_t* col) {
+std::string inject(const HostileFormat& f, const std::string& text, const std::string& bytes, size_t* line,
+                   size_t* col) {
   const size_t at = text.find(f.marker) + 2;
   *line = 1 + static_cast<size_t>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(at), '\n'));
   const size_t nl = text.rfind('\n', at - 1);
@@ -303,7 +323,8 @@ TEST(HostileInput, invalidUtf8RefusedWithFileLineColumn) {
       EXPECT_TRUE(cstest::contains(got, "ze\xC3\xA9" "bra")) << f.name << ": " << got;
       continue;
     }
-    const std::string at = dir + "/" + f.main + ":" + std::to_string(line) + ":" + std::to_string(col) + ": invalid UTF-8";
+    const std::string at =
+        dir + "/" + f.main + ":" + std::to_string(line) + ":" + std::to_string(col) + ": invalid UTF-8";
     EXPECT_TRUE(cstest::contains(e, at)) << f.name << ": expected '" << at << "', got: " << e;
   }
 }
@@ -346,12 +367,15 @@ TEST(HostileInput, semevalXmlIsXml) {
   ASSERT_EQ(error_of([&] { ex = load_semeval_xml(f, ""); }), "");
   EXPECT_EQ(ex.at(0).text, "Only & only <here>");
   // Broken XML: file:line:column and what is wrong, in Cellscope's words.
-  cstest::write_text(f, "<sentences>\n<sentence id=\"1\"><text><![CDATA[never closed</text></sentence>\n</sentences>\n");
+  cstest::write_text(f,
+                     "<sentences>\n<sentence id=\"1\"><text><![CDATA[never closed</text></sentence>\n</sentences>\n");
   std::string e = error_of([&] { load_semeval_xml(f, ""); });
   EXPECT_TRUE(cstest::contains(e, f + ":2:")) << e;
   EXPECT_TRUE(cstest::contains(e, "CDATA")) << e;
-  cstest::write_text(f, "<sentences>\n<sentence id=\"1\"><text>x</text>\n  <aspectTerm term=\"a < b\" polarity=\"positive\"/>"
-                        "</sentence>\n</sentences>\n");
+  cstest::write_text(
+      f,
+      "<sentences>\n<sentence id=\"1\"><text>x</text>\n  <aspectTerm term=\"a < b\" polarity=\"positive\"/>"
+      "</sentence>\n</sentences>\n");
   e = error_of([&] { load_semeval_xml(f, ""); });
   EXPECT_TRUE(cstest::contains(e, f + ":3:")) << e;
   EXPECT_TRUE(cstest::contains(e, "attribute")) << e;
@@ -392,7 +416,8 @@ TEST(HostileInput, labelsRefuseControlAndBidiCharacters) {
   const std::string e = error_of([&] { load_jsonl_examples(f); });
   EXPECT_TRUE(cstest::contains(e, f + ":2: the label (field 'label') holds U+001B")) << e;
   cstest::write_text(f, "{\"text\": \"a\", \"label\": \"ok\"}\n{\"text\": \"b\", \"label\": \"\\u202Eevil\"}\n");
-  EXPECT_TRUE(cstest::contains(error_of([&] { load_jsonl_examples(f); }), f + ":2: the label (field 'label') holds U+202E"));
+  EXPECT_TRUE(
+      cstest::contains(error_of([&] { load_jsonl_examples(f); }), f + ":2: the label (field 'label') holds U+202E"));
 }
 
 // A subword vocabulary smaller than the characters of the text: the option, the value and the

@@ -45,7 +45,9 @@ json comparable_summary(const std::string& dir) {
 
 std::string eval_last(const std::string& dir) {
   std::string out, err;
-  EXPECT_EQ(cstest::run_cli({"eval", dir, "--checkpoint", "last", "--split", "valid", "--json", "--threads", "1"}, &out, &err), 0)
+  EXPECT_EQ(cstest::run_cli({"eval", dir, "--checkpoint", "last", "--split", "valid", "--json", "--threads", "1"}, &out,
+                            &err),
+            0)
       << err;
   return out;
 }
@@ -73,8 +75,9 @@ TEST(KillResume, killedAndResumedRunEqualsUninterrupted) {
   while (!finished && rounds < 80) {
     ++rounds;
     const bool have_run = fs::exists(dir + "/config.json");
-    std::vector<std::string> args = have_run ? std::vector<std::string>{"train", "--resume", dir, "--quiet", "--threads", "1"}
-                                             : std::vector<std::string>{"train", cfg, "--run-dir", dir, "--quiet", "--threads", "1"};
+    std::vector<std::string> args =
+        have_run ? std::vector<std::string>{"train", "--resume", dir, "--quiet", "--threads", "1"}
+                 : std::vector<std::string>{"train", cfg, "--run-dir", dir, "--quiet", "--threads", "1"};
     cstest::Process p;
     ASSERT_TRUE(p.start(args)) << p.err();
     const bool want_kill = kills < kKills;
@@ -86,9 +89,11 @@ TEST(KillResume, killedAndResumedRunEqualsUninterrupted) {
         // later kills: while training, at a random instant after new steps appear
         const size_t before = metrics_size(dir);
         const auto t0 = std::chrono::steady_clock::now();
-        while (p.running() && metrics_size(dir) <= before && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(60))
+        while (p.running() && metrics_size(dir) <= before &&
+               std::chrono::steady_clock::now() - t0 < std::chrono::seconds(60))
           std::this_thread::sleep_for(std::chrono::milliseconds(2));
-        std::this_thread::sleep_for(std::chrono::microseconds(std::uniform_int_distribution<int>(0, max_delay_us)(rng)));
+        std::this_thread::sleep_for(
+            std::chrono::microseconds(std::uniform_int_distribution<int>(0, max_delay_us)(rng)));
       }
       if (p.running()) {
         p.signal(SIGKILL);
@@ -99,8 +104,10 @@ TEST(KillResume, killedAndResumedRunEqualsUninterrupted) {
       }
     }
     ASSERT_TRUE(p.wait(300000)) << "the run did not end";
-    ASSERT_EQ(p.exit_code(), 0) << (have_run ? "resume" : "new run") << " failed after " << kills << " kills: " << p.err();
-    finished = cstest::json_object(cstest::read_text(dir + "/summary.json")).value("status", std::string()) == "finished";
+    ASSERT_EQ(p.exit_code(), 0) << (have_run ? "resume" : "new run") << " failed after " << kills
+                                << " kills: " << p.err();
+    finished =
+        cstest::json_object(cstest::read_text(dir + "/summary.json")).value("status", std::string()) == "finished";
   }
   ASSERT_TRUE(finished) << "not finished after " << rounds << " rounds";
   ASSERT_GE(kills, 20) << "the run finished before enough kills; lower the kill delays or raise kSteps";

@@ -112,7 +112,8 @@ TEST_F(Mcrnn, distScaleParametrisation) {
   torch::manual_seed(3);
   auto direct = make_mc("lstm", 3, 3, 4);
   json m = {{"cell", "mcrnn"}, {"base", "lstm"}, {"block", 3}, {"hidden", 4}, {"dist_scale", 0.25}};
-  auto scaled = std::dynamic_pointer_cast<McRnnCellImpl>(cell_info("mcrnn").make(resolve_config(json{{"model", m}})["model"], 3, 0));
+  auto scaled = std::dynamic_pointer_cast<McRnnCellImpl>(
+      cell_info("mcrnn").make(resolve_config(json{{"model", m}})["model"], 3, 0));
   scaled->to(torch::kDouble);
   {
     torch::NoGradGuard ng;
@@ -132,8 +133,8 @@ TEST_F(Mcrnn, distScaleParametrisation) {
   y2.sum().backward();
   ASSERT_TRUE(torch::allclose(scaled->w_dist.grad(), 0.25 * direct->w_dist.grad(), 1e-9, 1e-12));
   // the default keeps W_j near I at initialisation: |W_j - I| <= alpha * k / 2
-  auto fresh = std::dynamic_pointer_cast<McRnnCellImpl>(
-      cell_info("mcrnn").make(resolve_config(json{{"model", {{"cell", "mcrnn"}, {"block", 3}, {"hidden", 16}}}})["model"], 3, 0));
+  auto fresh = std::dynamic_pointer_cast<McRnnCellImpl>(cell_info("mcrnn").make(
+      resolve_config(json{{"model", {{"cell", "mcrnn"}, {"block", 3}, {"hidden", 16}}}})["model"], 3, 0));
   const double dev = (fresh->dist_weights() - torch::eye(16).unsqueeze(0)).abs().max().item<double>();
   ASSERT_TRUE(dev > 0 && dev <= 0.1 * 0.25 / 2 + 1e-7) << std::to_string(dev).c_str();
 }
@@ -245,7 +246,8 @@ TEST_F(Mcrnn, batchedMatchesLoopReference) {
           // e = r^T tanh(V [h; x])
           auto V = torch::cat({mc->v_h, mc->v_x}, 1);
           auto e = dopts_zeros({B});
-          for (int64_t b = 0; b < B; ++b) e[b] = torch::dot(mc->r, torch::tanh(torch::mv(V, torch::cat({ns[0][b], x[t - 1][b]}))));
+          for (int64_t b = 0; b < B; ++b)
+            e[b] = torch::dot(mc->r, torch::tanh(torch::mv(V, torch::cat({ns[0][b], x[t - 1][b]}))));
           ek[k - 1] = e;
         }
         for (int64_t b = 0; b < B; ++b) {
@@ -254,7 +256,8 @@ TEST_F(Mcrnn, batchedMatchesLoopReference) {
           auto hatt = dopts_zeros({H});
           for (int64_t k = 0; k < K; ++k) hatt += std::exp(ek[k][b].item<double>()) / z * hk[k][b];
           const double d = max_abs_diff(out[t - 1][b], hatt);
-          ASSERT_TRUE(d < 1e-10) << (base + "/" + mem + " t=" + std::to_string(t) + " diff " + std::to_string(d)).c_str();
+          ASSERT_TRUE(d < 1e-10)
+              << (base + "/" + mem + " t=" + std::to_string(t) + " diff " + std::to_string(d)).c_str();
         }
       }
     }

@@ -113,7 +113,8 @@ void check_cell_gradients(const MZUOptions& o, const char* what) {
   };
   auto r = grad_check(*cell, loss);
   ASSERT_TRUE(r.checked > 100) << what;
-  ASSERT_TRUE(r.worst < 1e-5) << (std::string(what) + ": worst rel. error " + std::to_string(r.worst) + " at " + r.where).c_str();
+  ASSERT_TRUE(r.worst < 1e-5)
+      << (std::string(what) + ": worst rel. error " + std::to_string(r.worst) + " at " + r.where).c_str();
 }
 
 // Expected parameter count of one MZU depth, written from the paper's shapes.
@@ -338,7 +339,8 @@ TEST_F(Mzu, parameter_counts) {
   auto s = tiny("sat", 4, 16);
   auto sh = s;
   sh.sat_qkv = "shared";
-  ASSERT_EQ(count_params(*std::make_shared<MZUCellImpl>(s)) - count_params(*std::make_shared<MZUCellImpl>(sh)), int64_t(2 * 3 * 3 * 4 * 4));
+  ASSERT_EQ(count_params(*std::make_shared<MZUCellImpl>(s)) - count_params(*std::make_shared<MZUCellImpl>(sh)),
+            int64_t(2 * 3 * 3 * 4 * 4));
 }
 
 TEST_F(Mzu, probed_and_fast_paths_agree) {
@@ -397,7 +399,9 @@ TEST_F(Mzu, invalid_configs_name_the_option) {
   // the registered check itself (for callers that bypass the schema's ranges)
   for (const std::string cell : {"sat_mzu", "gcn_mzu", "cap_mzu"}) {
     std::vector<ConfigError> errs;
-    cell_info(cell).check(resolve_config(json{{"model", {{"cell", cell}, {"hidden", 16}, {"zones", 0}, {"depth", -2}, {"capsules", 0}}}}), errs);
+    cell_info(cell).check(
+        resolve_config(json{{"model", {{"cell", cell}, {"hidden", 16}, {"zones", 0}, {"depth", -2}, {"capsules", 0}}}}),
+        errs);
     std::map<std::string, int> paths;
     for (auto& x : errs) paths[x.path]++;
     ASSERT_TRUE(paths.count("model.zones") && paths.count("model.depth"));
@@ -713,8 +717,9 @@ TEST_F(Mzu, new_run_defaults_are_the_papers) {
   }
   EXPECT_EQ(resolve_config(json{{"model", {{"cell", "gru"}}}})["model"]["layer_norm"].get<bool>(), false);
   // an explicit value still wins
-  EXPECT_EQ(resolve_config(json{{"model", {{"cell", "gcn_mzu"}, {"layer_norm", false}}}})["model"]["layer_norm"].get<bool>(),
-            false);
+  EXPECT_EQ(
+      resolve_config(json{{"model", {{"cell", "gcn_mzu"}, {"layer_norm", false}}}})["model"]["layer_norm"].get<bool>(),
+      false);
 }
 
 TEST_F(Mzu, new_options_validate_with_one_message) {
@@ -731,11 +736,14 @@ TEST_F(Mzu, new_options_validate_with_one_message) {
   EXPECT_TRUE(errors_for({{"cell", "sat_mzu"}, {"gcn_adjacency", "cosine"}}).count("model.gcn_adjacency"));  // gcn only
   auto e = errors_for({{"cell", "gcn_mzu"}, {"hidden", 8}, {"zones", 1}, {"disagreement_pairs", "distinct"}});
   ASSERT_EQ(e.size(), size_t(1));
-  EXPECT_TRUE(e.count("model.disagreement_pairs") && e["model.disagreement_pairs"].find("zones = 1") != std::string::npos);
+  EXPECT_TRUE(e.count("model.disagreement_pairs") &&
+              e["model.disagreement_pairs"].find("zones = 1") != std::string::npos);
   EXPECT_TRUE(errors_for({{"cell", "gcn_mzu"}, {"hidden", 8}, {"zones", 1}, {"disagreement_pairs", "distinct"},
                           {"zone_disagreement", 0.0}})
                   .empty());
-  EXPECT_TRUE(errors_for({{"cell", "cap_mzu"}, {"disagreement_pairs", "distinct"}, {"disagreement_form", "squared_cosine"},
+  EXPECT_TRUE(errors_for({{"cell", "cap_mzu"},
+                          {"disagreement_pairs", "distinct"},
+                          {"disagreement_form", "squared_cosine"},
                           {"disagreement_warmup", 500}})
                   .empty());
 }

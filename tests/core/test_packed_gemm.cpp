@@ -50,7 +50,9 @@ TEST(PackedGemm, agreesWithAtMmForEveryTileRemainder) {
 #if defined(__x86_64__)
   // On a CPU with AVX2 and FMA (this project's machines) the kernel must be on; elsewhere the
   // same checks run through the ATen fallback.
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) { ASSERT_TRUE(cs::fused::packed_gemm_enabled()); }
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+    ASSERT_TRUE(cs::fused::packed_gemm_enabled());
+  }
 #endif
   const bool kernel = cs::fused::packed_gemm_enabled();
   at::manual_seed(16);
@@ -73,7 +75,8 @@ TEST(PackedGemm, agreesWithAtMmForEveryTileRemainder) {
           // bias row (at::addmm_out(out, bias, a, w^T))
           auto bias = at::randn({N});
           p.addmm(out, bias, a);
-          ASSERT_LT(sum_err(out, at::addmm(bias, a, w.t()), a, w.t(), bias.expand({M, N})), 1e-5) << M << "x" << K << "x" << N;
+          ASSERT_LT(sum_err(out, at::addmm(bias, a, w.t()), a, w.t(), bias.expand({M, N})), 1e-5)
+              << M << "x" << K << "x" << N;
           // an added matrix, as dh_prev = dh*z + d(Uh) W; and in place (self is out)
           auto add = at::randn({M, N});
           p.addmm(out, add, a);
@@ -115,10 +118,14 @@ TEST(PackedGemm, stridedOperandsAndOutputRowsOfALargerBuffer) {
     auto a2 = at::randn({7, 24});
     auto o3 = at::full({7, 21}, 1e6f);
     pw.mm(o3, a2);
-    EXPECT_LT(sum_err(o3, at::mm(a2, wide.narrow(0, 0, 24).narrow(1, 0, 21)), a2, wide.narrow(0, 0, 24).narrow(1, 0, 21)), 1e-5);
+    EXPECT_LT(
+        sum_err(o3, at::mm(a2, wide.narrow(0, 0, 24).narrow(1, 0, 21)), a2, wide.narrow(0, 0, 24).narrow(1, 0, 21)),
+        1e-5);
     auto bias = at::randn({21});
     pw.addmm(o3, bias, a2);
-    EXPECT_LT(sum_err(o3, at::addmm(bias, a2, wide.narrow(0, 0, 24).narrow(1, 0, 21)), a2, wide.narrow(0, 0, 24).narrow(1, 0, 21), bias.expand({7, 21})), 1e-5);
+    EXPECT_LT(sum_err(o3, at::addmm(bias, a2, wide.narrow(0, 0, 24).narrow(1, 0, 21)), a2,
+                      wide.narrow(0, 0, 24).narrow(1, 0, 21), bias.expand({7, 21})),
+              1e-5);
     EXPECT_THROW(pw.mm(at::empty({7, 38}), a2), c10::Error);  // wider than B
   }
   // A mismatched factor is refused with the expected shape in the message.

@@ -50,13 +50,16 @@ json summary_of(const std::string& dir) { return cstest::json_object(cstest::rea
 std::map<std::string, std::string> snapshot(const std::string& dir) {
   std::map<std::string, std::string> m;
   for (auto& e : fs::recursive_directory_iterator(dir))
-    if (e.is_regular_file() && e.path().filename() != "lock") m[e.path().string()] = cstest::read_text(e.path().string());
+    if (e.is_regular_file() && e.path().filename() != "lock")
+      m[e.path().string()] = cstest::read_text(e.path().string());
   return m;
 }
 
-double eval_bpc(const std::string& dir, const std::string& which, int* rc_out = nullptr, std::string* err_out = nullptr) {
+double eval_bpc(const std::string& dir, const std::string& which, int* rc_out = nullptr,
+                std::string* err_out = nullptr) {
   std::string out, err;
-  const int rc = cstest::run_cli({"eval", dir, "--checkpoint", which, "--split", "valid", "--json", "--threads", "1"}, &out, &err);
+  const int rc =
+      cstest::run_cli({"eval", dir, "--checkpoint", which, "--split", "valid", "--json", "--threads", "1"}, &out, &err);
   if (rc_out) *rc_out = rc;
   if (err_out) *err_out = err;
   auto j = cstest::json_object(out);
@@ -86,7 +89,9 @@ TEST(Reliability, resumeRefusesArchitectureChangesBeforeWriting) {
   ASSERT_TRUE(std::isfinite(bpc));
   // training-only changes are a resume's business
   std::string out, err;
-  ASSERT_EQ(cstest::run_cli({"train", "--resume", dir, "--set", "training.lr=0.002", "--steps", "25", "--quiet"}, &out, &err), 0)
+  ASSERT_EQ(
+      cstest::run_cli({"train", "--resume", dir, "--set", "training.lr=0.002", "--steps", "25", "--quiet"}, &out, &err),
+      0)
       << err;
   ASSERT_EQ(summary_of(dir).value("step", 0), 25);
 }
@@ -102,7 +107,9 @@ TEST(Reliability, evalOfCheckpointFromAnotherArchitectureExits2) {
   json cfg = cstest::json_object(cstest::read_text(tiny_config("arch_b48")));
   cfg["model"]["hidden"] = 48;
   cstest::write_text(cstest::temp_dir() + "/arch_b48.json", cfg.dump());
-  ASSERT_EQ(cstest::run_cli({"train", cstest::temp_dir() + "/arch_b48.json", "--run-dir", b2, "--quiet"}, &out, &err), 0) << err;
+  ASSERT_EQ(cstest::run_cli({"train", cstest::temp_dir() + "/arch_b48.json", "--run-dir", b2, "--quiet"}, &out, &err),
+            0)
+      << err;
   fs::copy_file(b2 + "/checkpoints/last.pt", a + "/checkpoints/step_999.pt");
   int rc = 0;
   eval_bpc(a, "999", &rc, &err);
@@ -117,9 +124,14 @@ TEST(Reliability, evalOfCheckpointFromAnotherArchitectureExits2) {
 // the step that failed; --quiet still prints why the run failed.
 TEST(Reliability, nonFiniteWeightsAreNeverSaved) {
   const std::string dir = cstest::temp_dir() + "/nan_run";
-  const std::string cfg = tiny_config("nan_run", {{"optimizer", "sgd"}, {"lr", 100.0}, {"weight_decay", 1.0}, {"clip", 0.0},
-                                                   {"checkpoint_every", 1}, {"log_every", 1000}, {"eval_every", 0},
-                                                   {"steps", 60}});
+  const std::string cfg = tiny_config("nan_run", {{"optimizer", "sgd"},
+                                                  {"lr", 100.0},
+                                                  {"weight_decay", 1.0},
+                                                  {"clip", 0.0},
+                                                  {"checkpoint_every", 1},
+                                                  {"log_every", 1000},
+                                                  {"eval_every", 0},
+                                                  {"steps", 60}});
   std::string out, err;
   ASSERT_EQ(cstest::run_cli({"train", cfg, "--run-dir", dir, "--quiet"}, &out, &err), 1) << err;
   ASSERT_TRUE(cstest::contains(err, "failed") && (cstest::contains(err, "NaN") || cstest::contains(err, "Inf"))) << err;
@@ -156,7 +168,8 @@ TEST(Reliability, divergenceFailsTheRun) {
 // Class 4: one writer per run directory; the refusal names the PID.
 TEST(Reliability, secondWriterIsRefusedNamingThePid) {
   const std::string dir = cstest::temp_dir() + "/locked_run";
-  const std::string cfg = tiny_config("locked_run", {{"steps", 100000}, {"log_every", 1}, {"eval_every", 0}, {"checkpoint_every", 50}});
+  const std::string cfg =
+      tiny_config("locked_run", {{"steps", 100000}, {"log_every", 1}, {"eval_every", 0}, {"checkpoint_every", 50}});
   cstest::Process p;
   ASSERT_TRUE(p.start({"train", cfg, "--run-dir", dir, "--quiet"})) << p.err();
   const auto t0 = std::chrono::steady_clock::now();
@@ -172,7 +185,11 @@ TEST(Reliability, secondWriterIsRefusedNamingThePid) {
   p.signal(SIGTERM);
   ASSERT_TRUE(p.wait(60000));
   // the lock died with its process
-  ASSERT_EQ(cstest::run_cli({"train", "--resume", dir, "--steps", std::to_string(summary_of(dir).value("step", 0) + 2), "--quiet"}, &out, &err), 0) << err;
+  ASSERT_EQ(cstest::run_cli(
+                {"train", "--resume", dir, "--steps", std::to_string(summary_of(dir).value("step", 0) + 2), "--quiet"},
+                &out, &err),
+            0)
+      << err;
 }
 
 // Class 4: resuming a finished run writes nothing (no second test evaluation).
@@ -263,7 +280,8 @@ TEST(Reliability, forkContinuesFromTheCheckpointInANewRun) {
   for (size_t i = 0; i < cm.size(); ++i) ASSERT_EQ(cm[i], pm[i]) << i;
   // a forked run at another lr, its default checkpoint (last), steps continuing
   const std::string child2 = cstest::temp_dir() + "/fork_child2";
-  ASSERT_EQ(cstest::run_cli({"train", "--fork", parent, "--set", "training.lr=0.01", "--steps", "40", "--run-dir", child2, "--quiet"},
+  ASSERT_EQ(cstest::run_cli({"train", "--fork", parent, "--set", "training.lr=0.01", "--steps", "40", "--run-dir",
+                             child2, "--quiet"},
                             &out, &err),
             0)
       << err;
@@ -274,13 +292,16 @@ TEST(Reliability, forkContinuesFromTheCheckpointInANewRun) {
   ASSERT_EQ(summary_of(child2).value("step", 0), 40);
   // an architecture change is refused and creates nothing
   const std::string child3 = cstest::temp_dir() + "/fork_child3";
-  ASSERT_EQ(cstest::run_cli({"train", "--fork", parent + "@15", "--set", "model.hidden=48", "--steps", "40", "--run-dir", child3, "--quiet"},
+  ASSERT_EQ(cstest::run_cli({"train", "--fork", parent + "@15", "--set", "model.hidden=48", "--steps", "40",
+                             "--run-dir", child3, "--quiet"},
                             &out, &err),
             2);
   ASSERT_TRUE(cstest::contains(err, "--fork") && cstest::contains(err, "hidden")) << err;
   ASSERT_FALSE(fs::exists(child3));
   // steps not beyond the checkpoint: refused
-  ASSERT_EQ(cstest::run_cli({"train", "--fork", parent + "@15", "--steps", "10", "--run-dir", child3, "--quiet"}, &out, &err), 2);
+  ASSERT_EQ(
+      cstest::run_cli({"train", "--fork", parent + "@15", "--steps", "10", "--run-dir", child3, "--quiet"}, &out, &err),
+      2);
   ASSERT_FALSE(fs::exists(child3));
   ASSERT_TRUE(snapshot(parent) == before) << "the parent changed";
 }
@@ -387,9 +408,12 @@ TEST(Reliability, resumeWithoutUsableCheckpointsRefusesAndKeepsTheHistory) {
   fs::remove(nolast + "/checkpoints/last.pt");
   before = snapshot(nolast);
   const std::string child = cstest::temp_dir() + "/nolast_fork_child";
-  ASSERT_EQ(cstest::run_cli({"train", "--fork", nolast, "--steps", "40", "--run-dir", child, "--quiet"}, &out, &err), 2) << err;
+  ASSERT_EQ(cstest::run_cli({"train", "--fork", nolast, "--steps", "40", "--run-dir", child, "--quiet"}, &out, &err), 2)
+      << err;
   ASSERT_FALSE(fs::exists(child));
-  ASSERT_EQ(cstest::run_cli({"train", "--fork", nolast + "@25", "--steps", "40", "--run-dir", child, "--quiet"}, &out, &err), 0)
+  ASSERT_EQ(
+      cstest::run_cli({"train", "--fork", nolast + "@25", "--steps", "40", "--run-dir", child, "--quiet"}, &out, &err),
+      0)
       << err;
   ASSERT_EQ(summary_of(child).value("step", 0), 40);
   ASSERT_TRUE(snapshot(nolast) == before) << "forking changed the parent";

@@ -210,7 +210,8 @@ std::string lines_of(int n, int flavour, bool latin1) {
   const char* bad[] = {"awful", "poor", "nasty"};
   for (int i = 0; i < n; ++i) {
     s += std::string("the film\twas ") + (flavour ? good[i % 3] : bad[i % 3]) + " " +
-         (latin1 ? "caf\xE9 na\xEFve \xA0" : "caf\xC3\xA9 \xF0\x9F\x90\xB3") + " ctl\x01 " + std::to_string(i % 4) + "\n";
+         (latin1 ? "caf\xE9 na\xEFve \xA0" : "caf\xC3\xA9 \xF0\x9F\x90\xB3") + " ctl\x01 " + std::to_string(i % 4) +
+         "\n";
     if (i % 9 == 4) s += "\n \t\n";  // blank lines are skipped
   }
   return s;
@@ -293,9 +294,9 @@ TEST(RoundTrip, absaSemevalXml) {
   const char* pol[] = {"positive", "negative", "neutral"};
   for (int i = 0; i < 50; ++i)
     xml += "<sentence id=\"" + std::to_string(i) + "\">\n\t<text>the caf\xC3\xA9 &#233;&#x4E2D; &amp; food\twas " +
-           std::string(i % 2 ? "bad" : "good") + " &lt;but&gt; the staff</text>\n<aspectTerms><aspectTerm term=\"caf&#xE9;\" polarity=\"" +
-           pol[i % 2] + "\"/><aspectTerm term=\"the staff\" polarity=\"" + pol[(i + 1) % 3] +
-           "\"/></aspectTerms></sentence>\n\n";
+           std::string(i % 2 ? "bad" : "good") +
+           " &lt;but&gt; the staff</text>\n<aspectTerms><aspectTerm term=\"caf&#xE9;\" polarity=\"" + pol[i % 2] +
+           "\"/><aspectTerm term=\"the staff\" polarity=\"" + pol[(i + 1) % 3] + "\"/></aspectTerms></sentence>\n\n";
   const std::string p = tmp("absa/data.xml");
   cstest::write_text(p, xml + "</sentences>\n");
   json cfg = {{"task", "absa"},

@@ -14,33 +14,38 @@ namespace test_run_names {  // this file's own names in a unity build (tests/REA
 using namespace cs;
 
 namespace {
-json char_lm(const std::string& cell, int hidden, double lr, int64_t max_chars, const json& extra_model = json::object()) {
+json char_lm(const std::string& cell, int hidden, double lr, int64_t max_chars,
+             const json& extra_model = json::object()) {
   json model = {{"cell", cell}, {"embed", 64}, {"hidden", hidden}, {"dropout", 0.0}, {"layers", 1}};
   for (auto& [k, v] : extra_model.items()) model[k] = v;
   return {{"task", {{"name", "char_lm"}}},
           {"notes", "free text that differs " + cell},
           {"dataset", {{"name", "moby-dick"}, {"max_chars", max_chars}, {"valid_fraction", 0.05}}},
           {"model", model},
-          {"training", {{"lr", lr}, {"batch", 32}, {"seed", 1}, {"eval_every", cell == "gru" ? 250 : 100}, {"threads", 0}}}};
+          {"training",
+           {{"lr", lr}, {"batch", 32}, {"seed", 1}, {"eval_every", cell == "gru" ? 250 : 100}, {"threads", 0}}}};
 }
 RunIdentity id(const std::string& dir, const json& cfg, const std::string& label = "") { return {dir, label, cfg}; }
 }  // namespace
 
 TEST(RunNames, cellsAndSizesAsThePapersWriteThem) {
   // The example: a gcnMZU with deep transition against a GRU, another hidden size.
-  auto names = comparison_names({id("/ws/20260101-char_lm-gcn_mzu", char_lm("gcn_mzu", 256, 0.002, 0, {{"depth", 1}, {"zones", 4}})),
-                                 id("/ws/20260101-char_lm-gru", char_lm("gru", 128, 0.002, 0))});
+  auto names = comparison_names(
+      {id("/ws/20260101-char_lm-gcn_mzu", char_lm("gcn_mzu", 256, 0.002, 0, {{"depth", 1}, {"zones", 4}})),
+       id("/ws/20260101-char_lm-gru", char_lm("gru", 128, 0.002, 0))});
   ASSERT_EQ(names.size(), size_t(2));
   EXPECT_EQ(names[0], "gcnMZU+DT h256");
   EXPECT_EQ(names[1], "GRU h128");
 }
 
 TEST(RunNames, onlyWhatDiffersAbbreviated) {
-  auto names = comparison_names({id("/ws/a", char_lm("gru", 128, 0.001, 0)), id("/ws/b", char_lm("gru", 128, 0.002, 0))});
+  auto names =
+      comparison_names({id("/ws/a", char_lm("gru", 128, 0.001, 0)), id("/ws/b", char_lm("gru", 128, 0.002, 0))});
   EXPECT_EQ(names[0], "lr 1e-3");
   EXPECT_EQ(names[1], "lr 2e-3");
   // dataset size: 0 = all the corpus
-  names = comparison_names({id("/ws/a", char_lm("gru", 128, 0.001, 0)), id("/ws/b", char_lm("gru", 128, 0.001, 300000))});
+  names =
+      comparison_names({id("/ws/a", char_lm("gru", 128, 0.001, 0)), id("/ws/b", char_lm("gru", 128, 0.001, 300000))});
   EXPECT_EQ(names[0], "all chars");
   EXPECT_EQ(names[1], "300k chars");
   // bookkeeping (eval_every, threads) and notes never make a name; nothing else differs
@@ -55,8 +60,9 @@ TEST(RunNames, onlyWhatDiffersAbbreviated) {
 TEST(RunNames, neverATruncatedConfigDiff) {
   // A GRU with max_chars=0 against a gcnMZU with max_chars=300000 (the comparison):
   // the cell first, options the GRU lacks (zones, candidate dropout) left out, short.
-  auto names = comparison_names({id("/ws/a", char_lm("gru", 256, 0.003, 0)),
-                                 id("/ws/b", char_lm("gcn_mzu", 256, 0.002, 300000, {{"depth", 0}, {"zones", 4}, {"candidate_dropout", 0.1}}))});
+  auto names = comparison_names(
+      {id("/ws/a", char_lm("gru", 256, 0.003, 0)),
+       id("/ws/b", char_lm("gcn_mzu", 256, 0.002, 300000, {{"depth", 0}, {"zones", 4}, {"candidate_dropout", 0.1}}))});
   EXPECT_EQ(names[0], "GRU lr 3e-3 all chars");
   EXPECT_EQ(names[1], "gcnMZU lr 2e-3 300k chars");
   for (auto& n : names) {
@@ -71,7 +77,8 @@ TEST(RunNames, labelsWinAndEqualNamesAreToldApart) {
                                  id("/ws/b", char_lm("gru", 128, 0.002, 0))});
   EXPECT_EQ(names[0], "baseline");
   EXPECT_EQ(names[1], "lr 2e-3");
-  names = comparison_names({id("/ws/a", char_lm("gru", 128, 0.001, 0), "same"), id("/ws/b", char_lm("gru", 128, 0.002, 0), "same")});
+  names = comparison_names(
+      {id("/ws/a", char_lm("gru", 128, 0.001, 0), "same"), id("/ws/b", char_lm("gru", 128, 0.002, 0), "same")});
   EXPECT_EQ(names[0], "same (a)");
   EXPECT_EQ(names[1], "same (b)");
   // The seed of a seed group is left out on request
@@ -79,7 +86,8 @@ TEST(RunNames, labelsWinAndEqualNamesAreToldApart) {
   s2["training"]["seed"] = 2;
   RunNameOptions o;
   o.ignore_keys = {"training.seed"};
-  names = comparison_names({id("/ws/a", char_lm("gru", 128, 0.001, 0)), id("/ws/b", s2), id("/ws/c", char_lm("gru", 64, 0.001, 0))}, o);
+  names = comparison_names(
+      {id("/ws/a", char_lm("gru", 128, 0.001, 0)), id("/ws/b", s2), id("/ws/c", char_lm("gru", 64, 0.001, 0))}, o);
   EXPECT_EQ(names[0], "h128 (a)");
   EXPECT_EQ(names[1], "h128 (b)");
   EXPECT_EQ(names[2], "h64");

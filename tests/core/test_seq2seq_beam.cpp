@@ -65,8 +65,8 @@ std::vector<double> random_table(const std::vector<int32_t>& prefix, int V, uint
 }
 
 // Every sequence: ends with </s> at length <= L, or is cut at length L without </s>.
-void exhaustive(const std::function<std::vector<double>(const std::vector<int32_t>&)>& table, int V, int L, double alpha,
-                std::vector<int32_t>& prefix, double lp, std::vector<int32_t>& best, double& best_score) {
+void exhaustive(const std::function<std::vector<double>(const std::vector<int32_t>&)>& table, int V, int L,
+                double alpha, std::vector<int32_t>& prefix, double lp, std::vector<int32_t>& best, double& best_score) {
   auto p = table(prefix);
   for (int v = 0; v < V; ++v) {
     prefix.push_back(v);
@@ -105,7 +105,8 @@ TEST(Seq2seqBeam, matches_exhaustive_search_when_the_beam_covers_everything) {
       EXPECT_NEAR(hyps.front().score, best_score, 1e-9);
       // sorted by score, each score = logprob / lp(len)
       for (size_t i = 0; i < hyps.size(); ++i) {
-        EXPECT_NEAR(hyps[i].score, hyps[i].logprob / length_penalty(static_cast<int64_t>(hyps[i].tokens.size()), alpha), 1e-12);
+        EXPECT_NEAR(hyps[i].score, hyps[i].logprob / length_penalty(static_cast<int64_t>(hyps[i].tokens.size()), alpha),
+                    1e-12);
         if (i) { EXPECT_GE(hyps[i - 1].score, hyps[i].score); }
       }
     }
@@ -168,7 +169,9 @@ TEST(Seq2seqBeam, length_normalisation_changes_the_choice) {
 }
 
 TEST(Seq2seqBeam, stops_at_max_length_and_rejects_bad_options) {
-  auto table = [](const std::vector<int32_t>&) { return std::vector<double>{std::log(0.7), std::log(0.1), std::log(0.1), std::log(0.1)}; };
+  auto table = [](const std::vector<int32_t>&) {
+    return std::vector<double>{std::log(0.7), std::log(0.1), std::log(0.1), std::log(0.1)};
+  };
   Toy toy{table};
   BeamSearchOptions o;
   o.beam = 2;

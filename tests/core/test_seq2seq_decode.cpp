@@ -46,11 +46,21 @@ std::string trained_run() {
   const std::string run = cstest::temp_dir() + "/s2s_run";
   if (std::filesystem::exists(run + "/summary.json")) return run;
   json cfg = {{"task", {{"name", "seq2seq"}}},
-              {"dataset", {{"path", parallel_fixture()}, {"format", "parallel"}, {"subword", "bpe"}, {"source_vocab_size", 20},
-                           {"target_vocab_size", 20}}},
+              {"dataset",
+               {{"path", parallel_fixture()},
+                {"format", "parallel"},
+                {"subword", "bpe"},
+                {"source_vocab_size", 20},
+                {"target_vocab_size", 20}}},
               {"model", {{"cell", "mcrnn"}, {"block", 3}, {"base", "lstm"}, {"embed", 16}, {"hidden", 24}}},
-              {"training", {{"batch", 16}, {"steps", 30}, {"lr", 0.01}, {"eval_every", 15}, {"log_every", 5}, {"threads", 1},
-                            {"eval_decode", 10}}}};
+              {"training",
+               {{"batch", 16},
+                {"steps", 30},
+                {"lr", 0.01},
+                {"eval_every", 15},
+                {"log_every", 5},
+                {"threads", 1},
+                {"eval_decode", 10}}}};
   const std::string cfgp = cstest::temp_dir() + "/s2s.json";
   cstest::write_text(cfgp, cfg.dump(2));
   std::string out, err;
@@ -95,7 +105,8 @@ TEST(Seq2seqDecode, decode_run_samples_metrics_and_cancel) {
 TEST(Seq2seqDecode, cli_decode_and_channel_attention_of_encoder_and_decoder) {
   const std::string run = trained_run();
   std::string out, err;
-  ASSERT_EQ(cstest::run_cli({"decode", run, "--split", "valid", "--beam", "2", "--max", "4", "--json"}, &out, &err), 0) << err;
+  ASSERT_EQ(cstest::run_cli({"decode", run, "--split", "valid", "--beam", "2", "--max", "4", "--json"}, &out, &err), 0)
+      << err;
   auto j = cstest::json_object(out);
   ASSERT_EQ(j["samples"].size(), 4u);
   EXPECT_TRUE(j["metrics"].contains("bleu"));

@@ -64,7 +64,8 @@ TEST(Seq2seqModel, attention_matches_a_plain_loop) {
 }
 
 TEST(Seq2seqModel, decoder_steps_equal_teacher_forcing) {
-  for (json m : {json{{"cell", "lstm"}, {"layers", 2}}, json{{"cell", "mcrnn"}, {"block", 3}, {"base", "lstm"}, {"layers", 2}}}) {
+  for (json m : {json{{"cell", "lstm"}, {"layers", 2}},
+                 json{{"cell", "mcrnn"}, {"block", 3}, {"base", "lstm"}, {"layers", 2}}}) {
     torch::manual_seed(5);
     m["embed"] = 8;
     m["hidden"] = 7;
@@ -87,13 +88,15 @@ TEST(Seq2seqModel, decoder_steps_equal_teacher_forcing) {
       steps.push_back(net->decode(yt.unsqueeze(0), enc, st2, c));
     }
     auto stepped = torch::cat(steps, 0);
-    EXPECT_TRUE(torch::allclose(full, stepped, 1e-5, 1e-5)) << m.dump() << " max diff " << (full - stepped).abs().max().item<double>();
+    EXPECT_TRUE(torch::allclose(full, stepped, 1e-5, 1e-5))
+        << m.dump() << " max diff " << (full - stepped).abs().max().item<double>();
   }
 }
 
 TEST(Seq2seqModel, encoder_outputs_ignore_padding) {
   torch::manual_seed(9);
-  Seq2SeqModel net(model_section({{"cell", "mcrnn"}, {"block", 4}, {"base", "gru"}, {"embed", 6}, {"hidden", 5}}), 10, 10, 0);
+  Seq2SeqModel net(model_section({{"cell", "mcrnn"}, {"block", 4}, {"base", "gru"}, {"embed", 6}, {"hidden", 5}}), 10,
+                   10, 0);
   net->eval();
   torch::NoGradGuard ng;
   auto a = torch::tensor({5, 6, 7}, torch::kInt64).unsqueeze(1);                   // [3, 1]
@@ -112,7 +115,8 @@ TEST(Seq2seqModel, copy_mixes_the_vocabulary_and_the_attention_over_source_ids) 
   torch::manual_seed(9);
   const int64_t V = 12, B = 2, T = 3;
   Seq2SeqModel plain(model_section({{"cell", "gru"}, {"embed", 6}, {"hidden", 5}, {"layers", 1}}), V, V, 0);
-  Seq2SeqModel net(model_section({{"cell", "gru"}, {"embed", 6}, {"hidden", 5}, {"layers", 1}, {"copy", true}}), V, V, 0);
+  Seq2SeqModel net(model_section({{"cell", "gru"}, {"embed", 6}, {"hidden", 5}, {"layers", 1}, {"copy", true}}), V, V,
+                   0);
   {  // the same weights except the gate, so the vocabulary part is `plain`'s output
     torch::NoGradGuard ng;
     auto pp = plain->named_parameters();

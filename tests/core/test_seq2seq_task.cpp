@@ -53,10 +53,23 @@ json config(const json& model, int64_t steps, int64_t batch = 32) {
   if (!m.contains("embed")) m["embed"] = 32;
   if (!m.contains("hidden")) m["hidden"] = 64;
   json raw = {{"task", "seq2seq"},
-              {"dataset", {{"subword", "bpe"}, {"source_vocab_size", 20}, {"target_vocab_size", 20}, {"max_source_len", 16}, {"max_target_len", 16}}},
+              {"dataset",
+               {{"subword", "bpe"},
+                {"source_vocab_size", 20},
+                {"target_vocab_size", 20},
+                {"max_source_len", 16},
+                {"max_target_len", 16}}},
               {"model", m},
-              {"training", {{"batch", batch}, {"steps", steps}, {"lr", 0.01}, {"eval_every", 0}, {"log_every", 1}, {"threads", 1},
-                            {"eval_test", false}, {"eval_decode", 0}, {"seed", 3}}}};
+              {"training",
+               {{"batch", batch},
+                {"steps", steps},
+                {"lr", 0.01},
+                {"eval_every", 0},
+                {"log_every", 1},
+                {"threads", 1},
+                {"eval_test", false},
+                {"eval_decode", 0},
+                {"seed", 3}}}};
   return resolve_config(raw);
 }
 
@@ -168,7 +181,8 @@ TEST(Seq2seqTask, resume_is_exact_and_the_saved_vocabulary_reloads) {
   EXPECT_EQ(a.source_vocab().serialized(), b.source_vocab().serialized());
   EXPECT_EQ(a.target_vocab().serialized(), b.target_vocab().serialized());
   EXPECT_EQ(a.examples("valid")[3].src, b.examples("valid")[3].src);
-  cstest::write_text(dir + "/vocab", "{\"format\": \"cellscope-seq2seq-subword\", \"source\": \"@@\", \"target\": \"\"}\n");
+  cstest::write_text(dir + "/vocab",
+                     "{\"format\": \"cellscope-seq2seq-subword\", \"source\": \"@@\", \"target\": \"\"}\n");
   EXPECT_THROW(Seq2SeqTask(c6, sp, dir), UserError);
 }
 

@@ -66,14 +66,16 @@ class Sweep : public ::testing::Test {
 std::string Sweep::corpus_;
 
 TEST_F(Sweep, gridExpansion) {
-  json spec = {{"name", "toy"},
-               {"base", toy_base(corpus_, 10)},
-               {"grid", json::array({json{{"option", "model.hidden"}, {"values", {16, 24}}},
-                                     json{{"name", "variant"},
-                                          {"values", json::array({json{{"label", "plain"}, {"set", json::object()}},
-                                                                  json{{"label", "no-embed"}, {"set", {{"model.embed", nullptr}}}}})}}})},
-               {"seeds", {3, 1, 2}},
-               {"table", {{"cols", "variant"}}}};
+  json spec = {
+      {"name", "toy"},
+      {"base", toy_base(corpus_, 10)},
+      {"grid", json::array({json{{"option", "model.hidden"}, {"values", {16, 24}}},
+                            json{{"name", "variant"},
+                                 {"values",
+                                  json::array({json{{"label", "plain"}, {"set", json::object()}},
+                                               json{{"label", "no-embed"}, {"set", {{"model.embed", nullptr}}}}})}}})},
+      {"seeds", {3, 1, 2}},
+      {"table", {{"cols", "variant"}}}};
   SweepSpec s = SweepSpec::from_json(spec);
   ASSERT_EQ(static_cast<int>(s.axes.size()), 2);
   ASSERT_TRUE(s.table.rows == std::vector<std::string>{"model.hidden"});  // unnamed axes join the rows
@@ -202,7 +204,8 @@ TEST_F(Sweep, resumeRunsOnlyTheRest) {
   for (auto& [id, ps] : st) {
     ASSERT_EQ(ps.status, std::string("finished"));
     ASSERT_TRUE(file_exists(join_path(ps.run_dir, "config.json")));
-    ASSERT_EQ(std::filesystem::absolute(ps.run_dir).lexically_normal().parent_path(), std::filesystem::absolute(ws).lexically_normal());
+    ASSERT_EQ(std::filesystem::absolute(ps.run_dir).lexically_normal().parent_path(),
+              std::filesystem::absolute(ws).lexically_normal());
     RunSummary sum = RunStore(ps.run_dir).read_summary();
     ASSERT_EQ(sum.step, int64_t(20));
     run_dirs.insert(ps.run_dir);
@@ -374,7 +377,10 @@ TEST_F(Sweep, latexStructure) {
 TEST_F(Sweep, cli) {
   const std::string ws = cstest::temp_dir() + "/ws";
   const std::string spec_path = cstest::temp_dir() + "/cli_spec.json";
-  json spec = {{"name", "cli-toy"}, {"base", toy_base(corpus_, 10)}, {"grid", {{"model.hidden", {8, 12, 16}}}}, {"seeds", {1, 2}}};
+  json spec = {{"name", "cli-toy"},
+               {"base", toy_base(corpus_, 10)},
+               {"grid", {{"model.hidden", {8, 12, 16}}}},
+               {"seeds", {1, 2}}};
   atomic_write(spec_path, spec.dump());
   std::string out, err;
   ASSERT_EQ(cstest::run_cli({"sweep", "run", spec_path, "--workspace", ws, "--dry-run"}, &out, &err), 0);
@@ -400,7 +406,8 @@ TEST_F(Sweep, cli) {
   const auto csv_fields = cstest::split(csv_lines[1], ',');
   ASSERT_TRUE(cstest::starts_with(csv_lines[1], "8,") && csv_fields.size() > 4 && csv_fields[4] == "2");
   ASSERT_TRUE(std::filesystem::exists(tex));
-  ASSERT_EQ(cstest::run_cli({"sweep", "table", "resume", "--workspace", ws, "--series", "model.hidden"}, &out, &err), 0);
+  ASSERT_EQ(cstest::run_cli({"sweep", "table", "resume", "--workspace", ws, "--series", "model.hidden"}, &out, &err),
+            0);
   ASSERT_TRUE(cstest::contains(out, "series,model.hidden,mean,std,n")) << out;
   ASSERT_EQ(cstest::run_cli({"sweep", "status", "resume", "--workspace", ws}, &out, &err), 0);
   ASSERT_TRUE(cstest::contains(out, "4/4 points done"));

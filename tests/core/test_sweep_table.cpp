@@ -47,7 +47,8 @@ struct FakeRun {
 
 double valid_at(const FakeRun& f, int64_t s) {
   const double v = f.start - f.slope * static_cast<double>(s);
-  if (f.worse_after > 0 && s > f.worse_after) return f.start - f.slope * f.worse_after + 1e-3 * static_cast<double>(s - f.worse_after);
+  if (f.worse_after > 0 && s > f.worse_after)
+    return f.start - f.slope * f.worse_after + 1e-3 * static_cast<double>(s - f.worse_after);
   return v;
 }
 
@@ -125,14 +126,18 @@ std::string make_sweep(const std::string& name, const std::function<FakeRun(cons
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   const std::string corpus = cstest::write_text_fixture("sweep_table_corpus.txt", 4000);
-  json spec = {{"name", name},
-               {"base", {{"task", {{"name", "char_lm"}}}, {"dataset", {{"path", corpus}}}, {"model", {{"cell", "gru"}}},
-                         {"training", {{"steps", 1000}}}}},
-               {"grid", json::array({{{"name", "cell"},
-                                      {"values", json::array({{{"label", "fast"}, {"set", json::object()}},
-                                                              {{"label", "slow"}, {"set", {{"model.hidden", 64}}}}})}}})},
-               {"seeds", {1, 2}},
-               {"table", {{"rows", "cell"}, {"metric", metric}, {"best", "column"}}}};
+  json spec = {
+      {"name", name},
+      {"base",
+       {{"task", {{"name", "char_lm"}}},
+        {"dataset", {{"path", corpus}}},
+        {"model", {{"cell", "gru"}}},
+        {"training", {{"steps", 1000}}}}},
+      {"grid", json::array({{{"name", "cell"},
+                             {"values", json::array({{{"label", "fast"}, {"set", json::object()}},
+                                                     {{"label", "slow"}, {"set", {{"model.hidden", 64}}}}})}}})},
+      {"seeds", {1, 2}},
+      {"table", {{"rows", "cell"}, {"metric", metric}, {"best", "column"}}}};
   write(dir + "/sweep.json", spec.dump(2));
   // the point ids as the sweep names them
   auto pending = read_sweep_results(dir);
@@ -177,13 +182,15 @@ TEST(SweepTable, parseBudget) {
   EXPECT_DOUBLE_EQ(parse_budget("flops=3.5e12").amount, 3.5e12);
   EXPECT_EQ(parse_budget("step=300").kind, "step");
   EXPECT_TRUE(parse_budget("time=common").common);
-  for (const char* bad : {"time", "time=", "flops=-1", "flops=0", "foo=1", "time=abc", "flops=3X", "time=5G", "step=1e999"})
+  for (const char* bad :
+       {"time", "time=", "flops=-1", "flops=0", "foo=1", "time=abc", "flops=3X", "time=5G", "step=1e999"})
     EXPECT_THROW(parse_budget(bad), UserError) << bad;
 }
 
 TEST(SweepTable, valueAtBudgetSelectsWithinTheBudgetOnly) {
   // valid improves to step 300, then gets worse; the table's value is test at the selected eval
-  std::vector<EvalAt> ev = {{100, 10, 1e9, 2.0, 2.1}, {200, 20, 2e9, 1.8, 1.9}, {300, 30, 3e9, 1.7, 1.75}, {400, 40, 4e9, 1.9, 1.6}};
+  std::vector<EvalAt> ev = {
+      {100, 10, 1e9, 2.0, 2.1}, {200, 20, 2e9, 1.8, 1.9}, {300, 30, 3e9, 1.7, 1.75}, {400, 40, 4e9, 1.9, 1.6}};
   Budget b{"time", 35};
   auto v = value_at_budget(ev, 45, b, true);
   ASSERT_TRUE(v.has_value);
@@ -357,7 +364,8 @@ TEST(SweepTable, cliBudgetFlag) {
   ASSERT_EQ(cstest::run_cli({"sweep", "table", dir, "--budget", "time=100.5"}, &out, &err), 0) << err;
   EXPECT_NE(out.find("compute-matched: equal wall-clock time"), std::string::npos) << out;
   EXPECT_NE(out.find("size, steps and budget"), std::string::npos) << out;
-  ASSERT_EQ(cstest::run_cli({"sweep", "table", dir, "--at", "flops=1T", "--out", dir + "/t.json"}, &out, &err), 0) << err;
+  ASSERT_EQ(cstest::run_cli({"sweep", "table", dir, "--at", "flops=1T", "--out", dir + "/t.json"}, &out, &err), 0)
+      << err;
   EXPECT_EQ(cs::parse_json(cs::read_file(dir + "/t.json"), "t.json")["budget"]["kind"], "flops");
   EXPECT_EQ(cstest::run_cli({"sweep", "table", dir, "--budget", "watts=3"}, &out, &err), 2);
   EXPECT_NE(err.find("--budget"), std::string::npos) << err;
@@ -369,13 +377,16 @@ TEST(SweepTable, trainerRecordsTrainingFlops) {
   const std::string corpus = cstest::write_text_fixture("sweep_table_train.txt", 6000);
   const std::string run = cstest::temp_dir() + "/flops-run";
   std::filesystem::remove_all(run);
-  json cfg = {{"task", {{"name", "char_lm"}}},
-              {"dataset", {{"path", corpus}}},
-              {"model", {{"cell", "gru"}, {"embed", 8}, {"hidden", 16}}},
-              {"training", {{"batch", 4}, {"bptt", 16}, {"steps", 10}, {"eval_every", 5}, {"log_every", 5}, {"threads", 1}}}};
+  json cfg = {
+      {"task", {{"name", "char_lm"}}},
+      {"dataset", {{"path", corpus}}},
+      {"model", {{"cell", "gru"}, {"embed", 8}, {"hidden", 16}}},
+      {"training", {{"batch", 4}, {"bptt", 16}, {"steps", 10}, {"eval_every", 5}, {"log_every", 5}, {"threads", 1}}}};
   write(cstest::temp_dir() + "/flops-cfg.json", cfg.dump());
   std::string out, err;
-  ASSERT_EQ(cstest::run_cli({"train", cstest::temp_dir() + "/flops-cfg.json", "--run-dir", run, "--quiet"}, &out, &err), 0) << err;
+  ASSERT_EQ(cstest::run_cli({"train", cstest::temp_dir() + "/flops-cfg.json", "--run-dir", run, "--quiet"}, &out, &err),
+            0)
+      << err;
   ASSERT_EQ(cstest::run_cli({"train", "--resume", run, "--steps", "20", "--quiet"}, &out, &err), 0) << err;
   auto recs = read_metrics(run + "/metrics.jsonl");
   double at5 = 0, at20 = 0;
@@ -435,9 +446,11 @@ TEST(SweepTable, brokenBundledSweepIsListedWithItsError) {
   ASSERT_FALSE(by_name.at("good").contains("error")) << by_name.at("good").dump();
   ASSERT_FALSE(by_name.at("good").at("notes").get<std::string>().empty());
   ASSERT_TRUE(by_name.at("broken").contains("error"));
-  ASSERT_TRUE(cstest::contains(by_name.at("broken").at("error").get<std::string>(), "broken.json")) << by_name.at("broken").dump();
+  ASSERT_TRUE(cstest::contains(by_name.at("broken").at("error").get<std::string>(), "broken.json"))
+      << by_name.at("broken").dump();
   ASSERT_TRUE(by_name.at("wrong").contains("error"));
-  ASSERT_TRUE(cstest::contains(by_name.at("wrong").at("error").get<std::string>(), "wrong.json: base: missing")) << by_name.at("wrong").dump();
+  ASSERT_TRUE(cstest::contains(by_name.at("wrong").at("error").get<std::string>(), "wrong.json: base: missing"))
+      << by_name.at("wrong").dump();
   ASSERT_EQ(rc, 1) << out << err;
   ASSERT_TRUE(cstest::contains(out, "good")) << out;
   ASSERT_TRUE(cstest::contains(err, "bundled sweep 'broken' does not load")) << err;

@@ -151,7 +151,8 @@ TEST_F(SweepWorkers, concurrentWorkersRunEveryPointOnce) {
   ASSERT_EQ(cstest::run_cli({"sweep", "run", path, "--workspace", ws, "--point", "6"}, &out, &err), 2) << err;
   ASSERT_TRUE(cstest::contains(err, "points 0..5")) << err;
   // The dry run lists a share's points by their 0-based index.
-  ASSERT_EQ(cstest::run_cli({"sweep", "run", path, "--workspace", ws, "--worker", "1/3", "--dry-run"}, &out, &err), 0) << err;
+  ASSERT_EQ(cstest::run_cli({"sweep", "run", path, "--workspace", ws, "--worker", "1/3", "--dry-run"}, &out, &err), 0)
+      << err;
   {
     std::vector<std::string> listed;
     for (auto& l : cstest::split(out, '\n', true))
@@ -165,8 +166,8 @@ TEST_F(SweepWorkers, concurrentWorkersRunEveryPointOnce) {
   std::vector<std::unique_ptr<cstest::Process>> ps;
   for (int i = 0; i < N; ++i) {
     ps.push_back(std::make_unique<cstest::Process>());
-    ASSERT_TRUE(ps.back()->start({"sweep", "run", path, "--workspace", ws, "--worker", std::to_string(i) + "/" + std::to_string(N),
-                                  "--threads", "1"}))
+    ASSERT_TRUE(ps.back()->start({"sweep", "run", path, "--workspace", ws, "--worker",
+                                  std::to_string(i) + "/" + std::to_string(N), "--threads", "1"}))
         << ps.back()->err();
   }
   for (int i = 0; i < N; ++i) {
@@ -174,7 +175,9 @@ TEST_F(SweepWorkers, concurrentWorkersRunEveryPointOnce) {
     ASSERT_EQ(ps[i]->exit_code(), 0) << ps[i]->err();
     // Its own points (index % N == i), and only those.
     for (int k = 0; k < 6; ++k)
-      ASSERT_EQ(cstest::contains(ps[i]->err(), "[" + std::to_string(k + 1) + "/6]"), k % N == i) << "worker " << i << ", point " << k << ":\n" << ps[i]->err();
+      ASSERT_EQ(cstest::contains(ps[i]->err(), "[" + std::to_string(k + 1) + "/6]"), k % N == i)
+          << "worker " << i << ", point " << k << ":\n"
+          << ps[i]->err();
     ASSERT_TRUE(cstest::contains(ps[i]->err(), "2/2 points done (2 run now")) << ps[i]->err();
   }
   expect_complete(ws, "workers", spec);
@@ -182,7 +185,11 @@ TEST_F(SweepWorkers, concurrentWorkersRunEveryPointOnce) {
   ASSERT_EQ(cstest::run_cli({"sweep", "run", path, "--workspace", ws, "--worker", "1/3"}, &out, &err), 0) << err;
   ASSERT_TRUE(cstest::contains(err, "2/2 points done (0 run now, 2 already done")) << err;
   // The table gathers every worker's points.
-  ASSERT_EQ(cstest::run_cli({"sweep", "table", "workers", "--workspace", ws, "--out", cstest::temp_dir() + "/workers.csv"}, &out, &err), 0) << err;
+  ASSERT_EQ(
+      cstest::run_cli({"sweep", "table", "workers", "--workspace", ws, "--out", cstest::temp_dir() + "/workers.csv"},
+                      &out, &err),
+      0)
+      << err;
   ASSERT_FALSE(cstest::contains(err, "missing")) << err;
   const auto csv = cstest::split(cstest::read_text(cstest::temp_dir() + "/workers.csv"), '\n', true);
   ASSERT_EQ(csv.size(), 4u);
@@ -195,7 +202,8 @@ TEST_F(SweepWorkers, concurrentWorkersRunEveryPointOnce) {
 // checkpoint starts over, and that directory is removed: one run directory per point.
 TEST_F(SweepWorkers, pointLocksAndUnresumableRuns) {
   const std::string ws = cstest::temp_dir() + "/ws_locks";
-  const json spec = {{"name", "locks"}, {"base", toy_base(corpus_, 10)}, {"grid", {{"model.hidden", {8}}}}, {"seeds", {1, 2}}};
+  const json spec = {
+      {"name", "locks"}, {"base", toy_base(corpus_, 10)}, {"grid", {{"model.hidden", {8}}}}, {"seeds", {1, 2}}};
   const std::string path = write_spec("locks", spec);
   const auto points = expand_sweep(SweepSpec::from_json(spec));
   std::string out, err;
@@ -209,7 +217,9 @@ TEST_F(SweepWorkers, pointLocksAndUnresumableRuns) {
     ASSERT_EQ(cstest::run_cli({"sweep", "run", path, "--workspace", ws, "--point", "1"}, &out, &err), 3) << err;
     ASSERT_TRUE(cstest::contains(err, "being run by another process, skipped")) << err;
     ASSERT_EQ(cstest::run_cli({"sweep", "run", path, "--workspace", ws, "--worker", "1/2"}, &out, &err), 3) << err;
-    ASSERT_TRUE(cstest::contains(err, "0/1 points done (0 run now, 0 already done, 0 failed, 1 being run by another process)")) << err;
+    ASSERT_TRUE(
+        cstest::contains(err, "0/1 points done (0 run now, 0 already done, 0 failed, 1 being run by another process)"))
+        << err;
     ::close(fd);
   }
   ASSERT_TRUE(point_state(ws, "locks", points[1].id).run_dir.empty());
@@ -233,7 +243,8 @@ TEST_F(SweepWorkers, pointLocksAndUnresumableRuns) {
 // interrupted before its first checkpoint.
 TEST_F(SweepWorkers, pointWithoutLastPtResumesFromItsStepCheckpoint) {
   const std::string ws = cstest::temp_dir() + "/ws_nolast";
-  const json spec = {{"name", "nolast"}, {"base", toy_base(corpus_, 10)}, {"grid", {{"model.hidden", {8}}}}, {"seeds", {1}}};
+  const json spec = {
+      {"name", "nolast"}, {"base", toy_base(corpus_, 10)}, {"grid", {{"model.hidden", {8}}}}, {"seeds", {1}}};
   const std::string path = write_spec("nolast", spec);
   const auto points = expand_sweep(SweepSpec::from_json(spec));
   std::string out, err;
@@ -308,7 +319,10 @@ TEST_F(SweepWorkers, killedWorkerResumes) {
   ASSERT_GE(finished, 2);
   ASSERT_LE(finished, 3);
   // Worker 0 again: the killed point resumes from its checkpoint, in the same directory.
-  ASSERT_EQ(cstest::run_cli({"sweep", "run", path, "--workspace", ws, "--worker", "0/2", "--threads", "1"}, &out, &err, 120000), 0) << err;
+  ASSERT_EQ(cstest::run_cli({"sweep", "run", path, "--workspace", ws, "--worker", "0/2", "--threads", "1"}, &out, &err,
+                            120000),
+            0)
+      << err;
   ASSERT_TRUE(cstest::contains(err, "resuming " + killed_id + " -> " + killed_dir)) << err;
   ASSERT_EQ(point_state(ws, "kill", killed_id).run_dir, killed_dir);
   expect_complete(ws, "kill", spec);
@@ -328,7 +342,8 @@ TEST_F(SweepWorkers, jobsRunPointsInParallelProcesses) {
   const auto points = expand_sweep(SweepSpec::from_json(spec));
   std::string out, err;
   ASSERT_EQ(cstest::run_cli({"sweep", "run", path, "--workspace", ws, "--jobs", "0"}, &out, &err), 2) << err;
-  ASSERT_EQ(cstest::run_cli({"sweep", "run", path, "--workspace", ws, "--jobs", "2", "--point", "1"}, &out, &err), 2) << err;
+  ASSERT_EQ(cstest::run_cli({"sweep", "run", path, "--workspace", ws, "--jobs", "2", "--point", "1"}, &out, &err), 2)
+      << err;
   const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const std::string threads = std::to_string(std::max(1, hw / 2));
   cstest::Process launcher;
@@ -397,10 +412,11 @@ TEST_F(SweepWorkers, slurmArrayScript) {
   ASSERT_EQ(cstest::run_cli({"sweep", "slurm", path, "--workspace", ws, "--partition", "a b"}, &out, &err), 2) << err;
   ASSERT_TRUE(cstest::contains(err, "--partition 'a b'")) << err;
   ASSERT_FALSE(fs::exists(ws + "/sweeps/slurm"));
-  ASSERT_EQ(cstest::run_cli({"sweep", "slurm", path, "--workspace", ws, "--out", script, "--partition", "debug", "--time",
-                             "00:10:00", "--cpus-per-task", "2", "--mem", "1G", "--account", "lab", "--max-running", "4"},
-                            &out, &err),
-            0)
+  ASSERT_EQ(
+      cstest::run_cli({"sweep", "slurm", path, "--workspace", ws, "--out", script, "--partition", "debug", "--time",
+                       "00:10:00", "--cpus-per-task", "2", "--mem", "1G", "--account", "lab", "--max-running", "4"},
+                      &out, &err),
+      0)
       << err;
   const std::string text = cstest::read_text(script);
   const auto lines = cstest::split(text, '\n', true);
@@ -409,13 +425,17 @@ TEST_F(SweepWorkers, slurmArrayScript) {
   size_t first_cmd = 0;
   while (first_cmd < lines.size() && lines[first_cmd][0] == '#') ++first_cmd;
   std::set<std::string> sbatch(lines.begin(), lines.begin() + static_cast<long>(first_cmd));
-  for (const std::string& l : std::vector<std::string>{"#SBATCH --array=0-5%4", "#SBATCH --partition=debug", "#SBATCH --time=00:10:00",
-                              "#SBATCH --cpus-per-task=2", "#SBATCH --mem=1G", "#SBATCH --account=lab",
-                              "#SBATCH --requeue", "#SBATCH --output=" + fs::absolute(ws).lexically_normal().string() + "/sweeps/slurm/slurm/%A_%a.out"})
+  for (const std::string& l : std::vector<std::string>{
+           "#SBATCH --array=0-5%4", "#SBATCH --partition=debug", "#SBATCH --time=00:10:00", "#SBATCH --cpus-per-task=2",
+           "#SBATCH --mem=1G", "#SBATCH --account=lab", "#SBATCH --requeue",
+           "#SBATCH --output=" + fs::absolute(ws).lexically_normal().string() + "/sweeps/slurm/slurm/%A_%a.out"})
     ASSERT_TRUE(sbatch.count(l)) << l << "\n" << text;
   for (size_t i = first_cmd; i < lines.size(); ++i) ASSERT_FALSE(cstest::starts_with(lines[i], "#SBATCH")) << text;
-  ASSERT_TRUE(cstest::contains(text, "CLI='" + fs::absolute(cstest::cli_path()).lexically_normal().string() + "'")) << text;
-  ASSERT_TRUE(cstest::contains(text, "sweep run \"$SWEEP\" --workspace \"$WORKSPACE\" --point \"$SLURM_ARRAY_TASK_ID\"")) << text;
+  ASSERT_TRUE(cstest::contains(text, "CLI='" + fs::absolute(cstest::cli_path()).lexically_normal().string() + "'"))
+      << text;
+  ASSERT_TRUE(
+      cstest::contains(text, "sweep run \"$SWEEP\" --workspace \"$WORKSPACE\" --point \"$SLURM_ARRAY_TASK_ID\""))
+      << text;
   ASSERT_TRUE(cstest::contains(text, "--threads \"${SLURM_CPUS_PER_TASK:-1}\"")) << text;
   ASSERT_TRUE(file_exists(ws + "/sweeps/slurm/sweep.json"));
   ASSERT_TRUE(fs::is_directory(ws + "/sweeps/slurm/slurm"));
@@ -430,7 +450,8 @@ TEST_F(SweepWorkers, slurmArrayScript) {
   ASSERT_TRUE(cstest::contains(cstest::read_text(log), "not an array task")) << cstest::read_text(log);
   // Array tasks 0-2, one after another.
   for (int i = 0; i < 3; ++i) {
-    ASSERT_EQ(task("SLURM_ARRAY_JOB_ID=77 SLURM_ARRAY_TASK_ID=" + std::to_string(i) + " SLURM_CPUS_PER_TASK=1"), 0) << cstest::read_text(log);
+    ASSERT_EQ(task("SLURM_ARRAY_JOB_ID=77 SLURM_ARRAY_TASK_ID=" + std::to_string(i) + " SLURM_CPUS_PER_TASK=1"), 0)
+        << cstest::read_text(log);
     ASSERT_TRUE(cstest::contains(cstest::read_text(log), "(threads 1)")) << cstest::read_text(log);
   }
   ASSERT_EQ(cstest::run_cli({"sweep", "table", "slurm", "--workspace", ws}, &out, &err), 0) << err;
@@ -439,10 +460,12 @@ TEST_F(SweepWorkers, slurmArrayScript) {
   ASSERT_TRUE(cstest::contains(out, "3/6 points done")) << out;
   // Tasks 3-5 at once, as Slurm runs an array.
   {
-    std::string cmd = "env -u SLURM_ARRAY_TASK_ID bash -c 'pids=; for i in 3 4 5; do SLURM_ARRAY_TASK_ID=$i SLURM_CPUS_PER_TASK=1 bash \"$0\" >\"$1.$i\" 2>&1 & pids=\"$pids $!\"; done; rc=0; for p in $pids; do wait $p || rc=1; done; exit $rc' '" +
-                      script + "' '" + log + "'";
+    std::string cmd =
+        "env -u SLURM_ARRAY_TASK_ID bash -c 'pids=; for i in 3 4 5; do SLURM_ARRAY_TASK_ID=$i SLURM_CPUS_PER_TASK=1 bash \"$0\" >\"$1.$i\" 2>&1 & pids=\"$pids $!\"; done; rc=0; for p in $pids; do wait $p || rc=1; done; exit $rc' '" +
+        script + "' '" + log + "'";
     const int st = std::system(cmd.c_str());
-    ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << cstest::read_text(log + ".3") << cstest::read_text(log + ".4") << cstest::read_text(log + ".5");
+    ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0)
+        << cstest::read_text(log + ".3") << cstest::read_text(log + ".4") << cstest::read_text(log + ".5");
   }
   expect_complete(ws, "slurm", spec);
   ASSERT_EQ(cstest::run_cli({"sweep", "table", "slurm", "--workspace", ws}, &out, &err), 0) << err;
@@ -451,7 +474,8 @@ TEST_F(SweepWorkers, slurmArrayScript) {
   const auto t0 = std::chrono::steady_clock::now();
   ASSERT_EQ(task("SLURM_ARRAY_TASK_ID=4 SLURM_CPUS_PER_TASK=1"), 0) << cstest::read_text(log);
   ASSERT_TRUE(cstest::contains(cstest::read_text(log), "finished already")) << cstest::read_text(log);
-  ASSERT_TRUE(cstest::contains(cstest::read_text(log), "1/1 points done (0 run now, 1 already done")) << cstest::read_text(log);
+  ASSERT_TRUE(cstest::contains(cstest::read_text(log), "1/1 points done (0 run now, 1 already done"))
+      << cstest::read_text(log);
   ASSERT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(20));
   expect_complete(ws, "slurm", spec);
 }

@@ -86,7 +86,8 @@ TEST(TaskCommon, split_named_and_order_by_length) {
   EXPECT_EQ(&split_named("train", tr, va, te), &tr);
   EXPECT_EQ(&split_named("valid", tr, va, te), &va);
   EXPECT_EQ(&split_named("test", tr, va, te), &te);
-  cstest::expect_user_error([&] { split_named("dev", tr, va, te); }, {"unknown split 'dev'", "expected train, valid or test"});
+  cstest::expect_user_error([&] { split_named("dev", tr, va, te); },
+                            {"unknown split 'dev'", "expected train, valid or test"});
   const std::vector<size_t> len{3, 1, 2, 1, 3};
   EXPECT_EQ(order_by_length(5, [&](int64_t i) { return len[static_cast<size_t>(i)]; }),
             (std::vector<int64_t>{1, 3, 2, 0, 4}));  // stable: ties keep their order
@@ -100,9 +101,11 @@ TEST(TaskCommon, saved_vocab_json_reads_only_its_format) {
   auto j = saved_vocab_json(dir, "fmt-a", "A vocabulary");
   ASSERT_TRUE(j.has_value());
   EXPECT_EQ((*j)["words"][0], "x");
-  cstest::expect_user_error([&] { saved_vocab_json(dir, "fmt-b", "B vocabulary"); }, {dir + "/vocab: not a B vocabulary"});
+  cstest::expect_user_error([&] { saved_vocab_json(dir, "fmt-b", "B vocabulary"); },
+                            {dir + "/vocab: not a B vocabulary"});
   cstest::write_text(dir + "/vocab", "not json");
-  cstest::expect_user_error([&] { saved_vocab_json(dir, "fmt-a", "A vocabulary"); }, {dir + "/vocab: not a A vocabulary ("});
+  cstest::expect_user_error([&] { saved_vocab_json(dir, "fmt-a", "A vocabulary"); },
+                            {dir + "/vocab: not a A vocabulary ("});
 }
 
 TEST(TaskCommon, padded_embedding_and_l2) {

@@ -141,7 +141,8 @@ TEST_F(Trainer, resumeEqualsUninterrupted) {
 
 TEST_F(Trainer, nanLossStopsCleanlyKeepingLastCheckpoint) {
   const std::string dir = cstest::temp_dir() + "/nan_run";
-  json cfg = load_and_resolve({{"training", {{"steps", 50}, {"checkpoint_every", 2}, {"eval_every", 0}, {"log_every", 1}}}});
+  json cfg =
+      load_and_resolve({{"training", {{"steps", 50}, {"checkpoint_every", 2}, {"eval_every", 0}, {"log_every", 1}}}});
   auto store = std::make_shared<RunStore>(dir);
   store->create();
   cs::Trainer t(cfg, std::make_unique<NanTask>(7), store);
@@ -281,8 +282,9 @@ TEST_F(Trainer, killedAtAnyInstantLeavesReadableRun) {
   int checked = 0;
   for (int round = 0; round < 4; ++round) {
     cstest::Process p;
-    std::vector<std::string> args = round == 0 ? std::vector<std::string>{"train", cfg_path, "--run-dir", dir, "--quiet"}
-                                               : std::vector<std::string>{"train", "--resume", dir, "--quiet"};
+    std::vector<std::string> args = round == 0
+                                        ? std::vector<std::string>{"train", cfg_path, "--run-dir", dir, "--quiet"}
+                                        : std::vector<std::string>{"train", "--resume", dir, "--quiet"};
     const int64_t before = file_size(dir + "/metrics.jsonl");
     ASSERT_TRUE(p.start(args)) << p.err();
     // wait until this process is training (new metrics lines), then kill it a little later,
@@ -315,7 +317,8 @@ TEST_F(Trainer, killedAtAnyInstantLeavesReadableRun) {
   ASSERT_TRUE(rc == 2) << err;  // steps 0 is out of range: clear error, exit 2
   RunStore store(dir);
   const int64_t done = store.read_summary().step;
-  const int rc2 = cstest::run_cli({"train", "--resume", dir, "--steps", std::to_string(done + 5), "--quiet"}, &out, &err);
+  const int rc2 =
+      cstest::run_cli({"train", "--resume", dir, "--steps", std::to_string(done + 5), "--quiet"}, &out, &err);
   ASSERT_TRUE(rc2 == 0) << err;
   ASSERT_EQ(store.read_summary().status, std::string("finished"));
   // a resume sweeps away temp files a kill may have left behind

@@ -57,8 +57,9 @@ TEST(WordLm, tokenizer) {
   const std::string text = "Call me Ishmael. Some years ago\xE2\x80\x94never mind, the whale-ship\xE2\x80\x99s "
                            "\xE2\x80\x9C" "bow\xE2\x80\x9D! Don't   stop-";
   TokenizerOptions o;
-  ASSERT_EQ(joined(tokenize(text, o)), std::string("call|me|ishmael|.|some|years|ago|\xE2\x80\x94|never|mind|,|the|whale-ship's|"
-                                  "\xE2\x80\x9C|bow|\xE2\x80\x9D|!|don't|stop|-"));
+  ASSERT_EQ(joined(tokenize(text, o)),
+            std::string("call|me|ishmael|.|some|years|ago|\xE2\x80\x94|never|mind|,|the|whale-ship's|"
+                        "\xE2\x80\x9C|bow|\xE2\x80\x9D|!|don't|stop|-"));
   o.lowercase = false;
   o.keep_punctuation = false;
   ASSERT_EQ(joined(tokenize("Hello, World... (x-y) 'quoted'", o)), std::string("Hello|World|x-y|quoted"));
@@ -70,7 +71,9 @@ TEST(WordLm, tokenizer) {
 }
 
 // A dataset section as the loader gets it from a run: resolved, every default filled in.
-json resolved_dataset(const json& ds) { return resolve_config(json{{"task", "word_lm"}, {"dataset", ds}}).at("dataset"); }
+json resolved_dataset(const json& ds) {
+  return resolve_config(json{{"task", "word_lm"}, {"dataset", ds}}).at("dataset");
+}
 
 TEST(WordLm, ptbLoader) {
   const std::string dir = cstest::temp_dir() + "/ptb";
@@ -230,7 +233,8 @@ TEST(WordLm, presetsValidate) {
   std::set<std::string> names;  // QDir::entryList({"*word*.json", "mcrnn*.json"}, QDir::Files): sorted
   for (const auto& e : std::filesystem::directory_iterator(dir)) {
     const std::string name = e.path().filename().string();
-    if (e.is_regular_file() && (::fnmatch("*word*.json", name.c_str(), 0) == 0 || ::fnmatch("mcrnn*.json", name.c_str(), 0) == 0))
+    if (e.is_regular_file() &&
+        (::fnmatch("*word*.json", name.c_str(), 0) == 0 || ::fnmatch("mcrnn*.json", name.c_str(), 0) == 0))
       names.insert(name);
   }
   for (const std::string& f : names) {
@@ -279,7 +283,8 @@ TEST(WordLm, trainsBelowUnigram) {
     if (rec.eval && rec.split == "valid") last = rec.values.at("ppl");
   std::printf("unigram ppl %.1f, untrained %.1f, trained %.1f\n", unigram, before, last);
   ASSERT_TRUE(before > unigram);
-  ASSERT_TRUE(last < 0.75 * unigram) << ("valid ppl " + std::to_string(last) + " vs unigram " + std::to_string(unigram)).c_str();
+  ASSERT_TRUE(last < 0.75 * unigram)
+      << ("valid ppl " + std::to_string(last) + " vs unigram " + std::to_string(unigram)).c_str();
 }
 
 }  // namespace test_word_lm

@@ -23,7 +23,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     auto c = cs::load_char_corpus_file(path, format, vf, tf, max_chars);
     (void)cs::line_spans(c.train, c.vocab.id("\n"));
     auto again = cs::load_char_corpus_file(path, format, vf, tf, max_chars, &c.vocab);
-    if (again.train != c.train) csfuzz::unexpected("invariant", "reloading with the corpus' own vocabulary changed the ids");
+    if (again.train != c.train)
+      csfuzz::unexpected("invariant", "reloading with the corpus' own vocabulary changed the ids");
   });
   return 0;
 }

@@ -32,7 +32,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   csfuzz::expect_only_user_errors([&] {
     auto c = cs::load_word_corpus(ds);
     auto again = cs::load_word_corpus(ds, &c.vocab);
-    if (again.train != c.train) csfuzz::unexpected("invariant", "reloading with the corpus' own vocabulary changed the ids");
+    if (again.train != c.train)
+      csfuzz::unexpected("invariant", "reloading with the corpus' own vocabulary changed the ids");
   });
   return 0;
 }

@@ -45,7 +45,8 @@ csf::FigureStyle style_of(const FigureOptions& o) {
   if (!o.color_map.empty()) {
     const QString cm = QString::fromStdString(o.color_map);
     if (!csf::color_map_names().contains(cm))
-      throw cs::UserError("unknown colour map '" + o.color_map + "' (" + csf::color_map_names().join(", ").toStdString() + ")");
+      throw cs::UserError("unknown colour map '" + o.color_map + "' (" +
+                          csf::color_map_names().join(", ").toStdString() + ")");
     s.color_map = cm;
   }
   if (o.width > 0 || o.height > 0) {
@@ -69,7 +70,8 @@ void export_analysis_figure(const cs::AnalysisResult& result, const std::string&
   // write next to the target, then rename: never a half-written file
   const QFileInfo fi(QString::fromStdString(out));
   if (!fi.absoluteDir().exists()) throw cs::UserError("directory of '" + out + "' does not exist");
-  const QString tmp = fi.absoluteDir().filePath(".tmp." + QString::number(QCoreApplication::applicationPid()) + "." + fi.fileName());
+  const QString tmp =
+      fi.absoluteDir().filePath(".tmp." + QString::number(QCoreApplication::applicationPid()) + "." + fi.fileName());
   QString err;
   if (!csf::export_figure(fig.get(), tmp, &err)) {
     QFile::remove(tmp);

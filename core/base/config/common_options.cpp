@@ -17,12 +17,15 @@ const OptionTable<DatasetOptions>& dataset_option_table() {
   static const auto t = [] {
     OptionTable<DatasetOptions> t("dataset");
     using D = DatasetOptions;
-    t.field("name", &D::name,
-            "A dataset from the manifest (datasets/manifest.json); `cellscope-cli datasets` lists them. Ignored when dataset.path is set.");
+    t.field(
+        "name", &D::name,
+        "A dataset from the manifest (datasets/manifest.json); `cellscope-cli datasets` lists them. Ignored when dataset.path is set.");
     t.field("path", &D::path, "A file or directory of your own (overrides dataset.name).");
-    t.field("format", &D::format, "File format of dataset.path: auto, text, ptb_char, text8 (char-LM); others per task.");
-    t.field("valid_fraction", &D::valid_fraction, 0.0, 0.5,
-            "Fraction held out for validation when the corpus has no split of its own (taken from the end, before the test part).");
+    t.field("format", &D::format,
+            "File format of dataset.path: auto, text, ptb_char, text8 (char-LM); others per task.");
+    t.field(
+        "valid_fraction", &D::valid_fraction, 0.0, 0.5,
+        "Fraction held out for validation when the corpus has no split of its own (taken from the end, before the test part).");
     t.field("test_fraction", &D::test_fraction, 0.0, 0.5,
             "Fraction held out for test when the corpus has no split of its own (taken from the end).");
     t.field("max_chars", &D::max_chars, 0, 1e300,
@@ -45,8 +48,9 @@ const OptionTable<ModelOptions>& model_option_table() {
     t.field("layer_norm", &M::layer_norm,
             "Layer normalization of the gates' pre-activations (MZU paper, training details). Uses the step-wise path.")
         .opt_in();
-    t.field("candidate_dropout", &M::candidate_dropout, 0.0, 0.95,
-            "Dropout on the candidate activation (MZU paper: 0.5 on PTB, 0.3 on text8). Uses the step-wise path in training.")
+    t.field(
+         "candidate_dropout", &M::candidate_dropout, 0.0, 0.95,
+         "Dropout on the candidate activation (MZU paper: 0.5 on PTB, 0.3 on text8). Uses the step-wise path in training.")
         .opt_in();
     return t;
   }();
@@ -79,7 +83,8 @@ const OptionTable<TrainingOptions>& training_option_table() {
             "validation metric (1 = off; 0.5 = halve it, as the MC-RNN paper does 'according to validation "
             "performance'). With patience, training ends after that many such evaluations in a row.");
     t.field("seed", &T::seed, 0, 4294967295.0, "Random seed: same seed and config give identical metrics on CPU.");
-    t.field("threads", &T::threads, 0, 1024, "LibTorch intra-op threads (0 = all cores; the GUI leaves one for itself).");
+    t.field("threads", &T::threads, 0, 1024,
+            "LibTorch intra-op threads (0 = all cores; the GUI leaves one for itself).");
     t.field("device", &T::device, "Device: cpu, cuda or cuda:N.");
     t.field("eval_test", &T::eval_test, "Evaluate the best checkpoint on the test split at the end.");
     t.field("track_test", &T::track_test,

@@ -37,7 +37,8 @@ void write_synthetic(const std::string& path, size_t bytes) {
   if (fd < 0) throw UserError("bench: cannot create '" + path + "': " + std::strerror(errno));
   std::mt19937 rng(12345);
   // English-ish letter frequencies (per mille), a..z.
-  const int freq[26] = {82, 15, 28, 43, 127, 22, 20, 61, 70, 2, 8, 40, 24, 67, 75, 19, 1, 60, 63, 91, 28, 10, 24, 2, 20, 1};
+  const int freq[26] = {82, 15, 28, 43, 127, 22, 20, 61, 70, 2,  8, 40, 24,
+                        67, 75, 19, 1,  60,  63, 91, 28, 10, 24, 2, 20, 1};
   std::discrete_distribution<int> letter(std::begin(freq), std::end(freq));
   std::uniform_int_distribution<int> wordlen(1, 12);
   std::string buf;

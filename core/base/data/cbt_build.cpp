@@ -339,7 +339,8 @@ CbtBuild build_cbt_dataset(const std::string& book_path, const std::string& word
 json build_manifest_dataset(const json& manifest, const json& entry, bool force) {
   const std::string name = entry.value("name", "");
   if (entry.value("obtain", "") != "build" || !entry.contains("build") || !entry["build"].is_object())
-    throw UserError("dataset '" + name + "' is not built by Cellscope (no \"obtain\": \"build\" with a \"build\" object)");
+    throw UserError("dataset '" + name +
+                    "' is not built by Cellscope (no \"obtain\": \"build\" with a \"build\" object)");
   const json& bo = entry["build"];
   if (bo.value("builder", "") != "cbt")
     throw UserError("dataset '" + name + "': unknown builder '" + bo.value("builder", "") + "' (known: cbt)");

@@ -72,7 +72,8 @@ std::string cloze_lower(const std::string& w) {
 std::vector<ClozeExample> parse_cbt(const std::string& text, const std::string& name) {
   auto where = [&](size_t line) { return name + ":" + std::to_string(line) + ": "; };
   if (const size_t nul = text.find('\0'); nul != std::string::npos) {
-    const size_t line = 1 + static_cast<size_t>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(nul), '\n'));
+    const size_t line =
+        1 + static_cast<size_t>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(nul), '\n'));
     throw UserError(where(line) + "a NUL byte: this is a binary file, not CBT text");
   }
   require_utf8(text, name);  // name:line:column of the first byte that is not UTF-8
@@ -145,8 +146,10 @@ std::vector<ClozeExample> load_cbt_file(const std::string& path) { return parse_
 ClozeSplits load_cbt_dir(const std::string& dir) {
   if (!dir_exists(dir)) {
     if (file_exists(dir))
-      throw UserError(dir + ": a cbt dataset is a directory holding *train*.txt, *valid*.txt and *test*.txt files, not a file");
-    throw UserError(dir + ": no such directory (a cbt dataset is a directory holding *train*.txt, *valid*.txt and *test*.txt)");
+      throw UserError(
+          dir + ": a cbt dataset is a directory holding *train*.txt, *valid*.txt and *test*.txt files, not a file");
+    throw UserError(
+        dir + ": no such directory (a cbt dataset is a directory holding *train*.txt, *valid*.txt and *test*.txt)");
   }
   ClozeSplits s;
   const auto names = list_dir(dir);

@@ -40,9 +40,9 @@ struct ClozeSplits {
   std::string train_path, valid_path, test_path;
 };
 // A directory with one *train*.txt, *valid*.txt and *test*.txt file each (a word of the name
-// starting with train / valid / test, words split at _ - . and space: CBT's cbtest_CN_test_2500ex.txt is test) (a missing or
-// ambiguous one: UserError naming the directory and the files found). A path that is a
-// file is refused with a message saying a directory is needed.
+// starting with train / valid / test, words split at _ - . and space: CBT's cbtest_CN_test_2500ex.txt is test) (a
+// missing or ambiguous one: UserError naming the directory and the files found). A path that is a file is refused with
+// a message saying a directory is needed.
 ClozeSplits load_cbt_dir(const std::string& dir);
 
 // The words a reader's vocabulary is built from: the training documents, queries (without

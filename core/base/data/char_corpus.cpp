@@ -49,7 +49,8 @@ TextFile open_text(const std::string& path) {
   }
   // NUL bytes anywhere (memchr is vectorised, so this pass is cheap).
   if (const void* z = std::memchr(p, 0, n))
-    throw UserError(nul_byte_message(p + skip, n - skip, static_cast<size_t>(static_cast<const unsigned char*>(z) - p) - skip, path));
+    throw UserError(nul_byte_message(p + skip, n - skip,
+                                     static_cast<size_t>(static_cast<const unsigned char*>(z) - p) - skip, path));
   if (static_cast<double>(controls) > kMaxControlRatio * static_cast<double>(sniff))
     throw UserError("dataset file '" + path + "' looks binary (" + std::to_string(controls) +
                     " control characters in the first " + std::to_string(sniff) + " bytes); expected UTF-8 text");
@@ -321,7 +322,8 @@ CharCorpus load_char_corpus_file(const std::string& path, const std::string& for
   if (dir_exists(path))
     throw UserError("'" + path + "' is a directory; format " + format + " expects a file");
   if (format == "text" || format == "text8") return load_single(path, format, vf, tf, max_chars, fixed);
-  throw UserError("dataset.format: '" + format + "' is not a character-level format (use auto, text, ptb_char or text8)");
+  throw UserError("dataset.format: '" + format +
+                  "' is not a character-level format (use auto, text, ptb_char or text8)");
 }
 
 CharCorpus load_char_corpus(const json& dataset, const Vocab* fixed_vocab) {

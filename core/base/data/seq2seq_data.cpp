@@ -129,7 +129,9 @@ bool skip_body_line(const std::string& line) {
   if (line[i] == '>' || line[i] == '|') return true;
   std::string t = line.substr(i);
   while (!t.empty() && is_ascii_space(t.back())) t.pop_back();
-  auto ends_with = [&t](const std::string& e) { return t.size() >= e.size() && t.compare(t.size() - e.size(), e.size(), e) == 0; };
+  auto ends_with = [&t](const std::string& e) {
+    return t.size() >= e.size() && t.compare(t.size() - e.size(), e.size(), e) == 0;
+  };
   if (ends_with("wrote:") || ends_with("writes:")) return true;
   static const char* headers[] = {"from:", "date:", "to:", "cc:", "subject:", "message-id:", "url:",
                                   "sent:", "reply-to:", "newsgroups:"};
@@ -340,7 +342,8 @@ Seq2SeqSplits load_seq2seq_dataset(const json& ds) {
     o.lowercase = opt_bool(ds, "lowercase", o.lowercase);
     s = load_headlines_jsonl(loc.path, o);
   } else {
-    throw UserError("dataset.format '" + format + "' is not a seq2seq format (expected parallel, gigaword or headlines)");
+    throw UserError("dataset.format '" + format +
+                    "' is not a seq2seq format (expected parallel, gigaword or headlines)");
   }
   if (!loc.name.empty()) s.description = loc.name + ": " + s.description;
   (void)label;

@@ -196,11 +196,12 @@ SubwordVocab SubwordVocab::train(const std::vector<std::string>& lines, const Su
     std::smatch m;
     // unigram: "Vocabulary size too high (N). Please set it to a value <= M."
     // bpe: "Vocabulary size is too large. Please set it to a value <= M."
-    static const std::regex too_large("Vocabulary size[^.]*(too high|too large)[^.]*\\. Please set it to a value <= ([0-9]+)");
+    static const std::regex too_large(
+        "Vocabulary size[^.]*(too high|too large)[^.]*\\. Please set it to a value <= ([0-9]+)");
     if (std::regex_search(msg, m, too_large))
       throw UserError(o.option + " " + std::to_string(o.vocab_size) + " is too large for the training text: at most " +
-                      m[2].str() + " pieces can be learned from it; lower the vocabulary size: set " + o.option + " to " +
-                      m[2].str() + " or less (or train on more text)");
+                      m[2].str() + " pieces can be learned from it; lower the vocabulary size: set " + o.option +
+                      " to " + m[2].str() + " or less (or train on more text)");
     // Every character of the training text (character_coverage is 1) is a piece of its own, and
     // so are <pad> <unk> <s> </s>: "Vocabulary size is smaller than required_chars. N vs M."
     static const std::regex too_small("smaller than required_chars\\. ([0-9]+) vs ([0-9]+)");

@@ -85,7 +85,8 @@ std::string semeval_decode_entities(const std::string& s, At&& at) {
         throw UserError(at(i) + ": character reference &" + ent + "; is not a character (XML 1.0)");
       utf8_append(o, static_cast<uint32_t>(cp));
     } else {
-      throw UserError(at(i) + ": unknown XML entity &" + ent + "; (XML defines &amp; &lt; &gt; &quot; &apos; and &#N;)");
+      throw UserError(at(i) + ": unknown XML entity &" + ent +
+                      "; (XML defines &amp; &lt; &gt; &quot; &apos; and &#N;)");
     }
     i = semi;
   }
@@ -146,7 +147,8 @@ std::vector<TextExample> load_jsonl_examples(const std::string& path, const std:
     if (!j.contains(tf) || !j[tf].is_string())
       throw UserError(where(path, no) + ": missing string field '" + tf + "' (dataset.text_field)");
     if (!j.contains(lf) || !(j[lf].is_string() || j[lf].is_number_integer() || j[lf].is_boolean()))
-      throw UserError(where(path, no) + ": missing field '" + lf + "' (dataset.label_field; a string, integer or boolean)");
+      throw UserError(where(path, no) + ": missing field '" + lf +
+                      "' (dataset.label_field; a string, integer or boolean)");
     TextExample e;
     e.text = j[tf].get<std::string>();
     e.label = j[lf].is_string() ? j[lf].get<std::string>() : j[lf].dump();
@@ -255,7 +257,8 @@ int parse_sst_tree(const std::string& line, std::vector<std::string>& leaves, co
 
 std::vector<TextExample> load_sst_trees(const std::string& dir, int classes) {
   std::vector<TextExample> out;
-  const std::pair<const char*, const char*> files[] = {{"train.txt", "train"}, {"dev.txt", "valid"}, {"test.txt", "test"}};
+  const std::pair<const char*, const char*> files[] = {
+      {"train.txt", "train"}, {"dev.txt", "valid"}, {"test.txt", "test"}};
   for (const auto& fs : files) {
     const std::string f = join_path(dir, fs.first);
     const std::string split = fs.second;
@@ -300,7 +303,8 @@ std::vector<TextExample> load_semeval_xml(const std::string& file, const std::st
       if (lt != std::string::npos && off - lt < 256) {
         const size_t e = s.find_first_of("> \t\r\n", lt + 2);
         const std::string name = s.substr(lt + 2, (e == std::string::npos ? s.size() : e) - lt - 2);
-        throw UserError(pos(static_cast<ptrdiff_t>(lt)) + ": closing tag </" + name + "> does not match the open element");
+        throw UserError(pos(static_cast<ptrdiff_t>(lt)) + ": closing tag </" + name +
+                        "> does not match the open element");
       }
       throw UserError(pos(static_cast<ptrdiff_t>(off)) + ": the file ends before every element is closed");
     }
@@ -339,7 +343,8 @@ std::vector<TextExample> load_semeval_xml(const std::string& file, const std::st
         sent_text += n.value();
       } else {
         const ptrdiff_t base = n.offset_debug();
-        sent_text += semeval_decode_entities(n.value(), [&](size_t i) { return pos(base + static_cast<ptrdiff_t>(i)); });
+        sent_text +=
+            semeval_decode_entities(n.value(), [&](size_t i) { return pos(base + static_cast<ptrdiff_t>(i)); });
       }
       return;
     }
@@ -364,7 +369,8 @@ std::vector<TextExample> load_semeval_xml(const std::string& file, const std::st
       if (!term.first) throw UserError(w + ": <aspectTerm> without a 'term' attribute");
       if (!pol.first) throw UserError(w + ": <aspectTerm> without a 'polarity' attribute");
       if (pol.second != "positive" && pol.second != "negative" && pol.second != "neutral" && pol.second != "conflict")
-        throw UserError(w + ": aspect polarity '" + pol.second + "' (expected positive, negative, neutral or conflict)");
+        throw UserError(w + ": aspect polarity '" + pol.second +
+                        "' (expected positive, negative, neutral or conflict)");
       TextExample e;
       e.aspect = term.second;
       e.label = pol.second;
@@ -434,16 +440,20 @@ const Known kKnown[] = {
     {"spam-assassin", "classify", "spam-assassin.jsonl", "jsonl", "run `cellscope-cli fetch`"},
     {"sotu", "classify", "sotu.jsonl", "jsonl", "run `cellscope-cli fetch`"},
     {"mr", "classify", "mr", "pos_neg_lines", "put rt-polarity.pos/.neg (rt-polaritydata.tar.gz, Pang & Lee) there"},
-    {"subj", "classify", "subj", "subj_lines", "put quote.tok.gt9.5000 and plot.tok.gt9.5000 (rotten_imdb.tar.gz) there"},
+    {"subj", "classify", "subj", "subj_lines",
+     "put quote.tok.gt9.5000 and plot.tok.gt9.5000 (rotten_imdb.tar.gz) there"},
     {"imdb", "classify", "imdb/aclImdb", "aclimdb", "unpack aclImdb_v1.tar.gz so that aclImdb/ is there"},
     {"sst", "classify", "sst", "sst_trees", "put train.txt, dev.txt, test.txt (trainDevTestTrees_PTB.zip) there"},
     {"semeval2014-restaurants", "absa", "semeval2014", "semeval2014_xml",
      "put Restaurants_Train_v2.xml and Restaurants_Test_Gold.xml there"},
-    {"semeval2014-laptops", "absa", "semeval2014", "semeval2014_xml", "put Laptop_Train_v2.xml and Laptops_Test_Gold.xml there"},
+    {"semeval2014-laptops", "absa", "semeval2014", "semeval2014_xml",
+     "put Laptop_Train_v2.xml and Laptops_Test_Gold.xml there"},
 };
 
 std::string guess_format(const std::string& p) {
-  auto ends = [&](const std::string& s) { return p.size() >= s.size() && p.compare(p.size() - s.size(), s.size(), s) == 0; };
+  auto ends = [&](const std::string& s) {
+    return p.size() >= s.size() && p.compare(p.size() - s.size(), s.size(), s) == 0;
+  };
   if (ends(".jsonl") || ends(".json")) return "jsonl";
   if (ends(".xml")) return "semeval2014_xml";
   if (dir_exists(p)) {
@@ -491,7 +501,8 @@ TextDatasetLocation resolve_text_dataset(const json& ds, const std::string& task
       throw UserError("dataset '" + loc.name + "' is not in the data cache: '" + loc.path + "' is missing (" + k->how +
                       ", or point dataset.path at your copy)");
   }
-  static const std::set<std::string> fmts = {"jsonl", "pos_neg_lines", "subj_lines", "aclimdb", "sst_trees", "semeval2014_xml"};
+  static const std::set<std::string> fmts = {"jsonl",   "pos_neg_lines", "subj_lines",
+                                             "aclimdb", "sst_trees",     "semeval2014_xml"};
   if (!fmts.count(loc.format))
     throw UserError("dataset.format: '" + loc.format + "' is not a format of task " + task +
                     " (expected jsonl, pos_neg_lines, subj_lines, aclimdb, sst_trees, semeval2014_xml)");
@@ -505,7 +516,8 @@ std::vector<TextExample> load_text_examples(const TextDatasetLocation& loc, cons
                                ds.at("label_field").get<std::string>(), ds.at("split_field").get<std::string>());
   if (f == "pos_neg_lines") return load_pos_neg_lines(loc.path);
   if (f == "subj_lines") return load_subj_lines(loc.path);
-  if (f == "aclimdb") return load_aclimdb(dir_exists(join_path(loc.path, "aclImdb")) ? join_path(loc.path, "aclImdb") : loc.path);
+  if (f == "aclimdb")
+    return load_aclimdb(dir_exists(join_path(loc.path, "aclImdb")) ? join_path(loc.path, "aclImdb") : loc.path);
   if (f == "sst_trees") return load_sst_trees(loc.path, ds.at("sst_classes").get<int>());
   if (f == "semeval2014_xml") {
     if (!dir_exists(loc.path)) return load_semeval_xml(loc.path, "");
@@ -520,7 +532,8 @@ std::vector<TextExample> load_text_examples(const TextDatasetLocation& loc, cons
       else if (n.find("Test") != std::string::npos) test = join_path(loc.path, n);
     }
     if (train.empty() || test.empty())
-      throw UserError(loc.path + ": expected " + prefix + "*Train*.xml and " + prefix + "*Test*.xml (dataset.domain = " + domain + ")");
+      throw UserError(loc.path + ": expected " + prefix + "*Train*.xml and " + prefix +
+                      "*Test*.xml (dataset.domain = " + domain + ")");
     auto a = load_semeval_xml(train, "train");
     auto b = load_semeval_xml(test, "test");
     a.insert(a.end(), b.begin(), b.end());

@@ -88,7 +88,8 @@ std::string Vocab::escape(const std::string& sym) {
 }
 
 std::string Vocab::serialize() const {
-  std::string out = std::string(kHeader) + " " + std::to_string(kVersion) + " " + std::to_string(symbols_.size()) + "\n";
+  std::string out =
+      std::string(kHeader) + " " + std::to_string(kVersion) + " " + std::to_string(symbols_.size()) + "\n";
   for (const auto& s : symbols_) {
     out += escape(s);
     out += '\n';
@@ -141,7 +142,8 @@ Vocab Vocab::deserialize(const std::string& text_in, const std::string& source_n
     // One symbol per line: a count above the number of bytes cannot be right, and reserving it
     // asked for gigabytes (found by tests/fuzz/fuzz_vocab: "cellscope-vocab 1 222222222").
     if (count > text.size())
-      throw fail(1, "symbol count " + cnt + " is larger than the file (" + std::to_string(text.size()) + " bytes) can hold");
+      throw fail(
+          1, "symbol count " + cnt + " is larger than the file (" + std::to_string(text.size()) + " bytes) can hold");
   }
 
   Vocab v;

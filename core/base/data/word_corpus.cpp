@@ -89,10 +89,12 @@ WordCorpus load_word_corpus(const json& ds, const Vocab* fixed) {
   std::vector<std::string> tr, va, te;
   WordCorpus wc;
   if (format == "ptb_word") {
-    if (!dir_exists(dir)) throw UserError("dataset.path: '" + path + "' is not a directory with ptb.{train,valid,test}.txt");
+    if (!dir_exists(dir))
+      throw UserError("dataset.path: '" + path + "' is not a directory with ptb.{train,valid,test}.txt");
     for (auto* split : {"train", "valid", "test"}) {
       const std::string f = join_path(dir, std::string("ptb.") + split + ".txt");
-      if (!file_exists(f)) throw UserError("dataset.path: '" + dir + "' has no " + basename_of(f) + " (PTB word format)");
+      if (!file_exists(f))
+        throw UserError("dataset.path: '" + dir + "' has no " + basename_of(f) + " (PTB word format)");
     }
     // Text must be UTF-8 (checked before anything is trained, so that the vocabulary a run
     // writes is UTF-8 and loads again: datasets/README.md, "Encodings").
@@ -107,7 +109,8 @@ WordCorpus load_word_corpus(const json& ds, const Vocab* fixed) {
     te = read_ptb("test");
     wc.source = dir;
   } else {
-    if (dir_exists(path)) throw UserError("dataset.path: '" + path + "' is a directory without ptb.train.txt; give a text file");
+    if (dir_exists(path))
+      throw UserError("dataset.path: '" + path + "' is a directory without ptb.train.txt; give a text file");
     const std::string text = read_text_file(path);
     require_utf8_text(text, path);
     auto all = text_tokens(clip(text, max_chars), ds);

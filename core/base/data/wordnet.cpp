@@ -56,7 +56,14 @@ struct Rule {
 };
 const std::vector<Rule>& rules(int p) {
   static const std::vector<Rule> r[4] = {
-      {{"s", ""}, {"ses", "s"}, {"xes", "x"}, {"zes", "z"}, {"ches", "ch"}, {"shes", "sh"}, {"men", "man"}, {"ies", "y"}},
+      {{"s", ""},
+       {"ses", "s"},
+       {"xes", "x"},
+       {"zes", "z"},
+       {"ches", "ch"},
+       {"shes", "sh"},
+       {"men", "man"},
+       {"ies", "y"}},
       {{"s", ""}, {"ies", "y"}, {"es", "e"}, {"es", ""}, {"ed", "e"}, {"ed", ""}, {"ing", "e"}, {"ing", ""}},
       {{"er", ""}, {"est", ""}, {"er", "e"}, {"est", "e"}},
       {}};

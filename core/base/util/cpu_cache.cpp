@@ -348,14 +348,15 @@ bool install_cpu_cache() {
       return false;
     }
     g_installed.store(cache);
-    g_status = "on: blocks of " + std::to_string(o.min_bytes >> 20) + " MB and more " +
-               (o.keep ? "reused after free, resident memory held within the peak of lent bytes" +
-                             (o.max_free_bytes ? " + " + std::to_string(o.max_free_bytes >> 20) + " MB" : std::string()) +
-                             " (+" + std::to_string(static_cast<int>(o.over_peak * 100 + 0.5)) +
-                             "% before free pages are given back)"
-                       : std::string("unmapped at free")) +
-               (o.huge_pages ? ", from " + std::to_string(o.huge_min_bytes >> 20) + " MB on transparent huge pages"
-                             : std::string());
+    g_status =
+        "on: blocks of " + std::to_string(o.min_bytes >> 20) + " MB and more " +
+        (o.keep
+             ? "reused after free, resident memory held within the peak of lent bytes" +
+                   (o.max_free_bytes ? " + " + std::to_string(o.max_free_bytes >> 20) + " MB" : std::string()) + " (+" +
+                   std::to_string(static_cast<int>(o.over_peak * 100 + 0.5)) + "% before free pages are given back)"
+             : std::string("unmapped at free")) +
+        (o.huge_pages ? ", from " + std::to_string(o.huge_min_bytes >> 20) + " MB on transparent huge pages"
+                      : std::string());
     return true;
   }();
   return installed;

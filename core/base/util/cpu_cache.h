@@ -42,7 +42,7 @@ struct CpuCacheOptions {
   size_t max_free_bytes = 0;                 // resident beyond the peak of lent bytes (CELLSCOPE_CPU_CACHE_MB)
   double over_peak = 0.10;                   // past the limit by this fraction of the peak, free pages are given back
   int64_t max_idle = 65536;                  // a wholly free segment unused for this many large allocations is unmapped
-                                             // (an MZU step at batch 256 makes thousands; the peak bounds memory anyway)
+                             // (an MZU step at batch 256 makes thousands; the peak bounds memory anyway)
 };
 
 struct CpuCacheStats {

@@ -102,8 +102,9 @@ std::vector<CheckpointInfo> history_checkpoints(const std::string& run_dir) {
 }
 }  // namespace
 
-std::vector<Series> over_checkpoints(const std::string& run_dir, const std::string& text,
-                                     const std::function<std::map<std::string, double>(Task&, const std::string&)>& values) {
+std::vector<Series> over_checkpoints(
+    const std::string& run_dir, const std::string& text,
+    const std::function<std::map<std::string, double>(Task&, const std::string&)>& values) {
   std::map<std::string, Series> by;
   for (auto& c : history_checkpoints(run_dir)) {
     auto task = load_checkpoint_task(run_dir, c.id);

@@ -37,7 +37,8 @@ int64_t checkpoint_step(const std::string& run_dir, const std::string& id);
 // One series per key of values(task, text), evaluated at every step_N checkpoint (x = step;
 // `last` when the run kept no step checkpoints). An empty text = each checkpoint's
 // default_text. UserError when the run has no checkpoints.
-std::vector<Series> over_checkpoints(const std::string& run_dir, const std::string& text,
-                                     const std::function<std::map<std::string, double>(Task&, const std::string&)>& values);
+std::vector<Series> over_checkpoints(
+    const std::string& run_dir, const std::string& text,
+    const std::function<std::map<std::string, double>(Task&, const std::string&)>& values);
 
 }  // namespace cs

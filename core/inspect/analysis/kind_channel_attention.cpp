@@ -28,7 +28,8 @@ ChannelGrid channel_grid(const Probe& p, const std::vector<std::string>& tokens,
   std::string key;
   for (auto& [k, v] : p.series)
     if (k.rfind(pre, 0) == 0 && k.size() >= 17 && k.substr(k.size() - 17) == "channel_attention") key = k;
-  if (key.empty()) throw UserError("layer " + pre.substr(0, pre.size() - 1) + " is not an MC-RNN cell (no channel attention)");
+  if (key.empty())
+    throw UserError("layer " + pre.substr(0, pre.size() - 1) + " is not an MC-RNN cell (no channel attention)");
   const std::string base = key.substr(0, key.size() - 17);
   auto a = p.stacked(key).to(torch::kFloat64);  // [T', 1, K]
   auto m = p.stacked(base + "in_degree");       // [T', K]
@@ -117,7 +118,8 @@ AnalysisKind channel_attention_decoder_kind() {
   AnalysisKind k;
   k.name = "channel_attention_decoder";
   k.title = "MC-RNN channel attention (seq2seq decoder)";
-  k.help = "the decoder's channel attention a_t^k per target token; text 'SOURCE ||| TARGET' or a source (greedy decode)";
+  k.help =
+      "the decoder's channel attention a_t^k per target token; text 'SOURCE ||| TARGET' or a source (greedy decode)";
   k.caption =
       "MC-RNN channel attention a_t^k (eq. 5) of a seq2seq decoder for every target token t (x) and channel k (y); "
       "text: 'SOURCE ||| TARGET' (teacher forcing) or a source alone (the decoder reads its greedy decode); the "

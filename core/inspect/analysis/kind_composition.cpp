@@ -14,7 +14,8 @@ MatrixSet composition_weights(Task& task, const std::string& text, int64_t posit
   auto enc = encode_nonempty(task, text);
   const int64_t T = static_cast<int64_t>(enc.ids.size());
   if (position < 0) position = T + position;
-  if (position < 0 || position >= T) throw UserError("character index out of range (the text has " + std::to_string(T) + ")");
+  if (position < 0 || position >= T)
+    throw UserError("character index out of range (the text has " + std::to_string(T) + ")");
   Probe p = probe_ids(task, enc.ids);
   const std::string pre = layer_of(p, layer);
   std::regex re("^" + pre + "(dt([0-9]+)/)?(attn|adj|coupling)_(h|g)$");
@@ -69,9 +70,11 @@ MatrixSet composition_weights(Task& task, const std::string& text, int64_t posit
     if (a.m_function != b.m_function) return a.m_function == "h";
     return a.iteration < b.iteration;
   });
-  const std::string kind = ms.composition == "sat"   ? "self-attention matrix softmax(QK^T/sqrt(d_z)) (eq. 6; row i attends to column j)"
-                           : ms.composition == "gcn" ? "normalised adjacency D^-1/2 (W + I) D^-1/2 (eqs. 7-9)"
-                                                     : "coupling coefficients c_ij = softmax_j(b_ij) of input zone i to output capsule j, per routing iteration (eqs. 11-14)";
+  const std::string kind =
+      ms.composition == "sat" ? "self-attention matrix softmax(QK^T/sqrt(d_z)) (eq. 6; row i attends to column j)"
+      : ms.composition == "gcn"
+          ? "normalised adjacency D^-1/2 (W + I) D^-1/2 (eqs. 7-9)"
+          : "coupling coefficients c_ij = softmax_j(b_ij) of input zone i to output capsule j, per routing iteration (eqs. 11-14)";
   ms.title = "Composition weights at character " + std::to_string(position) + " ('" + ms.character + "')";
   ms.caption = "MZU composition (" + ms.composition + "): " + kind + " of each M-function at character " +
                std::to_string(position) + " ('" + ms.character + "').";

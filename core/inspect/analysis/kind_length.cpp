@@ -11,7 +11,8 @@
 namespace cs {
 
 LengthBuckets metric_by_length(Task& task, const std::string& split, const std::vector<int64_t>& edges_in) {
-  if (split != "train" && split != "valid" && split != "test") throw UserError("unknown split '" + split + "' (train, valid, test)");
+  if (split != "train" && split != "valid" && split != "test")
+    throw UserError("unknown split '" + split + "' (train, valid, test)");
   LengthBuckets out = make_length_buckets(edges_in.empty() ? default_edges_for(task.name()) : edges_in);
   out.split = split;
   // char_lm: lines by characters (BPC); word_lm: sentences by words (perplexity of their
@@ -99,19 +100,22 @@ AnalysisResult run_length(const AnalysisKind& kind, const AnalysisRequest& req) 
           t.reset();
         }
         if (t) {
-          std::string note = names[i] + " (trained on other data: " + diff + ") is evaluated on the data of " + names[0];
+          std::string note =
+              names[i] + " (trained on other data: " + diff + ") is evaluated on the data of " + names[0];
           const auto gap = vocabulary_gap(req.runs[0], d);
           if (!gap.empty()) {
             std::string list;
             for (size_t k = 0; k < gap.size() && k < 12; ++k) list += (k ? " " : "") + gap[k];
             if (gap.size() > 12) list += " ... (" + std::to_string(gap.size()) + " in all)";
-            warnings.push_back(names[i] + " does not know the symbols " + list + " of the evaluation data (read as <unk>).");
+            warnings.push_back(names[i] + " does not know the symbols " + list +
+                               " of the evaluation data (read as <unk>).");
           }
           notes.push_back(note + ".");
         } else {
           t = load_for(kind, d, ck);
           warnings.push_back("the runs are evaluated on different data (" + diff + "; " + names[i] +
-                             " cannot read the first run's data: " + why + "): their buckets hold different sequences.");
+                             " cannot read the first run's data: " + why +
+                             "): their buckets hold different sequences.");
         }
       } else {
         t = load_for(kind, d, ck);
@@ -131,10 +135,12 @@ AnalysisResult run_length(const AnalysisKind& kind, const AnalysisRequest& req) 
                                ? "accuracy of its questions, by document length in words"
                                : "accuracy of its examples, by length in tokens";
   std::string edges;
-  for (auto& k : b0.buckets) edges += (edges.empty() ? "" : ", ") + k.label + " = (" + std::to_string(k.lo) + "," + std::to_string(k.hi) + "]";
+  for (auto& k : b0.buckets)
+    edges += (edges.empty() ? "" : ", ") + k.label + " = (" + std::to_string(k.lo) + "," + std::to_string(k.hi) + "]";
   AnalysisResult r;
   r.caption = "The " + b0.split + " split evaluated once: " + what + "; buckets " + edges +
-              "; n = sequences per bucket (MZU paper Fig. 2" + (b0.metric == "bpc" ? "" : ", MC-RNN paper Fig. 4") + ").";
+              "; n = sequences per bucket (MZU paper Fig. 2" + (b0.metric == "bpc" ? "" : ", MC-RNN paper Fig. 4") +
+              ").";
   if (set.runs.size() > 1) {
     r.caption += warnings.empty() ? " Every run is evaluated on the same data: the " + b0.split + " split of " +
                                         dataset_description(data0) + "."

@@ -24,7 +24,8 @@ std::string primary_metric_of(const json& cfg) {
 }
 }  // namespace
 
-SeriesSet metric_vs_time(const std::vector<std::string>& run_dirs, const std::string& split, const std::string& metric_in) {
+SeriesSet metric_vs_time(const std::vector<std::string>& run_dirs, const std::string& split,
+                         const std::string& metric_in) {
   SeriesSet s;
   s.title = "Evaluation metric over training time";
   s.x_label = "training time (s)";
@@ -50,9 +51,10 @@ SeriesSet metric_vs_time(const std::vector<std::string>& run_dirs, const std::st
       e.y.push_back(it->second);
     }
     if (e.x.empty())
-      throw UserError("run '" + d + "' has no '" + split + "' evaluations of " + metric +
-                      " in metrics.jsonl (the trainer evaluates test only at the end unless training.track_test is set: "
-                      "use --split valid, or train with --set training.track_test=true)");
+      throw UserError(
+          "run '" + d + "' has no '" + split + "' evaluations of " + metric +
+          " in metrics.jsonl (the trainer evaluates test only at the end unless training.track_test is set: "
+          "use --split valid, or train with --set training.track_test=true)");
     s.series.push_back(e);
   }
   s.y_label = split + " " + metric_used;

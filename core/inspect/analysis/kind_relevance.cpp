@@ -33,7 +33,8 @@ LabeledMatrix relevance_map(Task& task, const std::string& text, int64_t last_k,
   auto hid = F::normalize(per_step("h"), F::NormalizeFuncOptions().dim(1));
   auto cos = torch::mm(cand.narrow(0, T - last_k, last_k), hid.t()).contiguous();  // [K, T]
   LabeledMatrix m;
-  for (int64_t k = 0; k < last_k; ++k) m.row_labels.push_back(display_symbol(enc.tokens[static_cast<size_t>(T - last_k + k)]));
+  for (int64_t k = 0; k < last_k; ++k)
+    m.row_labels.push_back(display_symbol(enc.tokens[static_cast<size_t>(T - last_k + k)]));
   for (auto& s : enc.tokens) m.col_labels.push_back(display_symbol(s));
   m.values.assign(static_cast<size_t>(last_k * T), std::numeric_limits<double>::quiet_NaN());
   auto acc = cos.accessor<double, 2>();
@@ -94,7 +95,8 @@ AnalysisKind relevance_kind() {
   AnalysisKind k;
   k.name = "relevance";
   k.title = "Per-character relevance";
-  k.help = "cosine between the candidate at each of the last K characters and every earlier hidden state (MZU Fig. 3a/b)";
+  k.help =
+      "cosine between the candidate at each of the last K characters and every earlier hidden state (MZU Fig. 3a/b)";
   k.caption =
       "Relevance r(t, j) = cos(h~_t, h_j): the cosine between the candidate activation at character t (rows: the last K "
       "characters) and the hidden state at every earlier character j (columns) of the same layer, the model run from a "

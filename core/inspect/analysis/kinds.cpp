@@ -127,7 +127,8 @@ std::string text_note(const SharedText& t) {
   const size_t show = 40;
   for (size_t i = 0; i < syms.size() && i < show; ++i) quoted += syms[i] == "\n" ? std::string(" ") : syms[i];
   if (syms.size() > show) quoted += "...";
-  return "Text: " + t.source + ", " + std::to_string(syms.size()) + " characters, the same for every run (\"" + quoted + "\").";
+  return "Text: " + t.source + ", " + std::to_string(syms.size()) + " characters, the same for every run (\"" + quoted +
+         "\").";
 }
 
 }  // namespace cs

@@ -50,7 +50,8 @@ std::string layer_of(const Probe& p, int layer) {
   if (n == 0) throw UserError("the model records nothing for this analysis");
   int l = layer < 0 ? n + layer : layer;
   if (l < 0 || l >= n)
-    throw UserError("layer " + std::to_string(layer) + " out of range (the model has " + std::to_string(n) + " layers)");
+    throw UserError("layer " + std::to_string(layer) + " out of range (the model has " + std::to_string(n) +
+                    " layers)");
   return "l" + std::to_string(l) + "/";
 }
 

@@ -73,7 +73,8 @@ std::string HeatmapSet::to_csv() const {
         head = false;
         continue;
       }
-      o += (head ? std::string("run") : csv_field(i < titles.size() ? titles[i] : std::to_string(i))) + "," + line + "\n";
+      o += (head ? std::string("run") : csv_field(i < titles.size() ? titles[i] : std::to_string(i))) + "," + line +
+           "\n";
       head = false;
     }
   }
@@ -101,8 +102,8 @@ std::string MatrixSet::to_csv() const {
       for (int64_t c = 0; c < p.matrix.cols(); ++c)
         o += csv_field(p.title) + "," + p.m_function + "," + std::to_string(p.depth) + "," +
              (p.iteration >= 0 ? std::to_string(p.iteration) : std::string()) + "," +
-             csv_field(p.matrix.row_labels[static_cast<size_t>(r)]) + "," + csv_field(p.matrix.col_labels[static_cast<size_t>(c)]) +
-             "," + num(p.matrix.at(r, c)) + "\n";
+             csv_field(p.matrix.row_labels[static_cast<size_t>(r)]) + "," +
+             csv_field(p.matrix.col_labels[static_cast<size_t>(c)]) + "," + num(p.matrix.at(r, c)) + "\n";
   return o;
 }
 
@@ -126,8 +127,8 @@ std::string ChannelGrid::to_csv() const {
       for (size_t b = 0; b < bl.size(); ++b)
         if (t >= bl[b].first && t < bl[b].second) blk = static_cast<int64_t>(b);
       o += std::to_string(k + 1) + "," + std::to_string(t) + "," + csv_field(tokens[static_cast<size_t>(t)]) + "," +
-           num(attention.at(k, t)) + "," + std::to_string(in_degree[static_cast<size_t>(k)][static_cast<size_t>(t)]) + "," +
-           std::to_string(blk) + "\n";
+           num(attention.at(k, t)) + "," + std::to_string(in_degree[static_cast<size_t>(k)][static_cast<size_t>(t)]) +
+           "," + std::to_string(blk) + "\n";
     }
   }
   return o;
@@ -160,7 +161,8 @@ LengthBuckets make_length_buckets(const std::vector<int64_t>& edges) {
     MetricBucket k;
     k.lo = edges[i];
     k.hi = edges[i + 1];
-    k.label = edges[i] % 10 == 0 ? std::to_string(edges[i] / 10) : "(" + std::to_string(edges[i]) + "," + std::to_string(edges[i + 1]) + "]";
+    k.label = edges[i] % 10 == 0 ? std::to_string(edges[i] / 10)
+                                 : "(" + std::to_string(edges[i]) + "," + std::to_string(edges[i + 1]) + "]";
     out.buckets.push_back(k);
   }
   return out;
@@ -228,8 +230,8 @@ json SeriesSet::to_json() const {
 std::string SeriesSet::to_csv() const {
   bool err = false;
   for (auto& s : series) err = err || !s.yerr.empty();
-  std::string o = "series," + csv_field(x_label.empty() ? "x" : x_label) + "," + csv_field(y_label.empty() ? "y" : y_label) +
-                  (err ? ",yerr" : "") + "\n";
+  std::string o = "series," + csv_field(x_label.empty() ? "x" : x_label) + "," +
+                  csv_field(y_label.empty() ? "y" : y_label) + (err ? ",yerr" : "") + "\n";
   for (auto& s : series)
     for (size_t i = 0; i < s.x.size() && i < s.y.size(); ++i) {
       o += csv_field(s.name) + "," + num(s.x[i]) + "," + num(s.y[i]);
@@ -307,7 +309,8 @@ void append_runs(AnalysisResult& all, const AnalysisResult& part) {
   } else if (auto* b = std::get_if<BucketSet>(&all.data)) {
     if (auto* p = std::get_if<BucketSet>(&part.data)) b->runs.insert(b->runs.end(), p->runs.begin(), p->runs.end());
   } else if (auto* s = std::get_if<SeriesSet>(&all.data)) {
-    if (auto* p = std::get_if<SeriesSet>(&part.data)) s->series.insert(s->series.end(), p->series.begin(), p->series.end());
+    if (auto* p = std::get_if<SeriesSet>(&part.data))
+      s->series.insert(s->series.end(), p->series.begin(), p->series.end());
   }
 }
 

@@ -103,7 +103,8 @@ std::string cell_short_name(const json& model) {
       {"cru_deep_enhanced", "CRU deep+"}};
   if (cell == "mcrnn") {
     std::string s = "MC-RNN";
-    if (model.contains("block") && model["block"].is_number_integer()) s += "-" + std::to_string(model["block"].get<int64_t>() - 1);
+    if (model.contains("block") && model["block"].is_number_integer())
+      s += "-" + std::to_string(model["block"].get<int64_t>() - 1);
     if (model.contains("base") && model["base"].is_string()) {
       std::string base = model["base"].get<std::string>();
       auto b = names.find(base);
@@ -185,10 +186,12 @@ std::vector<std::string> comparison_names(const std::vector<RunIdentity>& runs, 
   for (size_t i = 0; i < n; ++i) flatten(runs[i].config, "", flat[i]);
   std::vector<std::string> cells(n);
   for (size_t i = 0; i < n; ++i) cells[i] = cell_short_name(model_of(runs[i]));
-  const bool cells_differ = std::any_of(cells.begin(), cells.end(), [&](const std::string& c) { return c != cells[0]; });
+  const bool cells_differ =
+      std::any_of(cells.begin(), cells.end(), [&](const std::string& c) { return c != cells[0]; });
   std::vector<std::string> keys;
   for (auto& [k, v] : flat[0]) {
-    if (never_named(k) || std::find(opt.ignore_keys.begin(), opt.ignore_keys.end(), k) != opt.ignore_keys.end()) continue;
+    if (never_named(k) || std::find(opt.ignore_keys.begin(), opt.ignore_keys.end(), k) != opt.ignore_keys.end())
+      continue;
     bool everywhere = true, differs = false;
     for (size_t i = 1; i < n; ++i) {
       auto it = flat[i].find(k);
@@ -197,7 +200,8 @@ std::vector<std::string> comparison_names(const std::vector<RunIdentity>& runs, 
     }
     if (everywhere && differs) keys.push_back(k);
   }
-  std::stable_sort(keys.begin(), keys.end(), [](const std::string& a, const std::string& b) { return priority(a) < priority(b); });
+  std::stable_sort(keys.begin(), keys.end(),
+                   [](const std::string& a, const std::string& b) { return priority(a) < priority(b); });
   auto name_with = [&](size_t i, size_t parts) {
     if (!runs[i].label.empty()) return runs[i].label;
     std::string s = cells_differ ? cells[i] : std::string();

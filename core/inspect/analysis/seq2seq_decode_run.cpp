@@ -45,7 +45,8 @@ DecodeReport decode_run(const std::string& run_dir, const DecodeOptions& o,
     hyps.push_back(d.hypothesis);
     refs.push_back(d.reference);
     r.samples.push_back(std::move(d));
-    if (progress && !progress(i + 1, N)) throw Cancelled("decode cancelled after " + std::to_string(i + 1) + " of " + std::to_string(N) + " examples");
+    if (progress && !progress(i + 1, N))
+      throw Cancelled("decode cancelled after " + std::to_string(i + 1) + " of " + std::to_string(N) + " examples");
   }
   r.metrics = text_metrics(hyps, refs);
   for (auto& [k, v] : s2s->lead_metrics(o.split, N)) r.metrics[k] = v;

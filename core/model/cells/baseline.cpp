@@ -87,7 +87,8 @@ torch::Tensor GateCellBase::hidden_projection(const torch::Tensor& h) {
 torch::Tensor GateCellBase::candidate_dropout(const torch::Tensor& n) {
   // Dropout on the candidate activation (MZU paper, training details; Semeniuta et al.
   // 2016): a fresh mask per step, only in training.
-  if (opt_.candidate_dropout > 0 && is_training()) return F::dropout(n, F::DropoutFuncOptions().p(opt_.candidate_dropout).training(true));
+  if (opt_.candidate_dropout > 0 && is_training())
+    return F::dropout(n, F::DropoutFuncOptions().p(opt_.candidate_dropout).training(true));
   return n;
 }
 
@@ -246,11 +247,13 @@ const OptionTable<BaselineOptions>& baseline_option_table() {
   static const auto t = [] {
     OptionTable<BaselineOptions> t("model");
     using O = BaselineOptions;
-    t.field("depth", &O::depth, 0, 16,
-            "Deep transition: number L of transition cells with zero input after the first cell, per time step (MZU eqs. 15-17; paper default 1).")
+    t.field(
+         "depth", &O::depth, 0, 16,
+         "Deep transition: number L of transition cells with zero input after the first cell, per time step (MZU eqs. 15-17; paper default 1).")
         .cells({"gru_dt"});
-    t.field("share_transition", &O::share_transition,
-            "Deep transition: the transition GRUs reuse the first GRU's parameters (all but its input weights), so the cell has one GRU's parameters at any depth; the same sharing as the MZUs' model.share_transition. Default on: the MZU paper shares across depths on PTB, where its Table 4 compares GRU+DT with the MZUs.")
+    t.field(
+         "share_transition", &O::share_transition,
+         "Deep transition: the transition GRUs reuse the first GRU's parameters (all but its input weights), so the cell has one GRU's parameters at any depth; the same sharing as the MZUs' model.share_transition. Default on: the MZU paper shares across depths on PTB, where its Table 4 compares GRU+DT with the MZUs.")
         .cells({"gru_dt"});
     return t;
   }();

@@ -50,7 +50,8 @@ BiOutput BidirectionalImpl::forward(const torch::Tensor& x, const torch::Tensor&
   torch::Tensor h = x;
   for (size_t l = 0; l < fwd.size(); ++l) {
     if (l > 0 && dropout_ > 0)
-      h = torch::nn::functional::dropout(h, torch::nn::functional::DropoutFuncOptions().p(dropout_).training(is_training()));
+      h = torch::nn::functional::dropout(
+          h, torch::nn::functional::DropoutFuncOptions().p(dropout_).training(is_training()));
     h = h * mask;  // zeros past each sentence's end
     const std::string ls = "l" + std::to_string(l) + "/";
     if (ctx.probe) ctx.probe->prefix = saved_prefix + "fwd/" + ls;

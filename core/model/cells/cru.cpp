@@ -154,7 +154,8 @@ State CRUCellImpl::step(const torch::Tensor& xp, const State& s, StepContext& ct
     r = rz.narrow(1, 0, H);
     z = rz.narrow(1, H, H);
     // eq. 11/14 literally: U (r_t * h_{t-1})
-    n = torch::tanh(xp.narrow(1, 2 * H, H) + torch::addmm(b_hh.narrow(0, 2 * H, H), r * h, w_hh.narrow(0, 2 * H, H).t()));
+    n = torch::tanh(xp.narrow(1, 2 * H, H) +
+                    torch::addmm(b_hh.narrow(0, 2 * H, H), r * h, w_hh.narrow(0, 2 * H, H).t()));
   }
   if (candidate_dropout_ > 0 && is_training())
     n = F::dropout(n, F::DropoutFuncOptions().p(candidate_dropout_).training(true));
@@ -280,8 +281,10 @@ static CRUOptions read_cru_options(const json& m, int64_t in, const std::string&
 void register_cru_cells(std::vector<CellInfo>& out) {
   struct V { const char* name; CRUFusion f; const char* desc; };
   const V vs[] = {
-      {"cru_shallow", CRUFusion::Shallow, "CRU shallow fusion: GRU over a same-length CNN of the inputs (CRU paper eqs. 5-8)"},
-      {"cru_deep", CRUFusion::Deep, "CRU deep fusion: three CNNs feed the reset gate, update gate and candidate (CRU paper eqs. 9-11)"},
+      {"cru_shallow", CRUFusion::Shallow,
+       "CRU shallow fusion: GRU over a same-length CNN of the inputs (CRU paper eqs. 5-8)"},
+      {"cru_deep", CRUFusion::Deep,
+       "CRU deep fusion: three CNNs feed the reset gate, update gate and candidate (CRU paper eqs. 9-11)"},
       {"cru_deep_enhanced", CRUFusion::DeepEnhanced,
        "CRU deep-enhanced fusion: W_g(phi_g(e~) + e) per gate, the word embedding added back (CRU paper eqs. 12-14)"},
   };

@@ -279,7 +279,7 @@ class GRURecurrenceFn : public torch::autograd::Function<GRURecurrenceFn> {
     const int64_t C = std::max<int64_t>(1, std::min<int64_t>(T, (gru_tuning().chunk_rows + B - 1) / B));
     Tensor dx0 = gates0;  // grad of xp, written over stage 0's gates (see stage_backward)
     Tensor dxc = S > 1 ? pool_empty({S - 1, C, B, 3 * H}, opts) : Tensor();         // later stages: of b_ih per row
-    Tensor dy = pool_empty({S, C, B, 3 * H}, opts);                                  // grad of hp (after LN, incl. b_hh)
+    Tensor dy = pool_empty({S, C, B, 3 * H}, opts);                                 // grad of hp (after LN, incl. b_hh)
     Tensor draw = ln ? pool_empty({S, C, B, 3 * H}, opts) : dy;                      // grad of the raw U h
     Tensor dhz = at::empty({B, H}, opts);
     Tensor dh2 = at::empty({B, H}, opts);

@@ -58,7 +58,9 @@ McRnnTuning& mcrnn_tuning() {
 namespace {
 
 // Rows (b, k) per parallel chunk: about ATen's elementwise grain (32768 elements) per task.
-int64_t row_grain(int64_t width) { return std::max<int64_t>(1, at::internal::GRAIN_SIZE / std::max<int64_t>(1, width)); }
+int64_t row_grain(int64_t width) {
+  return std::max<int64_t>(1, at::internal::GRAIN_SIZE / std::max<int64_t>(1, width));
+}
 
 // Eq. 1 for the step `t` (0-based within this call; global position t0 + t + 1): m[k] for k < K.
 std::vector<int64_t> in_degrees(int64_t t0, int64_t t, int64_t n) {
@@ -127,8 +129,8 @@ void scatter_du(const T* dU, T* dring, T* dhist0, int64_t t, const std::vector<i
 // which every row has), Dj the same rows of dS, so that dW_j^T = sum over chunks of Hj^T Dj
 // without the zero rows (U itself is not kept: it is 3x the outputs). Returns the row count.
 template <typename T>
-int64_t build_hj(T* Hj, T* Dj, const T* dS, int64_t dS_t0, T* hall, T* hist0, int64_t ta, int64_t tb, int64_t j, int64_t t0,
-                 int64_t n, int64_t B, int64_t K, int64_t H, std::vector<int64_t>& rows) {
+int64_t build_hj(T* Hj, T* Dj, const T* dS, int64_t dS_t0, T* hall, T* hist0, int64_t ta, int64_t tb, int64_t j,
+                 int64_t t0, int64_t n, int64_t B, int64_t K, int64_t H, std::vector<int64_t>& rows) {
   const int64_t n1 = n - 1, R = B * K;
   rows.clear();
   for (int64_t t = ta; t < tb; ++t)

@@ -74,7 +74,8 @@ const char* mzu_fast_path_refusal(const MZUOptions& o) {
   if (o.disagreement_form != "cosine") return "model.disagreement_form is not 'cosine' (eq. 18 as written)";
   if (o.gcn_adjacency != "cosine_plus_identity")
     return "model.gcn_adjacency is not 'cosine_plus_identity' (eqs. 7-8 plus I)";
-  if (o.regular_gate && o.regular_trans) return "model.regular_gate and model.regular_trans together (one ablation at a time)";
+  if (o.regular_gate && o.regular_trans)
+    return "model.regular_gate and model.regular_trans together (one ablation at a time)";
   if (!(o.candidate_dropout >= 0 && o.candidate_dropout < 1)) return "model.candidate_dropout outside [0, 1)";
   return nullptr;
 }
@@ -325,7 +326,8 @@ void sat_attention_bwd(const Tensor& dO, const Tensor& attn, const Tensor& q3, c
             const double c = a[j * N + i];
             for (int64_t e = 0; e < dz; ++e) acc[static_cast<size_t>(e)] += c * g[j * dz + e];
           }
-          for (int64_t e = 0; e < dz; ++e) d[i * 3 * dz + 2 * dz + e] = static_cast<scalar_t>(acc[static_cast<size_t>(e)]);
+          for (int64_t e = 0; e < dz; ++e)
+            d[i * 3 * dz + 2 * dz + e] = static_cast<scalar_t>(acc[static_cast<size_t>(e)]);
         }
       }
     });
@@ -357,8 +359,8 @@ void zone_disagreement_bwd(const Tensor& Zb, const Tensor& dDkb, const Tensor& d
 // gcn backward: dAZ [KB, N, d_z] (and dDkb [KB] of eq. 18, or undefined) -> dZ [KB, N, d_z]
 // (written): through A^ Z, the normalisation (degree clamp, on the forward's side: deg [KB, N]
 // as forward computed it), the edges and the cosines. cm, A^: the forward's [KB, N, N].
-void gcn_adjacency_bwd(const Tensor& Zb, const Tensor& cmt, const Tensor& aht, const Tensor& degt, const Tensor& dAZt, const Tensor& dDkb,
-                       bool relu_edges, const Tensor& dZt) {
+void gcn_adjacency_bwd(const Tensor& Zb, const Tensor& cmt, const Tensor& aht, const Tensor& degt, const Tensor& dAZt,
+                       const Tensor& dDkb, bool relu_edges, const Tensor& dZt) {
   const int64_t KB = Zb.size(0), N = Zb.size(1), dz = Zb.size(2);
   AT_DISPATCH_FLOATING_TYPES(Zb.scalar_type(), "gcn_adjacency_bwd", [&] {
     const scalar_t *Z = Zb.data_ptr<scalar_t>(), *CM = cmt.data_ptr<scalar_t>(), *AH = aht.data_ptr<scalar_t>(),
@@ -394,12 +396,14 @@ void gcn_adjacency_bwd(const Tensor& Zb, const Tensor& cmt, const Tensor& aht, c
         for (int64_t i = 0; i < N; ++i) {
           for (int64_t j = 0; j < N; ++j) {
             const scalar_t c = cm[i * N + j];
-            A[static_cast<size_t>(i * N + j)] = static_cast<double>((relu_edges ? std::max<scalar_t>(0, c) : c) + (i == j ? 1 : 0));
+            A[static_cast<size_t>(i * N + j)] =
+                static_cast<double>((relu_edges ? std::max<scalar_t>(0, c) : c) + (i == j ? 1 : 0));
           }
           // the forward's degree (its side of the clamp) and D^-1/2
           const scalar_t d = DEG[kb * N + i];
           deg[static_cast<size_t>(i)] = static_cast<double>(d);
-          dinv[static_cast<size_t>(i)] = static_cast<double>(1 / std::sqrt(std::max<scalar_t>(d, static_cast<scalar_t>(1e-2))));
+          dinv[static_cast<size_t>(i)] =
+              static_cast<double>(1 / std::sqrt(std::max<scalar_t>(d, static_cast<scalar_t>(1e-2))));
         }
         for (int64_t k = 0; k < N; ++k) {
           double s = 0;  // ((M + M^T) dinv)_k, M = dAh * A
@@ -408,13 +412,17 @@ void gcn_adjacency_bwd(const Tensor& Zb, const Tensor& cmt, const Tensor& aht, c
                   dAh[static_cast<size_t>(j * N + k)] * A[static_cast<size_t>(j * N + k)]) *
                  dinv[static_cast<size_t>(j)];
           const double dk = dinv[static_cast<size_t>(k)];
-          ddeg[static_cast<size_t>(k)] = static_cast<scalar_t>(deg[static_cast<size_t>(k)]) >= static_cast<scalar_t>(1e-2) ? s * dk * dk * dk * (-0.5) : 0.0;
+          ddeg[static_cast<size_t>(k)] =
+              static_cast<scalar_t>(deg[static_cast<size_t>(k)]) >= static_cast<scalar_t>(1e-2)
+                  ? s * dk * dk * dk * (-0.5)
+                  : 0.0;
         }
         const double c18 = dD ? -static_cast<double>(dD[kb]) / static_cast<double>(N * N) : 0.0;
         for (int64_t i = 0; i < N; ++i)
           for (int64_t j = 0; j < N; ++j) {
-            double v = dAh[static_cast<size_t>(i * N + j)] * dinv[static_cast<size_t>(i)] * dinv[static_cast<size_t>(j)] +
-                       ddeg[static_cast<size_t>(i)];
+            double v =
+                dAh[static_cast<size_t>(i * N + j)] * dinv[static_cast<size_t>(i)] * dinv[static_cast<size_t>(j)] +
+                ddeg[static_cast<size_t>(i)];
             if (relu_edges && !(cm[i * N + j] > 0)) v = 0;  // threshold_backward(dA, w, 0)
             dA[static_cast<size_t>(i * N + j)] = v + c18;
           }
@@ -525,8 +533,8 @@ void route_fwd(const Tensor& Ut, int64_t iters, const Tensor& Ct, const Tensor& 
     const scalar_t* U = Ut.data_ptr<scalar_t>();
     scalar_t *C = Ct.data_ptr<scalar_t>(), *Sv = St.data_ptr<scalar_t>(), *O = Ot.data_ptr<scalar_t>();
     at::parallel_for(0, KB, route_grain(N, J, Do, iters), [&](int64_t b0, int64_t b1) {
-      std::vector<scalar_t> bl(static_cast<size_t>(N * J)), c(static_cast<size_t>(N * J)), s(static_cast<size_t>(J * Do)),
-          o(static_cast<size_t>(J * Do));
+      std::vector<scalar_t> bl(static_cast<size_t>(N * J)), c(static_cast<size_t>(N * J)),
+          s(static_cast<size_t>(J * Do)), o(static_cast<size_t>(J * Do));
       std::vector<double> ex(static_cast<size_t>(J));
       for (int64_t kb = b0; kb < b1; ++kb) {
         const scalar_t* u = U + kb * N * J * Do;
@@ -537,7 +545,8 @@ void route_fwd(const Tensor& Ut, int64_t iters, const Tensor& Ct, const Tensor& 
           for (int64_t i = 0; i < N; ++i) {  // eq. 11: c_i = softmax_j(b_i)
             double mx = -INFINITY, sum = 0;
             for (int64_t j = 0; j < J; ++j) mx = std::max<double>(mx, bl[static_cast<size_t>(i * J + j)]);
-            for (int64_t j = 0; j < J; ++j) sum += (ex[static_cast<size_t>(j)] = std::exp(bl[static_cast<size_t>(i * J + j)] - mx));
+            for (int64_t j = 0; j < J; ++j)
+              sum += (ex[static_cast<size_t>(j)] = std::exp(bl[static_cast<size_t>(i * J + j)] - mx));
             for (int64_t j = 0; j < J; ++j) {
               const scalar_t cij = static_cast<scalar_t>(ex[static_cast<size_t>(j)] / sum);
               cst[i * J + j] = cij;
@@ -629,7 +638,8 @@ void route_bwd(const Tensor& Ut, const Tensor& Ct, const Tensor& St, const Tenso
             scalar_t dot = 0;
             for (int64_t e = 0; e < Do; ++e) dot += dov[static_cast<size_t>(j * Do + e)] * sj[e];
             const scalar_t rr = static_cast<scalar_t>(r), k2 = static_cast<scalar_t>(dot * dr * 2);
-            for (int64_t e = 0; e < Do; ++e) ds[static_cast<size_t>(j * Do + e)] = dov[static_cast<size_t>(j * Do + e)] * rr + sj[e] * k2;
+            for (int64_t e = 0; e < Do; ++e)
+              ds[static_cast<size_t>(j * Do + e)] = dov[static_cast<size_t>(j * Do + e)] * rr + sj[e] * k2;
           }
           for (int64_t i = 0; i < N; ++i)  // s_j = sum_i c_ij u_ij
             for (int64_t j = 0; j < J; ++j) {
@@ -647,7 +657,8 @@ void route_bwd(const Tensor& Ut, const Tensor& Ct, const Tensor& St, const Tenso
           for (int64_t i = 0; i < N; ++i) {  // softmax backward over j, into the logits
             scalar_t sd = 0;
             for (int64_t j = 0; j < J; ++j) sd += dc[static_cast<size_t>(i * J + j)] * c[i * J + j];
-            for (int64_t j = 0; j < J; ++j) db[static_cast<size_t>(i * J + j)] += c[i * J + j] * (dc[static_cast<size_t>(i * J + j)] - sd);
+            for (int64_t j = 0; j < J; ++j)
+              db[static_cast<size_t>(i * J + j)] += c[i * J + j] * (dc[static_cast<size_t>(i * J + j)] - sd);
           }
         }
         const int64_t k = kb / B, b = kb % B;
@@ -695,9 +706,9 @@ struct Run : torch::CustomClassHolder {
   std::vector<Tensor> cosm, ahat, gdeg, qkv, attn, cp, cmean, crstd, gp, gmean, grstd, tc, g, mask, z0, zmean, zrstd;
 
   // Backward buffers (allocated in backward): DA0 [T, B, G] (depth 0: it is the gradient of the
-  // input projection, returned) and DAt [Dp - 1, T, B, G] (t-MZUs) for the whole sequence; the K-major ones [K*, Dp, C, rows, cols]
-  // hold a chunk of C steps [t0, t0 + C): their weight-gradient products run once per chunk
-  // (C B J rows), which keeps the backward's extra memory small (see flush_chunk).
+  // input projection, returned) and DAt [Dp - 1, T, B, G] (t-MZUs) for the whole sequence; the K-major ones [K*, Dp, C,
+  // rows, cols] hold a chunk of C steps [t0, t0 + C): their weight-gradient products run once per chunk (C B J rows),
+  // which keeps the backward's extra memory small (see flush_chunk).
   Tensor DA0, DAt, DPRE, DF, DH1, DP, DQKV, DU;
   PackCache packs;  // the weights of the per-step products, packed once (on unless gcn)
   int64_t C = 0, t0 = 0, t1 = 0;
@@ -742,7 +753,8 @@ struct Run : torch::CustomClassHolder {
       if (sat) {  // the chunk's eq. 6 outputs, rebuilt (bitwise the forward's)
         auto oc = take({K, n, B * J, Do}, Zs.options());
         for (int64_t s = 0; s < n; ++s)
-          sat_attention_out(attn[static_cast<size_t>(d * T + t + s)], qkv[static_cast<size_t>(d * T + t + s)], oc.select(1, s));
+          sat_attention_out(attn[static_cast<size_t>(d * T + t + s)], qkv[static_cast<size_t>(d * T + t + s)],
+                            oc.select(1, s));
         wgrad(gb[W1], oc.view({K, n * B * J, Do}), bw(DH1));
       } else {
         wgrad(gb[W1], fw(Os), bw(DH1));
@@ -753,7 +765,11 @@ struct Run : torch::CustomClassHolder {
       if (sat && !qkv_shared) {
         // per-zone projections: the chunk's zones regrouped zone-major [K N, n B, d_z], a copy of
         // n steps only (a whole-sequence copy saved by forward cost as much memory as Zs itself)
-        auto zn = Zs.select(1, d).narrow(1, t, n).reshape({K, n, B, N, dz}).permute({0, 3, 1, 2, 4}).reshape({K * N, n * B, dz});
+        auto zn = Zs.select(1, d)
+                      .narrow(1, t, n)
+                      .reshape({K, n, B, N, dz})
+                      .permute({0, 3, 1, 2, 4})
+                      .reshape({K * N, n * B, dz});
         wgrad(gb[W_QKV], zn, bw(DQKV));
       }
       if (cap) wgrad(gb[W_C], fw(Zs), bw(DU));
@@ -842,7 +858,8 @@ struct Run : torch::CustomClassHolder {
         auto uu = at1(Ub, d, t);  // [K, B N, J d_o] eq. 10: predictions z^_{j|i}
         per_k(K, [&](int64_t k) { packs.mm(uu.select(0, k), Zk.select(0, k), bk.p[W_C].select(0, k)); });
         O = at::empty({K, B * J, Do}, Z.options());
-        route_fwd(uu.view({K * B, N, J, Do}), iters, at1(RC, d, t), at1(RS, d, t), O.view({K * B, J, Do}));  // eqs. 11-14
+        route_fwd(uu.view({K * B, N, J, Do}), iters, at1(RC, d, t), at1(RS, d, t),
+                  O.view({K * B, J, Do}));  // eqs. 11-14
       }
       Dz.select(0, t).narrow(1, d * K, K).copy_(Dneg.view({K, B}).t());
       if (!sat) at2(Os, d, t).copy_(O);
@@ -903,10 +920,12 @@ struct Run : torch::CustomClassHolder {
     Tensor* gb = &gr[static_cast<size_t>(block_of[static_cast<size_t>(d)]) * NPARAM];
     const size_t i = static_cast<size_t>(d * T + t);
     auto h = at1(Hin, d, t);
-    const Tensor th = tc[i].defined() ? tc[i]
-                                      : at::tanh(std::get<0>(at::native_layer_norm(cp[i], {H}, bk.p[LNCG], bk.p[LNCB], 1e-5)));
-    const Tensor sg = g[i].defined() ? g[i]
-                                     : at::sigmoid(std::get<0>(at::native_layer_norm(gp[i], {H}, bk.p[LNGG], bk.p[LNGB], 1e-5)));
+    const Tensor th = tc[i].defined()
+                          ? tc[i]
+                          : at::tanh(std::get<0>(at::native_layer_norm(cp[i], {H}, bk.p[LNCG], bk.p[LNCB], 1e-5)));
+    const Tensor sg = g[i].defined()
+                          ? g[i]
+                          : at::sigmoid(std::get<0>(at::native_layer_norm(gp[i], {H}, bk.p[LNGG], bk.p[LNGB], 1e-5)));
     Tensor cand = mask[i].defined() ? th * mask[i] : th;
     auto dg = dhn * (cand - h);
     auto dcand = dhn * sg;
@@ -986,7 +1005,8 @@ struct Run : torch::CustomClassHolder {
           }
         } else {
           auto du = at2(DU, d, t - t0);  // [K, B N, J d_o]
-          route_bwd(at1(Ub, d, t).view({K * B, N, J, Do}), at1(RC, d, t), at1(RS, d, t), dO.view({K * B, J, Do}), du, B);
+          route_bwd(at1(Ub, d, t).view({K * B, N, J, Do}), at1(RC, d, t), at1(RS, d, t), dO.view({K * B, J, Do}), du,
+                    B);
           dZ = at::empty({K, B * N, dz}, dhn.options());
           per_k(K, [&](int64_t k) { packs.mm(dZ.select(0, k), du.select(0, k), bk.p[W_C].select(0, k).t()); });
           dZ = dZ.view({K * B, N, dz});
@@ -1044,7 +1064,8 @@ struct FusedMZUFunction : torch::autograd::Function<FusedMZUFunction> {
     r.DA0 = at::zeros({T, r.B, r.G}, opt);
     if (Dp > 1) r.DAt = take({Dp - 1, T, r.B, r.G}, opt).zero_();
     // steps per chunk: about kChunkRows rows (C B J) per weight-gradient product
-    const int64_t C = r.C = std::max<int64_t>(1, std::min<int64_t>(T, (fused_mzu_tuning().chunk_rows + r.B * r.J - 1) / (r.B * r.J)));
+    const int64_t C = r.C =
+        std::max<int64_t>(1, std::min<int64_t>(T, (fused_mzu_tuning().chunk_rows + r.B * r.J - 1) / (r.B * r.J)));
     if (K > 0) {
       r.DPRE = take({K, Dp, C, r.B, r.H}, opt);
       r.DF = take({K, Dp, C, r.B * r.J, r.Do}, opt);
@@ -1163,7 +1184,8 @@ SeqOutput fused_mzu_forward(MZUCellImpl& cell, const torch::Tensor& x, const Sta
       r.block_of.push_back(static_cast<int>(r.blocks.size() - 1));
     }
   }
-  for (int d = 0; d < static_cast<int>(r.Dp); ++d) r.blocks[static_cast<size_t>(r.block_of[static_cast<size_t>(d)])].depths.push_back(d);
+  for (int d = 0; d < static_cast<int>(r.Dp); ++d)
+    r.blocks[static_cast<size_t>(r.block_of[static_cast<size_t>(d)])].depths.push_back(d);
   std::vector<Tensor> params;
   for (auto& b : r.blocks) {
     for (int p = 0; p < NPARAM; ++p)

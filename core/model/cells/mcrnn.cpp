@@ -180,7 +180,8 @@ SeqOutput McRnnCellImpl::forward_sequence(const torch::Tensor& x, const State& s
   return forward_impl(x, nullptr, s0, ctx);
 }
 
-SeqOutput McRnnCellImpl::forward_tokens(const torch::Tensor& x, const TokenInput* in, const State& s0, StepContext& ctx) {
+SeqOutput McRnnCellImpl::forward_tokens(const torch::Tensor& x, const TokenInput* in, const State& s0,
+                                        StepContext& ctx) {
   return forward_impl(x, in, s0, ctx);
 }
 
@@ -203,7 +204,8 @@ SeqOutput McRnnCellImpl::forward_impl(const torch::Tensor& x, const TokenInput* 
     torch::Tensor xb, vx;
     if (lstm && token_fold_applies(in, x, ctx)) {
       // both products of x_t folded into the embedding table (cells/token_fold.h)
-      ctx.folded_flops += folded_flops(*in, x.size(0) * x.size(1), 2.0 * static_cast<double>(lstm->w_ih.numel() + v_x.numel()));
+      ctx.folded_flops +=
+          folded_flops(*in, x.size(0) * x.size(1), 2.0 * static_cast<double>(lstm->w_ih.numel() + v_x.numel()));
       xb = lstm->input_projection_tokens(*in);
       vx = fold_linear(*in, v_x);
     } else {
@@ -251,8 +253,9 @@ const OptionTable<McRnnOptions>& mcrnn_option_table() {
     t.field("block", &O::block, 2, 32,
             "Block size n (MC-RNN eq. 1); the layer has n-1 channels, i.e. the paper's MC-RNN-(n-1). "
             "n = 2 is one channel (a base cell with s = W_1 h_{t-1}); paper best: n = 4 (MC-RNN-3).");
-    t.field("base", &O::base,
-            "Base recurrent function f of eq. 3: a step-wise Cellscope cell (rnn, gru, lstm, ...). The paper uses lstm.");
+    t.field(
+        "base", &O::base,
+        "Base recurrent function f of eq. 3: a step-wise Cellscope cell (rnn, gru, lstm, ...). The paper uses lstm.");
     t.field("attention", &O::attention, 0, 65536,
             "Rows of the attention matrix V (eq. 4); 0 = hidden size (the paper's choice).");
     t.choice("lstm_memory", &O::lstm_memory, {"prev", "average"},
@@ -273,7 +276,8 @@ void register_mcrnn_cells(std::vector<CellInfo>& out) {
   CellInfo c;
   c.name = "mcrnn";
   c.family = "mcrnn";
-  c.description = "Multi-Channel RNN (Xu et al. AAAI 2019): n-1 staggered block channels over a base cell, attention over channels";
+  c.description =
+      "Multi-Channel RNN (Xu et al. AAAI 2019): n-1 staggered block channels over a base cell, attention over channels";
   c.options = mcrnn_option_table().specs();
   c.common_options = {"layer_norm", "candidate_dropout"};  // passed on to the base cell
   c.check = [](const json& cfg, std::vector<ConfigError>& errs) {

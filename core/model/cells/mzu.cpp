@@ -16,7 +16,8 @@ namespace F = torch::nn::functional;
 // ------------------------------------------------------------------ helpers
 torch::Tensor zone_disagreement_of_cosines(const torch::Tensor& cosm, const std::string& pairs,
                                            const std::string& form) {
-  TORCH_CHECK(pairs == "all" || pairs == "distinct", "mzu: disagreement_pairs must be all or distinct, got '", pairs, "'");
+  TORCH_CHECK(pairs == "all" || pairs == "distinct", "mzu: disagreement_pairs must be all or distinct, got '", pairs,
+              "'");
   TORCH_CHECK(form == "cosine" || form == "squared_cosine",
               "mzu: disagreement_form must be cosine or squared_cosine, got '", form, "'");
   // eq. 18: D_zone = -(1/N^2) sum_i sum_j cos(z_i, z_j), i = j included as written ("all").
@@ -322,7 +323,8 @@ State MZUCellImpl::step(const torch::Tensor& xp, const State& s, StepContext& ct
   const bool any_m = first->num_mfunctions() > 0;
   std::vector<torch::Tensor> ds, cs;
   torch::Tensor d, c;
-  torch::Tensor h = first->transition(xp, s[0], ctx, "", any_m ? &d : nullptr, reg, is_training(), any_m ? &c : nullptr);
+  torch::Tensor h =
+      first->transition(xp, s[0], ctx, "", any_m ? &d : nullptr, reg, is_training(), any_m ? &c : nullptr);
   if (any_m) ds.push_back(d), cs.push_back(c);
   for (size_t l = 0; l < transitions.size(); ++l) {
     // t-MZU at depth l+1: zero input (eqs. 15-17)
@@ -453,57 +455,73 @@ const OptionTable<MZUOptions>& mzu_option_table() {
   static const auto t = [] {
     OptionTable<MZUOptions> t("model");
     using O = MZUOptions;
-    t.field("zones", &O::zones, 1, 1024,
-            "Number of zones N of each M-function; zone size d_z = hidden / N (MZU eq. 4; paper: 4, Table 3 sweeps 2-16).");
+    t.field(
+        "zones", &O::zones, 1, 1024,
+        "Number of zones N of each M-function; zone size d_z = hidden / N (MZU eq. 4; paper: 4, Table 3 sweeps 2-16).");
     t.field("filter", &O::filter, 1, 1 << 20,
             "Filter size d_f of the zone-wise FFN (MZU eq. 5; paper: 1000 on PTB, 3072 on text8).");
-    t.field("depth", &O::depth, 0, 16,
-            "Deep transition: number L of t-MZU cells (zero input) after the MZU per time step (MZU eqs. 15-17); 0 = no DT. Default 1: the paper's \"DT\" setting, used for every model of its tables.");
-    t.field("share_transition", &O::share_transition,
-            "Deep transition: the t-MZUs reuse the first MZU's M-functions (all but the input weights), so parameters do not grow with depth. Default on: the paper shares them on PTB (text8 presets turn it off).");
+    t.field(
+        "depth", &O::depth, 0, 16,
+        "Deep transition: number L of t-MZU cells (zero input) after the MZU per time step (MZU eqs. 15-17); 0 = no DT. Default 1: the paper's \"DT\" setting, used for every model of its tables.");
+    t.field(
+        "share_transition", &O::share_transition,
+        "Deep transition: the t-MZUs reuse the first MZU's M-functions (all but the input weights), so parameters do not grow with depth. Default on: the paper shares them on PTB (text8 presets turn it off).");
     t.field("capsules", &O::capsules, 1, 1024,
             "Number J of output capsules of the dynamic routing, capsule size hidden / J (MZU eqs. 10-14; paper: 2).")
         .cells({"cap_mzu"});
-    t.field("routing_iters", &O::routing_iters, 1, 100, "Routing iterations T of the dynamic routing (MZU eqs. 11-14; paper: 3).")
+    t.field("routing_iters", &O::routing_iters, 1, 100,
+            "Routing iterations T of the dynamic routing (MZU eqs. 11-14; paper: 3).")
         .cells({"cap_mzu"});
-    t.field("zone_disagreement", &O::zone_disagreement, -100, 100,
-            "Weight lambda of the zone disagreement regularisation (MZU eqs. 18-19); default 1.0 as in the paper (0 = off; negative values promote similar zones).");
-    t.choice("disagreement_scale", &O::disagreement_scale, {"mean", "sum"},
-             "How eq. 19's sum over tokens is scaled: 'mean' divides it by the units the task loss is averaged over (characters in a language model, sentences in classification/ABSA), which keeps eq. 19's balance the same in every task; 'sum' adds the raw sum.")
+    t.field(
+        "zone_disagreement", &O::zone_disagreement, -100, 100,
+        "Weight lambda of the zone disagreement regularisation (MZU eqs. 18-19); default 1.0 as in the paper (0 = off; negative values promote similar zones).");
+    t.choice(
+         "disagreement_scale", &O::disagreement_scale, {"mean", "sum"},
+         "How eq. 19's sum over tokens is scaled: 'mean' divides it by the units the task loss is averaged over (characters in a language model, sentences in classification/ABSA), which keeps eq. 19's balance the same in every task; 'sum' adds the raw sum.")
         .advanced();
-    t.choice("disagreement_pairs", &O::disagreement_pairs, {"all", "distinct"},
-             "Which zone pairs eq. 18 averages: 'all' = the N^2 pairs, i = j included, as written (the i = j terms are constant: D ranges from -1 to 0 and orthogonal zones give -1/N); 'distinct' = the N(N-1) pairs i != j (orthogonal zones give 0; the same gradient scaled by N/(N-1)).")
+    t.choice(
+         "disagreement_pairs", &O::disagreement_pairs, {"all", "distinct"},
+         "Which zone pairs eq. 18 averages: 'all' = the N^2 pairs, i = j included, as written (the i = j terms are constant: D ranges from -1 to 0 and orthogonal zones give -1/N); 'distinct' = the N(N-1) pairs i != j (orthogonal zones give 0; the same gradient scaled by N/(N-1)).")
         .advanced();
-    t.choice("disagreement_form", &O::disagreement_form, {"cosine", "squared_cosine"},
-             "What eq. 18 averages: 'cosine' = cos(z_i, z_j) as written, maximised when the zones' unit vectors sum to zero (anti-correlated zones); 'squared_cosine' = cos^2, maximised by orthogonal zones (a reading, not the paper's formula).")
+    t.choice(
+         "disagreement_form", &O::disagreement_form, {"cosine", "squared_cosine"},
+         "What eq. 18 averages: 'cosine' = cos(z_i, z_j) as written, maximised when the zones' unit vectors sum to zero (anti-correlated zones); 'squared_cosine' = cos^2, maximised by orthogonal zones (a reading, not the paper's formula).")
         .advanced();
-    t.field("disagreement_warmup", &O::disagreement_warmup, 0, 1e9,
-            "Linear warm-up of lambda (eq. 19) over this many training steps: lambda x (step + 1) / N, full lambda afterwards; 0 = none (the paper states none).")
+    t.field(
+         "disagreement_warmup", &O::disagreement_warmup, 0, 1e9,
+         "Linear warm-up of lambda (eq. 19) over this many training steps: lambda x (step + 1) / N, full lambda afterwards; 0 = none (the paper states none).")
         .advanced();
-    t.field("regular_gate", &O::regular_gate,
-            "Ablation 'Regular-Gate' (MZU Table 4): the gate uses a plain linear map of [x, h] instead of an M-function.");
-    t.field("regular_trans", &O::regular_trans,
-            "Ablation 'Regular-Trans.' (MZU Table 4): the candidate uses a plain linear map of [x, h] instead of an M-function.");
-    t.choice("ln_position", &O::ln_position, {"preact", "zones"},
-             "What layer normalization (model.layer_norm) normalises: 'preact' = the outputs of M_h and M_g before tanh/sigmoid; 'zones' = each zone after generation (regular maps keep 'preact').")
+    t.field(
+        "regular_gate", &O::regular_gate,
+        "Ablation 'Regular-Gate' (MZU Table 4): the gate uses a plain linear map of [x, h] instead of an M-function.");
+    t.field(
+        "regular_trans", &O::regular_trans,
+        "Ablation 'Regular-Trans.' (MZU Table 4): the candidate uses a plain linear map of [x, h] instead of an M-function.");
+    t.choice(
+         "ln_position", &O::ln_position, {"preact", "zones"},
+         "What layer normalization (model.layer_norm) normalises: 'preact' = the outputs of M_h and M_g before tanh/sigmoid; 'zones' = each zone after generation (regular maps keep 'preact').")
         .advanced();
     t.field("ffn_residual", &O::ffn_residual,
             "Add a residual connection around the zone-wise FFN (f_j = o_j + FFN(o_j)); eq. 5 has none.")
         .advanced();
-    t.choice("gcn_activation", &O::gcn_activation, {"relu", "tanh", "sigmoid", "identity"},
-             "The activation sigma of the graph convolution (MZU eq. 9; unspecified in the paper; ReLU as in Kipf & Welling).")
+    t.choice(
+         "gcn_activation", &O::gcn_activation, {"relu", "tanh", "sigmoid", "identity"},
+         "The activation sigma of the graph convolution (MZU eq. 9; unspecified in the paper; ReLU as in Kipf & Welling).")
         .advanced()
         .cells({"gcn_mzu"});
-    t.choice("gcn_edges", &O::gcn_edges, {"cosine", "relu_cosine"},
-             "Edge weights: 'cosine' = cos(z_i, z_j) as in eq. 7 (may be negative; degrees clamped at 0.01), 'relu_cosine' = max(cos, 0).")
+    t.choice(
+         "gcn_edges", &O::gcn_edges, {"cosine", "relu_cosine"},
+         "Edge weights: 'cosine' = cos(z_i, z_j) as in eq. 7 (may be negative; degrees clamped at 0.01), 'relu_cosine' = max(cos, 0).")
         .advanced()
         .cells({"gcn_mzu"});
-    t.choice("gcn_adjacency", &O::gcn_adjacency, {"cosine_plus_identity", "cosine"},
-             "Adjacency A~ of eq. 9: 'cosine_plus_identity' = cosines + I, so self-loops weigh 2 (footnote 1 read as adding self-connections; the default, see MZU_NOTES.md); 'cosine' = eq. 8 as written, A~ = [cos(z_i, z_j)] with self-loops cos(z_i, z_i) = 1.")
+    t.choice(
+         "gcn_adjacency", &O::gcn_adjacency, {"cosine_plus_identity", "cosine"},
+         "Adjacency A~ of eq. 9: 'cosine_plus_identity' = cosines + I, so self-loops weigh 2 (footnote 1 read as adding self-connections; the default, see MZU_NOTES.md); 'cosine' = eq. 8 as written, A~ = [cos(z_i, z_j)] with self-loops cos(z_i, z_i) = 1.")
         .advanced()
         .cells({"gcn_mzu"});
-    t.choice("sat_qkv", &O::sat_qkv, {"shared", "per_zone"},
-             "Query/key/value maps of eq. 6: 'shared' = one W^Q, W^K, W^V for all zones (the default: the reading whose parameter counts match the paper's Tables 1-2, see MZU_NOTES.md); 'per_zone' = different W^Q_i, W^K_i, W^V_i for each zone.")
+    t.choice(
+         "sat_qkv", &O::sat_qkv, {"shared", "per_zone"},
+         "Query/key/value maps of eq. 6: 'shared' = one W^Q, W^K, W^V for all zones (the default: the reading whose parameter counts match the paper's Tables 1-2, see MZU_NOTES.md); 'per_zone' = different W^Q_i, W^K_i, W^V_i for each zone.")
         .advanced()
         .cells({"sat_mzu"});
     return t;
@@ -529,7 +547,8 @@ void register_mzu_cells(std::vector<CellInfo>& out) {
   const std::vector<Def> defs = {
       {"sat", "satMZU: Multi-Zone Unit with self-attention zone composition (Meng et al. AAAI 2020, eq. 6)"},
       {"gcn", "gcnMZU: Multi-Zone Unit with graph-convolutional zone composition (Meng et al. AAAI 2020, eqs. 7-9)"},
-      {"cap", "capMZU: Multi-Zone Unit with capsule dynamic-routing zone composition (Meng et al. AAAI 2020, eqs. 10-14)"},
+      {"cap",
+       "capMZU: Multi-Zone Unit with capsule dynamic-routing zone composition (Meng et al. AAAI 2020, eqs. 10-14)"},
   };
   for (const auto& d : defs) {
     CellInfo c;
@@ -543,7 +562,9 @@ void register_mzu_cells(std::vector<CellInfo>& out) {
     c.make = [comp](const json& m, int64_t in, int) -> std::shared_ptr<CellImpl> {
       return std::make_shared<MZUCellImpl>(mzu_options(m, in, comp));
     };
-    c.fast_path_refusal = [comp](const json& m) { return fast_path_refusal_text(mzu_fast_path_refusal(mzu_options(m, 0, comp))); };
+    c.fast_path_refusal = [comp](const json& m) {
+      return fast_path_refusal_text(mzu_fast_path_refusal(mzu_options(m, 0, comp)));
+    };
     c.check = [comp](const json& cfg, std::vector<ConfigError>& errs) {
       const MZUOptions o = mzu_option_table().read(cfg.at("model"), comp + "_mzu");
       const int64_t H = resolved_cfg<int64_t>(cfg, "model", "hidden"), N = o.zones, L = o.depth;
@@ -559,10 +580,12 @@ void register_mzu_cells(std::vector<CellInfo>& out) {
         if (J <= 0) {
           errs.push_back({"model.capsules", "the number of output capsules J must be >= 1, got " + std::to_string(J)});
         } else if (H % J != 0) {
-          errs.push_back({"model.capsules", "model.hidden (" + std::to_string(H) + ") must be divisible by model.capsules (" +
-                                                std::to_string(J) + "): each output capsule has d_h / J units (MZU eq. 10)"});
+          errs.push_back({"model.capsules", "model.hidden (" + std::to_string(H) +
+                                                ") must be divisible by model.capsules (" + std::to_string(J) +
+                                                "): each output capsule has d_h / J units (MZU eq. 10)"});
         }
-        if (T < 1) errs.push_back({"model.routing_iters", "at least one routing iteration is needed, got " + std::to_string(T)});
+        if (T < 1)
+          errs.push_back({"model.routing_iters", "at least one routing iteration is needed, got " + std::to_string(T)});
       }
       if (o.disagreement_pairs == "distinct" && N == 1 && o.zone_disagreement != 0)
         errs.push_back({"model.disagreement_pairs",

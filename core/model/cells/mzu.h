@@ -35,7 +35,8 @@ struct MZUOptions {
   double zone_disagreement = 1.0;  // lambda of eq. 19 (paper: 1.0; may be negative)
   std::string disagreement_scale = "mean";  // "mean": per unit of the task loss (see notes) | "sum"
   std::string disagreement_pairs = "all";   // eq. 18's pairs: "all" (i = j included, as written) | "distinct" (i != j)
-  std::string disagreement_form = "cosine"; // "cosine" (eq. 18: toward anti-correlation) | "squared_cosine" (toward orthogonality)
+  std::string disagreement_form =
+      "cosine";  // "cosine" (eq. 18: toward anti-correlation) | "squared_cosine" (toward orthogonality)
   int64_t disagreement_warmup = 0;          // lambda grows linearly over this many training steps (0 = none)
   bool regular_gate = false;    // Table 4 "Regular-Gate": g = sigmoid(W [x, h] + b)
   bool regular_trans = false;   // Table 4 "Regular-Trans.": h~ = tanh(W [x, h] + b)
@@ -44,7 +45,8 @@ struct MZUOptions {
   double candidate_dropout = 0;
   std::string gcn_activation = "relu";  // sigma of eq. 9: relu | tanh | sigmoid | identity
   std::string gcn_edges = "cosine";     // "cosine" (eqs. 7-8) | "relu_cosine" (negative edges cut)
-  std::string gcn_adjacency = "cosine_plus_identity";  // A~ = cos + I (diagonal 2) | "cosine": eq. 8 as written (diagonal 1)
+  std::string gcn_adjacency =
+      "cosine_plus_identity";           // A~ = cos + I (diagonal 2) | "cosine": eq. 8 as written (diagonal 1)
   std::string sat_qkv = "shared";       // "shared": one W^Q, W^K, W^V for all zones | "per_zone"
   bool ffn_residual = false;            // f_j = o_j + FFN(o_j) instead of eq. 5
 };

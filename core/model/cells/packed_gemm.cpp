@@ -152,7 +152,8 @@ void run_packed(int64_t M, int64_t N, int64_t K, int64_t kfull, const float* a, 
     }
   });
 #else
-  (void)M, (void)N, (void)K, (void)kfull, (void)a, (void)lda, (void)bp, (void)c, (void)ldc, (void)init, (void)src, (void)lds;
+  (void)M, (void)N, (void)K, (void)kfull, (void)a, (void)lda, (void)bp, (void)c, (void)ldc, (void)init, (void)src,
+      (void)lds;
   TORCH_CHECK(false, "packed GEMM: no kernel for this CPU");
 #endif
 }
@@ -233,7 +234,8 @@ void PackedMatrix::addmm(const at::Tensor& out, const at::Tensor& self, const at
   }
   if (auto obs = g_observer.load()) obs(M, Nu, Ku);
   run_packed(M, Nu, Ku, k_, ac.data_ptr<float>(), ac.stride(0), packed_.data_ptr<float>(), out.data_ptr<float>(),
-             out.stride(0), init, s.defined() ? s.data_ptr<float>() : nullptr, s.defined() && s.dim() == 2 ? s.stride(0) : 0);
+             out.stride(0), init, s.defined() ? s.data_ptr<float>() : nullptr,
+             s.defined() && s.dim() == 2 ? s.stride(0) : 0);
 }
 
 }  // namespace cs::fused

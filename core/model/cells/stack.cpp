@@ -31,7 +31,8 @@ torch::Tensor CellStackImpl::forward(const torch::Tensor& x, std::vector<State>&
   torch::Tensor h = x;
   for (size_t l = 0; l < layers.size(); ++l) {
     if (l > 0 && dropout_ > 0)
-      h = torch::nn::functional::dropout(h, torch::nn::functional::DropoutFuncOptions().p(dropout_).training(is_training()));
+      h = torch::nn::functional::dropout(
+          h, torch::nn::functional::DropoutFuncOptions().p(dropout_).training(is_training()));
     if (ctx.probe) ctx.probe->prefix = "l" + std::to_string(l) + "/";
     auto out = l == 0 && tokens ? layers[l]->forward_tokens(h, tokens, states[l], ctx)
                                 : layers[l]->forward_sequence(h, states[l], ctx);

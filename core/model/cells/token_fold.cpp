@@ -31,7 +31,8 @@ bool token_fold_applies(const TokenInput* in, const at::Tensor& x, const StepCon
   if (!in || !in->table.defined() || !in->tokens.defined()) return false;
   if (!token_fold_enabled() || !fast_paths_enabled() || ctx.probe || ctx.stepwise) return false;
   if (x.dim() != 3 || in->tokens.dim() != 2 || in->table.dim() != 2) return false;
-  if (in->tokens.size(0) != x.size(0) || in->tokens.size(1) != x.size(1) || in->table.size(1) != x.size(2)) return false;
+  if (in->tokens.size(0) != x.size(0) || in->tokens.size(1) != x.size(1) || in->table.size(1) != x.size(2))
+    return false;
   if (in->tokens.scalar_type() != at::kLong || in->table.scalar_type() != x.scalar_type()) return false;
   if (!fast_path_device_ok(x) || !fast_path_device_ok(in->table) || !fast_path_device_ok(in->tokens)) return false;
   // Each folded product costs V rows instead of T x B (three times: forward, dE, dW), plus a
@@ -180,9 +181,10 @@ _Pragma("GCC ivdep")
 
 Tensor window_gather(const Tensor& P, const Tensor& tokens, int64_t left, const Tensor& bias, GatherAct act) {
   TORCH_CHECK(P.dim() == 3, "window_gather: expected P [V, k, G], got ", P.sizes());
-  TORCH_CHECK(tokens.dim() == 2 && tokens.scalar_type() == at::kLong, "window_gather: expected int64 tokens [T, B], got ",
-              tokens.sizes(), " ", tokens.scalar_type());
-  TORCH_CHECK(left >= 0 && left < P.size(1), "window_gather: left padding must lie in [0, k = ", P.size(1), "), got ", left);
+  TORCH_CHECK(tokens.dim() == 2 && tokens.scalar_type() == at::kLong,
+              "window_gather: expected int64 tokens [T, B], got ", tokens.sizes(), " ", tokens.scalar_type());
+  TORCH_CHECK(left >= 0 && left < P.size(1), "window_gather: left padding must lie in [0, k = ", P.size(1), "), got ",
+              left);
   TORCH_CHECK(!bias.defined() || (bias.dim() == 1 && bias.size(0) == P.size(2)), "window_gather: expected bias [",
               P.size(2), "], got ", bias.sizes());
   return WindowGatherFn::apply(P, bias.defined() ? bias : at::empty({0}, P.options()), tokens, left,

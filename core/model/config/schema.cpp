@@ -173,11 +173,12 @@ void check_resources(const json& res, const std::string& task, std::vector<Confi
   const double have = physical_memory_bytes();
   if (have > 0 && m.total() > have) {
     const bool states = m.states > m.parameters;
-    errs.push_back({states ? (task == "classify" || task == "absa" ? "training.batch" : "training.bptt") : "model.hidden",
-                    "this configuration needs at least " + gigabytes(m.total()) + " of memory to train (" +
-                        gigabytes(m.parameters) + " for the recurrent weights and their gradients, " +
-                        gigabytes(m.states) + " for one batch's hidden states), more than this machine's " +
-                        gigabytes(have) + ": reduce model.hidden, model.layers, training.batch or the sequence length"});
+    errs.push_back(
+        {states ? (task == "classify" || task == "absa" ? "training.batch" : "training.bptt") : "model.hidden",
+         "this configuration needs at least " + gigabytes(m.total()) + " of memory to train (" +
+             gigabytes(m.parameters) + " for the recurrent weights and their gradients, " + gigabytes(m.states) +
+             " for one batch's hidden states), more than this machine's " + gigabytes(have) +
+             ": reduce model.hidden, model.layers, training.batch or the sequence length"});
   }
 }
 
@@ -206,7 +207,8 @@ std::vector<OptionSpec> options_for(const std::string& cell, const std::string& 
 std::vector<ConfigError> validate_config(const json& raw) {
   std::vector<ConfigError> errs;
   if (!raw.is_object()) {
-    errs.push_back({"$", "expected a JSON object with sections task, dataset, model, training; got " + dump_short(raw)});
+    errs.push_back(
+        {"$", "expected a JSON object with sections task, dataset, model, training; got " + dump_short(raw)});
     return errs;
   }
   json cfg = normalised(raw);
@@ -280,7 +282,8 @@ std::vector<ConfigError> validate_config(const json& raw) {
         }
         std::string w;
         for (auto& x : where) w += (w.empty() ? "" : ", ") + x;
-        errs.push_back({path, "option not available for cell '" + cell + "' with task '" + task + "' (available for: " + w + ")"});
+        errs.push_back(
+            {path, "option not available for cell '" + cell + "' with task '" + task + "' (available for: " + w + ")"});
         continue;
       }
       if (val.is_null() && spec->default_value.is_null()) continue;  // explicit "unset"
@@ -353,7 +356,8 @@ void apply_override(json& cfg, const std::string& assignment) {
   if (eq == std::string::npos || eq == 0)
     throw UserError("--set '" + assignment + "': expected SECTION.KEY=VALUE, e.g. model.hidden=512");
   {
-    const size_t bad = utf8_validate(reinterpret_cast<const unsigned char*>(assignment.data()), assignment.size(), nullptr);
+    const size_t bad =
+        utf8_validate(reinterpret_cast<const unsigned char*>(assignment.data()), assignment.size(), nullptr);
     if (bad != std::string::npos) {
       static const char* hex = "0123456789ABCDEF";
       const unsigned char c = static_cast<unsigned char>(assignment[bad]);

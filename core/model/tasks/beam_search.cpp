@@ -14,7 +14,8 @@ double length_penalty(int64_t length, double alpha) {
 
 std::vector<BeamHypothesis> beam_search(const BeamStepFn& step, const BeamSearchOptions& o) {
   if (o.beam < 1) throw UserError("beam width must be at least 1 (got " + std::to_string(o.beam) + ")");
-  if (o.max_length < 1) throw UserError("maximum decode length must be at least 1 (got " + std::to_string(o.max_length) + ")");
+  if (o.max_length < 1)
+    throw UserError("maximum decode length must be at least 1 (got " + std::to_string(o.max_length) + ")");
   torch::NoGradGuard ng;
   struct Live {
     std::vector<int32_t> tokens;
@@ -35,7 +36,8 @@ std::vector<BeamHypothesis> beam_search(const BeamStepFn& step, const BeamSearch
   for (int64_t len = 1; len <= o.max_length && !live.empty(); ++len) {
     auto lp = step(prev, parent).to(torch::kCPU, torch::kFloat64).contiguous();
     const int64_t k = lp.size(0), V = lp.size(1);
-    TORCH_CHECK(k == static_cast<int64_t>(live.size()), "beam step returned ", k, " rows for ", live.size(), " hypotheses");
+    TORCH_CHECK(k == static_cast<int64_t>(live.size()), "beam step returned ", k, " rows for ", live.size(),
+                " hypotheses");
     std::vector<double> base(static_cast<size_t>(k));
     for (int64_t i = 0; i < k; ++i) base[static_cast<size_t>(i)] = live[static_cast<size_t>(i)].logprob;
     auto total = (lp + torch::tensor(base, torch::kFloat64).unsqueeze(1)).view({-1});
@@ -71,7 +73,8 @@ std::vector<BeamHypothesis> beam_search(const BeamStepFn& step, const BeamSearch
     prev = torch::tensor(next_tok, torch::kInt64);
     parent = torch::tensor(next_parent, torch::kInt64);
   }
-  std::stable_sort(done.begin(), done.end(), [](const BeamHypothesis& a, const BeamHypothesis& b) { return a.score > b.score; });
+  std::stable_sort(done.begin(), done.end(),
+                   [](const BeamHypothesis& a, const BeamHypothesis& b) { return a.score > b.score; });
   if (static_cast<int64_t>(done.size()) > K) done.resize(static_cast<size_t>(K));
   return done;
 }

@@ -71,7 +71,8 @@ void assign_splits(std::vector<TextExample>& ex, const json& ds) {
     const int64_t fold = so.fold;
     auto g = groups_of(ex, all);
     const int64_t n = static_cast<int64_t>(g.size());
-    if (n < folds) throw UserError("dataset.folds: " + std::to_string(folds) + " folds but only " + std::to_string(n) + " examples");
+    if (n < folds)
+      throw UserError("dataset.folds: " + std::to_string(folds) + " folds but only " + std::to_string(n) + " examples");
     auto p = seeded_permutation(n, seed);
     std::vector<size_t> rest;
     for (int64_t i = 0; i < n; ++i) {
@@ -127,7 +128,8 @@ int64_t load_pretrained_embeddings(const std::string& path, const Vocab& vocab, 
     if (no == 1) line.erase(0, utf8_bom_size(reinterpret_cast<const unsigned char*>(line.data()), line.size()));
     if (line.empty()) continue;
     const size_t sp = line.find(' ');
-    if (sp == std::string::npos || sp == 0) throw UserError(path + ":" + std::to_string(no) + ": expected 'word v1 ... v" + std::to_string(E) + "'");
+    if (sp == std::string::npos || sp == 0)
+      throw UserError(path + ":" + std::to_string(no) + ": expected 'word v1 ... v" + std::to_string(E) + "'");
     const std::string word = line.substr(0, sp);
     const char* p = line.c_str() + sp;
     v.clear();
@@ -136,14 +138,15 @@ int64_t load_pretrained_embeddings(const std::string& path, const Vocab& vocab, 
       while (*p == ' ' || *p == '\t') ++p;
       if (!*p) break;
       const float f = std::strtof(p, &end);
-      if (end == p) throw UserError(path + ":" + std::to_string(no) + ": not a number near '" + std::string(p).substr(0, 20) + "'");
+      if (end == p)
+        throw UserError(path + ":" + std::to_string(no) + ": not a number near '" + std::string(p).substr(0, 20) + "'");
       v.push_back(f);
       p = end;
     }
     if (no == 1 && v.size() == 1) continue;  // word2vec-style header "N E"
     if (static_cast<int64_t>(v.size()) != E)
-      throw UserError(path + ":" + std::to_string(no) + ": " + std::to_string(v.size()) + " values, expected model.embed = " +
-                      std::to_string(E));
+      throw UserError(path + ":" + std::to_string(no) + ": " + std::to_string(v.size()) +
+                      " values, expected model.embed = " + std::to_string(E));
     const int32_t id = vocab.id(word);
     if (id <= SentenceTask::kPad || seen[static_cast<size_t>(id)]) continue;
     seen[static_cast<size_t>(id)] = true;
@@ -242,7 +245,8 @@ SentenceTask::SentenceTask(const json& cfg, const std::string& run_dir, bool abs
         if (e.aspect.empty()) throw UserError("dataset: task absa needs aspect terms (format semeval2014_xml)");
     }
     if (o.drop_conflict)
-      ex.erase(std::remove_if(ex.begin(), ex.end(), [](const TextExample& e) { return e.label == "conflict"; }), ex.end());
+      ex.erase(std::remove_if(ex.begin(), ex.end(), [](const TextExample& e) { return e.label == "conflict"; }),
+               ex.end());
     if (o.subset == "hds")
       ex.erase(std::remove_if(ex.begin(), ex.end(), [](const TextExample& e) { return !e.hard; }), ex.end());
     if (ex.empty()) throw UserError("dataset '" + loc.path + "': no examples left (dataset.subset / drop_conflict)");
@@ -292,12 +296,14 @@ SentenceTask::SentenceTask(const json& cfg, const std::string& run_dir, bool abs
   }
   if (vocab_.symbol(kPad) != "<pad>") throw UserError(vocab_path + ": id 1 is not <pad>");
   if (!absa_ && labels_.size() < 2)
-    throw UserError("dataset '" + loc.path + "': only " + std::to_string(labels_.size()) + " label(s); classification needs two or more");
+    throw UserError("dataset '" + loc.path + "': only " + std::to_string(labels_.size()) +
+                    " label(s); classification needs two or more");
   std::map<std::string, int64_t> lid;
   for (size_t i = 0; i < labels_.size(); ++i) lid[labels_[i]] = static_cast<int64_t>(i);
   for (size_t i = 0; i < ex.size(); ++i) {
     auto it = lid.find(ex[i].label);
-    if (it == lid.end()) throw UserError("dataset '" + loc.path + "': label '" + ex[i].label + "' is not among the run's labels");
+    if (it == lid.end())
+      throw UserError("dataset '" + loc.path + "': label '" + ex[i].label + "' is not among the run's labels");
     Split& s = ex[i].split == "train" ? train_ : ex[i].split == "valid" ? valid_ : test_;
     s.tokens.push_back(encode(toks[i], vocab_));
     if (absa_) s.aspect.push_back(encode(atoks[i], vocab_));
@@ -307,7 +313,8 @@ SentenceTask::SentenceTask(const json& cfg, const std::string& run_dir, bool abs
   if (train_.labels.empty()) throw UserError("dataset '" + loc.path + "': the train split is empty");
   if (valid_.labels.empty())
     throw UserError("dataset '" + loc.path + "': the valid split is empty; raise dataset.valid_fraction");
-  model_ = SentenceModel(cfg.at("model"), static_cast<int64_t>(vocab_.size()), static_cast<int64_t>(labels_.size()), absa_, kPad);
+  model_ = SentenceModel(cfg.at("model"), static_cast<int64_t>(vocab_.size()), static_cast<int64_t>(labels_.size()),
+                         absa_, kPad);
   const std::string pre = o.pretrained_embeddings.value_or("");
   if (!pre.empty()) {
     const int64_t found = load_pretrained_embeddings(pre, vocab_, model_->embed->weight);
@@ -317,7 +324,9 @@ SentenceTask::SentenceTask(const json& cfg, const std::string& run_dir, bool abs
   order_.start(static_cast<int64_t>(train_.labels.size()), static_cast<uint64_t>(tr.seed), "examples");
 }
 
-const SentenceTask::Split& SentenceTask::split(const std::string& n) const { return split_named(n, train_, valid_, test_); }
+const SentenceTask::Split& SentenceTask::split(const std::string& n) const {
+  return split_named(n, train_, valid_, test_);
+}
 
 bool SentenceTask::has_split(const std::string& s) const {
   return (s == "valid" && !valid_.labels.empty()) || (s == "test" && !test_.labels.empty());
@@ -329,7 +338,8 @@ void SentenceTask::set_shard(int rank, int world) {
     throw UserError(name() + ": invalid shard " + std::to_string(rank) + " of " + std::to_string(world));
   if (batch_ % world != 0)
     throw UserError("training.batch: " + std::to_string(batch_) + " sentences cannot be split evenly over " +
-                    std::to_string(world) + " processes (the global batch must be divisible by the number of processes)");
+                    std::to_string(world) +
+                    " processes (the global batch must be divisible by the number of processes)");
   shard_rank_ = rank;
   shard_world_ = world;
 }
@@ -389,8 +399,8 @@ SentenceBatch SentenceTask::make_batch(const Split& s, const std::vector<int64_t
 }
 
 // Loss (mean over the batch) and predictions.
-static std::pair<torch::Tensor, torch::Tensor> loss_and_pred(const torch::Tensor& logits, const torch::Tensor& y, bool binary,
-                                                             bool sum) {
+static std::pair<torch::Tensor, torch::Tensor> loss_and_pred(const torch::Tensor& logits, const torch::Tensor& y,
+                                                             bool binary, bool sum) {
   const auto red = sum ? torch::Reduction::Sum : torch::Reduction::Mean;
   if (binary) {
     auto z = logits.squeeze(1);
@@ -414,7 +424,9 @@ StepResult SentenceTask::train_step() {
   // eq. 19's sum over the tokens) is summed over each sentence's real tokens and divided by
   // the same number of sentences, so its ratio to the task loss is eq. 19's, as in the LMs.
   ctx.loss_units = static_cast<double>(b.lengths.size(0));
-  ctx.token_mask = length_mask(b.lengths, b.tokens.size(0), torch::TensorOptions().dtype(torch::kFloat32).device(b.tokens.device())).squeeze(2);
+  ctx.token_mask =
+      length_mask(b.lengths, b.tokens.size(0), torch::TensorOptions().dtype(torch::kFloat32).device(b.tokens.device()))
+          .squeeze(2);
   auto logits = model_->forward(b, ctx);
   auto [loss, pred] = loss_and_pred(logits, b.labels, model_->binary, false);
   StepResult r;

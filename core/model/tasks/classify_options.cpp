@@ -18,28 +18,35 @@ void add_sentence_common(Table& t) {
   using O = SentenceOptions;
   const std::vector<std::string> both = {"classify", "absa"};
   t.field("dataset.text_field", &O::text_field, "JSONL: field holding the text.").tasks(both);
-  t.field("dataset.label_field", &O::label_field, "JSONL: field holding the label (string, integer or boolean).").tasks(both);
-  t.field("dataset.split_field", &O::split_field,
-          "JSONL: field holding train/valid/test when the file has a split of its own (\"\" = ignore it and split by fractions).")
+  t.field("dataset.label_field", &O::label_field, "JSONL: field holding the label (string, integer or boolean).")
+      .tasks(both);
+  t.field(
+       "dataset.split_field", &O::split_field,
+       "JSONL: field holding train/valid/test when the file has a split of its own (\"\" = ignore it and split by fractions).")
       .tasks(both);
   t.field("dataset.lowercase", &O::lowercase, "Lower-case ASCII letters when tokenizing.").tasks(both);
   t.field("dataset.max_len", &O::max_len, 0, 1e9, "Keep only the first N tokens of each text (0 = all).").tasks(both);
   t.field("dataset.max_vocab", &O::max_vocab, 0, 1e9,
           "Vocabulary truncation by descending frequency in the training split (0 = all; CRU paper: 50,000 for IMDB).")
       .tasks(both);
-  t.field("dataset.min_freq", &O::min_freq, 1, 1e9, "Words seen fewer times in the training split map to <unk>.").tasks(both);
-  t.field("dataset.folds", &O::folds, 0, 100,
-          "k-fold cross-validation: number of folds (0 = off; CRU paper: 10 for MR and SUBJ). `cellscope-cli cv` runs every fold.")
+  t.field("dataset.min_freq", &O::min_freq, 1, 1e9, "Words seen fewer times in the training split map to <unk>.")
       .tasks(both);
-  t.field("dataset.fold", &O::fold, 0, 99, "k-fold cross-validation: the fold used as the test part (0..folds-1).").tasks(both);
+  t.field(
+       "dataset.folds", &O::folds, 0, 100,
+       "k-fold cross-validation: number of folds (0 = off; CRU paper: 10 for MR and SUBJ). `cellscope-cli cv` runs every fold.")
+      .tasks(both);
+  t.field("dataset.fold", &O::fold, 0, 99, "k-fold cross-validation: the fold used as the test part (0..folds-1).")
+      .tasks(both);
   t.field("dataset.split_seed", &O::split_seed, 0, 4294967295.0,
           "Seed of the deterministic split (fractions, carved valid part, folds); independent of training.seed.")
       .tasks(both);
-  t.field("model.pretrained_embeddings", &O::pretrained_embeddings,
-          "GloVe-format text file of word vectors (size model.embed) to initialise the embeddings; missing words stay random "
-          "(coverage reported as pretrained_coverage). CRU paper: 200-d GloVe 840B for MR and SUBJ.")
+  t.field(
+       "model.pretrained_embeddings", &O::pretrained_embeddings,
+       "GloVe-format text file of word vectors (size model.embed) to initialise the embeddings; missing words stay random "
+       "(coverage reported as pretrained_coverage). CRU paper: 200-d GloVe 840B for MR and SUBJ.")
       .tasks(both);
-  t.field("model.freeze_embeddings", &O::freeze_embeddings, "Keep the embeddings fixed (the CRU paper fine-tunes them).")
+  t.field("model.freeze_embeddings", &O::freeze_embeddings,
+          "Keep the embeddings fixed (the CRU paper fine-tunes them).")
       .tasks(both);
   t.choice("model.fc_activation", &O::fc_activation, {"relu", "tanh", "none"},
            "Activation of the fully connected layer (not stated in the CRU paper).")
@@ -57,9 +64,11 @@ const OptionTable<SentenceOptions>& sentence_option_table(bool absa) {
   static const auto classify = [] {
     OptionTable<O> t("");
     add_sentence_common(t);
-    t.field("model.fc", &O::fc, 0, 65536, "Size of the fully connected layer after the encoder (CRU paper: 1024; 0 = none).")
+    t.field("model.fc", &O::fc, 0, 65536,
+            "Size of the fully connected layer after the encoder (CRU paper: 1024; 0 = none).")
         .tasks({"classify"});
-    t.field("dataset.sst_classes", &O::sst_classes, 2, 5, "SST: 5 (fine-grained) or 2 (binary, neutral sentences dropped).")
+    t.field("dataset.sst_classes", &O::sst_classes, 2, 5,
+            "SST: 5 (fine-grained) or 2 (binary, neutral sentences dropped).")
         .tasks({"classify"});
     return t;
   }();
@@ -77,7 +86,8 @@ const OptionTable<SentenceOptions>& sentence_option_table(bool absa) {
     t.choice("dataset.domain", &O::domain, {"restaurants", "laptops"},
              "SemEval-2014 directory: which domain's Train/Test files to read.")
         .tasks({"absa"});
-    t.field("dataset.drop_conflict", &O::drop_conflict, "Drop aspects labelled 'conflict' (the MZU paper keeps the four labels).")
+    t.field("dataset.drop_conflict", &O::drop_conflict,
+            "Drop aspects labelled 'conflict' (the MZU paper keeps the four labels).")
         .tasks({"absa"});
     return t;
   }();
@@ -90,7 +100,8 @@ static void sentence_check(const json& cfg, std::vector<ConfigError>& errs, cons
   const int64_t folds = o.folds, fold = o.fold;
   if (folds == 1) errs.push_back({"dataset.folds", "1 fold leaves nothing to train on (use 0 = off, or >= 2)"});
   if (folds > 1 && fold >= folds)
-    errs.push_back({"dataset.fold", "fold " + std::to_string(fold) + " out of range for " + std::to_string(folds) + " folds (0.." + std::to_string(folds - 1) + ")"});
+    errs.push_back({"dataset.fold", "fold " + std::to_string(fold) + " out of range for " + std::to_string(folds) +
+                                        " folds (0.." + std::to_string(folds - 1) + ")"});
   if (task == "classify") {
     const int64_t c = o.sst_classes;
     if (c != 2 && c != 5) errs.push_back({"dataset.sst_classes", "expected 2 or 5, got " + std::to_string(c)});
@@ -102,7 +113,8 @@ static void sentence_check(const json& cfg, std::vector<ConfigError>& errs, cons
     if (std::find(names.begin(), names.end(), n) == names.end()) {
       std::string l;
       for (auto& x : names) l += (l.empty() ? "" : ", ") + x;
-      errs.push_back({"dataset.name", "'" + n + "' is not a dataset for task " + task + " (known: " + l + "); or set dataset.path"});
+      errs.push_back({"dataset.name",
+                      "'" + n + "' is not a dataset for task " + task + " (known: " + l + "); or set dataset.path"});
     }
   }
 }

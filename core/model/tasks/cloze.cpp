@@ -77,7 +77,8 @@ ClozeBatch make_cloze_batch(const std::vector<const ClozeItem*>& items, int32_t 
   }
   auto doc = torch::full({Td, B}, static_cast<int64_t>(pad), torch::kInt64);
   auto query = torch::full({Tq, B}, static_cast<int64_t>(pad), torch::kInt64);
-  auto dl = torch::empty({B}, torch::kInt64), ql = torch::empty({B}, torch::kInt64), ans = torch::empty({B}, torch::kInt64);
+  auto dl = torch::empty({B}, torch::kInt64), ql = torch::empty({B}, torch::kInt64),
+       ans = torch::empty({B}, torch::kInt64);
   auto feat = torch::zeros({Td, B, 2}, torch::kFloat32);
   auto cm = torch::zeros({B, C, Td}, torch::kFloat32);
   auto cv = torch::zeros({B, C}, torch::kBool);
@@ -113,8 +114,8 @@ ClozeBatch make_cloze_batch(const std::vector<const ClozeItem*>& items, int32_t 
 }
 
 // ---------------------------------------------------------------- attention over attention
-AoAOutput attention_over_attention(const torch::Tensor& h_doc, const torch::Tensor& h_query, const torch::Tensor& doc_len,
-                                   const torch::Tensor& query_len) {
+AoAOutput attention_over_attention(const torch::Tensor& h_doc, const torch::Tensor& h_query,
+                                   const torch::Tensor& doc_len, const torch::Tensor& query_len) {
   const int64_t Td = h_doc.size(1), Tq = h_query.size(1);
   auto opts = torch::TensorOptions().dtype(torch::kInt64).device(h_doc.device());
   // [B, Td] and [B, Tq]: true at real positions
@@ -217,9 +218,13 @@ const std::vector<ClozeExample>& ClozeTask::examples(const std::string& n) const
   return split_named(n, data_.train, data_.valid, data_.test);
 }
 
-const std::vector<ClozeItem>& ClozeTask::items(const std::string& n) const { return split_named(n, train_, valid_, test_); }
+const std::vector<ClozeItem>& ClozeTask::items(const std::string& n) const {
+  return split_named(n, train_, valid_, test_);
+}
 
-bool ClozeTask::has_split(const std::string& s) const { return (s == "valid" && !valid_.empty()) || (s == "test" && !test_.empty()); }
+bool ClozeTask::has_split(const std::string& s) const {
+  return (s == "valid" && !valid_.empty()) || (s == "test" && !test_.empty());
+}
 
 std::string ClozeTask::cell_name() const { return resolved<std::string>(cfg_.at("model"), "model", "cell"); }
 
@@ -264,7 +269,8 @@ EvalResult ClozeTask::evaluate(const std::string& split) {
   int64_t correct = 0, base = 0;
   for (int64_t p = 0; p < N; p += o_.eval_batch) {
     std::vector<const ClozeItem*> bi;
-    for (int64_t k = p; k < std::min(N, p + o_.eval_batch); ++k) bi.push_back(&its[static_cast<size_t>(order[static_cast<size_t>(k)])]);
+    for (int64_t k = p; k < std::min(N, p + o_.eval_batch); ++k)
+      bi.push_back(&its[static_cast<size_t>(order[static_cast<size_t>(k)])]);
     auto b = make_cloze_batch(bi, kPad, device_);
     StepContext ctx;
     auto out = model_->forward(b, ctx);

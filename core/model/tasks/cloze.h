@@ -65,8 +65,8 @@ struct AoAOutput {
   torch::Tensor s;       // [B, Td] attention over attention s = alpha^T beta (0 at padded i)
 };
 // h_doc [B, Td, H], h_query [B, Tq, H]; lengths [B] int64 (>= 1).
-AoAOutput attention_over_attention(const torch::Tensor& h_doc, const torch::Tensor& h_query, const torch::Tensor& doc_len,
-                                   const torch::Tensor& query_len);
+AoAOutput attention_over_attention(const torch::Tensor& h_doc, const torch::Tensor& h_query,
+                                   const torch::Tensor& doc_len, const torch::Tensor& query_len);
 // Sum attention: P(c | D, Q) = sum of s(i) over the positions i where the document word is c.
 // s [B, Td], cand_mask [B, C, Td] -> [B, C].
 torch::Tensor sum_attention(const torch::Tensor& s, const torch::Tensor& cand_mask);

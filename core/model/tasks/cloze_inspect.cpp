@@ -61,8 +61,11 @@ ClozeAttention ClozeTask::cloze_attention(const std::string& split, int64_t inde
   StepContext ctx;
   auto out = model_->forward(b, ctx);
   auto cpu = [](const torch::Tensor& t) { return t.to(torch::kCPU).to(torch::kFloat64).contiguous(); };
-  auto s = cpu(out.aoa.s[0]), alpha = cpu(out.aoa.alpha[0].mean(1)), beta = cpu(out.aoa.beta[0]), prob = cpu(out.prob[0]);
-  auto vec = [](const torch::Tensor& t) { return std::vector<double>(t.data_ptr<double>(), t.data_ptr<double>() + t.numel()); };
+  auto s = cpu(out.aoa.s[0]), alpha = cpu(out.aoa.alpha[0].mean(1)), beta = cpu(out.aoa.beta[0]),
+       prob = cpu(out.prob[0]);
+  auto vec = [](const torch::Tensor& t) {
+    return std::vector<double>(t.data_ptr<double>(), t.data_ptr<double>() + t.numel());
+  };
   ClozeAttention a;
   a.document = e.document;
   a.query = e.query;

@@ -12,13 +12,15 @@ const OptionTable<ClozeOptions>& cloze_option_table() {
   static const auto t = [] {
     OptionTable<O> t("");
     const std::vector<std::string> c = {"cloze"};
-    t.choice("model.reader", &O::reader, {"aoa", "m_aoa"},
-             "aoa = the Attention-over-Attention Reader (Cui et al. 2017); m_aoa = the CRU paper's Modified AoA Reader: "
-             "document word embeddings concatenated with freq(x) = count in D / |D| (eq. 15) and CoQ(x) = count in the "
-             "query (eq. 16).")
+    t.choice(
+         "model.reader", &O::reader, {"aoa", "m_aoa"},
+         "aoa = the Attention-over-Attention Reader (Cui et al. 2017); m_aoa = the CRU paper's Modified AoA Reader: "
+         "document word embeddings concatenated with freq(x) = count in D / |D| (eq. 15) and CoQ(x) = count in the "
+         "query (eq. 16).")
         .tasks(c);
     t.field("dataset.lowercase", &O::lowercase, "Lower-case ASCII letters of every word (XXXXX stays).").tasks(c);
-    t.field("dataset.min_freq", &O::min_freq, 1, 1e9, "Words seen fewer times in the training split map to <unk>.").tasks(c);
+    t.field("dataset.min_freq", &O::min_freq, 1, 1e9, "Words seen fewer times in the training split map to <unk>.")
+        .tasks(c);
     t.field("dataset.max_vocab", &O::max_vocab, 0, 1e9,
             "Vocabulary truncation by descending frequency in the training split (0 = all).")
         .tasks(c);

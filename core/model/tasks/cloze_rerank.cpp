@@ -54,7 +54,8 @@ std::vector<std::string> str_array(const json& j, const char* field, const std::
   std::vector<std::string> out;
   for (size_t i = 0; i < a.size(); ++i) {
     if (!a[i].is_string())
-      throw UserError(at + "\"" + field + "\"[" + std::to_string(i) + "] is not a string (" + a[i].dump().substr(0, 30) + ")");
+      throw UserError(at + "\"" + field + "\"[" + std::to_string(i) + "] is not a string (" +
+                      a[i].dump().substr(0, 30) + ")");
     out.push_back(a[i].get<std::string>());
   }
   return out;
@@ -119,7 +120,9 @@ std::vector<ClozeScored> parse_cloze_scores(const std::string& text, const std::
                       std::to_string(q.candidates.size() - 1) + ")");
     out.push_back(std::move(q));
   }
-  if (out.empty()) throw UserError(source + ": no questions (expected one JSON object per line, as `cellscope-cli cloze scores` writes)");
+  if (out.empty())
+    throw UserError(source +
+                    ": no questions (expected one JSON object per line, as `cellscope-cli cloze scores` writes)");
   return out;
 }
 
@@ -192,7 +195,8 @@ double NgramLM::sentence_logprob(const std::vector<std::string>& words) const {
   double lp = 0;
   for (size_t i = 1; i < t.size(); ++i) {
     const size_t a = i >= static_cast<size_t>(order_ - 1) ? i - static_cast<size_t>(order_ - 1) : 0;
-    std::vector<std::string> ctx(t.begin() + static_cast<std::ptrdiff_t>(a), t.begin() + static_cast<std::ptrdiff_t>(i));
+    std::vector<std::string> ctx(t.begin() + static_cast<std::ptrdiff_t>(a),
+                                 t.begin() + static_cast<std::ptrdiff_t>(i));
     lp += std::log(p(ctx, 0, t[i]));
   }
   return lp;
@@ -253,7 +257,8 @@ std::unordered_set<std::string> WordClasses::most_frequent(const std::vector<std
   for (auto& s : sentences)
     for (auto& w : s) ++n[lower(w)];
   std::vector<std::pair<std::string, int64_t>> v(n.begin(), n.end());
-  std::sort(v.begin(), v.end(), [](auto& a, auto& b) { return a.second != b.second ? a.second > b.second : a.first < b.first; });
+  std::sort(v.begin(), v.end(),
+            [](auto& a, auto& b) { return a.second != b.second ? a.second > b.second : a.first < b.first; });
   std::unordered_set<std::string> out;
   for (size_t i = 0; i < v.size() && static_cast<int64_t>(i) < k; ++i) out.insert(v[i].first);
   return out;
@@ -318,19 +323,21 @@ TunedWeights tune_weights(const FeatureTable& f, const std::vector<int64_t>& ans
 json RerankReport::to_json() const {
   json w = json::object();
   for (size_t k = 0; k < features.size(); ++k) w[features[k]] = weights[k];
-  return {{"features", features},
-          {"weights", w},
-          {"valid", {{"questions", valid_questions}, {"accuracy_before", valid_before}, {"accuracy_after", valid_after}}},
-          {"test", {{"questions", test_questions}, {"accuracy_before", test_before}, {"accuracy_after", test_after}}},
-          {"grid_points", grid_points},
-          {"class_lm_training", class_lm_training}};
+  return {
+      {"features", features},
+      {"weights", w},
+      {"valid", {{"questions", valid_questions}, {"accuracy_before", valid_before}, {"accuracy_after", valid_after}}},
+      {"test", {{"questions", test_questions}, {"accuracy_before", test_before}, {"accuracy_after", test_after}}},
+      {"grid_points", grid_points},
+      {"class_lm_training", class_lm_training}};
 }
 
 std::string RerankReport::to_text() const {
   std::ostringstream o;
   o << std::fixed << std::setprecision(2);
   o << "features and weights tuned on valid (" << grid_points << " grid points):\n";
-  for (size_t k = 0; k < features.size(); ++k) o << "  " << std::left << std::setw(14) << features[k] << weights[k] << "\n";
+  for (size_t k = 0; k < features.size(); ++k)
+    o << "  " << std::left << std::setw(14) << features[k] << weights[k] << "\n";
   if (!class_lm_training.empty()) o << "word-class LM trained on: " << class_lm_training << "\n";
   o << "                 questions   reader   + re-ranking\n";
   o << "  valid    " << std::right << std::setw(14) << valid_questions << std::setw(8) << 100 * valid_before << "%"
@@ -387,8 +394,9 @@ RerankReport rerank_cloze(const std::vector<ClozeScored>& valid, const std::vect
       text.push_back(q.document);
       if (!train.empty()) text.push_back(q.filled(static_cast<size_t>(q.answer)));
     }
-    r.class_lm_training = train.empty() ? "the valid documents (" + std::to_string(valid.size()) + "; no --train given)"
-                                        : "the training documents and answered queries (" + std::to_string(train.size()) + ")";
+    r.class_lm_training = train.empty()
+                              ? "the valid documents (" + std::to_string(valid.size()) + "; no --train given)"
+                              : "the training documents and answered queries (" + std::to_string(train.size()) + ")";
     classes = std::make_unique<WordClasses>(wn, WordClasses::most_frequent(text, o.frequent_words));
     class_lm = std::make_unique<NgramLM>(o.order, o.discount);
     for (auto& s : text) {

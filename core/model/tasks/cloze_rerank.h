@@ -83,7 +83,8 @@ class WordClasses {
   WordClasses(const WordNet* wn, std::unordered_set<std::string> frequent);
   std::string of(const std::string& word) const;
   // The `k` most frequent lower-cased words of `sentences` (ties: alphabetical).
-  static std::unordered_set<std::string> most_frequent(const std::vector<std::vector<std::string>>& sentences, int64_t k);
+  static std::unordered_set<std::string> most_frequent(const std::vector<std::vector<std::string>>& sentences,
+                                                       int64_t k);
 
  private:
   const WordNet* wn_;

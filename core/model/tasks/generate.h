@@ -24,7 +24,8 @@ struct GenerateOptions {
 struct GeneratedToken {
   std::string text;       // the symbol as it reads in the text (a character, or a word)
   int32_t id = 0;
-  double prob = 0;        // the model's probability of this token given what precedes it (T = 1); NaN for the first seed token
+  double prob =
+      0;  // the model's probability of this token given what precedes it (T = 1); NaN for the first seed token
   double sample_prob = 0; // its probability under the sampling distribution (T, top-k); NaN for seed tokens
   bool from_seed = false;
 };

@@ -101,8 +101,10 @@ Seq2SeqTask::Seq2SeqTask(const json& cfg, Seq2SeqSplits sp, const std::string& r
 
   if (auto j = saved_vocab_json(run_dir, "cellscope-seq2seq-subword", "seq2seq vocabulary")) {
     const std::string vocab_path = join_path(run_dir, "vocab");
-    src_vocab_ = std::make_unique<SubwordVocab>(SubwordVocab::from_serialized(b64_decode(j->at("source").get<std::string>(), vocab_path)));
-    tgt_vocab_ = std::make_unique<SubwordVocab>(SubwordVocab::from_serialized(b64_decode(j->at("target").get<std::string>(), vocab_path)));
+    src_vocab_ = std::make_unique<SubwordVocab>(
+        SubwordVocab::from_serialized(b64_decode(j->at("source").get<std::string>(), vocab_path)));
+    tgt_vocab_ = std::make_unique<SubwordVocab>(
+        SubwordVocab::from_serialized(b64_decode(j->at("target").get<std::string>(), vocab_path)));
   } else {
     // SentencePiece vocabularies trained on the training split only.
     SubwordOptions so;
@@ -209,7 +211,8 @@ torch::Tensor Seq2SeqTask::batch_nll(const Batch& b, StepContext& ctx) {
   ectx.probe = ctx.probe;
   ectx.step = ctx.step;
   ectx.loss_units = ctx.loss_units;
-  ectx.token_mask = (torch::arange(b.src.size(0), b.src_len.options()).unsqueeze(1) < b.src_len.unsqueeze(0)).to(torch::kFloat32);
+  ectx.token_mask =
+      (torch::arange(b.src.size(0), b.src_len.options()).unsqueeze(1) < b.src_len.unsqueeze(0)).to(torch::kFloat32);
   auto enc = model_->encode(b.src, b.src_len, ectx);
   ctx.token_mask = b.y_mask;
   auto st = model_->decoder_initial_state(b.src.size(1), enc.memory.options());
@@ -242,12 +245,14 @@ StepResult Seq2SeqTask::train_step() {
   {
     const double S = static_cast<double>(b.src.size(0)), T = static_cast<double>(b.y_in.size(0)),
                  B = static_cast<double>(n);
-    r.flops = 3.0 * (model_->encoder_flops_per_token() * S * B + model_->decoder_flops_per_token(b.src.size(0)) * T * B);
+    r.flops =
+        3.0 * (model_->encoder_flops_per_token() * S * B + model_->decoder_flops_per_token(b.src.size(0)) * T * B);
   }
   return r;
 }
 
-std::vector<std::vector<int32_t>> Seq2SeqTask::greedy(const std::vector<std::vector<int32_t>>& sources, int64_t max_len) {
+std::vector<std::vector<int32_t>> Seq2SeqTask::greedy(const std::vector<std::vector<int32_t>>& sources,
+                                                      int64_t max_len) {
   torch::NoGradGuard ng;
   EvalScope es(*model_);
   std::vector<Example> tmp(sources.size());
@@ -261,7 +266,8 @@ std::vector<std::vector<int32_t>> Seq2SeqTask::greedy(const std::vector<std::vec
   auto enc = model_->encode(b.src, b.src_len, ctx);
   const int64_t B = b.src.size(1);
   auto st = model_->decoder_initial_state(B, enc.memory.options());
-  auto prev = torch::full({1, B}, static_cast<int64_t>(kBos), torch::TensorOptions().dtype(torch::kInt64).device(device_));
+  auto prev =
+      torch::full({1, B}, static_cast<int64_t>(kBos), torch::TensorOptions().dtype(torch::kInt64).device(device_));
   std::vector<std::vector<int32_t>> out(static_cast<size_t>(B));
   std::vector<bool> done(static_cast<size_t>(B), false);
   int64_t left = B;
@@ -330,7 +336,8 @@ EvalResult Seq2SeqTask::evaluate(const std::string& split) {
   double nll = 0, tokens = 0;
   for (int64_t p = 0; p < N; p += o_.eval_batch) {
     std::vector<const Example*> bx;
-    for (int64_t i = p; i < std::min(N, p + o_.eval_batch); ++i) bx.push_back(&ex[static_cast<size_t>(order[static_cast<size_t>(i)])]);
+    for (int64_t i = p; i < std::min(N, p + o_.eval_batch); ++i)
+      bx.push_back(&ex[static_cast<size_t>(order[static_cast<size_t>(i)])]);
     auto b = make_batch(bx);
     StepContext ctx;
     nll += batch_nll(b, ctx).item<double>();
@@ -410,13 +417,15 @@ void Seq2SeqTask::probe_sequence(const std::vector<int32_t>& ids, Probe& probe) 
   model_->encode(b.src, b.src_len, ctx);
 }
 
-std::vector<std::string> Seq2SeqTask::probe_decoder(const std::string& source, const std::string& target, Probe& probe) {
+std::vector<std::string> Seq2SeqTask::probe_decoder(const std::string& source, const std::string& target,
+                                                    Probe& probe) {
   torch::NoGradGuard ng;
   EvalScope es(*model_);
   Example e;
   e.src = encode_text(source).ids;
   if (e.src.empty()) throw UserError("the source text is empty");
-  e.tgt = target.empty() ? greedy({e.src}, default_max_decode())[0] : cut(tgt_vocab_->encode(target), o_.max_target_len);
+  e.tgt =
+      target.empty() ? greedy({e.src}, default_max_decode())[0] : cut(tgt_vocab_->encode(target), o_.max_target_len);
   auto b = make_batch({&e});
   StepContext c0;
   auto enc = model_->encode(b.src, b.src_len, c0);
@@ -445,34 +454,48 @@ const OptionTable<Seq2SeqOptions>& seq2seq_option_table() {
     using O = Seq2SeqOptions;
     t.choice("dataset.subword", &O::subword, {"bpe", "unigram"},
              "SentencePiece model type of the subword vocabularies trained on the train split (MC-RNN paper: BPE).");
-    t.field("dataset.source_vocab_size", &O::source_vocab_size, 8, 1e6,
-            "Source subword vocabulary size, <pad> <unk> <s> </s> included (paper: about 25k joint BPE for IWSLT De-En, 30k Gigaword).");
+    t.field(
+        "dataset.source_vocab_size", &O::source_vocab_size, 8, 1e6,
+        "Source subword vocabulary size, <pad> <unk> <s> </s> included (paper: about 25k joint BPE for IWSLT De-En, 30k Gigaword).");
     t.field("dataset.target_vocab_size", &O::target_vocab_size, 8, 1e6,
             "Target subword vocabulary size (ignored with dataset.shared_vocab).");
-    t.field("dataset.shared_vocab", &O::shared_vocab,
-            "One vocabulary trained on the sources and targets together (size dataset.source_vocab_size) for both sides.");
+    t.field(
+        "dataset.shared_vocab", &O::shared_vocab,
+        "One vocabulary trained on the sources and targets together (size dataset.source_vocab_size) for both sides.");
     t.field("dataset.max_source_len", &O::max_source_len, 1, 100000,
             "Source subword tokens kept (the rest are cut), in training, evaluation and decoding.");
-    t.field("dataset.max_target_len", &O::max_target_len, 1, 100000,
-            "Target subword tokens kept in training and evaluation (before </s>); decoding stops at this + 1 unless task.max_decode.");
-    t.field("dataset.source_lang", &O::source_lang, "Format parallel: the source files' suffix, <split>.<source_lang> (default de).");
+    t.field(
+        "dataset.max_target_len", &O::max_target_len, 1, 100000,
+        "Target subword tokens kept in training and evaluation (before </s>); decoding stops at this + 1 unless task.max_decode.");
+    t.field("dataset.source_lang", &O::source_lang,
+            "Format parallel: the source files' suffix, <split>.<source_lang> (default de).");
     t.field("dataset.target_lang", &O::target_lang, "Format parallel: the target files' suffix (default en).");
-    t.field("dataset.source_words", &O::source_words, 1, 100000, "Format headlines: the first N words of the body are the source (default 40).");
-    t.field("dataset.min_subject_words", &O::min_subject_words, 1, 1000, "Format headlines: drop pairs whose cleaned subject is shorter (default 3).");
-    t.field("dataset.min_source_words", &O::min_source_words, 1, 100000, "Format headlines: drop pairs whose body opening is shorter (default 5).");
-    t.field("dataset.lowercase", &O::lowercase, "ASCII lower-case sources and targets (default: true for headlines, false for parallel and gigaword).");
-    t.field("model.copy", &O::copy,
-            "Pointer-generator (See et al. 2017): mix the output distribution with the attention over the source's "
-            "pieces, so that source words can be copied; needs dataset.shared_vocab. Not in the MC-RNN paper (default off).");
+    t.field("dataset.source_words", &O::source_words, 1, 100000,
+            "Format headlines: the first N words of the body are the source (default 40).");
+    t.field("dataset.min_subject_words", &O::min_subject_words, 1, 1000,
+            "Format headlines: drop pairs whose cleaned subject is shorter (default 3).");
+    t.field("dataset.min_source_words", &O::min_source_words, 1, 100000,
+            "Format headlines: drop pairs whose body opening is shorter (default 5).");
+    t.field("dataset.lowercase", &O::lowercase,
+            "ASCII lower-case sources and targets (default: true for headlines, false for parallel and gigaword).");
+    t.field(
+        "model.copy", &O::copy,
+        "Pointer-generator (See et al. 2017): mix the output distribution with the attention over the source's "
+        "pieces, so that source words can be copied; needs dataset.shared_vocab. Not in the MC-RNN paper (default off).");
     t.field("training.eval_batch", &O::eval_batch, 1, 65536, "Pairs per batch when evaluating and decoding a split.");
-    t.field("training.eval_decode", &O::eval_decode, 0, 1e9,
-            "Evaluation: BLEU and ROUGE of greedy decodes of the split's first N pairs (0 = all); beam search in `decode`.");
-    t.field("task.beam", &O::beam, 1, 1000, "Beam width of `cellscope-cli decode` when --beam is not given (MC-RNN paper: 10 for Gigaword, 5 for IWSLT).");
+    t.field(
+        "training.eval_decode", &O::eval_decode, 0, 1e9,
+        "Evaluation: BLEU and ROUGE of greedy decodes of the split's first N pairs (0 = all); beam search in `decode`.");
+    t.field(
+        "task.beam", &O::beam, 1, 1000,
+        "Beam width of `cellscope-cli decode` when --beam is not given (MC-RNN paper: 10 for Gigaword, 5 for IWSLT).");
     t.field("task.length_penalty", &O::length_penalty, 0, 10,
             "alpha of the length normalisation score = log P / ((5 + |Y|) / 6)^alpha (GNMT); 0 = none.");
-    t.field("task.max_decode", &O::max_decode, 0, 100000, "Most tokens a decode generates, </s> included (0 = dataset.max_target_len + 1).");
-    t.field("task.lead_words", &O::lead_words, 0, 100000,
-            "Words of the lead baseline (the first words of the source); 0 = the mean target length of the train split.");
+    t.field("task.max_decode", &O::max_decode, 0, 100000,
+            "Most tokens a decode generates, </s> included (0 = dataset.max_target_len + 1).");
+    t.field(
+        "task.lead_words", &O::lead_words, 0, 100000,
+        "Words of the lead baseline (the first words of the source); 0 = the mean target length of the train split.");
     return t;
   }();
   return t;
@@ -481,7 +504,8 @@ const OptionTable<Seq2SeqOptions>& seq2seq_option_table() {
 void register_seq2seq_task(std::vector<TaskInfo>& out) {
   TaskInfo t;
   t.name = "seq2seq";
-  t.description = "Encoder-decoder with attention (MC-RNN paper: IWSLT De-En BLEU, Gigaword ROUGE); metric: target perplexity";
+  t.description =
+      "Encoder-decoder with attention (MC-RNN paper: IWSLT De-En BLEU, Gigaword ROUGE); metric: target perplexity";
   t.unit = "tokens";
   t.options = seq2seq_option_table().specs();
   t.check = [](const json& cfg, std::vector<ConfigError>& errs) {
@@ -490,10 +514,12 @@ void register_seq2seq_task(std::vector<TaskInfo>& out) {
       errs.push_back({"model.cell", "the seq2seq decoder runs token by token; cell '" + cell +
                                         "' needs the whole sequence (choose a step-wise cell)"});
     const auto o = seq2seq_option_table().read(cfg);
-    if (o.max_decode > 0 && o.max_decode < 2) errs.push_back({"task.max_decode", "must be at least 2 (one token and </s>)"});
+    if (o.max_decode > 0 && o.max_decode < 2)
+      errs.push_back({"task.max_decode", "must be at least 2 (one token and </s>)"});
     if (o.copy && !o.shared_vocab)
-      errs.push_back({"model.copy", "the pointer-generator copies source pieces into the output, so it needs one vocabulary "
-                                    "for both sides: set dataset.shared_vocab to true"});
+      errs.push_back({"model.copy",
+                      "the pointer-generator copies source pieces into the output, so it needs one vocabulary "
+                      "for both sides: set dataset.shared_vocab to true"});
   };
   t.make = [](const json& cfg, const std::string& run_dir) -> std::unique_ptr<Task> {
     return std::make_unique<Seq2SeqTask>(cfg, run_dir);

@@ -8,11 +8,14 @@ namespace cs {
 
 namespace F = torch::nn::functional;
 
-Seq2SeqModelImpl::Seq2SeqModelImpl(const json& m, int64_t source_vocab, int64_t target_vocab, int64_t pad) : pad_id(pad) {
+Seq2SeqModelImpl::Seq2SeqModelImpl(const json& m, int64_t source_vocab, int64_t target_vocab, int64_t pad)
+    : pad_id(pad) {
   const ModelOptions mo = read_model_options(m);
   dropout = mo.dropout;
-  src_embed = register_module("src_embed", torch::nn::Embedding(torch::nn::EmbeddingOptions(source_vocab, mo.embed).padding_idx(pad)));
-  tgt_embed = register_module("tgt_embed", torch::nn::Embedding(torch::nn::EmbeddingOptions(target_vocab, mo.embed).padding_idx(pad)));
+  src_embed = register_module(
+      "src_embed", torch::nn::Embedding(torch::nn::EmbeddingOptions(source_vocab, mo.embed).padding_idx(pad)));
+  tgt_embed = register_module(
+      "tgt_embed", torch::nn::Embedding(torch::nn::EmbeddingOptions(target_vocab, mo.embed).padding_idx(pad)));
   {
     torch::NoGradGuard ng;
     src_embed->weight.uniform_(-0.1, 0.1);
@@ -28,8 +31,9 @@ Seq2SeqModelImpl::Seq2SeqModelImpl(const json& m, int64_t source_vocab, int64_t 
   out = register_module("out", torch::nn::Linear(Hd, target_vocab));
   copy = m.value("copy", false);
   if (copy) {
-    TORCH_CHECK(source_vocab == target_vocab, "model.copy needs one vocabulary for both sides (dataset.shared_vocab): source ",
-                source_vocab, " vs target ", target_vocab, " pieces");
+    TORCH_CHECK(source_vocab == target_vocab,
+                "model.copy needs one vocabulary for both sides (dataset.shared_vocab): source ", source_vocab,
+                " vs target ", target_vocab, " pieces");
     copy_gate = register_module("copy_gate", torch::nn::Linear(He + Hd + mo.embed, 1));
   }
 }
@@ -86,7 +90,8 @@ double Seq2SeqModelImpl::decoder_flops_per_token(int64_t S) const {
   const double V = static_cast<double>(out->weight.size(0));
   // model.copy: the gate's dot product, the mixture and the scatter (about 3 per vocabulary entry)
   const double gate = copy ? 2.0 * static_cast<double>(copy_gate->weight.size(1)) + 3.0 * V : 0.0;
-  return decoder->flops_per_step() + 2.0 * (Hd * He + 2.0 * He * static_cast<double>(S) + (He + Hd) * Hd + Hd * V) + gate;
+  return decoder->flops_per_step() + 2.0 * (Hd * He + 2.0 * He * static_cast<double>(S) + (He + Hd) * Hd + Hd * V) +
+         gate;
 }
 
 }  // namespace cs

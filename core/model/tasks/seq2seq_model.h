@@ -38,8 +38,8 @@ class Seq2SeqModelImpl : public torch::nn::Module {
   std::vector<State> decoder_initial_state(int64_t batch, const torch::TensorOptions& opts) const;
   // Decoder over target inputs y_in [T, B] (teacher forcing, or T = 1 per generation step),
   // `states` carried in/out. Returns logits [T, B, V]; `attention` (if given) gets a [T, B, S].
-  torch::Tensor decode(const torch::Tensor& y_in, const Seq2SeqEncoded& enc, std::vector<State>& states, StepContext& ctx,
-                       torch::Tensor* attention = nullptr);
+  torch::Tensor decode(const torch::Tensor& y_in, const Seq2SeqEncoded& enc, std::vector<State>& states,
+                       StepContext& ctx, torch::Tensor* attention = nullptr);
   // The attention layer alone: decoder outputs h [T, B, H] -> h̃ [T, B, H] (weights [T, B, S]).
   // `context` (if given) gets c_t [T, B, He].
   torch::Tensor attend(const torch::Tensor& h, const Seq2SeqEncoded& enc, torch::Tensor* attention = nullptr,

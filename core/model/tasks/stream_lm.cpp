@@ -63,7 +63,8 @@ int64_t stream_shard_size(const std::string& task, int64_t batch, int rank, int 
     throw UserError(task + ": invalid shard " + std::to_string(rank) + " of " + std::to_string(world));
   if (batch % world != 0)
     throw UserError("training.batch: " + std::to_string(batch) + " streams cannot be split evenly over " +
-                    std::to_string(world) + " processes (the global batch must be divisible by the number of processes)");
+                    std::to_string(world) +
+                    " processes (the global batch must be divisible by the number of processes)");
   return batch / world;
 }
 
@@ -115,7 +116,8 @@ void StreamLMTask::to(const torch::Device& d) {
 
 double StreamLMTask::epoch() const {
   const int64_t n = train_.size(1) - 1;
-  return static_cast<double>(epochs_done_) + static_cast<double>(cursor_) / static_cast<double>(std::max<int64_t>(n, 1));
+  return static_cast<double>(epochs_done_) +
+         static_cast<double>(cursor_) / static_cast<double>(std::max<int64_t>(n, 1));
 }
 
 std::pair<torch::Tensor, torch::Tensor> StreamLMTask::next_batch() {
@@ -179,7 +181,8 @@ double StreamLMTask::stream_nll(const std::vector<int32_t>& ids, int64_t eval_ba
       }
     }
   };
-  std::vector<State> st = stream_model().initial_state(B, torch::TensorOptions().dtype(torch::kFloat32).device(device_));
+  std::vector<State> st =
+      stream_model().initial_state(B, torch::TensorOptions().dtype(torch::kFloat32).device(device_));
   score(all.narrow(0, 0, B * n).view({B, n}), all.narrow(0, 1, B * n).view({B, n}), st, n, 0);
   const int64_t rem = (N - 1) - B * n;
   if (rem > 0) {  // the tail continues the last stream with its carried state, batch 1

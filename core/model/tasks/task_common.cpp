@@ -49,7 +49,8 @@ std::vector<int64_t> EpochOrder::next(int64_t batch) {
 }
 
 double EpochOrder::epoch() const {
-  return static_cast<double>(epochs_done_) + static_cast<double>(cursor_) / std::max<double>(1.0, static_cast<double>(perm_.size()));
+  return static_cast<double>(epochs_done_) +
+         static_cast<double>(cursor_) / std::max<double>(1.0, static_cast<double>(perm_.size()));
 }
 
 void EpochOrder::save(torch::serialize::OutputArchive& ar) const {
@@ -118,7 +119,8 @@ void check_lm_sees_no_future(const json& cfg, std::vector<ConfigError>& errs) {
   const json& m = cfg.at("model");
   const std::string cell = m.value("cell", std::string());
   const auto& reg = cell_registry();
-  const bool cru = std::any_of(reg.begin(), reg.end(), [&](const CellInfo& c) { return c.name == cell && c.family == "cru"; });
+  const bool cru =
+      std::any_of(reg.begin(), reg.end(), [&](const CellInfo& c) { return c.name == cell && c.family == "cru"; });
   if (!cru) return;  // an unknown cell is the schema's error, not this one
   const int64_t k = m.value("filter_length", int64_t(3));
   const std::string window = m.value("conv_window", std::string("centered"));

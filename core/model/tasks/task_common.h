@@ -1,7 +1,7 @@
-// Pieces shared by the tasks (tasks/TASK_COMMON_NOTES.md; the stream LMs: tasks/stream_lm.h): the seeded training order of the
-// example tasks (classify/absa, cloze, seq2seq) and their base class, the split lookup by name
-// (every task), evaluation order by length, the JSON vocabulary saved with a run, and the
-// embedding and dropout pieces of the classify and cloze models.
+// Pieces shared by the tasks (tasks/TASK_COMMON_NOTES.md; the stream LMs: tasks/stream_lm.h): the seeded training order
+// of the example tasks (classify/absa, cloze, seq2seq) and their base class, the split lookup by name (every task),
+// evaluation order by length, the JSON vocabulary saved with a run, and the embedding and dropout pieces of the
+// classify and cloze models.
 #pragma once
 #include <torch/nn/modules/embedding.h>
 #include <torch/serialize/archive.h>

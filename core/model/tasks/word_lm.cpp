@@ -119,7 +119,8 @@ void WordLMTask::update_average() {
   if (avg_.empty())
     for (auto& p : params) avg_.push_back(p.detach().clone());
   else
-    for (size_t i = 0; i < params.size(); ++i) avg_[i].add_(params[i].detach() - avg_[i], 1.0 / static_cast<double>(avg_n_ + 1));
+    for (size_t i = 0; i < params.size(); ++i)
+      avg_[i].add_(params[i].detach() - avg_[i], 1.0 / static_cast<double>(avg_n_ + 1));
   ++avg_n_;
 }
 
@@ -148,7 +149,8 @@ StepResult WordLMTask::train_step() {
   return r;
 }
 
-double WordLMTask::nll_of(const std::vector<int32_t>& ids, int64_t eval_batch, Probe* probe, std::vector<float>* per_pos) {
+double WordLMTask::nll_of(const std::vector<int32_t>& ids, int64_t eval_batch, Probe* probe,
+                          std::vector<float>* per_pos) {
   return stream_nll(ids, eval_batch, probe, per_pos);
 }
 
@@ -199,7 +201,8 @@ void WordLMTask::save_state(torch::serialize::OutputArchive& ar) const {
   ar.write("avg_n", I(avg_n_));
   ar.write("n_avg", I(static_cast<int64_t>(avg_.size())));
   for (size_t i = 0; i < avg_.size(); ++i) ar.write("avg_" + std::to_string(i), avg_[i].to(torch::kCPU));
-  ar.write("valid_history", torch::tensor(valid_history_.empty() ? std::vector<double>{} : valid_history_, torch::kFloat64));
+  ar.write("valid_history",
+           torch::tensor(valid_history_.empty() ? std::vector<double>{} : valid_history_, torch::kFloat64));
   write_streams(ar);
 }
 
@@ -233,13 +236,16 @@ const OptionTable<WordLMOptions>& word_lm_option_table() {
             "Truncated BPTT length in tokens; the state is carried across segments (AWD-LSTM / MC-RNN PTB: 70).");
     t.field("training.eval_batch", &O::eval_batch, 1, 65536,
             "Streams used to evaluate a split (every token is scored once, state carried; AWD-LSTM: 10).");
-    t.field("training.asgd_start", &O::asgd_start, 0, 1e12,
-            "optimizer = asgd: step at which parameter averaging starts; 0 = the non-monotone trigger of NT-ASGD (AWD-LSTM).");
-    t.field("training.asgd_nonmono", &O::asgd_nonmono, 1, 1e6,
-            "optimizer = asgd with asgd_start = 0: start averaging when the validation loss is worse than the best of the "
-            "evaluations more than this many evaluations ago (AWD-LSTM: 5).");
-    t.field("dataset.vocab_size", &O::vocab_size, 0, 1e9,
-            "Keep the most frequent words of the train split, <unk> and <eos> included (0 = all); the rest become <unk>. PTB: 10000.");
+    t.field(
+        "training.asgd_start", &O::asgd_start, 0, 1e12,
+        "optimizer = asgd: step at which parameter averaging starts; 0 = the non-monotone trigger of NT-ASGD (AWD-LSTM).");
+    t.field(
+        "training.asgd_nonmono", &O::asgd_nonmono, 1, 1e6,
+        "optimizer = asgd with asgd_start = 0: start averaging when the validation loss is worse than the best of the "
+        "evaluations more than this many evaluations ago (AWD-LSTM: 5).");
+    t.field(
+        "dataset.vocab_size", &O::vocab_size, 0, 1e9,
+        "Keep the most frequent words of the train split, <unk> and <eos> included (0 = all); the rest become <unk>. PTB: 10000.");
     t.field("dataset.min_count", &O::min_count, 1, 1e9,
             "Keep only words seen at least this many times in the train split; the rest become <unk>.");
     t.field("dataset.lowercase", &O::lowercase, "Plain text: fold ASCII letters to lower case before tokenising.");
@@ -257,15 +263,18 @@ const OptionTable<WordLMModelOptions>& word_lm_model_option_table() {
     using O = WordLMModelOptions;
     t.field("dropoute", &O::dropoute, 0.0, 0.95,
             "Embedding dropout: drop whole word types (rows of the embedding matrix) per forward (AWD-LSTM: 0.1).");
-    t.field("dropouti", &O::dropouti, 0.0, 0.95,
-            "Locked (variational) dropout on the embedded input, one mask per sequence (AWD-LSTM: 0.4 PTB); unset = model.dropout.");
+    t.field(
+        "dropouti", &O::dropouti, 0.0, 0.95,
+        "Locked (variational) dropout on the embedded input, one mask per sequence (AWD-LSTM: 0.4 PTB); unset = model.dropout.");
     t.field("dropouth", &O::dropouth, 0.0, 0.95,
             "Locked (variational) dropout between recurrent layers (AWD-LSTM: 0.25 PTB); unset = model.dropout.");
-    t.field("weight_drop", &O::weight_drop, 0.0, 0.95,
-            "Weight drop (DropConnect) on the hidden-to-hidden matrix w_hh of rnn/gru/lstm cells (also as an MC-RNN base): "
-            "one mask per forward in training (AWD-LSTM: 0.5).");
-    t.field("tie_weights", &O::tie_weights,
-            "Tie the output layer to the embedding matrix (the last layer's size becomes model.embed, as in AWD-LSTM).");
+    t.field(
+        "weight_drop", &O::weight_drop, 0.0, 0.95,
+        "Weight drop (DropConnect) on the hidden-to-hidden matrix w_hh of rnn/gru/lstm cells (also as an MC-RNN base): "
+        "one mask per forward in training (AWD-LSTM: 0.5).");
+    t.field(
+        "tie_weights", &O::tie_weights,
+        "Tie the output layer to the embedding matrix (the last layer's size becomes model.embed, as in AWD-LSTM).");
     return t;
   }();
   return t;
@@ -285,8 +294,9 @@ void register_word_lm_task(std::vector<TaskInfo>& out) {
       const std::string cell = resolved<std::string>(m, "model", "cell");
       const std::string wrapped = cell == "mcrnn" ? resolved<std::string>(m, "model", "base") : cell;
       if (wrapped != "rnn" && wrapped != "gru" && wrapped != "lstm")
-        errs.push_back({"model.weight_drop", "weight drop applies to rnn, gru and lstm cells (or an mcrnn over one); cell '" +
-                                                  cell + "' has no w_hh to drop"});
+        errs.push_back(
+            {"model.weight_drop", "weight drop applies to rnn, gru and lstm cells (or an mcrnn over one); cell '" +
+                                      cell + "' has no w_hh to drop"});
     }
   };
   t.make = [](const json& cfg, const std::string& run_dir) -> std::unique_ptr<Task> {

@@ -60,7 +60,8 @@ void WordLMTask::probe_sequence(const std::vector<int32_t>& ids, Probe& probe) {
 std::string WordLMTask::split_text(const std::string& split, int64_t max_tokens) const {
   const auto& v = split_ids(corpus_, split);
   std::string t;
-  for (size_t i = 0; i < v.size() && static_cast<int64_t>(i) < max_tokens; ++i) t += (i ? " " : "") + corpus_.vocab.symbol(v[i]);
+  for (size_t i = 0; i < v.size() && static_cast<int64_t>(i) < max_tokens; ++i)
+    t += (i ? " " : "") + corpus_.vocab.symbol(v[i]);
   return t;
 }
 
@@ -103,7 +104,8 @@ TokenStepper WordLMTask::token_stepper(const std::string& seed_text) {
   TokenStepper v;
   v.vocab = &corpus_.vocab;
   auto net = model_;
-  auto states = std::make_shared<std::vector<State>>(net->initial_state(1, torch::TensorOptions().dtype(torch::kFloat32)));
+  auto states =
+      std::make_shared<std::vector<State>>(net->initial_state(1, torch::TensorOptions().dtype(torch::kFloat32)));
   v.forward = [net, states](const torch::Tensor& x) mutable {
     StepContext ctx;
     return net->forward(x, *states, ctx);

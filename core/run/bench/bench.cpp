@@ -185,7 +185,8 @@ json run_bench(const BenchOptions& o) {
   r["efficiency"] = r["gflops"].get<double>() / gemm;
   std::string base = o.baseline;
   if (base.empty()) base = cell == "lstm" ? "torch_lstm" : cell == "gru" ? "torch_gru" : "gru";
-  if (o.baseline.empty() && cell == "mcrnn") base = resolved<std::string>(model, "model", "base");  // MC-RNN vs its base cell
+  if (o.baseline.empty() && cell == "mcrnn")
+    base = resolved<std::string>(model, "model", "base");  // MC-RNN vs its base cell
   if (base != "none") {
     double bflops = 0, bt = 0;
     if (base == "torch_gru" || base == "torch_lstm") {

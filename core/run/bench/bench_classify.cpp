@@ -24,7 +24,8 @@ using Clock = std::chrono::steady_clock;
 
 json resolved_classify_model(const json& model) {
   return load_and_resolve(
-      json{{"task", {{"name", "classify"}}}, {"dataset", {{"name", "spam-assassin"}}}, {"model", model}}, "bench model")["model"];
+      json{{"task", {{"name", "classify"}}}, {"dataset", {{"name", "spam-assassin"}}}, {"model", model}},
+      "bench model")["model"];
 }
 
 struct Timing {
@@ -51,7 +52,8 @@ struct ClassifyStep {
     // forward FLOPs per sentence: T steps of both directions + FC + output unit; x3 for backward
     const double H2 = static_cast<double>(net->encoder->output_size());
     const double fcn = static_cast<double>(resolved<int64_t>(model, "model", "fc"));
-    const double fwd = net->encoder->flops_per_step() * static_cast<double>(T) + (fcn > 0 ? 2.0 * H2 * fcn + 2.0 * fcn : 2.0 * H2);
+    const double fwd =
+        net->encoder->flops_per_step() * static_cast<double>(T) + (fcn > 0 ? 2.0 * H2 * fcn + 2.0 * fcn : 2.0 * H2);
     flops = 3.0 * fwd * static_cast<double>(B);
   }
   void operator()() {

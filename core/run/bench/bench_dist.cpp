@@ -24,7 +24,8 @@ json run_dist_bench_rank(const DistBenchOptions& o, DistContext& d) {
   if (o.task != "char_lm" && o.task != "word_lm")
     throw UserError("--task must be char_lm or word_lm (got '" + o.task + "')");
   if (o.batch % d.world != 0)
-    throw UserError("--batch " + std::to_string(o.batch) + " is not divisible by " + std::to_string(d.world) + " processes");
+    throw UserError("--batch " + std::to_string(o.batch) + " is not divisible by " + std::to_string(d.world) +
+                    " processes");
   json dataset = o.dataset;
   if (dataset.is_null() || dataset.empty()) {
     dataset = {{"name", "moby-dick"}};

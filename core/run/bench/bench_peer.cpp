@@ -107,9 +107,15 @@ json export_peer_check(const json& model_in, int64_t B, int64_t T, int64_t V, co
   auto xc = x.contiguous(), yc = y.contiguous();
   write_raw(dir + "/x.i64", xc.data_ptr<int64_t>(), static_cast<size_t>(xc.numel()) * sizeof(int64_t));
   write_raw(dir + "/y.i64", yc.data_ptr<int64_t>(), static_cast<size_t>(yc.numel()) * sizeof(int64_t));
-  json meta = {{"model", model}, {"batch", B},         {"seq", T},
-               {"vocab", V},     {"params", index},    {"loss", loss.item<double>()},
-               {"format", "params.f64/grads.f64: float64 little-endian, named_parameters() order; x.i64/y.i64: int64 [seq, batch]"}};
+  json meta = {
+      {"model", model},
+      {"batch", B},
+      {"seq", T},
+      {"vocab", V},
+      {"params", index},
+      {"loss", loss.item<double>()},
+      {"format",
+       "params.f64/grads.f64: float64 little-endian, named_parameters() order; x.i64/y.i64: int64 [seq, batch]"}};
   std::ofstream f(dir + "/model.json");
   f << meta.dump(1) << "\n";
   if (!f) throw UserError("cannot write " + dir + "/model.json");
@@ -156,7 +162,8 @@ json measure_step_child(const json& model, int64_t B, int64_t T, int64_t V, int 
     b.step();
     ts.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
     const double total = std::chrono::duration<double>(Clock::now() - start).count();
-    if (iters > 0 ? static_cast<int>(ts.size()) >= iters : ((total >= min_seconds && ts.size() >= 3) || ts.size() >= 200))
+    if (iters > 0 ? static_cast<int>(ts.size()) >= iters
+                  : ((total >= min_seconds && ts.size() >= 3) || ts.size() >= 200))
       break;
   }
   const CpuCacheStats cache1 = cpu_cache_stats();
@@ -168,7 +175,8 @@ json measure_step_child(const json& model, int64_t B, int64_t T, int64_t V, int 
   // The GEMM floor: the products of one more step, each replayed alone (bench/gemm_floor.h).
   const GemmFloor floor = measure_gemm_floor([&] { b.step(); });
   return {{"seconds_per_step", ts[ts.size() / 2]},
-          {"gemm_floor", floor.to_json(std::getenv("CELLSCOPE_FLOOR_TOP") ? std::atoi(std::getenv("CELLSCOPE_FLOOR_TOP")) : 8)},
+          {"gemm_floor",
+           floor.to_json(std::getenv("CELLSCOPE_FLOOR_TOP") ? std::atoi(std::getenv("CELLSCOPE_FLOOR_TOP")) : 8)},
           {"gemm_gflops", gemm},
           {"steps_timed", ts.size()},
           {"step_seconds", in_order},
@@ -180,11 +188,12 @@ json measure_step_child(const json& model, int64_t B, int64_t T, int64_t V, int 
           {"threads", at::get_num_threads()},
           // the CPU block cache over the timed steps (util/cpu_cache.h): large allocations served
           // from kept memory, from memory whose pages had been given back (faulted in anew), new
-          {"cpu_cache", {{"installed", cpu_cache_installed()},
-                         {"hits", cache1.hits - cache0.hits},
-                         {"hits_given_back", cache1.hits_given_back - cache0.hits_given_back},
-                         {"misses", cache1.misses - cache0.misses},
-                         {"mapped_bytes", cache1.mapped_bytes}}}};
+          {"cpu_cache",
+           {{"installed", cpu_cache_installed()},
+            {"hits", cache1.hits - cache0.hits},
+            {"hits_given_back", cache1.hits_given_back - cache0.hits_given_back},
+            {"misses", cache1.misses - cache0.misses},
+            {"mapped_bytes", cache1.mapped_bytes}}}};
 }
 
 // ------------------------------------------------------------------ processes
@@ -312,11 +321,13 @@ json run_peer_bench(const PeerBenchOptions& o, std::ostream* log) {
                                      "--iters", std::to_string(o.iters)};
     if (autograd) argv.push_back("--autograd");
     std::string out, err;
-    const int rc = run_capture(argv, {"OMP_NUM_THREADS=" + std::to_string(threads), std::string("CELLSCOPE_FAST=") + (autograd ? "0" : "1")}, &out, &err);
+    const int rc = run_capture(
+        argv, {"OMP_NUM_THREADS=" + std::to_string(threads), std::string("CELLSCOPE_FAST=") + (autograd ? "0" : "1")},
+        &out, &err);
     json j = last_json(out);
     if (rc != 0 || !j.contains("seconds_per_step"))
-      throw UserError("bench --peer: the Cellscope measurement of " + model.value("cell", std::string()) + " failed (exit " +
-                      std::to_string(rc) + "): " + tail(err));
+      throw UserError("bench --peer: the Cellscope measurement of " + model.value("cell", std::string()) +
+                      " failed (exit " + std::to_string(rc) + "): " + tail(err));
     return j;
   };
   auto python = [&](const json& model, int64_t B) {
@@ -328,8 +339,8 @@ json run_peer_bench(const PeerBenchOptions& o, std::ostream* log) {
     const int rc = run_capture(argv, {"OMP_NUM_THREADS=" + std::to_string(threads)}, &out, &err);
     json j = last_json(out);
     if (rc != 0 || !j.contains("seconds_per_step"))
-      throw UserError("bench --peer: the Python peer of " + model.value("cell", std::string()) + " (" + py + " " + script +
-                      ") failed (exit " + std::to_string(rc) + "): " + tail(err));
+      throw UserError("bench --peer: the Python peer of " + model.value("cell", std::string()) + " (" + py + " " +
+                      script + ") failed (exit " + std::to_string(rc) + "): " + tail(err));
     return j;
   };
   const double gemm = r["gemm_gflops"].get<double>();
@@ -359,7 +370,8 @@ json run_peer_bench(const PeerBenchOptions& o, std::ostream* log) {
         apply_override(tmp, s);
         m = tmp["model"];
       }
-      const json resolved = load_and_resolve(json{{"task", {{"name", "char_lm"}}}, {"model", m}}, "bench model")["model"];
+      const json resolved =
+          load_and_resolve(json{{"task", {{"name", "char_lm"}}}, {"model", m}}, "bench model")["model"];
       json row = {{"cell", cell}, {"batch", B}, {"model", m}};
       if (log) *log << "batch " << B << ": " << cell << " ..." << std::flush;
       // Rounds interleave the variants (default path, autograd path, Python, then again), so a
@@ -414,7 +426,8 @@ json run_peer_bench(const PeerBenchOptions& o, std::ostream* log) {
         row["python_efficiency"] = mflops / p["seconds_per_step"].get<double>() / 1e9 / p.value("gemm_gflops", gemm);
         // The efficiency Cellscope's executed products must reach for a 1.5x speedup over
         // Python (= 1.5 x Python's when nothing is folded)
-        row["needed_efficiency"] = 1.5 * flops / p["seconds_per_step"].get<double>() / 1e9 / p.value("gemm_gflops", gemm);
+        row["needed_efficiency"] =
+            1.5 * flops / p["seconds_per_step"].get<double>() / 1e9 / p.value("gemm_gflops", gemm);
         // On the speedup column's basis (the two children's times), so the two can be compared:
         // a ratio of efficiencies, each over its own child's GEMM rate, came out below the
         // speedup actually reached when the two rates differed (cru_shallow once showed 1.32x
@@ -466,17 +479,19 @@ std::string peer_table_markdown(const json& r) {
   for (const auto& row : r["rows"]) {
     const auto& c = row["cellscope"];
     s << "| " << row.value("label", row["cell"].get<std::string>()) << (row.contains("folded_fraction") ? " (f)" : "")
-      << " | " << row["batch"] << " | " << secs(c) << " | " << (row.contains("cellscope_autograd") ? secs(row["cellscope_autograd"]) : "-") << " | "
+      << " | " << row["batch"] << " | " << secs(c) << " | "
+      << (row.contains("cellscope_autograd") ? secs(row["cellscope_autograd"]) : "-") << " | "
       << (row.contains("python") ? secs(row["python"]) : "-") << " | "
       << (row.contains("speedup") ? fmt(row["speedup"].get<double>(), 2) + "x" : "-") << " | "
       << fmt(row["efficiency"].get<double>(), 2) << " | "
       << (row.contains("python_efficiency") ? fmt(row["python_efficiency"].get<double>(), 2) : "-") << " | "
       << (row.contains("needed_efficiency") ? fmt(row["needed_efficiency"].get<double>(), 2) : "-") << " | "
       << (c.contains("gemm_floor") && row.contains("floor_efficiency")
-              ? fmt(c["gemm_floor"]["seconds"].get<double>(), 3) + " (" + fmt(row["floor_efficiency"].get<double>(), 2) + ")"
+              ? fmt(c["gemm_floor"]["seconds"].get<double>(), 3) + " (" +
+                    fmt(row["floor_efficiency"].get<double>(), 2) + ")"
               : "-")
-      << " | " << (row.contains("max_speedup") ? fmt(row["max_speedup"].get<double>(), 2) + "x" : "-") << " | " << mib(c)
-      << " | " << (row.contains("cellscope_autograd") ? mib(row["cellscope_autograd"]) : "-") << " | "
+      << " | " << (row.contains("max_speedup") ? fmt(row["max_speedup"].get<double>(), 2) + "x" : "-") << " | "
+      << mib(c) << " | " << (row.contains("cellscope_autograd") ? mib(row["cellscope_autograd"]) : "-") << " | "
       << (row.contains("python") ? mib(row["python"]) : "-") << " |\n";
   }
   // A folded embedding runs fewer products than the model's count: say so, and by how much, so

@@ -167,7 +167,8 @@ HostPort parse_host_port(const std::string& s, const std::string& flag) {
     hp.host = s.substr(0, colon);
     port = s.substr(colon + 1);
     if (hp.host.find(':') != std::string::npos)
-      throw UserError(flag + ": an IPv6 address goes in brackets, e.g. [" + hp.host + "]:" + port + " (got '" + s + "')");
+      throw UserError(flag + ": an IPv6 address goes in brackets, e.g. [" + hp.host + "]:" + port + " (got '" + s +
+                      "')");
   }
   if (hp.host.empty()) throw UserError(form);
   bool digits = !port.empty() && port.size() <= 5;
@@ -183,12 +184,14 @@ std::string parse_listen_host(const std::string& s) {
   using bound_store_detail::is_ipv6_literal;
   std::string h = s;
   if (h.size() >= 2 && h.front() == '[' && h.back() == ']') h = h.substr(1, h.size() - 2);
-  if (h.empty()) throw UserError("--listen expects an address or host name (e.g. 127.0.0.1, ::1, 0.0.0.0, ::; got '" + s + "')");
+  if (h.empty())
+    throw UserError("--listen expects an address or host name (e.g. 127.0.0.1, ::1, 0.0.0.0, ::; got '" + s + "')");
   for (char c : h)
     if (static_cast<unsigned char>(c) <= ' ' || c == '[' || c == ']' || c == '/')
       throw UserError("--listen expects an address or host name without a port (got '" + s + "')");
   if (h.find(':') != std::string::npos && !is_ipv6_literal(h))
-    throw UserError("--listen expects an address without a port; '" + s + "' is not an IPv6 address (the port is --master's)");
+    throw UserError("--listen expects an address without a port; '" + s +
+                    "' is not an IPv6 address (the port is --master's)");
   return h;
 }
 
@@ -452,7 +455,8 @@ StoreServer::StoreServer(const std::string& listen_host, int port) : impl_(std::
     sockaddr_storage ss{};
     std::memcpy(&ss, a->ai_addr, a->ai_addrlen);
     if (bound_port != port) {  // port 0: every address gets the port the first one was given
-      if (ss.ss_family == AF_INET) reinterpret_cast<sockaddr_in*>(&ss)->sin_port = htons(static_cast<uint16_t>(bound_port));
+      if (ss.ss_family == AF_INET)
+        reinterpret_cast<sockaddr_in*>(&ss)->sin_port = htons(static_cast<uint16_t>(bound_port));
       else reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port = htons(static_cast<uint16_t>(bound_port));
     }
     const int fd = ::socket(a->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -479,7 +483,9 @@ StoreServer::StoreServer(const std::string& listen_host, int port) : impl_(std::
       }
       throw DistError("cannot listen on " + sockaddr_text(reinterpret_cast<sockaddr*>(&ss)) +
                       " for the rendezvous store: " + errno_text(e) +
-                      (e == EADDRINUSE ? " (another program, or an earlier run, uses this port: choose another --master port)" : ""));
+                      (e == EADDRINUSE
+                           ? " (another program, or an earlier run, uses this port: choose another --master port)"
+                           : ""));
     }
     sockaddr_storage got{};
     socklen_t len = sizeof got;
@@ -493,7 +499,8 @@ StoreServer::StoreServer(const std::string& listen_host, int port) : impl_(std::
     throw DistError("cannot listen on " + where + " for the rendezvous store: " +
                     (failure.empty() ? std::string("no IPv4 or IPv6 address") : failure) + " (--listen)");
   impl_->port = bound_port;
-  if (::pipe2(impl_->wake, O_CLOEXEC | O_NONBLOCK) != 0) throw DistError("cannot start the rendezvous store: " + errno_text(errno));
+  if (::pipe2(impl_->wake, O_CLOEXEC | O_NONBLOCK) != 0)
+    throw DistError("cannot start the rendezvous store: " + errno_text(errno));
   impl_->thread = std::thread([this] { impl_->loop(); });
 }
 
@@ -652,25 +659,32 @@ class BoundStoreClient : public c10d::Store {
 
   // Send one request and read its response; `blocking` requests carry their own
   // timeout, which the server enforces (the client allows a few seconds more).
-  Bytes call(const std::string& body, const std::string& what, std::chrono::milliseconds timeout, bool blocking = false) {
+  Bytes call(const std::string& body, const std::string& what, std::chrono::milliseconds timeout,
+             bool blocking = false) {
     std::lock_guard<std::mutex> g(mu_);
-    if (fd_ < 0) throw DistError("the connection to the rendezvous store at " + where_ + " was lost earlier; cannot " + what);
+    if (fd_ < 0)
+      throw DistError("the connection to the rendezvous store at " + where_ + " was lost earlier; cannot " + what);
     const std::string f = frame(body);
     size_t sent = 0;
     while (sent < f.size()) {
       const ssize_t n = ::send(fd_, f.data() + sent, f.size() - sent, MSG_NOSIGNAL);
       if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) fail("the rendezvous store at " + where_ + " closed the connection (rank 0 has probably stopped): cannot " + what + ": " + errno_text(errno));
+      if (n <= 0)
+        fail("the rendezvous store at " + where_ + " closed the connection (rank 0 has probably stopped): cannot " +
+             what + ": " + errno_text(errno));
       sent += static_cast<size_t>(n);
     }
     const bool forever = timeout.count() <= 0;
-    const auto deadline = forever ? Clock::time_point::max() : Clock::now() + timeout + (blocking ? std::chrono::seconds(5) : std::chrono::seconds(0));
+    const auto deadline = forever
+                              ? Clock::time_point::max()
+                              : Clock::now() + timeout + (blocking ? std::chrono::seconds(5) : std::chrono::seconds(0));
     char buf[65536];
     for (;;) {
       if (in_.size() >= 4) {
         Reader h{reinterpret_cast<const uint8_t*>(in_.data()), 4};
         const uint32_t n = h.u32();
-        if (n == 0 || n > kMaxFrame) fail("the rendezvous store at " + where_ + " sent a malformed response to " + what);
+        if (n == 0 || n > kMaxFrame)
+          fail("the rendezvous store at " + where_ + " sent a malformed response to " + what);
         if (in_.size() >= 4 + static_cast<size_t>(n)) {
           Bytes resp(in_.begin() + 4, in_.begin() + 4 + n);
           in_.erase(0, 4 + static_cast<size_t>(n));
@@ -693,13 +707,14 @@ class BoundStoreClient : public c10d::Store {
       }
       pollfd p{fd_, POLLIN, 0};
       const int rc = ::poll(&p, 1, wait_ms);
-      if (rc < 0 && errno != EINTR) fail("cannot read from the rendezvous store at " + where_ + ": " + errno_text(errno));
+      if (rc < 0 && errno != EINTR)
+        fail("cannot read from the rendezvous store at " + where_ + ": " + errno_text(errno));
       if (rc <= 0) continue;
       const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0)
-        fail("the rendezvous store at " + where_ + " closed the connection (rank 0 has probably stopped): cannot " + what +
-             (n < 0 ? ": " + errno_text(errno) : std::string()));
+        fail("the rendezvous store at " + where_ + " closed the connection (rank 0 has probably stopped): cannot " +
+             what + (n < 0 ? ": " + errno_text(errno) : std::string()));
       in_.append(buf, static_cast<size_t>(n));
     }
   }

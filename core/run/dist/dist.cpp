@@ -52,8 +52,9 @@ std::string seconds_text(double seconds) {
 
 void check_dist_timeout(double seconds, const std::string& given) {
   if (std::isfinite(seconds) && seconds > 0 && seconds <= kMaxDistTimeoutSeconds) return;
-  throw UserError("--dist-timeout: expected a number of seconds above 0 and at most " + seconds_text(kMaxDistTimeoutSeconds) +
-                  " (7 days), got '" + (given.empty() ? seconds_text(seconds) : given) + "'");
+  throw UserError("--dist-timeout: expected a number of seconds above 0 and at most " +
+                  seconds_text(kMaxDistTimeoutSeconds) + " (7 days), got '" +
+                  (given.empty() ? seconds_text(seconds) : given) + "'");
 }
 
 // Whether `host` names only loopback addresses here (a name in /etc/hosts such as
@@ -71,7 +72,8 @@ static bool dist_resolves_to_loopback_only(const std::string& host) {
       const auto* v4 = reinterpret_cast<const sockaddr_in*>(a->ai_addr);
       all_loopback = all_loopback && (ntohl(v4->sin_addr.s_addr) >> 24) == 127;
     } else if (a->ai_family == AF_INET6) {
-      all_loopback = all_loopback && IN6_IS_ADDR_LOOPBACK(&reinterpret_cast<const sockaddr_in6*>(a->ai_addr)->sin6_addr);
+      all_loopback =
+          all_loopback && IN6_IS_ADDR_LOOPBACK(&reinterpret_cast<const sockaddr_in6*>(a->ai_addr)->sin6_addr);
     }
   }
   ::freeaddrinfo(res);
@@ -126,10 +128,12 @@ std::unique_ptr<DistContext> init_dist(const DistOptions& o) {
       std::shared_ptr<StoreServer> server;
       if (o.rank == 0) {
         const std::string listen = o.listen.empty() ? hp.host : parse_listen_host(o.listen);
-        if (o.listen.empty() && o.world > 1 && !dist_is_loopback_name(hp.host) && dist_resolves_to_loopback_only(hp.host))
-          std::cerr << "warning: the --master host '" << hp.host
-                    << "' resolves to a loopback address on this machine, so the rendezvous store listens there only and "
-                       "workers on other machines cannot reach it; give --listen with this machine's address (or 0.0.0.0)\n";
+        if (o.listen.empty() && o.world > 1 && !dist_is_loopback_name(hp.host) &&
+            dist_resolves_to_loopback_only(hp.host))
+          std::cerr
+              << "warning: the --master host '" << hp.host
+              << "' resolves to a loopback address on this machine, so the rendezvous store listens there only and "
+                 "workers on other machines cannot reach it; give --listen with this machine's address (or 0.0.0.0)\n";
         server = std::make_shared<StoreServer>(listen, hp.port);
       }
       d->store = connect_store(hp.host, hp.port, timeout, server);
@@ -144,7 +148,8 @@ std::unique_ptr<DistContext> init_dist(const DistOptions& o) {
     throw DistError("rank " + std::to_string(o.rank) + ": " + e.what());
   } catch (const std::exception& e) {
     throw DistError("rank " + std::to_string(o.rank) + ": cannot reach the rendezvous store (" +
-                    (o.store_file.empty() ? "--master " + o.master : "file " + o.store_file) + "): " + first_line(e.what()));
+                    (o.store_file.empty() ? "--master " + o.master : "file " + o.store_file) +
+                    "): " + first_line(e.what()));
   }
   d->store->setTimeout(timeout);
   try {

@@ -33,16 +33,18 @@ LocalWorkers launch_local_workers(const std::string& exe, const std::vector<std:
   std::string templ = std::string(tmp && *tmp ? tmp : "/tmp") + "/cellscope-dist-XXXXXX";
   std::vector<char> buf(templ.begin(), templ.end());
   buf.push_back('\0');
-  if (!::mkdtemp(buf.data())) throw UserError("cannot create a temporary directory for the rendezvous: " + std::string(std::strerror(errno)));
+  if (!::mkdtemp(buf.data()))
+    throw UserError("cannot create a temporary directory for the rendezvous: " + std::string(std::strerror(errno)));
   w.store_dir = buf.data();
   const std::string store_file = w.store_dir + "/store";
   const int k = threads > 0 ? threads : threads_per_process(nproc);
   for (int r = 0; r < nproc; ++r) {
     std::vector<std::string> args = {exe};
     args.insert(args.end(), train_args.begin(), train_args.end());
-    for (const std::string& s : {std::string("--rank"), std::to_string(r), std::string("--world-size"), std::to_string(nproc),
-                                 std::string("--store-file"), store_file, std::string("--dist-timeout"),
-                                 std::to_string(timeout_s), std::string("--threads"), std::to_string(k)})
+    for (const std::string& s :
+         {std::string("--rank"), std::to_string(r), std::string("--world-size"), std::to_string(nproc),
+          std::string("--store-file"), store_file, std::string("--dist-timeout"), std::to_string(timeout_s),
+          std::string("--threads"), std::to_string(k)})
       args.push_back(s);
     std::vector<char*> argv;
     for (auto& s : args) argv.push_back(const_cast<char*>(s.c_str()));
@@ -70,7 +72,8 @@ LocalWorkers launch_local_workers(const std::string& exe, const std::vector<std:
 
 static std::string describe(int rank, pid_t pid, int st) {
   std::string s = "worker rank " + std::to_string(rank) + " (pid " + std::to_string(pid) + ")";
-  if (WIFSIGNALED(st)) return s + " was killed by signal " + std::to_string(WTERMSIG(st)) + " (" + strsignal(WTERMSIG(st)) + ")";
+  if (WIFSIGNALED(st))
+    return s + " was killed by signal " + std::to_string(WTERMSIG(st)) + " (" + strsignal(WTERMSIG(st)) + ")";
   return s + " exited with status " + std::to_string(WEXITSTATUS(st));
 }
 
@@ -93,7 +96,8 @@ static void reap(LocalWorkers& w, int* first_fail, std::string* msg) {
     if (code != 0 && (pass_fail < 0 || (sig && !pass_sig))) {
       pass_fail = r;
       pass_sig = sig;
-      pass_msg = p < 0 ? "worker rank " + std::to_string(r) + " vanished" : describe(r, w.pids[static_cast<size_t>(r)], st);
+      pass_msg =
+          p < 0 ? "worker rank " + std::to_string(r) + " vanished" : describe(r, w.pids[static_cast<size_t>(r)], st);
     }
     w.pids[static_cast<size_t>(r)] = -1;
   }

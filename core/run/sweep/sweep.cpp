@@ -52,7 +52,8 @@ bool valid_sweep_name(const std::string& n) {
 
 SweepAxis parse_axis(const json& a, const std::string& where) {
   SweepAxis axis;
-  if (!a.is_object()) throw UserError(where + ": expected {\"option\": PATH, \"values\": [...]} or {\"name\": N, \"values\": [...]}");
+  if (!a.is_object())
+    throw UserError(where + ": expected {\"option\": PATH, \"values\": [...]} or {\"name\": N, \"values\": [...]}");
   const std::string option = a.value("option", std::string());
   axis.name = a.value("name", option);
   if (axis.name.empty()) throw UserError(where + ": an axis needs \"option\" (an option path) or \"name\"");
@@ -63,7 +64,8 @@ SweepAxis parse_axis(const json& a, const std::string& where) {
     const json& v = vals[i];
     const std::string w = where + ".values[" + std::to_string(i) + "]";
     if (v.is_object()) {
-      if (!v.contains("set") || !v["set"].is_object()) throw UserError(w + ": a named value needs \"set\": {\"section.key\": value}");
+      if (!v.contains("set") || !v["set"].is_object())
+        throw UserError(w + ": a named value needs \"set\": {\"section.key\": value}");
       axis.labels.push_back(v.value("label", v["set"].dump()));
       axis.sets.push_back(v["set"]);
     } else {
@@ -72,7 +74,8 @@ SweepAxis parse_axis(const json& a, const std::string& where) {
       axis.sets.push_back(json{{option, v}});
     }
     for (auto& [path, _] : axis.sets.back().items())
-      if (path.find('.') == std::string::npos) throw UserError(w + ": '" + path + "' is not an option path (section.key)");
+      if (path.find('.') == std::string::npos)
+        throw UserError(w + ": '" + path + "' is not an option path (section.key)");
   }
   std::set<std::string> seen;
   for (auto& l : axis.labels)
@@ -150,7 +153,8 @@ SweepSpec SweepSpec::from_json(const json& j) {
   SweepSpec s;
   s.name = j.value("name", std::string());
   if (!valid_sweep_name(s.name))
-    throw UserError("name: expected a sweep name of letters, digits, '-', '_' or '.' (it names the directory sweeps/<name>)");
+    throw UserError(
+        "name: expected a sweep name of letters, digits, '-', '_' or '.' (it names the directory sweeps/<name>)");
   s.notes = j.value("notes", std::string());
   if (!j.contains("base")) throw UserError("base: missing (a configuration object or a preset name)");
   const json& b = j["base"];
@@ -181,14 +185,16 @@ SweepSpec SweepSpec::from_json(const json& j) {
   }
   std::set<std::string> names;
   for (auto& a : s.axes)
-    if (a.name == "seed" || !names.insert(a.name).second) throw UserError("grid: the axis name '" + a.name + "' is used twice (or is 'seed')");
+    if (a.name == "seed" || !names.insert(a.name).second)
+      throw UserError("grid: the axis name '" + a.name + "' is used twice (or is 'seed')");
   const json seeds = j.value("seeds", json::array({1}));
   if (!seeds.is_array() || seeds.empty()) throw UserError("seeds: expected a non-empty list of integers");
   for (auto& x : seeds) {
     if (!x.is_number_integer() || x.get<int64_t>() < 0) throw UserError("seeds: expected non-negative integers");
     s.seeds.push_back(x.get<int64_t>());
   }
-  if (std::set<int64_t>(s.seeds.begin(), s.seeds.end()).size() != s.seeds.size()) throw UserError("seeds: a seed appears twice");
+  if (std::set<int64_t>(s.seeds.begin(), s.seeds.end()).size() != s.seeds.size())
+    throw UserError("seeds: a seed appears twice");
   const json t = j.value("table", json::object());
   if (!t.is_object()) throw UserError("table: expected an object {rows, cols, metric, best}");
   s.table.rows = name_list(t.value("rows", json()), "table.rows");
@@ -239,7 +245,8 @@ SweepSpec load_sweep_spec(const std::string& arg) {
   if (dir_exists(arg) && file_exists(join_path(arg, "sweep.json"))) path = join_path(arg, "sweep.json");
   else if (!file_exists(arg)) {
     const std::string b = join_path(join_path(resources_dir(), "sweeps"), arg + ".json");
-    if (!file_exists(b)) throw UserError("'" + arg + "' is neither a sweep spec file nor a bundled sweep (cellscope-cli sweep list)");
+    if (!file_exists(b))
+      throw UserError("'" + arg + "' is neither a sweep spec file nor a bundled sweep (cellscope-cli sweep list)");
     path = b;
   }
   try {
@@ -386,7 +393,9 @@ void discard_unresumable_run(const std::string& run_dir, const std::string& tag,
       lost = std::string("its config.json or summary.json cannot be read: ") + e.what();
     }
     if (!lost.empty()) {
-      if (log) log(tag + ": kept " + run_dir + " (" + lost + "; nothing in it was changed); the point starts over in a new run directory");
+      if (log)
+        log(tag + ": kept " + run_dir + " (" + lost +
+            "; nothing in it was changed); the point starts over in a new run directory");
       return;
     }
     std::error_code ec;
@@ -410,7 +419,8 @@ std::pair<int, int> parse_worker_share(const std::string& text) {
   };
   int i = 0, n = 0;
   if (slash == std::string::npos || !whole(text.substr(0, slash), &i) || !whole(text.substr(slash + 1), &n))
-    throw UserError("--worker '" + text + "': expected I/N, this worker's index I (0-based) and the number of workers N, e.g. 0/4");
+    throw UserError("--worker '" + text +
+                    "': expected I/N, this worker's index I (0-based) and the number of workers N, e.g. 0/4");
   if (n < 1) throw UserError("--worker '" + text + "': the number of workers N must be at least 1");
   if (i >= n)
     throw UserError("--worker '" + text + "': the index I must be 0.." + std::to_string(n - 1) +
@@ -472,7 +482,8 @@ SweepRunResult run_sweep(const SweepSpec& spec, const SweepRunOptions& o) {
     const std::string tag = "point " + std::to_string(p.index) + " (" + std::to_string(p.index + 1) + "/" +
                             std::to_string(n) + ") " + p.id;
     FdLock point_lock;
-    if (!point_lock.take(join_path(join_path(res.dir, "points"), std::to_string(p.index) + ".lock"), LOCK_EX | LOCK_NB)) {
+    if (!point_lock.take(join_path(join_path(res.dir, "points"), std::to_string(p.index) + ".lock"),
+                         LOCK_EX | LOCK_NB)) {
       ++res.busy;
       if (o.on_log) o.on_log(tag + ": being run by another process, skipped");
       continue;
@@ -610,7 +621,9 @@ SweepRunResult run_sweep_jobs(const SweepSpec& spec, const SweepRunOptions& o, c
         ++res.done;
         ++res.skipped;
         res.failed += rs == "failed";
-        if (o.on_log) o.on_log("point " + std::to_string(p.index) + " " + p.id + ": " + rs + " already (" + it->second.run_dir + ")");
+        if (o.on_log)
+          o.on_log("point " + std::to_string(p.index) + " " + p.id + ": " + rs + " already (" + it->second.run_dir +
+                   ")");
       } else {
         queue.push_back(&p);
       }
@@ -692,7 +705,8 @@ std::string sbatch_value(const std::string& option, const std::string& v) {
   for (char c : v)
     if (std::isspace(static_cast<unsigned char>(c)) || c == '#' || c == '\'' || c == '"' || c == '\\' ||
         static_cast<unsigned char>(c) < 32)
-      throw UserError("--" + option + " '" + v + "': spaces, quotes, '#' and control characters cannot go into an #SBATCH line");
+      throw UserError("--" + option + " '" + v +
+                      "': spaces, quotes, '#' and control characters cannot go into an #SBATCH line");
   return v;
 }
 
@@ -706,12 +720,15 @@ std::string slurm_array_script(const SweepSpec& spec, int points, const std::str
   std::ostringstream s;
   s << "#!/bin/bash\n"
     << "# Cellscope sweep '" << spec.name << "': " << points << " points, one per array task (index = point,\n"
-    << "# `cellscope-cli sweep run --dry-run` lists them). Written by `cellscope-cli sweep slurm` on " << now_iso() << ".\n"
+    << "# `cellscope-cli sweep run --dry-run` lists them). Written by `cellscope-cli sweep slurm` on " << now_iso()
+    << ".\n"
     << "# Submit: sbatch THIS_FILE. Resumable: a requeued or re-submitted task resumes its point's run\n"
     << "# from the last checkpoint; a finished point's task exits at once. Results, finished or not:\n"
     << "#   " << o.exe << " sweep table " << dir << "\n"
-    << "#SBATCH --job-name=" << sbatch_value("job-name", o.job_name.empty() ? "cellscope-" + spec.name : o.job_name) << "\n"
-    << "#SBATCH --array=0-" << points - 1 << (o.max_running > 0 ? "%" + std::to_string(o.max_running) : std::string()) << "\n"
+    << "#SBATCH --job-name=" << sbatch_value("job-name", o.job_name.empty() ? "cellscope-" + spec.name : o.job_name)
+    << "\n"
+    << "#SBATCH --array=0-" << points - 1 << (o.max_running > 0 ? "%" + std::to_string(o.max_running) : std::string())
+    << "\n"
     << "#SBATCH --ntasks=1\n";
   if (o.cpus_per_task > 0) s << "#SBATCH --cpus-per-task=" << o.cpus_per_task << "\n";
   if (!o.partition.empty()) s << "#SBATCH --partition=" << sbatch_value("partition", o.partition) << "\n";

@@ -115,7 +115,8 @@ SweepTable paired_table(const std::vector<TableInput>& in, const std::vector<std
   const bool is_row = std::find(rows.begin(), rows.end(), ref) != rows.end();
   if (axis.empty()) {
     if (is_col && is_row)
-      throw UserError("paired: '" + ref + "' is both a row and a column label; say which: row:" + ref + " or col:" + ref);
+      throw UserError("paired: '" + ref + "' is both a row and a column label; say which: row:" + ref +
+                      " or col:" + ref);
     axis = is_row ? "row" : "column";
   }
   if (axis == "column" && !is_col)
@@ -135,7 +136,8 @@ SweepTable paired_table(const std::vector<TableInput>& in, const std::vector<std
     auto it = refv.find({other(x), x.seed});
     if (it == refv.end() || !std::isfinite(x.value)) continue;  // unpaired: left out
     // a difference is short of the budget when either of its runs is
-    diffs.push_back({x.row, x.col, x.seed, x.value - it->second->value, x.short_of_budget || it->second->short_of_budget});
+    diffs.push_back(
+        {x.row, x.col, x.seed, x.value - it->second->value, x.short_of_budget || it->second->short_of_budget});
   }
   SweepTable t = aggregate_table(diffs, rows, cols, false, "none");
   t.paired = true;
@@ -199,7 +201,9 @@ std::string seconds_text(double s) {
 
 std::string Budget::describe() const {
   if (!active()) return "";
-  const std::string amt = kind == "time" ? seconds_text(amount) : kind == "flops" ? short_num(amount) : std::to_string(static_cast<int64_t>(amount));
+  const std::string amt = kind == "time"    ? seconds_text(amount)
+                          : kind == "flops" ? short_num(amount)
+                                            : std::to_string(static_cast<int64_t>(amount));
   const std::string what = kind == "time" ? "equal wall-clock time: " + amt + " of training"
                            : kind == "flops" ? "equal training FLOPs: " + amt
                                              : "equal steps: " + amt;
@@ -208,7 +212,8 @@ std::string Budget::describe() const {
 
 Budget parse_budget(const std::string& text) {
   const auto eq = text.find('=');
-  const std::string usage = "--budget: expected time=SECONDS, flops=X (e.g. 2e12, 500G, 3T) or step=N, or KIND=common, got '" + text + "'";
+  const std::string usage =
+      "--budget: expected time=SECONDS, flops=X (e.g. 2e12, 500G, 3T) or step=N, or KIND=common, got '" + text + "'";
   if (eq == std::string::npos) throw UserError(usage);
   Budget b;
   b.kind = lower_case(text.substr(0, eq));
@@ -244,7 +249,9 @@ Budget parse_budget(const std::string& text) {
 
 BudgetValue value_at_budget(const std::vector<EvalAt>& evals, double end_x, const Budget& b, bool lower) {
   BudgetValue out;
-  auto x_of = [&](const EvalAt& e) { return b.kind == "time" ? e.seconds : b.kind == "flops" ? e.flops : static_cast<double>(e.step); };
+  auto x_of = [&](const EvalAt& e) {
+    return b.kind == "time" ? e.seconds : b.kind == "flops" ? e.flops : static_cast<double>(e.step);
+  };
   const double tol = 1e-9 * std::max(1.0, std::fabs(b.amount));
   out.reached = end_x >= b.amount - tol;
   const EvalAt* best = nullptr;
@@ -286,7 +293,8 @@ RunFacts read_run_facts(const std::string& run_dir, int64_t seed, const std::str
       if (cfg.contains("training") && cfg["training"].contains("steps") && cfg["training"]["steps"].is_number())
         f.cap = cfg["training"]["steps"].get<int64_t>();
     }
-    if (s.status == "finished") f.end = s.reason.rfind("early stop", 0) == 0 ? "early stop" : f.cap > 0 && s.step >= f.cap ? "cap" : "finished";
+    if (s.status == "finished")
+      f.end = s.reason.rfind("early stop", 0) == 0 ? "early stop" : f.cap > 0 && s.step >= f.cap ? "cap" : "finished";
     else f.end = s.status;
   } catch (const std::exception&) {
     f.known = false;
@@ -389,9 +397,10 @@ SweepTable sweep_table(const SweepResults& r, const std::string& paired_ref, con
         if (has_metrics(rec)) ++with, untracked += tracks_test(rec.state.run_dir) ? 0 : 1;
       if (untracked > 0) {
         split = "valid";
-        note = std::to_string(untracked) + " of " + std::to_string(with) +
-               " run(s) did not evaluate the test split during training (training.track_test off): the budget view reads "
-               "the validation metric of every run";
+        note =
+            std::to_string(untracked) + " of " + std::to_string(with) +
+            " run(s) did not evaluate the test split during training (training.track_test off): the budget view reads "
+            "the validation metric of every run";
         const auto sp = metric_label.find(' ');
         metric_label = "valid" + (sp == std::string::npos ? std::string(" metric") : metric_label.substr(sp));
       }
@@ -440,7 +449,8 @@ SweepTable sweep_table(const SweepResults& r, const std::string& paired_ref, con
     if (budget.common) {
       double amt = std::numeric_limits<double>::infinity();
       for (auto& rd : reads) amt = std::min(amt, rd.end_x);
-      if (!std::isfinite(amt) || amt <= 0) throw UserError("--budget " + budget.kind + "=common: no run has trained yet");
+      if (!std::isfinite(amt) || amt <= 0)
+        throw UserError("--budget " + budget.kind + "=common: no run has trained yet");
       budget.amount = amt;
     }
     for (auto& rd : reads) {
@@ -450,7 +460,8 @@ SweepTable sweep_table(const SweepResults& r, const std::string& paired_ref, con
         ++missing;
         continue;
       }
-      in.push_back({label_on(r, *rd.rec, rows_axes), label_on(r, *rd.rec, cols_axes), rd.rec->point.seed, v.value, !v.reached});
+      in.push_back(
+          {label_on(r, *rd.rec, rows_axes), label_on(r, *rd.rec, cols_axes), rd.rec->point.seed, v.value, !v.reached});
     }
   }
   const auto rows = labels_of(r, rows_axes), cols = labels_of(r, cols_axes);
@@ -488,7 +499,9 @@ std::vector<SeriesPoint> sweep_series(const SweepResults& r, const std::string& 
   if (!found) throw UserError("series: '" + x_axis + "' is not an axis of the sweep");
   std::vector<TableInput> in;
   for (auto& rec : r.records)
-    if (rec.has_value) in.push_back({others.empty() ? r.metric_label : label_on(r, rec, others), label_on(r, rec, {x_axis}), rec.point.seed, rec.value});
+    if (rec.has_value)
+      in.push_back({others.empty() ? r.metric_label : label_on(r, rec, others), label_on(r, rec, {x_axis}),
+                    rec.point.seed, rec.value});
   const auto series = others.empty() ? std::vector<std::string>{r.metric_label} : labels_of(r, others);
   const auto xs = labels_of(r, {x_axis});
   SweepTable t = aggregate_table(in, series, xs, r.higher_is_better, "none");
@@ -532,7 +545,9 @@ RunsText runs_text(const TableCell& c) {
   }
   o.params = pmax == 0 ? "-" : pmin == pmax ? std::to_string(pmax) : std::to_string(pmin) + ".." + std::to_string(pmax);
   o.seconds = ns ? seconds_text(ss / ns) : "-";
-  o.flops = nf ? short_num(fs / nf) + (unknown_f ? " (" + std::to_string(unknown_f) + " not recorded)" : "") : unknown_f ? "not recorded" : "-";
+  o.flops = nf          ? short_num(fs / nf) + (unknown_f ? " (" + std::to_string(unknown_f) + " not recorded)" : "")
+            : unknown_f ? "not recorded"
+                        : "-";
   return o;
 }
 
@@ -566,8 +581,9 @@ std::string table_to_text(const SweepTable& t) {
   for (auto& l : grid)
     for (size_t i = 0; i < l.size(); ++i) w[i] = std::max(w[i], l[i].size());
   std::ostringstream o;
-  o << t.title << ": " << (t.paired ? "paired difference vs " + t.paired_axis + " '" + t.paired_reference + "' of " : std::string()) << t.metric
-    << " (" << (t.higher_is_better ? "higher" : "lower") << " is better), mean +- std over seeds";
+  o << t.title << ": "
+    << (t.paired ? "paired difference vs " + t.paired_axis + " '" + t.paired_reference + "' of " : std::string())
+    << t.metric << " (" << (t.higher_is_better ? "higher" : "lower") << " is better), mean +- std over seeds";
   o << " {";
   for (size_t i = 0; i < t.seeds.size(); ++i) o << (i ? "," : "") << t.seeds[i];
   o << "}" << (t.col_header.empty() ? "" : "; columns: " + t.col_header) << (t.paired ? "" : "; *best*") << "\n";
@@ -588,7 +604,9 @@ std::string table_to_text(const SweepTable& t) {
   if (any_short)
     o << "^k: k run(s) of the cell ended before the budget: read at their end, with less compute than the budget "
          "(not extrapolated)\n";
-  if (t.missing) o << "(" << t.missing << " run(s) without a value" << (t.budget.active() ? " at the budget" : ": pending, stopped or failed") << ")\n";
+  if (t.missing)
+    o << "(" << t.missing << " run(s) without a value"
+      << (t.budget.active() ? " at the budget" : ": pending, stopped or failed") << ")\n";
   for (auto& p : t.budget_problems) o << "  " << p << "\n";
   // size, steps and budget of every cell's runs
   bool any_runs = false;
@@ -619,7 +637,8 @@ std::string table_to_text(const SweepTable& t) {
 
 std::string table_to_csv(const SweepTable& t) {
   std::ostringstream o;
-  o << csv_field(t.row_header.empty() ? "row" : t.row_header) << "," << csv_field(t.col_header.empty() ? "column" : t.col_header)
+  o << csv_field(t.row_header.empty() ? "row" : t.row_header) << ","
+    << csv_field(t.col_header.empty() ? "column" : t.col_header)
     << ",mean,std,n,best,seeds,values,parameters,steps,ends,seconds,train_flops,short_of_budget\n";
   o << std::setprecision(10);
   for (size_t r = 0; r < t.row_labels.size(); ++r)
@@ -679,11 +698,14 @@ std::string latex_escape(const std::string& s) {
 std::string table_to_latex(const SweepTable& t) {
   const int d = auto_digits(t);
   std::ostringstream o;
-  o << "% " << latex_escape(t.title) << ": " << (t.paired ? "paired difference vs " + t.paired_axis + " " + latex_escape(t.paired_reference) + " of " : std::string())
+  o << "% " << latex_escape(t.title) << ": "
+    << (t.paired ? "paired difference vs " + t.paired_axis + " " + latex_escape(t.paired_reference) + " of "
+                 : std::string())
     << latex_escape(t.metric) << ", mean $\\pm$ std over seeds {";
   for (size_t i = 0; i < t.seeds.size(); ++i) o << (i ? "," : "") << t.seeds[i];
   o << "}; " << (t.higher_is_better ? "higher" : "lower") << " is better" << (t.paired ? "" : "; best in bold") << "\n";
-  if (t.budget.active()) o << "% compute-matched: " << latex_escape(t.budget.describe()) << "; $^{\\dagger}$ ended before the budget\n";
+  if (t.budget.active())
+    o << "% compute-matched: " << latex_escape(t.budget.describe()) << "; $^{\\dagger}$ ended before the budget\n";
   o << "\\begin{tabular}{l" << std::string(t.col_labels.size(), 'c') << "}\n\\hline\n";
   o << latex_escape(t.row_header);
   for (auto& c : t.col_labels) o << " & " << latex_escape(c);
@@ -715,24 +737,51 @@ json table_to_json(const SweepTable& t) {
       const auto& x = t.cells[r][c];
       json runs = json::array();
       for (auto& f : x.runs)
-        runs.push_back({{"seed", f.seed}, {"known", f.known}, {"parameters", f.parameters}, {"step", f.step}, {"cap", f.cap},
-                        {"end", f.end}, {"seconds", f.seconds}, {"train_flops", std::isfinite(f.flops) ? json(f.flops) : json()}});
-      cells.push_back({{"row", t.row_labels[r]}, {"col", t.col_labels[c]}, {"n", x.n}, {"mean", x.n ? json(x.mean) : json()},
-                       {"std", x.n > 1 ? json(x.std) : json()}, {"best", x.best}, {"values", x.values}, {"seeds", x.seeds},
-                       {"short_of_budget", x.short_of_budget}, {"runs", runs}});
+        runs.push_back({{"seed", f.seed},
+                        {"known", f.known},
+                        {"parameters", f.parameters},
+                        {"step", f.step},
+                        {"cap", f.cap},
+                        {"end", f.end},
+                        {"seconds", f.seconds},
+                        {"train_flops", std::isfinite(f.flops) ? json(f.flops) : json()}});
+      cells.push_back({{"row", t.row_labels[r]},
+                       {"col", t.col_labels[c]},
+                       {"n", x.n},
+                       {"mean", x.n ? json(x.mean) : json()},
+                       {"std", x.n > 1 ? json(x.std) : json()},
+                       {"best", x.best},
+                       {"values", x.values},
+                       {"seeds", x.seeds},
+                       {"short_of_budget", x.short_of_budget},
+                       {"runs", runs}});
     }
-  return {{"title", t.title}, {"metric", t.metric}, {"higher_is_better", t.higher_is_better}, {"rows", t.row_labels},
-          {"cols", t.col_labels}, {"row_header", t.row_header}, {"col_header", t.col_header}, {"seeds", t.seeds},
-          {"paired", t.paired}, {"paired_reference", t.paired_reference}, {"paired_axis", t.paired_axis}, {"missing", t.missing}, {"cells", cells},
-          {"budget", t.budget.active() ? json{{"kind", t.budget.kind}, {"amount", t.budget.amount}, {"common", t.budget.common},
-                                               {"note", t.budget_note}, {"problems", t.budget_problems}}
+  return {{"title", t.title},
+          {"metric", t.metric},
+          {"higher_is_better", t.higher_is_better},
+          {"rows", t.row_labels},
+          {"cols", t.col_labels},
+          {"row_header", t.row_header},
+          {"col_header", t.col_header},
+          {"seeds", t.seeds},
+          {"paired", t.paired},
+          {"paired_reference", t.paired_reference},
+          {"paired_axis", t.paired_axis},
+          {"missing", t.missing},
+          {"cells", cells},
+          {"budget", t.budget.active() ? json{{"kind", t.budget.kind},
+                                              {"amount", t.budget.amount},
+                                              {"common", t.budget.common},
+                                              {"note", t.budget_note},
+                                              {"problems", t.budget_problems}}
                                        : json()}};
 }
 
 std::string series_to_csv(const std::vector<SeriesPoint>& s, const std::string& x_name) {
   std::ostringstream o;
   o << "series," << csv_field(x_name) << ",mean,std,n\n" << std::setprecision(10);
-  for (auto& p : s) o << csv_field(p.series) << "," << csv_field(p.x) << "," << p.mean << "," << p.std << "," << p.n << "\n";
+  for (auto& p : s)
+    o << csv_field(p.series) << "," << csv_field(p.x) << "," << p.mean << "," << p.std << "," << p.n << "\n";
   return o.str();
 }
 

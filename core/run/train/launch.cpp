@@ -67,7 +67,8 @@ std::pair<std::string, std::string> parse_fork_source(const std::string& spec) {
   const auto at = spec.find_last_of('@');
   if (at != std::string::npos && at > 0) {
     const std::string tail = spec.substr(at + 1);
-    const bool digits = !tail.empty() && std::all_of(tail.begin(), tail.end(), [](char c) { return c >= '0' && c <= '9'; });
+    const bool digits =
+        !tail.empty() && std::all_of(tail.begin(), tail.end(), [](char c) { return c >= '0' && c <= '9'; });
     if (digits || tail == "best" || tail == "last") return {spec.substr(0, at), tail};
     if (!dir_exists(spec))
       throw UserError("--fork '" + spec + "': expected RUN_DIR[@STEP] with STEP a step number, best or last");

@@ -26,7 +26,8 @@ MetricsRecord MetricsRecord::from_json(const json& j) {
     if (k == "step") r.step = v.get<int64_t>();
     else if (k == "epoch") r.epoch = v.get<double>();
     else if (k == "elapsed") r.elapsed = v.get<double>();
-    else if (k == "train_flops") r.train_flops = v.is_null() ? std::numeric_limits<double>::quiet_NaN() : v.get<double>();
+    else if (k == "train_flops")
+      r.train_flops = v.is_null() ? std::numeric_limits<double>::quiet_NaN() : v.get<double>();
     else if (k == "eval") r.eval = v.get<bool>();
     else if (k == "split") r.split = v.get<std::string>();
     else if (v.is_number()) r.values[k] = v.get<double>();

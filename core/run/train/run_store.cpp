@@ -211,7 +211,9 @@ json RunStore::read_config() const {
   }
 }
 
-void RunStore::write_summary(const RunSummary& s) const { atomic_write(path("summary.json"), s.to_json().dump(2) + "\n"); }
+void RunStore::write_summary(const RunSummary& s) const {
+  atomic_write(path("summary.json"), s.to_json().dump(2) + "\n");
+}
 
 RunSummary RunStore::read_summary() const {
   const std::string p = path("summary.json");
@@ -286,7 +288,8 @@ std::string RunStore::read_label() const {
   std::string s((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
   s = trim_ws(s.substr(0, s.find('\n')));
   // A label file edited by hand into something invalid is ignored rather than shown garbled.
-  if (s.size() > 80 || utf8_validate(reinterpret_cast<const unsigned char*>(s.data()), s.size(), nullptr) != std::string::npos ||
+  if (s.size() > 80 ||
+      utf8_validate(reinterpret_cast<const unsigned char*>(s.data()), s.size(), nullptr) != std::string::npos ||
       find_unprintable_name_char(s, nullptr) != std::string::npos)
     return "";
   return s;

@@ -114,7 +114,9 @@ void DataParallelSync::interval_values(std::map<std::string, double>& values, in
   allreduce_s_ = 0;
 }
 
-void DataParallelSync::gather_task_state(Task& task) { task.set_gathered_state(allgather_rows(d_, task.sharded_state())); }
+void DataParallelSync::gather_task_state(Task& task) {
+  task.set_gathered_state(allgather_rows(d_, task.sharded_state()));
+}
 void DataParallelSync::release_task_state(Task& task) { task.set_gathered_state({}); }
 
 void DataParallelSync::share_parameters(const std::vector<torch::Tensor>& params) {

@@ -154,7 +154,8 @@ Trainer::Trainer(json cfg, std::unique_ptr<Task> task, std::shared_ptr<RunStore>
     throw UserError("training.device: '" + dev + "' requested but this LibTorch has no CUDA device available");
   // Data parallel on GPUs: "cuda" without an index means one GPU per local rank.
   if (parallel() && impl_->device.is_cuda() && !impl_->device.has_index())
-    impl_->device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(dist_->rank % std::max<int64_t>(1, torch::cuda::device_count())));
+    impl_->device = torch::Device(
+        torch::kCUDA, static_cast<c10::DeviceIndex>(dist_->rank % std::max<int64_t>(1, torch::cuda::device_count())));
   if (parallel()) task_->set_shard(dist_->rank, dist_->world);  // before to(): the shard is built on the CPU
   task_->to(impl_->device);
   impl_->params = task_->model()->parameters();
@@ -170,7 +171,8 @@ Trainer::Trainer(json cfg, std::unique_ptr<Task> task, std::shared_ptr<RunStore>
     impl_->opt = std::make_unique<torch::optim::SGD>(
         impl_->params, torch::optim::SGDOptions(impl_->lr).momentum(tr.momentum).weight_decay(wd));
   else
-    impl_->opt = std::make_unique<torch::optim::Adam>(impl_->params, torch::optim::AdamOptions(impl_->lr).weight_decay(wd));
+    impl_->opt =
+        std::make_unique<torch::optim::Adam>(impl_->params, torch::optim::AdamOptions(impl_->lr).weight_decay(wd));
   summary_.task = task_->name();
   summary_.cell = cfg_.at("model").at("cell").get<std::string>();
   summary_.primary_metric = task_->primary_metric();
@@ -307,7 +309,8 @@ std::string history_without_checkpoint(const RunStore& store) {
   for (auto& j : store.read_metrics()) last_step = std::max(last_step, j.value("step", int64_t(0)));
   if (!dir_exists(store.checkpoint_dir()) && last_step > 0)
     return "its checkpoints/ directory is gone while metrics.jsonl holds steps up to " + std::to_string(last_step);
-  const TrainingOptions tr = read_training_options(load_and_resolve(store.read_config(), store.path("config.json")).at("training"));
+  const TrainingOptions tr =
+      read_training_options(load_and_resolve(store.read_config(), store.path("config.json")).at("training"));
   const int64_t first = first_checkpoint_step(tr);
   if (last_step > first)
     return "it has no checkpoint while metrics.jsonl holds steps up to " + std::to_string(last_step) +
@@ -351,8 +354,8 @@ void Trainer::resume() {
       throw UserError(refusal + "checkpoints/last.pt is missing and no step_<N>.pt loads (the newest: " + first_error +
                       ")" + nothing_changed + ". " +
                       (file_exists(join_path(dir, "best.pt"))
-                           ? "Fork its best checkpoint into a new run with `cellscope-cli train --fork " + store_->dir() +
-                                 "@best`, or start"
+                           ? "Fork its best checkpoint into a new run with `cellscope-cli train --fork " +
+                                 store_->dir() + "@best`, or start"
                            : std::string("Start")) +
                       " a new run from its config.json");
     if (!loaded) {
@@ -541,9 +544,10 @@ bool Trainer::train_step(RunContext& rc) {
   if (st.nonfinite || !std::isfinite(gnorm)) {
     // The weights of step_ gave a non-finite loss: a checkpoint of them is not a good one.
     const int64_t good = discard_unproven_checkpoint();
-    rc.reason = std::string("the loss became ") + (std::isnan(st.loss) || std::isnan(gnorm) ? "NaN" : "Inf") + " at step " +
-                std::to_string(step_ + 1) + "; the last good checkpoint is kept" +
-                (good >= 0 ? " (checkpoints/last.pt, step " + std::to_string(good) + ")" : std::string(" (none was written yet)")) +
+    rc.reason = std::string("the loss became ") + (std::isnan(st.loss) || std::isnan(gnorm) ? "NaN" : "Inf") +
+                " at step " + std::to_string(step_ + 1) + "; the last good checkpoint is kept" +
+                (good >= 0 ? " (checkpoints/last.pt, step " + std::to_string(good) + ")"
+                           : std::string(" (none was written yet)")) +
                 ". Try a lower training.lr or gradient clipping (training.clip).";
     return false;
   }
@@ -563,12 +567,14 @@ bool Trainer::train_step(RunContext& rc) {
     }
     if (bad) {
       const std::string last = store_ ? join_path(store_->checkpoint_dir(), "last.pt") : "";
-      rc.reason = std::string("the weights became ") + (nan ? "NaN" : "Inf") + " in the update of step " +
-                  std::to_string(step_ + 1) + "; the last good checkpoint is kept" +
-                  (store_ && file_exists(last) ? " (checkpoints/last.pt" +
-                                                     (rc.last_checkpoint >= 0 ? ", step " + std::to_string(rc.last_checkpoint) : std::string()) + ")"
-                                               : " (none was written yet)") +
-                  ". Try a lower training.lr or gradient clipping (training.clip).";
+      rc.reason =
+          std::string("the weights became ") + (nan ? "NaN" : "Inf") + " in the update of step " +
+          std::to_string(step_ + 1) + "; the last good checkpoint is kept" +
+          (store_ && file_exists(last)
+               ? " (checkpoints/last.pt" +
+                     (rc.last_checkpoint >= 0 ? ", step " + std::to_string(rc.last_checkpoint) : std::string()) + ")"
+               : " (none was written yet)") +
+          ". Try a lower training.lr or gradient clipping (training.clip).";
       return false;
     }
   }
@@ -802,7 +808,8 @@ std::string checkpoint_path(const std::string& run_dir, const std::string& which
 
 std::unique_ptr<Task> load_run_task(const std::string& run_dir, const std::string& which, const json* dataset) {
   RunStore store(run_dir);
-  if (!file_exists(store.path("config.json"))) throw UserError("'" + run_dir + "' is not a run directory (no config.json)");
+  if (!file_exists(store.path("config.json")))
+    throw UserError("'" + run_dir + "' is not a run directory (no config.json)");
   json raw = store.read_config();
   if (dataset) raw["dataset"] = *dataset;
   json cfg = load_and_resolve(raw);
