@@ -198,6 +198,7 @@ void MainWindow::connectTraining() {
   });
   connect(c, &TrainingController::runInfo, this, [this](const QString& dir, const QString& metric, const QString& unit, qint64 n) {
     m_training->setRunInfo(dir, metric, unit, n);
+    m_training->prependHistory(m_controller->resumedHistory());  // a resumed run's curves go on from its past
     m_compare->refreshRun(dir);
   });
   connect(c, &TrainingController::drained, m_training, &TrainingPanel::append);

@@ -46,6 +46,9 @@ public:
   QString primaryMetric() const { return m_primary; }
   QString lastError() const { return m_lastError; }
   TrainProgress progress() const { return m_progress; }
+  // A resumed run's records before it was resumed (metrics.jsonl up to the step it stopped at,
+  // a fork's parent records first); empty for a new run.
+  const QVector<MetricPoint>& resumedHistory() const { return m_history; }
 
   // Starts cfg now when idle; queues it behind the current run otherwise (then false).
   // nproc > 1: `cellscope-cli train CFG --nproc nproc --run-dir NEW --threads K` (K:
@@ -112,6 +115,7 @@ private:
   TrainProgress m_progress;
   bool m_busy = false;
   bool m_processMode = false;
+  QVector<MetricPoint> m_history;
   int m_nproc = 1;
 };
 
