@@ -115,6 +115,28 @@ private Q_SLOTS:
     QTRY_VERIFY_WITH_TIMEOUT(!w.controller()->isTraining(), 30000);
   }
 
+  // A queued run starting while the user is in Compare: the tab stays, the status bar says so.
+  void queuedRunStartLeavesTheTab() {
+    MainWindow w(opts(m_root + "/ws-queue"));
+    w.show();
+    w.configurePanel()->applyConfig(tinyConfig(30, 5, 0));
+    QVERIFY(w.startTraining());
+    QCOMPARE(w.currentPanel(), static_cast<QWidget*>(w.trainingPanel()));  // Start shows the run
+    QTRY_VERIFY_WITH_TIMEOUT(!w.controller()->currentRunDir().isEmpty(), 60000);
+    const QString first = w.controller()->currentRunDir();
+    w.configurePanel()->applyConfig(tinyConfig(1000000, 5, 0));
+    w.enqueueCurrent();
+    QCOMPARE(w.controller()->queueSize(), 1);
+    w.showPanel(w.comparePanel());
+    QTRY_VERIFY_WITH_TIMEOUT(w.controller()->queueSize() == 0 && w.controller()->isTraining(), 120000);
+    QCOMPARE(w.currentPanel(), static_cast<QWidget*>(w.comparePanel()));
+    QVERIFY2(w.statusBar()->currentMessage().contains("queued run started"), qPrintable(w.statusBar()->currentMessage()));
+    QTRY_VERIFY_WITH_TIMEOUT(!w.controller()->currentRunDir().isEmpty() && w.controller()->currentRunDir() != first, 60000);
+    QCOMPARE(w.currentPanel(), static_cast<QWidget*>(w.comparePanel()));
+    w.controller()->stop();
+    QTRY_VERIFY_WITH_TIMEOUT(!w.controller()->isTraining(), 30000);
+  }
+
 };
 
 CS_TEST(GuiDailyTest, "gui_daily")

@@ -194,7 +194,11 @@ void MainWindow::connectTraining() {
   TrainingController* c = m_controller;
   connect(c, &TrainingController::preparing, this, [this] {
     m_training->beginRun();
-    showPanel(m_training);
+    // A run the user started is shown; a queued one starting leaves the user where they are.
+    if (m_controller->startedFromQueue())
+      statusBar()->showMessage(QStringLiteral("The next queued run started (Training tab, Ctrl+1)"), 8000);
+    else
+      showPanel(m_training);
   });
   connect(c, &TrainingController::runInfo, this, [this](const QString& dir, const QString& metric, const QString& unit, qint64 n) {
     m_training->setRunInfo(dir, metric, unit, n);

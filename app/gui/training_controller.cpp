@@ -180,7 +180,9 @@ void TrainingController::launch(const Queued& item) {
 
 void TrainingController::startNextQueued() {
   if (m_busy || m_queue.isEmpty()) return;
+  m_fromQueue = true;
   launch(m_queue.takeFirst());
+  m_fromQueue = false;
 }
 
 void TrainingController::pause() {
