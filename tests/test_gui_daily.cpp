@@ -137,6 +137,33 @@ private Q_SLOTS:
     QTRY_VERIFY_WITH_TIMEOUT(!w.controller()->isTraining(), 30000);
   }
 
+  // A run stopped before its first log point: its empty plots do not show the previous run's axes.
+  void newRunsEmptyPlotsResetTheirAxes() {
+    MainWindow w(opts(m_root + "/ws-axes"));
+    w.show();
+    QVERIFY(!trainToTheEnd(w, tinyConfig(40, 2, 10)).isEmpty());
+    csw::CurvePlot* metric = w.trainingPanel()->plot("metric");
+    QVERIFY(metric->pointCount("train") > 0);
+    QTRY_VERIFY(metric->plot()->xAxis->range().upper >= 30);
+
+    w.configurePanel()->applyConfig(tinyConfig(1000000, 1000000, 0));
+    QVERIFY(w.startTraining());
+    QTRY_VERIFY_WITH_TIMEOUT(!w.controller()->currentRunDir().isEmpty(), 60000);
+    w.controller()->stop();
+    QTRY_VERIFY_WITH_TIMEOUT(!w.controller()->isTraining(), 30000);
+    QApplication::processEvents();
+    for (csw::CurvePlot* p : w.trainingPanel()->plots()) {
+      bool any = false;
+      for (const QString& s : p->seriesIds()) any = any || p->pointCount(s) > 0;
+      if (any) continue;  // a point the stop logged: fitted to it
+      const QCPRange x = p->plot()->xAxis->range(), y = p->plot()->yAxis->range();
+      QVERIFY2(x.upper <= 10 && x.lower >= 0, qPrintable(QString("%1: x %2..%3").arg(p->title()).arg(x.lower).arg(x.upper)));
+      QVERIFY2(y.upper <= 10 && y.lower >= 0, qPrintable(QString("%1: y %2..%3").arg(p->title()).arg(y.lower).arg(y.upper)));
+      QCOMPARE(p->plot()->legend->itemCount(), 0);  // no entry of the previous run's series
+    }
+    QCOMPARE(metric->pointCount("train"), 0);
+  }
+
 };
 
 CS_TEST(GuiDailyTest, "gui_daily")
