@@ -164,6 +164,41 @@ private Q_SLOTS:
     QCOMPARE(metric->pointCount("train"), 0);
   }
 
+  // The window opens within the screen's available geometry; a remembered geometry is
+  // restored, but never one larger than the screen.
+  void windowFitsTheScreen() {
+    const QString settings = m_root + "/geometry.ini";
+    QFile::remove(settings);
+    const QRect avail = QGuiApplication::primaryScreen()->availableGeometry();
+    {
+      MainWindow w(opts(m_root + "/ws-geom", settings));
+      w.show();
+      QVERIFY(QTest::qWaitForWindowExposed(&w));
+      QVERIFY2(avail.contains(w.frameGeometry()),
+               qPrintable(QString("window %1x%2 on a %3x%4 screen").arg(w.width()).arg(w.height()).arg(avail.width()).arg(avail.height())));
+      // The user makes it smaller: remembered.
+      w.resize(avail.width() - 100, avail.height() - 80);
+      QApplication::processEvents();
+      QVERIFY(w.close());
+    }
+    {
+      MainWindow w(opts(m_root + "/ws-geom", settings));
+      w.show();
+      QVERIFY(QTest::qWaitForWindowExposed(&w));
+      QCOMPARE(w.size(), QSize(avail.width() - 100, avail.height() - 80));
+      // Saved on a larger screen: larger than this one.
+      w.resize(avail.width() + 600, avail.height() + 400);
+      QApplication::processEvents();
+      QVERIFY(w.close());
+    }
+    {
+      MainWindow w(opts(m_root + "/ws-geom", settings));
+      w.show();
+      QVERIFY(QTest::qWaitForWindowExposed(&w));
+      QVERIFY2(avail.contains(w.frameGeometry()),
+               qPrintable(QString("window %1x%2 on a %3x%4 screen").arg(w.width()).arg(w.height()).arg(avail.width()).arg(avail.height())));
+    }
+  }
 };
 
 CS_TEST(GuiDailyTest, "gui_daily")
