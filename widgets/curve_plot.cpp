@@ -746,7 +746,14 @@ void CurvePlot::setToolbarVisible(bool visible) { m_toolbar->setVisible(visible)
 void CurvePlot::fitView() {
   bool any = false;
   for (const Series* s : m_series) any = any || !s->raw->data()->isEmpty();
-  if (!any) return;
+  if (!any) {
+    // Nothing to fit: the empty view's own range, never the one of data shown before.
+    m_internalRange = true;
+    m_plot->xAxis->setRange(m_xLog ? QCPRange(1, 10) : QCPRange(0, 1));
+    m_plot->yAxis->setRange(m_yLog ? QCPRange(1, 10) : QCPRange(0, 1));
+    m_internalRange = false;
+    return;
+  }
   m_internalRange = true;
   m_plot->rescaleAxes(true);
   // A little headroom in y; a flat line gets a unit-sized range.

@@ -21,6 +21,8 @@
 #include <QSortFilterProxyModel>
 #include <QSplitter>
 #include <QScrollArea>
+#include <QGuiApplication>
+#include <QScreen>
 #include <QStatusBar>
 #include <QTabWidget>
 #include <QTableView>
@@ -194,10 +196,15 @@ void MainWindow::connectTraining() {
   TrainingController* c = m_controller;
   connect(c, &TrainingController::preparing, this, [this] {
     m_training->beginRun();
-    showPanel(m_training);
+    // A run the user started is shown; a queued one starting leaves the user where they are.
+    if (m_controller->startedFromQueue())
+      statusBar()->showMessage(QStringLiteral("The next queued run started (Training tab, Ctrl+1)"), 8000);
+    else
+      showPanel(m_training);
   });
   connect(c, &TrainingController::runInfo, this, [this](const QString& dir, const QString& metric, const QString& unit, qint64 n) {
     m_training->setRunInfo(dir, metric, unit, n);
+    m_training->prependHistory(m_controller->resumedHistory());  // a resumed run's curves go on from its past
     m_compare->refreshRun(dir);
   });
   connect(c, &TrainingController::drained, m_training, &TrainingPanel::append);
@@ -225,8 +232,10 @@ bool MainWindow::showPanel(const QString& title) {
 // ======================================================================= settings
 void MainWindow::loadSettings(const WindowOptions& options) {
   QSettings& s = *m_settings;
-  if (s.contains(QStringLiteral("window/geometry"))) restoreGeometry(s.value(QStringLiteral("window/geometry")).toByteArray());
-  else resize(1360, 860);
+  if (!s.contains(QStringLiteral("window/geometry")) || !restoreGeometry(s.value(QStringLiteral("window/geometry")).toByteArray()))
+    resize(1360, 860);
+  fitToScreen();
+  m_initialSize = size();
   if (s.contains(QStringLiteral("window/splitter")))
     m_mainSplitter->restoreState(s.value(QStringLiteral("window/splitter")).toByteArray());
   m_training->setXAxis(static_cast<XAxis>(std::clamp(s.value(QStringLiteral("view/x_axis"), 0).toInt(), 0, 3)));
@@ -243,6 +252,26 @@ void MainWindow::loadSettings(const WindowOptions& options) {
   if (ws.isEmpty()) ws = s.value(QStringLiteral("workspace")).toString();
   if (ws.isEmpty()) ws = defaultWorkspace();
   openWorkspace(ws);
+}
+
+void MainWindow::fitToScreen() {
+  QScreen* sc = screen() ? screen() : QGuiApplication::primaryScreen();
+  if (!sc || isMaximized() || isFullScreen()) return;
+  const QRect avail = sc->availableGeometry();
+  // The frame (title bar, borders) is known once shown; until then the window alone is fitted.
+  const QRect frame = frameGeometry(), inner = geometry();
+  const bool framed = isVisible() && frame != inner;
+  const QSize extra = framed ? frame.size() - inner.size() : QSize(0, 0);
+  const QSize fit(std::max(1, std::min(width(), avail.width() - extra.width())),
+                  std::max(1, std::min(height(), avail.height() - extra.height())));
+  if (fit != size()) resize(fit);
+  // Wholly on the screen: moved in when a remembered position (another monitor) is off it.
+  QRect r = frameGeometry();
+  if (!avail.contains(r)) {
+    r.moveLeft(std::clamp(r.left(), avail.left(), std::max(avail.left(), avail.right() - r.width() + 1)));
+    r.moveTop(std::clamp(r.top(), avail.top(), std::max(avail.top(), avail.bottom() - r.height() + 1)));
+    move(r.topLeft());
+  }
 }
 
 void MainWindow::saveSettings() {
@@ -368,6 +397,9 @@ void MainWindow::showAbout() {
 
 void MainWindow::showEvent(QShowEvent* event) {
   QMainWindow::showEvent(event);
+  // The first time, with the real frame: the size chosen at construction still fits.
+  if (!m_shownOnce && size() == m_initialSize) fitToScreen();
+  m_shownOnce = true;
   // A status message posted before the window was shown (a --preset's "Preset X loaded")
   // did not hide the status bar's own label, which was not visible yet: both were drawn on
   // top of each other. Posting it again now hides the label until the message ends.

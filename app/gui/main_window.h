@@ -8,6 +8,7 @@
 #include <QKeySequence>
 #include <QList>
 #include <QMainWindow>
+#include <QSize>
 #include <QString>
 
 class QAction;
@@ -89,6 +90,8 @@ private:
   void connectTraining();
   void loadSettings(const WindowOptions& options);
   void saveSettings();
+  // Within the available geometry of the window's screen (never larger; moved onto it).
+  void fitToScreen();
   void updateActions();
   void onFinished(const QString& runDir, const QString& status, const QString& reason);
   void onFailed(const QString& message, const QString& runDir);
@@ -114,6 +117,8 @@ private:
   TrainingStatus* m_status = nullptr;
   QString m_workspace;
   bool m_closeAfterStop = false;
+  bool m_shownOnce = false;
+  QSize m_initialSize;
 };
 
 }  // namespace gui

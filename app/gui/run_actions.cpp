@@ -209,7 +209,15 @@ bool RunActions::resume(const QString& dir, QString* error) {
     if (error) *error = QStringLiteral("Not resumed: ") + busy;
     return false;
   }
-  return m_controller->resumeRun(dir, error);
+  if (!m_controller->resumeRun(dir, error)) return false;
+  // The form shows what trains now: the resumed run's own configuration.
+  const QJsonObject cfg = readJsonObjectFile(QDir(dir).filePath(QStringLiteral("config.json")));
+  if (!cfg.isEmpty()) {
+    m_configure->applyConfig(cfg);
+    const RunInfo* r = m_model->run(m_model->rowOf(dir));
+    m_configure->setProcessCount(r ? r->processes() : 1);
+  }
+  return true;
 }
 
 QString RunActions::forkDirectory(const QString& dir) const {

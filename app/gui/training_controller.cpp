@@ -84,6 +84,7 @@ void TrainingController::beginRun(int nproc, bool processMode) {
   m_runDir.clear();
   m_primary.clear();
   m_progress = TrainProgress();
+  m_history.clear();
   m_worker->drain(nullptr, nullptr, nullptr);  // nothing of an earlier run is left to drain
   Q_EMIT preparing();
 }
@@ -118,14 +119,23 @@ bool TrainingController::resumeRun(const QString& dir, QString* error) {
     return false;
   }
   QFile f(QDir(abs).filePath(QStringLiteral("summary.json")));
-  const int nproc = f.open(QIODevice::ReadOnly)
-                        ? std::max(1, QJsonDocument::fromJson(f.readAll()).object().value(QStringLiteral("processes")).toInt(1))
-                        : 1;
-  if (nproc > 1)
-    return startCli({QStringLiteral("train"), QStringLiteral("--resume"), abs, QStringLiteral("--nproc"), QString::number(nproc),
-                     QStringLiteral("--threads"), QString::number(threadsPerProcess(nproc))},
-                    abs, nproc, error);
+  const QJsonObject summary = f.open(QIODevice::ReadOnly) ? QJsonDocument::fromJson(f.readAll()).object() : QJsonObject();
+  const int nproc = std::max(1, summary.value(QStringLiteral("processes")).toInt(1));
+  // What the run logged before (read now, while nothing writes the file), up to its last step.
+  QVector<MetricPoint> history = readMetricsFile(QDir(abs).filePath(QStringLiteral("metrics.jsonl")));
+  const double stoppedAt = summary.value(QStringLiteral("step")).toDouble(-1);
+  if (stoppedAt >= 0)
+    history.erase(std::remove_if(history.begin(), history.end(), [stoppedAt](const MetricPoint& p) { return p.step > stoppedAt; }),
+                  history.end());
+  if (nproc > 1) {
+    const bool ok = startCli({QStringLiteral("train"), QStringLiteral("--resume"), abs, QStringLiteral("--nproc"), QString::number(nproc),
+                              QStringLiteral("--threads"), QString::number(threadsPerProcess(nproc))},
+                             abs, nproc, error);
+    if (ok) m_history = history;
+    return ok;
+  }
   beginRun(1, false);
+  m_history = history;
   const QString ws = m_workspace;
   const int threads = threadsPerProcess(1);
   TrainWorker* w = m_worker;
@@ -170,7 +180,9 @@ void TrainingController::launch(const Queued& item) {
 
 void TrainingController::startNextQueued() {
   if (m_busy || m_queue.isEmpty()) return;
+  m_fromQueue = true;
   launch(m_queue.takeFirst());
+  m_fromQueue = false;
 }
 
 void TrainingController::pause() {

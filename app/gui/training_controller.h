@@ -46,6 +46,11 @@ public:
   QString primaryMetric() const { return m_primary; }
   QString lastError() const { return m_lastError; }
   TrainProgress progress() const { return m_progress; }
+  // The run being prepared was started from the queue (not by Start, Resume or a fork).
+  bool startedFromQueue() const { return m_fromQueue; }
+  // A resumed run's records before it was resumed (metrics.jsonl up to the step it stopped at,
+  // a fork's parent records first); empty for a new run.
+  const QVector<MetricPoint>& resumedHistory() const { return m_history; }
 
   // Starts cfg now when idle; queues it behind the current run otherwise (then false).
   // nproc > 1: `cellscope-cli train CFG --nproc nproc --run-dir NEW --threads K` (K:
@@ -112,6 +117,8 @@ private:
   TrainProgress m_progress;
   bool m_busy = false;
   bool m_processMode = false;
+  bool m_fromQueue = false;
+  QVector<MetricPoint> m_history;
   int m_nproc = 1;
 };
 

@@ -208,6 +208,16 @@ void TrainingPanel::setRunInfo(const QString& runDir, const QString& metric, con
   appendLog(QStringLiteral("run directory: ") + runDir);
 }
 
+void TrainingPanel::prependHistory(const QVector<MetricPoint>& points) {
+  if (points.isEmpty()) return;
+  if (m_pending) {  // not started yet: drawn when it has
+    m_pendingPoints = points + m_pendingPoints;
+    return;
+  }
+  m_live = points + m_live;
+  rebuildLivePlots();
+}
+
 void TrainingPanel::showFailure(const QString& message) {
   if (!m_failureShown) m_labelBeforeFailure = m_pending ? m_labelBeforeRun : m_runLabel->text();
   m_pending = false;

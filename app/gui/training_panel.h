@@ -54,6 +54,8 @@ public:
   QString runLabelText() const;
   void setRunInfo(const QString& runDir, const QString& primaryMetric, const QString& unit, qint64 parameters);
   void showFailure(const QString& message);
+  // A resumed run's earlier records (before the points of this session): drawn first.
+  void prependHistory(const QVector<MetricPoint>& points);
   // New points and log lines of the run being trained; replots (queued) what changed.
   void append(const QVector<MetricPoint>& points, const QStringList& logs);
   void appendLog(const QString& line);

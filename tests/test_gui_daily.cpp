@@ -1,0 +1,205 @@
+// The workbench in daily use, driven as a user drives it: a resumed run's Training plots go
+// on from its earlier points and the form shows the run's own configuration; a queued run
+// that starts leaves the user in the tab they are in; a new run's empty plots do not keep
+// the axes of the run before; the window fits the screen it opens on and remembers its
+// geometry, never larger than the screen.
+#include <QDir>
+#include <QFile>
+#include <QFileInfo>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QScreen>
+#include <QSettings>
+#include <QStatusBar>
+#include <QtTest/QtTest>
+
+#include "configure_panel.h"
+#include "corpus_fixture.h"
+#include "curve_plot.h"
+#include "harness.h"
+#include "main_window.h"
+#include "qcp.h"
+#include "run_actions.h"
+#include "training_controller.h"
+#include "training_panel.h"
+
+using gui::MainWindow;
+
+class GuiDailyTest : public QObject {
+  Q_OBJECT
+
+  QString m_root, m_corpus;
+
+  gui::WindowOptions opts(const QString& ws, const QString& settings = QString()) const {
+    gui::WindowOptions o;
+    o.workspace = ws;
+    o.settingsFile = settings.isEmpty() ? m_root + "/settings.ini" : settings;
+    o.restoreLastConfig = false;
+    return o;
+  }
+  // A tiny char LM (one thread): fast on a loaded machine.
+  QJsonObject tinyConfig(int steps, int logEvery, int evalEvery, int hidden = 16) const {
+    return QJsonObject{{"task", QJsonObject{{"name", "char_lm"}}},
+                       {"dataset", QJsonObject{{"path", m_corpus}}},
+                       {"model", QJsonObject{{"cell", "gru"}, {"embed", 8}, {"hidden", hidden}}},
+                       {"training", QJsonObject{{"steps", steps}, {"batch", 8}, {"bptt", 16}, {"log_every", logEvery},
+                                                {"eval_every", evalEvery}, {"eval_batch", 4}, {"lr", 0.003},
+                                                {"seed", 1}, {"eval_test", false}, {"threads", 1}}}};
+  }
+  static QJsonObject readJson(const QString& path) {
+    QFile f(path);
+    if (!f.open(QIODevice::ReadOnly)) return QJsonObject();
+    return QJsonDocument::fromJson(f.readAll()).object();
+  }
+  static QVector<double> xs(MainWindow& w, const QString& series) {
+    csw::CurvePlot* p = w.trainingPanel()->plot("metric");
+    return p->hasSeries(series) ? p->seriesX(series) : QVector<double>();
+  }
+  // Start (as the button does) and wait for the end of the run; its directory.
+  static QString trainToTheEnd(MainWindow& w, const QJsonObject& cfg) {
+    w.configurePanel()->applyConfig(cfg);
+    if (!w.startTraining()) return QString();
+    if (!QTest::qWaitFor([&] { return !w.controller()->currentRunDir().isEmpty(); }, 60000)) return QString();
+    const QString dir = w.controller()->currentRunDir();
+    if (!QTest::qWaitFor([&] { return !w.controller()->isTraining(); }, 120000)) return QString();
+    return dir;
+  }
+
+private Q_SLOTS:
+  void initTestCase() {
+    m_root = cstest::temp_dir() + "/guidaily";
+    QDir().mkpath(m_root);
+    qunsetenv("CELLSCOPE_WORKSPACE");
+    qputenv("CELLSCOPE_CLI", cstest::cli_path().toUtf8());
+    QCoreApplication::setOrganizationName("CellscopeTests");
+    QSettings::setPath(QSettings::IniFormat, QSettings::UserScope, m_root + "/qsettings");
+    QSettings::setPath(QSettings::NativeFormat, QSettings::UserScope, m_root + "/qsettings");
+    m_corpus = cstest::write_text_fixture("gui_daily_corpus.txt", 20000);
+  }
+
+  // Train, Stop, another configuration loaded, Resume from the run table: the plots show the
+  // earlier training and validation points before the new ones, and the form the run's config.
+  void resumeKeepsHistoryAndShowsTheRunsConfig() {
+    MainWindow w(opts(m_root + "/ws-resume"));
+    w.show();
+    w.configurePanel()->applyConfig(tinyConfig(1000000, 2, 6));
+    QVERIFY(w.startTraining());
+    QTRY_VERIFY_WITH_TIMEOUT(!w.controller()->currentRunDir().isEmpty(), 60000);
+    const QString dir = w.controller()->currentRunDir();
+    QTRY_VERIFY_WITH_TIMEOUT(xs(w, "valid").size() >= 2, 120000);
+    w.controller()->stop();
+    QTRY_VERIFY_WITH_TIMEOUT(!w.controller()->isTraining(), 30000);
+    const qint64 stoppedAt = qint64(readJson(dir + "/summary.json").value("step").toDouble());
+    const QVector<double> trainBefore = xs(w, "train"), validBefore = xs(w, "valid");
+    QVERIFY(trainBefore.size() >= 3);
+    QCOMPARE(trainBefore.first(), 2.0);
+
+    // The user loads something else into the form (a preset, another run), then resumes.
+    w.configurePanel()->applyConfig(tinyConfig(500, 5, 0, 24));
+    w.showPanel(w.comparePanel());
+    gui::RunActions* acts = w.runActions();
+    QVERIFY(acts);
+    QString err;
+    QVERIFY2(acts->resume(dir, &err), qPrintable(err));
+    QTRY_VERIFY_WITH_TIMEOUT(!xs(w, "train").isEmpty() && xs(w, "train").last() > stoppedAt, 120000);
+    const QVector<double> train = xs(w, "train"), valid = xs(w, "valid");
+    // Everything drawn before the stop is drawn again, then the new points.
+    for (double x : trainBefore) QVERIFY2(train.contains(x), qPrintable(QString("train step %1 missing").arg(x)));
+    for (double x : validBefore) QVERIFY2(valid.contains(x), qPrintable(QString("valid step %1 missing").arg(x)));
+    QCOMPARE(train.first(), 2.0);
+    QCOMPARE(std::count(train.begin(), train.end(), trainBefore.last()), qsizetype(1));
+    // The form: the resumed run's own configuration, not the one loaded last.
+    const QJsonObject model = w.configurePanel()->currentConfig().value("model").toObject();
+    QCOMPARE(model.value("hidden").toInt(), 16);
+    w.controller()->stop();
+    QTRY_VERIFY_WITH_TIMEOUT(!w.controller()->isTraining(), 30000);
+  }
+
+  // A queued run starting while the user is in Compare: the tab stays, the status bar says so.
+  void queuedRunStartLeavesTheTab() {
+    MainWindow w(opts(m_root + "/ws-queue"));
+    w.show();
+    w.configurePanel()->applyConfig(tinyConfig(30, 5, 0));
+    QVERIFY(w.startTraining());
+    QCOMPARE(w.currentPanel(), static_cast<QWidget*>(w.trainingPanel()));  // Start shows the run
+    QTRY_VERIFY_WITH_TIMEOUT(!w.controller()->currentRunDir().isEmpty(), 60000);
+    const QString first = w.controller()->currentRunDir();
+    w.configurePanel()->applyConfig(tinyConfig(1000000, 5, 0));
+    w.enqueueCurrent();
+    QCOMPARE(w.controller()->queueSize(), 1);
+    w.showPanel(w.comparePanel());
+    QTRY_VERIFY_WITH_TIMEOUT(w.controller()->queueSize() == 0 && w.controller()->isTraining(), 120000);
+    QCOMPARE(w.currentPanel(), static_cast<QWidget*>(w.comparePanel()));
+    QVERIFY2(w.statusBar()->currentMessage().contains("queued run started"), qPrintable(w.statusBar()->currentMessage()));
+    QTRY_VERIFY_WITH_TIMEOUT(!w.controller()->currentRunDir().isEmpty() && w.controller()->currentRunDir() != first, 60000);
+    QCOMPARE(w.currentPanel(), static_cast<QWidget*>(w.comparePanel()));
+    w.controller()->stop();
+    QTRY_VERIFY_WITH_TIMEOUT(!w.controller()->isTraining(), 30000);
+  }
+
+  // A run stopped before its first log point: its empty plots do not show the previous run's axes.
+  void newRunsEmptyPlotsResetTheirAxes() {
+    MainWindow w(opts(m_root + "/ws-axes"));
+    w.show();
+    QVERIFY(!trainToTheEnd(w, tinyConfig(40, 2, 10)).isEmpty());
+    csw::CurvePlot* metric = w.trainingPanel()->plot("metric");
+    QVERIFY(metric->pointCount("train") > 0);
+    QTRY_VERIFY(metric->plot()->xAxis->range().upper >= 30);
+
+    w.configurePanel()->applyConfig(tinyConfig(1000000, 1000000, 0));
+    QVERIFY(w.startTraining());
+    QTRY_VERIFY_WITH_TIMEOUT(!w.controller()->currentRunDir().isEmpty(), 60000);
+    w.controller()->stop();
+    QTRY_VERIFY_WITH_TIMEOUT(!w.controller()->isTraining(), 30000);
+    QApplication::processEvents();
+    for (csw::CurvePlot* p : w.trainingPanel()->plots()) {
+      bool any = false;
+      for (const QString& s : p->seriesIds()) any = any || p->pointCount(s) > 0;
+      if (any) continue;  // a point the stop logged: fitted to it
+      const QCPRange x = p->plot()->xAxis->range(), y = p->plot()->yAxis->range();
+      QVERIFY2(x.upper <= 10 && x.lower >= 0, qPrintable(QString("%1: x %2..%3").arg(p->title()).arg(x.lower).arg(x.upper)));
+      QVERIFY2(y.upper <= 10 && y.lower >= 0, qPrintable(QString("%1: y %2..%3").arg(p->title()).arg(y.lower).arg(y.upper)));
+      QCOMPARE(p->plot()->legend->itemCount(), 0);  // no entry of the previous run's series
+    }
+    QCOMPARE(metric->pointCount("train"), 0);
+  }
+
+  // The window opens within the screen's available geometry; a remembered geometry is
+  // restored, but never one larger than the screen.
+  void windowFitsTheScreen() {
+    const QString settings = m_root + "/geometry.ini";
+    QFile::remove(settings);
+    const QRect avail = QGuiApplication::primaryScreen()->availableGeometry();
+    {
+      MainWindow w(opts(m_root + "/ws-geom", settings));
+      w.show();
+      QVERIFY(QTest::qWaitForWindowExposed(&w));
+      QVERIFY2(avail.contains(w.frameGeometry()),
+               qPrintable(QString("window %1x%2 on a %3x%4 screen").arg(w.width()).arg(w.height()).arg(avail.width()).arg(avail.height())));
+      // The user makes it smaller: remembered.
+      w.resize(avail.width() - 100, avail.height() - 80);
+      QApplication::processEvents();
+      QVERIFY(w.close());
+    }
+    {
+      MainWindow w(opts(m_root + "/ws-geom", settings));
+      w.show();
+      QVERIFY(QTest::qWaitForWindowExposed(&w));
+      QCOMPARE(w.size(), QSize(avail.width() - 100, avail.height() - 80));
+      // Saved on a larger screen: larger than this one.
+      w.resize(avail.width() + 600, avail.height() + 400);
+      QApplication::processEvents();
+      QVERIFY(w.close());
+    }
+    {
+      MainWindow w(opts(m_root + "/ws-geom", settings));
+      w.show();
+      QVERIFY(QTest::qWaitForWindowExposed(&w));
+      QVERIFY2(avail.contains(w.frameGeometry()),
+               qPrintable(QString("window %1x%2 on a %3x%4 screen").arg(w.width()).arg(w.height()).arg(avail.width()).arg(avail.height())));
+    }
+  }
+};
+
+CS_TEST(GuiDailyTest, "gui_daily")
+#include "test_gui_daily.moc"
