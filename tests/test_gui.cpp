@@ -124,11 +124,13 @@ private Q_SLOTS:
     w.show();
     w.configurePanel()->applyConfig(tinyConfig(10));
     QVERIFY(w.configurePanel()->setConfigValue("training.batch", 32));
-    QVERIFY(w.configurePanel()->setConfigValue("dataset.max_chars", 20));  // too short for one batch: a cross-field error
+    QVERIFY(
+        w.configurePanel()->setConfigValue("dataset.max_chars", 20));  // too short for one batch: a cross-field error
     w.configurePanel()->revalidateNow();
     const QString err = w.configurePanel()->form()->errorText("dataset.max_chars");
     QVERIFY2(err.contains("training.batch"), qPrintable(err));
-    QTRY_VERIFY(w.configurePanel()->form()->errorLabel("dataset.max_chars")->isVisible());  // rebuilt fields show on the next event loop turn
+    QTRY_VERIFY(w.configurePanel()->form()->errorLabel("dataset.max_chars")->isVisible());  // rebuilt fields show on
+                                                                                            // the next event loop turn
     QVERIFY(w.configurePanel()->form()->errorText("training.batch").isEmpty());
     QVERIFY(!w.startTraining());
     QVERIFY(!w.controller()->isTraining());
@@ -246,8 +248,16 @@ private Q_SLOTS:
 
     // Sort and filter.
     w.comparePanel()->runProxy()->sort(gui::RunTableModel::BestValid, Qt::AscendingOrder);
-    const double b0 = w.comparePanel()->runProxy()->index(0, gui::RunTableModel::BestValid).data(gui::RunTableModel::SortRole).toDouble();
-    const double b1 = w.comparePanel()->runProxy()->index(1, gui::RunTableModel::BestValid).data(gui::RunTableModel::SortRole).toDouble();
+    const double b0 = w.comparePanel()
+                          ->runProxy()
+                          ->index(0, gui::RunTableModel::BestValid)
+                          .data(gui::RunTableModel::SortRole)
+                          .toDouble();
+    const double b1 = w.comparePanel()
+                          ->runProxy()
+                          ->index(1, gui::RunTableModel::BestValid)
+                          .data(gui::RunTableModel::SortRole)
+                          .toDouble();
     QVERIFY(b0 <= b1);
     w.comparePanel()->runProxy()->setFilterFixedString("gru");
     QCOMPARE(w.comparePanel()->runProxy()->rowCount(), 2);
@@ -295,7 +305,8 @@ private Q_SLOTS:
     }
     QVERIFY2(!xml.hasError(), qPrintable(xml.errorString()));
     QVERIFY(sawSvg);
-    QVERIFY2(text.contains("step") && text.contains("bpc") && text.contains("Training and validation"), qPrintable(text.left(500)));
+    QVERIFY2(text.contains("step") && text.contains("bpc") && text.contains("Training and validation"),
+             qPrintable(text.left(500)));
     // CSV: long format, one row per raw point.
     QFile csv(out + "/m.csv");
     QVERIFY(csv.open(QIODevice::ReadOnly));
@@ -318,7 +329,8 @@ private Q_SLOTS:
     QVERIFY(t.open(QIODevice::ReadOnly));
     const QStringList rows = QString::fromUtf8(t.readAll()).split('\n', Qt::SkipEmptyParts);
     QCOMPARE(rows.size(), 3);
-    QVERIFY(rows[0].startsWith("Run,Status,Task,Cell,Parameters,Step,Best valid,Best step,Test,Throughput,Processes,Differing config"));
+    QVERIFY(rows[0].startsWith(
+        "Run,Status,Task,Cell,Parameters,Step,Best valid,Best step,Test,Throughput,Processes,Differing config"));
     QVERIFY(rows[1].contains(",finished,char_lm,gru,"));
     QVERIFY(rows[1].contains("seed=1") || rows[1].contains("seed=2"));
   }
@@ -361,7 +373,8 @@ private Q_SLOTS:
     QCOMPARE(w.configurePanel()->datasetFormat(), QString("unreadable"));
     // The form refuses it (marked under the dataset); the controller, asked directly, reports the failure.
     QVERIFY(!w.startTraining());
-    QVERIFY2(w.configurePanel()->datasetError().contains("does-not-exist.txt"), qPrintable(w.configurePanel()->datasetError()));
+    QVERIFY2(w.configurePanel()->datasetError().contains("does-not-exist.txt"),
+             qPrintable(w.configurePanel()->datasetError()));
     QVERIFY(w.controller()->start(w.configurePanel()->currentConfig()));
     QTRY_VERIFY_WITH_TIMEOUT(!w.controller()->isTraining(), 30000);
     QCOMPARE(failed.size(), 1);
@@ -386,7 +399,8 @@ private Q_SLOTS:
     MainWindow w(opts(m_root + "/ws-form"));
     w.configurePanel()->setDatasetFile(d + "/a.txt");
     QCOMPARE(w.configurePanel()->datasetFormat(), QString("text"));
-    QCOMPARE(w.configurePanel()->currentConfig().value("dataset").toObject().value("path").toString(), QFileInfo(d + "/a.txt").absoluteFilePath());
+    QCOMPARE(w.configurePanel()->currentConfig().value("dataset").toObject().value("path").toString(),
+             QFileInfo(d + "/a.txt").absoluteFilePath());
   }
 };
 

@@ -64,8 +64,8 @@ private Q_SLOTS:
     int rc = cstest::run_cli({"train", cfgPath, "--run-dir", m_run}, &out, &err);
     QVERIFY2(rc == 0, qPrintable(out + err));
     m_runB = m_ws + "/gru-tiny-b";
-    rc = cstest::run_cli({"train", cfgPath, "--run-dir", m_runB, "--set", "training.seed=2", "--set", "training.steps=20"},
-                         &out, &err);
+    rc = cstest::run_cli(
+        {"train", cfgPath, "--run-dir", m_runB, "--set", "training.seed=2", "--set", "training.steps=20"}, &out, &err);
     QVERIFY2(rc == 0, qPrintable(out + err));
     QVERIFY(QFile::exists(m_run + "/checkpoints/step_20.pt"));
     QVERIFY(QFile::exists(m_run + "/checkpoints/step_40.pt"));
@@ -232,7 +232,8 @@ private Q_SLOTS:
     gui::MainWindow w(o);
     QVERIFY(w.analysisPanel());
     const auto panels = w.panels();
-    const auto entry = std::find_if(panels.begin(), panels.end(), [&](const gui::PanelEntry& e) { return e.widget == w.analysisPanel(); });
+    const auto entry = std::find_if(panels.begin(), panels.end(),
+                                    [&](const gui::PanelEntry& e) { return e.widget == w.analysisPanel(); });
     QVERIFY(entry != panels.end());
     QCOMPARE(entry->title, QString("Analyses"));
     QCOMPARE(w.analysisPanel()->workspace(), QFileInfo(m_ws).absoluteFilePath());

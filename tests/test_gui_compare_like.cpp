@@ -69,7 +69,8 @@ private Q_SLOTS:
     const QString corpus = cstest::temp_dir() + "/compare_like.txt";
     QFile f(corpus);
     QVERIFY(f.open(QIODevice::WriteOnly));
-    f.write(QByteArray::fromStdString(cstest::fixture_text(3000) + " Q\u00e9 zz. Q\u00e9.\n" + cstest::fixture_text(5000, 9)));
+    f.write(QByteArray::fromStdString(cstest::fixture_text(3000) + " Q\u00e9 zz. Q\u00e9.\n" +
+                                      cstest::fixture_text(5000, 9)));
     f.close();
     const QJsonObject cfg{
         {"task", QJsonObject{{"name", "char_lm"}}},

@@ -130,8 +130,10 @@ private Q_SLOTS:
     w.showPanel(w.comparePanel());
     QTRY_VERIFY_WITH_TIMEOUT(w.controller()->queueSize() == 0 && w.controller()->isTraining(), 120000);
     QCOMPARE(w.currentPanel(), static_cast<QWidget*>(w.comparePanel()));
-    QVERIFY2(w.statusBar()->currentMessage().contains("queued run started"), qPrintable(w.statusBar()->currentMessage()));
-    QTRY_VERIFY_WITH_TIMEOUT(!w.controller()->currentRunDir().isEmpty() && w.controller()->currentRunDir() != first, 60000);
+    QVERIFY2(w.statusBar()->currentMessage().contains("queued run started"),
+             qPrintable(w.statusBar()->currentMessage()));
+    QTRY_VERIFY_WITH_TIMEOUT(!w.controller()->currentRunDir().isEmpty() && w.controller()->currentRunDir() != first,
+                             60000);
     QCOMPARE(w.currentPanel(), static_cast<QWidget*>(w.comparePanel()));
     w.controller()->stop();
     QTRY_VERIFY_WITH_TIMEOUT(!w.controller()->isTraining(), 30000);
@@ -157,8 +159,10 @@ private Q_SLOTS:
       for (const QString& s : p->seriesIds()) any = any || p->pointCount(s) > 0;
       if (any) continue;  // a point the stop logged: fitted to it
       const QCPRange x = p->plot()->xAxis->range(), y = p->plot()->yAxis->range();
-      QVERIFY2(x.upper <= 10 && x.lower >= 0, qPrintable(QString("%1: x %2..%3").arg(p->title()).arg(x.lower).arg(x.upper)));
-      QVERIFY2(y.upper <= 10 && y.lower >= 0, qPrintable(QString("%1: y %2..%3").arg(p->title()).arg(y.lower).arg(y.upper)));
+      QVERIFY2(x.upper <= 10 && x.lower >= 0,
+               qPrintable(QString("%1: x %2..%3").arg(p->title()).arg(x.lower).arg(x.upper)));
+      QVERIFY2(y.upper <= 10 && y.lower >= 0,
+               qPrintable(QString("%1: y %2..%3").arg(p->title()).arg(y.lower).arg(y.upper)));
       QCOMPARE(p->plot()->legend->itemCount(), 0);  // no entry of the previous run's series
     }
     QCOMPARE(metric->pointCount("train"), 0);
@@ -174,8 +178,11 @@ private Q_SLOTS:
       MainWindow w(opts(m_root + "/ws-geom", settings));
       w.show();
       QVERIFY(QTest::qWaitForWindowExposed(&w));
-      QVERIFY2(avail.contains(w.frameGeometry()),
-               qPrintable(QString("window %1x%2 on a %3x%4 screen").arg(w.width()).arg(w.height()).arg(avail.width()).arg(avail.height())));
+      QVERIFY2(avail.contains(w.frameGeometry()), qPrintable(QString("window %1x%2 on a %3x%4 screen")
+                                                                 .arg(w.width())
+                                                                 .arg(w.height())
+                                                                 .arg(avail.width())
+                                                                 .arg(avail.height())));
       // The user makes it smaller: remembered.
       w.resize(avail.width() - 100, avail.height() - 80);
       QApplication::processEvents();
@@ -195,8 +202,11 @@ private Q_SLOTS:
       MainWindow w(opts(m_root + "/ws-geom", settings));
       w.show();
       QVERIFY(QTest::qWaitForWindowExposed(&w));
-      QVERIFY2(avail.contains(w.frameGeometry()),
-               qPrintable(QString("window %1x%2 on a %3x%4 screen").arg(w.width()).arg(w.height()).arg(avail.width()).arg(avail.height())));
+      QVERIFY2(avail.contains(w.frameGeometry()), qPrintable(QString("window %1x%2 on a %3x%4 screen")
+                                                                 .arg(w.width())
+                                                                 .arg(w.height())
+                                                                 .arg(avail.width())
+                                                                 .arg(avail.height())));
     }
   }
 };

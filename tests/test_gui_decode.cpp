@@ -168,7 +168,8 @@ class GuiDecodeTest : public QObject {
     gui::DecodePanel* p = w.decodePanel();
     QTRY_COMPARE(p->runDirs(), QStringList{QFileInfo(m_run).absoluteFilePath()});
     QVERIFY(p->selectRun(m_run));
-    for (const char* c : {"best", "last", "step_20", "step_40"}) QVERIFY2(p->availableCheckpoints().contains(c), qPrintable(c));
+    for (const char* c : {"best", "last", "step_20", "step_40"})
+      QVERIFY2(p->availableCheckpoints().contains(c), qPrintable(c));
     QCOMPARE(p->checkedCheckpoints(), QStringList{"best"});  // the default
     gui::DecodeJob j = p->job();
     QCOMPARE(j.beam, 10);
@@ -206,11 +207,14 @@ class GuiDecodeTest : public QObject {
         QCOMPARE(t.rows[i].source, m_validSrc[i]);
         QCOMPARE(t.rows[i].reference, m_validTgt[i]);
       }
-      for (const char* k : {"bleu", "rouge1", "rouge2", "rougeL", "lead_bleu", "lead_rougeL"}) QVERIFY2(t.hasMetric(k), k);
+      for (const char* k : {"bleu", "rouge1", "rouge2", "rougeL", "lead_bleu", "lead_rougeL"})
+        QVERIFY2(t.hasMetric(k), k);
     }
     // the GUI decodes what the CLI decodes
     QString out, err;
-    QCOMPARE(cstest::run_cli({"decode", m_run, "--checkpoint", "step_20", "--beam", "3", "--max", "6", "--json"}, &out, &err), 0);
+    QCOMPARE(cstest::run_cli({"decode", m_run, "--checkpoint", "step_20", "--beam", "3", "--max", "6", "--json"}, &out,
+                             &err),
+             0);
     const QJsonObject cli = QJsonDocument::fromJson(out.toUtf8()).object();
     const QJsonArray samples = cli.value("samples").toArray();
     QCOMPARE(samples.size(), 6);
@@ -238,7 +242,8 @@ class GuiDecodeTest : public QObject {
     QCOMPARE(m->item(1, 3)->text(), QString::number(p->tables()[1].metric("bleu", -1), 'f', 2));
     QVERIFY(m->item(2, 0)->text().startsWith("lead baseline"));
     QCOMPARE(m->item(2, 3)->text(), QString::number(p->tables()[0].metric("lead_bleu", -1), 'f', 2));
-    for (int c = 0; c < m->columnCount(); ++c) QVERIFY2(m->horizontalHeaderItem(c)->text() != "examples", "examples is no metric");
+    for (int c = 0; c < m->columnCount(); ++c)
+      QVERIFY2(m->horizontalHeaderItem(c)->text() != "examples", "examples is no metric");
     // bold = the better checkpoint of a column; a column where the checkpoints tie has none
     for (int c = 3; c < m->columnCount(); ++c) {
       const double a = m->item(0, c)->text().toDouble(), b = m->item(1, c)->text().toDouble();
@@ -247,7 +252,8 @@ class GuiDecodeTest : public QObject {
       QVERIFY(!m->item(2, c)->font().bold());  // never the baseline
     }
     // every row, the baseline included, fits without scrolling
-    QVERIFY(m->minimumHeight() >= 3 * m->verticalHeader()->defaultSectionSize() + m->horizontalHeader()->sizeHint().height());
+    QVERIFY(m->minimumHeight() >=
+            3 * m->verticalHeader()->defaultSectionSize() + m->horizontalHeader()->sizeHint().height());
     // clicking a checkpoint's row shows its table
     m->setCurrentCell(0, 0);
     QCOMPARE(p->currentTable(), 0);
@@ -260,8 +266,9 @@ class GuiDecodeTest : public QObject {
     QVERIFY(f.open(QIODevice::ReadOnly));
     const QStringList lines = QString::fromUtf8(f.readAll()).split('\n', Qt::SkipEmptyParts);
     QCOMPARE(lines.size(), 1 + 12);
-    QCOMPARE(lines[1], QString("last,40,valid,1,%1,%2,%3,%4").arg(m_validSrc[0], m_validTgt[0], p->tables()[0].rows[0].hypothesis,
-                                                                   QString::number(p->tables()[0].rows[0].score, 'g', 8)));
+    QCOMPARE(lines[1], QString("last,40,valid,1,%1,%2,%3,%4")
+                           .arg(m_validSrc[0], m_validTgt[0], p->tables()[0].rows[0].hypothesis,
+                                QString::number(p->tables()[0].rows[0].score, 'g', 8)));
     QVERIFY(lines[12].startsWith("step_20,20,valid,6,"));
     const QString tsv = cstest::temp_dir() + "/decode-one.tsv";
     p->setCurrentTable(1);

@@ -130,7 +130,8 @@ private Q_SLOTS:
     w.configurePanel()->applyConfig(tinyConfig(10));
     w.configurePanel()->setDatasetFile(m_root + "/no-such-file.txt");
     w.configurePanel()->revalidateNow();
-    QVERIFY2(w.configurePanel()->datasetError().contains("no-such-file.txt"), qPrintable(w.configurePanel()->datasetError()));
+    QVERIFY2(w.configurePanel()->datasetError().contains("no-such-file.txt"),
+             qPrintable(w.configurePanel()->datasetError()));
     QVERIFY(!w.configurePanel()->startButton()->isEnabled());
     QVERIFY(!w.startTraining());
     // Fixed: the message goes.

@@ -140,7 +140,8 @@ private Q_SLOTS:
     QTRY_VERIFY_WITH_TIMEOUT(!w.controller()->isTraining(), 30000);
     QTRY_COMPARE_WITH_TIMEOUT(row(w, dir)->status(), QString("stopped"), 10000);
     const qint64 stoppedAt = qint64(readJson(dir + "/summary.json").value("step").toDouble());
-    QTRY_COMPARE_WITH_TIMEOUT(qint64(cell(w, dir, RunTableModel::Step, RunTableModel::SortRole).toDouble()), stoppedAt, 10000);
+    QTRY_COMPARE_WITH_TIMEOUT(qint64(cell(w, dir, RunTableModel::Step, RunTableModel::SortRole).toDouble()), stoppedAt,
+                              10000);
 
     // Resume from the table: the same run continues (in this window) past where it stopped.
     selectRun(w, dir);
@@ -149,7 +150,8 @@ private Q_SLOTS:
     QVERIFY2(acts->resume(dir, &err), qPrintable(err));
     QVERIFY(w.controller()->isTraining());
     QTRY_VERIFY_WITH_TIMEOUT(row(w, dir)->status() == "running", 30000);
-    QTRY_VERIFY_WITH_TIMEOUT(cell(w, dir, RunTableModel::Step, RunTableModel::SortRole).toDouble() > stoppedAt + 2, 60000);
+    QTRY_VERIFY_WITH_TIMEOUT(cell(w, dir, RunTableModel::Step, RunTableModel::SortRole).toDouble() > stoppedAt + 2,
+                             60000);
     QCOMPARE(QFileInfo(w.controller()->currentRunDir()).absoluteFilePath(), QFileInfo(dir).absoluteFilePath());
     w.controller()->stop();
     QTRY_VERIFY_WITH_TIMEOUT(!w.controller()->isTraining(), 30000);
@@ -159,14 +161,16 @@ private Q_SLOTS:
 
     // Resumed from the CLI while the window is open: "stopped" -> "running" -> "finished".
     QProcess cli;
-    cli.start(cstest::cli_path(), {"train", "--resume", dir, "--steps", QString::number(stopped2 + 150), "--threads", "1", "--quiet"});
+    cli.start(cstest::cli_path(),
+              {"train", "--resume", dir, "--steps", QString::number(stopped2 + 150), "--threads", "1", "--quiet"});
     QVERIFY(cli.waitForStarted());
     QTRY_VERIFY_WITH_TIMEOUT(row(w, dir)->status() == "running" || row(w, dir)->status() == "finished", 60000);
     QTRY_COMPARE_WITH_TIMEOUT(row(w, dir)->status(), QString("finished"), 120000);
     // (waitForFinished is false when the process already ended inside the loops above)
     QVERIFY(cli.state() == QProcess::NotRunning || cli.waitForFinished(30000));
     QCOMPARE(cli.exitCode(), 0);
-    QTRY_COMPARE_WITH_TIMEOUT(qint64(cell(w, dir, RunTableModel::Step, RunTableModel::SortRole).toDouble()), stopped2 + 150, 10000);
+    QTRY_COMPARE_WITH_TIMEOUT(qint64(cell(w, dir, RunTableModel::Step, RunTableModel::SortRole).toDouble()),
+                              stopped2 + 150, 10000);
     QVERIFY(!w.controller()->isTraining());
   }
 
@@ -203,7 +207,8 @@ private Q_SLOTS:
     QVERIFY(acts);
 
     // The context menu has every action, each with its shortcut, active while the table has the focus.
-    const QStringList texts = {"&Resume", "&Fork...", "&Load configuration", "Rename / &label...", "&Open folder", "&Delete..."};
+    const QStringList texts = {"&Resume",      "&Fork...",  "&Load configuration", "Rename / &label...",
+                               "&Open folder", "&Delete..."};
     const QStringList keys = {"Ctrl+Alt+R", "Ctrl+Alt+F", "Ctrl+Alt+L", "F2", "Ctrl+Alt+O", "Del"};
     QCOMPARE(acts->actions().size(), texts.size());
     for (int i = 0; i < texts.size(); ++i) {
@@ -257,7 +262,8 @@ private Q_SLOTS:
     const QString dir = m_root + "/fork-parent";
     writeFile(dir + "/config.json", QJsonDocument(tinyConfig(40)).toJson());
     writeFile(dir + "/summary.json", "{\"status\": \"stopped\", \"step\": 30, \"best_step\": 20, \"best_valid\": 3.1}");
-    for (const char* f : {"last.pt", "step_10.pt", "step_20.pt", "step_30.pt"}) writeFile(dir + "/checkpoints/" + f, "x");
+    for (const char* f : {"last.pt", "step_10.pt", "step_20.pt", "step_30.pt"})
+      writeFile(dir + "/checkpoints/" + f, "x");
     gui::ForkDialog dlg(dir);
     QComboBox* cp = dlg.checkpointCombo();
     QCOMPARE(cp->count(), 4);
@@ -292,10 +298,12 @@ private Q_SLOTS:
   void forkDialogCommandRunsTheCli() {
     const QString parent = m_root + "/fork-real/parent", child = m_root + "/fork-real/child";
     QString out, err;
-    QCOMPARE(cstest::run_cli({"train", "quick-gru", "--set", "model.hidden=16", "--set", "model.embed=8", "--set",
-                              "dataset.max_chars=20000", "--set", "training.checkpoint_every=10", "--set",
-                              "training.log_every=5", "--steps", "20", "--threads", "1", "--run-dir", parent, "--quiet"},
-                             &out, &err), 0);
+    QCOMPARE(
+        cstest::run_cli({"train", "quick-gru", "--set", "model.hidden=16", "--set", "model.embed=8", "--set",
+                         "dataset.max_chars=20000", "--set", "training.checkpoint_every=10", "--set",
+                         "training.log_every=5", "--steps", "20", "--threads", "1", "--run-dir", parent, "--quiet"},
+                        &out, &err),
+        0);
     gui::ForkDialog dlg(parent);
     int at10 = -1;
     for (int i = 0; i < dlg.checkpointCombo()->count(); ++i)
@@ -327,17 +335,20 @@ private Q_SLOTS:
     const QString ws = m_root + "/ws-join";
     const QString parent = ws + "/parent", child = ws + "/child";
     QByteArray pm, cm;
-    for (int s = 1; s <= 10; ++s) pm += "{\"step\":" + QByteArray::number(s) + ",\"epoch\":0,\"elapsed\":" + QByteArray::number(s) +
-                                        ",\"loss\":" + QByteArray::number(5.0 - 0.1 * s) + "}\n";
+    for (int s = 1; s <= 10; ++s)
+      pm += "{\"step\":" + QByteArray::number(s) + ",\"epoch\":0,\"elapsed\":" + QByteArray::number(s) +
+            ",\"loss\":" + QByteArray::number(5.0 - 0.1 * s) + "}\n";
     pm += "{\"step\":5,\"eval\":true,\"split\":\"valid\",\"epoch\":0,\"elapsed\":5,\"bpc\":4.0}\n";
-    for (int s = 7; s <= 12; ++s) cm += "{\"step\":" + QByteArray::number(s) + ",\"epoch\":0,\"elapsed\":" + QByteArray::number(s) +
-                                        ",\"loss\":" + QByteArray::number(9.0) + "}\n";
+    for (int s = 7; s <= 12; ++s)
+      cm += "{\"step\":" + QByteArray::number(s) + ",\"epoch\":0,\"elapsed\":" + QByteArray::number(s) +
+            ",\"loss\":" + QByteArray::number(9.0) + "}\n";
     QJsonObject pcfg = tinyConfig(10);
     writeFile(parent + "/config.json", QJsonDocument(pcfg).toJson());
     writeFile(parent + "/summary.json", "{\"status\": \"stopped\", \"step\": 10, \"primary_metric\": \"bpc\"}");
     writeFile(parent + "/metrics.jsonl", pm);
     QJsonObject ccfg = tinyConfig(12);
-    ccfg["parent"] = QJsonObject{{"run_dir", QFileInfo(parent).absoluteFilePath()}, {"step", 6}, {"checkpoint", "step_6.pt"}};
+    ccfg["parent"] =
+        QJsonObject{{"run_dir", QFileInfo(parent).absoluteFilePath()}, {"step", 6}, {"checkpoint", "step_6.pt"}};
     writeFile(child + "/config.json", QJsonDocument(ccfg).toJson());
     writeFile(child + "/summary.json", "{\"status\": \"finished\", \"step\": 12, \"primary_metric\": \"bpc\"}");
     writeFile(child + "/metrics.jsonl", cm);
@@ -384,7 +395,8 @@ private Q_SLOTS:
     writeFile(cfgPath, QJsonDocument(tinyConfig(30, 1, 15)).toJson());
     QSignalSpy finished(w.controller(), &gui::TrainingController::finishedWithReason);
     const QString dir = QFileInfo(ws + "/followed").absoluteFilePath();
-    QVERIFY2(w.controller()->startCli({"train", cfgPath, "--run-dir", dir, "--threads", "1"}, dir, 1, &err), qPrintable(err));
+    QVERIFY2(w.controller()->startCli({"train", cfgPath, "--run-dir", dir, "--threads", "1"}, dir, 1, &err),
+             qPrintable(err));
     QVERIFY(w.controller()->isProcessRun());
     QVERIFY(!w.controller()->canPause());
     QTRY_VERIFY_WITH_TIMEOUT(finished.size() == 1, 120000);

@@ -66,7 +66,8 @@ class GuiSweepTest : public QObject {
     panel->setGrid({{"model.hidden", "16, -4"}, {"training.lr", "0.003, 0.02"}});
     panel->setSeeds("1, 2");
     QVERIFY(!panel->startSweep());
-    QVERIFY2(panel->lastError().contains("model.hidden=-4") && panel->lastError().contains("model.hidden:"), qPrintable(panel->lastError()));
+    QVERIFY2(panel->lastError().contains("model.hidden=-4") && panel->lastError().contains("model.hidden:"),
+             qPrintable(panel->lastError()));
     QVERIFY(!QFileInfo::exists(o.workspace + "/sweeps/gui-2x2"));
 
     // The 2x2 sweep x 2 seeds, run to the end.

@@ -89,8 +89,8 @@ class GuiTaskConfigTest : public QObject {
   // 0 / "" / false, which the schema refuses or the task would take literally.
   void issue18PresetsAreValidInThePanel() {
     gui::ConfigurePanel panel;
-    for (const QString preset : {"cloze-cbt-cn-cru", "cloze-cbt-cn-gru", "seq2seq-headlines-mcrnn", "seq2seq-headlines-copy",
-                                  "seq2seq-headlines-lstm"}) {
+    for (const QString preset : {"cloze-cbt-cn-cru", "cloze-cbt-cn-gru", "seq2seq-headlines-mcrnn",
+                                 "seq2seq-headlines-copy", "seq2seq-headlines-lstm"}) {
       QVERIFY2(panel.applyPreset(preset), qPrintable(preset));
       panel.revalidateNow();
       QVERIFY2(panel.validationErrors().isEmpty(), qPrintable(preset + ": " + panel.validationErrors().join("; ")));
@@ -103,7 +103,8 @@ class GuiTaskConfigTest : public QObject {
     QCOMPARE(cfg.value("task").toObject().value("name").toString(), QString("seq2seq"));
     QCOMPARE(cfg.value("dataset").toObject().value("name").toString(), QString("spam-headlines"));
     const QJsonObject ds = cfg.value("dataset").toObject();
-    for (const char* k : {"source_lang", "target_lang", "source_words", "min_subject_words", "min_source_words", "lowercase"})
+    for (const char* k :
+         {"source_lang", "target_lang", "source_words", "min_subject_words", "min_source_words", "lowercase"})
       QVERIFY2(!ds.contains(k), k);
     QVERIFY(panel.form()->isUnset("dataset.source_words"));
     QVERIFY(!panel.form()->value("dataset.source_words").isValid());

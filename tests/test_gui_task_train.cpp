@@ -77,7 +77,9 @@ QByteArray cbtText(int n, unsigned seed) {
     for (int l = 0; l < 20; ++l) out += QString("%1 %2\n").arg(l + 1).arg(lines[l].join(' ')).toUtf8();
     const QString answer = cands[0];
     std::shuffle(cands.begin(), cands.end(), rng);
-    out += QString("21 she said the %1 is XXXXX .\t%2\t\t%3\n\n").arg(key ? "key" : "gift", answer, cands.join('|')).toUtf8();
+    out += QString("21 she said the %1 is XXXXX .\t%2\t\t%3\n\n")
+               .arg(key ? "key" : "gift", answer, cands.join('|'))
+               .toUtf8();
   }
   return out;
 }
@@ -327,7 +329,8 @@ class GuiTaskTrainTest : public QObject {
     // Options the task leaves to the format (the source/target language suffixes, the
     // headline options, lower-casing) are not in the config unless set.
     const QJsonObject ds = p->currentConfig().value("dataset").toObject();
-    for (const char* k : {"source_lang", "target_lang", "source_words", "min_subject_words", "min_source_words", "lowercase"})
+    for (const char* k :
+         {"source_lang", "target_lang", "source_words", "min_subject_words", "min_source_words", "lowercase"})
       QVERIFY2(!ds.contains(k), k);
     const QString run = trainToTheEnd(w);
     QVERIFY(!run.isEmpty());

@@ -57,14 +57,19 @@ QString toolbarProblem(csw::CurvePlot* p) {
   for (QWidget* w : tb->findChildren<QWidget*>(QString(), Qt::FindDirectChildrenOnly)) {
     if (!w->isVisible()) continue;
     const QPoint topRight = w->mapTo(p, QPoint(w->width(), 0));
-    if (topRight.x() > right + 1) problems += QStringLiteral("%1 clipped (right edge %2 > %3); ").arg(w->metaObject()->className()).arg(topRight.x()).arg(right);
+    if (topRight.x() > right + 1)
+      problems += QStringLiteral("%1 clipped (right edge %2 > %3); ")
+                      .arg(w->metaObject()->className())
+                      .arg(topRight.x())
+                      .arg(right);
     if (auto* cb = qobject_cast<QAbstractButton*>(w)) reachable << cb->text();
     if (qobject_cast<QSlider*>(w)) reachable << QStringLiteral("Smoothing");
   }
   if (p->viewMenuButton()->isVisible() && p->viewMenuButton()->menu())
     for (QAction* a : p->viewMenuButton()->menu()->actions()) reachable << a->text();
   for (const char* need : {"Smoothing", "log x", "log y", "legend", "Reset view"})
-    if (!reachable.contains(QLatin1String(need))) problems += QStringLiteral("'%1' not reachable; ").arg(QLatin1String(need));
+    if (!reachable.contains(QLatin1String(need)))
+      problems += QStringLiteral("'%1' not reachable; ").arg(QLatin1String(need));
   return problems;
 }
 
@@ -184,7 +189,8 @@ private Q_SLOTS:
     QFile f(svg);
     QVERIFY(f.open(QIODevice::ReadOnly));
     const QString text = QString::fromUtf8(f.readAll());
-    for (const char* must : {"Smoothing", "0.90", "20261123-000000-char_lm-gru", "x axis: step", "Not smoothed", "valid bpc"})
+    for (const char* must :
+         {"Smoothing", "0.90", "20261123-000000-char_lm-gru", "x axis: step", "Not smoothed", "valid bpc"})
       QVERIFY2(text.contains(QLatin1String(must)), must);
     // The caption is for the export only: the view is as before.
     QCOMPARE(metric->plot()->plotLayout()->rowCount(), 2);
@@ -228,9 +234,15 @@ private Q_SLOTS:
       QString why = QString("window %1x%2; minimum sizes:").arg(w.width()).arg(w.height());
       auto* tabs = w.findChild<QTabWidget*>();
       for (QWidget* c : {static_cast<QWidget*>(w.configurePanel()), static_cast<QWidget*>(w.statusBar())})
-        why += QString(" %1 %2x%3").arg(c->metaObject()->className()).arg(c->minimumSizeHint().width()).arg(c->minimumSizeHint().height());
+        why += QString(" %1 %2x%3")
+                   .arg(c->metaObject()->className())
+                   .arg(c->minimumSizeHint().width())
+                   .arg(c->minimumSizeHint().height());
       for (int i = 0; tabs && i < tabs->count(); ++i)
-        why += QString(" [%1] %2x%3").arg(tabs->tabText(i)).arg(tabs->widget(i)->minimumSizeHint().width()).arg(tabs->widget(i)->minimumSizeHint().height());
+        why += QString(" [%1] %2x%3")
+                   .arg(tabs->tabText(i))
+                   .arg(tabs->widget(i)->minimumSizeHint().width())
+                   .arg(tabs->widget(i)->minimumSizeHint().height());
       QFAIL(qPrintable(why));
     }
     auto* scroll = w.trainingPanel()->findChild<QScrollArea*>("trainingPlotScroll");
@@ -261,7 +273,8 @@ private Q_SLOTS:
     QImage img(png);
     QCOMPARE(img.size(), QSize(1800, 1200));
     // 96 dpi x scale: the PNG prints at the figure's size, the text at 12 pt.
-    QVERIFY2(std::abs(img.dotsPerMeterX() * 0.0254 - 192.0) < 1.0, qPrintable(QString::number(img.dotsPerMeterX() * 0.0254)));
+    QVERIFY2(std::abs(img.dotsPerMeterX() * 0.0254 - 192.0) < 1.0,
+             qPrintable(QString::number(img.dotsPerMeterX() * 0.0254)));
   }
 
   void zoneHeatmapVectorExportKeepsEveryLabel() {
@@ -320,8 +333,10 @@ private Q_SLOTS:
     auto* fig = qobject_cast<csf::Figure*>(area.widget());
     QVERIFY(fig);
     for (int i = 0; i < fig->panelCount(); ++i)
-      QVERIFY2(fig->panel(i)->width() >= 300 && fig->panel(i)->height() >= 200,
-               qPrintable(QString("panel %1 squeezed to %2x%3").arg(i).arg(fig->panel(i)->width()).arg(fig->panel(i)->height())));
+      QVERIFY2(
+          fig->panel(i)->width() >= 300 && fig->panel(i)->height() >= 200,
+          qPrintable(
+              QString("panel %1 squeezed to %2x%3").arg(i).arg(fig->panel(i)->width()).arg(fig->panel(i)->height())));
     QVERIFY(area.horizontalScrollBar()->maximum() > 0);  // it scrolls instead
   }
 

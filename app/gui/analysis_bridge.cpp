@@ -48,7 +48,8 @@ PositionInput positionInputFor(const QString& kind) {
   PositionInput p;
   if (kind == QLatin1String("aoa")) {
     p.label = QStringLiteral("&Question");
-    p.toolTip = QStringLiteral("Index of the question in the chosen split (0 = the first); the view shows its document");
+    p.toolTip =
+        QStringLiteral("Index of the question in the chosen split (0 = the first); the view shows its document");
     p.minimum = 0;
   } else {
     p.label = QStringLiteral("C&haracter");

@@ -113,7 +113,8 @@ void AnalysisPanel::refreshRuns() {
   if (same) {
     const QList<CheckpointEntry> now = runCheckpoints(a);
     same = now.size() == m_checkpoints.size();
-    for (int i = 0; same && i < now.size(); ++i) same = now[i].id == m_checkpoints[i].id && now[i].step == m_checkpoints[i].step;
+    for (int i = 0; same && i < now.size(); ++i)
+      same = now[i].id == m_checkpoints[i].id && now[i].step == m_checkpoints[i].step;
   }
   if (!same) onRunChanged();
 }
@@ -315,7 +316,8 @@ void AnalysisPanel::updateInputsVisibility() {
   show(m_rowBins, k && k->usesBins);
   show(m_rowCmap, k && k->colourMap);
   // The text's meaning follows the run's task and the kind (a seq2seq source, a pair).
-  QString textHint = QStringLiteral("Text to analyse (empty: the start of the first run's valid split, the same for both runs)");
+  QString textHint =
+      QStringLiteral("Text to analyse (empty: the start of the first run's valid split, the same for both runs)");
   if (k && k->name == QLatin1String("channel_attention_decoder"))
     textHint = QStringLiteral("SOURCE ||| TARGET (teacher forcing) or a source alone (the greedy decode); empty: the "
                               "first source of the run's valid split");
@@ -504,8 +506,9 @@ void AnalysisPanel::onOutcome(const gui::AnalysisOutcome& o) {
         title += QStringLiteral(" — %1 at %2").arg(QFileInfo(o.job.runs.front()).fileName(), ckLabel);
         // The second run at its own checkpoint: both in the title (the caption names the steps).
         if (o.job.runs.size() > 1 && o.job.checkpoints.size() == o.job.runs.size())
-          title += QStringLiteral(" vs %1 at %2").arg(QFileInfo(o.job.runs[1]).fileName(),
-                                                       QString(o.job.checkpoints[1]).replace(QLatin1Char('_'), QLatin1Char(' ')));
+          title += QStringLiteral(" vs %1 at %2")
+                       .arg(QFileInfo(o.job.runs[1]).fileName(),
+                            QString(o.job.checkpoints[1]).replace(QLatin1Char('_'), QLatin1Char(' ')));
       }
       fig->setTitle(title);
       showFigure(fig);
@@ -588,8 +591,9 @@ void AnalysisPanel::exportInteractive(const QString& filter, const QString& suff
     showMessage(QStringLiteral("Nothing to export: compute an analysis first (Ctrl+Return)."), true);
     return;
   }
-  const QString path = QFileDialog::getSaveFileName(this, QStringLiteral("Export figure"), defaultExportPath(suffix),
-                                                    filter + QStringLiteral(";;PNG (*.png);;PDF (*.pdf);;SVG (*.svg);;CSV (*.csv)"));
+  const QString path =
+      QFileDialog::getSaveFileName(this, QStringLiteral("Export figure"), defaultExportPath(suffix),
+                                   filter + QStringLiteral(";;PNG (*.png);;PDF (*.pdf);;SVG (*.svg);;CSV (*.csv)"));
   if (path.isEmpty()) return;
   QString err;
   if (exportTo(path, &err))

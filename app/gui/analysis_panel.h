@@ -89,7 +89,9 @@ public:
   csw::CurvePlot* trainingCurve() const { return m_curve; }
   bool isBusy() const { return m_busy; }
   QString lastError() const { return m_lastError; }
-  QStringList lastWarnings() const { return m_warnings; }  // of the figure shown (different steps, data, unknown symbols)
+  QStringList lastWarnings() const {
+    return m_warnings;
+  }  // of the figure shown (different steps, data, unknown symbols)
   QString statusText() const;
   double lastComputeSeconds() const { return m_lastSeconds; }
   int computedCount() const { return m_computed; }

@@ -37,10 +37,11 @@ void makeFakeWorkspace(const QString& ws, int runs) {
   for (int i = 0; i < runs; ++i) {
     const QString dir = QDir(ws).filePath(QStringLiteral("20250101-%1-char_lm-gru").arg(i, 4, 10, QLatin1Char('0')));
     QDir().mkpath(dir);
-    const QJsonObject cfg{{"task", QJsonObject{{"name", "char_lm"}}},
-                          {"dataset", QJsonObject{{"name", "moby-dick"}, {"max_chars", 100000}}},
-                          {"model", QJsonObject{{"cell", i % 2 ? "gru" : "lstm"}, {"hidden", 64 + (i % 5) * 32}, {"embed", 32}}},
-                          {"training", QJsonObject{{"seed", i % 3}, {"steps", 100}, {"lr", 0.001}}}};
+    const QJsonObject cfg{
+        {"task", QJsonObject{{"name", "char_lm"}}},
+        {"dataset", QJsonObject{{"name", "moby-dick"}, {"max_chars", 100000}}},
+        {"model", QJsonObject{{"cell", i % 2 ? "gru" : "lstm"}, {"hidden", 64 + (i % 5) * 32}, {"embed", 32}}},
+        {"training", QJsonObject{{"seed", i % 3}, {"steps", 100}, {"lr", 0.001}}}};
     writeFile(dir + "/config.json", QJsonDocument(cfg).toJson());
     const QJsonObject sum{{"status", "finished"}, {"task", "char_lm"}, {"cell", "gru"}, {"primary_metric", "bpc"},
                           {"parameters", 10000 + i}, {"step", 100}, {"best_valid", 2.0 + i * 1e-3}, {"best_step", 100},
@@ -48,8 +49,15 @@ void makeFakeWorkspace(const QString& ws, int runs) {
     writeFile(dir + "/summary.json", QJsonDocument(sum).toJson());
     QByteArray m;
     for (int s = 1; s <= 100; ++s)
-      m += QStringLiteral("{\"step\":%1,\"epoch\":%2,\"elapsed\":%3,\"loss\":%4,\"bpc\":%5,\"lr\":0.001,\"grad_norm\":1.0,\"throughput\":5000}\n")
-               .arg(s).arg(s * 0.01).arg(s * 0.1).arg(3.0 - s * 0.01).arg(4.3 - s * 0.014).toUtf8();
+      m +=
+          QStringLiteral(
+              "{\"step\":%1,\"epoch\":%2,\"elapsed\":%3,\"loss\":%4,\"bpc\":%5,\"lr\":0.001,\"grad_norm\":1.0,\"throughput\":5000}\n")
+              .arg(s)
+              .arg(s * 0.01)
+              .arg(s * 0.1)
+              .arg(3.0 - s * 0.01)
+              .arg(4.3 - s * 0.014)
+              .toUtf8();
     writeFile(dir + "/metrics.jsonl", m);
   }
 }
@@ -122,7 +130,8 @@ QJsonObject runBenchmark(double trainSeconds) {
     }
     QElapsedTimer wait;
     wait.start();
-    while (!started && w.controller()->isTraining() && wait.elapsed() < 60000) QApplication::processEvents(QEventLoop::AllEvents, 20);
+    while (!started && w.controller()->isTraining() && wait.elapsed() < 60000)
+      QApplication::processEvents(QEventLoop::AllEvents, 20);
     // let the first steps run, then sample a 10 ms timer for trainSeconds
     QEventLoop loop;
     QTimer::singleShot(1000, &loop, &QEventLoop::quit);
@@ -153,7 +162,8 @@ QJsonObject runBenchmark(double trainSeconds) {
     out.insert(QStringLiteral("train_error"), w.controller()->lastError());
     w.controller()->stop();
     wait.restart();
-    while (w.controller()->isTraining() && wait.elapsed() < 60000) QApplication::processEvents(QEventLoop::AllEvents, 20);
+    while (w.controller()->isTraining() && wait.elapsed() < 60000)
+      QApplication::processEvents(QEventLoop::AllEvents, 20);
   }
   out.insert(QStringLiteral("goal_latency_p99_ms"), 30);
   out.insert(QStringLiteral("goal_replot_ms"), 50);
@@ -170,15 +180,25 @@ int benchmarkMain(bool json) {
     auto ok = [](double v, double goal) { return v < goal ? "ok" : "OVER GOAL"; };
     const double p99 = r.value("latency_p99_ms").toDouble(), rp = r.value("replot_1m_ms").toDouble(),
                  ws = r.value("workspace_open_ms").toDouble();
-    o << QStringLiteral("event-loop latency while training (10 ms timer, %1 samples, %2 training steps, %3 thread(s))\n")
-             .arg(r.value("latency_samples").toInt()).arg(r.value("train_steps_during_sampling").toInt()).arg(r.value("train_threads").toInt())
+    o << QStringLiteral(
+             "event-loop latency while training (10 ms timer, %1 samples, %2 training steps, %3 thread(s))\n")
+             .arg(r.value("latency_samples").toInt())
+             .arg(r.value("train_steps_during_sampling").toInt())
+             .arg(r.value("train_threads").toInt())
       << QStringLiteral("  p50 %1 ms   p99 %2 ms   max %3 ms   (goal p99 < 30 ms: %4)\n")
-             .arg(r.value("latency_p50_ms").toDouble(), 0, 'f', 2).arg(p99, 0, 'f', 2)
-             .arg(r.value("latency_max_ms").toDouble(), 0, 'f', 2).arg(QString::fromLatin1(ok(p99, 30)))
-      << QStringLiteral("replot of a 1,000,000-point curve: %1 ms (goal < 50 ms: %2)\n").arg(rp, 0, 'f', 2).arg(QString::fromLatin1(ok(rp, 50)))
+             .arg(r.value("latency_p50_ms").toDouble(), 0, 'f', 2)
+             .arg(p99, 0, 'f', 2)
+             .arg(r.value("latency_max_ms").toDouble(), 0, 'f', 2)
+             .arg(QString::fromLatin1(ok(p99, 30)))
+      << QStringLiteral("replot of a 1,000,000-point curve: %1 ms (goal < 50 ms: %2)\n")
+             .arg(rp, 0, 'f', 2)
+             .arg(QString::fromLatin1(ok(rp, 50)))
       << QStringLiteral("open a workspace of %1 runs: %2 ms (goal < 1000 ms: %3)\n")
-             .arg(r.value("workspace_runs").toInt()).arg(ws, 0, 'f', 1).arg(QString::fromLatin1(ok(ws, 1000)));
-    if (!r.value("train_error").toString().isEmpty()) o << "training error: " << r.value("train_error").toString() << "\n";
+             .arg(r.value("workspace_runs").toInt())
+             .arg(ws, 0, 'f', 1)
+             .arg(QString::fromLatin1(ok(ws, 1000)));
+    if (!r.value("train_error").toString().isEmpty())
+      o << "training error: " << r.value("train_error").toString() << "\n";
     if (r.contains("error")) o << "error: " << r.value("error").toString() << "\n";
   }
   return r.contains("error") ? 1 : 0;

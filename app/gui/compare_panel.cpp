@@ -464,7 +464,8 @@ void ComparePanel::updateDiff() {
   // The option names take what they need, but at most 45% of the width: the values stay readable.
   int optionWidth = m_diffTable->horizontalHeader()->sectionSizeHint(0);
   for (int i = 0; i < m_diffTable->rowCount(); ++i)
-    optionWidth = std::max(optionWidth, m_diffTable->fontMetrics().horizontalAdvance(m_diffTable->item(i, 0)->text()) + 16);
+    optionWidth =
+        std::max(optionWidth, m_diffTable->fontMetrics().horizontalAdvance(m_diffTable->item(i, 0)->text()) + 16);
   m_diffTable->setColumnWidth(0, std::min(optionWidth, std::max(80, m_diffTable->viewport()->width() * 45 / 100)));
 }
 
@@ -477,8 +478,8 @@ QString ComparePanel::configDiffText() const {
 }
 
 void ComparePanel::exportTableInteractive() {
-  const QString path = QFileDialog::getSaveFileName(this, QStringLiteral("Export run table"), QStringLiteral("runs.csv"),
-                                                    QStringLiteral("CSV (*.csv)"));
+  const QString path = QFileDialog::getSaveFileName(this, QStringLiteral("Export run table"),
+                                                    QStringLiteral("runs.csv"), QStringLiteral("CSV (*.csv)"));
   QString err;
   if (!path.isEmpty() && !exportRunTable(path, &err)) QMessageBox::warning(this, QStringLiteral("Export failed"), err);
 }

@@ -74,7 +74,8 @@ ConfigurePanel::ConfigurePanel(QWidget* parent) : QWidget(parent) {
   auto* setup = new QGroupBox(QStringLiteral("Setup"));
   auto* f = new QFormLayout(setup);
   m_presetCombo = new QComboBox;
-  m_presetCombo->setToolTip(QStringLiteral("Bundled configurations (resources/presets): the papers' setups and quick ones"));
+  m_presetCombo->setToolTip(
+      QStringLiteral("Bundled configurations (resources/presets): the papers' setups and quick ones"));
   f->addRow(QStringLiteral("Preset"), m_presetCombo);
   m_taskCombo = new QComboBox;
   for (const QString& t : taskNames()) {
@@ -95,7 +96,8 @@ ConfigurePanel::ConfigurePanel(QWidget* parent) : QWidget(parent) {
   // train.en, ...), which a file dialog cannot pick.
   auto* openMenu = new QMenu(dsOpen);
   openMenu->addAction(QStringLiteral("File..."), this, &ConfigurePanel::chooseDatasetFile);
-  openMenu->addAction(QStringLiteral("Folder (CBT set, parallel text, PTB)..."), this, &ConfigurePanel::chooseDatasetFolder);
+  openMenu->addAction(QStringLiteral("Folder (CBT set, parallel text, PTB)..."), this,
+                      &ConfigurePanel::chooseDatasetFolder);
   dsOpen->setMenu(openMenu);
   dsOpen->setPopupMode(QToolButton::MenuButtonPopup);
   dsRow->addWidget(m_datasetCombo, 1);
@@ -157,7 +159,8 @@ ConfigurePanel::ConfigurePanel(QWidget* parent) : QWidget(parent) {
     const int n = m_procSpin->value();
     const int k = threadsPerProcess(n);
     const QString threads = QStringLiteral("%1 thread%2").arg(k).arg(k == 1 ? QString() : QStringLiteral("s"));
-    m_procHint->setText(n == 1 ? QStringLiteral("in this window, ") + threads : QStringLiteral("x ") + threads + QStringLiteral(" each"));
+    m_procHint->setText(n == 1 ? QStringLiteral("in this window, ") + threads
+                               : QStringLiteral("x ") + threads + QStringLiteral(" each"));
   };
   showProcHint();
   connect(m_procSpin, qOverload<int>(&QSpinBox::valueChanged), this, showProcHint);
@@ -237,7 +240,8 @@ void ConfigurePanel::populatePresets() {
   for (const QFileInfo& fi : d.entryInfoList({QStringLiteral("*.json")}, QDir::Files, QDir::Name)) {
     QFile f(fi.absoluteFilePath());
     QString notes;
-    if (f.open(QIODevice::ReadOnly)) notes = QJsonDocument::fromJson(f.readAll()).object().value(QStringLiteral("notes")).toString();
+    if (f.open(QIODevice::ReadOnly))
+      notes = QJsonDocument::fromJson(f.readAll()).object().value(QStringLiteral("notes")).toString();
     m_presetCombo->addItem(fi.completeBaseName());
     m_presetCombo->setItemData(m_presetCombo->count() - 1, notes, Qt::ToolTipRole);
   }
@@ -284,7 +288,8 @@ void ConfigurePanel::populateDatasets() {
     m_datasetCombo->addItem(QStringLiteral("moby-dick"), QStringLiteral("moby-dick"));
   }
   if (!m_datasetFile.isEmpty()) {
-    m_datasetCombo->addItem(QStringLiteral("File: ") + QFileInfo(m_datasetFile).fileName(), QStringLiteral("file:") + m_datasetFile);
+    m_datasetCombo->addItem(QStringLiteral("File: ") + QFileInfo(m_datasetFile).fileName(),
+                            QStringLiteral("file:") + m_datasetFile);
     m_datasetCombo->setItemData(m_datasetCombo->count() - 1, m_datasetFile, Qt::ToolTipRole);
   }
   int idx = m_datasetCombo->findData(previous);
@@ -474,7 +479,8 @@ void ConfigurePanel::revalidateNow() {
   } else {
     ++m_paramGeneration;  // drop a count in flight
     m_paramCount = -1;
-    m_paramLabel->setText(QStringLiteral("Parameters: - (fix the %1 problem%2 above)").arg(all.size()).arg(all.size() > 1 ? "s" : ""));
+    m_paramLabel->setText(
+        QStringLiteral("Parameters: - (fix the %1 problem%2 above)").arg(all.size()).arg(all.size() > 1 ? "s" : ""));
     m_paramLabel->setToolTip(QString());
   }
   Q_EMIT validated();
@@ -495,7 +501,8 @@ void ConfigurePanel::requestParameterCount() {
           if (!self || gen != self->m_paramGeneration) return;
           self->m_paramCount = n;
           if (n >= 0) {
-            self->m_paramLabel->setText(QStringLiteral("Parameters: <b>%1</b> (%2 M)").arg(QLocale().toString(n)).arg(n / 1e6, 0, 'f', 3));
+            self->m_paramLabel->setText(
+                QStringLiteral("Parameters: <b>%1</b> (%2 M)").arg(QLocale().toString(n)).arg(n / 1e6, 0, 'f', 3));
             self->m_paramLabel->setToolTip(QStringLiteral("Trainable parameters of the configured model"));
           } else {
             self->showBuildError(err);
@@ -512,7 +519,8 @@ QString ConfigurePanel::datasetError() const { return m_datasetError->text(); }
 void ConfigurePanel::showDatasetError(const QString& message) {
   m_datasetError->setText(message);
   m_datasetError->setVisible(!message.isEmpty());
-  m_datasetCombo->setStyleSheet(message.isEmpty() ? QString() : QStringLiteral("QComboBox { border: 1px solid #d32f2f; }"));
+  m_datasetCombo->setStyleSheet(message.isEmpty() ? QString()
+                                                  : QStringLiteral("QComboBox { border: 1px solid #d32f2f; }"));
 }
 
 void ConfigurePanel::showBuildError(const QString& err) {
@@ -537,13 +545,15 @@ void ConfigurePanel::showBuildError(const QString& err) {
     m_topError->setText(QStringLiteral("<b>%1</b>: %2").arg(path.toHtmlEscaped(), message.toHtmlEscaped()));
     m_topError->show();
   }
-  m_paramLabel->setText(QStringLiteral("Parameters: <span style='color:#c62828'>cannot build the model (see above)</span>"));
+  m_paramLabel->setText(
+      QStringLiteral("Parameters: <span style='color:#c62828'>cannot build the model (see above)</span>"));
   m_paramLabel->setToolTip(err);
 }
 
 void ConfigurePanel::chooseDatasetFile() {
-  const QString path = QFileDialog::getOpenFileName(this, QStringLiteral("Train on a file"), QString(),
-                                                    QStringLiteral("Text and data files (*.txt *.jsonl *.csv *.tsv);;All files (*)"));
+  const QString path =
+      QFileDialog::getOpenFileName(this, QStringLiteral("Train on a file"), QString(),
+                                   QStringLiteral("Text and data files (*.txt *.jsonl *.csv *.tsv);;All files (*)"));
   if (!path.isEmpty()) setDatasetFile(path);
 }
 

@@ -110,7 +110,8 @@ QList<csw::OptionDesc> optionDescs(const QString& cell, const QString& task) {
     if (d.type == csw::OptionDesc::Int || d.type == csw::OptionDesc::Float)
       help += QStringLiteral("\nRange: [%1, %2].").arg(fmtBound(o.min), fmtBound(o.max));
     if (!o.default_value.is_null()) help += QStringLiteral(" Default: %1.").arg(q(o.default_value.dump()));
-    else if (d.optional) help += QStringLiteral("\nShown as 'default' while unset: left out of the configuration, the task decides.");
+    else if (d.optional)
+      help += QStringLiteral("\nShown as 'default' while unset: left out of the configuration, the task decides.");
     help += QStringLiteral("\nConfig path: %1").arg(d.path());
     d.help = help.trimmed();
     d.advanced = o.advanced;

@@ -58,7 +58,8 @@ DecodeTable runDecode(const DecodeJob& job, const QString& checkpoint,
     t.step = r.step;
     t.rows.reserve(static_cast<int>(r.samples.size()));
     int index = 0;
-    for (const cs::DecodeSample& s : r.samples) t.rows.push_back({++index, qstr(s.source), qstr(s.reference), qstr(s.hypothesis), s.score});
+    for (const cs::DecodeSample& s : r.samples)
+      t.rows.push_back({++index, qstr(s.source), qstr(s.reference), qstr(s.hypothesis), s.score});
     for (const auto& kv : r.metrics) t.metrics.push_back({qstr(kv.first), kv.second});
   } catch (const cs::Cancelled&) {
     if (cancelled) *cancelled = true;

@@ -256,7 +256,8 @@ DecodePanel::DecodePanel(RunTableModel* runs, QWidget* parent) : QWidget(parent)
   });
   connect(m_tableCombo, qOverload<int>(&QComboBox::currentIndexChanged), this, [this](int i) { showTable(i); });
   connect(m_metrics, &QTableWidget::currentCellChanged, this, [this](int row, int, int, int) {
-    if (row >= 0 && row < m_metricsRowTable.size() && m_metricsRowTable[row] >= 0) setCurrentTable(m_metricsRowTable[row]);
+    if (row >= 0 && row < m_metricsRowTable.size() && m_metricsRowTable[row] >= 0)
+      setCurrentTable(m_metricsRowTable[row]);
   });
   auto shortcut = [this](const QKeySequence& k, auto slot) {
     auto* s = new QShortcut(k, this);
@@ -310,7 +311,8 @@ void DecodePanel::refreshRuns() {
         const QString task = r.config.value(QStringLiteral("task")).toObject().value(QStringLiteral("name")).toString();
         if (task != QLatin1String("seq2seq")) continue;
         if (!QFileInfo::exists(r.dir + QStringLiteral("/checkpoints"))) continue;
-        const QString cell = r.config.value(QStringLiteral("model")).toObject().value(QStringLiteral("cell")).toString();
+        const QString cell =
+            r.config.value(QStringLiteral("model")).toObject().value(QStringLiteral("cell")).toString();
         m_runCombo->addItem(QStringLiteral("%1  (%2, %3)").arg(r.displayName(), cell, r.status()), r.dir);
         m_runCombo->setItemData(m_runCombo->count() - 1, r.dir, Qt::ToolTipRole);
       }
@@ -468,7 +470,8 @@ void DecodePanel::onProgress(int index, int count, qint64 done, qint64 total) {
                      .arg(done)
                      .arg(total)
                      .arg(formatDuration(elapsed));
-  if (fraction > 0 && fraction < 1) text += tr(", about %1 left").arg(formatDuration(elapsed * (1 - fraction) / fraction));
+  if (fraction > 0 && fraction < 1)
+    text += tr(", about %1 left").arg(formatDuration(elapsed * (1 - fraction) / fraction));
   if (m_worker->cancelRequested()) text = tr("cancelling...");
   m_progressLabel->setText(text);
 }
@@ -644,7 +647,8 @@ void DecodePanel::rebuildMetrics() {
     const QString cells[3] = {r.label, r.step, r.examples};
     for (int c = 0; c < 3; ++c) m_metrics->setItem(i, c, new QTableWidgetItem(cells[c]));
     for (int c = 0; c < keys.size(); ++c) {
-      auto* item = new QTableWidgetItem(std::isfinite(r.values[c]) ? QString::number(r.values[c], 'f', 2) : QStringLiteral("-"));
+      auto* item =
+          new QTableWidgetItem(std::isfinite(r.values[c]) ? QString::number(r.values[c], 'f', 2) : QStringLiteral("-"));
       item->setData(Qt::TextAlignmentRole, int(Qt::AlignRight | Qt::AlignVCenter));
       if (!r.baseline && std::isfinite(r.values[c]) && r.values[c] == best[c] && best[c] > worst[c]) {
         QFont f = item->font();
@@ -718,9 +722,10 @@ void DecodePanel::exportInteractive(TableFormat format) {
   }
   const bool csv = format == TableFormat::Csv;
   const DecodeTable& t = m_tables[cur];
-  const QString name = QStringLiteral("%1-%2-%3.%4")
-                           .arg(QFileInfo(t.runDir).fileName(), m_exportAll->isChecked() ? QStringLiteral("all") : t.checkpoint,
-                                t.split, csv ? QStringLiteral("csv") : QStringLiteral("tsv"));
+  const QString name =
+      QStringLiteral("%1-%2-%3.%4")
+          .arg(QFileInfo(t.runDir).fileName(), m_exportAll->isChecked() ? QStringLiteral("all") : t.checkpoint, t.split,
+               csv ? QStringLiteral("csv") : QStringLiteral("tsv"));
   const QString path = QFileDialog::getSaveFileName(this, tr("Export the decoded outputs"), name,
                                                     csv ? tr("CSV (*.csv)") : tr("TSV (*.tsv)"));
   if (path.isEmpty()) return;

@@ -95,12 +95,15 @@ csw::CurvePlot* FigureExporter::newPlot(const QString& title, const QString& yLa
 
 void FigureExporter::contextMenu(csw::CurvePlot* plot, const QPoint& pos) {
   QMenu menu(m_parent);
-  menu.addAction(QStringLiteral("Export figure (PNG, PDF, SVG)..."), this, [this, plot] { exportPlotInteractive(plot); });
+  menu.addAction(QStringLiteral("Export figure (PNG, PDF, SVG)..."), this,
+                 [this, plot] { exportPlotInteractive(plot); });
   menu.addAction(QStringLiteral("Export data as CSV..."), this, [this, plot] {
-    const QString path = QFileDialog::getSaveFileName(m_parent, QStringLiteral("Export data"), defaultExportPath(plot, QStringLiteral("csv")),
-                                                      QStringLiteral("CSV (*.csv)"));
+    const QString path =
+        QFileDialog::getSaveFileName(m_parent, QStringLiteral("Export data"),
+                                     defaultExportPath(plot, QStringLiteral("csv")), QStringLiteral("CSV (*.csv)"));
     QString err;
-    if (!path.isEmpty() && !exportPlot(plot, path, &err)) QMessageBox::warning(m_parent, QStringLiteral("Export failed"), err);
+    if (!path.isEmpty() && !exportPlot(plot, path, &err))
+      QMessageBox::warning(m_parent, QStringLiteral("Export failed"), err);
   });
   menu.addSeparator();
   menu.addAction(QStringLiteral("Reset view"), plot, &csw::CurvePlot::resetView);

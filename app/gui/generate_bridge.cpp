@@ -48,9 +48,9 @@ GenResult runGeneration(const GenRequest& r) {
     }
     out.bitsPerToken = g.generated_bits_per_token();
     out.unknownSeed = static_cast<int>(g.unknown_seed_tokens);
-    out.html = QString::fromStdString(g.to_html("Run: " + r.runDir.toStdString() + ", checkpoint " +
-                                                r.checkpoint.toStdString() + ", temperature " +
-                                                std::to_string(r.temperature) + ", seed " + std::to_string(r.seed) + "."));
+    out.html = QString::fromStdString(
+        g.to_html("Run: " + r.runDir.toStdString() + ", checkpoint " + r.checkpoint.toStdString() + ", temperature " +
+                  std::to_string(r.temperature) + ", seed " + std::to_string(r.seed) + "."));
   } catch (const std::exception& e) {
     std::string w = e.what();
     out.error = QString::fromStdString(w.substr(0, w.find("\nException raised from")));

@@ -271,7 +271,8 @@ void GeneratePanel::show(const GenResult& r) {
                   .arg(r.seconds, 0, 'f', 2)
                   .arg(r.bitsPerToken, 0, 'f', 2)
                   .arg(r.task == QStringLiteral("word_lm") ? tr("word") : tr("character"));
-  if (r.unknownSeed > 0) s += tr(" %1 seed token(s) are not in the run's vocabulary (fed as <unk>).").arg(r.unknownSeed);
+  if (r.unknownSeed > 0)
+    s += tr(" %1 seed token(s) are not in the run's vocabulary (fed as <unk>).").arg(r.unknownSeed);
   m_status->setText(s);
   m_save->setEnabled(true);
   Q_EMIT finished(true);

@@ -55,16 +55,30 @@ int main(int argc, char** argv) {
   p.setApplicationDescription(QStringLiteral("Cellscope workbench: configure, train and compare recurrent cells."));
   p.addHelpOption();
   p.addVersionOption();
-  QCommandLineOption dataset(QStringLiteral("dataset"), QStringLiteral("Preselect the manifest dataset NAME."), QStringLiteral("NAME"));
-  QCommandLineOption workspace(QStringLiteral("workspace"), QStringLiteral("Folder of runs (default: $CELLSCOPE_WORKSPACE or the last one used, else ~/.local/share/cellscope/runs)."), QStringLiteral("DIR"));
-  QCommandLineOption benchmark(QStringLiteral("benchmark"), QStringLiteral("Measure GUI latency while training, replot time and workspace open time, then exit."));
+  QCommandLineOption dataset(QStringLiteral("dataset"), QStringLiteral("Preselect the manifest dataset NAME."),
+                             QStringLiteral("NAME"));
+  QCommandLineOption workspace(
+      QStringLiteral("workspace"),
+      QStringLiteral(
+          "Folder of runs (default: $CELLSCOPE_WORKSPACE or the last one used, else ~/.local/share/cellscope/runs)."),
+      QStringLiteral("DIR"));
+  QCommandLineOption benchmark(
+      QStringLiteral("benchmark"),
+      QStringLiteral("Measure GUI latency while training, replot time and workspace open time, then exit."));
   QCommandLineOption json(QStringLiteral("json"), QStringLiteral("With --benchmark: print JSON."));
   QCommandLineOption preset(QStringLiteral("preset"), QStringLiteral("Load a preset."), QStringLiteral("NAME"));
-  QCommandLineOption set(QStringLiteral("set"), QStringLiteral("Set a config value, e.g. model.hidden=128 (repeatable)."), QStringLiteral("PATH=VALUE"));
+  QCommandLineOption set(QStringLiteral("set"),
+                         QStringLiteral("Set a config value, e.g. model.hidden=128 (repeatable)."),
+                         QStringLiteral("PATH=VALUE"));
   // Hidden helpers for screenshots and demos.
-  QCommandLineOption screenshot(QStringLiteral("screenshot"), QStringLiteral("Save a screenshot of the window to FILE and quit."), QStringLiteral("FILE"));
-  QCommandLineOption windowSize(QStringLiteral("window-size"), QStringLiteral("Window size WIDTHxHEIGHT (e.g. 1024x700), for --screenshot."), QStringLiteral("WxH"));
-  QCommandLineOption afterMs(QStringLiteral("after-ms"), QStringLiteral("Delay before --screenshot."), QStringLiteral("N"), QStringLiteral("3000"));
+  QCommandLineOption screenshot(QStringLiteral("screenshot"),
+                                QStringLiteral("Save a screenshot of the window to FILE and quit."),
+                                QStringLiteral("FILE"));
+  QCommandLineOption windowSize(QStringLiteral("window-size"),
+                                QStringLiteral("Window size WIDTHxHEIGHT (e.g. 1024x700), for --screenshot."),
+                                QStringLiteral("WxH"));
+  QCommandLineOption afterMs(QStringLiteral("after-ms"), QStringLiteral("Delay before --screenshot."),
+                             QStringLiteral("N"), QStringLiteral("3000"));
   QCommandLineOption start(QStringLiteral("start"), QStringLiteral("Start training at once."));
   QCommandLineOption measureLatency(
       QStringLiteral("measure-latency"),
@@ -72,32 +86,47 @@ int main(int argc, char** argv) {
                      "--start while the run trains (from 2 s after it started; the run is stopped at the end), "
                      "without it in the idle window (a control)."),
       QStringLiteral("SECONDS"));
-  QCommandLineOption tab(QStringLiteral("tab"), QStringLiteral("training, compare, or any tab by its title."), QStringLiteral("TAB"));
-  QCommandLineOption checkAll(QStringLiteral("check-all"), QStringLiteral("Tick every run of the workspace for comparison."));
+  QCommandLineOption tab(QStringLiteral("tab"), QStringLiteral("training, compare, or any tab by its title."),
+                         QStringLiteral("TAB"));
+  QCommandLineOption checkAll(QStringLiteral("check-all"),
+                              QStringLiteral("Tick every run of the workspace for comparison."));
   QCommandLineOption seedBands(QStringLiteral("seed-bands"), QStringLiteral("Aggregate seeds in the comparison."));
   // Analyses tab: --analysis KIND [--analysis-run DIR] [--analysis-run2 DIR] [--analysis-text T]
   // [--analysis-k N] [--analysis-position I] [--analysis-checkpoint ID] [--analysis-cmap NAME]: computed at
   // start; with --screenshot the window is grabbed once the result is shown.
-  QCommandLineOption anKind(QStringLiteral("analysis"), QStringLiteral("Open the Analyses tab and compute KIND."), QStringLiteral("KIND"));
+  QCommandLineOption anKind(QStringLiteral("analysis"), QStringLiteral("Open the Analyses tab and compute KIND."),
+                            QStringLiteral("KIND"));
   QCommandLineOption anRun(QStringLiteral("analysis-run"), QStringLiteral("Run to analyse."), QStringLiteral("DIR"));
   QCommandLineOption anRun2(QStringLiteral("analysis-run2"), QStringLiteral("Second run."), QStringLiteral("DIR"));
   QCommandLineOption anText(QStringLiteral("analysis-text"), QStringLiteral("Text."), QStringLiteral("TEXT"));
   QCommandLineOption anK(QStringLiteral("analysis-k"), QStringLiteral("Last K."), QStringLiteral("N"));
-  QCommandLineOption anPos(QStringLiteral("analysis-position"), QStringLiteral("Character index (aoa: the question index)."), QStringLiteral("I"));
-  QCommandLineOption anCk(QStringLiteral("analysis-checkpoint"), QStringLiteral("Checkpoint id."), QStringLiteral("ID"));
-  QCommandLineOption sweepDir(QStringLiteral("sweep"), QStringLiteral("Open this sweep directory in the Sweeps tab."), QStringLiteral("DIR"));
+  QCommandLineOption anPos(QStringLiteral("analysis-position"),
+                           QStringLiteral("Character index (aoa: the question index)."), QStringLiteral("I"));
+  QCommandLineOption anCk(QStringLiteral("analysis-checkpoint"), QStringLiteral("Checkpoint id."),
+                          QStringLiteral("ID"));
+  QCommandLineOption sweepDir(QStringLiteral("sweep"), QStringLiteral("Open this sweep directory in the Sweeps tab."),
+                              QStringLiteral("DIR"));
   QCommandLineOption anCmap(QStringLiteral("analysis-cmap"), QStringLiteral("Colour map."), QStringLiteral("NAME"));
   // Decode tab: --decode CHECKPOINTS (comma-separated: best,last,step_N) [--decode-run DIR]
   // [--decode-examples N]: decoded at start; with --screenshot the window is grabbed once it is done.
-  QCommandLineOption decodeCk(QStringLiteral("decode"), QStringLiteral("Open the Decode tab and decode these checkpoints."), QStringLiteral("LIST"));
+  QCommandLineOption decodeCk(QStringLiteral("decode"),
+                              QStringLiteral("Open the Decode tab and decode these checkpoints."),
+                              QStringLiteral("LIST"));
   QCommandLineOption decodeRun(QStringLiteral("decode-run"), QStringLiteral("Run to decode."), QStringLiteral("DIR"));
-  QCommandLineOption decodeExamples(QStringLiteral("decode-examples"), QStringLiteral("Examples to decode."), QStringLiteral("N"));
-  QCommandLineOption showRun(QStringLiteral("show-run"), QStringLiteral("Show this finished run's curves in the Training tab."), QStringLiteral("DIR"));
-  for (auto* o : {&showRun, &decodeCk, &decodeRun, &decodeExamples, &sweepDir, &screenshot, &windowSize, &afterMs, &start, &tab, &checkAll, &seedBands, &anKind, &anRun, &anRun2, &anText, &anK, &anPos, &anCk, &anCmap})
+  QCommandLineOption decodeExamples(QStringLiteral("decode-examples"), QStringLiteral("Examples to decode."),
+                                    QStringLiteral("N"));
+  QCommandLineOption showRun(QStringLiteral("show-run"),
+                             QStringLiteral("Show this finished run's curves in the Training tab."),
+                             QStringLiteral("DIR"));
+  for (auto* o : {&showRun, &decodeCk, &decodeRun, &decodeExamples, &sweepDir,  &screenshot, &windowSize,
+                  &afterMs, &start,    &tab,       &checkAll,       &seedBands, &anKind,     &anRun,
+                  &anRun2,  &anText,   &anK,       &anPos,          &anCk,      &anCmap})
     o->setFlags(QCommandLineOption::HiddenFromHelp);
-  p.addOptions({dataset, workspace, benchmark, json, preset, set, screenshot, windowSize, afterMs, start, tab, checkAll, seedBands});
+  p.addOptions({dataset, workspace, benchmark, json, preset, set, screenshot, windowSize, afterMs, start, tab, checkAll,
+                seedBands});
   p.addOption(measureLatency);
-  p.addOptions({anKind, anRun, anRun2, anText, anK, anPos, anCk, anCmap, sweepDir, decodeCk, decodeRun, decodeExamples, showRun});
+  p.addOptions({anKind, anRun, anRun2, anText, anK, anPos, anCk, anCmap, sweepDir, decodeCk, decodeRun, decodeExamples,
+                showRun});
   p.process(app);
 
   if (p.isSet(benchmark)) return gui::benchmarkMain(p.isSet(json));
@@ -170,12 +199,24 @@ int main(int argc, char** argv) {
       QTextStream o(stdout);
       if (!why.isEmpty()) o << "cellscope: " << why << "\n";
       o << QStringLiteral("event-loop latency %6 (%1 ms timer, %2 s, %3 samples, %4 training log points)\n")
-               .arg(probe.periodMs()).arg(secs).arg(s.samples).arg(steps)
-               .arg(w.controller()->isTraining() ? QStringLiteral("while training") : QStringLiteral("(no run training)"))
+               .arg(probe.periodMs())
+               .arg(secs)
+               .arg(s.samples)
+               .arg(steps)
+               .arg(w.controller()->isTraining() ? QStringLiteral("while training")
+                                                 : QStringLiteral("(no run training)"))
         << QStringLiteral("  p50 %1 ms   p99 %2 ms   max %3 ms   mean %4 ms\n")
-               .arg(s.p50_ms, 0, 'f', 2).arg(s.p99_ms, 0, 'f', 2).arg(s.max_ms, 0, 'f', 2).arg(s.mean_ms, 0, 'f', 2)
-        << QStringLiteral("{\"latency_p50_ms\":%1,\"latency_p99_ms\":%2,\"latency_max_ms\":%3,\"samples\":%4,\"train_steps\":%5}\n")
-               .arg(s.p50_ms).arg(s.p99_ms).arg(s.max_ms).arg(s.samples).arg(steps);
+               .arg(s.p50_ms, 0, 'f', 2)
+               .arg(s.p99_ms, 0, 'f', 2)
+               .arg(s.max_ms, 0, 'f', 2)
+               .arg(s.mean_ms, 0, 'f', 2)
+        << QStringLiteral(
+               "{\"latency_p50_ms\":%1,\"latency_p99_ms\":%2,\"latency_max_ms\":%3,\"samples\":%4,\"train_steps\":%5}\n")
+               .arg(s.p50_ms)
+               .arg(s.p99_ms)
+               .arg(s.max_ms)
+               .arg(s.samples)
+               .arg(steps);
       o.flush();
       w.controller()->stop();
       auto* poll = new QTimer(&w);

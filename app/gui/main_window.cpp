@@ -83,14 +83,18 @@ void MainWindow::buildPanels() {
   m_decode = new DecodePanel(m_compare->runModel());
   // The tabs, in order; each gets View > <menu text> with its shortcut.
   m_panels = {
-      {QStringLiteral("Training"), QStringLiteral("&Training"), QKeySequence(QStringLiteral("Ctrl+1")), m_training, true},
+      {QStringLiteral("Training"), QStringLiteral("&Training"), QKeySequence(QStringLiteral("Ctrl+1")), m_training,
+       true},
       {QStringLiteral("Compare"), QStringLiteral("&Compare"), QKeySequence(QStringLiteral("Ctrl+2")), m_compare, true},
       // the Analyses tab has its own controls: the training configuration steps aside there
-      {QStringLiteral("Analyses"), QStringLiteral("&Analyses"), QKeySequence(QStringLiteral("Ctrl+3")), m_analysis, false},
+      {QStringLiteral("Analyses"), QStringLiteral("&Analyses"), QKeySequence(QStringLiteral("Ctrl+3")), m_analysis,
+       false},
       {QStringLiteral("Sweeps"), QStringLiteral("&Sweeps"), QKeySequence(QStringLiteral("Ctrl+4")), m_sweeps, true},
-      {QStringLiteral("Generate"), QStringLiteral("&Generate text"), QKeySequence(QStringLiteral("Ctrl+5")), m_generate, true},
+      {QStringLiteral("Generate"), QStringLiteral("&Generate text"), QKeySequence(QStringLiteral("Ctrl+5")), m_generate,
+       true},
       // seq2seq outputs per checkpoint; its own controls, like the Analyses tab
-      {QStringLiteral("Decode"), QStringLiteral("&Decode (seq2seq)"), QKeySequence(QStringLiteral("Ctrl+6")), m_decode, false},
+      {QStringLiteral("Decode"), QStringLiteral("&Decode (seq2seq)"), QKeySequence(QStringLiteral("Ctrl+6")), m_decode,
+       false},
   };
   m_tabs = new QTabWidget;
   // Each tab in a scroll area: in a small window (1024x700) a panel keeps its
@@ -150,13 +154,16 @@ void MainWindow::buildPanels() {
     connect(m_runTableActions, &RunActions::message, statusBar(), &QStatusBar::showMessage);
     connect(m_runTableActions, &RunActions::configurationLoaded, this, [this] { showPanel(m_training); });
   }
-  connect(m_controller, &TrainingController::notice, this, [this](const QString& t) { statusBar()->showMessage(t, 8000); });
+  connect(m_controller, &TrainingController::notice, this,
+          [this](const QString& t) { statusBar()->showMessage(t, 8000); });
 }
 
 void MainWindow::buildMenus() {
   QMenu* file = menuBar()->addMenu(QStringLiteral("&File"));
-  file->addAction(QStringLiteral("Open &workspace..."), QKeySequence(QStringLiteral("Ctrl+Shift+O")), this, &MainWindow::chooseWorkspace);
-  file->addAction(QStringLiteral("Open &dataset file..."), QKeySequence::Open, m_configure, &ConfigurePanel::chooseDatasetFile);
+  file->addAction(QStringLiteral("Open &workspace..."), QKeySequence(QStringLiteral("Ctrl+Shift+O")), this,
+                  &MainWindow::chooseWorkspace);
+  file->addAction(QStringLiteral("Open &dataset file..."), QKeySequence::Open, m_configure,
+                  &ConfigurePanel::chooseDatasetFile);
   file->addSeparator();
   file->addAction(QStringLiteral("&Export all figures of this run..."), QKeySequence(QStringLiteral("Ctrl+E")), this,
                   &MainWindow::exportAllInteractive);
@@ -168,11 +175,14 @@ void MainWindow::buildMenus() {
   file->addAction(QStringLiteral("&Quit"), QKeySequence::Quit, this, &QWidget::close);
 
   QMenu* run = menuBar()->addMenu(QStringLiteral("&Run"));
-  m_runActions = {
-      run->addAction(QStringLiteral("&Start"), QKeySequence(QStringLiteral("Ctrl+R")), this, &MainWindow::startTraining),
-      run->addAction(QStringLiteral("Add to &queue"), QKeySequence(QStringLiteral("Ctrl+Shift+R")), this, &MainWindow::enqueueCurrent),
-      run->addAction(QStringLiteral("&Pause / Resume"), QKeySequence(QStringLiteral("Ctrl+P")), m_controller, &TrainingController::togglePause),
-      run->addAction(QStringLiteral("S&top"), QKeySequence(QStringLiteral("Ctrl+.")), m_controller, &TrainingController::stop)};
+  m_runActions = {run->addAction(QStringLiteral("&Start"), QKeySequence(QStringLiteral("Ctrl+R")), this,
+                                 &MainWindow::startTraining),
+                  run->addAction(QStringLiteral("Add to &queue"), QKeySequence(QStringLiteral("Ctrl+Shift+R")), this,
+                                 &MainWindow::enqueueCurrent),
+                  run->addAction(QStringLiteral("&Pause / Resume"), QKeySequence(QStringLiteral("Ctrl+P")),
+                                 m_controller, &TrainingController::togglePause),
+                  run->addAction(QStringLiteral("S&top"), QKeySequence(QStringLiteral("Ctrl+.")), m_controller,
+                                 &TrainingController::stop)};
   run->addAction(QStringLiteral("&Clear queue"), m_controller, &TrainingController::clearQueue);
   if (m_runTableActions) {
     run->addSeparator();
@@ -202,11 +212,12 @@ void MainWindow::connectTraining() {
     else
       showPanel(m_training);
   });
-  connect(c, &TrainingController::runInfo, this, [this](const QString& dir, const QString& metric, const QString& unit, qint64 n) {
-    m_training->setRunInfo(dir, metric, unit, n);
-    m_training->prependHistory(m_controller->resumedHistory());  // a resumed run's curves go on from its past
-    m_compare->refreshRun(dir);
-  });
+  connect(c, &TrainingController::runInfo, this,
+          [this](const QString& dir, const QString& metric, const QString& unit, qint64 n) {
+            m_training->setRunInfo(dir, metric, unit, n);
+            m_training->prependHistory(m_controller->resumedHistory());  // a resumed run's curves go on from its past
+            m_compare->refreshRun(dir);
+          });
   connect(c, &TrainingController::drained, m_training, &TrainingPanel::append);
   connect(c, &TrainingController::finishedWithReason, this, &MainWindow::onFinished);
   connect(c, &TrainingController::failedInRun, this, &MainWindow::onFailed);
@@ -232,7 +243,8 @@ bool MainWindow::showPanel(const QString& title) {
 // ======================================================================= settings
 void MainWindow::loadSettings(const WindowOptions& options) {
   QSettings& s = *m_settings;
-  if (!s.contains(QStringLiteral("window/geometry")) || !restoreGeometry(s.value(QStringLiteral("window/geometry")).toByteArray()))
+  if (!s.contains(QStringLiteral("window/geometry")) ||
+      !restoreGeometry(s.value(QStringLiteral("window/geometry")).toByteArray()))
     resize(1360, 860);
   fitToScreen();
   m_initialSize = size();
@@ -299,7 +311,9 @@ bool MainWindow::startTraining() {
   m_configure->revalidateNow();
   const QStringList errors = m_configure->validationErrors();
   if (!errors.isEmpty()) {
-    statusBar()->showMessage(QStringLiteral("Not started: the configuration has %1 problem(s), shown next to the fields").arg(errors.size()), 6000);
+    statusBar()->showMessage(
+        QStringLiteral("Not started: the configuration has %1 problem(s), shown next to the fields").arg(errors.size()),
+        6000);
     return false;
   }
   if (m_controller->isTraining()) {
@@ -308,7 +322,8 @@ bool MainWindow::startTraining() {
   }
   // one training at a time: a sweep (Sweeps tab) runs its points one after another
   if (m_sweeps->isRunning()) {
-    statusBar()->showMessage(QStringLiteral("Not started: a sweep is running (Sweeps tab, Ctrl+4); stop it or let it finish first"), 8000);
+    statusBar()->showMessage(
+        QStringLiteral("Not started: a sweep is running (Sweeps tab, Ctrl+4); stop it or let it finish first"), 8000);
     return false;
   }
   return m_controller->start(m_configure->currentConfig(), m_configure->processCount());
@@ -319,14 +334,16 @@ void MainWindow::enqueueCurrent() {
   if (!m_configure->isValid()) return;
   const bool queued = m_controller->isTraining();
   m_controller->enqueue(m_configure->currentConfig(), m_configure->processCount());
-  if (queued) statusBar()->showMessage(QStringLiteral("Added to the queue (%1 waiting)").arg(m_controller->queueSize()), 4000);
+  if (queued)
+    statusBar()->showMessage(QStringLiteral("Added to the queue (%1 waiting)").arg(m_controller->queueSize()), 4000);
 }
 
 QString MainWindow::progressText() const { return m_status->text(); }
 
 void MainWindow::onFinished(const QString& runDir, const QString& status, const QString& reason) {
   if (status == QLatin1String("failed")) {
-    QMessageBox* box = new QMessageBox(QMessageBox::Warning, QStringLiteral("Training failed"), reason, QMessageBox::Ok, this);
+    QMessageBox* box =
+        new QMessageBox(QMessageBox::Warning, QStringLiteral("Training failed"), reason, QMessageBox::Ok, this);
     box->setAttribute(Qt::WA_DeleteOnClose);
     box->setModal(false);
     box->show();
@@ -339,7 +356,8 @@ void MainWindow::onFinished(const QString& runDir, const QString& status, const 
 void MainWindow::onFailed(const QString& message, const QString& runDir) {
   m_training->showFailure(message);
   if (!runDir.isEmpty()) m_compare->refreshRun(runDir);
-  QMessageBox* box = new QMessageBox(QMessageBox::Warning, QStringLiteral("Training failed"), message, QMessageBox::Ok, this);
+  QMessageBox* box =
+      new QMessageBox(QMessageBox::Warning, QStringLiteral("Training failed"), message, QMessageBox::Ok, this);
   box->setAttribute(Qt::WA_DeleteOnClose);
   box->setModal(false);
   if (isVisible()) box->show();
@@ -348,7 +366,8 @@ void MainWindow::onFailed(const QString& message, const QString& runDir) {
 
 void MainWindow::showRunInTrainingView(const QString& dir) {
   if (m_controller->isTraining()) {
-    statusBar()->showMessage(QStringLiteral("A run is training: its curves stay in the Training tab; tick runs to compare them"), 5000);
+    statusBar()->showMessage(
+        QStringLiteral("A run is training: its curves stay in the Training tab; tick runs to compare them"), 5000);
     showPanel(m_compare);
     return;
   }
@@ -373,7 +392,8 @@ void MainWindow::openWorkspace(const QString& dir) {
 void MainWindow::refreshWorkspace() { openWorkspace(m_workspace); }
 
 void MainWindow::chooseWorkspace() {
-  const QString dir = QFileDialog::getExistingDirectory(this, QStringLiteral("Open workspace (a folder of runs)"), m_workspace);
+  const QString dir =
+      QFileDialog::getExistingDirectory(this, QStringLiteral("Open workspace (a folder of runs)"), m_workspace);
   if (!dir.isEmpty()) openWorkspace(dir);
 }
 
@@ -383,16 +403,18 @@ void MainWindow::exportAllInteractive() {
   if (folder.isEmpty()) return;
   QStringList written;
   QString err;
-  if (!m_training->exportAllFigures(folder, &written, &err)) QMessageBox::warning(this, QStringLiteral("Export failed"), err);
+  if (!m_training->exportAllFigures(folder, &written, &err))
+    QMessageBox::warning(this, QStringLiteral("Export failed"), err);
   else statusBar()->showMessage(QStringLiteral("Wrote %1 files to %2").arg(written.size()).arg(folder), 6000);
 }
 
 void MainWindow::showAbout() {
-  QMessageBox::about(this, QStringLiteral("About Cellscope"),
-                     QStringLiteral("<h3>Cellscope %1</h3><p>A workbench for training and analysing recurrent cells.</p>"
-                                    "<p>Qt %2 &middot; %3</p><p>Workspace: %4</p>")
-                         .arg(QApplication::applicationVersion(), QString::fromLatin1(qVersion()), coreVersion(),
-                              m_workspace.toHtmlEscaped()));
+  QMessageBox::about(
+      this, QStringLiteral("About Cellscope"),
+      QStringLiteral("<h3>Cellscope %1</h3><p>A workbench for training and analysing recurrent cells.</p>"
+                     "<p>Qt %2 &middot; %3</p><p>Workspace: %4</p>")
+          .arg(QApplication::applicationVersion(), QString::fromLatin1(qVersion()), coreVersion(),
+               m_workspace.toHtmlEscaped()));
 }
 
 void MainWindow::showEvent(QShowEvent* event) {

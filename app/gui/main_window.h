@@ -74,9 +74,10 @@ public:
   void showRunInTrainingView(const QString& dir);  // a finished run's curves
 
 public Q_SLOTS:
-  bool startTraining();  // false when the config is invalid (errors shown), a sweep runs, or a run is active (then queued)
-  void enqueueCurrent();
-  void refreshWorkspace();
+ bool startTraining();  // false when the config is invalid (errors shown), a sweep runs, or a run is active (then
+                        // queued)
+ void enqueueCurrent();
+ void refreshWorkspace();
 
 protected:
   void closeEvent(QCloseEvent* event) override;

@@ -39,7 +39,8 @@ bool hasLastCheckpoint(const QString& dir) {
 }  // namespace
 
 // ======================================================================= ForkDialog
-ForkDialog::ForkDialog(const QString& runDir, QWidget* parent) : QDialog(parent), m_dir(QFileInfo(runDir).absoluteFilePath()) {
+ForkDialog::ForkDialog(const QString& runDir, QWidget* parent)
+    : QDialog(parent), m_dir(QFileInfo(runDir).absoluteFilePath()) {
   setWindowTitle(QStringLiteral("Fork %1").arg(QFileInfo(m_dir).fileName()));
   const QJsonObject summary = readJsonObjectFile(QDir(m_dir).filePath(QStringLiteral("summary.json")));
   const QJsonObject cfg = readJsonObjectFile(QDir(m_dir).filePath(QStringLiteral("config.json")));
@@ -52,11 +53,15 @@ ForkDialog::ForkDialog(const QString& runDir, QWidget* parent) : QDialog(parent)
   auto* form = new QFormLayout;
   m_checkpoint = new QComboBox;
   const qint64 last = qint64(summary.value(QStringLiteral("step")).toDouble());
-  const qint64 best = summary.value(QStringLiteral("best_step")).isDouble() ? qint64(summary.value(QStringLiteral("best_step")).toDouble()) : -1;
+  const qint64 best = summary.value(QStringLiteral("best_step")).isDouble()
+                          ? qint64(summary.value(QStringLiteral("best_step")).toDouble())
+                          : -1;
   if (hasLastCheckpoint(m_dir)) m_checkpoint->addItem(QStringLiteral("last (step %1)").arg(last), qint64(-1));
   const QList<qint64> steps = checkpointSteps(m_dir);
   for (int i = steps.size() - 1; i >= 0; --i)
-    m_checkpoint->addItem(QStringLiteral("step_%1.pt%2").arg(steps[i]).arg(steps[i] == best ? QStringLiteral("  (best valid)") : QString()),
+    m_checkpoint->addItem(QStringLiteral("step_%1.pt%2")
+                              .arg(steps[i])
+                              .arg(steps[i] == best ? QStringLiteral("  (best valid)") : QString()),
                           steps[i]);
   form->addRow(QStringLiteral("Checkpoint:"), m_checkpoint);
   m_lrOriginal = jsonValueText(cfg.value(QStringLiteral("training")).toObject().value(QStringLiteral("lr")));
@@ -85,7 +90,9 @@ ForkDialog::ForkDialog(const QString& runDir, QWidget* parent) : QDialog(parent)
   resize(460, 320);
 }
 
-qint64 ForkDialog::step() const { return m_checkpoint->currentIndex() < 0 ? -1 : m_checkpoint->currentData().toLongLong(); }
+qint64 ForkDialog::step() const {
+  return m_checkpoint->currentIndex() < 0 ? -1 : m_checkpoint->currentData().toLongLong();
+}
 
 QStringList ForkDialog::overrides(QString* error) const {
   QStringList out;
@@ -113,15 +120,16 @@ QStringList ForkDialog::arguments(const QString& newDir, QString* error) const {
     return {};
   }
   const qint64 s = step();
-  QStringList args{QStringLiteral("train"), QStringLiteral("--fork"), s >= 0 ? m_dir + QLatin1Char('@') + QString::number(s) : m_dir};
+  QStringList args{QStringLiteral("train"), QStringLiteral("--fork"),
+                   s >= 0 ? m_dir + QLatin1Char('@') + QString::number(s) : m_dir};
   for (const QString& kv : sets) args << QStringLiteral("--set") << kv;
   args << QStringLiteral("--run-dir") << newDir << QStringLiteral("--threads") << QString::number(threadsPerProcess(1));
   return args;
 }
 
 // ======================================================================= RunActions
-RunActions::RunActions(RunTableModel* model, QSortFilterProxyModel* proxy, QTableView* view, TrainingController* controller,
-                       ConfigurePanel* configure, QWidget* dialogParent)
+RunActions::RunActions(RunTableModel* model, QSortFilterProxyModel* proxy, QTableView* view,
+                       TrainingController* controller, ConfigurePanel* configure, QWidget* dialogParent)
     : QObject(view),
       m_model(model),
       m_proxy(proxy),
@@ -136,10 +144,14 @@ RunActions::RunActions(RunTableModel* model, QSortFilterProxyModel* proxy, QTabl
     const char* tip;
   };
   const Def defs[KindCount] = {
-      {"&Resume", "Ctrl+Alt+R", &RunActions::resumeSelected, "Continue this stopped run exactly where its last checkpoint left it"},
-      {"&Fork...", "Ctrl+Alt+F", &RunActions::forkSelected, "A new run from a checkpoint of this one, with changed options"},
-      {"&Load configuration", "Ctrl+Alt+L", &RunActions::loadSelected, "Put this run's configuration into the configure panel"},
-      {"Rename / &label...", "F2", &RunActions::renameSelected, "A short name for legends and the run table (label.txt)"},
+      {"&Resume", "Ctrl+Alt+R", &RunActions::resumeSelected,
+       "Continue this stopped run exactly where its last checkpoint left it"},
+      {"&Fork...", "Ctrl+Alt+F", &RunActions::forkSelected,
+       "A new run from a checkpoint of this one, with changed options"},
+      {"&Load configuration", "Ctrl+Alt+L", &RunActions::loadSelected,
+       "Put this run's configuration into the configure panel"},
+      {"Rename / &label...", "F2", &RunActions::renameSelected,
+       "A short name for legends and the run table (label.txt)"},
       {"&Open folder", "Ctrl+Alt+O", &RunActions::openFolderSelected, "Show the run directory in the file manager"},
       {"&Delete...", "Del", &RunActions::deleteSelected, "Move the run directory to the desktop trash"},
   };
@@ -183,7 +195,8 @@ void RunActions::updateEnabled() {
   const bool any = r != nullptr;
   const bool idle = !m_controller->isTraining();
   const QString st = any ? r->status() : QString();
-  m_actions[Resume]->setEnabled(any && idle && st != QLatin1String("finished") && st != QLatin1String("running") && hasLastCheckpoint(dir));
+  m_actions[Resume]->setEnabled(any && idle && st != QLatin1String("finished") && st != QLatin1String("running") &&
+                                hasLastCheckpoint(dir));
   m_actions[Fork]->setEnabled(any && idle && (hasLastCheckpoint(dir) || !checkpointSteps(dir).isEmpty()));
   m_actions[LoadConfig]->setEnabled(any);
   m_actions[Rename]->setEnabled(any);
@@ -302,32 +315,39 @@ void RunActions::forkSelected() {
   const QString newDir = forkDirectory(dir);
   QString err;
   const QStringList args = dlg.arguments(newDir, &err);
-  report(!args.isEmpty() && fork(dir, args, newDir, &err), QStringLiteral("Forked %1 into %2").arg(QFileInfo(dir).fileName(), QFileInfo(newDir).fileName()), err);
+  report(!args.isEmpty() && fork(dir, args, newDir, &err),
+         QStringLiteral("Forked %1 into %2").arg(QFileInfo(dir).fileName(), QFileInfo(newDir).fileName()), err);
 }
 
 void RunActions::loadSelected() {
   const QString dir = selectedRun();
   if (dir.isEmpty()) return;
   QString err;
-  report(loadConfiguration(dir, &err), QStringLiteral("Loaded the configuration of %1").arg(QFileInfo(dir).fileName()), err);
+  report(loadConfiguration(dir, &err), QStringLiteral("Loaded the configuration of %1").arg(QFileInfo(dir).fileName()),
+         err);
 }
 
 void RunActions::renameSelected() {
   const QString dir = selectedRun();
   if (dir.isEmpty()) return;
   bool ok = false;
-  const QString label = QInputDialog::getText(m_dialogParent, QStringLiteral("Label the run"),
-                                              QStringLiteral("A short name for %1 (empty: none):").arg(QFileInfo(dir).fileName()),
-                                              QLineEdit::Normal, readRunLabel(dir), &ok);
+  const QString label =
+      QInputDialog::getText(m_dialogParent, QStringLiteral("Label the run"),
+                            QStringLiteral("A short name for %1 (empty: none):").arg(QFileInfo(dir).fileName()),
+                            QLineEdit::Normal, readRunLabel(dir), &ok);
   if (!ok) return;
   QString err;
-  report(rename(dir, label, &err), label.trimmed().isEmpty() ? QStringLiteral("Label removed") : QStringLiteral("Labelled '%1'").arg(label.trimmed()), err);
+  report(rename(dir, label, &err),
+         label.trimmed().isEmpty() ? QStringLiteral("Label removed")
+                                   : QStringLiteral("Labelled '%1'").arg(label.trimmed()),
+         err);
 }
 
 void RunActions::openFolderSelected() {
   const QString dir = selectedRun();
   if (dir.isEmpty()) return;
-  if (!QDesktopServices::openUrl(QUrl::fromLocalFile(dir))) Q_EMIT message(QStringLiteral("Cannot open %1").arg(dir), 8000);
+  if (!QDesktopServices::openUrl(QUrl::fromLocalFile(dir)))
+    Q_EMIT message(QStringLiteral("Cannot open %1").arg(dir), 8000);
 }
 
 void RunActions::deleteSelected() {
@@ -339,9 +359,10 @@ void RunActions::deleteSelected() {
     return;
   }
   const QString name = QFileInfo(dir).fileName();
-  if (QMessageBox::question(m_dialogParent, QStringLiteral("Delete run"),
-                            QStringLiteral("Move the run %1 (its checkpoints, metrics and log) to the trash?").arg(name),
-                            QMessageBox::Yes | QMessageBox::Cancel, QMessageBox::Cancel) != QMessageBox::Yes)
+  if (QMessageBox::question(
+          m_dialogParent, QStringLiteral("Delete run"),
+          QStringLiteral("Move the run %1 (its checkpoints, metrics and log) to the trash?").arg(name),
+          QMessageBox::Yes | QMessageBox::Cancel, QMessageBox::Cancel) != QMessageBox::Yes)
     return;
   QString err;
   if (remove(dir, false, &err)) {

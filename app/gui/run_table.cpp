@@ -28,7 +28,8 @@ QMap<QString, QString> flattenConfig(const QJsonObject& cfg) {
   for (auto it = cfg.begin(); it != cfg.end(); ++it) {
     if (it.value().isObject()) {
       const QJsonObject sec = it.value().toObject();
-      for (auto jt = sec.begin(); jt != sec.end(); ++jt) out.insert(it.key() + QLatin1Char('.') + jt.key(), jsonValueText(jt.value()));
+      for (auto jt = sec.begin(); jt != sec.end(); ++jt)
+        out.insert(it.key() + QLatin1Char('.') + jt.key(), jsonValueText(jt.value()));
     } else if (it.key() != QLatin1String("name") && it.key() != QLatin1String("notes")) {
       out.insert(it.key(), jsonValueText(it.value()));
     }
@@ -214,7 +215,8 @@ QVariant RunTableModel::data(const QModelIndex& index, int role) const {
   const int c = index.column();
   if (role == Qt::CheckStateRole && c == Name) return m_checked.contains(r.dir) ? Qt::Checked : Qt::Unchecked;
   if (role == Qt::ToolTipRole) {
-    if (c == Status && !s.value(QStringLiteral("reason")).toString().isEmpty()) return s.value(QStringLiteral("reason")).toString();
+    if (c == Status && !s.value(QStringLiteral("reason")).toString().isEmpty())
+      return s.value(QStringLiteral("reason")).toString();
     if (c == Name) return r.label.isEmpty() ? r.dir : r.label + QStringLiteral("\n") + r.dir;
     if (c == Processes) return QStringLiteral("Data-parallel processes of the run's last launch");
     if (c == Differs) return differsText(r);
@@ -252,7 +254,8 @@ QVariant RunTableModel::data(const QModelIndex& index, int role) const {
     case Test: return number("test_metric", qInf(), withMetric);
     case Throughput:
       return number("mean_throughput", std::nullopt, [&](double v) {
-        return QLocale().toString(v, 'f', 0) + QLatin1Char(' ') + s.value(QStringLiteral("unit")).toString() + QStringLiteral("/s");
+        return QLocale().toString(v, 'f', 0) + QLatin1Char(' ') + s.value(QStringLiteral("unit")).toString() +
+               QStringLiteral("/s");
       });
     case Processes: return sort ? QVariant(r.processes()) : QVariant(QLocale().toString(r.processes()));
     case Differs: return differsText(r);
@@ -261,8 +264,10 @@ QVariant RunTableModel::data(const QModelIndex& index, int role) const {
 }
 
 QVariant RunTableModel::headerData(int section, Qt::Orientation orientation, int role) const {
-  if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return QAbstractTableModel::headerData(section, orientation, role);
-  static const char* names[] = {"Run", "Status", "Task", "Cell", "Parameters", "Step", "Best valid", "Best step", "Test", "Throughput", "Processes", "Differing config"};
+  if (orientation != Qt::Horizontal || role != Qt::DisplayRole)
+    return QAbstractTableModel::headerData(section, orientation, role);
+  static const char* names[] = {"Run",        "Status",    "Task", "Cell",       "Parameters", "Step",
+                                "Best valid", "Best step", "Test", "Throughput", "Processes",  "Differing config"};
   return section >= 0 && section < ColumnCount ? QString::fromLatin1(names[section]) : QVariant();
 }
 
@@ -281,7 +286,8 @@ bool RunTableModel::setData(const QModelIndex& index, const QVariant& value, int
 QString RunTableModel::toCsv() const {
   QString out;
   QStringList header;
-  for (int c = 0; c < ColumnCount; ++c) header << csw::csvField(headerData(c, Qt::Horizontal, Qt::DisplayRole).toString());
+  for (int c = 0; c < ColumnCount; ++c)
+    header << csw::csvField(headerData(c, Qt::Horizontal, Qt::DisplayRole).toString());
   header << QStringLiteral("Metric") << QStringLiteral("Directory");
   out += header.join(QLatin1Char(',')) + QLatin1Char('\n');
   for (int r = 0; r < m_runs.size(); ++r) {
@@ -296,7 +302,8 @@ QString RunTableModel::toCsv() const {
         row << csw::csvField(v.toString());
       }
     }
-    row << csw::csvField(m_runs[r].summary.value(QStringLiteral("primary_metric")).toString()) << csw::csvField(m_runs[r].dir);
+    row << csw::csvField(m_runs[r].summary.value(QStringLiteral("primary_metric")).toString())
+        << csw::csvField(m_runs[r].dir);
     out += row.join(QLatin1Char(',')) + QLatin1Char('\n');
   }
   return out;

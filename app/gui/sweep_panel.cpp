@@ -38,10 +38,11 @@ SweepPanel::SweepPanel(const ConfigurePanel* config, const TrainingController* t
   // ---- left: the sweep's definition and its progress
   auto* left = new QWidget(split);
   auto* l = new QVBoxLayout(left);
-  auto* hint = new QLabel(QStringLiteral("Base: the configuration of the Training tab. Each grid row is an option path and "
-                                          "comma-separated values; the first row gives the table's rows, the second its columns. "
-                                          "Every point x seed is an ordinary run of the workspace; Run again resumes a stopped sweep."),
-                          left);
+  auto* hint = new QLabel(
+      QStringLiteral("Base: the configuration of the Training tab. Each grid row is an option path and "
+                     "comma-separated values; the first row gives the table's rows, the second its columns. "
+                     "Every point x seed is an ordinary run of the workspace; Run again resumes a stopped sweep."),
+      left);
   hint->setWordWrap(true);
   l->addWidget(hint);
   auto* form = new QFormLayout;
@@ -96,7 +97,8 @@ SweepPanel::SweepPanel(const ConfigurePanel* config, const TrainingController* t
   connect(m_run, &QPushButton::clicked, this, [this] { startSweep(); });
   connect(m_stop, &QPushButton::clicked, this, &SweepPanel::stopSweep);
   connect(m_open, &QPushButton::clicked, this, [this] {
-    const QString d = QFileDialog::getExistingDirectory(this, QStringLiteral("Open a sweep directory"), sweepsRoot(m_workspace));
+    const QString d =
+        QFileDialog::getExistingDirectory(this, QStringLiteral("Open a sweep directory"), sweepsRoot(m_workspace));
     if (!d.isEmpty()) openSweep(d);
   });
 
@@ -111,8 +113,9 @@ SweepPanel::SweepPanel(const ConfigurePanel* config, const TrainingController* t
   r->addWidget(m_table, 2);
   auto* tableButtons = new QHBoxLayout;
   m_paired = new QCheckBox(QStringLiteral("Paired difference to"), right);
-  m_paired->setToolTip(QStringLiteral("Each cell: the difference to the chosen column (or row) of the runs that share the seed "
-                                      "(and so the data order) and every other option; mean ± std over seeds"));
+  m_paired->setToolTip(
+      QStringLiteral("Each cell: the difference to the chosen column (or row) of the runs that share the seed "
+                     "(and so the data order) and every other option; mean ± std over seeds"));
   m_pairedRef = new QComboBox(right);
   tableButtons->addWidget(m_paired);
   tableButtons->addWidget(m_pairedRef);
@@ -201,11 +204,13 @@ bool SweepPanel::startSweep() {
   m_lastError.clear();
   auto fail = [this](const QString& msg) {
     m_lastError = msg;
-    m_status->setText(QStringLiteral("<span style='color:#b00020'>%1</span>").arg(msg.toHtmlEscaped().replace('\n', "<br>")));
+    m_status->setText(
+        QStringLiteral("<span style='color:#b00020'>%1</span>").arg(msg.toHtmlEscaped().replace('\n', "<br>")));
     return false;
   };
   if (isRunning()) return fail(QStringLiteral("A sweep is running."));
-  if (m_training->isTraining()) return fail(QStringLiteral("A run is training in the Training tab: stop it or wait for it first."));
+  if (m_training->isTraining())
+    return fail(QStringLiteral("A run is training in the Training tab: stop it or wait for it first."));
   QString err;
   const auto s = seeds(&err);
   if (!err.isEmpty()) return fail(err);
@@ -244,7 +249,8 @@ void SweepPanel::onPointStarted(int index, int total, const QString& id, bool re
   m_pointTotal = total;
   m_progress->setRange(0, total);
   m_progress->setValue(index);
-  m_status->setText(QStringLiteral("[%1/%2] %3%4\n%5").arg(index + 1).arg(total).arg(resumed ? "resuming " : "", id, runDir));
+  m_status->setText(
+      QStringLiteral("[%1/%2] %3%4\n%5").arg(index + 1).arg(total).arg(resumed ? "resuming " : "", id, runDir));
   m_run->setEnabled(false);
   m_stop->setEnabled(true);
 }
@@ -278,7 +284,8 @@ void SweepPanel::onFinished(bool stopped, int done, int total, const QString& di
 void SweepPanel::onFailed(const QString& message) {
   m_pending = false;
   m_lastError = message;
-  m_status->setText(QStringLiteral("<span style='color:#b00020'>%1</span>").arg(message.toHtmlEscaped().replace('\n', "<br>")));
+  m_status->setText(
+      QStringLiteral("<span style='color:#b00020'>%1</span>").arg(message.toHtmlEscaped().replace('\n', "<br>")));
   m_run->setEnabled(true);
   m_stop->setEnabled(false);
   Q_EMIT sweepFailed(message);
@@ -344,9 +351,11 @@ void SweepPanel::refreshTable() {
     QSignalBlocker b(m_pairedRef);
     m_pairedRef->clear();
     if (plain.cols.size() > 1)
-      for (const auto& c : plain.cols) m_pairedRef->addItem(QStringLiteral("column %1").arg(c), QStringLiteral("col:") + c);
+      for (const auto& c : plain.cols)
+        m_pairedRef->addItem(QStringLiteral("column %1").arg(c), QStringLiteral("col:") + c);
     if (plain.rows.size() > 1)
-      for (const auto& r : plain.rows) m_pairedRef->addItem(QStringLiteral("row %1").arg(r), QStringLiteral("row:") + r);
+      for (const auto& r : plain.rows)
+        m_pairedRef->addItem(QStringLiteral("row %1").arg(r), QStringLiteral("row:") + r);
     const int i = m_pairedRef->findData(keep);
     m_pairedRef->setCurrentIndex(i >= 0 ? i : 0);
   }
@@ -405,7 +414,8 @@ void SweepPanel::updatePlot() {
   }
   m_plot->xAxis->setLabel(xName);
   SweepTableView t;
-  if (sweepTable(m_dir, QString(), &t, &err)) m_plot->yAxis->setLabel(t.metric + QStringLiteral(" (mean ± std over seeds)"));
+  if (sweepTable(m_dir, QString(), &t, &err))
+    m_plot->yAxis->setLabel(t.metric + QStringLiteral(" (mean ± std over seeds)"));
   m_plot->rescaleAxes();
   // Room around the points and their bars.
   m_plot->xAxis->scaleRange(1.15, m_plot->xAxis->range().center());
@@ -424,14 +434,15 @@ bool SweepPanel::exportTable(const QString& path, QString* error) {
     if (error) *error = QStringLiteral("no sweep to export");
     return false;
   }
-  const QString ref = m_paired->isChecked() && m_paired->isEnabled() ? m_pairedRef->currentData().toString() : QString();
+  const QString ref =
+      m_paired->isChecked() && m_paired->isEnabled() ? m_pairedRef->currentData().toString() : QString();
   return exportSweepTable(m_dir, ref, path, error);
 }
 
 void SweepPanel::exportInteractive(const QString& ext) {
-  const QString path = QFileDialog::getSaveFileName(this, QStringLiteral("Export the table"),
-                                                    QDir::homePath() + "/" + sweepName() + "." + ext,
-                                                    ext == "csv" ? QStringLiteral("CSV (*.csv)") : QStringLiteral("LaTeX (*.tex)"));
+  const QString path = QFileDialog::getSaveFileName(
+      this, QStringLiteral("Export the table"), QDir::homePath() + "/" + sweepName() + "." + ext,
+      ext == "csv" ? QStringLiteral("CSV (*.csv)") : QStringLiteral("LaTeX (*.tex)"));
   if (path.isEmpty()) return;
   QString err;
   if (!exportTable(path, &err)) m_status->setText(QStringLiteral("Export failed: ") + err);

@@ -61,7 +61,10 @@ bool sweepTable(const QString& dir, const QString& pairedRef, SweepTableView* ou
       QVector<SweepCellView> vr;
       for (auto& c : row) {
         SweepCellView cv;
-        cv.text = c.reference ? QStringLiteral("(ref.)") : QString::fromStdString(cs::format_cell(c)).replace(QStringLiteral(" +- "), QStringLiteral(" ± "));
+        cv.text =
+            c.reference
+                ? QStringLiteral("(ref.)")
+                : QString::fromStdString(cs::format_cell(c)).replace(QStringLiteral(" +- "), QStringLiteral(" ± "));
         cv.best = c.best;
         cv.n = c.n;
         cv.mean = c.mean;
@@ -72,8 +75,12 @@ bool sweepTable(const QString& dir, const QString& pairedRef, SweepTableView* ou
     }
     QStringList seeds;
     for (auto s : t.seeds) seeds << QString::number(s);
-    v.caption = (t.paired ? QStringLiteral("paired difference to '%1' of ").arg(QString::fromStdString(t.paired_reference)) : QString()) +
-                v.metric + QStringLiteral(" (%1 is better), mean ± std over seeds {%2}").arg(v.higherIsBetter ? "higher" : "lower", seeds.join(','));
+    v.caption =
+        (t.paired ? QStringLiteral("paired difference to '%1' of ").arg(QString::fromStdString(t.paired_reference))
+                  : QString()) +
+        v.metric +
+        QStringLiteral(" (%1 is better), mean ± std over seeds {%2}")
+            .arg(v.higherIsBetter ? "higher" : "lower", seeds.join(','));
     if (!v.colHeader.isEmpty()) v.caption += QStringLiteral("; rows: %1, columns: %2").arg(v.rowHeader, v.colHeader);
     if (v.missing) v.caption += QStringLiteral("; %1 run(s) without a value yet").arg(v.missing);
     *out = v;
@@ -117,7 +124,8 @@ bool sweepSeries(const QString& dir, QList<SweepSeriesView>* out, QString* xName
     out->clear();
     for (auto& p : s) {
       const QString label = others.isEmpty() ? QString::fromStdString(p.series)
-                                             : others.join(QStringLiteral(" / ")) + QStringLiteral(" = ") + QString::fromStdString(p.series);
+                                             : others.join(QStringLiteral(" / ")) + QStringLiteral(" = ") +
+                                                   QString::fromStdString(p.series);
       if (out->isEmpty() || out->back().label != label) out->append(SweepSeriesView{label, {}, {}, {}});
       out->back().x << std::strtod(p.x.c_str(), nullptr);
       out->back().mean << p.mean;

@@ -119,18 +119,21 @@ bool TrainingController::resumeRun(const QString& dir, QString* error) {
     return false;
   }
   QFile f(QDir(abs).filePath(QStringLiteral("summary.json")));
-  const QJsonObject summary = f.open(QIODevice::ReadOnly) ? QJsonDocument::fromJson(f.readAll()).object() : QJsonObject();
+  const QJsonObject summary =
+      f.open(QIODevice::ReadOnly) ? QJsonDocument::fromJson(f.readAll()).object() : QJsonObject();
   const int nproc = std::max(1, summary.value(QStringLiteral("processes")).toInt(1));
   // What the run logged before (read now, while nothing writes the file), up to its last step.
   QVector<MetricPoint> history = readMetricsFile(QDir(abs).filePath(QStringLiteral("metrics.jsonl")));
   const double stoppedAt = summary.value(QStringLiteral("step")).toDouble(-1);
   if (stoppedAt >= 0)
-    history.erase(std::remove_if(history.begin(), history.end(), [stoppedAt](const MetricPoint& p) { return p.step > stoppedAt; }),
+    history.erase(std::remove_if(history.begin(), history.end(),
+                                 [stoppedAt](const MetricPoint& p) { return p.step > stoppedAt; }),
                   history.end());
   if (nproc > 1) {
-    const bool ok = startCli({QStringLiteral("train"), QStringLiteral("--resume"), abs, QStringLiteral("--nproc"), QString::number(nproc),
-                              QStringLiteral("--threads"), QString::number(threadsPerProcess(nproc))},
-                             abs, nproc, error);
+    const bool ok =
+        startCli({QStringLiteral("train"), QStringLiteral("--resume"), abs, QStringLiteral("--nproc"),
+                  QString::number(nproc), QStringLiteral("--threads"), QString::number(threadsPerProcess(nproc))},
+                 abs, nproc, error);
     if (ok) m_history = history;
     return ok;
   }
@@ -139,7 +142,8 @@ bool TrainingController::resumeRun(const QString& dir, QString* error) {
   const QString ws = m_workspace;
   const int threads = threadsPerProcess(1);
   TrainWorker* w = m_worker;
-  QMetaObject::invokeMethod(w, [w, ws, abs, threads] { w->start(QByteArray("{}"), ws, abs, threads); }, Qt::QueuedConnection);
+  QMetaObject::invokeMethod(
+      w, [w, ws, abs, threads] { w->start(QByteArray("{}"), ws, abs, threads); }, Qt::QueuedConnection);
   Q_EMIT stateChanged();
   return true;
 }
@@ -174,7 +178,8 @@ void TrainingController::launch(const Queued& item) {
   beginRun(1, false);
   const int threads = threadsPerProcess(1);  // leave a core for the GUI
   TrainWorker* w = m_worker;
-  QMetaObject::invokeMethod(w, [w, json, ws, threads] { w->start(json, ws, QString(), threads); }, Qt::QueuedConnection);
+  QMetaObject::invokeMethod(
+      w, [w, json, ws, threads] { w->start(json, ws, QString(), threads); }, Qt::QueuedConnection);
   Q_EMIT stateChanged();
 }
 
@@ -188,7 +193,8 @@ void TrainingController::startNextQueued() {
 void TrainingController::pause() {
   if (!m_busy) return;
   if (m_processMode) {
-    Q_EMIT notice(QStringLiteral("A run in separate processes cannot pause: Stop keeps a checkpoint and Resume continues it"));
+    Q_EMIT notice(
+        QStringLiteral("A run in separate processes cannot pause: Stop keeps a checkpoint and Resume continues it"));
     return;
   }
   m_worker->setPaused(true);

@@ -55,7 +55,8 @@ QString baselineName(const QString& key) {
 
 QString TrainingPanel::baselineOf(const QString& key) {
   for (const char* prefix : {"lead_", "freq_baseline_", "baseline_"})
-    if (key.startsWith(QLatin1String(prefix)) && key.size() > int(qstrlen(prefix))) return key.mid(int(qstrlen(prefix)));
+    if (key.startsWith(QLatin1String(prefix)) && key.size() > int(qstrlen(prefix)))
+      return key.mid(int(qstrlen(prefix)));
   if (key.endsWith(QLatin1String("_baseline")) && key.size() > 9) return key.left(key.size() - 9);
   return QString();
 }
@@ -67,7 +68,8 @@ TrainingPanel::TrainingPanel(FigureExporter* exporter, QWidget* parent) : QWidge
   m_runLabel = new QLabel(QStringLiteral("No run yet: configure on the left and press Start (Ctrl+R)."));
   m_runLabel->setTextInteractionFlags(Qt::TextSelectableByMouse);
   m_xAxisCombo = new QComboBox;
-  m_xAxisCombo->addItems({QStringLiteral("Step"), QStringLiteral("Epoch"), QStringLiteral("Wall time"), QStringLiteral("Training FLOPs")});
+  m_xAxisCombo->addItems(
+      {QStringLiteral("Step"), QStringLiteral("Epoch"), QStringLiteral("Wall time"), QStringLiteral("Training FLOPs")});
   m_xAxisCombo->setToolTip(QStringLiteral("What the x axis of every curve shows"));
   connect(m_xAxisCombo, qOverload<int>(&QComboBox::currentIndexChanged), this,
           [this](int i) { setXAxis(static_cast<XAxis>(i)); });
@@ -222,7 +224,8 @@ void TrainingPanel::showFailure(const QString& message) {
   if (!m_failureShown) m_labelBeforeFailure = m_pending ? m_labelBeforeRun : m_runLabel->text();
   m_pending = false;
   m_failureShown = true;
-  m_runLabel->setText(QStringLiteral("<span style='color:#c62828'>Could not train: %1</span>").arg(message.toHtmlEscaped().replace(QLatin1Char('\n'), QStringLiteral("<br>"))));
+  m_runLabel->setText(QStringLiteral("<span style='color:#c62828'>Could not train: %1</span>")
+                          .arg(message.toHtmlEscaped().replace(QLatin1Char('\n'), QStringLiteral("<br>"))));
   appendLog(QStringLiteral("error: ") + message);
 }
 
@@ -284,7 +287,8 @@ void TrainingPanel::addLivePoint(const MetricPoint& p) {
   for (const auto& kv : p.values) {
     const QString& k = kv.first;
     if (k == trainKey) {
-      if (!metric->hasSeries(QStringLiteral("train"))) metric->addSeries(QStringLiteral("train"), QStringLiteral("train ") + trainKey);
+      if (!metric->hasSeries(QStringLiteral("train")))
+        metric->addSeries(QStringLiteral("train"), QStringLiteral("train ") + trainKey);
       metric->appendPoint(QStringLiteral("train"), x, kv.second);
     } else if (k == QLatin1String("lr")) {
       m_plots.value(QStringLiteral("lr"))->appendPoint(QStringLiteral("lr"), x, kv.second);
@@ -303,7 +307,8 @@ void TrainingPanel::addLivePoint(const MetricPoint& p) {
 
 void TrainingPanel::drawBaseline(csw::CurvePlot* plot, const QString& split, const QString& key, double value) {
   const QColor c = plot->hasSeries(split) ? plot->seriesColor(split) : QColor();
-  plot->setReferenceLine(split + QLatin1Char('|') + key, value, QStringLiteral("%1 %2").arg(split, baselineName(key)), c);
+  plot->setReferenceLine(split + QLatin1Char('|') + key, value, QStringLiteral("%1 %2").arg(split, baselineName(key)),
+                         c);
 }
 
 bool TrainingPanel::noteEvalKeys(const QVector<MetricPoint>& points) {
@@ -424,12 +429,15 @@ bool TrainingPanel::showRun(const QString& dir) {
   reset();
   m_runDir = r.dir;
   m_primary = r.summary.value(QStringLiteral("primary_metric")).toString();
-  m_runLabel->setText(QStringLiteral("<b>%1</b> &nbsp; %2, %3").arg(r.name.toHtmlEscaped(), r.status(),
-                                                                    QLocale().toString(qlonglong(r.summary.value(QStringLiteral("parameters")).toDouble())) + QStringLiteral(" parameters")));
+  m_runLabel->setText(QStringLiteral("<b>%1</b> &nbsp; %2, %3")
+                          .arg(r.name.toHtmlEscaped(), r.status(),
+                               QLocale().toString(qlonglong(r.summary.value(QStringLiteral("parameters")).toDouble())) +
+                                   QStringLiteral(" parameters")));
   m_plots.value(QStringLiteral("metric"))->setYLabel(m_primary.isEmpty() ? QStringLiteral("loss") : m_primary);
   // The task's unit as a live run shows it ("questions / s"), from summary.json.
   const QString unit = r.summary.value(QStringLiteral("unit")).toString();
-  m_plots.value(QStringLiteral("throughput"))->setYLabel((unit.isEmpty() ? QStringLiteral("units") : unit) + QStringLiteral(" / s"));
+  m_plots.value(QStringLiteral("throughput"))
+      ->setYLabel((unit.isEmpty() ? QStringLiteral("units") : unit) + QStringLiteral(" / s"));
   for (auto* p : plots()) {
     p->setSubject(r.name);
     p->setProperty("csRunDir", r.dir);

@@ -30,7 +30,8 @@ QString lossInPlotUnit(double lossNats, const QString& primaryMetric) {
   return QStringLiteral("train loss %1 nats").arg(lossNats, 0, 'f', 3);
 }
 
-TrainingStatus::TrainingStatus(TrainingController* controller, QStatusBar* bar) : QObject(bar), m_controller(controller) {
+TrainingStatus::TrainingStatus(TrainingController* controller, QStatusBar* bar)
+    : QObject(bar), m_controller(controller) {
   m_status = new QLabel(QStringLiteral("Ready"));
   m_queue = new QLabel;
   m_progress = new QProgressBar;
@@ -56,10 +57,11 @@ TrainingStatus::TrainingStatus(TrainingController* controller, QStatusBar* bar) 
   });
   connect(controller, &TrainingController::stopping, this,
           [this] { m_status->setText(QStringLiteral("Stopping (writing a checkpoint)...")); });
-  connect(controller, &TrainingController::finishedWithReason, this,
-          [this](const QString&, const QString& status, const QString& reason) {
-            showEnd(QStringLiteral("Run %1%2").arg(status, reason.isEmpty() ? QString() : QStringLiteral(": ") + reason));
-          });
+  connect(
+      controller, &TrainingController::finishedWithReason, this,
+      [this](const QString&, const QString& status, const QString& reason) {
+        showEnd(QStringLiteral("Run %1%2").arg(status, reason.isEmpty() ? QString() : QStringLiteral(": ") + reason));
+      });
   connect(controller, &TrainingController::failedInRun, this, [this](const QString& message) {
     showEnd(QStringLiteral("Failed: ") + message.section(QLatin1Char('\n'), 0, 0));
   });
