@@ -4,6 +4,9 @@
 // `cellscope_tests <name>` for each file (see tests/CMakeLists.txt). The Qt-free core
 // tests have their own harness, tests/core/harness.h.
 #pragma once
+#include <QFile>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QObject>
 #include <QString>
 #include <QtTest/QtTest>
@@ -20,6 +23,13 @@ QString cli_path();
 QString source_dir();
 // Run cellscope-cli with args; returns exit code, fills stdout/stderr.
 int run_cli(const QStringList& args, QString* out = nullptr, QString* err = nullptr, int timeout_ms = 600000);
+// The JSON object in a file (a run's summary.json, config.json); empty when it cannot be read.
+inline QJsonObject readJsonObject(const QString& path) {
+  QFile f(path);
+  if (!f.open(QIODevice::ReadOnly)) return QJsonObject();
+  return QJsonDocument::fromJson(f.readAll()).object();
+}
+
 }  // namespace cstest
 
 #define CS_TEST(Class, Name) \

@@ -53,11 +53,7 @@ class GuiTest : public QObject {
                                                 {"seed", seed}, {"eval_test", false}}}};
   }
 
-  static QJsonObject readJson(const QString& path) {
-    QFile f(path);
-    if (!f.open(QIODevice::ReadOnly)) return QJsonObject();
-    return QJsonDocument::fromJson(f.readAll()).object();
-  }
+  static QJsonObject readJson(const QString& path) { return cstest::readJsonObject(path); }
 
   static QByteArray head(const QString& path, int n) {
     QFile f(path);

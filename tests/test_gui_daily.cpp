@@ -46,11 +46,7 @@ class GuiDailyTest : public QObject {
                                                 {"eval_every", evalEvery}, {"eval_batch", 4}, {"lr", 0.003},
                                                 {"seed", 1}, {"eval_test", false}, {"threads", 1}}}};
   }
-  static QJsonObject readJson(const QString& path) {
-    QFile f(path);
-    if (!f.open(QIODevice::ReadOnly)) return QJsonObject();
-    return QJsonDocument::fromJson(f.readAll()).object();
-  }
+  static QJsonObject readJson(const QString& path) { return cstest::readJsonObject(path); }
   static QVector<double> xs(MainWindow& w, const QString& series) {
     csw::CurvePlot* p = w.trainingPanel()->plot("metric");
     return p->hasSeries(series) ? p->seriesX(series) : QVector<double>();

@@ -64,11 +64,7 @@ class GuiRunsTest : public QObject {
                                                 {"eval_every", evalEvery}, {"eval_batch", 4}, {"lr", 0.003},
                                                 {"seed", 1}, {"eval_test", false}, {"threads", 1}}}};
   }
-  static QJsonObject readJson(const QString& path) {
-    QFile f(path);
-    if (!f.open(QIODevice::ReadOnly)) return QJsonObject();
-    return QJsonDocument::fromJson(f.readAll()).object();
-  }
+  static QJsonObject readJson(const QString& path) { return cstest::readJsonObject(path); }
   static void writeFile(const QString& path, const QByteArray& data) {
     QDir().mkpath(QFileInfo(path).absolutePath());
     QFile f(path);
