@@ -12,12 +12,15 @@
 //   Processes column) and Stop ends every process with a checkpoint.
 #include <QAction>
 #include <QDir>
+#include <QDirIterator>
 #include <QFile>
 #include <QFileInfo>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QLineEdit>
 #include <QMenu>
+#include <QMenuBar>
+#include <QSignalSpy>
 #include <QPlainTextEdit>
 #include <QProcess>
 #include <QSettings>
@@ -131,6 +134,14 @@ private Q_SLOTS:
     QVERIFY(!acts->remove(dir, true, &err));
     QVERIFY2(err.contains("training in this window"), qPrintable(err));
     QVERIFY(QFileInfo::exists(dir + "/config.json"));
+    // Greyed-out actions say why in their tooltips (before: greyed out with no reason).
+    selectRun(w, dir);
+    acts->updateEnabled();
+    QVERIFY(!acts->action(gui::RunActions::Fork)->isEnabled());
+    QVERIFY2(acts->action(gui::RunActions::Fork)->toolTip().contains("Not available: a run is training in this window"),
+             qPrintable(acts->action(gui::RunActions::Fork)->toolTip()));
+    QVERIFY(!acts->action(gui::RunActions::Delete)->isEnabled());
+    QVERIFY(acts->action(gui::RunActions::Delete)->toolTip().contains("stop it first"));
 
     w.controller()->stop();
     QTRY_VERIFY_WITH_TIMEOUT(!w.controller()->isTraining(), 30000);
@@ -204,8 +215,9 @@ private Q_SLOTS:
 
     // The context menu has every action, each with its shortcut, active while the table has the focus.
     const QStringList texts = {"&Resume",      "&Fork...",  "&Load configuration", "Rename / &label...",
-                               "&Open folder", "&Delete..."};
-    const QStringList keys = {"Ctrl+Alt+R", "Ctrl+Alt+F", "Ctrl+Alt+L", "F2", "Ctrl+Alt+O", "Del"};
+                               "&Open folder", "Export for &PyTorch...", "Export for &TensorBoard...", "&Delete..."};
+    const QStringList keys = {"Ctrl+Alt+R", "Ctrl+Alt+F", "Ctrl+Alt+L", "F2", "Ctrl+Alt+O",
+                              "Ctrl+Alt+E", "Ctrl+Alt+T", "Del"};
     QCOMPARE(acts->actions().size(), texts.size());
     for (int i = 0; i < texts.size(); ++i) {
       QAction* a = acts->actions()[i];
@@ -220,8 +232,49 @@ private Q_SLOTS:
     QCOMPARE(acts->selectedRun(), dir);
     acts->updateEnabled();
     QVERIFY(!acts->action(gui::RunActions::Resume)->isEnabled());  // finished: nothing to continue
+    QVERIFY(acts->action(gui::RunActions::Resume)->toolTip().contains("finished: Fork it"));
     QVERIFY(acts->action(gui::RunActions::Fork)->isEnabled());
     QVERIFY(acts->action(gui::RunActions::Delete)->isEnabled());
+    QVERIFY(acts->action(gui::RunActions::ExportTorch)->isEnabled());
+    QVERIFY(acts->action(gui::RunActions::ExportTensorBoard)->isEnabled());
+    // Run > Export for PyTorch... and Run > Export for TensorBoard... are the same actions.
+    QMenu* runMenu = nullptr;
+    for (QAction* m : w.menuBar()->actions())
+      if (m->text() == "&Run") runMenu = m->menu();
+    QVERIFY(runMenu);
+    QVERIFY(runMenu->actions().contains(acts->action(gui::RunActions::ExportTorch)));
+    QVERIFY(runMenu->actions().contains(acts->action(gui::RunActions::ExportTensorBoard)));
+
+    // Export for PyTorch, as the action does after its folder dialog: the CLI runs as a process and
+    // writes <folder>/<run>-pytorch with the state_dict that cellscope_torch.load reads.
+    {
+      const QString folder = m_root + "/exports";
+      QDir().mkpath(folder);
+      const QString out = gui::RunActions::exportDirectory(folder, dir);
+      QCOMPARE(out, folder + "/a-pytorch");
+      QSignalSpy done(acts, &gui::RunActions::exportFinished);
+      QVERIFY2(acts->exportRun(dir, gui::RunActions::PyTorch, out, &err), qPrintable(err));
+      QTRY_COMPARE_WITH_TIMEOUT(done.count(), 1, 60000);
+      QVERIFY2(done[0][2].toBool(), qPrintable(done[0][3].toString()));
+      QVERIFY(QFileInfo::exists(out + "/model.pt"));
+      QVERIFY(QFileInfo::exists(out + "/config.json"));
+      QCOMPARE(gui::RunActions::exportDirectory(folder, dir), folder + "/a-pytorch-2");  // never over an export
+      // Into an existing export: the CLI refuses, and the window says so.
+      QVERIFY(acts->exportRun(dir, gui::RunActions::PyTorch, out, &err));
+      QTRY_COMPARE_WITH_TIMEOUT(done.count(), 2, 60000);
+      QVERIFY(!done[1][2].toBool());
+      QVERIFY2(!done[1][3].toString().isEmpty(), "a failed export names its reason");
+      // TensorBoard: one subdirectory per run with an events file.
+      QVERIFY2(acts->exportRun(dir, gui::RunActions::TensorBoard, folder + "/tb", &err), qPrintable(err));
+      QTRY_COMPARE_WITH_TIMEOUT(done.count(), 3, 60000);
+      QVERIFY2(done[2][2].toBool(), qPrintable(done[2][3].toString()));
+      bool events = false;
+      QDirIterator it(folder + "/tb", QDir::Files, QDirIterator::Subdirectories);
+      while (it.hasNext())
+        if (QFileInfo(it.next()).fileName().startsWith("events.out.tfevents.")) events = true;
+      QVERIFY(events);
+      QCOMPARE(acts->exportsRunning(), 0);
+    }
 
     // Rename: label.txt, shown in the row at once.
     QString err;

@@ -187,6 +187,9 @@ void MainWindow::buildMenus() {
   if (m_runTableActions) {
     run->addSeparator();
     run->addMenu(m_runTableActions->contextMenu());
+    // The exports of the selected run, also straight under Run (as in the run table's context menu).
+    run->addAction(m_runTableActions->action(RunActions::ExportTorch));
+    run->addAction(m_runTableActions->action(RunActions::ExportTensorBoard));
   }
 
   QMenu* view = menuBar()->addMenu(QStringLiteral("&View"));

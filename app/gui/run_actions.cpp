@@ -7,6 +7,7 @@
 #include <QDialogButtonBox>
 #include <QDir>
 #include <QFile>
+#include <QFileDialog>
 #include <QFileInfo>
 #include <QFormLayout>
 #include <QInputDialog>
@@ -17,8 +18,10 @@
 #include <QMenu>
 #include <QMessageBox>
 #include <QPlainTextEdit>
+#include <QProcess>
 #include <QPushButton>
 #include <QRegularExpression>
+#include <QSettings>
 #include <QSortFilterProxyModel>
 #include <QTableView>
 #include <QUrl>
@@ -153,6 +156,10 @@ RunActions::RunActions(RunTableModel* model, QSortFilterProxyModel* proxy, QTabl
       {"Rename / &label...", "F2", &RunActions::renameSelected,
        "A short name for legends and the run table (label.txt)"},
       {"&Open folder", "Ctrl+Alt+O", &RunActions::openFolderSelected, "Show the run directory in the file manager"},
+      {"Export for &PyTorch...", "Ctrl+Alt+E", &RunActions::exportTorchSelected,
+       "A plain PyTorch state_dict, the configuration and the vocabulary, for cellscope_torch.load in Python"},
+      {"Export for &TensorBoard...", "Ctrl+Alt+T", &RunActions::exportTensorBoardSelected,
+       "The run's metrics as TensorBoard event files (also read by W&B and Aim)"},
       {"&Delete...", "Del", &RunActions::deleteSelected, "Move the run directory to the desktop trash"},
   };
   m_menu = new QMenu(QStringLiteral("Selected &run"), view);
@@ -162,11 +169,14 @@ RunActions::RunActions(RunTableModel* model, QSortFilterProxyModel* proxy, QTabl
     a->setShortcutContext(Qt::WidgetWithChildrenShortcut);  // only while the table has the focus
     a->setToolTip(QString::fromUtf8(d.tip));
     a->setStatusTip(QString::fromUtf8(d.tip));
+    a->setProperty("defaultTip", QString::fromUtf8(d.tip));
     connect(a, &QAction::triggered, this, d.slot);
     view->addAction(a);
     m_actions << a;
     m_menu->addAction(a);
-    if (d.slot == &RunActions::forkSelected || d.slot == &RunActions::openFolderSelected) m_menu->addSeparator();
+    if (d.slot == &RunActions::forkSelected || d.slot == &RunActions::openFolderSelected ||
+        d.slot == &RunActions::exportTensorBoardSelected)
+      m_menu->addSeparator();
   }
   view->setContextMenuPolicy(Qt::CustomContextMenu);
   connect(view, &QWidget::customContextMenuRequested, this, [this](const QPoint& pos) {
@@ -189,19 +199,47 @@ QString RunActions::selectedRun() const {
   return r ? r->dir : QString();
 }
 
+// An action greyed out says why in its tooltip ("Not available: <reason>"); an enabled one
+// shows its description.
+void RunActions::setReason(QAction* a, const QString& reason) {
+  a->setEnabled(reason.isEmpty());
+  const QString tip = a->property("defaultTip").toString();
+  a->setToolTip(reason.isEmpty() ? tip : QStringLiteral("%1\nNot available: %2").arg(tip, reason));
+}
+
 void RunActions::updateEnabled() {
   const QString dir = selectedRun();
   const RunInfo* r = dir.isEmpty() ? nullptr : m_model->run(m_model->rowOf(dir));
-  const bool any = r != nullptr;
-  const bool idle = !m_controller->isTraining();
-  const QString st = any ? r->status() : QString();
-  m_actions[Resume]->setEnabled(any && idle && st != QLatin1String("finished") && st != QLatin1String("running") &&
-                                hasLastCheckpoint(dir));
-  m_actions[Fork]->setEnabled(any && idle && (hasLastCheckpoint(dir) || !checkpointSteps(dir).isEmpty()));
-  m_actions[LoadConfig]->setEnabled(any);
-  m_actions[Rename]->setEnabled(any);
-  m_actions[OpenFolder]->setEnabled(any);
-  m_actions[Delete]->setEnabled(any && !(m_controller->isTraining() && m_controller->currentRunDir() == dir));
+  const QString none = r ? QString() : QStringLiteral("select a run in the table first");
+  const bool training = m_controller->isTraining();
+  const QString st = r ? r->status() : QString();
+  const bool last = r && hasLastCheckpoint(dir);
+  const bool checkpoint = last || (r && !checkpointSteps(dir).isEmpty());
+  auto first = [](std::initializer_list<QString> reasons) {
+    for (const QString& x : reasons)
+      if (!x.isEmpty()) return x;
+    return QString();
+  };
+  const QString busyHere = training ? QStringLiteral("a run is training in this window; stop it or let it finish first")
+                                    : QString();
+  setReason(m_actions[Resume],
+            first({none, busyHere,
+                   st == QLatin1String("finished") ? QStringLiteral("this run finished: Fork it to train further")
+                                                   : QString(),
+                   st == QLatin1String("running") ? QStringLiteral("this run is training") : QString(),
+                   r && !last ? QStringLiteral("this run has no checkpoints/last.pt to continue from") : QString()}));
+  setReason(m_actions[Fork], first({none, busyHere,
+                                    r && !checkpoint ? QStringLiteral("this run has no checkpoint yet") : QString()}));
+  setReason(m_actions[LoadConfig], none);
+  setReason(m_actions[Rename], none);
+  setReason(m_actions[OpenFolder], none);
+  setReason(m_actions[ExportTorch],
+            first({none, r && !checkpoint ? QStringLiteral("this run has no checkpoint yet") : QString()}));
+  setReason(m_actions[ExportTensorBoard], none);
+  setReason(m_actions[Delete],
+            first({none, training && m_controller->currentRunDir() == dir
+                             ? QStringLiteral("this run is training in this window; stop it first")
+                             : QString()}));
 }
 
 QString RunActions::busyReason(const QString& dir) const {
@@ -348,6 +386,81 @@ void RunActions::openFolderSelected() {
   if (dir.isEmpty()) return;
   if (!QDesktopServices::openUrl(QUrl::fromLocalFile(dir)))
     Q_EMIT message(QStringLiteral("Cannot open %1").arg(dir), 8000);
+}
+
+QString RunActions::exportDirectory(const QString& folder, const QString& dir) {
+  const QString base = QDir(folder).filePath(QFileInfo(dir).fileName() + QStringLiteral("-pytorch"));
+  QString out = base;
+  for (int i = 2; QFileInfo::exists(out); ++i) out = base + QStringLiteral("-%1").arg(i);
+  return out;
+}
+
+bool RunActions::exportRun(const QString& dir, ExportFormat format, const QString& out, QString* error) {
+  const QString cli = cliProgram();
+  if (cli.isEmpty()) {
+    if (error) *error = QStringLiteral("Not exported: cellscope-cli was not found beside the workbench or on PATH");
+    return false;
+  }
+  QStringList args{QStringLiteral("export")};
+  if (format == TensorBoard) args << QStringLiteral("tensorboard");
+  args << dir << QStringLiteral("--out") << out;
+  auto* p = new QProcess(this);
+  p->setProcessChannelMode(QProcess::SeparateChannels);
+  const QString what = format == PyTorch ? QStringLiteral("PyTorch") : QStringLiteral("TensorBoard");
+  ++m_exports;
+  connect(p, &QProcess::finished, this, [this, p, dir, out, what](int code, QProcess::ExitStatus status) {
+    --m_exports;
+    const auto lastLine = [](const QByteArray& b) {
+      const QStringList lines = QString::fromUtf8(b).split(QLatin1Char('\n'), Qt::SkipEmptyParts);
+      return lines.isEmpty() ? QString() : lines.last().trimmed();
+    };
+    const bool ok = status == QProcess::NormalExit && code == 0;
+    QString text = ok ? lastLine(p->readAllStandardOutput()) : lastLine(p->readAllStandardError());
+    if (!ok && text.isEmpty()) text = QStringLiteral("cellscope-cli export ended with status %1").arg(code);
+    Q_EMIT message(ok ? QStringLiteral("Exported %1 for %2 to %3").arg(QFileInfo(dir).fileName(), what, out)
+                      : QStringLiteral("%1 export of %2 failed: %3").arg(what, QFileInfo(dir).fileName(), text),
+                   ok ? 8000 : 15000);
+    Q_EMIT exportFinished(dir, out, ok, text);
+    p->deleteLater();
+  });
+  connect(p, &QProcess::errorOccurred, this, [this, p, dir, out](QProcess::ProcessError e) {
+    if (e != QProcess::FailedToStart) return;
+    --m_exports;
+    const QString text = QStringLiteral("cannot start cellscope-cli: %1").arg(p->errorString());
+    Q_EMIT message(text, 15000);
+    Q_EMIT exportFinished(dir, out, false, text);
+    p->deleteLater();
+  });
+  p->start(cli, args);
+  Q_EMIT message(QStringLiteral("Exporting %1 for %2...").arg(QFileInfo(dir).fileName(), what), 0);
+  return true;
+}
+
+// The folder dialogs start where the last export went (QSettings "export/folder").
+void RunActions::exportTorchSelected() {
+  const QString dir = selectedRun();
+  if (dir.isEmpty()) return;
+  QSettings st;
+  const QString folder = QFileDialog::getExistingDirectory(
+      m_dialogParent, QStringLiteral("Export for PyTorch: the folder to write <run>-pytorch into"),
+      st.value(QStringLiteral("export/folder"), QFileInfo(QFileInfo(dir).absolutePath()).absolutePath()).toString());
+  if (folder.isEmpty()) return;
+  st.setValue(QStringLiteral("export/folder"), folder);
+  QString err;
+  if (!exportRun(dir, PyTorch, exportDirectory(folder, dir), &err)) Q_EMIT message(err, 8000);
+}
+
+void RunActions::exportTensorBoardSelected() {
+  const QString dir = selectedRun();
+  if (dir.isEmpty()) return;
+  QSettings st;
+  const QString folder = QFileDialog::getExistingDirectory(
+      m_dialogParent, QStringLiteral("Export for TensorBoard: the log directory (one subdirectory per run)"),
+      st.value(QStringLiteral("export/folder"), QFileInfo(QFileInfo(dir).absolutePath()).absolutePath()).toString());
+  if (folder.isEmpty()) return;
+  st.setValue(QStringLiteral("export/folder"), folder);
+  QString err;
+  if (!exportRun(dir, TensorBoard, folder, &err)) Q_EMIT message(err, 8000);
 }
 
 void RunActions::deleteSelected() {

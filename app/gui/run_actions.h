@@ -6,10 +6,15 @@
 //   Load configuration  Ctrl+Alt+L  the run's config into the configure panel
 //   Rename / label...   F2          label.txt (cs::RunStore::write_label)
 //   Open folder         Ctrl+Alt+O  the run directory in the desktop's file manager
+//   Export for PyTorch...      Ctrl+Alt+E  `cellscope-cli export DIR --out <folder>/<run>-pytorch`: a
+//                                          state_dict, config and vocabulary for cellscope_torch.load
+//   Export for TensorBoard...  Ctrl+Alt+T  `cellscope-cli export tensorboard DIR --out <logdir>`
+//                                          (event files that TensorBoard, W&B and Aim read)
 //   Delete...           Delete      to the desktop trash (after a confirmation; refused while
 //                                   the run is being trained, here or by another process)
 // Each action has a dialog-free operation (resume, fork, loadConfiguration, rename,
-// remove) that the tests call; the slots add the dialogs.
+// exportRun, remove) that the tests call; the slots add the dialogs. Exports run the CLI as
+// a process, so the window stays responsive; exportFinished reports the outcome.
 #pragma once
 #include <QDialog>
 #include <QList>
@@ -59,7 +64,8 @@ private:
 class RunActions : public QObject {
   Q_OBJECT
 public:
-  enum Kind { Resume, Fork, LoadConfig, Rename, OpenFolder, Delete, KindCount };
+  enum Kind { Resume, Fork, LoadConfig, Rename, OpenFolder, ExportTorch, ExportTensorBoard, Delete, KindCount };
+  enum ExportFormat { PyTorch, TensorBoard };
 
   // view shows proxy, whose source is model; dialogs are parented to dialogParent.
   RunActions(RunTableModel* model, QSortFilterProxyModel* proxy, QTableView* view, TrainingController* controller,
@@ -84,6 +90,14 @@ public:
   bool remove(const QString& dir, bool allowPermanent, QString* error = nullptr);
   // A fresh directory for a fork of dir, in dir's workspace.
   QString forkDirectory(const QString& dir) const;
+  // Starts `cellscope-cli export` of dir into out (PyTorch: a new directory; TensorBoard: a
+  // log directory that gets one subdirectory per run). False with *error when it cannot
+  // start; otherwise exportFinished follows.
+  bool exportRun(const QString& dir, ExportFormat format, const QString& out, QString* error = nullptr);
+  // Where the PyTorch export of dir goes inside folder: <folder>/<run>-pytorch, or -2, -3...
+  // when that exists.
+  static QString exportDirectory(const QString& folder, const QString& dir);
+  int exportsRunning() const { return m_exports; }
 
 public Q_SLOTS:
   void resumeSelected();
@@ -91,14 +105,19 @@ public Q_SLOTS:
   void loadSelected();
   void renameSelected();
   void openFolderSelected();
+  void exportTorchSelected();
+  void exportTensorBoardSelected();
   void deleteSelected();
 
 Q_SIGNALS:
   void message(const QString& text, int timeoutMs);
   void configurationLoaded(const QString& dir);
+  // An export ended: ok, and the CLI's last line of output or its error message.
+  void exportFinished(const QString& dir, const QString& out, bool ok, const QString& text);
 
 private:
   void report(bool ok, const QString& done, const QString& error);
+  static void setReason(QAction* a, const QString& reason);
 
   RunTableModel* m_model;
   QSortFilterProxyModel* m_proxy;
@@ -108,6 +127,7 @@ private:
   QWidget* m_dialogParent;
   QList<QAction*> m_actions;
   QMenu* m_menu = nullptr;
+  int m_exports = 0;
 };
 
 }  // namespace gui
