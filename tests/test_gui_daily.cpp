@@ -1,18 +1,22 @@
 // The workbench in daily use, driven as a user drives it: a resumed run's Training plots go
 // on from its earlier points and the form shows the run's own configuration; a queued run
 // that starts leaves the user in the tab they are in; a new run's empty plots do not keep
-// the axes of the run before; the window fits the screen it opens on and remembers its
+// the axes of the run before; seeds group whatever their bookkeeping options (threads,
+// log_every...); the window fits the screen it opens on and remembers its
 // geometry, never larger than the screen.
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QLabel>
 #include <QScreen>
 #include <QSettings>
+#include <QSortFilterProxyModel>
 #include <QStatusBar>
 #include <QtTest/QtTest>
 
+#include "compare_panel.h"
 #include "configure_panel.h"
 #include "corpus_fixture.h"
 #include "curve_plot.h"
@@ -20,6 +24,7 @@
 #include "main_window.h"
 #include "qcp.h"
 #include "run_actions.h"
+#include "run_table.h"
 #include "training_controller.h"
 #include "training_panel.h"
 
@@ -162,6 +167,68 @@ private Q_SLOTS:
       QCOMPARE(p->plot()->legend->itemCount(), 0);  // no entry of the previous run's series
     }
     QCOMPARE(metric->pointCount("train"), 0);
+  }
+
+  // Seed 1 trained from the CLI with --threads 1, seed 2 from the window, seed 3 from the CLI with
+  // other bookkeeping (threads 2, log_every 4): one seed group, "mean of 3 seeds"; the config
+  // diff lists the seed as the difference and the bookkeeping apart (before: two curves, the
+  // CLI's --threads unrecorded and threads counted as a difference).
+  void seedGroupsIgnoreBookkeeping() {
+    const QString ws = m_root + "/ws-seedgroups";
+    QDir().mkpath(ws);
+    QJsonObject cfg = tinyConfig(8, 2, 4);
+    QJsonObject t = cfg["training"].toObject();
+    t["threads"] = 0;  // the preset's default: the CLI's --threads decides
+    cfg["training"] = t;
+    const QString cfgPath = m_root + "/seedgroups.json";
+    {
+      QFile f(cfgPath);
+      QVERIFY(f.open(QIODevice::WriteOnly));
+      f.write(QJsonDocument(cfg).toJson());
+    }
+    QCOMPARE(cstest::run_cli({"train", cfgPath, "--run-dir", ws + "/s1", "--threads", "1", "--quiet"}), 0);
+    // The CLI records its --threads in the run's config, as the window does.
+    QCOMPARE(readJson(ws + "/s1/config.json")["training"].toObject()["threads"].toInt(), 1);
+    QCOMPARE(cstest::run_cli({"train", cfgPath, "--run-dir", ws + "/s3", "--threads", "2", "--set",
+                              "training.seed=3", "--set", "training.log_every=4", "--quiet"}),
+             0);
+    MainWindow w(opts(ws));
+    w.show();
+    QJsonObject c2 = cfg;
+    t["threads"] = 1;
+    t["seed"] = 2;
+    c2["training"] = t;
+    const QString s2 = trainToTheEnd(w, c2);
+    QVERIFY(!s2.isEmpty());
+    gui::RunTableModel* runs = w.comparePanel()->runModel();
+    QTRY_COMPARE_WITH_TIMEOUT(runs->rowCount(), 3, 10000);
+    QTRY_VERIFY_WITH_TIMEOUT(runs->run(runs->rowOf(s2))->status() == "finished", 10000);
+    for (const auto& r : runs->runs()) runs->setChecked(r.dir, true);
+    // What tells them apart is the seed only.
+    QCOMPARE(runs->differing(), QStringList{"training.seed"});
+    w.comparePanel()->setSeedAggregation(true);
+    csw::CurvePlot* plot = w.comparePanel()->comparePlot();
+    QCOMPARE(plot->seriesIds().size(), 1);
+    QVERIFY2(plot->seriesLabel(plot->seriesIds()[0]).contains("mean of 3 seeds"),
+             qPrintable(plot->seriesLabel(plot->seriesIds()[0])));
+    // The diff of seed 1 and seed 3: one differing option, the bookkeeping shown apart.
+    QSortFilterProxyModel* proxy = w.comparePanel()->runProxy();
+    auto proxyRow = [&](const QString& dir) {
+      return proxy->mapFromSource(runs->index(runs->rowOf(QFileInfo(dir).absoluteFilePath()), 0)).row();
+    };
+    w.comparePanel()->selectRows({proxyRow(ws + "/s1"), proxyRow(ws + "/s3")});
+    const QString diff = w.comparePanel()->configDiffText();
+    const QStringList lines = diff.split('\n');
+    QVERIFY2(lines.size() == 4, qPrintable(diff));
+    QVERIFY2(lines[0].startsWith("training.seed: "), qPrintable(diff));
+    QVERIFY2(lines[1].startsWith("bookkeeping"), qPrintable(diff));
+    QVERIFY2(diff.contains("training.log_every: 2 -> 4") || diff.contains("training.log_every: 4 -> 2"), qPrintable(diff));
+    QVERIFY2(diff.contains("training.threads: 1 -> 2") || diff.contains("training.threads: 2 -> 1"), qPrintable(diff));
+    QLabel* label = nullptr;
+    for (QLabel* l : w.comparePanel()->findChildren<QLabel*>())
+      if (l->text().contains("differing option")) label = l;
+    QVERIFY(label);
+    QVERIFY2(label->text().contains("1 differing option(s), 2 bookkeeping"), qPrintable(label->text()));
   }
 
   // The window opens within the screen's available geometry; a remembered geometry is

@@ -248,24 +248,25 @@ private Q_SLOTS:
     // Export for PyTorch, as the action does after its folder dialog: the CLI runs as a process and
     // writes <folder>/<run>-pytorch with the state_dict that cellscope_torch.load reads.
     {
+      QString exportErr;
       const QString folder = m_root + "/exports";
       QDir().mkpath(folder);
       const QString out = gui::RunActions::exportDirectory(folder, dir);
       QCOMPARE(out, folder + "/a-pytorch");
       QSignalSpy done(acts, &gui::RunActions::exportFinished);
-      QVERIFY2(acts->exportRun(dir, gui::RunActions::PyTorch, out, &err), qPrintable(err));
+      QVERIFY2(acts->exportRun(dir, gui::RunActions::PyTorch, out, &exportErr), qPrintable(exportErr));
       QTRY_COMPARE_WITH_TIMEOUT(done.count(), 1, 60000);
       QVERIFY2(done[0][2].toBool(), qPrintable(done[0][3].toString()));
       QVERIFY(QFileInfo::exists(out + "/model.pt"));
       QVERIFY(QFileInfo::exists(out + "/config.json"));
       QCOMPARE(gui::RunActions::exportDirectory(folder, dir), folder + "/a-pytorch-2");  // never over an export
       // Into an existing export: the CLI refuses, and the window says so.
-      QVERIFY(acts->exportRun(dir, gui::RunActions::PyTorch, out, &err));
+      QVERIFY(acts->exportRun(dir, gui::RunActions::PyTorch, out, &exportErr));
       QTRY_COMPARE_WITH_TIMEOUT(done.count(), 2, 60000);
       QVERIFY(!done[1][2].toBool());
       QVERIFY2(!done[1][3].toString().isEmpty(), "a failed export names its reason");
       // TensorBoard: one subdirectory per run with an events file.
-      QVERIFY2(acts->exportRun(dir, gui::RunActions::TensorBoard, folder + "/tb", &err), qPrintable(err));
+      QVERIFY2(acts->exportRun(dir, gui::RunActions::TensorBoard, folder + "/tb", &exportErr), qPrintable(exportErr));
       QTRY_COMPARE_WITH_TIMEOUT(done.count(), 3, 60000);
       QVERIFY2(done[2][2].toBool(), qPrintable(done[2][3].toString()));
       bool events = false;

@@ -316,7 +316,8 @@ int cmd_train(const std::vector<std::string>& a) {
                "  --dist-timeout SECONDS    stop when another worker dies or hangs this long (default 60,\n"
                "                            at most 604800 = 7 days)\n"
                "  --dist-backend gloo|nccl|auto   (auto: NCCL for CUDA devices when built with it)\n"
-               "  --threads K               intra-op threads of this process (overrides training.threads)\n";
+               "  --threads K               intra-op threads of this process (overrides training.threads;\n"
+               "                            a new run records it in its config.json)\n";
     return 0;
   }
   auto args = parse(a, {"json", "quiet"},
@@ -377,6 +378,10 @@ int cmd_train(const std::vector<std::string>& a) {
   if (args.has("steps")) {
     if (!raw.contains("training") || !raw["training"].is_object()) raw["training"] = json::object();
     raw["training"]["steps"] = args.get_int("steps", 0);
+  }
+  if (args.has("threads") && !resuming) {  // recorded in the new run's config.json, as the window does
+    if (!raw.contains("training") || !raw["training"].is_object()) raw["training"] = json::object();
+    raw["training"]["threads"] = args.get_int("threads", 0, 0, 1024);
   }
   cs::LaunchedRun launched = cs::start_run(raw, lo);
   const json& cfg = launched.cfg;

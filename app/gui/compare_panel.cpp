@@ -448,18 +448,41 @@ void ComparePanel::updateDiff() {
   const RunInfo* a = m_runModel->run(m_runProxy->mapToSource(rows[0]).row());
   const RunInfo* b = m_runModel->run(m_runProxy->mapToSource(rows[1]).row());
   if (!a || !b) return;
-  const auto diff = configDiff(a->flat, b->flat);
-  m_diffLabel->setText(QStringLiteral("<b>A</b> %1<br><b>B</b> %2<br>%3 differing option(s)")
+  // Options that change what is learned first; bookkeeping ones (threads, log_every...,
+  // config/common_options.h) after them, greyed, under their own heading.
+  QVector<std::tuple<QString, QString, QString>> diff, kept;
+  for (const auto& d : configDiff(a->flat, b->flat)) (isBookkeeping(std::get<0>(d)) ? kept : diff).append(d);
+  m_diffLabel->setText(QStringLiteral("<b>A</b> %1<br><b>B</b> %2<br>%3 differing option(s)%4")
                            .arg(a->name.toHtmlEscaped(), b->name.toHtmlEscaped())
-                           .arg(diff.size()));
-  m_diffTable->setRowCount(diff.size());
-  for (int i = 0; i < diff.size(); ++i) {
-    const QString cells[3] = {std::get<0>(diff[i]), std::get<1>(diff[i]), std::get<2>(diff[i])};
+                           .arg(diff.size())
+                           .arg(kept.isEmpty() ? QString()
+                                               : QStringLiteral(", %1 bookkeeping (same learning)").arg(kept.size())));
+  m_diffTable->setRowCount(diff.size() + (kept.isEmpty() ? 0 : kept.size() + 1));
+  int row = 0;
+  auto put = [&](const std::tuple<QString, QString, QString>& d, bool grey) {
+    const QString cells[3] = {std::get<0>(d), std::get<1>(d), std::get<2>(d)};
     for (int c = 0; c < 3; ++c) {
       auto* item = new QTableWidgetItem(cells[c]);
-      item->setToolTip(cells[c]);
-      m_diffTable->setItem(i, c, item);
+      item->setToolTip(grey ? cells[c] + QStringLiteral("\n(bookkeeping: does not change what the run learns)")
+                            : cells[c]);
+      if (grey) item->setForeground(palette().color(QPalette::Disabled, QPalette::Text));
+      m_diffTable->setItem(row, c, item);
     }
+    ++row;
+  };
+  for (const auto& d : diff) put(d, false);
+  if (!kept.isEmpty()) {
+    auto* head = new QTableWidgetItem(QStringLiteral("bookkeeping (same learning):"));
+    QFont f = head->font();
+    f.setItalic(true);
+    head->setFont(f);
+    head->setToolTip(QStringLiteral("Options that change neither what a run learns nor the numbers it reports; "
+                                    "runs that differ only in these form one seed group"));
+    m_diffTable->setItem(row, 0, head);
+    m_diffTable->setItem(row, 1, new QTableWidgetItem(QString()));
+    m_diffTable->setItem(row, 2, new QTableWidgetItem(QString()));
+    ++row;
+    for (const auto& d : kept) put(d, true);
   }
   // The option names take what they need, but at most 45% of the width: the values stay readable.
   int optionWidth = m_diffTable->horizontalHeader()->sectionSizeHint(0);
@@ -472,7 +495,10 @@ void ComparePanel::updateDiff() {
 QString ComparePanel::configDiffText() const {
   QStringList lines;
   for (int i = 0; i < m_diffTable->rowCount(); ++i)
-    lines << QStringLiteral("%1: %2 -> %3").arg(m_diffTable->item(i, 0)->text(), m_diffTable->item(i, 1)->text(),
+    if (m_diffTable->item(i, 1)->text().isEmpty() && m_diffTable->item(i, 2)->text().isEmpty())
+      lines << m_diffTable->item(i, 0)->text();
+    else
+      lines << QStringLiteral("%1: %2 -> %3").arg(m_diffTable->item(i, 0)->text(), m_diffTable->item(i, 1)->text(),
                                                 m_diffTable->item(i, 2)->text());
   return lines.join(QLatin1Char('\n'));
 }

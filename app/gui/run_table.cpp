@@ -12,6 +12,7 @@
 #include <cmath>
 #include <optional>
 
+#include "config/common_options.h"
 #include "core_bridge.h"
 #include "export.h"
 #include "run_watcher.h"
@@ -73,6 +74,7 @@ QStringList differingKeys(const QVector<RunInfo>& runs) {
   QStringList sorted(keys.begin(), keys.end());
   std::sort(sorted.begin(), sorted.end());
   for (const QString& k : sorted) {
+    if (isBookkeeping(k)) continue;  // never what tells runs apart (config/common_options.h)
     const QString first = runs[0].flat.value(k, QStringLiteral("<unset>"));
     for (const auto& r : runs)
       if (r.flat.value(k, QStringLiteral("<unset>")) != first) {
@@ -98,10 +100,13 @@ QVector<std::tuple<QString, QString, QString>> configDiff(const QMap<QString, QS
   return out;
 }
 
+bool isBookkeeping(const QString& key) { return cs::is_bookkeeping_option(key.toStdString()); }
+
 QString seedGroupKey(const RunInfo& r) {
   QStringList parts;
   for (auto it = r.flat.begin(); it != r.flat.end(); ++it)
-    if (it.key() != QLatin1String("training.seed")) parts << it.key() + QLatin1Char('=') + it.value();
+    if (it.key() != QLatin1String("training.seed") && !isBookkeeping(it.key()))
+      parts << it.key() + QLatin1Char('=') + it.value();
   return parts.join(QLatin1Char('\n'));
 }
 

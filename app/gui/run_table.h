@@ -35,12 +35,17 @@ QMap<QString, QString> flattenConfig(const QJsonObject& cfg);
 bool readRun(const QString& dir, RunInfo* out);
 // Every run directory directly under workspace, sorted by name.
 QVector<RunInfo> scanWorkspace(const QString& workspace);
-// Keys whose values differ between the runs (a key missing in some run counts as differing).
+// Whether a flattened key is a bookkeeping option (threads, log_every, notes...: the list and
+// the reasons are cs::bookkeeping_options(), config/common_options.h), which never splits a
+// seed group nor counts as a difference between runs.
+bool isBookkeeping(const QString& key);
+// Keys whose values differ between the runs (a key missing in some run counts as differing),
+// bookkeeping options left out.
 QStringList differingKeys(const QVector<RunInfo>& runs);
 // (key, value in a, value in b) for every key that differs between two configs.
 QVector<std::tuple<QString, QString, QString>> configDiff(const QMap<QString, QString>& a,
                                                           const QMap<QString, QString>& b);
-// Key identifying runs that differ only in training.seed.
+// Key identifying runs that differ only in training.seed (and bookkeeping options).
 QString seedGroupKey(const RunInfo& r);
 
 class RunWatcher;

@@ -121,4 +121,27 @@ int effective_threads(int64_t requested, std::string* note) {
 TrainingOptions read_training_options(const json& training) { return training_option_table().read(training); }
 DatasetOptions read_dataset_options(const json& dataset) { return dataset_option_table().read(dataset); }
 
+const std::vector<BookkeepingOption>& bookkeeping_options() {
+  static const std::vector<BookkeepingOption> list = {
+      {"name", "free text"},
+      {"description", "free text"},
+      {"notes", "free text"},
+      {"training.threads", "intra-op threads: the same updates, at another speed (float rounding aside)"},
+      {"training.device", "where the same updates run (float rounding aside)"},
+      {"training.log_every", "how often a metrics line is written"},
+      {"training.checkpoint_every", "how often a checkpoint is written"},
+      {"training.keep_checkpoints", "how many step checkpoints are kept"},
+      {"training.eval_test", "whether the test split is also scored at the end (never used for selection)"},
+      {"training.track_test", "whether the test split is also scored at each evaluation (never used for selection)"},
+      {"training.tensorboard", "whether TensorBoard event files are written beside metrics.jsonl"},
+  };
+  return list;
+}
+
+bool is_bookkeeping_option(const std::string& flat_key) {
+  for (const BookkeepingOption& o : bookkeeping_options())
+    if (flat_key == o.key) return true;
+  return false;
+}
+
 }  // namespace cs

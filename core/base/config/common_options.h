@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "config/option_spec.h"
 
@@ -75,5 +76,19 @@ DatasetOptions read_dataset_options(const json& dataset);
 // ran several times slower than 2), and `note` (when given) receives a one-line warning saying
 // so. A config stays valid on any machine (a run moved to a smaller one still resumes).
 int effective_threads(int64_t requested, std::string* note = nullptr);
+
+// Bookkeeping options: those that change neither what a run learns (its sequence of updates,
+// up to float rounding) nor the numbers it reports. This is the one list: seed groups, the run
+// table's Differs column, run names in legends and the Compare tab's config diff look only at
+// the other options, and show these apart ("bookkeeping"). Keys are flattened
+// ("training.threads"); each entry says why it is bookkeeping. Anything not listed counts as
+// changing the results (eval_every and eval_batch do: they move early stopping, lr decay
+// and the evaluation's batching).
+struct BookkeepingOption {
+  const char* key;
+  const char* why;
+};
+const std::vector<BookkeepingOption>& bookkeeping_options();
+bool is_bookkeeping_option(const std::string& flat_key);
 
 }  // namespace cs

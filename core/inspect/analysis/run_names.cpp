@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 
+#include "config/common_options.h"
 #include "train/run_store.h"
 #include "util/error.h"
 
@@ -71,11 +72,12 @@ void flatten(const json& j, const std::string& prefix, std::map<std::string, jso
 // Options that never make a name: bookkeeping that leaves the trained model unchanged,
 // free text, and what the cell token already says.
 bool never_named(const std::string& key) {
-  static const std::set<std::string> skip = {
-      "notes", "name", "description", "training.eval_every", "training.log_every", "training.threads",
-      "training.checkpoint_every", "training.keep_checkpoints", "training.device", "training.eval_batch",
-      "training.eval_test", "training.track_test", "model.cell", "model.depth", "model.base", "model.block"};
-  return skip.count(key) != 0;
+  // Besides the bookkeeping options (config/common_options.h): the evaluation's schedule and
+  // batching (they may change results, but a name made of them reads as noise), and what the
+  // cell token already says.
+  static const std::set<std::string> skip = {"training.eval_every", "training.eval_batch", "model.cell",
+                                             "model.depth", "model.base", "model.block"};
+  return is_bookkeeping_option(key) || skip.count(key) != 0;
 }
 
 // Order of the parts of a name: what a reader compares first.
