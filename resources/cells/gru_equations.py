@@ -69,7 +69,12 @@ def _save(module: torch.nn.Module, path: str) -> None:
     for p in (os.path.join(here, "..", "..", "packaging", "python"), os.path.join(here, "..", "python")):
         if os.path.isdir(os.path.join(p, "cellscope_torch")) and p not in sys.path:
             sys.path.insert(0, p)
-    from cellscope_torch.script_cell import save_cell
+    try:
+        from cellscope_torch.script_cell import save_cell
+    except ImportError:  # an installed copy without the source tree: save without the helper's checks
+        torch.jit.save(torch.jit.script(module), path)
+        print(f"{path}: saved (cellscope_torch not found: Cellscope checks the file when it loads it)")
+        return
     info = save_cell(module, path)
     print(f"{path}: input_size {info['input_size']}, hidden_size {info['hidden_size']}, "
           f"state_sizes {info['state_sizes']}, records {', '.join(info['names'])}")

@@ -209,6 +209,15 @@ TEST_F(ScriptCell, refusalsNameFileAndProblem) {
     EXPECT_TRUE(cstest::contains(msg, c.problem)) << c.problem << ": '" << msg << "'";
     EXPECT_FALSE(std::filesystem::exists(lo.run_dir)) << lo.run_dir;
   }
+  // the Python helper refuses the same module before writing it
+  const std::string helper_py = dir() + "/helper_refuses.py", helper_out = dir() + "/helper_wrong.pt";
+  cstest::write_text(helper_py, "import sys\nsys.path.insert(0, '" + cstest::source_dir() +
+                                    "/packaging/python')\nfrom cellscope_torch.script_cell import save_cell\n" +
+                                    "exec(open('" + wrong + ".py').read().split('torch.jit.save')[0])\n" +
+                                    "save_cell(M(), '" + helper_out + "')\n");
+  EXPECT_FALSE(python("'" + helper_py + "'", &log));
+  EXPECT_TRUE(cstest::contains(log, "wrong signature of forward")) << log;
+  EXPECT_FALSE(std::filesystem::exists(helper_out));
   // the CLI: one line naming the file, exit 2, no run directory
   std::string out, err;
   const std::string cli_dir = dir() + "/refused_cli";
@@ -242,6 +251,24 @@ TEST_F(ScriptCell, layersAreIndependentInstances) {
                         7);
   });
   EXPECT_TRUE(cstest::contains(msg, "layer 1") && cstest::contains(msg, "shape mismatch")) << msg;
+}
+
+// `bench` runs a script cell in both of its tasks and reports no GFLOP/s for it (no analytic count).
+TEST_F(ScriptCell, benchReportsUnknownFlops) {
+  for (const std::string task : {"char_lm", "classify"}) {
+    const std::vector<std::string> args = {"bench", "--cell", "script", "--set", "model.script=" + dir() + "/gru.pt",
+                                           "--task", task, "--batch", "2", "--seq", "4", "--embed", "8", "--hidden",
+                                           "16", "--vocab", "12", "--iters", "1", "--threads", "1"};
+    std::string out, err;
+    auto json_args = args;
+    json_args.push_back("--json");
+    ASSERT_EQ(cstest::run_cli(json_args, &out, &err), 0) << task << ": " << err;
+    const json r = cstest::json_object(out);
+    EXPECT_TRUE(r.contains("seconds_per_step") && r["seconds_per_step"].get<double>() > 0) << out;
+    EXPECT_TRUE(r.contains("gflops") && r["gflops"].is_null()) << task << ": " << out;
+    ASSERT_EQ(cstest::run_cli(args, &out, &err), 0) << task << ": " << err;
+    EXPECT_TRUE(cstest::contains(out, "unknown GFLOP/s")) << task << ":\n" << out;
+  }
 }
 
 // A run of the convolution-input variant (three state tensors) stopped and resumed equals an
@@ -307,6 +334,15 @@ TEST_F(ScriptCell, runResumesBitExactlyAndRefusesChangedScript) {
     std::string names;
     for (const auto& s : h.series) names += s.name + " ";
     EXPECT_TRUE(cstest::contains(names, "l0/gate") && cstest::contains(names, "l0/reset")) << names;
+  }
+  // a fork records and copies the same script
+  {
+    cs::LaunchOptions lo;
+    lo.fork_dir = part;
+    lo.run_dir = dir() + "/run_fork";
+    auto r = cs::start_run(json{{"training", {{"steps", 32}}}}, lo);
+    EXPECT_EQ(cs::RunStore(lo.run_dir).read_config()["model"]["script_sha256"], sha);
+    EXPECT_EQ(cs::file_sha256(cs::RunStore(lo.run_dir).path(cs::script_copy_name())), sha);
   }
   // a different seed trains another model (the script's parameters are drawn from the run's seed)
   {
