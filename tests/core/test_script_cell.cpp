@@ -164,14 +164,14 @@ TEST_F(ScriptCell, gruFromEquationsMatchesStepwiseGru) {
 TEST_F(ScriptCell, refusalsNameFileAndProblem) {
   const std::string corpus = cstest::write_text_fixture("script_refuse.txt", 4000);
   const std::string wrong = dir() + "/wrong_signature.pt", mismatch = dir() + "/mismatch.pt";
-  write_module(
+  const std::string wrong_body =
       "class M(torch.nn.Module):\n"
       "    input_size: int\n    hidden_size: int\n    state_sizes: List[int]\n"
       "    def __init__(self):\n        super().__init__()\n"
       "        self.input_size = 8\n        self.hidden_size = 16\n        self.state_sizes = [16]\n"
       "        self.w = torch.nn.Parameter(torch.zeros(16, 8))\n"
-      "    def forward(self, x: Tensor, h: Tensor) -> Tensor:\n        return torch.tanh(x @ self.w.t() + h)\n",
-      wrong);
+      "    def forward(self, x: Tensor, h: Tensor) -> Tensor:\n        return torch.tanh(x @ self.w.t() + h)\n";
+  write_module(wrong_body, wrong);
   write_module(
       "class M(torch.nn.Module):\n"
       "    input_size: int\n    hidden_size: int\n    state_sizes: List[int]\n"
@@ -213,8 +213,8 @@ TEST_F(ScriptCell, refusalsNameFileAndProblem) {
   const std::string helper_py = dir() + "/helper_refuses.py", helper_out = dir() + "/helper_wrong.pt";
   cstest::write_text(helper_py, "import sys\nsys.path.insert(0, '" + cstest::source_dir() +
                                     "/packaging/python')\nfrom cellscope_torch.script_cell import save_cell\n" +
-                                    "exec(open('" + wrong + ".py').read().split('torch.jit.save')[0])\n" +
-                                    "save_cell(M(), '" + helper_out + "')\n");
+                                    "import torch\nfrom typing import Dict, List, Tuple\nfrom torch import Tensor\n" +
+                                    wrong_body + "save_cell(M(), '" + helper_out + "')\n");
   EXPECT_FALSE(python("'" + helper_py + "'", &log));
   EXPECT_TRUE(cstest::contains(log, "wrong signature of forward")) << log;
   EXPECT_FALSE(std::filesystem::exists(helper_out));
@@ -357,7 +357,15 @@ TEST_F(ScriptCell, runResumesBitExactlyAndRefusesChangedScript) {
     same["training"]["steps"] = 1;
     lo11.run_dir = dir() + "/run_seed11";
     auto r11 = cs::start_run(same, lo11);
-    EXPECT_FALSE(torch::equal(r.trainer->task().model()->parameters()[2], r11.trainer->task().model()->parameters()[2]));
+    auto p12 = r.trainer->task().model()->named_parameters(), p11 = r11.trainer->task().model()->named_parameters();
+    ASSERT_TRUE(p12.contains("stack.layer0.w_hh") && p11.contains("stack.layer0.w_conv"));
+    EXPECT_FALSE(torch::equal(p12["stack.layer0.w_hh"], p11["stack.layer0.w_hh"]));
+    // the script's parameters are the model's: trained, checkpointed and restored (the full run's
+    // last checkpoint is not the initial draw of its seed)
+    auto ta = cs::load_run_task(full, "last");
+    auto trained = ta->model()->named_parameters();
+    for (const char* k : {"stack.layer0.w_conv", "stack.layer0.w_hh", "stack.layer0.b_ih"})
+      EXPECT_FALSE(torch::equal(trained[k], p11[k])) << k << " did not train";
   }
   // the script changes (the example saved again: new weights, new bytes): resume and analysis refuse it
   std::string log;
