@@ -47,7 +47,7 @@ torch::jit::Module load_module(const std::string& path) {
   if (path.empty())
     throw UserError("cell 'script' needs model.script = PATH of a TorchScript cell saved with torch.jit.save "
                     "(resources/cells/README.md)");
-  if (!file_exists(path)) throw UserError("model.script '" + path + "' does not exist");
+  if (!file_exists(path)) throw UserError("model.script '" + path + "' does not exist or is not a regular file");
   try {
     return torch::jit::load(path, torch::kCPU);
   } catch (const std::exception& e) {
