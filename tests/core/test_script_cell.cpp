@@ -278,6 +278,16 @@ TEST_F(ScriptCell, benchReportsUnknownFlops) {
   }
 }
 
+// The hash a run records: SHA-256 (FIPS 180-4 test vectors; one and two padding blocks, several blocks).
+TEST_F(ScriptCell, sha256MatchesTestVectors) {
+  EXPECT_EQ(cs::sha256_hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  EXPECT_EQ(cs::sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(cs::sha256_hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"),
+            "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+  EXPECT_EQ(cs::sha256_hex(std::string(1000, 'a')),
+            "41edece42d63e8d9bf515a9ba6932e1c20cbc9f5a5d134645adb5db1b9737ea3");
+}
+
 // A run of the convolution-input variant (three state tensors) stopped and resumed equals an
 // uninterrupted one bit for bit; the run records and keeps its script; a changed script file is
 // refused on resume and on analysis; the analyses run on it.
