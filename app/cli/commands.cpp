@@ -587,15 +587,24 @@ int cmd_bench(const std::vector<std::string>& a) {
               << r["blas"].get<std::string>() << "\n"
               << "  training step     " << r["seconds_per_step"].get<double>() * 1e3 << " ms  ("
               << fmt_rate(r["throughput"].get<double>()) << " " << r.value("unit", "chars/s") << ")\n"
-              << "  achieved          " << r["gflops"].get<double>() << " GFLOP/s  (GEMM "
-              << r["gemm_gflops"].get<double>() << " GFLOP/s, efficiency " << 100 * r["efficiency"].get<double>()
-              << "%)\n";
+              << "  achieved          ";
+    // a cell without an analytic FLOP count (a TorchScript cell: NaN, written as null)
+    if (r["gflops"].is_number() && std::isfinite(r["gflops"].get<double>()))
+      std::cout << r["gflops"].get<double>() << " GFLOP/s  (GEMM " << r["gemm_gflops"].get<double>()
+                << " GFLOP/s, efficiency " << 100 * r["efficiency"].get<double>() << "%)\n";
+    else
+      std::cout << "unknown GFLOP/s (cell " << r["cell"].get<std::string>() << " has no analytic FLOP count)\n";
     if (r.contains("baseline"))
       std::cout << "  baseline " << r["baseline"].get<std::string>() << "  "
                 << r["baseline_seconds_per_step"].get<double>() * 1e3 << " ms  ("
                 << fmt_rate(r["baseline_throughput"].get<double>()) << " " << r.value("unit", "chars/s") << ")\n"
-                << "  time ratio        " << r["time_ratio"].get<double>() << "x   FLOP ratio "
-                << r["flop_ratio"].get<double>() << "x\n";
+                << "  time ratio        " << r["time_ratio"].get<double>() << "x   FLOP ratio ";
+    if (r.contains("baseline")) {
+      if (r["flop_ratio"].is_number() && std::isfinite(r["flop_ratio"].get<double>()))
+        std::cout << r["flop_ratio"].get<double>() << "x\n";
+      else
+        std::cout << "unknown\n";
+    }
   }
   auto warn = cs::blas_warning(cs::detect_blas());
   if (!warn.empty()) std::cerr << "*** " << warn << " ***\n";

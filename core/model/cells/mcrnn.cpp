@@ -290,8 +290,12 @@ void register_mcrnn_cells(std::vector<CellInfo>& out) {
     } else if (it == reg.end()) {
       std::string known;
       for (auto& ci : reg)
-        if (ci.name != "mcrnn" && !ci.needs_whole_sequence) known += (known.empty() ? "" : ", ") + ci.name;
+        if (ci.name != "mcrnn" && !ci.needs_whole_sequence && ci.family != "script")
+          known += (known.empty() ? "" : ", ") + ci.name;
       errs.push_back({"model.base", "unknown base cell '" + base + "' (known: " + known + ")"});
+    } else if (it->family == "script") {
+      errs.push_back({"model.base", "a TorchScript cell cannot be an MC-RNN's base (its model.script belongs to "
+                                    "model.cell = script; cells/SCRIPT_CELL_NOTES.md)"});
     } else if (it->needs_whole_sequence) {
       errs.push_back({"model.base", "cell '" + base + "' needs the whole sequence and has no per-step form to wrap"});
     }

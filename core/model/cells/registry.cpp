@@ -8,7 +8,8 @@
   X(register_baseline_cells)       \
   X(register_mzu_cells)            \
   X(register_mcrnn_cells)          \
-  X(register_cru_cells)
+  X(register_cru_cells)            \
+  X(register_script_cells)
 
 namespace cs {
 

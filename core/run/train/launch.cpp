@@ -6,6 +6,7 @@
 #include <functional>
 #include <thread>
 
+#include "cells/script_cell.h"
 #include "dist/dist.h"
 #include "tasks/task.h"
 #include "util/error.h"
@@ -96,7 +97,13 @@ LaunchedRun start_run(const json& raw_cfg, const LaunchOptions& o) {
       if (root) out.store->lock_for_writing();
     }
     json raw = src.read_config();
-    const json before = load_and_resolve(raw);
+    // A script cell's file may be re-pointed (at the run's copy, or a moved file): the recorded
+    // SHA-256 decides whether it is the same cell, so the path override applies to `before` too.
+    json before_raw = raw;
+    if (raw_cfg.is_object() && raw_cfg.contains("model") && raw_cfg["model"].is_object() &&
+        raw_cfg["model"].contains("script") && before_raw.contains("model") && before_raw["model"].is_object())
+      before_raw["model"]["script"] = raw_cfg["model"]["script"];
+    const json before = load_and_resolve(before_raw);
     merge_into(raw, raw_cfg);
     if (forking) raw.erase("parent");  // the child's own parent is recorded below
     out.cfg = load_and_resolve(raw);
@@ -121,6 +128,9 @@ LaunchedRun start_run(const json& raw_cfg, const LaunchOptions& o) {
   } else {
     out.cfg = load_and_resolve(raw_cfg);  // every problem, with its JSON path; nothing created yet
   }
+  // A script cell's file: its absolute path and SHA-256 recorded in the new run's config (a resume
+  // keeps its own; cells/SCRIPT_CELL_NOTES.md), its bytes copied into the run directory below.
+  const std::string script = resuming ? std::string() : pin_script(out.cfg["model"]);
   const int threads = out.cfg.at("training").at("threads").get<int>();
   set_threads(o.threads > 0 ? o.threads : threads > 0 ? threads : o.default_threads);
   seed_everything(out.cfg.at("training").at("seed").get<uint64_t>());
@@ -166,7 +176,9 @@ LaunchedRun start_run(const json& raw_cfg, const LaunchOptions& o) {
     out.forked = true;
   }
   // config.json + vocab, then one rename: a kill leaves no run directory or a whole one
-  if (root) out.store->create_atomically(out.cfg, vocab);
+  std::vector<std::pair<std::string, std::string>> copies;
+  if (!script.empty()) copies.emplace_back(script_copy_name(), script);
+  if (root) out.store->create_atomically(out.cfg, vocab, copies);
   return out;
 }
 

@@ -141,7 +141,8 @@ void RunStore::lock_for_writing() {
   });
 }
 
-void RunStore::create_atomically(const json& cfg, const std::string& vocab_text) {
+void RunStore::create_atomically(const json& cfg, const std::string& vocab_text,
+                                  const std::vector<std::pair<std::string, std::string>>& copies) {
   std::string d = dir_;
   while (d.size() > 1 && d.back() == '/') d.pop_back();
   const auto slash = d.find_last_of('/');
@@ -184,6 +185,7 @@ void RunStore::create_atomically(const json& cfg, const std::string& vocab_text)
   try {
     atomic_write(join_path(tmp, "config.json"), cfg.dump(2) + "\n");
     if (!vocab_text.empty()) atomic_write(join_path(tmp, "vocab"), vocab_text);
+    for (const auto& [name, src] : copies) atomic_write(join_path(tmp, name), read_file(src));
     fsync_dir(join_path(tmp, "checkpoints"));
     fsync_dir(tmp);
     if (::rename(tmp.c_str(), d.c_str()) != 0) {

@@ -13,6 +13,7 @@
 #include <memory>
 #include <string>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include "config/schema.h"
@@ -56,7 +57,10 @@ class RunStore {
   // one. An existing dir() is reused when it is empty or holds only what an interrupted
   // creation of an older version left (an empty checkpoints/ and *.tmp.* files, no config.json);
   // otherwise UserError "already exists". The store keeps the directory locked (lock_for_writing).
-  void create_atomically(const json& cfg, const std::string& vocab_text);
+  // `copies`: (name in the run directory, source file) pairs copied in with the rest (a script
+  // cell's module, cells/SCRIPT_CELL_NOTES.md).
+  void create_atomically(const json& cfg, const std::string& vocab_text,
+                         const std::vector<std::pair<std::string, std::string>>& copies = {});
   // Take the run directory's writer lock (flock on dir/lock, released when the process ends or
   // the last copy of this store is destroyed). A second writer gets UserError naming the PID
   // that holds it. Idempotent.
