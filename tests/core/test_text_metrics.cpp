@@ -81,6 +81,9 @@ TEST(TextMetrics, boatWithAFullStopMatchesBoat) {
   const auto b = corpus_bleu({"the boat is here."}, {"the boat is here ."});
   ASSERT_NEAR(b.bleu, 100.0, 1e-9);
   ASSERT_EQ(b.hypothesis_length, 5);
+  // sacreBLEU strips trailing white space (Python's: also "\n" and U+00A0) before 13a, so a final
+  // "-\n" is not joined: "ab-" stays one token on both sides.
+  ASSERT_NEAR(corpus_bleu({"x y z ab-\n\u00a0"}, {"x y z ab-"}).bleu, 100.0, 1e-9);
   const auto r = corpus_rouge({"The boat."}, {"the boat"});  // rouge-score: lower-case, punctuation dropped
   ASSERT_NEAR(r.rouge1, 100.0, 1e-9);
   ASSERT_NEAR(r.rougeL, 100.0, 1e-9);
