@@ -54,7 +54,7 @@ int cmd_decode(const std::vector<std::string>& a) {
            "source, reference and hypothesis, then corpus BLEU, ROUGE-1/2/L F1 and the lead baseline's\n"
            "(the first words of the source) on the same pairs. Progress on stderr.\n"
            "BLEU is sacreBLEU's default (13a tokenisation, case-sensitive, exp smoothing; --lowercase: its -lc),\n"
-           "ROUGE rouge-score's (its tokenizer; --rouge-stem: Porter stemming as its use_stemmer); both\n"
+           "ROUGE rouge-score's (its tokenizer; --rouge-stem: Porter stemming, close to its use_stemmer); both\n"
            "signatures are printed (core/model/tasks/SEQ2SEQ_NOTES.md, \"Metrics\").\n"
            "--hyp-out / --ref-out write the hypotheses / references, one per line in the order of the\n"
            "samples (UTF-8, detokenised; a line break inside a text is written as a space), for outside\n"

@@ -396,8 +396,8 @@ std::vector<std::string> rouge_tokens(const std::string& text, bool stem) {
     }
   }
   flush();
-  // rouge-score keeps only tokens matching ^[a-z0-9]+$ after stemming; Snowball's porter maps such a
-  // word to a non-empty [a-z0-9] word, so the filter removes nothing here (checked, not assumed).
+  // rouge-score keeps only tokens matching ^[a-z0-9]+$ after stemming. A Porter stemmer only removes
+  // or rewrites suffixes of an [a-z0-9] word, so this should remove nothing; kept as a guard.
   toks.erase(std::remove_if(toks.begin(), toks.end(),
                             [](const std::string& t) {
                               return t.empty() || !std::all_of(t.begin(), t.end(), [](char c) {
