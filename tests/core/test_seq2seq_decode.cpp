@@ -182,6 +182,9 @@ TEST(Seq2seqDecode, cli_hyp_ref_out_and_signatures) {
   EXPECT_TRUE(cstest::contains(out, "BLEU  nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:cellscope-port-2.6.0\n"))
       << out;
   EXPECT_TRUE(cstest::contains(out, "ROUGE tok:rouge-score|stem:no|"));
+  ASSERT_EQ(cstest::run_cli({"decode", run, "--max", "2", "--beam", "1", "--csv"}, &out, &err), 0) << err;
+  EXPECT_TRUE(cstest::contains(out, "\nbleu_signature,nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|"));
+  EXPECT_TRUE(cstest::contains(out, "\nrouge_signature,tok:rouge-score|stem:no|"));
   // Bad output paths: one clear message, exit 2, before any decoding, nothing written.
   EXPECT_EQ(cstest::run_cli({"decode", run, "--hyp-out", dir + "/missing/hyp.txt"}, &out, &err), 2);
   EXPECT_TRUE(cstest::contains(err, "--hyp-out '" + dir + "/missing/hyp.txt': the directory '" + dir +
