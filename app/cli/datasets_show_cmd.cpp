@@ -1,8 +1,7 @@
 // `cellscope-cli datasets show NAME|PATH`: what a seq2seq dataset holds (counts per split, a few
 // pairs) and the "lead" baseline's BLEU / ROUGE on valid and test (data/seq2seq_data.h,
-// data/text_metrics.h). The lead length is default_lead_words (the training split's mean target length in metric
-// tokens) unless
-// --lead-words says otherwise.
+// data/text_metrics.h). The lead length is default_lead_words (the training split's mean target length in
+// whitespace words) unless --lead-words says otherwise.
 #include <chrono>
 #include <iomanip>
 #include <iostream>
@@ -21,7 +20,7 @@ namespace {
 double mean_words(const std::vector<cs::TextPair>& v, bool source) {
   if (v.empty()) return 0;
   double n = 0;
-  for (const auto& p : v) n += static_cast<double>(cs::metric_tokens(source ? p.source : p.target).size());
+  for (const auto& p : v) n += static_cast<double>(cs::whitespace_words(source ? p.source : p.target).size());
   return n / static_cast<double>(v.size());
 }
 
@@ -89,6 +88,8 @@ int cmd_datasets_show(const std::vector<std::string>& a) {
       const auto r = cs::corpus_rouge(hyp, ref);
       row["lead"] = {{"bleu", b.bleu}, {"brevity_penalty", b.brevity_penalty}, {"rouge1", r.rouge1},
                      {"rouge2", r.rouge2}, {"rougeL", r.rougeL}};
+      out["bleu_signature"] = b.signature;
+      out["rouge_signature"] = r.signature;
     }
     out["splits"][name] = row;
   }
@@ -141,6 +142,9 @@ int cmd_datasets_show(const std::vector<std::string>& a) {
   }
   std::cout << "(lead baseline = the first " << lead << " words of the source; BLEU corpus-level, ROUGE F1 mean over "
             << "pairs, both 0..100)\n";
+  if (out.contains("bleu_signature"))
+    std::cout << "BLEU  " << out["bleu_signature"].get<std::string>() << "\nROUGE "
+              << out["rouge_signature"].get<std::string>() << "\n";
   if (out.contains("subword"))
     std::cout << "subword vocabulary (SentencePiece " << out["subword"]["model_type"].get<std::string>() << ", "
               << out["subword"]["vocab_size"].get<int64_t>() << " pieces, trained on the training split in "

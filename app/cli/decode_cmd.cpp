@@ -5,6 +5,8 @@
 #include <iostream>
 
 #include "cli.h"
+#include "data/seq2seq_data.h"
+#include "data/text_metrics.h"
 #include "tasks/seq2seq_decode.h"
 #include "util/csv.h"
 #include "util/error.h"
@@ -28,6 +30,16 @@ double number_arg(const Args& a, const std::string& k, double def) {
   }
 }
 
+// Fails before decoding (minutes) when an output file cannot be written where asked.
+void check_output_path(const std::string& opt, const std::string& path) {
+  if (path.empty()) throw UsageError("--" + opt + " expects a file name");
+  if (cs::dir_exists(path)) throw cs::UserError("--" + opt + " '" + path + "' is a directory");
+  const size_t slash = path.find_last_of('/');
+  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  if (!cs::dir_exists(dir))
+    throw cs::UserError("--" + opt + " '" + path + "': the directory '" + dir + "' does not exist");
+}
+
 }  // namespace
 
 int cmd_decode(const std::vector<std::string>& a) {
@@ -35,14 +47,22 @@ int cmd_decode(const std::vector<std::string>& a) {
     std::cout
         << "usage: cellscope-cli decode RUN [--split valid|test|train] [--checkpoint best|last|step_N]\n"
            "                            [--beam K] [--alpha A] [--max N] [--max-length L] [--threads T] [--json | --csv]\n"
+           "                            [--lowercase] [--rouge-stem] [--hyp-out FILE] [--ref-out FILE]\n"
            "Decodes the first N pairs of a split (--max, default 20; 0 = all) of a seq2seq run with beam search\n"
            "of width K (default: the run's task.beam; 1 = greedy), hypotheses ranked by log P / ((5+|Y|)/6)^A\n"
            "(default A: the run's task.length_penalty), at most L tokens (default: the run's). Prints each\n"
            "source, reference and hypothesis, then corpus BLEU, ROUGE-1/2/L F1 and the lead baseline's\n"
-           "(the first words of the source) on the same pairs. Progress on stderr.\n";
+           "(the first words of the source) on the same pairs. Progress on stderr.\n"
+           "BLEU is sacreBLEU's default (13a tokenisation, case-sensitive, exp smoothing; --lowercase: its -lc),\n"
+           "ROUGE rouge-score's (its tokenizer; --rouge-stem: Porter stemming, close to its use_stemmer); both\n"
+           "signatures are printed (core/model/tasks/SEQ2SEQ_NOTES.md, \"Metrics\").\n"
+           "--hyp-out / --ref-out write the hypotheses / references, one per line in the order of the\n"
+           "samples (UTF-8, detokenised; a line break inside a text is written as a space), for outside\n"
+           "scorers: sacrebleu REF_FILE < HYP_FILE.\n";
     return 0;
   }
-  auto args = parse(a, {"json", "csv"}, {"split", "checkpoint", "beam", "alpha", "max", "max-length", "threads"});
+  auto args = parse(a, {"json", "csv", "lowercase", "rouge-stem"},
+                    {"split", "checkpoint", "beam", "alpha", "max", "max-length", "threads", "hyp-out", "ref-out"});
   if (args.positional.size() != 1) throw UsageError("expected one RUN directory");
   if (args.has("json") && args.has("csv")) throw UsageError("--json and --csv exclude each other");
   const std::string run = args.positional[0];
@@ -59,6 +79,14 @@ int cmd_decode(const std::vector<std::string>& a) {
   if (o.length_penalty < 0) throw UsageError("--alpha must be >= 0");
   o.max_examples = args.get_int("max", 20, 0, 1LL << 40);
   o.max_length = args.get_int("max-length", 0, 0, 100000);
+  for (const char* k : {"hyp-out", "ref-out"})
+    if (args.has(k)) check_output_path(k, args.get(k));
+  if (args.has("hyp-out") && args.has("ref-out") && args.get("hyp-out") == args.get("ref-out"))
+    throw UsageError("--hyp-out and --ref-out name the same file");
+  cs::BleuOptions bo;
+  bo.lowercase = args.has("lowercase");
+  cs::RougeOptions ro;
+  ro.stem = args.has("rouge-stem");
   int64_t last_pct = -1;
   auto progress = [&](int64_t done, int64_t total) {
     const int64_t pct = total > 0 ? done * 100 / total : 100;
@@ -69,7 +97,35 @@ int cmd_decode(const std::vector<std::string>& a) {
     if (done == total) std::cerr << "\n";
     return true;
   };
-  const cs::DecodeReport r = cs::decode_run(run, o, progress);
+  cs::DecodeReport r = cs::decode_run(run, o, progress);
+  if (bo.lowercase || ro.stem) {
+    // decode_run scores with the default options: the model's and the lead baseline's metrics again,
+    // on the same pairs, with these.
+    std::vector<std::string> hyps, leads, refs;
+    const int64_t lead_words = static_cast<int64_t>(r.metrics.at("lead_words"));
+    for (const auto& s : r.samples) {
+      hyps.push_back(s.hypothesis);
+      leads.push_back(cs::lead_baseline(s.source, lead_words));
+      refs.push_back(s.reference);
+    }
+    for (const bool lead : {false, true}) {
+      const std::string pre = lead ? "lead_" : "";
+      const auto b = cs::corpus_bleu(lead ? leads : hyps, refs, bo);
+      const auto g = cs::corpus_rouge(lead ? leads : hyps, refs, ro);
+      r.metrics[pre + "bleu"] = b.bleu;
+      r.metrics[pre + "rouge1"] = g.rouge1;
+      r.metrics[pre + "rouge2"] = g.rouge2;
+      r.metrics[pre + "rougeL"] = g.rougeL;
+    }
+  }
+  const std::string bleu_sig = cs::bleu_signature(bo, 1), rouge_sig = cs::rouge_signature(ro);
+  for (const bool hyp : {true, false}) {
+    const char* k = hyp ? "hyp-out" : "ref-out";
+    if (!args.has(k)) continue;
+    std::string text;
+    for (const auto& s : r.samples) text += cs::scorer_line(hyp ? s.hypothesis : s.reference) + "\n";
+    cs::atomic_write(args.get(k), text);
+  }
   if (args.has("json")) {
     cs::json j;
     j["run"] = run;
@@ -79,6 +135,8 @@ int cmd_decode(const std::vector<std::string>& a) {
     j["beam"] = o.beam;
     j["alpha"] = o.length_penalty;
     j["metrics"] = r.metrics;
+    j["bleu_signature"] = bleu_sig;
+    j["rouge_signature"] = rouge_sig;
     j["samples"] = cs::json::array();
     for (auto& s : r.samples)
       j["samples"].push_back(
@@ -93,6 +151,8 @@ int cmd_decode(const std::vector<std::string>& a) {
                 << "," << s.score << "\n";
     std::cout << "\nmetric,value\n";
     for (auto& [k, v] : r.metrics) std::cout << k << "," << v << "\n";
+    std::cout << "bleu_signature," << cs::csv_field(bleu_sig) << "\nrouge_signature," << cs::csv_field(rouge_sig)
+              << "\n";
     return 0;
   }
   std::cout << "run " << run << ", checkpoint " << o.checkpoint << " (step " << r.step << "), " << o.split << ", beam "
@@ -111,6 +171,7 @@ int cmd_decode(const std::vector<std::string>& a) {
               << (it == r.metrics.end() ? 0.0 : it->second) << "   lead " << std::setw(8)
               << (lt == r.metrics.end() ? 0.0 : lt->second) << "\n";
   }
+  std::cout << "BLEU  " << bleu_sig << "\nROUGE " << rouge_sig << "\n";
   return 0;
 }
 

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "data/seq2seq_data.h"
+#include "data/text_metrics.h"
 #include "harness.h"
 #include "util/error.h"
 
@@ -217,10 +218,14 @@ TEST(Seq2seqData, cliShowsPairsAndLeadBaseline) {
   ASSERT_EQ(j["splits"]["train"]["pairs"], 2);
   ASSERT_EQ(j["examples"].size(), 1u);
   ASSERT_EQ(j["examples"][0]["lead"], "valid eins");
-  // lead "valid eins" / "valid drei" vs "valid one two" / "valid three four": BLEU 0 (no bigram),
+  // lead "valid eins" / "valid drei" vs "valid one two" / "valid three four": BLEU 0 (since issue #36
+  // sacreBLEU's: 2 of 4 unigrams and 0 of 2 bigrams match, 'exp' smoothing would lift the bigram
+  // precision, but no hypothesis has a trigram, so the trigram precision is 0 and so is BLEU),
   // ROUGE-1 per pair: 1 match, P = 1/2, R = 1/3 -> F = 2/5 -> 40.
   ASSERT_NEAR(j["splits"]["valid"]["lead"]["rouge1"].get<double>(), 40.0, 1e-9);
   ASSERT_EQ(j["splits"]["valid"]["lead"]["bleu"].get<double>(), 0.0);
+  ASSERT_EQ(j["bleu_signature"], cs::bleu_signature({}));  // how the lead was scored (issue #36)
+  ASSERT_EQ(j["rouge_signature"], cs::rouge_signature({}));
   // A bad file: exit 2 and one message naming the file and line.
   cstest::write_text(d + "/valid.de", "eins\n\n");
   ASSERT_EQ(cstest::run_cli({"datasets", "show", d}, &out, &err), 2);

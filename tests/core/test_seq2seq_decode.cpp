@@ -1,7 +1,8 @@
 // The seq2seq pipeline end to end: `cellscope-cli train` on a parallel-text fixture (format
 // "parallel"), then decode_run (tasks/seq2seq_decode.h): samples, metrics and the lead baseline,
 // beam 1 == the greedy decodes, cancellation through the progress callback, a non-seq2seq run
-// refused, and `cellscope-cli decode` in text / JSON / CSV.
+// refused, and `cellscope-cli decode` in text / JSON / CSV, its metric signatures and the plain-text
+// --hyp-out / --ref-out files for outside scorers (issue #36).
 
 #include <gtest/gtest.h>
 
@@ -9,6 +10,8 @@
 #include <random>
 
 #include "analysis/kinds.h"
+#include "data/seq2seq_data.h"
+#include "data/text_metrics.h"
 #include "harness.h"
 #include "tasks/seq2seq_decode.h"
 #include "util/error.h"
@@ -132,6 +135,65 @@ TEST(Seq2seqDecode, cli_decode_and_channel_attention_of_encoder_and_decoder) {
   EXPECT_EQ(dec.tokens[0], "<s>");
   rq.text = "";
   EXPECT_NO_THROW(run_analysis(rq));
+}
+
+TEST(Seq2seqDecode, cli_hyp_ref_out_and_signatures) {
+  const std::string run = trained_run();
+  const std::string dir = cstest::temp_dir() + "/decode_out";
+  std::filesystem::create_directories(dir);
+  const std::string hyp = dir + "/hyp.txt", ref = dir + "/ref.txt";
+  std::string out, err;
+  ASSERT_EQ(cstest::run_cli({"decode", run, "--max", "6", "--beam", "1", "--json", "--hyp-out", hyp, "--ref-out", ref},
+                            &out, &err),
+            0)
+      << err;
+  const auto j = cstest::json_object(out);
+  ASSERT_EQ(j["samples"].size(), 6u);
+  EXPECT_EQ(j["bleu_signature"], "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:cellscope-port-2.6.0");
+  EXPECT_EQ(j["rouge_signature"], cs::rouge_signature({}));
+  // One line per sample, in order: line i of each file is sample i's hypothesis / reference.
+  const auto h = cstest::split(cstest::read_text(hyp), '\n'), r = cstest::split(cstest::read_text(ref), '\n');
+  ASSERT_EQ(h.size(), 7u);  // 6 lines and the empty rest after the last newline
+  ASSERT_EQ(r.size(), 7u);
+  std::vector<std::string> hyps, refs;
+  for (size_t i = 0; i < 6; ++i) {
+    EXPECT_EQ(h[i], j["samples"][i]["hypothesis"].get<std::string>()) << i;
+    EXPECT_EQ(r[i], j["samples"][i]["reference"].get<std::string>()) << i;
+    hyps.push_back(h[i]);
+    refs.push_back(r[i]);
+  }
+  // An outside scorer reading the two files gets the figures decode printed.
+  EXPECT_NEAR(cs::corpus_bleu(hyps, refs).bleu, j["metrics"]["bleu"].get<double>(), 1e-9);
+  EXPECT_NEAR(cs::corpus_rouge(hyps, refs).rougeL, j["metrics"]["rougeL"].get<double>(), 1e-9);
+  // --lowercase / --rouge-stem: the signatures say so, the lead baseline is rescored with them too.
+  ASSERT_EQ(cstest::run_cli({"decode", run, "--max", "6", "--beam", "1", "--json", "--lowercase", "--rouge-stem"},
+                            &out, &err),
+            0)
+      << err;
+  const auto k = cstest::json_object(out);
+  EXPECT_TRUE(cstest::contains(k["bleu_signature"].get<std::string>(), "|case:lc|"));
+  EXPECT_TRUE(cstest::contains(k["rouge_signature"].get<std::string>(), "|stem:porter|"));
+  std::vector<std::string> leads;
+  const auto lead_words = static_cast<int64_t>(k["metrics"]["lead_words"].get<double>());
+  for (size_t i = 0; i < 6; ++i) leads.push_back(cs::lead_baseline(k["samples"][i]["source"].get<std::string>(), lead_words));
+  EXPECT_NEAR(cs::corpus_rouge(leads, refs, {true}).rouge1, k["metrics"]["lead_rouge1"].get<double>(), 1e-9);
+  // The text output ends with both signatures.
+  ASSERT_EQ(cstest::run_cli({"decode", run, "--max", "2", "--beam", "1"}, &out, &err), 0) << err;
+  EXPECT_TRUE(cstest::contains(out, "BLEU  nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:cellscope-port-2.6.0\n"))
+      << out;
+  EXPECT_TRUE(cstest::contains(out, "ROUGE tok:rouge-score|stem:no|"));
+  ASSERT_EQ(cstest::run_cli({"decode", run, "--max", "2", "--beam", "1", "--csv"}, &out, &err), 0) << err;
+  EXPECT_TRUE(cstest::contains(out, "\nbleu_signature,nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|"));
+  EXPECT_TRUE(cstest::contains(out, "\nrouge_signature,tok:rouge-score|stem:no|"));
+  // Bad output paths: one clear message, exit 2, before any decoding, nothing written.
+  EXPECT_EQ(cstest::run_cli({"decode", run, "--hyp-out", dir + "/missing/hyp.txt"}, &out, &err), 2);
+  EXPECT_TRUE(cstest::contains(err, "--hyp-out '" + dir + "/missing/hyp.txt': the directory '" + dir +
+                                        "/missing' does not exist"))
+      << err;
+  EXPECT_FALSE(cstest::contains(err, "decoding"));
+  EXPECT_EQ(cstest::run_cli({"decode", run, "--ref-out", dir}, &out, &err), 2);
+  EXPECT_TRUE(cstest::contains(err, "is a directory")) << err;
+  EXPECT_EQ(cstest::run_cli({"decode", run, "--hyp-out", hyp, "--ref-out", hyp}, &out, &err), 2);
 }
 
 }  // namespace test_seq2seq_decode

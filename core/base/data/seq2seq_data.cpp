@@ -353,7 +353,7 @@ Seq2SeqSplits load_seq2seq_dataset(const json& ds) {
 int64_t default_lead_words(const std::vector<TextPair>& pairs) {
   if (pairs.empty()) return 1;
   double n = 0;
-  for (const auto& p : pairs) n += static_cast<double>(metric_tokens(p.target).size());
+  for (const auto& p : pairs) n += static_cast<double>(whitespace_words(p.target).size());
   return std::max<int64_t>(1, std::llround(n / static_cast<double>(pairs.size())));
 }
 

@@ -49,8 +49,8 @@ Seq2SeqSplits load_parallel_dir(const std::string& dir, const std::string& sourc
                                 const std::string& target_lang, bool lowercase = false);
 Seq2SeqSplits load_gigaword_dir(const std::string& dir, bool lowercase = false);
 
-// The lead baseline's default length: the mean number of metric tokens (data/text_metrics.h) of
-// the targets, rounded, at least 1 (1 for no pairs). One rule for `datasets show`, the seq2seq
+// The lead baseline's default length: the mean number of whitespace words (whitespace_words,
+// data/text_metrics.h) of the targets, rounded, at least 1 (1 for no pairs). One rule for `datasets show`, the seq2seq
 // task's logged lead_* metrics and `decode`, so every lead figure is the same baseline.
 int64_t default_lead_words(const std::vector<TextPair>& pairs);
 
