@@ -37,7 +37,8 @@ PACKAGES=(qt6-base-dev qt6-base-dev-tools libqt6svg6-dev libtorch-dev libopenbla
   wordnet-base  # WordNet's noun/verb lists: the word classes of the CBT-style cloze set
   libsentencepiece-dev  # subword vocabularies of the sequence-to-sequence task
   libpugixml-dev  # the XML parser of the SemEval-2014 loader (core/base/data/text_datasets.cpp)
-  python3-nltk)  # an independent BLEU for the metric tests
+  python3-nltk  # an independent BLEU for the metric tests
+  python3-protobuf protobuf-compiler libprotobuf-dev)  # test tensorboard: an independent reader of the event files (protoc + struct.proto)
 
 ms() { echo $(($(date +%s%N) / 1000000)); }
 t_step=""

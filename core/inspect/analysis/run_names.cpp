@@ -74,7 +74,8 @@ bool never_named(const std::string& key) {
   static const std::set<std::string> skip = {
       "notes", "name", "description", "training.eval_every", "training.log_every", "training.threads",
       "training.checkpoint_every", "training.keep_checkpoints", "training.device", "training.eval_batch",
-      "training.eval_test", "training.track_test", "model.cell", "model.depth", "model.base", "model.block"};
+      "training.eval_test", "training.track_test", "training.tensorboard", "model.cell", "model.depth", "model.base",
+      "model.block"};
   return skip.count(key) != 0;
 }
 
