@@ -148,7 +148,9 @@ void expect_scalars_match(const std::vector<json>& events, const std::vector<jso
     const json& e = scal[i];
     const json& l = lines[i];
     ASSERT_EQ(e.at("step").get<int64_t>(), l.at("step").get<int64_t>()) << i;
-    ASSERT_EQ(e.at("wall_time").get<double>(), wall(l)) << l.dump();
+    char msg[96];
+    std::snprintf(msg, sizeof msg, "wall time %.6f, expected %.6f", e.at("wall_time").get<double>(), wall(l));
+    ASSERT_EQ(e.at("wall_time").get<double>(), wall(l)) << msg << " for " << l.dump();
     std::map<std::string, double> got;
     for (auto& tv : e.at("scalars")) {
       ASSERT_EQ(got.count(tv[0].get<std::string>()), 0u) << "tag twice in one event";

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cctype>
 #include <cerrno>
 #include <climits>
@@ -459,7 +460,7 @@ bool EventFile::open(const std::string& dir, double wall_time) {
   // run's records must come after the earlier ones.
   int64_t secs = static_cast<int64_t>(std::floor(wall_time));
   for (auto& n : events_files(dir)) secs = std::max(secs, name_secs(n) + 1);
-  static int counter = 0;
+  static std::atomic<int> counter{0};  // several trainers may run in one process (the workbench)
   for (int tries = 0; tries < 1000; ++tries) {
     const std::string p = join_path(dir, events_file_name(secs, host_name(), static_cast<long>(::getpid()), counter++));
     fd_ = ::open(p.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
@@ -507,6 +508,11 @@ void RunTensorBoard::start(const std::string& run_dir, const json& cfg, int64_t 
   // How many records of each (step, split) the events files hold, after trimming them to `step`.
   std::map<std::pair<int64_t, std::string>, int64_t> have;
   try {
+    // A process killed while rewriting a file below left its temporary copy (the run directory is
+    // locked by this process, so no other one is writing them).
+    if (dir_exists(dir))
+      for (auto& name : list_dir(dir))
+        if (name.find(".tmp.") != std::string::npos) ::unlink(join_path(dir, name).c_str());
     for (auto& name : events_files(dir)) {
       const std::string p = join_path(dir, name);
       const std::string bytes = read_file(p);
