@@ -43,7 +43,8 @@ json small_config(const std::string& corpus, int steps, bool tensorboard = true)
 }
 
 // A new run in `dir`, trained until `stop_at` (a stop, with its checkpoint) or the end.
-void train_new(const json& cfg, const std::string& dir, int stop_at = -1) {
+void train_new(const json& cfg, const std::string& dir, int stop_at = -1,
+               const std::function<void(const cs::MetricsRecord&)>& on_metrics = {}) {
   cs::seed_everything(cfg["training"]["seed"].get<uint64_t>());
   auto store = std::make_shared<cs::RunStore>(dir);
   auto task = cs::make_task(cfg, "");
@@ -56,6 +57,7 @@ void train_new(const json& cfg, const std::string& dir, int stop_at = -1) {
   cb.on_progress = [&](const cs::Progress& p) {
     if (p.step == stop_at) control.stop = true;
   };
+  cb.on_metrics = on_metrics;
   t.run(&control, cb);
 }
 
@@ -280,7 +282,22 @@ TEST(Tensorboard, liveRunReadBackMatchesMetrics) {
   const auto corpus = cstest::write_text_fixture("tb_live.txt", 12000);
   const json cfg = small_config(corpus, 20);
   const std::string dir = cstest::temp_dir() + "/tb_live";
-  train_new(cfg, dir);
+  // Live: when the trainer hands out a point, its event is already in the file (one write per
+  // record, no buffer), after the three header records and every earlier point.
+  size_t points = 0;
+  std::string live_problem;
+  train_new(cfg, dir, -1, [&](const cs::MetricsRecord& r) {
+    ++points;
+    const auto f = events_files(dir + "/tensorboard");
+    const auto rec = f.size() == 1 ? tb::read_records(cstest::read_text(f[0])) : tb::Records{};
+    const auto h = rec.payloads.empty() ? tb::EventHead{} : tb::decode_head(rec.payloads.back());
+    if (live_problem.empty() && (rec.payloads.size() != 3 + points || rec.torn || !h.ok || h.step != r.step ||
+                                 h.wall_time != r.wall_time))
+      live_problem = "point " + std::to_string(points) + " (step " + std::to_string(r.step) + "): " +
+                     std::to_string(rec.payloads.size()) + " records in the events file";
+  });
+  ASSERT_EQ(live_problem, "");
+  ASSERT_GE(points, 6u);
   const auto files = events_files(dir + "/tensorboard");
   ASSERT_EQ(files.size(), 1u);
   const auto lines = metrics_lines(dir);
