@@ -37,9 +37,16 @@ json small_config(const std::string& corpus, int steps, bool tensorboard = true)
   return cs::load_and_resolve({{"task", "char_lm"},
                                {"dataset", {{"path", corpus}}},
                                {"model", {{"cell", "gru"}, {"embed", 8}, {"hidden", 16}}},
-                               {"training", {{"batch", 4}, {"bptt", 16}, {"steps", steps}, {"eval_every", 10},
-                                             {"log_every", 5}, {"checkpoint_every", 10}, {"seed", 5},
-                                             {"threads", 1}, {"tensorboard", tensorboard}}}});
+                               {"training",
+                                {{"batch", 4},
+                                 {"bptt", 16},
+                                 {"steps", steps},
+                                 {"eval_every", 10},
+                                 {"log_every", 5},
+                                 {"checkpoint_every", 10},
+                                 {"seed", 5},
+                                 {"threads", 1},
+                                 {"tensorboard", tensorboard}}}});
 }
 
 // A new run in `dir`, trained until `stop_at` (a stop, with its checkpoint) or the end.
@@ -82,7 +89,8 @@ std::vector<std::string> events_files(const std::string& dir) {
 std::string reader_missing() {
   if (std::system("/usr/bin/python3 -c 'import google.protobuf' >/dev/null 2>&1") != 0)
     return "/usr/bin/python3 lacks google.protobuf (Debian package python3-protobuf)";
-  if (std::system("protoc --version >/dev/null 2>&1") != 0) return "protoc is missing (Debian package protobuf-compiler)";
+  if (std::system("protoc --version >/dev/null 2>&1") != 0)
+    return "protoc is missing (Debian package protobuf-compiler)";
   return "";
 }
 
@@ -133,7 +141,8 @@ std::map<std::string, double> expected_scalars(const json& line) {
   }
   if (!eval) {
     out["train/epoch"] = static_cast<float>(line.at("epoch").get<double>());
-    if (line.contains("train_flops")) out["train/train_flops"] = static_cast<float>(line.at("train_flops").get<double>());
+    if (line.contains("train_flops"))
+      out["train/train_flops"] = static_cast<float>(line.at("train_flops").get<double>());
   }
   return out;
 }
@@ -162,15 +171,15 @@ void expect_scalars_match(const std::vector<json>& events, const std::vector<jso
     ASSERT_EQ(got.size(), want.size()) << l.dump();
     for (auto& [tag, v] : want) {
       ASSERT_EQ(got.count(tag), 1u) << tag << " missing at step " << l["step"];
-      if (std::isnan(v)) ASSERT_TRUE(std::isnan(got[tag])) << tag;
-      else ASSERT_EQ(got[tag], v) << tag << " at step " << l["step"];
+      if (std::isnan(v))
+        ASSERT_TRUE(std::isnan(got[tag])) << tag;
+      else
+        ASSERT_EQ(got[tag], v) << tag << " at step " << l["step"];
     }
   }
 }
 
-std::vector<json> metrics_lines(const std::string& run_dir) {
-  return cs::read_json_lines(run_dir + "/metrics.jsonl");
-}
+std::vector<json> metrics_lines(const std::string& run_dir) { return cs::read_json_lines(run_dir + "/metrics.jsonl"); }
 
 void expect_header_events(const std::vector<json>& events, const json& cfg) {
   ASSERT_GE(events.size(), 3u);
@@ -188,8 +197,10 @@ void expect_header_events(const std::vector<json>& events, const json& cfg) {
   size_t leaves = 0;
   std::function<void(const json&)> count = [&](const json& j) {
     for (auto& [k, x] : j.items()) {
-      if (x.is_object() && !x.empty()) count(x);
-      else if (!x.is_null()) ++leaves;
+      if (x.is_object() && !x.empty())
+        count(x);
+      else if (!x.is_null())
+        ++leaves;
     }
   };
   count(cfg);
@@ -291,10 +302,10 @@ TEST(Tensorboard, liveRunReadBackMatchesMetrics) {
     const auto f = events_files(dir + "/tensorboard");
     const auto rec = f.size() == 1 ? tb::read_records(cstest::read_text(f[0])) : tb::Records{};
     const auto h = rec.payloads.empty() ? tb::EventHead{} : tb::decode_head(rec.payloads.back());
-    if (live_problem.empty() && (rec.payloads.size() != 3 + points || rec.torn || !h.ok || h.step != r.step ||
-                                 h.wall_time != r.wall_time))
-      live_problem = "point " + std::to_string(points) + " (step " + std::to_string(r.step) + "): " +
-                     std::to_string(rec.payloads.size()) + " records in the events file";
+    if (live_problem.empty() &&
+        (rec.payloads.size() != 3 + points || rec.torn || !h.ok || h.step != r.step || h.wall_time != r.wall_time))
+      live_problem = "point " + std::to_string(points) + " (step " + std::to_string(r.step) +
+                     "): " + std::to_string(rec.payloads.size()) + " records in the events file";
   });
   ASSERT_EQ(live_problem, "");
   ASSERT_GE(points, 6u);

@@ -105,19 +105,21 @@ Records read_records(const std::string& bytes) {
 namespace {
 // Field numbers: tensorboard/compat/proto/{event,summary,tensor,tensor_shape,types}.proto and
 // tensorboard/plugins/hparams/plugin_data.proto, google/protobuf/struct.proto.
+// clang-format off
 enum : int {
-  kEventWallTime = 1, kEventStep = 2, kEventFileVersion = 3, kEventSummary = 5,
-  kSummaryValue = 1,
-  kValueTag = 1, kValueSimple = 2, kValueTensor = 8, kValueMetadata = 9,
-  kMetaPluginData = 1, kMetaDisplayName = 2, kMetaDataClass = 4,
-  kPluginName = 1, kPluginContent = 2,
-  kTensorDtype = 1, kTensorShape = 2, kTensorStringVal = 8,
-  kShapeDim = 2, kDimSize = 1,
-  kHpVersion = 1, kHpSessionStart = 3,
-  kStartHparams = 1, kStartTimeSecs = 5,
-  kMapKey = 1, kMapValue = 2,
-  kPbNumber = 2, kPbString = 3, kPbBool = 4,
+  kEventWallTime = 1, kEventStep = 2, kEventFileVersion = 3, kEventSummary = 5,  // Event
+  kSummaryValue = 1,                                                              // Summary
+  kValueTag = 1, kValueSimple = 2, kValueTensor = 8, kValueMetadata = 9,          // Summary.Value
+  kMetaPluginData = 1, kMetaDisplayName = 2, kMetaDataClass = 4,                  // SummaryMetadata
+  kPluginName = 1, kPluginContent = 2,                                            // .PluginData
+  kTensorDtype = 1, kTensorShape = 2, kTensorStringVal = 8,                       // TensorProto
+  kShapeDim = 2, kDimSize = 1,                                                    // TensorShapeProto, .Dim
+  kHpVersion = 1, kHpSessionStart = 3,                                            // HParamsPluginData
+  kStartHparams = 1, kStartTimeSecs = 5,                                          // SessionStartInfo
+  kMapKey = 1, kMapValue = 2,                                                     // a map entry
+  kPbNumber = 2, kPbString = 3, kPbBool = 4,                                      // google.protobuf.Value
 };
+// clang-format on
 constexpr int kDtFloat = 1, kDtString = 7;
 constexpr int kDataClassTensor = 2;
 
@@ -128,7 +130,9 @@ void varint(std::string& s, uint64_t v) {
   }
   s.push_back(static_cast<char>(v));
 }
-void key(std::string& s, int field, int wire) { varint(s, static_cast<uint64_t>(field) << 3 | static_cast<uint64_t>(wire)); }
+void key(std::string& s, int field, int wire) {
+  varint(s, static_cast<uint64_t>(field) << 3 | static_cast<uint64_t>(wire));
+}
 void put_varint_field(std::string& s, int field, int64_t v) {
   key(s, field, 0);
   varint(s, static_cast<uint64_t>(v));  // negative int64: ten bytes, two's complement
@@ -177,8 +181,10 @@ std::string plugin_metadata(const std::string& plugin, const std::string& conten
 void flatten(const json& j, const std::string& prefix, std::map<std::string, json>& out) {
   for (auto& [k, v] : j.items()) {
     const std::string name = prefix.empty() ? k : prefix + "." + k;
-    if (v.is_object() && !v.empty()) flatten(v, name, out);
-    else out[name] = v;
+    if (v.is_object() && !v.empty())
+      flatten(v, name, out);
+    else
+      out[name] = v;
   }
 }
 
@@ -200,11 +206,14 @@ struct Reader {
   }
   // Skips a field of wire type `w`; returns the bytes of a length-delimited one.
   std::string field(int w) {
-    if (w == 0) varint();
+    if (w == 0)
+      varint();
     else if (w == 1 || w == 5) {
       const size_t n = w == 1 ? 8 : 4;
-      if (static_cast<size_t>(end - p) < n) bad = true;
-      else p += n;
+      if (static_cast<size_t>(end - p) < n)
+        bad = true;
+      else
+        p += n;
     } else if (w == 2) {
       const uint64_t n = varint();
       if (bad || n > static_cast<uint64_t>(end - p)) {
@@ -273,10 +282,14 @@ std::string hparams_event(double wall_time, const json& cfg) {
   for (auto& [name, v] : leaves) {
     std::string value;
     if (v.is_null()) continue;
-    if (v.is_boolean()) put_varint_field(value, kPbBool, v.get<bool>() ? 1 : 0);
-    else if (v.is_number()) put_double(value, kPbNumber, v.get<double>());
-    else if (v.is_string()) put_bytes(value, kPbString, v.get<std::string>());
-    else put_bytes(value, kPbString, v.dump());
+    if (v.is_boolean())
+      put_varint_field(value, kPbBool, v.get<bool>() ? 1 : 0);
+    else if (v.is_number())
+      put_double(value, kPbNumber, v.get<double>());
+    else if (v.is_string())
+      put_bytes(value, kPbString, v.get<std::string>());
+    else
+      put_bytes(value, kPbString, v.dump());
     std::string entry;
     put_bytes(entry, kMapKey, name);
     put_bytes(entry, kMapValue, value);
@@ -369,9 +382,7 @@ std::string events_file_name(int64_t secs, const std::string& host, long pid, in
   return "events.out.tfevents." + std::to_string(secs) + "." + h + "." + std::to_string(pid) + "." + std::to_string(n);
 }
 
-double unix_now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
+double unix_now() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
 
 double record_wall_time(const MetricsRecord& r, double anchor) {
   return r.has_wall_time() ? r.wall_time : anchor + r.elapsed;
@@ -589,8 +600,10 @@ std::string safe_run_name(const std::string& name) {
   std::string s;
   for (char c : name) {
     const bool ok = std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
-    if (ok) s += c;
-    else if (s.empty() || s.back() != '_') s += '_';
+    if (ok)
+      s += c;
+    else if (s.empty() || s.back() != '_')
+      s += '_';
   }
   while (!s.empty() && (s.back() == '_' || s.back() == '.')) s.pop_back();
   while (!s.empty() && s.front() == '.') s.erase(0, 1);
@@ -645,13 +658,14 @@ std::vector<std::string> export_tensorboard(const std::string& src, const std::s
       bool ok = f.open(tmp, start) && f.write_event(hparams_event(start, r.cfg)) &&
                 f.write_event(text_event(start, 0, "config", config_markdown(r.cfg)));
       for (size_t i = 0; ok && i < r.records.size(); ++i)
-        ok = f.write_event(scalars_event(record_wall_time(r.records[i], anchor), r.records[i].step,
-                                         record_scalars(r.records[i])));
+        ok = f.write_event(
+            scalars_event(record_wall_time(r.records[i], anchor), r.records[i].step, record_scalars(r.records[i])));
       if (!ok) bad = f.error();
     }
     if (bad.empty()) {
       fsync_dir(tmp);
-      if (::rename(tmp.c_str(), target.c_str()) != 0) bad = "cannot rename to '" + target + "': " + std::strerror(errno);
+      if (::rename(tmp.c_str(), target.c_str()) != 0)
+        bad = "cannot rename to '" + target + "': " + std::strerror(errno);
     }
     if (!bad.empty()) {
       cleanup();

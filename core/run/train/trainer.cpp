@@ -518,7 +518,8 @@ void Trainer::report_tensorboard(RunContext& rc) {
   if (!impl_->tb) return;
   const std::string e = impl_->tb->take_error();
   if (e.empty()) return;
-  const std::string msg = "tensorboard: " + e + "; no more TensorBoard events are written for this run (training goes on)";
+  const std::string msg =
+      "tensorboard: " + e + "; no more TensorBoard events are written for this run (training goes on)";
   std::fprintf(stderr, "warning: %s\n", msg.c_str());
   log(rc, msg);
 }
