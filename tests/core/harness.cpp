@@ -232,6 +232,7 @@ std::vector<nlohmann::json> comparable_metrics(const std::string& run_dir) {
     nlohmann::json j = json_object(l);
     j.erase("elapsed");
     j.erase("throughput");
+    j.erase("wall_time");
     v.push_back(j);
   }
   return v;

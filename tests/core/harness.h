@@ -61,7 +61,7 @@ inline nlohmann::json json_object(const std::string& text) {
   auto j = nlohmann::json::parse(text, nullptr, false);
   return j.is_object() ? j : nlohmann::json::object();
 }
-// The lines of a run's metrics.jsonl without the wall-clock fields ("elapsed", "throughput"):
+// The lines of a run's metrics.jsonl without the wall-clock fields ("elapsed", "throughput", "wall_time"):
 // what must be identical between two runs of the same training.
 std::vector<nlohmann::json> comparable_metrics(const std::string& run_dir);
 

@@ -51,6 +51,7 @@ std::vector<json> comparable(const std::vector<json>& lines) {
   for (auto j : lines) {
     j.erase("elapsed");
     j.erase("throughput");
+    j.erase("wall_time");
     out.push_back(j);
   }
   return out;

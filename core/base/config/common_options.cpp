@@ -91,6 +91,9 @@ const OptionTable<TrainingOptions>& training_option_table() {
             "Also evaluate the test split at every evaluation (not only the best checkpoint at the end), "
             "for test accuracy over training time as in the CRU paper's Fig. 4 (analysis metric_time). "
             "Never used for model selection.");
+    t.field("tensorboard", &T::tensorboard,
+            "Also write TensorBoard event files (RUN_DIR/tensorboard/) while training: every metric per step, "
+            "the configuration as hparams and text. Bookkeeping only: may change on resume.");
     return t;
   }();
   return t;

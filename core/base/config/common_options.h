@@ -54,6 +54,7 @@ struct TrainingOptions {
   std::string device = "cpu";
   bool eval_test = true;
   bool track_test = false;
+  bool tensorboard = true;  // RUN_DIR/tensorboard/ event files, written live (train/TENSORBOARD_NOTES.md)
 };
 
 // The tables. task.name and model.cell are Enum fields whose choices (the registries)

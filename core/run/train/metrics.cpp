@@ -12,6 +12,7 @@ namespace cs {
 json MetricsRecord::to_json() const {
   json j = {{"step", step}, {"epoch", epoch}, {"elapsed", elapsed}};
   if (has_train_flops()) j["train_flops"] = train_flops;
+  if (has_wall_time()) j["wall_time"] = wall_time;
   if (eval) {
     j["eval"] = true;
     j["split"] = split;
@@ -28,6 +29,8 @@ MetricsRecord MetricsRecord::from_json(const json& j) {
     else if (k == "elapsed") r.elapsed = v.get<double>();
     else if (k == "train_flops")
       r.train_flops = v.is_null() ? std::numeric_limits<double>::quiet_NaN() : v.get<double>();
+    else if (k == "wall_time")
+      r.wall_time = v.is_null() ? std::numeric_limits<double>::quiet_NaN() : v.get<double>();
     else if (k == "eval") r.eval = v.get<bool>();
     else if (k == "split") r.split = v.get<std::string>();
     else if (v.is_number()) r.values[k] = v.get<double>();

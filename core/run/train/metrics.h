@@ -20,6 +20,11 @@ struct MetricsRecord {
   bool eval = false;
   std::string split;  // for eval lines: "valid" or "test"
   double elapsed = 0;   // wall-clock seconds of training so far (pauses excluded, resumes summed)
+  // When the line was written: seconds since the Unix epoch (system clock), the wall time of
+  // the TensorBoard point (train/TENSORBOARD_NOTES.md). NaN when unknown (files written before
+  // the field existed); written as "wall_time" only when known.
+  double wall_time = std::numeric_limits<double>::quiet_NaN();
+  bool has_wall_time() const { return std::isfinite(wall_time); }
   // Cumulative training FLOPs up to this step (3 x the analytic forward FLOPs of every step,
   // train/TRAIN_NOTES.md "Training FLOPs"); NaN when unknown: files written before the field
   // existed, or a run resumed from a checkpoint without it. Written as "train_flops" only

@@ -1,11 +1,12 @@
 // Run directory layout (every file written atomically: temp file, then rename):
 //   config.json       resolved configuration
 //   vocab             the vocabulary (task-specific text format)
-//   metrics.jsonl     one JSON object per logged step; evaluation lines have "eval": true
+//   metrics.jsonl     one JSON object per logged step; evaluation lines have "eval": true (train/metrics.h)
 //   summary.json      parameter count, best valid metric + step, test metric, mean
 //                     throughput, status (running/finished/stopped/failed) and reason
 //   checkpoints/      last.pt, best.pt, step_<N>.pt (model, optimizer, task and trainer state, RNG)
 //   log.txt           human-readable log
+//   tensorboard/      TensorBoard event files, written live (training.tensorboard; train/TENSORBOARD_NOTES.md)
 //   label.txt         optional short name the user gave the run (legends, run table); one line, UTF-8
 //   lock              flock(2)ed by the process writing the run (train, resume, fork, a sweep's point);
 //                     holds that process's PID as text (docs/RELIABILITY.md)

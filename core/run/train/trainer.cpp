@@ -20,6 +20,7 @@
 #include "dist/dist.h"
 #include "train/checkpoint.h"
 #include "train/step_sync.h"
+#include "train/tb_events.h"
 #include "util/cpu_cache.h"
 #include "util/fsync.h"
 #include "util/error.h"
@@ -67,6 +68,8 @@ struct Trainer::Impl {
   TrainingOptions opts;
   int64_t vocab_hash = 0;  // FNV-1a of the task's vocabulary text, stored in every checkpoint
   int64_t last_pt_step = -1;  // step of this run directory's checkpoints/last.pt (-1: none known)
+  // RUN_DIR/tensorboard/ (training.tensorboard; train/TENSORBOARD_NOTES.md): never fails the run
+  std::unique_ptr<tb::RunTensorBoard> tb;
 };
 
 namespace {
@@ -450,9 +453,15 @@ void Trainer::log(RunContext& rc, const std::string& s) {
   if (rc.cb->on_log && sync_->root()) rc.cb->on_log(s);
 }
 
-void Trainer::emit(RunContext& rc, const MetricsRecord& r) {
+void Trainer::emit(RunContext& rc, const MetricsRecord& record) {
+  MetricsRecord r = record;
+  r.wall_time = tb::unix_now();  // the same instant in metrics.jsonl and the TensorBoard point
   history.push_back(r);
   if (writer()) store_->append_metrics(r.to_json());
+  if (impl_->tb) {
+    impl_->tb->add(r);
+    report_tensorboard(rc);
+  }
   if (rc.cb->on_metrics && sync_->root()) rc.cb->on_metrics(r);
 }
 
@@ -489,6 +498,30 @@ void Trainer::prepare(RunContext& rc) {
   log(rc, "training " + summary_.cell + " on " + task_->name() + " from step " + std::to_string(step_) + " to " +
               std::to_string(rc.total) + " (" + std::to_string(summary_.parameters) + " parameters)");
   sync_->begin(impl_->params, static_cast<uint64_t>(tr.seed), step_);
+  impl_->tb.reset();
+  if (writer() && tr.tensorboard) {
+    // Trims the events files to the step training goes on from (as resume() trimmed
+    // metrics.jsonl) and writes what they lack; an error is reported once and only stops it.
+    impl_->tb = std::make_unique<tb::RunTensorBoard>();
+    try {
+      std::string problem;
+      impl_->tb->start(store_->dir(), cfg_, step_, read_metrics(store_->path("metrics.jsonl"), &problem));
+    } catch (const std::exception& e) {
+      impl_->tb.reset();
+      log(rc, std::string("tensorboard: ") + e.what() + "; no TensorBoard events are written for this run");
+    }
+    report_tensorboard(rc);
+  }
+}
+
+void Trainer::report_tensorboard(RunContext& rc) {
+  if (!impl_->tb) return;
+  const std::string e = impl_->tb->take_error();
+  if (e.empty()) return;
+  const std::string msg =
+      "tensorboard: " + e + "; no more TensorBoard events are written for this run (training goes on)";
+  std::fprintf(stderr, "warning: %s\n", msg.c_str());
+  log(rc, msg);
 }
 
 bool Trainer::train_step(RunContext& rc) {

@@ -109,6 +109,7 @@ class Trainer {
   void write_summary(RunContext& rc);
   void log(RunContext& rc, const std::string& s);
   void emit(RunContext& rc, const MetricsRecord& r);
+  void report_tensorboard(RunContext& rc);  // the TensorBoard writer's first error, once
 
   std::unique_ptr<Impl> impl_;
   json cfg_;
