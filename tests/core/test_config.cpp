@@ -2,7 +2,9 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <set>
 
+#include "config/common_options.h"
 #include "config/schema.h"
 #include "harness.h"
 #include "util/error.h"
@@ -184,6 +186,23 @@ TEST(Config, deeplyNestedJsonIsRefusedNotACrash) {
   ASSERT_EQ(cstest::run_cli({"validate", cfg}, &out, &err), 2) << err;
   ASSERT_FALSE(cstest::contains(err, "nested deeper")) << err;
   ASSERT_TRUE(cstest::contains(err, "model.hidden")) << err;
+}
+
+
+// The bookkeeping list (config/common_options.h) names only options that exist: a renamed
+// option would otherwise silently start splitting seed groups again.
+TEST(Config, bookkeepingOptionsAreDeclared) {
+  std::set<std::string> declared = {"name", "description", "notes"};
+  for (const cs::OptionSpec& o : cs::all_options()) declared.insert(o.section + "." + o.key);
+  for (const cs::BookkeepingOption& b : cs::bookkeeping_options()) {
+    EXPECT_TRUE(declared.count(b.key)) << b.key << " is not an option";
+    EXPECT_TRUE(cs::is_bookkeeping_option(b.key));
+    EXPECT_GT(std::string(b.why).size(), 5u) << b.key;
+  }
+  // What changes the learning or the reported numbers is never bookkeeping.
+  for (const char* k : {"training.seed", "training.lr", "training.eval_every", "training.eval_batch", "model.hidden",
+                        "model.script", "dataset.path"})
+    EXPECT_FALSE(cs::is_bookkeeping_option(k)) << k;
 }
 
 }  // namespace test_config
