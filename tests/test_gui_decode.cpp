@@ -9,6 +9,7 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QLabel>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QHeaderView>
@@ -138,6 +139,12 @@ class GuiDecodeTest : public QObject {
     gui::MainWindow w(o);
     gui::DecodePanel* p = w.decodePanel();
     QVERIFY(p);
+    // The tab says what its scores are: sacreBLEU's signature and rouge-score's settings.
+    auto* sig = p->findChild<QLabel*>("metricSignatures");
+    QVERIFY(sig);
+    QVERIFY2(sig->text().contains("nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:cellscope-port-"),
+             qPrintable(sig->text()));
+    QVERIFY2(sig->text().contains("tok:rouge-score"), qPrintable(sig->text()));
     QVERIFY(w.showPanel(QString("decode")));
     QCOMPARE(w.currentPanel(), static_cast<QWidget*>(p));
     QVERIFY(p->runDirs().isEmpty());  // only seq2seq runs are offered

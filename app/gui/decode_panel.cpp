@@ -27,6 +27,7 @@
 #include <cmath>
 
 #include "core_bridge.h"
+#include "data/text_metrics.h"
 #include "run_table.h"
 #include "worker_thread.h"
 
@@ -210,8 +211,26 @@ DecodePanel::DecodePanel(RunTableModel* runs, QWidget* parent) : QWidget(parent)
   h->setSectionResizeMode(4, QHeaderView::ResizeToContents);
   m_samples->horizontalHeaderItem(4)->setToolTip(tr("The hypothesis' score under the model, as the beam ranks it"));
 
+  // What the scores are, as the outside tools print it: sacreBLEU's signature and rouge-score's
+  // settings (core/base/data/text_metrics.h), so a number here can be set beside a published one.
+  auto* metricsBox = new QWidget;
+  auto* mv = new QVBoxLayout(metricsBox);
+  mv->setContentsMargins(0, 0, 0, 0);
+  mv->addWidget(m_metrics, 1);
+  auto* signatures = new QLabel(
+      tr("BLEU: %1   ROUGE: %2")
+          .arg(QString::fromStdString(cs::bleu_signature(cs::BleuOptions{})),
+               QString::fromStdString(cs::rouge_signature(cs::RougeOptions{}))));
+  signatures->setObjectName(QStringLiteral("metricSignatures"));
+  signatures->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  signatures->setStyleSheet(QStringLiteral("color: palette(mid);"));
+  signatures->setToolTip(tr("BLEU is a port of sacreBLEU's default (13a tokenisation, mixed case, exp smoothing); "
+                            "ROUGE-1/2/L F1 follow rouge-score's tokenizer, averaged over the pairs "
+                            "(core/model/tasks/SEQ2SEQ_NOTES.md, Metrics). `cellscope-cli decode --hyp-out H "
+                            "--ref-out R` writes the texts for outside scorers."));
+  mv->addWidget(signatures);
   auto* split = new QSplitter(Qt::Vertical);
-  split->addWidget(m_metrics);
+  split->addWidget(metricsBox);
   split->addWidget(m_samples);
   split->setStretchFactor(0, 1);
   split->setStretchFactor(1, 4);
