@@ -50,6 +50,8 @@ int cmd_generate(const std::vector<std::string>&);  // generate_cmd.cpp: text ge
 int cmd_cloze(const std::vector<std::string>&);     // cloze_cmd.cpp: cloze scores | rerank
 int cmd_cloze_rerank(const std::vector<std::string>&);  // cloze_rerank_cmd.cpp: the re-ranking step
 int cmd_decode(const std::vector<std::string>&);    // decode_cmd.cpp: seq2seq decodes + BLEU/ROUGE
+int cmd_export(const std::vector<std::string>&);        // main.cpp: export KIND dispatch
+int cmd_export_torch(const std::vector<std::string>&);  // export_torch_cmd.cpp: a run for plain PyTorch
 
 // Data-parallel training and benchmark (dist_cmd.cpp, docs/DISTRIBUTED.md).
 // `train --nproc N` (N > 1): start N local workers of this executable and wait for them.

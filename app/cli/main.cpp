@@ -36,10 +36,16 @@ void print_usage() {
             << "  generate   sample text from a char-LM or word-LM run, with per-token probabilities\n"
             << "  cloze      cloze reading comprehension: scores (a run's candidate probabilities, JSONL), rerank\n"
             << "  decode     beam-search decodes of a seq2seq run's split, with BLEU / ROUGE vs the lead baseline\n"
+            << "  export     a trained run for plain PyTorch (state_dict, config, vocabulary, reference batch)\n"
             << "  --version  print the version\n";
 }
 
 }  // namespace
+
+namespace cli {
+// `export`: for now only the PyTorch export (export_torch_cmd.cpp); other export kinds dispatch here.
+int cmd_export(const std::vector<std::string>& a) { return cmd_export_torch(a); }
+}  // namespace cli
 
 int main(int argc, char** argv) {
   cs::install_cpu_cache();  // large CPU blocks reused rather than page-faulted in every step (util/cpu_cache.h)
@@ -64,6 +70,7 @@ int main(int argc, char** argv) {
       {"cloze", cli::cmd_cloze},
       {"label", cli::cmd_label},
       {"decode", cli::cmd_decode},
+      {"export", cli::cmd_export},
   };
   auto it = commands.find(cmd);
   if (it == commands.end()) {
