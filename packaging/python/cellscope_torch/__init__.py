@@ -1,0 +1,15 @@
+"""cellscope_torch: Cellscope's trained models in plain PyTorch.
+
+    import cellscope_torch
+    model, info = cellscope_torch.load("exported/")   # a directory written by `cellscope-cli export`
+    logits, state = model(x)                          # x [T, B] token ids (char_lm, word_lm)
+    print(cellscope_torch.check("exported/"))         # agreement with Cellscope on the reference batch
+
+See README.md next to this file for the exported files and what each cell supports.
+"""
+from .cells import CRU, GRUDT, MCRNN, MZU, Cell, GateCell, MZUBlock, family, squash
+from .exported import check, load, read_vocab
+from .models import CELLS, CharLM, SentenceModel, WordLM, build_cell, build_model, check_model_options
+
+__all__ = ["load", "check", "read_vocab", "build_model", "build_cell", "check_model_options", "CharLM", "WordLM", "SentenceModel",
+           "Cell", "GateCell", "GRUDT", "MZU", "MZUBlock", "CRU", "MCRNN", "CELLS", "family", "squash"]
