@@ -17,6 +17,7 @@
 #include "data/vocab.h"
 #include "tasks/char_lm.h"
 #include "tasks/classify.h"
+#include "tasks/cloze.h"
 #include "tasks/eval_scope.h"
 #include "tasks/task.h"
 #include "tasks/word_lm.h"
@@ -119,6 +120,26 @@ std::vector<std::pair<std::string, torch::Tensor>> export_sentence_reference(cs:
   return r;
 }
 
+// The first validation batch of a cloze run: the first min(eval_batch, N) questions of the valid split as one
+// batch (make_cloze_batch); the scores are P(candidate | D, Q) [B, C], the loss the mean -log P(answer)
+// (clamped at 1e-12, as ClozeTask does).
+std::vector<std::pair<std::string, torch::Tensor>> export_cloze_reference(cs::ClozeTask& task, int64_t eval_batch) {
+  const auto& items = task.items("valid");
+  const int64_t n = std::min<int64_t>(eval_batch, static_cast<int64_t>(items.size()));
+  if (n < 1) throw cs::UserError("the valid split is empty: no reference batch");
+  std::vector<const cs::ClozeItem*> its;
+  for (int64_t i = 0; i < n; ++i) its.push_back(&items[static_cast<size_t>(i)]);
+  const cs::ClozeBatch b = cs::make_cloze_batch(its, cs::ClozeTask::kPad, torch::kCPU);
+  auto& net = *task.net();
+  cs::EvalScope es(net);
+  cs::StepContext ctx;
+  auto prob = net.forward(b, ctx).prob;
+  auto loss = -torch::log(prob.gather(1, b.answer.unsqueeze(1)).squeeze(1).clamp_min(1e-12)).mean();
+  return {{"doc", b.doc},           {"doc_len", b.doc_len},     {"query", b.query},   {"query_len", b.query_len},
+          {"features", b.features}, {"cand_mask", b.cand_mask}, {"cand_valid", b.cand_valid.to(torch::kFloat32)},
+          {"y", b.answer},          {"logits", prob},           {"loss", loss.to(torch::kFloat64)}};
+}
+
 }  // namespace
 
 int cmd_export_torch(const std::vector<std::string>& a) {
@@ -130,7 +151,7 @@ int cmd_export_torch(const std::vector<std::string>& a) {
                  "  vocab.json      the vocabulary as a JSON list (id = index); vocab.cellscope the run's own file;\n"
                  "                  SentencePiece models (*.model) copied as they are\n"
                  "  reference.pt    the run's first validation batch (x, y, mask) with Cellscope's logits and loss\n"
-                 "                  on it in eval mode (char_lm, word_lm)\n"
+                 "                  on it in eval mode (char_lm, word_lm, classify, absa, cloze)\n"
                  "  export.json     manifest: version, run, checkpoint (step, FNV-1a hash), task, cell, shapes\n"
                  "The Python side: import cellscope_torch; model, info = cellscope_torch.load(DIR).\n"
                  "DIR must not exist or be empty (--force replaces it); it is written as DIR.tmp, then renamed.\n";
@@ -194,6 +215,8 @@ int cmd_export_torch(const std::vector<std::string>& a) {
                                   cs::resolved_cfg<int64_t>(cfg, "training", "eval_batch"));
   else if (auto* st = dynamic_cast<cs::SentenceTask*>(task.get()))
     ref = export_sentence_reference(*st, cs::resolved_cfg<int64_t>(cfg, "training", "eval_batch"));
+  else if (auto* cl = dynamic_cast<cs::ClozeTask*>(task.get()))
+    ref = export_cloze_reference(*cl, cs::resolved_cfg<int64_t>(cfg, "training", "eval_batch"));
 
   const std::string tmp = out + ".tmp";
   std::error_code ec;

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "cloze_fixture.h"
 #include "corpus_fixture.h"
 #include "harness.h"
 
@@ -163,6 +164,8 @@ std::vector<Variant> variants() {
       {"classify2_mcrnn", "classify", {{"cell", "mcrnn"}, {"block", 3}, {"fc", 4}, {"fc_activation", "none"}}},
       {"absa_gru_dt", "absa", {{"cell", "gru_dt"}}},
       {"absa_cap_mzu_fc", "absa", with(mzu, {{"cell", "cap_mzu"}, {"fc", 5}})},
+      {"cloze_m_aoa_gru", "cloze", {{"cell", "gru"}, {"reader", "m_aoa"}}},
+      {"cloze_aoa_cru_deep", "cloze", {{"cell", "cru_deep"}, {"reader", "aoa"}, {"layers", 2}}},
   };
 }
 
@@ -174,6 +177,7 @@ int train_tiny(const Variant& v, const std::string& text, const std::string& dir
   if (v.task == "classify")
     ds = {{"path", write_classify_fixture(v.name + ".jsonl", 90, v.name.rfind("classify2", 0) == 0 ? 2 : 3)}};
   if (v.task == "absa") ds = {{"path", write_absa_fixture(v.name)}, {"format", "semeval2014_xml"}};
+  if (v.task == "cloze") ds = {{"path", clozefix::write_cbt_dir(cstest::temp_dir() + "/" + v.name, 40, 12, 12)}};
   json cfg = {{"task", v.task},
               {"dataset", ds},
               {"model", m},
@@ -244,6 +248,9 @@ TEST(ExportTorch, everyCellAndTaskAgreesWithPyTorch) {
     ASSERT_GT(r.value("cellscope_loss", 0.0), 0.5) << vs[i].name;  // a real loss, not an empty batch
     const auto shape = r.value("shape", json::array());
     ASSERT_EQ(shape.size(), vs[i].task == "char_lm" || vs[i].task == "word_lm" ? 3u : 2u) << vs[i].name;
+    if (vs[i].task == "cloze") {
+      ASSERT_EQ(shape[1], 10) << vs[i].name;  // P(candidate) of the 10 candidates of a CBT question
+    }
   }
 }
 

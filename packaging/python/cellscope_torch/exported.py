@@ -44,7 +44,7 @@ def load(d, map_location="cpu"):
         V = len(vocab)
     else:
         raise ValueError("cellscope_torch: %s: cannot tell the vocabulary size" % d)
-    classes = state["out.weight"].shape[0] if "out.weight" in state else None
+    classes = state["out.weight"].shape[0] if "out.weight" in state and "out_w" not in state else None
     model = build_model(cfg, V, classes)
     model.load_state_dict(state, strict=True)
     model.eval()
@@ -76,6 +76,10 @@ def check(d, model=None):
         if task in ("char_lm", "word_lm"):
             logits, _ = model(ref["x"])
             loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), ref["y"].reshape(-1))
+        elif task == "cloze":
+            logits = model(ref["doc"], ref["doc_len"], ref["query"], ref["query_len"], ref["features"],
+                           ref["cand_mask"])
+            loss = -torch.log(logits.gather(1, ref["y"].unsqueeze(1)).squeeze(1).clamp_min(1e-12)).mean()
         else:
             logits = model(ref["x"], ref["lengths"], ref.get("aspect"), ref.get("aspect_len"))
             if logits.shape[1] == 1:  # a binary classifier: one logit, binary cross-entropy

@@ -38,6 +38,7 @@ TASK_OPTIONS = {
     # in model.pt either way)
     "classify": {"fc": ANY, "fc_activation": ("relu", "tanh", "none"), "pretrained_embeddings": ANY,
                  "freeze_embeddings": BOOL},
+    "cloze": {"reader": ("aoa", "m_aoa")},
     "absa": {"fc": ANY, "fc_activation": ("relu", "tanh", "none"), "pretrained_embeddings": ANY,
              "freeze_embeddings": BOOL},
 }
@@ -299,6 +300,41 @@ class SentenceModel(nn.Module):
         return self.out(feat)
 
 
+class ClozeReader(nn.Module):
+    """cloze (tasks/cloze.cpp): the AoA Reader (Cui et al. 2017) over any cell; model.reader = m_aoa is the CRU
+    paper's Modified AoA Reader (eq. 16: the document's embedding concatenated with its word-frequency and
+    co-occurrence-in-query features). forward(doc [Td, B], doc_len, query [Tq, B], query_len, features [Td, B, 2],
+    cand_mask [B, C, Td]) -> P(candidate | D, Q) [B, C] (sum attention, eq. 11)."""
+
+    def __init__(self, m, vocab):
+        super().__init__()
+        E = m["embed"]
+        self.modified = m.get("reader", "m_aoa") == "m_aoa"
+        self.dropout = m.get("dropout", 0.0)
+        self.embed = nn.Embedding(vocab, E, padding_idx=1)
+        self.doc_encoder = Bidirectional(m, E + (2 if self.modified else 0))
+        self.query_encoder = Bidirectional(m, E)
+
+    def drop(self, t):
+        return F.dropout(t, self.dropout, self.training) if self.dropout > 0 else t
+
+    def forward(self, doc, doc_len, query, query_len, features=None, cand_mask=None, extra=None):
+        ed, eq = self.drop(self.embed(doc)), self.drop(self.embed(query))
+        if self.modified:
+            ed = torch.cat([ed, features.to(ed.dtype)], 2)
+        hd = self.doc_encoder(ed, doc_len, extra)[0].transpose(0, 1)  # [B, Td, 2H]
+        hq = self.query_encoder(eq, query_len, extra)[0].transpose(0, 1)  # [B, Tq, 2H]
+        Td, Tq = hd.shape[1], hq.shape[1]
+        dmask = torch.arange(Td, device=doc.device).unsqueeze(0) < doc_len.unsqueeze(1)
+        qmask = torch.arange(Tq, device=doc.device).unsqueeze(0) < query_len.unsqueeze(1)
+        M = torch.bmm(hd, hq.transpose(1, 2))  # eq. 5
+        alpha = torch.softmax(M.masked_fill(~dmask.unsqueeze(2), float("-inf")), 1)  # eq. 6
+        beta_t = torch.softmax(M.masked_fill(~qmask.unsqueeze(1), float("-inf")), 2)  # eq. 8
+        beta = (beta_t * dmask.to(hd.dtype).unsqueeze(2)).sum(1) / doc_len.to(hd.dtype).unsqueeze(1)  # eq. 9
+        s = torch.bmm(alpha, beta.unsqueeze(2)).squeeze(2)  # eq. 10
+        return torch.bmm(cand_mask.to(s.dtype), s.unsqueeze(2)).squeeze(2)  # eq. 11
+
+
 def build_model(cfg, vocab_size, classes=None):
     """The model of a resolved Cellscope config (dict) with `vocab_size` symbols (and, sentence tasks, `classes`
     outputs: 1 for a binary classifier)."""
@@ -309,4 +345,6 @@ def build_model(cfg, vocab_size, classes=None):
         return CharLM(m, vocab_size)
     if task == "word_lm":
         return WordLM(m, vocab_size)
+    if task == "cloze":
+        return ClozeReader(m, vocab_size)
     return SentenceModel(m, vocab_size, classes, task == "absa")
