@@ -19,6 +19,7 @@
 #include "tasks/classify.h"
 #include "tasks/cloze.h"
 #include "tasks/eval_scope.h"
+#include "tasks/seq2seq.h"
 #include "tasks/task.h"
 #include "tasks/word_lm.h"
 #include "train/checkpoint.h"
@@ -58,6 +59,26 @@ std::string export_hex64(uint64_t v) {
   std::ostringstream s;
   s << std::hex << std::setw(16) << std::setfill('0') << v;
   return s.str();
+}
+
+// RFC 4648 base64 (the seq2seq vocabulary stores its SentencePiece models so); UserError on a bad character.
+std::string export_base64_decode(const std::string& in, const std::string& what) {
+  static const std::string abc = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  uint32_t acc = 0;
+  int bits = 0;
+  for (char c : in) {
+    if (c == '=' || c == '\n' || c == '\r') continue;
+    const auto v = abc.find(c);
+    if (v == std::string::npos) throw cs::UserError(what + ": not base64");
+    acc = (acc << 6) | static_cast<uint32_t>(v);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out.push_back(static_cast<char>((acc >> bits) & 0xff));
+    }
+  }
+  return out;
 }
 
 c10::IValue export_tensor_dict(const std::vector<std::pair<std::string, torch::Tensor>>& items) {
@@ -140,6 +161,31 @@ std::vector<std::pair<std::string, torch::Tensor>> export_cloze_reference(cs::Cl
           {"y", b.answer},          {"logits", prob},           {"loss", loss.to(torch::kFloat64)}};
 }
 
+// The first validation batch of a seq2seq run: the first min(eval_batch, N) pairs of the valid split
+// (make_batch: src [S, B], src_len, y_in = <s> y, y_out = y </s>, y_mask), teacher-forced; the logits are the
+// decoder's output ([T, B, V]; log P of the mixture with model.copy) and the loss the mean NLL of the real target
+// tokens, as batch_nll sums it.
+std::vector<std::pair<std::string, torch::Tensor>> export_seq2seq_reference(cs::Seq2SeqTask& task, int64_t eval_batch) {
+  const auto& ex = task.examples("valid");
+  const int64_t n = std::min<int64_t>(eval_batch, static_cast<int64_t>(ex.size()));
+  if (n < 1) throw cs::UserError("the valid split is empty: no reference batch");
+  std::vector<const cs::Seq2SeqTask::Example*> ptrs;
+  for (int64_t i = 0; i < n; ++i) ptrs.push_back(&ex[static_cast<size_t>(i)]);
+  const auto b = task.make_batch(ptrs);
+  auto& net = *task.net();
+  cs::EvalScope es(net);
+  cs::StepContext ctx;
+  auto enc = net.encode(b.src, b.src_len, ctx);
+  auto st = net.decoder_initial_state(b.src.size(1), enc.memory.options());
+  auto logits = net.decode(b.y_in, enc, st, ctx);
+  auto nll = torch::nn::functional::cross_entropy(
+      logits.reshape({-1, logits.size(-1)}), b.y_out.reshape({-1}),
+      torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone));
+  auto loss = (nll * b.y_mask.reshape({-1})).sum() / b.y_mask.sum();
+  return {{"src", b.src},       {"src_len", b.src_len}, {"x", b.y_in},          {"y", b.y_out},
+          {"mask", b.y_mask},   {"logits", logits},     {"loss", loss.to(torch::kFloat64)}};
+}
+
 }  // namespace
 
 int cmd_export_torch(const std::vector<std::string>& a) {
@@ -151,7 +197,7 @@ int cmd_export_torch(const std::vector<std::string>& a) {
                  "  vocab.json      the vocabulary as a JSON list (id = index); vocab.cellscope the run's own file;\n"
                  "                  SentencePiece models (*.model) copied as they are\n"
                  "  reference.pt    the run's first validation batch (x, y, mask) with Cellscope's logits and loss\n"
-                 "                  on it in eval mode (char_lm, word_lm, classify, absa, cloze)\n"
+                 "                  on it in eval mode (every task)\n"
                  "  export.json     manifest: version, run, checkpoint (step, FNV-1a hash), task, cell, shapes\n"
                  "The Python side: import cellscope_torch; model, info = cellscope_torch.load(DIR).\n"
                  "DIR must not exist or be empty (--force replaces it); it is written as DIR.tmp, then renamed.\n";
@@ -215,6 +261,8 @@ int cmd_export_torch(const std::vector<std::string>& a) {
                                   cs::resolved_cfg<int64_t>(cfg, "training", "eval_batch"));
   else if (auto* st = dynamic_cast<cs::SentenceTask*>(task.get()))
     ref = export_sentence_reference(*st, cs::resolved_cfg<int64_t>(cfg, "training", "eval_batch"));
+  else if (auto* sq = dynamic_cast<cs::Seq2SeqTask*>(task.get()))
+    ref = export_seq2seq_reference(*sq, cs::resolved_cfg<int64_t>(cfg, "training", "eval_batch"));
   else if (auto* cl = dynamic_cast<cs::ClozeTask*>(task.get()))
     ref = export_cloze_reference(*cl, cs::resolved_cfg<int64_t>(cfg, "training", "eval_batch"));
 
@@ -238,6 +286,18 @@ int cmd_export_torch(const std::vector<std::string>& a) {
       } catch (const cs::UserError&) {
         // another task's vocabulary format: vocab.cellscope alone (documented in the README)
       }
+    }
+    if (cs::file_exists(vpath)) {
+      // seq2seq: {"format": "cellscope-seq2seq-subword", "source": base64, "target": base64} -> the
+      // SentencePiece model files as they are (spm.SentencePieceProcessor(model_file=...))
+      const cs::json j = cs::json::parse(cs::read_file(vpath), nullptr, false);
+      if (j.is_object() && j.value("format", "") == "cellscope-seq2seq-subword")
+        for (const char* side : {"source", "target"})
+          if (j.contains(side) && j[side].is_string()) {
+            const std::string f = std::string(side) + ".model";
+            cs::atomic_write(cs::join_path(tmp, f), export_base64_decode(j[side].get<std::string>(), vpath));
+            files.push_back(f);
+          }
     }
     for (auto& n : cs::list_dir(run_dir))
       if (n.size() > 6 && n.compare(n.size() - 6, 6, ".model") == 0) {

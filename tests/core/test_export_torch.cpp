@@ -166,7 +166,32 @@ std::vector<Variant> variants() {
       {"absa_cap_mzu_fc", "absa", with(mzu, {{"cell", "cap_mzu"}, {"fc", 5}})},
       {"cloze_m_aoa_gru", "cloze", {{"cell", "gru"}, {"reader", "m_aoa"}}},
       {"cloze_aoa_cru_deep", "cloze", {{"cell", "cru_deep"}, {"reader", "aoa"}, {"layers", 2}}},
+      {"seq2seq_gru_copy", "seq2seq", {{"cell", "gru"}, {"copy", true}}},
+      {"seq2seq_mcrnn_2layers", "seq2seq", {{"cell", "mcrnn"}, {"block", 3}, {"layers", 2}}},
   };
+}
+
+// A parallel corpus (train/valid/test .de and .en): word sequences over "a".."h" and the same reversed.
+std::string write_seq2seq_fixture(const std::string& name) {
+  const std::string dir = cstest::temp_dir() + "/" + name;
+  unsigned r = 3;
+  auto next = [&] { return r = r * 1103515245u + 12345u, (r >> 16) & 0x7fff; };
+  for (auto [split, n] : {std::pair<const char*, int>{"train", 120}, {"valid", 12}, {"test", 12}}) {
+    std::string src, tgt;
+    for (int i = 0; i < n; ++i) {
+      std::vector<std::string> w(3 + next() % 4);
+      for (auto& x : w) x = std::string(1, static_cast<char>('a' + next() % 8));
+      for (size_t j = 0; j < w.size(); ++j) {
+        src += (j ? " " : "") + w[j];
+        tgt += (j ? " " : "") + w[w.size() - 1 - j];
+      }
+      src += "\n";
+      tgt += "\n";
+    }
+    cstest::write_text(dir + "/" + split + ".de", src);
+    cstest::write_text(dir + "/" + split + ".en", tgt);
+  }
+  return dir;
 }
 
 // Trains a tiny run of `v` (2 steps, no evaluation: the export falls back to checkpoints/last.pt) into dir; returns the CLI's exit status.
@@ -178,11 +203,16 @@ int train_tiny(const Variant& v, const std::string& text, const std::string& dir
     ds = {{"path", write_classify_fixture(v.name + ".jsonl", 90, v.name.rfind("classify2", 0) == 0 ? 2 : 3)}};
   if (v.task == "absa") ds = {{"path", write_absa_fixture(v.name)}, {"format", "semeval2014_xml"}};
   if (v.task == "cloze") ds = {{"path", clozefix::write_cbt_dir(cstest::temp_dir() + "/" + v.name, 40, 12, 12)}};
+  if (v.task == "seq2seq")
+    ds = {{"path", write_seq2seq_fixture(v.name)}, {"format", "parallel"}, {"subword", "bpe"},
+          {"source_vocab_size", 20}, {"target_vocab_size", 20}, {"shared_vocab", v.model.value("copy", false)},
+          {"max_source_len", 16}, {"max_target_len", 16}};
   json cfg = {{"task", v.task},
               {"dataset", ds},
               {"model", m},
               {"training", {{"batch", 4}, {"steps", 2}, {"eval_every", 0}, {"threads", 1}, {"eval_test", false}}}};
   if (v.task == "char_lm" || v.task == "word_lm") cfg["training"]["bptt"] = 12;
+  if (v.task == "seq2seq") cfg["training"]["eval_decode"] = 2;
   cfg["training"]["eval_batch"] = v.task == "char_lm" ? 3 : v.task == "word_lm" ? 2 : 6;
   const std::string path = cstest::temp_dir() + "/" + v.name + ".json";
   cstest::write_text(path, cfg.dump());
@@ -226,6 +256,14 @@ TEST(ExportTorch, everyCellAndTaskAgreesWithPyTorch) {
     for (auto f : {"model.pt", "config.json", "vocab.cellscope", "reference.pt", "export.json"})
       ASSERT_TRUE(fs::exists(out + "/" + f)) << v.name << " " << f;
     ASSERT_FALSE(fs::exists(out + ".tmp")) << v.name;
+    if (v.task == "seq2seq") {  // the SentencePiece models out of the run's vocabulary, as protobuf files
+      for (auto f : {"/source.model", "/target.model"}) {
+        const std::string b = cstest::read_text(out + f);
+        ASSERT_TRUE(b.size() > 1000 && b[0] == 0x0a) << v.name << f;
+      }
+    } else {
+      ASSERT_TRUE(fs::exists(out + "/vocab.json")) << v.name;
+    }
     dirs.push_back(out);
   }
   int rc = 0;
@@ -247,7 +285,8 @@ TEST(ExportTorch, everyCellAndTaskAgreesWithPyTorch) {
     ASSERT_LE(dl, 1e-6) << vs[i].name;
     ASSERT_GT(r.value("cellscope_loss", 0.0), 0.5) << vs[i].name;  // a real loss, not an empty batch
     const auto shape = r.value("shape", json::array());
-    ASSERT_EQ(shape.size(), vs[i].task == "char_lm" || vs[i].task == "word_lm" ? 3u : 2u) << vs[i].name;
+    const bool seq = vs[i].task == "char_lm" || vs[i].task == "word_lm" || vs[i].task == "seq2seq";
+    ASSERT_EQ(shape.size(), seq ? 3u : 2u) << vs[i].name;
     if (vs[i].task == "cloze") {
       ASSERT_EQ(shape[1], 10) << vs[i].name;  // P(candidate) of the 10 candidates of a CBT question
     }

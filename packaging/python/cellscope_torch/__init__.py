@@ -9,7 +9,7 @@ See README.md next to this file for the exported files and what each cell suppor
 """
 from .cells import CRU, GRUDT, MCRNN, MZU, Cell, GateCell, MZUBlock, family, squash
 from .exported import check, load, read_vocab
-from .models import CELLS, CharLM, ClozeReader, SentenceModel, WordLM, build_cell, build_model, check_model_options
+from .models import CELLS, CharLM, ClozeReader, SentenceModel, Seq2Seq, WordLM, build_cell, build_model, check_model_options
 
-__all__ = ["load", "check", "read_vocab", "build_model", "build_cell", "check_model_options", "CharLM", "WordLM", "SentenceModel", "ClozeReader",
+__all__ = ["load", "check", "read_vocab", "build_model", "build_cell", "check_model_options", "CharLM", "WordLM", "SentenceModel", "ClozeReader", "Seq2Seq",
            "Cell", "GateCell", "GRUDT", "MZU", "MZUBlock", "CRU", "MCRNN", "CELLS", "family", "squash"]

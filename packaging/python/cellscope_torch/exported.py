@@ -38,14 +38,17 @@ def load(d, map_location="cpu"):
     if not isinstance(state, dict):
         raise ValueError("cellscope_torch: %s/model.pt is not a dict of tensors" % d)
     vocab = read_vocab(d)
-    if "embed.weight" in state:
+    if "src_embed.weight" in state:  # seq2seq: the source's vocabulary size (the target's below)
+        V = state["src_embed.weight"].shape[0]
+    elif "embed.weight" in state:
         V = state["embed.weight"].shape[0]
     elif vocab is not None:
         V = len(vocab)
     else:
         raise ValueError("cellscope_torch: %s: cannot tell the vocabulary size" % d)
     classes = state["out.weight"].shape[0] if "out.weight" in state and "out_w" not in state else None
-    model = build_model(cfg, V, classes)
+    target = state["tgt_embed.weight"].shape[0] if "tgt_embed.weight" in state else None
+    model = build_model(cfg, V, classes, target)
     model.load_state_dict(state, strict=True)
     model.eval()
     task = cfg["task"]["name"] if isinstance(cfg.get("task"), dict) else cfg.get("task")
@@ -76,6 +79,10 @@ def check(d, model=None):
         if task in ("char_lm", "word_lm"):
             logits, _ = model(ref["x"])
             loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), ref["y"].reshape(-1))
+        elif task == "seq2seq":
+            logits, _ = model(ref["src"], ref["src_len"], ref["x"])
+            nll = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), ref["y"].reshape(-1), reduction="none")
+            loss = (nll * ref["mask"].reshape(-1)).sum() / ref["mask"].sum()
         elif task == "cloze":
             logits = model(ref["doc"], ref["doc_len"], ref["query"], ref["query_len"], ref["features"],
                            ref["cand_mask"])

@@ -39,6 +39,7 @@ TASK_OPTIONS = {
     "classify": {"fc": ANY, "fc_activation": ("relu", "tanh", "none"), "pretrained_embeddings": ANY,
                  "freeze_embeddings": BOOL},
     "cloze": {"reader": ("aoa", "m_aoa")},
+    "seq2seq": {"copy": BOOL},
     "absa": {"fc": ANY, "fc_activation": ("relu", "tanh", "none"), "pretrained_embeddings": ANY,
              "freeze_embeddings": BOOL},
 }
@@ -335,7 +336,56 @@ class ClozeReader(nn.Module):
         return torch.bmm(cand_mask.to(s.dtype), s.unsqueeze(2)).squeeze(2)  # eq. 11
 
 
-def build_model(cfg, vocab_size, classes=None):
+class Seq2Seq(nn.Module):
+    """seq2seq (tasks/seq2seq_model.cpp): an encoder stack over the source, a decoder stack over the target input
+    (teacher forcing), Luong's general attention h~ = tanh(W_c [c; h]) with scores (W_a h) . memory over the real
+    source positions, a linear output; model.copy: the pointer-generator mixture (See et al. 2017, eqs. 8-9),
+    returned as log P clamped at 1e-12. forward(src [S, B], src_len [B], y_in [T, B], state=None) ->
+    (logits [T, B, V], decoder state)."""
+
+    def __init__(self, m, source_vocab, target_vocab, pad=1):
+        super().__init__()
+        E = m["embed"]
+        self.dropout, self.copy = m.get("dropout", 0.0), m.get("copy", False)
+        self.src_embed = nn.Embedding(source_vocab, E, padding_idx=pad)
+        self.tgt_embed = nn.Embedding(target_vocab, E, padding_idx=pad)
+        self.encoder = CellStack(m, E)
+        self.decoder = CellStack(m, E)
+        He, Hd = self.encoder.output_size, self.decoder.output_size
+        self.attn_w = nn.Linear(Hd, He, bias=False)
+        self.combine = nn.Linear(He + Hd, Hd, bias=False)
+        self.out = nn.Linear(Hd, target_vocab)
+        if self.copy:
+            self.copy_gate = nn.Linear(He + Hd + E, 1)
+
+    def encode(self, src, src_len, extra=None):
+        x = F.dropout(self.src_embed(src), self.dropout, self.training)
+        h, _ = self.encoder(x, None, extra)
+        mask = torch.arange(src.shape[0], device=src.device).unsqueeze(0) < src_len.unsqueeze(1)
+        return h.transpose(0, 1), mask, src.transpose(0, 1)  # memory [B, S, H], mask [B, S], src [B, S]
+
+    def decode(self, y_in, enc, state=None, extra=None):
+        memory, mask, src = enc
+        x = F.dropout(self.tgt_embed(y_in), self.dropout, self.training)
+        h, state = self.decoder(x, state, extra)
+        scores = torch.bmm(self.attn_w(h).transpose(0, 1), memory.transpose(1, 2))  # [B, T, S]
+        a = torch.softmax(scores.masked_fill(~mask.unsqueeze(1), float("-inf")), -1)
+        c = torch.bmm(a, memory).transpose(0, 1)  # [T, B, He]
+        ht = F.dropout(torch.tanh(self.combine(torch.cat([c, h], -1))), self.dropout, self.training)
+        logits = self.out(ht)
+        if not self.copy:
+            return logits, state
+        p_gen = torch.sigmoid(self.copy_gate(torch.cat([c, h, x], -1)))  # [T, B, 1]
+        at = a.transpose(0, 1)  # [T, B, S]
+        T, B, S = at.shape
+        p_copy = torch.zeros_like(logits).scatter_add(2, src.unsqueeze(0).expand(T, B, S), at)
+        return (p_gen * torch.softmax(logits, -1) + (1 - p_gen) * p_copy).clamp_min(1e-12).log(), state
+
+    def forward(self, src, src_len, y_in, state=None, extra=None):
+        return self.decode(y_in, self.encode(src, src_len, extra), state, extra)
+
+
+def build_model(cfg, vocab_size, classes=None, target_vocab=None):
     """The model of a resolved Cellscope config (dict) with `vocab_size` symbols (and, sentence tasks, `classes`
     outputs: 1 for a binary classifier)."""
     task = cfg["task"]["name"] if isinstance(cfg.get("task"), dict) else cfg.get("task")
@@ -347,4 +397,6 @@ def build_model(cfg, vocab_size, classes=None):
         return WordLM(m, vocab_size)
     if task == "cloze":
         return ClozeReader(m, vocab_size)
+    if task == "seq2seq":
+        return Seq2Seq(m, vocab_size, target_vocab)
     return SentenceModel(m, vocab_size, classes, task == "absa")
