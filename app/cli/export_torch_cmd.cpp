@@ -47,7 +47,8 @@ std::string export_existing_checkpoints(const std::string& run_dir) {
   std::string out;
   if (cs::dir_exists(dir))
     for (auto& n : cs::list_dir(dir))
-      if (n.size() > 3 && n.compare(n.size() - 3, 3, ".pt") == 0) out += (out.empty() ? "" : ", ") + n.substr(0, n.size() - 3);
+      if (n.size() > 3 && n.compare(n.size() - 3, 3, ".pt") == 0)
+        out += (out.empty() ? "" : ", ") + n.substr(0, n.size() - 3);
   return out.empty() ? "none" : out;
 }
 
@@ -107,13 +108,17 @@ std::vector<std::pair<std::string, torch::Tensor>> export_stream_reference(torch
   cs::StepContext ctx;
   auto logits = model.forward(x, st, ctx);
   auto loss = torch::nn::functional::cross_entropy(logits.reshape({-1, logits.size(-1)}), y.reshape({-1}));
-  return {{"x", x}, {"y", y}, {"mask", torch::ones_like(x, torch::kFloat32)}, {"logits", logits},
+  return {{"x", x},
+          {"y", y},
+          {"mask", torch::ones_like(x, torch::kFloat32)},
+          {"logits", logits},
           {"loss", loss.to(torch::kFloat64)}};
 }
 
 // The first validation batch of a sentence task (classify, absa): the first min(eval_batch, N) examples of the
 // valid split as one padded batch, as SentenceTask::evaluate batches them; the loss is the batch mean.
-std::vector<std::pair<std::string, torch::Tensor>> export_sentence_reference(cs::SentenceTask& task, int64_t eval_batch) {
+std::vector<std::pair<std::string, torch::Tensor>> export_sentence_reference(cs::SentenceTask& task,
+                                                                             int64_t eval_batch) {
   const auto& s = task.split("valid");
   const int64_t n = std::min<int64_t>(eval_batch, static_cast<int64_t>(s.labels.size()));
   if (n < 1) throw cs::UserError("the valid split is empty: no reference batch");
@@ -131,9 +136,9 @@ std::vector<std::pair<std::string, torch::Tensor>> export_sentence_reference(cs:
     loss = torch::nll_loss(torch::log_softmax(logits, 1), b.labels);
   const int64_t T = b.tokens.size(0);
   auto mask = (torch::arange(T, b.lengths.options()).unsqueeze(1) < b.lengths.unsqueeze(0)).to(torch::kFloat32);
-  std::vector<std::pair<std::string, torch::Tensor>> r = {{"x", b.tokens},      {"lengths", b.lengths}, {"y", b.labels},
-                                                          {"mask", mask},       {"logits", logits},
-                                                          {"loss", loss.to(torch::kFloat64)}};
+  std::vector<std::pair<std::string, torch::Tensor>> r = {{"x", b.tokens},    {"lengths", b.lengths},
+                                                          {"y", b.labels},    {"mask", mask},
+                                                          {"logits", logits}, {"loss", loss.to(torch::kFloat64)}};
   if (b.aspect.defined()) {
     r.emplace_back("aspect", b.aspect);
     r.emplace_back("aspect_len", b.aspect_len);
@@ -156,9 +161,16 @@ std::vector<std::pair<std::string, torch::Tensor>> export_cloze_reference(cs::Cl
   cs::StepContext ctx;
   auto prob = net.forward(b, ctx).prob;
   auto loss = -torch::log(prob.gather(1, b.answer.unsqueeze(1)).squeeze(1).clamp_min(1e-12)).mean();
-  return {{"doc", b.doc},           {"doc_len", b.doc_len},     {"query", b.query},   {"query_len", b.query_len},
-          {"features", b.features}, {"cand_mask", b.cand_mask}, {"cand_valid", b.cand_valid.to(torch::kFloat32)},
-          {"y", b.answer},          {"logits", prob},           {"loss", loss.to(torch::kFloat64)}};
+  return {{"doc", b.doc},
+          {"doc_len", b.doc_len},
+          {"query", b.query},
+          {"query_len", b.query_len},
+          {"features", b.features},
+          {"cand_mask", b.cand_mask},
+          {"cand_valid", b.cand_valid.to(torch::kFloat32)},
+          {"y", b.answer},
+          {"logits", prob},
+          {"loss", loss.to(torch::kFloat64)}};
 }
 
 // The first validation batch of a seq2seq run: the first min(eval_batch, N) pairs of the valid split
@@ -178,12 +190,17 @@ std::vector<std::pair<std::string, torch::Tensor>> export_seq2seq_reference(cs::
   auto enc = net.encode(b.src, b.src_len, ctx);
   auto st = net.decoder_initial_state(b.src.size(1), enc.memory.options());
   auto logits = net.decode(b.y_in, enc, st, ctx);
-  auto nll = torch::nn::functional::cross_entropy(
-      logits.reshape({-1, logits.size(-1)}), b.y_out.reshape({-1}),
-      torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone));
+  auto nll =
+      torch::nn::functional::cross_entropy(logits.reshape({-1, logits.size(-1)}), b.y_out.reshape({-1}),
+                                           torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone));
   auto loss = (nll * b.y_mask.reshape({-1})).sum() / b.y_mask.sum();
-  return {{"src", b.src},       {"src_len", b.src_len}, {"x", b.y_in},          {"y", b.y_out},
-          {"mask", b.y_mask},   {"logits", logits},     {"loss", loss.to(torch::kFloat64)}};
+  return {{"src", b.src},
+          {"src_len", b.src_len},
+          {"x", b.y_in},
+          {"y", b.y_out},
+          {"mask", b.y_mask},
+          {"logits", logits},
+          {"loss", loss.to(torch::kFloat64)}};
 }
 
 }  // namespace
@@ -195,6 +212,7 @@ int cmd_export_torch(const std::vector<std::string>& a) {
                  "  model.pt        state_dict: torch.load(DIR/model.pt) is a dict name -> tensor (Cellscope's names)\n"
                  "  config.json     the run's resolved configuration\n"
                  "  vocab.json      the vocabulary as a JSON list (id = index); vocab.cellscope the run's own file;\n"
+                 "                  labels.json the class names (classify, absa); seq2seq: source.model, target.model\n"
                  "                  SentencePiece models (*.model) copied as they are\n"
                  "  reference.pt    the run's first validation batch (x, y, mask) with Cellscope's logits and loss\n"
                  "                  on it in eval mode (every task)\n"
@@ -254,10 +272,12 @@ int cmd_export_torch(const std::vector<std::string>& a) {
 
   std::vector<std::pair<std::string, torch::Tensor>> ref;
   if (auto* c = dynamic_cast<cs::CharLMTask*>(task.get()))
-    ref = export_stream_reference(*c->net(), *c->net(), c->corpus().valid, cs::resolved_cfg<int64_t>(cfg, "training", "bptt"),
+    ref = export_stream_reference(*c->net(), *c->net(), c->corpus().valid,
+                                  cs::resolved_cfg<int64_t>(cfg, "training", "bptt"),
                                   cs::resolved_cfg<int64_t>(cfg, "training", "eval_batch"));
   else if (auto* w = dynamic_cast<cs::WordLMTask*>(task.get()))
-    ref = export_stream_reference(*w->net(), *w->net(), w->corpus().valid, cs::resolved_cfg<int64_t>(cfg, "training", "bptt"),
+    ref = export_stream_reference(*w->net(), *w->net(), w->corpus().valid,
+                                  cs::resolved_cfg<int64_t>(cfg, "training", "bptt"),
                                   cs::resolved_cfg<int64_t>(cfg, "training", "eval_batch"));
   else if (auto* st = dynamic_cast<cs::SentenceTask*>(task.get()))
     ref = export_sentence_reference(*st, cs::resolved_cfg<int64_t>(cfg, "training", "eval_batch"));
@@ -291,6 +311,16 @@ int cmd_export_torch(const std::vector<std::string>& a) {
       // seq2seq: {"format": "cellscope-seq2seq-subword", "source": base64, "target": base64} -> the
       // SentencePiece model files as they are (spm.SentencePieceProcessor(model_file=...))
       const cs::json j = cs::json::parse(cs::read_file(vpath), nullptr, false);
+      if (j.is_object() && j.value("format", "") == "cellscope-sentence-vocab" && j.contains("words")) {
+        // classify / absa: words are ids 1.. (id 0 is <unk>); the class names in output order
+        cs::json words = cs::json::array({"<unk>"});
+        for (auto& w : j["words"]) words.push_back(w);
+        cs::atomic_write(cs::join_path(tmp, "vocab.json"),
+                         words.dump(0, ' ', false, cs::json::error_handler_t::replace) + "\n");
+        cs::atomic_write(cs::join_path(tmp, "labels.json"), j.value("labels", cs::json::array()).dump() + "\n");
+        files.push_back("vocab.json");
+        files.push_back("labels.json");
+      }
       if (j.is_object() && j.value("format", "") == "cellscope-seq2seq-subword")
         for (const char* side : {"source", "target"})
           if (j.contains(side) && j[side].is_string()) {
@@ -308,21 +338,20 @@ int cmd_export_torch(const std::vector<std::string>& a) {
       export_write_bytes(cs::join_path(tmp, "reference.pt"), torch::pickle_save(export_tensor_dict(ref)));
       files.push_back("reference.pt");
     }
-    cs::json man = {
-        {"format", "cellscope-torch-export 1"},
-        {"cellscope_version", CELLSCOPE_VERSION},
-        {"run", fs::absolute(run_dir).lexically_normal().string()},
-        {"checkpoint",
-         {{"name", args.get("checkpoint", "best")},
-          {"file", fs::path(ckpt).filename().string()},
-          {"step", step},
-          {"bytes", ckpt_bytes.size()},
-          {"fnv1a64", export_hex64(cs::fnv1a64(ckpt_bytes.data(), ckpt_bytes.size()))}}},
-        {"task", cfg.at("task").value("name", "")},
-        {"cell", cfg.at("model").value("cell", "")},
-        {"parameters", shapes},
-        {"reference", !ref.empty()},
-        {"files", files}};
+    cs::json man = {{"format", "cellscope-torch-export 1"},
+                    {"cellscope_version", CELLSCOPE_VERSION},
+                    {"run", fs::absolute(run_dir).lexically_normal().string()},
+                    {"checkpoint",
+                     {{"name", args.get("checkpoint", "best")},
+                      {"file", fs::path(ckpt).filename().string()},
+                      {"step", step},
+                      {"bytes", ckpt_bytes.size()},
+                      {"fnv1a64", export_hex64(cs::fnv1a64(ckpt_bytes.data(), ckpt_bytes.size()))}}},
+                    {"task", cfg.at("task").value("name", "")},
+                    {"cell", cfg.at("model").value("cell", "")},
+                    {"parameters", shapes},
+                    {"reference", !ref.empty()},
+                    {"files", files}};
     cs::atomic_write(cs::join_path(tmp, "export.json"), man.dump(2) + "\n");
     if (fs::exists(out)) fs::remove_all(out);
     fs::rename(tmp, out);

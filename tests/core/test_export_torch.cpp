@@ -48,8 +48,8 @@ bool python_has_torch() {
 
 // Python code run with PYTHONPATH at packaging/python; the dirs follow as arguments.
 std::string python(const std::string& code, const std::vector<std::string>& args, int* rc) {
-  std::string cmd = "PYTHONPATH='" + cstest::source_dir() + "/packaging/python' OMP_NUM_THREADS=1 " + kPython +
-                    " -c '" + code + "'";
+  std::string cmd = "PYTHONPATH='" + cstest::source_dir() +
+                    "/packaging/python' PYTHONDONTWRITEBYTECODE=1 OMP_NUM_THREADS=1 " + kPython + " -c '" + code + "'";
   for (auto& a : args) cmd += " '" + a + "'";
   std::string out;
   *rc = shell(cmd, &out);
@@ -97,8 +97,11 @@ std::string write_absa_fixture(const std::string& name) {
     for (int i = 0; i < n; ++i) {
       const int a = (i + seed) % 4, b = (i * 3 + seed) % 4, p = (i * 5 + seed) % 3;
       s += "<sentence id=\"" + std::to_string(i) + "\"><text>The " + asp[a] + " was " +
-           (p == 0 ? "good" : p == 1 ? "bad" : "there") + " and the " + asp[b] + " too.</text><aspectTerms>" +
-           "<aspectTerm term=\"" + asp[a] + "\" polarity=\"" + pol[p] + "\" from=\"0\" to=\"1\"/>" +
+           (p == 0   ? "good"
+            : p == 1 ? "bad"
+                     : "there") +
+           " and the " + asp[b] + " too.</text><aspectTerms>" + "<aspectTerm term=\"" + asp[a] + "\" polarity=\"" +
+           pol[p] + "\" from=\"0\" to=\"1\"/>" +
            (i % 3 == 0 ? "<aspectTerm term=\"" + std::string(asp[b]) + "\" polarity=\"" + pol[(p + 1) % 3] +
                              "\" from=\"0\" to=\"1\"/>"
                        : std::string()) +
@@ -127,39 +130,59 @@ std::vector<Variant> variants() {
       {"lstm_ln_cdrop", "char_lm", {{"cell", "lstm"}, {"layer_norm", true}, {"candidate_dropout", 0.1}}},
       {"rnn_ln", "char_lm", {{"cell", "rnn"}, {"layer_norm", true}}},
       {"gru_dt", "char_lm", {{"cell", "gru_dt"}}},
-      {"gru_dt_unshared_ln", "char_lm",
+      {"gru_dt_unshared_ln",
+       "char_lm",
        {{"cell", "gru_dt"}, {"depth", 2}, {"share_transition", false}, {"layer_norm", true}}},
       {"sat_mzu", "char_lm", with(mzu, {{"cell", "sat_mzu"}})},
       {"sat_mzu_per_zone_lnzones_reggate", "char_lm",
-       with(mzu, {{"cell", "sat_mzu"}, {"sat_qkv", "per_zone"}, {"ln_position", "zones"}, {"regular_gate", true},
-                  {"share_transition", false}, {"ffn_residual", true}})},
+       with(mzu, {{"cell", "sat_mzu"},
+                  {"sat_qkv", "per_zone"},
+                  {"ln_position", "zones"},
+                  {"regular_gate", true},
+                  {"share_transition", false},
+                  {"ffn_residual", true}})},
       {"gcn_mzu", "char_lm", with(mzu, {{"cell", "gcn_mzu"}})},
       {"gcn_mzu_cosine_tanh", "char_lm",
-       with(mzu, {{"cell", "gcn_mzu"}, {"gcn_adjacency", "cosine"}, {"gcn_edges", "relu_cosine"},
-                  {"gcn_activation", "tanh"}, {"layer_norm", false}, {"depth", 0}})},
+       with(mzu, {{"cell", "gcn_mzu"},
+                  {"gcn_adjacency", "cosine"},
+                  {"gcn_edges", "relu_cosine"},
+                  {"gcn_activation", "tanh"},
+                  {"layer_norm", false},
+                  {"depth", 0}})},
       {"cap_mzu", "char_lm", with(mzu, {{"cell", "cap_mzu"}})},
       {"cap_mzu_regtrans_unshared", "char_lm",
-       with(mzu, {{"cell", "cap_mzu"}, {"regular_trans", true}, {"share_transition", false}, {"capsules", 4},
-                  {"routing_iters", 2}, {"depth", 2}})},
+       with(mzu, {{"cell", "cap_mzu"},
+                  {"regular_trans", true},
+                  {"share_transition", false},
+                  {"capsules", 4},
+                  {"routing_iters", 2},
+                  {"depth", 2}})},
       {"mcrnn", "char_lm", {{"cell", "mcrnn"}, {"block", 3}}},
       {"mcrnn_gru_block4", "char_lm", {{"cell", "mcrnn"}, {"base", "gru"}, {"block", 4}, {"attention", 5}}},
       {"mcrnn_lstm_average", "char_lm", {{"cell", "mcrnn"}, {"lstm_memory", "average"}, {"block", 3}}},
       {"cru_shallow", "char_lm", {{"cell", "cru_shallow"}, {"conv_window", "causal"}}},
-      {"cru_shallow_resetbefore", "char_lm",
+      {"cru_shallow_resetbefore",
+       "char_lm",
        {{"cell", "cru_shallow"}, {"conv_window", "causal"}, {"reset_after", false}, {"conv_channels", 5}}},
       {"cru_deep", "char_lm", {{"cell", "cru_deep"}, {"conv_window", "causal"}}},
-      {"cru_deep_enhanced", "char_lm",
+      {"cru_deep_enhanced",
+       "char_lm",
        {{"cell", "cru_deep_enhanced"}, {"conv_window", "causal"}, {"conv_activation", "tanh"}, {"filter_length", 2}}},
-      {"word_lstm_tied", "word_lm",
-       {{"cell", "lstm"}, {"layers", 2}, {"tie_weights", true}, {"weight_drop", 0.3}, {"dropoute", 0.1},
-        {"dropouti", 0.2}, {"dropouth", 0.2}}},
+      {"word_lstm_tied",
+       "word_lm",
+       {{"cell", "lstm"},
+        {"layers", 2},
+        {"tie_weights", true},
+        {"weight_drop", 0.3},
+        {"dropoute", 0.1},
+        {"dropouti", 0.2},
+        {"dropouth", 0.2}}},
       {"word_gru_dt", "word_lm", {{"cell", "gru_dt"}}},
       {"word_gcn_mzu", "word_lm", with(mzu, {{"cell", "gcn_mzu"}})},
       {"word_mcrnn", "word_lm", {{"cell", "mcrnn"}, {"block", 3}, {"weight_drop", 0.2}}},
       {"word_cru_deep_enhanced", "word_lm", {{"cell", "cru_deep_enhanced"}, {"conv_window", "causal"}}},
       {"classify2_gru", "classify", {{"cell", "gru"}, {"fc", 6}}},
-      {"classify3_cru_2layers", "classify",
-       {{"cell", "cru_deep"}, {"layers", 2}, {"fc", 0}, {"dropout", 0.3}}},
+      {"classify3_cru_2layers", "classify", {{"cell", "cru_deep"}, {"layers", 2}, {"fc", 0}, {"dropout", 0.3}}},
       {"classify3_sat_mzu_tanh", "classify", with(mzu, {{"cell", "sat_mzu"}, {"fc", 5}, {"fc_activation", "tanh"}})},
       {"classify2_mcrnn", "classify", {{"cell", "mcrnn"}, {"block", 3}, {"fc", 4}, {"fc_activation", "none"}}},
       {"absa_gru_dt", "absa", {{"cell", "gru_dt"}}},
@@ -194,7 +217,8 @@ std::string write_seq2seq_fixture(const std::string& name) {
   return dir;
 }
 
-// Trains a tiny run of `v` (2 steps, no evaluation: the export falls back to checkpoints/last.pt) into dir; returns the CLI's exit status.
+// Trains a tiny run of `v` (2 steps, no evaluation: the export falls back to checkpoints/last.pt) into dir; returns the
+// CLI's exit status.
 int train_tiny(const Variant& v, const std::string& text, const std::string& dir, std::string* err) {
   json m = {{"embed", 6}, {"hidden", 8}};
   m.update(v.model);
@@ -204,9 +228,14 @@ int train_tiny(const Variant& v, const std::string& text, const std::string& dir
   if (v.task == "absa") ds = {{"path", write_absa_fixture(v.name)}, {"format", "semeval2014_xml"}};
   if (v.task == "cloze") ds = {{"path", clozefix::write_cbt_dir(cstest::temp_dir() + "/" + v.name, 40, 12, 12)}};
   if (v.task == "seq2seq")
-    ds = {{"path", write_seq2seq_fixture(v.name)}, {"format", "parallel"}, {"subword", "bpe"},
-          {"source_vocab_size", 20}, {"target_vocab_size", 20}, {"shared_vocab", v.model.value("copy", false)},
-          {"max_source_len", 16}, {"max_target_len", 16}};
+    ds = {{"path", write_seq2seq_fixture(v.name)},
+          {"format", "parallel"},
+          {"subword", "bpe"},
+          {"source_vocab_size", 20},
+          {"target_vocab_size", 20},
+          {"shared_vocab", v.model.value("copy", false)},
+          {"max_source_len", 16},
+          {"max_target_len", 16}};
   json cfg = {{"task", v.task},
               {"dataset", ds},
               {"model", m},
@@ -263,6 +292,10 @@ TEST(ExportTorch, everyCellAndTaskAgreesWithPyTorch) {
       }
     } else {
       ASSERT_TRUE(fs::exists(out + "/vocab.json")) << v.name;
+    }
+    if (v.task == "classify" || v.task == "absa") {
+      const json labels = json::parse(cstest::read_text(out + "/labels.json"), nullptr, false);
+      ASSERT_TRUE(labels.is_array() && labels.size() >= 2) << v.name;
     }
     dirs.push_back(out);
   }
@@ -340,8 +373,10 @@ TEST(ExportTorch, torchScriptTraceAndOnnxOfGruLstmAndOneCellPerPaper) {
     ASSERT_GT(r.value("onnx_bytes", 0), 100) << vs[i].name;
     const json logits = r["logits"];
     json want = logits;
-    if (vs[i].task == "classify") want[0] = "batch";
-    else want[1] = "batch";
+    if (vs[i].task == "classify")
+      want[0] = "batch";
+    else
+      want[1] = "batch";
     ASSERT_EQ(r["onnx"]["outputs"]["logits"], want) << vs[i].name << " " << lines[i];
   }
 }
