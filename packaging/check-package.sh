@@ -31,6 +31,8 @@ has_exec usr/share/cellscope/datasets/fetch.sh
 has usr/share/cellscope/presets/quick-gru.json
 has usr/share/cellscope/datasets/manifest.json
 has usr/share/cellscope/ABOUT.md
+has usr/lib/python3/dist-packages/cellscope_torch/__init__.py
+has usr/lib/python3/dist-packages/cellscope_torch/README.md
 has usr/lib/cellscope/libcellscope_spm.so  # SentencePiece, dlopen()ed (core/base/data/SEQ2SEQ_DATA_NOTES.md)
 has usr/share/man/man1/cellscope-cli.1.gz
 has usr/share/doc/cellscope/copyright

@@ -53,6 +53,7 @@ int cmd_decode(const std::vector<std::string>&);    // decode_cmd.cpp: seq2seq d
 int cmd_export(const std::vector<std::string>&);    // export_cmd.cpp: dispatch of `export ...`
 int cmd_export_tensorboard(const std::vector<std::string>&);  // export_tb_cmd.cpp: `export tensorboard`
 std::string export_tensorboard_usage();
+int cmd_export_torch(const std::vector<std::string>&);  // export_torch_cmd.cpp: a run for plain PyTorch
 
 // Data-parallel training and benchmark (dist_cmd.cpp, docs/DISTRIBUTED.md).
 // `train --nproc N` (N > 1): start N local workers of this executable and wait for them.

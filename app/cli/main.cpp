@@ -36,11 +36,13 @@ void print_usage() {
             << "  generate   sample text from a char-LM or word-LM run, with per-token probabilities\n"
             << "  cloze      cloze reading comprehension: scores (a run's candidate probabilities, JSONL), rerank\n"
             << "  decode     beam-search decodes of a seq2seq run's split, with BLEU / ROUGE vs the lead baseline\n"
-            << "  export     export tensorboard RUN_DIR|WORKSPACE --out LOGDIR: runs as TensorBoard event files\n"
+            << "  export     RUN_DIR --out DIR: a trained run for plain PyTorch (state_dict, config, vocabulary, reference batch)\n"
+            << "             export tensorboard RUN_DIR|WORKSPACE --out LOGDIR: runs as TensorBoard event files\n"
             << "  --version  print the version\n";
 }
 
 }  // namespace
+
 
 int main(int argc, char** argv) {
   cs::install_cpu_cache();  // large CPU blocks reused rather than page-faulted in every step (util/cpu_cache.h)

@@ -1,2 +1,18 @@
-"""cellscope_torch: Python helpers for Cellscope (imports nothing heavy here; import the modules,
-e.g. ``from cellscope_torch.script_cell import save_cell``)."""
+"""cellscope_torch: Cellscope's trained models in plain PyTorch.
+
+    import cellscope_torch
+    model, info = cellscope_torch.load("exported/")   # a directory written by `cellscope-cli export`
+    logits, state = model(x)                          # x [T, B] token ids (char_lm, word_lm)
+    print(cellscope_torch.check("exported/"))         # agreement with Cellscope on the reference batch
+
+See README.md next to this file for the exported files and what each cell supports.
+
+A cell of your own for Cellscope (`model.cell = "script"`): ``from cellscope_torch.script_cell import
+save_cell`` (resources/cells/README.md).
+"""
+from .cells import CRU, GRUDT, MCRNN, MZU, Cell, GateCell, MZUBlock, family, squash
+from .exported import check, load, read_vocab
+from .models import CELLS, CharLM, ClozeReader, SentenceModel, Seq2Seq, WordLM, build_cell, build_model, check_model_options
+
+__all__ = ["load", "check", "read_vocab", "build_model", "build_cell", "check_model_options", "CharLM", "WordLM", "SentenceModel", "ClozeReader", "Seq2Seq",
+           "Cell", "GateCell", "GRUDT", "MZU", "MZUBlock", "CRU", "MCRNN", "CELLS", "family", "squash"]

@@ -1,0 +1,368 @@
+// cellscope-cli export RUN_DIR --out DIR: a trained run for plain PyTorch (packaging/python/cellscope_torch,
+// its README.md lists the files). Everything is written into DIR.tmp and renamed to DIR at the end, so a
+// failure leaves no half-written DIR.
+#include <torch/nn/functional.h>
+#include <torch/serialize.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+
+#include "cli.h"
+#include "config/schema.h"
+#include "data/vocab.h"
+#include "tasks/char_lm.h"
+#include "tasks/classify.h"
+#include "tasks/cloze.h"
+#include "tasks/eval_scope.h"
+#include "tasks/seq2seq.h"
+#include "tasks/task.h"
+#include "tasks/word_lm.h"
+#include "train/checkpoint.h"
+#include "train/run_store.h"
+#include "train/trainer.h"
+#include "util/error.h"
+
+namespace cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// "best", "last", "step_N" or "N" -> the form checkpoint_path() takes ("best", "last", "N").
+std::string export_checkpoint_name(const std::string& s) {
+  if (s == "best" || s == "last") return s;
+  std::string n = s.rfind("step_", 0) == 0 ? s.substr(5) : s;
+  if (n.empty() || !std::all_of(n.begin(), n.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    throw UsageError("--checkpoint must be best, last or step_N (got '" + s + "')");
+  return n;
+}
+
+std::string export_existing_checkpoints(const std::string& run_dir) {
+  const std::string dir = cs::join_path(run_dir, "checkpoints");
+  std::string out;
+  if (cs::dir_exists(dir))
+    for (auto& n : cs::list_dir(dir))
+      if (n.size() > 3 && n.compare(n.size() - 3, 3, ".pt") == 0)
+        out += (out.empty() ? "" : ", ") + n.substr(0, n.size() - 3);
+  return out.empty() ? "none" : out;
+}
+
+void export_write_bytes(const std::string& path, const std::vector<char>& bytes) {
+  cs::atomic_write(path, std::string(bytes.data(), bytes.size()));
+}
+
+std::string export_hex64(uint64_t v) {
+  std::ostringstream s;
+  s << std::hex << std::setw(16) << std::setfill('0') << v;
+  return s.str();
+}
+
+// RFC 4648 base64 (the seq2seq vocabulary stores its SentencePiece models so); UserError on a bad character.
+std::string export_base64_decode(const std::string& in, const std::string& what) {
+  static const std::string abc = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  uint32_t acc = 0;
+  int bits = 0;
+  for (char c : in) {
+    if (c == '=' || c == '\n' || c == '\r') continue;
+    const auto v = abc.find(c);
+    if (v == std::string::npos) throw cs::UserError(what + ": not base64");
+    acc = (acc << 6) | static_cast<uint32_t>(v);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out.push_back(static_cast<char>((acc >> bits) & 0xff));
+    }
+  }
+  return out;
+}
+
+c10::IValue export_tensor_dict(const std::vector<std::pair<std::string, torch::Tensor>>& items) {
+  c10::Dict<std::string, torch::Tensor> d;
+  for (auto& [k, v] : items) d.insert(k, v.detach().to(torch::kCPU).contiguous());
+  return c10::IValue(d);
+}
+
+// The run's first validation batch of a stream LM, as StreamLMTask::stream_nll scores it first: B streams
+// (min(eval_batch, (N-1)/bptt)), the first segment of min(bptt, n) inputs, zero state, eval mode.
+std::vector<std::pair<std::string, torch::Tensor>> export_stream_reference(torch::nn::Module& module,
+                                                                           cs::StreamModel& model,
+                                                                           const std::vector<int32_t>& ids,
+                                                                           int64_t bptt, int64_t eval_batch) {
+  const int64_t N = static_cast<int64_t>(ids.size());
+  if (N < 2) throw cs::UserError("the valid split is empty: no reference batch");
+  const int64_t B = std::max<int64_t>(1, std::min<int64_t>(eval_batch, (N - 1) / std::max<int64_t>(bptt, 1)));
+  const int64_t n = (N - 1) / B;
+  const int64_t l = std::min(bptt, n);
+  auto all = torch::from_blob(const_cast<int32_t*>(ids.data()), {N}, torch::kInt32).to(torch::kInt64);
+  auto x = all.narrow(0, 0, B * n).view({B, n}).narrow(1, 0, l).t().contiguous();
+  auto y = all.narrow(0, 1, B * n).view({B, n}).narrow(1, 0, l).t().contiguous();
+  torch::NoGradGuard ng;
+  cs::EvalScope es(module);
+  auto st = model.initial_state(B, torch::TensorOptions().dtype(torch::kFloat32));
+  cs::StepContext ctx;
+  auto logits = model.forward(x, st, ctx);
+  auto loss = torch::nn::functional::cross_entropy(logits.reshape({-1, logits.size(-1)}), y.reshape({-1}));
+  return {{"x", x},
+          {"y", y},
+          {"mask", torch::ones_like(x, torch::kFloat32)},
+          {"logits", logits},
+          {"loss", loss.to(torch::kFloat64)}};
+}
+
+// The first validation batch of a sentence task (classify, absa): the first min(eval_batch, N) examples of the
+// valid split as one padded batch, as SentenceTask::evaluate batches them; the loss is the batch mean.
+std::vector<std::pair<std::string, torch::Tensor>> export_sentence_reference(cs::SentenceTask& task,
+                                                                             int64_t eval_batch) {
+  const auto& s = task.split("valid");
+  const int64_t n = std::min<int64_t>(eval_batch, static_cast<int64_t>(s.labels.size()));
+  if (n < 1) throw cs::UserError("the valid split is empty: no reference batch");
+  std::vector<int64_t> idx(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) idx[static_cast<size_t>(i)] = i;
+  const cs::SentenceBatch b = task.make_batch(s, idx);
+  auto& net = *task.net();
+  cs::EvalScope es(net);
+  cs::StepContext ctx;
+  auto logits = net.forward(b, ctx);
+  torch::Tensor loss;
+  if (net.binary)
+    loss = torch::binary_cross_entropy_with_logits(logits.squeeze(1), b.labels.to(logits.dtype()));
+  else
+    loss = torch::nll_loss(torch::log_softmax(logits, 1), b.labels);
+  const int64_t T = b.tokens.size(0);
+  auto mask = (torch::arange(T, b.lengths.options()).unsqueeze(1) < b.lengths.unsqueeze(0)).to(torch::kFloat32);
+  std::vector<std::pair<std::string, torch::Tensor>> r = {{"x", b.tokens},    {"lengths", b.lengths},
+                                                          {"y", b.labels},    {"mask", mask},
+                                                          {"logits", logits}, {"loss", loss.to(torch::kFloat64)}};
+  if (b.aspect.defined()) {
+    r.emplace_back("aspect", b.aspect);
+    r.emplace_back("aspect_len", b.aspect_len);
+  }
+  return r;
+}
+
+// The first validation batch of a cloze run: the first min(eval_batch, N) questions of the valid split as one
+// batch (make_cloze_batch); the scores are P(candidate | D, Q) [B, C], the loss the mean -log P(answer)
+// (clamped at 1e-12, as ClozeTask does).
+std::vector<std::pair<std::string, torch::Tensor>> export_cloze_reference(cs::ClozeTask& task, int64_t eval_batch) {
+  const auto& items = task.items("valid");
+  const int64_t n = std::min<int64_t>(eval_batch, static_cast<int64_t>(items.size()));
+  if (n < 1) throw cs::UserError("the valid split is empty: no reference batch");
+  std::vector<const cs::ClozeItem*> its;
+  for (int64_t i = 0; i < n; ++i) its.push_back(&items[static_cast<size_t>(i)]);
+  const cs::ClozeBatch b = cs::make_cloze_batch(its, cs::ClozeTask::kPad, torch::kCPU);
+  auto& net = *task.net();
+  cs::EvalScope es(net);
+  cs::StepContext ctx;
+  auto prob = net.forward(b, ctx).prob;
+  auto loss = -torch::log(prob.gather(1, b.answer.unsqueeze(1)).squeeze(1).clamp_min(1e-12)).mean();
+  return {{"doc", b.doc},
+          {"doc_len", b.doc_len},
+          {"query", b.query},
+          {"query_len", b.query_len},
+          {"features", b.features},
+          {"cand_mask", b.cand_mask},
+          {"cand_valid", b.cand_valid.to(torch::kFloat32)},
+          {"y", b.answer},
+          {"logits", prob},
+          {"loss", loss.to(torch::kFloat64)}};
+}
+
+// The first validation batch of a seq2seq run: the first min(eval_batch, N) pairs of the valid split
+// (make_batch: src [S, B], src_len, y_in = <s> y, y_out = y </s>, y_mask), teacher-forced; the logits are the
+// decoder's output ([T, B, V]; log P of the mixture with model.copy) and the loss the mean NLL of the real target
+// tokens, as batch_nll sums it.
+std::vector<std::pair<std::string, torch::Tensor>> export_seq2seq_reference(cs::Seq2SeqTask& task, int64_t eval_batch) {
+  const auto& ex = task.examples("valid");
+  const int64_t n = std::min<int64_t>(eval_batch, static_cast<int64_t>(ex.size()));
+  if (n < 1) throw cs::UserError("the valid split is empty: no reference batch");
+  std::vector<const cs::Seq2SeqTask::Example*> ptrs;
+  for (int64_t i = 0; i < n; ++i) ptrs.push_back(&ex[static_cast<size_t>(i)]);
+  const auto b = task.make_batch(ptrs);
+  auto& net = *task.net();
+  cs::EvalScope es(net);
+  cs::StepContext ctx;
+  auto enc = net.encode(b.src, b.src_len, ctx);
+  auto st = net.decoder_initial_state(b.src.size(1), enc.memory.options());
+  auto logits = net.decode(b.y_in, enc, st, ctx);
+  auto nll =
+      torch::nn::functional::cross_entropy(logits.reshape({-1, logits.size(-1)}), b.y_out.reshape({-1}),
+                                           torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone));
+  auto loss = (nll * b.y_mask.reshape({-1})).sum() / b.y_mask.sum();
+  return {{"src", b.src},
+          {"src_len", b.src_len},
+          {"x", b.y_in},
+          {"y", b.y_out},
+          {"mask", b.y_mask},
+          {"logits", logits},
+          {"loss", loss.to(torch::kFloat64)}};
+}
+
+}  // namespace
+
+int cmd_export_torch(const std::vector<std::string>& a) {
+  if (std::find(a.begin(), a.end(), "--help") != a.end() || std::find(a.begin(), a.end(), "-h") != a.end()) {
+    std::cout << "usage: cellscope-cli export RUN_DIR [--checkpoint best|last|step_N] --out DIR [--force]\n"
+                 "Writes a run's model for plain PyTorch into DIR (packaging/python/cellscope_torch/README.md):\n"
+                 "  model.pt        state_dict: torch.load(DIR/model.pt) is a dict name -> tensor (Cellscope's names)\n"
+                 "  config.json     the run's resolved configuration\n"
+                 "  vocab.json      the vocabulary as a JSON list (id = index); vocab.cellscope the run's own file;\n"
+                 "                  labels.json the class names (classify, absa); seq2seq: source.model, target.model\n"
+                 "                  SentencePiece models (*.model) copied as they are\n"
+                 "  reference.pt    the run's first validation batch (x, y, mask) with Cellscope's logits and loss\n"
+                 "                  on it in eval mode (every task)\n"
+                 "  export.json     manifest: version, run, checkpoint (step, FNV-1a hash), task, cell, shapes\n"
+                 "The Python side: import cellscope_torch; model, info = cellscope_torch.load(DIR).\n"
+                 "DIR must not exist or be empty (--force replaces it); it is written as DIR.tmp, then renamed.\n";
+    return 0;
+  }
+  auto args = parse(a, {"force"}, {"checkpoint", "out"});
+  if (args.positional.size() != 1) throw UsageError("expected one RUN_DIR");
+  if (!args.has("out")) throw UsageError("--out DIR is required");
+  const std::string run_dir = args.positional[0];
+  std::string out = args.get("out");
+  while (out.size() > 1 && out.back() == '/') out.pop_back();
+  const auto t0 = std::chrono::steady_clock::now();
+
+  cs::RunStore store(run_dir);
+  if (!cs::file_exists(store.path("config.json")))
+    throw cs::UserError("'" + run_dir + "' is not a run directory (no config.json)");
+  const std::string which = export_checkpoint_name(args.get("checkpoint", "best"));
+  std::string ckpt;
+  try {
+    ckpt = cs::checkpoint_path(run_dir, which);
+  } catch (const cs::UserError&) {
+    throw cs::UserError("run '" + run_dir + "' has no checkpoint '" + args.get("checkpoint", "best") +
+                        "' (checkpoints there: " + export_existing_checkpoints(run_dir) + ")");
+  }
+  if (fs::exists(out) && !(fs::is_directory(out) && fs::is_empty(out)) && !args.has("force"))
+    throw cs::UserError("--out '" + out + "' exists and is not empty (--force replaces it)");
+  if (fs::exists(out) && !fs::is_directory(out))
+    throw cs::UserError("--out '" + out + "' exists and is not a directory");
+
+  // Everything that can fail on bad input before anything is written.
+  auto task = cs::load_run_task(run_dir, which);
+  const cs::json cfg = cs::load_and_resolve(store.read_config());
+  int64_t step = -1;
+  {
+    torch::serialize::InputArchive ar, s;
+    cs::read_checkpoint_file(ckpt, ar);
+    try {
+      ar.read("trainer", s);
+      torch::Tensor t;
+      s.read("step", t);
+      step = t.item<int64_t>();
+    } catch (const std::exception&) {
+      step = -1;  // a checkpoint without trainer state (bench / tests): step unknown
+    }
+  }
+  const std::string ckpt_bytes = cs::read_file(ckpt);
+
+  auto& model = *task->model();
+  std::vector<std::pair<std::string, torch::Tensor>> state;
+  cs::json shapes = cs::json::object();
+  for (auto& p : model.named_parameters(true)) state.emplace_back(p.key(), p.value());
+  for (auto& b : model.named_buffers(true)) state.emplace_back(b.key(), b.value());
+  for (auto& [k, v] : state) shapes[k] = v.sizes().vec();
+
+  std::vector<std::pair<std::string, torch::Tensor>> ref;
+  if (auto* c = dynamic_cast<cs::CharLMTask*>(task.get()))
+    ref = export_stream_reference(*c->net(), *c->net(), c->corpus().valid,
+                                  cs::resolved_cfg<int64_t>(cfg, "training", "bptt"),
+                                  cs::resolved_cfg<int64_t>(cfg, "training", "eval_batch"));
+  else if (auto* w = dynamic_cast<cs::WordLMTask*>(task.get()))
+    ref = export_stream_reference(*w->net(), *w->net(), w->corpus().valid,
+                                  cs::resolved_cfg<int64_t>(cfg, "training", "bptt"),
+                                  cs::resolved_cfg<int64_t>(cfg, "training", "eval_batch"));
+  else if (auto* st = dynamic_cast<cs::SentenceTask*>(task.get()))
+    ref = export_sentence_reference(*st, cs::resolved_cfg<int64_t>(cfg, "training", "eval_batch"));
+  else if (auto* sq = dynamic_cast<cs::Seq2SeqTask*>(task.get()))
+    ref = export_seq2seq_reference(*sq, cs::resolved_cfg<int64_t>(cfg, "training", "eval_batch"));
+  else if (auto* cl = dynamic_cast<cs::ClozeTask*>(task.get()))
+    ref = export_cloze_reference(*cl, cs::resolved_cfg<int64_t>(cfg, "training", "eval_batch"));
+
+  const std::string tmp = out + ".tmp";
+  std::error_code ec;
+  fs::remove_all(tmp, ec);
+  try {
+    cs::make_dirs(tmp);
+    export_write_bytes(cs::join_path(tmp, "model.pt"), torch::pickle_save(export_tensor_dict(state)));
+    cs::atomic_write(cs::join_path(tmp, "config.json"), cfg.dump(2) + "\n");
+    cs::json files = {"model.pt", "config.json"};
+    const std::string vpath = store.path("vocab");
+    if (cs::file_exists(vpath)) {
+      cs::atomic_write(cs::join_path(tmp, "vocab.cellscope"), cs::read_file(vpath));
+      files.push_back("vocab.cellscope");
+      try {
+        const cs::Vocab v = cs::Vocab::load(vpath);
+        cs::atomic_write(cs::join_path(tmp, "vocab.json"),
+                         cs::json(v.symbols()).dump(0, ' ', false, cs::json::error_handler_t::replace) + "\n");
+        files.push_back("vocab.json");
+      } catch (const cs::UserError&) {
+        // another task's vocabulary format: vocab.cellscope alone (documented in the README)
+      }
+    }
+    if (cs::file_exists(vpath)) {
+      // seq2seq: {"format": "cellscope-seq2seq-subword", "source": base64, "target": base64} -> the
+      // SentencePiece model files as they are (spm.SentencePieceProcessor(model_file=...))
+      const cs::json j = cs::json::parse(cs::read_file(vpath), nullptr, false);
+      if (j.is_object() && j.value("format", "") == "cellscope-sentence-vocab" && j.contains("words")) {
+        // classify / absa: words are ids 1.. (id 0 is <unk>); the class names in output order
+        cs::json words = cs::json::array({"<unk>"});
+        for (auto& w : j["words"]) words.push_back(w);
+        cs::atomic_write(cs::join_path(tmp, "vocab.json"),
+                         words.dump(0, ' ', false, cs::json::error_handler_t::replace) + "\n");
+        cs::atomic_write(cs::join_path(tmp, "labels.json"), j.value("labels", cs::json::array()).dump() + "\n");
+        files.push_back("vocab.json");
+        files.push_back("labels.json");
+      }
+      if (j.is_object() && j.value("format", "") == "cellscope-seq2seq-subword")
+        for (const char* side : {"source", "target"})
+          if (j.contains(side) && j[side].is_string()) {
+            const std::string f = std::string(side) + ".model";
+            cs::atomic_write(cs::join_path(tmp, f), export_base64_decode(j[side].get<std::string>(), vpath));
+            files.push_back(f);
+          }
+    }
+    for (auto& n : cs::list_dir(run_dir))
+      if (n.size() > 6 && n.compare(n.size() - 6, 6, ".model") == 0) {
+        cs::atomic_write(cs::join_path(tmp, n), cs::read_file(cs::join_path(run_dir, n)));
+        files.push_back(n);
+      }
+    if (!ref.empty()) {
+      export_write_bytes(cs::join_path(tmp, "reference.pt"), torch::pickle_save(export_tensor_dict(ref)));
+      files.push_back("reference.pt");
+    }
+    cs::json man = {{"format", "cellscope-torch-export 1"},
+                    {"cellscope_version", CELLSCOPE_VERSION},
+                    {"run", fs::absolute(run_dir).lexically_normal().string()},
+                    {"checkpoint",
+                     {{"name", args.get("checkpoint", "best")},
+                      {"file", fs::path(ckpt).filename().string()},
+                      {"step", step},
+                      {"bytes", ckpt_bytes.size()},
+                      {"fnv1a64", export_hex64(cs::fnv1a64(ckpt_bytes.data(), ckpt_bytes.size()))}}},
+                    {"task", cfg.at("task").value("name", "")},
+                    {"cell", cfg.at("model").value("cell", "")},
+                    {"parameters", shapes},
+                    {"reference", !ref.empty()},
+                    {"files", files}};
+    cs::atomic_write(cs::join_path(tmp, "export.json"), man.dump(2) + "\n");
+    if (fs::exists(out)) fs::remove_all(out);
+    fs::rename(tmp, out);
+  } catch (...) {
+    fs::remove_all(tmp, ec);
+    throw;
+  }
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::cout << "exported " << run_dir << " (" << fs::path(ckpt).filename().string() << ", step " << step << ", "
+            << state.size() << " tensors) to " << out << " in " << std::fixed << std::setprecision(2) << secs << " s\n";
+  return 0;
+}
+
+}  // namespace cli

@@ -1,0 +1,101 @@
+"""Reading a directory written by `cellscope-cli export` (model.pt, config.json, vocab.json, reference.pt,
+export.json) and checking the rebuilt model against Cellscope's own logits on the reference batch."""
+import json
+import os
+
+import torch
+import torch.nn.functional as F
+
+from .models import build_model
+
+
+def _read_json(d, name):
+    p = os.path.join(d, name)
+    if not os.path.exists(p):
+        raise FileNotFoundError("cellscope_torch: %s has no %s (not a directory written by `cellscope-cli export`)"
+                                % (d, name))
+    with open(p, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def read_vocab(d):
+    """The vocabulary as a list of symbols (id = index), or None when the export has no vocab.json."""
+    p = os.path.join(d, "vocab.json")
+    if not os.path.exists(p):
+        return None
+    with open(p, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def load(d, map_location="cpu"):
+    """Rebuild the model of an exported run and load its weights (strict: every name and shape must match).
+
+    Returns (model in eval mode, info) with info = {"task", "cell", "config", "vocab", "manifest", "dir"}.
+    Raises NotImplementedError naming the option when the run uses something this package does not build."""
+    cfg = _read_json(d, "config.json")
+    manifest = _read_json(d, "export.json")
+    state = torch.load(os.path.join(d, "model.pt"), map_location=map_location)
+    if not isinstance(state, dict):
+        raise ValueError("cellscope_torch: %s/model.pt is not a dict of tensors" % d)
+    vocab = read_vocab(d)
+    if "src_embed.weight" in state:  # seq2seq: the source's vocabulary size (the target's below)
+        V = state["src_embed.weight"].shape[0]
+    elif "embed.weight" in state:
+        V = state["embed.weight"].shape[0]
+    elif vocab is not None:
+        V = len(vocab)
+    else:
+        raise ValueError("cellscope_torch: %s: cannot tell the vocabulary size" % d)
+    classes = state["out.weight"].shape[0] if "out.weight" in state and "out_w" not in state else None
+    target = state["tgt_embed.weight"].shape[0] if "tgt_embed.weight" in state else None
+    model = build_model(cfg, V, classes, target)
+    model.load_state_dict(state, strict=True)
+    model.eval()
+    task = cfg["task"]["name"] if isinstance(cfg.get("task"), dict) else cfg.get("task")
+    info = {"task": task, "cell": cfg["model"]["cell"], "config": cfg, "vocab": vocab, "manifest": manifest,
+            "dir": d}
+    return model, info
+
+
+def check(d, model=None):
+    """Run the reference batch of an export through the rebuilt model (eval mode, float32 as Cellscope) and
+    compare with Cellscope's logits and loss on it.
+
+    Returns {"task", "cell", "max_abs", "max_rel", "loss", "cellscope_loss", "loss_diff", "shape"}: max_abs the
+    largest |logit difference|, max_rel the largest |difference| / max(|Cellscope's logit|, 1)."""
+    if model is None:
+        model, info = load(d)
+        task, cell = info["task"], info["cell"]
+    else:
+        cfg = _read_json(d, "config.json")
+        task, cell = cfg["task"]["name"], cfg["model"]["cell"]
+    p = os.path.join(d, "reference.pt")
+    if not os.path.exists(p):
+        raise FileNotFoundError("cellscope_torch: %s has no reference.pt (the export of task '%s' writes none)"
+                                % (d, task))
+    ref = torch.load(p)
+    model.eval()
+    with torch.no_grad():
+        if task in ("char_lm", "word_lm"):
+            logits, _ = model(ref["x"])
+            loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), ref["y"].reshape(-1))
+        elif task == "seq2seq":
+            logits, _ = model(ref["src"], ref["src_len"], ref["x"])
+            nll = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), ref["y"].reshape(-1), reduction="none")
+            loss = (nll * ref["mask"].reshape(-1)).sum() / ref["mask"].sum()
+        elif task == "cloze":
+            logits = model(ref["doc"], ref["doc_len"], ref["query"], ref["query_len"], ref["features"],
+                           ref["cand_mask"])
+            loss = -torch.log(logits.gather(1, ref["y"].unsqueeze(1)).squeeze(1).clamp_min(1e-12)).mean()
+        else:
+            logits = model(ref["x"], ref["lengths"], ref.get("aspect"), ref.get("aspect_len"))
+            if logits.shape[1] == 1:  # a binary classifier: one logit, binary cross-entropy
+                loss = F.binary_cross_entropy_with_logits(logits.squeeze(1), ref["y"].to(logits.dtype))
+            else:
+                loss = F.nll_loss(torch.log_softmax(logits, 1), ref["y"])
+        loss = loss.double().item()
+    theirs = ref["logits"]
+    diff = (logits - theirs).abs()
+    return {"task": task, "cell": cell, "shape": list(theirs.shape), "max_abs": diff.max().item(),
+            "max_rel": (diff / theirs.abs().clamp_min(1.0)).max().item(), "loss": loss,
+            "cellscope_loss": ref["loss"].item(), "loss_diff": abs(loss - ref["loss"].item())}

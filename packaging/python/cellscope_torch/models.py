@@ -1,0 +1,402 @@
+"""The task models of Cellscope (core/model/tasks/*.cpp) in plain PyTorch, built from a run's resolved config.
+
+Every model.* option a run can have is either implemented here or refused: check_model_options() raises
+NotImplementedError naming the option, so a loaded model is never silently a different one.
+"""
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from .cells import CRU, GRUDT, MCRNN, MZU, GateCell, family
+
+# ---------------------------------------------------------------- options
+ANY = None  # any value of the option's type (numbers: the range Cellscope validated)
+BOOL = (False, True)
+# Per cell family: option -> the values implemented (ANY = every value). Train-only options (candidate_dropout,
+# dropout) are applied in train mode as Cellscope does and are no-ops in eval mode.
+CELL_OPTIONS = {
+    "gate": {"layer_norm": BOOL, "candidate_dropout": ANY},
+    "gru_dt": {"layer_norm": BOOL, "candidate_dropout": ANY, "depth": ANY, "share_transition": BOOL},
+    "mzu": {"layer_norm": BOOL, "candidate_dropout": ANY, "depth": ANY, "share_transition": BOOL, "zones": ANY,
+            "filter": ANY, "capsules": ANY, "routing_iters": ANY, "zone_disagreement": ANY,
+            "disagreement_scale": ("mean", "sum"), "disagreement_pairs": ("all", "distinct"),
+            "disagreement_form": ("cosine", "squared_cosine"), "disagreement_warmup": ANY, "regular_gate": BOOL,
+            "regular_trans": BOOL, "ln_position": ("preact", "zones"), "ffn_residual": BOOL,
+            "gcn_activation": ("relu", "tanh", "sigmoid", "identity"), "gcn_edges": ("cosine", "relu_cosine"),
+            "gcn_adjacency": ("cosine_plus_identity", "cosine"), "sat_qkv": ("shared", "per_zone")},
+    "cru": {"candidate_dropout": ANY, "filter_length": ANY, "conv_channels": ANY,
+            "conv_window": ("centered", "causal"), "conv_activation": ("relu", "tanh", "identity"),
+            "reset_after": BOOL},
+    "mcrnn": {"layer_norm": BOOL, "candidate_dropout": ANY, "block": ANY, "attention": ANY,
+              "lstm_memory": ("prev", "average"), "dist_scale": ANY, "base": ("rnn", "gru", "lstm", "gru_dt")},
+}
+COMMON = {"cell": ANY, "embed": ANY, "hidden": ANY, "layers": ANY, "dropout": ANY}
+TASK_OPTIONS = {
+    "char_lm": {},
+    "word_lm": {"dropoute": ANY, "dropouti": ANY, "dropouth": ANY, "weight_drop": ANY, "tie_weights": BOOL},
+    # pretrained_embeddings / freeze_embeddings: how the embedding was initialised and trained (the weights are
+    # in model.pt either way)
+    "classify": {"fc": ANY, "fc_activation": ("relu", "tanh", "none"), "pretrained_embeddings": ANY,
+                 "freeze_embeddings": BOOL},
+    "cloze": {"reader": ("aoa", "m_aoa")},
+    "seq2seq": {"copy": BOOL},
+    "absa": {"fc": ANY, "fc_activation": ("relu", "tanh", "none"), "pretrained_embeddings": ANY,
+             "freeze_embeddings": BOOL},
+}
+CELLS = ("rnn", "gru", "lstm", "gru_dt", "sat_mzu", "gcn_mzu", "cap_mzu", "mcrnn", "cru_shallow", "cru_deep",
+         "cru_deep_enhanced")
+
+
+def check_model_options(m, task):
+    """NotImplementedError naming the first model option (or value, task, cell) this package does not build."""
+    if task not in TASK_OPTIONS:
+        raise NotImplementedError("cellscope_torch: task '%s' is not implemented (implemented: %s)"
+                                  % (task, ", ".join(sorted(TASK_OPTIONS))))
+    cell = m.get("cell")
+    if cell not in CELLS:
+        raise NotImplementedError("cellscope_torch: cell '%s' is not implemented" % cell)
+    allowed = dict(COMMON)
+    allowed.update(CELL_OPTIONS[family(cell)])
+    allowed.update(TASK_OPTIONS[task])
+    if cell == "mcrnn" and m.get("base") == "gru_dt":
+        allowed.update(CELL_OPTIONS["gru_dt"])  # the base's own options at their values
+    for k, v in m.items():
+        if k not in allowed:
+            raise NotImplementedError("cellscope_torch: model.%s (= %r) is not implemented for cell '%s', task '%s'"
+                                      % (k, v, cell, task))
+        if allowed[k] is not ANY and v not in allowed[k]:
+            raise NotImplementedError("cellscope_torch: model.%s = %r is not implemented (only %r)"
+                                      % (k, v, list(allowed[k])))
+
+
+def build_cell(m, I):
+    """The cell of model section `m` with input size I (one layer), Cellscope's parameter names."""
+    cell, H = m["cell"], m["hidden"]
+    fam = family(cell)
+    if fam == "gate":
+        return GateCell(cell, I, H, m.get("layer_norm", False), m.get("candidate_dropout", 0.0))
+    if fam == "gru_dt":
+        return GRUDT(I, H, m.get("depth", 1), m.get("share_transition", True), m.get("layer_norm", False),
+                     m.get("candidate_dropout", 0.0))
+    if fam == "mzu":
+        return MZU(m, I)
+    if fam == "cru":
+        return CRU(m, I)
+    if fam == "mcrnn":
+        base = m.get("base", "lstm")
+        if base not in ("rnn", "gru", "lstm", "gru_dt"):
+            raise NotImplementedError("cellscope_torch: model.base = %r is not implemented for mcrnn" % base)
+        bm = dict(m)
+        bm["cell"] = base
+        return MCRNN(m, I, build_cell(bm, I))
+    raise NotImplementedError("cellscope_torch: cell '%s' is not implemented" % cell)
+
+
+def run_cell(cell, x, state, extra):
+    if isinstance(cell, MZU):
+        return cell(x, state, extra)
+    return cell(x, state)
+
+
+class CellStack(nn.Module):
+    """model.layers cells, dropout between them in training (cells/stack.cpp)."""
+
+    def __init__(self, m, I):
+        super().__init__()
+        self.n = m.get("layers", 1)
+        self.dropout = m.get("dropout", 0.0)
+        for l in range(self.n):
+            c = build_cell(m, I)
+            setattr(self, "layer%d" % l, c)
+            I = c.hidden_size
+        self.output_size = I
+
+    def layers(self):
+        return [getattr(self, "layer%d" % l) for l in range(self.n)]
+
+    def initial_state(self, B, like):
+        return [c.initial_state(B, like) for c in self.layers()]
+
+    def forward(self, x, state=None, extra=None):
+        h, new = x, []
+        for l, c in enumerate(self.layers()):
+            if l > 0 and self.dropout > 0:
+                h = F.dropout(h, self.dropout, self.training)
+            h, s = run_cell(c, h, None if state is None else state[l], extra)
+            new.append(s)
+        return h, new
+
+
+class CharLM(nn.Module):
+    """char_lm (tasks/char_lm.cpp): embedding -> cell stack -> linear; dropout on the embedding and the stack's
+    output in training. forward(x [T, B] ids, state=None, extra=None) -> (logits [T, B, V], state)."""
+
+    def __init__(self, m, vocab):
+        super().__init__()
+        E = m["embed"]
+        self.dropout = m.get("dropout", 0.0)
+        self.embed = nn.Embedding(vocab, E)
+        self.stack = CellStack(m, E)
+        self.out = nn.Linear(self.stack.output_size, vocab)
+
+    def initial_state(self, B, like):
+        return self.stack.initial_state(B, like)
+
+    def forward(self, x, state=None, extra=None):
+        e = self.embed(x)
+        if self.dropout > 0:
+            e = F.dropout(e, self.dropout, self.training)
+        h, state = self.stack(e, state, extra)
+        if self.dropout > 0:
+            h = F.dropout(h, self.dropout, self.training)
+        return self.out(h), state
+
+
+class WordLM(nn.Module):
+    """word_lm (tasks/word_lm.cpp, AWD-LSTM pieces): embedding (dropoute: whole word types, training), locked
+    dropout on the input (dropouti), between layers (dropouth) and on the output (dropout), weight drop on every
+    rnn/gru/lstm w_hh (training), output tied to the embedding (tie_weights: the last layer has size embed)."""
+
+    def __init__(self, m, vocab):
+        super().__init__()
+        E, n = m["embed"], m.get("layers", 1)
+        self.dropout = m.get("dropout", 0.0)
+        self.dropouth = m["dropouth"] if m.get("dropouth") is not None else self.dropout
+        self.dropouti = m["dropouti"] if m.get("dropouti") is not None else self.dropout
+        self.dropoute = m.get("dropoute", 0.0)
+        self.tied = m.get("tie_weights", False)
+        self.n = n
+        self.embed = nn.Embedding(vocab, E)
+        I = E
+        for l in range(n):
+            ml = dict(m)
+            if self.tied and l == n - 1:
+                ml["hidden"] = E
+            c = build_cell(ml, I)
+            setattr(self, "layer%d" % l, c)
+            I = c.hidden_size
+        if not self.tied:
+            self.out_w = nn.Parameter(torch.empty(vocab, I).uniform_(-I ** -0.5, I ** -0.5))
+        self.out_b = nn.Parameter(torch.zeros(vocab))
+        wd = m.get("weight_drop", 0.0)
+        for mod in self.modules():
+            if isinstance(mod, GateCell):
+                mod.weight_drop = wd
+
+    def layers(self):
+        return [getattr(self, "layer%d" % l) for l in range(self.n)]
+
+    def initial_state(self, B, like):
+        return [c.initial_state(B, like) for c in self.layers()]
+
+    def locked_dropout(self, x, p):
+        if not self.training or p <= 0:
+            return x
+        return x * (x.new_empty(1, x.shape[1], x.shape[2]).bernoulli_(1 - p) / (1 - p))
+
+    def forward(self, x, state=None, extra=None):
+        w = self.embed.weight
+        if self.training and self.dropoute > 0:
+            w = w * (w.new_empty(w.shape[0], 1).bernoulli_(1 - self.dropoute) / (1 - self.dropoute))
+        gates = [mod for mod in self.modules() if isinstance(mod, GateCell)]
+        for g in gates:
+            g.begin_weight_drop()
+        try:
+            h = self.locked_dropout(F.embedding(x, w), self.dropouti)
+            new = []
+            for l, c in enumerate(self.layers()):
+                if l > 0:
+                    h = self.locked_dropout(h, self.dropouth)
+                h, s = run_cell(c, h, None if state is None else state[l], extra)
+                new.append(s)
+        finally:
+            for g in gates:
+                g.end_weight_drop()
+        h = self.locked_dropout(h, self.dropout)
+        return F.linear(h, self.embed.weight if self.tied else self.out_w, self.out_b), new
+
+
+def reverse_padded(x, lengths):
+    """x [T, B, ...]: each column's first lengths[b] steps reversed, the padding left in place."""
+    T, B = x.shape[0], x.shape[1]
+    t = torch.arange(T, device=x.device).unsqueeze(1)
+    ln = lengths.unsqueeze(0)
+    src = torch.where(t < ln, ln - 1 - t, t)
+    flat = (src * B + torch.arange(B, device=x.device).unsqueeze(0)).reshape(-1)
+    return x.reshape(T * B, -1).index_select(0, flat).view(x.shape)
+
+
+class Bidirectional(nn.Module):
+    """The sentence encoder (cells/bidirectional.cpp): per layer a forward and a backward cell over the padded
+    batch (inputs zeroed past each sentence's end, the backward cell reads each sentence reversed), outputs
+    concatenated; `final` = the forward output at the last real token and the backward output at t = 0."""
+
+    def __init__(self, m, I):
+        super().__init__()
+        self.n, self.dropout = m.get("layers", 1), m.get("dropout", 0.0)
+        for l in range(self.n):
+            f, b = build_cell(m, I), build_cell(m, I)
+            setattr(self, "fwd%d" % l, f)
+            setattr(self, "bwd%d" % l, b)
+            I = 2 * f.hidden_size
+        self.output_size = I
+
+    def forward(self, x, lengths, extra=None):
+        T, B = x.shape[0], x.shape[1]
+        mask = (torch.arange(T, device=x.device).unsqueeze(1) < lengths.unsqueeze(0)).to(x.dtype).unsqueeze(2)
+        h = x
+        for l in range(self.n):
+            if l > 0 and self.dropout > 0:
+                h = F.dropout(h, self.dropout, self.training)
+            h = h * mask
+            of, _ = run_cell(getattr(self, "fwd%d" % l), h, None, extra)
+            ob, _ = run_cell(getattr(self, "bwd%d" % l), reverse_padded(h, lengths), None, extra)
+            h = torch.cat([of, reverse_padded(ob, lengths)], 2) * mask
+        H = h.shape[2] // 2
+        last = (lengths - 1).clamp_min(0).view(1, B, 1).expand(1, B, H)
+        return h, torch.cat([h[:, :, :H].gather(0, last).squeeze(0), h[0, :, H:]], 1)
+
+
+class SentenceModel(nn.Module):
+    """classify and absa (tasks/classify.cpp): embedding (dropout in training) -> bidirectional encoder ->
+    classify: the final states of both directions; absa: the mean of the output states concatenated with the
+    mean embedding of the aspect's words -> optional fc + activation (+ dropout) -> out (1 logit for a binary
+    classifier, else one per class). forward(x [T, B], lengths [B], aspect [A, B], aspect_len [B]) -> logits."""
+
+    def __init__(self, m, vocab, classes, absa):
+        super().__init__()
+        E = m["embed"]
+        self.absa, self.dropout = absa, m.get("dropout", 0.0)
+        self.fc_activation = m.get("fc_activation", "relu")
+        self.embed = nn.Embedding(vocab, E, padding_idx=1)
+        self.encoder = Bidirectional(m, E)
+        feat = self.encoder.output_size + (E if absa else 0)
+        self.has_fc = m.get("fc", 0) > 0
+        if self.has_fc:
+            self.fc = nn.Linear(feat, m["fc"])
+            feat = m["fc"]
+        self.out = nn.Linear(feat, classes)
+
+    def drop(self, t):
+        return F.dropout(t, self.dropout, self.training) if self.dropout > 0 else t
+
+    def forward(self, x, lengths, aspect=None, aspect_len=None, extra=None):
+        e = self.drop(self.embed(x))
+        out, final = self.encoder(e, lengths, extra)
+        if self.absa:
+            sent = out.sum(0) / lengths.to(out.dtype).unsqueeze(1)
+            a = self.embed(aspect).sum(0) / aspect_len.to(out.dtype).unsqueeze(1)
+            feat = torch.cat([sent, a], 1)
+        else:
+            feat = final
+        if self.has_fc:
+            feat = self.fc(feat)
+            if self.fc_activation == "relu":
+                feat = torch.relu(feat)
+            elif self.fc_activation == "tanh":
+                feat = torch.tanh(feat)
+            feat = self.drop(feat)
+        elif self.absa:
+            feat = self.drop(feat)
+        return self.out(feat)
+
+
+class ClozeReader(nn.Module):
+    """cloze (tasks/cloze.cpp): the AoA Reader (Cui et al. 2017) over any cell; model.reader = m_aoa is the CRU
+    paper's Modified AoA Reader (eq. 16: the document's embedding concatenated with its word-frequency and
+    co-occurrence-in-query features). forward(doc [Td, B], doc_len, query [Tq, B], query_len, features [Td, B, 2],
+    cand_mask [B, C, Td]) -> P(candidate | D, Q) [B, C] (sum attention, eq. 11)."""
+
+    def __init__(self, m, vocab):
+        super().__init__()
+        E = m["embed"]
+        self.modified = m.get("reader", "m_aoa") == "m_aoa"
+        self.dropout = m.get("dropout", 0.0)
+        self.embed = nn.Embedding(vocab, E, padding_idx=1)
+        self.doc_encoder = Bidirectional(m, E + (2 if self.modified else 0))
+        self.query_encoder = Bidirectional(m, E)
+
+    def drop(self, t):
+        return F.dropout(t, self.dropout, self.training) if self.dropout > 0 else t
+
+    def forward(self, doc, doc_len, query, query_len, features=None, cand_mask=None, extra=None):
+        ed, eq = self.drop(self.embed(doc)), self.drop(self.embed(query))
+        if self.modified:
+            ed = torch.cat([ed, features.to(ed.dtype)], 2)
+        hd = self.doc_encoder(ed, doc_len, extra)[0].transpose(0, 1)  # [B, Td, 2H]
+        hq = self.query_encoder(eq, query_len, extra)[0].transpose(0, 1)  # [B, Tq, 2H]
+        Td, Tq = hd.shape[1], hq.shape[1]
+        dmask = torch.arange(Td, device=doc.device).unsqueeze(0) < doc_len.unsqueeze(1)
+        qmask = torch.arange(Tq, device=doc.device).unsqueeze(0) < query_len.unsqueeze(1)
+        M = torch.bmm(hd, hq.transpose(1, 2))  # eq. 5
+        alpha = torch.softmax(M.masked_fill(~dmask.unsqueeze(2), float("-inf")), 1)  # eq. 6
+        beta_t = torch.softmax(M.masked_fill(~qmask.unsqueeze(1), float("-inf")), 2)  # eq. 8
+        beta = (beta_t * dmask.to(hd.dtype).unsqueeze(2)).sum(1) / doc_len.to(hd.dtype).unsqueeze(1)  # eq. 9
+        s = torch.bmm(alpha, beta.unsqueeze(2)).squeeze(2)  # eq. 10
+        return torch.bmm(cand_mask.to(s.dtype), s.unsqueeze(2)).squeeze(2)  # eq. 11
+
+
+class Seq2Seq(nn.Module):
+    """seq2seq (tasks/seq2seq_model.cpp): an encoder stack over the source, a decoder stack over the target input
+    (teacher forcing), Luong's general attention h~ = tanh(W_c [c; h]) with scores (W_a h) . memory over the real
+    source positions, a linear output; model.copy: the pointer-generator mixture (See et al. 2017, eqs. 8-9),
+    returned as log P clamped at 1e-12. forward(src [S, B], src_len [B], y_in [T, B], state=None) ->
+    (logits [T, B, V], decoder state)."""
+
+    def __init__(self, m, source_vocab, target_vocab, pad=1):
+        super().__init__()
+        E = m["embed"]
+        self.dropout, self.copy = m.get("dropout", 0.0), m.get("copy", False)
+        self.src_embed = nn.Embedding(source_vocab, E, padding_idx=pad)
+        self.tgt_embed = nn.Embedding(target_vocab, E, padding_idx=pad)
+        self.encoder = CellStack(m, E)
+        self.decoder = CellStack(m, E)
+        He, Hd = self.encoder.output_size, self.decoder.output_size
+        self.attn_w = nn.Linear(Hd, He, bias=False)
+        self.combine = nn.Linear(He + Hd, Hd, bias=False)
+        self.out = nn.Linear(Hd, target_vocab)
+        if self.copy:
+            self.copy_gate = nn.Linear(He + Hd + E, 1)
+
+    def encode(self, src, src_len, extra=None):
+        x = F.dropout(self.src_embed(src), self.dropout, self.training)
+        h, _ = self.encoder(x, None, extra)
+        mask = torch.arange(src.shape[0], device=src.device).unsqueeze(0) < src_len.unsqueeze(1)
+        return h.transpose(0, 1), mask, src.transpose(0, 1)  # memory [B, S, H], mask [B, S], src [B, S]
+
+    def decode(self, y_in, enc, state=None, extra=None):
+        memory, mask, src = enc
+        x = F.dropout(self.tgt_embed(y_in), self.dropout, self.training)
+        h, state = self.decoder(x, state, extra)
+        scores = torch.bmm(self.attn_w(h).transpose(0, 1), memory.transpose(1, 2))  # [B, T, S]
+        a = torch.softmax(scores.masked_fill(~mask.unsqueeze(1), float("-inf")), -1)
+        c = torch.bmm(a, memory).transpose(0, 1)  # [T, B, He]
+        ht = F.dropout(torch.tanh(self.combine(torch.cat([c, h], -1))), self.dropout, self.training)
+        logits = self.out(ht)
+        if not self.copy:
+            return logits, state
+        p_gen = torch.sigmoid(self.copy_gate(torch.cat([c, h, x], -1)))  # [T, B, 1]
+        at = a.transpose(0, 1)  # [T, B, S]
+        T, B, S = at.shape
+        p_copy = torch.zeros_like(logits).scatter_add(2, src.unsqueeze(0).expand(T, B, S), at)
+        return (p_gen * torch.softmax(logits, -1) + (1 - p_gen) * p_copy).clamp_min(1e-12).log(), state
+
+    def forward(self, src, src_len, y_in, state=None, extra=None):
+        return self.decode(y_in, self.encode(src, src_len, extra), state, extra)
+
+
+def build_model(cfg, vocab_size, classes=None, target_vocab=None):
+    """The model of a resolved Cellscope config (dict) with `vocab_size` symbols (and, sentence tasks, `classes`
+    outputs: 1 for a binary classifier)."""
+    task = cfg["task"]["name"] if isinstance(cfg.get("task"), dict) else cfg.get("task")
+    m = cfg["model"]
+    check_model_options(m, task)
+    if task == "char_lm":
+        return CharLM(m, vocab_size)
+    if task == "word_lm":
+        return WordLM(m, vocab_size)
+    if task == "cloze":
+        return ClozeReader(m, vocab_size)
+    if task == "seq2seq":
+        return Seq2Seq(m, vocab_size, target_vocab)
+    return SentenceModel(m, vocab_size, classes, task == "absa")

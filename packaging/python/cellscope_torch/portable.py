@@ -1,0 +1,69 @@
+"""TorchScript and ONNX forms of a loaded model (see README.md, "TorchScript and ONNX", for what works per cell).
+
+The cells are eager Python (a loop over time, a list of state tensors, options read at run time):
+`torch.jit.script` of them is refused by TorchScript's compiler, so `script()` reports why and `trace()` gives the
+TorchScript form that works for every cell: torch.jit.trace records the loop unrolled for the example's sequence
+length (the batch size stays free). ONNX export traces the same way (`export_onnx`, opset 14, Debian's
+python3-torch 1.13), checked with onnx.checker (Debian has no onnxruntime to run it).
+"""
+import io
+
+import torch
+
+
+class LogitsOnly(torch.nn.Module):
+    """The model with one tensor out (the logits), as tracing and ONNX need; x [T, B] ids (sentence tasks: x and
+    lengths)."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, x, lengths=None):
+        if lengths is None:
+            return self.model(x)[0]
+        return self.model(x, lengths)
+
+
+def script(model):
+    """(torch.jit.script of the model, None) or (None, the compiler's first line of why not)."""
+    try:
+        return torch.jit.script(model), None
+    except Exception as e:  # TorchScript's frontend raises several kinds
+        msg = str(e).strip().split("\n")[0] or type(e).__name__
+        return None, msg
+
+
+def trace(model, *example):
+    """TorchScript by tracing (eval mode): a ScriptModule returning the logits for inputs shaped like `example`
+    in the time dimension."""
+    model.eval()
+    with torch.no_grad():
+        return torch.jit.trace(LogitsOnly(model), example, check_trace=False)
+
+
+def export_onnx(model, path, *example, opset=14):
+    """ONNX of the model traced on `example` (eval mode), checked with onnx.checker; returns
+    {"nodes", "opset", "inputs", "outputs"}. The batch dimension is dynamic; the sequence length is the example's
+    (the time loop is unrolled)."""
+    import onnx  # Debian: python3-onnx
+
+    model.eval()
+    names = ["x", "lengths"][:len(example)]
+    axes = {"x": {1: "batch"}, "logits": {0: "batch"} if len(example) > 1 else {1: "batch"}}
+    if len(example) > 1:
+        axes["lengths"] = {0: "batch"}
+    buf = io.BytesIO()
+    with torch.no_grad():
+        torch.onnx.export(LogitsOnly(model), tuple(example), buf, opset_version=opset, input_names=names,
+                          output_names=["logits"], dynamic_axes=axes)
+    proto = onnx.load_from_string(buf.getvalue())
+    onnx.checker.check_model(proto)
+    with open(path, "wb") as f:
+        f.write(buf.getvalue())
+
+    def dims(v):
+        return [d.dim_param or d.dim_value for d in v.type.tensor_type.shape.dim]
+
+    return {"nodes": len(proto.graph.node), "opset": opset, "inputs": {v.name: dims(v) for v in proto.graph.input},
+            "outputs": {v.name: dims(v) for v in proto.graph.output}}

@@ -1,0 +1,475 @@
+// `cellscope-cli export RUN_DIR --out DIR` and the cellscope_torch Python package (packaging/python):
+// tiny runs of every cell (char_lm, and word_lm for a selection) trained a few steps, exported, rebuilt by
+// Debian's python3-torch (/usr/bin/python3) from config.json + model.pt, and run on the export's reference
+// batch: the logits must agree with Cellscope's to 1e-5 and the loss to 1e-6. Also the refusals of export.
+
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "cloze_fixture.h"
+#include "corpus_fixture.h"
+#include "harness.h"
+
+namespace test_export_torch {  // this file's own names in a unity build (tests/README.md)
+
+using json = nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+const char* kPython = "/usr/bin/python3";
+
+// stdout of a shell command (stderr appended), and its exit status.
+int shell(const std::string& cmd, std::string* out) {
+  out->clear();
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  if (!p) return -1;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out->append(buf, n);
+  const int st = pclose(p);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -2;
+}
+
+bool python_has_torch() {
+  std::string out;
+  return shell(std::string(kPython) + " -c 'import torch'", &out) == 0;
+}
+
+// Python code run with PYTHONPATH at packaging/python; the dirs follow as arguments.
+std::string python(const std::string& code, const std::vector<std::string>& args, int* rc) {
+  std::string cmd = "PYTHONPATH='" + cstest::source_dir() +
+                    "/packaging/python' PYTHONDONTWRITEBYTECODE=1 OMP_NUM_THREADS=1 " + kPython + " -c '" + code + "'";
+  for (auto& a : args) cmd += " '" + a + "'";
+  std::string out;
+  *rc = shell(cmd, &out);
+  return out;
+}
+
+const char* kCheckAll =
+    "import sys, json, cellscope_torch as ct\n"
+    "for d in sys.argv[1:]:\n"
+    "    try:\n"
+    "        r = ct.check(d)\n"
+    "    except Exception as e:\n"
+    "        r = {\"error\": type(e).__name__ + \": \" + str(e)}\n"
+    "    r[\"dir\"] = d\n"
+    "    print(json.dumps(r))\n";
+
+struct Variant {
+  std::string name, task;
+  json model;
+};
+
+// A JSON-lines classification set of n sentences with `classes` labels (the label is a keyword in the text).
+std::string write_classify_fixture(const std::string& name, int n, int classes) {
+  static const char* words[] = {"great", "awful", "plain", "odd"};
+  std::string s;
+  for (int i = 0; i < n; ++i) {
+    const int c = (i * 7 + i / 3) % classes;
+    s += json{{"text", std::string("the film was ") + words[c] + " and long " + std::to_string(i % 5) +
+                           (i % 4 == 0 ? " very very long indeed" : "")},
+              {"label", std::string("c") + std::to_string(c)}}
+             .dump() +
+         "\n";
+  }
+  const std::string path = cstest::temp_dir() + "/" + name;
+  cstest::write_text(path, s);
+  return path;
+}
+
+// A SemEval-2014 directory (restaurants): sentences with one or two aspect terms and their polarities.
+std::string write_absa_fixture(const std::string& name) {
+  static const char* pol[] = {"positive", "negative", "neutral"};
+  static const char* asp[] = {"food", "service", "wine list", "staff"};
+  auto xml = [&](int n, int seed) {
+    std::string s = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<sentences>\n";
+    for (int i = 0; i < n; ++i) {
+      const int a = (i + seed) % 4, b = (i * 3 + seed) % 4, p = (i * 5 + seed) % 3;
+      s += "<sentence id=\"" + std::to_string(i) + "\"><text>The " + asp[a] + " was " +
+           (p == 0   ? "good"
+            : p == 1 ? "bad"
+                     : "there") +
+           " and the " + asp[b] + " too.</text><aspectTerms>" + "<aspectTerm term=\"" + asp[a] + "\" polarity=\"" +
+           pol[p] + "\" from=\"0\" to=\"1\"/>" +
+           (i % 3 == 0 ? "<aspectTerm term=\"" + std::string(asp[b]) + "\" polarity=\"" + pol[(p + 1) % 3] +
+                             "\" from=\"0\" to=\"1\"/>"
+                       : std::string()) +
+           "</aspectTerms></sentence>\n";
+    }
+    return s + "</sentences>\n";
+  };
+  const std::string dir = cstest::temp_dir() + "/" + name;
+  cstest::write_text(dir + "/Restaurants_Train_v2.xml", xml(60, 0));
+  cstest::write_text(dir + "/Restaurants_Test_Gold.xml", xml(20, 1));
+  return dir;
+}
+
+// Every cell on char_lm (with options that change the forward), and word_lm's own pieces.
+std::vector<Variant> variants() {
+  const json mzu = {{"zones", 2}, {"filter", 8}, {"depth", 1}};
+  auto with = [](json a, const json& b) {
+    a.update(b);
+    return a;
+  };
+  return {
+      {"rnn", "char_lm", {{"cell", "rnn"}}},
+      {"gru", "char_lm", {{"cell", "gru"}}},
+      {"lstm", "char_lm", {{"cell", "lstm"}}},
+      {"gru_ln_2layers", "char_lm", {{"cell", "gru"}, {"layer_norm", true}, {"layers", 2}, {"dropout", 0.2}}},
+      {"lstm_ln_cdrop", "char_lm", {{"cell", "lstm"}, {"layer_norm", true}, {"candidate_dropout", 0.1}}},
+      {"rnn_ln", "char_lm", {{"cell", "rnn"}, {"layer_norm", true}}},
+      {"gru_dt", "char_lm", {{"cell", "gru_dt"}}},
+      {"gru_dt_unshared_ln",
+       "char_lm",
+       {{"cell", "gru_dt"}, {"depth", 2}, {"share_transition", false}, {"layer_norm", true}}},
+      {"sat_mzu", "char_lm", with(mzu, {{"cell", "sat_mzu"}})},
+      {"sat_mzu_per_zone_lnzones_reggate", "char_lm",
+       with(mzu, {{"cell", "sat_mzu"},
+                  {"sat_qkv", "per_zone"},
+                  {"ln_position", "zones"},
+                  {"regular_gate", true},
+                  {"share_transition", false},
+                  {"ffn_residual", true}})},
+      {"gcn_mzu", "char_lm", with(mzu, {{"cell", "gcn_mzu"}})},
+      {"gcn_mzu_cosine_tanh", "char_lm",
+       with(mzu, {{"cell", "gcn_mzu"},
+                  {"gcn_adjacency", "cosine"},
+                  {"gcn_edges", "relu_cosine"},
+                  {"gcn_activation", "tanh"},
+                  {"layer_norm", false},
+                  {"depth", 0}})},
+      {"cap_mzu", "char_lm", with(mzu, {{"cell", "cap_mzu"}})},
+      {"cap_mzu_regtrans_unshared", "char_lm",
+       with(mzu, {{"cell", "cap_mzu"},
+                  {"regular_trans", true},
+                  {"share_transition", false},
+                  {"capsules", 4},
+                  {"routing_iters", 2},
+                  {"depth", 2}})},
+      {"mcrnn", "char_lm", {{"cell", "mcrnn"}, {"block", 3}}},
+      {"mcrnn_gru_block4", "char_lm", {{"cell", "mcrnn"}, {"base", "gru"}, {"block", 4}, {"attention", 5}}},
+      {"mcrnn_lstm_average", "char_lm", {{"cell", "mcrnn"}, {"lstm_memory", "average"}, {"block", 3}}},
+      {"cru_shallow", "char_lm", {{"cell", "cru_shallow"}, {"conv_window", "causal"}}},
+      {"cru_shallow_resetbefore",
+       "char_lm",
+       {{"cell", "cru_shallow"}, {"conv_window", "causal"}, {"reset_after", false}, {"conv_channels", 5}}},
+      {"cru_deep", "char_lm", {{"cell", "cru_deep"}, {"conv_window", "causal"}}},
+      {"cru_deep_enhanced",
+       "char_lm",
+       {{"cell", "cru_deep_enhanced"}, {"conv_window", "causal"}, {"conv_activation", "tanh"}, {"filter_length", 2}}},
+      {"word_lstm_tied",
+       "word_lm",
+       {{"cell", "lstm"},
+        {"layers", 2},
+        {"tie_weights", true},
+        {"weight_drop", 0.3},
+        {"dropoute", 0.1},
+        {"dropouti", 0.2},
+        {"dropouth", 0.2}}},
+      {"word_gru_dt", "word_lm", {{"cell", "gru_dt"}}},
+      {"word_gcn_mzu", "word_lm", with(mzu, {{"cell", "gcn_mzu"}})},
+      {"word_mcrnn", "word_lm", {{"cell", "mcrnn"}, {"block", 3}, {"weight_drop", 0.2}}},
+      {"word_cru_deep_enhanced", "word_lm", {{"cell", "cru_deep_enhanced"}, {"conv_window", "causal"}}},
+      {"classify2_gru", "classify", {{"cell", "gru"}, {"fc", 6}}},
+      {"classify3_cru_2layers", "classify", {{"cell", "cru_deep"}, {"layers", 2}, {"fc", 0}, {"dropout", 0.3}}},
+      {"classify3_sat_mzu_tanh", "classify", with(mzu, {{"cell", "sat_mzu"}, {"fc", 5}, {"fc_activation", "tanh"}})},
+      {"classify2_mcrnn", "classify", {{"cell", "mcrnn"}, {"block", 3}, {"fc", 4}, {"fc_activation", "none"}}},
+      {"absa_gru_dt", "absa", {{"cell", "gru_dt"}}},
+      {"absa_cap_mzu_fc", "absa", with(mzu, {{"cell", "cap_mzu"}, {"fc", 5}})},
+      {"cloze_m_aoa_gru", "cloze", {{"cell", "gru"}, {"reader", "m_aoa"}}},
+      {"cloze_aoa_cru_deep", "cloze", {{"cell", "cru_deep"}, {"reader", "aoa"}, {"layers", 2}}},
+      {"seq2seq_gru_copy", "seq2seq", {{"cell", "gru"}, {"copy", true}}},
+      {"seq2seq_mcrnn_2layers", "seq2seq", {{"cell", "mcrnn"}, {"block", 3}, {"layers", 2}}},
+  };
+}
+
+// A parallel corpus (train/valid/test .de and .en): word sequences over "a".."h" and the same reversed.
+std::string write_seq2seq_fixture(const std::string& name) {
+  const std::string dir = cstest::temp_dir() + "/" + name;
+  unsigned r = 3;
+  auto next = [&] { return r = r * 1103515245u + 12345u, (r >> 16) & 0x7fff; };
+  for (auto [split, n] : {std::pair<const char*, int>{"train", 120}, {"valid", 12}, {"test", 12}}) {
+    std::string src, tgt;
+    for (int i = 0; i < n; ++i) {
+      std::vector<std::string> w(3 + next() % 4);
+      for (auto& x : w) x = std::string(1, static_cast<char>('a' + next() % 8));
+      for (size_t j = 0; j < w.size(); ++j) {
+        src += (j ? " " : "") + w[j];
+        tgt += (j ? " " : "") + w[w.size() - 1 - j];
+      }
+      src += "\n";
+      tgt += "\n";
+    }
+    cstest::write_text(dir + "/" + split + ".de", src);
+    cstest::write_text(dir + "/" + split + ".en", tgt);
+  }
+  return dir;
+}
+
+// Trains a tiny run of `v` (2 steps, no evaluation: the export falls back to checkpoints/last.pt) into dir; returns the
+// CLI's exit status.
+int train_tiny(const Variant& v, const std::string& text, const std::string& dir, std::string* err) {
+  json m = {{"embed", 6}, {"hidden", 8}};
+  m.update(v.model);
+  json ds = {{"path", text}};
+  if (v.task == "classify")
+    ds = {{"path", write_classify_fixture(v.name + ".jsonl", 90, v.name.rfind("classify2", 0) == 0 ? 2 : 3)}};
+  if (v.task == "absa") ds = {{"path", write_absa_fixture(v.name)}, {"format", "semeval2014_xml"}};
+  if (v.task == "cloze") ds = {{"path", clozefix::write_cbt_dir(cstest::temp_dir() + "/" + v.name, 40, 12, 12)}};
+  if (v.task == "seq2seq")
+    ds = {{"path", write_seq2seq_fixture(v.name)},
+          {"format", "parallel"},
+          {"subword", "bpe"},
+          {"source_vocab_size", 20},
+          {"target_vocab_size", 20},
+          {"shared_vocab", v.model.value("copy", false)},
+          {"max_source_len", 16},
+          {"max_target_len", 16}};
+  json cfg = {{"task", v.task},
+              {"dataset", ds},
+              {"model", m},
+              {"training", {{"batch", 4}, {"steps", 2}, {"eval_every", 0}, {"threads", 1}, {"eval_test", false}}}};
+  if (v.task == "char_lm" || v.task == "word_lm") cfg["training"]["bptt"] = 12;
+  if (v.task == "seq2seq") cfg["training"]["eval_decode"] = 2;
+  cfg["training"]["eval_batch"] = v.task == "char_lm" ? 3 : v.task == "word_lm" ? 2 : 6;
+  const std::string path = cstest::temp_dir() + "/" + v.name + ".json";
+  cstest::write_text(path, cfg.dump());
+  std::string out;
+  return cstest::run_cli({"train", path, "--run-dir", dir}, &out, err);
+}
+
+// The export of variant `v` (trained and exported once per test process, shared by the tests of this file);
+// "" (and a gtest failure) when training or export fails.
+std::string exported(const Variant& v) {
+  static std::map<std::string, std::string> done;
+  if (auto it = done.find(v.name); it != done.end()) return it->second;
+  const std::string text = cstest::write_text_fixture("export_torch.txt", 5000);
+  const std::string run = cstest::temp_dir() + "/run_" + v.name, out = cstest::temp_dir() + "/exp_" + v.name;
+  std::string err, o;
+  const int rc = train_tiny(v, text, run, &err);
+  EXPECT_EQ(rc, 0) << v.name << ": " << err;
+  if (rc != 0) return "";
+  const int rc2 = cstest::run_cli({"export", run, "--out", out}, &o, &err);
+  EXPECT_EQ(rc2, 0) << v.name << ": " << err;
+  if (rc2 != 0) return "";
+  return done[v.name] = out;
+}
+
+const Variant& variant(const std::string& name) {
+  static const std::vector<Variant> vs = variants();
+  for (auto& v : vs)
+    if (v.name == name) return v;
+  throw std::runtime_error("no variant " + name);
+}
+
+}  // namespace
+
+TEST(ExportTorch, everyCellAndTaskAgreesWithPyTorch) {
+  if (!python_has_torch()) GTEST_SKIP() << kPython << " has no torch: install python3-torch (Debian)";
+  std::vector<std::string> dirs;
+  const auto vs = variants();
+  for (const auto& v : vs) {
+    const std::string out = exported(v);
+    ASSERT_FALSE(out.empty()) << v.name;
+    for (auto f : {"model.pt", "config.json", "vocab.cellscope", "reference.pt", "export.json"})
+      ASSERT_TRUE(fs::exists(out + "/" + f)) << v.name << " " << f;
+    ASSERT_FALSE(fs::exists(out + ".tmp")) << v.name;
+    if (v.task == "seq2seq") {  // the SentencePiece models out of the run's vocabulary, as protobuf files
+      for (auto f : {"/source.model", "/target.model"}) {
+        const std::string b = cstest::read_text(out + f);
+        ASSERT_TRUE(b.size() > 1000 && b[0] == 0x0a) << v.name << f;
+      }
+    } else {
+      ASSERT_TRUE(fs::exists(out + "/vocab.json")) << v.name;
+    }
+    if (v.task == "classify" || v.task == "absa") {
+      const json labels = json::parse(cstest::read_text(out + "/labels.json"), nullptr, false);
+      ASSERT_TRUE(labels.is_array() && labels.size() >= 2) << v.name;
+    }
+    dirs.push_back(out);
+  }
+  int rc = 0;
+  const std::string res = python(kCheckAll, dirs, &rc);
+  ASSERT_EQ(rc, 0) << res;
+  const auto lines = cstest::split(res, '\n', true);
+  ASSERT_EQ(lines.size(), vs.size()) << res;
+  std::cout << "variant                                  task      max|dlogit|   max rel     |dloss|\n";
+  for (size_t i = 0; i < vs.size(); ++i) {
+    const json r = cstest::json_object(lines[i]);
+    ASSERT_FALSE(r.contains("error")) << vs[i].name << ": " << r.value("error", std::string());
+    ASSERT_EQ(r.value("dir", std::string()), dirs[i]);
+    const double da = r.value("max_abs", 1.0), dr = r.value("max_rel", 1.0), dl = r.value("loss_diff", 1.0);
+    char line[256];
+    std::snprintf(line, sizeof line, "%-40s %-8s %10.2e %10.2e %10.2e\n", vs[i].name.c_str(), vs[i].task.c_str(), da,
+                  dr, dl);
+    std::cout << line;
+    ASSERT_LE(da, 1e-5) << vs[i].name;
+    ASSERT_LE(dl, 1e-6) << vs[i].name;
+    ASSERT_GT(r.value("cellscope_loss", 0.0), 0.5) << vs[i].name;  // a real loss, not an empty batch
+    const auto shape = r.value("shape", json::array());
+    const bool seq = vs[i].task == "char_lm" || vs[i].task == "word_lm" || vs[i].task == "seq2seq";
+    ASSERT_EQ(shape.size(), seq ? 3u : 2u) << vs[i].name;
+    if (vs[i].task == "cloze") {
+      ASSERT_EQ(shape[1], 10) << vs[i].name;  // P(candidate) of the 10 candidates of a CBT question
+    }
+  }
+}
+
+TEST(ExportTorch, torchScriptTraceAndOnnxOfGruLstmAndOneCellPerPaper) {
+  if (!python_has_torch()) GTEST_SKIP() << kPython << " has no torch: install python3-torch (Debian)";
+  std::string o;
+  if (shell(std::string(kPython) + " -c 'import onnx'", &o) != 0)
+    GTEST_SKIP() << kPython << " has no onnx: install python3-onnx (Debian)";
+  // GRU, LSTM, one cell of each paper (MZU, CRU, MC-RNN) and a sentence classifier
+  std::vector<Variant> vs;
+  std::vector<std::string> dirs;
+  for (auto n : {"gru", "lstm", "sat_mzu", "cru_deep", "mcrnn", "classify2_gru"}) {
+    vs.push_back(variant(n));
+    dirs.push_back(exported(vs.back()));
+    ASSERT_FALSE(dirs.back().empty()) << n;
+  }
+  // The traced TorchScript module gives the eager model's logits on the reference batch; the ONNX file passes
+  // onnx.checker with a dynamic batch dimension and the logits' shape.
+  const char* code =
+      "import sys, json, os, torch, warnings\n"
+      "warnings.filterwarnings(\"ignore\")\n"
+      "import cellscope_torch as ct\n"
+      "from cellscope_torch import portable\n"
+      "for d in sys.argv[1:]:\n"
+      "    model, info = ct.load(d)\n"
+      "    ref = torch.load(d + \"/reference.pt\")\n"
+      "    ex = (ref[\"x\"],) if \"lengths\" not in ref else (ref[\"x\"], ref[\"lengths\"])\n"
+      "    eager = portable.LogitsOnly(model)(*ex)\n"
+      "    tr = portable.trace(model, *ex)\n"
+      "    tdiff = (tr(*ex) - eager).abs().max().item()\n"
+      "    o = portable.export_onnx(model, d + \"/model.onnx\", *ex)\n"
+      "    s, why = portable.script(model)\n"
+      "    print(json.dumps({\"cell\": info[\"cell\"], \"task\": info[\"task\"], \"trace_diff\": tdiff,\n"
+      "                      \"onnx\": o, \"onnx_bytes\": os.path.getsize(d + \"/model.onnx\"),\n"
+      "                      \"logits\": list(eager.shape), \"script\": why or \"ok\"}))\n";
+  int rc = 0;
+  const std::string res = python(code, dirs, &rc);
+  ASSERT_EQ(rc, 0) << res;
+  const auto lines = cstest::split(res, '\n', true);
+  ASSERT_EQ(lines.size(), vs.size()) << res;
+  for (size_t i = 0; i < vs.size(); ++i) {
+    const json r = cstest::json_object(lines[i]);
+    std::cout << vs[i].name << ": trace max|diff| " << r.value("trace_diff", -1.0) << ", ONNX "
+              << r["onnx"].value("nodes", 0) << " nodes, torch.jit.script: " << r.value("script", std::string())
+              << "\n";
+    ASSERT_LE(r.value("trace_diff", 1.0), 1e-6) << vs[i].name;
+    ASSERT_GT(r["onnx"].value("nodes", 0), 3) << vs[i].name;
+    ASSERT_GT(r.value("onnx_bytes", 0), 100) << vs[i].name;
+    const json logits = r["logits"];
+    json want = logits;
+    if (vs[i].task == "classify")
+      want[0] = "batch";
+    else
+      want[1] = "batch";
+    ASSERT_EQ(r["onnx"]["outputs"]["logits"], want) << vs[i].name << " " << lines[i];
+  }
+}
+
+TEST(ExportTorch, manifestAndStateDictRoundTrip) {
+  if (!python_has_torch()) GTEST_SKIP() << kPython << " has no torch: install python3-torch (Debian)";
+  const std::string text = cstest::write_text_fixture("export_manifest.txt", 8000);
+  const Variant v{"manifest_gru_dt", "char_lm", {{"cell", "gru_dt"}, {"depth", 2}, {"share_transition", false}}};
+  const std::string run = cstest::temp_dir() + "/run_manifest", out = cstest::temp_dir() + "/exp_manifest";
+  std::string err, o;
+  ASSERT_EQ(train_tiny(v, text, run, &err), 0) << err;
+  ASSERT_EQ(cstest::run_cli({"export", run, "--checkpoint", "last", "--out", out}, &o, &err), 0) << err;
+  const json man = cstest::json_object(cstest::read_text(out + "/export.json"));
+  ASSERT_EQ(man.value("task", std::string()), "char_lm");
+  ASSERT_EQ(man.value("cell", std::string()), "gru_dt");
+  ASSERT_EQ(man["checkpoint"].value("step", -1), 2);
+  ASSERT_EQ(man["checkpoint"].value("file", std::string()), "last.pt");
+  ASSERT_EQ(man["checkpoint"].value("fnv1a64", std::string()).size(), 16u);
+  ASSERT_EQ(man["parameters"]["stack.layer0.transition2.w_hh"], json({24, 8}));
+  ASSERT_EQ(man["parameters"]["stack.layer0.transition2.w_ih"], json({24, 0}));
+  // Python: the manifest's names and shapes are the state_dict's; the vocabulary is a list of the corpus' symbols;
+  // a state_dict saved back by PyTorch loads strictly again; an option the package lacks is refused by name.
+  const char* code =
+      "import sys, json, os, torch, cellscope_torch as ct\n"
+      "d = sys.argv[1]\n"
+      "model, info = ct.load(d)\n"
+      "man = info[\"manifest\"]\n"
+      "sd = model.state_dict()\n"
+      "assert sorted(sd) == sorted(man[\"parameters\"]), (sorted(sd), sorted(man[\"parameters\"]))\n"
+      "assert all(list(sd[k].shape) == man[\"parameters\"][k] for k in sd)\n"
+      "assert info[\"vocab\"][0] == \"<unk>\" and \"w\" in info[\"vocab\"]\n"
+      "assert len(info[\"vocab\"]) == sd[\"embed.weight\"].shape[0]\n"
+      "torch.save(sd, d + \"/again.pt\")\n"
+      "m2, _ = ct.load(d)\n"
+      "m2.load_state_dict(torch.load(d + \"/again.pt\"), strict=True)\n"
+      "cfg = json.load(open(d + \"/config.json\"))\n"
+      "cfg[\"model\"][\"frobnicate\"] = 3\n"
+      "json.dump(cfg, open(d + \"/config.json\", \"w\"))\n"
+      "try:\n"
+      "    ct.load(d)\n"
+      "    print(\"NOT REFUSED\")\n"
+      "except NotImplementedError as e:\n"
+      "    print(\"refused:\", e)\n";
+  int rc = 0;
+  const std::string res = python(code, {out}, &rc);
+  ASSERT_EQ(rc, 0) << res;
+  ASSERT_TRUE(cstest::contains(res, "refused:") && cstest::contains(res, "model.frobnicate")) << res;
+}
+
+TEST(ExportTorch, refusesBadInputAndWritesNothing) {
+  const std::string text = cstest::write_text_fixture("export_refuse.txt", 8000);
+  const Variant v{"refuse_gru", "char_lm", {{"cell", "gru"}}};
+  const std::string run = cstest::temp_dir() + "/run_refuse", out = cstest::temp_dir() + "/exp_refuse";
+  std::string err, o;
+  ASSERT_EQ(train_tiny(v, text, run, &err), 0) << err;
+  ASSERT_EQ(cstest::run_cli({"export", "--help"}, &o, &err), 0);
+  ASSERT_TRUE(cstest::contains(o, "usage: cellscope-cli export"));
+  // not a run directory
+  ASSERT_EQ(cstest::run_cli({"export", cstest::temp_dir(), "--out", out}, &o, &err), 2);
+  ASSERT_TRUE(cstest::contains(err, "not a run directory")) << err;
+  // no --out
+  ASSERT_EQ(cstest::run_cli({"export", run}, &o, &err), 2);
+  ASSERT_TRUE(cstest::contains(err, "--out")) << err;
+  // a checkpoint that does not exist: the ones that do are listed
+  ASSERT_EQ(cstest::run_cli({"export", run, "--checkpoint", "step_77", "--out", out}, &o, &err), 2);
+  ASSERT_TRUE(cstest::contains(err, "step_77") && cstest::contains(err, "last")) << err;
+  ASSERT_EQ(cstest::run_cli({"export", run, "--checkpoint", "latest", "--out", out}, &o, &err), 2);
+  ASSERT_FALSE(fs::exists(out));
+  // an existing non-empty --out is refused without --force, replaced with it
+  fs::create_directories(out);
+  cstest::write_text(out + "/keep.txt", "x");
+  ASSERT_EQ(cstest::run_cli({"export", run, "--out", out}, &o, &err), 2);
+  ASSERT_TRUE(cstest::contains(err, "not empty") && cstest::contains(err, "--force")) << err;
+  ASSERT_TRUE(fs::exists(out + "/keep.txt"));
+  ASSERT_EQ(cstest::run_cli({"export", run, "--out", out, "--force"}, &o, &err), 0) << err;
+  ASSERT_FALSE(fs::exists(out + "/keep.txt"));
+  ASSERT_TRUE(fs::exists(out + "/model.pt"));
+  ASSERT_FALSE(fs::exists(out + ".tmp"));
+  // a corrupted checkpoint: one clear message naming it, nothing written
+  const std::string out2 = cstest::temp_dir() + "/exp_refuse2";
+  {
+    std::fstream f(run + "/checkpoints/last.pt", std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(200);
+    char c = 0;
+    f.read(&c, 1);
+    f.seekp(200);
+    c = static_cast<char>(c ^ 0x5a);
+    f.write(&c, 1);
+  }
+  ASSERT_EQ(cstest::run_cli({"export", run, "--checkpoint", "last", "--out", out2}, &o, &err), 2);
+  ASSERT_TRUE(cstest::contains(err, "last.pt") && cstest::contains(err, "corrupted")) << err;
+  ASSERT_FALSE(fs::exists(out2));
+  ASSERT_FALSE(fs::exists(out2 + ".tmp"));
+}
+
+}  // namespace test_export_torch
