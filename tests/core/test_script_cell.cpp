@@ -65,6 +65,7 @@ std::vector<json> comparable(const std::vector<json>& lines) {
   std::vector<json> out;
   for (auto j : lines) {
     j.erase("elapsed");
+    j.erase("wall_time");
     j.erase("throughput");
     out.push_back(j);
   }

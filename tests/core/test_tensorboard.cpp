@@ -472,10 +472,12 @@ TEST(Tensorboard, exportRefusesWhatIsNotARun) {
   ASSERT_TRUE(cstest::contains(err, "--out")) << err;
   ASSERT_EQ(cstest::run_cli({"export", "tensorboard", "--help"}, &out, &err), 0);
   ASSERT_TRUE(cstest::contains(out, "usage: cellscope-cli export tensorboard")) << out;
-  ASSERT_EQ(cstest::run_cli({"export", "--help"}, &out, &err), 0);
+  ASSERT_EQ(cstest::run_cli({"export", "--help"}, &out, &err), 0);  // both forms
   ASSERT_TRUE(cstest::contains(out, "usage: cellscope-cli export tensorboard")) << out;
+  ASSERT_TRUE(cstest::contains(out, "usage: cellscope-cli export RUN_DIR")) << out;
+  // Anything else is the PyTorch export's RUN_DIR, refused by it.
   ASSERT_EQ(cstest::run_cli({"export", "frobnicate"}, &out, &err), 2);
-  ASSERT_TRUE(cstest::contains(err, "usage: cellscope-cli export tensorboard")) << err;
+  ASSERT_TRUE(cstest::contains(err, "--out DIR is required")) << err;
   // a workspace with one damaged run: the message names the line, and no run is written
   const auto corpus = cstest::write_text_fixture("tb_bad.txt", 12000);
   const std::string ws = cstest::temp_dir() + "/tb_bad_ws";
