@@ -10,6 +10,7 @@
 #include <QJsonObject>
 #include <QSignalSpy>
 #include <QSlider>
+#include <QStandardItemModel>
 
 #include <algorithm>
 #include <cmath>
@@ -222,6 +223,40 @@ private Q_SLOTS:
     QVERIFY(!spy[0][0].toBool());
     QVERIFY(!p.isBusy());
     QVERIFY2(p.statusText().contains("edges"), qPrintable(p.statusText()));
+  }
+
+  // The Analysis combo offers what applies to the run's cell: a satMZU run greys out MC-RNN
+  // channel attention (before: offered, then an error), saying why; a GRU run greys out the
+  // MZU's zone analyses too; relevance stays.
+  void kindsFollowTheCell() {
+    const QString sat = m_ws + "/sat-tiny";
+    QString out, err;
+    const int rc = cstest::run_cli({"train", m_ws + "/../analysis_cfg.json", "--run-dir", sat, "--set",
+                                    "model.cell=sat_mzu", "--set", "model.filter=16", "--set", "training.steps=2",
+                                    "--quiet"},
+                                   &out, &err);
+    QVERIFY2(rc == 0, qPrintable(out + err));
+    gui::AnalysisPanel p;
+    p.setWorkspace(m_ws);
+    auto* combo = p.findChild<QComboBox*>("analysisKind");
+    QVERIFY(combo);
+    auto* items = qobject_cast<QStandardItemModel*>(combo->model());
+    QVERIFY(items);
+    auto item = [&](const QString& kind) { return items->item(combo->findData(kind)); };
+    QVERIFY(p.selectRun(sat));
+    QVERIFY(!item("channel_attention")->isEnabled());
+    QVERIFY2(item("channel_attention")->toolTip().contains("needs a cell among: mcrnn"),
+             qPrintable(item("channel_attention")->toolTip()));
+    QVERIFY(item("zone_relevance")->isEnabled());
+    QVERIFY(item("composition")->isEnabled());
+    QVERIFY(item("relevance")->isEnabled());
+    QVERIFY(p.selectRun(m_run));  // a GRU
+    QVERIFY(!item("zone_relevance")->isEnabled());
+    QVERIFY(!item("composition")->isEnabled());
+    QVERIFY(!item("channel_attention")->isEnabled());
+    QVERIFY(item("relevance")->isEnabled());
+    QVERIFY(item("gate_histogram")->isEnabled());
+    QVERIFY(QDir(sat).removeRecursively());
   }
 
   void windowHasTheTab() {

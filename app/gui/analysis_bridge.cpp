@@ -29,6 +29,7 @@ QList<AnalysisKindInfo> analysisKinds() {
     i.help = qs(k.help);
     i.caption = qs(k.caption);
     i.tasks = qsl(k.tasks);
+    i.cells = qsl(k.cells);
     i.needsText = k.inputs.text;
     i.usesLastK = k.inputs.last_k;
     i.usesPosition = k.inputs.position;
@@ -42,6 +43,13 @@ QList<AnalysisKindInfo> analysisKinds() {
     out << i;
   }
   return out;
+}
+
+bool kindAppliesToCell(const AnalysisKindInfo& k, const QString& cell, const QString& base) {
+  if (cell.isEmpty()) return true;  // unknown: let the analysis say
+  for (const cs::AnalysisKind& c : cs::analysis_kinds())
+    if (qs(c.name) == k.name) return cs::analysis_applies_to_cell(c, cell.toStdString(), base.toStdString());
+  return true;
 }
 
 PositionInput positionInputFor(const QString& kind) {

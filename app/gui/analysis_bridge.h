@@ -23,6 +23,7 @@ namespace gui {
 struct AnalysisKindInfo {
   QString name, title, help, caption;
   QStringList tasks;
+  QStringList cells;  // model.cell (or an MC-RNN's model.base) it applies to; empty: any (cs::AnalysisKind::cells)
   bool needsText = false, usesLastK = false, usesPosition = false, usesSplit = false, usesEdges = false,
        usesBins = false;
   bool multiRun = false, overTraining = false;
@@ -30,6 +31,8 @@ struct AnalysisKindInfo {
   QString defaultSplit = QStringLiteral("test");
 };
 QList<AnalysisKindInfo> analysisKinds();
+// Whether a kind applies to a run with this model.cell and model.base (cs::analysis_applies_to_cell).
+bool kindAppliesToCell(const AnalysisKindInfo& k, const QString& cell, const QString& base);
 
 // What AnalysisRequest::position means for a kind, as its input shows it: the index of
 // a character of the text (zone relevance, composition; -1 = the last one), or, for the

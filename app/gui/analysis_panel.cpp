@@ -8,6 +8,7 @@
 #include <QFormLayout>
 #include <QGroupBox>
 #include <QHBoxLayout>
+#include <QJsonObject>
 #include <QLabel>
 #include <QLineEdit>
 #include <QPlainTextEdit>
@@ -33,6 +34,7 @@
 #include "curve_plot.h"
 #include "figures.h"
 #include "heatmap_view.h"
+#include "json_file.h"
 #include "qcp.h"
 #include "run_table.h"
 
@@ -186,16 +188,34 @@ void AnalysisPanel::onRunChanged() {
   fillSecondRuns(secondRun());
   QString err;
   m_checkpoints = dir.isEmpty() ? QList<CheckpointEntry>() : runCheckpoints(dir, &err);
-  // Enable only the analyses that apply to the run's task.
+  // Enable only the analyses that apply to the run's task and cell (a greyed-out one says why).
   const QString task = dir.isEmpty() ? QString() : taskOfRun(dir);
   m_runTask = task;
+  const QJsonObject section = dir.isEmpty() ? QJsonObject()
+                                             : readJsonObjectFile(QDir(dir).filePath(QStringLiteral("config.json")))
+                                                   .value(QStringLiteral("model"))
+                                                   .toObject();
+  const QString cell = section.value(QStringLiteral("cell")).toString();
+  const QString base = section.value(QStringLiteral("base")).toString();
+  auto applies = [&](const AnalysisKindInfo& k) {
+    return (task.isEmpty() || k.tasks.contains(task)) && kindAppliesToCell(k, cell, base);
+  };
   if (auto* model = qobject_cast<QStandardItemModel*>(m_kind->model()))
-    for (int i = 0; i < m_kinds.size() && i < model->rowCount(); ++i)
-      model->item(i)->setEnabled(task.isEmpty() || m_kinds[i].tasks.contains(task));
-  // A kind that does not apply to this run's task (relevance on a cloze run): the first one that does.
-  if (!task.isEmpty() && kindInfo() && !kindInfo()->tasks.contains(task))
+    for (int i = 0; i < m_kinds.size() && i < model->rowCount(); ++i) {
+      const AnalysisKindInfo& k = m_kinds[i];
+      model->item(i)->setEnabled(applies(k));
+      QString why;
+      if (!task.isEmpty() && !k.tasks.contains(task))
+        why = QStringLiteral("Not for a %1 run (applies to: %2)").arg(task, k.tasks.join(QStringLiteral(", ")));
+      else if (!kindAppliesToCell(k, cell, base))
+        why = QStringLiteral("Not for a %1 run (needs a cell among: %2)").arg(cell, k.cells.join(QStringLiteral(", ")));
+      model->item(i)->setToolTip(why.isEmpty() ? k.help : why);
+    }
+  // A kind that does not apply to this run (relevance on a cloze run, channel attention on a
+  // satMZU run): the first one that does.
+  if (!task.isEmpty() && kindInfo() && !applies(*kindInfo()))
     for (const AnalysisKindInfo& k : m_kinds)
-      if (k.tasks.contains(task)) {
+      if (applies(k)) {
         setKind(k.name);
         break;
       }

@@ -60,6 +60,7 @@ void AnalysisPanel::buildUi() {
                                     "its checkpoint nearest to the first run's step (the caption says when the steps "
                                     "differ)"));
   m_kind = new QComboBox;
+  m_kind->setObjectName(QStringLiteral("analysisKind"));
   m_kind->setToolTip(QStringLiteral("The analysis"));
   form->addRow(QStringLiteral("&Run"), m_runA);
   form->addRow(QStringLiteral("Compare &with"), m_runB);

@@ -102,6 +102,7 @@ AnalysisKind channel_attention_kind() {
       "MC-RNN channel attention a_t^k (eq. 5) for every token t (x) and channel k (y), the value printed in each cell; "
       "boxes mark each channel's blocks, where the in-degree m_t^k (eq. 1) restarts at 1 (MC-RNN paper Fig. 3).";
   k.tasks = {"char_lm", "word_lm", "seq2seq"};  // seq2seq: the encoder over the text (a source)
+  k.cells = {"mcrnn"};
   k.inputs.text = k.inputs.layer = true;
   k.run = run_channel_attention;
   return k;
@@ -125,6 +126,7 @@ AnalysisKind channel_attention_decoder_kind() {
       "text: 'SOURCE ||| TARGET' (teacher forcing) or a source alone (the decoder reads its greedy decode); the "
       "encoder's grid is the channel_attention kind on the source.";
   k.tasks = {"seq2seq"};
+  k.cells = {"mcrnn"};
   k.inputs.text = k.inputs.layer = true;
   k.run = run_decoder;
   return k;

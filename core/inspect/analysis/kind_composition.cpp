@@ -99,6 +99,7 @@ AnalysisKind composition_kind() {
       "normalised adjacency D^-1/2 (W+I) D^-1/2 (eqs. 7-9); cap: coupling coefficients c_ij of input zone i to output "
       "capsule j at every routing iteration (eqs. 11-14).";
   k.tasks = {"char_lm"};
+  k.cells = {"sat_mzu", "gcn_mzu", "cap_mzu"};
   k.inputs.text = k.inputs.position = k.inputs.layer = true;
   k.run = run_composition;
   return k;

@@ -56,6 +56,7 @@ AnalysisKind dzone_kind() {
       "Mean zone disagreement D_zone = -mean_ij cos(z_i, z_j) (MZU eq. 18) of every M-function on the text at every "
       "saved checkpoint (step_N).";
   k.tasks = {"char_lm", "word_lm", "classify", "absa"};
+  k.cells = {"sat_mzu", "gcn_mzu", "cap_mzu"};
   k.inputs.text = true;
   k.over_training = true;
   k.run = run_dzone;

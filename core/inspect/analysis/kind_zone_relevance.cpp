@@ -68,6 +68,7 @@ AnalysisKind zone_relevance_kind() {
       "character t and every zone i of the candidate's M-function M_h, cos(z_i at t, z_i at j) for every earlier "
       "character j, where z_i is zone i of eq. 4 (before composition). One row per zone.";
   k.tasks = {"char_lm"};
+  k.cells = {"sat_mzu", "gcn_mzu", "cap_mzu"};
   k.inputs.text = k.inputs.position = k.inputs.layer = true;
   k.colour_map = true;
   k.run = run_zone_relevance;

@@ -37,6 +37,13 @@ const std::vector<AnalysisKind>& analysis_kinds() {
   return k;
 }
 
+bool analysis_applies_to_cell(const AnalysisKind& kind, const std::string& cell, const std::string& base) {
+  if (kind.cells.empty()) return true;
+  for (const std::string& c : kind.cells)
+    if (c == cell || (cell == "mcrnn" && !base.empty() && c == base)) return true;
+  return false;
+}
+
 const AnalysisKind& analysis_kind(const std::string& name) {
   std::string names;
   for (auto& k : analysis_kinds()) {

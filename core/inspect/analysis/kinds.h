@@ -61,6 +61,10 @@ struct AnalysisKind {
   std::string help;     // one line
   std::string caption;  // definition, for the view's help and exported figure captions
   std::vector<std::string> tasks;  // tasks it applies to
+  // Cells it applies to (model.cell, or an MC-RNN's model.base); empty: any cell. What a cell
+  // records decides in the end (run_analysis refuses a run whose cell records nothing for the
+  // kind); this list lets front ends offer only what can work (no channel attention for a satMZU).
+  std::vector<std::string> cells;
   AnalysisInputs inputs;
   bool multi_run = false;          // accepts several runs (side by side / overlaid)
   bool over_training = false;      // uses every checkpoint (no --checkpoint)
@@ -69,6 +73,9 @@ struct AnalysisKind {
   AnalysisRunFn run = nullptr;
 };
 const std::vector<AnalysisKind>& analysis_kinds();
+// Whether `kind` applies to a run's resolved model section by its cells list (model.cell, or
+// model.base for an MC-RNN).
+bool analysis_applies_to_cell(const AnalysisKind& kind, const std::string& cell, const std::string& base = "");
 const AnalysisKind& analysis_kind(const std::string& name);  // UserError listing the kinds
 
 // Run one analysis (loads the checkpoint(s) it needs). Throws UserError with a clear
