@@ -6,6 +6,7 @@
 #include <QComboBox>
 #include <QDir>
 #include <QFile>
+#include <QFileInfo>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QSignalSpy>
@@ -257,6 +258,18 @@ private Q_SLOTS:
     QVERIFY(item("relevance")->isEnabled());
     QVERIFY(item("gate_histogram")->isEnabled());
     QVERIFY(QDir(sat).removeRecursively());
+
+    // The Run combo names a labelled run by its label, as the Compare tab does.
+    QCOMPARE(cstest::run_cli({"label", m_runB, "seed two"}, &out, &err), 0);
+    p.setWorkspace(m_ws);
+    auto* runs = p.findChild<QComboBox*>("analysisRun");
+    QVERIFY(runs);
+    const int i = runs->findData(QFileInfo(m_runB).absoluteFilePath()) >= 0
+                      ? runs->findData(QFileInfo(m_runB).absoluteFilePath())
+                      : runs->findData(m_runB);
+    QVERIFY(i >= 0);
+    QVERIFY2(runs->itemText(i).startsWith("seed two  (gru-tiny-b)"), qPrintable(runs->itemText(i)));
+    QCOMPARE(cstest::run_cli({"label", m_runB, "--clear"}, &out, &err), 0);
   }
 
   void windowHasTheTab() {

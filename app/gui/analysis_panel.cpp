@@ -104,7 +104,10 @@ void AnalysisPanel::refreshRuns() {
     for (const RunInfo& r : runs) {
       const QString task = r.config.value(QStringLiteral("task")).toObject().value(QStringLiteral("name")).toString();
       const QString cell = r.config.value(QStringLiteral("model")).toObject().value(QStringLiteral("cell")).toString();
-      m_runA->addItem(QStringLiteral("%1  [%2, %3]").arg(r.name, task, cell), r.dir);
+      // The run's label first, as the Compare tab names it; the directory after it.
+      const QString name = r.label.isEmpty() ? r.name : QStringLiteral("%1  (%2)").arg(r.label, r.name);
+      m_runA->addItem(QStringLiteral("%1  [%2, %3]").arg(name, task, cell), r.dir);
+      m_runA->setItemData(m_runA->count() - 1, r.dir, Qt::ToolTipRole);
     }
     int ia = m_runA->findData(a);
     m_runA->setCurrentIndex(ia >= 0 ? ia : (m_runA->count() > 0 ? 0 : -1));

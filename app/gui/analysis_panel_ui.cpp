@@ -53,6 +53,7 @@ void AnalysisPanel::buildUi() {
   auto* form = new QFormLayout;
   form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
   m_runA = new QComboBox;
+  m_runA->setObjectName(QStringLiteral("analysisRun"));
   m_runA->setToolTip(QStringLiteral("The run to analyse; the checkpoint slider scrubs through its checkpoints"));
   m_runB = new QComboBox;
   m_runB->setToolTip(QStringLiteral("A second run, side by side (relevance) or overlaid (length, metric over time), "
