@@ -12,6 +12,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "cells/script_cell.h"
 #include "cli.h"
 #include "config/schema.h"
 #include "data/vocab.h"
@@ -26,6 +27,7 @@
 #include "train/run_store.h"
 #include "train/trainer.h"
 #include "util/error.h"
+#include "util/sha256.h"
 
 namespace cli {
 
@@ -216,6 +218,8 @@ int cmd_export_torch(const std::vector<std::string>& a) {
                  "                  SentencePiece models (*.model) copied as they are\n"
                  "  reference.pt    the run's first validation batch (x, y, mask) with Cellscope's logits and loss\n"
                  "                  on it in eval mode (every task)\n"
+                 "  script_cell.pt  model.cell = script: the run's TorchScript cell, checked against the SHA-256 the\n"
+                 "                  run recorded (model.script_sha256; export.json's script.sha256)\n"
                  "  export.json     manifest: version, run, checkpoint (step, FNV-1a hash), task, cell, shapes\n"
                  "The Python side: import cellscope_torch; model, info = cellscope_torch.load(DIR).\n"
                  "DIR must not exist or be empty (--force replaces it); it is written as DIR.tmp, then renamed.\n";
@@ -262,6 +266,26 @@ int cmd_export_torch(const std::vector<std::string>& a) {
     }
   }
   const std::string ckpt_bytes = cs::read_file(ckpt);
+  // A TorchScript cell (model.cell = script): the run's copy of its script (RUN_DIR/script_cell.pt; the file at
+  // model.script for a run without one, which load_run_task has just checked), refused unless its SHA-256 is the
+  // one the run recorded.
+  std::string script_bytes, script_sha, script_source;
+  if (cfg.at("model").value("cell", "") == "script") {
+    const cs::json& m = cfg.at("model");
+    const std::string recorded = m.value("script_sha256", "");
+    const std::string copy = store.path(cs::script_copy_name());
+    script_source = cs::file_exists(copy) ? copy : m.value("script", "");
+    script_bytes = cs::read_file(script_source);
+    script_sha = cs::sha256_hex(script_bytes);
+    if (recorded.empty())
+      throw cs::UserError("run '" + run_dir + "': config.json records no model.script_sha256, so the script '" +
+                          script_source + "' cannot be checked (a run records it when it starts)");
+    if (script_sha != recorded)
+      throw cs::UserError("'" + script_source + "' is not the script run '" + run_dir +
+                          "' was trained with: its SHA-256 is " + script_sha + ", the run recorded " + recorded +
+                          " (model.script_sha256): the run's copy was changed; copy the original script (model.script, " +
+                          m.value("script", "") + ", which this export has just loaded and checked) back over it");
+  }
 
   auto& model = *task->model();
   std::vector<std::pair<std::string, torch::Tensor>> state;
@@ -334,6 +358,10 @@ int cmd_export_torch(const std::vector<std::string>& a) {
         cs::atomic_write(cs::join_path(tmp, n), cs::read_file(cs::join_path(run_dir, n)));
         files.push_back(n);
       }
+    if (!script_sha.empty()) {
+      cs::atomic_write(cs::join_path(tmp, cs::script_copy_name()), script_bytes);
+      files.push_back(cs::script_copy_name());
+    }
     if (!ref.empty()) {
       export_write_bytes(cs::join_path(tmp, "reference.pt"), torch::pickle_save(export_tensor_dict(ref)));
       files.push_back("reference.pt");
@@ -352,6 +380,8 @@ int cmd_export_torch(const std::vector<std::string>& a) {
                     {"parameters", shapes},
                     {"reference", !ref.empty()},
                     {"files", files}};
+    if (!script_sha.empty())
+      man["script"] = {{"file", cs::script_copy_name()}, {"sha256", script_sha}, {"source", script_source}};
     cs::atomic_write(cs::join_path(tmp, "export.json"), man.dump(2) + "\n");
     if (fs::exists(out)) fs::remove_all(out);
     fs::rename(tmp, out);
