@@ -281,10 +281,11 @@ int cmd_export_torch(const std::vector<std::string>& a) {
       throw cs::UserError("run '" + run_dir + "': config.json records no model.script_sha256, so the script '" +
                           script_source + "' cannot be checked (a run records it when it starts)");
     if (script_sha != recorded)
-      throw cs::UserError("'" + script_source + "' is not the script run '" + run_dir +
-                          "' was trained with: its SHA-256 is " + script_sha + ", the run recorded " + recorded +
-                          " (model.script_sha256): the run's copy was changed; copy the original script (model.script, " +
-                          m.value("script", "") + ", which this export has just loaded and checked) back over it");
+      throw cs::UserError(
+          "'" + script_source + "' is not the script run '" + run_dir + "' was trained with: its SHA-256 is " +
+          script_sha + ", the run recorded " + recorded +
+          " (model.script_sha256): the run's copy was changed; copy the original script (model.script, " +
+          m.value("script", "") + ", which this export has just loaded and checked) back over it");
   }
 
   auto& model = *task->model();
@@ -381,7 +382,9 @@ int cmd_export_torch(const std::vector<std::string>& a) {
                     {"reference", !ref.empty()},
                     {"files", files}};
     if (!script_sha.empty())
-      man["script"] = {{"file", cs::script_copy_name()}, {"sha256", script_sha}, {"source", script_source}};
+      man["script"] = {{"file", cs::script_copy_name()},
+                       {"sha256", script_sha},
+                       {"source", fs::absolute(script_source).lexically_normal().string()}};
     cs::atomic_write(cs::join_path(tmp, "export.json"), man.dump(2) + "\n");
     if (fs::exists(out)) fs::remove_all(out);
     fs::rename(tmp, out);
