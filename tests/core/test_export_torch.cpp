@@ -291,15 +291,49 @@ std::string script_gru(int input) {
   return rc == 0 ? path : "";
 }
 
-// Script-cell runs: a char LM, a 2-layer char LM (one torch.jit.load per layer) and a bidirectional classifier.
+// A script cell with a submodule (nn.Linear: Cellscope names its parameters lin__weight, lin__bias), a buffer
+// and two state tensors, no reset_parameters (Cellscope draws every parameter from U(-1/sqrt(H), 1/sqrt(H))).
+std::string script_nested() {
+  const std::string path = cstest::temp_dir() + "/script_nested.pt";
+  if (fs::exists(path)) return path;
+  cstest::write_text(
+      path + ".py",
+      "import torch\n"
+      "from typing import Dict, List, Tuple\n"
+      "from torch import Tensor\n"
+      "class Nested(torch.nn.Module):\n"
+      "    input_size: int\n"
+      "    hidden_size: int\n"
+      "    state_sizes: List[int]\n"
+      "    def __init__(self, I: int, H: int):\n"
+      "        super().__init__()\n"
+      "        self.input_size, self.hidden_size, self.state_sizes = I, H, [H, H]\n"
+      "        self.lin = torch.nn.Linear(I + H, 2 * H)\n"
+      "        self.register_buffer(\"scale\", torch.linspace(0.5, 1.0, H))\n"
+      "    def forward(self, x: Tensor, state: List[Tensor]) -> Tuple[List[Tensor], Dict[str, Tensor]]:\n"
+      "        a, b = self.lin(torch.cat([x, state[0]], 1)).chunk(2, 1)\n"
+      "        n = torch.tanh(b)\n"
+      "        c = torch.sigmoid(a) * state[1] + self.scale * n\n"
+      "        return [torch.tanh(c), c], {\"candidate\": n}\n"
+      "torch.jit.save(torch.jit.script(Nested(6, 8)), \"" +
+          path + "\")\n");
+  std::string out;
+  const int rc = shell(std::string("OMP_NUM_THREADS=1 ") + kPython + " '" + path + ".py'", &out);
+  EXPECT_EQ(rc, 0) << out;
+  return rc == 0 ? path : "";
+}
+
+// Script-cell runs: a char LM, a 2-layer char LM (one torch.jit.load per layer), a bidirectional classifier and
+// a cell with a submodule and a buffer.
 std::vector<Variant> script_variants() {
-  const std::string in6 = script_gru(6), in8 = script_gru(8);
-  if (in6.empty() || in8.empty()) return {};
+  const std::string in6 = script_gru(6), in8 = script_gru(8), nested = script_nested();
+  if (in6.empty() || in8.empty() || nested.empty()) return {};
   return {{"script_gru", "char_lm", {{"cell", "script"}, {"script", in6}}},
           {"script_gru_2layers",
            "char_lm",
            {{"cell", "script"}, {"script", in8}, {"embed", 8}, {"layers", 2}, {"dropout", 0.1}}},
-          {"classify3_script_gru", "classify", {{"cell", "script"}, {"script", in6}, {"fc", 5}}}};
+          {"classify3_script_gru", "classify", {{"cell", "script"}, {"script", in6}, {"fc", 5}}},
+          {"script_nested", "char_lm", {{"cell", "script"}, {"script", nested}}}};
 }
 
 }  // namespace
@@ -507,7 +541,7 @@ TEST(ExportTorch, refusesBadInputAndWritesNothing) {
 TEST(ExportTorch, scriptCellRunExportsAndAgreesWithPyTorch) {
   if (!python_has_torch()) GTEST_SKIP() << kPython << " has no torch: install python3-torch (Debian)";
   const auto vs = script_variants();
-  ASSERT_EQ(vs.size(), 3u);
+  ASSERT_EQ(vs.size(), 4u);
   std::vector<std::string> dirs;
   for (const auto& v : vs) {
     const std::string out = exported(v);
@@ -520,6 +554,10 @@ TEST(ExportTorch, scriptCellRunExportsAndAgreesWithPyTorch) {
     ASSERT_EQ(man["script"].value("sha256", std::string()), recorded) << v.name;
     ASSERT_EQ(cs::file_sha256(out + "/script_cell.pt"), recorded) << v.name;
     ASSERT_EQ(cs::file_sha256(v.model.at("script").get<std::string>()), recorded) << v.name;
+    if (v.name == "script_nested") {  // Cellscope's names: the submodule's '.' as '__', the buffer by its name
+      for (auto n : {"stack.layer0.lin__weight", "stack.layer0.lin__bias", "stack.layer0.scale"})
+        ASSERT_TRUE(man["parameters"].contains(n)) << n << " " << man["parameters"].dump();
+    }
     const json files = man.value("files", json::array());
     ASSERT_NE(std::find(files.begin(), files.end(), "script_cell.pt"), files.end()) << v.name;
     dirs.push_back(out);
@@ -543,8 +581,12 @@ TEST(ExportTorch, scriptCellRunExportsAndAgreesWithPyTorch) {
       "    cells = [m for m in model.modules() if isinstance(m, ct.ScriptCell)]\n"
       "    r[\"cells\"] = len(cells)\n"
       "    r[\"modules\"] = len({id(c._script) for c in cells})\n"
-      "    r[\"same_tensors\"] = all(getattr(c._script, n) is getattr(c, n) for c in cells\n"
-      "                              for n in (\"w_ih\", \"w_hh\", \"b_ih\", \"b_hh\"))\n"
+      "    def slot(m, n):\n"
+      "        for p in n.split(\".\"):\n"
+      "            m = getattr(m, p)\n"
+      "        return m\n"
+      "    r[\"same_tensors\"] = all(slot(c._script, n) is getattr(c, n.replace(\".\", \"__\")) for c in cells\n"
+      "                              for n in c._slots)\n"
       "    r[\"script\"] = info[\"script\"]\n"
       "    ref = torch.load(d + \"/reference.pt\")\n"
       "    ex = (ref[\"x\"],) if \"lengths\" not in ref else (ref[\"x\"], ref[\"lengths\"])\n"
@@ -554,7 +596,8 @@ TEST(ExportTorch, scriptCellRunExportsAndAgreesWithPyTorch) {
       "    if info[\"task\"] == \"char_lm\":\n"
       "        logits, _ = model(ref[\"x\"])\n"
       "        F.cross_entropy(logits.reshape(-1, logits.shape[-1]), ref[\"y\"].reshape(-1)).backward()\n"
-      "        r[\"grads\"] = all(c.w_hh.grad is not None and c.w_hh.grad.abs().sum().item() > 0 for c in cells)\n"
+      "        r[\"grads\"] = all(p.grad is not None and p.grad.abs().sum().item() > 0 for c in cells\n"
+      "                         for p in c.parameters())\n"
       "    r[\"double_max_abs\"] = ct.check(d, model.double())[\"max_abs\"]\n"
       "    print(json.dumps(r))\n";
   int rc = 0;
