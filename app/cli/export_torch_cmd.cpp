@@ -205,6 +205,46 @@ std::vector<std::pair<std::string, torch::Tensor>> export_seq2seq_reference(cs::
           {"loss", loss.to(torch::kFloat64)}};
 }
 
+// load_run_task, except that a script-cell run whose script is gone from model.script loads the run's own copy
+// (RUN_DIR/script_cell.pt, the file the export writes anyway), which the config check and the cell compare with
+// model.script_sha256 as they would the original: export has no --set to point model.script at the copy as a
+// resume does. `resolved` gets the run's resolved configuration (model.script as the run recorded it).
+std::unique_ptr<cs::Task> export_load_run_task(const std::string& run_dir, const std::string& which, cs::json* resolved,
+                                               std::string* copy_used) {
+  cs::RunStore store(run_dir);
+  cs::json raw = store.read_config();
+  const std::string copy = store.path(cs::script_copy_name());
+  const cs::json m = raw.value("model", cs::json::object());
+  if (!(m.is_object() && m.value("cell", "") == "script" && m.contains("script") && m["script"].is_string() &&
+        !cs::file_exists(m["script"].get<std::string>()) && cs::file_exists(copy))) {
+    auto task = cs::load_run_task(run_dir, which);
+    *resolved = cs::load_and_resolve(raw);
+    return task;
+  }
+  raw["model"]["script"] = copy;
+  *copy_used = copy;
+  cs::json r = cs::load_and_resolve(raw);
+  auto task = cs::make_task(r, run_dir);
+  r["model"]["script"] = m["script"];
+  *resolved = r;
+  const std::string p = cs::checkpoint_path(run_dir, which);
+  torch::serialize::InputArchive ar;
+  cs::read_checkpoint_file(p, ar);
+  cs::check_model_matches(*task->model(), ar, p,
+                          "The run's config.json does not describe the model this checkpoint was saved from");
+  try {
+    torch::serialize::InputArchive ma;
+    ar.read("model", ma);
+    task->model()->load(ma);
+  } catch (const cs::UserError&) {
+    throw;
+  } catch (const std::exception& e) {
+    const std::string what = e.what();
+    throw cs::UserError("checkpoint '" + p + "' is unreadable or corrupted: " + what.substr(0, what.find('\n')));
+  }
+  return task;
+}
+
 }  // namespace
 
 int cmd_export_torch(const std::vector<std::string>& a) {
@@ -250,8 +290,10 @@ int cmd_export_torch(const std::vector<std::string>& a) {
     throw cs::UserError("--out '" + out + "' exists and is not a directory");
 
   // Everything that can fail on bad input before anything is written.
-  auto task = cs::load_run_task(run_dir, which);
-  const cs::json cfg = cs::load_and_resolve(store.read_config());
+  std::string script_copy_used;  // the run's copy of a script cell, loaded because model.script is gone
+  cs::json resolved;
+  auto task = export_load_run_task(run_dir, which, &resolved, &script_copy_used);
+  const cs::json cfg = resolved;
   int64_t step = -1;
   {
     torch::serialize::InputArchive ar, s;
@@ -267,8 +309,8 @@ int cmd_export_torch(const std::vector<std::string>& a) {
   }
   const std::string ckpt_bytes = cs::read_file(ckpt);
   // A TorchScript cell (model.cell = script): the run's copy of its script (RUN_DIR/script_cell.pt; the file at
-  // model.script for a run without one, which load_run_task has just checked), refused unless its SHA-256 is the
-  // one the run recorded.
+  // model.script for a run without one, which export_load_run_task has just checked), refused unless its SHA-256
+  // is the one the run recorded.
   std::string script_bytes, script_sha, script_source;
   if (cfg.at("model").value("cell", "") == "script") {
     const cs::json& m = cfg.at("model");
@@ -285,7 +327,7 @@ int cmd_export_torch(const std::vector<std::string>& a) {
           "'" + script_source + "' is not the script run '" + run_dir + "' was trained with: its SHA-256 is " +
           script_sha + ", the run recorded " + recorded +
           " (model.script_sha256): the run's copy was changed; copy the original script (model.script, " +
-          m.value("script", "") + ", which this export has just loaded and checked) back over it");
+          m.value("script", "") + ") back over it");
   }
 
   auto& model = *task->model();
@@ -395,6 +437,9 @@ int cmd_export_torch(const std::vector<std::string>& a) {
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::cout << "exported " << run_dir << " (" << fs::path(ckpt).filename().string() << ", step " << step << ", "
             << state.size() << " tensors) to " << out << " in " << std::fixed << std::setprecision(2) << secs << " s\n";
+  if (!script_copy_used.empty())
+    std::cout << "model.script '" << cfg.at("model").value("script", "") << "' is gone: exported the run's copy "
+              << script_copy_used << " (SHA-256 checked)\n";
   return 0;
 }
 

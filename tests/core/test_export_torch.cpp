@@ -635,7 +635,8 @@ TEST(ExportTorch, scriptCellRunExportsAndAgreesWithPyTorch) {
 
 // The script is checked against the SHA-256 the run recorded: cellscope_torch.load refuses an export whose
 // script_cell.pt was replaced (another valid TorchScript cell of the same shapes) or removed, naming the file;
-// the export refuses a run whose own copy was changed, with nothing written.
+// the export refuses a run whose own copy was changed, with nothing written. With the original script gone the
+// export uses the run's copy.
 TEST(ExportTorch, scriptCellTamperedScriptIsRefused) {
   if (!python_has_torch()) GTEST_SKIP() << kPython << " has no torch: install python3-torch (Debian)";
   const auto vs = script_variants();
@@ -697,6 +698,27 @@ TEST(ExportTorch, scriptCellTamperedScriptIsRefused) {
   ASSERT_FALSE(fs::exists(out));
   ASSERT_FALSE(fs::exists(out + ".tmp"));
   ASSERT_EQ(cstest::run_cli({"export", run, "--out", out}, &o, &err), 0) << err;  // restored: exports again
+  // the original script (model.script) gone: the export loads and writes the run's copy, checked by its hash;
+  // a changed copy is then refused too
+  const std::string original = vs[0].model.at("script").get<std::string>();
+  fs::rename(original, original + ".away");
+  const std::string out2 = cstest::temp_dir() + "/exp_script_copy";
+  const int rc2 = cstest::run_cli({"export", run, "--out", out2}, &o, &err);
+  cstest::write_text(copy, cstest::read_text(other));
+  const std::string out3 = cstest::temp_dir() + "/exp_script_copy_changed";
+  std::string o3, err3;
+  const int rc3 = cstest::run_cli({"export", run, "--out", out3}, &o3, &err3);
+  cstest::write_text(copy, keep);
+  fs::rename(original + ".away", original);
+  ASSERT_EQ(rc2, 0) << err;
+  ASSERT_TRUE(cstest::contains(o, "is gone") && cstest::contains(o, copy)) << o;
+  ASSERT_EQ(cs::file_sha256(out2 + "/script_cell.pt"), recorded);
+  ASSERT_EQ(cstest::json_object(cstest::read_text(out2 + "/config.json"))["model"].value("script", std::string()),
+            original);  // config.json stays the run's own
+  ASSERT_EQ(rc3, 2) << err3;
+  ASSERT_TRUE(cstest::contains(err3, "is not the script this run was trained with") && cstest::contains(err3, recorded))
+      << err3;
+  ASSERT_FALSE(fs::exists(out3));
 }
 
 }  // namespace test_export_torch
