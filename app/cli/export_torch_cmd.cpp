@@ -12,6 +12,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "cells/script_cell.h"
 #include "cli.h"
 #include "config/schema.h"
 #include "data/vocab.h"
@@ -26,6 +27,7 @@
 #include "train/run_store.h"
 #include "train/trainer.h"
 #include "util/error.h"
+#include "util/sha256.h"
 
 namespace cli {
 
@@ -203,6 +205,46 @@ std::vector<std::pair<std::string, torch::Tensor>> export_seq2seq_reference(cs::
           {"loss", loss.to(torch::kFloat64)}};
 }
 
+// load_run_task, except that a script-cell run whose script is gone from model.script loads the run's own copy
+// (RUN_DIR/script_cell.pt, the file the export writes anyway), which the config check and the cell compare with
+// model.script_sha256 as they would the original: export has no --set to point model.script at the copy as a
+// resume does. `resolved` gets the run's resolved configuration (model.script as the run recorded it).
+std::unique_ptr<cs::Task> export_load_run_task(const std::string& run_dir, const std::string& which, cs::json* resolved,
+                                               std::string* copy_used) {
+  cs::RunStore store(run_dir);
+  cs::json raw = store.read_config();
+  const std::string copy = store.path(cs::script_copy_name());
+  const cs::json m = raw.value("model", cs::json::object());
+  if (!(m.is_object() && m.value("cell", "") == "script" && m.contains("script") && m["script"].is_string() &&
+        !cs::file_exists(m["script"].get<std::string>()) && cs::file_exists(copy))) {
+    auto task = cs::load_run_task(run_dir, which);
+    *resolved = cs::load_and_resolve(raw);
+    return task;
+  }
+  raw["model"]["script"] = copy;
+  *copy_used = copy;
+  cs::json r = cs::load_and_resolve(raw);
+  auto task = cs::make_task(r, run_dir);
+  r["model"]["script"] = m["script"];
+  *resolved = r;
+  const std::string p = cs::checkpoint_path(run_dir, which);
+  torch::serialize::InputArchive ar;
+  cs::read_checkpoint_file(p, ar);
+  cs::check_model_matches(*task->model(), ar, p,
+                          "The run's config.json does not describe the model this checkpoint was saved from");
+  try {
+    torch::serialize::InputArchive ma;
+    ar.read("model", ma);
+    task->model()->load(ma);
+  } catch (const cs::UserError&) {
+    throw;
+  } catch (const std::exception& e) {
+    const std::string what = e.what();
+    throw cs::UserError("checkpoint '" + p + "' is unreadable or corrupted: " + what.substr(0, what.find('\n')));
+  }
+  return task;
+}
+
 }  // namespace
 
 int cmd_export_torch(const std::vector<std::string>& a) {
@@ -216,6 +258,8 @@ int cmd_export_torch(const std::vector<std::string>& a) {
                  "                  SentencePiece models (*.model) copied as they are\n"
                  "  reference.pt    the run's first validation batch (x, y, mask) with Cellscope's logits and loss\n"
                  "                  on it in eval mode (every task)\n"
+                 "  script_cell.pt  model.cell = script: the run's TorchScript cell, checked against the SHA-256 the\n"
+                 "                  run recorded (model.script_sha256; export.json's script.sha256)\n"
                  "  export.json     manifest: version, run, checkpoint (step, FNV-1a hash), task, cell, shapes\n"
                  "The Python side: import cellscope_torch; model, info = cellscope_torch.load(DIR).\n"
                  "DIR must not exist or be empty (--force replaces it); it is written as DIR.tmp, then renamed.\n";
@@ -246,8 +290,10 @@ int cmd_export_torch(const std::vector<std::string>& a) {
     throw cs::UserError("--out '" + out + "' exists and is not a directory");
 
   // Everything that can fail on bad input before anything is written.
-  auto task = cs::load_run_task(run_dir, which);
-  const cs::json cfg = cs::load_and_resolve(store.read_config());
+  std::string script_copy_used;  // the run's copy of a script cell, loaded because model.script is gone
+  cs::json resolved;
+  auto task = export_load_run_task(run_dir, which, &resolved, &script_copy_used);
+  const cs::json cfg = resolved;
   int64_t step = -1;
   {
     torch::serialize::InputArchive ar, s;
@@ -262,6 +308,27 @@ int cmd_export_torch(const std::vector<std::string>& a) {
     }
   }
   const std::string ckpt_bytes = cs::read_file(ckpt);
+  // A TorchScript cell (model.cell = script): the run's copy of its script (RUN_DIR/script_cell.pt; the file at
+  // model.script for a run without one, which export_load_run_task has just checked), refused unless its SHA-256
+  // is the one the run recorded.
+  std::string script_bytes, script_sha, script_source;
+  if (cfg.at("model").value("cell", "") == "script") {
+    const cs::json& m = cfg.at("model");
+    const std::string recorded = m.value("script_sha256", "");
+    const std::string copy = store.path(cs::script_copy_name());
+    script_source = cs::file_exists(copy) ? copy : m.value("script", "");
+    script_bytes = cs::read_file(script_source);
+    script_sha = cs::sha256_hex(script_bytes);
+    if (recorded.empty())
+      throw cs::UserError("run '" + run_dir + "': config.json records no model.script_sha256, so the script '" +
+                          script_source + "' cannot be checked (a run records it when it starts)");
+    if (script_sha != recorded)
+      throw cs::UserError(
+          "'" + script_source + "' is not the script run '" + run_dir + "' was trained with: its SHA-256 is " +
+          script_sha + ", the run recorded " + recorded +
+          " (model.script_sha256): the run's copy was changed; copy the original script (model.script, " +
+          m.value("script", "") + ") back over it");
+  }
 
   auto& model = *task->model();
   std::vector<std::pair<std::string, torch::Tensor>> state;
@@ -334,6 +401,10 @@ int cmd_export_torch(const std::vector<std::string>& a) {
         cs::atomic_write(cs::join_path(tmp, n), cs::read_file(cs::join_path(run_dir, n)));
         files.push_back(n);
       }
+    if (!script_sha.empty()) {
+      cs::atomic_write(cs::join_path(tmp, cs::script_copy_name()), script_bytes);
+      files.push_back(cs::script_copy_name());
+    }
     if (!ref.empty()) {
       export_write_bytes(cs::join_path(tmp, "reference.pt"), torch::pickle_save(export_tensor_dict(ref)));
       files.push_back("reference.pt");
@@ -352,6 +423,10 @@ int cmd_export_torch(const std::vector<std::string>& a) {
                     {"parameters", shapes},
                     {"reference", !ref.empty()},
                     {"files", files}};
+    if (!script_sha.empty())
+      man["script"] = {{"file", cs::script_copy_name()},
+                       {"sha256", script_sha},
+                       {"source", fs::absolute(script_source).lexically_normal().string()}};
     cs::atomic_write(cs::join_path(tmp, "export.json"), man.dump(2) + "\n");
     if (fs::exists(out)) fs::remove_all(out);
     fs::rename(tmp, out);
@@ -362,6 +437,9 @@ int cmd_export_torch(const std::vector<std::string>& a) {
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::cout << "exported " << run_dir << " (" << fs::path(ckpt).filename().string() << ", step " << step << ", "
             << state.size() << " tensors) to " << out << " in " << std::fixed << std::setprecision(2) << secs << " s\n";
+  if (!script_copy_used.empty())
+    std::cout << "model.script '" << cfg.at("model").value("script", "") << "' is gone: exported the run's copy "
+              << script_copy_used << " (SHA-256 checked)\n";
   return 0;
 }
 

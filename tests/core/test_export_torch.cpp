@@ -1,12 +1,14 @@
 // `cellscope-cli export RUN_DIR --out DIR` and the cellscope_torch Python package (packaging/python):
 // tiny runs of every cell (char_lm, and word_lm for a selection) trained a few steps, exported, rebuilt by
 // Debian's python3-torch (/usr/bin/python3) from config.json + model.pt, and run on the export's reference
-// batch: the logits must agree with Cellscope's to 1e-5 and the loss to 1e-6. Also the refusals of export.
+// batch: the logits must agree with Cellscope's to 1e-5 and the loss to 1e-6. Also the refusals of export, and
+// TorchScript-cell runs (model.cell = script: the export carries the script, checked by its SHA-256).
 
 #include <gtest/gtest.h>
 
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -19,6 +21,7 @@
 #include "cloze_fixture.h"
 #include "corpus_fixture.h"
 #include "harness.h"
+#include "util/sha256.h"
 
 namespace test_export_torch {  // this file's own names in a unity build (tests/README.md)
 
@@ -273,6 +276,66 @@ const Variant& variant(const std::string& name) {
   throw std::runtime_error("no variant " + name);
 }
 
+// The scripted GRU of resources/cells/gru_equations.py with input_size `input` and hidden 8, saved by
+// /usr/bin/python3 into the scratch directory (as tests/core/test_script_cell.cpp does); "" and a gtest failure
+// when Python fails.
+std::string script_gru(int input) {
+  const std::string path = cstest::temp_dir() + "/script_gru_in" + std::to_string(input) + ".pt";
+  if (fs::exists(path)) return path;
+  std::string out;
+  const int rc = shell(std::string("PYTHONDONTWRITEBYTECODE=1 OMP_NUM_THREADS=1 ") + kPython + " '" +
+                           cstest::source_dir() + "/resources/cells/gru_equations.py' '" + path + "' --input-size " +
+                           std::to_string(input) + " --hidden 8",
+                       &out);
+  EXPECT_EQ(rc, 0) << out;
+  return rc == 0 ? path : "";
+}
+
+// A script cell with a submodule (nn.Linear: Cellscope names its parameters lin__weight, lin__bias), a buffer
+// and two state tensors, no reset_parameters (Cellscope draws every parameter from U(-1/sqrt(H), 1/sqrt(H))).
+std::string script_nested() {
+  const std::string path = cstest::temp_dir() + "/script_nested.pt";
+  if (fs::exists(path)) return path;
+  cstest::write_text(
+      path + ".py",
+      "import torch\n"
+      "from typing import Dict, List, Tuple\n"
+      "from torch import Tensor\n"
+      "class Nested(torch.nn.Module):\n"
+      "    input_size: int\n"
+      "    hidden_size: int\n"
+      "    state_sizes: List[int]\n"
+      "    def __init__(self, I: int, H: int):\n"
+      "        super().__init__()\n"
+      "        self.input_size, self.hidden_size, self.state_sizes = I, H, [H, H]\n"
+      "        self.lin = torch.nn.Linear(I + H, 2 * H)\n"
+      "        self.register_buffer(\"scale\", torch.linspace(0.5, 1.0, H))\n"
+      "    def forward(self, x: Tensor, state: List[Tensor]) -> Tuple[List[Tensor], Dict[str, Tensor]]:\n"
+      "        a, b = self.lin(torch.cat([x, state[0]], 1)).chunk(2, 1)\n"
+      "        n = torch.tanh(b)\n"
+      "        c = torch.sigmoid(a) * state[1] + self.scale * n\n"
+      "        return [torch.tanh(c), c], {\"candidate\": n}\n"
+      "torch.jit.save(torch.jit.script(Nested(6, 8)), \"" +
+          path + "\")\n");
+  std::string out;
+  const int rc = shell(std::string("OMP_NUM_THREADS=1 ") + kPython + " '" + path + ".py'", &out);
+  EXPECT_EQ(rc, 0) << out;
+  return rc == 0 ? path : "";
+}
+
+// Script-cell runs: a char LM, a 2-layer char LM (one torch.jit.load per layer), a bidirectional classifier and
+// a cell with a submodule and a buffer.
+std::vector<Variant> script_variants() {
+  const std::string in6 = script_gru(6), in8 = script_gru(8), nested = script_nested();
+  if (in6.empty() || in8.empty() || nested.empty()) return {};
+  return {{"script_gru", "char_lm", {{"cell", "script"}, {"script", in6}}},
+          {"script_gru_2layers",
+           "char_lm",
+           {{"cell", "script"}, {"script", in8}, {"embed", 8}, {"layers", 2}, {"dropout", 0.1}}},
+          {"classify3_script_gru", "classify", {{"cell", "script"}, {"script", in6}, {"fc", 5}}},
+          {"script_nested", "char_lm", {{"cell", "script"}, {"script", nested}}}};
+}
+
 }  // namespace
 
 TEST(ExportTorch, everyCellAndTaskAgreesWithPyTorch) {
@@ -470,6 +533,192 @@ TEST(ExportTorch, refusesBadInputAndWritesNothing) {
   ASSERT_TRUE(cstest::contains(err, "last.pt") && cstest::contains(err, "corrupted")) << err;
   ASSERT_FALSE(fs::exists(out2));
   ASSERT_FALSE(fs::exists(out2 + ".tmp"));
+}
+
+// A TorchScript cell: the export writes the run's script (script_cell.pt, named in export.json with the SHA-256
+// the run recorded), cellscope_torch.load rebuilds the model with one torch.jit.load of it per layer / direction,
+// the state_dict loads strictly by Cellscope's names, and check() agrees with Cellscope as for the built-in cells.
+TEST(ExportTorch, scriptCellRunExportsAndAgreesWithPyTorch) {
+  if (!python_has_torch()) GTEST_SKIP() << kPython << " has no torch: install python3-torch (Debian)";
+  const auto vs = script_variants();
+  ASSERT_EQ(vs.size(), 4u);
+  std::vector<std::string> dirs;
+  for (const auto& v : vs) {
+    const std::string out = exported(v);
+    ASSERT_FALSE(out.empty()) << v.name;
+    const json man = cstest::json_object(cstest::read_text(out + "/export.json"));
+    const json cfg = cstest::json_object(cstest::read_text(out + "/config.json"));
+    const std::string recorded = cfg["model"].value("script_sha256", std::string());
+    ASSERT_EQ(recorded.size(), 64u) << v.name;
+    ASSERT_EQ(man["script"].value("file", std::string()), "script_cell.pt") << v.name;
+    ASSERT_EQ(man["script"].value("sha256", std::string()), recorded) << v.name;
+    ASSERT_EQ(cs::file_sha256(out + "/script_cell.pt"), recorded) << v.name;
+    ASSERT_EQ(cs::file_sha256(v.model.at("script").get<std::string>()), recorded) << v.name;
+    if (v.name == "script_nested") {  // Cellscope's names: the submodule's '.' as '__', the buffer by its name
+      for (auto n : {"stack.layer0.lin__weight", "stack.layer0.lin__bias", "stack.layer0.scale"})
+        ASSERT_TRUE(man["parameters"].contains(n)) << n << " " << man["parameters"].dump();
+    }
+    const json files = man.value("files", json::array());
+    ASSERT_NE(std::find(files.begin(), files.end(), "script_cell.pt"), files.end()) << v.name;
+    dirs.push_back(out);
+  }
+  // check() on the reference batch, and per model: the ScriptCells (one TorchScript module each), whether each
+  // computes with the very tensors of the state_dict, portable.trace against the eager model and the ONNX export
+  // (python3-onnx), whether a backward pass reaches the parameters, and the logits of the model in double.
+  const char* code =
+      "import sys, json, torch, warnings, cellscope_torch as ct\n"
+      "import torch.nn.functional as F\n"
+      "from cellscope_torch import portable\n"
+      "warnings.filterwarnings(\"ignore\")\n"
+      "try:\n"
+      "    import onnx\n"
+      "    has_onnx = True\n"
+      "except ImportError:\n"
+      "    has_onnx = False\n"
+      "for d in sys.argv[1:]:\n"
+      "    r = ct.check(d)\n"
+      "    model, info = ct.load(d)\n"
+      "    cells = [m for m in model.modules() if isinstance(m, ct.ScriptCell)]\n"
+      "    r[\"cells\"] = len(cells)\n"
+      "    r[\"modules\"] = len({id(c._script) for c in cells})\n"
+      "    def slot(m, n):\n"
+      "        for p in n.split(\".\"):\n"
+      "            m = getattr(m, p)\n"
+      "        return m\n"
+      "    r[\"same_tensors\"] = all(slot(c._script, n) is getattr(c, n.replace(\".\", \"__\")) for c in cells\n"
+      "                              for n in c._slots)\n"
+      "    r[\"script\"] = info[\"script\"]\n"
+      "    ref = torch.load(d + \"/reference.pt\")\n"
+      "    ex = (ref[\"x\"],) if \"lengths\" not in ref else (ref[\"x\"], ref[\"lengths\"])\n"
+      "    with torch.no_grad():\n"
+      "        r[\"trace_diff\"] = (portable.trace(model, *ex)(*ex) - portable.LogitsOnly(model)(*ex)).abs().max().item()\n"
+      "    r[\"onnx_nodes\"] = portable.export_onnx(model, d + \"/model.onnx\", *ex)[\"nodes\"] if has_onnx else -1\n"
+      "    if info[\"task\"] == \"char_lm\":\n"
+      "        logits, _ = model(ref[\"x\"])\n"
+      "        F.cross_entropy(logits.reshape(-1, logits.shape[-1]), ref[\"y\"].reshape(-1)).backward()\n"
+      "        r[\"grads\"] = all(p.grad is not None and p.grad.abs().sum().item() > 0 for c in cells\n"
+      "                         for p in c.parameters())\n"
+      "    r[\"double_max_abs\"] = ct.check(d, model.double())[\"max_abs\"]\n"
+      "    print(json.dumps(r))\n";
+  int rc = 0;
+  const std::string res = python(code, dirs, &rc);
+  ASSERT_EQ(rc, 0) << res;
+  const auto lines = cstest::split(res, '\n', true);
+  ASSERT_EQ(lines.size(), vs.size()) << res;
+  std::cout << "variant                                  task      max|dlogit|   max rel     |dloss|  double|dlogit|\n";
+  for (size_t i = 0; i < vs.size(); ++i) {
+    const json r = cstest::json_object(lines[i]);
+    const double da = r.value("max_abs", 1.0), dr = r.value("max_rel", 1.0), dl = r.value("loss_diff", 1.0);
+    const double dd = r.value("double_max_abs", 1.0);
+    char line[256];
+    std::snprintf(line, sizeof line, "%-40s %-8s %10.2e %10.2e %10.2e %10.2e\n", vs[i].name.c_str(), vs[i].task.c_str(),
+                  da, dr, dl, dd);
+    std::cout << line;
+    ASSERT_EQ(r.value("cell", std::string()), "script") << lines[i];
+    ASSERT_LE(da, 1e-5) << vs[i].name;
+    ASSERT_LE(dl, 1e-6) << vs[i].name;
+    ASSERT_LE(dd, 1e-5) << vs[i].name;
+    ASSERT_GT(r.value("cellscope_loss", 0.0), 0.5) << vs[i].name;
+    const int want_cells = vs[i].task == "classify" ? 2 : vs[i].model.value("layers", 1);
+    ASSERT_EQ(r.value("cells", 0), want_cells) << vs[i].name;
+    ASSERT_EQ(r.value("modules", 0), want_cells) << vs[i].name;  // torch.jit.load once per layer / direction
+    ASSERT_TRUE(r.value("same_tensors", false)) << vs[i].name;
+    ASSERT_LE(r.value("trace_diff", 1.0), 1e-6) << vs[i].name;
+    const int nodes = r.value("onnx_nodes", 0);  // -1: no python3-onnx, not checked
+    ASSERT_TRUE(nodes == -1 || nodes > 3) << vs[i].name << ": " << lines[i];
+    ASSERT_EQ(r.value("script", std::string()), dirs[i] + "/script_cell.pt") << vs[i].name;
+    if (vs[i].task == "char_lm") {
+      ASSERT_TRUE(r.value("grads", false)) << vs[i].name;
+    }
+  }
+}
+
+// The script is checked against the SHA-256 the run recorded: cellscope_torch.load refuses an export whose
+// script_cell.pt was replaced (another valid TorchScript cell of the same shapes) or removed, naming the file;
+// the export refuses a run whose own copy was changed, with nothing written. With the original script gone the
+// export uses the run's copy.
+TEST(ExportTorch, scriptCellTamperedScriptIsRefused) {
+  if (!python_has_torch()) GTEST_SKIP() << kPython << " has no torch: install python3-torch (Debian)";
+  const auto vs = script_variants();
+  ASSERT_FALSE(vs.empty());
+  const std::string good = exported(vs[0]);
+  ASSERT_FALSE(good.empty());
+  const std::string d = cstest::temp_dir() + "/exp_script_tampered";
+  fs::remove_all(d);
+  fs::copy(good, d, fs::copy_options::recursive);
+  const std::string recorded =
+      cstest::json_object(cstest::read_text(d + "/config.json"))["model"].value("script_sha256", std::string());
+  const std::string other = script_gru(8);
+  ASSERT_FALSE(other.empty());
+  const char* code =
+      "import sys, shutil, os, cellscope_torch as ct\n"
+      "d, other = sys.argv[1], sys.argv[2]\n"
+      "ct.load(d)\n"
+      "print(\"loaded untouched\")\n"
+      "keep = open(d + \"/script_cell.pt\", \"rb\").read()\n"
+      "shutil.copyfile(other, d + \"/script_cell.pt\")\n"
+      "for f in (ct.load, ct.check):\n"
+      "    try:\n"
+      "        f(d)\n"
+      "        print(\"NOT REFUSED\")\n"
+      "    except ct.ScriptMismatchError as e:\n"
+      "        print(\"refused:\", e)\n"
+      "os.remove(d + \"/script_cell.pt\")\n"
+      "try:\n"
+      "    ct.load(d)\n"
+      "    print(\"NOT REFUSED\")\n"
+      "except FileNotFoundError as e:\n"
+      "    print(\"missing:\", e)\n"
+      "open(d + \"/script_cell.pt\", \"wb\").write(keep)\n"
+      "ct.load(d)\n"
+      "print(\"loaded restored\")\n";
+  int rc = 0;
+  const std::string res = python(code, {d, other}, &rc);
+  std::cout << res;
+  ASSERT_EQ(rc, 0) << res;
+  ASSERT_FALSE(cstest::contains(res, "NOT REFUSED")) << res;
+  ASSERT_EQ(cstest::count(res, "refused: "), 2) << res;
+  ASSERT_TRUE(cstest::contains(res, "loaded untouched") && cstest::contains(res, "loaded restored")) << res;
+  ASSERT_TRUE(cstest::contains(res, d + "/script_cell.pt") && cstest::contains(res, "SHA-256") &&
+              cstest::contains(res, recorded) && cstest::contains(res, cs::file_sha256(other)))
+      << res;
+  ASSERT_TRUE(cstest::contains(res, "missing:") && cstest::contains(res, "has no script_cell.pt")) << res;
+  // the run's own copy changed: export refuses before writing anything
+  const std::string run = cstest::temp_dir() + "/run_" + vs[0].name, copy = run + "/script_cell.pt";
+  const std::string keep = cstest::read_text(copy);
+  cstest::write_text(copy, cstest::read_text(other));
+  const std::string out = cstest::temp_dir() + "/exp_script_refused";
+  std::string o, err;
+  const int erc = cstest::run_cli({"export", run, "--out", out}, &o, &err);
+  cstest::write_text(copy, keep);
+  ASSERT_EQ(erc, 2) << err;
+  ASSERT_TRUE(cstest::contains(err, copy) && cstest::contains(err, "was trained with") &&
+              cstest::contains(err, recorded))
+      << err;
+  ASSERT_FALSE(fs::exists(out));
+  ASSERT_FALSE(fs::exists(out + ".tmp"));
+  ASSERT_EQ(cstest::run_cli({"export", run, "--out", out}, &o, &err), 0) << err;  // restored: exports again
+  // the original script (model.script) gone: the export loads and writes the run's copy, checked by its hash;
+  // a changed copy is then refused too
+  const std::string original = vs[0].model.at("script").get<std::string>();
+  fs::rename(original, original + ".away");
+  const std::string out2 = cstest::temp_dir() + "/exp_script_copy";
+  const int rc2 = cstest::run_cli({"export", run, "--out", out2}, &o, &err);
+  cstest::write_text(copy, cstest::read_text(other));
+  const std::string out3 = cstest::temp_dir() + "/exp_script_copy_changed";
+  std::string o3, err3;
+  const int rc3 = cstest::run_cli({"export", run, "--out", out3}, &o3, &err3);
+  cstest::write_text(copy, keep);
+  fs::rename(original + ".away", original);
+  ASSERT_EQ(rc2, 0) << err;
+  ASSERT_TRUE(cstest::contains(o, "is gone") && cstest::contains(o, copy)) << o;
+  ASSERT_EQ(cs::file_sha256(out2 + "/script_cell.pt"), recorded);
+  ASSERT_EQ(cstest::json_object(cstest::read_text(out2 + "/config.json"))["model"].value("script", std::string()),
+            original);  // config.json stays the run's own
+  ASSERT_EQ(rc3, 2) << err3;
+  ASSERT_TRUE(cstest::contains(err3, "is not the script this run was trained with") && cstest::contains(err3, recorded))
+      << err3;
+  ASSERT_FALSE(fs::exists(out3));
 }
 
 }  // namespace test_export_torch

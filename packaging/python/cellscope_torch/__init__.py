@@ -8,11 +8,14 @@
 See README.md next to this file for the exported files and what each cell supports.
 
 A cell of your own for Cellscope (`model.cell = "script"`): ``from cellscope_torch.script_cell import
-save_cell`` (resources/cells/README.md).
+save_cell`` (resources/cells/README.md); an exported script-cell run loads with ``load`` like any other
+(``ScriptCell`` runs the export's copy of the TorchScript file, checked against the run's SHA-256).
 """
 from .cells import CRU, GRUDT, MCRNN, MZU, Cell, GateCell, MZUBlock, family, squash
 from .exported import check, load, read_vocab
+from .script_cell import ScriptCell, ScriptCellError, ScriptMismatchError
 from .models import CELLS, CharLM, ClozeReader, SentenceModel, Seq2Seq, WordLM, build_cell, build_model, check_model_options
 
 __all__ = ["load", "check", "read_vocab", "build_model", "build_cell", "check_model_options", "CharLM", "WordLM", "SentenceModel", "ClozeReader", "Seq2Seq",
-           "Cell", "GateCell", "GRUDT", "MZU", "MZUBlock", "CRU", "MCRNN", "CELLS", "family", "squash"]
+           "Cell", "GateCell", "GRUDT", "MZU", "MZUBlock", "CRU", "MCRNN", "ScriptCell", "ScriptCellError",
+           "ScriptMismatchError", "CELLS", "family", "squash"]

@@ -1,5 +1,6 @@
 """Reading a directory written by `cellscope-cli export` (model.pt, config.json, vocab.json, reference.pt,
 export.json) and checking the rebuilt model against Cellscope's own logits on the reference batch."""
+import copy
 import json
 import os
 
@@ -27,11 +28,32 @@ def read_vocab(d):
         return json.load(f)
 
 
+def _with_exported_script(d, cfg, manifest):
+    """(the config to build from, the script's path): a script-cell run is built from the export's copy of its
+    TorchScript file (export.json names it), checked against the SHA-256 the run recorded; other runs as they are."""
+    m = cfg.get("model", {})
+    if m.get("cell") != "script":
+        return cfg, None
+    name = (manifest.get("script") or {}).get("file", "script_cell.pt")
+    path = os.path.join(d, name)
+    if not os.path.isfile(path):
+        raise FileNotFoundError("cellscope_torch: %s has no %s, the run's TorchScript cell (model.cell = script): "
+                                "export the run again with this version of cellscope-cli" % (d, name))
+    if not m.get("script_sha256"):
+        raise ValueError("cellscope_torch: %s/config.json records no model.script_sha256: cannot tell whether %s is "
+                         "the script the run was trained with" % (d, path))
+    out = copy.deepcopy(cfg)
+    out["model"]["script"] = path  # ScriptCell checks its SHA-256 against model.script_sha256
+    return out, path
+
+
 def load(d, map_location="cpu"):
     """Rebuild the model of an exported run and load its weights (strict: every name and shape must match).
 
-    Returns (model in eval mode, info) with info = {"task", "cell", "config", "vocab", "manifest", "dir"}.
-    Raises NotImplementedError naming the option when the run uses something this package does not build."""
+    Returns (model in eval mode, info) with info = {"task", "cell", "config", "vocab", "manifest", "dir", "script"}
+    (script: the path of the export's TorchScript cell, model.cell = "script"; else None).
+    Raises NotImplementedError naming the option when the run uses something this package does not build, and
+    script_cell.ScriptMismatchError when the export's script is not the one the run recorded (model.script_sha256)."""
     cfg = _read_json(d, "config.json")
     manifest = _read_json(d, "export.json")
     state = torch.load(os.path.join(d, "model.pt"), map_location=map_location)
@@ -48,12 +70,13 @@ def load(d, map_location="cpu"):
         raise ValueError("cellscope_torch: %s: cannot tell the vocabulary size" % d)
     classes = state["out.weight"].shape[0] if "out.weight" in state and "out_w" not in state else None
     target = state["tgt_embed.weight"].shape[0] if "tgt_embed.weight" in state else None
-    model = build_model(cfg, V, classes, target)
+    build_cfg, script = _with_exported_script(d, cfg, manifest)
+    model = build_model(build_cfg, V, classes, target)
     model.load_state_dict(state, strict=True)
     model.eval()
     task = cfg["task"]["name"] if isinstance(cfg.get("task"), dict) else cfg.get("task")
     info = {"task": task, "cell": cfg["model"]["cell"], "config": cfg, "vocab": vocab, "manifest": manifest,
-            "dir": d}
+            "dir": d, "script": script}
     return model, info
 
 

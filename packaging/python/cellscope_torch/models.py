@@ -8,6 +8,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from .cells import CRU, GRUDT, MCRNN, MZU, GateCell, family
+from .script_cell import ScriptCell
 
 # ---------------------------------------------------------------- options
 ANY = None  # any value of the option's type (numbers: the range Cellscope validated)
@@ -29,6 +30,8 @@ CELL_OPTIONS = {
             "reset_after": BOOL},
     "mcrnn": {"layer_norm": BOOL, "candidate_dropout": ANY, "block": ANY, "attention": ANY,
               "lstm_memory": ("prev", "average"), "dist_scale": ANY, "base": ("rnn", "gru", "lstm", "gru_dt")},
+    # the TorchScript file and the SHA-256 the run recorded (exported.load points model.script at the export's copy)
+    "script": {"script": ANY, "script_sha256": ANY},
 }
 COMMON = {"cell": ANY, "embed": ANY, "hidden": ANY, "layers": ANY, "dropout": ANY}
 TASK_OPTIONS = {
@@ -44,7 +47,7 @@ TASK_OPTIONS = {
              "freeze_embeddings": BOOL},
 }
 CELLS = ("rnn", "gru", "lstm", "gru_dt", "sat_mzu", "gcn_mzu", "cap_mzu", "mcrnn", "cru_shallow", "cru_deep",
-         "cru_deep_enhanced")
+         "cru_deep_enhanced", "script")
 
 
 def check_model_options(m, task):
@@ -89,6 +92,8 @@ def build_cell(m, I):
         bm = dict(m)
         bm["cell"] = base
         return MCRNN(m, I, build_cell(bm, I))
+    if fam == "script":  # torch.jit.load of the file once per layer / direction, as Cellscope does
+        return ScriptCell(m["script"], I, H, m.get("script_sha256") or "")
     raise NotImplementedError("cellscope_torch: cell '%s' is not implemented" % cell)
 
 

@@ -10,6 +10,8 @@ import io
 
 import torch
 
+from .script_cell import ScriptCell
+
 
 class LogitsOnly(torch.nn.Module):
     """The model with one tensor out (the logits), as tracing and ONNX need; x [T, B] ids (sentence tasks: x and
@@ -54,8 +56,11 @@ def export_onnx(model, path, *example, opset=14):
     if len(example) > 1:
         axes["lengths"] = {0: "batch"}
     buf = io.BytesIO()
+    # A script cell (model.cell = "script") calls a TorchScript module, which torch.onnx's own tracer refuses
+    # ("not part of the active trace"): the model traced first (trace() records the call) exports.
+    target = trace(model, *example) if any(isinstance(m, ScriptCell) for m in model.modules()) else LogitsOnly(model)
     with torch.no_grad():
-        torch.onnx.export(LogitsOnly(model), tuple(example), buf, opset_version=opset, input_names=names,
+        torch.onnx.export(target, tuple(example), buf, opset_version=opset, input_names=names,
                           output_names=["logits"], dynamic_axes=axes)
     proto = onnx.load_from_string(buf.getvalue())
     onnx.checker.check_model(proto)

@@ -19,9 +19,13 @@ file (attributes, forward's signature, one trial call on a zero batch) and saves
 ``torch.jit.save``. Only ``torch`` is needed (Debian: python3-torch).
 """
 
+import hashlib
+import os
 from typing import Dict, List
 
 import torch
+
+from .cells import Cell
 
 SIGNATURE = "forward(self, x: Tensor, state: List[Tensor]) -> Tuple[List[Tensor], Dict[str, Tensor]]"
 # Names the analyses read from forward's dict (recorded per layer as l<N>/<name>):
@@ -93,3 +97,121 @@ def save_cell(module: torch.nn.Module, path: str) -> Dict[str, object]:
     check_cell(scripted)
     torch.jit.save(scripted, path)
     return check_cell(torch.jit.load(path))
+
+
+# ---------------------------------------------------------------- a script cell in an exported model
+def file_sha256(path: str) -> str:
+    """The file's SHA-256 as lower-case hex (what Cellscope records in model.script_sha256)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+class ScriptMismatchError(ValueError):
+    """The script file is not the one the run was trained with (its SHA-256 differs from the recorded one)."""
+
+
+def _flat(name: str) -> str:
+    # Cellscope's name of a script parameter: the module's with '.' turned into '__' (SCRIPT_CELL_NOTES.md)
+    return name.replace(".", "__")
+
+
+def _drop_script_keys(module, state_dict, prefix, _metadata):
+    for k in [k for k in state_dict if k.startswith(prefix + "_script.")]:
+        del state_dict[k]
+
+
+class ScriptCell(Cell):
+    """``model.cell = "script"`` in plain PyTorch, as Cellscope's ScriptCellImpl (cells/script_cell.cpp) runs it.
+
+    Each instance loads the file with ``torch.jit.load`` (one per layer and direction: its own parameters).
+    The module's parameters and buffers become this module's own under Cellscope's names (``w_ih``,
+    ``conv__weight``: '.' turned into '__'), the very tensors the TorchScript module computes with, so
+    ``load_state_dict(strict=True)``, the optimizer, ``.double()`` / ``.to()`` and autograd all act on what the
+    script uses. The TorchScript module is the submodule ``_script`` (so that ``torch.jit.trace`` and ONNX export
+    can call it), left out of the state_dict (its names would appear twice) and fed the same tensors on
+    ``load_state_dict``; ``parameters()`` yields each tensor once, by Cellscope's name.
+
+    The loop over time is ``Cell.forward``'s (cells.py): the input projection is the identity, each step calls
+    the script's ``forward(x_t, state)`` with the graph optimizer off (as Cellscope's PlainJit), the output is
+    ``state[0]`` and the initial state zeros of ``state_sizes``. The named tensors of forward's dict (the
+    analyses' probes) are dropped.
+
+    `sha256`: the SHA-256 the run recorded (model.script_sha256); a file whose hash differs is refused
+    (ScriptMismatchError naming the file and both hashes). `input_size` / `hidden_size`: what the layer reads and
+    model.hidden; a file declaring others is refused (ScriptCellError)."""
+
+    def __init__(self, path: str, input_size: int = 0, hidden_size: int = 0, sha256: str = ""):
+        super().__init__()
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f"cellscope_torch: the script cell '{path}' does not exist")
+        if sha256:
+            found = file_sha256(path)
+            if found != sha256:
+                raise ScriptMismatchError(
+                    f"cellscope_torch: the script cell '{path}' is not the script this run was trained with: its "
+                    f"SHA-256 is {found}, the run recorded {sha256} (model.script_sha256 in config.json). Export the "
+                    "run again, or copy the run's RUN_DIR/script_cell.pt here.")
+        try:
+            module = torch.jit.load(path, map_location="cpu")
+        except Exception as e:  # torch.jit.load raises RuntimeError and others
+            first = (str(e).strip().split("\n") or [""])[0]
+            raise ScriptCellError(f"cellscope_torch: '{path}' is not a TorchScript file: {first}") from e
+        try:
+            info = check_cell(module)
+        except ScriptCellError as e:
+            raise ScriptCellError(f"cellscope_torch: the script cell '{path}': {e}") from e
+        if (input_size and info["input_size"] != input_size) or (hidden_size and info["hidden_size"] != hidden_size):
+            raise ScriptCellError(
+                f"cellscope_torch: the script cell '{path}' declares input_size {info['input_size']} and hidden_size "
+                f"{info['hidden_size']}, the model reads {input_size} inputs with model.hidden {hidden_size}")
+        self._path = path
+        self.input_size = info["input_size"]
+        self.hidden_size = info["hidden_size"]
+        self.state_sizes = list(info["state_sizes"])
+        self._script = module  # a submodule, out of the state_dict: see the class's notes
+        for name, t in module.named_parameters():
+            self.register_parameter(_flat(name), torch.nn.Parameter(t.detach(), requires_grad=t.requires_grad))
+        for name, t in module.named_buffers():
+            self.register_buffer(_flat(name), t)
+        self._slots = [n for n, _ in module.named_parameters()] + [n for n, _ in module.named_buffers()]
+        self._push()
+        module.train(self.training)
+        self._register_state_dict_hook(_drop_script_keys)
+        self._register_load_state_dict_pre_hook(self._feed_script_keys)
+
+    def _feed_script_keys(self, state_dict, prefix, *_):
+        # the submodule's own names get the same tensors, so that a strict load finds every key it expects
+        for name in self._slots:
+            if prefix + _flat(name) in state_dict:
+                state_dict[prefix + "_script." + name] = state_dict[prefix + _flat(name)]
+
+    def _push(self):
+        """Point the TorchScript module's parameter and buffer slots at this module's tensors."""
+        for name in self._slots:
+            *owners, leaf = name.split(".")
+            target = self._script
+            for o in owners:
+                target = getattr(target, o)
+            mine = getattr(self, _flat(name))
+            if getattr(target, leaf) is not mine:
+                setattr(target, leaf, mine)
+
+    def _apply(self, fn):
+        # .to(), .double(), ... may replace tensors (buffers always): the script must compute with the new ones
+        super()._apply(fn)
+        self._push()
+        return self
+
+    def initial_state(self, B, like):
+        return [like.new_zeros(B, s) for s in self.state_sizes]
+
+    def input_projection(self, x):
+        return x
+
+    def step(self, xp, state: List[torch.Tensor]) -> List[torch.Tensor]:
+        with torch.jit.optimized_execution(False):
+            new_state, _named = self._script(xp, list(state))
+        return list(new_state)
