@@ -65,7 +65,6 @@ std::vector<json> comparable(const std::vector<json>& lines) {
   std::vector<json> out;
   for (auto j : lines) {
     j.erase("elapsed");
-    j.erase("wall_time");
     j.erase("throughput");
     j.erase("wall_time");  // the clock time of the line (metrics.jsonl, TensorBoard): differs between runs
     out.push_back(j);
