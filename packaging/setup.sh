@@ -34,6 +34,7 @@ PACKAGES=(qt6-base-dev qt6-base-dev-tools libqt6svg6-dev libtorch-dev libopenbla
   clang libclang-rt-14-dev  # clang + its sanitizer and libFuzzer runtimes: the sanitizer stage of `test`
   lld  # the linker CMake picks for every executable (docs/BUILD.md)
   python3-torch python3-numpy  # /usr/bin/python3's PyTorch: the plain-Python peers of `bench --peer` (test bench_peers); the TorchScript cells of resources/cells (test script_cell)
+  python3-onnx  # the ONNX files of cellscope_torch.portable, checked with onnx.checker (test export_torch)
   wordnet-base  # WordNet's noun/verb lists: the word classes of the CBT-style cloze set
   libsentencepiece-dev  # subword vocabularies of the sequence-to-sequence task
   libpugixml-dev  # the XML parser of the SemEval-2014 loader (core/base/data/text_datasets.cpp)
