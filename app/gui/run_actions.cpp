@@ -436,31 +436,36 @@ bool RunActions::exportRun(const QString& dir, ExportFormat format, const QStrin
   return true;
 }
 
-// The folder dialogs start where the last export went (QSettings "export/folder").
-void RunActions::exportTorchSelected() {
-  const QString dir = selectedRun();
-  if (dir.isEmpty()) return;
+// The folder dialog of both exports; it starts where the last export went (QSettings
+// "export/folder"). "" when the user cancels.
+static QString chooseExportFolder(QWidget* parent, const QString& dir, const QString& title) {
   QSettings st;
   const QString folder = QFileDialog::getExistingDirectory(
-      m_dialogParent, QStringLiteral("Export for PyTorch: the folder to write <run>-pytorch into"),
+      parent, title,
       st.value(QStringLiteral("export/folder"), QFileInfo(QFileInfo(dir).absolutePath()).absolutePath()).toString());
-  if (folder.isEmpty()) return;
-  st.setValue(QStringLiteral("export/folder"), folder);
+  if (!folder.isEmpty()) st.setValue(QStringLiteral("export/folder"), folder);
+  return folder;
+}
+
+void RunActions::exportTorchSelected() {
+  const QString dir = selectedRun();
+  const QString folder =
+      dir.isEmpty() ? QString()
+                    : chooseExportFolder(m_dialogParent, dir,
+                                         QStringLiteral("Export for PyTorch: the folder to write <run>-pytorch into"));
   QString err;
-  if (!exportRun(dir, PyTorch, exportDirectory(folder, dir), &err)) Q_EMIT message(err, 8000);
+  if (!folder.isEmpty() && !exportRun(dir, PyTorch, exportDirectory(folder, dir), &err)) Q_EMIT message(err, 8000);
 }
 
 void RunActions::exportTensorBoardSelected() {
   const QString dir = selectedRun();
-  if (dir.isEmpty()) return;
-  QSettings st;
-  const QString folder = QFileDialog::getExistingDirectory(
-      m_dialogParent, QStringLiteral("Export for TensorBoard: the log directory (one subdirectory per run)"),
-      st.value(QStringLiteral("export/folder"), QFileInfo(QFileInfo(dir).absolutePath()).absolutePath()).toString());
-  if (folder.isEmpty()) return;
-  st.setValue(QStringLiteral("export/folder"), folder);
+  const QString folder =
+      dir.isEmpty()
+          ? QString()
+          : chooseExportFolder(m_dialogParent, dir,
+                               QStringLiteral("Export for TensorBoard: the log directory (one subdirectory per run)"));
   QString err;
-  if (!exportRun(dir, TensorBoard, folder, &err)) Q_EMIT message(err, 8000);
+  if (!folder.isEmpty() && !exportRun(dir, TensorBoard, folder, &err)) Q_EMIT message(err, 8000);
 }
 
 void RunActions::deleteSelected() {
