@@ -120,7 +120,8 @@ private Q_SLOTS:
   void queuedRunStartLeavesTheTab() {
     MainWindow w(opts(m_root + "/ws-queue"));
     w.show();
-    w.configurePanel()->applyConfig(tinyConfig(30, 5, 0));
+    // Long enough to be still training when the second run is queued (30 steps raced it on a fast core).
+    w.configurePanel()->applyConfig(tinyConfig(3000, 50, 0));
     QVERIFY(w.startTraining());
     QCOMPARE(w.currentPanel(), static_cast<QWidget*>(w.trainingPanel()));  // Start shows the run
     QTRY_VERIFY_WITH_TIMEOUT(!w.controller()->currentRunDir().isEmpty(), 60000);

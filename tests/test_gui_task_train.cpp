@@ -7,6 +7,7 @@
 // draw each baseline as a labelled reference line beside the validation curve; then the
 // run's analyses (the AoA input is a question, the answer and candidates stay labelled; a
 // seq2seq kind's text is a source) and the finished run reopened in another window.
+#include <QComboBox>
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
@@ -15,6 +16,7 @@
 #include <QLabel>
 #include <QStatusBar>
 #include <QSettings>
+#include <QStandardItemModel>
 #include <QtTest/QtTest>
 
 #include <algorithm>
@@ -361,7 +363,16 @@ class GuiTaskTrainTest : public QObject {
     gui::AnalysisPanel* a = w.analysisPanel();
     w.showPanel(a);
     QVERIFY(a->selectRun(run));
-    QVERIFY2(a->kind().startsWith("channel_attention"), qPrintable(a->kind()));
+    // A GRU seq2seq run: the seq2seq analyses (MC-RNN channel attention) are greyed out, saying why.
+    auto* combo = a->findChild<QComboBox*>("analysisKind");
+    QVERIFY(combo);
+    auto* items = qobject_cast<QStandardItemModel*>(combo->model());
+    QVERIFY(items);
+    for (const char* k : {"channel_attention", "channel_attention_decoder"}) {
+      QStandardItem* it = items->item(combo->findData(QString(k)));
+      QVERIFY(it && !it->isEnabled());
+      QVERIFY2(it->toolTip().contains("needs a cell among: mcrnn"), qPrintable(it->toolTip()));
+    }
     QVERIFY(a->setKind("channel_attention"));
     QVERIFY2(a->textPlaceholder().startsWith("A source sentence"), qPrintable(a->textPlaceholder()));
     QVERIFY(a->setKind("channel_attention_decoder"));

@@ -338,10 +338,13 @@ std::vector<Variant> script_variants() {
 
 }  // namespace
 
-TEST(ExportTorch, everyCellAndTaskAgreesWithPyTorch) {
-  if (!python_has_torch()) GTEST_SKIP() << kPython << " has no torch: install python3-torch (Debian)";
+// Every variant of one group (seq2seq or not) trained, exported and rebuilt by python3-torch: logits to 1e-5,
+// loss to 1e-6, the figures printed.
+void agrees_with_pytorch(bool seq2seq) {
   std::vector<std::string> dirs;
-  const auto vs = variants();
+  std::vector<Variant> vs;
+  for (const auto& v : variants())
+    if ((v.task == "seq2seq") == seq2seq) vs.push_back(v);
   for (const auto& v : vs) {
     const std::string out = exported(v);
     ASSERT_FALSE(out.empty()) << v.name;
@@ -387,6 +390,18 @@ TEST(ExportTorch, everyCellAndTaskAgreesWithPyTorch) {
       ASSERT_EQ(shape[1], 10) << vs[i].name;  // P(candidate) of the 10 candidates of a CBT question
     }
   }
+}
+
+TEST(ExportTorch, everyCellAndTaskAgreesWithPyTorch) {
+  if (!python_has_torch()) GTEST_SKIP() << kPython << " has no torch: install python3-torch (Debian)";
+  agrees_with_pytorch(false);
+}
+
+// Apart from the others: a seq2seq run loads SentencePiece (RTLD_DEEPBIND), which the sanitizer stage cannot
+// run (tests/README.md), so that stage leaves out this test only.
+TEST(ExportTorch, seq2seqAgreesWithPyTorch) {
+  if (!python_has_torch()) GTEST_SKIP() << kPython << " has no torch: install python3-torch (Debian)";
+  agrees_with_pytorch(true);
 }
 
 TEST(ExportTorch, torchScriptTraceAndOnnxOfGruLstmAndOneCellPerPaper) {
