@@ -238,15 +238,14 @@ private Q_SLOTS:
     const QString settings = m_root + "/geometry.ini";
     QFile::remove(settings);
     const QRect avail = QGuiApplication::primaryScreen()->availableGeometry();
+    auto sizes = [&](const QWidget& w) {
+      return QString("window %1x%2 on a %3x%4 screen").arg(w.width()).arg(w.height()).arg(avail.width()).arg(avail.height());
+    };
     {
       MainWindow w(opts(m_root + "/ws-geom", settings));
       w.show();
       QVERIFY(QTest::qWaitForWindowExposed(&w));
-      QVERIFY2(avail.contains(w.frameGeometry()), qPrintable(QString("window %1x%2 on a %3x%4 screen")
-                                                                 .arg(w.width())
-                                                                 .arg(w.height())
-                                                                 .arg(avail.width())
-                                                                 .arg(avail.height())));
+      QVERIFY2(avail.contains(w.frameGeometry()), qPrintable(sizes(w)));
       // The user makes it smaller: remembered.
       w.resize(avail.width() - 100, avail.height() - 80);
       QApplication::processEvents();
@@ -266,11 +265,7 @@ private Q_SLOTS:
       MainWindow w(opts(m_root + "/ws-geom", settings));
       w.show();
       QVERIFY(QTest::qWaitForWindowExposed(&w));
-      QVERIFY2(avail.contains(w.frameGeometry()), qPrintable(QString("window %1x%2 on a %3x%4 screen")
-                                                                 .arg(w.width())
-                                                                 .arg(w.height())
-                                                                 .arg(avail.width())
-                                                                 .arg(avail.height())));
+      QVERIFY2(avail.contains(w.frameGeometry()), qPrintable(sizes(w)));
     }
   }
 };

@@ -262,7 +262,8 @@ int cmd_export_torch(const std::vector<std::string>& a) {
                  "                  run recorded (model.script_sha256; export.json's script.sha256)\n"
                  "  export.json     manifest: version, run, checkpoint (step, FNV-1a hash), task, cell, shapes\n"
                  "The Python side: import cellscope_torch; model, info = cellscope_torch.load(DIR).\n"
-                 "DIR must not exist or be empty (--force replaces it); it is written as DIR.tmp, then renamed.\n";
+                 "DIR must not exist or be empty (--force replaces an earlier export, nothing else); it is written\n"
+                 "as DIR.tmp, then renamed.\n";
     return 0;
   }
   auto args = parse(a, {"force"}, {"checkpoint", "out"});
@@ -285,9 +286,22 @@ int cmd_export_torch(const std::vector<std::string>& a) {
                         "' (checkpoints there: " + export_existing_checkpoints(run_dir) + ")");
   }
   if (fs::exists(out) && !(fs::is_directory(out) && fs::is_empty(out)) && !args.has("force"))
-    throw cs::UserError("--out '" + out + "' exists and is not empty (--force replaces it)");
+    throw cs::UserError("--out '" + out + "' exists and is not empty (--force replaces an earlier export)");
   if (fs::exists(out) && !fs::is_directory(out))
     throw cs::UserError("--out '" + out + "' exists and is not a directory");
+  // --force deletes --out: only ever an earlier export (export.json, no run files), never a run, a
+  // workspace or any other folder a mistyped path may name.
+  if (fs::exists(out) && !fs::is_empty(out)) {
+    std::error_code ec;
+    const fs::path o = fs::weakly_canonical(out, ec), r = fs::weakly_canonical(run_dir, ec);
+    const auto rel = r.lexically_relative(o);
+    const bool holds_run = !rel.empty() && *rel.begin() != "..";  // --out is the run or a folder above it
+    if (holds_run || !fs::exists(fs::path(out) / "export.json") || fs::exists(fs::path(out) / "metrics.jsonl") ||
+        fs::exists(fs::path(out) / "checkpoints"))
+      throw cs::UserError("--out '" + out +
+                          "' is not an earlier export of cellscope-cli export (no export.json, or it holds a run): "
+                          "--force replaces only an export; choose a new directory");
+  }
 
   // Everything that can fail on bad input before anything is written.
   std::string script_copy_used;  // the run's copy of a script cell, loaded because model.script is gone

@@ -393,22 +393,22 @@ void agrees_with_pytorch(bool seq2seq) {
 }
 
 TEST(ExportTorch, everyCellAndTaskAgreesWithPyTorch) {
-  if (!python_has_torch()) GTEST_SKIP() << kPython << " has no torch: install python3-torch (Debian)";
+  if (!python_has_torch()) FAIL() << kPython << " has no torch: install python3-torch (packaging/setup.sh installs it)";
   agrees_with_pytorch(false);
 }
 
 // Apart from the others: a seq2seq run loads SentencePiece (RTLD_DEEPBIND), which the sanitizer stage cannot
 // run (tests/README.md), so that stage leaves out this test only.
 TEST(ExportTorch, seq2seqAgreesWithPyTorch) {
-  if (!python_has_torch()) GTEST_SKIP() << kPython << " has no torch: install python3-torch (Debian)";
+  if (!python_has_torch()) FAIL() << kPython << " has no torch: install python3-torch (packaging/setup.sh installs it)";
   agrees_with_pytorch(true);
 }
 
 TEST(ExportTorch, torchScriptTraceAndOnnxOfGruLstmAndOneCellPerPaper) {
-  if (!python_has_torch()) GTEST_SKIP() << kPython << " has no torch: install python3-torch (Debian)";
+  if (!python_has_torch()) FAIL() << kPython << " has no torch: install python3-torch (packaging/setup.sh installs it)";
   std::string o;
   if (shell(std::string(kPython) + " -c 'import onnx'", &o) != 0)
-    GTEST_SKIP() << kPython << " has no onnx: install python3-onnx (Debian)";
+    FAIL() << kPython << " has no onnx: install python3-onnx (packaging/setup.sh installs it)";
   // GRU, LSTM, one cell of each paper (MZU, CRU, MC-RNN) and a sentence classifier
   std::vector<Variant> vs;
   std::vector<std::string> dirs;
@@ -460,7 +460,7 @@ TEST(ExportTorch, torchScriptTraceAndOnnxOfGruLstmAndOneCellPerPaper) {
 }
 
 TEST(ExportTorch, manifestAndStateDictRoundTrip) {
-  if (!python_has_torch()) GTEST_SKIP() << kPython << " has no torch: install python3-torch (Debian)";
+  if (!python_has_torch()) FAIL() << kPython << " has no torch: install python3-torch (packaging/setup.sh installs it)";
   const std::string text = cstest::write_text_fixture("export_manifest.txt", 8000);
   const Variant v{"manifest_gru_dt", "char_lm", {{"cell", "gru_dt"}, {"depth", 2}, {"share_transition", false}}};
   const std::string run = cstest::temp_dir() + "/run_manifest", out = cstest::temp_dir() + "/exp_manifest";
@@ -529,10 +529,29 @@ TEST(ExportTorch, refusesBadInputAndWritesNothing) {
   ASSERT_EQ(cstest::run_cli({"export", run, "--out", out}, &o, &err), 2);
   ASSERT_TRUE(cstest::contains(err, "not empty") && cstest::contains(err, "--force")) << err;
   ASSERT_TRUE(fs::exists(out + "/keep.txt"));
+  // --force deletes only an earlier export: not a folder of other files, not the run, not the folder above it
+  ASSERT_EQ(cstest::run_cli({"export", run, "--out", out, "--force"}, &o, &err), 2);
+  ASSERT_TRUE(cstest::contains(err, "not an earlier export")) << err;
+  ASSERT_TRUE(fs::exists(out + "/keep.txt"));
+  for (const std::string& victim : {run, fs::path(run).parent_path().string()}) {
+    ASSERT_EQ(cstest::run_cli({"export", run, "--out", victim, "--force"}, &o, &err), 2) << victim;
+    ASSERT_TRUE(cstest::contains(err, "not an earlier export")) << err;
+    ASSERT_TRUE(fs::exists(run + "/checkpoints/last.pt"));
+    ASSERT_TRUE(fs::exists(run + "/metrics.jsonl"));
+  }
+  // an earlier export is replaced with --force
+  fs::remove_all(out);
+  ASSERT_EQ(cstest::run_cli({"export", run, "--out", out}, &o, &err), 0) << err;
+  cstest::write_text(out + "/keep.txt", "x");
   ASSERT_EQ(cstest::run_cli({"export", run, "--out", out, "--force"}, &o, &err), 0) << err;
   ASSERT_FALSE(fs::exists(out + "/keep.txt"));
   ASSERT_TRUE(fs::exists(out + "/model.pt"));
   ASSERT_FALSE(fs::exists(out + ".tmp"));
+  // the run's own export.json does not make it replaceable
+  cstest::write_text(run + "/export.json", "{}");
+  ASSERT_EQ(cstest::run_cli({"export", run, "--out", run, "--force"}, &o, &err), 2);
+  ASSERT_TRUE(fs::exists(run + "/checkpoints/last.pt"));
+  fs::remove(run + "/export.json");
   // a corrupted checkpoint: one clear message naming it, nothing written
   const std::string out2 = cstest::temp_dir() + "/exp_refuse2";
   {
@@ -554,7 +573,7 @@ TEST(ExportTorch, refusesBadInputAndWritesNothing) {
 // the run recorded), cellscope_torch.load rebuilds the model with one torch.jit.load of it per layer / direction,
 // the state_dict loads strictly by Cellscope's names, and check() agrees with Cellscope as for the built-in cells.
 TEST(ExportTorch, scriptCellRunExportsAndAgreesWithPyTorch) {
-  if (!python_has_torch()) GTEST_SKIP() << kPython << " has no torch: install python3-torch (Debian)";
+  if (!python_has_torch()) FAIL() << kPython << " has no torch: install python3-torch (packaging/setup.sh installs it)";
   const auto vs = script_variants();
   ASSERT_EQ(vs.size(), 4u);
   std::vector<std::string> dirs;
@@ -653,7 +672,7 @@ TEST(ExportTorch, scriptCellRunExportsAndAgreesWithPyTorch) {
 // the export refuses a run whose own copy was changed, with nothing written. With the original script gone the
 // export uses the run's copy.
 TEST(ExportTorch, scriptCellTamperedScriptIsRefused) {
-  if (!python_has_torch()) GTEST_SKIP() << kPython << " has no torch: install python3-torch (Debian)";
+  if (!python_has_torch()) FAIL() << kPython << " has no torch: install python3-torch (packaging/setup.sh installs it)";
   const auto vs = script_variants();
   ASSERT_FALSE(vs.empty());
   const std::string good = exported(vs[0]);

@@ -2,7 +2,8 @@
 // resources/cells/gru_equations.py against Cellscope's step-wise GRU (loss and gradients, double),
 // the refusals at load (wrong signature, shape mismatch, not TorchScript), a run that resumes bit
 // for bit, the refusal of a changed script, and the analyses on a script run. The .pt files are
-// written by /usr/bin/python3 running the worked examples (python3-torch); skipped without it.
+// written by /usr/bin/python3 running the worked examples (python3-torch, which packaging/setup.sh
+// installs; the tests fail without it).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -96,7 +97,7 @@ class ScriptCell : public ::testing::Test {
     python("'" + example("gru_conv_input.py") + "' '" + dir() + "/conv.pt' --input-size 8 --hidden 16 --channels 6");
   }
   void SetUp() override {
-    if (!have_torch) GTEST_SKIP() << "/usr/bin/python3 has no torch (Debian's python3-torch): no .pt files to load";
+    if (!have_torch) FAIL() << "/usr/bin/python3 has no torch: install python3-torch (packaging/setup.sh installs it)";
     ASSERT_TRUE(cs::file_exists(dir() + "/gru.pt")) << cstest::read_text(dir() + "/python.log");
     ASSERT_TRUE(cs::file_exists(dir() + "/conv.pt")) << cstest::read_text(dir() + "/python.log");
   }
