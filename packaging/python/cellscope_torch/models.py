@@ -2,12 +2,18 @@
 
 Every model.* option a run can have is either implemented here or refused: check_model_options() raises
 NotImplementedError naming the option, so a loaded model is never silently a different one.
+
+Every model here compiles with `torch.jit.script` (SCRIPTING_NOTES.md): options resolved in __init__, optional
+submodules None, the layers iterated as the module's own children (Cellscope's names layer0, fwd0, bwd0, ...).
 """
+from typing import List, Optional, Tuple
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from torch import Tensor
 
-from .cells import CRU, GRUDT, MCRNN, MZU, GateCell, family
+from .cells import CRU, GRUDT, MCRNN, MZU, Cell, Final, GateCell, family
 from .script_cell import ScriptCell
 
 # ---------------------------------------------------------------- options
@@ -29,7 +35,8 @@ CELL_OPTIONS = {
             "conv_window": ("centered", "causal"), "conv_activation": ("relu", "tanh", "identity"),
             "reset_after": BOOL},
     "mcrnn": {"layer_norm": BOOL, "candidate_dropout": ANY, "block": ANY, "attention": ANY,
-              "lstm_memory": ("prev", "average"), "dist_scale": ANY, "base": ("rnn", "gru", "lstm", "gru_dt")},
+              "lstm_memory": ("prev", "average"), "dist_scale": ANY,
+              "base": ("rnn", "gru", "lstm", "gru_dt", "sat_mzu", "gcn_mzu", "cap_mzu")},
     # the TorchScript file and the SHA-256 the run recorded (exported.load points model.script at the export's copy)
     "script": {"script": ANY, "script_sha256": ANY},
 }
@@ -61,8 +68,8 @@ def check_model_options(m, task):
     allowed = dict(COMMON)
     allowed.update(CELL_OPTIONS[family(cell)])
     allowed.update(TASK_OPTIONS[task])
-    if cell == "mcrnn" and m.get("base") == "gru_dt":
-        allowed.update(CELL_OPTIONS["gru_dt"])  # the base's own options at their values
+    if cell == "mcrnn" and m.get("base") in ("gru_dt", "sat_mzu", "gcn_mzu", "cap_mzu"):
+        allowed.update(CELL_OPTIONS[family(m["base"])])  # the base's own options at their values
     for k, v in m.items():
         if k not in allowed:
             raise NotImplementedError("cellscope_torch: model.%s (= %r) is not implemented for cell '%s', task '%s'"
@@ -87,7 +94,7 @@ def build_cell(m, I):
         return CRU(m, I)
     if fam == "mcrnn":
         base = m.get("base", "lstm")
-        if base not in ("rnn", "gru", "lstm", "gru_dt"):
+        if base not in ("rnn", "gru", "lstm", "gru_dt", "sat_mzu", "gcn_mzu", "cap_mzu"):
             raise NotImplementedError("cellscope_torch: model.base = %r is not implemented for mcrnn" % base)
         bm = dict(m)
         bm["cell"] = base
@@ -97,19 +104,19 @@ def build_cell(m, I):
     raise NotImplementedError("cellscope_torch: cell '%s' is not implemented" % cell)
 
 
-def run_cell(cell, x, state, extra):
-    if isinstance(cell, MZU):
-        return cell(x, state, extra)
-    return cell(x, state)
+State = List[List[Tensor]]  # per layer, the cell's state tensors
 
 
 class CellStack(nn.Module):
     """model.layers cells, dropout between them in training (cells/stack.cpp)."""
 
+    n: Final[int]
+    dropout: Final[float]
+
     def __init__(self, m, I):
         super().__init__()
-        self.n = m.get("layers", 1)
-        self.dropout = m.get("dropout", 0.0)
+        self.n = int(m.get("layers", 1))
+        self.dropout = float(m.get("dropout", 0.0))
         for l in range(self.n):
             c = build_cell(m, I)
             setattr(self, "layer%d" % l, c)
@@ -119,16 +126,22 @@ class CellStack(nn.Module):
     def layers(self):
         return [getattr(self, "layer%d" % l) for l in range(self.n)]
 
-    def initial_state(self, B, like):
+    def initial_state(self, B: int, like: Tensor) -> State:
         return [c.initial_state(B, like) for c in self.layers()]
 
-    def forward(self, x, state=None, extra=None):
-        h, new = x, []
-        for l, c in enumerate(self.layers()):
+    def forward(self, x: Tensor, state: Optional[State] = None,
+                extra: Optional[List[Tensor]] = None) -> Tuple[Tensor, State]:
+        h, new = x, torch.jit.annotate(State, [])
+        l = 0
+        for c in self.children():  # layer0, layer1, ... (TorchScript unrolls the loop)
             if l > 0 and self.dropout > 0:
                 h = F.dropout(h, self.dropout, self.training)
-            h, s = run_cell(c, h, None if state is None else state[l], extra)
+            s: Optional[List[Tensor]] = None
+            if state is not None:
+                s = state[l]
+            h, s = c(h, s, extra)
             new.append(s)
+            l += 1
         return h, new
 
 
@@ -136,25 +149,28 @@ class CharLM(nn.Module):
     """char_lm (tasks/char_lm.cpp): embedding -> cell stack -> linear; dropout on the embedding and the stack's
     output in training. forward(x [T, B] ids, state=None, extra=None) -> (logits [T, B, V], state)."""
 
+    dropout: Final[float]
+
     def __init__(self, m, vocab):
         super().__init__()
         E = m["embed"]
-        self.dropout = m.get("dropout", 0.0)
+        self.dropout = float(m.get("dropout", 0.0))
         self.embed = nn.Embedding(vocab, E)
         self.stack = CellStack(m, E)
         self.out = nn.Linear(self.stack.output_size, vocab)
 
-    def initial_state(self, B, like):
+    def initial_state(self, B: int, like: Tensor) -> State:
         return self.stack.initial_state(B, like)
 
-    def forward(self, x, state=None, extra=None):
+    def forward(self, x: Tensor, state: Optional[State] = None,
+                extra: Optional[List[Tensor]] = None) -> Tuple[Tensor, State]:
         e = self.embed(x)
         if self.dropout > 0:
             e = F.dropout(e, self.dropout, self.training)
-        h, state = self.stack(e, state, extra)
+        h, state2 = self.stack(e, state, extra)
         if self.dropout > 0:
             h = F.dropout(h, self.dropout, self.training)
-        return self.out(h), state
+        return self.out(h), state2
 
 
 class WordLM(nn.Module):
@@ -162,14 +178,21 @@ class WordLM(nn.Module):
     dropout on the input (dropouti), between layers (dropouth) and on the output (dropout), weight drop on every
     rnn/gru/lstm w_hh (training), output tied to the embedding (tie_weights: the last layer has size embed)."""
 
+    dropout: Final[float]
+    dropouth: Final[float]
+    dropouti: Final[float]
+    dropoute: Final[float]
+    tied: Final[bool]
+    n: Final[int]
+
     def __init__(self, m, vocab):
         super().__init__()
-        E, n = m["embed"], m.get("layers", 1)
-        self.dropout = m.get("dropout", 0.0)
-        self.dropouth = m["dropouth"] if m.get("dropouth") is not None else self.dropout
-        self.dropouti = m["dropouti"] if m.get("dropouti") is not None else self.dropout
-        self.dropoute = m.get("dropoute", 0.0)
-        self.tied = m.get("tie_weights", False)
+        E, n = m["embed"], int(m.get("layers", 1))
+        self.dropout = float(m.get("dropout", 0.0))
+        self.dropouth = float(m["dropouth"] if m.get("dropouth") is not None else self.dropout)
+        self.dropouti = float(m["dropouti"] if m.get("dropouti") is not None else self.dropout)
+        self.dropoute = float(m.get("dropoute", 0.0))
+        self.tied = bool(m.get("tie_weights", False))
         self.n = n
         self.embed = nn.Embedding(vocab, E)
         I = E
@@ -180,10 +203,11 @@ class WordLM(nn.Module):
             c = build_cell(ml, I)
             setattr(self, "layer%d" % l, c)
             I = c.hidden_size
+        self.register_parameter("out_w", None)  # tied: the embedding's
         if not self.tied:
             self.out_w = nn.Parameter(torch.empty(vocab, I).uniform_(-I ** -0.5, I ** -0.5))
         self.out_b = nn.Parameter(torch.zeros(vocab))
-        wd = m.get("weight_drop", 0.0)
+        wd = float(m.get("weight_drop", 0.0))
         for mod in self.modules():
             if isinstance(mod, GateCell):
                 mod.weight_drop = wd
@@ -191,37 +215,41 @@ class WordLM(nn.Module):
     def layers(self):
         return [getattr(self, "layer%d" % l) for l in range(self.n)]
 
-    def initial_state(self, B, like):
+    def initial_state(self, B: int, like: Tensor) -> State:
         return [c.initial_state(B, like) for c in self.layers()]
 
-    def locked_dropout(self, x, p):
+    def locked_dropout(self, x: Tensor, p: float) -> Tensor:
         if not self.training or p <= 0:
             return x
-        return x * (x.new_empty(1, x.shape[1], x.shape[2]).bernoulli_(1 - p) / (1 - p))
+        return x * (x.new_empty([1, x.shape[1], x.shape[2]]).bernoulli_(1 - p) / (1 - p))
 
-    def forward(self, x, state=None, extra=None):
+    def forward(self, x: Tensor, state: Optional[State] = None,
+                extra: Optional[List[Tensor]] = None) -> Tuple[Tensor, State]:
         w = self.embed.weight
         if self.training and self.dropoute > 0:
-            w = w * (w.new_empty(w.shape[0], 1).bernoulli_(1 - self.dropoute) / (1 - self.dropoute))
-        gates = [mod for mod in self.modules() if isinstance(mod, GateCell)]
-        for g in gates:
-            g.begin_weight_drop()
-        try:
-            h = self.locked_dropout(F.embedding(x, w), self.dropouti)
-            new = []
-            for l, c in enumerate(self.layers()):
+            w = w * (w.new_empty([w.shape[0], 1]).bernoulli_(1 - self.dropoute) / (1 - self.dropoute))
+        # each cell draws its weight-drop mask once per forward (Cell.recurrent_weight)
+        h = self.locked_dropout(F.embedding(x, w), self.dropouti)
+        new = torch.jit.annotate(State, [])
+        l = 0
+        for c in self.children():  # embed, layer0, layer1, ...
+            if not isinstance(c, nn.Embedding):
                 if l > 0:
                     h = self.locked_dropout(h, self.dropouth)
-                h, s = run_cell(c, h, None if state is None else state[l], extra)
+                s: Optional[List[Tensor]] = None
+                if state is not None:
+                    s = state[l]
+                h, s = c(h, s, extra)
                 new.append(s)
-        finally:
-            for g in gates:
-                g.end_weight_drop()
+                l += 1
         h = self.locked_dropout(h, self.dropout)
-        return F.linear(h, self.embed.weight if self.tied else self.out_w, self.out_b), new
+        out_w = self.out_w
+        if out_w is not None:
+            return F.linear(h, out_w, self.out_b), new
+        return F.linear(h, self.embed.weight, self.out_b), new
 
 
-def reverse_padded(x, lengths):
+def reverse_padded(x: Tensor, lengths: Tensor) -> Tensor:
     """x [T, B, ...]: each column's first lengths[b] steps reversed, the padding left in place."""
     T, B = x.shape[0], x.shape[1]
     t = torch.arange(T, device=x.device).unsqueeze(1)
@@ -236,27 +264,35 @@ class Bidirectional(nn.Module):
     batch (inputs zeroed past each sentence's end, the backward cell reads each sentence reversed), outputs
     concatenated; `final` = the forward output at the last real token and the backward output at t = 0."""
 
+    n: Final[int]
+    dropout: Final[float]
+
     def __init__(self, m, I):
         super().__init__()
-        self.n, self.dropout = m.get("layers", 1), m.get("dropout", 0.0)
-        for l in range(self.n):
+        self.n, self.dropout = int(m.get("layers", 1)), float(m.get("dropout", 0.0))
+        for l in range(self.n):  # registered fwd0, bwd0, fwd1, bwd1, ...: forward walks them in this order
             f, b = build_cell(m, I), build_cell(m, I)
             setattr(self, "fwd%d" % l, f)
             setattr(self, "bwd%d" % l, b)
             I = 2 * f.hidden_size
         self.output_size = I
 
-    def forward(self, x, lengths, extra=None):
+    def forward(self, x: Tensor, lengths: Tensor, extra: Optional[List[Tensor]] = None) -> Tuple[Tensor, Tensor]:
         T, B = x.shape[0], x.shape[1]
         mask = (torch.arange(T, device=x.device).unsqueeze(1) < lengths.unsqueeze(0)).to(x.dtype).unsqueeze(2)
         h = x
-        for l in range(self.n):
-            if l > 0 and self.dropout > 0:
-                h = F.dropout(h, self.dropout, self.training)
-            h = h * mask
-            of, _ = run_cell(getattr(self, "fwd%d" % l), h, None, extra)
-            ob, _ = run_cell(getattr(self, "bwd%d" % l), reverse_padded(h, lengths), None, extra)
-            h = torch.cat([of, reverse_padded(ob, lengths)], 2) * mask
+        of = x  # the layer's forward output, set by fwd<l> before bwd<l> reads it
+        l = 0
+        for name, c in self.named_children():
+            if name.startswith("fwd"):
+                if l > 0 and self.dropout > 0:
+                    h = F.dropout(h, self.dropout, self.training)
+                h = h * mask
+                of = c(h, None, extra)[0]
+            else:
+                ob = c(reverse_padded(h, lengths), None, extra)[0]
+                h = torch.cat([of, reverse_padded(ob, lengths)], 2) * mask
+                l += 1
         H = h.shape[2] // 2
         last = (lengths - 1).clamp_min(0).view(1, B, 1).expand(1, B, H)
         return h, torch.cat([h[:, :, :H].gather(0, last).squeeze(0), h[0, :, H:]], 1)
@@ -268,33 +304,41 @@ class SentenceModel(nn.Module):
     mean embedding of the aspect's words -> optional fc + activation (+ dropout) -> out (1 logit for a binary
     classifier, else one per class). forward(x [T, B], lengths [B], aspect [A, B], aspect_len [B]) -> logits."""
 
+    absa: Final[bool]
+    dropout: Final[float]
+    fc_activation: Final[str]
+    has_fc: Final[bool]
+
     def __init__(self, m, vocab, classes, absa):
         super().__init__()
         E = m["embed"]
-        self.absa, self.dropout = absa, m.get("dropout", 0.0)
+        self.absa, self.dropout = bool(absa), float(m.get("dropout", 0.0))
         self.fc_activation = m.get("fc_activation", "relu")
         self.embed = nn.Embedding(vocab, E, padding_idx=1)
         self.encoder = Bidirectional(m, E)
         feat = self.encoder.output_size + (E if absa else 0)
         self.has_fc = m.get("fc", 0) > 0
+        self.fc = None  # model.fc = 0: no hidden layer
         if self.has_fc:
             self.fc = nn.Linear(feat, m["fc"])
             feat = m["fc"]
         self.out = nn.Linear(feat, classes)
 
-    def drop(self, t):
+    def drop(self, t: Tensor) -> Tensor:
         return F.dropout(t, self.dropout, self.training) if self.dropout > 0 else t
 
-    def forward(self, x, lengths, aspect=None, aspect_len=None, extra=None):
+    def forward(self, x: Tensor, lengths: Tensor, aspect: Optional[Tensor] = None,
+                aspect_len: Optional[Tensor] = None, extra: Optional[List[Tensor]] = None) -> Tensor:
         e = self.drop(self.embed(x))
         out, final = self.encoder(e, lengths, extra)
         if self.absa:
+            assert aspect is not None and aspect_len is not None, "absa: the aspect and its length are needed"
             sent = out.sum(0) / lengths.to(out.dtype).unsqueeze(1)
             a = self.embed(aspect).sum(0) / aspect_len.to(out.dtype).unsqueeze(1)
             feat = torch.cat([sent, a], 1)
         else:
             feat = final
-        if self.has_fc:
+        if self.fc is not None:
             feat = self.fc(feat)
             if self.fc_activation == "relu":
                 feat = torch.relu(feat)
@@ -312,22 +356,29 @@ class ClozeReader(nn.Module):
     co-occurrence-in-query features). forward(doc [Td, B], doc_len, query [Tq, B], query_len, features [Td, B, 2],
     cand_mask [B, C, Td]) -> P(candidate | D, Q) [B, C] (sum attention, eq. 11)."""
 
+    modified: Final[bool]
+    dropout: Final[float]
+
     def __init__(self, m, vocab):
         super().__init__()
         E = m["embed"]
         self.modified = m.get("reader", "m_aoa") == "m_aoa"
-        self.dropout = m.get("dropout", 0.0)
+        self.dropout = float(m.get("dropout", 0.0))
         self.embed = nn.Embedding(vocab, E, padding_idx=1)
         self.doc_encoder = Bidirectional(m, E + (2 if self.modified else 0))
         self.query_encoder = Bidirectional(m, E)
 
-    def drop(self, t):
+    def drop(self, t: Tensor) -> Tensor:
         return F.dropout(t, self.dropout, self.training) if self.dropout > 0 else t
 
-    def forward(self, doc, doc_len, query, query_len, features=None, cand_mask=None, extra=None):
+    def forward(self, doc: Tensor, doc_len: Tensor, query: Tensor, query_len: Tensor,
+                features: Optional[Tensor] = None, cand_mask: Optional[Tensor] = None,
+                extra: Optional[List[Tensor]] = None) -> Tensor:
         ed, eq = self.drop(self.embed(doc)), self.drop(self.embed(query))
         if self.modified:
+            assert features is not None, "m_aoa: the document features are needed"
             ed = torch.cat([ed, features.to(ed.dtype)], 2)
+        assert cand_mask is not None, "cloze: the candidates' mask is needed"
         hd = self.doc_encoder(ed, doc_len, extra)[0].transpose(0, 1)  # [B, Td, 2H]
         hq = self.query_encoder(eq, query_len, extra)[0].transpose(0, 1)  # [B, Tq, 2H]
         Td, Tq = hd.shape[1], hq.shape[1]
@@ -348,10 +399,13 @@ class Seq2Seq(nn.Module):
     returned as log P clamped at 1e-12. forward(src [S, B], src_len [B], y_in [T, B], state=None) ->
     (logits [T, B, V], decoder state)."""
 
+    dropout: Final[float]
+    copy: Final[bool]
+
     def __init__(self, m, source_vocab, target_vocab, pad=1):
         super().__init__()
         E = m["embed"]
-        self.dropout, self.copy = m.get("dropout", 0.0), m.get("copy", False)
+        self.dropout, self.copy = float(m.get("dropout", 0.0)), bool(m.get("copy", False))
         self.src_embed = nn.Embedding(source_vocab, E, padding_idx=pad)
         self.tgt_embed = nn.Embedding(target_vocab, E, padding_idx=pad)
         self.encoder = CellStack(m, E)
@@ -360,33 +414,37 @@ class Seq2Seq(nn.Module):
         self.attn_w = nn.Linear(Hd, He, bias=False)
         self.combine = nn.Linear(He + Hd, Hd, bias=False)
         self.out = nn.Linear(Hd, target_vocab)
-        if self.copy:
-            self.copy_gate = nn.Linear(He + Hd + E, 1)
+        self.copy_gate = nn.Linear(He + Hd + E, 1) if self.copy else None
 
-    def encode(self, src, src_len, extra=None):
+    @torch.jit.export
+    def encode(self, src: Tensor, src_len: Tensor,
+               extra: Optional[List[Tensor]] = None) -> Tuple[Tensor, Tensor, Tensor]:
         x = F.dropout(self.src_embed(src), self.dropout, self.training)
         h, _ = self.encoder(x, None, extra)
         mask = torch.arange(src.shape[0], device=src.device).unsqueeze(0) < src_len.unsqueeze(1)
         return h.transpose(0, 1), mask, src.transpose(0, 1)  # memory [B, S, H], mask [B, S], src [B, S]
 
-    def decode(self, y_in, enc, state=None, extra=None):
+    @torch.jit.export
+    def decode(self, y_in: Tensor, enc: Tuple[Tensor, Tensor, Tensor], state: Optional[State] = None,
+               extra: Optional[List[Tensor]] = None) -> Tuple[Tensor, State]:
         memory, mask, src = enc
         x = F.dropout(self.tgt_embed(y_in), self.dropout, self.training)
-        h, state = self.decoder(x, state, extra)
+        h, state2 = self.decoder(x, state, extra)
         scores = torch.bmm(self.attn_w(h).transpose(0, 1), memory.transpose(1, 2))  # [B, T, S]
         a = torch.softmax(scores.masked_fill(~mask.unsqueeze(1), float("-inf")), -1)
         c = torch.bmm(a, memory).transpose(0, 1)  # [T, B, He]
         ht = F.dropout(torch.tanh(self.combine(torch.cat([c, h], -1))), self.dropout, self.training)
         logits = self.out(ht)
-        if not self.copy:
-            return logits, state
-        p_gen = torch.sigmoid(self.copy_gate(torch.cat([c, h, x], -1)))  # [T, B, 1]
-        at = a.transpose(0, 1)  # [T, B, S]
-        T, B, S = at.shape
-        p_copy = torch.zeros_like(logits).scatter_add(2, src.unsqueeze(0).expand(T, B, S), at)
-        return (p_gen * torch.softmax(logits, -1) + (1 - p_gen) * p_copy).clamp_min(1e-12).log(), state
+        if self.copy_gate is not None:  # model.copy
+            p_gen = torch.sigmoid(self.copy_gate(torch.cat([c, h, x], -1)))  # [T, B, 1]
+            at = a.transpose(0, 1)  # [T, B, S]
+            T, B, S = at.shape[0], at.shape[1], at.shape[2]
+            p_copy = torch.zeros_like(logits).scatter_add(2, src.unsqueeze(0).expand(T, B, S), at)
+            return (p_gen * torch.softmax(logits, -1) + (1 - p_gen) * p_copy).clamp_min(1e-12).log(), state2
+        return logits, state2
 
-    def forward(self, src, src_len, y_in, state=None, extra=None):
+    def forward(self, src: Tensor, src_len: Tensor, y_in: Tensor, state: Optional[State] = None,
+                extra: Optional[List[Tensor]] = None) -> Tuple[Tensor, State]:
         return self.decode(y_in, self.encode(src, src_len, extra), state, extra)
 
 

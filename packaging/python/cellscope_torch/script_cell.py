@@ -21,7 +21,7 @@ file (attributes, forward's signature, one trial call on a zero batch) and saves
 
 import hashlib
 import os
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 import torch
 
@@ -205,13 +205,23 @@ class ScriptCell(Cell):
         self._push()
         return self
 
-    def initial_state(self, B, like):
-        return [like.new_zeros(B, s) for s in self.state_sizes]
+    def initial_state(self, B: int, like: torch.Tensor) -> List[torch.Tensor]:
+        return [like.new_zeros([B, s]) for s in self.state_sizes]
 
-    def input_projection(self, x):
+    def input_projection(self, x: torch.Tensor) -> torch.Tensor:
         return x
 
-    def step(self, xp, state: List[torch.Tensor]) -> List[torch.Tensor]:
+    def step(self, xp: torch.Tensor, state: List[torch.Tensor], whh: Optional[torch.Tensor],
+             ds: Optional[List[torch.Tensor]]) -> List[torch.Tensor]:
+        if torch.jit.is_scripting():
+            # inside a scripted model the call is part of the model's graph (the optimizer's setting is the
+            # caller's: torch.jit.optimized_execution(False) around the call to match Cellscope exactly)
+            new_state, _named = self._script(xp, state)
+            return new_state
+        return self._eager_step(xp, state)
+
+    @torch.jit.unused
+    def _eager_step(self, xp: torch.Tensor, state: List[torch.Tensor]) -> List[torch.Tensor]:
         with torch.jit.optimized_execution(False):
             new_state, _named = self._script(xp, list(state))
         return list(new_state)
