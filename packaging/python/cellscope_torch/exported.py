@@ -80,9 +80,27 @@ def load(d, map_location="cpu"):
     return model, info
 
 
+def reference_inputs(task, ref):
+    """The arguments of the model's forward for the reference batch `ref` (reference.pt's dict) of `task`, as
+    check() feeds them."""
+    if task in ("char_lm", "word_lm"):
+        return (ref["x"],)
+    if task == "seq2seq":
+        return (ref["src"], ref["src_len"], ref["x"])
+    if task == "cloze":
+        return (ref["doc"], ref["doc_len"], ref["query"], ref["query_len"], ref["features"], ref["cand_mask"])
+    return (ref["x"], ref["lengths"], ref.get("aspect"), ref.get("aspect_len"))
+
+
+def logits_of(out):
+    """The logits of a forward's result (language models and seq2seq return (logits, state))."""
+    return out[0] if isinstance(out, tuple) else out
+
+
 def check(d, model=None):
     """Run the reference batch of an export through the rebuilt model (eval mode, float32 as Cellscope) and
-    compare with Cellscope's logits and loss on it.
+    compare with Cellscope's logits and loss on it. `model`: the loaded model (load()'s) or its
+    torch.jit.script / torch.jit.load form; None: load(d).
 
     Returns {"task", "cell", "max_abs", "max_rel", "loss", "cellscope_loss", "loss_diff", "shape"}: max_abs the
     largest |logit difference|, max_rel the largest |difference| / max(|Cellscope's logit|, 1)."""
@@ -99,19 +117,15 @@ def check(d, model=None):
     ref = torch.load(p)
     model.eval()
     with torch.no_grad():
+        logits = logits_of(model(*reference_inputs(task, ref)))
         if task in ("char_lm", "word_lm"):
-            logits, _ = model(ref["x"])
             loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), ref["y"].reshape(-1))
         elif task == "seq2seq":
-            logits, _ = model(ref["src"], ref["src_len"], ref["x"])
             nll = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), ref["y"].reshape(-1), reduction="none")
             loss = (nll * ref["mask"].reshape(-1)).sum() / ref["mask"].sum()
         elif task == "cloze":
-            logits = model(ref["doc"], ref["doc_len"], ref["query"], ref["query_len"], ref["features"],
-                           ref["cand_mask"])
             loss = -torch.log(logits.gather(1, ref["y"].unsqueeze(1)).squeeze(1).clamp_min(1e-12)).mean()
         else:
-            logits = model(ref["x"], ref["lengths"], ref.get("aspect"), ref.get("aspect_len"))
             if logits.shape[1] == 1:  # a binary classifier: one logit, binary cross-entropy
                 loss = F.binary_cross_entropy_with_logits(logits.squeeze(1), ref["y"].to(logits.dtype))
             else:

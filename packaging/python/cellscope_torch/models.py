@@ -172,6 +172,14 @@ class CharLM(nn.Module):
             h = F.dropout(h, self.dropout, self.training)
         return self.out(h), state2
 
+    @torch.jit.export
+    def forward_with_extra(self, x: Tensor, state: Optional[State] = None) -> Tuple[Tensor, State, List[Tensor]]:
+        """forward() and the training terms it adds (the MZU's zone disagreement, eq. 19) as a list: a scripted
+        model copies a Python list passed as `extra`, so a caller of the scripted model reads them here."""
+        extra = torch.jit.annotate(List[Tensor], [])
+        logits, state2 = self.forward(x, state, extra)
+        return logits, state2, extra
+
 
 class WordLM(nn.Module):
     """word_lm (tasks/word_lm.cpp, AWD-LSTM pieces): embedding (dropoute: whole word types, training), locked
@@ -247,6 +255,13 @@ class WordLM(nn.Module):
         if out_w is not None:
             return F.linear(h, out_w, self.out_b), new
         return F.linear(h, self.embed.weight, self.out_b), new
+
+    @torch.jit.export
+    def forward_with_extra(self, x: Tensor, state: Optional[State] = None) -> Tuple[Tensor, State, List[Tensor]]:
+        """forward() and its training terms as a list (CharLM.forward_with_extra)."""
+        extra = torch.jit.annotate(List[Tensor], [])
+        logits, state2 = self.forward(x, state, extra)
+        return logits, state2, extra
 
 
 def reverse_padded(x: Tensor, lengths: Tensor) -> Tensor:
@@ -349,6 +364,13 @@ class SentenceModel(nn.Module):
             feat = self.drop(feat)
         return self.out(feat)
 
+    @torch.jit.export
+    def forward_with_extra(self, x: Tensor, lengths: Tensor, aspect: Optional[Tensor] = None,
+                           aspect_len: Optional[Tensor] = None) -> Tuple[Tensor, List[Tensor]]:
+        """forward() and its training terms as a list (CharLM.forward_with_extra)."""
+        extra = torch.jit.annotate(List[Tensor], [])
+        return self.forward(x, lengths, aspect, aspect_len, extra), extra
+
 
 class ClozeReader(nn.Module):
     """cloze (tasks/cloze.cpp): the AoA Reader (Cui et al. 2017) over any cell; model.reader = m_aoa is the CRU
@@ -390,6 +412,14 @@ class ClozeReader(nn.Module):
         beta = (beta_t * dmask.to(hd.dtype).unsqueeze(2)).sum(1) / doc_len.to(hd.dtype).unsqueeze(1)  # eq. 9
         s = torch.bmm(alpha, beta.unsqueeze(2)).squeeze(2)  # eq. 10
         return torch.bmm(cand_mask.to(s.dtype), s.unsqueeze(2)).squeeze(2)  # eq. 11
+
+    @torch.jit.export
+    def forward_with_extra(self, doc: Tensor, doc_len: Tensor, query: Tensor, query_len: Tensor,
+                           features: Optional[Tensor] = None,
+                           cand_mask: Optional[Tensor] = None) -> Tuple[Tensor, List[Tensor]]:
+        """forward() and its training terms as a list (CharLM.forward_with_extra)."""
+        extra = torch.jit.annotate(List[Tensor], [])
+        return self.forward(doc, doc_len, query, query_len, features, cand_mask, extra), extra
 
 
 class Seq2Seq(nn.Module):
@@ -446,6 +476,14 @@ class Seq2Seq(nn.Module):
     def forward(self, src: Tensor, src_len: Tensor, y_in: Tensor, state: Optional[State] = None,
                 extra: Optional[List[Tensor]] = None) -> Tuple[Tensor, State]:
         return self.decode(y_in, self.encode(src, src_len, extra), state, extra)
+
+    @torch.jit.export
+    def forward_with_extra(self, src: Tensor, src_len: Tensor, y_in: Tensor,
+                           state: Optional[State] = None) -> Tuple[Tensor, State, List[Tensor]]:
+        """forward() and its training terms as a list (CharLM.forward_with_extra)."""
+        extra = torch.jit.annotate(List[Tensor], [])
+        logits, state2 = self.forward(src, src_len, y_in, state, extra)
+        return logits, state2, extra
 
 
 def build_model(cfg, vocab_size, classes=None, target_vocab=None):

@@ -1,10 +1,11 @@
 """TorchScript and ONNX forms of a loaded model (see README.md, "TorchScript and ONNX", for what works per cell).
 
-The cells are eager Python (a loop over time, a list of state tensors, options read at run time):
-`torch.jit.script` of them is refused by TorchScript's compiler, so `script()` reports why and `trace()` gives the
-TorchScript form that works for every cell: torch.jit.trace records the loop unrolled for the example's sequence
-length (the batch size stays free). ONNX export traces the same way (`export_onnx`, opset 14, Debian's
-python3-torch 1.13), checked with onnx.checker (Debian has no onnxruntime to run it).
+`script()`: `torch.jit.script` of the model as it is (every cell and task compiles: the loop over time, the
+state lists and the options are TorchScript; SCRIPTING_NOTES.md), or the compiler's reason. A scripted model
+takes any sequence length and batch size, saves with `torch.jit.save` and runs in LibTorch without Python.
+`trace()` records the loop unrolled for the example's sequence length (the batch size stays free). ONNX export
+traces the same way (`export_onnx`, opset 14, Debian's python3-torch 1.13), checked with onnx.checker (Debian has
+no onnxruntime to run it).
 """
 import io
 
@@ -28,7 +29,9 @@ class LogitsOnly(torch.nn.Module):
 
 
 def script(model):
-    """(torch.jit.script of the model, None) or (None, the compiler's first line of why not)."""
+    """(torch.jit.script of the model, None) or (None, the compiler's first line of why not). The scripted model
+    has the eager model's forward (and `forward_with_extra`, which returns the training terms a Python `extra`
+    list would receive: TorchScript copies a list passed in from Python)."""
     try:
         return torch.jit.script(model), None
     except Exception as e:  # TorchScript's frontend raises several kinds
