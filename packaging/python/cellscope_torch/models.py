@@ -241,7 +241,7 @@ class WordLM(nn.Module):
         new = torch.jit.annotate(State, [])
         l = 0
         for c in self.children():  # embed, layer0, layer1, ...
-            if not isinstance(c, nn.Embedding):
+            if hasattr(c, "hidden_size"):  # a cell, not the embedding (decided when compiling)
                 if l > 0:
                     h = self.locked_dropout(h, self.dropouth)
                 s: Optional[List[Tensor]] = None
