@@ -49,6 +49,29 @@ TEST(BenchPeers, everyCellAgreesWithItsPythonPeerToOneEMinus10) {
   ASSERT_EQ(seen, kCells);
 }
 
+// MC-RNN over an MZU base (cellscope_torch's MCRNN with an MZU: each base step a sequence of length one over the
+// B*K channel rows, eq. 19's term per step as Cellscope's MC-RNN adds it): loss with the term, and every gradient.
+TEST(BenchPeers, mcrnnOverEachMzuBaseAgreesWithItsPythonPeer) {
+  for (const std::string base : {"sat_mzu", "gcn_mzu", "cap_mzu"}) {
+    std::string out, err;
+    ASSERT_EQ(cstest::run_cli({"bench", "--peer-check", "--cell", "mcrnn", "--set", "model.base=" + base, "--json"},
+                              &out, &err),
+              0)
+        << base << ": " << out << err;
+    const auto j = cstest::json_object(out);
+    ASSERT_TRUE(j.value("ok", false)) << base << ": " << out;
+    ASSERT_EQ(j["results"].size(), 1u) << out;
+    const json& r = j["results"][0];
+    ASSERT_LE(r.value("loss_rel_err", 1.0), 1e-10) << base;
+    ASSERT_TRUE(r["params"].contains("stack.layer0.base.first.w_h")) << base << ": " << r["params"].dump();
+    for (auto& [name, p] : r["params"].items()) {
+      ASSERT_LE(p.value("max_rel_err", 1.0), 1e-10) << base << " " << name;
+      ASSERT_LE(p.value("norm_rel_err", 1.0), 1e-10) << base << " " << name;
+    }
+    ASSERT_GT(r["params"]["stack.layer0.base.first.w_h"].value("cellscope_grad_norm", 0.0), 0.0) << base;
+  }
+}
+
 TEST(BenchPeers, aGradientThatDiffersIsReportedByName) {
   // Export gcnMZU+DT, change one gradient entry of w_g by 1e-8 relative: the check must fail and name it.
   const std::string dir = cstest::temp_dir() + "/peer-export";
