@@ -138,6 +138,7 @@ Figure::Figure(QWidget* parent) : QWidget(parent) {
   // A title wider than the figure wraps (a long run name breaks anywhere) instead of being
   // cut at both ends; the export wraps it the same way (titleHeight, renderFigure).
   m_titleLabel->setWordWrap(true);
+  m_titleLabel->setContentsMargins(6, 0, 6, 0);  // never a glyph at the figure's edge
   m_titleLabel->setObjectName(QStringLiteral("figureTitle"));
   m_titleLabel->hide();
   lay->addWidget(m_titleLabel);
@@ -213,7 +214,10 @@ void Figure::relayout() {
 }
 
 QSize Figure::minimumPanelSize() const {
-  return QSize(std::min(m_panelSize.width(), 340), std::min(m_panelSize.height(), 240));
+  // Panels side by side may be a little narrower, so two of them (two runs' relevance) fit
+  // the figure area of a 1024x700 window without scrolling sideways.
+  const int w = columns() > 1 ? 280 : 340;
+  return QSize(std::min(m_panelSize.width(), w), std::min(m_panelSize.height(), 240));
 }
 
 double Figure::replotNow() {

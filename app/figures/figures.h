@@ -86,7 +86,8 @@ public:
   int columns() const;
   void setPanelSize(const QSize& s);
   QSize panelSize() const { return m_panelSize; }
-  // Every panel's minimum size (at most 340x240, or the panel size): below it the
+  // Every panel's minimum size (at most 340x240, 280x240 with several panels in a row,
+  // or the panel size): below it the
   // figure does not squeeze, its scroll area scrolls.
   QSize minimumPanelSize() const;
 
