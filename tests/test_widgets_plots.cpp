@@ -379,6 +379,32 @@ private Q_SLOTS:
     QVERIFY(!h.labelledColumns().contains(5) || (cols - 1 - 5) % step == 0);
   }
 
+  // A panel title wider than its plot (a long run label) is drawn on several lines that each
+  // fit, never cut at both ends; the title itself is unchanged, and a wide plot draws it on one.
+  void longPanelTitleWraps() {
+    HeatmapView h;
+    h.setMatrix(2, 3, QVector<double>(6, 0.5));
+    const QString title = "a-run-label-that-is-much-longer-than-the-panel and then some more words";
+    h.setTitle(title);
+    h.resize(300, 260);
+    h.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&h));
+    h.plot()->replot(QCustomPlot::rpImmediateRefresh);
+    QCOMPARE(h.title(), title);
+    const QStringList lines = h.drawnTitle().split('\n');
+    QVERIFY2(lines.size() >= 2, qPrintable(h.drawnTitle()));
+    QCOMPARE(QString(lines.join("")).remove(' '), QString(title).remove(' '));
+    QFont f = h.font();
+    f.setPointSize(f.pointSize() + 2);
+    f.setBold(true);
+    for (const QString& l : lines)
+      QVERIFY2(QFontMetrics(f).horizontalAdvance(l) <= h.plot()->width(), qPrintable(l));
+    h.resize(1400, 260);
+    QApplication::processEvents();
+    h.plot()->replot(QCustomPlot::rpImmediateRefresh);
+    QCOMPARE(h.drawnTitle(), title);
+  }
+
   // Two views linked (the two runs' panels of one figure): both use the larger step, so
   // they label the same columns though one is narrower.
   void heatmapLinkedThinning() {

@@ -286,6 +286,8 @@ void Figure::renderFigure(QPainter* p, const QRect& target) const {
     if (!ev) continue;
     if (QCustomPlot* plot = ev->figurePlot()) {
       const int w = cw, h = ch;
+      auto* pv = qobject_cast<csw::PlotView*>(v);
+      if (pv) pv->wrapTitleTo(w);  // the panel's title wrapped to the export's width
       // Record the plot's vector drawing and replay it here (keeps PDF/SVG vector).
       QPicture pic;
       {
@@ -297,6 +299,7 @@ void Figure::renderFigure(QPainter* p, const QRect& target) const {
         qp.end();
       }
       p->drawPicture(cell.topLeft(), pic);
+      if (pv) pv->wrapTitleTo(plot->width());
     } else {
       ev->renderFigure(p, cell.toAlignedRect());
     }
