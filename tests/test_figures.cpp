@@ -1,9 +1,12 @@
 // cellscope_figures: every figure function renders offscreen and exports
 // PNG/PDF/SVG/CSV, checked file by file (magic bytes, SVG root, CSV rows).
 #include <QFile>
+#include <QFileInfo>
 #include <QImage>
 #include <QPainter>
+#include <QRegularExpression>
 #include <QTemporaryDir>
+#include <QXmlStreamReader>
 
 #include <cmath>
 #include <limits>
@@ -57,6 +60,23 @@ int csvRows(const QString& path) {
   }
   if (any) ++records;
   return records - 1;
+}
+
+// The text an SVG draws: the characters of its <text> elements, in order, joined without
+// spaces (a wrapped line may break inside a hyphenated word) and without white space.
+QString svgTextRun(const QString& path) {
+  QFile f(path);
+  if (!f.open(QIODevice::ReadOnly)) return QString();
+  QXmlStreamReader xml(&f);
+  QString out;
+  int inText = 0;
+  while (!xml.atEnd()) {
+    xml.readNext();
+    if (xml.isStartElement() && xml.name() == QLatin1String("text")) ++inText;
+    else if (xml.isEndElement() && xml.name() == QLatin1String("text")) --inText;
+    else if (xml.isCharacters() && inText > 0) out += xml.text();
+  }
+  return out.remove(QRegularExpression(QStringLiteral("\\s")));
 }
 
 }  // namespace
@@ -134,6 +154,45 @@ private Q_SLOTS:
     QVERIFY(text.contains("capMZU+DT,b,-0.125,0.5,\n"));
     // Vector formats keep text as text: the caption is in the SVG.
     QVERIFY(readAll(m_dir + "/relevance.svg").contains("relevance"));
+  }
+
+  // A title wider than the figure wraps in PNG, PDF and SVG, at the natural size and at a
+  // fixed export size: no text pixel at the image's edges in the title's band, every word in
+  // the SVG, and the figure's natural height grows by the extra lines.
+  void longTitleWrapsInEveryExport() {
+    const QString title =
+        "Per-character relevance \u2014 first-gru-run-with-a-long-name at step 20 vs second-gru-run-with-a-long-name "
+        "at step 10, and a few more words so that it needs three lines at a small size";
+    std::unique_ptr<csf::Figure> fig(csf::make_relevance_figure({relevanceLike(1.0), relevanceLike(0.5)}, {"a", "b"}));
+    const QSize before = fig->figureSize();
+    fig->setTitle(title);
+    QVERIFY2(fig->figureSize().height() > before.height() + 2 * QFontMetrics(fig->font()).height(),
+             qPrintable(QString("%1 -> %2").arg(before.height()).arg(fig->figureSize().height())));
+    QCOMPARE(fig->figureSize().width(), before.width());  // wraps, does not widen
+    fig->resize(fig->sizeHint());
+    for (const QSize size : {QSize(), QSize(700, 500)}) {
+      csw::ExportOptions o;
+      o.size = size;
+      const QString stem = m_dir + QString("/title%1").arg(size.width());
+      QString err;
+      for (const char* ext : {".png", ".svg", ".pdf"})
+        QVERIFY2(csf::export_figure(fig.get(), stem + ext, &err, o), qPrintable(err));
+      const QImage img(stem + ".png");
+      QVERIFY(!img.isNull());
+      const int band = 4 + 4 * QFontMetrics(fig->font()).height() * 6 / 5;  // three title lines and some
+      int inside = 0, edges = 0;
+      for (int y = 0; y < band; ++y)
+        for (int x = 0; x < img.width(); ++x) {
+          const bool dark = qGray(img.pixel(x, y)) < 128;
+          inside += dark;
+          if (x < 3 || x >= img.width() - 3) edges += dark;
+        }
+      QVERIFY2(inside > 200, qPrintable(QString::number(inside)));
+      QVERIFY2(edges == 0, qPrintable(QString("%1 px at the edges, export %2 wide").arg(edges).arg(img.width())));
+      const QString drawn = svgTextRun(stem + ".svg");
+      QVERIFY2(drawn.contains(QString(title).remove(' ')), qPrintable(drawn.left(400)));
+      QVERIFY(QFileInfo(stem + ".pdf").size() > 1000);
+    }
   }
 
   void colourMapsAndFixedRange() {
@@ -291,7 +350,8 @@ private Q_SLOTS:
     r.data = cs::BucketSet{{lb("/x/gru", 2.0), lb("/x/mzu", 1.5)}};
     std::unique_ptr<csf::Figure> f2(csf::make_figure(r));
     QCOMPARE(f2->panelAs<csw::BarChart>(0)->seriesIds(), QStringList({"gru", "mzu"}));
-    QCOMPARE(f2->caption(), QString("by length"));
+    // A comparison's caption names the runs, in the order of the bars.
+    QCOMPARE(f2->caption(), QString("by length Runs compared (bars left to right in each bucket): gru; mzu."));
   }
 
   void seriesWithMarkerAndHistogram() {
@@ -360,7 +420,16 @@ private Q_SLOTS:
     r.data = h;
     std::unique_ptr<csf::Figure> f(csf::make_figure(r));
     QCOMPARE(f->panelCount(), 2);
-    QCOMPARE(f->caption(), QString("from the registry"));
+    QCOMPARE(f->caption(), QString("from the registry Runs compared (panels left to right): a; b."));
+    {
+      cs::AnalysisResult one = r;  // one run: nothing to tell apart
+      std::get<cs::HeatmapSet>(one.data).matrices.resize(1);
+      std::unique_ptr<csf::Figure> f1(csf::make_figure(one));
+      QCOMPARE(f1->caption(), QString("from the registry"));
+      one.data = cs::HeatmapSet{h.matrices, h.titles, 0, 1, "", "", "", true};  // few rows: stacked
+      std::unique_ptr<csf::Figure> f3(csf::make_figure(one));
+      QCOMPARE(f3->caption(), QString("from the registry Runs compared (panels top to bottom): a; b."));
+    }
     QCOMPARE(f->panelName(1), QString("b"));
     QVERIFY(f->panelAs<csw::HeatmapView>(1));
 

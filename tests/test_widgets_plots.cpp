@@ -338,7 +338,9 @@ private Q_SLOTS:
   }
 
   // A long text thinned to every n-th label: the key columns (a cloze answer's occurrences,
-  // the candidates) keep theirs, and regular labels closer than a step make way.
+  // the candidates) keep theirs, and regular labels closer than a step make way; two keys
+  // closer than a step would overlap, so the one of higher rank (`first`: the answer) keeps
+  // its label, else the later one.
   void heatmapKeyColumnsKeepTheirLabels() {
     HeatmapView h;
     const int cols = 400;
@@ -353,17 +355,81 @@ private Q_SLOTS:
     QVERIFY2(step > 3, qPrintable(QString::number(step)));
     const QVector<int> keys = {5, 201, 202, 398};
     QVERIFY(!h.labelledColumns().contains(201) || !h.labelledColumns().contains(202));  // thinned as usual
+    auto spaced = [&](const QVector<int>& shown) {
+      for (int i = 1; i < shown.size(); ++i)
+        if (shown[i] - shown[i - 1] < step) return false;
+      return true;
+    };
     h.setKeyColumns(keys);
-    const QVector<int> shown = h.labelledColumns();
-    for (int k : keys) QVERIFY2(shown.contains(k), qPrintable(QString::number(k)));
+    QVector<int> shown = h.labelledColumns();
+    for (int k : {5, 202, 398}) QVERIFY2(shown.contains(k), qPrintable(QString::number(k)));
+    QVERIFY(!shown.contains(201));  // next to 202: it would overlap
+    QVERIFY(spaced(shown));
     for (int c : shown) {
       if (keys.contains(c)) continue;
       QVERIFY2((cols - 1 - c) % step == 0, qPrintable(QString::number(c)));  // the regular grid
       for (int k : keys) QVERIFY2(std::abs(c - k) >= step, qPrintable(QString("%1 near key %2").arg(c).arg(k)));
     }
     QVERIFY(shown.size() > keys.size());  // regular labels remain elsewhere
+    h.setKeyColumns(keys, {201});  // 201 first (the answer): 202 makes way
+    shown = h.labelledColumns();
+    QVERIFY(shown.contains(201) && !shown.contains(202) && shown.contains(5) && shown.contains(398));
+    QVERIFY(spaced(shown));
     h.setKeyColumns({});
     QVERIFY(!h.labelledColumns().contains(5) || (cols - 1 - 5) % step == 0);
+  }
+
+  // A panel title wider than its plot (a long run label) is drawn on several lines that each
+  // fit, never cut at both ends; the title itself is unchanged, and a wide plot draws it on one.
+  void longPanelTitleWraps() {
+    HeatmapView h;
+    h.setMatrix(2, 3, QVector<double>(6, 0.5));
+    const QString title = "a-run-label-that-is-much-longer-than-the-panel and then some more words";
+    h.setTitle(title);
+    h.resize(300, 260);
+    h.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&h));
+    h.plot()->replot(QCustomPlot::rpImmediateRefresh);
+    QCOMPARE(h.title(), title);
+    const QStringList lines = h.drawnTitle().split('\n');
+    QVERIFY2(lines.size() >= 2, qPrintable(h.drawnTitle()));
+    QCOMPARE(QString(lines.join("")).remove(' '), QString(title).remove(' '));
+    QFont f = h.font();
+    f.setPointSize(f.pointSize() + 2);
+    f.setBold(true);
+    for (const QString& l : lines)
+      QVERIFY2(QFontMetrics(f).horizontalAdvance(l) <= h.plot()->width(), qPrintable(l));
+    h.resize(1400, 260);
+    QApplication::processEvents();
+    h.plot()->replot(QCustomPlot::rpImmediateRefresh);
+    QCOMPARE(h.drawnTitle(), title);
+  }
+
+  // Two views linked (the two runs' panels of one figure): both use the larger step, so
+  // they label the same columns though one is narrower.
+  void heatmapLinkedThinning() {
+    HeatmapView a, b;
+    const int cols = 160;
+    QStringList labels;
+    for (int c = 0; c < cols; ++c) labels << QString(QChar('a' + c % 26));
+    for (HeatmapView* h : {&a, &b}) {
+      h->setMatrix(4, cols, QVector<double>(4 * cols, 0.25));
+      h->setColumnLabels(labels);
+      h->setTickLabelThinning(true);
+    }
+    a.updateTickThinning(900, 300);
+    b.updateTickThinning(450, 300);
+    QVERIFY2(a.columnLabelStep() < b.columnLabelStep(),
+             qPrintable(QString("%1 %2").arg(a.columnLabelStep()).arg(b.columnLabelStep())));
+    HeatmapView::linkTickThinning({&a, &b});
+    QCOMPARE(a.columnLabelStep(), b.columnLabelStep());
+    QCOMPARE(a.labelledColumns(), b.labelledColumns());
+    // Wider again: the narrow one still decides.
+    a.updateTickThinning(1800, 300);
+    QCOMPARE(a.labelledColumns(), b.labelledColumns());
+    b.updateTickThinning(1800, 300);  // both wide: a smaller step for both
+    QCOMPARE(a.columnLabelStep(), b.columnLabelStep());
+    QVERIFY(a.labelledColumns().size() > 0);
   }
 
   void attentionBoundaries() {

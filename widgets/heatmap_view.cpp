@@ -68,13 +68,42 @@ void HeatmapView::updateTickThinning(int plotWidth, int plotHeight) {
   if (m_plot->xAxis->tickLabelRotation() != 0) colPx = fm.height();
   colPx += 3;
   const double rowPx = fm.height() + 1;
-  const int cs = m_cols > 0 ? std::max(1, int(std::ceil(m_cols * colPx / axW))) : 1;
-  const int rs = m_rows > 0 ? std::max(1, int(std::ceil(m_rows * rowPx / axH))) : 1;
-  if (cs != m_colStep || rs != m_rowStep) {
-    m_colStep = cs;
-    m_rowStep = rs;
-    rebuildTicks();
+  m_needColStep = m_cols > 0 ? std::max(1, int(std::ceil(m_cols * colPx / axW))) : 1;
+  m_needRowStep = m_rows > 0 ? std::max(1, int(std::ceil(m_rows * rowPx / axH))) : 1;
+  if (applyLinkedSteps()) rebuildTicks();
+  // The group's decision may have changed with this view's need: the others follow.
+  for (const QPointer<HeatmapView>& v : m_linked)
+    if (v && v->applyLinkedSteps()) {
+      v->rebuildTicks();
+      v->requestReplot();
+    }
+}
+
+bool HeatmapView::applyLinkedSteps() {
+  int cs = m_needColStep, rs = m_needRowStep;
+  for (const QPointer<HeatmapView>& v : m_linked)
+    if (v && v->m_thin) {
+      cs = std::max(cs, v->m_needColStep);
+      rs = std::max(rs, v->m_needRowStep);
+    }
+  if (cs == m_colStep && rs == m_rowStep) return false;
+  m_colStep = cs;
+  m_rowStep = rs;
+  return true;
+}
+
+void HeatmapView::linkTickThinning(const QVector<HeatmapView*>& views) {
+  for (HeatmapView* v : views) {
+    if (!v) continue;
+    v->m_linked.clear();
+    for (HeatmapView* o : views)
+      if (o && o != v) v->m_linked << QPointer<HeatmapView>(o);
   }
+  for (HeatmapView* v : views)
+    if (v && v->applyLinkedSteps()) {
+      v->rebuildTicks();
+      v->requestReplot();
+    }
 }
 
 HeatmapView::~HeatmapView() = default;
@@ -240,10 +269,16 @@ void HeatmapView::rebuildTicks() {
   m_plot->xAxis->setTickLabelRotation(longest > 3 && m_cols > 6 ? 90 : 0);
 }
 
-void HeatmapView::setKeyColumns(const QVector<int>& cols) {
-  m_keyCols = cols;
-  std::sort(m_keyCols.begin(), m_keyCols.end());
-  m_keyCols.erase(std::unique(m_keyCols.begin(), m_keyCols.end()), m_keyCols.end());
+void HeatmapView::setKeyColumns(const QVector<int>& cols, const QVector<int>& first) {
+  auto sorted = [](QVector<int> v) {
+    std::sort(v.begin(), v.end());
+    v.erase(std::unique(v.begin(), v.end()), v.end());
+    return v;
+  };
+  m_keyCols = sorted(cols);
+  m_firstKeyCols.clear();
+  for (int c : sorted(first))
+    if (std::binary_search(m_keyCols.begin(), m_keyCols.end(), c)) m_firstKeyCols << c;
   rebuildTicks();
   requestReplot();
 }
@@ -251,16 +286,33 @@ void HeatmapView::setKeyColumns(const QVector<int>& cols) {
 QVector<int> HeatmapView::labelledColumns() const {
   const int step = std::max(1, m_colStep);
   QVector<int> out;
-  for (int c = 0; c < m_cols; ++c) {
-    const bool key = std::binary_search(m_keyCols.begin(), m_keyCols.end(), c);
-    bool regular = (m_cols - 1 - c) % step == 0;
-    if (regular && !key && step > 1) {
-      // Make way for a key column closer than a step (its label would overlap).
-      auto it = std::lower_bound(m_keyCols.begin(), m_keyCols.end(), c - step + 1);
-      regular = !(it != m_keyCols.end() && *it < c + step);
-    }
-    if (key || regular) out << c;
+  if (step == 1) {
+    for (int c = 0; c < m_cols; ++c) out << c;
+    return out;
   }
+  // Labels closer than a step overlap. Key columns first (the higher rank first, each from
+  // the last column back), then the regular every-step-th labels, each kept only where no
+  // label kept before it is closer than a step.
+  std::vector<char> taken(size_t(std::max(0, m_cols)), 0);
+  auto clear = [&](int c) {
+    for (int d = std::max(0, c - step + 1); d < std::min(m_cols, c + step); ++d)
+      if (taken[size_t(d)]) return false;
+    return true;
+  };
+  auto keep = [&](const QVector<int>& cols, bool onlyFirst) {
+    for (int i = int(cols.size()) - 1; i >= 0; --i) {
+      const int c = cols[i];
+      if (c < 0 || c >= m_cols) continue;
+      if (!onlyFirst && std::binary_search(m_firstKeyCols.begin(), m_firstKeyCols.end(), c)) continue;
+      if (clear(c)) taken[size_t(c)] = 1;
+    }
+  };
+  keep(m_firstKeyCols, true);
+  keep(m_keyCols, false);
+  for (int c = m_cols - 1; c >= 0; c -= step)
+    if (clear(c)) taken[size_t(c)] = 1;
+  for (int c = 0; c < m_cols; ++c)
+    if (taken[size_t(c)]) out << c;
   return out;
 }
 

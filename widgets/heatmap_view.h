@@ -20,6 +20,7 @@
 // per row: the row label followed by the values (NaN = empty field).
 #pragma once
 
+#include <QPointer>
 #include <QStringList>
 #include <QVector>
 #include <QWidget>
@@ -82,8 +83,15 @@ public:
   bool tickLabelThinning() const { return m_thin; }
   void updateTickThinning(int plotWidth, int plotHeight);
   int columnLabelStep() const { return m_colStep; }
-  void setKeyColumns(const QVector<int>& cols);
+  // Key columns keep their labels when thinned, unless a key of higher rank is closer than a
+  // step (their labels would overlap): first the columns in `first` (e.g. a cloze answer's
+  // occurrences), then the others, each from the last column back.
+  void setKeyColumns(const QVector<int>& cols, const QVector<int>& first = {});
   QVector<int> keyColumns() const { return m_keyCols; }
+  // Panels of one figure that show the same columns (two runs' relevance side by side): the
+  // thinning is decided once for the group, each view using the largest step any of them
+  // needs at its size, so every panel labels the same columns and rows.
+  static void linkTickThinning(const QVector<HeatmapView*>& views);
   QVector<int> labelledColumns() const;  // the columns whose labels are drawn now
   int rowLabelStep() const { return m_rowStep; }
 
@@ -98,6 +106,8 @@ public:
 private:
   void rebuild();
   void rebuildTicks();
+  // Applies max(own need, the linked views' needs) as the label steps; true if they changed.
+  bool applyLinkedSteps();
   void rebuildValueTexts();
   void applyRange();
   void onMouseMove(QMouseEvent* ev);
@@ -114,7 +124,10 @@ private:
   int m_precision = 2;
   bool m_thin = false;
   int m_colStep = 1, m_rowStep = 1;
+  int m_needColStep = 1, m_needRowStep = 1;  // what this view needs at its size
+  QVector<QPointer<HeatmapView>> m_linked;  // the other views of its thinning group
   QVector<int> m_keyCols;  // sorted
+  QVector<int> m_firstKeyCols;  // sorted, a subset of m_keyCols
 };
 
 }  // namespace csw

@@ -1,6 +1,9 @@
 #include "plot_view.h"
 
+#include <QTextLayout>
 #include <QToolTip>
+
+#include <algorithm>
 
 #include "qcp.h"
 
@@ -22,7 +25,29 @@ PlotView::PlotView(Kind kind, QWidget* parent) : QWidget(parent) {
   m_plot->plotLayout()->setRowStretchFactor(0, 0.01);
   m_titleElement->setVisible(false);
   m_titleElement->setMaximumSize(QWIDGETSIZE_MAX, 0);  // an invisible element still takes its row
+  connect(m_plot, &QCustomPlot::beforeReplot, this, [this] { wrapTitleTo(m_plot->width()); });
 }
+
+void PlotView::wrapTitleTo(int width) {
+  if (!m_titleElement || m_title.isEmpty()) return;
+  QString t = m_title;
+  t.replace(QLatin1Char('\n'), QChar::LineSeparator);
+  QTextLayout layout(t, m_titleElement->font());
+  QTextOption opt;
+  opt.setWrapMode(QTextOption::WrapAtWordBoundaryOrAnywhere);
+  layout.setTextOption(opt);
+  QStringList lines;
+  layout.beginLayout();
+  for (QTextLine line = layout.createLine(); line.isValid(); line = layout.createLine()) {
+    line.setLineWidth(std::max(40, width - 12));
+    lines << t.mid(line.textStart(), line.textLength()).trimmed();
+  }
+  layout.endLayout();
+  const QString text = lines.join(QLatin1Char('\n'));
+  if (text != m_titleElement->text()) m_titleElement->setText(text);
+}
+
+QString PlotView::drawnTitle() const { return m_titleElement ? m_titleElement->text() : QString(); }
 
 QColor PlotView::paletteColor(int index) {
   const int n = int(sizeof(kPalette) / sizeof(kPalette[0]));

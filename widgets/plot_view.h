@@ -27,6 +27,11 @@ class PlotView : public QWidget, public ExportableView {
 public:
   void setTitle(const QString& title);
   QString title() const { return m_title; }
+  // The title as drawn: broken into lines that fit width pixels (at word boundaries, anywhere
+  // inside a word wider than that), so a long run name is never cut at both ends. Done before
+  // each replot for the plot's width; Figure::renderFigure does it for an export's width.
+  void wrapTitleTo(int width);
+  QString drawnTitle() const;
   void setXLabel(const QString& label);
   void setYLabel(const QString& label);
   QString xLabel() const { return m_xLabel; }

@@ -8,6 +8,7 @@
 #include <QPicture>
 #include <QSet>
 #include <QTextDocument>
+#include <QTextLayout>
 #include <QVBoxLayout>
 
 #include <algorithm>
@@ -83,6 +84,45 @@ bool apply_color_map(csw::HeatmapView* view, const QString& name) {
 
 // ---- Figure -----------------------------------------------------------------
 
+namespace {
+// Text wrapped at word boundaries (anywhere inside a word wider than the width), as the
+// figure's title and caption are drawn: the layout's height, its widest line, and (with a
+// painter) the drawing itself, centred or left-aligned.
+struct WrappedText {
+  double height = 0, widest = 0;
+};
+WrappedText wrapText(const QString& text, const QFont& font, double width, QPaintDevice* device,
+                     Qt::Alignment align = Qt::AlignLeft, QPainter* painter = nullptr, QPointF at = QPointF()) {
+  WrappedText out;
+  if (text.isEmpty()) return out;
+  QString t = text;
+  t.replace(QLatin1Char('\n'), QChar::LineSeparator);
+  QTextLayout layout(t, font, device);
+  QTextOption opt(align);
+  opt.setWrapMode(QTextOption::WrapAtWordBoundaryOrAnywhere);
+  layout.setTextOption(opt);
+  layout.beginLayout();
+  double y = 0;
+  for (QTextLine line = layout.createLine(); line.isValid(); line = layout.createLine()) {
+    line.setLineWidth(std::max(20.0, width));
+    line.setPosition(QPointF(0, y));
+    y += line.height();
+    out.widest = std::max(out.widest, line.naturalTextWidth());
+  }
+  layout.endLayout();
+  out.height = y;
+  if (painter) layout.draw(painter, at);
+  return out;
+}
+
+QFont titleFont(const QFont& base) {
+  QFont tf = base;
+  tf.setBold(true);
+  tf.setPointSizeF(base.pointSizeF() * 1.2);
+  return tf;
+}
+}  // namespace
+
 Figure::Figure(QWidget* parent) : QWidget(parent) {
   setAutoFillBackground(true);
   QPalette pal = palette();
@@ -93,11 +133,13 @@ Figure::Figure(QWidget* parent) : QWidget(parent) {
   lay->setContentsMargins(4, 4, 4, 4);
   lay->setSpacing(4);
   m_titleLabel = new QLabel(this);
-  QFont tf = font();
-  tf.setBold(true);
-  tf.setPointSizeF(tf.pointSizeF() * 1.2);
-  m_titleLabel->setFont(tf);
+  m_titleLabel->setFont(titleFont(font()));
   m_titleLabel->setAlignment(Qt::AlignCenter);
+  // A title wider than the figure wraps (a long run name breaks anywhere) instead of being
+  // cut at both ends; the export wraps it the same way (titleHeight, renderFigure).
+  m_titleLabel->setWordWrap(true);
+  m_titleLabel->setContentsMargins(6, 0, 6, 0);  // never a glyph at the figure's edge
+  m_titleLabel->setObjectName(QStringLiteral("figureTitle"));
   m_titleLabel->hide();
   lay->addWidget(m_titleLabel);
   m_grid = new QGridLayout;
@@ -172,7 +214,10 @@ void Figure::relayout() {
 }
 
 QSize Figure::minimumPanelSize() const {
-  return QSize(std::min(m_panelSize.width(), 340), std::min(m_panelSize.height(), 240));
+  // Panels side by side may be a little narrower, so two of them (two runs' relevance) fit
+  // the figure area of a 1024x700 window without scrolling sideways.
+  const int w = columns() > 1 ? 280 : 340;
+  return QSize(std::min(m_panelSize.width(), w), std::min(m_panelSize.height(), 240));
 }
 
 double Figure::replotNow() {
@@ -186,20 +231,22 @@ double Figure::replotNow() {
   return double(t.nsecsElapsed()) / 1e6;
 }
 
-double Figure::captionHeight(double width, const QFont& f) const {
+double Figure::captionHeight(double width, const QFont& f, QPaintDevice* device) const {
   if (m_caption.isEmpty()) return 0.0;
-  QFontMetricsF fm(f);
-  const QRectF r = fm.boundingRect(QRectF(0, 0, std::max(50.0, width), 10000), Qt::TextWordWrap, m_caption);
-  return r.height() + 8;
+  return wrapText(m_caption, f, width, device).height + 8;
+}
+
+double Figure::titleHeight(double width, const QFont& f, QPaintDevice* device) const {
+  if (m_title.isEmpty()) return 0.0;
+  return wrapText(m_title, titleFont(f), width, device, Qt::AlignHCenter).height + 4;
 }
 
 QSize Figure::sizeHint() const {
   const int cols = columns();
   const int rows = (std::max(1, panelCount()) + cols - 1) / cols;
   const int w = cols * m_panelSize.width() + (cols - 1) * 6 + 8;
-  QFontMetricsF fm(font());
-  const double title = m_title.isEmpty() ? 0 : fm.height() * 1.5 + 4;
-  const int h = int(rows * m_panelSize.height() + (rows - 1) * 6 + 8 + title + captionHeight(w - 8, font()));
+  const int h = int(std::ceil(rows * m_panelSize.height() + (rows - 1) * 6 + 8 + titleHeight(w - 8, font()) +
+                              captionHeight(w - 8, font())));
   return QSize(w, h);
 }
 
@@ -209,26 +256,28 @@ void Figure::renderFigure(QPainter* p, const QRect& target) const {
   p->save();
   p->fillRect(target, Qt::white);
   const QFont base = font();
-  const QFontMetricsF fm(base, p->device());
   const double margin = 4, spacing = 6;
   double top = target.top() + margin;
-  if (!m_title.isEmpty()) {
-    QFont tf = base;
-    tf.setBold(true);
-    tf.setPointSizeF(base.pointSizeF() * 1.2);
-    p->setFont(tf);
-    p->setPen(Qt::black);
-    const double h = fm.height() * 1.5;
-    p->drawText(QRectF(target.left(), top, target.width(), h), Qt::AlignCenter, m_title);
-    top += h + 4;
-  }
   const double innerW = target.width() - 2 * margin;
-  const double capH = captionHeight(innerW, base);
+  if (!m_title.isEmpty()) {
+    // Wrapped to the figure's width (never cut at both ends), centred.
+    p->setPen(Qt::black);
+    const WrappedText t = wrapText(m_title, titleFont(base), innerW, p->device(), Qt::AlignHCenter, p,
+                                   QPointF(target.left() + margin, top));
+    top += t.height + 4;
+  }
+  const double capH = captionHeight(innerW, base, p->device());
   const double bottom = target.bottom() + 1 - margin - capH;
   const int cols = columns();
   const int rows = (std::max(1, panelCount()) + cols - 1) / cols;
   const double cellW = (innerW - (cols - 1) * spacing) / cols;
   const double cellH = std::max(20.0, (bottom - top - (rows - 1) * spacing) / rows);
+  const int cw = int(std::round(cellW)), ch = int(std::round(cellH));
+  // Every heatmap's tick thinning at the export size first, so linked panels (one decision
+  // for the figure) label the same columns in the file too; the screen's after.
+  auto heatmapAt = [&](int i) { return qobject_cast<csw::HeatmapView*>(m_panels[size_t(i)].view); };
+  for (int i = 0; i < panelCount(); ++i)
+    if (csw::HeatmapView* hv = heatmapAt(i)) hv->updateTickThinning(cw, ch);
   for (int i = 0; i < panelCount(); ++i) {
     const QRectF cell(target.left() + margin + (i % cols) * (cellW + spacing), top + (i / cols) * (cellH + spacing),
                       cellW, cellH);
@@ -236,9 +285,9 @@ void Figure::renderFigure(QPainter* p, const QRect& target) const {
     auto* ev = dynamic_cast<csw::ExportableView*>(v);
     if (!ev) continue;
     if (QCustomPlot* plot = ev->figurePlot()) {
-      const int w = int(std::round(cell.width())), h = int(std::round(cell.height()));
-      auto* hv = qobject_cast<csw::HeatmapView*>(v);
-      if (hv) hv->updateTickThinning(w, h);
+      const int w = cw, h = ch;
+      auto* pv = qobject_cast<csw::PlotView*>(v);
+      if (pv) pv->wrapTitleTo(w);  // the panel's title wrapped to the export's width
       // Record the plot's vector drawing and replay it here (keeps PDF/SVG vector).
       QPicture pic;
       {
@@ -250,17 +299,16 @@ void Figure::renderFigure(QPainter* p, const QRect& target) const {
         qp.end();
       }
       p->drawPicture(cell.topLeft(), pic);
-      if (hv) hv->updateTickThinning(plot->width(), plot->height());
+      if (pv) pv->wrapTitleTo(plot->width());
     } else {
       ev->renderFigure(p, cell.toAlignedRect());
     }
   }
+  for (int i = 0; i < panelCount(); ++i)
+    if (csw::HeatmapView* hv = heatmapAt(i)) hv->updateTickThinning(hv->plot()->width(), hv->plot()->height());
   if (capH > 0) {
-    QFont cf = base;
-    p->setFont(cf);
     p->setPen(QColor(40, 40, 40));
-    p->drawText(QRectF(target.left() + margin, bottom + 4, innerW, capH),
-                Qt::TextWordWrap | Qt::AlignLeft | Qt::AlignTop, m_caption);
+    wrapText(m_caption, base, innerW, p->device(), Qt::AlignLeft, p, QPointF(target.left() + margin, bottom + 4));
   }
   p->restore();
 }
@@ -347,17 +395,21 @@ Figure* make_matrix_figure(const std::vector<cs::LabeledMatrix>& matrices, const
   const int n = int(matrices.size());
   const int cols =
       style.columns > 0 ? std::min(style.columns, std::max(1, n)) : (n <= 3 ? std::max(1, n) : (n == 4 ? 2 : 3));
+  QVector<csw::HeatmapView*> views;
   for (int i = 0; i < n; ++i) {
     const auto& m = matrices[size_t(i)];
     csw::HeatmapView* hv = heatmapOf(m, style);
     // Marked columns keep their labels however long the text: the attention-over-attention
     // view marks the answer's occurrences "[w]" and the other candidates' "*w" (kind_aoa.cpp).
-    QVector<int> keys;
+    // Where two are closer than a label's width, the answer's occurrences go first.
+    QVector<int> keys, answers;
     for (size_t c = 0; c < m.col_labels.size(); ++c) {
       const std::string& l = m.col_labels[c];
-      if ((l.size() > 2 && l.front() == '[' && l.back() == ']') || (l.size() > 1 && l.front() == '*')) keys << int(c);
+      const bool answer = l.size() > 2 && l.front() == '[' && l.back() == ']';
+      if (answer || (l.size() > 1 && l.front() == '*')) keys << int(c);
+      if (answer) answers << int(c);
     }
-    if (!keys.isEmpty()) hv->setKeyColumns(keys);
+    if (!keys.isEmpty()) hv->setKeyColumns(keys, answers);
     hv->setTitle(names.value(i));
     hv->setXLabel(xLabel);
     hv->setYLabel(yLabel);
@@ -365,6 +417,17 @@ Figure* make_matrix_figure(const std::vector<cs::LabeledMatrix>& matrices, const
     // One colour scale for panels sharing the range: on the last panel of each row.
     if (style.shared_scale && n > 1 && (i % cols) != cols - 1 && i != n - 1) hv->setColorScaleVisible(false);
     fig->addPanel(hv, names.value(i, QStringLiteral("panel %1").arg(i + 1)));
+    views << hv;
+  }
+  // Panels of the same text (two runs' relevance): one thinning decision for the figure, so
+  // both label the same columns (the panel with the colour scale is narrower).
+  for (int i = 0; i < n; ++i) {
+    QVector<csw::HeatmapView*> group;
+    for (int j = 0; j < n; ++j)
+      if (matrices[size_t(j)].cols() == matrices[size_t(i)].cols() &&
+          matrices[size_t(j)].rows() == matrices[size_t(i)].rows())
+        group << views[j];
+    if (group.size() > 1 && group.front() == views[i]) csw::HeatmapView::linkTickThinning(group);
   }
   // Wide matrices (long texts) get wide panels so the character ticks stay readable.
   QSize ps = style.panel_size;

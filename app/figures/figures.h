@@ -86,7 +86,8 @@ public:
   int columns() const;
   void setPanelSize(const QSize& s);
   QSize panelSize() const { return m_panelSize; }
-  // Every panel's minimum size (at most 340x240, or the panel size): below it the
+  // Every panel's minimum size (at most 340x240, 280x240 with several panels in a row,
+  // or the panel size): below it the
   // figure does not squeeze, its scroll area scrolls.
   QSize minimumPanelSize() const;
 
@@ -103,7 +104,9 @@ public:
 
 private:
   void relayout();
-  double captionHeight(double width, const QFont& f) const;
+  // Heights of the caption and of the title wrapped to width (on device; nullptr = the screen).
+  double captionHeight(double width, const QFont& f, QPaintDevice* device = nullptr) const;
+  double titleHeight(double width, const QFont& f, QPaintDevice* device = nullptr) const;
 
   struct Panel {
     QWidget* view = nullptr;
@@ -193,6 +196,11 @@ Figure* make_table_figure(const cs::TextTable& table, const FigureStyle& style =
 // (std::visit; what the CLI's image --out calls). The result's caption replaces the
 // figure's own. UserError when it holds no result.
 Figure* make_figure(const cs::AnalysisResult& result, const FigureStyle& style = FigureStyle());
+// The sentence a comparison's caption ends with, naming its runs where the figure shows
+// them: "Runs compared (panels left to right): A; B." (heatmaps of several runs) or "(bars
+// left to right in each bucket)" (length buckets of several runs); "" for one run or other
+// results. make_figure appends it to the caption.
+QString compared_runs_sentence(const cs::AnalysisResult& result);
 
 // A table of strings as a custom-painted view (CSV: the columns and rows).
 class TableView : public QWidget, public csw::ExportableView {

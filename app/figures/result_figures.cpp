@@ -137,6 +137,26 @@ Figure* make_buckets_figure(const cs::BucketSet& set, const FigureStyle& style) 
   return make_buckets_figure(set.runs, QStringList(), style);
 }
 
+QString compared_runs_sentence(const cs::AnalysisResult& r) {
+  QStringList names;
+  QString where;
+  if (const auto* h = std::get_if<cs::HeatmapSet>(&r.data)) {
+    if (h->matrices.size() < 2) return QString();
+    for (size_t i = 0; i < h->matrices.size(); ++i)
+      names << (i < h->titles.size() && !h->titles[i].empty() ? qs(h->titles[i]) : QStringLiteral("run %1").arg(i + 1));
+    // make_heatmaps_figure stacks the runs of a few-row set, else puts them side by side.
+    where = h->few_rows ? QStringLiteral("panels top to bottom") : QStringLiteral("panels left to right");
+  } else if (const auto* b = std::get_if<cs::BucketSet>(&r.data)) {
+    if (b->runs.size() < 2) return QString();
+    for (const auto& run : b->runs)
+      names << (!run.name.empty() ? qs(run.name) : QFileInfo(qs(run.run)).fileName());
+    where = QStringLiteral("bars left to right in each bucket");
+  } else {
+    return QString();
+  }
+  return QStringLiteral("Runs compared (%1): %2.").arg(where, names.join(QStringLiteral("; ")));
+}
+
 Figure* make_figure(const cs::AnalysisResult& r, const FigureStyle& style) {
   Figure* fig = std::visit(
       cs::overloaded{[&](const std::monostate&) -> Figure* {
@@ -151,6 +171,11 @@ Figure* make_figure(const cs::AnalysisResult& r, const FigureStyle& style) {
       r.data);
   if (style.show_caption && !r.caption.empty()) fig->setCaption(qs(r.caption));
   if (!style.show_caption) fig->setCaption(QString());
+  // A comparison says which run is which (the names of the panels / legend: the runs'
+  // labels, else what differs between them; core/inspect/analysis/run_names.h).
+  const QString runs = compared_runs_sentence(r);
+  if (style.show_caption && !runs.isEmpty())
+    fig->setCaption(fig->caption().isEmpty() ? runs : fig->caption() + QLatin1Char(' ') + runs);
   return fig;
 }
 

@@ -206,6 +206,7 @@ void AnalysisPanel::buildUi() {
   // ---- right: figure over the training curve
   auto* right = new QSplitter(Qt::Vertical);
   m_figureArea = new QScrollArea;
+  m_figureArea->setObjectName(QStringLiteral("analysisFigureArea"));
   m_figureArea->setWidgetResizable(true);
   m_figureArea->setBackgroundRole(QPalette::Base);
   auto* placeholder = new QLabel(QStringLiteral("Pick a run and an analysis, then Compute (Ctrl+Return)."));
