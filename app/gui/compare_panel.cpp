@@ -2,6 +2,7 @@
 
 #include <QCheckBox>
 #include <QComboBox>
+#include <QEvent>
 #include <QDir>
 #include <QFileDialog>
 #include <QFileInfo>
@@ -22,6 +23,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <map>
 
 #include "analysis/run_names.h"
@@ -70,6 +72,29 @@ ComparePanel::ComparePanel(FigureExporter* exporter, QWidget* parent) : QWidget(
   m_runView->verticalHeader()->hide();
   m_runView->verticalHeader()->setDefaultSectionSize(22);
   m_runView->horizontalHeader()->setStretchLastSection(true);
+  // Long run names elide in the middle (the date and the cell stay); the full name is the tooltip.
+  m_runView->setTextElideMode(Qt::ElideMiddle);
+  m_runView->setWordWrap(false);
+  // What tells runs apart first, the rest after it (only the view's order: the CSV keeps the model's).
+  {
+    QHeaderView* h = m_runView->horizontalHeader();
+    const int order[] = {RunTableModel::Name,      RunTableModel::Status,     RunTableModel::Task,
+                         RunTableModel::Cell,      RunTableModel::BestValid,  RunTableModel::Test,
+                         RunTableModel::Step,      RunTableModel::BestStep,   RunTableModel::Params,
+                         RunTableModel::Throughput, RunTableModel::Processes, RunTableModel::Differs};
+    for (int visual = 0; visual < int(std::size(order)); ++visual) h->moveSection(h->visualIndex(order[visual]), visual);
+    connect(h, &QHeaderView::sectionResized, this, [this](int logical, int, int) {
+      if (!m_fittingColumns) m_userSizedColumns.insert(logical);  // the user's width stays
+    });
+  }
+  m_fitColumnsTimer = new QTimer(this);
+  m_fitColumnsTimer->setSingleShot(true);
+  m_fitColumnsTimer->setInterval(0);
+  connect(m_fitColumnsTimer, &QTimer::timeout, this, &ComparePanel::fitColumns);
+  connect(m_runProxy, &QAbstractItemModel::modelReset, m_fitColumnsTimer, qOverload<>(&QTimer::start));
+  connect(m_runProxy, &QAbstractItemModel::layoutChanged, m_fitColumnsTimer, qOverload<>(&QTimer::start));
+  connect(m_runProxy, &QAbstractItemModel::rowsInserted, m_fitColumnsTimer, qOverload<>(&QTimer::start));
+  connect(m_runProxy, &QAbstractItemModel::dataChanged, m_fitColumnsTimer, qOverload<>(&QTimer::start));
   m_runView->setToolTip(QStringLiteral("Tick runs to overlay their curves; select two to see their config diff; "
                                        "double-click to show a run in the Training tab"));
   tv->addWidget(m_runView, 1);
@@ -105,16 +130,30 @@ ComparePanel::ComparePanel(FigureExporter* exporter, QWidget* parent) : QWidget(
   m_xNote = new QLabel;
   m_xNote->setWordWrap(true);
   m_xNote->hide();
+  // The controls: one row when the plot is wide enough, else the seed controls on a second
+  // row (updateControlRows), so the Compare tab fits a 1024x700 window.
+  m_seedRow = new QWidget;
+  auto* srow = new QHBoxLayout(m_seedRow);
+  srow->setContentsMargins(0, 0, 0, 0);
+  srow->addWidget(m_seedBox);
+  srow->addWidget(m_bandCombo);
   crow->addWidget(new QLabel(QStringLiteral("Metric:")));
   crow->addWidget(m_compareMetric);
   crow->addSpacing(12);
   crow->addWidget(new QLabel(QStringLiteral("X:")));
   crow->addWidget(m_xAxisCombo);
   crow->addSpacing(12);
-  crow->addWidget(m_seedBox);
-  crow->addWidget(m_bandCombo);
+  crow->addWidget(m_seedRow);
   crow->addStretch(1);
-  pv->addLayout(crow);
+  m_controlRow1 = crow;
+  m_controlRow2 = new QHBoxLayout;
+  m_controlRow2->addStretch(1);
+  m_controls = new QWidget;
+  auto* cv = new QVBoxLayout(m_controls);
+  cv->setContentsMargins(0, 0, 0, 0);
+  cv->addLayout(crow);
+  cv->addLayout(m_controlRow2);
+  pv->addWidget(m_controls);
   pv->addWidget(m_xNote);
   m_comparePlot = m_exporter->newPlot(QStringLiteral("Comparison"), QStringLiteral("value"), xAxisLabel(m_xAxis));
   pv->addWidget(m_comparePlot, 1);
@@ -124,12 +163,19 @@ ComparePanel::ComparePanel(FigureExporter* exporter, QWidget* parent) : QWidget(
   connect(m_seedBox, &QCheckBox::toggled, this, [this] { redraw(); });
   connect(m_bandCombo, qOverload<int>(&QComboBox::currentIndexChanged), this, [this] { redraw(); });
   bottom->addWidget(plotBox);
+  m_plotBox = plotBox;
+  plotBox->installEventFilter(this);
 
   auto* diffBox = new QWidget;
   auto* dv = new QVBoxLayout(diffBox);
   dv->setContentsMargins(0, 0, 0, 0);
   m_diffLabel = new QLabel(QStringLiteral("Select two runs to see how their configs differ."));
   m_diffLabel->setWordWrap(true);
+  // Never wider than the diff's column: run names elide in the middle (updateDiffLabel), the
+  // full names are in the tooltip.
+  m_diffLabel->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
+  m_diffLabel->setMinimumWidth(1);
+  m_diffLabel->installEventFilter(this);
   m_diffTable = new QTableWidget(0, 3);
   m_diffTable->setHorizontalHeaderLabels({QStringLiteral("Option"), QStringLiteral("A"), QStringLiteral("B")});
   // Both value columns always in view, however narrow the panel (1024x700): they share the width
@@ -152,6 +198,7 @@ ComparePanel::ComparePanel(FigureExporter* exporter, QWidget* parent) : QWidget(
   split->setStretchFactor(0, 2);
   split->setStretchFactor(1, 3);
   v->addWidget(split, 1);
+  updateControlRows();
 
 
   // Workspace watching: new run directories (CLI or GUI) and summary updates.
@@ -173,8 +220,8 @@ void ComparePanel::setWorkspace(const QString& abs) {
   m_watcher->addPath(abs);
   m_metricsCache.clear();
   m_runModel->setRuns(scanWorkspace(abs));
-  m_runView->resizeColumnsToContents();
-  m_runView->horizontalHeader()->setStretchLastSection(true);
+  m_userSizedColumns.clear();
+  fitColumns();
   updateCompareMetrics();
   redraw();
 }
@@ -182,6 +229,53 @@ void ComparePanel::setWorkspace(const QString& abs) {
 void ComparePanel::refreshRun(const QString& dir) {
   m_runModel->refreshRun(dir);
   m_metricsCache.remove(QFileInfo(dir).absoluteFilePath());
+}
+
+void ComparePanel::fitColumns() {
+  // Each column as wide as its header and cells, within limits: the run name between 120 and
+  // 260 px (longer ones elide in the middle), any other column at most 200 px; the last
+  // (differing config) takes the rest. A column the user resized keeps its width.
+  QHeaderView* h = m_runView->horizontalHeader();
+  m_fittingColumns = true;
+  for (int c = 0; c < RunTableModel::ColumnCount; ++c) {
+    if (c == RunTableModel::Differs || m_userSizedColumns.contains(c)) continue;
+    int w = std::max(h->sectionSizeHint(c), static_cast<QAbstractItemView*>(m_runView)->sizeHintForColumn(c));
+    if (c == RunTableModel::Name) w = std::clamp(w, 120, 260);
+    else w = std::min(w, 200);
+    if (h->sectionSize(c) != w) h->resizeSection(c, w);
+  }
+  m_fittingColumns = false;
+}
+
+bool ComparePanel::eventFilter(QObject* watched, QEvent* event) {
+  if (watched == m_plotBox && event->type() == QEvent::Resize) updateControlRows();
+  if (watched == m_diffLabel && event->type() == QEvent::Resize && !m_diffNames.isEmpty()) updateDiffLabel();
+  return QWidget::eventFilter(watched, event);
+}
+
+void ComparePanel::updateControlRows() {
+  // The width one row needs: its widgets' size hints and spacing (measured the same way in
+  // either layout, so the choice does not flip back and forth). The controls' minimum width is
+  // the two rows' (set explicitly: the one-row layout would ask for more), so the plot can be
+  // narrow enough to switch.
+  int firstRow = 0;
+  for (int i = 0; i < m_controlRow1->count(); ++i) {
+    QLayoutItem* it = m_controlRow1->itemAt(i);
+    if (it->widget() == m_seedRow) continue;
+    if (it->widget()) firstRow += it->widget()->sizeHint().width();
+    else if (it->spacerItem()) firstRow += it->spacerItem()->sizeHint().width();
+    firstRow += std::max(0, m_controlRow1->spacing());
+  }
+  const int seeds = m_seedRow->sizeHint().width();
+  const int twoRowWidth = std::max(firstRow, seeds);
+  if (m_controls->minimumWidth() != twoRowWidth) m_controls->setMinimumWidth(twoRowWidth);
+  const bool twoRows = m_plotBox->width() < firstRow + seeds + std::max(0, m_controlRow1->spacing());
+  if (twoRows == m_twoControlRows && (m_controlRow2->indexOf(m_seedRow) >= 0) == twoRows) return;
+  m_twoControlRows = twoRows;
+  m_controlRow1->removeWidget(m_seedRow);
+  m_controlRow2->removeWidget(m_seedRow);
+  if (twoRows) m_controlRow2->insertWidget(0, m_seedRow);
+  else m_controlRow1->insertWidget(m_controlRow1->count() - 1, m_seedRow);
 }
 
 void ComparePanel::setXAxis(XAxis axis) {
@@ -442,6 +536,8 @@ void ComparePanel::updateDiff() {
   const QModelIndexList rows = m_runView->selectionModel()->selectedRows();
   m_diffTable->setRowCount(0);
   if (rows.size() != 2) {
+    m_diffNames.clear();
+    m_diffLabel->setToolTip(QString());
     m_diffLabel->setText(QStringLiteral("Select two runs to see how their configs differ."));
     return;
   }
@@ -452,11 +548,13 @@ void ComparePanel::updateDiff() {
   // config/common_options.h) after them, greyed, under their own heading.
   QVector<std::tuple<QString, QString, QString>> diff, kept;
   for (const auto& d : configDiff(a->flat, b->flat)) (isBookkeeping(std::get<0>(d)) ? kept : diff).append(d);
-  m_diffLabel->setText(QStringLiteral("<b>A</b> %1<br><b>B</b> %2<br>%3 differing option(s)%4")
-                           .arg(a->name.toHtmlEscaped(), b->name.toHtmlEscaped())
-                           .arg(diff.size())
-                           .arg(kept.isEmpty() ? QString()
-                                               : QStringLiteral(", %1 bookkeeping (same learning)").arg(kept.size())));
+  m_diffNames = {a->displayName(), b->displayName()};
+  m_diffCounts = QStringLiteral("%1 differing option(s)%2")
+                     .arg(diff.size())
+                     .arg(kept.isEmpty() ? QString()
+                                         : QStringLiteral(", %1 bookkeeping (same learning)").arg(kept.size()));
+  m_diffLabel->setToolTip(QStringLiteral("A: %1\nB: %2").arg(a->dir, b->dir));
+  updateDiffLabel();
   m_diffTable->setRowCount(diff.size() + (kept.isEmpty() ? 0 : kept.size() + 1));
   int row = 0;
   auto put = [&](const std::tuple<QString, QString, QString>& d, bool grey) {
@@ -490,6 +588,16 @@ void ComparePanel::updateDiff() {
     optionWidth =
         std::max(optionWidth, m_diffTable->fontMetrics().horizontalAdvance(m_diffTable->item(i, 0)->text()) + 16);
   m_diffTable->setColumnWidth(0, std::min(optionWidth, std::max(80, m_diffTable->viewport()->width() * 45 / 100)));
+}
+
+void ComparePanel::updateDiffLabel() {
+  // "A <name>", "B <name>", each on one line, elided in the middle to the label's width.
+  const QFontMetrics fm(m_diffLabel->font());
+  QFont bold = m_diffLabel->font();
+  bold.setBold(true);
+  const int room = std::max(40, m_diffLabel->width() - QFontMetrics(bold).horizontalAdvance(QStringLiteral("B ")) - 4);
+  auto name = [&](int i) { return fm.elidedText(m_diffNames.value(i), Qt::ElideMiddle, room).toHtmlEscaped(); };
+  m_diffLabel->setText(QStringLiteral("<b>A</b> %1<br><b>B</b> %2<br>%3").arg(name(0), name(1), m_diffCounts));
 }
 
 QString ComparePanel::configDiffText() const {
