@@ -514,7 +514,12 @@ void ComparePanel::redraw() {
       hi << (stdBand ? m + sd : mx);
     }
     const QString id = QStringLiteral("seeds:") + first->dir;
-    plot->addSeries(id, names.value(gi) + QStringLiteral(" (mean of %1 seeds)").arg(g.size()));
+    // A group is not its first run: no "(<first run's directory>)" in its name (the name of a
+    // lone group, or of groups alike but for it).
+    QString groupName = names.value(gi);
+    const QString dirSuffix = QStringLiteral(" (%1)").arg(QFileInfo(first->dir).fileName());
+    if (groupName.endsWith(dirSuffix) && groupName.size() > dirSuffix.size()) groupName.chop(dirSuffix.size());
+    plot->addSeries(id, groupName + QStringLiteral(" (mean of %1 seeds)").arg(g.size()));
     plot->setSeriesSparse(id, split != QLatin1String("train"));
     plot->setSeries(id, xs, mean);
     plot->setBand(id, xs, lo, hi);
