@@ -365,13 +365,31 @@ private Q_SLOTS:
         if (col == gui::RunTableModel::Name) {
           QVERIFY2(wd >= 120, qPrintable(QString("run column %1 px").arg(wd)));
           const QString tip = proxy->index(r, col).data(Qt::ToolTipRole).toString();
-          QVERIFY2(fm.horizontalAdvance(text) + 30 <= wd || (view->textElideMode() == Qt::ElideMiddle && tip.contains(text)),
+          QVERIFY2(view->sizeHintForIndex(proxy->index(r, col)).width() <= wd ||
+                       (view->textElideMode() == Qt::ElideMiddle && tip.contains(text)),
                    qPrintable(QString("%1 in %2 px, tooltip %3").arg(text).arg(wd).arg(tip)));
         } else {
-          QVERIFY2(fm.horizontalAdvance(text) + 6 <= wd, qPrintable(QString("%1: '%2' in %3 px").arg(head, text).arg(wd)));
+          // Whole: as wide as its delegate asks, and the text's own width with room to spare.
+          QVERIFY2(view->sizeHintForIndex(proxy->index(r, col)).width() <= wd && fm.horizontalAdvance(text) + 6 <= wd,
+                   qPrintable(QString("%1: '%2' in %3 px").arg(head, text).arg(wd)));
         }
       }
     }
+    // A run deleted outside the window (the table is rebuilt): the columns keep their order and
+    // fit what is left (the run names whole).
+    const int testAt = h->visualIndex(gui::RunTableModel::Test);
+    QVERIFY(QDir(ws + "/" + names[2]).removeRecursively());
+    QTRY_COMPARE_WITH_TIMEOUT(proxy->rowCount(), 2, 10000);
+    QTest::qWait(100);
+    QCOMPARE(h->visualIndex(gui::RunTableModel::Test), testAt);
+    for (int r = 0; r < 2; ++r) {
+      const QString text = proxy->index(r, gui::RunTableModel::Name).data().toString();
+      QVERIFY2(view->sizeHintForIndex(proxy->index(r, gui::RunTableModel::Name)).width() <=
+                   h->sectionSize(gui::RunTableModel::Name),
+               qPrintable(QString("%1 in %2 px").arg(text).arg(h->sectionSize(gui::RunTableModel::Name))));
+    }
+    QVERIFY(h->sectionViewportPosition(gui::RunTableModel::Test) + h->sectionSize(gui::RunTableModel::Test) <=
+            view->viewport()->width());
   }
 
   // The window opens within the screen's available geometry; a remembered geometry is
