@@ -273,7 +273,10 @@ private Q_SLOTS:
       QVERIFY(c.open(QIODevice::WriteOnly));
       c.write(QJsonDocument(cfg).toJson());
       c.close();
+      // Training points with the keys a gcnMZU run logs: long metric names in the Metric list.
       QByteArray lines;
+      for (int s = 10; s <= 150; s += 10)
+        lines += QString(R"({"step": %1, "loss": 2.5, "bpc": 3.6, "grad_norm": 1.1, "throughput": 500, "zone_cosine": -0.1, "zone_disagreement": -0.2})" "\n").arg(s).toUtf8();
       for (int s = 50; s <= 150; s += 50)
         lines += QString(R"({"step": %1, "eval": true, "split": "valid", "bpc": %2})" "\n").arg(s).arg(4.0 - s / 100.0 - i * 0.05).toUtf8();
       QFile m(dir + "/metrics.jsonl");

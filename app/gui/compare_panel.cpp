@@ -113,7 +113,6 @@ ComparePanel::ComparePanel(FigureExporter* exporter, QWidget* parent) : QWidget(
   auto* plotBox = new QWidget;
   auto* pv = new QVBoxLayout(plotBox);
   pv->setContentsMargins(0, 0, 0, 0);
-  auto* crow = new QHBoxLayout;
   m_compareMetric = new QComboBox;
   m_compareMetric->setSizeAdjustPolicy(QComboBox::AdjustToContents);
   m_seedBox = new QCheckBox(QStringLiteral("Aggregate seeds"));
@@ -130,29 +129,28 @@ ComparePanel::ComparePanel(FigureExporter* exporter, QWidget* parent) : QWidget(
   m_xNote = new QLabel;
   m_xNote->setWordWrap(true);
   m_xNote->hide();
-  // The controls: one row when the plot is wide enough, else the seed controls on a second
-  // row (updateControlRows), so the Compare tab fits a 1024x700 window.
-  m_seedRow = new QWidget;
-  auto* srow = new QHBoxLayout(m_seedRow);
-  srow->setContentsMargins(0, 0, 0, 0);
-  srow->addWidget(m_seedBox);
-  srow->addWidget(m_bandCombo);
-  crow->addWidget(new QLabel(QStringLiteral("Metric:")));
-  crow->addWidget(m_compareMetric);
-  crow->addSpacing(12);
-  crow->addWidget(new QLabel(QStringLiteral("X:")));
-  crow->addWidget(m_xAxisCombo);
-  crow->addSpacing(12);
-  crow->addWidget(m_seedRow);
-  crow->addStretch(1);
-  m_controlRow1 = crow;
-  m_controlRow2 = new QHBoxLayout;
-  m_controlRow2->addStretch(1);
+  // The controls in three groups (metric, x axis, seed aggregation) that flow onto as many rows
+  // as the plot's width needs (updateControlRows), so the Compare tab fits a 1024x700 window
+  // whatever the metric names. A long metric name elides in the combo (the list shows it whole).
+  m_compareMetric->setMaximumWidth(240);
+  auto group = [](std::initializer_list<QWidget*> widgets) {
+    auto* g = new QWidget;
+    auto* l = new QHBoxLayout(g);
+    l->setContentsMargins(0, 0, 12, 0);
+    for (QWidget* w : widgets) l->addWidget(w);
+    return g;
+  };
+  m_controlGroups = {group({new QLabel(QStringLiteral("Metric:")), m_compareMetric}),
+                     group({new QLabel(QStringLiteral("X:")), m_xAxisCombo}), group({m_seedBox, m_bandCombo})};
   m_controls = new QWidget;
   auto* cv = new QVBoxLayout(m_controls);
   cv->setContentsMargins(0, 0, 0, 0);
-  cv->addLayout(crow);
-  cv->addLayout(m_controlRow2);
+  for (int i = 0; i < 3; ++i) {
+    auto* row = new QHBoxLayout;
+    row->addStretch(1);
+    cv->addLayout(row);
+    m_controlRows << row;
+  }
   pv->addWidget(m_controls);
   pv->addWidget(m_xNote);
   m_comparePlot = m_exporter->newPlot(QStringLiteral("Comparison"), QStringLiteral("value"), xAxisLabel(m_xAxis));
@@ -254,28 +252,31 @@ bool ComparePanel::eventFilter(QObject* watched, QEvent* event) {
 }
 
 void ComparePanel::updateControlRows() {
-  // The width one row needs: its widgets' size hints and spacing (measured the same way in
-  // either layout, so the choice does not flip back and forth). The controls' minimum width is
-  // the two rows' (set explicitly: the one-row layout would ask for more), so the plot can be
-  // narrow enough to switch.
-  int firstRow = 0;
-  for (int i = 0; i < m_controlRow1->count(); ++i) {
-    QLayoutItem* it = m_controlRow1->itemAt(i);
-    if (it->widget() == m_seedRow) continue;
-    if (it->widget()) firstRow += it->widget()->sizeHint().width();
-    else if (it->spacerItem()) firstRow += it->spacerItem()->sizeHint().width();
-    firstRow += std::max(0, m_controlRow1->spacing());
+  // Greedy: each group on the current row while the row's size hints fit the plot's width, else
+  // on the next row. The controls' minimum width is the widest group's (set explicitly: the
+  // layout of the moment would ask for a whole row), so the plot can be narrow enough to wrap.
+  int widest = 0;
+  for (QWidget* g : m_controlGroups) widest = std::max(widest, g->sizeHint().width());
+  if (m_controls->minimumWidth() != widest) m_controls->setMinimumWidth(widest);
+  QVector<int> rowOf;
+  int row = 0, used = 0;
+  for (QWidget* g : m_controlGroups) {
+    const int w = g->sizeHint().width();
+    if (used > 0 && used + w > m_plotBox->width() && row + 1 < m_controlRows.size()) {
+      ++row;
+      used = 0;
+    }
+    rowOf << row;
+    used += w;
   }
-  const int seeds = m_seedRow->sizeHint().width();
-  const int twoRowWidth = std::max(firstRow, seeds);
-  if (m_controls->minimumWidth() != twoRowWidth) m_controls->setMinimumWidth(twoRowWidth);
-  const bool twoRows = m_plotBox->width() < firstRow + seeds + std::max(0, m_controlRow1->spacing());
-  if (twoRows == m_twoControlRows && (m_controlRow2->indexOf(m_seedRow) >= 0) == twoRows) return;
-  m_twoControlRows = twoRows;
-  m_controlRow1->removeWidget(m_seedRow);
-  m_controlRow2->removeWidget(m_seedRow);
-  if (twoRows) m_controlRow2->insertWidget(0, m_seedRow);
-  else m_controlRow1->insertWidget(m_controlRow1->count() - 1, m_seedRow);
+  if (rowOf == m_controlRowOf) return;
+  m_controlRowOf = rowOf;
+  for (QWidget* g : m_controlGroups)
+    for (QHBoxLayout* r : m_controlRows) r->removeWidget(g);
+  for (int i = 0; i < m_controlGroups.size(); ++i) {
+    QHBoxLayout* r = m_controlRows[rowOf[i]];
+    r->insertWidget(r->count() - 1, m_controlGroups[i]);  // before the row's stretch
+  }
 }
 
 void ComparePanel::setXAxis(XAxis axis) {

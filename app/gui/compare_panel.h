@@ -75,7 +75,7 @@ protected:
 
 private:
   void fitColumns();         // the run table's column widths (as its rows change)
-  void updateControlRows();  // the plot's controls on one row, or two in a narrow plot
+  void updateControlRows();  // the plot's controls on as many rows as its width needs
   void updateDiffLabel();    // the diff's heading, run names elided to its width
   void updateCompareMetrics();
   void updateDiff();
@@ -97,10 +97,9 @@ private:
   QSet<int> m_userSizedColumns;
   QWidget* m_plotBox = nullptr;
   QWidget* m_controls = nullptr;
-  QWidget* m_seedRow = nullptr;
-  QHBoxLayout* m_controlRow1 = nullptr;
-  QHBoxLayout* m_controlRow2 = nullptr;
-  bool m_twoControlRows = false;
+  QList<QWidget*> m_controlGroups;     // metric, x axis, seed aggregation
+  QList<QHBoxLayout*> m_controlRows;   // up to three rows of them
+  QVector<int> m_controlRowOf;         // the row of each group now
   QLineEdit* m_filterEdit = nullptr;
   csw::CurvePlot* m_comparePlot = nullptr;
   QComboBox* m_compareMetric = nullptr;
