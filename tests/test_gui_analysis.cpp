@@ -9,6 +9,8 @@
 #include <QFileInfo>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QLabel>
+#include <QRegularExpression>
 #include <QSignalSpy>
 #include <QSlider>
 #include <QStandardItemModel>
@@ -24,6 +26,7 @@
 #include "harness.h"
 #include "heatmap_view.h"
 #include "main_window.h"
+#include "qcp.h"
 
 class TestGuiAnalysis : public QObject {
   Q_OBJECT
@@ -149,6 +152,82 @@ private Q_SLOTS:
     QVERIFY(csv.open(QIODevice::ReadOnly));
     const QStringList lines = QString::fromUtf8(csv.readAll()).trimmed().split('\n');
     QCOMPARE(lines.size(), 1 + 6);  // header + the last K characters
+  }
+
+  // A run with one validation point (step 100) and checkpoints at steps 50, 100 (the best) and
+  // 145 (the last), scrubbed with the keyboard: three stops, "best" one with step 100, and at
+  // each the marker is drawn inside the curve pane's x axis, which covers the training range
+  // (before: four stops, "step 100 (best)" and "best (step 100)", and an axis of 98..102 fitted
+  // to the one point, so the marker at 50 or 145 was outside the pane).
+  void markerInViewAtEveryCheckpoint() {
+    const QString ws = cstest::temp_dir() + "/analysis_marker_ws";
+    const QString run = ws + "/one-eval";
+    QDir().mkpath(run + "/checkpoints");
+    auto write = [](const QString& path, const QByteArray& data) {
+      QFile f(path);
+      QVERIFY(f.open(QIODevice::WriteOnly));
+      f.write(data);
+    };
+    const QJsonObject cfg{{"task", QJsonObject{{"name", "char_lm"}}},
+                          {"model", QJsonObject{{"cell", "gru"}, {"hidden", 16}}},
+                          {"training", QJsonObject{{"steps", 145}, {"eval_every", 100}, {"checkpoint_every", 50}}}};
+    write(run + "/config.json", QJsonDocument(cfg).toJson());
+    write(run + "/summary.json", R"({"status": "finished", "task": "char_lm", "cell": "gru", "primary_metric": "bpc",
+                                     "step": 145, "best_valid": 3.1, "best_step": 100})");
+    QByteArray metrics;
+    for (int s = 5; s <= 145; s += 5) metrics += QByteArray(R"({"step": )") + QByteArray::number(s) + R"(, "loss": 2.5})" "\n";
+    metrics += R"({"step": 100, "eval": true, "split": "valid", "bpc": 3.1})" "\n";
+    write(run + "/metrics.jsonl", metrics);
+    for (const char* ck : {"step_50.pt", "step_100.pt", "best.pt", "last.pt"}) write(run + "/checkpoints/" + ck, "x");
+
+    gui::AnalysisPanel p;
+    p.resize(1200, 800);
+    p.setWorkspace(ws);
+    p.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&p));
+    QVERIFY(p.selectRun(run));
+    QSlider* slider = p.checkpointSlider();
+    QVERIFY(slider->isEnabled());
+    QCOMPARE(slider->value(), 1);  // it opens at the best checkpoint
+    QLabel* label = nullptr;
+    for (QLabel* l : p.findChildren<QLabel*>())
+      if (QRegularExpression(R"(\(\d+ of \d+\))").match(l->text()).hasMatch()) label = l;
+    QVERIFY(label);
+    csw::CurvePlot* curve = p.trainingCurve();
+    slider->setFocus();
+    QTest::keyClick(slider, Qt::Key_Home);
+    QStringList labels;
+    QList<double> markers;
+    for (int stop = 0; stop <= slider->maximum(); ++stop) {
+      if (stop > 0) QTest::keyClick(slider, Qt::Key_Right);
+      QCOMPARE(slider->value(), stop);
+      labels << label->text().section("  (", 0, 0);
+      QVERIFY2(curve->hasMarker(), qPrintable(labels.last()));
+      markers << curve->markerX();
+      curve->plot()->replot(QCustomPlot::rpImmediateRefresh);
+      const QCPRange x = curve->plot()->xAxis->range();
+      // The training range and the marker, inside the axis.
+      QVERIFY2(x.lower <= 0 && x.upper >= 145, qPrintable(QString("x %1..%2").arg(x.lower).arg(x.upper)));
+      QVERIFY2(x.lower < curve->markerX() && curve->markerX() < x.upper,
+               qPrintable(QString("%1: marker %2, x %3..%4").arg(labels.last()).arg(curve->markerX()).arg(x.lower).arg(x.upper)));
+      // Drawn: a red dashed line down the plot area at the marker's pixel.
+      const QRect area = curve->plotAreaRect();
+      const int px = qRound(curve->markerPixelX());
+      QVERIFY2(area.left() < px && px < area.right(), qPrintable(QString("pixel %1 of %2..%3").arg(px).arg(area.left()).arg(area.right())));
+      const QImage img = curve->plot()->grab().toImage();
+      int red = 0;
+      for (int y = area.top(); y <= area.bottom(); ++y) {
+        bool hit = false;
+        for (int dx = -1; dx <= 1; ++dx) {
+          const QColor c = img.pixelColor(px + dx, y);
+          hit = hit || (c.red() > 150 && c.green() < 110 && c.blue() < 110);
+        }
+        red += hit;
+      }
+      QVERIFY2(red > area.height() / 4, qPrintable(QString("%1: %2 red pixels of %3").arg(labels.last()).arg(red).arg(area.height())));
+    }
+    QCOMPARE(labels, (QStringList{"step 50", "step 100 (best)", "last (step 145)"}));
+    QCOMPARE(markers, (QList<double>{50, 100, 145}));
   }
 
   void sideBySideSharesTheScale() {

@@ -20,14 +20,18 @@
 #include <QLineEdit>
 #include <QMenu>
 #include <QMenuBar>
+#include <QMessageBox>
+#include <QPushButton>
 #include <QSignalSpy>
 #include <QPlainTextEdit>
 #include <QProcess>
 #include <QSettings>
 #include <QSortFilterProxyModel>
+#include <QStatusBar>
 #include <QComboBox>
 #include <QTableView>
 #include <QThread>
+#include <QTimer>
 #include <QtTest/QtTest>
 
 #include "compare_panel.h"
@@ -304,6 +308,85 @@ private Q_SLOTS:
     QVERIFY(!QFileInfo::exists(dir));
     QVERIFY(QFileInfo::exists(m_root + "/xdg/Trash/files/a/config.json"));
     QCOMPARE(w.comparePanel()->runModel()->rowOf(dir), -1);
+  }
+
+  // Delete as root with a redirected HOME (no ~/.local/share): Qt 6.4's moveToTrash "trashes"
+  // into files/ and info/ of the current directory, here the workspace's parent. The run goes
+  // to the workspace's own trash instead, nothing is left beside the workspace, and the status
+  // bar says where the run went and how to restore it. Driven as a user: a click on the row,
+  // the Delete key, Yes in the confirmation.
+  void deleteWithoutADesktopTrash() {
+    const QString parent = m_root + "/trashless";
+    const QString ws = parent + "/ws";
+    const QString dir = QFileInfo(ws + "/doomed").absoluteFilePath();
+    writeFile(dir + "/config.json", QJsonDocument(tinyConfig(8)).toJson());
+    writeFile(dir + "/summary.json", "{\"status\": \"finished\", \"step\": 8}");
+    writeFile(dir + "/metrics.jsonl", "{\"step\": 2, \"loss\": 3.0}\n");
+    const QString home = m_root + "/redirected-home";
+    QDir().mkpath(home);
+    // The environment and the current directory of a root shell with HOME redirected; put back after.
+    struct Restore {
+      QByteArray home = qgetenv("HOME"), xdg = qgetenv("XDG_DATA_HOME");
+      QString cwd = QDir::currentPath();
+      ~Restore() {
+        qputenv("HOME", home);
+        qputenv("XDG_DATA_HOME", xdg);
+        QDir::setCurrent(cwd);
+      }
+    } restore;
+    qputenv("HOME", home.toUtf8());
+    qunsetenv("XDG_DATA_HOME");
+    QVERIFY(QDir::setCurrent(parent));
+
+    MainWindow w(opts(ws));
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    w.showPanel(w.comparePanel());
+    QTableView* view = runView(w);
+    QVERIFY(view);
+    QTRY_VERIFY(row(w, dir));
+    QSortFilterProxyModel* proxy = w.comparePanel()->runProxy();
+    const QModelIndex idx = proxy->mapFromSource(w.comparePanel()->runModel()->index(w.comparePanel()->runModel()->rowOf(dir), RunTableModel::Status));
+    QTest::mouseClick(view->viewport(), Qt::LeftButton, {}, view->visualRect(idx).center());
+    QCOMPARE(w.runActions()->selectedRun(), dir);
+    view->setFocus();
+    w.activateWindow();
+    QVERIFY(QTest::qWaitForWindowActive(&w));
+    // The confirmation: Yes, as soon as it shows.
+    QString question;
+    QTimer yes;
+    yes.setInterval(20);
+    connect(&yes, &QTimer::timeout, [&] {
+      auto* box = qobject_cast<QMessageBox*>(QApplication::activeModalWidget());
+      if (!box) return;
+      question = box->text();
+      box->button(QMessageBox::Yes)->click();
+      yes.stop();
+    });
+    yes.start();
+    QTest::keyClick(view, Qt::Key_Delete);
+    QTRY_VERIFY(!question.isEmpty());
+    QVERIFY2(question.contains("doomed"), qPrintable(question));
+
+    QTRY_VERIFY(!QFileInfo::exists(dir));
+    // Into WORKSPACE/.trash/doomed-<time>, with its files.
+    const QStringList trashed = QDir(ws + "/.trash").entryList(QDir::Dirs | QDir::NoDotAndDotDot);
+    QCOMPARE(trashed.size(), 1);
+    QVERIFY2(trashed[0].startsWith("doomed-"), qPrintable(trashed[0]));
+    const QString where = QFileInfo(ws + "/.trash/" + trashed[0]).absoluteFilePath();
+    QVERIFY(QFileInfo::exists(where + "/config.json"));
+    QVERIFY(QFileInfo::exists(where + "/metrics.jsonl"));
+    // Nothing beside the workspace (before: files/doomed and info/doomed.trashinfo), nor in it.
+    QCOMPARE(QDir(parent).entryList(QDir::AllEntries | QDir::NoDotAndDotDot | QDir::Hidden), QStringList{"ws"});
+    QCOMPARE(QDir(ws).entryList(QDir::AllEntries | QDir::NoDotAndDotDot | QDir::Hidden), QStringList{".trash"});
+    QVERIFY(!QFileInfo::exists(home + "/.local/share/Trash/files/doomed"));
+    // The row goes; the status bar says where the run is and how to get it back.
+    QTRY_COMPARE(w.comparePanel()->runModel()->rowOf(dir), -1);
+    QCOMPARE(proxy->rowCount(), 0);
+    const QString msg = w.statusBar()->currentMessage();
+    QVERIFY2(msg.contains(where) && msg.contains("restore", Qt::CaseInsensitive) && msg.contains("no desktop trash"),
+             qPrintable(msg));
+    QVERIFY2(w.statusBar()->isVisible(), "the status bar is hidden");
   }
 
   // The Fork dialog: checkpoints of the run, the changed options, and the command line

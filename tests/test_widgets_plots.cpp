@@ -222,6 +222,38 @@ private Q_SLOTS:
     QCOMPARE(spy.count(), 1);
   }
 
+  // X extent: the auto-fit covers it besides the data (one point at 100 and an extent of
+  // -6..151: the axis spans -6..151, not 98..102); resetView keeps it, a wider data range
+  // still wins, clear() drops it, an empty plot shows it.
+  void curvePlotXExtent() {
+    csw::CurvePlot p;
+    p.resize(500, 300);
+    p.appendPoint(QStringLiteral("valid"), 100, 3.1);
+    p.replotIfDirty();
+    QVERIFY(p.plot()->xAxis->range().size() < 10);  // QCustomPlot's fit of a lone point
+    p.setXExtent(-6, 151);
+    p.replotIfDirty();
+    QCOMPARE(p.plot()->xAxis->range().lower, -6.0);
+    QCOMPARE(p.plot()->xAxis->range().upper, 151.0);
+    p.plot()->xAxis->setRange(90, 110);  // the user zooms
+    p.resetView();
+    QCOMPARE(p.plot()->xAxis->range().lower, -6.0);
+    QCOMPARE(p.plot()->xAxis->range().upper, 151.0);
+    p.appendPoint(QStringLiteral("valid"), 400, 2.9);
+    p.replotIfDirty();
+    QCOMPARE(p.plot()->xAxis->range().upper, 400.0);
+    QCOMPARE(p.plot()->xAxis->range().lower, -6.0);
+    p.clear();
+    QVERIFY(!p.hasXExtent());
+    // An empty plot without an extent: its own 0..1 view; with one: the extent.
+    p.resetView();
+    QCOMPARE(p.plot()->xAxis->range().upper, 1.0);
+    p.setXExtent(10, 20);
+    p.resetView();
+    QCOMPARE(p.plot()->xAxis->range().lower, 10.0);
+    QCOMPARE(p.plot()->xAxis->range().upper, 20.0);
+  }
+
   void curvePlotHoverAndViewReset() {
     CurvePlot p;
     p.setAttribute(Qt::WA_DontShowOnScreen);

@@ -338,6 +338,7 @@ void CurvePlot::clear() {
   const QStringList ids = seriesIds();
   for (const QString& id : ids) removeSeries(id);
   clearReferenceLines();
+  clearXExtent();
   m_colorIndex = 0;
 }
 
@@ -661,6 +662,15 @@ void CurvePlot::clearMarker() {
 
 bool CurvePlot::hasMarker() const { return m_marker->visible(); }
 double CurvePlot::markerX() const { return m_markerX; }
+double CurvePlot::markerPixelX() const {
+  return hasMarker() ? m_plot->xAxis->coordToPixel(m_markerX) : std::numeric_limits<double>::quiet_NaN();
+}
+
+void CurvePlot::setXExtent(double lo, double hi) {
+  m_extentLo = lo;
+  m_extentHi = hi;
+  markDirty();
+}
 
 void CurvePlot::decorationChanged() {
   // The title row (PlotView) has zero height without a title; no spacing below it then either.
@@ -746,16 +756,32 @@ void CurvePlot::setToolbarVisible(bool visible) { m_toolbar->setVisible(visible)
 void CurvePlot::fitView() {
   bool any = false;
   for (const Series* s : m_series) any = any || !s->raw->data()->isEmpty();
+  // The x extent, as far as the axis can show it (a log axis: its positive part).
+  const double extentLo = m_xLog ? std::max(m_extentLo, m_extentHi * 1e-6) : m_extentLo;
+  const bool extent = hasXExtent() && std::isfinite(extentLo) && std::isfinite(m_extentHi) &&
+                      (!m_xLog || m_extentHi > 0);
   if (!any) {
     // Nothing to fit: the empty view's own range, never the one of data shown before.
     m_internalRange = true;
     m_plot->xAxis->setRange(m_xLog ? QCPRange(1, 10) : QCPRange(0, 1));
+    if (extent && m_extentHi > extentLo) m_plot->xAxis->setRange(extentLo, m_extentHi);
     m_plot->yAxis->setRange(m_yLog ? QCPRange(1, 10) : QCPRange(0, 1));
     m_internalRange = false;
     return;
   }
   m_internalRange = true;
   m_plot->rescaleAxes(true);
+  if (extent) {
+    // QCustomPlot fits one point into a tiny range (x +- 2): the extent replaces such a range.
+    double lo = extentLo, hi = m_extentHi;
+    for (const Series* s : m_series)
+      for (auto it = s->raw->data()->constBegin(); it != s->raw->data()->constEnd(); ++it)
+        if (std::isfinite(it->key) && (!m_xLog || it->key > 0)) {
+          lo = std::min(lo, it->key);
+          hi = std::max(hi, it->key);
+        }
+    if (hi > lo) m_plot->xAxis->setRange(lo, hi);
+  }
   // A little headroom in y; a flat line gets a unit-sized range.
   // (QCustomPlot keeps the previous range's size for a flat line, so check the data itself.)
   double lo = std::numeric_limits<double>::infinity(), hi = -lo;

@@ -46,6 +46,9 @@
 // Bands: setBand(id, xs, lower, upper) draws a filled band (min-max or
 // mean +- std) in the series colour behind the curves (QCPGraph channel fill).
 // Marker: setMarker(x) draws a vertical line at x ("the step being viewed").
+// X extent: setXExtent(lo, hi) is a range of x the auto-fit always covers besides the data
+// (the Analyses pane: the training range and every checkpoint its slider can select, so the
+// marker is in view at each of them, even with one validation point); clear() removes it.
 // Reference lines: setReferenceLine(id, y, label) draws a labelled horizontal dashed
 // line at y across the plot (a baseline: the lead baseline's BLEU, the frequency
 // baseline's accuracy); the auto-fitted y range includes every reference line as well
@@ -142,6 +145,13 @@ public:
   void clearMarker();
   bool hasMarker() const;
   double markerX() const;
+  // The marker's x in the plot's pixels (after a replot); NaN when there is none.
+  double markerPixelX() const;
+
+  // X extent (see above). lo > hi: none. Never replots.
+  void setXExtent(double lo, double hi);
+  void clearXExtent() { setXExtent(1, 0); }
+  bool hasXExtent() const { return m_extentLo <= m_extentHi; }
 
   // View options.
   void setXLog(bool log);
@@ -238,6 +248,7 @@ private:
   bool m_autoFit = true;
   bool m_internalRange = false;
   double m_markerX = 0.0;
+  double m_extentLo = 1.0, m_extentHi = 0.0;  // none
 };
 
 }  // namespace csw

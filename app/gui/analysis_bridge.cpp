@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <exception>
+#include <limits>
 
 #include "analysis/kinds.h"
 #include "tasks/task.h"
@@ -80,6 +81,40 @@ QList<CheckpointEntry> runCheckpoints(const QString& runDir, QString* error) {
       e.last = c.is_last;
       out << e;
     }
+    // Checkpoints saved at the same step are one stop of the slider: "step 100 (best)", not
+    // "step 100" and "best (step 100)". The stop loads the step_N file when there is one, else
+    // "last" (best.pt and last.pt of one step hold the same model).
+    auto rank = [](const CheckpointEntry& e) {
+      return e.id.startsWith(QLatin1String("step_")) ? 0 : e.id == QLatin1String("last") ? 1 : 2;
+    };
+    QList<CheckpointEntry> merged;
+    for (const CheckpointEntry& e : out) {
+      CheckpointEntry* same = nullptr;
+      for (CheckpointEntry& m : merged)
+        if (e.step >= 0 && m.step == e.step) same = &m;
+      if (!same) {
+        merged << e;
+        continue;
+      }
+      const bool best = same->best || e.best, last = same->last || e.last;
+      if (rank(e) < rank(*same)) *same = e;
+      same->best = best;
+      same->last = last;
+      QStringList tags;
+      if (best && same->id != QLatin1String("best")) tags << QStringLiteral("best");
+      if (last && same->id != QLatin1String("last")) tags << QStringLiteral("last");
+      const QString t = tags.join(QStringLiteral(", "));
+      if (rank(*same) == 0)
+        same->label = QStringLiteral("step %1").arg(same->step) + (t.isEmpty() ? QString() : QStringLiteral(" (%1)").arg(t));
+      else
+        same->label = QStringLiteral("%1 (step %2%3)").arg(same->id).arg(same->step).arg(t.isEmpty() ? QString() : QStringLiteral(", ") + t);
+    }
+    // In step order (a "best" between two step_N checkpoints between them); unknown steps last.
+    std::stable_sort(merged.begin(), merged.end(), [](const CheckpointEntry& a, const CheckpointEntry& b) {
+      return (a.step < 0 ? std::numeric_limits<qint64>::max() : a.step) <
+             (b.step < 0 ? std::numeric_limits<qint64>::max() : b.step);
+    });
+    out = merged;
     if (out.isEmpty() && error) *error = QStringLiteral("this run has no checkpoints yet");
   } catch (const std::exception& e) {
     if (error) *error = qs(e.what());

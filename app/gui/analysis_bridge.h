@@ -54,7 +54,8 @@ struct CheckpointEntry {
   bool best = false, last = false;
 };
 // The run's step_N checkpoints in step order (then last/best when their step is
-// not among them). Empty (and *error set) when the run has none or on failure.
+// not among them: "best" at the step of a step_N checkpoint is that stop, labelled
+// "step 100 (best)"; likewise "last"). Empty (and *error set) when the run has none or on failure.
 QList<CheckpointEntry> runCheckpoints(const QString& runDir, QString* error = nullptr);
 
 // Default length-bucket edges for a task ("char_lm", "word_lm", ...).

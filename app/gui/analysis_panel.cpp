@@ -272,14 +272,19 @@ void AnalysisPanel::loadTrainingCurve() {
     m_curve->setSeries(QStringLiteral("loss"), lx, ly);
     m_curve->setYLabel(QStringLiteral("train loss"));
   }
+  // The x axis covers the training range (from step 0 to the last step logged or reached) and
+  // every checkpoint the slider can select, with a little room left and right: the marker is
+  // in view at each stop, however few validation points there are.
+  double lo = 0, hi = info.summary.value(QStringLiteral("step")).toDouble(0);
+  for (const MetricPoint& p : pts) hi = std::max(hi, double(p.step));
+  for (const CheckpointEntry& c : m_checkpoints)
+    if (c.step >= 0) {
+      lo = std::min(lo, double(c.step));
+      hi = std::max(hi, double(c.step));
+    }
+  const double pad = std::max(1.0, (hi - lo) * 0.04);
+  m_curve->setXExtent(lo - pad, hi + pad);
   m_curve->resetView();
-  // A little room left and right, so a marker at the first or last step stays visible.
-  const QVector<double>& cx = xs.isEmpty() ? lx : xs;
-  if (cx.size() >= 2) {
-    const double lo = *std::min_element(cx.begin(), cx.end()), hi = *std::max_element(cx.begin(), cx.end());
-    const double pad = std::max(1.0, (hi - lo) * 0.04);
-    m_curve->plot()->xAxis->setRange(lo - pad, hi + pad);
-  }
   updateMarker();
   m_curve->plot()->replot(QCustomPlot::rpQueuedReplot);
 }

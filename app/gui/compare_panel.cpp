@@ -2,6 +2,7 @@
 
 #include <QCheckBox>
 #include <QComboBox>
+#include <QEvent>
 #include <QDir>
 #include <QFileDialog>
 #include <QFileInfo>
@@ -22,6 +23,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <map>
 
 #include "analysis/run_names.h"
@@ -70,6 +72,29 @@ ComparePanel::ComparePanel(FigureExporter* exporter, QWidget* parent) : QWidget(
   m_runView->verticalHeader()->hide();
   m_runView->verticalHeader()->setDefaultSectionSize(22);
   m_runView->horizontalHeader()->setStretchLastSection(true);
+  // Long run names elide in the middle (the date and the cell stay); the full name is the tooltip.
+  m_runView->setTextElideMode(Qt::ElideMiddle);
+  m_runView->setWordWrap(false);
+  // What tells runs apart first, the rest after it (only the view's order: the CSV keeps the model's).
+  {
+    QHeaderView* h = m_runView->horizontalHeader();
+    const int order[] = {RunTableModel::Name,      RunTableModel::Status,     RunTableModel::Task,
+                         RunTableModel::Cell,      RunTableModel::BestValid,  RunTableModel::Test,
+                         RunTableModel::Step,      RunTableModel::BestStep,   RunTableModel::Params,
+                         RunTableModel::Throughput, RunTableModel::Processes, RunTableModel::Differs};
+    for (int visual = 0; visual < int(std::size(order)); ++visual) h->moveSection(h->visualIndex(order[visual]), visual);
+    connect(h, &QHeaderView::sectionResized, this, [this](int logical, int, int) {
+      if (!m_fittingColumns) m_userSizedColumns.insert(logical);  // the user's width stays
+    });
+  }
+  m_fitColumnsTimer = new QTimer(this);
+  m_fitColumnsTimer->setSingleShot(true);
+  m_fitColumnsTimer->setInterval(0);
+  connect(m_fitColumnsTimer, &QTimer::timeout, this, &ComparePanel::fitColumns);
+  connect(m_runProxy, &QAbstractItemModel::modelReset, m_fitColumnsTimer, qOverload<>(&QTimer::start));
+  connect(m_runProxy, &QAbstractItemModel::layoutChanged, m_fitColumnsTimer, qOverload<>(&QTimer::start));
+  connect(m_runProxy, &QAbstractItemModel::rowsInserted, m_fitColumnsTimer, qOverload<>(&QTimer::start));
+  connect(m_runProxy, &QAbstractItemModel::dataChanged, m_fitColumnsTimer, qOverload<>(&QTimer::start));
   m_runView->setToolTip(QStringLiteral("Tick runs to overlay their curves; select two to see their config diff; "
                                        "double-click to show a run in the Training tab"));
   tv->addWidget(m_runView, 1);
@@ -88,7 +113,6 @@ ComparePanel::ComparePanel(FigureExporter* exporter, QWidget* parent) : QWidget(
   auto* plotBox = new QWidget;
   auto* pv = new QVBoxLayout(plotBox);
   pv->setContentsMargins(0, 0, 0, 0);
-  auto* crow = new QHBoxLayout;
   m_compareMetric = new QComboBox;
   m_compareMetric->setSizeAdjustPolicy(QComboBox::AdjustToContents);
   m_seedBox = new QCheckBox(QStringLiteral("Aggregate seeds"));
@@ -105,16 +129,29 @@ ComparePanel::ComparePanel(FigureExporter* exporter, QWidget* parent) : QWidget(
   m_xNote = new QLabel;
   m_xNote->setWordWrap(true);
   m_xNote->hide();
-  crow->addWidget(new QLabel(QStringLiteral("Metric:")));
-  crow->addWidget(m_compareMetric);
-  crow->addSpacing(12);
-  crow->addWidget(new QLabel(QStringLiteral("X:")));
-  crow->addWidget(m_xAxisCombo);
-  crow->addSpacing(12);
-  crow->addWidget(m_seedBox);
-  crow->addWidget(m_bandCombo);
-  crow->addStretch(1);
-  pv->addLayout(crow);
+  // The controls in three groups (metric, x axis, seed aggregation) that flow onto as many rows
+  // as the plot's width needs (updateControlRows), so the Compare tab fits a 1024x700 window
+  // whatever the metric names. A long metric name elides in the combo (the list shows it whole).
+  m_compareMetric->setMaximumWidth(240);
+  auto group = [](std::initializer_list<QWidget*> widgets) {
+    auto* g = new QWidget;
+    auto* l = new QHBoxLayout(g);
+    l->setContentsMargins(0, 0, 12, 0);
+    for (QWidget* w : widgets) l->addWidget(w);
+    return g;
+  };
+  m_controlGroups = {group({new QLabel(QStringLiteral("Metric:")), m_compareMetric}),
+                     group({new QLabel(QStringLiteral("X:")), m_xAxisCombo}), group({m_seedBox, m_bandCombo})};
+  m_controls = new QWidget;
+  auto* cv = new QVBoxLayout(m_controls);
+  cv->setContentsMargins(0, 0, 0, 0);
+  for (int i = 0; i < 3; ++i) {
+    auto* row = new QHBoxLayout;
+    row->addStretch(1);
+    cv->addLayout(row);
+    m_controlRows << row;
+  }
+  pv->addWidget(m_controls);
   pv->addWidget(m_xNote);
   m_comparePlot = m_exporter->newPlot(QStringLiteral("Comparison"), QStringLiteral("value"), xAxisLabel(m_xAxis));
   pv->addWidget(m_comparePlot, 1);
@@ -124,12 +161,19 @@ ComparePanel::ComparePanel(FigureExporter* exporter, QWidget* parent) : QWidget(
   connect(m_seedBox, &QCheckBox::toggled, this, [this] { redraw(); });
   connect(m_bandCombo, qOverload<int>(&QComboBox::currentIndexChanged), this, [this] { redraw(); });
   bottom->addWidget(plotBox);
+  m_plotBox = plotBox;
+  plotBox->installEventFilter(this);
 
   auto* diffBox = new QWidget;
   auto* dv = new QVBoxLayout(diffBox);
   dv->setContentsMargins(0, 0, 0, 0);
   m_diffLabel = new QLabel(QStringLiteral("Select two runs to see how their configs differ."));
   m_diffLabel->setWordWrap(true);
+  // Never wider than the diff's column: run names elide in the middle (updateDiffLabel), the
+  // full names are in the tooltip.
+  m_diffLabel->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
+  m_diffLabel->setMinimumWidth(1);
+  m_diffLabel->installEventFilter(this);
   m_diffTable = new QTableWidget(0, 3);
   m_diffTable->setHorizontalHeaderLabels({QStringLiteral("Option"), QStringLiteral("A"), QStringLiteral("B")});
   // Both value columns always in view, however narrow the panel (1024x700): they share the width
@@ -152,6 +196,7 @@ ComparePanel::ComparePanel(FigureExporter* exporter, QWidget* parent) : QWidget(
   split->setStretchFactor(0, 2);
   split->setStretchFactor(1, 3);
   v->addWidget(split, 1);
+  updateControlRows();
 
 
   // Workspace watching: new run directories (CLI or GUI) and summary updates.
@@ -173,8 +218,8 @@ void ComparePanel::setWorkspace(const QString& abs) {
   m_watcher->addPath(abs);
   m_metricsCache.clear();
   m_runModel->setRuns(scanWorkspace(abs));
-  m_runView->resizeColumnsToContents();
-  m_runView->horizontalHeader()->setStretchLastSection(true);
+  m_userSizedColumns.clear();
+  fitColumns();
   updateCompareMetrics();
   redraw();
 }
@@ -182,6 +227,56 @@ void ComparePanel::setWorkspace(const QString& abs) {
 void ComparePanel::refreshRun(const QString& dir) {
   m_runModel->refreshRun(dir);
   m_metricsCache.remove(QFileInfo(dir).absoluteFilePath());
+}
+
+void ComparePanel::fitColumns() {
+  // Each column as wide as its header and cells, within limits: the run name between 120 and
+  // 260 px (longer ones elide in the middle), any other column at most 200 px; the last
+  // (differing config) takes the rest. A column the user resized keeps its width.
+  QHeaderView* h = m_runView->horizontalHeader();
+  m_fittingColumns = true;
+  for (int c = 0; c < RunTableModel::ColumnCount; ++c) {
+    if (c == RunTableModel::Differs || m_userSizedColumns.contains(c)) continue;
+    int w = std::max(h->sectionSizeHint(c), static_cast<QAbstractItemView*>(m_runView)->sizeHintForColumn(c));
+    if (c == RunTableModel::Name) w = std::clamp(w, 120, 260);
+    else w = std::min(w, 200);
+    if (h->sectionSize(c) != w) h->resizeSection(c, w);
+  }
+  m_fittingColumns = false;
+}
+
+bool ComparePanel::eventFilter(QObject* watched, QEvent* event) {
+  if (watched == m_plotBox && event->type() == QEvent::Resize) updateControlRows();
+  if (watched == m_diffLabel && event->type() == QEvent::Resize && !m_diffNames.isEmpty()) updateDiffLabel();
+  return QWidget::eventFilter(watched, event);
+}
+
+void ComparePanel::updateControlRows() {
+  // Greedy: each group on the current row while the row's size hints fit the plot's width, else
+  // on the next row. The controls' minimum width is the widest group's (set explicitly: the
+  // layout of the moment would ask for a whole row), so the plot can be narrow enough to wrap.
+  int widest = 0;
+  for (QWidget* g : m_controlGroups) widest = std::max(widest, g->sizeHint().width());
+  if (m_controls->minimumWidth() != widest) m_controls->setMinimumWidth(widest);
+  QVector<int> rowOf;
+  int row = 0, used = 0;
+  for (QWidget* g : m_controlGroups) {
+    const int w = g->sizeHint().width();
+    if (used > 0 && used + w > m_plotBox->width() && row + 1 < m_controlRows.size()) {
+      ++row;
+      used = 0;
+    }
+    rowOf << row;
+    used += w;
+  }
+  if (rowOf == m_controlRowOf) return;
+  m_controlRowOf = rowOf;
+  for (QWidget* g : m_controlGroups)
+    for (QHBoxLayout* r : m_controlRows) r->removeWidget(g);
+  for (int i = 0; i < m_controlGroups.size(); ++i) {
+    QHBoxLayout* r = m_controlRows[rowOf[i]];
+    r->insertWidget(r->count() - 1, m_controlGroups[i]);  // before the row's stretch
+  }
 }
 
 void ComparePanel::setXAxis(XAxis axis) {
@@ -420,7 +515,12 @@ void ComparePanel::redraw() {
       hi << (stdBand ? m + sd : mx);
     }
     const QString id = QStringLiteral("seeds:") + first->dir;
-    plot->addSeries(id, names.value(gi) + QStringLiteral(" (mean of %1 seeds)").arg(g.size()));
+    // A group is not its first run: no "(<first run's directory>)" in its name (the name of a
+    // lone group, or of groups alike but for it).
+    QString groupName = names.value(gi);
+    const QString dirSuffix = QStringLiteral(" (%1)").arg(QFileInfo(first->dir).fileName());
+    if (groupName.endsWith(dirSuffix) && groupName.size() > dirSuffix.size()) groupName.chop(dirSuffix.size());
+    plot->addSeries(id, groupName + QStringLiteral(" (mean of %1 seeds)").arg(g.size()));
     plot->setSeriesSparse(id, split != QLatin1String("train"));
     plot->setSeries(id, xs, mean);
     plot->setBand(id, xs, lo, hi);
@@ -442,6 +542,8 @@ void ComparePanel::updateDiff() {
   const QModelIndexList rows = m_runView->selectionModel()->selectedRows();
   m_diffTable->setRowCount(0);
   if (rows.size() != 2) {
+    m_diffNames.clear();
+    m_diffLabel->setToolTip(QString());
     m_diffLabel->setText(QStringLiteral("Select two runs to see how their configs differ."));
     return;
   }
@@ -452,11 +554,13 @@ void ComparePanel::updateDiff() {
   // config/common_options.h) after them, greyed, under their own heading.
   QVector<std::tuple<QString, QString, QString>> diff, kept;
   for (const auto& d : configDiff(a->flat, b->flat)) (isBookkeeping(std::get<0>(d)) ? kept : diff).append(d);
-  m_diffLabel->setText(QStringLiteral("<b>A</b> %1<br><b>B</b> %2<br>%3 differing option(s)%4")
-                           .arg(a->name.toHtmlEscaped(), b->name.toHtmlEscaped())
-                           .arg(diff.size())
-                           .arg(kept.isEmpty() ? QString()
-                                               : QStringLiteral(", %1 bookkeeping (same learning)").arg(kept.size())));
+  m_diffNames = {a->displayName(), b->displayName()};
+  m_diffCounts = QStringLiteral("%1 differing option(s)%2")
+                     .arg(diff.size())
+                     .arg(kept.isEmpty() ? QString()
+                                         : QStringLiteral(", %1 bookkeeping (same learning)").arg(kept.size()));
+  m_diffLabel->setToolTip(QStringLiteral("A: %1\nB: %2").arg(a->dir, b->dir));
+  updateDiffLabel();
   m_diffTable->setRowCount(diff.size() + (kept.isEmpty() ? 0 : kept.size() + 1));
   int row = 0;
   auto put = [&](const std::tuple<QString, QString, QString>& d, bool grey) {
@@ -490,6 +594,16 @@ void ComparePanel::updateDiff() {
     optionWidth =
         std::max(optionWidth, m_diffTable->fontMetrics().horizontalAdvance(m_diffTable->item(i, 0)->text()) + 16);
   m_diffTable->setColumnWidth(0, std::min(optionWidth, std::max(80, m_diffTable->viewport()->width() * 45 / 100)));
+}
+
+void ComparePanel::updateDiffLabel() {
+  // "A <name>", "B <name>", each on one line, elided in the middle to the label's width.
+  const QFontMetrics fm(m_diffLabel->font());
+  QFont bold = m_diffLabel->font();
+  bold.setBold(true);
+  const int room = std::max(40, m_diffLabel->width() - QFontMetrics(bold).horizontalAdvance(QStringLiteral("B ")) - 4);
+  auto name = [&](int i) { return fm.elidedText(m_diffNames.value(i), Qt::ElideMiddle, room).toHtmlEscaped(); };
+  m_diffLabel->setText(QStringLiteral("<b>A</b> %1<br><b>B</b> %2<br>%3").arg(name(0), name(1), m_diffCounts));
 }
 
 QString ComparePanel::configDiffText() const {

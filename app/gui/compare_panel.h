@@ -6,6 +6,8 @@
 #pragma once
 #include <QHash>
 #include <QList>
+#include <QSet>
+#include <QStringList>
 #include <QVector>
 #include <QWidget>
 
@@ -14,6 +16,7 @@
 class QCheckBox;
 class QComboBox;
 class QFileSystemWatcher;
+class QHBoxLayout;
 class QLabel;
 class QLineEdit;
 class QSortFilterProxyModel;
@@ -67,7 +70,13 @@ public Q_SLOTS:
 Q_SIGNALS:
   void showRunRequested(const QString& dir);  // double-click on a run
 
+protected:
+  bool eventFilter(QObject* watched, QEvent* event) override;
+
 private:
+  void fitColumns();         // the run table's column widths (as its rows change)
+  void updateControlRows();  // the plot's controls on as many rows as its width needs
+  void updateDiffLabel();    // the diff's heading, run names elided to its width
   void updateCompareMetrics();
   void updateDiff();
   void periodicRefresh();
@@ -83,6 +92,14 @@ private:
   RunTableModel* m_runModel = nullptr;
   QSortFilterProxyModel* m_runProxy = nullptr;
   QTableView* m_runView = nullptr;
+  QTimer* m_fitColumnsTimer = nullptr;
+  bool m_fittingColumns = false;
+  QSet<int> m_userSizedColumns;
+  QWidget* m_plotBox = nullptr;
+  QWidget* m_controls = nullptr;
+  QList<QWidget*> m_controlGroups;     // metric, x axis, seed aggregation
+  QList<QHBoxLayout*> m_controlRows;   // up to three rows of them
+  QVector<int> m_controlRowOf;         // the row of each group now
   QLineEdit* m_filterEdit = nullptr;
   csw::CurvePlot* m_comparePlot = nullptr;
   QComboBox* m_compareMetric = nullptr;
@@ -92,6 +109,8 @@ private:
   QComboBox* m_bandCombo = nullptr;
   QTableWidget* m_diffTable = nullptr;
   QLabel* m_diffLabel = nullptr;
+  QStringList m_diffNames;  // the two runs of the diff (empty: none)
+  QString m_diffCounts;
   struct CachedMetrics {
     qint64 size = -1;
     QVector<MetricPoint> points;

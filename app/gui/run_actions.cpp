@@ -23,6 +23,8 @@
 #include <QRegularExpression>
 #include <QSettings>
 #include <QSortFilterProxyModel>
+#include <QStandardPaths>
+#include <QStorageInfo>
 #include <QTableView>
 #include <QUrl>
 #include <QVBoxLayout>
@@ -33,9 +35,44 @@
 #include "training_controller.h"
 #include "json_file.h"
 
+#include <unistd.h>
+
 namespace gui {
 
 namespace {
+// Whether trashed (the path QFile::moveToTrash reported) lies in a trash the desktop knows:
+// the home trash $XDG_DATA_HOME/Trash (default ~/.local/share/Trash), or the trash of the
+// run's file system, $topdir/.Trash-$uid or $topdir/.Trash/$uid (the freedesktop.org trash
+// specification). Qt 6.4 cannot make the home trash when the data directory is missing (a
+// redirected HOME) and then "trashes" into files/ and info/ of the current directory, and
+// reports a relative "./files/NAME": not a trash (RUN_ACTIONS_NOTES.md).
+bool inDesktopTrash(const QString& trashed) {
+  if (trashed.isEmpty() || QFileInfo(trashed).isRelative()) return false;
+  const QFileInfo item(trashed);
+  const QFileInfo files(item.absolutePath());
+  if (files.fileName() != QLatin1String("files")) return false;
+  const QString base = QFileInfo(files.absolutePath()).canonicalFilePath();
+  if (base.isEmpty()) return false;
+  auto same = [&](const QString& candidate) {
+    return !candidate.isEmpty() && QFileInfo(candidate).canonicalFilePath() == base;
+  };
+  const QString data = QStandardPaths::writableLocation(QStandardPaths::GenericDataLocation);
+  if (!data.isEmpty() && same(QDir(data).filePath(QStringLiteral("Trash")))) return true;
+  const QString top = QStorageInfo(base).rootPath();
+  const QString uid = QString::number(::getuid());
+  return !top.isEmpty() && (same(QDir(top).filePath(QStringLiteral(".Trash-") + uid)) ||
+                            same(QDir(top).filePath(QStringLiteral(".Trash/") + uid)));
+}
+
+// A fresh name under WORKSPACE/.trash for the run called name: "<name>-<yyyyMMdd-HHmmss>"
+// (then -2, -3... when that exists).
+QString workspaceTrashPath(const QString& workspace, const QString& name) {
+  const QString trash = QDir(workspace).filePath(QStringLiteral(".trash"));
+  const QString stem = name + QLatin1Char('-') + QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-HHmmss"));
+  QString path = QDir(trash).filePath(stem);
+  for (int i = 2; QFileInfo::exists(path); ++i) path = QDir(trash).filePath(stem + QStringLiteral("-%1").arg(i));
+  return path;
+}
 bool hasLastCheckpoint(const QString& dir) {
   return QFileInfo::exists(QDir(dir).filePath(QStringLiteral("checkpoints/last.pt")));
 }
@@ -304,8 +341,9 @@ bool RunActions::rename(const QString& dir, const QString& label, QString* error
   return true;
 }
 
-bool RunActions::remove(const QString& dir, bool allowPermanent, QString* error) {
+bool RunActions::remove(const QString& dir, bool allowPermanent, QString* error, QString* movedTo) {
   const QString abs = QFileInfo(dir).absoluteFilePath();
+  if (movedTo) movedTo->clear();
   if (!QFileInfo::exists(QDir(abs).filePath(QStringLiteral("config.json")))) {
     if (error) *error = QStringLiteral("%1 is not a run directory").arg(abs);
     return false;
@@ -315,18 +353,57 @@ bool RunActions::remove(const QString& dir, bool allowPermanent, QString* error)
     if (error) *error = QStringLiteral("Not deleted: ") + busy;
     return false;
   }
-  if (!QFile::moveToTrash(abs)) {
-    if (!allowPermanent) {
-      if (error) *error = QStringLiteral("there is no desktop trash for %1").arg(abs);
+  const QString workspace = QFileInfo(abs).absolutePath();
+  // Where Qt 6.4 puts files/ and info/ when it finds no trash: the current directory. What was
+  // there before this call is left alone.
+  const QDir cwd = QDir::current();
+  const bool hadFiles = cwd.exists(QStringLiteral("files")), hadInfo = cwd.exists(QStringLiteral("info"));
+  QString trashed;
+  bool inWorkspaceTrash = false;
+  const bool moved = QFile::moveToTrash(abs, &trashed);
+  if (moved && !trashed.isEmpty() && !inDesktopTrash(trashed)) {
+    // Moved, but not into a trash: on into the workspace's own trash, and Qt's files/ and
+    // info/ entries go.
+    const QFileInfo item(trashed);
+    const QDir base(QFileInfo(item.absolutePath()).absolutePath());
+    const QString target = workspaceTrashPath(workspace, QFileInfo(abs).fileName());
+    if (!QDir().mkpath(QFileInfo(target).absolutePath()) || !QDir().rename(item.absoluteFilePath(), target)) {
+      // Give it back its place rather than leave it in a stray folder.
+      QDir().rename(item.absoluteFilePath(), abs);
+    } else {
+      inWorkspaceTrash = true;
+      trashed = target;
+    }
+    QFile::remove(base.filePath(QStringLiteral("info/") + item.fileName() + QStringLiteral(".trashinfo")));
+    const bool baseIsCwd = base.canonicalPath() == cwd.canonicalPath();
+    if (!(baseIsCwd && hadFiles)) base.rmdir(QStringLiteral("files"));  // only when empty
+    if (!(baseIsCwd && hadInfo)) base.rmdir(QStringLiteral("info"));
+    if (!inWorkspaceTrash) {
+      if (error) *error = QStringLiteral("there is no desktop trash for %1, and its workspace's trash %2 cannot be made")
+                              .arg(abs, QDir(workspace).filePath(QStringLiteral(".trash")));
       return false;
     }
-    if (!QDir(abs).removeRecursively()) {
+  } else if (!moved) {
+    // No trash at all: the workspace's own.
+    const QString target = workspaceTrashPath(workspace, QFileInfo(abs).fileName());
+    if (QDir().mkpath(QFileInfo(target).absolutePath()) && QDir().rename(abs, target)) {
+      inWorkspaceTrash = true;
+      trashed = target;
+    } else if (!allowPermanent) {
+      if (error) *error = QStringLiteral("there is no desktop trash for %1").arg(abs);
+      return false;
+    } else if (!QDir(abs).removeRecursively()) {
       if (error) *error = QStringLiteral("cannot delete %1").arg(abs);
       return false;
     }
   }
+  if (movedTo) *movedTo = trashed;
   m_model->removeRun(abs);
   return true;
+}
+
+bool RunActions::isWorkspaceTrash(const QString& path) {
+  return QFileInfo(QFileInfo(path).absolutePath()).fileName() == QLatin1String(".trash");
 }
 
 void RunActions::report(bool ok, const QString& done, const QString& error) {
@@ -482,9 +559,15 @@ void RunActions::deleteSelected() {
           QStringLiteral("Move the run %1 (its checkpoints, metrics and log) to the trash?").arg(name),
           QMessageBox::Yes | QMessageBox::Cancel, QMessageBox::Cancel) != QMessageBox::Yes)
     return;
-  QString err;
-  if (remove(dir, false, &err)) {
-    Q_EMIT message(QStringLiteral("Moved %1 to the trash").arg(name), 5000);
+  QString err, movedTo;
+  if (remove(dir, false, &err, &movedTo)) {
+    if (isWorkspaceTrash(movedTo))
+      Q_EMIT message(QStringLiteral("There is no desktop trash for this user: moved %1 to the workspace's trash, %2. "
+                                    "To restore it, move that folder back into %3.")
+                         .arg(name, movedTo, QFileInfo(dir).absolutePath()),
+                     60000);
+    else
+      Q_EMIT message(QStringLiteral("Moved %1 to the trash").arg(name), 5000);
     return;
   }
   if (!err.startsWith(QLatin1String("there is no desktop trash"))) {

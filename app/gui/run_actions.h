@@ -11,7 +11,9 @@
 //   Export for TensorBoard...  Ctrl+Alt+T  `cellscope-cli export tensorboard DIR --out <logdir>`
 //                                          (event files that TensorBoard, W&B and Aim read)
 //   Delete...           Delete      to the desktop trash (after a confirmation; refused while
-//                                   the run is being trained, here or by another process)
+//                                   the run is being trained, here or by another process);
+//                                   without a desktop trash, to WORKSPACE/.trash, and the
+//                                   status bar says where and how to restore it
 // Each action has a dialog-free operation (resume, fork, loadConfiguration, rename,
 // exportRun, remove) that the tests call; the slots add the dialogs. Exports run the CLI as
 // a process, so the window stays responsive; exportFinished reports the outcome.
@@ -86,8 +88,13 @@ public:
   bool fork(const QString& dir, const QStringList& args, const QString& newDir, QString* error = nullptr);
   bool loadConfiguration(const QString& dir, QString* error = nullptr);
   bool rename(const QString& dir, const QString& label, QString* error = nullptr);
-  // To the desktop trash; where there is none, permanently only when allowPermanent.
-  bool remove(const QString& dir, bool allowPermanent, QString* error = nullptr);
+  // To the desktop trash. Where there is none (moveToTrash fails, or puts the run somewhere
+  // that is not a trash: a redirected HOME), to the workspace's own trash,
+  // WORKSPACE/.trash/<name>-<yyyyMMdd-HHmmss>; where that cannot be made either, permanently
+  // only when allowPermanent. *movedTo: where the run went ("" when deleted).
+  bool remove(const QString& dir, bool allowPermanent, QString* error = nullptr, QString* movedTo = nullptr);
+  // Whether a path remove() reported is in a workspace's own trash (WORKSPACE/.trash/...).
+  static bool isWorkspaceTrash(const QString& path);
   // A fresh directory for a fork of dir, in dir's workspace.
   QString forkDirectory(const QString& dir) const;
   // Starts `cellscope-cli export` of dir into out (PyTorch: a new directory; TensorBoard: a

@@ -225,6 +225,8 @@ QVariant RunTableModel::data(const QModelIndex& index, int role) const {
     if (c == Name) return r.label.isEmpty() ? r.dir : r.label + QStringLiteral("\n") + r.dir;
     if (c == Processes) return QStringLiteral("Data-parallel processes of the run's last launch");
     if (c == Differs) return differsText(r);
+    // Any other cell: its text in full (a narrow column elides it).
+    return data(index, Qt::DisplayRole);
   }
   if (role == Qt::ForegroundRole && c == Status) {
     const QString st = r.status();
