@@ -11,6 +11,7 @@
 #include <QWidget>
 
 class QComboBox;
+class QFileSystemWatcher;
 class QLabel;
 class QPushButton;
 class QSpinBox;
@@ -57,6 +58,9 @@ public:
 public Q_SLOTS:
   void chooseDatasetFile();
   void chooseDatasetFolder();  // a CBT set, parallel text, PTB directory
+  // The manifest datasets' "(not downloaded)" marks as the data cache is now (the combo
+  // also does it each time it opens, and validation does).
+  void refreshDatasetList();
 
 Q_SIGNALS:
   void startRequested();
@@ -75,6 +79,8 @@ private:
   void scheduleValidation();
   void requestParameterCount();
   void showDatasetLabel();
+  void settleLayout();
+  void watchDatasetFile();  // m_datasetFile and its folder, while it is set
   void showDatasetError(const QString& message);  // under the dataset row, red frame on its box
   void showBuildError(const QString& error);      // the model cannot be built: on the field it names
   QString datasetLabel() const;
@@ -98,6 +104,7 @@ private:
   QLabel* m_procHint = nullptr;
   QTimer* m_validateTimer = nullptr;
   QTimer* m_paramTimer = nullptr;
+  QFileSystemWatcher* m_watcher = nullptr;
   QStringList m_errors;
   qint64 m_paramCount = -1;
   int m_paramGeneration = 0;
