@@ -257,8 +257,10 @@ private Q_SLOTS:
       preset->setCurrentIndex(i);
       Q_EMIT preset->activated(i);
       staysPut(name, 500);  // the rows settle; validation (150 ms) says "counting..."
+      if (QTest::currentTestFailed()) return;
       QTRY_VERIFY_WITH_TIMEOUT(params->text().contains("<b>") || params->text().contains("problem"), 60000);
       staysPut(name + " (counted)", 200);
+      if (QTest::currentTestFailed()) return;
     }
     // Add to queue (nothing running: it starts) changes the count line again.
     QVERIFY(panel->form()->setValue("training.steps", 5));
@@ -270,6 +272,7 @@ private Q_SLOTS:
     QTRY_VERIFY_WITH_TIMEOUT(queue->isEnabled(), 60000);
     QTest::mouseClick(queue, Qt::LeftButton);
     staysPut("Add to queue", 1000);
+    if (QTest::currentTestFailed()) return;
     w.controller()->stop();
     QTRY_VERIFY_WITH_TIMEOUT(!w.controller()->isTraining(), 120000);
   }
