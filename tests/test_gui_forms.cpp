@@ -329,6 +329,18 @@ private Q_SLOTS:
     QTRY_VERIFY_WITH_TIMEOUT(error->isVisible(), 60000);
     QVERIFY2(error->text().contains("binary"), qPrintable(error->text()));
     QVERIFY2(!format->isVisible(), qPrintable(format->text()));
+    // Another value while the file is still binary: the message stays on screen through
+    // "counting..." (it went and came back, moving the form under the pointer).
+    QTRY_VERIFY(panel->form()->editor("training.steps")->isVisible());
+    QWidget* stepsEditor = panel->form()->editor("training.steps");
+    const QPoint stepsAt = stepsEditor->mapTo(&w, QPoint(0, 0));
+    typeInto(qobject_cast<QAbstractSpinBox*>(panel->form()->editor("model.hidden")), "24");
+    for (int t = 0; t < 1500; t += 20) {
+      QVERIFY2(error->isVisible() && error->text().contains("binary"), qPrintable(QString::number(t)));
+      QCOMPARE(stepsEditor->mapTo(&w, QPoint(0, 0)), stepsAt);
+      QTest::qWait(20);
+    }
+    QVERIFY(!panel->isValid());
     // A text file: its format line, no error.
     const QString txt = m_root + "/short.txt";
     {

@@ -567,6 +567,11 @@ void ConfigurePanel::revalidateNow() {
   }
   m_topError->setText(top.join(QStringLiteral("<br>")));
   m_topError->setVisible(!top.isEmpty());
+  // The model could not be built from the configuration before: its message stays where it
+  // is while the new count runs (hiding it for "counting..." and showing it again moved the
+  // form under the pointer); the count's answer replaces or clears it.
+  if (all.isEmpty() && !m_buildError.isEmpty()) placeBuildError(m_buildError);
+  else m_buildError.clear();
   if (all.isEmpty()) {
     m_paramLabel->setText(QStringLiteral("Parameters: counting..."));
     m_paramTimer->start();
@@ -594,6 +599,14 @@ void ConfigurePanel::requestParameterCount() {
         [self, gen, n, err] {
           if (!self || gen != self->m_paramGeneration) return;
           self->m_paramCount = n;
+          if (!self->m_buildError.isEmpty()) {
+            // The configuration is valid (the count ran): the messages shown are the last build
+            // error's; they go (a new one, if any, is placed below in this same pass).
+            self->m_buildError.clear();
+            self->m_form->clearErrors();
+            self->showDatasetError(QString());
+            self->m_topError->hide();
+          }
           if (n >= 0) {
             self->m_paramLabel->setText(
                 QStringLiteral("Parameters: <b>%1</b> (%2 M)").arg(QLocale().toString(n)).arg(n / 1e6, 0, 'f', 3));
@@ -619,6 +632,16 @@ void ConfigurePanel::showDatasetError(const QString& message) {
 }
 
 void ConfigurePanel::showBuildError(const QString& err) {
+  m_buildError = err;
+  QString message;
+  const QString path = placeBuildError(err, &message);
+  m_errors << (path.isEmpty() ? QStringLiteral("model") : path) + QStringLiteral(": ") + message;
+  m_paramLabel->setText(
+      QStringLiteral("Parameters: <span style='color:#c62828'>cannot build the model (see above)</span>"));
+  m_paramLabel->setToolTip(err);
+}
+
+QString ConfigurePanel::placeBuildError(const QString& err, QString* messageOut) {
   // The model cannot be built from a config the schema accepts (an unknown
   // dataset format, a corpus too short, ...): the message goes on the field it
   // names ("dataset.format: unknown format 'x'"), else under the dataset (a data
@@ -631,7 +654,7 @@ void ConfigurePanel::showBuildError(const QString& err) {
     path = m.captured(1);
     message = m.captured(2);
   }
-  m_errors << (path.isEmpty() ? QStringLiteral("model") : path) + QStringLiteral(": ") + message;
+  if (messageOut) *messageOut = message;
   if (!path.isEmpty() && m_form->paths().contains(path)) {
     m_form->setError(path, message);
   } else if (path.startsWith(QLatin1String("dataset")) || path.isEmpty()) {
@@ -640,9 +663,7 @@ void ConfigurePanel::showBuildError(const QString& err) {
     m_topError->setText(QStringLiteral("<b>%1</b>: %2").arg(path.toHtmlEscaped(), message.toHtmlEscaped()));
     m_topError->show();
   }
-  m_paramLabel->setText(
-      QStringLiteral("Parameters: <span style='color:#c62828'>cannot build the model (see above)</span>"));
-  m_paramLabel->setToolTip(err);
+  return path;
 }
 
 void ConfigurePanel::chooseDatasetFile() {

@@ -83,6 +83,7 @@ private:
   void watchDatasetFile();  // m_datasetFile and its folder, while it is set
   void showDatasetError(const QString& message);  // under the dataset row, red frame on its box
   void showBuildError(const QString& error);      // the model cannot be built: on the field it names
+  QString placeBuildError(const QString& error, QString* message = nullptr);  // shows it; the path it names
   QString datasetLabel() const;
 
   QComboBox* m_presetCombo = nullptr;
@@ -108,6 +109,7 @@ private:
   QStringList m_errors;
   qint64 m_paramCount = -1;
   int m_paramGeneration = 0;
+  QString m_buildError;   // the last count's error while it still applies (kept on screen while counting)
   QString m_datasetFile;  // non-empty: a user file instead of a manifest dataset
   bool m_applying = false;
 };
