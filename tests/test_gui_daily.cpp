@@ -15,6 +15,8 @@
 #include <QHeaderView>
 #include <QLabel>
 #include <QLineEdit>
+#include <QProgressBar>
+#include <QPushButton>
 #include <QScreen>
 #include <QScrollArea>
 #include <QSettings>
@@ -123,6 +125,46 @@ private Q_SLOTS:
     QCOMPARE(model.value("hidden").toInt(), 16);
     w.controller()->stop();
     QTRY_VERIFY_WITH_TIMEOUT(!w.controller()->isTraining(), 30000);
+  }
+
+  // #38: Pause takes effect after the step in flight; the status line then says the step
+  // the progress bar shows ("Paused at step 71" beside a bar at 72 was the bug), and the two
+  // agree for as long as the run stays paused.
+  void pausedStepIsTheBarsStep() {
+    MainWindow w(opts(m_root + "/ws-pause"));
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    w.configurePanel()->applyConfig(tinyConfig(1000000, 1, 0, 64));
+    w.configurePanel()->revalidateNow();
+    QPushButton* pause = nullptr;
+    for (QPushButton* b : w.configurePanel()->findChildren<QPushButton*>())
+      if (b->text() == "Pause") pause = b;
+    QVERIFY(pause);
+    QProgressBar* bar = w.statusBar()->findChild<QProgressBar*>();
+    QVERIFY(bar);
+    QVERIFY(w.startTraining());
+    QTRY_VERIFY_WITH_TIMEOUT(bar->isVisible() && bar->value() >= 3, 120000);
+    QTRY_VERIFY(pause->isEnabled());
+    QTest::mouseClick(pause, Qt::LeftButton);
+    QVERIFY(w.controller()->isPaused());
+    auto pausedStep = [&w] {
+      const QString t = w.progressText();
+      return t.startsWith("Paused at step ") ? t.mid(15).toInt() : -1;
+    };
+    for (int i = 0; i < 15; ++i) {
+      QTest::qWait(100);
+      QVERIFY2(pausedStep() >= 0, qPrintable(w.progressText()));
+      if (i >= 5) {  // the step that was in flight has been drawn
+        QCOMPARE(pausedStep(), bar->value());
+        QVERIFY2(bar->text().startsWith(QString::number(bar->value()) + " / "), qPrintable(bar->text()));
+      }
+    }
+    const int at = bar->value();
+    QTest::qWait(300);
+    QCOMPARE(bar->value(), at);  // paused: no step after it
+    QCOMPARE(pausedStep(), at);
+    w.controller()->stop();
+    QTRY_VERIFY_WITH_TIMEOUT(!w.controller()->isTraining(), 60000);
   }
 
   // A queued run starting while the user is in Compare: the tab stays, the status bar says so.

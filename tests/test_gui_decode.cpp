@@ -13,6 +13,7 @@
 #include <QProgressBar>
 #include <QPushButton>
 #include <QHeaderView>
+#include <QImage>
 #include <QTableWidget>
 #include <QtTest/QtTest>
 
@@ -118,6 +119,49 @@ class GuiDecodeTest : public QObject {
     QString err;
     QVERIFY(!gui::writeDecodeTables(cstest::temp_dir() + "/no/such/dir/x.csv", {t}, gui::TableFormat::Csv, &err));
     QVERIFY2(err.contains("no/such/dir/x.csv"), qPrintable(err));
+  }
+
+  // #38: an empty hypothesis (the model ended at once) is drawn as a grey italic marker, not
+  // a blank cell; copy and export keep the empty text.
+  void emptyHypothesisHasAMarker() {
+    gui::MainWindow w(options());
+    w.resize(1400, 900);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    gui::DecodePanel* p = w.decodePanel();
+    QVERIFY(p);
+    QVERIFY(w.showPanel(QString("decode")));
+    gui::DecodeTable t;
+    t.runDir = m_run;
+    t.checkpoint = "last";
+    t.step = 40;
+    t.split = "valid";
+    t.rows = {{1, "a b c", "c b a", "", -0.1}, {2, "d e", "e d", "e d", -0.2}, {3, "f", "f", "  ", -0.3}};
+    QSignalSpy added(p, &gui::DecodePanel::tableAdded);
+    Q_EMIT p->worker()->tableReady(t);  // as the worker thread delivers a decoded checkpoint
+    QTRY_COMPARE(added.size(), 1);
+    QTableWidget* s = p->samplesTable();
+    QCOMPARE(s->rowCount(), 3);
+    for (int r : {0, 2}) {
+      QTableWidgetItem* h = s->item(r, 3);
+      QVERIFY(h);
+      QCOMPARE(h->text(), QString("(empty hypothesis)"));
+      QVERIFY(h->font().italic());
+      QVERIFY(h->toolTip().contains("nothing"));
+      // Drawn: the cell shows text (not a blank cell).
+      s->scrollToItem(h);
+      const QRect cell = s->visualItemRect(h);
+      const QImage img = s->viewport()->grab(cell).toImage();
+      int ink = 0;
+      for (int y = 0; y < img.height(); ++y)
+        for (int x = 0; x < img.width(); ++x) ink += qGray(img.pixel(x, y)) < 200 ? 1 : 0;
+      QVERIFY2(ink > 10, qPrintable(QString::number(ink)));
+    }
+    QCOMPARE(s->item(1, 3)->text(), QString("e d"));
+    QVERIFY(!s->item(1, 3)->font().italic());
+    // The text that leaves the window is the data's.
+    s->selectRow(0);
+    QVERIFY2(p->selectedRowsText().contains("\tc b a\t\t"), qPrintable(p->selectedRowsText()));
   }
 
   void notASeq2seqRunFailsClearly() {

@@ -8,10 +8,17 @@
 #include <QComboBox>
 #include <QDir>
 #include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
 #include <QJsonObject>
+#include <QAbstractItemView>
+#include <QFileInfo>
 #include <QLabel>
 #include <QLineEdit>
 #include <QPushButton>
+#include <QScrollArea>
+#include <QScrollBar>
+#include <QProgressBar>
 #include <QSettings>
 #include <QSpinBox>
 #include <QWheelEvent>
@@ -196,6 +203,222 @@ private Q_SLOTS:
     QVERIFY(!w.trainingPanel()->runLabelText().contains("vanished.txt"));
     QVERIFY(!w.progressText().startsWith("Failed"));
     QCOMPARE(metric->pointCount("train"), before);
+  }
+
+  // #38 item 7: the Configure form stays where it is drawn. After a preset loads (picked in
+  // the Preset combo) and after Add to queue, the Steps field is drawn at one place: it
+  // does not move under the pointer while the rows settle or the parameter count arrives.
+  void formStaysPutAfterAPresetLoads() {
+    gui::MainWindow w(opts(m_root + "/ws-put"));
+    w.resize(1600, 1000);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    gui::ConfigurePanel* panel = w.configurePanel();
+    auto* preset = panel->findChild<QComboBox*>("presetCombo");
+    QVERIFY(preset);
+    auto* params = panel->findChild<QLabel*>("parameterCount");
+    QVERIFY(params);
+    auto* inner = panel->form()->findChild<QScrollArea*>();
+    QVERIFY(inner);
+    auto where = [&](const QString& path) -> QRect {
+      QWidget* e = panel->form()->editor(path);
+      return e && e->isVisible() ? QRect(e->mapTo(&w, QPoint(0, 0)), e->size()) : QRect();
+    };
+    // Every 20 ms for `ms`: the Steps field is drawn at one place, at its full height (rows
+    // squeezed together for a while were the bug), Clip's row apart from it.
+    auto staysPut = [&](const QString& what, int ms) {
+      QRect first;
+      for (int t = 0; t <= ms; t += 20) {
+        const QRect steps = where("training.steps"), clip = where("training.clip");
+        if (first.isNull() && steps.isValid()) first = steps;
+        const QString at = QStringLiteral("%1 +%2 ms: steps %3,%4 %5x%6 (first at y %7), clip y %8")
+                               .arg(what).arg(t).arg(steps.x()).arg(steps.y()).arg(steps.width()).arg(steps.height())
+                               .arg(first.y()).arg(clip.y());
+        if (first.isValid()) {
+          QVERIFY2(steps == first, qPrintable(at));
+          QVERIFY2(steps.height() >= panel->form()->editor("training.steps")->sizeHint().height(), qPrintable(at));
+          QVERIFY2(clip.isValid() && !clip.intersects(steps), qPrintable(at));
+        }
+        QTest::qWait(20);
+      }
+      QVERIFY2(first.isValid(), qPrintable(what));
+    };
+    for (const QString& name : {QStringLiteral("quick-sat-mzu"), QStringLiteral("quick-gru"),
+                                QStringLiteral("quick-word-mcrnn"), QStringLiteral("quick-lstm"),
+                                QStringLiteral("quick-gru")}) {
+      // The user has scrolled the form to the training options...
+      QWidget* steps = panel->form()->editor("training.steps");
+      QTRY_VERIFY(steps && steps->isVisible());
+      inner->verticalScrollBar()->setValue(steps->mapTo(inner->widget(), QPoint(0, 0)).y() - inner->viewport()->height() / 2);
+      QTest::qWait(50);
+      // ... and picks a preset (what choosing it with the mouse sends).
+      const int i = preset->findText(name);
+      QVERIFY2(i > 0, qPrintable(name));
+      preset->setCurrentIndex(i);
+      Q_EMIT preset->activated(i);
+      staysPut(name, 500);  // the rows settle; validation (150 ms) says "counting..."
+      if (QTest::currentTestFailed()) return;
+      QTRY_VERIFY_WITH_TIMEOUT(params->text().contains("<b>") || params->text().contains("problem"), 60000);
+      staysPut(name + " (counted)", 200);
+      if (QTest::currentTestFailed()) return;
+    }
+    // Add to queue (nothing running: it starts) changes the count line again.
+    QVERIFY(panel->form()->setValue("training.steps", 5));
+    QTest::qWait(600);
+    QPushButton* queue = nullptr;
+    for (QPushButton* b : panel->findChildren<QPushButton*>())
+      if (b->text() == "Add to queue") queue = b;
+    QVERIFY(queue);
+    QTRY_VERIFY_WITH_TIMEOUT(queue->isEnabled(), 60000);
+    QTest::mouseClick(queue, Qt::LeftButton);
+    staysPut("Add to queue", 1000);
+    if (QTest::currentTestFailed()) return;
+    w.controller()->stop();
+    QTRY_VERIFY_WITH_TIMEOUT(!w.controller()->isTraining(), 120000);
+  }
+
+  // #38: a value out of its range is one problem, said once on its field and counted once.
+  void oneProblemIsSaidOnceAndCountedOnce() {
+    gui::MainWindow w(opts(m_root + "/ws-once"));
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    w.configurePanel()->applyConfig(tinyConfig(10));
+    w.configurePanel()->revalidateNow();
+    csw::OptionForm* form = w.configurePanel()->form();
+    auto* params = w.configurePanel()->findChild<QLabel*>("parameterCount");
+    QVERIFY(params);
+    auto* steps = qobject_cast<QAbstractSpinBox*>(form->editor("training.steps"));
+    QVERIFY(steps);
+    typeInto(steps, "0");
+    QTRY_VERIFY(form->errorLabel("training.steps")->isVisible());
+    const QString shown = form->errorLabel("training.steps")->text();
+    QVERIFY2(shown.contains("out of range"), qPrintable(shown));
+    QVERIFY2(!shown.contains(";") && !shown.contains("expected an integer"), qPrintable(shown));
+    QVERIFY2(params->text().contains("fix the problem above"), qPrintable(params->text()));
+    QCOMPARE(w.configurePanel()->validationErrors().size(), 1);
+    // Two fields out of range: two problems.
+    typeInto(qobject_cast<QAbstractSpinBox*>(form->editor("model.hidden")), "0");
+    QTRY_VERIFY(form->errorLabel("model.hidden")->isVisible());
+    QVERIFY2(params->text().contains("fix the 2 problems above"), qPrintable(params->text()));
+  }
+
+  // #38: the format line under the dataset describes the file as it is: it gives way to an
+  // error about the file ("looks binary", "cannot read") and follows a file that is deleted
+  // or comes back, without anything else being touched.
+  void datasetFormatLineFollowsTheFile() {
+    gui::MainWindow w(opts(m_root + "/ws-fmt"));
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    gui::ConfigurePanel* panel = w.configurePanel();
+    panel->applyConfig(tinyConfig(10));
+    auto* format = panel->findChild<QLabel*>("datasetFormat");
+    auto* error = panel->findChild<QLabel*>("datasetError");
+    QVERIFY(format && error);
+    QTRY_VERIFY(format->isVisible());
+    QVERIFY2(format->text().contains("text (detected)"), qPrintable(format->text()));
+    // A binary file: the loader says "looks binary"; no "text (detected)" above it.
+    const QString bin = m_root + "/noise.bin";
+    {
+      QFile f(bin);
+      QVERIFY(f.open(QIODevice::WriteOnly));
+      QByteArray b;
+      for (int i = 0; i < 20000; ++i) b.append(char((i * 7919) % 32));
+      f.write(b);
+    }
+    panel->setDatasetFile(bin);
+    QTRY_VERIFY_WITH_TIMEOUT(error->isVisible(), 60000);
+    QVERIFY2(error->text().contains("binary"), qPrintable(error->text()));
+    QVERIFY2(!format->isVisible(), qPrintable(format->text()));
+    // Another value while the file is still binary: the message stays on screen through
+    // "counting..." (it went and came back, moving the form under the pointer).
+    QTRY_VERIFY(panel->form()->editor("training.steps")->isVisible());
+    QWidget* stepsEditor = panel->form()->editor("training.steps");
+    const QPoint stepsAt = stepsEditor->mapTo(&w, QPoint(0, 0));
+    typeInto(qobject_cast<QAbstractSpinBox*>(panel->form()->editor("model.hidden")), "24");
+    for (int t = 0; t < 1500; t += 20) {
+      QVERIFY2(error->isVisible() && error->text().contains("binary"), qPrintable(QString::number(t)));
+      QCOMPARE(stepsEditor->mapTo(&w, QPoint(0, 0)), stepsAt);
+      QTest::qWait(20);
+    }
+    QVERIFY(!panel->isValid());
+    // A text file: its format line, no error.
+    const QString txt = m_root + "/short.txt";
+    {
+      QFile f(txt);
+      QVERIFY(f.open(QIODevice::WriteOnly));
+      for (int i = 0; i < 400; ++i) f.write("It was the best of times, it was the worst of times.\n");
+    }
+    panel->setDatasetFile(txt);
+    QTRY_VERIFY_WITH_TIMEOUT(!error->isVisible() && format->isVisible(), 60000);
+    QVERIFY2(format->text().contains("text (detected)") && format->text().contains("short.txt"),
+             qPrintable(format->text()));
+    QTRY_VERIFY_WITH_TIMEOUT(panel->startButton()->isEnabled(), 60000);
+    // Deleted behind the window's back: the error says so, the old format line goes.
+    QVERIFY(QFile::remove(txt));
+    QTRY_VERIFY_WITH_TIMEOUT(error->isVisible(), 10000);
+    QVERIFY2(error->text().contains("short.txt"), qPrintable(error->text()));
+    QVERIFY2(!format->isVisible(), qPrintable(format->text()));
+    QVERIFY(!panel->startButton()->isEnabled());
+    // Back again: so is its format line.
+    {
+      QFile f(txt);
+      QVERIFY(f.open(QIODevice::WriteOnly));
+      for (int i = 0; i < 400; ++i) f.write("It was the best of times, it was the worst of times.\n");
+    }
+    QTRY_VERIFY_WITH_TIMEOUT(!error->isVisible() && format->isVisible(), 10000);
+    QVERIFY2(format->text().contains("text (detected)"), qPrintable(format->text()));
+    QTRY_VERIFY_WITH_TIMEOUT(panel->startButton()->isEnabled(), 60000);
+  }
+
+  // #38: the dataset combo says what the data cache holds when the user looks at it: a CBT
+  // set that is built meanwhile (a cloze run builds it on first use) is no longer marked.
+  void datasetComboFollowsTheDataCache() {
+    const QString cache = m_root + "/data-cache";
+    QVERIFY(QDir().mkpath(cache));
+    const QByteArray oldDataDir = qgetenv("CELLSCOPE_DATA_DIR");
+    qputenv("CELLSCOPE_DATA_DIR", cache.toUtf8());
+    struct Restore {
+      QByteArray v;
+      ~Restore() {
+        if (v.isEmpty()) qunsetenv("CELLSCOPE_DATA_DIR");
+        else qputenv("CELLSCOPE_DATA_DIR", v);
+      }
+    } restore{oldDataDir};
+    gui::MainWindow w(opts(m_root + "/ws-cache"));
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    gui::ConfigurePanel* panel = w.configurePanel();
+    QVERIFY(panel->setConfigValue("task.name", "cloze"));
+    auto* combo = panel->findChild<QComboBox*>("datasetCombo");
+    QVERIFY(combo);
+    const int i = combo->findData("moby-dick-cbt-cn");
+    QVERIFY(i >= 0);
+    QCOMPARE(combo->itemText(i), QString("moby-dick-cbt-cn (built on first use)"));  // built, not downloaded
+    // The set's files appear in the cache (what `cellscope-cli datasets build` or a first
+    // cloze run leaves there: the manifest's list).
+    QFile mf(gui::manifestPath());
+    QVERIFY(mf.open(QIODevice::ReadOnly));
+    QStringList files;
+    for (const QJsonValue& e : QJsonDocument::fromJson(mf.readAll()).object().value("datasets").toArray())
+      if (e.toObject().value("name").toString() == "moby-dick-cbt-cn")
+        for (const QJsonValue& f : e.toObject().value("files").toArray()) files << f.toString();
+    QVERIFY(!files.isEmpty());
+    for (const QString& f : files) {
+      QVERIFY(QDir().mkpath(QFileInfo(cache + "/" + f).absolutePath()));
+      QFile out(cache + "/" + f);
+      QVERIFY(out.open(QIODevice::WriteOnly));
+      out.write("1 x\n");
+    }
+    // The user opens the list: the set is there, unmarked.
+    QTest::mouseClick(combo, Qt::LeftButton);
+    QTRY_VERIFY(combo->view()->isVisible());
+    QCOMPARE(combo->itemText(i), QString("moby-dick-cbt-cn"));
+    QCOMPARE(combo->view()->model()->index(i, 0).data().toString(), QString("moby-dick-cbt-cn"));
+    combo->hidePopup();
+    // Gone again (a cache cleared): marked again at the next validation.
+    QVERIFY(QDir(cache + "/moby-dick-cbt-cn").removeRecursively());
+    panel->revalidateNow();
+    QCOMPARE(combo->itemText(i), QString("moby-dick-cbt-cn (built on first use)"));
   }
 };
 

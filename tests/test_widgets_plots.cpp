@@ -283,6 +283,89 @@ private Q_SLOTS:
     QVERIFY(p.plot()->xAxis->range().contains(0) && p.plot()->xAxis->range().contains(30));
   }
 
+  // An empty plot draws no legend box (QCustomPlot draws the frame of a legend without
+  // entries); the box comes with the first point, and the toggle still hides it.
+  void curvePlotEmptyPlotHasNoLegendBox() {
+    CurvePlot p;
+    p.setAttribute(Qt::WA_DontShowOnScreen);
+    p.resize(640, 480);
+    p.show();
+    p.addSeries(QStringLiteral("train"), QStringLiteral("train loss"), Qt::blue);
+    p.addSeries(QStringLiteral("val"), QStringLiteral("validation"), Qt::red);
+    p.replotIfDirty();
+    // Dark pixels near the axis rect's top-right corner, where the legend sits (the grid
+    // is light grey, the right and top axes are hidden).
+    auto darkInLegendCorner = [&p] {
+      p.plot()->replot(QCustomPlot::rpImmediateRefresh);
+      const QImage img = p.plot()->grab().toImage();
+      const QRect ar = p.plot()->axisRect()->rect();
+      const QRect corner(ar.right() - 60, ar.top(), 60, 40);
+      int dark = 0;
+      for (int y = corner.top(); y <= corner.bottom(); ++y)
+        for (int x = corner.left(); x <= corner.right(); ++x) {
+          const QColor c = img.pixelColor(x, y);
+          if (c.red() < 110 && c.green() < 110 && c.blue() < 110) ++dark;
+        }
+      return dark;
+    };
+    QCOMPARE(darkInLegendCorner(), 0);
+    QVERIFY(!p.plot()->legend->visible());
+    QVERIFY(p.legendVisible());  // what the user asked for is kept
+    p.appendPoints(QStringLiteral("val"), {0, 10}, {std::nan(""), std::nan("")});  // nothing finite yet
+    p.replotIfDirty();
+    QCOMPARE(darkInLegendCorner(), 0);
+    p.appendPoints(QStringLiteral("train"), {0, 10, 20}, {3.0, 2.0, 1.5});
+    p.replotIfDirty();
+    QVERIFY(darkInLegendCorner() > 20);  // the box and "train loss"
+    QVERIFY(p.plot()->legend->visible());
+    p.setLegendVisible(false);
+    QCOMPARE(darkInLegendCorner(), 0);
+    p.setLegendVisible(true);
+    QVERIFY(darkInLegendCorner() > 20);
+    p.removeSeries(QStringLiteral("train"));
+    p.replotIfDirty();
+    QCOMPARE(darkInLegendCorner(), 0);  // back to no point: no box
+  }
+
+  // A plot of one point (one step, or one x for all its series) shows no negative steps:
+  // the drawn x ticks stay >= 0 and the point is inside the view.
+  void curvePlotOnePointHasNoNegativeSteps() {
+    CurvePlot p;
+    p.setAttribute(Qt::WA_DontShowOnScreen);
+    p.resize(640, 480);
+    p.show();
+    for (double x : {0.0, 1.0, 3.0, 250.0}) {
+      p.setSeries(QStringLiteral("val"), {x}, {2.5});
+      p.replotIfDirty();
+      p.plot()->replot(QCustomPlot::rpImmediateRefresh);
+      const QCPRange r = p.plot()->xAxis->range();
+      QVERIFY2(r.lower >= 0 && r.contains(x) && r.size() > 0,
+               qPrintable(QStringLiteral("x %1: range [%2, %3]").arg(x).arg(r.lower).arg(r.upper)));
+      QVERIFY(r.lower < x || x == 0);  // not at the edge, except step 0 at the axis origin
+      for (double t : p.plot()->xAxis->tickVector())
+        QVERIFY2(t >= 0, qPrintable(QStringLiteral("x %1: tick %2").arg(x).arg(t)));
+      const double px = p.plot()->xAxis->coordToPixel(x);
+      QVERIFY(px >= p.plot()->axisRect()->left() && px <= p.plot()->axisRect()->right());
+    }
+    // Several series at one step: the same.
+    p.setSeries(QStringLiteral("train"), {2.0}, {3.0});
+    p.setSeries(QStringLiteral("val"), {2.0}, {2.0});
+    p.replotIfDirty();
+    p.plot()->replot(QCustomPlot::rpImmediateRefresh);
+    QVERIFY(p.plot()->xAxis->range().lower >= 0);
+    // A negative x stays visible (no clamping at 0 then).
+    p.setSeries(QStringLiteral("train"), {-4.0}, {3.0});
+    p.setSeries(QStringLiteral("val"), {-4.0}, {2.0});
+    p.replotIfDirty();
+    QVERIFY(p.plot()->xAxis->range().contains(-4.0) && p.plot()->xAxis->range().size() > 0);
+    // Two x values: the data's own range, as before.
+    p.setSeries(QStringLiteral("val"), {5.0, 15.0}, {1.0, 2.0});
+    p.removeSeries(QStringLiteral("train"));
+    p.replotIfDirty();
+    QCOMPARE(p.plot()->xAxis->range().lower, 5.0);
+    QCOMPARE(p.plot()->xAxis->range().upper, 15.0);
+  }
+
   void curvePlotExport() {
     CurvePlot p;
     p.resize(500, 350);

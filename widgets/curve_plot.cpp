@@ -192,6 +192,10 @@ CurvePlot::CurvePlot(QWidget* parent) : PlotView(Kind::CustomPlot, parent) {
   connect(m_logX, &QCheckBox::toggled, this, &CurvePlot::setXLog);
   connect(m_logY, &QCheckBox::toggled, this, &CurvePlot::setYLog);
   connect(m_legendBox, &QCheckBox::toggled, this, &CurvePlot::setLegendVisible);
+  // The legend box is drawn only when it has an entry: an empty plot (or one whose series
+  // have no finite point yet) shows no empty frame. The toggle keeps what the user asked for.
+  connect(m_plot, &QCustomPlot::beforeReplot, this,
+          [this] { m_plot->legend->setVisible(m_legendBox->isChecked() && m_plot->legend->itemCount() > 0); });
   connect(m_resetButton, &QToolButton::clicked, this, &CurvePlot::resetView);
   connect(m_plot, &QCustomPlot::mouseMove, this, &CurvePlot::onMouseMove);
   connect(m_plot, &QCustomPlot::mouseDoubleClick, this, [this](QMouseEvent*) { resetView(); });
@@ -745,11 +749,11 @@ void CurvePlot::setLegendVisible(bool visible) {
     QSignalBlocker b(m_legendBox);
     m_legendBox->setChecked(visible);
   }
-  m_plot->legend->setVisible(visible);
-  refreshNow();
+  refreshNow();  // (the legend entries follow the series' points)
+  m_plot->legend->setVisible(visible && m_plot->legend->itemCount() > 0);
 }
 
-bool CurvePlot::legendVisible() const { return m_plot->legend->visible(); }
+bool CurvePlot::legendVisible() const { return m_legendBox->isChecked(); }
 
 void CurvePlot::setToolbarVisible(bool visible) { m_toolbar->setVisible(visible); }
 
@@ -771,16 +775,28 @@ void CurvePlot::fitView() {
   }
   m_internalRange = true;
   m_plot->rescaleAxes(true);
+  // The data's x range (a log axis: its positive part).
+  double xlo = std::numeric_limits<double>::infinity(), xhi = -xlo;
+  for (const Series* s : m_series)
+    for (auto it = s->raw->data()->constBegin(); it != s->raw->data()->constEnd(); ++it)
+      if (std::isfinite(it->key) && (!m_xLog || it->key > 0)) {
+        xlo = std::min(xlo, it->key);
+        xhi = std::max(xhi, it->key);
+      }
   if (extent) {
     // QCustomPlot fits one point into a tiny range (x +- 2): the extent replaces such a range.
-    double lo = extentLo, hi = m_extentHi;
-    for (const Series* s : m_series)
-      for (auto it = s->raw->data()->constBegin(); it != s->raw->data()->constEnd(); ++it)
-        if (std::isfinite(it->key) && (!m_xLog || it->key > 0)) {
-          lo = std::min(lo, it->key);
-          hi = std::max(hi, it->key);
-        }
+    const double lo = std::min(extentLo, xlo), hi = std::max(m_extentHi, xhi);
     if (hi > lo) m_plot->xAxis->setRange(lo, hi);
+  } else if (std::isfinite(xlo) && xhi - xlo <= 1e-12 * std::max(1.0, std::abs(xhi))) {
+    // One x value (one point, or several at one step): QCustomPlot keeps the previous
+    // range's width around it, which shows negative steps for a point at step 0..few. A range
+    // of its own instead, never below 0 when no x is negative.
+    if (m_xLog) {
+      m_plot->xAxis->setRange(xlo / 2, xhi * 2);
+    } else {
+      const double pad = std::max(std::abs(xlo), 1.0);
+      m_plot->xAxis->setRange(xlo >= 0 ? std::max(0.0, xlo - pad) : xlo - pad, xhi + pad);
+    }
   }
   // A little headroom in y; a flat line gets a unit-sized range.
   // (QCustomPlot keeps the previous range's size for a flat line, so check the data itself.)

@@ -163,14 +163,14 @@ OptionForm::OptionForm(QWidget* parent) : QWidget(parent) {
   m_generalError->setWordWrap(true);
   m_generalError->hide();
   outer->addWidget(m_generalError);
-  auto* scroll = new QScrollArea(this);
-  scroll->setWidgetResizable(true);
-  scroll->setFrameShape(QFrame::NoFrame);
-  outer->addWidget(scroll, 1);
-  m_body = new QWidget(scroll);
+  m_scroll = new QScrollArea(this);
+  m_scroll->setWidgetResizable(true);
+  m_scroll->setFrameShape(QFrame::NoFrame);
+  outer->addWidget(m_scroll, 1);
+  m_body = new QWidget(m_scroll);
   m_content = new QVBoxLayout(m_body);
   m_content->addStretch(1);
-  scroll->setWidget(m_body);
+  m_scroll->setWidget(m_body);
 }
 
 OptionForm::~OptionForm() {
@@ -339,6 +339,24 @@ void OptionForm::setOptions(const QList<OptionDesc>& options) {
     m_byPath.insert(path, f);
   }
   m_building = false;
+  settleLayout();
+}
+
+void OptionForm::settleLayout() {
+  // A widget added to a visible parent's layout is shown by a queued call, so for one pass
+  // of the event loop the new sections are hidden: the body's minimum size (hence the scroll
+  // area's size for it) is taken without them, and the rows are laid out squeezed into the
+  // old height until something else (a label changing its height) makes the scroll area
+  // look again. Show them now and lay the body and its scroll area out at once.
+  for (Section* sec : m_sections)
+    if (sec->box->isHidden()) sec->box->setVisible(true);
+  m_content->activate();
+  m_content->update();
+  if (m_scroll) {
+    QEvent ev(QEvent::LayoutRequest);  // QScrollArea: its widget's size and the scroll range
+    QCoreApplication::sendEvent(m_scroll, &ev);
+  }
+  m_content->activate();
 }
 
 QList<OptionDesc> OptionForm::options() const {

@@ -44,6 +44,7 @@
 
 class QFrame;
 class QLabel;
+class QScrollArea;
 class QVBoxLayout;
 
 namespace csw {
@@ -92,6 +93,10 @@ public:
 
   // Rebuilds the form (previous editors and errors are discarded; no changed signals).
   void setOptions(const QList<OptionDesc>& options);
+  // Lays the rows out now (setOptions does it too): the sections shown, the form's layout
+  // and its scroll area's range up to date before the next paint (no rows squeezed together
+  // that spread out later, under the pointer). See FORM_LAYOUT_NOTES.md.
+  void settleLayout();
   QList<OptionDesc> options() const;  // with current values
   QStringList paths() const;
 
@@ -138,6 +143,7 @@ private:
 
   QVBoxLayout* m_content = nullptr;
   QWidget* m_body = nullptr;
+  QScrollArea* m_scroll = nullptr;
   QLabel* m_generalError = nullptr;
   QList<Field*> m_fields;
   QHash<QString, Field*> m_byPath;

@@ -6,6 +6,7 @@
 #include <QFile>
 #include <QFileDialog>
 #include <QFileInfo>
+#include <QFileSystemWatcher>
 #include <QFormLayout>
 #include <QGridLayout>
 #include <QGroupBox>
@@ -26,6 +27,7 @@
 #include <QVBoxLayout>
 
 #include <algorithm>
+#include <functional>
 
 #include "core_bridge.h"
 #include "option_form.h"
@@ -40,6 +42,23 @@ void putValue(QJsonObject& cfg, const QString& path, const QVariant& v) {
   QJsonObject sec = cfg.value(section).toObject();
   sec.insert(key, QJsonValue::fromVariant(v));
   cfg.insert(section, sec);
+}
+
+// The dataset combo looks at the data cache again each time it opens: a set that was
+// downloaded or built meanwhile (a CBT set on a cloze run's first use) loses its
+// "(not downloaded)".
+class DatasetCombo : public QComboBox {
+public:
+  std::function<void()> beforePopup;
+  void showPopup() override {
+    if (beforePopup) beforePopup();
+    QComboBox::showPopup();
+  }
+};
+
+QString datasetItemText(const DatasetEntry& d) {
+  if (d.present) return d.name;
+  return d.name + (d.built ? QStringLiteral(" (built on first use)") : QStringLiteral(" (not downloaded)"));
 }
 }  // namespace
 
@@ -74,6 +93,7 @@ ConfigurePanel::ConfigurePanel(QWidget* parent) : QWidget(parent) {
   auto* setup = new QGroupBox(QStringLiteral("Setup"));
   auto* f = new QFormLayout(setup);
   m_presetCombo = new QComboBox;
+  m_presetCombo->setObjectName(QStringLiteral("presetCombo"));
   m_presetCombo->setToolTip(
       QStringLiteral("Bundled configurations (resources/presets): the papers' setups and quick ones"));
   f->addRow(QStringLiteral("Preset"), m_presetCombo);
@@ -84,7 +104,10 @@ ConfigurePanel::ConfigurePanel(QWidget* parent) : QWidget(parent) {
   }
   f->addRow(QStringLiteral("Task"), m_taskCombo);
   auto* dsRow = new QHBoxLayout;
-  m_datasetCombo = new QComboBox;
+  auto* datasetCombo = new DatasetCombo;
+  datasetCombo->beforePopup = [this] { refreshDatasetList(); };
+  m_datasetCombo = datasetCombo;
+  m_datasetCombo->setObjectName(QStringLiteral("datasetCombo"));
   m_datasetCombo->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
   m_datasetCombo->setMinimumContentsLength(12);
   auto* dsOpen = new QToolButton;
@@ -104,6 +127,7 @@ ConfigurePanel::ConfigurePanel(QWidget* parent) : QWidget(parent) {
   dsRow->addWidget(dsOpen);
   f->addRow(QStringLiteral("Dataset"), dsRow);
   m_formatLabel = new QLabel;
+  m_formatLabel->setObjectName(QStringLiteral("datasetFormat"));
   m_formatLabel->setStyleSheet(QStringLiteral("color: palette(mid);"));
   m_formatLabel->setWordWrap(true);
   f->addRow(QString(), m_formatLabel);
@@ -141,6 +165,7 @@ ConfigurePanel::ConfigurePanel(QWidget* parent) : QWidget(parent) {
   v->addWidget(scroll, 1);
 
   m_paramLabel = new QLabel(QStringLiteral("Parameters: -"));
+  m_paramLabel->setObjectName(QStringLiteral("parameterCount"));
   m_paramLabel->setToolTip(QStringLiteral("Trainable parameters of the configured model (updated as options change)"));
   v->addWidget(m_paramLabel);
 
@@ -228,8 +253,45 @@ void ConfigurePanel::setTrainingState(bool training, bool paused) {
 }
 
 void ConfigurePanel::showDatasetLabel() {
+  // The format line describes the file as it is now, and gives way to an error about it
+  // (no "Format: text (detected)" above "looks binary" or "cannot read").
   m_formatLabel->setText(datasetLabel());
-  m_formatLabel->setVisible(!m_formatLabel->text().isEmpty());
+  m_formatLabel->setVisible(!m_formatLabel->text().isEmpty() && m_datasetError->text().isEmpty());
+  watchDatasetFile();
+}
+
+void ConfigurePanel::watchDatasetFile() {
+  // A dataset file of the user's that changes or goes away (or comes back) is looked at
+  // again at once: its format line and its errors never describe a file that is gone.
+  if (!m_watcher) {
+    m_watcher = new QFileSystemWatcher(this);
+    auto again = [this] {
+      showDatasetLabel();
+      scheduleValidation();
+    };
+    connect(m_watcher, &QFileSystemWatcher::fileChanged, this, again);
+    // Its folder: only the file's coming back (or a folder dataset's own content) counts,
+    // not every other file written beside it.
+    connect(m_watcher, &QFileSystemWatcher::directoryChanged, this, [this, again](const QString& dir) {
+      const QFileInfo fi(m_datasetFile);
+      const QString abs = fi.absoluteFilePath();
+      const bool watched = m_watcher->files().contains(abs) || m_watcher->directories().contains(abs);
+      if (!m_datasetFile.isEmpty() && (dir == abs || fi.exists() != watched)) again();
+    });
+  }
+  QStringList want;
+  if (!m_datasetFile.isEmpty()) {
+    const QFileInfo fi(m_datasetFile);
+    if (fi.exists()) want << fi.absoluteFilePath();
+    if (fi.absoluteDir().exists()) want << fi.absolutePath();
+  }
+  QStringList have = m_watcher->files() + m_watcher->directories();
+  QStringList sortedWant = want;
+  std::sort(have.begin(), have.end());
+  std::sort(sortedWant.begin(), sortedWant.end());
+  if (have == sortedWant) return;
+  if (!have.isEmpty()) m_watcher->removePaths(have);
+  if (!want.isEmpty()) m_watcher->addPaths(want);
 }
 
 void ConfigurePanel::populatePresets() {
@@ -278,7 +340,7 @@ void ConfigurePanel::populateDatasets() {
   m_datasetCombo->clear();
   for (const DatasetEntry& d : manifestDatasets()) {
     if (!d.tasks.isEmpty() && !d.tasks.contains(task)) continue;
-    m_datasetCombo->addItem(d.present ? d.name : d.name + QStringLiteral(" (not downloaded)"), d.name);
+    m_datasetCombo->addItem(datasetItemText(d), d.name);
     m_datasetCombo->setItemData(m_datasetCombo->count() - 1,
                                 QStringLiteral("%1\nFormat: %2").arg(d.description, d.format), Qt::ToolTipRole);
     m_datasetCombo->setItemData(m_datasetCombo->count() - 1, d.format, Qt::UserRole + 1);
@@ -298,6 +360,13 @@ void ConfigurePanel::populateDatasets() {
   m_datasetFile = data.startsWith(QLatin1String("file:")) ? data.mid(5) : QString();
   m_datasetCombo->blockSignals(false);
   showDatasetLabel();
+}
+
+void ConfigurePanel::refreshDatasetList() {
+  for (const DatasetEntry& d : manifestDatasets()) {
+    const int i = m_datasetCombo->findData(d.name);
+    if (i >= 0 && m_datasetCombo->itemText(i) != datasetItemText(d)) m_datasetCombo->setItemText(i, datasetItemText(d));
+  }
 }
 
 bool ConfigurePanel::selectDataset(const QString& name) {
@@ -325,8 +394,7 @@ void ConfigurePanel::setDatasetFile(const QString& path) {
   }
   m_datasetCombo->setCurrentIndex(idx);
   m_datasetFile = abs;
-  m_formatLabel->setText(datasetLabel());
-  m_formatLabel->setVisible(true);
+  showDatasetLabel();
   scheduleValidation();
 }
 
@@ -366,6 +434,18 @@ void ConfigurePanel::rebuildForm() {
     if (paths.contains(it.key())) carried.insert(it.key(), it.value());
   m_form->setValues(carried);
   scheduleValidation();
+  settleLayout();
+}
+
+void ConfigurePanel::settleLayout() {
+  // The new rows and the labels above the form (the cell's description, the dataset's
+  // format line) take their final place before the next paint, not a pass of the event
+  // loop later under the user's pointer (FORM_LAYOUT_NOTES.md).
+  m_form->settleLayout();
+  // A label's new height reaches the panel's layout one layout level per LayoutRequest
+  // (the Setup box's layout first, then the panel's): deliver them now, level by level.
+  for (int level = 0; level < 4; ++level) QCoreApplication::sendPostedEvents(nullptr, QEvent::LayoutRequest);
+  m_form->settleLayout();  // the form's own size may have changed with the panel's
 }
 
 QJsonObject ConfigurePanel::currentConfig() const {
@@ -408,6 +488,7 @@ void ConfigurePanel::applyConfig(const QJsonObject& cfg) {
   }
   m_applying = false;
   scheduleValidation();
+  settleLayout();
 }
 
 bool ConfigurePanel::setConfigValue(const QString& path, const QVariant& value) {
@@ -446,9 +527,19 @@ void ConfigurePanel::revalidateNow() {
   const QStringList formPaths = m_form->paths();
   // Every problem on its own field: the schema's checks, values out of their
   // range (the editors never clamp), and a dataset file whose format is unknown.
-  QList<QPair<QString, QString>> all = errs;
+  // A value out of its range is said once, in the form's words ("0 is out of range: must be
+  // in [1, 100]"): the schema's "expected an integer in [1, 100], got 0" on the same field
+  // is the same problem and is left out (it would be shown twice and counted twice).
+  QList<QPair<QString, QString>> ranges;
   for (const QString& r : m_form->rangeErrors())
-    all << qMakePair(r.section(QStringLiteral(": "), 0, 0), r.section(QStringLiteral(": "), 1));
+    ranges << qMakePair(r.section(QStringLiteral(": "), 0, 0), r.section(QStringLiteral(": "), 1));
+  QList<QPair<QString, QString>> all;
+  for (const auto& e : errs) {
+    const bool rangeMessage = e.second.startsWith(QLatin1String("expected a")) && e.second.contains(QLatin1String(" in ["));
+    const bool hasRange = std::any_of(ranges.begin(), ranges.end(), [&](const auto& r) { return r.first == e.first; });
+    if (!(rangeMessage && hasRange) && !all.contains(e)) all << e;
+  }
+  all << ranges;
   QString dsError;
   if (!m_datasetFile.isEmpty()) {
     const QString fmt = detectFormat(m_datasetFile);
@@ -460,7 +551,10 @@ void ConfigurePanel::revalidateNow() {
                                "train.article.txt)").arg(m_datasetFile);
     if (!dsError.isEmpty()) all << qMakePair(QStringLiteral("dataset.path"), dsError);
   }
+  m_formatLabel->setText(datasetLabel());
+  refreshDatasetList();
   showDatasetError(dsError);
+  watchDatasetFile();
   QMap<QString, QStringList> onField;  // a field with several problems shows them all
   for (const auto& e : all) {
     m_errors << e.first + QStringLiteral(": ") + e.second;
@@ -473,14 +567,19 @@ void ConfigurePanel::revalidateNow() {
   }
   m_topError->setText(top.join(QStringLiteral("<br>")));
   m_topError->setVisible(!top.isEmpty());
+  // The model could not be built from the configuration before: its message stays where it
+  // is while the new count runs (hiding it for "counting..." and showing it again moved the
+  // form under the pointer); the count's answer replaces or clears it.
+  if (all.isEmpty() && !m_buildError.isEmpty()) placeBuildError(m_buildError);
+  else m_buildError.clear();
   if (all.isEmpty()) {
     m_paramLabel->setText(QStringLiteral("Parameters: counting..."));
     m_paramTimer->start();
   } else {
     ++m_paramGeneration;  // drop a count in flight
     m_paramCount = -1;
-    m_paramLabel->setText(
-        QStringLiteral("Parameters: - (fix the %1 problem%2 above)").arg(all.size()).arg(all.size() > 1 ? "s" : ""));
+    m_paramLabel->setText(all.size() == 1 ? QStringLiteral("Parameters: - (fix the problem above)")
+                                          : QStringLiteral("Parameters: - (fix the %1 problems above)").arg(all.size()));
     m_paramLabel->setToolTip(QString());
   }
   Q_EMIT validated();
@@ -500,6 +599,14 @@ void ConfigurePanel::requestParameterCount() {
         [self, gen, n, err] {
           if (!self || gen != self->m_paramGeneration) return;
           self->m_paramCount = n;
+          if (!self->m_buildError.isEmpty()) {
+            // The configuration is valid (the count ran): the messages shown are the last build
+            // error's; they go (a new one, if any, is placed below in this same pass).
+            self->m_buildError.clear();
+            self->m_form->clearErrors();
+            self->showDatasetError(QString());
+            self->m_topError->hide();
+          }
           if (n >= 0) {
             self->m_paramLabel->setText(
                 QStringLiteral("Parameters: <b>%1</b> (%2 M)").arg(QLocale().toString(n)).arg(n / 1e6, 0, 'f', 3));
@@ -519,11 +626,22 @@ QString ConfigurePanel::datasetError() const { return m_datasetError->text(); }
 void ConfigurePanel::showDatasetError(const QString& message) {
   m_datasetError->setText(message);
   m_datasetError->setVisible(!message.isEmpty());
+  m_formatLabel->setVisible(message.isEmpty() && !m_formatLabel->text().isEmpty());
   m_datasetCombo->setStyleSheet(message.isEmpty() ? QString()
                                                   : QStringLiteral("QComboBox { border: 1px solid #d32f2f; }"));
 }
 
 void ConfigurePanel::showBuildError(const QString& err) {
+  m_buildError = err;
+  QString message;
+  const QString path = placeBuildError(err, &message);
+  m_errors << (path.isEmpty() ? QStringLiteral("model") : path) + QStringLiteral(": ") + message;
+  m_paramLabel->setText(
+      QStringLiteral("Parameters: <span style='color:#c62828'>cannot build the model (see above)</span>"));
+  m_paramLabel->setToolTip(err);
+}
+
+QString ConfigurePanel::placeBuildError(const QString& err, QString* messageOut) {
   // The model cannot be built from a config the schema accepts (an unknown
   // dataset format, a corpus too short, ...): the message goes on the field it
   // names ("dataset.format: unknown format 'x'"), else under the dataset (a data
@@ -536,7 +654,7 @@ void ConfigurePanel::showBuildError(const QString& err) {
     path = m.captured(1);
     message = m.captured(2);
   }
-  m_errors << (path.isEmpty() ? QStringLiteral("model") : path) + QStringLiteral(": ") + message;
+  if (messageOut) *messageOut = message;
   if (!path.isEmpty() && m_form->paths().contains(path)) {
     m_form->setError(path, message);
   } else if (path.startsWith(QLatin1String("dataset")) || path.isEmpty()) {
@@ -545,9 +663,7 @@ void ConfigurePanel::showBuildError(const QString& err) {
     m_topError->setText(QStringLiteral("<b>%1</b>: %2").arg(path.toHtmlEscaped(), message.toHtmlEscaped()));
     m_topError->show();
   }
-  m_paramLabel->setText(
-      QStringLiteral("Parameters: <span style='color:#c62828'>cannot build the model (see above)</span>"));
-  m_paramLabel->setToolTip(err);
+  return path;
 }
 
 void ConfigurePanel::chooseDatasetFile() {

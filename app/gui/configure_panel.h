@@ -11,6 +11,7 @@
 #include <QWidget>
 
 class QComboBox;
+class QFileSystemWatcher;
 class QLabel;
 class QPushButton;
 class QSpinBox;
@@ -57,6 +58,9 @@ public:
 public Q_SLOTS:
   void chooseDatasetFile();
   void chooseDatasetFolder();  // a CBT set, parallel text, PTB directory
+  // The manifest datasets' "(not downloaded)" marks as the data cache is now (the combo
+  // also does it each time it opens, and validation does).
+  void refreshDatasetList();
 
 Q_SIGNALS:
   void startRequested();
@@ -75,8 +79,11 @@ private:
   void scheduleValidation();
   void requestParameterCount();
   void showDatasetLabel();
+  void settleLayout();
+  void watchDatasetFile();  // m_datasetFile and its folder, while it is set
   void showDatasetError(const QString& message);  // under the dataset row, red frame on its box
   void showBuildError(const QString& error);      // the model cannot be built: on the field it names
+  QString placeBuildError(const QString& error, QString* message = nullptr);  // shows it; the path it names
   QString datasetLabel() const;
 
   QComboBox* m_presetCombo = nullptr;
@@ -98,9 +105,11 @@ private:
   QLabel* m_procHint = nullptr;
   QTimer* m_validateTimer = nullptr;
   QTimer* m_paramTimer = nullptr;
+  QFileSystemWatcher* m_watcher = nullptr;
   QStringList m_errors;
   qint64 m_paramCount = -1;
   int m_paramGeneration = 0;
+  QString m_buildError;   // the last count's error while it still applies (kept on screen while counting)
   QString m_datasetFile;  // non-empty: a user file instead of a manifest dataset
   bool m_applying = false;
 };

@@ -164,6 +164,7 @@ QList<DatasetEntry> manifestDatasets() {
     if (e.contains("tasks"))
       for (const auto& t : e.at("tasks")) d.tasks << q(t.get<std::string>());
     d.present = cs::dataset_fetched(e);
+    d.built = e.value("obtain", std::string()) == "build";
     out << d;
   }
   return out;

@@ -51,6 +51,7 @@ struct DatasetEntry {
   QString name, format, description;
   QStringList tasks;
   bool present = false;  // all its files are in the data cache
+  bool built = false;    // Cellscope builds it (manifest "obtain": "build") instead of downloading it
 };
 QList<DatasetEntry> manifestDatasets();
 

@@ -577,6 +577,17 @@ void DecodePanel::showTable(int index) {
     for (int c = 0; c < 3; ++c) {
       auto* item = new QTableWidgetItem(QString(texts[c]).replace(QLatin1Char('\n'), QLatin1Char(' ')));
       item->setToolTip(texts[c]);
+      if (texts[c].trimmed().isEmpty()) {
+        // An empty text (a hypothesis that ends at once) would be a blank cell, read as a
+        // display fault: a grey italic marker says it is empty. Copy and export keep "".
+        item->setText(c == 2 ? tr("(empty hypothesis)") : tr("(empty)"));
+        item->setToolTip(c == 2 ? tr("The model ended this output before its first token (it produced nothing)")
+                                : tr("Empty in the data"));
+        QFont italic = item->font();
+        italic.setItalic(true);
+        item->setFont(italic);
+        item->setForeground(QColor(0x75, 0x75, 0x75));
+      }
       m_samples->setItem(r, c + 1, item);
     }
     auto* score = new QTableWidgetItem(QString::number(row.score, 'f', 3));

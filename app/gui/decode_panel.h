@@ -97,6 +97,7 @@ public:
   void setCurrentTable(int index);
   QComboBox* tableSelector() const { return m_tableCombo; }
   QTableWidget* samplesTable() const { return m_samples; }
+  DecodeWorker* worker() const { return m_worker; }  // its signals drive the view (tests send tables through it)
   QTableWidget* metricsTable() const { return m_metrics; }
   void clearTables();
 

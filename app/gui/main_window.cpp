@@ -353,6 +353,7 @@ void MainWindow::onFinished(const QString& runDir, const QString& status, const 
   }
   m_compare->refreshRun(runDir);
   m_compare->redraw();
+  m_configure->refreshDatasetList();  // a run may have built (or fetched) its dataset
   if (m_closeAfterStop) close();
 }
 

@@ -82,7 +82,11 @@ void TrainingStatus::showProgress(const TrainProgress& pr) {
   m_progress->setRange(0, std::max(total, 1));
   m_progress->setValue(step);
   m_progress->setFormat(QStringLiteral("%1 / %2").arg(pr.step).arg(pr.total));
-  if (!m_controller->isPaused())
+  // Pause takes effect after the step in flight: the step that step reports comes
+  // after the pause, so the paused line follows the bar instead of keeping the step before.
+  if (m_controller->isPaused())
+    m_status->setText(QStringLiteral("Paused at step %1").arg(pr.step));
+  else
     m_status->setText(QStringLiteral("Step %1 / %2  \u00b7  %3  \u00b7  %4 %5/s  \u00b7  elapsed %6  \u00b7  ETA %7")
                           .arg(pr.step)
                           .arg(pr.total)
