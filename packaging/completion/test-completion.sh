@@ -17,22 +17,23 @@ fail=0
 checks=0
 bad() { echo "FAIL: $*"; fail=1; }
 
-# COMPREPLY for the command line "$@" (the cursor in the last word), one per line.
-complete_line() {
+# Completes the command line "$@" (the cursor in the last word) in this shell, so the
+# completion's cache of help texts lasts from one call to the next; COMPREPLY holds the answer.
+complete_in_shell() {
   COMP_WORDS=("$@")
   COMP_CWORD=$((${#COMP_WORDS[@]} - 1))
   COMPREPLY=()
   _cellscope_cli
-  printf '%s\n' "${COMPREPLY[@]}"
 }
+complete_line() { complete_in_shell "$@"; printf '%s\n' "${COMPREPLY[@]}"; }
 # offered WORD LINE...: WORD is among the completions of LINE.
 offered() {
-  local w=$1
+  local w=$1 x
   shift
   checks=$((checks + 1))
-  local got
-  got=$(complete_line "$@")
-  grep -qxF -- "$w" <<<"$got" || bad "'$w' not offered for: ${*:2}"
+  complete_in_shell "$@"
+  for x in "${COMPREPLY[@]}"; do [[ $x == "$w" ]] && return 0; done
+  bad "'$w' not offered for: ${*:2}"
 }
 
 # The commands: the rows under "commands:" in the top-level help.
