@@ -35,6 +35,7 @@ has usr/lib/python3/dist-packages/cellscope_torch/__init__.py
 has usr/lib/python3/dist-packages/cellscope_torch/README.md
 has usr/lib/cellscope/libcellscope_spm.so  # SentencePiece, dlopen()ed (core/base/data/SEQ2SEQ_DATA_NOTES.md)
 has usr/share/man/man1/cellscope-cli.1.gz
+has usr/share/bash-completion/completions/cellscope-cli
 has usr/share/doc/cellscope/copyright
 has usr/share/doc/cellscope/changelog.gz
 gui=0
@@ -70,6 +71,9 @@ export XDG_CACHE_HOME=$out/xdg-cache XDG_DATA_HOME=$out/xdg-data
 unset CELLSCOPE_RESOURCES CELLSCOPE_MANIFEST CELLSCOPE_DATA_DIR CELLSCOPE_FETCH_SCRIPT CELLSCOPE_WORKSPACE
 cli=$out/root/usr/bin/cellscope-cli
 "$cli" --version | grep -qx "cellscope-cli $version" || bad "--version does not print $version"
+# The man page help2man made from this CLI names every command it has (packaging/man/check-man.sh).
+bash "$(dirname "${BASH_SOURCE[0]}")/man/check-man.sh" "$cli" "$out/root/usr/share/man/man1/cellscope-cli.1.gz" >"$out/man.txt" 2>&1 ||
+  bad "man page: $(grep FAIL "$out/man.txt")"
 "$cli" presets >"$out/presets.txt" 2>&1 || bad "cellscope-cli presets failed: $(cat "$out/presets.txt")"
 grep -q quick-gru "$out/presets.txt" || bad "cellscope-cli presets does not list quick-gru"
 "$cli" datasets >"$out/datasets.txt" 2>&1 || bad "cellscope-cli datasets failed: $(cat "$out/datasets.txt")"

@@ -40,6 +40,8 @@ PACKAGES=(qt6-base-dev qt6-base-dev-tools libqt6svg6-dev libtorch-dev libopenbla
   libpugixml-dev  # the XML parser of the SemEval-2014 loader (core/base/data/text_datasets.cpp)
   libstemmer-dev  # Snowball's Porter stemmer: ROUGE's optional stemming (core/base/data/text_metrics.cpp)
   python3-nltk  # an independent BLEU and Porter stemmer for the metric tests
+  libcli11-dev  # CLI11 (header-only): the option parser of every cellscope-cli command (app/cli/args.cpp)
+  help2man  # cellscope-cli.1 generated at build time from the commands' --help (packaging/man/make-man.sh)
   python3-protobuf protobuf-compiler libprotobuf-dev)  # test tensorboard: an independent reader of the event files (protoc + struct.proto)
 
 ms() { echo $(($(date +%s%N) / 1000000)); }

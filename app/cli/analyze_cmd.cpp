@@ -86,7 +86,7 @@ void print_help() {
 }  // namespace
 
 int cmd_analyze(const std::vector<std::string>& a) {
-  if (std::find(a.begin(), a.end(), "--help") != a.end()) {
+  if (want_help(a)) {
     print_help();
     return 0;
   }

@@ -12,7 +12,8 @@ struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// Minimal option parser: --flag, --key VALUE, --key=VALUE, repeated keys kept in order.
+// The options of a command (args.cpp, on CLI11): --flag, --key VALUE, --key=VALUE, repeated keys
+// kept in order; a value may start with '-' (--lr -1); "--" ends the options.
 struct Args {
   std::vector<std::string> positional;
   std::multimap<std::string, std::string> opts;
@@ -23,9 +24,15 @@ struct Args {
   // The same, refusing values outside [lo, hi] (UsageError naming the option and the range).
   long long get_int(const std::string& k, long long def, long long lo, long long hi) const;
 };
-// `flags` are options without a value; every other --option takes one. Unknown options -> UsageError.
+// `flags` are options without a value (--flag=x -> UsageError naming it), `valued` take one
+// (missing at the end -> UsageError naming it); an unknown --option -> UsageError naming it.
+// Anything else, "-" and words starting with a single '-' included, is positional, as is
+// everything after "--".
 Args parse(const std::vector<std::string>& a, const std::vector<std::string>& flags,
            const std::vector<std::string>& valued);
+// Whether a command's arguments ask for its help: -h or --help before any "--". Every command and
+// subcommand answers it with its usage text on stdout and exit status 0.
+bool want_help(const std::vector<std::string>& a);
 
 // A config from a path or a preset name, with --set overrides applied (not validated).
 cs::json load_config_arg(const std::string& arg, const std::vector<std::string>& sets);

@@ -22,11 +22,11 @@ void print_scores_help() {
 }
 
 int cmd_scores(const std::vector<std::string>& a) {
-  auto args = parse(a, {"help"}, {"split", "checkpoint", "out", "threads"});
-  if (args.has("help")) {
+  if (want_help(a)) {
     print_scores_help();
     return 0;
   }
+  auto args = parse(a, {}, {"split", "checkpoint", "out", "threads"});
   if (args.positional.size() != 1)
     throw UsageError("expected one RUN directory: cloze scores RUN --split S --out F.jsonl");
   if (!args.has("out")) throw UsageError("--out F.jsonl is required");
@@ -59,7 +59,7 @@ int cmd_cloze(const std::vector<std::string>& a) {
   const std::string usage =
       "usage: cellscope-cli cloze scores RUN --split S [--checkpoint C] --out F.jsonl\n"
       "       cellscope-cli cloze rerank --valid V.jsonl --test T.jsonl [--lm WORD_LM_RUN] ... (rerank --help)";
-  if (a.empty() || a[0] == "--help" || a[0] == "help") {
+  if (a.empty() || a[0] == "help" || want_help({a[0]})) {
     std::cout << usage << "\n";
     return a.empty() ? 2 : 0;
   }

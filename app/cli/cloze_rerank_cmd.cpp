@@ -16,7 +16,7 @@
 namespace cli {
 
 int cmd_cloze_rerank(const std::vector<std::string>& a) {
-  if (std::find(a.begin(), a.end(), "--help") != a.end()) {
+  if (want_help(a)) {
     std::cout
         << "usage: cellscope-cli cloze rerank --valid V.jsonl --test T.jsonl [--lm WORD_LM_RUN [--checkpoint best]]\n"
            "                                  [--train TRAIN.jsonl] [--order 3] [--wordnet DIR | --no-word-class]\n"

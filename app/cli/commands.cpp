@@ -29,77 +29,7 @@ namespace cli {
 
 using cs::json;
 
-std::string Args::get(const std::string& k, const std::string& def) const {
-  auto r = opts.equal_range(k);
-  std::string v = def;
-  for (auto it = r.first; it != r.second; ++it) v = it->second;  // last wins
-  return v;
-}
-
-std::vector<std::string> Args::all(const std::string& k) const {
-  std::vector<std::string> v;
-  auto r = opts.equal_range(k);
-  for (auto it = r.first; it != r.second; ++it) v.push_back(it->second);
-  return v;
-}
-
-long long Args::get_int(const std::string& k, long long def) const {
-  if (!has(k)) return def;
-  const std::string v = get(k);
-  size_t pos = 0;
-  long long x = 0;
-  bool whole = false;
-  try {
-    x = std::stoll(v, &pos);
-    whole = pos == v.size();
-  } catch (const std::exception&) {  // not a number, or out of range
-  }
-  if (!whole) throw UsageError("--" + k + " expects an integer, got '" + v + "'");
-  return x;
-}
-
-long long Args::get_int(const std::string& k, long long def, long long lo, long long hi) const {
-  const long long x = get_int(k, def);
-  if (has(k) && (x < lo || x > hi))
-    throw UsageError("--" + k + " expects an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) +
-                     "], got " + get(k));
-  return x;
-}
-
-Args parse(const std::vector<std::string>& a, const std::vector<std::string>& flags,
-           const std::vector<std::string>& valued) {
-  Args out;
-  auto is = [](const std::vector<std::string>& v, const std::string& k) {
-    return std::find(v.begin(), v.end(), k) != v.end();
-  };
-  for (size_t i = 0; i < a.size(); ++i) {
-    const std::string& s = a[i];
-    if (s.rfind("--", 0) == 0 && s.size() > 2) {
-      std::string k = s.substr(2), v;
-      auto eq = k.find('=');
-      bool inline_value = eq != std::string::npos;
-      if (inline_value) {
-        v = k.substr(eq + 1);
-        k = k.substr(0, eq);
-      }
-      if (is(flags, k)) {
-        if (inline_value) throw UsageError("--" + k + " takes no value");
-        out.opts.emplace(k, "1");
-      } else if (is(valued, k)) {
-        if (!inline_value) {
-          if (i + 1 >= a.size()) throw UsageError("--" + k + " needs a value");
-          v = a[++i];
-        }
-        out.opts.emplace(k, v);
-      } else {
-        throw UsageError("unknown option '--" + k + "'");
-      }
-    } else {
-      out.positional.push_back(s);
-    }
-  }
-  return out;
-}
+// Args, parse() and want_help(): args.cpp (CLI11).
 
 json load_config_arg(const std::string& arg, const std::vector<std::string>& sets) {
   std::string path = arg;
@@ -117,10 +47,6 @@ json load_config_arg(const std::string& arg, const std::vector<std::string>& set
   }
   for (auto& s : sets) cs::apply_override(cfg, s);
   return cfg;
-}
-
-static bool want_help(const std::vector<std::string>& a) {
-  return std::find(a.begin(), a.end(), "--help") != a.end() || std::find(a.begin(), a.end(), "-h") != a.end();
 }
 
 static std::string fmt_rate(double r) {

@@ -18,7 +18,7 @@ namespace cli {
 using cs::json;
 
 int cmd_cv(const std::vector<std::string>& a) {
-  if (std::find(a.begin(), a.end(), "--help") != a.end() || std::find(a.begin(), a.end(), "-h") != a.end()) {
+  if (want_help(a)) {
     std::cout
         << "usage: cellscope-cli cv CONFIG [--folds K] [--out DIR | --workspace DIR] [--set SECTION.KEY=VALUE ...]\n"
            "                        [--steps N] [--json]\n"

@@ -61,7 +61,7 @@ int datasets_build(const Args& args) {
 
 int cmd_datasets(const std::vector<std::string>& a) {
   if (!a.empty() && a[0] == "show") return cmd_datasets_show(std::vector<std::string>(a.begin() + 1, a.end()));
-  if (std::find(a.begin(), a.end(), "--help") != a.end()) {
+  if (want_help(a)) {
     std::cout << "usage: cellscope-cli datasets [--json]\n"
                  "       cellscope-cli datasets show NAME|DIR (see datasets show --help)\n"
                  "       cellscope-cli datasets build NAME [--force] [--json]\n"

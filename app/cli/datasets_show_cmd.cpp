@@ -27,7 +27,7 @@ double mean_words(const std::vector<cs::TextPair>& v, bool source) {
 }  // namespace
 
 int cmd_datasets_show(const std::vector<std::string>& a) {
-  if (std::find(a.begin(), a.end(), "--help") != a.end()) {
+  if (want_help(a)) {
     std::cout
         << "usage: cellscope-cli datasets show NAME|DIR|FILE [--format parallel|gigaword|headlines]\n"
            "         [--set KEY=VALUE]... [--pairs K] [--split train|valid|test] [--lead-words N]\n"

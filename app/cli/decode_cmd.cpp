@@ -43,7 +43,7 @@ void check_output_path(const std::string& opt, const std::string& path) {
 }  // namespace
 
 int cmd_decode(const std::vector<std::string>& a) {
-  if (std::find(a.begin(), a.end(), "--help") != a.end()) {
+  if (want_help(a)) {
     std::cout
         << "usage: cellscope-cli decode RUN [--split valid|test|train] [--checkpoint best|last|step_N]\n"
            "                            [--beam K] [--alpha A] [--max N] [--max-length L] [--threads T] [--json | --csv]\n"

@@ -23,11 +23,10 @@ std::string export_tensorboard_usage() {
 }
 
 int cmd_export_tensorboard(const std::vector<std::string>& a) {
-  for (auto& s : a)
-    if (s == "--help" || s == "-h") {
-      std::cout << export_tensorboard_usage();
-      return 0;
-    }
+  if (want_help(a)) {
+    std::cout << export_tensorboard_usage();
+    return 0;
+  }
   auto args = parse(a, {}, {"out"});
   if (args.positional.size() != 1) throw UsageError("expected one RUN_DIR or WORKSPACE");
   if (!args.has("out") || args.get("out").empty()) throw UsageError("--out LOGDIR is required");

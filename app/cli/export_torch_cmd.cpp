@@ -248,7 +248,7 @@ std::unique_ptr<cs::Task> export_load_run_task(const std::string& run_dir, const
 }  // namespace
 
 int cmd_export_torch(const std::vector<std::string>& a) {
-  if (std::find(a.begin(), a.end(), "--help") != a.end() || std::find(a.begin(), a.end(), "-h") != a.end()) {
+  if (want_help(a)) {
     std::cout << "usage: cellscope-cli export RUN_DIR [--checkpoint best|last|step_N] --out DIR [--force]\n"
                  "Writes a run's model for plain PyTorch into DIR (packaging/python/cellscope_torch/README.md):\n"
                  "  model.pt        state_dict: torch.load(DIR/model.pt) is a dict name -> tensor (Cellscope's names)\n"

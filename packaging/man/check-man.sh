@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# CTest test `man_page` (and packaging/check-package.sh on the packaged page): the generated
+# cellscope-cli.1 names every command of `cellscope-cli --help`, with its own --help text, and
+# man renders it without warnings.
+#
+#   bash packaging/man/check-man.sh CLI PAGE.1[.gz]
+set -uo pipefail
+cli=${1:?usage: check-man.sh CLI PAGE.1[.gz]}
+page=${2:?usage: check-man.sh CLI PAGE.1[.gz]}
+fail=0
+bad() { echo "FAIL: $*"; fail=1; }
+[[ -s $page ]] || { echo "FAIL: no man page $page"; exit 1; }
+src=$(zcat -f "$page")
+mapfile -t commands < <("$cli" --help | sed -n '/^commands:/,$p' | sed -nE 's/^  ([a-z][a-z0-9-]*)  +[^ ].*/\1/p')
+((${#commands[@]} >= 16)) || bad "only ${#commands[@]} commands in '$cli --help'"
+for c in "${commands[@]}"; do
+  grep -qE "^\.SS \"?$c\"?$" <<<"$src" || bad "no section for the command '$c'"
+  # the command's usage line, as roff writes it (help2man and make-man.sh escape - as \-)
+  usage=$("$cli" "$c" --help | grep -m1 -oE "usage: cellscope-cli $c( [^ ]+)?" | sed 's/-/\\-/g')
+  grep -qF -- "$usage" <<<"$src" || bad "the usage of '$c' is missing"
+done
+for s in "EXIT STATUS" FILES ENVIRONMENT EXAMPLES SYNOPSIS "SEE ALSO"; do
+  grep -qE "^\.SH \"?$s\"?$" <<<"$src" || bad "no $s section"
+done
+if command -v man >/dev/null; then
+  warn=$(zcat -f "$page" | MANWIDTH=100 man --warnings -l - 2>&1 >/dev/null)
+  [[ -z $warn ]] || bad "man --warnings: $warn"
+fi
+echo "man page: ${#commands[@]} commands checked"
+[[ $fail -eq 0 ]] && echo "man page check: PASS"
+exit $fail
