@@ -70,6 +70,9 @@ int cmd_cloze_rerank(const std::vector<std::string>& a) {
     }
     // valid only tunes the weights: a note, not a warning (the test number stays held-out)
     valid_overlap = cs::lm_overlap(valid, lm_tokens, cs::task_lm_tokenizer(*lm));
+    std::cerr << "Global LM check (queries with half or more of their word " << cs::kLmOverlapOrder
+              << "-grams in its training split): test " << overlap.found << " of " << overlap.checked << ", valid "
+              << valid_overlap.found << " of " << valid_overlap.checked << "\n";
     if (valid_overlap.overlaps())
       std::cerr << "note: the Global LM's training split holds " << valid_overlap.found << " of the "
                 << valid_overlap.checked << " checked valid questions: the weights are tuned on questions it has "

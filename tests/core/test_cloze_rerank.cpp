@@ -403,6 +403,7 @@ TEST(ClozeRerank, warnsWhenTheGlobalLmHasSeenTheTestSplit) {
   ASSERT_EQ(cstest::run_cli({"cloze", "rerank", "--valid", sv, "--test", uv, "--lm", dir, "--checkpoint", "last",
                              "--no-word-class"}, &out, &err), 0) << err;
   EXPECT_FALSE(cstest::contains(err, "warning")) << err;
+  EXPECT_TRUE(cstest::contains(err, "-grams in its training split): test 0 of 30, valid 30 of 30\n")) << err;
   // valid (here the seen questions) only tunes the weights: a note
   EXPECT_TRUE(cstest::contains(err, "note: the Global LM's training split holds 30 of the 30 checked valid")) << err;
   ASSERT_EQ(cstest::run_cli({"cloze", "rerank", "--valid", sv, "--test", uv, "--lm", dir, "--checkpoint", "last",
