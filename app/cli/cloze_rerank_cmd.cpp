@@ -29,7 +29,9 @@ int cmd_cloze_rerank(const std::vector<std::string>& a) {
            "valid (exhaustive grid); prints valid and test accuracy before and after.\n"
            "V/T/TRAIN.jsonl: one JSON object per line, as `cellscope-cli cloze scores RUN --split S --out F` writes:\n"
            "{\"document\": [words], \"query\": [words with \"XXXXX\"], \"candidates\": [words], \"prob\": [numbers],\n"
-           " \"answer\": index}.\n";
+           " \"answer\": index}.\n"
+           "With --lm, the LM run's training split is checked against the test questions: when it holds them (the LM\n"
+           "has seen the test split), a warning goes to stderr and into the JSON (\"warnings\", \"lm_test_overlap\").\n";
     return 0;
   }
   auto args = parse(a, {"json", "no-word-class"},
@@ -55,12 +57,38 @@ int cmd_cloze_rerank(const std::vector<std::string>& a) {
                           " run; the Global LM needs a word_lm run");
     global = cs::task_lm_scorer(*lm);
   }
+  // Has the Global LM seen the test questions? (its training split against the test queries)
+  std::vector<std::string> warnings;
+  cs::LmOverlap overlap, valid_overlap;
+  if (lm) {
+    const auto lm_tokens = cs::lm_training_symbols(*lm);
+    overlap = cs::lm_overlap(test, lm_tokens, cs::task_lm_tokenizer(*lm));
+    const std::string w = overlap.warning(args.get("lm"), "test");
+    if (!w.empty()) {
+      warnings.push_back(w);
+      std::cerr << "warning: " << w << "\n";
+    }
+    // valid only tunes the weights: a note, not a warning (the test number stays held-out)
+    valid_overlap = cs::lm_overlap(valid, lm_tokens, cs::task_lm_tokenizer(*lm));
+    std::cerr << "Global LM check (queries with half or more of their word " << cs::kLmOverlapOrder
+              << "-grams in its training split): test " << overlap.found << " of " << overlap.checked << ", valid "
+              << valid_overlap.found << " of " << valid_overlap.checked << "\n";
+    if (valid_overlap.overlaps())
+      std::cerr << "note: the Global LM's training split holds " << valid_overlap.found << " of the "
+                << valid_overlap.checked << " checked valid questions: the weights are tuned on questions it has "
+                << "seen, which favours the global_lm feature\n";
+  }
   const cs::RerankReport r = cs::rerank_cloze(valid, test, train, wn.get(), global, o);
   if (args.has("json")) {
     cs::json j = r.to_json();
     j["valid_file"] = args.get("valid");
     j["test_file"] = args.get("test");
-    if (args.has("lm")) j["lm"] = args.get("lm");
+    if (args.has("lm")) {
+      j["lm"] = args.get("lm");
+      j["lm_test_overlap"] = overlap.to_json();
+      j["lm_valid_overlap"] = valid_overlap.to_json();
+    }
+    j["warnings"] = warnings;
     std::cout << j.dump(2) << "\n";
     return 0;
   }

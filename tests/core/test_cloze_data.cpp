@@ -123,19 +123,26 @@ TEST(ClozeData, directoryAndVocabulary) {
     EXPECT_NE(std::string(e.what()).find(d2 + "/a_test.txt:24: expected line number 2, got 3"), std::string::npos)
         << e.what();
   }
-  // the vocabulary: <unk>, <pad>, then by frequency; min count; lower-casing; no XXXXX
+  // the vocabulary: <unk>, <pad>, the blank XXXXX (its own id), then by frequency; min count; lower-casing
   const auto ex = parse_cbt(example(kGood), "v.txt");
   Vocab v = cloze_vocab(ex, true, 1, 0);
   EXPECT_EQ(v.symbol(0), "<unk>");
   EXPECT_EQ(v.symbol(1), "<pad>");
-  EXPECT_TRUE(v.contains("mary") && !v.contains("Mary") && !v.contains("XXXXX") && v.contains("snow"));
+  EXPECT_EQ(v.symbol(kClozeBlankId), "XXXXX");
+  EXPECT_TRUE(v.contains("mary") && !v.contains("Mary") && v.contains("snow") && !v.contains("xxxxx"));
   // "Mary had a little lamb ." x 20 + query/answer/candidates: "lamb" is the most frequent (20 + 1 answer + 1
   // candidate)
-  EXPECT_EQ(v.symbol(2), "lamb");
+  EXPECT_EQ(v.symbol(3), "lamb");
   Vocab v2 = cloze_vocab(ex, false, 2, 0);  // "snow", "white", "the", "was" occur once
-  EXPECT_TRUE(v2.contains("Mary") && !v2.contains("snow") && !v2.contains("white"));
-  Vocab v3 = cloze_vocab(ex, true, 1, 3);
-  EXPECT_EQ(v3.size(), 5u);
+  EXPECT_TRUE(v2.contains("Mary") && !v2.contains("snow") && !v2.contains("white") && v2.contains("XXXXX"));
+  Vocab v3 = cloze_vocab(ex, true, 1, 3);  // 3 words besides <unk>, <pad> and XXXXX
+  EXPECT_EQ(v3.size(), 6u);
+  // without the blank token (dataset.blank = unk, and every run made before it): XXXXX is <unk>
+  Vocab v4 = cloze_vocab(ex, true, 1, 0, /*blank_token=*/false);
+  EXPECT_FALSE(v4.contains("XXXXX"));
+  EXPECT_EQ(v4.symbol(2), "lamb");
+  EXPECT_EQ(v4.id("XXXXX"), Vocab::kUnkId);
+  EXPECT_EQ(cloze_vocab(ex, true, 1, 3, false).size(), 5u);
 }
 
 }  // namespace test_cloze_data

@@ -1,11 +1,13 @@
 // The AoA Reader's computation (tasks/cloze.h) against plain loops, the M-AoA features by
-// hand, and masking: padding in a batch does not change a question's probabilities.
+// hand, and masking: padding in a batch does not change a question's probabilities; the
+// orthogonal initialisation of the recurrent matrices (Cui et al. 2017, section 4.2).
 #include <gtest/gtest.h>
 
 #include <cmath>
 
 #include "config/schema.h"
 #include "tasks/cloze.h"
+#include "util/error.h"
 
 namespace test_cloze_reader {  // this file's own names in a unity build (tests/README.md)
 
@@ -150,6 +152,57 @@ TEST(ClozeReader, paddingDoesNotChangeProbabilities) {
       };
       EXPECT_EQ(count(*r->doc_encoder) != count(*r->query_encoder), reader == "m_aoa") << cell;
     }
+}
+
+TEST(ClozeReader, orthogonalInitOfTheRecurrentMatrices) {
+  // model.recurrent_init = orthogonal: every gate block W of every encoder's w_hh (both
+  // directions, both layers) has W^T W = I; the cell's own uniform initialisation does not.
+  auto reader = [](const std::string& cell, const std::string& init) {
+    json m = resolve_config(json{{"task", {{"name", "cloze"}}},
+                                 {"dataset", {{"path", "/nonexistent"}}},
+                                 {"model",
+                                  {{"cell", cell}, {"embed", 8}, {"hidden", 8}, {"layers", 2},
+                                   {"recurrent_init", init}}},
+                                 {"training", json::object()}})["model"];
+    torch::manual_seed(3);
+    return ClozeReader(m, 10, 1, true);
+  };
+  // the largest |W^T W - I| over the H x H gate blocks of every w_hh, and how many blocks
+  auto deviation = [](ClozeReader& r, int64_t* blocks) {
+    double worst = 0;
+    *blocks = 0;
+    for (auto& p : r->named_parameters()) {
+      const std::string& n = p.key();
+      if (n.size() < 4 || n.compare(n.size() - 4, 4, "w_hh") != 0) continue;
+      const torch::Tensor w = p.value().detach().to(torch::kFloat64);
+      const int64_t H = w.size(1);
+      for (int64_t g = 0; g < w.size(0) / H; ++g) {
+        const torch::Tensor b = w.narrow(0, g * H, H);
+        worst = std::max(worst, (b.t().mm(b) - torch::eye(H, torch::kFloat64)).abs().max().item<double>());
+        ++*blocks;
+      }
+    }
+    return worst;
+  };
+  for (std::string cell : {"gru", "cru_deep_enhanced", "lstm"}) {
+    int64_t blocks = 0;
+    auto r = reader(cell, "orthogonal");
+    EXPECT_LT(deviation(r, &blocks), 1e-5) << cell;
+    // 2 encoders x 2 directions x 2 layers, 3 gate blocks (LSTM 4)
+    EXPECT_EQ(blocks, 8 * (cell == "lstm" ? 4 : 3)) << cell;
+    auto u = reader(cell, "cell");
+    EXPECT_GT(deviation(u, &blocks), 0.1) << cell << ": the uniform initialisation is no orthogonal matrix";
+  }
+  // a cell without a w_hh matrix: one clear message naming the cell and the way out
+  try {
+    reader("sat_mzu", "orthogonal");
+    FAIL() << "sat_mzu has no w_hh";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("cell 'sat_mzu' has no recurrent matrix w_hh"), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("model.recurrent_init to \"cell\""), std::string::npos) << e.what();
+  }
+  EXPECT_NO_THROW(reader("sat_mzu", "cell"));
 }
 
 }  // namespace test_cloze_reader

@@ -321,4 +321,98 @@ TEST(ClozeRerank, globalLmFromAWordLmRun) {
   ASSERT_EQ(cstest::json_object(out)["features"], json({"reader", "local_lm", "global_lm"})) << out;
 }
 
+TEST(ClozeRerank, warnsWhenTheGlobalLmHasSeenTheTestSplit) {
+  // A corpus of 600 sentences of 8 words from a 30-word vocabulary (one sentence per line, a
+  // blank line after each), and a word_lm trained on its first 80% (valid 10%, test 10%).
+  const std::vector<std::string> words = {"ship", "whale", "sea", "boat", "mast", "sail", "rope", "deck", "crew",
+                                          "oar",  "wave",  "wind", "salt", "fish", "hook", "line", "net",  "tide",
+                                          "sun",  "moon",  "star", "map",  "bell", "gull", "keel", "helm", "bow",
+                                          "port", "cask",  "fog"};
+  std::vector<std::vector<std::string>> sentences;
+  uint64_t x = 12345;
+  std::string text;
+  for (int i = 0; i < 600; ++i) {
+    std::vector<std::string> s;
+    for (int k = 0; k < 8; ++k) {
+      x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+      s.push_back(words[(x >> 33) % words.size()]);
+      text += s.back() + " ";
+    }
+    text += ".\n\n";
+    s.push_back(".");
+    sentences.push_back(s);
+  }
+  const std::string corpus = tmp("overlap-corpus.txt"), dir = tmp("overlap-lm"), cfgp = tmp("overlap-lm.json");
+  cstest::write_text(corpus, text);
+  const json cfg = {{"task", "word_lm"},
+                    {"dataset", {{"path", corpus}, {"format", "text"}, {"valid_fraction", 0.1}, {"test_fraction", 0.1}}},
+                    {"model", {{"cell", "gru"}, {"embed", 8}, {"hidden", 8}, {"layers", 1}}},
+                    {"training", {{"batch", 4}, {"bptt", 8}, {"steps", 3}, {"eval_every", 0}, {"eval_test", false},
+                                  {"threads", 1}}}};
+  cstest::write_text(cfgp, cfg.dump());
+  std::string out, err;
+  ASSERT_EQ(cstest::run_cli({"train", cfgp, "--run-dir", dir, "--quiet"}, &out, &err), 0) << err;
+  // questions whose query is sentence i with word 3 blanked (the answer), 2 candidates
+  auto questions = [&](int from, int to) {
+    std::vector<cs::ClozeScored> qs;
+    for (int i = from; i < to; ++i) {
+      cs::ClozeScored q;
+      q.document = sentences[static_cast<size_t>(i - 1)];
+      q.query = sentences[static_cast<size_t>(i)];
+      const std::string answer = q.query[3];
+      q.query[3] = "XXXXX";
+      q.candidates = {answer, answer == "fog" ? "sun" : "fog"};
+      q.prob = {0.5, 0.5};
+      q.answer = 0;
+      qs.push_back(q);
+    }
+    return qs;
+  };
+  const auto seen = questions(100, 130), unseen = questions(560, 590);  // LM train split / LM test split
+  auto task = cs::load_run_task(dir, "last");
+  const auto train_tokens = cs::lm_training_symbols(*task);
+  ASSERT_GT(train_tokens.size(), 3000u);
+  const cs::LmOverlap a = cs::lm_overlap(seen, train_tokens, cs::task_lm_tokenizer(*task));
+  const cs::LmOverlap b = cs::lm_overlap(unseen, train_tokens, cs::task_lm_tokenizer(*task));
+  EXPECT_EQ(a.questions, 30);
+  EXPECT_EQ(a.checked, 30);  // 9 tokens: 5 five-grams each
+  EXPECT_EQ(a.found, 30);
+  EXPECT_TRUE(a.overlaps());
+  EXPECT_EQ(b.checked, 30);
+  EXPECT_EQ(b.found, 0);
+  EXPECT_FALSE(b.overlaps());
+  EXPECT_EQ(b.warning(dir, "test"), "");
+  // the CLI: a warning on stderr and in the JSON when the LM has seen the test questions, none otherwise
+  const std::string sv = tmp("overlap-seen.jsonl"), uv = tmp("overlap-unseen.jsonl");
+  auto write = [](const std::string& path, const std::vector<cs::ClozeScored>& qs) {
+    std::string t;
+    for (auto& q : qs) t += to_json(q).dump() + "\n";
+    cstest::write_text(path, t);
+  };
+  write(sv, seen);
+  write(uv, unseen);
+  ASSERT_EQ(cstest::run_cli({"cloze", "rerank", "--valid", uv, "--test", sv, "--lm", dir, "--checkpoint", "last",
+                             "--no-word-class", "--json"}, &out, &err), 0) << err;
+  EXPECT_TRUE(cstest::contains(err, "warning: the Global LM " + dir)) << err;
+  EXPECT_TRUE(cstest::contains(err, "holds 30 of the 30 checked test questions")) << err;
+  json j = cstest::json_object(out);
+  ASSERT_EQ(j["warnings"].size(), 1u) << out;
+  EXPECT_TRUE(cstest::contains(j["warnings"][0].get<std::string>(), "has seen the test split")) << out;
+  EXPECT_TRUE(j["lm_test_overlap"]["overlaps"].get<bool>()) << out;
+  EXPECT_EQ(j["lm_test_overlap"]["found"], 30) << out;
+  ASSERT_EQ(cstest::run_cli({"cloze", "rerank", "--valid", sv, "--test", uv, "--lm", dir, "--checkpoint", "last",
+                             "--no-word-class"}, &out, &err), 0) << err;
+  EXPECT_FALSE(cstest::contains(err, "warning")) << err;
+  EXPECT_TRUE(cstest::contains(err, "-grams in its training split): test 0 of 30, valid 30 of 30\n")) << err;
+  // valid (here the seen questions) only tunes the weights: a note
+  EXPECT_TRUE(cstest::contains(err, "note: the Global LM's training split holds 30 of the 30 checked valid")) << err;
+  ASSERT_EQ(cstest::run_cli({"cloze", "rerank", "--valid", sv, "--test", uv, "--lm", dir, "--checkpoint", "last",
+                             "--no-word-class", "--json"}, &out, &err), 0) << err;
+  j = cstest::json_object(out);
+  EXPECT_TRUE(j["warnings"].empty()) << out;
+  EXPECT_FALSE(j["lm_test_overlap"]["overlaps"].get<bool>()) << out;
+  EXPECT_EQ(j["lm_test_overlap"]["checked"], 30) << out;
+  EXPECT_EQ(j["lm_valid_overlap"]["found"], 30) << out;
+}
+
 }  // namespace test_cloze_rerank

@@ -43,6 +43,7 @@ struct FakeRun {
   int64_t parameters = 1000;
   int64_t eval_every = 100;
   double worse_after = -1;   // > 0: valid gets worse after this step (early stopping's patience)
+  int64_t test_units = 0, valid_units = 0;  // the splits' sizes in summary.json (0: not recorded, an older run)
 };
 
 double valid_at(const FakeRun& f, int64_t s) {
@@ -116,6 +117,8 @@ void write_run(const std::string& dir, const FakeRun& f) {
   s.best_step = best_step;
   s.has_test = true;
   s.test_metric = best + 0.05;
+  s.test_units = f.test_units;
+  s.valid_units = f.valid_units;
   write(dir + "/summary.json", s.to_json().dump(2));
 }
 
@@ -282,8 +285,8 @@ TEST(SweepTable, runThatNeverReachesTheBudgetIsMarkedNotExtrapolated) {
   EXPECT_NE(txt.find("^2"), std::string::npos) << txt;
   EXPECT_NE(txt.find("ended before the budget"), std::string::npos) << txt;
   EXPECT_NE(table_to_latex(t).find("\\dagger"), std::string::npos);
-  // CSV: the last column counts them
-  EXPECT_NE(table_to_csv(t).find(",2\n"), std::string::npos) << table_to_csv(t);
+  // CSV: short_of_budget counts them (then split_size, unknown here, and refused)
+  EXPECT_NE(table_to_csv(t).find(",2,0,0\n"), std::string::npos) << table_to_csv(t);
   // A budget before any evaluation of slow (its first at 60 s): no value, and why.
   auto e = sweep_table(res, "", parse_budget("time=30"));
   EXPECT_EQ(cell_of(e, "slow").n, 0);
@@ -315,6 +318,68 @@ TEST(SweepTable, earlyStoppedRunsAndTheirSteps) {
   // best.pt), not its last: the step-matched and the budget table agree for it.
   auto b = sweep_table(read_sweep_results(dir), "", parse_budget("time=1000"));
   EXPECT_NEAR(cell_of(b, "fast").mean, cell_of(t, "fast").mean, 1e-9);
+}
+
+TEST(SweepTable, cellOnATestSetUnderTheMinimumIsRefused) {
+  // "slow" has the better test value but was tested on 99 examples (under kMinTableSplitSize =
+  // 100) in one seed: no number, never bold, "n/a (test set 99 < 100)" everywhere; "fast" (100
+  // test examples, the minimum) is printed and is the best of the column.
+  ASSERT_EQ(kMinTableSplitSize, 100);
+  const std::string dir = make_sweep("small-test", [](const std::string& label, int64_t seed) {
+    FakeRun f = fast_or_slow(label, seed);
+    f.test_units = label == "slow" ? (seed == 1 ? 99 : 413) : 100;
+    f.valid_units = 500;
+    return f;
+  });
+  auto t = sweep_table(read_sweep_results(dir));
+  const TableCell& slow = cell_of(t, "slow");
+  const TableCell& fast = cell_of(t, "fast");
+  EXPECT_TRUE(slow.refused);
+  EXPECT_EQ(slow.split_size, 99);
+  EXPECT_EQ(slow.n, 0);
+  EXPECT_FALSE(slow.best);
+  EXPECT_FALSE(fast.refused);
+  EXPECT_EQ(fast.split_size, 100);
+  EXPECT_EQ(fast.n, 2);
+  EXPECT_TRUE(fast.best);  // slow's lower mean would be best; refused, it does not compete
+  EXPECT_EQ(format_cell(slow), "n/a (test set 99 < 100)");
+  const std::string txt = table_to_text(t);
+  EXPECT_NE(txt.find("n/a (test set 99 < 100)"), std::string::npos) << txt;
+  EXPECT_NE(txt.find("*" + format_cell(fast, 3) + "*"), std::string::npos) << txt;
+  EXPECT_NE(txt.find("fewer than 100 examples"), std::string::npos) << txt;
+  EXPECT_NE(table_to_latex(t).find("n/a (test set 99 $<$ 100)"), std::string::npos) << table_to_latex(t);
+  const std::string csv = table_to_csv(t);
+  bool csv_seen = false;
+  for (auto& line : cstest::split(csv, '\n', true)) {
+    if (line.rfind("slow,", 0) != 0) continue;
+    csv_seen = true;
+    const auto f = cstest::split(line, ',');
+    ASSERT_EQ(f.size(), 16u) << line;
+    // no mean, no std, n 0, not best, no seeds or values; split_size 99, refused
+    EXPECT_EQ(f[2] + "|" + f[3] + "|" + f[4] + "|" + f[5] + "|" + f[6] + "|" + f[7], "||0|0||") << line;
+    EXPECT_EQ(f[14] + "|" + f[15], "99|1") << line;
+  }
+  EXPECT_TRUE(csv_seen) << csv;
+  const json j = table_to_json(t);
+  bool seen = false;
+  for (auto& c : j.at("cells"))
+    if (c.at("row") == "slow") {
+      seen = true;
+      EXPECT_TRUE(c.at("mean").is_null()) << c.dump();
+      EXPECT_TRUE(c.at("refused").get<bool>()) << c.dump();
+      EXPECT_EQ(c.at("split_size"), 99) << c.dump();
+      EXPECT_TRUE(c.at("values").empty()) << c.dump();
+    }
+  EXPECT_TRUE(seen);
+  // the paired view refuses the difference too
+  auto p = sweep_table(read_sweep_results(dir), "fast");
+  EXPECT_TRUE(cell_of(p, "slow").refused);
+  EXPECT_NE(table_to_text(p).find("n/a (test set 99 < 100)"), std::string::npos) << table_to_text(p);
+  // a valid-metric table reads the valid split's size (500: printed)
+  auto v = sweep_table(read_sweep_results(dir, "", "valid"));
+  EXPECT_FALSE(cell_of(v, "slow").refused);
+  EXPECT_EQ(cell_of(v, "slow").split_size, 500);
+  EXPECT_EQ(cell_of(v, "slow").n, 2);
 }
 
 TEST(SweepTable, oldMetricsWithoutFlopsGiveAClearMessageNotZeros) {

@@ -173,7 +173,8 @@ ClozeSplits load_cbt_dir(const std::string& dir) {
   return s;
 }
 
-Vocab cloze_vocab(const std::vector<ClozeExample>& train, bool lowercase, int64_t min_count, int64_t max_vocab) {
+Vocab cloze_vocab(const std::vector<ClozeExample>& train, bool lowercase, int64_t min_count, int64_t max_vocab,
+                  bool blank_token) {
   std::map<std::string, int64_t> freq;
   auto add = [&](const std::string& w) {
     if (w == kClozeBlank) return;
@@ -189,9 +190,13 @@ Vocab cloze_vocab(const std::vector<ClozeExample>& train, bool lowercase, int64_
   std::stable_sort(fv.begin(), fv.end(), [](auto& a, auto& b) { return a.second > b.second; });
   Vocab v;
   v.add("<pad>");
+  // The blank has its own embedding (id 2), as in CBT and the AoA Reader: it never shares
+  // <unk>'s row with the unknown words of valid/test (CBT_NOTES.md, "The blank").
+  if (blank_token) v.add(kClozeBlank);
+  const int64_t specials = static_cast<int64_t>(v.size());
   for (auto& [w, c] : fv) {
     if (c < min_count) break;
-    if (max_vocab > 0 && static_cast<int64_t>(v.size()) - 2 >= max_vocab) break;
+    if (max_vocab > 0 && static_cast<int64_t>(v.size()) - specials >= max_vocab) break;
     if (w == "<pad>") continue;
     v.add(w);
   }

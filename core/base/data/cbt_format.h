@@ -46,10 +46,15 @@ struct ClozeSplits {
 ClozeSplits load_cbt_dir(const std::string& dir);
 
 // The words a reader's vocabulary is built from: the training documents, queries (without
-// XXXXX), answers and candidates, lower-cased when `lowercase`. Ids: 0 <unk>, 1 <pad>, then
-// words seen at least `min_count` times by descending frequency (ties: byte order), at most
-// `max_vocab` words (0 = all).
-Vocab cloze_vocab(const std::vector<ClozeExample>& train, bool lowercase, int64_t min_count, int64_t max_vocab);
+// XXXXX), answers and candidates, lower-cased when `lowercase`. Ids: 0 <unk>, 1 <pad>, 2 the
+// blank XXXXX (its own embedding, never <unk>'s; only with `blank_token`), then words seen at
+// least `min_count` times by descending frequency (ties: byte order), at most `max_vocab` words
+// (0 = all; the special symbols not counted). A vocabulary without XXXXX (`blank_token` false,
+// or saved by a run made before the blank had its own id) maps the blank to <unk> (id 0):
+// encoding follows the saved vocabulary, so such runs evaluate as they trained.
+inline constexpr int32_t kClozeBlankId = 2;
+Vocab cloze_vocab(const std::vector<ClozeExample>& train, bool lowercase, int64_t min_count, int64_t max_vocab,
+                  bool blank_token = true);
 
 // ASCII lower case (the tokenisation of the cloze task; XXXXX stays as it is).
 std::string cloze_lower(const std::string& w);

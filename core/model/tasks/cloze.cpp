@@ -1,6 +1,7 @@
 #include "tasks/cloze.h"
 
 #include <torch/nn/functional.h>
+#include <torch/nn/init.h>
 
 #include <algorithm>
 #include <cmath>
@@ -143,6 +144,33 @@ torch::Tensor sum_attention(const torch::Tensor& s, const torch::Tensor& cand_ma
 }
 
 // ---------------------------------------------------------------- model
+int64_t orthogonal_recurrent_init(torch::nn::Module& cell, const std::string& cell_name) {
+  torch::NoGradGuard ng;
+  int64_t blocks = 0;
+  for (auto& p : cell.named_parameters(/*recurse=*/true)) {
+    const std::string& n = p.key();
+    if (n != "w_hh" && (n.size() < 5 || n.compare(n.size() - 5, 5, ".w_hh") != 0)) continue;
+    torch::Tensor w = p.value();
+    const int64_t H = w.dim() == 2 ? w.size(1) : 0;
+    if (H == 0 || w.size(0) % H != 0)
+      throw UserError("model.recurrent_init = orthogonal: the recurrent matrix " + n + " of cell '" + cell_name +
+                      "' is not [gates x hidden, hidden]; set model.recurrent_init to \"cell\"");
+    // Cui et al. 2017 (AoA Reader), section 4.2 "Experimental Setups", hidden layer: the GRUs'
+    // internal (recurrent) weights are random orthogonal matrices (Saxe et al. 2013); one per
+    // gate block U_r, U_z, U_n (LSTM: U_i, U_f, U_g, U_o).
+    for (int64_t g = 0; g < w.size(0) / H; ++g) {
+      torch::Tensor block = w.narrow(0, g * H, H);
+      torch::nn::init::orthogonal_(block);
+      ++blocks;
+    }
+  }
+  if (blocks == 0)
+    throw UserError("model.recurrent_init = orthogonal: cell '" + cell_name +
+                    "' has no recurrent matrix w_hh to initialise (the AoA Reader's orthogonal initialisation is "
+                    "defined for GRU-like cells); set model.recurrent_init to \"cell\"");
+  return blocks;
+}
+
 ClozeReaderImpl::ClozeReaderImpl(const json& m, int64_t vocab, int64_t pad, bool is_modified) {
   const ModelOptions mo = read_model_options(m);
   const int64_t E = mo.embed;
@@ -154,6 +182,14 @@ ClozeReaderImpl::ClozeReaderImpl(const json& m, int64_t vocab, int64_t pad, bool
   // the document encoder reads E + 2 inputs with the M-AoA Reader; the query side is unchanged.
   doc_encoder = register_module("doc_encoder", Bidirectional(m, E + (modified ? 2 : 0)));
   query_encoder = register_module("query_encoder", Bidirectional(m, E));
+  const std::string init = m.contains("recurrent_init") ? m["recurrent_init"].get<std::string>()
+                                                          : ClozeOptions{}.recurrent_init;
+  if (init == "orthogonal") {
+    const std::string cell = m.value("cell", std::string("?"));
+    for (auto* enc : {&doc_encoder, &query_encoder})
+      for (auto* dir : {&(*enc)->fwd, &(*enc)->bwd})
+        for (auto& c : *dir) orthogonal_recurrent_init(*c, cell);
+  }
 }
 
 ClozeReaderImpl::Output ClozeReaderImpl::forward(const ClozeBatch& b, StepContext& ctx) {
@@ -205,7 +241,7 @@ ClozeTask::ClozeTask(const json& cfg, const std::string& run_dir) : cfg_(cfg) {
     if (vocab_.size() < 2 || vocab_.symbol(kPad) != "<pad>")
       throw UserError(join_path(run_dir, "vocab") + ": not a cloze vocabulary (id 1 is not <pad>)");
   } else {
-    vocab_ = cloze_vocab(data_.train, o_.lowercase, o_.min_freq, o_.max_vocab);
+    vocab_ = cloze_vocab(data_.train, o_.lowercase, o_.min_freq, o_.max_vocab, o_.blank == "token");
   }
   for (auto& e : data_.train) train_.push_back(encode_cloze(e, vocab_, o_.lowercase));
   for (auto& e : data_.valid) valid_.push_back(encode_cloze(e, vocab_, o_.lowercase));

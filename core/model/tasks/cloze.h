@@ -17,10 +17,18 @@ namespace cs {
 struct ClozeOptions {
   std::string reader = "m_aoa";  // model.reader: "aoa" | "m_aoa"
   bool lowercase = true;         // dataset.lowercase
+  // dataset.blank: "token" = XXXXX has its own vocabulary id (2) and embedding (CBT, the AoA
+  // Reader) | "unk" = XXXXX is <unk> (Cellscope before the fix; kept for the comparison).
+  std::string blank = "token";
   int64_t min_freq = 1;          // dataset.min_freq
   int64_t max_vocab = 0;         // dataset.max_vocab
   int64_t eval_batch = 32;       // training.eval_batch
   double embed_l2 = 1e-4;        // training.embed_l2 (Cui et al. 2017: l2 0.0001 on the embedding)
+  // model.recurrent_init: "orthogonal" (Cui et al. 2017, section 4.2: the GRUs' internal weights
+  // are random orthogonal matrices; the reader presets and the Table 3 sweep set it) | "cell"
+  // (the cell's own uniform initialisation: the default, what every run made before the option
+  // did, and the only choice for cells without a w_hh matrix).
+  std::string recurrent_init = "cell";
 };
 const OptionTable<ClozeOptions>& cloze_option_table();
 
@@ -70,6 +78,13 @@ AoAOutput attention_over_attention(const torch::Tensor& h_doc, const torch::Tens
 // Sum attention: P(c | D, Q) = sum of s(i) over the positions i where the document word is c.
 // s [B, Td], cand_mask [B, C, Td] -> [B, C].
 torch::Tensor sum_attention(const torch::Tensor& s, const torch::Tensor& cand_mask);
+
+// Orthogonal initialisation of a cell's recurrent matrices: every parameter named `w_hh` (at
+// any depth of the cell's modules: the MC-RNN's base LSTM too), laid out [G*H, H] as G gate
+// blocks, gets each H x H block set to a random orthogonal matrix (W^T W = I; Saxe et al.
+// 2013, as the AoA Reader does). Returns how many blocks were set. A cell without such a
+// matrix (the MZUs, a script cell) is refused with a UserError naming `cell_name`.
+int64_t orthogonal_recurrent_init(torch::nn::Module& cell, const std::string& cell_name);
 
 class ClozeReaderImpl : public torch::nn::Module {
  public:
@@ -130,6 +145,9 @@ class ClozeTask : public ExampleTask {
   const std::vector<ClozeExample>& examples(const std::string& split) const;
   const std::vector<ClozeItem>& items(const std::string& split) const;
   const Vocab& vocab() const { return vocab_; }
+  // Whether the blank XXXXX has its own embedding: true for runs whose saved vocabulary holds
+  // it (built since the blank got id 2); false for older runs, whose blank stays <unk>.
+  bool blank_has_own_token() const { return vocab_.contains(kClozeBlank); }
   ClozeReader& net() { return model_; }
   static constexpr int32_t kPad = 1;  // id 0 = <unk>, 1 = <pad>
 

@@ -16,6 +16,7 @@
 #include "data/wordnet.h"
 #include "tasks/eval_scope.h"
 #include "tasks/task.h"
+#include "tasks/word_lm.h"
 #include "util/error.h"
 
 namespace cs {
@@ -222,6 +223,75 @@ std::function<double(const std::vector<std::string>&)> task_lm_scorer(Task& task
     TokenStepper v = task.token_stepper(text);
     EvalScope es(*task.model());
     return stepper_logprob(v, v.seed_symbols);
+  };
+}
+
+// ---- has the Global LM seen the questions? ----
+
+json LmOverlap::to_json() const {
+  return {{"questions", questions}, {"checked", checked},   {"found", found},
+          {"fraction", fraction()}, {"overlaps", overlaps()}, {"order", kLmOverlapOrder}};
+}
+
+std::string LmOverlap::warning(const std::string& lm, const std::string& split) const {
+  if (!overlaps()) return "";
+  std::ostringstream o;
+  o << std::fixed << std::setprecision(1) << "the Global LM " << lm << " was trained on text that holds " << found
+    << " of the " << checked << " checked " << split << " questions (" << 100 * fraction()
+    << "%: at least half of each query's word " << kLmOverlapOrder << "-grams occur in its training split): it has "
+    << "seen the " << split << " split, so the re-ranked " << split << " accuracy is not a held-out number; train "
+    << "the LM on the cloze training split only (preset word-lm-moby-cloze-train)";
+  return o.str();
+}
+
+LmOverlap lm_overlap(const std::vector<ClozeScored>& qs, const std::vector<std::string>& lm_train_tokens,
+                     const std::function<std::vector<std::string>(const std::vector<std::string>&)>& tokenize) {
+  const size_t n = static_cast<size_t>(kLmOverlapOrder);
+  auto usable = [](const std::string& w) { return w != Vocab::kUnk && w != "<eos>"; };
+  // the n-grams of v that hold no <unk> / <eos>, as keys
+  auto ngrams = [&](const std::vector<std::string>& v, const std::function<void(std::string)>& f) {
+    size_t run = 0;  // usable tokens ending at i
+    for (size_t i = 0; i < v.size(); ++i) {
+      run = usable(v[i]) ? run + 1 : 0;
+      if (run >= n) f(key(v, i + 1 - n, i + 1));
+    }
+  };
+  std::unordered_set<std::string> seen;
+  ngrams(lm_train_tokens, [&](std::string k) { seen.insert(std::move(k)); });
+  LmOverlap r;
+  r.questions = static_cast<int64_t>(qs.size());
+  for (auto& q : qs) {
+    int64_t total = 0, hit = 0;
+    ngrams(tokenize(q.filled(static_cast<size_t>(q.answer))), [&](std::string k) {
+      ++total;
+      hit += seen.count(k) ? 1 : 0;
+    });
+    if (total < kLmOverlapMinNgrams) continue;
+    ++r.checked;
+    if (2 * hit >= total) ++r.found;
+  }
+  return r;
+}
+
+std::vector<std::string> lm_training_symbols(Task& task) {
+  auto* w = dynamic_cast<WordLMTask*>(&task);
+  if (!w) throw UserError("the Global LM must be a word_lm run (this one is a " + task.name() + " run)");
+  const WordCorpus& c = w->corpus();
+  std::vector<std::string> out;
+  out.reserve(c.train.size());
+  for (int32_t id : c.train) out.push_back(c.vocab.symbol(id));
+  return out;
+}
+
+std::function<std::vector<std::string>(const std::vector<std::string>&)> task_lm_tokenizer(Task& task) {
+  return [&task](const std::vector<std::string>& words) {
+    std::string text;
+    for (size_t i = 0; i < words.size(); ++i) text += (i ? " " : "") + words[i];
+    const TokenStepper v = task.token_stepper(text);
+    std::vector<std::string> out;
+    out.reserve(v.seed_symbols.size());
+    for (auto& s : v.seed_symbols) out.push_back(v.vocab && v.vocab->contains(s) ? s : std::string(Vocab::kUnk));
+    return out;
   };
 }
 

@@ -74,6 +74,33 @@ double stepper_logprob(const TokenStepper& v, const std::vector<std::string>& sy
 // corpus (Task::token_stepper), scored by stepper_logprob from a zero state, no grad.
 std::function<double(const std::vector<std::string>&)> task_lm_scorer(Task& task);
 
+// Whether a Global LM has seen the questions it re-scores (CLOZE_RERANK_NOTES.md, "Test
+// overlap"). Each question's query with its answer filled in (the book's own sentence) is
+// tokenised as the LM reads text (`tokenize`, words outside the LM's vocabulary as <unk>), and
+// its word kLmOverlapOrder-grams (those holding <unk> or <eos> left out) are looked up in the LM's
+// training tokens. A question with at least kLmOverlapMinNgrams such n-grams is checked; it is
+// found when at least half of them occur in the training tokens. The LM overlaps the split when
+// at least kLmOverlapWarnFraction of the checked questions are found. Unseen text of the same
+// book matches few 5-grams by chance (CLOZE_RERANK_NOTES.md has the measured fractions).
+inline constexpr int kLmOverlapOrder = 5;
+inline constexpr int kLmOverlapMinNgrams = 3;
+inline constexpr double kLmOverlapWarnFraction = 0.05;
+struct LmOverlap {
+  int64_t questions = 0, checked = 0, found = 0;
+  double fraction() const { return checked ? static_cast<double>(found) / static_cast<double>(checked) : 0.0; }
+  bool overlaps() const { return found > 0 && fraction() >= kLmOverlapWarnFraction; }
+  json to_json() const;
+  // The warning for the LM run `lm` and `split` ("test"); "" when it does not overlap.
+  std::string warning(const std::string& lm, const std::string& split) const;
+};
+LmOverlap lm_overlap(const std::vector<ClozeScored>& qs, const std::vector<std::string>& lm_train_tokens,
+                     const std::function<std::vector<std::string>(const std::vector<std::string>&)>& tokenize);
+// The training split of a loaded word_lm run as symbols (its corpus' train ids, <unk> for the
+// words its vocabulary dropped), and its tokeniser of a word list (joined by spaces, tokenised
+// as the run's corpus; symbols outside its vocabulary as <unk>). UserError for another task.
+std::vector<std::string> lm_training_symbols(Task& task);
+std::function<std::vector<std::string>(const std::vector<std::string>&)> task_lm_tokenizer(Task& task);
+
 // The word classes of the Word-class LM (CLOZE_RERANK_NOTES.md): a word among the `frequent`
 // ones (lower-cased) is its own class; punctuation is its own class; otherwise the WordNet
 // lexicographer file of a common noun ("n05" = noun.animal), of a verb ("v38"), "adj",

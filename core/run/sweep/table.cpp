@@ -71,17 +71,24 @@ SweepTable aggregate_table(const std::vector<TableInput>& in, const std::vector<
   }
   for (auto& row : t.cells)
     for (auto& c : row) finish_cell(c);
+  mark_best(t, higher, best);
+  return t;
+}
+
+void mark_best(SweepTable& t, bool higher, const std::string& best) {
+  for (auto& row : t.cells)
+    for (auto& c : row) c.best = false;
   // Best: the best mean within each group (ties all bold). Compared at full precision.
   auto better = [&](double a, double b) { return higher ? a > b : a < b; };
   auto mark = [&](std::vector<TableCell*> group) {
     TableCell* b = nullptr;
     for (auto* c : group)
-      if (c->n && (!b || better(c->mean, b->mean))) b = c;
+      if (c->n && !c->refused && (!b || better(c->mean, b->mean))) b = c;
     if (!b) return;
     for (auto* c : group)
-      if (c->n && c->mean == b->mean) c->best = true;
+      if (c->n && !c->refused && c->mean == b->mean) c->best = true;
   };
-  const size_t R = rows.size(), C = cols.size();
+  const size_t R = t.row_labels.size(), C = t.col_labels.size();
   if (best == "column") {
     for (size_t c = 0; c < C; ++c) {
       std::vector<TableCell*> g;
@@ -100,7 +107,37 @@ SweepTable aggregate_table(const std::vector<TableInput>& in, const std::vector<
       for (auto& c : row) g.push_back(&c);
     mark(g);
   }
-  return t;
+}
+
+void refuse_small_cells(SweepTable& t, const std::vector<std::vector<int64_t>>& sizes, const std::string& split,
+                        const std::string& best, int64_t min_size) {
+  auto small = [&](size_t r, size_t c) {
+    const int64_t n = r < sizes.size() && c < sizes[r].size() ? sizes[r][c] : 0;
+    return n > 0 && n < min_size;
+  };
+  size_t ref_r = t.row_labels.size(), ref_c = t.col_labels.size();
+  if (t.paired) {
+    auto& labels = t.paired_axis == "row" ? t.row_labels : t.col_labels;
+    const size_t i = static_cast<size_t>(std::find(labels.begin(), labels.end(), t.paired_reference) - labels.begin());
+    (t.paired_axis == "row" ? ref_r : ref_c) = i;
+  }
+  for (size_t r = 0; r < t.cells.size(); ++r)
+    for (size_t c = 0; c < t.cells[r].size(); ++c) {
+      TableCell& x = t.cells[r][c];
+      x.split = split;
+      x.split_size = r < sizes.size() && c < sizes[r].size() ? sizes[r][c] : 0;
+      // a paired difference needs both its cell and its reference cell
+      const size_t rr = ref_r < t.row_labels.size() ? ref_r : r, rc = ref_c < t.col_labels.size() ? ref_c : c;
+      if (!small(r, c) && !(t.paired && small(rr, rc))) continue;
+      if (small(rr, rc) && !small(r, c)) x.split_size = sizes[rr][rc];
+      x.refused = true;
+      x.values.clear();
+      x.seeds.clear();
+      x.n = 0;
+      x.mean = x.std = 0;
+      x.best = false;
+    }
+  mark_best(t, t.higher_is_better, t.paired ? "none" : best);
 }
 
 SweepTable paired_table(const std::vector<TableInput>& in, const std::vector<std::string>& rows,
@@ -288,6 +325,8 @@ RunFacts read_run_facts(const std::string& run_dir, int64_t seed, const std::str
     f.step = s.step;
     f.seconds = s.elapsed;
     f.flops = s.train_flops;
+    f.valid_units = s.valid_units;
+    f.test_units = s.test_units;
     if (file_exists(join_path(run_dir, "config.json"))) {
       const json cfg = parse_json(read_file(join_path(run_dir, "config.json")), "config.json");
       if (cfg.contains("training") && cfg["training"].contains("steps") && cfg["training"]["steps"].is_number())
@@ -486,6 +525,16 @@ SweepTable sweep_table(const SweepResults& r, const std::string& paired_ref, con
     if (a == ri.end() || b == ci.end()) continue;
     t.cells[a->second][b->second].runs.push_back(read_run_facts(rec.state.run_dir, rec.point.seed, rec.state.status));
   }
+  // the size of the split the metric reads, the smallest over each cell's runs that recorded it
+  const std::string split = t.metric.rfind("valid", 0) == 0 ? "valid" : "test";
+  std::vector<std::vector<int64_t>> sizes(rows.size(), std::vector<int64_t>(cols.size(), 0));
+  for (size_t i = 0; i < rows.size(); ++i)
+    for (size_t j = 0; j < cols.size(); ++j)
+      for (auto& f : t.cells[i][j].runs) {
+        const int64_t n = split == "valid" ? f.valid_units : f.test_units;
+        if (n > 0) sizes[i][j] = sizes[i][j] > 0 ? std::min(sizes[i][j], n) : n;
+      }
+  refuse_small_cells(t, sizes, split, r.spec.table.best);
   return t;
 }
 
@@ -553,7 +602,17 @@ RunsText runs_text(const TableCell& c) {
 
 }  // namespace
 
+namespace {
+
+std::string refused_text(const TableCell& c) {
+  return "n/a (" + (c.split.empty() ? std::string("test") : c.split) + " set " + std::to_string(c.split_size) +
+         " < " + std::to_string(kMinTableSplitSize) + ")";
+}
+
+}  // namespace
+
 std::string format_cell(const TableCell& c, int digits, bool with_n) {
+  if (c.refused) return refused_text(c);
   if (c.n == 0) return "-";
   if (digits < 0) digits = std::fabs(c.mean) < 10 ? 3 : std::fabs(c.mean) < 100 ? 2 : 1;
   std::string s = num(c.mean, digits);
@@ -604,6 +663,12 @@ std::string table_to_text(const SweepTable& t) {
   if (any_short)
     o << "^k: k run(s) of the cell ended before the budget: read at their end, with less compute than the budget "
          "(not extrapolated)\n";
+  bool any_refused = false;
+  for (auto& row : t.cells)
+    for (auto& c : row) any_refused = any_refused || c.refused;
+  if (any_refused)
+    o << "n/a: the cell's runs were evaluated on fewer than " << kMinTableSplitSize
+      << " examples (a split that small cannot separate the rows; sweep/table.h kMinTableSplitSize)\n";
   if (t.missing)
     o << "(" << t.missing << " run(s) without a value"
       << (t.budget.active() ? " at the budget" : ": pending, stopped or failed") << ")\n";
@@ -639,7 +704,7 @@ std::string table_to_csv(const SweepTable& t) {
   std::ostringstream o;
   o << csv_field(t.row_header.empty() ? "row" : t.row_header) << ","
     << csv_field(t.col_header.empty() ? "column" : t.col_header)
-    << ",mean,std,n,best,seeds,values,parameters,steps,ends,seconds,train_flops,short_of_budget\n";
+    << ",mean,std,n,best,seeds,values,parameters,steps,ends,seconds,train_flops,short_of_budget,split_size,refused\n";
   o << std::setprecision(10);
   for (size_t r = 0; r < t.row_labels.size(); ++r)
     for (size_t c = 0; c < t.col_labels.size(); ++c) {
@@ -676,7 +741,7 @@ std::string table_to_csv(const SweepTable& t) {
       if (ns) o << sec / ns;
       o << ",";
       if (nf && !fl_unknown) o << fl / nf;
-      o << "," << x.short_of_budget << "\n";
+      o << "," << x.short_of_budget << "," << x.split_size << "," << (x.refused ? 1 : 0) << "\n";
     }
   return o.str();
 }
@@ -715,6 +780,8 @@ std::string table_to_latex(const SweepTable& t) {
     for (auto& c : t.cells[r]) {
       std::string s;
       if (c.reference) s = "(ref.)";
+      else if (c.refused) s = "n/a (" + c.split + " set " + std::to_string(c.split_size) + " $<$ " +
+                               std::to_string(kMinTableSplitSize) + ")";
       else if (c.n == 0) s = "--";
       else {
         s = num(c.mean, d);
@@ -754,6 +821,10 @@ json table_to_json(const SweepTable& t) {
                        {"values", x.values},
                        {"seeds", x.seeds},
                        {"short_of_budget", x.short_of_budget},
+                       {"split", x.split},
+                       {"split_size", x.split_size},
+                       {"refused", x.refused},
+                       {"text", x.refused ? json(refused_text(x)) : json()},
                        {"runs", runs}});
     }
   return {{"title", t.title},

@@ -13,6 +13,16 @@
 
 namespace cs {
 
+// The smallest evaluation split a table prints a cell for (in the task's units: questions,
+// sentences, tokens). A cell whose runs were evaluated on fewer examples prints
+// "n/a (test set N < 100)" instead of a number, is never bold and has no value in the CSV,
+// LaTeX or JSON: with N < 100 an accuracy moves by at least 1 point per example, and its
+// binomial standard error at 50 % is 5 points or more (sqrt(0.25 / N)), larger than every
+// difference the papers' tables report (CRU Table 3: 1-2 points). The CBT-style NE set built
+// from Moby-Dick (1 test question) is the case that prompted it. Runs written before their
+// summary recorded the split size ("test_units" / "valid_units") are printed as before.
+inline constexpr int64_t kMinTableSplitSize = 100;
+
 // What one run of a cell reached: its size, steps and budget (the "runs" block of a table).
 struct RunFacts {
   int64_t seed = 0;
@@ -22,6 +32,7 @@ struct RunFacts {
   std::string end;          // "early stop" | "cap" | running | stopped | failed | pending
   double seconds = 0;       // wall-clock training time (summary elapsed)
   double flops = std::numeric_limits<double>::quiet_NaN();  // cumulative training FLOPs; NaN: not recorded
+  int64_t valid_units = 0, test_units = 0;  // the evaluated splits' sizes (summary.json); 0: not recorded
 };
 
 // A compute budget at which every run is read instead of its end (`sweep table --budget`).
@@ -66,6 +77,12 @@ struct TableCell {
   bool reference = false;    // paired view: the reference column itself
   int short_of_budget = 0;   // budget view: runs among `values` that ended before the budget
   std::vector<RunFacts> runs;  // every run of the cell (size, steps, budget), seed order
+  // The size of the split the table's metric reads ("test" or "valid"), the smallest over the
+  // cell's runs that recorded it (0: none did). `refused`: under kMinTableSplitSize, so the
+  // cell has no value (values, n, mean cleared) and prints "n/a (test set N < 100)".
+  std::string split;
+  int64_t split_size = 0;
+  bool refused = false;
 };
 
 struct SweepTable {
@@ -96,6 +113,17 @@ struct TableInput {
 // columns appear in the order given (labels absent from the inputs stay empty).
 SweepTable aggregate_table(const std::vector<TableInput>& in, const std::vector<std::string>& rows,
                            const std::vector<std::string>& cols, bool higher_is_better, const std::string& best);
+
+// Marks the best cell(s) of each group (`best`: column | row | all | none), clearing earlier
+// marks; refused cells and cells without values never compete.
+void mark_best(SweepTable& t, bool higher_is_better, const std::string& best);
+
+// Refuses every cell whose split is under `min_size` examples (TableCell::refused; in a paired
+// view also every cell whose reference cell is refused), then marks the best again (`best`
+// as in mark_best; the paired view marks none). `sizes[r][c]`: the split size of cell (r, c),
+// 0 = unknown (never refused); `split`: "test" | "valid", for the message.
+void refuse_small_cells(SweepTable& t, const std::vector<std::vector<int64_t>>& sizes, const std::string& split,
+                        const std::string& best, int64_t min_size = kMinTableSplitSize);
 
 // Paired view: each cell (r, c) holds the differences value(r, c, s) - value(r, ref, s)
 // over the seeds s present in both (pairs share seed and data order, and every other

@@ -35,6 +35,8 @@ json RunSummary::to_json() const {
   j["best_step"] = has_best ? json(best_step) : json(nullptr);
   j["test_metric"] = has_test ? json(test_metric) : json(nullptr);
   if (std::isfinite(train_flops)) j["train_flops"] = train_flops;
+  if (valid_units > 0) j["valid_units"] = valid_units;
+  if (test_units > 0) j["test_units"] = test_units;
   return j;
 }
 
@@ -56,6 +58,8 @@ RunSummary RunSummary::from_json(const json& j) {
   s.updated = j.value("updated", "");
   s.processes = j.value("processes", int64_t(1));
   if (j.contains("train_flops") && j["train_flops"].is_number()) s.train_flops = j["train_flops"].get<double>();
+  if (j.contains("valid_units") && j["valid_units"].is_number_integer()) s.valid_units = j["valid_units"].get<int64_t>();
+  if (j.contains("test_units") && j["test_units"].is_number_integer()) s.test_units = j["test_units"].get<int64_t>();
   if (j.contains("best_valid") && j["best_valid"].is_number()) {
     s.has_best = true;
     s.best_valid = j["best_valid"].get<double>();

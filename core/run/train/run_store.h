@@ -39,6 +39,10 @@ struct RunSummary {
   double elapsed = 0;
   double train_flops = std::numeric_limits<double>::quiet_NaN();  // cumulative; NaN: unknown (older runs)
   int64_t processes = 1;  // data-parallel processes of the last (or current) launch (`train --nproc N`)
+  // Size of the valid / test split in the task's units (questions, sentences, tokens: the
+  // EvalResult::units of its evaluations); 0 = not evaluated yet, or a run written before the
+  // field existed. A table refuses a cell whose split is smaller than kMinTableSplitSize (sweep/table.h).
+  int64_t valid_units = 0, test_units = 0;
   std::string started, updated;  // ISO times
   json to_json() const;
   static RunSummary from_json(const json& j);

@@ -411,6 +411,8 @@ void Trainer::resume() {
   summary_.best_step = impl_->best_step;
   summary_.elapsed = impl_->elapsed_before;
   summary_.started = before.started;
+  summary_.valid_units = before.valid_units;
+  summary_.test_units = before.test_units;
 }
 
 void Trainer::fork_from(const std::string& checkpoint) {
@@ -683,6 +685,9 @@ EvalResult Trainer::evaluate(RunContext& rc, const std::string& split) {
   r.train_flops = impl_->flops_total;
   r.values = er.metrics;
   emit(rc, r);
+  // the split's size, so that a table can refuse a cell evaluated on too few examples
+  if (split == "valid") summary_.valid_units = er.units;
+  if (split == "test") summary_.test_units = er.units;
   return er;
 }
 

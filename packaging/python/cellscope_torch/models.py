@@ -48,7 +48,8 @@ TASK_OPTIONS = {
     # in model.pt either way)
     "classify": {"fc": ANY, "fc_activation": ("relu", "tanh", "none"), "pretrained_embeddings": ANY,
                  "freeze_embeddings": BOOL},
-    "cloze": {"reader": ("aoa", "m_aoa")},
+    # recurrent_init: how the recurrent matrices were initialised (the weights are in model.pt either way)
+    "cloze": {"reader": ("aoa", "m_aoa"), "recurrent_init": ("orthogonal", "cell")},
     "seq2seq": {"copy": BOOL},
     "absa": {"fc": ANY, "fc_activation": ("relu", "tanh", "none"), "pretrained_embeddings": ANY,
              "freeze_embeddings": BOOL},
