@@ -72,4 +72,30 @@ std::string self_exe();  // path of the running executable (/proc/self/exe)
 // else UsageError naming the flag and the value given.
 double parse_dist_timeout(const Args& args, double def);
 
+// The exit status of a run stopped by SIGTERM after writing its checkpoint (a scheduler's
+// preemption or time limit): distinct from 0 (finished, or stopped by the user's Ctrl-C) so
+// that Slurm and Kubernetes can requeue or retry it; `--resume` continues it. 75 is
+// sysexits.h's EX_TEMPFAIL ("try again later").
+constexpr int kExitStoppedBySigterm = 75;
+
+// A worker started by a PyTorch-style launcher (torchrun, `python3 -m torch.distributed.run`,
+// Kubeflow's PyTorchJob): its rank, world and rendezvous from the environment they set
+// (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT, LOCAL_RANK, LOCAL_WORLD_SIZE and torchrun's
+// TORCHELASTIC_USE_AGENT_STORE / TORCHELASTIC_RESTART_COUNT). docs/DISTRIBUTED.md.
+struct LauncherEnv {
+  bool present = false;   // RANK and WORLD_SIZE are both set
+  int rank = 0, world = 1;
+  int local_rank = -1;    // LOCAL_RANK (-1: unset)
+  int local_world = 1;    // LOCAL_WORLD_SIZE (processes on this machine; default 1)
+  std::string master;     // "MASTER_ADDR:MASTER_PORT" (brackets around an IPv6 address)
+  bool agent_store = false;   // torchrun's agent already serves a c10d TCPStore there
+  std::string store_prefix;   // the key prefix torchrun's workers use in it
+  std::string describe() const;  // "RANK=1 WORLD_SIZE=2 MASTER=...": for messages
+};
+// Reads the variables; a set but malformed one (not an integer, out of range, a missing
+// MASTER_ADDR/MASTER_PORT for a world above 1) is a UsageError naming it.
+LauncherEnv launcher_env();
+// `cuda` (no index) on a worker with LOCAL_RANK k becomes `cuda:k`; anything else unchanged.
+std::string device_for_local_rank(const std::string& device, int local_rank);
+
 }  // namespace cli

@@ -15,6 +15,7 @@
 #include "data/bench_data.h"
 #include "cli.h"
 #include "dist/dist.h"
+#include "dist/launch.h"
 #include "tasks/model_params.h"
 #include "tasks/task.h"
 #include "train/launch.h"
@@ -198,8 +199,10 @@ int cmd_params(const std::vector<std::string>& a) {
 
 // ------------------------------------------------------------------ train
 static cs::TrainerControl* g_control = nullptr;
-static void on_sigint(int) {
+static volatile std::sig_atomic_t g_stop_signal = 0;  // the signal that asked for the stop
+static void on_sigint(int sig) {
   if (g_control) {
+    if (!g_control->stop.load()) g_stop_signal = sig;
     if (g_control->stop.load()) std::_Exit(130);  // second Ctrl-C: leave now
     g_control->stop = true;
   }
@@ -227,7 +230,9 @@ int cmd_train(const std::vector<std::string>& a) {
                "\"parent\": {\"run_dir\", \"step\", \"checkpoint\"}. The parent is only read.\n"
                "A run fails (status failed, exit 1) on a NaN/Inf loss or weights, and when it diverges: the\n"
                "mean training loss above 2x the untrained model's for 3 logged intervals (reason \"diverged: ...\").\n"
-               "Exit status: 0 finished or stopped, 1 failed (e.g. NaN loss), 2 invalid config or data.\n"
+               "Exit status: 0 finished or stopped (Ctrl-C), 75 stopped by SIGTERM with a checkpoint written\n"
+               "(a scheduler's preemption or time limit: requeue, then --resume continues), 1 failed (e.g. NaN\n"
+               "loss), 2 invalid config or data.\n"
                "Data-parallel training (docs/DISTRIBUTED.md):\n"
                "  --nproc N                 start N local worker processes (Gloo over 127.0.0.1), max(1, cores/N)\n"
                "                            threads each; training.batch is the global batch, split over them\n"
@@ -239,6 +244,12 @@ int cmd_train(const std::vector<std::string>& a) {
                "                            --master host, so a loopback master is reachable from this machine\n"
                "                            only; 0.0.0.0 or :: listens on every interface)\n"
                "  --store-file PATH         rendezvous through a file instead of --master\n"
+               "  (none of these)           a launcher's environment, when RANK and WORLD_SIZE are set: torchrun\n"
+               "                            (python3 -m torch.distributed.run [--redirects 2 --tee 2 on Debian 12]\n"
+               "                            --nproc_per_node N --no_python cellscope-cli train ...),\n"
+               "                            Kubeflow's PyTorchJob: RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT,\n"
+               "                            LOCAL_RANK (device cuda -> cuda:LOCAL_RANK), LOCAL_WORLD_SIZE (the\n"
+               "                            cores are divided between the workers of one machine)\n"
                "  --dist-timeout SECONDS    stop when another worker dies or hangs this long (default 60,\n"
                "                            at most 604800 = 7 days)\n"
                "  --dist-backend gloo|nccl|auto   (auto: NCCL for CUDA devices when built with it)\n"
@@ -254,17 +265,27 @@ int cmd_train(const std::vector<std::string>& a) {
     throw UsageError("--fork starts a single-process run; fork first, then --resume the new run with --nproc");
   if (args.has("fork") && args.has("resume")) throw UsageError("give either --resume or --fork");
   if (args.has("nproc") && args.get_int("nproc", 1) != 1) return train_launch_local(a, args);
-  const bool distributed = args.has("rank") || args.has("world-size");
-  if (distributed && (!args.has("rank") || !args.has("world-size")))
+  // Without any of the data-parallel flags, a launcher's environment (torchrun, PyTorchJob) names
+  // this worker's rank, world and rendezvous; the flags, when given, win.
+  LauncherEnv env;
+  if (!args.has("rank") && !args.has("world-size") && !args.has("master") && !args.has("store-file") &&
+      !args.has("nproc"))
+    env = launcher_env();
+  const bool from_env = env.present && env.world > 1;
+  const bool distributed = args.has("rank") || args.has("world-size") || from_env;
+  if (distributed && !from_env && (!args.has("rank") || !args.has("world-size")))
     throw UsageError("a data-parallel worker needs both --rank and --world-size");
-  const bool root = args.get_int("rank", 0) == 0;
+  const bool root = (from_env ? env.rank : args.get_int("rank", 0)) == 0;
   std::unique_ptr<cs::DistContext> dist;
+  std::string device_override;  // cuda -> cuda:LOCAL_RANK on a launcher's worker
   if (distributed) {
     // Rendezvous first: every rank then validates, loads and builds the same thing.
     cs::DistOptions o;
-    o.rank = static_cast<int>(args.get_int("rank", 0));
-    o.world = static_cast<int>(args.get_int("world-size", 1));
-    o.master = args.get("master");
+    o.rank = from_env ? env.rank : static_cast<int>(args.get_int("rank", 0));
+    o.world = from_env ? env.world : static_cast<int>(args.get_int("world-size", 1));
+    o.master = from_env ? env.master : args.get("master");
+    o.agent_store = from_env && env.agent_store;
+    o.store_prefix = from_env ? env.store_prefix : std::string();
     o.listen = args.get("listen");
     o.store_file = args.get("store-file");
     o.timeout_s = parse_dist_timeout(args, 60);
@@ -272,9 +293,14 @@ int cmd_train(const std::vector<std::string>& a) {
     try {  // the device decides the automatic backend (NCCL for CUDA); the config is fully checked later
       json peek = args.has("resume") ? cs::RunStore(args.get("resume")).read_config()
                                      : load_config_arg(args.positional.at(0), args.all("set"));
-      o.device = torch::Device(peek.at("training").value("device", std::string("cpu")));
+      const std::string device = peek.at("training").value("device", std::string("cpu"));
+      if (from_env && device_for_local_rank(device, env.local_rank) != device)
+        device_override = device_for_local_rank(device, env.local_rank);
+      o.device = torch::Device(device_override.empty() ? device : device_override);
     } catch (...) {
     }
+    if (from_env && !args.has("quiet") && !args.has("json") && env.rank == 0)
+      std::cerr << "data-parallel worker from the launcher's environment: " << env.describe() << "\n";
     dist = cs::init_dist(o);
   }
   const bool resuming = args.has("resume");
@@ -282,6 +308,8 @@ int cmd_train(const std::vector<std::string>& a) {
   cs::LaunchOptions lo;
   lo.dist = dist.get();
   lo.threads = static_cast<int>(args.get_int("threads", 0));
+  // A launcher's workers on one machine divide its cores (training.threads, when set, wins).
+  if (env.present) lo.default_threads = cs::threads_per_process(env.local_world);
   json raw;
   if (resuming) {
     if (!args.positional.empty()) throw UsageError("--resume takes the run directory; give no CONFIG");
@@ -308,6 +336,10 @@ int cmd_train(const std::vector<std::string>& a) {
   if (args.has("threads") && !resuming) {  // recorded in the new run's config.json, as the window does
     if (!raw.contains("training") || !raw["training"].is_object()) raw["training"] = json::object();
     raw["training"]["threads"] = args.get_int("threads", 0, 0, 1024);
+  }
+  if (!device_override.empty()) {
+    if (!raw.contains("training") || !raw["training"].is_object()) raw["training"] = json::object();
+    raw["training"]["device"] = device_override;
   }
   cs::LaunchedRun launched = cs::start_run(raw, lo);
   const json& cfg = launched.cfg;
@@ -368,6 +400,7 @@ int cmd_train(const std::vector<std::string>& a) {
     // --quiet still says why a run failed (exit 1)
     std::cerr << "cellscope-cli train: failed: " << s.reason << "\n";
   }
+  if (s.status == "stopped" && g_stop_signal == SIGTERM) return kExitStoppedBySigterm;
   return s.status == "failed" ? 1 : 0;
 }
 

@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <climits>
+#include <cstdlib>
 #include <csignal>
 #include <iomanip>
 #include <limits>
@@ -47,11 +48,73 @@ double parse_dist_timeout(const Args& args, double def) {
   return v;
 }
 
+static std::string env_text(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? std::string(v) : std::string();
+}
+
+// An integer environment variable in [lo, hi]; `def` when unset or empty.
+static int env_int(const char* name, int def, int lo, int hi) {
+  const std::string v = env_text(name);
+  if (v.empty()) return def;
+  long long x = 0;
+  size_t pos = 0;
+  try {
+    x = std::stoll(v, &pos);
+  } catch (const std::exception&) {
+    pos = 0;
+  }
+  if (pos != v.size() || pos == 0 || x < lo || x > hi)
+    throw UsageError(std::string("the environment variable ") + name + "='" + v + "' must be an integer in [" +
+                     std::to_string(lo) + ", " + std::to_string(hi) + "] (set by a launcher such as torchrun)");
+  return static_cast<int>(x);
+}
+
+LauncherEnv launcher_env() {
+  LauncherEnv e;
+  if (env_text("RANK").empty() || env_text("WORLD_SIZE").empty()) return e;
+  e.present = true;
+  e.world = env_int("WORLD_SIZE", 1, 1, 1 << 20);
+  e.rank = env_int("RANK", 0, 0, e.world - 1);
+  e.local_rank = env_int("LOCAL_RANK", -1, 0, 1 << 20);
+  e.local_world = env_int("LOCAL_WORLD_SIZE", 1, 1, 1 << 20);
+  if (e.world > 1) {
+    const std::string addr = env_text("MASTER_ADDR");
+    if (addr.empty() || env_text("MASTER_PORT").empty())
+      throw UsageError("RANK and WORLD_SIZE are set (a launcher such as torchrun), but MASTER_ADDR and MASTER_PORT "
+                       "are not: set both, or give --rank, --world-size and --master");
+    const int port = env_int("MASTER_PORT", 0, 1, 65535);
+    const bool v6 = addr.find(':') != std::string::npos && addr.front() != '[';
+    e.master = (v6 ? "[" + addr + "]" : addr) + ":" + std::to_string(port);
+  }
+  // torchrun with its default (static) rendezvous: the agent serves a c10d TCPStore on
+  // MASTER_PORT and its workers are clients of it under /worker/attempt_<restart count>
+  // (torch/distributed/rendezvous.py, _create_c10d_store). Otherwise rank 0 serves.
+  const std::string agent = env_text("TORCHELASTIC_USE_AGENT_STORE");
+  e.agent_store = agent == "True" || agent == "true" || agent == "1";
+  if (e.agent_store)
+    e.store_prefix = "/worker/attempt_" + std::to_string(env_int("TORCHELASTIC_RESTART_COUNT", 0, 0, 1 << 20));
+  return e;
+}
+
+std::string LauncherEnv::describe() const {
+  return "RANK=" + std::to_string(rank) + " WORLD_SIZE=" + std::to_string(world) +
+         (master.empty() ? std::string() : " MASTER_ADDR:MASTER_PORT=" + master) +
+         (agent_store ? " (torchrun's agent store)" : "");
+}
+
+std::string device_for_local_rank(const std::string& device, int local_rank) {
+  if (local_rank < 0 || device != "cuda") return device;
+  return "cuda:" + std::to_string(local_rank);
+}
+
 // The parent's SIGINT/SIGTERM go to the workers once (they are in their own process
 // groups, so a terminal's Ctrl-C reaches them only through here): they agree on the
 // step, rank 0 checkpoints, all exit.
 static cs::LocalWorkers* g_workers = nullptr;
-static void forward_stop(int) {
+static volatile std::sig_atomic_t g_launcher_signal = 0;
+static void forward_stop(int sig) {
+  g_launcher_signal = sig;
   if (g_workers) cs::stop_local_workers(*g_workers);
 }
 
@@ -125,6 +188,13 @@ int train_launch_local(const std::vector<std::string>& a, const Args& args) {
               << " keeps its last checkpoint (continue with: cellscope-cli train --resume " << dir
               << " --nproc N)\n";
     return rc >= 128 ? 1 : rc;
+  }
+  // Stopped by the scheduler (SIGTERM) with its checkpoint: the status that asks for a requeue.
+  if (g_launcher_signal == SIGTERM) {
+    try {
+      if (cs::RunStore(dir).read_summary().status == "stopped") return kExitStoppedBySigterm;
+    } catch (const std::exception&) {  // no summary: nothing to resume, the plain status
+    }
   }
   return 0;
 }

@@ -29,8 +29,12 @@ using cs::json;
 namespace {
 
 cs::TrainerControl* g_sweep_control = nullptr;
-extern "C" void on_sweep_sigint(int) {
-  if (g_sweep_control) g_sweep_control->stop = true;
+volatile std::sig_atomic_t g_sweep_signal = 0;  // the signal that asked for the stop
+extern "C" void on_sweep_sigint(int sig) {
+  if (g_sweep_control) {
+    if (!g_sweep_control->stop.load()) g_sweep_signal = sig;
+    g_sweep_control->stop = true;
+  }
 }
 
 std::string dur(double s) {
@@ -69,7 +73,9 @@ const char* kUsage =
     "          --jobs K runs K points at once on this machine, each in its own process (log:\n"
     "          WORKSPACE/sweeps/NAME/logs/point-INDEX.log) with max(1, cores / K) threads (--threads T to\n"
     "          choose); Ctrl-C stops every one with a checkpoint. Combines with --worker.\n"
-    "          Exit status: 0 done or stopped, 1 a point failed, 3 a point was being run by another process.\n"
+    "          Exit status: 0 done or stopped (Ctrl-C), 75 stopped by SIGTERM with a checkpoint (a\n"
+    "          scheduler's preemption or time limit: run it again to continue), 1 a point failed, 3 a point\n"
+    "          was being run by another process.\n"
     "slurm     writes an sbatch job-array script (stdout, or --out FILE): one array task per point\n"
     "          (--array=0-(P-1)), each running `sweep run DIR --point $SLURM_ARRAY_TASK_ID --threads\n"
     "          $SLURM_CPUS_PER_TASK` in the workspace (which every node must see: a shared file system).\n"
@@ -255,7 +261,7 @@ int sweep_run(const std::vector<std::string>& a) {
             << dur(total) << "; " << res.dir << "\n";
   if (res.stopped) {
     std::cerr << "stopped: run the same command again to continue\n";
-    return 0;
+    return g_sweep_signal == SIGTERM ? kExitStoppedBySigterm : 0;
   }
   if (!whole) {
     // The others' points may still be running: the table of what has finished.
@@ -323,7 +329,7 @@ int sweep_jobs(const cs::SweepSpec& spec, const cs::SweepRunOptions& base, const
             << dur(total) << "; " << res.dir << "\n";
   if (res.stopped) {
     std::cerr << "stopped: run the same command again to continue\n";
-    return 0;
+    return g_sweep_signal == SIGTERM ? kExitStoppedBySigterm : 0;
   }
   auto results = cs::read_sweep_results(res.dir);
   if (res.share == res.total) std::cout << cs::table_to_text(cs::sweep_table(results));

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "util/csv.h"
+#include "util/text.h"
 
 namespace test_csv_text {  // this file's own names in a unity build (tests/README.md)
 
@@ -48,6 +49,30 @@ TEST(CsvText, recordEndsAndEmptyFields) {
   // a quote inside an unquoted field is a character; an unterminated quoted field runs to the end
   EXPECT_EQ(cs::csv_records("5\" disk,x\n"), (Records{{"5\" disk", "x"}}));
   EXPECT_EQ(cs::csv_records("\"open,end"), (Records{{"open,end"}}));
+}
+
+// The loaders' one line rule (util/text.h LineReader): LF ends a line, a CR before it or at the
+// very end is dropped, a last line without LF counts, empty lines count, an empty text has none.
+TEST(CsvText, linesOfATextAsEveryLoaderReadsThem) {
+  auto lines = [](const std::string& text) {
+    std::vector<std::string> out;
+    cs::LineReader r(text);
+    std::string line;
+    while (r.next(line)) {
+      out.push_back(line);
+      EXPECT_EQ(r.number(), out.size());
+    }
+    return out;
+  };
+  using V = std::vector<std::string>;
+  EXPECT_EQ(lines(""), V{});
+  EXPECT_EQ(lines("\n"), V{""});
+  EXPECT_EQ(lines("a"), V{"a"});
+  EXPECT_EQ(lines("a\n"), V{"a"});
+  EXPECT_EQ(lines("a\r\nb\r\n"), (V{"a", "b"}));
+  EXPECT_EQ(lines("a\n\nb"), (V{"a", "", "b"}));
+  EXPECT_EQ(lines("a\rb\r"), V{"a\rb"});  // a bare CR inside a line stays; one at the very end goes
+  EXPECT_EQ(lines("x\r\r\n"), V{"x\r"});   // only one CR before the LF is part of the line end
 }
 
 }  // namespace test_csv_text

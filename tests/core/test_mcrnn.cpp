@@ -333,4 +333,36 @@ TEST_F(Mcrnn, configErrors) {
   ASSERT_TRUE(threw);
 }
 
+// MC-RNN over an MZU base in a sentence task: the padding mask [T, B] reaches the base's
+// zone-disagreement term (MZU eq. 19) step by step, for the batch-folded channel rows
+// ([1, B K]). Before, the base refused the [T, B] mask ("token_mask must be [1, B K]") and a
+// classify run of this cell could not train. The term is linear in the mask: the loss of two
+// disjoint masks adds up to the loss of their union, and padding changes it.
+TEST_F(Mcrnn, mzuBaseTakesTheSentenceMask) {
+  json m = {{"cell", "mcrnn"}, {"base", "sat_mzu"}, {"block", 3}, {"hidden", 8}};
+  auto cell = cell_info("mcrnn").make(resolve_config(json{{"model", m}})["model"], 6, 0);
+  cell->to(torch::kDouble);
+  cell->train();
+  const int64_t T = 5, B = 3;
+  auto x = torch::randn({T, B, 6}, torch::kDouble);
+  auto loss = [&](const torch::Tensor& mask) {
+    StepContext ctx;
+    ctx.stepwise = true;
+    ctx.loss_units = static_cast<double>(B);
+    ctx.token_mask = mask;
+    cell->forward_sequence(x, cell->initial_state(B, x.options()), ctx);
+    EXPECT_TRUE(ctx.token_mask.defined() == mask.defined());  // the caller's mask is given back
+    return ctx.extra_loss.defined() ? ctx.extra_loss.item<double>() : std::nan("");
+  };
+  auto ones = torch::ones({T, B}, torch::kDouble);
+  auto m1 = ones.clone(), m2 = torch::zeros({T, B}, torch::kDouble);
+  m1.index_put_({torch::indexing::Slice(3, T), 1}, 0.0);  // sentence 1 padded after its 3rd token
+  m2.index_put_({torch::indexing::Slice(3, T), 1}, 1.0);
+  const double all = loss(ones), a = loss(m1), b = loss(m2);
+  ASSERT_TRUE(std::isfinite(all) && all != 0.0) << all;
+  EXPECT_NEAR(loss(torch::Tensor()), all, 1e-12);
+  EXPECT_NEAR(a + b, all, 1e-10);
+  EXPECT_GT(std::abs(b), 1e-9);  // the padded positions did count before masking
+}
+
 }  // namespace test_mcrnn

@@ -480,4 +480,39 @@ TEST_F(SweepWorkers, slurmArrayScript) {
   expect_complete(ws, "slurm", spec);
 }
 
+// Preemption or the time limit (`--signal=B:TERM@60`): Slurm's TERM to the batch shell reaches the
+// run, which stops with a checkpoint and exits 75; the task then requeues itself
+// (`scontrol requeue JOB_TASK`) so that Slurm runs it again, resuming from the checkpoint.
+TEST_F(SweepWorkers, slurmTaskStoppedBySigtermRequeuesItself) {
+  const std::string ws = cstest::temp_dir() + "/ws_slurm_term";
+  const json spec = {{"name", "slurmterm"}, {"base", toy_base(corpus_, 100000, 50, 0)}, {"seeds", {1}}};
+  const std::string path = write_spec("slurmterm", spec);
+  const std::string script = cstest::temp_dir() + "/slurm_term.sh";
+  std::string out, err;
+  ASSERT_EQ(cstest::run_cli({"sweep", "slurm", path, "--workspace", ws, "--out", script}, &out, &err), 0) << err;
+  // A stand-in for Slurm's scontrol that records its arguments.
+  const std::string bin = cstest::temp_dir() + "/fake_slurm_bin", calls = cstest::temp_dir() + "/scontrol.calls";
+  cstest::write_text(bin + "/scontrol", "#!/bin/sh\necho \"$@\" >> '" + calls + "'\n");
+  fs::permissions(bin + "/scontrol", fs::perms::owner_all);
+  const std::string log = cstest::temp_dir() + "/slurm_term.log", rc_file = cstest::temp_dir() + "/slurm_term.rc";
+  // The batch shell in the background; TERM to it (not to the run) once the run has logged.
+  // (a simple command in the background, so that $p is the batch shell itself)
+  const std::string cmd = "cd '" + cstest::temp_dir() + "'\nPATH='" + bin +
+                          "':\"$PATH\" SLURM_ARRAY_JOB_ID=88 SLURM_ARRAY_TASK_ID=0 bash '" + script + "' >'" + log +
+                          "' 2>&1 &\np=$!; for i in $(seq 600); do "
+                          "if [ -n \"$(find '" + ws + "' -name metrics.jsonl -size +200c 2>/dev/null)\" ]; then break; fi; "
+                          "sleep 0.1; done; kill -TERM $p; wait $p; echo $? > '" + rc_file + "'";
+  const std::string driver = cstest::temp_dir() + "/slurm_term_driver.sh";
+  cstest::write_text(driver, cmd + "\n");
+  ASSERT_NE(std::system(("bash '" + driver + "'").c_str()), -1);
+  ASSERT_EQ(cstest::read_text(rc_file), "75\n") << cstest::read_text(log);
+  ASSERT_EQ(cstest::read_text(calls), "requeue 88_0\n") << cstest::read_text(log);
+  const auto points = expand_sweep(SweepSpec::from_json(spec));
+  const std::string run = point_state(ws, "slurmterm", points[0].id).run_dir;
+  ASSERT_FALSE(run.empty());
+  RunStore store(run);
+  ASSERT_EQ(store.read_summary().status, std::string("stopped"));
+  ASSERT_TRUE(file_exists(store.path("checkpoints/last.pt")));
+}
+
 }  // namespace test_sweep_workers

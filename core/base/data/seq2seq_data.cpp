@@ -57,18 +57,13 @@ std::vector<std::string> read_sentence_lines(const std::string& file) {
   }
   if (bad != std::string::npos) throw UserError(utf8_error_message(text, bad, file));
   std::vector<std::string> lines;
-  size_t pos = 0, no = 0;
-  while (pos < text.size()) {
-    size_t nl = text.find('\n', pos);
-    if (nl == std::string::npos) nl = text.size();
-    std::string line = text.substr(pos, nl - pos);
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    ++no;
+  LineReader reader(text);
+  std::string line;
+  while (reader.next(line)) {
     if (line.find_first_not_of(" \t\r\f\v") == std::string::npos)
-      throw UserError(where(file, no) +
+      throw UserError(where(file, reader.number()) +
                       ": empty line (expected one sentence per line; a pair with an empty side cannot be used)");
-    lines.push_back(std::move(line));
-    pos = nl + 1;
+    lines.push_back(line);
   }
   return lines;
 }
@@ -201,13 +196,10 @@ Seq2SeqSplits load_headlines_jsonl(const std::string& jsonl_path, const Headline
   Seq2SeqSplits out;
   std::set<std::pair<std::string, std::string>> seen;
   int64_t records = 0, short_subject = 0, short_body = 0, duplicates = 0;
-  size_t pos = 0, no = 0;
-  while (pos < text.size()) {
-    size_t nl = text.find('\n', pos);
-    if (nl == std::string::npos) nl = text.size();
-    const std::string line = text.substr(pos, nl - pos);
-    pos = nl + 1;
-    ++no;
+  LineReader reader(text);
+  std::string line;
+  while (reader.next(line)) {
+    const size_t no = reader.number();
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     json j;
     try {

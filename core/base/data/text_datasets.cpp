@@ -21,15 +21,9 @@ namespace {
 // Split into lines (LF, with a trailing CR removed); calls fn(line, line_number).
 template <typename Fn>
 void for_each_line(const std::string& text, Fn&& fn) {
-  size_t pos = 0, no = 0;
-  while (pos < text.size()) {
-    size_t nl = text.find('\n', pos);
-    if (nl == std::string::npos) nl = text.size();
-    std::string line = text.substr(pos, nl - pos);
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    fn(line, ++no);
-    pos = nl + 1;
-  }
+  LineReader reader(text);
+  std::string line;
+  while (reader.next(line)) fn(line, reader.number());
 }
 
 void check_text_line(const std::string& line, const std::string& file, size_t no) {

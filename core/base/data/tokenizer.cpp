@@ -66,18 +66,9 @@ std::vector<std::string> tokenize(const std::string& s, const TokenizerOptions& 
 
 std::vector<std::string> split_lines(const std::string& text) {
   std::vector<std::string> lines;
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t nl = text.find('\n', start);
-    if (nl == std::string::npos) {
-      if (start < text.size()) lines.push_back(text.substr(start));
-      break;
-    }
-    size_t end = nl;
-    if (end > start && text[end - 1] == '\r') --end;
-    lines.push_back(text.substr(start, end - start));
-    start = nl + 1;
-  }
+  LineReader reader(text);
+  std::string line;
+  while (reader.next(line)) lines.push_back(line);
   return lines;
 }
 

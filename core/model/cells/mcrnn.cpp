@@ -223,8 +223,19 @@ SeqOutput McRnnCellImpl::forward_impl(const torch::Tensor& x, const TokenInput* 
   std::vector<torch::Tensor> outs;
   outs.reserve(steps.size());
   State s = s0;
+  // A sentence task's padding mask [T, B] reaches the base cell one step at a time, as the
+  // batch-folded rows it sees ([1, B K], batch-major like xrep in step_at): an MZU base masks
+  // its zone-disagreement term (eq. 19) with it.
+  const torch::Tensor mask = ctx.token_mask;
+  const bool per_step_mask = mask.defined() && mask.dim() == 2 && mask.size(0) == x.size(0) && mask.size(1) == x.size(1);
+  struct MaskRestore {
+    StepContext& ctx;
+    torch::Tensor mask;
+    ~MaskRestore() { ctx.token_mask = mask; }
+  } restore{ctx, mask};
   for (size_t i = 0; i < steps.size(); ++i) {
     ++t;
+    if (per_step_mask) ctx.token_mask = mask.narrow(0, static_cast<int64_t>(i), 1).repeat_interleave(channels(), 1);
     s = step_at(t, steps[i], s, wcat, coef[i % static_cast<size_t>(n1)], ctx);
     outs.push_back(s[0]);
   }

@@ -17,6 +17,8 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 #include <torch/csrc/distributed/c10d/FileStore.hpp>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -119,6 +121,16 @@ std::unique_ptr<DistContext> init_dist(const DistOptions& o) {
   try {
     if (!o.store_file.empty()) {
       d->store = c10::make_intrusive<c10d::FileStore>(o.store_file, o.world);
+    } else if (!o.master.empty() && o.agent_store) {
+      const HostPort hp = parse_host_port(o.master, "MASTER_ADDR:MASTER_PORT");
+      host = hp.host;
+      c10d::TCPStoreOptions so;
+      so.port = static_cast<std::uint16_t>(hp.port);
+      so.isServer = false;
+      so.waitWorkers = false;
+      so.timeout = timeout;
+      auto tcp = c10::make_intrusive<c10d::TCPStore>(hp.host, so);
+      d->store = c10::make_intrusive<c10d::PrefixStore>(o.store_prefix, tcp);
     } else if (!o.master.empty()) {
       const HostPort hp = parse_host_port(o.master, "--master");
       host = hp.host;

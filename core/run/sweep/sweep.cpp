@@ -738,15 +738,28 @@ std::string slurm_array_script(const SweepSpec& spec, int points, const std::str
   s << "#SBATCH --output=" << sbatch_value("workspace", join_path(out_dir, "%A_%a.out")) << "\n"
     << "#SBATCH --open-mode=append\n"
     << "#SBATCH --requeue\n"
-    << "# SIGTERM 60 s before the time limit: the run stops with a checkpoint (re-submit to continue).\n"
+    << "# SIGTERM 60 s before the time limit (or on preemption): the run stops with a checkpoint and\n"
+    << "# exits 75, and the task requeues itself to continue from it.\n"
     << "#SBATCH --signal=B:TERM@60\n"
     << "set -u\n"
     << "CLI=" << shell_quote(o.exe) << "\n"
     << "SWEEP=" << shell_quote(dir) << "\n"
     << "WORKSPACE=" << shell_quote(o.workspace) << "\n"
     << ": \"${SLURM_ARRAY_TASK_ID:?not an array task: submit this script with sbatch}\"\n"
-    << "exec \"$CLI\" sweep run \"$SWEEP\" --workspace \"$WORKSPACE\" --point \"$SLURM_ARRAY_TASK_ID\" \\\n"
-    << "     --threads \"${SLURM_CPUS_PER_TASK:-1}\"\n";
+    << "\"$CLI\" sweep run \"$SWEEP\" --workspace \"$WORKSPACE\" --point \"$SLURM_ARRAY_TASK_ID\" \\\n"
+    << "     --threads \"${SLURM_CPUS_PER_TASK:-1}\" &\n"
+    << "pid=$!\n"
+    << "trap 'kill -TERM \"$pid\" 2>/dev/null' TERM\n"
+    << "# a TERM interrupts `wait` (status above 128): wait again for the run's own exit status\n"
+    << "while :; do\n"
+    << "  rc=0; wait \"$pid\" || rc=$?\n"
+    << "  if [ \"$rc\" -gt 128 ] && kill -0 \"$pid\" 2>/dev/null; then continue; fi\n"
+    << "  break\n"
+    << "done\n"
+    << "if [ \"$rc\" -eq 75 ] && [ -n \"${SLURM_ARRAY_JOB_ID:-}\" ]; then\n"
+    << "  scontrol requeue \"${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}\"\n"
+    << "fi\n"
+    << "exit \"$rc\"\n";
   return s.str();
 }
 

@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <variant>
 #include <thread>
 
 #include "config/common_options.h"
@@ -38,7 +39,42 @@ void set_threads(int n) {
   at::set_num_threads(n);
 }
 
+namespace {
+// One scalar of the trainer's state in a checkpoint's "trainer" archive. An `optional` field is
+// absent from checkpoints written before it existed and reads as `missing`.
+struct StateField {
+  const char* key;
+  std::variant<int64_t*, double*, bool*> value;
+  bool optional = false;
+  double missing = 0;
+};
+}  // namespace
+
 struct Trainer::Impl {
+  // The table that save_checkpoint writes and load_checkpoint reads (so the two cannot drift):
+  // `step` is the trainer's step, `elapsed` the seconds of earlier processes (written from the
+  // summary, read into elapsed_before).
+  std::vector<StateField> state_fields(int64_t* step, double* elapsed) {
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    return {{"step", step},
+            {"acc_loss", &acc_loss},
+            {"acc_gnorm", &acc_gnorm},
+            {"acc_n", &acc_n},
+            {"acc_units", &acc_units},
+            {"acc_time", &acc_time},
+            {"has_best", &has_best},
+            {"best", &best},
+            {"best_step", &best_step},
+            {"bad_evals", &bad_evals},
+            {"lr_decays", &lr_decays, true, 0},  // before training.lr_decay: none happened
+            {"elapsed", elapsed},
+            {"units_total", &units_total},
+            {"train_time_total", &train_time_total},
+            {"train_flops", &flops_total, true, nan},  // before the FLOP count: unknown from here on
+            {"ref_loss", &ref_loss, true, nan},        // before divergence detection: it stays off
+            {"diverge_count", &diverge_count, true, 0}};
+  }
+
   std::unique_ptr<torch::optim::Optimizer> opt;
   std::vector<torch::Tensor> params;
   torch::Device device{torch::kCPU};
@@ -196,23 +232,12 @@ void Trainer::save_checkpoint(const std::string& path) {
   task_->save_state(t);
   auto I = [](int64_t v) { return torch::tensor(v, torch::kInt64); };
   auto D = [](double v) { return torch::tensor(v, torch::kFloat64); };
-  s.write("step", I(step_));
-  s.write("acc_loss", D(impl_->acc_loss));
-  s.write("acc_gnorm", D(impl_->acc_gnorm));
-  s.write("acc_n", I(impl_->acc_n));
-  s.write("acc_units", I(impl_->acc_units));
-  s.write("acc_time", D(impl_->acc_time));
-  s.write("has_best", I(impl_->has_best));
-  s.write("best", D(impl_->best));
-  s.write("best_step", I(impl_->best_step));
-  s.write("bad_evals", I(impl_->bad_evals));
-  s.write("lr_decays", I(impl_->lr_decays));
-  s.write("elapsed", D(summary_.elapsed));
-  s.write("units_total", I(impl_->units_total));
-  s.write("train_time_total", D(impl_->train_time_total));
-  s.write("train_flops", D(impl_->flops_total));
-  s.write("ref_loss", D(impl_->ref_loss));
-  s.write("diverge_count", I(impl_->diverge_count));
+  for (const StateField& f : impl_->state_fields(&step_, &summary_.elapsed)) {
+    if (auto* i = std::get_if<int64_t*>(&f.value)) s.write(f.key, I(**i));
+    else if (auto* d = std::get_if<double*>(&f.value)) s.write(f.key, D(**d));
+    else s.write(f.key, I(*std::get<bool*>(f.value) ? 1 : 0));
+  }
+  // Checked against the run's vocabulary on load, not restored.
   s.write("vocab_hash", I(impl_->vocab_hash));
   json am = impl_->acc_metrics;
   std::string ams = am.dump();
@@ -245,38 +270,18 @@ void Trainer::load_checkpoint(const std::string& path) {
     ar.read("trainer", s);
     task_->model()->load(m);
     impl_->opt->load(o);
-    {  // absent from checkpoints written before training.lr_decay: none happened
+    // InputArchive::read into an already-defined tensor tries to resize it: use a fresh one per key.
+    auto T = [&](const char* k) { torch::Tensor v; s.read(k, v); return v; };
+    for (const StateField& f : impl_->state_fields(&step_, &impl_->elapsed_before)) {
       torch::Tensor v;
-      impl_->lr_decays = s.try_read("lr_decays", v) ? v.item<int64_t>() : 0;
+      const bool present = f.optional ? s.try_read(f.key, v) : (v = T(f.key), true);
+      if (auto* i = std::get_if<int64_t*>(&f.value)) **i = present ? v.item<int64_t>() : static_cast<int64_t>(f.missing);
+      else if (auto* d = std::get_if<double*>(&f.value)) **d = present ? v.item<double>() : f.missing;
+      else *std::get<bool*>(f.value) = present ? v.item<int64_t>() != 0 : f.missing != 0;
     }
     impl_->lr = decayed_lr(impl_->opts, impl_->lr_decays);
     apply_hyper_parameters(*impl_->opt, impl_->opts, impl_->lr_decays);
     task_->load_state(t);
-    // InputArchive::read into an already-defined tensor tries to resize it: use a fresh one per key.
-    auto T = [&](const char* k) { torch::Tensor v; s.read(k, v); return v; };
-    auto I = [&](const char* k) { return T(k).item<int64_t>(); };
-    auto D = [&](const char* k) { return T(k).item<double>(); };
-    step_ = I("step");
-    impl_->acc_loss = D("acc_loss");
-    impl_->acc_gnorm = D("acc_gnorm");
-    impl_->acc_n = I("acc_n");
-    impl_->acc_units = I("acc_units");
-    impl_->acc_time = D("acc_time");
-    impl_->has_best = I("has_best") != 0;
-    impl_->best = D("best");
-    impl_->best_step = I("best_step");
-    impl_->bad_evals = I("bad_evals");
-    impl_->elapsed_before = D("elapsed");
-    impl_->units_total = I("units_total");
-    impl_->train_time_total = D("train_time_total");
-    {  // absent from checkpoints written before divergence detection: detection stays off
-      torch::Tensor v;
-      impl_->ref_loss = s.try_read("ref_loss", v) ? v.item<double>() : std::numeric_limits<double>::quiet_NaN();
-      torch::Tensor c;
-      impl_->diverge_count = s.try_read("diverge_count", c) ? c.item<int64_t>() : 0;
-      torch::Tensor f;  // absent from checkpoints written before the FLOP count: unknown from here on
-      impl_->flops_total = s.try_read("train_flops", f) ? f.item<double>() : std::numeric_limits<double>::quiet_NaN();
-    }
     auto c = T("acc_metrics").contiguous();
     std::string ams(reinterpret_cast<const char*>(c.data_ptr<uint8_t>()), static_cast<size_t>(c.numel()));
     impl_->acc_metrics = parse_json(ams, "checkpoint trainer state").get<std::map<std::string, double>>();

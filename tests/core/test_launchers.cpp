@@ -1,0 +1,206 @@
+// The conventions of the launchers researchers already use: torchrun (`python3 -m
+// torch.distributed.run --no_python cellscope-cli train ...`, Debian's python3-torch) starts
+// data-parallel workers through RANK / WORLD_SIZE / MASTER_ADDR / MASTER_PORT, with either of its
+// rendezvous (the agent's store, or rank 0's); a run stopped by SIGTERM exits 75, not 0, so a
+// scheduler can tell "preempted, resume me" from "done"; malformed variables are named.
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <filesystem>
+#include <thread>
+
+#include "corpus_fixture.h"
+#include "dist_fixture.h"
+#include "harness.h"
+#include "train/run_store.h"
+#include "util/error.h"
+
+namespace test_launchers {  // this file's own names in a unity build (tests/README.md)
+
+using namespace cs;
+namespace fs = std::filesystem;
+
+namespace {
+
+// A TCP port that was free a moment ago (bind to port 0, read it back, close).
+int free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = 0;
+  socklen_t len = sizeof a;
+  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+    if (fd >= 0) ::close(fd);
+    return 0;
+  }
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+// The run directories of a workspace.
+std::vector<std::string> runs_in(const std::string& ws) {
+  std::vector<std::string> out;
+  if (!fs::exists(ws)) return out;
+  for (auto& e : fs::directory_iterator(ws))
+    if (fs::exists(e.path() / "config.json")) out.push_back(e.path().string());
+  return out;
+}
+
+// The last training record (a line without "eval") of a run's metrics.jsonl.
+json last_train_record(const std::string& dir) {
+  json last;
+  for (auto& line : cstest::split(cstest::read_text(dir + "/metrics.jsonl"), '\n', true)) {
+    json j = json::parse(line, nullptr, false);
+    if (j.is_object() && !j.value("eval", false) && j.contains("loss")) last = j;
+  }
+  return last;
+}
+
+// `python3 -m torch.distributed.run [extra] --nproc_per_node 2 --no_python CLI train CFG --workspace WS`,
+// its exit status (-1 when it could not be run); its output in `log`.
+int torchrun(const std::vector<std::string>& extra, const std::string& cfg, const std::string& ws,
+             const std::string& log) {
+  std::string cmd = "env -u RANK -u WORLD_SIZE -u MASTER_ADDR -u MASTER_PORT OMP_NUM_THREADS=1 /usr/bin/python3 -m "
+                    "torch.distributed.run";
+  for (auto& e : extra) cmd += " " + e;
+  // Debian 12's torch 1.13 under Python 3.11 cannot parse torchrun's default "--redirects 0 --tee 0"
+  // (Std.from_str returns None for 0: enum.Flag no longer iterates a zero member) and its agent
+  // fails before starting anything; "2" (stderr into a log file, and on to the console) parses.
+  cmd += " --redirects 2 --tee 2 --nproc_per_node 2 --no_python '" + cstest::cli_path() + "' train '" + cfg + "' --workspace '" + ws +
+         "' --quiet --dist-timeout 60 >'" + log + "' 2>&1";
+  const int st = std::system(cmd.c_str());
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+}  // namespace
+
+class Launchers : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { set_threads(1); }
+  void SetUp() override {
+    ASSERT_TRUE(fs::exists(cstest::default_corpus_path()))
+        << "the default corpus is missing: " << cstest::default_corpus_path();
+    ASSERT_TRUE(fs::exists("/usr/bin/python3")) << "Debian's python3-torch is needed (packaging/setup.sh installs it)";
+  }
+};
+
+// torchrun's default (static) rendezvous: its agent serves a c10d TCPStore on MASTER_PORT and the
+// workers are its clients. Both workers train one run to the end, which matches the same run
+// started by Cellscope's own launcher (`train --nproc 2`) step for step.
+TEST_F(Launchers, torchrunStaticRendezvousTrainsAsTheOwnLauncherDoes) {
+  const json raw = cstest::tiny_config("char_lm", 12);
+  const std::string cfg = cstest::write_json_file("torchrun_static.json", raw);
+  const std::string ws = cstest::temp_dir() + "/ws_torchrun_static", log = cstest::temp_dir() + "/torchrun_static.log";
+  const int port = free_port();
+  ASSERT_GT(port, 0);
+  ASSERT_EQ(torchrun({"--master_addr", "127.0.0.1", "--master_port", std::to_string(port)}, cfg, ws, log), 0)
+      << cstest::read_text(log);
+  const auto runs = runs_in(ws);
+  ASSERT_EQ(runs.size(), 1u) << cstest::read_text(log);  // rank 0 wrote it; rank 1 wrote nothing
+  RunStore store(runs[0]);
+  const RunSummary s = store.read_summary();
+  ASSERT_EQ(s.status, std::string("finished")) << s.reason;
+  ASSERT_EQ(s.processes, 2);
+  ASSERT_EQ(s.step, 12);
+  // The same configuration by `train --nproc 2`: the same global batch, split the same way.
+  const std::string own = cstest::temp_dir() + "/torchrun_own_launcher";
+  std::string out, err;
+  ASSERT_EQ(cstest::run_cli({"train", cfg, "--nproc", "2", "--run-dir", own, "--quiet"}, &out, &err), 0) << err;
+  const json a = last_train_record(runs[0]), b = last_train_record(own);
+  ASSERT_EQ(a.value("step", -1), 12) << a.dump();
+  ASSERT_EQ(b.value("step", -1), 12) << b.dump();
+  ASSERT_NEAR(a.at("loss").get<double>(), b.at("loss").get<double>(), 1e-6)
+      << a.dump() << "\n" << b.dump();
+}
+
+// `--standalone` (torchrun's c10d rendezvous on a free port): the workers get no agent store, so
+// rank 0 serves the rendezvous on MASTER_PORT as with --master.
+TEST_F(Launchers, torchrunStandaloneTrainsToTheEnd) {
+  const json raw = cstest::tiny_config("word_lm", 8);
+  const std::string cfg = cstest::write_json_file("torchrun_standalone.json", raw);
+  const std::string ws = cstest::temp_dir() + "/ws_torchrun_standalone";
+  const std::string log = cstest::temp_dir() + "/torchrun_standalone.log";
+  ASSERT_EQ(torchrun({"--standalone"}, cfg, ws, log), 0) << cstest::read_text(log);
+  const auto runs = runs_in(ws);
+  ASSERT_EQ(runs.size(), 1u) << cstest::read_text(log);
+  const RunSummary s = RunStore(runs[0]).read_summary();
+  ASSERT_EQ(s.status, std::string("finished")) << s.reason;
+  ASSERT_EQ(s.processes, 2);
+}
+
+// The variables are read strictly; the flags win over them.
+TEST_F(Launchers, malformedLauncherVariablesAreNamed) {
+  const std::string cfg = cstest::write_json_file("launcher_env.json", cstest::tiny_config("char_lm", 2));
+  const std::string ws = cstest::temp_dir() + "/ws_launcher_env";
+  std::string out, err;
+  {
+    cstest::EnvGuard r("RANK", "one"), w("WORLD_SIZE", "2");
+    ASSERT_EQ(cstest::run_cli({"train", cfg, "--workspace", ws, "--quiet"}, &out, &err), 2) << err;
+    ASSERT_TRUE(cstest::contains(err, "RANK='one'")) << err;
+  }
+  {
+    cstest::EnvGuard r("RANK", "2"), w("WORLD_SIZE", "2");
+    ASSERT_EQ(cstest::run_cli({"train", cfg, "--workspace", ws, "--quiet"}, &out, &err), 2) << err;
+    ASSERT_TRUE(cstest::contains(err, "RANK='2'") && cstest::contains(err, "[0, 1]")) << err;
+  }
+  {
+    cstest::EnvGuard r("RANK", "0"), w("WORLD_SIZE", "2"), a("MASTER_ADDR", ""), p("MASTER_PORT", "");
+    ASSERT_EQ(cstest::run_cli({"train", cfg, "--workspace", ws, "--quiet"}, &out, &err), 2) << err;
+    ASSERT_TRUE(cstest::contains(err, "MASTER_ADDR and MASTER_PORT")) << err;
+  }
+  {
+    cstest::EnvGuard r("RANK", "0"), w("WORLD_SIZE", "2"), a("MASTER_ADDR", "127.0.0.1"), p("MASTER_PORT", "99999");
+    ASSERT_EQ(cstest::run_cli({"train", cfg, "--workspace", ws, "--quiet"}, &out, &err), 2) << err;
+    ASSERT_TRUE(cstest::contains(err, "MASTER_PORT='99999'")) << err;
+  }
+  ASSERT_TRUE(runs_in(ws).empty());  // nothing written by a refused worker
+  {
+    // WORLD_SIZE 1: one process, no rendezvous needed.
+    cstest::EnvGuard r("RANK", "0"), w("WORLD_SIZE", "1");
+    ASSERT_EQ(cstest::run_cli({"train", cfg, "--workspace", ws, "--quiet"}, &out, &err), 0) << err;
+    ASSERT_EQ(runs_in(ws).size(), 1u);
+  }
+}
+
+// SIGTERM (a scheduler's preemption or time limit) stops with a checkpoint and exits 75; the run
+// resumes to the end (exit 0). Ctrl-C (SIGINT), the user's own stop, still exits 0.
+TEST_F(Launchers, sigtermStopExitsSeventyFiveAndResumes) {
+  json raw = cstest::tiny_config("char_lm", 1000000);
+  raw["training"]["eval_every"] = 0;
+  raw["training"]["checkpoint_every"] = 0;  // no checkpoint but the stop's
+  const std::string cfg = cstest::write_json_file("sigterm75.json", raw);
+  for (int sig : {SIGTERM, SIGINT}) {
+    const std::string dir = cstest::temp_dir() + "/stop_by_" + std::to_string(sig);
+    cstest::Process p;
+    ASSERT_TRUE(p.start({"train", cfg, "--run-dir", dir, "--quiet"})) << p.err();
+    const auto t0 = std::chrono::steady_clock::now();
+    while (p.running() && RunStore(dir).read_metrics().size() < 2 &&
+           std::chrono::steady_clock::now() - t0 < std::chrono::seconds(60))
+      p.wait(50);
+    ASSERT_TRUE(p.running()) << p.err();
+    p.signal(sig);
+    ASSERT_TRUE(p.wait(60000));
+    ASSERT_TRUE(p.normal_exit()) << p.err();
+    ASSERT_EQ(p.exit_code(), sig == SIGTERM ? 75 : 0) << p.err();
+    RunStore store(dir);
+    const RunSummary s = store.read_summary();
+    ASSERT_EQ(s.status, std::string("stopped"));
+    ASSERT_TRUE(fs::exists(store.path("checkpoints/last.pt")));
+    if (sig == SIGTERM) {
+      std::string out, err;
+      ASSERT_EQ(cstest::run_cli({"train", "--resume", dir, "--steps", std::to_string(s.step + 4), "--quiet"}, &out,
+                                &err),
+                0)
+          << err;
+      ASSERT_EQ(store.read_summary().status, std::string("finished"));
+    }
+  }
+}
+
+}  // namespace test_launchers
