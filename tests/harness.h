@@ -8,7 +8,9 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QObject>
+#include <QRegularExpression>
 #include <QString>
+#include <QXmlStreamReader>
 #include <QtTest/QtTest>
 
 #include <functional>
@@ -28,6 +30,23 @@ inline QJsonObject readJsonObject(const QString& path) {
   QFile f(path);
   if (!f.open(QIODevice::ReadOnly)) return QJsonObject();
   return QJsonDocument::fromJson(f.readAll()).object();
+}
+
+// The text an SVG draws: the characters of its <text> elements, in order, joined without
+// spaces (a wrapped line may break inside a hyphenated word) and without white space.
+inline QString svgTextRun(const QString& path) {
+  QFile f(path);
+  if (!f.open(QIODevice::ReadOnly)) return QString();
+  QXmlStreamReader xml(&f);
+  QString out;
+  int inText = 0;
+  while (!xml.atEnd()) {
+    xml.readNext();
+    if (xml.isStartElement() && xml.name() == QLatin1String("text")) ++inText;
+    else if (xml.isEndElement() && xml.name() == QLatin1String("text")) --inText;
+    else if (xml.isCharacters() && inText > 0) out += xml.text();
+  }
+  return out.remove(QRegularExpression(QStringLiteral("\\s")));
 }
 
 }  // namespace cstest

@@ -62,23 +62,6 @@ int csvRows(const QString& path) {
   return records - 1;
 }
 
-// The text an SVG draws: the characters of its <text> elements, in order, joined without
-// spaces (a wrapped line may break inside a hyphenated word) and without white space.
-QString svgTextRun(const QString& path) {
-  QFile f(path);
-  if (!f.open(QIODevice::ReadOnly)) return QString();
-  QXmlStreamReader xml(&f);
-  QString out;
-  int inText = 0;
-  while (!xml.atEnd()) {
-    xml.readNext();
-    if (xml.isStartElement() && xml.name() == QLatin1String("text")) ++inText;
-    else if (xml.isEndElement() && xml.name() == QLatin1String("text")) --inText;
-    else if (xml.isCharacters() && inText > 0) out += xml.text();
-  }
-  return out.remove(QRegularExpression(QStringLiteral("\\s")));
-}
-
 }  // namespace
 
 class TestFigures : public QObject {
@@ -189,7 +172,7 @@ private Q_SLOTS:
         }
       QVERIFY2(inside > 200, qPrintable(QString::number(inside)));
       QVERIFY2(edges == 0, qPrintable(QString("%1 px at the edges, export %2 wide").arg(edges).arg(img.width())));
-      const QString drawn = svgTextRun(stem + ".svg");
+      const QString drawn = cstest::svgTextRun(stem + ".svg");
       QVERIFY2(drawn.contains(QString(title).remove(' ')), qPrintable(drawn.left(400)));
       QVERIFY(QFileInfo(stem + ".pdf").size() > 1000);
     }

@@ -52,23 +52,6 @@ int darkIn(const QImage& img, int x0, int x1, int y0, int y1) {
   return n;
 }
 
-// The text an SVG draws: the characters of its <text> elements, in order, joined without
-// spaces (a wrapped line may break inside a hyphenated word) and without white space.
-QString svgTextRun(const QString& path) {
-  QFile f(path);
-  if (!f.open(QIODevice::ReadOnly)) return QString();
-  QXmlStreamReader xml(&f);
-  QString out;
-  int inText = 0;
-  while (!xml.atEnd()) {
-    xml.readNext();
-    if (xml.isStartElement() && xml.name() == QLatin1String("text")) ++inText;
-    else if (xml.isEndElement() && xml.name() == QLatin1String("text")) --inText;
-    else if (xml.isCharacters() && inText > 0) out += xml.text();
-  }
-  return out.remove(QRegularExpression(QStringLiteral("\\s")));
-}
-
 class TestGuiFiguresWide : public QObject {
   Q_OBJECT
 
@@ -169,7 +152,7 @@ class TestGuiFiguresWide : public QObject {
     const int edge = std::max(2, int(3 * sx));
     const int atEdges = darkIn(img, 0, edge, 0, y1) + darkIn(img, img.width() - edge, img.width(), 0, y1);
     if (atEdges > 0) return QStringLiteral("PNG title cut at the edges (%1 dark pixels there)").arg(atEdges);
-    const QString drawn = svgTextRun(svg);
+    const QString drawn = cstest::svgTextRun(svg);
     if (!drawn.contains(QString(p->figure()->title()).remove(QLatin1Char(' '))))
       return QStringLiteral("the SVG lacks the whole title: %1").arg(drawn.left(300));
     if (QFileInfo(pdf).size() < 1000) return QStringLiteral("PDF too small");

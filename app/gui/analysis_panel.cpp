@@ -37,6 +37,7 @@
 #include "json_file.h"
 #include "qcp.h"
 #include "run_table.h"
+#include "worker_thread.h"
 
 namespace gui {
 
@@ -53,14 +54,9 @@ AnalysisPanel::AnalysisPanel(QWidget* parent) : QWidget(parent) {
   qRegisterMetaType<gui::AnalysisOutcome>("gui::AnalysisOutcome");
   buildUi();
 
-  m_thread = new QThread(this);
-  m_thread->setObjectName(QStringLiteral("analysis"));
-  m_worker = new AnalysisWorker;
-  m_worker->moveToThread(m_thread);
-  connect(m_thread, &QThread::finished, m_worker, &QObject::deleteLater);
+  m_worker = startWorkerThread<AnalysisWorker>(this, &m_thread, QStringLiteral("analysis"));
   connect(this, &AnalysisPanel::requestJob, m_worker, &AnalysisWorker::compute, Qt::QueuedConnection);
   connect(m_worker, &AnalysisWorker::finished, this, &AnalysisPanel::onOutcome, Qt::QueuedConnection);
-  m_thread->start();
 
   m_debounce = new QTimer(this);
   m_debounce->setSingleShot(true);
@@ -68,10 +64,7 @@ AnalysisPanel::AnalysisPanel(QWidget* parent) : QWidget(parent) {
   connect(m_debounce, &QTimer::timeout, this, &AnalysisPanel::compute);
 }
 
-AnalysisPanel::~AnalysisPanel() {
-  m_thread->quit();
-  m_thread->wait();
-}
+AnalysisPanel::~AnalysisPanel() { stopWorkerThread(m_thread); }
 
 void AnalysisPanel::populateKinds() {
   try {

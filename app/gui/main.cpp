@@ -22,6 +22,7 @@
 #include "generate_panel.h"
 #include "latency_probe.h"
 #include "main_window.h"
+#include "run_actions.h"
 #include "run_table.h"
 #include "sweep_panel.h"
 #include "training_controller.h"
@@ -118,7 +119,9 @@ int main(int argc, char** argv) {
   QCommandLineOption showRun(QStringLiteral("show-run"),
                              QStringLiteral("Show this finished run's curves in the Training tab."),
                              QStringLiteral("DIR"));
-  for (auto* o : {&showRun, &decodeCk, &decodeRun, &decodeExamples, &sweepDir,  &screenshot, &windowSize,
+  QCommandLineOption resumeOpt(QStringLiteral("resume"), QStringLiteral("Resume this stopped run (as Run > Resume)."),
+                               QStringLiteral("DIR"));
+  for (auto* o : {&resumeOpt, &showRun, &decodeCk, &decodeRun, &decodeExamples, &sweepDir,  &screenshot, &windowSize,
                   &afterMs, &start,    &tab,       &checkAll,       &seedBands, &anKind,     &anRun,
                   &anRun2,  &anText,   &anK,       &anPos,          &anCk,      &anCmap})
     o->setFlags(QCommandLineOption::HiddenFromHelp);
@@ -126,7 +129,7 @@ int main(int argc, char** argv) {
                 seedBands});
   p.addOption(measureLatency);
   p.addOptions({anKind, anRun, anRun2, anText, anK, anPos, anCk, anCmap, sweepDir, decodeCk, decodeRun, decodeExamples,
-                showRun});
+                showRun, resumeOpt});
   p.process(app);
 
   if (p.isSet(benchmark)) return gui::benchmarkMain(p.isSet(json));
@@ -182,6 +185,11 @@ int main(int argc, char** argv) {
     if (w.comparePanel()->runProxy()->rowCount() >= 2) w.comparePanel()->selectRows({0, 1});
   }
   if (p.isSet(start)) QTimer::singleShot(0, &w, [&w] { w.configurePanel()->revalidateNow(); w.startTraining(); });
+  if (p.isSet(resumeOpt))
+    QTimer::singleShot(0, &w, [&w, dir = p.value(resumeOpt)] {
+      QString error;
+      if (!w.runActions()->resume(dir, &error)) QTextStream(stderr) << "cellscope: --resume: " << error << "\n";
+    });
   gui::LatencyProbe probe(5);
   if (p.isSet(measureLatency)) {
     bool ok = false;

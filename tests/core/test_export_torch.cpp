@@ -61,11 +61,27 @@ std::string python(const std::string& code, const std::vector<std::string>& args
   return out;
 }
 
-// Per export directory: check() on the reference batch, then torch.jit.script of the loaded model (the scripted
-// model's logits on the reference batch against the eager model's, three calls so that the profiling executor's
-// optimised plan runs too) and torch.jit.save + torch.jit.load of it (its logits again, and check() of the loaded
-// file against Cellscope's). One JSON line per directory.
-const char* kCheckAll =
+// torch.jit.script of a loaded model into r: the scripted model's logits on the reference batch against the eager
+// model's (three calls, so that the profiling executor's optimised plan runs too), and torch.jit.save +
+// torch.jit.load of it (its logits again, and check() of the loaded file against Cellscope's). Shared by the two
+// Python checks below, defined before their imports (it reads ct, portable and torch when it runs).
+const char* kScriptChecks =
+    "def script_checks(model, d, args, r):\n"
+    "    sm, why = portable.script(model)\n"
+    "    r[\"script\"] = why or \"ok\"\n"
+    "    if sm is None:\n"
+    "        return\n"
+    "    with torch.no_grad():\n"
+    "        eager = ct.logits_of(model(*args))\n"
+    "        r[\"script_diff\"] = max((ct.logits_of(sm(*args)) - eager).abs().max().item() for _ in range(3))\n"
+    "    torch.jit.save(sm, d + \"/scripted.pt\")\n"
+    "    sl = torch.jit.load(d + \"/scripted.pt\")\n"
+    "    with torch.no_grad():\n"
+    "        r[\"saved_diff\"] = max((ct.logits_of(sl(*args)) - eager).abs().max().item() for _ in range(3))\n"
+    "    r[\"saved_check_max_abs\"] = ct.check(d, sl)[\"max_abs\"]\n";
+
+// Per export directory: check() on the reference batch, then script_checks. One JSON line per directory.
+const std::string kCheckAll = std::string(kScriptChecks) +
     "import sys, json, torch, warnings, cellscope_torch as ct\n"
     "from cellscope_torch import portable\n"
     "warnings.filterwarnings(\"ignore\")\n"
@@ -78,19 +94,7 @@ const char* kCheckAll =
     "        r = {\"error\": type(e).__name__ + \": \" + str(e)}\n"
     "    r[\"dir\"] = d\n"
     "    if model is not None:\n"
-    "        args = ct.reference_inputs(info[\"task\"], torch.load(d + \"/reference.pt\"))\n"
-    "        with torch.no_grad():\n"
-    "            eager = ct.logits_of(model(*args))\n"
-    "        sm, why = portable.script(model)\n"
-    "        r[\"script\"] = why or \"ok\"\n"
-    "        if sm is not None:\n"
-    "            with torch.no_grad():\n"
-    "                r[\"script_diff\"] = max((ct.logits_of(sm(*args)) - eager).abs().max().item() for _ in range(3))\n"
-    "            torch.jit.save(sm, d + \"/scripted.pt\")\n"
-    "            sl = torch.jit.load(d + \"/scripted.pt\")\n"
-    "            with torch.no_grad():\n"
-    "                r[\"saved_diff\"] = max((ct.logits_of(sl(*args)) - eager).abs().max().item() for _ in range(3))\n"
-    "            r[\"saved_check_max_abs\"] = ct.check(d, sl)[\"max_abs\"]\n"
+    "        script_checks(model, d, ct.reference_inputs(info[\"task\"], torch.load(d + \"/reference.pt\")), r)\n"
     "    print(json.dumps(r))\n";
 
 // The runs whose model torch.jit.script (PyTorch 1.13) cannot compile, by variant name, with the reason
@@ -236,6 +240,8 @@ std::vector<Variant> variants() {
       {"classify3_cru_2layers", "classify", {{"cell", "cru_deep"}, {"layers", 2}, {"fc", 0}, {"dropout", 0.3}}},
       {"classify3_sat_mzu_tanh", "classify", with(mzu, {{"cell", "sat_mzu"}, {"fc", 5}, {"fc_activation", "tanh"}})},
       {"classify2_mcrnn", "classify", {{"cell", "mcrnn"}, {"block", 3}, {"fc", 4}, {"fc_activation", "none"}}},
+      // the padding mask reaches the MZU base step by step (its eq. 19 term): trains and agrees in a sentence task
+      {"classify_mcrnn_cap_mzu", "classify", {{"cell", "mcrnn"}, {"base", "cap_mzu"}, {"block", 3}}},
       {"absa_gru_dt", "absa", {{"cell", "gru_dt"}}},
       {"absa_cap_mzu_fc", "absa", with(mzu, {{"cell", "cap_mzu"}, {"fc", 5}})},
       {"cloze_m_aoa_gru", "cloze", {{"cell", "gru"}, {"reader", "m_aoa"}}},
@@ -653,7 +659,7 @@ TEST(ExportTorch, scriptCellRunExportsAndAgreesWithPyTorch) {
   // check() on the reference batch, and per model: the ScriptCells (one TorchScript module each), whether each
   // computes with the very tensors of the state_dict, portable.trace against the eager model and the ONNX export
   // (python3-onnx), whether a backward pass reaches the parameters, and the logits of the model in double.
-  const char* code =
+  const std::string code = std::string(kScriptChecks) +
       "import sys, json, torch, warnings, cellscope_torch as ct\n"
       "import torch.nn.functional as F\n"
       "from cellscope_torch import portable\n"
@@ -681,18 +687,7 @@ TEST(ExportTorch, scriptCellRunExportsAndAgreesWithPyTorch) {
       "    with torch.no_grad():\n"
       "        r[\"trace_diff\"] = (portable.trace(model, *ex)(*ex) - portable.LogitsOnly(model)(*ex)).abs().max().item()\n"
       "    r[\"onnx_nodes\"] = portable.export_onnx(model, d + \"/model.onnx\", *ex)[\"nodes\"] if has_onnx else -1\n"
-      "    args = ct.reference_inputs(info[\"task\"], ref)\n"
-      "    sm, why = portable.script(model)\n"
-      "    r[\"script\"] = why or \"ok\"\n"
-      "    if sm is not None:\n"
-      "        with torch.no_grad():\n"
-      "            eager = ct.logits_of(model(*args))\n"
-      "            r[\"script_diff\"] = max((ct.logits_of(sm(*args)) - eager).abs().max().item() for _ in range(3))\n"
-      "        torch.jit.save(sm, d + \"/scripted.pt\")\n"
-      "        sl = torch.jit.load(d + \"/scripted.pt\")\n"
-      "        with torch.no_grad():\n"
-      "            r[\"saved_diff\"] = max((ct.logits_of(sl(*args)) - eager).abs().max().item() for _ in range(3))\n"
-      "        r[\"saved_check_max_abs\"] = ct.check(d, sl)[\"max_abs\"]\n"
+      "    script_checks(model, d, ct.reference_inputs(info[\"task\"], ref), r)\n"
       "    if info[\"task\"] == \"char_lm\":\n"
       "        logits, _ = model(ref[\"x\"])\n"
       "        F.cross_entropy(logits.reshape(-1, logits.shape[-1]), ref[\"y\"].reshape(-1)).backward()\n"
