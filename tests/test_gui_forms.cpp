@@ -296,6 +296,10 @@ private Q_SLOTS:
     QVERIFY2(!shown.contains(";") && !shown.contains("expected an integer"), qPrintable(shown));
     QVERIFY2(params->text().contains("fix the problem above"), qPrintable(params->text()));
     QCOMPARE(w.configurePanel()->validationErrors().size(), 1);
+    // ... and it stays so: the parameter count asked for by the valid state before (400 ms later)
+    // must not build the invalid configuration and replace it with "cannot build the model".
+    QTest::qWait(700);
+    QVERIFY2(params->text().contains("fix the problem above"), qPrintable(params->text()));
     // Two fields out of range: two problems.
     typeInto(qobject_cast<QAbstractSpinBox*>(form->editor("model.hidden")), "0");
     QTRY_VERIFY(form->errorLabel("model.hidden")->isVisible());

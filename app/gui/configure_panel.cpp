@@ -576,7 +576,8 @@ void ConfigurePanel::revalidateNow() {
     m_paramLabel->setText(QStringLiteral("Parameters: counting..."));
     m_paramTimer->start();
   } else {
-    ++m_paramGeneration;  // drop a count in flight
+    m_paramTimer->stop();  // a count asked for by an earlier, valid state would build this invalid one
+    ++m_paramGeneration;   // drop a count in flight
     m_paramCount = -1;
     m_paramLabel->setText(all.size() == 1 ? QStringLiteral("Parameters: - (fix the problem above)")
                                           : QStringLiteral("Parameters: - (fix the %1 problems above)").arg(all.size()));
