@@ -159,6 +159,15 @@ class TestGuiFiguresWide : public QObject {
     return QString();
   }
 
+  // The window on this file's workspace, with its own settings file (no remembered config).
+  gui::WindowOptions windowOptions(const QString& settings) const {
+    gui::WindowOptions o;
+    o.workspace = m_ws;
+    o.settingsFile = cstest::temp_dir() + "/" + settings + ".ini";
+    o.restoreLastConfig = false;
+    return o;
+  }
+
 private Q_SLOTS:
   void initTestCase() {
     m_ws = cstest::temp_dir() + "/wide_ws";
@@ -190,11 +199,7 @@ private Q_SLOTS:
 
   // Items 3 and 4: the two runs' relevance, title wider than the figure, at both window sizes.
   void twoRunRelevanceWhole() {
-    gui::WindowOptions o;
-    o.workspace = m_ws;
-    o.settingsFile = cstest::temp_dir() + "/wide_settings.ini";
-    o.restoreLastConfig = false;
-    gui::MainWindow w(o);
+    gui::MainWindow w(windowOptions("wide_settings"));
     w.resize(1600, 1000);
     w.show();
     QVERIFY(QTest::qWaitForWindowExposed(&w));
@@ -249,11 +254,7 @@ private Q_SLOTS:
 
   // The single run's relevance at 1024x700: its title (the run's long name) wraps too.
   void singleRunTitleAt1024() {
-    gui::WindowOptions o;
-    o.workspace = m_ws;
-    o.settingsFile = cstest::temp_dir() + "/wide_settings1.ini";
-    o.restoreLastConfig = false;
-    gui::MainWindow w(o);
+    gui::MainWindow w(windowOptions("wide_settings1"));
     w.resize(1024, 700);
     w.show();
     QVERIFY(QTest::qWaitForWindowExposed(&w));
@@ -266,11 +267,7 @@ private Q_SLOTS:
 
   // Metric by length with two runs: every bucket and the caption on screen, no scrollbar.
   void twoRunLengthWithoutScrollbar() {
-    gui::WindowOptions o;
-    o.workspace = m_ws;
-    o.settingsFile = cstest::temp_dir() + "/wide_settings2.ini";
-    o.restoreLastConfig = false;
-    gui::MainWindow w(o);
+    gui::MainWindow w(windowOptions("wide_settings2"));
     w.resize(1600, 1000);
     w.show();
     QVERIFY(QTest::qWaitForWindowExposed(&w));
