@@ -227,21 +227,7 @@ std::unique_ptr<cs::Task> export_load_run_task(const std::string& run_dir, const
   auto task = cs::make_task(r, run_dir);
   r["model"]["script"] = m["script"];
   *resolved = r;
-  const std::string p = cs::checkpoint_path(run_dir, which);
-  torch::serialize::InputArchive ar;
-  cs::read_checkpoint_file(p, ar);
-  cs::check_model_matches(*task->model(), ar, p,
-                          "The run's config.json does not describe the model this checkpoint was saved from");
-  try {
-    torch::serialize::InputArchive ma;
-    ar.read("model", ma);
-    task->model()->load(ma);
-  } catch (const cs::UserError&) {
-    throw;
-  } catch (const std::exception& e) {
-    const std::string what = e.what();
-    throw cs::UserError("checkpoint '" + p + "' is unreadable or corrupted: " + what.substr(0, what.find('\n')));
-  }
+  cs::load_run_checkpoint(*task, run_dir, which);
   return task;
 }
 

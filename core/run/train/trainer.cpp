@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <csignal>
 #include <chrono>
 #include <cstdio>
 #include <cmath>
@@ -752,7 +753,10 @@ TrainOutcome Trainer::finish(RunContext& rc, Ending how) {
   if (how == Ending::stopped) {
     if (rc.last_checkpoint != step_) checkpoint(rc);  // once, even when the stop follows a checkpoint
     summary_.status = "stopped";
-    summary_.reason = "stopped by the user at step " + std::to_string(step_);
+    const int sig = rc.control ? rc.control->stop_signal.load() : 0;
+    summary_.reason = sig == SIGTERM ? "stopped by SIGTERM (preemption or a time limit) at step " + std::to_string(step_) +
+                                           "; resuming continues from its checkpoint"
+                                     : "stopped by the user at step " + std::to_string(step_);
   } else if (how == Ending::failed) {
     summary_.status = "failed";
     summary_.reason = rc.reason;
@@ -849,6 +853,25 @@ std::string checkpoint_path(const std::string& run_dir, const std::string& which
   return p;
 }
 
+void load_run_checkpoint(Task& task, const std::string& run_dir, const std::string& which) {
+  const std::string p = checkpoint_path(run_dir, which);
+  torch::serialize::InputArchive ar;
+  read_checkpoint_file(p, ar);
+  check_model_matches(*task.model(), ar, p,
+                      "The run's config.json does not describe the model this checkpoint was saved from");
+  try {
+    torch::serialize::InputArchive m;
+    ar.read("model", m);
+    task.model()->load(m);
+  } catch (const UserError&) {
+    throw;
+  } catch (const std::exception& e) {
+    std::string what = e.what();
+    auto nl = what.find('\n');
+    throw UserError("checkpoint '" + p + "' is unreadable or corrupted: " + what.substr(0, nl));
+  }
+}
+
 std::unique_ptr<Task> load_run_task(const std::string& run_dir, const std::string& which, const json* dataset) {
   RunStore store(run_dir);
   if (!file_exists(store.path("config.json")))
@@ -857,22 +880,7 @@ std::unique_ptr<Task> load_run_task(const std::string& run_dir, const std::strin
   if (dataset) raw["dataset"] = *dataset;
   json cfg = load_and_resolve(raw);
   auto task = make_task(cfg, run_dir);
-  const std::string p = checkpoint_path(run_dir, which);
-  torch::serialize::InputArchive ar;
-  read_checkpoint_file(p, ar);
-  check_model_matches(*task->model(), ar, p,
-                      "The run's config.json does not describe the model this checkpoint was saved from");
-  try {
-    torch::serialize::InputArchive m;
-    ar.read("model", m);
-    task->model()->load(m);
-  } catch (const UserError&) {
-    throw;
-  } catch (const std::exception& e) {
-    std::string what = e.what();
-    auto nl = what.find('\n');
-    throw UserError("checkpoint '" + p + "' is unreadable or corrupted: " + what.substr(0, nl));
-  }
+  load_run_checkpoint(*task, run_dir, which);
   return task;
 }
 

@@ -29,6 +29,9 @@ struct Progress {
 
 struct TrainerControl {
   std::atomic<bool> stop{false};   // stop cleanly (checkpoint, status "stopped")
+  // The signal that asked for the stop, set before `stop` by a signal handler (0: the user, from
+  // the window or Ctrl-C). SIGTERM (a scheduler's preemption or time limit) is named in the summary.
+  std::atomic<int> stop_signal{0};
   std::atomic<bool> pause{false};  // the loop waits while set
 };
 
@@ -146,5 +149,8 @@ void set_threads(int n);  // 0 = hardware concurrency
 std::unique_ptr<Task> load_run_task(const std::string& run_dir, const std::string& which = "best",
                                     const json* dataset = nullptr);
 std::string checkpoint_path(const std::string& run_dir, const std::string& which);
+// The checkpoint half of load_run_task: checks checkpoint `which` of `run_dir` against `task`'s
+// model and loads its weights (UserError naming the checkpoint when it does not fit or is corrupted).
+void load_run_checkpoint(Task& task, const std::string& run_dir, const std::string& which);
 
 }  // namespace cs
