@@ -202,7 +202,10 @@ static cs::TrainerControl* g_control = nullptr;
 static volatile std::sig_atomic_t g_stop_signal = 0;  // the signal that asked for the stop
 static void on_sigint(int sig) {
   if (g_control) {
-    if (!g_control->stop.load()) g_stop_signal = sig;
+    if (!g_control->stop.load()) {
+      g_stop_signal = sig;
+      g_control->stop_signal = sig;
+    }
     if (g_control->stop.load()) std::_Exit(130);  // second Ctrl-C: leave now
     g_control->stop = true;
   }

@@ -169,7 +169,8 @@ TEST_F(Launchers, malformedLauncherVariablesAreNamed) {
 }
 
 // SIGTERM (a scheduler's preemption or time limit) stops with a checkpoint and exits 75; the run
-// resumes to the end (exit 0). Ctrl-C (SIGINT), the user's own stop, still exits 0.
+// resumes to the end (exit 0). Ctrl-C (SIGINT), the user's own stop, still exits 0. The summary's
+// reason names the signal.
 TEST_F(Launchers, sigtermStopExitsSeventyFiveAndResumes) {
   json raw = cstest::tiny_config("char_lm", 1000000);
   raw["training"]["eval_every"] = 0;
@@ -192,6 +193,9 @@ TEST_F(Launchers, sigtermStopExitsSeventyFiveAndResumes) {
     const RunSummary s = store.read_summary();
     ASSERT_EQ(s.status, std::string("stopped"));
     ASSERT_TRUE(fs::exists(store.path("checkpoints/last.pt")));
+    // The summary says who stopped it: a scheduler's SIGTERM is not the user's stop.
+    EXPECT_EQ(s.reason.find("stopped by SIGTERM") != std::string::npos, sig == SIGTERM) << s.reason;
+    EXPECT_EQ(s.reason.find("stopped by the user") != std::string::npos, sig == SIGINT) << s.reason;
     if (sig == SIGTERM) {
       std::string out, err;
       ASSERT_EQ(cstest::run_cli({"train", "--resume", dir, "--steps", std::to_string(s.step + 4), "--quiet"}, &out,
