@@ -361,10 +361,16 @@ TEST(Seq2seqRnnsearch, tiny_train_finishes_and_decodes) {
   auto j = cstest::json_object(out);
   ASSERT_EQ(j["samples"].size(), 4u);
   EXPECT_TRUE(j["metrics"].contains("bleu"));
-  // the decoder's channel attention, teacher-forced: one step per target token
+  // the encoder's channel attention: the forward direction only, one step per source piece
   AnalysisRequest rq;
-  rq.kind = "channel_attention_decoder";
+  rq.kind = "channel_attention";
   rq.runs = {run};
+  rq.text = "a b c d";
+  auto enc = std::get<ChannelGrid>(run_analysis(rq).data);
+  EXPECT_EQ(enc.tokens.size(), 4u);
+  EXPECT_EQ(enc.attention.row_labels.size(), 2u);  // block 3: two channels
+  // the decoder's channel attention, teacher-forced: one step per target token
+  rq.kind = "channel_attention_decoder";
   rq.text = "a b c d ||| d c b a";
   auto dec = std::get<ChannelGrid>(run_analysis(rq).data);
   EXPECT_EQ(dec.tokens.size(), 5u);  // <s> + 4 pieces
