@@ -190,7 +190,7 @@ std::vector<std::pair<std::string, torch::Tensor>> export_seq2seq_reference(cs::
   cs::EvalScope es(net);
   cs::StepContext ctx;
   auto enc = net.encode(b.src, b.src_len, ctx);
-  auto st = net.decoder_initial_state(b.src.size(1), enc.memory.options());
+  auto st = net.decoder_initial_state(enc);
   auto logits = net.decode(b.y_in, enc, st, ctx);
   auto nll =
       torch::nn::functional::cross_entropy(logits.reshape({-1, logits.size(-1)}), b.y_out.reshape({-1}),

@@ -248,6 +248,11 @@ std::vector<Variant> variants() {
       {"cloze_aoa_cru_deep", "cloze", {{"cell", "cru_deep"}, {"reader", "aoa"}, {"layers", 2}}},
       {"seq2seq_gru_copy", "seq2seq", {{"cell", "gru"}, {"copy", true}}},
       {"seq2seq_mcrnn_2layers", "seq2seq", {{"cell", "mcrnn"}, {"block", 3}, {"layers", 2}}},
+      // model.architecture rnnsearch (Bahdanau): bidirectional encoder, bridge, additive attention, context in the
+      // decoder's input, maxout; the 2-layer MC-RNN over LSTM as the paper's models, and a GRU with copying
+      {"seq2seq_rnnsearch_mcrnn_2layers", "seq2seq",
+       {{"architecture", "rnnsearch"}, {"cell", "mcrnn"}, {"block", 3}, {"base", "lstm"}, {"layers", 2}}},
+      {"seq2seq_rnnsearch_gru_copy", "seq2seq", {{"architecture", "rnnsearch"}, {"cell", "gru"}, {"copy", true}}},
   };
 }
 

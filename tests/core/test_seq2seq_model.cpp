@@ -78,10 +78,10 @@ TEST(Seq2seqModel, decoder_steps_equal_teacher_forcing) {
     StepContext c0;
     auto enc = net->encode(src, len, c0);
     auto y = torch::randint(4, 12, {T, B}, torch::kInt64);
-    auto st = net->decoder_initial_state(B, enc.memory.options());
+    auto st = net->decoder_initial_state(enc);
     StepContext c1;
     auto full = net->decode(y, enc, st, c1);
-    auto st2 = net->decoder_initial_state(B, enc.memory.options());
+    auto st2 = net->decoder_initial_state(enc);
     std::vector<torch::Tensor> steps;
     for (auto& yt : y.unbind(0)) {
       StepContext c;
@@ -132,15 +132,15 @@ TEST(Seq2seqModel, copy_mixes_the_vocabulary_and_the_attention_over_source_ids) 
   auto y = torch::tensor({{1, 1}, {6, 8}, {7, 4}}, torch::kInt64);  // [T, B]
   StepContext c0, c1, c2, c3;
   auto enc = net->encode(src, len, c0);
-  auto st = net->decoder_initial_state(B, enc.memory.options());
+  auto st = net->decoder_initial_state(enc);
   torch::Tensor a;
   auto logp = net->decode(y, enc, st, c1, &a);  // [T, B, V], log P
   auto encp = plain->encode(src, len, c2);
-  auto stp = plain->decoder_initial_state(B, encp.memory.options());
+  auto stp = plain->decoder_initial_state(encp);
   auto pv = torch::softmax(plain->decode(y, encp, stp, c3), -1);
   // p_gen by hand: sigmoid(w . [c_t; h_t; x_t] + b), with h_t, c_t, x_t recomputed
   auto x = net->tgt_embed(y);
-  auto st3 = net->decoder_initial_state(B, enc.memory.options());
+  auto st3 = net->decoder_initial_state(enc);
   StepContext c4;
   auto h = net->decoder->forward(x, st3, c4);
   torch::Tensor ctx;

@@ -215,7 +215,7 @@ torch::Tensor Seq2SeqTask::batch_nll(const Batch& b, StepContext& ctx) {
       (torch::arange(b.src.size(0), b.src_len.options()).unsqueeze(1) < b.src_len.unsqueeze(0)).to(torch::kFloat32);
   auto enc = model_->encode(b.src, b.src_len, ectx);
   ctx.token_mask = b.y_mask;
-  auto st = model_->decoder_initial_state(b.src.size(1), enc.memory.options());
+  auto st = model_->decoder_initial_state(enc);
   auto logits = model_->decode(b.y_in, enc, st, ctx);
   auto nll = F::cross_entropy(logits.reshape({-1, logits.size(-1)}), b.y_out.reshape({-1}),
                               F::CrossEntropyFuncOptions().reduction(torch::kNone));
@@ -265,7 +265,7 @@ std::vector<std::vector<int32_t>> Seq2SeqTask::greedy(const std::vector<std::vec
   StepContext ctx;
   auto enc = model_->encode(b.src, b.src_len, ctx);
   const int64_t B = b.src.size(1);
-  auto st = model_->decoder_initial_state(B, enc.memory.options());
+  auto st = model_->decoder_initial_state(enc);
   auto prev =
       torch::full({1, B}, static_cast<int64_t>(kBos), torch::TensorOptions().dtype(torch::kInt64).device(device_));
   std::vector<std::vector<int32_t>> out(static_cast<size_t>(B));
@@ -299,14 +299,14 @@ std::vector<BeamHypothesis> Seq2SeqTask::beam(const std::vector<int32_t>& source
   auto b = make_batch({&e});
   StepContext ctx;
   auto enc = model_->encode(b.src, b.src_len, ctx);
-  auto st = model_->decoder_initial_state(1, enc.memory.options());
+  auto st = model_->decoder_initial_state(enc);
   BeamSearchOptions o = bo;
   o.bos = kBos;
   o.eos = kEos;
   auto step = [&](const torch::Tensor& prev, const torch::Tensor& parent) {
     if (parent.numel() > 0) select_rows(st, parent);
     const int64_t K = prev.size(0);
-    Seq2SeqEncoded ek{enc.memory.expand({K, -1, -1}), enc.mask.expand({K, -1}), enc.src.expand({K, -1})};
+    const Seq2SeqEncoded ek = enc.repeat_rows(K);
     StepContext c;
     auto logits = model_->decode(prev.to(device_).unsqueeze(0), ek, st, c);  // [1, K, V]
     return torch::log_softmax(logits[0].to(torch::kFloat64), -1);
@@ -429,7 +429,7 @@ std::vector<std::string> Seq2SeqTask::probe_decoder(const std::string& source, c
   auto b = make_batch({&e});
   StepContext c0;
   auto enc = model_->encode(b.src, b.src_len, c0);
-  auto st = model_->decoder_initial_state(1, enc.memory.options());
+  auto st = model_->decoder_initial_state(enc);
   StepContext ctx;
   ctx.probe = &probe;
   ctx.stepwise = true;
@@ -478,6 +478,13 @@ const OptionTable<Seq2SeqOptions>& seq2seq_option_table() {
             "Format headlines: drop pairs whose body opening is shorter (default 5).");
     t.field("dataset.lowercase", &O::lowercase,
             "ASCII lower-case sources and targets (default: true for headlines, false for parallel and gigaword).");
+    t.choice(
+        "model.architecture", &O::architecture, {"luong", "rnnsearch"},
+        "rnnsearch: Bahdanau et al. (2015), the MC-RNN paper's baseline: bidirectional encoder, additive attention "
+        "e_ij = v^T tanh(W s_{i-1} + U h_j), the context c_i fed into the decoder's input, s_0 = tanh(W_s <-h_1), "
+        "maxout output; the decoder steps token by token. luong: Luong et al. (2015) general attention after the "
+        "decoder (one-directional encoder, zero initial state; the whole target at once in training). The default "
+        "stays luong so that runs made before this option load as they were; the paper presets set rnnsearch.");
     t.field(
         "model.copy", &O::copy,
         "Pointer-generator (See et al. 2017): mix the output distribution with the attention over the source's "

@@ -34,6 +34,7 @@ struct Seq2SeqOptions {
   int64_t max_decode = 0;
   int64_t lead_words = 0;
   bool copy = false;                    // model.copy (read by Seq2SeqModel from the model section)
+  std::string architecture = "luong";   // model.architecture (likewise; luong for configs without it)
 };
 const OptionTable<Seq2SeqOptions>& seq2seq_option_table();
 

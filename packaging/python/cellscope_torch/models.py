@@ -50,7 +50,7 @@ TASK_OPTIONS = {
                  "freeze_embeddings": BOOL},
     # recurrent_init: how the recurrent matrices were initialised (the weights are in model.pt either way)
     "cloze": {"reader": ("aoa", "m_aoa"), "recurrent_init": ("orthogonal", "cell")},
-    "seq2seq": {"copy": BOOL},
+    "seq2seq": {"copy": BOOL, "architecture": ("luong", "rnnsearch")},
     "absa": {"fc": ANY, "fc_activation": ("relu", "tanh", "none"), "pretrained_embeddings": ANY,
              "freeze_embeddings": BOOL},
 }
@@ -487,6 +487,106 @@ class Seq2Seq(nn.Module):
         return logits, state2, extra
 
 
+class RNNSearch(nn.Module):
+    """seq2seq with model.architecture = rnnsearch (tasks/seq2seq_model.cpp; Bahdanau et al. 2015): a forward and
+    a backward CellStack over the source (the backward one over each source reversed within its length),
+    annotations h_j = [->h_j; <-h_j] (0 at the padding); s_0^l = tanh(W_s^l <-h_1 + b_s^l) in each decoder layer's
+    output state (state[l][0]); per step e_ij = v_a . tanh(W_a s_{i-1} + U_a h_j) over the real positions,
+    c_i = sum_j a_ij h_j, s_i = decoder([E y_{i-1}; c_i], s_{i-1}), t_i = maxout_2(W_t [s_i; E y_{i-1}; c_i] + b_t),
+    logits = W_o t_i + b_o; model.copy as Seq2Seq. forward(src [S, B], src_len [B], y_in [T, B], state=None) ->
+    (logits [T, B, V], decoder state); state None = the bridge from the source."""
+
+    dropout: Final[float]
+    copy: Final[bool]
+    n: Final[int]
+    hd: Final[int]
+
+    def __init__(self, m, source_vocab, target_vocab, pad=1):
+        super().__init__()
+        E = m["embed"]
+        self.dropout, self.copy = float(m.get("dropout", 0.0)), bool(m.get("copy", False))
+        self.src_embed = nn.Embedding(source_vocab, E, padding_idx=pad)
+        self.tgt_embed = nn.Embedding(target_vocab, E, padding_idx=pad)
+        self.encoder = CellStack(m, E)
+        self.encoder_bwd = CellStack(m, E)
+        He = self.encoder.output_size + self.encoder_bwd.output_size
+        self.decoder = CellStack(m, E + He)
+        Hd = self.decoder.output_size
+        self.n, self.hd = self.decoder.n, Hd
+        self.attn_w = nn.Linear(Hd, Hd, bias=False)
+        self.attn_u = nn.Linear(He, Hd, bias=False)
+        self.attn_v = nn.Linear(Hd, 1, bias=False)
+        self.bridge = nn.Linear(self.encoder_bwd.output_size, self.n * Hd)
+        self.combine = nn.Linear(Hd + E + He, 2 * Hd)
+        self.out = nn.Linear(Hd, target_vocab)
+        self.copy_gate = nn.Linear(He + Hd + E, 1) if self.copy else None
+
+    @torch.jit.export
+    def encode(self, src: Tensor, src_len: Tensor,
+               extra: Optional[List[Tensor]] = None) -> Tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
+        """(memory [B, S, 2H], mask [B, S], src [B, S], U_a h_j [B, S, A], <-h_1 [B, H])."""
+        x = F.dropout(self.src_embed(src), self.dropout, self.training)
+        hf, _ = self.encoder(x, None, extra)
+        hb, _ = self.encoder_bwd(reverse_padded(x, src_len), None, extra)
+        hb = reverse_padded(hb, src_len)
+        mask = torch.arange(src.shape[0], device=src.device).unsqueeze(0) < src_len.unsqueeze(1)
+        memory = (torch.cat([hf, hb], 2) * mask.t().unsqueeze(2).to(hf.dtype)).transpose(0, 1)
+        return memory, mask, src.transpose(0, 1), self.attn_u(memory), hb[0]
+
+    @torch.jit.export
+    def initial_state(self, enc: Tuple[Tensor, Tensor, Tensor, Tensor, Tensor]) -> State:
+        memory, first_backward = enc[0], enc[4]
+        s0 = torch.tanh(self.bridge(first_backward))
+        st = torch.jit.annotate(State, [])
+        l = 0
+        for c in self.decoder.children():  # layer0, layer1, ... (unrolled; CellStack.layers() is not scriptable)
+            s = c.initial_state(memory.shape[0], memory)
+            s[0] = s0.narrow(1, l * self.hd, self.hd)
+            st.append(s)
+            l += 1
+        return st
+
+    @torch.jit.export
+    def decode(self, y_in: Tensor, enc: Tuple[Tensor, Tensor, Tensor, Tensor, Tensor], state: Optional[State] = None,
+               extra: Optional[List[Tensor]] = None) -> Tuple[Tensor, State]:
+        memory, mask, src, keys = enc[0], enc[1], enc[2], enc[3]
+        st = self.initial_state(enc) if state is None else state
+        x = F.dropout(self.tgt_embed(y_in), self.dropout, self.training)
+        ss, cs, als = torch.jit.annotate(List[Tensor], []), torch.jit.annotate(List[Tensor], []), \
+            torch.jit.annotate(List[Tensor], [])
+        for xi in x.unbind(0):
+            s_prev = st[-1][0]  # s_{i-1}: the top layer's output
+            e = self.attn_v(torch.tanh(self.attn_w(s_prev).unsqueeze(1) + keys)).squeeze(2)  # [B, S]
+            a = torch.softmax(e.masked_fill(~mask, float("-inf")), -1)
+            c = torch.bmm(a.unsqueeze(1), memory).squeeze(1)  # [B, He]
+            h, st = self.decoder(torch.cat([xi, c], -1).unsqueeze(0), st, extra)
+            ss.append(h.squeeze(0))
+            cs.append(c)
+            als.append(a)
+        h, c, at = torch.stack(ss), torch.stack(cs), torch.stack(als)  # [T, B, Hd], [T, B, He], [T, B, S]
+        pre = self.combine(torch.cat([h, x, c], -1))
+        t = pre.view(pre.shape[0], pre.shape[1], -1, 2).max(-1)[0]  # maxout, pairs of adjacent units
+        logits = self.out(F.dropout(t, self.dropout, self.training))
+        if self.copy_gate is not None:  # model.copy
+            p_gen = torch.sigmoid(self.copy_gate(torch.cat([c, h, x], -1)))  # [T, B, 1]
+            T, B, S = at.shape[0], at.shape[1], at.shape[2]
+            p_copy = torch.zeros_like(logits).scatter_add(2, src.unsqueeze(0).expand(T, B, S), at)
+            return (p_gen * torch.softmax(logits, -1) + (1 - p_gen) * p_copy).clamp_min(1e-12).log(), st
+        return logits, st
+
+    def forward(self, src: Tensor, src_len: Tensor, y_in: Tensor, state: Optional[State] = None,
+                extra: Optional[List[Tensor]] = None) -> Tuple[Tensor, State]:
+        return self.decode(y_in, self.encode(src, src_len, extra), state, extra)
+
+    @torch.jit.export
+    def forward_with_extra(self, src: Tensor, src_len: Tensor, y_in: Tensor,
+                           state: Optional[State] = None) -> Tuple[Tensor, State, List[Tensor]]:
+        """forward() and its training terms as a list (CharLM.forward_with_extra)."""
+        extra = torch.jit.annotate(List[Tensor], [])
+        logits, state2 = self.forward(src, src_len, y_in, state, extra)
+        return logits, state2, extra
+
+
 def build_model(cfg, vocab_size, classes=None, target_vocab=None):
     """The model of a resolved Cellscope config (dict) with `vocab_size` symbols (and, sentence tasks, `classes`
     outputs: 1 for a binary classifier)."""
@@ -500,5 +600,7 @@ def build_model(cfg, vocab_size, classes=None, target_vocab=None):
     if task == "cloze":
         return ClozeReader(m, vocab_size)
     if task == "seq2seq":
+        if m.get("architecture", "luong") == "rnnsearch":
+            return RNNSearch(m, vocab_size, target_vocab)
         return Seq2Seq(m, vocab_size, target_vocab)
     return SentenceModel(m, vocab_size, classes, task == "absa")
