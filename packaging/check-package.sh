@@ -55,7 +55,7 @@ grep -q '/usr/local' "$out/contents.txt" && bad "files under /usr/local"
 
 depends=$(dpkg-deb -f "$deb" Depends)
 echo "Depends: $depends"
-for d in libtorch1.13 libopenblas0-openmp libgloo0 libsentencepiece0 libpugixml1v5 libstemmer0d python3 libc6 libstdc++6; do
+for d in libtorch1.13 libopenblas0-openmp libgloo0 libsentencepiece0 libpugixml1v5 libstemmer0d libicu72 python3 libc6 libstdc++6; do
   [[ $depends == *"$d"* ]] || bad "Depends lacks $d"
 done
 if [[ $gui -eq 1 ]]; then

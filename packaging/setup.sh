@@ -38,6 +38,7 @@ PACKAGES=(qt6-base-dev qt6-base-dev-tools libqt6svg6-dev libtorch-dev libopenbla
   wordnet-base  # WordNet's noun/verb lists: the word classes of the CBT-style cloze set
   libsentencepiece-dev  # subword vocabularies of the sequence-to-sequence task
   libpugixml-dev  # the XML parser of the SemEval-2014 loader (core/base/data/text_datasets.cpp)
+  libicu-dev  # ICU: NFC, UAX #29 word breaks and Unicode lower-casing of the word tokenizer (core/base/data/tokenizer.cpp)
   libstemmer-dev  # Snowball's Porter stemmer: ROUGE's optional stemming (core/base/data/text_metrics.cpp)
   python3-nltk  # an independent BLEU and Porter stemmer for the metric tests
   libcli11-dev  # CLI11 (header-only): the option parser of every cellscope-cli command (app/cli/args.cpp)

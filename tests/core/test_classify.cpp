@@ -12,6 +12,7 @@
 #include "config/schema.h"
 #include "data/text_datasets.h"
 #include "data/text_tokenize.h"
+#include "data/tokenizer.h"
 #include "core_checks.h"
 #include "harness.h"
 #include "tasks/classify.h"
@@ -73,16 +74,19 @@ json small_model(const std::string& cell) {
 
 }  // namespace
 
-TEST(Classify, tokenizer_rules) {
-  auto t = tokenize_words("Don't STOP-me now, it's well-known!  'quoted' x--y \xC3\xA9t\xC3\xA9");
+TEST(Classify, tokenizer_rules) {  // the legacy sentence rules (dataset.tokenizer = legacy)
+  TokenizerOptions legacy;
+  legacy.rules = kTokenizerLegacy;
+  legacy.legacy_rules = LegacyRules::Sentence;
+  auto t = tokenize("Don't STOP-me now, it's well-known!  'quoted' x--y \xC3\xA9t\xC3\xA9", legacy);
   std::vector<std::string> expect = {"don't", "stop-me", "now", ",", "it's", "well-known", "!", "'", "quoted", "'",
                                      "x", "-", "-", "y", "\xC3\xA9t\xC3\xA9"};
   ASSERT_EQ(t.size(), expect.size());
   for (size_t i = 0; i < t.size(); ++i) ASSERT_EQ(t[i], expect[i]);
-  TextTokenizeOptions o;
+  TokenizerOptions o = legacy;
   o.lowercase = false;
   o.max_tokens = 2;
-  auto u = tokenize_words("A b c", o);
+  auto u = tokenize("A b c", o);
   ASSERT_EQ(int(u.size()), 2);
   ASSERT_EQ(u[0], std::string("A"));
   ASSERT_EQ(latin1_to_utf8("caf\xE9"), std::string("caf\xC3\xA9"));

@@ -53,10 +53,11 @@ json small_cfg(const std::string& cell) {
 
 }  // namespace
 
-TEST(WordLm, tokenizer) {
+TEST(WordLm, tokenizer) {  // the legacy word-LM rules (dataset.tokenizer = legacy; test_tokenizer.cpp: icu)
   const std::string text = "Call me Ishmael. Some years ago\xE2\x80\x94never mind, the whale-ship\xE2\x80\x99s "
                            "\xE2\x80\x9C" "bow\xE2\x80\x9D! Don't   stop-";
   TokenizerOptions o;
+  o.rules = kTokenizerLegacy;
   ASSERT_EQ(joined(tokenize(text, o)),
             std::string("call|me|ishmael|.|some|years|ago|\xE2\x80\x94|never|mind|,|the|whale-ship's|"
                         "\xE2\x80\x9C|bow|\xE2\x80\x9D|!|don't|stop|-"));
@@ -66,7 +67,7 @@ TEST(WordLm, tokenizer) {
   o.keep_inner = false;
   o.keep_punctuation = true;
   ASSERT_EQ(joined(tokenize("it's x-y", o)), std::string("it|'|s|x|-|y"));
-  ASSERT_TRUE(tokenize("  \n\t ", {}).empty());
+  ASSERT_TRUE(tokenize("  \n\t ", o).empty());
   ASSERT_EQ(split_lines("a\r\nb\n\nc").size(), size_t(4));
 }
 

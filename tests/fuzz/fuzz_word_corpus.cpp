@@ -13,7 +13,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // here so this target needs only cellscope_base).
   static const cs::json base = {{"dataset", cs::json::parse(R"({"name": "moby-dick", "path": "x",
       "format": "auto", "valid_fraction": 0.05, "test_fraction": 0.05, "max_chars": 0, "vocab_size": 0,
-      "min_count": 1, "lowercase": true, "eos": "paragraph"})")}};
+      "min_count": 1, "lowercase": true, "eos": "paragraph", "tokenizer": "icu"})")}};
   const uint8_t sel = data[0];
   const std::string rest(reinterpret_cast<const char*>(data) + 1, size - 1);
   csfuzz::clear_scratch();
@@ -29,6 +29,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   ds["lowercase"] = (sel & 0x20) != 0;
   static const char* eos[] = {"paragraph", "line", "none", "paragraph"};
   ds["eos"] = eos[sel >> 6];
+  ds["tokenizer"] = (sel >> 6) == 3 ? "legacy" : "icu";  // the second "paragraph" slot: the legacy rules
   csfuzz::expect_only_user_errors([&] {
     auto c = cs::load_word_corpus(ds);
     auto again = cs::load_word_corpus(ds, &c.vocab);

@@ -125,7 +125,11 @@ std::vector<std::vector<std::string>> cbt_sentences(const std::string& text) {
   }
   if (!cur.empty()) paragraphs.push_back(cur);
 
+  // The legacy word-LM rules, fixed: the built files are part of the dataset's definition
+  // (the same bytes wherever and whenever it is built; data/TOKENIZER_NOTES.md).
   TokenizerOptions to;
+  to.rules = kTokenizerLegacy;
+  to.legacy_rules = LegacyRules::WordLM;
   to.lowercase = false;
   to.keep_punctuation = true;
   to.keep_inner = true;

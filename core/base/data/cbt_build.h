@@ -55,8 +55,8 @@ struct CbtBuild {
 };
 
 // The book as tokenised sentences (rules in datasets/README.md): paragraphs at blank lines,
-// "CHAPTER ..." heading paragraphs dropped, cs::tokenize (case kept, punctuation tokens,
-// inner ' and - kept), a possessive "'s" split off ("Ahab's" -> "Ahab" "'s"), the titles
+// "CHAPTER ..." heading paragraphs dropped, cs::tokenize with the legacy word-LM rules (case
+// kept, punctuation tokens, inner ' and - kept), a possessive "'s" split off ("Ahab's" -> "Ahab" "'s"), the titles
 // Mr. Mrs. Dr. St. kept as one token, a sentence ending after . ! ? (and any closing quotes
 // or brackets right after it) or at a paragraph end. Sentences without a word are dropped.
 std::vector<std::vector<std::string>> cbt_sentences(const std::string& text);

@@ -6,6 +6,7 @@
 
 #include "data/utf8.h"
 #include "util/error.h"
+#include "util/text.h"
 
 namespace cs {
 
@@ -81,14 +82,10 @@ std::vector<ClozeExample> parse_cbt(const std::string& text, const std::string& 
   std::vector<ClozeExample> out;
   ClozeExample ex;
   int expect = 1;  // the number the next line of the current example must carry
-  size_t no = 0, b = 0;
-  while (b < text.size()) {
-    size_t e = text.find('\n', b);
-    if (e == std::string::npos) e = text.size();
-    std::string line = text.substr(b, e - b);
-    b = e + 1;
-    ++no;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
+  LineReader lines(text);
+  std::string line;
+  while (lines.next(line)) {
+    const size_t no = lines.number();
     if (trim(line).empty()) {
       if (expect == 1) continue;  // between examples
       throw UserError(where(no) + "blank line inside an example after its line " + std::to_string(expect - 1) +
@@ -135,7 +132,7 @@ std::vector<ClozeExample> parse_cbt(const std::string& text, const std::string& 
     expect = 1;
   }
   if (expect != 1)
-    throw UserError(where(std::max<size_t>(no, 1)) + "the file ends inside an example (after its line " +
+    throw UserError(where(std::max<size_t>(lines.number(), 1)) + "the file ends inside an example (after its line " +
                     std::to_string(expect - 1) + " of 21)");
   if (out.empty()) throw UserError(name + ": empty file: no CBT example (21 numbered lines each)");
   return out;

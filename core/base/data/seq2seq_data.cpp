@@ -7,6 +7,7 @@
 
 #include "data/manifest.h"
 #include "data/text_metrics.h"
+#include "data/tokenizer.h"
 #include "data/utf8.h"
 #include "util/error.h"
 #include "util/text.h"
@@ -37,11 +38,6 @@ std::string join_words(const std::vector<std::string>& w, size_t n) {
   return out;
 }
 
-std::string ascii_lower(std::string s) {
-  for (char& c : s)
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  return s;
-}
 
 // The lines of a one-sentence-per-line file, checked: UTF-8 (file:line:column), no NUL byte
 // (a binary file), no empty line. A final newline does not make an extra line; CR LF is read as LF.
@@ -68,7 +64,8 @@ std::vector<std::string> read_sentence_lines(const std::string& file) {
   return lines;
 }
 
-std::vector<TextPair> read_pair_files(const std::string& src, const std::string& tgt, bool lowercase) {
+std::vector<TextPair> read_pair_files(const std::string& src, const std::string& tgt, bool lowercase,
+                                      const std::string& tokenizer) {
   const auto s = read_sentence_lines(src);
   const auto t = read_sentence_lines(tgt);
   if (s.size() != t.size())
@@ -78,8 +75,8 @@ std::vector<TextPair> read_pair_files(const std::string& src, const std::string&
   if (s.empty()) throw UserError(src + ": no lines (expected one sentence per line)");
   std::vector<TextPair> out(s.size());
   for (size_t i = 0; i < s.size(); ++i) {
-    out[i].source = lowercase ? ascii_lower(s[i]) : s[i];
-    out[i].target = lowercase ? ascii_lower(t[i]) : t[i];
+    out[i].source = lowercase ? lowercase_word(s[i], tokenizer) : s[i];
+    out[i].target = lowercase ? lowercase_word(t[i], tokenizer) : t[i];
   }
   return out;
 }
@@ -246,8 +243,8 @@ Seq2SeqSplits load_headlines_jsonl(const std::string& jsonl_path, const Headline
     pair.source = join_words(words, static_cast<size_t>(o.source_words));
     pair.target = subject;
     if (o.lowercase) {
-      pair.source = ascii_lower(pair.source);
-      pair.target = ascii_lower(pair.target);
+      pair.source = lowercase_word(pair.source, o.tokenizer);
+      pair.target = lowercase_word(pair.target, o.tokenizer);
     }
     if (!seen.insert({pair.source, pair.target}).second) {
       ++duplicates;
@@ -268,7 +265,7 @@ Seq2SeqSplits load_headlines_jsonl(const std::string& jsonl_path, const Headline
 }
 
 Seq2SeqSplits load_parallel_dir(const std::string& dir, const std::string& source_lang,
-                                const std::string& target_lang, bool lowercase) {
+                                const std::string& target_lang, bool lowercase, const std::string& tokenizer) {
   if (!dir_exists(dir))
     throw UserError(dir + ": not a directory (format \"parallel\" expects a directory with train." + source_lang +
                     ", train." + target_lang + ", valid.*, test.*)");
@@ -277,7 +274,7 @@ Seq2SeqSplits load_parallel_dir(const std::string& dir, const std::string& sourc
   Seq2SeqSplits out;
   for (const char* split : {"train", "valid", "test"}) {
     const std::string base = join_path(dir, split);
-    auto pairs = read_pair_files(base + "." + source_lang, base + "." + target_lang, lowercase);
+    auto pairs = read_pair_files(base + "." + source_lang, base + "." + target_lang, lowercase, tokenizer);
     (std::string(split) == "train" ? out.train : std::string(split) == "valid" ? out.valid : out.test) =
         std::move(pairs);
   }
@@ -285,7 +282,7 @@ Seq2SeqSplits load_parallel_dir(const std::string& dir, const std::string& sourc
   return out;
 }
 
-Seq2SeqSplits load_gigaword_dir(const std::string& dir, bool lowercase) {
+Seq2SeqSplits load_gigaword_dir(const std::string& dir, bool lowercase, const std::string& tokenizer) {
   if (!dir_exists(dir))
     throw UserError(dir + ": not a directory (format \"gigaword\" expects a directory with train.article.txt, "
                           "train.title.txt, valid.article.txt, ...)");
@@ -299,7 +296,7 @@ Seq2SeqSplits load_gigaword_dir(const std::string& dir, bool lowercase) {
       art = base + ".article.filter.txt";
       tit = base + ".title.filter.txt";
     }
-    auto pairs = read_pair_files(art, tit, lowercase);
+    auto pairs = read_pair_files(art, tit, lowercase, tokenizer);
     (std::string(split) == "train" ? out.train : std::string(split) == "valid" ? out.valid : out.test) =
         std::move(pairs);
   }
@@ -321,17 +318,19 @@ Seq2SeqSplits load_seq2seq_dataset(const json& ds) {
   }
   const std::string label = loc.name.empty() ? loc.path : loc.name;
   Seq2SeqSplits s;
+  const std::string tokenizer = opt_string(ds, "tokenizer", kTokenizerIcu);  // how dataset.lowercase lower-cases
   if (format == "parallel") {
     s = load_parallel_dir(loc.path, opt_string(ds, "source_lang", "de"), opt_string(ds, "target_lang", "en"),
-                          opt_bool(ds, "lowercase", false));
+                          opt_bool(ds, "lowercase", false), tokenizer);
   } else if (format == "gigaword") {
-    s = load_gigaword_dir(loc.path, opt_bool(ds, "lowercase", false));
+    s = load_gigaword_dir(loc.path, opt_bool(ds, "lowercase", false), tokenizer);
   } else if (format == "headlines") {
     HeadlineOptions o;
     o.source_words = opt_int(ds, "source_words", o.source_words, 1, 100000);
     o.min_subject_words = opt_int(ds, "min_subject_words", o.min_subject_words, 1, 1000);
     o.min_source_words = opt_int(ds, "min_source_words", o.min_source_words, 1, 100000);
     o.lowercase = opt_bool(ds, "lowercase", o.lowercase);
+    o.tokenizer = tokenizer;
     s = load_headlines_jsonl(loc.path, o);
   } else {
     throw UserError("dataset.format '" + format +

@@ -1,46 +1,6 @@
 #include "data/text_tokenize.h"
 
-#include "util/text.h"
-
 namespace cs {
-
-static bool is_word(unsigned char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c >= 0x80;
-}
-
-std::vector<std::string> tokenize_words(const std::string& text, const TextTokenizeOptions& opt) {
-  std::vector<std::string> out;
-  const size_t n = text.size();
-  size_t i = 0;
-  auto full = [&] { return opt.max_tokens > 0 && out.size() >= opt.max_tokens; };
-  while (i < n && !full()) {
-    const unsigned char c = static_cast<unsigned char>(text[i]);
-    if (is_ascii_space(c)) {
-      ++i;
-      continue;
-    }
-    if (is_word(c)) {
-      std::string w;
-      while (i < n) {
-        const unsigned char d = static_cast<unsigned char>(text[i]);
-        if (is_word(d)) {
-          w += (opt.lowercase && d >= 'A' && d <= 'Z') ? static_cast<char>(d - 'A' + 'a') : static_cast<char>(d);
-          ++i;
-        } else if ((d == '\'' || d == '-') && i + 1 < n && is_word(static_cast<unsigned char>(text[i + 1]))) {
-          w += static_cast<char>(d);  // inner apostrophe / hyphen
-          ++i;
-        } else {
-          break;
-        }
-      }
-      out.push_back(std::move(w));
-      continue;
-    }
-    out.emplace_back(1, static_cast<char>(c));  // punctuation / symbol
-    ++i;
-  }
-  return out;
-}
 
 std::string latin1_to_utf8(const std::string& s) {
   std::string o;

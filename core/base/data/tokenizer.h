@@ -1,25 +1,58 @@
-// A small, dependency-free word tokenizer shared by the word-level tasks
-// (word_lm, sentence classification). Rules (see tokenize()):
-//  * whitespace separates tokens;
-//  * every ASCII punctuation character, and the typographic punctuation
-//    “ ” ‘ ’ — – … , is a token of its own (or dropped with keep_punctuation = false);
-//  * an apostrophe (' or ’) or hyphen between two word characters stays inside the
-//    word when keep_inner is set: "don't", "people’s", "whale-ship" (’ is normalised to ');
-//  * other bytes (letters, digits, any other UTF-8) are word characters;
-//  * lowercase folds ASCII letters only (UTF-8 beyond ASCII is kept as is).
+// The one word tokenizer of the word-level tasks (word_lm on plain text, classify, absa), chosen
+// by a run's dataset.tokenizer (data/TOKENIZER_NOTES.md):
+//
+//  "icu" (new runs): ICU does the Unicode work.
+//   * the text is put in NFC first (U+0055 U+0308 and U+00DC are the same word);
+//   * words are the segments of ICU's UAX #29 word break iterator (root locale): "don't" and
+//     "3.14" are one token, CJK is split by ICU's dictionary, an emoji sequence (ZWJ, skin tone,
+//     flag) is one token;
+//   * white space separates and is dropped; every other segment (punctuation, symbols, emoji) is a
+//     token of its own, as in the legacy rules; with keep_punctuation = false the segments made of
+//     punctuation only (general category P*) are dropped, symbols and emoji kept;
+//   * keep_inner: a hyphen-minus between two word segments with no space around it joins them
+//     ("e-mail", "whale-ship"), as the legacy rules do (UAX #29 breaks there);
+//   * U+2019 (’, the typographic apostrophe) becomes U+0027 ('), so "don’t" == "don't";
+//   * lowercase: full Unicode lower-casing, root locale ("ÜBER" -> "über").
+//
+//  "legacy" (runs written before dataset.tokenizer existed): the two rule sets those runs used,
+//  kept byte for byte so that a saved vocabulary keeps meaning the same. `legacy_rules` says which:
+//   WordLM (word_lm, cbt-build): whitespace separates; every ASCII punctuation byte and “ ” ‘ ’ — – …
+//     is a token; ' ’ and - between word characters stay inside the word (’ becomes '); other
+//     bytes are word characters; lowercase folds ASCII only.
+//   Sentence (classify, absa): a word is a run of ASCII letters, digits, '_' and bytes >= 0x80,
+//     with ' and - inside; every other ASCII byte is a token; lowercase folds ASCII only;
+//     keep_punctuation and keep_inner do not apply (always on).
 #pragma once
+#include <cstddef>
 #include <string>
 #include <vector>
 
 namespace cs {
 
+// Values of dataset.tokenizer.
+inline constexpr const char* kTokenizerIcu = "icu";
+inline constexpr const char* kTokenizerLegacy = "legacy";
+// The option's choices and help text, shared by the tasks' option tables.
+const std::vector<std::string>& tokenizer_choices();
+const char* tokenizer_option_help();
+
+enum class LegacyRules { WordLM, Sentence };
+
 struct TokenizerOptions {
+  std::string rules = kTokenizerIcu;  // dataset.tokenizer: "icu" | "legacy"
+  LegacyRules legacy_rules = LegacyRules::WordLM;  // what "legacy" means to the caller
   bool lowercase = true;
   bool keep_punctuation = true;  // punctuation marks become tokens (false: dropped)
   bool keep_inner = true;        // ' and - between word characters stay in the word
+  size_t max_tokens = 0;         // 0 = all; otherwise only the first max_tokens tokens
 };
 
+// Throws UserError for rules other than icu / legacy.
 std::vector<std::string> tokenize(const std::string& text, const TokenizerOptions& opt = {});
+
+// A word lower-cased as `rules` does it: "icu" NFC + full Unicode lower-casing, "legacy" ASCII only
+// (for pre-tokenised text and vocabulary look-ups).
+std::string lowercase_word(const std::string& word, const std::string& rules);
 
 // Split text into lines (\n, \r\n), without the line ends.
 std::vector<std::string> split_lines(const std::string& text);

@@ -4,6 +4,7 @@
 
 #include "data/utf8.h"
 #include "util/error.h"
+#include "util/text.h"
 
 namespace cs {
 
@@ -110,20 +111,9 @@ Vocab Vocab::deserialize(const std::string& text_in, const std::string& source_n
     throw UserError("vocabulary '" + source_name + "': " + e.what());
   }
 
-  size_t pos = 0, line_no = 0;
-  auto next_line = [&](std::string& line) -> bool {
-    if (pos >= text.size()) return false;
-    size_t nl = text.find('\n', pos);
-    if (nl == std::string::npos) nl = text.size();
-    line.assign(text, pos, nl - pos);
-    if (!line.empty() && line.back() == '\r') line.pop_back();  // a symbol's CR is written as \r
-    pos = nl + 1;
-    ++line_no;
-    return true;
-  };
-
+  LineReader lines(text);  // a symbol's CR is written as \r, so a CR before LF is a line end
   std::string line;
-  if (!next_line(line)) throw UserError("vocabulary '" + source_name + "' is empty");
+  if (!lines.next(line)) throw UserError("vocabulary '" + source_name + "' is empty");
   // Header: "cellscope-vocab 1 N"
   const std::string prefix = std::string(kHeader) + " ";
   if (line.compare(0, prefix.size(), prefix) != 0)
@@ -150,10 +140,10 @@ Vocab Vocab::deserialize(const std::string& text_in, const std::string& source_n
   v.symbols_.clear();
   v.index_.clear();
   v.symbols_.reserve(count);
-  while (next_line(line)) {
+  while (lines.next(line)) {
     if (v.symbols_.size() == count) {
-      if (line.empty() && pos >= text.size()) break;  // tolerate one trailing blank line
-      throw fail(line_no, "more symbols than the header's count " + std::to_string(count));
+      if (line.empty() && lines.at_end()) break;  // tolerate one trailing blank line
+      throw fail(lines.number(), "more symbols than the header's count " + std::to_string(count));
     }
     std::string sym;
     sym.reserve(line.size());
@@ -161,11 +151,11 @@ Vocab Vocab::deserialize(const std::string& text_in, const std::string& source_n
       char c = line[i];
       if (c != '\\') {
         if (static_cast<unsigned char>(c) < 0x20 || c == 0x7F)
-          throw fail(line_no, "unescaped control character (byte " + std::to_string(static_cast<int>(c)) + ")");
+          throw fail(lines.number(), "unescaped control character (byte " + std::to_string(static_cast<int>(c)) + ")");
         sym += c;
         continue;
       }
-      if (i + 1 >= line.size()) throw fail(line_no, "dangling backslash at end of line");
+      if (i + 1 >= line.size()) throw fail(lines.number(), "dangling backslash at end of line");
       char e = line[++i];
       switch (e) {
         case '\\': sym += '\\'; break;
@@ -174,23 +164,23 @@ Vocab Vocab::deserialize(const std::string& text_in, const std::string& source_n
         case 'r': sym += '\r'; break;
         case 's': sym += ' '; break;
         case 'e':
-          if (line != "\\e") throw fail(line_no, "'\\e' (empty symbol) must be alone on its line");
+          if (line != "\\e") throw fail(lines.number(), "'\\e' (empty symbol) must be alone on its line");
           break;
         case 'x': {
           int hi = i + 1 < line.size() ? hexval(line[i + 1]) : -1;
           int lo = i + 2 < line.size() ? hexval(line[i + 2]) : -1;
-          if (hi < 0 || lo < 0) throw fail(line_no, "'\\x' must be followed by two hex digits");
+          if (hi < 0 || lo < 0) throw fail(lines.number(), "'\\x' must be followed by two hex digits");
           sym += static_cast<char>(hi * 16 + lo);
           i += 2;
           break;
         }
         default:
-          throw fail(line_no, std::string("unknown escape '\\") + e + "'");
+          throw fail(lines.number(), std::string("unknown escape '\\") + e + "'");
       }
     }
     if (v.symbols_.empty() && sym != kUnk)
-      throw fail(line_no, "the first symbol must be <unk> (id 0), found '" + line + "'");
-    if (v.index_.count(sym)) throw fail(line_no, "duplicate symbol '" + line + "'");
+      throw fail(lines.number(), "the first symbol must be <unk> (id 0), found '" + line + "'");
+    if (v.index_.count(sym)) throw fail(lines.number(), "duplicate symbol '" + line + "'");
     v.index_.emplace(sym, static_cast<int32_t>(v.symbols_.size()));
     v.symbols_.push_back(std::move(sym));
   }

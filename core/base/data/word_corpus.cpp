@@ -26,11 +26,10 @@ std::vector<std::string> ptb_tokens(const std::string& text) {
   return out;
 }
 
-std::vector<std::string> word_text_tokens(const std::string& text, bool lowercase, const std::string& eos, bool seed) {
+std::vector<std::string> word_text_tokens(const std::string& text, const TokenizerOptions& to, const std::string& eos,
+                                          bool seed) {
   if (eos != "paragraph" && eos != "line" && eos != "none")
     throw UserError("dataset.eos: '" + eos + "' (expected paragraph, line or none)");
-  TokenizerOptions to;
-  to.lowercase = lowercase;
   std::vector<std::string> out;
   bool in_par = false;
   const auto lines = split_lines(text);
@@ -51,8 +50,18 @@ std::vector<std::string> word_text_tokens(const std::string& text, bool lowercas
   return out;
 }
 
+TokenizerOptions word_tokenizer_options(const std::string& rules, bool lowercase) {
+  TokenizerOptions to;
+  to.rules = rules;
+  to.legacy_rules = LegacyRules::WordLM;
+  to.lowercase = lowercase;
+  return to;
+}
+
 static std::vector<std::string> text_tokens(const std::string& text, const json& ds) {
-  return word_text_tokens(text, ds.at("lowercase").get<bool>(), ds.at("eos").get<std::string>(), false);
+  const TokenizerOptions to =
+      word_tokenizer_options(ds.at("tokenizer").get<std::string>(), ds.at("lowercase").get<bool>());
+  return word_text_tokens(text, to, ds.at("eos").get<std::string>(), false);
 }
 
 static std::string clip(std::string text, int64_t max_chars) {

@@ -1,6 +1,6 @@
 // Word-level corpora for word_lm: PTB word format (ptb.{train,valid,test}.txt,
 // one sentence per line, <unk> already in the data, each line end becomes <eos>)
-// and plain text tokenised with data/tokenizer.h. The vocabulary is built from the
+// and plain text tokenised with data/tokenizer.h (dataset.tokenizer). The vocabulary is built from the
 // train split, ordered by frequency, truncated by dataset.vocab_size / min_count;
 // id 0 is <unk> (cs::Vocab), every dropped word maps to it.
 #pragma once
@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "config/json.h"
+#include "data/tokenizer.h"
 #include "data/vocab.h"
 
 namespace cs {
@@ -28,12 +29,16 @@ struct WordCorpus {
 // trained (its vocabulary could not be written as UTF-8 and read back).
 WordCorpus load_word_corpus(const json& ds, const Vocab* fixed_vocab = nullptr);
 
-// Tokens of a plain text as the word LM reads it: data/tokenizer.h words (ASCII letters folded
-// with `lowercase`) and "<eos>" where `eos` says: "paragraph" (after each run of non-empty lines),
-// "line" (after each non-empty line) or "none". With `seed` (a generation seed, text still being
-// written) the <eos> that would close the last line or paragraph is added only when the text ends
-// with a line break ("line") or never ("paragraph": a blank line inside the seed still ends one).
-std::vector<std::string> word_text_tokens(const std::string& text, bool lowercase, const std::string& eos,
+// The word LM's tokenizer: dataset.tokenizer's `rules` (legacy: the word-LM rule set) and
+// dataset.lowercase.
+TokenizerOptions word_tokenizer_options(const std::string& rules, bool lowercase);
+
+// Tokens of a plain text as the word LM reads it: data/tokenizer.h words (word_tokenizer_options)
+// and "<eos>" where `eos` says: "paragraph" (after each run of non-empty lines), "line" (after
+// each non-empty line) or "none". With `seed` (a generation seed, text still being written) the
+// <eos> that would close the last line or paragraph is added only when the text ends with a line
+// break ("line") or never ("paragraph": a blank line inside the seed still ends one).
+std::vector<std::string> word_text_tokens(const std::string& text, const TokenizerOptions& to, const std::string& eos,
                                           bool seed = false);
 
 // Tokens of one PTB-format text: whitespace-separated words, "<eos>" after every line.

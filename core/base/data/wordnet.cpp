@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 
 #include "data/utf8.h"
 #include "util/error.h"
+#include "util/text.h"
 
 namespace cs {
 
@@ -25,9 +27,10 @@ std::vector<std::string> read_lines(const std::string& path, bool required) {
     if (!required) return {};
     throw UserError("WordNet file '" + path + "' is missing or unreadable: " + install_hint());
   }
+  const std::string text{std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
   std::vector<std::string> out;
-  for (std::string line; std::getline(f, line);) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
+  LineReader lines(text);
+  for (std::string line; lines.next(line);) {
     if (out.empty()) line.erase(0, utf8_bom_size(reinterpret_cast<const unsigned char*>(line.data()), line.size()));
     out.push_back(line);
   }

@@ -331,6 +331,23 @@ MemoryEstimate training_memory_lower_bound(const json& res, const std::string& t
   return m;
 }
 
+json as_written(json cfg) {
+  if (!cfg.is_object()) return cfg;
+  const auto name_of = [&](const char* section, const char* key) -> std::string {
+    const auto it = cfg.find(section);
+    if (it == cfg.end() || !it->is_object()) return "";
+    const auto k = it->find(key);
+    return k != it->end() && k->is_string() ? k->get<std::string>() : "";
+  };
+  const std::string task = name_of("task", "name"), cell = name_of("model", "cell");
+  auto ds = cfg.find("dataset");
+  if (task.empty() || cell.empty() || ds == cfg.end() || !ds->is_object()) return cfg;
+  for (const auto& o : all_options())
+    if (o.section == "dataset" && o.key == "tokenizer" && !ds->contains("tokenizer") && option_applies(o, cell, task))
+      (*ds)["tokenizer"] = "legacy";
+  return cfg;
+}
+
 json resolve_config(const json& raw) {
   json cfg = normalised(raw);
   for (auto& s : kSections)

@@ -35,6 +35,13 @@ std::vector<ConfigError> validate_config(const json& cfg);
 // resolved config is what a run stores in config.json.
 json resolve_config(const json& cfg);
 
+// A run's stored config.json read as it meant when the run was written: an option added later
+// that changes what the run's other keys mean gets the value such runs had, where the key is
+// absent (the schema default is what new runs get). Today: dataset.tokenizer = "legacy" for the
+// tasks that have it (data/TOKENIZER_NOTES.md). RunStore::read_config applies it; a document that
+// is not a stored config (no task name, cell or dataset object) is returned unchanged.
+json as_written(json stored_cfg);
+
 // Apply "model.hidden=512" style overrides. Value parsed as JSON when it parses,
 // otherwise taken as a string. Throws UserError naming the override when malformed.
 void apply_override(json& cfg, const std::string& assignment);

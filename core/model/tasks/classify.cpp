@@ -14,7 +14,7 @@
 #include "data/utf8.h"
 #include "config/common_options.h"
 #include "tasks/eval_scope.h"
-#include "data/text_tokenize.h"
+#include "data/tokenizer.h"
 #include "util/error.h"
 
 namespace cs {
@@ -205,19 +205,17 @@ torch::Tensor SentenceModelImpl::forward(const SentenceBatch& b, StepContext& ct
 // ---------------------------------------------------------------- task
 namespace {
 
-std::vector<std::string> tokens_of(const TextExample& e, const std::string& text, const TextTokenizeOptions& to) {
+std::vector<std::string> tokens_of(const TextExample& e, const std::string& text, const TokenizerOptions& to) {
   if (e.pretokenized) {
     std::vector<std::string> t;
     std::istringstream ss(text);
     for (std::string w; ss >> w;) {
-      if (to.lowercase)
-        for (auto& c : w) c = (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
-      t.push_back(w);
+      t.push_back(to.lowercase ? lowercase_word(w, to.rules) : w);
       if (to.max_tokens && t.size() >= to.max_tokens) break;
     }
     return t;
   }
-  return tokenize_words(text, to);
+  return tokenize(text, to);
 }
 
 std::vector<int32_t> encode(const std::vector<std::string>& toks, const Vocab& v) {
@@ -252,16 +250,15 @@ SentenceTask::SentenceTask(const json& cfg, const std::string& run_dir, bool abs
     if (ex.empty()) throw UserError("dataset '" + loc.path + "': no examples left (dataset.subset / drop_conflict)");
   }
   assign_splits(ex, ds);
-  TextTokenizeOptions to;
-  to.lowercase = o.lowercase;
+  TokenizerOptions to = sentence_tokenizer_options(o);
   to.max_tokens = static_cast<size_t>(o.max_len);
   std::vector<std::vector<std::string>> toks(ex.size()), atoks(ex.size());
   for (size_t i = 0; i < ex.size(); ++i) {
     toks[i] = tokens_of(ex[i], ex[i].text, to);
     if (absa_) {
-      TextTokenizeOptions ao = to;
+      TokenizerOptions ao = to;
       ao.max_tokens = 0;
-      atoks[i] = tokenize_words(ex[i].aspect, ao);
+      atoks[i] = tokenize(ex[i].aspect, ao);
     }
   }
   const std::string vocab_path = run_dir.empty() ? "" : join_path(run_dir, "vocab");

@@ -14,6 +14,7 @@
 
 #include "cells/bidirectional.h"
 #include "data/text_datasets.h"
+#include "data/tokenizer.h"
 #include "data/vocab.h"
 #include "tasks/task_common.h"
 
@@ -26,6 +27,7 @@ struct SentenceOptions {
   std::string label_field = "label";
   std::string split_field = "split";
   bool lowercase = true;
+  std::string tokenizer = "icu";       // data/tokenizer.h; old runs: legacy
   int64_t max_len = 0;
   int64_t max_vocab = 0;
   int64_t min_freq = 1;
@@ -46,6 +48,8 @@ struct SentenceOptions {
 // The field table of classify (false) or absa (true): schema entries and binding of a
 // whole resolved config.
 const OptionTable<SentenceOptions>& sentence_option_table(bool absa);
+// The sentence tasks' tokenizer: dataset.tokenizer (legacy: the sentence rule set) and dataset.lowercase.
+TokenizerOptions sentence_tokenizer_options(const SentenceOptions& o);
 
 // Assign every example a split ("train", "valid", "test") in place, following the
 // dataset section: k-fold (dataset.folds > 0: fold dataset.fold is the test part),

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <limits>
 
-#include "data/text_tokenize.h"
+#include "data/tokenizer.h"
 #include "tasks/classify.h"
 #include "util/error.h"
 
@@ -12,16 +12,15 @@ namespace cs {
 
 EncodedText SentenceTask::encode_text(const std::string& text) const {
   // the run's tokenizer rules; a word the vocabulary lacks is tried lower-cased (runs
-  // with dataset.lowercase = true only hold lower-case words)
+  // with dataset.lowercase = true only hold lower-case words), lower-cased by the run's tokenizer
   EncodedText e;
-  TextTokenizeOptions to;
+  TokenizerOptions to = sentence_tokenizer_options(sentence_option_table(absa_).read(cfg_));
   to.lowercase = false;
-  for (auto& t : tokenize_words(text, to)) {
+  for (auto& t : tokenize(text, to)) {
     int32_t id = vocab_.id(t);
     std::string shown = t;
     if (id == Vocab::kUnkId) {
-      std::string l = t;
-      for (auto& ch : l) ch = (ch >= 'A' && ch <= 'Z') ? static_cast<char>(ch - 'A' + 'a') : ch;
+      std::string l = lowercase_word(t, to.rules);
       id = vocab_.id(l);
       shown = l;
     }

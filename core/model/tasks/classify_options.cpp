@@ -5,6 +5,7 @@
 
 #include "cells/registry.h"
 #include "config/common_options.h"
+#include "data/tokenizer.h"
 #include "tasks/classify.h"
 #include "util/error.h"
 
@@ -24,7 +25,10 @@ void add_sentence_common(Table& t) {
        "dataset.split_field", &O::split_field,
        "JSONL: field holding train/valid/test when the file has a split of its own (\"\" = ignore it and split by fractions).")
       .tasks(both);
-  t.field("dataset.lowercase", &O::lowercase, "Lower-case ASCII letters when tokenizing.").tasks(both);
+  t.field("dataset.lowercase", &O::lowercase,
+          "Lower-case words when tokenizing (tokenizer icu: every script; legacy: ASCII letters only).")
+      .tasks(both);
+  t.choice("dataset.tokenizer", &O::tokenizer, tokenizer_choices(), tokenizer_option_help()).tasks(both);
   t.field("dataset.max_len", &O::max_len, 0, 1e9, "Keep only the first N tokens of each text (0 = all).").tasks(both);
   t.field("dataset.max_vocab", &O::max_vocab, 0, 1e9,
           "Vocabulary truncation by descending frequency in the training split (0 = all; CRU paper: 50,000 for IMDB).")
@@ -58,6 +62,14 @@ void add_sentence_common(Table& t) {
 }
 
 }  // namespace
+
+TokenizerOptions sentence_tokenizer_options(const SentenceOptions& o) {
+  TokenizerOptions to;
+  to.rules = o.tokenizer;
+  to.legacy_rules = LegacyRules::Sentence;
+  to.lowercase = o.lowercase;
+  return to;
+}
 
 const OptionTable<SentenceOptions>& sentence_option_table(bool absa) {
   using O = SentenceOptions;

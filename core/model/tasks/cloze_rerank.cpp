@@ -18,6 +18,7 @@
 #include "tasks/task.h"
 #include "tasks/word_lm.h"
 #include "util/error.h"
+#include "util/text.h"
 
 namespace cs {
 
@@ -75,11 +76,10 @@ std::vector<std::string> ClozeScored::filled(size_t c) const {
 
 std::vector<ClozeScored> parse_cloze_scores(const std::string& text, const std::string& source) {
   std::vector<ClozeScored> out;
-  std::istringstream ss(text);
+  LineReader lines(text);
   std::string line;
-  int64_t ln = 0;
-  while (std::getline(ss, line)) {
-    ++ln;
+  while (lines.next(line)) {
+    const size_t ln = lines.number();
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     const std::string at = source + ":" + std::to_string(ln) + ": ";
     json j;

@@ -8,6 +8,7 @@
 #include "cells/registry.h"
 #include "config/common_options.h"
 #include "data/seq2seq_data.h"
+#include "data/tokenizer.h"
 #include "data/text_metrics.h"
 #include "tasks/eval_scope.h"
 #include "util/error.h"
@@ -477,7 +478,11 @@ const OptionTable<Seq2SeqOptions>& seq2seq_option_table() {
     t.field("dataset.min_source_words", &O::min_source_words, 1, 100000,
             "Format headlines: drop pairs whose body opening is shorter (default 5).");
     t.field("dataset.lowercase", &O::lowercase,
-            "ASCII lower-case sources and targets (default: true for headlines, false for parallel and gigaword).");
+            "Lower-case sources and targets (default: true for headlines, false for parallel and gigaword).");
+    t.choice("dataset.tokenizer", &O::tokenizer, tokenizer_choices(),
+             std::string("How dataset.lowercase lower-cases: icu = NFC and full Unicode lower-casing (German \u00dcber "
+                         "-> \u00fcber), legacy = ASCII letters only, as runs written before this option did (a run "
+                         "whose config lacks the key is read as legacy)."));
     t.choice(
         "model.architecture", &O::architecture, {"luong", "rnnsearch"},
         "rnnsearch: Bahdanau et al. (2015), the MC-RNN paper's baseline: bidirectional encoder, additive attention "

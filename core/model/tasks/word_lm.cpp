@@ -248,7 +248,10 @@ const OptionTable<WordLMOptions>& word_lm_option_table() {
         "Keep the most frequent words of the train split, <unk> and <eos> included (0 = all); the rest become <unk>. PTB: 10000.");
     t.field("dataset.min_count", &O::min_count, 1, 1e9,
             "Keep only words seen at least this many times in the train split; the rest become <unk>.");
-    t.field("dataset.lowercase", &O::lowercase, "Plain text: fold ASCII letters to lower case before tokenising.");
+    t.field("dataset.lowercase", &O::lowercase,
+            "Plain text: lower-case words when tokenising (tokenizer icu: every script; legacy: ASCII letters only).");
+    t.choice("dataset.tokenizer", &O::tokenizer, tokenizer_choices(),
+             std::string("Plain text: ") + tokenizer_option_help());
     t.choice("dataset.eos", &O::eos, {"paragraph", "line", "none"},
              "Plain text: where <eos> tokens go: after each paragraph (blank-line separated), each line, or none. "
              "PTB word format always ends every line with <eos>.");

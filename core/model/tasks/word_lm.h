@@ -23,6 +23,7 @@ struct WordLMOptions {
   int64_t vocab_size = 0;             // dataset.vocab_size (read by data/word_corpus)
   int64_t min_count = 1;              // dataset.min_count
   bool lowercase = true;              // dataset.lowercase
+  std::string tokenizer = "icu";      // dataset.tokenizer (data/tokenizer.h); old runs: legacy
   std::string eos = "paragraph";      // dataset.eos
 };
 const OptionTable<WordLMOptions>& word_lm_option_table();

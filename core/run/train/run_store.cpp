@@ -15,6 +15,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "config/schema.h"
 #include "data/utf8.h"
 #include "train/metrics.h"
 #include "util/error.h"
@@ -211,7 +212,7 @@ void RunStore::write_config(const json& cfg) const { atomic_write(path("config.j
 json RunStore::read_config() const {
   const std::string p = path("config.json");
   try {
-    return parse_json(read_file(p), p);
+    return as_written(parse_json(read_file(p), p));  // a run written before an option: its value then
   } catch (const json::exception& e) {
     throw UserError("'" + p + "' is not valid JSON: " + json_error_text(e));
   }

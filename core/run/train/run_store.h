@@ -71,6 +71,8 @@ class RunStore {
   // that holds it. Idempotent.
   void lock_for_writing();
   void write_config(const json& cfg) const;
+  // config.json as the run meant it when written (config/schema.h as_written: e.g. a run written
+  // before dataset.tokenizer existed reads as tokenizer = legacy).
   json read_config() const;
   void write_summary(const RunSummary& s) const;
   RunSummary read_summary() const;

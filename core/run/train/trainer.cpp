@@ -877,7 +877,13 @@ std::unique_ptr<Task> load_run_task(const std::string& run_dir, const std::strin
   if (!file_exists(store.path("config.json")))
     throw UserError("'" + run_dir + "' is not a run directory (no config.json)");
   json raw = store.read_config();
-  if (dataset) raw["dataset"] = *dataset;
+  if (dataset) {
+    json ds = *dataset;
+    // the run's tokenizer goes with its vocabulary
+    if (ds.is_object() && !ds.contains("tokenizer") && raw["dataset"].contains("tokenizer"))
+      ds["tokenizer"] = raw["dataset"]["tokenizer"];
+    raw["dataset"] = ds;
+  }
   json cfg = load_and_resolve(raw);
   auto task = make_task(cfg, run_dir);
   load_run_checkpoint(*task, run_dir, which);
