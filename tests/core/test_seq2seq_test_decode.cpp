@@ -9,7 +9,10 @@
 #include <random>
 
 #include "config/schema.h"
+#include "corpus_fixture.h"
 #include "harness.h"
+#include "sweep/sweep.h"
+#include "sweep/table.h"
 #include "tasks/seq2seq.h"
 #include "tasks/seq2seq_decode.h"
 #include "train/run_store.h"
@@ -149,6 +152,53 @@ TEST(Seq2seqTestDecode, decode_label_names_beam_and_length_penalty) {
   Seq2SeqTask b(config(data, {{"beam", 10}, {"test_decode", "greedy"}}), "");
   EXPECT_EQ(b.decode_label("test"), "greedy");
   EXPECT_THROW(config(data, {{"test_decode", "sampling"}}), UserError);
+}
+
+// `sweep table` names the decode that made a keyed metric: one decode -> in the metric's name;
+// runs that differ -> said so (a run without the field decoded greedily).
+TEST(Seq2seqTestDecode, sweep_table_names_the_decode) {
+  const std::string dir = cstest::temp_dir() + "/s2s_decode_sweep";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string corpus = cstest::write_text_fixture("s2s_decode_sweep.txt", 2000);
+  json spec = {{"name", "decode-label"},
+               {"base", {{"task", {{"name", "char_lm"}}}, {"dataset", {{"path", corpus}}}, {"model", {{"cell", "gru"}}}}},
+               {"grid", json::array({{{"name", "cell"},
+                                      {"values", json::array({{{"label", "a"}, {"set", json::object()}},
+                                                              {{"label", "b"}, {"set", {{"model.hidden", 64}}}}})}}})},
+               {"seeds", {1}},
+               {"table", {{"rows", "cell"}, {"metric", "test.bleu"}, {"best", "column"}}}};
+  cstest::write_text(dir + "/sweep.json", spec.dump(2));
+  auto write_runs = [&](const std::string& decode_b) {
+    json pts = json::object();
+    for (auto& rec : read_sweep_results(dir).records) {
+      const std::string label = rec.point.labels[0];
+      const std::string rd = dir + "/runs/" + label;
+      MetricsRecord t;
+      t.step = 10;
+      t.eval = true;
+      t.split = "test";
+      t.values["bleu"] = label == "a" ? 12.5 : 10.0;
+      const std::string decode = label == "a" ? "beam 5, lp 1.0" : decode_b;
+      if (!decode.empty()) t.labels["decode"] = decode;
+      cstest::write_text(rd + "/metrics.jsonl", t.to_json().dump() + "\n");
+      RunSummary sm;
+      sm.status = "finished";
+      sm.primary_metric = "ppl";
+      sm.step = 10;
+      cstest::write_text(rd + "/summary.json", sm.to_json().dump(2));
+      cstest::write_text(rd + "/config.json", spec["base"].dump(2));
+      pts[rec.point.id] = {{"run_dir", rd}, {"status", "finished"}};
+    }
+    cstest::write_text(dir + "/state.json", json{{"points", pts}}.dump(2));
+  };
+  write_runs("beam 5, lp 1.0");
+  auto r = read_sweep_results(dir);
+  EXPECT_EQ(r.metric_label, "test bleu (beam 5, lp 1.0)");
+  EXPECT_TRUE(cstest::contains(table_to_text(sweep_table(r)), "test bleu (beam 5, lp 1.0)"));
+  EXPECT_TRUE(cstest::contains(table_to_latex(sweep_table(r)), "test bleu (beam 5, lp 1.0)"));
+  write_runs("");  // b: a run made before evaluations recorded their decode
+  EXPECT_EQ(read_sweep_results(dir).metric_label, "test bleu (decodes differ between runs: beam 5, lp 1.0; greedy)");
 }
 
 }  // namespace test_seq2seq_test_decode
