@@ -421,6 +421,7 @@ int cmd_eval(const std::vector<std::string>& a) {
   const std::string split = args.get("split", "test");
   auto r = task->evaluate(split);
   json j = r.metrics;
+  for (auto& [k, v] : r.labels) j[k] = v;  // e.g. seq2seq's "decode"
   j["split"] = split;
   j["units"] = r.units;
   j["checkpoint"] = args.get("checkpoint", "best");
@@ -428,6 +429,7 @@ int cmd_eval(const std::vector<std::string>& a) {
   else {
     std::cout << split << ":";
     for (auto& [k, v] : r.metrics) std::cout << " " << k << " " << v;
+    for (auto& [k, v] : r.labels) std::cout << " " << k << " \"" << v << "\"";
     std::cout << "  (" << r.units << " " << task->unit_name() << ")\n";
   }
   return 0;

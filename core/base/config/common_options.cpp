@@ -79,9 +79,17 @@ const OptionTable<TrainingOptions>& training_option_table() {
     t.field("patience", &T::patience, 0, 1e9,
             "Early stop after this many evaluations without improvement of the validation metric (0 = off).");
     t.field("lr_decay", &T::lr_decay, 0.01, 1.0,
-            "Multiply the learning rate by this factor after every evaluation that does not improve the best "
-            "validation metric (1 = off; 0.5 = halve it, as the MC-RNN paper does 'according to validation "
-            "performance'). With patience, training ends after that many such evaluations in a row.");
+            "Multiply the learning rate by this factor after lr_decay_patience evaluations in a row that do not "
+            "improve the best validation lr_decay_metric (1 = off; 0.5 = halve it, as RNNSearch and the MC-RNN "
+            "paper do 'according to validation performance'). Independent of patience (early stopping).");
+    t.field("lr_decay_patience", &T::lr_decay_patience, 1, 1e9,
+            "With lr_decay: decay after this many evaluations in a row without improvement of "
+            "lr_decay_metric (the count starts again after each decay; 1 = after every such evaluation).");
+    t.field("lr_decay_metric", &T::lr_decay_metric,
+            "With lr_decay: the validation metric it watches, a key of the valid evaluation (e.g. bleu, or "
+            "valid.bleu); empty = the task's primary metric (the one early stopping and best.pt follow). "
+            "Higher is better for the primary metric of a task that says so and for keys containing acc, bleu, "
+            "rouge or f1; lower for the others (loss, ppl, bpc).");
     t.field("seed", &T::seed, 0, 4294967295.0, "Random seed: same seed and config give identical metrics on CPU.");
     t.field("threads", &T::threads, 0, 1024,
             "LibTorch intra-op threads (0 = all cores; the GUI leaves one for itself).");

@@ -49,6 +49,8 @@ struct TrainingOptions {
   int64_t keep_checkpoints = 3;
   int64_t patience = 0;
   double lr_decay = 1.0;  // factor applied to lr after each evaluation without improvement (1 = off)
+  int64_t lr_decay_patience = 1;  // evaluations in a row without improvement before each decay
+  std::string lr_decay_metric;    // the valid metric the decay watches ("" = the task's primary metric)
   int64_t seed = 1;
   int64_t threads = 0;
   std::string device = "cpu";

@@ -32,16 +32,10 @@ DecodeReport decode_run(const std::string& run_dir, const DecodeOptions& o,
   std::vector<std::string> hyps, refs;
   for (int64_t i = 0; i < N; ++i) {
     const auto& e = ex[static_cast<size_t>(i)];
-    auto best = s2s->beam(e.src, bo);
     DecodeSample d;
     d.source = e.source;
     d.reference = e.target;
-    if (!best.empty()) {
-      auto toks = best.front().tokens;
-      if (!toks.empty() && toks.back() == SubwordVocab::eos_id) toks.pop_back();
-      d.hypothesis = s2s->target_vocab().decode(toks);
-      d.score = best.front().score;
-    }
+    d.hypothesis = s2s->beam_text(e.src, bo, &d.score);  // as a beam test evaluation decodes it
     hyps.push_back(d.hypothesis);
     refs.push_back(d.reference);
     r.samples.push_back(std::move(d));

@@ -2,7 +2,8 @@
 // pairs from data/seq2seq_data.h, SentencePiece vocabularies trained on the training split
 // (saved with the run), the encoder-decoder of tasks/seq2seq_model.h trained with teacher
 // forcing on padded batches, evaluated by loss/perplexity per target token and by BLEU and
-// ROUGE of greedy decodes; beam search (tasks/beam_search.h) in decode().
+// ROUGE of greedy decodes (beam search for the test split with task.test_decode = beam); beam
+// search (tasks/beam_search.h) in decode().
 #pragma once
 #include <memory>
 #include <optional>
@@ -31,6 +32,7 @@ struct Seq2SeqOptions {
   int64_t eval_batch = 64;              // training.*
   int64_t eval_decode = 200;
   int64_t beam = 10;                    // task.*
+  std::string test_decode = "greedy";   // greedy | beam: how test-split evaluations decode
   double length_penalty = 1.0;
   int64_t max_decode = 0;
   int64_t lead_words = 0;
@@ -91,6 +93,12 @@ class Seq2SeqTask : public ExampleTask {
   std::vector<std::vector<int32_t>> greedy(const std::vector<std::vector<int32_t>>& sources, int64_t max_len);
   // Beam search of one source (beam 1 = greedy).
   std::vector<BeamHypothesis> beam(const std::vector<int32_t>& source, const BeamSearchOptions& bo);
+  // The text of the best hypothesis of beam(source, bo) (its </s> dropped; "" when none), and its
+  // normalised score in `score`: what `decode` and a beam test evaluation score.
+  std::string beam_text(const std::vector<int32_t>& source, const BeamSearchOptions& bo, double* score = nullptr);
+  // How evaluate(split) decodes for BLEU/ROUGE: "greedy", or "beam K, lp A" for the test split
+  // with task.test_decode = beam (recorded as the evaluation's "decode" label).
+  std::string decode_label(const std::string& split) const;
   // The lead baseline's BLEU / ROUGE on a split ("lead_bleu", "lead_rouge1", ...), over the first
   // `max_examples` examples (0 = all).
   std::map<std::string, double> lead_metrics(const std::string& split, int64_t max_examples) const;

@@ -32,6 +32,7 @@ struct StepResult {
 struct EvalResult {
   std::map<std::string, double> metrics;  // e.g. {"loss": nats, "bpc": ..} or {"accuracy": ..}
   int64_t units = 0;
+  std::map<std::string, std::string> labels = {};  // text facts of the evaluation (seq2seq: "decode")
 };
 
 class Task {

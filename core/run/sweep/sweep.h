@@ -174,6 +174,7 @@ struct SweepRunRecord {
   SweepPointState state;
   bool has_value = false;
   double value = 0;
+  std::string decode;  // the "decode" label of the evaluation line read (seq2seq BLEU/ROUGE); "" = none
 };
 
 struct SweepResults {
@@ -181,7 +182,7 @@ struct SweepResults {
   std::string dir;
   std::vector<SweepRunRecord> records;  // in point order
   bool higher_is_better = false;
-  std::string metric_label;  // e.g. "test bpc"
+  std::string metric_label;  // e.g. "test bpc", "test bleu (beam 5, lp 1.0)"
 };
 
 // Read a sweep directory (or a sweep name under the workspace): its spec, state and

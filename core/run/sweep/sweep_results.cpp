@@ -79,6 +79,7 @@ SweepResults read_sweep_results(const std::string& arg, const std::string& works
                   (*l)[key].is_number()) {
                 rec.value = (*l)[key].get<double>();
                 rec.has_value = true;
+                rec.decode = l->value("decode", std::string());
                 break;
               }
           }
@@ -92,6 +93,19 @@ SweepResults read_sweep_results(const std::string& arg, const std::string& works
   else if (key.empty()) r.higher_is_better = higher_votes > lower_votes;
   else r.higher_is_better = key.find("acc") != std::string::npos || key == "f1" || key.find("f1") != std::string::npos;
   r.metric_label = split + " " + (key.empty() ? (primary.empty() ? std::string("metric") : primary) : key);
+  // Which decode made the values (seq2seq BLEU/ROUGE): one -> "(beam 5, lp 1.0)"; runs written before
+  // evaluations recorded it decoded greedily.
+  std::set<std::string> decodes;
+  bool any_decode = false;
+  for (auto& rec : r.records) any_decode = any_decode || !rec.decode.empty();
+  for (auto& rec : r.records)
+    if (any_decode && rec.has_value) decodes.insert(rec.decode.empty() ? "greedy" : rec.decode);
+  if (decodes.size() == 1) r.metric_label += " (" + *decodes.begin() + ")";
+  if (decodes.size() > 1) {
+    std::string all;
+    for (auto& d : decodes) all += (all.empty() ? "" : "; ") + d;
+    r.metric_label += " (decodes differ between runs: " + all + ")";
+  }
   return r;
 }
 

@@ -442,6 +442,8 @@ SweepTable sweep_table(const SweepResults& r, const std::string& paired_ref, con
             "the validation metric of every run";
         const auto sp = metric_label.find(' ');
         metric_label = "valid" + (sp == std::string::npos ? std::string(" metric") : metric_label.substr(sp));
+        const auto paren = metric_label.find(" (");  // the test split's decode (valid decodes greedily)
+        if (paren != std::string::npos) metric_label = metric_label.substr(0, paren) + " (greedy)";
       }
     }
     struct Read {

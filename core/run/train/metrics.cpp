@@ -18,6 +18,7 @@ json MetricsRecord::to_json() const {
     j["split"] = split;
   }
   for (auto& [k, v] : values) j[k] = std::isfinite(v) ? json(v) : json(nullptr);
+  for (auto& [k, v] : labels) j[k] = v;
   return j;
 }
 
@@ -35,6 +36,7 @@ MetricsRecord MetricsRecord::from_json(const json& j) {
     else if (k == "split") r.split = v.get<std::string>();
     else if (v.is_number()) r.values[k] = v.get<double>();
     else if (v.is_null()) r.values[k] = std::numeric_limits<double>::quiet_NaN();
+    else if (v.is_string()) r.labels[k] = v.get<std::string>();
   }
   return r;
 }

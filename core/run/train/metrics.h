@@ -32,6 +32,9 @@ struct MetricsRecord {
   double train_flops = std::numeric_limits<double>::quiet_NaN();
   bool has_train_flops() const { return std::isfinite(train_flops); }
   std::map<std::string, double> values;  // loss, bpc, lr, grad_norm, throughput, ... (null -> NaN)
+  // Text facts of an evaluation line, written as JSON strings beside the values, e.g. seq2seq's
+  // "decode": "beam 5, lp 1" (which decode made its BLEU/ROUGE). Readers of numbers skip them.
+  std::map<std::string, std::string> labels;
   json to_json() const;
   static MetricsRecord from_json(const json& j);
 };

@@ -68,6 +68,10 @@ struct Trainer::Impl {
             {"best_step", &best_step},
             {"bad_evals", &bad_evals},
             {"lr_decays", &lr_decays, true, 0},  // before training.lr_decay: none happened
+            // before training.lr_decay_patience / lr_decay_metric: patience 1 on the selection metric
+            {"lr_bad_evals", &lr_bad_evals, true, 0},
+            {"lr_has_best", &lr_has_best, true, 0},
+            {"lr_best", &lr_best, true, 0},
             {"elapsed", elapsed},
             {"units_total", &units_total},
             {"train_time_total", &train_time_total},
@@ -91,6 +95,11 @@ struct Trainer::Impl {
   int64_t best_step = 0, bad_evals = 0;
   // learning-rate decays so far (training.lr_decay): the current lr is training.lr x lr_decay^lr_decays
   int64_t lr_decays = 0;
+  // evaluations in a row without improvement of training.lr_decay_metric since the last decay, and
+  // that metric's best value (used only when it is not the selection metric: then best/has_best)
+  int64_t lr_bad_evals = 0;
+  bool lr_has_best = false;
+  double lr_best = 0;
   // totals
   double elapsed_before = 0;  // from earlier processes (resume)
   int64_t units_total = 0;
@@ -114,6 +123,14 @@ const char* kForkHint =
     "A run's architecture (model, task, dataset, training.optimizer, training.batch) cannot change on resume; "
     "to train on from a checkpoint with other training options make a new run with "
     "`cellscope-cli train --fork RUN_DIR[@STEP] --set training.KEY=VALUE`, for another architecture start a new run";
+
+// Whether a larger value of the valid metric `key` is better (training.lr_decay_metric other than the
+// task's primary metric): accuracies, BLEU, ROUGE and F1 are; losses, perplexities and BPC are not.
+bool metric_higher_is_better(const std::string& key) {
+  for (const char* h : {"acc", "bleu", "rouge", "f1"})
+    if (key.find(h) != std::string::npos) return true;
+  return false;
+}
 
 // The learning rate after `decays` evaluations without improvement (training.lr_decay).
 double decayed_lr(const TrainingOptions& tr, int64_t decays) {
@@ -224,6 +241,11 @@ Trainer::Trainer(json cfg, std::unique_ptr<Task> task, std::shared_ptr<RunStore>
 }
 
 Trainer::~Trainer() = default;
+
+double Trainer::optimizer_lr() const {
+  auto& groups = impl_->opt->param_groups();
+  return groups.empty() ? 0.0 : groups.front().options().get_lr();
+}
 
 void Trainer::save_checkpoint(const std::string& path) {
   torch::serialize::OutputArchive ar;
@@ -430,6 +452,9 @@ void Trainer::fork_from(const std::string& checkpoint) {
   impl_->bad_evals = 0;
   // ... and starts at its own training.lr (a fork is how a user trains on at another lr).
   impl_->lr_decays = 0;
+  impl_->lr_bad_evals = 0;
+  impl_->lr_has_best = false;
+  impl_->lr_best = 0;
   impl_->lr = decayed_lr(impl_->opts, 0);
   apply_hyper_parameters(*impl_->opt, impl_->opts, 0);
   summary_.step = step_;
@@ -444,6 +469,8 @@ struct Trainer::RunContext {
   int64_t total = 0, log_every = 10, eval_every = 200, ckpt_every = 0, keep = 3, patience = 0;
   bool track_test = false, eval_test = true, lower = true;
   std::string metric;
+  std::string lr_metric;  // training.lr_decay_metric resolved (the valid key the decay watches)
+  bool lr_lower = true;   // lower is better for lr_metric
   Clock::time_point t_start;
   double paused = 0;            // seconds spent paused (not counted as elapsed)
   bool early_stopped = false;
@@ -499,6 +526,9 @@ void Trainer::prepare(RunContext& rc) {
   rc.eval_test = tr.eval_test;
   rc.lower = task_->lower_is_better();
   rc.metric = task_->primary_metric();
+  rc.lr_metric = tr.lr_decay_metric.rfind("valid.", 0) == 0 ? tr.lr_decay_metric.substr(6) : tr.lr_decay_metric;
+  if (rc.lr_metric.empty()) rc.lr_metric = rc.metric;
+  rc.lr_lower = rc.lr_metric == rc.metric ? rc.lower : !metric_higher_is_better(rc.lr_metric);
   rc.t_start = Clock::now();
   summary_.status = "running";
   summary_.reason.clear();
@@ -690,6 +720,7 @@ EvalResult Trainer::evaluate(RunContext& rc, const std::string& split) {
   r.elapsed = elapsed(rc);
   r.train_flops = impl_->flops_total;
   r.values = er.metrics;
+  r.labels = er.labels;
   emit(rc, r);
   // the split's size, so that a table can refuse a cell evaluated on too few examples
   if (split == "valid") summary_.valid_units = er.units;
@@ -709,12 +740,39 @@ void Trainer::evaluate_valid(RunContext& rc) {
     I.bad_evals = 0;
   } else {
     ++I.bad_evals;
-    // training.lr_decay: a smaller step after every evaluation without improvement, so that a run
-    // that has stopped improving at its lr settles into its minimum before patience ends it.
-    if (I.opts.lr_decay < 1.0) {
+  }
+  // training.lr_decay: a smaller step after lr_decay_patience evaluations in a row without a better
+  // lr_decay_metric, so that a run that has stopped improving at its lr settles into its minimum
+  // before patience ends it (RNNSearch's schedule; train/LR_DECAY_NOTES.md).
+  if (I.opts.lr_decay < 1.0) {
+    bool improved = better;
+    if (rc.lr_metric != rc.metric) {
+      auto it = er.metrics.find(rc.lr_metric);
+      if (it == er.metrics.end()) {
+        std::string keys;
+        for (auto& [k, val] : er.metrics) keys += (keys.empty() ? "" : ", ") + k;
+        throw UserError("training.lr_decay_metric: the valid evaluation of task " + task_->name() +
+                        " has no metric '" + rc.lr_metric + "' (it has: " + keys + ")");
+      }
+      const double lv = it->second;
+      improved = !I.lr_has_best || (rc.lr_lower ? lv < I.lr_best : lv > I.lr_best);
+      if (improved) {
+        I.lr_has_best = true;
+        I.lr_best = lv;
+      }
+    }
+    if (improved) {
+      I.lr_bad_evals = 0;
+    } else if (++I.lr_bad_evals >= I.opts.lr_decay_patience) {
+      I.lr_bad_evals = 0;
       ++I.lr_decays;
       I.lr = decayed_lr(I.opts, I.lr_decays);
       apply_hyper_parameters(*I.opt, I.opts, I.lr_decays);
+      char buf[160];
+      std::snprintf(buf, sizeof buf, "lr decayed to %.6g at step %lld (valid %s not improved in %lld evaluation%s)",
+                    I.lr, static_cast<long long>(step_), rc.lr_metric.c_str(),
+                    static_cast<long long>(I.opts.lr_decay_patience), I.opts.lr_decay_patience == 1 ? "" : "s");
+      log(rc, buf);
     }
   }
   // best.pt written after last.pt would see the same weights: save it directly

@@ -84,6 +84,9 @@ class Trainer {
   Task& task() { return *task_; }
   int64_t step() const { return step_; }
   const RunSummary& summary() const { return summary_; }
+  // The learning rate the optimizer's first parameter group uses now (training.lr, decayed by
+  // training.lr_decay); for tests and the GUI.
+  double optimizer_lr() const;
   bool already_finished() const { return already_finished_; }  // resume() of a finished run
   std::vector<MetricsRecord> history;  // every record produced by this process
 
