@@ -14,7 +14,7 @@ namespace cli {
 
 namespace {
 
-const char* kUsage =
+const char* kReportUsage =
     "usage: cellscope-cli report SPEC --out DIR [--workspace WS] [--no-images]\n"
     "       cellscope-cli report --check DIR [--workspace WS]\n"
     "       cellscope-cli report --list\n"
@@ -37,7 +37,7 @@ const char* kUsage =
 
 int cmd_report(const std::vector<std::string>& a) {
   if (a.empty() || want_help(a)) {
-    std::cout << kUsage;
+    std::cout << kReportUsage;
     return a.empty() ? 2 : 0;
   }
   auto args = parse(a, {"no-images", "list"}, {"out", "check", "workspace"});

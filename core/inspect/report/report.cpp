@@ -227,15 +227,20 @@ json cell_number(const TableCell& c) {
   return n;
 }
 
-std::vector<std::string> sweep_run_keys(const SweepResults& r, Fingerprints& fp) {
-  std::vector<std::string> keys;
+// The runs of a sweep's points with a value, each with the checkpoint its summary's test metric
+// was evaluated on; fills the item's "runs" and "checkpoints" (run key -> files).
+void sweep_runs(const SweepResults& r, Fingerprints& fp, json& item) {
+  json keys = json::array(), cks = json::object();
   for (auto& rec : r.records) {
     if (!rec.has_value || rec.state.run_dir.empty()) continue;
     const std::string ck =
         file_exists(join_path(join_path(rec.state.run_dir, "checkpoints"), "best.pt")) ? "best.pt" : "last.pt";
-    keys.push_back(fp.add(rec.state.run_dir, {ck}));
+    const std::string key = fp.add(rec.state.run_dir, {ck});
+    keys.push_back(key);
+    cks[key] = json::array({ck});
   }
-  return keys;
+  item["runs"] = keys;
+  item["checkpoints"] = cks;
 }
 
 std::string figure_links(const std::string& id, bool images, const std::string& caption) {
@@ -277,7 +282,7 @@ ItemOutput render_table(const ReportItem& it, const std::string& dir, Fingerprin
   o.manifest = {{"id", it.id},     {"kind", "table"},       {"caption", caption},
                 {"sweep", name},   {"metric", r.metric_label}, {"missing_points", missing},
                 {"numbers", numbers}};
-  o.manifest["runs"] = sweep_run_keys(r, fp);
+  sweep_runs(r, fp, o.manifest);
   o.manifest["outputs"] = outputs;
   o.markdown = caption + "\n\n" + what + "\n\n" + markdown_table(t) + "\nFiles: [" + it.id + ".tex](" + it.id +
                ".tex), [" + it.id + ".csv](" + it.id + ".csv)\n";
@@ -298,7 +303,7 @@ ItemOutput render_series(const ReportItem& it, const std::string& dir, Fingerpri
   set.y_label = r.metric_label;
   set.style = "line";
   std::string caption = it.caption.empty() ? r.metric_label + " against " + axis + " (sweep " + name +
-                                                 "; mean, error bars: sample std over seeds)"
+                                                 "; mean over seeds, band: ± sample std)"
                                            : it.caption;
   set.caption = caption;
   json numbers = json::object();
@@ -331,7 +336,7 @@ ItemOutput render_series(const ReportItem& it, const std::string& dir, Fingerpri
   }
   o.manifest = {{"id", it.id}, {"kind", "series"}, {"caption", caption}, {"sweep", name}, {"axis", axis},
                 {"metric", r.metric_label}, {"numbers", numbers}};
-  o.manifest["runs"] = sweep_run_keys(r, fp);
+  sweep_runs(r, fp, o.manifest);
   o.manifest["outputs"] = outputs;
   o.markdown = caption + "\n\n" + figure_links(it.id, images, caption);
   return o;
@@ -379,21 +384,25 @@ ItemOutput render_analysis(const ReportItem& it, const std::string& dir, Fingerp
     outputs.push_back(it.id + ".png");
     outputs.push_back(it.id + ".pdf");
   }
-  json runs = json::array();
+  json runs = json::array(), used = json::object();
   for (size_t i = 0; i < rq.runs.size(); ++i) {
     std::vector<std::string> cks;
-    if (kind.over_training) {
-      // every checkpoint the kind may read, plus the metrics it may plot
+    if (rq.kind == "metric_time") {
+      // reads metrics.jsonl only (pinned by its hash with every run), no checkpoint
+    } else if (kind.over_training) {
+      // every checkpoint the kind may read
       for (auto& n : list_dir(join_path(rq.runs[i], "checkpoints")))
         if (n.size() > 3 && n.substr(n.size() - 3) == ".pt") cks.push_back(n);
     } else {
       cks.push_back(checkpoint_file_of(checkpoint_of(rq, i)));
     }
-    runs.push_back(fp.add(rq.runs[i], cks));
+    const std::string key = fp.add(rq.runs[i], cks);
+    runs.push_back(key);
+    used[key] = cks;
   }
   const std::string caption = it.caption.empty() ? kind.title + " (" + join(names, ", ") + ")" : it.caption;
   o.manifest = {{"id", it.id},     {"kind", "analysis"}, {"caption", caption}, {"analysis", rq.kind},
-                {"warnings", res.warnings}, {"runs", runs}, {"outputs", outputs}};
+                {"warnings", res.warnings}, {"runs", runs}, {"checkpoints", used}, {"outputs", outputs}};
   std::string md = caption + "\n\n" + figure_links(it.id, images, caption);
   for (auto& w : res.warnings) md += "\nWarning: " + w + "\n";
   if (!res.caption.empty()) md += "\n" + res.caption + "\n";
@@ -692,13 +701,15 @@ std::string num_text(const json& v) {
 }
 
 // Differences of the inputs of one run (old manifest entry vs recomputed).
-void compare_run(const std::string& key, const json& a, const json& b, std::vector<std::string>* out) {
+void compare_run(const std::string& key, const json& a, const json& b, const json& used, std::vector<std::string>* out) {
   if (b.is_null()) {
     out->push_back("run " + key + " is no longer used or found");
     return;
   }
   if (a.value("config_sha256", "") != b.value("config_sha256", "")) out->push_back("config of run " + key + " changed");
-  for (auto& [f, sha] : a["checkpoints"].items()) {
+  for (auto& f_used : used) {
+    const std::string f = f_used.get<std::string>();
+    const json sha = a["checkpoints"].value(f, json(""));
     const std::string now = b["checkpoints"].value(f, "");
     if (sha.get<std::string>() != now)
       out->push_back("checkpoint " + key + "/checkpoints/" + f + " sha changed (" + short_sha(sha.get<std::string>()) +
@@ -715,6 +726,8 @@ void compare_run(const std::string& key, const json& a, const json& b, std::vect
     if (!fa.contains(f)) out->push_back("dataset file " + f + " is new");
   if (a.value("summary_sha256", "") != b.value("summary_sha256", ""))
     out->push_back("summary.json of run " + key + " changed");
+  if (a.value("metrics_sha256", "") != b.value("metrics_sha256", ""))
+    out->push_back("metrics.jsonl of run " + key + " changed");
 }
 
 void compare_numbers(const json& a, const json& b, std::vector<std::string>* out) {
@@ -835,7 +848,8 @@ ReportCheck check_report(const std::string& dir, const ReportOptions& options) {
           continue;
         }
         const json a = manifest["runs"].value(k, json::object());
-        compare_run(k, a, now.runs.value(k, json(nullptr)), &inputs);
+        const json used = old.contains("checkpoints") ? old["checkpoints"].value(k, json::array()) : json::array();
+        compare_run(k, a, now.runs.value(k, json(nullptr)), used, &inputs);
       }
       for (auto& k : new_runs)
         if (!old_runs.count(k)) inputs.push_back("run " + k + " is new in the item");
@@ -853,6 +867,11 @@ ReportCheck check_report(const std::string& dir, const ReportOptions& options) {
           inputs.push_back(name + " in the report was edited after rendering (its sha256 is not the manifest's)");
         compare_csv(name, read_file(then_path), read_file(join_path(tmp, name)), &numbers);
       }
+      // the same dataset file under several runs: said once
+      std::vector<std::string> unique;
+      for (auto& x : inputs)
+        if (std::find(unique.begin(), unique.end(), x) == unique.end()) unique.push_back(x);
+      inputs = unique;
       line.changes = inputs;
       line.changes.insert(line.changes.end(), numbers.begin(), numbers.end());
       if (!numbers.empty() && inputs.empty())
