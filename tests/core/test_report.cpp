@@ -27,13 +27,13 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct Setup {
+struct Fixture {
   std::string ws, corpus, corpus_text, spec, out;
   std::vector<std::string> runs;  // run directories of the sweep, point order
   bool ok = false;
 };
-Setup& setup() {
-  static Setup s;
+Fixture& fixture() {
+  static Fixture s;
   return s;
 }
 
@@ -42,7 +42,7 @@ Setup& setup() {
 class Report : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    Setup& s = setup();
+    Fixture& s = fixture();
     s.ws = temp_dir() + "/report-ws";
     fs::create_directories(s.ws);
     s.corpus = cstest::write_text_fixture("report-corpus.txt", 6000, 11);
@@ -67,7 +67,7 @@ class Report : public ::testing::Test {
       return;
     }
     const json state = cstest::json_object(read_text(s.ws + "/sweeps/tiny/state.json"));
-    for (auto& [id, st] : state.items()) s.runs.push_back(st.value("run_dir", std::string()));
+    for (auto& [id, st] : state["points"].items()) s.runs.push_back(st.value("run_dir", std::string()));
     std::sort(s.runs.begin(), s.runs.end());
     const json spec = {
         {"title", "Tiny report"},
@@ -82,11 +82,11 @@ class Report : public ::testing::Test {
     s.out = temp_dir() + "/tiny-out";
     s.ok = s.runs.size() == 4;
   }
-  void SetUp() override { ASSERT_TRUE(setup().ok) << "the tiny sweep did not run"; }
+  void SetUp() override { ASSERT_TRUE(fixture().ok) << "the tiny sweep did not run"; }
 };
 
 TEST_F(Report, renders_files_and_manifest) {
-  Setup& s = setup();
+  Fixture& s = fixture();
   std::string out, err;
   ASSERT_EQ(run_cli({"report", s.spec, "--out", s.out, "--workspace", s.ws}, &out, &err, 300000), 0) << err;
   ASSERT_FALSE(fs::exists(s.out + ".tmp"));
@@ -152,7 +152,7 @@ TEST_F(Report, renders_files_and_manifest) {
 }
 
 TEST_F(Report, check_passes_then_catches_dataset_and_checkpoint) {
-  Setup& s = setup();
+  Fixture& s = fixture();
   if (!fs::exists(s.out + "/manifest.json")) {
     std::string err;
     ASSERT_EQ(run_cli({"report", s.spec, "--out", s.out, "--workspace", s.ws, "--no-images"}, nullptr, &err, 300000), 0)
@@ -191,7 +191,7 @@ TEST_F(Report, check_passes_then_catches_dataset_and_checkpoint) {
 }
 
 TEST_F(Report, malformed_spec_is_one_clear_error) {
-  Setup& s = setup();
+  Fixture& s = fixture();
   const std::string bad = temp_dir() + "/bad-report.json";
   write_text(bad, R"({"title": "x", "items": [{"sweep": "tiny", "analysis": "relevance"},
                      {"analysis": "relevance", "runs": [], "colour": 3}, {"sweep": "tiny", "budget": "nonsense"}]})");
@@ -219,6 +219,69 @@ TEST_F(Report, malformed_spec_is_one_clear_error) {
   // --check of a directory that is no report.
   ASSERT_EQ(run_cli({"report", "--check", temp_dir()}, &out, &err), 2);
   ASSERT_TRUE(contains(err, "is not a report (no manifest.json)")) << err;
+}
+
+// The shipped spec (resources/reports/sweep-notes.json): in a workspace where its sweeps have not
+// run, one message lists the command that runs each; with stand-ins of the reproduce-* sweeps (the
+// same names, axes and labels the spec's paired views and series name, tiny char-LM runs instead
+// of the papers' settings) every item renders and --check passes.
+TEST_F(Report, shipped_spec_renders_when_its_sweeps_have_run) {
+  Fixture& s = fixture();
+  const std::string ws = temp_dir() + "/shipped-ws", out_dir = temp_dir() + "/shipped-out";
+  fs::create_directories(ws);
+  std::string out, err;
+  ASSERT_EQ(run_cli({"report", "sweep-notes", "--out", out_dir, "--workspace", ws}, &out, &err), 2);
+  for (const char* name : {"reproduce-cru-table2", "reproduce-cru-fig3", "reproduce-cru-table3", "reproduce-mzu-table3",
+                           "reproduce-mzu-table4", "reproduce-mcrnn-table2", "reproduce-mcrnn-table3",
+                           "reproduce-mcrnn-table4"})
+    ASSERT_TRUE(contains(err, std::string("cellscope-cli sweep run ") + name + " --workspace " + ws)) << err;
+  ASSERT_EQ(cstest::count(err, "cellscope-cli sweep run reproduce-mzu-table4"), 1) << err;  // named once
+  ASSERT_FALSE(fs::exists(out_dir));
+  ASSERT_FALSE(fs::exists(out_dir + ".tmp"));
+
+  // A named axis whose labels are those of the bundled sweep, each value a hidden size.
+  auto axis = [](const std::string& name, const std::vector<std::string>& labels) {
+    json values = json::array();
+    for (size_t i = 0; i < labels.size(); ++i)
+      values.push_back({{"label", labels[i]}, {"set", {{"model.hidden", 8 + 8 * static_cast<int>(i)}}}});
+    return json{{"name", name}, {"values", values}};
+  };
+  const json base = {{"task", {{"name", "char_lm"}}},
+                     {"dataset", {{"path", s.corpus}}},
+                     {"model", {{"cell", "gru"}, {"embed", 8}, {"hidden", 16}}},
+                     {"training", {{"batch", 8}, {"bptt", 16}, {"steps", 10}, {"eval_every", 10}, {"log_every", 5},
+                                   {"threads", 1}}}};
+  const std::vector<std::pair<std::string, json>> sweeps = {
+      {"reproduce-cru-table2", json::array({axis("model", {"GRU", "CRU"})})},
+      {"reproduce-cru-fig3", json::array({axis("model.filter_length", {"1", "3"})})},
+      {"reproduce-cru-table3", json::array({axis("model", {"GRU", "CRU"})})},
+      {"reproduce-mzu-table3", json::array({axis("model.zones", {"2", "4"})})},
+      {"reproduce-mzu-table4", json::array({axis("model", {"GRU", "satMZU"}), axis("model.depth", {"0", "2"})})},
+      {"reproduce-mcrnn-table2", json::array({axis("model", {"LSTM", "MC-RNN-2"})})},
+      {"reproduce-mcrnn-table3", json::array({axis("model", {"LSTM", "MC-RNN-2"})})},
+      {"reproduce-mcrnn-table4", json::array({axis("model", {"LSTM", "MC-RNN-2"})})}};
+  for (auto& [name, grid] : sweeps) {
+    json spec = {{"name", name}, {"base", base}, {"grid", grid}, {"seeds", {1, 2}}};
+    if (name == "reproduce-mzu-table4") spec["table"] = {{"rows", "model"}, {"cols", "model.depth"}};
+    const std::string file = temp_dir() + "/" + name + ".json";
+    write_text(file, spec.dump());
+    ASSERT_EQ(run_cli({"sweep", "run", file, "--workspace", ws, "--quiet"}, &out, &err, 300000), 0) << name << err;
+  }
+  ASSERT_EQ(run_cli({"report", "sweep-notes", "--out", out_dir, "--workspace", ws, "--no-images"}, &out, &err, 300000),
+            0)
+      << err;
+  const json m = cstest::json_object(read_text(out_dir + "/manifest.json"));
+  ASSERT_EQ(m["items"].size(), 11u);
+  for (auto& item : m["items"]) {
+    ASSERT_FALSE(item["runs"].empty()) << item.dump();
+    for (auto& [name, sha] : item["outputs"].items()) ASSERT_TRUE(fs::exists(out_dir + "/" + name)) << name;
+  }
+  // the paired views are differences: the reference is left out, the other cell has 2 seeds
+  const json& paired = m["items"][4]["numbers"];
+  ASSERT_EQ(paired.size(), 1u) << paired.dump();
+  ASSERT_EQ(paired.begin().value()["n"].get<int>(), 2);
+  ASSERT_TRUE(contains(read_text(out_dir + "/report.md"), "MZU Table 4, DT minus No-DT"));
+  ASSERT_EQ(run_cli({"report", "--check", out_dir}, &out, &err, 300000), 0) << out << err;
 }
 
 }  // namespace test_report

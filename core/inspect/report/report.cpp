@@ -616,6 +616,23 @@ json render_report(const ReportSpec& spec, const std::string& spec_file, const s
   if (file_exists(clean) && !dir_exists(clean)) throw UserError("'" + clean + "' is a file: give a directory for --out");
   const std::string ws = opt.workspace.empty() ? default_workspace() : opt.workspace;
   if (!dir_exists(ws)) throw UserError("workspace '" + ws + "' does not exist");
+  // Every sweep that has not run, in one message with the commands that run them.
+  std::vector<std::string> missing;
+  for (auto& it : spec.items) {
+    if (it.kind == "analysis") continue;
+    const std::string name = it.spec["sweep"].get<std::string>();
+    const std::string cmd = "cellscope-cli sweep run " + name + " --workspace " + ws;
+    if (!file_exists(join_path(sweep_dir(ws, name), "sweep.json")) && !file_exists(join_path(name, "sweep.json")) &&
+        std::find(missing.begin(), missing.end(), cmd) == missing.end())
+      missing.push_back(cmd);
+  }
+  if (!missing.empty()) {
+    std::string msg = std::to_string(missing.size()) + " sweep" + (missing.size() > 1 ? "s" : "") +
+                      " of the report " + (missing.size() > 1 ? "have" : "has") + " not run in workspace " + ws +
+                      "; run:";
+    for (auto& m : missing) msg += "\n  " + m;
+    throw UserError(msg);
+  }
   const std::string tmp = clean + ".tmp";
   remove_tree(tmp);
   make_dirs(tmp);
