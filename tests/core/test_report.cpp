@@ -239,11 +239,14 @@ TEST_F(Report, shipped_spec_renders_when_its_sweeps_have_run) {
   ASSERT_FALSE(fs::exists(out_dir));
   ASSERT_FALSE(fs::exists(out_dir + ".tmp"));
 
-  // A named axis whose labels are those of the bundled sweep, each value a hidden size.
-  auto axis = [](const std::string& name, const std::vector<std::string>& labels) {
+  // A named axis whose labels are those of the bundled sweep, each value a hidden size (a second
+  // axis: a learning rate).
+  auto axis = [](const std::string& name, const std::vector<std::string>& labels, bool second = false) {
     json values = json::array();
     for (size_t i = 0; i < labels.size(); ++i)
-      values.push_back({{"label", labels[i]}, {"set", {{"model.hidden", 8 + 8 * static_cast<int>(i)}}}});
+      values.push_back({{"label", labels[i]},
+                        {"set", second ? json{{"training.lr", 0.001 * static_cast<double>(1 + 2 * i)}}
+                                       : json{{"model.hidden", 8 + 8 * static_cast<int>(i)}}}});
     return json{{"name", name}, {"values", values}};
   };
   const json base = {{"task", {{"name", "char_lm"}}},
@@ -256,7 +259,7 @@ TEST_F(Report, shipped_spec_renders_when_its_sweeps_have_run) {
       {"reproduce-cru-fig3", json::array({axis("model.filter_length", {"1", "3"})})},
       {"reproduce-cru-table3", json::array({axis("model", {"GRU", "CRU"})})},
       {"reproduce-mzu-table3", json::array({axis("model.zones", {"2", "4"})})},
-      {"reproduce-mzu-table4", json::array({axis("model", {"GRU", "satMZU"}), axis("model.depth", {"0", "2"})})},
+      {"reproduce-mzu-table4", json::array({axis("model", {"GRU", "satMZU"}), axis("model.depth", {"0", "2"}, true)})},
       {"reproduce-mcrnn-table2", json::array({axis("model", {"LSTM", "MC-RNN-2"})})},
       {"reproduce-mcrnn-table3", json::array({axis("model", {"LSTM", "MC-RNN-2"})})},
       {"reproduce-mcrnn-table4", json::array({axis("model", {"LSTM", "MC-RNN-2"})})}};

@@ -275,7 +275,9 @@ ItemOutput render_table(const ReportItem& it, const std::string& dir, Fingerprin
   const std::string paired = j.value("paired", "");
   std::string what = "Sweep `" + name + "`, " + r.metric_label + (paired.empty() ? "" : ", paired against " + paired) +
                      (budget.active() ? ", at " + budget.describe() : "") +
-                     ": mean ± sample std over seeds (n per cell in the CSV), best in bold.";
+                     (paired.empty() ? ": mean ± sample std over seeds (n per cell in the CSV), best in bold."
+                                     : ": mean ± sample std of the per-seed differences to the reference (ref), "
+                                       "over the seeds both have; nothing bold.");
   if (missing > 0)
     what += " " + std::to_string(missing) + " of " + std::to_string(r.records.size()) +
             " points have no value yet (not run, running or failed).";
@@ -816,10 +818,11 @@ ReportCheck check_report(const std::string& dir, const ReportOptions& options) {
   if (opt.workspace.empty()) opt.workspace = manifest.value("workspace", "");
   if (!dir_exists(opt.workspace)) throw UserError("workspace '" + opt.workspace + "' of the report does not exist");
 
-  char tmpl[] = "/tmp/cellscope-report-check-XXXXXX";
-  const char* tmpdir = ::mkdtemp(tmpl);
-  if (!tmpdir) throw UserError("cannot create a temporary directory under /tmp");
-  const std::string tmp = tmpdir;
+  std::error_code ec;
+  const fs::path tmp_root = fs::temp_directory_path(ec);  // $TMPDIR, else /tmp
+  std::string tmpl = ((ec ? fs::path("/tmp") : tmp_root) / "cellscope-report-check-XXXXXX").string();
+  if (!::mkdtemp(tmpl.data())) throw UserError("cannot create a temporary directory (" + tmpl + ")");
+  const std::string tmp = tmpl;
   ReportCheck res;
   try {
     std::vector<std::string> errors;
