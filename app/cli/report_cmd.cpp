@@ -89,6 +89,7 @@ int cmd_report(const std::vector<std::string>& a) {
     if (!what.empty()) std::cerr << "[" << done + 1 << "/" << total << "] " << what << "\n";
   };
   const cs::json m = cs::render_report(spec, args.positional[0], args.get("out"), opt);
+  for (auto& w : m["warnings"]) std::cerr << "warning: " << w.get<std::string>() << "\n";
   std::cout << "wrote " << args.get("out") << ": " << m["items"].size() << " items, " << m["runs"].size()
             << " runs (report.md, manifest.json)" << (m["images"].get<bool>() ? "" : "; figures as CSV only") << "\n";
   return 0;

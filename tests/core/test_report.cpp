@@ -127,7 +127,10 @@ TEST_F(Report, renders_files_and_manifest) {
     ASSERT_EQ(r["seed"], cfg["training"]["seed"]);
     ASSERT_EQ(r["checkpoints"].value("best.pt", std::string()), cs::file_sha256(dir + "/checkpoints/best.pt"));
     ASSERT_EQ(r["dataset"]["files"].value(s.corpus, std::string()), corpus_sha);
+    // ... which the run itself recorded when it started (dataset.json)
+    ASSERT_EQ(r["dataset_at_training"].value(s.corpus, std::string()), corpus_sha);
   }
+  ASSERT_TRUE(m["warnings"].empty()) << m["warnings"].dump();
   // The relevance item used the best checkpoint of its run, and only that.
   const json& rel = m["items"][2];
   ASSERT_EQ(rel["runs"].size(), 1u);
@@ -169,6 +172,13 @@ TEST_F(Report, check_passes_then_catches_dataset_and_checkpoint) {
   ASSERT_TRUE(contains(out, "01-tiny: CHANGED")) << out;
   ASSERT_TRUE(contains(out, "dataset file " + s.corpus + " changed")) << out;
   ASSERT_FALSE(contains(out, "all items match"));
+  // A new report over the changed file says the data changed after training (dataset.json).
+  ASSERT_EQ(run_cli({"report", s.spec, "--out", temp_dir() + "/after-change", "--workspace", s.ws, "--no-images"}, &out,
+                    &err, 300000),
+            0)
+      << err;
+  ASSERT_TRUE(contains(err, "warning: dataset file " + s.corpus + " changed since run ")) << err;
+  ASSERT_TRUE(contains(read_text(temp_dir() + "/after-change/report.md"), "the data changed after training")) << err;
   write_text(s.corpus, s.corpus_text);
   ASSERT_EQ(run_cli({"report", "--check", s.out}, &out, &err, 300000), 0) << out << err;
 

@@ -16,6 +16,7 @@
 #include "data/manifest.h"
 #include "sweep/sweep.h"
 #include "sweep/table.h"
+#include "train/dataset_hash.h"
 #include "train/run_store.h"
 #include "util/csv.h"
 #include "util/error.h"
@@ -107,6 +108,7 @@ struct Fingerprints {
   std::string ws;
   json runs = json::object();            // run key -> inputs
   std::map<std::string, json> datasets;  // dataset path -> {"files": {...}} (hashed once)
+  std::vector<std::string> warnings;     // dataset files changed since a run was trained
   std::string sha(const std::string& path) { return file_exists(path) ? file_sha256(path) : std::string(); }
 
   json dataset_of(const json& cfg) {
@@ -124,20 +126,7 @@ struct Fingerprints {
     d["name"] = loc.name;
     d["path"] = loc.path;
     auto it = datasets.find(loc.path);
-    if (it == datasets.end()) {
-      json files = json::object();
-      std::error_code ec;
-      if (fs::is_regular_file(loc.path, ec)) {
-        files[loc.path] = sha(loc.path);
-      } else if (fs::is_directory(loc.path, ec)) {
-        std::vector<std::string> all;
-        for (auto& e : fs::recursive_directory_iterator(loc.path, ec))
-          if (e.is_regular_file()) all.push_back(e.path().string());
-        std::sort(all.begin(), all.end());
-        for (auto& f : all) files[f] = sha(f);
-      }
-      it = datasets.emplace(loc.path, files).first;
-    }
+    if (it == datasets.end()) it = datasets.emplace(loc.path, dataset_files_sha256(loc.path)).first;
     d["files"] = it->second;
     return d;
   }
@@ -157,6 +146,24 @@ struct Fingerprints {
       r["metrics_sha256"] = sha(st.path("metrics.jsonl"));
       r["checkpoints"] = json::object();
       r["dataset"] = dataset_of(cfg);
+      // what the run recorded when it started (train/dataset_hash.h; runs before it: nothing)
+      if (file_exists(st.path("dataset.json"))) {
+        try {
+          const json then = parse_json(read_file(st.path("dataset.json")), st.path("dataset.json"));
+          if (then.contains("files") && then["files"].is_object()) {
+            r["dataset_at_training"] = then["files"];
+            for (auto& [f, sha_then] : then["files"].items()) {
+              const std::string now = r["dataset"]["files"].value(f, "");
+              if (sha_then.is_string() && sha_then.get<std::string>() != now)
+                warnings.push_back("dataset file " + f + " changed since run " + key + " was trained (" +
+                                   sha_then.get<std::string>().substr(0, 12) + " -> " +
+                                   (now.empty() ? std::string("missing") : now.substr(0, 12)) + ")");
+            }
+          }
+        } catch (const std::exception&) {
+          warnings.push_back("run " + key + ": dataset.json is not readable");
+        }
+      }
       runs[key] = r;
     }
     for (auto& f : checkpoint_files)
@@ -427,6 +434,7 @@ std::string sha_if(const std::string& path) { return file_exists(path) ? file_sh
 struct Rendered {
   std::vector<ItemOutput> items;
   json runs;
+  std::vector<std::string> warnings;
 };
 
 void remove_tree(const std::string& path) {
@@ -603,6 +611,7 @@ Rendered render_into(const ReportSpec& spec, const std::string& dir, const Repor
   }
   if (opt.on_progress) opt.on_progress(total, total, "");
   out.runs = fp.runs;
+  out.warnings = fp.warnings;
   return out;
 }
 
@@ -651,6 +660,7 @@ json render_report(const ReportSpec& spec, const std::string& spec_file, const s
     manifest["images"] = static_cast<bool>(opt.write_images);
     manifest["tolerance"] = kReportTolerance;
     manifest["runs"] = r.runs;
+    manifest["warnings"] = r.warnings;
     json items = json::array();
     std::string md = "# " + spec.title + "\n\nRendered " + manifest["created"].get<std::string>() +
                      " by cellscope " + CELLSCOPE_VERSION +
@@ -659,6 +669,10 @@ json render_report(const ReportSpec& spec, const std::string& spec_file, const s
                      (spec_file.empty() ? "" : " and spec `" + spec_file + "`") +
                      ". What made every file (configs, seeds, checkpoints and dataset files by SHA-256): "
                      "[manifest.json](manifest.json); `cellscope-cli report --check DIR` recomputes it.\n";
+    if (!r.warnings.empty()) {
+      md += "\n**Warning: the data changed after training.**\n\n";
+      for (auto& w : r.warnings) md += "- " + w + "\n";
+    }
     for (size_t i = 0; i < r.items.size(); ++i) {
       json m = r.items[i].manifest;
       json files = json::object();
