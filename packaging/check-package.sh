@@ -29,6 +29,7 @@ has_exec() { grep -qE "^-rwxr-xr-x .* \./$1\$" "$out/contents.txt" || bad "missi
 has_exec usr/bin/cellscope-cli
 has_exec usr/share/cellscope/datasets/fetch.sh
 has usr/share/cellscope/presets/quick-gru.json
+has usr/share/cellscope/reports/sweep-notes.json
 has usr/share/cellscope/datasets/manifest.json
 has usr/share/cellscope/ABOUT.md
 has usr/lib/python3/dist-packages/cellscope_torch/__init__.py

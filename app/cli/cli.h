@@ -61,6 +61,7 @@ int cmd_export(const std::vector<std::string>&);    // export_cmd.cpp: dispatch 
 int cmd_export_tensorboard(const std::vector<std::string>&);  // export_tb_cmd.cpp: `export tensorboard`
 std::string export_tensorboard_usage();
 int cmd_export_torch(const std::vector<std::string>&);  // export_torch_cmd.cpp: a run for plain PyTorch
+int cmd_report(const std::vector<std::string>&);  // report_cmd.cpp: the reproducibility bundle and its check
 
 // Data-parallel training and benchmark (dist_cmd.cpp, docs/DISTRIBUTED.md).
 // `train --nproc N` (N > 1): start N local workers of this executable and wait for them.

@@ -36,6 +36,7 @@ void print_usage() {
             << "  generate   sample text from a char-LM or word-LM run, with per-token probabilities\n"
             << "  cloze      cloze reading comprehension: scores (a run's candidate probabilities, JSONL), rerank\n"
             << "  decode     beam-search decodes of a seq2seq run's split, with BLEU / ROUGE vs the lead baseline\n"
+            << "  report     SPEC --out DIR: figures, tables, report.md and a manifest re-rendered from runs; --check DIR\n"
             << "  export     RUN_DIR --out DIR: a trained run for plain PyTorch (state_dict, config, vocabulary, reference batch)\n"
             << "             export tensorboard RUN_DIR|WORKSPACE --out LOGDIR: runs as TensorBoard event files\n"
             << "  --version  print the version\n";
@@ -68,6 +69,7 @@ int main(int argc, char** argv) {
       {"label", cli::cmd_label},
       {"decode", cli::cmd_decode},
       {"export", cli::cmd_export},
+      {"report", cli::cmd_report},
   };
   auto it = commands.find(cmd);
   if (it == commands.end()) {

@@ -38,6 +38,7 @@
 #include "decode_panel.h"
 #include "figure_export.h"
 #include "generate_panel.h"
+#include "report_dialog.h"
 #include "run_actions.h"
 #include "run_table.h"
 #include "sweep_panel.h"
@@ -191,6 +192,13 @@ void MainWindow::buildMenus() {
     run->addAction(m_runTableActions->action(RunActions::ExportTorch));
     run->addAction(m_runTableActions->action(RunActions::ExportTensorBoard));
   }
+
+  // The reproducibility bundle of sweeps and analyses (`cellscope-cli report`).
+  QMenu* sweeps = menuBar()->addMenu(QStringLiteral("S&weeps"));
+  sweeps->setObjectName(QStringLiteral("sweepsMenu"));
+  QAction* report = sweeps->addAction(QStringLiteral("&Report..."), this, [this] { openReportDialog(); });
+  report->setObjectName(QStringLiteral("reportAction"));
+  report->setStatusTip(QStringLiteral("Re-render sweeps' tables and runs' figures into one folder with a manifest"));
 
   QMenu* view = menuBar()->addMenu(QStringLiteral("&View"));
   for (const PanelEntry& e : m_panels)
@@ -410,6 +418,19 @@ void MainWindow::exportAllInteractive() {
   if (!m_training->exportAllFigures(folder, &written, &err))
     QMessageBox::warning(this, QStringLiteral("Export failed"), err);
   else statusBar()->showMessage(QStringLiteral("Wrote %1 files to %2").arg(written.size()).arg(folder), 6000);
+}
+
+ReportDialog* MainWindow::openReportDialog() {
+  // A dialog over another workspace (File > Open workspace since) is replaced, unless it renders.
+  if (m_reportDialog && m_reportDialog->workspace() != m_workspace && !m_reportDialog->isRendering()) {
+    delete m_reportDialog;
+    m_reportDialog = nullptr;
+  }
+  if (!m_reportDialog) m_reportDialog = new ReportDialog(m_workspace, this);
+  m_reportDialog->show();
+  m_reportDialog->raise();
+  m_reportDialog->activateWindow();
+  return m_reportDialog;
 }
 
 void MainWindow::showAbout() {

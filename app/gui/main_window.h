@@ -24,6 +24,7 @@ class ConfigurePanel;
 class DecodePanel;
 class FigureExporter;
 class GeneratePanel;
+class ReportDialog;
 class RunActions;
 class SweepPanel;
 class TrainingController;
@@ -72,6 +73,8 @@ public:
   void openWorkspace(const QString& dir);
   QString progressText() const;  // the status bar's training status
   void showRunInTrainingView(const QString& dir);  // a finished run's curves
+  // Sweeps > Report...: the report dialog over this workspace (created on first use, shown).
+  ReportDialog* openReportDialog();
 
 public Q_SLOTS:
  bool startTraining();  // false when the config is invalid (errors shown), a sweep runs, or a run is active (then
@@ -111,6 +114,7 @@ private:
   GeneratePanel* m_generate = nullptr;
   DecodePanel* m_decode = nullptr;
   RunActions* m_runTableActions = nullptr;
+  ReportDialog* m_reportDialog = nullptr;
   QList<PanelEntry> m_panels;
   QTabWidget* m_tabs = nullptr;
   QSplitter* m_mainSplitter = nullptr;

@@ -1,14 +1,19 @@
 #include "train/launch.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <climits>
+#include <cstdio>
+#include <filesystem>
 #include <functional>
 #include <thread>
 
 #include "cells/script_cell.h"
 #include "dist/dist.h"
 #include "tasks/task.h"
+#include "train/dataset_hash.h"
 #include "util/error.h"
 
 namespace cs {
@@ -178,7 +183,29 @@ LaunchedRun start_run(const json& raw_cfg, const LaunchOptions& o) {
   // config.json + vocab, then one rename: a kill leaves no run directory or a whole one
   std::vector<std::pair<std::string, std::string>> copies;
   if (!script.empty()) copies.emplace_back(script_copy_name(), script);
-  if (root) out.store->create_atomically(out.cfg, vocab, copies);
+  // dataset.json: the dataset's files by SHA-256 as this run found them (what a report compares
+  // with later, inspect/report/REPORT_NOTES.md), created with the rest of the directory.
+  std::string dataset_tmp;
+  if (root && out.cfg.contains("dataset")) {
+    std::error_code ec;
+    const auto tmp_root = std::filesystem::temp_directory_path(ec);
+    dataset_tmp = ((ec ? std::filesystem::path("/tmp") : tmp_root) /
+                   ("cellscope-dataset-" + std::to_string(::getpid()) + ".json"))
+                      .string();
+    try {
+      atomic_write(dataset_tmp, dataset_record(out.cfg["dataset"]).dump(2) + "\n");
+      copies.emplace_back("dataset.json", dataset_tmp);
+    } catch (const std::exception&) {
+      dataset_tmp.clear();  // a temp directory that cannot be written: the run goes on without it
+    }
+  }
+  try {
+    if (root) out.store->create_atomically(out.cfg, vocab, copies);
+  } catch (...) {
+    if (!dataset_tmp.empty()) std::remove(dataset_tmp.c_str());
+    throw;
+  }
+  if (!dataset_tmp.empty()) std::remove(dataset_tmp.c_str());
   return out;
 }
 

@@ -1,0 +1,213 @@
+// Sweeps > Report... (report_dialog.h).
+#include "report_dialog.h"
+
+#include <QApplication>
+#include <QComboBox>
+#include <QDesktopServices>
+#include <QDialogButtonBox>
+#include <QDir>
+#include <QFileDialog>
+#include <QFormLayout>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QThread>
+#include <QUrl>
+#include <QVBoxLayout>
+
+#include <memory>
+
+#include "figures.h"
+#include "report/report.h"
+#include "util/error.h"
+#include "worker_thread.h"
+
+namespace gui {
+
+namespace {
+
+// Draws a result as PNG and PDF; must run on the GUI thread (a figure is a widget).
+QString drawFigure(const cs::AnalysisResult& result, const QString& stem) {
+  std::unique_ptr<csf::Figure> fig(csf::make_figure(result));
+  if (!fig) return QStringLiteral("no figure for ") + QString::fromStdString(result.kind);
+  fig->resize(fig->sizeHint());
+  fig->ensurePolished();
+  for (const char* ext : {".png", ".pdf"}) {
+    QString err;
+    if (!csf::export_figure(fig.get(), stem + QLatin1String(ext), &err)) return err;
+  }
+  return QString();
+}
+
+}  // namespace
+
+ReportWorker::ReportWorker(QObject* parent) : QObject(parent) {}
+
+void ReportWorker::render(const QString& spec, const QString& out, const QString& workspace) {
+  try {
+    const cs::ReportSpec s = cs::load_report_spec(spec.toStdString());
+    cs::ReportOptions opt;
+    opt.workspace = workspace.toStdString();
+    opt.on_progress = [this](int done, int total, const std::string& what) {
+      Q_EMIT progress(done, total, QString::fromStdString(what));
+    };
+    opt.write_images = [](const cs::AnalysisResult& r, const std::string& stem) {
+      QString err;
+      QMetaObject::invokeMethod(
+          qApp, [&] { err = drawFigure(r, QString::fromStdString(stem)); }, Qt::BlockingQueuedConnection);
+      if (!err.isEmpty()) throw cs::UserError("could not draw " + stem + ": " + err.toStdString());
+    };
+    const cs::json m = cs::render_report(s, spec.toStdString(), out.toStdString(), opt);
+    Q_EMIT finished(out, int(m["items"].size()), int(m["runs"].size()), m["images"].get<bool>());
+  } catch (const std::exception& e) {
+    Q_EMIT failed(QString::fromStdString(e.what()));
+  }
+}
+
+ReportDialog::ReportDialog(const QString& workspace, QWidget* parent) : QDialog(parent), m_workspace(workspace) {
+  setWindowTitle(QStringLiteral("Report"));
+  setObjectName(QStringLiteral("reportDialog"));
+  auto* form = new QFormLayout;
+  m_bundled = new QComboBox;
+  m_bundled->setObjectName(QStringLiteral("reportBundled"));
+  m_bundled->addItem(QStringLiteral("(a spec file)"), QString());
+  for (const auto& r : cs::bundled_reports())
+    m_bundled->addItem(QString::fromStdString(r["name"].get<std::string>() + ": " + r["title"].get<std::string>()),
+                       QString::fromStdString(r["path"].get<std::string>()));
+  form->addRow(QStringLiteral("Bundled spec"), m_bundled);
+  m_spec = new QLineEdit;
+  m_spec->setObjectName(QStringLiteral("reportSpec"));
+  auto* browseSpec = new QPushButton(QStringLiteral("Browse..."));
+  auto* specRow = new QHBoxLayout;
+  specRow->addWidget(m_spec, 1);
+  specRow->addWidget(browseSpec);
+  form->addRow(QStringLiteral("Spec (JSON)"), specRow);
+  m_out = new QLineEdit;
+  m_out->setObjectName(QStringLiteral("reportOut"));
+  auto* browseOut = new QPushButton(QStringLiteral("Browse..."));
+  auto* outRow = new QHBoxLayout;
+  outRow->addWidget(m_out, 1);
+  outRow->addWidget(browseOut);
+  form->addRow(QStringLiteral("Output folder"), outRow);
+  form->addRow(QStringLiteral("Workspace"), new QLabel(workspace));
+
+  m_progress = new QProgressBar;
+  m_progress->setObjectName(QStringLiteral("reportProgress"));
+  m_progress->setRange(0, 1);
+  m_progress->setValue(0);
+  m_result = new QLabel;
+  m_result->setObjectName(QStringLiteral("reportResult"));
+  m_result->setWordWrap(true);
+  m_result->setTextInteractionFlags(Qt::TextSelectableByMouse);
+
+  auto* buttons = new QDialogButtonBox;
+  m_render = buttons->addButton(QStringLiteral("&Render"), QDialogButtonBox::AcceptRole);
+  m_render->setObjectName(QStringLiteral("reportRender"));
+  m_open = buttons->addButton(QStringLiteral("&Open folder"), QDialogButtonBox::ActionRole);
+  m_open->setObjectName(QStringLiteral("reportOpen"));
+  m_open->setEnabled(false);
+  QPushButton* close = buttons->addButton(QDialogButtonBox::Close);
+
+  auto* lay = new QVBoxLayout(this);
+  lay->addLayout(form);
+  lay->addWidget(m_progress);
+  lay->addWidget(m_result);
+  lay->addStretch(1);
+  lay->addWidget(buttons);
+  resize(640, 300);
+
+  connect(m_bundled, &QComboBox::currentIndexChanged, this, [this](int i) {
+    const QString path = m_bundled->itemData(i).toString();
+    if (!path.isEmpty()) m_spec->setText(path);
+  });
+  connect(browseSpec, &QPushButton::clicked, this, [this] {
+    const QString f = QFileDialog::getOpenFileName(this, QStringLiteral("Report spec"), m_spec->text(),
+                                                   QStringLiteral("JSON (*.json)"));
+    if (!f.isEmpty()) m_spec->setText(f);
+  });
+  connect(browseOut, &QPushButton::clicked, this, [this] {
+    const QString d = QFileDialog::getExistingDirectory(this, QStringLiteral("Output folder"), m_out->text());
+    if (!d.isEmpty()) m_out->setText(QDir(d).filePath(QStringLiteral("report")));
+  });
+  connect(m_render, &QPushButton::clicked, this, &ReportDialog::startRender);
+  connect(m_open, &QPushButton::clicked, this,
+          [this] { QDesktopServices::openUrl(QUrl::fromLocalFile(m_lastOut)); });
+  connect(close, &QPushButton::clicked, this, &QDialog::reject);
+
+  if (m_bundled->count() > 1) m_bundled->setCurrentIndex(1);  // the first bundled spec (sweep-notes)
+  m_out->setText(QDir::home().filePath(QStringLiteral("cellscope-report")));
+
+  m_worker = startWorkerThread<ReportWorker>(this, &m_thread, QStringLiteral("cellscope-report"));
+  connect(this, &ReportDialog::renderRequested, m_worker, &ReportWorker::render);
+  connect(m_worker, &ReportWorker::progress, this, &ReportDialog::onProgress);
+  connect(m_worker, &ReportWorker::finished, this, &ReportDialog::onFinished);
+  connect(m_worker, &ReportWorker::failed, this, &ReportDialog::onFailed);
+}
+
+ReportDialog::~ReportDialog() {
+  // A render in progress may be waiting for the GUI thread to draw a figure: keep serving it
+  // until the job ends (the thread's loop quits after it), rather than waiting and deadlocking.
+  m_thread->quit();
+  while (!m_thread->wait(20)) QCoreApplication::processEvents(QEventLoop::ExcludeUserInputEvents);
+}
+
+void ReportDialog::reject() {
+  if (m_rendering) {
+    m_result->setText(QStringLiteral("Rendering: the dialog closes when the report is written."));
+    return;
+  }
+  QDialog::reject();
+}
+
+QString ReportDialog::specPath() const { return m_spec->text(); }
+void ReportDialog::setSpecPath(const QString& path) { m_spec->setText(path); }
+QString ReportDialog::outputDir() const { return m_out->text(); }
+void ReportDialog::setOutputDir(const QString& dir) { m_out->setText(dir); }
+
+void ReportDialog::startRender() {
+  if (m_rendering) return;
+  if (m_spec->text().trimmed().isEmpty() || m_out->text().trimmed().isEmpty()) {
+    m_result->setText(QStringLiteral("Give a spec file and an output folder."));
+    return;
+  }
+  setBusy(true);
+  m_open->setEnabled(false);
+  m_result->setText(QStringLiteral("Rendering..."));
+  Q_EMIT renderRequested(m_spec->text().trimmed(), m_out->text().trimmed(), m_workspace);
+}
+
+void ReportDialog::onProgress(int done, int total, const QString& item) {
+  m_progress->setRange(0, qMax(1, total));
+  m_progress->setValue(done);
+  if (!item.isEmpty()) m_result->setText(QStringLiteral("Rendering %1 (%2 of %3)...").arg(item).arg(done + 1).arg(total));
+}
+
+void ReportDialog::onFinished(const QString& out, int items, int runs, bool images) {
+  setBusy(false);
+  m_lastOut = out;
+  m_open->setEnabled(true);
+  m_result->setText(QStringLiteral("Wrote %1: %2 items from %3 runs%4 (report.md, manifest.json).")
+                        .arg(out)
+                        .arg(items)
+                        .arg(runs)
+                        .arg(images ? QString() : QStringLiteral(", figures as CSV only")));
+  Q_EMIT rendered(out);
+}
+
+void ReportDialog::onFailed(const QString& message) {
+  setBusy(false);
+  m_progress->setValue(0);
+  m_result->setText(QStringLiteral("Not written: ") + message);
+}
+
+void ReportDialog::setBusy(bool busy) {
+  m_rendering = busy;
+  m_render->setEnabled(!busy);
+  m_spec->setEnabled(!busy);
+  m_out->setEnabled(!busy);
+  m_bundled->setEnabled(!busy);
+}
+
+}  // namespace gui
