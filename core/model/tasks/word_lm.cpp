@@ -249,7 +249,7 @@ const OptionTable<WordLMOptions>& word_lm_option_table() {
     t.field("dataset.min_count", &O::min_count, 1, 1e9,
             "Keep only words seen at least this many times in the train split; the rest become <unk>.");
     t.field("dataset.lowercase", &O::lowercase, "Plain text: fold ASCII letters to lower case before tokenising.");
-    t.choice("dataset.eos", &O::eos, {"paragraph", "line", "none"},
+    t.choice("dataset.eos", &O::eos,
              "Plain text: where <eos> tokens go: after each paragraph (blank-line separated), each line, or none. "
              "PTB word format always ends every line with <eos>.");
     return t;
