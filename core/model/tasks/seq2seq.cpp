@@ -108,7 +108,7 @@ Seq2SeqTask::Seq2SeqTask(const json& cfg, Seq2SeqSplits sp, const std::string& r
   } else {
     // SentencePiece vocabularies trained on the training split only.
     SubwordOptions so;
-    so.model_type = o_.subword;
+    so.model_type = to_string(o_.subword);
     std::vector<std::string> src, tgt;
     for (auto& p : sp.train) {
       src.push_back(p.source);
@@ -452,7 +452,7 @@ const OptionTable<Seq2SeqOptions>& seq2seq_option_table() {
   static const auto t = [] {
     OptionTable<Seq2SeqOptions> t("");
     using O = Seq2SeqOptions;
-    t.choice("dataset.subword", &O::subword, {"bpe", "unigram"},
+    t.choice("dataset.subword", &O::subword,
              "SentencePiece model type of the subword vocabularies trained on the train split (MC-RNN paper: BPE).");
     t.field(
         "dataset.source_vocab_size", &O::source_vocab_size, 8, 1e6,

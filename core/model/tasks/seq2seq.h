@@ -15,8 +15,14 @@
 
 namespace cs {
 
+// dataset.subword: the SentencePiece model type (data/subword's SubwordOptions::model_type).
+enum class SubwordModel { Bpe, Unigram };
+constexpr EnumNames<SubwordModel, 2> enum_names(SubwordModel) {
+  return {{{SubwordModel::Bpe, "bpe"}, {SubwordModel::Unigram, "unigram"}}};
+}
+
 struct Seq2SeqOptions {
-  std::string subword = "bpe";          // dataset.*
+  SubwordModel subword = SubwordModel::Bpe;  // dataset.*
   int64_t source_vocab_size = 8000;
   int64_t target_vocab_size = 8000;
   bool shared_vocab = false;
