@@ -232,8 +232,9 @@ RefStep ref_block(const MZUBlockImpl& blk, const MZUOptions& o, const Vec& x, co
   Vec cp = mh ? pre[0] : reg(0);
   Vec gp = mg ? pre[static_cast<size_t>(K - 1)] : reg(R - 1);
   // LN of the pre-activations: always with 'preact'; with 'zones' only for a regular map
-  if (o.layer_norm && (o.ln_position == LnPosition::Preact || !mh)) cp = ln_ref(cp, row(blk.ln_c_gain), row(blk.ln_c_bias));
-  if (o.layer_norm && (o.ln_position == LnPosition::Preact || !mg)) gp = ln_ref(gp, row(blk.ln_g_gain), row(blk.ln_g_bias));
+  const bool ln_pre = o.ln_position == LnPosition::Preact;
+  if (o.layer_norm && (ln_pre || !mh)) cp = ln_ref(cp, row(blk.ln_c_gain), row(blk.ln_c_bias));
+  if (o.layer_norm && (ln_pre || !mg)) gp = ln_ref(gp, row(blk.ln_g_gain), row(blk.ln_g_bias));
   out.cand.resize(H), out.gate.resize(H), out.h.resize(H);
   for (int64_t n = 0; n < H; ++n) {
     out.cand[n] = std::tanh(cp[n]);                               // eq. 2 / 16
@@ -350,8 +351,9 @@ double check_cell(const MZUOptions& o, uint64_t seed, double tol = 1e-10) {
           const std::string mn = (mh && k == 0) ? "_h" : "_g";
           const auto& m = r.m[static_cast<size_t>(k)];
           cmp(probe.series.at(pfx + "zones" + mn)[t][b], tens(m.zones), "zones" + mn + at);
-          if (o.composition == MZUComposition::Sat) cmp(probe.series.at(pfx + "attn" + mn)[t][b], tens(m.mix), "attn" + mn + at);
-          if (o.composition == MZUComposition::Gcn) cmp(probe.series.at(pfx + "adj" + mn)[t][b], tens(m.mix), "adj" + mn + at);
+          const MZUComposition comp = o.composition;
+          if (comp == MZUComposition::Sat) cmp(probe.series.at(pfx + "attn" + mn)[t][b], tens(m.mix), "attn" + mn + at);
+          if (comp == MZUComposition::Gcn) cmp(probe.series.at(pfx + "adj" + mn)[t][b], tens(m.mix), "adj" + mn + at);
           if (o.composition == MZUComposition::Cap) {
             auto c = probe.series.at(pfx + "coupling" + mn)[t];  // [iters, B, N, J]
             EXPECT_EQ(c.size(0), o.routing_iters) << what;

@@ -74,7 +74,8 @@ std::vector<Variant> variants(const std::string& comp) {
       {"ln_zones", [](MZUOptions& o) { o.ln_position = LnPosition::Zones; }},
       {"ln_zones_unshared", [](MZUOptions& o) { o.ln_position = LnPosition::Zones, o.share_transition = false; }},
       {"lambda0", [](MZUOptions& o) { o.zone_disagreement = 0; }},
-      {"lambda_neg_sum", [](MZUOptions& o) { o.zone_disagreement = -0.7, o.disagreement_scale = DisagreementScale::Sum; }},
+      {"lambda_neg_sum",
+       [](MZUOptions& o) { o.zone_disagreement = -0.7, o.disagreement_scale = DisagreementScale::Sum; }},
       {"no_dropout", [](MZUOptions& o) { o.candidate_dropout = 0; }},
       {"regular_gate", [](MZUOptions& o) { o.regular_gate = true; }},
       {"regular_trans", [](MZUOptions& o) { o.regular_trans = true; }},
@@ -381,7 +382,8 @@ TEST_F(FusedMzu, finite_differences_of_the_fast_path) {
       o.hidden_size = 4;
       o.zones = 2;
       o.filter = 3;
-      if (variant == 1) o.depth = 2, o.share_transition = false, o.ln_position = LnPosition::Zones, o.regular_gate = true;
+      if (variant == 1)
+        o.depth = 2, o.share_transition = false, o.ln_position = LnPosition::Zones, o.regular_gate = true;
       torch::manual_seed(3);
       auto cell = std::make_shared<MZUCellImpl>(o);
       cell->to(torch::kDouble);

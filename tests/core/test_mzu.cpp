@@ -21,6 +21,8 @@
 namespace test_mzu {  // this file's own names in a unity build (tests/README.md)
 
 using namespace cs;
+using Pairs = DisagreementPairs;
+using Form = DisagreementForm;
 
 namespace {
 
@@ -514,12 +516,12 @@ TEST_F(Mzu, eq18_readings_by_hand) {
   // z3 = (-3, 0). Cosines: c12 = 0, c13 = -1, c23 = 0; diagonal 1.
   auto Z = torch::tensor({2.0, 0.0, 0.0, 0.5, -3.0, 0.0}, torch::kDouble).view({3, 2});
   // "all" (eq. 18 as written): -(1/9)(3 + 2 c12 + 2 c13 + 2 c23) = -(1/9)(3 - 2) = -1/9
-  EXPECT_NEAR(zone_disagreement(Z, DisagreementPairs::All, DisagreementForm::Cosine).item<double>(), -1.0 / 9, 1e-12);
+  EXPECT_NEAR(zone_disagreement(Z, Pairs::All, Form::Cosine).item<double>(), -1.0 / 9, 1e-12);
   // "distinct": -(1/6)(2 c12 + 2 c13 + 2 c23) = -(1/6)(-2) = 1/3
-  EXPECT_NEAR(zone_disagreement(Z, DisagreementPairs::Distinct, DisagreementForm::Cosine).item<double>(), 1.0 / 3, 1e-12);
+  EXPECT_NEAR(zone_disagreement(Z, Pairs::Distinct, Form::Cosine).item<double>(), 1.0 / 3, 1e-12);
   // squared cosines: all -(1/9)(3 + 2) = -5/9; distinct -(1/6)(2) = -1/3
-  EXPECT_NEAR(zone_disagreement(Z, DisagreementPairs::All, DisagreementForm::SquaredCosine).item<double>(), -5.0 / 9, 1e-12);
-  EXPECT_NEAR(zone_disagreement(Z, DisagreementPairs::Distinct, DisagreementForm::SquaredCosine).item<double>(), -1.0 / 3, 1e-12);
+  EXPECT_NEAR(zone_disagreement(Z, Pairs::All, Form::SquaredCosine).item<double>(), -5.0 / 9, 1e-12);
+  EXPECT_NEAR(zone_disagreement(Z, Pairs::Distinct, Form::SquaredCosine).item<double>(), -1.0 / 3, 1e-12);
   // defaults = eq. 18 as written
   EXPECT_NEAR(zone_disagreement(Z).item<double>(), -1.0 / 9, 1e-12);
 
@@ -529,18 +531,18 @@ TEST_F(Mzu, eq18_readings_by_hand) {
   const double c = std::cos(2 * M_PI / 3), sn = std::sin(2 * M_PI / 3);
   auto simplex = torch::tensor({1.0, 0.0, 0.0, c, sn, 0.0, c, -sn, 0.0}, torch::kDouble).view({3, 3});
   auto orth = torch::eye(3, torch::kDouble);
-  EXPECT_NEAR(zone_disagreement(simplex, DisagreementPairs::All, DisagreementForm::Cosine).item<double>(), 0.0, 1e-12);
-  EXPECT_NEAR(zone_disagreement(orth, DisagreementPairs::All, DisagreementForm::Cosine).item<double>(), -1.0 / 3, 1e-12);
-  EXPECT_NEAR(zone_disagreement(simplex, DisagreementPairs::Distinct, DisagreementForm::Cosine).item<double>(), 0.5, 1e-12);  // -cos(120)
-  EXPECT_NEAR(zone_disagreement(orth, DisagreementPairs::Distinct, DisagreementForm::SquaredCosine).item<double>(), 0.0, 1e-12);
-  EXPECT_NEAR(zone_disagreement(simplex, DisagreementPairs::Distinct, DisagreementForm::SquaredCosine).item<double>(), -0.25, 1e-12);
+  EXPECT_NEAR(zone_disagreement(simplex, Pairs::All, Form::Cosine).item<double>(), 0.0, 1e-12);
+  EXPECT_NEAR(zone_disagreement(orth, Pairs::All, Form::Cosine).item<double>(), -1.0 / 3, 1e-12);
+  EXPECT_NEAR(zone_disagreement(simplex, Pairs::Distinct, Form::Cosine).item<double>(), 0.5, 1e-12);  // -cos(120)
+  EXPECT_NEAR(zone_disagreement(orth, Pairs::Distinct, Form::SquaredCosine).item<double>(), 0.0, 1e-12);
+  EXPECT_NEAR(zone_disagreement(simplex, Pairs::Distinct, Form::SquaredCosine).item<double>(), -0.25, 1e-12);
 
   // "all" and "distinct" differ by a constant and a scale: the same gradient times N/(N-1)
   auto W = torch::randn({4, 5}, torch::kDouble).requires_grad_(true);
-  zone_disagreement(W, DisagreementPairs::All, DisagreementForm::Cosine).backward();
+  zone_disagreement(W, Pairs::All, Form::Cosine).backward();
   auto g_all = W.grad().clone();
   W.grad().zero_();
-  zone_disagreement(W, DisagreementPairs::Distinct, DisagreementForm::Cosine).backward();
+  zone_disagreement(W, Pairs::Distinct, Form::Cosine).backward();
   EXPECT_TRUE(torch::allclose(W.grad(), g_all * (4.0 / 3.0), 1e-9, 1e-12));
 }
 
@@ -551,8 +553,8 @@ TEST_F(Mzu, eq18_reading_reaches_the_loss_term) {
       torch::manual_seed(9);
       auto o = tiny("gcn", 4, 16);
       o.zone_disagreement = 0.5;
-      o.disagreement_pairs = enum_from_name<DisagreementPairs>(pairs).value();
-      o.disagreement_form = enum_from_name<DisagreementForm>(form).value();
+      o.disagreement_pairs = enum_from_name<Pairs>(pairs).value();
+      o.disagreement_form = enum_from_name<Form>(form).value();
       auto cell = std::make_shared<MZUCellImpl>(o);
       Probe probe;
       StepContext ctx;
@@ -560,12 +562,15 @@ TEST_F(Mzu, eq18_reading_reaches_the_loss_term) {
       cell->forward_sequence(torch::randn({3, 2, 3}), cell->initial_state(2, {}), ctx);
       auto D = probe.stacked("dzone");  // [T, B, 2]
       auto zh = probe.stacked("zones_h"), zg = probe.stacked("zones_g");
-      ASSERT_TRUE(torch::allclose(D.select(-1, 0), zone_disagreement(zh, o.disagreement_pairs, o.disagreement_form), 1e-5, 1e-6)) << pairs << form;
-      ASSERT_TRUE(torch::allclose(D.select(-1, 1), zone_disagreement(zg, o.disagreement_pairs, o.disagreement_form), 1e-5, 1e-6)) << pairs << form;
+      const auto dh = zone_disagreement(zh, o.disagreement_pairs, o.disagreement_form);
+      const auto dg = zone_disagreement(zg, o.disagreement_pairs, o.disagreement_form);
+      ASSERT_TRUE(torch::allclose(D.select(-1, 0), dh, 1e-5, 1e-6)) << pairs << form;
+      ASSERT_TRUE(torch::allclose(D.select(-1, 1), dg, 1e-5, 1e-6)) << pairs << form;
       ASSERT_NEAR(ctx.extra_loss.item<double>(), -0.5 * D.sum(-1).mean().item<double>(), 1e-5);
       // the reading-independent metric: mean cosine over distinct pairs
       const auto& m = ctx.metrics["zone_cosine"];
-      auto cz = -0.5 * (zone_disagreement(zh, DisagreementPairs::Distinct, DisagreementForm::Cosine) + zone_disagreement(zg, DisagreementPairs::Distinct, DisagreementForm::Cosine));
+      auto cz = -0.5 * (zone_disagreement(zh, Pairs::Distinct, Form::Cosine) +
+                        zone_disagreement(zg, Pairs::Distinct, Form::Cosine));
       ASSERT_NEAR(m.first / m.second, cz.mean().item<double>(), 1e-5);
     }
 }

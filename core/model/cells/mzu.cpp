@@ -229,7 +229,8 @@ torch::Tensor MZUBlockImpl::transition(const torch::Tensor& xp, const torch::Ten
       auto zn = Zb / Zb.norm(2, {-1}, true).clamp_min(1e-12);
       return torch::bmm(zn, zn.transpose(1, 2));
     };
-    if (o_.composition == MZUComposition::Gcn || (want_dzone && at::GradMode::is_enabled() && o_.zone_disagreement != 0)) {
+    const bool gcn = o_.composition == MZUComposition::Gcn;
+    if (gcn || (want_dzone && at::GradMode::is_enabled() && o_.zone_disagreement != 0)) {
       cosm = cosine();
     } else if (dzone_out) {
       at::NoGradGuard ng;  // metric only
@@ -243,7 +244,9 @@ torch::Tensor MZUBlockImpl::transition(const torch::Tensor& xp, const torch::Ten
     if (cos_out && cosm.defined()) {
       // metric: mean cosine over the distinct zone pairs, whatever the reading (0 = orthogonal)
       at::NoGradGuard ng;
-      *cos_out = -zone_disagreement_of_cosines(cosm.detach(), DisagreementPairs::Distinct, DisagreementForm::Cosine).view({K, B}).t();
+      *cos_out = -zone_disagreement_of_cosines(cosm.detach(), DisagreementPairs::Distinct, DisagreementForm::Cosine)
+                      .view({K, B})
+                      .t();
     }
     if (ctx.probe)
       for (int64_t k = 0; k < K; ++k) ctx.record(pfx + ((m_h_ && k == 0) ? "zones_h" : "zones_g"), Zk[k]);
@@ -551,8 +554,10 @@ void register_mzu_cells(std::vector<CellInfo>& out) {
     std::string desc;
   };
   const std::vector<Def> defs = {
-      {MZUComposition::Sat, "satMZU: Multi-Zone Unit with self-attention zone composition (Meng et al. AAAI 2020, eq. 6)"},
-      {MZUComposition::Gcn, "gcnMZU: Multi-Zone Unit with graph-convolutional zone composition (Meng et al. AAAI 2020, eqs. 7-9)"},
+      {MZUComposition::Sat,
+       "satMZU: Multi-Zone Unit with self-attention zone composition (Meng et al. AAAI 2020, eq. 6)"},
+      {MZUComposition::Gcn,
+       "gcnMZU: Multi-Zone Unit with graph-convolutional zone composition (Meng et al. AAAI 2020, eqs. 7-9)"},
       {MZUComposition::Cap,
        "capMZU: Multi-Zone Unit with capsule dynamic-routing zone composition (Meng et al. AAAI 2020, eqs. 10-14)"},
   };
