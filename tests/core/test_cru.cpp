@@ -123,7 +123,7 @@ TEST_F(Cru, causal_window_sees_nothing_after_t) {
         o.hidden_size = H;
         o.fusion = f;
         o.filter_length = 3;
-        o.conv_window = window;
+        o.conv_window = enum_from_name<ConvWindow>(window).value();
         torch::manual_seed(2);
         auto cell = std::make_shared<CRUCellImpl>(o);
         cell->to(torch::kDouble);
@@ -178,7 +178,7 @@ TEST_F(Cru, gradient_checks) {
   for (auto& c : cases) {
     auto o = cru_opts(c.f, I, H, c.k);
     o.reset_after = c.reset_after;
-    o.conv_activation = "tanh";  // smooth, so finite differences are exact enough everywhere
+    o.conv_activation = ConvActivation::Tanh;  // smooth, so finite differences are exact enough everywhere
     CRUCellImpl cell(o);
     const double err = max_grad_rel_error(cell, x, c.stepwise);
     ASSERT_TRUE(err < 1e-5) << cell.type_name() << " k=" << c.k << ": rel err " << err;

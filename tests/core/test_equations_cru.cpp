@@ -53,7 +53,7 @@ void check(const Case& c, uint64_t seed) {
   o.fusion = c.fusion;
   o.filter_length = c.k;
   o.conv_channels = c.channels;
-  o.conv_activation = c.act;
+  o.conv_activation = enum_from_name<ConvActivation>(c.act).value();
   o.reset_after = c.reset_after;
   torch::manual_seed(seed);
   auto cell = std::make_shared<CRUCellImpl>(o);
@@ -198,7 +198,7 @@ TEST(EquationsCru, convWindowOfEvenFilterLooksForward) {
   o.fusion = CRUFusion::Shallow;
   o.filter_length = 2;
   o.conv_channels = 0;
-  o.conv_activation = "identity";
+  o.conv_activation = ConvActivation::Identity;
   o.reset_after = true;
   torch::manual_seed(9);
   auto cell = std::make_shared<CRUCellImpl>(o);

@@ -80,7 +80,7 @@ RefStep ref_block(const MZUBlockImpl& blk, const MZUOptions& o, const Vec& x, co
   const int64_t H = o.hidden_size, N = o.zones, dz = H / N;
   const bool mh = !o.regular_trans, mg = !o.regular_gate;
   const int64_t K = int64_t(mh) + int64_t(mg), R = 2 - K;
-  const bool cap = o.composition == "cap";
+  const bool cap = o.composition == MZUComposition::Cap;
   const int64_t J = cap ? o.capsules : N, Do = cap ? H / o.capsules : dz;
   Flat wx(blk.w_x), wh(blk.w_h), breg(blk.b_reg), wqkv(blk.w_qkv), wg(blk.w_g), wc(blk.w_c);
   Flat w1(blk.w1), b1(blk.b1), w2(blk.w2), b2(blk.b2), wo(blk.wo), bo(blk.bo);
@@ -103,7 +103,7 @@ RefStep ref_block(const MZUBlockImpl& blk, const MZUOptions& o, const Vec& x, co
     Mat z(N, Vec(dz));
     for (int64_t i = 0; i < N; ++i)
       for (int64_t d = 0; d < dz; ++d) z[i][d] = a[k * H + i * dz + d];
-    if (o.layer_norm && o.ln_position == "zones") {
+    if (o.layer_norm && o.ln_position == LnPosition::Zones) {
       for (int64_t i = 0; i < N; ++i) {
         Vec g(dz), b(dz);
         for (int64_t d = 0; d < dz; ++d) g[d] = lzg(k, i, d), b[d] = lzb(k, i, d);
@@ -121,11 +121,11 @@ RefStep ref_block(const MZUBlockImpl& blk, const MZUOptions& o, const Vec& x, co
       }
     m.dzone = -dsum / double(N * N);
     Mat O(J, Vec(Do, 0.0));
-    if (o.composition == "sat") {
+    if (o.composition == MZUComposition::Sat) {
       // eq. 6: q_i, k_i, v_i = z_i W^{Q,K,V}_i (per zone) or z_i W^{Q,K,V} (shared), no bias
       Mat q(N, Vec(dz, 0.0)), kk(N, Vec(dz, 0.0)), v(N, Vec(dz, 0.0));
       for (int64_t i = 0; i < N; ++i) {
-        const int64_t w = o.sat_qkv == "shared" ? k : k * N + i;
+        const int64_t w = o.sat_qkv == SatQkv::Shared ? k : k * N + i;
         for (int64_t e = 0; e < dz; ++e)
           for (int64_t d = 0; d < dz; ++d) {
             q[i][e] += z[i][d] * wqkv(w, d, e);
@@ -144,14 +144,14 @@ RefStep ref_block(const MZUBlockImpl& blk, const MZUOptions& o, const Vec& x, co
         for (int64_t j = 0; j < N; ++j)
           for (int64_t e = 0; e < dz; ++e) O[i][e] += m.mix[i][j] * v[j][e];
       }
-    } else if (o.composition == "gcn") {
+    } else if (o.composition == MZUComposition::Gcn) {
       // eqs. 7-8 as implemented: A~ = W + I (footnote 1), W = cos or max(cos, 0);
       // D~_ii = sum_j A~_ij clamped at 0.01; eq. 9: O = sigma(D~^-1/2 A~ D~^-1/2 Z W_g)
       Mat A(N, Vec(N));
       Vec deg(N, 0.0);
       for (int64_t i = 0; i < N; ++i)
         for (int64_t j = 0; j < N; ++j) {
-          const double w = o.gcn_edges == "relu_cosine" ? std::max(cosm[i][j], 0.0) : cosm[i][j];
+          const double w = o.gcn_edges == GcnEdges::ReluCosine ? std::max(cosm[i][j], 0.0) : cosm[i][j];
           A[i][j] = w + (i == j ? 1.0 : 0.0);
           deg[i] += A[i][j];
         }
@@ -166,7 +166,7 @@ RefStep ref_block(const MZUBlockImpl& blk, const MZUOptions& o, const Vec& x, co
         for (int64_t e = 0; e < dz; ++e) {
           double s = 0;
           for (int64_t d = 0; d < dz; ++d) s += az[d] * wg(k, d, e);
-          const auto& act = o.gcn_activation;
+          const std::string act = to_string(o.gcn_activation);
           O[i][e] = act == "relu" ? std::max(s, 0.0) : act == "tanh" ? std::tanh(s) : act == "sigmoid" ? sigm(s) : s;
         }
       }
@@ -232,8 +232,9 @@ RefStep ref_block(const MZUBlockImpl& blk, const MZUOptions& o, const Vec& x, co
   Vec cp = mh ? pre[0] : reg(0);
   Vec gp = mg ? pre[static_cast<size_t>(K - 1)] : reg(R - 1);
   // LN of the pre-activations: always with 'preact'; with 'zones' only for a regular map
-  if (o.layer_norm && (o.ln_position == "preact" || !mh)) cp = ln_ref(cp, row(blk.ln_c_gain), row(blk.ln_c_bias));
-  if (o.layer_norm && (o.ln_position == "preact" || !mg)) gp = ln_ref(gp, row(blk.ln_g_gain), row(blk.ln_g_bias));
+  const bool ln_pre = o.ln_position == LnPosition::Preact;
+  if (o.layer_norm && (ln_pre || !mh)) cp = ln_ref(cp, row(blk.ln_c_gain), row(blk.ln_c_bias));
+  if (o.layer_norm && (ln_pre || !mg)) gp = ln_ref(gp, row(blk.ln_g_gain), row(blk.ln_g_bias));
   out.cand.resize(H), out.gate.resize(H), out.h.resize(H);
   for (int64_t n = 0; n < H; ++n) {
     out.cand[n] = std::tanh(cp[n]);                               // eq. 2 / 16
@@ -245,7 +246,7 @@ RefStep ref_block(const MZUBlockImpl& blk, const MZUOptions& o, const Vec& x, co
 
 MZUOptions base_opts(const std::string& comp) {
   MZUOptions o;  // every option the cell reads, set explicitly
-  o.composition = comp;
+  o.composition = enum_from_name<MZUComposition>(comp).value();
   o.input_size = 3;
   o.hidden_size = 12;
   o.zones = 4;
@@ -255,29 +256,30 @@ MZUOptions base_opts(const std::string& comp) {
   o.capsules = 3;
   o.routing_iters = 3;
   o.zone_disagreement = 0;
-  o.disagreement_scale = "mean";
+  o.disagreement_scale = DisagreementScale::Mean;
   o.regular_gate = false;
   o.regular_trans = false;
   o.layer_norm = false;
-  o.ln_position = "preact";
+  o.ln_position = LnPosition::Preact;
   o.candidate_dropout = 0;
-  o.gcn_activation = "relu";
-  o.gcn_edges = "cosine";
-  o.sat_qkv = "per_zone";
+  o.gcn_activation = GcnActivation::Relu;
+  o.gcn_edges = GcnEdges::Cosine;
+  o.sat_qkv = SatQkv::PerZone;
   o.ffn_residual = false;
-  o.disagreement_pairs = "all";  // eq. 18 as written (h1's readings are tested in test_mzu.cpp)
-  o.disagreement_form = "cosine";
+  o.disagreement_pairs = DisagreementPairs::All;  // eq. 18 as written (h1's readings are tested in test_mzu.cpp)
+  o.disagreement_form = DisagreementForm::Cosine;
   o.disagreement_warmup = 0;
-  o.gcn_adjacency = "cosine_plus_identity";
+  o.gcn_adjacency = GcnAdjacency::CosinePlusIdentity;
   return o;
 }
 
 std::string describe(const MZUOptions& o) {
-  return o.composition + " N=" + std::to_string(o.zones) + " J=" + std::to_string(o.capsules) +
+  return to_string(o.composition) + " N=" + std::to_string(o.zones) + " J=" + std::to_string(o.capsules) +
          " T=" + std::to_string(o.routing_iters) + " L=" + std::to_string(o.depth) +
          (o.share_transition ? " shared" : "") + (o.regular_gate ? " regular_gate" : "") +
-         (o.regular_trans ? " regular_trans" : "") + (o.layer_norm ? " ln=" + o.ln_position : "") +
-         " sat_qkv=" + o.sat_qkv + " gcn=" + o.gcn_edges + "/" + o.gcn_activation + (o.ffn_residual ? " ffn_res" : "");
+         (o.regular_trans ? " regular_trans" : "") + (o.layer_norm ? " ln=" + to_string(o.ln_position) : "") +
+         " sat_qkv=" + to_string(o.sat_qkv) + " gcn=" + to_string(o.gcn_edges) + "/" + to_string(o.gcn_activation) +
+         (o.ffn_residual ? " ffn_res" : "");
 }
 
 // A cell in double precision whose LN gains and biases are random too (they start at 1 / 0).
@@ -349,9 +351,10 @@ double check_cell(const MZUOptions& o, uint64_t seed, double tol = 1e-10) {
           const std::string mn = (mh && k == 0) ? "_h" : "_g";
           const auto& m = r.m[static_cast<size_t>(k)];
           cmp(probe.series.at(pfx + "zones" + mn)[t][b], tens(m.zones), "zones" + mn + at);
-          if (o.composition == "sat") cmp(probe.series.at(pfx + "attn" + mn)[t][b], tens(m.mix), "attn" + mn + at);
-          if (o.composition == "gcn") cmp(probe.series.at(pfx + "adj" + mn)[t][b], tens(m.mix), "adj" + mn + at);
-          if (o.composition == "cap") {
+          const MZUComposition comp = o.composition;
+          if (comp == MZUComposition::Sat) cmp(probe.series.at(pfx + "attn" + mn)[t][b], tens(m.mix), "attn" + mn + at);
+          if (comp == MZUComposition::Gcn) cmp(probe.series.at(pfx + "adj" + mn)[t][b], tens(m.mix), "adj" + mn + at);
+          if (o.composition == MZUComposition::Cap) {
             auto c = probe.series.at(pfx + "coupling" + mn)[t];  // [iters, B, N, J]
             EXPECT_EQ(c.size(0), o.routing_iters) << what;
             for (int64_t it = 0; it < o.routing_iters; ++it)
@@ -381,7 +384,7 @@ double check_cell(const MZUOptions& o, uint64_t seed, double tol = 1e-10) {
 // ---------------------------------------------------------------- compositions
 TEST(EquationsMzu, satPerZoneQkv) {
   auto o = base_opts("sat");
-  o.sat_qkv = "per_zone";
+  o.sat_qkv = SatQkv::PerZone;
   const double w = check_cell(o, 11);
   std::printf("sat per-zone Q/K/V: worst difference %.3g\n", w);
   // the per-zone maps are distinct parameters: K N of them
@@ -391,7 +394,7 @@ TEST(EquationsMzu, satPerZoneQkv) {
 
 TEST(EquationsMzu, satSharedQkv) {
   auto o = base_opts("sat");
-  o.sat_qkv = "shared";
+  o.sat_qkv = SatQkv::Shared;
   check_cell(o, 12);
   auto cell = make_cell(o, 1);
   ASSERT_EQ(cell->first->w_qkv.size(0), 2);
@@ -401,8 +404,8 @@ TEST(EquationsMzu, gcnPropagation) {
   for (std::string edges : {"cosine", "relu_cosine"})
     for (std::string act : {"relu", "tanh", "sigmoid", "identity"}) {
       auto o = base_opts("gcn");
-      o.gcn_edges = edges;
-      o.gcn_activation = act;
+      o.gcn_edges = enum_from_name<GcnEdges>(edges).value();
+      o.gcn_activation = enum_from_name<GcnActivation>(act).value();
       check_cell(o, 13);
     }
 }
@@ -415,8 +418,8 @@ TEST(EquationsMzu, gcnNegativeDegreeClamp) {
   auto o = base_opts("gcn");
   o.hidden_size = 6;
   o.zones = 3;
-  o.gcn_edges = "cosine";
-  o.gcn_activation = "identity";
+  o.gcn_edges = GcnEdges::Cosine;
+  o.gcn_activation = GcnActivation::Identity;
   auto cell = make_cell(o, 14);
   torch::NoGradGuard ng;
   // zone generation: make zone 2 and 3 of both M-functions = -(zone 1), rows k H + i d_z + d
@@ -493,7 +496,7 @@ TEST(EquationsMzu, layerNormPositions) {
     for (std::string pos : {"preact", "zones"}) {
       auto o = base_opts(comp);
       o.layer_norm = true;
-      o.ln_position = pos;
+      o.ln_position = enum_from_name<LnPosition>(pos).value();
       check_cell(o, 19);
       auto cell = make_cell(o, 1);
       // preact: LN of both pre-activations and no zone LN; zones: LN of the zones only
@@ -513,7 +516,7 @@ TEST(EquationsMzu, deepTransition) {
           o.depth = L;
           o.share_transition = share;
           o.layer_norm = ln;
-          o.ln_position = "preact";
+          o.ln_position = LnPosition::Preact;
           check_cell(o, 20 + static_cast<uint64_t>(L));
         }
 }
@@ -526,7 +529,7 @@ TEST(EquationsMzu, sharingSharesWhatTheNotesSay) {
     for (bool ln : {false, true}) {
       auto o = base_opts(comp);
       o.layer_norm = ln;
-      o.ln_position = "preact";
+      o.ln_position = LnPosition::Preact;
       auto plain = make_cell(o, 1);
       int64_t n0 = 0, nwx = plain->first->w_x.numel();
       for (auto& p : plain->parameters()) n0 += p.numel();
@@ -609,7 +612,7 @@ TEST(EquationsMzu, table4AblationsWithLayerNorm) {
       o.regular_gate = which == 2;
       o.regular_trans = which == 1;
       o.layer_norm = true;
-      o.ln_position = pos;
+      o.ln_position = enum_from_name<LnPosition>(pos).value();
       o.depth = 1;
       check_cell(o, 33);
     }
@@ -628,7 +631,7 @@ TEST(EquationsMzu, zoneDisagreementLossTerm) {
         o.depth = L;
         o.share_transition = true;
         o.zone_disagreement = 0.7;
-        o.disagreement_scale = scale;
+        o.disagreement_scale = enum_from_name<DisagreementScale>(scale).value();
         auto cell = make_cell(o, 40);
         const int64_t T = 3, B = 2;
         auto x = torch::randn({T, B, 3}, torch::kDouble);

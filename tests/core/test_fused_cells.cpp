@@ -76,7 +76,7 @@ std::shared_ptr<CellImpl> make_cell(const Case& c, int64_t I, int64_t H) {
              : c.cell == "cru_deep"  ? CRUFusion::Deep
                                      : CRUFusion::DeepEnhanced;
   o.filter_length = c.k;
-  o.conv_activation = c.act;
+  o.conv_activation = enum_from_name<ConvActivation>(c.act).value();
   auto cell = std::make_shared<CRUCellImpl>(o);
   cell->set_candidate_dropout(c.dropout);
   return cell;

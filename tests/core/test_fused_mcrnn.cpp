@@ -65,7 +65,7 @@ std::shared_ptr<McRnnCellImpl> make_cell(const Case& c, int64_t I, int64_t H, co
   o.block = c.block;
   o.attention = c.attention;
   o.dist_scale = c.dist_scale;
-  o.lstm_memory = memory;
+  o.lstm_memory = enum_from_name<LstmMemory>(memory).value();
   auto cell = std::make_shared<McRnnCellImpl>(o, std::make_shared<LSTMCellImpl>(bo));
   {  // D_j away from 0 so that W_j is not close to I (the gradient of every W_j matters)
     torch::NoGradGuard ng;

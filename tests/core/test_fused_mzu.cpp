@@ -41,7 +41,7 @@ namespace {
 // dropout, 4 zones, a filter.
 MZUOptions paper(const std::string& comp) {
   MZUOptions o;
-  o.composition = comp;
+  o.composition = enum_from_name<MZUComposition>(comp).value();
   o.input_size = 3;
   o.hidden_size = 8;
   o.zones = 4;
@@ -49,7 +49,7 @@ MZUOptions paper(const std::string& comp) {
   o.depth = 1;
   o.share_transition = true;
   o.layer_norm = true;
-  o.ln_position = "preact";
+  o.ln_position = LnPosition::Preact;
   o.zone_disagreement = 1.0;
   o.candidate_dropout = 0.25;
   o.capsules = 2;
@@ -71,28 +71,29 @@ std::vector<Variant> variants(const std::string& comp) {
       {"depth2_unshared", [](MZUOptions& o) { o.depth = 2, o.share_transition = false; }},
       {"depth1_unshared", [](MZUOptions& o) { o.share_transition = false; }},
       {"no_ln", [](MZUOptions& o) { o.layer_norm = false; }},
-      {"ln_zones", [](MZUOptions& o) { o.ln_position = "zones"; }},
-      {"ln_zones_unshared", [](MZUOptions& o) { o.ln_position = "zones", o.share_transition = false; }},
+      {"ln_zones", [](MZUOptions& o) { o.ln_position = LnPosition::Zones; }},
+      {"ln_zones_unshared", [](MZUOptions& o) { o.ln_position = LnPosition::Zones, o.share_transition = false; }},
       {"lambda0", [](MZUOptions& o) { o.zone_disagreement = 0; }},
-      {"lambda_neg_sum", [](MZUOptions& o) { o.zone_disagreement = -0.7, o.disagreement_scale = "sum"; }},
+      {"lambda_neg_sum",
+       [](MZUOptions& o) { o.zone_disagreement = -0.7, o.disagreement_scale = DisagreementScale::Sum; }},
       {"no_dropout", [](MZUOptions& o) { o.candidate_dropout = 0; }},
       {"regular_gate", [](MZUOptions& o) { o.regular_gate = true; }},
       {"regular_trans", [](MZUOptions& o) { o.regular_trans = true; }},
       {"regular_gate_unshared_d2",
        [](MZUOptions& o) { o.regular_gate = true, o.depth = 2, o.share_transition = false; }},
-      {"regular_trans_ln_zones", [](MZUOptions& o) { o.regular_trans = true, o.ln_position = "zones"; }},
+      {"regular_trans_ln_zones", [](MZUOptions& o) { o.regular_trans = true, o.ln_position = LnPosition::Zones; }},
       {"ffn_residual", [](MZUOptions& o) { o.ffn_residual = true; }},
       {"zones2", [](MZUOptions& o) { o.zones = 2; }},
   };
   if (comp == "gcn") {
-    v.push_back({"act_tanh", [](MZUOptions& o) { o.gcn_activation = "tanh"; }});
-    v.push_back({"act_sigmoid", [](MZUOptions& o) { o.gcn_activation = "sigmoid"; }});
-    v.push_back({"act_identity", [](MZUOptions& o) { o.gcn_activation = "identity"; }});
-    v.push_back({"relu_cosine", [](MZUOptions& o) { o.gcn_edges = "relu_cosine"; }});
+    v.push_back({"act_tanh", [](MZUOptions& o) { o.gcn_activation = GcnActivation::Tanh; }});
+    v.push_back({"act_sigmoid", [](MZUOptions& o) { o.gcn_activation = GcnActivation::Sigmoid; }});
+    v.push_back({"act_identity", [](MZUOptions& o) { o.gcn_activation = GcnActivation::Identity; }});
+    v.push_back({"relu_cosine", [](MZUOptions& o) { o.gcn_edges = GcnEdges::ReluCosine; }});
   }
   if (comp == "sat") {
-    v.push_back({"qkv_shared", [](MZUOptions& o) { o.sat_qkv = "shared"; }});
-    v.push_back({"qkv_per_zone", [](MZUOptions& o) { o.sat_qkv = "per_zone"; }});
+    v.push_back({"qkv_shared", [](MZUOptions& o) { o.sat_qkv = SatQkv::Shared; }});
+    v.push_back({"qkv_per_zone", [](MZUOptions& o) { o.sat_qkv = SatQkv::PerZone; }});
   }
   if (comp == "cap") {
     v.push_back({"capsules4", [](MZUOptions& o) { o.capsules = 4; }});
@@ -347,8 +348,8 @@ TEST_F(FusedMzu, products_split_over_m_functions) {
       {"cap", "capsules2", [](MZUOptions&) {}},
       {"cap", "capsules4_residual", [](MZUOptions& o) { o.capsules = 4, o.ffn_residual = true; }},
       {"cap", "regular_gate", [](MZUOptions& o) { o.regular_gate = true; }},
-      {"sat", "qkv_shared", [](MZUOptions& o) { o.sat_qkv = "shared"; }},
-      {"sat", "qkv_per_zone_unshared", [](MZUOptions& o) { o.sat_qkv = "per_zone", o.share_transition = false; }},
+      {"sat", "qkv_shared", [](MZUOptions& o) { o.sat_qkv = SatQkv::Shared; }},
+      {"sat", "qkv_per_zone_unshared", [](MZUOptions& o) { o.sat_qkv = SatQkv::PerZone, o.share_transition = false; }},
       {"gcn", "paper", [](MZUOptions&) {}},
   };
   for (const auto& v : vs) {
@@ -381,7 +382,8 @@ TEST_F(FusedMzu, finite_differences_of_the_fast_path) {
       o.hidden_size = 4;
       o.zones = 2;
       o.filter = 3;
-      if (variant == 1) o.depth = 2, o.share_transition = false, o.ln_position = "zones", o.regular_gate = true;
+      if (variant == 1)
+        o.depth = 2, o.share_transition = false, o.ln_position = LnPosition::Zones, o.regular_gate = true;
       torch::manual_seed(3);
       auto cell = std::make_shared<MZUCellImpl>(o);
       cell->to(torch::kDouble);
@@ -436,7 +438,7 @@ TEST_F(FusedMzu, falls_back_where_it_does_not_apply) {
   both.regular_gate = both.regular_trans = true;  // no M-function left: not claimed
   EXPECT_FALSE(mzu_fast_path_applies(both, ctx));
   auto unknown = o;
-  unknown.gcn_activation = "gelu";
+  unknown.gcn_activation = static_cast<GcnActivation>(99);  // not a value of the enum: refused (fail closed)
   EXPECT_FALSE(mzu_fast_path_applies(unknown, ctx));
   // a probed forward still records (step-wise) and agrees with the fast one
   torch::manual_seed(1);

@@ -21,12 +21,14 @@
 namespace test_mzu {  // this file's own names in a unity build (tests/README.md)
 
 using namespace cs;
+using Pairs = DisagreementPairs;
+using Form = DisagreementForm;
 
 namespace {
 
 MZUOptions tiny(const std::string& comp, int64_t N = 2, int64_t H = 8) {
   MZUOptions o;
-  o.composition = comp;
+  o.composition = enum_from_name<MZUComposition>(comp).value();
   o.input_size = 3;
   o.hidden_size = H;
   o.zones = N;
@@ -37,7 +39,7 @@ MZUOptions tiny(const std::string& comp, int64_t N = 2, int64_t H = 8) {
   o.depth = 0;
   o.share_transition = false;
   o.zone_disagreement = 0;
-  o.sat_qkv = "per_zone";
+  o.sat_qkv = SatQkv::PerZone;
   return o;
 }
 
@@ -121,11 +123,11 @@ void check_cell_gradients(const MZUOptions& o, const char* what) {
 int64_t block_params(const MZUOptions& o, int64_t I) {
   const int64_t H = o.hidden_size, N = o.zones, dz = H / N, D = o.filter;
   const int64_t K = (!o.regular_trans) + (!o.regular_gate), R = 2 - K;
-  const int64_t J = o.composition == "cap" ? o.capsules : N, Do = H / J;
+  const int64_t J = o.composition == MZUComposition::Cap ? o.capsules : N, Do = H / J;
   int64_t n = (K + R) * H * (I + H) + R * H;  // eq. 4 zones (no bias) + regular maps with bias
-  if (o.composition == "sat") n += K * (o.sat_qkv == "shared" ? 1 : N) * 3 * dz * dz;
-  if (o.composition == "gcn") n += K * dz * dz;
-  if (o.composition == "cap") n += K * J * dz * Do;
+  if (o.composition == MZUComposition::Sat) n += K * (o.sat_qkv == SatQkv::Shared ? 1 : N) * 3 * dz * dz;
+  if (o.composition == MZUComposition::Gcn) n += K * dz * dz;
+  if (o.composition == MZUComposition::Cap) n += K * J * dz * Do;
   n += K * (Do * D + D + D * Do + Do);  // eq. 5
   n += K * (H * H + H);                 // concat -> linear to d_h
   if (o.layer_norm) n += 2 * 2 * H;     // gain + bias for the candidate's and the gate's pre-activations
@@ -152,7 +154,7 @@ TEST_F(Mzu, gradients_per_composition) {
     o.layer_norm = true;
     o.zone_disagreement = 0.7;
     check_cell_gradients(o, "sat");
-    o.sat_qkv = "shared";
+    o.sat_qkv = SatQkv::Shared;
     o.ffn_residual = true;
     check_cell_gradients(o, "sat shared qkv + ffn residual");
   }
@@ -161,8 +163,8 @@ TEST_F(Mzu, gradients_per_composition) {
     o.layer_norm = true;
     o.zone_disagreement = -0.5;
     check_cell_gradients(o, "gcn");
-    o.gcn_activation = "tanh";
-    o.gcn_edges = "relu_cosine";
+    o.gcn_activation = GcnActivation::Tanh;
+    o.gcn_edges = GcnEdges::ReluCosine;
     check_cell_gradients(o, "gcn tanh relu_cosine");
   }
   {
@@ -177,7 +179,7 @@ TEST_F(Mzu, gradients_deep_transition) {
   auto o = tiny("gcn", 2, 8);
   o.depth = 2;
   o.layer_norm = true;
-  o.ln_position = "zones";
+  o.ln_position = LnPosition::Zones;
   o.zone_disagreement = 0.3;
   check_cell_gradients(o, "gcn DT L=2 unshared, LN on zones");
   auto c = tiny("cap", 4, 8);
@@ -338,7 +340,7 @@ TEST_F(Mzu, parameter_counts) {
   // sat: per-zone Q/K/V has N times the composition parameters of shared ones
   auto s = tiny("sat", 4, 16);
   auto sh = s;
-  sh.sat_qkv = "shared";
+  sh.sat_qkv = SatQkv::Shared;
   ASSERT_EQ(count_params(*std::make_shared<MZUCellImpl>(s)) - count_params(*std::make_shared<MZUCellImpl>(sh)),
             int64_t(2 * 3 * 3 * 4 * 4));
 }
@@ -430,7 +432,7 @@ TEST_F(Mzu, paper_presets_and_params_without_data) {
       ASSERT_EQ(cstest::run_cli({"params", path, "--vocab", std::to_string(V), "--json"}, &out, &err), 0);
       json r = json::parse(out);
       MZUOptions o;
-      o.composition = comp;
+      o.composition = enum_from_name<MZUComposition>(comp).value();
       o.input_size = m["embed"];
       o.hidden_size = m["hidden"];
       o.zones = m["zones"];
@@ -514,12 +516,12 @@ TEST_F(Mzu, eq18_readings_by_hand) {
   // z3 = (-3, 0). Cosines: c12 = 0, c13 = -1, c23 = 0; diagonal 1.
   auto Z = torch::tensor({2.0, 0.0, 0.0, 0.5, -3.0, 0.0}, torch::kDouble).view({3, 2});
   // "all" (eq. 18 as written): -(1/9)(3 + 2 c12 + 2 c13 + 2 c23) = -(1/9)(3 - 2) = -1/9
-  EXPECT_NEAR(zone_disagreement(Z, "all", "cosine").item<double>(), -1.0 / 9, 1e-12);
+  EXPECT_NEAR(zone_disagreement(Z, Pairs::All, Form::Cosine).item<double>(), -1.0 / 9, 1e-12);
   // "distinct": -(1/6)(2 c12 + 2 c13 + 2 c23) = -(1/6)(-2) = 1/3
-  EXPECT_NEAR(zone_disagreement(Z, "distinct", "cosine").item<double>(), 1.0 / 3, 1e-12);
+  EXPECT_NEAR(zone_disagreement(Z, Pairs::Distinct, Form::Cosine).item<double>(), 1.0 / 3, 1e-12);
   // squared cosines: all -(1/9)(3 + 2) = -5/9; distinct -(1/6)(2) = -1/3
-  EXPECT_NEAR(zone_disagreement(Z, "all", "squared_cosine").item<double>(), -5.0 / 9, 1e-12);
-  EXPECT_NEAR(zone_disagreement(Z, "distinct", "squared_cosine").item<double>(), -1.0 / 3, 1e-12);
+  EXPECT_NEAR(zone_disagreement(Z, Pairs::All, Form::SquaredCosine).item<double>(), -5.0 / 9, 1e-12);
+  EXPECT_NEAR(zone_disagreement(Z, Pairs::Distinct, Form::SquaredCosine).item<double>(), -1.0 / 3, 1e-12);
   // defaults = eq. 18 as written
   EXPECT_NEAR(zone_disagreement(Z).item<double>(), -1.0 / 9, 1e-12);
 
@@ -529,20 +531,19 @@ TEST_F(Mzu, eq18_readings_by_hand) {
   const double c = std::cos(2 * M_PI / 3), sn = std::sin(2 * M_PI / 3);
   auto simplex = torch::tensor({1.0, 0.0, 0.0, c, sn, 0.0, c, -sn, 0.0}, torch::kDouble).view({3, 3});
   auto orth = torch::eye(3, torch::kDouble);
-  EXPECT_NEAR(zone_disagreement(simplex, "all", "cosine").item<double>(), 0.0, 1e-12);
-  EXPECT_NEAR(zone_disagreement(orth, "all", "cosine").item<double>(), -1.0 / 3, 1e-12);
-  EXPECT_NEAR(zone_disagreement(simplex, "distinct", "cosine").item<double>(), 0.5, 1e-12);  // -cos(120)
-  EXPECT_NEAR(zone_disagreement(orth, "distinct", "squared_cosine").item<double>(), 0.0, 1e-12);
-  EXPECT_NEAR(zone_disagreement(simplex, "distinct", "squared_cosine").item<double>(), -0.25, 1e-12);
+  EXPECT_NEAR(zone_disagreement(simplex, Pairs::All, Form::Cosine).item<double>(), 0.0, 1e-12);
+  EXPECT_NEAR(zone_disagreement(orth, Pairs::All, Form::Cosine).item<double>(), -1.0 / 3, 1e-12);
+  EXPECT_NEAR(zone_disagreement(simplex, Pairs::Distinct, Form::Cosine).item<double>(), 0.5, 1e-12);  // -cos(120)
+  EXPECT_NEAR(zone_disagreement(orth, Pairs::Distinct, Form::SquaredCosine).item<double>(), 0.0, 1e-12);
+  EXPECT_NEAR(zone_disagreement(simplex, Pairs::Distinct, Form::SquaredCosine).item<double>(), -0.25, 1e-12);
 
   // "all" and "distinct" differ by a constant and a scale: the same gradient times N/(N-1)
   auto W = torch::randn({4, 5}, torch::kDouble).requires_grad_(true);
-  zone_disagreement(W, "all", "cosine").backward();
+  zone_disagreement(W, Pairs::All, Form::Cosine).backward();
   auto g_all = W.grad().clone();
   W.grad().zero_();
-  zone_disagreement(W, "distinct", "cosine").backward();
+  zone_disagreement(W, Pairs::Distinct, Form::Cosine).backward();
   EXPECT_TRUE(torch::allclose(W.grad(), g_all * (4.0 / 3.0), 1e-9, 1e-12));
-  EXPECT_THROW(zone_disagreement(W, "some", "cosine"), c10::Error);
 }
 
 TEST_F(Mzu, eq18_reading_reaches_the_loss_term) {
@@ -552,8 +553,8 @@ TEST_F(Mzu, eq18_reading_reaches_the_loss_term) {
       torch::manual_seed(9);
       auto o = tiny("gcn", 4, 16);
       o.zone_disagreement = 0.5;
-      o.disagreement_pairs = pairs;
-      o.disagreement_form = form;
+      o.disagreement_pairs = enum_from_name<Pairs>(pairs).value();
+      o.disagreement_form = enum_from_name<Form>(form).value();
       auto cell = std::make_shared<MZUCellImpl>(o);
       Probe probe;
       StepContext ctx;
@@ -561,12 +562,15 @@ TEST_F(Mzu, eq18_reading_reaches_the_loss_term) {
       cell->forward_sequence(torch::randn({3, 2, 3}), cell->initial_state(2, {}), ctx);
       auto D = probe.stacked("dzone");  // [T, B, 2]
       auto zh = probe.stacked("zones_h"), zg = probe.stacked("zones_g");
-      ASSERT_TRUE(torch::allclose(D.select(-1, 0), zone_disagreement(zh, pairs, form), 1e-5, 1e-6)) << pairs << form;
-      ASSERT_TRUE(torch::allclose(D.select(-1, 1), zone_disagreement(zg, pairs, form), 1e-5, 1e-6)) << pairs << form;
+      const auto dh = zone_disagreement(zh, o.disagreement_pairs, o.disagreement_form);
+      const auto dg = zone_disagreement(zg, o.disagreement_pairs, o.disagreement_form);
+      ASSERT_TRUE(torch::allclose(D.select(-1, 0), dh, 1e-5, 1e-6)) << pairs << form;
+      ASSERT_TRUE(torch::allclose(D.select(-1, 1), dg, 1e-5, 1e-6)) << pairs << form;
       ASSERT_NEAR(ctx.extra_loss.item<double>(), -0.5 * D.sum(-1).mean().item<double>(), 1e-5);
       // the reading-independent metric: mean cosine over distinct pairs
       const auto& m = ctx.metrics["zone_cosine"];
-      auto cz = -0.5 * (zone_disagreement(zh, "distinct", "cosine") + zone_disagreement(zg, "distinct", "cosine"));
+      auto cz = -0.5 * (zone_disagreement(zh, Pairs::Distinct, Form::Cosine) +
+                        zone_disagreement(zg, Pairs::Distinct, Form::Cosine));
       ASSERT_NEAR(m.first / m.second, cz.mean().item<double>(), 1e-5);
     }
 }
@@ -669,7 +673,7 @@ TEST_F(Mzu, gcn_adjacency_eq8_literal_and_plus_identity_by_hand) {
   const double c = 1.0 / std::sqrt(2.0);
   for (const std::string adj : {"cosine", "cosine_plus_identity"}) {
     auto o = tiny("gcn", 2, 4);
-    o.gcn_adjacency = adj;
+    o.gcn_adjacency = enum_from_name<GcnAdjacency>(adj).value();
     auto cell = std::make_shared<MZUCellImpl>(o);
     {
       torch::NoGradGuard ng;

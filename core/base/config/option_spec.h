@@ -11,6 +11,8 @@
 //    resolve_config fills every default, so a missing key is a bug and throws.
 #pragma once
 #include <algorithm>
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -21,6 +23,7 @@
 #include <vector>
 
 #include "config/json.h"
+#include "util/error.h"
 
 namespace cs {
 
@@ -61,6 +64,70 @@ OptionSpec make_option(const std::string& section, const std::string& key, OptTy
                        double min, double max, const std::string& help);
 OptionSpec make_choice(const std::string& section, const std::string& key, json default_value,
                        std::vector<std::string> choices, const std::string& help);
+
+// The message of a value that is not one of `choices` (the validator's and the enum
+// binding's): "expected one of: a, b; got "x"".
+std::string choice_error(const std::vector<std::string>& choices, const json& got);
+// A JSON value shortened for a message (at most 60 characters; invalid UTF-8 replaced).
+std::string dump_short(const json& v);
+
+// Enum options. Each enum class that an option binds is declared with its names, once:
+//   enum class GcnEdges { Cosine, ReluCosine };
+//   constexpr EnumNames<GcnEdges, 2> enum_names(GcnEdges) {
+//     return {{{GcnEdges::Cosine, "cosine"}, {GcnEdges::ReluCosine, "relu_cosine"}}};
+//   }
+// (found by argument-dependent lookup, as LibTorch's enumtype finds its names). The table's
+// order is the order the schema, `--set` errors and the GUI's combo boxes list the choices.
+template <class E>
+struct EnumName {
+  E value;
+  const char* name;
+};
+template <class E, std::size_t N>
+using EnumNames = std::array<EnumName<E>, N>;
+
+namespace detail {
+template <class E, class = void>
+struct has_enum_names : std::false_type {};
+template <class E>
+struct has_enum_names<E, std::void_t<decltype(enum_names(E{}))>> : std::true_type {};
+}  // namespace detail
+template <class E>
+constexpr bool is_named_enum_v = std::is_enum_v<E> && detail::has_enum_names<E>::value;
+
+// The name of an enum value ("?" for a value outside the table: a cast, never a config).
+template <class E, std::enable_if_t<is_named_enum_v<E>, int> = 0>
+constexpr const char* enum_name(E e) {
+  for (const auto& n : enum_names(e))
+    if (n.value == e) return n.name;
+  return "?";
+}
+template <class E, std::enable_if_t<is_named_enum_v<E>, int> = 0>
+std::string to_string(E e) {
+  return enum_name(e);
+}
+// The value named `name`, if any.
+template <class E, std::enable_if_t<is_named_enum_v<E>, int> = 0>
+std::optional<E> enum_from_name(const std::string& name) {
+  for (const auto& n : enum_names(E{}))
+    if (name == n.name) return n.value;
+  return std::nullopt;
+}
+// Every name, in the table's order (an OptionSpec's choices).
+template <class E, std::enable_if_t<is_named_enum_v<E>, int> = 0>
+std::vector<std::string> enum_choices() {
+  std::vector<std::string> v;
+  for (const auto& n : enum_names(E{})) v.push_back(n.name);
+  return v;
+}
+// The value a JSON name stands for; anything else (a config that skipped validation) throws
+// UserError "`where`: " + choice_error(...), the validator's message.
+template <class E, std::enable_if_t<is_named_enum_v<E>, int> = 0>
+E enum_from_json(const json& v, const std::string& where) {
+  if (v.is_string())
+    if (auto e = enum_from_name<E>(v.template get<std::string>())) return *e;
+  throw UserError(where + ": " + choice_error(enum_choices<E>(), v));
+}
 
 // A value of a resolved config section. resolve_config fills every option that applies,
 // so a missing key is a programming error: throws std::logic_error naming section.key.
@@ -110,13 +177,9 @@ class OptionTable {
   template <class T>
   OptionTable& field(const std::string& key_or_path, T Opts::*member, double min, double max, std::string help) {
     using V = typename detail::is_optional<T>::type;
-    std::string sec = section_, key = key_or_path;
-    if (sec.empty()) {
-      const auto dot = key_or_path.find('.');
-      if (dot == std::string::npos) throw std::logic_error("OptionTable: expected section.key, got " + key_or_path);
-      sec = key_or_path.substr(0, dot);
-      key = key_or_path.substr(dot + 1);
-    }
+    const auto sk = split_key(key_or_path);
+    const std::string& sec = sk.first;
+    const std::string& key = sk.second;
     Field f;
     f.spec = make_option(sec, key, detail::opt_type_of<V>(), default_of(defaults_.*member), min, max, std::move(help));
     const bool whole = section_.empty();
@@ -139,12 +202,31 @@ class OptionTable {
   OptionTable& field(const std::string& key, T Opts::*member, std::string help) {
     return field(key, member, 0, 0, std::move(help));
   }
-  // A string field restricted to `choices` (OptType::Enum).
+  // A string field restricted to `choices` (OptType::Enum), for lists known only at run time
+  // (the task and cell names come from the registries).
   OptionTable& choice(const std::string& key, std::string Opts::*member, std::vector<std::string> choices,
                       std::string help) {
     field(key, member, 0, 0, std::move(help));
     fields_.back().spec.type = OptType::Enum;
     fields_.back().spec.choices = std::move(choices);
+    return *this;
+  }
+  // An enum class field (OptType::Enum): the choices are the enum's names in the order of its
+  // enum_names table, the default is the name of the member's default, and read() binds each
+  // name to its value (a name outside the table throws UserError with the validator's message).
+  template <class E, std::enable_if_t<is_named_enum_v<E>, int> = 0>
+  OptionTable& choice(const std::string& key_or_path, E Opts::*member, std::string help) {
+    const auto sk = split_key(key_or_path);
+    const std::string& sec = sk.first;
+    const std::string& key = sk.second;
+    Field f;
+    f.spec = make_choice(sec, key, json(enum_name(defaults_.*member)), enum_choices<E>(), std::move(help));
+    const bool whole = section_.empty();
+    f.read = [member, key, sec, whole](const json& j, Opts& o) {
+      const json& s = whole ? resolved_at(j, "$", sec) : j;
+      o.*member = enum_from_json<E>(resolved_at(s, sec, key), sec + "." + key);
+    };
+    fields_.push_back(std::move(f));
     return *this;
   }
   // Modifiers of the field added last.
@@ -217,6 +299,13 @@ class OptionTable {
   static json default_of(const T& v) {
     if constexpr (detail::is_optional<T>::value) return v ? json(*v) : json(nullptr);
     else return json(v);
+  }
+  // "key" in this table's section, or "section.key" for a table without one.
+  std::pair<std::string, std::string> split_key(const std::string& key_or_path) const {
+    if (!section_.empty()) return {section_, key_or_path};
+    const auto dot = key_or_path.find('.');
+    if (dot == std::string::npos) throw std::logic_error("OptionTable: expected section.key, got " + key_or_path);
+    return {key_or_path.substr(0, dot), key_or_path.substr(dot + 1)};
   }
   static bool names_cell(const OptionSpec& s, const std::string& cell) {
     return s.cells.empty() || std::find(s.cells.begin(), s.cells.end(), cell) != s.cells.end();

@@ -47,10 +47,6 @@ CRUCellImpl::CRUCellImpl(const CRUOptions& o) : opt_(o) {
   TORCH_CHECK(o.input_size > 0, nm, ": input_size must be > 0, got ", o.input_size);
   TORCH_CHECK(o.hidden_size > 0, nm, ": hidden_size must be > 0, got ", o.hidden_size);
   TORCH_CHECK(o.filter_length >= 1, nm, ": filter_length must be >= 1, got ", o.filter_length);
-  TORCH_CHECK(o.conv_activation == "relu" || o.conv_activation == "tanh" || o.conv_activation == "identity", nm,
-              ": conv_activation must be relu, tanh or identity, got '", o.conv_activation, "'");
-  TORCH_CHECK(o.conv_window == "centered" || o.conv_window == "causal", nm,
-              ": conv_window must be centered or causal, got '", o.conv_window, "'");
   const int64_t H = o.hidden_size, I = o.input_size, k = o.filter_length;
   switch (o.fusion) {
     case CRUFusion::Shallow:
@@ -89,13 +85,20 @@ CRUCellImpl::CRUCellImpl(const CRUOptions& o) : opt_(o) {
 int64_t CRUCellImpl::conv_left_pad() const {
   // centred (paper) or causal window (a language model must not see t + 1; CRU_NOTES.md)
   const int64_t k = opt_.filter_length;
-  return opt_.conv_window == "causal" ? k - 1 : same_conv_left_pad(k);
+  switch (opt_.conv_window) {
+    case ConvWindow::Causal: return k - 1;
+    case ConvWindow::Centered: return same_conv_left_pad(k);
+  }
+  return same_conv_left_pad(k);
 }
 
 torch::Tensor CRUCellImpl::activate(const torch::Tensor& c) const {
   // f of eq. 8 (paper: ReLU)
-  if (opt_.conv_activation == "relu") return torch::relu(c);
-  if (opt_.conv_activation == "tanh") return torch::tanh(c);
+  switch (opt_.conv_activation) {
+    case ConvActivation::Relu: return torch::relu(c);
+    case ConvActivation::Tanh: return torch::tanh(c);
+    case ConvActivation::Identity: return c;
+  }
   return c;
 }
 
@@ -108,9 +111,12 @@ torch::Tensor CRUCellImpl::conv_outputs(const torch::Tensor& x) {
 torch::Tensor CRUCellImpl::conv_outputs_tokens(const TokenInput& in) {
   // eq. 8 with each window's w . e product computed on the table (cells/token_fold.h)
   // (bias and f applied in the gather's own pass)
-  const GatherAct act = opt_.conv_activation == "relu"   ? GatherAct::Relu
-                        : opt_.conv_activation == "tanh" ? GatherAct::Tanh
-                                                         : GatherAct::None;
+  GatherAct act = GatherAct::None;
+  switch (opt_.conv_activation) {
+    case ConvActivation::Relu: act = GatherAct::Relu; break;
+    case ConvActivation::Tanh: act = GatherAct::Tanh; break;
+    case ConvActivation::Identity: act = GatherAct::None; break;
+  }
   return fold_conv(in, conv_w, opt_.filter_length, conv_left_pad(), conv_b, act);
 }
 
@@ -251,12 +257,12 @@ const OptionTable<CRUOptions>& cru_option_table() {
             "CRU shallow fusion: number d of convolution filters (eq. 8); 0 = the input (embedding) size, as in the "
             "paper. Deep fusion uses d = hidden, deep-enhanced d = input size (forced by eqs. 9-14).")
         .cells({"cru_shallow"});
-    t.choice("conv_window", &O::conv_window, {"centered", "causal"},
+    t.choice("conv_window", &O::conv_window,
              "CRU: where the convolution's window lies around position t. centered: the paper's same-length "
              "windows (classification, cloze: the whole text is read); causal: the k positions up to t, nothing "
              "after it. The language-model tasks require causal (a centred window would see the token to predict).")
         .cells(all);
-    t.choice("conv_activation", &O::conv_activation, {"relu", "tanh", "identity"},
+    t.choice("conv_activation", &O::conv_activation,
              "CRU: non-linearity f of the convolution (eq. 8; paper: ReLU).")
         .cells(all);
     t.field("reset_after", &O::reset_after,

@@ -14,6 +14,17 @@
 namespace cs {
 
 enum class CRUFusion { Shallow, Deep, DeepEnhanced };
+// f of eq. 8 (model.conv_activation).
+enum class ConvActivation { Relu, Tanh, Identity };
+constexpr EnumNames<ConvActivation, 3> enum_names(ConvActivation) {
+  return {{{ConvActivation::Relu, "relu"}, {ConvActivation::Tanh, "tanh"}, {ConvActivation::Identity, "identity"}}};
+}
+// Window of eq. 8 around t (model.conv_window): Centered (the paper's same-length windows, for
+// tasks that read the whole text) or Causal (e_{t-k+1..t}: what a language model may see; CRU_NOTES.md).
+enum class ConvWindow { Centered, Causal };
+constexpr EnumNames<ConvWindow, 2> enum_names(ConvWindow) {
+  return {{{ConvWindow::Centered, "centered"}, {ConvWindow::Causal, "causal"}}};
+}
 
 // The members are the only defaults of the CRU cells' model.* options (cru_option_table()).
 struct CRUOptions {
@@ -22,11 +33,9 @@ struct CRUOptions {
   CRUFusion fusion = CRUFusion::DeepEnhanced;
   int64_t filter_length = 3;    // k (paper default 3; Fig. 3 sweeps 1..)
   int64_t conv_channels = 0;    // d; 0 = automatic (shallow: input size; deep: hidden; deep-enhanced: input size)
-  std::string conv_activation = "relu";  // f of eq. 8: relu | tanh | identity
+  ConvActivation conv_activation = ConvActivation::Relu;  // f of eq. 8
   bool reset_after = true;      // torch/cuDNN GRU: r * (U_n h + b_hn); false: U_n (r * h) as in eq. 3/11/14
-  // Window of eq. 8 around t: "centered" (the paper's same-length windows, for tasks that read
-  // the whole text) or "causal" (e_{t-k+1..t}: what a language model may see; CRU_NOTES.md).
-  std::string conv_window = "centered";
+  ConvWindow conv_window = ConvWindow::Centered;
 };
 
 // The CRU cells' model.* options (field table: schema entries and binding).

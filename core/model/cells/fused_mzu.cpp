@@ -28,9 +28,73 @@ namespace cs {
 bool mzu_fast_path_enabled() { return fast_paths_enabled(); }  // CELLSCOPE_FAST=0: off (cells/fused_common.h)
 
 namespace {
-bool one_of(const std::string& v, std::initializer_list<const char*> ok) {
-  for (const char* s : ok)
-    if (v == s) return true;
+// The values of each choice that this file implements: one switch per option, no default, so a
+// value added to an option's enum warns here (-Wswitch) until it is implemented (true) or
+// refused (false); a value outside the enum (a cast) is refused.
+bool implemented(MZUComposition v) {
+  switch (v) {
+    case MZUComposition::Sat:
+    case MZUComposition::Gcn:
+    case MZUComposition::Cap: return true;
+  }
+  return false;
+}
+bool implemented(LnPosition v) {
+  switch (v) {
+    case LnPosition::Preact:
+    case LnPosition::Zones: return true;
+  }
+  return false;
+}
+bool implemented(DisagreementScale v) {
+  switch (v) {
+    case DisagreementScale::Mean:
+    case DisagreementScale::Sum: return true;
+  }
+  return false;
+}
+bool implemented(GcnActivation v) {
+  switch (v) {
+    case GcnActivation::Relu:
+    case GcnActivation::Tanh:
+    case GcnActivation::Sigmoid:
+    case GcnActivation::Identity: return true;
+  }
+  return false;
+}
+bool implemented(GcnEdges v) {
+  switch (v) {
+    case GcnEdges::Cosine:
+    case GcnEdges::ReluCosine: return true;
+  }
+  return false;
+}
+bool implemented(SatQkv v) {
+  switch (v) {
+    case SatQkv::Shared:
+    case SatQkv::PerZone: return true;
+  }
+  return false;
+}
+bool implemented(DisagreementPairs v) {
+  switch (v) {
+    case DisagreementPairs::All: return true;
+    case DisagreementPairs::Distinct: return false;
+  }
+  return false;
+}
+bool implemented(DisagreementForm v) {
+  switch (v) {
+    case DisagreementForm::Cosine: return true;
+    case DisagreementForm::SquaredCosine: return false;
+  }
+  return false;
+}
+bool implemented(GcnAdjacency v) {
+  switch (v) {
+    case GcnAdjacency::CosinePlusIdentity: return true;
+    case GcnAdjacency::Cosine: return false;
+  }
   return false;
 }
 }  // namespace
@@ -63,17 +127,17 @@ const char* mzu_fast_path_refusal(const MZUOptions& o) {
   // its line here (its default value only, if that is all that is implemented) and a variant
   // to the test's list. (zones, filter, capsules, routing_iters, ffn_residual, share_transition,
   // zone_disagreement, disagreement_warmup (in the loss), layer_norm: any value.)
-  if (!one_of(o.composition, {"gcn", "sat", "cap"})) return "the composition is not gcn, sat or cap";
+  if (!implemented(o.composition)) return "the composition is not gcn, sat or cap";
   if (o.depth < 0) return "model.depth < 0";  // any L, shared or not
-  if (!one_of(o.ln_position, {"preact", "zones"})) return "model.ln_position is not preact or zones";
-  if (!one_of(o.disagreement_scale, {"mean", "sum"})) return "model.disagreement_scale is not mean or sum";
-  if (!one_of(o.gcn_activation, {"relu", "tanh", "sigmoid", "identity"}))
+  if (!implemented(o.ln_position)) return "model.ln_position is not preact or zones";
+  if (!implemented(o.disagreement_scale)) return "model.disagreement_scale is not mean or sum";
+  if (!implemented(o.gcn_activation))
     return "model.gcn_activation is not relu, tanh, sigmoid or identity";
-  if (!one_of(o.gcn_edges, {"cosine", "relu_cosine"})) return "model.gcn_edges is not cosine or relu_cosine";
-  if (!one_of(o.sat_qkv, {"per_zone", "shared"})) return "model.sat_qkv is not per_zone or shared";
-  if (o.disagreement_pairs != "all") return "model.disagreement_pairs is not 'all' (eq. 18 as written)";
-  if (o.disagreement_form != "cosine") return "model.disagreement_form is not 'cosine' (eq. 18 as written)";
-  if (o.gcn_adjacency != "cosine_plus_identity")
+  if (!implemented(o.gcn_edges)) return "model.gcn_edges is not cosine or relu_cosine";
+  if (!implemented(o.sat_qkv)) return "model.sat_qkv is not per_zone or shared";
+  if (!implemented(o.disagreement_pairs)) return "model.disagreement_pairs is not 'all' (eq. 18 as written)";
+  if (!implemented(o.disagreement_form)) return "model.disagreement_form is not 'cosine' (eq. 18 as written)";
+  if (!implemented(o.gcn_adjacency))
     return "model.gcn_adjacency is not 'cosine_plus_identity' (eqs. 7-8 plus I)";
   if (o.regular_gate && o.regular_trans)
     return "model.regular_gate and model.regular_trans together (one ablation at a time)";
@@ -691,17 +755,22 @@ SeqOutput fused_mzu_forward(MZUCellImpl& cell, const torch::Tensor& x, const Sta
   r.R = 2 - r.K;
   r.G = 2 * r.H;
   r.Dp = o.depth + 1;
-  r.gcn = o.composition == "gcn";
-  r.sat = o.composition == "sat";
-  r.cap = o.composition == "cap";
+  r.gcn = o.composition == MZUComposition::Gcn;
+  r.sat = o.composition == MZUComposition::Sat;
+  r.cap = o.composition == MZUComposition::Cap;
   r.J = r.cap ? o.capsules : r.N;
   r.Do = r.H / r.J;
   r.F = o.filter;
   r.iters = o.routing_iters;
-  r.qkv_shared = o.sat_qkv == "shared";
-  r.relu_edges = o.gcn_edges == "relu_cosine";
+  r.qkv_shared = o.sat_qkv == SatQkv::Shared;
+  r.relu_edges = o.gcn_edges == GcnEdges::ReluCosine;
   r.residual = o.ffn_residual;
-  r.act = o.gcn_activation == "relu" ? 0 : o.gcn_activation == "tanh" ? 1 : o.gcn_activation == "sigmoid" ? 2 : 3;
+  switch (o.gcn_activation) {  // Run::act
+    case GcnActivation::Relu: r.act = 0; break;
+    case GcnActivation::Tanh: r.act = 1; break;
+    case GcnActivation::Sigmoid: r.act = 2; break;
+    case GcnActivation::Identity: r.act = 3; break;
+  }
   r.training = cell.is_training();
   r.p_drop = o.candidate_dropout;
   // blocks: `first`, then one per unshared transition

@@ -30,8 +30,6 @@ McRnnCellImpl::McRnnCellImpl(const McRnnOptions& o, std::shared_ptr<CellImpl> ba
   TORCH_CHECK(base_->input_size() == o.input_size, "mcrnn: base cell input size ", base_->input_size(), " != ",
               o.input_size);
   if (opt_.attention <= 0) opt_.attention = o.hidden_size;
-  TORCH_CHECK(opt_.lstm_memory == "prev" || opt_.lstm_memory == "average",
-              "mcrnn: lstm_memory must be 'prev' or 'average', got '", opt_.lstm_memory, "'");
   register_module("base", base_);
   const int64_t H = o.hidden_size, I = o.input_size, A = opt_.attention, n1 = o.block - 1;
   // W_j = I + alpha D_j with D_j ~ U(-k/2, k/2): at initialisation s is close to the plain
@@ -67,7 +65,7 @@ State McRnnCellImpl::initial_state(int64_t B, const torch::TensorOptions& opts) 
     auto shp = b[i].sizes().vec();
     shp.erase(shp.begin());  // drop the batch dim of the probe state
     std::vector<int64_t> full = {B, K};
-    if (opt_.lstm_memory == "average") full.push_back(n1);
+    if (opt_.lstm_memory == LstmMemory::Average) full.push_back(n1);
     full.insert(full.end(), shp.begin(), shp.end());
     s.push_back(torch::zeros(full, opts));
   }
@@ -114,7 +112,7 @@ State McRnnCellImpl::step_at(int64_t t, const torch::Tensor& xp, const State& s,
   State bs{sv};
   for (size_t i = 1; i < base_state_size_; ++i) {
     const auto& e = s[2 + i];
-    if (opt_.lstm_memory == "average") {
+    if (opt_.lstm_memory == LstmMemory::Average) {
       // LSTM memory (choice, MCRNN_NOTES.md): the same in-block average as eq. 2, without W_j
       auto cavg = (e * coef).sum(2);
       bs.push_back(cavg.reshape({B * K, -1}));
@@ -146,7 +144,7 @@ State McRnnCellImpl::step_at(int64_t t, const torch::Tensor& xp, const State& s,
   out.push_back(n1 == 1 ? h3.unsqueeze(2) : torch::cat({h3.unsqueeze(2), hist.narrow(2, 0, n1 - 1)}, 2));
   for (size_t i = 1; i < base_state_size_; ++i) {
     auto ci = ns[i].reshape({B, K, -1});
-    if (opt_.lstm_memory == "average") {
+    if (opt_.lstm_memory == LstmMemory::Average) {
       const auto& prev = s[2 + i];
       out.push_back(n1 == 1 ? ci.unsqueeze(2) : torch::cat({ci.unsqueeze(2), prev.narrow(2, 0, n1 - 1)}, 2));
     } else {
@@ -252,7 +250,7 @@ double McRnnCellImpl::flops_per_step() const {
   f += K * n1 * H + 2.0 * K * n1 * H * H;                    // eq. 2: mask/scale + GEMM over all n-1 distances
   f += K * (2.0 * A * H + 4.0 * A);                          // eq. 4: V_h h, add, tanh, r^T
   f += 4.0 * K + 2.0 * K * H;                                // eqs. 5-6: softmax, weighted sum
-  if (opt_.lstm_memory == "average") f += 2.0 * K * n1 * H * std::max<size_t>(base_state_size_ - 1, 0);
+  if (opt_.lstm_memory == LstmMemory::Average) f += 2.0 * K * n1 * H * std::max<size_t>(base_state_size_ - 1, 0);
   return f;
 }
 
@@ -269,7 +267,7 @@ const OptionTable<McRnnOptions>& mcrnn_option_table() {
         "Base recurrent function f of eq. 3: a step-wise Cellscope cell (rnn, gru, lstm, ...). The paper uses lstm.");
     t.field("attention", &O::attention, 0, 65536,
             "Rows of the attention matrix V (eq. 4); 0 = hidden size (the paper's choice).");
-    t.choice("lstm_memory", &O::lstm_memory, {"prev", "average"},
+    t.choice("lstm_memory", &O::lstm_memory,
              "What the base's extra state (the LSTM memory cell c) is at each node, which the paper leaves open: "
              "'prev' = c of the immediate predecessor in the same channel; 'average' = the in-block average "
              "(1/m) sum_{j<=m} c_{t-j} (eq. 2 without W_j).");

@@ -19,6 +19,12 @@ namespace cs {
 
 struct CellInfo;
 
+// What the base's extra state (the LSTM memory c) is at each node (model.lstm_memory).
+enum class LstmMemory { Prev, Average };
+constexpr EnumNames<LstmMemory, 2> enum_names(LstmMemory) {
+  return {{{LstmMemory::Prev, "prev"}, {LstmMemory::Average, "average"}}};
+}
+
 // The members are the only defaults of the mcrnn cell's model.* options (mcrnn_option_table()).
 struct McRnnOptions {
   int64_t input_size = 0;
@@ -26,7 +32,7 @@ struct McRnnOptions {
   int64_t block = 3;               // n; channels K = n - 1 ("MC-RNN-K")
   std::string base = "lstm";       // base cell f of eq. 3 (built by the registry; unused by the cell itself)
   int64_t attention = 0;           // rows of V (0 = hidden_size)
-  std::string lstm_memory = "prev";  // "prev" | "average": the base's extra state (LSTM c)
+  LstmMemory lstm_memory = LstmMemory::Prev;  // the base's extra state (LSTM c)
   double dist_scale = 0.1;          // alpha: W_j = I + alpha * D_j (D_j the parameter); 1 = W_j itself
 };
 

@@ -14,17 +14,12 @@ namespace cs {
 namespace F = torch::nn::functional;
 
 // ------------------------------------------------------------------ helpers
-torch::Tensor zone_disagreement_of_cosines(const torch::Tensor& cosm, const std::string& pairs,
-                                           const std::string& form) {
-  TORCH_CHECK(pairs == "all" || pairs == "distinct", "mzu: disagreement_pairs must be all or distinct, got '", pairs,
-              "'");
-  TORCH_CHECK(form == "cosine" || form == "squared_cosine",
-              "mzu: disagreement_form must be cosine or squared_cosine, got '", form, "'");
+torch::Tensor zone_disagreement_of_cosines(const torch::Tensor& cosm, DisagreementPairs pairs, DisagreementForm form) {
   // eq. 18: D_zone = -(1/N^2) sum_i sum_j cos(z_i, z_j), i = j included as written ("all").
   // "squared_cosine" puts cos^2 in its place: maximised by orthogonal zones instead of by
   // zones whose unit vectors sum to zero (anti-correlated). See MZU_NOTES.md.
-  auto v = form == "squared_cosine" ? cosm * cosm : cosm;
-  if (pairs == "all") return -v.mean({-1, -2});
+  auto v = form == DisagreementForm::SquaredCosine ? cosm * cosm : cosm;
+  if (pairs == DisagreementPairs::All) return -v.mean({-1, -2});
   // "distinct": the mean over the N(N-1) pairs i != j (the i = j terms of eq. 18 are the
   // constant 1 and carry no gradient: this reading only rescales and shifts "all").
   const int64_t N = cosm.size(-1);
@@ -33,7 +28,7 @@ torch::Tensor zone_disagreement_of_cosines(const torch::Tensor& cosm, const std:
   return off * (-1.0 / static_cast<double>(N * (N - 1)));
 }
 
-torch::Tensor zone_disagreement(const torch::Tensor& Z, const std::string& pairs, const std::string& form) {
+torch::Tensor zone_disagreement(const torch::Tensor& Z, DisagreementPairs pairs, DisagreementForm form) {
   // eq. 18 from the zones: cos(z_i, z_j) = z_i.z_j / (|z_i| |z_j|)
   auto zn = Z / Z.norm(2, {-1}, true).clamp_min(1e-12);
   auto cosm = torch::matmul(zn, zn.transpose(-1, -2));
@@ -61,14 +56,12 @@ MZUBlockImpl::MZUBlockImpl(const MZUOptions& o, int64_t input_size) : o_(o) {
   TORCH_CHECK(N_ > 0, "mzu: zones must be > 0, got ", N_);
   TORCH_CHECK(H_ % N_ == 0, "mzu: hidden_size (", H_, ") must be divisible by zones (", N_, ")");
   TORCH_CHECK(o.filter > 0, "mzu: filter must be > 0, got ", o.filter);
-  TORCH_CHECK(o.composition == "sat" || o.composition == "gcn" || o.composition == "cap",
-              "mzu: composition must be sat, gcn or cap, got '", o.composition, "'");
   dz_ = H_ / N_;
   m_h_ = !o.regular_trans;
   m_g_ = !o.regular_gate;
   K_ = static_cast<int64_t>(m_h_) + static_cast<int64_t>(m_g_);
   R_ = 2 - K_;
-  if (o.composition == "cap") {
+  if (o.composition == MZUComposition::Cap) {
     J_ = o.capsules;
     TORCH_CHECK(J_ > 0 && H_ % J_ == 0, "mzu: hidden_size (", H_, ") must be divisible by capsules (", J_, ")");
     TORCH_CHECK(o.routing_iters >= 1, "mzu: routing_iters must be >= 1, got ", o.routing_iters);
@@ -83,13 +76,18 @@ MZUBlockImpl::MZUBlockImpl(const MZUOptions& o, int64_t input_size) : o_(o) {
   w_h = register_parameter("w_h", uniform({G, H_}, I_ + H_));
   if (R_ > 0) b_reg = register_parameter("b_reg", uniform({R_ * H_}, I_ + H_));
   if (K_ > 0) {
-    if (o.composition == "sat") {
-      const int64_t nq = o.sat_qkv == "shared" ? K_ : K_ * N_;
-      w_qkv = register_parameter("w_qkv", uniform({nq, dz_, 3 * dz_}, dz_));  // eq. 6: Q, K, V
-    } else if (o.composition == "gcn") {
-      w_g = register_parameter("w_g", uniform({K_, dz_, dz_}, dz_));  // eq. 9: W_g, d_g = d_z
-    } else {
-      w_c = register_parameter("w_c", uniform({K_, dz_, J_ * do_}, dz_));  // eq. 10: W^c_j, shared over i
+    switch (o.composition) {
+      case MZUComposition::Sat: {
+        const int64_t nq = o.sat_qkv == SatQkv::Shared ? K_ : K_ * N_;
+        w_qkv = register_parameter("w_qkv", uniform({nq, dz_, 3 * dz_}, dz_));  // eq. 6: Q, K, V
+        break;
+      }
+      case MZUComposition::Gcn:
+        w_g = register_parameter("w_g", uniform({K_, dz_, dz_}, dz_));  // eq. 9: W_g, d_g = d_z
+        break;
+      case MZUComposition::Cap:
+        w_c = register_parameter("w_c", uniform({K_, dz_, J_ * do_}, dz_));  // eq. 10: W^c_j, shared over i
+        break;
     }
     w1 = register_parameter("w1", uniform({K_, do_, D}, do_));  // eq. 5
     b1 = register_parameter("b1", uniform({K_, 1, D}, do_));
@@ -97,13 +95,13 @@ MZUBlockImpl::MZUBlockImpl(const MZUOptions& o, int64_t input_size) : o_(o) {
     b2 = register_parameter("b2", uniform({K_, 1, do_}, D));
     wo = register_parameter("wo", uniform({K_, J_ * do_, H_}, J_ * do_));  // aggregation linear to d_h
     bo = register_parameter("bo", uniform({K_, 1, H_}, J_ * do_));
-    if (o.layer_norm && o.ln_position == "zones") {
+    if (o.layer_norm && o.ln_position == LnPosition::Zones) {
       ln_z_gain = register_parameter("ln_z_gain", torch::ones({K_, N_, dz_}));
       ln_z_bias = register_parameter("ln_z_bias", torch::zeros({K_, N_, dz_}));
     }
   }
   if (o.layer_norm) {
-    const bool pre = o.ln_position != "zones";
+    const bool pre = o.ln_position == LnPosition::Preact;
     if (pre || !m_h_) {
       ln_c_gain = register_parameter("ln_c_gain", torch::ones({H_}));
       ln_c_bias = register_parameter("ln_c_bias", torch::zeros({H_}));
@@ -141,9 +139,9 @@ torch::Tensor MZUBlockImpl::compose(const torch::Tensor& Zk, const torch::Tensor
                                     const std::string& pfx) {
   const int64_t K = K_, B = Zk.size(1), N = N_, dz = dz_;
   auto mname = [&](int64_t k) { return (m_h_ && k == 0) ? std::string("_h") : std::string("_g"); };
-  if (o_.composition == "sat") {
+  if (o_.composition == MZUComposition::Sat) {
     torch::Tensor qkv;  // [K B, N, 3 d_z]
-    if (o_.sat_qkv == "shared") {
+    if (o_.sat_qkv == SatQkv::Shared) {
       qkv = torch::bmm(Zk.view({K, B * N, dz}), w_qkv).view({K * B, N, 3 * dz});
     } else {
       // per-zone projections: a batch of K N products [B, d_z] x [d_z, 3 d_z]
@@ -160,11 +158,11 @@ torch::Tensor MZUBlockImpl::compose(const torch::Tensor& Zk, const torch::Tensor
     }
     return torch::bmm(attn, parts[2]).view({K, B * N, dz});
   }
-  if (o_.composition == "gcn") {
+  if (o_.composition == MZUComposition::Gcn) {
     // eqs. 7-8: w_ij = cos(z_i, z_j). "cosine_plus_identity": self-connections added on top,
     // A~ = W + I (diagonal 2); "cosine": eq. 8 as written, A~ = [w_ij] (diagonal cos(z_i, z_i) = 1).
-    auto w = o_.gcn_edges == "relu_cosine" ? torch::relu(cosm) : cosm;
-    auto A = o_.gcn_adjacency == "cosine" ? w : w + torch::eye(N, w.options());
+    auto w = o_.gcn_edges == GcnEdges::ReluCosine ? torch::relu(cosm) : cosm;
+    auto A = o_.gcn_adjacency == GcnAdjacency::Cosine ? w : w + torch::eye(N, w.options());
     // D~_ii = sum_j A~_ij; cosine edges can be negative, so the degree is clamped at 1e-2
     // (see notes) before D~^{-1/2}.
     auto dinv = A.sum(-1).clamp_min(1e-2).rsqrt();  // [K B, N]
@@ -175,10 +173,12 @@ torch::Tensor MZUBlockImpl::compose(const torch::Tensor& Zk, const torch::Tensor
     }
     auto AZ = torch::bmm(Ahat, Zk.view({K * B, N, dz})).view({K, B * N, dz});
     auto O = torch::bmm(AZ, w_g);  // eq. 9: (... Z) W_g
-    const auto& act = o_.gcn_activation;  // sigma of eq. 9
-    if (act == "relu") return torch::relu(O);
-    if (act == "tanh") return torch::tanh(O);
-    if (act == "sigmoid") return torch::sigmoid(O);
+    switch (o_.gcn_activation) {  // sigma of eq. 9
+      case GcnActivation::Relu: return torch::relu(O);
+      case GcnActivation::Tanh: return torch::tanh(O);
+      case GcnActivation::Sigmoid: return torch::sigmoid(O);
+      case GcnActivation::Identity: return O;
+    }
     return O;
   }
   // cap: eq. 10 prediction vectors z^_{j|i} = z_i W^c_j  -> u [K, B, N, J, d_o]
@@ -229,7 +229,8 @@ torch::Tensor MZUBlockImpl::transition(const torch::Tensor& xp, const torch::Ten
       auto zn = Zb / Zb.norm(2, {-1}, true).clamp_min(1e-12);
       return torch::bmm(zn, zn.transpose(1, 2));
     };
-    if (o_.composition == "gcn" || (want_dzone && at::GradMode::is_enabled() && o_.zone_disagreement != 0)) {
+    const bool gcn = o_.composition == MZUComposition::Gcn;
+    if (gcn || (want_dzone && at::GradMode::is_enabled() && o_.zone_disagreement != 0)) {
       cosm = cosine();
     } else if (dzone_out) {
       at::NoGradGuard ng;  // metric only
@@ -243,7 +244,9 @@ torch::Tensor MZUBlockImpl::transition(const torch::Tensor& xp, const torch::Ten
     if (cos_out && cosm.defined()) {
       // metric: mean cosine over the distinct zone pairs, whatever the reading (0 = orthogonal)
       at::NoGradGuard ng;
-      *cos_out = -zone_disagreement_of_cosines(cosm.detach(), "distinct", "cosine").view({K, B}).t();
+      *cos_out = -zone_disagreement_of_cosines(cosm.detach(), DisagreementPairs::Distinct, DisagreementForm::Cosine)
+                      .view({K, B})
+                      .t();
     }
     if (ctx.probe)
       for (int64_t k = 0; k < K; ++k) ctx.record(pfx + ((m_h_ && k == 0) ? "zones_h" : "zones_g"), Zk[k]);
@@ -276,19 +279,24 @@ double MZUBlockImpl::flops(bool with_input, bool with_dzone) const {
   const double G = (K + R) * H;
   double f = 2.0 * G * H + (with_input ? 2.0 * G * I + G : 0.0) + R * H;  // eq. 4 + regular maps
   double m = 0;  // one M-function
-  const bool cos = o_.composition == "gcn" || with_dzone;
+  const bool cos = o_.composition == MZUComposition::Gcn || with_dzone;
   if (cos) m += 4.0 * N * dz + 2.0 * N * N * dz + N * N;  // norms, Gram matrix, mean
   if (ln_z_gain.defined()) m += 8.0 * N * dz;
-  if (o_.composition == "sat") {
-    m += 2.0 * N * dz * 3 * dz;              // Q, K, V
-    m += 2.0 * N * N * dz + N * N + 5.0 * N * N + 2.0 * N * N * dz;  // scores, scale, softmax, attn V
-  } else if (o_.composition == "gcn") {
-    m += 6.0 * N * N + N;                    // + I, degree, D^-1/2 A D^-1/2
-    m += 2.0 * N * N * dz + 2.0 * N * dz * dz + N * dz;  // A Z, W_g, activation
-  } else {
-    const double T = o_.routing_iters;
-    m += 2.0 * N * dz * J * Do;              // prediction vectors
-    m += T * (5.0 * N * J + 2.0 * N * J * Do + 6.0 * J * Do) + (T - 1) * (2.0 * N * J * Do + N * J);
+  switch (o_.composition) {
+    case MZUComposition::Sat:
+      m += 2.0 * N * dz * 3 * dz;              // Q, K, V
+      m += 2.0 * N * N * dz + N * N + 5.0 * N * N + 2.0 * N * N * dz;  // scores, scale, softmax, attn V
+      break;
+    case MZUComposition::Gcn:
+      m += 6.0 * N * N + N;                    // + I, degree, D^-1/2 A D^-1/2
+      m += 2.0 * N * N * dz + 2.0 * N * dz * dz + N * dz;  // A Z, W_g, activation
+      break;
+    case MZUComposition::Cap: {
+      const double T = o_.routing_iters;
+      m += 2.0 * N * dz * J * Do;              // prediction vectors
+      m += T * (5.0 * N * J + 2.0 * N * J * Do + 6.0 * J * Do) + (T - 1) * (2.0 * N * J * Do + N * J);
+      break;
+    }
   }
   m += 2.0 * J * Do * D + 2.0 * J * D + 2.0 * J * D * Do + J * Do;  // FFN (eq. 5), biases, ReLU
   if (o_.ffn_residual) m += J * Do;
@@ -363,7 +371,7 @@ torch::Tensor MZUCellImpl::disagreement_loss(const torch::Tensor& D, const StepC
                 "mzu: token_mask must be [", T, ", ", B, "], got ", ctx.token_mask.sizes());
     per_token = per_token * ctx.token_mask.to(per_token.dtype());
   }
-  const double units = o_.disagreement_scale == "sum" ? 1.0
+  const double units = o_.disagreement_scale == DisagreementScale::Sum ? 1.0
                        : ctx.loss_units > 0           ? ctx.loss_units
                                                       : static_cast<double>(T * B);
   return per_token.sum() * (-lambda_at(ctx.step) / units);
@@ -382,9 +390,9 @@ void MZUCellImpl::add_disagreement(const torch::Tensor& D, StepContext& ctx) {
   // The fast path (cells/fused_mzu.cpp) returns eq. 18's D_zone [T, B, M] of the reading it
   // claims (all pairs, cosine); the mean cosine over distinct zone pairs follows from it:
   // D_m = -(N + sum_{i != j} cos_ij) / N^2, so mean_{i != j} cos = (-N D_m - 1) / (N - 1).
-  TORCH_CHECK(o_.disagreement_pairs == "all" && o_.disagreement_form == "cosine",
-              "mzu: add_disagreement(D) expects eq. 18 over all pairs with cosines, got pairs '", o_.disagreement_pairs,
-              "', form '", o_.disagreement_form, "'");
+  TORCH_CHECK(o_.disagreement_pairs == DisagreementPairs::All && o_.disagreement_form == DisagreementForm::Cosine,
+              "mzu: add_disagreement(D) expects eq. 18 over all pairs with cosines, got pairs '",
+              enum_name(o_.disagreement_pairs), "', form '", enum_name(o_.disagreement_form), "'");
   const double N = static_cast<double>(o_.zones);
   auto C = N > 1 ? ((-N * D.detach() - 1.0) / (N - 1.0)).mean(2) : torch::zeros({D.size(0), D.size(1)}, D.options());
   const bool reg = o_.zone_disagreement != 0 && at::GradMode::is_enabled();
@@ -476,15 +484,15 @@ const OptionTable<MZUOptions>& mzu_option_table() {
         "zone_disagreement", &O::zone_disagreement, -100, 100,
         "Weight lambda of the zone disagreement regularisation (MZU eqs. 18-19); default 1.0 as in the paper (0 = off; negative values promote similar zones).");
     t.choice(
-         "disagreement_scale", &O::disagreement_scale, {"mean", "sum"},
+         "disagreement_scale", &O::disagreement_scale,
          "How eq. 19's sum over tokens is scaled: 'mean' divides it by the units the task loss is averaged over (characters in a language model, sentences in classification/ABSA), which keeps eq. 19's balance the same in every task; 'sum' adds the raw sum.")
         .advanced();
     t.choice(
-         "disagreement_pairs", &O::disagreement_pairs, {"all", "distinct"},
+         "disagreement_pairs", &O::disagreement_pairs,
          "Which zone pairs eq. 18 averages: 'all' = the N^2 pairs, i = j included, as written (the i = j terms are constant: D ranges from -1 to 0 and orthogonal zones give -1/N); 'distinct' = the N(N-1) pairs i != j (orthogonal zones give 0; the same gradient scaled by N/(N-1)).")
         .advanced();
     t.choice(
-         "disagreement_form", &O::disagreement_form, {"cosine", "squared_cosine"},
+         "disagreement_form", &O::disagreement_form,
          "What eq. 18 averages: 'cosine' = cos(z_i, z_j) as written, maximised when the zones' unit vectors sum to zero (anti-correlated zones); 'squared_cosine' = cos^2, maximised by orthogonal zones (a reading, not the paper's formula).")
         .advanced();
     t.field(
@@ -498,29 +506,29 @@ const OptionTable<MZUOptions>& mzu_option_table() {
         "regular_trans", &O::regular_trans,
         "Ablation 'Regular-Trans.' (MZU Table 4): the candidate uses a plain linear map of [x, h] instead of an M-function.");
     t.choice(
-         "ln_position", &O::ln_position, {"preact", "zones"},
+         "ln_position", &O::ln_position,
          "What layer normalization (model.layer_norm) normalises: 'preact' = the outputs of M_h and M_g before tanh/sigmoid; 'zones' = each zone after generation (regular maps keep 'preact').")
         .advanced();
     t.field("ffn_residual", &O::ffn_residual,
             "Add a residual connection around the zone-wise FFN (f_j = o_j + FFN(o_j)); eq. 5 has none.")
         .advanced();
     t.choice(
-         "gcn_activation", &O::gcn_activation, {"relu", "tanh", "sigmoid", "identity"},
+         "gcn_activation", &O::gcn_activation,
          "The activation sigma of the graph convolution (MZU eq. 9; unspecified in the paper; ReLU as in Kipf & Welling).")
         .advanced()
         .cells({"gcn_mzu"});
     t.choice(
-         "gcn_edges", &O::gcn_edges, {"cosine", "relu_cosine"},
+         "gcn_edges", &O::gcn_edges,
          "Edge weights: 'cosine' = cos(z_i, z_j) as in eq. 7 (may be negative; degrees clamped at 0.01), 'relu_cosine' = max(cos, 0).")
         .advanced()
         .cells({"gcn_mzu"});
     t.choice(
-         "gcn_adjacency", &O::gcn_adjacency, {"cosine_plus_identity", "cosine"},
+         "gcn_adjacency", &O::gcn_adjacency,
          "Adjacency A~ of eq. 9: 'cosine_plus_identity' = cosines + I, so self-loops weigh 2 (footnote 1 read as adding self-connections; the default, see MZU_NOTES.md); 'cosine' = eq. 8 as written, A~ = [cos(z_i, z_j)] with self-loops cos(z_i, z_i) = 1.")
         .advanced()
         .cells({"gcn_mzu"});
     t.choice(
-         "sat_qkv", &O::sat_qkv, {"shared", "per_zone"},
+         "sat_qkv", &O::sat_qkv,
          "Query/key/value maps of eq. 6: 'shared' = one W^Q, W^K, W^V for all zones (the default: the reading whose parameter counts match the paper's Tables 1-2, see MZU_NOTES.md); 'per_zone' = different W^Q_i, W^K_i, W^V_i for each zone.")
         .advanced()
         .cells({"sat_mzu"});
@@ -530,8 +538,8 @@ const OptionTable<MZUOptions>& mzu_option_table() {
 }
 
 // The options of cell `comp`_mzu from a resolved model section.
-static MZUOptions mzu_options(const json& m, int64_t in, const std::string& comp) {
-  MZUOptions o = mzu_option_table().read(m, comp + "_mzu");
+static MZUOptions mzu_options(const json& m, int64_t in, MZUComposition comp) {
+  MZUOptions o = mzu_option_table().read(m, to_string(comp) + "_mzu");
   o.composition = comp;
   o.input_size = in;
   o.hidden_size = resolved<int64_t>(m, "model", "hidden");
@@ -542,23 +550,26 @@ static MZUOptions mzu_options(const json& m, int64_t in, const std::string& comp
 
 void register_mzu_cells(std::vector<CellInfo>& out) {
   struct Def {
-    std::string comp, desc;
+    MZUComposition comp;
+    std::string desc;
   };
   const std::vector<Def> defs = {
-      {"sat", "satMZU: Multi-Zone Unit with self-attention zone composition (Meng et al. AAAI 2020, eq. 6)"},
-      {"gcn", "gcnMZU: Multi-Zone Unit with graph-convolutional zone composition (Meng et al. AAAI 2020, eqs. 7-9)"},
-      {"cap",
+      {MZUComposition::Sat,
+       "satMZU: Multi-Zone Unit with self-attention zone composition (Meng et al. AAAI 2020, eq. 6)"},
+      {MZUComposition::Gcn,
+       "gcnMZU: Multi-Zone Unit with graph-convolutional zone composition (Meng et al. AAAI 2020, eqs. 7-9)"},
+      {MZUComposition::Cap,
        "capMZU: Multi-Zone Unit with capsule dynamic-routing zone composition (Meng et al. AAAI 2020, eqs. 10-14)"},
   };
   for (const auto& d : defs) {
     CellInfo c;
-    c.name = d.comp + "_mzu";
+    c.name = to_string(d.comp) + "_mzu";
     c.family = "mzu";
     c.description = d.desc;
     c.options = mzu_option_table().specs_for_cell(c.name);
     c.common_options = {"layer_norm", "candidate_dropout"};
     c.common_defaults = {{"layer_norm", true}};  // the paper applies layer normalization to every MZU
-    const std::string comp = d.comp;
+    const MZUComposition comp = d.comp;
     c.make = [comp](const json& m, int64_t in, int) -> std::shared_ptr<CellImpl> {
       return std::make_shared<MZUCellImpl>(mzu_options(m, in, comp));
     };
@@ -566,7 +577,7 @@ void register_mzu_cells(std::vector<CellInfo>& out) {
       return fast_path_refusal_text(mzu_fast_path_refusal(mzu_options(m, 0, comp)));
     };
     c.check = [comp](const json& cfg, std::vector<ConfigError>& errs) {
-      const MZUOptions o = mzu_option_table().read(cfg.at("model"), comp + "_mzu");
+      const MZUOptions o = mzu_option_table().read(cfg.at("model"), to_string(comp) + "_mzu");
       const int64_t H = resolved_cfg<int64_t>(cfg, "model", "hidden"), N = o.zones, L = o.depth;
       if (N <= 0) {
         errs.push_back({"model.zones", "the number of zones N must be >= 1, got " + std::to_string(N)});
@@ -575,7 +586,7 @@ void register_mzu_cells(std::vector<CellInfo>& out) {
                                            std::to_string(N) + "): each zone has d_h / N units (MZU eq. 4)"});
       }
       if (L < 0) errs.push_back({"model.depth", "the transition depth L must be >= 0, got " + std::to_string(L)});
-      if (comp == "cap") {
+      if (comp == MZUComposition::Cap) {
         const int64_t J = o.capsules, T = o.routing_iters;
         if (J <= 0) {
           errs.push_back({"model.capsules", "the number of output capsules J must be >= 1, got " + std::to_string(J)});
@@ -587,7 +598,7 @@ void register_mzu_cells(std::vector<CellInfo>& out) {
         if (T < 1)
           errs.push_back({"model.routing_iters", "at least one routing iteration is needed, got " + std::to_string(T)});
       }
-      if (o.disagreement_pairs == "distinct" && N == 1 && o.zone_disagreement != 0)
+      if (o.disagreement_pairs == DisagreementPairs::Distinct && N == 1 && o.zone_disagreement != 0)
         errs.push_back({"model.disagreement_pairs",
                         "'distinct' averages over pairs of different zones, and with model.zones = 1 there are none "
                         "(use 'all', more zones, or model.zone_disagreement = 0)"});

@@ -19,11 +19,53 @@
 
 namespace cs {
 
+// The choices of the MZU options, each with its names (config/option_spec.h, EnumNames): the
+// tables' order is the order the schema lists them.
+enum class MZUComposition { Sat, Gcn, Cap };  // sat_mzu (eq. 6), gcn_mzu (eqs. 7-9), cap_mzu (eqs. 10-14)
+constexpr EnumNames<MZUComposition, 3> enum_names(MZUComposition) {
+  return {{{MZUComposition::Sat, "sat"}, {MZUComposition::Gcn, "gcn"}, {MZUComposition::Cap, "cap"}}};
+}
+enum class DisagreementScale { Mean, Sum };
+constexpr EnumNames<DisagreementScale, 2> enum_names(DisagreementScale) {
+  return {{{DisagreementScale::Mean, "mean"}, {DisagreementScale::Sum, "sum"}}};
+}
+enum class DisagreementPairs { All, Distinct };
+constexpr EnumNames<DisagreementPairs, 2> enum_names(DisagreementPairs) {
+  return {{{DisagreementPairs::All, "all"}, {DisagreementPairs::Distinct, "distinct"}}};
+}
+enum class DisagreementForm { Cosine, SquaredCosine };
+constexpr EnumNames<DisagreementForm, 2> enum_names(DisagreementForm) {
+  return {{{DisagreementForm::Cosine, "cosine"}, {DisagreementForm::SquaredCosine, "squared_cosine"}}};
+}
+enum class LnPosition { Preact, Zones };
+constexpr EnumNames<LnPosition, 2> enum_names(LnPosition) {
+  return {{{LnPosition::Preact, "preact"}, {LnPosition::Zones, "zones"}}};
+}
+enum class GcnActivation { Relu, Tanh, Sigmoid, Identity };
+constexpr EnumNames<GcnActivation, 4> enum_names(GcnActivation) {
+  return {{{GcnActivation::Relu, "relu"},
+           {GcnActivation::Tanh, "tanh"},
+           {GcnActivation::Sigmoid, "sigmoid"},
+           {GcnActivation::Identity, "identity"}}};
+}
+enum class GcnEdges { Cosine, ReluCosine };
+constexpr EnumNames<GcnEdges, 2> enum_names(GcnEdges) {
+  return {{{GcnEdges::Cosine, "cosine"}, {GcnEdges::ReluCosine, "relu_cosine"}}};
+}
+enum class GcnAdjacency { CosinePlusIdentity, Cosine };
+constexpr EnumNames<GcnAdjacency, 2> enum_names(GcnAdjacency) {
+  return {{{GcnAdjacency::CosinePlusIdentity, "cosine_plus_identity"}, {GcnAdjacency::Cosine, "cosine"}}};
+}
+enum class SatQkv { Shared, PerZone };
+constexpr EnumNames<SatQkv, 2> enum_names(SatQkv) {
+  return {{{SatQkv::Shared, "shared"}, {SatQkv::PerZone, "per_zone"}}};
+}
+
 // The members below are the only defaults of the model.* options of the MZU cells
 // (mzu_option_table() in mzu.cpp describes each once); composition, sizes and the common
 // options layer_norm / candidate_dropout come from the cell name and the model section.
 struct MZUOptions {
-  std::string composition = "gcn";  // "sat" (eq. 6), "gcn" (eqs. 7-9), "cap" (eqs. 10-14)
+  MZUComposition composition = MZUComposition::Gcn;
   int64_t input_size = 0;
   int64_t hidden_size = 0;
   int64_t zones = 4;            // N; zone size d_z = d_h / N (eq. 4)
@@ -33,21 +75,19 @@ struct MZUOptions {
   int64_t capsules = 2;         // J output capsules (cap), d_o = d_h / J
   int64_t routing_iters = 3;    // T routing iterations (cap)
   double zone_disagreement = 1.0;  // lambda of eq. 19 (paper: 1.0; may be negative)
-  std::string disagreement_scale = "mean";  // "mean": per unit of the task loss (see notes) | "sum"
-  std::string disagreement_pairs = "all";   // eq. 18's pairs: "all" (i = j included, as written) | "distinct" (i != j)
-  std::string disagreement_form =
-      "cosine";  // "cosine" (eq. 18: toward anti-correlation) | "squared_cosine" (toward orthogonality)
+  DisagreementScale disagreement_scale = DisagreementScale::Mean;  // Mean: per unit of the task loss (see notes)
+  DisagreementPairs disagreement_pairs = DisagreementPairs::All;  // eq. 18's pairs: All (i = j included, as written)
+  DisagreementForm disagreement_form = DisagreementForm::Cosine;  // Cosine (eq. 18: toward anti-correlation)
   int64_t disagreement_warmup = 0;          // lambda grows linearly over this many training steps (0 = none)
   bool regular_gate = false;    // Table 4 "Regular-Gate": g = sigmoid(W [x, h] + b)
   bool regular_trans = false;   // Table 4 "Regular-Trans.": h~ = tanh(W [x, h] + b)
   bool layer_norm = false;
-  std::string ln_position = "preact";  // "preact": LN of M_h / M_g outputs; "zones": LN of each zone
+  LnPosition ln_position = LnPosition::Preact;  // Preact: LN of M_h / M_g outputs; Zones: LN of each zone
   double candidate_dropout = 0;
-  std::string gcn_activation = "relu";  // sigma of eq. 9: relu | tanh | sigmoid | identity
-  std::string gcn_edges = "cosine";     // "cosine" (eqs. 7-8) | "relu_cosine" (negative edges cut)
-  std::string gcn_adjacency =
-      "cosine_plus_identity";           // A~ = cos + I (diagonal 2) | "cosine": eq. 8 as written (diagonal 1)
-  std::string sat_qkv = "shared";       // "shared": one W^Q, W^K, W^V for all zones | "per_zone"
+  GcnActivation gcn_activation = GcnActivation::Relu;  // sigma of eq. 9
+  GcnEdges gcn_edges = GcnEdges::Cosine;                // Cosine (eqs. 7-8) | ReluCosine (negative edges cut)
+  GcnAdjacency gcn_adjacency = GcnAdjacency::CosinePlusIdentity;  // A~ = cos + I | Cosine: eq. 8 as written
+  SatQkv sat_qkv = SatQkv::Shared;  // Shared: one W^Q, W^K, W^V for all zones | PerZone
   bool ffn_residual = false;            // f_j = o_j + FFN(o_j) instead of eq. 5
 };
 
@@ -55,13 +95,13 @@ struct MZUOptions {
 const OptionTable<MZUOptions>& mzu_option_table();
 
 // D_zone of eq. 18 for zones Z [..., N, d_z] -> [...]: -(1/N^2) sum_ij cos(z_i, z_j) with the
-// defaults; pairs "distinct" averages over the N(N-1) pairs i != j, form "squared_cosine" uses
+// defaults; pairs Distinct averages over the N(N-1) pairs i != j, form SquaredCosine uses
 // cos^2 (maximised by orthogonal zones). The readings are compared in MZU_NOTES.md.
-torch::Tensor zone_disagreement(const torch::Tensor& Z, const std::string& pairs = "all",
-                                const std::string& form = "cosine");
+torch::Tensor zone_disagreement(const torch::Tensor& Z, DisagreementPairs pairs = DisagreementPairs::All,
+                                DisagreementForm form = DisagreementForm::Cosine);
 // The same from the zones' cosine matrix cosm [..., N, N] -> [...].
-torch::Tensor zone_disagreement_of_cosines(const torch::Tensor& cosm, const std::string& pairs = "all",
-                                           const std::string& form = "cosine");
+torch::Tensor zone_disagreement_of_cosines(const torch::Tensor& cosm, DisagreementPairs pairs = DisagreementPairs::All,
+                                           DisagreementForm form = DisagreementForm::Cosine);
 // Squash of eq. 13 along the last dim: |s|^2/(1+|s|^2) * s/|s| (safe at s = 0).
 torch::Tensor squash(const torch::Tensor& s);
 
@@ -111,7 +151,7 @@ TORCH_MODULE(MZUBlock);
 class MZUCellImpl : public CellImpl {
  public:
   explicit MZUCellImpl(const MZUOptions& o);
-  std::string type_name() const override { return o_.composition + "_mzu"; }
+  std::string type_name() const override { return to_string(o_.composition) + "_mzu"; }
   int64_t input_size() const override { return o_.input_size; }
   int64_t hidden_size() const override { return o_.hidden_size; }
   torch::Tensor input_projection(const torch::Tensor& x) override;

@@ -78,14 +78,6 @@ const char* type_name(OptType t) {
   return "?";
 }
 
-std::string dump_short(const json& v) {
-  // replace: a string that is not UTF-8 (a --set value, a config file in Latin-1) is shown with
-  // U+FFFD instead of making dump() throw type_error 316 (exit 1; found by tests/fuzz).
-  std::string s = v.dump(-1, ' ', false, json::error_handler_t::replace);
-  if (s.size() > 60) s = s.substr(0, 57) + "...";
-  return s;
-}
-
 void check_value(const OptionSpec& o, const json& v, std::vector<ConfigError>& errs) {
   const std::string p = o.path();
   auto bad_type = [&] {
@@ -127,13 +119,10 @@ void check_value(const OptionSpec& o, const json& v, std::vector<ConfigError>& e
     case OptType::String:
       if (!v.is_string()) return bad_type();
       break;
-    case OptType::Enum: {
-      std::string list;
-      for (auto& c : o.choices) list += (list.empty() ? "" : ", ") + c;
+    case OptType::Enum:
       if (!v.is_string() || std::find(o.choices.begin(), o.choices.end(), v.get<std::string>()) == o.choices.end())
-        errs.push_back({p, "expected one of: " + list + "; got " + dump_short(v)});
+        errs.push_back({p, choice_error(o.choices, v)});
       break;
-    }
   }
 }
 

@@ -163,7 +163,7 @@ SentenceModelImpl::SentenceModelImpl(const json& m, int64_t vocab, int64_t class
   absa = is_absa;
   binary = classes == 2 && !is_absa;
   dropout = mo.dropout;
-  fc_activation = resolved<std::string>(m, "model", "fc_activation");
+  fc_activation = enum_from_json<FcActivation>(resolved_at(m, "model", "fc_activation"), "model.fc_activation");
   // Keras' default embedding initialisation U(-0.05, 0.05) (the scale the paper's L2 of 1e-4 assumes).
   embed = register_module("embed", padded_embedding(vocab, E, pad));
   encoder = register_module("encoder", Bidirectional(m, E));
@@ -193,8 +193,11 @@ torch::Tensor SentenceModelImpl::forward(const SentenceBatch& b, StepContext& ct
   }
   if (fc) {
     feat = fc->forward(feat);
-    if (fc_activation == "relu") feat = torch::relu(feat);
-    else if (fc_activation == "tanh") feat = torch::tanh(feat);
+    switch (fc_activation) {
+      case FcActivation::Relu: feat = torch::relu(feat); break;
+      case FcActivation::Tanh: feat = torch::tanh(feat); break;
+      case FcActivation::None: break;
+    }
     feat = drop(feat);  // dropout on the fully connected layer's output
   } else if (absa) {
     feat = drop(feat);
@@ -245,7 +248,7 @@ SentenceTask::SentenceTask(const json& cfg, const std::string& run_dir, bool abs
     if (o.drop_conflict)
       ex.erase(std::remove_if(ex.begin(), ex.end(), [](const TextExample& e) { return e.label == "conflict"; }),
                ex.end());
-    if (o.subset == "hds")
+    if (o.subset == AbsaSubset::Hds)
       ex.erase(std::remove_if(ex.begin(), ex.end(), [](const TextExample& e) { return !e.hard; }), ex.end());
     if (ex.empty()) throw UserError("dataset '" + loc.path + "': no examples left (dataset.subset / drop_conflict)");
   }

@@ -20,6 +20,22 @@
 
 namespace cs {
 
+// Activation of the fully connected layer (model.fc_activation).
+enum class FcActivation { Relu, Tanh, None };
+constexpr EnumNames<FcActivation, 3> enum_names(FcActivation) {
+  return {{{FcActivation::Relu, "relu"}, {FcActivation::Tanh, "tanh"}, {FcActivation::None, "none"}}};
+}
+// absa's dataset.subset: the full dataset or the hard subset (MZU paper).
+enum class AbsaSubset { Ds, Hds };
+constexpr EnumNames<AbsaSubset, 2> enum_names(AbsaSubset) {
+  return {{{AbsaSubset::Ds, "ds"}, {AbsaSubset::Hds, "hds"}}};
+}
+// absa's dataset.domain: the SemEval-2014 directory (read by data/text_datasets from the config).
+enum class AbsaDomain { Restaurants, Laptops };
+constexpr EnumNames<AbsaDomain, 2> enum_names(AbsaDomain) {
+  return {{{AbsaDomain::Restaurants, "restaurants"}, {AbsaDomain::Laptops, "laptops"}}};
+}
+
 // The options of the sentence tasks; the members are their only defaults, except that
 // absa's table starts from model.fc = 0 (sentence_option_table(true)).
 struct SentenceOptions {
@@ -36,13 +52,13 @@ struct SentenceOptions {
   int64_t split_seed = 1;
   std::optional<std::string> pretrained_embeddings;  // model.*
   bool freeze_embeddings = false;
-  std::string fc_activation = "relu";
+  FcActivation fc_activation = FcActivation::Relu;
   int64_t eval_batch = 64;  // training.*
   double embed_l2 = 1e-4;
   int64_t fc = 1024;                  // model.fc: classify (CRU paper); absa: 0
   int64_t sst_classes = 5;            // classify only
-  std::string subset = "ds";          // absa only
-  std::string domain = "restaurants"; // absa only
+  AbsaSubset subset = AbsaSubset::Ds;                 // absa only
+  AbsaDomain domain = AbsaDomain::Restaurants;        // absa only
   bool drop_conflict = false;         // absa only
 };
 // The field table of classify (false) or absa (true): schema entries and binding of a
@@ -82,7 +98,7 @@ class SentenceModelImpl : public torch::nn::Module {
   torch::nn::Linear fc{nullptr}, out{nullptr};
   bool absa = false, binary = false;
   double dropout = 0.0;
-  std::string fc_activation = "relu";
+  FcActivation fc_activation = FcActivation::Relu;
 };
 TORCH_MODULE(SentenceModel);
 

@@ -52,7 +52,7 @@ void add_sentence_common(Table& t) {
   t.field("model.freeze_embeddings", &O::freeze_embeddings,
           "Keep the embeddings fixed (the CRU paper fine-tunes them).")
       .tasks(both);
-  t.choice("model.fc_activation", &O::fc_activation, {"relu", "tanh", "none"},
+  t.choice("model.fc_activation", &O::fc_activation,
            "Activation of the fully connected layer (not stated in the CRU paper).")
       .tasks(both);
   t.field("training.eval_batch", &O::eval_batch, 1, 65536, "Sentences per evaluation batch.").tasks(both);
@@ -91,11 +91,11 @@ const OptionTable<SentenceOptions>& sentence_option_table(bool absa) {
     add_sentence_common(t);
     t.field("model.fc", &O::fc, 0, 65536, "Optional fully connected layer before the softmax (MZU paper: none).")
         .tasks({"absa"});
-    t.choice("dataset.subset", &O::subset, {"ds", "hds"},
+    t.choice("dataset.subset", &O::subset,
              "ds = the full dataset; hds = the hard subset: sentences with several aspects of different polarities, "
              "one copy per aspect (MZU paper). With ds, evaluation also reports accuracy_hds.")
         .tasks({"absa"});
-    t.choice("dataset.domain", &O::domain, {"restaurants", "laptops"},
+    t.choice("dataset.domain", &O::domain,
              "SemEval-2014 directory: which domain's Train/Test files to read.")
         .tasks({"absa"});
     t.field("dataset.drop_conflict", &O::drop_conflict,

@@ -182,9 +182,10 @@ ClozeReaderImpl::ClozeReaderImpl(const json& m, int64_t vocab, int64_t pad, bool
   // the document encoder reads E + 2 inputs with the M-AoA Reader; the query side is unchanged.
   doc_encoder = register_module("doc_encoder", Bidirectional(m, E + (modified ? 2 : 0)));
   query_encoder = register_module("query_encoder", Bidirectional(m, E));
-  const std::string init = m.contains("recurrent_init") ? m["recurrent_init"].get<std::string>()
-                                                          : ClozeOptions{}.recurrent_init;
-  if (init == "orthogonal") {
+  const RecurrentInit init = m.contains("recurrent_init")
+                                 ? enum_from_json<RecurrentInit>(m.at("recurrent_init"), "model.recurrent_init")
+                                 : ClozeOptions{}.recurrent_init;
+  if (init == RecurrentInit::Orthogonal) {
     const std::string cell = m.value("cell", std::string("?"));
     for (auto* enc : {&doc_encoder, &query_encoder})
       for (auto* dir : {&(*enc)->fwd, &(*enc)->bwd})
@@ -241,12 +242,12 @@ ClozeTask::ClozeTask(const json& cfg, const std::string& run_dir) : cfg_(cfg) {
     if (vocab_.size() < 2 || vocab_.symbol(kPad) != "<pad>")
       throw UserError(join_path(run_dir, "vocab") + ": not a cloze vocabulary (id 1 is not <pad>)");
   } else {
-    vocab_ = cloze_vocab(data_.train, o_.lowercase, o_.min_freq, o_.max_vocab, o_.blank == "token");
+    vocab_ = cloze_vocab(data_.train, o_.lowercase, o_.min_freq, o_.max_vocab, o_.blank == ClozeBlank::Token);
   }
   for (auto& e : data_.train) train_.push_back(encode_cloze(e, vocab_, o_.lowercase));
   for (auto& e : data_.valid) valid_.push_back(encode_cloze(e, vocab_, o_.lowercase));
   for (auto& e : data_.test) test_.push_back(encode_cloze(e, vocab_, o_.lowercase));
-  model_ = ClozeReader(cfg.at("model"), static_cast<int64_t>(vocab_.size()), kPad, o_.reader == "m_aoa");
+  model_ = ClozeReader(cfg.at("model"), static_cast<int64_t>(vocab_.size()), kPad, o_.reader == ClozeReaderKind::MAoa);
   order_.start(static_cast<int64_t>(train_.size()), static_cast<uint64_t>(tr.seed), "questions");
 }
 

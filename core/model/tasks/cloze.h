@@ -14,21 +14,37 @@
 
 namespace cs {
 
+// model.reader: the AoA Reader (Cui et al. 2017) or the CRU paper's Modified AoA Reader.
+enum class ClozeReaderKind { Aoa, MAoa };
+constexpr EnumNames<ClozeReaderKind, 2> enum_names(ClozeReaderKind) {
+  return {{{ClozeReaderKind::Aoa, "aoa"}, {ClozeReaderKind::MAoa, "m_aoa"}}};
+}
+// dataset.blank: how the query's blank XXXXX is read.
+enum class ClozeBlank { Token, Unk };
+constexpr EnumNames<ClozeBlank, 2> enum_names(ClozeBlank) {
+  return {{{ClozeBlank::Token, "token"}, {ClozeBlank::Unk, "unk"}}};
+}
+// model.recurrent_init: the reader's recurrent matrices.
+enum class RecurrentInit { Orthogonal, Cell };
+constexpr EnumNames<RecurrentInit, 2> enum_names(RecurrentInit) {
+  return {{{RecurrentInit::Orthogonal, "orthogonal"}, {RecurrentInit::Cell, "cell"}}};
+}
+
 struct ClozeOptions {
-  std::string reader = "m_aoa";  // model.reader: "aoa" | "m_aoa"
+  ClozeReaderKind reader = ClozeReaderKind::MAoa;  // model.reader
   bool lowercase = true;         // dataset.lowercase
-  // dataset.blank: "token" = XXXXX has its own vocabulary id (2) and embedding (CBT, the AoA
-  // Reader) | "unk" = XXXXX is <unk> (Cellscope before the fix; kept for the comparison).
-  std::string blank = "token";
+  // dataset.blank: Token = XXXXX has its own vocabulary id (2) and embedding (CBT, the AoA
+  // Reader) | Unk = XXXXX is <unk> (Cellscope before the fix; kept for the comparison).
+  ClozeBlank blank = ClozeBlank::Token;
   int64_t min_freq = 1;          // dataset.min_freq
   int64_t max_vocab = 0;         // dataset.max_vocab
   int64_t eval_batch = 32;       // training.eval_batch
   double embed_l2 = 1e-4;        // training.embed_l2 (Cui et al. 2017: l2 0.0001 on the embedding)
-  // model.recurrent_init: "orthogonal" (Cui et al. 2017, section 4.2: the GRUs' internal weights
-  // are random orthogonal matrices; the reader presets and the Table 3 sweep set it) | "cell"
+  // model.recurrent_init: Orthogonal (Cui et al. 2017, section 4.2: the GRUs' internal weights
+  // are random orthogonal matrices; the reader presets and the Table 3 sweep set it) | Cell
   // (the cell's own uniform initialisation: the default, what every run made before the option
   // did, and the only choice for cells without a w_hh matrix).
-  std::string recurrent_init = "cell";
+  RecurrentInit recurrent_init = RecurrentInit::Cell;
 };
 const OptionTable<ClozeOptions>& cloze_option_table();
 

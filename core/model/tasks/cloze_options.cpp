@@ -13,18 +13,18 @@ const OptionTable<ClozeOptions>& cloze_option_table() {
     OptionTable<O> t("");
     const std::vector<std::string> c = {"cloze"};
     t.choice(
-         "model.reader", &O::reader, {"aoa", "m_aoa"},
+         "model.reader", &O::reader,
          "aoa = the Attention-over-Attention Reader (Cui et al. 2017); m_aoa = the CRU paper's Modified AoA Reader: "
          "document word embeddings concatenated with freq(x) = count in D / |D| (eq. 15) and CoQ(x) = count in the "
          "query (eq. 16).")
         .tasks(c);
-    t.choice("model.recurrent_init", &O::recurrent_init, {"orthogonal", "cell"},
+    t.choice("model.recurrent_init", &O::recurrent_init,
              "Initialisation of the reader's recurrent matrices (both encoders, both directions): orthogonal = each "
              "gate block of w_hh a random orthogonal matrix, as the AoA Reader (Cui et al. 2017, section 4.2, after "
              "Saxe et al. 2013; the reader presets' choice); cell = the cell's own uniform initialisation (the "
              "default: runs made before the option). Cells without a w_hh matrix (the MZUs, script cells) need cell.")
         .tasks(c);
-    t.choice("dataset.blank", &O::blank, {"token", "unk"},
+    t.choice("dataset.blank", &O::blank,
              "The blank XXXXX of a query: token = its own vocabulary entry and embedding, as in CBT and the AoA "
              "Reader; unk = read as <unk>, sharing its embedding with every unknown word (what Cellscope did "
              "before; kept to measure the difference). A run keeps what its saved vocabulary says.")

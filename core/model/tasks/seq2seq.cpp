@@ -110,7 +110,7 @@ Seq2SeqTask::Seq2SeqTask(const json& cfg, Seq2SeqSplits sp, const std::string& r
   } else {
     // SentencePiece vocabularies trained on the training split only.
     SubwordOptions so;
-    so.model_type = o_.subword;
+    so.model_type = to_string(o_.subword);
     std::vector<std::string> src, tgt;
     for (auto& p : sp.train) {
       src.push_back(p.source);
@@ -483,7 +483,7 @@ const OptionTable<Seq2SeqOptions>& seq2seq_option_table() {
   static const auto t = [] {
     OptionTable<Seq2SeqOptions> t("");
     using O = Seq2SeqOptions;
-    t.choice("dataset.subword", &O::subword, {"bpe", "unigram"},
+    t.choice("dataset.subword", &O::subword,
              "SentencePiece model type of the subword vocabularies trained on the train split (MC-RNN paper: BPE).");
     t.field(
         "dataset.source_vocab_size", &O::source_vocab_size, 8, 1e6,
@@ -514,7 +514,7 @@ const OptionTable<Seq2SeqOptions>& seq2seq_option_table() {
                          "-> \u00fcber), legacy = ASCII letters only, as runs written before this option did (a run "
                          "whose config lacks the key is read as legacy)."));
     t.choice(
-        "model.architecture", &O::architecture, {"luong", "rnnsearch"},
+        "model.architecture", &O::architecture,
         "rnnsearch: Bahdanau et al. (2015), the MC-RNN paper's baseline: bidirectional encoder, additive attention "
         "e_ij = v^T tanh(W s_{i-1} + U h_j), the context c_i fed into the decoder's input, s_0 = tanh(W_s <-h_1), "
         "maxout output; the decoder steps token by token. luong: Luong et al. (2015) general attention after the "

@@ -16,8 +16,21 @@
 
 namespace cs {
 
+// dataset.subword: the SentencePiece model type (data/subword's SubwordOptions::model_type).
+enum class SubwordModel { Bpe, Unigram };
+constexpr EnumNames<SubwordModel, 2> enum_names(SubwordModel) {
+  return {{{SubwordModel::Bpe, "bpe"}, {SubwordModel::Unigram, "unigram"}}};
+}
+
+// model.architecture (tasks/seq2seq_model.h): Luong et al. (2015) attention after the decoder, or
+// RNNSearch (Bahdanau et al. 2015). luong is the default so that runs written before the option load as they were.
+enum class Seq2SeqArchitecture { Luong, Rnnsearch };
+constexpr EnumNames<Seq2SeqArchitecture, 2> enum_names(Seq2SeqArchitecture) {
+  return {{{Seq2SeqArchitecture::Luong, "luong"}, {Seq2SeqArchitecture::Rnnsearch, "rnnsearch"}}};
+}
+
 struct Seq2SeqOptions {
-  std::string subword = "bpe";          // dataset.*
+  SubwordModel subword = SubwordModel::Bpe;  // dataset.*
   int64_t source_vocab_size = 8000;
   int64_t target_vocab_size = 8000;
   bool shared_vocab = false;
@@ -37,7 +50,7 @@ struct Seq2SeqOptions {
   int64_t max_decode = 0;
   int64_t lead_words = 0;
   bool copy = false;                    // model.copy (read by Seq2SeqModel from the model section)
-  std::string architecture = "luong";   // model.architecture (likewise; luong for configs without it)
+  Seq2SeqArchitecture architecture = Seq2SeqArchitecture::Luong;   // model.architecture (likewise; luong for configs without it)
 };
 const OptionTable<Seq2SeqOptions>& seq2seq_option_table();
 

@@ -4,6 +4,8 @@
 
 #include "cells/bidirectional.h"
 #include "config/common_options.h"
+#include "config/option_spec.h"
+#include "tasks/seq2seq.h"
 #include "util/error.h"
 
 namespace cs {
@@ -25,10 +27,8 @@ Seq2SeqModelImpl::Seq2SeqModelImpl(const json& m, int64_t source_vocab, int64_t 
     src_embed->weight[pad].zero_();
     tgt_embed->weight[pad].zero_();
   }
-  const std::string arch = m.value("architecture", std::string("luong"));
-  if (arch != "luong" && arch != "rnnsearch")
-    throw UserError("model.architecture: '" + arch + "' is not one of luong, rnnsearch");
-  rnnsearch = arch == "rnnsearch";
+  rnnsearch = enum_from_json<Seq2SeqArchitecture>(m.value("architecture", json("luong")), "model.architecture") ==
+              Seq2SeqArchitecture::Rnnsearch;
   encoder = register_module("encoder", CellStack(m, mo.embed));
   if (!rnnsearch) {
     decoder = register_module("decoder", CellStack(m, mo.embed));

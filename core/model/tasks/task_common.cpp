@@ -123,8 +123,10 @@ void check_lm_sees_no_future(const json& cfg, std::vector<ConfigError>& errs) {
       std::any_of(reg.begin(), reg.end(), [&](const CellInfo& c) { return c.name == cell && c.family == "cru"; });
   if (!cru) return;  // an unknown cell is the schema's error, not this one
   const int64_t k = m.value("filter_length", int64_t(3));
-  const std::string window = m.value("conv_window", std::string("centered"));
-  if (window == "causal" || k - 1 - same_conv_left_pad(k) <= 0) return;  // nothing after t
+  const auto window =
+      enum_from_name<ConvWindow>(m.value("conv_window", std::string(enum_name(CRUOptions{}.conv_window))));
+  // (a name outside the choices: the schema reports it, and it is no causal window either)
+  if ((window && *window == ConvWindow::Causal) || k - 1 - same_conv_left_pad(k) <= 0) return;  // nothing after t
   errs.push_back({"model.conv_window",
                   "a language model predicts the next token, and the CRU's centered window of filter_length " +
                       std::to_string(k) + " includes it; set model.conv_window to causal (the " + std::to_string(k) +

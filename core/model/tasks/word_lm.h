@@ -14,6 +14,12 @@
 
 namespace cs {
 
+// dataset.eos of plain text: where <eos> tokens go (data/word_corpus reads the name).
+enum class WordEos { Paragraph, Line, None };
+constexpr EnumNames<WordEos, 3> enum_names(WordEos) {
+  return {{{WordEos::Paragraph, "paragraph"}, {WordEos::Line, "line"}, {WordEos::None, "none"}}};
+}
+
 // word_lm's own options; the members are their only defaults (word_lm_option_table()).
 struct WordLMOptions {
   int64_t bptt = 70;                  // training.bptt
@@ -24,7 +30,7 @@ struct WordLMOptions {
   int64_t min_count = 1;              // dataset.min_count
   bool lowercase = true;              // dataset.lowercase
   std::string tokenizer = "icu";      // dataset.tokenizer (data/tokenizer.h); old runs: legacy
-  std::string eos = "paragraph";      // dataset.eos
+  WordEos eos = WordEos::Paragraph;   // dataset.eos
 };
 const OptionTable<WordLMOptions>& word_lm_option_table();
 

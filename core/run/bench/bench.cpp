@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "cells/cru.h"
 #include "cells/registry.h"
 #include "tasks/char_lm.h"
 #include "train/trainer.h"
@@ -44,7 +45,7 @@ json resolved_model(const json& model) {
   // the model says otherwise (a centred one would see the token to predict, which char_lm refuses).
   if (!m.contains("conv_window"))
     for (const auto& o : options_for(m.value("cell", std::string("gru")), "char_lm"))
-      if (o.section == "model" && o.key == "conv_window") m["conv_window"] = "causal";
+      if (o.section == "model" && o.key == "conv_window") m["conv_window"] = enum_name(ConvWindow::Causal);
   return load_and_resolve(json{{"task", {{"name", "char_lm"}}}, {"model", m}}, "bench model")["model"];
 }
 
