@@ -52,7 +52,12 @@ std::string eval_last(const std::string& dir) {
   return out;
 }
 
-size_t metrics_size(const std::string& dir) { return cstest::read_text(dir + "/metrics.jsonl").size(); }
+// Lines of metrics.jsonl (one per step here: log_every 1), 0 while it does not exist.
+size_t metrics_lines(const std::string& dir) {
+  if (!fs::exists(dir + "/metrics.jsonl")) return 0;
+  const std::string t = cstest::read_text(dir + "/metrics.jsonl");
+  return static_cast<size_t>(std::count(t.begin(), t.end(), '\n'));
+}
 }  // namespace
 
 TEST(KillResume, killedAndResumedRunEqualsUninterrupted) {
@@ -61,16 +66,18 @@ TEST(KillResume, killedAndResumedRunEqualsUninterrupted) {
   const std::string ref = cstest::temp_dir() + "/kill_ref";
   std::string out, err;
   ASSERT_EQ(cstest::run_cli({"train", cfg, "--run-dir", ref, "--quiet", "--threads", "1"}, &out, &err), 0) << err;
-  // The random delay before a kill is scaled to this machine's step time (from the reference run),
-  // so each resumed round advances a step or two wherever the test runs: a fixed delay let a fast
-  // CI machine finish the 200 steps after 18 kills.
+  // A training kill comes 1-3 logged steps after the round's start plus a random fraction of one
+  // step (the step time measured by the reference run), so each round advances a few steps
+  // wherever the test runs. (Kill instants drawn from wall-clock delays alone let a fast, quiet
+  // machine finish the 200 steps after 17 kills.)
   const double ref_elapsed = cstest::json_object(cstest::read_text(ref + "/summary.json")).value("elapsed", 0.0);
-  const int max_delay_us = std::clamp(static_cast<int>(2e6 * ref_elapsed / kSteps), 1000, 60000);
+  const int max_delay_us = std::clamp(static_cast<int>(1e6 * ref_elapsed / kSteps), 200, 30000);
 
   const std::string dir = cstest::temp_dir() + "/kill_parent/kill_run";
   fs::create_directories(cstest::temp_dir() + "/kill_parent");
   std::mt19937 rng(19);
   int kills = 0, rounds = 0, kills_while_training = 0;
+  size_t lines_at_last_kill = 0;
   bool finished = false;
   while (!finished && rounds < 80) {
     ++rounds;
@@ -86,12 +93,12 @@ TEST(KillResume, killedAndResumedRunEqualsUninterrupted) {
         // early kills: during start-up, data loading, run-directory creation
         std::this_thread::sleep_for(std::chrono::milliseconds(std::uniform_int_distribution<int>(50, 900)(rng)));
       } else {
-        // later kills: while training, at a random instant after new steps appear
-        const size_t before = metrics_size(dir);
+        // later kills: while training, 1-3 new metrics lines into the round, at a random instant
+        const size_t target = metrics_lines(dir) + std::uniform_int_distribution<size_t>(1, 3)(rng);
         const auto t0 = std::chrono::steady_clock::now();
-        while (p.running() && metrics_size(dir) <= before &&
+        while (p.running() && metrics_lines(dir) < target &&
                std::chrono::steady_clock::now() - t0 < std::chrono::seconds(60))
-          std::this_thread::sleep_for(std::chrono::milliseconds(2));
+          std::this_thread::sleep_for(std::chrono::microseconds(500));
         std::this_thread::sleep_for(
             std::chrono::microseconds(std::uniform_int_distribution<int>(0, max_delay_us)(rng)));
       }
@@ -100,6 +107,7 @@ TEST(KillResume, killedAndResumedRunEqualsUninterrupted) {
         ASSERT_TRUE(p.wait(30000));
         ++kills;
         if (fs::exists(dir + "/metrics.jsonl")) ++kills_while_training;
+        lines_at_last_kill = metrics_lines(dir);
         continue;
       }
     }
@@ -124,8 +132,9 @@ TEST(KillResume, killedAndResumedRunEqualsUninterrupted) {
   // no temporary files or directories left behind
   for (auto& e : fs::directory_iterator(cstest::temp_dir() + "/kill_parent"))
     ASSERT_EQ(e.path().filename().string(), "kill_run") << "left behind: " << e.path();
-  std::printf("kill trial: %d kills (%d while training) in %d rounds, delays up to %d us, %.1f s\n", kills,
-              kills_while_training, rounds, max_delay_us,
+  std::printf("kill trial: %d kills (%d while training) in %d rounds, the last at metrics line %zu of %zu, delays up "
+              "to %d us, %.1f s\n",
+              kills, kills_while_training, rounds, lines_at_last_kill, metrics_lines(dir), max_delay_us,
               std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count());
 }
 
