@@ -10,6 +10,7 @@
 #include "cells/cru.h"
 #include "cells/mcrnn.h"
 #include "cells/mzu.h"
+#include "config/common_options.h"
 #include "config/option_spec.h"
 #include "config/schema.h"
 #include "tasks/classify.h"
@@ -97,6 +98,8 @@ std::vector<Bound> bound_options() {
        [](const json& r) { return to_string(word_lm_option_table().read(r).eos); }},
       {"dataset.subword", with_cell("seq2seq", "lstm"),
        [](const json& r) { return to_string(seq2seq_option_table().read(r).subword); }},
+      {"training.optimizer", with_cell("word_lm", "lstm"),
+       [](const json& r) { return to_string(read_training_options(r.at("training")).optimizer); }},
   };
   return v;
 }
@@ -189,6 +192,7 @@ TEST(OptionEnums, schema_lists_the_same_choices_as_before) {
       {"dataset.blank", {{"token", "unk"}, "token"}},
       {"dataset.eos", {{"paragraph", "line", "none"}, "paragraph"}},
       {"dataset.subword", {{"bpe", "unigram"}, "bpe"}},
+      {"training.optimizer", {{"adam", "sgd", "asgd"}, "adam"}},
   };
   for (const auto& [path, want] : before) {
     int seen = 0;

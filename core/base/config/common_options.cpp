@@ -61,7 +61,7 @@ const OptionTable<TrainingOptions>& training_option_table() {
   static const auto t = [] {
     OptionTable<TrainingOptions> t("training");
     using T = TrainingOptions;
-    t.choice("optimizer", &T::optimizer, {"adam", "sgd", "asgd"},
+    t.choice("optimizer", &T::optimizer,
              "Optimizer (MZU paper: Adam; asgd = SGD with iterate averaging, AWD-LSTM, word_lm).");
     t.field("lr", &T::lr, 0.0, 100.0, "Learning rate (MZU paper: 1e-3 with Adam).");
     t.field("momentum", &T::momentum, 0.0, 1.0, "SGD momentum.");

@@ -35,8 +35,15 @@ struct ModelOptions {
   double candidate_dropout = 0.0;   // opt-in
 };
 
+// training.optimizer: Adam, SGD (with training.momentum), or SGD whose parameters the word_lm
+// task averages (AWD-LSTM's ASGD; the averaging lives in the task).
+enum class Optimizer { Adam, Sgd, Asgd };
+constexpr EnumNames<Optimizer, 3> enum_names(Optimizer) {
+  return {{{Optimizer::Adam, "adam"}, {Optimizer::Sgd, "sgd"}, {Optimizer::Asgd, "asgd"}}};
+}
+
 struct TrainingOptions {
-  std::string optimizer = "adam";
+  Optimizer optimizer = Optimizer::Adam;
   double lr = 1e-3;
   double momentum = 0.0;
   double weight_decay = 0.0;

@@ -97,7 +97,7 @@ WordLMTask::WordLMTask(const json& cfg, const std::string& run_dir) : cfg_(cfg) 
   batch_ = tr.batch;
   bptt_ = o.bptt;
   eval_batch_ = o.eval_batch;
-  asgd_ = tr.optimizer == "asgd";
+  asgd_ = tr.optimizer == Optimizer::Asgd;
   asgd_start_ = o.asgd_start;
   asgd_nonmono_ = o.asgd_nonmono;
   auto vocab = saved_run_vocab(run_dir);

@@ -224,12 +224,17 @@ Trainer::Trainer(json cfg, std::unique_ptr<Task> task, std::shared_ptr<RunStore>
   impl_->lr = tr.lr;
   impl_->clip = tr.clip;
   const double wd = tr.weight_decay;
-  if (tr.optimizer == "sgd" || tr.optimizer == "asgd")  // asgd: averaging in the task
-    impl_->opt = std::make_unique<torch::optim::SGD>(
-        impl_->params, torch::optim::SGDOptions(impl_->lr).momentum(tr.momentum).weight_decay(wd));
-  else
-    impl_->opt =
-        std::make_unique<torch::optim::Adam>(impl_->params, torch::optim::AdamOptions(impl_->lr).weight_decay(wd));
+  switch (tr.optimizer) {
+    case Optimizer::Sgd:
+    case Optimizer::Asgd:  // asgd: the averaging is the task's (word_lm)
+      impl_->opt = std::make_unique<torch::optim::SGD>(
+          impl_->params, torch::optim::SGDOptions(impl_->lr).momentum(tr.momentum).weight_decay(wd));
+      break;
+    case Optimizer::Adam:
+      impl_->opt =
+          std::make_unique<torch::optim::Adam>(impl_->params, torch::optim::AdamOptions(impl_->lr).weight_decay(wd));
+      break;
+  }
   summary_.task = task_->name();
   summary_.cell = cfg_.at("model").at("cell").get<std::string>();
   summary_.primary_metric = task_->primary_metric();
