@@ -157,6 +157,30 @@ TEST(LrPlateau, follows_the_named_metric_higher_is_better) {
   }
 }
 
+TEST(LrPlateau, patience_from_ignores_early_evaluations_for_patience_and_decay) {
+  // kLoss at steps 2, 4, ...: bad at 6 and 8 (not counted: before step 9), bad at 10 (decay, 1 of
+  // patience 2), better at 12, bad at 14 (decay) and 16 (decay; 2 in a row: early stop at 16).
+  json cfg = config(30, 0.5, 1);
+  cfg["training"]["patience"] = 2;
+  cfg["training"]["patience_from"] = 9;
+  cs::Trainer t(cfg, std::make_unique<ScriptedTask>(kLoss, std::vector<double>{0}), nullptr);
+  const auto out = t.run();
+  EXPECT_EQ(out.summary.reason, "early stop (patience)");
+  const auto lr = logged_lr(t.history);
+  ASSERT_EQ(lr.rbegin()->first, 16);
+  for (auto& [step, v] : lr) {
+    const double expect = step <= 10 ? 0.4 : step <= 14 ? 0.2 : 0.1;
+    EXPECT_DOUBLE_EQ(v, expect) << "step " << step;
+  }
+  EXPECT_DOUBLE_EQ(t.optimizer_lr(), 0.05);
+  // without it: decays at 6 and 8, and early stop at step 8
+  cfg["training"]["patience_from"] = 0;
+  cs::Trainer u(cfg, std::make_unique<ScriptedTask>(kLoss, std::vector<double>{0}), nullptr);
+  u.run();
+  EXPECT_EQ(logged_lr(u.history).rbegin()->first, 8);
+  EXPECT_DOUBLE_EQ(u.optimizer_lr(), 0.1);
+}
+
 TEST(LrPlateau, default_never_changes_the_lr) {
   json cfg = config(18, 0.5, 2);
   cfg["training"].erase("lr_decay");

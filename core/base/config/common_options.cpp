@@ -78,6 +78,10 @@ const OptionTable<TrainingOptions>& training_option_table() {
             "How many step checkpoints to keep besides last and best (for scrubbing through training).");
     t.field("patience", &T::patience, 0, 1e9,
             "Early stop after this many evaluations without improvement of the validation metric (0 = off).");
+    t.field("patience_from", &T::patience_from, 0, 1e12,
+            "Evaluations before this step never count as 'without improvement': neither early stopping (patience) "
+            "nor lr_decay counts them, so a model that learns slowly at first is not stopped, nor its learning "
+            "rate cut, on an early plateau (best.pt still follows every evaluation). 0 = count from the start.");
     t.field("lr_decay", &T::lr_decay, 0.01, 1.0,
             "Multiply the learning rate by this factor after lr_decay_patience evaluations in a row that do not "
             "improve the best validation lr_decay_metric (1 = off; 0.5 = halve it, as RNNSearch and the MC-RNN "

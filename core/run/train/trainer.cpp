@@ -738,12 +738,15 @@ void Trainer::evaluate_valid(RunContext& rc) {
   auto er = evaluate(rc, "valid");
   const double v = er.metrics.at(rc.metric);
   const bool better = !I.has_best || (rc.lower ? v < I.best : v > I.best);
+  // training.patience_from: an evaluation before it is never one "without improvement" (for
+  // patience nor for lr_decay); the best value and best.pt still follow it.
+  const bool counts = step_ >= I.opts.patience_from;
   if (better) {
     I.has_best = true;
     I.best = v;
     I.best_step = step_;
     I.bad_evals = 0;
-  } else {
+  } else if (counts) {
     ++I.bad_evals;
   }
   // training.lr_decay: a smaller step after lr_decay_patience evaluations in a row without a better
@@ -768,7 +771,7 @@ void Trainer::evaluate_valid(RunContext& rc) {
     }
     if (improved) {
       I.lr_bad_evals = 0;
-    } else if (++I.lr_bad_evals >= I.opts.lr_decay_patience) {
+    } else if (counts && ++I.lr_bad_evals >= I.opts.lr_decay_patience) {
       I.lr_bad_evals = 0;
       ++I.lr_decays;
       I.lr = decayed_lr(I.opts, I.lr_decays);
