@@ -421,6 +421,9 @@ TEST(SweepTable, testNotTrackedFallsBackToValidAndSaysSo) {
   EXPECT_EQ(t.metric, "valid bpc");
   EXPECT_NE(t.budget_note.find("track_test"), std::string::npos) << t.budget_note;
   EXPECT_NEAR(cell_of(t, "fast").mean, 3.01 - 0.8, 1e-9);  // valid, never the final 99.0 test line
+  // the one column (no column axis) is named after what it shows, in the text as in the table
+  EXPECT_EQ(t.col_labels, std::vector<std::string>{"valid bpc"});
+  EXPECT_EQ(table_to_text(t).find("test bpc"), std::string::npos) << table_to_text(t);
 }
 
 TEST(SweepTable, cliBudgetFlag) {

@@ -192,20 +192,24 @@ SweepTable paired_table(const std::vector<TableInput>& in, const std::vector<std
 
 namespace {
 
-// Row / column label of a record: its labels on the given axes joined with " / ".
-std::string label_on(const SweepResults& r, const SweepRunRecord& rec, const std::vector<std::string>& axes) {
+// Row / column label of a record: its labels on the given axes joined with " / "; with no axes,
+// the one column (or row) is named after the metric the table shows (`metric`, which a budget
+// view may have changed from test to valid).
+std::string label_on(const SweepResults& r, const SweepRunRecord& rec, const std::vector<std::string>& axes,
+                     const std::string& metric) {
   std::vector<std::string> parts;
   for (auto& a : axes)
     for (size_t i = 0; i < r.spec.axes.size(); ++i)
       if (r.spec.axes[i].name == a) parts.push_back(rec.point.labels[i]);
-  return parts.empty() ? r.metric_label : join(parts, " / ");
+  return parts.empty() ? metric : join(parts, " / ");
 }
 
 // Every combination of the axes' labels, in grid order.
-std::vector<std::string> labels_of(const SweepResults& r, const std::vector<std::string>& axes) {
+std::vector<std::string> labels_of(const SweepResults& r, const std::vector<std::string>& axes,
+                                   const std::string& metric) {
   std::vector<std::string> out;
   for (auto& rec : r.records) {
-    std::string l = label_on(r, rec, axes);
+    std::string l = label_on(r, rec, axes, metric);
     if (std::find(out.begin(), out.end(), l) == out.end()) out.push_back(l);
   }
   return out;
@@ -422,7 +426,8 @@ SweepTable sweep_table(const SweepResults& r, const std::string& paired_ref, con
         ++missing;
         continue;
       }
-      in.push_back({label_on(r, rec, rows_axes), label_on(r, rec, cols_axes), rec.point.seed, rec.value});
+      in.push_back({label_on(r, rec, rows_axes, metric_label), label_on(r, rec, cols_axes, metric_label),
+                    rec.point.seed, rec.value});
     }
   } else {
     const std::string m = r.spec.table.metric;
@@ -502,10 +507,11 @@ SweepTable sweep_table(const SweepResults& r, const std::string& paired_ref, con
         continue;
       }
       in.push_back(
-          {label_on(r, *rd.rec, rows_axes), label_on(r, *rd.rec, cols_axes), rd.rec->point.seed, v.value, !v.reached});
+          {label_on(r, *rd.rec, rows_axes, metric_label), label_on(r, *rd.rec, cols_axes, metric_label),
+           rd.rec->point.seed, v.value, !v.reached});
     }
   }
-  const auto rows = labels_of(r, rows_axes), cols = labels_of(r, cols_axes);
+  const auto rows = labels_of(r, rows_axes, metric_label), cols = labels_of(r, cols_axes, metric_label);
   SweepTable t = paired_ref.empty() ? aggregate_table(in, rows, cols, r.higher_is_better, r.spec.table.best)
                                     : paired_table(in, rows, cols, paired_ref);
   t.higher_is_better = r.higher_is_better;
@@ -523,7 +529,7 @@ SweepTable sweep_table(const SweepResults& r, const std::string& paired_ref, con
   for (size_t i = 0; i < rows.size(); ++i) ri[rows[i]] = i;
   for (size_t i = 0; i < cols.size(); ++i) ci[cols[i]] = i;
   for (auto& rec : r.records) {
-    auto a = ri.find(label_on(r, rec, rows_axes)), b = ci.find(label_on(r, rec, cols_axes));
+    auto a = ri.find(label_on(r, rec, rows_axes, metric_label)), b = ci.find(label_on(r, rec, cols_axes, metric_label));
     if (a == ri.end() || b == ci.end()) continue;
     t.cells[a->second][b->second].runs.push_back(read_run_facts(rec.state.run_dir, rec.point.seed, rec.state.status));
   }
@@ -551,10 +557,10 @@ std::vector<SeriesPoint> sweep_series(const SweepResults& r, const std::string& 
   std::vector<TableInput> in;
   for (auto& rec : r.records)
     if (rec.has_value)
-      in.push_back({others.empty() ? r.metric_label : label_on(r, rec, others), label_on(r, rec, {x_axis}),
+      in.push_back({label_on(r, rec, others, r.metric_label), label_on(r, rec, {x_axis}, r.metric_label),
                     rec.point.seed, rec.value});
-  const auto series = others.empty() ? std::vector<std::string>{r.metric_label} : labels_of(r, others);
-  const auto xs = labels_of(r, {x_axis});
+  const auto series = others.empty() ? std::vector<std::string>{r.metric_label} : labels_of(r, others, r.metric_label);
+  const auto xs = labels_of(r, {x_axis}, r.metric_label);
   SweepTable t = aggregate_table(in, series, xs, r.higher_is_better, "none");
   std::vector<SeriesPoint> out;
   for (size_t s = 0; s < series.size(); ++s)
