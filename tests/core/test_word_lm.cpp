@@ -131,6 +131,33 @@ TEST(WordLm, textLoader) {
   ASSERT_EQ(w2.vocab.id("WHALE"), int32_t(0));  // seen once with case kept
 }
 
+TEST(WordLm, analysisTextIsTokenisedAsTheCorpus) {
+  // encode_text (the analyses' text box) reads a text as the run's corpus was read (icu, lower-cased),
+  // not split at blanks ("WHALE," was one unknown word), and keeps written-out <eos> / <unk>.
+  std::string text;
+  for (int i = 0; i < 40; ++i) text += "The whale, the WHALE! The sea.\n\nA ship sails on the sea.\n\n";
+  const std::string p = write_file(cstest::temp_dir(), "encode_text.txt", text);
+  json cfg = small_cfg("gru");
+  cfg["dataset"] = {{"path", p}, {"valid_fraction", 0.1}, {"test_fraction", 0.1}};
+  auto task = make_task(load_and_resolve(cfg));
+  const auto e = task->encode_text("The WHALE, the sea. <eos> Zanzibar <unk>");
+  EXPECT_EQ(joined(e.tokens), "the|whale|,|the|sea|.|<eos>|<unk>|<unk>");
+  for (size_t i = 0; i < e.ids.size(); ++i) {
+    if (e.tokens[i] != "<unk>") {
+      EXPECT_NE(e.ids[i], Vocab::kUnkId) << e.tokens[i];
+    }
+  }
+  // the default analysis text (the valid split's first words, written out) reads back as those words
+  auto* wt = dynamic_cast<WordLMTask*>(task.get());
+  ASSERT_TRUE(wt);
+  const std::string d = wt->default_analysis_text();
+  ASSERT_NE(d.find("<eos>"), std::string::npos) << d;
+  std::istringstream ss(d);
+  std::vector<std::string> words;
+  for (std::string w; ss >> w;) words.push_back(w);
+  EXPECT_EQ(joined(task->encode_text(d).tokens), joined(words));
+}
+
 TEST(WordLm, regularisers) {
   torch::manual_seed(3);
   json cfg = small_cfg("mcrnn");

@@ -38,9 +38,36 @@ std::vector<std::string> word_seed_tokens(const std::string& text, const WordLMO
 }  // namespace
 
 EncodedText WordLMTask::encode_text(const std::string& text) const {
+  // The text tokenised as the corpus was (word_seed_tokens: the run's dataset.tokenizer, lowercase
+  // and eos), so "The whale," reads as the, whale, "," and not as two unknown words. A vocabulary
+  // symbol written whole between blanks (<eos>, <unk>: how default_analysis_text() and the views
+  // show them) stays that symbol instead of being split at its brackets.
+  const WordLMOptions ds = word_lm_option_table().read(cfg_);
+  std::vector<std::string> toks;
+  std::string seg;
+  auto flush = [&] {
+    for (auto& t : word_seed_tokens(seg, ds, corpus_.format)) toks.push_back(std::move(t));
+    seg.clear();
+  };
+  auto blank = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; };
+  for (size_t i = 0; i < text.size();) {
+    size_t j = i;
+    while (j < text.size() && !blank(text[j])) ++j;
+    const std::string word = text.substr(i, j - i);
+    if (word == "<eos>" || word == Vocab::kUnk) {
+      flush();
+      toks.push_back(word);
+    } else {
+      seg += word;
+    }
+    size_t k = j;
+    while (k < text.size() && blank(text[k])) ++k;
+    seg += text.substr(j, k - j);
+    i = k;
+  }
+  flush();
   EncodedText e;
-  std::istringstream ss(text);
-  for (std::string t; ss >> t;) {
+  for (auto& t : toks) {
     const int32_t id = corpus_.vocab.id(t);
     e.ids.push_back(id);
     e.tokens.push_back(id == Vocab::kUnkId ? std::string(Vocab::kUnk) : t);
