@@ -9,10 +9,12 @@
 
 #include <cmath>
 #include <filesystem>
+#include <regex>
 
 #include "corpus_fixture.h"
 #include "harness.h"
 #include "config/json.h"
+#include "report/build_commit.h"
 #include "util/sha256.h"
 
 namespace test_report {  // this file's own names in a unity build (tests/README.md)
@@ -93,6 +95,12 @@ TEST_F(Report, renders_files_and_manifest) {
   const json m = cstest::json_object(read_text(s.out + "/manifest.json"));
   ASSERT_EQ(m.value("title", std::string()), "Tiny report");
   ASSERT_FALSE(m["code"].value("version", std::string()).empty());
+  // the commit the program was built from (generated at build time; "" outside a git checkout)
+  const std::string commit = m["code"].value("commit", std::string());
+  EXPECT_EQ(commit, cs::build_git_commit());
+  if (!commit.empty()) {
+    EXPECT_TRUE(std::regex_match(commit, std::regex("[0-9a-f]{12}(-dirty)?"))) << commit;
+  }
   ASSERT_EQ(m["items"].size(), 4u);
   ASSERT_EQ(m["runs"].size(), 4u);
   const bool images = m.value("images", false);

@@ -17,6 +17,7 @@
 #include "sweep/sweep.h"
 #include "sweep/table.h"
 #include "train/dataset_hash.h"
+#include "report/build_commit.h"
 #include "train/run_store.h"
 #include "util/csv.h"
 #include "util/error.h"
@@ -25,9 +26,6 @@
 
 #ifndef CELLSCOPE_VERSION
 #define CELLSCOPE_VERSION "unknown"
-#endif
-#ifndef CELLSCOPE_GIT_COMMIT
-#define CELLSCOPE_GIT_COMMIT ""
 #endif
 
 namespace cs {
@@ -583,7 +581,7 @@ std::vector<json> bundled_reports() {
 }
 
 json code_version() {
-  return {{"version", CELLSCOPE_VERSION}, {"commit", CELLSCOPE_GIT_COMMIT}, {"libtorch", TORCH_VERSION}};
+  return {{"version", CELLSCOPE_VERSION}, {"commit", build_git_commit()}, {"libtorch", TORCH_VERSION}};
 }
 
 namespace {
@@ -664,7 +662,7 @@ json render_report(const ReportSpec& spec, const std::string& spec_file, const s
     json items = json::array();
     std::string md = "# " + spec.title + "\n\nRendered " + manifest["created"].get<std::string>() +
                      " by cellscope " + CELLSCOPE_VERSION +
-                     (std::string(CELLSCOPE_GIT_COMMIT).empty() ? "" : std::string(" (") + CELLSCOPE_GIT_COMMIT + ")") +
+                     (std::string(build_git_commit()).empty() ? "" : std::string(" (") + build_git_commit() + ")") +
                      " from workspace `" + manifest["workspace"].get<std::string>() + "`" +
                      (spec_file.empty() ? "" : " and spec `" + spec_file + "`") +
                      ". What made every file (configs, seeds, checkpoints and dataset files by SHA-256): "
