@@ -423,7 +423,31 @@ class ClozeReader(nn.Module):
         return self.forward(doc, doc_len, query, query_len, features, cand_mask, extra), extra
 
 
-class Seq2Seq(nn.Module):
+def pointer_generator(logits: Tensor, p_gen: Tensor, at: Tensor, src: Tensor) -> Tensor:
+    """model.copy (See et al. 2017, eqs. 8-9): P(w) = p_gen P_vocab(w) + (1 - p_gen) sum_{j: src_j = w} a_j, as log P
+    clamped at 1e-12. logits [T, B, V], p_gen [T, B, 1], attention at [T, B, S], src [B, S]."""
+    T, B, S = at.shape[0], at.shape[1], at.shape[2]
+    p_copy = torch.zeros_like(logits).scatter_add(2, src.unsqueeze(0).expand(T, B, S), at)
+    return (p_gen * torch.softmax(logits, -1) + (1 - p_gen) * p_copy).clamp_min(1e-12).log()
+
+
+class Seq2SeqBase(nn.Module):
+    """What Seq2Seq and RNNSearch share: forward() = decode(encode(source)), and forward_with_extra()."""
+
+    def forward(self, src: Tensor, src_len: Tensor, y_in: Tensor, state: Optional[State] = None,
+                extra: Optional[List[Tensor]] = None) -> Tuple[Tensor, State]:
+        return self.decode(y_in, self.encode(src, src_len, extra), state, extra)
+
+    @torch.jit.export
+    def forward_with_extra(self, src: Tensor, src_len: Tensor, y_in: Tensor,
+                           state: Optional[State] = None) -> Tuple[Tensor, State, List[Tensor]]:
+        """forward() and its training terms as a list (CharLM.forward_with_extra)."""
+        extra = torch.jit.annotate(List[Tensor], [])
+        logits, state2 = self.forward(src, src_len, y_in, state, extra)
+        return logits, state2, extra
+
+
+class Seq2Seq(Seq2SeqBase):
     """seq2seq (tasks/seq2seq_model.cpp): an encoder stack over the source, a decoder stack over the target input
     (teacher forcing), Luong's general attention h~ = tanh(W_c [c; h]) with scores (W_a h) . memory over the real
     source positions, a linear output; model.copy: the pointer-generator mixture (See et al. 2017, eqs. 8-9),
@@ -468,26 +492,12 @@ class Seq2Seq(nn.Module):
         logits = self.out(ht)
         if self.copy_gate is not None:  # model.copy
             p_gen = torch.sigmoid(self.copy_gate(torch.cat([c, h, x], -1)))  # [T, B, 1]
-            at = a.transpose(0, 1)  # [T, B, S]
-            T, B, S = at.shape[0], at.shape[1], at.shape[2]
-            p_copy = torch.zeros_like(logits).scatter_add(2, src.unsqueeze(0).expand(T, B, S), at)
-            return (p_gen * torch.softmax(logits, -1) + (1 - p_gen) * p_copy).clamp_min(1e-12).log(), state2
+            return pointer_generator(logits, p_gen, a.transpose(0, 1), src), state2
         return logits, state2
 
-    def forward(self, src: Tensor, src_len: Tensor, y_in: Tensor, state: Optional[State] = None,
-                extra: Optional[List[Tensor]] = None) -> Tuple[Tensor, State]:
-        return self.decode(y_in, self.encode(src, src_len, extra), state, extra)
-
-    @torch.jit.export
-    def forward_with_extra(self, src: Tensor, src_len: Tensor, y_in: Tensor,
-                           state: Optional[State] = None) -> Tuple[Tensor, State, List[Tensor]]:
-        """forward() and its training terms as a list (CharLM.forward_with_extra)."""
-        extra = torch.jit.annotate(List[Tensor], [])
-        logits, state2 = self.forward(src, src_len, y_in, state, extra)
-        return logits, state2, extra
 
 
-class RNNSearch(nn.Module):
+class RNNSearch(Seq2SeqBase):
     """seq2seq with model.architecture = rnnsearch (tasks/seq2seq_model.cpp; Bahdanau et al. 2015): a forward and
     a backward CellStack over the source (the backward one over each source reversed within its length),
     annotations h_j = [->h_j; <-h_j] (0 at the padding); s_0^l = tanh(W_s^l <-h_1 + b_s^l) in each decoder layer's
@@ -569,22 +579,9 @@ class RNNSearch(nn.Module):
         logits = self.out(F.dropout(t, self.dropout, self.training))
         if self.copy_gate is not None:  # model.copy
             p_gen = torch.sigmoid(self.copy_gate(torch.cat([c, h, x], -1)))  # [T, B, 1]
-            T, B, S = at.shape[0], at.shape[1], at.shape[2]
-            p_copy = torch.zeros_like(logits).scatter_add(2, src.unsqueeze(0).expand(T, B, S), at)
-            return (p_gen * torch.softmax(logits, -1) + (1 - p_gen) * p_copy).clamp_min(1e-12).log(), st
+            return pointer_generator(logits, p_gen, at, src), st
         return logits, st
 
-    def forward(self, src: Tensor, src_len: Tensor, y_in: Tensor, state: Optional[State] = None,
-                extra: Optional[List[Tensor]] = None) -> Tuple[Tensor, State]:
-        return self.decode(y_in, self.encode(src, src_len, extra), state, extra)
-
-    @torch.jit.export
-    def forward_with_extra(self, src: Tensor, src_len: Tensor, y_in: Tensor,
-                           state: Optional[State] = None) -> Tuple[Tensor, State, List[Tensor]]:
-        """forward() and its training terms as a list (CharLM.forward_with_extra)."""
-        extra = torch.jit.annotate(List[Tensor], [])
-        logits, state2 = self.forward(src, src_len, y_in, state, extra)
-        return logits, state2, extra
 
 
 def build_model(cfg, vocab_size, classes=None, target_vocab=None):
