@@ -432,7 +432,16 @@ def pointer_generator(logits: Tensor, p_gen: Tensor, at: Tensor, src: Tensor) ->
 
 
 class Seq2SeqBase(nn.Module):
-    """What Seq2Seq and RNNSearch share: forward() = decode(encode(source)), and forward_with_extra()."""
+    """What Seq2Seq and RNNSearch share: dropout, model.copy, the two embeddings and the (forward) encoder stack,
+    forward() = decode(encode(source)), and forward_with_extra()."""
+
+    def __init__(self, m, source_vocab, target_vocab, pad):
+        super().__init__()
+        E = m["embed"]
+        self.dropout, self.copy = float(m.get("dropout", 0.0)), bool(m.get("copy", False))
+        self.src_embed = nn.Embedding(source_vocab, E, padding_idx=pad)
+        self.tgt_embed = nn.Embedding(target_vocab, E, padding_idx=pad)
+        self.encoder = CellStack(m, E)
 
     def forward(self, src: Tensor, src_len: Tensor, y_in: Tensor, state: Optional[State] = None,
                 extra: Optional[List[Tensor]] = None) -> Tuple[Tensor, State]:
@@ -458,12 +467,8 @@ class Seq2Seq(Seq2SeqBase):
     copy: Final[bool]
 
     def __init__(self, m, source_vocab, target_vocab, pad=1):
-        super().__init__()
+        super().__init__(m, source_vocab, target_vocab, pad)
         E = m["embed"]
-        self.dropout, self.copy = float(m.get("dropout", 0.0)), bool(m.get("copy", False))
-        self.src_embed = nn.Embedding(source_vocab, E, padding_idx=pad)
-        self.tgt_embed = nn.Embedding(target_vocab, E, padding_idx=pad)
-        self.encoder = CellStack(m, E)
         self.decoder = CellStack(m, E)
         He, Hd = self.encoder.output_size, self.decoder.output_size
         self.attn_w = nn.Linear(Hd, He, bias=False)
@@ -512,12 +517,8 @@ class RNNSearch(Seq2SeqBase):
     hd: Final[int]
 
     def __init__(self, m, source_vocab, target_vocab, pad=1):
-        super().__init__()
+        super().__init__(m, source_vocab, target_vocab, pad)
         E = m["embed"]
-        self.dropout, self.copy = float(m.get("dropout", 0.0)), bool(m.get("copy", False))
-        self.src_embed = nn.Embedding(source_vocab, E, padding_idx=pad)
-        self.tgt_embed = nn.Embedding(target_vocab, E, padding_idx=pad)
-        self.encoder = CellStack(m, E)
         self.encoder_bwd = CellStack(m, E)
         He = self.encoder.output_size + self.encoder_bwd.output_size
         self.decoder = CellStack(m, E + He)
