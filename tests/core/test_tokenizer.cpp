@@ -138,6 +138,9 @@ TEST(Tokenizer, oldConfigReadsAsLegacy) {
   json cls = old_cfg;
   cls["task"]["name"] = "classify";
   ASSERT_EQ(as_written(cls)["dataset"]["tokenizer"], "legacy");
+  json cloze = old_cfg;  // the cloze task's dataset.tokenizer says how dataset.lowercase folds
+  cloze["task"]["name"] = "cloze";
+  ASSERT_EQ(as_written(cloze)["dataset"]["tokenizer"], "legacy");
   json kept = old_cfg;
   kept["dataset"]["tokenizer"] = "icu";
   ASSERT_EQ(as_written(kept)["dataset"]["tokenizer"], "icu");
@@ -148,6 +151,7 @@ TEST(Tokenizer, oldConfigReadsAsLegacy) {
   // a new config resolves to icu
   ASSERT_EQ(resolve_config(json{{"task", "word_lm"}})["dataset"]["tokenizer"], "icu");
   ASSERT_EQ(resolve_config(json{{"task", "classify"}})["dataset"]["tokenizer"], "icu");
+  ASSERT_EQ(resolve_config(json{{"task", "cloze"}, {"model", {{"cell", "gru"}}}})["dataset"]["tokenizer"], "icu");
 }
 
 // The seq2seq data's dataset.lowercase lower-cases as dataset.tokenizer says: a lower-cased

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "data/tokenizer.h"
 #include "data/vocab.h"
 
 namespace cs {
@@ -53,10 +54,12 @@ ClozeSplits load_cbt_dir(const std::string& dir);
 // or saved by a run made before the blank had its own id) maps the blank to <unk> (id 0):
 // encoding follows the saved vocabulary, so such runs evaluate as they trained.
 inline constexpr int32_t kClozeBlankId = 2;
+// With `lowercase`, words are folded as `rules` says (cloze_lower).
 Vocab cloze_vocab(const std::vector<ClozeExample>& train, bool lowercase, int64_t min_count, int64_t max_vocab,
-                  bool blank_token = true);
+                  bool blank_token = true, const std::string& rules = kTokenizerIcu);
 
-// ASCII lower case (the tokenisation of the cloze task; XXXXX stays as it is).
-std::string cloze_lower(const std::string& w);
+// A word lower-cased as the cloze task's dataset.tokenizer `rules` says (data/tokenizer.h
+// lowercase_word: icu = NFC + full Unicode lower case, legacy = ASCII letters only); XXXXX stays.
+std::string cloze_lower(const std::string& w, const std::string& rules);
 
 }  // namespace cs

@@ -33,6 +33,7 @@ constexpr EnumNames<RecurrentInit, 2> enum_names(RecurrentInit) {
 struct ClozeOptions {
   ClozeReaderKind reader = ClozeReaderKind::MAoa;  // model.reader
   bool lowercase = true;         // dataset.lowercase
+  std::string tokenizer = kTokenizerIcu;  // dataset.tokenizer: how lowercase folds (legacy: ASCII only)
   // dataset.blank: Token = XXXXX has its own vocabulary id (2) and embedding (CBT, the AoA
   // Reader) | Unk = XXXXX is <unk> (Cellscope before the fix; kept for the comparison).
   ClozeBlank blank = ClozeBlank::Token;
@@ -67,7 +68,9 @@ struct ClozeItem {
   int64_t freq_baseline = 0;                   // cloze_frequency_baseline
 };
 // Encode an example (lower-cased when `lowercase`) with `vocab` (unknown words -> <unk>).
-ClozeItem encode_cloze(const ClozeExample& e, const Vocab& vocab, bool lowercase);
+// `rules`: the run's dataset.tokenizer, how lowercase folds (cloze_lower).
+ClozeItem encode_cloze(const ClozeExample& e, const Vocab& vocab, bool lowercase,
+                       const std::string& rules = kTokenizerIcu);
 
 struct ClozeBatch {
   torch::Tensor doc, doc_len;      // [Td, B] int64 padded with the pad id; [B]

@@ -29,7 +29,15 @@ const OptionTable<ClozeOptions>& cloze_option_table() {
              "Reader; unk = read as <unk>, sharing its embedding with every unknown word (what Cellscope did "
              "before; kept to measure the difference). A run keeps what its saved vocabulary says.")
         .tasks(c);
-    t.field("dataset.lowercase", &O::lowercase, "Lower-case ASCII letters of every word (XXXXX stays).").tasks(c);
+    t.field("dataset.lowercase", &O::lowercase,
+            "Lower-case every word as dataset.tokenizer says (icu: every script; legacy: ASCII letters only); XXXXX "
+            "stays.")
+        .tasks(c);
+    t.choice("dataset.tokenizer", &O::tokenizer, tokenizer_choices(),
+             "The CBT files are read pre-tokenised (words split at blanks); this says how dataset.lowercase folds a "
+             "word: icu = NFC and full Unicode lower-casing (\"ÜBER\" -> \"über\"); legacy = ASCII letters only (runs "
+             "made before the option read as legacy).")
+        .tasks(c);
     t.field("dataset.min_freq", &O::min_freq, 1, 1e9, "Words seen fewer times in the training split map to <unk>.")
         .tasks(c);
     t.field("dataset.max_vocab", &O::max_vocab, 0, 1e9,
