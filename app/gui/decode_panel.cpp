@@ -90,7 +90,29 @@ DecodePanel::DecodePanel(RunTableModel* runs, QWidget* parent) : QWidget(parent)
   qRegisterMetaType<gui::DecodeJob>("gui::DecodeJob");
   qRegisterMetaType<gui::DecodeTable>("gui::DecodeTable");
 
-  // ---- what to decode
+  // The groups top to bottom, built in the order the widgets were always created (tab order).
+  QFormLayout* form = buildSourceForm();
+  QHBoxLayout* run = buildRunRow();
+  QHBoxLayout* resultRow = buildResultRow();
+  QSplitter* split = buildResultTables();
+  m_status = buildStatusLabel();
+
+  auto* lay = new QVBoxLayout(this);
+  lay->addLayout(form);
+  lay->addLayout(run);
+  lay->addWidget(m_status);
+  lay->addLayout(resultRow);
+  lay->addWidget(split, 1);
+
+  connectWorker();
+  connectControls();
+  installShortcuts();
+  connectRunModel();
+  refreshRuns();
+}
+
+// What to decode: the run, its checkpoints and the decoding parameters.
+QFormLayout* DecodePanel::buildSourceForm() {
   auto* form = new QFormLayout;
   m_runCombo = new QComboBox;
   m_runCombo->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
@@ -140,7 +162,11 @@ DecodePanel::DecodePanel(RunTableModel* runs, QWidget* parent) : QWidget(parent)
   }
   params->addStretch(1);
   form->addRow(tr("Decoding"), params);
+  return form;
+}
 
+// Decode / Cancel and the progress of the job.
+QHBoxLayout* DecodePanel::buildRunRow() {
   m_decodeButton = new QPushButton(tr("&Decode (Ctrl+Return)"));
   m_cancelButton = new QPushButton(tr("Cancel (Esc)"));
   m_cancelButton->setEnabled(false);
@@ -157,8 +183,11 @@ DecodePanel::DecodePanel(RunTableModel* runs, QWidget* parent) : QWidget(parent)
   run->addWidget(m_cancelButton);
   run->addWidget(m_progress, 1);
   run->addWidget(m_progressLabel, 2);
+  return run;
+}
 
-  // ---- results
+// The table selector and its buttons; the buttons are local, so their clicks are connected here.
+QHBoxLayout* DecodePanel::buildResultRow() {
   m_tableCombo = new QComboBox;
   m_tableCombo->setObjectName(QStringLiteral("decodeTableSelector"));
   m_tableCombo->setSizeAdjustPolicy(QComboBox::AdjustToContents);
@@ -181,7 +210,15 @@ DecodePanel::DecodePanel(RunTableModel* runs, QWidget* parent) : QWidget(parent)
   resultRow->addWidget(exportTsv);
   resultRow->addWidget(m_exportAll);
   resultRow->addWidget(clear);
+  connect(copy, &QPushButton::clicked, this, &DecodePanel::copySelection);
+  connect(exportCsv, &QPushButton::clicked, this, [this] { exportInteractive(TableFormat::Csv); });
+  connect(exportTsv, &QPushButton::clicked, this, [this] { exportInteractive(TableFormat::Tsv); });
+  connect(clear, &QPushButton::clicked, this, &DecodePanel::clearTables);
+  return resultRow;
+}
 
+// The metrics table (with the scorers' signatures) above the samples table.
+QSplitter* DecodePanel::buildResultTables() {
   m_metrics = new QTableWidget;
   m_metrics->setObjectName(QStringLiteral("decodeMetrics"));
   m_metrics->setEditTriggers(QAbstractItemView::NoEditTriggers);
@@ -237,20 +274,20 @@ DecodePanel::DecodePanel(RunTableModel* runs, QWidget* parent) : QWidget(parent)
   split->setChildrenCollapsible(false);
   m_metrics->setMinimumHeight(70);
   m_samples->setMinimumHeight(120);
+  return split;
+}
 
+// The one-line status under the controls.
+QLabel* DecodePanel::buildStatusLabel() {
   m_status = new QLabel(tr("Pick a seq2seq run and its checkpoints, then Decode (Ctrl+Return)."));
   m_status->setObjectName(QStringLiteral("decodeStatus"));
   m_status->setWordWrap(true);
   m_status->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  return m_status;
+}
 
-  auto* lay = new QVBoxLayout(this);
-  lay->addLayout(form);
-  lay->addLayout(run);
-  lay->addWidget(m_status);
-  lay->addLayout(resultRow);
-  lay->addWidget(split, 1);
-
-  // ---- worker
+// The decode worker on its own thread, and its results back to the panel.
+void DecodePanel::connectWorker() {
   m_worker = startWorkerThread<DecodeWorker>(this, &m_thread, QStringLiteral("cellscope-decode"));
   connect(this, &DecodePanel::requestDecode, m_worker, &DecodeWorker::decode, Qt::QueuedConnection);
   connect(m_worker, &DecodeWorker::progress, this, &DecodePanel::onProgress, Qt::QueuedConnection);
@@ -261,14 +298,12 @@ DecodePanel::DecodePanel(RunTableModel* runs, QWidget* parent) : QWidget(parent)
   }, Qt::QueuedConnection);
   connect(m_worker, &DecodeWorker::cancelled, this, [this] { m_wasCancelled = true; }, Qt::QueuedConnection);
   connect(m_worker, &DecodeWorker::finished, this, &DecodePanel::onDone, Qt::QueuedConnection);
+}
 
-  // ---- controls
+// The controls of the panel (the result row's buttons are connected in buildResultRow()).
+void DecodePanel::connectControls() {
   connect(m_decodeButton, &QPushButton::clicked, this, &DecodePanel::decode);
   connect(m_cancelButton, &QPushButton::clicked, this, &DecodePanel::cancel);
-  connect(copy, &QPushButton::clicked, this, &DecodePanel::copySelection);
-  connect(exportCsv, &QPushButton::clicked, this, [this] { exportInteractive(TableFormat::Csv); });
-  connect(exportTsv, &QPushButton::clicked, this, [this] { exportInteractive(TableFormat::Tsv); });
-  connect(clear, &QPushButton::clicked, this, &DecodePanel::clearTables);
   connect(m_runCombo, qOverload<int>(&QComboBox::currentIndexChanged), this, [this] {
     refreshCheckpoints();
     takeRunDefaults();
@@ -278,6 +313,10 @@ DecodePanel::DecodePanel(RunTableModel* runs, QWidget* parent) : QWidget(parent)
     if (row >= 0 && row < m_metricsRowTable.size() && m_metricsRowTable[row] >= 0)
       setCurrentTable(m_metricsRowTable[row]);
   });
+}
+
+// The panel's keyboard shortcuts (active while the focus is inside the panel).
+void DecodePanel::installShortcuts() {
   auto shortcut = [this](const QKeySequence& k, auto slot) {
     auto* s = new QShortcut(k, this);
     s->setContext(Qt::WidgetWithChildrenShortcut);
@@ -291,7 +330,10 @@ DecodePanel::DecodePanel(RunTableModel* runs, QWidget* parent) : QWidget(parent)
   shortcut(QKeySequence::Copy, [this] { copySelection(); });
   shortcut(QKeySequence(QStringLiteral("Ctrl+Shift+C")), [this] { exportInteractive(TableFormat::Csv); });
   shortcut(QKeySequence(QStringLiteral("Ctrl+Shift+T")), [this] { exportInteractive(TableFormat::Tsv); });
+}
 
+// Follow the workspace's runs: new, removed and updated runs.
+void DecodePanel::connectRunModel() {
   if (m_runs) {
     connect(m_runs, &QAbstractItemModel::modelReset, this, &DecodePanel::refreshRuns);
     connect(m_runs, &QAbstractItemModel::rowsInserted, this, &DecodePanel::refreshRuns);
@@ -303,7 +345,6 @@ DecodePanel::DecodePanel(RunTableModel* runs, QWidget* parent) : QWidget(parent)
       else if (dir == currentRun()) refreshCheckpoints();
     });
   }
-  refreshRuns();
 }
 
 DecodePanel::~DecodePanel() {

@@ -30,11 +30,14 @@
 class QCheckBox;
 class QComboBox;
 class QDoubleSpinBox;
+class QFormLayout;
+class QHBoxLayout;
 class QLabel;
 class QListWidget;
 class QProgressBar;
 class QPushButton;
 class QSpinBox;
+class QSplitter;
 class QTableWidget;
 class QThread;
 
@@ -117,6 +120,17 @@ Q_SIGNALS:
   void finished(bool ok);  // false: failed or cancelled
 
 private:
+  // The constructor's groups, top to bottom (each builds one group and sets the members it owns).
+  QFormLayout* buildSourceForm();
+  QHBoxLayout* buildRunRow();
+  QHBoxLayout* buildResultRow();
+  QSplitter* buildResultTables();
+  QLabel* buildStatusLabel();
+  void connectWorker();
+  void connectControls();
+  void installShortcuts();
+  void connectRunModel();
+
   void refreshCheckpoints();
   void takeRunDefaults();  // the run's task.beam and task.length_penalty into the controls
   void onProgress(int index, int count, qint64 done, qint64 total);
