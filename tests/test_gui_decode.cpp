@@ -10,6 +10,8 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QLabel>
+#include <QScrollBar>
+#include <QScrollArea>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QHeaderView>
@@ -162,6 +164,31 @@ class GuiDecodeTest : public QObject {
     // The text that leaves the window is the data's.
     s->selectRow(0);
     QVERIFY2(p->selectedRowsText().contains("\tc b a\t\t"), qPrintable(p->selectedRowsText()));
+  }
+
+  // At 1024x700 the tab needs no horizontal scroll bar: the scorers' signature line (wider than
+  // the window on one line) wraps, whole, inside the visible part.
+  void fitsA1024x700Window() {
+    gui::MainWindow w(options());
+    w.resize(1024, 700);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    w.resize(1024, 700);
+    QVERIFY(w.showPanel(QString("decode")));
+    QApplication::processEvents();
+    QTest::qWait(50);
+    auto* page = w.findChild<QScrollArea*>("tabScroll_Decode");
+    QVERIFY(page);
+    QVERIFY2(!page->horizontalScrollBar()->isVisible(),
+             qPrintable(QString("tab %1 px wide in a %2 px viewport")
+                            .arg(page->widget()->width())
+                            .arg(page->viewport()->width())));
+    auto* sig = w.decodePanel()->findChild<QLabel*>("metricSignatures");
+    QVERIFY(sig);
+    const QRect r(sig->mapTo(page->viewport(), QPoint(0, 0)), sig->size());
+    QVERIFY2(r.left() >= 0 && r.right() < page->viewport()->width(),
+             qPrintable(QString("signatures at x %1..%2").arg(r.left()).arg(r.right())));
+    QVERIFY(sig->text().contains("tok:rouge-score"));
   }
 
   void notASeq2seqRunFailsClearly() {

@@ -261,6 +261,7 @@ QSplitter* DecodePanel::buildResultTables() {
   signatures->setObjectName(QStringLiteral("metricSignatures"));
   signatures->setTextInteractionFlags(Qt::TextSelectableByMouse);
   signatures->setStyleSheet(QStringLiteral("color: palette(mid);"));
+  signatures->setWordWrap(true);  // two lines in a narrow window rather than a tab wider than it
   signatures->setToolTip(tr("BLEU is a port of sacreBLEU's default (13a tokenisation, mixed case, exp smoothing); "
                             "ROUGE-1/2/L F1 follow rouge-score's tokenizer, averaged over the pairs "
                             "(core/model/tasks/SEQ2SEQ_NOTES.md, Metrics). `cellscope-cli decode --hyp-out H "
