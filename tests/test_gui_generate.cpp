@@ -6,6 +6,9 @@
 #include <QFile>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QLabel>
+#include <QScrollArea>
+#include <QScrollBar>
 #include <QTextBlock>
 #include <QTextEdit>
 #include <QtTest/QtTest>
@@ -38,6 +41,34 @@ class GuiGenerateTest : public QObject {
     cf.close();
     QString out, err;
     QCOMPARE(cstest::run_cli({"train", cfg, "--run-dir", m_run, "--quiet"}, &out, &err), 0);
+  }
+
+  // At 1024x700 the tab needs no horizontal scroll bar, and the shading legend is whole inside it.
+  void fitsA1024x700Window() {
+    gui::WindowOptions o;
+    o.workspace = m_ws;
+    o.settingsFile = cstest::temp_dir() + "/gen-settings-small.ini";
+    o.restoreLastConfig = false;
+    gui::MainWindow w(o);
+    w.resize(1024, 700);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    w.resize(1024, 700);
+    QVERIFY(w.showPanel(QString("generate")));
+    QApplication::processEvents();
+    QTest::qWait(50);
+    auto* page = w.findChild<QScrollArea*>("tabScroll_Generate");
+    QVERIFY(page);
+    QVERIFY2(!page->horizontalScrollBar()->isVisible(),
+             qPrintable(QString("tab %1 px wide in a %2 px viewport")
+                            .arg(page->widget()->width())
+                            .arg(page->viewport()->width())));
+    auto* legend = w.generatePanel()->findChild<QLabel*>("surprisalLegend");
+    QVERIFY(legend);
+    const QRect r(legend->mapTo(page->viewport(), QPoint(0, 0)), legend->size());
+    QVERIFY2(r.left() >= 0 && r.right() < page->viewport()->width(),
+             qPrintable(QString("legend at x %1..%2").arg(r.left()).arg(r.right())));
+    QVERIFY(legend->text().contains("hover for p"));
   }
 
   void generatesShadedText() {

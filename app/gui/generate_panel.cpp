@@ -102,7 +102,8 @@ GeneratePanel::GeneratePanel(RunTableModel* runs, QWidget* parent) : QWidget(par
                 .arg(bits == 10 ? QStringLiteral("+") : QString());
   legend->setText(tr("surprisal of each token, -log2 p (bits): ") + ramp +
                   tr(" &nbsp; (seed text underlined; hover for p)"));
-  buttons->addWidget(legend);
+  legend->setObjectName(QStringLiteral("surprisalLegend"));
+  legend->setWordWrap(true);  // its own row, wrapped: beside the buttons it widened the tab past a 1024 px window
 
   m_text = new QTextEdit;
   m_text->setReadOnly(true);
@@ -118,6 +119,7 @@ GeneratePanel::GeneratePanel(RunTableModel* runs, QWidget* parent) : QWidget(par
   auto* lay = new QVBoxLayout(this);
   lay->addLayout(form);
   lay->addLayout(buttons);
+  lay->addWidget(legend);
   lay->addWidget(m_text, 1);
   lay->addWidget(m_status);
 
