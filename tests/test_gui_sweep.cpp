@@ -10,6 +10,9 @@
 #include <QFile>
 #include <QFileInfo>
 #include <QJsonObject>
+#include <QPushButton>
+#include <QScrollArea>
+#include <QScrollBar>
 #include <QSettings>
 #include <QTableWidget>
 #include <QtTest/QtTest>
@@ -34,6 +37,38 @@ class GuiSweepTest : public QObject {
     QDir().mkpath(root);
     QSettings::setPath(QSettings::IniFormat, QSettings::UserScope, root + "/qsettings");
     QSettings::setPath(QSettings::NativeFormat, QSettings::UserScope, root + "/qsettings");
+  }
+
+  // At 1024x700 the tab needs no horizontal scroll bar: both export buttons are inside it.
+  void fitsA1024x700Window() {
+    const QString root = cstest::temp_dir() + "/guisweep";
+    gui::WindowOptions o;
+    o.workspace = root + "/ws-small";
+    o.settingsFile = root + "/settings-small.ini";
+    o.restoreLastConfig = false;
+    gui::MainWindow w(o);
+    w.resize(1024, 700);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    w.resize(1024, 700);
+    QVERIFY(w.showPanel(QString("sweeps")));
+    QApplication::processEvents();
+    QTest::qWait(50);
+    auto* page = w.findChild<QScrollArea*>("tabScroll_Sweeps");
+    QVERIFY(page);
+    QVERIFY2(!page->horizontalScrollBar()->isVisible(),
+             qPrintable(QString("tab %1 px wide in a %2 px viewport")
+                            .arg(page->widget()->width())
+                            .arg(page->viewport()->width())));
+    int seen = 0;
+    for (QPushButton* b : w.sweepPanel()->findChildren<QPushButton*>()) {
+      if (!b->text().startsWith("Export")) continue;
+      ++seen;
+      const QRect r(b->mapTo(page->viewport(), QPoint(0, 0)), b->size());
+      QVERIFY2(r.left() >= 0 && r.right() < page->viewport()->width(),
+               qPrintable(QString("%1 at x %2..%3").arg(b->text()).arg(r.left()).arg(r.right())));
+    }
+    QCOMPARE(seen, 2);
   }
 
   void runsAndExportsASmallSweep() {

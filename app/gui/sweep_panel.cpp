@@ -120,11 +120,16 @@ SweepPanel::SweepPanel(const ConfigurePanel* config, const TrainingController* t
   tableButtons->addWidget(m_paired);
   tableButtons->addWidget(m_pairedRef);
   tableButtons->addStretch();
+  // The exports on a row of their own: beside the paired controls they made the tab wider than a
+  // 1024 px window (Export LaTeX... off screen).
+  auto* exportButtons = new QHBoxLayout;
+  exportButtons->addStretch();
   auto* csv = new QPushButton(QStringLiteral("Export CSV..."), right);
   auto* tex = new QPushButton(QStringLiteral("Export LaTeX..."), right);
-  tableButtons->addWidget(csv);
-  tableButtons->addWidget(tex);
+  exportButtons->addWidget(csv);
+  exportButtons->addWidget(tex);
   r->addLayout(tableButtons);
+  r->addLayout(exportButtons);
   connect(m_paired, &QCheckBox::toggled, this, [this] { refreshTable(); });
   connect(m_pairedRef, &QComboBox::currentTextChanged, this, [this] {
     if (m_paired->isChecked()) refreshTable();
