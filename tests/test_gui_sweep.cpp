@@ -69,6 +69,11 @@ class GuiSweepTest : public QObject {
                qPrintable(QString("%1 at x %2..%3").arg(b->text()).arg(r.left()).arg(r.right())));
     }
     QCOMPARE(seen, 2);
+    // no sweep yet: the plot has no series and shows no (empty) legend box
+    auto* plot = w.sweepPanel()->findChild<QCustomPlot*>();
+    QVERIFY(plot);
+    QCOMPARE(plot->graphCount(), 0);
+    QVERIFY(!plot->legend->visible());
   }
 
   void runsAndExportsASmallSweep() {
@@ -192,6 +197,7 @@ class GuiSweepTest : public QObject {
     // Plot: x = hidden (numeric first axis), one curve per lr with error bars.
     QCustomPlot* plot = panel->seriesPlot();
     QCOMPARE(plot->graphCount(), 2);
+    QVERIFY(plot->legend->visible());  // two series: their legend is shown
     QCOMPARE(plot->graph(0)->data()->size(), 2);
     int bars = 0;
     for (int i = 0; i < plot->plottableCount(); ++i) bars += qobject_cast<QCPErrorBars*>(plot->plottable(i)) != nullptr;

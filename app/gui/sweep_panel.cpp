@@ -138,7 +138,7 @@ SweepPanel::SweepPanel(const ConfigurePanel* config, const TrainingController* t
   connect(tex, &QPushButton::clicked, this, [this] { exportInteractive(QStringLiteral("tex")); });
   m_plot = new QCustomPlot(right);
   m_plot->setMinimumHeight(220);
-  m_plot->legend->setVisible(true);
+  m_plot->legend->setVisible(false);  // shown once there are series (updatePlot): no empty box
   m_plot->yAxis->setLabel(QStringLiteral("metric"));
   r->addWidget(m_plot, 2);
   split->setStretchFactor(0, 1);
@@ -398,6 +398,7 @@ void SweepPanel::updatePlot() {
   QString xName, err;
   if (m_dir.isEmpty() || !sweepSeries(m_dir, &series, &xName, &err)) {
     m_plot->xAxis->setLabel(err.isEmpty() ? QString() : QStringLiteral("(no plot: %1)").arg(err));
+    m_plot->legend->setVisible(false);
     m_plot->replot();
     return;
   }
@@ -417,6 +418,7 @@ void SweepPanel::updatePlot() {
     bars->setData(s.std);
     bars->setPen(QPen(col, 1.2));
   }
+  m_plot->legend->setVisible(m_plot->graphCount() > 0);
   m_plot->xAxis->setLabel(xName);
   SweepTableView t;
   if (sweepTable(m_dir, QString(), &t, &err))
