@@ -10,8 +10,6 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QLabel>
-#include <QScrollBar>
-#include <QScrollArea>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QHeaderView>
@@ -24,6 +22,7 @@
 #include "corpus_fixture.h"
 #include "decode_bridge.h"
 #include "decode_panel.h"
+#include "gui_fit.h"
 #include "harness.h"
 #include "main_window.h"
 
@@ -170,24 +169,10 @@ class GuiDecodeTest : public QObject {
   // the window on one line) wraps, whole, inside the visible part.
   void fitsA1024x700Window() {
     gui::MainWindow w(options());
-    w.resize(1024, 700);
-    w.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&w));
-    w.resize(1024, 700);
-    QVERIFY(w.showPanel(QString("decode")));
-    QApplication::processEvents();
-    QTest::qWait(50);
-    auto* page = w.findChild<QScrollArea*>("tabScroll_Decode");
-    QVERIFY(page);
-    QVERIFY2(!page->horizontalScrollBar()->isVisible(),
-             qPrintable(QString("tab %1 px wide in a %2 px viewport")
-                            .arg(page->widget()->width())
-                            .arg(page->viewport()->width())));
     auto* sig = w.decodePanel()->findChild<QLabel*>("metricSignatures");
     QVERIFY(sig);
-    const QRect r(sig->mapTo(page->viewport(), QPoint(0, 0)), sig->size());
-    QVERIFY2(r.left() >= 0 && r.right() < page->viewport()->width(),
-             qPrintable(QString("signatures at x %1..%2").arg(r.left()).arg(r.right())));
+    const QString why = cstest::tabFitsWindow(w, "decode", "Decode", {sig});
+    QVERIFY2(why.isEmpty(), qPrintable(why));
     QVERIFY(sig->text().contains("tok:rouge-score"));
   }
 

@@ -7,8 +7,6 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QLabel>
-#include <QScrollArea>
-#include <QScrollBar>
 #include <QTextBlock>
 #include <QTextEdit>
 #include <QtTest/QtTest>
@@ -17,6 +15,7 @@
 
 #include "corpus_fixture.h"
 #include "generate_panel.h"
+#include "gui_fit.h"
 #include "harness.h"
 #include "main_window.h"
 
@@ -50,24 +49,10 @@ class GuiGenerateTest : public QObject {
     o.settingsFile = cstest::temp_dir() + "/gen-settings-small.ini";
     o.restoreLastConfig = false;
     gui::MainWindow w(o);
-    w.resize(1024, 700);
-    w.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&w));
-    w.resize(1024, 700);
-    QVERIFY(w.showPanel(QString("generate")));
-    QApplication::processEvents();
-    QTest::qWait(50);
-    auto* page = w.findChild<QScrollArea*>("tabScroll_Generate");
-    QVERIFY(page);
-    QVERIFY2(!page->horizontalScrollBar()->isVisible(),
-             qPrintable(QString("tab %1 px wide in a %2 px viewport")
-                            .arg(page->widget()->width())
-                            .arg(page->viewport()->width())));
     auto* legend = w.generatePanel()->findChild<QLabel*>("surprisalLegend");
     QVERIFY(legend);
-    const QRect r(legend->mapTo(page->viewport(), QPoint(0, 0)), legend->size());
-    QVERIFY2(r.left() >= 0 && r.right() < page->viewport()->width(),
-             qPrintable(QString("legend at x %1..%2").arg(r.left()).arg(r.right())));
+    const QString why = cstest::tabFitsWindow(w, "generate", "Generate", {legend});
+    QVERIFY2(why.isEmpty(), qPrintable(why));
     QVERIFY(legend->text().contains("hover for p"));
   }
 

@@ -11,14 +11,13 @@
 #include <QFileInfo>
 #include <QJsonObject>
 #include <QPushButton>
-#include <QScrollArea>
-#include <QScrollBar>
 #include <QSettings>
 #include <QTableWidget>
 #include <QtTest/QtTest>
 
 #include "configure_panel.h"
 #include "corpus_fixture.h"
+#include "gui_fit.h"
 #include "harness.h"
 #include "main_window.h"
 #include "qcp.h"
@@ -47,28 +46,12 @@ class GuiSweepTest : public QObject {
     o.settingsFile = root + "/settings-small.ini";
     o.restoreLastConfig = false;
     gui::MainWindow w(o);
-    w.resize(1024, 700);
-    w.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&w));
-    w.resize(1024, 700);
-    QVERIFY(w.showPanel(QString("sweeps")));
-    QApplication::processEvents();
-    QTest::qWait(50);
-    auto* page = w.findChild<QScrollArea*>("tabScroll_Sweeps");
-    QVERIFY(page);
-    QVERIFY2(!page->horizontalScrollBar()->isVisible(),
-             qPrintable(QString("tab %1 px wide in a %2 px viewport")
-                            .arg(page->widget()->width())
-                            .arg(page->viewport()->width())));
-    int seen = 0;
-    for (QPushButton* b : w.sweepPanel()->findChildren<QPushButton*>()) {
-      if (!b->text().startsWith("Export")) continue;
-      ++seen;
-      const QRect r(b->mapTo(page->viewport(), QPoint(0, 0)), b->size());
-      QVERIFY2(r.left() >= 0 && r.right() < page->viewport()->width(),
-               qPrintable(QString("%1 at x %2..%3").arg(b->text()).arg(r.left()).arg(r.right())));
-    }
-    QCOMPARE(seen, 2);
+    QList<QWidget*> exports;
+    for (QPushButton* b : w.sweepPanel()->findChildren<QPushButton*>())
+      if (b->text().startsWith("Export")) exports << b;
+    QCOMPARE(exports.size(), 2);
+    const QString why = cstest::tabFitsWindow(w, "sweeps", "Sweeps", exports);
+    QVERIFY2(why.isEmpty(), qPrintable(why));
     // no sweep yet: the plot has no series and shows no (empty) legend box
     auto* plot = w.sweepPanel()->findChild<QCustomPlot*>();
     QVERIFY(plot);
