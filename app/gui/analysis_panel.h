@@ -24,6 +24,8 @@
 #include "analysis_bridge.h"
 
 class QComboBox;
+class QGroupBox;
+class QHBoxLayout;
 class QLabel;
 class QLineEdit;
 class QPlainTextEdit;
@@ -31,6 +33,7 @@ class QPushButton;
 class QScrollArea;
 class QSlider;
 class QSpinBox;
+class QSplitter;
 class QTextBrowser;
 class QThread;
 class QTimer;
@@ -116,7 +119,14 @@ protected:
   void showEvent(QShowEvent* ev) override;  // re-lists the runs (new ones may have finished)
 
 private:
-  void buildUi();
+  void buildUi();  // and its parts, left to right
+  QScrollArea* buildControls();
+  QGroupBox* buildInputsBox();
+  QGroupBox* buildCheckpointBox();
+  QHBoxLayout* buildExportRow();
+  QSplitter* buildFigureSide();
+  void connectControls();
+  void installShortcuts();
   void populateKinds();
   void onRunChanged();
   void fillSecondRuns(const QString& keep);

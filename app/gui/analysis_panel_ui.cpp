@@ -41,12 +41,24 @@
 namespace gui {
 
 void AnalysisPanel::buildUi() {
+  // Controls on the left (scrolled), the figure over the training curve on the right; built in
+  // the order the widgets were always created (tab order).
   auto* outer = new QHBoxLayout(this);
   outer->setContentsMargins(4, 4, 4, 4);
   auto* split = new QSplitter(Qt::Horizontal);
   outer->addWidget(split);
+  split->addWidget(buildControls());
+  split->addWidget(buildFigureSide());
+  split->setStretchFactor(0, 0);
+  split->setStretchFactor(1, 1);
+  split->setSizes({390, 1200});
+  populateKinds();
+  connectControls();
+  installShortcuts();
+}
 
-  // ---- left: controls
+// Run, comparison run, analysis and its help; the inputs; the checkpoint; Compute; the exports.
+QScrollArea* AnalysisPanel::buildControls() {
   auto* controls = new QWidget;
   auto* cv = new QVBoxLayout(controls);
   cv->setContentsMargins(2, 2, 2, 2);
@@ -75,6 +87,37 @@ void AnalysisPanel::buildUi() {
   m_help->setMaximumHeight(170);
   cv->addWidget(m_help);
 
+  cv->addWidget(buildInputsBox());
+  cv->addWidget(buildCheckpointBox());
+  m_computeButton = new QPushButton(QStringLiteral("Compute (Ctrl+Return)"));
+  m_computeButton->setDefault(true);
+  cv->addWidget(m_computeButton);
+
+  cv->addLayout(buildExportRow());
+
+  m_status = new QLabel;
+  m_status->setObjectName(QStringLiteral("analysisStatus"));
+  m_status->setWordWrap(true);
+  m_status->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  cv->addWidget(m_status);
+  cv->addStretch(1);
+
+  auto* controlsScroll = new QScrollArea;
+  controlsScroll->setWidget(controls);
+  controlsScroll->setWidgetResizable(true);
+  controlsScroll->setMinimumWidth(360);
+  controlsScroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);  // wrap to the width instead
+  for (QComboBox* c : {m_runA, m_runB, m_kind, m_split, m_colorMap}) {
+    c->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    c->setMinimumContentsLength(12);
+  }
+  controlsScroll->setFrameShape(QFrame::NoFrame);
+  return controlsScroll;
+}
+
+// The analysis's inputs (text, last K, position, split, edges, bins, colour map); each row is
+// shown only for the kinds that use it (m_row*).
+QGroupBox* AnalysisPanel::buildInputsBox() {
   auto* inputs = new QGroupBox(QStringLiteral("Inputs"));
   auto* inForm = new QFormLayout(inputs);
   inForm->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
@@ -145,8 +188,11 @@ void AnalysisPanel::buildUi() {
   cLabel->setBuddy(m_colorMap);
   inForm->addRow(cLabel, m_colorMap);
   m_rowCmap = {cLabel, m_colorMap};
-  cv->addWidget(inputs);
+  return inputs;
+}
 
+// The checkpoint slider and its label.
+QGroupBox* AnalysisPanel::buildCheckpointBox() {
   auto* ckBox = new QGroupBox(QStringLiteral("Checkpoint"));
   auto* ckl = new QVBoxLayout(ckBox);
   m_slider = new QSlider(Qt::Horizontal);
@@ -158,12 +204,11 @@ void AnalysisPanel::buildUi() {
   m_checkpointLabel = new QLabel(QStringLiteral("no checkpoints"));
   ckl->addWidget(m_slider);
   ckl->addWidget(m_checkpointLabel);
-  cv->addWidget(ckBox);
+  return ckBox;
+}
 
-  m_computeButton = new QPushButton(QStringLiteral("Compute (Ctrl+Return)"));
-  m_computeButton->setDefault(true);
-  cv->addWidget(m_computeButton);
-
+// One button per figure format (and the CSV).
+QHBoxLayout* AnalysisPanel::buildExportRow() {
   auto* exportRow = new QHBoxLayout;
   exportRow->addWidget(new QLabel(QStringLiteral("Export:")));
   const QList<QPair<QString, QString>> formats = {{QStringLiteral("PNG"), QStringLiteral("png")},
@@ -182,28 +227,11 @@ void AnalysisPanel::buildUi() {
     });
     exportRow->addWidget(b);
   }
-  cv->addLayout(exportRow);
+  return exportRow;
+}
 
-  m_status = new QLabel;
-  m_status->setObjectName(QStringLiteral("analysisStatus"));
-  m_status->setWordWrap(true);
-  m_status->setTextInteractionFlags(Qt::TextSelectableByMouse);
-  cv->addWidget(m_status);
-  cv->addStretch(1);
-
-  auto* controlsScroll = new QScrollArea;
-  controlsScroll->setWidget(controls);
-  controlsScroll->setWidgetResizable(true);
-  controlsScroll->setMinimumWidth(360);
-  controlsScroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);  // wrap to the width instead
-  for (QComboBox* c : {m_runA, m_runB, m_kind, m_split, m_colorMap}) {
-    c->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
-    c->setMinimumContentsLength(12);
-  }
-  controlsScroll->setFrameShape(QFrame::NoFrame);
-  split->addWidget(controlsScroll);
-
-  // ---- right: figure over the training curve
+// The figure (scrolled) over the training curve with the viewed checkpoint marked.
+QSplitter* AnalysisPanel::buildFigureSide() {
   auto* right = new QSplitter(Qt::Vertical);
   m_figureArea = new QScrollArea;
   m_figureArea->setObjectName(QStringLiteral("analysisFigureArea"));
@@ -223,13 +251,10 @@ void AnalysisPanel::buildUi() {
   right->setStretchFactor(0, 3);
   right->setStretchFactor(1, 1);
   right->setSizes({560, 200});
-  split->addWidget(right);
-  split->setStretchFactor(0, 0);
-  split->setStretchFactor(1, 1);
-  split->setSizes({390, 1200});
+  return right;
+}
 
-  populateKinds();
-
+void AnalysisPanel::connectControls() {
   connect(m_runA, qOverload<int>(&QComboBox::currentIndexChanged), this, [this] { onRunChanged(); });
   connect(m_runB, qOverload<int>(&QComboBox::currentIndexChanged), this, [this] {
     if (m_autoRecompute) m_debounce->start();
@@ -246,7 +271,10 @@ void AnalysisPanel::buildUi() {
         hv->plot()->replot(QCustomPlot::rpQueuedReplot);
       }
   });
+}
 
+// Ctrl+Return computes, Alt+Left / Alt+Right scrub the checkpoints, Ctrl+Shift+E / C export.
+void AnalysisPanel::installShortcuts() {
   auto shortcut = [this](const QKeySequence& k, auto slot) {
     auto* s = new QShortcut(k, this);
     s->setContext(Qt::WidgetWithChildrenShortcut);

@@ -38,10 +38,28 @@
 namespace gui {
 
 ComparePanel::ComparePanel(FigureExporter* exporter, QWidget* parent) : QWidget(parent), m_exporter(exporter) {
+  // The run table above, the plot and the config diff side by side below, built in the order the
+  // widgets were always created (tab order).
+  auto* split = new QSplitter(Qt::Vertical);
+  split->addWidget(buildRunTable());
+  auto* bottom = new QSplitter(Qt::Horizontal);
+  bottom->addWidget(buildPlotBox());
+  bottom->addWidget(buildDiffBox());
+  bottom->setStretchFactor(0, 3);
+  bottom->setStretchFactor(1, 1);
+  bottom->setSizes({700, 300});
+  split->addWidget(bottom);
+  split->setStretchFactor(0, 2);
+  split->setStretchFactor(1, 3);
   auto* v = new QVBoxLayout(this);
   v->setContentsMargins(4, 4, 4, 4);
-  auto* split = new QSplitter(Qt::Vertical);
+  v->addWidget(split, 1);
+  updateControlRows();
+  watchWorkspace();
+}
 
+// The filter, the CSV export and the table of runs (sorted, filtered, columns fitted to their text).
+QWidget* ComparePanel::buildRunTable() {
   auto* tableBox = new QWidget;
   auto* tv = new QVBoxLayout(tableBox);
   tv->setContentsMargins(0, 0, 0, 0);
@@ -98,7 +116,6 @@ ComparePanel::ComparePanel(FigureExporter* exporter, QWidget* parent) : QWidget(
   m_runView->setToolTip(QStringLiteral("Tick runs to overlay their curves; select two to see their config diff; "
                                        "double-click to show a run in the Training tab"));
   tv->addWidget(m_runView, 1);
-  split->addWidget(tableBox);
   connect(m_runModel, &RunTableModel::checkedChanged, this, [this] {
     updateCompareMetrics();
     redraw();
@@ -108,8 +125,11 @@ ComparePanel::ComparePanel(FigureExporter* exporter, QWidget* parent) : QWidget(
     const RunInfo* r = m_runModel->run(m_runProxy->mapToSource(idx).row());
     if (r) Q_EMIT showRunRequested(r->dir);
   });
+  return tableBox;
+}
 
-  auto* bottom = new QSplitter(Qt::Horizontal);
+// The overlay plot and its controls (metric, x axis, seed aggregation) on as many rows as it needs.
+QWidget* ComparePanel::buildPlotBox() {
   auto* plotBox = new QWidget;
   auto* pv = new QVBoxLayout(plotBox);
   pv->setContentsMargins(0, 0, 0, 0);
@@ -160,10 +180,13 @@ ComparePanel::ComparePanel(FigureExporter* exporter, QWidget* parent) : QWidget(
           [this](int i) { setXAxis(static_cast<XAxis>(i)); });
   connect(m_seedBox, &QCheckBox::toggled, this, [this] { redraw(); });
   connect(m_bandCombo, qOverload<int>(&QComboBox::currentIndexChanged), this, [this] { redraw(); });
-  bottom->addWidget(plotBox);
   m_plotBox = plotBox;
   plotBox->installEventFilter(this);
+  return plotBox;
+}
 
+// The config diff of the two selected runs: a heading and an option / A / B table.
+QWidget* ComparePanel::buildDiffBox() {
   auto* diffBox = new QWidget;
   auto* dv = new QVBoxLayout(diffBox);
   dv->setContentsMargins(0, 0, 0, 0);
@@ -187,19 +210,12 @@ ComparePanel::ComparePanel(FigureExporter* exporter, QWidget* parent) : QWidget(
   m_diffTable->setEditTriggers(QAbstractItemView::NoEditTriggers);
   dv->addWidget(m_diffLabel);
   dv->addWidget(m_diffTable, 1);
-  bottom->addWidget(diffBox);
   diffBox->setMinimumWidth(240);
-  bottom->setStretchFactor(0, 3);
-  bottom->setStretchFactor(1, 1);
-  bottom->setSizes({700, 300});
-  split->addWidget(bottom);
-  split->setStretchFactor(0, 2);
-  split->setStretchFactor(1, 3);
-  v->addWidget(split, 1);
-  updateControlRows();
+  return diffBox;
+}
 
-
-  // Workspace watching: new run directories (CLI or GUI) and summary updates.
+// Workspace watching: new run directories (CLI or GUI) and summary updates.
+void ComparePanel::watchWorkspace() {
   m_watcher = new QFileSystemWatcher(this);
   m_rescanTimer = new QTimer(this);
   m_rescanTimer->setSingleShot(true);

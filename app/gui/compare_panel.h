@@ -74,6 +74,10 @@ protected:
   bool eventFilter(QObject* watched, QEvent* event) override;
 
 private:
+  QWidget* buildRunTable();  // the constructor's groups, top to bottom
+  QWidget* buildPlotBox();
+  QWidget* buildDiffBox();
+  void watchWorkspace();
   void fitColumns();         // the run table's column widths (as its rows change)
   void updateControlRows();  // the plot's controls on as many rows as its width needs
   void updateDiffLabel();    // the diff's heading, run names elided to its width

@@ -63,6 +63,33 @@ QString datasetItemText(const DatasetEntry& d) {
 }  // namespace
 
 ConfigurePanel::ConfigurePanel(QWidget* parent) : QWidget(parent) {
+  startTimers();
+  setMinimumWidth(330);
+  // The groups top to bottom, built in the order the widgets were always created (tab order).
+  auto* v = new QVBoxLayout(this);
+  v->setContentsMargins(6, 6, 6, 6);
+  v->addLayout(buildWorkspaceRow());
+  v->addWidget(buildSetupBox());
+  m_topError = new QLabel;
+  m_topError->setWordWrap(true);
+  m_topError->setStyleSheet(QStringLiteral("color: #c62828;"));
+  m_topError->hide();
+  v->addWidget(m_topError);
+  v->addWidget(buildOptionForm(), 1);
+  m_paramLabel = new QLabel(QStringLiteral("Parameters: -"));
+  m_paramLabel->setObjectName(QStringLiteral("parameterCount"));
+  m_paramLabel->setToolTip(QStringLiteral("Trainable parameters of the configured model (updated as options change)"));
+  v->addWidget(m_paramLabel);
+  v->addLayout(buildProcessRow());
+  v->addLayout(buildButtons());
+  connectControls();
+  populatePresets();
+  populateDatasets();
+  rebuildForm();
+}
+
+// Validation and the parameter count run a moment after the last change (debounced).
+void ConfigurePanel::startTimers() {
   m_validateTimer = new QTimer(this);
   m_validateTimer->setSingleShot(true);
   m_validateTimer->setInterval(150);
@@ -71,12 +98,10 @@ ConfigurePanel::ConfigurePanel(QWidget* parent) : QWidget(parent) {
   m_paramTimer->setSingleShot(true);
   m_paramTimer->setInterval(400);
   connect(m_paramTimer, &QTimer::timeout, this, &ConfigurePanel::requestParameterCount);
+}
 
-  setMinimumWidth(330);
-  auto* v = new QVBoxLayout(this);
-  v->setContentsMargins(6, 6, 6, 6);
-
-  // Workspace
+// The workspace's folder and its Change... button.
+QHBoxLayout* ConfigurePanel::buildWorkspaceRow() {
   auto* wsRow = new QHBoxLayout;
   m_workspaceLabel = new QLabel;
   m_workspaceLabel->setTextInteractionFlags(Qt::TextSelectableByMouse);
@@ -88,8 +113,11 @@ ConfigurePanel::ConfigurePanel(QWidget* parent) : QWidget(parent) {
   wsRow->addWidget(new QLabel(QStringLiteral("<b>Workspace</b>")));
   wsRow->addWidget(m_workspaceLabel, 1);
   wsRow->addWidget(wsButton);
-  v->addLayout(wsRow);
+  return wsRow;
+}
 
+// Preset, task, dataset (with its format and error lines) and cell (with its description).
+QGroupBox* ConfigurePanel::buildSetupBox() {
   auto* setup = new QGroupBox(QStringLiteral("Setup"));
   auto* f = new QFormLayout(setup);
   m_presetCombo = new QComboBox;
@@ -103,28 +131,7 @@ ConfigurePanel::ConfigurePanel(QWidget* parent) : QWidget(parent) {
     m_taskCombo->setItemData(m_taskCombo->count() - 1, taskDescription(t), Qt::ToolTipRole);
   }
   f->addRow(QStringLiteral("Task"), m_taskCombo);
-  auto* dsRow = new QHBoxLayout;
-  auto* datasetCombo = new DatasetCombo;
-  datasetCombo->beforePopup = [this] { refreshDatasetList(); };
-  m_datasetCombo = datasetCombo;
-  m_datasetCombo->setObjectName(QStringLiteral("datasetCombo"));
-  m_datasetCombo->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
-  m_datasetCombo->setMinimumContentsLength(12);
-  auto* dsOpen = new QToolButton;
-  dsOpen->setText(QStringLiteral("Open..."));
-  dsOpen->setToolTip(QStringLiteral("Train on a file of your own (Ctrl+O); you can also drop a file on the window. "
-                                    "The arrow: a folder (a CBT set, parallel text, PTB)"));
-  connect(dsOpen, &QToolButton::clicked, this, &ConfigurePanel::chooseDatasetFile);
-  // The cloze and seq2seq loaders read folders (cbtest_*_{train,valid,test}*.txt, train.de +
-  // train.en, ...), which a file dialog cannot pick.
-  auto* openMenu = new QMenu(dsOpen);
-  openMenu->addAction(QStringLiteral("File..."), this, &ConfigurePanel::chooseDatasetFile);
-  openMenu->addAction(QStringLiteral("Folder (CBT set, parallel text, PTB)..."), this,
-                      &ConfigurePanel::chooseDatasetFolder);
-  dsOpen->setMenu(openMenu);
-  dsOpen->setPopupMode(QToolButton::MenuButtonPopup);
-  dsRow->addWidget(m_datasetCombo, 1);
-  dsRow->addWidget(dsOpen);
+  QHBoxLayout* dsRow = buildDatasetRow();
   f->addRow(QStringLiteral("Dataset"), dsRow);
   m_formatLabel = new QLabel;
   m_formatLabel->setObjectName(QStringLiteral("datasetFormat"));
@@ -149,28 +156,49 @@ ConfigurePanel::ConfigurePanel(QWidget* parent) : QWidget(parent) {
   m_cellInfo->setWordWrap(true);
   m_cellInfo->setStyleSheet(QStringLiteral("color: palette(mid);"));
   f->addRow(QString(), m_cellInfo);
-  v->addWidget(setup);
+  return setup;
+}
 
-  m_topError = new QLabel;
-  m_topError->setWordWrap(true);
-  m_topError->setStyleSheet(QStringLiteral("color: #c62828;"));
-  m_topError->hide();
-  v->addWidget(m_topError);
+// The dataset combo and its Open... button (a file, or a folder from the arrow's menu).
+QHBoxLayout* ConfigurePanel::buildDatasetRow() {
+  auto* dsRow = new QHBoxLayout;
+  auto* datasetCombo = new DatasetCombo;
+  datasetCombo->beforePopup = [this] { refreshDatasetList(); };
+  m_datasetCombo = datasetCombo;
+  m_datasetCombo->setObjectName(QStringLiteral("datasetCombo"));
+  m_datasetCombo->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+  m_datasetCombo->setMinimumContentsLength(12);
+  auto* dsOpen = new QToolButton;
+  dsOpen->setText(QStringLiteral("Open..."));
+  dsOpen->setToolTip(QStringLiteral("Train on a file of your own (Ctrl+O); you can also drop a file on the window. "
+                                    "The arrow: a folder (a CBT set, parallel text, PTB)"));
+  connect(dsOpen, &QToolButton::clicked, this, &ConfigurePanel::chooseDatasetFile);
+  // The cloze and seq2seq loaders read folders (cbtest_*_{train,valid,test}*.txt, train.de +
+  // train.en, ...), which a file dialog cannot pick.
+  auto* openMenu = new QMenu(dsOpen);
+  openMenu->addAction(QStringLiteral("File..."), this, &ConfigurePanel::chooseDatasetFile);
+  openMenu->addAction(QStringLiteral("Folder (CBT set, parallel text, PTB)..."), this,
+                      &ConfigurePanel::chooseDatasetFolder);
+  dsOpen->setMenu(openMenu);
+  dsOpen->setPopupMode(QToolButton::MenuButtonPopup);
+  dsRow->addWidget(m_datasetCombo, 1);
+  dsRow->addWidget(dsOpen);
+  return dsRow;
+}
 
+// The options of the chosen task and cell (csw::OptionForm), scrolled.
+QScrollArea* ConfigurePanel::buildOptionForm() {
   m_form = new csw::OptionForm;
   auto* scroll = new QScrollArea;
   scroll->setWidget(m_form);
   scroll->setWidgetResizable(true);
   scroll->setFrameShape(QFrame::NoFrame);
-  v->addWidget(scroll, 1);
+  return scroll;
+}
 
-  m_paramLabel = new QLabel(QStringLiteral("Parameters: -"));
-  m_paramLabel->setObjectName(QStringLiteral("parameterCount"));
-  m_paramLabel->setToolTip(QStringLiteral("Trainable parameters of the configured model (updated as options change)"));
-  v->addWidget(m_paramLabel);
-
-  // Local processes (data-parallel training, `cellscope-cli train --nproc N`): 1 trains in
-  // this window; N > 1 starts the CLI's launcher, the window follows the run's directory.
+// Local processes (data-parallel training, `cellscope-cli train --nproc N`): 1 trains in
+// this window; N > 1 starts the CLI's launcher, the window follows the run's directory.
+QHBoxLayout* ConfigurePanel::buildProcessRow() {
   auto* procRow = new QHBoxLayout;
   m_procSpin = new QSpinBox;
   m_procSpin->setRange(1, std::max(2, QThread::idealThreadCount()));
@@ -192,8 +220,11 @@ ConfigurePanel::ConfigurePanel(QWidget* parent) : QWidget(parent) {
   procRow->addWidget(new QLabel(QStringLiteral("Processes:")));
   procRow->addWidget(m_procSpin);
   procRow->addWidget(m_procHint, 1);
-  v->addLayout(procRow);
+  return procRow;
+}
 
+// Start, Add to queue, Pause, Stop.
+QGridLayout* ConfigurePanel::buildButtons() {
   auto* buttons = new QGridLayout;
   m_startButton = new QPushButton(QStringLiteral("Start"));
   m_startButton->setToolTip(QStringLiteral("Start training (Ctrl+R)"));
@@ -208,7 +239,11 @@ ConfigurePanel::ConfigurePanel(QWidget* parent) : QWidget(parent) {
   buttons->addWidget(m_queueButton, 0, 1);
   buttons->addWidget(m_pauseButton, 1, 0);
   buttons->addWidget(m_stopButton, 1, 1);
-  v->addLayout(buttons);
+  return buttons;
+}
+
+// The buttons' signals, and the choices that rebuild the form, relist datasets or revalidate.
+void ConfigurePanel::connectControls() {
   connect(m_startButton, &QPushButton::clicked, this, &ConfigurePanel::startRequested);
   connect(m_queueButton, &QPushButton::clicked, this, &ConfigurePanel::enqueueRequested);
   connect(m_pauseButton, &QPushButton::clicked, this, &ConfigurePanel::pauseToggleRequested);
@@ -230,9 +265,6 @@ ConfigurePanel::ConfigurePanel(QWidget* parent) : QWidget(parent) {
     else applyConfig(QJsonObject());
   });
   connect(m_form, &csw::OptionForm::changed, this, [this] { scheduleValidation(); });
-  populatePresets();
-  populateDatasets();
-  rebuildForm();
 }
 
 void ConfigurePanel::setWorkspaceLabel(const QString& dir) {

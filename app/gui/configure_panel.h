@@ -12,8 +12,12 @@
 
 class QComboBox;
 class QFileSystemWatcher;
+class QGridLayout;
+class QGroupBox;
+class QHBoxLayout;
 class QLabel;
 class QPushButton;
+class QScrollArea;
 class QSpinBox;
 class QTimer;
 
@@ -73,6 +77,14 @@ Q_SIGNALS:
   void message(const QString& text, int timeoutMs);
 
 private:
+  void startTimers();  // the constructor's parts, top to bottom
+  QHBoxLayout* buildWorkspaceRow();
+  QGroupBox* buildSetupBox();
+  QHBoxLayout* buildDatasetRow();
+  QScrollArea* buildOptionForm();
+  QHBoxLayout* buildProcessRow();
+  QGridLayout* buildButtons();
+  void connectControls();
   void populatePresets();
   void populateDatasets();
   void rebuildForm();
