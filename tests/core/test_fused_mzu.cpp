@@ -90,6 +90,8 @@ std::vector<Variant> variants(const std::string& comp) {
     v.push_back({"act_sigmoid", [](MZUOptions& o) { o.gcn_activation = GcnActivation::Sigmoid; }});
     v.push_back({"act_identity", [](MZUOptions& o) { o.gcn_activation = GcnActivation::Identity; }});
     v.push_back({"relu_cosine", [](MZUOptions& o) { o.gcn_edges = GcnEdges::ReluCosine; }});
+    v.push_back({"signed_clamped", [](MZUOptions& o) { o.gcn_degree = GcnDegree::SignedClamped; }});
+    v.push_back({"zones8_absolute", [](MZUOptions& o) { o.zones = 8, o.gcn_degree = GcnDegree::Absolute; }});
   }
   if (comp == "sat") {
     v.push_back({"qkv_shared", [](MZUOptions& o) { o.sat_qkv = SatQkv::Shared; }});

@@ -216,24 +216,30 @@ TEST_F(Mzu, sat_attention_rows_sum_to_one) {
 }
 
 TEST_F(Mzu, gcn_adjacency_symmetric_with_expected_diagonal) {
-  torch::manual_seed(2);
-  auto o = tiny("gcn", 4, 16);
-  auto cell = std::make_shared<MZUCellImpl>(o);
-  Probe probe;
-  StepContext ctx;
-  ctx.probe = &probe;
-  cell->forward_sequence(torch::randn({4, 3, 3}), cell->initial_state(3, {}), ctx);
-  auto A = probe.stacked("adj_g");  // [T, B, N, N]
-  ASSERT_TRUE(torch::allclose(A, A.transpose(-1, -2), 1e-6, 1e-7));
-  // Independently: A~ = cos + I (eqs. 7-8), D~_ii = sum_j A~_ij, diag of D^-1/2 A~ D^-1/2 = 2 / D~_ii.
-  auto Z = probe.stacked("zones_g");  // [T, B, N, d_z]
-  auto zn = Z / Z.norm(2, {-1}, true);
-  auto At = torch::matmul(zn, zn.transpose(-1, -2)) + torch::eye(4);
-  auto deg = At.sum(-1);
-  ASSERT_TRUE(deg.min().item<double>() > 0.01);  // no clamping in this draw
-  ASSERT_TRUE(torch::allclose(A.diagonal(0, -2, -1), 2.0 / deg, 1e-5, 1e-6));
-  auto expect = At / torch::sqrt(deg.unsqueeze(-1) * deg.unsqueeze(-2));
-  ASSERT_TRUE(torch::allclose(A, expect, 1e-5, 1e-6));
+  for (GcnDegree degree : {GcnDegree::Absolute, GcnDegree::SignedClamped}) {
+    torch::manual_seed(2);
+    auto o = tiny("gcn", 4, 16);
+    o.gcn_degree = degree;
+    auto cell = std::make_shared<MZUCellImpl>(o);
+    Probe probe;
+    StepContext ctx;
+    ctx.probe = &probe;
+    cell->forward_sequence(torch::randn({4, 3, 3}), cell->initial_state(3, {}), ctx);
+    auto A = probe.stacked("adj_g");  // [T, B, N, N]
+    ASSERT_TRUE(torch::allclose(A, A.transpose(-1, -2), 1e-6, 1e-7));
+    // Independently: A~ = cos + I (eqs. 7-8), D~_ii = sum_j |A~_ij| (absolute) or sum_j A~_ij
+    // (signed_clamped), diag of D^-1/2 A~ D^-1/2 = 2 / D~_ii.
+    auto Z = probe.stacked("zones_g");  // [T, B, N, d_z]
+    auto zn = Z / Z.norm(2, {-1}, true);
+    auto At = torch::matmul(zn, zn.transpose(-1, -2)) + torch::eye(4);
+    auto deg = degree == GcnDegree::Absolute ? At.abs().sum(-1) : At.sum(-1);
+    ASSERT_TRUE(deg.min().item<double>() > 0.01);  // no clamping in this draw
+    ASSERT_TRUE(torch::allclose(A.diagonal(0, -2, -1), 2.0 / deg, 1e-5, 1e-6));
+    auto expect = At / torch::sqrt(deg.unsqueeze(-1) * deg.unsqueeze(-2));
+    ASSERT_TRUE(torch::allclose(A, expect, 1e-5, 1e-6));
+    // the two degrees differ in this draw (some cosine is negative), so the check tells them apart
+    ASSERT_TRUE((At.abs().sum(-1) - At.sum(-1)).max().item<double>() > 1e-3);
+  }
 }
 
 TEST_F(Mzu, cap_coupling_and_squash) {

@@ -150,6 +150,32 @@ TEST(Reliability, nonFiniteWeightsAreNeverSaved) {
   ASSERT_EQ(summary_of(dir).value("status", std::string()), "finished");
 }
 
+// Class 2: a loss that is non-finite before any update is not blamed on the learning rate. The
+// case is the one MZU Table 3's sweep met: gcnMZU with 16 zones of 4 units and eq. 9's signed
+// degree (model.gcn_degree signed_clamped) overflows in its first forward pass; the default
+// absolute degree trains the same configuration (cells/MZU_NOTES.md).
+TEST(Reliability, nonFiniteUntrainedLossNamesTheModelNotTheLr) {
+  const std::string path = tiny_config("gcn16", {{"batch", 16}, {"bptt", 50}, {"steps", 6}, {"eval_every", 3},
+                                                 {"seed", 1}, {"checkpoint_every", 0}});
+  json cfg = cstest::json_object(cstest::read_text(path));
+  cfg["model"] = {{"cell", "gcn_mzu"},        {"embed", 32},        {"hidden", 64},
+                  {"zones", 16},              {"filter", 128},      {"depth", 1},
+                  {"layer_norm", true},       {"candidate_dropout", 0.1}};
+  cstest::write_text(path, cfg.dump(2));
+  std::string out, err;
+  const std::string bad = cstest::temp_dir() + "/gcn16_signed";
+  ASSERT_EQ(cstest::run_cli({"train", path, "--run-dir", bad, "--set", "model.gcn_degree=signed_clamped", "--quiet"},
+                            &out, &err),
+            1)
+      << err;
+  ASSERT_TRUE(cstest::contains(err, "at step 1")) << err;
+  ASSERT_TRUE(cstest::contains(err, "No update had been made yet")) << err;
+  ASSERT_FALSE(cstest::contains(err, "Try a lower training.lr")) << err;
+  const std::string good = cstest::temp_dir() + "/gcn16_absolute";
+  ASSERT_EQ(cstest::run_cli({"train", path, "--run-dir", good, "--quiet"}, &out, &err), 0) << err;
+  ASSERT_EQ(summary_of(good).value("status", std::string()), "finished");
+}
+
 // Class 2: Adam at lr 100 diverges; the run fails with a reason starting "diverged:".
 TEST(Reliability, divergenceFailsTheRun) {
   const std::string dir = cstest::temp_dir() + "/diverge_run";

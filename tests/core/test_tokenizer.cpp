@@ -154,6 +154,22 @@ TEST(Tokenizer, oldConfigReadsAsLegacy) {
   ASSERT_EQ(resolve_config(json{{"task", "cloze"}, {"model", {{"cell", "gru"}}}})["dataset"]["tokenizer"], "icu");
 }
 
+// model.gcn_degree came after gcn_mzu runs were written: a stored gcn_mzu config without it reads
+// as signed_clamped (what those runs computed); new configs resolve to absolute; other cells get
+// nothing.
+TEST(AsWritten, oldGcnConfigReadsAsSignedClampedDegree) {
+  const json old_cfg = {{"task", {{"name", "char_lm"}}}, {"model", {{"cell", "gcn_mzu"}}}, {"dataset", {{"name", "x"}}}};
+  ASSERT_EQ(as_written(old_cfg)["model"]["gcn_degree"], "signed_clamped");
+  json kept = old_cfg;
+  kept["model"]["gcn_degree"] = "absolute";
+  ASSERT_EQ(as_written(kept)["model"]["gcn_degree"], "absolute");
+  json sat = old_cfg;
+  sat["model"]["cell"] = "sat_mzu";
+  ASSERT_FALSE(as_written(sat)["model"].contains("gcn_degree"));
+  ASSERT_EQ(resolve_config(json{{"task", "char_lm"}, {"model", {{"cell", "gcn_mzu"}}}})["model"]["gcn_degree"],
+            "absolute");
+}
+
 // The seq2seq data's dataset.lowercase lower-cases as dataset.tokenizer says: a lower-cased
 // IWSLT-style German side holds "über" (icu), not "Über" (legacy, ASCII only, as before).
 TEST(Tokenizer, seq2seqLowercase) {

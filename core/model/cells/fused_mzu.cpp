@@ -69,6 +69,13 @@ bool implemented(GcnEdges v) {
   }
   return false;
 }
+bool implemented(GcnDegree v) {
+  switch (v) {
+    case GcnDegree::Absolute:
+    case GcnDegree::SignedClamped: return true;
+  }
+  return false;
+}
 bool implemented(SatQkv v) {
   switch (v) {
     case SatQkv::Shared:
@@ -106,7 +113,8 @@ static const char* const kKnownOptionKeys[] = {
     "zones",         "filter",        "depth",       "share_transition", "capsules",
     "routing_iters", "zone_disagreement", "disagreement_scale", "regular_gate", "regular_trans",
     "ln_position",   "ffn_residual",  "gcn_activation", "gcn_edges",     "sat_qkv",
-    "disagreement_pairs", "disagreement_form", "disagreement_warmup", "gcn_adjacency"};
+    "disagreement_pairs", "disagreement_form", "disagreement_warmup", "gcn_adjacency",
+    "gcn_degree"};
 
 std::vector<std::string> mzu_fast_path_unknown_options() {
   std::vector<std::string> unknown;
@@ -134,6 +142,7 @@ const char* mzu_fast_path_refusal(const MZUOptions& o) {
   if (!implemented(o.gcn_activation))
     return "model.gcn_activation is not relu, tanh, sigmoid or identity";
   if (!implemented(o.gcn_edges)) return "model.gcn_edges is not cosine or relu_cosine";
+  if (!implemented(o.gcn_degree)) return "model.gcn_degree is not absolute or signed_clamped";
   if (!implemented(o.sat_qkv)) return "model.sat_qkv is not per_zone or shared";
   if (!implemented(o.disagreement_pairs)) return "model.disagreement_pairs is not 'all' (eq. 18 as written)";
   if (!implemented(o.disagreement_form)) return "model.disagreement_form is not 'cosine' (eq. 18 as written)";
@@ -278,6 +287,7 @@ struct Run : torch::CustomClassHolder {
   // sizes and flags
   int64_t T = 0, B = 0, H = 0, N = 0, dz = 0, J = 0, Do = 0, F = 0, K = 0, R = 0, G = 0, Dp = 0, iters = 0;
   bool m_h = true, m_g = true, gcn = false, sat = false, cap = false, qkv_shared = false, relu_edges = false,
+       abs_degree = false,
        residual = false, training = false;
   int act = 0;  // gcn sigma: 0 relu, 1 tanh, 2 sigmoid, 3 identity
   double p_drop = 0;
@@ -417,7 +427,7 @@ struct Run : torch::CustomClassHolder {
         Dneg.copy_(cm.mean({1, 2}).neg_());
         auto w = relu_edges ? at::relu(cm) : cm;
         auto A = w + at::eye(N, w.options());
-        auto deg = A.sum(-1);
+        auto deg = abs_degree ? A.abs().sum(-1) : A.sum(-1);  // model.gcn_degree (mzu.cpp)
         auto dinv = deg.clamp_min(1e-2).rsqrt();
         auto Ah = A * dinv.unsqueeze(-1) * dinv.unsqueeze(-2);
         cosm[i] = cm;
@@ -579,7 +589,7 @@ struct Run : torch::CustomClassHolder {
         auto dAZ = at::bmm(dP, bk.p[W_G].transpose(1, 2)).view({K * B, N, dz}).contiguous();
         dZ = at::empty({K * B, N, dz}, dhn.options());
         // A^ Z, the normalisation, the edges, the cosines and eq. 18's term: one loop
-        gcn_adjacency_bwd(Zb, cosm[i], ahat[i], gdeg[i], dAZ, dDkb, relu_edges, dZ);
+        gcn_adjacency_bwd(Zb, cosm[i], ahat[i], gdeg[i], dAZ, dDkb, relu_edges, abs_degree, dZ);
       } else {
         if (sat) {
           const auto& q3 = qkv[i];
@@ -764,6 +774,7 @@ SeqOutput fused_mzu_forward(MZUCellImpl& cell, const torch::Tensor& x, const Sta
   r.iters = o.routing_iters;
   r.qkv_shared = o.sat_qkv == SatQkv::Shared;
   r.relu_edges = o.gcn_edges == GcnEdges::ReluCosine;
+  r.abs_degree = o.gcn_degree == GcnDegree::Absolute;
   r.residual = o.ffn_residual;
   switch (o.gcn_activation) {  // Run::act
     case GcnActivation::Relu: r.act = 0; break;

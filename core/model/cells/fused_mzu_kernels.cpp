@@ -256,7 +256,7 @@ void zone_disagreement_bwd(const Tensor& Zb, const Tensor& dDkb, const Tensor& d
 // (written): through A^ Z, the normalisation (degree clamp, on the forward's side: deg [KB, N]
 // as forward computed it), the edges and the cosines. cm, A^: the forward's [KB, N, N].
 void gcn_adjacency_bwd(const Tensor& Zb, const Tensor& cmt, const Tensor& aht, const Tensor& degt, const Tensor& dAZt,
-                       const Tensor& dDkb, bool relu_edges, const Tensor& dZt) {
+                       const Tensor& dDkb, bool relu_edges, bool abs_degree, const Tensor& dZt) {
   const int64_t KB = Zb.size(0), N = Zb.size(1), dz = Zb.size(2);
   AT_DISPATCH_FLOATING_TYPES(Zb.scalar_type(), "gcn_adjacency_bwd", [&] {
     const scalar_t *Z = Zb.data_ptr<scalar_t>(), *CM = cmt.data_ptr<scalar_t>(), *AH = aht.data_ptr<scalar_t>(),
@@ -288,7 +288,8 @@ void gcn_adjacency_bwd(const Tensor& Zb, const Tensor& cmt, const Tensor& aht, c
           }
           for (int64_t e = 0; e < dz; ++e) dzo[j * dz + e] = static_cast<scalar_t>(acc[static_cast<size_t>(e)]);
         }
-        // through A^ = D^-1/2 A D^-1/2 (degree clamped at 1e-2)
+        // through A^ = D^-1/2 A D^-1/2 (degree clamped at 1e-2; with abs_degree D_ii = sum_j |A_ij|,
+        // whose derivative in A_ij is sign(A_ij), 0 at 0 as autograd's abs)
         for (int64_t i = 0; i < N; ++i) {
           for (int64_t j = 0; j < N; ++j) {
             const scalar_t c = cm[i * N + j];
@@ -316,9 +317,11 @@ void gcn_adjacency_bwd(const Tensor& Zb, const Tensor& cmt, const Tensor& aht, c
         const double c18 = dD ? -static_cast<double>(dD[kb]) / static_cast<double>(N * N) : 0.0;
         for (int64_t i = 0; i < N; ++i)
           for (int64_t j = 0; j < N; ++j) {
+            const double a = A[static_cast<size_t>(i * N + j)];
+            const double sgn = !abs_degree ? 1.0 : a > 0 ? 1.0 : a < 0 ? -1.0 : 0.0;
             double v =
                 dAh[static_cast<size_t>(i * N + j)] * dinv[static_cast<size_t>(i)] * dinv[static_cast<size_t>(j)] +
-                ddeg[static_cast<size_t>(i)];
+                ddeg[static_cast<size_t>(i)] * sgn;
             if (relu_edges && !(cm[i * N + j] > 0)) v = 0;  // threshold_backward(dA, w, 0)
             dA[static_cast<size_t>(i * N + j)] = v + c18;
           }

@@ -20,7 +20,7 @@ void sat_attention_out(const Tensor& attn, const Tensor& q3, const Tensor& O);
 void sat_attention_bwd(const Tensor& dO, const Tensor& attn, const Tensor& q3, const Tensor& dqkv);
 // eqs. 7-9's gcn adjacency, backward (its forward runs through ATen's products).
 void gcn_adjacency_bwd(const Tensor& Zb, const Tensor& cmt, const Tensor& aht, const Tensor& degt, const Tensor& dAZt,
-                       const Tensor& dDkb, bool relu_edges, const Tensor& dZt);
+                       const Tensor& dDkb, bool relu_edges, bool abs_degree, const Tensor& dZt);
 // eqs. 11-14's capsule routing: u -> the last iteration's o, saving the couplings and s.
 void route_fwd(const Tensor& Ut, int64_t iters, const Tensor& Ct, const Tensor& St, const Tensor& Ot);
 void route_bwd(const Tensor& Ut, const Tensor& Ct, const Tensor& St, const Tensor& dOt, const Tensor& dUt, int64_t B);

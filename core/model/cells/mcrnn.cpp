@@ -325,6 +325,9 @@ void register_mcrnn_cells(std::vector<CellInfo>& out) {
     if (!bi) throw UserError("model.base: unknown base cell '" + base + "'");
     json bm = m;
     bm["cell"] = base;
+    // A gcn_mzu base keeps eq. 9's degree as MC-RNN runs have always computed it (model.gcn_degree
+    // came later and the base's options are not settable here, so a stored config cannot say).
+    if (base == "gcn_mzu" && !bm.contains("gcn_degree")) bm["gcn_degree"] = "signed_clamped";
     for (auto& o : bi->options)  // the base's own options at their defaults
       if (!bm.contains(o.key) && !o.default_value.is_null()) bm[o.key] = o.default_value;
     McRnnOptions o = mcrnn_option_table().read(m);

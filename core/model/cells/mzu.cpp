@@ -163,9 +163,12 @@ torch::Tensor MZUBlockImpl::compose(const torch::Tensor& Zk, const torch::Tensor
     // A~ = W + I (diagonal 2); "cosine": eq. 8 as written, A~ = [w_ij] (diagonal cos(z_i, z_i) = 1).
     auto w = o_.gcn_edges == GcnEdges::ReluCosine ? torch::relu(cosm) : cosm;
     auto A = o_.gcn_adjacency == GcnAdjacency::Cosine ? w : w + torch::eye(N, w.options());
-    // D~_ii = sum_j A~_ij; cosine edges can be negative, so the degree is clamped at 1e-2
-    // (see notes) before D~^{-1/2}.
-    auto dinv = A.sum(-1).clamp_min(1e-2).rsqrt();  // [K B, N]
+    // eq. 9's D~_ii = sum_j A~_ij. Cosine edges can be negative: gcn_degree "absolute" sums |A~_ij|
+    // (the same degree when no edge is negative, and |A^_ij| <= 1 always); "signed_clamped" is eq. 9
+    // as written with the degree clamped at 1e-2 (older runs; see notes). The clamp stays for both:
+    // with "absolute" it only matters for an all-zero zone under gcn_adjacency "cosine".
+    auto deg = o_.gcn_degree == GcnDegree::Absolute ? A.abs().sum(-1) : A.sum(-1);
+    auto dinv = deg.clamp_min(1e-2).rsqrt();  // [K B, N]
     auto Ahat = A * dinv.unsqueeze(-1) * dinv.unsqueeze(-2);  // eq. 9: D~^-1/2 A~ D~^-1/2
     if (ctx.probe) {
       auto a4 = Ahat.view({K, B, N, N});
@@ -519,7 +522,12 @@ const OptionTable<MZUOptions>& mzu_option_table() {
         .cells({"gcn_mzu"});
     t.choice(
          "gcn_edges", &O::gcn_edges,
-         "Edge weights: 'cosine' = cos(z_i, z_j) as in eq. 7 (may be negative; degrees clamped at 0.01), 'relu_cosine' = max(cos, 0).")
+         "Edge weights: 'cosine' = cos(z_i, z_j) as in eq. 7 (may be negative; see model.gcn_degree), 'relu_cosine' = max(cos, 0).")
+        .advanced()
+        .cells({"gcn_mzu"});
+    t.choice(
+         "gcn_degree", &O::gcn_degree,
+         "Degree D~ of eq. 9's D~^-1/2 A~ D~^-1/2: 'absolute' = sum_j |A~_ij| (the default: eq. 9's degree whenever no edge is negative, and bounded when cosine edges are; see MZU_NOTES.md); 'signed_clamped' = eq. 9 as written, sum_j A~_ij clamped at 0.01 (runs written before this option read as it; overflows with many small zones).")
         .advanced()
         .cells({"gcn_mzu"});
     t.choice(

@@ -52,6 +52,14 @@ enum class GcnEdges { Cosine, ReluCosine };
 constexpr EnumNames<GcnEdges, 2> enum_names(GcnEdges) {
   return {{{GcnEdges::Cosine, "cosine"}, {GcnEdges::ReluCosine, "relu_cosine"}}};
 }
+// Degree of eq. 9's normalisation D~^-1/2 A~ D~^-1/2. Absolute: D~_ii = sum_j |A~_ij| (equal to eq. 9's
+// sum_j A~_ij whenever no edge is negative; with negative cosine edges it keeps every entry of the
+// normalised adjacency in [-1, 1]). SignedClamped: eq. 9 as written, sum_j A~_ij, clamped at 0.01
+// (runs written before 2026-11-28; overflows with many small zones, MZU_NOTES.md).
+enum class GcnDegree { Absolute, SignedClamped };
+constexpr EnumNames<GcnDegree, 2> enum_names(GcnDegree) {
+  return {{{GcnDegree::Absolute, "absolute"}, {GcnDegree::SignedClamped, "signed_clamped"}}};
+}
 enum class GcnAdjacency { CosinePlusIdentity, Cosine };
 constexpr EnumNames<GcnAdjacency, 2> enum_names(GcnAdjacency) {
   return {{{GcnAdjacency::CosinePlusIdentity, "cosine_plus_identity"}, {GcnAdjacency::Cosine, "cosine"}}};
@@ -87,6 +95,7 @@ struct MZUOptions {
   GcnActivation gcn_activation = GcnActivation::Relu;  // sigma of eq. 9
   GcnEdges gcn_edges = GcnEdges::Cosine;                // Cosine (eqs. 7-8) | ReluCosine (negative edges cut)
   GcnAdjacency gcn_adjacency = GcnAdjacency::CosinePlusIdentity;  // A~ = cos + I | Cosine: eq. 8 as written
+  GcnDegree gcn_degree = GcnDegree::Absolute;  // eq. 9's D~: sum_j |A~_ij| | SignedClamped (older runs)
   SatQkv sat_qkv = SatQkv::Shared;  // Shared: one W^Q, W^K, W^V for all zones | PerZone
   bool ffn_residual = false;            // f_j = o_j + FFN(o_j) instead of eq. 5
 };

@@ -331,9 +331,22 @@ json as_written(json cfg) {
   const std::string task = name_of("task", "name"), cell = name_of("model", "cell");
   auto ds = cfg.find("dataset");
   if (task.empty() || cell.empty() || ds == cfg.end() || !ds->is_object()) return cfg;
-  for (const auto& o : all_options())
-    if (o.section == "dataset" && o.key == "tokenizer" && !ds->contains("tokenizer") && option_applies(o, cell, task))
-      (*ds)["tokenizer"] = "legacy";
+  // Options added after runs were written, whose absence means what those runs computed.
+  struct Legacy {
+    const char* section;
+    const char* key;
+    const char* value;
+  };
+  static const Legacy kLegacy[] = {
+      {"dataset", "tokenizer", "legacy"},        // data/TOKENIZER_NOTES.md
+      {"model", "gcn_degree", "signed_clamped"},  // cells/MZU_NOTES.md "GCN degree"
+  };
+  for (const auto& l : kLegacy) {
+    auto sec = cfg.find(l.section);
+    if (sec == cfg.end() || !sec->is_object() || sec->contains(l.key)) continue;
+    for (const auto& o : all_options())
+      if (o.section == l.section && o.key == l.key && option_applies(o, cell, task)) (*sec)[l.key] = l.value;
+  }
   return cfg;
 }
 

@@ -38,7 +38,8 @@ json resolve_config(const json& cfg);
 // A run's stored config.json read as it meant when the run was written: an option added later
 // that changes what the run's other keys mean gets the value such runs had, where the key is
 // absent (the schema default is what new runs get). Today: dataset.tokenizer = "legacy" for the
-// tasks that have it (data/TOKENIZER_NOTES.md). RunStore::read_config applies it; a document that
+// tasks that have it (data/TOKENIZER_NOTES.md) and model.gcn_degree = "signed_clamped" for gcn_mzu
+// (and MC-RNN over it; cells/MZU_NOTES.md). RunStore::read_config applies it; a document that
 // is not a stored config (no task name, cell or dataset object) is returned unchanged.
 json as_written(json stored_cfg);
 

@@ -624,7 +624,11 @@ bool Trainer::train_step(RunContext& rc) {
                 " at step " + std::to_string(step_ + 1) + "; the last good checkpoint is kept" +
                 (good >= 0 ? " (checkpoints/last.pt, step " + std::to_string(good) + ")"
                            : std::string(" (none was written yet)")) +
-                ". Try a lower training.lr or gradient clipping (training.clip).";
+                (step_ == 0 ? std::string(". No update had been made yet, so neither training.lr nor training.clip "
+                                          "is the cause: the untrained model itself overflows (its configuration or "
+                                          "initialisation; e.g. a smaller model, fewer zones or another option of "
+                                          "the cell).")
+                            : std::string(". Try a lower training.lr or gradient clipping (training.clip)."));
     return false;
   }
   if (std::isnan(I.ref_loss) && step_ == 0) I.ref_loss = st.loss;  // the untrained model's loss

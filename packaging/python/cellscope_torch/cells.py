@@ -277,6 +277,7 @@ class MZUBlock(nn.Module):
     gcn_act: Final[str]
     gcn_edges: Final[str]
     gcn_adj: Final[str]
+    gcn_abs_degree: Final[bool]
     ffn_residual: Final[bool]
     ln: Final[bool]
     ln_pos: Final[str]
@@ -302,6 +303,8 @@ class MZUBlock(nn.Module):
         self.gcn_act = m.get("gcn_activation", "relu")
         self.gcn_edges = m.get("gcn_edges", "cosine")
         self.gcn_adj = m.get("gcn_adjacency", "cosine_plus_identity")
+        # eq. 9's degree: a config without the key (an older run, or an MC-RNN's gcn_mzu base) is signed_clamped
+        self.gcn_abs_degree = m.get("gcn_degree", "signed_clamped") == "absolute"
         self.ffn_residual = bool(m.get("ffn_residual", False))
         self.ln = bool(m.get("layer_norm", True))
         self.ln_pos = m.get("ln_position", "preact")
@@ -366,7 +369,8 @@ class MZUBlock(nn.Module):
         if w_g is not None and cosm is not None:  # gcn, eqs. 7-9
             w = torch.relu(cosm) if self.gcn_edges == "relu_cosine" else cosm
             A = w if self.gcn_adj == "cosine" else w + torch.eye(N, dtype=w.dtype, device=w.device)
-            dinv = A.sum(-1).clamp_min(1e-2).rsqrt()
+            deg = A.abs().sum(-1) if self.gcn_abs_degree else A.sum(-1)
+            dinv = deg.clamp_min(1e-2).rsqrt()
             Ahat = A * dinv.unsqueeze(-1) * dinv.unsqueeze(-2)
             O = torch.bmm(torch.bmm(Ahat, Z.reshape(K * B, N, dz)).view(K, B * N, dz), w_g)
             if self.gcn_act == "relu":

@@ -30,6 +30,7 @@ CELL_OPTIONS = {
             "disagreement_form": ("cosine", "squared_cosine"), "disagreement_warmup": ANY, "regular_gate": BOOL,
             "regular_trans": BOOL, "ln_position": ("preact", "zones"), "ffn_residual": BOOL,
             "gcn_activation": ("relu", "tanh", "sigmoid", "identity"), "gcn_edges": ("cosine", "relu_cosine"),
+            "gcn_degree": ("absolute", "signed_clamped"),
             "gcn_adjacency": ("cosine_plus_identity", "cosine"), "sat_qkv": ("shared", "per_zone")},
     "cru": {"candidate_dropout": ANY, "filter_length": ANY, "conv_channels": ANY,
             "conv_window": ("centered", "causal"), "conv_activation": ("relu", "tanh", "identity"),

@@ -55,7 +55,7 @@ SUPPORTED = {
             "sat_qkv": ["per_zone", "shared"], "regular_gate": [False, True], "regular_trans": [False, True],
             "ffn_residual": [False, True], "share_transition": [False, True], "layer_norm": [False, True],
             "disagreement_pairs": ["all"], "disagreement_form": ["cosine"], "disagreement_warmup": [0],
-            "gcn_adjacency": ["cosine_plus_identity"]},
+            "gcn_adjacency": ["cosine_plus_identity"], "gcn_degree": ["absolute", "signed_clamped"]},
     "cru": {"candidate_dropout": [0.0], "conv_activation": ["relu", "tanh", "identity"], "reset_after": [True, False],
             "conv_window": ["centered", "causal"]},
     "mcrnn": {"base": ["lstm", "sat_mzu", "gcn_mzu", "cap_mzu"], "lstm_memory": ["prev"], "layer_norm": [False], "candidate_dropout": [0.0]},
