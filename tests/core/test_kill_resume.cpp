@@ -90,8 +90,14 @@ TEST(KillResume, killedAndResumedRunEqualsUninterrupted) {
     const bool want_kill = kills < kKills;
     if (want_kill) {
       if (kills < 3) {
-        // early kills: during start-up, data loading, run-directory creation
-        std::this_thread::sleep_for(std::chrono::milliseconds(std::uniform_int_distribution<int>(50, 900)(rng)));
+        // early kills: during start-up, data loading, run-directory creation; at the latest as the
+        // round's first new metrics line appears (on a fast machine a fixed delay of up to 0.9 s
+        // could otherwise train most of the 200 steps before the kill: 17 kills, then finished)
+        const auto delay = std::chrono::milliseconds(std::uniform_int_distribution<int>(50, 900)(rng));
+        const size_t lines = metrics_lines(dir);
+        const auto t0 = std::chrono::steady_clock::now();
+        while (p.running() && metrics_lines(dir) <= lines && std::chrono::steady_clock::now() - t0 < delay)
+          std::this_thread::sleep_for(std::chrono::microseconds(500));
       } else {
         // later kills: while training, 1-3 new metrics lines into the round, at a random instant
         const size_t target = metrics_lines(dir) + std::uniform_int_distribution<size_t>(1, 3)(rng);
