@@ -1,5 +1,7 @@
 #include "option_form.h"
 
+#include "qt_compat.h"
+
 #include <QAbstractSpinBox>
 #include <QCheckBox>
 #include <QComboBox>
@@ -275,10 +277,10 @@ void OptionForm::setOptions(const QList<OptionDesc>& options) {
           // Partially checked = unset; the text says so.
           e->setTristate(true);
           auto showState = [e] { e->setText(e->checkState() == Qt::PartiallyChecked ? unsetText() : QString()); };
-          connect(e, &QCheckBox::stateChanged, e, showState);
+          qt_compat::onCheckStateChanged(e, e, showState);
           e->setCheckState(hasValue(initial) ? (initial.toBool() ? Qt::Checked : Qt::Unchecked) : Qt::PartiallyChecked);
           showState();
-          connect(e, &QCheckBox::stateChanged, this, [this, path] { emitChanged(path); });
+          qt_compat::onCheckStateChanged(e, this, [this, path] { emitChanged(path); });
         } else {
           e->setChecked(initial.toBool());
           connect(e, &QCheckBox::toggled, this, [this, path] { emitChanged(path); });

@@ -76,6 +76,29 @@ TEST(CpuCache, SmallBlocksGoToTheDefaultAllocator) {
   EXPECT_EQ(st.live_blocks, 0);
 }
 
+// Allocator::raw_allocate / raw_deallocate, as oneDNN's scratch memory uses them (LibTorch 2.x's LSTM on
+// the CPU): raw_allocate needs a DataPtr whose context is its data, raw_deallocate a raw_deleter. A
+// large block goes back to the cache (reused by the next request), a small one to the default allocator.
+TEST(CpuCache, RawAllocationsOfBothSizesAreReturned) {
+  CpuBlockCache c(small_blocks());
+  ASSERT_NE(c.raw_deleter(), nullptr);
+  void* big = c.raw_allocate(3 * MB);
+  ASSERT_NE(big, nullptr);
+  std::memset(big, 5, 3 * MB);
+  EXPECT_EQ(c.stats().live_blocks, 1);
+  c.raw_deallocate(big);
+  EXPECT_EQ(c.stats().live_blocks, 0);
+  EXPECT_EQ(c.stats().free_blocks, 1);
+  c10::DataPtr again = c.allocate(3 * MB);
+  EXPECT_EQ(again.get(), big);  // the same block, reused
+  void* small = c.raw_allocate(1000);
+  ASSERT_NE(small, nullptr);
+  std::memset(small, 1, 1000);
+  c.raw_deallocate(small);  // to the default allocator, not the cache
+  EXPECT_EQ(c.stats().live_blocks, 1);
+  EXPECT_EQ(c.stats().hits + c.stats().misses, 2);
+}
+
 TEST(CpuCache, FreedMemoryIsCarvedForSmallerRequestsAndMergedAgain) {
   CpuBlockCache c(small_blocks());
   c10::DataPtr a = c.allocate(6 * MB);
@@ -300,9 +323,20 @@ TEST(CpuCache, LibTorchRunsOnItAsInstalled) {
     EXPECT_TRUE(at::equal(b.remainder(2), at::ones_like(b)));
     EXPECT_EQ(b.max().item<int>(), 1999);
   }
+  {
+    // An LSTM through LibTorch's own kernel: LibTorch 2.x runs it with oneDNN on the CPU, whose
+    // scratch memory comes from raw_allocate and goes back through raw_deallocate.
+    at::manual_seed(1);
+    const int64_t T = 40, B = 64, H = 256;
+    at::Tensor x = at::randn({T, B, H});
+    std::vector<at::Tensor> w = {at::randn({4 * H, H}) * 0.05, at::randn({4 * H, H}) * 0.05, at::zeros({4 * H}),
+                                 at::zeros({4 * H})};
+    auto out = at::lstm(x, {at::zeros({1, B, H}), at::zeros({1, B, H})}, w, true, 1, 0.0, false, false, false);
+    EXPECT_TRUE(at::isfinite(std::get<0>(out)).all().item<bool>());
+  }
   const auto after = cs::cpu_cache_stats();
   EXPECT_GE(after.hits + after.misses, before.hits + before.misses + 2);
-  EXPECT_EQ(after.live_blocks, before.live_blocks);  // both returned
+  EXPECT_EQ(after.live_blocks, before.live_blocks);  // every block returned
 }
 
 }  // namespace test_cpu_cache

@@ -73,7 +73,7 @@ class Cru : public ::testing::Test {
 };
 
 TEST_F(Cru, registry_and_config) {
-  for (auto n : {"cru_shallow", "cru_deep", "cru_deep_enhanced"}) {
+  for (std::string n : {"cru_shallow", "cru_deep", "cru_deep_enhanced"}) {
     const auto& ci = cell_info(n);
     ASSERT_EQ(ci.family, std::string("cru"));
     ASSERT_TRUE(ci.needs_whole_sequence);

@@ -24,6 +24,7 @@
 #include "cells/fused_common.h"
 #include "cells/registry.h"
 #include "util/cpu_cache.h"
+#include "util/torch_compat.h"
 
 namespace test_fast_path_memory {  // this file's own names in a unity build (tests/README.md)
 
@@ -32,10 +33,10 @@ using json = nlohmann::json;
 namespace {
 
 // Wraps the current CPU allocator; counts the bytes of the blocks that are live and their peak.
-class CountingAllocator final : public c10::Allocator {
+class CountingAllocator final : public cs::torch_compat::AllocatorBase {
  public:
   explicit CountingAllocator(c10::Allocator* inner) : inner_(inner) {}
-  c10::DataPtr allocate(size_t n) const override {
+  c10::DataPtr allocate_bytes(size_t n) const override {
     c10::DataPtr p = inner_->allocate(n);
     void* data = p.get();
     auto* ctx = new Ctx{std::move(p), static_cast<int64_t>(n), this};

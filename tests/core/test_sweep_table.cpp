@@ -167,10 +167,12 @@ FakeRun fast_or_slow(const std::string& label, int64_t seed) {
   return f;
 }
 
-const TableCell& cell_of(const SweepTable& t, const std::string& row) {
+// The row's label as a C string: a std::string parameter made from a literal is a temporary, and
+// binding the returned reference would then look dangling to GCC 14 (-Wdangling-reference).
+const TableCell& cell_of(const SweepTable& t, const char* row) {
   for (size_t r = 0; r < t.row_labels.size(); ++r)
     if (t.row_labels[r] == row) return t.cells[r][0];
-  throw std::runtime_error("no row " + row);
+  throw std::runtime_error(std::string("no row ") + row);
 }
 
 }  // namespace

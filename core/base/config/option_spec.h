@@ -136,10 +136,14 @@ template <class T>
 T resolved(const json& section, const std::string& section_name, const std::string& key) {
   return resolved_at(section, section_name, key).get<T>();
 }
+// A section of a whole resolved config (cfg["model"], checked as resolved_at checks a key).
+inline const json& resolved_section(const json& cfg, const std::string& section_name) {
+  return resolved_at(cfg, "$", section_name);
+}
 // Shorthand for a whole resolved config: resolved<int64_t>(cfg, "model", "hidden").
 template <class T>
 T resolved_cfg(const json& cfg, const std::string& section_name, const std::string& key) {
-  return resolved<T>(resolved_at(cfg, "$", section_name), section_name, key);
+  return resolved<T>(resolved_section(cfg, section_name), section_name, key);
 }
 
 namespace detail {
@@ -184,7 +188,7 @@ class OptionTable {
     f.spec = make_option(sec, key, detail::opt_type_of<V>(), default_of(defaults_.*member), min, max, std::move(help));
     const bool whole = section_.empty();
     f.read = [member, key, sec, whole](const json& j, Opts& o) {
-      const json& s = whole ? resolved_at(j, "$", sec) : j;
+      const json& s = whole ? resolved_section(j, sec) : j;
       if constexpr (detail::is_optional<T>::value) {
         // optional: absent or null means unset (resolve_config has no default to fill)
         auto it = s.find(key);
@@ -223,7 +227,7 @@ class OptionTable {
     f.spec = make_choice(sec, key, json(enum_name(defaults_.*member)), enum_choices<E>(), std::move(help));
     const bool whole = section_.empty();
     f.read = [member, key, sec, whole](const json& j, Opts& o) {
-      const json& s = whole ? resolved_at(j, "$", sec) : j;
+      const json& s = whole ? resolved_section(j, sec) : j;
       o.*member = enum_from_json<E>(resolved_at(s, sec, key), sec + "." + key);
     };
     fields_.push_back(std::move(f));

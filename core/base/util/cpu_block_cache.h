@@ -1,14 +1,13 @@
 // The caching CPU allocator behind util/cpu_cache.h (notes: util/CPU_CACHE_NOTES.md).
 #pragma once
 
-#include <c10/core/Allocator.h>
-
 #include <cstdint>
 #include <mutex>
 #include <set>
 #include <vector>
 
 #include "util/cpu_cache.h"
+#include "util/torch_compat.h"
 
 namespace cs {
 
@@ -21,14 +20,17 @@ namespace cs {
 // the resident bytes stay within the peak (cpu_cache.h): wholly free segments are unmapped to
 // make room, the longest unused first, and past the peak plus `over_peak`, the largest free
 // blocks give their pages back.
-class CpuBlockCache final : public c10::Allocator {
+class CpuBlockCache final : public torch_compat::AllocatorBase {
  public:
   explicit CpuBlockCache(CpuCacheOptions o = {});
   ~CpuBlockCache() override;  // unmaps the segments; live blocks must be gone (a test's instance)
-  // Small blocks: the allocator that was LibTorch's CPU allocator before (its DataPtr as is).
-  // Large blocks: carved as above. (No raw_deleter: raw_allocate is not offered, as ATen's CPU
-  // tensors do not use it.)
-  c10::DataPtr allocate(size_t nbytes) const override;
+  // Small blocks: LibTorch's default CPU allocator (its DataPtr as is). Large blocks: carved as
+  // above, the DataPtr's context its data pointer. LibTorch calls it through `allocate`
+  // (torch_compat.h).
+  c10::DataPtr allocate_bytes(size_t nbytes) const override;
+  // Allocator::raw_allocate / raw_deallocate (oneDNN's scratch memory: LibTorch 2.x's LSTM on the
+  // CPU frees through it): a large block goes back to its cache, a small one to the default allocator.
+  c10::DeleterFnPtr raw_deleter() const override;
   // Unmaps every wholly free segment, gives the pages of the other free blocks back to the
   // system (MADV_DONTNEED: they are faulted in anew when used), and starts the peak of lent
   // bytes anew from what is lent now.
@@ -39,12 +41,14 @@ class CpuBlockCache final : public c10::Allocator {
 
  private:
   struct Segment;
-  struct Block;  // the DataPtr's context while lent
+  struct Block;  // a large block: lent, or free in a set
   struct BySize {
     bool operator()(const Block* a, const Block* b) const;
   };
   using FreeSet = std::set<Block*, BySize>;  // by size, then address
-  static void return_block(void* block);     // the DataPtr's deleter
+  static void return_block(void* data);  // the DataPtr's deleter (and raw_deleter)
+  static void lent_index_add(void* data, Block* b);
+  static Block* lent_index_take(void* data);  // nullptr: not a large block of any instance
   FreeSet& set_of(const Block* b) const;
   void list_locked(Block* b) const;    // into its free set, counted
   void unlist_locked(Block* b) const;  // out of it

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <string>
+#include <unordered_map>
 
 #include <sys/mman.h>
 #include <unistd.h>
@@ -57,7 +58,35 @@ void* map_bytes(size_t bytes, bool huge) {
   return reinterpret_cast<void*>(start);
 }
 
+// The large blocks lent, by data pointer, over every instance: a DataPtr's context must be its data
+// pointer for Allocator::raw_allocate / raw_deallocate (oneDNN's scratch memory, LibTorch 2.x's LSTM
+// on the CPU), so the deleter finds its block here. Never destroyed (blocks may be freed at exit).
+std::mutex& lent_index_mutex() {
+  static auto* m = new std::mutex;
+  return *m;
+}
+std::unordered_map<void*, void*>& lent_index() {
+  static auto* m = new std::unordered_map<void*, void*>;
+  return *m;
+}
+
 }  // namespace
+
+void CpuBlockCache::lent_index_add(void* data, Block* b) {
+  std::lock_guard<std::mutex> g(lent_index_mutex());
+  lent_index()[data] = b;
+}
+
+CpuBlockCache::Block* CpuBlockCache::lent_index_take(void* data) {
+  std::lock_guard<std::mutex> g(lent_index_mutex());
+  auto it = lent_index().find(data);
+  if (it == lent_index().end()) return nullptr;
+  auto* b = static_cast<Block*>(it->second);
+  lent_index().erase(it);
+  return b;
+}
+
+c10::DeleterFnPtr CpuBlockCache::raw_deleter() const { return &CpuBlockCache::return_block; }
 
 CpuBlockCache::CpuBlockCache(CpuCacheOptions o) : opt_(o), fallback_(c10::GetDefaultCPUAllocator()) {
   const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
@@ -152,7 +181,7 @@ void CpuBlockCache::make_room_locked(int64_t extra, int64_t limit) const {
   }
 }
 
-c10::DataPtr CpuBlockCache::allocate(size_t nbytes) const {
+c10::DataPtr CpuBlockCache::allocate_bytes(size_t nbytes) const {
   if (nbytes < opt_.min_bytes) return fallback_->allocate(nbytes);
   const size_t bytes = rounded(nbytes);
   const auto ibytes = static_cast<int64_t>(bytes);
@@ -214,11 +243,18 @@ c10::DataPtr CpuBlockCache::allocate(size_t nbytes) const {
   stats_.live_bytes += ibytes;
   stats_.peak_live_bytes = std::max(stats_.peak_live_bytes, stats_.live_bytes);
   trim_idle_locked();
-  return {b->ptr, b, &CpuBlockCache::return_block, c10::Device(c10::DeviceType::CPU)};
+  lent_index_add(b->ptr, b);
+  return {b->ptr, b->ptr, &CpuBlockCache::return_block, c10::Device(c10::DeviceType::CPU)};
 }
 
-void CpuBlockCache::return_block(void* ctx) {
-  auto* b = static_cast<Block*>(ctx);
+void CpuBlockCache::return_block(void* data) {
+  Block* b = lent_index_take(data);
+  if (!b) {
+    // Not one of ours: a small block that raw_allocate took from the fallback (the default CPU
+    // allocator, the same for every instance) and raw_deallocate hands back through raw_deleter().
+    c10::GetDefaultCPUAllocator()->raw_deleter()(data);
+    return;
+  }
   const CpuBlockCache* self = b->owner;
   std::lock_guard<std::mutex> g(self->mu_);
   self->free_locked(b);

@@ -3,6 +3,7 @@
 #include "cells/fused_common.h"
 #include "cells/fused_math.h"
 #include "cells/packed_gemm.h"
+#include "util/torch_compat.h"
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
@@ -374,8 +375,9 @@ std::pair<Tensor, Tensor> gru_recurrence(const Tensor& xp, const Tensor& h0, con
       params.push_back(st.ln_b);
     }
   }
-  auto r = GRURecurrenceFn::apply(xp, h0, at::TensorList(params), static_cast<int64_t>(stages.size()), opt.layer_norm,
-                                  opt.candidate_dropout, opt.training);
+  auto r = torch_compat::autograd_apply<GRURecurrenceFn>(xp, h0, at::TensorList(params),
+                                                         static_cast<int64_t>(stages.size()), opt.layer_norm,
+                                                         opt.candidate_dropout, opt.training);
   return {r[0], r[1]};
 }
 

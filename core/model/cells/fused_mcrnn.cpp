@@ -17,6 +17,7 @@
 #include "cells/fused_math.h"
 #include "cells/packed_gemm.h"
 #include "cells/mcrnn.h"
+#include "util/torch_compat.h"
 
 namespace cs {
 
@@ -476,7 +477,7 @@ std::vector<Tensor> mcrnn_recurrence(const Tensor& xb, const Tensor& vx, const T
               n - 1, ", ", H, "], got ", hist0.sizes());
   TORCH_CHECK(c0.sizes() == at::IntArrayRef({B, K, H}), "fused mcrnn: expected c0 [", B, ", ", K, ", ", H, "], got ",
               c0.sizes());
-  return McRnnFn::apply(xb, vx, hist0, c0, w.wcat, w.w_hh, w.b_hh, w.v_h, w.r, t0, n);
+  return torch_compat::autograd_apply<McRnnFn>(xb, vx, hist0, c0, w.wcat, w.w_hh, w.b_hh, w.v_h, w.r, t0, n);
 }
 
 }  // namespace fused

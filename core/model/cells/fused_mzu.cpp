@@ -3,6 +3,7 @@
 
 #include "cells/fused_common.h"
 #include "cells/packed_gemm.h"
+#include "util/torch_compat.h"
 
 #include <ATen/ATen.h>
 #include <ATen/Dispatch.h>
@@ -806,7 +807,7 @@ SeqOutput fused_mzu_forward(MZUCellImpl& cell, const torch::Tensor& x, const Sta
       }
   }
   auto xp = fold ? cell.input_projection_tokens(*fold) : cell.input_projection(x);
-  auto outs = FusedMZUFunction::apply(xp, s0.at(0), at::TensorList(params), run);
+  auto outs = torch_compat::autograd_apply<FusedMZUFunction>(xp, s0.at(0), at::TensorList(params), run);
   auto out = outs[0];
   // eq. 19's term (lambda, warm-up, scale, token mask, loss units) and the zone metrics exactly
   // as the step-wise path adds them (MZUCellImpl::add_disagreement)

@@ -43,7 +43,8 @@ std::vector<std::string> cell_names() {
 }
 
 std::string fast_path_refusal(const json& model) {
-  const CellInfo& c = cell_info(resolved<std::string>(model, "model", "cell"));
+  const std::string cell = resolved<std::string>(model, "model", "cell");
+  const CellInfo& c = cell_info(cell);
   if (!c.fast_path_refusal) return "cell '" + c.name + "' has no fast path";
   return c.fast_path_refusal(model);
 }

@@ -12,6 +12,7 @@
 
 #include "cells/cell.h"
 #include "cells/fused_common.h"
+#include "util/torch_compat.h"
 
 namespace cs {
 
@@ -187,8 +188,8 @@ Tensor window_gather(const Tensor& P, const Tensor& tokens, int64_t left, const 
               left);
   TORCH_CHECK(!bias.defined() || (bias.dim() == 1 && bias.size(0) == P.size(2)), "window_gather: expected bias [",
               P.size(2), "], got ", bias.sizes());
-  return WindowGatherFn::apply(P, bias.defined() ? bias : at::empty({0}, P.options()), tokens, left,
-                               static_cast<int64_t>(act))[0];
+  return torch_compat::autograd_apply<WindowGatherFn>(P, bias.defined() ? bias : at::empty({0}, P.options()),
+                                                      tokens, left, static_cast<int64_t>(act))[0];
 }
 
 }  // namespace fused

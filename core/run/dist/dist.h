@@ -8,7 +8,6 @@
 // c10d::FileStore (a file every rank can see); the collectives are
 // c10d::ProcessGroupGloo / ProcessGroupNCCL.
 #pragma once
-#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
 #include <torch/types.h>
 
@@ -17,6 +16,8 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "util/torch_compat.h"
 
 namespace cs {
 
@@ -48,7 +49,8 @@ struct DistContext {
   int64_t bucket_bytes = 25ll << 20;
   torch::Device device{torch::kCPU};
   c10::intrusive_ptr<c10d::Store> store;
-  c10::intrusive_ptr<c10d::ProcessGroup> pg;
+  // The Gloo or NCCL process group (a c10d::Backend from LibTorch 2.0 on: torch_compat.h).
+  c10::intrusive_ptr<torch_compat::DistBackend> pg;
   // Accumulated wall time spent in allreduce_gradients (for the benchmark and the metrics).
   double allreduce_seconds = 0;
   int64_t allreduce_calls = 0;
