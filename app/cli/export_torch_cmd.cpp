@@ -28,6 +28,7 @@
 #include "train/trainer.h"
 #include "util/error.h"
 #include "util/sha256.h"
+#include "util/state_dict_file.h"
 
 namespace cli {
 
@@ -54,10 +55,6 @@ std::string export_existing_checkpoints(const std::string& run_dir) {
   return out.empty() ? "none" : out;
 }
 
-void export_write_bytes(const std::string& path, const std::vector<char>& bytes) {
-  cs::atomic_write(path, std::string(bytes.data(), bytes.size()));
-}
-
 std::string export_hex64(uint64_t v) {
   std::ostringstream s;
   s << std::hex << std::setw(16) << std::setfill('0') << v;
@@ -82,12 +79,6 @@ std::string export_base64_decode(const std::string& in, const std::string& what)
     }
   }
   return out;
-}
-
-c10::IValue export_tensor_dict(const std::vector<std::pair<std::string, torch::Tensor>>& items) {
-  c10::Dict<std::string, torch::Tensor> d;
-  for (auto& [k, v] : items) d.insert(k, v.detach().to(torch::kCPU).contiguous());
-  return c10::IValue(d);
 }
 
 // The run's first validation batch of a stream LM, as StreamLMTask::stream_nll scores it first: B streams
@@ -237,7 +228,9 @@ int cmd_export_torch(const std::vector<std::string>& a) {
   if (want_help(a)) {
     std::cout << "usage: cellscope-cli export RUN_DIR [--checkpoint best|last|step_N] --out DIR [--force]\n"
                  "Writes a run's model for plain PyTorch into DIR (packaging/python/cellscope_torch/README.md):\n"
-                 "  model.pt        state_dict: torch.load(DIR/model.pt) is a dict name -> tensor (Cellscope's names)\n"
+                 "  model.pt        state_dict: torch.load(DIR/model.pt) is a dict name -> tensor (Cellscope's\n"
+                 "                  names); loads with weights_only=True (PyTorch 2.6's default)\n"
+                 "  model.safetensors  the same tensors for safetensors.torch.load_file\n"
                  "  config.json     the run's resolved configuration\n"
                  "  vocab.json      the vocabulary as a JSON list (id = index); vocab.cellscope the run's own file;\n"
                  "                  labels.json the class names (classify, absa); seq2seq: source.model, target.model\n"
@@ -358,9 +351,12 @@ int cmd_export_torch(const std::vector<std::string>& a) {
   fs::remove_all(tmp, ec);
   try {
     cs::make_dirs(tmp);
-    export_write_bytes(cs::join_path(tmp, "model.pt"), torch::pickle_save(export_tensor_dict(state)));
+    // torch.save's format with a weights-only pickle (torch >= 2.6 loads with weights_only=True by default), and
+    // the same tensors as safetensors (EXPORT_TORCH_NOTES.md)
+    cs::write_torch_state_dict(cs::join_path(tmp, "model.pt"), state);
+    cs::write_safetensors(cs::join_path(tmp, "model.safetensors"), state);
     cs::atomic_write(cs::join_path(tmp, "config.json"), cfg.dump(2) + "\n");
-    cs::json files = {"model.pt", "config.json"};
+    cs::json files = {"model.pt", "model.safetensors", "config.json"};
     const std::string vpath = store.path("vocab");
     if (cs::file_exists(vpath)) {
       cs::atomic_write(cs::join_path(tmp, "vocab.cellscope"), cs::read_file(vpath));
@@ -406,7 +402,7 @@ int cmd_export_torch(const std::vector<std::string>& a) {
       files.push_back(cs::script_copy_name());
     }
     if (!ref.empty()) {
-      export_write_bytes(cs::join_path(tmp, "reference.pt"), torch::pickle_save(export_tensor_dict(ref)));
+      cs::write_torch_state_dict(cs::join_path(tmp, "reference.pt"), ref);
       files.push_back("reference.pt");
     }
     cs::json man = {{"format", "cellscope-torch-export 1"},

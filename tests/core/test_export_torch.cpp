@@ -4,17 +4,22 @@
 // batch: the logits must agree with Cellscope's to 1e-5 and the loss to 1e-6; every rebuilt model must compile with
 // torch.jit.script, its scripted form give the eager logits to 1e-6 and survive torch.jit.save + torch.jit.load
 // (kNotScriptable lists the exceptions: none). Also the refusals of export, and TorchScript-cell runs
-// (model.cell = script: the export carries the script, checked by its SHA-256).
+// (model.cell = script: the export carries the script, checked by its SHA-256). model.pt and reference.pt load with
+// torch.load(weights_only=True) (PyTorch 2.6's default), model.safetensors holds the same tensors (parsed by hand,
+// and by the safetensors package where Python has it), and the writer of both (util/state_dict_file.h) is checked
+// over every dtype it writes; where onnxruntime imports, the ONNX files run and give Cellscope's logits.
 
 #include <gtest/gtest.h>
 
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -23,7 +28,9 @@
 #include "cloze_fixture.h"
 #include "corpus_fixture.h"
 #include "harness.h"
+#include "train/trainer.h"
 #include "util/sha256.h"
+#include "util/state_dict_file.h"
 
 namespace test_export_torch {  // this file's own names in a unity build (tests/README.md)
 
@@ -80,22 +87,155 @@ const char* kScriptChecks =
     "        r[\"saved_diff\"] = max((ct.logits_of(sl(*args)) - eager).abs().max().item() for _ in range(3))\n"
     "    r[\"saved_check_max_abs\"] = ct.check(d, sl)[\"max_abs\"]\n";
 
-// Per export directory: check() on the reference batch, then script_checks. One JSON line per directory.
-const std::string kCheckAll = std::string(kScriptChecks) +
+// The tensor files of an export in Python, defined before the imports of the code that uses them (they read torch
+// when they run): read_safetensors parses a safetensors file by hand (no safetensors package: Debian 12 has none),
+// so that its check never passes for want of a reader; facts_problems compares a loaded dict with the facts the C++
+// side wrote (tensor_facts below: names in order, dtype, shape, SHA-256 of the bytes); pickle_globals lists the
+// globals of a torch.save file's pickle.
+const char* kStateFileChecks =
+    "ST_DTYPES = {\"F16\": \"float16\", \"BF16\": \"bfloat16\", \"F32\": \"float32\", \"F64\": \"float64\",\n"
+    "             \"I8\": \"int8\", \"I16\": \"int16\", \"I32\": \"int32\", \"I64\": \"int64\", \"U8\": \"uint8\",\n"
+    "             \"BOOL\": \"bool\"}\n"
+    "def read_safetensors(path):\n"
+    "    import struct, json as js\n"
+    "    b = open(path, \"rb\").read()\n"
+    "    (n,) = struct.unpack(\"<Q\", b[:8])\n"
+    "    assert n % 8 == 0 and b[8:9] == b\"{\", (path, n, b[8:9])\n"
+    "    h = js.loads(b[8:8 + n].decode(\"utf-8\"))\n"
+    "    data = b[8 + n:]\n"
+    "    assert h.pop(\"__metadata__\") == {\"format\": \"pt\"}, path\n"
+    "    out, end = {}, 0\n"
+    "    for k, e in h.items():\n"
+    "        a, z = e[\"data_offsets\"]\n"
+    "        assert a == end and z >= a, (path, k, e, end)\n"
+    "        end = z\n"
+    "        dt = getattr(torch, ST_DTYPES[e[\"dtype\"]])\n"
+    "        numel = 1\n"
+    "        for s in e[\"shape\"]:\n"
+    "            numel *= s\n"
+    "        assert z - a == numel * torch.empty(0, dtype=dt).element_size(), (path, k, e)\n"
+    "        t = torch.frombuffer(bytearray(data[a:z]), dtype=dt) if z > a else torch.empty(0, dtype=dt)\n"
+    "        out[k] = t.reshape(e[\"shape\"])\n"
+    "    assert end == len(data), (path, end, len(data))\n"
+    "    return out\n"
+    "def raw_bytes(t):\n"
+    "    t = t.detach().contiguous()\n"
+    "    return (t.view(torch.int16) if t.dtype == torch.bfloat16 else t).numpy().tobytes()\n"
+    "def facts_problems(sd, facts, what, ordered=True):\n"
+    "    import hashlib\n"
+    "    names = [f[\"name\"] for f in facts]\n"
+    "    if not isinstance(sd, dict):\n"
+    "        return [what + \": not a dict but \" + type(sd).__name__]\n"
+    "    p = []\n"
+    "    if (list(sd) if ordered else sorted(sd)) != (names if ordered else sorted(names)):\n"
+    "        p.append(\"%s: names %s, want %s\" % (what, list(sd), names))\n"
+    "    for f in facts:\n"
+    "        t = sd.get(f[\"name\"])\n"
+    "        if t is None:\n"
+    "            continue\n"
+    "        got = {\"dtype\": str(t.dtype), \"shape\": list(t.shape),\n"
+    "               \"sha256\": hashlib.sha256(raw_bytes(t)).hexdigest(), \"requires_grad\": t.requires_grad}\n"
+    "        want = {\"dtype\": f[\"dtype\"], \"shape\": f[\"shape\"], \"sha256\": f[\"sha256\"],\n"
+    "                \"requires_grad\": False}\n"
+    "        if got != want:\n"
+    "            p.append(\"%s: %s is %s, want %s\" % (what, f[\"name\"], got, want))\n"
+    "    return p\n"
+    "def pickle_globals(path):\n"
+    "    import zipfile, pickletools\n"
+    "    z = zipfile.ZipFile(path)\n"
+    "    pkl = [n for n in z.namelist() if n.endswith(\"/data.pkl\")]\n"
+    "    assert len(pkl) == 1, z.namelist()\n"
+    "    return sorted({a for op, a, _ in pickletools.genops(z.read(pkl[0])) if op.name == \"GLOBAL\"})\n";
+
+// onnxruntime where Python has it: ort_version() (None without it), ort_diff(path, inputs, logits) the largest
+// |difference| between the ONNX file's logits on `inputs` (x, and lengths for a sentence task) and `logits`
+// (None without onnxruntime). The file's inputs are fed by name (torch.onnx may leave out one the graph ignores).
+const char* kOnnxRuntime =
+    "def ort_version():\n"
+    "    try:\n"
+    "        import onnxruntime\n"
+    "        return onnxruntime.__version__\n"
+    "    except ImportError:\n"
+    "        return None\n"
+    "def ort_diff(path, inputs, logits):\n"
+    "    if ort_version() is None:\n"
+    "        return None\n"
+    "    import onnxruntime\n"
+    "    sess = onnxruntime.InferenceSession(path, providers=[\"CPUExecutionProvider\"])\n"
+    "    feed = dict(zip([\"x\", \"lengths\"], [t.numpy() for t in inputs]))\n"
+    "    out = sess.run(None, {i.name: feed[i.name] for i in sess.get_inputs()})[0]\n"
+    "    return (torch.from_numpy(out).to(logits.dtype) - logits).abs().max().item()\n";
+
+// The JSON lines of a Python check's output. Debian 13's onnxruntime, imported into a process where torch.onnx has
+// loaded ONNX's operator schemas, prints a "Schema error: ... already registered" line per operator to stderr
+// (harmless: both register the same schemas), which python() captures with the rest.
+std::vector<std::string> json_lines(const std::string& out) {
+  std::vector<std::string> r;
+  for (auto& l : cstest::split(out, '\n', true))
+    if (!l.empty() && l[0] == '{') r.push_back(l);
+  return r;
+}
+
+// The first line of a check that ran kOnnxRuntime ({"onnxruntime": version or null}), printed; whether it ran.
+bool report_onnxruntime(const std::string& line) {
+  const json j = cstest::json_object(line);
+  EXPECT_TRUE(j.contains("onnxruntime")) << line;
+  const bool ort = j.contains("onnxruntime") && j["onnxruntime"].is_string();
+  if (ort)
+    std::cout << "onnxruntime " << j["onnxruntime"].get<std::string>()
+              << " available: the ONNX files run and are compared with Cellscope's reference logits\n";
+  else
+    std::cout << "onnxruntime NOT available (Debian 12 has no python3-onnxruntime): the ONNX files are checked with "
+                 "onnx.checker and their declared shapes only, not run\n";
+  return ort;
+}
+
+// Per export directory: model.pt and reference.pt by torch.load(weights_only=True) and model.safetensors parsed by
+// hand, the same tensors as model.pt; check() on the reference batch, then script_checks. One JSON line per directory.
+const std::string kCheckAll = std::string(kScriptChecks) + kStateFileChecks +
     "import sys, json, torch, warnings, cellscope_torch as ct\n"
     "from cellscope_torch import portable\n"
     "warnings.filterwarnings(\"ignore\")\n"
     "for d in sys.argv[1:]:\n"
     "    model = None\n"
     "    try:\n"
+    "        sd = torch.load(d + \"/model.pt\", weights_only=True)\n"
+    "        ref = torch.load(d + \"/reference.pt\", weights_only=True)\n"
+    "        st = read_safetensors(d + \"/model.safetensors\")\n"
+    "        same = list(st) == list(sd) and all(st[k].dtype == sd[k].dtype and torch.equal(st[k], sd[k])\n"
+    "                                            for k in sd)\n"
     "        model, info = ct.load(d)\n"
     "        r = ct.check(d, model)\n"
+    "        r[\"safetensors_same\"] = same\n"
+    "        r[\"reference_keys\"] = list(ref)\n"
     "    except Exception as e:\n"
     "        r = {\"error\": type(e).__name__ + \": \" + str(e)}\n"
     "    r[\"dir\"] = d\n"
     "    if model is not None:\n"
-    "        script_checks(model, d, ct.reference_inputs(info[\"task\"], torch.load(d + \"/reference.pt\")), r)\n"
+    "        script_checks(model, d, ct.reference_inputs(info[\"task\"], ref), r)\n"
     "    print(json.dumps(r))\n";
+
+// What Python must find in a file written from `items` (util/state_dict_file.h): per tensor in order its name, dtype
+// as torch prints it, shape and the SHA-256 of its elements' bytes (little-endian, row-major): equal bytes, so equal
+// values, NaN and -0.0 included.
+json tensor_facts(const std::vector<std::pair<std::string, torch::Tensor>>& items) {
+  static const std::map<c10::ScalarType, std::string> names = {
+      {torch::kFloat, "torch.float32"}, {torch::kDouble, "torch.float64"}, {torch::kHalf, "torch.float16"},
+      {torch::kBFloat16, "torch.bfloat16"}, {torch::kLong, "torch.int64"}, {torch::kInt, "torch.int32"},
+      {torch::kShort, "torch.int16"}, {torch::kChar, "torch.int8"}, {torch::kByte, "torch.uint8"},
+      {torch::kBool, "torch.bool"}};
+  json out = json::array();
+  for (auto& [k, t] : items) {
+    const torch::Tensor c = t.detach().to(torch::kCPU).contiguous();
+    const size_t n = static_cast<size_t>(c.numel()) * c.element_size();
+    const std::string bytes = n ? std::string(static_cast<const char*>(c.data_ptr()), n) : std::string();
+    out.push_back({{"name", k},
+                   {"dtype", names.at(c.scalar_type())},
+                   {"shape", c.sizes().vec()},
+                   {"sha256", cs::sha256_hex(bytes)}});
+  }
+  return out;
+}
 
 // The runs whose model torch.jit.script (PyTorch 1.13) cannot compile, by variant name, with the reason
 // (documented in packaging/python/cellscope_torch/README.md, "TorchScript and ONNX"). Empty: every built-in cell
@@ -407,7 +547,7 @@ void agrees_with_pytorch(bool seq2seq) {
   for (const auto& v : vs) {
     const std::string out = exported(v);
     ASSERT_FALSE(out.empty()) << v.name;
-    for (auto f : {"model.pt", "config.json", "vocab.cellscope", "reference.pt", "export.json"})
+    for (auto f : {"model.pt", "model.safetensors", "config.json", "vocab.cellscope", "reference.pt", "export.json"})
       ASSERT_TRUE(fs::exists(out + "/" + f)) << v.name << " " << f;
     ASSERT_FALSE(fs::exists(out + ".tmp")) << v.name;
     if (v.task == "seq2seq") {  // the SentencePiece models out of the run's vocabulary, as protobuf files
@@ -437,6 +577,10 @@ void agrees_with_pytorch(bool seq2seq) {
     const json r = cstest::json_object(lines[i]);
     ASSERT_FALSE(r.contains("error")) << vs[i].name << ": " << r.value("error", std::string());
     ASSERT_EQ(r.value("dir", std::string()), dirs[i]);
+    ASSERT_TRUE(r.value("safetensors_same", false)) << vs[i].name << ": model.safetensors is not model.pt";
+    const json rk = r.value("reference_keys", json::array());  // reference.pt by torch.load(weights_only=True)
+    for (auto k : {"y", "logits", "loss"})
+      ASSERT_NE(std::find(rk.begin(), rk.end(), k), rk.end()) << vs[i].name << ": " << rk.dump();
     const double da = r.value("max_abs", 1.0), dr = r.value("max_rel", 1.0), dl = r.value("loss_diff", 1.0);
     char line[512];
     std::snprintf(line, sizeof line, "%-40s %-8s %10.2e %10.2e %10.2e  %-6s %10.2e %10.2e\n", vs[i].name.c_str(),
@@ -483,15 +627,18 @@ TEST(ExportTorch, torchScriptTraceAndOnnxOfGruLstmAndOneCellPerPaper) {
     ASSERT_FALSE(dirs.back().empty()) << n;
   }
   // The traced TorchScript module gives the eager model's logits on the reference batch; the ONNX file passes
-  // onnx.checker with a dynamic batch dimension and the logits' shape.
-  const char* code =
+  // onnx.checker with a dynamic batch dimension and the logits' shape, and where onnxruntime imports (Debian 13's
+  // python3-onnxruntime; Debian 12 has none) it runs and gives Cellscope's reference logits to 1e-5. The first line
+  // says which.
+  const std::string code = std::string(kOnnxRuntime) +
       "import sys, json, os, torch, warnings\n"
       "warnings.filterwarnings(\"ignore\")\n"
       "import cellscope_torch as ct\n"
       "from cellscope_torch import portable\n"
+      "print(json.dumps({\"onnxruntime\": ort_version()}))\n"
       "for d in sys.argv[1:]:\n"
       "    model, info = ct.load(d)\n"
-      "    ref = torch.load(d + \"/reference.pt\")\n"
+      "    ref = torch.load(d + \"/reference.pt\", weights_only=True)\n"
       "    ex = (ref[\"x\"],) if \"lengths\" not in ref else (ref[\"x\"], ref[\"lengths\"])\n"
       "    eager = portable.LogitsOnly(model)(*ex)\n"
       "    tr = portable.trace(model, *ex)\n"
@@ -500,17 +647,24 @@ TEST(ExportTorch, torchScriptTraceAndOnnxOfGruLstmAndOneCellPerPaper) {
       "    s, why = portable.script(model)\n"
       "    print(json.dumps({\"cell\": info[\"cell\"], \"task\": info[\"task\"], \"trace_diff\": tdiff,\n"
       "                      \"onnx\": o, \"onnx_bytes\": os.path.getsize(d + \"/model.onnx\"),\n"
+      "                      \"ort_diff\": ort_diff(d + \"/model.onnx\", ex, ref[\"logits\"]),\n"
       "                      \"logits\": list(eager.shape), \"script\": why or \"ok\"}))\n";
   int rc = 0;
   const std::string res = python(code, dirs, &rc);
   ASSERT_EQ(rc, 0) << res;
-  const auto lines = cstest::split(res, '\n', true);
-  ASSERT_EQ(lines.size(), vs.size()) << res;
+  const auto lines = json_lines(res);
+  ASSERT_EQ(lines.size(), vs.size() + 1) << res;
+  const bool ort = report_onnxruntime(lines[0]);
   for (size_t i = 0; i < vs.size(); ++i) {
-    const json r = cstest::json_object(lines[i]);
+    const json r = cstest::json_object(lines[i + 1]);
     std::cout << vs[i].name << ": trace max|diff| " << r.value("trace_diff", -1.0) << ", ONNX "
               << r["onnx"].value("nodes", 0) << " nodes, torch.jit.script: " << r.value("script", std::string())
-              << "\n";
+              << ", onnxruntime max|dlogit| vs Cellscope "
+              << (ort ? std::to_string(r.value("ort_diff", -1.0)) : std::string("(not run)")) << "\n";
+    if (ort) {
+      ASSERT_TRUE(r["ort_diff"].is_number()) << vs[i].name << ": " << lines[i + 1];
+      ASSERT_LE(r.value("ort_diff", 1.0), 1e-5) << vs[i].name << ": onnxruntime's logits vs Cellscope's";
+    }
     ASSERT_LE(r.value("trace_diff", 1.0), 1e-6) << vs[i].name;
     ASSERT_GT(r["onnx"].value("nodes", 0), 3) << vs[i].name;
     ASSERT_GT(r.value("onnx_bytes", 0), 100) << vs[i].name;
@@ -520,7 +674,7 @@ TEST(ExportTorch, torchScriptTraceAndOnnxOfGruLstmAndOneCellPerPaper) {
       want[0] = "batch";
     else
       want[1] = "batch";
-    ASSERT_EQ(r["onnx"]["outputs"]["logits"], want) << vs[i].name << " " << lines[i];
+    ASSERT_EQ(r["onnx"]["outputs"]["logits"], want) << vs[i].name << " " << lines[i + 1];
   }
 }
 
@@ -540,6 +694,55 @@ TEST(ExportTorch, manifestAndStateDictRoundTrip) {
   ASSERT_EQ(man["checkpoint"].value("fnv1a64", std::string()).size(), 16u);
   ASSERT_EQ(man["parameters"]["stack.layer0.transition2.w_hh"], json({24, 8}));
   ASSERT_EQ(man["parameters"]["stack.layer0.transition2.w_ih"], json({24, 0}));
+  const json files = man.value("files", json::array());
+  ASSERT_NE(std::find(files.begin(), files.end(), "model.safetensors"), files.end()) << files.dump();
+  // The tensors as the C++ side holds them (the checkpoint loaded again, named as the export names them): model.pt
+  // by torch.load(weights_only=True), model.safetensors parsed by hand and by the safetensors package where Python
+  // has it must hold exactly these, in this order (the empty [24, 0] w_ih included); reference.pt loads
+  // weights-only too, and neither pickle names a global outside the weights-only unpickler's list.
+  {
+    auto task = cs::load_run_task(run, "last");
+    std::vector<std::pair<std::string, torch::Tensor>> state;
+    for (auto& p : task->model()->named_parameters(true)) state.emplace_back(p.key(), p.value());
+    for (auto& b : task->model()->named_buffers(true)) state.emplace_back(b.key(), b.value());
+    ASSERT_EQ(state.size(), man["parameters"].size());
+    cstest::write_text(cstest::temp_dir() + "/manifest_facts.json", tensor_facts(state).dump());
+  }
+  const std::string facts_code = std::string(kStateFileChecks) +
+      "import sys, json, torch\n"
+      "d, facts = sys.argv[1], json.load(open(sys.argv[2]))\n"
+      "p = facts_problems(torch.load(d + \"/model.pt\", weights_only=True), facts, \"model.pt\")\n"
+      "p += facts_problems(read_safetensors(d + \"/model.safetensors\"), facts, \"model.safetensors by hand\")\n"
+      "try:\n"
+      "    import safetensors.torch as sft\n"
+      "except ImportError:\n"
+      "    sft = None\n"
+      "if sft is not None:\n"
+      "    p += facts_problems(sft.load_file(d + \"/model.safetensors\"), facts, \"safetensors.torch.load_file\",\n"
+      "                        False)\n"
+      "ref = torch.load(d + \"/reference.pt\", weights_only=True)\n"
+      "kinds = {k: [str(v.dtype), v.dim()] for k, v in ref.items()}\n"
+      "globs = sorted(set(pickle_globals(d + \"/model.pt\") + pickle_globals(d + \"/reference.pt\")))\n"
+      "print(json.dumps({\"problems\": p, \"safetensors\": sft is not None, \"reference\": kinds,\n"
+      "                  \"globals\": globs}))\n";
+  int frc = 0;
+  const std::string fres = python(facts_code, {out, cstest::temp_dir() + "/manifest_facts.json"}, &frc);
+  ASSERT_EQ(frc, 0) << fres;
+  const json fr = cstest::json_object(fres);
+  ASSERT_TRUE(fr.contains("problems")) << fres;
+  ASSERT_TRUE(fr["problems"].empty()) << fr["problems"].dump(1);
+  std::cout << "model.safetensors read by hand"
+            << (fr.value("safetensors", false) ? " and by safetensors.torch.load_file" : " (no safetensors package)")
+            << "; pickle globals " << fr["globals"].dump() << "\n";
+  ASSERT_EQ(fr["reference"], json({{"x", {"torch.int64", 2}},
+                                   {"y", {"torch.int64", 2}},
+                                   {"mask", {"torch.float32", 2}},
+                                   {"logits", {"torch.float32", 3}},
+                                   {"loss", {"torch.float64", 0}}}))
+      << fres;
+  ASSERT_EQ(fr["globals"], json({"collections OrderedDict", "torch DoubleStorage", "torch FloatStorage",
+                                 "torch LongStorage", "torch._utils _rebuild_tensor_v2"}))
+      << fres;
   // Python: the manifest's names and shapes are the state_dict's; the vocabulary is a list of the corpus' symbols;
   // a state_dict saved back by PyTorch loads strictly again; an option the package lacks is refused by name.
   const char* code =
@@ -567,6 +770,95 @@ TEST(ExportTorch, manifestAndStateDictRoundTrip) {
   const std::string res = python(code, {out}, &rc);
   ASSERT_EQ(rc, 0) << res;
   ASSERT_TRUE(cstest::contains(res, "refused:") && cstest::contains(res, "model.frobnicate")) << res;
+}
+
+// util/state_dict_file.h on its own: every dtype it writes, 0-dim scalars, empty tensors, 4 and 5 dimensions, a
+// transposed view and a slice of a larger tensor (only their own elements are written), a tensor that requires grad,
+// a dimension over 65535 (the pickle's 4-byte integer), NaN / -0.0 / inf and a non-ASCII name, read back by
+// torch.load with weights_only=True (and without), and as safetensors by hand and by the safetensors package where
+// Python has it: the same names in the same order, dtypes, shapes and bytes. An empty dict writes and loads; a
+// dtype neither format is written for, a repeated name and a safetensors tensor named __metadata__ are refused.
+TEST(ExportTorch, stateDictFileWritesEveryDtypeForWeightsOnlyLoad) {
+  if (!python_has_torch()) FAIL() << kPython << " has no torch: install python3-torch (packaging/setup.sh installs it)";
+  torch::manual_seed(7);
+  const auto big = torch::arange(40, torch::kFloat32).reshape({8, 5});
+  const std::vector<std::pair<std::string, torch::Tensor>> items = {
+      {"f32", torch::randn({2, 3})},
+      {"f64_scalar", torch::scalar_tensor(3.25, torch::kFloat64)},
+      {"i64", torch::tensor(std::vector<int64_t>{-1, 0, int64_t{1} << 40, std::numeric_limits<int64_t>::min()})},
+      {"i32_4d", torch::arange(12, torch::kInt32).reshape({2, 1, 2, 3})},
+      {"i32_5d", torch::arange(6, torch::kInt32).reshape({1, 2, 1, 3, 1})},
+      {"bool", torch::tensor(std::vector<int64_t>{1, 0, 1}).to(torch::kBool)},
+      {"bool_scalar", torch::scalar_tensor(true, torch::kBool)},
+      {"empty_f32", torch::empty({0})},
+      {"empty_i64_3x0", torch::empty({3, 0}, torch::kInt64)},
+      {"f16", torch::randn({3}).to(torch::kHalf)},
+      {"bf16", torch::randn({2, 2}).to(torch::kBFloat16)},
+      {"i16", torch::tensor(std::vector<int64_t>{-300, 300}).to(torch::kInt16)},
+      {"i8", torch::tensor(std::vector<int64_t>{-128, 127}).to(torch::kInt8)},
+      {"u8", torch::tensor(std::vector<int64_t>{0, 255, 7}).to(torch::kUInt8)},
+      {"transposed", big.t()},
+      {"slice", big.narrow(0, 3, 2)},
+      {"grad", torch::ones({2}, torch::requires_grad())},
+      {"long_dim", torch::arange(70000, torch::kFloat32)},
+      {"odd_floats", torch::tensor(std::vector<float>{std::nanf(""), -0.0f, INFINITY, -INFINITY})},
+      {"\xc3\xbcn\xc3\xaf.weight", torch::full({1}, 2.0)},
+  };
+  ASSERT_FALSE(items[14].second.is_contiguous());
+  ASSERT_GT(items[15].second.storage_offset(), 0);
+  const std::string dir = cstest::temp_dir() + "/state_dict_file";
+  fs::create_directories(dir);
+  cs::write_torch_state_dict(dir + "/unit.pt", items);
+  cs::write_safetensors(dir + "/unit.safetensors", items);
+  cs::write_torch_state_dict(dir + "/empty.pt", {});
+  cs::write_safetensors(dir + "/empty.safetensors", {});
+  cstest::write_text(dir + "/facts.json", tensor_facts(items).dump());
+  const cs::NamedTensors complex = {{"c", torch::zeros({2}, torch::kComplexFloat)}};
+  const cs::NamedTensors twice = {{"a", torch::zeros({1})}, {"a", torch::ones({1})}};
+  const cs::NamedTensors metadata = {{"__metadata__", torch::zeros({1})}};
+  EXPECT_THROW(cs::torch_state_dict_bytes(complex), std::invalid_argument);
+  EXPECT_THROW(cs::safetensors_bytes(complex), std::invalid_argument);
+  EXPECT_THROW(cs::torch_state_dict_bytes(twice), std::invalid_argument);
+  EXPECT_THROW(cs::safetensors_bytes(twice), std::invalid_argument);
+  EXPECT_THROW(cs::safetensors_bytes(metadata), std::invalid_argument);
+  const std::string code = std::string(kStateFileChecks) +
+      "import sys, json, torch\n"
+      "d = sys.argv[1]\n"
+      "facts = json.load(open(d + \"/facts.json\"))\n"
+      "p = facts_problems(torch.load(d + \"/unit.pt\", weights_only=True), facts, \"torch.load(weights_only=True)\")\n"
+      "p += facts_problems(torch.load(d + \"/unit.pt\"), facts, \"torch.load\")\n"
+      "p += facts_problems(read_safetensors(d + \"/unit.safetensors\"), facts, \"safetensors by hand\")\n"
+      "try:\n"
+      "    import safetensors.torch as sft\n"
+      "except ImportError:\n"
+      "    sft = None\n"
+      "if sft is not None:\n"
+      "    p += facts_problems(sft.load_file(d + \"/unit.safetensors\"), facts, \"safetensors.torch.load_file\",\n"
+      "                        False)\n"
+      "    if sft.load_file(d + \"/empty.safetensors\") != {}:\n"
+      "        p.append(\"empty.safetensors by safetensors.torch.load_file is not empty\")\n"
+      "e = torch.load(d + \"/empty.pt\", weights_only=True)\n"
+      "if type(e) is not dict or e:\n"
+      "    p.append(\"empty.pt: %r\" % (e,))\n"
+      "if read_safetensors(d + \"/empty.safetensors\") != {}:\n"
+      "    p.append(\"empty.safetensors by hand is not empty\")\n"
+      "print(json.dumps({\"problems\": p, \"safetensors\": sft is not None,\n"
+      "                  \"globals\": pickle_globals(d + \"/unit.pt\"), \"torch\": torch.__version__}))\n";
+  int rc = 0;
+  const std::string res = python(code, {dir}, &rc);
+  ASSERT_EQ(rc, 0) << res;
+  const json r = cstest::json_object(res);
+  ASSERT_TRUE(r.contains("problems")) << res;
+  std::cout << "torch " << r.value("torch", std::string()) << ": read by torch.load(weights_only=True), torch.load and "
+            << (r.value("safetensors", false) ? "safetensors.torch.load_file + by hand"
+                                              : "by hand (no safetensors package in this Python)")
+            << "\n";
+  ASSERT_TRUE(r["problems"].empty()) << r["problems"].dump(1);
+  ASSERT_EQ(r["globals"], json({"collections OrderedDict", "torch BFloat16Storage", "torch BoolStorage",
+                                "torch ByteStorage", "torch CharStorage", "torch DoubleStorage", "torch FloatStorage",
+                                "torch HalfStorage", "torch IntStorage", "torch LongStorage", "torch ShortStorage",
+                                "torch._utils _rebuild_tensor_v2"}))
+      << res;
 }
 
 TEST(ExportTorch, refusesBadInputAndWritesNothing) {
@@ -663,8 +955,9 @@ TEST(ExportTorch, scriptCellRunExportsAndAgreesWithPyTorch) {
   }
   // check() on the reference batch, and per model: the ScriptCells (one TorchScript module each), whether each
   // computes with the very tensors of the state_dict, portable.trace against the eager model and the ONNX export
-  // (python3-onnx), whether a backward pass reaches the parameters, and the logits of the model in double.
-  const std::string code = std::string(kScriptChecks) +
+  // (python3-onnx; run by onnxruntime where it imports, against Cellscope's logits), whether a backward pass reaches
+  // the parameters, and the logits of the model in double.
+  const std::string code = std::string(kScriptChecks) + kOnnxRuntime +
       "import sys, json, torch, warnings, cellscope_torch as ct\n"
       "import torch.nn.functional as F\n"
       "from cellscope_torch import portable\n"
@@ -674,6 +967,7 @@ TEST(ExportTorch, scriptCellRunExportsAndAgreesWithPyTorch) {
       "    has_onnx = True\n"
       "except ImportError:\n"
       "    has_onnx = False\n"
+      "print(json.dumps({\"onnxruntime\": ort_version()}))\n"
       "for d in sys.argv[1:]:\n"
       "    r = ct.check(d)\n"
       "    model, info = ct.load(d)\n"
@@ -687,11 +981,12 @@ TEST(ExportTorch, scriptCellRunExportsAndAgreesWithPyTorch) {
       "    r[\"same_tensors\"] = all(slot(c._script, n) is getattr(c, n.replace(\".\", \"__\")) for c in cells\n"
       "                              for n in c._slots)\n"
       "    r[\"script_path\"] = info[\"script\"]\n"
-      "    ref = torch.load(d + \"/reference.pt\")\n"
+      "    ref = torch.load(d + \"/reference.pt\", weights_only=True)\n"
       "    ex = (ref[\"x\"],) if \"lengths\" not in ref else (ref[\"x\"], ref[\"lengths\"])\n"
       "    with torch.no_grad():\n"
       "        r[\"trace_diff\"] = (portable.trace(model, *ex)(*ex) - portable.LogitsOnly(model)(*ex)).abs().max().item()\n"
       "    r[\"onnx_nodes\"] = portable.export_onnx(model, d + \"/model.onnx\", *ex)[\"nodes\"] if has_onnx else -1\n"
+      "    r[\"ort_diff\"] = ort_diff(d + \"/model.onnx\", ex, ref[\"logits\"]) if has_onnx else None\n"
       "    script_checks(model, d, ct.reference_inputs(info[\"task\"], ref), r)\n"
       "    if info[\"task\"] == \"char_lm\":\n"
       "        logits, _ = model(ref[\"x\"])\n"
@@ -703,8 +998,10 @@ TEST(ExportTorch, scriptCellRunExportsAndAgreesWithPyTorch) {
   int rc = 0;
   const std::string res = python(code, dirs, &rc);
   ASSERT_EQ(rc, 0) << res;
-  const auto lines = cstest::split(res, '\n', true);
-  ASSERT_EQ(lines.size(), vs.size()) << res;
+  auto lines = json_lines(res);
+  ASSERT_EQ(lines.size(), vs.size() + 1) << res;
+  const bool ort = report_onnxruntime(lines[0]);
+  lines.erase(lines.begin());
   std::cout << "variant                                  task      max|dlogit|   max rel     |dloss|  double|dlogit|"
                "  script  |d script|   |d saved|\n";
   for (size_t i = 0; i < vs.size(); ++i) {
@@ -729,6 +1026,11 @@ TEST(ExportTorch, scriptCellRunExportsAndAgreesWithPyTorch) {
     ASSERT_LE(r.value("trace_diff", 1.0), 1e-6) << vs[i].name;
     const int nodes = r.value("onnx_nodes", 0);  // -1: no python3-onnx, not checked
     ASSERT_TRUE(nodes == -1 || nodes > 3) << vs[i].name << ": " << lines[i];
+    if (ort && nodes != -1) {
+      std::cout << "  onnxruntime max|dlogit| vs Cellscope " << r.value("ort_diff", -1.0) << "\n";
+      ASSERT_TRUE(r["ort_diff"].is_number()) << vs[i].name << ": " << lines[i];
+      ASSERT_LE(r.value("ort_diff", 1.0), 1e-5) << vs[i].name << ": onnxruntime's logits vs Cellscope's";
+    }
     ASSERT_EQ(r.value("script_path", std::string()), dirs[i] + "/script_cell.pt") << vs[i].name;
     if (vs[i].task == "char_lm") {
       ASSERT_TRUE(r.value("grads", false)) << vs[i].name;

@@ -12,10 +12,10 @@ save_cell`` (resources/cells/README.md); an exported script-cell run loads with 
 (``ScriptCell`` runs the export's copy of the TorchScript file, checked against the run's SHA-256).
 """
 from .cells import CRU, GRUDT, MCRNN, MZU, Cell, GateCell, MZUBlock, family, squash
-from .exported import check, load, logits_of, read_vocab, reference_inputs
+from .exported import check, load, load_tensors, logits_of, read_vocab, reference_inputs
 from .script_cell import ScriptCell, ScriptCellError, ScriptMismatchError
 from .models import CELLS, CharLM, ClozeReader, RNNSearch, SentenceModel, Seq2Seq, WordLM, build_cell, build_model, check_model_options
 
-__all__ = ["load", "check", "read_vocab", "reference_inputs", "logits_of", "build_model", "build_cell", "check_model_options", "CharLM", "WordLM", "SentenceModel", "ClozeReader", "Seq2Seq", "RNNSearch",
+__all__ = ["load", "check", "load_tensors", "read_vocab", "reference_inputs", "logits_of", "build_model", "build_cell", "check_model_options", "CharLM", "WordLM", "SentenceModel", "ClozeReader", "Seq2Seq", "RNNSearch",
            "Cell", "GateCell", "GRUDT", "MZU", "MZUBlock", "CRU", "MCRNN", "ScriptCell", "ScriptCellError",
            "ScriptMismatchError", "CELLS", "family", "squash"]

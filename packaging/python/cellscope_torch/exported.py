@@ -1,8 +1,10 @@
 """Reading a directory written by `cellscope-cli export` (model.pt, config.json, vocab.json, reference.pt,
 export.json) and checking the rebuilt model against Cellscope's own logits on the reference batch."""
 import copy
+import inspect
 import json
 import os
+import pickle
 
 import torch
 import torch.nn.functional as F
@@ -17,6 +19,25 @@ def _read_json(d, name):
                                 % (d, name))
     with open(p, encoding="utf-8") as f:
         return json.load(f)
+
+
+# torch.load's weights_only (PyTorch 1.13 and newer): model.pt and reference.pt hold plain tensors in a pickle that
+# the weights-only unpickler accepts, the default of torch.load from PyTorch 2.6 on.
+_WEIGHTS_ONLY = "weights_only" in inspect.signature(torch.load).parameters
+
+
+def load_tensors(path, map_location="cpu"):
+    """torch.load of an export's tensor file (model.pt, reference.pt): a dict name -> tensor, read with
+    weights_only=True where this torch has the argument, so no code in the file runs. An export written by a
+    cellscope-cli older than its weights-only model.pt (a torch::pickle_save file) is refused with a message
+    saying to export the run again."""
+    if not _WEIGHTS_ONLY:
+        return torch.load(path, map_location=map_location)
+    try:
+        return torch.load(path, map_location=map_location, weights_only=True)
+    except pickle.UnpicklingError as e:
+        raise pickle.UnpicklingError("cellscope_torch: %s does not load with torch.load(weights_only=True) (written by "
+                                     "an older cellscope-cli export? export the run again): %s" % (path, e)) from e
 
 
 def read_vocab(d):
@@ -56,7 +77,7 @@ def load(d, map_location="cpu"):
     script_cell.ScriptMismatchError when the export's script is not the one the run recorded (model.script_sha256)."""
     cfg = _read_json(d, "config.json")
     manifest = _read_json(d, "export.json")
-    state = torch.load(os.path.join(d, "model.pt"), map_location=map_location)
+    state = load_tensors(os.path.join(d, "model.pt"), map_location=map_location)
     if not isinstance(state, dict):
         raise ValueError("cellscope_torch: %s/model.pt is not a dict of tensors" % d)
     vocab = read_vocab(d)
@@ -114,7 +135,7 @@ def check(d, model=None):
     if not os.path.exists(p):
         raise FileNotFoundError("cellscope_torch: %s has no reference.pt (the export of task '%s' writes none)"
                                 % (d, task))
-    ref = torch.load(p)
+    ref = load_tensors(p)
     model.eval()
     with torch.no_grad():
         logits = logits_of(model(*reference_inputs(task, ref)))

@@ -4,8 +4,8 @@
 state lists and the options are TorchScript; SCRIPTING_NOTES.md), or the compiler's reason. A scripted model
 takes any sequence length and batch size, saves with `torch.jit.save` and runs in LibTorch without Python.
 `trace()` records the loop unrolled for the example's sequence length (the batch size stays free). ONNX export
-traces the same way (`export_onnx`, opset 14, Debian's python3-torch 1.13), checked with onnx.checker (Debian has
-no onnxruntime to run it).
+traces the same way (`export_onnx`, opset 14, Debian's python3-torch 1.13), checked with onnx.checker (the tests
+also run it with onnxruntime where that imports: Debian 13 has it, Debian 12 does not).
 """
 import io
 
