@@ -14,7 +14,11 @@
 #                    CELLSCOPE_FUZZ_SECONDS (default 15) s; exits non-zero if any part fails.
 #                    CELLSCOPE_SANITIZE_STAGE=0 skips the sanitizer stage.
 #
-# Works on a fresh Debian 12 as root, or as a user with sudo. Idempotent: a
+# CELLSCOPE_GUI=0: no Qt packages and a -DCELLSCOPE_GUI=OFF build (the core, the CLI, the core and
+# Python tests). Debian 12 (bookworm) and 13 (trixie) are supported: the package names that differ
+# between them are in the table below.
+#
+# Works on a fresh Debian 12 or 13 as root, or as a user with sudo. Idempotent: a
 # second run installs nothing, fetches nothing and the build is a no-op.
 set -euo pipefail
 
@@ -27,11 +31,28 @@ case "$action" in build | fetch | run | test) ;; *)
   exit 2
   ;;
 esac
+if [[ "$action" == run && "${CELLSCOPE_GUI:-1}" == 0 ]]; then
+  echo "setup.sh: 'run' starts the window, which CELLSCOPE_GUI=0 does not build (use cellscope-cli)" >&2
+  exit 2
+fi
 
 BUILD_DIR=${CELLSCOPE_BUILD_DIR:-$repo/build}
-PACKAGES=(qt6-base-dev qt6-base-dev-tools libqt6svg6-dev libtorch-dev libopenblas0-openmp libqcustomplot-dev
-  nlohmann-json3-dev libgloo-dev libgtest-dev cmake ninja-build ccache xvfb xauth git lintian
-  clang libclang-rt-14-dev  # clang + its sanitizer and libFuzzer runtimes: the sanitizer stage of `test`
+# The packages, by Debian release (VERSION_CODENAME of /etc/os-release). Most names are the
+# same on both; the table holds the ones that differ: clang's sanitizer/libFuzzer runtime is
+# versioned with clang (Debian 12: 14, Debian 13: 19), Qt SVG's development package was renamed
+# (Debian 12's libqt6svg6-dev is qt6-svg-dev on 13), and Debian 13 adds the ONNX runtime and
+# safetensors that the Python export tests use where they exist.
+. /etc/os-release 2>/dev/null || true
+release=${CELLSCOPE_DEBIAN_RELEASE:-${VERSION_CODENAME:-unknown}}
+case "$release" in
+  bookworm) RELEASE_PACKAGES=(libqt6svg6-dev libclang-rt-14-dev) ;;
+  trixie) RELEASE_PACKAGES=(qt6-svg-dev libclang-rt-19-dev python3-onnxruntime python3-safetensors) ;;
+  *) RELEASE_PACKAGES=(qt6-svg-dev libclang-rt-dev) ;;  # checked against the archive below
+esac
+GUI_PACKAGES=(qt6-base-dev qt6-base-dev-tools libqcustomplot-dev xvfb xauth)
+PACKAGES=(libtorch-dev libopenblas0-openmp
+  nlohmann-json3-dev libgloo-dev libgtest-dev cmake ninja-build ccache git lintian
+  clang  # + RELEASE_PACKAGES' libclang-rt-N-dev: its sanitizer and libFuzzer runtimes, the sanitizer stage of `test`
   lld  # the linker CMake picks for every executable (docs/BUILD.md)
   python3-torch python3-numpy  # /usr/bin/python3's PyTorch: the plain-Python peers of `bench --peer` (test bench_peers); the TorchScript cells of resources/cells (test script_cell)
   python3-onnx  # the ONNX files of cellscope_torch.portable, checked with onnx.checker (test export_torch)
@@ -43,7 +64,10 @@ PACKAGES=(qt6-base-dev qt6-base-dev-tools libqt6svg6-dev libtorch-dev libopenbla
   python3-nltk  # an independent BLEU and Porter stemmer for the metric tests
   libcli11-dev  # CLI11 (header-only): the option parser of every cellscope-cli command (app/cli/args.cpp)
   help2man  # cellscope-cli.1 generated at build time from the commands' --help (packaging/man/make-man.sh)
-  python3-protobuf protobuf-compiler libprotobuf-dev)  # test tensorboard: an independent reader of the event files (protoc + struct.proto)
+  python3-protobuf protobuf-compiler libprotobuf-dev  # test tensorboard: an independent reader of the event files (protoc + struct.proto)
+  "${RELEASE_PACKAGES[@]}")
+# CELLSCOPE_GUI=0: the core, the CLI and the core tests only (no Qt packages, -DCELLSCOPE_GUI=OFF).
+if [[ "${CELLSCOPE_GUI:-1}" != 0 ]]; then PACKAGES+=("${GUI_PACKAGES[@]}"); fi
 
 ms() { echo $(($(date +%s%N) / 1000000)); }
 t_step=""
@@ -88,7 +112,26 @@ if ((${#missing[@]})); then
   command -v apt-get >/dev/null 2>&1 || die "missing packages (${missing[*]}) and no apt-get to install them"
   echo "    installing: ${missing[*]}"
   as_root env DEBIAN_FRONTEND=noninteractive apt-get update -q
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}"
+  # Every name must be in the archive (real or provided): one message naming those that are not,
+  # rather than apt's first "Unable to locate package".
+  unknown=()
+  for p in "${missing[@]}"; do
+    cand=$(apt-cache policy "$p" 2>/dev/null | awk '/Candidate:/ { print $2 }')
+    if [[ -z "$cand" || "$cand" == "(none)" ]] &&
+      ! apt-cache showpkg "$p" 2>/dev/null | sed -n '/^Reverse Provides:/,$p' | sed 1d | grep -q .; then
+      unknown+=("$p")
+    fi
+  done
+  if ((${#unknown[@]})); then
+    case "$release" in bookworm | trixie) hint="" ;; *)
+      hint=" This is Debian release '$release' (/etc/os-release); Cellscope's package list knows Debian 12 (bookworm) and 13 (trixie): the names above are those of Debian 13." ;;
+    esac
+    die "these packages are not in this machine's apt sources: ${unknown[*]}.${hint} Install their equivalents by hand, or set CELLSCOPE_DEBIAN_RELEASE=bookworm|trixie to use that release's list."
+  fi
+  # CELLSCOPE_APT_RECOMMENDS=0: without the packages' Recommends (what a GUI-less test machine needs).
+  recommends=()
+  [[ "${CELLSCOPE_APT_RECOMMENDS:-1}" == 0 ]] && recommends=(--no-install-recommends)
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${recommends[@]}" "${missing[@]}"
 else
   echo "    all present"
 fi
@@ -120,7 +163,9 @@ if [[ -f "$BUILD_DIR/build.ninja" ]]; then
 else
   launcher=()
   command -v ccache >/dev/null 2>&1 && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
-  cmake -S "$repo" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release "${launcher[@]}"
+  gui=ON
+  [[ "${CELLSCOPE_GUI:-1}" == 0 ]] && gui=OFF
+  cmake -S "$repo" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCELLSCOPE_GUI=$gui "${launcher[@]}"
 fi
 
 # ccache: paths relative to the checkout, so a fresh clone anywhere (CI) reuses the
