@@ -66,8 +66,11 @@ json last_train_record(const std::string& dir) {
 // its exit status (-1 when it could not be run); its output in `log`.
 int torchrun(const std::vector<std::string>& extra, const std::string& cfg, const std::string& ws,
              const std::string& log) {
-  std::string cmd = "env -u RANK -u WORLD_SIZE -u MASTER_ADDR -u MASTER_PORT OMP_NUM_THREADS=1 /usr/bin/python3 -m "
-                    "torch.distributed.run";
+  // USE_LIBUV=0: Debian 13's torch 2.6 is built without libuv, while its torchrun asks the c10d TCPStore for the
+  // libuv server by default ("use_libuv was requested but PyTorch was build without libuv support"); the
+  // variable picks the classic server (torch >= 2.4; older torchruns ignore it). docs/DISTRIBUTED.md.
+  std::string cmd = "env -u RANK -u WORLD_SIZE -u MASTER_ADDR -u MASTER_PORT OMP_NUM_THREADS=1 USE_LIBUV=0 "
+                    "/usr/bin/python3 -m torch.distributed.run";
   for (auto& e : extra) cmd += " " + e;
   // Debian 12's torch 1.13 under Python 3.11 cannot parse torchrun's default "--redirects 0 --tee 0"
   // (Std.from_str returns None for 0: enum.Flag no longer iterates a zero member) and its agent

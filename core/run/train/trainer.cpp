@@ -278,6 +278,43 @@ void Trainer::save_checkpoint(const std::string& path) {
   write_checkpoint_file(ar, path);  // checksum header, temp file, fsync, rename, fsync of the directory
 }
 
+namespace {
+// The optimizer state restored from a checkpoint matches the parameters it belongs to, tensor by tensor:
+// LibTorch keys that state by the TensorImpl addresses of the process that saved it and maps it back
+// through the saved parameter order, so a mismatch means the archive was read differently from how it
+// was written (seen: a LibTorch 1.13 checkpoint resumed by 2.6, docs/PLATFORMS.md). A UserError names
+// the first parameter whose moments do not fit, instead of a shape error at the next step.
+void check_optimizer_state(torch::optim::Optimizer& opt, const std::string& path) {
+  auto shape_text = [](c10::IntArrayRef s) {
+    std::string t = "[";
+    for (size_t i = 0; i < s.size(); ++i) t += (i ? ", " : "") + std::to_string(s[i]);
+    return t + "]";
+  };
+  auto& state = opt.state();
+  int64_t index = 0;
+  for (auto& g : opt.param_groups())
+    for (auto& p : g.params()) {
+      auto it = state.find(p.unsafeGetTensorImpl());
+      std::vector<torch::Tensor> moments;
+      if (it != state.end()) {
+        if (auto* a = dynamic_cast<torch::optim::AdamParamState*>(it->second.get()))
+          moments = {a->exp_avg(), a->exp_avg_sq(), a->max_exp_avg_sq()};
+        else if (auto* m = dynamic_cast<torch::optim::SGDParamState*>(it->second.get()))
+          moments = {m->momentum_buffer()};
+      }
+      for (auto& t : moments)
+        if (t.defined() && t.sizes() != p.sizes())
+          throw UserError("checkpoint '" + path + "': its optimizer state does not fit the model (parameter " +
+                          std::to_string(index) + " is " + shape_text(p.sizes()) + ", its saved moment " +
+                          shape_text(t.sizes()) +
+                          "); it was written by a LibTorch whose optimizer archive this build reads differently "
+                          "(docs/PLATFORMS.md). Its weights are intact: eval, analyze, generate and export read "
+                          "them; training on needs the LibTorch that wrote it");
+      ++index;
+    }
+}
+}  // namespace
+
 void Trainer::load_checkpoint(const std::string& path) {
   torch::serialize::InputArchive ar;
   read_checkpoint_file(path, ar, impl_->device);  // checksum verified
@@ -298,6 +335,7 @@ void Trainer::load_checkpoint(const std::string& path) {
     ar.read("trainer", s);
     task_->model()->load(m);
     impl_->opt->load(o);
+    check_optimizer_state(*impl_->opt, path);
     // InputArchive::read into an already-defined tensor tries to resize it: use a fresh one per key.
     auto T = [&](const char* k) { torch::Tensor v; s.read(k, v); return v; };
     for (const StateField& f : impl_->state_fields(&step_, &impl_->elapsed_before)) {
