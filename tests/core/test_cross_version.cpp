@@ -83,7 +83,9 @@ TEST_P(CrossVersion, torch113RunEvaluatesResumesAndExports) {
   int64_t now = step;
   std::string info;
   cstest::run_cli({"info"}, &info);
-  if (cstest::contains(info, "LibTorch        1.13")) ASSERT_EQ(rc, 0) << "the writer's own LibTorch: " << err;
+  if (cstest::contains(info, "LibTorch        1.13")) {
+    ASSERT_EQ(rc, 0) << "the writer's own LibTorch: " << err;
+  }
   if (rc == 0) {
     const json after = cstest::json_object(cstest::read_text(run + "/summary.json"));
     EXPECT_EQ(after.value("status", ""), "finished");
