@@ -51,15 +51,17 @@ std::string fixture_copy(const std::string& name, const std::string& where) {
   return dst;
 }
 
-std::vector<json> train_lines(const std::string& run_dir) {
+// The training lines (step, loss) of a metrics.jsonl file.
+std::vector<json> train_lines_of(const std::string& metrics_file) {
   std::vector<json> out;
-  std::istringstream in(cstest::read_text(run_dir + "/metrics.jsonl"));
+  std::istringstream in(cstest::read_text(metrics_file));
   for (std::string line; std::getline(in, line);) {
     auto j = json::parse(line, nullptr, false);
     if (j.is_object() && !j.contains("eval") && j.contains("loss")) out.push_back(j);
   }
   return out;
 }
+std::vector<json> train_lines(const std::string& run_dir) { return train_lines_of(run_dir + "/metrics.jsonl"); }
 
 class CrossVersion : public ::testing::TestWithParam<std::string> {};
 
@@ -76,31 +78,30 @@ TEST_P(CrossVersion, torch113RunEvaluatesResumesAndExports) {
   EXPECT_NEAR(ev["bpc"].get<double>(), summary["test_metric"].get<double>(), kEvalTolBpc)
       << "the 1.13 checkpoint evaluates to another test BPC than the one it recorded";
 
-  // Resumed and trained on, or refused with the one message that says why (never misread: a shape error at the
-  // next step, or a training on misplaced optimizer moments). The build whose LibTorch wrote the run resumes it.
-  const std::string before_metrics = cstest::read_text(run + "/metrics.jsonl");
-  const int rc = cstest::run_cli({"train", "--resume", run, "--steps", std::to_string(step + 20), "--quiet"}, &out, &err);
-  int64_t now = step;
-  std::string info;
-  cstest::run_cli({"info"}, &info);
-  if (cstest::contains(info, "LibTorch        1.13")) {
-    ASSERT_EQ(rc, 0) << "the writer's own LibTorch: " << err;
+  // Resumed and trained on by 20 steps, on every build: the optimizer's moments restored onto the parameters
+  // they belong to (a 2.x LibTorch's own Optimizer::load misplaces a 1.13 archive's; trainer.cpp maps them),
+  // so the losses follow 1.13's own continuation of the run (resumed-metrics.jsonl) within the training
+  // tolerance. Misplaced moments of same-shaped parameters would pass a shape check and fail this one.
+  ASSERT_EQ(cstest::run_cli({"train", "--resume", run, "--steps", std::to_string(step + 20), "--quiet"}, &out, &err),
+            0)
+      << err;
+  const json after = cstest::json_object(cstest::read_text(run + "/summary.json"));
+  EXPECT_EQ(after.value("status", ""), "finished");
+  EXPECT_EQ(after.value("step", int64_t(0)), step + 20);
+  std::vector<json> resumed, want;
+  for (const auto& l : train_lines(run))
+    if (l["step"].get<int64_t>() > step) resumed.push_back(l);
+  for (const auto& l : train_lines_of(cstest::source_dir() + "/tests/core/fixtures/torch113/" + GetParam() +
+                                      "/resumed-metrics.jsonl"))
+    if (l["step"].get<int64_t>() > step) want.push_back(l);
+  ASSERT_EQ(resumed.size(), want.size());
+  ASSERT_FALSE(want.empty()) << "make.sh wrote no continuation";
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(resumed[i]["step"], want[i]["step"]);
+    const double a = resumed[i]["loss"].get<double>(), b = want[i]["loss"].get<double>();
+    EXPECT_NEAR(a, b, kTrainTolRel * std::abs(b)) << "step " << want[i]["step"] << ": resumed " << a << ", 1.13 " << b;
   }
-  if (rc == 0) {
-    const json after = cstest::json_object(cstest::read_text(run + "/summary.json"));
-    EXPECT_EQ(after.value("status", ""), "finished");
-    EXPECT_EQ(after.value("step", int64_t(0)), step + 20);
-    const auto lines = train_lines(run);
-    ASSERT_FALSE(lines.empty());
-    EXPECT_EQ(lines.back()["step"].get<int64_t>(), step + 20);
-    for (const auto& l : lines) EXPECT_TRUE(std::isfinite(l["loss"].get<double>())) << l.dump();
-    now = step + 20;
-  } else {
-    EXPECT_EQ(rc, 2) << err;
-    EXPECT_TRUE(cstest::contains(err, "its optimizer state does not fit the model")) << err;
-    EXPECT_EQ(cstest::read_text(run + "/metrics.jsonl"), before_metrics) << "a refused resume changed the run";
-    std::cout << "[ note ] " << GetParam() << ": this build refuses to resume the LibTorch 1.13 run: " << err;
-  }
+  const int64_t now = step + 20;
 
   const std::string exported = cstest::temp_dir() + "/" + GetParam() + "-export";
   ASSERT_EQ(cstest::run_cli({"export", run, "--out", exported}, &out, &err), 0) << err;

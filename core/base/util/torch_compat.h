@@ -4,12 +4,16 @@
 // #if of its own (docs/PLATFORMS.md).
 #pragma once
 
+#include <ATen/core/TensorBase.h>
 #include <c10/core/Allocator.h>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <torch/version.h>
 
 #include <cstddef>
 #include <cstring>
+#include <sstream>
+#include <string>
+#include <type_traits>
 #include <utility>
 
 // True when the LibTorch being compiled against is MAJOR.MINOR or newer.
@@ -61,6 +65,21 @@ inline auto autograd_apply(Args&&... args) {
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
 #endif
+}
+
+// torch::optim::Optimizer::state(), 1.13 vs 2.x: the per-parameter state (Adam's moments, SGD's momentum) is
+// keyed by the parameter's TensorImpl address, held as the text c10::guts::to_string makes of it ("0x55d0...")
+// up to 1.13 and as the address itself (void*) in 2.x. Chosen by the map's key type, so no version number is
+// involved; the string is made as c10::guts::to_string makes it (an ostream of the pointer).
+template <class StateMap>
+typename StateMap::key_type optimizer_state_key(const StateMap&, const at::TensorBase& param) {
+  if constexpr (std::is_same_v<typename StateMap::key_type, std::string>) {
+    std::ostringstream text;
+    text << param.unsafeGetTensorImpl();
+    return text.str();
+  } else {
+    return param.unsafeGetTensorImpl();
+  }
 }
 
 }  // namespace cs::torch_compat

@@ -25,6 +25,7 @@
 #include "train/tb_events.h"
 #include "util/cpu_cache.h"
 #include "util/fsync.h"
+#include "util/torch_compat.h"
 #include "util/error.h"
 
 namespace cs {
@@ -279,39 +280,68 @@ void Trainer::save_checkpoint(const std::string& path) {
 }
 
 namespace {
-// The optimizer state restored from a checkpoint matches the parameters it belongs to, tensor by tensor:
-// LibTorch keys that state by the TensorImpl addresses of the process that saved it and maps it back
-// through the saved parameter order, so a mismatch means the archive was read differently from how it
-// was written (seen: a LibTorch 1.13 checkpoint resumed by 2.6, docs/PLATFORMS.md). A UserError names
-// the first parameter whose moments do not fit, instead of a shape error at the next step.
-void check_optimizer_state(torch::optim::Optimizer& opt, const std::string& path) {
-  auto shape_text = [](c10::IntArrayRef s) {
-    std::string t = "[";
-    for (size_t i = 0; i < s.size(); ++i) t += (i ? ", " : "") + std::to_string(s[i]);
-    return t + "]";
+// The optimizer state of a checkpoint, mapped onto this process's parameters. LibTorch's Optimizer::save
+// writes "state/<key>" (one archive per parameter with a state) and "param_groups/param_groups/<i>" holding
+// "params/<j>" = the key of group i's j-th parameter, where a key is that parameter's TensorImpl address in
+// the writing process. Optimizer::load maps the keys back, but the text of a key differs by version: 1.13
+// writes "0x55d0..." (c10::guts::to_string) and 2.x writes and parses decimal (std::stoull), so a 2.x build
+// read every key of a 1.13 checkpoint as 0 and put one parameter's moments on another (seen: a shape error at
+// the next step; docs/PLATFORMS.md). This mapping goes through the saved key texts themselves, which is the
+// same on every version, and checks each moment's shape against its parameter (a UserError naming it, never a
+// training on misplaced moments).
+std::string shape_text(c10::IntArrayRef s) {
+  std::string t = "[";
+  for (size_t i = 0; i < s.size(); ++i) t += (i ? ", " : "") + std::to_string(s[i]);
+  return t + "]";
+}
+std::vector<torch::Tensor> moments_of(const torch::optim::AdamParamState& a) {
+  return {a.exp_avg(), a.exp_avg_sq(), a.max_exp_avg_sq()};
+}
+std::vector<torch::Tensor> moments_of(const torch::optim::SGDParamState& m) { return {m.momentum_buffer()}; }
+
+template <class ParamState>
+void restore_param_state(torch::optim::Optimizer& opt, torch::serialize::InputArchive& archive, const std::string& path) {
+  auto refuse = [&](const std::string& why) {
+    throw UserError("checkpoint '" + path + "': its optimizer state does not fit the model (" + why +
+                    "). Its weights are intact: eval, analyze, generate and export read them");
   };
+  torch::serialize::InputArchive states, groups;
+  archive.read("state", states);
+  archive.read("param_groups", groups);
   auto& state = opt.state();
+  state.clear();
   int64_t index = 0;
-  for (auto& g : opt.param_groups())
-    for (auto& p : g.params()) {
-      auto it = state.find(p.unsafeGetTensorImpl());
-      std::vector<torch::Tensor> moments;
-      if (it != state.end()) {
-        if (auto* a = dynamic_cast<torch::optim::AdamParamState*>(it->second.get()))
-          moments = {a->exp_avg(), a->exp_avg_sq(), a->max_exp_avg_sq()};
-        else if (auto* m = dynamic_cast<torch::optim::SGDParamState*>(it->second.get()))
-          moments = {m->momentum_buffer()};
-      }
-      for (auto& t : moments)
-        if (t.defined() && t.sizes() != p.sizes())
-          throw UserError("checkpoint '" + path + "': its optimizer state does not fit the model (parameter " +
-                          std::to_string(index) + " is " + shape_text(p.sizes()) + ", its saved moment " +
-                          shape_text(t.sizes()) +
-                          "); it was written by a LibTorch whose optimizer archive this build reads differently "
-                          "(docs/PLATFORMS.md). Its weights are intact: eval, analyze, generate and export read "
-                          "them; training on needs the LibTorch that wrote it");
-      ++index;
+  for (size_t i = 0; i < opt.param_groups().size(); ++i) {
+    torch::serialize::InputArchive group;
+    groups.read("param_groups/" + std::to_string(i), group);
+    torch::Tensor size;
+    group.read("params/size", size);
+    const auto& params = opt.param_groups()[i].params();
+    if (size.item<int64_t>() != static_cast<int64_t>(params.size()))
+      refuse("parameter group " + std::to_string(i) + " has " + std::to_string(params.size()) +
+             " parameters, the saved one " + std::to_string(size.item<int64_t>()));
+    for (size_t j = 0; j < params.size(); ++j, ++index) {
+      c10::IValue key;
+      group.read("params/" + std::to_string(j), key);
+      torch::serialize::InputArchive saved;
+      if (!states.try_read(key.toStringRef(), saved)) continue;  // no step had touched it: Adam starts it afresh
+      auto restored = std::make_unique<ParamState>();
+      restored->serialize(saved);
+      for (const auto& t : moments_of(*restored))
+        if (t.defined() && t.sizes() != params[j].sizes())
+          refuse("parameter " + std::to_string(index) + " is " + shape_text(params[j].sizes()) +
+                 ", its saved moment " + shape_text(t.sizes()));
+      state[torch_compat::optimizer_state_key(state, params[j])] = std::move(restored);
     }
+  }
+}
+
+void restore_optimizer_state(torch::optim::Optimizer& opt, torch::serialize::InputArchive& archive,
+                             const std::string& path) {
+  if (dynamic_cast<torch::optim::Adam*>(&opt))
+    restore_param_state<torch::optim::AdamParamState>(opt, archive, path);
+  else if (dynamic_cast<torch::optim::SGD*>(&opt))
+    restore_param_state<torch::optim::SGDParamState>(opt, archive, path);
 }
 }  // namespace
 
@@ -334,8 +364,8 @@ void Trainer::load_checkpoint(const std::string& path) {
     ar.read("task", t);
     ar.read("trainer", s);
     task_->model()->load(m);
-    impl_->opt->load(o);
-    check_optimizer_state(*impl_->opt, path);
+    impl_->opt->load(o);                          // the groups' options (lr, betas, decay)
+    restore_optimizer_state(*impl_->opt, o, path);  // the per-parameter state, keyed portably (above)
     // InputArchive::read into an already-defined tensor tries to resize it: use a fresh one per key.
     auto T = [&](const char* k) { torch::Tensor v; s.read(k, v); return v; };
     for (const StateField& f : impl_->state_fields(&step_, &impl_->elapsed_before)) {
