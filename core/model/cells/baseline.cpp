@@ -4,6 +4,8 @@
 #include <torch/nn/functional.h>
 
 #include <cmath>
+#include <cstdio>
+#include <mutex>
 
 #include "cells/fused_common.h"
 #include "cells/fused_gru_dt.h"
@@ -169,12 +171,67 @@ State LSTMCellImpl::step(const torch::Tensor& xp, const State& s, StepContext& c
   return {h, c};
 }
 
+namespace {
+// oneDNN's LSTM under at::lstm. LibTorch 2.x hands a CPU float LSTM to oneDNN (mkldnn_rnn) where its build has
+// oneDNN; Debian 13's LibTorch 2.6, built against the system's oneDNN 3.7 rather than the version PyTorch pins,
+// gets it wrong without gradients (evaluation, generation, analyses): max |h error| 0.38 on a 16-unit LSTM, at
+// T = 1 too, while the path with gradients and the native kernel give the equations' values (seen with
+// python3-torch 2.6.0+debian as well: torch.nn.LSTM under torch.no_grad(); docs/PLATFORMS.md). So the first
+// LSTM of a process compares at::lstm without gradients against the same call with oneDNN off, on a small LSTM of
+// fixed weights (no random numbers are drawn: training stays reproducible), and where they differ every later
+// call (with gradients or not) runs with oneDNN off. Other builds (Debian 12's 1.13 has no oneDNN RNN; a sound oneDNN) keep their path.
+std::mutex g_onednn_flag;  // the switch is process-wide: one LSTM call at a time flips it
+std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> lstm_call(const torch::Tensor& x, const torch::Tensor& h0,
+                                                                 const torch::Tensor& c0, at::TensorList params,
+                                                                 bool train, bool onednn_off) {
+  if (!onednn_off) return at::lstm(x, {h0, c0}, params, true, 1, 0.0, train, false, false);
+  std::lock_guard<std::mutex> lock(g_onednn_flag);
+  auto& context = at::globalContext();
+  const bool was = context.userEnabledMkldnn();
+  context.setUserEnabledMkldnn(false);
+  try {
+    auto r = at::lstm(x, {h0, c0}, params, true, 1, 0.0, train, false, false);
+    context.setUserEnabledMkldnn(was);
+    return r;
+  } catch (...) {
+    context.setUserEnabledMkldnn(was);
+    throw;
+  }
+}
+
+// True when at::lstm without gradients has to run with oneDNN off on this LibTorch (probed once, above).
+bool onednn_lstm_unsound() {
+  static const bool unsound = [] {
+    torch::NoGradGuard no_grad;
+    const int64_t T = 3, B = 2, E = 5, H = 6;
+    auto fixed = [](int64_t n, double phase) { return torch::sin(torch::arange(n, torch::kFloat) * 0.37 + phase); };
+    const auto x = fixed(T * B * E, 0.1).reshape({T, B, E});
+    const auto h0 = fixed(B * H, 0.2).reshape({1, B, H}), c0 = fixed(B * H, 0.3).reshape({1, B, H});
+    const std::vector<torch::Tensor> params = {fixed(4 * H * E, 0.4).reshape({4 * H, E}) * 0.5,
+                                               fixed(4 * H * H, 0.5).reshape({4 * H, H}) * 0.5,
+                                               fixed(4 * H, 0.6) * 0.1, fixed(4 * H, 0.7) * 0.1};
+    const auto as_is = std::get<0>(lstm_call(x, h0, c0, params, false, false));
+    const auto native = std::get<0>(lstm_call(x, h0, c0, params, false, true));
+    const double diff = (as_is - native).abs().max().item<double>();
+    if (diff > 1e-4) {
+      std::fprintf(stderr,
+                   "cellscope: this LibTorch's oneDNN LSTM computes wrong values without gradients (max |h| "
+                   "difference %.3g on a test LSTM): LSTMs run with oneDNN off (docs/PLATFORMS.md)\n",
+                   diff);
+      return true;
+    }
+    return false;
+  }();
+  return unsound;
+}
+}  // namespace
+
 SeqOutput LSTMCellImpl::forward_sequence(const torch::Tensor& x, const State& s0, StepContext& ctx) {
   WeightDropScope wd(this);
   if (!fused_ok(ctx)) return run_stepwise(x, s0, ctx);
   ++ctx.fast_path_calls;
-  auto r = at::lstm(x, {s0[0].unsqueeze(0), s0[1].unsqueeze(0)}, {w_ih, whh(), b_ih, b_hh}, true, 1, 0.0,
-                    is_training(), false, false);
+  auto r = lstm_call(x, s0[0].unsqueeze(0), s0[1].unsqueeze(0), {w_ih, whh(), b_ih, b_hh}, is_training(),
+                     onednn_lstm_unsound());
   return {std::get<0>(r), {std::get<1>(r).squeeze(0), std::get<2>(r).squeeze(0)}};
 }
 

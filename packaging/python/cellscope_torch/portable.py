@@ -8,6 +8,7 @@ traces the same way (`export_onnx`, opset 14, Debian's python3-torch 1.13), chec
 also run it with onnxruntime where that imports: Debian 13 has it, Debian 12 does not).
 """
 import io
+import warnings
 
 import torch
 
@@ -28,10 +29,35 @@ class LogitsOnly(torch.nn.Module):
         return self.model(x, lengths)
 
 
+def cpu_fuser_off():
+    """Turns off TorchScript's TensorExpr fuser for the CPU in this process, where this torch build has it on, and
+    says so once (a warning); returns whether it was on. A torch built with LLVM (Debian 13's python3-torch 2.6;
+    `torch._C._llvm_enabled()`) fuses CPU graphs on a scripted or traced module's second call, and for these
+    models that compile never finished (classify, absa, cloze, seq2seq: over 20 CPU-minutes, seen with
+    2.6.0+debian; the graph optimizer itself, with the fuser off, takes milliseconds). Builds without LLVM
+    (Debian 12's 1.13) have it off already. `script()`, `trace()` and `load_scripted()` call it; a scripted file
+    run elsewhere needs `torch._C._jit_override_can_fuse_on_cpu(False)` there too (README.md)."""
+    if not torch._C._jit_can_fuse_on_cpu():
+        return False
+    torch._C._jit_override_can_fuse_on_cpu(False)
+    warnings.warn("cellscope_torch: TorchScript's CPU fuser (TensorExpr with LLVM) is now off in this process: with "
+                  "it, this torch build's compile of a scripted Cellscope model does not finish (README.md)",
+                  RuntimeWarning, stacklevel=3)
+    return True
+
+
+def load_scripted(path):
+    """torch.jit.load of a scripted model saved from `script()`, with the CPU fuser off as `script()` leaves it."""
+    cpu_fuser_off()
+    return torch.jit.load(path)
+
+
 def script(model):
     """(torch.jit.script of the model, None) or (None, the compiler's first line of why not). The scripted model
     has the eager model's forward (and `forward_with_extra`, which returns the training terms a Python `extra`
-    list would receive: TorchScript copies a list passed in from Python)."""
+    list would receive: TorchScript copies a list passed in from Python). Turns the CPU fuser off first where
+    this torch build has it on (`cpu_fuser_off`)."""
+    cpu_fuser_off()
     try:
         return torch.jit.script(model), None
     except Exception as e:  # TorchScript's frontend raises several kinds
@@ -41,7 +67,8 @@ def script(model):
 
 def trace(model, *example):
     """TorchScript by tracing (eval mode): a ScriptModule returning the logits for inputs shaped like `example`
-    in the time dimension."""
+    in the time dimension. Turns the CPU fuser off first (`cpu_fuser_off`)."""
+    cpu_fuser_off()
     model.eval()
     with torch.no_grad():
         return torch.jit.trace(LogitsOnly(model), example, check_trace=False)
