@@ -12,7 +12,9 @@
 #                    (-DCELLSCOPE_FUZZ=ON: the core, the CLI, the core tests and the fuzz
 #                    targets), the core tests under it, and every fuzz target for
 #                    CELLSCOPE_FUZZ_SECONDS (default 15) s; exits non-zero if any part fails.
-#                    CELLSCOPE_SANITIZE_STAGE=0 skips the sanitizer stage.
+#                    CELLSCOPE_SANITIZE_STAGE=0 skips the sanitizer stage; CELLSCOPE_MAIN_STAGE=0
+#                    skips the main build and its ctest (the sanitizer stage alone: .ci/run's
+#                    Debian 13 stage, packaging/test-distro.sh --sanitize).
 #
 # CELLSCOPE_GUI=0: no Qt packages and a -DCELLSCOPE_GUI=OFF build (the core, the CLI, the core and
 # Python tests). Debian 12 (bookworm) and 13 (trixie) are supported: the package names that differ
@@ -31,6 +33,14 @@ case "$action" in build | fetch | run | test) ;; *)
   exit 2
   ;;
 esac
+main_stage=1  # CELLSCOPE_MAIN_STAGE=0: `test` runs the sanitizer stage alone
+if [[ "$action" == test && "${CELLSCOPE_MAIN_STAGE:-1}" == 0 ]]; then
+  main_stage=0
+  if [[ "${CELLSCOPE_SANITIZE_STAGE:-1}" == 0 ]]; then
+    echo "setup.sh: CELLSCOPE_MAIN_STAGE=0 and CELLSCOPE_SANITIZE_STAGE=0 leave nothing to test" >&2
+    exit 2
+  fi
+fi
 if [[ "$action" == run && "${CELLSCOPE_GUI:-1}" == 0 ]]; then
   echo "setup.sh: 'run' starts the window, which CELLSCOPE_GUI=0 does not build (use cellscope-cli)" >&2
   exit 2
@@ -52,6 +62,7 @@ esac
 GUI_PACKAGES=(qt6-base-dev qt6-base-dev-tools libqcustomplot-dev xvfb xauth)
 PACKAGES=(libtorch-dev libopenblas0-openmp
   nlohmann-json3-dev libgloo-dev libgtest-dev cmake ninja-build ccache git lintian
+  g++ pkg-config  # named, not left to Recommends: without them (CELLSCOPE_APT_RECOMMENDS=0) c++ is clang and CMake finds no pkg-config
   clang  # + RELEASE_PACKAGES' libclang-rt-N-dev: its sanitizer and libFuzzer runtimes, the sanitizer stage of `test`
   lld  # the linker CMake picks for every executable (docs/BUILD.md)
   python3-torch python3-numpy  # /usr/bin/python3's PyTorch: the plain-Python peers of `bench --peer` (test bench_peers); the TorchScript cells of resources/cells (test script_cell)
@@ -157,24 +168,26 @@ bash "$repo/datasets/fetch.sh"
 [[ "$action" == fetch ]] && { step_done; exit 0; }
 
 # ---------------------------------------------------------------------- build
-step "Configuring $BUILD_DIR"
-if [[ -f "$BUILD_DIR/build.ninja" ]]; then
-  echo "    already configured (ninja re-runs CMake when CMakeLists change)"
-else
-  launcher=()
-  command -v ccache >/dev/null 2>&1 && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
-  gui=ON
-  [[ "${CELLSCOPE_GUI:-1}" == 0 ]] && gui=OFF
-  cmake -S "$repo" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCELLSCOPE_GUI=$gui "${launcher[@]}"
-fi
-
 # ccache: paths relative to the checkout, so a fresh clone anywhere (CI) reuses the
-# cache of an earlier build on this machine; precompiled headers need the sloppiness.
+# cache of an earlier build on this machine (both builds); precompiled headers need the sloppiness.
 export CCACHE_BASEDIR="$repo" CCACHE_NOHASHDIR=true
 export CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime
 
-step "Building with $(nproc) jobs"
-cmake --build "$BUILD_DIR" -j"$(nproc)"
+if [[ $main_stage == 1 ]]; then
+  step "Configuring $BUILD_DIR"
+  if [[ -f "$BUILD_DIR/build.ninja" ]]; then
+    echo "    already configured (ninja re-runs CMake when CMakeLists change)"
+  else
+    launcher=()
+    command -v ccache >/dev/null 2>&1 && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+    gui=ON
+    [[ "${CELLSCOPE_GUI:-1}" == 0 ]] && gui=OFF
+    cmake -S "$repo" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCELLSCOPE_GUI=$gui "${launcher[@]}"
+  fi
+
+  step "Building with $(nproc) jobs"
+  cmake --build "$BUILD_DIR" -j"$(nproc)"
+fi
 
 # ------------------------------------------------------------------ sanitizer stage
 # tests/README.md, "Fuzzing and the sanitizer suite". One clang build serves both: the core,
@@ -227,11 +240,14 @@ sanitizer_stage() {
 # ------------------------------------------------------------------ run/test
 case "$action" in
   test)
-    step "Running the tests"
-    set +e
-    QT_QPA_PLATFORM=offscreen ctest --test-dir "$BUILD_DIR" --output-on-failure -j2
-    rc=$?
-    set -e
+    rc=0
+    if [[ $main_stage == 1 ]]; then
+      step "Running the tests"
+      set +e
+      QT_QPA_PLATFORM=offscreen ctest --test-dir "$BUILD_DIR" --output-on-failure -j2
+      rc=$?
+      set -e
+    fi
     if [[ "${CELLSCOPE_SANITIZE_STAGE:-1}" != 0 ]]; then
       sanitizer_stage || rc=1
     fi

@@ -4,12 +4,23 @@
 # `bash packaging/setup.sh test` run there as a new user's root would: it installs the packages,
 # fetches the corpora from npm, builds and runs the suite. Each step's time is printed.
 #
-#   sudo bash packaging/test-distro.sh bookworm|trixie [--core] [--keep]
+#   sudo bash packaging/test-distro.sh bookworm|trixie [--core | --sanitize] [--prepare | --reuse] [--keep]
 #
-#   --core   the GUI-less configuration (setup.sh with CELLSCOPE_GUI=0: no Qt packages,
-#            -DCELLSCOPE_GUI=OFF, no Recommends): the core, the CLI, the core and Python tests;
-#            no sanitizer stage: the quick check of a release.
-#   --keep   leave the chroot (and its build) in place afterwards, for a look inside.
+#   --core      the GUI-less configuration (setup.sh with CELLSCOPE_GUI=0: no Qt packages,
+#               -DCELLSCOPE_GUI=OFF, no Recommends): the core, the CLI, the core and Python tests;
+#               no sanitizer stage: the quick check of a release.
+#   --sanitize  GUI-less too, and setup.sh's sanitizer stage alone (CELLSCOPE_MAIN_STAGE=0): the
+#               clang ASan + UBSan build of the core, the CLI, the core tests and the fuzz targets,
+#               the core tests (Python ones included) under it and every fuzz target: .ci/run's
+#               Debian 13 stage, which costs no more compiling than the Debian 12 sanitizer stage
+#               it replaces.
+#   --prepare   make the chroot and install its packages and corpora (setup.sh fetch), then stop,
+#               keeping it: the part without compiling, which .ci/run runs in the background.
+#   --reuse     use the chroot a --prepare left (a fresh copy of the checkout in it); makes it
+#               anew when there is none.
+#   --keep      leave the chroot (and its build) in place afterwards, for a look inside.
+#   CELLSCOPE_DISTRO_TIMEOUT=SECONDS  a time box for setup.sh in the chroot (default: none):
+#               past it setup.sh is stopped and the run fails, saying so.
 #
 # Environment:
 #   CELLSCOPE_TEST_DIR       where the chroots live (default /var/tmp/cellscope-distro); the
@@ -27,18 +38,23 @@ set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 suite=${1:-}
 shift || true
-core=0
+mode=full
 keep=0
+prepare=0
+reuse=0
 for a in "$@"; do
   case "$a" in
-    --core) core=1 ;;
+    --core) mode=core ;;
+    --sanitize) mode=sanitize ;;
+    --prepare) prepare=1 keep=1 ;;
+    --reuse) reuse=1 ;;
     --keep) keep=1 ;;
     *) echo "test-distro.sh: unknown option '$a'" >&2; exit 2 ;;
   esac
 done
 case "$suite" in
   bookworm | trixie) ;;
-  *) echo "usage: sudo bash packaging/test-distro.sh bookworm|trixie [--core] [--keep]" >&2; exit 2 ;;
+  *) echo "usage: sudo bash packaging/test-distro.sh bookworm|trixie [--core | --sanitize] [--prepare | --reuse] [--keep]" >&2; exit 2 ;;
 esac
 die() { echo "test-distro.sh: $*" >&2; exit 1; }
 [[ $EUID -eq 0 ]] || die "run as root (debootstrap, chroot, mounts)"
@@ -71,7 +87,7 @@ mounted=()
 cleanup() {
   local i
   for ((i = ${#mounted[@]} - 1; i >= 0; i--)); do umount -l "${mounted[$i]}" 2>/dev/null || true; done
-  if [[ $keep == 0 && -d $root ]]; then rm -rf "$root"; fi
+  if [[ $keep == 0 && -d $root ]]; then rm -rf "$root" "$top/prepared"; fi
 }
 trap cleanup EXIT
 
@@ -92,16 +108,20 @@ if [[ ! -x $top/base/usr/bin/apt-get ]]; then
   mv "$top/base.tmp" "$top/base"
 fi
 
-step "Fresh chroot (a copy of the pristine $suite tree)"
-rm -rf "$root"
-cp -a "$top/base" "$root"
+if [[ $reuse == 1 && -f $top/prepared && -d $root ]]; then
+  step "The chroot a --prepare made ($(cat "$top/prepared"))"
+else
+  step "Fresh chroot (a copy of the pristine $suite tree)"
+  rm -rf "$root" "$top/prepared"
+  cp -a "$top/base" "$root"
+fi
 for m in proc sys dev dev/pts; do
   mkdir -p "$root/$m"
   case $m in
     proc) mount -t proc proc "$root/proc" ;;
     sys) mount -t sysfs sys "$root/sys" ;;
     *) mount --bind "/$m" "$root/$m" ;;
-  esac
+  esac || die "cannot mount $m in $root: this machine lets root make no chroot (a container without CAP_SYS_ADMIN?)"
   mounted+=("$root/$m")
 done
 mkdir -p "$top/archives/partial"
@@ -125,20 +145,37 @@ if [[ "${CELLSCOPE_DISTRO_CCACHE:-0}" == 1 ]]; then
 fi
 
 step "Copy of the checkout (tracked and untracked, not ignored files)"
+# The corpora a --prepare fetched stay (datasets/fetch.sh's cache); the sources are copied anew.
+if [[ -d $root/src/cellscope/.cache ]]; then mv "$root/src/cellscope/.cache" "$root/src/cellscope-cache"; fi
+rm -rf "$root/src/cellscope"
 mkdir -p "$root/src/cellscope"
+if [[ -d $root/src/cellscope-cache ]]; then mv "$root/src/cellscope-cache" "$root/src/cellscope/.cache"; fi
 (cd "$repo" && git ls-files -co --exclude-standard -z | tar --null -T - -cf -) | tar -xf - -C "$root/src/cellscope"
 echo "    $(du -sh "$root/src/cellscope" | cut -f1) in /src/cellscope"
 
 setup_env=()
-if [[ $core == 1 ]]; then setup_env+=(CELLSCOPE_GUI=0 CELLSCOPE_SANITIZE_STAGE=0 CELLSCOPE_APT_RECOMMENDS=0); fi
+case $mode in
+  core) setup_env+=(CELLSCOPE_GUI=0 CELLSCOPE_SANITIZE_STAGE=0 CELLSCOPE_APT_RECOMMENDS=0) ;;
+  sanitize) setup_env+=(CELLSCOPE_GUI=0 CELLSCOPE_MAIN_STAGE=0 CELLSCOPE_APT_RECOMMENDS=0) ;;
+esac
 # shellcheck disable=SC2206
 setup_env+=(${CELLSCOPE_DISTRO_SETUP_ENV:-})
-step "bash packaging/setup.sh test${setup_env[*]:+ (${setup_env[*]})}"
+action=test
+[[ $prepare == 1 ]] && action=fetch
+box=()
+[[ -n "${CELLSCOPE_DISTRO_TIMEOUT:-}" ]] && box=(timeout --kill-after=30 "$CELLSCOPE_DISTRO_TIMEOUT")
+step "bash packaging/setup.sh $action${setup_env[*]:+ (${setup_env[*]})}${box[*]:+, time box ${CELLSCOPE_DISTRO_TIMEOUT} s}"
 set +e
-chroot "$root" /usr/bin/env -i "${chroot_env[@]}" "${setup_env[@]}" bash -c 'cd /src/cellscope && . /etc/os-release &&
-  echo "    $PRETTY_NAME, $(nproc) cores" && bash packaging/setup.sh test' 2>&1 | tee "$top/setup.log"
+"${box[@]}" chroot "$root" /usr/bin/env -i "${chroot_env[@]}" "${setup_env[@]}" bash -c 'cd /src/cellscope && . /etc/os-release &&
+  echo "    $PRETTY_NAME, $(nproc) cores" && bash packaging/setup.sh '"$action" 2>&1 | tee "$top/setup.log"
 rc=${PIPESTATUS[0]}
 set -e
+if [[ ${#box[@]} -gt 0 && ($rc -eq 124 || $rc -eq 137) ]]; then
+  echo "test-distro.sh: the time box of ${CELLSCOPE_DISTRO_TIMEOUT} s ran out in setup.sh $action (last step: $(grep '^==> ' "$top/setup.log" | tail -1))" >&2
+fi
+if [[ $prepare == 1 && $rc -eq 0 ]]; then
+  echo "$suite, mode $mode, prepared $(date -u +%FT%TZ)" >"$top/prepared"
+fi
 step_done
 echo
 echo "==> [$suite] times"
@@ -146,7 +183,7 @@ printf '    %s\n' "${times[@]}"
 d=$(($(ms) - t0))
 printf '    %-44s %7d.%01d s\n' "total" $((d / 1000)) $((d % 1000 / 100))
 grep -E '^==> |^ +\([0-9.]+s\)$|tests passed|tests failed' "$top/setup.log" | sed 's/^/    setup.sh: /' || true
-if [[ $rc -eq 0 ]]; then echo "test-distro: PASS ($suite${setup_env[*]:+, ${setup_env[*]}})"; else
+if [[ $rc -eq 0 ]]; then echo "test-distro: PASS ($suite, setup.sh $action${setup_env[*]:+, ${setup_env[*]}})"; else
   echo "test-distro: FAIL ($suite, setup.sh exit $rc; log: $top/setup.log)"
 fi
 exit $rc
