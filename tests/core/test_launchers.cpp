@@ -12,6 +12,7 @@
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <iostream>
 #include <thread>
 
 #include "corpus_fixture.h"
@@ -116,22 +117,27 @@ class Launchers : public ::testing::Test {
 // torchrun's default (static) rendezvous: its agent serves a c10d TCPStore on MASTER_PORT and the
 // workers are its clients. Both workers train one run to the end, which matches the same run
 // started by Cellscope's own launcher (`train --nproc 2`) step for step.
-// On a torch whose torchrun cannot start (torchrun_cannot_start) both torchrun tests stop with that reason: the
-// workers' side (RANK / WORLD_SIZE / MASTER_ADDR / MASTER_PORT) is the env launch the dist tests run everywhere.
-#define SKIP_WHERE_TORCHRUN_CANNOT_START()                                                                       \
-  if (!torchrun_cannot_start().empty())                                                                          \
-  GTEST_SKIP() << "this machine's torchrun cannot start any worker (its torch: \"" << torchrun_cannot_start() \
-               << "\"; docs/DISTRIBUTED.md)"
+// On a torch whose torchrun cannot start (torchrun_cannot_start), each torchrun test checks what that torch does
+// instead: torchrun exits non-zero with that message and no worker has made a run (nothing half-written). Elsewhere
+// (Debian 12) the workers train. The workers' own side is the env launch the dist tests run on every release.
+#define EXPECT_TORCHRUN_DEFECT_WHERE_IT_CANNOT_START(rc, ws, log)                                         \
+  if (!torchrun_cannot_start().empty()) {                                                                \
+    EXPECT_NE(rc, 0);                                                                                    \
+    EXPECT_TRUE(cstest::contains(cstest::read_text(log), torchrun_cannot_start())) << cstest::read_text(log); \
+    EXPECT_TRUE(runs_in(ws).empty());                                                                    \
+    std::cout << "[ note ] this torch's torchrun cannot start workers: " << torchrun_cannot_start() << "\n"; \
+    return;                                                                                              \
+  }
 
 TEST_F(Launchers, torchrunStaticRendezvousTrainsAsTheOwnLauncherDoes) {
-  SKIP_WHERE_TORCHRUN_CANNOT_START();
   const json raw = cstest::tiny_config("char_lm", 12);
   const std::string cfg = cstest::write_json_file("torchrun_static.json", raw);
   const std::string ws = cstest::temp_dir() + "/ws_torchrun_static", log = cstest::temp_dir() + "/torchrun_static.log";
   const int port = free_port();
   ASSERT_GT(port, 0);
-  ASSERT_EQ(torchrun({"--master_addr", "127.0.0.1", "--master_port", std::to_string(port)}, cfg, ws, log), 0)
-      << cstest::read_text(log);
+  const int rc = torchrun({"--master_addr", "127.0.0.1", "--master_port", std::to_string(port)}, cfg, ws, log);
+  EXPECT_TORCHRUN_DEFECT_WHERE_IT_CANNOT_START(rc, ws, log);
+  ASSERT_EQ(rc, 0) << cstest::read_text(log);
   const auto runs = runs_in(ws);
   ASSERT_EQ(runs.size(), 1u) << cstest::read_text(log);  // rank 0 wrote it; rank 1 wrote nothing
   RunStore store(runs[0]);
@@ -153,12 +159,13 @@ TEST_F(Launchers, torchrunStaticRendezvousTrainsAsTheOwnLauncherDoes) {
 // `--standalone` (torchrun's c10d rendezvous on a free port): the workers get no agent store, so
 // rank 0 serves the rendezvous on MASTER_PORT as with --master.
 TEST_F(Launchers, torchrunStandaloneTrainsToTheEnd) {
-  SKIP_WHERE_TORCHRUN_CANNOT_START();
   const json raw = cstest::tiny_config("word_lm", 8);
   const std::string cfg = cstest::write_json_file("torchrun_standalone.json", raw);
   const std::string ws = cstest::temp_dir() + "/ws_torchrun_standalone";
   const std::string log = cstest::temp_dir() + "/torchrun_standalone.log";
-  ASSERT_EQ(torchrun({"--standalone"}, cfg, ws, log), 0) << cstest::read_text(log);
+  const int rc = torchrun({"--standalone"}, cfg, ws, log);
+  EXPECT_TORCHRUN_DEFECT_WHERE_IT_CANNOT_START(rc, ws, log);
+  ASSERT_EQ(rc, 0) << cstest::read_text(log);
   const auto runs = runs_in(ws);
   ASSERT_EQ(runs.size(), 1u) << cstest::read_text(log);
   const RunSummary s = RunStore(runs[0]).read_summary();
