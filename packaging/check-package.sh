@@ -56,9 +56,21 @@ grep -q '/usr/local' "$out/contents.txt" && bad "files under /usr/local"
 
 depends=$(dpkg-deb -f "$deb" Depends)
 echo "Depends: $depends"
-for d in libtorch1.13 libopenblas0-openmp libgloo0 libsentencepiece0 libpugixml1v5 libstemmer0d libicu72 python3 libc6 libstdc++6; do
+# The packages whose names carry a version are the ones of the libraries the programs were linked
+# against on this machine (LibTorch 1.13 / 2.6, ICU 72 / 76 on Debian 12 / 13): asked of dpkg, so a
+# package built on one release never names the other's.
+versioned=()
+for lib in libtorch_cpu.so libicuuc.so; do
+  # (awk reads all of ldd's output: an early exit would end ldd with SIGPIPE, which pipefail reports)
+  so=$(ldd "$build/app/cli/cellscope-cli" | awk -v l="$lib" 'index($1, l) == 1 && !done { print $3; done = 1 }')
+  [[ -n $so ]] || { bad "cellscope-cli is not linked against $lib"; continue; }
+  owner=$(dpkg -S "$(readlink -f "$so")" 2>/dev/null | head -1 | cut -d: -f1)
+  [[ -n $owner ]] && versioned+=("$owner") || bad "no package owns $(readlink -f "$so")"
+done
+for d in "${versioned[@]}" libopenblas0-openmp libgloo0 libsentencepiece0 libpugixml1v5 libstemmer0d python3 libc6 libstdc++6; do
   [[ $depends == *"$d"* ]] || bad "Depends lacks $d"
 done
+echo "versioned dependencies (from dpkg -S of the linked libraries): ${versioned[*]}"
 if [[ $gui -eq 1 ]]; then
   for d in libqt6widgets6 libqt6svg6 libqcustomplot2.1-qt6 qt6-qpa-plugins; do
     [[ $depends == *"$d"* ]] || bad "Depends lacks $d"

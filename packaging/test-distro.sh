@@ -4,7 +4,7 @@
 # `bash packaging/setup.sh test` run there as a new user's root would: it installs the packages,
 # fetches the corpora from npm, builds and runs the suite. Each step's time is printed.
 #
-#   sudo bash packaging/test-distro.sh bookworm|trixie [--core | --sanitize] [--prepare | --reuse] [--keep]
+#   sudo bash packaging/test-distro.sh bookworm|trixie [--core | --sanitize] [--prepare | --reuse] [--keep] [--package]
 #
 #   --core      the GUI-less configuration (setup.sh with CELLSCOPE_GUI=0: no Qt packages,
 #               -DCELLSCOPE_GUI=OFF, no Recommends): the core, the CLI, the core and Python tests;
@@ -19,6 +19,9 @@
 #   --reuse     use the chroot a --prepare left (a fresh copy of the checkout in it); makes it
 #               anew when there is none.
 #   --keep      leave the chroot (and its build) in place afterwards, for a look inside.
+#   --package   after the suite passes (the GUI build only), make the .deb there with cpack and
+#               install it in a second fresh chroot of the same release (test-install.sh --deb):
+#               the CLI, a tiny training and the window under Xvfb, with a screenshot.
 #   CELLSCOPE_DISTRO_TIMEOUT=SECONDS  a time box for setup.sh in the chroot (default: none):
 #               past it setup.sh is stopped and the run fails, saying so.
 #
@@ -26,7 +29,10 @@
 #   CELLSCOPE_TEST_DIR       where the chroots live (default /var/tmp/cellscope-distro); the
 #                            pristine debootstrap tree of each release and the downloaded .debs
 #                            are kept there between runs, the installed system never is
-#   CELLSCOPE_DISTRO_CCACHE  1: keep a compiler cache per release there too (default 0: a cold build)
+#   CELLSCOPE_DISTRO_CCACHE  1: keep a compiler cache per release there too; host: use this machine's
+#                            compiler cache (`ccache -k cache_dir`), so that a CI machine that keeps
+#                            its cache between runs keeps the chroot's compiles too (ccache tells the
+#                            compilers apart); default 0: a cold build. CCACHE_DISABLE=1 is passed in
 #   CELLSCOPE_DISTRO_SETUP_ENV  extra NAME=VALUE words passed to setup.sh in the chroot
 #   DEBIAN_MIRROR            default http://deb.debian.org/debian
 #
@@ -42,6 +48,7 @@ mode=full
 keep=0
 prepare=0
 reuse=0
+package=0
 for a in "$@"; do
   case "$a" in
     --core) mode=core ;;
@@ -49,14 +56,16 @@ for a in "$@"; do
     --prepare) prepare=1 keep=1 ;;
     --reuse) reuse=1 ;;
     --keep) keep=1 ;;
+    --package) package=1 ;;
     *) echo "test-distro.sh: unknown option '$a'" >&2; exit 2 ;;
   esac
 done
 case "$suite" in
   bookworm | trixie) ;;
-  *) echo "usage: sudo bash packaging/test-distro.sh bookworm|trixie [--core | --sanitize] [--prepare | --reuse] [--keep]" >&2; exit 2 ;;
+  *) echo "usage: sudo bash packaging/test-distro.sh bookworm|trixie [--core | --sanitize] [--prepare | --reuse] [--keep] [--package]" >&2; exit 2 ;;
 esac
 die() { echo "test-distro.sh: $*" >&2; exit 1; }
+[[ $package == 0 || ($mode == full && $prepare == 0) ]] || die "--package needs the GUI build of the whole suite (not --core, --sanitize or --prepare)"
 [[ $EUID -eq 0 ]] || die "run as root (debootstrap, chroot, mounts)"
 for t in debootstrap chroot git tar; do command -v $t >/dev/null || die "'$t' is missing (apt-get install debootstrap git)"; done
 
@@ -83,10 +92,9 @@ step() {
   printf '\n==> [%s] %s\n' "$suite" "$*"
 }
 
-mounted=()
+. "$repo/packaging/chroot-lib.sh"
 cleanup() {
-  local i
-  for ((i = ${#mounted[@]} - 1; i >= 0; i--)); do umount -l "${mounted[$i]}" 2>/dev/null || true; done
+  chroot_unmount
   if [[ $keep == 0 && -d $root ]]; then rm -rf "$root" "$top/prepared"; fi
 }
 trap cleanup EXIT
@@ -94,55 +102,31 @@ trap cleanup EXIT
 # ------------------------------------------------------------------ the release
 if [[ ! -x $top/base/usr/bin/apt-get ]]; then
   step "debootstrap --variant=minbase $suite"
-  rm -rf "$top/base.tmp"
-  mkdir -p "$top/archives/partial"
-  debootstrap --variant=minbase --cache-dir="$top/archives" "$suite" "$top/base.tmp" "$mirror" >"$top/debootstrap.log" 2>&1 ||
-    { tail -20 "$top/debootstrap.log"; die "debootstrap failed ($top/debootstrap.log)"; }
-  # What a fresh installation has: main, updates and security.
-  printf 'deb %s %s main\ndeb %s %s-updates main\ndeb %s %s-security main\n' "$mirror" "$suite" "$mirror" "$suite" \
-    "${DEBIAN_SECURITY_MIRROR:-http://deb.debian.org/debian-security}" "$suite" >"$top/base.tmp/etc/apt/sources.list"
-  rm -f "$top/base.tmp/etc/apt/sources.list.d/debian.sources"
-  # dpkg without an fsync per file (as Debian's own container images do): a throw-away system,
-  # and the install of about 1,200 packages takes minutes less.
-  echo force-unsafe-io >"$top/base.tmp/etc/dpkg/dpkg.cfg.d/cellscope-unsafe-io"
-  mv "$top/base.tmp" "$top/base"
+  chroot_base
 fi
 
 if [[ $reuse == 1 && -f $top/prepared && -d $root ]]; then
   step "The chroot a --prepare made ($(cat "$top/prepared"))"
+  chroot_mount "$root"
 else
   step "Fresh chroot (a copy of the pristine $suite tree)"
-  rm -rf "$root" "$top/prepared"
-  cp -a "$top/base" "$root"
+  rm -f "$top/prepared"
+  chroot_fresh "$root"
 fi
-for m in proc sys dev dev/pts; do
-  mkdir -p "$root/$m"
-  case $m in
-    proc) mount -t proc proc "$root/proc" ;;
-    sys) mount -t sysfs sys "$root/sys" ;;
-    *) mount --bind "/$m" "$root/$m" ;;
-  esac || die "cannot mount $m in $root: this machine lets root make no chroot (a container without CAP_SYS_ADMIN?)"
-  mounted+=("$root/$m")
-done
-mkdir -p "$top/archives/partial"
-mount --bind "$top/archives" "$root/var/cache/apt/archives"
-mounted+=("$root/var/cache/apt/archives")
-cp -L /etc/resolv.conf "$root/etc/resolv.conf"
-ca=${SSL_CERT_FILE:-/etc/ssl/certs/ca-certificates.crt}
-chroot_env=(PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 CI=${CI:-})
-if [[ -s $ca ]]; then
-  cp -L "$ca" "$root/etc/cellscope-host-ca.crt"
-  chroot_env+=(SSL_CERT_FILE=/etc/cellscope-host-ca.crt NODE_EXTRA_CA_CERTS=/etc/cellscope-host-ca.crt)
-fi
-for v in http_proxy https_proxy no_proxy HTTP_PROXY HTTPS_PROXY NO_PROXY; do
-  [[ -n "${!v:-}" ]] && chroot_env+=("$v=${!v}")
-done
-if [[ "${CELLSCOPE_DISTRO_CCACHE:-0}" == 1 ]]; then
-  mkdir -p "$top/ccache" "$root/root/.ccache"
-  mount --bind "$top/ccache" "$root/root/.ccache"
-  mounted+=("$root/root/.ccache")
+case "${CELLSCOPE_DISTRO_CCACHE:-0}" in
+  0) cache_dir="" ;;
+  1) cache_dir=$top/ccache ;;
+  host) cache_dir=$(ccache -k cache_dir 2>/dev/null || echo "${XDG_CACHE_HOME:-$HOME/.cache}/ccache") ;;
+  *) die "CELLSCOPE_DISTRO_CCACHE is 0, 1 or host, not '$CELLSCOPE_DISTRO_CCACHE'" ;;
+esac
+if [[ -n $cache_dir ]]; then
+  mkdir -p "$cache_dir" "$root/root/.ccache"
+  mount --bind "$cache_dir" "$root/root/.ccache"
+  chroot_mounted+=("$root/root/.ccache")
   chroot_env+=(CCACHE_DIR=/root/.ccache)
 fi
+# CCACHE_DISABLE=1 (a cold build) holds in the chroot too.
+[[ -n "${CCACHE_DISABLE:-}" ]] && chroot_env+=(CCACHE_DISABLE=$CCACHE_DISABLE)
 
 step "Copy of the checkout (tracked and untracked, not ignored files)"
 # The corpora a --prepare fetched stay (datasets/fetch.sh's cache); the sources are copied anew.
@@ -176,6 +160,21 @@ fi
 if [[ $prepare == 1 && $rc -eq 0 ]]; then
   echo "$suite, mode $mode, prepared $(date -u +%FT%TZ)" >"$top/prepared"
 fi
+if [[ $package == 1 && $rc -eq 0 ]]; then
+  step "The .deb (cpack in the chroot), installed in a fresh $suite chroot (test-install.sh --deb)"
+  rm -rf "$root/src/pkg"
+  chroot "$root" /usr/bin/env -i "${chroot_env[@]}" bash -c 'cd /src/cellscope &&
+    cmake --build build --target cellscope cellscope-cli cellscope_packaging_files >/dev/null &&
+    cpack --config build/CPackConfig.cmake -G DEB -B /src/pkg >/src/pkg.log 2>&1' ||
+    { cat "$root/src/pkg.log" 2>/dev/null; rc=1; }
+  if [[ $rc -eq 0 ]]; then
+    mkdir -p "$top/out"
+    deb=$(ls "$root"/src/pkg/cellscope_*_amd64.deb)
+    cp "$deb" "$top/out/"
+    bash "$repo/packaging/test-install.sh" --suite "$suite" --deb "$top/out/$(basename "$deb")" 2>&1 | tee "$top/install.log"
+    rc=${PIPESTATUS[0]}
+  fi
+fi
 step_done
 echo
 echo "==> [$suite] times"
@@ -183,6 +182,7 @@ printf '    %s\n' "${times[@]}"
 d=$(($(ms) - t0))
 printf '    %-44s %7d.%01d s\n' "total" $((d / 1000)) $((d % 1000 / 100))
 grep -E '^==> |^ +\([0-9.]+s\)$|tests passed|tests failed' "$top/setup.log" | sed 's/^/    setup.sh: /' || true
+[[ $package == 1 && -f $top/install.log ]] && { grep -E '^\[(ok|FAIL)\]|^screenshot|^test-install' "$top/install.log" | sed 's/^/    test-install.sh: /' || true; }
 if [[ $rc -eq 0 ]]; then echo "test-distro: PASS ($suite, setup.sh $action${setup_env[*]:+, ${setup_env[*]}})"; else
   echo "test-distro: FAIL ($suite, setup.sh exit $rc; log: $top/setup.log)"
 fi

@@ -1,41 +1,71 @@
 #!/usr/bin/env bash
-# End-to-end test of the Debian package: build it, check it with lintian,
-# install it with apt into a clean Debian 12 chroot (debootstrap), and there
-# run `cellscope-cli info`, a tiny `cellscope-cli train`, the not-fetched
-# message, and the GUI under Xvfb (screenshot with xwd).
+# End-to-end test of the Debian package: build it, check it with lintian, install it with apt
+# into a fresh chroot of the release it was built on (debootstrap), and there run
+# `cellscope-cli info`, a tiny `cellscope-cli train`, the not-fetched message, and the GUI
+# under Xvfb (screenshot with xwd).
 #
-#   sudo bash packaging/test-install.sh [BUILD_DIR]
+#   sudo bash packaging/test-install.sh [BUILD_DIR]          the package of this machine's build
+#   sudo bash packaging/test-install.sh --suite trixie --deb FILE
+#                                                           a package built elsewhere (test-distro.sh
+#                                                           --package builds one in a chroot of that
+#                                                           release and calls this)
 #
-# Needs root (chroot, mounts), debootstrap and the network to a Debian mirror.
-# The pristine debootstrap tree is cached in $CELLSCOPE_TEST_DIR/base (default
-# /var/tmp/cellscope-test) and copied for every run, so the test environment is
-# always fresh (downloaded .debs are cached in $CELLSCOPE_TEST_DIR/archives);
-# delete the directory to start from scratch. Output (package,
-# lintian report, screenshot, logs) goes to $CELLSCOPE_TEST_DIR/out.
+# The release is this machine's (bookworm or trixie, from /etc/os-release) unless --suite names
+# it: a package is tested on the release it was built on, as its Depends name that release's
+# library versions. Needs root (chroot, mounts), debootstrap and the network to a Debian mirror.
+# The chroot is made as test-distro.sh makes its own (packaging/chroot-lib.sh): the pristine
+# debootstrap tree of each release and the downloaded .debs are kept in
+# $CELLSCOPE_TEST_DIR/<release> (default /var/tmp/cellscope-distro) and the installed system is
+# fresh every time. Output (package, lintian report, screenshot, logs) goes to
+# $CELLSCOPE_TEST_DIR/<release>/install-out.
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-build=$(cd "${1:-$repo/build}" && pwd)
-top=${CELLSCOPE_TEST_DIR:-/var/tmp/cellscope-test}
+build="" deb="" suite=""
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --suite) suite=${2:-}; shift 2 ;;
+    --deb) deb=${2:-}; shift 2 ;;
+    -*) echo "test-install.sh: unknown option '$1'" >&2; exit 2 ;;
+    *) build=$1; shift ;;
+  esac
+done
+if [[ -z $suite ]]; then
+  suite=$(. /etc/os-release 2>/dev/null && echo "${VERSION_CODENAME:-}")
+fi
+case "$suite" in
+  bookworm | trixie) ;;
+  *) echo "test-install.sh: release '${suite:-unknown}' is not supported (bookworm or trixie; --suite names one)" >&2; exit 2 ;;
+esac
+top=${CELLSCOPE_TEST_DIR:-/var/tmp/cellscope-distro}/$suite
 mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
-suite=bookworm
-out=$top/out
-root=$top/root
+out=$top/install-out
+root=$top/install-root
 user=tester
 
 say() { printf '\n==> %s\n' "$*"; }
 die() { echo "test-install.sh: $*" >&2; exit 1; }
 [[ $EUID -eq 0 ]] || die "run as root (chroot, mounts)"
-for t in cpack dpkg-deb debootstrap; do command -v $t >/dev/null || die "'$t' is missing (apt-get install cmake dpkg debootstrap)"; done
+for t in dpkg-deb debootstrap; do command -v $t >/dev/null || die "'$t' is missing (apt-get install dpkg debootstrap)"; done
 
 # ------------------------------------------------------------------ package
-say "Building the programs and the package files in $build"
-cmake --build "$build" --target cellscope cellscope-cli cellscope_packaging_files
+mkdir -p "$top"
 rm -rf "$out"
 mkdir -p "$out/pkg"
-cpack --config "$build/CPackConfig.cmake" -G DEB -B "$out/pkg" >"$out/cpack.log" 2>&1 || { cat "$out/cpack.log"; die "cpack failed"; }
-deb=$(ls "$out"/pkg/cellscope_*_amd64.deb)
-echo "package: $deb ($(du -h "$deb" | cut -f1))"
+if [[ -n $deb ]]; then
+  [[ -s $deb ]] || die "no package at '$deb'"
+  cp "$deb" "$out/pkg/"
+  deb=$out/pkg/$(basename "$deb")
+  echo "package: $deb ($(du -h "$deb" | cut -f1))"
+else
+  command -v cpack >/dev/null || die "'cpack' is missing (apt-get install cmake)"
+  build=$(cd "${build:-$repo/build}" && pwd)
+  say "Building the programs and the package files in $build"
+  cmake --build "$build" --target cellscope cellscope-cli cellscope_packaging_files
+  cpack --config "$build/CPackConfig.cmake" -G DEB -B "$out/pkg" >"$out/cpack.log" 2>&1 || { cat "$out/cpack.log"; die "cpack failed"; }
+  deb=$(ls "$out"/pkg/cellscope_*_amd64.deb)
+  echo "package: $deb ($(du -h "$deb" | cut -f1))"
+fi
 dpkg-deb -f "$deb" Package Version Depends Recommends
 
 if command -v lintian >/dev/null; then
@@ -51,41 +81,15 @@ else
 fi
 
 # ------------------------------------------------------------------- chroot
-mounted=()
-cleanup() {
-  local i
-  for ((i = ${#mounted[@]} - 1; i >= 0; i--)); do umount -l "${mounted[$i]}" 2>/dev/null || true; done
-}
-trap cleanup EXIT
+. "$repo/packaging/chroot-lib.sh"
+trap chroot_unmount EXIT
 if [[ ! -x $top/base/usr/bin/apt-get ]]; then
   say "debootstrap $suite (minbase) into $top/base"
-  rm -rf "$top/base.tmp"
-  debootstrap --variant=minbase "$suite" "$top/base.tmp" "$mirror" >"$top/debootstrap.log" 2>&1 ||
-    { tail -20 "$top/debootstrap.log"; die "debootstrap failed"; }
-  mv "$top/base.tmp" "$top/base"
+  chroot_base
 fi
-say "Fresh chroot $root (copy of the pristine base)"
-rm -rf "$root"
-cp -a "$top/base" "$root"
-for m in proc sys dev dev/pts; do
-  mkdir -p "$root/$m"
-  case $m in
-    proc) mount -t proc proc "$root/proc" ;;
-    sys) mount -t sysfs sys "$root/sys" ;;
-    *) mount --bind "/$m" "$root/$m" ;;
-  esac
-  mounted+=("$root/$m")
-done
-# Downloaded .debs are kept across runs (only the archive cache is shared; the
-# installed system is fresh every time).
-mkdir -p "$top/archives/partial"
-mount --bind "$top/archives" "$root/var/cache/apt/archives"
-mounted+=("$root/var/cache/apt/archives")
-cp -L /etc/resolv.conf "$root/etc/resolv.conf"
-# What a fresh Debian 12 installation has: main, updates and security.
-printf 'deb %s %s main\ndeb %s %s-updates main\ndeb %s %s-security main\n' "$mirror" $suite "$mirror" $suite \
-  "${DEBIAN_SECURITY_MIRROR:-http://deb.debian.org/debian-security}" $suite >"$root/etc/apt/sources.list"
-in_root() { chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 DEBIAN_FRONTEND=noninteractive "$@"; }
+say "Fresh $suite chroot $root (copy of the pristine base)"
+chroot_fresh "$root"
+in_root() { chroot "$root" /usr/bin/env -i "${chroot_env[@]}" DEBIAN_FRONTEND=noninteractive "$@"; }
 as_user() { chroot "$root" /usr/sbin/runuser -u "$user" -- /usr/bin/env -i PATH=/usr/bin:/bin HOME=/home/$user LANG=C.UTF-8 "$@"; }
 
 say "apt-get install ./$(basename "$deb") (and xvfb, xauth, x11-apps, netpbm for the GUI check)"

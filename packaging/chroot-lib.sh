@@ -1,0 +1,86 @@
+# shellcheck shell=bash
+# A fresh Debian chroot from a cached debootstrap tree: sourced by test-distro.sh (the README's
+# test command in a chroot) and test-install.sh (the .deb installed in a chroot), so that both
+# make their systems the same way.
+#
+# Before sourcing, set:
+#   suite   bookworm | trixie
+#   top     the release's folder ($CELLSCOPE_TEST_DIR/$suite): base/ (the pristine debootstrap
+#           tree, kept between runs), archives/ (downloaded .debs, kept), debootstrap.log
+#   mirror  the Debian mirror
+# Then:
+#   chroot_base          debootstrap $top/base unless it is there (main, updates and security,
+#                        as a fresh installation has; dpkg without an fsync per file)
+#   chroot_fresh ROOT    ROOT becomes a copy of the pristine tree, mounted (proc, sys, dev,
+#                        dev/pts, the .deb cache) and able to reach the network as the host does
+#   chroot_unmount       undo the mounts (called on exit)
+#   chroot_env           the environment for `chroot ROOT /usr/bin/env -i "${chroot_env[@]}" ...`:
+#                        PATH, HOME, LANG, the host's CA bundle (SSL_CERT_FILE, NODE_EXTRA_CA_CERTS:
+#                        a chroot does not trust what its host trusts, and npm fails behind a
+#                        TLS-inspecting proxy otherwise) and the proxy variables
+# The caller's `die` is used for errors.
+
+chroot_mounted=()
+chroot_env=()
+
+chroot_unmount() {
+  local i
+  for ((i = ${#chroot_mounted[@]} - 1; i >= 0; i--)); do umount -l "${chroot_mounted[$i]}" 2>/dev/null || true; done
+  chroot_mounted=()
+}
+
+chroot_base() {
+  [[ -x $top/base/usr/bin/apt-get ]] && return 0
+  rm -rf "$top/base.tmp"
+  mkdir -p "$top/archives/partial"
+  debootstrap --variant=minbase --cache-dir="$top/archives" "$suite" "$top/base.tmp" "$mirror" >"$top/debootstrap.log" 2>&1 ||
+    { tail -20 "$top/debootstrap.log"; die "debootstrap failed ($top/debootstrap.log)"; }
+  printf 'deb %s %s main\ndeb %s %s-updates main\ndeb %s %s-security main\n' "$mirror" "$suite" "$mirror" "$suite" \
+    "${DEBIAN_SECURITY_MIRROR:-http://deb.debian.org/debian-security}" "$suite" >"$top/base.tmp/etc/apt/sources.list"
+  rm -f "$top/base.tmp/etc/apt/sources.list.d/debian.sources"
+  # A throw-away system, as Debian's own container images are: the install of about 1,200
+  # packages takes minutes less.
+  echo force-unsafe-io >"$top/base.tmp/etc/dpkg/dpkg.cfg.d/cellscope-unsafe-io"
+  mv "$top/base.tmp" "$top/base"
+}
+
+# chroot_mount ROOT: the mounts and the network set-up, on a ROOT that is already there
+chroot_mount() {
+  local root=$1 m v ca
+  for m in proc sys dev dev/pts; do
+    mkdir -p "$root/$m"
+    case $m in
+      proc) mount -t proc proc "$root/proc" ;;
+      sys) mount -t sysfs sys "$root/sys" ;;
+      *) mount --bind "/$m" "$root/$m" ;;
+    esac || die "cannot mount $m in $root: this machine lets root make no chroot (a container without CAP_SYS_ADMIN?)"
+    chroot_mounted+=("$root/$m")
+  done
+  mkdir -p "$top/archives/partial"
+  mount --bind "$top/archives" "$root/var/cache/apt/archives"
+  chroot_mounted+=("$root/var/cache/apt/archives")
+  cp -L /etc/resolv.conf "$root/etc/resolv.conf"
+  # The chroot shares the host's name (the UTS namespace), which an installed system resolves
+  # through /etc/hosts (the installer writes it there; a debootstrap tree has no entry for it):
+  # torchrun's standalone rendezvous, for one, listens on that name.
+  # (debootstrap's minbase writes no /etc/hosts at all: localhost comes from the installer's too)
+  [[ -s $root/etc/hosts ]] || printf '127.0.0.1\tlocalhost\n::1\t\tlocalhost ip6-localhost ip6-loopback\n' >"$root/etc/hosts"
+  grep -qwF "$(hostname)" "$root/etc/hosts" || printf '127.0.1.1\t%s\n' "$(hostname)" >>"$root/etc/hosts"
+  chroot_env=(PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 CI=${CI:-})
+  ca=${SSL_CERT_FILE:-/etc/ssl/certs/ca-certificates.crt}
+  if [[ -s $ca ]]; then
+    cp -L "$ca" "$root/etc/cellscope-host-ca.crt"
+    chroot_env+=(SSL_CERT_FILE=/etc/cellscope-host-ca.crt NODE_EXTRA_CA_CERTS=/etc/cellscope-host-ca.crt)
+  fi
+  for v in http_proxy https_proxy no_proxy HTTP_PROXY HTTPS_PROXY NO_PROXY; do
+    [[ -n "${!v:-}" ]] && chroot_env+=("$v=${!v}")
+  done
+  return 0
+}
+
+chroot_fresh() {
+  local root=$1
+  rm -rf "$root"
+  cp -a "$top/base" "$root"
+  chroot_mount "$root"
+}
