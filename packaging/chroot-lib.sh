@@ -13,6 +13,7 @@
 #                        as a fresh installation has; dpkg without an fsync per file)
 #   chroot_fresh ROOT    ROOT becomes a copy of the pristine tree, mounted (proc, sys, dev,
 #                        dev/pts, the .deb cache) and able to reach the network as the host does
+#   chroot_kill_inside ROOT  stop the processes still running in ROOT (called on exit)
 #   chroot_unmount       undo the mounts (called on exit)
 #   chroot_env           the environment for `chroot ROOT /usr/bin/env -i "${chroot_env[@]}" ...`:
 #                        PATH, HOME, LANG, the host's CA bundle (SSL_CERT_FILE, NODE_EXTRA_CA_CERTS:
@@ -22,6 +23,23 @@
 
 chroot_mounted=()
 chroot_env=()
+
+# chroot_kill_inside ROOT: stop every process whose root is ROOT (a build or a test left running
+# when the script was stopped, a daemon a test started), so that nothing keeps writing there
+# while the tree is unmounted or removed.
+chroot_kill_inside() {
+  local root p sig pids
+  root=$(readlink -f "$1")
+  for sig in TERM KILL; do
+    pids=()
+    for p in /proc/[0-9]*; do
+      [[ "$(readlink "$p/root" 2>/dev/null)" == "$root" ]] && pids+=("${p#/proc/}")
+    done
+    [[ ${#pids[@]} -eq 0 ]] && return 0
+    kill -s $sig "${pids[@]}" 2>/dev/null || true
+    sleep 2
+  done
+}
 
 chroot_unmount() {
   local i

@@ -94,6 +94,7 @@ step() {
 
 . "$repo/packaging/chroot-lib.sh"
 cleanup() {
+  [[ -d $root ]] && chroot_kill_inside "$root"
   chroot_unmount
   if [[ $keep == 0 && -d $root ]]; then rm -rf "$root" "$top/prepared"; fi
 }

@@ -82,7 +82,7 @@ fi
 
 # ------------------------------------------------------------------- chroot
 . "$repo/packaging/chroot-lib.sh"
-trap chroot_unmount EXIT
+trap 'chroot_kill_inside "$root"; chroot_unmount' EXIT
 if [[ ! -x $top/base/usr/bin/apt-get ]]; then
   say "debootstrap $suite (minbase) into $top/base"
   chroot_base
