@@ -1,4 +1,5 @@
 # shellcheck shell=bash
+# shellcheck disable=SC2154  # suite, top and mirror are the caller's (below)
 # A fresh Debian chroot from a cached debootstrap tree: sourced by test-distro.sh (the README's
 # test command in a chroot) and test-install.sh (the .deb installed in a chroot), so that both
 # make their systems the same way.
@@ -84,7 +85,7 @@ chroot_mount() {
   # (debootstrap's minbase writes no /etc/hosts at all: localhost comes from the installer's too)
   [[ -s $root/etc/hosts ]] || printf '127.0.0.1\tlocalhost\n::1\t\tlocalhost ip6-localhost ip6-loopback\n' >"$root/etc/hosts"
   grep -qwF "$(hostname)" "$root/etc/hosts" || printf '127.0.1.1\t%s\n' "$(hostname)" >>"$root/etc/hosts"
-  chroot_env=(PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 CI=${CI:-})
+  chroot_env=(PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 "CI=${CI:-}")
   ca=${SSL_CERT_FILE:-/etc/ssl/certs/ca-certificates.crt}
   if [[ -s $ca ]]; then
     cp -L "$ca" "$root/etc/cellscope-host-ca.crt"

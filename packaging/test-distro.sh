@@ -127,7 +127,7 @@ if [[ -n $cache_dir ]]; then
   chroot_env+=(CCACHE_DIR=/root/.ccache)
 fi
 # CCACHE_DISABLE=1 (a cold build) holds in the chroot too.
-[[ -n "${CCACHE_DISABLE:-}" ]] && chroot_env+=(CCACHE_DISABLE=$CCACHE_DISABLE)
+[[ -n "${CCACHE_DISABLE:-}" ]] && chroot_env+=("CCACHE_DISABLE=$CCACHE_DISABLE")
 
 step "Copy of the checkout (tracked and untracked, not ignored files)"
 # The corpora a --prepare fetched stay (datasets/fetch.sh's cache); the sources are copied anew.
