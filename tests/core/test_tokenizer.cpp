@@ -157,7 +157,7 @@ TEST(Tokenizer, oldConfigReadsAsLegacy) {
 // model.gcn_degree came after gcn_mzu runs were written: a stored gcn_mzu config without it reads
 // as signed_clamped (what those runs computed); new configs resolve to absolute; other cells get
 // nothing.
-TEST(AsWritten, oldGcnConfigReadsAsSignedClampedDegree) {
+TEST(Tokenizer, asWrittenOldGcnConfigReadsAsSignedClampedDegree) {
   const json old_cfg = {{"task", {{"name", "char_lm"}}}, {"model", {{"cell", "gcn_mzu"}}}, {"dataset", {{"name", "x"}}}};
   ASSERT_EQ(as_written(old_cfg)["model"]["gcn_degree"], "signed_clamped");
   json kept = old_cfg;
