@@ -96,7 +96,9 @@ TEST_F(DistCluster, killedWorkerStopsTheOtherAndRunResumes) {
   ASSERT_TRUE(cstest::contains(err, "rank 0 of 2")) << err;
   RunStore store(dir);
   ASSERT_EQ(store.read_summary().status, std::string("failed"));
-  const int64_t last = store.checkpoint_steps().back();
+  const std::vector<int64_t> steps = store.checkpoint_steps();
+  ASSERT_FALSE(steps.empty());
+  const int64_t last = steps.back();
   // Another number of processes: one.
   std::string out, err2;
   ASSERT_EQ(

@@ -226,8 +226,13 @@ TEST_F(DistListen, killedRankZeroLeavesTheRunFailed) {
   ASSERT_TRUE(r0.start(worker(cfg, dir, 0, master, "10"))) << r0.err();
   ASSERT_TRUE(r1.start(worker(cfg, dir, 1, master, "10"))) << r1.err();
   const auto t = std::chrono::steady_clock::now();
-  while (elapsed_ms(t) < 60000 && r0.running() && !std::filesystem::exists(dir + "/checkpoints/last.pt")) r0.wait(50);
-  ASSERT_TRUE(std::filesystem::exists(dir + "/checkpoints/last.pt")) << r0.err();
+  // Until a checkpoint is complete: last.pt and its step_N.pt (written one after the other; a kill
+  // between the two left no step_N.pt, and .back() of the empty list below read before the vector).
+  auto checkpointed = [&] {
+    return std::filesystem::exists(dir + "/checkpoints/last.pt") && !RunStore(dir).checkpoint_steps().empty();
+  };
+  while (elapsed_ms(t) < 60000 && r0.running() && !checkpointed()) r0.wait(50);
+  ASSERT_TRUE(checkpointed()) << r0.err();
   ASSERT_EQ(RunStore(dir).read_summary().status, std::string("running"));
   ::kill(r0.pid(), SIGKILL);
   r0.wait(5000);
@@ -241,7 +246,9 @@ TEST_F(DistListen, killedRankZeroLeavesTheRunFailed) {
   ASSERT_TRUE(cstest::contains(cstest::read_text(dir + "/log.txt"), "rank 0 ended without recording")) ;
   // The run resumes as before (one process).
   std::string out, err;
-  const int64_t last = RunStore(dir).checkpoint_steps().back();
+  const std::vector<int64_t> steps = RunStore(dir).checkpoint_steps();
+  ASSERT_FALSE(steps.empty());
+  const int64_t last = steps.back();
   ASSERT_EQ(
       cstest::run_cli({"train", "--resume", dir, "--steps", std::to_string(last + 2), "--quiet"}, &out, &err, 120000),
       0)
