@@ -1,6 +1,7 @@
 // cellscope-cli export RUN_DIR --out DIR: a trained run for plain PyTorch (packaging/python/cellscope_torch,
-// its README.md lists the files). Everything is written into DIR.tmp and renamed to DIR at the end, so a
-// failure leaves no half-written DIR.
+// its README.md lists the files). Everything is written into a folder of this invocation's own beside DIR
+// (.DIR.tmp-XXXXXX, a unique name) and renamed to DIR at the end, so a failure leaves no half-written DIR
+// and no other path is touched.
 #include <torch/nn/functional.h>
 #include <torch/serialize.h>
 
@@ -27,6 +28,7 @@
 #include "train/run_store.h"
 #include "train/trainer.h"
 #include "util/error.h"
+#include "util/own_paths.h"
 #include "util/sha256.h"
 #include "util/state_dict_file.h"
 
@@ -242,7 +244,7 @@ int cmd_export_torch(const std::vector<std::string>& a) {
                  "  export.json     manifest: version, run, checkpoint (step, FNV-1a hash), task, cell, shapes\n"
                  "The Python side: import cellscope_torch; model, info = cellscope_torch.load(DIR).\n"
                  "DIR must not exist or be empty (--force replaces an earlier export, nothing else); it is written\n"
-                 "as DIR.tmp, then renamed.\n";
+                 "into a new folder .DIR.tmp-XXXXXX beside it, then renamed.\n";
     return 0;
   }
   auto args = parse(a, {"force"}, {"checkpoint", "out"});
@@ -251,6 +253,7 @@ int cmd_export_torch(const std::vector<std::string>& a) {
   const std::string run_dir = args.positional[0];
   std::string out = args.get("out");
   while (out.size() > 1 && out.back() == '/') out.pop_back();
+  if (out.empty()) throw UsageError("--out needs a directory name (it was empty)");
   const auto t0 = std::chrono::steady_clock::now();
 
   cs::RunStore store(run_dir);
@@ -346,11 +349,11 @@ int cmd_export_torch(const std::vector<std::string>& a) {
   else if (auto* cl = dynamic_cast<cs::ClozeTask*>(task.get()))
     ref = export_cloze_reference(*cl, cs::resolved_cfg<int64_t>(cfg, "training", "eval_batch"));
 
-  const std::string tmp = out + ".tmp";
+  // Written into a folder of this invocation's own beside --out (a unique name: a user's "X.tmp", or
+  // another export to the same --out, is never touched), then renamed onto --out.
+  const std::string tmp = cs::make_temp_dir_beside(out);
   std::error_code ec;
-  fs::remove_all(tmp, ec);
   try {
-    cs::make_dirs(tmp);
     // torch.save's format with a weights-only pickle (torch >= 2.6 loads with weights_only=True by default), and
     // the same tensors as safetensors (EXPORT_TORCH_NOTES.md)
     cs::write_torch_state_dict(cs::join_path(tmp, "model.pt"), state);
@@ -424,8 +427,16 @@ int cmd_export_torch(const std::vector<std::string>& a) {
                        {"sha256", script_sha},
                        {"source", fs::absolute(script_source).lexically_normal().string()}};
     cs::atomic_write(cs::join_path(tmp, "export.json"), man.dump(2) + "\n");
-    if (fs::exists(out)) fs::remove_all(out);
-    fs::rename(tmp, out);
+    if (fs::exists(out)) {
+      // --out is empty or an earlier export (checked above): renamed onto an empty folder of this
+      // invocation's own, the new export renamed into place, then that folder removed.
+      const std::string old = cs::make_temp_dir_beside(out, "old");
+      fs::rename(out, old);
+      fs::rename(tmp, out);
+      fs::remove_all(old, ec);
+    } else {
+      fs::rename(tmp, out);
+    }
   } catch (...) {
     fs::remove_all(tmp, ec);
     throw;

@@ -896,14 +896,30 @@ TEST(ExportTorch, refusesBadInputAndWritesNothing) {
     ASSERT_TRUE(fs::exists(run + "/checkpoints/last.pt"));
     ASSERT_TRUE(fs::exists(run + "/metrics.jsonl"));
   }
-  // an earlier export is replaced with --force
+  // an earlier export is replaced with --force; a user's folder named --out + ".tmp" is not touched
+  // (the export writes into a folder of its own with a unique name), and none of its own is left
   fs::remove_all(out);
+  fs::create_directories(out + ".tmp");
+  cstest::write_text(out + ".tmp/mine.txt", "user's");
   ASSERT_EQ(cstest::run_cli({"export", run, "--out", out}, &o, &err), 0) << err;
   cstest::write_text(out + "/keep.txt", "x");
   ASSERT_EQ(cstest::run_cli({"export", run, "--out", out, "--force"}, &o, &err), 0) << err;
   ASSERT_FALSE(fs::exists(out + "/keep.txt"));
   ASSERT_TRUE(fs::exists(out + "/model.pt"));
-  ASSERT_FALSE(fs::exists(out + ".tmp"));
+  ASSERT_EQ(cstest::read_text(out + ".tmp/mine.txt"), "user's");
+  for (auto& e : fs::directory_iterator(fs::path(out).parent_path()))
+    ASSERT_FALSE(cstest::starts_with(e.path().filename().string(), "." + fs::path(out).filename().string() + "."))
+        << "left behind: " << e.path();
+  // a run named model.tmp exported to --out model: the run is read, never removed
+  const std::string tmp_named = cstest::temp_dir() + "/as_tmp/model.tmp";
+  fs::create_directories(fs::path(tmp_named).parent_path());
+  fs::copy(run, tmp_named, fs::copy_options::recursive);
+  ASSERT_EQ(cstest::run_cli({"export", tmp_named, "--out", cstest::temp_dir() + "/as_tmp/model"}, &o, &err), 0) << err;
+  ASSERT_TRUE(fs::exists(tmp_named + "/checkpoints/best.pt") && fs::exists(tmp_named + "/config.json"));
+  ASSERT_TRUE(fs::exists(cstest::temp_dir() + "/as_tmp/model/model.pt"));
+  // an empty --out: one message naming it, exit 2
+  ASSERT_EQ(cstest::run_cli({"export", run, "--out", ""}, &o, &err), 2);
+  ASSERT_TRUE(cstest::contains(err, "--out")) << err;
   // the run's own export.json does not make it replaceable
   cstest::write_text(run + "/export.json", "{}");
   ASSERT_EQ(cstest::run_cli({"export", run, "--out", run, "--force"}, &o, &err), 2);

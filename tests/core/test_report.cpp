@@ -162,6 +162,41 @@ TEST_F(Report, renders_files_and_manifest) {
   }
 }
 
+// --out is replaced only when it is provably an earlier report; a user's "DIR.tmp", a folder with a
+// manifest.json of another kind (the source tree's datasets/ has one) and a file added to an earlier
+// report all survive, and the report leaves no folder of its own beside DIR.
+TEST_F(Report, replaces_only_its_own_earlier_report) {
+  Fixture& s = fixture();
+  std::string out, err;
+  const std::string dir = temp_dir() + "/own-out", parent = temp_dir();
+  fs::create_directories(dir + ".tmp");
+  write_text(dir + ".tmp/mine.txt", "user's");
+  // a folder holding another program's manifest.json
+  const std::string other = temp_dir() + "/not-a-report";
+  fs::create_directories(other);
+  write_text(other + "/manifest.json", R"({"datasets": {"x": {"files": []}}})");
+  write_text(other + "/data.txt", "keep");
+  ASSERT_EQ(run_cli({"report", s.spec, "--out", other, "--workspace", s.ws}, &out, &err, 300000), 2);
+  ASSERT_TRUE(contains(err, "not an earlier report")) << err;
+  ASSERT_EQ(read_text(other + "/data.txt"), "keep");
+  ASSERT_TRUE(contains(read_text(other + "/manifest.json"), "datasets"));
+  // a report, then a user's file added to it: refused, naming the file; nothing removed
+  ASSERT_EQ(run_cli({"report", s.spec, "--out", dir, "--workspace", s.ws}, &out, &err, 300000), 0) << err;
+  write_text(dir + "/notes.txt", "mine");
+  ASSERT_EQ(run_cli({"report", s.spec, "--out", dir, "--workspace", s.ws}, &out, &err, 300000), 2);
+  ASSERT_TRUE(contains(err, "notes.txt")) << err;
+  ASSERT_EQ(read_text(dir + "/notes.txt"), "mine");
+  ASSERT_TRUE(fs::exists(dir + "/report.md"));
+  // without it, the earlier report is replaced
+  fs::remove(dir + "/notes.txt");
+  ASSERT_EQ(run_cli({"report", s.spec, "--out", dir, "--workspace", s.ws}, &out, &err, 300000), 0) << err;
+  ASSERT_TRUE(fs::exists(dir + "/report.md"));
+  ASSERT_NE(cstest::json_object(read_text(dir + "/manifest.json")).value("created", std::string()), "");
+  ASSERT_EQ(read_text(dir + ".tmp/mine.txt"), "user's");
+  for (auto& e : fs::directory_iterator(parent))
+    ASSERT_FALSE(cstest::starts_with(e.path().filename().string(), ".own-out.")) << "left behind: " << e.path();
+}
+
 TEST_F(Report, check_passes_then_catches_dataset_and_checkpoint) {
   Fixture& s = fixture();
   if (!fs::exists(s.out + "/manifest.json")) {

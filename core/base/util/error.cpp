@@ -1,5 +1,6 @@
 #include "util/error.h"
 #include "util/fsync.h"
+#include "util/own_paths.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -50,6 +51,19 @@ void fsync_dir(const std::string& dir) {
   if (fd < 0) return;
   ::fsync(fd);
   ::close(fd);
+}
+
+std::string make_temp_dir_beside(const std::string& target, const std::string& what) {
+  std::string t = target;
+  while (t.size() > 1 && t.back() == '/') t.pop_back();
+  const auto slash = t.find_last_of('/');
+  const std::string parent = slash == std::string::npos ? "." : slash == 0 ? "/" : t.substr(0, slash);
+  const std::string name = slash == std::string::npos ? t : t.substr(slash + 1);
+  std::string tmpl = join_path(parent, "." + name + "." + what + "-XXXXXX");
+  if (!::mkdtemp(tmpl.data()))
+    throw UserError("cannot create a temporary directory in '" + parent + "': " + std::strerror(errno));
+  ::chmod(tmpl.c_str(), 0755);
+  return tmpl;
 }
 
 std::string read_file(const std::string& path) {

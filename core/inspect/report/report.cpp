@@ -21,6 +21,7 @@
 #include "train/run_store.h"
 #include "util/csv.h"
 #include "util/error.h"
+#include "util/own_paths.h"
 #include "util/paths.h"
 #include "util/sha256.h"
 
@@ -440,6 +441,36 @@ void remove_tree(const std::string& path) {
   fs::remove_all(path, ec);
 }
 
+// --out names a non-empty folder: it is replaced only when it is provably an earlier report, i.e. its
+// manifest.json is a report manifest (format 1, items with their outputs) and every file in it is one
+// that report wrote (report.md, manifest.json, an item's outputs). Anything else (the source tree's
+// datasets/ holds a manifest.json of another kind; a report folder a user added a file to) is refused
+// with one message naming what is not the report's.
+void require_own_report(const std::string& dir) {
+  const std::string mpath = join_path(dir, "manifest.json");
+  const std::string refuse = "'" + dir + "' exists and is not an earlier report";
+  if (!file_exists(mpath)) throw UserError(refuse + " (no manifest.json): give another --out");
+  const json m = json::parse(read_file(mpath), nullptr, false);
+  if (!m.is_object() || m.value("format", json()) != json(1) || !m.contains("items") || !m["items"].is_array() ||
+      !m.contains("spec"))
+    throw UserError(refuse + " (its manifest.json is not a report's): give another --out");
+  std::set<std::string> own = {"report.md", "manifest.json"};
+  for (auto& it : m["items"]) {
+    if (!it.is_object() || !it.contains("outputs") || !it["outputs"].is_object())
+      throw UserError(refuse + " (its manifest.json is not a report's): give another --out");
+    for (auto& [f, sha] : it["outputs"].items()) own.insert(fs::path(f).lexically_normal().string());
+  }
+  std::error_code ec;
+  for (auto i = fs::recursive_directory_iterator(dir, ec); !ec && i != fs::recursive_directory_iterator();
+       i.increment(ec)) {
+    if (i->is_directory(ec)) continue;
+    const std::string rel = fs::relative(i->path(), dir, ec).lexically_normal().string();
+    if (!own.count(rel))
+      throw UserError(refuse + ": it holds '" + rel +
+                      "', which that report did not write (move it, or give another --out)");
+  }
+}
+
 }  // namespace
 
 // ------------------------------------------------------------------ public
@@ -620,8 +651,7 @@ json render_report(const ReportSpec& spec, const std::string& spec_file, const s
   if (out.empty()) throw UserError("no output directory given");
   const std::string target = fs::path(out).lexically_normal().string();
   const std::string clean = !target.empty() && target.back() == '/' ? target.substr(0, target.size() - 1) : target;
-  if (dir_exists(clean) && !list_dir(clean).empty() && !file_exists(join_path(clean, "manifest.json")))
-    throw UserError("'" + clean + "' exists and is not a report (no manifest.json): give another --out");
+  if (dir_exists(clean) && !list_dir(clean).empty()) require_own_report(clean);
   if (file_exists(clean) && !dir_exists(clean)) throw UserError("'" + clean + "' is a file: give a directory for --out");
   const std::string ws = opt.workspace.empty() ? default_workspace() : opt.workspace;
   if (!dir_exists(ws)) throw UserError("workspace '" + ws + "' does not exist");
@@ -642,9 +672,8 @@ json render_report(const ReportSpec& spec, const std::string& spec_file, const s
     for (auto& m : missing) msg += "\n  " + m;
     throw UserError(msg);
   }
-  const std::string tmp = clean + ".tmp";
-  remove_tree(tmp);
-  make_dirs(tmp);
+  // A folder of this invocation's own beside DIR (unique name), renamed onto DIR at the end.
+  const std::string tmp = make_temp_dir_beside(clean);
   try {
     Rendered r = render_into(spec, tmp, opt, nullptr);
     json manifest;
@@ -686,7 +715,9 @@ json render_report(const ReportSpec& spec, const std::string& spec_file, const s
     atomic_write(join_path(tmp, "report.md"), md);
     atomic_write(join_path(tmp, "manifest.json"), manifest.dump(2) + "\n");
     if (dir_exists(clean)) {
-      const std::string old = clean + ".old." + std::to_string(::getpid());
+      // An earlier report (require_own_report) or an empty folder: renamed onto an empty folder of
+      // this invocation's own, the new report renamed into place, then the old one removed.
+      const std::string old = make_temp_dir_beside(clean, "old");
       fs::rename(clean, old);
       fs::rename(tmp, clean);
       remove_tree(old);

@@ -1,0 +1,14 @@
+// Paths a command may remove: only what it made itself (issue 52's rule: no command removes, renames
+// over or truncates a path it did not create in this invocation or that is not provably its own).
+#pragma once
+#include <string>
+
+namespace cs {
+
+// A new, empty directory beside `target` (same parent, so a rename onto `target` stays on one file
+// system), named `.<name of target>.<what>-XXXXXX` with a suffix unique to this call (mkdtemp), mode
+// 0755: a user's `target.tmp`, or a second command writing the same target at the same time, is never
+// touched. Throws UserError naming the folder when it cannot be made. Defined in error.cpp.
+std::string make_temp_dir_beside(const std::string& target, const std::string& what = "tmp");
+
+}  // namespace cs
