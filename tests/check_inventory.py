@@ -27,8 +27,12 @@ import tempfile
 
 def gtest_names(exe):
     """Full names (Suite.test, Prefix/Suite.test/param) from --gtest_list_tests."""
-    out = subprocess.run([exe, "--gtest_list_tests"], capture_output=True, text=True, check=True,
-                         env=dict(os.environ, CELLSCOPE_TEST_EXCLUDE="")).stdout
+    # Not check=True: under the sanitizers a report at exit can set the status after a complete list.
+    r = subprocess.run([exe, "--gtest_list_tests"], capture_output=True, text=True,
+                       env=dict(os.environ, CELLSCOPE_TEST_EXCLUDE=""))
+    out = r.stdout
+    if r.returncode != 0 and not out.strip():
+        raise SystemExit(f"inventory: {exe} --gtest_list_tests failed ({r.returncode}):\n{r.stderr}")
     names, suite = [], None
     for line in out.splitlines():
         if not line.strip():
