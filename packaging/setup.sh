@@ -41,6 +41,11 @@ if [[ "$action" == test && "${CELLSCOPE_MAIN_STAGE:-1}" == 0 ]]; then
     exit 2
   fi
 fi
+case "${CELLSCOPE_SANITIZE_TESTS:-all}" in all | ci) ;; *)
+  echo "setup.sh: CELLSCOPE_SANITIZE_TESTS is all or ci, not '$CELLSCOPE_SANITIZE_TESTS'" >&2
+  exit 2
+  ;;
+esac
 if [[ "$action" == run && "${CELLSCOPE_GUI:-1}" == 0 ]]; then
   echo "setup.sh: 'run' starts the window, which CELLSCOPE_GUI=0 does not build (use cellscope-cli)" >&2
   exit 2
@@ -223,7 +228,6 @@ ASAN_CI_EXCLUDE='reliability|cli_help|round_trip|sweep_workers|completion|bench_
 case "${CELLSCOPE_SANITIZE_TESTS:-all}" in
   all) ;;
   ci) ASAN_TESTS_EXCLUDE="(${ASAN_TESTS_EXCLUDE})|^($ASAN_CI_EXCLUDE)\$" ;;
-  *) echo "setup.sh: CELLSCOPE_SANITIZE_TESTS is all or ci, not '$CELLSCOPE_SANITIZE_TESTS'" >&2; exit 2 ;;
 esac
 sanitizer_stage() {
   local src=0
