@@ -427,16 +427,7 @@ int cmd_export_torch(const std::vector<std::string>& a) {
                        {"sha256", script_sha},
                        {"source", fs::absolute(script_source).lexically_normal().string()}};
     cs::atomic_write(cs::join_path(tmp, "export.json"), man.dump(2) + "\n");
-    if (fs::exists(out)) {
-      // --out is empty or an earlier export (checked above): renamed onto an empty folder of this
-      // invocation's own, the new export renamed into place, then that folder removed.
-      const std::string old = cs::make_temp_dir_beside(out, "old");
-      fs::rename(out, old);
-      fs::rename(tmp, out);
-      fs::remove_all(old, ec);
-    } else {
-      fs::rename(tmp, out);
-    }
+    cs::replace_dir_with(tmp, out);  // --out is absent, empty or an earlier export (checked above)
   } catch (...) {
     fs::remove_all(tmp, ec);
     throw;

@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -64,6 +65,27 @@ std::string make_temp_dir_beside(const std::string& target, const std::string& w
     throw UserError("cannot create a temporary directory in '" + parent + "': " + std::strerror(errno));
   ::chmod(tmpl.c_str(), 0755);
   return tmpl;
+}
+
+void replace_dir_with(const std::string& fresh, const std::string& target) {
+  if (!dir_exists(target)) {
+    if (::rename(fresh.c_str(), target.c_str()) != 0)
+      throw UserError("cannot rename '" + fresh + "' to '" + target + "': " + std::strerror(errno));
+    return;
+  }
+  const std::string old = make_temp_dir_beside(target, "old");
+  if (::rename(target.c_str(), old.c_str()) != 0) {
+    const int e = errno;
+    ::rmdir(old.c_str());
+    throw UserError("cannot move the earlier '" + target + "' aside: " + std::strerror(e));
+  }
+  if (::rename(fresh.c_str(), target.c_str()) != 0) {
+    const int e = errno;
+    ::rename(old.c_str(), target.c_str());  // the earlier result back in place
+    throw UserError("cannot rename '" + fresh + "' to '" + target + "': " + std::strerror(e));
+  }
+  std::error_code ec;
+  std::filesystem::remove_all(old, ec);
 }
 
 std::string read_file(const std::string& path) {

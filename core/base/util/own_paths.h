@@ -11,4 +11,10 @@ namespace cs {
 // touched. Throws UserError naming the folder when it cannot be made. Defined in error.cpp.
 std::string make_temp_dir_beside(const std::string& target, const std::string& what = "tmp");
 
+// Puts the finished folder `fresh` (one of make_temp_dir_beside's) in place of `target`. Where `target`
+// exists (the caller has checked that it is empty or provably its own earlier result), it is first
+// renamed onto a new empty folder of this call's own (`.<name>.old-XXXXXX`), which is removed once
+// `fresh` is in place. Defined in error.cpp.
+void replace_dir_with(const std::string& fresh, const std::string& target);
+
 }  // namespace cs

@@ -460,15 +460,19 @@ void require_own_report(const std::string& dir) {
       throw UserError(refuse + " (its manifest.json is not a report's): give another --out");
     for (auto& [f, sha] : it["outputs"].items()) own.insert(fs::path(f).lexically_normal().string());
   }
+  // Directories are walked (not followed through links); any other entry must be one of the report's files.
+  // A folder that cannot be read through is not provably the report's.
   std::error_code ec;
   for (auto i = fs::recursive_directory_iterator(dir, ec); !ec && i != fs::recursive_directory_iterator();
        i.increment(ec)) {
-    if (i->is_directory(ec)) continue;
-    const std::string rel = fs::relative(i->path(), dir, ec).lexically_normal().string();
+    std::error_code sec;
+    if (i->symlink_status(sec).type() == fs::file_type::directory) continue;
+    const std::string rel = i->path().lexically_relative(dir).lexically_normal().string();
     if (!own.count(rel))
       throw UserError(refuse + ": it holds '" + rel +
                       "', which that report did not write (move it, or give another --out)");
   }
+  if (ec) throw UserError(refuse + ": it cannot be read through (" + ec.message() + "): give another --out");
 }
 
 }  // namespace
@@ -714,16 +718,7 @@ json render_report(const ReportSpec& spec, const std::string& spec_file, const s
     manifest["items"] = items;
     atomic_write(join_path(tmp, "report.md"), md);
     atomic_write(join_path(tmp, "manifest.json"), manifest.dump(2) + "\n");
-    if (dir_exists(clean)) {
-      // An earlier report (require_own_report) or an empty folder: renamed onto an empty folder of
-      // this invocation's own, the new report renamed into place, then the old one removed.
-      const std::string old = make_temp_dir_beside(clean, "old");
-      fs::rename(clean, old);
-      fs::rename(tmp, clean);
-      remove_tree(old);
-    } else {
-      fs::rename(tmp, clean);
-    }
+    replace_dir_with(tmp, clean);  // DIR is absent, empty or an earlier report (require_own_report)
     return manifest;
   } catch (...) {
     remove_tree(tmp);
