@@ -25,6 +25,7 @@
 #include "tasks/task.h"
 #include "tasks/word_lm.h"
 #include "train/checkpoint.h"
+#include "train/run_task.h"
 #include "train/run_store.h"
 #include "train/trainer.h"
 #include "util/error.h"
@@ -198,29 +199,43 @@ std::vector<std::pair<std::string, torch::Tensor>> export_seq2seq_reference(cs::
           {"loss", loss.to(torch::kFloat64)}};
 }
 
-// load_run_task, except that a script-cell run whose script is gone from model.script loads the run's own copy
-// (RUN_DIR/script_cell.pt, the file the export writes anyway), which the config check and the cell compare with
-// model.script_sha256 as they would the original: export has no --set to point model.script at the copy as a
-// resume does. `resolved` gets the run's resolved configuration (model.script as the run recorded it).
-std::unique_ptr<cs::Task> export_load_run_task(const std::string& run_dir, const std::string& which, cs::json* resolved,
-                                               std::string* copy_used) {
+// The run's task with the weights of checkpoint `ckpt`, taken from `ckpt_bytes`, the one read of that file that
+// export.json's step and hash come from too (a training may replace the file between two reads: weights of one
+// step, a step and hash of another). A script-cell run whose script is gone from model.script loads the run's own
+// copy (RUN_DIR/script_cell.pt, the file the export writes anyway), which the config check and the cell compare
+// with model.script_sha256 as they would the original: export has no --set to point model.script at the copy as
+// a resume does. `resolved` gets the run's resolved configuration (model.script as the run recorded it); `step`
+// the checkpoint's step (-1 for one without trainer state: bench and tests write such).
+std::unique_ptr<cs::Task> export_load_run_task(const std::string& run_dir, const std::string& ckpt,
+                                               const std::string& ckpt_bytes, cs::json* resolved,
+                                               std::string* copy_used, int64_t* step) {
   cs::RunStore store(run_dir);
   cs::json raw = store.read_config();
   const std::string copy = store.path(cs::script_copy_name());
   const cs::json m = raw.value("model", cs::json::object());
+  std::unique_ptr<cs::Task> task;
   if (!(m.is_object() && m.value("cell", "") == "script" && m.contains("script") && m["script"].is_string() &&
         !cs::file_exists(m["script"].get<std::string>()) && cs::file_exists(copy))) {
-    auto task = cs::load_run_task(run_dir, which);
-    *resolved = cs::load_and_resolve(raw);
-    return task;
+    task = cs::make_run_task(run_dir, resolved);
+  } else {
+    raw["model"]["script"] = copy;
+    *copy_used = copy;
+    cs::json r = cs::load_and_resolve(raw);
+    task = cs::make_task(r, run_dir);
+    r["model"]["script"] = m["script"];
+    *resolved = r;
   }
-  raw["model"]["script"] = copy;
-  *copy_used = copy;
-  cs::json r = cs::load_and_resolve(raw);
-  auto task = cs::make_task(r, run_dir);
-  r["model"]["script"] = m["script"];
-  *resolved = r;
-  cs::load_run_checkpoint(*task, run_dir, which);
+  torch::serialize::InputArchive ar, s;
+  cs::read_checkpoint_bytes(ckpt_bytes, ckpt, ar);  // checksum verified
+  cs::load_checkpoint_weights(*task, ar, ckpt);
+  try {
+    ar.read("trainer", s);
+    torch::Tensor t;
+    s.read("step", t);
+    *step = t.item<int64_t>();
+  } catch (const std::exception&) {
+    *step = -1;
+  }
   return task;
 }
 
@@ -288,22 +303,11 @@ int cmd_export_torch(const std::vector<std::string>& a) {
   // Everything that can fail on bad input before anything is written.
   std::string script_copy_used;  // the run's copy of a script cell, loaded because model.script is gone
   cs::json resolved;
-  auto task = export_load_run_task(run_dir, which, &resolved, &script_copy_used);
-  const cs::json cfg = resolved;
+  std::string ckpt_bytes;  // the one read of the checkpoint: weights, step and hash all come from it
+  ckpt_bytes = cs::read_file(ckpt);  // "cannot read 'PATH': reason"
   int64_t step = -1;
-  {
-    torch::serialize::InputArchive ar, s;
-    cs::read_checkpoint_file(ckpt, ar);
-    try {
-      ar.read("trainer", s);
-      torch::Tensor t;
-      s.read("step", t);
-      step = t.item<int64_t>();
-    } catch (const std::exception&) {
-      step = -1;  // a checkpoint without trainer state (bench / tests): step unknown
-    }
-  }
-  const std::string ckpt_bytes = cs::read_file(ckpt);
+  auto task = export_load_run_task(run_dir, ckpt, ckpt_bytes, &resolved, &script_copy_used, &step);
+  const cs::json cfg = resolved;
   // A TorchScript cell (model.cell = script): the run's copy of its script (RUN_DIR/script_cell.pt; the file at
   // model.script for a run without one, which export_load_run_task has just checked), refused unless its SHA-256
   // is the one the run recorded.

@@ -14,6 +14,8 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <chrono>
+#include <csignal>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -23,6 +25,7 @@
 #include <map>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cloze_fixture.h"
@@ -940,6 +943,68 @@ TEST(ExportTorch, refusesBadInputAndWritesNothing) {
   ASSERT_TRUE(cstest::contains(err, "last.pt") && cstest::contains(err, "corrupted")) << err;
   ASSERT_FALSE(fs::exists(out2));
   ASSERT_FALSE(fs::exists(out2 + ".tmp"));
+}
+
+// Exporting a run while it trains (#52): the checkpoint is read once, and model.pt, export.json's step and its
+// hash all come from that one read. A run checkpointing every step, keeping every step file, is exported
+// `--checkpoint last` again and again while it trains; afterwards each export is compared with an export of the step
+// its export.json names (step_S.pt, the same bytes as last.pt held at step S): the same model.pt bytes and the same
+// hash. Reading the file once for the weights, again for the step and again for the hash mixed steps (in the trial
+// 5 of 5 exports named one step and held the weights of another).
+TEST(ExportTorch, exportDuringTrainingIsOneSnapshotOfTheCheckpoint) {
+  const std::string text = cstest::write_text_fixture("export_live.txt", 6000);
+  const std::string run = cstest::temp_dir() + "/run_live", cfg_path = cstest::temp_dir() + "/live.json";
+  const json cfg = {{"task", "char_lm"},
+                    {"dataset", {{"path", text}}},
+                    {"model", {{"cell", "gru"}, {"embed", 6}, {"hidden", 8}}},
+                    {"training",
+                     {{"batch", 4},
+                      {"bptt", 12},
+                      {"steps", 1000000},
+                      {"eval_every", 0},
+                      {"checkpoint_every", 1},
+                      {"keep_checkpoints", 1000000},
+                      {"threads", 1},
+                      {"eval_test", false}}}};
+  cstest::write_text(cfg_path, cfg.dump());
+  cstest::Process train;
+  ASSERT_TRUE(train.start({"train", cfg_path, "--run-dir", run})) << train.err();
+  for (int i = 0; i < 600 && !fs::exists(run + "/checkpoints/step_2.pt"); ++i) {
+    ASSERT_TRUE(train.running()) << train.err();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_TRUE(fs::exists(run + "/checkpoints/step_2.pt")) << train.err();
+  struct Live {
+    std::string dir;
+    int64_t step;
+    std::string hash;
+  };
+  std::vector<Live> live;
+  std::string o, err;
+  for (int k = 0; k < 6; ++k) {
+    const std::string e = cstest::temp_dir() + "/exp_live" + std::to_string(k);
+    ASSERT_EQ(cstest::run_cli({"export", run, "--checkpoint", "last", "--out", e}, &o, &err), 0) << err;
+    const json man = cstest::json_object(cstest::read_text(e + "/export.json"));
+    live.push_back({e, man["checkpoint"].value("step", int64_t{-1}), man["checkpoint"].value("fnv1a64", "")});
+  }
+  ASSERT_TRUE(train.running()) << "the training ended before the exports did: " << train.err();
+  train.signal(SIGTERM);
+  ASSERT_TRUE(train.wait(120000));
+  ASSERT_GT(live.back().step, live.front().step) << "the run did not move on while it was exported";
+  for (const Live& l : live) {
+    ASSERT_GT(l.step, 0) << l.dir;
+    const std::string again = l.dir + "_again";
+    ASSERT_EQ(cstest::run_cli({"export", run, "--checkpoint", "step_" + std::to_string(l.step), "--out", again}, &o,
+                              &err),
+              0)
+        << err;
+    const json man = cstest::json_object(cstest::read_text(again + "/export.json"));
+    ASSERT_EQ(man["checkpoint"].value("step", int64_t{-1}), l.step);
+    EXPECT_EQ(man["checkpoint"].value("fnv1a64", ""), l.hash) << l.dir << ": export.json's hash is not step "
+                                                              << l.step << "'s";
+    EXPECT_TRUE(cstest::read_text(again + "/model.pt") == cstest::read_text(l.dir + "/model.pt"))
+        << l.dir << ": model.pt does not hold the weights of step " << l.step << ", the step export.json names";
+  }
 }
 
 // A TorchScript cell: the export writes the run's script (script_cell.pt, named in export.json with the SHA-256

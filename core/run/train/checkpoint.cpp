@@ -101,6 +101,11 @@ void read_checkpoint_file(const std::string& path, torch::serialize::InputArchiv
   } catch (const UserError&) {
     throw UserError("checkpoint '" + path + "' cannot be read: " + std::strerror(errno));
   }
+  read_checkpoint_bytes(bytes, path, ar, device);
+}
+
+void read_checkpoint_bytes(const std::string& bytes, const std::string& path, torch::serialize::InputArchive& ar,
+                           c10::optional<torch::Device> device) {
   const char* data = bytes.data();
   size_t size = bytes.size();
   if (size >= 8 && std::memcmp(data, kMagic, 8) == 0) {

@@ -26,6 +26,12 @@ void write_checkpoint_file(torch::serialize::OutputArchive& ar, const std::strin
 void read_checkpoint_file(const std::string& path, torch::serialize::InputArchive& ar,
                           c10::optional<torch::Device> device = c10::nullopt);
 
+// read_checkpoint_file on the bytes of a checkpoint already read (`path` names it in messages): a
+// command that needs the file for several purposes (weights, step, hash of the bytes) reads it once
+// and takes all of them from that one snapshot, never from a file a training may replace between reads.
+void read_checkpoint_bytes(const std::string& bytes, const std::string& path, torch::serialize::InputArchive& ar,
+                           c10::optional<torch::Device> device = c10::nullopt);
+
 // True when `path` carries a checksum header (written by this version or later).
 bool checkpoint_has_checksum(const std::string& path);
 

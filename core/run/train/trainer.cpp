@@ -21,6 +21,7 @@
 #include "config/common_options.h"
 #include "dist/dist.h"
 #include "train/checkpoint.h"
+#include "train/run_task.h"
 #include "train/step_sync.h"
 #include "train/tb_events.h"
 #include "util/cpu_cache.h"
@@ -995,6 +996,10 @@ void load_run_checkpoint(Task& task, const std::string& run_dir, const std::stri
   const std::string p = checkpoint_path(run_dir, which);
   torch::serialize::InputArchive ar;
   read_checkpoint_file(p, ar);
+  load_checkpoint_weights(task, ar, p);
+}
+
+void load_checkpoint_weights(Task& task, torch::serialize::InputArchive& ar, const std::string& p) {
   check_model_matches(*task.model(), ar, p,
                       "The run's config.json does not describe the model this checkpoint was saved from");
   try {
@@ -1025,6 +1030,16 @@ std::unique_ptr<Task> load_run_task(const std::string& run_dir, const std::strin
   json cfg = load_and_resolve(raw);
   auto task = make_task(cfg, run_dir);
   load_run_checkpoint(*task, run_dir, which);
+  return task;
+}
+
+std::unique_ptr<Task> make_run_task(const std::string& run_dir, json* resolved) {
+  RunStore store(run_dir);
+  if (!file_exists(store.path("config.json")))
+    throw UserError("'" + run_dir + "' is not a run directory (no config.json)");
+  json cfg = load_and_resolve(store.read_config());
+  auto task = make_task(cfg, run_dir);
+  if (resolved) *resolved = std::move(cfg);
   return task;
 }
 
