@@ -9,12 +9,17 @@
 
 #include <cmath>
 #include <filesystem>
+#include <functional>
+#include <iostream>
+#include <typeinfo>
 #include <regex>
 
 #include "corpus_fixture.h"
 #include "harness.h"
 #include "config/json.h"
 #include "report/build_commit.h"
+#include "report/report.h"
+#include "util/error.h"
 #include "util/sha256.h"
 
 namespace test_report {  // this file's own names in a unity build (tests/README.md)
@@ -241,6 +246,87 @@ TEST_F(Report, check_passes_then_catches_dataset_and_checkpoint) {
   ASSERT_TRUE(contains(out, "03-relevance.csv row")) << out;  // a number a -> b of the figure's data
   write_text(best, saved);
   ASSERT_EQ(run_cli({"report", "--check", s.out}, &out, &err, 300000), 0) << out << err;
+}
+
+// A tampered manifest (#52): every field check_report reads, removed or replaced by a value of each other JSON
+// type, gives one UserError naming manifest.json and the field's JSON path (the CLI: exit 2), or a check that
+// runs (a removed optional field); never library text ("[json.exception.type_error...]", exit 1) or a read of a
+// missing key through const json::operator[] (undefined behaviour: the same manifest once reported `number` and
+// once `null`). The spec inside the manifest has its own validation (malformed_spec_is_one_clear_error) and a
+// run's recorded config is not read by the check: neither is mutated here.
+TEST_F(Report, tampered_manifest_is_one_clear_error_never_library_text) {
+  Fixture& s = fixture();
+  const std::string dir = temp_dir() + "/tamper-out", spec = temp_dir() + "/tamper-spec.json";
+  write_text(spec, json({{"title", "Tamper"},
+                         {"items", {{{"sweep", "tiny"}}, {{"figure", "curves"}, {"runs", {s.runs[0]}}}}}})
+                       .dump());
+  std::string out, err;
+  ASSERT_EQ(run_cli({"report", spec, "--out", dir, "--workspace", s.ws, "--no-images"}, &out, &err, 300000), 0) << err;
+  const std::string mpath = dir + "/manifest.json";
+  const json good = cstest::json_object(read_text(mpath));
+  cs::ReportOptions opt;
+  opt.workspace = s.ws;
+  ASSERT_TRUE(cs::check_report(dir, opt).ok());
+  // Every node the check may read: (JSON pointer, readable path).
+  std::vector<json::json_pointer> nodes;
+  std::function<void(const json&, const json::json_pointer&)> walk = [&](const json& j, const json::json_pointer& at) {
+    const std::string p = at.to_string();
+    if (!at.empty()) nodes.push_back(at);
+    if (p == "/spec" || (cstest::starts_with(p, "/runs/") && (cstest::contains(p, "/config") ||
+                                                              cstest::contains(p, "/dataset_at_training"))))
+      return;  // the node itself only
+    if (j.is_object())
+      for (auto& [k, v] : j.items()) walk(v, at / k);
+    else if (j.is_array())
+      for (size_t i = 0; i < j.size() && i < 2; ++i) walk(j[i], at / i);
+  };
+  walk(good, json::json_pointer());
+  ASSERT_GT(nodes.size(), 30u);
+  const std::vector<json> replacements = {json(nullptr), json(7), json(2.5), json("x"), json::array(), json::object(),
+                                          json(true)};
+  int checked = 0, refused = 0;
+  std::vector<std::string> findings;
+  for (const auto& ptr : nodes) {
+    for (int r = -1; r < static_cast<int>(replacements.size()); ++r) {
+      json m = good;
+      if (r < 0) {  // removed
+        json& parent = m[ptr.parent_pointer()];
+        if (parent.is_object()) parent.erase(ptr.back());
+        else continue;
+      } else {
+        if (m[ptr] == replacements[r]) continue;
+        m[ptr] = replacements[r];
+      }
+      write_text(mpath, m.dump());
+      ++checked;
+      try {
+        (void)cs::check_report(dir, opt);
+      } catch (const cs::UserError& e) {
+        ++refused;
+        const std::string what = e.what();
+        if (!contains(what, mpath) || contains(what, "json.exception"))
+          findings.push_back(ptr.to_string() + (r < 0 ? " removed" : " = " + replacements[r].dump()) +
+                             ": the message names no manifest or is library text: " + what);
+      } catch (const std::exception& e) {
+        findings.push_back(ptr.to_string() + (r < 0 ? " removed" : " = " + replacements[r].dump()) + ": " +
+                           typeid(e).name() + ": " + e.what());
+      }
+    }
+  }
+  write_text(mpath, good.dump(2));
+  std::cout << checked << " tampered manifests, " << refused << " refused with one message\n";
+  ASSERT_TRUE(findings.empty()) << findings.size() << " of " << checked << ", e.g.:\n"
+                                << findings[0] << "\n" << findings[findings.size() / 2] << "\n" << findings.back();
+  ASSERT_GT(refused, 30);
+  // The command: exit 2, the file and the field's JSON path named.
+  json m = good;
+  m["items"][0]["numbers"] = "none";
+  write_text(mpath, m.dump());
+  ASSERT_EQ(run_cli({"report", "--check", dir}, &out, &err, 300000), 2) << out << err;
+  ASSERT_TRUE(contains(err, mpath) && contains(err, "items[0].numbers: expected an object, found a string")) << err;
+  ASSERT_FALSE(contains(err, "json.exception")) << err;
+  write_text(mpath, good.dump(2));
+  ASSERT_EQ(run_cli({"report", "--check", dir}, &out, &err, 300000), 0) << out << err;
 }
 
 TEST_F(Report, malformed_spec_is_one_clear_error) {

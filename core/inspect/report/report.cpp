@@ -757,6 +757,119 @@ std::string num_text(const json& v) {
   return v.dump();
 }
 
+// What a JSON value is, for "expected X, found Y".
+std::string json_kind(const json& v) {
+  if (v.is_null()) return "null";
+  if (v.is_boolean()) return "a boolean";
+  if (v.is_number()) return "a number";
+  if (v.is_string()) return "a string";
+  if (v.is_array()) return "a list";
+  return "an object";
+}
+
+// The manifest of a report to check, as check_report reads it (#52: a tampered manifest gave raw
+// "[json.exception.type_error...]" text with exit 1, and a missing key read through const
+// json::operator[] was undefined behaviour). Every field the check reads is checked here first, each
+// problem named by its JSON path; the check reads only what passed, and optional fields through
+// value() with a default. One UserError (exit 2) naming the file lists them all.
+void check_manifest_shape(const json& m, const std::string& mpath) {
+  std::vector<std::string> problems;
+  auto bad = [&](const std::string& at, const std::string& expected, const json& v) {
+    problems.push_back(at + ": expected " + expected + ", found " + json_kind(v));
+  };
+  auto strings_object = [&](const json& o, const std::string& at) {  // {name: "sha256", ...}
+    if (!o.is_object()) return bad(at, "an object of strings", o);
+    for (auto& [k, v] : o.items())
+      if (!v.is_string()) bad(at + "." + k, "a string", v);
+  };
+  auto optional_string = [&](const json& o, const char* k, const std::string& at) {
+    if (o.contains(k) && !o[k].is_string()) bad(at + "." + k, "a string", o[k]);
+  };
+  if (!m.is_object()) throw UserError(mpath + ": not a report manifest (expected a JSON object, found " + json_kind(m) + ")");
+  for (const char* k : {"spec", "items", "runs"})
+    if (!m.contains(k)) problems.push_back(std::string(k) + ": missing");
+  if (m.contains("items") && !m["items"].is_array()) bad("items", "a list", m["items"]);
+  if (m.contains("runs") && !m["runs"].is_object()) bad("runs", "an object", m["runs"]);
+  optional_string(m, "workspace", "manifest");
+  if (m.contains("code")) {
+    if (!m["code"].is_object()) bad("code", "an object", m["code"]);
+    else
+      for (const char* k : {"version", "commit"}) optional_string(m["code"], k, "code");
+  }
+  if (m.contains("items") && m["items"].is_array())
+    for (size_t i = 0; i < m["items"].size(); ++i) {
+      const json& it = m["items"][i];
+      const std::string at = "items[" + std::to_string(i) + "]";
+      if (!it.is_object()) {
+        bad(at, "an object", it);
+        continue;
+      }
+      if (!it.contains("id")) problems.push_back(at + ".id: missing");
+      optional_string(it, "id", at);
+      if (it.contains("runs")) {
+        if (!it["runs"].is_array()) bad(at + ".runs", "a list of run keys", it["runs"]);
+        else
+          for (size_t r = 0; r < it["runs"].size(); ++r)
+            if (!it["runs"][r].is_string()) bad(at + ".runs[" + std::to_string(r) + "]", "a string", it["runs"][r]);
+      }
+      if (it.contains("checkpoints")) {
+        const json& c = it["checkpoints"];
+        if (!c.is_object()) bad(at + ".checkpoints", "an object (run key -> checkpoint files)", c);
+        else
+          for (auto& [k, files] : c.items()) {
+            if (!files.is_array()) {
+              bad(at + ".checkpoints." + k, "a list of file names", files);
+              continue;
+            }
+            for (size_t f = 0; f < files.size(); ++f)
+              if (!files[f].is_string()) bad(at + ".checkpoints." + k + "[" + std::to_string(f) + "]", "a string", files[f]);
+          }
+      }
+      if (it.contains("outputs")) strings_object(it["outputs"], at + ".outputs");
+      if (it.contains("numbers")) {
+        const json& ns = it["numbers"];
+        if (!ns.is_object()) bad(at + ".numbers", "an object", ns);
+        else
+          for (auto& [name, n] : ns.items()) {
+            const std::string nat = at + ".numbers." + name;
+            if (!n.is_object()) {
+              bad(nat, "an object", n);
+              continue;
+            }
+            for (const char* k : {"mean", "std"})
+              if (n.contains(k) && !n[k].is_number() && !n[k].is_null()) bad(nat + "." + k, "a number or null", n[k]);
+            if (n.contains("n") && !n["n"].is_number_integer()) bad(nat + ".n", "an integer", n["n"]);
+          }
+      }
+    }
+  if (m.contains("runs") && m["runs"].is_object())
+    for (auto& [key, r] : m["runs"].items()) {
+      const std::string at = "runs." + key;
+      if (!r.is_object()) {
+        bad(at, "an object", r);
+        continue;
+      }
+      for (const char* k : {"config_sha256", "summary_sha256", "metrics_sha256"}) optional_string(r, k, at);
+      if (r.contains("checkpoints")) strings_object(r["checkpoints"], at + ".checkpoints");
+      if (r.contains("dataset")) {
+        if (!r["dataset"].is_object()) bad(at + ".dataset", "an object", r["dataset"]);
+        else if (r["dataset"].contains("files")) strings_object(r["dataset"]["files"], at + ".dataset.files");
+      }
+    }
+  if (problems.empty()) return;
+  std::string msg = mpath + ": not a report manifest this check can read (edited by hand?):";
+  const size_t shown = std::min<size_t>(problems.size(), 12);
+  for (size_t i = 0; i < shown; ++i) msg += "\n  " + problems[i];
+  if (problems.size() > shown) msg += "\n  and " + std::to_string(problems.size() - shown) + " more";
+  throw UserError(msg);
+}
+
+// An object member, or an empty object when `j` lacks it (a const json& never goes through
+// operator[] with a missing key: undefined behaviour).
+json member_or_empty(const json& j, const char* k) {
+  return j.is_object() && j.contains(k) && j[k].is_object() ? j[k] : json::object();
+}
+
 // Differences of the inputs of one run (old manifest entry vs recomputed).
 void compare_run(const std::string& key, const json& a, const json& b, const json& used, std::vector<std::string>* out) {
   if (b.is_null()) {
@@ -766,16 +879,16 @@ void compare_run(const std::string& key, const json& a, const json& b, const jso
   if (a.value("config_sha256", "") != b.value("config_sha256", "")) out->push_back("config of run " + key + " changed");
   for (auto& f_used : used) {
     const std::string f = f_used.get<std::string>();
-    const json sha = a["checkpoints"].value(f, json(""));
-    const std::string now = b["checkpoints"].value(f, "");
-    if (sha.get<std::string>() != now)
-      out->push_back("checkpoint " + key + "/checkpoints/" + f + " sha changed (" + short_sha(sha.get<std::string>()) +
-                     " -> " + short_sha(now) + ")");
+    const std::string sha = member_or_empty(a, "checkpoints").value(f, "");
+    const std::string now = member_or_empty(b, "checkpoints").value(f, "");
+    if (sha != now)
+      out->push_back("checkpoint " + key + "/checkpoints/" + f + " sha changed (" + short_sha(sha) + " -> " +
+                     short_sha(now) + ")");
   }
-  const json& fa = a["dataset"]["files"];
-  const json& fb = b["dataset"]["files"];
+  const json fa = member_or_empty(member_or_empty(a, "dataset"), "files");
+  const json fb = member_or_empty(member_or_empty(b, "dataset"), "files");
   for (auto& [f, sha] : fa.items()) {
-    const std::string now = fb.contains(f) ? fb[f].get<std::string>() : "";
+    const std::string now = fb.value(f, "");
     if (sha.get<std::string>() != now)
       out->push_back("dataset file " + f + " changed (" + short_sha(sha.get<std::string>()) + " -> " + short_sha(now) + ")");
   }
@@ -847,9 +960,7 @@ ReportCheck check_report(const std::string& dir, const ReportOptions& options) {
   } catch (const std::exception& e) {
     throw UserError(mpath + ": not valid JSON: " + json_error_text(e));
   }
-  if (!manifest.is_object() || !manifest.contains("spec") || !manifest.contains("items") || !manifest["items"].is_array() ||
-      !manifest.contains("runs") || !manifest["runs"].is_object())
-    throw UserError(mpath + ": not a report manifest (spec, items or runs missing)");
+  check_manifest_shape(manifest, mpath);  // every field read below, by its JSON path
   const ReportSpec spec = ReportSpec::from_json(manifest["spec"], mpath + " (its spec)");
   ReportOptions opt = options;
   opt.write_images = nullptr;  // images are not compared: the CSV beside each holds its numbers

@@ -3,6 +3,7 @@
 #include "cells/fused_common.h"
 #include "cells/fused_math.h"
 #include "cells/packed_gemm.h"
+#include "util/loop_hints.h"
 #include "util/torch_compat.h"
 
 #include <ATen/ATen.h>
@@ -131,7 +132,7 @@ void stage_backward(int64_t B, int64_t H, const T* dh, const T* gates, const T* 
       // no dependence between iterations (ox may be g itself, element by element, see above), so
       // the compiler need not guard the vector loop with an overlap check that the aliased case
       // would fail (neither checked in the generated code nor measured on its own)
-#pragma GCC ivdep
+      CS_IVDEP
       for (int64_t j = 0; j < H; ++j) {
         const T r = g[j], z = g[H + j], n = g[2 * H + j];
         const T mj = m ? m[j] : T(1);

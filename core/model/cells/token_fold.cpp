@@ -12,6 +12,7 @@
 
 #include "cells/cell.h"
 #include "cells/fused_common.h"
+#include "util/loop_hints.h"
 #include "util/torch_compat.h"
 
 namespace cs {
@@ -86,11 +87,11 @@ class WindowGatherFn : public torch::autograd::Function<WindowGatherFn> {
             const int64_t s = t - left + j;  // window j of position t reads position s
             if (s < 0 || s >= T) continue;   // zero padding contributes nothing
             const scalar_t* src = p + (tok[s * B + b] * k + j) * G;
-_Pragma("GCC ivdep")
+            CS_IVDEP
             for (int64_t c = 0; c < G; ++c) dst[c] += src[c];
           }
           if (act == static_cast<int64_t>(GatherAct::Relu)) {
-_Pragma("GCC ivdep")
+            CS_IVDEP
             for (int64_t c = 0; c < G; ++c) {
               const scalar_t v = dst[c];
               dst[c] = v < scalar_t(0) ? scalar_t(0) : v;  // NaN stays NaN, as torch::relu
@@ -149,26 +150,26 @@ _Pragma("GCC ivdep")
             if (op) {
               const scalar_t* o = op + r * G + c0;
               if (act == static_cast<int64_t>(GatherAct::Relu)) {
-_Pragma("GCC ivdep")
+                CS_IVDEP
                 for (int64_t c = 0; c < n; ++c) {
                   const scalar_t v = src[c];  // read unconditionally, or GCC keeps the loop scalar
                   row[c] = o[c] <= scalar_t(0) ? scalar_t(0) : v;  // as ATen's threshold_backward
                 }
               } else {
-_Pragma("GCC ivdep")
+                CS_IVDEP
                 for (int64_t c = 0; c < n; ++c) row[c] = src[c] * (scalar_t(1) - o[c] * o[c]);
               }
               src = row;
             }
             if (dbc) {
-_Pragma("GCC ivdep")
+              CS_IVDEP
               for (int64_t c = 0; c < n; ++c) dbc[c] += src[c];
             }
             for (int64_t j = 0; j < k; ++j) {
               const int64_t s = t - left + j;
               if (s < 0 || s >= T) continue;
               scalar_t* dst = d + (tok[s * B + b] * k + j) * G + c0;
-_Pragma("GCC ivdep")
+              CS_IVDEP
               for (int64_t c = 0; c < n; ++c) dst[c] += src[c];
             }
           }
