@@ -373,6 +373,67 @@ TEST(Tensorboard, resumeAppendsAFileWithoutDuplicates) {
   expect_scalars_match(events, lines, [](const json& l) { return l.at("wall_time").get<double>(); });
 }
 
+// A resume trims only the events files a Cellscope run provably wrote (#52): a foreign events file (another
+// writer's records, past the checkpoint's step), a file of garbage, an unreadable one, a FIFO (the resume hung
+// reading it), a symbolic link to /dev/zero (read until memory ran out) and a user's files whose names merely
+// contain ".tmp." are left exactly as they were, each named once in the run's log; the run's own file is trimmed
+// and the run's own leftover temporary copy removed, as before.
+TEST(Tensorboard, resumeTouchesOnlyItsOwnEventsFiles) {
+  const auto corpus = cstest::write_text_fixture("tb_own.txt", 12000);
+  const json cfg = small_config(corpus, 30);
+  const std::string dir = cstest::temp_dir() + "/tb_own", tbd = dir + "/tensorboard";
+  train_new(cfg, dir, 15);
+  const auto own = events_files(tbd);
+  ASSERT_EQ(own.size(), 1u);
+  {  // the run's own file gets a record past the checkpoint, which the resume must trim
+    std::FILE* fp = std::fopen(own[0].c_str(), "ab");
+    const std::string rec = tb::frame(tb::scalars_event(1.0, 17, {{"train/loss", 3.0}}));
+    std::fwrite(rec.data(), 1, rec.size(), fp);
+    std::fclose(fp);
+  }
+  const std::string foreign = tbd + "/events.out.tfevents.1.otherhost.77.0";
+  const std::string foreign_bytes = tb::frame(tb::file_version_event(1.0)) +
+                                    tb::frame(tb::scalars_event(1.0, 25, {{"mine/accuracy", 0.5}}));
+  cstest::write_text(foreign, foreign_bytes);
+  const std::string garbage = tbd + "/events.out.tfevents.2.junk.1.0";
+  cstest::write_text(garbage, "hello, not records at all\n");
+  const std::string unreadable = tbd + "/events.out.tfevents.3.locked.1.0";
+  cstest::write_text(unreadable, foreign_bytes);
+  ASSERT_EQ(::chmod(unreadable.c_str(), 0), 0);
+  const std::string fifo = tbd + "/events.out.tfevents.4.fifo.1.0";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
+  const std::string zero = tbd + "/events.out.tfevents.5.zero.1.0";
+  std::filesystem::create_symlink("/dev/zero", zero);
+  const std::string notes = tbd + "/notes.tmp.txt", not_ours = tbd + "/events.out.tfevents.6.h.tmp.mine";
+  cstest::write_text(notes, "user's");
+  cstest::write_text(not_ours, "user's");
+  const std::string own_tmp = own[0] + ".tmp.4242";  // what a kill inside atomic_write leaves
+  cstest::write_text(own_tmp, "partial");
+
+  resume(cfg, dir);
+  ASSERT_EQ(metrics_lines(dir).back().value("step", 0), 30);
+  EXPECT_EQ(cstest::read_text(foreign), foreign_bytes);
+  EXPECT_EQ(cstest::read_text(garbage), "hello, not records at all\n");
+  ::chmod(unreadable.c_str(), 0644);
+  EXPECT_EQ(cstest::read_text(unreadable), foreign_bytes);
+  EXPECT_TRUE(std::filesystem::is_fifo(std::filesystem::symlink_status(fifo)));
+  EXPECT_TRUE(std::filesystem::is_symlink(std::filesystem::symlink_status(zero)));
+  EXPECT_EQ(cstest::read_text(notes), "user's");
+  EXPECT_EQ(cstest::read_text(not_ours), "user's");
+  EXPECT_FALSE(std::filesystem::exists(own_tmp));
+  // the run's own file: trimmed to the checkpoint's step
+  const tb::Records rec = tb::read_records(cstest::read_text(own[0]));
+  ASSERT_GE(rec.payloads.size(), 3u);
+  for (auto& p : rec.payloads) EXPECT_LE(tb::decode_head(p).step, 15);
+  // each file left alone is named in the log, once
+  const std::string log = cstest::read_text(dir + "/log.txt");
+  for (const std::string& f : {foreign, garbage, fifo, zero})
+    EXPECT_EQ(cstest::count(log, "left '" + f + "' as it is"), 1) << f << "\n" << log;
+  EXPECT_TRUE(cstest::contains(log, "a symbolic link")) << log;
+  EXPECT_TRUE(cstest::contains(log, "not a regular file")) << log;
+  EXPECT_TRUE(cstest::contains(log, "not written by Cellscope")) << log;
+}
+
 TEST(Tensorboard, runWithoutTensorboardIsFilledInOnResume) {
   const std::string missing = reader_missing();
   if (!missing.empty()) FAIL() << missing << " (packaging/setup.sh installs it)";

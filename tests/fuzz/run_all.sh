@@ -81,7 +81,7 @@ done
 wait
 
 status=0
-printf '%-12s %8s %12s %10s %8s  %s\n' target seconds executions exec/s corpus result
+printf '%-16s %8s %12s %10s %8s  %s\n' target seconds executions exec/s corpus result
 for t in "${targets[@]}"; do
   t=${t#fuzz_}
   log="$out/logs/$t.log"
@@ -89,7 +89,7 @@ for t in "${targets[@]}"; do
   execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" 2>/dev/null | grep -o '[0-9]*$' | tail -n1)
   tsec=$(grep -o 'stat::average_exec_per_sec: *[0-9]*' "$log" 2>/dev/null | grep -o '[0-9]*$' | tail -n1)
   ncorp=$(find "$out/corpus/$t" -type f 2>/dev/null | wc -l)
-  printf '%-12s %8s %12s %10s %8s  %s\n' "$t" "$secs" "${execs:-?}" "${tsec:-?}" "$ncorp" "$res"
+  printf '%-16s %8s %12s %10s %8s  %s\n' "$t" "$secs" "${execs:-?}" "${tsec:-?}" "$ncorp" "$res"
   if [[ "$res" != ok ]]; then
     status=1
     echo "    log: $log" >&2

@@ -454,6 +454,80 @@ bool write_all(int fd, const std::string& s, std::string* err) {
   }
   return true;
 }
+// A temporary copy that atomic_write of an events file leaves when its process is killed:
+// "events.out.tfevents.<...>.tmp.<pid>", the only names start() removes besides its own trims.
+bool own_temp_name(const std::string& name) {
+  if (name.rfind(kPrefix, 0) != 0) return false;
+  const size_t t = name.rfind(".tmp.");
+  if (t == std::string::npos || t + 5 == name.size()) return false;
+  return std::all_of(name.begin() + static_cast<std::ptrdiff_t>(t + 5), name.end(),
+                     [](char c) { return c >= '0' && c <= '9'; });
+}
+
+bool regular_file_no_link(const std::string& p, std::string* why) {
+  struct stat st {};
+  if (::lstat(p.c_str(), &st) != 0) {
+    *why = std::strerror(errno);
+    return false;
+  }
+  if (S_ISLNK(st.st_mode)) *why = "a symbolic link";
+  else if (!S_ISREG(st.st_mode)) *why = "not a regular file";
+  else return true;
+  return false;
+}
+
+// Reads the events file `p` when it is provably one that a Cellscope run wrote: a regular file
+// (not a link, a FIFO or a device: opened with O_NOFOLLOW | O_NONBLOCK and checked again by
+// fstat), whole records with valid checksums (a torn last record allowed: a kill while writing),
+// the first a file_version event and the second the hparams session_start_info that
+// RunTensorBoard::start writes next. Anything else is not its own to trim (#52: a foreign file was
+// rewritten, an unreadable one truncated, a FIFO hung the resume, a link to /dev/zero was read until
+// memory ran out): false, and why.
+bool read_own_events_file(const std::string& p, std::string* bytes, Records* rec, std::string* why) {
+  if (!regular_file_no_link(p, why)) return false;
+  const int fd = ::open(p.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    *why = std::string("cannot read it: ") + std::strerror(errno);
+    return false;
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    *why = "not a regular file";
+    return false;
+  }
+  bytes->clear();
+  bytes->reserve(static_cast<size_t>(st.st_size));
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      *why = std::string("cannot read it: ") + std::strerror(errno);
+      ::close(fd);
+      return false;
+    }
+    if (n == 0) break;
+    bytes->append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  *rec = read_records(*bytes);
+  if (!rec->problem.empty()) {
+    *why = "not a readable events file (" + rec->problem + ")";
+    return false;
+  }
+  std::string version;
+  put_bytes(version, kEventFileVersion, "brain.Event:2");
+  const bool starts_as_ours =
+      rec->payloads.size() >= 2 && rec->payloads[0].size() >= version.size() &&
+      rec->payloads[0].compare(rec->payloads[0].size() - version.size(), version.size(), version) == 0 &&
+      decode_head(rec->payloads[1]).first_tag == "_hparams_/session_start_info";
+  if (!starts_as_ours) {
+    *why = "not written by Cellscope (it does not start with the file_version and hparams records a run writes)";
+    return false;
+  }
+  return true;
+}
 }  // namespace
 
 EventFile::~EventFile() {
@@ -507,6 +581,12 @@ void RunTensorBoard::fail(const std::string& what) {
   if (error_.empty()) error_ = what;
 }
 
+std::vector<std::string> RunTensorBoard::take_notes() {
+  std::vector<std::string> n;
+  n.swap(notes_);
+  return n;
+}
+
 std::string RunTensorBoard::take_error() {
   if (reported_ || error_.empty()) return "";
   reported_ = true;
@@ -521,13 +601,22 @@ void RunTensorBoard::start(const std::string& run_dir, const json& cfg, int64_t 
   try {
     // A process killed while rewriting a file below left its temporary copy (the run directory is
     // locked by this process, so no other one is writing them).
+    // Only files this program provably wrote are removed or rewritten (#52): its own temporary
+    // names, regular files only; events files that read_own_events_file accepts. Anything else in
+    // the folder is left as it is, and said once in the run's log (notes()).
+    std::string why;
     if (dir_exists(dir))
       for (auto& name : list_dir(dir))
-        if (name.find(".tmp.") != std::string::npos) ::unlink(join_path(dir, name).c_str());
+        if (own_temp_name(name) && regular_file_no_link(join_path(dir, name), &why))
+          ::unlink(join_path(dir, name).c_str());
     for (auto& name : events_files(dir)) {
       const std::string p = join_path(dir, name);
-      const std::string bytes = read_file(p);
-      const Records rec = read_records(bytes);
+      std::string bytes;
+      Records rec;
+      if (!read_own_events_file(p, &bytes, &rec, &why)) {
+        notes_.push_back("left '" + p + "' as it is: " + why);
+        continue;
+      }
       std::string kept;
       for (auto& payload : rec.payloads) {
         const EventHead h = decode_head(payload);

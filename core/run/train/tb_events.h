@@ -93,7 +93,9 @@ class EventFile {
 };
 
 // The live TensorBoard output of a run (RUN_DIR/tensorboard/), fed by the trainer. start():
-//  - trims the events files already there to `step` (the step training continues from; their
+//  - trims the events files already there to `step` (only those it can prove a Cellscope run wrote:
+//    regular files starting with the records start() writes; anything else is left as it is and
+//    named by take_notes()) (the step training continues from; their
 //    records past it are the ones a killed process wrote after its last checkpoint and that
 //    metrics.jsonl has dropped as well; a torn last record goes too), each rewritten atomically;
 //  - opens a new events file: file_version, the hparams session_start_info and the resolved
@@ -109,12 +111,15 @@ class RunTensorBoard {
   void add(const MetricsRecord& r);
   // The first error, once ("" afterwards and when there was none).
   std::string take_error();
+  // What start() left alone (a file in RUN_DIR/tensorboard that it cannot prove its own), once.
+  std::vector<std::string> take_notes();
   bool active() const { return file_.ok(); }
   const std::string& path() const { return file_.path(); }
 
  private:
   EventFile file_;
   std::string error_;
+  std::vector<std::string> notes_;
   bool reported_ = false;
   void fail(const std::string& what);
 };

@@ -628,6 +628,10 @@ void Trainer::prepare(RunContext& rc) {
 
 void Trainer::report_tensorboard(RunContext& rc) {
   if (!impl_->tb) return;
+  for (const std::string& n : impl_->tb->take_notes()) {
+    std::fprintf(stderr, "warning: tensorboard: %s\n", n.c_str());
+    log(rc, "tensorboard: " + n);
+  }
   const std::string e = impl_->tb->take_error();
   if (e.empty()) return;
   const std::string msg =
