@@ -308,6 +308,13 @@ int cmd_export_torch(const std::vector<std::string>& a) {
   int64_t step = -1;
   auto task = export_load_run_task(run_dir, ckpt, ckpt_bytes, &resolved, &script_copy_used, &step);
   const cs::json cfg = resolved;
+  // A task with a vocabulary (every task today) whose run lost its vocab file: the task above built one from the
+  // dataset again, which need not be the one the weights were trained with, and the export would have no
+  // vocabulary to map ids to symbols (#52: it exported so, exit 0). Refused before anything is written.
+  if (!task->vocab_text().empty() && !cs::file_exists(store.path("vocab")))
+    throw cs::UserError("run '" + run_dir + "' has no vocab file (" + store.path("vocab") +
+                        "): the ids of its weights cannot be mapped to symbols, so it is not exported; restore the "
+                        "file from a backup or a fork of the run (a fork's vocab is its parent's, byte for byte)");
   // A TorchScript cell (model.cell = script): the run's copy of its script (RUN_DIR/script_cell.pt; the file at
   // model.script for a run without one, which export_load_run_task has just checked), refused unless its SHA-256
   // is the one the run recorded.

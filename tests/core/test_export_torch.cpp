@@ -943,6 +943,13 @@ TEST(ExportTorch, refusesBadInputAndWritesNothing) {
   ASSERT_TRUE(cstest::contains(err, "last.pt") && cstest::contains(err, "corrupted")) << err;
   ASSERT_FALSE(fs::exists(out2));
   ASSERT_FALSE(fs::exists(out2 + ".tmp"));
+  // a run whose vocab file is gone (#52: exported with exit 0 and no vocabulary): refused, naming the file
+  const std::string novocab = cstest::temp_dir() + "/run_novocab";
+  ASSERT_EQ(train_tiny(v, text, novocab, &err), 0) << err;
+  fs::remove(novocab + "/vocab");
+  ASSERT_EQ(cstest::run_cli({"export", novocab, "--out", out2}, &o, &err), 2) << o;
+  ASSERT_TRUE(cstest::contains(err, novocab + "/vocab") && cstest::contains(err, "no vocab file")) << err;
+  ASSERT_FALSE(fs::exists(out2));
 }
 
 // Exporting a run while it trains (#52): the checkpoint is read once, and model.pt, export.json's step and its
