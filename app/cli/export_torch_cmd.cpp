@@ -303,8 +303,7 @@ int cmd_export_torch(const std::vector<std::string>& a) {
   // Everything that can fail on bad input before anything is written.
   std::string script_copy_used;  // the run's copy of a script cell, loaded because model.script is gone
   cs::json resolved;
-  std::string ckpt_bytes;  // the one read of the checkpoint: weights, step and hash all come from it
-  ckpt_bytes = cs::read_file(ckpt);  // "cannot read 'PATH': reason"
+  const std::string ckpt_bytes = cs::read_file(ckpt);  // the one read: weights, step and hash all come from it
   int64_t step = -1;
   auto task = export_load_run_task(run_dir, ckpt, ckpt_bytes, &resolved, &script_copy_used, &step);
   const cs::json cfg = resolved;
