@@ -63,6 +63,20 @@ std::string base_name(const std::string& p) { return fs::path(p).filename().stri
 
 bool alive(pid_t pid) { return ::kill(pid, 0) == 0; }
 
+// True once `sig` is pending for process `pid` (its SigPnd or ShdPnd mask in /proc/PID/status),
+// within timeout_ms: how a test knows a signal has reached a stopped process.
+bool signal_pending(pid_t pid, int sig, int timeout_ms) {
+  const unsigned long long bit = 1ull << (sig - 1);
+  const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  do {
+    for (const auto& line : cstest::split(cstest::read_text("/proc/" + std::to_string(pid) + "/status"), '\n'))
+      if (cstest::starts_with(line, "SigPnd:") || cstest::starts_with(line, "ShdPnd:"))
+        if (std::stoull(line.substr(7), nullptr, 16) & bit) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  } while (std::chrono::steady_clock::now() < end);
+  return false;
+}
+
 // The point's state (empty when none).
 SweepPointState point_state(const std::string& ws, const std::string& sweep, const std::string& id) {
   auto st = read_sweep_state(sweep_dir(ws, sweep));
@@ -348,21 +362,38 @@ TEST_F(SweepWorkers, jobsRunPointsInParallelProcesses) {
   const std::string threads = std::to_string(std::max(1, hw / 2));
   cstest::Process launcher;
   ASSERT_TRUE(launcher.start({"sweep", "run", path, "--workspace", ws, "--jobs", "2"})) << launcher.err();
-  // Both children training (each point has a checkpoint), then Ctrl-C.
-  std::vector<std::string> dirs;
+  // Both children training (each point has a checkpoint), then Ctrl-C. A child that reached its
+  // first checkpoint is frozen (SIGSTOP) where it is, so that neither can run to its end while the
+  // other is still starting (on a loaded 2-core machine one point finished before the Ctrl-C, CI
+  // of 9180cc0); Ctrl-C goes to the launcher only, and the children are let go (SIGCONT) once the
+  // SIGINT it forwards is pending in both.
+  std::vector<std::string> dirs(2);
+  std::map<int, pid_t> child;  // point index -> pid, from the launcher's "start point" lines
+  std::set<int> frozen;
   const auto t0 = std::chrono::steady_clock::now();
-  for (;;) {
+  while (frozen.size() < 2) {
     ASSERT_TRUE(launcher.running()) << "the sweep ended before it could be interrupted:\n" << launcher.err();
     ASSERT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(60)) << launcher.err();
-    dirs.clear();
+    const std::string e0 = launcher.err();
+    const std::regex start_re("start point ([0-9]+) [^ ]+ \\(pid ([0-9]+),");
+    for (auto it = std::sregex_iterator(e0.begin(), e0.end(), start_re); it != std::sregex_iterator(); ++it)
+      child[std::stoi((*it)[1])] = static_cast<pid_t>(std::stol((*it)[2]));
     for (int k : {0, 1}) {
+      if (frozen.count(k) || !child.count(k)) continue;
       const auto st = point_state(ws, "jobs", points[k].id);
-      if (has_last(st.run_dir) && summary_status(st.run_dir) != "finished") dirs.push_back(st.run_dir);
+      if (!has_last(st.run_dir)) continue;
+      ASSERT_EQ(::kill(child[k], SIGSTOP), 0) << k;
+      ASSERT_NE(summary_status(st.run_dir), "finished") << "point " << k << " ran to its end before it was frozen";
+      dirs[k] = st.run_dir;
+      frozen.insert(k);
     }
-    if (dirs.size() == 2) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   launcher.signal(SIGINT);
+  for (int k : {0, 1}) {
+    ASSERT_TRUE(signal_pending(child[k], SIGINT, 30000)) << "the launcher did not forward Ctrl-C to point " << k;
+    ASSERT_EQ(::kill(child[k], SIGCONT), 0) << k;
+  }
   ASSERT_TRUE(launcher.wait(60000));
   ASSERT_EQ(launcher.exit_code(), 0) << launcher.err();
   const std::string e1 = launcher.err();
