@@ -107,12 +107,21 @@ int cmd_bench_peer(const std::vector<std::string>& a) {
     const int64_t E = args.get_int("embed", 8, 1, 65536), H = args.get_int("hidden", 8, 1, 65536);
     const int64_t B = args.get_int("batch", 3, 1, 65536), T = args.get_int("seq", 7, 1, 100000);
     const int64_t V = args.get_int("vocab", 11, 2, 10000000);
-    bool tmp = false;
+    // A temporary directory of this invocation's own (mkdtemp under $TMPDIR), removed however the
+    // check ends: a refused option or a failed export left it behind before.
+    struct RemovedAtEnd {
+      std::string dir;
+      ~RemovedAtEnd() {
+        std::error_code ec;
+        if (!dir.empty()) fs::remove_all(dir, ec);
+      }
+    } own;
     if (root.empty()) {
-      char tmpl[] = "/tmp/cellscope-peer-check-XXXXXX";
-      if (!::mkdtemp(tmpl)) throw cs::UserError("cannot create a temporary directory");
-      root = tmpl;
-      tmp = true;
+      std::error_code ec;
+      const auto base = fs::temp_directory_path(ec);
+      std::string tmpl = (ec ? std::string("/tmp") : base.string()) + "/cellscope-peer-check-XXXXXX";
+      if (!::mkdtemp(tmpl.data())) throw cs::UserError("cannot create a temporary directory in " + tmpl.substr(0, tmpl.rfind('/')));
+      root = own.dir = tmpl;
     }
     std::vector<std::string> dirs;
     for (const auto& cell : peer_cell_list(args)) {
@@ -131,9 +140,7 @@ int cmd_bench_peer(const std::vector<std::string>& a) {
       for (auto& d : dirs) std::cout << d << "\n";
       return 0;
     }
-    const int rc = run_python_check(dirs, args.has("json"), tol);
-    if (tmp) fs::remove_all(root);
-    return rc;
+    return run_python_check(dirs, args.has("json"), tol);
   }
   cs::PeerBenchOptions o;
   o.cells = peer_cell_list(args);

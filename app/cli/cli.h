@@ -69,7 +69,7 @@ int train_launch_local(const std::vector<std::string>& a, const Args& args);
 // `bench --dist` (launcher) and `bench --dist-worker` (one rank).
 int cmd_bench_dist(const std::vector<std::string>& a);
 std::string self_exe();  // path of the running executable (/proc/self/exe)
-// --dist-timeout (default `def`): a number, finite, > 0 and at most cs::kMaxDistTimeoutSeconds,
+// --dist-timeout (default `def`): a number in [cs::kMinDistTimeoutSeconds, cs::kMaxDistTimeoutSeconds],
 // else UsageError naming the flag and the value given.
 double parse_dist_timeout(const Args& args, double def);
 

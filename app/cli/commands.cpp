@@ -225,6 +225,9 @@ int cmd_train(const std::vector<std::string>& a) {
                "checkpoints/ and summary.json. Ctrl-C stops cleanly with a checkpoint; --resume continues it\n"
                "and reproduces the metrics of an uninterrupted run. A run directory has one writer at a time\n"
                "(a second train --resume of it is refused, naming the PID that holds RUN_DIR/lock).\n"
+               "train CONFIG --run-dir DIR with a DIR that holds a run of the same configuration resumes it (the\n"
+               "command of a requeued or restarted job, run again); a DIR of another configuration is refused,\n"
+               "naming the differences.\n"
                "--resume and --fork refuse architecture changes (model.cell, shapes, task, dataset, training.optimizer,\n"
                "training.batch); training options (steps, lr, clip, weight_decay, patience, ...) may change.\n"
                "--fork RUN_DIR[@STEP] makes a NEW run from checkpoint STEP of RUN_DIR (a step_<N>.pt step, best or\n"
@@ -254,7 +257,7 @@ int cmd_train(const std::vector<std::string>& a) {
                "                            LOCAL_RANK (device cuda -> cuda:LOCAL_RANK), LOCAL_WORLD_SIZE (the\n"
                "                            cores are divided between the workers of one machine)\n"
                "  --dist-timeout SECONDS    stop when another worker dies or hangs this long (default 60,\n"
-               "                            at most 604800 = 7 days)\n"
+               "                            from 1 to 604800 = 7 days)\n"
                "  --dist-backend gloo|nccl|auto   (auto: NCCL for CUDA devices when built with it)\n"
                "  --threads K               intra-op threads of this process (overrides training.threads;\n"
                "                            a new run records it in its config.json)\n";
@@ -276,6 +279,23 @@ int cmd_train(const std::vector<std::string>& a) {
     env = launcher_env();
   const bool from_env = env.present && env.world > 1;
   const bool distributed = args.has("rank") || args.has("world-size") || from_env;
+  // The configuration of a new run: CONFIG, --set, --steps and --threads (recorded in config.json).
+  auto new_run_config = [&] {
+    if (args.positional.size() != 1) throw UsageError("expected one CONFIG (a JSON file or a preset name)");
+    json r = load_config_arg(args.positional[0], args.all("set"));
+    for (const char* k : {"steps", "threads"}) {
+      if (!args.has(k)) continue;
+      if (!r.contains("training") || !r["training"].is_object()) r["training"] = json::object();
+      r["training"][k] = std::string(k) == "steps" ? args.get_int(k, 0) : args.get_int(k, 0, 0, 1024);
+    }
+    return r;
+  };
+  // A restarted job (a requeued Slurm step, a restarted PyTorchJob pod) runs the same
+  // `train CONFIG --run-dir D` again: a D that holds this configuration is resumed, another one is
+  // refused (cs::run_dir_holds_this_run). Decided before the rendezvous, so that every rank sees D
+  // as it was before rank 0 could create it.
+  const bool restart = !args.has("resume") && !args.has("fork") && args.has("run-dir") &&
+                       cs::run_dir_holds_this_run(new_run_config(), args.get("run-dir"));
   if (distributed && !from_env && (!args.has("rank") || !args.has("world-size")))
     throw UsageError("a data-parallel worker needs both --rank and --world-size");
   const bool root = (from_env ? env.rank : args.get_int("rank", 0)) == 0;
@@ -287,6 +307,7 @@ int cmd_train(const std::vector<std::string>& a) {
     o.rank = from_env ? env.rank : static_cast<int>(args.get_int("rank", 0));
     o.world = from_env ? env.world : static_cast<int>(args.get_int("world-size", 1));
     o.master = from_env ? env.master : args.get("master");
+    if (from_env) o.master_from = "MASTER_ADDR:MASTER_PORT";
     o.agent_store = from_env && env.agent_store;
     o.store_prefix = from_env ? env.store_prefix : std::string();
     o.listen = args.get("listen");
@@ -306,7 +327,7 @@ int cmd_train(const std::vector<std::string>& a) {
       std::cerr << "data-parallel worker from the launcher's environment: " << env.describe() << "\n";
     dist = cs::init_dist(o);
   }
-  const bool resuming = args.has("resume");
+  const bool resuming = args.has("resume") || restart;
   // validate -> threads + seed -> make_task (loads data) -> run directory -> Trainer (train/launch.h)
   cs::LaunchOptions lo;
   lo.dist = dist.get();
@@ -314,7 +335,12 @@ int cmd_train(const std::vector<std::string>& a) {
   // A launcher's workers on one machine divide its cores (training.threads, when set, wins).
   if (env.present) lo.default_threads = cs::threads_per_process(env.local_world);
   json raw;
-  if (resuming) {
+  if (restart) {
+    lo.resume_dir = args.get("run-dir");
+    raw = json::object();  // config.json is this configuration already
+    if (!args.has("quiet") && !args.has("json") && root)
+      std::cerr << "run directory " << lo.resume_dir << " holds this configuration already: resuming it\n";
+  } else if (resuming) {
     if (!args.positional.empty()) throw UsageError("--resume takes the run directory; give no CONFIG");
     lo.resume_dir = args.get("resume");
     raw = json::object();  // overrides on top of the run's config.json
@@ -327,16 +353,15 @@ int cmd_train(const std::vector<std::string>& a) {
     lo.run_dir = args.get("run-dir", "");
     lo.workspace = args.get("workspace", cs::default_workspace());
   } else {
-    if (args.positional.size() != 1) throw UsageError("expected one CONFIG (a JSON file or a preset name)");
-    raw = load_config_arg(args.positional[0], args.all("set"));
+    raw = new_run_config();  // --threads recorded in the new run's config.json, as the window does
     lo.run_dir = args.get("run-dir", "");
     lo.workspace = args.get("workspace", cs::default_workspace());
   }
-  if (args.has("steps")) {
+  if (args.has("steps") && (args.has("resume") || args.has("fork"))) {
     if (!raw.contains("training") || !raw["training"].is_object()) raw["training"] = json::object();
     raw["training"]["steps"] = args.get_int("steps", 0);
   }
-  if (args.has("threads") && !resuming) {  // recorded in the new run's config.json, as the window does
+  if (args.has("threads") && args.has("fork")) {  // recorded in the new run's config.json, as the window does
     if (!raw.contains("training") || !raw["training"].is_object()) raw["training"] = json::object();
     raw["training"]["threads"] = args.get_int("threads", 0, 0, 1024);
   }

@@ -1,4 +1,6 @@
 // Data-parallel launch (`train --nproc N`) and benchmark (`bench --dist`); see docs/DISTRIBUTED.md.
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <unistd.h>
 
 #include <climits>
@@ -13,6 +15,7 @@
 #include "cli.h"
 #include "dist/dist.h"
 #include "dist/launch.h"
+#include "train/launch.h"
 #include "train/run_store.h"
 #include "train/trainer.h"
 #include "util/error.h"
@@ -84,7 +87,19 @@ LauncherEnv launcher_env() {
       throw UsageError("RANK and WORLD_SIZE are set (a launcher such as torchrun), but MASTER_ADDR and MASTER_PORT "
                        "are not: set both, or give --rank, --world-size and --master");
     const int port = env_int("MASTER_PORT", 0, 1, 65535);
+    // MASTER_ADDR is a host: a name, an IPv4 address, or an IPv6 address (bare or in brackets).
+    // "127.0.0.1:29613" is a host and a port; it read as an IPv6 address and failed as a
+    // bracketed --master naming neither the variable nor the port.
     const bool v6 = addr.find(':') != std::string::npos && addr.front() != '[';
+    in6_addr a6{};
+    if (v6 && ::inet_pton(AF_INET6, addr.c_str(), &a6) != 1) {
+      const std::string tail = addr.substr(addr.rfind(':'));
+      const bool port_like = tail.size() > 1 && tail.find_first_not_of("0123456789", 1) == std::string::npos;
+      throw UsageError("the environment variable MASTER_ADDR='" + addr + "' is not a host name or address" +
+                       (port_like ? ": it ends in a port ('" + tail + "'); MASTER_ADDR names the host only and MASTER_PORT "
+                                    "the port (MASTER_PORT=" + env_text("MASTER_PORT") + " here)"
+                                  : " (an IPv6 address is written bare, e.g. ::1, or in brackets)"));
+    }
     e.master = (v6 ? "[" + addr + "]" : addr) + ":" + std::to_string(port);
   }
   // torchrun with its default (static) rendezvous: the agent serves a c10d TCPStore on
@@ -161,8 +176,9 @@ int train_launch_local(const std::vector<std::string>& a, const Args& args) {
                           " cannot be split evenly over " + std::to_string(n) + " processes");
     dir = args.has("run-dir") ? args.get("run-dir")
                               : cs::new_run_dir(args.get("workspace", cs::default_workspace()), cfg);
-    // Rank 0 would refuse it after the others had started waiting for it.
-    if (cs::dir_exists(dir) && !cs::list_dir(dir).empty())
+    // Rank 0 would refuse it after the others had started waiting for it. One that holds this
+    // configuration is resumed by every worker (the command of a restarted job, run again).
+    if (cs::dir_exists(dir) && !cs::list_dir(dir).empty() && !cs::run_dir_holds_this_run(raw, dir))
       throw cs::UserError("run directory '" + dir + "' already exists and is not empty");
     if (!args.has("run-dir")) {
       child.push_back("--run-dir");
@@ -184,9 +200,16 @@ int train_launch_local(const std::vector<std::string>& a, const Args& args) {
   std::signal(SIGINT, SIG_DFL);
   std::signal(SIGTERM, SIG_DFL);
   if (rc != 0) {
-    std::cerr << "cellscope-cli train: " << msg << "; the run directory " << dir
-              << " keeps its last checkpoint (continue with: cellscope-cli train --resume " << dir
-              << " --nproc N)\n";
+    // Point at a checkpoint only where there is one: workers that never met (a rendezvous that
+    // timed out) made no run directory.
+    std::cerr << "cellscope-cli train: " << msg;
+    if (cs::file_exists(cs::join_path(dir, "checkpoints/last.pt")))
+      std::cerr << "; the run directory " << dir << " keeps its last checkpoint (continue with: cellscope-cli train "
+                << "--resume " << dir << " --nproc N)\n";
+    else if (cs::dir_exists(dir))
+      std::cerr << "; the run directory " << dir << " has no checkpoint yet (nothing to resume)\n";
+    else
+      std::cerr << "; no run directory was made (" << dir << ")\n";
     return rc >= 128 ? 1 : rc;
   }
   // Stopped by the scheduler (SIGTERM) with its checkpoint: the status that asks for a requeue.

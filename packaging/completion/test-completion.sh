@@ -36,8 +36,13 @@ offered() {
   bad "'$w' not offered for: ${*:2}"
 }
 
+# Help texts are read through the completion's own cache (_cellscope_cli_load, then
+# _cellscope_cli_run): each `cellscope-cli ... --help` runs once in this test (each is a process
+# that loads LibTorch), for the test's own lists and the completion alike.
+
 # The commands: the rows under "commands:" in the top-level help.
-mapfile -t commands < <("$cli" --help | sed -n '/^commands:/,$p' | sed -nE 's/^  ([a-z][a-z0-9-]*)  +[^ ].*/\1/p')
+_cellscope_cli_load "$cli" --help
+mapfile -t commands < <(_cellscope_cli_run "$cli" --help | sed -n '/^commands:/,$p' | sed -nE 's/^  ([a-z][a-z0-9-]*)  +[^ ].*/\1/p')
 ((${#commands[@]} >= 16)) || bad "only ${#commands[@]} commands in '$cli --help'"
 for c in "${commands[@]}"; do offered "$c" "$cli" ""; done
 offered --version "$cli" --v
@@ -45,11 +50,13 @@ offered --version "$cli" --v
 
 # Every option of every command's help, and of each subcommand's ("cellscope-cli CMD SUB" in its usage).
 for c in "${commands[@]}"; do
-  help=$("$cli" "$c" --help)
+  _cellscope_cli_load "$cli" "$c" --help
+  help=$(_cellscope_cli_run "$cli" "$c" --help)
   for o in $(grep -oE -- '--[a-z][a-z0-9-]*' <<<"$help" | sort -u) -h --help; do offered "$o" "$cli" "$c" -; done
   for s in $(sed -nE "s/.*cellscope-cli $c ([a-z][a-z0-9-]*)( .*|$)/\1/p" <<<"$help" | sort -u); do
     offered "$s" "$cli" "$c" ""
-    for o in $("$cli" "$c" "$s" --help | grep -oE -- '--[a-z][a-z0-9-]*' | sort -u) -h; do offered "$o" "$cli" "$c" "$s" -; done
+    _cellscope_cli_load "$cli" "$c" "$s" --help
+    for o in $(_cellscope_cli_run "$cli" "$c" "$s" --help | grep -oE -- '--[a-z][a-z0-9-]*' | sort -u) -h; do offered "$o" "$cli" "$c" "$s" -; done
   done
 done
 # Options of a subcommand's own help that its command's help does not list

@@ -96,9 +96,14 @@ TEST(Cli, trainEvalParamsRoundTrip) {
   ASSERT_EQ(last.value("run_dir", std::string()), dir);
   for (auto f : {"config.json", "vocab", "metrics.jsonl", "summary.json", "checkpoints/last.pt", "checkpoints/best.pt"})
     ASSERT_TRUE(std::filesystem::exists(dir + "/" + f)) << f;
-  // the same directory again is refused
-  ASSERT_EQ(cstest::run_cli({"train", cfg, "--run-dir", dir}, &out, &err), 2);
-  ASSERT_TRUE(cstest::contains(err, "already exists"));
+  // the same directory again: the same configuration resumes it (finished: nothing changes),
+  // another one is refused
+  const std::string metrics = cstest::read_text(dir + "/metrics.jsonl");
+  ASSERT_EQ(cstest::run_cli({"train", cfg, "--run-dir", dir}, &out, &err), 0) << err;
+  ASSERT_EQ(cstest::read_text(dir + "/metrics.jsonl"), metrics);
+  ASSERT_EQ(cstest::run_cli({"train", cfg, "--run-dir", dir, "--set", "training.lr=0.5"}, &out, &err), 2);
+  ASSERT_TRUE(cstest::contains(err, "already holds a run of another configuration")) << err;
+  ASSERT_TRUE(cstest::contains(err, "training.lr")) << err;
   ASSERT_EQ(cstest::run_cli({"eval", dir, "--split", "valid", "--json"}, &out, &err), 0);
   auto ev = cstest::json_object(out);
   ASSERT_TRUE(ev.value("bpc", 0.0) > 0);

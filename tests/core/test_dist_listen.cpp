@@ -171,11 +171,12 @@ TEST_F(DistListen, bracketedIpv6MasterTrainsToTheEnd) {
   ASSERT_EQ(s.step, int64_t(6));
 }
 
-// --dist-timeout must be finite, > 0 and at most 7 days: exit 2 naming the flag and the
-// value, before any rendezvous, for a worker and for the --nproc launcher.
+// --dist-timeout must be finite, at least 1 s (the workers' start-up) and at most 7 days: exit 2
+// naming the flag and the value, before any rendezvous, for a worker and for the --nproc launcher
+// (1e-9 passed the launcher and then pointed at a run directory no worker had made, #52).
 TEST_F(DistListen, badDistTimeoutsAreRefused) {
   const std::string cfg = cstest::write_json_file("listen_timeout.json", cstest::tiny_config("char_lm", 6));
-  for (const std::string bad : {"inf", "1e300", "nan", "0", "-5", "604801", "60x"}) {
+  for (const std::string bad : {"inf", "1e300", "nan", "0", "-5", "604801", "60x", "1e-9", "0.5"}) {
     std::string out, err;
     const int rc = cstest::run_cli(worker(cfg, cstest::temp_dir() + "/listen_timeout", 0, "127.0.0.1:" + port(4), bad),
                                    &out, &err, 30000);
@@ -187,6 +188,7 @@ TEST_F(DistListen, badDistTimeoutsAreRefused) {
                                     &out, &err, 30000);
     ASSERT_EQ(rc2, 2) << bad << ": " << err;
     ASSERT_TRUE(cstest::contains(err, "--dist-timeout") && cstest::contains(err, "'" + bad + "'")) << err;
+    ASSERT_FALSE(std::filesystem::exists(cstest::temp_dir() + "/listen_timeout_n")) << bad;
   }
 }
 

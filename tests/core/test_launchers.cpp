@@ -198,6 +198,26 @@ TEST_F(Launchers, malformedLauncherVariablesAreNamed) {
     ASSERT_EQ(cstest::run_cli({"train", cfg, "--workspace", ws, "--quiet"}, &out, &err), 2) << err;
     ASSERT_TRUE(cstest::contains(err, "MASTER_PORT='99999'")) << err;
   }
+  {
+    // A port in MASTER_ADDR (#52): named as the variable and its port, not as a bracketed --master.
+    cstest::EnvGuard r("RANK", "1"), w("WORLD_SIZE", "2"), a("MASTER_ADDR", "127.0.0.1:29613"),
+        p("MASTER_PORT", "29613");
+    ASSERT_EQ(cstest::run_cli({"train", cfg, "--workspace", ws, "--quiet"}, &out, &err), 2) << err;
+    ASSERT_TRUE(cstest::contains(err, "MASTER_ADDR='127.0.0.1:29613'") && cstest::contains(err, "':29613'") &&
+                cstest::contains(err, "MASTER_PORT"))
+        << err;
+    ASSERT_FALSE(cstest::contains(err, "--master") || cstest::contains(err, "[127.0.0.1")) << err;
+  }
+  {
+    // An IPv6 address, bare or bracketed, is a host: rank 1 goes on to the rendezvous (nobody
+    // serves port 1 there, so it times out after the shortest --dist-timeout).
+    for (const char* v6 : {"::1", "[::1]"}) {
+      cstest::EnvGuard r("RANK", "1"), w("WORLD_SIZE", "2"), a("MASTER_ADDR", v6), p("MASTER_PORT", "1");
+      ASSERT_NE(cstest::run_cli({"train", cfg, "--workspace", ws, "--quiet", "--dist-timeout", "1"}, &out, &err), 0);
+      ASSERT_FALSE(cstest::contains(err, "is not a host name")) << v6 << ": " << err;
+      ASSERT_TRUE(cstest::contains(err, "[::1]:1")) << v6 << ": " << err;
+    }
+  }
   ASSERT_TRUE(runs_in(ws).empty());  // nothing written by a refused worker
   {
     // WORLD_SIZE 1: one process, no rendezvous needed.
@@ -205,6 +225,63 @@ TEST_F(Launchers, malformedLauncherVariablesAreNamed) {
     ASSERT_EQ(cstest::run_cli({"train", cfg, "--workspace", ws, "--quiet"}, &out, &err), 0) << err;
     ASSERT_EQ(runs_in(ws).size(), 1u);
   }
+}
+
+// A requeued job runs its command again (#52): `train CONFIG --run-dir D` with a D of the same
+// configuration resumes it (stopped: trains on to the end; finished: changes nothing), with
+// --nproc as well; a D of another configuration is refused naming the difference.
+TEST_F(Launchers, theSameTrainCommandAgainResumesItsRunDirectory) {
+  json raw = cstest::tiny_config("char_lm", 200);
+  raw["training"]["eval_every"] = 0;
+  raw["training"]["checkpoint_every"] = 0;  // no checkpoint but the stop's
+  const std::string cfg = cstest::write_json_file("requeue.json", raw);
+  const std::string dir = cstest::temp_dir() + "/requeue";
+  {
+    // Stopped by the scheduler early on: frozen at its first metrics line, so that it cannot reach
+    // its end before the SIGTERM is there.
+    cstest::Process p;
+    ASSERT_TRUE(p.start({"train", cfg, "--run-dir", dir, "--quiet"})) << p.err();
+    const auto t0 = std::chrono::steady_clock::now();
+    while (p.running() && RunStore(dir).read_metrics().empty() &&
+           std::chrono::steady_clock::now() - t0 < std::chrono::seconds(60))
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    ASSERT_TRUE(p.running()) << p.err();
+    p.signal(SIGSTOP);
+    p.signal(SIGTERM);
+    p.signal(SIGCONT);
+    ASSERT_TRUE(p.wait(60000));
+    ASSERT_EQ(p.exit_code(), 75) << p.err();
+  }
+  const RunSummary stopped = RunStore(dir).read_summary();
+  ASSERT_EQ(stopped.status, "stopped");
+  ASSERT_LT(stopped.step, 200);
+  std::string out, err;
+  ASSERT_EQ(cstest::run_cli({"train", cfg, "--run-dir", dir}, &out, &err), 0) << err;
+  ASSERT_TRUE(cstest::contains(err, "holds this configuration already: resuming it")) << err;
+  ASSERT_EQ(RunStore(dir).read_summary().status, "finished");
+  ASSERT_EQ(RunStore(dir).read_summary().step, 200);
+  const std::string metrics = cstest::read_text(dir + "/metrics.jsonl");
+  ASSERT_EQ(cstest::run_cli({"train", cfg, "--run-dir", dir, "--quiet", "--threads", "1"}, &out, &err), 0) << err;
+  ASSERT_EQ(cstest::read_text(dir + "/metrics.jsonl"), metrics);
+  // Another configuration: refused, naming what differs; nothing written.
+  ASSERT_EQ(cstest::run_cli({"train", cfg, "--run-dir", dir, "--set", "model.hidden=12", "--quiet"}, &out, &err), 2);
+  ASSERT_TRUE(cstest::contains(err, "another configuration") && cstest::contains(err, "model.hidden: 16 there, 12 here"))
+      << err;
+  ASSERT_EQ(cstest::read_text(dir + "/metrics.jsonl"), metrics);
+  // --nproc 2: the launcher lets the workers resume a directory of this configuration.
+  json small = cstest::tiny_config("char_lm", 4);
+  small["training"]["batch"] = 4;
+  const std::string cfg2 = cstest::write_json_file("requeue_nproc.json", small), dir2 = cstest::temp_dir() + "/requeue2";
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_EQ(cstest::run_cli({"train", cfg2, "--nproc", "2", "--run-dir", dir2, "--quiet", "--dist-timeout", "30"},
+                              &out, &err, 120000),
+              0)
+        << i << ": " << err;
+    ASSERT_EQ(RunStore(dir2).read_summary().status, "finished") << i;
+  }
+  ASSERT_EQ(cstest::run_cli({"train", cfg2, "--nproc", "2", "--run-dir", dir2, "--set", "training.batch=8"}, &out, &err),
+            2);
+  ASSERT_TRUE(cstest::contains(err, "training.batch: 4 there, 8 here")) << err;
 }
 
 // SIGTERM (a scheduler's preemption or time limit) stops with a checkpoint and exits 75; the run

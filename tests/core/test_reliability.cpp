@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -230,6 +231,24 @@ TEST(Reliability, resumingAFinishedRunChangesNothing) {
   ASSERT_EQ(cstest::read_text(dir + "/metrics.jsonl"), metrics);
 }
 
+// A metrics.jsonl line with a field of the wrong type (#52): --resume exits 2 naming the file and
+// the line, never library text (it exited 1 with nlohmann's type_error), and changes nothing.
+TEST(Reliability, resumeNamesAWronglyTypedMetricsLine) {
+  const std::string dir = train_new("metrics_type");
+  std::string m = cstest::read_text(dir + "/metrics.jsonl");
+  const auto at = m.find("\"step\":5,");
+  ASSERT_NE(at, std::string::npos) << m;
+  const size_t line = static_cast<size_t>(std::count(m.begin(), m.begin() + static_cast<long>(at), '\n')) + 1;
+  m.replace(at, 9, "\"step\":\"5\",");
+  cstest::write_text(dir + "/metrics.jsonl", m);
+  const auto before = snapshot(dir);
+  std::string out, err;
+  ASSERT_EQ(cstest::run_cli({"train", "--resume", dir, "--steps", "30", "--quiet"}, &out, &err), 2) << err;
+  ASSERT_TRUE(cstest::contains(err, dir + "/metrics.jsonl:" + std::to_string(line) + ": ")) << err;
+  ASSERT_FALSE(cstest::contains(err, "json.exception")) << err;
+  ASSERT_EQ(snapshot(dir), before);
+}
+
 // Class 6: a directory stranded by an interrupted creation (older versions: checkpoints/ and a
 // temporary config, no config.json) is reused by --run-dir; a new run leaves no temporary directory.
 TEST(Reliability, strandedRunDirectoryIsReusable) {
@@ -241,9 +260,18 @@ TEST(Reliability, strandedRunDirectoryIsReusable) {
   ASSERT_EQ(summary_of(dir).value("status", std::string()), "finished");
   for (auto& e : fs::directory_iterator(cstest::temp_dir() + "/stranded"))
     ASSERT_EQ(e.path().filename().string(), "run") << "left behind: " << e.path();
-  // a directory with real content is still refused
-  ASSERT_EQ(cstest::run_cli({"train", tiny_config("stranded"), "--run-dir", dir, "--quiet"}, &out, &err), 2);
+  // a directory with real content is still refused: a run of another configuration, or content
+  // that is no run (the same configuration resumes it: a requeued job's command, run again)
+  ASSERT_EQ(cstest::run_cli({"train", tiny_config("stranded", {{"steps", 21}}), "--run-dir", dir, "--quiet"}, &out,
+                            &err),
+            2);
+  ASSERT_TRUE(cstest::contains(err, "another configuration") && cstest::contains(err, "training.steps: 20 there, 21 here"))
+      << err;
+  const std::string other = cstest::temp_dir() + "/stranded/not_a_run";
+  cstest::write_text(other + "/notes.txt", "mine");
+  ASSERT_EQ(cstest::run_cli({"train", tiny_config("stranded"), "--run-dir", other, "--quiet"}, &out, &err), 2);
   ASSERT_TRUE(cstest::contains(err, "already exists")) << err;
+  ASSERT_EQ(cstest::read_text(other + "/notes.txt"), "mine");
 }
 
 // Class 7: a flipped bit in a checkpoint is detected at load.

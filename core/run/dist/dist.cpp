@@ -53,9 +53,9 @@ std::string seconds_text(double seconds) {
 }
 
 void check_dist_timeout(double seconds, const std::string& given) {
-  if (std::isfinite(seconds) && seconds > 0 && seconds <= kMaxDistTimeoutSeconds) return;
-  throw UserError("--dist-timeout: expected a number of seconds above 0 and at most " +
-                  seconds_text(kMaxDistTimeoutSeconds) + " (7 days), got '" +
+  if (std::isfinite(seconds) && seconds >= kMinDistTimeoutSeconds && seconds <= kMaxDistTimeoutSeconds) return;
+  throw UserError("--dist-timeout: expected a number of seconds from " + seconds_text(kMinDistTimeoutSeconds) +
+                  " (the workers' start-up) to " + seconds_text(kMaxDistTimeoutSeconds) + " (7 days), got '" +
                   (given.empty() ? seconds_text(seconds) : given) + "'");
 }
 
@@ -122,7 +122,7 @@ std::unique_ptr<DistContext> init_dist(const DistOptions& o) {
     if (!o.store_file.empty()) {
       d->store = c10::make_intrusive<c10d::FileStore>(o.store_file, o.world);
     } else if (!o.master.empty() && o.agent_store) {
-      const HostPort hp = parse_host_port(o.master, "MASTER_ADDR:MASTER_PORT");
+      const HostPort hp = parse_host_port(o.master, o.master_from);
       host = hp.host;
       c10d::TCPStoreOptions so;
       so.port = static_cast<std::uint16_t>(hp.port);
@@ -132,7 +132,7 @@ std::unique_ptr<DistContext> init_dist(const DistOptions& o) {
       auto tcp = c10::make_intrusive<c10d::TCPStore>(hp.host, so);
       d->store = c10::make_intrusive<c10d::PrefixStore>(o.store_prefix, tcp);
     } else if (!o.master.empty()) {
-      const HostPort hp = parse_host_port(o.master, "--master");
+      const HostPort hp = parse_host_port(o.master, o.master_from);
       host = hp.host;
       // Rank 0 serves the store on exactly the --listen address (default: the master's
       // host, so a loopback master is reachable from this machine only); every rank,

@@ -25,6 +25,7 @@ struct DistOptions {
   int rank = 0;
   int world = 1;
   std::string master;      // "HOST:PORT" or "[IPV6]:PORT": the rendezvous store, rank 0 is the server
+  std::string master_from = "--master";  // what gave `master`, for messages ("MASTER_ADDR:MASTER_PORT")
   std::string listen;      // the address rank 0's store binds (--listen); "" = the master's host
   std::string store_file;  // or a FileStore path (local launcher; a shared filesystem)
   // torchrun's static rendezvous: its agent already serves a c10d::TCPStore on `master`,
@@ -59,8 +60,12 @@ struct DistContext {
 
 // The largest --dist-timeout: 7 days (a collective or rendezvous that waits longer is a hang).
 constexpr double kMaxDistTimeoutSeconds = 7 * 24 * 3600;
+// The smallest: 1 s. Workers take about a second to start (LibTorch's load) before they can meet
+// in the rendezvous; a shorter timeout passed the check and then failed every start, after the
+// launcher had pointed at a run directory no worker had made.
+constexpr double kMinDistTimeoutSeconds = 1;
 // UserError naming --dist-timeout and `given` (default: the number as text) unless
-// `seconds` is finite, > 0 and at most kMaxDistTimeoutSeconds.
+// `seconds` is finite and in [kMinDistTimeoutSeconds, kMaxDistTimeoutSeconds].
 void check_dist_timeout(double seconds, const std::string& given = "");
 // Seconds as text for messages ("60", "0.5", "inf": safe for any double).
 std::string seconds_text(double seconds);

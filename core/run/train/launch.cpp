@@ -69,6 +69,40 @@ std::vector<std::string> architecture_changes(const json& before, const json& af
   return out;
 }
 
+bool run_dir_holds_this_run(const json& raw_cfg, const std::string& run_dir) {
+  if (run_dir.empty()) return false;
+  RunStore store(run_dir);
+  if (!file_exists(store.path("config.json"))) return false;  // absent, empty or stranded: a new run
+  json want = load_and_resolve(raw_cfg);
+  json have = load_and_resolve(store.read_config(), store.path("config.json"));
+  // A script cell is recorded by its absolute path and SHA-256 (pin_script), as the new run would be.
+  if (want.contains("model") && want["model"].is_object() && want["model"].contains("script"))
+    pin_script(want["model"]);
+  // Where a run executes is not what it is: threads and device (a launcher's cuda:LOCAL_RANK) aside.
+  for (json* c : {&want, &have})
+    if (c->contains("training") && (*c)["training"].is_object())
+      for (const char* k : {"threads", "device"}) (*c)["training"].erase(k);
+  if (want == have) return true;
+  const json a = have.flatten(), b = want.flatten();
+  std::vector<std::string> diffs;
+  auto name = [](std::string k) {
+    std::replace(k.begin(), k.end(), '/', '.');
+    return k.empty() ? k : k.substr(1);
+  };
+  for (auto& [k, v] : a.items())
+    if (!b.contains(k) || b.at(k) != v)
+      diffs.push_back(name(k) + ": " + short_value(v) + " there, " + short_value(b.contains(k) ? b.at(k) : json()) +
+                      " here");
+  for (auto& [k, v] : b.items())
+    if (!a.contains(k)) diffs.push_back(name(k) + ": (unset) there, " + short_value(v) + " here");
+  std::string list;
+  for (size_t i = 0; i < diffs.size() && i < 5; ++i) list += "\n  " + diffs[i];
+  if (diffs.size() > 5) list += "\n  (and " + std::to_string(diffs.size() - 5) + " more)";
+  throw UserError("run directory '" + run_dir + "' already holds a run of another configuration:" + list +
+                  "\nThe same command with the same configuration resumes it (a restarted job); --resume " + run_dir +
+                  " continues that run as it is; choose another --run-dir for this configuration.");
+}
+
 std::pair<std::string, std::string> parse_fork_source(const std::string& spec) {
   const auto at = spec.find_last_of('@');
   if (at != std::string::npos && at > 0) {

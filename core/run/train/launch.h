@@ -59,6 +59,13 @@ struct LaunchedRun {
 // parameter shape still matches the checkpoint (checked at load). Empty: allowed.
 std::vector<std::string> architecture_changes(const json& before, const json& after);
 
+// `train CONFIG --run-dir DIR` run again (a requeued Slurm step, a restarted pod): true when
+// DIR/config.json holds the configuration `raw_cfg` resolves to (training.threads and
+// training.device aside: where it runs, not what it is), so that the command resumes DIR; false
+// when DIR has no config.json (absent, empty, stranded: a new run as before); UserError naming
+// the first differences when it holds another configuration.
+bool run_dir_holds_this_run(const json& raw_cfg, const std::string& run_dir);
+
 // Split "RUN_DIR[@STEP]" (STEP: a number, best or last; default last) as `train --fork` takes it.
 std::pair<std::string, std::string> parse_fork_source(const std::string& spec);
 

@@ -75,7 +75,9 @@ std::vector<Line> json_lines(const std::string& path, std::string* problem) {
   return out;
 }
 
-std::vector<MetricsRecord> records(const std::string& path, std::string* problem) {
+// The lines of `path` that are sound metrics records, with the records; the first line that is
+// not goes to `problem` (or UserError when `problem` is null).
+std::vector<MetricsRecord> records(const std::string& path, std::string* problem, std::vector<json>* lines = nullptr) {
   std::vector<MetricsRecord> out;
   for (auto& l : json_lines(path, problem)) {
     const std::string where = path + ":" + std::to_string(l.no);
@@ -85,6 +87,7 @@ std::vector<MetricsRecord> records(const std::string& path, std::string* problem
     } else {
       try {
         out.push_back(MetricsRecord::from_json(l.value));
+        if (lines) lines->push_back(std::move(l.value));
         continue;
       } catch (const std::exception& e) {
         msg = where + ": malformed metrics line (" + json_error_text(e) + ")";
@@ -106,6 +109,12 @@ std::vector<json> read_json_lines(const std::string& path) {
 }
 
 std::vector<MetricsRecord> read_metrics(const std::string& path) { return records(path, nullptr); }
+
+std::vector<json> read_metrics_lines(const std::string& path) {
+  std::vector<json> lines;
+  records(path, nullptr, &lines);
+  return lines;
+}
 
 std::vector<MetricsRecord> read_metrics(const std::string& path, std::string* problem) {
   std::string p;

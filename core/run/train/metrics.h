@@ -50,5 +50,9 @@ std::vector<MetricsRecord> read_metrics(const std::string& path);
 // The same without throwing, for live views: the records before the first malformed line, and
 // its message in `problem` ("" when the file is sound).
 std::vector<MetricsRecord> read_metrics(const std::string& path, std::string* problem);
+// The lines of a metrics.jsonl file as JSON objects, each one checked as read_metrics checks it
+// (UserError "<path>:<line>: ..." for a line that is not an object or has a field of the wrong
+// type): what a resume trims and rewrites, never read through unchecked access.
+std::vector<json> read_metrics_lines(const std::string& path);
 
 }  // namespace cs

@@ -244,7 +244,7 @@ static void append_line(const std::string& p, const std::string& line) {
 
 void RunStore::append_metrics(const json& line) const { append_line(path("metrics.jsonl"), line.dump()); }
 
-std::vector<json> RunStore::read_metrics() const { return read_json_lines(path("metrics.jsonl")); }
+std::vector<json> RunStore::read_metrics() const { return read_metrics_lines(path("metrics.jsonl")); }
 
 void RunStore::truncate_metrics(int64_t step) const {
   std::string out;
