@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <chrono>
 #include <iomanip>
 #include <iostream>
@@ -188,7 +189,16 @@ int cmd_bench_analysis(const std::vector<std::string>& a) {
   } else {
     // The paper's capMZU+DT at hidden 800 (ptb-cap-mzu-dt), random weights, on a small generated text.
     cs::json cfg = load_config_arg(args.get("preset", "ptb-cap-mzu-dt"), {});
-    tmp_text = "/tmp/cellscope-bench-analysis-" + std::to_string(::getpid()) + ".txt";
+    {
+      // A file of this call's own (mkstemp under $TMPDIR), never a pid-named one that may exist (#52).
+      std::error_code ec;
+      const auto base = std::filesystem::temp_directory_path(ec);
+      std::string tmpl = (ec ? std::string("/tmp") : base.string()) + "/cellscope-bench-analysis-XXXXXX.txt";
+      const int fd = ::mkstemps(tmpl.data(), 4);
+      if (fd < 0) throw cs::UserError("cannot create a temporary file in " + tmpl.substr(0, tmpl.rfind('/')));
+      ::close(fd);
+      tmp_text = tmpl;
+    }
     std::string s;
     const char* words[] = {"the", "whale", "sea", "ship", "captain", "white", "old", "man", "and", "of", "boat"};
     for (unsigned i = 0; s.size() < 20000; ++i)

@@ -271,6 +271,21 @@ int cmd_train(const std::vector<std::string>& a) {
     throw UsageError("--fork starts a single-process run; fork first, then --resume the new run with --nproc");
   if (args.has("fork") && args.has("resume")) throw UsageError("give either --resume or --fork");
   if (args.has("nproc") && args.get_int("nproc", 1) != 1) return train_launch_local(a, args);
+  // A stop asked for during start-up (reading the data, hashing it, the rendezvous) is kept and
+  // honoured at the first step: the run stops there with its checkpoint (75 for SIGTERM), where
+  // the signal's default action ended the process before (#52). What comes before main() (the
+  // loading of LibTorch's libraries, about half a second) still ends it by the signal.
+  cs::TrainerControl control;
+  g_control = &control;
+  std::signal(SIGINT, on_sigint);
+  std::signal(SIGTERM, on_sigint);
+  struct Restore {
+    ~Restore() {
+      g_control = nullptr;
+      std::signal(SIGINT, SIG_DFL);
+      std::signal(SIGTERM, SIG_DFL);
+    }
+  } restore;
   // Without any of the data-parallel flags, a launcher's environment (torchrun, PyTorchJob) names
   // this worker's rank, world and rendezvous; the flags, when given, win.
   LauncherEnv env;
@@ -383,10 +398,10 @@ int cmd_train(const std::vector<std::string>& a) {
               << store->dir()
               << (dist ? " (" + std::to_string(dist->world) + " processes, " + dist->backend + ")" : std::string())
               << "\n";
-  cs::TrainerControl control;
-  g_control = &control;
-  std::signal(SIGINT, on_sigint);
-  std::signal(SIGTERM, on_sigint);
+  for (const auto& note : launched.notes) {
+    if (!quiet && !json_out) std::cerr << "  " << note << "\n";
+    if (root) store->log(note);
+  }
   cs::TrainerCallbacks cb;
   auto last_print = std::chrono::steady_clock::now() - std::chrono::seconds(10);
   cb.on_progress = [&](const cs::Progress& p) {
@@ -411,7 +426,6 @@ int cmd_train(const std::vector<std::string>& a) {
     }
   };
   auto outcome = trainer.run(&control, cb);
-  g_control = nullptr;
   if (tty) std::fprintf(stderr, "\n");
   const auto& s = outcome.summary;
   if (json_out) {
@@ -428,7 +442,8 @@ int cmd_train(const std::vector<std::string>& a) {
     // --quiet still says why a run failed (exit 1)
     std::cerr << "cellscope-cli train: failed: " << s.reason << "\n";
   }
-  if (s.status == "stopped" && g_stop_signal == SIGTERM) return kExitStoppedBySigterm;
+  // SIGTERM here or on another rank (the workers agree on it, train/step_sync.h): requeue.
+  if (s.status == "stopped" && control.stop_signal.load() == SIGTERM) return kExitStoppedBySigterm;
   return s.status == "failed" ? 1 : 0;
 }
 

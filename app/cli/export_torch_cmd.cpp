@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
+#include <set>
 #include <sstream>
 
 #include "cells/script_cell.h"
@@ -199,6 +200,37 @@ std::vector<std::pair<std::string, torch::Tensor>> export_seq2seq_reference(cs::
           {"loss", loss.to(torch::kFloat64)}};
 }
 
+// "" when `out` is absent, empty or an earlier export of this command: an export.json whose
+// "format" is "cellscope-torch-export ..." and whose "files" list names every other entry (regular
+// files only). Otherwise why not. --force replaces only such a folder (#52: any folder holding a
+// file named export.json was deleted whole).
+std::string not_an_earlier_export(const std::string& out) {
+  std::error_code ec;
+  if (!fs::exists(out, ec) || (fs::is_directory(out, ec) && fs::is_empty(out, ec))) return "";
+  if (!fs::is_directory(out, ec)) return "not a directory";
+  const std::string manifest = cs::join_path(out, "export.json");
+  std::set<std::string> listed;
+  try {
+    const cs::json m = cs::parse_json(cs::read_file(manifest), manifest);
+    if (!m.is_object() || !m.contains("format") || !m["format"].is_string() ||
+        m["format"].get<std::string>().rfind("cellscope-torch-export", 0) != 0)
+      return "its export.json is not one of cellscope-cli export's";
+    if (!m.contains("files") || !m["files"].is_array()) return "its export.json lists no files";
+    for (const auto& f : m["files"])
+      if (f.is_string()) listed.insert(f.get<std::string>());
+  } catch (const std::exception&) {
+    return "no readable export.json";
+  }
+  for (const auto& e : fs::directory_iterator(out, ec)) {
+    const std::string n = e.path().filename().string();
+    if (n == "export.json") continue;
+    if (!listed.count(n)) return "it holds '" + n + "', which its export.json does not list";
+    if (!e.is_regular_file() || e.is_symlink()) return "'" + n + "' is not a regular file";
+  }
+  if (ec) return "it cannot be read (" + ec.message() + ")";
+  return "";
+}
+
 // The run's task with the weights of checkpoint `ckpt`, taken from `ckpt_bytes`, the one read of that file that
 // export.json's step and hash come from too (a training may replace the file between two reads: weights of one
 // step, a step and hash of another). A script-cell run whose script is gone from model.script loads the run's own
@@ -293,11 +325,10 @@ int cmd_export_torch(const std::vector<std::string>& a) {
     const fs::path o = fs::weakly_canonical(out, ec), r = fs::weakly_canonical(run_dir, ec);
     const auto rel = r.lexically_relative(o);
     const bool holds_run = !rel.empty() && *rel.begin() != "..";  // --out is the run or a folder above it
-    if (holds_run || !fs::exists(fs::path(out) / "export.json") || fs::exists(fs::path(out) / "metrics.jsonl") ||
-        fs::exists(fs::path(out) / "checkpoints"))
-      throw cs::UserError("--out '" + out +
-                          "' is not an earlier export of cellscope-cli export (no export.json, or it holds a run): "
-                          "--force replaces only an export; choose a new directory");
+    const std::string why = holds_run ? std::string("it holds the run being exported") : not_an_earlier_export(out);
+    if (!why.empty())
+      throw cs::UserError("--out '" + out + "' is not an earlier export of cellscope-cli export (" + why +
+                          "): --force replaces only an export; choose a new directory");
   }
 
   // Everything that can fail on bad input before anything is written.
@@ -437,7 +468,11 @@ int cmd_export_torch(const std::vector<std::string>& a) {
                        {"sha256", script_sha},
                        {"source", fs::absolute(script_source).lexically_normal().string()}};
     cs::atomic_write(cs::join_path(tmp, "export.json"), man.dump(2) + "\n");
-    cs::replace_dir_with(tmp, out);  // --out is absent, empty or an earlier export (checked above)
+    // --out is absent, empty or an earlier export: checked above, and again now (files may have
+    // come into it while the export was made).
+    if (const std::string why = not_an_earlier_export(out); !why.empty())
+      throw cs::UserError("--out '" + out + "' is no longer an earlier export (" + why + "); it is left as it is");
+    cs::replace_dir_with(tmp, out);
   } catch (...) {
     fs::remove_all(tmp, ec);
     throw;

@@ -4,12 +4,14 @@
 
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <map>
 #include <new>
 #include <string>
 #include <vector>
 
+#include "util/abandoned.h"
 #include "util/cpu_cache.h"
 #include "cli.h"
 #include "util/error.h"
@@ -45,7 +47,21 @@ void print_usage() {
 }  // namespace
 
 
+static int run_main(int argc, char** argv);
+
 int main(int argc, char** argv) {
+  const int rc = run_main(argc, argv);
+  // A thread left running (a script cell's trial call that never returned, util/abandoned.h):
+  // end without exit()'s static destructors, which would tear down what it still uses.
+  if (cs::abandoned_threads() > 0) {
+    std::cout.flush();
+    std::cerr.flush();
+    std::_Exit(rc);
+  }
+  return rc;
+}
+
+static int run_main(int argc, char** argv) {
   cs::install_cpu_cache();  // large CPU blocks reused rather than page-faulted in every step (util/cpu_cache.h)
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {

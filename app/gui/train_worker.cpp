@@ -45,6 +45,11 @@ void TrainWorker::start(const QByteArray& cfgJson, const QString& workspace, con
     // validate -> threads + seed -> make_task (loads data) -> run directory -> Trainer
     cs::LaunchedRun run = cs::start_run(cs::parse_json(cfgJson.toStdString(), "configuration"), lo);
     runDir = QString::fromStdString(run.store->dir());
+    for (const auto& note : run.notes) {  // e.g. the run's own script copy used (cells/script_cell.h)
+      run.store->log(note);
+      QMutexLocker lock(&m_mutex);
+      m_logs << QString::fromStdString(note);
+    }
     const auto& s = run.trainer->summary();
     Q_EMIT started(runDir, QString::fromStdString(run.trainer->task().primary_metric()),
                    QString::fromStdString(run.trainer->task().unit_name()), static_cast<qint64>(s.parameters));

@@ -4,6 +4,7 @@
 // context, splits without overlap), determinism, the atomic build, the manifest route, and
 // the real WordNet + Moby Dick when both are installed.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <set>
@@ -299,6 +300,28 @@ TEST(CbtBuild, filesInCbtFormatAndAtomicBuild) {
   ASSERT_EQ(cstest::read_text(out + "/cbt_CN_train.txt"), before);
   for (const auto& e : fs::directory_iterator(tmp("built")))
     ASSERT_TRUE(e.path().filename() == "cn") << "left behind: " << e.path();
+  // A rebuild replaces only its own earlier build: a folder holding anything else is refused and
+  // left as it is, file for file (#52: it was removed whole), and so is a user's ".cn.tmp-PID".
+  ASSERT_EQ(cs::not_an_earlier_cbt_build(out), "");
+  cs::build_cbt_dataset(book, wndir, out, o, "synthetic");  // its own earlier build: replaced
+  ASSERT_EQ(cstest::read_text(out + "/cbt_CN_train.txt"), before);
+  const std::string planted_tmp = tmp("built/.cn.tmp-" + std::to_string(::getpid()));
+  cstest::write_text(planted_tmp + "/mine.txt", "mine");
+  cstest::write_text(out + "/notes.txt", "my notes");
+  const std::string why = cs::not_an_earlier_cbt_build(out);
+  ASSERT_TRUE(cstest::contains(why, "notes.txt")) << why;
+  expect_user_error([&] { cs::build_cbt_dataset(book, wndir, out, o); }, {out, "notes.txt", "left as it is"});
+  ASSERT_EQ(cstest::read_text(out + "/notes.txt"), "my notes");
+  ASSERT_EQ(cstest::read_text(out + "/cbt_CN_train.txt"), before);
+  ASSERT_EQ(cstest::read_text(planted_tmp + "/mine.txt"), "mine");
+  const std::string other = tmp("built/other");
+  cstest::write_text(other + "/build.json", "{\"builder\": \"someone else\"}");
+  expect_user_error([&] { cs::build_cbt_dataset(book, wndir, other, o); }, {"did not write"});
+  ASSERT_EQ(cstest::read_text(other + "/build.json"), "{\"builder\": \"someone else\"}");
+  for (const auto& e : fs::directory_iterator(tmp("built"))) {
+    const std::string n = e.path().filename().string();
+    ASSERT_TRUE(n == "cn" || n == "other" || e.path().string() == planted_tmp) << "left behind: " << e.path();
+  }
 }
 
 TEST(CbtBuild, manifestBuildsOnFirstUse) {

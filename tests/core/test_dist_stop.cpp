@@ -71,6 +71,35 @@ TEST_F(DistStop, sigtermStopsEveryRankAtOneStep) {
   ASSERT_EQ(check.step(), s.step);
 }
 
+// A SIGTERM to one worker of an env- or cluster-launched pair (a scheduler stopping one task):
+// both stop at one step and both exit 75, and the summary names SIGTERM; the worker that got no
+// signal exited 0 while the run was unfinished (#52).
+TEST_F(DistStop, sigtermOnOneWorkerGivesEveryRankSeventyFive) {
+  json raw = cstest::tiny_config("char_lm", 1000000);
+  raw["training"]["eval_every"] = 0;
+  raw["training"]["checkpoint_every"] = 0;
+  const std::string cfg = cstest::write_json_file("sigterm_one.json", raw);
+  const std::string dir = cstest::temp_dir() + "/sigterm_one", store = cstest::temp_dir() + "/sigterm_one.store";
+  cstest::Process w[2];
+  for (int r = 0; r < 2; ++r)
+    ASSERT_TRUE(w[r].start({"train", cfg, "--run-dir", dir, "--rank", std::to_string(r), "--world-size", "2",
+                            "--store-file", store, "--dist-timeout", "30", "--threads", "1", "--quiet"}))
+        << w[r].err();
+  const auto t = std::chrono::steady_clock::now();
+  while (elapsed_ms(t) < 60000 && w[0].running() && w[1].running() && RunStore(dir).read_metrics().size() < 2)
+    w[0].wait(50);
+  ASSERT_TRUE(w[0].running() && w[1].running()) << w[0].err() << w[1].err();
+  w[1].signal(SIGTERM);
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_TRUE(w[r].wait(60000)) << r;
+    ASSERT_TRUE(w[r].normal_exit() && w[r].exit_code() == 75) << "rank " << r << ": " << w[r].exit_code() << "\n"
+                                                               << w[r].err();
+  }
+  const RunSummary s = RunStore(dir).read_summary();
+  ASSERT_EQ(s.status, std::string("stopped"));
+  ASSERT_NE(s.reason.find("stopped by SIGTERM"), std::string::npos) << s.reason;
+}
+
 TEST_F(DistStop, earlyStopOnEveryRank) {
   json raw = cstest::tiny_config("word_lm", 100);
   raw["training"]["lr"] = 0.0;  // nothing improves after the first evaluation

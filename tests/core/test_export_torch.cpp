@@ -905,10 +905,21 @@ TEST(ExportTorch, refusesBadInputAndWritesNothing) {
   fs::create_directories(out + ".tmp");
   cstest::write_text(out + ".tmp/mine.txt", "user's");
   ASSERT_EQ(cstest::run_cli({"export", run, "--out", out}, &o, &err), 0) << err;
-  cstest::write_text(out + "/keep.txt", "x");
   ASSERT_EQ(cstest::run_cli({"export", run, "--out", out, "--force"}, &o, &err), 0) << err;
-  ASSERT_FALSE(fs::exists(out + "/keep.txt"));
   ASSERT_TRUE(fs::exists(out + "/model.pt"));
+  // ... but not one a user has put a file of their own into, nor a folder whose export.json is not
+  // this command's (#52: a file named export.json was proof enough, and the folder went whole)
+  cstest::write_text(out + "/keep.txt", "x");
+  ASSERT_EQ(cstest::run_cli({"export", run, "--out", out, "--force"}, &o, &err), 2);
+  ASSERT_TRUE(cstest::contains(err, "keep.txt")) << err;
+  ASSERT_EQ(cstest::read_text(out + "/keep.txt"), "x");
+  fs::remove(out + "/keep.txt");
+  const std::string foreign = cstest::temp_dir() + "/foreign_export";
+  cstest::write_text(foreign + "/export.json", "{\"format\": \"another tool\", \"files\": []}");
+  cstest::write_text(foreign + "/results.csv", "1,2");
+  ASSERT_EQ(cstest::run_cli({"export", run, "--out", foreign, "--force"}, &o, &err), 2);
+  ASSERT_TRUE(cstest::contains(err, "not one of cellscope-cli export's")) << err;
+  ASSERT_EQ(cstest::read_text(foreign + "/results.csv"), "1,2");
   ASSERT_EQ(cstest::read_text(out + ".tmp/mine.txt"), "user's");
   for (auto& e : fs::directory_iterator(fs::path(out).parent_path()))
     ASSERT_FALSE(cstest::starts_with(e.path().filename().string(), "." + fs::path(out).filename().string() + "."))

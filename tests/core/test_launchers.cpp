@@ -227,6 +227,42 @@ TEST_F(Launchers, malformedLauncherVariablesAreNamed) {
   }
 }
 
+// Whether process `pid` has a handler for `sig` (its SigCgt mask in /proc/PID/status).
+bool catches(pid_t pid, int sig) {
+  for (const auto& line : cstest::split(cstest::read_text("/proc/" + std::to_string(pid) + "/status"), '\n'))
+    if (cstest::starts_with(line, "SigCgt:")) return (std::stoull(line.substr(7), nullptr, 16) >> (sig - 1)) & 1u;
+  return false;
+}
+
+// A SIGTERM during start-up (the data read and checked, nothing trained yet) stops the run at its
+// first step with a checkpoint and exit 75, as later; it ended the process by the signal (#52).
+// The process is frozen as soon as it handles SIGTERM, and the signal is sent while it has not
+// made its run directory yet.
+TEST_F(Launchers, sigtermDuringStartUpExitsSeventyFive) {
+  json raw = cstest::tiny_config("char_lm", 1000000);
+  raw["training"]["eval_every"] = 0;
+  raw["training"]["checkpoint_every"] = 0;
+  const std::string cfg = cstest::write_json_file("sigterm_startup.json", raw);
+  const std::string dir = cstest::temp_dir() + "/sigterm_startup";
+  cstest::Process p;
+  ASSERT_TRUE(p.start({"train", cfg, "--run-dir", dir, "--quiet"})) << p.err();
+  const auto t0 = std::chrono::steady_clock::now();
+  while (p.running() && !catches(p.pid(), SIGTERM) && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(60))
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  p.signal(SIGSTOP);
+  ASSERT_TRUE(p.running()) << p.err();
+  ASSERT_FALSE(fs::exists(dir)) << "the signal would not reach it during start-up";
+  p.signal(SIGTERM);
+  p.signal(SIGCONT);
+  ASSERT_TRUE(p.wait(60000));
+  ASSERT_TRUE(p.normal_exit()) << "ended by a signal: " << p.err();
+  ASSERT_EQ(p.exit_code(), 75) << p.err();
+  const RunSummary s = RunStore(dir).read_summary();
+  ASSERT_EQ(s.status, "stopped");
+  ASSERT_NE(s.reason.find("stopped by SIGTERM"), std::string::npos) << s.reason;
+  ASSERT_TRUE(fs::exists(dir + "/checkpoints/last.pt"));
+}
+
 // A requeued job runs its command again (#52): `train CONFIG --run-dir D` with a D of the same
 // configuration resumes it (stopped: trains on to the end; finished: changes nothing), with
 // --nproc as well; a D of another configuration is refused naming the difference.

@@ -272,6 +272,12 @@ TEST(Reliability, strandedRunDirectoryIsReusable) {
   ASSERT_EQ(cstest::run_cli({"train", tiny_config("stranded"), "--run-dir", other, "--quiet"}, &out, &err), 2);
   ASSERT_TRUE(cstest::contains(err, "already exists")) << err;
   ASSERT_EQ(cstest::read_text(other + "/notes.txt"), "mine");
+  // a name that merely contains ".tmp." is a user's file, not an interrupted write (#52: taken over)
+  const std::string user_tmp = cstest::temp_dir() + "/stranded/user_tmp";
+  cstest::write_text(user_tmp + "/results.tmp.csv", "a,b");
+  ASSERT_EQ(cstest::run_cli({"train", tiny_config("stranded"), "--run-dir", user_tmp, "--quiet"}, &out, &err), 2);
+  ASSERT_TRUE(cstest::contains(err, "already exists")) << err;
+  ASSERT_EQ(cstest::read_text(user_tmp + "/results.tmp.csv"), "a,b");
 }
 
 // Class 7: a flipped bit in a checkpoint is detected at load.

@@ -491,13 +491,21 @@ TEST(Tensorboard, exportConvertsRunsOfAWorkspace) {
   }
   cstest::write_text(ws + "/run_b/metrics.jsonl", legacy);
   const std::string logdir = cstest::temp_dir() + "/tb_logdir";
+  // A user's files in LOGDIR, named as the export's temporary folders were (.NAME.tmp.PID, emptied
+  // first, #52): they survive.
+  const std::vector<std::string> planted = {logdir + "/notes.txt", logdir + "/.run_b.tmp.1/mine.txt",
+                                            logdir + "/.GRU_small.tmp.22/mine.txt"};
+  for (const auto& f : planted) cstest::write_text(f, "mine");
   std::string out, err;
   ASSERT_EQ(cstest::run_cli({"export", "tensorboard", ws, "--out", logdir}, &out, &err), 0) << err;
   ASSERT_TRUE(std::filesystem::is_directory(logdir + "/GRU_small")) << out;
   ASSERT_TRUE(std::filesystem::is_directory(logdir + "/run_b")) << out;
   ASSERT_EQ(events_files(logdir + "/GRU_small").size(), 1u);
-  for (auto& e : std::filesystem::directory_iterator(logdir))
-    ASSERT_NE(e.path().filename().string()[0], '.') << "a temporary directory was left";
+  for (const auto& f : planted) ASSERT_EQ(cstest::read_text(f), "mine") << f;
+  for (auto& e : std::filesystem::directory_iterator(logdir)) {
+    const std::string n = e.path().filename().string();
+    ASSERT_TRUE(n[0] != '.' || n == ".run_b.tmp.1" || n == ".GRU_small.tmp.22") << "a temporary directory was left: " << n;
+  }
   // exported again into the same LOGDIR: refused, nothing changed
   const std::string before = cstest::read_text(events_files(logdir + "/run_b")[0]);
   ASSERT_EQ(cstest::run_cli({"export", "tensorboard", ws + "/run_b", "--out", logdir}, &out, &err), 2);

@@ -6,6 +6,7 @@
 #include <QElapsedTimer>
 #include <QFile>
 #include <QFileInfo>
+#include <QTemporaryFile>
 
 #include <cstdio>
 #include <cstdlib>
@@ -70,8 +71,13 @@ void export_analysis_figure(const cs::AnalysisResult& result, const std::string&
   // write next to the target, then rename: never a half-written file
   const QFileInfo fi(QString::fromStdString(out));
   if (!fi.absoluteDir().exists()) throw cs::UserError("directory of '" + out + "' does not exist");
-  const QString tmp =
-      fi.absoluteDir().filePath(".tmp." + QString::number(QCoreApplication::applicationPid()) + "." + fi.fileName());
+  // A name of this call's own beside the target (QTemporaryFile: created exclusively, a unique
+  // suffix), never the pid-named one that a file of that name would have lost (#52).
+  QTemporaryFile reserve(fi.absoluteDir().filePath(".tmp.XXXXXX." + fi.fileName()));
+  reserve.setAutoRemove(false);
+  if (!reserve.open()) throw cs::UserError("could not create a temporary file beside '" + out + "'");
+  const QString tmp = reserve.fileName();
+  reserve.close();
   QString err;
   if (!csf::export_figure(fig.get(), tmp, &err)) {
     QFile::remove(tmp);

@@ -13,7 +13,9 @@
 #include "data/manifest.h"
 #include "data/tokenizer.h"
 #include "data/wordnet.h"
+#include "config/json.h"
 #include "util/error.h"
+#include "util/own_paths.h"
 #include "util/paths.h"
 
 namespace cs {
@@ -291,6 +293,45 @@ std::string cbt_file_name(const std::string& word_class, const std::string& spli
   return "cbt_" + word_class + "_" + split + ".txt";
 }
 
+std::string not_an_earlier_cbt_build(const std::string& dir) {
+  std::error_code ec;
+  const auto st = fs::symlink_status(dir, ec);
+  if (ec || st.type() == fs::file_type::not_found) return "";
+  if (st.type() != fs::file_type::directory) return "is not a folder";
+  bool any = false, has_build = false;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    any = true;
+    const std::string n = e.path().filename().string();
+    if (n == "build.json") {
+      has_build = true;
+      continue;
+    }
+    bool known = false;  // cbt_<CLASS>_<split>.txt (cbt_file_name), the class letters and digits
+    for (const char* sp : {"train", "valid", "test"}) {
+      const std::string tail = std::string("_") + sp + ".txt";
+      if (n.size() > 4 + tail.size() && n.rfind("cbt_", 0) == 0 && n.compare(n.size() - tail.size(), tail.size(), tail) == 0) {
+        const std::string cls = n.substr(4, n.size() - 4 - tail.size());
+        known = known || std::all_of(cls.begin(), cls.end(), [](unsigned char ch) { return std::isalnum(ch) != 0; });
+      }
+    }
+    if (!known || !e.is_regular_file())
+      return "holds '" + n + "', which no build of Cellscope's makes";
+  }
+  if (ec) return "cannot be read (" + ec.message() + ")";
+  if (!any) return "";
+  if (!has_build) return "holds question files but no build.json of Cellscope's builder";
+  try {
+    const json info = parse_json(read_file(join_path(dir, "build.json")), join_path(dir, "build.json"));
+    const std::string builder = info.is_object() && info.contains("builder") && info["builder"].is_string()
+                                    ? info["builder"].get<std::string>()
+                                    : std::string();
+    if (builder.rfind("cellscope cbt", 0) != 0) return "has a build.json that Cellscope's builder did not write";
+  } catch (const std::exception&) {
+    return "has a build.json that is not Cellscope's (not JSON)";
+  }
+  return "";
+}
+
 CbtBuild build_cbt_dataset(const std::string& book_path, const std::string& wordnet_dir, const std::string& out_dir,
                            const CbtBuildOptions& o, const std::string& source_name) {
   const WordNet wn = WordNet::load(wordnet_dir);
@@ -298,11 +339,18 @@ CbtBuild build_cbt_dataset(const std::string& book_path, const std::string& word
   const CbtBuild b = build_cbt_questions(cbt_sentences(text), wn, o);
   fs::path out(out_dir);
   if (out.filename().empty()) out = out.parent_path();
-  const fs::path tmp = out.parent_path() / ("." + out.filename().string() + ".tmp-" + std::to_string(::getpid()));
+  // The one folder this replaces is its own earlier build (checked here and again just before the
+  // replace); the new one is made in a temporary folder of this call's own (mkdtemp), so a user's
+  // files, or a second process building the same dataset at the same time, are never removed (#52:
+  // remove_all of the dataset folder, and of a pid-named temporary one, whatever they held).
+  const std::string why_not = not_an_earlier_cbt_build(out.string());
+  if (!why_not.empty())
+    throw UserError("cloze builder: '" + out.string() + "' " + why_not +
+                    "; it is left as it is (move it away, or point CELLSCOPE_DATA_DIR elsewhere, to build the set)");
+  make_dirs(out.parent_path().string());
+  const std::string tmp = make_temp_dir_beside(out.string(), "build");
   std::error_code ec;
   try {
-    fs::remove_all(tmp, ec);
-    make_dirs(tmp.string());
     const std::pair<const char*, const std::vector<CbtQuestion>*> splits[3] = {
         {"train", &b.train}, {"valid", &b.valid}, {"test", &b.test}};
     for (auto& [name, qs] : splits) {
@@ -310,7 +358,7 @@ CbtBuild build_cbt_dataset(const std::string& book_path, const std::string& word
         throw UserError("cloze builder: the " + std::string(name) + " split of '" + book_path + "' has no " +
                         o.word_class + " question (" + std::to_string(b.sentences) +
                         " sentences; the book is too short for 21-sentence windows)");
-      atomic_write((tmp / cbt_file_name(o.word_class, name)).string(), cbt_text(*qs));
+      atomic_write(join_path(tmp, cbt_file_name(o.word_class, name)), cbt_text(*qs));
     }
     json info = {{"builder", kBuilder},
                  {"source", source_name.empty() ? book_path : source_name},
@@ -322,17 +370,11 @@ CbtBuild build_cbt_dataset(const std::string& book_path, const std::string& word
                  {"context_sentences", o.context_sentences},
                  {"candidates", o.candidates},
                  {"counts", b.stats_json()}};
-    atomic_write((tmp / "build.json").string(), info.dump(2) + "\n");
-    if (fs::exists(out)) fs::remove_all(out);
-    fs::rename(tmp, out, ec);
-    if (ec) {
-      // another process may have built the same directory meanwhile
-      if (fs::exists(out / "build.json")) {
-        fs::remove_all(tmp, ec);
-        return b;
-      }
-      throw UserError("cloze builder: cannot rename '" + tmp.string() + "' to '" + out.string() + "': " + ec.message());
-    }
+    atomic_write(join_path(tmp, "build.json"), info.dump(2) + "\n");
+    const std::string now = not_an_earlier_cbt_build(out.string());  // again: files may have come meanwhile
+    if (!now.empty())
+      throw UserError("cloze builder: '" + out.string() + "' " + now + " (since the build began); it is left as it is");
+    replace_dir_with(tmp, out.string());
   } catch (...) {
     fs::remove_all(tmp, ec);
     throw;

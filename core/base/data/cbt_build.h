@@ -85,6 +85,11 @@ CbtBuild build_cbt_dataset(const std::string& book_path, const std::string& word
 // The file names inside a built directory.
 std::string cbt_file_name(const std::string& word_class, const std::string& split);
 
+// "" when `dir` is absent, empty, or an earlier build of this builder (only build.json, written by
+// a "cellscope cbt" builder, and cbt_<class>_<split>.txt files): what build_cbt_dataset may replace.
+// Otherwise why not ("holds 'notes.txt', which no build of Cellscope's makes").
+std::string not_an_earlier_cbt_build(const std::string& dir);
+
 // A manifest entry with "obtain": "build" (datasets/manifest.json: its "build" object names
 // the builder "cbt", the book "from" (a manifest dataset), "class", "seed", fractions):
 // builds it into data_cache_dir()/<path> unless already complete with the same builder version

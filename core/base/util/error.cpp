@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -18,8 +19,19 @@
 namespace cs {
 
 void atomic_write(const std::string& path, const std::string& data) {
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  // The temporary name is this call's own: `path.tmp.<pid><n>`, created exclusively (O_EXCL, never
+  // through a link), n counting the calls of this process; a name that exists (another thread,
+  // another host with the same pid on a shared filesystem, a user's file) is skipped, never
+  // truncated (#52). The suffix stays all digits: what remove_stale_temp_files and the TensorBoard
+  // writer recognise as an interrupted write of theirs.
+  static std::atomic<unsigned> calls{0};
+  std::string tmp;
+  int fd = -1;
+  for (int attempt = 0; attempt < 1000 && fd < 0; ++attempt) {
+    tmp = path + ".tmp." + std::to_string(::getpid()) + std::to_string(calls.fetch_add(1));
+    fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0 && errno != EEXIST) break;
+  }
   if (fd < 0) throw UserError("cannot write '" + tmp + "': " + std::strerror(errno));
   const char* p = data.data();
   size_t left = data.size();

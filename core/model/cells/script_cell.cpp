@@ -5,13 +5,23 @@
 #include <torch/csrc/jit/runtime/graph_executor.h>
 #include <torch/script.h>
 
+#include <algorithm>
+#include <chrono>
 #include <climits>
+#include <condition_variable>
 #include <cmath>
 #include <cstdlib>
+#include <exception>
 #include <limits>
+#include <memory>
+#include <mutex>
 #include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
 
 #include "cells/registry.h"
+#include "util/abandoned.h"
 #include "util/error.h"
 #include "util/sha256.h"
 
@@ -28,10 +38,66 @@ std::string first_line(const std::exception& e) {
   return nl == std::string::npos ? w : w.substr(0, nl);
 }
 
+// What the script itself said, for an error raised while it ran: the TorchScript interpreter's
+// text begins "The following operation failed in the TorchScript interpreter." and a traceback of
+// the serialized and then the original code; the script's own message (e.g. "builtins.ValueError:
+// ..." or "RuntimeError: mat1 and mat2 shapes cannot be multiplied ...") follows the last
+// traceback, and its innermost frame names the script's source file and line. Returned as
+// "MESSAGE (at FILE line N, in FUNCTION)"; other errors: their first line.
+std::string script_error(const std::exception& e) {
+  std::string w;
+  if (auto* ce = dynamic_cast<const c10::Error*>(&e)) w = ce->what_without_backtrace();
+  else w = e.what();
+  std::vector<std::string> lines;
+  {
+    std::istringstream in(w);
+    for (std::string l; std::getline(in, l);) lines.push_back(l);
+  }
+  size_t tb = lines.size();
+  for (size_t i = 0; i < lines.size(); ++i)
+    if (lines[i].rfind("Traceback of TorchScript", 0) == 0) tb = i;
+  if (tb == lines.size()) return first_line(e);
+  std::string where, message;
+  for (size_t i = tb + 1; i < lines.size(); ++i) {
+    const std::string& l = lines[i];
+    if (message.empty() && (l.empty() || l[0] == ' ')) {
+      const auto f = l.find("File \"");
+      const auto ln = l.find("\", line ");
+      if (f != std::string::npos && ln != std::string::npos && ln > f) {
+        const auto in = l.find(", in ", ln);
+        where = l.substr(f + 6, ln - f - 6) + " line " +
+                l.substr(ln + 8, (in == std::string::npos ? l.size() : in) - ln - 8) +
+                (in == std::string::npos ? std::string() : ", in " + l.substr(in + 5));
+      }
+      continue;
+    }
+    if (l.empty()) continue;
+    message += (message.empty() ? "" : " ") + l;
+  }
+  if (message.rfind("builtins.", 0) == 0) message = message.substr(9);
+  if (message.empty()) message = first_line(e);
+  return message + (where.empty() ? std::string() : " (at " + where + ")");
+}
+
 std::string shape_text(const std::vector<int64_t>& s) {
   std::string o = "[";
   for (size_t i = 0; i < s.size(); ++i) o += (i ? ", " : "") + std::to_string(s[i]);
   return o + "]";
+}
+
+// The most values per example a script cell may declare (input_size + the state sizes): 16 Mi
+// floats, 64 MB per example and step, far beyond any recurrent cell of the papers (a few thousand).
+constexpr int64_t kMaxScriptSize = int64_t(1) << 24;
+
+// How long the trial call may take: CELLSCOPE_SCRIPT_TRIAL_SECONDS (default 60). One step of a zero
+// batch of 2 takes milliseconds; a forward that never returns hung validate and train (#52).
+double trial_seconds() {
+  if (const char* v = std::getenv("CELLSCOPE_SCRIPT_TRIAL_SECONDS")) {
+    char* end = nullptr;
+    const double s = std::strtod(v, &end);
+    if (end != v && *end == 0 && std::isfinite(s) && s > 0) return s;
+  }
+  return 60;
 }
 
 const char* kSignature = "forward(self, x: Tensor, state: List[Tensor]) -> Tuple[List[Tensor], Dict[str, Tensor]]";
@@ -83,6 +149,15 @@ ScriptDeclaration inspect_module(torch::jit::Module& m, const std::string& path)
   for (int64_t s : d.state_sizes)
     if (s <= 0) throw UserError("model.script '" + path + "': state_sizes " + shape_text(d.state_sizes) +
                                 " must be positive");
+  // Checked before anything is allocated: a state of 2^32 floats asked 32 GB of the trial call and
+  // failed without naming the script (#52).
+  int64_t total = std::min<int64_t>(d.input_size, kMaxScriptSize + 1);
+  for (int64_t s : d.state_sizes) total += std::min<int64_t>(s, kMaxScriptSize + 1);
+  if (d.input_size > kMaxScriptSize || d.hidden_size > kMaxScriptSize || total > kMaxScriptSize)
+    throw UserError("model.script '" + path + "': input_size " + std::to_string(d.input_size) + " and state_sizes " +
+                    shape_text(d.state_sizes) + " declare more than " + std::to_string(kMaxScriptSize) +
+                    " values per example (" + std::to_string(kMaxScriptSize / (1 << 20)) +
+                    " Mi), the most a script cell may: each state is a [batch, size] tensor kept at every step");
   // forward's signature
   auto method = m.find_method("forward");
   if (!method) throw UserError("model.script '" + path + "': the module has no forward method; expected " + kSignature);
@@ -118,16 +193,56 @@ ScriptDeclaration inspect_module(torch::jit::Module& m, const std::string& path)
   const bool was_training = m.is_training();
   c10::IValue out;
   {
-    torch::NoGradGuard ng;
-    PlainJit plain;
     m.eval();
-    try {
-      out = m.forward({torch::zeros({B, d.input_size}, opts), st});
-    } catch (const std::exception& e) {
-      m.train(was_training);
+    // On a thread of its own, with a time limit: a forward that never returns is left running
+    // (nothing can stop it) and reported; the process then ends without exit()'s destructors
+    // (util/abandoned.h). The module is a shared handle, kept alive by the thread.
+    struct Trial {
+      std::mutex mu;
+      std::condition_variable cv;
+      bool done = false;
+      c10::IValue out;
+      std::exception_ptr error;
+    };
+    auto trial = std::make_shared<Trial>();
+    torch::jit::Module held = m;
+    std::thread([trial, held, B, input = d.input_size, opts, st]() mutable {
+      c10::IValue r;
+      std::exception_ptr err;
+      try {
+        torch::NoGradGuard ng;
+        PlainJit plain;
+        r = held.forward({torch::zeros({B, input}, opts), st});
+      } catch (...) {
+        err = std::current_exception();
+      }
+      std::lock_guard<std::mutex> lock(trial->mu);
+      trial->out = std::move(r);
+      trial->error = err;
+      trial->done = true;
+      trial->cv.notify_all();
+    }).detach();
+    const double limit = trial_seconds();
+    std::unique_lock<std::mutex> lock(trial->mu);
+    if (!trial->cv.wait_for(lock, std::chrono::duration<double>(limit), [&] { return trial->done; })) {
+      note_abandoned_thread();
       throw UserError("model.script '" + path + "': the trial call forward(x [" + std::to_string(B) + ", " +
                       std::to_string(d.input_size) + "], state " + shape_text(d.state_sizes) +
-                      ") failed (a shape mismatch with input_size / state_sizes?): " + first_line(e));
+                      ") did not return within " + std::to_string(static_cast<int64_t>(std::ceil(limit))) +
+                      " s (CELLSCOPE_SCRIPT_TRIAL_SECONDS): an endless loop in forward?");
+    }
+    out = std::move(trial->out);
+    try {
+      if (trial->error) std::rethrow_exception(trial->error);
+    } catch (const std::exception& e) {
+      m.train(was_training);
+      // The hint only where the script's error is about sizes: a script's own refusal is its message.
+      const std::string why = script_error(e);
+      const bool sizes = why.find("shape") != std::string::npos || why.find("size") != std::string::npos ||
+                         why.find("dimension") != std::string::npos;
+      throw UserError("model.script '" + path + "': the trial call forward(x [" + std::to_string(B) + ", " +
+                      std::to_string(d.input_size) + "], state " + shape_text(d.state_sizes) + ") failed" +
+                      (sizes ? " (a shape mismatch with input_size / state_sizes?)" : "") + ": " + why);
     }
     m.train(was_training);
   }
@@ -160,8 +275,9 @@ ScriptDeclaration inspect_module(torch::jit::Module& m, const std::string& path)
 std::string changed_message(const std::string& path, const std::string& now, const std::string& recorded) {
   return "model.script '" + path + "' is not the script this run was trained with: its SHA-256 is " + now +
          ", the run recorded " + recorded +
-         " (model.script_sha256). A run is resumed, forked and analysed only with its own script: the run directory "
-         "keeps a copy as " + script_copy_name() + " (point model.script at it, or copy it back); a changed cell is a "
+         " (model.script_sha256). A run is resumed, forked and analysed only with its own script: its directory's "
+         "copy " + script_copy_name() + " is used in place of a moved or changed original, but it is missing or "
+         "changed too; put the run's script back at model.script (or --set model.script=PATH); a changed cell is a "
          "new run.";
 }
 
@@ -195,6 +311,23 @@ std::string pin_script(json& model) {
   model["script"] = abs;
   model["script_sha256"] = sha;
   return abs;
+}
+
+std::string use_run_script_copy(json& cfg, const std::string& run_dir) {
+  if (!cfg.is_object() || !cfg.contains("model") || !cfg["model"].is_object()) return "";
+  json& m = cfg["model"];
+  auto text = [&](const char* k) {
+    return m.contains(k) && m[k].is_string() ? m[k].get<std::string>() : std::string();
+  };
+  const std::string path = text("script"), want = text("script_sha256");
+  const std::string copy = join_path(run_dir, script_copy_name());
+  if (text("cell") != "script" || want.empty() || !file_exists(copy)) return "";
+  const bool there = !path.empty() && file_exists(path);
+  if (there && file_sha256(path) == want) return "";  // the original, unchanged
+  if (file_sha256(copy) != want) return "";           // the copy is not the run's cell either: the check says so
+  m["script"] = absolute(copy);
+  return "model.script '" + path + "' is " + (there ? "not the file this run recorded (changed since)" : "gone") +
+         "; using the run's own copy " + m["script"].get<std::string>() + " (the same SHA-256)";
 }
 
 // ---------------------------------------------------------------- the cell
@@ -242,7 +375,7 @@ ScriptCellImpl::ScriptCellImpl(const ScriptOptions& o, int64_t input_size, int64
     try {
       (*reset)(std::vector<c10::IValue>{});
     } catch (const std::exception& e) {
-      throw UserError("model.script '" + o.script + "': reset_parameters() failed: " + first_line(e));
+      throw UserError("model.script '" + o.script + "': reset_parameters() failed: " + script_error(e));
     }
   } else {
     const double k = 1.0 / std::sqrt(static_cast<double>(decl_.hidden_size));
@@ -275,7 +408,7 @@ State ScriptCellImpl::step(const torch::Tensor& x, const State& s, StepContext& 
     try {
       out = jit_->m.forward({x, st});
     } catch (const std::exception& e) {
-      throw UserError("model.script '" + path_ + "': forward failed: " + first_line(e));
+      throw UserError("model.script '" + path_ + "': forward failed: " + script_error(e));
     }
   }
   const auto elems = out.toTupleRef().elements();

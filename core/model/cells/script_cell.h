@@ -42,6 +42,13 @@ ScriptDeclaration check_script_file(const std::string& path, const std::string& 
 // The file a run's directory keeps a copy of its script under.
 inline const char* script_copy_name() { return "script_cell.pt"; }
 
+// A run's configuration (config.json as read) whose model.script is gone, or changed since the run
+// recorded model.script_sha256, while the run's own copy RUN_DIR/script_cell.pt is still that file:
+// model.script is pointed at the copy, and the note to tell the user is returned ("" when nothing
+// changed; other cells: nothing). Resume, fork, eval, analyze and generate go through it, so that a
+// run keeps working when its script is moved or edited (the copy's SHA-256 is checked again at load).
+std::string use_run_script_copy(json& cfg, const std::string& run_dir);
+
 // For a new run (or a fork) of a script cell: make model.script absolute and record
 // model.script_sha256 (checking it against the file when it is already recorded). The resolved
 // model section; a no-op for other cells. Returns the script's path ("" for other cells).

@@ -136,6 +136,8 @@ LaunchedRun start_run(const json& raw_cfg, const LaunchOptions& o) {
       if (root) out.store->lock_for_writing();
     }
     json raw = src.read_config();
+    // A script moved or edited since: the run's own copy, when it is still the recorded file.
+    if (const std::string note = use_run_script_copy(raw, source); !note.empty()) out.notes.push_back(note);
     // A script cell's file may be re-pointed (at the run's copy, or a moved file): the recorded
     // SHA-256 decides whether it is the same cell, so the path override applies to `before` too.
     json before_raw = raw;
@@ -223,14 +225,20 @@ LaunchedRun start_run(const json& raw_cfg, const LaunchOptions& o) {
   if (root && out.cfg.contains("dataset")) {
     std::error_code ec;
     const auto tmp_root = std::filesystem::temp_directory_path(ec);
-    dataset_tmp = ((ec ? std::filesystem::path("/tmp") : tmp_root) /
-                   ("cellscope-dataset-" + std::to_string(::getpid()) + ".json"))
-                      .string();
-    try {
-      atomic_write(dataset_tmp, dataset_record(out.cfg["dataset"]).dump(2) + "\n");
-      copies.emplace_back("dataset.json", dataset_tmp);
-    } catch (const std::exception&) {
-      dataset_tmp.clear();  // a temp directory that cannot be written: the run goes on without it
+    // A name of this call's own (mkstemp): two runs started at once in one process (the window's
+    // training and sweep workers) shared the pid-named file and could record each other's (#52).
+    std::string tmpl = ((ec ? std::filesystem::path("/tmp") : tmp_root) / "cellscope-dataset-XXXXXX").string();
+    const int fd = ::mkstemp(tmpl.data());
+    if (fd >= 0) {
+      ::close(fd);
+      dataset_tmp = tmpl;
+      try {
+        atomic_write(dataset_tmp, dataset_record(out.cfg["dataset"]).dump(2) + "\n");
+        copies.emplace_back("dataset.json", dataset_tmp);
+      } catch (const std::exception&) {
+        std::remove(dataset_tmp.c_str());
+        dataset_tmp.clear();  // a temp directory that cannot be written: the run goes on without it
+      }
     }
   }
   try {

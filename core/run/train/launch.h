@@ -50,6 +50,7 @@ struct LaunchedRun {
   std::unique_ptr<Trainer> trainer;
   bool resumed = false;
   bool forked = false;
+  std::vector<std::string> notes;  // what the caller tells the user (e.g. the run's own script copy used)
 };
 
 // What a resume or fork may not change (resolved configs before and after the overrides):

@@ -107,6 +107,17 @@ int take_lock(const std::string& dir, const std::string& shown_dir) {
   return fd;
 }
 
+// An interrupted write of atomic_write's: NAME.tmp.<digits>, a regular file (not a user's
+// "results.tmp.csv", which a takeover would have removed, #52).
+bool interrupted_write(const std::string& dir, const std::string& n) {
+  const size_t t = n.rfind(".tmp.");
+  if (t == std::string::npos || t == 0 || t + 5 == n.size()) return false;
+  if (!std::all_of(n.begin() + static_cast<std::ptrdiff_t>(t + 5), n.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return false;
+  struct stat st {};
+  return ::lstat(join_path(dir, n).c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
 // What an interrupted creation (older versions: mkdir, checkpoints/, then config.json) can leave.
 bool stranded_creation(const std::string& dir) {
   if (file_exists(join_path(dir, "config.json"))) return false;
@@ -114,8 +125,8 @@ bool stranded_creation(const std::string& dir) {
     const std::string p = join_path(dir, n);
     if (n == "checkpoints" && dir_exists(p)) {
       for (auto& c : list_dir(p))
-        if (c.find(".tmp.") == std::string::npos) return false;
-    } else if (n != "lock" && n.find(".tmp.") == std::string::npos) {
+        if (!interrupted_write(p, c)) return false;
+    } else if (n != "lock" && !interrupted_write(dir, n)) {
       return false;
     }
   }

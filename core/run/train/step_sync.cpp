@@ -1,6 +1,7 @@
 #include "train/step_sync.h"
 
 #include <chrono>
+#include <csignal>
 #include <limits>
 #include <thread>
 
@@ -23,6 +24,14 @@ bool StepSync::should_stop(TrainerControl* control, double* paused) {
 }
 
 DataParallelSync::DataParallelSync(DistContext& d) : d_(d) {}
+
+bool DataParallelSync::should_stop(TrainerControl* control, double*) {
+  if (agreed_stop_ && agreed_sigterm_ && control && control->stop_signal.load() != SIGTERM) {
+    control->stop_signal = SIGTERM;  // before `stop`, as a signal handler sets them
+    control->stop = true;
+  }
+  return agreed_stop_;
+}
 int DataParallelSync::rank() const { return d_.rank; }
 int DataParallelSync::world() const { return d_.world; }
 
@@ -37,6 +46,7 @@ void DataParallelSync::begin(const std::vector<torch::Tensor>& params, uint64_t 
   rank_units_.assign(static_cast<size_t>(d_.world), 0.0);
   allreduce_s_ = 0;
   agreed_stop_ = false;
+  agreed_sigterm_ = false;
 }
 
 void DataParallelSync::reduce_gradients(const std::vector<torch::Tensor>& params) {
@@ -46,36 +56,40 @@ void DataParallelSync::reduce_gradients(const std::vector<torch::Tensor>& params
 }
 
 void DataParallelSync::reduce_step(StepStats& s) {
-  // One small all-reduce: [loss*units, non-finite flag, stop flag, compute seconds per
-  // rank (W), units per rank (W), metric*units ...]. Loss and metrics are weighted by
-  // units, so unequal shards (the last batch of a sentence epoch) give the global mean.
+  // One small all-reduce: [loss*units, non-finite flag, stop flag, SIGTERM-stop flag, compute
+  // seconds per rank (W), units per rank (W), metric*units ...]. Loss and metrics are weighted
+  // by units, so unequal shards (the last batch of a sentence epoch) give the global mean.
+  constexpr int64_t H = 4;  // the head before the per-rank values
   const int W = d_.world;
-  const int64_t n = 3 + 2 * W + static_cast<int64_t>(s.metrics.size());
+  const int64_t n = H + 2 * W + static_cast<int64_t>(s.metrics.size());
   auto st = torch::zeros({n}, torch::kFloat64);
   auto a = st.accessor<double, 1>();
   const double u = static_cast<double>(s.units);
   a[0] = s.nonfinite ? 0.0 : s.loss * u;
   a[1] = s.nonfinite ? 1.0 : 0.0;
   a[2] = s.stop ? 1.0 : 0.0;
-  a[3 + d_.rank] = s.compute_s;
-  a[3 + W + d_.rank] = u;
-  int64_t k = 3 + 2 * W;
+  a[3] = s.stop && s.stop_signal == SIGTERM ? 1.0 : 0.0;
+  a[H + d_.rank] = s.compute_s;
+  a[H + W + d_.rank] = u;
+  int64_t k = H + 2 * W;
   for (auto& kv : s.metrics) a[k++] = kv.second * u;
   st = allreduce_sum(d_, st).to(torch::kCPU);
   auto b = st.accessor<double, 1>();
   s.nonfinite = b[1] > 0;  // a NaN/Inf on any rank stops every rank at the same step
   s.stop = b[2] > 0;
+  if (b[3] > 0) s.stop_signal = SIGTERM;
   agreed_stop_ = s.stop;
+  agreed_sigterm_ = b[3] > 0;
   double units = 0;
   for (int r = 0; r < W; ++r) {
-    rank_time_[static_cast<size_t>(r)] += b[3 + r];
-    rank_units_[static_cast<size_t>(r)] += b[3 + W + r];
-    units += b[3 + W + r];
+    rank_time_[static_cast<size_t>(r)] += b[H + r];
+    rank_units_[static_cast<size_t>(r)] += b[H + W + r];
+    units += b[H + W + r];
   }
   s.units = static_cast<int64_t>(units);
   const double inv = units > 0 ? 1.0 / units : 0.0;
   s.loss = s.nonfinite ? std::numeric_limits<double>::quiet_NaN() : b[0] * inv;
-  k = 3 + 2 * W;
+  k = H + 2 * W;
   for (auto& kv : s.metrics) kv.second = b[k++] * inv;
 }
 

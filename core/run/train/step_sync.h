@@ -31,6 +31,10 @@ struct StepStats {
   double loss = 0;       // task loss of this process's batch (mean per unit)
   bool nonfinite = false;
   bool stop = false;     // this process was asked to stop
+  // The signal that asked for it here (TrainerControl::stop_signal; 0: the user). After the
+  // reduction: SIGTERM when any rank stopped for one (a scheduler's stop reaches every rank's
+  // summary and exit status, not only the rank that received it).
+  int stop_signal = 0;
   int64_t units = 0;
   double compute_s = 0;  // forward + backward seconds of this process
   std::map<std::string, double> metrics;
@@ -69,7 +73,8 @@ class DataParallelSync : public StepSync {
   int rank() const override;
   int world() const override;
   void begin(const std::vector<torch::Tensor>& params, uint64_t seed, int64_t step) override;
-  bool should_stop(TrainerControl* control, double* paused) override { return agreed_stop_; }
+  // The stop agreed in the last reduce_step; a SIGTERM on any rank is recorded in `control`.
+  bool should_stop(TrainerControl* control, double* paused) override;
   void reduce_gradients(const std::vector<torch::Tensor>& params) override;
   void reduce_step(StepStats& s) override;
   void agree_eval(std::map<std::string, double>& metrics, const std::vector<torch::Tensor>& params) override;
@@ -81,6 +86,7 @@ class DataParallelSync : public StepSync {
  private:
   DistContext& d_;
   bool agreed_stop_ = false;
+  bool agreed_sigterm_ = false;
   // interval accumulators per rank (throughput only; not checkpointed)
   std::vector<double> rank_time_, rank_units_;
   double allreduce_s_ = 0;

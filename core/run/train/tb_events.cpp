@@ -20,6 +20,7 @@
 
 #include "train/run_store.h"
 #include "util/error.h"
+#include "util/own_paths.h"
 #include "util/fsync.h"
 
 namespace cs::tb {
@@ -735,12 +736,13 @@ std::vector<std::string> export_tensorboard(const std::string& src, const std::s
     const double anchor = run_time_anchor(r.dir, r.records);
     const double start = r.records.empty() ? anchor : std::min(anchor, record_wall_time(r.records.front(), anchor));
     const std::string target = join_path(out_dir, r.name);
-    const std::string tmp = join_path(out_dir, "." + r.name + ".tmp." + std::to_string(::getpid()));
+    // A folder of this call's own (mkdtemp): the pid-named one it used before was emptied first,
+    // whatever a user (or a run labelled so) kept under that name (#52).
+    const std::string tmp = make_temp_dir_beside(target, "tmp");
     auto cleanup = [&] {
       for (auto& n : dir_exists(tmp) ? list_dir(tmp) : std::vector<std::string>{}) ::unlink(join_path(tmp, n).c_str());
       ::rmdir(tmp.c_str());
     };
-    cleanup();
     std::string bad;
     {
       EventFile f;

@@ -18,6 +18,7 @@
 #include <variant>
 #include <thread>
 
+#include "cells/script_cell.h"
 #include "config/common_options.h"
 #include "dist/dist.h"
 #include "train/checkpoint.h"
@@ -640,6 +641,17 @@ void Trainer::report_tensorboard(RunContext& rc) {
   log(rc, msg);
 }
 
+// For a run of a TorchScript cell, what its NaN or Inf may also come from: the researcher's own
+// forward (the learning rate was the only suspect named, #52). "" for the built-in cells.
+static std::string script_cell_hint(const json& cfg) {
+  const json* m = cfg.contains("model") && cfg["model"].is_object() ? &cfg["model"] : nullptr;
+  if (!m || !m->contains("cell") || (*m)["cell"] != "script") return "";
+  const std::string path = m->contains("script") && (*m)["script"].is_string() ? (*m)["script"].get<std::string>() : "";
+  return " The cell is a script of your own (model.script '" + path +
+         "'): its forward can produce the NaN or Inf itself (a log or division of 0, an exp or power that "
+         "overflows, a sqrt of a negative number); check it on the inputs of this step.";
+}
+
 bool Trainer::train_step(RunContext& rc) {
   auto& I = *impl_;
   const auto t0 = Clock::now();
@@ -651,6 +663,7 @@ bool Trainer::train_step(RunContext& rc) {
   st.loss = sr.task_loss;
   st.nonfinite = !std::isfinite(sr.task_loss);
   st.stop = rc.control && rc.control->stop.load();
+  st.stop_signal = st.stop ? rc.control->stop_signal.load() : 0;
   st.units = sr.units;
   st.compute_s = std::chrono::duration<double>(Clock::now() - t0).count();
   st.metrics = std::move(sr.metrics);
@@ -701,7 +714,8 @@ bool Trainer::train_step(RunContext& rc) {
                                           "is the cause: the untrained model itself overflows (its configuration or "
                                           "initialisation; e.g. a smaller model, fewer zones or another option of "
                                           "the cell).")
-                            : std::string(". Try a lower training.lr or gradient clipping (training.clip)."));
+                            : std::string(". Try a lower training.lr or gradient clipping (training.clip).")) +
+                script_cell_hint(cfg_);
     return false;
   }
   if (std::isnan(I.ref_loss) && step_ == 0) I.ref_loss = st.loss;  // the untrained model's loss
@@ -1024,6 +1038,7 @@ std::unique_ptr<Task> load_run_task(const std::string& run_dir, const std::strin
   if (!file_exists(store.path("config.json")))
     throw UserError("'" + run_dir + "' is not a run directory (no config.json)");
   json raw = store.read_config();
+  use_run_script_copy(raw, run_dir);  // a script moved or edited since: the run's own copy
   if (dataset) {
     json ds = *dataset;
     // the run's tokenizer goes with its vocabulary
@@ -1041,7 +1056,9 @@ std::unique_ptr<Task> make_run_task(const std::string& run_dir, json* resolved) 
   RunStore store(run_dir);
   if (!file_exists(store.path("config.json")))
     throw UserError("'" + run_dir + "' is not a run directory (no config.json)");
-  json cfg = load_and_resolve(store.read_config());
+  json raw = store.read_config();
+  use_run_script_copy(raw, run_dir);  // a script moved or edited since: the run's own copy
+  json cfg = load_and_resolve(raw);
   auto task = make_task(cfg, run_dir);
   if (resolved) *resolved = std::move(cfg);
   return task;
