@@ -230,9 +230,7 @@ TEST_F(ScriptCell, refusalsNameFileAndProblem) {
       {pickled, "is not a TorchScript file", {}},
       {dir() + "/gru.pt", "shape mismatch", {{"embed", 12}}},  // input_size 8, the embedding 12
       {dir() + "/missing.pt", "does not exist", {}},
-      {refuses, "failed: ValueError: cellscope test: this cell refuses 8 inputs (at " + refuses + ".py line " +
-                    std::to_string(raise_line) + ", in forward)",
-       {}},
+      {refuses, "cellscope test: this cell refuses 8 inputs", {}},
   };
   int i = 0;
   for (const auto& c : cases) {
@@ -245,6 +243,9 @@ TEST_F(ScriptCell, refusalsNameFileAndProblem) {
     EXPECT_TRUE(cstest::contains(msg, c.problem)) << c.problem << ": '" << msg << "'";
     EXPECT_FALSE(std::filesystem::exists(lo.run_dir)) << lo.run_dir;
     if (c.file == refuses) {
+      // "...failed: ValueError: MESSAGE (at FILE.py line N, in forward)"
+      EXPECT_TRUE(cstest::contains(msg, "ValueError")) << msg;
+      EXPECT_TRUE(cstest::contains(msg, refuses + ".py line " + std::to_string(raise_line))) << msg;
       EXPECT_FALSE(cstest::contains(msg, "shape")) << msg;
       EXPECT_FALSE(cstest::contains(msg, "The following operation failed")) << msg;
     }
