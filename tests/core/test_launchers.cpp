@@ -215,7 +215,9 @@ TEST_F(Launchers, malformedLauncherVariablesAreNamed) {
       cstest::EnvGuard r("RANK", "1"), w("WORLD_SIZE", "2"), a("MASTER_ADDR", v6), p("MASTER_PORT", "1");
       ASSERT_NE(cstest::run_cli({"train", cfg, "--workspace", ws, "--quiet", "--dist-timeout", "1"}, &out, &err), 0);
       ASSERT_FALSE(cstest::contains(err, "is not a host name")) << v6 << ": " << err;
-      ASSERT_TRUE(cstest::contains(err, "[::1]:1")) << v6 << ": " << err;
+      if (cstest::have_ipv6_loopback()) {
+        ASSERT_TRUE(cstest::contains(err, "[::1]:1")) << v6 << ": " << err;
+      }
     }
   }
   ASSERT_TRUE(runs_in(ws).empty());  // nothing written by a refused worker
@@ -243,24 +245,37 @@ TEST_F(Launchers, sigtermDuringStartUpExitsSeventyFive) {
   raw["training"]["eval_every"] = 0;
   raw["training"]["checkpoint_every"] = 0;
   const std::string cfg = cstest::write_json_file("sigterm_startup.json", raw);
-  const std::string dir = cstest::temp_dir() + "/sigterm_startup";
-  cstest::Process p;
-  ASSERT_TRUE(p.start({"train", cfg, "--run-dir", dir, "--quiet"})) << p.err();
-  const auto t0 = std::chrono::steady_clock::now();
-  while (p.running() && !catches(p.pid(), SIGTERM) && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(60))
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
-  p.signal(SIGSTOP);
-  ASSERT_TRUE(p.running()) << p.err();
-  ASSERT_FALSE(fs::exists(dir)) << "the signal would not reach it during start-up";
-  p.signal(SIGTERM);
-  p.signal(SIGCONT);
-  ASSERT_TRUE(p.wait(60000));
-  ASSERT_TRUE(p.normal_exit()) << "ended by a signal: " << p.err();
-  ASSERT_EQ(p.exit_code(), 75) << p.err();
-  const RunSummary s = RunStore(dir).read_summary();
-  ASSERT_EQ(s.status, "stopped");
-  ASSERT_NE(s.reason.find("stopped by SIGTERM"), std::string::npos) << s.reason;
-  ASSERT_TRUE(fs::exists(dir + "/checkpoints/last.pt"));
+  // Up to 5 tries: on a loaded machine this process may be descheduled between seeing the handler
+  // and freezing the child, which then may have made its directory already (not a start-up any
+  // more: that try proves nothing and is killed). The old code handled SIGTERM only once its run
+  // directory existed, so no try could pass there.
+  for (int attempt = 0;; ++attempt) {
+    ASSERT_LT(attempt, 5) << "the process was never caught in its start-up with a SIGTERM handler";
+    const std::string dir = cstest::temp_dir() + "/sigterm_startup_" + std::to_string(attempt);
+    cstest::Process p;
+    ASSERT_TRUE(p.start({"train", cfg, "--run-dir", dir, "--quiet"})) << p.err();
+    const auto t0 = std::chrono::steady_clock::now();
+    while (p.running() && !catches(p.pid(), SIGTERM) &&
+           std::chrono::steady_clock::now() - t0 < std::chrono::seconds(60))
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    p.signal(SIGSTOP);
+    ASSERT_TRUE(p.running()) << p.err();
+    if (fs::exists(dir)) {
+      p.signal(SIGKILL);
+      p.wait(10000);
+      continue;
+    }
+    p.signal(SIGTERM);
+    p.signal(SIGCONT);
+    ASSERT_TRUE(p.wait(60000));
+    ASSERT_TRUE(p.normal_exit()) << "ended by a signal: " << p.err();
+    ASSERT_EQ(p.exit_code(), 75) << p.err();
+    const RunSummary s = RunStore(dir).read_summary();
+    ASSERT_EQ(s.status, "stopped");
+    ASSERT_NE(s.reason.find("stopped by SIGTERM"), std::string::npos) << s.reason;
+    ASSERT_TRUE(fs::exists(dir + "/checkpoints/last.pt"));
+    break;
+  }
 }
 
 // A requeued job runs its command again (#52): `train CONFIG --run-dir D` with a D of the same
