@@ -206,7 +206,7 @@ ScriptDeclaration inspect_module(torch::jit::Module& m, const std::string& path)
     };
     auto trial = std::make_shared<Trial>();
     torch::jit::Module held = m;
-    std::thread([trial, held, B, input = d.input_size, opts, st]() mutable {
+    std::thread([trial, held, input = d.input_size, opts, st]() mutable {
       c10::IValue r;
       std::exception_ptr err;
       try {
