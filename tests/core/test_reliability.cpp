@@ -249,6 +249,20 @@ TEST(Reliability, resumeNamesAWronglyTypedMetricsLine) {
   ASSERT_EQ(snapshot(dir), before);
 }
 
+// A resume removes the interrupted writes of its own (NAME.tmp.<digits>), not a user's file whose
+// name merely contains ".tmp." (#52: every such name in the run directory was unlinked).
+TEST(Reliability, resumeRemovesOnlyItsOwnInterruptedWrites) {
+  const std::string dir = train_new("stale_tmp");
+  cstest::write_text(dir + "/notes.tmp.md", "mine");
+  cstest::write_text(dir + "/summary.json.tmp.4242", "{\"torn");
+  cstest::write_text(dir + "/checkpoints/last.pt.tmp.99", "torn");
+  std::string out, err;
+  ASSERT_EQ(cstest::run_cli({"train", "--resume", dir, "--steps", "25", "--quiet"}, &out, &err), 0) << err;
+  ASSERT_EQ(cstest::read_text(dir + "/notes.tmp.md"), "mine");
+  ASSERT_FALSE(fs::exists(dir + "/summary.json.tmp.4242"));
+  ASSERT_FALSE(fs::exists(dir + "/checkpoints/last.pt.tmp.99"));
+}
+
 // Class 6: a directory stranded by an interrupted creation (older versions: checkpoints/ and a
 // temporary config, no config.json) is reused by --run-dir; a new run leaves no temporary directory.
 TEST(Reliability, strandedRunDirectoryIsReusable) {

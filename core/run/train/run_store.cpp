@@ -288,7 +288,7 @@ std::vector<int64_t> RunStore::checkpoint_steps() const {
 void RunStore::remove_stale_temp_files() const {
   for (const auto& d : {dir_, checkpoint_dir()})
     for (auto& n : list_dir(d))
-      if (n.find(".tmp.") != std::string::npos) ::unlink(join_path(d, n).c_str());
+      if (interrupted_write(d, n)) ::unlink(join_path(d, n).c_str());  // not a user's "notes.tmp.md" (#52)
 }
 
 namespace {
