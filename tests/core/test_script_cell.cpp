@@ -45,13 +45,27 @@ std::string example(const std::string& name) { return cstest::source_dir() + "/r
 
 bool have_torch = false;
 
-// A small module of Python written to a .py file and run, writing `out`.
-void write_module(const std::string& py_body, const std::string& out) {
+// A small module of Python written to a .py file and run, writing `out`; `ctor_args` are M's.
+void write_module(const std::string& py_body, const std::string& out, const std::string& ctor_args = "") {
   const std::string py = out + ".py";
   cstest::write_text(py, "import torch\nfrom typing import Dict, List, Tuple\nfrom torch import Tensor\n" + py_body +
-                             "\ntorch.jit.save(torch.jit.script(M()), '" + out + "')\n");
+                             "\ntorch.jit.save(torch.jit.script(M(" + ctor_args + ")), '" + out + "')\n");
   std::string log;
   ASSERT_TRUE(python("'" + py + "'", &log)) << log;
+}
+
+// A step cell class M (input_size 8, hidden_size 16, w [16, 8]) whose forward, under the script
+// cell's signature, is `forward_body`; with `extra_state`, M(n) declares a second state of size n.
+std::string step_cell(const std::string& forward_body, bool extra_state = false) {
+  return std::string("class M(torch.nn.Module):\n"
+                     "    input_size: int\n    hidden_size: int\n    state_sizes: List[int]\n") +
+         (extra_state ? "    def __init__(self, extra: int):\n" : "    def __init__(self):\n") +
+         "        super().__init__()\n"
+         "        self.input_size = 8\n        self.hidden_size = 16\n" +
+         (extra_state ? "        self.state_sizes = [16, extra]\n" : "        self.state_sizes = [16]\n") +
+         "        self.w = torch.nn.Parameter(torch.zeros(16, 8))\n"
+         "    def forward(self, x: Tensor, state: List[Tensor]) -> Tuple[List[Tensor], Dict[str, Tensor]]:\n" +
+         forward_body;
 }
 
 json run_config(const std::string& script, const std::string& corpus, int steps) {
@@ -195,18 +209,11 @@ TEST_F(ScriptCell, refusalsNameFileAndProblem) {
   // reach the user, without a hint about shapes (only "The following operation failed in the
   // TorchScript interpreter." did, #52).
   const std::string refuses = dir() + "/refuses.pt";
-  write_module(
-      "class M(torch.nn.Module):\n"
-      "    input_size: int\n    hidden_size: int\n    state_sizes: List[int]\n"
-      "    def __init__(self):\n        super().__init__()\n"
-      "        self.input_size = 8\n        self.hidden_size = 16\n        self.state_sizes = [16]\n"
-      "        self.w = torch.nn.Parameter(torch.zeros(16, 8))\n"
-      "    def forward(self, x: Tensor, state: List[Tensor]) -> Tuple[List[Tensor], Dict[str, Tensor]]:\n"
-      "        h = torch.tanh(x @ self.w.t())\n"
-      "        if x.size(1) == 8:\n"
-      "            raise ValueError('cellscope test: this cell refuses 8 inputs')\n"
-      "        return [h], {'candidate': h}\n",
-      refuses);
+  write_module(step_cell("        h = torch.tanh(x @ self.w.t())\n"
+                          "        if x.size(1) == 8:\n"
+                          "            raise ValueError('cellscope test: this cell refuses 8 inputs')\n"
+                          "        return [h], {'candidate': h}\n"),
+               refuses);
   int raise_line = 0;
   {
     const auto py_lines = cstest::split(cstest::read_text(refuses + ".py"), '\n');
@@ -276,19 +283,8 @@ TEST_F(ScriptCell, refusalsNameFileAndProblem) {
 // hung; 32 GB were asked for and the failure named no script).
 TEST_F(ScriptCell, endlessForwardAndHugeSizesAreRefusedNamingTheScript) {
   const std::string endless = dir() + "/endless.pt", huge = dir() + "/huge.pt";
-  const std::string head =
-      "class M(torch.nn.Module):\n"
-      "    input_size: int\n    hidden_size: int\n    state_sizes: List[int]\n"
-      "    def __init__(self, extra: int):\n        super().__init__()\n"
-      "        self.input_size = 8\n        self.hidden_size = 16\n        self.state_sizes = [16, extra]\n"
-      "        self.w = torch.nn.Parameter(torch.zeros(16, 8))\n"
-      "    def forward(self, x: Tensor, state: List[Tensor]) -> Tuple[List[Tensor], Dict[str, Tensor]]:\n";
   auto module = [&](const std::string& body, const std::string& extra, const std::string& out) {
-    const std::string py = out + ".py";
-    cstest::write_text(py, "import torch\nfrom typing import Dict, List, Tuple\nfrom torch import Tensor\n" + head + body +
-                               "\ntorch.jit.save(torch.jit.script(M(" + extra + ")), '" + out + "')\n");
-    std::string log;
-    ASSERT_TRUE(python("'" + py + "'", &log)) << log;
+    write_module(step_cell(body, true), out, extra);
   };
   module("        i = 0\n        while i >= 0:\n            i = (i + 1) % 1000\n"
          "        h = torch.tanh(x @ self.w.t())\n        return [h, state[1]], {'candidate': h}\n",
