@@ -309,8 +309,9 @@ int cmd_train(const std::vector<std::string>& a) {
   // `train CONFIG --run-dir D` again: a D that holds this configuration is resumed, another one is
   // refused (cs::run_dir_holds_this_run). Decided before the rendezvous, so that every rank sees D
   // as it was before rank 0 could create it.
-  const bool restart = !args.has("resume") && !args.has("fork") && args.has("run-dir") &&
-                       cs::run_dir_holds_this_run(new_run_config(), args.get("run-dir"));
+  const bool new_run = !args.has("resume") && !args.has("fork");
+  const json fresh = new_run ? new_run_config() : json();  // read once, for the check and the run
+  const bool restart = new_run && args.has("run-dir") && cs::run_dir_holds_this_run(fresh, args.get("run-dir"));
   if (distributed && !from_env && (!args.has("rank") || !args.has("world-size")))
     throw UsageError("a data-parallel worker needs both --rank and --world-size");
   const bool root = (from_env ? env.rank : args.get_int("rank", 0)) == 0;
@@ -368,7 +369,7 @@ int cmd_train(const std::vector<std::string>& a) {
     lo.run_dir = args.get("run-dir", "");
     lo.workspace = args.get("workspace", cs::default_workspace());
   } else {
-    raw = new_run_config();  // --threads recorded in the new run's config.json, as the window does
+    raw = fresh;  // --threads recorded in the new run's config.json, as the window does
     lo.run_dir = args.get("run-dir", "");
     lo.workspace = args.get("workspace", cs::default_workspace());
   }
