@@ -27,6 +27,7 @@ dpkg-deb -c "$deb" | tee "$out/contents.txt"
 has() { grep -qE " \./$1\$" "$out/contents.txt" || bad "missing $1"; }
 has_exec() { grep -qE "^-rwxr-xr-x .* \./$1\$" "$out/contents.txt" || bad "missing or not executable: $1"; }
 has_exec usr/bin/cellscope-cli
+has_exec usr/bin/cellscope-cli-full  # the program the launcher cellscope-cli executes (app/cli/CMakeLists.txt)
 has_exec usr/share/cellscope/datasets/fetch.sh
 has usr/share/cellscope/presets/quick-gru.json
 has usr/share/cellscope/reports/sweep-notes.json
@@ -36,6 +37,7 @@ has usr/lib/python3/dist-packages/cellscope_torch/__init__.py
 has usr/lib/python3/dist-packages/cellscope_torch/README.md
 has usr/lib/cellscope/libcellscope_spm.so  # SentencePiece, dlopen()ed (core/base/data/SEQ2SEQ_DATA_NOTES.md)
 has usr/share/man/man1/cellscope-cli.1.gz
+has usr/share/man/man1/cellscope-cli-full.1.gz
 has usr/share/bash-completion/completions/cellscope-cli
 has usr/share/doc/cellscope/copyright
 has usr/share/doc/cellscope/changelog.gz
@@ -62,8 +64,8 @@ echo "Depends: $depends"
 versioned=()
 for lib in libtorch_cpu.so libicuuc.so; do
   # (awk reads all of ldd's output: an early exit would end ldd with SIGPIPE, which pipefail reports)
-  so=$(ldd "$build/app/cli/cellscope-cli" | awk -v l="$lib" 'index($1, l) == 1 && !done { print $3; done = 1 }')
-  [[ -n $so ]] || { bad "cellscope-cli is not linked against $lib"; continue; }
+  so=$(ldd "$build/app/cli/cellscope-cli-full" | awk -v l="$lib" 'index($1, l) == 1 && !done { print $3; done = 1 }')
+  [[ -n $so ]] || { bad "cellscope-cli-full is not linked against $lib"; continue; }
   owner=$(dpkg -S "$(readlink -f "$so")" 2>/dev/null | head -1 | cut -d: -f1)
   [[ -n $owner ]] && versioned+=("$owner") || bad "no package owns $(readlink -f "$so")"
 done

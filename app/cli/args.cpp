@@ -49,14 +49,6 @@ long long Args::get_int(const std::string& k, long long def, long long lo, long 
   return x;
 }
 
-// ------------------------------------------------------------------ help
-bool want_help(const std::vector<std::string>& a) {
-  for (const auto& s : a) {
-    if (s == "--") return false;  // everything after it is positional
-    if (s == "-h" || s == "--help") return true;
-  }
-  return false;
-}
 
 // ------------------------------------------------------------------ parse
 namespace {

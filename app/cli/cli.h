@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "config/schema.h"
+#include "help.h"  // want_help(), help_for(): the help texts, LibTorch-free
 
 namespace cli {
 
@@ -30,9 +31,6 @@ struct Args {
 // everything after "--".
 Args parse(const std::vector<std::string>& a, const std::vector<std::string>& flags,
            const std::vector<std::string>& valued);
-// Whether a command's arguments ask for its help: -h or --help before any "--". Every command and
-// subcommand answers it with its usage text on stdout and exit status 0.
-bool want_help(const std::vector<std::string>& a);
 
 // A config from a path or a preset name, with --set overrides applied (not validated).
 cs::json load_config_arg(const std::string& arg, const std::vector<std::string>& sets);
@@ -59,7 +57,6 @@ int cmd_cloze_rerank(const std::vector<std::string>&);  // cloze_rerank_cmd.cpp:
 int cmd_decode(const std::vector<std::string>&);    // decode_cmd.cpp: seq2seq decodes + BLEU/ROUGE
 int cmd_export(const std::vector<std::string>&);    // export_cmd.cpp: dispatch of `export ...`
 int cmd_export_tensorboard(const std::vector<std::string>&);  // export_tb_cmd.cpp: `export tensorboard`
-std::string export_tensorboard_usage();
 int cmd_export_torch(const std::vector<std::string>&);  // export_torch_cmd.cpp: a run for plain PyTorch
 int cmd_report(const std::vector<std::string>&);  // report_cmd.cpp: the reproducibility bundle and its check
 
@@ -68,7 +65,7 @@ int cmd_report(const std::vector<std::string>&);  // report_cmd.cpp: the reprodu
 int train_launch_local(const std::vector<std::string>& a, const Args& args);
 // `bench --dist` (launcher) and `bench --dist-worker` (one rank).
 int cmd_bench_dist(const std::vector<std::string>& a);
-std::string self_exe();  // path of the running executable (/proc/self/exe)
+std::string self_exe();  // this program as users run it: cellscope-cli beside it (the launcher), else /proc/self/exe
 // --dist-timeout (default `def`): a number in [cs::kMinDistTimeoutSeconds, cs::kMaxDistTimeoutSeconds],
 // else UsageError naming the flag and the value given.
 double parse_dist_timeout(const Args& args, double def);

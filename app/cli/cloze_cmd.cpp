@@ -13,19 +13,7 @@ namespace cli {
 
 namespace {
 
-void print_scores_help() {
-  std::cout << "usage: cellscope-cli cloze scores RUN --split S [--checkpoint C] --out F.jsonl\n"
-               "  Writes one JSON object per question of split S (train, valid, test) of the cloze run RUN:\n"
-               "  {\"document\": [words], \"query\": [words, with \"XXXXX\"], \"candidates\": [words],\n"
-               "   \"prob\": [P(candidate | D, Q), same order], \"answer\": index of the answer in candidates}\n"
-               "  --checkpoint best | last | step_N (default best)\n";
-}
-
 int cmd_scores(const std::vector<std::string>& a) {
-  if (want_help(a)) {
-    print_scores_help();
-    return 0;
-  }
   auto args = parse(a, {}, {"split", "checkpoint", "out", "threads"});
   if (args.positional.size() != 1)
     throw UsageError("expected one RUN directory: cloze scores RUN --split S --out F.jsonl");
@@ -56,17 +44,11 @@ int cmd_scores(const std::vector<std::string>& a) {
 // `cellscope-cli cloze scores|rerank`: the reader's candidate scores, then the re-ranking step
 // (cloze_rerank_cmd.cpp) that reads them.
 int cmd_cloze(const std::vector<std::string>& a) {
-  const std::string usage =
-      "usage: cellscope-cli cloze scores RUN --split S [--checkpoint C] --out F.jsonl\n"
-      "       cellscope-cli cloze rerank --valid V.jsonl --test T.jsonl [--lm WORD_LM_RUN] ... (rerank --help)";
-  if (a.empty() || a[0] == "help" || want_help({a[0]})) {
-    std::cout << usage << "\n";
-    return a.empty() ? 2 : 0;
-  }
+  // No words, help and --help: help.cpp.
   const std::vector<std::string> rest(a.begin() + 1, a.end());
   if (a[0] == "scores") return cmd_scores(rest);
   if (a[0] == "rerank") return cmd_cloze_rerank(rest);
-  throw UsageError("unknown cloze command '" + a[0] + "' (" + usage.substr(7) + ")");
+  throw UsageError("unknown cloze command '" + a[0] + "' (scores or rerank; see cellscope-cli cloze --help)");
 }
 
 }  // namespace cli

@@ -16,24 +16,6 @@
 namespace cli {
 
 int cmd_cloze_rerank(const std::vector<std::string>& a) {
-  if (want_help(a)) {
-    std::cout
-        << "usage: cellscope-cli cloze rerank --valid V.jsonl --test T.jsonl [--lm WORD_LM_RUN [--checkpoint best]]\n"
-           "                                  [--train TRAIN.jsonl] [--order 3] [--wordnet DIR | --no-word-class]\n"
-           "                                  [--json]\n"
-           "Re-ranks a cloze reader's candidates (CRU paper Table 3 \"+ Re-ranking\", after Cui et al. 2017):\n"
-           "score = log p_reader + w_local * Local LM + w_global * Global LM + w_class * Word-class LM,\n"
-           "each LM scoring the query sentence with the candidate filled in. Local LM: an n-gram LM of the\n"
-           "question's document; Global LM: the word_lm run given with --lm; Word-class LM: an n-gram LM over\n"
-           "WordNet word classes trained on --train's documents (else on valid's). The weights are tuned on\n"
-           "valid (exhaustive grid); prints valid and test accuracy before and after.\n"
-           "V/T/TRAIN.jsonl: one JSON object per line, as `cellscope-cli cloze scores RUN --split S --out F` writes:\n"
-           "{\"document\": [words], \"query\": [words with \"XXXXX\"], \"candidates\": [words], \"prob\": [numbers],\n"
-           " \"answer\": index}.\n"
-           "With --lm, the LM run's training split is checked against the test questions: when it holds them (the LM\n"
-           "has seen the test split), a warning goes to stderr and into the JSON (\"warnings\", \"lm_test_overlap\").\n";
-    return 0;
-  }
   auto args = parse(a, {"json", "no-word-class"},
                     {"valid", "test", "lm", "checkpoint", "train", "order", "wordnet", "threads"});
   if (!args.positional.empty()) throw UsageError("unexpected argument '" + args.positional[0] + "'");

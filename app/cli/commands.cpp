@@ -61,12 +61,6 @@ static std::string fmt_rate(double r) {
 
 // ------------------------------------------------------------------ info
 int cmd_info(const std::vector<std::string>& a) {
-  if (want_help(a)) {
-    std::cout << "usage: cellscope-cli info [--json] [--threads N]\n"
-                 "Prints the versions of Cellscope and LibTorch, the BLAS this process uses, the number of\n"
-                 "intra-op threads, and whether CUDA is available. Warns when the BLAS is not OpenBLAS/MKL.\n";
-    return 0;
-  }
   auto args = parse(a, {"json"}, {"threads"});
   cs::set_threads(static_cast<int>(args.get_int("threads", 0, 0, 1024)));
   json j = cs::system_info();
@@ -110,10 +104,6 @@ int cmd_info(const std::vector<std::string>& a) {
 
 // ------------------------------------------------------------------ presets
 int cmd_presets(const std::vector<std::string>& a) {
-  if (want_help(a)) {
-    std::cout << "usage: cellscope-cli presets [--json]\nLists the bundled configurations (use the name as CONFIG).\n";
-    return 0;
-  }
   auto args = parse(a, {"json"}, {});
   const std::string dir = cs::join_path(cs::resources_dir(), "presets");
   json out = json::array();
@@ -137,11 +127,6 @@ int cmd_presets(const std::vector<std::string>& a) {
 
 // ------------------------------------------------------------------ validate
 int cmd_validate(const std::vector<std::string>& a) {
-  if (want_help(a)) {
-    std::cout << "usage: cellscope-cli validate CONFIG [--set SECTION.KEY=VALUE ...] [--json]\n"
-                 "Checks a configuration; prints every problem with its JSON path. Exit 2 when invalid.\n";
-    return 0;
-  }
   auto args = parse(a, {"json"}, {"set"});
   if (args.positional.size() != 1) throw UsageError("expected one CONFIG");
   json cfg = load_config_arg(args.positional[0], args.all("set"));
@@ -164,13 +149,6 @@ int cmd_validate(const std::vector<std::string>& a) {
 
 // ------------------------------------------------------------------ params
 int cmd_params(const std::vector<std::string>& a) {
-  if (want_help(a)) {
-    std::cout << "usage: cellscope-cli params CONFIG [--set SECTION.KEY=VALUE ...] [--vocab N] [--json]\n"
-                 "Builds the model of CONFIG (loading its dataset for the vocabulary) and prints the\n"
-                 "parameter count broken down by module. --vocab N builds it with a vocabulary of N\n"
-                 "symbols without loading any data (char_lm; e.g. PTB-char 50, text8 27).\n";
-    return 0;
-  }
   auto args = parse(a, {"json"}, {"set", "vocab"});
   if (args.positional.size() != 1) throw UsageError("expected one CONFIG");
   json cfg = cs::load_and_resolve(load_config_arg(args.positional[0], args.all("set")));
@@ -212,57 +190,6 @@ static void on_sigint(int sig) {
 }
 
 int cmd_train(const std::vector<std::string>& a) {
-  if (want_help(a)) {
-    std::cout
-        << "usage: cellscope-cli train CONFIG [--run-dir DIR | --workspace DIR] [--set SECTION.KEY=VALUE ...]\n"
-           "                           [--steps N] [--json] [--quiet]\n"
-           "       cellscope-cli train --resume RUN_DIR [--steps N] [--set training.KEY=VALUE ...]\n"
-           "       cellscope-cli train --fork RUN_DIR[@STEP] [--run-dir DIR | --workspace DIR] [--set ...] [--steps N]\n"
-           "CONFIG is a JSON file or a preset name. The run directory (default: a new one under the\n"
-           "workspace " +
-               cs::default_workspace() +
-               ") receives config.json, vocab, metrics.jsonl,\n"
-               "checkpoints/ and summary.json. Ctrl-C stops cleanly with a checkpoint; --resume continues it\n"
-               "and reproduces the metrics of an uninterrupted run. A run directory has one writer at a time\n"
-               "(a second train --resume of it is refused, naming the PID that holds RUN_DIR/lock).\n"
-               "train CONFIG --run-dir DIR with a DIR that holds a run of the same configuration resumes it (the\n"
-               "command of a requeued or restarted job, run again); a DIR of another configuration is refused,\n"
-               "naming the differences.\n"
-               "--resume and --fork refuse architecture changes (model.cell, shapes, task, dataset, training.optimizer,\n"
-               "training.batch); training options (steps, lr, clip, weight_decay, patience, ...) may change.\n"
-               "--fork RUN_DIR[@STEP] makes a NEW run from checkpoint STEP of RUN_DIR (a step_<N>.pt step, best or\n"
-               "last; default last): weights, optimizer, task state and RNG restored as a resume would, the step\n"
-               "counter continuing from N (its metrics start after N), --set applied; its config.json records\n"
-               "\"parent\": {\"run_dir\", \"step\", \"checkpoint\"}. The parent is only read.\n"
-               "A run fails (status failed, exit 1) on a NaN/Inf loss or weights, and when it diverges: the\n"
-               "mean training loss above 2x the untrained model's for 3 logged intervals (reason \"diverged: ...\").\n"
-               "Exit status: 0 finished or stopped (Ctrl-C), 75 stopped by SIGTERM with a checkpoint written\n"
-               "(a scheduler's preemption or time limit: requeue, then --resume continues), 1 failed (e.g. NaN\n"
-               "loss), 2 invalid config or data.\n"
-               "Data-parallel training (docs/DISTRIBUTED.md):\n"
-               "  --nproc N                 start N local worker processes (Gloo over 127.0.0.1), max(1, cores/N)\n"
-               "                            threads each; training.batch is the global batch, split over them\n"
-               "  --rank R --world-size W --master HOST:PORT   one worker of a multi-machine run started by a\n"
-               "                            cluster launcher (rank 0 serves the rendezvous on PORT); give every\n"
-               "                            worker the same --run-dir on a shared filesystem to --resume;\n"
-               "                            an IPv6 master goes in brackets: [::1]:29500\n"
-               "  --listen ADDR             the address rank 0's rendezvous store listens on (default: the\n"
-               "                            --master host, so a loopback master is reachable from this machine\n"
-               "                            only; 0.0.0.0 or :: listens on every interface)\n"
-               "  --store-file PATH         rendezvous through a file instead of --master\n"
-               "  (none of these)           a launcher's environment, when RANK and WORLD_SIZE are set: torchrun\n"
-               "                            (python3 -m torch.distributed.run [--redirects 2 --tee 2 on Debian 12]\n"
-               "                            --nproc_per_node N --no_python cellscope-cli train ...),\n"
-               "                            Kubeflow's PyTorchJob: RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT,\n"
-               "                            LOCAL_RANK (device cuda -> cuda:LOCAL_RANK), LOCAL_WORLD_SIZE (the\n"
-               "                            cores are divided between the workers of one machine)\n"
-               "  --dist-timeout SECONDS    stop when another worker dies or hangs this long (default 60,\n"
-               "                            from 1 to 604800 = 7 days)\n"
-               "  --dist-backend gloo|nccl|auto   (auto: NCCL for CUDA devices when built with it)\n"
-               "  --threads K               intra-op threads of this process (overrides training.threads;\n"
-               "                            a new run records it in its config.json)\n";
-    return 0;
-  }
   auto args = parse(a, {"json", "quiet"},
                     {"run-dir", "workspace", "set", "resume", "fork", "steps", "nproc", "rank", "world-size", "master",
                      "listen", "store-file", "dist-timeout", "dist-backend", "threads"});
@@ -450,11 +377,6 @@ int cmd_train(const std::vector<std::string>& a) {
 
 // ------------------------------------------------------------------ eval
 int cmd_eval(const std::vector<std::string>& a) {
-  if (want_help(a)) {
-    std::cout << "usage: cellscope-cli eval RUN_DIR [--split valid|test] [--checkpoint best|last|STEP] [--json]\n"
-                 "Evaluates a run's checkpoint on a whole split (state carried).\n";
-    return 0;
-  }
   auto args = parse(a, {"json"}, {"split", "checkpoint", "threads"});
   if (args.positional.size() != 1) throw UsageError("expected one RUN_DIR");
   cs::set_threads(static_cast<int>(args.get_int("threads", 0)));
@@ -478,12 +400,6 @@ int cmd_eval(const std::vector<std::string>& a) {
 
 // ------------------------------------------------------------------ label
 int cmd_label(const std::vector<std::string>& a) {
-  if (want_help(a)) {
-    std::cout << "usage: cellscope-cli label RUN_DIR [TEXT | --clear]\n"
-                 "Prints a run's label, or sets it: a short name (one line, at most 80 bytes) that the\n"
-                 "workbench's run table, comparison legends and exported figures use for the run.\n";
-    return 0;
-  }
   auto args = parse(a, {"clear"}, {});
   if (args.positional.empty() || args.positional.size() > 2) throw UsageError("expected RUN_DIR [TEXT]");
   cs::RunStore store(args.positional[0]);
@@ -501,41 +417,6 @@ int cmd_label(const std::vector<std::string>& a) {
 
 // ------------------------------------------------------------------ bench
 int cmd_bench(const std::vector<std::string>& a) {
-  if (want_help(a)) {
-    std::cout
-        << "usage: cellscope-cli bench [--cell CELL] [--batch 32] [--seq 150] [--embed 256] [--hidden 512]\n"
-           "                           [--set model.KEY=VALUE ...] [--baseline torch_gru|torch_lstm|CELL|none]\n"
-           "                           [--iters N] [--threads N] [--json]\n"
-           "       cellscope-cli bench --data MB [--json]   (corpus loading: MB/s and memory)\n"
-           "Measures training throughput (forward + backward + Adam step) of the char-LM model with CELL,\n"
-           "its achieved GFLOP/s (analytic FLOP count), a large matrix product's GFLOP/s in the same run,\n"
-           "and a baseline at the same shape (default: raw torch::nn::GRU for gru, torch::nn::LSTM for\n"
-           "lstm, Cellscope's GRU otherwise) with the time and FLOP ratios.\n"
-           "--task classify: the sentence-classification model instead (bi-directional encoder, FC 1024,\n"
-           "sigmoid; defaults batch 32, seq 50, embed 200, hidden 200, vocab 20000; baseline: the GRU model).\n"
-           "       cellscope-cli bench --dist [--task char_lm,word_lm] [--nproc-list 1,2] [--threads 1] [--steps 20]\n"
-           "                          [model options]\n"
-           "Data-parallel training throughput of the char LM and the word LM (their own training steps on\n"
-           "Moby Dick) for 1, 2, ... local processes (global batch split over them) and the gradient\n"
-           "all-reduce time per step (docs/DISTRIBUTED.md).\n"
-           "       cellscope-cli bench --analysis relevance [--chars 300] [--last K] [--run DIR] [--repeats 5]\n"
-           "Compute time of a relevance map (default: the paper's capMZU+DT, hidden 800, random weights)\n"
-           "and the redraw time of its heatmap figure (builds with the figures library).\n"
-           "       cellscope-cli bench --peer [--cell CELL[,CELL..]|all] [--batch 32,256] [--threads N] [--iters N]\n"
-           "                          [--seq 150] [--embed 256] [--hidden 512] [--set model.KEY=VALUE] [--no-python] [--rounds N] [--json]\n"
-           "Every cell of the papers (gru_dt, sat/gcn/cap_mzu, cru_*, mcrnn) in its papers' configuration against\n"
-           "its plain-PyTorch Python peer (core/run/bench/peers/peers.py, run by /usr/bin/python3) in the same run:\n"
-           "s/step of Cellscope (default path; autograd path too where a fast path exists), of Python, the speedup,\n"
-           "efficiency (achieved GFLOP/s over a large GEMM's), peak memory of a step; LibTorch's fused GRU alongside.\n"
-           "Each measurement runs in a fresh process; --rounds N repeats them interleaved and reports the median\n"
-           "round with the range. A markdown table, or --json (progress on stderr either way).\n"
-           "       cellscope-cli bench --peer-check [--cell ...] [--keep DIR] [--json]   |   bench --peer-check --from DIR\n"
-           "       cellscope-cli bench --peer-export DIR [--cell ...]\n"
-           "The same model in both: Cellscope writes its initial parameters, one batch and the loss and gradients of\n"
-           "a training step in double (tiny size by default); the Python peer loads them and must agree to --tol\n"
-           "(1e-10, relative) in the loss and every parameter's gradient. Exit 1 when they differ.\n";
-    return 0;
-  }
   if (std::find(a.begin(), a.end(), "--dist") != a.end() || std::find(a.begin(), a.end(), "--dist-worker") != a.end())
     return cmd_bench_dist(a);
   if (std::find(a.begin(), a.end(), "--analysis") != a.end()) return cmd_bench_analysis(a);  // analyze_cmd.cpp

@@ -18,15 +18,6 @@ namespace cli {
 using cs::json;
 
 int cmd_cv(const std::vector<std::string>& a) {
-  if (want_help(a)) {
-    std::cout
-        << "usage: cellscope-cli cv CONFIG [--folds K] [--out DIR | --workspace DIR] [--set SECTION.KEY=VALUE ...]\n"
-           "                        [--steps N] [--json]\n"
-           "k-fold cross-validation (tasks classify and absa): trains one run per fold in DIR/fold-<i>\n"
-           "(dataset.folds = K, dataset.fold = i; default K = dataset.folds, else 10) and writes\n"
-           "DIR/cv_summary.json with the per-fold best valid and test accuracy, their mean and standard deviation.\n";
-    return 0;
-  }
   auto args = parse(a, {"json"}, {"folds", "out", "workspace", "set", "steps"});
   if (args.positional.size() != 1) throw UsageError("expected one CONFIG (a JSON file or a preset name)");
   json raw = load_config_arg(args.positional[0], args.all("set"));

@@ -61,18 +61,6 @@ int datasets_build(const Args& args) {
 
 int cmd_datasets(const std::vector<std::string>& a) {
   if (!a.empty() && a[0] == "show") return cmd_datasets_show(std::vector<std::string>(a.begin() + 1, a.end()));
-  if (want_help(a)) {
-    std::cout << "usage: cellscope-cli datasets [--json]\n"
-                 "       cellscope-cli datasets show NAME|DIR (see datasets show --help)\n"
-                 "       cellscope-cli datasets build NAME [--force] [--json]\n"
-                 "Lists the datasets of the manifest (" + cs::datasets_manifest_path() + "), their task(s), format,\n"
-                 "licence, and whether they are in the data cache (" + cs::data_cache_dir() + ").\n"
-                 "Fetch the default corpora with: bash datasets/fetch.sh (packaging/setup.sh does it).\n"
-                 "`build NAME` builds a dataset Cellscope makes itself (obtain \"build\": the CBT-style cloze\n"
-                 "sets moby-dick-cbt-cn and moby-dick-cbt-ne, from moby-dick and WordNet) and prints its\n"
-                 "question counts; training builds them on first use anyway. --force rebuilds.\n";
-    return 0;
-  }
   auto args = parse(a, {"json", "force"}, {});
   if (!args.positional.empty() && args.positional[0] == "build") return datasets_build(args);
   if (!args.positional.empty())

@@ -27,21 +27,6 @@ double mean_words(const std::vector<cs::TextPair>& v, bool source) {
 }  // namespace
 
 int cmd_datasets_show(const std::vector<std::string>& a) {
-  if (want_help(a)) {
-    std::cout
-        << "usage: cellscope-cli datasets show NAME|DIR|FILE [--format parallel|gigaword|headlines]\n"
-           "         [--set KEY=VALUE]... [--pairs K] [--split train|valid|test] [--lead-words N]\n"
-           "         [--subword N [--subword-type unigram|bpe]] [--json]\n"
-           "Loads a sequence-to-sequence dataset (a manifest name such as spam-headlines, or a path of your\n"
-           "own) and prints the pairs per split, K example pairs (default 5) of --split (default valid),\n"
-           "and the lead baseline (the first N words of the source; N = the training split's mean\n"
-           "target length unless --lead-words) with its BLEU and ROUGE-1/2/L F1 on valid and test.\n"
-           "--set KEY=VALUE sets dataset.KEY (e.g. source_lang=fr, source_words=60; VALUE read as JSON\n"
-           "when it parses, else as a string). --subword N trains a SentencePiece vocabulary of N pieces on the\n"
-           "training split's sources and targets (as the seq2seq task does) and prints the mean pieces per\n"
-           "sentence (or the largest size the text allows). Formats: datasets/README.md, \"Sequence to sequence\".\n";
-    return 0;
-  }
   auto args = parse(a, {"json"}, {"format", "set", "pairs", "split", "lead-words", "subword", "subword-type"});
   if (args.positional.size() != 1) throw UsageError("datasets show: expected one dataset name or path");
   const std::string what = args.positional[0];

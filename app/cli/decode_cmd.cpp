@@ -43,24 +43,6 @@ void check_output_path(const std::string& opt, const std::string& path) {
 }  // namespace
 
 int cmd_decode(const std::vector<std::string>& a) {
-  if (want_help(a)) {
-    std::cout
-        << "usage: cellscope-cli decode RUN [--split valid|test|train] [--checkpoint best|last|step_N]\n"
-           "                            [--beam K] [--alpha A] [--max N] [--max-length L] [--threads T] [--json | --csv]\n"
-           "                            [--lowercase] [--rouge-stem] [--hyp-out FILE] [--ref-out FILE]\n"
-           "Decodes the first N pairs of a split (--max, default 20; 0 = all) of a seq2seq run with beam search\n"
-           "of width K (default: the run's task.beam; 1 = greedy), hypotheses ranked by log P / ((5+|Y|)/6)^A\n"
-           "(default A: the run's task.length_penalty), at most L tokens (default: the run's). Prints each\n"
-           "source, reference and hypothesis, then corpus BLEU, ROUGE-1/2/L F1 and the lead baseline's\n"
-           "(the first words of the source) on the same pairs. Progress on stderr.\n"
-           "BLEU is sacreBLEU's default (13a tokenisation, case-sensitive, exp smoothing; --lowercase: its -lc),\n"
-           "ROUGE rouge-score's (its tokenizer; --rouge-stem: Porter stemming, close to its use_stemmer); both\n"
-           "signatures are printed (core/model/tasks/SEQ2SEQ_NOTES.md, \"Metrics\").\n"
-           "--hyp-out / --ref-out write the hypotheses / references, one per line in the order of the\n"
-           "samples (UTF-8, detokenised; a line break inside a text is written as a space), for outside\n"
-           "scorers: sacrebleu REF_FILE < HYP_FILE.\n";
-    return 0;
-  }
   auto args = parse(a, {"json", "csv", "lowercase", "rouge-stem"},
                     {"split", "checkpoint", "beam", "alpha", "max", "max-length", "threads", "hyp-out", "ref-out"});
   if (args.positional.size() != 1) throw UsageError("expected one RUN directory");

@@ -29,7 +29,15 @@ std::string self_exe() {
   char buf[PATH_MAX];
   const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
   if (n <= 0) throw cs::UserError("cannot find the path of this program (/proc/self/exe)");
-  return std::string(buf, static_cast<size_t>(n));
+  const std::string exe(buf, static_cast<size_t>(n));
+  // The command users run, cellscope-cli, when it is beside this program (the launcher that
+  // executes it, app/cli/launcher/launcher.cpp): what a Slurm script or a log names.
+  const auto slash = exe.find_last_of('/');
+  if (slash != std::string::npos && exe.substr(slash + 1) == "cellscope-cli-full") {
+    const std::string launcher = exe.substr(0, slash + 1) + "cellscope-cli";
+    if (::access(launcher.c_str(), X_OK) == 0) return launcher;
+  }
+  return exe;
 }
 
 double parse_dist_timeout(const Args& args, double def) {

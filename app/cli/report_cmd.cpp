@@ -12,34 +12,7 @@
 
 namespace cli {
 
-namespace {
-
-const char* kReportUsage =
-    "usage: cellscope-cli report SPEC --out DIR [--workspace WS] [--no-images]\n"
-    "       cellscope-cli report --check DIR [--workspace WS]\n"
-    "       cellscope-cli report --list\n"
-    "A reproducibility bundle. SPEC (a JSON file, or the name of a bundled spec: --list) names sweeps\n"
-    "(their tables, or with \"series\" a figure with error bars) and analyses of runs; every item is\n"
-    "re-rendered from the runs of the workspace into DIR: figures as PDF + PNG + CSV, tables as LaTeX +\n"
-    "CSV, report.md placing them with captions, and manifest.json pinning what made them (code version,\n"
-    "each run's resolved config and seed, the checkpoints and dataset files used by SHA-256, every output\n"
-    "file's SHA-256, every table number). DIR is written into a new folder beside it and renamed; an earlier\n"
-    "report there (only its own files) is replaced, any other non-empty DIR refused. A sweep that has not run says which command runs it.\n"
-    "--check DIR  recompute every item (without images) from the runs and compare: per item \"ok\" or\n"
-    "             \"CHANGED: <what>\" (checkpoint / dataset file / config changed, number a -> b, and why).\n"
-    "             Exit status 0 when everything matches, 1 when something changed, 2 on bad input.\n"
-    "--workspace  where runs and sweeps are (default: $CELLSCOPE_WORKSPACE or ~/.local/share/cellscope/runs;\n"
-    "             --check: the workspace the report was rendered from)\n"
-    "--no-images  CSV only for figures (faster; also what a build without the figures library does)\n"
-    "Spec format: core/inspect/report/REPORT_NOTES.md; bundled: sweep-notes (SWEEP_NOTES.md's tables).\n";
-
-}  // namespace
-
 int cmd_report(const std::vector<std::string>& a) {
-  if (a.empty() || want_help(a)) {
-    std::cout << kReportUsage;
-    return a.empty() ? 2 : 0;
-  }
   auto args = parse(a, {"no-images", "list"}, {"out", "check", "workspace"});
   if (args.has("list")) {
     for (auto& r : cs::bundled_reports())

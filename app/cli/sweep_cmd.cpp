@@ -46,58 +46,6 @@ std::string dur(double s) {
   return b;
 }
 
-const char* kUsage =
-    "usage: cellscope-cli sweep run SPEC.json|NAME [--workspace DIR] [--dry-run] [--threads K] [--steps N] [--quiet]\n"
-    "                                [--worker I/N] [--point INDEX] [--jobs K]\n"
-    "       cellscope-cli sweep slurm SPEC.json|NAME [--workspace DIR] [--out FILE.sh] [--partition P] [--time T]\n"
-    "                                [--cpus-per-task C] [--mem M] [--account A] [--job-name J] [--max-running M]\n"
-    "                                [--cli PATH]\n"
-    "       cellscope-cli sweep status NAME|DIR [--workspace DIR] [--json]\n"
-    "       cellscope-cli sweep table NAME|DIR [--workspace DIR] [--metric M] [--paired COLUMN|ROW]\n"
-    "                                  [--series AXIS] [--budget time=SECONDS|flops=X|step=N|KIND=common]\n"
-    "                                  [--out FILE.csv|.tex|.json|.txt]\n"
-    "       cellscope-cli sweep list\n"
-    "A sweep is a base configuration plus a grid over options and seeds (spec format: docs/WORKBENCH.md,\n"
-    "core/run/sweep/sweep.h); NAME is a bundled sweep (sweep list: the \"reproduce\" sweeps of the papers'\n"
-    "tables) or an existing sweep under WORKSPACE/sweeps/. Every point is an ordinary run in the workspace.\n"
-    "run       runs the points not finished yet, one after another; Ctrl-C stops the current run with a\n"
-    "          checkpoint, and running the same sweep again resumes it (finished points are skipped).\n"
-    "          --dry-run validates every point and lists them with their 0-based INDEX (with --worker or\n"
-    "          --point: that share's) without running.\n"
-    "          --steps N overrides training.steps of every point (changes the sweep: give it a fresh\n"
-    "          workspace or name).\n"
-    "          --worker I/N runs share I of N (0 <= I < N, 0-based like SLURM_PROCID): the points whose index\n"
-    "          modulo N is I. The share depends on the index alone, so N workers on any launcher (machines\n"
-    "          sharing the workspace, srun, a job array) run every point exactly once, and a share run again\n"
-    "          resumes its own points. --point INDEX runs that one point (a Slurm array task).\n"
-    "          --jobs K runs K points at once on this machine, each in its own process (log:\n"
-    "          WORKSPACE/sweeps/NAME/logs/point-INDEX.log) with max(1, cores / K) threads (--threads T to\n"
-    "          choose); Ctrl-C stops every one with a checkpoint. Combines with --worker.\n"
-    "          Exit status: 0 done or stopped (Ctrl-C), 75 stopped by SIGTERM with a checkpoint (a\n"
-    "          scheduler's preemption or time limit: run it again to continue), 1 a point failed, 3 a point\n"
-    "          was being run by another process.\n"
-    "slurm     writes an sbatch job-array script (stdout, or --out FILE): one array task per point\n"
-    "          (--array=0-(P-1)), each running `sweep run DIR --point $SLURM_ARRAY_TASK_ID --threads\n"
-    "          $SLURM_CPUS_PER_TASK` in the workspace (which every node must see: a shared file system).\n"
-    "          Creates WORKSPACE/sweeps/NAME (sweep.json, slurm/ for the task logs). Resumable: re-submit the\n"
-    "          script (or let Slurm requeue a task): finished points exit at once, others resume from their\n"
-    "          last checkpoint. --cli PATH: cellscope-cli as the nodes see it (default: this program).\n"
-    "          Gather the results at any time with `sweep table` / `sweep status` (they say what is missing).\n"
-    "status    each point's state and run directory.\n"
-    "table     the table of the points finished so far (by every worker or task; the count of missing ones\n"
-    "          goes to stderr): rows x columns of the spec, mean +- sample std over seeds, best marked (bold in\n"
-    "          LaTeX); --metric test|valid|test.KEY|valid.KEY; --paired LABEL: the difference to the column\n"
-    "          (or row) LABEL of runs sharing seed and every other option, mean +- std over seeds (row:L or\n"
-    "          col:L when a label is both); --series AXIS: long form\n"
-    "          (series, AXIS, mean, std, n) for a figure with error bars, e.g. CRU Fig. 3 (model.filter_length).\n"
-    "          --out writes CSV, a LaTeX tabular, JSON or text (by extension); the text is printed always.\n"
-    "          Below the table, each cell's runs: parameters, steps reached per seed (E early stop, C step cap),\n"
-    "          wall-clock training time and training FLOPs (3 x the cells' analytic forward FLOPs).\n"
-    "          --budget (or --at) time=SECONDS | flops=X (1e12, 500G, 2T) | step=N: the compute-matched view:\n"
-    "          every run read at the same wall-clock time / training FLOPs / step, at its best validation\n"
-    "          evaluation within the budget (test when training.track_test evaluated it there, else valid);\n"
-    "          runs that ended before the budget are read at their end and marked ^ (never extrapolated);\n"
-    "          KIND=common: the largest budget every run reached. See core/run/sweep/SWEEP_NOTES.md.\n";
 
 // The spec named on the command line: a file, a bundled sweep, or an existing sweep of the
 // workspace (resume) when it is neither; --steps applied.
@@ -456,16 +404,9 @@ int sweep_table_cmd(const std::vector<std::string>& a) {
 }  // namespace
 
 int cmd_sweep(const std::vector<std::string>& a) {
-  if (a.empty() || a[0] == "help" || want_help({a[0]})) {
-    std::cout << kUsage;
-    return a.empty() ? 2 : 0;
-  }
+  // No words, help and --help: help.cpp.
   const std::string sub = a[0];
   std::vector<std::string> rest(a.begin() + 1, a.end());
-  if (want_help(rest)) {
-    std::cout << kUsage;
-    return 0;
-  }
   if (sub == "run") return sweep_run(rest);
   if (sub == "status") return sweep_status(rest);
   if (sub == "table") return sweep_table_cmd(rest);

@@ -4,7 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <stdio.h>
+#include <sys/wait.h>
+
 #include <algorithm>
+#include <filesystem>
 #include <regex>
 #include <set>
 #include <string>
@@ -63,7 +67,99 @@ std::string expect_help(const std::vector<std::string>& args, const std::string&
   return help;
 }
 
+// Runs PROGRAM ARGS (stdout captured, stderr into it) with ENV (NAME=VALUE words) before it; the exit status.
+int run_program(const std::string& program, const std::vector<std::string>& args, std::string* out,
+                const std::string& env = "") {
+  auto quote = [](const std::string& s) {
+    std::string q = "'";
+    for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return q + "'";
+  };
+  std::string cmd = env.empty() ? "" : "env " + env + " ";
+  cmd += quote(program);
+  for (const auto& a : args) cmd += " " + quote(a);
+  FILE* f = ::popen((cmd + " 2>&1").c_str(), "r");
+  if (!f) return -1;
+  out->clear();
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof buf, f)) > 0;) out->append(buf, n);
+  const int st = ::pclose(f);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -2;
+}
+
 }  // namespace
+
+// cellscope-cli is a launcher (app/cli/launcher/launcher.cpp) that answers help and the version
+// itself, without LibTorch, and executes cellscope-cli-full beside it for the rest. A copy of it
+// alone in a folder (no cellscope-cli-full there) must answer every command's and subcommand's
+// help, the bare command and --version exactly as the program does (the same text, the same exit
+// status), load no LibTorch library, and for anything else (analyze --help, whose kinds come from
+// the core's registry, and any work) say which program it could not run, with exit 127.
+TEST(CliHelp, theLauncherAnswersHelpWithoutLibTorchAsTheProgramDoes) {
+  namespace fs = std::filesystem;
+  const std::string full = fs::path(cstest::cli_path()).parent_path().string() + "/cellscope-cli-full";
+  ASSERT_TRUE(fs::exists(full)) << full;
+  const std::string alone = cstest::temp_dir() + "/launcher_alone/cellscope-cli";
+  fs::create_directories(fs::path(alone).parent_path());
+  fs::copy_file(cstest::cli_path(), alone, fs::copy_options::overwrite_existing);
+  std::string libs;
+  ASSERT_EQ(run_program(alone, {}, &libs, "LD_TRACE_LOADED_OBJECTS=1"), 0) << libs;
+  ASSERT_TRUE(cstest::contains(libs, "libc.so")) << libs;
+  ASSERT_FALSE(cstest::contains(libs, "libtorch") || cstest::contains(libs, "libc10")) << libs;
+
+  // Every command's and subcommand's help from the copy alone (milliseconds each).
+  std::vector<std::vector<std::string>> lines = {{"--help"}, {"-h"}, {"help"}, {"--version"}};
+  for (const auto& c : listed_commands()) {
+    if (c == "analyze") continue;
+    for (const char* h : {"--help", "-h"}) {
+      std::string help;
+      ASSERT_EQ(run_program(alone, {c, h}, &help), 0) << c << " " << h << ": " << help;
+      ASSERT_TRUE(cstest::contains(help, "usage: cellscope-cli " + c)) << c << " " << h << ": " << help;
+      for (const auto& s : usage_subcommands(c, help)) lines.push_back({c, s, h});
+    }
+  }
+  for (const auto& l : lines) {
+    std::string out;
+    ASSERT_EQ(run_program(alone, l, &out), 0) << l[0] << " " << out;
+    ASSERT_TRUE(cstest::contains(out, l.size() == 1 ? "cellscope-cli" : "usage: cellscope-cli " + l[0])) << out;
+  }
+  ASSERT_GE(lines.size(), 24u);
+  // And as the program answers them, the same text and exit status: a sample of each kind (each
+  // run of the program loads LibTorch): plain, with a path filled in, a subcommand's, a composite,
+  // a bare command that needs more (exit 2), help after other words, the version.
+  const std::vector<std::vector<std::string>> sample = {
+      {},
+      {"--version"},
+      {"train", "quick-gru", "--set", "training.steps=3", "--help"},
+      {"datasets", "show", "-h"},
+      {"export", "--help"},
+      {"sweep"},
+      {"cloze", "rerank", "--help"}};
+  for (const auto& l : sample) {
+    std::string what;
+    for (auto& w : l) what += w + " ";
+    std::string a, b;
+    const int ra = run_program(alone, l, &a), rb = run_program(full, l, &b);
+    EXPECT_EQ(ra, rb) << what << a;
+    EXPECT_EQ(ra, l.size() <= 1 && (l.empty() || l[0] == "sweep") ? 2 : 0) << what;
+    EXPECT_EQ(a, b) << what;
+  }
+  for (const std::vector<std::string>& work : {std::vector<std::string>{"analyze", "--help"},
+                                               std::vector<std::string>{"info"},
+                                               std::vector<std::string>{"validate", "--", "--help"}}) {
+    std::string out;
+    EXPECT_EQ(run_program(alone, work, &out), 127) << work[0] << out;
+    EXPECT_TRUE(cstest::contains(out, "cannot run " + fs::path(alone).parent_path().string() +
+                                          "/cellscope-cli-full: No such file or directory"))
+        << out;
+  }
+  // Beside the program, the launcher runs it with the same arguments and exit status.
+  std::string out;
+  ASSERT_EQ(run_program(cstest::cli_path(), {"analyze", "--help"}, &out), 0) << out;
+  ASSERT_TRUE(cstest::contains(out, "kinds:") && cstest::contains(out, "relevance")) << out;
+  ASSERT_EQ(run_program(cstest::cli_path(), {"validate", "--", "--help"}, &out), 2) << out;
+  ASSERT_TRUE(cstest::contains(out, "'--help' is neither a config file nor a preset")) << out;
+}
 
 TEST(CliHelp, everyCommandAndSubcommandAnswersHAndHelp) {
   const auto cmds = listed_commands();

@@ -97,6 +97,12 @@ std::string data_cache_dir() {
   return join_path(home_dir(), ".cache/cellscope/datasets");
 }
 
+std::string default_workspace() {
+  if (const char* v = env_nonempty("CELLSCOPE_WORKSPACE")) return v;
+  if (const char* x = env_nonempty("XDG_DATA_HOME")) return join_path(x, "cellscope/runs");
+  return join_path(home_dir(), ".local/share/cellscope/runs");
+}
+
 std::string fetch_script_path() {
   if (const char* v = env_nonempty("CELLSCOPE_FETCH_SCRIPT")) return v;
   const std::string src = source_dir();

@@ -39,6 +39,11 @@ std::string data_cache_dir();
 // exists; <install datadir>/datasets/fetch.sh (e.g. /usr/share/cellscope/datasets/fetch.sh).
 std::string fetch_script_path();
 
+// Where runs are made when no --workspace is given: $CELLSCOPE_WORKSPACE, else
+// $XDG_DATA_HOME/cellscope/runs, else ~/.local/share/cellscope/runs. (Also declared in
+// train/run_store.h, for the run layer's users.)
+std::string default_workspace();
+
 // Directory of the running executable (from /proc/self/exe); empty if unknown.
 std::string executable_dir();
 

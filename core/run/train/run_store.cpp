@@ -332,14 +332,6 @@ void RunStore::write_label(const std::string& label) const {
   atomic_write(path("label.txt"), s + "\n");
 }
 
-std::string default_workspace() {
-  std::string ws = env_or("CELLSCOPE_WORKSPACE", "");
-  if (!ws.empty()) return ws;
-  std::string xdg = env_or("XDG_DATA_HOME", "");
-  if (!xdg.empty()) return join_path(xdg, "cellscope/runs");
-  return join_path(env_or("HOME", "/tmp"), ".local/share/cellscope/runs");
-}
-
 std::string now_iso() {
   std::time_t t = std::time(nullptr);
   char buf[32];
