@@ -180,8 +180,18 @@ def reset_hwm():
         return False
 
 
-def gemm_gflops(n=1024, seconds=1.0):
+def gemm_seconds():
+    """How long the GEMM rate is measured: 1 s, or CELLSCOPE_BENCH_GEMM_SECONDS (as bench.cpp)."""
+    try:
+        s = float(os.environ.get("CELLSCOPE_BENCH_GEMM_SECONDS", ""))
+    except ValueError:
+        return 1.0
+    return s if 0.0 < s < 3600.0 else 1.0
+
+
+def gemm_gflops(n=1024, seconds=None):
     """GFLOP/s of a large float32 matrix product in this process, median (as bench.cpp's gemm_gflops)."""
+    seconds = gemm_seconds() if seconds is None else seconds
     a, b, c = torch.randn(n, n), torch.randn(n, n), torch.empty(n, n)
     torch.mm(a, b, out=c)
     torch.mm(a, b, out=c)
