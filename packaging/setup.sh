@@ -15,11 +15,6 @@
 #                    CELLSCOPE_SANITIZE_STAGE=0 skips the sanitizer stage; CELLSCOPE_MAIN_STAGE=0
 #                    skips the main build and its ctest (the sanitizer stage alone: .ci/run's
 #                    Debian 13 stage, packaging/test-distro.sh --sanitize).
-#                    CELLSCOPE_SANITIZE_BUILD_ONLY=1 (with CELLSCOPE_MAIN_STAGE=0): the sanitizer
-#                    build alone, no test (test-distro.sh --sanitize --prepare builds so while CI's
-#                    Debian 12 stage runs). CELLSCOPE_BUILD_MAX_LOAD=N: that build starts no second
-#                    compile while the load average is N or more (ninja -l), so that it takes only
-#                    what other work leaves of the machine.
 #
 # CELLSCOPE_GUI=0: no Qt packages and a -DCELLSCOPE_GUI=OFF build (the core, the CLI, the core and
 # Python tests). Debian 12 (bookworm) and 13 (trixie) are supported: the package names that differ
@@ -254,10 +249,7 @@ sanitizer_stage() {
     cmake -S "$repo" -B "$ASAN_BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=clang++ \
       -DCELLSCOPE_GUI=OFF -DCELLSCOPE_FUZZ=ON "${launcher[@]}" || return 1
   fi
-  local load=()
-  [[ -n "${CELLSCOPE_BUILD_MAX_LOAD:-}" ]] && load=(-- -l "$CELLSCOPE_BUILD_MAX_LOAD")
-  cmake --build "$ASAN_BUILD_DIR" -j"$(nproc)" --target cellscope-cli cellscope_core_tests cellscope_fuzz "${load[@]}" || return 1
-  [[ "${CELLSCOPE_SANITIZE_BUILD_ONLY:-0}" == 1 ]] && return 0
+  cmake --build "$ASAN_BUILD_DIR" -j"$(nproc)" --target cellscope-cli cellscope_core_tests cellscope_fuzz || return 1
 
   step "Core tests under ASan + UBSan"
   # halt_on_error: the first report fails the test. LeakSanitizer stays on, with the

@@ -15,13 +15,9 @@
 #               Debian 13 stage, which costs no more compiling than the Debian 12 sanitizer stage
 #               it replaces.
 #   --prepare   make the chroot and install its packages and corpora (setup.sh fetch), then stop,
-#               keeping it: what .ci/run runs in the background while Debian 12 builds and tests.
-#               With --sanitize it then makes the sanitizer build too (CELLSCOPE_SANITIZE_BUILD_ONLY),
-#               starting no second compile while the load average is at the number of cores or
-#               above (CELLSCOPE_BUILD_MAX_LOAD): it takes the CPU time that Debian 12's tests leave.
-#   --reuse     use the chroot a --prepare left (a fresh copy of the checkout in it, keeping the
-#               build-asan/ it made: the copy keeps the files' times, so only what changed since
-#               is compiled again); makes it anew when there is none.
+#               keeping it: the part without compiling, which .ci/run runs in the background.
+#   --reuse     use the chroot a --prepare left (a fresh copy of the checkout in it); makes it
+#               anew when there is none.
 #   --keep      leave the chroot (and its build) in place afterwards, for a look inside.
 #   --package   after the suite passes (the GUI build only), make the .deb there with cpack and
 #               install it in a second fresh chroot of the same release (test-install.sh --deb):
@@ -135,18 +131,10 @@ fi
 
 step "Copy of the checkout (tracked and untracked, not ignored files)"
 # The corpora a --prepare fetched stay (datasets/fetch.sh's cache); the sources are copied anew.
-# So does a --prepare's sanitizer build (build-asan/): tar keeps the files' modification times, so
-# ninja compiles again only what differs from the checkout it was made from.
-kept=(.cache)
-[[ $reuse == 1 && $mode == sanitize ]] && kept+=(build-asan)
-for k in "${kept[@]}"; do
-  if [[ -d $root/src/cellscope/$k ]]; then rm -rf "$root/src/kept-$k"; mv "$root/src/cellscope/$k" "$root/src/kept-$k"; fi
-done
+if [[ -d $root/src/cellscope/.cache ]]; then mv "$root/src/cellscope/.cache" "$root/src/cellscope-cache"; fi
 rm -rf "$root/src/cellscope"
 mkdir -p "$root/src/cellscope"
-for k in "${kept[@]}"; do
-  if [[ -d $root/src/kept-$k ]]; then mv "$root/src/kept-$k" "$root/src/cellscope/$k"; fi
-done
+if [[ -d $root/src/cellscope-cache ]]; then mv "$root/src/cellscope-cache" "$root/src/cellscope/.cache"; fi
 (cd "$repo" && git ls-files -co --exclude-standard -z | tar --null -T - -cf -) | tar -xf - -C "$root/src/cellscope"
 echo "    $(du -sh "$root/src/cellscope" | cut -f1) in /src/cellscope"
 
@@ -158,11 +146,7 @@ esac
 # shellcheck disable=SC2206
 setup_env+=(${CELLSCOPE_DISTRO_SETUP_ENV:-})
 action=test
-if [[ $prepare == 1 && $mode == sanitize ]]; then
-  setup_env+=(CELLSCOPE_SANITIZE_BUILD_ONLY=1 "CELLSCOPE_BUILD_MAX_LOAD=$(nproc)")
-elif [[ $prepare == 1 ]]; then
-  action=fetch
-fi
+[[ $prepare == 1 ]] && action=fetch
 box=()
 [[ -n "${CELLSCOPE_DISTRO_TIMEOUT:-}" ]] && box=(timeout --kill-after=30 "$CELLSCOPE_DISTRO_TIMEOUT")
 step "bash packaging/setup.sh $action${setup_env[*]:+ (${setup_env[*]})}${box[*]:+, time box ${CELLSCOPE_DISTRO_TIMEOUT} s}"
