@@ -104,6 +104,23 @@ TEST(BenchPeers, aGradientThatDiffersIsReportedByName) {
   ASSERT_EQ(cstest::run_cli({"bench", "--peer-check", "--from", dir + "/gcn_mzu"}, &out, &err), 1);
   ASSERT_TRUE(cstest::contains(out, "DIFFERS")) << out;
   ASSERT_TRUE(cstest::contains(out, "stack.layer0.first.w_g")) << out;
+  // Exported again over its own earlier export: replaced whole (the changed gradient is gone) ...
+  ASSERT_EQ(cstest::run_cli({"bench", "--peer-export", dir, "--cell", "gcn_mzu"}, &out, &err), 0) << err;
+  ASSERT_EQ(cstest::run_cli({"bench", "--peer-check", "--from", dir + "/gcn_mzu"}, &out, &err), 0) << out << err;
+  // ... but a folder of that name holding anything else is left as it is, and the command says why (#52).
+  const std::string mine = cstest::temp_dir() + "/peer-mine";
+  cstest::write_text(mine + "/gru_dt/params.f64", "my data");
+  cstest::write_text(mine + "/gru_dt/notes.txt", "mine");
+  ASSERT_EQ(cstest::run_cli({"bench", "--peer-export", mine, "--cell", "gru_dt"}, &out, &err), 2) << err;
+  ASSERT_TRUE(cstest::contains(err, "is not replaced: it holds 'notes.txt'")) << err;
+  ASSERT_EQ(cstest::read_text(mine + "/gru_dt/params.f64"), "my data");
+  std::filesystem::remove(mine + "/gru_dt/notes.txt");  // only its file names, but not its model.json
+  ASSERT_EQ(cstest::run_cli({"bench", "--peer-export", mine, "--cell", "gru_dt"}, &out, &err), 2) << err;
+  ASSERT_TRUE(cstest::contains(err, "its model.json is not a peer export's")) << err;
+  ASSERT_EQ(cstest::read_text(mine + "/gru_dt/params.f64"), "my data");
+  size_t left = 0;  // and no folder of its own left beside it
+  for (const auto& e : std::filesystem::directory_iterator(mine)) left += e.path().filename() != "gru_dt";
+  ASSERT_EQ(left, 0u);
 }
 
 TEST(BenchPeers, anOptionThePeerDoesNotImplementIsRefusedByName) {

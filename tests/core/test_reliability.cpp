@@ -10,6 +10,7 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -261,6 +262,39 @@ TEST(Reliability, resumeRemovesOnlyItsOwnInterruptedWrites) {
   ASSERT_EQ(cstest::read_text(dir + "/notes.tmp.md"), "mine");
   ASSERT_FALSE(fs::exists(dir + "/summary.json.tmp.4242"));
   ASSERT_FALSE(fs::exists(dir + "/checkpoints/last.pt.tmp.99"));
+}
+
+// A new run is made in a folder of its own beside the run directory (.NAME.creating-XXXXXX, a
+// name unique to the call, not the PID that another machine of a shared workspace can share) and
+// renamed into place. Creations a killed process left are removed, but only folders of exactly
+// that form, unlocked, holding nothing but what a creation writes: a user's look-alikes stay (#52).
+TEST(Reliability, aNewRunRemovesOnlyCreationsOfItsOwn) {
+  const std::string parent = cstest::temp_dir() + "/creations", run = parent + "/run";
+  const std::string stale = parent + "/.run.creating-aB3xYz";  // a killed creation: lock free, its files
+  fs::create_directories(stale + "/checkpoints");
+  cstest::write_text(stale + "/lock", "4242\n");
+  cstest::write_text(stale + "/config.json", "{}");
+  cstest::write_text(stale + "/vocab.tmp.77", "torn");
+  fs::create_directories(parent + "/.run.creating-Qw8rTy");  // killed before its lock: empty
+  const std::string mine = parent + "/.run.creating-zz1234", old_style = parent + "/.run.creating.4242",
+                    longer = parent + "/.run.creating-abcdefg";
+  for (const auto& d : {mine, old_style, longer}) {
+    cstest::write_text(d + "/lock", "1\n");
+    cstest::write_text(d + "/config.json", "{}");
+  }
+  cstest::write_text(mine + "/notes.txt", "mine");  // a file no creation writes
+  std::string out, err;
+  ASSERT_EQ(cstest::run_cli({"train", tiny_config("creations"), "--run-dir", run, "--quiet"}, &out, &err), 0) << err;
+  ASSERT_EQ(summary_of(run).value("status", std::string()), "finished");
+  ASSERT_FALSE(fs::exists(stale));
+  ASSERT_FALSE(fs::exists(parent + "/.run.creating-Qw8rTy"));
+  ASSERT_EQ(cstest::read_text(mine + "/notes.txt"), "mine");
+  ASSERT_TRUE(fs::exists(mine + "/config.json"));
+  ASSERT_TRUE(fs::exists(old_style + "/config.json"));
+  ASSERT_TRUE(fs::exists(longer + "/config.json"));
+  std::set<std::string> left;
+  for (auto& e : fs::directory_iterator(parent)) left.insert(e.path().filename().string());
+  ASSERT_EQ(left, (std::set<std::string>{"run", ".run.creating-zz1234", ".run.creating.4242", ".run.creating-abcdefg"}));
 }
 
 // Class 6: a directory stranded by an interrupted creation (older versions: checkpoints/ and a

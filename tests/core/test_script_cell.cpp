@@ -516,6 +516,25 @@ TEST_F(ScriptCell, runResumesBitExactlyAndKeepsItsOwnScript) {
   // The original gone altogether: the same.
   std::filesystem::remove(mine);
   EXPECT_TRUE(cs::load_run_task(part, "last") != nullptr);
+  // Both gone, the original and the run's copy: eval (like analyze, generate, decode, cloze scores
+  // and export) is pointed at the script with --script PATH, which must still be the run's by SHA-256.
+  const std::string elsewhere = dir() + "/moved/script.pt", changed = dir() + "/moved/changed.pt";
+  cstest::write_text(elsewhere, copy_bytes);
+  cstest::write_text(changed, copy_bytes + "x");
+  std::filesystem::remove(ps.path(cs::script_copy_name()));
+  std::string out, err;
+  ASSERT_EQ(cstest::run_cli({"eval", part, "--split", "valid"}, &out, &err), 2) << err;
+  EXPECT_TRUE(cstest::contains(err, "--script PATH")) << err;
+  ASSERT_EQ(cstest::run_cli({"eval", part, "--split", "valid", "--script", elsewhere, "--json"}, &out, &err), 0) << err;
+  EXPECT_FALSE(cstest::json_object(out).empty()) << out;
+  ASSERT_EQ(cstest::run_cli({"eval", part, "--split", "valid", "--script", changed}, &out, &err), 2) << err;
+  EXPECT_TRUE(cstest::contains(err, "is not the script this run was trained with") && cstest::contains(err, sha))
+      << err;
+  ASSERT_EQ(cstest::run_cli({"eval", part, "--script", dir() + "/moved/none.pt"}, &out, &err), 2) << err;
+  EXPECT_TRUE(cstest::contains(err, "--script '" + dir() + "/moved/none.pt' does not exist")) << err;
+  ASSERT_EQ(cstest::run_cli({"export", part, "--out", dir() + "/exp_moved", "--script", elsewhere}, &out, &err), 0)
+      << err;
+  EXPECT_EQ(cs::file_sha256(dir() + "/exp_moved/" + cs::script_copy_name()), sha);
 }
 
 }  // namespace test_script_cell

@@ -113,7 +113,10 @@ torch::jit::Module load_module(const std::string& path) {
   if (path.empty())
     throw UserError("cell 'script' needs model.script = PATH of a TorchScript cell saved with torch.jit.save "
                     "(resources/cells/README.md)");
-  if (!file_exists(path)) throw UserError("model.script '" + path + "' does not exist or is not a regular file");
+  if (!file_exists(path))
+    throw UserError("model.script '" + path + "' does not exist or is not a regular file (for a trained run whose "
+                    "script and its copy " + script_copy_name() + " are both gone, eval, analyze, generate, decode, "
+                    "cloze scores and export take --script PATH to the same script elsewhere)");
   try {
     return torch::jit::load(path, torch::kCPU);
   } catch (const std::exception& e) {
@@ -313,6 +316,12 @@ std::string pin_script(json& model) {
   return abs;
 }
 
+namespace {
+std::string g_script_override;  // set_script_override: one CLI command's --script PATH
+}  // namespace
+
+void set_script_override(const std::string& path) { g_script_override = path; }
+
 std::string use_run_script_copy(json& cfg, const std::string& run_dir) {
   if (!cfg.is_object() || !cfg.contains("model") || !cfg["model"].is_object()) return "";
   json& m = cfg["model"];
@@ -320,6 +329,12 @@ std::string use_run_script_copy(json& cfg, const std::string& run_dir) {
     return m.contains(k) && m[k].is_string() ? m[k].get<std::string>() : std::string();
   };
   const std::string path = text("script"), want = text("script_sha256");
+  if (text("cell") == "script" && !g_script_override.empty()) {
+    if (!file_exists(g_script_override))
+      throw UserError("--script '" + g_script_override + "' does not exist or is not a regular file");
+    m["script"] = absolute(g_script_override);  // its SHA-256 is checked against the run's at load
+    return "model.script: using --script " + m["script"].get<std::string>() + " (checked against the run's SHA-256)";
+  }
   const std::string copy = join_path(run_dir, script_copy_name());
   if (text("cell") != "script" || want.empty() || !file_exists(copy)) return "";
   const bool there = !path.empty() && file_exists(path);

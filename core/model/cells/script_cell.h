@@ -47,7 +47,14 @@ inline const char* script_copy_name() { return "script_cell.pt"; }
 // model.script is pointed at the copy, and the note to tell the user is returned ("" when nothing
 // changed; other cells: nothing). Resume, fork, eval, analyze and generate go through it, so that a
 // run keeps working when its script is moved or edited (the copy's SHA-256 is checked again at load).
+// With set_script_override(PATH) in effect, model.script is pointed at PATH instead (a run whose
+// original and copy are both gone): the cell still loads it only if its SHA-256 is the run's.
 std::string use_run_script_copy(json& cfg, const std::string& run_dir);
+
+// The script a trained run's cell is loaded from in this process, in place of model.script and
+// the run's copy: `--script PATH` of eval, analyze, generate, decode, cloze scores and export ("":
+// none, the default). Checked like the original: its SHA-256 must be model.script_sha256.
+void set_script_override(const std::string& path);
 
 // For a new run (or a fork) of a script cell: make model.script absolute and record
 // model.script_sha256 (checking it against the file when it is already recorded). The resolved

@@ -24,6 +24,7 @@
 #include "tasks/char_lm.h"
 #include "train/trainer.h"
 #include "util/error.h"
+#include "util/own_paths.h"
 #include "util/paths.h"
 
 extern char** environ;
@@ -76,9 +77,50 @@ static void write_raw(const std::string& path, const void* data, size_t bytes) {
   if (!f) throw UserError("cannot write " + path);
 }
 
-json export_peer_check(const json& model_in, int64_t B, int64_t T, int64_t V, const std::string& dir) {
+namespace {
+
+const char* const kPeerFormat =
+    "params.f64/grads.f64: float64 little-endian, named_parameters() order; x.i64/y.i64: int64 [seq, batch]";
+
+// "" when `dir` may be replaced by a new export: absent, empty, or an earlier export of this
+// command (only its five files, model.json naming its format); else why not (#52's rule: a
+// command replaces only what is provably its own).
+std::string not_an_earlier_peer_export(const std::string& dir) {
+  std::error_code ec;
+  if (!fs::exists(fs::symlink_status(dir, ec))) return "";
+  if (!fs::is_directory(fs::symlink_status(dir, ec))) return "it is not a folder";
+  const std::vector<std::string> ours = {"params.f64", "grads.f64", "x.i64", "y.i64", "model.json"};
+  bool any = false;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string n = e.path().filename().string();
+    if (std::find(ours.begin(), ours.end(), n) == ours.end() || !e.is_regular_file(ec) || e.is_symlink(ec))
+      return "it holds '" + n + "', which a peer export does not write";
+    any = true;
+  }
+  if (!any) return "";
+  std::ifstream f(dir + "/model.json");
+  const json m = json::parse(f, nullptr, false);
+  if (!m.is_object() || m.value("format", std::string()) != kPeerFormat) return "its model.json is not a peer export's";
+  return "";
+}
+
+}  // namespace
+
+json export_peer_check(const json& model_in, int64_t B, int64_t T, int64_t V, const std::string& out) {
   json model = load_and_resolve(json{{"task", {{"name", "char_lm"}}}, {"model", model_in}}, "bench model")["model"];
-  fs::create_directories(dir);
+  if (const std::string why = not_an_earlier_peer_export(out); !why.empty())
+    throw UserError("'" + out + "' is not replaced: " + why + " (a peer export goes into a new or empty folder, or "
+                    "over an earlier one)");
+  fs::create_directories(fs::path(out).parent_path().empty() ? fs::path(".") : fs::path(out).parent_path());
+  // Written into a folder of this call's own beside it, then put in place (util/own_paths.h).
+  const std::string dir = make_temp_dir_beside(out);
+  struct Cleanup {
+    std::string d;
+    ~Cleanup() {
+      std::error_code ec;
+      if (!d.empty()) fs::remove_all(d, ec);
+    }
+  } cleanup{dir};
   torch::manual_seed(0);
   CharLMModel net(model, V);
   net->to(torch::kFloat64);
@@ -114,11 +156,16 @@ json export_peer_check(const json& model_in, int64_t B, int64_t T, int64_t V, co
       {"vocab", V},
       {"params", index},
       {"loss", loss.item<double>()},
-      {"format",
-       "params.f64/grads.f64: float64 little-endian, named_parameters() order; x.i64/y.i64: int64 [seq, batch]"}};
-  std::ofstream f(dir + "/model.json");
-  f << meta.dump(1) << "\n";
-  if (!f) throw UserError("cannot write " + dir + "/model.json");
+      {"format", kPeerFormat}};
+  {
+    std::ofstream f(dir + "/model.json");
+    f << meta.dump(1) << "\n";
+    if (!f) throw UserError("cannot write " + dir + "/model.json");
+  }
+  if (const std::string why = not_an_earlier_peer_export(out); !why.empty())  // again: it may have changed since
+    throw UserError("'" + out + "' is not replaced: " + why);
+  replace_dir_with(dir, out);
+  cleanup.d.clear();
   return meta;
 }
 

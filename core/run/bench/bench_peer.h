@@ -30,7 +30,9 @@ std::string peer_python();
 // Writes the char-LM model of `model` (resolved here) in double precision: its parameters
 // (params.f64, raw little-endian float64 in named_parameters() order), one batch (x.i64,
 // y.i64, [T, B] int64), the gradients of one training step's loss (grads.f64) and the index
-// (model.json: model, batch, seq, vocab, params [{name, shape, offset}], loss) to `dir`.
+// (model.json: model, batch, seq, vocab, params [{name, shape, offset}], loss) to `dir`: into a
+// folder of its own beside it, then put in place. A `dir` that exists must be empty or an earlier
+// peer export (only those five files): anything else is refused (UserError), never overwritten.
 json export_peer_check(const json& model, int64_t batch, int64_t seq, int64_t vocab, const std::string& dir);
 
 // One child measurement (`bench --peer-child`): median seconds per training step after

@@ -20,6 +20,7 @@
 #include "train/metrics.h"
 #include "util/error.h"
 #include "util/fsync.h"
+#include "util/own_paths.h"
 
 namespace cs {
 
@@ -177,21 +178,43 @@ void RunStore::create_atomically(const json& cfg, const std::string& vocab_text,
   } else if (file_exists(d)) {
     throw UserError("'" + dir_ + "' exists and is not a directory");
   }
-  // Creations of this name that a killed process left behind (their lock is free) are removed.
-  const std::string stem = "." + name + ".creating.";
+  // Creations of this name that a killed process left behind are removed: only a folder named as
+  // this function names its own (.NAME.creating-XXXXXX), whose lock no live process holds, and
+  // that holds nothing but what a creation writes (#52's rule: never a user's look-alike). A creation
+  // killed before its lock file was made leaves an empty folder: rmdir removes only an empty one.
+  const std::string stem = "." + name + ".creating-";
+  std::vector<std::string> ours = {"config.json", "vocab", "lock", "checkpoints"};
+  for (const auto& c : copies) ours.push_back(c.first);
+  auto only_creation_files = [&](const std::string& dir) {
+    for (auto& n : list_dir(dir)) {
+      const std::string p = join_path(dir, n);
+      if (n == "checkpoints" && dir_exists(p)) {
+        if (!list_dir(p).empty()) return false;
+      } else if (std::find(ours.begin(), ours.end(), n) == ours.end() && !interrupted_write(dir, n)) {
+        return false;
+      }
+    }
+    return true;
+  };
   for (auto& n : list_dir(parent)) {
-    if (n.rfind(stem, 0) != 0) continue;
+    if (n.rfind(stem, 0) != 0 || n.size() != stem.size() + 6) continue;
     const std::string old = join_path(parent, n);
-    const int ofd = ::open(join_path(old, "lock").c_str(), O_RDWR | O_CLOEXEC);
-    if (ofd >= 0 && ::flock(ofd, LOCK_EX | LOCK_NB) != 0) {
+    if (!dir_exists(old)) continue;
+    const int ofd = ::open(join_path(old, "lock").c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+    if (ofd < 0) {
+      ::rmdir(old.c_str());  // only if empty
+      continue;
+    }
+    if (::flock(ofd, LOCK_EX | LOCK_NB) != 0) {
       ::close(ofd);
       continue;  // still being created by a live process
     }
-    if (ofd >= 0) ::close(ofd);
-    remove_tree_shallow(old);
+    if (only_creation_files(old)) remove_tree_shallow(old);
+    ::close(ofd);
   }
-  const std::string tmp = join_path(parent, stem + std::to_string(::getpid()));
-  if (dir_exists(tmp)) remove_tree_shallow(tmp);
+  // This creation's folder: a name unique to this call (mkdtemp, util/own_paths.h), not the PID
+  // (which another machine writing the same workspace can share).
+  const std::string tmp = make_temp_dir_beside(d, "creating");
   make_dirs(join_path(tmp, "checkpoints"));
   const int fd = take_lock(tmp, dir_);
   auto hold = std::shared_ptr<int>(new int(fd), [](int* f) {

@@ -675,7 +675,7 @@ std::vector<std::string> runs_to_export(const std::string& src) {
   if (file_exists(join_path(src, "config.json"))) return {src};
   std::vector<std::string> out;
   for (auto& n : list_dir(src)) {
-    if (n.empty() || n[0] == '.') continue;  // a run being created (.<name>.creating.<pid>)
+    if (n.empty() || n[0] == '.') continue;  // a run being created (.<name>.creating-XXXXXX)
     const std::string d = join_path(src, n);
     if (dir_exists(d) && file_exists(join_path(d, "config.json"))) out.push_back(d);
   }
