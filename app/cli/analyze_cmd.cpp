@@ -74,6 +74,9 @@ void print_help() {
                "  --metric M        metric_time: the metric (default: the run's primary metric)\n"
                "  --color-map NAME  images: heatmap colour map (default grey_inverted)\n"
                "  --width W --height H  images: size of one panel in pixels\n"
+               "  --threads T       intra-op threads\n"
+               "  --script PATH     a TorchScript-cell run whose script and its copy script_cell.pt are both\n"
+               "                    gone: the cell from PATH (its SHA-256 must be the run's)\n"
                "--out may be given several times (one computation, e.g. the figure and its CSV).\n"
                "Several runs: --checkpoint once for all or once per --run; they are analysed on the same text\n"
                "(the first run's) and the same evaluation data (length: the first run's dataset), named by\n"
@@ -92,8 +95,9 @@ int cmd_analyze(const std::vector<std::string>& a) {
     return 0;
   }
   auto args = parse(a, {}, {"run", "checkpoint", "out", "text", "last", "layer", "char", "split", "buckets", "threads",
-                            "question", "bins", "metric", "color-map", "width", "height"});
+                            "question", "bins", "metric", "color-map", "width", "height", "script"});
   if (args.positional.size() != 1) throw UsageError("expected one KIND (see cellscope-cli analyze --help)");
+  apply_script_option(args);
   if (!args.has("run")) throw UsageError("--run DIR is required");
   const auto& kind = cs::analysis_kind(args.positional[0]);
   // --out may repeat (e.g. the figure and its data from one computation)

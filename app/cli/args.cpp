@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <string>
 #include <vector>
 
@@ -98,6 +99,15 @@ Args parse(const std::vector<std::string>& a, const std::vector<std::string>& fl
         ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
         ->each([&out, k](const std::string& v) { out.opts.emplace(k, unmark(v)); });
 
+  // "-x" (one dash and a letter) where an option may stand: cellscope-cli has no short options
+  // but -h, so it is a mistyped option, not a CONFIG or file (those go after "--"). An option's
+  // value may look so ("--dest -x"); negative numbers ("-1") stay words.
+  for (size_t i = 0; i < a.size() && a[i] != "--"; ++i) {
+    const std::string& s = a[i];
+    const bool value = i > 0 && a[i - 1].find('=') == std::string::npos && listed(valued, long_name(a[i - 1]));
+    if (!value && s.size() > 1 && s[0] == '-' && std::isalpha(static_cast<unsigned char>(s[1])))
+      throw UsageError("unknown option '" + s + "' (the only short option is -h; a file or preset named so goes after --)");
+  }
   std::vector<std::string> args;
   args.reserve(a.size());
   bool words_only = false;  // after "--": nothing is an option, so nothing needs a marker

@@ -32,6 +32,10 @@ struct Args {
 Args parse(const std::vector<std::string>& a, const std::vector<std::string>& flags,
            const std::vector<std::string>& valued);
 
+// `--script PATH` (eval, analyze, generate, decode, cloze scores, export): the run's TorchScript
+// cell loaded from PATH (cells/script_cell.h set_script_override); nothing when not given.
+void apply_script_option(const Args& args);
+
 // A config from a path or a preset name, with --set overrides applied (not validated).
 cs::json load_config_arg(const std::string& arg, const std::vector<std::string>& sets);
 

@@ -14,7 +14,8 @@ namespace cli {
 namespace {
 
 int cmd_scores(const std::vector<std::string>& a) {
-  auto args = parse(a, {}, {"split", "checkpoint", "out", "threads"});
+  auto args = parse(a, {}, {"split", "checkpoint", "out", "threads", "script"});
+  apply_script_option(args);
   if (args.positional.size() != 1)
     throw UsageError("expected one RUN directory: cloze scores RUN --split S --out F.jsonl");
   if (!args.has("out")) throw UsageError("--out F.jsonl is required");

@@ -12,6 +12,7 @@
 
 #include "bench/bench.h"
 #include "cells/registry.h"
+#include "cells/script_cell.h"
 #include "data/bench_data.h"
 #include "cli.h"
 #include "dist/dist.h"
@@ -344,7 +345,10 @@ int cmd_train(const std::vector<std::string>& a) {
   };
   cb.on_metrics = [&](const cs::MetricsRecord& r) {
     if (json_out) {
-      std::cout << r.to_json().dump() << "\n" << std::flush;
+      // JSON Lines with a record type: "metrics" lines (as metrics.jsonl), then one "summary"
+      json line = {{"record", "metrics"}};
+      line.update(r.to_json());
+      std::cout << line.dump() << "\n" << std::flush;
     } else if (r.eval && !quiet) {
       if (tty) std::fprintf(stderr, "\n");
       std::ostringstream o;
@@ -357,7 +361,8 @@ int cmd_train(const std::vector<std::string>& a) {
   if (tty) std::fprintf(stderr, "\n");
   const auto& s = outcome.summary;
   if (json_out) {
-    json j = s.to_json();
+    json j = {{"record", "summary"}};
+    j.update(s.to_json());
     j["run_dir"] = outcome.run_dir;
     std::cout << j.dump() << "\n";
   } else if (!quiet) {
@@ -375,10 +380,17 @@ int cmd_train(const std::vector<std::string>& a) {
   return s.status == "failed" ? 1 : 0;
 }
 
+void apply_script_option(const Args& args) {
+  if (!args.has("script")) return;
+  if (args.get("script").empty()) throw UsageError("--script needs a PATH");
+  cs::set_script_override(args.get("script"));
+}
+
 // ------------------------------------------------------------------ eval
 int cmd_eval(const std::vector<std::string>& a) {
-  auto args = parse(a, {"json"}, {"split", "checkpoint", "threads"});
+  auto args = parse(a, {"json"}, {"split", "checkpoint", "threads", "script"});
   if (args.positional.size() != 1) throw UsageError("expected one RUN_DIR");
+  apply_script_option(args);
   cs::set_threads(static_cast<int>(args.get_int("threads", 0)));
   auto task = cs::load_run_task(args.positional[0], args.get("checkpoint", "best"));
   const std::string split = args.get("split", "test");

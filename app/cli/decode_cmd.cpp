@@ -1,5 +1,7 @@
 // cellscope-cli decode: a seq2seq run's decodes of a split (beam search with length
 // normalisation, tasks/seq2seq_decode.h), the samples and BLEU / ROUGE against the lead baseline.
+#include <unistd.h>
+
 #include <algorithm>
 #include <iomanip>
 #include <iostream>
@@ -44,8 +46,9 @@ void check_output_path(const std::string& opt, const std::string& path) {
 
 int cmd_decode(const std::vector<std::string>& a) {
   auto args = parse(a, {"json", "csv", "lowercase", "rouge-stem"},
-                    {"split", "checkpoint", "beam", "alpha", "max", "max-length", "threads", "hyp-out", "ref-out"});
+                    {"split", "checkpoint", "beam", "alpha", "max", "max-length", "threads", "hyp-out", "ref-out", "script"});
   if (args.positional.size() != 1) throw UsageError("expected one RUN directory");
+  apply_script_option(args);
   if (args.has("json") && args.has("csv")) throw UsageError("--json and --csv exclude each other");
   const std::string run = args.positional[0];
   cs::set_threads(static_cast<int>(args.get_int("threads", 0)));
@@ -70,13 +73,17 @@ int cmd_decode(const std::vector<std::string>& a) {
   cs::RougeOptions ro;
   ro.stem = args.has("rouge-stem");
   int64_t last_pct = -1;
+  // A terminal sees one line redrawn; a log (not a terminal) one line per 10%, no carriage returns.
+  const bool tty = ::isatty(STDERR_FILENO);
   auto progress = [&](int64_t done, int64_t total) {
     const int64_t pct = total > 0 ? done * 100 / total : 100;
-    if (pct != last_pct || done == total) {
+    if (tty && (pct != last_pct || done == total)) {
       std::cerr << "\rdecoding " << o.split << ": " << done << "/" << total << " (" << pct << "%)" << std::flush;
-      last_pct = pct;
+      if (done == total) std::cerr << "\n";
+    } else if (!tty && (pct / 10 != last_pct / 10 || done == total)) {
+      std::cerr << "decoding " << o.split << ": " << done << "/" << total << " (" << pct << "%)\n";
     }
-    if (done == total) std::cerr << "\n";
+    last_pct = pct;
     return true;
   };
   cs::DecodeReport r = cs::decode_run(run, o, progress);

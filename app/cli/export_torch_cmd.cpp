@@ -274,8 +274,9 @@ std::unique_ptr<cs::Task> export_load_run_task(const std::string& run_dir, const
 }  // namespace
 
 int cmd_export_torch(const std::vector<std::string>& a) {
-  auto args = parse(a, {"force"}, {"checkpoint", "out"});
+  auto args = parse(a, {"force", "json"}, {"checkpoint", "out", "script"});
   if (args.positional.size() != 1) throw UsageError("expected one RUN_DIR");
+  apply_script_option(args);
   if (!args.has("out")) throw UsageError("--out DIR is required");
   const std::string run_dir = args.positional[0];
   std::string out = args.get("out");
@@ -373,6 +374,7 @@ int cmd_export_torch(const std::vector<std::string>& a) {
   // Written into a folder of this invocation's own beside --out (a unique name: a user's "X.tmp", or
   // another export to the same --out, is never touched), then renamed onto --out.
   const std::string tmp = cs::make_temp_dir_beside(out);
+  cs::json written;  // export.json as written, for --json
   std::error_code ec;
   try {
     // torch.save's format with a weights-only pickle (torch >= 2.6 loads with weights_only=True by default), and
@@ -448,6 +450,7 @@ int cmd_export_torch(const std::vector<std::string>& a) {
                        {"sha256", script_sha},
                        {"source", fs::absolute(script_source).lexically_normal().string()}};
     cs::atomic_write(cs::join_path(tmp, "export.json"), man.dump(2) + "\n");
+    written = man;
     // --out is absent, empty or an earlier export: checked above, and again now (files may have
     // come into it while the export was made).
     if (const std::string why = not_an_earlier_export(out); !why.empty())
@@ -458,6 +461,12 @@ int cmd_export_torch(const std::vector<std::string>& a) {
     throw;
   }
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (args.has("json")) {  // one object: where, how long, and the manifest (export.json) as written
+    cs::json j = {{"out", fs::absolute(out).lexically_normal().string()}, {"seconds", secs}, {"export", written}};
+    if (!script_copy_used.empty()) j["script_copy_used"] = script_copy_used;
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
   std::cout << "exported " << run_dir << " (" << fs::path(ckpt).filename().string() << ", step " << step << ", "
             << state.size() << " tensors) to " << out << " in " << std::fixed << std::setprecision(2) << secs << " s\n";
   if (!script_copy_used.empty())

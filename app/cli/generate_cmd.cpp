@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <iostream>
 #include <sstream>
 
@@ -61,8 +62,9 @@ double parse_double(const Args& a, const std::string& k, double def) {
 
 int cmd_generate(const std::vector<std::string>& a) {
   auto args = parse(a, {"json", "allow-unk", "color", "no-color"},
-                    {"run", "checkpoint", "seed-text", "length", "temperature", "seed", "top-k", "out", "threads"});
+                    {"run", "checkpoint", "seed-text", "length", "temperature", "seed", "top-k", "out", "threads", "script"});
   if (!args.positional.empty()) throw UsageError("unexpected argument '" + args.positional[0] + "'");
+  apply_script_option(args);
   if (!args.has("run")) throw UsageError("--run DIR is required");
   cs::set_threads(static_cast<int>(args.get_int("threads", 0)));
   cs::GenerateOptions o;
@@ -103,7 +105,10 @@ int cmd_generate(const std::vector<std::string>& a) {
     std::cout << g.to_json().dump(2) << "\n";
     return 0;
   }
-  const bool color = args.has("color") || (!args.has("no-color") && isatty(STDOUT_FILENO));
+  // --color forces it; else a terminal gets colour unless NO_COLOR is set to anything (no-color.org).
+  const char* no_color = std::getenv("NO_COLOR");
+  const bool color =
+      args.has("color") || (!args.has("no-color") && !(no_color && *no_color) && isatty(STDOUT_FILENO));
   std::cout << (color ? ansi(g) : g.text() + "\n");
   const double bits = g.generated_bits_per_token();
   if (std::isfinite(bits))

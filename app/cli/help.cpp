@@ -3,6 +3,7 @@
 // answers --help, the man page and bash completion without loading LibTorch.
 #include "help.h"
 
+#include <algorithm>
 #include <map>
 #include <utility>
 
@@ -58,6 +59,8 @@ training.batch); training options (steps, lr, clip, weight_decay, patience, ...)
 last; default last): weights, optimizer, task state and RNG restored as a resume would, the step
 counter continuing from N (its metrics start after N), --set applied; its config.json records
 "parent": {"run_dir", "step", "checkpoint"}. The parent is only read.
+--json prints JSON Lines on stdout: {"record": "metrics", ...} per logged interval and evaluation
+(the fields of metrics.jsonl), then one {"record": "summary", ..., "run_dir": ...} (summary.json's).
 A run fails (status failed, exit 1) on a NaN/Inf loss or weights, and when it diverges: the
 mean training loss above 2x the untrained model's for 3 logged intervals (reason "diverged: ...").
 Exit status: 0 finished or stopped (Ctrl-C), 75 stopped by SIGTERM with a checkpoint written
@@ -92,7 +95,7 @@ const char* const kDatasets = R"cs(usage: cellscope-cli datasets [--json]
        cellscope-cli datasets build NAME [--force] [--json]
 Lists the datasets of the manifest ({manifest}), their task(s), format,
 licence, and whether they are in the data cache ({data_cache}).
-Fetch the default corpora with: bash datasets/fetch.sh (packaging/setup.sh does it).
+Fetch the default corpora with: cellscope-cli fetch (it runs {fetch_script}).
 `build NAME` builds a dataset Cellscope makes itself (obtain "build": the CBT-style cloze
 sets moby-dick-cbt-cn and moby-dick-cbt-ne, from moby-dick and WordNet) and prints its
 question counts; training builds them on first use anyway. --force rebuilds.
@@ -119,7 +122,10 @@ Checks a configuration; prints every problem with its JSON path. Exit 2 when inv
 )cs";
 
 const char* const kEval = R"cs(usage: cellscope-cli eval RUN_DIR [--split valid|test] [--checkpoint best|last|STEP] [--json]
+                          [--threads T] [--script PATH]
 Evaluates a run's checkpoint on a whole split (state carried).
+--script PATH  a TorchScript-cell run whose script and its copy script_cell.pt are both gone:
+               load the cell from PATH (its SHA-256 must be the one the run recorded)
 )cs";
 
 const char* const kLabel = R"cs(usage: cellscope-cli label RUN_DIR [TEXT | --clear]
@@ -176,15 +182,19 @@ DIR/cv_summary.json with the per-fold best valid and test accuracy, their mean a
 const char* const kGenerate = R"cs(usage: cellscope-cli generate --run DIR [--checkpoint best|last|STEP] [--seed-text TEXT]
                               [--length 200] [--temperature 1.0] [--seed 1] [--top-k 0]
                               [--allow-unk] [--json | --out FILE.{txt,json,html}] [--color|--no-color]
+                              [--threads T] [--script PATH]
 Samples LENGTH tokens (characters for char_lm, words for word_lm) after the seed text.
 --temperature 0 is greedy (the most probable token each time); the same --seed gives the
 same text. Each token is shaded by the model's surprisal -log2 p (white = 0 bits, red = 10
 bits or more; the seed text underlined) on a colour terminal and in HTML; JSON lists p.
+A terminal gets colour unless NO_COLOR is set (no-color.org); --color forces it, --no-color not.
+--script PATH  a TorchScript-cell run whose script and its copy script_cell.pt are both gone:
+               load the cell from PATH (its SHA-256 must be the one the run recorded)
 )cs";
 
 const char* const kDecode = R"cs(usage: cellscope-cli decode RUN [--split valid|test|train] [--checkpoint best|last|step_N]
                             [--beam K] [--alpha A] [--max N] [--max-length L] [--threads T] [--json | --csv]
-                            [--lowercase] [--rouge-stem] [--hyp-out FILE] [--ref-out FILE]
+                            [--lowercase] [--rouge-stem] [--hyp-out FILE] [--ref-out FILE] [--script PATH]
 Decodes the first N pairs of a split (--max, default 20; 0 = all) of a seq2seq run with beam search
 of width K (default: the run's task.beam; 1 = greedy), hypotheses ranked by log P / ((5+|Y|)/6)^A
 (default A: the run's task.length_penalty), at most L tokens (default: the run's). Prints each
@@ -218,7 +228,7 @@ Spec format: core/inspect/report/REPORT_NOTES.md; bundled: sweep-notes (SWEEP_NO
 )cs";
 
 const char* const kSweep = R"cs(usage: cellscope-cli sweep run SPEC.json|NAME [--workspace DIR] [--dry-run] [--threads K] [--steps N] [--quiet]
-                                [--worker I/N] [--point INDEX] [--jobs K]
+                                [--worker I/N] [--point INDEX] [--jobs K] [--json]
        cellscope-cli sweep slurm SPEC.json|NAME [--workspace DIR] [--out FILE.sh] [--partition P] [--time T]
                                 [--cpus-per-task C] [--mem M] [--account A] [--job-name J] [--max-running M]
                                 [--cli PATH]
@@ -243,6 +253,9 @@ run       runs the points not finished yet, one after another; Ctrl-C stops the 
           --jobs K runs K points at once on this machine, each in its own process (log:
           WORKSPACE/sweeps/NAME/logs/point-INDEX.log) with max(1, cores / K) threads (--threads T to
           choose); Ctrl-C stops every one with a checkpoint. Combines with --worker.
+          --json: JSON Lines on stdout instead of the table: {"record": "point", "index", "id",
+          "status", "run_dir", "seconds"} as each point ends, then {"record": "sweep", the counts,
+          "table": sweep table's JSON when the whole sweep is done}.
           Exit status: 0 done or stopped (Ctrl-C), 75 stopped by SIGTERM with a checkpoint (a
           scheduler's preemption or time limit: run it again to continue), 1 a point failed, 3 a point
           was being run by another process.
@@ -274,11 +287,13 @@ const char* const kCloze = R"cs(usage: cellscope-cli cloze scores RUN --split S 
        cellscope-cli cloze rerank --valid V.jsonl --test T.jsonl [--lm WORD_LM_RUN] ... (rerank --help)
 )cs";
 
-const char* const kClozeScores = R"cs(usage: cellscope-cli cloze scores RUN --split S [--checkpoint C] --out F.jsonl
+const char* const kClozeScores = R"cs(usage: cellscope-cli cloze scores RUN --split S [--checkpoint C] --out F.jsonl [--threads T]
+                                  [--script PATH]
   Writes one JSON object per question of split S (train, valid, test) of the cloze run RUN:
   {"document": [words], "query": [words, with "XXXXX"], "candidates": [words],
    "prob": [P(candidate | D, Q), same order], "answer": index of the answer in candidates}
   --checkpoint best | last | step_N (default best)
+  --script PATH  a TorchScript-cell run whose script and its copy are both gone: the cell from PATH
 )cs";
 
 const char* const kClozeRerank = R"cs(usage: cellscope-cli cloze rerank --valid V.jsonl --test T.jsonl [--lm WORD_LM_RUN [--checkpoint best]]
@@ -310,7 +325,8 @@ training split's sources and targets (as the seq2seq task does) and prints the m
 sentence (or the largest size the text allows). Formats: datasets/README.md, "Sequence to sequence".
 )cs";
 
-const char* const kExportTorch = R"cs(usage: cellscope-cli export RUN_DIR [--checkpoint best|last|step_N] --out DIR [--force]
+const char* const kExportTorch = R"cs(usage: cellscope-cli export RUN_DIR [--checkpoint best|last|step_N] --out DIR [--force] [--json]
+                          [--script PATH]
 Writes a run's model for plain PyTorch into DIR (packaging/python/cellscope_torch/README.md):
   model.pt        state_dict: torch.load(DIR/model.pt) is a dict name -> tensor (Cellscope's
                   names); loads with weights_only=True (PyTorch 2.6's default)
@@ -327,6 +343,9 @@ Writes a run's model for plain PyTorch into DIR (packaging/python/cellscope_torc
 The Python side: import cellscope_torch; model, info = cellscope_torch.load(DIR).
 DIR must not exist or be empty (--force replaces an earlier export, nothing else); it is written
 into a new folder .DIR.tmp-XXXXXX beside it, then renamed.
+--json prints one JSON object instead of the line: {"out", "seconds", "export": export.json's content}.
+--script PATH  a TorchScript-cell run whose script and its copy script_cell.pt are both gone:
+               load the cell from PATH (its SHA-256 must be the one the run recorded)
 )cs";
 
 const char* const kExportTensorboard = R"cs(usage: cellscope-cli export tensorboard RUN_DIR|WORKSPACE --out LOGDIR
@@ -359,9 +378,62 @@ std::vector<std::string> after(const std::vector<std::string>& a, size_t n) {
                       : std::vector<std::string>{};
 }
 
-std::optional<HelpAnswer> answer(std::string text, int status = 0) { return HelpAnswer{std::move(text), status}; }
+std::optional<HelpAnswer> answer(std::string text, int status = 0) { return HelpAnswer{std::move(text), "", status}; }
+
+// Levenshtein distance of a and b (small words).
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// The command `word` was probably meant to be: the one it begins, or the nearest within two edits
+// (one for words of up to four letters); "" when none is that close or two are.
+std::string nearest_command(const std::string& word) {
+  std::string best;
+  size_t best_d = word.size() <= 4 ? 2 : 3;
+  bool tie = false;
+  for (const auto& c : command_names()) {
+    if (word.size() >= 2 && c.compare(0, word.size(), word) == 0) return c;
+    const size_t d = edit_distance(word, c);
+    if (d < best_d) best = c, best_d = d, tie = false;
+    else if (d == best_d) tie = true;
+  }
+  return tie ? "" : best;
+}
 
 }  // namespace
+
+std::vector<std::string> command_names() {
+  std::vector<std::string> names;
+  const std::string top = kTop;
+  bool in_list = false;
+  for (size_t at = 0; at < top.size();) {
+    const size_t end = top.find('\n', at);
+    const std::string line = top.substr(at, end == std::string::npos ? std::string::npos : end - at);
+    at = end == std::string::npos ? top.size() : end + 1;
+    if (line == "commands:") in_list = true;
+    else if (in_list && line.size() > 3 && line[0] == ' ' && line[1] == ' ' && line[2] >= 'a' && line[2] <= 'z')
+      names.push_back(line.substr(2, line.find(' ', 2) - 2));
+  }
+  return names;
+}
+
+std::vector<std::string> help_as_option(const std::vector<std::string>& args) {
+  if (args.size() < 2 || args[0] != "help") return args;
+  std::vector<std::string> out(args.begin() + 1, args.end());
+  out.push_back("--help");
+  return out;
+}
 
 bool want_help(const std::vector<std::string>& a) {
   for (const auto& s : a) {
@@ -373,17 +445,28 @@ bool want_help(const std::vector<std::string>& a) {
 
 std::string usage_text() { return fill(kTop, {{"version", CELLSCOPE_VERSION}}); }
 
-std::optional<HelpAnswer> help_for(const std::vector<std::string>& args) {
+std::optional<HelpAnswer> help_for(const std::vector<std::string>& words) {
+  const std::vector<std::string> args = help_as_option(words);
   if (args.empty()) return answer(usage_text(), 2);
   const std::string& cmd = args[0];
   if (cmd == "--help" || cmd == "-h" || cmd == "help") return answer(usage_text());
   if (cmd == "--version" || cmd == "version") return answer(std::string("cellscope-cli ") + CELLSCOPE_VERSION + "\n");
+  const auto names = command_names();
+  if (std::find(names.begin(), names.end(), cmd) == names.end()) {
+    const std::string near = nearest_command(cmd);
+    return HelpAnswer{usage_text(),
+                      "cellscope-cli: unknown command '" + cmd + "'" +
+                          (near.empty() ? std::string() : " (did you mean '" + near + "'?)") + "\n\n",
+                      2};
+  }
   const std::vector<std::string> rest = after(args, 1);
   // Commands with subcommands: the first word picks the text.
   if (cmd == "datasets") {
     if (!rest.empty() && rest[0] == "show") return want_help(after(rest, 1)) ? answer(kDatasetsShow) : std::nullopt;
     if (!want_help(rest)) return std::nullopt;
-    return answer(fill(kDatasets, {{"manifest", cs::datasets_manifest_path()}, {"data_cache", cs::data_cache_dir()}}));
+    return answer(fill(kDatasets, {{"manifest", cs::datasets_manifest_path()},
+                                   {"data_cache", cs::data_cache_dir()},
+                                   {"fetch_script", cs::fetch_script_path()}}));
   }
   if (cmd == "cloze") {
     if (rest.empty() || rest[0] == "help" || want_help({rest[0]})) return answer(kCloze, rest.empty() ? 2 : 0);
@@ -417,7 +500,7 @@ std::optional<HelpAnswer> help_for(const std::vector<std::string>& args) {
   const auto it = plain.find(cmd);
   if (it != plain.end()) return answer(it->second);
   // analyze lists the kinds of the analysis registry (core/inspect/analysis/kinds.h), which only
-  // the program has; an unknown command is the program's to report.
+  // the program has.
   return std::nullopt;
 }
 

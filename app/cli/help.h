@@ -14,15 +14,25 @@ namespace cli {
 bool want_help(const std::vector<std::string>& a);
 
 struct HelpAnswer {
-  std::string text;  // what to print on stdout
-  int status = 0;    // the exit status: 0, or 2 for a bare command that needs a subcommand or SPEC
+  std::string text;   // what to print on stdout
+  std::string error;  // what to print on stderr first (an unknown command, with a suggestion)
+  int status = 0;     // the exit status: 0; 2 for a bare command that needs a subcommand or SPEC,
+                      // and for an unknown command
 };
 
 // The answer to a command line (the words after the program's name) that asks for help or the
-// version: the top-level usage for none, --help, -h or help; a command's text for CMD ... --help.
-// std::nullopt when it asks for neither, and for `analyze --help`, whose list of kinds comes from
-// the analysis registry of the core (the program answers it).
+// version, or names no command: the top-level usage for none, --help, -h or help; a command's
+// text for CMD ... --help and for help CMD [SUB]; for an unknown command, an error naming it (and
+// the command it was probably meant to be) with the usage, exit 2. std::nullopt for a command
+// line the program is to run, and for `analyze --help`, whose list of kinds comes from the
+// analysis registry of the core (the program answers it).
 std::optional<HelpAnswer> help_for(const std::vector<std::string>& args);
+
+// `help CMD [SUB ...]` as `CMD [SUB ...] --help`; any other command line as it is.
+std::vector<std::string> help_as_option(const std::vector<std::string>& args);
+
+// The commands of the top-level usage ("  name   what it does" under "commands:").
+std::vector<std::string> command_names();
 
 // The top-level usage (cellscope-cli --help).
 std::string usage_text();

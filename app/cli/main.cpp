@@ -34,9 +34,11 @@ int main(int argc, char** argv) {
 
 static int run_main(int argc, char** argv) {
   cs::install_cpu_cache();  // large CPU blocks reused rather than page-faulted in every step (util/cpu_cache.h)
-  std::vector<std::string> args(argv + 1, argv + argc);
-  // Help and the version, as the launcher answers them (help.h); analyze --help falls through.
+  // Help, the version and unknown commands, as the launcher answers them (help.h); analyze
+  // --help (and help analyze) falls through to the command.
+  const std::vector<std::string> args = cli::help_as_option(std::vector<std::string>(argv + 1, argv + argc));
   if (const auto help = cli::help_for(args)) {
+    std::cerr << help->error;
     std::cout << help->text;
     return help->status;
   }
@@ -56,9 +58,8 @@ static int run_main(int argc, char** argv) {
       {"report", cli::cmd_report},
   };
   auto it = commands.find(cmd);
-  if (it == commands.end()) {
-    std::cerr << "cellscope-cli: unknown command '" << cmd << "'\n\n";
-    std::cout << cli::usage_text();
+  if (it == commands.end()) {  // listed in the usage (help.cpp) but not here
+    std::cerr << "cellscope-cli: command '" << cmd << "' is not built into this program\n";
     return 2;
   }
   try {

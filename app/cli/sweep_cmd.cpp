@@ -95,8 +95,26 @@ int sweep_list() {
 
 int sweep_jobs(const cs::SweepSpec& spec, const cs::SweepRunOptions& base, const Args& args, int jobs);
 
+// --json: one JSON line per point ended, {"record": "point", ...}, then {"record": "sweep", ...}
+// with the counts and, when the whole sweep ran to its end, its table (sweep table --out .json's).
+void print_point_json(const cs::SweepPoint& p, const std::string& status, const std::string& reason,
+                      const std::string& dir, double secs) {
+  cs::json j = {{"record", "point"}, {"index", p.index}, {"id", p.id}, {"status", status}, {"seconds", secs}};
+  if (!reason.empty()) j["reason"] = reason;
+  if (!dir.empty()) j["run_dir"] = dir;
+  std::cout << j.dump() << "\n" << std::flush;
+}
+
+void print_sweep_json(const cs::SweepSpec& spec, const cs::SweepRunResult& res, double secs, bool with_table) {
+  cs::json j = {{"record", "sweep"}, {"name", spec.name}, {"dir", res.dir},         {"total", res.total},
+                {"share", res.share}, {"done", res.done},  {"ran", res.ran},         {"skipped", res.skipped},
+                {"failed", res.failed}, {"busy", res.busy}, {"stopped", res.stopped}, {"seconds", secs}};
+  if (with_table) j["table"] = cs::table_to_json(cs::sweep_table(cs::read_sweep_results(res.dir)));
+  std::cout << j.dump() << "\n" << std::flush;
+}
+
 int sweep_run(const std::vector<std::string>& a) {
-  auto args = parse(a, {"dry-run", "quiet"}, {"workspace", "threads", "steps", "worker", "point", "jobs"});
+  auto args = parse(a, {"dry-run", "quiet", "json"}, {"workspace", "threads", "steps", "worker", "point", "jobs"});
   if (args.positional.size() != 1) throw UsageError("sweep run: expected one SPEC.json or sweep NAME");
   const std::string ws = args.get("workspace", cs::default_workspace());
   int worker = 0, workers = 1;
@@ -112,7 +130,7 @@ int sweep_run(const std::vector<std::string>& a) {
     throw UsageError("sweep run: --jobs runs several points, --point names one");
   const cs::SweepSpec spec = spec_arg(args.positional[0], ws, args);
   const auto points = cs::expand_sweep(spec);
-  const bool quiet = args.has("quiet");
+  const bool quiet = args.has("quiet"), json_out = args.has("json");
   if (args.has("dry-run")) {
     auto state = cs::read_sweep_state(cs::sweep_dir(ws, spec.name));
     std::cout << "sweep '" << spec.name << "': " << points.size() << " points (" << spec.axes.size()
@@ -154,11 +172,13 @@ int sweep_run(const std::vector<std::string>& a) {
   }
   auto point_t0 = std::chrono::steady_clock::now();
   int started = 0;
+  std::string point_dir;
   o.on_log = [&](const std::string& m) {
     if (!quiet && m.rfind("point ", 0) == 0) std::cerr << "  " << m << "\n";
   };
   o.on_point_start = [&](const cs::SweepPoint& p, int n, bool resumed, const std::string& dir) {
     point_t0 = std::chrono::steady_clock::now();
+    point_dir = dir;
     if (remaining_at_start < 0) remaining_at_start = n - p.index;
     ++started;
     if (!quiet)
@@ -182,8 +202,9 @@ int sweep_run(const std::vector<std::string>& a) {
     std::fflush(stderr);
     (void)p;
   };
-  o.on_point_done = [&](const cs::SweepPoint&, int, const cs::RunSummary& s) {
+  o.on_point_done = [&](const cs::SweepPoint& p, int, const cs::RunSummary& s) {
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - point_t0).count();
+    if (json_out) print_point_json(p, s.status, s.reason, point_dir, secs);
     if (s.status == "finished") {
       ++ran_finished;
       finished_time += secs;
@@ -207,6 +228,7 @@ int sweep_run(const std::vector<std::string>& a) {
             << " already done, " << res.failed << " failed"
             << (res.busy ? ", " + std::to_string(res.busy) + " being run by another process" : std::string()) << ") in "
             << dur(total) << "; " << res.dir << "\n";
+  if (json_out) print_sweep_json(spec, res, total, whole && !res.stopped);
   if (res.stopped) {
     std::cerr << "stopped: run the same command again to continue\n";
     return g_sweep_signal == SIGTERM ? kExitStoppedBySigterm : 0;
@@ -218,8 +240,7 @@ int sweep_run(const std::vector<std::string>& a) {
     if (!quiet) std::cerr << "the table so far: cellscope-cli sweep table " << res.dir << "\n";
     return res.failed ? 1 : res.busy ? 3 : 0;
   }
-  auto results = cs::read_sweep_results(res.dir);
-  std::cout << cs::table_to_text(cs::sweep_table(results));
+  if (!json_out) std::cout << cs::table_to_text(cs::sweep_table(cs::read_sweep_results(res.dir)));
   return res.failed ? 1 : 0;
 }
 
@@ -256,6 +277,7 @@ int sweep_jobs(const cs::SweepSpec& spec, const cs::SweepRunOptions& base, const
                 << p.id << " (pid " << pid << ", log " << log << ")\n";
   };
   j.on_done = [&](const cs::SweepPoint& p, const std::string& status, const std::string& dir, double secs, int) {
+    if (args.has("json")) print_point_json(p, status, "", dir, secs);
     --active;
     --left;
     if (status == "finished" || status == "failed") {
@@ -275,12 +297,13 @@ int sweep_jobs(const cs::SweepSpec& spec, const cs::SweepRunOptions& base, const
             << " run now, " << res.skipped << " already done, " << res.failed << " failed"
             << (res.busy ? ", " + std::to_string(res.busy) + " being run by another process" : std::string()) << ") in "
             << dur(total) << "; " << res.dir << "\n";
+  if (args.has("json")) print_sweep_json(spec, res, total, res.share == res.total && !res.stopped);
   if (res.stopped) {
     std::cerr << "stopped: run the same command again to continue\n";
     return g_sweep_signal == SIGTERM ? kExitStoppedBySigterm : 0;
   }
   auto results = cs::read_sweep_results(res.dir);
-  if (res.share == res.total) std::cout << cs::table_to_text(cs::sweep_table(results));
+  if (res.share == res.total && !args.has("json")) std::cout << cs::table_to_text(cs::sweep_table(results));
   report_missing(results);
   return res.failed ? 1 : res.busy ? 3 : 0;
 }

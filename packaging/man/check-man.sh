@@ -22,6 +22,11 @@ done
 for s in "EXIT STATUS" FILES ENVIRONMENT EXAMPLES SYNOPSIS "SEE ALSO"; do
   grep -qE "^\.SH \"?$s\"?$" <<<"$src" || bad "no $s section"
 done
+# Every exit status the program uses (train --help names 75; sweep's 3; a second Ctrl-C 130;
+# the launcher's 126/127), each an entry of EXIT STATUS.
+for code in 0 1 2 3 75 130; do
+  sed -n '/^\.SH "\?EXIT STATUS"\?$/,/^\.SH /p' <<<"$src" | grep -qE "^\.B $code$" || bad "EXIT STATUS does not list $code"
+done
 if command -v man >/dev/null; then
   warn=$(zcat -f "$page" | MANWIDTH=100 man --warnings -l - 2>&1 >/dev/null)
   [[ -z $warn ]] || bad "man --warnings: $warn"

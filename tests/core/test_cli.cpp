@@ -92,7 +92,14 @@ TEST(Cli, trainEvalParamsRoundTrip) {
   const std::vector<std::string> lines = cstest::split(out, '\n', true);  // out.trimmed().split('\n')
   ASSERT_TRUE(!lines.empty());
   auto last = cstest::json_object(lines.back());
+  ASSERT_EQ(last.value("record", std::string()), "summary") << lines.back();
   ASSERT_EQ(last.value("status", std::string()), std::string("finished"));
+  ASSERT_GE(lines.size(), 3u);
+  for (size_t i = 0; i + 1 < lines.size(); ++i) {  // each logged interval and evaluation, typed
+    const auto m = cstest::json_object(lines[i]);
+    ASSERT_EQ(m.value("record", std::string()), "metrics") << lines[i];
+    ASSERT_TRUE(m.contains("step")) << lines[i];
+  }
   ASSERT_EQ(last.value("run_dir", std::string()), dir);
   for (auto f : {"config.json", "vocab", "metrics.jsonl", "summary.json", "checkpoints/last.pt", "checkpoints/best.pt"})
     ASSERT_TRUE(std::filesystem::exists(dir + "/" + f)) << f;

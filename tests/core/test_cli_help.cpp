@@ -178,6 +178,37 @@ TEST(CliHelp, everyCommandAndSubcommandAnswersHAndHelp) {
   ASSERT_GE(subcommands, 10);
 }
 
+// `help CMD [SUB]` is CMD [SUB] --help; an unknown command is named with the command it was
+// probably meant to be (a prefix, or within two edits), the usage on stdout, exit 2.
+TEST(CliHelp, helpCommandAndUnknownCommands) {
+  std::string out, err, want;
+  for (const std::vector<std::string>& words :
+       {std::vector<std::string>{"train"}, std::vector<std::string>{"sweep", "run"},
+        std::vector<std::string>{"export", "tensorboard"}}) {
+    std::vector<std::string> help = {"help"}, opt = words;
+    help.insert(help.end(), words.begin(), words.end());
+    opt.push_back("--help");
+    ASSERT_EQ(cstest::run_cli(opt, &want, &err), 0) << err;
+    ASSERT_EQ(cstest::run_cli(help, &out, &err), 0) << err;
+    ASSERT_EQ(out, want) << words[0];
+  }
+  ASSERT_EQ(cstest::run_cli({"help", "analyze"}, &out, &err), 0) << err;  // answered by the program
+  ASSERT_TRUE(cstest::contains(out, "kinds:")) << out;
+  struct Case {
+    std::string word, meant;
+  };
+  for (const Case& c : {Case{"trian", "train"}, Case{"expor", "export"}, Case{"swep", "sweep"}, Case{"dataset", "datasets"},
+                        Case{"gen", "generate"}, Case{"zzzzzz", ""}, Case{"x", ""}}) {
+    ASSERT_EQ(cstest::run_cli({c.word, "quick-gru"}, &out, &err), 2) << c.word;
+    const std::string named = "cellscope-cli: unknown command '" + c.word + "'";
+    ASSERT_TRUE(cstest::contains(err, c.meant.empty() ? named + "\n" : named + " (did you mean '" + c.meant + "'?)"))
+        << c.word << ": " << err;
+    ASSERT_TRUE(cstest::contains(out, "commands:")) << out;
+  }
+  ASSERT_EQ(cstest::run_cli({"help", "trian"}, &out, &err), 2);
+  ASSERT_TRUE(cstest::contains(err, "did you mean 'train'?")) << err;
+}
+
 TEST(CliHelp, helpAfterDoubleDashIsAnArgument) {
   std::string out, err;
   // After "--", --help is a CONFIG name, not a request for help.
@@ -211,8 +242,16 @@ TEST(CliHelp, optionForms) {
   // A lone "-" and words starting with one '-' are positional; so is everything after "--".
   ASSERT_EQ(cstest::run_cli({"validate", "-"}, &out, &err), 2);
   ASSERT_TRUE(cstest::contains(err, "'-' is neither a config file nor a preset")) << err;
-  ASSERT_EQ(cstest::run_cli({"validate", "-x"}, &out, &err), 2);
+  ASSERT_EQ(cstest::run_cli({"validate", "-1"}, &out, &err), 2);
+  ASSERT_TRUE(cstest::contains(err, "'-1' is neither a config file nor a preset")) << err;
+  ASSERT_EQ(cstest::run_cli({"validate", "--", "-x"}, &out, &err), 2);
   ASSERT_TRUE(cstest::contains(err, "'-x' is neither a config file nor a preset")) << err;
+  // Before "--", one dash and a letter is a mistyped option (there are no short options but -h),
+  // named as such rather than taken for a second CONFIG.
+  ASSERT_EQ(cstest::run_cli({"train", "quick-gru", "-x"}, &out, &err), 2);
+  ASSERT_TRUE(cstest::contains(err, "unknown option '-x' (the only short option is -h")) << err;
+  ASSERT_EQ(cstest::run_cli({"validate", "-json"}, &out, &err), 2);
+  ASSERT_TRUE(cstest::contains(err, "unknown option '-json'")) << err;
   ASSERT_EQ(cstest::run_cli({"validate", "--json", "--", "--set"}, &out, &err), 2);
   ASSERT_TRUE(cstest::contains(err, "'--set' is neither a config file nor a preset")) << err;
   ASSERT_EQ(cstest::run_cli({"validate", "--", "quick-gru"}, &out, &err), 0) << err;

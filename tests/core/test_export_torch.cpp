@@ -697,6 +697,14 @@ TEST(ExportTorch, manifestAndStateDictRoundTrip) {
   ASSERT_EQ(man["checkpoint"].value("fnv1a64", std::string()).size(), 16u);
   ASSERT_EQ(man["parameters"]["stack.layer0.transition2.w_hh"], json({24, 8}));
   ASSERT_EQ(man["parameters"]["stack.layer0.transition2.w_ih"], json({24, 0}));
+  // --json: the same manifest as one object on stdout, with where it went
+  ASSERT_EQ(cstest::run_cli({"export", run, "--checkpoint", "last", "--out", out, "--force", "--json"}, &o, &err), 0)
+      << err;
+  const json printed = cstest::json_object(o);
+  ASSERT_EQ(printed.value("out", std::string()), std::filesystem::absolute(out).lexically_normal().string()) << o;
+  ASSERT_GT(printed.value("seconds", -1.0), 0.0) << o;
+  ASSERT_EQ(printed.value("export", json()), cstest::json_object(cstest::read_text(out + "/export.json"))) << o;
+  ASSERT_EQ(printed["export"]["checkpoint"], man["checkpoint"]) << o;
   const json files = man.value("files", json::array());
   ASSERT_NE(std::find(files.begin(), files.end(), "model.safetensors"), files.end()) << files.dump();
   // The tensors as the C++ side holds them (the checkpoint loaded again, named as the export names them): model.pt

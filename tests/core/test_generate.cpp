@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -195,6 +196,25 @@ TEST_F(Generate, cli) {
   auto doc = cstest::json_object(out);
   ASSERT_TRUE(cstest::starts_with(doc.value("text", std::string()), "The sea"));
   ASSERT_EQ(int(doc.value("tokens", json::array()).size()), 7 + 40);
+  // Colour on a terminal (script(1) gives the command one), none with NO_COLOR set, --color forcing it.
+  if (std::system("command -v script >/dev/null 2>&1") == 0) {
+    auto on_tty = [&](const std::string& env, const std::string& extra) {
+      const std::string log = cstest::temp_dir() + "/tty.txt";
+      const std::string cmd = "env " + env + " script -qec \"'" + cstest::cli_path() + "' generate --run '" + charRun_ +
+                              "' --seed-text 'The sea' --length 10 --seed 4 --threads 1" + extra + "\" /dev/null > '" + log +
+                              "' 2>&1";
+      EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+      return cstest::read_text(log);
+    };
+    const std::string plain = on_tty("-u NO_COLOR", ""), quiet = on_tty("NO_COLOR=1", ""),
+                      forced = on_tty("NO_COLOR=1", " --color");
+    EXPECT_TRUE(cstest::contains(plain, "\033[")) << plain;
+    EXPECT_FALSE(cstest::contains(quiet, "\033[")) << quiet;
+    EXPECT_TRUE(cstest::contains(quiet, "The sea")) << quiet;
+    EXPECT_TRUE(cstest::contains(forced, "\033[")) << forced;
+  } else {
+    ADD_FAILURE() << "script(1) (bsdutils, Essential on Debian) is missing: the terminal colour check did not run";
+  }
   const std::string html = cstest::temp_dir() + "/sample.html";
   ASSERT_EQ(cstest::run_cli({"generate", "--run", wordRun_, "--length", "20", "--out", html}, &out, &err), 0);
   ASSERT_TRUE(std::filesystem::exists(html));

@@ -245,8 +245,20 @@ TEST_F(SweepWorkers, pointLocksAndUnresumableRuns) {
   json st = json::parse(cstest::read_text(sweep_dir(ws, "locks") + "/state.json"));
   st["points"][points[1].id] = {{"run_dir", stranded}, {"status", "running"}};
   atomic_write(sweep_dir(ws, "locks") + "/state.json", st.dump(2));
-  ASSERT_EQ(cstest::run_cli({"sweep", "run", path, "--workspace", ws, "--point", "1"}, &out, &err), 0) << err;
+  ASSERT_EQ(cstest::run_cli({"sweep", "run", path, "--workspace", ws, "--point", "1", "--json"}, &out, &err), 0) << err;
   ASSERT_TRUE(cstest::contains(err, "removed " + stranded)) << err;
+  {  // --json in one process: the point's line, then the share's counts (no table: one point of two)
+    const auto lines = cstest::split(out, '\n', true);
+    ASSERT_EQ(lines.size(), 2u) << out;
+    const json pj = cstest::json_object(lines[0]), sj = cstest::json_object(lines[1]);
+    ASSERT_EQ(pj.value("record", std::string()), "point") << out;
+    ASSERT_EQ(pj.value("index", -1), 1) << out;
+    ASSERT_EQ(pj.value("status", std::string()), "finished") << out;
+    ASSERT_EQ(pj.value("run_dir", std::string()), point_state(ws, "locks", points[1].id).run_dir) << out;
+    ASSERT_EQ(sj.value("record", std::string()), "sweep") << out;
+    ASSERT_EQ(sj.value("share", -1), 1) << out;
+    ASSERT_FALSE(sj.contains("table")) << out;
+  }
   ASSERT_FALSE(fs::exists(stranded));
   ASSERT_NE(point_state(ws, "locks", points[1].id).run_dir, stranded);
   expect_complete(ws, "locks", spec);
@@ -416,9 +428,30 @@ TEST_F(SweepWorkers, jobsRunPointsInParallelProcesses) {
     ASSERT_TRUE(cstest::contains(log, "(threads " + threads + ")")) << log;
   }
   // The same command again: the stopped points resume in their directories, all four finish.
-  ASSERT_EQ(cstest::run_cli({"sweep", "run", path, "--workspace", ws, "--jobs", "2"}, &out, &err, 120000), 0) << err;
+  // With --json: a typed line per point ended, then the sweep's counts and table (no text table).
+  ASSERT_EQ(cstest::run_cli({"sweep", "run", path, "--workspace", ws, "--jobs", "2", "--json"}, &out, &err, 120000), 0)
+      << err;
   ASSERT_TRUE(cstest::contains(err, "[4/4 done, 0 running")) << err;
-  ASSERT_TRUE(cstest::contains(out, "model.hidden")) << out;  // the table
+  {
+    const auto lines = cstest::split(out, '\n', true);
+    ASSERT_GE(lines.size(), 3u) << out;  // the two stopped points, then the sweep
+    std::set<int> ended;
+    for (size_t i = 0; i + 1 < lines.size(); ++i) {
+      const json pj = cstest::json_object(lines[i]);
+      ASSERT_EQ(pj.value("record", std::string()), "point") << lines[i];
+      ASSERT_EQ(pj.value("status", std::string()), "finished") << lines[i];
+      ASSERT_TRUE(fs::exists(pj.value("run_dir", std::string()) + "/summary.json")) << lines[i];
+      ended.insert(pj.value("index", -1));
+    }
+    ASSERT_EQ(ended.size(), lines.size() - 1) << out;
+    const json sj = cstest::json_object(lines.back());
+    ASSERT_EQ(sj.value("record", std::string()), "sweep") << lines.back();
+    ASSERT_EQ(sj.value("done", -1), 4) << lines.back();
+    ASSERT_EQ(sj.value("failed", -1), 0) << lines.back();
+    ASSERT_FALSE(sj.value("stopped", true)) << lines.back();
+    ASSERT_TRUE(sj.contains("table") && sj["table"].is_object()) << lines.back();
+    ASSERT_FALSE(cstest::contains(out, "mean +- std over seeds")) << "no text table with --json: " << out;
+  }
   for (int k : {0, 1}) {
     const std::string log = cstest::read_text(sweep_dir(ws, "jobs") + "/logs/point-" + std::to_string(k) + ".log");
     ASSERT_TRUE(cstest::contains(log, "resuming")) << log;

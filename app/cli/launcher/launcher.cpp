@@ -22,6 +22,7 @@
 int main(int argc, char** argv) {
   const std::vector<std::string> args(argv + 1, argv + argc);
   if (const auto help = cli::help_for(args)) {
+    std::cerr << help->error;
     std::cout << help->text;
     return help->status;
   }
