@@ -26,10 +26,8 @@ namespace cli {
 using cs::json;
 
 std::string self_exe() {
-  char buf[PATH_MAX];
-  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n <= 0) throw cs::UserError("cannot find the path of this program (/proc/self/exe)");
-  const std::string exe(buf, static_cast<size_t>(n));
+  const std::string exe = cs::executable_path();
+  if (exe.empty()) throw cs::UserError("cannot find the path of this program (/proc/self/exe)");
   // The command users run, cellscope-cli, when it is beside this program (the launcher that
   // executes it, app/cli/launcher/launcher.cpp): what a Slurm script or a log names.
   const auto slash = exe.find_last_of('/');

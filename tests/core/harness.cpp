@@ -1,6 +1,7 @@
 // Qt-free harness and main() of cellscope_core_tests (see harness.h).
 #include "util/cpu_cache.h"
 #include "harness.h"
+#include "cli_zygote.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -61,19 +62,26 @@ int run_cli(const std::vector<std::string>& args, std::string* out, std::string*
     ::close(po[0]), ::close(po[1]);
     return -3;
   }
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_adddup2(&fa, po[1], STDOUT_FILENO);
-  posix_spawn_file_actions_adddup2(&fa, pe[1], STDERR_FILENO);
-  posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
   const std::string prog = cli_path();
-  std::vector<char*> argv;
-  argv.push_back(const_cast<char*>(prog.c_str()));
-  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  pid_t pid = -1;
-  const int rc = ::posix_spawn(&pid, prog.c_str(), &fa, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
+  // From the zygote when it can (cli_zygote.h), else the program executed.
+  const int null_in = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  pid_t pid = zygote::spawn(prog, args, null_in, po[1], pe[1]);
+  if (null_in >= 0) ::close(null_in);
+  const bool forked = pid > 0;
+  int rc = 0;
+  if (!forked) {
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, po[1], STDOUT_FILENO);
+    posix_spawn_file_actions_adddup2(&fa, pe[1], STDERR_FILENO);
+    posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+    std::vector<char*> argv;
+    argv.push_back(const_cast<char*>(prog.c_str()));
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    rc = ::posix_spawn(&pid, prog.c_str(), &fa, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&fa);
+  }
   ::close(po[1]);
   ::close(pe[1]);
   if (rc != 0) {
@@ -112,7 +120,12 @@ int run_cli(const std::vector<std::string>& args, std::string* out, std::string*
     if (f.fd >= 0) ::close(f.fd);
   if (timed_out) ::kill(pid, SIGKILL);
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  if (forked) {
+    while (!zygote::reap(pid, &status, 60000)) {
+    }
+  } else {
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
   }
   if (timed_out) {
     if (err) *err = "timeout";
@@ -135,12 +148,26 @@ bool Process::start(const std::vector<std::string>& args) {
   const std::string base = temp_dir() + "/process-" + std::to_string(++serial);
   out_path_ = base + ".out";
   err_path_ = base + ".err";
+  const std::string prog = cli_path();
+  {  // from the zygote when it can (cli_zygote.h), else the program executed (below)
+    const int in = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    const int out = ::open(out_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    const int err = ::open(err_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    const pid_t pid = in >= 0 && out >= 0 && err >= 0 ? zygote::spawn(prog, args, in, out, err) : -1;
+    for (int fd : {in, out, err})
+      if (fd >= 0) ::close(fd);
+    if (pid > 0) {
+      pid_ = pid;
+      ended_ = false;
+      exit_code_ = -1;
+      return true;
+    }
+  }
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, out_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, err_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  const std::string prog = cli_path();
   std::vector<char*> argv;
   argv.push_back(const_cast<char*>(prog.c_str()));
   for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
@@ -161,9 +188,14 @@ bool Process::running() {
   if (pid_ < 0 || ended_) return false;
   int status = 0;
   pid_t r;
-  while ((r = ::waitpid(pid_, &status, WNOHANG)) < 0 && errno == EINTR) {
+  if (zygote::owns(pid_)) {
+    if (!zygote::reap(pid_, &status, 0)) return true;
+    r = pid_;
+  } else {
+    while ((r = ::waitpid(pid_, &status, WNOHANG)) < 0 && errno == EINTR) {
+    }
+    if (r == 0) return true;
   }
-  if (r == 0) return true;
   ended_ = true;
   exit_code_ = r == pid_ && WIFEXITED(status) ? WEXITSTATUS(status) : -2;
   return false;
@@ -244,6 +276,15 @@ EnvGuard::~EnvGuard() {
 }  // namespace cstest
 
 int main(int argc, char** argv) {
+  // First, while this process is single-threaded and has run nothing: the zygote that the CLI
+  // processes of the tests are forked from (cli_zygote.h).
+  {
+    const std::string cli = cstest::cli_path();
+    cstest::zygote::start(cli.substr(0, cli.find_last_of('/') + 1) + "cellscope-cli-full");
+    const std::string state = cstest::zygote::state();
+    if (state != "on" && state != "off: CELLSCOPE_TEST_EXEC=1")
+      std::fprintf(stderr, "the CLI zygote is %s: every CLI process is executed\n", state.c_str());
+  }
   ::testing::InitGoogleTest(&argc, argv);
   // CELLSCOPE_TEST_EXCLUDE: gtest patterns (a:b) taken out of whatever the filter selects; the
   // sanitizer stage of packaging/setup.sh leaves out the long runs that only repeat arithmetic the

@@ -1,11 +1,15 @@
 // cellscope-cli: exit codes and messages; nothing created for an invalid config.
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <torch/version.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <string>
 
+#include "cli_zygote.h"
 #include "corpus_fixture.h"
 #include "harness.h"
 
@@ -158,6 +162,57 @@ TEST(Cli, benchJsonHasTheYardstickFields) {
   ASSERT_EQ(j.value("baseline", std::string()), std::string("torch_gru"));
   ASSERT_EQ(cstest::run_cli({"bench", "--cell", "nope"}, &out, &err), 2);
   ASSERT_TRUE(cstest::contains(err, "model.cell"));
+}
+
+
+// The tests' CLI processes come from the zygote (tests/README.md, "How the core tests start the
+// CLI"): it runs in this build, and a forked process says what the executed program says about
+// itself (paths found from the executable, BLAS, threads, the CPU cache), its exit status and its
+// streams included; a changed variable read at library load executes the program instead.
+TEST(Cli, theZygoteRunsTheProgramAsTheExecutedProgramDoes) {
+  const char* exec = std::getenv("CELLSCOPE_TEST_EXEC");
+  if (!(exec && std::string(exec) == "1")) {
+    ASSERT_EQ(cstest::zygote::state(), "on");
+  }
+  std::string forked_out, forked_err, exec_out, exec_err;
+  const int forked = cstest::run_cli({"info"}, &forked_out, &forked_err);
+  {
+    cstest::EnvGuard e("CELLSCOPE_TEST_EXEC", "1");
+    ASSERT_EQ(cstest::run_cli({"info"}, &exec_out, &exec_err), forked);
+  }
+  EXPECT_EQ(forked, 0) << forked_err;
+  EXPECT_EQ(forked_out, exec_out);
+  EXPECT_EQ(forked_err, exec_err);
+  EXPECT_TRUE(cstest::contains(forked_out, "Resources       " + cstest::source_dir() + "/resources")) << forked_out;
+  // Bad input: the same message and exit status 2 both ways.
+  const std::vector<std::string> bad = {"train", cstest::temp_dir() + "/no-such-config.json"};
+  std::string e1, e2;
+  const int r1 = cstest::run_cli(bad, nullptr, &e1);
+  {
+    cstest::EnvGuard e("CELLSCOPE_TEST_EXEC", "1");
+    ASSERT_EQ(cstest::run_cli(bad, nullptr, &e2), r1);
+  }
+  EXPECT_EQ(r1, 2);
+  EXPECT_EQ(e1, e2);
+  // A variable OpenMP reads as it loads, changed: the zygote declines (the harness then executes
+  // the program); unchanged again, it forks, and the exit status comes back through it.
+  if (cstest::zygote::state() == "on") {
+    const int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+    ASSERT_GE(null, 0);
+    const char* omp = std::getenv("OMP_NUM_THREADS");
+    {
+      cstest::EnvGuard t("OMP_NUM_THREADS", omp && std::string(omp) == "3" ? "4" : "3");
+      std::string why;
+      EXPECT_EQ(cstest::zygote::spawn(cstest::cli_path(), {"--version"}, null, null, null, &why), -1);
+      EXPECT_TRUE(cstest::contains(why, "read when the libraries load")) << why;
+    }
+    const pid_t pid = cstest::zygote::spawn(cstest::cli_path(), {"train"}, null, null, null);
+    ::close(null);
+    ASSERT_GT(pid, 0);
+    int status = 0;
+    ASSERT_TRUE(cstest::zygote::reap(pid, &status, 60000));
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 2) << status;  // train without a config
+  }
 }
 
 }  // namespace test_cli

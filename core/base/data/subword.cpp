@@ -8,6 +8,7 @@
 #include <regex>
 
 #include "util/error.h"
+#include "util/paths.h"
 
 // SentencePiece is reached through libcellscope_spm.so (core/spm_shim/spm_shim.cpp), loaded
 // with dlopen(RTLD_LOCAL | RTLD_DEEPBIND): Debian's libsentencepiece exports its own bundled
@@ -39,11 +40,7 @@ struct Spm {
   const char* (*piece)(void*, int) = nullptr;
 };
 
-std::string exe_path() {
-  char buf[4096];
-  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
-}
+std::string exe_path() { return cs::executable_path(); }
 
 // Where the module is: $CELLSCOPE_SPM_LIBRARY, else the build tree's copy for a program run
 // from the build tree, else the installed one next to the program (<bin>/../lib/cellscope/,

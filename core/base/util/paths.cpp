@@ -60,11 +60,25 @@ std::string home_dir() {
 
 }  // namespace
 
-std::string executable_dir() {
+namespace {
+std::string& executable_override() {
+  static std::string path;
+  return path;
+}
+}  // namespace
+
+void set_executable_path(const std::string& path) { executable_override() = path; }
+
+std::string executable_path() {
+  if (!executable_override().empty()) return executable_override();
   char buf[PATH_MAX];
   ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
   if (n <= 0) return "";
-  std::string p(buf, static_cast<size_t>(n));
+  return std::string(buf, static_cast<size_t>(n));
+}
+
+std::string executable_dir() {
+  const std::string p = executable_path();
   auto slash = p.find_last_of('/');
   return slash == std::string::npos ? "" : p.substr(0, slash);
 }

@@ -44,7 +44,15 @@ std::string fetch_script_path();
 // train/run_store.h, for the run layer's users.)
 std::string default_workspace();
 
-// Directory of the running executable (from /proc/self/exe); empty if unknown.
+// Path of the running executable (from /proc/self/exe, or what set_executable_path() gave);
+// empty if unknown. executable_dir() is its directory.
+std::string executable_path();
 std::string executable_dir();
+// The program this process stands for, where that is not /proc/self/exe: the test harness runs
+// the CLI's code in processes forked from a copy of the test executable (tests/core/harness.cpp,
+// "the CLI zygote") and names cellscope-cli-full here, so that every path found from the
+// executable (data files, the SentencePiece module, the program workers are started with) is
+// what the real program would find.
+void set_executable_path(const std::string& path);
 
 }  // namespace cs
