@@ -351,6 +351,45 @@ private Q_SLOTS:
     QCOMPARE(cstest::run_cli({"label", m_runB, "--clear"}, &out, &err), 0);
   }
 
+  // "Compare with" offers the other runs of the analysed run's task only (before: every run of
+  // the workspace, a classifier as the partner of a language model).
+  void partnersAreRunsOfTheSameTask() {
+    const QString ws = cstest::temp_dir() + "/analysis_partner_ws";
+    auto write = [](const QString& path, const QByteArray& data) {
+      QDir().mkpath(QFileInfo(path).absolutePath());
+      QFile f(path);
+      QVERIFY(f.open(QIODevice::WriteOnly));
+      f.write(data);
+    };
+    for (const char* name : {"lm-a", "lm-b", "cls-c"}) {
+      const bool lm = QString(name).startsWith("lm");
+      const QString run = ws + "/" + name;
+      const QJsonObject cfg{{"task", QJsonObject{{"name", lm ? "char_lm" : "classify"}}},
+                            {"model", QJsonObject{{"cell", "gru"}, {"hidden", 16}}},
+                            {"training", QJsonObject{{"steps", 10}}}};
+      write(run + "/config.json", QJsonDocument(cfg).toJson());
+      const QJsonObject summary{{"status", "finished"}, {"task", lm ? "char_lm" : "classify"}, {"cell", "gru"},
+                                {"step", 10}};
+      write(run + "/summary.json", QJsonDocument(summary).toJson());
+      write(run + "/metrics.jsonl", QJsonDocument(QJsonObject{{"step", 10}, {"loss", 2.5}}).toJson(QJsonDocument::Compact) + "\n");
+      write(run + "/checkpoints/last.pt", "x");
+    }
+    gui::AnalysisPanel p;
+    p.setWorkspace(ws);
+    auto abs = [&](const char* name) { return QFileInfo(ws + "/" + name).absoluteFilePath(); };
+    auto choices = [&] {
+      QStringList out;
+      for (const QString& d : p.secondRunChoices()) out << QFileInfo(d).absoluteFilePath();
+      return out;
+    };
+    QVERIFY(p.selectRun(ws + "/lm-a"));
+    QCOMPARE(choices(), QStringList{abs("lm-b")});
+    QVERIFY(p.selectRun(ws + "/cls-c"));
+    QCOMPARE(choices(), QStringList());
+    QVERIFY(p.selectRun(ws + "/lm-b"));
+    QCOMPARE(choices(), QStringList{abs("lm-a")});
+  }
+
   void windowHasTheTab() {
     gui::WindowOptions o;
     o.workspace = m_ws;

@@ -15,6 +15,7 @@
 #include <QHeaderView>
 #include <QLabel>
 #include <QLineEdit>
+#include <QMessageBox>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QScreen>
@@ -24,13 +25,16 @@
 #include <QStatusBar>
 #include <QTableView>
 #include <QTableWidget>
+#include <QTimer>
 #include <QToolButton>
 #include <QtTest/QtTest>
 
+#include "analysis_panel.h"
 #include "compare_panel.h"
 #include "configure_panel.h"
 #include "corpus_fixture.h"
 #include "curve_plot.h"
+#include "decode_panel.h"
 #include "harness.h"
 #include "main_window.h"
 #include "qcp.h"
@@ -263,6 +267,11 @@ private Q_SLOTS:
     QCOMPARE(plot->seriesIds().size(), 1);
     // The group's name, not its first run's directory (before: "GRU (s1) (mean of 3 seeds)").
     QCOMPARE(plot->seriesLabel(plot->seriesIds()[0]), QString("GRU (mean of 3 seeds)"));
+    // An exported figure's caption names the runs behind the curve (before: no run named).
+    const QString caption = plot->exportCaption();
+    QVERIFY2(caption.contains("Runs: GRU (mean of 3 seeds): ") && caption.contains("s1") && caption.contains("s3") &&
+                 caption.contains(QFileInfo(s2).fileName()),
+             qPrintable(caption));
     // The diff of seed 1 and seed 3: one differing option, the bookkeeping shown apart.
     QSortFilterProxyModel* proxy = w.comparePanel()->runProxy();
     auto proxyRow = [&](const QString& dir) {
@@ -281,6 +290,48 @@ private Q_SLOTS:
       if (l->text().contains("differing option")) label = l;
     QVERIFY(label);
     QVERIFY2(label->text().contains("1 differing option(s), 2 bookkeeping"), qPrintable(label->text()));
+  }
+
+  // Seeds aggregated while one seed has no validation point yet (as while it trains towards its
+  // first evaluation): the plot is empty, and the note under it says why and names the seed
+  // (before: an empty plot, without a word).
+  void seedMeanWithoutAValidationPointSaysWhy() {
+    const QString ws = m_root + "/ws-seed-note";
+    QDir().mkpath(ws);
+    const QString cfgPath = m_root + "/seed-note.json";
+    {
+      QFile f(cfgPath);
+      QVERIFY(f.open(QIODevice::WriteOnly));
+      f.write(QJsonDocument(tinyConfig(8, 2, 4)).toJson());
+    }
+    QCOMPARE(cstest::run_cli({"train", cfgPath, "--run-dir", ws + "/a", "--quiet"}), 0);
+    QCOMPARE(cstest::run_cli({"train", cfgPath, "--run-dir", ws + "/b", "--set", "training.seed=2", "--quiet"}), 0);
+    {  // b before its first evaluation: its metrics without the evaluation lines
+      QFile f(ws + "/b/metrics.jsonl");
+      QVERIFY(f.open(QIODevice::ReadOnly));
+      QByteArray kept;
+      for (const QByteArray& line : f.readAll().split('\n'))
+        if (!line.isEmpty() && !QJsonDocument::fromJson(line).object().value("eval").toBool()) kept += line + '\n';
+      f.close();
+      QVERIFY(f.open(QIODevice::WriteOnly | QIODevice::Truncate));
+      f.write(kept);
+    }
+    MainWindow w(opts(ws));
+    w.show();
+    gui::RunTableModel* runs = w.comparePanel()->runModel();
+    QTRY_COMPARE_WITH_TIMEOUT(runs->rowCount(), 2, 10000);
+    for (const auto& r : runs->runs()) runs->setChecked(r.dir, true);
+    QVERIFY2(w.comparePanel()->compareMetric().startsWith("valid"), qPrintable(w.comparePanel()->compareMetric()));
+    w.comparePanel()->setSeedAggregation(true);
+    csw::CurvePlot* plot = w.comparePanel()->comparePlot();
+    QCOMPARE(plot->seriesIds().size(), 1);
+    QVERIFY(plot->seriesX(plot->seriesIds()[0]).isEmpty());
+    const QString note = w.comparePanel()->xAxisNote();
+    QVERIFY2(note.contains("(2 seeds): no mean drawn yet: b has no valid"), qPrintable(note));
+    // Each run on its own: a's points are drawn, and no note.
+    w.comparePanel()->setSeedAggregation(false);
+    QCOMPARE(plot->seriesIds().size(), 2);
+    QVERIFY(w.comparePanel()->xAxisNote().isEmpty());
   }
 
   // The Compare tab in a 1024x700 window, runs appearing while it is open (as from the CLI),
@@ -435,6 +486,72 @@ private Q_SLOTS:
     }
     QVERIFY(h->sectionViewportPosition(gui::RunTableModel::Test) + h->sectionSize(gui::RunTableModel::Test) <=
             view->viewport()->width());
+  }
+
+  // "Stop and quit" asked while a run trains, and the run finishes before the answer: the
+  // window still quits (it waited for a "stopped" report that a finished run never sends).
+  void quitsWhenTheRunFinishedWhileAsking() {
+    MainWindow w(opts(m_root + "/ws-quit"));
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    w.configurePanel()->applyConfig(tinyConfig(1500, 50, 0));
+    QVERIFY(w.startTraining());
+    QTRY_VERIFY_WITH_TIMEOUT(!w.controller()->currentRunDir().isEmpty(), 60000);
+    QVERIFY(w.controller()->isTraining());
+    bool asked = false, answered = false;
+    QTimer poll;
+    poll.setInterval(20);
+    connect(&poll, &QTimer::timeout, this, [&] {
+      auto* box = qobject_cast<QMessageBox*>(QApplication::activeModalWidget());
+      if (!box) return;
+      asked = true;
+      if (w.controller()->isTraining()) return;  // the question stays open until the run has finished
+      for (QAbstractButton* b : box->buttons())
+        if (b->text() == QStringLiteral("Stop and quit")) {
+          poll.stop();
+          answered = true;
+          b->click();
+        }
+    });
+    poll.start();
+    const bool closed = w.close();
+    poll.stop();
+    QVERIFY(asked);
+    QVERIFY(answered);
+    QVERIFY(closed);
+    QVERIFY(!w.isVisible());
+  }
+
+  // Ctrl+3 and Ctrl+6 (and a click on a tab) take the keyboard focus into the panel shown, so its
+  // own shortcuts (Ctrl+Return, Alt+Left/Right, Ctrl+Shift+E: active while the focus is inside
+  // the panel) work at once; a configuration field being edited beside the tab keeps the focus.
+  void tabShortcutsTakeTheFocusIntoThePanel() {
+    MainWindow w(opts(m_root + "/ws-focus"));
+    w.show();
+    w.activateWindow();
+    QVERIFY(QTest::qWaitForWindowActive(&w));
+    auto focusIn = [](QWidget* panel) {
+      QWidget* f = QApplication::focusWidget();
+      return f && (f == panel || panel->isAncestorOf(f));
+    };
+    QTest::keyClick(&w, Qt::Key_3, Qt::ControlModifier);
+    QCOMPARE(w.currentPanel(), static_cast<QWidget*>(w.analysisPanel()));
+    QTRY_VERIFY(focusIn(w.analysisPanel()));
+    QTest::keyClick(QApplication::focusWidget(), Qt::Key_6, Qt::ControlModifier);
+    QCOMPARE(w.currentPanel(), static_cast<QWidget*>(w.decodePanel()));
+    QTRY_VERIFY(focusIn(w.decodePanel()));
+    QTest::keyClick(QApplication::focusWidget(), Qt::Key_2, Qt::ControlModifier);
+    QTRY_VERIFY(focusIn(w.comparePanel()));
+    // Editing the configuration (shown beside Training and Compare): Ctrl+1 leaves the focus there.
+    QLineEdit* field = nullptr;
+    for (QLineEdit* e : w.configurePanel()->findChildren<QLineEdit*>())
+      if (!field && e->isVisible() && e->isEnabled()) field = e;
+    QVERIFY(field);
+    field->setFocus();
+    QTRY_VERIFY(field->hasFocus());
+    QTest::keyClick(field, Qt::Key_1, Qt::ControlModifier);
+    QCOMPARE(w.currentPanel(), static_cast<QWidget*>(w.trainingPanel()));
+    QVERIFY(field->hasFocus());
   }
 
   // The window opens within the screen's available geometry; a remembered geometry is

@@ -317,6 +317,24 @@ class GuiDecodeTest : public QObject {
     // every row, the baseline included, fits without scrolling
     QVERIFY(m->minimumHeight() >=
             3 * m->verticalHeader()->defaultSectionSize() + m->horizontalHeader()->sizeHint().height());
+    // shown in a wide window, no column takes the spare width: the last (a ROUGE column) is as
+    // wide as its header and numbers, like the others (before: it stretched over the free space)
+    w.resize(1600, 1000);
+    w.show();
+    w.showPanel(p);
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    {
+      QHeaderView* h = m->horizontalHeader();
+      const int last = h->count() - 1;
+      QTRY_VERIFY(h->sectionSize(last) > 0);
+      int widest = 0;  // the other metric columns (BLEU, ROUGE-1, ...): sized to their contents
+      for (int c = 3; c < last; ++c) widest = std::max(widest, h->sectionSize(c));
+      QVERIFY(widest > 0);
+      QVERIFY2(h->sectionSize(last) <= widest * 3 / 2, qPrintable(QString("%1: %2 px, the widest other metric %3 px")
+                                                                     .arg(m->horizontalHeaderItem(last)->text())
+                                                                     .arg(h->sectionSize(last))
+                                                                     .arg(widest)));
+    }
     // clicking a checkpoint's row shows its table
     m->setCurrentCell(0, 0);
     QCOMPARE(p->currentTable(), 0);

@@ -21,6 +21,7 @@
 #include <QProgressBar>
 #include <QSettings>
 #include <QSpinBox>
+#include <QAbstractButton>
 #include <QWheelEvent>
 #include <QtTest/QtTest>
 
@@ -148,6 +149,19 @@ private Q_SLOTS:
     QVERIFY(w.configurePanel()->startButton()->isEnabled());
   }
 
+  // The script cell's model.script names a file: the form offers Browse... beside it.
+  void scriptFieldHasBrowse() {
+    gui::MainWindow w(opts(m_root + "/ws-script-browse"));
+    w.configurePanel()->applyConfig(QJsonObject{{"task", QJsonObject{{"name", "char_lm"}}},
+                                                {"model", QJsonObject{{"cell", "script"}}}});
+    csw::OptionForm* form = w.configurePanel()->form();
+    QVERIFY(form->editor("model.script"));
+    QAbstractButton* browse = form->browseButton("model.script");
+    QVERIFY(browse);
+    QCOMPARE(browse->text(), QString("Browse..."));
+    QVERIFY(!form->browseButton("model.hidden"));
+  }
+
   void wheelChangesAFieldOnlyWithFocus() {
     gui::MainWindow w(opts(m_root + "/ws-wheel"));
     w.show();
@@ -166,6 +180,20 @@ private Q_SLOTS:
     QTRY_VERIFY(hidden->hasFocus());
     wheel(hidden, -2);
     QCOMPARE(hidden->value(), 126);  // a focused field takes the wheel
+    // While the form scrolls (a wheel event reached its scroll area 0.4 s ago or less), the
+    // focused field passes the wheel on too (before: "hidden 64 became 59" as it passed under
+    // the pointer). A real wheel over any part of the form reaches the scroll area; a test's
+    // event is not passed to parents (Qt delivers synthetic wheel events to the receiver only).
+    auto* area = form->findChild<QScrollArea*>();
+    QVERIFY(area);
+    wheel(area->viewport(), -1);
+    wheel(hidden, -2);
+    QCOMPARE(hidden->value(), 126);
+    wheel(hidden, -2);
+    QCOMPARE(hidden->value(), 126);
+    QTest::qWait(600);  // the scrolling has stopped
+    wheel(hidden, -1);
+    QCOMPARE(hidden->value(), 125);
     // A combo box of the form too.
     auto* opt = qobject_cast<QComboBox*>(form->editor("training.optimizer"));
     if (opt) {

@@ -3,6 +3,7 @@
 // every token is shaded by its probability, the same seed gives the same text, a missing
 // checkpoint gives one clear message, and the HTML export is written.
 #include <QComboBox>
+#include <QFileInfo>
 #include <QFile>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -13,6 +14,7 @@
 
 #include <cmath>
 
+#include "compare_panel.h"
 #include "corpus_fixture.h"
 #include "generate_panel.h"
 #include "gui_fit.h"
@@ -66,6 +68,21 @@ class GuiGenerateTest : public QObject {
     QVERIFY(p);
     QTRY_VERIFY(p->runDirs().size() == 1);
     QVERIFY(p->selectRun(m_run));
+    // The Run list names the run by its label and folder (as the Compare and Analyses tabs do).
+    {
+      QString out, err;
+      QCOMPARE(cstest::run_cli({"label", m_run, "lr 1e-2"}, &out, &err), 0);
+      w.comparePanel()->refreshRun(m_run);
+      p->refreshRuns();
+      QComboBox* runs = nullptr;
+      for (QComboBox* c : p->findChildren<QComboBox*>())
+        if (c->findData(m_run) >= 0 || c->findData(QFileInfo(m_run).absoluteFilePath()) >= 0) runs = c;
+      QVERIFY(runs);
+      QVERIFY2(runs->currentText().startsWith("lr 1e-2  (tiny-char)  [char_lm, gru]"), qPrintable(runs->currentText()));
+      QCOMPARE(cstest::run_cli({"label", m_run, "--clear"}, &out, &err), 0);
+      w.comparePanel()->refreshRun(m_run);
+      p->refreshRuns();
+    }
     gui::GenRequest r = p->request();
     r.seedText = "The whale";
     r.length = 80;

@@ -18,6 +18,7 @@
 #include <QProgressBar>
 #include <QPushButton>
 #include <QSettings>
+#include <QComboBox>
 #include <QtTest/QtTest>
 
 #include "corpus_fixture.h"
@@ -143,6 +144,26 @@ class GuiReportTest : public QObject {
       QVERIFY(pdf.read(5) == "%PDF-");
     }
     QVERIFY(QFileInfo::exists(root + "/report/01-gui-tiny.tex"));
+
+    // A sweep of the workspace, chosen in the Spec list: reported without writing a spec by hand.
+    auto* specs = dialog->findChild<QComboBox*>(QStringLiteral("reportBundled"));
+    QVERIFY(specs);
+    const int own = specs->findText(QStringLiteral("Sweep gui-tiny (this workspace)"));
+    QVERIFY2(own > 0, qPrintable(QString::number(specs->count())));
+    specs->setCurrentIndex(own);
+    QVERIFY2(spec->text().endsWith("sweep-gui-tiny.json") && QFileInfo::exists(spec->text()), qPrintable(spec->text()));
+    typeInto(outEdit, root + "/own");
+    QTest::mouseClick(render, Qt::LeftButton);
+    QTRY_VERIFY_WITH_TIMEOUT(!dialog->isRendering(), 120000);
+    QVERIFY2(result->text().startsWith("Wrote " + root + "/own: 1 items from 2 runs"), qPrintable(result->text()));
+    const QJsonObject ownManifest = cstest::readJsonObject(root + "/own/manifest.json");
+    QCOMPARE(ownManifest.value("title").toString(), QStringLiteral("Sweep gui-tiny"));
+    QVERIFY(QFileInfo::exists(root + "/own/gui-tiny.tex"));
+    const QString md = [&] {
+      QFile f(root + "/own/report.md");
+      return f.open(QIODevice::ReadOnly) ? QString::fromUtf8(f.readAll()) : QString();
+    }();
+    QVERIFY2(md.contains("Sweep gui-tiny over model.hidden"), qPrintable(md.left(2000)));
   }
 };
 

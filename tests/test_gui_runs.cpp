@@ -32,6 +32,8 @@
 #include <QTableView>
 #include <QThread>
 #include <QTimer>
+#include <QHelpEvent>
+#include <QToolTip>
 #include <QtTest/QtTest>
 
 #include "compare_panel.h"
@@ -146,6 +148,22 @@ private Q_SLOTS:
              qPrintable(acts->action(gui::RunActions::Fork)->toolTip()));
     QVERIFY(!acts->action(gui::RunActions::Delete)->isEnabled());
     QVERIFY(acts->action(gui::RunActions::Delete)->toolTip().contains("stop it first"));
+    // ... and the menu shows it where the pointer rests on the greyed-out item (menus show no
+    // tooltips unless told to).
+    {
+      QMenu* menu = acts->contextMenu();
+      menu->popup(w.mapToGlobal(QPoint(40, 40)));
+      QTRY_VERIFY(menu->isVisible());
+      const QPoint at = menu->actionGeometry(acts->action(gui::RunActions::Fork)).center();
+      QHelpEvent help(QEvent::ToolTip, at, menu->mapToGlobal(at));
+      QApplication::sendEvent(menu, &help);
+      QTRY_VERIFY(QToolTip::isVisible());
+      QVERIFY2(QToolTip::text().contains("Not available: a run is training in this window"),
+               qPrintable(QToolTip::text()));
+      QVERIFY(acts->action(gui::RunActions::Fork)->statusTip().startsWith("Not available: "));
+      menu->hide();
+      QToolTip::hideText();
+    }
 
     w.controller()->stop();
     QTRY_VERIFY_WITH_TIMEOUT(!w.controller()->isTraining(), 30000);

@@ -10,6 +10,7 @@
 #include <QFile>
 #include <QFileInfo>
 #include <QJsonObject>
+#include <QApplication>
 #include <QPushButton>
 #include <QSettings>
 #include <QTableWidget>
@@ -81,8 +82,20 @@ class GuiSweepTest : public QObject {
       if (a->shortcut() == QKeySequence(QStringLiteral("Ctrl+4"))) act = a;
     QVERIFY(act);
     w.showPanel(w.trainingPanel());
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
     act->trigger();
     QCOMPARE(w.currentPanel(), static_cast<QWidget*>(panel));
+    // The Run / Stop / Open buttons stay where they are whatever the status below them says
+    // (before: ~28 px up and down as a sweep started and ended, its status one line or three).
+    auto runButtonAt = [&] {
+      QApplication::processEvents();
+      for (QPushButton* b : panel->findChildren<QPushButton*>())
+        if (b->text() == QStringLiteral("Run / Resume")) return b->mapTo(panel, QPoint(0, 0));
+      return QPoint(-1, -1);
+    };
+    const QPoint buttonsAt = runButtonAt();
+    QVERIFY(buttonsAt.y() > 0);
 
     // An invalid value: refused before anything runs, the point and the option named.
     panel->setSweepName("gui-2x2");
@@ -92,12 +105,14 @@ class GuiSweepTest : public QObject {
     QVERIFY2(panel->lastError().contains("model.hidden=-4") && panel->lastError().contains("model.hidden:"),
              qPrintable(panel->lastError()));
     QVERIFY(!QFileInfo::exists(o.workspace + "/sweeps/gui-2x2"));
+    QCOMPARE(runButtonAt(), buttonsAt);  // a message of two lines in red
 
     // The 2x2 sweep x 2 seeds, run to the end.
     panel->setGrid({{"model.hidden", "8, 16"}, {"training.lr", "0.003, 0.02"}});
     QSignalSpy finished(panel, &gui::SweepPanel::sweepFinished);
     QSignalSpy failed(panel, &gui::SweepPanel::sweepFailed);
     QVERIFY(panel->startSweep());
+    QCOMPARE(runButtonAt(), buttonsAt);
     // while the sweep runs the Training tab does not start a second training
     QVERIFY(panel->isRunning());
     QVERIFY(!w.startTraining());
@@ -108,6 +123,7 @@ class GuiSweepTest : public QObject {
     QCOMPARE(finished.at(0).at(1).toInt(), 8);
     QCOMPARE(finished.at(0).at(2).toInt(), 8);
     QVERIFY(!panel->isRunning());
+    QCOMPARE(runButtonAt(), buttonsAt);
     QVERIFY(QFileInfo::exists(panel->sweepDir() + "/state.json"));
     // Opening a sweep shows its own grid and seeds in the editor, not what was there before.
     panel->setGrid({{"model.embed", "4"}});

@@ -1,4 +1,5 @@
 // Widgets: OptionForm (generated editors, values, changed signal, errors) and ScientificSpinBox.
+#include <QAbstractButton>
 #include <QCheckBox>
 #include <QComboBox>
 #include <QJsonValue>
@@ -301,6 +302,42 @@ private Q_SLOTS:
     f.resetToDefaults();
     for (const QString& p : optional) QVERIFY2(f.isUnset(p), qPrintable(p));
     QCOMPARE(f.values().keys(), QStringList{"dataset.count"});
+  }
+
+  // A string option naming a file has a Browse... button beside its field: what is chosen goes
+  // into the field (and changed() fires); a cancelled choice changes nothing; the chooser starts
+  // in the folder of the file named already. Other string options have no button.
+  void fileFieldHasBrowse() {
+    OptionDesc script;
+    script.section = QStringLiteral("model");
+    script.key = QStringLiteral("script");
+    script.type = OptionDesc::String;
+    script.fileFilter = QStringLiteral("TorchScript cell sources (*.py)");
+    OptionDesc name = script;
+    name.key = QStringLiteral("name");
+    name.fileFilter.clear();
+    OptionForm f;
+    f.setOptions({script, name});
+    QVERIFY(!f.browseButton(QStringLiteral("model.name")));
+    QAbstractButton* browse = f.browseButton(QStringLiteral("model.script"));
+    QVERIFY(browse);
+    QCOMPARE(browse->text(), QStringLiteral("Browse..."));
+    QString askedDir, askedFilter, answer = QStringLiteral("/data/cells/my_cell.py");
+    OptionForm::setFileChooser([&](QWidget*, const QString&, const QString& dir, const QString& filter) {
+      askedDir = dir;
+      askedFilter = filter;
+      return answer;
+    });
+    QSignalSpy changed(&f, &OptionForm::changed);
+    browse->click();
+    QCOMPARE(f.value(QStringLiteral("model.script")).toString(), QStringLiteral("/data/cells/my_cell.py"));
+    QCOMPARE(askedFilter, QStringLiteral("TorchScript cell sources (*.py)"));
+    QVERIFY(!changed.isEmpty());
+    answer.clear();  // cancelled
+    browse->click();
+    QCOMPARE(askedDir, QStringLiteral("/data/cells"));
+    QCOMPARE(f.value(QStringLiteral("model.script")).toString(), QStringLiteral("/data/cells/my_cell.py"));
+    OptionForm::setFileChooser(nullptr);
   }
 };
 

@@ -6,6 +6,8 @@
 #include <QCheckBox>
 #include <QComboBox>
 #include <QCoreApplication>
+#include <QFileDialog>
+#include <QFileInfo>
 #include <QWheelEvent>
 #include <QFormLayout>
 #include <QFrame>
@@ -139,9 +141,19 @@ namespace {
 bool hasValue(const QVariant& v) { return v.isValid() && !v.isNull() && v.metaType().id() != QMetaType::Nullptr; }
 }  // namespace
 
+namespace {
+OptionForm::FileChooser& fileChooser() {
+  static OptionForm::FileChooser chooser;
+  return chooser;
+}
+}  // namespace
+
+void OptionForm::setFileChooser(FileChooser chooser) { fileChooser() = std::move(chooser); }
+
 struct OptionForm::Field {
   OptionDesc desc;
   QWidget* editor = nullptr;
+  QAbstractButton* browse = nullptr;  // file fields (OptionDesc::fileFilter)
   QFrame* frame = nullptr;
   QLabel* label = nullptr;
   QLabel* error = nullptr;
@@ -174,6 +186,7 @@ OptionForm::OptionForm(QWidget* parent) : QWidget(parent) {
   m_content = new QVBoxLayout(m_body);
   m_content->addStretch(1);
   m_scroll->setWidget(m_body);
+  m_scroll->viewport()->installEventFilter(this);  // the form's wheel scrolling (eventFilter)
 }
 
 OptionForm::~OptionForm() {
@@ -182,6 +195,11 @@ OptionForm::~OptionForm() {
 }
 
 OptionForm::Field* OptionForm::field(const QString& path) const { return m_byPath.value(path, nullptr); }
+
+QAbstractButton* OptionForm::browseButton(const QString& path) const {
+  const Field* f = field(path);
+  return f ? f->browse : nullptr;
+}
 
 static QString sectionTitle(const QString& s) {
   if (s.isEmpty()) return QObject::tr("General");
@@ -327,6 +345,21 @@ void OptionForm::setOptions(const QList<OptionDesc>& options) {
     f->editor->setParent(f->frame);
     fl->addWidget(f->editor);
     if (d.type == OptionDesc::Bool) fl->addStretch(1);
+    if (auto* line = qobject_cast<QLineEdit*>(f->editor); line && !d.fileFilter.isEmpty()) {
+      auto* b = new QToolButton(f->frame);
+      b->setText(tr("Browse..."));
+      b->setObjectName(path + QStringLiteral(".browse"));
+      b->setToolTip(tr("Choose the file of %1").arg(path));
+      fl->addWidget(b);
+      f->browse = b;
+      const QString caption = tr("Choose %1").arg(d.label.isEmpty() ? d.key : d.label), filter = d.fileFilter;
+      connect(b, &QToolButton::clicked, this, [this, line, caption, filter] {
+        const QString start = line->text().isEmpty() ? QString() : QFileInfo(line->text()).absolutePath();
+        const QString chosen = fileChooser() ? fileChooser()(this, caption, start, filter)
+                                             : QFileDialog::getOpenFileName(this, caption, start, filter);
+        if (!chosen.isEmpty()) line->setText(chosen);  // textChanged: the form's changed()
+      });
+    }
     cv->addWidget(f->frame);
     f->error = new QLabel(cell);
     f->error->setObjectName(QStringLiteral("csFieldError"));
@@ -500,10 +533,21 @@ void OptionForm::resetToDefaults() {
   }
 }
 
+// The wheel over a spin box or combo box changes its value only when the field has the focus
+// and the form is not being scrolled: a wheel event that reaches the scroll area (the form
+// scrolled) starts a gesture, and a field passed under the pointer within kScrollGestureMs of
+// the last one lets the form go on scrolling, focused or not (before, a focused field caught
+// the scroll: "hidden 64 became 59").
 bool OptionForm::eventFilter(QObject* watched, QEvent* event) {
+  constexpr qint64 kScrollGestureMs = 400;
   if (event->type() == QEvent::Wheel) {
+    if (watched == m_scroll->viewport()) {
+      m_wheelScroll.start();
+      return false;  // the scroll area scrolls
+    }
     auto* w = qobject_cast<QWidget*>(watched);
-    if (w && !w->hasFocus()) {
+    const bool scrolling = m_wheelScroll.isValid() && m_wheelScroll.elapsed() < kScrollGestureMs;
+    if (w && (!w->hasFocus() || scrolling)) {
       event->ignore();  // QApplication passes it on to the parents: the form scrolls
       return true;
     }

@@ -36,12 +36,15 @@
 #include <QDoubleSpinBox>
 
 #include <cfloat>
+#include <functional>
+#include <QElapsedTimer>
 #include <QHash>
 #include <QList>
 #include <QStringList>
 #include <QVariant>
 #include <QWidget>
 
+class QAbstractButton;
 class QFrame;
 class QLabel;
 class QScrollArea;
@@ -57,6 +60,7 @@ struct OptionDesc {
   QStringList choices;           // Enum
   bool advanced = false;
   bool optional = false;         // no default: starts unset, left out of values() until set
+  QString fileFilter;            // String naming a file: a Browse... button (QFileDialog's name filters)
   QString path() const { return section + QLatin1Char('.') + key; }
 };
 
@@ -119,8 +123,15 @@ public:
   QString rangeError(const QString& path) const;
   QStringList rangeErrors() const;
 
+  // What a Browse... button asks (a file's path, empty when cancelled): QFileDialog unless a test
+  // sets another (nullptr restores QFileDialog).
+  using FileChooser = std::function<QString(QWidget* parent, const QString& caption, const QString& dir,
+                                            const QString& filter)>;
+  static void setFileChooser(FileChooser chooser);
+
   // Widgets, for tests and custom layouts.
   QWidget* editor(const QString& path) const;
+  QAbstractButton* browseButton(const QString& path) const;  // nullptr: not a file field
   QLabel* errorLabel(const QString& path) const;  // the general label for an unknown path
   QWidget* advancedPanel(const QString& section) const;
   void setAdvancedExpanded(const QString& section, bool expanded);
@@ -150,6 +161,7 @@ private:
   QList<Section*> m_sections;
   QStringList m_generalErrors;
   bool m_building = false;
+  QElapsedTimer m_wheelScroll;  // since the form last scrolled by the wheel (eventFilter)
 };
 
 }  // namespace csw

@@ -83,6 +83,10 @@ void AnalysisPanel::populateKinds() {
 
 // ---- runs ----------------------------------------------------------------------
 
+namespace {
+constexpr int kTaskRole = Qt::UserRole + 1;  // the run's task.name, in the Run combo's items
+}  // namespace
+
 void AnalysisPanel::setWorkspace(const QString& dir) {
   m_workspace = dir;
   refreshRuns();
@@ -101,6 +105,7 @@ void AnalysisPanel::refreshRuns() {
       const QString name = r.label.isEmpty() ? r.name : QStringLiteral("%1  (%2)").arg(r.label, r.name);
       m_runA->addItem(QStringLiteral("%1  [%2, %3]").arg(name, task, cell), r.dir);
       m_runA->setItemData(m_runA->count() - 1, r.dir, Qt::ToolTipRole);
+      m_runA->setItemData(m_runA->count() - 1, task, kTaskRole);
     }
     int ia = m_runA->findData(a);
     m_runA->setCurrentIndex(ia >= 0 ? ia : (m_runA->count() > 0 ? 0 : -1));
@@ -155,15 +160,18 @@ bool AnalysisPanel::selectSecondRun(const QString& dir) {
 }
 
 void AnalysisPanel::fillSecondRuns(const QString& keep) {
-  // "Compare with" offers every run but the one analysed (comparing a run with itself
-  // says nothing); it keeps its choice when that is still another run.
+  // "Compare with" offers the other runs of the analysed run's task (comparing a run with
+  // itself says nothing, and a classifier's analysis is no partner for a language model's);
+  // it keeps its choice when that is still one of them.
   QSignalBlocker bb(m_runB);
   m_runB->clear();
   m_runB->addItem(QStringLiteral("(none)"), QString());
   const QString a = QFileInfo(currentRun()).absoluteFilePath();
+  const QString task = m_runA->currentIndex() >= 0 ? m_runA->currentData(kTaskRole).toString() : QString();
   for (int i = 0; i < m_runA->count(); ++i) {
     const QString dir = m_runA->itemData(i).toString();
     if (!currentRun().isEmpty() && QFileInfo(dir).absoluteFilePath() == a) continue;
+    if (!task.isEmpty() && m_runA->itemData(i, kTaskRole).toString() != task) continue;
     m_runB->addItem(m_runA->itemText(i), dir);
   }
   const int ib = m_runB->findData(keep);

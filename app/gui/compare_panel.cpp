@@ -421,6 +421,7 @@ void ComparePanel::redraw() {
   m_xNote->hide();
   m_xNote->clear();
   const QStringList dirs = m_runModel->checkedDirs();
+  plot->setSubject(QString());
   if (sel.isEmpty() || dirs.isEmpty()) {
     plot->setTitle(QStringLiteral("Comparison: tick runs in the table"));
     plot->resetView();
@@ -482,9 +483,29 @@ void ComparePanel::redraw() {
     for (const QString& dir : dirs) groups.append(QStringList{dir});
   }
   const bool stdBand = m_bandCombo->currentIndex() == 1;
+  QStringList notes;  // said under the plot: what is not drawn, and why
   QStringList firsts;
   for (const QStringList& g : groups) firsts << g.first();
   const QStringList names = legendNames(firsts, m_seedBox->isChecked());
+  // The exported figure's caption names the runs behind each curve by their folders (the legend
+  // names only what tells them apart).
+  {
+    QStringList subject;
+    for (int gi = 0; gi < groups.size(); ++gi) {
+      QStringList folders;
+      for (const QString& d : groups[gi]) folders << QFileInfo(d).fileName();
+      QString name = names.value(gi);  // a group is not its first run (as its legend entry below)
+      const QString dirSuffix = QStringLiteral(" (%1)").arg(folders.first());
+      if (groups[gi].size() > 1 && name.endsWith(dirSuffix) && name.size() > dirSuffix.size())
+        name.chop(dirSuffix.size());
+      subject << (groups[gi].size() > 1 ? QStringLiteral("%1 (mean of %2 seeds): %3")
+                                              .arg(name)
+                                              .arg(groups[gi].size())
+                                              .arg(folders.join(QStringLiteral(", ")))
+                                        : QStringLiteral("%1 = %2").arg(names.value(gi), folders.first()));
+    }
+    plot->setSubject(subject.join(QStringLiteral("; ")));
+  }
   for (int gi = 0; gi < groups.size(); ++gi) {
     const QStringList& g = groups[gi];
     const RunInfo* first = m_runModel->run(m_runModel->rowOf(g.first()));
@@ -500,10 +521,12 @@ void ComparePanel::redraw() {
     // seeds there (wall-clock time differs between seeds; steps and FLOPs do not); band = min-max
     // or mean +- std.
     std::map<qint64, QVector<double>> at, atX;
+    QStringList without;  // seeds with no point of this metric yet (one that has not evaluated yet)
     for (const QString& dir : g) {
       QVector<double> xs, ys;
       QVector<qint64> steps;
       seriesOf(dir, &xs, &ys, &steps);
+      if (xs.isEmpty()) without << QFileInfo(dir).fileName();
       for (int i = 0; i < xs.size(); ++i) {
         at[steps[i]].append(ys[i]);
         atX[steps[i]].append(xs[i]);
@@ -536,6 +559,22 @@ void ComparePanel::redraw() {
     QString groupName = names.value(gi);
     const QString dirSuffix = QStringLiteral(" (%1)").arg(QFileInfo(first->dir).fileName());
     if (groupName.endsWith(dirSuffix) && groupName.size() > dirSuffix.size()) groupName.chop(dirSuffix.size());
+    if (xs.isEmpty()) {
+      // Nothing to draw, and an empty plot would say nothing: the mean needs every seed's value at
+      // a step (a mean of the seeds that have one would move when the others arrive).
+      notes << (without.isEmpty()
+                    ? QStringLiteral("%1 (%2 seeds): no mean drawn: no step has a value of %3 in every seed")
+                          .arg(groupName)
+                          .arg(g.size())
+                          .arg(QString(sel).replace(QLatin1Char('|'), QLatin1Char(' ')))
+                    : QStringLiteral("%1 (%2 seeds): no mean drawn yet: %3 %4 no %5 point yet (the mean is taken at "
+                                     "the steps every seed has reached; untick Aggregate seeds to see each run)")
+                          .arg(groupName)
+                          .arg(g.size())
+                          .arg(without.join(QStringLiteral(", ")),
+                               without.size() == 1 ? QStringLiteral("has") : QStringLiteral("have"),
+                               QString(sel).replace(QLatin1Char('|'), QLatin1Char(' '))));
+    }
     plot->addSeries(id, groupName + QStringLiteral(" (mean of %1 seeds)").arg(g.size()));
     plot->setSeriesSparse(id, split != QLatin1String("train"));
     plot->setSeries(id, xs, mean);
@@ -544,10 +583,13 @@ void ComparePanel::redraw() {
   if (!withoutX.isEmpty()) {
     QStringList names;
     for (const QString& d : withoutX) names << QFileInfo(d).fileName();
-    m_xNote->setText(QStringLiteral("%1 run(s) not drawn on this axis: their metrics.jsonl records no %2 "
-                                    "(written before Cellscope recorded training FLOPs): %3")
-                         .arg(withoutX.size())
-                         .arg(xAxisLabel(m_xAxis), names.join(QStringLiteral(", "))));
+    notes << QStringLiteral("%1 run(s) not drawn on this axis: their metrics.jsonl records no %2 "
+                            "(written before Cellscope recorded training FLOPs): %3")
+                 .arg(withoutX.size())
+                 .arg(xAxisLabel(m_xAxis), names.join(QStringLiteral(", ")));
+  }
+  if (!notes.isEmpty()) {
+    m_xNote->setText(notes.join(QLatin1Char('\n')));
     m_xNote->show();
   }
   plot->resetView();

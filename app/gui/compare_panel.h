@@ -52,6 +52,8 @@ public:
   // xAxisNote().
   void setXAxis(XAxis axis);
   XAxis xAxis() const { return m_xAxis; }
+  // The note under the plot (empty when hidden): the runs left out on this axis, and the seed
+  // groups with no mean drawn (a seed without a point of the metric yet), each on a line.
   QString xAxisNote() const;
 
   // The overlaid series as "split|key" (e.g. "valid|bpc"); false when no ticked run has it.

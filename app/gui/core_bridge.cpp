@@ -98,6 +98,9 @@ QList<csw::OptionDesc> optionDescs(const QString& cell, const QString& task) {
     // literally, or refuse as out of range).
     d.optional = o.default_value.is_null() && d.type != csw::OptionDesc::Enum;
     if (!d.defaultValue.isValid() && d.type == csw::OptionDesc::String) d.defaultValue = QString();
+    // A file named by path: a Browse... button beside the field.
+    if (d.path() == QLatin1String("model.script"))
+      d.fileFilter = QStringLiteral("TorchScript cell sources (*.py);;All files (*)");
     if (d.type == csw::OptionDesc::Int) {
       // QSpinBox holds an int: clamp the schema's range.
       d.min = std::max(o.min, double(INT_MIN + 1));

@@ -225,8 +225,10 @@ QSplitter* DecodePanel::buildResultTables() {
   m_metrics->setSelectionBehavior(QAbstractItemView::SelectRows);
   m_metrics->setSelectionMode(QAbstractItemView::SingleSelection);
   m_metrics->verticalHeader()->hide();
+  // Each column as wide as its header and numbers; the spare width stays empty on the right
+  // rather than going to the last metric.
   m_metrics->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
-  m_metrics->horizontalHeader()->setStretchLastSection(true);
+  m_metrics->horizontalHeader()->setStretchLastSection(false);
   m_metrics->setToolTip(tr("Corpus BLEU and ROUGE F1 (0-100) of each decoded checkpoint, and of the lead baseline "
                            "(the first words of the source) on the same examples; the best checkpoint per column "
                            "in bold. Click a row to see its outputs."));
@@ -374,7 +376,9 @@ void DecodePanel::refreshRuns() {
         if (!QFileInfo::exists(r.dir + QStringLiteral("/checkpoints"))) continue;
         const QString cell =
             r.config.value(QStringLiteral("model")).toObject().value(QStringLiteral("cell")).toString();
-        m_runCombo->addItem(QStringLiteral("%1  (%2, %3)").arg(r.displayName(), cell, r.status()), r.dir);
+        // The run's label first (as the Compare and Analyses tabs name it), its folder after it.
+        const QString name = r.label.isEmpty() ? r.name : QStringLiteral("%1  (%2)").arg(r.label, r.name);
+        m_runCombo->addItem(QStringLiteral("%1  [%2, %3]").arg(name, cell, r.status()), r.dir);
         m_runCombo->setItemData(m_runCombo->count() - 1, r.dir, Qt::ToolTipRole);
       }
     }

@@ -166,7 +166,9 @@ void GeneratePanel::refreshRuns() {
       if (task != QStringLiteral("char_lm") && task != QStringLiteral("word_lm")) continue;
       if (!QFileInfo::exists(r.dir + QStringLiteral("/checkpoints"))) continue;
       const QString cell = r.config.value(QStringLiteral("model")).toObject().value(QStringLiteral("cell")).toString();
-      m_runCombo->addItem(QStringLiteral("%1  (%2, %3)").arg(r.name, task, cell), r.dir);
+      // The run's label first (as the Compare and Analyses tabs name it), its folder after it.
+      const QString name = r.label.isEmpty() ? r.name : QStringLiteral("%1  (%2)").arg(r.label, r.name);
+      m_runCombo->addItem(QStringLiteral("%1  [%2, %3]").arg(name, task, cell), r.dir);
     }
   }
   const int i = m_runCombo->findData(keep);

@@ -109,8 +109,16 @@ void MainWindow::buildPanels() {
     m_tabs->addTab(page, e.title);
   }
   connect(m_tabs, &QTabWidget::currentChanged, this, [this](int i) {
+    QWidget* panel = tabPanel(m_tabs, i);
     for (const PanelEntry& e : m_panels)
-      if (e.widget == tabPanel(m_tabs, i)) m_configure->setVisible(e.showsConfiguration);
+      if (e.widget == panel) m_configure->setVisible(e.showsConfiguration);
+    // The keyboard focus goes with the tab (Ctrl+1..6, a click on the tab bar): the panels'
+    // shortcuts (Ctrl+Return, Alt+Left/Right, Ctrl+Shift+E) act while the focus is inside the
+    // panel. A field of the configuration being edited beside the tab keeps it.
+    QWidget* f = QApplication::focusWidget();
+    if (panel && (!f || f == m_tabs->tabBar() || m_tabs->isAncestorOf(f) || !f->isVisible()) &&
+        !(f && panel->isAncestorOf(f)))
+      panel->setFocus(Qt::TabFocusReason);
   });
 
   m_mainSplitter = new QSplitter(Qt::Horizontal);
@@ -187,6 +195,7 @@ void MainWindow::buildMenus() {
   run->addAction(QStringLiteral("&Clear queue"), m_controller, &TrainingController::clearQueue);
   if (m_runTableActions) {
     run->addSeparator();
+    run->setToolTipsVisible(true);  // a greyed-out export says why (RunActions::setReason)
     run->addMenu(m_runTableActions->contextMenu());
     // The exports of the selected run, also straight under Run (as in the run table's context menu).
     run->addAction(m_runTableActions->action(RunActions::ExportTorch));
@@ -468,6 +477,11 @@ void MainWindow::closeEvent(QCloseEvent* event) {
     box.exec();
     if (box.clickedButton() != stop) {
       event->ignore();
+      return;
+    }
+    if (!m_controller->isTraining()) {  // the run ended while the question was open: nothing to stop
+      saveSettings();
+      event->accept();
       return;
     }
     m_closeAfterStop = true;

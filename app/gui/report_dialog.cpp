@@ -7,6 +7,12 @@
 #include <QDialogButtonBox>
 #include <QDir>
 #include <QFileDialog>
+#include <QFile>
+#include <QFileInfo>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QTemporaryDir>
 #include <QFormLayout>
 #include <QHBoxLayout>
 #include <QLabel>
@@ -20,6 +26,7 @@
 #include <memory>
 
 #include "figures.h"
+#include "json_file.h"
 #include "report/report.h"
 #include "util/error.h"
 #include "worker_thread.h"
@@ -76,7 +83,15 @@ ReportDialog::ReportDialog(const QString& workspace, QWidget* parent) : QDialog(
   for (const auto& r : cs::bundled_reports())
     m_bundled->addItem(QString::fromStdString(r["name"].get<std::string>() + ": " + r["title"].get<std::string>()),
                        QString::fromStdString(r["path"].get<std::string>()));
-  form->addRow(QStringLiteral("Bundled spec"), m_bundled);
+  // The workspace's own sweeps: a spec with the sweep's table is written for the one chosen
+  // (sweepSpec), so a sweep of the user's is reported without writing JSON by hand.
+  const QFileInfoList sweeps = QDir(QDir(workspace).filePath(QStringLiteral("sweeps")))
+                                   .entryInfoList(QDir::Dirs | QDir::NoDotAndDotDot, QDir::Name);
+  for (const QFileInfo& d : sweeps)
+    if (QFileInfo::exists(QDir(d.filePath()).filePath(QStringLiteral("sweep.json"))))
+      m_bundled->addItem(QStringLiteral("Sweep %1 (this workspace)").arg(d.fileName()),
+                         QStringLiteral("sweep:") + d.fileName());
+  form->addRow(QStringLiteral("Spec"), m_bundled);
   m_spec = new QLineEdit;
   m_spec->setObjectName(QStringLiteral("reportSpec"));
   auto* browseSpec = new QPushButton(QStringLiteral("Browse..."));
@@ -119,8 +134,15 @@ ReportDialog::ReportDialog(const QString& workspace, QWidget* parent) : QDialog(
   resize(640, 300);
 
   connect(m_bundled, &QComboBox::currentIndexChanged, this, [this](int i) {
-    const QString path = m_bundled->itemData(i).toString();
-    if (!path.isEmpty()) m_spec->setText(path);
+    const QString data = m_bundled->itemData(i).toString();
+    if (data.startsWith(QLatin1String("sweep:"))) {
+      QString err;
+      const QString path = sweepSpec(data.mid(6), &err);
+      if (path.isEmpty()) m_result->setText(QStringLiteral("No spec for this sweep: ") + err);
+      else m_spec->setText(path);
+    } else if (!data.isEmpty()) {
+      m_spec->setText(data);
+    }
   });
   connect(browseSpec, &QPushButton::clicked, this, [this] {
     const QString f = QFileDialog::getOpenFileName(this, QStringLiteral("Report spec"), m_spec->text(),
@@ -159,6 +181,45 @@ void ReportDialog::reject() {
     return;
   }
   QDialog::reject();
+}
+
+// A spec reporting one sweep of the workspace: its table (the sweep's own rows, columns and
+// metric: sweep table's rules), captioned with its grid's axes. Written into a folder of the
+// dialog's own (removed with it): the report's manifest keeps the spec, and the path is shown in
+// the Spec field, to be copied and edited for a larger report.
+QString ReportDialog::sweepSpec(const QString& sweep, QString* error) {
+  if (!m_specDir) m_specDir = std::make_unique<QTemporaryDir>(QDir::temp().filePath(QStringLiteral("cellscope-report-XXXXXX")));
+  if (!m_specDir->isValid()) {
+    if (error) *error = m_specDir->errorString();
+    return QString();
+  }
+  const QJsonObject def = readJsonObjectFile(QDir(m_workspace).filePath(QStringLiteral("sweeps/%1/sweep.json").arg(sweep)));
+  QStringList axes;  // the grid: a list of axes ({"name"|"option", "values"}) or {"option": [values]}
+  const QJsonValue grid = def.value(QStringLiteral("grid"));
+  if (grid.isObject()) axes = grid.toObject().keys();
+  for (const QJsonValue& a : grid.toArray()) {
+    const QJsonObject ax = a.toObject();
+    axes << (ax.contains(QStringLiteral("name")) ? ax.value(QStringLiteral("name")).toString()
+                                                 : ax.value(QStringLiteral("option")).toString());
+  }
+  const int seeds = def.value(QStringLiteral("seeds")).toArray().size();
+  QString caption = QStringLiteral("Sweep %1").arg(sweep);
+  if (!axes.isEmpty()) caption += QStringLiteral(" over %1").arg(axes.join(QStringLiteral(" x ")));
+  if (seeds > 1) caption += QStringLiteral(" (mean ± std over %1 seeds)").arg(seeds);
+  const QJsonObject spec{
+      {QStringLiteral("title"), QStringLiteral("Sweep %1").arg(sweep)},
+      {QStringLiteral("notes"), def.value(QStringLiteral("notes")).toString()},
+      {QStringLiteral("items"),
+       QJsonArray{QJsonObject{{QStringLiteral("sweep"), sweep}, {QStringLiteral("id"), sweep},
+                              {QStringLiteral("caption"), caption}}}}};
+  const QString path = m_specDir->filePath(QStringLiteral("sweep-%1.json").arg(sweep));
+  QFile f(path);
+  if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate) ||
+      f.write(QJsonDocument(spec).toJson()) < 0) {
+    if (error) *error = f.errorString();
+    return QString();
+  }
+  return path;
 }
 
 QString ReportDialog::specPath() const { return m_spec->text(); }

@@ -6,6 +6,9 @@
 #include <QDialog>
 #include <QObject>
 #include <QString>
+#include <QTemporaryDir>
+
+#include <memory>
 
 class QComboBox;
 class QLabel;
@@ -58,6 +61,7 @@ private:
   void onFinished(const QString& out, int items, int runs, bool images);
   void onFailed(const QString& message);
   void setBusy(bool busy);
+  QString sweepSpec(const QString& sweep, QString* error);  // a spec of one sweep of the workspace
 
   QString m_workspace;
   QComboBox* m_bundled = nullptr;
@@ -71,6 +75,7 @@ private:
   ReportWorker* m_worker = nullptr;
   bool m_rendering = false;
   QString m_lastOut;
+  std::unique_ptr<QTemporaryDir> m_specDir;  // the specs sweepSpec writes
 };
 
 }  // namespace gui

@@ -200,6 +200,8 @@ RunActions::RunActions(RunTableModel* model, QSortFilterProxyModel* proxy, QTabl
       {"&Delete...", "Del", &RunActions::deleteSelected, "Move the run directory to the desktop trash"},
   };
   m_menu = new QMenu(QStringLiteral("Selected &run"), view);
+  // Menus show no tooltips by default: a greyed-out item would not say why (setReason).
+  m_menu->setToolTipsVisible(true);
   for (const Def& d : defs) {
     auto* a = new QAction(QString::fromUtf8(d.text), this);
     a->setShortcut(QKeySequence(QString::fromLatin1(d.keys)));
@@ -236,12 +238,14 @@ QString RunActions::selectedRun() const {
   return r ? r->dir : QString();
 }
 
-// An action greyed out says why in its tooltip ("Not available: <reason>"); an enabled one
-// shows its description.
+// An action greyed out says why in its tooltip ("Not available: <reason>"), which the menus
+// show (setToolTipsVisible) when the pointer rests on the item, and in its status tip; an
+// enabled one shows its description.
 void RunActions::setReason(QAction* a, const QString& reason) {
   a->setEnabled(reason.isEmpty());
   const QString tip = a->property("defaultTip").toString();
   a->setToolTip(reason.isEmpty() ? tip : QStringLiteral("%1\nNot available: %2").arg(tip, reason));
+  a->setStatusTip(reason.isEmpty() ? tip : QStringLiteral("Not available: %1").arg(reason));
 }
 
 void RunActions::updateEnabled() {

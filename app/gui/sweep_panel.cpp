@@ -15,6 +15,7 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QProgressBar>
+#include <QScrollArea>
 #include <QPushButton>
 #include <QSplitter>
 #include <QTableWidget>
@@ -92,8 +93,18 @@ SweepPanel::SweepPanel(const ConfigurePanel* config, const TrainingController* t
   l->addWidget(m_progress);
   m_status = new QLabel(QStringLiteral("No sweep running."), left);
   m_status->setWordWrap(true);
+  m_status->setAlignment(Qt::AlignLeft | Qt::AlignTop);
   m_status->setTextInteractionFlags(Qt::TextSelectableByMouse);
-  l->addWidget(m_status);
+  // Three lines high whatever it says ("[3/8] point: status", the step, an error), a longer
+  // message scrolling inside: the buttons above do not move as a sweep starts, runs and ends.
+  auto* statusArea = new QScrollArea(left);
+  statusArea->setObjectName(QStringLiteral("sweepStatusArea"));
+  statusArea->setWidget(m_status);
+  statusArea->setWidgetResizable(true);
+  statusArea->setFrameShape(QFrame::NoFrame);
+  statusArea->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  statusArea->setFixedHeight(3 * m_status->fontMetrics().lineSpacing() + 6);
+  l->addWidget(statusArea);
   connect(m_run, &QPushButton::clicked, this, [this] { startSweep(); });
   connect(m_stop, &QPushButton::clicked, this, &SweepPanel::stopSweep);
   connect(m_open, &QPushButton::clicked, this, [this] {

@@ -85,16 +85,25 @@ int thread_count() {
   ::close_range(3, ~0U, 0);
   if (::chdir(parts[0].c_str()) != 0) ::_exit(126);
   const size_t argc = std::stoul(parts[2]);
+  // The environment's strings stay reachable from a global: the program replaces some of them
+  // (setenv), and a replaced putenv string would otherwise be a leak to LeakSanitizer, where an
+  // executed program's strings live on its stack.
+  // (Never destroyed: a static vector's destructor runs in exit() before LeakSanitizer looks.)
+  static auto* env = new std::vector<char*>;
   ::clearenv();
-  for (size_t i = 3 + argc; i < parts.size(); ++i) ::putenv(::strdup(parts[i].c_str()));
+  for (size_t i = 3 + argc; i < parts.size(); ++i) {
+    env->push_back(::strdup(parts[i].c_str()));
+    ::putenv(env->back());
+  }
   cs::set_executable_path(parts[1]);
   ::prctl(PR_SET_NAME, "cellscope-cli", 0, 0, 0);
-  // Kept where LeakSanitizer's exit check sees them (a global), as a program's argv is.
-  static std::vector<char*> argv;
-  for (size_t i = 0; i < argc; ++i) argv.push_back(::strdup(parts[3 + i].c_str()));
-  argv.push_back(nullptr);
+  // Kept where LeakSanitizer's exit check sees them (a global, never destroyed), as a
+  // program's argv is.
+  static auto* argv = new std::vector<char*>;
+  for (size_t i = 0; i < argc; ++i) argv->push_back(::strdup(parts[3 + i].c_str()));
+  argv->push_back(nullptr);
   // exit(), not _exit(): as when main() returns (streams flushed, LeakSanitizer's check).
-  std::exit(cli::program_main(static_cast<int>(argc), argv.data()));
+  std::exit(cli::program_main(static_cast<int>(argc), argv->data()));
 }
 
 void send_reply(int sock, int kind, int pid, int status) {

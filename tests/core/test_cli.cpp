@@ -178,7 +178,7 @@ TEST(Cli, theZygoteRunsTheProgramAsTheExecutedProgramDoes) {
   const int forked = cstest::run_cli({"info"}, &forked_out, &forked_err);
   {
     cstest::EnvGuard e("CELLSCOPE_TEST_EXEC", "1");
-    ASSERT_EQ(cstest::run_cli({"info"}, &exec_out, &exec_err), forked);
+    ASSERT_EQ(cstest::run_cli({"info"}, &exec_out, &exec_err), forked) << forked_err;
   }
   EXPECT_EQ(forked, 0) << forked_err;
   EXPECT_EQ(forked_out, exec_out);
