@@ -228,7 +228,7 @@ ASAN_GTEST_EXCLUDE=${CELLSCOPE_ASAN_GTEST_EXCLUDE:-'FusedMzu.same_training_on_de
 # same commit (in CI: Debian 12's), and `setup.sh test` (the README's test command,
 # test-distro.sh) runs them under the sanitizers too. It keeps the Python tests, cross_version,
 # cli, script_cell and every kernel test (fused_*, *_blas_auto). Its fuzz targets run
-# CELLSCOPE_FUZZ_SECONDS_CI (default 10) s each instead of 15.
+# CELLSCOPE_FUZZ_SECONDS_CI (default 6) s each instead of 15.
 ASAN_CI_EXCLUDE='reliability|cli_help|round_trip|sweep_workers|completion|bench_matrix|kill_resume|report|char_lm|classify|bench_peers|bad_input|word_lm|cloze_train|history|generate|tensorboard|cloze_rerank|sweep|sweep_table|analysis_compare'
 ASAN_CI_GTEST_EXCLUDE='ExportTorch.everyCellAndTaskAgreesWithPyTorch'
 fuzz_seconds=${CELLSCOPE_FUZZ_SECONDS:-15}
@@ -237,7 +237,7 @@ case "${CELLSCOPE_SANITIZE_TESTS:-all}" in
   ci)
     ASAN_TESTS_EXCLUDE="(${ASAN_TESTS_EXCLUDE})|^($ASAN_CI_EXCLUDE)\$"
     ASAN_GTEST_EXCLUDE="${ASAN_GTEST_EXCLUDE:+$ASAN_GTEST_EXCLUDE:}$ASAN_CI_GTEST_EXCLUDE"
-    fuzz_seconds=${CELLSCOPE_FUZZ_SECONDS_CI:-${CELLSCOPE_FUZZ_SECONDS:-10}}
+    fuzz_seconds=${CELLSCOPE_FUZZ_SECONDS_CI:-${CELLSCOPE_FUZZ_SECONDS:-6}}
     ;;
 esac
 sanitizer_stage() {
