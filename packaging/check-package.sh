@@ -89,6 +89,24 @@ cli=$out/root/usr/bin/cellscope-cli
 # The man page help2man made from this CLI names every command it has (packaging/man/check-man.sh).
 bash "$(dirname "${BASH_SOURCE[0]}")/man/check-man.sh" "$cli" "$out/root/usr/share/man/man1/cellscope-cli.1.gz" >"$out/man.txt" 2>&1 ||
   bad "man page: $(grep FAIL "$out/man.txt")"
+# Every document the man page names by a source-tree path (the commands' help texts) is in the package:
+# /usr/share/doc/cellscope/PATH, or the Python package's own README.
+# (A path that is neither installed nor a file of the source tree, such as OUT/report.md, is a file the
+# program writes.)
+srcroot=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+ndocs=0
+while read -r doc; do
+  case $doc in
+    usr/*) f=$doc ;;
+    packaging/python/cellscope_torch/*) f=usr/lib/python3/dist-packages/cellscope_torch/${doc#packaging/python/cellscope_torch/} ;;
+    datasets/README.md) f=usr/share/cellscope/datasets/README.md ;;
+    *) [[ -f $srcroot/$doc ]] || continue
+       f=usr/share/doc/cellscope/$doc ;;
+  esac
+  ndocs=$((ndocs + 1))
+  [[ -f $out/root/$f ]] || bad "the man page names $doc, which the package does not ship (as /$f)"
+done < <(zcat -f "$out/root/usr/share/man/man1/cellscope-cli.1.gz" | sed 's/\\-/-/g' | grep -oE '[A-Za-z0-9_-]+(/[A-Za-z0-9_-]+)+\.md' | sort -u)
+((ndocs >= 5)) || bad "only $ndocs documents named in the man page (the help texts name docs/DISTRIBUTED.md and more)"
 "$cli" presets >"$out/presets.txt" 2>&1 || bad "cellscope-cli presets failed: $(cat "$out/presets.txt")"
 grep -q quick-gru "$out/presets.txt" || bad "cellscope-cli presets does not list quick-gru"
 "$cli" datasets >"$out/datasets.txt" 2>&1 || bad "cellscope-cli datasets failed: $(cat "$out/datasets.txt")"

@@ -222,7 +222,8 @@ ASAN_GTEST_EXCLUDE=${CELLSCOPE_ASAN_GTEST_EXCLUDE:-'FusedMzu.same_training_on_de
 # 1,701 s of the stage's 3,069 s of test time on the 2-core machine for the first 14, 145 s of the
 # Debian 13 stage's 946 s for the 7 after them (tests/README.md has each). And one single test:
 # the agreement of every cell and task's export with PyTorch (about 150 s of export_torch's 279 s
-# under ASan: 30-odd runs trained and exported by the instrumented CLI); on Debian 13 the stage
+# under ASan: 30-odd runs trained and exported by the instrumented CLI), and the torch.nn renaming of eight such runs
+# (Python's side; the sanitizers add nothing there); on Debian 13 the stage
 # keeps torch 2.6 loading every dtype with weights_only, TorchScript, ONNX and onnxruntime for GRU,
 # LSTM and one cell of each paper (the rest of export_torch). The main stage runs them all on the
 # same commit (in CI: Debian 12's), and `setup.sh test` (the README's test command,
@@ -230,7 +231,7 @@ ASAN_GTEST_EXCLUDE=${CELLSCOPE_ASAN_GTEST_EXCLUDE:-'FusedMzu.same_training_on_de
 # cli, script_cell and every kernel test (fused_*, *_blas_auto). Its fuzz targets run
 # CELLSCOPE_FUZZ_SECONDS_CI (default 6) s each instead of 15.
 ASAN_CI_EXCLUDE='reliability|cli_help|round_trip|sweep_workers|completion|bench_matrix|kill_resume|report|char_lm|classify|bench_peers|bad_input|word_lm|cloze_train|history|generate|tensorboard|cloze_rerank|sweep|sweep_table|analysis_compare'
-ASAN_CI_GTEST_EXCLUDE='ExportTorch.everyCellAndTaskAgreesWithPyTorch'
+ASAN_CI_GTEST_EXCLUDE='ExportTorch.everyCellAndTaskAgreesWithPyTorch:ExportTorch.gruLstmRnnRunsAreTorchNnModules'
 fuzz_seconds=${CELLSCOPE_FUZZ_SECONDS:-15}
 case "${CELLSCOPE_SANITIZE_TESTS:-all}" in
   all) ;;

@@ -7,6 +7,7 @@
 // larger than the screen.
 #include <QCheckBox>
 #include <QComboBox>
+#include <QCommandLineParser>
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
@@ -40,6 +41,7 @@
 #include "qcp.h"
 #include "run_actions.h"
 #include "run_table.h"
+#include "scripted_start.h"
 #include "training_controller.h"
 #include "training_panel.h"
 
@@ -520,6 +522,34 @@ private Q_SLOTS:
     QVERIFY(answered);
     QVERIFY(closed);
     QVERIFY(!w.isVisible());
+  }
+
+  // `cellscope --measure-latency S --start` trains a run only to sample the event loop while it
+  // trains; once the measurement has stopped it, that run is removed (it used to stay behind as
+  // an empty stopped run in the workspace's tables); --keep-run keeps it.
+  void measureLatencyWithStartLeavesNoRunBehind() {
+    for (const bool keep : {false, true}) {
+      MainWindow w(opts(m_root + (keep ? "/ws-latency-keep" : "/ws-latency")));
+      w.configurePanel()->applyConfig(tinyConfig(1000000, 5, 0));
+      QCommandLineParser parser;
+      gui::ScriptedStart script(parser);
+      QStringList args{"cellscope", "--measure-latency", "0.2", "--start"};
+      if (keep) args << "--keep-run";
+      QVERIFY2(parser.parse(args), qPrintable(parser.errorText()));
+      QString started;
+      connect(w.controller(), &gui::TrainingController::runStarted, this, [&](const QString& d) { started = d; });
+      QCOMPARE(script.apply(w), -1);
+      QTRY_VERIFY_WITH_TIMEOUT(!started.isEmpty(), 60000);
+      QVERIFY(QFileInfo(started).isDir());
+      QTRY_VERIFY_WITH_TIMEOUT(!w.controller()->isTraining(), 60000);
+      if (keep) {
+        QTest::qWait(300);  // past the poll that would remove it
+        QVERIFY2(QFileInfo(started + "/config.json").isFile(), qPrintable(started));
+      } else {
+        QTRY_VERIFY_WITH_TIMEOUT(!QFileInfo::exists(started), 10000);
+      }
+      w.controller()->disconnect(this);
+    }
   }
 
   // Ctrl+3 and Ctrl+6 (and a click on a tab) take the keyboard focus into the panel shown, so its

@@ -1,5 +1,6 @@
 #include "bar_chart.h"
 
+#include <QFontMetricsF>
 #include <QVBoxLayout>
 
 #include <algorithm>
@@ -37,7 +38,32 @@ BarChart::BarChart(QWidget* parent) : PlotView(Kind::CustomPlot, parent) {
   m_plot->legend->setWrap(6);
   m_plot->legend->setBorderPen(Qt::NoPen);
   m_plot->legend->setMargins(QMargins(4, 0, 4, 2));
+  connect(m_plot, &QCustomPlot::beforeReplot, this, [this] { updateLabelThinning(m_plot->width()); });
   rebuild();
+}
+
+void BarChart::updateLabelThinning(int plotWidth) {
+  const int nb = m_buckets.size();
+  // The axis rect's width: the plot's minus the margins of the last layout (estimated before the first one).
+  const QRect ar = m_plot->axisRect()->rect();
+  const bool laidOut = ar.width() > 10 && m_plot->viewport().width() > 10;
+  const int margins = laidOut ? m_plot->viewport().width() - ar.width() : 80;
+  const double axis = std::max(20, plotWidth - margins);
+  const QFontMetricsF fm(m_plot->xAxis->tickLabelFont());
+  double widest = 0;
+  for (const QString& b : m_buckets)  // a label of several lines (a bucket and its counts): its widest line
+    for (const QString& line : b.split(QLatin1Char('\n'))) widest = std::max(widest, fm.horizontalAdvance(line));
+  const double need = widest + 3;  // labels 3 px apart still read as two (multi-line bucket labels are centred)
+  const int step = nb > 0 ? std::max(1, int(std::ceil(nb * need / axis))) : 1;
+  if (step == m_labelStep) return;
+  m_labelStep = step;
+  rebuildTicks();
+}
+
+void BarChart::rebuildTicks() {
+  QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
+  for (int i = 0; i < m_buckets.size(); i += std::max(1, m_labelStep)) ticker->addTick(i + 1, m_buckets[i]);
+  m_plot->xAxis->setTicker(ticker);
 }
 
 BarChart::~BarChart() { qDeleteAll(m_series); }
@@ -120,13 +146,9 @@ void BarChart::rebuild() {
   const int nb = m_buckets.size();
   const int ns = std::max(1, int(m_series.size()));
 
-  QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
   QVector<double> keys;
-  for (int i = 0; i < nb; ++i) {
-    keys << i + 1;
-    ticker->addTick(i + 1, m_buckets[i]);
-  }
-  m_plot->xAxis->setTicker(ticker);
+  for (int i = 0; i < nb; ++i) keys << i + 1;
+  rebuildTicks();
   m_plot->xAxis->setRange(0.4, nb + 0.6);
 
   double top = 0.0, bottom = 0.0;

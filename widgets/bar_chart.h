@@ -56,6 +56,11 @@ public:
   // Fixed y range; NaN for either = automatic (0 .. max(value + error) with headroom).
   void setYRange(double lo, double hi);
 
+  // Bucket labels thinned to every step-th (from the first) where all of them would run together in a plot
+  // `plotWidth` pixels wide (a gate histogram's 20-50 bins); called at each replot with the widget's width,
+  // and by a figure's export with the panel's width there. labelStep(): the step in use.
+  void updateLabelThinning(int plotWidth);
+  int labelStep() const { return m_labelStep; }
 
   // ExportableView
   QString toCsv() const override;
@@ -74,6 +79,8 @@ private:
   double m_yLo = std::numeric_limits<double>::quiet_NaN();
   double m_yHi = std::numeric_limits<double>::quiet_NaN();
   bool m_legend = true;
+  int m_labelStep = 1;
+  void rebuildTicks();
 };
 
 }  // namespace csw

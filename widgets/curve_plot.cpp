@@ -203,6 +203,7 @@ CurvePlot::CurvePlot(QWidget* parent) : PlotView(Kind::CustomPlot, parent) {
   connect(m_plot->yAxis, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this, &CurvePlot::onRangeChanged);
   // Reference labels are placed in pixels: again once the layout of each replot is known.
   connect(m_plot, &QCustomPlot::afterLayout, this, &CurvePlot::placeReferenceLabels);
+  connect(m_plot, &QCustomPlot::afterLayout, this, &CurvePlot::placeLegend);
   m_plot->installEventFilter(this);
 }
 
@@ -573,6 +574,44 @@ void CurvePlot::setReferenceLine(const QString& id, double y, const QString& lab
   markDirty();
 }
 
+void CurvePlot::placeLegend() {
+  QCPLegend* lg = m_plot->legend;
+  QCPLayoutInset* inset = m_plot->axisRect()->insetLayout();
+  const QRect area = m_plot->axisRect()->rect();
+  if (!lg->visible() || area.width() < 10 || area.height() < 10) return;
+  const QSize sz = lg->outerRect().size().isEmpty() ? lg->minimumOuterSizeHint() : lg->outerRect().size();
+  // The points of every curve drawn (a series' raw points and its smoothed curve), in pixels, that fall in
+  // each corner's rectangle (the legend's size and a margin around it).
+  const Qt::Alignment corners[] = {Qt::AlignTop | Qt::AlignRight, Qt::AlignTop | Qt::AlignLeft,
+                                   Qt::AlignBottom | Qt::AlignRight, Qt::AlignBottom | Qt::AlignLeft};
+  auto rectAt = [&](Qt::Alignment a) {
+    const int m = 12;
+    const int x = (a & Qt::AlignRight) ? area.right() - sz.width() - m : area.left() + m;
+    const int y = (a & Qt::AlignTop) ? area.top() + m : area.bottom() - sz.height() - m;
+    return QRect(x - m, y - m, sz.width() + 2 * m, sz.height() + 2 * m);
+  };
+  int counts[4] = {0, 0, 0, 0};
+  for (const Series* s : m_series)
+    for (const QCPGraph* g : {s->raw, s->smooth}) {
+      if (!g || !g->visible()) continue;
+      for (auto it = g->data()->constBegin(); it != g->data()->constEnd(); ++it) {
+        if (!std::isfinite(it->key) || !std::isfinite(it->value)) continue;
+        const QPointF px(m_plot->xAxis->coordToPixel(it->key), m_plot->yAxis->coordToPixel(it->value));
+        if (!area.contains(px.toPoint())) continue;
+        for (int c = 0; c < 4; ++c)
+          if (rectAt(corners[c]).contains(px.toPoint())) ++counts[c];
+      }
+    }
+  int best = 0;
+  for (int c = 1; c < 4; ++c)
+    if (counts[c] < counts[best]) best = c;
+  if (inset->insetAlignment(0) == corners[best]) return;
+  inset->setInsetAlignment(0, corners[best]);
+  inset->updateLayout();
+}
+
+Qt::Alignment CurvePlot::legendCorner() const { return m_plot->axisRect()->insetLayout()->insetAlignment(0); }
+
 void CurvePlot::placeReferenceLabels() {
   // Each label beside its line, inside the axis rect and clear of the other labels: from the
   // top line down, above the line when there is room there (below it in the upper half of
@@ -757,6 +796,20 @@ bool CurvePlot::legendVisible() const { return m_legendBox->isChecked(); }
 
 void CurvePlot::setToolbarVisible(bool visible) { m_toolbar->setVisible(visible); }
 
+void CurvePlot::padXRange() {
+  const QCPRange r = m_plot->xAxis->range();
+  if (!(r.upper > r.lower)) return;
+  if (m_xLog) {
+    if (r.lower <= 0) return;
+    const double f = std::pow(r.upper / r.lower, kXPadFraction);
+    m_plot->xAxis->setRange(r.lower, r.upper * f);
+    return;
+  }
+  const double pad = (r.upper - r.lower) * kXPadFraction;
+  const double lower = r.lower < 0 || r.lower - pad >= 0 ? r.lower - pad : r.lower;
+  m_plot->xAxis->setRange(lower, r.upper + pad);
+}
+
 void CurvePlot::fitView() {
   bool any = false;
   for (const Series* s : m_series) any = any || !s->raw->data()->isEmpty();
@@ -798,6 +851,9 @@ void CurvePlot::fitView() {
       m_plot->xAxis->setRange(xlo >= 0 ? std::max(0.0, xlo - pad) : xlo - pad, xhi + pad);
     }
   }
+  // Room at the right for the newest point's marker (a point on the axis rect's edge was drawn half clipped),
+  // and at the left where that keeps the range's sign (no negative steps shown for data from step 0).
+  padXRange();
   // A little headroom in y; a flat line gets a unit-sized range.
   // (QCustomPlot keeps the previous range's size for a flat line, so check the data itself.)
   double lo = std::numeric_limits<double>::infinity(), hi = -lo;

@@ -162,6 +162,8 @@ public:
   double smoothing() const { return m_smoothing; }
   void setLegendVisible(bool visible);
   bool legendVisible() const;
+  // The corner of the plot area the legend is in (placed where it hides the fewest points, at each layout).
+  Qt::Alignment legendCorner() const;
   void setToolbarVisible(bool visible);
   // True when the toolbar is collapsed into the "View" menu button.
   bool toolbarCompact() const { return m_compact; }
@@ -217,6 +219,13 @@ private:
   void styleSeries(Series& s);
   void updateSmoothing(Series& s);
   void fitView();
+  // The fitted x range widened by kXPadFraction of it at the right (and at the left unless that would show
+  // negative steps for data that has none), so a point at the edge is drawn whole.
+  void padXRange();
+  static constexpr double kXPadFraction = 0.015;
+  // The legend in the corner of the axis rect that hides the fewest points (top right on a tie), at each
+  // replot: a fixed top-right legend sat on rising curves and hid the newest points.
+  void placeLegend();
   void markDirty() { m_dirty = true; }
   void refreshNow();
   void onMouseMove(QMouseEvent* ev);

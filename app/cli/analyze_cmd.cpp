@@ -59,7 +59,9 @@ void print_help() {
   for (auto& k : cs::analysis_kinds()) {
     std::string ts;
     for (auto& t : k.tasks) ts += (ts.empty() ? "" : ",") + t;
-    std::cout << "  " << std::left << std::setw(18) << k.name << k.help << " [" << ts
+    // a name wider than the column (channel_attention_decoder) gets its text on the next line, aligned
+    const std::string name = k.name.size() < 18 ? k.name : k.name + "\n" + std::string(20, ' ');
+    std::cout << "  " << std::left << std::setw(18) << name << k.help << " [" << ts
               << (k.multi_run ? "; several runs" : "") << "]\n";
   }
   std::cout << "options:\n"

@@ -1,6 +1,7 @@
 #include <torch/serialize.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -17,6 +18,7 @@
 #include "cli.h"
 #include "dist/dist.h"
 #include "dist/launch.h"
+#include "help.h"
 #include "tasks/model_params.h"
 #include "tasks/task.h"
 #include "train/launch.h"
@@ -105,20 +107,25 @@ int cmd_info(const std::vector<std::string>& a) {
 
 // ------------------------------------------------------------------ presets
 int cmd_presets(const std::vector<std::string>& a) {
-  auto args = parse(a, {"json"}, {});
+  auto args = parse(a, {"json", "names"}, {});
+  if (args.has("json") && args.has("names")) throw UsageError("--json and --names are two answers: give one");
   const std::string dir = cs::join_path(cs::resources_dir(), "presets");
   json out = json::array();
-  for (auto& n : cs::list_dir(dir)) {
-    if (n.size() < 6 || n.substr(n.size() - 5) != ".json") continue;
+  for (const std::string& name : cli::preset_names()) {
+    const std::string path = cs::join_path(dir, name + ".json");
+    if (args.has("names")) {
+      std::cout << name << "\n";
+      continue;
+    }
     json p;
     try {
-      p = cs::parse_json(cs::read_file(cs::join_path(dir, n)), cs::join_path(dir, n));
+      p = cs::parse_json(cs::read_file(path), path);
     } catch (...) {
       continue;
     }
-    out.push_back(
-        {{"name", n.substr(0, n.size() - 5)}, {"notes", p.value("notes", "")}, {"path", cs::join_path(dir, n)}});
+    out.push_back({{"name", name}, {"notes", p.value("notes", "")}, {"path", path}});
   }
+  if (args.has("names")) return 0;
   if (args.has("json")) std::cout << out.dump(2) << "\n";
   else
     for (auto& p : out)
@@ -127,8 +134,47 @@ int cmd_presets(const std::vector<std::string>& a) {
 }
 
 // ------------------------------------------------------------------ validate
+// `validate --keys`: every SECTION.KEY of the schema once (an option that several cells or tasks
+// declare, e.g. model.hidden, is one key; a choice's values are the union of its declarations'),
+// in the schema's order.
+static int print_config_keys(bool as_json) {
+  static const char* const kType[] = {"int", "float", "bool", "string", "choice"};
+  std::vector<std::string> order;
+  std::map<std::string, std::pair<cs::OptType, std::vector<std::string>>> keys;
+  for (const cs::OptionSpec& o : cs::all_options()) {
+    auto it = keys.find(o.path());
+    if (it == keys.end()) {
+      order.push_back(o.path());
+      it = keys.emplace(o.path(), std::make_pair(o.type, std::vector<std::string>())).first;
+    }
+    auto& choices = it->second.second;
+    const std::vector<std::string> own =
+        o.type == cs::OptType::Bool ? std::vector<std::string>{"true", "false"} : o.choices;
+    for (const std::string& c : own)
+      if (std::find(choices.begin(), choices.end(), c) == choices.end()) choices.push_back(c);
+  }
+  json out = json::array();
+  for (const std::string& k : order) {
+    const auto& [type, choices] = keys.at(k);
+    const char* type_name = kType[static_cast<int>(type)];
+    if (as_json) {
+      out.push_back({{"key", k}, {"type", type_name}, {"choices", choices}});
+      continue;
+    }
+    std::string joined;
+    for (const std::string& c : choices) joined += (joined.empty() ? "" : "|") + c;
+    std::cout << std::left << std::setw(32) << k << " " << type_name << (joined.empty() ? "" : "  " + joined) << "\n";
+  }
+  if (as_json) std::cout << out.dump(2) << "\n";
+  return 0;
+}
+
 int cmd_validate(const std::vector<std::string>& a) {
-  auto args = parse(a, {"json"}, {"set"});
+  auto args = parse(a, {"json", "keys"}, {"set"});
+  if (args.has("keys")) {
+    if (!args.positional.empty() || args.has("set")) throw UsageError("--keys takes no CONFIG and no --set");
+    return print_config_keys(args.has("json"));
+  }
   if (args.positional.size() != 1) throw UsageError("expected one CONFIG");
   json cfg = load_config_arg(args.positional[0], args.all("set"));
   auto errs = cs::validate_config(cfg);

@@ -112,15 +112,24 @@ std::vector<std::pair<std::string, torch::Tensor>> export_stream_reference(torch
           {"loss", loss.to(torch::kFloat64)}};
 }
 
-// The first validation batch of a sentence task (classify, absa): the first min(eval_batch, N) examples of the
-// valid split as one padded batch, as SentenceTask::evaluate batches them; the loss is the batch mean.
+// The examples of a reference batch of the sentence, cloze and seq2seq tasks: min(eval_batch, N) of the valid
+// split's N, spread evenly over it (its first and its last among them), in the split's order. The split is
+// ordered by length, so its first examples alone had one length and no padding, and check() never exercised
+// a padded batch; spread, they span the split's lengths.
+std::vector<int64_t> reference_indices(int64_t eval_batch, int64_t N) {
+  const int64_t n = std::min<int64_t>(eval_batch, N);
+  if (n < 1) throw cs::UserError("the valid split is empty: no reference batch");
+  std::vector<int64_t> idx(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) idx[static_cast<size_t>(i)] = n == 1 ? 0 : (i * (N - 1) + (n - 1) / 2) / (n - 1);
+  return idx;  // strictly increasing: (N - 1) / (n - 1) >= 1
+}
+
+// A validation batch of a sentence task (classify, absa): reference_indices' examples as one padded batch,
+// as SentenceTask::evaluate batches them; the loss is the batch mean.
 std::vector<std::pair<std::string, torch::Tensor>> export_sentence_reference(cs::SentenceTask& task,
                                                                              int64_t eval_batch) {
   const auto& s = task.split("valid");
-  const int64_t n = std::min<int64_t>(eval_batch, static_cast<int64_t>(s.labels.size()));
-  if (n < 1) throw cs::UserError("the valid split is empty: no reference batch");
-  std::vector<int64_t> idx(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) idx[static_cast<size_t>(i)] = i;
+  const std::vector<int64_t> idx = reference_indices(eval_batch, static_cast<int64_t>(s.labels.size()));
   const cs::SentenceBatch b = task.make_batch(s, idx);
   auto& net = *task.net();
   cs::EvalScope es(net);
@@ -143,15 +152,13 @@ std::vector<std::pair<std::string, torch::Tensor>> export_sentence_reference(cs:
   return r;
 }
 
-// The first validation batch of a cloze run: the first min(eval_batch, N) questions of the valid split as one
-// batch (make_cloze_batch); the scores are P(candidate | D, Q) [B, C], the loss the mean -log P(answer)
-// (clamped at 1e-12, as ClozeTask does).
+// A validation batch of a cloze run: reference_indices' questions as one batch (make_cloze_batch); the scores
+// are P(candidate | D, Q) [B, C], the loss the mean -log P(answer) (clamped at 1e-12, as ClozeTask does).
 std::vector<std::pair<std::string, torch::Tensor>> export_cloze_reference(cs::ClozeTask& task, int64_t eval_batch) {
   const auto& items = task.items("valid");
-  const int64_t n = std::min<int64_t>(eval_batch, static_cast<int64_t>(items.size()));
-  if (n < 1) throw cs::UserError("the valid split is empty: no reference batch");
   std::vector<const cs::ClozeItem*> its;
-  for (int64_t i = 0; i < n; ++i) its.push_back(&items[static_cast<size_t>(i)]);
+  for (int64_t i : reference_indices(eval_batch, static_cast<int64_t>(items.size())))
+    its.push_back(&items[static_cast<size_t>(i)]);
   const cs::ClozeBatch b = cs::make_cloze_batch(its, cs::ClozeTask::kPad, torch::kCPU);
   auto& net = *task.net();
   cs::EvalScope es(net);
@@ -170,16 +177,15 @@ std::vector<std::pair<std::string, torch::Tensor>> export_cloze_reference(cs::Cl
           {"loss", loss.to(torch::kFloat64)}};
 }
 
-// The first validation batch of a seq2seq run: the first min(eval_batch, N) pairs of the valid split
+// A validation batch of a seq2seq run: reference_indices' pairs of the valid split
 // (make_batch: src [S, B], src_len, y_in = <s> y, y_out = y </s>, y_mask), teacher-forced; the logits are the
 // decoder's output ([T, B, V]; log P of the mixture with model.copy) and the loss the mean NLL of the real target
 // tokens, as batch_nll sums it.
 std::vector<std::pair<std::string, torch::Tensor>> export_seq2seq_reference(cs::Seq2SeqTask& task, int64_t eval_batch) {
   const auto& ex = task.examples("valid");
-  const int64_t n = std::min<int64_t>(eval_batch, static_cast<int64_t>(ex.size()));
-  if (n < 1) throw cs::UserError("the valid split is empty: no reference batch");
   std::vector<const cs::Seq2SeqTask::Example*> ptrs;
-  for (int64_t i = 0; i < n; ++i) ptrs.push_back(&ex[static_cast<size_t>(i)]);
+  for (int64_t i : reference_indices(eval_batch, static_cast<int64_t>(ex.size())))
+    ptrs.push_back(&ex[static_cast<size_t>(i)]);
   const auto b = task.make_batch(ptrs);
   auto& net = *task.net();
   cs::EvalScope es(net);

@@ -7,6 +7,7 @@
 #include <map>
 #include <utility>
 
+#include "util/error.h"
 #include "util/paths.h"
 
 namespace cli {
@@ -113,12 +114,16 @@ Prints the versions of Cellscope and LibTorch, the BLAS this process uses, the n
 intra-op threads, and whether CUDA is available. Warns when the BLAS is not OpenBLAS/MKL.
 )cs";
 
-const char* const kPresets = R"cs(usage: cellscope-cli presets [--json]
-Lists the bundled configurations (use the name as CONFIG).
+const char* const kPresets = R"cs(usage: cellscope-cli presets [--json | --names]
+Lists the bundled configurations (use the name as CONFIG). --names prints the names only, one
+per line (what bash completion offers for CONFIG; answered without loading LibTorch).
 )cs";
 
 const char* const kValidate = R"cs(usage: cellscope-cli validate CONFIG [--set SECTION.KEY=VALUE ...] [--json]
+       cellscope-cli validate --keys [--json]
 Checks a configuration; prints every problem with its JSON path. Exit 2 when invalid.
+--keys lists every SECTION.KEY that --set accepts (for some cell or task), one per line with its
+type and, for a choice, its values as a|b|c (what bash completion offers after --set).
 )cs";
 
 const char* const kEval = R"cs(usage: cellscope-cli eval RUN_DIR [--split valid|test] [--checkpoint best|last|STEP] [--json]
@@ -139,7 +144,8 @@ parameter count broken down by module. --vocab N builds it with a vocabulary of 
 symbols without loading any data (char_lm; e.g. PTB-char 50, text8 27).
 )cs";
 
-const char* const kBench = R"cs(usage: cellscope-cli bench [--cell CELL] [--batch 32] [--seq 150] [--embed 256] [--hidden 512]
+const char* const kBench =
+    R"cs(usage: cellscope-cli bench [--cell CELL] [--batch 32] [--seq 150] [--embed 256] [--hidden 512]
                            [--set model.KEY=VALUE ...] [--baseline torch_gru|torch_lstm|CELL|none]
                            [--iters N] [--threads N] [--json]
        cellscope-cli bench --data MB [--json]   (corpus loading: MB/s and memory)
@@ -165,7 +171,7 @@ s/step of Cellscope (default path; autograd path too where a fast path exists), 
 efficiency (achieved GFLOP/s over a large GEMM's), peak memory of a step; LibTorch's fused GRU alongside.
 Each measurement runs in a fresh process; --rounds N repeats them interleaved and reports the median
 round with the range. A markdown table, or --json (progress on stderr either way).
-       cellscope-cli bench --peer-check [--cell ...] [--keep DIR] [--json]   |   bench --peer-check --from DIR
+       cellscope-cli bench --peer-check [--cell ...] [--keep DIR] [--tol 1e-10] [--json]   |   bench --peer-check --from DIR [--tol 1e-10]
        cellscope-cli bench --peer-export DIR [--cell ...]
 The same model in both: Cellscope writes its initial parameters, one batch and the loss and gradients of
 a training step in double (tiny size by default); the Python peer loads them and must agree to --tol
@@ -325,7 +331,8 @@ training split's sources and targets (as the seq2seq task does) and prints the m
 sentence (or the largest size the text allows). Formats: datasets/README.md, "Sequence to sequence".
 )cs";
 
-const char* const kExportTorch = R"cs(usage: cellscope-cli export RUN_DIR [--checkpoint best|last|step_N] --out DIR [--force] [--json]
+const char* const kExportTorch =
+    R"cs(usage: cellscope-cli export RUN_DIR [--checkpoint best|last|step_N] --out DIR [--force] [--json]
                           [--script PATH]
 Writes a run's model for plain PyTorch into DIR (packaging/python/cellscope_torch/README.md):
   model.pt        state_dict: torch.load(DIR/model.pt) is a dict name -> tensor (Cellscope's
@@ -335,8 +342,8 @@ Writes a run's model for plain PyTorch into DIR (packaging/python/cellscope_torc
   vocab.json      the vocabulary as a JSON list (id = index); vocab.cellscope the run's own file;
                   labels.json the class names (classify, absa); seq2seq: source.model, target.model
                   SentencePiece models (*.model) copied as they are
-  reference.pt    the run's first validation batch (x, y, mask) with Cellscope's logits and loss
-                  on it in eval mode (every task)
+  reference.pt    a validation batch (x, y, mask; sentence tasks: examples of every length) with
+                  Cellscope's logits and loss on it in eval mode (every task)
   script_cell.pt  model.cell = script: the run's TorchScript cell, checked against the SHA-256 the
                   run recorded (model.script_sha256; export.json's script.sha256)
   export.json     manifest: version, run, checkpoint (step, FNV-1a hash), task, cell, shapes
@@ -445,6 +452,14 @@ bool want_help(const std::vector<std::string>& a) {
 
 std::string usage_text() { return fill(kTop, {{"version", CELLSCOPE_VERSION}}); }
 
+std::vector<std::string> preset_names() {
+  std::vector<std::string> out;
+  const std::string dir = cs::join_path(cs::resources_dir(), "presets");
+  for (const std::string& n : cs::list_dir(dir))
+    if (n.size() > 5 && n.compare(n.size() - 5, 5, ".json") == 0) out.push_back(n.substr(0, n.size() - 5));
+  return out;
+}
+
 std::optional<HelpAnswer> help_for(const std::vector<std::string>& words) {
   const std::vector<std::string> args = help_as_option(words);
   if (args.empty()) return answer(usage_text(), 2);
@@ -460,6 +475,13 @@ std::optional<HelpAnswer> help_for(const std::vector<std::string>& words) {
                       2};
   }
   const std::vector<std::string> rest = after(args, 1);
+  // `presets --names`: bash completion's list for CONFIG, without LibTorch's start-up. The same
+  // list as cmd_presets's (every *.json of the presets folder, sorted by name).
+  if (cmd == "presets" && rest == std::vector<std::string>{"--names"}) {
+    std::string out;
+    for (const std::string& n : preset_names()) out += n + "\n";
+    return answer(out);
+  }
   // Commands with subcommands: the first word picks the text.
   if (cmd == "datasets") {
     if (!rest.empty() && rest[0] == "show") return want_help(after(rest, 1)) ? answer(kDatasetsShow) : std::nullopt;

@@ -25,11 +25,15 @@ struct HelpAnswer {
 // text for CMD ... --help and for help CMD [SUB]; for an unknown command, an error naming it (and
 // the command it was probably meant to be) with the usage, exit 2. std::nullopt for a command
 // line the program is to run, and for `analyze --help`, whose list of kinds comes from the
-// analysis registry of the core (the program answers it).
+// analysis registry of the core (the program answers it). Also `presets --names` (preset_names()).
 std::optional<HelpAnswer> help_for(const std::vector<std::string>& args);
 
 // `help CMD [SUB ...]` as `CMD [SUB ...] --help`; any other command line as it is.
 std::vector<std::string> help_as_option(const std::vector<std::string>& args);
+
+// The bundled presets' names (every *.json of RESOURCES/presets, sorted): `presets --names`, which
+// help_for answers without LibTorch for bash completion, and the program's `presets`.
+std::vector<std::string> preset_names();
 
 // The commands of the top-level usage ("  name   what it does" under "commands:").
 std::vector<std::string> command_names();

@@ -278,6 +278,10 @@ void Figure::renderFigure(QPainter* p, const QRect& target) const {
   auto heatmapAt = [&](int i) { return qobject_cast<csw::HeatmapView*>(m_panels[size_t(i)].view); };
   for (int i = 0; i < panelCount(); ++i)
     if (csw::HeatmapView* hv = heatmapAt(i)) hv->updateTickThinning(cw, ch);
+  // A bar chart's bucket labels thinned for the export's width too (a histogram's bins), the screen's after.
+  auto barsAt = [&](int i) { return qobject_cast<csw::BarChart*>(m_panels[size_t(i)].view); };
+  for (int i = 0; i < panelCount(); ++i)
+    if (csw::BarChart* bc = barsAt(i)) bc->updateLabelThinning(cw);
   for (int i = 0; i < panelCount(); ++i) {
     const QRectF cell(target.left() + margin + (i % cols) * (cellW + spacing), top + (i / cols) * (cellH + spacing),
                       cellW, cellH);
@@ -306,6 +310,8 @@ void Figure::renderFigure(QPainter* p, const QRect& target) const {
   }
   for (int i = 0; i < panelCount(); ++i)
     if (csw::HeatmapView* hv = heatmapAt(i)) hv->updateTickThinning(hv->plot()->width(), hv->plot()->height());
+  for (int i = 0; i < panelCount(); ++i)
+    if (csw::BarChart* bc = barsAt(i)) bc->updateLabelThinning(bc->plot()->width());
   if (capH > 0) {
     p->setPen(QColor(40, 40, 40));
     wrapText(m_caption, base, innerW, p->device(), Qt::AlignLeft, p, QPointF(target.left() + margin, bottom + 4));

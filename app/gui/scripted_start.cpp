@@ -2,6 +2,8 @@
 
 #include <QApplication>
 #include <QCommandLineParser>
+#include <QDir>
+#include <QFileInfo>
 #include <QSlider>
 #include <QSortFilterProxyModel>
 #include <QTextStream>
@@ -49,6 +51,10 @@ const OptionRow kOptions[] = {
      "Sample the event loop's latency with a 5 ms timer for SECONDS, print p50/p99/max and exit; with --start while "
      "the run trains (from 2 s after it started; the run is stopped at the end), without it in the idle window (a "
      "control).",
+     nullptr, false},
+    {"keep-run", nullptr,
+     "With --measure-latency --start: keep the run the measurement trained (by default it is removed once the "
+     "measurement has stopped it: a run nobody asked for would stay in the workspace's tables).",
      nullptr, false},
     // Analyses tab: computed at start; with --screenshot the window is grabbed once the result is shown.
     {"analysis", "KIND", "Open the Analyses tab and compute KIND.", nullptr, true},
@@ -166,7 +172,14 @@ int ScriptedStart::measureLatency(MainWindow& w) {
   LatencyProbe* probe = probe_.get();
   auto* plot = w.trainingPanel()->plot(QStringLiteral("metric"));
   auto stepsBefore = std::make_shared<qint64>(0);
-  auto finish = [&w, probe, plot, stepsBefore, secs](int code, const QString& why) {
+  // The run --start made for the measurement (its folder as runStarted reported it; only that
+  // folder is ever removed, and only once the run has stopped).
+  auto runDir = std::make_shared<QString>();
+  const bool keepRun = isSet("keep-run");
+  if (isSet("start"))
+    QObject::connect(w.controller(), &TrainingController::runStarted, &w,
+                     [runDir](const QString& dir) { *runDir = dir; });
+  auto finish = [&w, probe, plot, stepsBefore, secs, runDir, keepRun](int code, const QString& why) {
     probe->stop();
     const LatencySummary s = probe->summary();
     const qint64 steps = plot->pointCount(QStringLiteral("train")) - *stepsBefore;
@@ -193,8 +206,20 @@ int ScriptedStart::measureLatency(MainWindow& w) {
     o.flush();
     w.controller()->stop();
     auto* poll = new QTimer(&w);
-    QObject::connect(poll, &QTimer::timeout, &w, [&w, code] {
-      if (!w.controller()->isTraining()) QApplication::exit(code);
+    QObject::connect(poll, &QTimer::timeout, &w, [&w, code, poll, runDir, keepRun] {
+      if (w.controller()->isTraining()) return;
+      poll->stop();
+      if (!runDir->isEmpty() && QFileInfo(*runDir).isDir()) {
+        QTextStream out(stdout);
+        if (keepRun) {
+          out << "cellscope: the measurement's run is kept: " << *runDir << "\n";
+        } else if (QDir(*runDir).removeRecursively()) {
+          out << "cellscope: removed the measurement's run " << *runDir << " (--keep-run keeps it)\n";
+        } else {
+          QTextStream(stderr) << "cellscope: could not remove the measurement's run " << *runDir << "\n";
+        }
+      }
+      QApplication::exit(code);
     });
     poll->start(50);
   };

@@ -1,6 +1,6 @@
 // The workbench's hidden start-up options for screenshots, demos and measurements: --window-size,
 // --screenshot/--after-ms, --start, --resume, --tab, --show-run, --sweep, --check-all/--seed-bands,
-// --analysis*, --decode*, --measure-latency. Each is one entry of the step table in
+// --analysis*, --decode*, --measure-latency (and --keep-run). Each is one entry of the step table in
 // scripted_start.cpp (a new panel adds its entry there); main() only registers and applies them.
 #pragma once
 
@@ -19,7 +19,7 @@ class LatencyProbe;
 
 class ScriptedStart {
  public:
-  // Adds the options to `p` (hidden from --help, --measure-latency excepted).
+  // Adds the options to `p` (hidden from --help, --measure-latency and --keep-run excepted).
   explicit ScriptedStart(QCommandLineParser& p);
   ~ScriptedStart();
   ScriptedStart(const ScriptedStart&) = delete;

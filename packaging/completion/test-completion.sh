@@ -48,17 +48,64 @@ for c in "${commands[@]}"; do offered "$c" "$cli" ""; done
 offered --version "$cli" --v
 [[ $(complete_line "$cli" tr) == train ]] || bad "'tr' completes to '$(complete_line "$cli" tr)', not train"
 
-# Every option of every command's help, and of each subcommand's ("cellscope-cli CMD SUB" in its usage).
+# not_offered WORD LINE...: WORD is not among the completions of LINE.
+not_offered() {
+  local w=$1 x
+  shift
+  checks=$((checks + 1))
+  complete_in_shell "$@"
+  for x in "${COMPREPLY[@]}"; do [[ $x == "$w" ]] && bad "'$w' offered for: ${*:2}"; done
+  return 0
+}
+
+# Options the help texts name in their prose or examples that are not this program's: torchrun's
+# (train's launcher row: --redirects, --tee, --no_python, read as --no), sbatch's --array (sweep),
+# tensorboard's --logdir and wandb's --sync-tensorboard (export tensorboard), and cloze scores'
+# --split and --out in cloze rerank's description of its input files.
+foreign() {
+  case " $1 $2 " in
+    *" --redirects "* | *" --tee "* | *" --no "* | *" --array "* | *" --logdir "* | *" --sync-tensorboard "*) return 0 ;;
+  esac
+  [[ $3 == "cloze rerank" && ($1 == --split || $1 == --out) ]]
+}
+
+# Every option of every command's help, and of each subcommand's ("cellscope-cli CMD SUB" in its
+# usage), but for the foreign ones above, which must not be offered.
 for c in "${commands[@]}"; do
   _cellscope_cli_load "$cli" "$c" --help
   help=$(_cellscope_cli_run "$cli" "$c" --help)
-  for o in $(grep -oE -- '--[a-z][a-z0-9-]*' <<<"$help" | sort -u) -h --help; do offered "$o" "$cli" "$c" -; done
+  for o in $(grep -oE -- '--[a-z][a-z0-9-]*' <<<"$help" | sort -u) -h --help; do
+    if foreign "$o" "" "$c"; then not_offered "$o" "$cli" "$c" -; else offered "$o" "$cli" "$c" -; fi
+  done
   for s in $(sed -nE "s/.*cellscope-cli $c ([a-z][a-z0-9-]*)( .*|$)/\1/p" <<<"$help" | sort -u); do
     offered "$s" "$cli" "$c" ""
     _cellscope_cli_load "$cli" "$c" "$s" --help
-    for o in $(_cellscope_cli_run "$cli" "$c" "$s" --help | grep -oE -- '--[a-z][a-z0-9-]*' | sort -u) -h; do offered "$o" "$cli" "$c" "$s" -; done
+    for o in $(_cellscope_cli_run "$cli" "$c" "$s" --help | grep -oE -- '--[a-z][a-z0-9-]*' | sort -u) -h; do
+      if foreign "$o" "" "$c $s"; then not_offered "$o" "$cli" "$c" "$s" -; else offered "$o" "$cli" "$c" "$s" -; fi
+    done
   done
 done
+# The options the issue found offered that do not exist, by name, where their help mentions them.
+not_offered --redirects "$cli" train --re
+not_offered --tee "$cli" train --t
+not_offered --no "$cli" train --n
+not_offered --array "$cli" sweep --a
+not_offered --logdir "$cli" export tensorboard --l
+not_offered --sync-tensorboard "$cli" export tensorboard --s
+not_offered --split "$cli" cloze rerank --s
+offered --tol "$cli" bench --to
+
+# --set: SECTION.KEY= from `validate --keys`, then the key's values (bash splits the word at "=";
+# both forms), never the presets.
+offered model.hidden= "$cli" train quick-gru --set model.hid
+offered training.lr= "$cli" train quick-gru --set training.l
+not_offered quick-gru "$cli" train quick-gru --set ""
+not_offered quick-gru "$cli" train quick-gru --set q
+offered gru "$cli" train quick-gru --set model.cell = g
+offered sat_mzu "$cli" train quick-gru --set model.cell =
+offered model.cell=gru "$cli" train quick-gru --set model.cell=g
+offered false "$cli" validate quick-gru --set model.layer_norm = f
+[[ -z $(complete_line "$cli" train quick-gru --set model.hidden = 5) ]] || bad "values offered for the integer model.hidden"
 # Options of a subcommand's own help that its command's help does not list
 offered --no-word-class "$cli" cloze rerank --no
 offered --subword-type "$cli" datasets show X --sub

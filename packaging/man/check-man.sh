@@ -27,6 +27,15 @@ done
 for code in 0 1 2 3 75 130; do
   sed -n '/^\.SH "\?EXIT STATUS"\?$/,/^\.SH /p' <<<"$src" | grep -qE "^\.B $code$" || bad "EXIT STATUS does not list $code"
 done
+# Every variable of the programs' table in docs/ENVIRONMENT.md is an entry of ENVIRONMENT.
+env_md="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../../docs/ENVIRONMENT.md"
+envsec=$(sed -n '/^\.SH ENVIRONMENT$/,/^\.SH /p' <<<"$src")
+nvars=0
+while read -r v; do
+  nvars=$((nvars + 1))
+  grep -qE "^\.B .*\b$v\b" <<<"$envsec" || bad "ENVIRONMENT does not list $v (docs/ENVIRONMENT.md does)"
+done < <(awk '/^## The programs/{on=1; next} /^## /{on=0} on && /^\| `/' "$env_md" | cut -d'|' -f2 | grep -oE '[A-Z][A-Z0-9_]{2,}')
+((nvars >= 25)) || bad "only $nvars variables read from $env_md"
 if command -v man >/dev/null; then
   warn=$(zcat -f "$page" | MANWIDTH=100 man --warnings -l - 2>&1 >/dev/null)
   [[ -z $warn ]] || bad "man --warnings: $warn"

@@ -2,8 +2,8 @@
 # cellscope-cli.1 from the program itself (CMake runs this after building cellscope-cli,
 # packaging/CMakeLists.txt): help2man turns `cellscope-cli --help` and `--version` into NAME,
 # SYNOPSIS, DESCRIPTION and the command list; a COMMANDS section adds every command's and
-# subcommand's own --help; cellscope-cli.h2m adds what help2man cannot make (EXIT STATUS,
-# FILES, ENVIRONMENT, EXAMPLES, SEE ALSO).
+# subcommand's own --help; ENVIRONMENT comes from docs/ENVIRONMENT.md; cellscope-cli.h2m adds
+# what help2man cannot make (EXIT STATUS, FILES, EXAMPLES, SEE ALSO).
 #
 #   bash packaging/man/make-man.sh CLI OUT.1
 set -euo pipefail
@@ -49,6 +49,25 @@ roff() { sed -e 's/\\/\\e/g' -e 's/-/\\-/g' -e "s/^\([.']\)/\\\\\&\1/"; }
   done
 } >"$tmp/commands.h2m"
 
+# ENVIRONMENT: every variable the programs read, from the table "The programs" of docs/ENVIRONMENT.md
+# (each row names the code that reads it), so the page cannot list fewer than the code reads.
+env_md="$here/../../docs/ENVIRONMENT.md"
+[[ -f $env_md ]] || { echo "make-man.sh: no $env_md" >&2; exit 1; }
+{
+  echo "[ENVIRONMENT]"
+  awk '/^## The programs/{on=1; next} /^## /{on=0} on && /^\| `/' "$env_md" |
+    while IFS='|' read -r _ vars default what _; do
+      vars=$(tr -d '`' <<<"$vars" | sed 's/^ *//; s/ *$//')
+      default=$(tr -d '`' <<<"$default" | sed 's/^ *//; s/ *$//')
+      what=$(tr -d '`' <<<"$what" | sed 's/^ *//; s/ *$//')
+      printf '.TP\n.B %s\n' "$(roff <<<"$vars")"
+      printf '%s (default: %s).\n' "$what" "$default" | roff
+    done
+  echo ".PP"
+  echo "docs/ENVIRONMENT.md (installed in /usr/share/doc/cellscope) also lists the variables of the build and test scripts."
+} >"$tmp/environment.h2m"
+grep -q '^\.B CELLSCOPE_WORKSPACE$' "$tmp/environment.h2m" || { echo "make-man.sh: no variables read from $env_md" >&2; exit 1; }
+
 # help2man makes SYNOPSIS from a line that starts with "Usage:"; the program writes "usage:".
 cat >"$tmp/cellscope-cli" <<WRAP
 #!/bin/sh
@@ -58,6 +77,6 @@ chmod +x "$tmp/cellscope-cli"
 
 help2man --no-info --section=1 --source="Cellscope" --manual="User Commands" \
   --name="train, compare and look inside recurrent cells from the command line" \
-  --include="$tmp/commands.h2m" --include="$here/cellscope-cli.h2m" \
+  --include="$tmp/commands.h2m" --include="$tmp/environment.h2m" --include="$here/cellscope-cli.h2m" \
   --output="$tmp/page.1" "$tmp/cellscope-cli"
 mv "$tmp/page.1" "$out"

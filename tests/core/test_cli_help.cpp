@@ -157,6 +157,17 @@ TEST(CliHelp, theLauncherAnswersHelpWithoutLibTorchAsTheProgramDoes) {
   std::string out;
   ASSERT_EQ(run_program(cstest::cli_path(), {"analyze", "--help"}, &out), 0) << out;
   ASSERT_TRUE(cstest::contains(out, "kinds:") && cstest::contains(out, "relevance")) << out;
+  // every kind's name stands alone on its line, before its text (a name wider than the column ran into it:
+  // "channel_attention_decoderthe decoder's ...")
+  for (const char* kind : {"relevance", "channel_attention", "channel_attention_decoder", "gate_histogram"}) {
+    bool alone_on_line = false;
+    for (const std::string& line : cstest::split(out, '\n', true))
+      if (line.rfind(std::string("  ") + kind, 0) == 0) {
+        const size_t end = 2 + std::string(kind).size();
+        alone_on_line = alone_on_line || line.size() == end || line[end] == ' ';
+      }
+    EXPECT_TRUE(alone_on_line) << kind << "\n" << out;
+  }
   ASSERT_EQ(run_program(cstest::cli_path(), {"validate", "--", "--help"}, &out), 2) << out;
   ASSERT_TRUE(cstest::contains(out, "'--help' is neither a config file nor a preset")) << out;
 }

@@ -195,7 +195,8 @@ bool report_onnxruntime(const std::string& line) {
 
 // Per export directory: model.pt and reference.pt by torch.load(weights_only=True) and model.safetensors parsed by
 // hand, the same tensors as model.pt; check() on the reference batch, then script_checks. One JSON line per directory.
-const std::string kCheckAll = std::string(kScriptChecks) + kStateFileChecks +
+const std::string kCheckAll =
+    std::string(kScriptChecks) + kStateFileChecks +
     "import sys, json, torch, warnings, cellscope_torch as ct\n"
     "from cellscope_torch import portable\n"
     "warnings.filterwarnings(\"ignore\")\n"
@@ -211,6 +212,8 @@ const std::string kCheckAll = std::string(kScriptChecks) + kStateFileChecks +
     "        r = ct.check(d, model)\n"
     "        r[\"safetensors_same\"] = same\n"
     "        r[\"reference_keys\"] = list(ref)\n"
+    "        lens = [ref[k] for k in (\"lengths\", \"doc_len\", \"src_len\") if k in ref]\n"
+    "        r[\"distinct_lengths\"] = len(set(lens[0].tolist())) if lens else 0\n"
     "    except Exception as e:\n"
     "        r = {\"error\": type(e).__name__ + \": \" + str(e)}\n"
     "    r[\"dir\"] = d\n"
@@ -283,7 +286,8 @@ std::string write_classify_fixture(const std::string& name, int n, int classes) 
   return path;
 }
 
-// A SemEval-2014 directory (restaurants): sentences with one or two aspect terms and their polarities.
+// A SemEval-2014 directory (restaurants): sentences of three lengths with one or two aspect terms and their
+// polarities.
 std::string write_absa_fixture(const std::string& name) {
   static const char* pol[] = {"positive", "negative", "neutral"};
   static const char* asp[] = {"food", "service", "wine list", "staff"};
@@ -295,8 +299,12 @@ std::string write_absa_fixture(const std::string& name) {
            (p == 0   ? "good"
             : p == 1 ? "bad"
                      : "there") +
-           " and the " + asp[b] + " too.</text><aspectTerms>" + "<aspectTerm term=\"" + asp[a] + "\" polarity=\"" +
-           pol[p] + "\" from=\"0\" to=\"1\"/>" +
+           " and the " + asp[b] + " too" +
+           (i % 3 == 1   ? " indeed"
+            : i % 3 == 2 ? " this time, we thought"
+                         : "") +
+           ".</text><aspectTerms>" + "<aspectTerm term=\"" + asp[a] + "\" polarity=\"" + pol[p] +
+           "\" from=\"0\" to=\"1\"/>" +
            (i % 3 == 0 ? "<aspectTerm term=\"" + std::string(asp[b]) + "\" polarity=\"" + pol[(p + 1) % 3] +
                              "\" from=\"0\" to=\"1\"/>"
                        : std::string()) +
@@ -322,6 +330,7 @@ std::vector<Variant> variants() {
       {"gru", "char_lm", {{"cell", "gru"}}},
       {"lstm", "char_lm", {{"cell", "lstm"}}},
       {"gru_ln_2layers", "char_lm", {{"cell", "gru"}, {"layer_norm", true}, {"layers", 2}, {"dropout", 0.2}}},
+      {"gru_2layers", "char_lm", {{"cell", "gru"}, {"layers", 2}, {"dropout", 0.2}}},
       {"lstm_ln_cdrop", "char_lm", {{"cell", "lstm"}, {"layer_norm", true}, {"candidate_dropout", 0.1}}},
       {"rnn_ln", "char_lm", {{"cell", "rnn"}, {"layer_norm", true}}},
       {"gru_dt", "char_lm", {{"cell", "gru_dt"}}},
@@ -375,6 +384,7 @@ std::vector<Variant> variants() {
         {"dropouti", 0.2},
         {"dropouth", 0.2}}},
       {"word_gru_dt", "word_lm", {{"cell", "gru_dt"}}},
+      {"word_gru_untied", "word_lm", {{"cell", "gru"}, {"layers", 2}, {"weight_drop", 0.2}, {"dropouti", 0.1}}},
       {"word_gcn_mzu", "word_lm", with(mzu, {{"cell", "gcn_mzu"}})},
       {"word_mcrnn", "word_lm", {{"cell", "mcrnn"}, {"block", 3}, {"weight_drop", 0.2}}},
       {"word_cru_deep_enhanced", "word_lm", {{"cell", "cru_deep_enhanced"}, {"conv_window", "causal"}}},
@@ -393,7 +403,8 @@ std::vector<Variant> variants() {
       {"seq2seq_mcrnn_2layers", "seq2seq", {{"cell", "mcrnn"}, {"block", 3}, {"layers", 2}}},
       // model.architecture rnnsearch (Bahdanau): bidirectional encoder, bridge, additive attention, context in the
       // decoder's input, maxout; the 2-layer MC-RNN over LSTM as the paper's models, and a GRU with copying
-      {"seq2seq_rnnsearch_mcrnn_2layers", "seq2seq",
+      {"seq2seq_rnnsearch_mcrnn_2layers",
+       "seq2seq",
        {{"architecture", "rnnsearch"}, {"cell", "mcrnn"}, {"block", 3}, {"base", "lstm"}, {"layers", 2}}},
       {"seq2seq_rnnsearch_gru_copy", "seq2seq", {{"architecture", "rnnsearch"}, {"cell", "gru"}, {"copy", true}}},
   };
@@ -595,6 +606,11 @@ void agrees_with_pytorch(bool seq2seq) {
     ASSERT_LE(da, 1e-5) << vs[i].name;
     ASSERT_LE(dl, 1e-6) << vs[i].name;
     ASSERT_GT(r.value("cellscope_loss", 0.0), 0.5) << vs[i].name;  // a real loss, not an empty batch
+    // The reference batch of a padded task spans lengths (check() runs padding), not the split's first examples
+    // of one length.
+    if (vs[i].task != "char_lm" && vs[i].task != "word_lm") {
+      EXPECT_GE(r.value("distinct_lengths", 0), 2) << vs[i].name << ": the reference batch has one length";
+    }
     const auto shape = r.value("shape", json::array());
     const bool seq = vs[i].task == "char_lm" || vs[i].task == "word_lm" || vs[i].task == "seq2seq";
     ASSERT_EQ(shape.size(), seq ? 3u : 2u) << vs[i].name;
@@ -607,6 +623,84 @@ void agrees_with_pytorch(bool seq2seq) {
 TEST(ExportTorch, everyCellAndTaskAgreesWithPyTorch) {
   if (!python_has_torch()) FAIL() << kPython << " has no torch: install python3-torch (packaging/setup.sh installs it)";
   agrees_with_pytorch(false);
+}
+
+// cellscope_torch.to_torch_nn: an rnn, gru or lstm run is torch.nn.RNN / GRU / LSTM with its tensors renamed
+// (packaging/python/cellscope_torch/torch_nn.py). The module's logits on the reference batch are Cellscope's to
+// 1e-5 and the rebuilt model's, its final state is the model's (converted by state_to_torch_nn), and a second
+// batch from that state agrees too; word_lm's training-only options are listed and warned about; layer_norm, a
+// word_lm with tied weights (a last layer of another size) and an MZU are refused by name.
+TEST(ExportTorch, gruLstmRnnRunsAreTorchNnModules) {
+  if (!python_has_torch()) FAIL() << kPython << " has no torch: install python3-torch (packaging/setup.sh installs it)";
+  const std::vector<std::string> names = {
+      "rnn", "gru", "lstm", "gru_2layers", "word_gru_untied", "gru_ln_2layers", "word_lstm_tied", "sat_mzu"};
+  std::vector<std::string> dirs;
+  for (const auto& n : names) {
+    dirs.push_back(exported(variant(n)));
+    ASSERT_FALSE(dirs.back().empty()) << n;
+  }
+  const std::string code =
+      "import sys, json, torch, warnings\n"
+      "import cellscope_torch as ct\n"
+      "def mx(a, b):\n"
+      "    if isinstance(a, tuple):\n"
+      "        return max(mx(x, y) for x, y in zip(a, b))\n"
+      "    return (a - b).abs().max().item()\n"
+      "for i, d in enumerate(sys.argv[1:]):\n"
+      "    model, info = ct.load(d)\n"
+      "    ref = torch.load(d + \"/reference.pt\", weights_only=True)\n"
+      "    r = {\"cell\": info[\"cell\"]}\n"
+      "    try:\n"
+      "        with warnings.catch_warnings(record=True) as w:\n"
+      "            warnings.simplefilter(\"always\")\n"
+      "            lm = ct.to_torch_nn(d if i == 0 else model)\n"
+      "        kind = info[\"cell\"]\n"
+      "        with torch.no_grad():\n"
+      "            logits, st = lm(ref[\"x\"])\n"
+      "            ours, ost = model(ref[\"x\"])\n"
+      "            l2, _ = lm(ref[\"x\"], st)\n"
+      "            o2, _ = model(ref[\"x\"], ct.state_from_torch_nn(st, kind))\n"
+      "        r.update({\"module\": type(lm.rnn).__name__, \"layers\": lm.rnn.num_layers, \"warned\": len(w),\n"
+      "                  \"differences\": lm.training_differences, \"ref_diff\": mx(logits, ref[\"logits\"]),\n"
+      "                  \"model_diff\": mx(logits, ours), \"state_diff\": mx(st, ct.state_to_torch_nn(ost, kind)),\n"
+      "                  \"continued_diff\": mx(l2, o2)})\n"
+      "    except ValueError as e:\n"
+      "        r[\"refused\"] = str(e)\n"
+      "    print(json.dumps(r))\n";
+  int rc = 0;
+  const std::string res = python(code, dirs, &rc);
+  ASSERT_EQ(rc, 0) << res;
+  const auto lines = json_lines(res);
+  ASSERT_EQ(lines.size(), names.size()) << res;
+  const std::map<std::string, std::pair<std::string, int>> modules = {{"rnn", {"RNN", 1}},
+                                                                      {"gru", {"GRU", 1}},
+                                                                      {"lstm", {"LSTM", 1}},
+                                                                      {"gru_2layers", {"GRU", 2}},
+                                                                      {"word_gru_untied", {"GRU", 2}}};
+  const std::map<std::string, std::string> refusals = {{"gru_ln_2layers", "model.layer_norm"},
+                                                       {"word_lstm_tied", "tie_weights"},
+                                                       {"sat_mzu", "only cells rnn, gru and lstm"}};
+  for (size_t i = 0; i < names.size(); ++i) {
+    const json r = cstest::json_object(lines[i]);
+    const std::string& n = names[i];
+    if (auto it = refusals.find(n); it != refusals.end()) {
+      ASSERT_TRUE(r.contains("refused")) << n << ": " << lines[i];
+      EXPECT_NE(r["refused"].get<std::string>().find(it->second), std::string::npos) << n << ": " << lines[i];
+      continue;
+    }
+    ASSERT_FALSE(r.contains("refused")) << n << ": " << lines[i];
+    EXPECT_EQ(r.value("module", std::string()), modules.at(n).first) << n;
+    EXPECT_EQ(r.value("layers", 0), modules.at(n).second) << n;
+    EXPECT_LE(r.value("ref_diff", 1.0), 1e-5) << n << ": torch.nn's logits vs Cellscope's";
+    EXPECT_LE(r.value("model_diff", 1.0), 1e-5) << n << ": torch.nn's logits vs cellscope_torch's model";
+    EXPECT_LE(r.value("state_diff", 1.0), 1e-5) << n;
+    EXPECT_LE(r.value("continued_diff", 1.0), 1e-5) << n;
+    // word_lm's weight_drop and dropouti act in training only: listed and warned about; gru_2layers's dropout
+    // between layers is torch.nn's own, but its dropout on the embedding and output is the char LM's
+    const bool differs = n == "word_gru_untied" || n == "gru_2layers";
+    EXPECT_EQ(r["differences"].empty(), !differs) << n << ": " << lines[i];
+    EXPECT_EQ(r.value("warned", -1), differs ? 1 : 0) << n;
+  }
 }
 
 // Apart from the others: a seq2seq run loads SentencePiece (RTLD_DEEPBIND), which the sanitizer stage cannot

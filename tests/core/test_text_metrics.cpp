@@ -550,11 +550,35 @@ TEST(TextMetrics, porterStemsMatchNltk) {
   EXPECT_LT(differ_ext * 10, n);
 }
 
+TEST(TextMetrics, lowerInContextMatchesPython) {
+  // What one code point at a time cannot show: Python's lower() of whole strings, the Final_Sigma rule
+  // above all (a capital sigma ending a word: "ΟΔΟΣ" -> "οδος", where the C library gave "οδοσ"), with
+  // case-ignorable characters between the letters, and sacreBLEU's lower-cased BLEU of such a pair.
+  const std::vector<std::string> texts = {"ΟΔΟΣ",     "ΟΔΟΣ ΣΑΣ.",    "Σ",        "ΑΣ",         "ΑΣΑ",
+                                          "ΑΣ'",      "Α'Σ",          "ΑΣ'Α",     "ΑΣ\u0301 x", "İSTANBUL",
+                                          "ǅemal ǄA", "ÀÉÎ ΟΔΥΣΣΕΥΣ", "ﬀ ẞ Ω K Å"};
+  std::string file;
+  for (const auto& t : texts) file += t + "\n";
+  const std::string path = cstest::temp_dir() + "/lower_context.txt";
+  cstest::write_text(path, file);
+  const std::string out = run_python("lower_context",
+                                     "import sys\n"
+                                     "for line in open(sys.argv[1], encoding='utf-8'):\n"
+                                     "    print(line.rstrip('\\n').lower())\n",
+                                     path);
+  const auto want = cstest::split(out, '\n', true);
+  ASSERT_EQ(want.size(), texts.size()) << out;
+  for (size_t i = 0; i < texts.size(); ++i) EXPECT_EQ(cs::unicode_lower(texts[i]), want[i]) << texts[i];
+  EXPECT_EQ(cs::unicode_lower("ΟΔΟΣ"), "οδος");
+  // invalid UTF-8 passes through, the text around it lower-cased
+  EXPECT_EQ(cs::unicode_lower(std::string("ΑΣ\xff") + "ΟΔΟΣ"), std::string("ας\xff") + "οδος");
+}
+
 TEST(TextMetrics, lowerAndRougeTokensOfEveryCodePointMatchPython) {
   // For every code point (no surrogates): our unicode_lower against Python's str.lower(), and the
   // code points above ASCII that rouge-score's tokenizer keeps as letters (expected: U+0130, U+212A).
-  // Compared on the code points Python's Unicode database assigns: the C library's can be a newer Unicode
-  // (Debian 13: glibc 2.41 has Unicode 16.0, Python 3.13 has 15.1, and 16.0's new cased letters lower-case
+  // Compared on the code points Python's Unicode database assigns: ICU's can be a newer Unicode
+  // (Debian 13: ICU 76 has Unicode 16.0, Python 3.13 has 15.1, and 16.0's new cased letters lower-case
   // in ours and not in Python's); the count of the rest is printed. Case mappings of assigned code points
   // are stable across Unicode versions, so those must agree on every release.
   std::string lines, kept;

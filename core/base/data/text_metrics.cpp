@@ -3,8 +3,9 @@
 #include "data/utf8.h"
 
 #include <libstemmer.h>
-#include <locale.h>
-#include <wctype.h>
+#include <unicode/locid.h>
+#include <unicode/stringpiece.h>
+#include <unicode/unistr.h>
 
 #include <algorithm>
 #include <cmath>
@@ -12,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <stdexcept>
+#include <string_view>
 
 namespace cs {
 
@@ -156,14 +158,6 @@ std::string regexp_tokenize(const std::string& line) {
   return out;
 }
 
-// glibc's C.UTF-8 locale (built into glibc >= 2.35) for towlower_l.
-locale_t c_utf8() {
-  static const locale_t loc = newlocale(LC_CTYPE_MASK, "C.UTF-8", static_cast<locale_t>(nullptr));
-  if (loc == static_cast<locale_t>(nullptr))
-    throw std::runtime_error("unicode_lower: the C.UTF-8 locale is not available (glibc >= 2.35 has it built in)");
-  return loc;
-}
-
 // ---- n-grams ----
 
 using Gram = std::vector<std::string>;
@@ -209,23 +203,37 @@ std::string scorer_line(const std::string& text) {
 }
 
 std::string unicode_lower(const std::string& text) {
+  // ICU's full lower-casing of the root locale: Unicode's default case mapping, as Python's str.lower()
+  // (SpecialCasing's unconditional mappings such as U+0130 -> "i" U+0307, and the Final_Sigma context:
+  // "ΟΔΟΣ" -> "οδος"). Each run of valid UTF-8 is mapped; an invalid byte passes through as it is.
   std::string out;
   out.reserve(text.size());
+  size_t run = 0;
+  auto flush = [&](size_t end) {
+    if (end <= run) return;
+    const std::string_view piece(text.data() + run, end - run);
+    bool ascii = true;
+    for (char ch : piece) ascii = ascii && static_cast<unsigned char>(ch) < 0x80;
+    if (ascii) {
+      for (char ch : piece) out += (ch >= 'A' && ch <= 'Z') ? static_cast<char>(ch - 'A' + 'a') : ch;
+    } else {
+      icu::UnicodeString u =
+          icu::UnicodeString::fromUTF8(icu::StringPiece(piece.data(), static_cast<int32_t>(piece.size())));
+      u.toLower(icu::Locale::getRoot());
+      u.toUTF8String(out);
+    }
+  };
   for (size_t i = 0; i < text.size();) {
     size_t len = 1;
     const int32_t c = decode_at(text, i, &len);
     if (c < 0) {
+      flush(i);
       out += text[i];
-    } else if (c < 0x80) {
-      out += (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : static_cast<char>(c);
-    } else if (c == 0x130) {  // LATIN CAPITAL LETTER I WITH DOT ABOVE: Python's full mapping, two code points
-      out += 'i';
-      utf8_append(out, 0x307);
-    } else {
-      utf8_append(out, static_cast<uint32_t>(towlower_l(static_cast<wint_t>(c), c_utf8())));
+      run = i + len;
     }
     i += len;
   }
+  flush(text.size());
   return out;
 }
 

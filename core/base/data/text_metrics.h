@@ -25,9 +25,10 @@ std::vector<std::string> whitespace_words(const std::string& text);
 // every CR and LF replaced by a space, so that line i of the file is pair i.
 std::string scorer_line(const std::string& text);
 
-// Python's str.lower() of a UTF-8 string (Unicode 14 simple case mapping through glibc's C.UTF-8,
-// plus U+0130 -> "i" U+0307 as Python does). Not ported: Python's Final_Sigma rule (a capital
-// sigma at a word's end lower-cases to U+03C2 there, to U+03C3 here). Invalid UTF-8 bytes pass through.
+// Python's str.lower() of a UTF-8 string: Unicode's full default lower-casing through ICU (the root
+// locale), as the word tokenizer lower-cases: U+0130 -> "i" U+0307, and the Final_Sigma rule (a capital
+// sigma ending a word lower-cases to U+03C2: "ΟΔΟΣ" -> "οδος", as sacreBLEU's -lc and rouge-score have it).
+// Invalid UTF-8 bytes pass through.
 std::string unicode_lower(const std::string& text);
 
 // sacreBLEU's "13a" tokenizer (mteval-v13a.pl): drops "<skipped>", joins "-\n", unescapes

@@ -4,6 +4,7 @@
     model, info = cellscope_torch.load("exported/")   # a directory written by `cellscope-cli export`
     logits, state = model(x)                          # x [T, B] token ids (char_lm, word_lm)
     print(cellscope_torch.check("exported/"))         # agreement with Cellscope on the reference batch
+    lm = cellscope_torch.to_torch_nn("exported/")     # rnn/gru/lstm runs: torch.nn.GRU/LSTM/RNN inside (torch_nn.py)
 
 See README.md next to this file for the exported files and what each cell supports.
 
@@ -15,7 +16,9 @@ from .cells import CRU, GRUDT, MCRNN, MZU, Cell, GateCell, MZUBlock, family, squ
 from .exported import check, load, load_tensors, logits_of, read_vocab, reference_inputs
 from .script_cell import ScriptCell, ScriptCellError, ScriptMismatchError
 from .models import CELLS, CharLM, ClozeReader, RNNSearch, SentenceModel, Seq2Seq, WordLM, build_cell, build_model, check_model_options
+from .torch_nn import TorchNNLanguageModel, state_from_torch_nn, state_to_torch_nn, to_torch_nn
 
 __all__ = ["load", "check", "load_tensors", "read_vocab", "reference_inputs", "logits_of", "build_model", "build_cell", "check_model_options", "CharLM", "WordLM", "SentenceModel", "ClozeReader", "Seq2Seq", "RNNSearch",
            "Cell", "GateCell", "GRUDT", "MZU", "MZUBlock", "CRU", "MCRNN", "ScriptCell", "ScriptCellError",
-           "ScriptMismatchError", "CELLS", "family", "squash"]
+           "ScriptMismatchError", "CELLS", "family", "squash", "to_torch_nn", "TorchNNLanguageModel",
+           "state_to_torch_nn", "state_from_torch_nn"]
