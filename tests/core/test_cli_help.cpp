@@ -92,8 +92,8 @@ int run_program(const std::string& program, const std::vector<std::string>& args
 // cellscope-cli is a launcher (app/cli/launcher/launcher.cpp) that answers help and the version
 // itself, without LibTorch, and executes cellscope-cli-full beside it for the rest. A copy of it
 // alone in a folder (no cellscope-cli-full there) must answer every command's and subcommand's
-// help, the bare command and --version exactly as the program does (the same text, the same exit
-// status), load no LibTorch library, and for anything else (analyze --help, whose kinds come from
+// help, the bare command, --version and `presets --names` exactly as the program does (the same text,
+// the same exit status), load no LibTorch library, and for anything else (analyze --help, whose kinds come from
 // the core's registry, and any work) say which program it could not run, with exit 127.
 TEST(CliHelp, theLauncherAnswersHelpWithoutLibTorchAsTheProgramDoes) {
   namespace fs = std::filesystem;
@@ -134,7 +134,8 @@ TEST(CliHelp, theLauncherAnswersHelpWithoutLibTorchAsTheProgramDoes) {
       {"datasets", "show", "-h"},
       {"export", "--help"},
       {"sweep"},
-      {"cloze", "rerank", "--help"}};
+      {"cloze", "rerank", "--help"},
+      {"presets", "--names"}};  // bash completion's CONFIG list, answered by the launcher too
   for (const auto& l : sample) {
     std::string what;
     for (auto& w : l) what += w + " ";
@@ -143,6 +144,9 @@ TEST(CliHelp, theLauncherAnswersHelpWithoutLibTorchAsTheProgramDoes) {
     EXPECT_EQ(ra, rb) << what << a;
     EXPECT_EQ(ra, l.size() <= 1 && (l.empty() || l[0] == "sweep") ? 2 : 0) << what;
     EXPECT_EQ(a, b) << what;
+    if (l.size() == 2 && l[0] == "presets") {
+      EXPECT_TRUE(cstest::contains(a, "quick-gru\n")) << a;
+    }
   }
   for (const std::vector<std::string>& work : {std::vector<std::string>{"analyze", "--help"},
                                                std::vector<std::string>{"info"},
