@@ -590,16 +590,36 @@ void CurvePlot::placeLegend() {
     const int y = (a & Qt::AlignTop) ? area.top() + m : area.bottom() - sz.height() - m;
     return QRect(x - m, y - m, sz.width() + 2 * m, sz.height() + 2 * m);
   };
+  // Each curve counts where it is drawn: its points and its lines between them, sampled every 4 px (a short
+  // plot's legend covers some of the curve in every corner; it goes where it covers the least).
   int counts[4] = {0, 0, 0, 0};
+  QRect rects[4];
+  for (int c = 0; c < 4; ++c) rects[c] = rectAt(corners[c]);
+  auto count = [&](const QPointF& px) {
+    if (!area.contains(px.toPoint())) return;
+    for (int c = 0; c < 4; ++c)
+      if (rects[c].contains(px.toPoint())) ++counts[c];
+  };
   for (const Series* s : m_series)
     for (const QCPGraph* g : {s->raw, s->smooth}) {
       if (!g || !g->visible()) continue;
+      const bool lines = g->lineStyle() != QCPGraph::lsNone;
+      QPointF prev;
+      bool havePrev = false;
       for (auto it = g->data()->constBegin(); it != g->data()->constEnd(); ++it) {
-        if (!std::isfinite(it->key) || !std::isfinite(it->value)) continue;
+        if (!std::isfinite(it->key) || !std::isfinite(it->value)) {
+          havePrev = false;
+          continue;
+        }
         const QPointF px(m_plot->xAxis->coordToPixel(it->key), m_plot->yAxis->coordToPixel(it->value));
-        if (!area.contains(px.toPoint())) continue;
-        for (int c = 0; c < 4; ++c)
-          if (rectAt(corners[c]).contains(px.toPoint())) ++counts[c];
+        count(px);
+        if (lines && havePrev) {
+          const double len = std::hypot(px.x() - prev.x(), px.y() - prev.y());
+          const int n = std::min(2000, int(len / 4));
+          for (int k = 1; k < n; ++k) count(prev + (px - prev) * (double(k) / n));
+        }
+        prev = px;
+        havePrev = true;
       }
     }
   int best = 0;
