@@ -407,6 +407,52 @@ private Q_SLOTS:
     QVERIFY2(w.statusBar()->isVisible(), "the status bar is hidden");
   }
 
+  // The removal rule (#52) for Delete: files planted with the names it may touch survive. Qt's
+  // stand-in trash in the current directory already holds a user's files/doomed and
+  // info/doomed.trashinfo; the workspace has a .trash with a user's file, a doomed.tmp folder and
+  // a folder that is no run. Only the run moves (into WORKSPACE/.trash/doomed-<time>).
+  void deleteLeavesPlantedFilesAlone() {
+    const QString parent = m_root + "/planted-delete";
+    const QString ws = parent + "/ws";
+    const QString dir = QFileInfo(ws + "/doomed").absoluteFilePath();
+    writeFile(dir + "/config.json", QJsonDocument(tinyConfig(8)).toJson());
+    writeFile(dir + "/summary.json", "{\"status\": \"finished\", \"step\": 8}");
+    const QStringList planted = {parent + "/files/doomed/mine.txt", parent + "/info/doomed.trashinfo",
+                                 ws + "/.trash/notes.txt",          ws + "/doomed.tmp/mine.txt",
+                                 ws + "/other/notes.txt",           ws + "/.trash/doomed/mine.txt"};
+    for (const QString& f : planted) writeFile(f, "mine");
+    const QString home = m_root + "/planted-home";
+    QDir().mkpath(home);
+    struct Restore {
+      QByteArray home = qgetenv("HOME"), xdg = qgetenv("XDG_DATA_HOME");
+      QString cwd = QDir::currentPath();
+      ~Restore() {
+        qputenv("HOME", home);
+        qputenv("XDG_DATA_HOME", xdg);
+        QDir::setCurrent(cwd);
+      }
+    } restore;
+    qputenv("HOME", home.toUtf8());
+    qunsetenv("XDG_DATA_HOME");
+    QVERIFY(QDir::setCurrent(parent));
+    MainWindow w(opts(ws));
+    QTRY_VERIFY(row(w, dir));
+    QString err, movedTo;
+    QVERIFY2(w.runActions()->remove(dir, false, &err, &movedTo), qPrintable(err));
+    QVERIFY(!QFileInfo::exists(dir));
+    QVERIFY2(QFileInfo(movedTo).fileName().startsWith("doomed-"), qPrintable(movedTo));
+    QVERIFY(QFileInfo::exists(movedTo + "/config.json"));
+    for (const QString& f : planted) {
+      QFile file(f);
+      QVERIFY2(file.open(QIODevice::ReadOnly), qPrintable(f));
+      QCOMPARE(file.readAll(), QByteArray("mine"));
+    }
+    QCOMPARE(QDir(parent + "/files").entryList(QDir::AllEntries | QDir::NoDotAndDotDot | QDir::Hidden),
+             QStringList{"doomed"});
+    QCOMPARE(QDir(parent + "/info").entryList(QDir::AllEntries | QDir::NoDotAndDotDot | QDir::Hidden),
+             QStringList{"doomed.trashinfo"});
+  }
+
   // The Fork dialog: checkpoints of the run, the changed options, and the command line
   // H1's `train --fork DIR@STEP --set ... --run-dir NEW` takes.
   void forkDialogCommandLine() {

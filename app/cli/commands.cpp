@@ -473,6 +473,37 @@ int cmd_label(const std::vector<std::string>& a) {
   return 0;
 }
 
+// ------------------------------------------------------------------ status
+int cmd_status(const std::vector<std::string>& a) {
+  auto args = parse(a, {"json"}, {});
+  if (args.positional.size() != 1) throw UsageError("expected one RUN_DIR");
+  const std::string& dir = args.positional[0];
+  const cs::RunState r = cs::probe_run_state(dir);
+  if (args.has("json")) {
+    std::cout << json{{"run_dir", dir},
+                      {"state", r.state},
+                      {"status", r.summary.status},
+                      {"step", r.summary.step},
+                      {"reason", r.summary.reason},
+                      {"writer_pid", r.writer_pid.empty() ? json(nullptr) : json(r.writer_pid)},
+                      {"checkpoint", r.has_checkpoint},
+                      {"exit_status", r.exit_status}}
+                     .dump()
+              << "\n";
+    return r.exit_status;
+  }
+  std::cout << dir << ": " << r.state;
+  if (r.state != "not started") std::cout << " at step " << r.summary.step;
+  if (!r.writer_pid.empty()) std::cout << " (PID " << r.writer_pid << " writes it)";
+  if (!r.summary.reason.empty() && r.state != "running") std::cout << ": " << r.summary.reason;
+  std::cout << "\n";
+  if (r.exit_status == 75 || (r.state == "interrupted" && r.has_checkpoint))
+    std::cout << "continue it with the command that started it, or: cellscope-cli train --resume " << dir << "\n";
+  else if (r.state == "interrupted" || r.state == "not started")
+    std::cout << "no checkpoint to continue from: train it again\n";
+  return r.exit_status;
+}
+
 // ------------------------------------------------------------------ bench
 int cmd_bench(const std::vector<std::string>& a) {
   if (std::find(a.begin(), a.end(), "--dist") != a.end() || std::find(a.begin(), a.end(), "--dist-worker") != a.end())

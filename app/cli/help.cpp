@@ -28,6 +28,7 @@ commands:
   train      train a model (CONFIG is a JSON file or a preset name)
   eval       evaluate a run's checkpoint on a split
   label      print or set a run's label (its short name in tables and legends)
+  status     a run's state; its exit status tells a scheduler what to do (0 done, 75 continue it)
   params     parameter count of a configuration, by module
   bench      training-throughput benchmark of a cell
   analyze    the papers' analyses of a trained run (relevance, BPC by length)
@@ -136,6 +137,23 @@ Evaluates a run's checkpoint on a whole split (state carried).
 const char* const kLabel = R"cs(usage: cellscope-cli label RUN_DIR [TEXT | --clear]
 Prints a run's label, or sets it: a short name (one line, at most 80 bytes) that the
 workbench's run table, comparison legends and exported figures use for the run.
+)cs";
+
+const char* const kStatus = R"cs(usage: cellscope-cli status RUN_DIR [--json]
+Prints a run's state with its step and reason: running (a process writes it, and its PID),
+finished, failed, stopped, or interrupted (its process was killed). It only reads the run. For
+scripts and schedulers the exit status says what to do next:
+  0   finished
+  75  stopped (by SIGTERM, Ctrl-C or the window) with its checkpoint: requeue; the command that
+      started the run, or train --resume RUN_DIR, continues it
+  1   failed, or interrupted: its process ended without a stop (a crash, a kill -9), which
+      a requeue would likely repeat; train --resume RUN_DIR continues from its last checkpoint
+  3   running: another process writes it
+  2   RUN_DIR is not a run directory, or its summary.json cannot be read
+torchrun exits 1 after a SIGTERM whatever its workers return; run this after it for the truth:
+  torchrun ... cellscope-cli train CONFIG --run-dir DIR; cellscope-cli status DIR
+(docs/DISTRIBUTED.md has the Slurm and Kubernetes recipes).
+--json prints one object: run_dir, state, status, step, reason, writer_pid, checkpoint, exit_status.
 )cs";
 
 const char* const kParams = R"cs(usage: cellscope-cli params CONFIG [--set SECTION.KEY=VALUE ...] [--vocab N] [--json]
@@ -515,9 +533,9 @@ std::optional<HelpAnswer> help_for(const std::vector<std::string>& words) {
   if (cmd == "fetch")
     return answer(fill(kFetch, {{"data_cache", cs::data_cache_dir()}, {"fetch_script", cs::fetch_script_path()}}));
   static const std::map<std::string, const char*> plain = {
-      {"info", kInfo},         {"presets", kPresets}, {"validate", kValidate}, {"eval", kEval},
-      {"label", kLabel},       {"params", kParams},   {"bench", kBench},       {"cv", kCv},
-      {"generate", kGenerate}, {"decode", kDecode},
+      {"info", kInfo},   {"presets", kPresets},   {"validate", kValidate}, {"eval", kEval},
+      {"label", kLabel}, {"status", kStatus},     {"params", kParams},     {"bench", kBench},
+      {"cv", kCv},       {"generate", kGenerate}, {"decode", kDecode},
   };
   const auto it = plain.find(cmd);
   if (it != plain.end()) return answer(it->second);

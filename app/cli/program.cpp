@@ -33,16 +33,15 @@ int run_main(int argc, char** argv) {
   const std::string cmd = args[0];
   std::vector<std::string> rest(args.begin() + 1, args.end());
   static const std::map<std::string, int (*)(const std::vector<std::string>&)> commands = {
-      {"info", cli::cmd_info},         {"datasets", cli::cmd_datasets}, {"presets", cli::cmd_presets},
-      {"validate", cli::cmd_validate}, {"train", cli::cmd_train},       {"eval", cli::cmd_eval},
-      {"params", cli::cmd_params},     {"bench", cli::cmd_bench},       {"analyze", cli::cmd_analyze},
-      {"cv", cli::cmd_cv},             {"fetch", cli::cmd_fetch},
-      {"sweep", cli::cmd_sweep},
-      {"generate", cli::cmd_generate},
-      {"cloze", cli::cmd_cloze},
-      {"label", cli::cmd_label},
-      {"decode", cli::cmd_decode},
-      {"export", cli::cmd_export},
+      {"info", cli::cmd_info},         {"datasets", cli::cmd_datasets},
+      {"presets", cli::cmd_presets},   {"validate", cli::cmd_validate},
+      {"train", cli::cmd_train},       {"eval", cli::cmd_eval},
+      {"params", cli::cmd_params},     {"bench", cli::cmd_bench},
+      {"analyze", cli::cmd_analyze},   {"cv", cli::cmd_cv},
+      {"fetch", cli::cmd_fetch},       {"sweep", cli::cmd_sweep},
+      {"generate", cli::cmd_generate}, {"cloze", cli::cmd_cloze},
+      {"label", cli::cmd_label},       {"status", cli::cmd_status},
+      {"decode", cli::cmd_decode},     {"export", cli::cmd_export},
       {"report", cli::cmd_report},
   };
   auto it = commands.find(cmd);

@@ -61,12 +61,14 @@ not_offered() {
 # Options the help texts name in their prose or examples that are not this program's: torchrun's
 # (train's launcher row: --redirects, --tee, --no_python, read as --no), sbatch's --array (sweep),
 # tensorboard's --logdir and wandb's --sync-tensorboard (export tensorboard), and cloze scores'
-# --split and --out in cloze rerank's description of its input files.
+# --split and --out in cloze rerank's description of its input files, train's --resume and
+# --run-dir in status's advice.
 foreign() {
   case " $1 $2 " in
     *" --redirects "* | *" --tee "* | *" --no "* | *" --array "* | *" --logdir "* | *" --sync-tensorboard "*) return 0 ;;
   esac
-  [[ $3 == "cloze rerank" && ($1 == --split || $1 == --out) ]]
+  [[ $3 == "cloze rerank" && ($1 == --split || $1 == --out) ]] && return 0
+  [[ $3 == status && ($1 == --resume || $1 == --run-dir) ]]
 }
 
 # Every option of every command's help, and of each subcommand's ("cellscope-cli CMD SUB" in its

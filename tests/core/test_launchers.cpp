@@ -374,4 +374,193 @@ TEST_F(Launchers, sigtermStopExitsSeventyFiveAndResumes) {
   }
 }
 
+// A driver script in temp_dir(): runs `body` with bash, and returns its exit status.
+int run_driver(const std::string& name, const std::string& body) {
+  const std::string path = cstest::temp_dir() + "/" + name + ".sh";
+  cstest::write_text(path, "set -u\n" + body + "\n");
+  const int st = std::system(("bash '" + path + "'").c_str());
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+std::string q(const std::string& s) { return "'" + s + "'"; }  // shell-quoted (no ' in test paths)
+
+// A configuration two workers train for a few seconds (no evaluation, no checkpoint but a stop's).
+std::string recipe_config(const std::string& path) {
+  json raw = cstest::tiny_config("char_lm", 1200);
+  raw["training"]["eval_every"] = 0;
+  raw["training"]["checkpoint_every"] = 0;
+  raw["training"]["log_every"] = 10;
+  cstest::write_text(path, raw.dump(2));
+  return path;
+}
+
+// `cellscope-cli status DIR --json`, and its exit status in *rc.
+json run_status(const std::string& dir, int* rc) {
+  std::string out, err;
+  *rc = cstest::run_cli({"status", dir, "--json"}, &out, &err);
+  return json::parse(out, nullptr, false);
+}
+
+// docs/recipes/slurm-train.sbatch, the Slurm recipe of docs/DISTRIBUTED.md, run as Slurm runs it, with
+// stand-ins for srun (SLURM_NTASKS copies of its command with SLURM_PROCID set; a TERM passed on to
+// them; its status their highest, as srun's) and scontrol (hostnames; requeue recorded). The
+// scheduler's TERM to the batch shell (--signal=B:TERM) stops the run at one step with its
+// checkpoint; the script requeues its job once and exits 75, and `status` says 75. The requeued job,
+// the same script again, resumes the run to its end: exit 0, no second requeue (#52).
+TEST_F(Launchers, slurmRecipeRequeuesAndResumes) {
+  const std::string t = cstest::temp_dir() + "/slurm_recipe", bin = t + "/bin", calls = t + "/scontrol.calls";
+  const std::string run = t + "/runs/text8-mzu", cfg = recipe_config(t + "/text8-mzu.json");
+  const std::string recipe = cstest::source_dir() + "/docs/recipes/slurm-train.sbatch";
+  ASSERT_TRUE(fs::exists(recipe));
+  cstest::write_text(
+      bin + "/srun",
+      "#!/bin/bash\n"
+      "while [ \"${1#-}\" != \"$1\" ]; do shift; done  # srun's own options\n"
+      "pids=()\n"
+      "for ((i = 0; i < SLURM_NTASKS; i++)); do SLURM_PROCID=$i \"$@\" & pids+=($!); done\n"
+      "trap 'kill -TERM \"${pids[@]}\" 2>/dev/null' TERM\n"
+      "rc=0\n"
+      "for p in \"${pids[@]}\"; do\n"
+      "  while :; do s=0; wait $p || s=$?; if [ $s -gt 128 ] && kill -0 $p 2>/dev/null; then continue; fi; break; done\n"
+      "  [ $s -gt $rc ] && rc=$s\n"
+      "done\n"
+      "exit $rc\n");
+  cstest::write_text(bin + "/scontrol", "#!/bin/sh\necho \"$@\" >> " + q(calls) +
+                                            "\n[ \"$1 $2\" = 'show hostnames' ] && echo 127.0.0.1\nexit 0\n");
+  fs::permissions(bin + "/srun", fs::perms::owner_all);
+  fs::permissions(bin + "/scontrol", fs::perms::owner_all);
+  const int port = free_port();
+  ASSERT_GT(port, 0);
+  const std::string env =
+      "export PATH=" + q(bin) + ":\"$PATH\" SLURM_JOB_ID=4242 SLURM_NTASKS=2 SLURM_CPUS_PER_TASK=1 " +
+      "SLURM_JOB_NODELIST='node[1-2]' CONFIG=" + q(cfg) + " RUN_DIR=" + q(run) + " PORT=" + std::to_string(port) +
+      " CELLSCOPE_CLI=" + q(cstest::cli_path()) + "\nunset RANK WORLD_SIZE MASTER_ADDR MASTER_PORT\n";
+  // The first job: TERM to the batch shell once the run has logged (the shell in the background
+  // as a simple command, so that $! is the shell itself).
+  ASSERT_EQ(run_driver("slurm_recipe_1", env + "bash " + q(recipe) + " >" + q(t + "/job1.log") + " 2>&1 &\n" +
+                                             "p=$!\nfor i in $(seq 900); do [ -s " + q(run + "/metrics.jsonl") +
+                                             " ] && break; sleep 0.1; done\nkill -TERM $p\nwait $p"),
+            75)
+      << cstest::read_text(t + "/job1.log");
+  EXPECT_EQ(cstest::read_text(calls), "show hostnames node[1-2]\nrequeue 4242\n") << cstest::read_text(t + "/job1.log");
+  int rc = 0;
+  json st = run_status(run, &rc);
+  ASSERT_EQ(rc, 75) << st.dump();
+  ASSERT_EQ(st.value("state", ""), "stopped");
+  ASSERT_LT(st.value("step", 0), 1200);
+  ASSERT_TRUE(cstest::contains(st.value("reason", ""), "stopped by SIGTERM")) << st.dump();
+  const std::string history = cstest::read_text(run + "/metrics.jsonl");
+  // The requeued job: the same script, the same command; the run trains on to its end.
+  ASSERT_EQ(run_driver("slurm_recipe_2", env + "bash " + q(recipe) + " >" + q(t + "/job2.log") + " 2>&1"), 0)
+      << cstest::read_text(t + "/job2.log");
+  EXPECT_EQ(cstest::read_text(calls), "show hostnames node[1-2]\nrequeue 4242\nshow hostnames node[1-2]\n");
+  st = run_status(run, &rc);
+  ASSERT_EQ(rc, 0) << st.dump();
+  ASSERT_EQ(st.value("state", ""), "finished");
+  ASSERT_EQ(st.value("step", 0), 1200);
+  // Resumed, not started over: the stopped run's history is the start of the finished one's.
+  ASSERT_TRUE(cstest::starts_with(cstest::read_text(run + "/metrics.jsonl"), history));
+}
+
+// docs/recipes/pytorchjob.yaml, the Kubernetes recipe: its container command, run by two local "pods"
+// with the variables the training operator sets (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT). A
+// preemption sends TERM to one pod only: both workers stop at one step and exit 75 (the one that got
+// no signal too), `status` says 75; restartPolicy OnFailure starts both again with the same command,
+// which resumes the run to its end (exit 0, `status` 0) (#52).
+TEST_F(Launchers, pytorchJobRecipeResumesAfterAPreemption) {
+  const std::string yaml = cstest::read_text(cstest::source_dir() + "/docs/recipes/pytorchjob.yaml");
+  const size_t at = yaml.find("command: [");
+  ASSERT_NE(at, std::string::npos);
+  json command = json::parse(yaml.substr(at + 9, yaml.find('\n', at) - at - 9), nullptr, false);
+  ASSERT_TRUE(command.is_array() && command.size() > 2 && command[0] == "cellscope-cli") << command.dump();
+  // The pods' shared volume is a folder here; 8 threads per pod become 1 on this machine.
+  const std::string t = cstest::temp_dir() + "/pytorchjob";
+  std::string cmd = "exec " + q(cstest::cli_path());
+  std::string cfg, run;
+  for (size_t i = 1; i < command.size(); ++i) {
+    std::string a = command[i].get<std::string>();
+    if (a.rfind("/shared/", 0) == 0) a = t + a;
+    if (i > 1 && command[i - 1] == "--threads") a = "1";
+    if (i > 1 && command[i - 1] == "train") cfg = a;
+    if (i > 1 && command[i - 1] == "--run-dir") run = a;
+    cmd += " " + q(a);
+  }
+  ASSERT_FALSE(cfg.empty() || run.empty()) << command.dump();
+  recipe_config(cfg);
+  const int port = free_port();
+  ASSERT_GT(port, 0);
+  const std::string env = "export WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(port) + "\n";
+  auto pods = [&](const std::string& round) {
+    return "(export RANK=0; " + cmd + ") >" + q(t + "/pod0" + round + ".log") + " 2>&1 & p0=$!\n" + "(export RANK=1; " +
+           cmd + ") >" + q(t + "/pod1" + round + ".log") + " 2>&1 & p1=$!\n";
+  };
+  auto logs = [&](const std::string& round) {
+    return cstest::read_text(t + "/pod0" + round + ".log") + "\n--- rank 1:\n" +
+           cstest::read_text(t + "/pod1" + round + ".log");
+  };
+  // Round 1: the TERM reaches the worker pod only.
+  ASSERT_EQ(run_driver("pytorchjob_1", env + pods("a") + "for i in $(seq 900); do [ -s " + q(run + "/metrics.jsonl") +
+                                           " ] && break; sleep 0.1; done\nkill -TERM $p1\n" +
+                                           "wait $p0; r0=$?; wait $p1; r1=$?; [ $r0 = 75 ] && [ $r1 = 75 ]"),
+            0)
+      << logs("a");
+  int rc = 0;
+  json st = run_status(run, &rc);
+  ASSERT_EQ(rc, 75) << st.dump();
+  ASSERT_EQ(st.value("state", ""), "stopped");
+  ASSERT_LT(st.value("step", 0), 1200);
+  // Round 2: both pods restarted with the same command.
+  ASSERT_EQ(
+      run_driver("pytorchjob_2", env + pods("b") + "wait $p0; r0=$?; wait $p1; r1=$?; [ $r0 = 0 ] && [ $r1 = 0 ]"), 0)
+      << logs("b");
+  st = run_status(run, &rc);
+  ASSERT_EQ(rc, 0) << st.dump();
+  ASSERT_EQ(st.value("state", ""), "finished");
+  ASSERT_EQ(st.value("step", 0), 1200);
+}
+
+// `status RUN_DIR`: the run's state and an exit status a scheduler's script can act on, read
+// without changing anything: finished 0, a process writing it 3 (naming its PID), killed or crashed
+// ("interrupted": summary.json says running, nobody holds the lock) 1, failed 1, not a run 2.
+TEST_F(Launchers, statusTellsASchedulerWhatToDo) {
+  json raw = cstest::tiny_config("char_lm", 4);
+  const std::string cfg = cstest::write_json_file("status.json", raw), dir = cstest::temp_dir() + "/status_run";
+  std::string out, err;
+  ASSERT_EQ(cstest::run_cli({"train", cfg, "--run-dir", dir, "--quiet"}, &out, &err), 0) << err;
+  ASSERT_EQ(cstest::run_cli({"status", dir}, &out, &err), 0) << err;
+  ASSERT_TRUE(cstest::contains(out, "finished at step 4")) << out;
+  int rc = 0;
+  {
+    RunStore writer(dir);
+    writer.lock_for_writing();  // as a training process holds it
+    const json st = run_status(dir, &rc);
+    ASSERT_EQ(rc, 3) << st.dump();
+    ASSERT_EQ(st.value("state", ""), "running");
+    ASSERT_EQ(st.value("writer_pid", ""), std::to_string(::getpid()));
+  }
+  // Killed mid-run: the summary still says "running" and nobody holds the lock.
+  RunStore store(dir);
+  RunSummary s = store.read_summary();
+  s.status = "running";
+  store.write_summary(s);
+  const std::string before = cstest::read_text(dir + "/summary.json");
+  ASSERT_EQ(cstest::run_cli({"status", dir}, &out, &err), 1) << err;
+  ASSERT_TRUE(cstest::contains(out, "interrupted at step 4") &&
+              cstest::contains(out, "cellscope-cli train --resume " + dir))
+      << out;
+  ASSERT_EQ(cstest::read_text(dir + "/summary.json"), before);  // read only
+  s.status = "failed";
+  s.reason = "loss became NaN at step 3";
+  store.write_summary(s);
+  ASSERT_EQ(run_status(dir, &rc).value("state", ""), "failed");
+  ASSERT_EQ(rc, 1);
+  // Not a run; no run at all: exit 2, named; nothing created.
+  ASSERT_EQ(cstest::run_cli({"status", cstest::temp_dir()}, &out, &err), 2);
+  ASSERT_TRUE(cstest::contains(err, "is not a run directory (no config.json)")) << err;
+  ASSERT_FALSE(fs::exists(cstest::temp_dir() + "/lock"));
+  ASSERT_EQ(cstest::run_cli({"status", dir + "-missing"}, &out, &err), 2);
+  ASSERT_TRUE(cstest::contains(err, "does not exist")) << err;
+  ASSERT_FALSE(fs::exists(dir + "-missing"));
+}
+
 }  // namespace test_launchers

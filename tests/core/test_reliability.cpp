@@ -181,8 +181,9 @@ TEST(Reliability, nonFiniteUntrainedLossNamesTheModelNotTheLr) {
 // Class 2: Adam at lr 100 diverges; the run fails with a reason starting "diverged:".
 TEST(Reliability, divergenceFailsTheRun) {
   const std::string dir = cstest::temp_dir() + "/diverge_run";
-  const std::string cfg = tiny_config("diverge_run", {{"optimizer", "adam"}, {"lr", 100.0}, {"log_every", 5},
-                                                       {"eval_every", 0}, {"steps", 200}});
+  const std::string cfg = tiny_config(
+      "diverge_run",
+      {{"optimizer", "adam"}, {"lr", 100.0}, {"log_every", 5}, {"eval_every", 0}, {"steps", 200}, {"clip", 5.0}});
   std::string out, err;
   ASSERT_EQ(cstest::run_cli({"train", cfg, "--run-dir", dir, "--quiet"}, &out, &err), 1) << err;
   const json s = summary_of(dir);
@@ -191,6 +192,12 @@ TEST(Reliability, divergenceFailsTheRun) {
   ASSERT_TRUE(cstest::contains(err, "diverged:")) << err;
   ASSERT_TRUE(cstest::contains(cstest::read_text(dir + "/log.txt"), "diverged:"));
   ASSERT_TRUE(s.value("step", 1000) < 200);
+  // The advice fits the run (#51): under Adam a run that clips already is not told to clip, and
+  // is told why clipping did not help (Adam's step does not depend on the gradient's scale).
+  ASSERT_TRUE(cstest::contains(s.value("reason", std::string()), "Try a lower training.lr (training.clip is set") &&
+              cstest::contains(s.value("reason", std::string()), "Adam's step does not depend on the gradient's scale"))
+      << s.dump();
+  ASSERT_FALSE(cstest::contains(s.value("reason", std::string()), "or gradient clipping")) << s.dump();
 }
 
 // Class 4: one writer per run directory; the refusal names the PID.
@@ -295,6 +302,48 @@ TEST(Reliability, aNewRunRemovesOnlyCreationsOfItsOwn) {
   std::set<std::string> left;
   for (auto& e : fs::directory_iterator(parent)) left.insert(e.path().filename().string());
   ASSERT_EQ(left, (std::set<std::string>{"run", ".run.creating-zz1234", ".run.creating.4242", ".run.creating-abcdefg"}));
+}
+
+// Every file under `dir` (relative path -> bytes).
+std::map<std::string, std::string> tree_of(const std::string& dir) {
+  std::map<std::string, std::string> out;
+  for (auto& e : fs::recursive_directory_iterator(dir))
+    if (e.is_regular_file()) out[fs::relative(e.path(), dir).string()] = cstest::read_text(e.path().string());
+  return out;
+}
+
+// The removal rule (#52) for `train --fork`: the parent is only read (every byte of it, the user's
+// files and look-alikes of temporary names included, is the same after), files planted beside the
+// new run with the names a creation uses survive, and a fork into a user's folder is refused.
+TEST(Reliability, forkTouchesOnlyTheRunItMakes) {
+  const std::string ws = cstest::temp_dir() + "/fork_planted", parent = ws + "/parent", child = ws + "/child";
+  std::string out, err;
+  ASSERT_EQ(cstest::run_cli({"train", tiny_config("fork_parent"), "--run-dir", parent, "--quiet"}, &out, &err), 0)
+      << err;
+  const std::vector<std::string> planted = {parent + "/notes.md",
+                                            parent + "/checkpoints/step_5.pt.bak",
+                                            parent + "/checkpoints/mine.tmp.1",
+                                            parent + "/summary.json.tmp.7",
+                                            ws + "/child.tmp/notes.txt",
+                                            ws + "/.child.creating-mine/notes.txt",
+                                            ws + "/.child.old-abcdef/notes.txt",
+                                            ws + "/user/notes.txt"};
+  for (const auto& f : planted) cstest::write_text(f, "mine");
+  const auto before = tree_of(parent);
+  ASSERT_EQ(cstest::run_cli({"train", "--fork", parent, "--run-dir", child, "--steps", "24", "--quiet"}, &out, &err), 0)
+      << err;
+  ASSERT_EQ(summary_of(child).value("status", std::string()), "finished");
+  ASSERT_TRUE(tree_of(parent) == before) << "the parent changed";
+  for (const auto& f : planted) ASSERT_EQ(cstest::read_text(f), "mine") << f;
+  ASSERT_EQ(
+      cstest::run_cli({"train", "--fork", parent, "--run-dir", ws + "/user", "--steps", "24", "--quiet"}, &out, &err),
+      2);
+  ASSERT_TRUE(cstest::contains(err, "already exists")) << err;
+  ASSERT_EQ(tree_of(ws + "/user"), (std::map<std::string, std::string>{{"notes.txt", "mine"}}));
+  std::set<std::string> left;
+  for (auto& e : fs::directory_iterator(ws)) left.insert(e.path().filename().string());
+  ASSERT_EQ(left, (std::set<std::string>{"parent", "child", "child.tmp", ".child.creating-mine", ".child.old-abcdef",
+                                         "user"}));
 }
 
 // Class 6: a directory stranded by an interrupted creation (older versions: checkpoints/ and a

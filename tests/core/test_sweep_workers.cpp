@@ -264,6 +264,42 @@ TEST_F(SweepWorkers, pointLocksAndUnresumableRuns) {
   expect_complete(ws, "locks", spec);
 }
 
+// The removal rule (#52): a sweep removes a point's run interrupted before its first checkpoint
+// only when the directory holds nothing but what a run writes. A user's file in it keeps it whole
+// (the point starts over in a new directory), and files planted with every name a sweep writes
+// beside its own (the sweep folder, points/, state.json's temporary names, the workspace) survive.
+TEST_F(SweepWorkers, plantedFilesSurviveASweep) {
+  const std::string ws = fs::absolute(cstest::temp_dir() + "/ws_planted").lexically_normal().string();
+  const json spec = {{"name", "planted"}, {"base", toy_base(corpus_, 10)}, {"seeds", {1}}};
+  const std::string path = write_spec("planted", spec);
+  const auto points = expand_sweep(SweepSpec::from_json(spec));
+  const std::string sdir = sweep_dir(ws, "planted");
+  std::string out, err;
+  // A killed first try left a run stranded before its first checkpoint, in which the user has put
+  // a notebook.
+  const std::string stranded = ws + "/20990101-000000-char_lm-gru-planted-p0";
+  fs::create_directories(stranded + "/checkpoints");
+  cstest::write_text(stranded + "/config.json", points[0].config.dump(2));
+  cstest::write_text(stranded + "/summary.json", json{{"status", "running"}, {"step", 0}}.dump());
+  cstest::write_text(sdir + "/state.json",
+                     json{{"points", {{points[0].id, {{"run_dir", stranded}, {"status", "running"}}}}}}.dump(2));
+  const std::vector<std::string> planted = {stranded + "/analysis.ipynb",
+                                            sdir + "/notes.md",
+                                            sdir + "/points/mine.txt",
+                                            sdir + "/state.json.tmp.mine",
+                                            sdir + "/sweep.json.bak",
+                                            ws + "/mine.tmp/notes.txt",
+                                            ws + "/.planted.creating-mine/notes.txt"};
+  for (const auto& f : planted) cstest::write_text(f, "mine");
+  ASSERT_EQ(cstest::run_cli({"sweep", "run", path, "--workspace", ws}, &out, &err), 0) << err;
+  ASSERT_TRUE(cstest::contains(err, "kept " + stranded) && cstest::contains(err, "analysis.ipynb")) << err;
+  for (const auto& f : planted) ASSERT_EQ(cstest::read_text(f), "mine") << f;
+  ASSERT_TRUE(fs::exists(stranded + "/config.json"));  // kept whole
+  const std::string ran = point_state(ws, "planted", points[0].id).run_dir;
+  ASSERT_NE(ran, stranded);
+  ASSERT_EQ(summary_status(ran), "finished");
+}
+
 // A point's run that lost checkpoints/last.pt but keeps step_<N>.pt is resumed from the newest of
 // them in its own directory, its history up to that step kept; it is never removed as a run
 // interrupted before its first checkpoint.

@@ -130,8 +130,14 @@ void discard_unresumable_run(const std::string& run_dir, const std::string& tag,
             "; nothing in it was changed); the point starts over in a new run directory");
       return;
     }
-    std::error_code ec;
-    std::filesystem::remove_all(run_dir, ec);
+    // Only what the run wrote goes: a user's file in it keeps the directory (#52).
+    const std::string foreign = store.remove_if_only_run_files();
+    if (!foreign.empty()) {
+      if (log)
+        log(tag + ": kept " + run_dir + " (interrupted before its first checkpoint, but it holds '" + foreign +
+            "', which the run did not write; nothing in it was changed); the point starts over in a new run directory");
+      return;
+    }
     if (log) log(tag + ": removed " + run_dir + " (interrupted before its first checkpoint; the point starts over)");
   } catch (const UserError& e) {
     if (log) log(tag + ": left " + run_dir + " (" + e.what() + "); the point starts over in a new run directory");

@@ -294,6 +294,86 @@ void RunStore::log(const std::string& line) const {
   }
 }
 
+std::string RunStore::remove_if_only_run_files() const {
+  static const char* const kFiles[] = {"config.json",   "vocab",   "lock",           "summary.json",
+                                       "metrics.jsonl", "log.txt", "script_cell.pt", "label.txt"};
+  auto is_file = [](const std::string& p) {
+    struct stat st {};
+    return ::lstat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+  };
+  auto is_dir = [](const std::string& p) {
+    struct stat st {};
+    return ::lstat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+  };
+  std::vector<std::string> files, dirs;
+  for (auto& n : list_dir(dir_)) {
+    const std::string p = join_path(dir_, n);
+    const bool known =
+        std::find_if(std::begin(kFiles), std::end(kFiles), [&](const char* k) { return n == k; }) != std::end(kFiles);
+    if ((known || interrupted_write(dir_, n)) && is_file(p)) {
+      files.push_back(p);
+    } else if ((n == "checkpoints" || n == "tensorboard") && is_dir(p)) {
+      for (auto& c : list_dir(p)) {
+        const std::string cp = join_path(p, c);
+        const bool ours = interrupted_write(p, c) || (n == "tensorboard" && c.rfind("events.out.tfevents.", 0) == 0);
+        if (!ours || !is_file(cp)) return join_path(n, c);  // a checkpoint, or a user's file
+        files.push_back(cp);
+      }
+      dirs.push_back(p);
+    } else {
+      return n;
+    }
+  }
+  for (auto& f : files) ::unlink(f.c_str());
+  for (auto& d : dirs) ::rmdir(d.c_str());
+  ::rmdir(dir_.c_str());
+  return "";
+}
+
+std::string RunStore::writer_pid() const {
+  const std::string p = path("lock");
+  const int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return "";  // no lock file: nothing ever wrote here, or it was removed
+  std::string pid;
+  if (::flock(fd, LOCK_SH | LOCK_NB) != 0) {
+    char buf[32] = {0};
+    const ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
+    pid = n > 0 ? std::string(buf, static_cast<size_t>(n)) : "";
+    while (!pid.empty() && (pid.back() == '\n' || pid.back() == ' ')) pid.pop_back();
+    if (pid.empty()) pid = "unknown";
+  }
+  ::close(fd);  // releases the shared probe at once
+  return pid;
+}
+
+RunState probe_run_state(const std::string& dir) {
+  RunStore store(dir);
+  if (!dir_exists(dir)) throw UserError("'" + dir + "' does not exist");
+  if (!file_exists(store.path("config.json"))) throw UserError("'" + dir + "' is not a run directory (no config.json)");
+  RunState r;
+  r.writer_pid = store.writer_pid();
+  r.has_checkpoint = file_exists(join_path(store.checkpoint_dir(), "last.pt"));
+  const bool has_summary = file_exists(store.path("summary.json"));
+  if (has_summary) r.summary = store.read_summary();
+  if (!r.writer_pid.empty()) {
+    r.state = "running";
+    r.exit_status = 3;
+  } else if (!has_summary) {
+    r.state = "not started";
+    r.exit_status = 1;
+  } else if (r.summary.status == "finished") {
+    r.state = "finished";
+    r.exit_status = 0;
+  } else if (r.summary.status == "failed") {
+    r.state = "failed";
+    r.exit_status = 1;
+  } else {
+    r.state = r.summary.status == "stopped" ? "stopped" : "interrupted";
+    r.exit_status = r.state == "stopped" && r.has_checkpoint ? 75 : 1;
+  }
+  return r;
+}
+
 std::vector<int64_t> RunStore::checkpoint_steps() const {
   std::vector<int64_t> v;
   for (auto& n : list_dir(checkpoint_dir())) {

@@ -84,17 +84,42 @@ class RunStore {
   std::vector<int64_t> checkpoint_steps() const;  // step_<N>.pt present, sorted
   // Remove "*.tmp.<pid>" files left by a process killed mid-write (on resume).
   void remove_stale_temp_files() const;
+  // Removes the run directory when it holds nothing but what a run writes (the layout above, files
+  // of interrupted writes, TensorBoard event files) and no checkpoint; the caller holds the lock.
+  // Otherwise changes nothing and returns the first other entry (a user's file), so that a
+  // removal never takes what it did not make (#52). "" when removed.
+  std::string remove_if_only_run_files() const;
   // The user's label for the run ("" when none). write_label("") removes it. A label is one line of
   // at most 80 bytes of valid UTF-8 without control characters or bidirectional-text controls
   // (data/utf8.h, find_unprintable_name_char; UserError otherwise, and read_label ignores a
   // label.txt that breaks these rules); surrounding white space is trimmed.
   std::string read_label() const;
   void write_label(const std::string& label) const;
+  // The PID of the process writing the run now ("" when none): a shared, non-blocking flock
+  // probe of `lock`, opened read-only and never created, so it changes nothing in the run.
+  std::string writer_pid() const;
 
  private:
   std::string dir_;
   std::shared_ptr<int> lock_fd_;  // open descriptor holding the flock, closed with the last copy
 };
+
+// What a scheduler needs to know of a run (`cellscope-cli status`, docs/DISTRIBUTED.md): its
+// summary, whether a process writes it now, and whether it has a checkpoint to continue from.
+struct RunState {
+  RunSummary summary;
+  std::string writer_pid;       // "" when no process writes it
+  bool has_checkpoint = false;  // checkpoints/last.pt
+  // running (a writer holds the lock) | finished | failed | stopped | interrupted (status
+  // "running" in summary.json but no writer: the process was killed) | not started (no summary)
+  std::string state;
+  // The exit status `status` gives: 0 finished; 75 stopped (a stop was asked and its checkpoint
+  // written: requeue, the same command continues it); 1 failed or interrupted (its process ended
+  // without a stop: a crash or a kill, which a requeue loop must not repeat blindly); 3 running.
+  int exit_status = 0;
+};
+// UserError (exit 2) when `dir` is not a run directory or its summary cannot be read.
+RunState probe_run_state(const std::string& dir);
 
 // Default workspace: $CELLSCOPE_WORKSPACE, else $XDG_DATA_HOME/cellscope/runs, else ~/.local/share/cellscope/runs.
 std::string default_workspace();

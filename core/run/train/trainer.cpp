@@ -641,6 +641,21 @@ void Trainer::report_tensorboard(RunContext& rc) {
   log(rc, msg);
 }
 
+// What to try after a NaN/Inf or a divergence at step > 0. Under Adam, training.clip does not bound
+// the update: clip_grad_norm_ rescales the whole gradient, and Adam's step lr * m / sqrt(v) does not
+// depend on the gradient's scale (every weight moves by about lr per step), so naming clipping as
+// the remedy of a run that already clips is wrong (#51: MC-RNN over a GRU, lr 3e-3, clip 5).
+static std::string lr_clip_hint(Optimizer opt, double clip) {
+  if (opt == Optimizer::Adam)
+    return std::string(". Try a lower training.lr") +
+           (clip > 0 ? " (training.clip is set, but clipping rescales the gradient, and Adam's step does not "
+                       "depend on the gradient's scale: it bounds neither Adam's update nor the activations)"
+                     : "") +
+           ".";
+  return clip > 0 ? ". Try a lower training.lr or a lower training.clip."
+                  : ". Try a lower training.lr or gradient clipping (training.clip).";
+}
+
 // For a run of a TorchScript cell, what its NaN or Inf may also come from: the researcher's own
 // forward (the learning rate was the only suspect named, #52). "" for the built-in cells.
 static std::string script_cell_hint(const json& cfg) {
@@ -714,7 +729,7 @@ bool Trainer::train_step(RunContext& rc) {
                                           "is the cause: the untrained model itself overflows (its configuration or "
                                           "initialisation; e.g. a smaller model, fewer zones or another option of "
                                           "the cell).")
-                            : std::string(". Try a lower training.lr or gradient clipping (training.clip).")) +
+                            : lr_clip_hint(I.opts.optimizer, I.clip)) +
                 script_cell_hint(cfg_);
     return false;
   }
@@ -741,7 +756,7 @@ bool Trainer::train_step(RunContext& rc) {
                ? " (checkpoints/last.pt" +
                      (rc.last_checkpoint >= 0 ? ", step " + std::to_string(rc.last_checkpoint) : std::string()) + ")"
                : " (none was written yet)") +
-          ". Try a lower training.lr or gradient clipping (training.clip).";
+          lr_clip_hint(I.opts.optimizer, I.clip);
       return false;
     }
   }
@@ -794,10 +809,9 @@ void Trainer::log_interval(RunContext& rc) {
     char buf[256];
     std::snprintf(buf, sizeof buf,
                   "diverged: the training loss stayed above %.0fx the untrained model's (%.3g nats) for %d logged "
-                  "intervals (%.4g nats at step %lld); the checkpoints are kept as they are. Try a lower "
-                  "training.lr or gradient clipping (training.clip).",
+                  "intervals (%.4g nats at step %lld); the checkpoints are kept as they are",
                   kDivergeFactor, I.ref_loss, kDivergeIntervals, L, static_cast<long long>(step_));
-    rc.reason = buf;
+    rc.reason = buf + lr_clip_hint(I.opts.optimizer, I.clip);
     rc.diverged = true;
   }
   I.acc_loss = I.acc_gnorm = I.acc_time = 0;
