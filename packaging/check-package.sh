@@ -79,6 +79,21 @@ if [[ $gui -eq 1 ]]; then
   done
 fi
 
+# Each package once in Depends (#53: six libraries were named by hand and again by dpkg-shlibdeps).
+dups=$(tr ',' '\n' <<<"$depends" | sed -E 's/^ +//; s/[ (].*//' | sort | uniq -d | tr '\n' ' ')
+[[ -z $dups ]] || bad "named more than once in Depends: $dups"
+# fetch.sh downloads with python3: npm (some 335 node-* packages on plain Debian) is not recommended.
+recommends=$(dpkg-deb -f "$deb" Recommends)
+[[ ", $recommends," != *", npm,"* ]] || bad "Recommends npm: $recommends"
+# Maintainer scripts: py3compile / py3clean for the Python module, and no ldconfig (the only shared object is a
+# private dlopen()ed module in /usr/lib/cellscope).
+dpkg-deb -e "$deb" "$out/control"
+grep -q 'py3compile -p cellscope' "$out/control/postinst" 2>/dev/null || bad "postinst does not byte-compile cellscope_torch"
+grep -q 'py3clean -p cellscope' "$out/control/prerm" 2>/dev/null || bad "prerm does not remove cellscope_torch's byte code"
+for f in "$out"/control/post* "$out"/control/pre*; do
+  [[ -f $f ]] && grep -q ldconfig "$f" && bad "$(basename "$f") calls ldconfig"
+done
+
 # The extracted tree must find its presets and manifest from its own prefix and
 # keep data in the user's XDG directories, not in the source tree it was built from.
 dpkg-deb -x "$deb" "$out/root"
@@ -129,6 +144,16 @@ set -e
 
 if command -v desktop-file-validate >/dev/null && [[ $gui -eq 1 ]]; then
   desktop-file-validate "$out/root/usr/share/applications/cellscope.desktop" || bad "desktop-file-validate"
+fi
+# AppStream: valid (no error or warning), with a home page, a developer and screenshots (#53).
+if [[ $gui -eq 1 ]]; then
+  meta=$out/root/usr/share/metainfo/org.cellscope.Cellscope.metainfo.xml
+  for tag in '<url type="homepage">' '<developer' '<screenshot type="default">'; do
+    grep -q "$tag" "$meta" || bad "the AppStream metadata has no $tag"
+  done
+  if command -v appstreamcli >/dev/null; then
+    appstreamcli validate --no-net "$meta" >"$out/appstream.txt" 2>&1 || bad "appstreamcli validate: $(cat "$out/appstream.txt")"
+  fi
 fi
 if command -v lintian >/dev/null; then
   set +e

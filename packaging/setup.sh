@@ -120,9 +120,10 @@ missing=()
 if command -v dpkg-query >/dev/null 2>&1; then
   have=$(installed_names)
   for p in "${PACKAGES[@]}"; do grep -qxF "$p" <<<"$have" || missing+=("$p"); done
-  command -v npm >/dev/null 2>&1 || missing+=(nodejs npm)
+  # node converts the corpora; the registry's tarballs are downloaded by python3 (datasets/fetch.sh), no npm
+  command -v node >/dev/null 2>&1 || missing+=(nodejs)
 else
-  echo "    not a Debian system (no dpkg); make sure these are installed: ${PACKAGES[*]} nodejs npm"
+  echo "    not a Debian system (no dpkg); make sure these are installed: ${PACKAGES[*]} nodejs"
 fi
 if ((${#missing[@]})); then
   command -v apt-get >/dev/null 2>&1 || die "missing packages (${missing[*]}) and no apt-get to install them"

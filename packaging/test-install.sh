@@ -95,7 +95,7 @@ as_user() { chroot "$root" /usr/sbin/runuser -u "$user" -- /usr/bin/env -i PATH=
 say "apt-get install ./$(basename "$deb") (and xvfb, xauth, x11-apps, netpbm for the GUI check)"
 cp "$deb" "$root/tmp/"
 in_root apt-get update -q >"$out/apt.log" 2>&1 || { tail -20 "$out/apt.log"; die "apt-get update failed"; }
-# Recommends (nodejs, npm: only for `cellscope-cli fetch`) are left out to keep the chroot small.
+# Recommends (nodejs: only for `cellscope-cli fetch`) are left out to keep the chroot small.
 if ! in_root apt-get install -y -q --no-install-recommends "/tmp/$(basename "$deb")" xvfb xauth x11-apps netpbm >>"$out/apt.log" 2>&1; then
   tail -30 "$out/apt.log"
   die "apt-get install of the package failed"

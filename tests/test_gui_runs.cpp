@@ -297,6 +297,27 @@ private Q_SLOTS:
         if (QFileInfo(it.next()).fileName().startsWith("events.out.tfevents.")) events = true;
       QVERIFY(events);
       QCOMPARE(acts->exportsRunning(), 0);
+      // File > Import from PyTorch... (Ctrl+Shift+I), as the action does after its folder dialog: the
+      // export (cellscope_torch.save_export writes changed weights back into such a folder) becomes a
+      // run of this workspace, which the table shows; a folder that is no export is refused by name.
+      QAction* imp = w.findChild<QAction*>("importTorchAction");
+      QVERIFY(imp);
+      QCOMPARE(imp->text(), QString("&Import from PyTorch..."));
+      QCOMPARE(imp->shortcut(), QKeySequence("Ctrl+Shift+I"));
+      QSignalSpy imported(acts, &gui::RunActions::importFinished);
+      QVERIFY2(acts->importRun(out, ws, &exportErr), qPrintable(exportErr));
+      QTRY_COMPARE_WITH_TIMEOUT(imported.count(), 1, 60000);
+      QVERIFY2(imported[0][2].toBool(), qPrintable(imported[0][3].toString()));
+      const QString runDir = imported[0][1].toString();
+      QVERIFY2(runDir.startsWith(QFileInfo(ws).absoluteFilePath() + "/"), qPrintable(runDir));
+      QVERIFY(QFileInfo::exists(runDir + "/checkpoints/best.pt"));
+      QTRY_VERIFY_WITH_TIMEOUT(row(w, runDir), 10000);
+      QVERIFY2(w.statusBar()->currentMessage().contains("Imported"), qPrintable(w.statusBar()->currentMessage()));
+      QVERIFY(acts->importRun(folder, ws, &exportErr));
+      QTRY_COMPARE_WITH_TIMEOUT(imported.count(), 2, 60000);
+      QVERIFY(!imported[1][2].toBool());
+      QVERIFY2(imported[1][3].toString().contains("no export.json"), qPrintable(imported[1][3].toString()));
+      QCOMPARE(acts->exportsRunning(), 0);
     }
 
     // Rename: label.txt, shown in the row at once.

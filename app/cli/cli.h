@@ -48,7 +48,9 @@ int cmd_validate(const std::vector<std::string>&);
 int cmd_train(const std::vector<std::string>&);
 int cmd_eval(const std::vector<std::string>&);
 int cmd_label(const std::vector<std::string>&);  // commands.cpp: a run's short name
-int cmd_status(const std::vector<std::string>&);  // commands.cpp: a run's state, exit status for schedulers
+int cmd_status(const std::vector<std::string>&);
+int cmd_import(const std::vector<std::string>&);  // import_cmd.cpp: a run from an export changed in PyTorch  //
+                                                  // commands.cpp: a run's state, exit status for schedulers
 int cmd_params(const std::vector<std::string>&);
 int cmd_bench(const std::vector<std::string>&);
 int cmd_analyze(const std::vector<std::string>&);

@@ -40,6 +40,7 @@ commands:
   report     SPEC --out DIR: figures, tables, report.md and a manifest re-rendered from runs; --check DIR
   export     RUN_DIR --out DIR: a trained run for plain PyTorch (state_dict, config, vocabulary, reference batch)
              export tensorboard RUN_DIR|WORKSPACE --out LOGDIR: runs as TensorBoard event files
+  import     DIR: a run from an export whose weights were changed in PyTorch (analyse, compare it)
   --version  print the version
 )cs";
 
@@ -154,6 +155,22 @@ torchrun exits 1 after a SIGTERM whatever its workers return; run this after it 
   torchrun ... cellscope-cli train CONFIG --run-dir DIR; cellscope-cli status DIR
 (docs/DISTRIBUTED.md has the Slurm and Kubernetes recipes).
 --json prints one object: run_dir, state, status, step, reason, writer_pid, checkpoint, exit_status.
+)cs";
+
+const char* const kImport =
+    R"cs(usage: cellscope-cli import DIR [--run-dir RUN_DIR | --workspace DIR] [--label TEXT] [--threads N]
+                           [--json] [--quiet]
+Makes a run from an export folder (cellscope-cli export RUN --out DIR) whose weights were changed
+in PyTorch, fine-tuned or edited, and written back with cellscope_torch.save_export(model, DIR),
+so that the model is analysed (analyze, generate, decode, the window's views) and compared with
+other runs. DIR's config.json builds the model; its vocab.cellscope is the vocabulary; every
+tensor of its model.safetensors must have a parameter or buffer of that name, shape and kind, and
+finite values. The dataset the configuration names must be here: the new run evaluates the valid
+and test splits (metrics.jsonl, summary.json: status finished, step 0) and keeps the weights as
+its checkpoints (best.pt, last.pt, with a fresh optimizer). Its config.json records
+"imported": {dir, weights, weights_sha256, source_run, source_step, time}. Anything that does not
+fit is named and nothing is written.
+--json prints one object: run_dir, tensors, weights_sha256, metric, valid, test.
 )cs";
 
 const char* const kParams = R"cs(usage: cellscope-cli params CONFIG [--set SECTION.KEY=VALUE ...] [--vocab N] [--json]
@@ -533,9 +550,9 @@ std::optional<HelpAnswer> help_for(const std::vector<std::string>& words) {
   if (cmd == "fetch")
     return answer(fill(kFetch, {{"data_cache", cs::data_cache_dir()}, {"fetch_script", cs::fetch_script_path()}}));
   static const std::map<std::string, const char*> plain = {
-      {"info", kInfo},   {"presets", kPresets},   {"validate", kValidate}, {"eval", kEval},
-      {"label", kLabel}, {"status", kStatus},     {"params", kParams},     {"bench", kBench},
-      {"cv", kCv},       {"generate", kGenerate}, {"decode", kDecode},
+      {"info", kInfo},   {"presets", kPresets}, {"validate", kValidate}, {"eval", kEval},
+      {"label", kLabel}, {"status", kStatus},   {"import", kImport},     {"params", kParams},
+      {"bench", kBench}, {"cv", kCv},           {"generate", kGenerate}, {"decode", kDecode},
   };
   const auto it = plain.find(cmd);
   if (it != plain.end()) return answer(it->second);

@@ -42,7 +42,7 @@ int run_main(int argc, char** argv) {
       {"generate", cli::cmd_generate}, {"cloze", cli::cmd_cloze},
       {"label", cli::cmd_label},       {"status", cli::cmd_status},
       {"decode", cli::cmd_decode},     {"export", cli::cmd_export},
-      {"report", cli::cmd_report},
+      {"report", cli::cmd_report},     {"import", cli::cmd_import},
   };
   auto it = commands.find(cmd);
   if (it == commands.end()) {  // listed in the usage (help.cpp) but not here

@@ -173,6 +173,15 @@ void MainWindow::buildMenus() {
                   &MainWindow::chooseWorkspace);
   file->addAction(QStringLiteral("Open &dataset file..."), QKeySequence::Open, m_configure,
                   &ConfigurePanel::chooseDatasetFile);
+  if (m_runTableActions) {
+    QAction* imp =
+        file->addAction(QStringLiteral("&Import from PyTorch..."), QKeySequence(QStringLiteral("Ctrl+Shift+I")), this,
+                        [this] { m_runTableActions->importInteractive(m_workspace); });
+    imp->setObjectName(QStringLiteral("importTorchAction"));
+    imp->setStatusTip(
+        QStringLiteral("A new run of a model changed in PyTorch: an export folder written back with "
+                       "cellscope_torch.save_export"));
+  }
   file->addSeparator();
   file->addAction(QStringLiteral("&Export all figures of this run..."), QKeySequence(QStringLiteral("Ctrl+E")), this,
                   &MainWindow::exportAllInteractive);

@@ -10,6 +10,7 @@
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QFormLayout>
+#include <QJsonArray>
 #include <QInputDialog>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -476,45 +477,96 @@ QString RunActions::exportDirectory(const QString& folder, const QString& dir) {
   return out;
 }
 
-bool RunActions::exportRun(const QString& dir, ExportFormat format, const QString& out, QString* error) {
+// Runs `cellscope-cli ARGS` without blocking; `done(ok, stdout, text)` with text the last line of its
+// output (ok) or of its error output. False with *error when there is no cellscope-cli to run.
+bool RunActions::startCli(const QStringList& args, const QString& verb,
+                          const std::function<void(bool, const QByteArray&, const QString&)>& done, QString* error) {
   const QString cli = cliProgram();
   if (cli.isEmpty()) {
-    if (error) *error = QStringLiteral("Not exported: cellscope-cli was not found beside the workbench or on PATH");
+    if (error) *error = QStringLiteral("Not %1: cellscope-cli was not found beside the workbench or on PATH").arg(verb);
     return false;
   }
-  QStringList args{QStringLiteral("export")};
-  if (format == TensorBoard) args << QStringLiteral("tensorboard");
-  args << dir << QStringLiteral("--out") << out;
   auto* p = new QProcess(this);
   p->setProcessChannelMode(QProcess::SeparateChannels);
-  const QString what = format == PyTorch ? QStringLiteral("PyTorch") : QStringLiteral("TensorBoard");
   ++m_exports;
-  connect(p, &QProcess::finished, this, [this, p, dir, out, what](int code, QProcess::ExitStatus status) {
+  const QString command = args.value(0);
+  connect(p, &QProcess::finished, this, [this, p, done, command](int code, QProcess::ExitStatus status) {
     --m_exports;
     const auto lastLine = [](const QByteArray& b) {
       const QStringList lines = QString::fromUtf8(b).split(QLatin1Char('\n'), Qt::SkipEmptyParts);
       return lines.isEmpty() ? QString() : lines.last().trimmed();
     };
     const bool ok = status == QProcess::NormalExit && code == 0;
-    QString text = ok ? lastLine(p->readAllStandardOutput()) : lastLine(p->readAllStandardError());
-    if (!ok && text.isEmpty()) text = QStringLiteral("cellscope-cli export ended with status %1").arg(code);
-    Q_EMIT message(ok ? QStringLiteral("Exported %1 for %2 to %3").arg(QFileInfo(dir).fileName(), what, out)
-                      : QStringLiteral("%1 export of %2 failed: %3").arg(what, QFileInfo(dir).fileName(), text),
-                   ok ? 8000 : 15000);
-    Q_EMIT exportFinished(dir, out, ok, text);
+    const QByteArray out = p->readAllStandardOutput();
+    QString text = ok ? lastLine(out) : lastLine(p->readAllStandardError());
+    if (!ok && text.isEmpty()) text = QStringLiteral("cellscope-cli %1 ended with status %2").arg(command).arg(code);
+    done(ok, out, text);
     p->deleteLater();
   });
-  connect(p, &QProcess::errorOccurred, this, [this, p, dir, out](QProcess::ProcessError e) {
+  connect(p, &QProcess::errorOccurred, this, [this, p, done](QProcess::ProcessError e) {
     if (e != QProcess::FailedToStart) return;
     --m_exports;
-    const QString text = QStringLiteral("cannot start cellscope-cli: %1").arg(p->errorString());
-    Q_EMIT message(text, 15000);
-    Q_EMIT exportFinished(dir, out, false, text);
+    done(false, QByteArray(), QStringLiteral("cannot start cellscope-cli: %1").arg(p->errorString()));
     p->deleteLater();
   });
   p->start(cli, args);
-  Q_EMIT message(QStringLiteral("Exporting %1 for %2...").arg(QFileInfo(dir).fileName(), what), 0);
   return true;
+}
+
+bool RunActions::exportRun(const QString& dir, ExportFormat format, const QString& out, QString* error) {
+  QStringList args{QStringLiteral("export")};
+  if (format == TensorBoard) args << QStringLiteral("tensorboard");
+  args << dir << QStringLiteral("--out") << out;
+  const QString what = format == PyTorch ? QStringLiteral("PyTorch") : QStringLiteral("TensorBoard");
+  const bool started = startCli(
+      args, QStringLiteral("exported"),
+      [this, dir, out, what](bool ok, const QByteArray&, const QString& text) {
+        Q_EMIT message(ok ? QStringLiteral("Exported %1 for %2 to %3").arg(QFileInfo(dir).fileName(), what, out)
+                          : QStringLiteral("%1 export of %2 failed: %3").arg(what, QFileInfo(dir).fileName(), text),
+                       ok ? 8000 : 15000);
+        Q_EMIT exportFinished(dir, out, ok, text);
+      },
+      error);
+  if (started) Q_EMIT message(QStringLiteral("Exporting %1 for %2...").arg(QFileInfo(dir).fileName(), what), 0);
+  return started;
+}
+
+bool RunActions::importRun(const QString& exportDir, const QString& workspace, QString* error) {
+  const QStringList args{QStringLiteral("import"), exportDir, QStringLiteral("--workspace"), workspace,
+                         QStringLiteral("--json")};
+  const bool started = startCli(
+      args, QStringLiteral("imported"),
+      [this, exportDir](bool ok, const QByteArray& out, const QString& text) {
+        QString runDir, what = text;
+        if (ok) {
+          const QJsonObject j = QJsonDocument::fromJson(out.trimmed()).object();
+          runDir = j.value(QStringLiteral("run_dir")).toString();
+          what = QStringLiteral("%1 tensors; valid %2 %3")
+                     .arg(j.value(QStringLiteral("tensors")).toInt())
+                     .arg(j.value(QStringLiteral("metric")).toString())
+                     .arg(j.value(QStringLiteral("valid")).toDouble(), 0, 'g', 5);
+          if (!runDir.isEmpty()) m_model->refreshRun(runDir);
+        }
+        Q_EMIT message(ok ? QStringLiteral("Imported %1 as %2 (%3)").arg(exportDir, QFileInfo(runDir).fileName(), what)
+                          : QStringLiteral("Import of %1 failed: %2").arg(exportDir, text),
+                       ok ? 10000 : 20000);
+        Q_EMIT importFinished(exportDir, runDir, ok, what);
+      },
+      error);
+  if (started) Q_EMIT message(QStringLiteral("Importing %1...").arg(exportDir), 0);
+  return started;
+}
+
+void RunActions::importInteractive(const QString& workspace) {
+  QSettings st;
+  const QString folder = QFileDialog::getExistingDirectory(
+      m_dialogParent,
+      QStringLiteral("Import from PyTorch: an export folder whose weights cellscope_torch.save_export wrote back"),
+      st.value(QStringLiteral("export/folder"), workspace).toString());
+  if (folder.isEmpty()) return;
+  st.setValue(QStringLiteral("export/folder"), QFileInfo(folder).absolutePath());
+  QString err;
+  if (!importRun(folder, workspace, &err)) Q_EMIT message(err, 8000);
 }
 
 // The folder dialog of both exports; it starts where the last export went (QSettings

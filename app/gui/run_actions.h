@@ -18,6 +18,7 @@
 // exportRun, remove) that the tests call; the slots add the dialogs. Exports run the CLI as
 // a process, so the window stays responsive; exportFinished reports the outcome.
 #pragma once
+#include <functional>
 #include <QDialog>
 #include <QList>
 #include <QObject>
@@ -104,9 +105,13 @@ public:
   // Where the PyTorch export of dir goes inside folder: <folder>/<run>-pytorch, or -2, -3...
   // when that exists.
   static QString exportDirectory(const QString& folder, const QString& dir);
-  int exportsRunning() const { return m_exports; }
+  // Starts `cellscope-cli import exportDir --workspace workspace`: a new run of the weights an export
+  // folder holds after cellscope_torch.save_export wrote them back from PyTorch. False with *error
+  // when it cannot start; otherwise importFinished follows.
+  bool importRun(const QString& exportDir, const QString& workspace, QString* error = nullptr);
+  int exportsRunning() const { return m_exports; }  // exports and imports not ended yet
 
-public Q_SLOTS:
+ public Q_SLOTS:
   void resumeSelected();
   void forkSelected();
   void loadSelected();
@@ -115,15 +120,21 @@ public Q_SLOTS:
   void exportTorchSelected();
   void exportTensorBoardSelected();
   void deleteSelected();
+  // File > Import from PyTorch...: a folder dialog, then importRun into `workspace`.
+  void importInteractive(const QString& workspace);
 
-Q_SIGNALS:
+ Q_SIGNALS:
   void message(const QString& text, int timeoutMs);
   void configurationLoaded(const QString& dir);
   // An export ended: ok, and the CLI's last line of output or its error message.
   void exportFinished(const QString& dir, const QString& out, bool ok, const QString& text);
+  // An import ended: the new run's directory ("" when it failed), and what the CLI said.
+  void importFinished(const QString& exportDir, const QString& runDir, bool ok, const QString& text);
 
-private:
+ private:
   void report(bool ok, const QString& done, const QString& error);
+  bool startCli(const QStringList& args, const QString& verb,
+                const std::function<void(bool, const QByteArray&, const QString&)>& done, QString* error);
   static void setReason(QAction* a, const QString& reason);
 
   RunTableModel* m_model;

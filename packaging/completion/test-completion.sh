@@ -62,13 +62,14 @@ not_offered() {
 # (train's launcher row: --redirects, --tee, --no_python, read as --no), sbatch's --array (sweep),
 # tensorboard's --logdir and wandb's --sync-tensorboard (export tensorboard), and cloze scores'
 # --split and --out in cloze rerank's description of its input files, train's --resume and
-# --run-dir in status's advice.
+# --run-dir in status's advice, export's --out in import's.
 foreign() {
   case " $1 $2 " in
     *" --redirects "* | *" --tee "* | *" --no "* | *" --array "* | *" --logdir "* | *" --sync-tensorboard "*) return 0 ;;
   esac
   [[ $3 == "cloze rerank" && ($1 == --split || $1 == --out) ]] && return 0
-  [[ $3 == status && ($1 == --resume || $1 == --run-dir) ]]
+  [[ $3 == status && ($1 == --resume || $1 == --run-dir) ]] && return 0
+  [[ $3 == import && $1 == --out ]]
 }
 
 # Every option of every command's help, and of each subcommand's ("cellscope-cli CMD SUB" in its

@@ -1327,4 +1327,124 @@ TEST(ExportTorch, scriptCellTamperedScriptIsRefused) {
   ASSERT_FALSE(fs::exists(out3));
 }
 
+// The tensors of a safetensors file by name.
+std::map<std::string, at::Tensor> tensors_of(const std::string& path) {
+  std::map<std::string, at::Tensor> m;
+  for (auto& [n, t] : cs::read_safetensors(path)) m[n] = t;
+  return m;
+}
+
+// The way back (#53): an export's weights changed in PyTorch (a char LM's GRU and MZU through the cellscope_torch
+// model, an LSTM through torch.nn.LSTM from to_torch_nn) and written back with cellscope_torch.save_export become a
+// Cellscope run with `cellscope-cli import`: its weights are Python's bit for bit (exported again), it evaluates to
+// what `eval` says, and differs from the run it came from. A file that does not fit (a wrong shape, a missing
+// tensor, a NaN), a folder that is no export and an existing run directory are refused naming the problem, with
+// no run directory left.
+TEST(ExportTorch, importMakesARunOfWeightsChangedInPyTorch) {
+  if (!python_has_torch()) FAIL() << kPython << " has no torch: install python3-torch (packaging/setup.sh installs it)";
+  const std::vector<std::string> names = {"gru", "lstm", "sat_mzu"};
+  std::vector<std::string> dirs;
+  for (const auto& n : names) {
+    const std::string src = exported(variant(n));
+    ASSERT_FALSE(src.empty()) << n;
+    const std::string d = cstest::temp_dir() + "/import_" + n;
+    fs::copy(src, d, fs::copy_options::recursive);
+    dirs.push_back(d);
+  }
+  const std::string code =
+      "import sys, torch\n"
+      "import cellscope_torch as ct\n"
+      "torch.manual_seed(0)\n"
+      "for d in sys.argv[1:]:\n"
+      "    model, info = ct.load(d)\n"
+      "    if info[\"cell\"] == \"lstm\":\n"
+      "        lm = ct.to_torch_nn(model)\n"
+      "        with torch.no_grad():\n"
+      "            lm.rnn.weight_hh_l0.mul_(0.5)\n"
+      "            lm.out.bias.add_(0.25)\n"
+      "        ct.save_export(lm, d)\n"
+      "    else:\n"
+      "        with torch.no_grad():\n"
+      "            for p in model.parameters():\n"
+      "                p.add_(0.05 * torch.randn_like(p))\n"
+      "        ct.save_export(model, d)\n"
+      "    print(d)\n";
+  int rc = 0;
+  const std::string res = python(code, dirs, &rc);
+  ASSERT_EQ(rc, 0) << res;
+  for (size_t i = 0; i < dirs.size(); ++i) {
+    const std::string& d = dirs[i];
+    const std::string run = cstest::temp_dir() + "/imported_" + names[i];
+    std::string out, err;
+    ASSERT_EQ(cstest::run_cli({"import", d, "--run-dir", run, "--label", "tuned " + names[i], "--json"}, &out, &err), 0)
+        << names[i] << ": " << err;
+    const json r = cstest::json_object(out);
+    ASSERT_EQ(r.value("run_dir", ""), run) << out;
+    const json cfg = cstest::json_object(cstest::read_text(run + "/config.json"));
+    ASSERT_EQ(cfg["imported"].value("weights_sha256", ""), cs::file_sha256(d + "/model.safetensors"));
+    ASSERT_EQ(cfg["imported"].value("dir", ""), fs::absolute(d).lexically_normal().string());
+    const json sum = cstest::json_object(cstest::read_text(run + "/summary.json"));
+    ASSERT_EQ(sum.value("status", ""), "finished");
+    ASSERT_TRUE(cstest::contains(sum.value("reason", ""), "imported from")) << sum.dump();
+    // eval of the new run: the figure import reported, on its best.pt
+    ASSERT_EQ(cstest::run_cli({"eval", run, "--split", "valid", "--json"}, &out, &err), 0) << err;
+    const json ev = cstest::json_object(out);
+    const std::string metric = r.value("metric", "");
+    ASSERT_NEAR(ev.value(metric, -1.0), r.value("valid", -2.0), 1e-6 * std::max(1.0, std::fabs(r.value("valid", 0.0))))
+        << out;
+    // ... which is not the exported run's (the weights changed)
+    const json man = cstest::json_object(cstest::read_text(d + "/export.json"));
+    ASSERT_EQ(cstest::run_cli({"eval", man.value("run", ""), "--split", "valid", "--json"}, &out, &err), 0) << err;
+    ASSERT_GT(std::fabs(cstest::json_object(out).value(metric, 0.0) - r.value("valid", 0.0)), 1e-4) << out;
+    ASSERT_EQ(man["saved"].value("by", ""), "cellscope_torch.save_export");
+    // Python's tensors, bit for bit, in the run's checkpoint: export the new run and compare.
+    const std::string again = cstest::temp_dir() + "/reexport_" + names[i];
+    ASSERT_EQ(cstest::run_cli({"export", run, "--out", again}, &out, &err), 0) << err;
+    const auto mine = tensors_of(d + "/model.safetensors"), back = tensors_of(again + "/model.safetensors");
+    ASSERT_EQ(mine.size(), back.size());
+    for (auto& [n, t] : mine) {
+      ASSERT_TRUE(back.count(n)) << n;
+      ASSERT_TRUE(t.equal(back.at(n))) << names[i] << ": " << n << " differs after the import";
+    }
+    ASSERT_EQ(cstest::run_cli({"label", run}, &out, &err), 0);
+    ASSERT_EQ(out, "tuned " + names[i] + "\n");
+  }
+  // What does not fit is named; no run directory is made.
+  const std::string d = dirs[0], ws = cstest::temp_dir() + "/import_refused";
+  const std::string bad_code =
+      "import sys, torch, os\n"
+      "import cellscope_torch as ct\n"
+      "d, kind = sys.argv[1], sys.argv[2]\n"
+      "st = {k: v for k, v in ct.load_tensors(d + \"/model.pt\").items()}\n"
+      "k = sorted(st)[0]\n"
+      "if kind == \"shape\":\n"
+      "    st[k] = torch.zeros(3, 2)\n"
+      "elif kind == \"missing\":\n"
+      "    del st[k]\n"
+      "else:\n"
+      "    st[k] = st[k].clone(); st[k].view(-1)[0] = float(\"nan\")\n"
+      "open(d + \"/model.safetensors\", \"wb\").write(ct.safetensors_bytes(st))\n"
+      "print(k)\n";
+  const std::map<std::string, std::string> expected = {
+      {"shape", "shape or type differs"}, {"missing", "in the model, not in the file"}, {"nan", "NaN or Inf values"}};
+  for (const auto& [kind, words] : expected) {
+    const std::string bd = cstest::temp_dir() + "/import_bad_" + kind;
+    fs::copy(d, bd, fs::copy_options::recursive);
+    const std::string name = python(bad_code, {bd, kind}, &rc);
+    ASSERT_EQ(rc, 0) << name;
+    std::string out, err;
+    ASSERT_EQ(cstest::run_cli({"import", bd, "--workspace", ws}, &out, &err), 2) << kind << ": " << err;
+    ASSERT_TRUE(cstest::contains(err, words) && cstest::contains(err, name.substr(0, name.size() - 1)) &&
+                cstest::contains(err, "nothing was written"))
+        << kind << ": " << err;
+    ASSERT_TRUE(!fs::exists(ws) || fs::is_empty(ws)) << kind;
+  }
+  std::string out, err;
+  ASSERT_EQ(cstest::run_cli({"import", cstest::temp_dir(), "--workspace", ws}, &out, &err), 2);
+  ASSERT_TRUE(cstest::contains(err, "is not a Cellscope export (no export.json)")) << err;
+  ASSERT_EQ(cstest::run_cli({"import", dirs[1], "--run-dir", cstest::temp_dir() + "/imported_gru"}, &out, &err), 2);
+  ASSERT_TRUE(cstest::contains(err, "already exists")) << err;
+  ASSERT_TRUE(!fs::exists(ws) || fs::is_empty(ws));
+}
+
 }  // namespace test_export_torch

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -280,6 +281,70 @@ TEST(Tokenizer, newRunRecordsIcu) {
   const std::string vocab = task->vocab_text();
   ASSERT_NE(vocab.find("\n" + kUberLower + "\n"), std::string::npos);
   ASSERT_EQ(vocab.find("\n\xC3\x9C" "ber\n"), std::string::npos);
+}
+
+// dataset.locale (#53): lower-casing in a language's rules. Turkish and Azeri: I -> ı (dotless), İ -> i;
+// the root rules give i and i + U+0307. Lithuanian keeps the dot of i above an accent (Ì -> i̇̀). The
+// tokenizer, lowercase_word, a word LM run (its vocabulary and its seed text), a seq2seq dataset and the
+// configuration check all take it; a tag ICU does not know is refused naming the option.
+TEST(Tokenizer, localeLowerCasing) {
+  const std::string kIrmak = "IRMAK", kIstanbul =
+                                          "\xC4\xB0"
+                                          "STANBUL";  // IRMAK, İSTANBUL
+  const std::string kTrIrmak =
+                        "\xC4\xB1"
+                        "rmak",
+                    kTrIstanbul = "istanbul";  // ırmak, istanbul
+  const std::string kRootIstanbul =
+      "i\xCC\x87"
+      "stanbul";  // i + U+0307
+  TokenizerOptions tr = icu();
+  tr.locale = "tr";
+  ASSERT_EQ(joined(tokenize(kIrmak + " " + kIstanbul, tr)), kTrIrmak + "|" + kTrIstanbul);
+  ASSERT_EQ(joined(tokenize(kIrmak + " " + kIstanbul, icu())), "irmak|" + kRootIstanbul);
+  tr.locale = "az";
+  ASSERT_EQ(joined(tokenize(kIrmak, tr)), kTrIrmak);
+  ASSERT_EQ(lowercase_word(kIrmak, kTokenizerIcu, "tr"), kTrIrmak);
+  ASSERT_EQ(lowercase_word(kIrmak, kTokenizerIcu), "irmak");
+  ASSERT_EQ(lowercase_word("\xC3\x8C", kTokenizerIcu, "lt"), "i\xCC\x87\xCC\x80");  // Ì -> i̇̀
+  ASSERT_EQ(lowercase_word("\xC3\x8C", kTokenizerIcu), "\xC3\xAC");                 // Ì -> ì
+  ASSERT_EQ(locale_error(""), "");
+  ASSERT_EQ(locale_error("tr-TR"), "");
+  ASSERT_NE(locale_error("not a tag!"), "");
+  ASSERT_NE(locale_error("qq"), "");
+  // The configuration check names the option.
+  json bad = word_cfg("x.txt");
+  bad["dataset"]["locale"] = "not a tag!";
+  const auto errs = validate_config(bad);
+  ASSERT_TRUE(std::any_of(errs.begin(), errs.end(), [](const ConfigError& e) { return e.path == "dataset.locale"; }));
+  // A word LM in Turkish rules: its vocabulary and its seed text.
+  std::string text;
+  size_t i = 0;
+  for (const std::string& line : split_lines(cstest::read_text(cstest::write_text_fixture("tok_fixture.txt", 12000))))
+    text += line + (++i % 3 == 0 ? " " + kIrmak + " " + kIstanbul : "") + "\n";
+  const std::string path = cstest::temp_dir() + "/tok_turkish.txt";
+  cstest::write_text(path, text);
+  json cfg = word_cfg(path);
+  cfg["dataset"]["locale"] = "tr";
+  const std::string run = train_run("tok_tr", cfg);
+  ASSERT_FALSE(run.empty());
+  ASSERT_EQ(json::parse(cstest::read_text(run + "/config.json"))["dataset"]["locale"], "tr");
+  auto task = load_run_task(run, "last");
+  ASSERT_EQ(seed_words(*task, kIrmak + " " + kIstanbul), kTrIrmak + "|" + kTrIstanbul);
+  const std::string vocab = task->vocab_text();
+  ASSERT_NE(vocab.find("\n" + kTrIrmak + "\n"), std::string::npos);
+  ASSERT_EQ(vocab.find("\nirmak\n"), std::string::npos);
+  // seq2seq's dataset.lowercase in Turkish rules.
+  const std::string d = cstest::temp_dir() + "/tok_parallel_tr";
+  std::filesystem::create_directories(d);
+  for (const char* split : {"train", "valid", "test"}) {
+    cstest::write_text(d + "/" + std::string(split) + ".de", kIrmak + " " + kIstanbul + "\n");
+    cstest::write_text(d + "/" + std::string(split) + ".en", "RIVER\n");
+  }
+  json ds = {{"path", d}, {"format", "parallel"}, {"lowercase", true}, {"locale", "tr"}};
+  ASSERT_EQ(load_seq2seq_dataset(ds).train[0].source, kTrIrmak + " " + kTrIstanbul);
+  ds["locale"] = "qq";
+  ASSERT_THROW(load_seq2seq_dataset(ds), UserError);
 }
 
 // Both tokenizers over Moby-Dick (the bundled corpus), line by line as the word LM reads it:

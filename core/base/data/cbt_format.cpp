@@ -63,9 +63,9 @@ std::string quote_(const std::string& s) { return "'" + (s.size() > 40 ? s.subst
 
 }  // namespace
 
-std::string cloze_lower(const std::string& w, const std::string& rules) {
+std::string cloze_lower(const std::string& w, const std::string& rules, const std::string& locale) {
   if (w == kClozeBlank) return w;
-  return lowercase_word(w, rules);
+  return lowercase_word(w, rules, locale);
 }
 
 std::vector<ClozeExample> parse_cbt(const std::string& text, const std::string& name) {
@@ -169,11 +169,11 @@ ClozeSplits load_cbt_dir(const std::string& dir) {
 }
 
 Vocab cloze_vocab(const std::vector<ClozeExample>& train, bool lowercase, int64_t min_count, int64_t max_vocab,
-                  bool blank_token, const std::string& rules) {
+                  bool blank_token, const std::string& rules, const std::string& locale) {
   std::map<std::string, int64_t> freq;
   auto add = [&](const std::string& w) {
     if (w == kClozeBlank) return;
-    ++freq[lowercase ? cloze_lower(w, rules) : w];
+    ++freq[lowercase ? cloze_lower(w, rules, locale) : w];
   };
   for (auto& e : train) {
     for (auto& w : e.document) add(w);

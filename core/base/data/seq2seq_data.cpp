@@ -65,7 +65,7 @@ std::vector<std::string> read_sentence_lines(const std::string& file) {
 }
 
 std::vector<TextPair> read_pair_files(const std::string& src, const std::string& tgt, bool lowercase,
-                                      const std::string& tokenizer) {
+                                      const std::string& tokenizer, const std::string& locale) {
   const auto s = read_sentence_lines(src);
   const auto t = read_sentence_lines(tgt);
   if (s.size() != t.size())
@@ -75,8 +75,8 @@ std::vector<TextPair> read_pair_files(const std::string& src, const std::string&
   if (s.empty()) throw UserError(src + ": no lines (expected one sentence per line)");
   std::vector<TextPair> out(s.size());
   for (size_t i = 0; i < s.size(); ++i) {
-    out[i].source = lowercase ? lowercase_word(s[i], tokenizer) : s[i];
-    out[i].target = lowercase ? lowercase_word(t[i], tokenizer) : t[i];
+    out[i].source = lowercase ? lowercase_word(s[i], tokenizer, locale) : s[i];
+    out[i].target = lowercase ? lowercase_word(t[i], tokenizer, locale) : t[i];
   }
   return out;
 }
@@ -243,8 +243,8 @@ Seq2SeqSplits load_headlines_jsonl(const std::string& jsonl_path, const Headline
     pair.source = join_words(words, static_cast<size_t>(o.source_words));
     pair.target = subject;
     if (o.lowercase) {
-      pair.source = lowercase_word(pair.source, o.tokenizer);
-      pair.target = lowercase_word(pair.target, o.tokenizer);
+      pair.source = lowercase_word(pair.source, o.tokenizer, o.locale);
+      pair.target = lowercase_word(pair.target, o.tokenizer, o.locale);
     }
     if (!seen.insert({pair.source, pair.target}).second) {
       ++duplicates;
@@ -264,8 +264,8 @@ Seq2SeqSplits load_headlines_jsonl(const std::string& jsonl_path, const Headline
   return out;
 }
 
-Seq2SeqSplits load_parallel_dir(const std::string& dir, const std::string& source_lang,
-                                const std::string& target_lang, bool lowercase, const std::string& tokenizer) {
+Seq2SeqSplits load_parallel_dir(const std::string& dir, const std::string& source_lang, const std::string& target_lang,
+                                bool lowercase, const std::string& tokenizer, const std::string& locale) {
   if (!dir_exists(dir))
     throw UserError(dir + ": not a directory (format \"parallel\" expects a directory with train." + source_lang +
                     ", train." + target_lang + ", valid.*, test.*)");
@@ -274,7 +274,7 @@ Seq2SeqSplits load_parallel_dir(const std::string& dir, const std::string& sourc
   Seq2SeqSplits out;
   for (const char* split : {"train", "valid", "test"}) {
     const std::string base = join_path(dir, split);
-    auto pairs = read_pair_files(base + "." + source_lang, base + "." + target_lang, lowercase, tokenizer);
+    auto pairs = read_pair_files(base + "." + source_lang, base + "." + target_lang, lowercase, tokenizer, locale);
     (std::string(split) == "train" ? out.train : std::string(split) == "valid" ? out.valid : out.test) =
         std::move(pairs);
   }
@@ -282,7 +282,8 @@ Seq2SeqSplits load_parallel_dir(const std::string& dir, const std::string& sourc
   return out;
 }
 
-Seq2SeqSplits load_gigaword_dir(const std::string& dir, bool lowercase, const std::string& tokenizer) {
+Seq2SeqSplits load_gigaword_dir(const std::string& dir, bool lowercase, const std::string& tokenizer,
+                                const std::string& locale) {
   if (!dir_exists(dir))
     throw UserError(dir + ": not a directory (format \"gigaword\" expects a directory with train.article.txt, "
                           "train.title.txt, valid.article.txt, ...)");
@@ -296,7 +297,7 @@ Seq2SeqSplits load_gigaword_dir(const std::string& dir, bool lowercase, const st
       art = base + ".article.filter.txt";
       tit = base + ".title.filter.txt";
     }
-    auto pairs = read_pair_files(art, tit, lowercase, tokenizer);
+    auto pairs = read_pair_files(art, tit, lowercase, tokenizer, locale);
     (std::string(split) == "train" ? out.train : std::string(split) == "valid" ? out.valid : out.test) =
         std::move(pairs);
   }
@@ -319,11 +320,13 @@ Seq2SeqSplits load_seq2seq_dataset(const json& ds) {
   const std::string label = loc.name.empty() ? loc.path : loc.name;
   Seq2SeqSplits s;
   const std::string tokenizer = opt_string(ds, "tokenizer", kTokenizerIcu);  // how dataset.lowercase lower-cases
+  const std::string locale = opt_string(ds, "locale", "");                   // in which language's rules
+  if (const std::string why = locale_error(locale); !why.empty()) throw UserError("dataset.locale: " + why);
   if (format == "parallel") {
     s = load_parallel_dir(loc.path, opt_string(ds, "source_lang", "de"), opt_string(ds, "target_lang", "en"),
-                          opt_bool(ds, "lowercase", false), tokenizer);
+                          opt_bool(ds, "lowercase", false), tokenizer, locale);
   } else if (format == "gigaword") {
-    s = load_gigaword_dir(loc.path, opt_bool(ds, "lowercase", false), tokenizer);
+    s = load_gigaword_dir(loc.path, opt_bool(ds, "lowercase", false), tokenizer, locale);
   } else if (format == "headlines") {
     HeadlineOptions o;
     o.source_words = opt_int(ds, "source_words", o.source_words, 1, 100000);
@@ -331,6 +334,7 @@ Seq2SeqSplits load_seq2seq_dataset(const json& ds) {
     o.min_source_words = opt_int(ds, "min_source_words", o.min_source_words, 1, 100000);
     o.lowercase = opt_bool(ds, "lowercase", o.lowercase);
     o.tokenizer = tokenizer;
+    o.locale = locale;
     s = load_headlines_jsonl(loc.path, o);
   } else {
     throw UserError("dataset.format '" + format +

@@ -37,6 +37,7 @@ struct HeadlineOptions {
   int64_t min_source_words = 5;    // shorter bodies are dropped (dataset.min_source_words)
   bool lowercase = true;           // lower-case source and target (dataset.lowercase)
   std::string tokenizer = "icu";   // how: icu = NFC + Unicode, legacy = ASCII only (dataset.tokenizer)
+  std::string locale;              // dataset.locale: the language of lower-casing ("" = root)
 };
 // Clean a Subject line: strips "Re:", "Fwd:", "Fw:", "AW:" prefixes (repeated, any case), list tags
 // like "[ILUG]" / "[SAtalk]", and collapses whitespace. "" when nothing is left.
@@ -46,10 +47,11 @@ std::string clean_subject(const std::string& subject);
 Seq2SeqSplits load_headlines_jsonl(const std::string& jsonl_path, const HeadlineOptions& o);
 
 // Loaders by format, for callers that have the files at hand (tests, the CLI).
-Seq2SeqSplits load_parallel_dir(const std::string& dir, const std::string& source_lang,
-                                const std::string& target_lang, bool lowercase = false,
-                                const std::string& tokenizer = "icu");
-Seq2SeqSplits load_gigaword_dir(const std::string& dir, bool lowercase = false, const std::string& tokenizer = "icu");
+Seq2SeqSplits load_parallel_dir(const std::string& dir, const std::string& source_lang, const std::string& target_lang,
+                                bool lowercase = false, const std::string& tokenizer = "icu",
+                                const std::string& locale = "");
+Seq2SeqSplits load_gigaword_dir(const std::string& dir, bool lowercase = false, const std::string& tokenizer = "icu",
+                                const std::string& locale = "");
 
 // The lead baseline's default length: the mean number of whitespace words (whitespace_words,
 // data/text_metrics.h) of the targets, rounded, at least 1 (1 for no pairs). One rule for `datasets show`, the seq2seq

@@ -26,7 +26,43 @@ const char* tokenizer_option_help() {
          "lacks the key is read as legacy, so its vocabulary keeps its meaning (data/TOKENIZER_NOTES.md).";
 }
 
+const char* locale_option_help() {
+  return "The language whose rules lower-case words (tokenizer icu), a BCP 47 tag: tr or az (I -> dotless i, "
+         "dotted I -> i), lt (the dot of i kept above accents), ...; empty = language-independent (root) rules.";
+}
+
+std::string locale_error(const std::string& tag) {
+  if (tag.empty()) return "";
+  UErrorCode st = U_ZERO_ERROR;
+  const icu::Locale l = icu::Locale::forLanguageTag(tag, st);
+  if (U_FAILURE(st) || l.isBogus() || std::string(l.getLanguage()).empty())
+    return "'" + tag + "' is not a BCP 47 language tag (e.g. tr, az, lt, de-CH)";
+  // A language ICU has no name for (e.g. "qq") would silently fall back to the root rules.
+  icu::UnicodeString name;
+  l.getDisplayLanguage(icu::Locale::getEnglish(), name);
+  std::string shown;
+  name.toUTF8String(shown);
+  if (shown == l.getLanguage()) return "'" + tag + "': ICU knows no language '" + std::string(l.getLanguage()) + "'";
+  return "";
+}
+
 namespace {
+
+// The locale of lower-casing: root for "", else the tag's (locale_error has accepted it).
+// (Parsed once per thread and tag: lowercase_word runs once per word of a corpus.)
+const icu::Locale& lower_locale(const std::string& tag) {
+  if (tag.empty()) return icu::Locale::getRoot();
+  thread_local std::string last_tag;
+  thread_local icu::Locale last;
+  if (tag != last_tag) {
+    UErrorCode st = U_ZERO_ERROR;
+    icu::Locale l = icu::Locale::forLanguageTag(tag, st);
+    if (U_FAILURE(st) || l.isBogus()) throw UserError("dataset.locale: " + locale_error(tag));
+    last = l;
+    last_tag = tag;
+  }
+  return last;
+}
 
 // ---------------------------------------------------------------- legacy: word LM rules
 
@@ -218,7 +254,8 @@ std::vector<std::string> icu_tokenize(const std::string& text, const TokenizerOp
     std::string w;
     bool ascii = true;
     for (int32_t i = s.b; i < s.e && ascii; ++i) ascii = u.charAt(i) < 0x80;
-    if (ascii) {  // the common case, and the same result as toLower: ASCII maps to ASCII
+    // (Turkish and Azeri lower-case ASCII I to dotless i: a locale other than root always goes through ICU.)
+    if (ascii && opt.locale.empty()) {  // the common case, and the same result as toLower: ASCII maps to ASCII
       w.resize(static_cast<size_t>(s.e - s.b));
       for (int32_t i = s.b; i < s.e; ++i) {
         const char c = static_cast<char>(u.charAt(i));
@@ -226,7 +263,7 @@ std::vector<std::string> icu_tokenize(const std::string& text, const TokenizerOp
       }
     } else {
       icu::UnicodeString t = u.tempSubStringBetween(s.b, s.e);
-      if (opt.lowercase) t.toLower(icu::Locale::getRoot());
+      if (opt.lowercase) t.toLower(lower_locale(opt.locale));
       t.toUTF8String(w);
     }
     out.push_back(std::move(w));
@@ -246,11 +283,11 @@ std::vector<std::string> tokenize(const std::string& text, const TokenizerOption
   return out;
 }
 
-std::string lowercase_word(const std::string& word, const std::string& rules) {
+std::string lowercase_word(const std::string& word, const std::string& rules, const std::string& locale) {
   if (rules == kTokenizerLegacy) return legacy_lower(word);
   if (rules != kTokenizerIcu) throw UserError("dataset.tokenizer: '" + rules + "' (expected icu or legacy)");
   icu::UnicodeString u = nfc_of(word);
-  u.toLower(icu::Locale::getRoot());
+  u.toLower(lower_locale(locale));
   std::string out;
   u.toUTF8String(out);
   return out;

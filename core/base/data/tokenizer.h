@@ -38,8 +38,17 @@ const char* tokenizer_option_help();
 
 enum class LegacyRules { WordLM, Sentence };
 
+// dataset.locale: the language whose rules lower-case words (tokenizer icu), as a BCP 47 tag ("tr",
+// "az", "lt", "tr-TR"); "" = the root locale (language-independent rules). Turkish and Azeri map I to
+// dotless ı and İ to i; Lithuanian keeps the dot of i above accents (data/TOKENIZER_NOTES.md).
+const char* locale_option_help();
+// What is wrong with `tag` as dataset.locale ("" when it is usable: empty, or a well-formed tag ICU knows
+// the language of).
+std::string locale_error(const std::string& tag);
+
 struct TokenizerOptions {
   std::string rules = kTokenizerIcu;  // dataset.tokenizer: "icu" | "legacy"
+  std::string locale;                 // dataset.locale ("" = root); icu rules only
   LegacyRules legacy_rules = LegacyRules::WordLM;  // what "legacy" means to the caller
   bool lowercase = true;
   bool keep_punctuation = true;  // punctuation marks become tokens (false: dropped)
@@ -52,7 +61,7 @@ std::vector<std::string> tokenize(const std::string& text, const TokenizerOption
 
 // A word lower-cased as `rules` does it: "icu" NFC + full Unicode lower-casing, "legacy" ASCII only
 // (for pre-tokenised text and vocabulary look-ups).
-std::string lowercase_word(const std::string& word, const std::string& rules);
+std::string lowercase_word(const std::string& word, const std::string& rules, const std::string& locale = "");
 
 // Split text into lines (\n, \r\n), without the line ends.
 std::vector<std::string> split_lines(const std::string& text);

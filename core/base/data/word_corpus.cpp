@@ -50,9 +50,10 @@ std::vector<std::string> word_text_tokens(const std::string& text, const Tokeniz
   return out;
 }
 
-TokenizerOptions word_tokenizer_options(const std::string& rules, bool lowercase) {
+TokenizerOptions word_tokenizer_options(const std::string& rules, bool lowercase, const std::string& locale) {
   TokenizerOptions to;
   to.rules = rules;
+  to.locale = locale;
   to.legacy_rules = LegacyRules::WordLM;
   to.lowercase = lowercase;
   return to;
@@ -60,7 +61,8 @@ TokenizerOptions word_tokenizer_options(const std::string& rules, bool lowercase
 
 static std::vector<std::string> text_tokens(const std::string& text, const json& ds) {
   const TokenizerOptions to =
-      word_tokenizer_options(ds.at("tokenizer").get<std::string>(), ds.at("lowercase").get<bool>());
+      word_tokenizer_options(ds.at("tokenizer").get<std::string>(), ds.at("lowercase").get<bool>(),
+                             ds.contains("locale") && ds["locale"].is_string() ? ds["locale"].get<std::string>() : "");
   return word_text_tokens(text, to, ds.at("eos").get<std::string>(), false);
 }
 

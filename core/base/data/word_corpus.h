@@ -31,7 +31,7 @@ WordCorpus load_word_corpus(const json& ds, const Vocab* fixed_vocab = nullptr);
 
 // The word LM's tokenizer: dataset.tokenizer's `rules` (legacy: the word-LM rule set) and
 // dataset.lowercase.
-TokenizerOptions word_tokenizer_options(const std::string& rules, bool lowercase);
+TokenizerOptions word_tokenizer_options(const std::string& rules, bool lowercase, const std::string& locale = "");
 
 // Tokens of a plain text as the word LM reads it: data/tokenizer.h words (word_tokenizer_options)
 // and "<eos>" where `eos` says: "paragraph" (after each run of non-empty lines), "line" (after

@@ -254,4 +254,77 @@ void write_safetensors(const std::string& path, const NamedTensors& items) {
   atomic_write(path, safetensors_bytes(items));
 }
 
+NamedTensors read_safetensors(const std::string& path) { return parse_safetensors(read_file(path), path); }
+
+NamedTensors parse_safetensors(const std::string& bytes, const std::string& path) {
+  using namespace state_dict_file;
+  auto bad = [&](const std::string& why) {
+    return UserError("'" + path + "' is not a safetensors file that can be read: " + why);
+  };
+  if (bytes.size() < 8)
+    throw bad("it has " + std::to_string(bytes.size()) + " bytes, fewer than the 8 of its header length");
+  uint64_t n = 0;
+  for (int i = 7; i >= 0; --i) n = (n << 8) | static_cast<unsigned char>(bytes[static_cast<size_t>(i)]);
+  if (n > bytes.size() - 8 || n > (100u << 20))
+    throw bad("its header length " + std::to_string(n) + " exceeds the file (" + std::to_string(bytes.size()) +
+              " bytes)");
+  const nlohmann::json header =
+      nlohmann::json::parse(bytes.begin() + 8, bytes.begin() + 8 + static_cast<long>(n), nullptr, false);
+  if (!header.is_object()) throw bad("its header is not a JSON object");
+  const size_t data = 8 + static_cast<size_t>(n), data_size = bytes.size() - data;
+  struct Entry {
+    std::string name;
+    at::ScalarType type;
+    std::vector<int64_t> shape;
+    uint64_t begin, end;
+  };
+  std::vector<Entry> entries;
+  static const std::pair<const char*, at::ScalarType> kTypes[] = {
+      {"F32", at::kFloat}, {"F64", at::kDouble}, {"F16", at::kHalf}, {"BF16", at::kBFloat16}, {"I64", at::kLong},
+      {"I32", at::kInt},   {"I16", at::kShort},  {"I8", at::kChar},  {"U8", at::kByte},       {"BOOL", at::kBool}};
+  for (auto it = header.begin(); it != header.end(); ++it) {
+    if (it.key() == "__metadata__") continue;
+    const auto& e = it.value();
+    const std::string where = "tensor '" + it.key() + "'";
+    if (!e.is_object() || !e.contains("dtype") || !e["dtype"].is_string() || !e.contains("shape") ||
+        !e["shape"].is_array() || !e.contains("data_offsets") || !e["data_offsets"].is_array() ||
+        e["data_offsets"].size() != 2)
+      throw bad(where + " lacks dtype, shape or data_offsets [begin, end]");
+    Entry x{it.key(), at::kFloat, {}, 0, 0};
+    const std::string dt = e["dtype"].get<std::string>();
+    const auto t = std::find_if(std::begin(kTypes), std::end(kTypes), [&](const auto& k) { return dt == k.first; });
+    if (t == std::end(kTypes)) throw bad(where + " has dtype '" + dt + "', which Cellscope does not read");
+    x.type = t->second;
+    uint64_t numel = 1;
+    for (const auto& d : e["shape"]) {
+      if (!d.is_number_unsigned() || d.get<uint64_t>() > (uint64_t(1) << 40))
+        throw bad(where + " has a shape that is not a list of sizes");
+      x.shape.push_back(static_cast<int64_t>(d.get<uint64_t>()));
+      numel *= d.get<uint64_t>();
+      if (numel > (uint64_t(1) << 40)) throw bad(where + " is too large");
+    }
+    for (int i = 0; i < 2; ++i)
+      if (!e["data_offsets"][i].is_number_unsigned()) throw bad(where + " has data_offsets that are not byte offsets");
+    x.begin = e["data_offsets"][0].get<uint64_t>();
+    x.end = e["data_offsets"][1].get<uint64_t>();
+    const uint64_t want = numel * static_cast<uint64_t>(c10::elementSize(x.type));
+    if (x.end < x.begin || x.end > data_size)
+      throw bad(where + "'s bytes [" + std::to_string(x.begin) + ", " + std::to_string(x.end) + ") lie outside its " +
+                std::to_string(data_size) + " bytes of data");
+    if (x.end - x.begin != want)
+      throw bad(where + " has " + std::to_string(x.end - x.begin) + " bytes for " + std::to_string(numel) + " " + dt +
+                " values (expected " + std::to_string(want) + ")");
+    entries.push_back(std::move(x));
+  }
+  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) { return a.begin < b.begin; });
+  if (!host_is_little_endian()) throw bad("this machine is big-endian; safetensors files are little-endian");
+  NamedTensors out;
+  for (const auto& x : entries) {
+    at::Tensor t = at::empty(x.shape, at::TensorOptions().dtype(x.type));
+    if (x.end > x.begin) std::memcpy(t.data_ptr(), bytes.data() + data + x.begin, x.end - x.begin);
+    out.emplace_back(x.name, t);
+  }
+  return out;
+}
+
 }  // namespace cs

@@ -30,5 +30,12 @@ void write_torch_state_dict(const std::string& path, const NamedTensors& items);
 // BOOL); names must be unique and not "__metadata__".
 std::string safetensors_bytes(const NamedTensors& items);
 void write_safetensors(const std::string& path, const NamedTensors& items);
+// The tensors of a safetensors file (any writer's: safetensors.torch.save_file, cellscope_torch's
+// save_export, write_safetensors), in the order of their data, as float/int CPU tensors of their own
+// memory. UserError naming the file and what is wrong with it: too short, a header that is not JSON or
+// not the format's, an unknown dtype, a shape that does not fit its byte range, a range outside the data.
+NamedTensors read_safetensors(const std::string& path);
+// The same from the file's bytes, read once by the caller (who may hash them too); `path` names it.
+NamedTensors parse_safetensors(const std::string& bytes, const std::string& path);
 
 }  // namespace cs

@@ -10,6 +10,7 @@
 
 #include "cells/registry.h"
 #include "config/common_options.h"
+#include "data/tokenizer.h"
 #include "data/utf8.h"
 #include "tasks/task.h"
 #include "util/error.h"
@@ -222,13 +223,37 @@ std::vector<ConfigError> validate_config(const json& raw) {
         errs.push_back({"parent.step", "expected a non-negative integer"});
       continue;
     }
+    if (k == "imported") {  // written by `cellscope-cli import` (train/import_run.h): the weights a run was made from
+      if (!v.is_object()) {
+        errs.push_back({k, "expected an object {\"dir\", \"weights\", \"weights_sha256\", ...}, got " + dump_short(v)});
+        continue;
+      }
+      for (auto& [ik, iv] : v.items()) {
+        if (ik == "source_step") {
+          if (!iv.is_number_integer() || iv.get<int64_t>() < 0)
+            errs.push_back({"imported.source_step", "expected a non-negative integer"});
+        } else if (ik != "dir" && ik != "weights" && ik != "weights_sha256" && ik != "source_run" && ik != "time") {
+          errs.push_back(
+              {"imported." + ik, "unknown key (expected dir, weights, weights_sha256, source_run, source_step, time)"});
+        } else if (!iv.is_string()) {
+          errs.push_back({"imported." + ik, "expected a string"});
+        }
+      }
+      continue;
+    }
     if (std::find(kSections.begin(), kSections.end(), k) == kSections.end()) {
-      errs.push_back({k, "unknown section (expected task, dataset, model, training, name, notes, parent)"});
+      errs.push_back({k, "unknown section (expected task, dataset, model, training, name, notes, parent, imported)"});
       continue;
     }
     if (!v.is_object()) errs.push_back({k, "expected an object, got " + dump_short(v)});
   }
   if (!errs.empty()) return errs;
+
+  // dataset.locale (word_lm, classify, absa, cloze, seq2seq): a language ICU knows, or "" (data/tokenizer.h)
+  if (cfg.contains("dataset") && cfg["dataset"].is_object() && cfg["dataset"].contains("locale") &&
+      cfg["dataset"]["locale"].is_string())
+    if (const std::string why = locale_error(cfg["dataset"]["locale"].get<std::string>()); !why.empty())
+      errs.push_back({"dataset.locale", why});
 
   // Which cell and task? (validated like any option; fall back to defaults to keep checking)
   std::string task = task_section_table().defaults().name, cell = model_option_table().defaults().cell;

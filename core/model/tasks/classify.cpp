@@ -213,7 +213,7 @@ std::vector<std::string> tokens_of(const TextExample& e, const std::string& text
     std::vector<std::string> t;
     std::istringstream ss(text);
     for (std::string w; ss >> w;) {
-      t.push_back(to.lowercase ? lowercase_word(w, to.rules) : w);
+      t.push_back(to.lowercase ? lowercase_word(w, to.rules, to.locale) : w);
       if (to.max_tokens && t.size() >= to.max_tokens) break;
     }
     return t;

@@ -20,7 +20,7 @@ EncodedText SentenceTask::encode_text(const std::string& text) const {
     int32_t id = vocab_.id(t);
     std::string shown = t;
     if (id == Vocab::kUnkId) {
-      std::string l = lowercase_word(t, to.rules);
+      std::string l = lowercase_word(t, to.rules, to.locale);
       id = vocab_.id(l);
       shown = l;
     }

@@ -29,6 +29,7 @@ void add_sentence_common(Table& t) {
           "Lower-case words when tokenizing (tokenizer icu: every script; legacy: ASCII letters only).")
       .tasks(both);
   t.choice("dataset.tokenizer", &O::tokenizer, tokenizer_choices(), tokenizer_option_help()).tasks(both);
+  t.field("dataset.locale", &O::locale, locale_option_help()).tasks(both);
   t.field("dataset.max_len", &O::max_len, 0, 1e9, "Keep only the first N tokens of each text (0 = all).").tasks(both);
   t.field("dataset.max_vocab", &O::max_vocab, 0, 1e9,
           "Vocabulary truncation by descending frequency in the training split (0 = all; CRU paper: 50,000 for IMDB).")
@@ -66,6 +67,7 @@ void add_sentence_common(Table& t) {
 TokenizerOptions sentence_tokenizer_options(const SentenceOptions& o) {
   TokenizerOptions to;
   to.rules = o.tokenizer;
+  to.locale = o.locale;
   to.legacy_rules = LegacyRules::Sentence;
   to.lowercase = o.lowercase;
   return to;

@@ -46,11 +46,12 @@ int64_t cloze_frequency_baseline(const std::vector<std::string>& doc, const std:
   return best;
 }
 
-ClozeItem encode_cloze(const ClozeExample& e, const Vocab& vocab, bool lowercase, const std::string& rules) {
+ClozeItem encode_cloze(const ClozeExample& e, const Vocab& vocab, bool lowercase, const std::string& rules,
+                       const std::string& locale) {
   auto norm = [&](const std::vector<std::string>& ws) {
     std::vector<std::string> o;
     o.reserve(ws.size());
-    for (auto& w : ws) o.push_back(lowercase ? cloze_lower(w, rules) : w);
+    for (auto& w : ws) o.push_back(lowercase ? cloze_lower(w, rules, locale) : w);
     return o;
   };
   const auto doc = norm(e.document), query = norm(e.query), cands = norm(e.candidates);
@@ -62,7 +63,7 @@ ClozeItem encode_cloze(const ClozeExample& e, const Vocab& vocab, bool lowercase
   for (size_t i = 0; i < doc.size(); ++i)
     for (size_t c = 0; c < cands.size(); ++c)
       if (doc[i] == cands[c]) it.cand_pos[c].push_back(static_cast<int64_t>(i));
-  const std::string ans = lowercase ? cloze_lower(e.answer, rules) : e.answer;
+  const std::string ans = lowercase ? cloze_lower(e.answer, rules, locale) : e.answer;
   it.answer = static_cast<int64_t>(std::find(cands.begin(), cands.end(), ans) - cands.begin());
   it.freq_baseline = cloze_frequency_baseline(doc, cands);
   return it;
@@ -243,11 +244,11 @@ ClozeTask::ClozeTask(const json& cfg, const std::string& run_dir) : cfg_(cfg) {
       throw UserError(join_path(run_dir, "vocab") + ": not a cloze vocabulary (id 1 is not <pad>)");
   } else {
     vocab_ = cloze_vocab(data_.train, o_.lowercase, o_.min_freq, o_.max_vocab, o_.blank == ClozeBlank::Token,
-                         o_.tokenizer);
+                         o_.tokenizer, o_.locale);
   }
-  for (auto& e : data_.train) train_.push_back(encode_cloze(e, vocab_, o_.lowercase, o_.tokenizer));
-  for (auto& e : data_.valid) valid_.push_back(encode_cloze(e, vocab_, o_.lowercase, o_.tokenizer));
-  for (auto& e : data_.test) test_.push_back(encode_cloze(e, vocab_, o_.lowercase, o_.tokenizer));
+  for (auto& e : data_.train) train_.push_back(encode_cloze(e, vocab_, o_.lowercase, o_.tokenizer, o_.locale));
+  for (auto& e : data_.valid) valid_.push_back(encode_cloze(e, vocab_, o_.lowercase, o_.tokenizer, o_.locale));
+  for (auto& e : data_.test) test_.push_back(encode_cloze(e, vocab_, o_.lowercase, o_.tokenizer, o_.locale));
   model_ = ClozeReader(cfg.at("model"), static_cast<int64_t>(vocab_.size()), kPad, o_.reader == ClozeReaderKind::MAoa);
   order_.start(static_cast<int64_t>(train_.size()), static_cast<uint64_t>(tr.seed), "questions");
 }

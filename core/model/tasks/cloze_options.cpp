@@ -38,6 +38,7 @@ const OptionTable<ClozeOptions>& cloze_option_table() {
              "word: icu = NFC and full Unicode lower-casing (\"ÜBER\" -> \"über\"); legacy = ASCII letters only (runs "
              "made before the option read as legacy).")
         .tasks(c);
+    t.field("dataset.locale", &O::locale, locale_option_help()).tasks(c);
     t.field("dataset.min_freq", &O::min_freq, 1, 1e9, "Words seen fewer times in the training split map to <unk>.")
         .tasks(c);
     t.field("dataset.max_vocab", &O::max_vocab, 0, 1e9,

@@ -513,6 +513,7 @@ const OptionTable<Seq2SeqOptions>& seq2seq_option_table() {
              std::string("How dataset.lowercase lower-cases: icu = NFC and full Unicode lower-casing (German \u00dcber "
                          "-> \u00fcber), legacy = ASCII letters only, as runs written before this option did (a run "
                          "whose config lacks the key is read as legacy)."));
+    t.field("dataset.locale", &O::locale, locale_option_help());
     t.choice(
         "model.architecture", &O::architecture,
         "rnnsearch: Bahdanau et al. (2015), the MC-RNN paper's baseline: bidirectional encoder, additive attention "

@@ -42,6 +42,7 @@ struct Seq2SeqOptions {
   std::optional<int64_t> source_words, min_subject_words, min_source_words;  // headlines
   std::optional<bool> lowercase;                                             // every format
   std::string tokenizer = "icu";  // how dataset.lowercase lower-cases (data/tokenizer.h); old runs: legacy
+  std::string locale;             // dataset.locale: in which language's rules ("" = root)
   int64_t eval_batch = 64;              // training.*
   int64_t eval_decode = 200;
   int64_t beam = 10;                    // task.*

@@ -252,6 +252,7 @@ const OptionTable<WordLMOptions>& word_lm_option_table() {
             "Plain text: lower-case words when tokenising (tokenizer icu: every script; legacy: ASCII letters only).");
     t.choice("dataset.tokenizer", &O::tokenizer, tokenizer_choices(),
              std::string("Plain text: ") + tokenizer_option_help());
+    t.field("dataset.locale", &O::locale, std::string("Plain text: ") + locale_option_help());
     t.choice("dataset.eos", &O::eos,
              "Plain text: where <eos> tokens go: after each paragraph (blank-line separated), each line, or none. "
              "PTB word format always ends every line with <eos>.");

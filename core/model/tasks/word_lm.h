@@ -30,6 +30,7 @@ struct WordLMOptions {
   int64_t min_count = 1;              // dataset.min_count
   bool lowercase = true;              // dataset.lowercase
   std::string tokenizer = "icu";      // dataset.tokenizer (data/tokenizer.h); old runs: legacy
+  std::string locale;                 // dataset.locale: the language of lower-casing ("" = root)
   WordEos eos = WordEos::Paragraph;   // dataset.eos
 };
 const OptionTable<WordLMOptions>& word_lm_option_table();

@@ -23,7 +23,8 @@ const std::vector<int32_t>& split_ids(const WordCorpus& c, const std::string& sp
 // dataset.lowercase and dataset.eos (paragraph, line or none: "none" adds no <eos> at all).
 std::vector<std::string> word_seed_tokens(const std::string& text, const WordLMOptions& ds, const std::string& format) {
   if (format != "ptb_word")
-    return word_text_tokens(text, word_tokenizer_options(ds.tokenizer, ds.lowercase), to_string(ds.eos), /*seed=*/true);
+    return word_text_tokens(text, word_tokenizer_options(ds.tokenizer, ds.lowercase, ds.locale), to_string(ds.eos),
+                            /*seed=*/true);
   std::vector<std::string> out;
   const auto lines = split_lines(text);
   const bool ended = !text.empty() && text.back() == '\n';

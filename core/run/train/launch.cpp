@@ -176,7 +176,7 @@ LaunchedRun start_run(const json& raw_cfg, const LaunchOptions& o) {
   set_threads(o.threads > 0 ? o.threads : threads > 0 ? threads : o.default_threads);
   seed_everything(out.cfg.at("training").at("seed").get<uint64_t>());
   // Build the task (loads and checks the data) before any directory is created.
-  auto task = make_task(out.cfg, source);
+  auto task = make_task(out.cfg, !resuming && !forking && !o.vocab_dir.empty() ? o.vocab_dir : source);
   const std::string vocab = forking && file_exists(RunStore(source).path("vocab"))
                                 ? read_file(RunStore(source).path("vocab"))  // the parent's, byte for byte
                                 : task->vocab_text();
@@ -216,6 +216,7 @@ LaunchedRun start_run(const json& raw_cfg, const LaunchOptions& o) {
                              {"checkpoint", basename_of(parent_checkpoint)}};
     out.forked = true;
   }
+  if (o.before_create) o.before_create(*out.trainer, out.cfg);  // import_run.cpp: the weights, before any directory
   // config.json + vocab, then one rename: a kill leaves no run directory or a whole one
   std::vector<std::pair<std::string, std::string>> copies;
   if (!script.empty()) copies.emplace_back(script_copy_name(), script);

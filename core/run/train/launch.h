@@ -5,6 +5,7 @@
 // build the Trainer. Nothing is created on disk before the config and the data
 // have been checked, so a bad option or a missing file leaves no run directory.
 #pragma once
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -42,6 +43,12 @@ struct LaunchOptions {
   // Data-parallel worker (dist/dist.h, owned by the caller): only rank 0 creates and
   // writes the run directory; the Trainer averages gradients over the ranks.
   DistContext* dist = nullptr;
+  // A new run only (import_run.h): the folder whose `vocab` file the task takes as its vocabulary
+  // (as a resumed run's), and a step run after the trainer is built and before the run directory
+  // is created, which may change the model's weights and add records to the config; what it
+  // throws leaves no run directory.
+  std::string vocab_dir;
+  std::function<void(Trainer& trainer, json& cfg)> before_create;
 };
 
 struct LaunchedRun {

@@ -5,6 +5,7 @@
     logits, state = model(x)                          # x [T, B] token ids (char_lm, word_lm)
     print(cellscope_torch.check("exported/"))         # agreement with Cellscope on the reference batch
     lm = cellscope_torch.to_torch_nn("exported/")     # rnn/gru/lstm runs: torch.nn.GRU/LSTM/RNN inside (torch_nn.py)
+    cellscope_torch.save_export(model, "exported/")   # weights changed in PyTorch back: cellscope-cli import exported/
 
 See README.md next to this file for the exported files and what each cell supports.
 
@@ -13,12 +14,13 @@ save_cell`` (resources/cells/README.md); an exported script-cell run loads with 
 (``ScriptCell`` runs the export's copy of the TorchScript file, checked against the run's SHA-256).
 """
 from .cells import CRU, GRUDT, MCRNN, MZU, Cell, GateCell, MZUBlock, family, squash
-from .exported import check, load, load_tensors, logits_of, read_vocab, reference_inputs
+from .exported import check, load, load_tensors, logits_of, read_vocab, reference_inputs, safetensors_bytes, save_export
 from .script_cell import ScriptCell, ScriptCellError, ScriptMismatchError
 from .models import CELLS, CharLM, ClozeReader, RNNSearch, SentenceModel, Seq2Seq, WordLM, build_cell, build_model, check_model_options
-from .torch_nn import TorchNNLanguageModel, state_from_torch_nn, state_to_torch_nn, to_torch_nn
+from .torch_nn import TorchNNLanguageModel, from_torch_nn, is_torch_nn, state_from_torch_nn, state_to_torch_nn, to_torch_nn
 
 __all__ = ["load", "check", "load_tensors", "read_vocab", "reference_inputs", "logits_of", "build_model", "build_cell", "check_model_options", "CharLM", "WordLM", "SentenceModel", "ClozeReader", "Seq2Seq", "RNNSearch",
            "Cell", "GateCell", "GRUDT", "MZU", "MZUBlock", "CRU", "MCRNN", "ScriptCell", "ScriptCellError",
            "ScriptMismatchError", "CELLS", "family", "squash", "to_torch_nn", "TorchNNLanguageModel",
-           "state_to_torch_nn", "state_from_torch_nn"]
+           "state_to_torch_nn", "state_from_torch_nn", "from_torch_nn", "is_torch_nn", "save_export",
+           "safetensors_bytes"]

@@ -157,3 +157,85 @@ def check(d, model=None):
     return {"task": task, "cell": cell, "shape": list(theirs.shape), "max_abs": diff.max().item(),
             "max_rel": (diff / theirs.abs().clamp_min(1.0)).max().item(), "loss": loss,
             "cellscope_loss": ref["loss"].item(), "loss_diff": abs(loss - ref["loss"].item())}
+
+
+_ST_DTYPES = {torch.float32: "F32", torch.float64: "F64", torch.float16: "F16", torch.bfloat16: "BF16",
+              torch.int64: "I64", torch.int32: "I32", torch.int16: "I16", torch.int8: "I8", torch.uint8: "U8",
+              torch.bool: "BOOL"}
+
+
+def safetensors_bytes(state):
+    """The safetensors format of a dict name -> tensor (the format `cellscope-cli export` writes and
+    `cellscope-cli import` reads; no safetensors package needed: Debian 12 has none). Little-endian, tensors in
+    the dict's order, the header padded with spaces to a multiple of 8 as safetensors' own writer does."""
+    import struct
+    import sys
+    if sys.byteorder != "little":
+        raise ValueError("cellscope_torch: safetensors files are little-endian; this machine is not")
+    header, blobs, off = {}, [], 0
+    for name, t in state.items():
+        t = t.detach().cpu().contiguous()
+        if t.dtype not in _ST_DTYPES:
+            raise ValueError("cellscope_torch: tensor %r has dtype %s, which safetensors here does not write"
+                             % (name, t.dtype))
+        b = t.reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b""
+        header[name] = {"dtype": _ST_DTYPES[t.dtype], "shape": list(t.shape), "data_offsets": [off, off + len(b)]}
+        blobs.append(b)
+        off += len(b)
+    header["__metadata__"] = {"format": "pt"}
+    h = json.dumps(header, separators=(",", ":")).encode("utf-8")
+    h += b" " * ((8 - len(h) % 8) % 8)
+    return struct.pack("<Q", len(h)) + h + b"".join(blobs)
+
+
+def _replace_file(path, write):
+    """write(f) into a temporary file beside path (a name of this call's own), then os.replace onto path."""
+    import tempfile
+    fd, tmp = tempfile.mkstemp(prefix=".%s." % os.path.basename(path), suffix=".tmp", dir=os.path.dirname(path) or ".")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def save_export(model, d):
+    """Write a model's weights back into the export folder d (model.safetensors and model.pt, Cellscope's tensor
+    names), so that `cellscope-cli import d` makes a Cellscope run of it: fine-tune or edit a model from load(d) in
+    PyTorch, save_export(model, d), then import, analyse and compare it in Cellscope.
+
+    model: a model from load(d) (or one built like it), or a TorchNNLanguageModel / torch.nn.RNN, GRU, LSTM from
+    to_torch_nn(d), whose weights go back to Cellscope's names first (from_torch_nn). Every name and shape must be
+    the export's (export.json's "parameters"): ValueError listing the differences, before anything is written.
+    export.json records the save ("saved": {"by", "time"}); reference.pt keeps the exported weights' logits, so
+    check(d) now measures how far the saved weights moved from them."""
+    import datetime
+    from .torch_nn import from_torch_nn, is_torch_nn
+    manifest = _read_json(d, "export.json")
+    if is_torch_nn(model):
+        model = from_torch_nn(model, d)
+    state = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
+    want = {k: list(v) for k, v in (manifest.get("parameters") or {}).items()}
+    have = {k: list(v.shape) for k, v in state.items()}
+    problems = ["%s: %s here, %s in the export" % (k, have[k], want[k]) for k in have if k in want and have[k] != want[k]]
+    problems += ["%s: not in the export" % k for k in have if k not in want]
+    problems += ["%s: missing here" % k for k in want if k not in have]
+    if problems:
+        raise ValueError("cellscope_torch.save_export: the model does not fit the export in %s:\n  %s"
+                         % (d, "\n  ".join(problems[:10])))
+    bad = [k for k, v in state.items() if v.is_floating_point() and not bool(torch.isfinite(v).all())]
+    if bad:
+        raise ValueError("cellscope_torch.save_export: NaN or Inf in %s" % ", ".join(bad[:10]))
+    st = safetensors_bytes(state)
+    _replace_file(os.path.join(d, "model.safetensors"), lambda f: f.write(st))
+    _replace_file(os.path.join(d, "model.pt"), lambda f: torch.save(state, f))
+    manifest["saved"] = {"by": "cellscope_torch.save_export",
+                         "time": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
+    text = (json.dumps(manifest, indent=2) + "\n").encode("utf-8")
+    _replace_file(os.path.join(d, "export.json"), lambda f: f.write(text))
+    return d

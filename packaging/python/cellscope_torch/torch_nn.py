@@ -167,3 +167,44 @@ def state_from_torch_nn(state, kind: str):
         h, c = state
         return [[h[l], c[l]] for l in range(h.shape[0])]
     return [[state[l]] for l in range(state.shape[0])]
+
+
+def is_torch_nn(model) -> bool:
+    """True for what to_torch_nn returns (a TorchNNLanguageModel, or a torch.nn.RNN, GRU or LSTM)."""
+    return isinstance(model, (TorchNNLanguageModel, nn.RNN, nn.GRU, nn.LSTM))
+
+
+def from_torch_nn(module, like):
+    """The inverse of to_torch_nn: a Cellscope model (cellscope_torch's classes, Cellscope's tensor names) holding
+    the weights of `module` (a TorchNNLanguageModel, or a torch.nn.RNN/GRU/LSTM for the cell stack), e.g. after
+    fine-tuning it in PyTorch. like: the export directory (loaded with load) or a Cellscope model of the same
+    architecture; it is copied, not changed. save_export(module, d) calls this itself."""
+    import copy as _copy
+    if isinstance(like, str):
+        from .exported import load
+        like, _ = load(like)
+    model = _copy.deepcopy(like)
+    cells = _cells_of(model)
+    rnn = module.rnn if isinstance(module, TorchNNLanguageModel) else module
+    if not isinstance(rnn, _NN[cells[0].kind]) or rnn.num_layers != len(cells):
+        raise ValueError("cellscope_torch.from_torch_nn: a %d-layer torch.nn.%s does not fit a %d-layer %s model"
+                         % (getattr(rnn, "num_layers", 0), type(rnn).__name__, len(cells), cells[0].kind))
+    with torch.no_grad():
+        for l, c in enumerate(cells):
+            for ours, theirs in (("w_ih", "weight_ih_l%d"), ("w_hh", "weight_hh_l%d"), ("b_ih", "bias_ih_l%d"),
+                                 ("b_hh", "bias_hh_l%d")):
+                dst, src = getattr(c, ours), getattr(rnn, theirs % l)
+                if dst.shape != src.shape:
+                    raise ValueError("cellscope_torch.from_torch_nn: layer %d's %s is %s here, %s in the module"
+                                     % (l, ours, list(dst.shape), list(src.shape)))
+                dst.copy_(src)
+        if isinstance(module, TorchNNLanguageModel):
+            model.embed.weight.copy_(module.embed.weight)
+            if isinstance(model, CharLM):
+                model.out.weight.copy_(module.out.weight)
+                model.out.bias.copy_(module.out.bias)
+            else:  # WordLM: tied (out_w None: the embedding is the output layer) or its own output weights
+                if model.out_w is not None:
+                    model.out_w.copy_(module.out.weight)
+                model.out_b.copy_(module.out.bias)
+    return model
