@@ -191,6 +191,48 @@ private Q_SLOTS:
     QVERIFY(!f.hasErrors());
   }
 
+  // A field's message is shown whole (#53: clipped top and bottom): a long one wraps, and the label is as tall as
+  // its lines at its width, inside its cell, at a narrow form width as at a wide one, after it is shown and after
+  // the form is resized.
+  void errorMessagesAreNotClipped() {
+    OptionForm f;
+    f.setOptions(sampleOptions());
+    f.setAttribute(Qt::WA_DontShowOnScreen);
+    f.resize(300, 500);
+    f.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&f) || true);
+    const QString longMessage = QStringLiteral(
+        "must be greater than 0 and at most 10: a learning rate of 0 never moves the weights, and a negative one "
+        "climbs the loss");
+    f.setError(QStringLiteral("train.lr"), longMessage);
+    f.setError(QStringLiteral("model.hidden"), QStringLiteral("too big"));
+    auto whole = [&](const QString& path) {
+      QLabel* err = f.errorLabel(path);
+      QTRY_VERIFY(err->isVisible());
+      QCoreApplication::processEvents();
+      const int need = err->heightForWidth(err->width());
+      QVERIFY2(err->height() >= need && err->height() >= err->fontMetrics().height(),
+               qPrintable(QStringLiteral("%1: %2 px tall, its text needs %3 at width %4")
+                              .arg(path)
+                              .arg(err->height())
+                              .arg(need)
+                              .arg(err->width())));
+      QVERIFY2(err->geometry().bottom() < err->parentWidget()->height(),
+               qPrintable(QStringLiteral("%1: the label ends below its cell").arg(path)));
+    };
+    whole(QStringLiteral("train.lr"));
+    whole(QStringLiteral("model.hidden"));
+    QVERIFY(
+        f.errorLabel(QStringLiteral("train.lr"))->heightForWidth(f.errorLabel(QStringLiteral("train.lr"))->width()) >
+        f.errorLabel(QStringLiteral("train.lr"))->fontMetrics().height());  // it did wrap
+    f.resize(900, 500);
+    QCoreApplication::processEvents();
+    whole(QStringLiteral("train.lr"));
+    f.resize(260, 500);
+    QCoreApplication::processEvents();
+    whole(QStringLiteral("train.lr"));
+  }
+
   void scientificSpinBox() {
     ScientificSpinBox s;
     s.setRange(0, 10);

@@ -20,11 +20,38 @@
 #include <QToolButton>
 #include <QVBoxLayout>
 
+#include <algorithm>
 #include <cfloat>
 #include <climits>
 #include <cmath>
 
 namespace csw {
+
+namespace {
+// A word-wrapped message whose minimum height follows its width. QFormLayout gave a field's cell the
+// height of one line of it whatever its width, so a message of two or three lines was clipped top and
+// bottom (#53); the minimum height makes every layout above make room for all of its lines.
+class WrapLabel : public QLabel {
+ public:
+  explicit WrapLabel(QWidget* parent) : QLabel(parent) { setWordWrap(true); }
+  void setMessage(const QString& text) {
+    setText(text);
+    fit();
+  }
+
+ protected:
+  void resizeEvent(QResizeEvent* e) override {
+    QLabel::resizeEvent(e);
+    fit();
+  }
+
+ private:
+  void fit() {
+    const int h = text().isEmpty() ? 0 : heightForWidth(std::max(1, width()));
+    if (h != minimumHeight()) setMinimumHeight(h);
+  }
+};
+}  // namespace
 
 // ---------------------------------------------------------------- ScientificSpinBox
 
@@ -172,10 +199,9 @@ struct OptionForm::Section {
 OptionForm::OptionForm(QWidget* parent) : QWidget(parent) {
   auto* outer = new QVBoxLayout(this);
   outer->setContentsMargins(0, 0, 0, 0);
-  m_generalError = new QLabel(this);
+  m_generalError = new WrapLabel(this);
   m_generalError->setObjectName(QStringLiteral("csGeneralError"));
   m_generalError->setStyleSheet(QStringLiteral("color: #d32f2f;"));
-  m_generalError->setWordWrap(true);
   m_generalError->hide();
   outer->addWidget(m_generalError);
   m_scroll = new QScrollArea(this);
@@ -361,10 +387,9 @@ void OptionForm::setOptions(const QList<OptionDesc>& options) {
       });
     }
     cv->addWidget(f->frame);
-    f->error = new QLabel(cell);
+    f->error = new WrapLabel(cell);
     f->error->setObjectName(QStringLiteral("csFieldError"));
     f->error->setStyleSheet(QStringLiteral("color: #d32f2f;"));
-    f->error->setWordWrap(true);
     f->error->hide();
     cv->addWidget(f->error);
     f->label = new QLabel(d.label.isEmpty() ? d.key : d.label, parent);
@@ -590,12 +615,12 @@ void OptionForm::setError(const QString& path, const QString& message) {
   Field* f = field(path);
   if (!f) {
     m_generalErrors << QStringLiteral("%1: %2").arg(path, message);
-    m_generalError->setText(m_generalErrors.join(QLatin1Char('\n')));
+    static_cast<WrapLabel*>(m_generalError)->setMessage(m_generalErrors.join(QLatin1Char('\n')));
     m_generalError->show();
     return;
   }
-  f->error->setText(message);
   f->error->show();
+  static_cast<WrapLabel*>(f->error)->setMessage(message);
   setFrameError(*f, true);
   if (f->desc.advanced) setAdvancedExpanded(f->section, true);
 }

@@ -320,7 +320,8 @@ Seq2SeqSplits load_seq2seq_dataset(const json& ds) {
   const std::string label = loc.name.empty() ? loc.path : loc.name;
   Seq2SeqSplits s;
   const std::string tokenizer = opt_string(ds, "tokenizer", kTokenizerIcu);  // how dataset.lowercase lower-cases
-  const std::string locale = opt_string(ds, "locale", "");                   // in which language's rules
+  const std::string locale =  // in which language's rules ("" = root; a resolved config has the key, empty)
+      ds.contains("locale") && ds["locale"].is_string() ? ds["locale"].get<std::string>() : std::string();
   if (const std::string why = locale_error(locale); !why.empty()) throw UserError("dataset.locale: " + why);
   if (format == "parallel") {
     s = load_parallel_dir(loc.path, opt_string(ds, "source_lang", "de"), opt_string(ds, "target_lang", "en"),
