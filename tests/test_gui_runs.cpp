@@ -52,6 +52,30 @@
 using gui::MainWindow;
 using gui::RunTableModel;
 
+namespace {
+// The environment and the current directory of a root shell with HOME redirected (no ~/.local/share:
+// no desktop trash, and Qt 6.4's moveToTrash uses files/ and info/ of the current directory), in `cwd`;
+// put back when it goes.
+struct RedirectedHome {
+  QByteArray oldHome = qgetenv("HOME"), oldXdg = qgetenv("XDG_DATA_HOME");
+  QString oldCwd = QDir::currentPath();
+  bool entered = false;
+  RedirectedHome(const QString& home, const QString& cwd) {
+    QDir().mkpath(home);
+    qputenv("HOME", home.toUtf8());
+    qunsetenv("XDG_DATA_HOME");
+    entered = QDir::setCurrent(cwd);
+  }
+  ~RedirectedHome() {
+    qputenv("HOME", oldHome);
+    qputenv("XDG_DATA_HOME", oldXdg);
+    QDir::setCurrent(oldCwd);
+  }
+  RedirectedHome(const RedirectedHome&) = delete;
+  RedirectedHome& operator=(const RedirectedHome&) = delete;
+};
+}  // namespace
+
 class GuiRunsTest : public QObject {
   Q_OBJECT
 
@@ -362,20 +386,8 @@ private Q_SLOTS:
     writeFile(dir + "/summary.json", "{\"status\": \"finished\", \"step\": 8}");
     writeFile(dir + "/metrics.jsonl", "{\"step\": 2, \"loss\": 3.0}\n");
     const QString home = m_root + "/redirected-home";
-    QDir().mkpath(home);
-    // The environment and the current directory of a root shell with HOME redirected; put back after.
-    struct Restore {
-      QByteArray home = qgetenv("HOME"), xdg = qgetenv("XDG_DATA_HOME");
-      QString cwd = QDir::currentPath();
-      ~Restore() {
-        qputenv("HOME", home);
-        qputenv("XDG_DATA_HOME", xdg);
-        QDir::setCurrent(cwd);
-      }
-    } restore;
-    qputenv("HOME", home.toUtf8());
-    qunsetenv("XDG_DATA_HOME");
-    QVERIFY(QDir::setCurrent(parent));
+    const RedirectedHome shell(home, parent);
+    QVERIFY(shell.entered);
 
     MainWindow w(opts(ws));
     w.show();
@@ -442,20 +454,8 @@ private Q_SLOTS:
                                  ws + "/.trash/notes.txt",          ws + "/doomed.tmp/mine.txt",
                                  ws + "/other/notes.txt",           ws + "/.trash/doomed/mine.txt"};
     for (const QString& f : planted) writeFile(f, "mine");
-    const QString home = m_root + "/planted-home";
-    QDir().mkpath(home);
-    struct Restore {
-      QByteArray home = qgetenv("HOME"), xdg = qgetenv("XDG_DATA_HOME");
-      QString cwd = QDir::currentPath();
-      ~Restore() {
-        qputenv("HOME", home);
-        qputenv("XDG_DATA_HOME", xdg);
-        QDir::setCurrent(cwd);
-      }
-    } restore;
-    qputenv("HOME", home.toUtf8());
-    qunsetenv("XDG_DATA_HOME");
-    QVERIFY(QDir::setCurrent(parent));
+    const RedirectedHome shell(m_root + "/planted-home", parent);
+    QVERIFY(shell.entered);
     MainWindow w(opts(ws));
     QTRY_VERIFY(row(w, dir));
     QString err, movedTo;
