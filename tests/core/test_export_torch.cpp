@@ -1448,3 +1448,56 @@ TEST(ExportTorch, importMakesARunOfWeightsChangedInPyTorch) {
 }
 
 }  // namespace test_export_torch
+
+namespace test_export_torch {
+
+// cellscope_torch.encode / evaluate (#53 item 10, char_lm): the valid split of a run's text, cut as Cellscope's
+// loader cuts it (valid_fraction, test_fraction, max_chars of the exported config), scored in Python the way
+// `cellscope-cli eval --split valid` scores it: the same bits per character (to 1e-5 relative: the two sides'
+// kernels may round differently), the same number of characters. A word-level run is refused by name.
+TEST(ExportTorch, evaluateAgreesWithCellscopeEval) {
+  if (!python_has_torch()) FAIL() << kPython << " has no torch: install python3-torch (packaging/setup.sh installs it)";
+  const std::vector<std::string> names = {"gru", "lstm", "sat_mzu"};
+  std::vector<std::string> dirs;
+  for (const auto& n : names) {
+    dirs.push_back(exported(variant(n)));
+    ASSERT_FALSE(dirs.back().empty()) << n;
+  }
+  dirs.push_back(exported(variant("word_gru_untied")));
+  ASSERT_FALSE(dirs.back().empty());
+  const std::string code =
+      "import sys, json, math\n"
+      "import cellscope_torch as ct\n"
+      "for d in sys.argv[1:]:\n"
+      "    cfg = json.load(open(d + \"/config.json\"))\n"
+      "    ds = cfg[\"dataset\"]\n"
+      "    try:\n"
+      "        t = open(ds[\"path\"], encoding=\"utf-8\").read().replace(\"\\r\\n\", \"\\n\")\n"
+      "        if ds.get(\"max_chars\", 0):\n"
+      "            t = t[:int(ds[\"max_chars\"])]\n"
+      "        n = len(t)\n"
+      "        nv, nt = (math.floor(n * ds.get(k, 0.05) + 0.5) for k in (\"valid_fraction\", \"test_fraction\"))\n"
+      "        r = ct.evaluate(d, t[n - nv - nt:n - nt])\n"
+      "    except NotImplementedError as e:\n"
+      "        r = {\"refused\": str(e)}\n"
+      "    print(json.dumps(r))\n";
+  int rc = 0;
+  const std::string res = python(code, dirs, &rc);
+  ASSERT_EQ(rc, 0) << res;
+  const auto lines = json_lines(res);
+  ASSERT_EQ(lines.size(), dirs.size()) << res;
+  for (size_t i = 0; i < names.size(); ++i) {
+    const json py = cstest::json_object(lines[i]);
+    const json man = cstest::json_object(cstest::read_text(dirs[i] + "/export.json"));
+    std::string out, err;
+    ASSERT_EQ(cstest::run_cli({"eval", man.value("run", ""), "--split", "valid", "--json"}, &out, &err), 0) << err;
+    const json ev = cstest::json_object(out);
+    ASSERT_EQ(py.value("chars", -1), ev.value("units", -2)) << names[i] << ": " << lines[i] << " vs " << out;
+    ASSERT_NEAR(py.value("bpc", 0.0), ev.value("bpc", -1.0), 1e-5 * ev.value("bpc", 1.0))
+        << names[i] << ": " << lines[i] << " vs " << out;
+  }
+  const json word = cstest::json_object(lines.back());
+  ASSERT_TRUE(cstest::contains(word.value("refused", ""), "only char_lm")) << lines.back();
+}
+
+}  // namespace test_export_torch

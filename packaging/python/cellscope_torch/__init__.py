@@ -14,7 +14,7 @@ save_cell`` (resources/cells/README.md); an exported script-cell run loads with 
 (``ScriptCell`` runs the export's copy of the TorchScript file, checked against the run's SHA-256).
 """
 from .cells import CRU, GRUDT, MCRNN, MZU, Cell, GateCell, MZUBlock, family, squash
-from .exported import check, load, load_tensors, logits_of, read_vocab, reference_inputs, safetensors_bytes, save_export
+from .exported import check, encode, evaluate, load, load_tensors, logits_of, read_vocab, reference_inputs, safetensors_bytes, save_export
 from .script_cell import ScriptCell, ScriptCellError, ScriptMismatchError
 from .models import CELLS, CharLM, ClozeReader, RNNSearch, SentenceModel, Seq2Seq, WordLM, build_cell, build_model, check_model_options
 from .torch_nn import TorchNNLanguageModel, from_torch_nn, is_torch_nn, state_from_torch_nn, state_to_torch_nn, to_torch_nn
@@ -23,4 +23,4 @@ __all__ = ["load", "check", "load_tensors", "read_vocab", "reference_inputs", "l
            "Cell", "GateCell", "GRUDT", "MZU", "MZUBlock", "CRU", "MCRNN", "ScriptCell", "ScriptCellError",
            "ScriptMismatchError", "CELLS", "family", "squash", "to_torch_nn", "TorchNNLanguageModel",
            "state_to_torch_nn", "state_from_torch_nn", "from_torch_nn", "is_torch_nn", "save_export",
-           "safetensors_bytes"]
+           "safetensors_bytes", "encode", "evaluate"]

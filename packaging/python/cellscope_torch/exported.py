@@ -239,3 +239,65 @@ def save_export(model, d):
     text = (json.dumps(manifest, indent=2) + "\n").encode("utf-8")
     _replace_file(os.path.join(d, "export.json"), lambda f: f.write(text))
     return d
+
+
+def encode(text, d):
+    """`text` as the ids a char_lm run reads it, with the export d's vocabulary (vocab.json): one id per Unicode
+    code point, CRLF as LF, a symbol the vocabulary lacks as <unk> (id 0), as Cellscope's loader maps a valid or
+    test split (core/base/data/char_corpus.cpp). Returns a list of ints.
+
+    Only char_lm so far: the word-level tasks tokenise with ICU (dataset.tokenizer icu), which this package does
+    not reproduce yet; their runs raise NotImplementedError."""
+    cfg = _read_json(d, "config.json")
+    task = cfg["task"]["name"] if isinstance(cfg.get("task"), dict) else cfg.get("task")
+    if task != "char_lm":
+        raise NotImplementedError("cellscope_torch.encode: task %s (only char_lm: the word-level tasks tokenise with "
+                                  "ICU, which this package does not reproduce yet)" % task)
+    vocab = read_vocab(d)
+    if vocab is None:
+        raise FileNotFoundError("cellscope_torch: %s has no vocab.json" % d)
+    index = {s: i for i, s in enumerate(vocab)}
+    unk = index.get("<unk>", 0)
+    return [index.get(c, unk) for c in text.replace("\r\n", "\n")]
+
+
+def evaluate(d, text, model=None):
+    """The char_lm model of export d on `text` (a str), scored as `cellscope-cli eval` scores a split
+    (StreamLMTask::stream_nll): the ids cut into min(training.eval_batch, (N - 1) / training.bptt) streams read
+    side by side in bptt-long segments with the state carried, the remainder continuing the last stream; eval
+    mode, float32, the state starting at zero. Returns {"loss": nats per character, "bpc", "chars": N - 1}.
+    model: load(d)'s model (or its torch.jit.script form); None: load(d)."""
+    import math
+    if model is None:
+        model, _ = load(d)
+    cfg = _read_json(d, "config.json")
+    ids = encode(text, d)
+    N = len(ids)
+    if N < 2:
+        raise ValueError("cellscope_torch.evaluate: the text has %d characters (at least 2)" % N)
+    tr = cfg.get("training", {})
+    bptt = max(int(tr.get("bptt", 150)), 1)
+    B = max(1, min(int(tr.get("eval_batch", 16)), (N - 1) // bptt))
+    n = (N - 1) // B
+    allt = torch.tensor(ids, dtype=torch.int64)
+    total = [0.0]
+    model.eval()
+
+    def score(inp, tgt, state):
+        length = inp.shape[1]
+        for p in range(0, length, bptt):
+            l = min(bptt, length - p)
+            logits, state = model(inp[:, p:p + l].t().contiguous(), state)
+            nll = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tgt[:, p:p + l].t().reshape(-1),
+                                  reduction="none")
+            total[0] += float(nll.sum())
+        return state
+
+    with torch.no_grad():
+        state = score(allt[:B * n].view(B, n), allt[1:B * n + 1].view(B, n), None)
+        rem = (N - 1) - B * n
+        if rem > 0:  # the tail continues the last stream with its carried state, batch 1
+            last = [[t[B - 1:B].contiguous() for t in s] for s in state]
+            score(allt[B * n:B * n + rem].view(1, rem), allt[B * n + 1:B * n + 1 + rem].view(1, rem), last)
+    loss = total[0] / (N - 1)
+    return {"loss": loss, "bpc": loss / math.log(2.0), "chars": N - 1}
