@@ -298,6 +298,23 @@ TEST_F(SweepWorkers, plantedFilesSurviveASweep) {
   const std::string ran = point_state(ws, "planted", points[0].id).run_dir;
   ASSERT_NE(ran, stranded);
   ASSERT_EQ(summary_status(ran), "finished");
+  // A run killed before its first checkpoint, with everything such a run writes (its files as the finished run
+  // has them, dataset.json and the TensorBoard events included; no metrics, no checkpoint): removed whole.
+  const std::string killed = ws + "/20990101-000001-char_lm-gru-planted-p0";
+  fs::create_directories(killed + "/checkpoints");
+  for (auto& e : fs::directory_iterator(ran))
+    if (e.is_regular_file() && e.path().filename() != "metrics.jsonl")
+      fs::copy_file(e.path(), fs::path(killed) / e.path().filename());
+  fs::copy(fs::path(ran) / "tensorboard", fs::path(killed) / "tensorboard", fs::copy_options::recursive);
+  ASSERT_TRUE(fs::exists(killed + "/dataset.json"));
+  cstest::write_text(killed + "/metrics.jsonl", "");
+  cstest::write_text(killed + "/summary.json", json{{"status", "running"}, {"step", 0}}.dump());
+  cstest::write_text(sdir + "/state.json",
+                     json{{"points", {{points[0].id, {{"run_dir", killed}, {"status", "running"}}}}}}.dump(2));
+  ASSERT_EQ(cstest::run_cli({"sweep", "run", path, "--workspace", ws}, &out, &err), 0) << err;
+  ASSERT_TRUE(cstest::contains(err, "removed " + killed)) << err;
+  ASSERT_FALSE(fs::exists(killed));
+  for (const auto& f : planted) ASSERT_EQ(cstest::read_text(f), "mine") << f;
 }
 
 // A point's run that lost checkpoints/last.pt but keeps step_<N>.pt is resumed from the newest of

@@ -159,8 +159,8 @@ ImportedRun import_run(const ImportOptions& o) {
       if (!bad_values.empty()) msg += "\nNaN or Inf values:" + first_of(bad_values);
       if (!missing.empty() || !extra.empty())
         msg +=
-            "\n(tensor names are Cellscope's; a torch.nn model converted with cellscope_torch.to_torch_nn goes back "
-            "with cellscope_torch.state_from_torch_nn before save_export)";
+            "\n(tensor names are Cellscope's: write the model with cellscope_torch.save_export, which also renames a "
+            "torch.nn module from cellscope_torch.to_torch_nn back through from_torch_nn)";
       throw UserError(msg);
     }
     json rec = {{"dir", dir}, {"weights", "model.safetensors"}, {"weights_sha256", sha}, {"time", now_iso()}};

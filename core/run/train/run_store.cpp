@@ -295,8 +295,10 @@ void RunStore::log(const std::string& line) const {
 }
 
 std::string RunStore::remove_if_only_run_files() const {
-  static const char* const kFiles[] = {"config.json",   "vocab",   "lock",           "summary.json",
-                                       "metrics.jsonl", "log.txt", "script_cell.pt", "label.txt"};
+  // What create_atomically and the first steps write (the layout at the top of run_store.h, and
+  // dataset.json: train/launch.cpp's record of the dataset's files).
+  static const char* const kFiles[] = {"config.json", "vocab",          "lock",      "summary.json", "metrics.jsonl",
+                                       "log.txt",     "script_cell.pt", "label.txt", "dataset.json"};
   auto is_file = [](const std::string& p) {
     struct stat st {};
     return ::lstat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
