@@ -25,7 +25,9 @@ inline QString tabFitsWindow(gui::MainWindow& w, const QString& panel, const QSt
   auto* page = w.findChild<QScrollArea*>(QStringLiteral("tabScroll_") + title);
   if (!page) return QStringLiteral("no tab page tabScroll_%1").arg(title);
   if (page->horizontalScrollBar()->isVisible())
-    return QStringLiteral("tab %1 px wide in a %2 px viewport").arg(page->widget()->width()).arg(page->viewport()->width());
+    return QStringLiteral("tab %1 px wide in a %2 px viewport")
+        .arg(page->widget()->width())
+        .arg(page->viewport()->width());
   for (QWidget* c : inside) {
     const QRect r(c->mapTo(page->viewport(), QPoint(0, 0)), c->size());
     if (r.left() < 0 || r.right() >= page->viewport()->width())

@@ -41,8 +41,15 @@ json char_run_cfg(const QString& text, json model) {
   return {{"task", "char_lm"},
           {"dataset", {{"path", text.toStdString()}, {"valid_fraction", 0.2}, {"test_fraction", 0.2}}},
           {"model", model},
-          {"training", {{"batch", 2}, {"bptt", 8}, {"steps", 4}, {"eval_every", 2}, {"checkpoint_every", 2},
-                        {"keep_checkpoints", 5}, {"log_every", 1}, {"threads", 1}}}};
+          {"training",
+           {{"batch", 2},
+            {"bptt", 8},
+            {"steps", 4},
+            {"eval_every", 2},
+            {"checkpoint_every", 2},
+            {"keep_checkpoints", 5},
+            {"log_every", 1},
+            {"threads", 1}}}};
 }
 
 // Checks one image file by its format's signature.
@@ -93,25 +100,35 @@ class TestCliAnalyze : public QObject {
     QTest::addColumn<QString>("ext");
     QTest::addColumn<QString>("header");  // start of the CSV header
     QTest::addColumn<int>("rows");        // CSV data rows (-1: at least one)
-    QTest::newRow("relevance") << "relevance" << "mzu2" << QStringList{"--text", "the whale", "--last", "3"} << "png"
+    QTest::newRow("relevance") << "relevance"
+                               << "mzu2" << QStringList{"--text", "the whale", "--last", "3"} << "png"
                                << "run,row," << 6;
     QTest::newRow("zone_relevance") << "zone_relevance"
                                     << "mzu" << QStringList{"--text", "the whale", "--char", "5"} << "svg"
                                     << "row," << 2;
-    QTest::newRow("composition") << "composition" << "mzu" << QStringList{"--text", "the whale", "--char", "2"} << "pdf"
+    QTest::newRow("composition") << "composition"
+                                 << "mzu" << QStringList{"--text", "the whale", "--char", "2"} << "pdf"
                                  << "panel,m_function" << 2 * 3 * 2 * 2;
-    QTest::newRow("channel_attention") << "channel_attention" << "mc" << QStringList{"--text", "the old man"} << "png"
+    QTest::newRow("channel_attention") << "channel_attention"
+                                       << "mc" << QStringList{"--text", "the old man"} << "png"
                                        << "channel,token_index" << 2 * 11;
-    QTest::newRow("length") << "length" << "mzu" << QStringList{"--split", "valid", "--buckets", "0,20,40,120"} << "svg"
+    QTest::newRow("length") << "length"
+                            << "mzu" << QStringList{"--split", "valid", "--buckets", "0,20,40,120"} << "svg"
                             << "run,bucket" << 3;
     QTest::newRow("gate_histogram") << "gate_histogram"
                                     << "mzu" << QStringList{"--text", "the whale", "--bins", "10"} << "pdf"
                                     << "series," << 10;
-    QTest::newRow("gate_saturation") << "gate_saturation" << "mzu" << QStringList{"--text", "the whale"} << "png"
+    QTest::newRow("gate_saturation") << "gate_saturation"
+                                     << "mzu" << QStringList{"--text", "the whale"} << "png"
                                      << "series,step" << 2 * 2;
-    QTest::newRow("dzone") << "dzone" << "mzu" << QStringList{"--text", "the whale"} << "svg" << "series,step" << 2 * 2;
-    QTest::newRow("metric_time") << "metric_time" << "mzu2" << QStringList{} << "pdf" << "series," << -1;
-    QTest::newRow("prefix_table") << "prefix_table" << "cls" << QStringList{"--text", "a good film"} << "png"
+    QTest::newRow("dzone") << "dzone"
+                           << "mzu" << QStringList{"--text", "the whale"} << "svg"
+                           << "series,step" << 2 * 2;
+    QTest::newRow("metric_time") << "metric_time"
+                                 << "mzu2" << QStringList{} << "pdf"
+                                 << "series," << -1;
+    QTest::newRow("prefix_table") << "prefix_table"
+                                  << "cls" << QStringList{"--text", "a good film"} << "png"
                                   << "prefix,words" << 3;
   }
 

@@ -100,7 +100,7 @@ class TestFigures : public QObject {
   }
   QString csvOf(const QString& stem) const { return m_dir + "/" + stem + ".csv"; }
 
-private Q_SLOTS:
+ private Q_SLOTS:
   void initTestCase() {
     m_dir = cstest::temp_dir() + "/figures";
     QDir().mkpath(m_dir);

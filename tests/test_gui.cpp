@@ -48,9 +48,15 @@ class GuiTest : public QObject {
     return QJsonObject{{"task", QJsonObject{{"name", "char_lm"}}},
                        {"dataset", m_dataset},
                        {"model", QJsonObject{{"cell", "gru"}, {"embed", 16}, {"hidden", 32}}},
-                       {"training", QJsonObject{{"steps", steps}, {"batch", 8}, {"bptt", 32}, {"log_every", 1},
-                                                {"eval_every", evalEvery}, {"eval_batch", 4}, {"lr", 0.003},
-                                                {"seed", seed}, {"eval_test", false}}}};
+                       {"training", QJsonObject{{"steps", steps},
+                                                {"batch", 8},
+                                                {"bptt", 32},
+                                                {"log_every", 1},
+                                                {"eval_every", evalEvery},
+                                                {"eval_batch", 4},
+                                                {"lr", 0.003},
+                                                {"seed", seed},
+                                                {"eval_test", false}}}};
   }
 
   static QJsonObject readJson(const QString& path) { return cstest::readJsonObject(path); }
@@ -61,7 +67,7 @@ class GuiTest : public QObject {
     return f.read(n);
   }
 
-private Q_SLOTS:
+ private Q_SLOTS:
   void initTestCase() {
     m_root = cstest::temp_dir() + "/gui";
     QDir().mkpath(m_root);

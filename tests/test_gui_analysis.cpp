@@ -47,19 +47,25 @@ class TestGuiAnalysis : public QObject {
     return spy.last().value(0).toBool();
   }
 
-private Q_SLOTS:
+ private Q_SLOTS:
   void initTestCase() {
     m_ws = cstest::temp_dir() + "/analysis_ws";
     QDir().mkpath(m_ws);
     m_run = m_ws + "/gru-tiny";
     const QString text = cstest::write_text_fixture("analysis_gui.txt", 8000);
-    const QJsonObject cfg{
-        {"task", QJsonObject{{"name", "char_lm"}}},
-        {"dataset", QJsonObject{{"path", text}, {"valid_fraction", 0.1}, {"test_fraction", 0.1}}},
-        {"model", QJsonObject{{"cell", "gru"}, {"embed", 8}, {"hidden", 16}}},
-        {"training", QJsonObject{{"steps", 40}, {"batch", 4}, {"bptt", 16}, {"lr", 0.01}, {"eval_every", 20},
-                                 {"checkpoint_every", 20}, {"eval_batch", 4}, {"eval_test", false}, {"threads", 1},
-                                 {"log_every", 5}}}};
+    const QJsonObject cfg{{"task", QJsonObject{{"name", "char_lm"}}},
+                          {"dataset", QJsonObject{{"path", text}, {"valid_fraction", 0.1}, {"test_fraction", 0.1}}},
+                          {"model", QJsonObject{{"cell", "gru"}, {"embed", 8}, {"hidden", 16}}},
+                          {"training", QJsonObject{{"steps", 40},
+                                                   {"batch", 4},
+                                                   {"bptt", 16},
+                                                   {"lr", 0.01},
+                                                   {"eval_every", 20},
+                                                   {"checkpoint_every", 20},
+                                                   {"eval_batch", 4},
+                                                   {"eval_test", false},
+                                                   {"threads", 1},
+                                                   {"log_every", 5}}}};
     const QString cfgPath = m_ws + "/../analysis_cfg.json";
     QFile f(cfgPath);
     QVERIFY(f.open(QIODevice::WriteOnly));
@@ -175,8 +181,12 @@ private Q_SLOTS:
     write(run + "/summary.json", R"({"status": "finished", "task": "char_lm", "cell": "gru", "primary_metric": "bpc",
                                      "step": 145, "best_valid": 3.1, "best_step": 100})");
     QByteArray metrics;
-    for (int s = 5; s <= 145; s += 5) metrics += QByteArray(R"({"step": )") + QByteArray::number(s) + R"(, "loss": 2.5})" "\n";
-    metrics += R"({"step": 100, "eval": true, "split": "valid", "bpc": 3.1})" "\n";
+    for (int s = 5; s <= 145; s += 5)
+      metrics += QByteArray(R"({"step": )") + QByteArray::number(s) +
+                 R"(, "loss": 2.5})"
+                 "\n";
+    metrics += R"({"step": 100, "eval": true, "split": "valid", "bpc": 3.1})"
+               "\n";
     write(run + "/metrics.jsonl", metrics);
     for (const char* ck : {"step_50.pt", "step_100.pt", "best.pt", "last.pt"}) write(run + "/checkpoints/" + ck, "x");
 
@@ -208,12 +218,15 @@ private Q_SLOTS:
       const QCPRange x = curve->plot()->xAxis->range();
       // The training range and the marker, inside the axis.
       QVERIFY2(x.lower <= 0 && x.upper >= 145, qPrintable(QString("x %1..%2").arg(x.lower).arg(x.upper)));
-      QVERIFY2(x.lower < curve->markerX() && curve->markerX() < x.upper,
-               qPrintable(QString("%1: marker %2, x %3..%4").arg(labels.last()).arg(curve->markerX()).arg(x.lower).arg(x.upper)));
+      QVERIFY2(
+          x.lower < curve->markerX() && curve->markerX() < x.upper,
+          qPrintable(
+              QString("%1: marker %2, x %3..%4").arg(labels.last()).arg(curve->markerX()).arg(x.lower).arg(x.upper)));
       // Drawn: a red dashed line down the plot area at the marker's pixel.
       const QRect area = curve->plotAreaRect();
       const int px = qRound(curve->markerPixelX());
-      QVERIFY2(area.left() < px && px < area.right(), qPrintable(QString("pixel %1 of %2..%3").arg(px).arg(area.left()).arg(area.right())));
+      QVERIFY2(area.left() < px && px < area.right(),
+               qPrintable(QString("pixel %1 of %2..%3").arg(px).arg(area.left()).arg(area.right())));
       const QImage img = curve->plot()->grab().toImage();
       int red = 0;
       for (int y = area.top(); y <= area.bottom(); ++y) {
@@ -224,7 +237,8 @@ private Q_SLOTS:
         }
         red += hit;
       }
-      QVERIFY2(red > area.height() / 4, qPrintable(QString("%1: %2 red pixels of %3").arg(labels.last()).arg(red).arg(area.height())));
+      QVERIFY2(red > area.height() / 4,
+               qPrintable(QString("%1: %2 red pixels of %3").arg(labels.last()).arg(red).arg(area.height())));
     }
     QCOMPARE(labels, (QStringList{"step 50", "step 100 (best)", "last (step 145)"}));
     QCOMPARE(markers, (QList<double>{50, 100, 145}));
@@ -311,10 +325,10 @@ private Q_SLOTS:
   void kindsFollowTheCell() {
     const QString sat = m_ws + "/sat-tiny";
     QString out, err;
-    const int rc = cstest::run_cli({"train", m_ws + "/../analysis_cfg.json", "--run-dir", sat, "--set",
-                                    "model.cell=sat_mzu", "--set", "model.filter=16", "--set", "training.steps=2",
-                                    "--quiet"},
-                                   &out, &err);
+    const int rc =
+        cstest::run_cli({"train", m_ws + "/../analysis_cfg.json", "--run-dir", sat, "--set", "model.cell=sat_mzu",
+                         "--set", "model.filter=16", "--set", "training.steps=2", "--quiet"},
+                        &out, &err);
     QVERIFY2(rc == 0, qPrintable(out + err));
     gui::AnalysisPanel p;
     p.setWorkspace(m_ws);
@@ -368,10 +382,11 @@ private Q_SLOTS:
                             {"model", QJsonObject{{"cell", "gru"}, {"hidden", 16}}},
                             {"training", QJsonObject{{"steps", 10}}}};
       write(run + "/config.json", QJsonDocument(cfg).toJson());
-      const QJsonObject summary{{"status", "finished"}, {"task", lm ? "char_lm" : "classify"}, {"cell", "gru"},
-                                {"step", 10}};
+      const QJsonObject summary{
+          {"status", "finished"}, {"task", lm ? "char_lm" : "classify"}, {"cell", "gru"}, {"step", 10}};
       write(run + "/summary.json", QJsonDocument(summary).toJson());
-      write(run + "/metrics.jsonl", QJsonDocument(QJsonObject{{"step", 10}, {"loss", 2.5}}).toJson(QJsonDocument::Compact) + "\n");
+      write(run + "/metrics.jsonl",
+            QJsonDocument(QJsonObject{{"step", 10}, {"loss", 2.5}}).toJson(QJsonDocument::Compact) + "\n");
       write(run + "/checkpoints/last.pt", "x");
     }
     gui::AnalysisPanel p;

@@ -60,7 +60,7 @@ class TestGuiCompareLike : public QObject {
     p.checkpointSlider()->setValue(i20);
   }
 
-private Q_SLOTS:
+ private Q_SLOTS:
   void initTestCase() {
     m_ws = cstest::temp_dir() + "/compare_like_ws";
     QDir().mkpath(m_ws);
@@ -72,12 +72,18 @@ private Q_SLOTS:
     f.write(QByteArray::fromStdString(cstest::fixture_text(3000) + " Q\u00e9 zz. Q\u00e9.\n" +
                                       cstest::fixture_text(5000, 9)));
     f.close();
-    const QJsonObject cfg{
-        {"task", QJsonObject{{"name", "char_lm"}}},
-        {"dataset", QJsonObject{{"path", corpus}, {"valid_fraction", 0.1}, {"test_fraction", 0.1}}},
-        {"model", QJsonObject{{"cell", "gru"}, {"embed", 8}, {"hidden", 16}}},
-        {"training", QJsonObject{{"steps", 20}, {"batch", 4}, {"bptt", 16}, {"lr", 0.01}, {"eval_every", 10},
-                                 {"checkpoint_every", 10}, {"eval_batch", 4}, {"threads", 1}, {"log_every", 5}}}};
+    const QJsonObject cfg{{"task", QJsonObject{{"name", "char_lm"}}},
+                          {"dataset", QJsonObject{{"path", corpus}, {"valid_fraction", 0.1}, {"test_fraction", 0.1}}},
+                          {"model", QJsonObject{{"cell", "gru"}, {"embed", 8}, {"hidden", 16}}},
+                          {"training", QJsonObject{{"steps", 20},
+                                                   {"batch", 4},
+                                                   {"bptt", 16},
+                                                   {"lr", 0.01},
+                                                   {"eval_every", 10},
+                                                   {"checkpoint_every", 10},
+                                                   {"eval_batch", 4},
+                                                   {"threads", 1},
+                                                   {"log_every", 5}}}};
     const QString cfgPath = cstest::temp_dir() + "/compare_like_cfg.json";
     QFile cf(cfgPath);
     QVERIFY(cf.open(QIODevice::WriteOnly));
@@ -256,8 +262,11 @@ private Q_SLOTS:
     for (int col = 1; col <= 2; ++col)
       QVERIFY2(header->sectionViewportPosition(col) + header->sectionSize(col) <= diff->viewport()->width() + 1 &&
                    header->sectionSize(col) >= diff->viewport()->width() / 4,
-               qPrintable(QString("column %1 at %2+%3 of %4").arg(col).arg(header->sectionViewportPosition(col))
-                              .arg(header->sectionSize(col)).arg(diff->viewport()->width())));
+               qPrintable(QString("column %1 at %2+%3 of %4")
+                              .arg(col)
+                              .arg(header->sectionViewportPosition(col))
+                              .arg(header->sectionSize(col))
+                              .arg(diff->viewport()->width())));
     // A label the user set wins.
     QString out, err;
     QCOMPARE(cstest::run_cli({"label", m_part, "small corpus"}, &out, &err), 0);

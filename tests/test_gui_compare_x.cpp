@@ -47,15 +47,16 @@ QString writeRun(const QString& ws, const Fake& f) {
   writeFile(dir + "/config.json", QJsonDocument(cfg).toJson());
   QByteArray lines;
   for (int s = 100; s <= 1000; s += 100) {
-    QJsonObject e{{"step", s}, {"epoch", s / 100.0}, {"elapsed", f.secPerStep * s + f.timeJitter},
-                  {"eval", true}, {"split", "valid"}, {"bpc", validAt(f, s)}};
+    QJsonObject e{{"step", s},    {"epoch", s / 100.0}, {"elapsed", f.secPerStep * s + f.timeJitter},
+                  {"eval", true}, {"split", "valid"},   {"bpc", validAt(f, s)}};
     if (f.withFlops) e.insert("train_flops", f.flopsPerStep * s);
     lines += QJsonDocument(e).toJson(QJsonDocument::Compact) + "\n";
   }
   writeFile(dir + "/metrics.jsonl", lines);
-  const QJsonObject sum{{"status", "finished"}, {"task", "char_lm"}, {"cell", "gru"}, {"primary_metric", "bpc"},
-                        {"lower_is_better", true}, {"parameters", 1000}, {"step", 1000},
-                        {"elapsed", f.secPerStep * 1000}, {"best_valid", validAt(f, 1000)}, {"best_step", 1000}};
+  const QJsonObject sum{
+      {"status", "finished"},           {"task", "char_lm"},  {"cell", "gru"}, {"primary_metric", "bpc"},
+      {"lower_is_better", true},        {"parameters", 1000}, {"step", 1000},  {"elapsed", f.secPerStep * 1000},
+      {"best_valid", validAt(f, 1000)}, {"best_step", 1000}};
   writeFile(dir + "/summary.json", QJsonDocument(sum).toJson());
   return QFileInfo(dir).absoluteFilePath();
 }
@@ -74,7 +75,7 @@ double yAtOrBefore(csw::CurvePlot* p, const QString& id, double limit) {
 class TestGuiCompareX : public QObject {
   Q_OBJECT
 
-private Q_SLOTS:
+ private Q_SLOTS:
   void computeMatchedAxes() {
     const QString ws = cstest::temp_dir() + "/ws-compare-x";
     QDir(ws).removeRecursively();

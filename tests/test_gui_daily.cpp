@@ -64,9 +64,16 @@ class GuiDailyTest : public QObject {
     return QJsonObject{{"task", QJsonObject{{"name", "char_lm"}}},
                        {"dataset", QJsonObject{{"path", m_corpus}}},
                        {"model", QJsonObject{{"cell", "gru"}, {"embed", 8}, {"hidden", hidden}}},
-                       {"training", QJsonObject{{"steps", steps}, {"batch", 8}, {"bptt", 16}, {"log_every", logEvery},
-                                                {"eval_every", evalEvery}, {"eval_batch", 4}, {"lr", 0.003},
-                                                {"seed", 1}, {"eval_test", false}, {"threads", 1}}}};
+                       {"training", QJsonObject{{"steps", steps},
+                                                {"batch", 8},
+                                                {"bptt", 16},
+                                                {"log_every", logEvery},
+                                                {"eval_every", evalEvery},
+                                                {"eval_batch", 4},
+                                                {"lr", 0.003},
+                                                {"seed", 1},
+                                                {"eval_test", false},
+                                                {"threads", 1}}}};
   }
   static QJsonObject readJson(const QString& path) { return cstest::readJsonObject(path); }
   static QVector<double> xs(MainWindow& w, const QString& series) {
@@ -83,7 +90,7 @@ class GuiDailyTest : public QObject {
     return dir;
   }
 
-private Q_SLOTS:
+ private Q_SLOTS:
   void initTestCase() {
     m_root = cstest::temp_dir() + "/guidaily";
     QDir().mkpath(m_root);
@@ -247,8 +254,8 @@ private Q_SLOTS:
     QCOMPARE(cstest::run_cli({"train", cfgPath, "--run-dir", ws + "/s1", "--threads", "1", "--quiet"}), 0);
     // The CLI records its --threads in the run's config, as the window does.
     QCOMPARE(readJson(ws + "/s1/config.json")["training"].toObject()["threads"].toInt(), 1);
-    QCOMPARE(cstest::run_cli({"train", cfgPath, "--run-dir", ws + "/s3", "--threads", "2", "--set",
-                              "training.seed=3", "--set", "training.log_every=4", "--quiet"}),
+    QCOMPARE(cstest::run_cli({"train", cfgPath, "--run-dir", ws + "/s3", "--threads", "2", "--set", "training.seed=3",
+                              "--set", "training.log_every=4", "--quiet"}),
              0);
     MainWindow w(opts(ws));
     w.show();
@@ -285,7 +292,8 @@ private Q_SLOTS:
     QVERIFY2(lines.size() == 4, qPrintable(diff));
     QVERIFY2(lines[0].startsWith("training.seed: "), qPrintable(diff));
     QVERIFY2(lines[1].startsWith("bookkeeping"), qPrintable(diff));
-    QVERIFY2(diff.contains("training.log_every: 2 -> 4") || diff.contains("training.log_every: 4 -> 2"), qPrintable(diff));
+    QVERIFY2(diff.contains("training.log_every: 2 -> 4") || diff.contains("training.log_every: 4 -> 2"),
+             qPrintable(diff));
     QVERIFY2(diff.contains("training.threads: 1 -> 2") || diff.contains("training.threads: 2 -> 1"), qPrintable(diff));
     QLabel* label = nullptr;
     for (QLabel* l : w.comparePanel()->findChildren<QLabel*>())
@@ -371,17 +379,27 @@ private Q_SLOTS:
       // Training points with the keys a gcnMZU run logs: long metric names in the Metric list.
       QByteArray lines;
       for (int s = 10; s <= 150; s += 10)
-        lines += QString(R"({"step": %1, "loss": 2.5, "bpc": 3.6, "grad_norm": 1.1, "throughput": 500, "zone_cosine": -0.1, "zone_disagreement": -0.2})" "\n").arg(s).toUtf8();
+        lines +=
+            QString(
+                R"({"step": %1, "loss": 2.5, "bpc": 3.6, "grad_norm": 1.1, "throughput": 500, "zone_cosine": -0.1, "zone_disagreement": -0.2})"
+                "\n")
+                .arg(s)
+                .toUtf8();
       for (int s = 50; s <= 150; s += 50)
-        lines += QString(R"({"step": %1, "eval": true, "split": "valid", "bpc": %2})" "\n").arg(s).arg(4.0 - s / 100.0 - i * 0.05).toUtf8();
+        lines += QString(R"({"step": %1, "eval": true, "split": "valid", "bpc": %2})"
+                         "\n")
+                     .arg(s)
+                     .arg(4.0 - s / 100.0 - i * 0.05)
+                     .toUtf8();
       QFile m(dir + "/metrics.jsonl");
       QVERIFY(m.open(QIODevice::WriteOnly));
       m.write(lines);
       m.close();
-      const QJsonObject sum{{"status", "finished"}, {"task", "char_lm"}, {"cell", cfg["model"].toObject()["cell"]},
-                            {"primary_metric", "bpc"}, {"parameters", 274260}, {"step", 150}, {"best_valid", 2.5 - i * 0.05},
-                            {"best_step", 150}, {"test_metric", 2.4567 - i * 0.05}, {"mean_throughput", 12345.0},
-                            {"unit", "chars"}};
+      const QJsonObject sum{
+          {"status", "finished"},         {"task", "char_lm"},    {"cell", cfg["model"].toObject()["cell"]},
+          {"primary_metric", "bpc"},      {"parameters", 274260}, {"step", 150},
+          {"best_valid", 2.5 - i * 0.05}, {"best_step", 150},     {"test_metric", 2.4567 - i * 0.05},
+          {"mean_throughput", 12345.0},   {"unit", "chars"}};
       QFile f(dir + "/summary.json");
       QVERIFY(f.open(QIODevice::WriteOnly));
       f.write(QJsonDocument(sum).toJson());
@@ -400,7 +418,8 @@ private Q_SLOTS:
       QTest::keyClick(view, Qt::Key_Space);
     }
     QCOMPARE(w.comparePanel()->runModel()->checkedDirs().size(), 3);
-    QTest::mouseClick(view->viewport(), Qt::LeftButton, {}, view->visualRect(proxy->index(0, gui::RunTableModel::Status)).center());
+    QTest::mouseClick(view->viewport(), Qt::LeftButton, {},
+                      view->visualRect(proxy->index(0, gui::RunTableModel::Status)).center());
     QTest::mouseClick(view->viewport(), Qt::LeftButton, Qt::ControlModifier,
                       view->visualRect(proxy->index(1, gui::RunTableModel::Status)).center());
     QTRY_VERIFY(!w.comparePanel()->configDiffText().isEmpty());
@@ -412,12 +431,15 @@ private Q_SLOTS:
     const QRect visible =
         QRect(page->viewport()->mapTo(&w, QPoint(0, 0)), page->viewport()->size()).intersected(w.rect());
     auto where = [&](QWidget* c) { return QRect(c->mapTo(&w, QPoint(0, 0)), c->size()); };
-    auto rectText = [](const QRect& r) { return QString("%1,%2 %3x%4").arg(r.x()).arg(r.y()).arg(r.width()).arg(r.height()); };
+    auto rectText = [](const QRect& r) {
+      return QString("%1,%2 %3x%4").arg(r.x()).arg(r.y()).arg(r.width()).arg(r.height());
+    };
     QList<QPair<QString, QWidget*>> controls;
     for (QToolButton* b : w.comparePanel()->findChildren<QToolButton*>())
       if (b->text() == "Export CSV...") controls << qMakePair(QString("Export CSV"), static_cast<QWidget*>(b));
     for (QLineEdit* e : w.comparePanel()->findChildren<QLineEdit*>())
-      if (e->placeholderText().startsWith("Filter runs")) controls << qMakePair(QString("filter"), static_cast<QWidget*>(e));
+      if (e->placeholderText().startsWith("Filter runs"))
+        controls << qMakePair(QString("filter"), static_cast<QWidget*>(e));
     for (QComboBox* c : w.comparePanel()->findChildren<QComboBox*>()) {
       if (c->findText("Training FLOPs") >= 0) controls << qMakePair(QString("x axis"), static_cast<QWidget*>(c));
       else if (c->findText("min-max band") >= 0) controls << qMakePair(QString("band"), static_cast<QWidget*>(c));
@@ -434,7 +456,8 @@ private Q_SLOTS:
     QVERIFY(diff);
     controls << qMakePair(QString("config diff"), static_cast<QWidget*>(diff));
     for (QLabel* l : w.comparePanel()->findChildren<QLabel*>())
-      if (l->text().contains("differing option")) controls << qMakePair(QString("diff heading"), static_cast<QWidget*>(l));
+      if (l->text().contains("differing option"))
+        controls << qMakePair(QString("diff heading"), static_cast<QWidget*>(l));
     QCOMPARE(controls.size(), 11);
     for (const auto& [name, c] : controls) {
       QVERIFY2(c->isVisible(), qPrintable(name + " is hidden"));
@@ -591,7 +614,11 @@ private Q_SLOTS:
     QFile::remove(settings);
     const QRect avail = QGuiApplication::primaryScreen()->availableGeometry();
     auto sizes = [&](const QWidget& w) {
-      return QString("window %1x%2 on a %3x%4 screen").arg(w.width()).arg(w.height()).arg(avail.width()).arg(avail.height());
+      return QString("window %1x%2 on a %3x%4 screen")
+          .arg(w.width())
+          .arg(w.height())
+          .arg(avail.width())
+          .arg(avail.height());
     };
     {
       MainWindow w(opts(m_root + "/ws-geom", settings));

@@ -77,16 +77,25 @@ class GuiDecodeTest : public QObject {
     writeSplit("train", 300, rng);
     writeSplit("valid", 40, rng);
     writeSplit("test", 20, rng);
-    const QString cfg = writeJson(
-        "decode-s2s.json",
-        QJsonObject{{"task", QJsonObject{{"name", "seq2seq"}}},
-                    {"dataset", QJsonObject{{"path", m_data}, {"format", "parallel"}, {"subword", "bpe"},
-                                            {"source_vocab_size", 20}, {"target_vocab_size", 20},
-                                            {"max_source_len", 16}, {"max_target_len", 16}}},
-                    {"model", QJsonObject{{"cell", "gru"}, {"embed", 16}, {"hidden", 32}}},
-                    {"training", QJsonObject{{"steps", 40}, {"batch", 16}, {"lr", 0.01}, {"eval_every", 20},
-                                             {"checkpoint_every", 20}, {"eval_test", false}, {"eval_decode", 10},
-                                             {"threads", 1}, {"seed", 3}}}});
+    const QString cfg =
+        writeJson("decode-s2s.json", QJsonObject{{"task", QJsonObject{{"name", "seq2seq"}}},
+                                                 {"dataset", QJsonObject{{"path", m_data},
+                                                                         {"format", "parallel"},
+                                                                         {"subword", "bpe"},
+                                                                         {"source_vocab_size", 20},
+                                                                         {"target_vocab_size", 20},
+                                                                         {"max_source_len", 16},
+                                                                         {"max_target_len", 16}}},
+                                                 {"model", QJsonObject{{"cell", "gru"}, {"embed", 16}, {"hidden", 32}}},
+                                                 {"training", QJsonObject{{"steps", 40},
+                                                                          {"batch", 16},
+                                                                          {"lr", 0.01},
+                                                                          {"eval_every", 20},
+                                                                          {"checkpoint_every", 20},
+                                                                          {"eval_test", false},
+                                                                          {"eval_decode", 10},
+                                                                          {"threads", 1},
+                                                                          {"seed", 3}}}});
     QString out, err;
     QCOMPARE(cstest::run_cli({"train", cfg, "--run-dir", m_run, "--quiet"}, &out, &err, 300000), 0);
   }
@@ -181,13 +190,15 @@ class GuiDecodeTest : public QObject {
     const QString charWs = cstest::temp_dir() + "/decode-ws-char";  // no seq2seq run there
     const QString run = charWs + "/tiny-char";
     const QString text = cstest::write_text_fixture("decode-char.txt", 8000);
-    const QString cfg = writeJson("decode-char.json",
-                                  QJsonObject{{"task", QJsonObject{{"name", "char_lm"}}},
-                                              {"dataset", QJsonObject{{"path", text}}},
-                                              {"model", QJsonObject{{"cell", "gru"}, {"embed", 8}, {"hidden", 16}}},
-                                              {"training", QJsonObject{{"steps", 4}, {"batch", 4}, {"bptt", 16},
-                                                                       {"eval_every", 4}, {"eval_test", false},
-                                                                       {"threads", 1}}}});
+    const QString cfg = writeJson(
+        "decode-char.json",
+        QJsonObject{
+            {"task", QJsonObject{{"name", "char_lm"}}},
+            {"dataset", QJsonObject{{"path", text}}},
+            {"model", QJsonObject{{"cell", "gru"}, {"embed", 8}, {"hidden", 16}}},
+            {"training",
+             QJsonObject{
+                 {"steps", 4}, {"batch", 4}, {"bptt", 16}, {"eval_every", 4}, {"eval_test", false}, {"threads", 1}}}});
     QString out, err;
     QCOMPARE(cstest::run_cli({"train", cfg, "--run-dir", run, "--quiet"}, &out, &err), 0);
     gui::WindowOptions o = options();
@@ -331,9 +342,9 @@ class GuiDecodeTest : public QObject {
       for (int c = 3; c < last; ++c) widest = std::max(widest, h->sectionSize(c));
       QVERIFY(widest > 0);
       QVERIFY2(h->sectionSize(last) <= widest * 3 / 2, qPrintable(QString("%1: %2 px, the widest other metric %3 px")
-                                                                     .arg(m->horizontalHeaderItem(last)->text())
-                                                                     .arg(h->sectionSize(last))
-                                                                     .arg(widest)));
+                                                                      .arg(m->horizontalHeaderItem(last)->text())
+                                                                      .arg(h->sectionSize(last))
+                                                                      .arg(widest)));
     }
     // clicking a checkpoint's row shows its table
     m->setCurrentCell(0, 0);

@@ -54,9 +54,16 @@ class GuiEvalMetricsTest : public QObject {
     QVERIFY(panel.evalMetrics().isEmpty());
     // The first drain: training points and one validation record (the values in file order).
     panel.append({trainPoint(10, 5.0), trainPoint(20, 4.5),
-                  evalPoint(20, "valid", {{"bleu", 3.5}, {"lead_bleu", 9.25}, {"lead_rouge1", 21.0}, {"loss", 4.4},
-                                          {"ppl", 81.0}, {"rouge1", 18.0}, {"rouge2", 4.0}, {"rougeL", 16.5},
-                                          {"lead_rougeL", 19.0}})},
+                  evalPoint(20, "valid",
+                            {{"bleu", 3.5},
+                             {"lead_bleu", 9.25},
+                             {"lead_rouge1", 21.0},
+                             {"loss", 4.4},
+                             {"ppl", 81.0},
+                             {"rouge1", 18.0},
+                             {"rouge2", 4.0},
+                             {"rougeL", 16.5},
+                             {"lead_rougeL", 19.0}})},
                  {});
     // The picker: the papers' metrics first; no baseline key, not the primary metric (nor the loss,
     // which is the primary perplexity in other units).
@@ -78,10 +85,20 @@ class GuiEvalMetricsTest : public QObject {
     QVERIFY(yRangeHolds(eval, 9.25));
 
     // Live: more records; a value far above the range so far, and a test record.
-    panel.append({evalPoint(40, "valid", {{"bleu", 12.0}, {"lead_bleu", 9.25}, {"rouge1", 30.0}, {"rougeL", 27.0},
-                                          {"lead_rougeL", 19.0}, {"ppl", 40.0}}),
-                  evalPoint(60, "valid", {{"bleu", 41.0}, {"lead_bleu", 9.25}, {"rouge1", 52.0}, {"rougeL", 50.0},
-                                          {"lead_rougeL", 19.0}, {"ppl", 20.0}}),
+    panel.append({evalPoint(40, "valid",
+                            {{"bleu", 12.0},
+                             {"lead_bleu", 9.25},
+                             {"rouge1", 30.0},
+                             {"rougeL", 27.0},
+                             {"lead_rougeL", 19.0},
+                             {"ppl", 40.0}}),
+                  evalPoint(60, "valid",
+                            {{"bleu", 41.0},
+                             {"lead_bleu", 9.25},
+                             {"rouge1", 52.0},
+                             {"rougeL", 50.0},
+                             {"lead_rougeL", 19.0},
+                             {"ppl", 20.0}}),
                   evalPoint(60, "test", {{"bleu", 38.0}, {"lead_bleu", 8.0}, {"rougeL", 47.0}})},
                  {});
     QCOMPARE(eval->seriesY("valid"), (QVector<double>{3.5, 12.0, 41.0}));
@@ -176,8 +193,14 @@ class GuiEvalMetricsTest : public QObject {
     QVERIFY(!a.isEmpty() && !b.isEmpty());
     for (const QRect& r : {a, b})
       QVERIFY2(area.contains(r), qPrintable(QString("label %1,%2 %3x%4 outside the plot %5,%6 %7x%8")
-                                                .arg(r.x()).arg(r.y()).arg(r.width()).arg(r.height())
-                                                .arg(area.x()).arg(area.y()).arg(area.width()).arg(area.height())));
+                                                .arg(r.x())
+                                                .arg(r.y())
+                                                .arg(r.width())
+                                                .arg(r.height())
+                                                .arg(area.x())
+                                                .arg(area.y())
+                                                .arg(area.width())
+                                                .arg(area.height())));
     QVERIFY2(!a.intersects(b), "the two labels overlap");
     // A baseline low in the range: its label above the line, inside too.
     plot.clear();

@@ -168,18 +168,24 @@ class TestGuiFiguresWide : public QObject {
     return o;
   }
 
-private Q_SLOTS:
+ private Q_SLOTS:
   void initTestCase() {
     m_ws = cstest::temp_dir() + "/wide_ws";
     QDir().mkpath(m_ws);
     const QString text = cstest::write_text_fixture("figures_wide.txt", 8000);
-    const QJsonObject cfg{
-        {"task", QJsonObject{{"name", "char_lm"}}},
-        {"dataset", QJsonObject{{"path", text}, {"valid_fraction", 0.1}, {"test_fraction", 0.1}}},
-        {"model", QJsonObject{{"cell", "gru"}, {"embed", 8}, {"hidden", 16}}},
-        {"training", QJsonObject{{"steps", 20}, {"batch", 4}, {"bptt", 16}, {"lr", 0.01}, {"eval_every", 10},
-                                 {"checkpoint_every", 10}, {"eval_batch", 4}, {"eval_test", false}, {"threads", 1},
-                                 {"log_every", 5}}}};
+    const QJsonObject cfg{{"task", QJsonObject{{"name", "char_lm"}}},
+                          {"dataset", QJsonObject{{"path", text}, {"valid_fraction", 0.1}, {"test_fraction", 0.1}}},
+                          {"model", QJsonObject{{"cell", "gru"}, {"embed", 8}, {"hidden", 16}}},
+                          {"training", QJsonObject{{"steps", 20},
+                                                   {"batch", 4},
+                                                   {"bptt", 16},
+                                                   {"lr", 0.01},
+                                                   {"eval_every", 10},
+                                                   {"checkpoint_every", 10},
+                                                   {"eval_batch", 4},
+                                                   {"eval_test", false},
+                                                   {"threads", 1},
+                                                   {"log_every", 5}}}};
     const QString cfgPath = cstest::temp_dir() + "/wide_cfg.json";
     QFile f(cfgPath);
     QVERIFY(f.open(QIODevice::WriteOnly));
@@ -281,8 +287,9 @@ private Q_SLOTS:
       const QString where = QStringLiteral("%1x%2: ").arg(s.width()).arg(s.height());
       QScrollArea* area = figureArea(p);
       QVERIFY(area);
-      QVERIFY2(area->horizontalScrollBar()->maximum() == 0,
-               qPrintable(where + QStringLiteral("scrolls sideways by %1").arg(area->horizontalScrollBar()->maximum())));
+      QVERIFY2(
+          area->horizontalScrollBar()->maximum() == 0,
+          qPrintable(where + QStringLiteral("scrolls sideways by %1").arg(area->horizontalScrollBar()->maximum())));
       const bool full = s.width() >= 1600;
       if (full)
         QVERIFY2(area->verticalScrollBar()->maximum() == 0,
@@ -314,8 +321,7 @@ private Q_SLOTS:
                                         .arg(capInView.top())
                                         .arg(capInView.bottom())
                                         .arg(area->viewport()->height())));
-      else
-        QVERIFY2(capInView.right() < area->viewport()->width(), qPrintable(where + "caption wider than the area"));
+      else QVERIFY2(capInView.right() < area->viewport()->width(), qPrintable(where + "caption wider than the area"));
     }
     const QString dir = cstest::temp_dir() + "/wide_export";
     QDir().mkpath(dir);
@@ -367,9 +373,9 @@ private Q_SLOTS:
     for (int i = 1; i < ticks.size(); ++i) {
       const double gap = hv->plot()->xAxis->coordToPixel(ticks[i]) - hv->plot()->xAxis->coordToPixel(ticks[i - 1]);
       QVERIFY2(gap >= extent, qPrintable(QStringLiteral("'%1' and '%2' %3 px apart, labels %4 px wide")
-                                              .arg(labels[i - 1], labels[i])
-                                              .arg(gap)
-                                              .arg(extent)));
+                                             .arg(labels[i - 1], labels[i])
+                                             .arg(gap)
+                                             .arg(extent)));
     }
     // Both occurrences of the answer are labelled (a candidate next to one makes way).
     QVERIFY(hv->labelledColumns().contains(200) && hv->labelledColumns().contains(350));

@@ -50,8 +50,14 @@ class GuiFormsTest : public QObject {
     return QJsonObject{{"task", QJsonObject{{"name", "char_lm"}}},
                        {"dataset", m_dataset},
                        {"model", QJsonObject{{"cell", "gru"}, {"embed", 16}, {"hidden", 32}}},
-                       {"training", QJsonObject{{"steps", steps}, {"batch", 8}, {"bptt", 32}, {"log_every", 1},
-                                                {"eval_every", 0}, {"eval_batch", 4}, {"lr", 0.003}, {"seed", 1},
+                       {"training", QJsonObject{{"steps", steps},
+                                                {"batch", 8},
+                                                {"bptt", 32},
+                                                {"log_every", 1},
+                                                {"eval_every", 0},
+                                                {"eval_batch", 4},
+                                                {"lr", 0.003},
+                                                {"seed", 1},
                                                 {"eval_test", false}}}};
   }
 
@@ -72,7 +78,7 @@ class GuiFormsTest : public QObject {
     QApplication::sendEvent(w, &ev);
   }
 
-private Q_SLOTS:
+ private Q_SLOTS:
   void initTestCase() {
     m_root = cstest::temp_dir() + "/forms";
     QDir().mkpath(m_root);
@@ -152,8 +158,8 @@ private Q_SLOTS:
   // The script cell's model.script names a file: the form offers Browse... beside it.
   void scriptFieldHasBrowse() {
     gui::MainWindow w(opts(m_root + "/ws-script-browse"));
-    w.configurePanel()->applyConfig(QJsonObject{{"task", QJsonObject{{"name", "char_lm"}}},
-                                                {"model", QJsonObject{{"cell", "script"}}}});
+    w.configurePanel()->applyConfig(
+        QJsonObject{{"task", QJsonObject{{"name", "char_lm"}}}, {"model", QJsonObject{{"cell", "script"}}}});
     csw::OptionForm* form = w.configurePanel()->form();
     QVERIFY(form->editor("model.script"));
     QAbstractButton* browse = form->browseButton("model.script");
@@ -260,8 +266,14 @@ private Q_SLOTS:
         const QRect steps = where("training.steps"), clip = where("training.clip");
         if (first.isNull() && steps.isValid()) first = steps;
         const QString at = QStringLiteral("%1 +%2 ms: steps %3,%4 %5x%6 (first at y %7), clip y %8")
-                               .arg(what).arg(t).arg(steps.x()).arg(steps.y()).arg(steps.width()).arg(steps.height())
-                               .arg(first.y()).arg(clip.y());
+                               .arg(what)
+                               .arg(t)
+                               .arg(steps.x())
+                               .arg(steps.y())
+                               .arg(steps.width())
+                               .arg(steps.height())
+                               .arg(first.y())
+                               .arg(clip.y());
         if (first.isValid()) {
           QVERIFY2(steps == first, qPrintable(at));
           QVERIFY2(steps.height() >= panel->form()->editor("training.steps")->sizeHint().height(), qPrintable(at));
@@ -271,13 +283,14 @@ private Q_SLOTS:
       }
       QVERIFY2(first.isValid(), qPrintable(what));
     };
-    for (const QString& name : {QStringLiteral("quick-sat-mzu"), QStringLiteral("quick-gru"),
-                                QStringLiteral("quick-word-mcrnn"), QStringLiteral("quick-lstm"),
-                                QStringLiteral("quick-gru")}) {
+    for (const QString& name :
+         {QStringLiteral("quick-sat-mzu"), QStringLiteral("quick-gru"), QStringLiteral("quick-word-mcrnn"),
+          QStringLiteral("quick-lstm"), QStringLiteral("quick-gru")}) {
       // The user has scrolled the form to the training options...
       QWidget* steps = panel->form()->editor("training.steps");
       QTRY_VERIFY(steps && steps->isVisible());
-      inner->verticalScrollBar()->setValue(steps->mapTo(inner->widget(), QPoint(0, 0)).y() - inner->viewport()->height() / 2);
+      inner->verticalScrollBar()->setValue(steps->mapTo(inner->widget(), QPoint(0, 0)).y() -
+                                           inner->viewport()->height() / 2);
       QTest::qWait(50);
       // ... and picks a preset (what choosing it with the mouse sends).
       const int i = preset->findText(name);

@@ -34,8 +34,13 @@ class GuiGenerateTest : public QObject {
     const QJsonObject c{{"task", QJsonObject{{"name", "char_lm"}}},
                         {"dataset", QJsonObject{{"path", text}}},
                         {"model", QJsonObject{{"cell", "gru"}, {"embed", 16}, {"hidden", 32}}},
-                        {"training", QJsonObject{{"steps", 60}, {"batch", 8}, {"bptt", 32}, {"eval_every", 30},
-                                                 {"eval_test", false}, {"threads", 1}, {"lr", 0.01}}}};
+                        {"training", QJsonObject{{"steps", 60},
+                                                 {"batch", 8},
+                                                 {"bptt", 32},
+                                                 {"eval_every", 30},
+                                                 {"eval_test", false},
+                                                 {"threads", 1},
+                                                 {"lr", 0.01}}}};
     QFile cf(cfg);
     QVERIFY(cf.open(QIODevice::WriteOnly));
     cf.write(QJsonDocument(c).toJson());

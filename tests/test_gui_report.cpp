@@ -58,18 +58,20 @@ class GuiReportTest : public QObject {
     const QString corpus = cstest::write_text_fixture("gui_report_corpus.txt", 5000);
     const QJsonObject sweep{
         {"name", "gui-tiny"},
-        {"base", QJsonObject{{"task", QJsonObject{{"name", "char_lm"}}},
-                             {"dataset", QJsonObject{{"path", corpus}}},
-                             {"model", QJsonObject{{"cell", "gru"}, {"embed", 8}, {"hidden", 16}}},
-                             {"training", QJsonObject{{"steps", 12}, {"batch", 8}, {"bptt", 16}, {"eval_every", 6},
-                                                      {"log_every", 3}, {"threads", 1}}}}},
+        {"base",
+         QJsonObject{
+             {"task", QJsonObject{{"name", "char_lm"}}},
+             {"dataset", QJsonObject{{"path", corpus}}},
+             {"model", QJsonObject{{"cell", "gru"}, {"embed", 8}, {"hidden", 16}}},
+             {"training",
+              QJsonObject{
+                  {"steps", 12}, {"batch", 8}, {"bptt", 16}, {"eval_every", 6}, {"log_every", 3}, {"threads", 1}}}}},
         {"grid", QJsonObject{{"model.hidden", QJsonArray{8, 16}}}},
         {"seeds", QJsonArray{1}}};
     writeJson(root + "/sweep.json", sweep);
     QString out, err;
     QCOMPARE(cstest::run_cli({"sweep", "run", root + "/sweep.json", "--workspace", ws, "--quiet"}, &out, &err), 0);
-    const QJsonObject state =
-        cstest::readJsonObject(ws + "/sweeps/gui-tiny/state.json").value("points").toObject();
+    const QJsonObject state = cstest::readJsonObject(ws + "/sweeps/gui-tiny/state.json").value("points").toObject();
     QCOMPARE(state.size(), 2);
     const QString run = state.begin()->toObject().value("run_dir").toString();
     QVERIFY(QFileInfo::exists(run + "/config.json"));

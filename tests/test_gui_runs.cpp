@@ -93,9 +93,16 @@ class GuiRunsTest : public QObject {
     return QJsonObject{{"task", QJsonObject{{"name", "char_lm"}}},
                        {"dataset", QJsonObject{{"path", m_corpus}}},
                        {"model", QJsonObject{{"cell", "gru"}, {"embed", 8}, {"hidden", 16}}},
-                       {"training", QJsonObject{{"steps", steps}, {"batch", 8}, {"bptt", 16}, {"log_every", logEvery},
-                                                {"eval_every", evalEvery}, {"eval_batch", 4}, {"lr", 0.003},
-                                                {"seed", 1}, {"eval_test", false}, {"threads", 1}}}};
+                       {"training", QJsonObject{{"steps", steps},
+                                                {"batch", 8},
+                                                {"bptt", 16},
+                                                {"log_every", logEvery},
+                                                {"eval_every", evalEvery},
+                                                {"eval_batch", 4},
+                                                {"lr", 0.003},
+                                                {"seed", 1},
+                                                {"eval_test", false},
+                                                {"threads", 1}}}};
   }
   static QJsonObject readJson(const QString& path) { return cstest::readJsonObject(path); }
   static void writeFile(const QString& path, const QByteArray& data) {
@@ -123,7 +130,7 @@ class GuiRunsTest : public QObject {
     runView(w)->setCurrentIndex(p->mapFromSource(src));
   }
 
-private Q_SLOTS:
+ private Q_SLOTS:
   void initTestCase() {
     m_root = cstest::temp_dir() + "/guiruns";
     QDir().mkpath(m_root);
@@ -260,10 +267,16 @@ private Q_SLOTS:
     QVERIFY(acts);
 
     // The context menu has every action, each with its shortcut, active while the table has the focus.
-    const QStringList texts = {"&Resume",      "&Fork...",  "&Load configuration", "Rename / &label...",
-                               "&Open folder", "Export for &PyTorch...", "Export for &TensorBoard...", "&Delete..."};
-    const QStringList keys = {"Ctrl+Alt+R", "Ctrl+Alt+F", "Ctrl+Alt+L", "F2", "Ctrl+Alt+O",
-                              "Ctrl+Alt+E", "Ctrl+Alt+T", "Del"};
+    const QStringList texts = {"&Resume",
+                               "&Fork...",
+                               "&Load configuration",
+                               "Rename / &label...",
+                               "&Open folder",
+                               "Export for &PyTorch...",
+                               "Export for &TensorBoard...",
+                               "&Delete..."};
+    const QStringList keys = {"Ctrl+Alt+R", "Ctrl+Alt+F", "Ctrl+Alt+L", "F2",
+                              "Ctrl+Alt+O", "Ctrl+Alt+E", "Ctrl+Alt+T", "Del"};
     QCOMPARE(acts->actions().size(), texts.size());
     for (int i = 0; i < texts.size(); ++i) {
       QAction* a = acts->actions()[i];
@@ -397,7 +410,8 @@ private Q_SLOTS:
     QVERIFY(view);
     QTRY_VERIFY(row(w, dir));
     QSortFilterProxyModel* proxy = w.comparePanel()->runProxy();
-    const QModelIndex idx = proxy->mapFromSource(w.comparePanel()->runModel()->index(w.comparePanel()->runModel()->rowOf(dir), RunTableModel::Status));
+    const QModelIndex idx = proxy->mapFromSource(
+        w.comparePanel()->runModel()->index(w.comparePanel()->runModel()->rowOf(dir), RunTableModel::Status));
     QTest::mouseClick(view->viewport(), Qt::LeftButton, {}, view->visualRect(idx).center());
     QCOMPARE(w.runActions()->selectedRun(), dir);
     view->setFocus();
@@ -499,8 +513,18 @@ private Q_SLOTS:
     dlg.changesEdit()->setPlainText("model.lambda=0.5\n\n  training.steps=80 ");
     const QString abs = QFileInfo(dir).absoluteFilePath();
     const QStringList args = dlg.arguments("/tmp/new-run");
-    const QStringList want = {"train", "--fork", abs + "@20", "--set", "training.lr=0.01", "--set", "model.lambda=0.5",
-                              "--set", "training.steps=80", "--run-dir", "/tmp/new-run", "--threads",
+    const QStringList want = {"train",
+                              "--fork",
+                              abs + "@20",
+                              "--set",
+                              "training.lr=0.01",
+                              "--set",
+                              "model.lambda=0.5",
+                              "--set",
+                              "training.steps=80",
+                              "--run-dir",
+                              "/tmp/new-run",
+                              "--threads",
                               QString::number(gui::threadsPerProcess(1))};
     QCOMPARE(args, want);
     cp->setCurrentIndex(0);
@@ -542,8 +566,8 @@ private Q_SLOTS:
     for (const auto& p : joined)
       if (!p.eval) steps << p.step;
     QVERIFY(!steps.isEmpty());
-    QCOMPARE(steps.first(), qint64(5));  // the parent's first logged step
-    QCOMPARE(steps.last(), qint64(30));  // the child's last
+    QCOMPARE(steps.first(), qint64(5));                                       // the parent's first logged step
+    QCOMPARE(steps.last(), qint64(30));                                       // the child's last
     for (int i = 1; i < steps.size(); ++i) QVERIFY(steps[i] > steps[i - 1]);  // one curve, no overlap
     QVERIFY(steps.contains(10) && steps.contains(15));
   }
@@ -576,10 +600,10 @@ private Q_SLOTS:
     for (const auto& p : pts)
       if (!p.eval) steps << p.step;
     QCOMPARE(steps, (QVector<qint64>{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}));
-    QCOMPARE(pts[0].value("loss", 0), 4.9);   // the parent's first point
-    QCOMPARE(pts.last().value("loss", 0), 9.0);  // the child's
+    QCOMPARE(pts[0].value("loss", 0), 4.9);                                     // the parent's first point
+    QCOMPARE(pts.last().value("loss", 0), 9.0);                                 // the child's
     QCOMPARE(gui::readMetricsFile(child + "/metrics.jsonl", false).size(), 6);  // the file alone
-    QCOMPARE(gui::readMetricsFile(parent + "/metrics.jsonl").size(), 11);      // a root run: unchanged
+    QCOMPARE(gui::readMetricsFile(parent + "/metrics.jsonl").size(), 11);       // a root run: unchanged
 
     // Drawn as one curve in the Training tab and in the comparison.
     MainWindow w(opts(ws));

@@ -70,10 +70,15 @@ class GuiSweepTest : public QObject {
     gui::MainWindow w(o);
     w.resize(1400, 900);
     w.configurePanel()->applyConfig(QJsonObject{{"task", QJsonObject{{"name", "char_lm"}}},
-                              {"dataset", QJsonObject{{"path", corpus}}},
-                              {"model", QJsonObject{{"cell", "gru"}, {"embed", 8}, {"hidden", 16}}},
-                              {"training", QJsonObject{{"steps", 12}, {"batch", 8}, {"bptt", 16}, {"eval_every", 6},
-                                                       {"log_every", 3}, {"lr", 0.003}, {"threads", 1}}}});
+                                                {"dataset", QJsonObject{{"path", corpus}}},
+                                                {"model", QJsonObject{{"cell", "gru"}, {"embed", 8}, {"hidden", 16}}},
+                                                {"training", QJsonObject{{"steps", 12},
+                                                                         {"batch", 8},
+                                                                         {"bptt", 16},
+                                                                         {"eval_every", 6},
+                                                                         {"log_every", 3},
+                                                                         {"lr", 0.003},
+                                                                         {"threads", 1}}}});
     auto* panel = w.sweepPanel();
     QVERIFY(panel);
     // View > Sweeps (Ctrl+4) shows the tab.

@@ -16,8 +16,12 @@
 
 namespace {
 QJsonObject entry(const QString& name, const QStringList& tasks, const QString& format) {
-  QJsonObject e{{"name", name}, {"format", format}, {"obtain", "user"}, {"path", name + ".txt"},
-                {"files", QJsonArray{name + ".txt"}}, {"description", "fixture " + name}};
+  QJsonObject e{{"name", name},
+                {"format", format},
+                {"obtain", "user"},
+                {"path", name + ".txt"},
+                {"files", QJsonArray{name + ".txt"}},
+                {"description", "fixture " + name}};
   if (!tasks.isEmpty()) e.insert("tasks", QJsonArray::fromStringList(tasks));
   return e;
 }

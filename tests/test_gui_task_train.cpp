@@ -49,8 +49,8 @@ bool writeFile(const QString& path, const QByteArray& data) {
 // for the key (or the gift), and another candidate occurs four times (the most frequent one
 // is never the answer). The same construction as tests/core/cloze_fixture.h.
 QByteArray cbtText(int n, unsigned seed) {
-  static const QStringList nouns = {"apple", "boat", "cat", "dog", "egg",  "fish",  "goat", "hat", "ink",  "jar",
-                                    "kite",  "lamp", "moon", "nut", "owl", "pig", "queen", "rat", "sun", "tree"};
+  static const QStringList nouns = {"apple", "boat", "cat",  "dog", "egg", "fish", "goat",  "hat", "ink", "jar",
+                                    "kite",  "lamp", "moon", "nut", "owl", "pig",  "queen", "rat", "sun", "tree"};
   static const QStringList fill = {"a", "and", "then", "so", "very", "big", "old", "it", "ran", "saw", "he", "we"};
   std::mt19937 rng(seed);
   auto pick = [&](int k) { return int(rng() % unsigned(k)); };
@@ -222,11 +222,20 @@ class GuiTaskTrainTest : public QObject {
     QCOMPARE(p->datasetFormat(), QString("cbt"));
     p->revalidateNow();
     QVERIFY2(p->datasetError().isEmpty(), qPrintable(p->datasetError()));
-    setAll(p, {{"model.cell", "gru"},          {"model.reader", "m_aoa"}, {"model.embed", 16},
-               {"model.hidden", 16},           {"model.dropout", 0.0},    {"training.steps", 40},
-               {"training.batch", 16},         {"training.lr", 0.01},     {"training.eval_every", 20},
-               {"training.log_every", 5},      {"training.threads", 1},   {"training.seed", 1},
-               {"training.eval_test", false},  {"training.patience", 0}});
+    setAll(p, {{"model.cell", "gru"},
+               {"model.reader", "m_aoa"},
+               {"model.embed", 16},
+               {"model.hidden", 16},
+               {"model.dropout", 0.0},
+               {"training.steps", 40},
+               {"training.batch", 16},
+               {"training.lr", 0.01},
+               {"training.eval_every", 20},
+               {"training.log_every", 5},
+               {"training.threads", 1},
+               {"training.seed", 1},
+               {"training.eval_test", false},
+               {"training.patience", 0}});
     const QString run = trainToTheEnd(w);
     QVERIFY(!run.isEmpty());
 
@@ -332,12 +341,24 @@ class GuiTaskTrainTest : public QObject {
     QVERIFY2(p->datasetChoices().contains("spam-headlines"), qPrintable(p->datasetChoices().join(", ")));
     QVERIFY(p->setConfigValue("dataset.path", m_pairs));
     QCOMPARE(p->datasetFormat(), QString("parallel"));
-    setAll(p, {{"model.cell", "gru"},          {"model.embed", 16},           {"model.hidden", 32},
-               {"dataset.subword", "bpe"},     {"dataset.source_vocab_size", 20}, {"dataset.target_vocab_size", 20},
-               {"dataset.max_source_len", 16}, {"dataset.max_target_len", 16}, {"training.steps", 40},
-               {"training.batch", 16},         {"training.lr", 0.01},         {"training.eval_every", 20},
-               {"training.eval_decode", 10},   {"training.log_every", 5},     {"training.threads", 1},
-               {"training.seed", 3},           {"training.eval_test", false}, {"training.patience", 0}});
+    setAll(p, {{"model.cell", "gru"},
+               {"model.embed", 16},
+               {"model.hidden", 32},
+               {"dataset.subword", "bpe"},
+               {"dataset.source_vocab_size", 20},
+               {"dataset.target_vocab_size", 20},
+               {"dataset.max_source_len", 16},
+               {"dataset.max_target_len", 16},
+               {"training.steps", 40},
+               {"training.batch", 16},
+               {"training.lr", 0.01},
+               {"training.eval_every", 20},
+               {"training.eval_decode", 10},
+               {"training.log_every", 5},
+               {"training.threads", 1},
+               {"training.seed", 3},
+               {"training.eval_test", false},
+               {"training.patience", 0}});
     // Options the task leaves to the format (the source/target language suffixes, the
     // headline options, lower-casing) are not in the config unless set.
     const QJsonObject ds = p->currentConfig().value("dataset").toObject();

@@ -93,7 +93,7 @@ class GuiTrustPlotsTest : public QObject {
   Q_OBJECT
   QString m_root;
 
-private Q_SLOTS:
+ private Q_SLOTS:
   void initTestCase() {
     m_root = cstest::temp_dir() + "/trust-plots";
     QDir().mkpath(m_root);

@@ -66,13 +66,13 @@ QList<OptionDesc> sampleOptions() {
 
 class TestWidgetsForm : public QObject {
   Q_OBJECT
-private Q_SLOTS:
+ private Q_SLOTS:
   void editorsAndValues() {
     OptionForm f;
     f.setOptions(sampleOptions());
-    QCOMPARE(f.paths(), (QStringList{QStringLiteral("model.hidden"), QStringLiteral("model.cell"),
-                                     QStringLiteral("train.lr"), QStringLiteral("train.clip"),
-                                     QStringLiteral("train.run_name")}));
+    QCOMPARE(f.paths(),
+             (QStringList{QStringLiteral("model.hidden"), QStringLiteral("model.cell"), QStringLiteral("train.lr"),
+                          QStringLiteral("train.clip"), QStringLiteral("train.run_name")}));
     QVERIFY(qobject_cast<QSpinBox*>(f.editor(QStringLiteral("model.hidden"))));
     QVERIFY(qobject_cast<QComboBox*>(f.editor(QStringLiteral("model.cell"))));
     QVERIFY(qobject_cast<ScientificSpinBox*>(f.editor(QStringLiteral("train.lr"))));

@@ -104,7 +104,7 @@ void exportAll(QWidget* view, const QString& stem, const QStringList& svgText) {
 
 class TestWidgetsPlots : public QObject {
   Q_OBJECT
-private Q_SLOTS:
+ private Q_SLOTS:
   void version() { QCOMPARE(qcustomplot_version(), QStringLiteral(QCUSTOMPLOT_VERSION_STR)); }
 
   void emaOfConstantIsConstant() {
@@ -319,7 +319,7 @@ private Q_SLOTS:
     };
     QCOMPARE(darkInLegendCorner(), 0);
     QVERIFY(!p.plot()->legend->visible());
-    QVERIFY(p.legendVisible());  // what the user asked for is kept
+    QVERIFY(p.legendVisible());                                                    // what the user asked for is kept
     p.appendPoints(QStringLiteral("val"), {0, 10}, {std::nan(""), std::nan("")});  // nothing finite yet
     p.replotIfDirty();
     QCOMPARE(darkInLegendCorner(), 0);
@@ -442,8 +442,9 @@ private Q_SLOTS:
     p.setMarker(100);
     p.replotIfDirty();
     const QFont before = p.plot()->xAxis->labelFont();
-    exportAll(&p, QStringLiteral("curve"), {QStringLiteral("Training loss"), QStringLiteral("step"),
-                                             QStringLiteral("bits per char"), QStringLiteral("run1")});
+    exportAll(&p, QStringLiteral("curve"),
+              {QStringLiteral("Training loss"), QStringLiteral("step"), QStringLiteral("bits per char"),
+               QStringLiteral("run1")});
     if (QTest::currentTestFailed()) return;
     QCOMPARE(p.plot()->xAxis->labelFont(), before);  // export font restored
     const QStringList lines = csvLines(cstest::temp_dir() + "/curve.csv");
@@ -544,7 +545,7 @@ private Q_SLOTS:
       for (int k : keys) QVERIFY2(std::abs(c - k) >= step, qPrintable(QString("%1 near key %2").arg(c).arg(k)));
     }
     QVERIFY(shown.size() > keys.size());  // regular labels remain elsewhere
-    h.setKeyColumns(keys, {201});  // 201 first (the answer): 202 makes way
+    h.setKeyColumns(keys, {201});         // 201 first (the answer): 202 makes way
     shown = h.labelledColumns();
     QVERIFY(shown.contains(201) && !shown.contains(202) && shown.contains(5) && shown.contains(398));
     QVERIFY(spaced(shown));
@@ -570,8 +571,7 @@ private Q_SLOTS:
     QFont f = h.font();
     f.setPointSize(f.pointSize() + 2);
     f.setBold(true);
-    for (const QString& l : lines)
-      QVERIFY2(QFontMetrics(f).horizontalAdvance(l) <= h.plot()->width(), qPrintable(l));
+    for (const QString& l : lines) QVERIFY2(QFontMetrics(f).horizontalAdvance(l) <= h.plot()->width(), qPrintable(l));
     h.resize(1400, 260);
     QApplication::processEvents();
     h.plot()->replot(QCustomPlot::rpImmediateRefresh);
@@ -625,8 +625,8 @@ private Q_SLOTS:
     AttentionGrid g;
     g.resize(480, 200);
     g.setTitle(QStringLiteral("Channel attention"));
-    g.setTokens({QStringLiteral("t"), QStringLiteral("h"), QStringLiteral("e"), QStringLiteral("_"),
-                 QStringLiteral("c")});
+    g.setTokens(
+        {QStringLiteral("t"), QStringLiteral("h"), QStringLiteral("e"), QStringLiteral("_"), QStringLiteral("c")});
     g.setChannelLabels({QStringLiteral("k=1"), QStringLiteral("k=2"), QStringLiteral("k=3")});
     g.setWeights({{0.1, 0.9, 0.5, 1.0, 0.2}, {0.0, 0.25, 0.75, 0.3, 0.6}, {1, 1, 1, 1, 1}});
     g.setInDegrees({{1, 2, 1, 2, 3}, {1, 2, 3, 1, 2}, {1, 1, 1, 1, 1}});

@@ -85,9 +85,7 @@ QSize AttentionGrid::sizeHint() const {
   return QSize(std::clamp(80 + 34 * t, 240, 1600), std::clamp(70 + 26 * c, 120, 900));
 }
 
-QSize AttentionGrid::figureSize() const {
-  return width() >= 50 && height() >= 50 && isVisible() ? size() : sizeHint();
-}
+QSize AttentionGrid::figureSize() const { return width() >= 50 && height() >= 50 && isVisible() ? size() : sizeHint(); }
 
 AttentionGrid::Geometry AttentionGrid::geometryFor(const QRect& target, const QFontMetricsF& fm) const {
   Geometry g;
@@ -128,8 +126,7 @@ void AttentionGrid::renderFigure(QPainter* p, const QRect& target) const {
     tf.setPointSizeF(font.pointSizeF() * 1.2);
     p->setFont(tf);
     p->setPen(Qt::black);
-    p->drawText(QRectF(target.left(), target.top() + 4, target.width(), fm.height() * 1.4),
-                Qt::AlignCenter, title());
+    p->drawText(QRectF(target.left(), target.top() + 4, target.width(), fm.height() * 1.4), Qt::AlignCenter, title());
     p->setFont(font);
   }
 
@@ -137,8 +134,8 @@ void AttentionGrid::renderFigure(QPainter* p, const QRect& target) const {
   QFont vf = font;
   vf.setPointSizeF(std::max(5.0, font.pointSizeF() * 0.8));
   const QFontMetricsF vfm(vf, p->device());
-  const bool values = m_showValues && vfm.horizontalAdvance(QStringLiteral("0.00")) + 2 <= g.cellW &&
-                      vfm.height() <= g.cellH;
+  const bool values =
+      m_showValues && vfm.horizontalAdvance(QStringLiteral("0.00")) + 2 <= g.cellW && vfm.height() <= g.cellH;
   for (int c = 0; c < nc; ++c) {
     for (int t = 0; t < nt; ++t) {
       const QRectF cell(g.grid.left() + t * g.cellW, g.grid.top() + c * g.cellH, g.cellW, g.cellH);

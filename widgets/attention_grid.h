@@ -24,7 +24,7 @@ namespace csw {
 
 class AttentionGrid : public PlotView {
   Q_OBJECT
-public:
+ public:
   explicit AttentionGrid(QWidget* parent = nullptr);
 
   void setTokens(const QStringList& tokens);
@@ -62,11 +62,11 @@ public:
   void renderFigure(QPainter* painter, const QRect& target) const override;
   QSize figureSize() const override;
 
-protected:
+ protected:
   void paintEvent(QPaintEvent* ev) override;
   bool event(QEvent* ev) override;
 
-private:
+ private:
   struct Geometry {
     QRectF grid;
     double cellW = 0, cellH = 0;

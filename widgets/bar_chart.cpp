@@ -215,9 +215,8 @@ void BarChart::rebuild() {
 
   // y range: room for the counts text at the top.
   double lo = std::isnan(m_yLo) ? bottom : m_yLo;
-  double hi = std::isnan(m_yHi) ? (top > 0 ? top * (haveCounts && m_countsMode == CountsMode::Text ? 1.22 : 1.1)
-                                           : 1.0)
-                                : m_yHi;
+  double hi =
+      std::isnan(m_yHi) ? (top > 0 ? top * (haveCounts && m_countsMode == CountsMode::Text ? 1.22 : 1.1) : 1.0) : m_yHi;
   if (hi <= lo) hi = lo + 1.0;
   m_plot->yAxis->setRange(lo, hi);
   m_plot->legend->setVisible(m_legend && (m_series.size() > 1 || m_countGraph));

@@ -28,7 +28,7 @@ namespace csw {
 
 class BarChart : public PlotView {
   Q_OBJECT
-public:
+ public:
   enum class CountsMode { Hidden, Text, SecondAxis };
 
   explicit BarChart(QWidget* parent = nullptr);
@@ -65,7 +65,7 @@ public:
   // ExportableView
   QString toCsv() const override;
 
-private:
+ private:
   struct Series;
   void rebuild();
 

@@ -43,7 +43,7 @@ namespace {
 // ticks are QCPAxisTicker's linear "nice" steps (2, 2.5, 3, ...) instead of the
 // powers of ten (none of which may fall in the range); otherwise the log ticks.
 class ReadableLogTicker : public QCPAxisTickerLog {
-protected:
+ protected:
   QVector<double> createTickVector(double tickStep, const QCPRange& range) override {
     if (range.lower > 0 && range.upper > 0 && range.upper / range.lower < 100.0) {
       // QCPAxisTickerLog does not override getTickStep: tickStep is the linear one.
@@ -318,10 +318,8 @@ void CurvePlot::addSeries(const QString& id, const QString& label, const QColor&
     m_byId.insert(id, s);
   }
   s->label = label.isEmpty() ? (s->label.isEmpty() ? id : s->label) : label;
-  if (color.isValid())
-    s->color = color;
-  else if (!s->color.isValid())
-    s->color = paletteColor(m_colorIndex++);
+  if (color.isValid()) s->color = color;
+  else if (!s->color.isValid()) s->color = paletteColor(m_colorIndex++);
   styleSeries(*s);
   markDirty();
 }
@@ -841,8 +839,8 @@ void CurvePlot::fitView() {
   for (const Series* s : m_series) any = any || !s->raw->data()->isEmpty();
   // The x extent, as far as the axis can show it (a log axis: its positive part).
   const double extentLo = m_xLog ? std::max(m_extentLo, m_extentHi * 1e-6) : m_extentLo;
-  const bool extent = hasXExtent() && std::isfinite(extentLo) && std::isfinite(m_extentHi) &&
-                      (!m_xLog || m_extentHi > 0);
+  const bool extent =
+      hasXExtent() && std::isfinite(extentLo) && std::isfinite(m_extentHi) && (!m_xLog || m_extentHi > 0);
   if (!any) {
     // Nothing to fit: the empty view's own range, never the one of data shown before.
     m_internalRange = true;
@@ -980,8 +978,8 @@ QString CurvePlot::tooltipTextAt(const QPointF& pixel) const {
   QString id;
   double x = 0, y = 0;
   if (!nearestPoint(pixel, 20.0, &id, &x, &y)) return QString();
-  QString text = QStringLiteral("%1\nx = %2\ny = %3").arg(seriesLabel(id), QString::number(x, 'g', 8),
-                                                          QString::number(y, 'g', 6));
+  QString text =
+      QStringLiteral("%1\nx = %2\ny = %3").arg(seriesLabel(id), QString::number(x, 'g', 8), QString::number(y, 'g', 6));
   const Series* s = series(id);
   if (s && smoothOn(*s)) {
     // Also show the raw value at that x.

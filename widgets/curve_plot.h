@@ -85,7 +85,7 @@ namespace csw {
 
 class CurvePlot : public PlotView {
   Q_OBJECT
-public:
+ public:
   static constexpr int kNoAntialiasPoints = 100000;
   static constexpr int kMarkerPoints = 30;
 
@@ -195,22 +195,22 @@ public:
   // ExportableView
   QString toCsv() const override;
 
-public Q_SLOTS:
+ public Q_SLOTS:
   // Replots (queued) when data changed since the last call. Returns true if it did.
   bool replotIfDirty();
   // Auto-fit both axes to the data and follow new data again.
   void resetView();
 
-Q_SIGNALS:
+ Q_SIGNALS:
   void smoothingChanged(double factor);
   void viewReset();
 
-protected:
+ protected:
   bool eventFilter(QObject* watched, QEvent* event) override;
   void decorationChanged() override;
   void resizeEvent(QResizeEvent* event) override;
 
-private:
+ private:
   struct Series;
   struct RefLine;
   Series* series(const QString& id);

@@ -86,13 +86,13 @@ namespace {
 
 // Collects undo actions; runs them in reverse order on destruction.
 class Restorer {
-public:
+ public:
   ~Restorer() {
     for (auto it = undo_.rbegin(); it != undo_.rend(); ++it) (*it)();
   }
   void add(std::function<void()> f) { undo_.push_back(std::move(f)); }
 
-private:
+ private:
   std::vector<std::function<void()>> undo_;
 };
 
@@ -186,8 +186,8 @@ void setupSvg(QSvgGenerator* gen, const QString& path, const QSize& sz, const Ex
   gen->setDescription(o.creator);
 }
 
-bool exportPlot(QCustomPlot* plot, const QString& path, const QString& ext, const QSize& sz,
-                const ExportOptions& o, QString* error) {
+bool exportPlot(QCustomPlot* plot, const QString& path, const QString& ext, const QSize& sz, const ExportOptions& o,
+                QString* error) {
   bool ok = false;
   if (ext == QLatin1String("png")) {
     ok = plot->savePng(path, sz.width(), sz.height(), o.scale, -1, o.dpi, QCP::ruDotsPerInch);

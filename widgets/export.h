@@ -32,7 +32,7 @@ namespace csw {
 
 // Implemented by every cellscope view (in addition to QWidget).
 class ExportableView {
-public:
+ public:
   virtual ~ExportableView() = default;
   // The view's data as CSV text (header line + rows, '\n' line ends, RFC 4180 quoting).
   virtual QString toCsv() const = 0;
@@ -44,16 +44,19 @@ public:
   // Natural figure size when ExportOptions::size is not given (default: widget size).
   virtual QSize figureSize() const { return QSize(); }
   // Temporarily replace the figure title (export). Returns the previous title.
-  virtual QString replaceTitle(const QString& title) { Q_UNUSED(title); return QString(); }
+  virtual QString replaceTitle(const QString& title) {
+    Q_UNUSED(title);
+    return QString();
+  }
 };
 
 struct ExportOptions {
-  QSize size;               // figure size in logical pixels (= points in PDF); empty: view's size
-  double scale = 1.0;       // PNG only: pixel size = size * scale
-  int dpi = 300;            // PNG only: DPI written to the file (pHYs)
-  QString fontFamily;       // empty: keep the view's fonts
-  double fontPointSize = 0; // <= 0: keep the view's font sizes
-  QString title;            // non-empty: title used for this export only
+  QSize size;                // figure size in logical pixels (= points in PDF); empty: view's size
+  double scale = 1.0;        // PNG only: pixel size = size * scale
+  int dpi = 300;             // PNG only: DPI written to the file (pHYs)
+  QString fontFamily;        // empty: keep the view's fonts
+  double fontPointSize = 0;  // <= 0: keep the view's font sizes
+  QString title;             // non-empty: title used for this export only
   QString creator = QStringLiteral("Cellscope");
 };
 
@@ -68,8 +71,8 @@ bool exportCsv(QWidget* view, const QString& path, QString* error = nullptr);
 bool writeCsvFile(const QString& csv, const QString& path, QString* error = nullptr);
 
 // CSV helpers used by the views.
-QString csvField(const QString& s);    // quotes when needed (RFC 4180: core/base/util/csv.h)
+QString csvField(const QString& s);                 // quotes when needed (RFC 4180: core/base/util/csv.h)
 QList<QStringList> csvRecords(const QString& csv);  // the records of a CSV text, each its fields
-QString csvNumber(double v);           // shortest round-trip text, empty for NaN
+QString csvNumber(double v);                        // shortest round-trip text, empty for NaN
 
 }  // namespace csw

@@ -37,7 +37,7 @@ namespace csw {
 
 class HeatmapView : public PlotView {
   Q_OBJECT
-public:
+ public:
   explicit HeatmapView(QWidget* parent = nullptr);
   ~HeatmapView() override;
 
@@ -99,11 +99,10 @@ public:
   bool cellAt(const QPointF& pixel, int* row, int* col) const;
   QString tooltipTextAt(const QPointF& pixel) const;
 
-
   // ExportableView
   QString toCsv() const override;
 
-private:
+ private:
   void rebuild();
   void rebuildTicks();
   // Applies max(own need, the linked views' needs) as the label steps; true if they changed.
@@ -125,9 +124,9 @@ private:
   bool m_thin = false;
   int m_colStep = 1, m_rowStep = 1;
   int m_needColStep = 1, m_needRowStep = 1;  // what this view needs at its size
-  QVector<QPointer<HeatmapView>> m_linked;  // the other views of its thinning group
-  QVector<int> m_keyCols;  // sorted
-  QVector<int> m_firstKeyCols;  // sorted, a subset of m_keyCols
+  QVector<QPointer<HeatmapView>> m_linked;   // the other views of its thinning group
+  QVector<int> m_keyCols;                    // sorted
+  QVector<int> m_firstKeyCols;               // sorted, a subset of m_keyCols
 };
 
 }  // namespace csw

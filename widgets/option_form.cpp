@@ -134,7 +134,7 @@ namespace {
 // The Int editor of an optional option: minimum() (INT_MIN) means unset and shows the
 // special text; stepping up from it starts at `start`, below `rangeMin` unsets again.
 class OptionalSpinBox : public QSpinBox {
-public:
+ public:
   OptionalSpinBox(QWidget* parent, const QString& specialText, int start, int rangeMin)
       : QSpinBox(parent), m_start(start), m_rangeMin(rangeMin) {
     setRange(INT_MIN, INT_MAX);
@@ -154,7 +154,7 @@ public:
     else QSpinBox::fixup(input);
   }
 
-private:
+ private:
   int m_start, m_rangeMin;
 };
 

@@ -59,8 +59,8 @@ struct OptionDesc {
   double min = 0.0, max = 0.0;   // applied when min < max
   QStringList choices;           // Enum
   bool advanced = false;
-  bool optional = false;         // no default: starts unset, left out of values() until set
-  QString fileFilter;            // String naming a file: a Browse... button (QFileDialog's name filters)
+  bool optional = false;  // no default: starts unset, left out of values() until set
+  QString fileFilter;     // String naming a file: a Browse... button (QFileDialog's name filters)
   QString path() const { return section + QLatin1Char('.') + key; }
 };
 
@@ -70,7 +70,7 @@ struct OptionDesc {
 // leading decimal digit (0.003 -> 0.004, 2e-5 -> 3e-5).
 class ScientificSpinBox : public QDoubleSpinBox {
   Q_OBJECT
-public:
+ public:
   explicit ScientificSpinBox(QWidget* parent = nullptr);
   QString textFromValue(double value) const override;
   double valueFromText(const QString& text) const override;
@@ -84,14 +84,14 @@ public:
   bool isUnset() const { return m_optional && value() == minimum(); }
   void unset() { setValue(minimum()); }
 
-private:
+ private:
   bool m_optional = false;
   double m_start = 0.0, m_rangeMin = -DBL_MAX;
 };
 
 class OptionForm : public QWidget {
   Q_OBJECT
-public:
+ public:
   explicit OptionForm(QWidget* parent = nullptr);
   ~OptionForm() override;
 
@@ -104,9 +104,9 @@ public:
   QList<OptionDesc> options() const;  // with current values
   QStringList paths() const;
 
-  QVariantMap values() const;  // "section.key" -> int / double / bool / QString
+  QVariantMap values() const;                 // "section.key" -> int / double / bool / QString
   QVariant value(const QString& path) const;  // invalid for an unset optional option
-  bool isUnset(const QString& path) const;     // an optional option left at "default"
+  bool isUnset(const QString& path) const;    // an optional option left at "default"
   // Sets one value (converted to the option's type). Returns false for an
   // unknown path or an unconvertible value.
   bool setValue(const QString& path, const QVariant& value);
@@ -125,24 +125,24 @@ public:
 
   // What a Browse... button asks (a file's path, empty when cancelled): QFileDialog unless a test
   // sets another (nullptr restores QFileDialog).
-  using FileChooser = std::function<QString(QWidget* parent, const QString& caption, const QString& dir,
-                                            const QString& filter)>;
+  using FileChooser =
+      std::function<QString(QWidget* parent, const QString& caption, const QString& dir, const QString& filter)>;
   static void setFileChooser(FileChooser chooser);
 
   // Widgets, for tests and custom layouts.
   QWidget* editor(const QString& path) const;
   QAbstractButton* browseButton(const QString& path) const;  // nullptr: not a file field
-  QLabel* errorLabel(const QString& path) const;  // the general label for an unknown path
+  QLabel* errorLabel(const QString& path) const;             // the general label for an unknown path
   QWidget* advancedPanel(const QString& section) const;
   void setAdvancedExpanded(const QString& section, bool expanded);
 
-Q_SIGNALS:
+ Q_SIGNALS:
   void changed(const QString& path, const QVariant& value);
 
-protected:
+ protected:
   bool eventFilter(QObject* watched, QEvent* event) override;
 
-private:
+ private:
   struct Field;
   struct Section;
   Field* field(const QString& path) const;

@@ -87,10 +87,8 @@ bool PlotView::exportTo(const QString& path, const ExportOptions& options, QStri
 }
 
 void PlotView::showHoverText(const QString& text, const QPoint& globalPos) {
-  if (text.isEmpty())
-    QToolTip::hideText();
-  else
-    QToolTip::showText(globalPos, text, m_plot ? static_cast<QWidget*>(m_plot) : this);
+  if (text.isEmpty()) QToolTip::hideText();
+  else QToolTip::showText(globalPos, text, m_plot ? static_cast<QWidget*>(m_plot) : this);
 }
 
 void PlotView::requestReplot() {

@@ -24,7 +24,7 @@ namespace csw {
 
 class PlotView : public QWidget, public ExportableView {
   Q_OBJECT
-public:
+ public:
   void setTitle(const QString& title);
   QString title() const { return m_title; }
   // The title as drawn: broken into lines that fit width pixels (at word boundaries, anywhere
@@ -50,11 +50,11 @@ public:
   QCustomPlot* figurePlot() const override { return m_plot; }
   QString replaceTitle(const QString& title) override;
 
-public Q_SLOTS:
+ public Q_SLOTS:
   // The one replot policy (see above).
   void requestReplot();
 
-protected:
+ protected:
   enum class Kind { CustomPlot, Painted };
   // CustomPlot: creates plot() (the subclass lays it out) with the title row
   // above its axis rect (call before adding other elements to row 0).
@@ -66,7 +66,7 @@ protected:
 
   QCustomPlot* m_plot = nullptr;  // CustomPlot views only
 
-private:
+ private:
   QCPTextElement* m_titleElement = nullptr;
   QString m_title, m_xLabel, m_yLabel;
 };

@@ -3,4 +3,4 @@
 namespace csw {
 // Version of the widget library's QCustomPlot (for `info` and the About dialog).
 QString qcustomplot_version();
-}
+}  // namespace csw

@@ -27,7 +27,6 @@ namespace cli {
 
 namespace {
 
-
 std::string extension_of(const std::string& out) {
   const auto dot = out.rfind('.');
   if (dot == std::string::npos || out.find('/', dot) != std::string::npos) return "";
@@ -96,8 +95,9 @@ int cmd_analyze(const std::vector<std::string>& a) {
     print_help();
     return 0;
   }
-  auto args = parse(a, {}, {"run", "checkpoint", "out", "text", "last", "layer", "char", "split", "buckets", "threads",
-                            "question", "bins", "metric", "color-map", "width", "height", "script"});
+  auto args = parse(a, {},
+                    {"run", "checkpoint", "out", "text", "last", "layer", "char", "split", "buckets", "threads",
+                     "question", "bins", "metric", "color-map", "width", "height", "script"});
   if (args.positional.size() != 1) throw UsageError("expected one KIND (see cellscope-cli analyze --help)");
   apply_script_option(args);
   if (!args.has("run")) throw UsageError("--run DIR is required");
@@ -109,8 +109,9 @@ int cmd_analyze(const std::vector<std::string>& a) {
     if (ext != "csv" && ext != "json" && ext != "png" && ext != "pdf" && ext != "svg")
       throw UsageError("--out must end in .csv, .json, .png, .pdf or .svg (got '" + out + "')");
     if ((ext == "png" || ext == "pdf" || ext == "svg") && !figures_available())
-      throw UsageError("this cellscope-cli was built without the figures library (CELLSCOPE_GUI=OFF): "
-                       "image output (.png/.pdf/.svg) is unavailable; use --out FILE.csv or FILE.json");
+      throw UsageError(
+          "this cellscope-cli was built without the figures library (CELLSCOPE_GUI=OFF): "
+          "image output (.png/.pdf/.svg) is unavailable; use --out FILE.csv or FILE.json");
   }
   cs::set_threads(static_cast<int>(args.get_int("threads", 0)));
 

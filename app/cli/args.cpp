@@ -50,7 +50,6 @@ long long Args::get_int(const std::string& k, long long def, long long lo, long 
   return x;
 }
 
-
 // ------------------------------------------------------------------ parse
 namespace {
 
@@ -60,7 +59,7 @@ namespace {
 constexpr char kMark = '\x1f';
 
 bool needs_mark(const std::string& s) {
-  if (!s.empty() && s[0] == kMark) return true;  // keeps the mapping one-to-one
+  if (!s.empty() && s[0] == kMark) return true;       // keeps the mapping one-to-one
   return s.size() > 1 && s[0] == '-' && s[1] != '-';  // "-1", "-x", "-h" as a value; a lone "-" is a word already
 }
 
@@ -72,7 +71,9 @@ std::string long_name(const std::string& s) {
   return s.substr(2, s.find('=') - 2);
 }
 
-bool listed(const std::vector<std::string>& v, const std::string& k) { return std::find(v.begin(), v.end(), k) != v.end(); }
+bool listed(const std::vector<std::string>& v, const std::string& k) {
+  return std::find(v.begin(), v.end(), k) != v.end();
+}
 
 }  // namespace
 
@@ -80,8 +81,8 @@ Args parse(const std::vector<std::string>& a, const std::vector<std::string>& fl
            const std::vector<std::string>& valued) {
   Args out;
   CLI::App app;
-  app.set_help_flag();         // help is the command's own text (want_help), not CLI11's
-  app.allow_extras(true);      // unknown options come back in remaining(): refused below, by name
+  app.set_help_flag();     // help is the command's own text (want_help), not CLI11's
+  app.allow_extras(true);  // unknown options come back in remaining(): refused below, by name
   app.allow_windows_style_options(false);
   std::vector<std::string> positional;
   app.add_option("positional", positional)->expected(0, CLI::detail::expected_max_vector_size);
@@ -106,7 +107,8 @@ Args parse(const std::vector<std::string>& a, const std::vector<std::string>& fl
     const std::string& s = a[i];
     const bool value = i > 0 && a[i - 1].find('=') == std::string::npos && listed(valued, long_name(a[i - 1]));
     if (!value && s.size() > 1 && s[0] == '-' && std::isalpha(static_cast<unsigned char>(s[1])))
-      throw UsageError("unknown option '" + s + "' (the only short option is -h; a file or preset named so goes after --)");
+      throw UsageError("unknown option '" + s +
+                       "' (the only short option is -h; a file or preset named so goes after --)");
   }
   std::vector<std::string> args;
   args.reserve(a.size());
@@ -128,7 +130,8 @@ Args parse(const std::vector<std::string>& a, const std::vector<std::string>& fl
     for (const auto& s : a) {
       if (s == "--") after_mark = true;
       const std::string k = long_name(s);
-      if (!after_mark && s.find('=') != std::string::npos && listed(flags, k)) throw UsageError("--" + k + " takes no value");
+      if (!after_mark && s.find('=') != std::string::npos && listed(flags, k))
+        throw UsageError("--" + k + " takes no value");
     }
     const std::string k = long_name(a.back());
     throw UsageError("--" + (k.empty() ? std::string("?") : k) + " needs a value");

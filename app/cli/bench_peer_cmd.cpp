@@ -86,8 +86,8 @@ static int run_python_check(const std::vector<std::string>& dirs, bool as_json, 
 
 int cmd_bench_peer(const std::vector<std::string>& a) {
   auto args = parse(a, {"peer", "peer-child", "peer-check", "autograd", "json", "no-python"},
-                    {"peer-export", "keep", "from", "cell", "batch", "seq", "embed", "hidden", "vocab", "set",
-                     "iters", "threads", "model-json", "min-seconds", "tol", "rounds"});
+                    {"peer-export", "keep", "from", "cell", "batch", "seq", "embed", "hidden", "vocab", "set", "iters",
+                     "threads", "model-json", "min-seconds", "tol", "rounds"});
   if (args.has("peer-child")) {  // one measurement in a fresh process (run by `bench --peer`)
     const auto m = cs::parse_json(args.get("model-json"), "--model-json");
     cs::set_threads(static_cast<int>(args.get_int("threads", 0, 0, 1024)));
@@ -120,7 +120,8 @@ int cmd_bench_peer(const std::vector<std::string>& a) {
       std::error_code ec;
       const auto base = fs::temp_directory_path(ec);
       std::string tmpl = (ec ? std::string("/tmp") : base.string()) + "/cellscope-peer-check-XXXXXX";
-      if (!::mkdtemp(tmpl.data())) throw cs::UserError("cannot create a temporary directory in " + tmpl.substr(0, tmpl.rfind('/')));
+      if (!::mkdtemp(tmpl.data()))
+        throw cs::UserError("cannot create a temporary directory in " + tmpl.substr(0, tmpl.rfind('/')));
       root = own.dir = tmpl;
     }
     std::vector<std::string> dirs;

@@ -55,16 +55,16 @@ int cmd_params(const std::vector<std::string>&);
 int cmd_bench(const std::vector<std::string>&);
 int cmd_analyze(const std::vector<std::string>&);
 int cmd_bench_analysis(const std::vector<std::string>&);  // analyze_cmd.cpp: bench --analysis relevance
-int cmd_bench_peer(const std::vector<std::string>&);  // bench_peer_cmd.cpp: bench --peer, --peer-check, --peer-export
-int cmd_cv(const std::vector<std::string>&);  // cv_cmd.cpp: k-fold cross-validation
-int cmd_sweep(const std::vector<std::string>&);  // sweep_cmd.cpp: grids x seeds, the papers' tables
-int cmd_generate(const std::vector<std::string>&);  // generate_cmd.cpp: text generation
-int cmd_cloze(const std::vector<std::string>&);     // cloze_cmd.cpp: cloze scores | rerank
+int cmd_bench_peer(const std::vector<std::string>&);    // bench_peer_cmd.cpp: bench --peer, --peer-check, --peer-export
+int cmd_cv(const std::vector<std::string>&);            // cv_cmd.cpp: k-fold cross-validation
+int cmd_sweep(const std::vector<std::string>&);         // sweep_cmd.cpp: grids x seeds, the papers' tables
+int cmd_generate(const std::vector<std::string>&);      // generate_cmd.cpp: text generation
+int cmd_cloze(const std::vector<std::string>&);         // cloze_cmd.cpp: cloze scores | rerank
 int cmd_cloze_rerank(const std::vector<std::string>&);  // cloze_rerank_cmd.cpp: the re-ranking step
-int cmd_decode(const std::vector<std::string>&);    // decode_cmd.cpp: seq2seq decodes + BLEU/ROUGE
-int cmd_export(const std::vector<std::string>&);    // export_cmd.cpp: dispatch of `export ...`
+int cmd_decode(const std::vector<std::string>&);        // decode_cmd.cpp: seq2seq decodes + BLEU/ROUGE
+int cmd_export(const std::vector<std::string>&);        // export_cmd.cpp: dispatch of `export ...`
 int cmd_export_tensorboard(const std::vector<std::string>&);  // export_tb_cmd.cpp: `export tensorboard`
-int cmd_export_torch(const std::vector<std::string>&);  // export_torch_cmd.cpp: a run for plain PyTorch
+int cmd_export_torch(const std::vector<std::string>&);        // export_torch_cmd.cpp: a run for plain PyTorch
 int cmd_report(const std::vector<std::string>&);  // report_cmd.cpp: the reproducibility bundle and its check
 
 // Data-parallel training and benchmark (dist_cmd.cpp, docs/DISTRIBUTED.md).
@@ -88,13 +88,13 @@ constexpr int kExitStoppedBySigterm = 75;
 // (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT, LOCAL_RANK, LOCAL_WORLD_SIZE and torchrun's
 // TORCHELASTIC_USE_AGENT_STORE / TORCHELASTIC_RESTART_COUNT). docs/DISTRIBUTED.md.
 struct LauncherEnv {
-  bool present = false;   // RANK and WORLD_SIZE are both set
+  bool present = false;  // RANK and WORLD_SIZE are both set
   int rank = 0, world = 1;
-  int local_rank = -1;    // LOCAL_RANK (-1: unset)
-  int local_world = 1;    // LOCAL_WORLD_SIZE (processes on this machine; default 1)
-  std::string master;     // "MASTER_ADDR:MASTER_PORT" (brackets around an IPv6 address)
-  bool agent_store = false;   // torchrun's agent already serves a c10d TCPStore there
-  std::string store_prefix;   // the key prefix torchrun's workers use in it
+  int local_rank = -1;           // LOCAL_RANK (-1: unset)
+  int local_world = 1;           // LOCAL_WORLD_SIZE (processes on this machine; default 1)
+  std::string master;            // "MASTER_ADDR:MASTER_PORT" (brackets around an IPv6 address)
+  bool agent_store = false;      // torchrun's agent already serves a c10d TCPStore there
+  std::string store_prefix;      // the key prefix torchrun's workers use in it
   std::string describe() const;  // "RANK=1 WORLD_SIZE=2 MASTER=...": for messages
 };
 // Reads the variables; a set but malformed one (not an integer, out of range, a missing

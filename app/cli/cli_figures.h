@@ -10,7 +10,7 @@
 namespace cli {
 
 struct FigureOptions {
-  std::string color_map;  // "" = the figures library's default
+  std::string color_map;      // "" = the figures library's default
   int width = 0, height = 0;  // one panel, pixels; 0 = default
 };
 

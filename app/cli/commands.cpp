@@ -40,8 +40,7 @@ json load_config_arg(const std::string& arg, const std::vector<std::string>& set
   if (!cs::file_exists(path)) {
     std::string preset = cs::join_path(cs::join_path(cs::resources_dir(), "presets"), arg + ".json");
     if (cs::file_exists(preset)) path = preset;
-    else
-      throw cs::UserError("'" + arg + "' is neither a config file nor a preset (cellscope-cli presets lists them)");
+    else throw cs::UserError("'" + arg + "' is neither a config file nor a preset (cellscope-cli presets lists them)");
   }
   json cfg;
   try {
@@ -216,8 +215,8 @@ int cmd_params(const std::vector<std::string>& a) {
     std::cout << json{{"total", total}, {"modules", m}, {"cell", cfg["model"]["cell"]}}.dump(2) << "\n";
   } else {
     for (auto& [k, v] : br) std::cout << std::left << std::setw(32) << k << std::right << std::setw(14) << v << "\n";
-    std::cout << std::left << std::setw(32) << "total" << std::right << std::setw(14) << total << "  ("
-              << std::fixed << std::setprecision(2) << total / 1e6 << "M)\n";
+    std::cout << std::left << std::setw(32) << "total" << std::right << std::setw(14) << total << "  (" << std::fixed
+              << std::setprecision(2) << total / 1e6 << "M)\n";
   }
   return 0;
 }
@@ -526,7 +525,8 @@ int cmd_bench(const std::vector<std::string>& a) {
   if (!classify && args.get("task", "char_lm") != "char_lm") throw UsageError("--task must be char_lm or classify");
 
   cs::BenchOptions o;
-  o.model = {{"cell", args.get("cell", "gru")}, {"embed", args.get_int("embed", classify ? 200 : 256, 1, 65536)},
+  o.model = {{"cell", args.get("cell", "gru")},
+             {"embed", args.get_int("embed", classify ? 200 : 256, 1, 65536)},
              {"hidden", args.get_int("hidden", classify ? 200 : 512, 1, 65536)}};
   for (auto& s : args.all("set")) {
     json tmp = {{"model", o.model}};
@@ -567,8 +567,7 @@ int cmd_bench(const std::vector<std::string>& a) {
     if (r["gflops"].is_number() && std::isfinite(r["gflops"].get<double>()))
       std::cout << r["gflops"].get<double>() << " GFLOP/s  (GEMM " << r["gemm_gflops"].get<double>()
                 << " GFLOP/s, efficiency " << 100 * r["efficiency"].get<double>() << "%)\n";
-    else
-      std::cout << "unknown GFLOP/s (cell " << r["cell"].get<std::string>() << " has no analytic FLOP count)\n";
+    else std::cout << "unknown GFLOP/s (cell " << r["cell"].get<std::string>() << " has no analytic FLOP count)\n";
     if (r.contains("baseline"))
       std::cout << "  baseline " << r["baseline"].get<std::string>() << "  "
                 << r["baseline_seconds_per_step"].get<double>() * 1e3 << " ms  ("
@@ -577,8 +576,7 @@ int cmd_bench(const std::vector<std::string>& a) {
     if (r.contains("baseline")) {
       if (r["flop_ratio"].is_number() && std::isfinite(r["flop_ratio"].get<double>()))
         std::cout << r["flop_ratio"].get<double>() << "x\n";
-      else
-        std::cout << "unknown\n";
+      else std::cout << "unknown\n";
     }
   }
   auto warn = cs::blas_warning(cs::detect_blas());

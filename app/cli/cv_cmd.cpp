@@ -79,14 +79,15 @@ int cmd_cv(const std::vector<std::string>& a) {
     j["std"] = v.size() > 1 ? std::sqrt(s2 / static_cast<double>(v.size() - 1)) : 0.0;
     return j;
   };
-  json summary = {{"folds", K}, {"task", task_name}, {"cell", cfg0["model"]["cell"]}, {"metric", "accuracy"},
+  json summary = {{"folds", K},        {"task", task_name},    {"cell", cfg0["model"]["cell"]}, {"metric", "accuracy"},
                   {"per_fold", folds}, {"test", stats(tests)}, {"best_valid", stats(valids)}};
   cs::atomic_write(cs::join_path(out, "cv_summary.json"), summary.dump(2) + "\n");
   if (args.has("json")) {
     std::cout << summary.dump() << "\n";
   } else if (!tests.empty()) {
-    std::cerr << std::fixed << std::setprecision(4) << "test accuracy over " << tests.size() << " folds: "
-              << summary["test"]["mean"].get<double>() << " +- " << summary["test"]["std"].get<double>() << "\n"
+    std::cerr << std::fixed << std::setprecision(4) << "test accuracy over " << tests.size()
+              << " folds: " << summary["test"]["mean"].get<double>() << " +- " << summary["test"]["std"].get<double>()
+              << "\n"
               << "summary: " << cs::join_path(out, "cv_summary.json") << "\n";
   }
   return 0;

@@ -85,14 +85,16 @@ int cmd_datasets(const std::vector<std::string>& a) {
     return 0;
   }
   std::cout << std::left << std::setw(24) << "name" << std::setw(22) << "tasks" << std::setw(12) << "format"
-            << std::setw(10) << "obtain" << "status\n";
+            << std::setw(10) << "obtain"
+            << "status\n";
   for (auto& r : out) {
     std::string tasks;
     for (auto& t : r["tasks"]) tasks += (tasks.empty() ? "" : ",") + t.get<std::string>();
     std::cout << std::left << std::setw(24) << r["name"].get<std::string>() << std::setw(22) << tasks << std::setw(12)
               << r["format"].get<std::string>() << std::setw(10) << r["obtain"].get<std::string>()
-              << (r["fetched"].get<bool>() ? (r["obtain"] == "build" ? "built" : "fetched")
-                  : (r["obtain"] == "build" ? "not built (built on first use)" : "not fetched"))
+              << (r["fetched"].get<bool>()
+                      ? (r["obtain"] == "build" ? "built" : "fetched")
+                      : (r["obtain"] == "build" ? "not built (built on first use)" : "not fetched"))
               << "\n";
   }
   return 0;

@@ -32,10 +32,8 @@ int cmd_datasets_show(const std::vector<std::string>& a) {
   const std::string what = args.positional[0];
   cs::json ds = cs::json::object();
   const cs::json manifest = cs::load_manifest();
-  if (cs::find_manifest_entry(manifest, what))
-    ds["name"] = what;
-  else if (cs::file_exists(what) || cs::dir_exists(what))
-    ds["path"] = what;
+  if (cs::find_manifest_entry(manifest, what)) ds["name"] = what;
+  else if (cs::file_exists(what) || cs::dir_exists(what)) ds["path"] = what;
   else
     throw cs::UserError("datasets show: '" + what + "' is neither a dataset of the manifest nor a file or directory");
   if (args.has("format")) ds["format"] = args.get("format");
@@ -55,14 +53,13 @@ int cmd_datasets_show(const std::vector<std::string>& a) {
     throw UsageError("--split " + split + ": expected train, valid or test");
 
   const cs::Seq2SeqSplits s = cs::load_seq2seq_dataset(ds);
-  const int64_t lead = args.has("lead-words") ? args.get_int("lead-words", 8, 1, 100000)
-                                              : cs::default_lead_words(s.train);
+  const int64_t lead =
+      args.has("lead-words") ? args.get_int("lead-words", 8, 1, 100000) : cs::default_lead_words(s.train);
   cs::json out = {{"description", s.description}, {"lead_words", lead}};
   for (const char* name : {"train", "valid", "test"}) {
     const auto& v = std::string(name) == "train" ? s.train : std::string(name) == "valid" ? s.valid : s.test;
-    cs::json row = {{"pairs", v.size()},
-                    {"mean_source_words", mean_words(v, true)},
-                    {"mean_target_words", mean_words(v, false)}};
+    cs::json row = {
+        {"pairs", v.size()}, {"mean_source_words", mean_words(v, true)}, {"mean_target_words", mean_words(v, false)}};
     if (std::string(name) != "train") {
       std::vector<std::string> hyp, ref;
       for (const auto& p : v) {
@@ -71,8 +68,11 @@ int cmd_datasets_show(const std::vector<std::string>& a) {
       }
       const auto b = cs::corpus_bleu(hyp, ref);
       const auto r = cs::corpus_rouge(hyp, ref);
-      row["lead"] = {{"bleu", b.bleu}, {"brevity_penalty", b.brevity_penalty}, {"rouge1", r.rouge1},
-                     {"rouge2", r.rouge2}, {"rougeL", r.rougeL}};
+      row["lead"] = {{"bleu", b.bleu},
+                     {"brevity_penalty", b.brevity_penalty},
+                     {"rouge1", r.rouge1},
+                     {"rouge2", r.rouge2},
+                     {"rougeL", r.rougeL}};
       out["bleu_signature"] = b.signature;
       out["rouge_signature"] = r.signature;
     }
@@ -97,14 +97,17 @@ int cmd_datasets_show(const std::vector<std::string>& a) {
       tgt += static_cast<double>(v.encode(p.target).size());
     }
     const double n = std::max<double>(1, static_cast<double>(s.valid.size()));
-    out["subword"] = {{"model_type", so.model_type}, {"vocab_size", v.size()}, {"train_seconds", secs},
-                      {"valid_mean_source_pieces", src / n}, {"valid_mean_target_pieces", tgt / n}};
+    out["subword"] = {{"model_type", so.model_type},
+                      {"vocab_size", v.size()},
+                      {"train_seconds", secs},
+                      {"valid_mean_source_pieces", src / n},
+                      {"valid_mean_target_pieces", tgt / n}};
   }
   const auto& shown = split == "train" ? s.train : split == "valid" ? s.valid : s.test;
   out["examples"] = cs::json::array();
   for (size_t i = 0; i < shown.size() && static_cast<int64_t>(i) < k; ++i)
-    out["examples"].push_back({{"source", shown[i].source}, {"target", shown[i].target},
-                               {"lead", cs::lead_baseline(shown[i].source, lead)}});
+    out["examples"].push_back(
+        {{"source", shown[i].source}, {"target", shown[i].target}, {"lead", cs::lead_baseline(shown[i].source, lead)}});
   if (args.has("json")) {
     std::cout << out.dump(2) << "\n";
     return 0;
@@ -112,7 +115,8 @@ int cmd_datasets_show(const std::vector<std::string>& a) {
   std::cout << s.description << "\n\n"
             << std::left << std::setw(8) << "split" << std::right << std::setw(9) << "pairs" << std::setw(10)
             << "src words" << std::setw(10) << "tgt words" << std::setw(10) << "lead BLEU" << std::setw(8) << "R-1"
-            << std::setw(8) << "R-2" << std::setw(8) << "R-L" << "\n";
+            << std::setw(8) << "R-2" << std::setw(8) << "R-L"
+            << "\n";
   std::cout << std::fixed << std::setprecision(2);
   for (const char* name : {"train", "valid", "test"}) {
     const auto& row = out["splits"][name];

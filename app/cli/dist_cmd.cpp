@@ -90,8 +90,9 @@ LauncherEnv launcher_env() {
   if (e.world > 1) {
     const std::string addr = env_text("MASTER_ADDR");
     if (addr.empty() || env_text("MASTER_PORT").empty())
-      throw UsageError("RANK and WORLD_SIZE are set (a launcher such as torchrun), but MASTER_ADDR and MASTER_PORT "
-                       "are not: set both, or give --rank, --world-size and --master");
+      throw UsageError(
+          "RANK and WORLD_SIZE are set (a launcher such as torchrun), but MASTER_ADDR and MASTER_PORT "
+          "are not: set both, or give --rank, --world-size and --master");
     const int port = env_int("MASTER_PORT", 0, 1, 65535);
     // MASTER_ADDR is a host: a name, an IPv4 address, or an IPv6 address (bare or in brackets).
     // "127.0.0.1:29613" is a host and a port; it read as an IPv6 address and failed as a
@@ -102,8 +103,10 @@ LauncherEnv launcher_env() {
       const std::string tail = addr.substr(addr.rfind(':'));
       const bool port_like = tail.size() > 1 && tail.find_first_not_of("0123456789", 1) == std::string::npos;
       throw UsageError("the environment variable MASTER_ADDR='" + addr + "' is not a host name or address" +
-                       (port_like ? ": it ends in a port ('" + tail + "'); MASTER_ADDR names the host only and MASTER_PORT "
-                                    "the port (MASTER_PORT=" + env_text("MASTER_PORT") + " here)"
+                       (port_like ? ": it ends in a port ('" + tail +
+                                        "'); MASTER_ADDR names the host only and MASTER_PORT "
+                                        "the port (MASTER_PORT=" +
+                                        env_text("MASTER_PORT") + " here)"
                                   : " (an IPv6 address is written bare, e.g. ::1, or in brackets)"));
     }
     e.master = (v6 ? "[" + addr + "]" : addr) + ":" + std::to_string(port);
@@ -214,8 +217,7 @@ int train_launch_local(const std::vector<std::string>& a, const Args& args) {
                 << "--resume " << dir << " --nproc N)\n";
     else if (cs::dir_exists(dir))
       std::cerr << "; the run directory " << dir << " has no checkpoint yet (nothing to resume)\n";
-    else
-      std::cerr << "; no run directory was made (" << dir << ")\n";
+    else std::cerr << "; no run directory was made (" << dir << ")\n";
     return rc >= 128 ? 1 : rc;
   }
   // Stopped by the scheduler (SIGTERM) with its checkpoint: the status that asks for a requeue.

@@ -136,10 +136,8 @@ std::vector<std::pair<std::string, torch::Tensor>> export_sentence_reference(cs:
   cs::StepContext ctx;
   auto logits = net.forward(b, ctx);
   torch::Tensor loss;
-  if (net.binary)
-    loss = torch::binary_cross_entropy_with_logits(logits.squeeze(1), b.labels.to(logits.dtype()));
-  else
-    loss = torch::nll_loss(torch::log_softmax(logits, 1), b.labels);
+  if (net.binary) loss = torch::binary_cross_entropy_with_logits(logits.squeeze(1), b.labels.to(logits.dtype()));
+  else loss = torch::nll_loss(torch::log_softmax(logits, 1), b.labels);
   const int64_t T = b.tokens.size(0);
   auto mask = (torch::arange(T, b.lengths.options()).unsqueeze(1) < b.lengths.unsqueeze(0)).to(torch::kFloat32);
   std::vector<std::pair<std::string, torch::Tensor>> r = {{"x", b.tokens},    {"lengths", b.lengths},

@@ -61,8 +61,9 @@ double parse_double(const Args& a, const std::string& k, double def) {
 }  // namespace
 
 int cmd_generate(const std::vector<std::string>& a) {
-  auto args = parse(a, {"json", "allow-unk", "color", "no-color"},
-                    {"run", "checkpoint", "seed-text", "length", "temperature", "seed", "top-k", "out", "threads", "script"});
+  auto args =
+      parse(a, {"json", "allow-unk", "color", "no-color"},
+            {"run", "checkpoint", "seed-text", "length", "temperature", "seed", "top-k", "out", "threads", "script"});
   if (!args.positional.empty()) throw UsageError("unexpected argument '" + args.positional[0] + "'");
   apply_script_option(args);
   if (!args.has("run")) throw UsageError("--run DIR is required");
@@ -107,8 +108,7 @@ int cmd_generate(const std::vector<std::string>& a) {
   }
   // --color forces it; else a terminal gets colour unless NO_COLOR is set to anything (no-color.org).
   const char* no_color = std::getenv("NO_COLOR");
-  const bool color =
-      args.has("color") || (!args.has("no-color") && !(no_color && *no_color) && isatty(STDOUT_FILENO));
+  const bool color = args.has("color") || (!args.has("no-color") && !(no_color && *no_color) && isatty(STDOUT_FILENO));
   std::cout << (color ? ansi(g) : g.text() + "\n");
   const double bits = g.generated_bits_per_token();
   if (std::isfinite(bits))

@@ -44,7 +44,8 @@ commands:
   --version  print the version
 )cs";
 
-const char* const kTrain = R"cs(usage: cellscope-cli train CONFIG [--run-dir DIR | --workspace DIR] [--set SECTION.KEY=VALUE ...]
+const char* const kTrain =
+    R"cs(usage: cellscope-cli train CONFIG [--run-dir DIR | --workspace DIR] [--set SECTION.KEY=VALUE ...]
                            [--steps N] [--json] [--quiet]
        cellscope-cli train --resume RUN_DIR [--steps N] [--set training.KEY=VALUE ...]
        cellscope-cli train --fork RUN_DIR[@STEP] [--run-dir DIR | --workspace DIR] [--set ...] [--steps N]
@@ -128,7 +129,8 @@ Checks a configuration; prints every problem with its JSON path. Exit 2 when inv
 type and, for a choice, its values as a|b|c (what bash completion offers after --set).
 )cs";
 
-const char* const kEval = R"cs(usage: cellscope-cli eval RUN_DIR [--split valid|test] [--checkpoint best|last|STEP] [--json]
+const char* const kEval =
+    R"cs(usage: cellscope-cli eval RUN_DIR [--split valid|test] [--checkpoint best|last|STEP] [--json]
                           [--threads T] [--script PATH]
 Evaluates a run's checkpoint on a whole split (state carried).
 --script PATH  a TorchScript-cell run whose script and its copy script_cell.pt are both gone:
@@ -213,14 +215,16 @@ a training step in double (tiny size by default); the Python peer loads them and
 (1e-10, relative) in the loss and every parameter's gradient. Exit 1 when they differ.
 )cs";
 
-const char* const kCv = R"cs(usage: cellscope-cli cv CONFIG [--folds K] [--out DIR | --workspace DIR] [--set SECTION.KEY=VALUE ...]
+const char* const kCv =
+    R"cs(usage: cellscope-cli cv CONFIG [--folds K] [--out DIR | --workspace DIR] [--set SECTION.KEY=VALUE ...]
                         [--steps N] [--json]
 k-fold cross-validation (tasks classify and absa): trains one run per fold in DIR/fold-<i>
 (dataset.folds = K, dataset.fold = i; default K = dataset.folds, else 10) and writes
 DIR/cv_summary.json with the per-fold best valid and test accuracy, their mean and standard deviation.
 )cs";
 
-const char* const kGenerate = R"cs(usage: cellscope-cli generate --run DIR [--checkpoint best|last|STEP] [--seed-text TEXT]
+const char* const kGenerate =
+    R"cs(usage: cellscope-cli generate --run DIR [--checkpoint best|last|STEP] [--seed-text TEXT]
                               [--length 200] [--temperature 1.0] [--seed 1] [--top-k 0]
                               [--allow-unk] [--json | --out FILE.{txt,json,html}] [--color|--no-color]
                               [--threads T] [--script PATH]
@@ -233,7 +237,8 @@ A terminal gets colour unless NO_COLOR is set (no-color.org); --color forces it,
                load the cell from PATH (its SHA-256 must be the one the run recorded)
 )cs";
 
-const char* const kDecode = R"cs(usage: cellscope-cli decode RUN [--split valid|test|train] [--checkpoint best|last|step_N]
+const char* const kDecode =
+    R"cs(usage: cellscope-cli decode RUN [--split valid|test|train] [--checkpoint best|last|step_N]
                             [--beam K] [--alpha A] [--max N] [--max-length L] [--threads T] [--json | --csv]
                             [--lowercase] [--rouge-stem] [--hyp-out FILE] [--ref-out FILE] [--script PATH]
 Decodes the first N pairs of a split (--max, default 20; 0 = all) of a seq2seq run with beam search
@@ -268,7 +273,8 @@ report there (only its own files) is replaced, any other non-empty DIR refused. 
 Spec format: core/inspect/report/REPORT_NOTES.md; bundled: sweep-notes (SWEEP_NOTES.md's tables).
 )cs";
 
-const char* const kSweep = R"cs(usage: cellscope-cli sweep run SPEC.json|NAME [--workspace DIR] [--dry-run] [--threads K] [--steps N] [--quiet]
+const char* const kSweep =
+    R"cs(usage: cellscope-cli sweep run SPEC.json|NAME [--workspace DIR] [--dry-run] [--threads K] [--steps N] [--quiet]
                                 [--worker I/N] [--point INDEX] [--jobs K] [--json]
        cellscope-cli sweep slurm SPEC.json|NAME [--workspace DIR] [--out FILE.sh] [--partition P] [--time T]
                                 [--cpus-per-task C] [--mem M] [--account A] [--job-name J] [--max-running M]
@@ -328,7 +334,8 @@ const char* const kCloze = R"cs(usage: cellscope-cli cloze scores RUN --split S 
        cellscope-cli cloze rerank --valid V.jsonl --test T.jsonl [--lm WORD_LM_RUN] ... (rerank --help)
 )cs";
 
-const char* const kClozeScores = R"cs(usage: cellscope-cli cloze scores RUN --split S [--checkpoint C] --out F.jsonl [--threads T]
+const char* const kClozeScores =
+    R"cs(usage: cellscope-cli cloze scores RUN --split S [--checkpoint C] --out F.jsonl [--threads T]
                                   [--script PATH]
   Writes one JSON object per question of split S (train, valid, test) of the cloze run RUN:
   {"document": [words], "query": [words, with "XXXXX"], "candidates": [words],
@@ -337,7 +344,8 @@ const char* const kClozeScores = R"cs(usage: cellscope-cli cloze scores RUN --sp
   --script PATH  a TorchScript-cell run whose script and its copy are both gone: the cell from PATH
 )cs";
 
-const char* const kClozeRerank = R"cs(usage: cellscope-cli cloze rerank --valid V.jsonl --test T.jsonl [--lm WORD_LM_RUN [--checkpoint best]]
+const char* const kClozeRerank =
+    R"cs(usage: cellscope-cli cloze rerank --valid V.jsonl --test T.jsonl [--lm WORD_LM_RUN [--checkpoint best]]
                                   [--train TRAIN.jsonl] [--order 3] [--wordnet DIR | --no-word-class]
                                   [--json]
 Re-ranks a cloze reader's candidates (CRU paper Table 3 "+ Re-ranking", after Cui et al. 2017):
@@ -353,7 +361,8 @@ With --lm, the LM run's training split is checked against the test questions: wh
 has seen the test split), a warning goes to stderr and into the JSON ("warnings", "lm_test_overlap").
 )cs";
 
-const char* const kDatasetsShow = R"cs(usage: cellscope-cli datasets show NAME|DIR|FILE [--format parallel|gigaword|headlines]
+const char* const kDatasetsShow =
+    R"cs(usage: cellscope-cli datasets show NAME|DIR|FILE [--format parallel|gigaword|headlines]
          [--set KEY=VALUE]... [--pairs K] [--split train|valid|test] [--lead-words N]
          [--subword N [--subword-type unigram|bpe]] [--json]
 Loads a sequence-to-sequence dataset (a manifest name such as spam-headlines, or a path of your

@@ -24,8 +24,7 @@ int cmd_report(const std::vector<std::string>& a) {
   cs::ReportOptions opt;
   opt.workspace = args.get("workspace");
   if (args.has("check")) {
-    if (!args.positional.empty() || args.has("out"))
-      throw UsageError("report --check DIR takes no SPEC and no --out");
+    if (!args.positional.empty() || args.has("out")) throw UsageError("report --check DIR takes no SPEC and no --out");
     opt.on_progress = [](int done, int total, const std::string& what) {
       if (!what.empty()) std::cerr << "[" << done + 1 << "/" << total << "] recomputing " << what << "\n";
     };

@@ -46,7 +46,6 @@ std::string dur(double s) {
   return b;
 }
 
-
 // The spec named on the command line: a file, a bundled sweep, or an existing sweep of the
 // workspace (resume) when it is neither; --steps applied.
 cs::SweepSpec spec_arg(const std::string& arg, const std::string& ws, const Args& args) {
@@ -106,9 +105,9 @@ void print_point_json(const cs::SweepPoint& p, const std::string& status, const 
 }
 
 void print_sweep_json(const cs::SweepSpec& spec, const cs::SweepRunResult& res, double secs, bool with_table) {
-  cs::json j = {{"record", "sweep"}, {"name", spec.name}, {"dir", res.dir},         {"total", res.total},
-                {"share", res.share}, {"done", res.done},  {"ran", res.ran},         {"skipped", res.skipped},
-                {"failed", res.failed}, {"busy", res.busy}, {"stopped", res.stopped}, {"seconds", secs}};
+  cs::json j = {{"record", "sweep"},    {"name", spec.name}, {"dir", res.dir},         {"total", res.total},
+                {"share", res.share},   {"done", res.done},  {"ran", res.ran},         {"skipped", res.skipped},
+                {"failed", res.failed}, {"busy", res.busy},  {"stopped", res.stopped}, {"seconds", secs}};
   if (with_table) j["table"] = cs::table_to_json(cs::sweep_table(cs::read_sweep_results(res.dir)));
   std::cout << j.dump() << "\n" << std::flush;
 }
@@ -311,8 +310,9 @@ int sweep_jobs(const cs::SweepSpec& spec, const cs::SweepRunOptions& base, const
 std::string abs_path(const std::string& p) { return std::filesystem::absolute(p).lexically_normal().string(); }
 
 int sweep_slurm(const std::vector<std::string>& a) {
-  auto args = parse(a, {}, {"workspace", "out", "partition", "time", "cpus-per-task", "mem", "account", "job-name",
-                            "max-running", "cli", "steps"});
+  auto args = parse(a, {},
+                    {"workspace", "out", "partition", "time", "cpus-per-task", "mem", "account", "job-name",
+                     "max-running", "cli", "steps"});
   if (args.positional.size() != 1) throw UsageError("sweep slurm: expected one SPEC.json or sweep NAME");
   const std::string ws = abs_path(args.get("workspace", cs::default_workspace()));
   const cs::SweepSpec spec = spec_arg(args.positional[0], ws, args);
@@ -357,7 +357,9 @@ int sweep_status(const std::vector<std::string>& a) {
   json pts = json::array();
   for (auto& rec : r.records) {
     done += rec.state.status == "finished" || rec.state.status == "failed";
-    pts.push_back({{"id", rec.point.id}, {"status", rec.state.status}, {"run_dir", rec.state.run_dir},
+    pts.push_back({{"id", rec.point.id},
+                   {"status", rec.state.status},
+                   {"run_dir", rec.state.run_dir},
                    {"value", rec.has_value ? json(rec.value) : json()}});
   }
   if (args.has("json")) {

@@ -34,9 +34,8 @@ QStringList qs(const std::vector<std::string>& v) {
 // ---- colour maps ------------------------------------------------------------
 
 QStringList color_map_names() {
-  return {QStringLiteral("grey_inverted"), QStringLiteral("grey"),    QStringLiteral("viridis"),
-          QStringLiteral("magma"),         QStringLiteral("thermal"), QStringLiteral("polar"),
-          QStringLiteral("jet")};
+  return {QStringLiteral("grey_inverted"), QStringLiteral("grey"),  QStringLiteral("viridis"), QStringLiteral("magma"),
+          QStringLiteral("thermal"),       QStringLiteral("polar"), QStringLiteral("jet")};
 }
 
 namespace {
@@ -160,9 +159,7 @@ void Figure::addPanel(QWidget* view, const QString& name) {
   relayout();
 }
 
-QWidget* Figure::panel(int i) const {
-  return i >= 0 && i < panelCount() ? m_panels[size_t(i)].view : nullptr;
-}
+QWidget* Figure::panel(int i) const { return i >= 0 && i < panelCount() ? m_panels[size_t(i)].view : nullptr; }
 QString Figure::panelName(int i) const { return i >= 0 && i < panelCount() ? m_panels[size_t(i)].name : QString(); }
 
 void Figure::setTitle(const QString& title) {
@@ -318,7 +315,6 @@ void Figure::renderFigure(QPainter* p, const QRect& target) const {
   }
   p->restore();
 }
-
 
 QString Figure::toCsv() const {
   if (panelCount() == 1) return dynamic_cast<csw::ExportableView*>(m_panels[0].view)->toCsv();

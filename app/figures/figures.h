@@ -59,15 +59,15 @@ struct FigureStyle {
   double range_hi = std::numeric_limits<double>::quiet_NaN();
   bool show_values = false;  // print each heatmap cell's value (small matrices only)
   bool show_caption = true;
-  QString title;             // above the panels (empty = none)
+  QString title;                       // above the panels (empty = none)
   QSize panel_size = QSize(620, 440);  // natural size of one panel (export size when none is given)
-  int columns = 0;           // panels per row; 0 = all in one row up to 3, then 2 or 3 per row
+  int columns = 0;                     // panels per row; 0 = all in one row up to 3, then 2 or 3 per row
 };
 
 // A figure: panels in a grid + title + caption. See the file comment.
 class Figure : public QWidget, public csw::ExportableView {
   Q_OBJECT
-public:
+ public:
   explicit Figure(QWidget* parent = nullptr);
 
   // view must also be a csw::ExportableView; the figure takes ownership.
@@ -76,7 +76,9 @@ public:
   QWidget* panel(int i) const;
   QString panelName(int i) const;
   template <class T>
-  T* panelAs(int i) const { return qobject_cast<T*>(panel(i)); }
+  T* panelAs(int i) const {
+    return qobject_cast<T*>(panel(i));
+  }
 
   void setTitle(const QString& title);
   QString title() const { return m_title; }
@@ -102,7 +104,7 @@ public:
 
   QSize sizeHint() const override;
 
-private:
+ private:
   void relayout();
   // Heights of the caption and of the title wrapped to width (on device; nullptr = the screen).
   double captionHeight(double width, const QFont& f, QPaintDevice* device = nullptr) const;
@@ -156,9 +158,9 @@ Figure* make_channel_attention_figure(const QStringList& tokens, const QVector<Q
 // series per run, the number of sequences per bucket printed (from the first run).
 struct BucketSeries {
   QString name;
-  QStringList buckets;      // bucket labels
-  QVector<double> values;   // per bucket (NaN = none)
-  QVector<int> counts;      // sequences per bucket
+  QStringList buckets;     // bucket labels
+  QVector<double> values;  // per bucket (NaN = none)
+  QVector<int> counts;     // sequences per bucket
 };
 Figure* make_buckets_figure(const std::vector<BucketSeries>& runs, const QString& yLabel, const QString& caption,
                             const FigureStyle& style = FigureStyle());
@@ -205,7 +207,7 @@ QString compared_runs_sentence(const cs::AnalysisResult& result);
 // A table of strings as a custom-painted view (CSV: the columns and rows).
 class TableView : public QWidget, public csw::ExportableView {
   Q_OBJECT
-public:
+ public:
   explicit TableView(QWidget* parent = nullptr);
   void setTable(const QStringList& columns, const QVector<QStringList>& rows);
   void setTitle(const QString& title);
@@ -218,10 +220,10 @@ public:
   QSize figureSize() const override { return sizeHint(); }
   QString replaceTitle(const QString& title) override;
 
-protected:
+ protected:
   void paintEvent(QPaintEvent* ev) override;
 
-private:
+ private:
   QStringList m_columns;
   QVector<QStringList> m_rows;
   QString m_title;

@@ -83,10 +83,10 @@ Figure* make_buckets_figure(const std::vector<cs::LengthBuckets>& runs, const QS
   const QString yLabel = metric == QLatin1String("bpc")   ? QStringLiteral("BPC")
                          : metric == QLatin1String("ppl") ? QStringLiteral("perplexity")
                                                           : metric;
-  const QString caption =
-      QStringLiteral("%1 by sequence length (%2) on the %3 split; bucket label b covers lengths (lo, hi]; "
-                     "n = number of sequences in the bucket.")
-          .arg(yLabel, unit, runs.empty() ? QString() : qs(runs.front().split));
+  const QString caption = QStringLiteral(
+                              "%1 by sequence length (%2) on the %3 split; bucket label b covers lengths (lo, hi]; "
+                              "n = number of sequences in the bucket.")
+                              .arg(yLabel, unit, runs.empty() ? QString() : qs(runs.front().split));
   Figure* fig = make_buckets_figure(s, yLabel, caption, style);
   if (auto* bc = fig->panelAs<csw::BarChart>(0)) {
     bc->setXLabel(QStringLiteral("sequence length bucket (%1)").arg(unit));
@@ -148,8 +148,7 @@ QString compared_runs_sentence(const cs::AnalysisResult& r) {
     where = h->few_rows ? QStringLiteral("panels top to bottom") : QStringLiteral("panels left to right");
   } else if (const auto* b = std::get_if<cs::BucketSet>(&r.data)) {
     if (b->runs.size() < 2) return QString();
-    for (const auto& run : b->runs)
-      names << (!run.name.empty() ? qs(run.name) : QFileInfo(qs(run.run)).fileName());
+    for (const auto& run : b->runs) names << (!run.name.empty() ? qs(run.name) : QFileInfo(qs(run.run)).fileName());
     where = QStringLiteral("bars left to right in each bucket");
   } else {
     return QString();
@@ -158,17 +157,17 @@ QString compared_runs_sentence(const cs::AnalysisResult& r) {
 }
 
 Figure* make_figure(const cs::AnalysisResult& r, const FigureStyle& style) {
-  Figure* fig = std::visit(
-      cs::overloaded{[&](const std::monostate&) -> Figure* {
-                   throw cs::UserError("no figure for analysis '" + r.kind + "': it holds no result");
-                 },
-                 [&](const cs::HeatmapSet& h) { return make_heatmaps_figure(h, style); },
-                 [&](const cs::MatrixSet& m) { return make_composition_figure(m, style); },
-                 [&](const cs::ChannelGrid& g) { return make_channel_attention_figure(g, style); },
-                 [&](const cs::BucketSet& b) { return make_buckets_figure(b, style); },
-                 [&](const cs::SeriesSet& s) { return make_series_figure(s, style); },
-                 [&](const cs::TextTable& t) { return make_table_figure(t, style); }},
-      r.data);
+  Figure* fig =
+      std::visit(cs::overloaded{[&](const std::monostate&) -> Figure* {
+                                  throw cs::UserError("no figure for analysis '" + r.kind + "': it holds no result");
+                                },
+                                [&](const cs::HeatmapSet& h) { return make_heatmaps_figure(h, style); },
+                                [&](const cs::MatrixSet& m) { return make_composition_figure(m, style); },
+                                [&](const cs::ChannelGrid& g) { return make_channel_attention_figure(g, style); },
+                                [&](const cs::BucketSet& b) { return make_buckets_figure(b, style); },
+                                [&](const cs::SeriesSet& s) { return make_series_figure(s, style); },
+                                [&](const cs::TextTable& t) { return make_table_figure(t, style); }},
+                 r.data);
   if (style.show_caption && !r.caption.empty()) fig->setCaption(qs(r.caption));
   if (!style.show_caption) fig->setCaption(QString());
   // A comparison says which run is which (the names of the panels / legend: the runs'

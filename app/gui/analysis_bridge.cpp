@@ -105,9 +105,13 @@ QList<CheckpointEntry> runCheckpoints(const QString& runDir, QString* error) {
       if (last && same->id != QLatin1String("last")) tags << QStringLiteral("last");
       const QString t = tags.join(QStringLiteral(", "));
       if (rank(*same) == 0)
-        same->label = QStringLiteral("step %1").arg(same->step) + (t.isEmpty() ? QString() : QStringLiteral(" (%1)").arg(t));
+        same->label =
+            QStringLiteral("step %1").arg(same->step) + (t.isEmpty() ? QString() : QStringLiteral(" (%1)").arg(t));
       else
-        same->label = QStringLiteral("%1 (step %2%3)").arg(same->id).arg(same->step).arg(t.isEmpty() ? QString() : QStringLiteral(", ") + t);
+        same->label = QStringLiteral("%1 (step %2%3)")
+                          .arg(same->id)
+                          .arg(same->step)
+                          .arg(t.isEmpty() ? QString() : QStringLiteral(", ") + t);
     }
     // In step order (a "best" between two step_N checkpoints between them); unknown steps last.
     std::stable_sort(merged.begin(), merged.end(), [](const CheckpointEntry& a, const CheckpointEntry& b) {

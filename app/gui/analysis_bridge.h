@@ -39,7 +39,7 @@ bool kindAppliesToCell(const AnalysisKindInfo& k, const QString& cell, const QSt
 // attention-over-attention view of a cloze run, the index of a question of the split
 // (0 = the first; the CLI's `analyze aoa --question N`).
 struct PositionInput {
-  QString label;    // the form label, with its mnemonic ("C&haracter", "&Question")
+  QString label;  // the form label, with its mnemonic ("C&haracter", "&Question")
   QString toolTip;
   int minimum = -1;
   QString specialValueText;  // shown at the minimum ("last"), empty for none
@@ -48,7 +48,7 @@ PositionInput positionInputFor(const QString& kind);
 
 // cs::CheckpointInfo as Qt values.
 struct CheckpointEntry {
-  QString id;        // "step_100", "best", "last"
+  QString id;  // "step_100", "best", "last"
   qint64 step = -1;
   QString label;
   bool best = false, last = false;
@@ -86,10 +86,10 @@ struct AnalysisOutcome {
   quint64 id = 0;
   AnalysisJob job;
   bool ok = false;
-  QString error;                                      // one clear message when !ok
-  QString text;                                       // DefaultText jobs: the text
-  std::shared_ptr<const cs::AnalysisResult> result;   // Analysis jobs
-  double seconds = 0;                                 // compute wall time
+  QString error;                                     // one clear message when !ok
+  QString text;                                      // DefaultText jobs: the text
+  std::shared_ptr<const cs::AnalysisResult> result;  // Analysis jobs
+  double seconds = 0;                                // compute wall time
 };
 
 // Runs a job synchronously (any thread). Never throws: errors land in the outcome.
@@ -99,11 +99,11 @@ AnalysisOutcome runAnalysisJob(const AnalysisJob& job);
 // connection/QMetaObject::invokeMethod and answers with finished().
 class AnalysisWorker : public QObject {
   Q_OBJECT
-public:
+ public:
   using QObject::QObject;
-public Q_SLOTS:
+ public Q_SLOTS:
   void compute(const gui::AnalysisJob& job);
-Q_SIGNALS:
+ Q_SIGNALS:
   void finished(const gui::AnalysisOutcome& outcome);
 };
 

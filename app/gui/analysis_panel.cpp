@@ -196,9 +196,9 @@ void AnalysisPanel::onRunChanged() {
   const QString task = dir.isEmpty() ? QString() : taskOfRun(dir);
   m_runTask = task;
   const QJsonObject section = dir.isEmpty() ? QJsonObject()
-                                             : readJsonObjectFile(QDir(dir).filePath(QStringLiteral("config.json")))
-                                                   .value(QStringLiteral("model"))
-                                                   .toObject();
+                                            : readJsonObjectFile(QDir(dir).filePath(QStringLiteral("config.json")))
+                                                  .value(QStringLiteral("model"))
+                                                  .toObject();
   const QString cell = section.value(QStringLiteral("cell")).toString();
   const QString base = section.value(QStringLiteral("base")).toString();
   auto applies = [&](const AnalysisKindInfo& k) {
@@ -319,8 +319,8 @@ QString AnalysisPanel::helpText() const { return m_help->toPlainText(); }
 void AnalysisPanel::onKindChanged() {
   const AnalysisKindInfo* k = kindInfo();
   if (k) {
-    QString html = QStringLiteral("<b>%1</b>: %2.<br/><br/>%3").arg(k->title.toHtmlEscaped(), k->help.toHtmlEscaped(),
-                                                                   k->caption.toHtmlEscaped());
+    QString html = QStringLiteral("<b>%1</b>: %2.<br/><br/>%3")
+                       .arg(k->title.toHtmlEscaped(), k->help.toHtmlEscaped(), k->caption.toHtmlEscaped());
     if (k->multiRun) html += QStringLiteral("<br/><br/><i>Accepts a second run (Compare with).</i>");
     if (k->overTraining) html += QStringLiteral("<br/><br/><i>Computed over all the run's checkpoints.</i>");
     m_help->setHtml(html);
@@ -348,8 +348,9 @@ void AnalysisPanel::updateInputsVisibility() {
   QString textHint =
       QStringLiteral("Text to analyse (empty: the start of the first run's valid split, the same for both runs)");
   if (k && k->name == QLatin1String("channel_attention_decoder"))
-    textHint = QStringLiteral("SOURCE ||| TARGET (teacher forcing) or a source alone (the greedy decode); empty: the "
-                              "first source of the run's valid split");
+    textHint = QStringLiteral(
+        "SOURCE ||| TARGET (teacher forcing) or a source alone (the greedy decode); empty: the "
+        "first source of the run's valid split");
   else if (m_runTask == QLatin1String("seq2seq"))
     textHint = QStringLiteral("A source sentence (empty: the first source of the run's valid split)");
   m_text->setPlaceholderText(textHint);
@@ -412,20 +413,16 @@ void AnalysisPanel::nextCheckpoint() { m_slider->setValue(m_slider->value() + 1)
 
 void AnalysisPanel::onSliderMoved(int index) {
   if (index >= 0 && index < m_checkpoints.size())
-    m_checkpointLabel->setText(QStringLiteral("%1  (%2 of %3)")
-                                   .arg(m_checkpoints[index].label)
-                                   .arg(index + 1)
-                                   .arg(m_checkpoints.size()));
+    m_checkpointLabel->setText(
+        QStringLiteral("%1  (%2 of %3)").arg(m_checkpoints[index].label).arg(index + 1).arg(m_checkpoints.size()));
   updateMarker();
   if (m_autoRecompute && !(kindInfo() && kindInfo()->overTraining)) m_debounce->start();
 }
 
 void AnalysisPanel::updateMarker() {
   const qint64 step = currentCheckpointStep();
-  if (step >= 0)
-    m_curve->setMarker(double(step));
-  else
-    m_curve->clearMarker();
+  if (step >= 0) m_curve->setMarker(double(step));
+  else m_curve->clearMarker();
   m_curve->replotIfDirty();
 }
 
@@ -499,10 +496,10 @@ void AnalysisPanel::submit(const AnalysisJob& job) {
   m_busy = true;
   m_computeButton->setEnabled(false);
   m_status->setStyleSheet(QString());
-  m_status->setText(j.type == AnalysisJob::Type::DefaultText ? QStringLiteral("Reading the corpus...")
-                                                             : QStringLiteral("Computing %1 at %2...")
-                                                                   .arg(kindInfo() ? kindInfo()->title : j.kind,
-                                                                        j.checkpoint));
+  m_status->setText(
+      j.type == AnalysisJob::Type::DefaultText
+          ? QStringLiteral("Reading the corpus...")
+          : QStringLiteral("Computing %1 at %2...").arg(kindInfo() ? kindInfo()->title : j.kind, j.checkpoint));
   Q_EMIT requestJob(j);
 }
 
@@ -625,10 +622,8 @@ void AnalysisPanel::exportInteractive(const QString& filter, const QString& suff
                                    filter + QStringLiteral(";;PNG (*.png);;PDF (*.pdf);;SVG (*.svg);;CSV (*.csv)"));
   if (path.isEmpty()) return;
   QString err;
-  if (exportTo(path, &err))
-    m_status->setText(QStringLiteral("Wrote %1").arg(path));
-  else
-    m_status->setText(QStringLiteral("Export failed: %1").arg(err));
+  if (exportTo(path, &err)) m_status->setText(QStringLiteral("Wrote %1").arg(path));
+  else m_status->setText(QStringLiteral("Export failed: %1").arg(err));
 }
 
 }  // namespace gui

@@ -49,7 +49,7 @@ namespace gui {
 
 class AnalysisPanel : public QWidget {
   Q_OBJECT
-public:
+ public:
   explicit AnalysisPanel(QWidget* parent = nullptr);
   ~AnalysisPanel() override;
 
@@ -74,7 +74,7 @@ public:
   void setLastK(int k);
   void setPosition(int index);  // -1 = last character (aoa: the question index, from 0)
   int position() const;
-  QString positionLabel() const;  // the position input's label as shown ("Character", "Question")
+  QString positionLabel() const;    // the position input's label as shown ("Character", "Question")
   QString textPlaceholder() const;  // what the text input asks for (a seq2seq source, ...)
   void setSplit(const QString& split);
   void setEdges(const QVector<qint64>& edges);
@@ -105,20 +105,20 @@ public:
   // workspace, else home), named "<run>_<kind>_<checkpoint>.<suffix>".
   QString defaultExportPath(const QString& suffix) const;
 
-public Q_SLOTS:
+ public Q_SLOTS:
   void compute();  // for the current settings (queued when busy)
   void previousCheckpoint();
   void nextCheckpoint();
   void fillDefaultText();  // text from the run's corpus (start of the valid split)
 
-Q_SIGNALS:
+ Q_SIGNALS:
   void computed(bool ok);  // after each outcome has been shown
   void requestJob(const gui::AnalysisJob& job);
 
-protected:
+ protected:
   void showEvent(QShowEvent* ev) override;  // re-lists the runs (new ones may have finished)
 
-private:
+ private:
   void buildUi();  // and its parts, left to right
   QScrollArea* buildControls();
   QGroupBox* buildInputsBox();

@@ -68,10 +68,11 @@ QScrollArea* AnalysisPanel::buildControls() {
   m_runA->setObjectName(QStringLiteral("analysisRun"));
   m_runA->setToolTip(QStringLiteral("The run to analyse; the checkpoint slider scrubs through its checkpoints"));
   m_runB = new QComboBox;
-  m_runB->setToolTip(QStringLiteral("A second run, side by side (relevance) or overlaid (length, metric over time), "
-                                    "on the same text and the same evaluation data as the first run; it is viewed at "
-                                    "its checkpoint nearest to the first run's step (the caption says when the steps "
-                                    "differ)"));
+  m_runB->setToolTip(
+      QStringLiteral("A second run, side by side (relevance) or overlaid (length, metric over time), "
+                     "on the same text and the same evaluation data as the first run; it is viewed at "
+                     "its checkpoint nearest to the first run's step (the caption says when the steps "
+                     "differ)"));
   m_kind = new QComboBox;
   m_kind->setObjectName(QStringLiteral("analysisKind"));
   m_kind->setToolTip(QStringLiteral("The analysis"));
@@ -122,8 +123,9 @@ QGroupBox* AnalysisPanel::buildInputsBox() {
   auto* inForm = new QFormLayout(inputs);
   inForm->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
   m_text = new QPlainTextEdit;
-  m_text->setPlaceholderText(QStringLiteral("Text to analyse (empty: the start of the first run's valid split, "
-                                            "the same for both runs)"));
+  m_text->setPlaceholderText(
+      QStringLiteral("Text to analyse (empty: the start of the first run's valid split, "
+                     "the same for both runs)"));
   m_text->setMaximumHeight(80);
   m_text->setTabChangesFocus(true);
   m_corpusButton = new QPushButton(QStringLiteral("From &corpus"));
@@ -166,8 +168,9 @@ QGroupBox* AnalysisPanel::buildInputsBox() {
 
   m_edges = new QLineEdit;
   m_edges->setPlaceholderText(QStringLiteral("default (e.g. 0,10,...,90,120)"));
-  m_edges->setToolTip(QStringLiteral("Bucket edges e0 < e1 < ...: bucket i covers lengths (e_i, e_i+1]. "
-                                     "Empty: the task's default (char_lm: the MZU paper's, '9' = (90,120])"));
+  m_edges->setToolTip(
+      QStringLiteral("Bucket edges e0 < e1 < ...: bucket i covers lengths (e_i, e_i+1]. "
+                     "Empty: the task's default (char_lm: the MZU paper's, '9' = (90,120])"));
   auto* eLabel = new QLabel(QStringLiteral("&Edges"));
   eLabel->setBuddy(m_edges);
   inForm->addRow(eLabel, m_edges);
@@ -222,9 +225,8 @@ QHBoxLayout* AnalysisPanel::buildExportRow() {
     b->setMinimumWidth(40);
     b->setMaximumWidth(64);
     const QString suffix = f.second;
-    connect(b, &QPushButton::clicked, this, [this, suffix] {
-      exportInteractive(QStringLiteral("%1 (*.%2)").arg(suffix.toUpper(), suffix), suffix);
-    });
+    connect(b, &QPushButton::clicked, this,
+            [this, suffix] { exportInteractive(QStringLiteral("%1 (*.%2)").arg(suffix.toUpper(), suffix), suffix); });
     exportRow->addWidget(b);
   }
   return exportRow;
@@ -284,12 +286,10 @@ void AnalysisPanel::installShortcuts() {
   shortcut(QKeySequence(QStringLiteral("Ctrl+Enter")), [this] { compute(); });
   shortcut(QKeySequence(QStringLiteral("Alt+Left")), [this] { previousCheckpoint(); });
   shortcut(QKeySequence(QStringLiteral("Alt+Right")), [this] { nextCheckpoint(); });
-  shortcut(QKeySequence(QStringLiteral("Ctrl+Shift+E")), [this] {
-    exportInteractive(QStringLiteral("Figures (*.png *.pdf *.svg)"), QStringLiteral("png"));
-  });
-  shortcut(QKeySequence(QStringLiteral("Ctrl+Shift+C")), [this] {
-    exportInteractive(QStringLiteral("CSV (*.csv)"), QStringLiteral("csv"));
-  });
+  shortcut(QKeySequence(QStringLiteral("Ctrl+Shift+E")),
+           [this] { exportInteractive(QStringLiteral("Figures (*.png *.pdf *.svg)"), QStringLiteral("png")); });
+  shortcut(QKeySequence(QStringLiteral("Ctrl+Shift+C")),
+           [this] { exportInteractive(QStringLiteral("CSV (*.csv)"), QStringLiteral("csv")); });
 }
 
 }  // namespace gui

@@ -43,9 +43,10 @@ void makeFakeWorkspace(const QString& ws, int runs) {
         {"model", QJsonObject{{"cell", i % 2 ? "gru" : "lstm"}, {"hidden", 64 + (i % 5) * 32}, {"embed", 32}}},
         {"training", QJsonObject{{"seed", i % 3}, {"steps", 100}, {"lr", 0.001}}}};
     writeFile(dir + "/config.json", QJsonDocument(cfg).toJson());
-    const QJsonObject sum{{"status", "finished"}, {"task", "char_lm"}, {"cell", "gru"}, {"primary_metric", "bpc"},
-                          {"parameters", 10000 + i}, {"step", 100}, {"best_valid", 2.0 + i * 1e-3}, {"best_step", 100},
-                          {"test_metric", 2.1}, {"mean_throughput", 5000.0 + i}, {"unit", "chars"}};
+    const QJsonObject sum{{"status", "finished"},          {"task", "char_lm"},       {"cell", "gru"},
+                          {"primary_metric", "bpc"},       {"parameters", 10000 + i}, {"step", 100},
+                          {"best_valid", 2.0 + i * 1e-3},  {"best_step", 100},        {"test_metric", 2.1},
+                          {"mean_throughput", 5000.0 + i}, {"unit", "chars"}};
     writeFile(dir + "/summary.json", QJsonDocument(sum).toJson());
     QByteArray m;
     for (int s = 1; s <= 100; ++s)
@@ -107,10 +108,11 @@ QJsonObject runBenchmark(double trainSeconds) {
     MainWindow w(o);
     w.resize(1300, 850);
     w.show();
-    QJsonObject cfg{{"task", QJsonObject{{"name", "char_lm"}}},
-                    {"model", QJsonObject{{"cell", "gru"}, {"embed", 64}, {"hidden", 256}}},
-                    {"training", QJsonObject{{"steps", 1000000}, {"batch", 32}, {"bptt", 100}, {"log_every", 1},
-                                             {"eval_every", 0}}}};
+    QJsonObject cfg{
+        {"task", QJsonObject{{"name", "char_lm"}}},
+        {"model", QJsonObject{{"cell", "gru"}, {"embed", 64}, {"hidden", 256}}},
+        {"training",
+         QJsonObject{{"steps", 1000000}, {"batch", 32}, {"bptt", 100}, {"log_every", 1}, {"eval_every", 0}}}};
     const QString corpus = QDir(dataCacheDir()).filePath(QStringLiteral("moby-dick.txt"));
     if (QFileInfo::exists(corpus)) {
       cfg.insert(QStringLiteral("dataset"), QJsonObject{{"name", "moby-dick"}, {"max_chars", 400000}});

@@ -96,11 +96,12 @@ QWidget* ComparePanel::buildRunTable() {
   // What tells runs apart first, the rest after it (only the view's order: the CSV keeps the model's).
   {
     QHeaderView* h = m_runView->horizontalHeader();
-    const int order[] = {RunTableModel::Name,      RunTableModel::Status,     RunTableModel::Task,
-                         RunTableModel::Cell,      RunTableModel::BestValid,  RunTableModel::Test,
-                         RunTableModel::Step,      RunTableModel::BestStep,   RunTableModel::Params,
+    const int order[] = {RunTableModel::Name,       RunTableModel::Status,    RunTableModel::Task,
+                         RunTableModel::Cell,       RunTableModel::BestValid, RunTableModel::Test,
+                         RunTableModel::Step,       RunTableModel::BestStep,  RunTableModel::Params,
                          RunTableModel::Throughput, RunTableModel::Processes, RunTableModel::Differs};
-    for (int visual = 0; visual < int(std::size(order)); ++visual) h->moveSection(h->visualIndex(order[visual]), visual);
+    for (int visual = 0; visual < int(std::size(order)); ++visual)
+      h->moveSection(h->visualIndex(order[visual]), visual);
     connect(h, &QHeaderView::sectionResized, this, [this](int logical, int, int) {
       if (!m_fittingColumns) m_userSizedColumns.insert(logical);  // the user's width stays
     });
@@ -113,8 +114,9 @@ QWidget* ComparePanel::buildRunTable() {
   connect(m_runProxy, &QAbstractItemModel::layoutChanged, m_fitColumnsTimer, qOverload<>(&QTimer::start));
   connect(m_runProxy, &QAbstractItemModel::rowsInserted, m_fitColumnsTimer, qOverload<>(&QTimer::start));
   connect(m_runProxy, &QAbstractItemModel::dataChanged, m_fitColumnsTimer, qOverload<>(&QTimer::start));
-  m_runView->setToolTip(QStringLiteral("Tick runs to overlay their curves; select two to see their config diff; "
-                                       "double-click to show a run in the Training tab"));
+  m_runView->setToolTip(
+      QStringLiteral("Tick runs to overlay their curves; select two to see their config diff; "
+                     "double-click to show a run in the Training tab"));
   tv->addWidget(m_runView, 1);
   connect(m_runModel, &RunTableModel::checkedChanged, this, [this] {
     updateCompareMetrics();
@@ -583,8 +585,9 @@ void ComparePanel::redraw() {
   if (!withoutX.isEmpty()) {
     QStringList names;
     for (const QString& d : withoutX) names << QFileInfo(d).fileName();
-    notes << QStringLiteral("%1 run(s) not drawn on this axis: their metrics.jsonl records no %2 "
-                            "(written before Cellscope recorded training FLOPs): %3")
+    notes << QStringLiteral(
+                 "%1 run(s) not drawn on this axis: their metrics.jsonl records no %2 "
+                 "(written before Cellscope recorded training FLOPs): %3")
                  .arg(withoutX.size())
                  .arg(xAxisLabel(m_xAxis), names.join(QStringLiteral(", ")));
   }
@@ -613,10 +616,10 @@ void ComparePanel::updateDiff() {
   QVector<std::tuple<QString, QString, QString>> diff, kept;
   for (const auto& d : configDiff(a->flat, b->flat)) (isBookkeeping(std::get<0>(d)) ? kept : diff).append(d);
   m_diffNames = {a->displayName(), b->displayName()};
-  m_diffCounts = QStringLiteral("%1 differing option(s)%2")
-                     .arg(diff.size())
-                     .arg(kept.isEmpty() ? QString()
-                                         : QStringLiteral(", %1 bookkeeping (same learning)").arg(kept.size()));
+  m_diffCounts =
+      QStringLiteral("%1 differing option(s)%2")
+          .arg(diff.size())
+          .arg(kept.isEmpty() ? QString() : QStringLiteral(", %1 bookkeeping (same learning)").arg(kept.size()));
   m_diffLabel->setToolTip(QStringLiteral("A: %1\nB: %2").arg(a->dir, b->dir));
   updateDiffLabel();
   m_diffTable->setRowCount(diff.size() + (kept.isEmpty() ? 0 : kept.size() + 1));
@@ -638,8 +641,9 @@ void ComparePanel::updateDiff() {
     QFont f = head->font();
     f.setItalic(true);
     head->setFont(f);
-    head->setToolTip(QStringLiteral("Options that change neither what a run learns nor the numbers it reports; "
-                                    "runs that differ only in these form one seed group"));
+    head->setToolTip(
+        QStringLiteral("Options that change neither what a run learns nor the numbers it reports; "
+                       "runs that differ only in these form one seed group"));
     m_diffTable->setItem(row, 0, head);
     m_diffTable->setItem(row, 1, new QTableWidgetItem(QString()));
     m_diffTable->setItem(row, 2, new QTableWidgetItem(QString()));
@@ -670,8 +674,9 @@ QString ComparePanel::configDiffText() const {
     if (m_diffTable->item(i, 1)->text().isEmpty() && m_diffTable->item(i, 2)->text().isEmpty())
       lines << m_diffTable->item(i, 0)->text();
     else
-      lines << QStringLiteral("%1: %2 -> %3").arg(m_diffTable->item(i, 0)->text(), m_diffTable->item(i, 1)->text(),
-                                                m_diffTable->item(i, 2)->text());
+      lines << QStringLiteral("%1: %2 -> %3")
+                   .arg(m_diffTable->item(i, 0)->text(), m_diffTable->item(i, 1)->text(),
+                        m_diffTable->item(i, 2)->text());
   return lines.join(QLatin1Char('\n'));
 }
 

@@ -35,7 +35,7 @@ class RunTableModel;
 
 class ComparePanel : public QWidget {
   Q_OBJECT
-public:
+ public:
   explicit ComparePanel(FigureExporter* exporter, QWidget* parent = nullptr);
 
   RunTableModel* runModel() const { return m_runModel; }
@@ -65,17 +65,17 @@ public:
   QString configDiffText() const;  // the diff of the two selected runs, one "key: a -> b" per line
   bool exportRunTable(const QString& path, QString* error = nullptr);
 
-public Q_SLOTS:
+ public Q_SLOTS:
   void redraw();  // the overlay of the ticked runs, from their metrics files
   void exportTableInteractive();
 
-Q_SIGNALS:
+ Q_SIGNALS:
   void showRunRequested(const QString& dir);  // double-click on a run
 
-protected:
+ protected:
   bool eventFilter(QObject* watched, QEvent* event) override;
 
-private:
+ private:
   QWidget* buildRunTable();  // the constructor's groups, top to bottom
   QWidget* buildPlotBox();
   QWidget* buildDiffBox();
@@ -103,9 +103,9 @@ private:
   QSet<int> m_userSizedColumns;
   QWidget* m_plotBox = nullptr;
   QWidget* m_controls = nullptr;
-  QList<QWidget*> m_controlGroups;     // metric, x axis, seed aggregation
-  QList<QHBoxLayout*> m_controlRows;   // up to three rows of them
-  QVector<int> m_controlRowOf;         // the row of each group now
+  QList<QWidget*> m_controlGroups;    // metric, x axis, seed aggregation
+  QList<QHBoxLayout*> m_controlRows;  // up to three rows of them
+  QVector<int> m_controlRowOf;        // the row of each group now
   QLineEdit* m_filterEdit = nullptr;
   csw::CurvePlot* m_comparePlot = nullptr;
   QComboBox* m_compareMetric = nullptr;

@@ -48,7 +48,7 @@ void putValue(QJsonObject& cfg, const QString& path, const QVariant& v) {
 // downloaded or built meanwhile (a CBT set on a cloze run's first use) loses its
 // "(not downloaded)".
 class DatasetCombo : public QComboBox {
-public:
+ public:
   std::function<void()> beforePopup;
   void showPopup() override {
     if (beforePopup) beforePopup();
@@ -170,8 +170,9 @@ QHBoxLayout* ConfigurePanel::buildDatasetRow() {
   m_datasetCombo->setMinimumContentsLength(12);
   auto* dsOpen = new QToolButton;
   dsOpen->setText(QStringLiteral("Open..."));
-  dsOpen->setToolTip(QStringLiteral("Train on a file of your own (Ctrl+O); you can also drop a file on the window. "
-                                    "The arrow: a folder (a CBT set, parallel text, PTB)"));
+  dsOpen->setToolTip(
+      QStringLiteral("Train on a file of your own (Ctrl+O); you can also drop a file on the window. "
+                     "The arrow: a folder (a CBT set, parallel text, PTB)"));
   connect(dsOpen, &QToolButton::clicked, this, &ConfigurePanel::chooseDatasetFile);
   // The cloze and seq2seq loaders read folders (cbtest_*_{train,valid,test}*.txt, train.de +
   // train.en, ...), which a file dialog cannot pick.
@@ -509,8 +510,7 @@ void ConfigurePanel::applyConfig(const QJsonObject& cfg) {
   const QJsonObject ds = cfg.value(QStringLiteral("dataset")).toObject();
   if (ds.contains(QStringLiteral("path")) && ds.value(QStringLiteral("path")).isString())
     setDatasetFile(ds.value(QStringLiteral("path")).toString());
-  else if (ds.contains(QStringLiteral("name")))
-    selectDataset(ds.value(QStringLiteral("name")).toString());
+  else if (ds.contains(QStringLiteral("name"))) selectDataset(ds.value(QStringLiteral("name")).toString());
   m_form->resetToDefaults();
   const QMap<QString, QString> flat = flattenConfig(cfg);
   for (auto it = flat.begin(); it != flat.end(); ++it) {
@@ -567,7 +567,8 @@ void ConfigurePanel::revalidateNow() {
     ranges << qMakePair(r.section(QStringLiteral(": "), 0, 0), r.section(QStringLiteral(": "), 1));
   QList<QPair<QString, QString>> all;
   for (const auto& e : errs) {
-    const bool rangeMessage = e.second.startsWith(QLatin1String("expected a")) && e.second.contains(QLatin1String(" in ["));
+    const bool rangeMessage =
+        e.second.startsWith(QLatin1String("expected a")) && e.second.contains(QLatin1String(" in ["));
     const bool hasRange = std::any_of(ranges.begin(), ranges.end(), [&](const auto& r) { return r.first == e.first; });
     if (!(rangeMessage && hasRange) && !all.contains(e)) all << e;
   }
@@ -578,9 +579,11 @@ void ConfigurePanel::revalidateNow() {
     if (fmt == QLatin1String("unreadable")) dsError = QStringLiteral("cannot read %1").arg(m_datasetFile);
     else if (fmt == QLatin1String("empty")) dsError = QStringLiteral("%1 is empty").arg(m_datasetFile);
     else if (fmt == QLatin1String("directory"))
-      dsError = QStringLiteral("unknown dataset format: %1 is a folder without a known corpus (ptb.char.*, ptb.*.txt; "
-                               "CBT *train*.txt / *valid*.txt / *test*.txt; parallel train.SRC + train.TGT; "
-                               "train.article.txt)").arg(m_datasetFile);
+      dsError = QStringLiteral(
+                    "unknown dataset format: %1 is a folder without a known corpus (ptb.char.*, ptb.*.txt; "
+                    "CBT *train*.txt / *valid*.txt / *test*.txt; parallel train.SRC + train.TGT; "
+                    "train.article.txt)")
+                    .arg(m_datasetFile);
     if (!dsError.isEmpty()) all << qMakePair(QStringLiteral("dataset.path"), dsError);
   }
   m_formatLabel->setText(datasetLabel());
@@ -611,8 +614,9 @@ void ConfigurePanel::revalidateNow() {
     m_paramTimer->stop();  // a count asked for by an earlier, valid state would build this invalid one
     ++m_paramGeneration;   // drop a count in flight
     m_paramCount = -1;
-    m_paramLabel->setText(all.size() == 1 ? QStringLiteral("Parameters: - (fix the problem above)")
-                                          : QStringLiteral("Parameters: - (fix the %1 problems above)").arg(all.size()));
+    m_paramLabel->setText(all.size() == 1
+                              ? QStringLiteral("Parameters: - (fix the problem above)")
+                              : QStringLiteral("Parameters: - (fix the %1 problems above)").arg(all.size()));
     m_paramLabel->setToolTip(QString());
   }
   Q_EMIT validated();

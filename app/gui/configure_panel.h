@@ -29,7 +29,7 @@ namespace gui {
 
 class ConfigurePanel : public QWidget {
   Q_OBJECT
-public:
+ public:
   explicit ConfigurePanel(QWidget* parent = nullptr);
 
   QJsonObject currentConfig() const;
@@ -46,9 +46,9 @@ public:
   void revalidateNow();                      // synchronous validation (the panel debounces it)
   QStringList validationErrors() const { return m_errors; }  // "path: message"
   bool isValid() const { return m_errors.isEmpty(); }
-  qint64 parameterCount() const { return m_paramCount; }     // -1 while unknown
-  csw::OptionForm* form() const { return m_form; }           // the schema-generated fields
-  QString datasetError() const;                               // shown under the dataset row (empty: none)
+  qint64 parameterCount() const { return m_paramCount; }  // -1 while unknown
+  csw::OptionForm* form() const { return m_form; }        // the schema-generated fields
+  QString datasetError() const;                           // shown under the dataset row (empty: none)
   QPushButton* startButton() const { return m_startButton; }
 
   // Local processes for the next Start (data-parallel when > 1; not part of the config).
@@ -59,14 +59,14 @@ public:
   // Enables the buttons: Start when valid and idle, Pause/Stop while training.
   void setTrainingState(bool training, bool paused);
 
-public Q_SLOTS:
+ public Q_SLOTS:
   void chooseDatasetFile();
   void chooseDatasetFolder();  // a CBT set, parallel text, PTB directory
   // The manifest datasets' "(not downloaded)" marks as the data cache is now (the combo
   // also does it each time it opens, and validation does).
   void refreshDatasetList();
 
-Q_SIGNALS:
+ Q_SIGNALS:
   void startRequested();
   void enqueueRequested();
   void pauseToggleRequested();
@@ -76,7 +76,7 @@ Q_SIGNALS:
   void parameterCountChanged(qint64 count);
   void message(const QString& text, int timeoutMs);
 
-private:
+ private:
   void startTimers();  // the constructor's parts, top to bottom
   QHBoxLayout* buildWorkspaceRow();
   QGroupBox* buildSetupBox();
@@ -92,7 +92,7 @@ private:
   void requestParameterCount();
   void showDatasetLabel();
   void settleLayout();
-  void watchDatasetFile();  // m_datasetFile and its folder, while it is set
+  void watchDatasetFile();                        // m_datasetFile and its folder, while it is set
   void showDatasetError(const QString& message);  // under the dataset row, red frame on its box
   void showBuildError(const QString& error);      // the model cannot be built: on the field it names
   QString placeBuildError(const QString& error, QString* message = nullptr);  // shows it; the path it names

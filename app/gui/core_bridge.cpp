@@ -84,11 +84,21 @@ QList<csw::OptionDesc> optionDescs(const QString& cell, const QString& task) {
     if (!label.isEmpty()) label[0] = label[0].toUpper();
     d.label = label;
     switch (o.type) {
-      case cs::OptType::Int: d.type = csw::OptionDesc::Int; break;
-      case cs::OptType::Float: d.type = csw::OptionDesc::Float; break;
-      case cs::OptType::Bool: d.type = csw::OptionDesc::Bool; break;
-      case cs::OptType::String: d.type = csw::OptionDesc::String; break;
-      case cs::OptType::Enum: d.type = csw::OptionDesc::Enum; break;
+      case cs::OptType::Int:
+        d.type = csw::OptionDesc::Int;
+        break;
+      case cs::OptType::Float:
+        d.type = csw::OptionDesc::Float;
+        break;
+      case cs::OptType::Bool:
+        d.type = csw::OptionDesc::Bool;
+        break;
+      case cs::OptType::String:
+        d.type = csw::OptionDesc::String;
+        break;
+      case cs::OptType::Enum:
+        d.type = csw::OptionDesc::Enum;
+        break;
     }
     for (auto& c : o.choices) d.choices << q(c);
     d.defaultValue = toVariant(o.default_value);
@@ -201,7 +211,10 @@ QString detectFormat(const QString& path) {
   if (head.isEmpty()) return QStringLiteral("empty");
   bool text8 = head.size() >= 1024;
   for (char c : head)
-    if (!((c >= 'a' && c <= 'z') || c == ' ')) { text8 = false; break; }
+    if (!((c >= 'a' && c <= 'z') || c == ' ')) {
+      text8 = false;
+      break;
+    }
   if (text8) return QStringLiteral("text8");
   const QList<QByteArray> lines = head.split('\n');
   int json_lines = 0, nonempty = 0;

@@ -82,15 +82,17 @@ QString decodeTablesText(const QVector<DecodeTable>& tables, TableFormat format,
   auto field = [csv](const QString& s) { return csv ? csw::csvField(s) : tsvField(s); };
   QString out;
   if (header)
-    out += QStringList{QStringLiteral("checkpoint"), QStringLiteral("step"), QStringLiteral("split"),
-                       QStringLiteral("index"), QStringLiteral("source"), QStringLiteral("reference"),
+    out += QStringList{QStringLiteral("checkpoint"), QStringLiteral("step"),   QStringLiteral("split"),
+                       QStringLiteral("index"),      QStringLiteral("source"), QStringLiteral("reference"),
                        QStringLiteral("hypothesis"), QStringLiteral("score")}
                .join(sep) +
            QLatin1Char('\n');
   for (const DecodeTable& t : tables)
     for (const DecodeRow& r : t.rows) {
-      out += QStringList{field(t.checkpoint), QString::number(t.step), field(t.split), QString::number(r.index),
-                         field(r.source), field(r.reference), field(r.hypothesis), QString::number(r.score, 'g', 8)}
+      out += QStringList{field(t.checkpoint), QString::number(t.step),
+                         field(t.split),      QString::number(r.index),
+                         field(r.source),     field(r.reference),
+                         field(r.hypothesis), QString::number(r.score, 'g', 8)}
                  .join(sep) +
              QLatin1Char('\n');
     }

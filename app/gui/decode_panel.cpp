@@ -37,9 +37,9 @@ namespace {
 // The metrics the table shows first, with their headers; other keys a report has follow by name.
 const QList<QPair<QString, QString>>& knownMetrics() {
   static const QList<QPair<QString, QString>> m = {{QStringLiteral("bleu"), QStringLiteral("BLEU")},
-                                                  {QStringLiteral("rouge1"), QStringLiteral("ROUGE-1")},
-                                                  {QStringLiteral("rouge2"), QStringLiteral("ROUGE-2")},
-                                                  {QStringLiteral("rougeL"), QStringLiteral("ROUGE-L")}};
+                                                   {QStringLiteral("rouge1"), QStringLiteral("ROUGE-1")},
+                                                   {QStringLiteral("rouge2"), QStringLiteral("ROUGE-2")},
+                                                   {QStringLiteral("rougeL"), QStringLiteral("ROUGE-L")}};
   return m;
 }
 const QString kLead = QStringLiteral("lead_");
@@ -124,8 +124,9 @@ QFormLayout* DecodePanel::buildSourceForm() {
   m_checkpoints->setFlow(QListView::LeftToRight);
   m_checkpoints->setWrapping(true);
   m_checkpoints->setMaximumHeight(64);
-  m_checkpoints->setToolTip(tr("Tick the checkpoints to decode: best (lowest validation loss), last, or a saved "
-                               "step. Each keeps its own table of outputs."));
+  m_checkpoints->setToolTip(
+      tr("Tick the checkpoints to decode: best (lowest validation loss), last, or a saved "
+         "step. Each keeps its own table of outputs."));
   form->addRow(tr("Checkpoints"), m_checkpoints);
 
   auto* params = new QHBoxLayout;
@@ -152,10 +153,10 @@ QFormLayout* DecodePanel::buildSourceForm() {
   m_maxLength->setSpecialValueText(tr("task default"));
   m_maxLength->setToolTip(tr("The longest hypothesis in tokens (task default = the run's setting)"));
   const QList<QPair<QString, QWidget*>> fields = {{tr("Split"), m_split},
-                                                 {tr("Beam"), m_beam},
-                                                 {tr("Length penalty"), m_lengthPenalty},
-                                                 {tr("Examples"), m_examples},
-                                                 {tr("Max length"), m_maxLength}};
+                                                  {tr("Beam"), m_beam},
+                                                  {tr("Length penalty"), m_lengthPenalty},
+                                                  {tr("Examples"), m_examples},
+                                                  {tr("Max length"), m_maxLength}};
   for (const auto& f : fields) {
     params->addWidget(new QLabel(f.first));
     params->addWidget(f.second);
@@ -229,9 +230,10 @@ QSplitter* DecodePanel::buildResultTables() {
   // rather than going to the last metric.
   m_metrics->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
   m_metrics->horizontalHeader()->setStretchLastSection(false);
-  m_metrics->setToolTip(tr("Corpus BLEU and ROUGE F1 (0-100) of each decoded checkpoint, and of the lead baseline "
-                           "(the first words of the source) on the same examples; the best checkpoint per column "
-                           "in bold. Click a row to see its outputs."));
+  m_metrics->setToolTip(
+      tr("Corpus BLEU and ROUGE F1 (0-100) of each decoded checkpoint, and of the lead baseline "
+         "(the first words of the source) on the same examples; the best checkpoint per column "
+         "in bold. Click a row to see its outputs."));
 
   m_samples = new QTableWidget;
   m_samples->setObjectName(QStringLiteral("decodeSamples"));
@@ -256,18 +258,18 @@ QSplitter* DecodePanel::buildResultTables() {
   auto* mv = new QVBoxLayout(metricsBox);
   mv->setContentsMargins(0, 0, 0, 0);
   mv->addWidget(m_metrics, 1);
-  auto* signatures = new QLabel(
-      tr("BLEU: %1   ROUGE: %2")
-          .arg(QString::fromStdString(cs::bleu_signature(cs::BleuOptions{})),
-               QString::fromStdString(cs::rouge_signature(cs::RougeOptions{}))));
+  auto* signatures = new QLabel(tr("BLEU: %1   ROUGE: %2")
+                                    .arg(QString::fromStdString(cs::bleu_signature(cs::BleuOptions{})),
+                                         QString::fromStdString(cs::rouge_signature(cs::RougeOptions{}))));
   signatures->setObjectName(QStringLiteral("metricSignatures"));
   signatures->setTextInteractionFlags(Qt::TextSelectableByMouse);
   signatures->setStyleSheet(QStringLiteral("color: palette(mid);"));
   signatures->setWordWrap(true);  // two lines in a narrow window rather than a tab wider than it
-  signatures->setToolTip(tr("BLEU is a port of sacreBLEU's default (13a tokenisation, mixed case, exp smoothing); "
-                            "ROUGE-1/2/L F1 follow rouge-score's tokenizer, averaged over the pairs "
-                            "(core/model/tasks/SEQ2SEQ_NOTES.md, Metrics). `cellscope-cli decode --hyp-out H "
-                            "--ref-out R` writes the texts for outside scorers."));
+  signatures->setToolTip(
+      tr("BLEU is a port of sacreBLEU's default (13a tokenisation, mixed case, exp smoothing); "
+         "ROUGE-1/2/L F1 follow rouge-score's tokenizer, averaged over the pairs "
+         "(core/model/tasks/SEQ2SEQ_NOTES.md, Metrics). `cellscope-cli decode --hyp-out H "
+         "--ref-out R` writes the texts for outside scorers."));
   mv->addWidget(signatures);
   auto* split = new QSplitter(Qt::Vertical);
   split->addWidget(metricsBox);
@@ -295,11 +297,15 @@ void DecodePanel::connectWorker() {
   connect(this, &DecodePanel::requestDecode, m_worker, &DecodeWorker::decode, Qt::QueuedConnection);
   connect(m_worker, &DecodeWorker::progress, this, &DecodePanel::onProgress, Qt::QueuedConnection);
   connect(m_worker, &DecodeWorker::tableReady, this, &DecodePanel::onTable, Qt::QueuedConnection);
-  connect(m_worker, &DecodeWorker::failed, this, [this](const QString& message) {
-    m_failed = true;
-    m_status->setText(tr("Could not decode: %1").arg(message));
-  }, Qt::QueuedConnection);
-  connect(m_worker, &DecodeWorker::cancelled, this, [this] { m_wasCancelled = true; }, Qt::QueuedConnection);
+  connect(
+      m_worker, &DecodeWorker::failed, this,
+      [this](const QString& message) {
+        m_failed = true;
+        m_status->setText(tr("Could not decode: %1").arg(message));
+      },
+      Qt::QueuedConnection);
+  connect(
+      m_worker, &DecodeWorker::cancelled, this, [this] { m_wasCancelled = true; }, Qt::QueuedConnection);
   connect(m_worker, &DecodeWorker::finished, this, &DecodePanel::onDone, Qt::QueuedConnection);
 }
 
@@ -491,8 +497,9 @@ void DecodePanel::decode() {
   if (m_busy) return;
   const DecodeJob j = job();
   if (j.runDir.isEmpty()) {
-    m_status->setText(tr("No seq2seq run with a checkpoint in this workspace yet: train one first "
-                         "(task seq2seq in the configuration)."));
+    m_status->setText(
+        tr("No seq2seq run with a checkpoint in this workspace yet: train one first "
+           "(task seq2seq in the configuration)."));
     return;
   }
   if (j.checkpoints.isEmpty()) {
@@ -581,7 +588,9 @@ void DecodePanel::onDone() {
     const int cur = currentTable();
     if (cur >= 0) {
       const DecodeTable& t = m_tables[cur];
-      s += tr(" %1: BLEU %2, ROUGE-L %3").arg(t.checkpoint).arg(t.metric(QStringLiteral("bleu"), NAN), 0, 'f', 2)
+      s += tr(" %1: BLEU %2, ROUGE-L %3")
+               .arg(t.checkpoint)
+               .arg(t.metric(QStringLiteral("bleu"), NAN), 0, 'f', 2)
                .arg(t.metric(QStringLiteral("rougeL"), NAN), 0, 'f', 2);
       if (t.hasMetric(kLead + QStringLiteral("bleu")))
         s += tr(" (lead baseline: BLEU %1, ROUGE-L %2)")
@@ -676,7 +685,12 @@ void DecodePanel::rebuildMetrics() {
   m_metrics->setColumnCount(headers.size());
   m_metrics->setHorizontalHeaderLabels(headers);
   m_metricsRowTable.clear();
-  struct Row { QString label, step, examples; QVector<double> values; int table; bool baseline; };
+  struct Row {
+    QString label, step, examples;
+    QVector<double> values;
+    int table;
+    bool baseline;
+  };
   QVector<Row> rows;
   QStringList baselinesSeen;
   for (int i = 0; i < m_tables.size(); ++i) {
@@ -695,7 +709,11 @@ void DecodePanel::rebuildMetrics() {
     const double words = t.metric(QStringLiteral("lead_words"), 0);
     Row r{words > 0 ? tr("lead baseline (the first %1 words of the source), %2").arg(words).arg(t.split)
                     : tr("lead baseline (the first words of the source), %1").arg(t.split),
-          QString(), QString::number(t.rows.size()), {}, -1, true};
+          QString(),
+          QString::number(t.rows.size()),
+          {},
+          -1,
+          true};
     for (const QString& k : keys) r.values << t.metric(kLead + k, NAN);
     rows << r;
   }
@@ -713,10 +731,9 @@ void DecodePanel::rebuildMetrics() {
   m_metrics->setRowCount(rows.size());
   // Tall enough for every row up to 6 (the lead baseline, the last row, must not hide below a
   // scroll bar in a small window).
-  m_metrics->setMinimumHeight(std::max(70, int(std::min<qsizetype>(rows.size(), 6)) *
-                                               m_metrics->verticalHeader()->defaultSectionSize() +
-                                           m_metrics->horizontalHeader()->sizeHint().height() +
-                                           2 * m_metrics->frameWidth() + 4));
+  m_metrics->setMinimumHeight(
+      std::max(70, int(std::min<qsizetype>(rows.size(), 6)) * m_metrics->verticalHeader()->defaultSectionSize() +
+                       m_metrics->horizontalHeader()->sizeHint().height() + 2 * m_metrics->frameWidth() + 4));
   for (int i = 0; i < rows.size(); ++i) {
     const Row& r = rows[i];
     m_metricsRowTable << r.table;
@@ -737,8 +754,9 @@ void DecodePanel::rebuildMetrics() {
       for (int c = 0; c < m_metrics->columnCount(); ++c) {
         m_metrics->item(i, c)->setForeground(QColor(0x55, 0x55, 0x55));
         m_metrics->item(i, c)->setFlags(Qt::ItemIsEnabled);
-        m_metrics->item(i, c)->setToolTip(tr("The lead baseline: the first words of each source as its output, scored "
-                                             "against the same references"));
+        m_metrics->item(i, c)->setToolTip(
+            tr("The lead baseline: the first words of each source as its output, scored "
+               "against the same references"));
       }
   }
 }

@@ -47,30 +47,30 @@ class RunTableModel;
 
 class DecodeWorker : public QObject {
   Q_OBJECT
-public:
+ public:
   // Any thread: the job running now stops at its next example.
   void cancel() { m_cancel.store(true); }
   void resetCancel() { m_cancel.store(false); }
   bool cancelRequested() const { return m_cancel.load(); }
 
-public Q_SLOTS:
+ public Q_SLOTS:
   void decode(const gui::DecodeJob& job);
 
-Q_SIGNALS:
+ Q_SIGNALS:
   // Examples done of the checkpoint `index` (of `count`); emitted at most every 50 ms and at the end of each.
   void progress(int index, int count, qint64 done, qint64 total);
   void tableReady(const gui::DecodeTable& table);  // one checkpoint finished
-  void failed(const QString& message);            // the job ends; earlier checkpoints' tables stay
-  void cancelled();                               // the job ends; earlier checkpoints' tables stay
-  void finished();                                // after every job, whatever its outcome
+  void failed(const QString& message);             // the job ends; earlier checkpoints' tables stay
+  void cancelled();                                // the job ends; earlier checkpoints' tables stay
+  void finished();                                 // after every job, whatever its outcome
 
-private:
+ private:
   std::atomic<bool> m_cancel{false};
 };
 
 class DecodePanel : public QWidget {
   Q_OBJECT
-public:
+ public:
   explicit DecodePanel(RunTableModel* runs, QWidget* parent = nullptr);
   ~DecodePanel() override;
 
@@ -83,7 +83,7 @@ public:
   QStringList checkedCheckpoints() const;
   bool setCheckedCheckpoints(const QStringList& names);  // false when one is not offered
 
-  DecodeJob job() const;          // from the controls
+  DecodeJob job() const;  // from the controls
   void setJob(const DecodeJob& j);
 
   bool isBusy() const { return m_busy; }
@@ -108,18 +108,18 @@ public:
   bool exportTables(const QString& path, TableFormat format, bool allTables, QString* error = nullptr) const;
   QString selectedRowsText() const;
 
-public Q_SLOTS:
+ public Q_SLOTS:
   void decode();  // the job of the controls, on the worker thread
   void cancel();
   void copySelection();
   void refreshRuns();
 
-Q_SIGNALS:
+ Q_SIGNALS:
   void requestDecode(const gui::DecodeJob& job);
   void tableAdded(int index);
   void finished(bool ok);  // false: failed or cancelled
 
-private:
+ private:
   // The constructor's groups, top to bottom (each builds one group and sets the members it owns).
   QFormLayout* buildSourceForm();
   QHBoxLayout* buildRunRow();

@@ -21,7 +21,7 @@ QString slug(const QString& s);
 
 class FigureExporter : public QObject {
   Q_OBJECT
-public:
+ public:
   // dialogParent: the widget the file and option dialogs belong to.
   explicit FigureExporter(QWidget* dialogParent);
 
@@ -40,14 +40,14 @@ public:
   // A curve plot with the right-click export menu.
   csw::CurvePlot* newPlot(const QString& title, const QString& yLabel, const QString& xLabel);
 
-public Q_SLOTS:
+ public Q_SLOTS:
   void exportPlotInteractive(csw::CurvePlot* plot);
   void optionsDialog();
 
-Q_SIGNALS:
+ Q_SIGNALS:
   void message(const QString& text, int timeoutMs);
 
-private:
+ private:
   void contextMenu(csw::CurvePlot* plot, const QPoint& pos);
   void publish();
 

@@ -25,12 +25,12 @@ struct GenToken {
 
 struct GenResult {
   QVector<GenToken> tokens;
-  QString task;          // char_lm | word_lm
-  QString error;         // non-empty: one clear message, nothing else is valid
+  QString task;   // char_lm | word_lm
+  QString error;  // non-empty: one clear message, nothing else is valid
   double bitsPerToken = 0;
-  int unknownSeed = 0;   // seed symbols the run's vocabulary lacks
+  int unknownSeed = 0;  // seed symbols the run's vocabulary lacks
   double seconds = 0;
-  QString html;          // the sample as a standalone HTML page (cs::Generation::to_html)
+  QString html;  // the sample as a standalone HTML page (cs::Generation::to_html)
 };
 
 // The shading of a token (cs::surprisal_colour): white (0 bits) to red (10 bits or more).

@@ -22,15 +22,15 @@ class RunTableModel;
 
 class GenerateWorker : public QObject {
   Q_OBJECT
-public Q_SLOTS:
+ public Q_SLOTS:
   void generate(const gui::GenRequest& r);
-Q_SIGNALS:
+ Q_SIGNALS:
   void done(const gui::GenResult& result);
 };
 
 class GeneratePanel : public QWidget {
   Q_OBJECT
-public:
+ public:
   explicit GeneratePanel(RunTableModel* runs, QWidget* parent = nullptr);
   ~GeneratePanel() override;
 
@@ -50,15 +50,15 @@ public:
   // Shading of a probability: its surprisal -log2 p from white (0 bits) to red (10 bits or more).
   static QColor shade(double prob);
 
-public Q_SLOTS:
+ public Q_SLOTS:
   void generate();
   void refreshRuns();
 
-Q_SIGNALS:
+ Q_SIGNALS:
   void requestGeneration(const gui::GenRequest& r);
   void finished(bool ok);
 
-private:
+ private:
   void refreshCheckpoints();
   void show(const GenResult& r);
 

@@ -46,8 +46,10 @@ inline double xOf(const MetricPoint& p, XAxis a) {
   return a == XAxis::Step ? double(p.step) : a == XAxis::Epoch ? p.epoch : a == XAxis::Time ? p.elapsed : p.trainFlops;
 }
 inline QString xAxisLabel(XAxis a) {
-  return a == XAxis::Step ? QStringLiteral("step") : a == XAxis::Epoch ? QStringLiteral("epoch")
-         : a == XAxis::Time ? QStringLiteral("wall time (s)") : QStringLiteral("training FLOPs");
+  return a == XAxis::Step    ? QStringLiteral("step")
+         : a == XAxis::Epoch ? QStringLiteral("epoch")
+         : a == XAxis::Time  ? QStringLiteral("wall time (s)")
+                             : QStringLiteral("training FLOPs");
 }
 
 }  // namespace gui

@@ -10,8 +10,8 @@
 namespace gui {
 
 nlohmann::json toCoreJson(const QJsonObject& o);
-QJsonObject toQtJson(const nlohmann::json& j);       // an object (anything else: empty)
-QVariant toVariant(const nlohmann::json& scalar);    // bool, integer, number or string; else invalid
+QJsonObject toQtJson(const nlohmann::json& j);     // an object (anything else: empty)
+QVariant toVariant(const nlohmann::json& scalar);  // bool, integer, number or string; else invalid
 // A value typed by the user: JSON when it parses (numbers, true, [1,2]), else the text as a string.
 nlohmann::json parseValue(const QString& text);
 

@@ -238,8 +238,7 @@ void MainWindow::connectTraining() {
     // A run the user started is shown; a queued one starting leaves the user where they are.
     if (m_controller->startedFromQueue())
       statusBar()->showMessage(QStringLiteral("The next queued run started (Training tab, Ctrl+1)"), 8000);
-    else
-      showPanel(m_training);
+    else showPanel(m_training);
   });
   connect(c, &TrainingController::runInfo, this,
           [this](const QString& dir, const QString& metric, const QString& unit, qint64 n) {

@@ -40,16 +40,16 @@ struct WindowOptions {
 
 // One tab of the window.
 struct PanelEntry {
-  QString title;              // tab title (also what --tab matches)
-  QString menuText;           // View menu entry
-  QKeySequence shortcut;      // View menu shortcut
+  QString title;          // tab title (also what --tab matches)
+  QString menuText;       // View menu entry
+  QKeySequence shortcut;  // View menu shortcut
   QWidget* widget = nullptr;
   bool showsConfiguration = true;  // the ConfigurePanel stays beside this tab
 };
 
 class MainWindow : public QMainWindow {
   Q_OBJECT
-public:
+ public:
   explicit MainWindow(const WindowOptions& options = WindowOptions(), QWidget* parent = nullptr);
   ~MainWindow() override;
 
@@ -71,24 +71,24 @@ public:
 
   QString workspace() const { return m_workspace; }
   void openWorkspace(const QString& dir);
-  QString progressText() const;  // the status bar's training status
+  QString progressText() const;                    // the status bar's training status
   void showRunInTrainingView(const QString& dir);  // a finished run's curves
   // Sweeps > Report...: the report dialog over this workspace (created on first use, shown).
   ReportDialog* openReportDialog();
 
-public Q_SLOTS:
- bool startTraining();  // false when the config is invalid (errors shown), a sweep runs, or a run is active (then
-                        // queued)
- void enqueueCurrent();
- void refreshWorkspace();
+ public Q_SLOTS:
+  bool startTraining();  // false when the config is invalid (errors shown), a sweep runs, or a run is active (then
+                         // queued)
+  void enqueueCurrent();
+  void refreshWorkspace();
 
-protected:
+ protected:
   void closeEvent(QCloseEvent* event) override;
   void showEvent(QShowEvent* event) override;
   void dragEnterEvent(QDragEnterEvent* event) override;
   void dropEvent(QDropEvent* event) override;
 
-private:
+ private:
   void buildPanels();
   void buildMenus();
   void connectTraining();

@@ -22,7 +22,7 @@ namespace gui {
 
 class ProcessRun : public QObject {
   Q_OBJECT
-public:
+ public:
   explicit ProcessRun(QObject* parent = nullptr);
   ~ProcessRun() override;  // a process still running is sent SIGTERM and waited for (bounded)
 
@@ -40,14 +40,14 @@ public:
   // Emits started() the first time the run directory has its config and summary.
   bool poll(QVector<MetricPoint>* points, QStringList* logs, TrainProgress* progress);
 
-Q_SIGNALS:
+ Q_SIGNALS:
   void started(const QString& runDir, const QString& primaryMetric, const QString& unit, qint64 parameters);
   // The process ended: status/reason from summary.json (a run that never got a summary,
   // or whose summary still says "running", is reported through failed()).
   void finished(const QString& status, const QString& reason, const QString& runDir);
   void failed(const QString& message, const QString& runDir);
 
-private:
+ private:
   void onExit();
   QString outputTail() const;
 

@@ -154,8 +154,7 @@ ReportDialog::ReportDialog(const QString& workspace, QWidget* parent) : QDialog(
     if (!d.isEmpty()) m_out->setText(QDir(d).filePath(QStringLiteral("report")));
   });
   connect(m_render, &QPushButton::clicked, this, &ReportDialog::startRender);
-  connect(m_open, &QPushButton::clicked, this,
-          [this] { QDesktopServices::openUrl(QUrl::fromLocalFile(m_lastOut)); });
+  connect(m_open, &QPushButton::clicked, this, [this] { QDesktopServices::openUrl(QUrl::fromLocalFile(m_lastOut)); });
   connect(close, &QPushButton::clicked, this, &QDialog::reject);
 
   if (m_bundled->count() > 1) m_bundled->setCurrentIndex(1);  // the first bundled spec (sweep-notes)
@@ -188,12 +187,14 @@ void ReportDialog::reject() {
 // dialog's own (removed with it): the report's manifest keeps the spec, and the path is shown in
 // the Spec field, to be copied and edited for a larger report.
 QString ReportDialog::sweepSpec(const QString& sweep, QString* error) {
-  if (!m_specDir) m_specDir = std::make_unique<QTemporaryDir>(QDir::temp().filePath(QStringLiteral("cellscope-report-XXXXXX")));
+  if (!m_specDir)
+    m_specDir = std::make_unique<QTemporaryDir>(QDir::temp().filePath(QStringLiteral("cellscope-report-XXXXXX")));
   if (!m_specDir->isValid()) {
     if (error) *error = m_specDir->errorString();
     return QString();
   }
-  const QJsonObject def = readJsonObjectFile(QDir(m_workspace).filePath(QStringLiteral("sweeps/%1/sweep.json").arg(sweep)));
+  const QJsonObject def =
+      readJsonObjectFile(QDir(m_workspace).filePath(QStringLiteral("sweeps/%1/sweep.json").arg(sweep)));
   QStringList axes;  // the grid: a list of axes ({"name"|"option", "values"}) or {"option": [values]}
   const QJsonValue grid = def.value(QStringLiteral("grid"));
   if (grid.isObject()) axes = grid.toObject().keys();
@@ -206,16 +207,14 @@ QString ReportDialog::sweepSpec(const QString& sweep, QString* error) {
   QString caption = QStringLiteral("Sweep %1").arg(sweep);
   if (!axes.isEmpty()) caption += QStringLiteral(" over %1").arg(axes.join(QStringLiteral(" x ")));
   if (seeds > 1) caption += QStringLiteral(" (mean ± std over %1 seeds)").arg(seeds);
-  const QJsonObject spec{
-      {QStringLiteral("title"), QStringLiteral("Sweep %1").arg(sweep)},
-      {QStringLiteral("notes"), def.value(QStringLiteral("notes")).toString()},
-      {QStringLiteral("items"),
-       QJsonArray{QJsonObject{{QStringLiteral("sweep"), sweep}, {QStringLiteral("id"), sweep},
-                              {QStringLiteral("caption"), caption}}}}};
+  const QJsonObject spec{{QStringLiteral("title"), QStringLiteral("Sweep %1").arg(sweep)},
+                         {QStringLiteral("notes"), def.value(QStringLiteral("notes")).toString()},
+                         {QStringLiteral("items"), QJsonArray{QJsonObject{{QStringLiteral("sweep"), sweep},
+                                                                          {QStringLiteral("id"), sweep},
+                                                                          {QStringLiteral("caption"), caption}}}}};
   const QString path = m_specDir->filePath(QStringLiteral("sweep-%1.json").arg(sweep));
   QFile f(path);
-  if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate) ||
-      f.write(QJsonDocument(spec).toJson()) < 0) {
+  if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate) || f.write(QJsonDocument(spec).toJson()) < 0) {
     if (error) *error = f.errorString();
     return QString();
   }
@@ -242,7 +241,8 @@ void ReportDialog::startRender() {
 void ReportDialog::onProgress(int done, int total, const QString& item) {
   m_progress->setRange(0, qMax(1, total));
   m_progress->setValue(done);
-  if (!item.isEmpty()) m_result->setText(QStringLiteral("Rendering %1 (%2 of %3)...").arg(item).arg(done + 1).arg(total));
+  if (!item.isEmpty())
+    m_result->setText(QStringLiteral("Rendering %1 (%2 of %3)...").arg(item).arg(done + 1).arg(total));
 }
 
 void ReportDialog::onFinished(const QString& out, int items, int runs, bool images) {

@@ -23,13 +23,13 @@ namespace gui {
 // the worker hands each one over with a blocking queued call.
 class ReportWorker : public QObject {
   Q_OBJECT
-public:
+ public:
   explicit ReportWorker(QObject* parent = nullptr);
 
-public Q_SLOTS:
+ public Q_SLOTS:
   void render(const QString& spec, const QString& out, const QString& workspace);
 
-Q_SIGNALS:
+ Q_SIGNALS:
   void progress(int done, int total, const QString& item);
   void finished(const QString& out, int items, int runs, bool images);
   void failed(const QString& message);
@@ -37,7 +37,7 @@ Q_SIGNALS:
 
 class ReportDialog : public QDialog {
   Q_OBJECT
-public:
+ public:
   explicit ReportDialog(const QString& workspace, QWidget* parent = nullptr);
   ~ReportDialog() override;
 
@@ -48,15 +48,15 @@ public:
   bool isRendering() const { return m_rendering; }
   QString workspace() const { return m_workspace; }
 
-public Q_SLOTS:
+ public Q_SLOTS:
   void startRender();
   void reject() override;  // refused while rendering (Esc, Close)
 
-Q_SIGNALS:
+ Q_SIGNALS:
   void renderRequested(const QString& spec, const QString& out, const QString& workspace);
   void rendered(const QString& out);  // a report was written
 
-private:
+ private:
   void onProgress(int done, int total, const QString& item);
   void onFinished(const QString& out, int items, int runs, bool images);
   void onFailed(const QString& message);

@@ -69,7 +69,8 @@ bool inDesktopTrash(const QString& trashed) {
 // (then -2, -3... when that exists).
 QString workspaceTrashPath(const QString& workspace, const QString& name) {
   const QString trash = QDir(workspace).filePath(QStringLiteral(".trash"));
-  const QString stem = name + QLatin1Char('-') + QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-HHmmss"));
+  const QString stem =
+      name + QLatin1Char('-') + QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-HHmmss"));
   QString path = QDir(trash).filePath(stem);
   for (int i = 2; QFileInfo::exists(path); ++i) path = QDir(trash).filePath(stem + QStringLiteral("-%1").arg(i));
   return path;
@@ -262,26 +263,25 @@ void RunActions::updateEnabled() {
       if (!x.isEmpty()) return x;
     return QString();
   };
-  const QString busyHere = training ? QStringLiteral("a run is training in this window; stop it or let it finish first")
-                                    : QString();
+  const QString busyHere =
+      training ? QStringLiteral("a run is training in this window; stop it or let it finish first") : QString();
   setReason(m_actions[Resume],
             first({none, busyHere,
                    st == QLatin1String("finished") ? QStringLiteral("this run finished: Fork it to train further")
                                                    : QString(),
                    st == QLatin1String("running") ? QStringLiteral("this run is training") : QString(),
                    r && !last ? QStringLiteral("this run has no checkpoints/last.pt to continue from") : QString()}));
-  setReason(m_actions[Fork], first({none, busyHere,
-                                    r && !checkpoint ? QStringLiteral("this run has no checkpoint yet") : QString()}));
+  setReason(m_actions[Fork],
+            first({none, busyHere, r && !checkpoint ? QStringLiteral("this run has no checkpoint yet") : QString()}));
   setReason(m_actions[LoadConfig], none);
   setReason(m_actions[Rename], none);
   setReason(m_actions[OpenFolder], none);
   setReason(m_actions[ExportTorch],
             first({none, r && !checkpoint ? QStringLiteral("this run has no checkpoint yet") : QString()}));
   setReason(m_actions[ExportTensorBoard], none);
-  setReason(m_actions[Delete],
-            first({none, training && m_controller->currentRunDir() == dir
-                             ? QStringLiteral("this run is training in this window; stop it first")
-                             : QString()}));
+  setReason(m_actions[Delete], first({none, training && m_controller->currentRunDir() == dir
+                                                ? QStringLiteral("this run is training in this window; stop it first")
+                                                : QString()}));
 }
 
 QString RunActions::busyReason(const QString& dir) const {
@@ -384,8 +384,9 @@ bool RunActions::remove(const QString& dir, bool allowPermanent, QString* error,
     if (!(baseIsCwd && hadFiles)) base.rmdir(QStringLiteral("files"));  // only when empty
     if (!(baseIsCwd && hadInfo)) base.rmdir(QStringLiteral("info"));
     if (!inWorkspaceTrash) {
-      if (error) *error = QStringLiteral("there is no desktop trash for %1, and its workspace's trash %2 cannot be made")
-                              .arg(abs, QDir(workspace).filePath(QStringLiteral(".trash")));
+      if (error)
+        *error = QStringLiteral("there is no desktop trash for %1, and its workspace's trash %2 cannot be made")
+                     .arg(abs, QDir(workspace).filePath(QStringLiteral(".trash")));
       return false;
     }
   } else if (!moved) {
@@ -622,8 +623,7 @@ void RunActions::deleteSelected() {
                                     "To restore it, move that folder back into %3.")
                          .arg(name, movedTo, QFileInfo(dir).absolutePath()),
                      60000);
-    else
-      Q_EMIT message(QStringLiteral("Moved %1 to the trash").arg(name), 5000);
+    else Q_EMIT message(QStringLiteral("Moved %1 to the trash").arg(name), 5000);
     return;
   }
   if (!err.startsWith(QLatin1String("there is no desktop trash"))) {

@@ -43,7 +43,7 @@ class TrainingController;
 // command line; the window runs it as a process and follows the child like any run.
 class ForkDialog : public QDialog {
   Q_OBJECT
-public:
+ public:
   explicit ForkDialog(const QString& runDir, QWidget* parent = nullptr);
 
   QComboBox* checkpointCombo() const { return m_checkpoint; }
@@ -57,7 +57,7 @@ public:
   // `train --fork DIR[@STEP] --set ... --run-dir newDir --threads K`.
   QStringList arguments(const QString& newDir, QString* error = nullptr) const;
 
-private:
+ private:
   QString m_dir, m_lrOriginal;
   QComboBox* m_checkpoint = nullptr;
   QLineEdit* m_lr = nullptr;
@@ -66,7 +66,7 @@ private:
 
 class RunActions : public QObject {
   Q_OBJECT
-public:
+ public:
   enum Kind { Resume, Fork, LoadConfig, Rename, OpenFolder, ExportTorch, ExportTensorBoard, Delete, KindCount };
   enum ExportFormat { PyTorch, TensorBoard };
 

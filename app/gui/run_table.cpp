@@ -235,8 +235,7 @@ QVariant RunTableModel::data(const QModelIndex& index, int role) const {
     if (st == QLatin1String("stopped")) return QColor(170, 110, 0);
     return QVariant();
   }
-  if (role == Qt::TextAlignmentRole && c >= Params && c <= Processes)
-    return int(Qt::AlignRight | Qt::AlignVCenter);
+  if (role == Qt::TextAlignmentRole && c >= Params && c <= Processes) return int(Qt::AlignRight | Qt::AlignVCenter);
   if (role != Qt::DisplayRole && role != SortRole) return QVariant();
   const bool sort = role == SortRole;
   const QString metric = s.value(QStringLiteral("primary_metric")).toString();
@@ -250,22 +249,33 @@ QVariant RunTableModel::data(const QModelIndex& index, int role) const {
   auto integer = [](double v) { return QLocale().toString(qlonglong(v)); };
   auto withMetric = [&](double v) { return fmtNumber(v) + QLatin1Char(' ') + metric; };
   switch (c) {
-    case Name: return r.label.isEmpty() ? r.name : r.label + QStringLiteral(" (") + r.name + QLatin1Char(')');
-    case Status: return r.status();
-    case Task: return r.config.value(QStringLiteral("task")).toObject().value(QStringLiteral("name")).toString();
-    case Cell: return r.config.value(QStringLiteral("model")).toObject().value(QStringLiteral("cell")).toString();
-    case Params: return number("parameters", std::nullopt, integer);
-    case Step: return number("step", std::nullopt, integer);
-    case BestValid: return number("best_valid", qInf(), withMetric);
-    case BestStep: return number("best_step", -1.0, integer);
-    case Test: return number("test_metric", qInf(), withMetric);
+    case Name:
+      return r.label.isEmpty() ? r.name : r.label + QStringLiteral(" (") + r.name + QLatin1Char(')');
+    case Status:
+      return r.status();
+    case Task:
+      return r.config.value(QStringLiteral("task")).toObject().value(QStringLiteral("name")).toString();
+    case Cell:
+      return r.config.value(QStringLiteral("model")).toObject().value(QStringLiteral("cell")).toString();
+    case Params:
+      return number("parameters", std::nullopt, integer);
+    case Step:
+      return number("step", std::nullopt, integer);
+    case BestValid:
+      return number("best_valid", qInf(), withMetric);
+    case BestStep:
+      return number("best_step", -1.0, integer);
+    case Test:
+      return number("test_metric", qInf(), withMetric);
     case Throughput:
       return number("mean_throughput", std::nullopt, [&](double v) {
         return QLocale().toString(v, 'f', 0) + QLatin1Char(' ') + s.value(QStringLiteral("unit")).toString() +
                QStringLiteral("/s");
       });
-    case Processes: return sort ? QVariant(r.processes()) : QVariant(QLocale().toString(r.processes()));
-    case Differs: return differsText(r);
+    case Processes:
+      return sort ? QVariant(r.processes()) : QVariant(QLocale().toString(r.processes()));
+    case Differs:
+      return differsText(r);
   }
   return QVariant();
 }

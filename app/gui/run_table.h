@@ -52,59 +52,59 @@ class RunWatcher;
 
 class RunTableModel : public QAbstractTableModel {
   Q_OBJECT
-public:
- enum Column {
-   Name,
-   Status,
-   Task,
-   Cell,
-   Params,
-   Step,
-   BestValid,
-   BestStep,
-   Test,
-   Throughput,
-   Processes,
-   Differs,
-   ColumnCount
- };
- static constexpr int SortRole = Qt::UserRole + 1;
+ public:
+  enum Column {
+    Name,
+    Status,
+    Task,
+    Cell,
+    Params,
+    Step,
+    BestValid,
+    BestStep,
+    Test,
+    Throughput,
+    Processes,
+    Differs,
+    ColumnCount
+  };
+  static constexpr int SortRole = Qt::UserRole + 1;
 
- explicit RunTableModel(QObject* parent = nullptr);
+  explicit RunTableModel(QObject* parent = nullptr);
 
- void setRuns(QVector<RunInfo> runs);  // keeps the check marks of runs still present
- // Re-read the run at dir (added when new). Returns its row.
- int refreshRun(const QString& dir);
- // Drops the row of dir (its check mark too); false when it has none.
- bool removeRun(const QString& dir);
- // Scans dir and follows it from now on (rows added, updated and removed as the run
- // directories change on disk). An empty dir stops watching.
- void watchWorkspace(const QString& dir);
- RunWatcher* watcher() const { return m_watcher; }
- const QVector<RunInfo>& runs() const { return m_runs; }
- const RunInfo* run(int row) const { return row >= 0 && row < m_runs.size() ? &m_runs[row] : nullptr; }
- int rowOf(const QString& dir) const;
- QStringList differing() const { return m_differing; }
+  void setRuns(QVector<RunInfo> runs);  // keeps the check marks of runs still present
+  // Re-read the run at dir (added when new). Returns its row.
+  int refreshRun(const QString& dir);
+  // Drops the row of dir (its check mark too); false when it has none.
+  bool removeRun(const QString& dir);
+  // Scans dir and follows it from now on (rows added, updated and removed as the run
+  // directories change on disk). An empty dir stops watching.
+  void watchWorkspace(const QString& dir);
+  RunWatcher* watcher() const { return m_watcher; }
+  const QVector<RunInfo>& runs() const { return m_runs; }
+  const RunInfo* run(int row) const { return row >= 0 && row < m_runs.size() ? &m_runs[row] : nullptr; }
+  int rowOf(const QString& dir) const;
+  QStringList differing() const { return m_differing; }
 
- QStringList checkedDirs() const;  // in table order
- void setChecked(const QString& dir, bool checked);
+  QStringList checkedDirs() const;  // in table order
+  void setChecked(const QString& dir, bool checked);
 
- int rowCount(const QModelIndex& parent = QModelIndex()) const override;
- int columnCount(const QModelIndex& parent = QModelIndex()) const override;
- QVariant data(const QModelIndex& index, int role) const override;
- QVariant headerData(int section, Qt::Orientation orientation, int role) const override;
- Qt::ItemFlags flags(const QModelIndex& index) const override;
- bool setData(const QModelIndex& index, const QVariant& value, int role) override;
+  int rowCount(const QModelIndex& parent = QModelIndex()) const override;
+  int columnCount(const QModelIndex& parent = QModelIndex()) const override;
+  QVariant data(const QModelIndex& index, int role) const override;
+  QVariant headerData(int section, Qt::Orientation orientation, int role) const override;
+  Qt::ItemFlags flags(const QModelIndex& index) const override;
+  bool setData(const QModelIndex& index, const QVariant& value, int role) override;
 
- // The table as CSV (all rows, model order, one column per Column).
- QString toCsv() const;
+  // The table as CSV (all rows, model order, one column per Column).
+  QString toCsv() const;
 
-Q_SIGNALS:
+ Q_SIGNALS:
   void checkedChanged();
   void runUpdated(const QString& dir);      // a row was re-read from disk (summary, config or label)
   void metricsUpdated(const QString& dir);  // a watched run's metrics.jsonl changed
 
-private:
+ private:
   void recomputeDiffering();
   QString differsText(const RunInfo& r) const;
 

@@ -28,8 +28,8 @@ RunWatcher::Signature RunWatcher::signatureOf(const QString& dir) {
   auto sig = [&](const char* name) {
     const QFileInfo fi(QDir(dir).filePath(QLatin1String(name)));
     if (!fi.exists()) return QStringLiteral("-;");
-    return QString::number(fi.size()) + QLatin1Char('@') +
-           QString::number(fi.lastModified().toMSecsSinceEpoch()) + QLatin1Char(';');
+    return QString::number(fi.size()) + QLatin1Char('@') + QString::number(fi.lastModified().toMSecsSinceEpoch()) +
+           QLatin1Char(';');
   };
   return {sig("config.json") + sig("summary.json") + sig("label.txt"), sig("metrics.jsonl")};
 }

@@ -19,7 +19,7 @@ namespace gui {
 
 class RunWatcher : public QObject {
   Q_OBJECT
-public:
+ public:
   explicit RunWatcher(QObject* parent = nullptr);
 
   // Watches dir (the previous workspace is forgotten). The runs already there are
@@ -28,16 +28,16 @@ public:
   QString workspace() const { return m_workspace; }
   void setPollInterval(int ms);
 
-public Q_SLOTS:
+ public Q_SLOTS:
   void scanNow();  // compares every run's signature now
 
-Q_SIGNALS:
+ Q_SIGNALS:
   void runAdded(const QString& dir);
   void runRemoved(const QString& dir);
-  void runChanged(const QString& dir);       // summary.json, config.json or label.txt changed
-  void metricsChanged(const QString& dir);   // metrics.jsonl grew or was rewritten
+  void runChanged(const QString& dir);      // summary.json, config.json or label.txt changed
+  void metricsChanged(const QString& dir);  // metrics.jsonl grew or was rewritten
 
-private:
+ private:
   struct Signature {
     QString meta;     // summary + config + label
     QString metrics;  // metrics.jsonl

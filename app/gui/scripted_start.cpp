@@ -93,9 +93,9 @@ QString ScriptedStart::value(const char* name) const { return p_.value(QString::
 // The grab is the window at its size; a window that cannot shrink to the size asked is said.
 void ScriptedStart::grabTo(MainWindow& w, const QString& file) const {
   if (wanted_.isValid() && w.size() != wanted_)
-    QTextStream(stderr) << "cellscope: the window is " << w.width() << "x" << w.height() << ", not "
-                        << wanted_.width() << "x" << wanted_.height() << " (its minimum size is "
-                        << w.minimumSizeHint().width() << "x" << w.minimumSizeHint().height() << ")\n";
+    QTextStream(stderr) << "cellscope: the window is " << w.width() << "x" << w.height() << ", not " << wanted_.width()
+                        << "x" << wanted_.height() << " (its minimum size is " << w.minimumSizeHint().width() << "x"
+                        << w.minimumSizeHint().height() << ")\n";
   w.grab().save(file);
   QTextStream(stdout) << "screenshot: " << file << " (" << w.width() << "x" << w.height() << ")\n";
 }

@@ -413,8 +413,8 @@ void SweepPanel::updatePlot() {
     m_plot->replot();
     return;
   }
-  static const QColor colors[] = {QColor(31, 119, 180), QColor(255, 127, 14), QColor(44, 160, 44), QColor(214, 39, 40),
-                                  QColor(148, 103, 189), QColor(140, 86, 75)};
+  static const QColor colors[] = {QColor(31, 119, 180), QColor(255, 127, 14),  QColor(44, 160, 44),
+                                  QColor(214, 39, 40),  QColor(148, 103, 189), QColor(140, 86, 75)};
   int i = 0;
   for (auto& s : series) {
     const QColor col = colors[i++ % 6];

@@ -29,7 +29,7 @@ class TrainingController;
 
 class SweepPanel : public QWidget {
   Q_OBJECT
-public:
+ public:
   // The sweep's base is config's current configuration; no sweep starts while training trains.
   SweepPanel(const ConfigurePanel* config, const TrainingController* training, QWidget* parent = nullptr);
   ~SweepPanel() override;
@@ -58,12 +58,12 @@ public:
   void refreshTable();
   bool exportTable(const QString& path, QString* error = nullptr);  // .csv, .tex, .json, .txt
 
-Q_SIGNALS:
+ Q_SIGNALS:
   void sweepFinished(bool stopped, int done, int total);
   void sweepFailed(const QString& message);
   void runsChanged();  // a sweep finished: new runs in the workspace
 
-private:
+ private:
   void onPointStarted(int index, int total, const QString& id, bool resumed, const QString& runDir);
   void onPointFinished(int index, int total, const QString& id, const QString& status);
   void onProgress(int step, int total);

@@ -54,23 +54,23 @@ QString sweepsRoot(const QString& workspace);  // <workspace>/sweeps
 
 class SweepWorker : public QObject {
   Q_OBJECT
-public:
+ public:
   explicit SweepWorker(QObject* parent = nullptr);
   void requestStop() { m_stop.store(true); }
   bool isRunning() const { return m_running.load(); }
 
-public Q_SLOTS:
+ public Q_SLOTS:
   // specJson: a spec (buildSweepSpec). Runs the points not finished yet (resume).
   void start(const QByteArray& specJson, const QString& workspace, int threads);
 
-Q_SIGNALS:
+ Q_SIGNALS:
   void pointStarted(int index, int total, const QString& id, bool resumed, const QString& runDir);
   void pointFinished(int index, int total, const QString& id, const QString& status);
   void progress(int step, int totalSteps);
   void finished(bool stopped, int done, int total, const QString& dir);
   void failed(const QString& message);
 
-private:
+ private:
   std::atomic<bool> m_stop{false};
   std::atomic<bool> m_running{false};
 };

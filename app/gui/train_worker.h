@@ -24,7 +24,7 @@ namespace gui {
 
 class TrainWorker : public QObject {
   Q_OBJECT
-public:
+ public:
   explicit TrainWorker(QObject* parent = nullptr);
   ~TrainWorker() override;
 
@@ -37,17 +37,17 @@ public:
   // Returns true when a new progress value is available.
   bool drain(QVector<MetricPoint>* metrics, QStringList* logs, TrainProgress* progress);
 
-public Q_SLOTS:
+ public Q_SLOTS:
   // cfgJson: a raw config (validated here). resumeDir non-empty: resume that run.
   // threads: LibTorch intra-op threads when training.threads is 0.
   void start(const QByteArray& cfgJson, const QString& workspace, const QString& resumeDir, int threads);
 
-Q_SIGNALS:
+ Q_SIGNALS:
   void started(const QString& runDir, const QString& primaryMetric, const QString& unit, qint64 parameters);
   void finished(const QString& status, const QString& reason, const QString& runDir);
   void failed(const QString& message, const QString& runDir);
 
-private:
+ private:
   struct Impl;
   std::unique_ptr<Impl> d;
   std::atomic<bool> m_running{false};

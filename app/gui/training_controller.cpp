@@ -72,8 +72,8 @@ QStringList TrainingController::parallelArguments(const QJsonObject& cfg, const 
                                                   const QString& runDir) {
   const int own = cfg.value(QStringLiteral("training")).toObject().value(QStringLiteral("threads")).toInt(0);
   const int threads = own > 0 ? own : threadsPerProcess(nproc);
-  return {QStringLiteral("train"), configFile, QStringLiteral("--nproc"), QString::number(nproc),
-          QStringLiteral("--run-dir"), runDir, QStringLiteral("--threads"), QString::number(threads)};
+  return {QStringLiteral("train"),     configFile, QStringLiteral("--nproc"),   QString::number(nproc),
+          QStringLiteral("--run-dir"), runDir,     QStringLiteral("--threads"), QString::number(threads)};
 }
 
 void TrainingController::beginRun(int nproc, bool processMode) {
@@ -98,7 +98,8 @@ bool TrainingController::startCli(const QStringList& args, const QString& runDir
   QString err;
   if (!m_process->start(cliProgram(), args, runDir, &err)) {
     // Reported like any failed start (message box, status bar), then the queue goes on.
-    QMetaObject::invokeMethod(this, [this, err] { onFailed(err, QString()); }, Qt::QueuedConnection);
+    QMetaObject::invokeMethod(
+        this, [this, err] { onFailed(err, QString()); }, Qt::QueuedConnection);
     Q_EMIT stateChanged();
     if (error) *error = err;
     return false;
@@ -166,7 +167,8 @@ void TrainingController::launch(const Queued& item) {
     if (!tmp.open() || tmp.write(QJsonDocument(cfg).toJson()) < 0 || !tmp.flush()) {
       beginRun(item.nproc, true);
       err = QStringLiteral("cannot write a temporary configuration file: ") + tmp.errorString();
-      QMetaObject::invokeMethod(this, [this, err] { onFailed(err, QString()); }, Qt::QueuedConnection);
+      QMetaObject::invokeMethod(
+          this, [this, err] { onFailed(err, QString()); }, Qt::QueuedConnection);
       return;
     }
     m_configFile = tmp.fileName();

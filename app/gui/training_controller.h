@@ -26,7 +26,7 @@ class TrainWorker;
 
 class TrainingController : public QObject {
   Q_OBJECT
-public:
+ public:
   explicit TrainingController(QObject* parent = nullptr);
   ~TrainingController() override;  // stops a run still going (its last checkpoint is kept)
 
@@ -69,7 +69,7 @@ public:
   static QStringList parallelArguments(const QJsonObject& cfg, const QString& configFile, int nproc,
                                        const QString& runDir);
 
-public Q_SLOTS:
+ public Q_SLOTS:
   void clearQueue();
   void pause();
   void resume();
@@ -78,7 +78,7 @@ public Q_SLOTS:
   // Drains the worker now (the timer does it every 100 ms).
   void drain();
 
-Q_SIGNALS:
+ Q_SIGNALS:
   void preparing();  // a run was launched: the data is loading and the model being built
   void runStarted(const QString& runDir);
   void runInfo(const QString& runDir, const QString& primaryMetric, const QString& unit, qint64 parameters);
@@ -91,10 +91,10 @@ Q_SIGNALS:
   void progressChanged(const gui::TrainProgress& progress);
   void stateChanged();  // training, paused or queue size changed
   void paused();
-  void stopping();  // stop() was asked: the run writes its checkpoint and ends
+  void stopping();                   // stop() was asked: the run writes its checkpoint and ends
   void notice(const QString& text);  // a short message for the status bar
 
-private:
+ private:
   struct Queued {
     QJsonObject cfg;
     int nproc = 1;

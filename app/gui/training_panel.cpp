@@ -84,13 +84,14 @@ TrainingPanel::TrainingPanel(FigureExporter* exporter, QWidget* parent) : QWidge
   g->setContentsMargins(0, 0, 0, 0);
   g->setSpacing(4);
   m_grid = g;
-  struct Def { const char* id; const char* title; const char* y; };
-  const Def defs[] = {{"metric", "Training and validation", "loss"},
-                      {"lr", "Learning rate", "learning rate"},
-                      {"grad_norm", "Gradient norm", "L2 norm"},
-                      {"throughput", "Throughput", "units / s"},
-                      {"extra", "Other metrics", "value"},
-                      {"eval", "Validation metrics", "value"}};
+  struct Def {
+    const char* id;
+    const char* title;
+    const char* y;
+  };
+  const Def defs[] = {{"metric", "Training and validation", "loss"}, {"lr", "Learning rate", "learning rate"},
+                      {"grad_norm", "Gradient norm", "L2 norm"},     {"throughput", "Throughput", "units / s"},
+                      {"extra", "Other metrics", "value"},           {"eval", "Validation metrics", "value"}};
   int i = 0;
   for (const Def& d : defs) {
     auto* p = m_exporter->newPlot(QString::fromLatin1(d.title), QString::fromLatin1(d.y), xAxisLabel(m_xAxis));
@@ -111,8 +112,9 @@ TrainingPanel::TrainingPanel(FigureExporter* exporter, QWidget* parent) : QWidge
   m_evalPicker = new QComboBox;
   m_evalPicker->setObjectName(QStringLiteral("evalMetricPicker"));
   m_evalPicker->setSizeAdjustPolicy(QComboBox::AdjustToContents);
-  m_evalPicker->setToolTip(QStringLiteral("The evaluation metric the plot shows (valid and test); a baseline the run "
-                                          "logs is the dashed line"));
+  m_evalPicker->setToolTip(
+      QStringLiteral("The evaluation metric the plot shows (valid and test); a baseline the run "
+                     "logs is the dashed line"));
   evTop->addWidget(new QLabel(QStringLiteral("Validation metric:")));
   evTop->addWidget(m_evalPicker);
   evTop->addStretch(1);
@@ -146,7 +148,6 @@ TrainingPanel::TrainingPanel(FigureExporter* exporter, QWidget* parent) : QWidge
   split->setStretchFactor(1, 1);
   v->addWidget(split, 1);
 }
-
 
 csw::CurvePlot* TrainingPanel::plot(const QString& name) const { return m_plots.value(name); }
 
@@ -198,8 +199,8 @@ void TrainingPanel::setRunInfo(const QString& runDir, const QString& metric, con
   m_failureShown = false;
   m_runDir = runDir;
   m_primary = metric;
-  m_runLabel->setText(QStringLiteral("<b>%1</b> &nbsp; %2 parameters").arg(QFileInfo(runDir).fileName().toHtmlEscaped(),
-                                                                         QLocale().toString(params)));
+  m_runLabel->setText(QStringLiteral("<b>%1</b> &nbsp; %2 parameters")
+                          .arg(QFileInfo(runDir).fileName().toHtmlEscaped(), QLocale().toString(params)));
   m_runLabel->setToolTip(runDir);
   m_plots.value(QStringLiteral("metric"))->setYLabel(metric);
   m_plots.value(QStringLiteral("throughput"))->setYLabel(unit + QStringLiteral(" / s"));
@@ -403,8 +404,9 @@ void TrainingPanel::rebuildLivePlots() {
   noteEvalKeys(m_live);
   const QString shown = evalMetric();
   m_plots.value(QStringLiteral("eval"))->setYLabel(shown.isEmpty() ? QStringLiteral("value") : evalTitle(shown));
-  m_plots.value(QStringLiteral("eval"))->setTitle(shown.isEmpty() ? QStringLiteral("Validation metrics")
-                                                                   : QStringLiteral("Validation ") + evalTitle(shown));
+  m_plots.value(QStringLiteral("eval"))
+      ->setTitle(shown.isEmpty() ? QStringLiteral("Validation metrics")
+                                 : QStringLiteral("Validation ") + evalTitle(shown));
   for (const MetricPoint& p : m_live) addLivePoint(p);
   for (auto* p : plots()) {
     p->resetView();

@@ -35,7 +35,7 @@ class FigureExporter;
 
 class TrainingPanel : public QWidget {
   Q_OBJECT
-public:
+ public:
   explicit TrainingPanel(FigureExporter* exporter, QWidget* parent = nullptr);
 
   csw::CurvePlot* plot(const QString& name) const;  // metric, eval, lr, grad_norm, throughput, extra
@@ -75,10 +75,10 @@ public:
   // Every figure of the view: <folder>/<run>-<name>.{png,pdf,svg,csv}.
   bool exportAllFigures(const QString& folder, QStringList* written = nullptr, QString* error = nullptr);
 
-Q_SIGNALS:
+ Q_SIGNALS:
   void xAxisChanged(gui::XAxis axis);
 
-private:
+ private:
   void addLivePoint(const MetricPoint& p);
   bool noteEvalKeys(const QVector<MetricPoint>& points);  // true: the metric shown changed
   void showEvalPlot(bool show);

@@ -52,9 +52,8 @@ TrainingStatus::TrainingStatus(TrainingController* controller, QStatusBar* bar)
     const TrainProgress p = m_controller->progress();
     if (p.total > 0) showProgress(p);
   });
-  connect(controller, &TrainingController::paused, this, [this] {
-    m_status->setText(QStringLiteral("Paused at step %1").arg(m_controller->progress().step));
-  });
+  connect(controller, &TrainingController::paused, this,
+          [this] { m_status->setText(QStringLiteral("Paused at step %1").arg(m_controller->progress().step)); });
   connect(controller, &TrainingController::stopping, this,
           [this] { m_status->setText(QStringLiteral("Stopping (writing a checkpoint)...")); });
   connect(
@@ -84,8 +83,7 @@ void TrainingStatus::showProgress(const TrainProgress& pr) {
   m_progress->setFormat(QStringLiteral("%1 / %2").arg(pr.step).arg(pr.total));
   // Pause takes effect after the step in flight: the step that step reports comes
   // after the pause, so the paused line follows the bar instead of keeping the step before.
-  if (m_controller->isPaused())
-    m_status->setText(QStringLiteral("Paused at step %1").arg(pr.step));
+  if (m_controller->isPaused()) m_status->setText(QStringLiteral("Paused at step %1").arg(pr.step));
   else
     m_status->setText(QStringLiteral("Step %1 / %2  \u00b7  %3  \u00b7  %4 %5/s  \u00b7  elapsed %6  \u00b7  ETA %7")
                           .arg(pr.step)

@@ -23,7 +23,7 @@ QString lossInPlotUnit(double lossNats, const QString& primaryMetric);
 
 class TrainingStatus : public QObject {
   Q_OBJECT
-public:
+ public:
   TrainingStatus(TrainingController* controller, QStatusBar* bar);
   QString text() const;
   QProgressBar* progressBar() const;
@@ -32,7 +32,7 @@ public:
   // The status of one progress value (public for tests).
   void showProgress(const TrainProgress& p);
 
-private:
+ private:
   void showEnd(const QString& text);
   void showState();
 

@@ -33,9 +33,7 @@ void set_error(char** err, const std::string& msg) {
 
 class ArrayIterator : public sentencepiece::SentenceIterator {
  public:
-  ArrayIterator(const char* const* lines, const size_t* lens, size_t n) : lines_(lines), lens_(lens), n_(n) {
-    load();
-  }
+  ArrayIterator(const char* const* lines, const size_t* lens, size_t n) : lines_(lines), lens_(lens), n_(n) { load(); }
   bool done() const override { return i_ >= n_; }
   void Next() override {
     ++i_;

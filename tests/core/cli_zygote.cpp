@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "program.h"    // cli::program_main: cellscope-cli-full's main()
+#include "program.h"     // cli::program_main: cellscope-cli-full's main()
 #include "util/paths.h"  // cs::set_executable_path
 
 extern char** environ;
@@ -32,9 +32,9 @@ namespace {
 // The variables the process's libraries read when they are loaded, not when the program asks:
 // a forked process keeps what the test process started with, so a change executes the program.
 bool read_at_load(const std::string& name) {
-  static const char* const prefixes[] = {"OMP_",  "GOMP_",  "KMP_",  "OPENBLAS_", "GOTO", "MKL_",  "BLIS_",
-                                         "ASAN_", "UBSAN_", "LSAN_", "MALLOC_",   "LD_",  "GLIBC_", "TORCH_",
-                                         "PYTORCH_", "DNNL_", "ONEDNN_", "CUDA_", "LIBC_"};
+  static const char* const prefixes[] = {"OMP_",     "GOMP_",  "KMP_",    "OPENBLAS_", "GOTO", "MKL_",   "BLIS_",
+                                         "ASAN_",    "UBSAN_", "LSAN_",   "MALLOC_",   "LD_",  "GLIBC_", "TORCH_",
+                                         "PYTORCH_", "DNNL_",  "ONEDNN_", "CUDA_",     "LIBC_"};
   for (const char* p : prefixes)
     if (name.rfind(p, 0) == 0) return true;
   return false;
@@ -50,7 +50,7 @@ std::map<std::string, std::string> load_env() {
 }
 
 struct Reply {
-  int kind;    // 'S': started (pid, or -errno), 'E': ended (pid, wait status)
+  int kind;  // 'S': started (pid, or -errno), 'E': ended (pid, wait status)
   int pid;
   int status;
 };
@@ -62,8 +62,8 @@ int g_sock = -1;  // this process's end; -1: no zygote
 std::string g_state = "off: not started";
 std::string g_program;
 std::map<std::string, std::string> g_load_env;
-std::set<pid_t> g_pids;            // made by the zygote, not yet reaped
-std::map<pid_t, int> g_ended;      // their wait statuses, reported and not yet reaped
+std::set<pid_t> g_pids;        // made by the zygote, not yet reaped
+std::map<pid_t, int> g_ended;  // their wait statuses, reported and not yet reaped
 
 int thread_count() {
   DIR* d = ::opendir("/proc/self/task");

@@ -15,9 +15,9 @@
 namespace clozefix {
 
 inline std::string cbt_text(int n, unsigned seed) {
-  static const std::vector<std::string> nouns = {"apple", "boat", "cat",  "dog",   "egg", "fish", "goat",
-                                                 "hat",   "ink",  "jar",  "kite",  "lamp", "moon", "nut",
-                                                 "owl",   "pig",  "queen", "rat",  "sun", "tree"};
+  static const std::vector<std::string> nouns = {"apple", "boat", "cat",   "dog",  "egg",  "fish", "goat",
+                                                 "hat",   "ink",  "jar",   "kite", "lamp", "moon", "nut",
+                                                 "owl",   "pig",  "queen", "rat",  "sun",  "tree"};
   static const std::vector<std::string> fill = {"a",   "and", "then", "so",  "very", "big",
                                                 "old", "it",  "ran",  "saw", "he",   "we"};
   std::mt19937 rng(seed);

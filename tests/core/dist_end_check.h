@@ -64,5 +64,4 @@ inline void two_processes_finish_like_one(const std::string& task) {
   }
 }
 
-
 }  // namespace cstest

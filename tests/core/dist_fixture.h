@@ -50,9 +50,9 @@ inline std::string write_sentence_fixture(bool absa) {
 // A tiny configuration of `task` (no dropout: a 2-process run then differs from one
 // process only by float rounding). Evaluation every 4 steps, checkpoints every 3.
 inline cs::json tiny_config(const std::string& task, int steps) {
-  cs::json tr = {{"batch", 4},     {"steps", steps},     {"optimizer", "adam"}, {"lr", 3e-3},
-                 {"eval_every", 4}, {"checkpoint_every", 3}, {"log_every", 2}, {"seed", 5},
-                 {"threads", 1}};
+  cs::json tr = {{"batch", 4},     {"steps", steps},  {"optimizer", "adam"},
+                 {"lr", 3e-3},     {"eval_every", 4}, {"checkpoint_every", 3},
+                 {"log_every", 2}, {"seed", 5},       {"threads", 1}};
   if (task == "char_lm") {
     tr.update({{"bptt", 16}, {"eval_batch", 4}});
     return {{"task", "char_lm"},
@@ -64,8 +64,15 @@ inline cs::json tiny_config(const std::string& task, int steps) {
     tr.update({{"bptt", 10}, {"eval_batch", 4}});
     return {{"task", "word_lm"},
             {"dataset", {{"name", "moby-dick"}, {"max_chars", 30000}, {"vocab_size", 300}}},
-            {"model", {{"cell", "lstm"}, {"embed", 16}, {"hidden", 16}, {"dropout", 0.0}, {"dropouth", 0.0},
-                       {"dropouti", 0.0}, {"dropoute", 0.0}, {"weight_drop", 0.0}}},
+            {"model",
+             {{"cell", "lstm"},
+              {"embed", 16},
+              {"hidden", 16},
+              {"dropout", 0.0},
+              {"dropouth", 0.0},
+              {"dropouti", 0.0},
+              {"dropoute", 0.0},
+              {"weight_drop", 0.0}}},
             {"training", tr}};
   }
   // classify / absa
@@ -74,10 +81,7 @@ inline cs::json tiny_config(const std::string& task, int steps) {
   if (task == "absa") model.erase("fc");
   cs::json ds = {{"path", write_sentence_fixture(task == "absa")}};
   if (task == "absa") ds.update({{"valid_fraction", 0.2}, {"test_fraction", 0.2}});
-  return {{"task", task},
-          {"dataset", ds},
-          {"model", model},
-          {"training", tr}};
+  return {{"task", task}, {"dataset", ds}, {"model", model}, {"training", tr}};
 }
 
 // Two ranks of a data-parallel run inside this process (one thread each, Gloo over a

@@ -26,9 +26,7 @@ struct Flat {
   }
   double operator()(int64_t i) const { return v[static_cast<size_t>(i)]; }
   double operator()(int64_t i, int64_t j) const { return v[static_cast<size_t>(i * s[1] + j)]; }
-  double operator()(int64_t i, int64_t j, int64_t k) const {
-    return v[static_cast<size_t>((i * s[1] + j) * s[2] + k)];
-  }
+  double operator()(int64_t i, int64_t j, int64_t k) const { return v[static_cast<size_t>((i * s[1] + j) * s[2] + k)]; }
 };
 
 inline double sigm(double x) { return 1.0 / (1.0 + std::exp(-x)); }

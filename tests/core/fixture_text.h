@@ -13,8 +13,8 @@ namespace cstest {
 
 // A text with learnable structure (words from a small lexicon, sentences), `chars` bytes long.
 inline std::string fixture_text(int chars, unsigned seed = 7) {
-  static const char* words[] = {"the", "whale", "sea", "ship", "captain", "white", "old", "man", "and", "of",
-                                "to", "a", "in", "his", "was", "that", "it", "upon", "boat", "harpoon"};
+  static const char* words[] = {"the", "whale", "sea", "ship", "captain", "white", "old", "man",  "and",  "of",
+                                "to",  "a",     "in",  "his",  "was",     "that",  "it",  "upon", "boat", "harpoon"};
   std::mt19937 rng(seed);
   std::string s;
   while (static_cast<int>(s.size()) < chars) {

@@ -48,7 +48,7 @@ class Process {
 };
 
 // Small file helpers for tests.
-std::string read_text(const std::string& path);  // "" when missing
+std::string read_text(const std::string& path);                      // "" when missing
 void write_text(const std::string& path, const std::string& bytes);  // creates parent directories
 bool contains(const std::string& haystack, const std::string& needle);
 bool starts_with(const std::string& s, const std::string& prefix);

@@ -129,8 +129,13 @@ TEST(AnalysisMore, gcnAdjacencyOfIdenticalZonesAndDzoneMinusOne) {
 
 TEST(AnalysisMore, capCouplingIsUniformWithZeroPredictions) {
   auto path = cstest::write_text_fixture("more_cap.txt", 3000);
-  CharLMTask task(char_cfg(path, {{"cell", "cap_mzu"}, {"hidden", 8}, {"zones", 4}, {"filter", 8}, {"capsules", 2},
-                                  {"routing_iters", 3}, {"depth", 0}}),
+  CharLMTask task(char_cfg(path, {{"cell", "cap_mzu"},
+                                  {"hidden", 8},
+                                  {"zones", 4},
+                                  {"filter", 8},
+                                  {"capsules", 2},
+                                  {"routing_iters", 3},
+                                  {"depth", 0}}),
                   "");
   {
     torch::NoGradGuard ng;
@@ -154,7 +159,9 @@ TEST(AnalysisMore, capCouplingIsUniformWithZeroPredictions) {
     for (int64_t r = 0; r < 4; ++r) {
       ASSERT_TRUE(near(p.matrix.at(r, 0) + p.matrix.at(r, 1), 1.0));
       if (p.iteration > 0 && !near(p.matrix.at(r, 0), 0.5, 1e-9)) changed = true;
-      if (p.iteration == 0) { ASSERT_TRUE(near(p.matrix.at(r, 0), 0.5)); }  // b = 0 before the first update
+      if (p.iteration == 0) {
+        ASSERT_TRUE(near(p.matrix.at(r, 0), 0.5));
+      }  // b = 0 before the first update
     }
   ASSERT_TRUE(changed);
   // a cell without composition weights: one clear error
@@ -182,11 +189,12 @@ TEST(AnalysisMore, channelAttentionGridAndBlocks) {
   // in-degree = eq. 1 at global positions 1..T; blocks start where it is 1
   for (int64_t k = 0; k < K; ++k) {
     int64_t covered = 0;
-    for (int64_t t = 0; t < T; ++t)
-      ASSERT_EQ(g.in_degree[size_t(k)][size_t(t)], mcrnn_in_degree(t + 1, k + 1, 3));
+    for (int64_t t = 0; t < T; ++t) ASSERT_EQ(g.in_degree[size_t(k)][size_t(t)], mcrnn_in_degree(t + 1, k + 1, 3));
     for (auto& [b, e] : g.blocks[size_t(k)]) {
       ASSERT_TRUE(e > b && e - b <= 2);
-      if (b > 0) { ASSERT_EQ(g.in_degree[size_t(k)][size_t(b)], int64_t(1)); }
+      if (b > 0) {
+        ASSERT_EQ(g.in_degree[size_t(k)][size_t(b)], int64_t(1));
+      }
       covered += e - b;
     }
     ASSERT_EQ(covered, T);
@@ -334,8 +342,13 @@ TEST(AnalysisMore, metricVsTimeOfHandWrittenRuns) {
     std::string m;
     for (int i = 1; i <= 3; ++i) {
       m += json{{"step", i * 10}, {"elapsed", i * (r + 1) * 1.5}, {"loss", 0.5}}.dump() + "\n";  // train line
-      m += json{{"step", i * 10}, {"elapsed", i * (r + 1) * 1.5}, {"eval", true}, {"split", "valid"},
-                {"accuracy", 0.5 + 0.1 * i + 0.01 * r}}.dump() + "\n";
+      m += json{{"step", i * 10},
+                {"elapsed", i * (r + 1) * 1.5},
+                {"eval", true},
+                {"split", "valid"},
+                {"accuracy", 0.5 + 0.1 * i + 0.01 * r}}
+               .dump() +
+           "\n";
     }
     write(d + "/metrics.jsonl", m);
   }
@@ -361,8 +374,15 @@ TEST(AnalysisMore, checkpointsAndHistoryOfATinyRun) {
   json raw = {{"task", "char_lm"},
               {"dataset", {{"path", path}, {"valid_fraction", 0.2}, {"test_fraction", 0.2}}},
               {"model", {{"cell", "sat_mzu"}, {"embed", 6}, {"hidden", 8}, {"zones", 2}, {"filter", 8}, {"depth", 0}}},
-              {"training", {{"batch", 2}, {"bptt", 8}, {"steps", 4}, {"eval_every", 2}, {"checkpoint_every", 2},
-                            {"keep_checkpoints", 5}, {"log_every", 1}, {"threads", 1}}}};
+              {"training",
+               {{"batch", 2},
+                {"bptt", 8},
+                {"steps", 4},
+                {"eval_every", 2},
+                {"checkpoint_every", 2},
+                {"keep_checkpoints", 5},
+                {"log_every", 1},
+                {"threads", 1}}}};
   const std::string cfgp = cstest::temp_dir() + "/more_hist.json";
   write(cfgp, raw.dump());
   const std::string run = cstest::temp_dir() + "/more_hist_run";

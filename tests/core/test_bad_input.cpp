@@ -72,8 +72,8 @@ TEST(BadInput, outOfRangeFloatNamesFileAndPath) {
   // 1e400 is beyond double: the library threw out_of_range (exit 1, "[json.exception.out_of_range.406]").
   const std::string msg = user_error([] { parse_json("{\"training\": {\"lr\": 1e400}}", "'c.json'"); });
   ASSERT_TRUE(cstest::contains(msg, "'c.json': training.lr: number overflow parsing '1e400'")) << msg;
-  ASSERT_TRUE(cstest::contains(user_error([] { parse_json("{\"a\": [1, 2, {\"b\": [0, -1e999]}]}", "x"); }),
-                               "x: a[2].b[1]:"));
+  ASSERT_TRUE(
+      cstest::contains(user_error([] { parse_json("{\"a\": [1, 2, {\"b\": [0, -1e999]}]}", "x"); }), "x: a[2].b[1]:"));
   const std::string p = tmp("overflow.json");
   std::string text = kQuick.dump(1);
   text.replace(text.find("\"steps\": 2"), 10, "\"steps\": 2, \"lr\": 1e400");
@@ -139,8 +139,8 @@ TEST(BadInput, unknownDevice) {
 TEST(BadInput, manifestEntries) {
   const std::string p = tmp("manifest.json");
   auto entry = [](const json& files) {
-    return json{{"datasets",
-                 {{{"name", "x"}, {"format", "text"}, {"obtain", "user"}, {"path", "x.txt"}, {"files", files}}}}};
+    return json{
+        {"datasets", {{{"name", "x"}, {"format", "text"}, {"obtain", "user"}, {"path", "x.txt"}, {"files", files}}}}};
   };
   cstest::write_text(p, entry(json::array({"x.txt", 3})).dump());
   ASSERT_TRUE(cstest::contains(user_error([&] { load_manifest(p); }), "entry 0 ('x'): files[1] is not a file name"));

@@ -27,8 +27,8 @@ const std::vector<std::string>& bench_tasks() {
 
 std::vector<std::string> bench_args(const std::string& cell, const std::string& task) {
   // hidden 8: divisible by the MZUs' 4 zones and 2 capsules
-  return {"bench", "--cell", cell, "--task", task, "--batch", "2", "--seq", "4", "--embed", "8", "--hidden", "8",
-          "--vocab", "12", "--iters", "1", "--threads", "1"};
+  return {"bench", "--cell",   cell, "--task",  task, "--batch", "2", "--seq",     "4", "--embed",
+          "8",     "--hidden", "8",  "--vocab", "12", "--iters", "1", "--threads", "1"};
 }
 
 void expect_positive_finite(const json& r, const std::string& key, const std::string& what) {
@@ -54,9 +54,9 @@ TEST(BenchMatrix, everyCellAndTaskRuns) {
       const json r = cstest::json_object(out);
       EXPECT_EQ(r.value("cell", std::string()), cell) << what;
       EXPECT_EQ(r.value("task", std::string()), task) << what;
-      for (const char* k : {"seconds_per_step", "throughput", "flops_per_step", "gflops", "gemm_gflops", "efficiency",
-                            "baseline_seconds_per_step", "baseline_throughput", "baseline_gflops", "time_ratio",
-                            "flop_ratio"})
+      for (const char* k :
+           {"seconds_per_step", "throughput", "flops_per_step", "gflops", "gemm_gflops", "efficiency",
+            "baseline_seconds_per_step", "baseline_throughput", "baseline_gflops", "time_ratio", "flop_ratio"})
         expect_positive_finite(r, k, what);
       EXPECT_FALSE(r.value("baseline", std::string()).empty()) << what;
     }

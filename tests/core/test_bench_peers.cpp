@@ -136,7 +136,8 @@ TEST(BenchPeers, anOptionThePeerDoesNotImplementIsRefusedByName) {
   ASSERT_EQ(cstest::run_cli({"bench", "--peer-check", "--cell", "lstm"}, &out, &err), 2);
   ASSERT_TRUE(cstest::contains(err, "no Python peer")) << err;
   ASSERT_EQ(cstest::run_cli({"bench", "--peer-check", "--cell", "gru_dt"}, &out, &err), 0) << err;
-  ASSERT_TRUE(std::filesystem::is_empty(tmp)) << "left in $TMPDIR: " << std::filesystem::directory_iterator(tmp)->path();
+  ASSERT_TRUE(std::filesystem::is_empty(tmp))
+      << "left in $TMPDIR: " << std::filesystem::directory_iterator(tmp)->path();
 }
 
 // Every timed step's seconds in the order they ran (a warm-up trend shows there), one per step
@@ -299,9 +300,17 @@ TEST(BenchPeers, aPeerThatCannotRunTheModelLeavesItsColumnsEmptyAndSaysWhy) {
   // candidate dropout draws masks the Python peer cannot reproduce: it refuses the option by name,
   // and `bench --peer` still reports Cellscope's numbers.
   std::string out, err;
-  ASSERT_EQ(cstest::run_cli({"bench", "--peer", "--cell", "gcn_mzu", "--set", "model.candidate_dropout=0.5", "--set",
-                             "model.filter=8", "--batch", "2", "--seq", "4", "--embed", "8", "--hidden", "8", "--iters",
-                             "1", "--threads", "1", "--json"},
+  ASSERT_EQ(cstest::run_cli({"bench",     "--peer",
+                             "--cell",    "gcn_mzu",
+                             "--set",     "model.candidate_dropout=0.5",
+                             "--set",     "model.filter=8",
+                             "--batch",   "2",
+                             "--seq",     "4",
+                             "--embed",   "8",
+                             "--hidden",  "8",
+                             "--iters",   "1",
+                             "--threads", "1",
+                             "--json"},
                             &out, &err, 300000),
             0)
       << err;

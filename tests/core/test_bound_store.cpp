@@ -71,7 +71,7 @@ TEST(BoundStore, operationsOfTheStoreInterface) {
   ASSERT_TRUE(a->deleteKey("c"));
   ASSERT_FALSE(a->deleteKey("c"));
   ASSERT_EQ(a->getNumKeys(), 2);
-  a->wait({"k", "n"});  // present: returns at once
+  a->wait({"k", "n"});                   // present: returns at once
   std::vector<uint8_t> big(3 << 20, 7);  // a few MB pass in pieces
   a->set("big", big);
   ASSERT_TRUE(b->get("big") == big);
@@ -203,8 +203,8 @@ TEST(BoundStore, connectRetriesUntilTheServerStartsThenTimesOut) {
   server.reset();
   const auto t0 = std::chrono::steady_clock::now();
   const std::string err = dist_error([&] { connect_store("127.0.0.1", port, milliseconds(500)); });
-  ASSERT_TRUE(cstest::contains(err, "cannot connect to the rendezvous store at 127.0.0.1:" + std::to_string(port) +
-                                        " within 0.5 s"))
+  ASSERT_TRUE(cstest::contains(
+      err, "cannot connect to the rendezvous store at 127.0.0.1:" + std::to_string(port) + " within 0.5 s"))
       << err;
   ASSERT_LT(ms_since(t0), 5000);
 }
@@ -246,9 +246,9 @@ TEST(BoundStore, masterAndListenAddressesAreParsedStrictly) {
     }
     return std::string();
   };
-  for (const char* bad : {"127.0.0.1:22x", "127.0.0.1:0", "127.0.0.1:65536", "127.0.0.1:+80", "127.0.0.1: 80",
-                          "127.0.0.1:", "127.0.0.1", ":29500", "[::1]", "[::1]29500", "[nothost]:1", "127.0.0.1:0x50",
-                          "127.0.0.1:000080"}) {
+  for (const char* bad :
+       {"127.0.0.1:22x", "127.0.0.1:0", "127.0.0.1:65536", "127.0.0.1:+80", "127.0.0.1: 80", "127.0.0.1:", "127.0.0.1",
+        ":29500", "[::1]", "[::1]29500", "[nothost]:1", "127.0.0.1:0x50", "127.0.0.1:000080"}) {
     const std::string e = refused(bad);
     ASSERT_TRUE(cstest::contains(e, "--master") && cstest::contains(e, bad)) << bad << " -> " << e;
   }

@@ -30,10 +30,10 @@ using cstest::expect_user_error;
 
 std::string tmp(const std::string& name) { return cs::join_path(cstest::temp_dir(), "cbt/" + name); }
 
-const std::vector<std::string> kNouns = {"cat", "dog", "bird", "fish", "horse", "cow", "pig",
-                                         "goat", "sheep", "duck", "hen", "fox", "owl", "goose"};
-const std::vector<std::string> kNames = {"Ahab", "Boston", "Carla", "Dover", "Egon", "Flint", "Gort",
-                                         "Hilda", "Ivo", "Jorn", "Kato", "Lund", "London"};
+const std::vector<std::string> kNouns = {"cat",  "dog",   "bird", "fish", "horse", "cow", "pig",
+                                         "goat", "sheep", "duck", "hen",  "fox",   "owl", "goose"};
+const std::vector<std::string> kNames = {"Ahab",  "Boston", "Carla", "Dover", "Egon", "Flint", "Gort",
+                                         "Hilda", "Ivo",    "Jorn",  "Kato",  "Lund", "London"};
 
 // A WordNet directory with the files and line formats of WordNet 3.0: every noun of kNouns
 // (lower case), "white" as a noun and an adjective (SemCor counts 2 vs 50), "london" spelled
@@ -162,9 +162,9 @@ TEST(CbtBuild, wordNetRules) {
   ASSERT_TRUE(wn.common_noun("cat"));
   ASSERT_TRUE(wn.common_noun("dogs"));
   ASSERT_TRUE(wn.common_noun("geese"));
-  ASSERT_FALSE(wn.common_noun("white"));   // tagged 50 times as an adjective, 2 as a noun
-  ASSERT_FALSE(wn.common_noun("london"));  // WordNet spells it "London"
-  ASSERT_FALSE(wn.common_noun("unicorn")); // not in this WordNet
+  ASSERT_FALSE(wn.common_noun("white"));    // tagged 50 times as an adjective, 2 as a noun
+  ASSERT_FALSE(wn.common_noun("london"));   // WordNet spells it "London"
+  ASSERT_FALSE(wn.common_noun("unicorn"));  // not in this WordNet
   ASSERT_TRUE(wn.common_word("white"));
   ASSERT_TRUE(wn.common_word("runs"));
   ASSERT_FALSE(wn.common_word("london"));
@@ -338,8 +338,9 @@ TEST(CbtBuild, manifestBuildsOnFirstUse) {
          {"obtain", "build"},
          {"build", {{"builder", "cbt"}, {"from", "book"}, {"class", "NE"}, {"seed", 18}}},
          {"path", "book-cbt-ne"},
-         {"files", {"book-cbt-ne/cbt_NE_train.txt", "book-cbt-ne/cbt_NE_valid.txt", "book-cbt-ne/cbt_NE_test.txt",
-                    "book-cbt-ne/build.json"}}}}}};
+         {"files",
+          {"book-cbt-ne/cbt_NE_train.txt", "book-cbt-ne/cbt_NE_valid.txt", "book-cbt-ne/cbt_NE_test.txt",
+           "book-cbt-ne/build.json"}}}}}};
   const std::string mpath = tmp("manifest.json");
   cstest::write_text(mpath, manifest.dump(2));
   EnvGuard g1("CELLSCOPE_MANIFEST", mpath);

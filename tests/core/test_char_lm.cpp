@@ -52,7 +52,9 @@ TEST(CharLm, targetsAreNextCharactersAndSegmentsContinue) {
     // x is rows' columns [pos, pos+L), y the same shifted by one: each target is the next character
     ASSERT_TRUE(torch::equal(x, train.narrow(1, pos, L).t()));
     ASSERT_TRUE(torch::equal(y, train.narrow(1, pos + 1, L).t()));
-    if (prev_y.defined() && pos > 0) { ASSERT_TRUE(torch::equal(x[0], prev_y[-1])); }  // continues the stream
+    if (prev_y.defined() && pos > 0) {
+      ASSERT_TRUE(torch::equal(x[0], prev_y[-1]));
+    }  // continues the stream
     prev_y = y;
     pos += L;
   }
@@ -117,11 +119,12 @@ TEST(CharLm, learnsTheDefaultCorpus) {
   const double unigram = cstest::unigram_entropy_bits(corpus, excerpt);
   ASSERT_TRUE(unigram > 3.5);
   seed_everything(1);
-  json cfg = load_and_resolve({{"task", "char_lm"},
-                               {"dataset", {{"name", "moby-dick"}, {"max_chars", excerpt}}},
-                               {"model", {{"cell", "gru"}, {"embed", 32}, {"hidden", 128}}},
-                               {"training", {{"batch", 32}, {"bptt", 50}, {"steps", 300}, {"eval_every", 0},
-                                             {"lr", 0.005}, {"eval_test", false}}}});
+  json cfg = load_and_resolve(
+      {{"task", "char_lm"},
+       {"dataset", {{"name", "moby-dick"}, {"max_chars", excerpt}}},
+       {"model", {{"cell", "gru"}, {"embed", 32}, {"hidden", 128}}},
+       {"training",
+        {{"batch", 32}, {"bptt", 50}, {"steps", 300}, {"eval_every", 0}, {"lr", 0.005}, {"eval_test", false}}}});
   Trainer t(cfg, make_task(cfg), nullptr);
   auto out = t.run();
   ASSERT_EQ(out.summary.status, std::string("finished"));

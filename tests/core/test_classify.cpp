@@ -79,8 +79,8 @@ TEST(Classify, tokenizer_rules) {  // the legacy sentence rules (dataset.tokeniz
   legacy.rules = kTokenizerLegacy;
   legacy.legacy_rules = LegacyRules::Sentence;
   auto t = tokenize("Don't STOP-me now, it's well-known!  'quoted' x--y \xC3\xA9t\xC3\xA9", legacy);
-  std::vector<std::string> expect = {"don't", "stop-me", "now", ",", "it's", "well-known", "!", "'", "quoted", "'",
-                                     "x", "-", "-", "y", "\xC3\xA9t\xC3\xA9"};
+  std::vector<std::string> expect = {"don't", "stop-me", "now", ",", "it's", "well-known",       "!", "'", "quoted",
+                                     "'",     "x",       "-",   "-", "y",    "\xC3\xA9t\xC3\xA9"};
   ASSERT_EQ(t.size(), expect.size());
   for (size_t i = 0; i < t.size(); ++i) ASSERT_EQ(t[i], expect[i]);
   TokenizerOptions o = legacy;
@@ -255,7 +255,9 @@ TEST(Classify, kfold_splits_disjoint_and_cover) {
       ntr += e.split == "train";
       if (!e.group.empty()) {
         auto it = group_split.find(e.group);
-        if (it != group_split.end()) { ASSERT_EQ(it->second, e.split); }
+        if (it != group_split.end()) {
+          ASSERT_EQ(it->second, e.split);
+        }
         group_split[e.group] = e.split;
       }
     }
@@ -378,8 +380,15 @@ TEST(Classify, absa_mzu_disagreement_balance_as_in_the_char_lm) {
   write(f, xml + "</sentences>\n");
   json raw = {{"task", "absa"},
               {"dataset", {{"path", f}, {"valid_fraction", 0.2}, {"test_fraction", 0.2}}},
-              {"model", {{"cell", "cap_mzu"}, {"embed", 8}, {"hidden", 8}, {"zones", 2}, {"filter", 8}, {"depth", 0},
-                         {"zone_disagreement", 1.0}, {"dropout", 0.0}}},
+              {"model",
+               {{"cell", "cap_mzu"},
+                {"embed", 8},
+                {"hidden", 8},
+                {"zones", 2},
+                {"filter", 8},
+                {"depth", 0},
+                {"zone_disagreement", 1.0},
+                {"dropout", 0.0}}},
               {"training", {{"batch", 4}, {"steps", 1}, {"threads", 1}, {"embed_l2", 0.0}}}};
   json cfg = load_and_resolve(raw);
   auto task = make_task(cfg);
@@ -431,8 +440,10 @@ TEST(Classify, cli_train_eval_params_cv) {
   write(cfgp, cfg.dump());
   std::string out, err;
   const std::string run = cstest::temp_dir() + "/cli/run";
-  ASSERT_EQ(cstest::run_cli({"train", cfgp, "--run-dir", run, "--quiet", "--set", "dataset.valid_fraction=0.2",
-                            "--set", "dataset.test_fraction=0.2"}, &out, &err), 0);
+  ASSERT_EQ(cstest::run_cli({"train", cfgp, "--run-dir", run, "--quiet", "--set", "dataset.valid_fraction=0.2", "--set",
+                             "dataset.test_fraction=0.2"},
+                            &out, &err),
+            0);
   ASSERT_TRUE(std::filesystem::exists(run + "/summary.json"));
   auto s = cstest::json_object(cstest::read_text(run + "/summary.json"));
   ASSERT_EQ(s.value("primary_metric", std::string()), std::string("accuracy"));

@@ -153,7 +153,9 @@ TEST(Cli, trainEvalParamsRoundTrip) {
 TEST(Cli, benchJsonHasTheYardstickFields) {
   std::string out, err;
   ASSERT_EQ(cstest::run_cli({"bench", "--cell", "gru", "--batch", "4", "--seq", "10", "--embed", "16", "--hidden", "16",
-                            "--iters", "3", "--threads", "1", "--json"}, &out, &err), 0);
+                             "--iters", "3", "--threads", "1", "--json"},
+                            &out, &err),
+            0);
   auto j = cstest::json_object(out);
   for (auto k : {"cell", "batch", "seq", "throughput", "gflops", "gemm_gflops", "efficiency", "baseline", "time_ratio",
                  "flop_ratio"})
@@ -163,7 +165,6 @@ TEST(Cli, benchJsonHasTheYardstickFields) {
   ASSERT_EQ(cstest::run_cli({"bench", "--cell", "nope"}, &out, &err), 2);
   ASSERT_TRUE(cstest::contains(err, "model.cell"));
 }
-
 
 // The tests' CLI processes come from the zygote (tests/README.md, "How the core tests start the
 // CLI"): it runs in this build, and a forked process says what the executed program says about

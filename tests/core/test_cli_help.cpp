@@ -148,13 +148,13 @@ TEST(CliHelp, theLauncherAnswersHelpWithoutLibTorchAsTheProgramDoes) {
       EXPECT_TRUE(cstest::contains(a, "quick-gru\n")) << a;
     }
   }
-  for (const std::vector<std::string>& work : {std::vector<std::string>{"analyze", "--help"},
-                                               std::vector<std::string>{"info"},
-                                               std::vector<std::string>{"validate", "--", "--help"}}) {
+  for (const std::vector<std::string>& work :
+       {std::vector<std::string>{"analyze", "--help"}, std::vector<std::string>{"info"},
+        std::vector<std::string>{"validate", "--", "--help"}}) {
     std::string out;
     EXPECT_EQ(run_program(alone, work, &out), 127) << work[0] << out;
-    EXPECT_TRUE(cstest::contains(out, "cannot run " + fs::path(alone).parent_path().string() +
-                                          "/cellscope-cli-full: No such file or directory"))
+    EXPECT_TRUE(cstest::contains(
+        out, "cannot run " + fs::path(alone).parent_path().string() + "/cellscope-cli-full: No such file or directory"))
         << out;
   }
   // Beside the program, the launcher runs it with the same arguments and exit status.
@@ -212,8 +212,8 @@ TEST(CliHelp, helpCommandAndUnknownCommands) {
   struct Case {
     std::string word, meant;
   };
-  for (const Case& c : {Case{"trian", "train"}, Case{"expor", "export"}, Case{"swep", "sweep"}, Case{"dataset", "datasets"},
-                        Case{"gen", "generate"}, Case{"zzzzzz", ""}, Case{"x", ""}}) {
+  for (const Case& c : {Case{"trian", "train"}, Case{"expor", "export"}, Case{"swep", "sweep"},
+                        Case{"dataset", "datasets"}, Case{"gen", "generate"}, Case{"zzzzzz", ""}, Case{"x", ""}}) {
     ASSERT_EQ(cstest::run_cli({c.word, "quick-gru"}, &out, &err), 2) << c.word;
     const std::string named = "cellscope-cli: unknown command '" + c.word + "'";
     ASSERT_TRUE(cstest::contains(err, c.meant.empty() ? named + "\n" : named + " (did you mean '" + c.meant + "'?)"))

@@ -148,17 +148,38 @@ TEST(ClozeData, directoryAndVocabulary) {
 TEST(ClozeData, lowercaseFollowsTheRunsTokenizer) {
   // dataset.tokenizer icu (new runs): full Unicode lower case and NFC; legacy (runs made before the
   // option, whose stored config has no dataset.tokenizer): ASCII letters only. XXXXX stays.
-  EXPECT_EQ(cloze_lower("\xC3\x9c" "BER", kTokenizerIcu), "\xC3\xbc" "ber");     // ÜBER -> über
-  EXPECT_EQ(cloze_lower("\xC3\x9c" "BER", kTokenizerLegacy), "\xC3\x9c" "ber");  // ÜBER -> Über
-  EXPECT_EQ(cloze_lower("U\xCC\x88" "ber", kTokenizerIcu), "\xC3\xbc" "ber");    // U + combining diaeresis, NFC
+  EXPECT_EQ(cloze_lower("\xC3\x9c"
+                        "BER",
+                        kTokenizerIcu),
+            "\xC3\xbc"
+            "ber");  // ÜBER -> über
+  EXPECT_EQ(cloze_lower("\xC3\x9c"
+                        "BER",
+                        kTokenizerLegacy),
+            "\xC3\x9c"
+            "ber");  // ÜBER -> Über
+  EXPECT_EQ(cloze_lower("U\xCC\x88"
+                        "ber",
+                        kTokenizerIcu),
+            "\xC3\xbc"
+            "ber");  // U + combining diaeresis, NFC
   EXPECT_EQ(cloze_lower(kClozeBlank, kTokenizerIcu), kClozeBlank);
   std::string text = example(kGood);
-  for (std::string::size_type at = 0; (at = text.find("Mary", at)) != std::string::npos;) text.replace(at, 4, "\xC3\x89" "MILE");
+  for (std::string::size_type at = 0; (at = text.find("Mary", at)) != std::string::npos;)
+    text.replace(at, 4,
+                 "\xC3\x89"
+                 "MILE");
   const auto ex = parse_cbt(text, "u.txt");
   const Vocab icu = cloze_vocab(ex, true, 1, 0, true, kTokenizerIcu);
   const Vocab legacy = cloze_vocab(ex, true, 1, 0, true, kTokenizerLegacy);
-  EXPECT_TRUE(icu.contains("\xC3\xa9" "mile")) << "emile, lower-cased";
-  EXPECT_TRUE(legacy.contains("\xC3\x89" "mile") && !legacy.contains("\xC3\xa9" "mile"));
+  EXPECT_TRUE(
+      icu.contains("\xC3\xa9"
+                   "mile"))
+      << "emile, lower-cased";
+  EXPECT_TRUE(legacy.contains("\xC3\x89"
+                              "mile") &&
+              !legacy.contains("\xC3\xa9"
+                               "mile"));
 }
 
 }  // namespace test_cloze_data

@@ -62,8 +62,12 @@ TEST(ClozeReader, attentionOverAttentionMatchesPlainLoops) {
           EXPECT_NEAR(o.alpha[b][i][j].item<double>(), alpha[i][j], 1e-12);
           EXPECT_NEAR(o.beta_t[b][i][j].item<double>(), beta_t[i][j], 1e-12);
         }
-        if (i >= nd) { EXPECT_EQ(o.alpha[b][i][j].item<double>(), 0.0); }  // padded document position
-        if (j >= nq && i < nd) { EXPECT_EQ(o.beta_t[b][i][j].item<double>(), 0.0); }  // padded query position
+        if (i >= nd) {
+          EXPECT_EQ(o.alpha[b][i][j].item<double>(), 0.0);
+        }  // padded document position
+        if (j >= nq && i < nd) {
+          EXPECT_EQ(o.beta_t[b][i][j].item<double>(), 0.0);
+        }  // padded query position
       }
       EXPECT_NEAR(o.s[b][i].item<double>(), i < nd ? s[i] : 0.0, 1e-12);
     }
@@ -142,7 +146,7 @@ TEST(ClozeReader, paddingDoesNotChangeProbabilities) {
       ASSERT_EQ(both.size(1), 4);
       EXPECT_TRUE(torch::allclose(both[1].slice(0, 0, 3), alone[0], 1e-5, 1e-6)) << cell << " " << reader << "\n"
                                                                                  << both << alone;
-      EXPECT_EQ(both[1][3].item<float>(), 0.0f);  // the padded candidate
+      EXPECT_EQ(both[1][3].item<float>(), 0.0f);   // the padded candidate
       EXPECT_LT(alone.sum().item<double>(), 1.0);  // "d" (position 2) is no candidate
       // the M-AoA Reader's document encoder reads the two features (E + 2 inputs)
       auto count = [](torch::nn::Module& mod) {
@@ -158,12 +162,11 @@ TEST(ClozeReader, orthogonalInitOfTheRecurrentMatrices) {
   // model.recurrent_init = orthogonal: every gate block W of every encoder's w_hh (both
   // directions, both layers) has W^T W = I; the cell's own uniform initialisation does not.
   auto reader = [](const std::string& cell, const std::string& init) {
-    json m = resolve_config(json{{"task", {{"name", "cloze"}}},
-                                 {"dataset", {{"path", "/nonexistent"}}},
-                                 {"model",
-                                  {{"cell", cell}, {"embed", 8}, {"hidden", 8}, {"layers", 2},
-                                   {"recurrent_init", init}}},
-                                 {"training", json::object()}})["model"];
+    json m = resolve_config(
+        json{{"task", {{"name", "cloze"}}},
+             {"dataset", {{"path", "/nonexistent"}}},
+             {"model", {{"cell", cell}, {"embed", 8}, {"hidden", 8}, {"layers", 2}, {"recurrent_init", init}}},
+             {"training", json::object()}})["model"];
     torch::manual_seed(3);
     return ClozeReader(m, 10, 1, true);
   };
@@ -198,8 +201,7 @@ TEST(ClozeReader, orthogonalInitOfTheRecurrentMatrices) {
     reader("sat_mzu", "orthogonal");
     FAIL() << "sat_mzu has no w_hh";
   } catch (const UserError& e) {
-    EXPECT_NE(std::string(e.what()).find("cell 'sat_mzu' has no recurrent matrix w_hh"), std::string::npos)
-        << e.what();
+    EXPECT_NE(std::string(e.what()).find("cell 'sat_mzu' has no recurrent matrix w_hh"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("model.recurrent_init to \"cell\""), std::string::npos) << e.what();
   }
   EXPECT_NO_THROW(reader("sat_mzu", "cell"));

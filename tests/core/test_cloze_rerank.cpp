@@ -55,10 +55,10 @@ TEST(ClozeRerank, ngramProbabilitiesByHand) {
   bi.add_sentence({"a", "b"});
   ASSERT_NEAR(bi.prob({}, "a"), 2.0 / 7, 1e-12);
   ASSERT_NEAR(bi.prob({}, "zzz"), 1.0 / 7, 1e-12);
-  ASSERT_NEAR(bi.prob({"a"}, "b"), 0.5 + 0.5 * 2.0 / 7, 1e-12);    // (1 - D + D * 1 * P1(b)) / 1 = 9/14
-  ASSERT_NEAR(bi.prob({"b"}, "a"), 0.5 * 2.0 / 7, 1e-12);          // unseen bigram: D * N1+ * P1 / c(h) = 1/7
-  ASSERT_NEAR(bi.prob({"a"}, "zzz"), 0.5 * 1.0 / 7, 1e-12);        // 1/14
-  ASSERT_NEAR(bi.prob({"q"}, "b"), 2.0 / 7, 1e-12);                // unseen history: the unigram
+  ASSERT_NEAR(bi.prob({"a"}, "b"), 0.5 + 0.5 * 2.0 / 7, 1e-12);  // (1 - D + D * 1 * P1(b)) / 1 = 9/14
+  ASSERT_NEAR(bi.prob({"b"}, "a"), 0.5 * 2.0 / 7, 1e-12);        // unseen bigram: D * N1+ * P1 / c(h) = 1/7
+  ASSERT_NEAR(bi.prob({"a"}, "zzz"), 0.5 * 1.0 / 7, 1e-12);      // 1/14
+  ASSERT_NEAR(bi.prob({"q"}, "b"), 2.0 / 7, 1e-12);              // unseen history: the unigram
   ASSERT_NEAR(bi.sentence_logprob({"a", "b"}), 3 * std::log(9.0 / 14), 1e-12);
   // order 3, sentence "a b a": N = 4, V = 3: P1(a) = 3/8, P1(b) = 2/8
   cs::NgramLM tri(3, 0.5);
@@ -114,7 +114,7 @@ TEST(ClozeRerank, globalLmThroughTokenStepper) {
     return row.view({1, 1, 4}).expand({x.size(0), 1, 4}).clone();
   };
   ASSERT_NEAR(cs::stepper_logprob(v, {"a", "b", "<eos>"}), std::log(0.2) + std::log(0.3) + std::log(0.4), 1e-6);
-  ASSERT_EQ(fed, 4);  // the start symbol first
+  ASSERT_EQ(fed, 4);                                                    // the start symbol first
   ASSERT_NEAR(cs::stepper_logprob(v, {"whale"}), std::log(0.1), 1e-6);  // not in the vocabulary: <unk>
   // as a feature: the filled-in query goes to the scorer
   std::vector<std::vector<std::string>> seen;
@@ -289,8 +289,14 @@ TEST(ClozeRerank, globalLmFromAWordLmRun) {
   const json cfg = {{"task", "word_lm"},
                     {"dataset", {{"path", text}, {"format", "text"}}},
                     {"model", {{"cell", "gru"}, {"embed", 16}, {"hidden", 24}, {"layers", 1}}},
-                    {"training", {{"batch", 8}, {"bptt", 12}, {"steps", 30}, {"eval_every", 0}, {"eval_test", false},
-                                  {"threads", 1}, {"lr", 0.01}}}};
+                    {"training",
+                     {{"batch", 8},
+                      {"bptt", 12},
+                      {"steps", 30},
+                      {"eval_every", 0},
+                      {"eval_test", false},
+                      {"threads", 1},
+                      {"lr", 0.01}}}};
   cstest::write_text(cfgp, cfg.dump());
   std::string out, err;
   ASSERT_EQ(cstest::run_cli({"train", cfgp, "--run-dir", dir, "--quiet"}, &out, &err), 0) << err;
@@ -317,17 +323,20 @@ TEST(ClozeRerank, globalLmFromAWordLmRun) {
   const std::string v = tmp("lm-valid.jsonl");
   cstest::write_text(v, to_json(cat_question()).dump() + "\n");
   ASSERT_EQ(cstest::run_cli({"cloze", "rerank", "--valid", v, "--test", v, "--lm", dir, "--checkpoint", "last",
-                             "--no-word-class", "--json"}, &out, &err), 0) << err;
+                             "--no-word-class", "--json"},
+                            &out, &err),
+            0)
+      << err;
   ASSERT_EQ(cstest::json_object(out)["features"], json({"reader", "local_lm", "global_lm"})) << out;
 }
 
 TEST(ClozeRerank, warnsWhenTheGlobalLmHasSeenTheTestSplit) {
   // A corpus of 600 sentences of 8 words from a 30-word vocabulary (one sentence per line, a
   // blank line after each), and a word_lm trained on its first 80% (valid 10%, test 10%).
-  const std::vector<std::string> words = {"ship", "whale", "sea", "boat", "mast", "sail", "rope", "deck", "crew",
-                                          "oar",  "wave",  "wind", "salt", "fish", "hook", "line", "net",  "tide",
-                                          "sun",  "moon",  "star", "map",  "bell", "gull", "keel", "helm", "bow",
-                                          "port", "cask",  "fog"};
+  const std::vector<std::string> words = {"ship", "whale", "sea",  "boat", "mast", "sail", "rope", "deck",
+                                          "crew", "oar",   "wave", "wind", "salt", "fish", "hook", "line",
+                                          "net",  "tide",  "sun",  "moon", "star", "map",  "bell", "gull",
+                                          "keel", "helm",  "bow",  "port", "cask", "fog"};
   std::vector<std::vector<std::string>> sentences;
   uint64_t x = 12345;
   std::string text;
@@ -344,11 +353,11 @@ TEST(ClozeRerank, warnsWhenTheGlobalLmHasSeenTheTestSplit) {
   }
   const std::string corpus = tmp("overlap-corpus.txt"), dir = tmp("overlap-lm"), cfgp = tmp("overlap-lm.json");
   cstest::write_text(corpus, text);
-  const json cfg = {{"task", "word_lm"},
-                    {"dataset", {{"path", corpus}, {"format", "text"}, {"valid_fraction", 0.1}, {"test_fraction", 0.1}}},
-                    {"model", {{"cell", "gru"}, {"embed", 8}, {"hidden", 8}, {"layers", 1}}},
-                    {"training", {{"batch", 4}, {"bptt", 8}, {"steps", 3}, {"eval_every", 0}, {"eval_test", false},
-                                  {"threads", 1}}}};
+  const json cfg = {
+      {"task", "word_lm"},
+      {"dataset", {{"path", corpus}, {"format", "text"}, {"valid_fraction", 0.1}, {"test_fraction", 0.1}}},
+      {"model", {{"cell", "gru"}, {"embed", 8}, {"hidden", 8}, {"layers", 1}}},
+      {"training", {{"batch", 4}, {"bptt", 8}, {"steps", 3}, {"eval_every", 0}, {"eval_test", false}, {"threads", 1}}}};
   cstest::write_text(cfgp, cfg.dump());
   std::string out, err;
   ASSERT_EQ(cstest::run_cli({"train", cfgp, "--run-dir", dir, "--quiet"}, &out, &err), 0) << err;
@@ -392,7 +401,10 @@ TEST(ClozeRerank, warnsWhenTheGlobalLmHasSeenTheTestSplit) {
   write(sv, seen);
   write(uv, unseen);
   ASSERT_EQ(cstest::run_cli({"cloze", "rerank", "--valid", uv, "--test", sv, "--lm", dir, "--checkpoint", "last",
-                             "--no-word-class", "--json"}, &out, &err), 0) << err;
+                             "--no-word-class", "--json"},
+                            &out, &err),
+            0)
+      << err;
   EXPECT_TRUE(cstest::contains(err, "warning: the Global LM " + dir)) << err;
   EXPECT_TRUE(cstest::contains(err, "holds 30 of the 30 checked test questions")) << err;
   json j = cstest::json_object(out);
@@ -401,13 +413,19 @@ TEST(ClozeRerank, warnsWhenTheGlobalLmHasSeenTheTestSplit) {
   EXPECT_TRUE(j["lm_test_overlap"]["overlaps"].get<bool>()) << out;
   EXPECT_EQ(j["lm_test_overlap"]["found"], 30) << out;
   ASSERT_EQ(cstest::run_cli({"cloze", "rerank", "--valid", sv, "--test", uv, "--lm", dir, "--checkpoint", "last",
-                             "--no-word-class"}, &out, &err), 0) << err;
+                             "--no-word-class"},
+                            &out, &err),
+            0)
+      << err;
   EXPECT_FALSE(cstest::contains(err, "warning")) << err;
   EXPECT_TRUE(cstest::contains(err, "-grams in its training split): test 0 of 30, valid 30 of 30\n")) << err;
   // valid (here the seen questions) only tunes the weights: a note
   EXPECT_TRUE(cstest::contains(err, "note: the Global LM's training split holds 30 of the 30 checked valid")) << err;
   ASSERT_EQ(cstest::run_cli({"cloze", "rerank", "--valid", sv, "--test", uv, "--lm", dir, "--checkpoint", "last",
-                             "--no-word-class", "--json"}, &out, &err), 0) << err;
+                             "--no-word-class", "--json"},
+                            &out, &err),
+            0)
+      << err;
   j = cstest::json_object(out);
   EXPECT_TRUE(j["warnings"].empty()) << out;
   EXPECT_FALSE(j["lm_test_overlap"]["overlaps"].get<bool>()) << out;

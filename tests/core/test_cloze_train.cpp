@@ -62,8 +62,8 @@ TEST(ClozeTrain, resumeIsExact) {
   json c6 = load_and_resolve(raw);
   raw["training"]["steps"] = 12;
   json c12 = load_and_resolve(raw);
-  const auto runs = cstest::run_straight_and_resumed(c12, c6, [](const json& c) { return make_task(c); },
-                                                     cstest::temp_dir() + "/cloze-ck.pt");
+  const auto runs = cstest::run_straight_and_resumed(
+      c12, c6, [](const json& c) { return make_task(c); }, cstest::temp_dir() + "/cloze-ck.pt");
   ASSERT_GT(runs.straight_loss(), 0);
   EXPECT_DOUBLE_EQ(runs.resumed_loss(), runs.straight_loss());
   EXPECT_DOUBLE_EQ(runs.resumed->task().epoch(), runs.straight->task().epoch());

@@ -16,7 +16,7 @@ using namespace cs;
 namespace {
 bool has_error(const std::vector<ConfigError>& errs, const std::string& path, const std::string& fragment = "") {
   for (auto& e : errs)
-  if (e.path == path && (fragment.empty() || e.message.find(fragment) != std::string::npos)) return true;
+    if (e.path == path && (fragment.empty() || e.message.find(fragment) != std::string::npos)) return true;
   return false;
 }
 std::string dump(const std::vector<ConfigError>& errs) {
@@ -171,8 +171,10 @@ TEST(Config, deeplyNestedJsonIsRefusedNotACrash) {
   const std::string manifest = cstest::temp_dir() + "/deep-manifest.json";
   cstest::write_text(manifest, R"({"version": 1, "datasets": [{"name": "x", "files": )" + deep + "}]}");
   cstest::EnvGuard g("CELLSCOPE_MANIFEST", manifest);
-  ASSERT_EQ(cstest::run_cli({"train", "quick-gru", "--steps", "1", "--run-dir", cstest::temp_dir() + "/deep_run"},
-                            &out, &err), 2) << err;
+  ASSERT_EQ(cstest::run_cli({"train", "quick-gru", "--steps", "1", "--run-dir", cstest::temp_dir() + "/deep_run"}, &out,
+                            &err),
+            2)
+      << err;
   ASSERT_TRUE(cstest::contains(err, "nested deeper than 64 levels")) << err;
   ASSERT_FALSE(std::filesystem::exists(cstest::temp_dir() + "/deep_run"));
   // 64 levels (two objects + 62 arrays) are accepted by the parser (the validator then names the
@@ -187,7 +189,6 @@ TEST(Config, deeplyNestedJsonIsRefusedNotACrash) {
   ASSERT_FALSE(cstest::contains(err, "nested deeper")) << err;
   ASSERT_TRUE(cstest::contains(err, "model.hidden")) << err;
 }
-
 
 // The bookkeeping list (config/common_options.h) names only options that exist: a renamed
 // option would otherwise silently start splitting seed groups again.

@@ -174,7 +174,7 @@ TEST(CpuCache, FreeBlocksAmongLentOnesGiveTheirPagesBackPastThePeak) {
   std::memset(pp, 4, 2 * MB);
   std::memset(pr, 4, 4 * MB);
   p.clear();
-  r.clear();  // 2 MB and 4 MB free, q between them: no segment is wholly free
+  r.clear();                              // 2 MB and 4 MB free, q between them: no segment is wholly free
   c10::DataPtr big = c.allocate(5 * MB);  // no free block holds it, nothing can be unmapped
   auto st = c.stats();
   EXPECT_EQ(st.misses, 2);

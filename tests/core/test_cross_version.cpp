@@ -82,8 +82,7 @@ TEST_P(CrossVersion, torch113RunEvaluatesResumesAndExports) {
   // they belong to (a 2.x LibTorch's own Optimizer::load misplaces a 1.13 archive's; trainer.cpp maps them),
   // so the losses follow 1.13's own continuation of the run (resumed-metrics.jsonl) within the training
   // tolerance. Misplaced moments of same-shaped parameters would pass a shape check and fail this one.
-  ASSERT_EQ(cstest::run_cli({"train", "--resume", run, "--steps", std::to_string(step + 20), "--quiet"}, &out, &err),
-            0)
+  ASSERT_EQ(cstest::run_cli({"train", "--resume", run, "--steps", std::to_string(step + 20), "--quiet"}, &out, &err), 0)
       << err;
   const json after = cstest::json_object(cstest::read_text(run + "/summary.json"));
   EXPECT_EQ(after.value("status", ""), "finished");
@@ -91,8 +90,8 @@ TEST_P(CrossVersion, torch113RunEvaluatesResumesAndExports) {
   std::vector<json> resumed, want;
   for (const auto& l : train_lines(run))
     if (l["step"].get<int64_t>() > step) resumed.push_back(l);
-  for (const auto& l : train_lines_of(cstest::source_dir() + "/tests/core/fixtures/torch113/" + GetParam() +
-                                      "/resumed-metrics.jsonl"))
+  for (const auto& l :
+       train_lines_of(cstest::source_dir() + "/tests/core/fixtures/torch113/" + GetParam() + "/resumed-metrics.jsonl"))
     if (l["step"].get<int64_t>() > step) want.push_back(l);
   ASSERT_EQ(resumed.size(), want.size());
   ASSERT_FALSE(want.empty()) << "make.sh wrote no continuation";
@@ -117,9 +116,9 @@ TEST_P(CrossVersion, sameTrainingGivesTorch113Losses) {
   const int64_t steps = want.back()["step"].get<int64_t>();
   const std::string run = cstest::temp_dir() + "/" + GetParam() + "-again";
   std::string out, err;
-  ASSERT_EQ(cstest::run_cli({"train", fixture + "/config.json", "--run-dir", run, "--steps", std::to_string(steps),
-                             "--quiet"},
-                            &out, &err),
+  ASSERT_EQ(cstest::run_cli(
+                {"train", fixture + "/config.json", "--run-dir", run, "--steps", std::to_string(steps), "--quiet"},
+                &out, &err),
             0)
       << err;
   const auto got = train_lines(run);

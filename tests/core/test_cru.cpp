@@ -138,8 +138,7 @@ TEST_F(Cru, causal_window_sees_nothing_after_t) {
           const double after = g.narrow(0, t + 1, T - t - 1).abs().max().item<double>();
           if (std::string(window) == "causal")
             ASSERT_EQ(after, 0.0) << int(f) << " t " << t << (stepwise ? " stepwise" : "");
-          else
-            ASSERT_GT(after, 0.0) << int(f) << " t " << t << (stepwise ? " stepwise" : "");
+          else ASSERT_GT(after, 0.0) << int(f) << " t " << t << (stepwise ? " stepwise" : "");
         }
       }
     }
@@ -171,9 +170,14 @@ TEST_F(Cru, same_length_conv_keeps_length_and_matches_conv1d) {
 TEST_F(Cru, gradient_checks) {
   const int64_t T = 4, B = 2, I = 3, H = 4;
   auto x = torch::randn({T, B, I});
-  struct Case { CRUFusion f; int64_t k; bool reset_after; bool stepwise; };
-  const Case cases[] = {{CRUFusion::Shallow, 3, true, true},   {CRUFusion::Shallow, 3, true, false},
-                        {CRUFusion::Deep, 3, true, false},     {CRUFusion::DeepEnhanced, 3, true, false},
+  struct Case {
+    CRUFusion f;
+    int64_t k;
+    bool reset_after;
+    bool stepwise;
+  };
+  const Case cases[] = {{CRUFusion::Shallow, 3, true, true},        {CRUFusion::Shallow, 3, true, false},
+                        {CRUFusion::Deep, 3, true, false},          {CRUFusion::DeepEnhanced, 3, true, false},
                         {CRUFusion::DeepEnhanced, 2, false, false}, {CRUFusion::Deep, 4, false, false}};
   for (auto& c : cases) {
     auto o = cru_opts(c.f, I, H, c.k);

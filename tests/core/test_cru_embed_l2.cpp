@@ -61,8 +61,8 @@ TEST(CruEmbedL2, embedding_gradient_gains_two_l2_e) {
     if (name.find("embed") != std::string::npos && a.dim() == 2) {
       ++embeddings;
       const auto expect = a + 2.0 * l2 * e0;
-      EXPECT_TRUE(torch::allclose(b, expect, 1e-5, 1e-7)) << name << ": max |diff| "
-                                                          << (b - expect).abs().max().item<double>();
+      EXPECT_TRUE(torch::allclose(b, expect, 1e-5, 1e-7))
+          << name << ": max |diff| " << (b - expect).abs().max().item<double>();
       EXPECT_GT((b - a).abs().max().item<double>(), 1e-5) << "the penalty changed nothing";
     } else {
       EXPECT_TRUE(torch::allclose(a, b, 1e-6, 1e-8)) << name << " changed with the embedding L2";

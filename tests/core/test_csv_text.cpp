@@ -72,7 +72,7 @@ TEST(CsvText, linesOfATextAsEveryLoaderReadsThem) {
   EXPECT_EQ(lines("a\r\nb\r\n"), (V{"a", "b"}));
   EXPECT_EQ(lines("a\n\nb"), (V{"a", "", "b"}));
   EXPECT_EQ(lines("a\rb\r"), V{"a\rb"});  // a bare CR inside a line stays; one at the very end goes
-  EXPECT_EQ(lines("x\r\r\n"), V{"x\r"});   // only one CR before the LF is part of the line end
+  EXPECT_EQ(lines("x\r\r\n"), V{"x\r"});  // only one CR before the LF is part of the line end
 }
 
 }  // namespace test_csv_text

@@ -38,7 +38,7 @@ std::string write(const std::string& name, const std::string& bytes) {
 
 json ds_path(const std::string& path, const std::string& format = "auto", double vf = 0.05, double tf = 0.05,
              long max_chars = 0) {
-  return json{{"name", "moby-dick"}, {"path", path},       {"format", format},
+  return json{{"name", "moby-dick"},  {"path", path},        {"format", format},
               {"valid_fraction", vf}, {"test_fraction", tf}, {"max_chars", max_chars}};
 }
 
@@ -108,7 +108,7 @@ TEST(Data, fixedVocabIsUsedAsIs) {
 
 TEST(Data, utf8MultibyteSymbols) {
   const std::string unit = "h\xC3\xA9llo w\xC3\xB6rld \xE2\x9C\x93 \xF0\x9D\x84\x9E\n";  // é ö ✓ 𝄞
-  const std::string body = "\xEF\xBB\xBF" + repeat(unit, 10);                             // with a BOM
+  const std::string body = "\xEF\xBB\xBF" + repeat(unit, 10);                            // with a BOM
   const std::string p = write("utf8.txt", body);
   CharCorpus c = cs::load_char_corpus(ds_path(p, "text", 0.1, 0.1));
   const size_t chars_per_unit = 16;  // "héllo wörld ✓ 𝄞\n"
@@ -190,8 +190,8 @@ TEST(Data, vocabRoundTrip) {
   Vocab v;
   ASSERT_EQ(v.size(), size_t(1));
   ASSERT_EQ(v.add("<unk>"), 0);  // the literal text shares id 0
-  const std::vector<std::string> awkward = {"\n", "\t", " ", "\\", "\\n", "\r", "a", "\xC3\xA9",
-                                            "\x01", "\x7F", "", "two words", "<unk>x", "#"};
+  const std::vector<std::string> awkward = {"\n",       "\t",   " ",    "\\", "\\n",       "\r",     "a",
+                                            "\xC3\xA9", "\x01", "\x7F", "",   "two words", "<unk>x", "#"};
   for (const auto& s : awkward) v.add(s);
   ASSERT_EQ(v.size(), awkward.size() + 1);
   ASSERT_EQ(v.add("a"), v.id("a"));  // idempotent
@@ -263,15 +263,22 @@ TEST(Data, badInputsNameTheFile) {
 TEST(Data, manifestResolution) {
   const std::string cache = tmp("cache");
   cs::make_dirs(cache);
-  const json manifest = {
-      {"version", 1},
-      {"datasets",
-       {{{"name", "tiny"}, {"tasks", {"char_lm"}}, {"format", "text"}, {"obtain", "npm"},
-         {"source", {{"npm", "@example/tiny"}, {"file", "package/data.txt"}}}, {"path", "tiny.txt"},
-         {"files", {"tiny.txt"}}},
-        {{"name", "ptb-char"}, {"tasks", {"char_lm"}}, {"format", "ptb_char"}, {"obtain", "user"},
-         {"source", {{"url", "https://example.org/ptb"}}}, {"path", "ptb-char"},
-         {"files", {"ptb-char/ptb.char.train.txt"}}}}}};
+  const json manifest = {{"version", 1},
+                         {"datasets",
+                          {{{"name", "tiny"},
+                            {"tasks", {"char_lm"}},
+                            {"format", "text"},
+                            {"obtain", "npm"},
+                            {"source", {{"npm", "@example/tiny"}, {"file", "package/data.txt"}}},
+                            {"path", "tiny.txt"},
+                            {"files", {"tiny.txt"}}},
+                           {{"name", "ptb-char"},
+                            {"tasks", {"char_lm"}},
+                            {"format", "ptb_char"},
+                            {"obtain", "user"},
+                            {"source", {{"url", "https://example.org/ptb"}}},
+                            {"path", "ptb-char"},
+                            {"files", {"ptb-char/ptb.char.train.txt"}}}}}};
   const std::string mpath = write("manifest.json", manifest.dump(2));
   EnvGuard g1("CELLSCOPE_MANIFEST", mpath);
   EnvGuard g2("CELLSCOPE_DATA_DIR", cache);
@@ -280,8 +287,8 @@ TEST(Data, manifestResolution) {
   const json m = cs::load_manifest();
   ASSERT_EQ(cs::manifest_names(m), (std::vector<std::string>{"tiny", "ptb-char"}));
 
-  json ds = {{"name", "tiny"}, {"path", nullptr}, {"format", "auto"}, {"valid_fraction", 0.1},
-             {"test_fraction", 0.1}, {"max_chars", 0}};
+  json ds = {{"name", "tiny"},        {"path", nullptr},      {"format", "auto"},
+             {"valid_fraction", 0.1}, {"test_fraction", 0.1}, {"max_chars", 0}};
   expect_user_error([&] { cs::load_char_corpus(ds); },
                     {"'tiny'", cs::join_path(cache, "tiny.txt"), "datasets/fetch.sh"});
   write("cache/tiny.txt", repeat("fetched ", 20));
@@ -317,20 +324,16 @@ TEST(Data, pathsFollowEnvironment) {
     EnvGuard g("CELLSCOPE_RESOURCES", "");
     // From a build tree the source tree's resources/ is used when it exists.
     const std::string src_res = cstest::source_dir() + "/resources";
-    if (cs::dir_exists(src_res))
-      ASSERT_EQ(cs::resources_dir(), src_res);
-    else
-      ASSERT_TRUE(cs::resources_dir() != src_res && !cs::resources_dir().empty());
+    if (cs::dir_exists(src_res)) ASSERT_EQ(cs::resources_dir(), src_res);
+    else ASSERT_TRUE(cs::resources_dir() != src_res && !cs::resources_dir().empty());
   }
   {
     EnvGuard g("CELLSCOPE_DATA_DIR", "");
     EnvGuard x("XDG_CACHE_HOME", "/xdg");
     // A writable source tree keeps its cache inside; otherwise the XDG cache is used.
     const std::string src = cstest::source_dir();
-    if (::access(src.c_str(), W_OK) == 0)
-      ASSERT_EQ(cs::data_cache_dir(), src + "/.cache/datasets");
-    else
-      ASSERT_EQ(cs::data_cache_dir(), std::string("/xdg/cellscope/datasets"));
+    if (::access(src.c_str(), W_OK) == 0) ASSERT_EQ(cs::data_cache_dir(), src + "/.cache/datasets");
+    else ASSERT_EQ(cs::data_cache_dir(), std::string("/xdg/cellscope/datasets"));
   }
   {
     EnvGuard g("CELLSCOPE_MANIFEST", "");

@@ -33,9 +33,19 @@ json dist_config(int steps, const std::string& optimizer, double lr) {
   return {{"task", "char_lm"},
           {"dataset", {{"name", "moby-dick"}, {"max_chars", 30000}}},
           {"model", {{"cell", "gru"}, {"embed", 8}, {"hidden", 16}}},
-          {"training", {{"batch", 4}, {"bptt", 16}, {"steps", steps}, {"optimizer", optimizer}, {"lr", lr},
-                        {"clip", 0.0}, {"eval_every", 4}, {"log_every", 2}, {"eval_test", false}, {"seed", 5},
-                        {"threads", 1}, {"eval_batch", 4}}}};
+          {"training",
+           {{"batch", 4},
+            {"bptt", 16},
+            {"steps", steps},
+            {"optimizer", optimizer},
+            {"lr", lr},
+            {"clip", 0.0},
+            {"eval_every", 4},
+            {"log_every", 2},
+            {"eval_test", false},
+            {"seed", 5},
+            {"threads", 1},
+            {"eval_batch", 4}}}};
 }
 
 std::string write_json(const std::string& name, const json& j) {
@@ -217,7 +227,7 @@ TEST_F(Dist, killedWorkerStopsOthersAndRunResumes) {
   const std::string err = p.err();
   ASSERT_TRUE(p.exit_code() != 0);
   ASSERT_TRUE(cstest::contains(err, "worker rank 1") && cstest::contains(err, "killed by signal 9")) << err;
-  ASSERT_TRUE(cstest::contains(err, "rank 0 of 2")) << err;   // the survivor says what it was doing
+  ASSERT_TRUE(cstest::contains(err, "rank 0 of 2")) << err;  // the survivor says what it was doing
   ASSERT_TRUE(cstest::contains(err, "--resume")) << err;
   RunStore store(dir);
   ASSERT_EQ(store.read_summary().status, std::string("failed"));

@@ -24,8 +24,9 @@ std::string port(int k) { return std::to_string(20000 + (::getpid() * 7 + k * 10
 
 std::vector<std::string> worker_args(const std::string& cfg, const std::string& dir, int rank,
                                      const std::string& master, const std::string& timeout) {
-  return {"train", cfg, "--run-dir", dir, "--rank", std::to_string(rank), "--world-size", "2", "--master", master,
-          "--dist-timeout", timeout, "--threads", "1", "--quiet"};
+  return {"train",        cfg, "--run-dir", dir,    "--rank",         std::to_string(rank),
+          "--world-size", "2", "--master",  master, "--dist-timeout", timeout,
+          "--threads",    "1", "--quiet"};
 }
 
 // Milliseconds since `t0`.

@@ -27,8 +27,9 @@ std::string port(int k) { return std::to_string(20000 + (::getpid() * 13 + k * 2
 
 std::vector<std::string> worker(const std::string& cfg, const std::string& dir, int rank, const std::string& master,
                                 const std::string& timeout, const std::vector<std::string>& extra = {}) {
-  std::vector<std::string> a = {"train", cfg, "--run-dir", dir, "--rank", std::to_string(rank), "--world-size", "2",
-                                "--master", master, "--dist-timeout", timeout, "--threads", "1", "--quiet"};
+  std::vector<std::string> a = {"train",        cfg, "--run-dir", dir,    "--rank",         std::to_string(rank),
+                                "--world-size", "2", "--master",  master, "--dist-timeout", timeout,
+                                "--threads",    "1", "--quiet"};
   a.insert(a.end(), extra.begin(), extra.end());
   return a;
 }
@@ -196,12 +197,11 @@ TEST_F(DistListen, badDistTimeoutsAreRefused) {
 // would otherwise wait for a server on the wrong port) is refused at once with exit 2.
 TEST_F(DistListen, badMastersAreRefused) {
   const std::string cfg = cstest::write_json_file("listen_master.json", cstest::tiny_config("char_lm", 6));
-  const std::vector<std::pair<std::string, std::string>> cases = {
-      {"127.0.0.1:22x", "'22x' is not a port"},
-      {"127.0.0.1:0", "'0' is not a port"},
-      {"127.0.0.1:65536", "'65536' is not a port"},
-      {"::1:29500", "an IPv6 address goes in brackets"},
-      {"[::1]", "expects HOST:PORT or [IPV6]:PORT"}};
+  const std::vector<std::pair<std::string, std::string>> cases = {{"127.0.0.1:22x", "'22x' is not a port"},
+                                                                  {"127.0.0.1:0", "'0' is not a port"},
+                                                                  {"127.0.0.1:65536", "'65536' is not a port"},
+                                                                  {"::1:29500", "an IPv6 address goes in brackets"},
+                                                                  {"[::1]", "expects HOST:PORT or [IPV6]:PORT"}};
   for (auto& [bad, why] : cases) {
     std::string out, err;
     const auto t = std::chrono::steady_clock::now();
@@ -245,7 +245,7 @@ TEST_F(DistListen, killedRankZeroLeavesTheRunFailed) {
   ASSERT_TRUE(cstest::contains(s.reason, "rank 0 ended without recording the end of the run") &&
               cstest::contains(s.reason, "rank 1 of 2"))
       << s.reason;
-  ASSERT_TRUE(cstest::contains(cstest::read_text(dir + "/log.txt"), "rank 0 ended without recording")) ;
+  ASSERT_TRUE(cstest::contains(cstest::read_text(dir + "/log.txt"), "rank 0 ended without recording"));
   // The run resumes as before (one process).
   std::string out, err;
   const std::vector<int64_t> steps = RunStore(dir).checkpoint_steps();

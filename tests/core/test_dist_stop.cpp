@@ -93,7 +93,7 @@ TEST_F(DistStop, sigtermOnOneWorkerGivesEveryRankSeventyFive) {
   for (int r = 0; r < 2; ++r) {
     ASSERT_TRUE(w[r].wait(60000)) << r;
     ASSERT_TRUE(w[r].normal_exit() && w[r].exit_code() == 75) << "rank " << r << ": " << w[r].exit_code() << "\n"
-                                                               << w[r].err();
+                                                              << w[r].err();
   }
   const RunSummary s = RunStore(dir).read_summary();
   ASSERT_EQ(s.status, std::string("stopped"));

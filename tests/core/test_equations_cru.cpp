@@ -24,8 +24,6 @@ using cstest::Vec;
 
 namespace {
 
-
-
 const char* fusion_str(CRUFusion f) {
   return f == CRUFusion::Shallow ? "shallow" : f == CRUFusion::Deep ? "deep" : "deep_enhanced";
 }

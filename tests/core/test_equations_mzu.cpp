@@ -51,7 +51,6 @@ double dot(const Vec& a, const Vec& b) {
   return s;
 }
 
-
 // A tensor [rows..., n] from nested vectors.
 torch::Tensor tens(const Vec& v) { return torch::tensor(v, torch::kDouble); }
 torch::Tensor tens(const Mat& m) {
@@ -63,11 +62,11 @@ torch::Tensor tens(const Mat& m) {
 // ---------------------------------------------------------------- MZU reference
 // What one M-function computed for one batch row.
 struct RefM {
-  Mat zones;                // [N][d_z] (after LN when ln_position = zones)
-  Mat mix;                  // sat: attention [N][N]; gcn: normalised adjacency [N][N]
+  Mat zones;                  // [N][d_z] (after LN when ln_position = zones)
+  Mat mix;                    // sat: attention [N][N]; gcn: normalised adjacency [N][N]
   std::vector<Mat> coupling;  // cap: c_ij of every routing iteration [T][N][J]
-  Mat caps;                 // cap: output capsules [J][d_o]
-  double dzone = 0;         // eq. 18
+  Mat caps;                   // cap: output capsules [J][d_o]
+  double dzone = 0;           // eq. 18
 };
 struct RefStep {
   std::vector<RefM> m;  // the M-functions of this depth (M_h first, then M_g)
@@ -146,7 +145,8 @@ RefStep ref_block(const MZUBlockImpl& blk, const MZUOptions& o, const Vec& x, co
       }
     } else if (o.composition == MZUComposition::Gcn) {
       // eqs. 7-8 as implemented: A~ = W + I (footnote 1), W = cos or max(cos, 0);
-      // D~_ii = sum_j |A~_ij| (gcn_degree absolute) or sum_j A~_ij (signed_clamped), clamped at 0.01; eq. 9: O = sigma(D~^-1/2 A~ D~^-1/2 Z W_g)
+      // D~_ii = sum_j |A~_ij| (gcn_degree absolute) or sum_j A~_ij (signed_clamped), clamped at 0.01; eq. 9: O =
+      // sigma(D~^-1/2 A~ D~^-1/2 Z W_g)
       Mat A(N, Vec(N));
       Vec deg(N, 0.0);
       for (int64_t i = 0; i < N; ++i)
@@ -237,8 +237,8 @@ RefStep ref_block(const MZUBlockImpl& blk, const MZUOptions& o, const Vec& x, co
   if (o.layer_norm && (ln_pre || !mg)) gp = ln_ref(gp, row(blk.ln_g_gain), row(blk.ln_g_bias));
   out.cand.resize(H), out.gate.resize(H), out.h.resize(H);
   for (int64_t n = 0; n < H; ++n) {
-    out.cand[n] = std::tanh(cp[n]);                               // eq. 2 / 16
-    out.gate[n] = sigm(gp[n]);                                    // eq. 3 / 17
+    out.cand[n] = std::tanh(cp[n]);                                   // eq. 2 / 16
+    out.gate[n] = sigm(gp[n]);                                        // eq. 3 / 17
     out.h[n] = (1 - out.gate[n]) * h[n] + out.gate[n] * out.cand[n];  // eq. 1 / 15
   }
   return out;
@@ -279,8 +279,8 @@ std::string describe(const MZUOptions& o) {
          " T=" + std::to_string(o.routing_iters) + " L=" + std::to_string(o.depth) +
          (o.share_transition ? " shared" : "") + (o.regular_gate ? " regular_gate" : "") +
          (o.regular_trans ? " regular_trans" : "") + (o.layer_norm ? " ln=" + to_string(o.ln_position) : "") +
-         " sat_qkv=" + to_string(o.sat_qkv) + " gcn=" + to_string(o.gcn_edges) + "/" + to_string(o.gcn_activation) + "/" + to_string(o.gcn_degree) +
-         (o.ffn_residual ? " ffn_res" : "");
+         " sat_qkv=" + to_string(o.sat_qkv) + " gcn=" + to_string(o.gcn_edges) + "/" + to_string(o.gcn_activation) +
+         "/" + to_string(o.gcn_degree) + (o.ffn_residual ? " ffn_res" : "");
 }
 
 // A cell in double precision whose LN gains and biases are random too (they start at 1 / 0).
@@ -607,7 +607,9 @@ TEST(EquationsMzu, sharingSharesWhatTheNotesSay) {
           ASSERT_FALSE(t->w_x.defined());
           ASSERT_NE(t->w_h.data_ptr(), un->first->w_h.data_ptr());
         }
-        if (L == 2) { ASSERT_NE(un->transitions[0].get(), un->transitions[1].get()); }
+        if (L == 2) {
+          ASSERT_NE(un->transitions[0].get(), un->transitions[1].get());
+        }
       }
     }
 }
@@ -646,7 +648,7 @@ TEST(EquationsMzu, table4Ablations) {
         for (bool share : {false, true}) {
           if (L == 0 && share) continue;
           auto o = base_opts(comp);
-          o.regular_gate = which != 1;   // 0: both, 1: regular_trans only, 2: regular_gate only
+          o.regular_gate = which != 1;  // 0: both, 1: regular_trans only, 2: regular_gate only
           o.regular_trans = which != 2;
           o.depth = L;
           o.share_transition = share;
@@ -772,8 +774,12 @@ TEST(EquationsMzu, gruDtStep) {
       StepContext ctx;
       auto out = cell->forward_sequence(x, {h0}, ctx).output;
       ASSERT_EQ(static_cast<int64_t>(cell->transitions.size()), L);
-      if (share && L == 2) { ASSERT_EQ(cell->transitions[0].get(), cell->transitions[1].get()); }
-      if (!share && L == 2) { ASSERT_NE(cell->transitions[0].get(), cell->transitions[1].get()); }
+      if (share && L == 2) {
+        ASSERT_EQ(cell->transitions[0].get(), cell->transitions[1].get());
+      }
+      if (!share && L == 2) {
+        ASSERT_NE(cell->transitions[0].get(), cell->transitions[1].get());
+      }
       Flat X(x), wih(cell->first->w_ih), bih(cell->first->b_ih);
       for (int64_t b = 0; b < B; ++b) {
         Vec h = row(h0[b]);

@@ -29,7 +29,6 @@ using cstest::Vec;
 
 namespace {
 
-
 // One GRU step (torch's formulation: gates r, z, n; reset applied after U) for one row.
 Vec gru_ref(const GRUCellImpl& g, const Vec& x, const Vec& h) {
   const int64_t H = static_cast<int64_t>(h.size()), I = static_cast<int64_t>(x.size());
@@ -68,8 +67,10 @@ std::string describe(const Setup& u) {
 // one), so what is checked is the batching, padding, reversal and pooling around it.
 void check(const Setup& u) {
   const int64_t V = 11, E = 4, H = u.cell == "gru" ? 3 : 4, C = u.classes, T = 6, B = 3, A = 3;
-  json m = {{"cell", u.cell}, {"embed", E}, {"hidden", H}, {"layers", u.layers}, {"fc", u.fc},
-            {"fc_activation", u.fc_activation}, {"dropout", 0.0}, {"candidate_dropout", 0.0}};
+  json m = {{"cell", u.cell}, {"embed", E},
+            {"hidden", H},    {"layers", u.layers},
+            {"fc", u.fc},     {"fc_activation", u.fc_activation},
+            {"dropout", 0.0}, {"candidate_dropout", 0.0}};
   if (u.cell.rfind("cru_", 0) != 0) m["layer_norm"] = false;  // the CRU cells have no layer_norm option
   if (u.cell.rfind("cru_", 0) == 0) {
     // CRU (every option explicit): the convolution must see zeros past a padded sentence's end
@@ -77,9 +78,16 @@ void check(const Setup& u) {
     if (u.cell == "cru_shallow") m["conv_channels"] = 0;
   } else if (u.cell != "gru") {
     // capMZU+DT, the paper's ABSA cell, every option explicit
-    m.update(json{{"zones", 2}, {"filter", 5}, {"depth", 1}, {"share_transition", true}, {"capsules", 2},
-                  {"routing_iters", 3}, {"zone_disagreement", 1.0}, {"regular_gate", false},
-                  {"regular_trans", false}, {"ffn_residual", false}});
+    m.update(json{{"zones", 2},
+                  {"filter", 5},
+                  {"depth", 1},
+                  {"share_transition", true},
+                  {"capsules", 2},
+                  {"routing_iters", 3},
+                  {"zone_disagreement", 1.0},
+                  {"regular_gate", false},
+                  {"regular_trans", false},
+                  {"ffn_residual", false}});
   }
   json raw = {{"task", {{"name", u.absa ? "absa" : "classify"}}},
               {"dataset", {{"name", u.absa ? "semeval2014-restaurants" : "spam-assassin"}}},

@@ -226,9 +226,9 @@ const std::string kCheckAll =
 // values, NaN and -0.0 included.
 json tensor_facts(const std::vector<std::pair<std::string, torch::Tensor>>& items) {
   static const std::map<c10::ScalarType, std::string> names = {
-      {torch::kFloat, "torch.float32"}, {torch::kDouble, "torch.float64"}, {torch::kHalf, "torch.float16"},
-      {torch::kBFloat16, "torch.bfloat16"}, {torch::kLong, "torch.int64"}, {torch::kInt, "torch.int32"},
-      {torch::kShort, "torch.int16"}, {torch::kChar, "torch.int8"}, {torch::kByte, "torch.uint8"},
+      {torch::kFloat, "torch.float32"},     {torch::kDouble, "torch.float64"}, {torch::kHalf, "torch.float16"},
+      {torch::kBFloat16, "torch.bfloat16"}, {torch::kLong, "torch.int64"},     {torch::kInt, "torch.int32"},
+      {torch::kShort, "torch.int16"},       {torch::kChar, "torch.int8"},      {torch::kByte, "torch.uint8"},
       {torch::kBool, "torch.bool"}};
   json out = json::array();
   for (auto& [k, t] : items) {
@@ -601,7 +601,8 @@ void agrees_with_pytorch(bool seq2seq) {
                   vs[i].task.c_str(), da, dr, dl, r.value("script", std::string("?")) == "ok" ? "ok" : "NO",
                   r.value("script_diff", -1.0), r.value("saved_diff", -1.0));
     std::cout << line;
-    if (r.value("script", std::string()) != "ok") std::cout << "  torch.jit.script: " << r.value("script", std::string()) << "\n";
+    if (r.value("script", std::string()) != "ok")
+      std::cout << "  torch.jit.script: " << r.value("script", std::string()) << "\n";
     expect_scripts(vs[i].name, r);
     ASSERT_LE(da, 1e-5) << vs[i].name;
     ASSERT_LE(dl, 1e-6) << vs[i].name;
@@ -727,7 +728,8 @@ TEST(ExportTorch, torchScriptTraceAndOnnxOfGruLstmAndOneCellPerPaper) {
   // onnx.checker with a dynamic batch dimension and the logits' shape, and where onnxruntime imports (Debian 13's
   // python3-onnxruntime; Debian 12 has none) it runs and gives Cellscope's reference logits to 1e-5. The first line
   // says which.
-  const std::string code = std::string(kOnnxRuntime) +
+  const std::string code =
+      std::string(kOnnxRuntime) +
       "import sys, json, os, torch, warnings\n"
       "warnings.filterwarnings(\"ignore\")\n"
       "import cellscope_torch as ct\n"
@@ -767,10 +769,8 @@ TEST(ExportTorch, torchScriptTraceAndOnnxOfGruLstmAndOneCellPerPaper) {
     ASSERT_GT(r.value("onnx_bytes", 0), 100) << vs[i].name;
     const json logits = r["logits"];
     json want = logits;
-    if (vs[i].task == "classify")
-      want[0] = "batch";
-    else
-      want[1] = "batch";
+    if (vs[i].task == "classify") want[0] = "batch";
+    else want[1] = "batch";
     ASSERT_EQ(r["onnx"]["outputs"]["logits"], want) << vs[i].name << " " << lines[i + 1];
   }
 }
@@ -813,7 +813,8 @@ TEST(ExportTorch, manifestAndStateDictRoundTrip) {
     ASSERT_EQ(state.size(), man["parameters"].size());
     cstest::write_text(cstest::temp_dir() + "/manifest_facts.json", tensor_facts(state).dump());
   }
-  const std::string facts_code = std::string(kStateFileChecks) +
+  const std::string facts_code =
+      std::string(kStateFileChecks) +
       "import sys, json, torch\n"
       "d, facts = sys.argv[1], json.load(open(sys.argv[2]))\n"
       "p = facts_problems(torch.load(d + \"/model.pt\", weights_only=True), facts, \"model.pt\")\n"
@@ -926,7 +927,8 @@ TEST(ExportTorch, stateDictFileWritesEveryDtypeForWeightsOnlyLoad) {
   EXPECT_THROW(cs::torch_state_dict_bytes(twice), std::invalid_argument);
   EXPECT_THROW(cs::safetensors_bytes(twice), std::invalid_argument);
   EXPECT_THROW(cs::safetensors_bytes(metadata), std::invalid_argument);
-  const std::string code = std::string(kStateFileChecks) +
+  const std::string code =
+      std::string(kStateFileChecks) +
       "import sys, json, torch\n"
       "d = sys.argv[1]\n"
       "facts = json.load(open(d + \"/facts.json\"))\n"
@@ -959,10 +961,10 @@ TEST(ExportTorch, stateDictFileWritesEveryDtypeForWeightsOnlyLoad) {
                                               : "by hand (no safetensors package in this Python)")
             << "\n";
   ASSERT_TRUE(r["problems"].empty()) << r["problems"].dump(1);
-  ASSERT_EQ(r["globals"], json({"collections OrderedDict", "torch BFloat16Storage", "torch BoolStorage",
-                                "torch ByteStorage", "torch CharStorage", "torch DoubleStorage", "torch FloatStorage",
-                                "torch HalfStorage", "torch IntStorage", "torch LongStorage", "torch ShortStorage",
-                                "torch._utils _rebuild_tensor_v2"}))
+  ASSERT_EQ(r["globals"],
+            json({"collections OrderedDict", "torch BFloat16Storage", "torch BoolStorage", "torch ByteStorage",
+                  "torch CharStorage", "torch DoubleStorage", "torch FloatStorage", "torch HalfStorage",
+                  "torch IntStorage", "torch LongStorage", "torch ShortStorage", "torch._utils _rebuild_tensor_v2"}))
       << res;
 }
 
@@ -1114,14 +1116,13 @@ TEST(ExportTorch, exportDuringTrainingIsOneSnapshotOfTheCheckpoint) {
   for (const Live& l : live) {
     ASSERT_GT(l.step, 0) << l.dir;
     const std::string again = l.dir + "_again";
-    ASSERT_EQ(cstest::run_cli({"export", run, "--checkpoint", "step_" + std::to_string(l.step), "--out", again}, &o,
-                              &err),
-              0)
+    ASSERT_EQ(
+        cstest::run_cli({"export", run, "--checkpoint", "step_" + std::to_string(l.step), "--out", again}, &o, &err), 0)
         << err;
     const json man = cstest::json_object(cstest::read_text(again + "/export.json"));
     ASSERT_EQ(man["checkpoint"].value("step", int64_t{-1}), l.step);
-    EXPECT_EQ(man["checkpoint"].value("fnv1a64", ""), l.hash) << l.dir << ": export.json's hash is not step "
-                                                              << l.step << "'s";
+    EXPECT_EQ(man["checkpoint"].value("fnv1a64", ""), l.hash)
+        << l.dir << ": export.json's hash is not step " << l.step << "'s";
     EXPECT_TRUE(cstest::read_text(again + "/model.pt") == cstest::read_text(l.dir + "/model.pt"))
         << l.dir << ": model.pt does not hold the weights of step " << l.step << ", the step export.json names";
   }
@@ -1158,7 +1159,8 @@ TEST(ExportTorch, scriptCellRunExportsAndAgreesWithPyTorch) {
   // computes with the very tensors of the state_dict, portable.trace against the eager model and the ONNX export
   // (python3-onnx; run by onnxruntime where it imports, against Cellscope's logits), whether a backward pass reaches
   // the parameters, and the logits of the model in double.
-  const std::string code = std::string(kScriptChecks) + kOnnxRuntime +
+  const std::string code =
+      std::string(kScriptChecks) + kOnnxRuntime +
       "import sys, json, torch, warnings, cellscope_torch as ct\n"
       "import torch.nn.functional as F\n"
       "from cellscope_torch import portable\n"

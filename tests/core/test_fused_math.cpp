@@ -15,8 +15,9 @@ namespace {
 // Values over the whole useful range, with every length remainder of the 8-lane loop, the
 // branch point of tanh (0.625), tiny and huge magnitudes.
 std::vector<float> probe_values() {
-  std::vector<float> v = {0.f, -0.f, 1e-30f, -1e-30f, 1e-7f, -3e-5f, 0.3f, 0.6249f, 0.625f, 0.6251f, -0.625f,
-                          1.f, -1.f, 5.f, -9.f, 15.f, -20.f, 44.f, -50.f, 87.f, -87.f, 88.5f, -90.f, 200.f, -1e6f};
+  std::vector<float> v = {0.f,     -0.f,    1e-30f, -1e-30f, 1e-7f, -3e-5f, 0.3f, 0.6249f, 0.625f,
+                          0.6251f, -0.625f, 1.f,    -1.f,    5.f,   -9.f,   15.f, -20.f,   44.f,
+                          -50.f,   87.f,    -87.f,  88.5f,   -90.f, 200.f,  -1e6f};
   std::mt19937 g(7);
   std::normal_distribution<float> n(0.f, 3.f);
   for (int i = 0; i < 1003; ++i) v.push_back(n(g));
@@ -40,7 +41,9 @@ TEST(FusedMath, FloatSigmoidAndTanhAgreeWithStdToFloatRounding) {
       if (ws > 1e-37) EXPECT_LT(rel(s[i], ws), 1e-6) << "sigmoid(" << x << ") = " << s[i] << ", want " << ws;
       else EXPECT_LT(std::abs(s[i]), 1e-37) << x;
       EXPECT_LT(rel(t[i], wt), 1e-6) << "tanh(" << x << ") = " << t[i] << ", want " << wt;
-      if (wt != 0) { EXPECT_EQ(std::signbit(t[i]), std::signbit(wt)) << x; }  // (the sign of a zero is not kept)
+      if (wt != 0) {
+        EXPECT_EQ(std::signbit(t[i]), std::signbit(wt)) << x;
+      }  // (the sign of a zero is not kept)
     }
   }
 }
@@ -54,7 +57,9 @@ TEST(FusedMath, NaNPropagatesAndInPlaceEqualsOutOfPlace) {
   EXPECT_TRUE(std::isnan(s[1]));
   EXPECT_TRUE(std::isnan(t[1]));
   for (size_t i = 0; i < x.size(); ++i)
-    if (i != 1) { EXPECT_EQ(t[i], u[i]); }
+    if (i != 1) {
+      EXPECT_EQ(t[i], u[i]);
+    }
 }
 
 TEST(FusedMath, DoubleIsStdExactly) {

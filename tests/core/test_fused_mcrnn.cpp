@@ -37,11 +37,11 @@ using namespace cs;
 namespace {
 
 struct Case {
-  int64_t block = 4;        // n (MC-RNN-(n-1)); the papers' best is 4
-  int64_t attention = 0;    // 0 = H
+  int64_t block = 4;      // n (MC-RNN-(n-1)); the papers' best is 4
+  int64_t attention = 0;  // 0 = H
   double dist_scale = 0.1;
   int64_t T = 7;
-  int64_t t0 = 0;           // steps already taken (phase of eq. 1)
+  int64_t t0 = 0;            // steps already taken (phase of eq. 1)
   bool random_state = true;  // non-zero initial history and memory
   std::string name() const {
     std::ostringstream s;
@@ -163,8 +163,9 @@ void expect_agree(const Case& c, torch::Dtype dt, double tol, int64_t B = 3, int
     if (!g.defined()) continue;
     // one channel (n = 2): the softmax over channels is 1, so eq. 4's V and r get no gradient
     const bool attention_param = n == "v_h" || n == "v_x" || n == "r";
-    if (!(c.block == 2 && attention_param))
-      { EXPECT_GT(gr.abs().max().item<double>(), 0) << c.name() << " grad of " << n << " is zero in the reference"; }
+    if (!(c.block == 2 && attention_param)) {
+      EXPECT_GT(gr.abs().max().item<double>(), 0) << c.name() << " grad of " << n << " is zero in the reference";
+    }
     if (dt != torch::kDouble) {
       // float: against the double result of the same weights, inputs and loss (`exact`), within
       // the step-wise float path's own error there (cstest::float_tolerance). The attention's

@@ -475,7 +475,7 @@ TEST_F(FusedMzu, same_training_on_default_corpus) {
   const int64_t B = 8, T = 24, steps = 150, E = 16, kSteady = 40;
   for (const std::string comp : {"gcn", "sat", "cap"}) {
     std::vector<double> curve[2];
-    std::vector<double> losses[2];              // per step: task loss + eq. 19's term
+    std::vector<double> losses[2];               // per step: task loss + eq. 19's term
     std::vector<torch::Tensor> after_steady[2];  // every parameter after kSteady steps
     for (int stepwise = 0; stepwise < 2; ++stepwise) {
       torch::manual_seed(42);
@@ -500,7 +500,7 @@ TEST_F(FusedMzu, same_training_on_default_corpus) {
       double sum = 0;
       for (int64_t s = 0; s < steps; ++s) {
         const int64_t off = (s * T) % (span - T);
-        auto idx = torch::arange(B, torch::kLong).mul(span).add(off);  // B streams
+        auto idx = torch::arange(B, torch::kLong).mul(span).add(off);               // B streams
         auto pos = idx.unsqueeze(0) + torch::arange(T, torch::kLong).unsqueeze(1);  // [T, B]
         auto xin = data.index({pos}), tgt = data.index({pos + 1});
         StepContext ctx;
@@ -534,7 +534,9 @@ TEST_F(FusedMzu, same_training_on_default_corpus) {
     EXPECT_LT(param_diff, 1e-9) << comp << ": the parameters differ after " << kSteady << " steps";
     EXPECT_LT(fast, std::log(static_cast<double>(V)) - 0.8) << comp << ": did not learn (fast path)";
     EXPECT_LT(ref, std::log(static_cast<double>(V)) - 0.8) << comp << ": did not learn (step-wise path)";
-    if (comp != "cap") { EXPECT_NEAR(fast, ref, 1e-6) << comp; }
+    if (comp != "cap") {
+      EXPECT_NEAR(fast, ref, 1e-6) << comp;
+    }
   }
 }
 

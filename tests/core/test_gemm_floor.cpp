@@ -25,11 +25,11 @@ TEST(GemmFloor, recordsEachProductOnceWithItsShapeAndFlops) {
   auto out = at::empty({5, 3});
   const cs::GemmFloor f = cs::measure_gemm_floor([&] {
     (void)at::mm(a, b);
-    at::mm_out(out, a, b);               // same layout: one shape, two calls
-    (void)at::addmm(bias, a, bt.t());    // a transposed factor: another layout
-    acc.baddbmm_(x, y);                  // ATen's CPU baddbmm runs addmm_ per batch entry: not counted again
+    at::mm_out(out, a, b);             // same layout: one shape, two calls
+    (void)at::addmm(bias, a, bt.t());  // a transposed factor: another layout
+    acc.baddbmm_(x, y);                // ATen's CPU baddbmm runs addmm_ per batch entry: not counted again
     (void)at::bmm(x, y);
-    (void)at::relu(a);                   // not a product
+    (void)at::relu(a);  // not a product
     (void)(a + 1.0);
   });
   EXPECT_EQ(f.calls, 5);

@@ -92,14 +92,27 @@ void Generate::SetUpTestSuite() {
   charRun_ = train_run("char", json{{"task", "char_lm"},
                                     {"dataset", {{"path", text}}},
                                     {"model", {{"cell", "gru"}, {"embed", 16}, {"hidden", 32}, {"layers", 1}}},
-                                    {"training", {{"batch", 8}, {"bptt", 32}, {"steps", 80}, {"eval_every", 0},
-                                                  {"eval_test", false}, {"threads", 1}, {"lr", 0.01}}}});
-  wordRun_ = train_run("word", json{{"task", "word_lm"},
-                                    {"dataset", {{"path", text}, {"format", "text"}}},
-                                    {"model", {{"cell", "mcrnn"}, {"base", "lstm"}, {"block", 3}, {"embed", 16},
-                                               {"hidden", 24}, {"layers", 1}}},
-                                    {"training", {{"batch", 8}, {"bptt", 12}, {"steps", 40}, {"eval_every", 0},
-                                                  {"eval_test", false}, {"threads", 1}, {"lr", 0.01}}}});
+                                    {"training",
+                                     {{"batch", 8},
+                                      {"bptt", 32},
+                                      {"steps", 80},
+                                      {"eval_every", 0},
+                                      {"eval_test", false},
+                                      {"threads", 1},
+                                      {"lr", 0.01}}}});
+  wordRun_ = train_run(
+      "word",
+      json{{"task", "word_lm"},
+           {"dataset", {{"path", text}, {"format", "text"}}},
+           {"model", {{"cell", "mcrnn"}, {"base", "lstm"}, {"block", 3}, {"embed", 16}, {"hidden", 24}, {"layers", 1}}},
+           {"training",
+            {{"batch", 8},
+             {"bptt", 12},
+             {"steps", 40},
+             {"eval_every", 0},
+             {"eval_test", false},
+             {"threads", 1},
+             {"lr", 0.01}}}});
   EXPECT_TRUE(!charRun_.empty());
   EXPECT_TRUE(!wordRun_.empty());
 }
@@ -187,11 +200,13 @@ TEST_F(Generate, badOptions) {
 TEST_F(Generate, cli) {
   std::string out, err, out2;
   ASSERT_EQ(cstest::run_cli({"generate", "--run", charRun_, "--seed-text", "The sea", "--length", "40", "--seed", "4",
-                            "--json", "--threads", "1"},
-                           &out, &err), 0);
+                             "--json", "--threads", "1"},
+                            &out, &err),
+            0);
   ASSERT_EQ(cstest::run_cli({"generate", "--run", charRun_, "--seed-text", "The sea", "--length", "40", "--seed", "4",
-                            "--json", "--threads", "1"},
-                           &out2, &err), 0);
+                             "--json", "--threads", "1"},
+                            &out2, &err),
+            0);
   ASSERT_EQ(out, out2);
   auto doc = cstest::json_object(out);
   ASSERT_TRUE(cstest::starts_with(doc.value("text", std::string()), "The sea"));
@@ -201,8 +216,8 @@ TEST_F(Generate, cli) {
     auto on_tty = [&](const std::string& env, const std::string& extra) {
       const std::string log = cstest::temp_dir() + "/tty.txt";
       const std::string cmd = "env " + env + " script -qec \"'" + cstest::cli_path() + "' generate --run '" + charRun_ +
-                              "' --seed-text 'The sea' --length 10 --seed 4 --threads 1" + extra + "\" /dev/null > '" + log +
-                              "' 2>&1";
+                              "' --seed-text 'The sea' --length 10 --seed 4 --threads 1" + extra + "\" /dev/null > '" +
+                              log + "' 2>&1";
       EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
       return cstest::read_text(log);
     };

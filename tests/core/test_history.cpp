@@ -29,8 +29,16 @@ json tiny_run_config(const std::string& corpus, int steps) {
   return {{"task", "char_lm"},
           {"dataset", {{"path", corpus}}},
           {"model", {{"cell", "gru"}, {"embed", 8}, {"hidden", 16}}},
-          {"training", {{"batch", 8}, {"bptt", 16}, {"steps", steps}, {"eval_every", 10}, {"log_every", 5},
-                        {"checkpoint_every", 5}, {"keep_checkpoints", 10}, {"seed", 5}, {"threads", 1}}}};
+          {"training",
+           {{"batch", 8},
+            {"bptt", 16},
+            {"steps", steps},
+            {"eval_every", 10},
+            {"log_every", 5},
+            {"checkpoint_every", 5},
+            {"keep_checkpoints", 10},
+            {"seed", 5},
+            {"threads", 1}}}};
 }
 
 const std::string& history_corpus() {
@@ -104,12 +112,12 @@ TEST(History, resumeKeepsEveryLineAndTheBestCheckpointUnlessBeaten) {
   if (s1.value("best_step", 0) == s0.value("best_step", 0))
     ASSERT_EQ(cstest::read_text(dir + "/checkpoints/best.pt"), before.at("checkpoints/best.pt"))
         << "best.pt was replaced without a better evaluation";
-  else
-    ASSERT_LT(s1.value("best_valid", 1e9), s0.value("best_valid", 0.0)) << "best.pt replaced by a worse evaluation";
+  else ASSERT_LT(s1.value("best_valid", 1e9), s0.value("best_valid", 0.0)) << "best.pt replaced by a worse evaluation";
   for (int step : {5, 10, 15, 20})
-    if (before.count("checkpoints/step_" + std::to_string(step) + ".pt"))
-      { ASSERT_EQ(cstest::read_text(dir + "/checkpoints/step_" + std::to_string(step) + ".pt"),
-                before.at("checkpoints/step_" + std::to_string(step) + ".pt")); }
+    if (before.count("checkpoints/step_" + std::to_string(step) + ".pt")) {
+      ASSERT_EQ(cstest::read_text(dir + "/checkpoints/step_" + std::to_string(step) + ".pt"),
+                before.at("checkpoints/step_" + std::to_string(step) + ".pt"));
+    }
 }
 
 // A run stopped at step 20 of 40, resumed with --steps below 20: refused before anything is

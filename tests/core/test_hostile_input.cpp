@@ -51,10 +51,10 @@ namespace {
 struct HostileFormat {
   std::string name;
   std::map<std::string, std::string> files;
-  std::string main;                // relative path of the file that gets NUL, 0xE9, the long line
-  std::string marker = "zebra";    // bad bytes go after its first 2 bytes, the long line after it
-  std::string filler = " w";       // repeated to make the 1 MB line
-  std::string token_sep;           // after an injected byte (ptb_char: tokens are single characters)
+  std::string main;              // relative path of the file that gets NUL, 0xE9, the long line
+  std::string marker = "zebra";  // bad bytes go after its first 2 bytes, the long line after it
+  std::string filler = " w";     // repeated to make the 1 MB line
+  std::string token_sep;         // after an injected byte (ptb_char: tokens are single characters)
   bool latin1 = false;
   std::function<std::string(const std::string& dir)> load;
 };
@@ -101,7 +101,12 @@ std::vector<HostileFormat> formats() {
                {{"ptb.char.train.txt", "t h e _ w h a l e\nz e b r a _ r a n\n"},
                 {"ptb.char.valid.txt", "a _ s h i p\n"},
                 {"ptb.char.test.txt", "t h e _ s e a\n"}},
-               "ptb.char.train.txt", "z e b", " w", " ", false, [](const std::string& d) {
+               "ptb.char.train.txt",
+               "z e b",
+               " w",
+               " ",
+               false,
+               [](const std::string& d) {
                  auto c = load_char_corpus_file(d, "ptb_char", 0, 0, 0);
                  return ids_dump(c.vocab, {&c.train, &c.valid, &c.test});
                }});
@@ -120,22 +125,27 @@ std::vector<HostileFormat> formats() {
                {{"ptb.train.txt", " the whale swam \n the zebra ran \n"},
                 {"ptb.valid.txt", " the ship \n"},
                 {"ptb.test.txt", " the sea \n"}},
-               "ptb.train.txt", "zebra", " w", "", false, [](const std::string& d) {
-                 auto wc = load_word_corpus(resolve_config(json{{"task", "word_lm"},
-                                                                {"dataset", {{"path", d}, {"format", "ptb_word"}}}})
-                                                .at("dataset"));
+               "ptb.train.txt",
+               "zebra",
+               " w",
+               "",
+               false,
+               [](const std::string& d) {
+                 auto wc = load_word_corpus(
+                     resolve_config(json{{"task", "word_lm"}, {"dataset", {{"path", d}, {"format", "ptb_word"}}}})
+                         .at("dataset"));
                  return ids_dump(wc.vocab, {&wc.train, &wc.valid, &wc.test});
                }});
-  v.push_back({"word text", {{"w.txt", prose}}, "w.txt", "zebra", " w", "", false, [](const std::string& d) {
-                 auto wc = load_word_corpus(resolve_config(json{{"task", "word_lm"},
-                                                                {"dataset",
-                                                                 {{"path", d + "/w.txt"},
-                                                                  {"format", "text"},
-                                                                  {"valid_fraction", 0.0},
-                                                                  {"test_fraction", 0.0}}}})
-                                                .at("dataset"));
-                 return ids_dump(wc.vocab, {&wc.train, &wc.valid, &wc.test});
-               }});
+  v.push_back(
+      {"word text", {{"w.txt", prose}}, "w.txt", "zebra", " w", "", false, [](const std::string& d) {
+         auto wc = load_word_corpus(
+             resolve_config(
+                 json{{"task", "word_lm"},
+                      {"dataset",
+                       {{"path", d + "/w.txt"}, {"format", "text"}, {"valid_fraction", 0.0}, {"test_fraction", 0.0}}}})
+                 .at("dataset"));
+         return ids_dump(wc.vocab, {&wc.train, &wc.valid, &wc.test});
+       }});
   v.push_back(
       {"jsonl",
        {{"d.jsonl",
@@ -148,25 +158,41 @@ std::vector<HostileFormat> formats() {
        [](const std::string& d) { return examples_dump(load_jsonl_examples(d + "/d.jsonl")); }});
   v.push_back({"pos_neg_lines",
                {{"rt-polarity.pos", "a fine film .\nthe zebra was great .\n"}, {"rt-polarity.neg", "a dull film .\n"}},
-               "rt-polarity.pos", "zebra", " w", "", true,
+               "rt-polarity.pos",
+               "zebra",
+               " w",
+               "",
+               true,
                [](const std::string& d) { return examples_dump(load_pos_neg_lines(d)); }});
-  v.push_back({"subj_lines",
-               {{"quote.tok.gt9.5000", "i think so .\nthe zebra feels great .\n"},
-                {"plot.tok.gt9.5000", "a man walks in .\n"}},
-               "quote.tok.gt9.5000", "zebra", " w", "", true,
-               [](const std::string& d) { return examples_dump(load_subj_lines(d)); }});
+  v.push_back(
+      {"subj_lines",
+       {{"quote.tok.gt9.5000", "i think so .\nthe zebra feels great .\n"}, {"plot.tok.gt9.5000", "a man walks in .\n"}},
+       "quote.tok.gt9.5000",
+       "zebra",
+       " w",
+       "",
+       true,
+       [](const std::string& d) { return examples_dump(load_subj_lines(d)); }});
   v.push_back({"aclimdb",
                {{"train/pos/0_9.txt", "A fine film.<br /><br />\nThe zebra was good."},
                 {"train/neg/1_2.txt", "A dull film."},
                 {"test/pos/2_8.txt", "Lovely."},
                 {"test/neg/3_1.txt", "Awful."}},
-               "train/pos/0_9.txt", "zebra", " w", "", false,
+               "train/pos/0_9.txt",
+               "zebra",
+               " w",
+               "",
+               false,
                [](const std::string& d) { return examples_dump(load_aclimdb(d)); }});
   v.push_back({"sst_trees",
                {{"train.txt", "(3 (2 a) (3 good))\n(1 (2 the) (1 zebra))\n"},
                 {"dev.txt", "(4 (2 very) (4 good))\n"},
                 {"test.txt", "(0 (2 so) (0 bad))\n"}},
-               "train.txt", "zebra", " w", "", false,
+               "train.txt",
+               "zebra",
+               " w",
+               "",
+               false,
                [](const std::string& d) { return examples_dump(load_sst_trees(d, 5)); }});
   v.push_back({"semeval2014_xml",
                {{"r.xml",
@@ -174,9 +200,19 @@ std::vector<HostileFormat> formats() {
                  "  <sentence id=\"1\">\n    <text>The zebra &amp; the food were fine.</text>\n"
                  "    <aspectTerms>\n      <aspectTerm term=\"food\" polarity=\"positive\" from=\"20\" to=\"24\"/>\n"
                  "    </aspectTerms>\n  </sentence>\n</sentences>\n"}},
-               "r.xml", "zebra", " w", "", false,
+               "r.xml",
+               "zebra",
+               " w",
+               "",
+               false,
                [](const std::string& d) { return examples_dump(load_semeval_xml(d + "/r.xml", "train")); }});
-  v.push_back({"cbt", {{"cbt_NE_train.txt", cbt_text()}}, "cbt_NE_train.txt", "zebra", " w", "", false,
+  v.push_back({"cbt",
+               {{"cbt_NE_train.txt", cbt_text()}},
+               "cbt_NE_train.txt",
+               "zebra",
+               " w",
+               "",
+               false,
                [](const std::string& d) {
                  std::string s;
                  for (auto& e : load_cbt_file(d + "/cbt_NE_train.txt")) {
@@ -196,10 +232,20 @@ std::vector<HostileFormat> formats() {
                 {"valid.en", "a ship\n"},
                 {"test.de", "das meer\n"},
                 {"test.en", "the sea\n"}},
-               "train.de", "zebra", " w", "", false,
+               "train.de",
+               "zebra",
+               " w",
+               "",
+               false,
                [](const std::string& d) { return pairs_dump(load_parallel_dir(d, "de", "en")); }});
-  v.push_back({"vocabulary", {{"vocab.txt", "cellscope-vocab 1 3\n<unk>\nthe\nzebra\n"}}, "vocab.txt", "zebra", "w", "",
-               false, [](const std::string& d) {
+  v.push_back({"vocabulary",
+               {{"vocab.txt", "cellscope-vocab 1 3\n<unk>\nthe\nzebra\n"}},
+               "vocab.txt",
+               "zebra",
+               "w",
+               "",
+               false,
+               [](const std::string& d) {
                  std::string s;
                  const Vocab vocab = Vocab::load(d + "/vocab.txt");
                  for (auto& sym : vocab.symbols()) s += sym + "\n";
@@ -276,7 +322,8 @@ TEST(HostileInput, byteOrderMarkIsSkipped) {
     const std::string clean = clean_dump(f);
     std::string got;
     const std::string e = error_of([&] {
-      got = f.load(write_format(f, "bom", [](const std::string& s) { return "\xEF\xBB\xBF" + s; }, same));
+      got = f.load(write_format(
+          f, "bom", [](const std::string& s) { return "\xEF\xBB\xBF" + s; }, same));
     });
     EXPECT_EQ(e, "") << f.name;
     EXPECT_EQ(got, clean) << f.name;
@@ -301,9 +348,8 @@ TEST(HostileInput, crlfLineEndsReadAsLf) {
 TEST(HostileInput, nulByteRefusedWithFileAndLine) {
   for (auto& f : formats()) {
     size_t line = 0, col = 0;
-    const std::string dir = write_format(f, "nul", same, [&](const std::string& s) {
-      return inject(f, s, std::string(1, '\0'), &line, &col);
-    });
+    const std::string dir = write_format(
+        f, "nul", same, [&](const std::string& s) { return inject(f, s, std::string(1, '\0'), &line, &col); });
     const std::string e = error_of([&] { f.load(dir); });
     EXPECT_TRUE(cstest::contains(e, dir + "/" + f.main + ":" + std::to_string(line) + ":")) << f.name << ": " << e;
     EXPECT_FALSE(cstest::contains(e, "NOT A UserError")) << f.name << ": " << e;
@@ -313,14 +359,16 @@ TEST(HostileInput, nulByteRefusedWithFileAndLine) {
 TEST(HostileInput, invalidUtf8RefusedWithFileLineColumn) {
   for (auto& f : formats()) {
     size_t line = 0, col = 0;
-    const std::string dir = write_format(f, "latin1", same, [&](const std::string& s) {
-      return inject(f, s, "\xE9", &line, &col);
-    });
+    const std::string dir =
+        write_format(f, "latin1", same, [&](const std::string& s) { return inject(f, s, "\xE9", &line, &col); });
     std::string got;
     const std::string e = error_of([&] { got = f.load(dir); });
     if (f.latin1) {  // MR, SUBJ: Latin-1 files, 0xE9 is é
       EXPECT_EQ(e, "") << f.name;
-      EXPECT_TRUE(cstest::contains(got, "ze\xC3\xA9" "bra")) << f.name << ": " << got;
+      EXPECT_TRUE(cstest::contains(got,
+                                   "ze\xC3\xA9"
+                                   "bra"))
+          << f.name << ": " << got;
       continue;
     }
     const std::string at =
@@ -351,7 +399,8 @@ TEST(HostileInput, semevalXmlIsXml) {
   const std::string f = cstest::temp_dir() + "/hostile/xml/x.xml";
   auto xml = [](const std::string& text, const std::string& term) {
     return "<?xml version=\"1.0\"?>\n<!DOCTYPE sentences>\n<!-- a > comment -->\n<sentences>\n<sentence id=\"s1\">"
-           "<text>" + text + "</text>\n<aspectTerms><aspectTerm term=\"" + term +
+           "<text>" +
+           text + "</text>\n<aspectTerms><aspectTerm term=\"" + term +
            "\" polarity=\"negative\" note=\"a > b\"/></aspectTerms></sentence>\n</sentences>\n";
   };
   cstest::write_text(f, xml("<![CDATA[The food <b>& wine</b> were]]> great &lt;3 &#233;", "food > x"));
@@ -399,10 +448,10 @@ TEST(HostileInput, labelsRefuseControlAndBidiCharacters) {
   const RunStore store(dir);
   store.write_label("caf\xC3\xA9 run 1");
   EXPECT_EQ(store.read_label(), "caf\xC3\xA9 run 1");
-  for (const std::string& bad : {std::string("a\x1B[31mred"), std::string("tab\there"), std::string("del\x7F"),
-                                std::string("c1 \xC2\x9B"), std::string("rlo \xE2\x80\xAE evil"),
-                                std::string("lri \xE2\x81\xA6 x"), std::string("lrm \xE2\x80\x8E"),
-                                std::string("alm \xD8\x9C")}) {
+  for (const std::string& bad :
+       {std::string("a\x1B[31mred"), std::string("tab\there"), std::string("del\x7F"), std::string("c1 \xC2\x9B"),
+        std::string("rlo \xE2\x80\xAE evil"), std::string("lri \xE2\x81\xA6 x"), std::string("lrm \xE2\x80\x8E"),
+        std::string("alm \xD8\x9C")}) {
     const std::string e = error_of([&] { store.write_label(bad); });
     EXPECT_TRUE(cstest::contains(e, "may not hold U+")) << e;
     EXPECT_EQ(store.read_label(), "caf\xC3\xA9 run 1");  // unchanged

@@ -30,8 +30,16 @@ std::string kill_config() {
   json cfg = {{"task", "char_lm"},
               {"dataset", {{"path", corpus}}},
               {"model", {{"cell", "gru"}, {"embed", 8}, {"hidden", 16}, {"dropout", 0.1}}},
-              {"training", {{"batch", 4}, {"bptt", 16}, {"steps", kSteps}, {"eval_every", 50}, {"log_every", 1},
-                            {"checkpoint_every", 1}, {"keep_checkpoints", 2}, {"seed", 5}, {"threads", 1}}}};
+              {"training",
+               {{"batch", 4},
+                {"bptt", 16},
+                {"steps", kSteps},
+                {"eval_every", 50},
+                {"log_every", 1},
+                {"checkpoint_every", 1},
+                {"keep_checkpoints", 2},
+                {"seed", 5},
+                {"threads", 1}}}};
   const std::string p = cstest::temp_dir() + "/kill_resume.json";
   cstest::write_text(p, cfg.dump(2));
   return p;
@@ -138,10 +146,11 @@ TEST(KillResume, killedAndResumedRunEqualsUninterrupted) {
   // no temporary files or directories left behind
   for (auto& e : fs::directory_iterator(cstest::temp_dir() + "/kill_parent"))
     ASSERT_EQ(e.path().filename().string(), "kill_run") << "left behind: " << e.path();
-  std::printf("kill trial: %d kills (%d while training) in %d rounds, the last at metrics line %zu of %zu, delays up "
-              "to %d us, %.1f s\n",
-              kills, kills_while_training, rounds, lines_at_last_kill, metrics_lines(dir), max_delay_us,
-              std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count());
+  std::printf(
+      "kill trial: %d kills (%d while training) in %d rounds, the last at metrics line %zu of %zu, delays up "
+      "to %d us, %.1f s\n",
+      kills, kills_while_training, rounds, lines_at_last_kill, metrics_lines(dir), max_delay_us,
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count());
 }
 
 }  // namespace test_kill_resume

@@ -90,14 +90,15 @@ const std::string& torchrun_cannot_start() {
 // its exit status (-1 when it could not be run); its output in `log`.
 int torchrun(const std::vector<std::string>& extra, const std::string& cfg, const std::string& ws,
              const std::string& log) {
-  std::string cmd = "env -u RANK -u WORLD_SIZE -u MASTER_ADDR -u MASTER_PORT OMP_NUM_THREADS=1 "
-                    "/usr/bin/python3 -m torch.distributed.run";
+  std::string cmd =
+      "env -u RANK -u WORLD_SIZE -u MASTER_ADDR -u MASTER_PORT OMP_NUM_THREADS=1 "
+      "/usr/bin/python3 -m torch.distributed.run";
   for (auto& e : extra) cmd += " " + e;
   // Debian 12's torch 1.13 under Python 3.11 cannot parse torchrun's default "--redirects 0 --tee 0"
   // (Std.from_str returns None for 0: enum.Flag no longer iterates a zero member) and its agent
   // fails before starting anything; "2" (stderr into a log file, and on to the console) parses.
-  cmd += " --redirects 2 --tee 2 --nproc_per_node 2 --no_python '" + cstest::cli_path() + "' train '" + cfg + "' --workspace '" + ws +
-         "' --quiet --dist-timeout 60 >'" + log + "' 2>&1";
+  cmd += " --redirects 2 --tee 2 --nproc_per_node 2 --no_python '" + cstest::cli_path() + "' train '" + cfg +
+         "' --workspace '" + ws + "' --quiet --dist-timeout 60 >'" + log + "' 2>&1";
   const int st = std::system(cmd.c_str());
   return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
@@ -120,13 +121,13 @@ class Launchers : public ::testing::Test {
 // On a torch whose torchrun cannot start (torchrun_cannot_start), each torchrun test checks what that torch does
 // instead: torchrun exits non-zero with that message and no worker has made a run (nothing half-written). Elsewhere
 // (Debian 12) the workers train. The workers' own side is the env launch the dist tests run on every release.
-#define EXPECT_TORCHRUN_DEFECT_WHERE_IT_CANNOT_START(rc, ws, log)                                         \
-  if (!torchrun_cannot_start().empty()) {                                                                \
-    EXPECT_NE(rc, 0);                                                                                    \
+#define EXPECT_TORCHRUN_DEFECT_WHERE_IT_CANNOT_START(rc, ws, log)                                             \
+  if (!torchrun_cannot_start().empty()) {                                                                     \
+    EXPECT_NE(rc, 0);                                                                                         \
     EXPECT_TRUE(cstest::contains(cstest::read_text(log), torchrun_cannot_start())) << cstest::read_text(log); \
-    EXPECT_TRUE(runs_in(ws).empty());                                                                    \
-    std::cout << "[ note ] this torch's torchrun cannot start workers: " << torchrun_cannot_start() << "\n"; \
-    return;                                                                                              \
+    EXPECT_TRUE(runs_in(ws).empty());                                                                         \
+    std::cout << "[ note ] this torch's torchrun cannot start workers: " << torchrun_cannot_start() << "\n";  \
+    return;                                                                                                   \
   }
 
 TEST_F(Launchers, torchrunStaticRendezvousTrainsAsTheOwnLauncherDoes) {
@@ -152,8 +153,7 @@ TEST_F(Launchers, torchrunStaticRendezvousTrainsAsTheOwnLauncherDoes) {
   const json a = last_train_record(runs[0]), b = last_train_record(own);
   ASSERT_EQ(a.value("step", -1), 12) << a.dump();
   ASSERT_EQ(b.value("step", -1), 12) << b.dump();
-  ASSERT_NEAR(a.at("loss").get<double>(), b.at("loss").get<double>(), 1e-6)
-      << a.dump() << "\n" << b.dump();
+  ASSERT_NEAR(a.at("loss").get<double>(), b.at("loss").get<double>(), 1e-6) << a.dump() << "\n" << b.dump();
 }
 
 // `--standalone` (torchrun's c10d rendezvous on a free port): the workers get no agent store, so
@@ -316,13 +316,15 @@ TEST_F(Launchers, theSameTrainCommandAgainResumesItsRunDirectory) {
   ASSERT_EQ(cstest::read_text(dir + "/metrics.jsonl"), metrics);
   // Another configuration: refused, naming what differs; nothing written.
   ASSERT_EQ(cstest::run_cli({"train", cfg, "--run-dir", dir, "--set", "model.hidden=12", "--quiet"}, &out, &err), 2);
-  ASSERT_TRUE(cstest::contains(err, "another configuration") && cstest::contains(err, "model.hidden: 16 there, 12 here"))
+  ASSERT_TRUE(cstest::contains(err, "another configuration") &&
+              cstest::contains(err, "model.hidden: 16 there, 12 here"))
       << err;
   ASSERT_EQ(cstest::read_text(dir + "/metrics.jsonl"), metrics);
   // --nproc 2: the launcher lets the workers resume a directory of this configuration.
   json small = cstest::tiny_config("char_lm", 4);
   small["training"]["batch"] = 4;
-  const std::string cfg2 = cstest::write_json_file("requeue_nproc.json", small), dir2 = cstest::temp_dir() + "/requeue2";
+  const std::string cfg2 = cstest::write_json_file("requeue_nproc.json", small),
+                    dir2 = cstest::temp_dir() + "/requeue2";
   for (int i = 0; i < 2; ++i) {
     ASSERT_EQ(cstest::run_cli({"train", cfg2, "--nproc", "2", "--run-dir", dir2, "--quiet", "--dist-timeout", "30"},
                               &out, &err, 120000),
@@ -330,8 +332,8 @@ TEST_F(Launchers, theSameTrainCommandAgainResumesItsRunDirectory) {
         << i << ": " << err;
     ASSERT_EQ(RunStore(dir2).read_summary().status, "finished") << i;
   }
-  ASSERT_EQ(cstest::run_cli({"train", cfg2, "--nproc", "2", "--run-dir", dir2, "--set", "training.batch=8"}, &out, &err),
-            2);
+  ASSERT_EQ(
+      cstest::run_cli({"train", cfg2, "--nproc", "2", "--run-dir", dir2, "--set", "training.batch=8"}, &out, &err), 2);
   ASSERT_TRUE(cstest::contains(err, "training.batch: 4 there, 8 here")) << err;
 }
 
@@ -365,9 +367,8 @@ TEST_F(Launchers, sigtermStopExitsSeventyFiveAndResumes) {
     EXPECT_EQ(s.reason.find("stopped by the user") != std::string::npos, sig == SIGINT) << s.reason;
     if (sig == SIGTERM) {
       std::string out, err;
-      ASSERT_EQ(cstest::run_cli({"train", "--resume", dir, "--steps", std::to_string(s.step + 4), "--quiet"}, &out,
-                                &err),
-                0)
+      ASSERT_EQ(
+          cstest::run_cli({"train", "--resume", dir, "--steps", std::to_string(s.step + 4), "--quiet"}, &out, &err), 0)
           << err;
       ASSERT_EQ(store.read_summary().status, std::string("finished"));
     }

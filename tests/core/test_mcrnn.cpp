@@ -24,8 +24,8 @@ namespace {
 std::shared_ptr<McRnnCellImpl> make_mc(const std::string& base, int64_t n, int64_t I, int64_t H, int64_t A = 0,
                                        const std::string& mem = "prev") {
   // dist_scale 1: W_j is the parameter itself, so random W_j below are far from I
-  json m = {{"cell", "mcrnn"}, {"base", base}, {"block", n}, {"hidden", H}, {"attention", A}, {"lstm_memory", mem},
-            {"dist_scale", 1.0}};
+  json m = {{"cell", "mcrnn"}, {"base", base},       {"block", n},       {"hidden", H},
+            {"attention", A},  {"lstm_memory", mem}, {"dist_scale", 1.0}};
   auto cell = cell_info("mcrnn").make(resolve_config(json{{"model", m}})["model"], I, 0);
   auto mc = std::dynamic_pointer_cast<McRnnCellImpl>(cell);
   mc->to(torch::kDouble);
@@ -60,9 +60,8 @@ class Mcrnn : public ::testing::Test {
 TEST_F(Mcrnn, inDegreeTable) {
   // hand-written from eq. 1 for t = 1..12
   const int64_t n3[2][12] = {{2, 1, 2, 1, 2, 1, 2, 1, 2, 1, 2, 1}, {1, 2, 1, 2, 1, 2, 1, 2, 1, 2, 1, 2}};
-  const int64_t n4[3][12] = {{3, 1, 2, 3, 1, 2, 3, 1, 2, 3, 1, 2},
-                             {2, 3, 1, 2, 3, 1, 2, 3, 1, 2, 3, 1},
-                             {1, 2, 3, 1, 2, 3, 1, 2, 3, 1, 2, 3}};
+  const int64_t n4[3][12] = {
+      {3, 1, 2, 3, 1, 2, 3, 1, 2, 3, 1, 2}, {2, 3, 1, 2, 3, 1, 2, 3, 1, 2, 3, 1}, {1, 2, 3, 1, 2, 3, 1, 2, 3, 1, 2, 3}};
   for (int64_t t = 1; t <= 12; ++t) {
     for (int64_t k = 1; k <= 2; ++k) ASSERT_EQ(mcrnn_in_degree(t, k, 3), n3[k - 1][t - 1]);
     for (int64_t k = 1; k <= 3; ++k) ASSERT_EQ(mcrnn_in_degree(t, k, 4), n4[k - 1][t - 1]);
@@ -240,7 +239,8 @@ TEST_F(Mcrnn, batchedMatchesLoopReference) {
           hk[k - 1] = ns[0];
           const double dk = max_abs_diff(chan[t - 1].select(1, k - 1), ns[0]);
           ASSERT_TRUE(dk < 1e-10) << (base + "/" + mem + " channel " + std::to_string(k) + " t=" + std::to_string(t) +
-                                " m=" + std::to_string(m) + " diff " + std::to_string(dk)).c_str();
+                                      " m=" + std::to_string(m) + " diff " + std::to_string(dk))
+                                         .c_str();
           h[k - 1].push_back(ns[0]);
           c[k - 1].push_back(lstm ? ns[1] : ns[0]);
           // e = r^T tanh(V [h; x])

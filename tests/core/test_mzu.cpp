@@ -401,9 +401,13 @@ TEST_F(Mzu, invalid_configs_name_the_option) {
   ASSERT_TRUE(e.count("model.zones"));
   e = errors_for({{"cell", "gcn_mzu"}, {"capsules", 2}});  // cap only
   ASSERT_TRUE(e.count("model.capsules"));
-  ASSERT_TRUE(errors_for({{"cell", "cap_mzu"}, {"hidden", 16}, {"capsules", 4}, {"layer_norm", true},
-                      {"candidate_dropout", 0.2}, {"zone_disagreement", -1.0}})
-              .empty());
+  ASSERT_TRUE(errors_for({{"cell", "cap_mzu"},
+                          {"hidden", 16},
+                          {"capsules", 4},
+                          {"layer_norm", true},
+                          {"candidate_dropout", 0.2},
+                          {"zone_disagreement", -1.0}})
+                  .empty());
   // the registered check itself (for callers that bypass the schema's ranges)
   for (const std::string cell : {"sat_mzu", "gcn_mzu", "cap_mzu"}) {
     std::vector<ConfigError> errs;
@@ -455,8 +459,7 @@ TEST_F(Mzu, paper_presets_and_params_without_data) {
 TEST_F(Mzu, learns_on_default_corpus) {
   const std::string corpus = data_cache_dir() + "/moby-dick.txt";
   if (!std::filesystem::exists(corpus))
-    FAIL() << ("default corpus missing: " + corpus +
-                     " (run bash datasets/fetch.sh)");
+    FAIL() << ("default corpus missing: " + corpus + " (run bash datasets/fetch.sh)");
   struct V {
     std::string cell;
     json extra;
@@ -474,8 +477,15 @@ TEST_F(Mzu, learns_on_default_corpus) {
                 {"dataset", {{"name", "moby-dick"}, {"max_chars", 40000}}},
                 {"model", model},
                 {"training",
-                 {{"batch", 16}, {"bptt", 32}, {"steps", 110}, {"lr", 0.006}, {"eval_every", 0}, {"log_every", 10},
-                  {"threads", 1}, {"eval_test", false}, {"seed", 3}}}};
+                 {{"batch", 16},
+                  {"bptt", 32},
+                  {"steps", 110},
+                  {"lr", 0.006},
+                  {"eval_every", 0},
+                  {"log_every", 10},
+                  {"threads", 1},
+                  {"eval_test", false},
+                  {"seed", 3}}}};
     cfg = load_and_resolve(cfg);
     auto task = make_task(cfg);
     // unigram entropy of the training excerpt, in bits per character
@@ -654,8 +664,15 @@ TEST_F(Mzu, lambda_warmup_reaches_the_cell_through_the_task) {
   auto first_term = [&](int64_t warmup) {
     json cfg = {{"task", "char_lm"},
                 {"dataset", {{"name", "moby-dick"}, {"max_chars", 20000}}},
-                {"model", {{"cell", "gcn_mzu"}, {"embed", 8}, {"hidden", 8}, {"filter", 8}, {"zones", 2}, {"depth", 0},
-                           {"zone_disagreement", 1.0}, {"disagreement_warmup", warmup}}},
+                {"model",
+                 {{"cell", "gcn_mzu"},
+                  {"embed", 8},
+                  {"hidden", 8},
+                  {"filter", 8},
+                  {"zones", 2},
+                  {"depth", 0},
+                  {"zone_disagreement", 1.0},
+                  {"disagreement_warmup", warmup}}},
                 {"training", {{"batch", 2}, {"bptt", 4}, {"steps", 1}, {"threads", 1}, {"seed", 1}}}};
     cfg = load_and_resolve(cfg);
     torch::manual_seed(1);  // the same initial weights for both runs
@@ -719,11 +736,17 @@ TEST_F(Mzu, new_run_defaults_are_the_papers) {
     EXPECT_EQ(m["disagreement_pairs"].get<std::string>(), "all") << cell;
     EXPECT_EQ(m["disagreement_form"].get<std::string>(), "cosine") << cell;
     EXPECT_EQ(m["disagreement_warmup"].get<int64_t>(), 0) << cell;
-    if (cell == "sat_mzu") { EXPECT_EQ(m["sat_qkv"].get<std::string>(), "shared"); }
-    if (cell == "gcn_mzu") { EXPECT_EQ(m["gcn_adjacency"].get<std::string>(), "cosine_plus_identity"); }
+    if (cell == "sat_mzu") {
+      EXPECT_EQ(m["sat_qkv"].get<std::string>(), "shared");
+    }
+    if (cell == "gcn_mzu") {
+      EXPECT_EQ(m["gcn_adjacency"].get<std::string>(), "cosine_plus_identity");
+    }
     // the form's default (GUI) says the same
     for (auto& spec : options_for(cell, "char_lm"))
-      if (spec.key == "layer_norm") { EXPECT_EQ(spec.default_value, json(true)) << cell; }
+      if (spec.key == "layer_norm") {
+        EXPECT_EQ(spec.default_value, json(true)) << cell;
+      }
   }
   EXPECT_EQ(resolve_config(json{{"model", {{"cell", "gru"}}}})["model"]["layer_norm"].get<bool>(), false);
   // an explicit value still wins
@@ -748,7 +771,10 @@ TEST_F(Mzu, new_options_validate_with_one_message) {
   ASSERT_EQ(e.size(), size_t(1));
   EXPECT_TRUE(e.count("model.disagreement_pairs") &&
               e["model.disagreement_pairs"].find("zones = 1") != std::string::npos);
-  EXPECT_TRUE(errors_for({{"cell", "gcn_mzu"}, {"hidden", 8}, {"zones", 1}, {"disagreement_pairs", "distinct"},
+  EXPECT_TRUE(errors_for({{"cell", "gcn_mzu"},
+                          {"hidden", 8},
+                          {"zones", 1},
+                          {"disagreement_pairs", "distinct"},
                           {"zone_disagreement", 0.0}})
                   .empty());
   EXPECT_TRUE(errors_for({{"cell", "cap_mzu"},

@@ -154,9 +154,13 @@ TEST(OptionEnums, names_round_trip) {
 
 TEST(OptionEnums, bad_value_gives_the_validators_message) {
   // not validated first (a partial config, a caller of read()): one UserError naming the option
-  EXPECT_EQ(user_error_of([] { paint_table().read(json{{"shade", "teal"}, {"coats", 1}}); }),
+  EXPECT_EQ(user_error_of([] {
+              paint_table().read(json{{"shade", "teal"}, {"coats", 1}});
+            }),
             "model.shade: expected one of: light, dark, pale; got \"teal\"");
-  EXPECT_EQ(user_error_of([] { paint_table().read_partial(json{{"shade", 3}}); }),
+  EXPECT_EQ(user_error_of([] {
+              paint_table().read_partial(json{{"shade", 3}});
+            }),
             "model.shade: expected one of: light, dark, pale; got 3");
   // the validator's message for a real enum option is the same text
   const json cfg = with_value(with_cell("char_lm", "gcn_mzu"), "model.gcn_activation", "gelu");

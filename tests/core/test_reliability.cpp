@@ -30,8 +30,16 @@ std::string tiny_config(const std::string& name, const json& training_overrides 
   json cfg = {{"task", "char_lm"},
               {"dataset", {{"path", corpus}}},
               {"model", {{"cell", "gru"}, {"embed", 16}, {"hidden", 32}}},
-              {"training", {{"batch", 8}, {"bptt", 20}, {"steps", 20}, {"eval_every", 10}, {"log_every", 5},
-                            {"checkpoint_every", 5}, {"keep_checkpoints", 10}, {"seed", 3}, {"threads", 1}}}};
+              {"training",
+               {{"batch", 8},
+                {"bptt", 20},
+                {"steps", 20},
+                {"eval_every", 10},
+                {"log_every", 5},
+                {"checkpoint_every", 5},
+                {"keep_checkpoints", 10},
+                {"seed", 3},
+                {"threads", 1}}}};
   for (auto& [k, v] : training_overrides.items()) cfg["training"][k] = v;
   const std::string p = cstest::temp_dir() + "/" + name + ".json";
   cstest::write_text(p, cfg.dump(2));
@@ -157,12 +165,11 @@ TEST(Reliability, nonFiniteWeightsAreNeverSaved) {
 // degree (model.gcn_degree signed_clamped) overflows in its first forward pass; the default
 // absolute degree trains the same configuration (cells/MZU_NOTES.md).
 TEST(Reliability, nonFiniteUntrainedLossNamesTheModelNotTheLr) {
-  const std::string path = tiny_config("gcn16", {{"batch", 16}, {"bptt", 50}, {"steps", 6}, {"eval_every", 3},
-                                                 {"seed", 1}, {"checkpoint_every", 0}});
+  const std::string path = tiny_config(
+      "gcn16", {{"batch", 16}, {"bptt", 50}, {"steps", 6}, {"eval_every", 3}, {"seed", 1}, {"checkpoint_every", 0}});
   json cfg = cstest::json_object(cstest::read_text(path));
-  cfg["model"] = {{"cell", "gcn_mzu"},        {"embed", 32},        {"hidden", 64},
-                  {"zones", 16},              {"filter", 128},      {"depth", 1},
-                  {"layer_norm", true},       {"candidate_dropout", 0.1}};
+  cfg["model"] = {{"cell", "gcn_mzu"}, {"embed", 32}, {"hidden", 64},       {"zones", 16},
+                  {"filter", 128},     {"depth", 1},  {"layer_norm", true}, {"candidate_dropout", 0.1}};
   cstest::write_text(path, cfg.dump(2));
   std::string out, err;
   const std::string bad = cstest::temp_dir() + "/gcn16_signed";
@@ -301,7 +308,8 @@ TEST(Reliability, aNewRunRemovesOnlyCreationsOfItsOwn) {
   ASSERT_TRUE(fs::exists(longer + "/config.json"));
   std::set<std::string> left;
   for (auto& e : fs::directory_iterator(parent)) left.insert(e.path().filename().string());
-  ASSERT_EQ(left, (std::set<std::string>{"run", ".run.creating-zz1234", ".run.creating.4242", ".run.creating-abcdefg"}));
+  ASSERT_EQ(left,
+            (std::set<std::string>{"run", ".run.creating-zz1234", ".run.creating.4242", ".run.creating-abcdefg"}));
 }
 
 // Every file under `dir` (relative path -> bytes).
@@ -359,10 +367,10 @@ TEST(Reliability, strandedRunDirectoryIsReusable) {
     ASSERT_EQ(e.path().filename().string(), "run") << "left behind: " << e.path();
   // a directory with real content is still refused: a run of another configuration, or content
   // that is no run (the same configuration resumes it: a requeued job's command, run again)
-  ASSERT_EQ(cstest::run_cli({"train", tiny_config("stranded", {{"steps", 21}}), "--run-dir", dir, "--quiet"}, &out,
-                            &err),
-            2);
-  ASSERT_TRUE(cstest::contains(err, "another configuration") && cstest::contains(err, "training.steps: 20 there, 21 here"))
+  ASSERT_EQ(
+      cstest::run_cli({"train", tiny_config("stranded", {{"steps", 21}}), "--run-dir", dir, "--quiet"}, &out, &err), 2);
+  ASSERT_TRUE(cstest::contains(err, "another configuration") &&
+              cstest::contains(err, "training.steps: 20 there, 21 here"))
       << err;
   const std::string other = cstest::temp_dir() + "/stranded/not_a_run";
   cstest::write_text(other + "/notes.txt", "mine");

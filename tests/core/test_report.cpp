@@ -54,21 +54,25 @@ class Report : public ::testing::Test {
     fs::create_directories(s.ws);
     s.corpus = cstest::write_text_fixture("report-corpus.txt", 6000, 11);
     s.corpus_text = read_text(s.corpus);
-    const json sweep = {
-        {"name", "tiny"},
-        {"base",
-         {{"task", {{"name", "char_lm"}}},
-          {"dataset", {{"path", s.corpus}}},
-          {"model", {{"cell", "gru"}, {"embed", 8}, {"hidden", 16}}},
-          {"training",
-           {{"batch", 8}, {"bptt", 16}, {"steps", 20}, {"eval_every", 10}, {"log_every", 5}, {"checkpoint_every", 10},
-            {"threads", 1}}}}},
-        {"grid", {{"model.hidden", {8, 16}}}},
-        {"seeds", {1, 2}}};
+    const json sweep = {{"name", "tiny"},
+                        {"base",
+                         {{"task", {{"name", "char_lm"}}},
+                          {"dataset", {{"path", s.corpus}}},
+                          {"model", {{"cell", "gru"}, {"embed", 8}, {"hidden", 16}}},
+                          {"training",
+                           {{"batch", 8},
+                            {"bptt", 16},
+                            {"steps", 20},
+                            {"eval_every", 10},
+                            {"log_every", 5},
+                            {"checkpoint_every", 10},
+                            {"threads", 1}}}}},
+                        {"grid", {{"model.hidden", {8, 16}}}},
+                        {"seeds", {1, 2}}};
     write_text(temp_dir() + "/tiny-sweep.json", sweep.dump(2));
     std::string out, err;
-    const int rc = run_cli({"sweep", "run", temp_dir() + "/tiny-sweep.json", "--workspace", s.ws, "--quiet"}, &out, &err,
-                           300000);
+    const int rc =
+        run_cli({"sweep", "run", temp_dir() + "/tiny-sweep.json", "--workspace", s.ws, "--quiet"}, &out, &err, 300000);
     if (rc != 0) {
       std::fprintf(stderr, "sweep run failed (%d): %s\n", rc, err.c_str());
       return;
@@ -76,14 +80,15 @@ class Report : public ::testing::Test {
     const json state = cstest::json_object(read_text(s.ws + "/sweeps/tiny/state.json"));
     for (auto& [id, st] : state["points"].items()) s.runs.push_back(st.value("run_dir", std::string()));
     std::sort(s.runs.begin(), s.runs.end());
-    const json spec = {
-        {"title", "Tiny report"},
-        {"items",
-         {{{"sweep", "tiny"}, {"caption", "Test BPC by hidden size"}},
-          {{"sweep", "tiny"}, {"series", "model.hidden"}},
-          {{"analysis", "relevance"}, {"run", fs::path(s.runs[0]).filename().string()}, {"last", 4},
-           {"text", "the whale and the sea"}},
-          {{"figure", "curves"}, {"runs", {s.runs[0], s.runs[1]}}}}}};
+    const json spec = {{"title", "Tiny report"},
+                       {"items",
+                        {{{"sweep", "tiny"}, {"caption", "Test BPC by hidden size"}},
+                         {{"sweep", "tiny"}, {"series", "model.hidden"}},
+                         {{"analysis", "relevance"},
+                          {"run", fs::path(s.runs[0]).filename().string()},
+                          {"last", 4},
+                          {"text", "the whale and the sea"}},
+                         {{"figure", "curves"}, {"runs", {s.runs[0], s.runs[1]}}}}}};
     s.spec = temp_dir() + "/tiny-report.json";
     write_text(s.spec, spec.dump(2));
     s.out = temp_dir() + "/tiny-out";
@@ -241,7 +246,8 @@ TEST_F(Report, check_passes_then_catches_dataset_and_checkpoint) {
   fs::copy_file(other, best, fs::copy_options::overwrite_existing);
   ASSERT_EQ(run_cli({"report", "--check", s.out}, &out, &err, 300000), 1) << out << err;
   ASSERT_TRUE(contains(out, "03-relevance: CHANGED")) << out;
-  ASSERT_TRUE(contains(out, "checkpoint " + fs::path(s.runs[0]).filename().string() + "/checkpoints/best.pt sha changed"))
+  ASSERT_TRUE(
+      contains(out, "checkpoint " + fs::path(s.runs[0]).filename().string() + "/checkpoints/best.pt sha changed"))
       << out;
   ASSERT_TRUE(contains(out, "03-relevance.csv row")) << out;  // a number a -> b of the figure's data
   write_text(best, saved);
@@ -257,9 +263,9 @@ TEST_F(Report, check_passes_then_catches_dataset_and_checkpoint) {
 TEST_F(Report, tampered_manifest_is_one_clear_error_never_library_text) {
   Fixture& s = fixture();
   const std::string dir = temp_dir() + "/tamper-out", spec = temp_dir() + "/tamper-spec.json";
-  write_text(spec, json({{"title", "Tamper"},
-                         {"items", {{{"sweep", "tiny"}}, {{"figure", "curves"}, {"runs", {s.runs[0]}}}}}})
-                       .dump());
+  write_text(
+      spec, json({{"title", "Tamper"}, {"items", {{{"sweep", "tiny"}}, {{"figure", "curves"}, {"runs", {s.runs[0]}}}}}})
+                .dump());
   std::string out, err;
   ASSERT_EQ(run_cli({"report", spec, "--out", dir, "--workspace", s.ws, "--no-images"}, &out, &err, 300000), 0) << err;
   const std::string mpath = dir + "/manifest.json";
@@ -272,8 +278,8 @@ TEST_F(Report, tampered_manifest_is_one_clear_error_never_library_text) {
   std::function<void(const json&, const json::json_pointer&)> walk = [&](const json& j, const json::json_pointer& at) {
     const std::string p = at.to_string();
     if (!at.empty()) nodes.push_back(at);
-    if (p == "/spec" || (cstest::starts_with(p, "/runs/") && (cstest::contains(p, "/config") ||
-                                                              cstest::contains(p, "/dataset_at_training"))))
+    if (p == "/spec" || (cstest::starts_with(p, "/runs/") &&
+                         (cstest::contains(p, "/config") || cstest::contains(p, "/dataset_at_training"))))
       return;  // the node itself only
     if (j.is_object())
       for (auto& [k, v] : j.items()) walk(v, at / k);
@@ -282,8 +288,8 @@ TEST_F(Report, tampered_manifest_is_one_clear_error_never_library_text) {
   };
   walk(good, json::json_pointer());
   ASSERT_GT(nodes.size(), 30u);
-  const std::vector<json> replacements = {json(nullptr), json(7), json(2.5), json("x"), json::array(), json::object(),
-                                          json(true)};
+  const std::vector<json> replacements = {json(nullptr), json(7),        json(2.5), json("x"),
+                                          json::array(), json::object(), json(true)};
   int checked = 0, refused = 0;
   std::vector<std::string> findings;
   for (const auto& ptr : nodes) {
@@ -316,7 +322,9 @@ TEST_F(Report, tampered_manifest_is_one_clear_error_never_library_text) {
   write_text(mpath, good.dump(2));
   std::cout << checked << " tampered manifests, " << refused << " refused with one message\n";
   ASSERT_TRUE(findings.empty()) << findings.size() << " of " << checked << ", e.g.:\n"
-                                << findings[0] << "\n" << findings[findings.size() / 2] << "\n" << findings.back();
+                                << findings[0] << "\n"
+                                << findings[findings.size() / 2] << "\n"
+                                << findings.back();
   ASSERT_GT(refused, 30);
   // The command: exit 2, the file and the field's JSON path named.
   json m = good;
@@ -370,9 +378,9 @@ TEST_F(Report, shipped_spec_renders_when_its_sweeps_have_run) {
   fs::create_directories(ws);
   std::string out, err;
   ASSERT_EQ(run_cli({"report", "sweep-notes", "--out", out_dir, "--workspace", ws}, &out, &err), 2);
-  for (const char* name : {"reproduce-cru-table2", "reproduce-cru-fig3", "reproduce-cru-table3", "reproduce-mzu-table3",
-                           "reproduce-mzu-table4", "reproduce-mcrnn-table2", "reproduce-mcrnn-table3",
-                           "reproduce-mcrnn-table4"})
+  for (const char* name :
+       {"reproduce-cru-table2", "reproduce-cru-fig3", "reproduce-cru-table3", "reproduce-mzu-table3",
+        "reproduce-mzu-table4", "reproduce-mcrnn-table2", "reproduce-mcrnn-table3", "reproduce-mcrnn-table4"})
     ASSERT_TRUE(contains(err, std::string("cellscope-cli sweep run ") + name + " --workspace " + ws)) << err;
   ASSERT_EQ(cstest::count(err, "cellscope-cli sweep run reproduce-mzu-table4"), 1) << err;  // named once
   ASSERT_FALSE(fs::exists(out_dir));
@@ -388,11 +396,11 @@ TEST_F(Report, shipped_spec_renders_when_its_sweeps_have_run) {
                                        : json{{"model.hidden", 8 + 8 * static_cast<int>(i)}}}});
     return json{{"name", name}, {"values", values}};
   };
-  const json base = {{"task", {{"name", "char_lm"}}},
-                     {"dataset", {{"path", s.corpus}}},
-                     {"model", {{"cell", "gru"}, {"embed", 8}, {"hidden", 16}}},
-                     {"training", {{"batch", 8}, {"bptt", 16}, {"steps", 10}, {"eval_every", 10}, {"log_every", 5},
-                                   {"threads", 1}}}};
+  const json base = {
+      {"task", {{"name", "char_lm"}}},
+      {"dataset", {{"path", s.corpus}}},
+      {"model", {{"cell", "gru"}, {"embed", 8}, {"hidden", 16}}},
+      {"training", {{"batch", 8}, {"bptt", 16}, {"steps", 10}, {"eval_every", 10}, {"log_every", 5}, {"threads", 1}}}};
   const std::vector<std::pair<std::string, json>> sweeps = {
       {"reproduce-cru-table2", json::array({axis("model", {"GRU", "CRU"})})},
       {"reproduce-cru-fig3", json::array({axis("model.filter_length", {"1", "3"})})},

@@ -25,8 +25,16 @@ std::string tmp(const std::string& rel) { return cstest::temp_dir() + "/rt/" + r
 
 // Words with odd bytes: UTF-8 letters (2, 3 and 4 bytes), a tab, a control character (U+0001),
 // a backslash (the vocabulary's escape character), and words the vocabulary spells specially.
-const char* kOdd[] = {"caf\xC3\xA9", "\xE4\xB8\xAD\xE6\x96\x87", "\xF0\x9F\x90\xB3", "na\xC3\xAFve",
-                      "back\\slash", "<unk>", "ctl\x01x", "\\e", "\\x41", "tab\there"};
+const char* kOdd[] = {"caf\xC3\xA9",
+                      "\xE4\xB8\xAD\xE6\x96\x87",
+                      "\xF0\x9F\x90\xB3",
+                      "na\xC3\xAFve",
+                      "back\\slash",
+                      "<unk>",
+                      "ctl\x01x",
+                      "\\e",
+                      "\\x41",
+                      "tab\there"};
 
 std::string odd_text(int lines) {
   std::string s;
@@ -57,7 +65,9 @@ void round_trip(const std::string& name, const json& cfg, bool gen) {
   ASSERT_EQ(cstest::run_cli({"eval", run, "--split", "test", "--json"}, &out, &err), 0) << err;
   if (gen) {
     ASSERT_EQ(cstest::run_cli({"generate", "--run", run, "--checkpoint", "last", "--seed-text", "the caf\xC3\xA9\t",
-                               "--length", "12", "--json"}, &out, &err), 0)
+                               "--length", "12", "--json"},
+                              &out, &err),
+              0)
         << err;
     ASSERT_TRUE(cstest::json_object(out).contains("tokens")) << out;
   }
@@ -77,8 +87,9 @@ TEST(RoundTrip, vocabularyOfAnyBytes) {
   // Symbols that are not UTF-8 (Latin-1 bytes, a cut sequence, a lone continuation byte) were
   // written as raw bytes that the loader then refused ("invalid UTF-8"): the run was bricked.
   cs::Vocab v;
-  const std::vector<std::string> syms = {"caf\xE9", "\xC3", "\xE2\x82", "\x80x", "ok\xC3\xA9", "\xF0\x9F\x90\xB3",
-                                         std::string("nul\0z", 5), "tab\t", "\\xE9", "", " "};
+  const std::vector<std::string> syms = {
+      "caf\xE9", "\xC3",  "\xE2\x82", "\x80x", "ok\xC3\xA9", "\xF0\x9F\x90\xB3", std::string("nul\0z", 5),
+      "tab\t",   "\\xE9", "",         " "};
   for (auto& s : syms) v.add(s);
   const std::string text = v.serialize();
   ASSERT_EQ(cs::Vocab::deserialize(text, "mem"), v);
@@ -143,13 +154,13 @@ TEST(RoundTrip, wordLmText) {
   const std::string p = tmp("word_text/corpus.txt");
   cstest::write_text(p, odd_text(120));
   for (std::string eos : {"paragraph", "line", "none"})
-    round_trip("word_text_" + eos,
-               {{"task", "word_lm"},
-                {"dataset",
-                 {{"path", p}, {"format", "text"}, {"eos", eos}, {"valid_fraction", 0.1}, {"test_fraction", 0.1}}},
-                {"model", lm_model()},
-                {"training", training({{"bptt", 8}})}},
-               true);
+    round_trip(
+        "word_text_" + eos,
+        {{"task", "word_lm"},
+         {"dataset", {{"path", p}, {"format", "text"}, {"eos", eos}, {"valid_fraction", 0.1}, {"test_fraction", 0.1}}},
+         {"model", lm_model()},
+         {"training", training({{"bptt", 8}})}},
+        true);
 }
 
 TEST(RoundTrip, wordLmPtbWord) {
@@ -198,7 +209,9 @@ TEST(RoundTrip, wordLmRefusesLatin1UpFront) {
   cstest::write_text(dir + "/ptb.valid.txt", "a b\n\xFF c\n");
   cstest::write_text(dir + "/ptb.test.txt", "a b\n");
   ASSERT_EQ(cstest::run_cli({"train", cfgp, "--run-dir", run, "--quiet", "--set", "dataset.path=" + dir, "--set",
-                             "dataset.format=ptb_word"}, &out, &err), 2);
+                             "dataset.format=ptb_word"},
+                            &out, &err),
+            2);
   ASSERT_TRUE(cstest::contains(err, dir + "/ptb.valid.txt:2:1: invalid UTF-8")) << err;
   ASSERT_FALSE(std::filesystem::exists(run));
 }

@@ -73,8 +73,8 @@ TEST(RunNames, neverATruncatedConfigDiff) {
 }
 
 TEST(RunNames, labelsWinAndEqualNamesAreToldApart) {
-  auto names = comparison_names({id("/ws/a", char_lm("gru", 128, 0.001, 0), "baseline"),
-                                 id("/ws/b", char_lm("gru", 128, 0.002, 0))});
+  auto names = comparison_names(
+      {id("/ws/a", char_lm("gru", 128, 0.001, 0), "baseline"), id("/ws/b", char_lm("gru", 128, 0.002, 0))});
   EXPECT_EQ(names[0], "baseline");
   EXPECT_EQ(names[1], "lr 2e-3");
   names = comparison_names(

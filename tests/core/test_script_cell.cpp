@@ -57,8 +57,9 @@ void write_module(const std::string& py_body, const std::string& out, const std:
 // A step cell class M (input_size 8, hidden_size 16, w [16, 8]) whose forward, under the script
 // cell's signature, is `forward_body`; with `extra_state`, M(n) declares a second state of size n.
 std::string step_cell(const std::string& forward_body, bool extra_state = false) {
-  return std::string("class M(torch.nn.Module):\n"
-                     "    input_size: int\n    hidden_size: int\n    state_sizes: List[int]\n") +
+  return std::string(
+             "class M(torch.nn.Module):\n"
+             "    input_size: int\n    hidden_size: int\n    state_sizes: List[int]\n") +
          (extra_state ? "    def __init__(self, extra: int):\n" : "    def __init__(self):\n") +
          "        super().__init__()\n"
          "        self.input_size = 8\n        self.hidden_size = 16\n" +
@@ -73,8 +74,14 @@ json run_config(const std::string& script, const std::string& corpus, int steps)
           {"dataset", {{"path", corpus}}},
           {"model", {{"cell", "script"}, {"script", script}, {"embed", 8}, {"hidden", 16}}},
           {"training",
-           {{"batch", 8}, {"bptt", 20}, {"steps", steps}, {"eval_every", 10}, {"log_every", 5},
-            {"checkpoint_every", 10}, {"seed", 11}, {"threads", 1}}}};
+           {{"batch", 8},
+            {"bptt", 20},
+            {"steps", steps},
+            {"eval_every", 10},
+            {"log_every", 5},
+            {"checkpoint_every", 10},
+            {"seed", 11},
+            {"threads", 1}}}};
 }
 
 std::vector<json> comparable(const std::vector<json>& lines) {
@@ -210,9 +217,9 @@ TEST_F(ScriptCell, refusalsNameFileAndProblem) {
   // TorchScript interpreter." did, #52).
   const std::string refuses = dir() + "/refuses.pt";
   write_module(step_cell("        h = torch.tanh(x @ self.w.t())\n"
-                          "        if x.size(1) == 8:\n"
-                          "            raise ValueError('cellscope test: this cell refuses 8 inputs')\n"
-                          "        return [h], {'candidate': h}\n"),
+                         "        if x.size(1) == 8:\n"
+                         "            raise ValueError('cellscope test: this cell refuses 8 inputs')\n"
+                         "        return [h], {'candidate': h}\n"),
                refuses);
   int raise_line = 0;
   {
@@ -286,16 +293,17 @@ TEST_F(ScriptCell, endlessForwardAndHugeSizesAreRefusedNamingTheScript) {
   auto module = [&](const std::string& body, const std::string& extra, const std::string& out) {
     write_module(step_cell(body, true), out, extra);
   };
-  module("        i = 0\n        while i >= 0:\n            i = (i + 1) % 1000\n"
-         "        h = torch.tanh(x @ self.w.t())\n        return [h, state[1]], {'candidate': h}\n",
-         "4", endless);
+  module(
+      "        i = 0\n        while i >= 0:\n            i = (i + 1) % 1000\n"
+      "        h = torch.tanh(x @ self.w.t())\n        return [h, state[1]], {'candidate': h}\n",
+      "4", endless);
   module("        h = torch.tanh(x @ self.w.t())\n        return [h, state[1]], {'candidate': h}\n", "2 ** 33", huge);
   std::string out, err;
   {
     cstest::EnvGuard limit("CELLSCOPE_SCRIPT_TRIAL_SECONDS", "1");
     const auto t0 = std::chrono::steady_clock::now();
-    ASSERT_EQ(cstest::run_cli({"validate", "quick-gru", "--set", "model.cell=script", "--set", "model.script=" + endless,
-                               "--set", "model.embed=8", "--set", "model.hidden=16"},
+    ASSERT_EQ(cstest::run_cli({"validate", "quick-gru", "--set", "model.cell=script", "--set",
+                               "model.script=" + endless, "--set", "model.embed=8", "--set", "model.hidden=16"},
                               &out, &err, 60000),
               2)
         << err;
@@ -313,9 +321,10 @@ TEST_F(ScriptCell, endlessForwardAndHugeSizesAreRefusedNamingTheScript) {
   // A NaN the script itself makes: the failure names the script as a suspect (it named only the
   // learning rate and the model's configuration, #52).
   const std::string nan = dir() + "/nan.pt";
-  module("        h = torch.tanh(x @ self.w.t()) * torch.sqrt(x.sum() * 0 - 1)\n"
-         "        return [h, state[1]], {'candidate': h}\n",
-         "4", nan);
+  module(
+      "        h = torch.tanh(x @ self.w.t()) * torch.sqrt(x.sum() * 0 - 1)\n"
+      "        return [h, state[1]], {'candidate': h}\n",
+      "4", nan);
   const std::string corpus = cstest::write_text_fixture("script_nan.txt", 4000);
   const std::string cfg = cstest::temp_dir() + "/script_nan.json";
   cstest::write_text(cfg, run_config(nan, corpus, 5).dump());
@@ -341,9 +350,8 @@ TEST_F(ScriptCell, layersAreIndependentInstances) {
   EXPECT_FALSE(torch::equal(ps["stack.layer0.w_hh"], ps["stack.layer1.w_hh"]));
   EXPECT_NE(ps["stack.layer0.w_hh"].data_ptr(), ps["stack.layer1.w_hh"].data_ptr());
   const std::string msg = user_error([&] {
-    cs::CharLMModel bad(resolve({{"cell", "script"}, {"script", dir() + "/gru.pt"}, {"embed", 8}, {"hidden", 16},
-                                 {"layers", 2}}),
-                        7);
+    cs::CharLMModel bad(
+        resolve({{"cell", "script"}, {"script", dir() + "/gru.pt"}, {"embed", 8}, {"hidden", 16}, {"layers", 2}}), 7);
   });
   EXPECT_TRUE(cstest::contains(msg, "layer 1") && cstest::contains(msg, "shape mismatch")) << msg;
 }
@@ -351,9 +359,12 @@ TEST_F(ScriptCell, layersAreIndependentInstances) {
 // `bench` runs a script cell in both of its tasks and reports no GFLOP/s for it (no analytic count).
 TEST_F(ScriptCell, benchReportsUnknownFlops) {
   for (const std::string task : {"char_lm", "classify"}) {
-    const std::vector<std::string> args = {"bench", "--cell", "script", "--set", "model.script=" + dir() + "/gru.pt",
-                                           "--task", task, "--batch", "2", "--seq", "4", "--embed", "8", "--hidden",
-                                           "16", "--vocab", "12", "--iters", "1", "--threads", "1"};
+    const std::vector<std::string> args = {
+        "bench",   "--cell",  "script",  "--set",    "model.script=" + dir() + "/gru.pt",
+        "--task",  task,      "--batch", "2",        "--seq",
+        "4",       "--embed", "8",       "--hidden", "16",
+        "--vocab", "12",      "--iters", "1",        "--threads",
+        "1"};
     std::string out, err;
     auto json_args = args;
     json_args.push_back("--json");
@@ -372,8 +383,7 @@ TEST_F(ScriptCell, sha256MatchesTestVectors) {
   EXPECT_EQ(cs::sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
   EXPECT_EQ(cs::sha256_hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"),
             "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
-  EXPECT_EQ(cs::sha256_hex(std::string(1000, 'a')),
-            "41edece42d63e8d9bf515a9ba6932e1c20cbc9f5a5d134645adb5db1b9737ea3");
+  EXPECT_EQ(cs::sha256_hex(std::string(1000, 'a')), "41edece42d63e8d9bf515a9ba6932e1c20cbc9f5a5d134645adb5db1b9737ea3");
 }
 
 // A run of the convolution-input variant (three state tensors) stopped and resumed equals an
@@ -475,8 +485,8 @@ TEST_F(ScriptCell, runResumesBitExactlyAndKeepsItsOwnScript) {
   // The script changes (the example saved again: new weights, new bytes). The run keeps using its
   // own copy, the very file it recorded (resume and analysis failed without using it, #52) ...
   std::string log;
-  ASSERT_TRUE(python("'" + example("gru_conv_input.py") + "' '" + mine + "' --input-size 8 --hidden 16 --channels 6",
-                     &log))
+  ASSERT_TRUE(
+      python("'" + example("gru_conv_input.py") + "' '" + mine + "' --input-size 8 --hidden 16 --channels 6", &log))
       << log;
   const std::string now = cs::file_sha256(mine);
   ASSERT_NE(now, sha);

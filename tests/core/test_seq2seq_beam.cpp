@@ -107,7 +107,9 @@ TEST(Seq2seqBeam, matches_exhaustive_search_when_the_beam_covers_everything) {
       for (size_t i = 0; i < hyps.size(); ++i) {
         EXPECT_NEAR(hyps[i].score, hyps[i].logprob / length_penalty(static_cast<int64_t>(hyps[i].tokens.size()), alpha),
                     1e-12);
-        if (i) { EXPECT_GE(hyps[i - 1].score, hyps[i].score); }
+        if (i) {
+          EXPECT_GE(hyps[i - 1].score, hyps[i].score);
+        }
       }
     }
 }

@@ -139,8 +139,8 @@ TEST(Seq2seqData, headlinesFromMails) {
                             mail("Re: The Kernel Build fails", body, "train") +  // same pair after cleaning
                             mail("Hi", body, "train") +                          // subject too short
                             mail("A valid subject here", "too short body", "train") +
-                            mail("Valid headline number two", "alpha beta gamma delta epsilon zeta", "valid") +
-                            "\n" + mail("Test headline number three", body, "test"));
+                            mail("Valid headline number two", "alpha beta gamma delta epsilon zeta", "valid") + "\n" +
+                            mail("Test headline number three", body, "test"));
   cs::HeadlineOptions o;
   const auto s = cs::load_headlines_jsonl(f, o);
   ASSERT_EQ(s.train.size(), 1u);
@@ -152,12 +152,13 @@ TEST(Seq2seqData, headlinesFromMails) {
   ASSERT_TRUE(cstest::contains(s.train[0].source, " w40")) << s.train[0].source;
   ASSERT_FALSE(cstest::contains(s.train[0].source, "w41")) << s.train[0].source;
   ASSERT_EQ(s.valid[0].source, "alpha beta gamma delta epsilon zeta");
-  ASSERT_TRUE(cstest::contains(s.description, "dropped 1 with a subject under 3 words, 1 with a body under 5 words, "
-                                              "1 duplicate pairs"))
+  ASSERT_TRUE(cstest::contains(s.description,
+                               "dropped 1 with a subject under 3 words, 1 with a body under 5 words, "
+                               "1 duplicate pairs"))
       << s.description;
   // Options through the dataset section: source length and case.
-  const auto t = cs::load_seq2seq_dataset({{"path", f}, {"format", "headlines"}, {"source_words", 5},
-                                           {"lowercase", false}});
+  const auto t =
+      cs::load_seq2seq_dataset({{"path", f}, {"format", "headlines"}, {"source_words", 5}, {"lowercase", false}});
   ASSERT_EQ(t.train[0].source, "w1 w2 w3 w4 w5");
   ASSERT_EQ(t.train[0].target, "The Kernel Build fails");
   // Bad records: file:line.

@@ -168,8 +168,8 @@ TEST(Seq2seqDecode, cli_hyp_ref_out_and_signatures) {
   EXPECT_NEAR(cs::corpus_bleu(hyps, refs).bleu, j["metrics"]["bleu"].get<double>(), 1e-9);
   EXPECT_NEAR(cs::corpus_rouge(hyps, refs).rougeL, j["metrics"]["rougeL"].get<double>(), 1e-9);
   // --lowercase / --rouge-stem: the signatures say so, the lead baseline is rescored with them too.
-  ASSERT_EQ(cstest::run_cli({"decode", run, "--max", "6", "--beam", "1", "--json", "--lowercase", "--rouge-stem"},
-                            &out, &err),
+  ASSERT_EQ(cstest::run_cli({"decode", run, "--max", "6", "--beam", "1", "--json", "--lowercase", "--rouge-stem"}, &out,
+                            &err),
             0)
       << err;
   const auto k = cstest::json_object(out);
@@ -177,11 +177,13 @@ TEST(Seq2seqDecode, cli_hyp_ref_out_and_signatures) {
   EXPECT_TRUE(cstest::contains(k["rouge_signature"].get<std::string>(), "|stem:porter|"));
   std::vector<std::string> leads;
   const auto lead_words = static_cast<int64_t>(k["metrics"]["lead_words"].get<double>());
-  for (size_t i = 0; i < 6; ++i) leads.push_back(cs::lead_baseline(k["samples"][i]["source"].get<std::string>(), lead_words));
+  for (size_t i = 0; i < 6; ++i)
+    leads.push_back(cs::lead_baseline(k["samples"][i]["source"].get<std::string>(), lead_words));
   EXPECT_NEAR(cs::corpus_rouge(leads, refs, {true}).rouge1, k["metrics"]["lead_rouge1"].get<double>(), 1e-9);
   // The text output ends with both signatures.
   ASSERT_EQ(cstest::run_cli({"decode", run, "--max", "2", "--beam", "1"}, &out, &err), 0) << err;
-  EXPECT_TRUE(cstest::contains(out, "BLEU  nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:cellscope-port-2.6.0\n"))
+  EXPECT_TRUE(
+      cstest::contains(out, "BLEU  nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:cellscope-port-2.6.0\n"))
       << out;
   EXPECT_TRUE(cstest::contains(out, "ROUGE tok:rouge-score|stem:no|"));
   ASSERT_EQ(cstest::run_cli({"decode", run, "--max", "2", "--beam", "1", "--csv"}, &out, &err), 0) << err;
@@ -189,8 +191,8 @@ TEST(Seq2seqDecode, cli_hyp_ref_out_and_signatures) {
   EXPECT_TRUE(cstest::contains(out, "\nrouge_signature,tok:rouge-score|stem:no|"));
   // Bad output paths: one clear message, exit 2, before any decoding, nothing written.
   EXPECT_EQ(cstest::run_cli({"decode", run, "--hyp-out", dir + "/missing/hyp.txt"}, &out, &err), 2);
-  EXPECT_TRUE(cstest::contains(err, "--hyp-out '" + dir + "/missing/hyp.txt': the directory '" + dir +
-                                        "/missing' does not exist"))
+  EXPECT_TRUE(cstest::contains(
+      err, "--hyp-out '" + dir + "/missing/hyp.txt': the directory '" + dir + "/missing' does not exist"))
       << err;
   EXPECT_FALSE(cstest::contains(err, "decoding"));
   EXPECT_EQ(cstest::run_cli({"decode", run, "--ref-out", dir}, &out, &err), 2);

@@ -99,8 +99,8 @@ TEST(Seq2seqModel, encoder_outputs_ignore_padding) {
                    10, 0);
   net->eval();
   torch::NoGradGuard ng;
-  auto a = torch::tensor({5, 6, 7}, torch::kInt64).unsqueeze(1);                   // [3, 1]
-  auto padded = torch::tensor({5, 6, 7, 0, 0}, torch::kInt64).unsqueeze(1);        // [5, 1]
+  auto a = torch::tensor({5, 6, 7}, torch::kInt64).unsqueeze(1);             // [3, 1]
+  auto padded = torch::tensor({5, 6, 7, 0, 0}, torch::kInt64).unsqueeze(1);  // [5, 1]
   StepContext c0, c1;
   auto e0 = net->encode(a, torch::tensor({3}, torch::kInt64), c0);
   auto e1 = net->encode(padded, torch::tensor({3}, torch::kInt64), c1);

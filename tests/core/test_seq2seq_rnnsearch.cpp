@@ -64,7 +64,9 @@ struct PlainRnn {
   Mat wih, whh;
   Vec bih, bhh;
   PlainRnn(torch::OrderedDict<std::string, torch::Tensor>& p, const std::string& prefix)
-      : wih(to_mat(p[prefix + ".w_ih"])), whh(to_mat(p[prefix + ".w_hh"])), bih(to_vec(p[prefix + ".b_ih"])),
+      : wih(to_mat(p[prefix + ".w_ih"])),
+        whh(to_mat(p[prefix + ".w_hh"])),
+        bih(to_vec(p[prefix + ".b_ih"])),
         bhh(to_vec(p[prefix + ".b_hh"])) {}
   Vec step(const Vec& x, const Vec& h) const { return vtanh(add(add(matvec(wih, x), bih), add(matvec(whh, h), bhh))); }
 };
@@ -79,8 +81,8 @@ TEST(Seq2seqRnnsearch, decoder_matches_a_plain_loop_over_i_and_j) {
   torch::manual_seed(21);
   const int64_t V = 11, E = 4, H = 3, B = 2, S = 5, T = 4;
   Seq2SeqModel net(
-      model_section({{"cell", "rnn"}, {"embed", E}, {"hidden", H}, {"layers", 1}, {"architecture", "rnnsearch"}}), V,
-      V, 0);
+      model_section({{"cell", "rnn"}, {"embed", E}, {"hidden", H}, {"layers", 1}, {"architecture", "rnnsearch"}}), V, V,
+      0);
   net->to(torch::kFloat64);
   net->eval();
   torch::NoGradGuard ng;
@@ -110,11 +112,12 @@ TEST(Seq2seqRnnsearch, decoder_matches_a_plain_loop_over_i_and_j) {
     for (int64_t j = 0; j < n; ++j) h = hf[static_cast<size_t>(j)] = fwd.step(x[static_cast<size_t>(j)], h);
     h.assign(static_cast<size_t>(H), 0.0);
     for (int64_t j = n - 1; j >= 0; --j) h = hb[static_cast<size_t>(j)] = bwd.step(x[static_cast<size_t>(j)], h);
-    for (int64_t j = 0; j < n; ++j) ann[static_cast<size_t>(j)] = cat(hf[static_cast<size_t>(j)], hb[static_cast<size_t>(j)]);
+    for (int64_t j = 0; j < n; ++j)
+      ann[static_cast<size_t>(j)] = cat(hf[static_cast<size_t>(j)], hb[static_cast<size_t>(j)]);
     for (int64_t j = 0; j < S; ++j)  // the memory: annotations at the real positions, 0 at the padding
       for (int64_t k = 0; k < 2 * H; ++k)
-        EXPECT_NEAR(enc.memory[b][j][k].item<double>(), j < n ? ann[static_cast<size_t>(j)][static_cast<size_t>(k)] : 0.0,
-                    1e-10);
+        EXPECT_NEAR(enc.memory[b][j][k].item<double>(),
+                    j < n ? ann[static_cast<size_t>(j)][static_cast<size_t>(k)] : 0.0, 1e-10);
     Vec s = vtanh(add(matvec(Ws, hb[0]), bs));  // s_0
     for (int64_t i = 0; i < T; ++i) {
       const Vec yprev = Et[static_cast<size_t>(y[i][b].item<int64_t>())];
@@ -133,7 +136,8 @@ TEST(Seq2seqRnnsearch, decoder_matches_a_plain_loop_over_i_and_j) {
         const double a = j < n ? std::exp(e[static_cast<size_t>(j)] - mx) / z : 0.0;  // alpha_ij
         EXPECT_NEAR(alpha[i][b][j].item<double>(), a, 1e-10) << "i " << i << " b " << b << " j " << j;
         if (j < n)
-          for (int64_t k = 0; k < 2 * H; ++k) c[static_cast<size_t>(k)] += a * ann[static_cast<size_t>(j)][static_cast<size_t>(k)];
+          for (int64_t k = 0; k < 2 * H; ++k)
+            c[static_cast<size_t>(k)] += a * ann[static_cast<size_t>(j)][static_cast<size_t>(k)];
       }
       s = dec.step(cat(yprev, c), s);  // s_i
       const Vec pre = add(matvec(Wt, cat(cat(s, yprev), c)), bt);
@@ -164,7 +168,8 @@ TEST(Seq2seqRnnsearch, decoder_matches_a_plain_loop_over_i_and_j) {
     }
     for (int64_t k = 0; k < 2 * H; ++k) {
       double want = 0;
-      for (int64_t j = 0; j < n; ++j) want += std::exp(e[static_cast<size_t>(j)]) / z * enc.memory[b][j][k].item<double>();
+      for (int64_t j = 0; j < n; ++j)
+        want += std::exp(e[static_cast<size_t>(j)]) / z * enc.memory[b][j][k].item<double>();
       EXPECT_NEAR(c[b][k].item<double>(), want, 1e-10);
     }
     for (int64_t j = n; j < S; ++j) EXPECT_EQ(a1[b][j].item<double>(), 0.0);
@@ -182,8 +187,8 @@ TEST(Seq2seqRnnsearch, bidirectional_encoder_ignores_the_padding) {
     Seq2SeqModel net(model_section(m), 10, 10, 0);
     net->eval();
     torch::NoGradGuard ng;
-    auto alone = torch::tensor({5, 6, 7, 8}, torch::kInt64).unsqueeze(1);                // [4, 1]
-    auto padded = torch::tensor({5, 6, 7, 8, 0, 0, 0}, torch::kInt64).unsqueeze(1);      // [7, 1]
+    auto alone = torch::tensor({5, 6, 7, 8}, torch::kInt64).unsqueeze(1);                        // [4, 1]
+    auto padded = torch::tensor({5, 6, 7, 8, 0, 0, 0}, torch::kInt64).unsqueeze(1);              // [7, 1]
     auto pair = torch::tensor({{5, 3}, {6, 4}, {7, 9}, {8, 2}, {0, 3}, {0, 5}}, torch::kInt64);  // [6, 2]
     StepContext c0, c1, c2;
     auto e0 = net->encode(alone, torch::tensor({4}, torch::kInt64), c0);
@@ -213,9 +218,9 @@ TEST(Seq2seqRnnsearch, bidirectional_encoder_ignores_the_padding) {
 }
 
 TEST(Seq2seqRnnsearch, token_by_token_equals_teacher_forcing_and_gradients_flow) {
-  for (json m : {json{{"cell", "lstm"}, {"layers", 2}},
-                 json{{"cell", "mcrnn"}, {"block", 3}, {"base", "lstm"}, {"layers", 2}},
-                 json{{"cell", "gru"}, {"copy", true}}}) {
+  for (json m :
+       {json{{"cell", "lstm"}, {"layers", 2}}, json{{"cell", "mcrnn"}, {"block", 3}, {"base", "lstm"}, {"layers", 2}},
+        json{{"cell", "gru"}, {"copy", true}}}) {
     torch::manual_seed(5);
     m["embed"] = 8;
     m["hidden"] = 7;

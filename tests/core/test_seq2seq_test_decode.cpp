@@ -161,13 +161,14 @@ TEST(Seq2seqTestDecode, sweep_table_names_the_decode) {
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   const std::string corpus = cstest::write_text_fixture("s2s_decode_sweep.txt", 2000);
-  json spec = {{"name", "decode-label"},
-               {"base", {{"task", {{"name", "char_lm"}}}, {"dataset", {{"path", corpus}}}, {"model", {{"cell", "gru"}}}}},
-               {"grid", json::array({{{"name", "cell"},
-                                      {"values", json::array({{{"label", "a"}, {"set", json::object()}},
-                                                              {{"label", "b"}, {"set", {{"model.hidden", 64}}}}})}}})},
-               {"seeds", {1}},
-               {"table", {{"rows", "cell"}, {"metric", "test.bleu"}, {"best", "column"}}}};
+  json spec = {
+      {"name", "decode-label"},
+      {"base", {{"task", {{"name", "char_lm"}}}, {"dataset", {{"path", corpus}}}, {"model", {{"cell", "gru"}}}}},
+      {"grid", json::array({{{"name", "cell"},
+                             {"values", json::array({{{"label", "a"}, {"set", json::object()}},
+                                                     {{"label", "b"}, {"set", {{"model.hidden", 64}}}}})}}})},
+      {"seeds", {1}},
+      {"table", {{"rows", "cell"}, {"metric", "test.bleu"}, {"best", "column"}}}};
   cstest::write_text(dir + "/sweep.json", spec.dump(2));
   auto write_runs = [&](const std::string& decode_b) {
     json pts = json::object();

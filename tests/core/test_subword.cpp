@@ -81,7 +81,10 @@ TEST(Subword, serializedModelRoundTrips) {
   for (const auto& s : {lines[3], lines[100]}) ASSERT_EQ(w.encode(s), v.encode(s));
   // Copies share the model and stay valid after the original is gone.
   cs::SubwordVocab copy = w;
-  { cs::SubwordVocab moved = std::move(copy); ASSERT_EQ(moved.decode(v.encode(lines[5])), lines[5]); }
+  {
+    cs::SubwordVocab moved = std::move(copy);
+    ASSERT_EQ(moved.decode(v.encode(lines[5])), lines[5]);
+  }
   try {
     cs::SubwordVocab::from_serialized("not a model");
     FAIL() << "garbage accepted";

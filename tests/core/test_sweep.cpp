@@ -32,8 +32,14 @@ json toy_base(const std::string& corpus, int steps) {
   return {{"task", {{"name", "char_lm"}}},
           {"dataset", {{"path", corpus}}},
           {"model", {{"cell", "gru"}, {"embed", 8}, {"hidden", 16}}},
-          {"training", {{"batch", 8}, {"bptt", 16}, {"steps", steps}, {"eval_every", 10}, {"log_every", 5},
-                        {"checkpoint_every", 5}, {"threads", 1}}}};
+          {"training",
+           {{"batch", 8},
+            {"bptt", 16},
+            {"steps", steps},
+            {"eval_every", 10},
+            {"log_every", 5},
+            {"checkpoint_every", 5},
+            {"threads", 1}}}};
 }
 
 // Unescaped occurrences of `c` in a LaTeX line.
@@ -132,10 +138,8 @@ TEST_F(Sweep, gridExpansion) {
 
 TEST_F(Sweep, resumeRunsOnlyTheRest) {
   const std::string ws = cstest::temp_dir() + "/ws";
-  json spec = {{"name", "resume"},
-               {"base", toy_base(corpus_, 20)},
-               {"grid", {{"model.hidden", {8, 12}}}},
-               {"seeds", {1, 2}}};
+  json spec = {
+      {"name", "resume"}, {"base", toy_base(corpus_, 20)}, {"grid", {{"model.hidden", {8, 12}}}}, {"seeds", {1, 2}}};
   SweepSpec s = SweepSpec::from_json(spec);
   std::vector<std::string> started;
   std::vector<bool> resumed_flags;
@@ -246,12 +250,12 @@ TEST_F(Sweep, resumeRunsOnlyTheRest) {
 TEST_F(Sweep, aggregation) {
   // Hand-made summaries: rows A, B, C; columns x, y; seeds 1..3 (C/y missing, B/x one seed failed).
   std::vector<TableInput> in = {
-      {"A", "x", 1, 1.0}, {"A", "x", 2, 2.0}, {"A", "x", 3, 3.0},   // mean 2, std 1
-      {"B", "x", 1, 1.5}, {"B", "x", 2, 1.7},                       // mean 1.6, std sqrt(0.02)
-      {"C", "x", 1, 4.0}, {"C", "x", 2, 4.0}, {"C", "x", 3, 4.0},   // mean 4, std 0
+      {"A", "x", 1, 1.0},  {"A", "x", 2, 2.0}, {"A", "x", 3, 3.0},   // mean 2, std 1
+      {"B", "x", 1, 1.5},  {"B", "x", 2, 1.7},                       // mean 1.6, std sqrt(0.02)
+      {"C", "x", 1, 4.0},  {"C", "x", 2, 4.0}, {"C", "x", 3, 4.0},   // mean 4, std 0
       {"A", "y", 1, 0.25}, {"A", "y", 2, 0.5}, {"A", "y", 3, 0.75},  // mean 0.5 (exact in binary)
-      {"B", "y", 1, 0.5}, {"B", "y", 2, 0.5}, {"B", "y", 3, 0.5},    // mean 0.5 (tie)
-      {"Z", "x", 1, 9.0},                                          // not a row: ignored
+      {"B", "y", 1, 0.5},  {"B", "y", 2, 0.5}, {"B", "y", 3, 0.5},   // mean 0.5 (tie)
+      {"Z", "x", 1, 9.0},                                            // not a row: ignored
   };
   auto t = aggregate_table(in, {"A", "B", "C"}, {"x", "y"}, false, "column");
   ASSERT_EQ(t.cells[0][0].n, 3);
@@ -318,7 +322,9 @@ TEST_F(Sweep, aggregation) {
       ASSERT_EQ(pr.cells[r][c].n, static_cast<int>(d.size())) << R << C;
       double m = 0;
       for (double e : d) m += e;
-      if (!d.empty()) { ASSERT_NEAR(pr.cells[r][c].mean, m / d.size(), 1e-12) << R << C; }
+      if (!d.empty()) {
+        ASSERT_NEAR(pr.cells[r][c].mean, m / d.size(), 1e-12) << R << C;
+      }
     }
   ASSERT_EQ(paired_table(in, {"A", "B", "C"}, {"x", "y"}, "row:A").paired_axis, std::string("row"));
   ASSERT_THROW(paired_table(in, {"A", "B", "C"}, {"x", "y"}, "col:A"), UserError);
@@ -327,8 +333,10 @@ TEST_F(Sweep, aggregation) {
 }
 
 TEST_F(Sweep, latexStructure) {
-  std::vector<TableInput> in = {{"cru_deep", "spam_assassin", 1, 0.91}, {"cru_deep", "spam_assassin", 2, 0.93},
-                                {"gru & 50% #1", "spam_assassin", 1, 0.88}, {"gru & 50% #1", "sotu", 1, 0.6},
+  std::vector<TableInput> in = {{"cru_deep", "spam_assassin", 1, 0.91},
+                                {"cru_deep", "spam_assassin", 2, 0.93},
+                                {"gru & 50% #1", "spam_assassin", 1, 0.88},
+                                {"gru & 50% #1", "sotu", 1, 0.6},
                                 {"cru_deep", "sotu", 1, 0.62}};
   auto t = aggregate_table(in, {"cru_deep", "gru & 50% #1"}, {"spam_assassin", "sotu"}, true, "column");
   t.title = "my_sweep";
@@ -351,13 +359,13 @@ TEST_F(Sweep, latexStructure) {
     if (l == "\\hline") continue;
     ++rows;
     ASSERT_TRUE(l.size() > 3 && l.substr(l.size() - 3) == " \\\\") << l.c_str();
-    ASSERT_EQ(unescaped(l, '&'), 2);           // same number of cells per row: 1 + 2 columns
-    ASSERT_EQ(unescaped(l, '_'), 0);           // underscores escaped
+    ASSERT_EQ(unescaped(l, '&'), 2);  // same number of cells per row: 1 + 2 columns
+    ASSERT_EQ(unescaped(l, '_'), 0);  // underscores escaped
     ASSERT_EQ(unescaped(l, '%'), 0);
     ASSERT_EQ(unescaped(l, '#'), 0);
-    ASSERT_EQ(unescaped(l, '$') % 2, 0);       // math mode balanced
+    ASSERT_EQ(unescaped(l, '$') % 2, 0);  // math mode balanced
     int depth = 0;
-    for (size_t k = 0; k < l.size(); ++k) {   // braces balanced
+    for (size_t k = 0; k < l.size(); ++k) {  // braces balanced
       if (l[k] == '{' && (k == 0 || l[k - 1] != '\\')) ++depth;
       if (l[k] == '}' && (k == 0 || l[k - 1] != '\\')) --depth;
       ASSERT_TRUE(depth >= 0);
@@ -368,7 +376,7 @@ TEST_F(Sweep, latexStructure) {
   ASSERT_TRUE(tex.find("model.cell & spam\\_assassin & sotu \\\\") != std::string::npos);
   ASSERT_TRUE(tex.find("gru \\& 50\\% \\#1") != std::string::npos);
   ASSERT_TRUE(tex.find("$\\mathbf{0.920 \\pm 0.014}$") != std::string::npos) << tex.c_str();  // best of column 1
-  ASSERT_TRUE(tex.find("$0.880$") != std::string::npos);                                     // one seed: no +-
+  ASSERT_TRUE(tex.find("$0.880$") != std::string::npos);                                      // one seed: no +-
   ASSERT_TRUE(tex.find("$\\mathbf{0.620}$") != std::string::npos);
   // Every line before the tabular is a comment (pastes into a document as is).
   for (int i = 0; i < begin; ++i) ASSERT_TRUE(ls[i].rfind("%", 0) == 0);

@@ -37,12 +37,12 @@ struct FakeRun {
   double flops_per_step = 1e9;
   double start = 3.0, slope = 1e-3;  // valid(step) = start - slope * step (test = valid + 0.05)
   int64_t end = 1000, cap = 1000;
-  bool early = false;        // ended by early stopping (else: the step cap)
-  bool with_flops = true;    // false: an old metrics file (no train_flops)
+  bool early = false;      // ended by early stopping (else: the step cap)
+  bool with_flops = true;  // false: an old metrics file (no train_flops)
   bool track_test = true;
   int64_t parameters = 1000;
   int64_t eval_every = 100;
-  double worse_after = -1;   // > 0: valid gets worse after this step (early stopping's patience)
+  double worse_after = -1;                  // > 0: valid gets worse after this step (early stopping's patience)
   int64_t test_units = 0, valid_units = 0;  // the splits' sizes in summary.json (0: not recorded, an older run)
 };
 

@@ -40,8 +40,14 @@ json toy_base(const std::string& corpus, int steps, int checkpoint_every = 5, in
   return {{"task", {{"name", "char_lm"}}},
           {"dataset", {{"path", corpus}}},
           {"model", {{"cell", "gru"}, {"embed", 8}, {"hidden", 16}}},
-          {"training", {{"batch", 8}, {"bptt", 16}, {"steps", steps}, {"eval_every", eval_every}, {"log_every", 5},
-                        {"checkpoint_every", checkpoint_every}, {"threads", 1}}}};
+          {"training",
+           {{"batch", 8},
+            {"bptt", 16},
+            {"steps", steps},
+            {"eval_every", eval_every},
+            {"log_every", 5},
+            {"checkpoint_every", checkpoint_every},
+            {"threads", 1}}}};
 }
 
 std::string write_spec(const std::string& name, const json& spec) {
@@ -518,10 +524,8 @@ TEST_F(SweepWorkers, jobsRunPointsInParallelProcesses) {
 // again exits at once, and `sweep table` gathers what finished in between.
 TEST_F(SweepWorkers, slurmArrayScript) {
   const std::string ws = cstest::temp_dir() + "/ws_slurm";
-  const json spec = {{"name", "slurm"},
-                     {"base", toy_base(corpus_, 20)},
-                     {"grid", {{"model.hidden", {8, 12}}}},
-                     {"seeds", {1, 2, 3}}};
+  const json spec = {
+      {"name", "slurm"}, {"base", toy_base(corpus_, 20)}, {"grid", {{"model.hidden", {8, 12}}}}, {"seeds", {1, 2, 3}}};
   const std::string path = write_spec("slurm", spec);
   const std::string script = cstest::temp_dir() + "/slurm job.sh";
   std::string out, err;
@@ -617,8 +621,11 @@ TEST_F(SweepWorkers, slurmTaskStoppedBySigtermRequeuesItself) {
   const std::string cmd = "cd '" + cstest::temp_dir() + "'\nPATH='" + bin +
                           "':\"$PATH\" SLURM_ARRAY_JOB_ID=88 SLURM_ARRAY_TASK_ID=0 bash '" + script + "' >'" + log +
                           "' 2>&1 &\np=$!; for i in $(seq 600); do "
-                          "if [ -n \"$(find '" + ws + "' -name metrics.jsonl -size +200c 2>/dev/null)\" ]; then break; fi; "
-                          "sleep 0.1; done; kill -TERM $p; wait $p; echo $? > '" + rc_file + "'";
+                          "if [ -n \"$(find '" +
+                          ws +
+                          "' -name metrics.jsonl -size +200c 2>/dev/null)\" ]; then break; fi; "
+                          "sleep 0.1; done; kill -TERM $p; wait $p; echo $? > '" +
+                          rc_file + "'";
   const std::string driver = cstest::temp_dir() + "/slurm_term_driver.sh";
   cstest::write_text(driver, cmd + "\n");
   ASSERT_NE(std::system(("bash '" + driver + "'").c_str()), -1);

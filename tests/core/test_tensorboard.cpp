@@ -171,10 +171,8 @@ void expect_scalars_match(const std::vector<json>& events, const std::vector<jso
     ASSERT_EQ(got.size(), want.size()) << l.dump();
     for (auto& [tag, v] : want) {
       ASSERT_EQ(got.count(tag), 1u) << tag << " missing at step " << l["step"];
-      if (std::isnan(v))
-        ASSERT_TRUE(std::isnan(got[tag])) << tag;
-      else
-        ASSERT_EQ(got[tag], v) << tag << " at step " << l["step"];
+      if (std::isnan(v)) ASSERT_TRUE(std::isnan(got[tag])) << tag;
+      else ASSERT_EQ(got[tag], v) << tag << " at step " << l["step"];
     }
   }
 }
@@ -197,10 +195,8 @@ void expect_header_events(const std::vector<json>& events, const json& cfg) {
   size_t leaves = 0;
   std::function<void(const json&)> count = [&](const json& j) {
     for (auto& [k, x] : j.items()) {
-      if (x.is_object() && !x.empty())
-        count(x);
-      else if (!x.is_null())
-        ++leaves;
+      if (x.is_object() && !x.empty()) count(x);
+      else if (!x.is_null()) ++leaves;
     }
   };
   count(cfg);
@@ -392,8 +388,8 @@ TEST(Tensorboard, resumeTouchesOnlyItsOwnEventsFiles) {
     std::fclose(fp);
   }
   const std::string foreign = tbd + "/events.out.tfevents.1.otherhost.77.0";
-  const std::string foreign_bytes = tb::frame(tb::file_version_event(1.0)) +
-                                    tb::frame(tb::scalars_event(1.0, 25, {{"mine/accuracy", 0.5}}));
+  const std::string foreign_bytes =
+      tb::frame(tb::file_version_event(1.0)) + tb::frame(tb::scalars_event(1.0, 25, {{"mine/accuracy", 0.5}}));
   cstest::write_text(foreign, foreign_bytes);
   const std::string garbage = tbd + "/events.out.tfevents.2.junk.1.0";
   cstest::write_text(garbage, "hello, not records at all\n");
@@ -504,7 +500,8 @@ TEST(Tensorboard, exportConvertsRunsOfAWorkspace) {
   for (const auto& f : planted) ASSERT_EQ(cstest::read_text(f), "mine") << f;
   for (auto& e : std::filesystem::directory_iterator(logdir)) {
     const std::string n = e.path().filename().string();
-    ASSERT_TRUE(n[0] != '.' || n == ".run_b.tmp.1" || n == ".GRU_small.tmp.22") << "a temporary directory was left: " << n;
+    ASSERT_TRUE(n[0] != '.' || n == ".run_b.tmp.1" || n == ".GRU_small.tmp.22")
+        << "a temporary directory was left: " << n;
   }
   // exported again into the same LOGDIR: refused, nothing changed
   const std::string before = cstest::read_text(events_files(logdir + "/run_b")[0]);

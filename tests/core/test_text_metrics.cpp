@@ -114,20 +114,23 @@ TEST(TextMetrics, signatureAsSacrebleuPrintsIt) {
   o.tokenize = "none";
   o.smooth_method = "floor";
   o.effective_order = true;
-  ASSERT_EQ(cs::bleu_signature(o, 2), "nrefs:2|case:lc|eff:yes|tok:none|smooth:floor[0.10]|version:cellscope-port-2.6.0");
+  ASSERT_EQ(cs::bleu_signature(o, 2),
+            "nrefs:2|case:lc|eff:yes|tok:none|smooth:floor[0.10]|version:cellscope-port-2.6.0");
   o.smooth_method = "add-k";
   o.smooth_value = 2;
   ASSERT_TRUE(cstest::contains(cs::bleu_signature(o), "|smooth:add-k[2.00]|"));
   o.smooth_method = "bogus";
   ASSERT_THROW(cs::bleu_signature(o), std::invalid_argument);
-  ASSERT_EQ(cs::rouge_signature({}), "tok:rouge-score|stem:no|rougeL:sentence|agg:mean|version:cellscope-port-rouge-score");
+  ASSERT_EQ(cs::rouge_signature({}),
+            "tok:rouge-score|stem:no|rougeL:sentence|agg:mean|version:cellscope-port-rouge-score");
   ASSERT_TRUE(cstest::contains(corpus_rouge({"a"}, {"a"}, {true}).signature, "|stem:porter|"));
 }
 
 // ---- BLEU: sacreBLEU's published test vectors ----
 
 // test/test_bleu.py: _hyps and _refs (two reference streams).
-const std::vector<std::string> kHyps = {"The dog bit the man.", "It wasn't surprising.", "The man had just bitten him."};
+const std::vector<std::string> kHyps = {"The dog bit the man.", "It wasn't surprising.",
+                                        "The man had just bitten him."};
 const std::vector<std::vector<std::string>> kRefs = {
     {"The dog bit the man.", "It was not unexpected.", "The man bit him first."},
     {"The dog had bit the man.", "No one was surprised.", "The man had bitten the dog."}};
@@ -180,17 +183,20 @@ TEST(TextMetrics, sacrebleuRawAndStatisticsVectors) {
   ASSERT_EQ(s.counts, (std::vector<int64_t>{4, 2, 1, 0}));
   ASSERT_EQ(s.totals, (std::vector<int64_t>{6, 5, 4, 3}));
   // test_offset: floor 0 -> 0; the default floor (0.1, smooth_value < 0 here, None there) -> 0.1555722182.
-  ASSERT_NEAR(corpus_bleu({"am I am a character sequence"}, {"I am a symbol string sequence a a"}, raw(0.0)).bleu,
-              0.0, 1e-8);
-  ASSERT_NEAR(
-      corpus_bleu({"am I am a character sequence"}, {"I am a symbol string sequence a a"}, raw(-1)).bleu / 100,
-      0.1555722182, 1e-8);
+  ASSERT_NEAR(corpus_bleu({"am I am a character sequence"}, {"I am a symbol string sequence a a"}, raw(0.0)).bleu, 0.0,
+              1e-8);
+  ASSERT_NEAR(corpus_bleu({"am I am a character sequence"}, {"I am a symbol string sequence a a"}, raw(-1)).bleu / 100,
+              0.1555722182, 1e-8);
   // test_scoring: compute_bleu([9, 7, 5, 3], [10, 8, 6, 4], 11, 11) with its default smooth_method 'none'.
   cs::BleuOptions none;
   none.smooth_method = "none";
   ASSERT_NEAR(cs::bleu_from_counts({9, 7, 5, 3}, {10, 8, 6, 4}, 11, 11, none).bleu / 100, 0.8375922397, 1e-8);
   // test_degenerate_statistics ('floor' with the given value): all 0.
-  struct D { std::vector<int64_t> c, t; int64_t sys, ref; double floor; };
+  struct D {
+    std::vector<int64_t> c, t;
+    int64_t sys, ref;
+    double floor;
+  };
   for (const D& d : {D{{0, 0, 0, 0}, {4, 4, 2, 1}, 0, 1, 0.0}, D{{0, 0, 0, 0}, {10, 11, 12, 0}, 14, 10, 0.0},
                      D{{0, 0, 0, 0}, {0, 0, 0, 0}, 0, 0, 0.0}, D{{6, 5, 4, 0}, {6, 5, 4, 3}, 6, 6, 0.0},
                      D{{0, 0, 0, 0}, {0, 0, 0, 0}, 0, 0, 0.1}, D{{0, 0, 0, 0}, {0, 0, 0, 0}, 1, 5, 0.01}}) {
@@ -207,7 +213,12 @@ TEST(TextMetrics, sacrebleuSentenceVectors) {
   const std::string ref = "produc\u0163ia de zah\u0103r brut se exprim\u0103 \u00een zah\u0103r alb;";
   const std::string sys =
       "Produc\u021bia de zah\u0103r prim\u0103 va fi exprimat\u0103 \u00een ceea ce prive\u0219te zah\u0103rul alb;";
-  struct C { const char* method; double value; const char* tok; double want; };
+  struct C {
+    const char* method;
+    double value;
+    const char* tok;
+    double want;
+  };
   for (const C& c : {C{"exp", -1, "13a", 8.493}, C{"none", -1, "13a", 0.0}, C{"floor", -1, "13a", 4.51688},
                      C{"floor", 0.1, "13a", 4.51688}, C{"floor", 0.5, "13a", 10.10}, C{"add-k", -1, "13a", 14.882},
                      C{"add-k", 1, "13a", 14.882}, C{"add-k", 2, "13a", 21.389}, C{"exp", -1, "none", 7.347}}) {
@@ -326,15 +337,15 @@ double nltk_bleu(const std::vector<std::string>& hyp, const std::vector<std::str
   static int n = 0;
   const std::string in = cstest::temp_dir() + "/nltk_in_" + std::to_string(++n) + ".json";
   cstest::write_text(in, "{\"hyp\": " + json_tokens(hyp) + ", \"ref\": " + json_tokens(ref) + "}");
-  const std::string out = run_python(
-      "nltk_bleu",
-      "import json, sys, warnings\n"
-      "warnings.simplefilter('ignore')\n"
-      "from nltk.translate.bleu_score import corpus_bleu, SmoothingFunction\n"
-      "d = json.load(open(sys.argv[1]))\n"
-      "sm = SmoothingFunction().method3 if sys.argv[2] == '1' else None\n"
-      "print(repr(100.0 * corpus_bleu([[r] for r in d['ref']], d['hyp'], smoothing_function=sm)))\n",
-      in + (method3 ? " 1" : " 0"));
+  const std::string out =
+      run_python("nltk_bleu",
+                 "import json, sys, warnings\n"
+                 "warnings.simplefilter('ignore')\n"
+                 "from nltk.translate.bleu_score import corpus_bleu, SmoothingFunction\n"
+                 "d = json.load(open(sys.argv[1]))\n"
+                 "sm = SmoothingFunction().method3 if sys.argv[2] == '1' else None\n"
+                 "print(repr(100.0 * corpus_bleu([[r] for r in d['ref']], d['hyp'], smoothing_function=sm)))\n",
+                 in + (method3 ? " 1" : " 0"));
   return out.empty() ? -1 : std::stod(out);
 }
 
@@ -356,7 +367,7 @@ TEST(TextMetrics, bleuMatchesNltk) {
       std::vector<std::string> hw;
       for (const auto& w : rw) {
         const unsigned u = rng() % 10;
-        if (u == 0 && seed != 3) continue;      // drop (seed 1, 2: shorter, BP < 1)
+        if (u == 0 && seed != 3) continue;  // drop (seed 1, 2: shorter, BP < 1)
         hw.push_back(u < 3 ? words[rng() % 10] : w);
       }
       if (seed == 3) hw.push_back("extra");  // seed 3: longer, BP = 1
@@ -372,7 +383,9 @@ TEST(TextMetrics, bleuMatchesNltk) {
     const auto ours = corpus_bleu(hyp, ref);
     ASSERT_GT(ours.bleu, 0.0);
     ASSERT_GT(ours.counts[3], 0) << "seed " << seed;
-    if (seed != 3) { ASSERT_LT(ours.brevity_penalty, 1.0) << "seed " << seed; }
+    if (seed != 3) {
+      ASSERT_LT(ours.brevity_penalty, 1.0) << "seed " << seed;
+    }
     ASSERT_NEAR(ours.bleu, nltk_bleu(hyp, ref), 1e-9) << "seed " << seed;
   }
   // The hand-computed cases, through NLTK as well: brevity penalty, corpus sums.
@@ -502,17 +515,19 @@ TEST(TextMetrics, rougeTokensAndStemming) {
 
 TEST(TextMetrics, porterStemsMatchNltk) {
   // Stems x suffixes chosen to exercise every step of Porter's algorithm (2,880 words of 4+ letters).
-  const char* stems[] = {"connect", "relat", "gener", "hope", "run", "cry", "happy", "nation", "formal", "sensit",
-                         "electr", "adjust", "depend", "control", "roll", "fall", "agree", "feed", "plaster",
-                         "motor", "sing", "conflat", "troubl", "siz", "hop", "tann", "fail", "fil", "digit",
-                         "radic", "valenc", "hesit", "predic", "analog", "sky", "die", "lie", "fly", "dry", "bus",
-                         "boy", "cat", "care", "cheer", "bounti", "allay"};
-  const char* suffixes[] = {"", "s", "es", "ed", "ing", "ies", "ied", "ational", "tional", "enci", "anci", "izer",
-                            "abli", "alli", "entli", "eli", "ousli", "ization", "ation", "ator", "alism", "iveness",
-                            "fulness", "ousness", "aliti", "iviti", "biliti", "icate", "ative", "alize", "iciti",
-                            "ical", "ful", "ness", "al", "ance", "ence", "er", "ic", "able", "ible", "ant", "ement",
-                            "ment", "ent", "ion", "ou", "ism", "ate", "iti", "ous", "ive", "ize", "e", "ly", "y", "li",
-                            "logi", "bli", "fulli", "sses", "eed", "ss"};
+  const char* stems[] = {"connect", "relat",  "gener",   "hope",   "run",    "cry",     "happy",  "nation",
+                         "formal",  "sensit", "electr",  "adjust", "depend", "control", "roll",   "fall",
+                         "agree",   "feed",   "plaster", "motor",  "sing",   "conflat", "troubl", "siz",
+                         "hop",     "tann",   "fail",    "fil",    "digit",  "radic",   "valenc", "hesit",
+                         "predic",  "analog", "sky",     "die",    "lie",    "fly",     "dry",    "bus",
+                         "boy",     "cat",    "care",    "cheer",  "bounti", "allay"};
+  const char* suffixes[] = {"",      "s",     "es",    "ed",      "ing",     "ies",     "ied",   "ational", "tional",
+                            "enci",  "anci",  "izer",  "abli",    "alli",    "entli",   "eli",   "ousli",   "ization",
+                            "ation", "ator",  "alism", "iveness", "fulness", "ousness", "aliti", "iviti",   "biliti",
+                            "icate", "ative", "alize", "iciti",   "ical",    "ful",     "ness",  "al",      "ance",
+                            "ence",  "er",    "ic",    "able",    "ible",    "ant",     "ement", "ment",    "ent",
+                            "ion",   "ou",    "ism",   "ate",     "iti",     "ous",     "ive",   "ize",     "e",
+                            "ly",    "y",     "li",    "logi",    "bli",     "fulli",   "sses",  "eed",     "ss"};
   std::set<std::string> uniq;
   for (const char* s : stems)
     for (const char* x : suffixes)

@@ -68,8 +68,7 @@ struct Step {
 
 // One training forward + backward of the char-LM model (x and y drawn after the model, from the
 // same seed, so both runs see the same batch and parameters).
-Step run_step(const json& m, bool fold, torch::Dtype dt, bool train = true, int64_t V = kV,
-              bool stepwise = false) {
+Step run_step(const json& m, bool fold, torch::Dtype dt, bool train = true, int64_t V = kV, bool stepwise = false) {
   FoldGuard g(fold);
   torch::manual_seed(11);
   cs::CharLMModel net(resolved(m), V);

@@ -51,29 +51,52 @@ TokenizerOptions legacy(LegacyRules r, bool lowercase = true) {
   return o;
 }
 
-const std::string kUberNfc = "\xC3\x9C" "ber";   // U+00DC
-const std::string kUberNfd = "U\xCC\x88" "ber";  // U+0055 U+0308
-const std::string kUberLower = "\xC3\xBC" "ber";  // über
+const std::string kUberNfc =
+    "\xC3\x9C"
+    "ber";  // U+00DC
+const std::string kUberNfd =
+    "U\xCC\x88"
+    "ber";  // U+0055 U+0308
+const std::string kUberLower =
+    "\xC3\xBC"
+    "ber";  // über
 
 }  // namespace
 
 TEST(Tokenizer, unicodeLowerCase) {
   ASSERT_EQ(joined(tokenize(kUberNfc, icu())), kUberLower);
-  ASSERT_EQ(joined(tokenize("\xC3\x9C" "BER", icu())), kUberLower);                     // ÜBER
+  ASSERT_EQ(joined(tokenize("\xC3\x9C"
+                            "BER",
+                            icu())),
+            kUberLower);  // ÜBER
   // ΟΔΌΣ -> οδός (the final sigma of full lower-casing)
   ASSERT_EQ(joined(tokenize("\xCE\x9F\xCE\x94\xCE\x8C\xCE\xA3", icu())), "\xCE\xBF\xCE\xB4\xCF\x8C\xCF\x82");
   ASSERT_EQ(joined(tokenize(kUberNfc, icu(false))), kUberNfc);  // lowercase off: case kept
   // The legacy rules fold ASCII only: that is the difference a lower-cased German set shows.
   ASSERT_EQ(joined(tokenize(kUberNfc, legacy(LegacyRules::WordLM))), kUberNfc);
-  ASSERT_EQ(joined(tokenize("\xC3\x9C" "BER", legacy(LegacyRules::Sentence))), "\xC3\x9C" "ber");
-  ASSERT_EQ(lowercase_word("\xC3\x9C" "BER", kTokenizerIcu), kUberLower);
-  ASSERT_EQ(lowercase_word("\xC3\x9C" "BER", kTokenizerLegacy), "\xC3\x9C" "ber");
+  ASSERT_EQ(joined(tokenize("\xC3\x9C"
+                            "BER",
+                            legacy(LegacyRules::Sentence))),
+            "\xC3\x9C"
+            "ber");
+  ASSERT_EQ(lowercase_word("\xC3\x9C"
+                           "BER",
+                           kTokenizerIcu),
+            kUberLower);
+  ASSERT_EQ(lowercase_word("\xC3\x9C"
+                           "BER",
+                           kTokenizerLegacy),
+            "\xC3\x9C"
+            "ber");
 }
 
 TEST(Tokenizer, nfdEqualsNfc) {
   ASSERT_EQ(tokenize(kUberNfd, icu(false)), tokenize(kUberNfc, icu(false)));
   ASSERT_EQ(joined(tokenize(kUberNfd, icu(false))), kUberNfc);
-  ASSERT_EQ(joined(tokenize("Caf" "e\xCC\x81 au lait", icu())), "caf\xC3\xA9|au|lait");
+  ASSERT_EQ(joined(tokenize("Caf"
+                            "e\xCC\x81 au lait",
+                            icu())),
+            "caf\xC3\xA9|au|lait");
   ASSERT_EQ(lowercase_word(kUberNfd, kTokenizerIcu), kUberLower);
   // legacy keeps the bytes: the two spellings are two words
   ASSERT_NE(tokenize(kUberNfd, legacy(LegacyRules::WordLM)), tokenize(kUberNfc, legacy(LegacyRules::WordLM)));
@@ -88,14 +111,17 @@ TEST(Tokenizer, uax29Words) {
   split.keep_inner = false;
   ASSERT_EQ(joined(tokenize("e-mail", split)), "e|-|mail");
   // CJK: ideographs break from Latin letters, and the dictionary splits a run of them into words
-  ASSERT_EQ(joined(tokenize("\xE6\x9D\xB1\xE4\xBA\xAC" "Tokyo", icu())),  // 東京Tokyo
+  ASSERT_EQ(joined(tokenize("\xE6\x9D\xB1\xE4\xBA\xAC"
+                            "Tokyo",
+                            icu())),  // 東京Tokyo
             "\xE6\x9D\xB1\xE4\xBA\xAC|tokyo");
   const auto zh = tokenize("\xE6\x88\x91\xE5\x96\x9C\xE6\xAC\xA2\xE5\x8C\x97\xE4\xBA\xAC", icu());  // 我喜欢北京
   ASSERT_GE(zh.size(), size_t(2));
   ASSERT_EQ(zh.back(), "\xE5\x8C\x97\xE4\xBA\xAC");  // 北京
   // emoji: a skin-tone modifier and a ZWJ family stay one token each, apart from the words
   const std::string thumbs = "\xF0\x9F\x91\x8D\xF0\x9F\x8F\xBD";  // 👍🏽
-  const std::string family = "\xF0\x9F\x91\xA8\xE2\x80\x8D\xF0\x9F\x91\xA9\xE2\x80\x8D\xF0\x9F\x91\xA7";  // 👨‍👩‍👧
+  const std::string family =
+      "\xF0\x9F\x91\xA8\xE2\x80\x8D\xF0\x9F\x91\xA9\xE2\x80\x8D\xF0\x9F\x91\xA7";  // 👨‍👩‍👧
   ASSERT_EQ(joined(tokenize("ok" + thumbs + " " + family + "!", icu())), "ok|" + thumbs + "|" + family + "|!");
   // keep_punctuation = false drops punctuation, keeps symbols and emoji
   TokenizerOptions nop = icu();
@@ -104,7 +130,13 @@ TEST(Tokenizer, uax29Words) {
   nop.max_tokens = 2;
   ASSERT_EQ(joined(tokenize("a b c d", nop)), "a|b");
   ASSERT_TRUE(tokenize(" \t\r\n\xC2\xA0 ", icu()).empty());  // white space incl. NBSP
-  ASSERT_THROW(tokenize("x", [] { TokenizerOptions o; o.rules = "spacy"; return o; }()), UserError);
+  ASSERT_THROW(tokenize("x",
+                        [] {
+                          TokenizerOptions o;
+                          o.rules = "spacy";
+                          return o;
+                        }()),
+               UserError);
 }
 
 // Plain ASCII prose: icu gives what both legacy rule sets give. Where the rules differ (each
@@ -159,7 +191,8 @@ TEST(Tokenizer, oldConfigReadsAsLegacy) {
 // as signed_clamped (what those runs computed); new configs resolve to absolute; other cells get
 // nothing.
 TEST(Tokenizer, asWrittenOldGcnConfigReadsAsSignedClampedDegree) {
-  const json old_cfg = {{"task", {{"name", "char_lm"}}}, {"model", {{"cell", "gcn_mzu"}}}, {"dataset", {{"name", "x"}}}};
+  const json old_cfg = {
+      {"task", {{"name", "char_lm"}}}, {"model", {{"cell", "gcn_mzu"}}}, {"dataset", {{"name", "x"}}}};
   ASSERT_EQ(as_written(old_cfg)["model"]["gcn_degree"], "signed_clamped");
   json kept = old_cfg;
   kept["model"]["gcn_degree"] = "absolute";
@@ -177,21 +210,34 @@ TEST(Tokenizer, seq2seqLowercase) {
   const std::string d = cstest::temp_dir() + "/tok_parallel";
   std::filesystem::create_directories(d);
   for (const char* split : {"train", "valid", "test"}) {
-    cstest::write_text(d + "/" + std::string(split) + ".de", "\xC3\x9C" "ber ALLES\nU\xCC\x88" "ber Stra\xC3\x9F" "e\n");
+    cstest::write_text(d + "/" + std::string(split) + ".de",
+                       "\xC3\x9C"
+                       "ber ALLES\nU\xCC\x88"
+                       "ber Stra\xC3\x9F"
+                       "e\n");
     cstest::write_text(d + "/" + std::string(split) + ".en", "ABOUT all\nover STREET\n");
   }
   json ds = {{"path", d}, {"format", "parallel"}, {"lowercase", true}};
   auto s = load_seq2seq_dataset(ds);  // an unresolved section: icu
   ASSERT_EQ(s.train[0].source, kUberLower + " alles");
-  ASSERT_EQ(s.train[1].source, kUberLower + " stra\xC3\x9F" "e");  // NFD input, ß stays (lower-casing, not folding)
+  ASSERT_EQ(s.train[1].source, kUberLower +
+                                   " stra\xC3\x9F"
+                                   "e");  // NFD input, ß stays (lower-casing, not folding)
   ASSERT_EQ(s.train[0].target, "about all");
   ds["tokenizer"] = "legacy";
   s = load_seq2seq_dataset(ds);
-  ASSERT_EQ(s.train[0].source, "\xC3\x9C" "ber alles");
-  ASSERT_EQ(s.train[1].source, "u\xCC\x88" "ber stra\xC3\x9F" "e");  // ASCII U folded, no NFC
+  ASSERT_EQ(s.train[0].source,
+            "\xC3\x9C"
+            "ber alles");
+  ASSERT_EQ(s.train[1].source,
+            "u\xCC\x88"
+            "ber stra\xC3\x9F"
+            "e");  // ASCII U folded, no NFC
   ds["lowercase"] = false;
   ds["tokenizer"] = "icu";
-  ASSERT_EQ(load_seq2seq_dataset(ds).train[0].source, "\xC3\x9C" "ber ALLES");  // no lower-casing asked: as written
+  ASSERT_EQ(load_seq2seq_dataset(ds).train[0].source,
+            "\xC3\x9C"
+            "ber ALLES");  // no lower-casing asked: as written
 }
 
 namespace {
@@ -207,11 +253,11 @@ std::string train_run(const std::string& name, const json& cfg) {
 }
 
 json word_cfg(const std::string& text_path) {
-  return json{{"task", "word_lm"},
-              {"dataset", {{"path", text_path}, {"format", "text"}, {"lowercase", true}}},
-              {"model", {{"cell", "gru"}, {"embed", 8}, {"hidden", 8}, {"layers", 1}}},
-              {"training",
-               {{"batch", 4}, {"bptt", 8}, {"steps", 3}, {"eval_every", 0}, {"eval_test", false}, {"threads", 1}}}};
+  return json{
+      {"task", "word_lm"},
+      {"dataset", {{"path", text_path}, {"format", "text"}, {"lowercase", true}}},
+      {"model", {{"cell", "gru"}, {"embed", 8}, {"hidden", 8}, {"layers", 1}}},
+      {"training", {{"batch", 4}, {"bptt", 8}, {"steps", 3}, {"eval_every", 0}, {"eval_test", false}, {"threads", 1}}}};
 }
 
 std::string text_with_umlauts() {
@@ -219,7 +265,11 @@ std::string text_with_umlauts() {
   std::string out;
   size_t i = 0;
   for (const std::string& line : split_lines(text))
-    out += line + (++i % 3 == 0 ? " \xC3\x9C" "ber ALLES" : "") + "\n";  // Über ALLES
+    out += line +
+           (++i % 3 == 0 ? " \xC3\x9C"
+                           "ber ALLES"
+                         : "") +
+           "\n";  // Über ALLES
   const std::string p = cstest::temp_dir() + "/tok_umlauts.txt";
   cstest::write_text(p, out);
   return p;
@@ -255,18 +305,22 @@ TEST(Tokenizer, oldRunLoadsAndEvaluatesTheSame) {
   const auto probe = [&](double* ppl) {
     auto task = load_run_task(run, "last");
     *ppl = task->evaluate("valid").metrics.at("ppl");
-    return seed_words(*task, "\xC3\x9C" "ber ALLES");
+    return seed_words(*task,
+                      "\xC3\x9C"
+                      "ber ALLES");
   };
   double ppl_written = 0, ppl_old = 0, ppl_icu = 0;
   const std::string toks_written = probe(&ppl_written);
-  ASSERT_EQ(toks_written, "\xC3\x9C" "ber|alles");  // the legacy vocabulary: Ü not folded
+  ASSERT_EQ(toks_written,
+            "\xC3\x9C"
+            "ber|alles");  // the legacy vocabulary: Ü not folded
 
   set_tokenizer(run, nullptr);  // as a run written before dataset.tokenizer
   ASSERT_EQ(RunStore(run).read_config()["dataset"]["tokenizer"], "legacy");
   ASSERT_EQ(probe(&ppl_old), toks_written);
   ASSERT_DOUBLE_EQ(ppl_old, ppl_written);
 
-  set_tokenizer(run, "icu");  // what the schema default would have made of it
+  set_tokenizer(run, "icu");                  // what the schema default would have made of it
   ASSERT_EQ(probe(&ppl_icu), "<unk>|alles");  // über is no word of the legacy vocabulary
   ASSERT_NE(ppl_icu, ppl_written);
 }
@@ -277,10 +331,15 @@ TEST(Tokenizer, newRunRecordsIcu) {
   ASSERT_FALSE(run.empty());
   ASSERT_EQ(json::parse(cstest::read_text(run + "/config.json"))["dataset"]["tokenizer"], "icu");
   auto task = load_run_task(run, "last");
-  ASSERT_EQ(seed_words(*task, "\xC3\x9C" "ber ALLES"), kUberLower + "|alles");
+  ASSERT_EQ(seed_words(*task,
+                       "\xC3\x9C"
+                       "ber ALLES"),
+            kUberLower + "|alles");
   const std::string vocab = task->vocab_text();
   ASSERT_NE(vocab.find("\n" + kUberLower + "\n"), std::string::npos);
-  ASSERT_EQ(vocab.find("\n\xC3\x9C" "ber\n"), std::string::npos);
+  ASSERT_EQ(vocab.find("\n\xC3\x9C"
+                       "ber\n"),
+            std::string::npos);
 }
 
 // dataset.locale (#53): lower-casing in a language's rules. Turkish and Azeri: I -> ı (dotless), İ -> i;

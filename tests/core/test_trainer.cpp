@@ -41,8 +41,15 @@ json small_config(const std::string& path, int steps) {
   return load_and_resolve({{"task", "char_lm"},
                            {"dataset", {{"path", path}}},
                            {"model", {{"cell", "gru"}, {"embed", 8}, {"hidden", 24}, {"dropout", 0.1}}},
-                           {"training", {{"batch", 8}, {"bptt", 20}, {"steps", steps}, {"eval_every", 20},
-                                         {"log_every", 5}, {"checkpoint_every", 10}, {"seed", 11}, {"threads", 1}}}});
+                           {"training",
+                            {{"batch", 8},
+                             {"bptt", 20},
+                             {"steps", steps},
+                             {"eval_every", 20},
+                             {"log_every", 5},
+                             {"checkpoint_every", 10},
+                             {"seed", 11},
+                             {"threads", 1}}}});
 }
 
 // Metrics lines without wall-clock fields.
@@ -192,7 +199,11 @@ TEST_F(Trainer, lrDecaysAfterEachEvaluationWithoutImprovement) {
   for (auto& l : full) {
     if (!l.value("eval", false) || l.value("split", "") != "valid") continue;
     const double v = l.at("bpc").get<double>();
-    if (v < best) best = v; else { lr *= 0.5; ++decays; }
+    if (v < best) best = v;
+    else {
+      lr *= 0.5;
+      ++decays;
+    }
     lr_after[l.at("step").get<int64_t>()] = lr;
   }
   ASSERT_GT(decays, 0) << "the fixture never got worse: the test would not check the decay";
@@ -300,7 +311,7 @@ TEST_F(Trainer, killedAtAnyInstantLeavesReadableRun) {
     p.wait(30000);
     RunStore store(dir);
     ASSERT_TRUE(std::filesystem::exists(dir + "/config.json"));
-    store.read_config();        // parses
+    store.read_config();            // parses
     auto s = store.read_summary();  // parses
     ASSERT_EQ(s.status, std::string("running"));
     auto metrics = store.read_metrics();

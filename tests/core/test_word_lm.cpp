@@ -47,15 +47,17 @@ json small_cfg(const std::string& cell) {
   return json{{"task", "word_lm"},
               {"dataset", {{"name", "moby-dick"}, {"max_chars", 120000}, {"vocab_size", 1500}}},
               {"model", {{"cell", cell}, {"embed", 32}, {"hidden", 48}, {"layers", 1}}},
-              {"training", {{"batch", 8}, {"bptt", 20}, {"steps", 4}, {"eval_every", 0}, {"eval_test", false},
-                            {"threads", 1}}}};
+              {"training",
+               {{"batch", 8}, {"bptt", 20}, {"steps", 4}, {"eval_every", 0}, {"eval_test", false}, {"threads", 1}}}};
 }
 
 }  // namespace
 
 TEST(WordLm, tokenizer) {  // the legacy word-LM rules (dataset.tokenizer = legacy; test_tokenizer.cpp: icu)
-  const std::string text = "Call me Ishmael. Some years ago\xE2\x80\x94never mind, the whale-ship\xE2\x80\x99s "
-                           "\xE2\x80\x9C" "bow\xE2\x80\x9D! Don't   stop-";
+  const std::string text =
+      "Call me Ishmael. Some years ago\xE2\x80\x94never mind, the whale-ship\xE2\x80\x99s "
+      "\xE2\x80\x9C"
+      "bow\xE2\x80\x9D! Don't   stop-";
   TokenizerOptions o;
   o.rules = kTokenizerLegacy;
   ASSERT_EQ(joined(tokenize(text, o)),
@@ -114,8 +116,8 @@ TEST(WordLm, ptbLoader) {
 }
 
 TEST(WordLm, textLoader) {
-  const std::string p = write_file(cstest::temp_dir(), "plain.txt",
-                                   "The whale, the WHALE!\nthe sea.\n\nA ship\n\n\nthe end");
+  const std::string p =
+      write_file(cstest::temp_dir(), "plain.txt", "The whale, the WHALE!\nthe sea.\n\nA ship\n\n\nthe end");
   json ds = {{"path", p}, {"valid_fraction", 0.0}, {"test_fraction", 0.0}, {"min_count", 2}};
   auto wc = load_word_corpus(resolved_dataset(ds));
   ASSERT_EQ(wc.format, std::string("text"));

@@ -30,8 +30,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  const std::string path =
-      csfuzz::write_file("last.pt", std::string(reinterpret_cast<const char*>(data), size));
+  const std::string path = csfuzz::write_file("last.pt", std::string(reinterpret_cast<const char*>(data), size));
   csfuzz::expect_only_user_errors([&] { trainer->load_checkpoint(path); });
   return 0;
 }

@@ -46,7 +46,8 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   const Rendered& r = rendered();
   if (const char* out = std::getenv("CELLSCOPE_FUZZ_WRITE_SEEDS")) {
     fs::create_directories(out);
-    std::ofstream(std::string(out) + "/report_manifest", std::ios::binary) << cs::read_file(r.report + "/manifest.json");
+    std::ofstream(std::string(out) + "/report_manifest", std::ios::binary)
+        << cs::read_file(r.report + "/manifest.json");
     std::exit(0);
   }
   return 0;

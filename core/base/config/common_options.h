@@ -31,8 +31,8 @@ struct ModelOptions {
   int64_t hidden = 256;
   int64_t layers = 1;
   double dropout = 0.0;
-  bool layer_norm = false;          // opt-in (CellInfo::common_options)
-  double candidate_dropout = 0.0;   // opt-in
+  bool layer_norm = false;         // opt-in (CellInfo::common_options)
+  double candidate_dropout = 0.0;  // opt-in
 };
 
 // training.optimizer: Adam, SGD (with training.momentum), or SGD whose parameters the word_lm
@@ -55,8 +55,8 @@ struct TrainingOptions {
   int64_t checkpoint_every = 0;
   int64_t keep_checkpoints = 3;
   int64_t patience = 0;
-  int64_t patience_from = 0;  // evaluations before this step count toward neither patience nor lr_decay
-  double lr_decay = 1.0;  // factor applied to lr after each evaluation without improvement (1 = off)
+  int64_t patience_from = 0;      // evaluations before this step count toward neither patience nor lr_decay
+  double lr_decay = 1.0;          // factor applied to lr after each evaluation without improvement (1 = off)
   int64_t lr_decay_patience = 1;  // evaluations in a row without improvement before each decay
   std::string lr_decay_metric;    // the valid metric the decay watches ("" = the task's primary metric)
   int64_t seed = 1;

@@ -2,8 +2,8 @@
 
 namespace cs {
 
-OptionSpec make_option(const std::string& section, const std::string& key, OptType type, json default_value,
-                       double min, double max, const std::string& help) {
+OptionSpec make_option(const std::string& section, const std::string& key, OptType type, json default_value, double min,
+                       double max, const std::string& help) {
   OptionSpec o;
   o.section = section;
   o.key = key;

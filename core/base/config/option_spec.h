@@ -60,8 +60,8 @@ struct ConfigError {
 using ConfigCheck = std::function<void(const json& cfg, std::vector<ConfigError>& errors)>;
 
 // Build an OptionSpec by hand (the field tables below are the usual way).
-OptionSpec make_option(const std::string& section, const std::string& key, OptType type, json default_value,
-                       double min, double max, const std::string& help);
+OptionSpec make_option(const std::string& section, const std::string& key, OptType type, json default_value, double min,
+                       double max, const std::string& help);
 OptionSpec make_choice(const std::string& section, const std::string& key, json default_value,
                        std::vector<std::string> choices, const std::string& help);
 
@@ -93,7 +93,7 @@ template <class E>
 struct has_enum_names<E, std::void_t<decltype(enum_names(E{}))>> : std::true_type {};
 }  // namespace detail
 template <class E>
-constexpr bool is_named_enum_v = std::is_enum_v<E> && detail::has_enum_names<E>::value;
+constexpr bool is_named_enum_v = std::is_enum_v<E>&& detail::has_enum_names<E>::value;
 
 // The name of an enum value ("?" for a value outside the table: a cast, never a config).
 template <class E, std::enable_if_t<is_named_enum_v<E>, int> = 0>

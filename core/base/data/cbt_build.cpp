@@ -204,10 +204,8 @@ CbtBuild build_cbt_questions(const std::vector<std::vector<std::string>>& sents,
   for (size_t k = 0; k < sents.size(); ++k)
     for (size_t i = 0; i < sents[k].size(); ++i)
       if (cls[k][i] == 'N') {
-        if (lower_seen.count(lower(sents[k][i])))
-          cls[k][i] = 0;
-        else
-          ne_types.insert(sents[k][i]);
+        if (lower_seen.count(lower(sents[k][i]))) cls[k][i] = 0;
+        else ne_types.insert(sents[k][i]);
       }
   for (size_t k = 0; k < sents.size(); ++k) {
     const size_t f = first_word(sents[k]);
@@ -309,13 +307,13 @@ std::string not_an_earlier_cbt_build(const std::string& dir) {
     bool known = false;  // cbt_<CLASS>_<split>.txt (cbt_file_name), the class letters and digits
     for (const char* sp : {"train", "valid", "test"}) {
       const std::string tail = std::string("_") + sp + ".txt";
-      if (n.size() > 4 + tail.size() && n.rfind("cbt_", 0) == 0 && n.compare(n.size() - tail.size(), tail.size(), tail) == 0) {
+      if (n.size() > 4 + tail.size() && n.rfind("cbt_", 0) == 0 &&
+          n.compare(n.size() - tail.size(), tail.size(), tail) == 0) {
         const std::string cls = n.substr(4, n.size() - 4 - tail.size());
         known = known || std::all_of(cls.begin(), cls.end(), [](unsigned char ch) { return std::isalnum(ch) != 0; });
       }
     }
-    if (!known || !e.is_regular_file())
-      return "holds '" + n + "', which no build of Cellscope's makes";
+    if (!known || !e.is_regular_file()) return "holds '" + n + "', which no build of Cellscope's makes";
   }
   if (ec) return "cannot be read (" + ec.message() + ")";
   if (!any) return "";

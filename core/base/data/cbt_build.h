@@ -25,15 +25,15 @@ struct CbtBuildOptions {
   double valid_fraction = 0.1;    // of the book's sentences, contiguous: train, valid, test
   double test_fraction = 0.1;
   int64_t context_sentences = 20;
-  int64_t candidates = 10;        // answer included
+  int64_t candidates = 10;  // answer included
 };
 
 // Counts per split. A "window" = a query sentence with its full context inside the split.
 struct CbtSplitStats {
-  int64_t sentences = 0;             // sentences of the split
+  int64_t sentences = 0;  // sentences of the split
   int64_t windows = 0;
   int64_t questions = 0;
-  int64_t no_class_word = 0;         // the query sentence has no word of the class
+  int64_t no_class_word = 0;           // the query sentence has no word of the class
   int64_t skipped_not_in_context = 0;  // it has some, but none occurs (as the class) in the context
   int64_t skipped_few_candidates = 0;  // fewer than `candidates` distinct words of the class in the context
   json to_json() const;
@@ -43,8 +43,8 @@ struct CbtQuestion {
   std::vector<std::vector<std::string>> context;  // 20 tokenised sentences
   std::vector<std::string> query;                 // with exactly one "XXXXX"
   std::string answer;
-  std::vector<std::string> candidates;            // sorted; the answer exactly once
-  int64_t sentence = 0;                           // index of the query sentence in the book
+  std::vector<std::string> candidates;  // sorted; the answer exactly once
+  int64_t sentence = 0;                 // index of the query sentence in the book
 };
 
 struct CbtBuild {

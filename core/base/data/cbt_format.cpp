@@ -107,8 +107,10 @@ std::vector<ClozeExample> parse_cbt(const std::string& text, const std::string& 
     // line 21: query \t answer \t (empty) \t candidates
     const auto fields = split_on(rest, '\t');
     if (fields.size() != 4)
-      throw UserError(where(no) + "line 21 needs 4 tab-separated fields (query, answer, an empty field, candidates "
-                                  "separated by |), found " + std::to_string(fields.size()));
+      throw UserError(where(no) +
+                      "line 21 needs 4 tab-separated fields (query, answer, an empty field, candidates "
+                      "separated by |), found " +
+                      std::to_string(fields.size()));
     ex.query = split_words(fields[0]);
     if (std::find(ex.query.begin(), ex.query.end(), kClozeBlank) == ex.query.end())
       throw UserError(where(no) + "the query has no XXXXX (the blank): " + quote_(fields[0]));

@@ -60,8 +60,7 @@ TextFile open_text(const std::string& path) {
   const size_t bad = utf8_validate(f.begin, n - skip, &f.code_points);
   if (bad != std::string::npos) throw UserError(utf8_error_message(f.begin, n - skip, bad, path));
   if (f.begin == f.end) throw UserError("dataset file '" + path + "' is empty (only a byte-order mark)");
-  for (const unsigned char* q = f.begin; (q = static_cast<const unsigned char*>(std::memchr(q, '\r', f.end - q)));
-       ++q)
+  for (const unsigned char* q = f.begin; (q = static_cast<const unsigned char*>(std::memchr(q, '\r', f.end - q))); ++q)
     if (q + 1 < f.end && q[1] == '\n') ++f.crlf;
   return f;
 }
@@ -118,17 +117,16 @@ class IdBuilder {
   size_t train_symbols_ = 0;
 };
 
-void check_split(const std::string& path, const char* split, size_t have, bool allowed_empty,
-                 const std::string& hint) {
+void check_split(const std::string& path, const char* split, size_t have, bool allowed_empty, const std::string& hint) {
   if (have >= kMinSplitChars || (have == 0 && allowed_empty)) return;
   throw UserError("dataset file '" + path + "' is too small: the " + split + " split would hold " +
-                  std::to_string(have) + " character(s), at least " + std::to_string(kMinSplitChars) +
-                  " are needed" + hint);
+                  std::to_string(have) + " character(s), at least " + std::to_string(kMinSplitChars) + " are needed" +
+                  hint);
 }
 
 // text and text8: one file, contiguous split [train | valid | test].
-CharCorpus load_single(const std::string& path, const std::string& format, double vf, double tf,
-                       uint64_t max_chars, const Vocab* fixed) {
+CharCorpus load_single(const std::string& path, const std::string& format, double vf, double tf, uint64_t max_chars,
+                       const Vocab* fixed) {
   TextFile f = open_text(path);
   size_t n = f.code_points - f.crlf;
   if (max_chars > 0 && n > max_chars) n = static_cast<size_t>(max_chars);
@@ -319,8 +317,7 @@ CharCorpus load_char_corpus_file(const std::string& path, const std::string& for
                                  uint64_t max_chars, const Vocab* fixed) {
   const std::string format = format_in == "auto" || format_in.empty() ? detect_char_format(path) : format_in;
   if (format == "ptb_char") return load_ptb(path, max_chars, fixed);
-  if (dir_exists(path))
-    throw UserError("'" + path + "' is a directory; format " + format + " expects a file");
+  if (dir_exists(path)) throw UserError("'" + path + "' is a directory; format " + format + " expects a file");
   if (format == "text" || format == "text8") return load_single(path, format, vf, tf, max_chars, fixed);
   throw UserError("dataset.format: '" + format +
                   "' is not a character-level format (use auto, text, ptb_char or text8)");

@@ -106,15 +106,14 @@ DatasetLocation resolve_dataset(const json& dataset) {
   loc.entry = *e;
   loc.path = join_path(data_cache_dir(), e->at("path").get<std::string>());
   loc.format = format == "auto" ? e->at("format").get<std::string>() : format;
-  if (e->at("obtain") == "build") {  // built by Cellscope from other datasets (data/cbt_build.h): on first
+  if (e->at("obtain") == "build") {        // built by Cellscope from other datasets (data/cbt_build.h): on first
     build_manifest_dataset(manifest, *e);  // use, and again when build.json shows other options
     return loc;
   }
   std::string missing;
   if (!dataset_fetched(*e, &missing)) {
     if (e->at("obtain") == "npm")
-      throw UserError("dataset '" + loc.name + "' is not fetched yet (missing '" + missing +
-                      "'); " + fetch_hint());
+      throw UserError("dataset '" + loc.name + "' is not fetched yet (missing '" + missing + "'); " + fetch_hint());
     std::string url;
     if (e->contains("source") && e->at("source").is_object()) url = e->at("source").value("url", "");
     throw UserError("dataset '" + loc.name + "' is not bundled: obtain it yourself" +

@@ -13,7 +13,7 @@
 namespace cs {
 
 MappedFile::MappedFile(const std::string& path) : path_(path) {
-  struct stat st{};
+  struct stat st {};
   if (::stat(path.c_str(), &st) != 0) {
     if (errno == ENOENT) throw UserError("dataset file '" + path + "' does not exist");
     throw UserError("cannot access dataset file '" + path + "': " + std::strerror(errno));

@@ -38,7 +38,6 @@ std::string join_words(const std::vector<std::string>& w, size_t n) {
   return out;
 }
 
-
 // The lines of a one-sentence-per-line file, checked: UTF-8 (file:line:column), no NUL byte
 // (a binary file), no empty line. A final newline does not make an extra line; CR LF is read as LF.
 std::vector<std::string> read_sentence_lines(const std::string& file) {
@@ -70,7 +69,8 @@ std::vector<TextPair> read_pair_files(const std::string& src, const std::string&
   const auto t = read_sentence_lines(tgt);
   if (s.size() != t.size())
     throw UserError(src + " has " + std::to_string(s.size()) + " lines but " + tgt + " has " +
-                    std::to_string(t.size()) + " (the files must be line-aligned: line i of one is the pair of line i "
+                    std::to_string(t.size()) +
+                    " (the files must be line-aligned: line i of one is the pair of line i "
                     "of the other)");
   if (s.empty()) throw UserError(src + ": no lines (expected one sentence per line)");
   std::vector<TextPair> out(s.size());
@@ -125,8 +125,8 @@ bool skip_body_line(const std::string& line) {
     return t.size() >= e.size() && t.compare(t.size() - e.size(), e.size(), e) == 0;
   };
   if (ends_with("wrote:") || ends_with("writes:")) return true;
-  static const char* headers[] = {"from:", "date:", "to:", "cc:", "subject:", "message-id:", "url:",
-                                  "sent:", "reply-to:", "newsgroups:"};
+  static const char* headers[] = {
+      "from:", "date:", "to:", "cc:", "subject:", "message-id:", "url:", "sent:", "reply-to:", "newsgroups:"};
   for (const char* h : headers)
     if (starts_with_ci(t, 0, h)) return true;
   bool any_alnum = false;
@@ -275,8 +275,9 @@ Seq2SeqSplits load_parallel_dir(const std::string& dir, const std::string& sourc
   for (const char* split : {"train", "valid", "test"}) {
     const std::string base = join_path(dir, split);
     auto pairs = read_pair_files(base + "." + source_lang, base + "." + target_lang, lowercase, tokenizer, locale);
-    (std::string(split) == "train" ? out.train : std::string(split) == "valid" ? out.valid : out.test) =
-        std::move(pairs);
+    (std::string(split) == "train"   ? out.train
+     : std::string(split) == "valid" ? out.valid
+                                     : out.test) = std::move(pairs);
   }
   out.description = "parallel text " + dir + " (" + source_lang + " -> " + target_lang + "): " + count_text(out);
   return out;
@@ -285,8 +286,9 @@ Seq2SeqSplits load_parallel_dir(const std::string& dir, const std::string& sourc
 Seq2SeqSplits load_gigaword_dir(const std::string& dir, bool lowercase, const std::string& tokenizer,
                                 const std::string& locale) {
   if (!dir_exists(dir))
-    throw UserError(dir + ": not a directory (format \"gigaword\" expects a directory with train.article.txt, "
-                          "train.title.txt, valid.article.txt, ...)");
+    throw UserError(dir +
+                    ": not a directory (format \"gigaword\" expects a directory with train.article.txt, "
+                    "train.title.txt, valid.article.txt, ...)");
   Seq2SeqSplits out;
   for (const char* split : {"train", "valid", "test"}) {
     const std::string base = join_path(dir, split);
@@ -298,8 +300,9 @@ Seq2SeqSplits load_gigaword_dir(const std::string& dir, bool lowercase, const st
       tit = base + ".title.filter.txt";
     }
     auto pairs = read_pair_files(art, tit, lowercase, tokenizer, locale);
-    (std::string(split) == "train" ? out.train : std::string(split) == "valid" ? out.valid : out.test) =
-        std::move(pairs);
+    (std::string(split) == "train"   ? out.train
+     : std::string(split) == "valid" ? out.valid
+                                     : out.test) = std::move(pairs);
   }
   out.description = "Gigaword-style article/headline pairs " + dir + ": " + count_text(out);
   return out;
@@ -310,12 +313,9 @@ Seq2SeqSplits load_seq2seq_dataset(const json& ds) {
   const DatasetLocation loc = resolve_dataset(ds);
   std::string format = loc.format;
   if (format == "auto") {
-    if (loc.path.size() >= 6 && loc.path.compare(loc.path.size() - 6, 6, ".jsonl") == 0)
-      format = "headlines";
-    else if (file_exists(join_path(loc.path, "train.article.txt")))
-      format = "gigaword";
-    else
-      format = "parallel";
+    if (loc.path.size() >= 6 && loc.path.compare(loc.path.size() - 6, 6, ".jsonl") == 0) format = "headlines";
+    else if (file_exists(join_path(loc.path, "train.article.txt"))) format = "gigaword";
+    else format = "parallel";
   }
   const std::string label = loc.name.empty() ? loc.path : loc.name;
   Seq2SeqSplits s;

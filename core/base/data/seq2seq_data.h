@@ -17,8 +17,13 @@
 
 namespace cs {
 
-struct TextPair { std::string source, target; };
-struct Seq2SeqSplits { std::vector<TextPair> train, valid, test; std::string description; };
+struct TextPair {
+  std::string source, target;
+};
+struct Seq2SeqSplits {
+  std::vector<TextPair> train, valid, test;
+  std::string description;
+};
 
 // The pairs the "dataset" config section points at (formats: "parallel", "gigaword", "headlines").
 // Bad input: UserError naming file:line.
@@ -32,12 +37,12 @@ std::string lead_baseline(const std::string& source, int64_t n_words);
 
 // Options of the "headlines" builder.
 struct HeadlineOptions {
-  int64_t source_words = 40;       // the first N words of the body (dataset.source_words)
-  int64_t min_subject_words = 3;   // shorter cleaned subjects are dropped (dataset.min_subject_words)
-  int64_t min_source_words = 5;    // shorter bodies are dropped (dataset.min_source_words)
-  bool lowercase = true;           // lower-case source and target (dataset.lowercase)
-  std::string tokenizer = "icu";   // how: icu = NFC + Unicode, legacy = ASCII only (dataset.tokenizer)
-  std::string locale;              // dataset.locale: the language of lower-casing ("" = root)
+  int64_t source_words = 40;      // the first N words of the body (dataset.source_words)
+  int64_t min_subject_words = 3;  // shorter cleaned subjects are dropped (dataset.min_subject_words)
+  int64_t min_source_words = 5;   // shorter bodies are dropped (dataset.min_source_words)
+  bool lowercase = true;          // lower-case source and target (dataset.lowercase)
+  std::string tokenizer = "icu";  // how: icu = NFC + Unicode, legacy = ASCII only (dataset.tokenizer)
+  std::string locale;             // dataset.locale: the language of lower-casing ("" = root)
 };
 // Clean a Subject line: strips "Re:", "Fwd:", "Fw:", "AW:" prefixes (repeated, any case), list tags
 // like "[ILUG]" / "[SAtalk]", and collapses whitespace. "" when nothing is left.

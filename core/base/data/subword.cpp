@@ -151,8 +151,7 @@ bool blank(const std::string& s) { return s.find_first_not_of(" \t\r\n") == std:
 SubwordVocab SubwordVocab::train(const std::vector<std::string>& lines, const SubwordOptions& o) {
   if (o.model_type != "unigram" && o.model_type != "bpe")
     throw UserError("subword model_type '" + o.model_type + "': expected \"unigram\" or \"bpe\"");
-  if (o.vocab_size < 8)
-    throw UserError("subword vocab_size " + std::to_string(o.vocab_size) + ": must be at least 8");
+  if (o.vocab_size < 8) throw UserError("subword vocab_size " + std::to_string(o.vocab_size) + ": must be at least 8");
   if (!(o.character_coverage > 0.0 && o.character_coverage <= 1.0))
     throw UserError("subword character_coverage " + fmt_double(o.character_coverage) + ": must be in (0, 1]");
   std::vector<const char*> ptr;
@@ -170,7 +169,10 @@ SubwordVocab SubwordVocab::train(const std::vector<std::string>& lines, const Su
       "model_type=" + o.model_type,
       "vocab_size=" + std::to_string(o.vocab_size),
       "character_coverage=" + fmt_double(o.character_coverage),
-      "pad_id=0", "unk_id=1", "bos_id=2", "eos_id=3",
+      "pad_id=0",
+      "unk_id=1",
+      "bos_id=2",
+      "eos_id=3",
       "input_sentence_size=0",
       "shuffle_input_sentence=false",
       "num_threads=1",
@@ -205,8 +207,9 @@ SubwordVocab SubwordVocab::train(const std::vector<std::string>& lines, const Su
     if (std::regex_search(msg, m, too_small))
       throw UserError(o.option + " " + std::to_string(o.vocab_size) +
                       " is too small for the training text: its distinct characters and the 4 special pieces "
-                      "(<pad> <unk> <s> </s>) need " + m[2].str() + " entries; set " + o.option + " to " +
-                      m[2].str() + " or more (or lower-case / clean the text to have fewer characters)");
+                      "(<pad> <unk> <s> </s>) need " +
+                      m[2].str() + " entries; set " + o.option + " to " + m[2].str() +
+                      " or more (or lower-case / clean the text to have fewer characters)");
     throw UserError("training the subword vocabulary (SentencePiece " + o.model_type + ", vocab_size " +
                     std::to_string(o.vocab_size) + ") failed: " + msg);
   }

@@ -14,7 +14,7 @@
 namespace cs {
 
 struct SubwordOptions {
-  std::string model_type = "unigram";   // "unigram" | "bpe"
+  std::string model_type = "unigram";  // "unigram" | "bpe"
   int64_t vocab_size = 8000;
   double character_coverage = 1.0;
   // The option that set vocab_size, named in errors (the seq2seq task: dataset.source_vocab_size

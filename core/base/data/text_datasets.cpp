@@ -90,20 +90,31 @@ std::string semeval_decode_entities(const std::string& s, At&& at) {
 // What pugixml's parse status means, in the words of this loader.
 std::string semeval_xml_problem(pugi::xml_parse_status st) {
   switch (st) {
-    case pugi::status_unrecognized_tag: return "a '<' that starts no tag, comment or section (write &lt; for '<')";
-    case pugi::status_bad_pi: return "malformed XML declaration or processing instruction (<?...?>)";
-    case pugi::status_bad_comment: return "malformed or unterminated comment (<!-- ... -->)";
-    case pugi::status_bad_cdata: return "malformed or unterminated CDATA section (<![CDATA[ ... ]]>)";
-    case pugi::status_bad_doctype: return "malformed or unterminated <!DOCTYPE ...>";
-    case pugi::status_bad_pcdata: return "malformed text";
-    case pugi::status_bad_start_element: return "malformed start tag";
+    case pugi::status_unrecognized_tag:
+      return "a '<' that starts no tag, comment or section (write &lt; for '<')";
+    case pugi::status_bad_pi:
+      return "malformed XML declaration or processing instruction (<?...?>)";
+    case pugi::status_bad_comment:
+      return "malformed or unterminated comment (<!-- ... -->)";
+    case pugi::status_bad_cdata:
+      return "malformed or unterminated CDATA section (<![CDATA[ ... ]]>)";
+    case pugi::status_bad_doctype:
+      return "malformed or unterminated <!DOCTYPE ...>";
+    case pugi::status_bad_pcdata:
+      return "malformed text";
+    case pugi::status_bad_start_element:
+      return "malformed start tag";
     case pugi::status_bad_attribute:
       return "malformed attribute (name=\"value\", the value quoted, without '<': write &lt;)";
-    case pugi::status_bad_end_element: return "malformed closing tag";
-    case pugi::status_end_element_mismatch: return "closing tag that does not match the open element";
+    case pugi::status_bad_end_element:
+      return "malformed closing tag";
+    case pugi::status_end_element_mismatch:
+      return "closing tag that does not match the open element";
     case pugi::status_append_invalid_root:
-    case pugi::status_no_document_element: return "no XML element";
-    default: return "not readable as XML";
+    case pugi::status_no_document_element:
+      return "no XML element";
+    default:
+      return "not readable as XML";
   }
 }
 
@@ -216,7 +227,9 @@ int parse_sst_tree(const std::string& line, std::vector<std::string>& leaves, co
   size_t i = 0;
   int root = -1, depth = 0;
   auto col = [&] { return " (column " + std::to_string(i + 1) + ")"; };
-  auto ws = [&] { while (i < line.size() && line[i] == ' ') ++i; };
+  auto ws = [&] {
+    while (i < line.size() && line[i] == ' ') ++i;
+  };
   ws();
   if (i >= line.size() || line[i] != '(') throw UserError(w + ": expected '(' at the start of a tree" + col());
   while (i < line.size()) {
@@ -426,9 +439,9 @@ namespace {
 struct Known {
   const char* name;
   const char* task;
-  const char* path;    // relative to the data cache
+  const char* path;  // relative to the data cache
   const char* format;
-  const char* how;     // how to obtain it
+  const char* how;  // how to obtain it
 };
 const Known kKnown[] = {
     {"spam-assassin", "classify", "spam-assassin.jsonl", "jsonl", "run `cellscope-cli fetch`"},

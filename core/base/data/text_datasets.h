@@ -22,10 +22,10 @@ namespace cs {
 struct TextExample {
   std::string text;
   std::string label;
-  std::string split;       // "train" | "valid" | "test" when the source gives it, else ""
-  std::string aspect;      // absa: the aspect term
-  std::string group;       // absa: the sentence id (examples of one sentence share it)
-  bool hard = false;       // absa: the sentence has aspects of different polarities (HDS)
+  std::string split;          // "train" | "valid" | "test" when the source gives it, else ""
+  std::string aspect;         // absa: the aspect term
+  std::string group;          // absa: the sentence id (examples of one sentence share it)
+  bool hard = false;          // absa: the sentence has aspects of different polarities (HDS)
   bool pretokenized = false;  // SST: text is space-separated tokens
 };
 

@@ -52,8 +52,7 @@ int32_t decode_at(const std::string& s, size_t i, size_t* len) {
 // Python's str.isspace(): the characters str.split() and str.rstrip() treat as white space.
 bool py_space(int32_t c) {
   return (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20) || c == 0x85 || c == 0xA0 || c == 0x1680 ||
-         (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F ||
-         c == 0x3000;
+         (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
 }
 
 // Python's str.split() with no argument.
@@ -140,15 +139,21 @@ std::string regexp_tokenize(const std::string& line) {
   // 2. ([^0-9])([\.,]) -> "\1 \2 "
   s = sub2(
       s, [](char a, char b) { return !is_digit(a) && (b == '.' || b == ','); },
-      [](std::string& o, char a, char b) { o += {a, ' ', b, ' '}; });
+      [](std::string& o, char a, char b) {
+        o += {a, ' ', b, ' '};
+      });
   // 3. ([\.,])([^0-9]) -> " \1 \2"
   s = sub2(
       s, [](char a, char b) { return (a == '.' || a == ',') && !is_digit(b); },
-      [](std::string& o, char a, char b) { o += {' ', a, ' ', b}; });
+      [](std::string& o, char a, char b) {
+        o += {' ', a, ' ', b};
+      });
   // 4. ([0-9])(-) -> "\1 \2 "
   s = sub2(
       s, [](char a, char b) { return is_digit(a) && b == '-'; },
-      [](std::string& o, char a, char b) { o += {a, ' ', b, ' '}; });
+      [](std::string& o, char a, char b) {
+        o += {a, ' ', b, ' '};
+      });
   // One space between tokens, none at the ends.
   std::string out;
   for (const auto& w : py_split(s)) {
@@ -165,8 +170,8 @@ using Counts = std::map<Gram, int64_t>;
 
 Counts ngram_counts(const std::vector<std::string>& toks, size_t n) {
   Counts m;
-  for (size_t i = 0; i + n <= toks.size(); ++i) ++m[Gram(toks.begin() + static_cast<std::ptrdiff_t>(i),
-                                                          toks.begin() + static_cast<std::ptrdiff_t>(i + n))];
+  for (size_t i = 0; i + n <= toks.size(); ++i)
+    ++m[Gram(toks.begin() + static_cast<std::ptrdiff_t>(i), toks.begin() + static_cast<std::ptrdiff_t>(i + n))];
   return m;
 }
 
@@ -175,8 +180,7 @@ double my_log(double x) { return x == 0.0 ? -9999999999.0 : std::log(x); }  // s
 void check_bleu_options(const BleuOptions& o) {
   if (o.tokenize != "13a" && o.tokenize != "none")
     throw std::invalid_argument("BLEU tokenize '" + o.tokenize + "': expected 13a or none");
-  if (o.smooth_method != "exp" && o.smooth_method != "none" && o.smooth_method != "floor" &&
-      o.smooth_method != "add-k")
+  if (o.smooth_method != "exp" && o.smooth_method != "none" && o.smooth_method != "floor" && o.smooth_method != "add-k")
     throw std::invalid_argument("BLEU smooth_method '" + o.smooth_method + "': expected exp, none, floor or add-k");
   if (o.max_ngram_order < 1) throw std::invalid_argument("BLEU max_ngram_order must be >= 1");
 }
@@ -367,7 +371,9 @@ BleuScore corpus_bleu(const std::vector<std::string>& hypotheses, const std::vec
 
 std::string porter_stem(const std::string& word) {
   // A stemmer object is not thread-safe: one per thread.
-  struct Free { void operator()(sb_stemmer* p) const { sb_stemmer_delete(p); } };
+  struct Free {
+    void operator()(sb_stemmer* p) const { sb_stemmer_delete(p); }
+  };
   thread_local std::unique_ptr<sb_stemmer, Free> st(sb_stemmer_new("porter", "UTF_8"));
   if (!st) throw std::runtime_error("porter_stem: libstemmer has no 'porter' algorithm");
   const sb_symbol* out =
@@ -409,8 +415,8 @@ std::vector<std::string> rouge_tokens(const std::string& text, bool stem) {
   toks.erase(std::remove_if(toks.begin(), toks.end(),
                             [](const std::string& t) {
                               return t.empty() || !std::all_of(t.begin(), t.end(), [](char c) {
-                                return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
-                              });
+                                       return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+                                     });
                             }),
              toks.end());
   return toks;

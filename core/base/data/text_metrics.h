@@ -46,20 +46,20 @@ struct BleuOptions {
 };
 
 struct BleuScore {
-  double bleu = 0;                   // 0..100
+  double bleu = 0;  // 0..100
   double brevity_penalty = 0, length_ratio = 0;
-  std::vector<double> precision;     // per order, 0..1 (after smoothing, as sacreBLEU reports them / 100)
+  std::vector<double> precision;        // per order, 0..1 (after smoothing, as sacreBLEU reports them / 100)
   std::vector<int64_t> counts, totals;  // clipped matches and hypothesis n-grams per order, corpus sums
   int64_t hypothesis_length = 0, reference_length = 0;  // tokens; reference: the closest per segment
-  std::string signature;             // e.g. nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:cellscope-port-2.6.0
+  std::string signature;  // e.g. nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:cellscope-port-2.6.0
 };
 
 // The signature sacreBLEU 2.x prints for these options and `nrefs` references per segment.
 std::string bleu_signature(const BleuOptions& o, int nrefs = 1);
 
 // BLEU from corpus statistics (sacreBLEU's BLEU.compute_bleu): correct/total per n-gram order.
-BleuScore bleu_from_counts(std::vector<int64_t> correct, std::vector<int64_t> total, int64_t sys_len,
-                           int64_t ref_len, const BleuOptions& o = {});
+BleuScore bleu_from_counts(std::vector<int64_t> correct, std::vector<int64_t> total, int64_t sys_len, int64_t ref_len,
+                           const BleuOptions& o = {});
 
 // Corpus BLEU of detokenised hypotheses against one or more reference streams (reference_streams[k][i]
 // is the k-th reference of hypothesis i). Throws std::invalid_argument when a stream's length differs
@@ -80,16 +80,22 @@ std::string porter_stem(const std::string& word);
 // longer than 3 characters Porter-stemmed when `stem`.
 std::vector<std::string> rouge_tokens(const std::string& text, bool stem);
 
-struct RougeOptions { bool stem = false; };  // rouge-score's use_stemmer (default off, as there)
+struct RougeOptions {
+  bool stem = false;
+};  // rouge-score's use_stemmer (default off, as there)
 
-struct Prf { double precision = 0, recall = 0, f1 = 0; };  // 0..1
-struct RougePairScore { Prf rouge1, rouge2, rougeL; };
+struct Prf {
+  double precision = 0, recall = 0, f1 = 0;
+};  // 0..1
+struct RougePairScore {
+  Prf rouge1, rouge2, rougeL;
+};
 // rouge-score's RougeScorer.score(target, prediction) for rouge1, rouge2, rougeL (sentence-level LCS).
 RougePairScore rouge_pair(const std::string& target, const std::string& prediction, const RougeOptions& o = {});
 
 struct RougeScore {
   double rouge1 = 0, rouge2 = 0, rougeL = 0;  // F1, mean over pairs, 0..100
-  std::string signature;                       // e.g. tok:rouge-score|stem:no|agg:mean|version:cellscope-port-...
+  std::string signature;                      // e.g. tok:rouge-score|stem:no|agg:mean|version:cellscope-port-...
 };
 std::string rouge_signature(const RougeOptions& o);
 RougeScore corpus_rouge(const std::vector<std::string>& hypotheses, const std::vector<std::string>& references,

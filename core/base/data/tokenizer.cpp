@@ -69,7 +69,7 @@ const icu::Locale& lower_locale(const std::string& tag) {
 // Length in bytes of a typographic punctuation sequence at text[i], or 0.
 size_t legacy_unicode_punct(const std::string& s, size_t i) {
   static const char* marks[] = {"\xE2\x80\x9C", "\xE2\x80\x9D", "\xE2\x80\x98", "\xE2\x80\x99",  // “ ” ‘ ’
-                                "\xE2\x80\x94", "\xE2\x80\x93", "\xE2\x80\xA6"};                  // — – …
+                                "\xE2\x80\x94", "\xE2\x80\x93", "\xE2\x80\xA6"};                 // — – …
   for (const char* m : marks)
     if (s.compare(i, 3, m) == 0) return 3;
   return 0;
@@ -275,8 +275,7 @@ std::vector<std::string> icu_tokenize(const std::string& text, const TokenizerOp
 
 std::vector<std::string> tokenize(const std::string& text, const TokenizerOptions& opt) {
   if (opt.rules == kTokenizerIcu) return icu_tokenize(text, opt);
-  if (opt.rules != kTokenizerLegacy)
-    throw UserError("dataset.tokenizer: '" + opt.rules + "' (expected icu or legacy)");
+  if (opt.rules != kTokenizerLegacy) throw UserError("dataset.tokenizer: '" + opt.rules + "' (expected icu or legacy)");
   if (opt.legacy_rules == LegacyRules::Sentence) return legacy_sentence(text, opt);
   auto out = legacy_word_lm(text, opt);
   if (opt.max_tokens > 0 && out.size() > opt.max_tokens) out.resize(opt.max_tokens);

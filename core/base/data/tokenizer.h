@@ -47,8 +47,8 @@ const char* locale_option_help();
 std::string locale_error(const std::string& tag);
 
 struct TokenizerOptions {
-  std::string rules = kTokenizerIcu;  // dataset.tokenizer: "icu" | "legacy"
-  std::string locale;                 // dataset.locale ("" = root); icu rules only
+  std::string rules = kTokenizerIcu;               // dataset.tokenizer: "icu" | "legacy"
+  std::string locale;                              // dataset.locale ("" = root); icu rules only
   LegacyRules legacy_rules = LegacyRules::WordLM;  // what "legacy" means to the caller
   bool lowercase = true;
   bool keep_punctuation = true;  // punctuation marks become tokens (false: dropped)

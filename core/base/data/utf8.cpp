@@ -21,19 +21,41 @@ size_t utf8_validate(const unsigned char* p, size_t n, size_t* count) {
     const unsigned char c = p[i];
     size_t len;
     uint32_t min;
-    if (c < 0x80) { ++i; ++cps; continue; }
-    if (c >= 0xC2 && c <= 0xDF) { len = 2; min = 0x80; }
-    else if (c >= 0xE0 && c <= 0xEF) { len = 3; min = 0x800; }
-    else if (c >= 0xF0 && c <= 0xF4) { len = 4; min = 0x10000; }
-    else { if (count) *count = cps; return i; }
-    if (i + len > n) { if (count) *count = cps; return i; }
+    if (c < 0x80) {
+      ++i;
+      ++cps;
+      continue;
+    }
+    if (c >= 0xC2 && c <= 0xDF) {
+      len = 2;
+      min = 0x80;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      len = 3;
+      min = 0x800;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      len = 4;
+      min = 0x10000;
+    } else {
+      if (count) *count = cps;
+      return i;
+    }
+    if (i + len > n) {
+      if (count) *count = cps;
+      return i;
+    }
     uint32_t cp = c & (len == 2 ? 0x1Fu : len == 3 ? 0x0Fu : 0x07u);
     for (size_t k = 1; k < len; ++k) {
       const unsigned char cc = p[i + k];
-      if ((cc & 0xC0) != 0x80) { if (count) *count = cps; return i; }
+      if ((cc & 0xC0) != 0x80) {
+        if (count) *count = cps;
+        return i;
+      }
       cp = (cp << 6) | (cc & 0x3Fu);
     }
-    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) { if (count) *count = cps; return i; }
+    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
+      if (count) *count = cps;
+      return i;
+    }
     i += len;
     ++cps;
   }
@@ -86,8 +108,8 @@ std::string utf8_error_message(const std::string& text, size_t bad, const std::s
 std::string utf8_error_message(const unsigned char* text, size_t n, size_t bad, const std::string& file) {
   static const char* hex = "0123456789ABCDEF";
   const unsigned char c = bad < n ? text[bad] : 0;
-  return text_position(text, n, bad, file) + ": invalid UTF-8 (byte 0x" +
-         hex[c >> 4] + hex[c & 15] + " at byte offset " + std::to_string(bad) +
+  return text_position(text, n, bad, file) + ": invalid UTF-8 (byte 0x" + hex[c >> 4] + hex[c & 15] +
+         " at byte offset " + std::to_string(bad) +
          "); Cellscope reads text as UTF-8: convert the file (e.g. iconv -f latin1 -t utf-8)";
 }
 
@@ -117,8 +139,8 @@ size_t find_unprintable_name_char(const std::string& s, uint32_t* cp) {
     const auto* at = p;
     const uint32_t c = utf8_next(p);
     const bool control = c < 0x20 || (c >= 0x7F && c <= 0x9F);
-    const bool bidi = c == 0x061C || c == 0x200E || c == 0x200F || (c >= 0x202A && c <= 0x202E) ||
-                      (c >= 0x2066 && c <= 0x2069);
+    const bool bidi =
+        c == 0x061C || c == 0x200E || c == 0x200F || (c >= 0x202A && c <= 0x202E) || (c >= 0x2066 && c <= 0x2069);
     if (control || bidi) {
       if (cp) *cp = c;
       return static_cast<size_t>(at - b);

@@ -16,8 +16,15 @@ size_t utf8_validate(const unsigned char* p, size_t n, size_t* count);
 // Decode one code point at p (must be valid, already checked); advances p.
 inline uint32_t utf8_next(const unsigned char*& p) {
   const unsigned char c = *p;
-  if (c < 0x80) { ++p; return c; }
-  if (c < 0xE0) { uint32_t cp = ((c & 0x1Fu) << 6) | (p[1] & 0x3Fu); p += 2; return cp; }
+  if (c < 0x80) {
+    ++p;
+    return c;
+  }
+  if (c < 0xE0) {
+    uint32_t cp = ((c & 0x1Fu) << 6) | (p[1] & 0x3Fu);
+    p += 2;
+    return cp;
+  }
   if (c < 0xF0) {
     uint32_t cp = ((c & 0x0Fu) << 12) | ((p[1] & 0x3Fu) << 6) | (p[2] & 0x3Fu);
     p += 3;

@@ -74,11 +74,21 @@ std::string Vocab::escape(const std::string& sym) {
       continue;
     }
     switch (c) {
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
-      case ' ': out += "\\s"; break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case ' ':
+        out += "\\s";
+        break;
       default:
         if (c < 0x20 || c == 0x7F) hex_byte(c);
         else out += static_cast<char>(c);
@@ -158,11 +168,21 @@ Vocab Vocab::deserialize(const std::string& text_in, const std::string& source_n
       if (i + 1 >= line.size()) throw fail(lines.number(), "dangling backslash at end of line");
       char e = line[++i];
       switch (e) {
-        case '\\': sym += '\\'; break;
-        case 'n': sym += '\n'; break;
-        case 't': sym += '\t'; break;
-        case 'r': sym += '\r'; break;
-        case 's': sym += ' '; break;
+        case '\\':
+          sym += '\\';
+          break;
+        case 'n':
+          sym += '\n';
+          break;
+        case 't':
+          sym += '\t';
+          break;
+        case 'r':
+          sym += '\r';
+          break;
+        case 's':
+          sym += ' ';
+          break;
         case 'e':
           if (line != "\\e") throw fail(lines.number(), "'\\e' (empty symbol) must be alone on its line");
           break;
@@ -202,10 +222,8 @@ std::string Vocab::decode(const int32_t* ids, size_t n) const {
   out.reserve(n);
   for (size_t i = 0; i < n; ++i) {
     const int32_t id = ids[i];
-    if (id < 0 || static_cast<size_t>(id) >= symbols_.size())
-      out += kUnk;
-    else
-      out += symbols_[static_cast<size_t>(id)];
+    if (id < 0 || static_cast<size_t>(id) >= symbols_.size()) out += kUnk;
+    else out += symbols_[static_cast<size_t>(id)];
   }
   return out;
 }

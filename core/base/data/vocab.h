@@ -40,7 +40,7 @@ class Vocab {
 
   std::string serialize() const;
   static Vocab deserialize(const std::string& text, const std::string& source_name);
-  void save(const std::string& path) const;  // atomic (cs::atomic_write)
+  void save(const std::string& path) const;    // atomic (cs::atomic_write)
   static Vocab load(const std::string& path);  // UserError naming the file
 
   // Concatenate the symbols of ids (for showing samples); unknown ids render as "<unk>".

@@ -82,8 +82,8 @@ WordCorpus load_word_corpus(const json& ds, const Vocab* fixed) {
     const std::string base = join_path(data_cache_dir(), name);
     path = file_exists(base + ".txt") ? base + ".txt" : dir_exists(base) ? base : base + ".txt";
     if (!file_exists(path) && !dir_exists(path))
-      throw UserError("dataset.name: dataset '" + name + "' not found in " + data_cache_dir() +
-                      " (" + fetch_hint() + "; or set dataset.path)");
+      throw UserError("dataset.name: dataset '" + name + "' not found in " + data_cache_dir() + " (" + fetch_hint() +
+                      "; or set dataset.path)");
   }
   std::string format = ds.at("format").get<std::string>();
   std::string dir = path;

@@ -79,11 +79,17 @@ std::string WordNet::default_dir() { return env_or("CELLSCOPE_WORDNET_DIR", "/us
 
 int WordNet::pos_index(char pos) {
   switch (pos) {
-    case 'n': return 0;
-    case 'v': return 1;
-    case 'a': case 's': return 2;
-    case 'r': return 3;
-    default: throw UserError(std::string("WordNet: unknown part of speech '") + pos + "'");
+    case 'n':
+      return 0;
+    case 'v':
+      return 1;
+    case 'a':
+    case 's':
+      return 2;
+    case 'r':
+      return 3;
+    default:
+      throw UserError(std::string("WordNet: unknown part of speech '") + pos + "'");
   }
 }
 

@@ -56,11 +56,11 @@ class WordNet {
 
  private:
   struct Pos {
-    std::unordered_map<std::string, uint32_t> first_offset;  // index.<pos>: lemma -> first synset offset
-    std::unordered_set<std::string> lower_lemmas;            // written in lower case in data.<pos>
-    std::unordered_map<uint32_t, int> lexfile;               // data.<pos>: offset -> lexicographer file
+    std::unordered_map<std::string, uint32_t> first_offset;         // index.<pos>: lemma -> first synset offset
+    std::unordered_set<std::string> lower_lemmas;                   // written in lower case in data.<pos>
+    std::unordered_map<uint32_t, int> lexfile;                      // data.<pos>: offset -> lexicographer file
     std::unordered_map<std::string, std::vector<std::string>> exc;  // <pos>.exc: inflected -> bases
-    std::unordered_map<std::string, int64_t> tags;           // cntlist.rev: lemma -> tag count
+    std::unordered_map<std::string, int64_t> tags;                  // cntlist.rev: lemma -> tag count
   };
   static int pos_index(char pos);  // n 0, v 1, a 2, r 3; UserError otherwise
   Pos pos_[4];

@@ -46,12 +46,12 @@ class CpuBlockCache final : public torch_compat::AllocatorBase {
     bool operator()(const Block* a, const Block* b) const;
   };
   using FreeSet = std::set<Block*, BySize>;  // by size, then address
-  static void return_block(void* data);  // the DataPtr's deleter (and raw_deleter)
+  static void return_block(void* data);      // the DataPtr's deleter (and raw_deleter)
   static void lent_index_add(void* data, Block* b);
   static Block* lent_index_take(void* data);  // nullptr: not a large block of any instance
   FreeSet& set_of(const Block* b) const;
-  void list_locked(Block* b) const;    // into its free set, counted
-  void unlist_locked(Block* b) const;  // out of it
+  void list_locked(Block* b) const;     // into its free set, counted
+  void unlist_locked(Block* b) const;   // out of it
   Block* merge_locked(Block* b) const;  // with free neighbours of its kind; returns the merged block
   void free_locked(Block* b) const;
   int64_t resident_locked() const;  // mapped minus the free bytes given back

@@ -315,8 +315,7 @@ void CpuBlockCache::trim_idle_locked() const {
     Segment* s = segments_[i];
     if (s->lent == 0 && clock_ - last_used_locked(s) > opt_.max_idle)
       unmap_segment_locked(s);  // segments_[i] is the next one now
-    else
-      ++i;
+    else ++i;
   }
 }
 

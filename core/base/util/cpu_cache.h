@@ -34,15 +34,15 @@
 namespace cs {
 
 struct CpuCacheOptions {
-  size_t min_bytes = size_t(1) << 20;        // smaller blocks: the default allocator (glibc's heap)
-  size_t round_bytes = size_t(64) << 10;     // sizes rounded up to this (blocks are carved in these units)
-  size_t huge_min_bytes = size_t(8) << 20;   // from this rounded size on: 2 MB-aligned, MADV_HUGEPAGE, rounded to 2 MB
-  bool huge_pages = true;                    // false: every block mapped as usual
-  bool keep = true;                          // false: a segment is unmapped as soon as it is wholly free
-  size_t max_free_bytes = 0;                 // resident beyond the peak of lent bytes (CELLSCOPE_CPU_CACHE_MB)
-  double over_peak = 0.10;                   // past the limit by this fraction of the peak, free pages are given back
-  int64_t max_idle = 65536;                  // a wholly free segment unused for this many large allocations is unmapped
-                             // (an MZU step at batch 256 makes thousands; the peak bounds memory anyway)
+  size_t min_bytes = size_t(1) << 20;       // smaller blocks: the default allocator (glibc's heap)
+  size_t round_bytes = size_t(64) << 10;    // sizes rounded up to this (blocks are carved in these units)
+  size_t huge_min_bytes = size_t(8) << 20;  // from this rounded size on: 2 MB-aligned, MADV_HUGEPAGE, rounded to 2 MB
+  bool huge_pages = true;                   // false: every block mapped as usual
+  bool keep = true;                         // false: a segment is unmapped as soon as it is wholly free
+  size_t max_free_bytes = 0;                // resident beyond the peak of lent bytes (CELLSCOPE_CPU_CACHE_MB)
+  double over_peak = 0.10;                  // past the limit by this fraction of the peak, free pages are given back
+  int64_t max_idle = 65536;                 // a wholly free segment unused for this many large allocations is unmapped
+                                            // (an MZU step at batch 256 makes thousands; the peak bounds memory anyway)
 };
 
 struct CpuCacheStats {
@@ -55,9 +55,9 @@ struct CpuCacheStats {
   int64_t free_blocks = 0;
   int64_t free_bytes = 0;
   int64_t segments = 0;
-  int64_t mapped_bytes = 0;     // all segments: lent + free
-  int64_t advised_bytes = 0;    // free bytes whose pages were given back (MADV_DONTNEED): not resident
-  int64_t dropped = 0;          // segments unmapped (room for a new one, idle, release, keep = false)
+  int64_t mapped_bytes = 0;   // all segments: lent + free
+  int64_t advised_bytes = 0;  // free bytes whose pages were given back (MADV_DONTNEED): not resident
+  int64_t dropped = 0;        // segments unmapped (room for a new one, idle, release, keep = false)
 };
 
 // Sets the cache as LibTorch's CPU allocator for this process (once; later calls return the

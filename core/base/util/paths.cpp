@@ -105,8 +105,7 @@ std::string data_cache_dir() {
   // A source-tree build: the tree is still there and we may write into it
   // (its .cache/ is git-ignored). An installed program never writes there.
   const std::string src = source_dir();
-  if (!src.empty() && dir_exists(src) && ::access(src.c_str(), W_OK) == 0)
-    return join_path(src, ".cache/datasets");
+  if (!src.empty() && dir_exists(src) && ::access(src.c_str(), W_OK) == 0) return join_path(src, ".cache/datasets");
   if (const char* x = env_nonempty("XDG_CACHE_HOME")) return join_path(x, "cellscope/datasets");
   return join_path(home_dir(), ".cache/cellscope/datasets");
 }

@@ -14,7 +14,7 @@ struct BlasInfo {
 };
 
 BlasInfo detect_blas();
-json system_info();  // torch, blas, threads, cuda, cpus, version
+json system_info();                           // torch, blas, threads, cuda, cpus, version
 std::string blas_warning(const BlasInfo& b);  // empty when fine
 
 }  // namespace cs

@@ -32,7 +32,7 @@ class LineReader {
     ++number_;
     return true;
   }
-  size_t number() const { return number_; }  // of the line `next` gave last, from 1
+  size_t number() const { return number_; }             // of the line `next` gave last, from 1
   bool at_end() const { return pos_ >= text_.size(); }  // no line after the one `next` gave last
 
  private:

@@ -51,8 +51,8 @@ LengthBuckets metric_by_length(Task& task, const std::string& split, const std::
 // (kind_gate_histogram.cpp)
 SeriesSet gate_histograms(Task& task, const std::string& text, int bins = 20);
 struct GateSaturation {
-  std::string key;             // probe key, e.g. "l0/gate"
-  double below = 0, above = 0; // fraction of values < 0.1 and > 0.9
+  std::string key;              // probe key, e.g. "l0/gate"
+  double below = 0, above = 0;  // fraction of values < 0.1 and > 0.9
   int64_t count = 0;
 };
 // (kind_gate_saturation.cpp)

@@ -59,9 +59,10 @@ AnalysisResult run_aoa(const AnalysisKind& kind, const AnalysisRequest& req) {
   const std::string cap = m.caption;
   h.matrices.push_back(std::move(m));
   AnalysisResult r;
-  r.caption = cap + " Rows: the attention over attention s = alpha^T beta over the document (Cui et al. 2017 eq. 10; "
-                    "P(w) sums s over w's positions, eq. 11), and the column-wise document attention alpha(t) (eq. 6) "
-                    "averaged over the query words t (s weights them by beta instead).";
+  r.caption = cap +
+              " Rows: the attention over attention s = alpha^T beta over the document (Cui et al. 2017 eq. 10; "
+              "P(w) sums s over w's positions, eq. 11), and the column-wise document attention alpha(t) (eq. 6) "
+              "averaged over the query words t (s weights them by beta instead).";
   r.data = std::move(h);
   return r;
 }

@@ -55,8 +55,9 @@ ChannelGrid channel_grid(const Probe& p, const std::vector<std::string>& tokens,
     g.in_degree.push_back(row);
     g.blocks.push_back(bl);
   }
-  g.caption = "MC-RNN channel attention a_t^k (eq. 5) for every token t (x) and channel k (y); boxes: the blocks of "
-              "each channel, where the in-degree m_t^k (eq. 1) restarts at 1; MC-RNN paper Fig. 3.";
+  g.caption =
+      "MC-RNN channel attention a_t^k (eq. 5) for every token t (x) and channel k (y); boxes: the blocks of "
+      "each channel, where the in-degree m_t^k (eq. 1) restarts at 1; MC-RNN paper Fig. 3.";
   g.attention.caption = g.caption;
   return g;
 }

@@ -34,8 +34,9 @@ SeriesSet dzone_over_training(const std::string& run_dir, const std::string& tex
   s.x_label = "step";
   s.y_label = "mean D_zone";
   s.series = over_checkpoints(run_dir, text, [](Task& task, const std::string& t) { return mean_dzone(task, t); });
-  s.caption = "Mean zone disagreement D_zone = -mean_ij cos(z_i, z_j) (MZU eq. 18) of each M-function on the text, at "
-              "every saved checkpoint (higher = zones more different).";
+  s.caption =
+      "Mean zone disagreement D_zone = -mean_ij cos(z_i, z_j) (MZU eq. 18) of each M-function on the text, at "
+      "every saved checkpoint (higher = zones more different).";
   return s;
 }
 

@@ -42,7 +42,8 @@ SeriesSet gate_histograms(Task& task, const std::string& text, int bins) {
   if (s.series.empty()) throw UserError("this run's cells record no gates (RNN?)");
   s.caption = "Histogram over [0,1] (" + std::to_string(bins) +
               " bins) of every gate value the cells record on the text (GRU/CRU: candidate weight 1-z and reset r; "
-              "LSTM: input, forget, output; MZU: gate g). Saturation: " + sat + ".";
+              "LSTM: input, forget, output; MZU: gate g). Saturation: " +
+              sat + ".";
   return s;
 }
 

@@ -51,7 +51,7 @@ std::string dataset_difference(const json& a, const json& b, const std::string& 
 // "moby-dick, first 300k characters" / "corpus.txt".
 std::string dataset_description(const json& d) {
   if (!d.is_object()) return "its dataset";
-  std::string s = d.contains("name") && d["name"].is_string() ? d["name"].get<std::string>()
+  std::string s = d.contains("name") && d["name"].is_string()   ? d["name"].get<std::string>()
                   : d.contains("path") && d["path"].is_string() ? basename_of(d["path"].get<std::string>())
                                                                 : std::string("its dataset");
   if (d.contains("max_chars") && d["max_chars"].is_number_integer() && d["max_chars"].get<int64_t>() > 0)

@@ -31,8 +31,9 @@ TextTable prefix_predictions(Task& task, const std::string& sentence) {
                       c < static_cast<int64_t>(labels.size()) ? labels[static_cast<size_t>(c)] : std::to_string(c),
                       num(std::round(row[c].item<double>() * 10000) / 10000)});
   }
-  t.caption = "CRU paper Table 5: the class the model predicts for each prefix w_1..w_i of the sentence, with its "
-              "probability (tokens as the run's tokenizer splits them; unknown words are <unk> to the model).";
+  t.caption =
+      "CRU paper Table 5: the class the model predicts for each prefix w_1..w_i of the sentence, with its "
+      "probability (tokens as the run's tokenizer splits them; unknown words are <unk> to the model).";
   return t;
 }
 

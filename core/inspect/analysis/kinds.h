@@ -22,19 +22,19 @@ class Task;
 
 struct AnalysisRequest {
   std::string kind;
-  std::vector<std::string> runs;       // run directories (>= 1)
-  std::string checkpoint = "best";     // "best" | "last" | "step_N" | "N"
+  std::vector<std::string> runs;    // run directories (>= 1)
+  std::string checkpoint = "best";  // "best" | "last" | "step_N" | "N"
   // One checkpoint per run (same order as runs); empty = `checkpoint` for every run. A
   // comparison at different steps says so in the caption (both steps).
   std::vector<std::string> checkpoints;
-  std::string text;                    // "" = a default (start of the first run's valid split / a sample sentence)
-  int64_t last_k = 10;                 // relevance: rows
-  int64_t position = -1;               // zone_relevance / composition: character index (-1 = last)
-  int layer = -1;                      // -1 = top layer
-  std::string split = "test";          // length buckets, accuracy vs time
-  std::vector<int64_t> edges;          // length buckets; empty = default_edges_for(task)
-  int bins = 20;                       // gate histograms
-  std::string metric;                  // metric_time: "" = primary
+  std::string text;            // "" = a default (start of the first run's valid split / a sample sentence)
+  int64_t last_k = 10;         // relevance: rows
+  int64_t position = -1;       // zone_relevance / composition: character index (-1 = last)
+  int layer = -1;              // -1 = top layer
+  std::string split = "test";  // length buckets, accuracy vs time
+  std::vector<int64_t> edges;  // length buckets; empty = default_edges_for(task)
+  int bins = 20;               // gate histograms
+  std::string metric;          // metric_time: "" = primary
 };
 
 // Which fields of an AnalysisRequest a kind reads besides runs and checkpoint (a front
@@ -56,19 +56,19 @@ struct AnalysisKind;
 using AnalysisRunFn = AnalysisResult (*)(const AnalysisKind& kind, const AnalysisRequest& req);
 
 struct AnalysisKind {
-  std::string name;     // CLI KIND, e.g. "relevance"
-  std::string title;    // "Per-character relevance"
-  std::string help;     // one line
-  std::string caption;  // definition, for the view's help and exported figure captions
+  std::string name;                // CLI KIND, e.g. "relevance"
+  std::string title;               // "Per-character relevance"
+  std::string help;                // one line
+  std::string caption;             // definition, for the view's help and exported figure captions
   std::vector<std::string> tasks;  // tasks it applies to
   // Cells it applies to (model.cell, or an MC-RNN's model.base); empty: any cell. What a cell
   // records decides in the end (run_analysis refuses a run whose cell records nothing for the
   // kind); this list lets front ends offer only what can work (no channel attention for a satMZU).
   std::vector<std::string> cells;
   AnalysisInputs inputs;
-  bool multi_run = false;          // accepts several runs (side by side / overlaid)
-  bool over_training = false;      // uses every checkpoint (no --checkpoint)
-  bool colour_map = false;         // drawn as heatmaps whose colour map the user picks
+  bool multi_run = false;              // accepts several runs (side by side / overlaid)
+  bool over_training = false;          // uses every checkpoint (no --checkpoint)
+  bool colour_map = false;             // drawn as heatmaps whose colour map the user picks
   std::string default_split = "test";  // front ends' default for `split`
   AnalysisRunFn run = nullptr;
 };

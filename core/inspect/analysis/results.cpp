@@ -91,8 +91,13 @@ json MatrixSet::to_json() const {
     if (p.iteration >= 0) j["iteration"] = p.iteration;
     ps.push_back(j);
   }
-  return {{"title", title},       {"caption", caption},   {"composition", composition}, {"character", character},
-          {"position", position}, {"iterations", iterations}, {"panels", ps}};
+  return {{"title", title},
+          {"caption", caption},
+          {"composition", composition},
+          {"character", character},
+          {"position", position},
+          {"iterations", iterations},
+          {"panels", ps}};
 }
 
 std::string MatrixSet::to_csv() const {
@@ -138,7 +143,11 @@ std::string ChannelGrid::to_csv() const {
 json LengthBuckets::to_json() const {
   json a = json::array();
   for (auto& k : buckets)
-    a.push_back({{"label", k.label}, {"lo", k.lo}, {"hi", k.hi}, {"sequences", k.sequences}, {"units", k.units},
+    a.push_back({{"label", k.label},
+                 {"lo", k.lo},
+                 {"hi", k.hi},
+                 {"sequences", k.sequences},
+                 {"units", k.units},
                  {metric, jnum(k.value)}});
   json j = {{"run", run}, {"metric", metric}, {"length_unit", length_unit}, {"split", split}, {"buckets", a}};
   if (!name.empty()) j["name"] = name;
@@ -220,8 +229,8 @@ json SeriesSet::to_json() const {
     if (!e.yerr.empty()) o["yerr"] = es;
     s.push_back(o);
   }
-  json j = {{"title", title}, {"x_label", x_label}, {"y_label", y_label}, {"caption", caption},
-            {"style", style}, {"series", s}};
+  json j = {{"title", title},     {"x_label", x_label}, {"y_label", y_label},
+            {"caption", caption}, {"style", style},     {"series", s}};
   if (bin_width > 0) j["bin_width"] = bin_width;
   if (marker_step >= 0) j["marker_step"] = marker_step;
   return j;

@@ -35,9 +35,9 @@ struct HeatmapSet {
   double shared_min = 0, shared_max = 1;  // the colour scale shared by the runs
   // How the figure labels them (not exported).
   std::string x_label, y_label, value_label;
-  bool few_rows = false;                  // flatter panels; several runs stacked
-  json to_json() const;                   // {"matrices": [...], "scale": [min, max]}
-  std::string to_csv() const;             // one matrix: its CSV; several: a leading "run" column
+  bool few_rows = false;       // flatter panels; several runs stacked
+  json to_json() const;        // {"matrices": [...], "scale": [min, max]}
+  std::string to_csv() const;  // one matrix: its CSV; several: a leading "run" column
 };
 
 // One small heatmap of a set (composition weights: one per M-function, depth and,
@@ -62,16 +62,16 @@ struct MatrixSet {
 
 // MC-RNN channel-attention grid (MC-RNN paper Fig. 3): tokens along x, channels along y.
 struct ChannelGrid {
-  std::vector<std::string> tokens;   // display symbols / words, x axis
-  LabeledMatrix attention;           // rows "channel k" (k = 1..K), cols = tokens; a_t^k
+  std::vector<std::string> tokens;              // display symbols / words, x axis
+  LabeledMatrix attention;                      // rows "channel k" (k = 1..K), cols = tokens; a_t^k
   std::vector<std::vector<int64_t>> in_degree;  // [K][T]: m_t^k of eq. 1
   // Block structure per channel: token spans [begin, end) of each block (a block starts
   // where m_t^k = 1; the first may be cut by the start of the text).
   std::vector<std::vector<std::pair<int64_t, int64_t>>> blocks;
-  int64_t block_size = 0;            // n (K = n - 1 channels)
+  int64_t block_size = 0;  // n (K = n - 1 channels)
   std::string caption;
   json to_json() const;
-  std::string to_csv() const;        // channel,token_index,token,attention,in_degree,block
+  std::string to_csv() const;  // channel,token_index,token,attention,in_degree,block
 };
 
 // A metric per sequence-length bucket: bpc (char_lm), ppl (word_lm), accuracy (classify/absa).
@@ -84,10 +84,10 @@ struct MetricBucket {
   double value = 0;        // the metric (NaN when empty)
 };
 struct LengthBuckets {
-  std::string run;         // run directory (or name) this belongs to
-  std::string name;        // its name in legends (run_names.h); "" = run
-  std::string metric;      // "bpc" | "ppl" | "accuracy"
-  std::string length_unit; // "characters" | "tokens"
+  std::string run;          // run directory (or name) this belongs to
+  std::string name;         // its name in legends (run_names.h); "" = run
+  std::string metric;       // "bpc" | "ppl" | "accuracy"
+  std::string length_unit;  // "characters" | "tokens"
   std::string split;
   std::vector<MetricBucket> buckets;
   json to_json() const;

@@ -76,19 +76,19 @@ bool never_named(const std::string& key) {
   // batching (they may change results, but a name made of them reads as noise), and what the
   // cell token already says.
   static const std::set<std::string> skip = {"training.eval_every", "training.eval_batch", "model.cell",
-                                             "model.depth", "model.base", "model.block"};
+                                             "model.depth",         "model.base",          "model.block"};
   return is_bookkeeping_option(key) || skip.count(key) != 0;
 }
 
 // Order of the parts of a name: what a reader compares first.
 int priority(const std::string& key) {
   static const std::vector<std::string> order = {
-      "task.name",          "model.hidden",      "model.layers",      "model.embed",
-      "model.zones",        "model.filter",      "model.capsules",    "model.routing_iters",
-      "model.filter_length", "model.attention",  "training.lr",       "model.zone_disagreement",
-      "training.optimizer", "dataset.name",      "dataset.path",      "dataset.max_chars",
-      "training.batch",     "training.bptt",     "model.dropout",     "model.candidate_dropout",
-      "model.layer_norm",   "training.steps",    "training.seed"};
+      "task.name",           "model.hidden",    "model.layers",   "model.embed",
+      "model.zones",         "model.filter",    "model.capsules", "model.routing_iters",
+      "model.filter_length", "model.attention", "training.lr",    "model.zone_disagreement",
+      "training.optimizer",  "dataset.name",    "dataset.path",   "dataset.max_chars",
+      "training.batch",      "training.bptt",   "model.dropout",  "model.candidate_dropout",
+      "model.layer_norm",    "training.steps",  "training.seed"};
   auto it = std::find(order.begin(), order.end(), key);
   return it == order.end() ? static_cast<int>(order.size()) : static_cast<int>(it - order.begin());
 }
@@ -99,10 +99,11 @@ std::string cell_short_name(const json& model) {
   if (!model.is_object() || !model.contains("cell") || !model["cell"].is_string()) return "";
   const std::string cell = model["cell"].get<std::string>();
   static const std::map<std::string, std::string> names = {
-      {"rnn", "RNN"},           {"gru", "GRU"},         {"lstm", "LSTM"},
-      {"gru_dt", "GRU"},        {"sat_mzu", "satMZU"},  {"gcn_mzu", "gcnMZU"},
-      {"cap_mzu", "capMZU"},    {"cru_shallow", "CRU shallow"}, {"cru_deep", "CRU deep"},
-      {"cru_deep_enhanced", "CRU deep+"}};
+      {"rnn", "RNN"},           {"gru", "GRU"},
+      {"lstm", "LSTM"},         {"gru_dt", "GRU"},
+      {"sat_mzu", "satMZU"},    {"gcn_mzu", "gcnMZU"},
+      {"cap_mzu", "capMZU"},    {"cru_shallow", "CRU shallow"},
+      {"cru_deep", "CRU deep"}, {"cru_deep_enhanced", "CRU deep+"}};
   if (cell == "mcrnn") {
     std::string s = "MC-RNN";
     if (model.contains("block") && model["block"].is_number_integer())
@@ -177,8 +178,8 @@ std::vector<std::string> comparison_names(const std::vector<RunIdentity>& runs, 
   if (n == 1) {
     const std::string cell = cell_short_name(model_of(runs[0]));
     out[0] = !runs[0].label.empty() ? runs[0].label
-             : cell.empty()          ? dir_name(runs[0].dir)
-                                     : cell + " (" + dir_name(runs[0].dir) + ")";
+             : cell.empty()         ? dir_name(runs[0].dir)
+                                    : cell + " (" + dir_name(runs[0].dir) + ")";
     return out;
   }
   // The parts each run can be named by: the cell token when cells (or their deep

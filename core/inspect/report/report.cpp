@@ -40,8 +40,8 @@ namespace {
 const std::set<std::string>& keys_for(const std::string& kind) {
   static const std::set<std::string> table = {"sweep", "metric", "paired", "budget", "caption", "id"};
   static const std::set<std::string> series = {"sweep", "series", "metric", "caption", "id"};
-  static const std::set<std::string> analysis = {"analysis", "figure", "run",   "runs",    "checkpoint", "checkpoints",
-                                                 "text",     "last",   "layer", "char",    "question",   "split",
+  static const std::set<std::string> analysis = {"analysis", "figure", "run",    "runs",    "checkpoint", "checkpoints",
+                                                 "text",     "last",   "layer",  "char",    "question",   "split",
                                                  "buckets",  "bins",   "metric", "caption", "id"};
   return kind == "table" ? table : kind == "series" ? series : analysis;
 }
@@ -55,7 +55,8 @@ std::string join(const std::vector<std::string>& v, const std::string& sep) {
 bool valid_id(const std::string& s) {
   if (s.empty() || s.size() > 80 || s[0] == '.') return false;
   return std::all_of(s.begin(), s.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_' ||
+           c == '.';
   });
 }
 
@@ -175,8 +176,8 @@ struct Fingerprints {
 // ------------------------------------------------------------------ items
 
 struct ItemOutput {
-  json manifest;          // id, kind, caption, runs, numbers, outputs
-  std::string markdown;   // its section of report.md
+  json manifest;         // id, kind, caption, runs, numbers, outputs
+  std::string markdown;  // its section of report.md
 };
 
 void write_out(const std::string& dir, const std::string& name, const std::string& data, json& outputs) {
@@ -220,8 +221,9 @@ SweepResults read_sweep_or_explain(const std::string& name, const std::string& w
   SweepResults r = read_sweep_results(name, ws, metric);
   const bool any = std::any_of(r.records.begin(), r.records.end(), [](const SweepRunRecord& x) { return x.has_value; });
   if (!any)
-    throw UserError("sweep '" + name + "' has no finished point in workspace " + ws + ": run `cellscope-cli sweep run " +
-                    name + " --workspace " + ws + "` (it resumes where it stopped)");
+    throw UserError("sweep '" + name + "' has no finished point in workspace " + ws +
+                    ": run `cellscope-cli sweep run " + name + " --workspace " + ws +
+                    "` (it resumes where it stopped)");
   return r;
 }
 
@@ -273,7 +275,8 @@ ItemOutput render_table(const ReportItem& it, const std::string& dir, Fingerprin
   json numbers = json::object();
   for (size_t ri = 0; ri < t.row_labels.size(); ++ri)
     for (size_t ci = 0; ci < t.col_labels.size(); ++ci)
-      if (!t.cells[ri][ci].reference) numbers[t.row_labels[ri] + " / " + t.col_labels[ci]] = cell_number(t.cells[ri][ci]);
+      if (!t.cells[ri][ci].reference)
+        numbers[t.row_labels[ri] + " / " + t.col_labels[ci]] = cell_number(t.cells[ri][ci]);
   int missing = 0;
   for (auto& rec : r.records) missing += rec.has_value ? 0 : 1;
   std::string caption = it.caption.empty() ? t.title : it.caption;
@@ -287,8 +290,8 @@ ItemOutput render_table(const ReportItem& it, const std::string& dir, Fingerprin
   if (missing > 0)
     what += " " + std::to_string(missing) + " of " + std::to_string(r.records.size()) +
             " points have no value yet (not run, running or failed).";
-  o.manifest = {{"id", it.id},     {"kind", "table"},       {"caption", caption},
-                {"sweep", name},   {"metric", r.metric_label}, {"missing_points", missing},
+  o.manifest = {{"id", it.id},       {"kind", "table"},          {"caption", caption},
+                {"sweep", name},     {"metric", r.metric_label}, {"missing_points", missing},
                 {"numbers", numbers}};
   sweep_runs(r, fp, o.manifest);
   o.manifest["outputs"] = outputs;
@@ -332,7 +335,8 @@ ItemOutput render_series(const ReportItem& it, const std::string& dir, Fingerpri
     s->x.push_back(x);
     s->y.push_back(p.mean);
     s->yerr.push_back(p.std);
-    numbers[(p.series.empty() ? "" : p.series + " / ") + axis + "=" + p.x] = {{"mean", p.mean}, {"std", p.std}, {"n", p.n}};
+    numbers[(p.series.empty() ? "" : p.series + " / ") + axis + "=" + p.x] = {
+        {"mean", p.mean}, {"std", p.std}, {"n", p.n}};
   }
   const bool images = static_cast<bool>(opt.write_images);
   if (images) {
@@ -342,8 +346,8 @@ ItemOutput render_series(const ReportItem& it, const std::string& dir, Fingerpri
     outputs.push_back(it.id + ".png");
     outputs.push_back(it.id + ".pdf");
   }
-  o.manifest = {{"id", it.id}, {"kind", "series"}, {"caption", caption}, {"sweep", name}, {"axis", axis},
-                {"metric", r.metric_label}, {"numbers", numbers}};
+  o.manifest = {{"id", it.id},  {"kind", "series"},         {"caption", caption}, {"sweep", name},
+                {"axis", axis}, {"metric", r.metric_label}, {"numbers", numbers}};
   sweep_runs(r, fp, o.manifest);
   o.manifest["outputs"] = outputs;
   o.markdown = caption + "\n\n" + figure_links(it.id, images, caption);
@@ -409,8 +413,9 @@ ItemOutput render_analysis(const ReportItem& it, const std::string& dir, Fingerp
     used[key] = cks;
   }
   const std::string caption = it.caption.empty() ? kind.title + " (" + join(names, ", ") + ")" : it.caption;
-  o.manifest = {{"id", it.id},     {"kind", "analysis"}, {"caption", caption}, {"analysis", rq.kind},
-                {"warnings", res.warnings}, {"runs", runs}, {"checkpoints", used}, {"outputs", outputs}};
+  o.manifest = {{"id", it.id},         {"kind", "analysis"},       {"caption", caption},
+                {"analysis", rq.kind}, {"warnings", res.warnings}, {"runs", runs},
+                {"checkpoints", used}, {"outputs", outputs}};
   std::string md = caption + "\n\n" + figure_links(it.id, images, caption);
   for (auto& w : res.warnings) md += "\nWarning: " + w + "\n";
   if (!res.caption.empty()) md += "\n" + res.caption + "\n";
@@ -485,7 +490,8 @@ ReportSpec ReportSpec::from_json(const json& j, const std::string& file) {
   if (!j.is_object()) throw UserError(file + ": a report spec is a JSON object {\"title\", \"items\": [...]}");
   s.source = j;
   for (auto& [k, v] : j.items())
-    if (k != "title" && k != "items" && k != "notes") problems.push_back("unknown key '" + k + "' (title, items, notes)");
+    if (k != "title" && k != "items" && k != "notes")
+      problems.push_back("unknown key '" + k + "' (title, items, notes)");
   if (j.contains("title") && !j["title"].is_string()) problems.push_back("title: expected a string");
   s.title = j.contains("title") && j["title"].is_string() ? j["title"].get<std::string>() : "Report";
   if (!j.contains("items") || !j["items"].is_array() || j["items"].empty()) {
@@ -503,8 +509,9 @@ ReportSpec ReportSpec::from_json(const json& j, const std::string& file) {
       it.spec = x;
       const int kinds = int(x.contains("sweep")) + int(x.contains("analysis")) + int(x.contains("figure"));
       if (kinds != 1) {
-        problems.push_back(at + ": give exactly one of \"sweep\" (a table or, with \"series\", a figure), "
-                                "\"analysis\" (a kind) or \"figure\": \"curves\"");
+        problems.push_back(at +
+                           ": give exactly one of \"sweep\" (a table or, with \"series\", a figure), "
+                           "\"analysis\" (a kind) or \"figure\": \"curves\"");
         continue;
       }
       it.kind = x.contains("sweep") ? (x.contains("series") ? "series" : "table") : "analysis";
@@ -518,12 +525,14 @@ ReportSpec ReportSpec::from_json(const json& j, const std::string& file) {
           if (required) problems.push_back(at + "." + k + ": required");
           return;
         }
-        if (!x[k].is_string() || x[k].get<std::string>().empty()) problems.push_back(at + "." + k + ": expected a non-empty string");
+        if (!x[k].is_string() || x[k].get<std::string>().empty())
+          problems.push_back(at + "." + k + ": expected a non-empty string");
       };
       auto need_int = [&](const char* k) {
         if (x.contains(k) && !x[k].is_number_integer()) problems.push_back(at + "." + k + ": expected an integer");
       };
-      for (const char* k : {"metric", "paired", "budget", "caption", "id", "series", "run", "checkpoint", "text", "split"})
+      for (const char* k :
+           {"metric", "paired", "budget", "caption", "id", "series", "run", "checkpoint", "text", "split"})
         need_string(k, false);
       for (const char* k : {"last", "layer", "char", "question", "bins"}) need_int(k);
       if (it.kind != "analysis") {
@@ -545,23 +554,25 @@ ReportSpec ReportSpec::from_json(const json& j, const std::string& file) {
             }
         }
         const bool one = x.contains("run"), many = x.contains("runs");
-        if (one == many) problems.push_back(at + ": give \"run\" (one run) or \"runs\" (a list), not " +
-                                            (one ? "both" : "neither"));
+        if (one == many)
+          problems.push_back(at + ": give \"run\" (one run) or \"runs\" (a list), not " + (one ? "both" : "neither"));
         for (const char* k : {"runs", "checkpoints"})
           if (x.contains(k) && (!x[k].is_array() || x[k].empty() ||
                                 !std::all_of(x[k].begin(), x[k].end(), [](const json& v) { return v.is_string(); })))
             problems.push_back(at + "." + k + ": expected a non-empty list of strings");
-        if (x.contains("buckets") && (!x["buckets"].is_array() ||
-                                      !std::all_of(x["buckets"].begin(), x["buckets"].end(),
-                                                   [](const json& v) { return v.is_number_integer(); })))
+        if (x.contains("buckets") &&
+            (!x["buckets"].is_array() || !std::all_of(x["buckets"].begin(), x["buckets"].end(),
+                                                      [](const json& v) { return v.is_number_integer(); })))
           problems.push_back(at + ".buckets: expected a list of integers");
       }
-      const std::string base = it.kind == "analysis"
-                                   ? (x.contains("analysis") && x["analysis"].is_string() ? x["analysis"].get<std::string>()
-                                                                                         : std::string("curves"))
-                                   : (x["sweep"].is_string() ? x["sweep"].get<std::string>() : std::string("sweep")) +
-                                         (it.kind == "series" ? "-series" : "");
-      it.id = x.contains("id") && x["id"].is_string() ? x["id"].get<std::string>() : two_digits(i + 1) + "-" + slug(base);
+      const std::string base =
+          it.kind == "analysis"
+              ? (x.contains("analysis") && x["analysis"].is_string() ? x["analysis"].get<std::string>()
+                                                                     : std::string("curves"))
+              : (x["sweep"].is_string() ? x["sweep"].get<std::string>() : std::string("sweep")) +
+                    (it.kind == "series" ? "-series" : "");
+      it.id =
+          x.contains("id") && x["id"].is_string() ? x["id"].get<std::string>() : two_digits(i + 1) + "-" + slug(base);
       if (!valid_id(it.id)) problems.push_back(at + ".id: '" + it.id + "' is not a file name (letters, digits, - _ .)");
       else if (!ids.insert(it.id).second) problems.push_back(at + ".id: '" + it.id + "' is used by an earlier item");
       it.caption = x.contains("caption") && x["caption"].is_string() ? x["caption"].get<std::string>() : "";
@@ -656,7 +667,8 @@ json render_report(const ReportSpec& spec, const std::string& spec_file, const s
   const std::string target = fs::path(out).lexically_normal().string();
   const std::string clean = !target.empty() && target.back() == '/' ? target.substr(0, target.size() - 1) : target;
   if (dir_exists(clean) && !list_dir(clean).empty()) require_own_report(clean);
-  if (file_exists(clean) && !dir_exists(clean)) throw UserError("'" + clean + "' is a file: give a directory for --out");
+  if (file_exists(clean) && !dir_exists(clean))
+    throw UserError("'" + clean + "' is a file: give a directory for --out");
   const std::string ws = opt.workspace.empty() ? default_workspace() : opt.workspace;
   if (!dir_exists(ws)) throw UserError("workspace '" + ws + "' does not exist");
   // Every sweep that has not run, in one message with the commands that run them.
@@ -670,9 +682,8 @@ json render_report(const ReportSpec& spec, const std::string& spec_file, const s
       missing.push_back(cmd);
   }
   if (!missing.empty()) {
-    std::string msg = std::to_string(missing.size()) + " sweep" + (missing.size() > 1 ? "s" : "") +
-                      " of the report " + (missing.size() > 1 ? "have" : "has") + " not run in workspace " + ws +
-                      "; run:";
+    std::string msg = std::to_string(missing.size()) + " sweep" + (missing.size() > 1 ? "s" : "") + " of the report " +
+                      (missing.size() > 1 ? "have" : "has") + " not run in workspace " + ws + "; run:";
     for (auto& m : missing) msg += "\n  " + m;
     throw UserError(msg);
   }
@@ -693,8 +704,8 @@ json render_report(const ReportSpec& spec, const std::string& spec_file, const s
     manifest["runs"] = r.runs;
     manifest["warnings"] = r.warnings;
     json items = json::array();
-    std::string md = "# " + spec.title + "\n\nRendered " + manifest["created"].get<std::string>() +
-                     " by cellscope " + CELLSCOPE_VERSION +
+    std::string md = "# " + spec.title + "\n\nRendered " + manifest["created"].get<std::string>() + " by cellscope " +
+                     CELLSCOPE_VERSION +
                      (std::string(build_git_commit()).empty() ? "" : std::string(" (") + build_git_commit() + ")") +
                      " from workspace `" + manifest["workspace"].get<std::string>() + "`" +
                      (spec_file.empty() ? "" : " and spec `" + spec_file + "`") +
@@ -785,7 +796,8 @@ void check_manifest_shape(const json& m, const std::string& mpath) {
   auto optional_string = [&](const json& o, const char* k, const std::string& at) {
     if (o.contains(k) && !o[k].is_string()) bad(at + "." + k, "a string", o[k]);
   };
-  if (!m.is_object()) throw UserError(mpath + ": not a report manifest (expected a JSON object, found " + json_kind(m) + ")");
+  if (!m.is_object())
+    throw UserError(mpath + ": not a report manifest (expected a JSON object, found " + json_kind(m) + ")");
   for (const char* k : {"spec", "items", "runs"})
     if (!m.contains(k)) problems.push_back(std::string(k) + ": missing");
   if (m.contains("items") && !m["items"].is_array()) bad("items", "a list", m["items"]);
@@ -822,7 +834,8 @@ void check_manifest_shape(const json& m, const std::string& mpath) {
               continue;
             }
             for (size_t f = 0; f < files.size(); ++f)
-              if (!files[f].is_string()) bad(at + ".checkpoints." + k + "[" + std::to_string(f) + "]", "a string", files[f]);
+              if (!files[f].is_string())
+                bad(at + ".checkpoints." + k + "[" + std::to_string(f) + "]", "a string", files[f]);
           }
       }
       if (it.contains("outputs")) strings_object(it["outputs"], at + ".outputs");
@@ -871,7 +884,8 @@ json member_or_empty(const json& j, const char* k) {
 }
 
 // Differences of the inputs of one run (old manifest entry vs recomputed).
-void compare_run(const std::string& key, const json& a, const json& b, const json& used, std::vector<std::string>* out) {
+void compare_run(const std::string& key, const json& a, const json& b, const json& used,
+                 std::vector<std::string>* out) {
   if (b.is_null()) {
     out->push_back("run " + key + " is no longer used or found");
     return;
@@ -890,7 +904,8 @@ void compare_run(const std::string& key, const json& a, const json& b, const jso
   for (auto& [f, sha] : fa.items()) {
     const std::string now = fb.value(f, "");
     if (sha.get<std::string>() != now)
-      out->push_back("dataset file " + f + " changed (" + short_sha(sha.get<std::string>()) + " -> " + short_sha(now) + ")");
+      out->push_back("dataset file " + f + " changed (" + short_sha(sha.get<std::string>()) + " -> " + short_sha(now) +
+                     ")");
   }
   for (auto& [f, sha] : fb.items())
     if (!fa.contains(f)) out->push_back("dataset file " + f + " is new");

@@ -57,7 +57,7 @@ json render_report(const ReportSpec& spec, const std::string& spec_file, const s
                    const ReportOptions& options);
 
 struct ReportCheckLine {
-  std::string item;     // the item's id, or "code" for the code version
+  std::string item;  // the item's id, or "code" for the code version
   bool ok = true;
   std::vector<std::string> changes;  // why not ok (or notes when ok)
 };

@@ -179,11 +179,12 @@ namespace {
 // python3-torch 2.6.0+debian as well: torch.nn.LSTM under torch.no_grad(); docs/PLATFORMS.md). So the first
 // LSTM of a process compares at::lstm without gradients against the same call with oneDNN off, on a small LSTM of
 // fixed weights (no random numbers are drawn: training stays reproducible), and where they differ every later
-// call (with gradients or not) runs with oneDNN off. Other builds (Debian 12's 1.13 has no oneDNN RNN; a sound oneDNN) keep their path.
+// call (with gradients or not) runs with oneDNN off. Other builds (Debian 12's 1.13 has no oneDNN RNN; a sound oneDNN)
+// keep their path.
 std::mutex g_onednn_flag;  // the switch is process-wide: one LSTM call at a time flips it
 std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> lstm_call(const torch::Tensor& x, const torch::Tensor& h0,
-                                                                 const torch::Tensor& c0, at::TensorList params,
-                                                                 bool train, bool onednn_off) {
+                                                                  const torch::Tensor& c0, at::TensorList params,
+                                                                  bool train, bool onednn_off) {
   if (!onednn_off) return at::lstm(x, {h0, c0}, params, true, 1, 0.0, train, false, false);
   std::lock_guard<std::mutex> lock(g_onednn_flag);
   auto& context = at::globalContext();
@@ -208,8 +209,8 @@ bool onednn_lstm_unsound() {
     const auto x = fixed(T * B * E, 0.1).reshape({T, B, E});
     const auto h0 = fixed(B * H, 0.2).reshape({1, B, H}), c0 = fixed(B * H, 0.3).reshape({1, B, H});
     const std::vector<torch::Tensor> params = {fixed(4 * H * E, 0.4).reshape({4 * H, E}) * 0.5,
-                                               fixed(4 * H * H, 0.5).reshape({4 * H, H}) * 0.5,
-                                               fixed(4 * H, 0.6) * 0.1, fixed(4 * H, 0.7) * 0.1};
+                                               fixed(4 * H * H, 0.5).reshape({4 * H, H}) * 0.5, fixed(4 * H, 0.6) * 0.1,
+                                               fixed(4 * H, 0.7) * 0.1};
     const auto as_is = std::get<0>(lstm_call(x, h0, c0, params, false, false));
     const auto native = std::get<0>(lstm_call(x, h0, c0, params, false, true));
     const double diff = (as_is - native).abs().max().item<double>();

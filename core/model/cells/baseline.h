@@ -13,10 +13,10 @@ namespace cs {
 struct BaselineOptions {
   int64_t input_size = 0;
   int64_t hidden_size = 0;
-  bool layer_norm = false;          // LN on the gates' pre-activations (forces step-wise path)
-  double candidate_dropout = 0.0;   // dropout on the candidate activation (forces step-wise in training)
-  int64_t depth = 1;                // GRU+DT: number of transition GRUs L after the first
-  bool share_transition = true;     // GRU+DT: the transition GRUs reuse the first GRU's parameters (as the MZUs)
+  bool layer_norm = false;         // LN on the gates' pre-activations (forces step-wise path)
+  double candidate_dropout = 0.0;  // dropout on the candidate activation (forces step-wise in training)
+  int64_t depth = 1;               // GRU+DT: number of transition GRUs L after the first
+  bool share_transition = true;    // GRU+DT: the transition GRUs reuse the first GRU's parameters (as the MZUs)
 };
 
 // gru_dt's model.* options (field table: schema entries and binding).
@@ -69,7 +69,9 @@ class GateCellBase : public CellImpl {
 class WeightDropScope {
  public:
   explicit WeightDropScope(CellImpl* c) : g_(dynamic_cast<GateCellBase*>(c)) { owns_ = g_ && g_->begin_weight_drop(); }
-  ~WeightDropScope() { if (owns_) g_->end_weight_drop(); }
+  ~WeightDropScope() {
+    if (owns_) g_->end_weight_drop();
+  }
   WeightDropScope(const WeightDropScope&) = delete;
   WeightDropScope& operator=(const WeightDropScope&) = delete;
 

@@ -16,9 +16,7 @@ torch::Tensor Probe::stacked(const std::string& key) const {
   return torch::stack(it->second, 0);
 }
 
-void StepContext::add_loss(const torch::Tensor& term) {
-  extra_loss = extra_loss.defined() ? extra_loss + term : term;
-}
+void StepContext::add_loss(const torch::Tensor& term) { extra_loss = extra_loss.defined() ? extra_loss + term : term; }
 
 void StepContext::add_metric(const std::string& name, double value, int64_t count) {
   auto& m = metrics[name];
@@ -38,8 +36,7 @@ SeqOutput CellImpl::forward_sequence(const torch::Tensor& x, const State& s0, St
 
 SeqOutput CellImpl::run_stepwise(const torch::Tensor& x, const State& s0, StepContext& ctx) {
   TORCH_CHECK(x.dim() == 3, type_name(), ": expected input [T, B, I], got ", x.sizes());
-  TORCH_CHECK(x.size(2) == input_size(), type_name(), ": expected input size ", input_size(),
-              ", got ", x.size(2));
+  TORCH_CHECK(x.size(2) == input_size(), type_name(), ": expected input size ", input_size(), ", got ", x.size(2));
   torch::Tensor xp = input_projection(x);
   // unbind(0), never xp[t]: indexing a grad-requiring tensor per step makes backward O(T^2).
   std::vector<torch::Tensor> steps = xp.unbind(0);

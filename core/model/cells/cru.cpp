@@ -60,8 +60,8 @@ CRUCellImpl::CRUCellImpl(const CRUOptions& o) : opt_(o) {
       n_conv_ = 3;
       break;
     case CRUFusion::DeepEnhanced:  // eqs. 12-14: phi_g(e~) + e_t, so d = I
-      TORCH_CHECK(o.conv_channels == 0 || o.conv_channels == I, nm, ": conv_channels must equal the input size (",
-                  I, ") for deep-enhanced fusion, got ", o.conv_channels);
+      TORCH_CHECK(o.conv_channels == 0 || o.conv_channels == I, nm, ": conv_channels must equal the input size (", I,
+                  ") for deep-enhanced fusion, got ", o.conv_channels);
       channels_ = I;
       n_conv_ = 3;
       break;
@@ -86,8 +86,10 @@ int64_t CRUCellImpl::conv_left_pad() const {
   // centred (paper) or causal window (a language model must not see t + 1; CRU_NOTES.md)
   const int64_t k = opt_.filter_length;
   switch (opt_.conv_window) {
-    case ConvWindow::Causal: return k - 1;
-    case ConvWindow::Centered: return same_conv_left_pad(k);
+    case ConvWindow::Causal:
+      return k - 1;
+    case ConvWindow::Centered:
+      return same_conv_left_pad(k);
   }
   return same_conv_left_pad(k);
 }
@@ -95,9 +97,12 @@ int64_t CRUCellImpl::conv_left_pad() const {
 torch::Tensor CRUCellImpl::activate(const torch::Tensor& c) const {
   // f of eq. 8 (paper: ReLU)
   switch (opt_.conv_activation) {
-    case ConvActivation::Relu: return torch::relu(c);
-    case ConvActivation::Tanh: return torch::tanh(c);
-    case ConvActivation::Identity: return c;
+    case ConvActivation::Relu:
+      return torch::relu(c);
+    case ConvActivation::Tanh:
+      return torch::tanh(c);
+    case ConvActivation::Identity:
+      return c;
   }
   return c;
 }
@@ -113,9 +118,15 @@ torch::Tensor CRUCellImpl::conv_outputs_tokens(const TokenInput& in) {
   // (bias and f applied in the gather's own pass)
   GatherAct act = GatherAct::None;
   switch (opt_.conv_activation) {
-    case ConvActivation::Relu: act = GatherAct::Relu; break;
-    case ConvActivation::Tanh: act = GatherAct::Tanh; break;
-    case ConvActivation::Identity: act = GatherAct::None; break;
+    case ConvActivation::Relu:
+      act = GatherAct::Relu;
+      break;
+    case ConvActivation::Tanh:
+      act = GatherAct::Tanh;
+      break;
+    case ConvActivation::Identity:
+      act = GatherAct::None;
+      break;
   }
   return fold_conv(in, conv_w, opt_.filter_length, conv_left_pad(), conv_b, act);
 }
@@ -131,7 +142,7 @@ torch::Tensor CRUCellImpl::project_convs(const torch::Tensor& x, const torch::Te
       return c;
     case CRUFusion::DeepEnhanced: {
       // eqs. 12-14: W_g (phi_g(e~_t) + e_t) + b_g for g = r, z, n: one batched product
-      auto u = c.reshape({T * B, 3, d}) + x.reshape({T * B, 1, d});  // phi_g(e~_t) + e_t
+      auto u = c.reshape({T * B, 3, d}) + x.reshape({T * B, 1, d});                            // phi_g(e~_t) + e_t
       auto p = torch::baddbmm(b_ih.view({3, 1, H}), u.transpose(0, 1), w_ih.transpose(1, 2));  // [3, TB, H]
       return p.permute({1, 0, 2}).reshape({T, B, 3 * H});
     }
@@ -191,8 +202,8 @@ SeqOutput CRUCellImpl::forward_tokens(const torch::Tensor& x, const TokenInput* 
 }
 
 SeqOutput CRUCellImpl::forward_sequence(const torch::Tensor& x, const State& s0, StepContext& ctx) {
-  TORCH_CHECK(x.dim() == 3 && x.size(2) == opt_.input_size, type_name(), ": expected input [T, B, ",
-              opt_.input_size, "], got ", x.sizes());
+  TORCH_CHECK(x.dim() == 3 && x.size(2) == opt_.input_size, type_name(), ": expected input [T, B, ", opt_.input_size,
+              "], got ", x.sizes());
   // The whole sequence's convolutions, outside the time loop.
   auto c = conv_outputs(x);
   if (ctx.probe) {
@@ -262,8 +273,7 @@ const OptionTable<CRUOptions>& cru_option_table() {
              "windows (classification, cloze: the whole text is read); causal: the k positions up to t, nothing "
              "after it. The language-model tasks require causal (a centred window would see the token to predict).")
         .cells(all);
-    t.choice("conv_activation", &O::conv_activation,
-             "CRU: non-linearity f of the convolution (eq. 8; paper: ReLU).")
+    t.choice("conv_activation", &O::conv_activation, "CRU: non-linearity f of the convolution (eq. 8; paper: ReLU).")
         .cells(all);
     t.field("reset_after", &O::reset_after,
             "CRU: apply the reset gate after U (r * (U h + b), torch/cuDNN GRU, same as Cellscope's GRU); "
@@ -285,7 +295,11 @@ static CRUOptions read_cru_options(const json& m, int64_t in, const std::string&
 }
 
 void register_cru_cells(std::vector<CellInfo>& out) {
-  struct V { const char* name; CRUFusion f; const char* desc; };
+  struct V {
+    const char* name;
+    CRUFusion f;
+    const char* desc;
+  };
   const V vs[] = {
       {"cru_shallow", CRUFusion::Shallow,
        "CRU shallow fusion: GRU over a same-length CNN of the inputs (CRU paper eqs. 5-8)"},

@@ -31,10 +31,10 @@ struct CRUOptions {
   int64_t input_size = 0;
   int64_t hidden_size = 0;
   CRUFusion fusion = CRUFusion::DeepEnhanced;
-  int64_t filter_length = 3;    // k (paper default 3; Fig. 3 sweeps 1..)
-  int64_t conv_channels = 0;    // d; 0 = automatic (shallow: input size; deep: hidden; deep-enhanced: input size)
+  int64_t filter_length = 3;  // k (paper default 3; Fig. 3 sweeps 1..)
+  int64_t conv_channels = 0;  // d; 0 = automatic (shallow: input size; deep: hidden; deep-enhanced: input size)
   ConvActivation conv_activation = ConvActivation::Relu;  // f of eq. 8
-  bool reset_after = true;      // torch/cuDNN GRU: r * (U_n h + b_hn); false: U_n (r * h) as in eq. 3/11/14
+  bool reset_after = true;  // torch/cuDNN GRU: r * (U_n h + b_hn); false: U_n (r * h) as in eq. 3/11/14
   ConvWindow conv_window = ConvWindow::Centered;
 };
 
@@ -80,7 +80,7 @@ class CRUCellImpl : public CellImpl {
  private:
   torch::Tensor project_convs(const torch::Tensor& x, const torch::Tensor& conv);
   torch::Tensor activate(const torch::Tensor& c) const;  // f of eq. 8
-  int64_t conv_left_pad() const;                          // the window's left padding (conv_window)
+  int64_t conv_left_pad() const;                         // the window's left padding (conv_window)
   bool fast_ok(const torch::Tensor& x, const StepContext& ctx) const;
   CRUOptions opt_;
   int64_t channels_ = 0, n_conv_ = 1;

@@ -40,7 +40,7 @@ at::Tensor over(const at::Tensor& flat, at::IntArrayRef shape) {
 }
 
 struct Entry {
-  at::Tensor flat;      // 1-d over the whole storage; the pool's own reference
+  at::Tensor flat;       // 1-d over the whole storage; the pool's own reference
   int64_t last_use = 0;  // pool clock when last handed out
 };
 

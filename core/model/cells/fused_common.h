@@ -38,21 +38,21 @@ namespace fused {
 at::Tensor pool_empty(at::IntArrayRef shape, const at::TensorOptions& opt);
 
 struct PoolTuning {
-  int64_t min_bytes = 1 << 20;  // smaller buffers go to the allocator directly
-  int64_t max_idle_calls = 256;  // a free buffer not reused for this many pool calls is dropped
+  int64_t min_bytes = 1 << 20;                // smaller buffers go to the allocator directly
+  int64_t max_idle_calls = 256;               // a free buffer not reused for this many pool calls is dropped
   int64_t max_free_bytes = int64_t(4) << 30;  // free buffers beyond this are dropped, oldest first
 };
 PoolTuning& pool_tuning();
 
 struct PoolStats {
-  int64_t held = 0;        // buffers the pool refers to (lent or free)
-  int64_t free = 0;        // of which nothing else refers to
+  int64_t held = 0;  // buffers the pool refers to (lent or free)
+  int64_t free = 0;  // of which nothing else refers to
   int64_t free_bytes = 0;
-  int64_t reused = 0;      // pool_empty calls served by a free buffer (this thread, since start)
-  int64_t allocated = 0;   // pool_empty calls that allocated a new pooled buffer
+  int64_t reused = 0;     // pool_empty calls served by a free buffer (this thread, since start)
+  int64_t allocated = 0;  // pool_empty calls that allocated a new pooled buffer
 };
-PoolStats pool_stats();   // this thread's pool
-void pool_release();      // drop this thread's free buffers
+PoolStats pool_stats();  // this thread's pool
+void pool_release();     // drop this thread's free buffers
 
 // How many of the intra-op threads an at::parallel_for over n single items compiled in the
 // core actually used (the highest at::get_thread_num() + 1 seen). A check that the core is

@@ -52,9 +52,8 @@ struct Layout {
 // tanh are fused_math.h's vectorised row functions (three loops with ATen's in-place kernels
 // between them were measurably slower: FUSED_NOTES.md).
 template <typename T>
-void stage_forward(int64_t B, int64_t H, T* hp, const T* x, int64_t xs, const T* hprev, const T* mask,
-                   const T* bhh, const T* lg, const T* lb, bool ln, T* hout, const Tensor& gates_t, T* hn, T* xhat,
-                   T* rstd) {
+void stage_forward(int64_t B, int64_t H, T* hp, const T* x, int64_t xs, const T* hprev, const T* mask, const T* bhh,
+                   const T* lg, const T* lb, bool ln, T* hout, const Tensor& gates_t, T* hn, T* xhat, T* rstd) {
   T* gates = gates_t.data_ptr<T>();
   at::parallel_for(0, B, row_grain(H), [&](int64_t b0, int64_t b1) {
     for (int64_t b = b0; b < b1; ++b) {
@@ -173,8 +172,8 @@ void stage_backward(int64_t B, int64_t H, const T* dh, const T* gates, const T* 
 
 class GRURecurrenceFn : public torch::autograd::Function<GRURecurrenceFn> {
  public:
-  static variable_list forward(AutogradContext* ctx, Tensor xp, Tensor h0, at::TensorList params, int64_t S,
-                               bool ln, double p, bool training) {
+  static variable_list forward(AutogradContext* ctx, Tensor xp, Tensor h0, at::TensorList params, int64_t S, bool ln,
+                               double p, bool training) {
     const Layout L{S, ln};
     xp = xp.contiguous();
     h0 = h0.contiguous();
@@ -185,14 +184,14 @@ class GRURecurrenceFn : public torch::autograd::Function<GRURecurrenceFn> {
     const bool drop = training && p > 0;
     // Buffers for backward, allocated once for the whole sequence.
     // (pool_empty: reused from the previous call once released, see fused_common.h)
-    Tensor out = pool_empty({T, B, H}, opts);                               // last stage's outputs
-    Tensor hmid = S > 1 ? pool_empty({S - 1, T, B, H}, opts) : Tensor();    // earlier stages' outputs
+    Tensor out = pool_empty({T, B, H}, opts);                             // last stage's outputs
+    Tensor hmid = S > 1 ? pool_empty({S - 1, T, B, H}, opts) : Tensor();  // earlier stages' outputs
     // r, z, n (pre-dropout): stage 0's in a buffer of its own, which backward overwrites with the
     // gradient of xp and returns (no second [T, B, 3H] buffer alive through the caller's backward)
     Tensor gates0 = pool_empty({T, B, 3 * H}, opts);
     Tensor gatesR = S > 1 ? pool_empty({S - 1, T, B, 3 * H}, opts) : Tensor();
     auto gates = [&](int64_t s, int64_t t) { return s == 0 ? gates0[t] : gatesR[s - 1][t]; };
-    Tensor hn = pool_empty({S, T, B, H}, opts);                             // hp_n (multiplied by r)
+    Tensor hn = pool_empty({S, T, B, H}, opts);  // hp_n (multiplied by r)
     Tensor xhat = ln ? pool_empty({S, T, B, 3 * H}, opts) : Tensor();
     Tensor rstd = ln ? pool_empty({S, T, B, 3}, opts) : Tensor();
     Tensor masks = drop ? pool_empty({S, T, B, H}, opts) : Tensor();
@@ -280,9 +279,9 @@ class GRURecurrenceFn : public torch::autograd::Function<GRURecurrenceFn> {
     // spans the sequence.
     const int64_t C = std::max<int64_t>(1, std::min<int64_t>(T, (gru_tuning().chunk_rows + B - 1) / B));
     Tensor dx0 = gates0;  // grad of xp, written over stage 0's gates (see stage_backward)
-    Tensor dxc = S > 1 ? pool_empty({S - 1, C, B, 3 * H}, opts) : Tensor();         // later stages: of b_ih per row
-    Tensor dy = pool_empty({S, C, B, 3 * H}, opts);                                 // grad of hp (after LN, incl. b_hh)
-    Tensor draw = ln ? pool_empty({S, C, B, 3 * H}, opts) : dy;                      // grad of the raw U h
+    Tensor dxc = S > 1 ? pool_empty({S - 1, C, B, 3 * H}, opts) : Tensor();  // later stages: of b_ih per row
+    Tensor dy = pool_empty({S, C, B, 3 * H}, opts);                          // grad of hp (after LN, incl. b_hh)
+    Tensor draw = ln ? pool_empty({S, C, B, 3 * H}, opts) : dy;              // grad of the raw U h
     Tensor dhz = at::empty({B, H}, opts);
     Tensor dh2 = at::empty({B, H}, opts);
     const int64_t NP = static_cast<int64_t>(P.size());
@@ -301,8 +300,9 @@ class GRURecurrenceFn : public torch::autograd::Function<GRURecurrenceFn> {
         if (s == 0) {
           if (t0 == 0) {  // step 0's previous state is h0
             gw.addmm_(draw[0][0].t(), h0);
-            if (n > 1) gw.addmm_(draw[0].narrow(0, 1, n - 1).reshape({(n - 1) * B, 3 * H}).t(),
-                                 out.narrow(0, 0, n - 1).reshape({(n - 1) * B, H}));
+            if (n > 1)
+              gw.addmm_(draw[0].narrow(0, 1, n - 1).reshape({(n - 1) * B, 3 * H}).t(),
+                        out.narrow(0, 0, n - 1).reshape({(n - 1) * B, H}));
           } else {
             gw.addmm_(dr.t(), out.narrow(0, t0 - 1, n).reshape({n * B, H}));
           }
@@ -331,11 +331,10 @@ class GRURecurrenceFn : public torch::autograd::Function<GRURecurrenceFn> {
           Tensor hprev = s > 0 ? hmid[s - 1][t] : (t > 0 ? out[t - 1] : h0);
           T_* dxs = s == 0 ? dx0[t].data_ptr<T_>() : dxc[s - 1][c].data_ptr<T_>();
           const T_* gst = s == 0 ? gates0[t].data_ptr<T_>() : gatesR[s - 1][t].data_ptr<T_>();
-          stage_backward<T_>(B, H, dh.data_ptr<T_>(), gst, hn[s][t].data_ptr<T_>(),
-                             hprev.data_ptr<T_>(), drop ? masks[s][t].data_ptr<T_>() : nullptr, ln,
-                             ln ? xhat[s][t].data_ptr<T_>() : nullptr, ln ? rstd[s][t].data_ptr<T_>() : nullptr,
-                             ln ? P[L.g(s)].data_ptr<T_>() : nullptr, dxs, dy[s][c].data_ptr<T_>(),
-                             ln ? draw[s][c].data_ptr<T_>() : nullptr, dhz.data_ptr<T_>());
+          stage_backward<T_>(B, H, dh.data_ptr<T_>(), gst, hn[s][t].data_ptr<T_>(), hprev.data_ptr<T_>(),
+                             drop ? masks[s][t].data_ptr<T_>() : nullptr, ln, ln ? xhat[s][t].data_ptr<T_>() : nullptr,
+                             ln ? rstd[s][t].data_ptr<T_>() : nullptr, ln ? P[L.g(s)].data_ptr<T_>() : nullptr, dxs,
+                             dy[s][c].data_ptr<T_>(), ln ? draw[s][c].data_ptr<T_>() : nullptr, dhz.data_ptr<T_>());
           // dh_prev = dh * z + d(U h) W  (one [B, 3H] x [3H, H] GEMM per stage and step)
           wp[static_cast<size_t>(s)].addmm(dh2, dhz, draw[s][c]);
           std::swap(dh, dh2);
@@ -376,9 +375,9 @@ std::pair<Tensor, Tensor> gru_recurrence(const Tensor& xp, const Tensor& h0, con
       params.push_back(st.ln_b);
     }
   }
-  auto r = torch_compat::autograd_apply<GRURecurrenceFn>(xp, h0, at::TensorList(params),
-                                                         static_cast<int64_t>(stages.size()), opt.layer_norm,
-                                                         opt.candidate_dropout, opt.training);
+  auto r =
+      torch_compat::autograd_apply<GRURecurrenceFn>(xp, h0, at::TensorList(params), static_cast<int64_t>(stages.size()),
+                                                    opt.layer_norm, opt.candidate_dropout, opt.training);
   return {r[0], r[1]};
 }
 

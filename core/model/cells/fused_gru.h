@@ -40,7 +40,7 @@ GRUTuning& gru_tuning();  // process-wide; tests set small chunks
 // xp [T, B, 3H] (stage 0's input term), h0 [B, H]. Returns {outputs [T, B, H] of the last stage,
 // final state [B, H]}. Differentiable w.r.t. xp, h0 and every stage parameter.
 std::pair<torch::Tensor, torch::Tensor> gru_recurrence(const torch::Tensor& xp, const torch::Tensor& h0,
-                                                        const std::vector<GRUStage>& stages,
-                                                        const GRURecurrenceOptions& opt);
+                                                       const std::vector<GRUStage>& stages,
+                                                       const GRURecurrenceOptions& opt);
 
 }  // namespace cs::fused

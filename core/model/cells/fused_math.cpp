@@ -49,8 +49,8 @@ __attribute__((target("avx2,fma"))) inline __m256 tanh8(__m256 x) {
   const __m256 sign = _mm256_and_ps(x, _mm256_set1_ps(-0.f));
   const __m256 ax = _mm256_andnot_ps(_mm256_set1_ps(-0.f), x);
   const __m256 one = _mm256_set1_ps(1.f);
-  const __m256 big = _mm256_sub_ps(one, _mm256_div_ps(_mm256_set1_ps(2.f),
-                                                      _mm256_add_ps(exp8(_mm256_add_ps(ax, ax)), one)));
+  const __m256 big =
+      _mm256_sub_ps(one, _mm256_div_ps(_mm256_set1_ps(2.f), _mm256_add_ps(exp8(_mm256_add_ps(ax, ax)), one)));
   const __m256 z = _mm256_mul_ps(x, x);
   __m256 p = _mm256_set1_ps(-5.70498872745e-3f);
   p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(2.06390887954e-2f));

@@ -180,8 +180,8 @@ void lstm_forward(int64_t B, int64_t K, int64_t H, T* G, const T* xb, const T* c
 // and becomes tanh(V_h h + V_x x) (vx [B, A]); e_k = r^T TH_k; a = softmax_k(e) (Aw [B, K]);
 // out [B, H] = sum_k a_k h_k.
 template <typename T>
-void attention_forward(int64_t B, int64_t K, int64_t A, int64_t H, T* TH, const T* vx, const T* r, const T* Hs,
-                       T* Aw, T* out) {
+void attention_forward(int64_t B, int64_t K, int64_t A, int64_t H, T* TH, const T* vx, const T* r, const T* Hs, T* Aw,
+                       T* out) {
   at::parallel_for(0, B, row_grain(K * (A + H)), [&](int64_t b0, int64_t b1) {
     std::vector<T> e(static_cast<size_t>(K));
     for (int64_t b = b0; b < b1; ++b) {
@@ -215,8 +215,8 @@ void attention_forward(int64_t B, int64_t K, int64_t A, int64_t H, T* TH, const 
 // da_k = h_k . go (eq. 5's softmax), into dE [B K]; dpre_k = de_k r (1 - TH_k^2) into dPre
 // [B K, A] (the gradient of V_h h + V_x x); dvx [B, A] = sum_k dpre_k.
 template <typename T>
-void attention_backward(int64_t B, int64_t K, int64_t A, int64_t H, const T* Hs, const T* go, const T* Aw,
-                        const T* TH, const T* r, T* dH, T* dE, T* dPre, T* dvx) {
+void attention_backward(int64_t B, int64_t K, int64_t A, int64_t H, const T* Hs, const T* go, const T* Aw, const T* TH,
+                        const T* r, T* dH, T* dE, T* dPre, T* dvx) {
   at::parallel_for(0, B, row_grain(K * (A + 2 * H)), [&](int64_t b0, int64_t b1) {
     std::vector<T> da(static_cast<size_t>(K));
     for (int64_t b = b0; b < b1; ++b) {
@@ -303,14 +303,14 @@ class McRnnFn : public torch::autograd::Function<McRnnFn> {
     // memories and outputs of every channel, eq. 4's tanh and eq. 5's weights.
     // (eq. 2's left operand U and tanh(c) are rebuilt in backward rather than kept: together 4H
     // values per row, a third of what the autograd path keeps per step.)
-    Tensor Ut = pool_empty({R, n1 * H}, opts);    // eq. 2's left operand of the current step
-    Tensor S = pool_empty({T, R, H}, opts);       // s_{t-1}^k (eq. 2), the LSTM's incoming state
-    Tensor G = pool_empty({T, R, 4 * H}, opts);   // gates i, f, g, o (activated)
-    Tensor C = pool_empty({T, R, H}, opts);       // c_t^k
-    Tensor Hs = pool_empty({T, R, H}, opts);      // h_t^k (eq. 3)
-    Tensor TH = pool_empty({T, R, A}, opts);      // tanh(V_h h + V_x x) (eq. 4)
-    Tensor Aw = pool_empty({T, B, K}, opts);      // a_t^k (eq. 5)
-    Tensor out = pool_empty({T, B, H}, opts);     // h_t^att (eq. 6)
+    Tensor Ut = pool_empty({R, n1 * H}, opts);   // eq. 2's left operand of the current step
+    Tensor S = pool_empty({T, R, H}, opts);      // s_{t-1}^k (eq. 2), the LSTM's incoming state
+    Tensor G = pool_empty({T, R, 4 * H}, opts);  // gates i, f, g, o (activated)
+    Tensor C = pool_empty({T, R, H}, opts);      // c_t^k
+    Tensor Hs = pool_empty({T, R, H}, opts);     // h_t^k (eq. 3)
+    Tensor TH = pool_empty({T, R, A}, opts);     // tanh(V_h h + V_x x) (eq. 4)
+    Tensor Aw = pool_empty({T, B, K}, opts);     // a_t^k (eq. 5)
+    Tensor out = pool_empty({T, B, H}, opts);    // h_t^att (eq. 6)
     // The weights of the per-step products, packed once for the sequence (cells/packed_gemm.h).
     const fused::PackedMatrix pw(wcat), pwhh(w_hh.t()), pvh(v_h.t());
     AT_DISPATCH_FLOATING_TYPES(xb.scalar_type(), "fused_mcrnn_forward", [&] {
@@ -330,15 +330,15 @@ class McRnnFn : public torch::autograd::Function<McRnnFn> {
         } else {
           pw.mm(St, Ut);  // eq. 2: s_{t-1}^k, all k and j at once (zero-padded window)
         }
-        pwhh.addmm(Gt, b_hh, St);                                  // eq. 3: U s + b_hh ...
+        pwhh.addmm(Gt, b_hh, St);                                 // eq. 3: U s + b_hh ...
         const Tensor cprev = t > 0 ? C[t - 1] : c0.view({R, H});  // lstm_memory "prev": c_{t-1}^k
         // ... + W_ih x_t + b_ih (shared by the channels), the gates, c and h (eq. 3)
         lstm_forward<T_>(B, K, H, Gt.data_ptr<T_>(), xb[t].data_ptr<T_>(), cprev.data_ptr<T_>(), Ct.data_ptr<T_>(),
                          Ht.data_ptr<T_>());
-        pvh.mm(THt, Ht);                                           // eq. 4: V_h h_t^k ...
+        pvh.mm(THt, Ht);  // eq. 4: V_h h_t^k ...
         // ... + V_x x_t, tanh, e = r^T tanh(.), eq. 5's softmax, eq. 6's weighted sum
-        attention_forward<T_>(B, K, A, H, THt.data_ptr<T_>(), vx[t].data_ptr<T_>(), r.data_ptr<T_>(),
-                              Ht.data_ptr<T_>(), Aw[t].data_ptr<T_>(), out[t].data_ptr<T_>());
+        attention_forward<T_>(B, K, A, H, THt.data_ptr<T_>(), vx[t].data_ptr<T_>(), r.data_ptr<T_>(), Ht.data_ptr<T_>(),
+                              Aw[t].data_ptr<T_>(), out[t].data_ptr<T_>());
       }
     });
     // The final state: the window of the last n-1 channel outputs, the last memories.
@@ -391,10 +391,10 @@ class McRnnFn : public torch::autograd::Function<McRnnFn> {
     // over its rows when it is done. (Whole-sequence buffers made the step need 22% more memory
     // than the autograd path at the bench shape.) dxb and dvx are returned: whole.
     const int64_t Cn = std::max<int64_t>(1, std::min<int64_t>(T, mcrnn_tuning().chunk_rows / std::max<int64_t>(1, R)));
-    Tensor dG = pool_empty({Cn, R, 4 * H}, opts);   // gate pre-activations
-    Tensor dS = pool_empty({Cn, R, H}, opts);       // s_{t-1}^k
-    Tensor dPre = pool_empty({Cn, R, A}, opts);     // V_h h + V_x x
-    Tensor dE = pool_empty({Cn, R}, opts);          // e_t^k
+    Tensor dG = pool_empty({Cn, R, 4 * H}, opts);  // gate pre-activations
+    Tensor dS = pool_empty({Cn, R, H}, opts);      // s_{t-1}^k
+    Tensor dPre = pool_empty({Cn, R, A}, opts);    // V_h h + V_x x
+    Tensor dE = pool_empty({Cn, R}, opts);         // e_t^k
     Tensor dxb = at::empty({T, B, 4 * H}, opts);
     Tensor dvx = at::empty({T, B, A}, opts);
     Tensor dU = at::empty({R, n1 * H}, opts);
@@ -438,7 +438,7 @@ class McRnnFn : public torch::autograd::Function<McRnnFn> {
         attention_backward<T_>(B, K, A, H, Hs[t].data_ptr<T_>(), gout[t].data_ptr<T_>(), Aw[t].data_ptr<T_>(),
                                TH[t].data_ptr<T_>(), r.data_ptr<T_>(), dHt.data_ptr<T_>(), dE[c].data_ptr<T_>(),
                                dpre.data_ptr<T_>(), dvx[t].data_ptr<T_>());
-        pvhb.addmm(dHt, dHt, dpre);                                 // eq. 4: dh += dpre V_h
+        pvhb.addmm(dHt, dHt, dpre);  // eq. 4: dh += dpre V_h
         // eq. 3: the LSTM step (memory "prev": c_{t-1}^k of the same channel)
         const Tensor cprev = t > 0 ? C[t - 1] : c0.view({R, H});
         lstm_backward<T_>(B, K, H, G[t].data_ptr<T_>(), C[t].data_ptr<T_>(), cprev.data_ptr<T_>(), dHt.data_ptr<T_>(),

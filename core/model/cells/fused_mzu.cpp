@@ -36,21 +36,24 @@ bool implemented(MZUComposition v) {
   switch (v) {
     case MZUComposition::Sat:
     case MZUComposition::Gcn:
-    case MZUComposition::Cap: return true;
+    case MZUComposition::Cap:
+      return true;
   }
   return false;
 }
 bool implemented(LnPosition v) {
   switch (v) {
     case LnPosition::Preact:
-    case LnPosition::Zones: return true;
+    case LnPosition::Zones:
+      return true;
   }
   return false;
 }
 bool implemented(DisagreementScale v) {
   switch (v) {
     case DisagreementScale::Mean:
-    case DisagreementScale::Sum: return true;
+    case DisagreementScale::Sum:
+      return true;
   }
   return false;
 }
@@ -59,49 +62,59 @@ bool implemented(GcnActivation v) {
     case GcnActivation::Relu:
     case GcnActivation::Tanh:
     case GcnActivation::Sigmoid:
-    case GcnActivation::Identity: return true;
+    case GcnActivation::Identity:
+      return true;
   }
   return false;
 }
 bool implemented(GcnEdges v) {
   switch (v) {
     case GcnEdges::Cosine:
-    case GcnEdges::ReluCosine: return true;
+    case GcnEdges::ReluCosine:
+      return true;
   }
   return false;
 }
 bool implemented(GcnDegree v) {
   switch (v) {
     case GcnDegree::Absolute:
-    case GcnDegree::SignedClamped: return true;
+    case GcnDegree::SignedClamped:
+      return true;
   }
   return false;
 }
 bool implemented(SatQkv v) {
   switch (v) {
     case SatQkv::Shared:
-    case SatQkv::PerZone: return true;
+    case SatQkv::PerZone:
+      return true;
   }
   return false;
 }
 bool implemented(DisagreementPairs v) {
   switch (v) {
-    case DisagreementPairs::All: return true;
-    case DisagreementPairs::Distinct: return false;
+    case DisagreementPairs::All:
+      return true;
+    case DisagreementPairs::Distinct:
+      return false;
   }
   return false;
 }
 bool implemented(DisagreementForm v) {
   switch (v) {
-    case DisagreementForm::Cosine: return true;
-    case DisagreementForm::SquaredCosine: return false;
+    case DisagreementForm::Cosine:
+      return true;
+    case DisagreementForm::SquaredCosine:
+      return false;
   }
   return false;
 }
 bool implemented(GcnAdjacency v) {
   switch (v) {
-    case GcnAdjacency::CosinePlusIdentity: return true;
-    case GcnAdjacency::Cosine: return false;
+    case GcnAdjacency::CosinePlusIdentity:
+      return true;
+    case GcnAdjacency::Cosine:
+      return false;
   }
   return false;
 }
@@ -110,12 +123,26 @@ bool implemented(GcnAdjacency v) {
 // The model.* options of the MZU cells (mzu_option_table) this file knows. Fail closed: while
 // the table has a key not listed here (a new option), the fast path is off everywhere, so a new
 // option can never be silently ignored by it; add the key here and its values below.
-static const char* const kKnownOptionKeys[] = {
-    "zones",         "filter",        "depth",       "share_transition", "capsules",
-    "routing_iters", "zone_disagreement", "disagreement_scale", "regular_gate", "regular_trans",
-    "ln_position",   "ffn_residual",  "gcn_activation", "gcn_edges",     "sat_qkv",
-    "disagreement_pairs", "disagreement_form", "disagreement_warmup", "gcn_adjacency",
-    "gcn_degree"};
+static const char* const kKnownOptionKeys[] = {"zones",
+                                               "filter",
+                                               "depth",
+                                               "share_transition",
+                                               "capsules",
+                                               "routing_iters",
+                                               "zone_disagreement",
+                                               "disagreement_scale",
+                                               "regular_gate",
+                                               "regular_trans",
+                                               "ln_position",
+                                               "ffn_residual",
+                                               "gcn_activation",
+                                               "gcn_edges",
+                                               "sat_qkv",
+                                               "disagreement_pairs",
+                                               "disagreement_form",
+                                               "disagreement_warmup",
+                                               "gcn_adjacency",
+                                               "gcn_degree"};
 
 std::vector<std::string> mzu_fast_path_unknown_options() {
   std::vector<std::string> unknown;
@@ -140,15 +167,13 @@ const char* mzu_fast_path_refusal(const MZUOptions& o) {
   if (o.depth < 0) return "model.depth < 0";  // any L, shared or not
   if (!implemented(o.ln_position)) return "model.ln_position is not preact or zones";
   if (!implemented(o.disagreement_scale)) return "model.disagreement_scale is not mean or sum";
-  if (!implemented(o.gcn_activation))
-    return "model.gcn_activation is not relu, tanh, sigmoid or identity";
+  if (!implemented(o.gcn_activation)) return "model.gcn_activation is not relu, tanh, sigmoid or identity";
   if (!implemented(o.gcn_edges)) return "model.gcn_edges is not cosine or relu_cosine";
   if (!implemented(o.gcn_degree)) return "model.gcn_degree is not absolute or signed_clamped";
   if (!implemented(o.sat_qkv)) return "model.sat_qkv is not per_zone or shared";
   if (!implemented(o.disagreement_pairs)) return "model.disagreement_pairs is not 'all' (eq. 18 as written)";
   if (!implemented(o.disagreement_form)) return "model.disagreement_form is not 'cosine' (eq. 18 as written)";
-  if (!implemented(o.gcn_adjacency))
-    return "model.gcn_adjacency is not 'cosine_plus_identity' (eqs. 7-8 plus I)";
+  if (!implemented(o.gcn_adjacency)) return "model.gcn_adjacency is not 'cosine_plus_identity' (eqs. 7-8 plus I)";
   if (o.regular_gate && o.regular_trans)
     return "model.regular_gate and model.regular_trans together (one ablation at a time)";
   if (!(o.candidate_dropout >= 0 && o.candidate_dropout < 1)) return "model.candidate_dropout outside [0, 1)";
@@ -288,8 +313,7 @@ struct Run : torch::CustomClassHolder {
   // sizes and flags
   int64_t T = 0, B = 0, H = 0, N = 0, dz = 0, J = 0, Do = 0, F = 0, K = 0, R = 0, G = 0, Dp = 0, iters = 0;
   bool m_h = true, m_g = true, gcn = false, sat = false, cap = false, qkv_shared = false, relu_edges = false,
-       abs_degree = false,
-       residual = false, training = false;
+       abs_degree = false, residual = false, training = false;
   int act = 0;  // gcn sigma: 0 relu, 1 tanh, 2 sigmoid, 3 identity
   double p_drop = 0;
   std::vector<Block> blocks;
@@ -297,13 +321,13 @@ struct Run : torch::CustomClassHolder {
 
   // Saved by forward. Buffers allocated once for the sequence; [K*, Dp, T, rows, cols]
   // ("K-major") when a weight gradient is later one batched product over all steps.
-  Tensor Hin;          // [Dp, T, B, H]    the state entering each depth
-  Tensor Zs;           // [K, Dp, T, B N, d_z] zones (after zone LN)
-  Tensor AZ;           // gcn: [K, Dp, T, B N, d_z]  A^ Z
-  Tensor Os;           // gcn, cap: [K, Dp, T, B J, d_o] composition output = FFN input (sat: rebuilt
-                       // per chunk from attn and qkv, sat_attention_out)
-  Tensor H1;           // [K, Dp, T, B J, d_f] FFN hidden (after ReLU)
-  Tensor Fs;           // [K, Dp, T, B, J d_o] FFN output (aggregation input)
+  Tensor Hin;  // [Dp, T, B, H]    the state entering each depth
+  Tensor Zs;   // [K, Dp, T, B N, d_z] zones (after zone LN)
+  Tensor AZ;   // gcn: [K, Dp, T, B N, d_z]  A^ Z
+  Tensor Os;   // gcn, cap: [K, Dp, T, B J, d_o] composition output = FFN input (sat: rebuilt
+               // per chunk from attn and qkv, sat_attention_out)
+  Tensor H1;   // [K, Dp, T, B J, d_f] FFN hidden (after ReLU)
+  Tensor Fs;   // [K, Dp, T, B, J d_o] FFN output (aggregation input)
   // cap: [Dp, T, K, B N, J d_o] predictions, [Dp, T, iters, K B, N, J] coupling and
   // [Dp, T, iters, K B, J, d_o] s of every routing iteration (route_fwd); pooled like the
   // others (per-step tensors of this size were page-faulted anew at every step)
@@ -414,7 +438,7 @@ struct Run : torch::CustomClassHolder {
         Z = std::get<0>(r) * bk.p[LNZG].unsqueeze(1) + bk.p[LNZB].unsqueeze(1);
       }
       at2(Zs, d, t).copy_(Z.view({K, B * N, dz}));
-      auto Zb = Z.view({K * B, N, dz});  // contiguous
+      auto Zb = Z.view({K * B, N, dz});             // contiguous
       auto Dneg = at::empty({K * B}, Z.options());  // eq. 18's D per (k, b)
       Tensor O;
       if (gcn) {
@@ -736,8 +760,8 @@ struct FusedMZUFunction : torch::autograd::Function<FusedMZUFunction> {
 
 Block block_of(const MZUBlock& m) {
   Block b;
-  const Tensor src[NPARAM] = {m->w_h, m->b_reg, m->w_qkv,     m->w_g,     m->w_c,     m->w1,
-                              m->b1,  m->w2,    m->b2,        m->wo,      m->bo,      m->ln_c_gain,
+  const Tensor src[NPARAM] = {m->w_h,       m->b_reg,     m->w_qkv,     m->w_g,       m->w_c,      m->w1,
+                              m->b1,        m->w2,        m->b2,        m->wo,        m->bo,       m->ln_c_gain,
                               m->ln_c_bias, m->ln_g_gain, m->ln_g_bias, m->ln_z_gain, m->ln_z_bias};
   for (int p = 0; p < NPARAM; ++p) {
     b.p[p] = src[p];
@@ -778,10 +802,18 @@ SeqOutput fused_mzu_forward(MZUCellImpl& cell, const torch::Tensor& x, const Sta
   r.abs_degree = o.gcn_degree == GcnDegree::Absolute;
   r.residual = o.ffn_residual;
   switch (o.gcn_activation) {  // Run::act
-    case GcnActivation::Relu: r.act = 0; break;
-    case GcnActivation::Tanh: r.act = 1; break;
-    case GcnActivation::Sigmoid: r.act = 2; break;
-    case GcnActivation::Identity: r.act = 3; break;
+    case GcnActivation::Relu:
+      r.act = 0;
+      break;
+    case GcnActivation::Tanh:
+      r.act = 1;
+      break;
+    case GcnActivation::Sigmoid:
+      r.act = 2;
+      break;
+    case GcnActivation::Identity:
+      r.act = 3;
+      break;
   }
   r.training = cell.is_training();
   r.p_drop = o.candidate_dropout;

@@ -27,8 +27,8 @@ McRnnCellImpl::McRnnCellImpl(const McRnnOptions& o, std::shared_ptr<CellImpl> ba
   TORCH_CHECK(base_, "mcrnn: no base cell");
   TORCH_CHECK(base_->hidden_size() == o.hidden_size, "mcrnn: base cell hidden size ", base_->hidden_size(),
               " != ", o.hidden_size);
-  TORCH_CHECK(base_->input_size() == o.input_size, "mcrnn: base cell input size ", base_->input_size(), " != ",
-              o.input_size);
+  TORCH_CHECK(base_->input_size() == o.input_size, "mcrnn: base cell input size ", base_->input_size(),
+              " != ", o.input_size);
   if (opt_.attention <= 0) opt_.attention = o.hidden_size;
   register_module("base", base_);
   const int64_t H = o.hidden_size, I = o.input_size, A = opt_.attention, n1 = o.block - 1;
@@ -100,8 +100,8 @@ torch::Tensor McRnnCellImpl::coefficients(int64_t t, const torch::TensorOptions&
 State McRnnCellImpl::step_at(int64_t t, const torch::Tensor& xp, const State& s, const torch::Tensor& wcat,
                              const torch::Tensor& coef, StepContext& ctx) {
   const int64_t B = xp.size(0), K = channels(), n1 = opt_.block - 1, H = opt_.hidden_size, A = opt_.attention;
-  TORCH_CHECK(s.size() == 2 + base_state_size_, "mcrnn: expected a state of ", 2 + base_state_size_,
-              " tensors, got ", s.size());
+  TORCH_CHECK(s.size() == 2 + base_state_size_, "mcrnn: expected a state of ", 2 + base_state_size_, " tensors, got ",
+              s.size());
   const auto& hist = s[2];  // [B, K, n-1, H]: h_{t-j}^k at [:, k-1, j-1]
   // eq. 2: s_{t-1}^k = (1/m) sum_{j<=m} W_j h_{t-j}^k, all channels (batch-folded) and distances in one GEMM
   auto sv = (hist * coef).reshape({B * K, n1 * H}).mm(wcat);
@@ -154,9 +154,9 @@ State McRnnCellImpl::step_at(int64_t t, const torch::Tensor& xp, const State& s,
   if (ctx.probe) {
     std::vector<int64_t> m(static_cast<size_t>(K));
     for (int64_t k = 1; k <= K; ++k) m[static_cast<size_t>(k - 1)] = mcrnn_in_degree(t, k, opt_.block);
-    ctx.record("channel_attention", a);                                  // a_t^k [B, K] (Fig. 3)
-    ctx.record("in_degree", torch::tensor(m, torch::kInt64));            // m_t^k [K]
-    ctx.record("channel_h", h3);                                         // h_t^k [B, K, H]
+    ctx.record("channel_attention", a);                        // a_t^k [B, K] (Fig. 3)
+    ctx.record("in_degree", torch::tensor(m, torch::kInt64));  // m_t^k [K]
+    ctx.record("channel_h", h3);                               // h_t^k [B, K, H]
     ctx.record("h", hatt);
   }
   return out;
@@ -225,7 +225,8 @@ SeqOutput McRnnCellImpl::forward_impl(const torch::Tensor& x, const TokenInput* 
   // batch-folded rows it sees ([1, B K], batch-major like xrep in step_at): an MZU base masks
   // its zone-disagreement term (eq. 19) with it.
   const torch::Tensor mask = ctx.token_mask;
-  const bool per_step_mask = mask.defined() && mask.dim() == 2 && mask.size(0) == x.size(0) && mask.size(1) == x.size(1);
+  const bool per_step_mask =
+      mask.defined() && mask.dim() == 2 && mask.size(0) == x.size(0) && mask.size(1) == x.size(1);
   struct MaskRestore {
     StepContext& ctx;
     torch::Tensor mask;
@@ -245,11 +246,11 @@ double McRnnCellImpl::flops_per_step() const {
   const double K = static_cast<double>(channels()), n1 = static_cast<double>(opt_.block - 1);
   const double H = static_cast<double>(opt_.hidden_size), I = static_cast<double>(opt_.input_size);
   const double A = static_cast<double>(opt_.attention);
-  double f = base_input_flops_ + 2.0 * A * I;                 // hoisted: base input half + V_x x (once)
-  f += K * (base_->flops_per_step() - base_input_flops_);    // eq. 3: f's recurrent half per channel
-  f += K * n1 * H + 2.0 * K * n1 * H * H;                    // eq. 2: mask/scale + GEMM over all n-1 distances
-  f += K * (2.0 * A * H + 4.0 * A);                          // eq. 4: V_h h, add, tanh, r^T
-  f += 4.0 * K + 2.0 * K * H;                                // eqs. 5-6: softmax, weighted sum
+  double f = base_input_flops_ + 2.0 * A * I;              // hoisted: base input half + V_x x (once)
+  f += K * (base_->flops_per_step() - base_input_flops_);  // eq. 3: f's recurrent half per channel
+  f += K * n1 * H + 2.0 * K * n1 * H * H;                  // eq. 2: mask/scale + GEMM over all n-1 distances
+  f += K * (2.0 * A * H + 4.0 * A);                        // eq. 4: V_h h, add, tanh, r^T
+  f += 4.0 * K + 2.0 * K * H;                              // eqs. 5-6: softmax, weighted sum
   if (opt_.lstm_memory == LstmMemory::Average) f += 2.0 * K * n1 * H * std::max<size_t>(base_state_size_ - 1, 0);
   return f;
 }
@@ -303,8 +304,9 @@ void register_mcrnn_cells(std::vector<CellInfo>& out) {
           known += (known.empty() ? "" : ", ") + ci.name;
       errs.push_back({"model.base", "unknown base cell '" + base + "' (known: " + known + ")"});
     } else if (it->family == "script") {
-      errs.push_back({"model.base", "a TorchScript cell cannot be an MC-RNN's base (its model.script belongs to "
-                                    "model.cell = script; cells/SCRIPT_CELL_NOTES.md)"});
+      errs.push_back({"model.base",
+                      "a TorchScript cell cannot be an MC-RNN's base (its model.script belongs to "
+                      "model.cell = script; cells/SCRIPT_CELL_NOTES.md)"});
     } else if (it->needs_whole_sequence) {
       errs.push_back({"model.base", "cell '" + base + "' needs the whole sequence and has no per-step form to wrap"});
     }

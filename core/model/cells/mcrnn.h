@@ -29,11 +29,11 @@ constexpr EnumNames<LstmMemory, 2> enum_names(LstmMemory) {
 struct McRnnOptions {
   int64_t input_size = 0;
   int64_t hidden_size = 0;
-  int64_t block = 3;               // n; channels K = n - 1 ("MC-RNN-K")
-  std::string base = "lstm";       // base cell f of eq. 3 (built by the registry; unused by the cell itself)
-  int64_t attention = 0;           // rows of V (0 = hidden_size)
+  int64_t block = 3;                          // n; channels K = n - 1 ("MC-RNN-K")
+  std::string base = "lstm";                  // base cell f of eq. 3 (built by the registry; unused by the cell itself)
+  int64_t attention = 0;                      // rows of V (0 = hidden_size)
   LstmMemory lstm_memory = LstmMemory::Prev;  // the base's extra state (LSTM c)
-  double dist_scale = 0.1;          // alpha: W_j = I + alpha * D_j (D_j the parameter); 1 = W_j itself
+  double dist_scale = 0.1;                    // alpha: W_j = I + alpha * D_j (D_j the parameter); 1 = W_j itself
 };
 
 // The mcrnn cell's model.* options (field table: schema entries and binding).
@@ -83,9 +83,9 @@ class McRnnCellImpl : public CellImpl {
   SeqOutput forward_impl(const torch::Tensor& x, const TokenInput* in, const State& s0, StepContext& ctx);
   McRnnOptions opt_;
   std::shared_ptr<CellImpl> base_;
-  int64_t base_proj_ = 0;          // width of the base's input projection
-  double base_input_flops_ = 0;    // FLOPs of that projection per step
-  size_t base_state_size_ = 1;     // tensors in the base's state
+  int64_t base_proj_ = 0;        // width of the base's input projection
+  double base_input_flops_ = 0;  // FLOPs of that projection per step
+  size_t base_state_size_ = 1;   // tensors in the base's state
 };
 
 }  // namespace cs

@@ -168,7 +168,7 @@ torch::Tensor MZUBlockImpl::compose(const torch::Tensor& Zk, const torch::Tensor
     // as written with the degree clamped at 1e-2 (older runs; see notes). The clamp stays for both:
     // with "absolute" it only matters for an all-zero zone under gcn_adjacency "cosine".
     auto deg = o_.gcn_degree == GcnDegree::Absolute ? A.abs().sum(-1) : A.sum(-1);
-    auto dinv = deg.clamp_min(1e-2).rsqrt();  // [K B, N]
+    auto dinv = deg.clamp_min(1e-2).rsqrt();                  // [K B, N]
     auto Ahat = A * dinv.unsqueeze(-1) * dinv.unsqueeze(-2);  // eq. 9: D~^-1/2 A~ D~^-1/2
     if (ctx.probe) {
       auto a4 = Ahat.view({K, B, N, N});
@@ -176,11 +176,15 @@ torch::Tensor MZUBlockImpl::compose(const torch::Tensor& Zk, const torch::Tensor
     }
     auto AZ = torch::bmm(Ahat, Zk.view({K * B, N, dz})).view({K, B * N, dz});
     auto O = torch::bmm(AZ, w_g);  // eq. 9: (... Z) W_g
-    switch (o_.gcn_activation) {  // sigma of eq. 9
-      case GcnActivation::Relu: return torch::relu(O);
-      case GcnActivation::Tanh: return torch::tanh(O);
-      case GcnActivation::Sigmoid: return torch::sigmoid(O);
-      case GcnActivation::Identity: return O;
+    switch (o_.gcn_activation) {   // sigma of eq. 9
+      case GcnActivation::Relu:
+        return torch::relu(O);
+      case GcnActivation::Tanh:
+        return torch::tanh(O);
+      case GcnActivation::Sigmoid:
+        return torch::sigmoid(O);
+      case GcnActivation::Identity:
+        return O;
     }
     return O;
   }
@@ -191,9 +195,9 @@ torch::Tensor MZUBlockImpl::compose(const torch::Tensor& Zk, const torch::Tensor
   torch::Tensor o;
   std::vector<torch::Tensor> cs;
   for (int64_t it = 0; it < o_.routing_iters; ++it) {
-    auto c = torch::softmax(b, -1);                 // eq. 11: softmax over output capsules j
-    auto s = (c.unsqueeze(-1) * u).sum(2);          // eq. 12: s_j = sum_i c_ij z^_{j|i}  [K, B, J, d_o]
-    o = squash(s);                                  // eq. 13
+    auto c = torch::softmax(b, -1);         // eq. 11: softmax over output capsules j
+    auto s = (c.unsqueeze(-1) * u).sum(2);  // eq. 12: s_j = sum_i c_ij z^_{j|i}  [K, B, J, d_o]
+    o = squash(s);                          // eq. 13
     if (it + 1 < o_.routing_iters) b = b + (u * o.unsqueeze(2)).sum(-1);  // eq. 14: b_ij += z^_{j|i} . o_j
     if (ctx.probe) cs.push_back(c);
   }
@@ -208,8 +212,8 @@ torch::Tensor MZUBlockImpl::compose(const torch::Tensor& Zk, const torch::Tensor
 }
 
 torch::Tensor MZUBlockImpl::transition(const torch::Tensor& xp, const torch::Tensor& h, StepContext& ctx,
-                                       const std::string& pfx, torch::Tensor* dzone_out, bool want_dzone,
-                                       bool training, torch::Tensor* cos_out) {
+                                       const std::string& pfx, torch::Tensor* dzone_out, bool want_dzone, bool training,
+                                       torch::Tensor* cos_out) {
   const int64_t B = h.size(0), K = K_, R = R_, H = H_;
   // eq. 4 (hidden half; the input half is xp) and the regular maps' W [x, h] + b
   torch::Tensor a;
@@ -268,7 +272,7 @@ torch::Tensor MZUBlockImpl::transition(const torch::Tensor& xp, const torch::Ten
   auto cand = torch::tanh(cand_pre);  // eq. 2 / eq. 16
   if (training && o_.candidate_dropout > 0)
     cand = F::dropout(cand, F::DropoutFuncOptions().p(o_.candidate_dropout).training(true));
-  auto g = torch::sigmoid(gate_pre);  // eq. 3 / eq. 17
+  auto g = torch::sigmoid(gate_pre);         // eq. 3 / eq. 17
   auto hn = torch::addcmul(h, g, cand - h);  // eq. 1 / eq. 15: (1 - g) h + g h~
   if (ctx.probe) {
     ctx.record(pfx + "candidate", cand);
@@ -281,33 +285,33 @@ double MZUBlockImpl::flops(bool with_input, bool with_dzone) const {
   const double H = H_, I = I_, N = N_, dz = dz_, J = J_, Do = do_, D = o_.filter, K = K_, R = R_;
   const double G = (K + R) * H;
   double f = 2.0 * G * H + (with_input ? 2.0 * G * I + G : 0.0) + R * H;  // eq. 4 + regular maps
-  double m = 0;  // one M-function
+  double m = 0;                                                           // one M-function
   const bool cos = o_.composition == MZUComposition::Gcn || with_dzone;
   if (cos) m += 4.0 * N * dz + 2.0 * N * N * dz + N * N;  // norms, Gram matrix, mean
   if (ln_z_gain.defined()) m += 8.0 * N * dz;
   switch (o_.composition) {
     case MZUComposition::Sat:
-      m += 2.0 * N * dz * 3 * dz;              // Q, K, V
+      m += 2.0 * N * dz * 3 * dz;                                      // Q, K, V
       m += 2.0 * N * N * dz + N * N + 5.0 * N * N + 2.0 * N * N * dz;  // scores, scale, softmax, attn V
       break;
     case MZUComposition::Gcn:
-      m += 6.0 * N * N + N;                    // + I, degree, D^-1/2 A D^-1/2
+      m += 6.0 * N * N + N;                                // + I, degree, D^-1/2 A D^-1/2
       m += 2.0 * N * N * dz + 2.0 * N * dz * dz + N * dz;  // A Z, W_g, activation
       break;
     case MZUComposition::Cap: {
       const double T = o_.routing_iters;
-      m += 2.0 * N * dz * J * Do;              // prediction vectors
+      m += 2.0 * N * dz * J * Do;  // prediction vectors
       m += T * (5.0 * N * J + 2.0 * N * J * Do + 6.0 * J * Do) + (T - 1) * (2.0 * N * J * Do + N * J);
       break;
     }
   }
   m += 2.0 * J * Do * D + 2.0 * J * D + 2.0 * J * D * Do + J * Do;  // FFN (eq. 5), biases, ReLU
   if (o_.ffn_residual) m += J * Do;
-  m += 2.0 * J * Do * H + H;                 // aggregation linear
+  m += 2.0 * J * Do * H + H;  // aggregation linear
   f += K * m;
   if (ln_c_gain.defined()) f += 8.0 * H;
   if (ln_g_gain.defined()) f += 8.0 * H;
-  f += 2.0 * H + 3.0 * H;                    // tanh, sigmoid, gating (eq. 1)
+  f += 2.0 * H + 3.0 * H;  // tanh, sigmoid, gating (eq. 1)
   if (o_.candidate_dropout > 0) f += H;
   return f;
 }
@@ -375,8 +379,8 @@ torch::Tensor MZUCellImpl::disagreement_loss(const torch::Tensor& D, const StepC
     per_token = per_token * ctx.token_mask.to(per_token.dtype());
   }
   const double units = o_.disagreement_scale == DisagreementScale::Sum ? 1.0
-                       : ctx.loss_units > 0           ? ctx.loss_units
-                                                      : static_cast<double>(T * B);
+                       : ctx.loss_units > 0                            ? ctx.loss_units
+                                                                       : static_cast<double>(T * B);
   return per_token.sum() * (-lambda_at(ctx.step) / units);
 }
 

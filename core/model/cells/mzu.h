@@ -76,28 +76,28 @@ struct MZUOptions {
   MZUComposition composition = MZUComposition::Gcn;
   int64_t input_size = 0;
   int64_t hidden_size = 0;
-  int64_t zones = 4;            // N; zone size d_z = d_h / N (eq. 4)
-  int64_t filter = 512;         // d_f of the zone-wise FFN (eq. 5)
-  int64_t depth = 1;            // L transition t-MZUs per step (eqs. 15-17); 0 = plain MZU (paper: "DT" = 1)
-  bool share_transition = true; // t-MZUs reuse the first MZU's M-functions (paper: shared on PTB; see notes)
-  int64_t capsules = 2;         // J output capsules (cap), d_o = d_h / J
-  int64_t routing_iters = 3;    // T routing iterations (cap)
+  int64_t zones = 4;               // N; zone size d_z = d_h / N (eq. 4)
+  int64_t filter = 512;            // d_f of the zone-wise FFN (eq. 5)
+  int64_t depth = 1;               // L transition t-MZUs per step (eqs. 15-17); 0 = plain MZU (paper: "DT" = 1)
+  bool share_transition = true;    // t-MZUs reuse the first MZU's M-functions (paper: shared on PTB; see notes)
+  int64_t capsules = 2;            // J output capsules (cap), d_o = d_h / J
+  int64_t routing_iters = 3;       // T routing iterations (cap)
   double zone_disagreement = 1.0;  // lambda of eq. 19 (paper: 1.0; may be negative)
   DisagreementScale disagreement_scale = DisagreementScale::Mean;  // Mean: per unit of the task loss (see notes)
-  DisagreementPairs disagreement_pairs = DisagreementPairs::All;  // eq. 18's pairs: All (i = j included, as written)
-  DisagreementForm disagreement_form = DisagreementForm::Cosine;  // Cosine (eq. 18: toward anti-correlation)
-  int64_t disagreement_warmup = 0;          // lambda grows linearly over this many training steps (0 = none)
-  bool regular_gate = false;    // Table 4 "Regular-Gate": g = sigmoid(W [x, h] + b)
-  bool regular_trans = false;   // Table 4 "Regular-Trans.": h~ = tanh(W [x, h] + b)
+  DisagreementPairs disagreement_pairs = DisagreementPairs::All;   // eq. 18's pairs: All (i = j included, as written)
+  DisagreementForm disagreement_form = DisagreementForm::Cosine;   // Cosine (eq. 18: toward anti-correlation)
+  int64_t disagreement_warmup = 0;  // lambda grows linearly over this many training steps (0 = none)
+  bool regular_gate = false;        // Table 4 "Regular-Gate": g = sigmoid(W [x, h] + b)
+  bool regular_trans = false;       // Table 4 "Regular-Trans.": h~ = tanh(W [x, h] + b)
   bool layer_norm = false;
   LnPosition ln_position = LnPosition::Preact;  // Preact: LN of M_h / M_g outputs; Zones: LN of each zone
   double candidate_dropout = 0;
-  GcnActivation gcn_activation = GcnActivation::Relu;  // sigma of eq. 9
-  GcnEdges gcn_edges = GcnEdges::Cosine;                // Cosine (eqs. 7-8) | ReluCosine (negative edges cut)
+  GcnActivation gcn_activation = GcnActivation::Relu;             // sigma of eq. 9
+  GcnEdges gcn_edges = GcnEdges::Cosine;                          // Cosine (eqs. 7-8) | ReluCosine (negative edges cut)
   GcnAdjacency gcn_adjacency = GcnAdjacency::CosinePlusIdentity;  // A~ = cos + I | Cosine: eq. 8 as written
   GcnDegree gcn_degree = GcnDegree::Absolute;  // eq. 9's D~: sum_j |A~_ij| | SignedClamped (older runs)
-  SatQkv sat_qkv = SatQkv::Shared;  // Shared: one W^Q, W^K, W^V for all zones | PerZone
-  bool ffn_residual = false;            // f_j = o_j + FFN(o_j) instead of eq. 5
+  SatQkv sat_qkv = SatQkv::Shared;             // Shared: one W^Q, W^K, W^V for all zones | PerZone
+  bool ffn_residual = false;                   // f_j = o_j + FFN(o_j) instead of eq. 5
 };
 
 // The MZU cells' model.* options (field table: schema entries and binding).
@@ -129,20 +129,19 @@ class MZUBlockImpl : public torch::nn::Module {
   // null) receives D_zone of each M-function, [B, K] (eq. 18 in the configured reading);
   // cos_out (if not null) the mean cosine over distinct zone pairs, [B, K] (a metric).
   torch::Tensor transition(const torch::Tensor& xp, const torch::Tensor& h, StepContext& ctx, const std::string& pfx,
-                           torch::Tensor* dzone_out, bool want_dzone, bool training,
-                           torch::Tensor* cos_out = nullptr);
+                           torch::Tensor* dzone_out, bool want_dzone, bool training, torch::Tensor* cos_out = nullptr);
   double flops(bool with_input, bool with_dzone) const;
   int64_t num_mfunctions() const { return K_; }
 
   // Parameters (shapes with the leading K = number of M-functions).
-  torch::Tensor w_x;        // [(K+R) H, I]  zone generation / regular maps, input half (eq. 4)
-  torch::Tensor w_h;        // [(K+R) H, H]  ... hidden half
-  torch::Tensor b_reg;      // [R H]         bias of the regular maps (Table 4)
-  torch::Tensor w_qkv;      // sat: [K N, d_z, 3 d_z] (per zone) or [K, d_z, 3 d_z] (shared)
-  torch::Tensor w_g;        // gcn: [K, d_z, d_z] (eq. 9)
-  torch::Tensor w_c;        // cap: [K, d_z, J d_o] (eq. 10, shared over input capsules)
+  torch::Tensor w_x;             // [(K+R) H, I]  zone generation / regular maps, input half (eq. 4)
+  torch::Tensor w_h;             // [(K+R) H, H]  ... hidden half
+  torch::Tensor b_reg;           // [R H]         bias of the regular maps (Table 4)
+  torch::Tensor w_qkv;           // sat: [K N, d_z, 3 d_z] (per zone) or [K, d_z, 3 d_z] (shared)
+  torch::Tensor w_g;             // gcn: [K, d_z, d_z] (eq. 9)
+  torch::Tensor w_c;             // cap: [K, d_z, J d_o] (eq. 10, shared over input capsules)
   torch::Tensor w1, b1, w2, b2;  // FFN (eq. 5): [K, d_o, d_f], [K, 1, d_f], [K, d_f, d_o], [K, 1, d_o]
-  torch::Tensor wo, bo;     // aggregation linear: [K, J d_o, H], [K, 1, H]
+  torch::Tensor wo, bo;          // aggregation linear: [K, J d_o, H], [K, 1, H]
   torch::Tensor ln_c_gain, ln_c_bias, ln_g_gain, ln_g_bias;  // LN of the pre-activations [H]
   torch::Tensor ln_z_gain, ln_z_bias;                        // LN of the zones [K, N, d_z]
 

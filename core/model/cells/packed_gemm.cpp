@@ -208,8 +208,8 @@ void PackedMatrix::addmm(const at::Tensor& out, const at::Tensor& self, const at
     return;
   }
   TORCH_CHECK(a.scalar_type() == at::kFloat && out.scalar_type() == at::kFloat && out.stride(1) == 1,
-              "PackedMatrix: expected float factors and an output with unit column stride, got ", a.scalar_type(),
-              ", ", out.scalar_type(), " strides ", out.strides());
+              "PackedMatrix: expected float factors and an output with unit column stride, got ", a.scalar_type(), ", ",
+              out.scalar_type(), " strides ", out.strides());
   const at::Tensor ac = a.stride(1) == 1 ? a : a.contiguous();
   Init init = Init::Zero;
   at::Tensor s;
@@ -219,8 +219,8 @@ void PackedMatrix::addmm(const at::Tensor& out, const at::Tensor& self, const at
       init = Init::Bias;
       s = self.reshape({Nu}).contiguous();
     } else {
-      TORCH_CHECK(self.dim() == 2 && self.size(0) == M && self.size(1) == Nu, "PackedMatrix::addmm: expected self [",
-                  M, ", ", Nu, "], got ", self.sizes());
+      TORCH_CHECK(self.dim() == 2 && self.size(0) == M && self.size(1) == Nu, "PackedMatrix::addmm: expected self [", M,
+                  ", ", Nu, "], got ", self.sizes());
       init = Init::Add;
       s = self.stride(1) == 1 ? self : self.contiguous();
     }

@@ -16,9 +16,9 @@
 namespace cs {
 
 struct CellInfo {
-  std::string name;         // config value of model.cell, e.g. "gru", "sat_mzu"
-  std::string family;       // "baseline" | "mzu" | "cru" | "mcrnn"
-  std::string description;  // one line, cites the paper
+  std::string name;                 // config value of model.cell, e.g. "gru", "sat_mzu"
+  std::string family;               // "baseline" | "mzu" | "cru" | "mcrnn"
+  std::string description;          // one line, cites the paper
   std::vector<OptionSpec> options;  // cell-specific model.* options (cells = {name} implied)
   ConfigCheck check;                // optional cross-field validation
   // Build layer `layer` of a stack; `model` is the resolved "model" section.

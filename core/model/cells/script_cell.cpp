@@ -111,17 +111,23 @@ struct PlainJit {
 
 torch::jit::Module load_module(const std::string& path) {
   if (path.empty())
-    throw UserError("cell 'script' needs model.script = PATH of a TorchScript cell saved with torch.jit.save "
-                    "(resources/cells/README.md)");
+    throw UserError(
+        "cell 'script' needs model.script = PATH of a TorchScript cell saved with torch.jit.save "
+        "(resources/cells/README.md)");
   if (!file_exists(path))
-    throw UserError("model.script '" + path + "' does not exist or is not a regular file (for a trained run whose "
-                    "script and its copy " + script_copy_name() + " are both gone, eval, analyze, generate, decode, "
+    throw UserError("model.script '" + path +
+                    "' does not exist or is not a regular file (for a trained run whose "
+                    "script and its copy " +
+                    script_copy_name() +
+                    " are both gone, eval, analyze, generate, decode, "
                     "cloze scores and export take --script PATH to the same script elsewhere)");
   try {
     return torch::jit::load(path, torch::kCPU);
   } catch (const std::exception& e) {
-    throw UserError("model.script '" + path + "' is not a TorchScript file (save the cell with torch.jit.save, or "
-                    "cellscope_torch.script_cell.save_cell): " + first_line(e));
+    throw UserError("model.script '" + path +
+                    "' is not a TorchScript file (save the cell with torch.jit.save, or "
+                    "cellscope_torch.script_cell.save_cell): " +
+                    first_line(e));
   }
 }
 
@@ -150,8 +156,8 @@ ScriptDeclaration inspect_module(torch::jit::Module& m, const std::string& path)
                     " must start with hidden_size (" + std::to_string(d.hidden_size) +
                     "): state[0] is the cell's output");
   for (int64_t s : d.state_sizes)
-    if (s <= 0) throw UserError("model.script '" + path + "': state_sizes " + shape_text(d.state_sizes) +
-                                " must be positive");
+    if (s <= 0)
+      throw UserError("model.script '" + path + "': state_sizes " + shape_text(d.state_sizes) + " must be positive");
   // Checked before anything is allocated: a state of 2^32 floats asked 32 GB of the trial call and
   // failed without naming the script (#52).
   int64_t total = std::min<int64_t>(d.input_size, kMaxScriptSize + 1);
@@ -279,7 +285,9 @@ std::string changed_message(const std::string& path, const std::string& now, con
   return "model.script '" + path + "' is not the script this run was trained with: its SHA-256 is " + now +
          ", the run recorded " + recorded +
          " (model.script_sha256). A run is resumed, forked and analysed only with its own script: its directory's "
-         "copy " + script_copy_name() + " is used in place of a moved or changed original, but it is missing or "
+         "copy " +
+         script_copy_name() +
+         " is used in place of a moved or changed original, but it is missing or "
          "changed too; put the run's script back at model.script (or --set model.script=PATH); a changed cell is a "
          "new run.";
 }
@@ -354,13 +362,15 @@ ScriptCellImpl::ScriptCellImpl(const ScriptOptions& o, int64_t input_size, int64
     : jit_(std::make_unique<Jit>()), path_(o.script) {
   jit_->m = load_module(o.script);  // once per instance: its own parameters
   const std::string sha = file_sha256(o.script);
-  if (!o.script_sha256.empty() && sha != o.script_sha256) throw UserError(changed_message(o.script, sha, o.script_sha256));
+  if (!o.script_sha256.empty() && sha != o.script_sha256)
+    throw UserError(changed_message(o.script, sha, o.script_sha256));
   decl_ = inspect_module(jit_->m, o.script);
   decl_.sha256 = sha;
   if (decl_.hidden_size != hidden)
-    throw UserError("model.script '" + o.script + "': the module's hidden_size is " + std::to_string(decl_.hidden_size) +
-                    " but model.hidden is " + std::to_string(hidden) + ": set model.hidden=" +
-                    std::to_string(decl_.hidden_size) + " or save the cell with hidden_size=" + std::to_string(hidden));
+    throw UserError("model.script '" + o.script + "': the module's hidden_size is " +
+                    std::to_string(decl_.hidden_size) + " but model.hidden is " + std::to_string(hidden) +
+                    ": set model.hidden=" + std::to_string(decl_.hidden_size) +
+                    " or save the cell with hidden_size=" + std::to_string(hidden));
   if (decl_.input_size != input_size)
     throw UserError(
         "model.script '" + o.script + "': shape mismatch: the module's input_size is " +
@@ -476,8 +486,8 @@ void register_script_cells(std::vector<CellInfo>& out) {
       const int64_t hidden = resolved<int64_t>(m, "model", "hidden");
       if (d.hidden_size != hidden)
         errs.push_back({"model.hidden", "the script '" + o.script + "' declares hidden_size " +
-                                            std::to_string(d.hidden_size) + ": set model.hidden=" +
-                                            std::to_string(d.hidden_size)});
+                                            std::to_string(d.hidden_size) +
+                                            ": set model.hidden=" + std::to_string(d.hidden_size)});
     } catch (const UserError& e) {
       errs.push_back({"model.script", e.what()});
     }

@@ -152,7 +152,7 @@ class WindowGatherFn : public torch::autograd::Function<WindowGatherFn> {
               if (act == static_cast<int64_t>(GatherAct::Relu)) {
                 CS_IVDEP
                 for (int64_t c = 0; c < n; ++c) {
-                  const scalar_t v = src[c];  // read unconditionally, or GCC keeps the loop scalar
+                  const scalar_t v = src[c];                       // read unconditionally, or GCC keeps the loop scalar
                   row[c] = o[c] <= scalar_t(0) ? scalar_t(0) : v;  // as ATen's threshold_backward
                 }
               } else {
@@ -189,8 +189,8 @@ Tensor window_gather(const Tensor& P, const Tensor& tokens, int64_t left, const 
               left);
   TORCH_CHECK(!bias.defined() || (bias.dim() == 1 && bias.size(0) == P.size(2)), "window_gather: expected bias [",
               P.size(2), "], got ", bias.sizes());
-  return torch_compat::autograd_apply<WindowGatherFn>(P, bias.defined() ? bias : at::empty({0}, P.options()),
-                                                      tokens, left, static_cast<int64_t>(act))[0];
+  return torch_compat::autograd_apply<WindowGatherFn>(P, bias.defined() ? bias : at::empty({0}, P.options()), tokens,
+                                                      left, static_cast<int64_t>(act))[0];
 }
 
 }  // namespace fused

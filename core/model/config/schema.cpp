@@ -70,20 +70,23 @@ std::vector<OptionSpec> build_options() {
 
 const char* type_name(OptType t) {
   switch (t) {
-    case OptType::Int: return "an integer";
-    case OptType::Float: return "a number";
-    case OptType::Bool: return "true or false";
-    case OptType::String: return "a string";
-    case OptType::Enum: return "one of the listed names";
+    case OptType::Int:
+      return "an integer";
+    case OptType::Float:
+      return "a number";
+    case OptType::Bool:
+      return "true or false";
+    case OptType::String:
+      return "a string";
+    case OptType::Enum:
+      return "one of the listed names";
   }
   return "?";
 }
 
 void check_value(const OptionSpec& o, const json& v, std::vector<ConfigError>& errs) {
   const std::string p = o.path();
-  auto bad_type = [&] {
-    errs.push_back({p, std::string("expected ") + type_name(o.type) + ", got " + dump_short(v)});
-  };
+  auto bad_type = [&] { errs.push_back({p, std::string("expected ") + type_name(o.type) + ", got " + dump_short(v)}); };
   switch (o.type) {
     case OptType::Int: {
       if (!v.is_number()) return bad_type();
@@ -363,7 +366,7 @@ json as_written(json cfg) {
     const char* value;
   };
   static const Legacy kLegacy[] = {
-      {"dataset", "tokenizer", "legacy"},        // data/TOKENIZER_NOTES.md
+      {"dataset", "tokenizer", "legacy"},         // data/TOKENIZER_NOTES.md
       {"model", "gcn_degree", "signed_clamped"},  // cells/MZU_NOTES.md "GCN degree"
   };
   for (const auto& l : kLegacy) {
@@ -429,8 +432,7 @@ void apply_override(json& cfg, const std::string& assignment) {
   if (dot == std::string::npos || dot == 0 || dot + 1 == path.size())
     throw UserError("--set '" + assignment + "': expected SECTION.KEY=VALUE, e.g. model.hidden=512");
   std::string section = path.substr(0, dot), key = path.substr(dot + 1);
-  if (section == "task" && cfg.contains("task") && cfg["task"].is_string())
-    cfg["task"] = json{{"name", cfg["task"]}};
+  if (section == "task" && cfg.contains("task") && cfg["task"].is_string()) cfg["task"] = json{{"name", cfg["task"]}};
   if (!cfg.contains(section) || !cfg[section].is_object()) cfg[section] = json::object();
   cfg[section][key] = v;
 }

@@ -18,9 +18,9 @@
 namespace cs {
 
 struct BeamSearchOptions {
-  int64_t beam = 10;         // 1 = greedy
-  double alpha = 1.0;        // length penalty exponent (0 = none)
-  int64_t max_length = 50;   // generated tokens at most (</s> included)
+  int64_t beam = 10;        // 1 = greedy
+  double alpha = 1.0;       // length penalty exponent (0 = none)
+  int64_t max_length = 50;  // generated tokens at most (</s> included)
   int32_t bos = 2, eos = 3;
 };
 

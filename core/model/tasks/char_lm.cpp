@@ -107,7 +107,6 @@ void CharLMTask::load_state(torch::serialize::InputArchive& ar) {
   read_streams(ar);
 }
 
-
 const OptionTable<CharLMOptions>& char_lm_option_table() {
   static const auto t = [] {
     OptionTable<CharLMOptions> t("");

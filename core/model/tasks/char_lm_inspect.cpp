@@ -74,8 +74,8 @@ TokenStepper CharLMTask::token_stepper(const std::string& seed_text) {
   TokenStepper v;
   v.vocab = &corpus_.vocab;
   auto net = model_;
-  auto states = std::make_shared<std::vector<State>>(
-      net->stack->initial_state(1, torch::TensorOptions().dtype(torch::kFloat32)));
+  auto states =
+      std::make_shared<std::vector<State>>(net->stack->initial_state(1, torch::TensorOptions().dtype(torch::kFloat32)));
   v.forward = [net, states](const torch::Tensor& x) mutable {
     StepContext ctx;
     return net->forward(x, *states, ctx);

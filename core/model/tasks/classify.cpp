@@ -194,9 +194,14 @@ torch::Tensor SentenceModelImpl::forward(const SentenceBatch& b, StepContext& ct
   if (fc) {
     feat = fc->forward(feat);
     switch (fc_activation) {
-      case FcActivation::Relu: feat = torch::relu(feat); break;
-      case FcActivation::Tanh: feat = torch::tanh(feat); break;
-      case FcActivation::None: break;
+      case FcActivation::Relu:
+        feat = torch::relu(feat);
+        break;
+      case FcActivation::Tanh:
+        feat = torch::tanh(feat);
+        break;
+      case FcActivation::None:
+        break;
     }
     feat = drop(feat);  // dropout on the fully connected layer's output
   } else if (absa) {

@@ -39,12 +39,12 @@ constexpr EnumNames<AbsaDomain, 2> enum_names(AbsaDomain) {
 // The options of the sentence tasks; the members are their only defaults, except that
 // absa's table starts from model.fc = 0 (sentence_option_table(true)).
 struct SentenceOptions {
-  std::string text_field = "text";     // dataset.*: read by data/text_datasets
+  std::string text_field = "text";  // dataset.*: read by data/text_datasets
   std::string label_field = "label";
   std::string split_field = "split";
   bool lowercase = true;
-  std::string tokenizer = "icu";       // data/tokenizer.h; old runs: legacy
-  std::string locale;                  // dataset.locale: the language of lower-casing ("" = root)
+  std::string tokenizer = "icu";  // data/tokenizer.h; old runs: legacy
+  std::string locale;             // dataset.locale: the language of lower-casing ("" = root)
   int64_t max_len = 0;
   int64_t max_vocab = 0;
   int64_t min_freq = 1;
@@ -56,11 +56,11 @@ struct SentenceOptions {
   FcActivation fc_activation = FcActivation::Relu;
   int64_t eval_batch = 64;  // training.*
   double embed_l2 = 1e-4;
-  int64_t fc = 1024;                  // model.fc: classify (CRU paper); absa: 0
-  int64_t sst_classes = 5;            // classify only
-  AbsaSubset subset = AbsaSubset::Ds;                 // absa only
-  AbsaDomain domain = AbsaDomain::Restaurants;        // absa only
-  bool drop_conflict = false;         // absa only
+  int64_t fc = 1024;                            // model.fc: classify (CRU paper); absa: 0
+  int64_t sst_classes = 5;                      // classify only
+  AbsaSubset subset = AbsaSubset::Ds;           // absa only
+  AbsaDomain domain = AbsaDomain::Restaurants;  // absa only
+  bool drop_conflict = false;                   // absa only
 };
 // The field table of classify (false) or absa (true): schema entries and binding of a
 // whole resolved config.
@@ -81,11 +81,11 @@ void assign_splits(std::vector<TextExample>& ex, const json& dataset);
 int64_t load_pretrained_embeddings(const std::string& path, const Vocab& vocab, torch::Tensor weight);
 
 struct SentenceBatch {
-  torch::Tensor tokens;      // [T, B] int64, padded with the pad id
-  torch::Tensor lengths;     // [B] int64
-  torch::Tensor aspect;      // absa: [A, B] int64 (padded), else undefined
-  torch::Tensor aspect_len;  // absa: [B]
-  torch::Tensor labels;      // [B] int64
+  torch::Tensor tokens;        // [T, B] int64, padded with the pad id
+  torch::Tensor lengths;       // [B] int64
+  torch::Tensor aspect;        // absa: [A, B] int64 (padded), else undefined
+  torch::Tensor aspect_len;    // absa: [B]
+  torch::Tensor labels;        // [B] int64
   std::vector<int64_t> index;  // example indices of the split
 };
 

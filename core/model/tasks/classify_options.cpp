@@ -97,8 +97,7 @@ const OptionTable<SentenceOptions>& sentence_option_table(bool absa) {
              "ds = the full dataset; hds = the hard subset: sentences with several aspects of different polarities, "
              "one copy per aspect (MZU paper). With ds, evaluation also reports accuracy_hds.")
         .tasks({"absa"});
-    t.choice("dataset.domain", &O::domain,
-             "SemEval-2014 directory: which domain's Train/Test files to read.")
+    t.choice("dataset.domain", &O::domain, "SemEval-2014 directory: which domain's Train/Test files to read.")
         .tasks({"absa"});
     t.field("dataset.drop_conflict", &O::drop_conflict,
             "Drop aspects labelled 'conflict' (the MZU paper keeps the four labels).")

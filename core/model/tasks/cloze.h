@@ -32,16 +32,16 @@ constexpr EnumNames<RecurrentInit, 2> enum_names(RecurrentInit) {
 
 struct ClozeOptions {
   ClozeReaderKind reader = ClozeReaderKind::MAoa;  // model.reader
-  bool lowercase = true;         // dataset.lowercase
-  std::string tokenizer = kTokenizerIcu;  // dataset.tokenizer: how lowercase folds (legacy: ASCII only)
-  std::string locale;                     // dataset.locale: in which language's rules ("" = root)
+  bool lowercase = true;                           // dataset.lowercase
+  std::string tokenizer = kTokenizerIcu;           // dataset.tokenizer: how lowercase folds (legacy: ASCII only)
+  std::string locale;                              // dataset.locale: in which language's rules ("" = root)
   // dataset.blank: Token = XXXXX has its own vocabulary id (2) and embedding (CBT, the AoA
   // Reader) | Unk = XXXXX is <unk> (Cellscope before the fix; kept for the comparison).
   ClozeBlank blank = ClozeBlank::Token;
-  int64_t min_freq = 1;          // dataset.min_freq
-  int64_t max_vocab = 0;         // dataset.max_vocab
-  int64_t eval_batch = 32;       // training.eval_batch
-  double embed_l2 = 1e-4;        // training.embed_l2 (Cui et al. 2017: l2 0.0001 on the embedding)
+  int64_t min_freq = 1;     // dataset.min_freq
+  int64_t max_vocab = 0;    // dataset.max_vocab
+  int64_t eval_batch = 32;  // training.eval_batch
+  double embed_l2 = 1e-4;   // training.embed_l2 (Cui et al. 2017: l2 0.0001 on the embedding)
   // model.recurrent_init: Orthogonal (Cui et al. 2017, section 4.2: the GRUs' internal weights
   // are random orthogonal matrices; the reader presets and the Table 3 sweep set it) | Cell
   // (the cell's own uniform initialisation: the default, what every run made before the option
@@ -127,7 +127,7 @@ TORCH_MODULE(ClozeReader);
 struct ClozeAttention {
   std::vector<std::string> document, query, candidates;  // as in the file
   int64_t answer = 0, predicted = 0;                     // candidate indices
-  std::vector<double> s;           // [|D|] attention over attention s = alpha^T beta
+  std::vector<double> s;                                 // [|D|] attention over attention s = alpha^T beta
   std::vector<double> alpha_mean;  // [|D|] column-wise attention alpha(t) averaged over the query words t
   std::vector<double> beta;        // [|Q|] averaged row-wise attention
   std::vector<double> prob;        // per candidate: sum attention P(c | D, Q)

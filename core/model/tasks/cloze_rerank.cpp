@@ -229,7 +229,7 @@ std::function<double(const std::vector<std::string>&)> task_lm_scorer(Task& task
 // ---- has the Global LM seen the questions? ----
 
 json LmOverlap::to_json() const {
-  return {{"questions", questions}, {"checked", checked},   {"found", found},
+  return {{"questions", questions}, {"checked", checked},     {"found", found},
           {"fraction", fraction()}, {"overlaps", overlaps()}, {"order", kLmOverlapOrder}};
 }
 

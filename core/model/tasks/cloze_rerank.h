@@ -61,8 +61,8 @@ class NgramLM {
   int order_;
   double d_;
   int64_t tokens_ = 0;
-  std::vector<std::unordered_map<std::string, int64_t>> ngram_;     // [k] joined k-gram -> count
-  std::vector<std::unordered_map<std::string, int64_t>> hist_n_;    // [k] joined (k-1)-history -> c(h .)
+  std::vector<std::unordered_map<std::string, int64_t>> ngram_;       // [k] joined k-gram -> count
+  std::vector<std::unordered_map<std::string, int64_t>> hist_n_;      // [k] joined (k-1)-history -> c(h .)
   std::vector<std::unordered_map<std::string, int64_t>> hist_types_;  // [k] -> N1+(h .)
 };
 
@@ -119,8 +119,8 @@ class WordClasses {
 };
 
 struct RerankOptions {
-  int order = 3;               // n of the Local and Word-class LMs
-  double discount = 0.75;      // D of the absolute discounting
+  int order = 3;                 // n of the Local and Word-class LMs
+  double discount = 0.75;        // D of the absolute discounting
   int64_t frequent_words = 100;  // words that are their own class in the Word-class LM
   // Candidate weights of each LM feature (the reader's log-probability has weight 1).
   std::vector<double> grid = {0, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1, 1.5, 2, 3};

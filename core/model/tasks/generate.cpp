@@ -116,7 +116,10 @@ json Generation::to_json() const {
   auto num = [](double x) { return std::isfinite(x) ? json(x) : json(nullptr); };
   json toks = json::array();
   for (auto& t : tokens)
-    toks.push_back({{"text", t.text}, {"id", t.id}, {"prob", num(t.prob)}, {"sample_prob", num(t.sample_prob)},
+    toks.push_back({{"text", t.text},
+                    {"id", t.id},
+                    {"prob", num(t.prob)},
+                    {"sample_prob", num(t.sample_prob)},
                     {"seed", t.from_seed}});
   return {{"task", task},
           {"text", text()},

@@ -13,20 +13,20 @@ namespace cs {
 class Task;
 
 struct GenerateOptions {
-  std::string seed_text;      // fed to the model first (scored, not sampled); may be empty
-  int64_t length = 200;       // tokens to generate after the seed (characters or words)
-  double temperature = 1.0;   // softmax(logits / T); T <= 0 (or < 1e-6) = greedy (argmax)
-  uint64_t seed = 1;          // the sampler's own generator: same seed, same text
-  int64_t top_k = 0;          // sample among the k most probable tokens only (0 = all)
-  bool allow_unk = false;     // let <unk> be generated (word-LM corpora have many)
+  std::string seed_text;     // fed to the model first (scored, not sampled); may be empty
+  int64_t length = 200;      // tokens to generate after the seed (characters or words)
+  double temperature = 1.0;  // softmax(logits / T); T <= 0 (or < 1e-6) = greedy (argmax)
+  uint64_t seed = 1;         // the sampler's own generator: same seed, same text
+  int64_t top_k = 0;         // sample among the k most probable tokens only (0 = all)
+  bool allow_unk = false;    // let <unk> be generated (word-LM corpora have many)
 };
 
 struct GeneratedToken {
-  std::string text;       // the symbol as it reads in the text (a character, or a word)
+  std::string text;  // the symbol as it reads in the text (a character, or a word)
   int32_t id = 0;
   double prob =
       0;  // the model's probability of this token given what precedes it (T = 1); NaN for the first seed token
-  double sample_prob = 0; // its probability under the sampling distribution (T, top-k); NaN for seed tokens
+  double sample_prob = 0;  // its probability under the sampling distribution (T, top-k); NaN for seed tokens
   bool from_seed = false;
 };
 

@@ -20,8 +20,8 @@ class Vocab;
 
 // A text as the task's model reads it.
 struct EncodedText {
-  std::vector<int32_t> ids;          // in the task's vocabulary
-  std::vector<std::string> tokens;   // as read: characters, words; "<unk>" for a word the vocabulary lacks
+  std::vector<int32_t> ids;         // in the task's vocabulary
+  std::vector<std::string> tokens;  // as read: characters, words; "<unk>" for a word the vocabulary lacks
 };
 
 // One sequence of a split, scored once (metric by sequence length).
@@ -45,6 +45,5 @@ struct TokenStepper {
   // ids [T, 1] -> logits [T, 1, V]; the recurrent state is carried from call to call.
   std::function<torch::Tensor(const torch::Tensor&)> forward;
 };
-
 
 }  // namespace cs

@@ -526,19 +526,16 @@ const OptionTable<Seq2SeqOptions>& seq2seq_option_table() {
         "Pointer-generator (See et al. 2017): mix the output distribution with the attention over the source's "
         "pieces, so that source words can be copied; needs dataset.shared_vocab. Not in the MC-RNN paper (default off).");
     t.field("training.eval_batch", &O::eval_batch, 1, 65536, "Pairs per batch when evaluating and decoding a split.");
-    t.field(
-        "training.eval_decode", &O::eval_decode, 0, 1e9,
-        "Evaluation: BLEU and ROUGE of the decodes of the split's first N pairs (0 = all): greedy, or beam search "
-        "on the test split with task.test_decode = beam.");
-    t.field(
-        "task.beam", &O::beam, 1, 1000,
-        "Beam width of `cellscope-cli decode` when --beam is not given, and of the test evaluation with "
-        "task.test_decode = beam (MC-RNN paper: 10 for Gigaword, 5 for IWSLT).");
-    t.choice(
-        "task.test_decode", &O::test_decode, {"greedy", "beam"},
-        "How evaluations of the test split decode for BLEU/ROUGE: greedy (batched, fast), or beam search with "
-        "task.beam and task.length_penalty as `cellscope-cli decode` does (the MC-RNN paper's tables: beam 5 "
-        "IWSLT, 10 Gigaword). Validation stays greedy. The evaluation line records it as \"decode\".");
+    t.field("training.eval_decode", &O::eval_decode, 0, 1e9,
+            "Evaluation: BLEU and ROUGE of the decodes of the split's first N pairs (0 = all): greedy, or beam search "
+            "on the test split with task.test_decode = beam.");
+    t.field("task.beam", &O::beam, 1, 1000,
+            "Beam width of `cellscope-cli decode` when --beam is not given, and of the test evaluation with "
+            "task.test_decode = beam (MC-RNN paper: 10 for Gigaword, 5 for IWSLT).");
+    t.choice("task.test_decode", &O::test_decode, {"greedy", "beam"},
+             "How evaluations of the test split decode for BLEU/ROUGE: greedy (batched, fast), or beam search with "
+             "task.beam and task.length_penalty as `cellscope-cli decode` does (the MC-RNN paper's tables: beam 5 "
+             "IWSLT, 10 Gigaword). Validation stays greedy. The evaluation line records it as \"decode\".");
     t.field("task.length_penalty", &O::length_penalty, 0, 10,
             "alpha of the length normalisation score = log P / ((5 + |Y|) / 6)^alpha (GNMT); 0 = none.");
     t.field("task.max_decode", &O::max_decode, 0, 100000,

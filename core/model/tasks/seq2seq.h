@@ -43,15 +43,16 @@ struct Seq2SeqOptions {
   std::optional<bool> lowercase;                                             // every format
   std::string tokenizer = "icu";  // how dataset.lowercase lower-cases (data/tokenizer.h); old runs: legacy
   std::string locale;             // dataset.locale: in which language's rules ("" = root)
-  int64_t eval_batch = 64;              // training.*
+  int64_t eval_batch = 64;        // training.*
   int64_t eval_decode = 200;
-  int64_t beam = 10;                    // task.*
-  std::string test_decode = "greedy";   // greedy | beam: how test-split evaluations decode
+  int64_t beam = 10;                   // task.*
+  std::string test_decode = "greedy";  // greedy | beam: how test-split evaluations decode
   double length_penalty = 1.0;
   int64_t max_decode = 0;
   int64_t lead_words = 0;
-  bool copy = false;                    // model.copy (read by Seq2SeqModel from the model section)
-  Seq2SeqArchitecture architecture = Seq2SeqArchitecture::Luong;   // model.architecture (likewise; luong for configs without it)
+  bool copy = false;  // model.copy (read by Seq2SeqModel from the model section)
+  Seq2SeqArchitecture architecture =
+      Seq2SeqArchitecture::Luong;  // model.architecture (likewise; luong for configs without it)
 };
 const OptionTable<Seq2SeqOptions>& seq2seq_option_table();
 
@@ -84,8 +85,8 @@ class Seq2SeqTask : public ExampleTask {
   std::vector<std::string> probe_decoder(const std::string& source, const std::string& target, Probe& probe);
 
   struct Example {
-    std::string source, target;             // the raw texts
-    std::vector<int32_t> src, tgt;          // subword ids (cut to the max lengths; no <s>/</s>)
+    std::string source, target;     // the raw texts
+    std::vector<int32_t> src, tgt;  // subword ids (cut to the max lengths; no <s>/</s>)
   };
   const std::vector<Example>& examples(const std::string& split) const;
   const SubwordVocab& source_vocab() const { return *src_vocab_; }

@@ -20,7 +20,10 @@ struct DecodeOptions {
   double length_penalty = 1.0;      // alpha of the length normalisation
   int64_t max_length = 0;           // 0 = the task's default
 };
-struct DecodeSample { std::string source, reference, hypothesis; double score = 0; };
+struct DecodeSample {
+  std::string source, reference, hypothesis;
+  double score = 0;
+};
 struct DecodeReport {
   std::vector<DecodeSample> samples;
   std::map<std::string, double> metrics;  // "bleu", "rouge1", "rouge2", "rougeL", and "lead_bleu", "lead_rouge1"...
@@ -28,7 +31,9 @@ struct DecodeReport {
 };
 // Decodes the split with the run's model. `progress(done, total)` after each example; returning false
 // cancels (decode_run then throws cs::Cancelled, declared here). Throws UserError on a run that is not seq2seq.
-struct Cancelled : std::runtime_error { using std::runtime_error::runtime_error; };
+struct Cancelled : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 DecodeReport decode_run(const std::string& run_dir, const DecodeOptions& o,
                         const std::function<bool(int64_t, int64_t)>& progress = {});
 }  // namespace cs

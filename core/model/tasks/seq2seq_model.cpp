@@ -39,7 +39,7 @@ Seq2SeqModelImpl::Seq2SeqModelImpl(const json& m, int64_t source_vocab, int64_t 
   } else {
     encoder_bwd = register_module("encoder_bwd", CellStack(m, mo.embed));
     const int64_t he = encoder->output_size() + encoder_bwd->output_size();  // h_j = [→h_j; ←h_j]
-    decoder = register_module("decoder", CellStack(m, mo.embed + he));    // input [E y_{i-1}; c_i]
+    decoder = register_module("decoder", CellStack(m, mo.embed + he));       // input [E y_{i-1}; c_i]
     const int64_t hd = decoder->output_size(), A = hd;
     int64_t bridged = 0;  // every layer's output state gets its own W_s^l (rows of `bridge`)
     {
@@ -107,7 +107,7 @@ Seq2SeqEncoded Seq2SeqModelImpl::encode(const torch::Tensor& src, const torch::T
   for (auto& [k, v] : bctx.metrics) ctx.add_metric("bwd/" + k, v.first, v.second);
   ctx.fast_path_calls += bctx.fast_path_calls;
   ctx.folded_flops += bctx.folded_flops;
-  auto real = length_mask(len, src.size(0), h.options());     // [S, B, 1]
+  auto real = length_mask(len, src.size(0), h.options());      // [S, B, 1]
   e.memory = (torch::cat({h, hb}, 2) * real).transpose(0, 1);  // h_j = [→h_j; ←h_j], [B, S, 2H], 0 at padding
   e.keys = attn_u(e.memory);                                   // U_a h_j [B, S, A], once per source
   e.first_backward = hb[0];                                    // ←h_1 [B, H]
@@ -143,12 +143,12 @@ torch::Tensor Seq2SeqModelImpl::additive_attention(const torch::Tensor& s_prev, 
 
 torch::Tensor Seq2SeqModelImpl::attend(const torch::Tensor& h, const Seq2SeqEncoded& enc, torch::Tensor* attention,
                                        torch::Tensor* context) {
-  auto q = attn_w(h).transpose(0, 1);                          // [B, T, He]
-  auto scores = torch::bmm(q, enc.memory.transpose(1, 2));     // [B, T, S]
+  auto q = attn_w(h).transpose(0, 1);                       // [B, T, He]
+  auto scores = torch::bmm(q, enc.memory.transpose(1, 2));  // [B, T, S]
   scores = scores.masked_fill(enc.mask.logical_not().unsqueeze(1), -std::numeric_limits<float>::infinity());
-  auto a = torch::softmax(scores, -1);                         // [B, T, S]
-  auto c = torch::bmm(a, enc.memory).transpose(0, 1);          // [T, B, He]
-  if (attention) *attention = a.transpose(0, 1);               // [T, B, S]
+  auto a = torch::softmax(scores, -1);                 // [B, T, S]
+  auto c = torch::bmm(a, enc.memory).transpose(0, 1);  // [T, B, He]
+  if (attention) *attention = a.transpose(0, 1);       // [T, B, S]
   if (context) *context = c;
   return torch::tanh(combine(torch::cat({c, h}, -1)));
 }
@@ -169,8 +169,8 @@ torch::Tensor Seq2SeqModelImpl::decode(const torch::Tensor& y_in, const Seq2SeqE
     for (size_t i = 0; i < xs.size(); ++i) {
       const auto s_prev = decoder->layers.back()->output_of(states.back());  // s_{i-1} (top layer) [B, Hd]
       torch::Tensor ai;
-      auto ci = additive_attention(s_prev, enc, &ai);                        // c_i [B, He], α_i [B, S]
-      if (full_mask.defined()) ctx.token_mask = masks[i].unsqueeze(0);       // this step's [1, B]
+      auto ci = additive_attention(s_prev, enc, &ai);                   // c_i [B, He], α_i [B, S]
+      if (full_mask.defined()) ctx.token_mask = masks[i].unsqueeze(0);  // this step's [1, B]
       // s_i = f(s_{i-1}, [E y_{i-1}; c_i])
       auto si = decoder->forward(torch::cat({xs[i], ci}, -1).unsqueeze(0), states, ctx).squeeze(0);
       ss.push_back(si);

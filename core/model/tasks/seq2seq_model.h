@@ -40,7 +40,7 @@ struct Seq2SeqEncoded {
   torch::Tensor mask;    // [B, S] bool, true at real source positions
   torch::Tensor src;     // [B, S] int64 source ids (the copy distribution's targets)
   // rnnsearch only (undefined with luong):
-  torch::Tensor keys;    // [B, S, A] U_a h_j, computed once per source
+  torch::Tensor keys;            // [B, S, A] U_a h_j, computed once per source
   torch::Tensor first_backward;  // [B, H] ←h_1: the backward encoder's top output at the first position
   // The same source repeated k times (one row per beam hypothesis); needs batch 1.
   Seq2SeqEncoded repeat_rows(int64_t k) const;

@@ -23,8 +23,7 @@ torch::Tensor batchify(const std::vector<int32_t>& ids, int64_t batch);
 std::unique_ptr<Vocab> saved_run_vocab(const std::string& run_dir);
 // one clear error when the train split cannot fill one batch of `batch` streams or the
 // valid split is empty; `unit` is "characters" or "tokens".
-void check_stream_splits(const std::string& source, size_t train, size_t valid, int64_t batch,
-                         const std::string& unit);
+void check_stream_splits(const std::string& source, size_t train, size_t valid, int64_t batch, const std::string& unit);
 
 // The carried state of a stream LM in a checkpoint (keys n_layers, state_<l>_n,
 // state_<l>_<j>). write: `flat` (the state gathered from the data-parallel ranks, in

@@ -19,9 +19,9 @@ namespace cs {
 struct Probe;
 
 struct StepResult {
-  torch::Tensor loss;   // scalar to backpropagate (task loss + cells' extra terms)
-  double task_loss = 0; // the task loss alone (nats per unit), for logging
-  int64_t units = 0;    // characters / tokens / sentences consumed by this step
+  torch::Tensor loss;    // scalar to backpropagate (task loss + cells' extra terms)
+  double task_loss = 0;  // the task loss alone (nats per unit), for logging
+  int64_t units = 0;     // characters / tokens / sentences consumed by this step
   // Training FLOPs of this step on this rank: 3 x the analytic forward FLOPs (the cells'
   // flops_per_step() per token + embedding-free output/task head), as core/run/bench counts
   // them; 0 when the task does not know (the trainer then records none).
@@ -48,10 +48,10 @@ class Task {
   int64_t train_step_index() const { return train_step_index_; }
   // Whole split ("valid" or "test"), no grad, eval mode; restores train mode after.
   virtual EvalResult evaluate(const std::string& split) = 0;
-  virtual std::string primary_metric() const = 0;    // "bpc", "ppl", "accuracy"
+  virtual std::string primary_metric() const = 0;  // "bpc", "ppl", "accuracy"
   virtual bool lower_is_better() const = 0;
-  virtual std::string unit_name() const = 0;         // "chars", "tokens", "sentences"
-  virtual double epoch() const = 0;                  // fractional epochs of training data seen
+  virtual std::string unit_name() const = 0;  // "chars", "tokens", "sentences"
+  virtual double epoch() const = 0;           // fractional epochs of training data seen
   virtual bool has_split(const std::string& split) const { return split == "valid" || split == "test"; }
   // Data cursor, carried hidden state, etc.: everything needed so that a resumed run
   // continues exactly as the uninterrupted one would.
@@ -117,9 +117,9 @@ class Task {
 std::vector<std::pair<std::string, int64_t>> parameter_breakdown_of(const torch::nn::Module& model);
 
 struct TaskInfo {
-  std::string name;          // config value of "task"
+  std::string name;  // config value of "task"
   std::string description;
-  std::string unit;          // what throughput counts
+  std::string unit;                 // what throughput counts
   std::vector<OptionSpec> options;  // task-specific options (tasks = {name} implied)
   ConfigCheck check;
   // Build from a resolved config. `run_dir` may be empty (params, bench); when a

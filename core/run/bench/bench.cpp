@@ -148,12 +148,14 @@ double time_char_lm_step(const json& model_in, int64_t B, int64_t T, int64_t V, 
 // Median seconds of forward + backward of a torch::nn::GRU or LSTM module on x [T, B, E].
 template <class RNN>
 static double time_rnn_module(RNN rnn, torch::Tensor& x, int iters, double min_seconds) {
-  return median_time([&] {
-    rnn->zero_grad();
-    x.mutable_grad() = torch::Tensor();
-    auto out = std::get<0>(rnn->forward(x));
-    out.sum().backward();
-  }, iters, min_seconds);
+  return median_time(
+      [&] {
+        rnn->zero_grad();
+        x.mutable_grad() = torch::Tensor();
+        auto out = std::get<0>(rnn->forward(x));
+        out.sum().backward();
+      },
+      iters, min_seconds);
 }
 
 // Raw torch::nn::GRU / LSTM forward + backward at the same shape (no embedding, no head, no optimizer).

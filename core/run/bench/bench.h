@@ -11,12 +11,12 @@
 namespace cs {
 
 struct BenchOptions {
-  json model;              // "model" section (cell, embed, hidden, cell options); resolved here
+  json model;  // "model" section (cell, embed, hidden, cell options); resolved here
   int64_t batch = 32;
   int64_t seq = 150;
-  int64_t vocab = 96;      // synthetic character vocabulary
-  std::string baseline;    // "torch_gru", "torch_lstm", a cell name, "none"; "" = automatic
-  int iters = 0;           // 0 = automatic (about min_seconds of timing)
+  int64_t vocab = 96;    // synthetic character vocabulary
+  std::string baseline;  // "torch_gru", "torch_lstm", a cell name, "none"; "" = automatic
+  int iters = 0;         // 0 = automatic (about min_seconds of timing)
   double min_seconds = 3.0;
   int threads = 0;
 };

@@ -10,11 +10,11 @@ namespace cs {
 
 struct DistBenchOptions {
   std::string task = "char_lm";  // char_lm or word_lm
-  json model;            // "model" section (cell, embed, hidden, ...)
-  json dataset;          // "dataset" section; empty = the default corpus (Moby Dick), cut for word_lm
-  int64_t batch = 32;    // GLOBAL batch (streams), split evenly over the ranks
-  int64_t seq = 150;     // truncated-BPTT length
-  int steps = 20;        // timed steps (the same on every rank: collectives must match), after 2 warm-up steps
+  json model;                    // "model" section (cell, embed, hidden, ...)
+  json dataset;                  // "dataset" section; empty = the default corpus (Moby Dick), cut for word_lm
+  int64_t batch = 32;            // GLOBAL batch (streams), split evenly over the ranks
+  int64_t seq = 150;             // truncated-BPTT length
+  int steps = 20;                // timed steps (the same on every rank: collectives must match), after 2 warm-up steps
 };
 
 // Runs `o.steps` data-parallel steps (forward + backward on the local B/W streams,

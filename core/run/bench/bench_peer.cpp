@@ -45,11 +45,15 @@ json paper_model(const std::string& cell, int64_t embed, int64_t hidden) {
     m["depth"] = 1;  // MZU paper Table 4's GRU+DT (L = 1)
   } else if (cell == "sat_mzu" || cell == "gcn_mzu" || cell == "cap_mzu") {
     // resources/presets/ptb-*-mzu-dt.json without the candidate dropout
-    m.update({{"depth", 1}, {"share_transition", true}, {"layer_norm", true}, {"zone_disagreement", 1.0},
-              {"filter", 1000}, {"zones", 4}});
+    m.update({{"depth", 1},
+              {"share_transition", true},
+              {"layer_norm", true},
+              {"zone_disagreement", 1.0},
+              {"filter", 1000},
+              {"zones", 4}});
     if (cell == "cap_mzu") m.update({{"capsules", 2}, {"routing_iters", 3}});
   } else if (cell.rfind("cru_", 0) == 0) {
-    m["filter_length"] = 3;  // CRU paper's k
+    m["filter_length"] = 3;       // CRU paper's k
     m["conv_window"] = "causal";  // the bench's task is a language model (cells/CRU_NOTES.md)
   } else if (cell == "mcrnn") {
     m.update({{"block", 4}, {"base", "lstm"}, {"lstm_memory", "prev"}});  // MC-RNN-3 over an LSTM
@@ -109,7 +113,8 @@ std::string not_an_earlier_peer_export(const std::string& dir) {
 json export_peer_check(const json& model_in, int64_t B, int64_t T, int64_t V, const std::string& out) {
   json model = load_and_resolve(json{{"task", {{"name", "char_lm"}}}, {"model", model_in}}, "bench model")["model"];
   if (const std::string why = not_an_earlier_peer_export(out); !why.empty())
-    throw UserError("'" + out + "' is not replaced: " + why + " (a peer export goes into a new or empty folder, or "
+    throw UserError("'" + out + "' is not replaced: " + why +
+                    " (a peer export goes into a new or empty folder, or "
                     "over an earlier one)");
   fs::create_directories(fs::path(out).parent_path().empty() ? fs::path(".") : fs::path(out).parent_path());
   // Written into a folder of this call's own beside it, then put in place (util/own_paths.h).
@@ -149,14 +154,9 @@ json export_peer_check(const json& model_in, int64_t B, int64_t T, int64_t V, co
   auto xc = x.contiguous(), yc = y.contiguous();
   write_raw(dir + "/x.i64", xc.data_ptr<int64_t>(), static_cast<size_t>(xc.numel()) * sizeof(int64_t));
   write_raw(dir + "/y.i64", yc.data_ptr<int64_t>(), static_cast<size_t>(yc.numel()) * sizeof(int64_t));
-  json meta = {
-      {"model", model},
-      {"batch", B},
-      {"seq", T},
-      {"vocab", V},
-      {"params", index},
-      {"loss", loss.item<double>()},
-      {"format", kPeerFormat}};
+  json meta = {{"model", model},       {"batch", B},      {"seq", T},
+               {"vocab", V},           {"params", index}, {"loss", loss.item<double>()},
+               {"format", kPeerFormat}};
   {
     std::ofstream f(dir + "/model.json");
     f << meta.dump(1) << "\n";
@@ -362,10 +362,21 @@ json run_peer_bench(const PeerBenchOptions& o, std::ostream* log) {
   const std::string script = peers_script_path(), py = peer_python();
   r["peer_script"] = script;
   auto child = [&](const json& model, int64_t B, bool autograd) {
-    std::vector<std::string> argv = {o.self_exe, "bench", "--peer-child", "--model-json", model.dump(),
-                                     "--batch", std::to_string(B), "--seq", std::to_string(o.seq),
-                                     "--vocab", std::to_string(o.vocab), "--threads", std::to_string(threads),
-                                     "--iters", std::to_string(o.iters)};
+    std::vector<std::string> argv = {o.self_exe,
+                                     "bench",
+                                     "--peer-child",
+                                     "--model-json",
+                                     model.dump(),
+                                     "--batch",
+                                     std::to_string(B),
+                                     "--seq",
+                                     std::to_string(o.seq),
+                                     "--vocab",
+                                     std::to_string(o.vocab),
+                                     "--threads",
+                                     std::to_string(threads),
+                                     "--iters",
+                                     std::to_string(o.iters)};
     if (autograd) argv.push_back("--autograd");
     std::string out, err;
     const int rc = run_capture(
@@ -378,10 +389,23 @@ json run_peer_bench(const PeerBenchOptions& o, std::ostream* log) {
     return j;
   };
   auto python = [&](const json& model, int64_t B) {
-    std::vector<std::string> argv = {py, script, "time", "--model-json", model.dump(), "--batch", std::to_string(B),
-                                     "--seq", std::to_string(o.seq), "--vocab", std::to_string(o.vocab),
-                                     "--threads", std::to_string(threads), "--iters", std::to_string(o.iters),
-                                     "--min-seconds", std::to_string(o.min_seconds)};
+    std::vector<std::string> argv = {py,
+                                     script,
+                                     "time",
+                                     "--model-json",
+                                     model.dump(),
+                                     "--batch",
+                                     std::to_string(B),
+                                     "--seq",
+                                     std::to_string(o.seq),
+                                     "--vocab",
+                                     std::to_string(o.vocab),
+                                     "--threads",
+                                     std::to_string(threads),
+                                     "--iters",
+                                     std::to_string(o.iters),
+                                     "--min-seconds",
+                                     std::to_string(o.min_seconds)};
     std::string out, err;
     const int rc = run_capture(argv, {"OMP_NUM_THREADS=" + std::to_string(threads)}, &out, &err);
     json j = last_json(out);
@@ -402,8 +426,8 @@ json run_peer_bench(const PeerBenchOptions& o, std::ostream* log) {
       for (int k = 0; k < rounds; ++k) cs_.push_back(child(m, B, false));
       json c = median_sample(cs_);
       json row = {{"cell", "gru"}, {"label", "LibTorch fused GRU"}, {"batch", B}, {"model", m}, {"cellscope", c}};
-      row["efficiency"] = c["flops_per_step"].get<double>() / c["seconds_per_step"].get<double>() / 1e9 /
-                          c.value("gemm_gflops", gemm);
+      row["efficiency"] =
+          c["flops_per_step"].get<double>() / c["seconds_per_step"].get<double>() / 1e9 / c.value("gemm_gflops", gemm);
       if (c.contains("gemm_floor"))
         row["floor_efficiency"] = c["flops_per_step"].get<double>() / c["gemm_floor"]["seconds"].get<double>() / 1e9 /
                                   c.value("gemm_gflops", gemm);
@@ -502,9 +526,10 @@ std::string peer_table_markdown(const json& r) {
   std::ostringstream s;
   s << "char-LM training step (embedding + cell + softmax + backward + Adam), seq " << r["seq"] << ", embed "
     << r["embed"] << ", hidden " << r["hidden"] << ", " << r["threads"] << " threads; large GEMM "
-    << fmt(r["gemm_gflops"].get<double>(), 1) << " GFLOP/s at the start (each efficiency uses the GEMM rate its own "
-       "process measured right after its steps); load average " << fmt(r["load_before"].get<double>(), 2)
-    << " before, " << fmt(r["load_after"].get<double>(), 2) << " after";
+    << fmt(r["gemm_gflops"].get<double>(), 1)
+    << " GFLOP/s at the start (each efficiency uses the GEMM rate its own "
+       "process measured right after its steps); load average "
+    << fmt(r["load_before"].get<double>(), 2) << " before, " << fmt(r["load_after"].get<double>(), 2) << " after";
   const int rounds = r.value("rounds", 1);
   if (rounds > 1)
     s << "; each time is the median of " << rounds << " rounds that interleave the variants (range in brackets)";
@@ -558,12 +583,14 @@ std::string peer_table_markdown(const json& r) {
   }
   for (const auto& row : r["rows"])
     if (row.contains("stepwise_reason"))
-      s << "\n" << row["cell"].get<std::string>() << ", batch " << row["batch"] << ": no fast path, the step-wise "
+      s << "\n"
+        << row["cell"].get<std::string>() << ", batch " << row["batch"] << ": no fast path, the step-wise "
         << "autograd path runs: " << row["stepwise_reason"].get<std::string>() << "\n";
   for (const auto& row : r["rows"])
     if (row.contains("python_error"))
-      s << "\n" << row["cell"].get<std::string>() << ", batch " << row["batch"] << ": no Python time: "
-        << row["python_error"].get<std::string>() << "\n";
+      s << "\n"
+        << row["cell"].get<std::string>() << ", batch " << row["batch"]
+        << ": no Python time: " << row["python_error"].get<std::string>() << "\n";
   return s.str();
 }
 

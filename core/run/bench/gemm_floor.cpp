@@ -45,9 +45,9 @@ bool factors(const char* name, const char** op, int* ia) {
     const char* name;
     const char* op;
     int first;
-  } table[] = {{"aten::mm", "mm", 0},          {"aten::addmm", "mm", 1},       {"aten::addmm_", "mm", 1},
-               {"aten::bmm", "bmm", 0},        {"aten::baddbmm", "bmm", 1},    {"aten::baddbmm_", "bmm", 1},
-               {"aten::addbmm", "addbmm", 1},  {"aten::addbmm_", "addbmm", 1}};
+  } table[] = {{"aten::mm", "mm", 0},         {"aten::addmm", "mm", 1},      {"aten::addmm_", "mm", 1},
+               {"aten::bmm", "bmm", 0},       {"aten::baddbmm", "bmm", 1},   {"aten::baddbmm_", "bmm", 1},
+               {"aten::addbmm", "addbmm", 1}, {"aten::addbmm_", "addbmm", 1}};
   for (const auto& e : table)
     if (std::strcmp(name, e.name) == 0) {
       *op = e.op;

@@ -27,12 +27,12 @@ struct GemmShape {
 };
 
 struct GemmFloor {
-  double seconds = 0;     // sum over the recorded calls of their shape's best time
-  double flops = 0;       // sum of 2*M*N*K over the recorded calls
-  int64_t calls = 0;      // products recorded
-  int64_t shapes = 0;     // distinct (op, sizes, strides, dtype)
+  double seconds = 0;  // sum over the recorded calls of their shape's best time
+  double flops = 0;    // sum of 2*M*N*K over the recorded calls
+  int64_t calls = 0;   // products recorded
+  int64_t shapes = 0;  // distinct (op, sizes, strides, dtype)
   std::vector<std::pair<GemmShape, std::pair<int64_t, double>>> by_shape;  // shape -> (calls, best seconds per call)
-  json to_json(size_t top = 8) const;  // totals and the `top` shapes by total time
+  json to_json(size_t top = 8) const;                                      // totals and the `top` shapes by total time
 };
 
 // Records the products of one call of `fn` (on every thread), then times them.

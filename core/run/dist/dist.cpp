@@ -193,8 +193,8 @@ std::unique_ptr<DistContext> init_dist(const DistOptions& o) {
     // Most often a worker that never started (or was given another --world-size / store).
     throw DistError("rank " + std::to_string(o.rank) + " of " + std::to_string(o.world) +
                     ": the rendezvous of the process group failed: not every worker arrived within " +
-                    seconds_text(o.timeout_s) + " s (--dist-timeout); start all " +
-                    std::to_string(o.world) + " workers with the same " +
+                    seconds_text(o.timeout_s) + " s (--dist-timeout); start all " + std::to_string(o.world) +
+                    " workers with the same " +
                     (o.store_file.empty() ? "--master " + o.master : "--store-file " + o.store_file) +
                     " and --world-size " + std::to_string(o.world) + " (" + first_line(e.what()) + ")");
   }

@@ -24,15 +24,15 @@ namespace cs {
 struct DistOptions {
   int rank = 0;
   int world = 1;
-  std::string master;      // "HOST:PORT" or "[IPV6]:PORT": the rendezvous store, rank 0 is the server
+  std::string master;                    // "HOST:PORT" or "[IPV6]:PORT": the rendezvous store, rank 0 is the server
   std::string master_from = "--master";  // what gave `master`, for messages ("MASTER_ADDR:MASTER_PORT")
-  std::string listen;      // the address rank 0's store binds (--listen); "" = the master's host
-  std::string store_file;  // or a FileStore path (local launcher; a shared filesystem)
+  std::string listen;                    // the address rank 0's store binds (--listen); "" = the master's host
+  std::string store_file;                // or a FileStore path (local launcher; a shared filesystem)
   // torchrun's static rendezvous: its agent already serves a c10d::TCPStore on `master`,
   // so every rank is a client of it, under `store_prefix` (docs/DISTRIBUTED.md).
   bool agent_store = false;
   std::string store_prefix;
-  double timeout_s = 60;   // collective + rendezvous timeout (--dist-timeout)
+  double timeout_s = 60;         // collective + rendezvous timeout (--dist-timeout)
   std::string backend = "auto";  // "gloo", "nccl", "auto" (nccl when `device` is CUDA and NCCL is compiled in)
   torch::Device device{torch::kCPU};
   int64_t bucket_bytes = 25ll << 20;  // gradient bucket size for the all-reduce (~25 MB)

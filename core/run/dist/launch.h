@@ -11,9 +11,9 @@
 namespace cs {
 
 struct LocalWorkers {
-  std::vector<pid_t> pids;   // index = rank; -1 once reaped
-  std::vector<int> status;   // exit status per rank (valid once reaped): 0..255, or 128+signal
-  std::string store_dir;     // temp directory holding the FileStore (removed by wait_local_workers)
+  std::vector<pid_t> pids;  // index = rank; -1 once reaped
+  std::vector<int> status;  // exit status per rank (valid once reaped): 0..255, or 128+signal
+  std::string store_dir;    // temp directory holding the FileStore (removed by wait_local_workers)
   int nproc = 0;
   double timeout_s = 60;
 };

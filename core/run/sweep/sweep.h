@@ -64,12 +64,12 @@ SweepSpec load_sweep_spec(const std::string& file_or_name);
 std::vector<json> bundled_sweeps();
 
 struct SweepPoint {
-  int index = 0;                     // position in the run order
-  std::string id;                    // e.g. "model.zones=2,seed=1" (stable: the state file's key)
-  std::vector<int> value_index;      // per axis
-  std::vector<std::string> labels;   // per axis
+  int index = 0;                    // position in the run order
+  std::string id;                   // e.g. "model.zones=2,seed=1" (stable: the state file's key)
+  std::vector<int> value_index;     // per axis
+  std::vector<std::string> labels;  // per axis
   int64_t seed = 1;
-  json config;                       // validated + resolved
+  json config;  // validated + resolved
 };
 
 // Expand the grid (axes x seeds) into validated points. Every invalid point is
@@ -91,7 +91,7 @@ std::string sweep_dir(const std::string& workspace, const std::string& name);
 std::map<std::string, SweepPointState> read_sweep_state(const std::string& dir);
 
 struct SweepRunOptions {
-  std::string workspace;   // empty: default_workspace()
+  std::string workspace;  // empty: default_workspace()
   // A share of the points (several processes or machines on one sweep): the points whose
   // index % workers == worker (0-based, like SLURM_PROCID / SLURM_ARRAY_TASK_ID), fixed by
   // the index alone, so a point's share never depends on what is finished. `points`, when not
@@ -101,8 +101,8 @@ struct SweepRunOptions {
   // skipped and counted in SweepRunResult::busy).
   int worker = 0, workers = 1;
   std::vector<int> points;
-  int threads = 0;         // > 0: intra-op threads for every point (overrides training.threads)
-  int default_threads = 0; // threads when training.threads is 0 (0: all cores)
+  int threads = 0;                    // > 0: intra-op threads for every point (overrides training.threads)
+  int default_threads = 0;            // threads when training.threads is 0 (0: all cores)
   TrainerControl* control = nullptr;  // stop: the current run stops with a checkpoint; the sweep stops
   // Called before each point (resumed: continues a stopped run), after it, and during training.
   std::function<void(const SweepPoint&, int n, bool resumed, const std::string& run_dir)> on_point_start;
@@ -115,8 +115,8 @@ struct SweepRunOptions {
 struct SweepRunResult {
   std::string dir;
   int total = 0, done = 0, ran = 0, skipped = 0, failed = 0;
-  int share = 0;  // points of this share (total when the whole sweep runs)
-  int busy = 0;   // points of the share another process was running (not touched here)
+  int share = 0;         // points of this share (total when the whole sweep runs)
+  int busy = 0;          // points of the share another process was running (not touched here)
   bool stopped = false;  // interrupted: run again to continue
 };
 
@@ -150,7 +150,8 @@ struct SweepJobsOptions {
   // (finished | failed | stopped | running when it died | busy) and run directory.
   std::function<void(const SweepPoint&, int pid, int threads, const std::string& log)> on_start;
   std::function<void(const SweepPoint&, const std::string& status, const std::string& run_dir, double seconds,
-                     int exit_code)> on_done;
+                     int exit_code)>
+      on_done;
 };
 SweepRunResult run_sweep_jobs(const SweepSpec& spec, const SweepRunOptions& options, const SweepJobsOptions& jobs);
 
@@ -170,7 +171,7 @@ std::string slurm_array_script(const SweepSpec& spec, int points, const std::str
 
 // ------------------------------------------------------------------ results
 struct SweepRunRecord {
-  SweepPoint point;          // config not filled
+  SweepPoint point;  // config not filled
   SweepPointState state;
   bool has_value = false;
   double value = 0;

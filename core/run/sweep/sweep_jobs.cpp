@@ -20,7 +20,6 @@
 #include <set>
 #include <sstream>
 
-
 #include "dist/launch.h"
 #include "train/launch.h"
 #include "train/trainer.h"
@@ -125,8 +124,16 @@ SweepRunResult run_sweep_jobs(const SweepSpec& spec, const SweepRunOptions& o, c
     while (!stop && next < queue.size() && static_cast<int>(running.size()) < j.jobs) {
       const SweepPoint& p = *queue[next++];
       const std::string log = join_path(logs, "point-" + std::to_string(p.index) + ".log");
-      std::vector<std::string> args = {"sweep", "run", res.dir, "--workspace", ws, "--point", std::to_string(p.index),
-                                       "--threads", std::to_string(threads), "--quiet"};
+      std::vector<std::string> args = {"sweep",
+                                       "run",
+                                       res.dir,
+                                       "--workspace",
+                                       ws,
+                                       "--point",
+                                       std::to_string(p.index),
+                                       "--threads",
+                                       std::to_string(threads),
+                                       "--quiet"};
       Child c{spawn_point(j.exe, args, log), &p, std::chrono::steady_clock::now()};
       running.push_back(c);
       if (j.on_start) j.on_start(p, c.pid, threads, log);

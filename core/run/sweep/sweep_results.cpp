@@ -20,7 +20,6 @@
 #include <set>
 #include <sstream>
 
-
 #include "dist/launch.h"
 #include "train/launch.h"
 #include "train/trainer.h"
@@ -108,6 +107,5 @@ SweepResults read_sweep_results(const std::string& arg, const std::string& works
   }
   return r;
 }
-
 
 }  // namespace cs

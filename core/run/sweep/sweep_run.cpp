@@ -20,7 +20,6 @@
 #include <set>
 #include <sstream>
 
-
 #include "dist/launch.h"
 #include "train/launch.h"
 #include "train/trainer.h"
@@ -99,9 +98,9 @@ std::string point_run_dir(const std::string& ws, const SweepSpec& spec, const Sw
   std::time_t t = std::time(nullptr);
   char buf[32];
   std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", std::localtime(&t));
-  const std::string base = join_path(ws, std::string(buf) + "-" + p.config["task"].value("name", "task") + "-" +
-                                             p.config["model"].value("cell", "cell") + "-" + spec.name + "-p" +
-                                             std::to_string(p.index));
+  const std::string base =
+      join_path(ws, std::string(buf) + "-" + p.config["task"].value("name", "task") + "-" +
+                        p.config["model"].value("cell", "cell") + "-" + spec.name + "-p" + std::to_string(p.index));
   std::string d = base;
   for (int i = 2; dir_exists(d) || file_exists(d); ++i) d = base + "-" + std::to_string(i);
   return d;
@@ -217,8 +216,8 @@ SweepRunResult run_sweep(const SweepSpec& spec, const SweepRunOptions& o) {
       res.stopped = true;
       break;
     }
-    const std::string tag = "point " + std::to_string(p.index) + " (" + std::to_string(p.index + 1) + "/" +
-                            std::to_string(n) + ") " + p.id;
+    const std::string tag =
+        "point " + std::to_string(p.index) + " (" + std::to_string(p.index + 1) + "/" + std::to_string(n) + ") " + p.id;
     FdLock point_lock;
     if (!point_lock.take(join_path(join_path(res.dir, "points"), std::to_string(p.index) + ".lock"),
                          LOCK_EX | LOCK_NB)) {

@@ -20,7 +20,6 @@
 #include <set>
 #include <sstream>
 
-
 #include "dist/launch.h"
 #include "train/launch.h"
 #include "train/trainer.h"

@@ -245,7 +245,7 @@ std::string Budget::describe() const {
   const std::string amt = kind == "time"    ? seconds_text(amount)
                           : kind == "flops" ? short_num(amount)
                                             : std::to_string(static_cast<int64_t>(amount));
-  const std::string what = kind == "time" ? "equal wall-clock time: " + amt + " of training"
+  const std::string what = kind == "time"    ? "equal wall-clock time: " + amt + " of training"
                            : kind == "flops" ? "equal training FLOPs: " + amt
                                              : "equal steps: " + amt;
   return what + (common ? " (the largest budget every run reached)" : "");
@@ -302,8 +302,11 @@ BudgetValue value_at_budget(const std::vector<EvalAt>& evals, double end_x, cons
     if (!best || (lower ? e.valid < best->valid : e.valid > best->valid)) best = &e;
   }
   if (!best) {
-    out.problem = evals.empty() ? "no evaluation in its metrics" : "no evaluation within the budget (the first at " +
-                  (b.kind == "time" ? seconds_text(x_of(evals.front())) : short_num(x_of(evals.front()))) + ")";
+    out.problem = evals.empty()
+                      ? "no evaluation in its metrics"
+                      : "no evaluation within the budget (the first at " +
+                            (b.kind == "time" ? seconds_text(x_of(evals.front())) : short_num(x_of(evals.front()))) +
+                            ")";
     return out;
   }
   out.step = best->step;
@@ -490,7 +493,8 @@ SweepTable sweep_table(const SweepResults& r, const std::string& paired_ref, con
       throw UserError("--budget flops: the metrics.jsonl of " + std::to_string(no_flops.size()) +
                       " run(s) carry no training FLOPs (\"train_flops\"; written before Cellscope recorded them, or "
                       "resumed from a checkpoint without the count), so they cannot be put at equal FLOPs; use "
-                      "--budget time=SECONDS or --budget step=N, or train them again:" + list);
+                      "--budget time=SECONDS or --budget step=N, or train them again:" +
+                      list);
     }
     if (budget.common) {
       double amt = std::numeric_limits<double>::infinity();
@@ -506,9 +510,8 @@ SweepTable sweep_table(const SweepResults& r, const std::string& paired_ref, con
         ++missing;
         continue;
       }
-      in.push_back(
-          {label_on(r, *rd.rec, rows_axes, metric_label), label_on(r, *rd.rec, cols_axes, metric_label),
-           rd.rec->point.seed, v.value, !v.reached});
+      in.push_back({label_on(r, *rd.rec, rows_axes, metric_label), label_on(r, *rd.rec, cols_axes, metric_label),
+                    rd.rec->point.seed, v.value, !v.reached});
     }
   }
   const auto rows = labels_of(r, rows_axes, metric_label), cols = labels_of(r, cols_axes, metric_label);
@@ -591,8 +594,13 @@ RunsText runs_text(const TableCell& c) {
       o.steps += f.end;
       continue;
     }
-    const std::string mark = f.end == "early stop" ? "E" : f.end == "cap" ? "C" : f.end == "finished" ? "" :
-                             f.end == "running" ? "R" : f.end == "stopped" ? "S" : f.end == "failed" ? "F" : "?";
+    const std::string mark = f.end == "early stop" ? "E"
+                             : f.end == "cap"      ? "C"
+                             : f.end == "finished" ? ""
+                             : f.end == "running"  ? "R"
+                             : f.end == "stopped"  ? "S"
+                             : f.end == "failed"   ? "F"
+                                                   : "?";
     o.steps += std::to_string(f.step) + mark;
     pmin = pmin == 0 ? f.parameters : std::min(pmin, f.parameters);
     pmax = std::max(pmax, f.parameters);
@@ -613,8 +621,8 @@ RunsText runs_text(const TableCell& c) {
 namespace {
 
 std::string refused_text(const TableCell& c) {
-  return "n/a (" + (c.split.empty() ? std::string("test") : c.split) + " set " + std::to_string(c.split_size) +
-         " < " + std::to_string(kMinTableSplitSize) + ")";
+  return "n/a (" + (c.split.empty() ? std::string("test") : c.split) + " set " + std::to_string(c.split_size) + " < " +
+         std::to_string(kMinTableSplitSize) + ")";
 }
 
 }  // namespace
@@ -737,7 +745,8 @@ std::string table_to_csv(const SweepTable& t) {
       for (auto& f : x.runs) {
         steps += (steps.empty() ? "" : " ") + (f.known ? std::to_string(f.step) : std::string());
         std::string e = f.end;
-        for (auto& ch : e) if (ch == ' ') ch = '_';
+        for (auto& ch : e)
+          if (ch == ' ') ch = '_';
         ends += (ends.empty() ? "" : " ") + e;
         if (!f.known) continue;
         if (!params) params = f.parameters;
@@ -758,11 +767,27 @@ std::string latex_escape(const std::string& s) {
   std::string o;
   for (char c : s) {
     switch (c) {
-      case '_': case '%': case '&': case '#': case '$': case '{': case '}': o += '\\'; o += c; break;
-      case '\\': o += "\\textbackslash{}"; break;
-      case '~': o += "\\textasciitilde{}"; break;
-      case '^': o += "\\textasciicircum{}"; break;
-      default: o += c;
+      case '_':
+      case '%':
+      case '&':
+      case '#':
+      case '$':
+      case '{':
+      case '}':
+        o += '\\';
+        o += c;
+        break;
+      case '\\':
+        o += "\\textbackslash{}";
+        break;
+      case '~':
+        o += "\\textasciitilde{}";
+        break;
+      case '^':
+        o += "\\textasciicircum{}";
+        break;
+      default:
+        o += c;
     }
   }
   return o;
@@ -788,8 +813,9 @@ std::string table_to_latex(const SweepTable& t) {
     for (auto& c : t.cells[r]) {
       std::string s;
       if (c.reference) s = "(ref.)";
-      else if (c.refused) s = "n/a (" + c.split + " set " + std::to_string(c.split_size) + " $<$ " +
-                               std::to_string(kMinTableSplitSize) + ")";
+      else if (c.refused)
+        s = "n/a (" + c.split + " set " + std::to_string(c.split_size) + " $<$ " + std::to_string(kMinTableSplitSize) +
+            ")";
       else if (c.n == 0) s = "--";
       else {
         s = num(c.mean, d);

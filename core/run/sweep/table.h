@@ -26,20 +26,20 @@ inline constexpr int64_t kMinTableSplitSize = 100;
 // What one run of a cell reached: its size, steps and budget (the "runs" block of a table).
 struct RunFacts {
   int64_t seed = 0;
-  bool known = false;       // its summary.json was read
+  bool known = false;  // its summary.json was read
   int64_t parameters = 0;
   int64_t step = 0, cap = 0;  // steps reached; training.steps of its config (0: unknown)
-  std::string end;          // "early stop" | "cap" | running | stopped | failed | pending
-  double seconds = 0;       // wall-clock training time (summary elapsed)
+  std::string end;            // "early stop" | "cap" | running | stopped | failed | pending
+  double seconds = 0;         // wall-clock training time (summary elapsed)
   double flops = std::numeric_limits<double>::quiet_NaN();  // cumulative training FLOPs; NaN: not recorded
   int64_t valid_units = 0, test_units = 0;  // the evaluated splits' sizes (summary.json); 0: not recorded
 };
 
 // A compute budget at which every run is read instead of its end (`sweep table --budget`).
 struct Budget {
-  std::string kind;      // "" (none: the step-matched table at each run's end) | time | flops | step
-  double amount = 0;     // seconds, FLOPs or steps
-  bool common = false;   // "KIND=common": the largest budget every run reached (min over runs of its end)
+  std::string kind;     // "" (none: the step-matched table at each run's end) | time | flops | step
+  double amount = 0;    // seconds, FLOPs or steps
+  bool common = false;  // "KIND=common": the largest budget every run reached (min over runs of its end)
   bool active() const { return !kind.empty(); }
   std::string describe() const;  // "equal wall-clock time: 120 s of training"
 };
@@ -58,9 +58,9 @@ struct EvalAt {
 struct BudgetValue {
   bool has_value = false;
   double value = 0;
-  int64_t step = 0;       // the evaluation chosen
-  bool reached = false;   // the run's training went at least as far as the budget
-  std::string problem;    // why there is no value ("no evaluation within the budget", ...)
+  int64_t step = 0;      // the evaluation chosen
+  bool reached = false;  // the run's training went at least as far as the budget
+  std::string problem;   // why there is no value ("no evaluation within the budget", ...)
 };
 // Model selection within the budget, as early stopping + best.pt does it: among the
 // evaluations at x <= budget, the one with the best `valid`; its `value`. `evals` in step order;
@@ -74,8 +74,8 @@ struct TableCell {
   int n = 0;
   double mean = 0, std = 0;  // std: sample (n - 1); 0 when n < 2
   bool best = false;
-  bool reference = false;    // paired view: the reference column itself
-  int short_of_budget = 0;   // budget view: runs among `values` that ended before the budget
+  bool reference = false;      // paired view: the reference column itself
+  int short_of_budget = 0;     // budget view: runs among `values` that ended before the budget
   std::vector<RunFacts> runs;  // every run of the cell (size, steps, budget), seed order
   // The size of the split the table's metric reads ("test" or "valid"), the smallest over the
   // cell's runs that recorded it (0: none did). `refused`: under kMinTableSplitSize, so the
@@ -93,11 +93,11 @@ struct SweepTable {
   std::vector<std::vector<TableCell>> cells;  // [row][col]
   std::vector<int64_t> seeds;                 // the sweep's seeds
   bool paired = false;
-  std::string paired_reference;  // the row or column every other one is compared with
-  std::string paired_axis;       // "column" | "row"
-  int missing = 0;               // points without a value (pending, failed, stopped)
-  Budget budget;                 // active: the compute-matched view
-  std::string budget_note;       // how the budget view read the runs (split used, fallbacks)
+  std::string paired_reference;              // the row or column every other one is compared with
+  std::string paired_axis;                   // "column" | "row"
+  int missing = 0;                           // points without a value (pending, failed, stopped)
+  Budget budget;                             // active: the compute-matched view
+  std::string budget_note;                   // how the budget view read the runs (split used, fallbacks)
   std::vector<std::string> budget_problems;  // runs without a value at the budget, and why
 };
 
@@ -162,7 +162,7 @@ std::vector<SeriesPoint> sweep_series(const SweepResults& r, const std::string& 
 // Formatting: numbers with `digits` decimals (-1: 3 below 10, 2 below 100, 1 otherwise).
 std::string format_cell(const TableCell& c, int digits = -1, bool with_n = false);
 std::string table_to_text(const SweepTable& t);
-std::string table_to_csv(const SweepTable& t);  // row, col, mean, std, n, best, values (one line per cell)
+std::string table_to_csv(const SweepTable& t);    // row, col, mean, std, n, best, values (one line per cell)
 std::string table_to_latex(const SweepTable& t);  // \begin{tabular}...\end{tabular}
 json table_to_json(const SweepTable& t);
 std::string series_to_csv(const std::vector<SeriesPoint>& s, const std::string& x_name);

@@ -211,9 +211,8 @@ LaunchedRun start_run(const json& raw_cfg, const LaunchOptions& o) {
       throw UserError("training.steps (" + std::to_string(out.cfg.at("training").at("steps").get<int64_t>()) +
                       ") must exceed the step of the checkpoint forked from (" + std::to_string(n) +
                       "): set it with --set training.steps=N or --steps N");
-    out.cfg["parent"] = json{{"run_dir", absolute_path(source)},
-                             {"step", n},
-                             {"checkpoint", basename_of(parent_checkpoint)}};
+    out.cfg["parent"] =
+        json{{"run_dir", absolute_path(source)}, {"step", n}, {"checkpoint", basename_of(parent_checkpoint)}};
     out.forked = true;
   }
   if (o.before_create) o.before_create(*out.trainer, out.cfg);  // import_run.cpp: the weights, before any directory

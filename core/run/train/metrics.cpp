@@ -30,8 +30,7 @@ MetricsRecord MetricsRecord::from_json(const json& j) {
     else if (k == "elapsed") r.elapsed = v.get<double>();
     else if (k == "train_flops")
       r.train_flops = v.is_null() ? std::numeric_limits<double>::quiet_NaN() : v.get<double>();
-    else if (k == "wall_time")
-      r.wall_time = v.is_null() ? std::numeric_limits<double>::quiet_NaN() : v.get<double>();
+    else if (k == "wall_time") r.wall_time = v.is_null() ? std::numeric_limits<double>::quiet_NaN() : v.get<double>();
     else if (k == "eval") r.eval = v.get<bool>();
     else if (k == "split") r.split = v.get<std::string>();
     else if (v.is_number()) r.values[k] = v.get<double>();

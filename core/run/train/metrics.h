@@ -18,8 +18,8 @@ struct MetricsRecord {
   int64_t step = 0;
   double epoch = 0;
   bool eval = false;
-  std::string split;  // for eval lines: "valid" or "test"
-  double elapsed = 0;   // wall-clock seconds of training so far (pauses excluded, resumes summed)
+  std::string split;   // for eval lines: "valid" or "test"
+  double elapsed = 0;  // wall-clock seconds of training so far (pauses excluded, resumes summed)
   // When the line was written: seconds since the Unix epoch (system clock), the wall time of
   // the TensorBoard point (train/TENSORBOARD_NOTES.md). NaN when unknown (files written before
   // the field existed); written as "wall_time" only when known.

@@ -25,13 +25,20 @@
 namespace cs {
 
 json RunSummary::to_json() const {
-  json j = {{"status", status},       {"reason", reason},
-            {"task", task},           {"cell", cell},
-            {"primary_metric", primary_metric}, {"lower_is_better", lower_is_better},
-            {"parameters", parameters}, {"step", step},
-            {"epoch", epoch},         {"mean_throughput", mean_throughput},
-            {"unit", unit},           {"elapsed", elapsed},
-            {"started", started},     {"updated", updated},
+  json j = {{"status", status},
+            {"reason", reason},
+            {"task", task},
+            {"cell", cell},
+            {"primary_metric", primary_metric},
+            {"lower_is_better", lower_is_better},
+            {"parameters", parameters},
+            {"step", step},
+            {"epoch", epoch},
+            {"mean_throughput", mean_throughput},
+            {"unit", unit},
+            {"elapsed", elapsed},
+            {"started", started},
+            {"updated", updated},
             {"processes", processes}};
   j["best_valid"] = has_best ? json(best_valid) : json(nullptr);
   j["best_step"] = has_best ? json(best_step) : json(nullptr);
@@ -60,7 +67,8 @@ RunSummary RunSummary::from_json(const json& j) {
   s.updated = j.value("updated", "");
   s.processes = j.value("processes", int64_t(1));
   if (j.contains("train_flops") && j["train_flops"].is_number()) s.train_flops = j["train_flops"].get<double>();
-  if (j.contains("valid_units") && j["valid_units"].is_number_integer()) s.valid_units = j["valid_units"].get<int64_t>();
+  if (j.contains("valid_units") && j["valid_units"].is_number_integer())
+    s.valid_units = j["valid_units"].get<int64_t>();
   if (j.contains("test_units") && j["test_units"].is_number_integer()) s.test_units = j["test_units"].get<int64_t>();
   if (j.contains("best_valid") && j["best_valid"].is_number()) {
     s.has_best = true;
@@ -113,7 +121,8 @@ int take_lock(const std::string& dir, const std::string& shown_dir) {
 bool interrupted_write(const std::string& dir, const std::string& n) {
   const size_t t = n.rfind(".tmp.");
   if (t == std::string::npos || t == 0 || t + 5 == n.size()) return false;
-  if (!std::all_of(n.begin() + static_cast<std::ptrdiff_t>(t + 5), n.end(), [](char c) { return c >= '0' && c <= '9'; }))
+  if (!std::all_of(n.begin() + static_cast<std::ptrdiff_t>(t + 5), n.end(),
+                   [](char c) { return c >= '0' && c <= '9'; }))
     return false;
   struct stat st {};
   return ::lstat(join_path(dir, n).c_str(), &st) == 0 && S_ISREG(st.st_mode);
@@ -159,7 +168,7 @@ void RunStore::lock_for_writing() {
 }
 
 void RunStore::create_atomically(const json& cfg, const std::string& vocab_text,
-                                  const std::vector<std::pair<std::string, std::string>>& copies) {
+                                 const std::vector<std::pair<std::string, std::string>>& copies) {
   std::string d = dir_;
   while (d.size() > 1 && d.back() == '/') d.pop_back();
   const auto slash = d.find_last_of('/');
@@ -448,8 +457,8 @@ std::string new_run_dir(const std::string& workspace, const json& cfg) {
   std::time_t t = std::time(nullptr);
   char buf[32];
   std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", std::localtime(&t));
-  std::string base = join_path(workspace, std::string(buf) + "-" + cfg["task"].value("name", "task") + "-" +
-                                              cfg["model"].value("cell", "cell"));
+  std::string base = join_path(
+      workspace, std::string(buf) + "-" + cfg["task"].value("name", "task") + "-" + cfg["model"].value("cell", "cell"));
   std::string d = base;
   for (int i = 2; dir_exists(d) || file_exists(d); ++i) d = base + "-" + std::to_string(i);
   return d;

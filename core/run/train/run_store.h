@@ -80,7 +80,7 @@ class RunStore {
   std::vector<json> read_metrics() const;       // skips a torn last line
   // Keep only metrics lines with step <= `step` (used by --resume).
   void truncate_metrics(int64_t step) const;
-  void log(const std::string& line) const;      // appends to log.txt
+  void log(const std::string& line) const;        // appends to log.txt
   std::vector<int64_t> checkpoint_steps() const;  // step_<N>.pt present, sorted
   // Remove "*.tmp.<pid>" files left by a process killed mid-write (on resume).
   void remove_stale_temp_files() const;

@@ -28,9 +28,9 @@ struct TrainerControl;
 // One training step as seen by this process; reduce_step turns it into the step of
 // the whole (global) batch.
 struct StepStats {
-  double loss = 0;       // task loss of this process's batch (mean per unit)
+  double loss = 0;  // task loss of this process's batch (mean per unit)
   bool nonfinite = false;
-  bool stop = false;     // this process was asked to stop
+  bool stop = false;  // this process was asked to stop
   // The signal that asked for it here (TrainerControl::stop_signal; 0: the user). After the
   // reduction: SIGTERM when any rank stopped for one (a scheduler's stop reaches every rank's
   // summary and exit status, not only the rank that received it).

@@ -182,10 +182,8 @@ std::string plugin_metadata(const std::string& plugin, const std::string& conten
 void flatten(const json& j, const std::string& prefix, std::map<std::string, json>& out) {
   for (auto& [k, v] : j.items()) {
     const std::string name = prefix.empty() ? k : prefix + "." + k;
-    if (v.is_object() && !v.empty())
-      flatten(v, name, out);
-    else
-      out[name] = v;
+    if (v.is_object() && !v.empty()) flatten(v, name, out);
+    else out[name] = v;
   }
 }
 
@@ -207,14 +205,11 @@ struct Reader {
   }
   // Skips a field of wire type `w`; returns the bytes of a length-delimited one.
   std::string field(int w) {
-    if (w == 0)
-      varint();
+    if (w == 0) varint();
     else if (w == 1 || w == 5) {
       const size_t n = w == 1 ? 8 : 4;
-      if (static_cast<size_t>(end - p) < n)
-        bad = true;
-      else
-        p += n;
+      if (static_cast<size_t>(end - p) < n) bad = true;
+      else p += n;
     } else if (w == 2) {
       const uint64_t n = varint();
       if (bad || n > static_cast<uint64_t>(end - p)) {
@@ -283,14 +278,10 @@ std::string hparams_event(double wall_time, const json& cfg) {
   for (auto& [name, v] : leaves) {
     std::string value;
     if (v.is_null()) continue;
-    if (v.is_boolean())
-      put_varint_field(value, kPbBool, v.get<bool>() ? 1 : 0);
-    else if (v.is_number())
-      put_double(value, kPbNumber, v.get<double>());
-    else if (v.is_string())
-      put_bytes(value, kPbString, v.get<std::string>());
-    else
-      put_bytes(value, kPbString, v.dump());
+    if (v.is_boolean()) put_varint_field(value, kPbBool, v.get<bool>() ? 1 : 0);
+    else if (v.is_number()) put_double(value, kPbNumber, v.get<double>());
+    else if (v.is_string()) put_bytes(value, kPbString, v.get<std::string>());
+    else put_bytes(value, kPbString, v.dump());
     std::string entry;
     put_bytes(entry, kMapKey, name);
     put_bytes(entry, kMapValue, value);
@@ -690,10 +681,8 @@ std::string safe_run_name(const std::string& name) {
   std::string s;
   for (char c : name) {
     const bool ok = std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
-    if (ok)
-      s += c;
-    else if (s.empty() || s.back() != '_')
-      s += '_';
+    if (ok) s += c;
+    else if (s.empty() || s.back() != '_') s += '_';
   }
   while (!s.empty() && (s.back() == '_' || s.back() == '.')) s.pop_back();
   while (!s.empty() && s.front() == '.') s.erase(0, 1);

@@ -115,7 +115,7 @@ struct Trainer::Impl {
   double ref_loss = std::numeric_limits<double>::quiet_NaN();
   int64_t diverge_count = 0;
   TrainingOptions opts;
-  int64_t vocab_hash = 0;  // FNV-1a of the task's vocabulary text, stored in every checkpoint
+  int64_t vocab_hash = 0;     // FNV-1a of the task's vocabulary text, stored in every checkpoint
   int64_t last_pt_step = -1;  // step of this run directory's checkpoints/last.pt (-1: none known)
   // RUN_DIR/tensorboard/ (training.tensorboard; train/TENSORBOARD_NOTES.md): never fails the run
   std::unique_ptr<tb::RunTensorBoard> tb;
@@ -302,7 +302,8 @@ std::vector<torch::Tensor> moments_of(const torch::optim::AdamParamState& a) {
 std::vector<torch::Tensor> moments_of(const torch::optim::SGDParamState& m) { return {m.momentum_buffer()}; }
 
 template <class ParamState>
-void restore_param_state(torch::optim::Optimizer& opt, torch::serialize::InputArchive& archive, const std::string& path) {
+void restore_param_state(torch::optim::Optimizer& opt, torch::serialize::InputArchive& archive,
+                         const std::string& path) {
   auto refuse = [&](const std::string& why) {
     throw UserError("checkpoint '" + path + "': its optimizer state does not fit the model (" + why +
                     "). Its weights are intact: eval, analyze, generate and export read them");
@@ -331,8 +332,8 @@ void restore_param_state(torch::optim::Optimizer& opt, torch::serialize::InputAr
       restored->serialize(saved);
       for (const auto& t : moments_of(*restored))
         if (t.defined() && t.sizes() != params[j].sizes())
-          refuse("parameter " + std::to_string(index) + " is " + shape_text(params[j].sizes()) +
-                 ", its saved moment " + shape_text(t.sizes()));
+          refuse("parameter " + std::to_string(index) + " is " + shape_text(params[j].sizes()) + ", its saved moment " +
+                 shape_text(t.sizes()));
       state[torch_compat::optimizer_state_key(state, params[j])] = std::move(restored);
     }
   }
@@ -340,16 +341,14 @@ void restore_param_state(torch::optim::Optimizer& opt, torch::serialize::InputAr
 
 void restore_optimizer_state(torch::optim::Optimizer& opt, torch::serialize::InputArchive& archive,
                              const std::string& path) {
-  if (dynamic_cast<torch::optim::Adam*>(&opt))
-    restore_param_state<torch::optim::AdamParamState>(opt, archive, path);
-  else if (dynamic_cast<torch::optim::SGD*>(&opt))
-    restore_param_state<torch::optim::SGDParamState>(opt, archive, path);
+  if (dynamic_cast<torch::optim::Adam*>(&opt)) restore_param_state<torch::optim::AdamParamState>(opt, archive, path);
+  else if (dynamic_cast<torch::optim::SGD*>(&opt)) restore_param_state<torch::optim::SGDParamState>(opt, archive, path);
 }
 }  // namespace
 
 void Trainer::load_checkpoint(const std::string& path) {
   torch::serialize::InputArchive ar;
-  read_checkpoint_file(path, ar, impl_->device);  // checksum verified
+  read_checkpoint_file(path, ar, impl_->device);              // checksum verified
   check_model_matches(*task_->model(), ar, path, kForkHint);  // before Module::load replaces any tensor
   {
     torch::serialize::InputArchive st;
@@ -366,14 +365,19 @@ void Trainer::load_checkpoint(const std::string& path) {
     ar.read("task", t);
     ar.read("trainer", s);
     task_->model()->load(m);
-    impl_->opt->load(o);                          // the groups' options (lr, betas, decay)
+    impl_->opt->load(o);                            // the groups' options (lr, betas, decay)
     restore_optimizer_state(*impl_->opt, o, path);  // the per-parameter state, keyed portably (above)
     // InputArchive::read into an already-defined tensor tries to resize it: use a fresh one per key.
-    auto T = [&](const char* k) { torch::Tensor v; s.read(k, v); return v; };
+    auto T = [&](const char* k) {
+      torch::Tensor v;
+      s.read(k, v);
+      return v;
+    };
     for (const StateField& f : impl_->state_fields(&step_, &impl_->elapsed_before)) {
       torch::Tensor v;
       const bool present = f.optional ? s.try_read(f.key, v) : (v = T(f.key), true);
-      if (auto* i = std::get_if<int64_t*>(&f.value)) **i = present ? v.item<int64_t>() : static_cast<int64_t>(f.missing);
+      if (auto* i = std::get_if<int64_t*>(&f.value))
+        **i = present ? v.item<int64_t>() : static_cast<int64_t>(f.missing);
       else if (auto* d = std::get_if<double*>(&f.value)) **d = present ? v.item<double>() : f.missing;
       else *std::get<bool*>(f.value) = present ? v.item<int64_t>() != 0 : f.missing != 0;
     }
@@ -547,7 +551,7 @@ struct Trainer::RunContext {
   std::string lr_metric;  // training.lr_decay_metric resolved (the valid key the decay watches)
   bool lr_lower = true;   // lower is better for lr_metric
   Clock::time_point t_start;
-  double paused = 0;            // seconds spent paused (not counted as elapsed)
+  double paused = 0;  // seconds spent paused (not counted as elapsed)
   bool early_stopped = false;
   int64_t last_checkpoint = -1;  // step of the last last.pt written by this run()
   std::string reason;            // why train_step failed
@@ -864,8 +868,8 @@ void Trainer::evaluate_valid(RunContext& rc) {
       if (it == er.metrics.end()) {
         std::string keys;
         for (auto& [k, val] : er.metrics) keys += (keys.empty() ? "" : ", ") + k;
-        throw UserError("training.lr_decay_metric: the valid evaluation of task " + task_->name() +
-                        " has no metric '" + rc.lr_metric + "' (it has: " + keys + ")");
+        throw UserError("training.lr_decay_metric: the valid evaluation of task " + task_->name() + " has no metric '" +
+                        rc.lr_metric + "' (it has: " + keys + ")");
       }
       const double lv = it->second;
       improved = !I.lr_has_best || (rc.lr_lower ? lv < I.lr_best : lv > I.lr_best);
@@ -925,8 +929,8 @@ TrainOutcome Trainer::finish(RunContext& rc, Ending how) {
     if (rc.last_checkpoint != step_) checkpoint(rc);  // once, even when the stop follows a checkpoint
     summary_.status = "stopped";
     const int sig = rc.control ? rc.control->stop_signal.load() : 0;
-    summary_.reason = sig == SIGTERM ? "stopped by SIGTERM (preemption or a time limit) at step " + std::to_string(step_) +
-                                           "; resuming continues from its checkpoint"
+    summary_.reason = sig == SIGTERM ? "stopped by SIGTERM (preemption or a time limit) at step " +
+                                           std::to_string(step_) + "; resuming continues from its checkpoint"
                                      : "stopped by the user at step " + std::to_string(step_);
   } else if (how == Ending::failed) {
     summary_.status = "failed";

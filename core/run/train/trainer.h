@@ -17,7 +17,7 @@
 namespace cs {
 
 struct DistContext;  // dist/dist.h
-class StepSync;     // train/step_sync.h
+class StepSync;      // train/step_sync.h
 
 struct Progress {
   int64_t step = 0, total_steps = 0;
@@ -28,7 +28,7 @@ struct Progress {
 };
 
 struct TrainerControl {
-  std::atomic<bool> stop{false};   // stop cleanly (checkpoint, status "stopped")
+  std::atomic<bool> stop{false};  // stop cleanly (checkpoint, status "stopped")
   // The signal that asked for the stop, set before `stop` by a signal handler (0: the user, from
   // the window or Ctrl-C). SIGTERM (a scheduler's preemption or time limit) is named in the summary.
   std::atomic<int> stop_signal{0};
@@ -88,7 +88,7 @@ class Trainer {
   // training.lr_decay); for tests and the GUI.
   double optimizer_lr() const;
   bool already_finished() const { return already_finished_; }  // resume() of a finished run
-  std::vector<MetricsRecord> history;  // every record produced by this process
+  std::vector<MetricsRecord> history;                          // every record produced by this process
 
   // Save/load a checkpoint file (atomic, with a checksum: train/checkpoint.h). load_checkpoint
   // checks the model's parameter names and shapes first (UserError naming the parameter).
