@@ -1,6 +1,6 @@
 // `cellscope-cli sweep`: run a grid of configurations x seeds as ordinary runs
 // (core/run/sweep/sweep.h), show its progress, and rebuild the papers' tables from it
-// (core/run/sweep/table.h). docs/WORKBENCH.md "Sweeps and tables".
+// (core/run/sweep/table.h). core/run/sweep/SWEEP_NOTES.md.
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -112,6 +112,24 @@ void print_sweep_json(const cs::SweepSpec& spec, const cs::SweepRunResult& res, 
   std::cout << j.dump() << "\n" << std::flush;
 }
 
+// `sweep run --dry-run`: the points of the share, each with its index, cell, steps and state.
+int print_dry_run(const cs::SweepSpec& spec, const std::vector<cs::SweepPoint>& points, const std::string& ws,
+                  int worker, int workers, const std::vector<int>& only) {
+  auto state = cs::read_sweep_state(cs::sweep_dir(ws, spec.name));
+  std::cout << "sweep '" << spec.name << "': " << points.size() << " points (" << spec.axes.size()
+            << (spec.axes.size() == 1 ? " axis x " : " axes x ") << spec.seeds.size()
+            << " seeds), all valid; directory " << cs::sweep_dir(ws, spec.name) << "\n"
+            << "  index (0-based: --point INDEX; share I of N holds index % N == I)\n";
+  for (auto& p : points) {
+    if (!cs::point_in_share(p.index, worker, workers, only)) continue;
+    auto it = state.find(p.id);
+    std::cout << "  " << std::setw(5) << p.index << "  " << p.id << "  " << p.config["model"]["cell"].get<std::string>()
+              << ", " << p.config["training"]["steps"] << " steps"
+              << (it != state.end() ? "  [" + it->second.status + "]" : std::string()) << "\n";
+  }
+  return 0;
+}
+
 int sweep_run(const std::vector<std::string>& a) {
   auto args = parse(a, {"dry-run", "quiet", "json"}, {"workspace", "threads", "steps", "worker", "point", "jobs"});
   if (args.positional.size() != 1) throw UsageError("sweep run: expected one SPEC.json or sweep NAME");
@@ -130,21 +148,7 @@ int sweep_run(const std::vector<std::string>& a) {
   const cs::SweepSpec spec = spec_arg(args.positional[0], ws, args);
   const auto points = cs::expand_sweep(spec);
   const bool quiet = args.has("quiet"), json_out = args.has("json");
-  if (args.has("dry-run")) {
-    auto state = cs::read_sweep_state(cs::sweep_dir(ws, spec.name));
-    std::cout << "sweep '" << spec.name << "': " << points.size() << " points (" << spec.axes.size()
-              << (spec.axes.size() == 1 ? " axis x " : " axes x ") << spec.seeds.size()
-              << " seeds), all valid; directory " << cs::sweep_dir(ws, spec.name) << "\n"
-              << "  index (0-based: --point INDEX; share I of N holds index % N == I)\n";
-    for (auto& p : points) {
-      if (!cs::point_in_share(p.index, worker, workers, only)) continue;
-      auto it = state.find(p.id);
-      std::cout << "  " << std::setw(5) << p.index << "  " << p.id << "  "
-                << p.config["model"]["cell"].get<std::string>() << ", " << p.config["training"]["steps"] << " steps"
-                << (it != state.end() ? "  [" + it->second.status + "]" : std::string()) << "\n";
-    }
-    return 0;
-  }
+  if (args.has("dry-run")) return print_dry_run(spec, points, ws, worker, workers, only);
   cs::TrainerControl control;
   g_sweep_control = &control;
   std::signal(SIGINT, on_sweep_sigint);
@@ -394,10 +398,13 @@ int sweep_table_cmd(const std::vector<std::string>& a) {
   };
   if (args.has("series")) {
     auto s = cs::sweep_series(r, args.get("series"));
-    const std::string csv = cs::series_to_csv(s, args.get("series"));
+    const cs::SweepLabels labels = cs::sweep_labels(r);
+    const std::string csv = cs::series_to_csv(s, args.get("series"), labels);
     std::cout << "# " << r.spec.name << ": " << r.metric_label << " against " << args.get("series")
-              << " (mean, sample std over seeds)\n"
-              << csv;
+              << " (mean, sample std over seeds)\n";
+    if (!labels.empty()) std::cout << "# " << labels.data_line() << "\n";
+    for (auto& d : labels.departure_lines()) std::cout << "# departs from the paper: " << d << "\n";
+    std::cout << csv;
     if (!out.empty()) {
       if (ext_of(out) != "csv") throw UsageError("--series writes CSV: give --out FILE.csv");
       cs::atomic_write(out, csv);

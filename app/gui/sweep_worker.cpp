@@ -83,6 +83,10 @@ bool sweepTable(const QString& dir, const QString& pairedRef, SweepTableView* ou
             .arg(v.higherIsBetter ? "higher" : "lower", seeds.join(','));
     if (!v.colHeader.isEmpty()) v.caption += QStringLiteral("; rows: %1, columns: %2").arg(v.rowHeader, v.colHeader);
     if (v.missing) v.caption += QStringLiteral("; %1 run(s) without a value yet").arg(v.missing);
+    // the data the runs used, the paper's they stand in for, and the departures (every export says them too)
+    if (!t.labels.empty()) v.caption += QStringLiteral("; ") + QString::fromStdString(t.labels.data_line());
+    if (!t.labels.paper.departures.empty())
+      v.caption += QStringLiteral("; departs from the paper in: ") + QString::fromStdString(t.labels.departure_names());
     *out = v;
     return true;
   } catch (const std::exception& e) {

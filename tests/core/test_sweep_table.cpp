@@ -124,7 +124,7 @@ void write_run(const std::string& dir, const FakeRun& f) {
 
 // A sweep directory: grid "cell" in {fast, slow}, seeds {1, 2}; runs from `runs(label, seed)`.
 std::string make_sweep(const std::string& name, const std::function<FakeRun(const std::string&, int64_t)>& runs,
-                       const std::string& metric = "test") {
+                       const std::string& metric = "test", const json& paper = json()) {
   const std::string dir = cstest::temp_dir() + "/" + name;
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
@@ -141,6 +141,7 @@ std::string make_sweep(const std::string& name, const std::function<FakeRun(cons
                                                      {{"label", "slow"}, {"set", {{"model.hidden", 64}}}}})}}})},
       {"seeds", {1, 2}},
       {"table", {{"rows", "cell"}, {"metric", metric}, {"best", "column"}}}};
+  if (!paper.is_null()) spec["paper"] = paper;
   write(dir + "/sweep.json", spec.dump(2));
   // the point ids as the sweep names them
   auto pending = read_sweep_results(dir);
@@ -287,8 +288,9 @@ TEST(SweepTable, runThatNeverReachesTheBudgetIsMarkedNotExtrapolated) {
   EXPECT_NE(txt.find("^2"), std::string::npos) << txt;
   EXPECT_NE(txt.find("ended before the budget"), std::string::npos) << txt;
   EXPECT_NE(table_to_latex(t).find("\\dagger"), std::string::npos);
-  // CSV: short_of_budget counts them (then split_size, unknown here, and refused)
-  EXPECT_NE(table_to_csv(t).find(",2,0,0\n"), std::string::npos) << table_to_csv(t);
+  // CSV: short_of_budget counts them (then split_size, unknown here, and refused; then the paired test's
+  // five columns, empty outside the paired view, and the labels)
+  EXPECT_NE(table_to_csv(t).find(",2,0,0,,,,,,"), std::string::npos) << table_to_csv(t);
   // A budget before any evaluation of slow (its first at 60 s): no value, and why.
   auto e = sweep_table(res, "", parse_budget("time=30"));
   EXPECT_EQ(cell_of(e, "slow").n, 0);
@@ -356,7 +358,7 @@ TEST(SweepTable, cellOnATestSetUnderTheMinimumIsRefused) {
     if (line.rfind("slow,", 0) != 0) continue;
     csv_seen = true;
     const auto f = cstest::split(line, ',');
-    ASSERT_EQ(f.size(), 16u) << line;
+    ASSERT_EQ(f.size(), 24u) << line;  // 16 + the paired test's 5 + the labels' 3
     // no mean, no std, n 0, not best, no seeds or values; split_size 99, refused
     EXPECT_EQ(f[2] + "|" + f[3] + "|" + f[4] + "|" + f[5] + "|" + f[6] + "|" + f[7], "||0|0||") << line;
     EXPECT_EQ(f[14] + "|" + f[15], "99|1") << line;
@@ -525,6 +527,113 @@ TEST(SweepTable, brokenBundledSweepIsListedWithItsError) {
   ASSERT_TRUE(cstest::contains(out, "good")) << out;
   ASSERT_TRUE(cstest::contains(err, "bundled sweep 'broken' does not load")) << err;
   ASSERT_TRUE(cstest::contains(err, "bundled sweep 'wrong' does not load")) << err;
+}
+
+// Issue #51 item 1: the paired view states, for every comparison, the test, its p and the verdict,
+// in text, CSV, LaTeX and JSON; with 2 seeds nothing "holds" however small p is.
+TEST(SweepTable, pairedViewStatesTestPAndVerdictInEveryExport) {
+  const std::string dir = make_sweep("paired-sig", fast_or_slow);
+  const auto res = read_sweep_results(dir);
+  // slow - fast = (1.85 + off) - (2.25 + off) = -0.4 on both seeds: sd 0, p 0
+  const auto t = sweep_table(res, "row:fast");
+  const TableCell& slow = cell_of(t, "slow");
+  ASSERT_TRUE(slow.has_sig);
+  EXPECT_FALSE(cell_of(t, "fast").has_sig);  // the reference
+  EXPECT_EQ(slow.sig.seeds, 2);
+  EXPECT_LT(slow.sig.p, 1e-12);
+  EXPECT_EQ(slow.sig.text(), "consistent in sign on 2 seeds (p < 0.0001)");
+  const std::string txt = table_to_text(t);
+  EXPECT_NE(txt.find("significance of each difference"), std::string::npos) << txt;
+  EXPECT_NE(txt.find("consistent in sign on 2 seeds (p < 0.0001)"), std::string::npos) << txt;
+  EXPECT_NE(txt.find("runs store no per-example test results"), std::string::npos) << txt;
+  const std::string csv = table_to_csv(t);
+  EXPECT_NE(csv.find(",test,t,p,sign_test_p,verdict,"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("paired t-test over 2 seeds,"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",consistent in sign on 2 seeds (p < 0.0001),"), std::string::npos) << csv;
+  const std::string tex = table_to_latex(t);
+  EXPECT_NE(tex.find("($p< 0.0001$)"), std::string::npos) << tex;
+  EXPECT_NE(tex.find("paired t-test over seeds; a difference holds only at $p<0.05$ on at least 5 seeds"),
+            std::string::npos)
+      << tex;
+  const json j = table_to_json(t);
+  bool seen = false;
+  for (auto& c : j["cells"])
+    if (c["row"] == "slow") {
+      seen = true;
+      EXPECT_EQ(c["significance"]["verdict"], "consistent in sign");
+      EXPECT_EQ(c["significance"]["test"], "paired t-test over 2 seeds");
+    }
+  EXPECT_TRUE(seen);
+  // the plain view has no verdicts
+  const auto plain = sweep_table(res);
+  EXPECT_FALSE(cell_of(plain, "slow").has_sig);
+  EXPECT_EQ(table_to_text(plain).find("significance of each difference"), std::string::npos);
+  // an accuracy's note bounds the test set's sampling error
+  EXPECT_NE(sampling_error_note("test accuracy", 413).find("413 test examples is up to sqrt(0.25 / 413) = 2.5 points"),
+            std::string::npos)
+      << sampling_error_note("test accuracy", 413);
+}
+
+// Issue #51 item 2: every export names the data the runs used, the paper's data they stand in for and
+// every setting that departs from the paper.
+TEST(SweepTable, everyExportNamesTheDataAndTheDepartures) {
+  const json paper = {
+      {"source", "Test paper, Table 9"},
+      {"dataset", "PaperBank"},
+      {"dataset_used", "a 4,000-character test corpus"},
+      {"settings", {{"training.steps", 5000}}},
+      {"departures",
+       json::array(
+           {{{"setting", "training.steps"}, {"paper", "5000"}, {"ours", "1000"}, {"reason", "a short test"}}})}};
+  const std::string dir = make_sweep("labelled", fast_or_slow, "test", paper);
+  const auto res = read_sweep_results(dir);
+  const auto t = sweep_table(res);
+  const std::string data =
+      "(a 4,000-character test corpus), standing in for the paper's PaperBank (Test paper, Table 9)";
+  const std::string txt = table_to_text(t);
+  EXPECT_NE(txt.find("\ndata: "), std::string::npos) << txt;
+  EXPECT_NE(txt.find("sweep_table_corpus.txt " + data), std::string::npos) << txt;
+  EXPECT_NE(txt.find("departs from the paper in 1 setting:\n  training.steps: paper 5000; ours 1000 (a short test)"),
+            std::string::npos)
+      << txt;
+  const std::string tex = table_to_latex(t);
+  EXPECT_NE(tex.find("\\multicolumn{2}{l}{\\footnotesize data: "), std::string::npos) << tex;
+  EXPECT_NE(tex.find("departs from the paper in: training.steps} \\\\"), std::string::npos) << tex;
+  EXPECT_NE(tex.find("% departs from the paper: training.steps: paper 5000; ours 1000 (a short test)"),
+            std::string::npos)
+      << tex;
+  const std::string csv = table_to_csv(t);
+  EXPECT_NE(csv.find(",dataset,stands_in_for,departures\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",PaperBank,training.steps: paper 5000; ours 1000 (a short test)\n"), std::string::npos) << csv;
+  const json j = table_to_json(t);
+  EXPECT_EQ(j["labels"]["paper"]["dataset"], "PaperBank");
+  EXPECT_EQ(j["labels"]["departures"][0]["ours"], "1000");
+  const auto series = series_to_csv(sweep_series(res, "cell"), "cell", sweep_labels(res));
+  EXPECT_NE(series.find(",PaperBank,training.steps: paper 5000; ours 1000 (a short test)\n"), std::string::npos)
+      << series;
+  // the CLI's series output says it too
+  std::string out, err;
+  ASSERT_EQ(cstest::run_cli({"sweep", "table", dir, "--series", "cell"}, &out, &err), 0) << err;
+  EXPECT_NE(out.find("# data: "), std::string::npos) << out;
+  EXPECT_NE(out.find("# departs from the paper: training.steps"), std::string::npos) << out;
+}
+
+// A sweep run before its bundled spec had the "paper" block takes the bundled spec's label when it is
+// the same sweep, and only then.
+TEST(SweepTable, sweepRunBeforeTheLabelTakesTheBundledOnes) {
+  const std::string dir = cstest::temp_dir() + "/old-labels";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  json spec = load_sweep_spec("reproduce-cru-fig3").source;
+  ASSERT_TRUE(spec.contains("paper"));
+  spec.erase("paper");
+  write(dir + "/sweep.json", spec.dump(2));
+  EXPECT_TRUE(read_sweep_results(dir).spec.paper.present());
+  EXPECT_NE(sweep_table(read_sweep_results(dir)).labels.data_line().find("standing in for the paper's MR"),
+            std::string::npos);
+  spec["seeds"] = {1, 2};  // another sweep under the same name: no label borrowed
+  write(dir + "/sweep.json", spec.dump(2));
+  EXPECT_FALSE(read_sweep_results(dir).spec.paper.present());
 }
 
 }  // namespace test_sweep_table

@@ -14,7 +14,10 @@
 //    "seeds": [1, 2, 3],
 //    "table": {"rows": "variant", "cols": "model.depth",     axis names (a string or a list);
 //              "metric": "test",                             axes in neither go to the rows
-//              "best": "column"}}                            column | row | all | none
+//              "best": "column"},                            column | row | all | none
+//    "paper": {"source": "MZU, Table 4", "dataset": "PTB",  optional: what a reproduce sweep stands
+//              "dataset_used": "...", "settings": {...},     in for (SweepPaperLabel; every export
+//              "departures": [{"setting", "paper", "ours", "reason"}]}}   of its tables prints it)
 // Points are ordered by the axes (the first axis varies slowest), seeds innermost.
 #pragma once
 #include <functional>
@@ -42,10 +45,28 @@ struct SweepTableSpec {
   int higher_is_better = -1;            // -1: from the metric (summary / key name)
 };
 
+// What a reproduce sweep stands in for, and where it departs from the paper (the spec's "paper"
+// object; SWEEP_NOTES.md "Labels"). Every export of its tables and figures prints it.
+struct SweepDeparture {
+  std::string setting;  // an option path ("training.lr") or a named protocol setting ("evaluation split")
+  std::string paper;    // the paper's value, as the paper states it
+  std::string ours;     // this sweep's value (for an option path: its value in the points' configs)
+  std::string reason;
+};
+struct SweepPaperLabel {
+  std::string source;              // "CRU (Cui et al.), Table 2"
+  std::string dataset;             // the paper's dataset(s): "MR, IMDB, SUBJ"
+  std::string dataset_used;        // what the sweep runs on instead, in words
+  json settings = json::object();  // option path -> the paper's value (a list: the paper's values, per dataset)
+  std::vector<SweepDeparture> departures;
+  bool present() const { return !source.empty(); }
+};
+
 struct SweepSpec {
   std::string name;
   std::string notes;
-  json base;  // the raw base config (a preset name already loaded), "set" applied
+  SweepPaperLabel paper;  // empty source: not a reproduction of a paper's table
+  json base;              // the raw base config (a preset name already loaded), "set" applied
   std::vector<SweepAxis> axes;
   std::vector<int64_t> seeds;
   SweepTableSpec table;
@@ -71,6 +92,9 @@ struct SweepPoint {
   int64_t seed = 1;
   json config;  // validated + resolved
 };
+
+// The datasets the sweep's points train on (dataset.name, else dataset.path), in grid order, each once.
+std::vector<std::string> sweep_datasets(const SweepSpec& spec);
 
 // Expand the grid (axes x seeds) into validated points. Every invalid point is
 // reported (point id + option path) in one UserError before anything runs.

@@ -29,8 +29,6 @@
 
 namespace cs {
 
-using namespace sweep_internal;
-
 // ------------------------------------------------------------------ several processes
 
 namespace {
@@ -79,13 +77,13 @@ pid_t spawn_point(const std::string& exe, const std::vector<std::string>& args, 
 SweepRunResult run_sweep_jobs(const SweepSpec& spec, const SweepRunOptions& o, const SweepJobsOptions& j) {
   if (j.jobs < 1) throw UserError("--jobs must be at least 1 (got " + std::to_string(j.jobs) + ")");
   const auto points = expand_sweep(spec);
-  const std::string ws = absolute_dir(o.workspace.empty() ? default_workspace() : o.workspace);
+  const std::string ws = sweep_internal::absolute_dir(o.workspace.empty() ? default_workspace() : o.workspace);
   SweepRunResult res;
   res.total = static_cast<int>(points.size());
   res.dir = prepare_sweep_dir(spec, ws);
   {
     // Refused at once when the whole sweep is being run by one process.
-    FdLock probe;
+    sweep_internal::FdLock probe;
     if (!probe.take(join_path(res.dir, "lock"), LOCK_SH | LOCK_NB))
       throw UserError("the sweep '" + spec.name + "' is being run by another process (" + res.dir + "/lock)");
   }
@@ -99,7 +97,7 @@ SweepRunResult run_sweep_jobs(const SweepSpec& spec, const SweepRunOptions& o, c
       if (!point_in_share(p.index, o.worker, o.workers, o.points)) continue;
       ++res.share;
       auto it = state.find(p.id);
-      const std::string rs = it == state.end() ? "" : run_status(it->second.run_dir);
+      const std::string rs = it == state.end() ? "" : sweep_internal::run_status(it->second.run_dir);
       if (rs == "finished" || rs == "failed") {
         ++res.done;
         ++res.skipped;
@@ -154,7 +152,7 @@ SweepRunResult run_sweep_jobs(const SweepSpec& spec, const SweepRunOptions& o, c
       auto state = read_sweep_state(res.dir);
       auto it = state.find(c.point->id);
       const std::string run_dir = it == state.end() ? "" : it->second.run_dir;
-      std::string status = run_status(run_dir);
+      std::string status = sweep_internal::run_status(run_dir);
       if (code == 3) status = "busy";  // `sweep run --point`: being run by another process
       else if (status.empty()) status = code == 0 ? "pending" : "failed";
       ++res.ran;

@@ -29,9 +29,27 @@
 
 namespace cs {
 
-using namespace sweep_internal;
-
 // ------------------------------------------------------------------ results
+
+namespace {
+
+// A sweep run before its bundled spec carried the "paper" label (SweepPaperLabel) takes the label
+// of the bundled spec of the same name when that spec is the same sweep (everything but the notes
+// and the label equal): the words describe the same runs.
+void adopt_bundled_label(SweepSpec& spec) {
+  const std::string b = join_path(join_path(resources_dir(), "sweeps"), spec.name + ".json");
+  if (!file_exists(b)) return;
+  try {
+    const SweepSpec bundled = SweepSpec::from_json(sweep_internal::parse_json_file(b));
+    json x = bundled.source, y = spec.source;
+    for (auto* j : {&x, &y}) j->erase("notes"), j->erase("paper");
+    if (x == y) spec.paper = bundled.paper;
+  } catch (const std::exception&) {
+    // a broken bundled file labels nothing (sweep list names it)
+  }
+}
+
+}  // namespace
 
 SweepResults read_sweep_results(const std::string& arg, const std::string& workspace, const std::string& metric) {
   SweepResults r;
@@ -39,18 +57,19 @@ SweepResults read_sweep_results(const std::string& arg, const std::string& works
   if (!file_exists(join_path(arg, "sweep.json"))) r.dir = sweep_dir(workspace, arg);
   if (!file_exists(join_path(r.dir, "sweep.json")))
     throw UserError("no sweep '" + arg + "' (neither a sweep directory nor " + r.dir + ")");
-  r.spec = SweepSpec::from_json(parse_json_file(join_path(r.dir, "sweep.json")));
+  r.spec = SweepSpec::from_json(sweep_internal::parse_json_file(join_path(r.dir, "sweep.json")));
   if (!metric.empty()) {
     json src = r.spec.source;
     src["table"]["metric"] = metric;
     r.spec = SweepSpec::from_json(src);
   }
+  if (!r.spec.paper.present()) adopt_bundled_label(r.spec);
   const std::string m = r.spec.table.metric;
   const auto dot = m.find('.');
   const std::string split = m.substr(0, dot), key = dot == std::string::npos ? "" : m.substr(dot + 1);
   auto state = read_sweep_state(r.dir);
   // Points without validation (the table of a sweep whose base no longer validates still reads).
-  const std::vector<SweepPoint> points = enumerate_points(r.spec);
+  const std::vector<SweepPoint> points = sweep_internal::enumerate_points(r.spec);
   int lower_votes = 0, higher_votes = 0;
   std::string primary;
   for (auto& p : points) {

@@ -29,8 +29,6 @@
 
 namespace cs {
 
-using namespace sweep_internal;
-
 namespace sweep_internal {
 
 std::string run_status(const std::string& run_dir) {
@@ -60,7 +58,7 @@ std::map<std::string, SweepPointState> read_sweep_state(const std::string& dir) 
   std::map<std::string, SweepPointState> out;
   const std::string p = join_path(dir, "state.json");
   if (!file_exists(p)) return out;
-  json j = parse_json_file(p);
+  json j = sweep_internal::parse_json_file(p);
   const json pts = j.value("points", json::object());  // a named copy: items() of a temporary dangles
   for (auto& [id, v] : pts.items())
     out[id] = {v.value("run_dir", std::string()), v.value("status", std::string("pending"))};
@@ -72,7 +70,7 @@ namespace {
 // Several processes update state.json (one entry each): read-modify-write under
 // <dir>/state.lock, so no update is lost; readers see whole files (atomic_write).
 void update_state(const std::string& dir, const std::string& id, const SweepPointState& st) {
-  FdLock l;
+  sweep_internal::FdLock l;
   if (!l.take(join_path(dir, "state.lock"), LOCK_EX))
     throw UserError("cannot lock '" + join_path(dir, "state.lock") + "': " + std::strerror(errno));
   auto all = read_sweep_state(dir);
@@ -174,9 +172,9 @@ std::string prepare_sweep_dir(const SweepSpec& spec, const std::string& workspac
   const std::string dir = sweep_dir(workspace.empty() ? default_workspace() : workspace, spec.name);
   const std::string spec_path = join_path(dir, "sweep.json");
   if (file_exists(spec_path)) {
-    const json old = parse_json_file(spec_path);
+    const json old = sweep_internal::parse_json_file(spec_path);
     json a = old, b = spec.source;
-    for (auto* x : {&a, &b}) x->erase("notes");
+    for (auto* x : {&a, &b}) x->erase("notes"), x->erase("paper");  // words about the runs, not what runs
     if (a != b)
       throw UserError("a different sweep named '" + spec.name + "' exists in " + dir +
                       " (rename this one, or remove that directory to start over)");
@@ -190,7 +188,7 @@ std::string prepare_sweep_dir(const SweepSpec& spec, const std::string& workspac
 SweepRunResult run_sweep(const SweepSpec& spec, const SweepRunOptions& o) {
   const auto points = expand_sweep(spec);  // every point checked before anything is written
   // Absolute: state.json's run directories are read by processes with other working directories.
-  const std::string ws = absolute_dir(o.workspace.empty() ? default_workspace() : o.workspace);
+  const std::string ws = sweep_internal::absolute_dir(o.workspace.empty() ? default_workspace() : o.workspace);
   if (o.workers < 1 || o.worker < 0 || o.worker >= o.workers) throw UserError("worker share out of range");
   for (int i : o.points)
     if (i < 0 || i >= static_cast<int>(points.size()))
@@ -203,7 +201,7 @@ SweepRunResult run_sweep(const SweepSpec& spec, const SweepRunOptions& o) {
   // training the same points twice). A share: shared, beside other shares. The lock goes
   // with the process.
   const bool whole = o.workers == 1 && o.points.empty();
-  FdLock lock;
+  sweep_internal::FdLock lock;
   if (!lock.take(join_path(res.dir, "lock"), (whole ? LOCK_EX : LOCK_SH) | LOCK_NB))
     throw UserError("the sweep '" + spec.name + "' is being run by another process" +
                     (whole ? std::string(" (") : std::string(" as a whole (")) + res.dir + "/lock)");
@@ -218,7 +216,7 @@ SweepRunResult run_sweep(const SweepSpec& spec, const SweepRunOptions& o) {
     }
     const std::string tag =
         "point " + std::to_string(p.index) + " (" + std::to_string(p.index + 1) + "/" + std::to_string(n) + ") " + p.id;
-    FdLock point_lock;
+    sweep_internal::FdLock point_lock;
     if (!point_lock.take(join_path(join_path(res.dir, "points"), std::to_string(p.index) + ".lock"),
                          LOCK_EX | LOCK_NB)) {
       ++res.busy;
@@ -234,7 +232,7 @@ SweepRunResult run_sweep(const SweepSpec& spec, const SweepRunOptions& o) {
     }
     // The run directory is the truth (a process killed between the run's summary and
     // the state file leaves the state one step behind).
-    const std::string rs = run_status(st.run_dir);
+    const std::string rs = sweep_internal::run_status(st.run_dir);
     if (rs == "finished" || rs == "failed") {
       if (st.status != rs) update_state(res.dir, p.id, {st.run_dir, rs});
       ++res.done;

@@ -29,8 +29,6 @@
 
 namespace cs {
 
-using namespace sweep_internal;
-
 namespace sweep_internal {
 
 json parse_json_file(const std::string& path) {
@@ -133,6 +131,43 @@ std::vector<std::string> name_list(const json& j, const std::string& where) {
   return out;
 }
 
+// The spec's "paper" object (SweepPaperLabel); every problem names its JSON path.
+SweepPaperLabel parse_paper(const json& p) {
+  SweepPaperLabel o;
+  if (!p.is_object())
+    throw UserError("paper: expected {\"source\", \"dataset\", \"dataset_used\", \"settings\", \"departures\"}");
+  static const std::set<std::string> keys = {"source", "dataset", "dataset_used", "settings", "departures"};
+  for (auto& [k, v] : p.items())
+    if (!keys.count(k))
+      throw UserError("paper: unknown key '" + k + "' (source, dataset, dataset_used, settings, departures)");
+  auto text = [&](const json& o2, const char* k, const std::string& at) {
+    if (!o2.contains(k) || !o2[k].is_string() || o2[k].get<std::string>().empty())
+      throw UserError(at + "." + k + ": expected a non-empty string");
+    return o2[k].get<std::string>();
+  };
+  o.source = text(p, "source", "paper");
+  o.dataset = text(p, "dataset", "paper");
+  o.dataset_used = text(p, "dataset_used", "paper");
+  if (p.contains("settings")) {
+    if (!p["settings"].is_object()) throw UserError("paper.settings: expected {\"section.key\": the paper's value}");
+    for (auto& [k, v] : p["settings"].items())
+      if (k.find('.') == std::string::npos)
+        throw UserError("paper.settings: '" + k + "' is not an option path (section.key)");
+    o.settings = p["settings"];
+  }
+  if (p.contains("departures")) {
+    if (!p["departures"].is_array()) throw UserError("paper.departures: expected a list");
+    for (size_t i = 0; i < p["departures"].size(); ++i) {
+      const json& d = p["departures"][i];
+      const std::string at = "paper.departures[" + std::to_string(i) + "]";
+      if (!d.is_object()) throw UserError(at + ": expected {\"setting\", \"paper\", \"ours\", \"reason\"}");
+      o.departures.push_back(
+          {text(d, "setting", at), text(d, "paper", at), text(d, "ours", at), text(d, "reason", at)});
+    }
+  }
+  return o;
+}
+
 }  // namespace
 
 void set_option_path(json& cfg, const std::string& path, const json& value) {
@@ -162,12 +197,13 @@ SweepSpec SweepSpec::from_json(const json& j) {
     throw UserError(
         "name: expected a sweep name of letters, digits, '-', '_' or '.' (it names the directory sweeps/<name>)");
   s.notes = j.value("notes", std::string());
+  if (j.contains("paper")) s.paper = parse_paper(j["paper"]);
   if (!j.contains("base")) throw UserError("base: missing (a configuration object or a preset name)");
   const json& b = j["base"];
   if (b.is_string()) {
     const std::string preset = join_path(join_path(resources_dir(), "presets"), b.get<std::string>() + ".json");
-    if (file_exists(b.get<std::string>())) s.base = parse_json_file(b.get<std::string>());
-    else if (file_exists(preset)) s.base = parse_json_file(preset);
+    if (file_exists(b.get<std::string>())) s.base = sweep_internal::parse_json_file(b.get<std::string>());
+    else if (file_exists(preset)) s.base = sweep_internal::parse_json_file(preset);
     else throw UserError("base: '" + b.get<std::string>() + "' is neither a config file nor a preset");
   } else if (b.is_object()) {
     s.base = b;
@@ -256,14 +292,34 @@ SweepSpec load_sweep_spec(const std::string& arg) {
     path = b;
   }
   try {
-    return SweepSpec::from_json(parse_json_file(path));
+    return SweepSpec::from_json(sweep_internal::parse_json_file(path));
   } catch (const UserError& e) {
     throw UserError(path + ": " + e.what());
   }
 }
 
+std::vector<std::string> sweep_datasets(const SweepSpec& spec) {
+  std::vector<std::string> out;
+  for (auto& p : sweep_internal::enumerate_points(spec)) {
+    json raw = spec.base;
+    try {
+      for (size_t a = 0; a < spec.axes.size(); ++a)
+        for (auto& [path, v] : spec.axes[a].sets[p.value_index[a]].items()) set_option_path(raw, path, v);
+    } catch (const UserError&) {
+      continue;  // an invalid point names no dataset (expand_sweep reports it)
+    }
+    if (!raw.contains("dataset") || !raw["dataset"].is_object()) continue;
+    const json& d = raw["dataset"];
+    const std::string name = d.contains("name") && d["name"].is_string()   ? d["name"].get<std::string>()
+                             : d.contains("path") && d["path"].is_string() ? d["path"].get<std::string>()
+                                                                           : std::string();
+    if (!name.empty() && std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
+  }
+  return out;
+}
+
 std::vector<SweepPoint> expand_sweep(const SweepSpec& spec) {
-  std::vector<SweepPoint> out = enumerate_points(spec);
+  std::vector<SweepPoint> out = sweep_internal::enumerate_points(spec);
   std::vector<std::string> problems;
   for (auto& p : out) {
     json raw = spec.base;

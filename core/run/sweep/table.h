@@ -1,14 +1,19 @@
 // Tables from a sweep: the papers' result tables rebuilt from runs —
 // MZU Table 3 (zones x composition), MZU Table 4 (ablation x depth), CRU Table 2
 // (variants x datasets), MC-RNN Table 2/4 (MC-RNN-2/3/4) — as mean +- sample std
-// over seeds with the best cell(s) marked, a paired-difference view, and CSV /
-// LaTeX `tabular` / text / JSON export; plus the long-form series of CRU Fig. 3
-// (metric against filter length with error bars over seeds).
+// over seeds with the best cell(s) marked, a paired-difference view with each comparison's
+// tests and verdict (significance.h), and CSV / LaTeX `tabular` / text / JSON export, each
+// labelled with the data the runs used, the paper's data they stand in for and the settings that
+// depart from the paper (SweepPaperLabel); plus the long-form series of CRU Fig. 3 (metric
+// against filter length with error bars over seeds). The code: table.cpp (aggregation, paired
+// view, a sweep's table), table_runs.cpp (budgets and what each run reached), table_format.cpp
+// (the exports).
 #pragma once
 #include <limits>
 #include <string>
 #include <vector>
 
+#include "sweep/significance.h"
 #include "sweep/sweep.h"
 
 namespace cs {
@@ -83,7 +88,27 @@ struct TableCell {
   std::string split;
   int64_t split_size = 0;
   bool refused = false;
+  // Paired view: the cell's comparison with its reference over the seeds both have (significance.h);
+  // has_sig false for the reference itself, a refused cell and a cell without values.
+  bool has_sig = false;
+  Significance sig;
 };
+
+// What every export of a sweep's table or figure says about its data and the paper (SWEEP_NOTES.md
+// "Labels"): the datasets the runs trained on, and for a reproduce sweep the paper's data they stand
+// in for and each setting that departs from the paper.
+struct SweepLabels {
+  std::vector<std::string> datasets;  // dataset.name (or path) of the points, each once
+  SweepPaperLabel paper;              // empty source: not a reproduction
+  bool empty() const { return datasets.empty() && !paper.present(); }
+  // "data: spam-assassin, sotu (SpamAssassin ...), standing in for the paper's MR, IMDB, SUBJ (CRU, Table 2)"
+  std::string data_line() const;
+  // "training.lr: paper 0.0005 (MR, SUBJ), 0.001 (IMDB); ours 0.003 (reason)", one per departure
+  std::vector<std::string> departure_lines() const;
+  // The departed settings' names, "; "-joined ("" when none)
+  std::string departure_names() const;
+};
+SweepLabels sweep_labels(const SweepResults& r);
 
 struct SweepTable {
   std::string title, metric;
@@ -99,6 +124,10 @@ struct SweepTable {
   Budget budget;                             // active: the compute-matched view
   std::string budget_note;                   // how the budget view read the runs (split used, fallbacks)
   std::vector<std::string> budget_problems;  // runs without a value at the budget, and why
+  SweepLabels labels;                        // data and departures (sweep_table; empty for hand-made tables)
+  // Paired view: what the p-values leave out (the test set's own sampling error: runs store no
+  // per-example results), with the binomial bound for an accuracy on the smallest split.
+  std::string sampling_note;
 };
 
 // One record in the shape the aggregation needs (tests build these by hand).
@@ -129,7 +158,8 @@ void refuse_small_cells(SweepTable& t, const std::vector<std::vector<int64_t>>& 
 // over the seeds s present in both (pairs share seed and data order, and every other
 // option), or value(r, c, s) - value(ref, c, s) when `ref` is a row label. `ref` may say
 // its axis ("row:L", "col:L"); a bare label that is both a row and a column is refused.
-// No cell is bold; the reference column (row) is marked. Throws UserError when `ref`
+// No cell is bold; the reference column (row) is marked. Each other cell with values carries its
+// paired t-test over seeds, sign test and verdict (assess_paired). Throws UserError when `ref`
 // is neither.
 SweepTable paired_table(const std::vector<TableInput>& in, const std::vector<std::string>& rows,
                         const std::vector<std::string>& cols, const std::string& ref);
@@ -159,13 +189,20 @@ struct SeriesPoint {
 };
 std::vector<SeriesPoint> sweep_series(const SweepResults& r, const std::string& x_axis);
 
+// The paired view's note on what its p-values leave out, for metric `metric` and the smallest
+// known split size `n` (0: unknown): the test set's sampling error, with the binomial bound
+// sqrt(0.25 / n) for an accuracy.
+std::string sampling_error_note(const std::string& metric, int64_t n);
+
 // Formatting: numbers with `digits` decimals (-1: 3 below 10, 2 below 100, 1 otherwise).
 std::string format_cell(const TableCell& c, int digits = -1, bool with_n = false);
 std::string table_to_text(const SweepTable& t);
-std::string table_to_csv(const SweepTable& t);    // row, col, mean, std, n, best, values (one line per cell)
+// row, col, mean, std, n, best, values, ..., the paired test and verdict, the labels (one line per cell)
+std::string table_to_csv(const SweepTable& t);
 std::string table_to_latex(const SweepTable& t);  // \begin{tabular}...\end{tabular}
 json table_to_json(const SweepTable& t);
-std::string series_to_csv(const std::vector<SeriesPoint>& s, const std::string& x_name);
+// `labels` non-empty: columns dataset, stands_in_for, departures on every line.
+std::string series_to_csv(const std::vector<SeriesPoint>& s, const std::string& x_name, const SweepLabels& labels = {});
 std::string latex_escape(const std::string& s);
 
 }  // namespace cs
