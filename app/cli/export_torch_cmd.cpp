@@ -18,6 +18,7 @@
 #include "cli.h"
 #include "config/schema.h"
 #include "data/vocab.h"
+#include "export/torch_schema.h"
 #include "tasks/char_lm.h"
 #include "tasks/classify.h"
 #include "tasks/cloze.h"
@@ -435,7 +436,8 @@ int cmd_export_torch(const std::vector<std::string>& a) {
       cs::write_torch_state_dict(cs::join_path(tmp, "reference.pt"), ref);
       files.push_back("reference.pt");
     }
-    cs::json man = {{"format", "cellscope-torch-export 1"},
+    cs::json man = {{"format", cs::torch_export_format()},
+                    {"format_version", cs::kTorchExportFormat},
                     {"cellscope_version", CELLSCOPE_VERSION},
                     {"run", fs::absolute(run_dir).lexically_normal().string()},
                     {"checkpoint",
@@ -448,7 +450,8 @@ int cmd_export_torch(const std::vector<std::string>& a) {
                     {"cell", cfg.at("model").value("cell", "")},
                     {"parameters", shapes},
                     {"reference", !ref.empty()},
-                    {"files", files}};
+                    {"files", files},
+                    {"schema", cs::torch_export_schema(cfg)}};
     if (!script_sha.empty())
       man["script"] = {{"file", cs::script_copy_name()},
                        {"sha256", script_sha},

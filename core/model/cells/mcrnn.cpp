@@ -282,6 +282,22 @@ const OptionTable<McRnnOptions>& mcrnn_option_table() {
   return t;
 }
 
+json mcrnn_base_model(const json& m) {
+  const std::string base = resolved<std::string>(m, "model", "base");
+  const CellInfo* bi = nullptr;
+  for (auto& ci : cell_registry())
+    if (ci.name == base && base != "mcrnn") bi = &ci;
+  if (!bi) throw UserError("model.base: unknown base cell '" + base + "'");
+  json bm = m;
+  bm["cell"] = base;
+  // A gcn_mzu base keeps eq. 9's degree as MC-RNN runs have always computed it (model.gcn_degree
+  // came later and the base's options are not settable here, so a stored config cannot say).
+  if (base == "gcn_mzu" && !bm.contains("gcn_degree")) bm["gcn_degree"] = "signed_clamped";
+  for (auto& o : bi->options)  // the base's own options at their defaults
+    if (!bm.contains(o.key) && !o.default_value.is_null()) bm[o.key] = o.default_value;
+  return bm;
+}
+
 void register_mcrnn_cells(std::vector<CellInfo>& out) {
   CellInfo c;
   c.name = "mcrnn";
@@ -325,13 +341,7 @@ void register_mcrnn_cells(std::vector<CellInfo>& out) {
     for (auto& ci : cell_registry())
       if (ci.name == base && base != "mcrnn") bi = &ci;
     if (!bi) throw UserError("model.base: unknown base cell '" + base + "'");
-    json bm = m;
-    bm["cell"] = base;
-    // A gcn_mzu base keeps eq. 9's degree as MC-RNN runs have always computed it (model.gcn_degree
-    // came later and the base's options are not settable here, so a stored config cannot say).
-    if (base == "gcn_mzu" && !bm.contains("gcn_degree")) bm["gcn_degree"] = "signed_clamped";
-    for (auto& o : bi->options)  // the base's own options at their defaults
-      if (!bm.contains(o.key) && !o.default_value.is_null()) bm[o.key] = o.default_value;
+    const json bm = mcrnn_base_model(m);
     McRnnOptions o = mcrnn_option_table().read(m);
     o.input_size = in;
     o.hidden_size = resolved<int64_t>(m, "model", "hidden");

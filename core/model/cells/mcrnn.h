@@ -38,6 +38,10 @@ struct McRnnOptions {
 
 // The mcrnn cell's model.* options (field table: schema entries and binding).
 const OptionTable<McRnnOptions>& mcrnn_option_table();
+// The resolved model section the base cell of an MC-RNN is built from (model.base as model.cell, the base's own
+// options at their defaults, a gcn_mzu base's gcn_degree signed_clamped): what make() hands the base's factory,
+// and what `cellscope-cli export` writes for the Python package (export.json's schema.base.model).
+json mcrnn_base_model(const json& model);
 
 // The in-degree m_t^k of eq. 1 (t >= 1 the global position, k in 1..n-1).
 int64_t mcrnn_in_degree(int64_t t, int64_t k, int64_t n);

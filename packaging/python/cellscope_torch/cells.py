@@ -38,14 +38,30 @@ def uniform(shape, fan_in):
     return nn.Parameter(torch.empty(*shape).uniform_(-k, k))
 
 
+def need(m, key):
+    """model.<key> of a resolved model section (every option that applies filled in, as Cellscope resolves a
+    config): a missing key is refused by name, never replaced by a default restated here."""
+    if key not in m:
+        raise ValueError("cellscope_torch: model.%s is missing from the model section of cell %r: a resolved section "
+                         "is needed (load() reads one from an export; models.with_defaults(section, schema) fills "
+                         "one in from export.json's schema)" % (key, m.get("cell")))
+    return m[key]
+
+
+# The cells this package builds -> their family as Cellscope's cell registry names it (cells/registry.h,
+# CellInfo::family). load() compares it with the family export.json's schema gives the run's cell, and refuses
+# a cell this table lacks or one whose family is not Cellscope's.
+CELL_FAMILIES = {"rnn": "baseline", "gru": "baseline", "lstm": "baseline", "gru_dt": "baseline",
+                 "sat_mzu": "mzu", "gcn_mzu": "mzu", "cap_mzu": "mzu", "mcrnn": "mcrnn",
+                 "cru_shallow": "cru", "cru_deep": "cru", "cru_deep_enhanced": "cru", "script": "script"}
+
+
 def family(cell):
-    if cell.endswith("_mzu"):
-        return "mzu"
-    if cell.startswith("cru_"):
-        return "cru"
-    if cell in ("rnn", "gru", "lstm"):
-        return "gate"
-    return cell
+    """Cellscope's family of a cell this package builds (CELL_FAMILIES); NotImplementedError for any other."""
+    if cell not in CELL_FAMILIES:
+        raise NotImplementedError("cellscope_torch: cell '%s' is not implemented (implemented: %s)"
+                                  % (cell, ", ".join(CELL_FAMILIES)))
+    return CELL_FAMILIES[cell]
 
 
 class Cell(nn.Module):
@@ -291,27 +307,30 @@ class MZUBlock(nn.Module):
     def __init__(self, m, I):
         super().__init__()
         comp = m["cell"][:3]
-        H, N = int(m["hidden"]), int(m.get("zones", 4))
+        H, N = int(m["hidden"]), int(need(m, "zones"))
         self.comp, self.H, self.N, self.dz, self.I = comp, H, N, H // N, int(I)
-        self.m_h, self.m_g = not m.get("regular_trans", False), not m.get("regular_gate", False)
+        self.m_h, self.m_g = not need(m, "regular_trans"), not need(m, "regular_gate")
         self.K = int(self.m_h) + int(self.m_g)
         self.R = 2 - self.K
-        caps = int(m.get("capsules", 2))
+        # the options of one MZU only (Cellscope's schema has them for that cell alone); "" / 0: not this cell's
+        caps = int(need(m, "capsules")) if comp == "cap" else 0
         self.J, self.do = (caps, H // caps) if comp == "cap" else (N, self.dz)
-        self.iters = int(m.get("routing_iters", 3))
-        self.sat_qkv = m.get("sat_qkv", "shared")
-        self.gcn_act = m.get("gcn_activation", "relu")
-        self.gcn_edges = m.get("gcn_edges", "cosine")
-        self.gcn_adj = m.get("gcn_adjacency", "cosine_plus_identity")
-        # eq. 9's degree: a config without the key (an older run, or an MC-RNN's gcn_mzu base) is signed_clamped
-        self.gcn_abs_degree = m.get("gcn_degree", "signed_clamped") == "absolute"
-        self.ffn_residual = bool(m.get("ffn_residual", False))
-        self.ln = bool(m.get("layer_norm", True))
-        self.ln_pos = m.get("ln_position", "preact")
-        self.cdrop = float(m.get("candidate_dropout", 0.0))
-        self.pairs = m.get("disagreement_pairs", "all")
-        self.form = m.get("disagreement_form", "cosine")
-        K, R, dz, J, do, D = self.K, self.R, self.dz, self.J, self.do, m.get("filter", 512)
+        self.iters = int(need(m, "routing_iters")) if comp == "cap" else 0
+        self.sat_qkv = need(m, "sat_qkv") if comp == "sat" else ""
+        gcn = comp == "gcn"
+        self.gcn_act = need(m, "gcn_activation") if gcn else ""
+        self.gcn_edges = need(m, "gcn_edges") if gcn else ""
+        self.gcn_adj = need(m, "gcn_adjacency") if gcn else ""
+        # eq. 9's degree (an older run's config and an MC-RNN's gcn_mzu base say signed_clamped: Cellscope's
+        # config/schema.h as_written and cells/mcrnn.h mcrnn_base_model fill it in)
+        self.gcn_abs_degree = gcn and need(m, "gcn_degree") == "absolute"
+        self.ffn_residual = bool(need(m, "ffn_residual"))
+        self.ln = bool(need(m, "layer_norm"))
+        self.ln_pos = need(m, "ln_position")
+        self.cdrop = float(need(m, "candidate_dropout"))
+        self.pairs = need(m, "disagreement_pairs")
+        self.form = need(m, "disagreement_form")
+        K, R, dz, J, do, D = self.K, self.R, self.dz, self.J, self.do, need(m, "filter")
         for name in self.OPTIONAL:  # what this configuration lacks stays None (out of the state_dict)
             self.register_parameter(name, None)
         G = (K + R) * H
@@ -458,15 +477,15 @@ class MZU(Cell):
 
     def __init__(self, m, I):
         super().__init__()
-        L = int(m.get("depth", 1))
+        L = int(need(m, "depth"))
         self.first = MZUBlock(m, I)
-        self.shared = bool(m.get("share_transition", True))
+        self.shared = bool(need(m, "share_transition"))
         self.depth = L
         if not self.shared:
             for l in range(L):
                 setattr(self, "transition%d" % (l + 1), MZUBlock(m, 0))
-        self.lam = float(m.get("zone_disagreement", 1.0))
-        self.scale = m.get("disagreement_scale", "mean")
+        self.lam = float(need(m, "zone_disagreement"))
+        self.scale = need(m, "disagreement_scale")
         self.hidden_size = int(m["hidden"])
 
     def transitions(self):
@@ -538,15 +557,15 @@ class CRU(Cell):
 
     def __init__(self, m, I):
         super().__init__()
-        H, k = int(m["hidden"]), int(m.get("filter_length", 3))
+        H, k = int(m["hidden"]), int(need(m, "filter_length"))
         self.fusion = m["cell"][4:]
         self.hidden_size, self.I, self.k = H, int(I), k
-        self.act = m.get("conv_activation", "relu")
-        self.window = m.get("conv_window", "centered")
-        self.reset_after = bool(m.get("reset_after", True))
-        self.cdrop = float(m.get("candidate_dropout", 0.0))
+        self.act = need(m, "conv_activation")
+        self.window = need(m, "conv_window")
+        self.reset_after = bool(need(m, "reset_after"))
+        self.cdrop = float(need(m, "candidate_dropout"))
         if self.fusion == "shallow":
-            d, nconv = (m.get("conv_channels", 0) or I), 1
+            d, nconv = (need(m, "conv_channels") or I), 1
         elif self.fusion == "deep":
             d, nconv = H, 3
         else:
@@ -645,10 +664,10 @@ class MCRNN(Cell):
 
     def __init__(self, m, I, base):
         super().__init__()
-        H, n = int(m["hidden"]), int(m.get("block", 3))
-        A = int(m.get("attention", 0) or H)
-        self.hidden_size, self.n1, self.A, self.alpha = H, n - 1, A, float(m.get("dist_scale", 0.1))
-        self.memory = m.get("lstm_memory", "prev")
+        H, n = int(m["hidden"]), int(need(m, "block"))
+        A = int(need(m, "attention") or H)
+        self.hidden_size, self.n1, self.A, self.alpha = H, n - 1, A, float(need(m, "dist_scale"))
+        self.memory = need(m, "lstm_memory")
         self.base = base
         self.base_reg = isinstance(base, MZU) and base.regularised()
         self.base_lam = float(base.lam) if isinstance(base, MZU) else 0.0

@@ -9,7 +9,8 @@ import pickle
 import torch
 import torch.nn.functional as F
 
-from .models import build_model
+from .cells import CELL_FAMILIES
+from .models import BASE_KEY, build_model
 
 
 def _read_json(d, name):
@@ -19,6 +20,76 @@ def _read_json(d, name):
                                 % (d, name))
     with open(p, encoding="utf-8") as f:
         return json.load(f)
+
+
+# The export format this package reads: export.json's "format_version" (and "format": "cellscope-torch-export N"),
+# written by cellscope-cli export (core/run/export/torch_schema.h, kTorchExportFormat). 2: export.json carries
+# "schema", the defaults, choices and families of Cellscope's registries, which this package reads instead of
+# restating them.
+FORMAT_VERSION = 2
+
+
+class ExportFormatError(ValueError):
+    """An export.json of a format this package does not read (older or newer), or none at all."""
+
+
+def read_manifest(d):
+    """export.json of the export d, its format checked: ExportFormatError naming the format and what to do for an
+    export of another format than FORMAT_VERSION."""
+    man = _read_json(d, "export.json")
+    fmt = man.get("format") if isinstance(man, dict) else None
+    if not isinstance(fmt, str) or not fmt.startswith("cellscope-torch-export "):
+        raise ExportFormatError("cellscope_torch: %s/export.json is not a manifest of `cellscope-cli export` (its "
+                                "\"format\" is %r)" % (d, fmt))
+    try:
+        version = int(man.get("format_version", fmt.split(" ", 1)[1]))
+    except (TypeError, ValueError):
+        raise ExportFormatError("cellscope_torch: %s/export.json: export format %r is not a version number"
+                                % (d, fmt)) from None
+    by = "cellscope-cli %s" % man.get("cellscope_version", "?")
+    if version > FORMAT_VERSION:
+        raise ExportFormatError("cellscope_torch: %s was written by %s in export format %d; this cellscope_torch "
+                                "reads format %d: use the cellscope_torch of that Cellscope (its packaging/python, "
+                                "or its .deb)" % (d, by, version, FORMAT_VERSION))
+    if version < FORMAT_VERSION:
+        run = man.get("run", "RUN_DIR")
+        raise ExportFormatError("cellscope_torch: %s was written by %s in export format %d, which carries no schema "
+                                "(this cellscope_torch reads format %d): export the run again with this Cellscope: "
+                                "cellscope-cli export %s --out %s --force" % (d, by, version, FORMAT_VERSION, run, d))
+    if fmt != "cellscope-torch-export %d" % version or not isinstance(man.get("schema"), dict):
+        raise ExportFormatError("cellscope_torch: %s/export.json: format %r with format_version %r and %s schema: "
+                                "not as cellscope-cli writes it" % (d, fmt, man.get("format_version"),
+                                                                     "a" if isinstance(man.get("schema"), dict)
+                                                                     else "no"))
+    return man
+
+
+def resolved_model(cfg, manifest, d="."):
+    """The model section to build from: config.json's (the run's resolved section), checked complete against
+    export.json's schema (every option Cellscope has for the run's cell and task, with its default, is there), the
+    cell's family checked against Cellscope's, and an MC-RNN's base section under models.BASE_KEY."""
+    schema = manifest["schema"]
+    m = dict(cfg["model"])
+    cell = m.get("cell")
+    if schema.get("cell") != cell:
+        raise ValueError("cellscope_torch: %s: config.json's model.cell %r is not export.json's %r"
+                         % (d, cell, schema.get("cell")))
+    for c in [cell] + ([schema["base"]["cell"]] if "base" in schema else []):
+        fam = schema.get("cells", {}).get(c)
+        if c not in CELL_FAMILIES:
+            raise NotImplementedError("cellscope_torch: cell '%s' (Cellscope's family %s) is not implemented "
+                                      "(implemented: %s)" % (c, fam, ", ".join(CELL_FAMILIES)))
+        if CELL_FAMILIES[c] != fam:
+            raise NotImplementedError("cellscope_torch: cell '%s' is of family %s in Cellscope (export.json) and %s "
+                                      "here: this cellscope_torch builds a different cell" % (c, fam, CELL_FAMILIES[c]))
+    missing = sorted(k for k, o in schema.get("options", {}).items()
+                     if o.get("default") is not None and k not in m)
+    if missing:
+        raise ValueError("cellscope_torch: %s/config.json lacks %s, which Cellscope's schema (export.json) has for "
+                         "cell %s: not a resolved configuration" % (d, ", ".join("model." + k for k in missing), cell))
+    if "base" in schema:
+        m[BASE_KEY] = dict(schema["base"]["model"])
+    return m
 
 
 # torch.load's weights_only (PyTorch 1.13 and newer): model.pt and reference.pt hold plain tensors in a pickle that
@@ -75,8 +146,8 @@ def load(d, map_location="cpu"):
     (script: the path of the export's TorchScript cell, model.cell = "script"; else None).
     Raises NotImplementedError naming the option when the run uses something this package does not build, and
     script_cell.ScriptMismatchError when the export's script is not the one the run recorded (model.script_sha256)."""
+    manifest = read_manifest(d)
     cfg = _read_json(d, "config.json")
-    manifest = _read_json(d, "export.json")
     state = load_tensors(os.path.join(d, "model.pt"), map_location=map_location)
     if not isinstance(state, dict):
         raise ValueError("cellscope_torch: %s/model.pt is not a dict of tensors" % d)
@@ -92,6 +163,7 @@ def load(d, map_location="cpu"):
     classes = state["out.weight"].shape[0] if "out.weight" in state and "out_w" not in state else None
     target = state["tgt_embed.weight"].shape[0] if "tgt_embed.weight" in state else None
     build_cfg, script = _with_exported_script(d, cfg, manifest)
+    build_cfg = dict(build_cfg, model=resolved_model(build_cfg, manifest, d))
     model = build_model(build_cfg, V, classes, target)
     model.load_state_dict(state, strict=True)
     model.eval()
@@ -216,7 +288,7 @@ def save_export(model, d):
     check(d) now measures how far the saved weights moved from them."""
     import datetime
     from .torch_nn import from_torch_nn, is_torch_nn
-    manifest = _read_json(d, "export.json")
+    manifest = read_manifest(d)
     if is_torch_nn(model):
         model = from_torch_nn(model, d)
     state = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}

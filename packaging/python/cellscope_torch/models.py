@@ -13,17 +13,22 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch import Tensor
 
-from .cells import CRU, GRUDT, MCRNN, MZU, Cell, Final, GateCell, family
+from .cells import CELL_FAMILIES, CRU, GRUDT, MCRNN, MZU, Cell, Final, GateCell, family, need
 from .script_cell import ScriptCell
 
 # ---------------------------------------------------------------- options
+# What this package implements. The values of the options, their defaults and the cells' families are not restated
+# here: they come from the export (config.json: the run's resolved model section; export.json's "schema": the
+# defaults, choices and families of Cellscope's registries, README.md "export.json's schema").
 ANY = None  # any value of the option's type (numbers: the range Cellscope validated)
 BOOL = (False, True)
-# Per cell family: option -> the values implemented (ANY = every value). Train-only options (candidate_dropout,
-# dropout) are applied in train mode as Cellscope does and are no-ops in eval mode.
+# Per Cellscope cell family (cells/registry.h): option -> the values implemented (ANY = every value). Enum options
+# list the values the code below handles: a value Cellscope adds is refused by name until it is implemented here
+# (tests/core/test_export_registry.cpp exports every value of every enum and fails on one that neither loads nor
+# is listed as refused there). Train-only options (candidate_dropout, dropout) are applied in train mode as
+# Cellscope does and are no-ops in eval mode.
 CELL_OPTIONS = {
-    "gate": {"layer_norm": BOOL, "candidate_dropout": ANY},
-    "gru_dt": {"layer_norm": BOOL, "candidate_dropout": ANY, "depth": ANY, "share_transition": BOOL},
+    "baseline": {"layer_norm": BOOL, "candidate_dropout": ANY, "depth": ANY, "share_transition": BOOL},
     "mzu": {"layer_norm": BOOL, "candidate_dropout": ANY, "depth": ANY, "share_transition": BOOL, "zones": ANY,
             "filter": ANY, "capsules": ANY, "routing_iters": ANY, "zone_disagreement": ANY,
             "disagreement_scale": ("mean", "sum"), "disagreement_pairs": ("all", "distinct"),
@@ -55,8 +60,64 @@ TASK_OPTIONS = {
     "absa": {"fc": ANY, "fc_activation": ("relu", "tanh", "none"), "pretrained_embeddings": ANY,
              "freeze_embeddings": BOOL},
 }
-CELLS = ("rnn", "gru", "lstm", "gru_dt", "sat_mzu", "gcn_mzu", "cap_mzu", "mcrnn", "cru_shallow", "cru_deep",
-         "cru_deep_enhanced", "script")
+CELLS = tuple(CELL_FAMILIES)
+BASE_KEY = "_base_model"  # in a model section handed to the models: an MC-RNN base's resolved section
+
+# The defaults of a model section that did not come from an export: the bench's Python peers
+# (core/run/bench/peers/peers.py) build a CharLM from a bare section, and an MC-RNN base built from a section
+# without BASE_KEY takes its own options from here, as Cellscope's mcrnn_base_model takes them from the base's
+# option table. Never used for an export: load() hands the models the run's resolved section, checked complete
+# against export.json's schema first. tests/core/test_export_registry.cpp requires every value here to be
+# Cellscope's default of that cell (the schema's, walked over the cell registry).
+BARE_DEFAULTS = {
+    "common": {"layers": 1, "dropout": 0.0},
+    "baseline": {"layer_norm": False, "candidate_dropout": 0.0, "depth": 1, "share_transition": True},
+    "mzu": {"layer_norm": True, "candidate_dropout": 0.0, "depth": 1, "share_transition": True, "zones": 4,
+            "filter": 512, "capsules": 2, "routing_iters": 3, "zone_disagreement": 1.0, "disagreement_scale": "mean",
+            "disagreement_pairs": "all", "disagreement_form": "cosine", "disagreement_warmup": 0,
+            "regular_gate": False, "regular_trans": False, "ln_position": "preact", "ffn_residual": False,
+            "gcn_activation": "relu", "gcn_edges": "cosine", "gcn_degree": "absolute",
+            "gcn_adjacency": "cosine_plus_identity", "sat_qkv": "shared"},
+    "cru": {"candidate_dropout": 0.0, "filter_length": 3, "conv_channels": 0, "conv_window": "centered",
+            "conv_activation": "relu", "reset_after": True},
+    "mcrnn": {"layer_norm": False, "candidate_dropout": 0.0, "block": 3, "attention": 0, "lstm_memory": "prev",
+              "dist_scale": 0.1, "base": "lstm"},
+    "script": {},
+}
+
+
+def with_defaults(m, schema=None):
+    """The model section m with every option it lacks filled in: from export.json's `schema` (its "options":
+    Cellscope's defaults for the run's cell and task) when given, else from BARE_DEFAULTS (a section that is not an
+    export's). A copy; the keys m has are kept."""
+    out = dict(m)
+    if schema is not None:
+        for k, o in schema.get("options", {}).items():
+            if k not in out and o.get("default") is not None:
+                out[k] = o["default"]
+        return out
+    fill = dict(BARE_DEFAULTS["common"])
+    fill.update(BARE_DEFAULTS[family(m["cell"])])
+    for k, v in fill.items():
+        out.setdefault(k, v)
+    return out
+
+
+def base_model(m):
+    """The resolved section an MC-RNN's base cell is built from, as Cellscope's mcrnn_base_model (cells/mcrnn.h)
+    makes it: m with model.base as the cell, and the base's own options (which m lacks) at their defaults: from
+    m[BASE_KEY] (load() puts export.json's schema.base.model there), else from BARE_DEFAULTS, a gcn_mzu base's
+    gcn_degree signed_clamped. m's own keys win, so a layer resized by its task (word_lm's tie_weights) keeps its
+    size."""
+    bm = {k: v for k, v in m.items() if k != BASE_KEY}
+    bm["cell"] = need(m, "base")
+    if BASE_KEY in m:
+        for k, v in m[BASE_KEY].items():
+            bm.setdefault(k, v)
+        return bm
+    if bm["cell"] == "gcn_mzu":
+        bm.setdefault("gcn_degree", "signed_clamped")
+    return with_defaults(bm)
 
 
 def check_model_options(m, task):
@@ -65,41 +126,41 @@ def check_model_options(m, task):
         raise NotImplementedError("cellscope_torch: task '%s' is not implemented (implemented: %s)"
                                   % (task, ", ".join(sorted(TASK_OPTIONS))))
     cell = m.get("cell")
-    if cell not in CELLS:
-        raise NotImplementedError("cellscope_torch: cell '%s' is not implemented" % cell)
     allowed = dict(COMMON)
     allowed.update(CELL_OPTIONS[family(cell)])
     allowed.update(TASK_OPTIONS[task])
-    if cell == "mcrnn" and m.get("base") in ("gru_dt", "sat_mzu", "gcn_mzu", "cap_mzu"):
-        allowed.update(CELL_OPTIONS[family(m["base"])])  # the base's own options at their values
     for k, v in m.items():
+        if k == BASE_KEY:
+            continue
         if k not in allowed:
             raise NotImplementedError("cellscope_torch: model.%s (= %r) is not implemented for cell '%s', task '%s'"
                                       % (k, v, cell, task))
         if allowed[k] is not ANY and v not in allowed[k]:
             raise NotImplementedError("cellscope_torch: model.%s = %r is not implemented (only %r)"
                                       % (k, v, list(allowed[k])))
+    if cell == "mcrnn":  # the base's own options at their values
+        bm = base_model(m)
+        check_model_options({k: v for k, v in bm.items() if k in COMMON or k in CELL_OPTIONS[family(bm["cell"])]},
+                            task)
 
 
 def build_cell(m, I):
-    """The cell of model section `m` with input size I (one layer), Cellscope's parameter names."""
+    """The cell of the resolved model section `m` with input size I (one layer), Cellscope's parameter names."""
     cell, H = m["cell"], m["hidden"]
     fam = family(cell)
-    if fam == "gate":
-        return GateCell(cell, I, H, m.get("layer_norm", False), m.get("candidate_dropout", 0.0))
-    if fam == "gru_dt":
-        return GRUDT(I, H, m.get("depth", 1), m.get("share_transition", True), m.get("layer_norm", False),
-                     m.get("candidate_dropout", 0.0))
+    if fam == "baseline" and cell in ("rnn", "gru", "lstm"):
+        return GateCell(cell, I, H, need(m, "layer_norm"), need(m, "candidate_dropout"))
+    if cell == "gru_dt":
+        return GRUDT(I, H, need(m, "depth"), need(m, "share_transition"), need(m, "layer_norm"),
+                     need(m, "candidate_dropout"))
     if fam == "mzu":
         return MZU(m, I)
     if fam == "cru":
         return CRU(m, I)
     if fam == "mcrnn":
-        base = m.get("base", "lstm")
-        if base not in ("rnn", "gru", "lstm", "gru_dt", "sat_mzu", "gcn_mzu", "cap_mzu"):
-            raise NotImplementedError("cellscope_torch: model.base = %r is not implemented for mcrnn" % base)
-        bm = dict(m)
-        bm["cell"] = base
+        bm = base_model(m)
+        if bm["cell"] not in CELL_OPTIONS["mcrnn"]["base"]:
+            raise NotImplementedError("cellscope_torch: model.base = %r is not implemented for mcrnn" % bm["cell"])
         return MCRNN(m, I, build_cell(bm, I))
     if fam == "script":  # torch.jit.load of the file once per layer / direction, as Cellscope does
         return ScriptCell(m["script"], I, H, m.get("script_sha256") or "")
@@ -117,8 +178,8 @@ class CellStack(nn.Module):
 
     def __init__(self, m, I):
         super().__init__()
-        self.n = int(m.get("layers", 1))
-        self.dropout = float(m.get("dropout", 0.0))
+        self.n = int(need(m, "layers"))
+        self.dropout = float(need(m, "dropout"))
         for l in range(self.n):
             c = build_cell(m, I)
             setattr(self, "layer%d" % l, c)
@@ -155,8 +216,9 @@ class CharLM(nn.Module):
 
     def __init__(self, m, vocab):
         super().__init__()
+        m = with_defaults(m)  # a bare section (the bench peers'); an export's is complete (load())
         E = m["embed"]
-        self.dropout = float(m.get("dropout", 0.0))
+        self.dropout = float(need(m, "dropout"))
         self.embed = nn.Embedding(vocab, E)
         self.stack = CellStack(m, E)
         self.out = nn.Linear(self.stack.output_size, vocab)
@@ -197,12 +259,12 @@ class WordLM(nn.Module):
 
     def __init__(self, m, vocab):
         super().__init__()
-        E, n = m["embed"], int(m.get("layers", 1))
-        self.dropout = float(m.get("dropout", 0.0))
+        E, n = m["embed"], int(need(m, "layers"))
+        self.dropout = float(need(m, "dropout"))
         self.dropouth = float(m["dropouth"] if m.get("dropouth") is not None else self.dropout)
         self.dropouti = float(m["dropouti"] if m.get("dropouti") is not None else self.dropout)
-        self.dropoute = float(m.get("dropoute", 0.0))
-        self.tied = bool(m.get("tie_weights", False))
+        self.dropoute = float(need(m, "dropoute"))
+        self.tied = bool(need(m, "tie_weights"))
         self.n = n
         self.embed = nn.Embedding(vocab, E)
         I = E
@@ -217,7 +279,7 @@ class WordLM(nn.Module):
         if not self.tied:
             self.out_w = nn.Parameter(torch.empty(vocab, I).uniform_(-I ** -0.5, I ** -0.5))
         self.out_b = nn.Parameter(torch.zeros(vocab))
-        wd = float(m.get("weight_drop", 0.0))
+        wd = float(need(m, "weight_drop"))
         for mod in self.modules():
             if isinstance(mod, GateCell):
                 mod.weight_drop = wd
@@ -286,7 +348,7 @@ class Bidirectional(nn.Module):
 
     def __init__(self, m, I):
         super().__init__()
-        self.n, self.dropout = int(m.get("layers", 1)), float(m.get("dropout", 0.0))
+        self.n, self.dropout = int(need(m, "layers")), float(need(m, "dropout"))
         for l in range(self.n):  # registered fwd0, bwd0, fwd1, bwd1, ...: forward walks them in this order
             f, b = build_cell(m, I), build_cell(m, I)
             setattr(self, "fwd%d" % l, f)
@@ -329,12 +391,12 @@ class SentenceModel(nn.Module):
     def __init__(self, m, vocab, classes, absa):
         super().__init__()
         E = m["embed"]
-        self.absa, self.dropout = bool(absa), float(m.get("dropout", 0.0))
-        self.fc_activation = m.get("fc_activation", "relu")
+        self.absa, self.dropout = bool(absa), float(need(m, "dropout"))
+        self.fc_activation = need(m, "fc_activation")
         self.embed = nn.Embedding(vocab, E, padding_idx=1)
         self.encoder = Bidirectional(m, E)
         feat = self.encoder.output_size + (E if absa else 0)
-        self.has_fc = m.get("fc", 0) > 0
+        self.has_fc = need(m, "fc") > 0
         self.fc = None  # model.fc = 0: no hidden layer
         if self.has_fc:
             self.fc = nn.Linear(feat, m["fc"])
@@ -386,8 +448,8 @@ class ClozeReader(nn.Module):
     def __init__(self, m, vocab):
         super().__init__()
         E = m["embed"]
-        self.modified = m.get("reader", "m_aoa") == "m_aoa"
-        self.dropout = float(m.get("dropout", 0.0))
+        self.modified = need(m, "reader") == "m_aoa"
+        self.dropout = float(need(m, "dropout"))
         self.embed = nn.Embedding(vocab, E, padding_idx=1)
         self.doc_encoder = Bidirectional(m, E + (2 if self.modified else 0))
         self.query_encoder = Bidirectional(m, E)
@@ -439,7 +501,7 @@ class Seq2SeqBase(nn.Module):
     def __init__(self, m, source_vocab, target_vocab, pad):
         super().__init__()
         E = m["embed"]
-        self.dropout, self.copy = float(m.get("dropout", 0.0)), bool(m.get("copy", False))
+        self.dropout, self.copy = float(need(m, "dropout")), bool(need(m, "copy"))
         self.src_embed = nn.Embedding(source_vocab, E, padding_idx=pad)
         self.tgt_embed = nn.Embedding(target_vocab, E, padding_idx=pad)
         self.encoder = CellStack(m, E)
@@ -599,7 +661,7 @@ def build_model(cfg, vocab_size, classes=None, target_vocab=None):
     if task == "cloze":
         return ClozeReader(m, vocab_size)
     if task == "seq2seq":
-        if m.get("architecture", "luong") == "rnnsearch":
+        if need(m, "architecture") == "rnnsearch":
             return RNNSearch(m, vocab_size, target_vocab)
         return Seq2Seq(m, vocab_size, target_vocab)
     return SentenceModel(m, vocab_size, classes, task == "absa")
