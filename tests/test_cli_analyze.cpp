@@ -10,6 +10,8 @@
 #include "corpus_fixture.h"
 #include "harness.h"
 
+// In a namespace of its own, so that the using-directive stays in this file (tests/check_unity.py).
+namespace cli_analyze_test {
 using namespace cs;
 
 namespace {
@@ -197,4 +199,5 @@ class TestCliAnalyze : public QObject {
 };
 
 CS_TEST(TestCliAnalyze, "cli_analyze")
+}  // namespace cli_analyze_test
 #include "test_cli_analyze.moc"

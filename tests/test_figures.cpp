@@ -38,7 +38,7 @@ QByteArray head(const QString& path, int n) {
   return f.read(n);
 }
 
-QString readAll(const QString& path) {
+QString readText(const QString& path) {
   QFile f(path);
   if (!f.open(QIODevice::ReadOnly)) return QString();
   return QString::fromUtf8(f.readAll());
@@ -46,7 +46,7 @@ QString readAll(const QString& path) {
 
 // Data rows of a CSV file (records after the header; quoted newlines kept).
 int csvRows(const QString& path) {
-  const QString text = readAll(path);
+  const QString text = readText(path);
   int records = 0;
   bool q = false, any = false;
   for (QChar c : text) {
@@ -89,7 +89,7 @@ class TestFigures : public QObject {
       } else if (ext == "pdf") {
         if (!head(path, 5).startsWith("%PDF")) return path + ": no %PDF header";
       } else if (ext == "svg") {
-        if (!readAll(path).contains("<svg")) return path + ": no <svg root";
+        if (!readText(path).contains("<svg")) return path + ": no <svg root";
       } else {
         const int rows = csvRows(path);
         if (rows != expectedCsvRows)
@@ -132,11 +132,11 @@ class TestFigures : public QObject {
       QVERIFY2(e.isEmpty(), qPrintable(e));
     }
     const QString csv = csvOf("relevance");
-    const QString text = readAll(csv);
+    const QString text = readText(csv);
     QVERIFY2(text.startsWith("panel,row,a,_,b\n"), qPrintable(text));
     QVERIFY(text.contains("capMZU+DT,b,-0.125,0.5,\n"));
     // Vector formats keep text as text: the caption is in the SVG.
-    QVERIFY(readAll(m_dir + "/relevance.svg").contains("relevance"));
+    QVERIFY(readText(m_dir + "/relevance.svg").contains("relevance"));
   }
 
   // A title wider than the figure wraps in PNG, PDF and SVG, at the natural size and at a
@@ -267,7 +267,7 @@ class TestFigures : public QObject {
       QVERIFY2(e.isEmpty(), qPrintable(e));
     }
     const QString csv = csvOf("composition_mixed");
-    QVERIFY(readAll(csv).startsWith("panel,row,column,value\n"));
+    QVERIFY(readText(csv).startsWith("panel,row,column,value\n"));
   }
 
   void channelAttentionGridWithBlocks() {
@@ -292,7 +292,7 @@ class TestFigures : public QObject {
       QVERIFY2(e.isEmpty(), qPrintable(e));
     }
     const QString csv = csvOf("channels");
-    QVERIFY(readAll(csv).contains("2,man,k=2,0.7,3"));
+    QVERIFY(readText(csv).contains("2,man,k=2,0.7,3"));
   }
 
   void bucketsOverlayRuns() {
@@ -324,7 +324,7 @@ class TestFigures : public QObject {
       QVERIFY2(e.isEmpty(), qPrintable(e));
     }
     const QString csv = csvOf("buckets");
-    QVERIFY(readAll(csv).contains(",mzu,1.7,7,"));
+    QVERIFY(readText(csv).contains(",mzu,1.7,7,"));
 
     // The result type the length kind returns (several runs), through make_figure.
     cs::AnalysisResult r;
@@ -388,7 +388,7 @@ class TestFigures : public QObject {
       QVERIFY2(e.isEmpty(), qPrintable(e));
     }
     const QString csv = csvOf("table");
-    QVERIFY(readAll(csv).contains("\"the movie, sadly\",neg,0.80"));
+    QVERIFY(readText(csv).contains("\"the movie, sadly\",neg,0.80"));
   }
 
   void makeFigureDispatchesOnTheResultType() {

@@ -32,7 +32,7 @@ struct Fake {
 
 double validAt(const Fake& f, int step) { return 3.0 - f.slope * step; }
 
-void writeFile(const QString& path, const QByteArray& data) {
+void writeFileChecked(const QString& path, const QByteArray& data) {
   QFile f(path);
   QVERIFY(f.open(QIODevice::WriteOnly));
   f.write(data);
@@ -44,7 +44,7 @@ QString writeRun(const QString& ws, const Fake& f) {
   const QJsonObject cfg{{"task", QJsonObject{{"name", "char_lm"}}},
                         {"model", QJsonObject{{"cell", "gru"}, {"hidden", f.hidden}}},
                         {"training", QJsonObject{{"steps", 1000}, {"seed", f.seed}}}};
-  writeFile(dir + "/config.json", QJsonDocument(cfg).toJson());
+  writeFileChecked(dir + "/config.json", QJsonDocument(cfg).toJson());
   QByteArray lines;
   for (int s = 100; s <= 1000; s += 100) {
     QJsonObject e{{"step", s},    {"epoch", s / 100.0}, {"elapsed", f.secPerStep * s + f.timeJitter},
@@ -52,12 +52,12 @@ QString writeRun(const QString& ws, const Fake& f) {
     if (f.withFlops) e.insert("train_flops", f.flopsPerStep * s);
     lines += QJsonDocument(e).toJson(QJsonDocument::Compact) + "\n";
   }
-  writeFile(dir + "/metrics.jsonl", lines);
+  writeFileChecked(dir + "/metrics.jsonl", lines);
   const QJsonObject sum{
       {"status", "finished"},           {"task", "char_lm"},  {"cell", "gru"}, {"primary_metric", "bpc"},
       {"lower_is_better", true},        {"parameters", 1000}, {"step", 1000},  {"elapsed", f.secPerStep * 1000},
       {"best_valid", validAt(f, 1000)}, {"best_step", 1000}};
-  writeFile(dir + "/summary.json", QJsonDocument(sum).toJson());
+  writeFileChecked(dir + "/summary.json", QJsonDocument(sum).toJson());
   return QFileInfo(dir).absoluteFilePath();
 }
 

@@ -73,15 +73,15 @@ QString toolbarProblem(csw::CurvePlot* p) {
   return problems;
 }
 
-gui::MetricPoint trainPoint(qint64 step, double bpc) {
+gui::MetricPoint bpcTrainPoint(qint64 step, double bpc) {
   gui::MetricPoint p;
   p.step = step;
   p.values = {{QStringLiteral("bpc"), bpc}, {QStringLiteral("loss"), bpc * std::log(2.0)}};
   return p;
 }
 
-gui::MetricPoint evalPoint(qint64 step, double bpc, const QString& split) {
-  gui::MetricPoint p = trainPoint(step, bpc);
+gui::MetricPoint bpcEvalPoint(qint64 step, double bpc, const QString& split) {
+  gui::MetricPoint p = bpcTrainPoint(step, bpc);
   p.eval = true;
   p.split = split;
   return p;
@@ -171,8 +171,8 @@ class GuiTrustPlotsTest : public QObject {
     QDir().mkpath(runDir);
     panel.setRunInfo(runDir, "bpc", "chars", 1000);
     QVector<gui::MetricPoint> pts;
-    for (int s = 1; s <= 200; ++s) pts << trainPoint(s, 4.0 - s * 0.005 + ((s % 7) - 3) * 0.05);
-    pts << evalPoint(100, 3.6, "valid") << evalPoint(200, 3.2, "valid") << evalPoint(200, 3.25, "test");
+    for (int s = 1; s <= 200; ++s) pts << bpcTrainPoint(s, 4.0 - s * 0.005 + ((s % 7) - 3) * 0.05);
+    pts << bpcEvalPoint(100, 3.6, "valid") << bpcEvalPoint(200, 3.2, "valid") << bpcEvalPoint(200, 3.25, "test");
     panel.append(pts, {});
     csw::CurvePlot* metric = panel.plot("metric");
     metric->setSmoothing(0.9);

@@ -12,6 +12,8 @@
 #include "harness.h"
 #include "option_form.h"
 
+// In a namespace of its own, so that the using-directive stays in this file (tests/check_unity.py).
+namespace widgets_form_test {
 using namespace csw;
 
 namespace {
@@ -384,4 +386,5 @@ class TestWidgetsForm : public QObject {
 };
 
 CS_TEST(TestWidgetsForm, "widgets_form")
+}  // namespace widgets_form_test
 #include "test_widgets_form.moc"

@@ -18,6 +18,8 @@
 #include "qcp.h"
 #include "widgets_info.h"
 
+// In a namespace of its own, so that the using-directive stays in this file (tests/check_unity.py).
+namespace widgets_plots_test {
 using namespace csw;
 
 namespace {
@@ -762,4 +764,5 @@ class TestWidgetsPlots : public QObject {
 };
 
 CS_TEST(TestWidgetsPlots, "widgets_plots")
+}  // namespace widgets_plots_test
 #include "test_widgets_plots.moc"

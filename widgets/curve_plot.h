@@ -72,6 +72,7 @@
 #include "plot_view.h"
 
 class QCustomPlot;
+class QCPAxis;
 class QCPGraph;
 class QCPItemLine;
 class QCheckBox;
@@ -219,6 +220,8 @@ class CurvePlot : public PlotView {
   void styleSeries(Series& s);
   void updateSmoothing(Series& s);
   void fitView();
+  // setXLog / setYLog: `axis` log or linear, its toolbar box checked to match, the view fitted again.
+  void setLogScale(QCPAxis* axis, QCheckBox* box, bool* current, bool log);
   // The fitted x range widened by kXPadFraction of it at the right (and at the left unless that would show
   // negative steps for data that has none), so a point at the edge is drawn whole.
   void padXRange();

@@ -43,10 +43,15 @@ class ExportableView {
   virtual void renderFigure(QPainter* painter, const QRect& target) const;
   // Natural figure size when ExportOptions::size is not given (default: widget size).
   virtual QSize figureSize() const { return QSize(); }
-  // Temporarily replace the figure title (export). Returns the previous title.
-  virtual QString replaceTitle(const QString& title) {
-    Q_UNUSED(title);
-    return QString();
+  // The figure's title ("" for none) and setting it: a view without a title keeps these defaults.
+  virtual QString title() const { return QString(); }
+  virtual void setTitle(const QString& title) { Q_UNUSED(title); }
+  // Temporarily replace the figure title (export). Returns the previous title. The one replaceTitle
+  // of the views (PlotView, Figure, TableView): each has only its own title() and setTitle().
+  QString replaceTitle(const QString& title) {
+    QString old = this->title();
+    setTitle(title);
+    return old;
   }
 };
 

@@ -235,6 +235,148 @@ static QString sectionTitle(const QString& s) {
   return t;
 }
 
+// The section of option d (made on its first option), with its Advanced panel once d is advanced.
+OptionForm::Section* OptionForm::sectionFor(QHash<QString, Section*>& sections, const OptionDesc& d) {
+  Section* sec = sections.value(d.section, nullptr);
+  if (!sec) {
+    sec = new Section;
+    sec->name = d.section;
+    sec->box = new QGroupBox(sectionTitle(d.section), m_body);
+    sec->box->setObjectName(QStringLiteral("section_") + d.section);
+    auto* v = new QVBoxLayout(sec->box);
+    sec->basic = new QFormLayout;
+    sec->basic->setFieldGrowthPolicy(QFormLayout::ExpandingFieldsGrow);
+    v->addLayout(sec->basic);
+    m_content->insertWidget(m_content->count() - 1, sec->box);
+    sections.insert(d.section, sec);
+    m_sections.append(sec);
+  }
+  if (d.advanced && !sec->advanced) {
+    auto* v = static_cast<QVBoxLayout*>(sec->box->layout());
+    sec->toggle = new QToolButton(sec->box);
+    sec->toggle->setText(tr("Advanced"));
+    sec->toggle->setCheckable(true);
+    sec->toggle->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
+    sec->toggle->setArrowType(Qt::RightArrow);
+    sec->toggle->setAutoRaise(true);
+    sec->advanced = new QWidget(sec->box);
+    sec->advancedLayout = new QFormLayout(sec->advanced);
+    sec->advancedLayout->setContentsMargins(12, 0, 0, 0);
+    sec->advancedLayout->setFieldGrowthPolicy(QFormLayout::ExpandingFieldsGrow);
+    sec->advanced->hide();
+    v->addWidget(sec->toggle);
+    v->addWidget(sec->advanced);
+    QToolButton* tb = sec->toggle;
+    QWidget* panel = sec->advanced;
+    connect(tb, &QToolButton::toggled, this, [tb, panel](bool on) {
+      panel->setVisible(on);
+      tb->setArrowType(on ? Qt::DownArrow : Qt::RightArrow);
+    });
+  }
+  return sec;
+}
+
+// The editor of option d (its type's), showing `initial`; each edit emits changed(path).
+QWidget* OptionForm::makeEditor(const OptionDesc& d, const QVariant& initial, QWidget* parent) {
+  const QString path = d.path();
+  switch (d.type) {
+    case OptionDesc::Int: {
+      // No range on the editor: a value out of range is kept as typed and
+      // reported on this field (rangeError), never clamped silently.
+      const bool ranged = d.min < d.max;
+      QSpinBox* e =
+          d.optional ? new OptionalSpinBox(parent, unsetText(), ranged ? int(std::max(d.min, double(INT_MIN + 1))) : 0,
+                                           ranged ? int(std::max(d.min, double(INT_MIN + 1))) : INT_MIN + 1)
+                     : new QSpinBox(parent);
+      e->setRange(INT_MIN, INT_MAX);
+      e->setValue(d.optional && !hasValue(initial) ? INT_MIN : initial.toInt());
+      connect(e, qOverload<int>(&QSpinBox::valueChanged), this, [this, path] { emitChanged(path); });
+      return e;
+    }
+    case OptionDesc::Float: {
+      auto* e = new ScientificSpinBox(parent);  // unbounded, see Int
+      if (d.optional) e->setOptional(unsetText(), d.min < d.max ? d.min : 0.0, d.min < d.max ? d.min : -DBL_MAX);
+      if (d.optional && !hasValue(initial)) e->unset();
+      else e->setValue(initial.toDouble());
+      connect(e, qOverload<double>(&QDoubleSpinBox::valueChanged), this, [this, path] { emitChanged(path); });
+      return e;
+    }
+    case OptionDesc::Bool: {
+      auto* e = new QCheckBox(parent);
+      if (d.optional) {
+        // Partially checked = unset; the text says so.
+        e->setTristate(true);
+        auto showState = [e] { e->setText(e->checkState() == Qt::PartiallyChecked ? unsetText() : QString()); };
+        qt_compat::onCheckStateChanged(e, e, showState);
+        e->setCheckState(hasValue(initial) ? (initial.toBool() ? Qt::Checked : Qt::Unchecked) : Qt::PartiallyChecked);
+        showState();
+        qt_compat::onCheckStateChanged(e, this, [this, path] { emitChanged(path); });
+      } else {
+        e->setChecked(initial.toBool());
+        connect(e, &QCheckBox::toggled, this, [this, path] { emitChanged(path); });
+      }
+      return e;
+    }
+    case OptionDesc::Enum: {
+      auto* e = new QComboBox(parent);
+      e->addItems(d.choices);
+      const int idx = d.choices.indexOf(initial.toString());
+      e->setCurrentIndex(idx >= 0 ? idx : (d.choices.isEmpty() ? -1 : 0));
+      connect(e, &QComboBox::currentTextChanged, this, [this, path] { emitChanged(path); });
+      return e;
+    }
+    case OptionDesc::String:
+    default: {
+      auto* e = new QLineEdit(parent);
+      e->setText(hasValue(initial) ? initial.toString() : QString());
+      if (d.optional) e->setPlaceholderText(unsetText());  // empty = unset
+      connect(e, &QLineEdit::textChanged, this, [this, path] { emitChanged(path); });
+      return e;
+    }
+  }
+}
+
+// The widget of a field's row: its editor in a frame (with a Browse... button for a file) over its
+// error label.
+QWidget* OptionForm::fieldCell(Field* f, QWidget* parent) {
+  const OptionDesc& d = f->desc;
+  const QString path = d.path();
+  // Field cell: [frame(editor)] over [error label].
+  auto* cell = new QWidget(parent);
+  auto* cv = new QVBoxLayout(cell);
+  cv->setContentsMargins(0, 0, 0, 0);
+  cv->setSpacing(1);
+  f->frame = new QFrame(cell);
+  f->frame->setObjectName(QStringLiteral("csFieldFrame"));
+  auto* fl = new QHBoxLayout(f->frame);
+  fl->setContentsMargins(2, 2, 2, 2);
+  f->editor->setParent(f->frame);
+  fl->addWidget(f->editor);
+  if (d.type == OptionDesc::Bool) fl->addStretch(1);
+  if (auto* line = qobject_cast<QLineEdit*>(f->editor); line && !d.fileFilter.isEmpty()) {
+    auto* b = new QToolButton(f->frame);
+    b->setText(tr("Browse..."));
+    b->setObjectName(path + QStringLiteral(".browse"));
+    b->setToolTip(tr("Choose the file of %1").arg(path));
+    fl->addWidget(b);
+    f->browse = b;
+    const QString caption = tr("Choose %1").arg(d.label.isEmpty() ? d.key : d.label), filter = d.fileFilter;
+    connect(b, &QToolButton::clicked, this, [this, line, caption, filter] {
+      const QString start = line->text().isEmpty() ? QString() : QFileInfo(line->text()).absolutePath();
+      const QString chosen = fileChooser() ? fileChooser()(this, caption, start, filter)
+                                           : QFileDialog::getOpenFileName(this, caption, start, filter);
+      if (!chosen.isEmpty()) line->setText(chosen);  // textChanged: the form's changed()
+    });
+  }
+  cv->addWidget(f->frame);
+  f->error = new WrapLabel(cell);
+  f->error->setObjectName(QStringLiteral("csFieldError"));
+  f->error->setStyleSheet(QStringLiteral("color: #d32f2f;"));
+  f->error->hide();
+  cv->addWidget(f->error);
+  return cell;
+}
+
 void OptionForm::setOptions(const QList<OptionDesc>& options) {
   m_building = true;
   // Tear down.
@@ -249,109 +391,14 @@ void OptionForm::setOptions(const QList<OptionDesc>& options) {
 
   QHash<QString, Section*> sections;
   for (const OptionDesc& d : options) {
-    Section* sec = sections.value(d.section, nullptr);
-    if (!sec) {
-      sec = new Section;
-      sec->name = d.section;
-      sec->box = new QGroupBox(sectionTitle(d.section), m_body);
-      sec->box->setObjectName(QStringLiteral("section_") + d.section);
-      auto* v = new QVBoxLayout(sec->box);
-      sec->basic = new QFormLayout;
-      sec->basic->setFieldGrowthPolicy(QFormLayout::ExpandingFieldsGrow);
-      v->addLayout(sec->basic);
-      m_content->insertWidget(m_content->count() - 1, sec->box);
-      sections.insert(d.section, sec);
-      m_sections.append(sec);
-    }
-    if (d.advanced && !sec->advanced) {
-      auto* v = static_cast<QVBoxLayout*>(sec->box->layout());
-      sec->toggle = new QToolButton(sec->box);
-      sec->toggle->setText(tr("Advanced"));
-      sec->toggle->setCheckable(true);
-      sec->toggle->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
-      sec->toggle->setArrowType(Qt::RightArrow);
-      sec->toggle->setAutoRaise(true);
-      sec->advanced = new QWidget(sec->box);
-      sec->advancedLayout = new QFormLayout(sec->advanced);
-      sec->advancedLayout->setContentsMargins(12, 0, 0, 0);
-      sec->advancedLayout->setFieldGrowthPolicy(QFormLayout::ExpandingFieldsGrow);
-      sec->advanced->hide();
-      v->addWidget(sec->toggle);
-      v->addWidget(sec->advanced);
-      QToolButton* tb = sec->toggle;
-      QWidget* panel = sec->advanced;
-      connect(tb, &QToolButton::toggled, this, [tb, panel](bool on) {
-        panel->setVisible(on);
-        tb->setArrowType(on ? Qt::DownArrow : Qt::RightArrow);
-      });
-    }
-
+    Section* sec = sectionFor(sections, d);
     auto* f = new Field;
     f->desc = d;
     f->section = d.section;
     const QString path = d.path();
     const QVariant initial = d.value.isValid() ? d.value : d.defaultValue;
     QWidget* parent = d.advanced ? sec->advanced : sec->box;
-    switch (d.type) {
-      case OptionDesc::Int: {
-        // No range on the editor: a value out of range is kept as typed and
-        // reported on this field (rangeError), never clamped silently.
-        const bool ranged = d.min < d.max;
-        QSpinBox* e = d.optional ? new OptionalSpinBox(parent, unsetText(),
-                                                       ranged ? int(std::max(d.min, double(INT_MIN + 1))) : 0,
-                                                       ranged ? int(std::max(d.min, double(INT_MIN + 1))) : INT_MIN + 1)
-                                 : new QSpinBox(parent);
-        e->setRange(INT_MIN, INT_MAX);
-        e->setValue(d.optional && !hasValue(initial) ? INT_MIN : initial.toInt());
-        connect(e, qOverload<int>(&QSpinBox::valueChanged), this, [this, path] { emitChanged(path); });
-        f->editor = e;
-        break;
-      }
-      case OptionDesc::Float: {
-        auto* e = new ScientificSpinBox(parent);  // unbounded, see Int
-        if (d.optional) e->setOptional(unsetText(), d.min < d.max ? d.min : 0.0, d.min < d.max ? d.min : -DBL_MAX);
-        if (d.optional && !hasValue(initial)) e->unset();
-        else e->setValue(initial.toDouble());
-        connect(e, qOverload<double>(&QDoubleSpinBox::valueChanged), this, [this, path] { emitChanged(path); });
-        f->editor = e;
-        break;
-      }
-      case OptionDesc::Bool: {
-        auto* e = new QCheckBox(parent);
-        if (d.optional) {
-          // Partially checked = unset; the text says so.
-          e->setTristate(true);
-          auto showState = [e] { e->setText(e->checkState() == Qt::PartiallyChecked ? unsetText() : QString()); };
-          qt_compat::onCheckStateChanged(e, e, showState);
-          e->setCheckState(hasValue(initial) ? (initial.toBool() ? Qt::Checked : Qt::Unchecked) : Qt::PartiallyChecked);
-          showState();
-          qt_compat::onCheckStateChanged(e, this, [this, path] { emitChanged(path); });
-        } else {
-          e->setChecked(initial.toBool());
-          connect(e, &QCheckBox::toggled, this, [this, path] { emitChanged(path); });
-        }
-        f->editor = e;
-        break;
-      }
-      case OptionDesc::Enum: {
-        auto* e = new QComboBox(parent);
-        e->addItems(d.choices);
-        const int idx = d.choices.indexOf(initial.toString());
-        e->setCurrentIndex(idx >= 0 ? idx : (d.choices.isEmpty() ? -1 : 0));
-        connect(e, &QComboBox::currentTextChanged, this, [this, path] { emitChanged(path); });
-        f->editor = e;
-        break;
-      }
-      case OptionDesc::String:
-      default: {
-        auto* e = new QLineEdit(parent);
-        e->setText(hasValue(initial) ? initial.toString() : QString());
-        if (d.optional) e->setPlaceholderText(unsetText());  // empty = unset
-        connect(e, &QLineEdit::textChanged, this, [this, path] { emitChanged(path); });
-        f->editor = e;
-        break;
-      }
-    }
+    f->editor = makeEditor(d, initial, parent);
     f->editor->setObjectName(path);
     f->editor->setToolTip(d.help);
     if (qobject_cast<QAbstractSpinBox*>(f->editor) || qobject_cast<QComboBox*>(f->editor)) {
@@ -359,39 +406,7 @@ void OptionForm::setOptions(const QList<OptionDesc>& options) {
       f->editor->setFocusPolicy(Qt::StrongFocus);
       f->editor->installEventFilter(this);
     }
-    // Field cell: [frame(editor)] over [error label].
-    auto* cell = new QWidget(parent);
-    auto* cv = new QVBoxLayout(cell);
-    cv->setContentsMargins(0, 0, 0, 0);
-    cv->setSpacing(1);
-    f->frame = new QFrame(cell);
-    f->frame->setObjectName(QStringLiteral("csFieldFrame"));
-    auto* fl = new QHBoxLayout(f->frame);
-    fl->setContentsMargins(2, 2, 2, 2);
-    f->editor->setParent(f->frame);
-    fl->addWidget(f->editor);
-    if (d.type == OptionDesc::Bool) fl->addStretch(1);
-    if (auto* line = qobject_cast<QLineEdit*>(f->editor); line && !d.fileFilter.isEmpty()) {
-      auto* b = new QToolButton(f->frame);
-      b->setText(tr("Browse..."));
-      b->setObjectName(path + QStringLiteral(".browse"));
-      b->setToolTip(tr("Choose the file of %1").arg(path));
-      fl->addWidget(b);
-      f->browse = b;
-      const QString caption = tr("Choose %1").arg(d.label.isEmpty() ? d.key : d.label), filter = d.fileFilter;
-      connect(b, &QToolButton::clicked, this, [this, line, caption, filter] {
-        const QString start = line->text().isEmpty() ? QString() : QFileInfo(line->text()).absolutePath();
-        const QString chosen = fileChooser() ? fileChooser()(this, caption, start, filter)
-                                             : QFileDialog::getOpenFileName(this, caption, start, filter);
-        if (!chosen.isEmpty()) line->setText(chosen);  // textChanged: the form's changed()
-      });
-    }
-    cv->addWidget(f->frame);
-    f->error = new WrapLabel(cell);
-    f->error->setObjectName(QStringLiteral("csFieldError"));
-    f->error->setStyleSheet(QStringLiteral("color: #d32f2f;"));
-    f->error->hide();
-    cv->addWidget(f->error);
+    QWidget* cell = fieldCell(f, parent);
     f->label = new QLabel(d.label.isEmpty() ? d.key : d.label, parent);
     f->label->setToolTip(d.help);
     f->label->setBuddy(f->editor);

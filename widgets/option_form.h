@@ -151,6 +151,10 @@ class OptionForm : public QWidget {
   bool isUnset(const Field& f) const;
   void unset(Field& f);
   void emitChanged(const QString& path);
+  // setOptions in parts (option_form.cpp).
+  Section* sectionFor(QHash<QString, Section*>& sections, const OptionDesc& d);
+  QWidget* makeEditor(const OptionDesc& d, const QVariant& initial, QWidget* parent);
+  QWidget* fieldCell(Field* f, QWidget* parent);
 
   QVBoxLayout* m_content = nullptr;
   QWidget* m_body = nullptr;

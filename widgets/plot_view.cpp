@@ -64,12 +64,6 @@ void PlotView::setTitle(const QString& title) {
   decorationChanged();
 }
 
-QString PlotView::replaceTitle(const QString& title) {
-  const QString old = m_title;
-  setTitle(title);
-  return old;
-}
-
 void PlotView::setXLabel(const QString& label) {
   m_xLabel = label;
   if (m_plot) m_plot->xAxis->setLabel(label);

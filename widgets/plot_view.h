@@ -25,8 +25,8 @@ namespace csw {
 class PlotView : public QWidget, public ExportableView {
   Q_OBJECT
  public:
-  void setTitle(const QString& title);
-  QString title() const { return m_title; }
+  void setTitle(const QString& title) override;
+  QString title() const override { return m_title; }
   // The title as drawn: broken into lines that fit width pixels (at word boundaries, anywhere
   // inside a word wider than that), so a long run name is never cut at both ends. Done before
   // each replot for the plot's width; Figure::renderFigure does it for an export's width.
@@ -48,7 +48,6 @@ class PlotView : public QWidget, public ExportableView {
 
   // ExportableView
   QCustomPlot* figurePlot() const override { return m_plot; }
-  QString replaceTitle(const QString& title) override;
 
  public Q_SLOTS:
   // The one replot policy (see above).

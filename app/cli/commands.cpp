@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <iomanip>
 #include <iostream>
+#include <memory>
 #include <sstream>
 #include <tuple>
 
@@ -235,6 +236,132 @@ static void on_sigint(int sig) {
   }
 }
 
+// The training section of a configuration being built, made an object when it is not one.
+static json& training_section(json& cfg) {
+  if (!cfg.contains("training") || !cfg["training"].is_object()) cfg["training"] = json::object();
+  return cfg["training"];
+}
+
+// The rendezvous of a data-parallel worker (before anything else: every rank then validates, loads
+// and builds the same thing). `device_override`: cuda -> cuda:LOCAL_RANK on a launcher's worker.
+static std::unique_ptr<cs::DistContext> train_rendezvous(const Args& args, const LauncherEnv& env, bool from_env,
+                                                         std::string* device_override) {
+  cs::DistOptions o;
+  o.rank = from_env ? env.rank : static_cast<int>(args.get_int("rank", 0));
+  o.world = from_env ? env.world : static_cast<int>(args.get_int("world-size", 1));
+  o.master = from_env ? env.master : args.get("master");
+  if (from_env) o.master_from = "MASTER_ADDR:MASTER_PORT";
+  o.agent_store = from_env && env.agent_store;
+  o.store_prefix = from_env ? env.store_prefix : std::string();
+  o.listen = args.get("listen");
+  o.store_file = args.get("store-file");
+  o.timeout_s = parse_dist_timeout(args, 60);
+  o.backend = args.get("dist-backend", "auto");
+  try {  // the device decides the automatic backend (NCCL for CUDA); the config is fully checked later
+    json peek = args.has("resume") ? cs::RunStore(args.get("resume")).read_config()
+                                   : load_config_arg(args.positional.at(0), args.all("set"));
+    const std::string device = peek.at("training").value("device", std::string("cpu"));
+    if (from_env && device_for_local_rank(device, env.local_rank) != device)
+      *device_override = device_for_local_rank(device, env.local_rank);
+    o.device = torch::Device(device_override->empty() ? device : *device_override);
+  } catch (...) {
+  }
+  if (from_env && !args.has("quiet") && !args.has("json") && env.rank == 0)
+    std::cerr << "data-parallel worker from the launcher's environment: " << env.describe() << "\n";
+  return cs::init_dist(o);
+}
+
+// What `train` hands start_run (train/launch.h): the launch options, and in *raw the configuration
+// (a new run's) or the overrides on top of the run's config.json (--resume, a restart, --fork).
+// `fresh`: a new run's configuration, read once; `restart`: --run-dir holds this configuration.
+static cs::LaunchOptions train_launch_options(const Args& args, const LauncherEnv& env, const json& fresh, bool restart,
+                                              bool root, json* raw) {
+  cs::LaunchOptions lo;
+  lo.threads = static_cast<int>(args.get_int("threads", 0));
+  // A launcher's workers on one machine divide its cores (training.threads, when set, wins).
+  if (env.present) lo.default_threads = cs::threads_per_process(env.local_world);
+  if (restart) {
+    lo.resume_dir = args.get("run-dir");
+    *raw = json::object();  // config.json is this configuration already
+    if (!args.has("quiet") && !args.has("json") && root)
+      std::cerr << "run directory " << lo.resume_dir << " holds this configuration already: resuming it\n";
+  } else if (args.has("resume")) {
+    if (!args.positional.empty()) throw UsageError("--resume takes the run directory; give no CONFIG");
+    lo.resume_dir = args.get("resume");
+    *raw = json::object();  // overrides on top of the run's config.json
+    for (auto& s : args.all("set")) cs::apply_override(*raw, s);
+  } else if (args.has("fork")) {
+    if (!args.positional.empty()) throw UsageError("--fork takes RUN_DIR[@STEP]; give no CONFIG");
+    std::tie(lo.fork_dir, lo.fork_which) = cs::parse_fork_source(args.get("fork"));
+    *raw = json::object();  // overrides on top of the parent's config.json
+    for (auto& s : args.all("set")) cs::apply_override(*raw, s);
+    lo.run_dir = args.get("run-dir", "");
+    lo.workspace = args.get("workspace", cs::default_workspace());
+  } else {
+    *raw = fresh;  // --threads recorded in the new run's config.json, as the window does
+    lo.run_dir = args.get("run-dir", "");
+    lo.workspace = args.get("workspace", cs::default_workspace());
+  }
+  if (args.has("steps") && (args.has("resume") || args.has("fork")))
+    training_section(*raw)["steps"] = args.get_int("steps", 0);
+  if (args.has("threads") && args.has("fork"))  // recorded in the new run's config.json, as the window does
+    training_section(*raw)["threads"] = args.get_int("threads", 0, 0, 1024);
+  return lo;
+}
+
+// What `train` prints while it trains: a progress line on a terminal (at most 4 a second), each
+// evaluation, or with --json every record as a JSON line ("metrics", as metrics.jsonl).
+static cs::TrainerCallbacks train_printer(bool tty, bool json_out, bool quiet) {
+  cs::TrainerCallbacks cb;
+  auto last_print = std::make_shared<std::chrono::steady_clock::time_point>(std::chrono::steady_clock::now() -
+                                                                            std::chrono::seconds(10));
+  cb.on_progress = [tty, last_print](const cs::Progress& p) {
+    auto now = std::chrono::steady_clock::now();
+    if (!tty || (now - *last_print < std::chrono::milliseconds(250) && p.step != p.total_steps)) return;
+    *last_print = now;
+    std::fprintf(stderr, "\r  step %lld/%lld [%3.0f%%]  loss %.3f  %s %s/s  elapsed %s  ETA %s   ",
+                 static_cast<long long>(p.step), static_cast<long long>(p.total_steps),
+                 100.0 * p.step / std::max<int64_t>(1, p.total_steps), p.last_loss, fmt_rate(p.throughput).c_str(),
+                 p.unit.c_str(), cs::format_duration(p.elapsed).c_str(), cs::format_duration(p.eta).c_str());
+    std::fflush(stderr);
+  };
+  cb.on_metrics = [tty, json_out, quiet](const cs::MetricsRecord& r) {
+    if (json_out) {
+      // JSON Lines with a record type: "metrics" lines (as metrics.jsonl), then one "summary"
+      json line = {{"record", "metrics"}};
+      line.update(r.to_json());
+      std::cout << line.dump() << "\n" << std::flush;
+    } else if (r.eval && !quiet) {
+      if (tty) std::fprintf(stderr, "\n");
+      std::ostringstream o;
+      o << "  eval " << r.split << " @ step " << r.step << ":";
+      for (auto& [k, v] : r.values) o << " " << k << " " << std::setprecision(4) << v;
+      std::cerr << o.str() << "\n";
+    }
+  };
+  return cb;
+}
+
+// The end of `train`: the summary (a "summary" JSON line with --json), or with --quiet only why it failed.
+static void print_train_outcome(const cs::TrainOutcome& outcome, bool json_out, bool quiet) {
+  const auto& s = outcome.summary;
+  if (json_out) {
+    json j = {{"record", "summary"}};
+    j.update(s.to_json());
+    j["run_dir"] = outcome.run_dir;
+    std::cout << j.dump() << "\n";
+  } else if (!quiet) {
+    std::cerr << "  " << s.status << (s.reason.empty() ? "" : ": " + s.reason) << "\n";
+    if (s.has_best)
+      std::cerr << "  best valid " << s.primary_metric << " " << s.best_valid << " at step " << s.best_step << "\n";
+    if (s.has_test) std::cerr << "  test " << s.primary_metric << " " << s.test_metric << "\n";
+    std::cerr << "  run directory: " << outcome.run_dir << "\n";
+  } else if (s.status == "failed") {
+    // --quiet still says why a run failed (exit 1)
+    std::cerr << "cellscope-cli train: failed: " << s.reason << "\n";
+  }
+}
+
 int cmd_train(const std::vector<std::string>& a) {
   auto args = parse(a, {"json", "quiet"},
                     {"run-dir", "workspace", "set", "resume", "fork", "steps", "nproc", "rank", "world-size", "master",
@@ -271,11 +398,8 @@ int cmd_train(const std::vector<std::string>& a) {
   auto new_run_config = [&] {
     if (args.positional.size() != 1) throw UsageError("expected one CONFIG (a JSON file or a preset name)");
     json r = load_config_arg(args.positional[0], args.all("set"));
-    for (const char* k : {"steps", "threads"}) {
-      if (!args.has(k)) continue;
-      if (!r.contains("training") || !r["training"].is_object()) r["training"] = json::object();
-      r["training"][k] = std::string(k) == "steps" ? args.get_int(k, 0) : args.get_int(k, 0, 0, 1024);
-    }
+    if (args.has("steps")) training_section(r)["steps"] = args.get_int("steps", 0);
+    if (args.has("threads")) training_section(r)["threads"] = args.get_int("threads", 0, 0, 1024);
     return r;
   };
   // A restarted job (a requeued Slurm step, a restarted PyTorchJob pod) runs the same
@@ -290,78 +414,16 @@ int cmd_train(const std::vector<std::string>& a) {
   const bool root = (from_env ? env.rank : args.get_int("rank", 0)) == 0;
   std::unique_ptr<cs::DistContext> dist;
   std::string device_override;  // cuda -> cuda:LOCAL_RANK on a launcher's worker
-  if (distributed) {
-    // Rendezvous first: every rank then validates, loads and builds the same thing.
-    cs::DistOptions o;
-    o.rank = from_env ? env.rank : static_cast<int>(args.get_int("rank", 0));
-    o.world = from_env ? env.world : static_cast<int>(args.get_int("world-size", 1));
-    o.master = from_env ? env.master : args.get("master");
-    if (from_env) o.master_from = "MASTER_ADDR:MASTER_PORT";
-    o.agent_store = from_env && env.agent_store;
-    o.store_prefix = from_env ? env.store_prefix : std::string();
-    o.listen = args.get("listen");
-    o.store_file = args.get("store-file");
-    o.timeout_s = parse_dist_timeout(args, 60);
-    o.backend = args.get("dist-backend", "auto");
-    try {  // the device decides the automatic backend (NCCL for CUDA); the config is fully checked later
-      json peek = args.has("resume") ? cs::RunStore(args.get("resume")).read_config()
-                                     : load_config_arg(args.positional.at(0), args.all("set"));
-      const std::string device = peek.at("training").value("device", std::string("cpu"));
-      if (from_env && device_for_local_rank(device, env.local_rank) != device)
-        device_override = device_for_local_rank(device, env.local_rank);
-      o.device = torch::Device(device_override.empty() ? device : device_override);
-    } catch (...) {
-    }
-    if (from_env && !args.has("quiet") && !args.has("json") && env.rank == 0)
-      std::cerr << "data-parallel worker from the launcher's environment: " << env.describe() << "\n";
-    dist = cs::init_dist(o);
-  }
+  if (distributed) dist = train_rendezvous(args, env, from_env, &device_override);
   const bool resuming = args.has("resume") || restart;
   // validate -> threads + seed -> make_task (loads data) -> run directory -> Trainer (train/launch.h)
-  cs::LaunchOptions lo;
-  lo.dist = dist.get();
-  lo.threads = static_cast<int>(args.get_int("threads", 0));
-  // A launcher's workers on one machine divide its cores (training.threads, when set, wins).
-  if (env.present) lo.default_threads = cs::threads_per_process(env.local_world);
   json raw;
-  if (restart) {
-    lo.resume_dir = args.get("run-dir");
-    raw = json::object();  // config.json is this configuration already
-    if (!args.has("quiet") && !args.has("json") && root)
-      std::cerr << "run directory " << lo.resume_dir << " holds this configuration already: resuming it\n";
-  } else if (resuming) {
-    if (!args.positional.empty()) throw UsageError("--resume takes the run directory; give no CONFIG");
-    lo.resume_dir = args.get("resume");
-    raw = json::object();  // overrides on top of the run's config.json
-    for (auto& s : args.all("set")) cs::apply_override(raw, s);
-  } else if (args.has("fork")) {
-    if (!args.positional.empty()) throw UsageError("--fork takes RUN_DIR[@STEP]; give no CONFIG");
-    std::tie(lo.fork_dir, lo.fork_which) = cs::parse_fork_source(args.get("fork"));
-    raw = json::object();  // overrides on top of the parent's config.json
-    for (auto& s : args.all("set")) cs::apply_override(raw, s);
-    lo.run_dir = args.get("run-dir", "");
-    lo.workspace = args.get("workspace", cs::default_workspace());
-  } else {
-    raw = fresh;  // --threads recorded in the new run's config.json, as the window does
-    lo.run_dir = args.get("run-dir", "");
-    lo.workspace = args.get("workspace", cs::default_workspace());
-  }
-  if (args.has("steps") && (args.has("resume") || args.has("fork"))) {
-    if (!raw.contains("training") || !raw["training"].is_object()) raw["training"] = json::object();
-    raw["training"]["steps"] = args.get_int("steps", 0);
-  }
-  if (args.has("threads") && args.has("fork")) {  // recorded in the new run's config.json, as the window does
-    if (!raw.contains("training") || !raw["training"].is_object()) raw["training"] = json::object();
-    raw["training"]["threads"] = args.get_int("threads", 0, 0, 1024);
-  }
-  if (!device_override.empty()) {
-    if (!raw.contains("training") || !raw["training"].is_object()) raw["training"] = json::object();
-    raw["training"]["device"] = device_override;
-  }
+  cs::LaunchOptions lo = train_launch_options(args, env, fresh, restart, root, &raw);
+  lo.dist = dist.get();
+  if (!device_override.empty()) training_section(raw)["device"] = device_override;
   cs::LaunchedRun launched = cs::start_run(raw, lo);
   const json& cfg = launched.cfg;
   std::shared_ptr<cs::RunStore> store = launched.store;
-  cs::Trainer& trainer = *launched.trainer;
   const bool json_out = args.has("json") && root, quiet = args.has("quiet") || !root;
   const bool tty = ::isatty(2) && !quiet && !json_out;
   if (!quiet && !json_out)
@@ -376,50 +438,10 @@ int cmd_train(const std::vector<std::string>& a) {
     if (!quiet && !json_out) std::cerr << "  " << note << "\n";
     if (root) store->log(note);
   }
-  cs::TrainerCallbacks cb;
-  auto last_print = std::chrono::steady_clock::now() - std::chrono::seconds(10);
-  cb.on_progress = [&](const cs::Progress& p) {
-    auto now = std::chrono::steady_clock::now();
-    if (!tty || (now - last_print < std::chrono::milliseconds(250) && p.step != p.total_steps)) return;
-    last_print = now;
-    std::fprintf(stderr, "\r  step %lld/%lld [%3.0f%%]  loss %.3f  %s %s/s  elapsed %s  ETA %s   ",
-                 static_cast<long long>(p.step), static_cast<long long>(p.total_steps),
-                 100.0 * p.step / std::max<int64_t>(1, p.total_steps), p.last_loss, fmt_rate(p.throughput).c_str(),
-                 p.unit.c_str(), cs::format_duration(p.elapsed).c_str(), cs::format_duration(p.eta).c_str());
-    std::fflush(stderr);
-  };
-  cb.on_metrics = [&](const cs::MetricsRecord& r) {
-    if (json_out) {
-      // JSON Lines with a record type: "metrics" lines (as metrics.jsonl), then one "summary"
-      json line = {{"record", "metrics"}};
-      line.update(r.to_json());
-      std::cout << line.dump() << "\n" << std::flush;
-    } else if (r.eval && !quiet) {
-      if (tty) std::fprintf(stderr, "\n");
-      std::ostringstream o;
-      o << "  eval " << r.split << " @ step " << r.step << ":";
-      for (auto& [k, v] : r.values) o << " " << k << " " << std::setprecision(4) << v;
-      std::cerr << o.str() << "\n";
-    }
-  };
-  auto outcome = trainer.run(&control, cb);
+  auto outcome = launched.trainer->run(&control, train_printer(tty, json_out, quiet));
   if (tty) std::fprintf(stderr, "\n");
+  print_train_outcome(outcome, json_out, quiet);
   const auto& s = outcome.summary;
-  if (json_out) {
-    json j = {{"record", "summary"}};
-    j.update(s.to_json());
-    j["run_dir"] = outcome.run_dir;
-    std::cout << j.dump() << "\n";
-  } else if (!quiet) {
-    std::cerr << "  " << s.status << (s.reason.empty() ? "" : ": " + s.reason) << "\n";
-    if (s.has_best)
-      std::cerr << "  best valid " << s.primary_metric << " " << s.best_valid << " at step " << s.best_step << "\n";
-    if (s.has_test) std::cerr << "  test " << s.primary_metric << " " << s.test_metric << "\n";
-    std::cerr << "  run directory: " << outcome.run_dir << "\n";
-  } else if (s.status == "failed") {
-    // --quiet still says why a run failed (exit 1)
-    std::cerr << "cellscope-cli train: failed: " << s.reason << "\n";
-  }
   // SIGTERM here or on another rank (the workers agree on it, train/step_sync.h): requeue.
   if (s.status == "stopped" && control.stop_signal.load() == SIGTERM) return kExitStoppedBySigterm;
   return s.status == "failed" ? 1 : 0;

@@ -318,7 +318,11 @@ table     the table of the points finished so far (by every worker or task; the 
           goes to stderr): rows x columns of the spec, mean +- sample std over seeds, best marked (bold in
           LaTeX); --metric test|valid|test.KEY|valid.KEY; --paired LABEL: the difference to the column
           (or row) LABEL of runs sharing seed and every other option, mean +- std over seeds (row:L or
-          col:L when a label is both); --series AXIS: long form
+          col:L when a label is both), with each difference's test and p (a paired t-test over seeds;
+          CSV columns test, t, p, sign_test_p, verdict): "holds" only at p < 0.05 on 5 seeds or more,
+          else "consistent in sign on N seeds" or "not established". Every output names the data used,
+          the paper's data it stands in for and the spec's departures from the paper (CSV columns
+          dataset, stands_in_for, departures). --series AXIS: long form
           (series, AXIS, mean, std, n) for a figure with error bars, e.g. CRU Fig. 3 (model.filter_length).
           --out writes CSV, a LaTeX tabular, JSON or text (by extension); the text is printed always.
           Below the table, each cell's runs: parameters, steps reached per seed (E early stop, C step cap),
@@ -390,7 +394,9 @@ Writes a run's model for plain PyTorch into DIR (packaging/python/cellscope_torc
                   Cellscope's logits and loss on it in eval mode (every task)
   script_cell.pt  model.cell = script: the run's TorchScript cell, checked against the SHA-256 the
                   run recorded (model.script_sha256; export.json's script.sha256)
-  export.json     manifest: version, run, checkpoint (step, FNV-1a hash), task, cell, shapes
+  export.json     manifest: format and format_version (cellscope-torch-export 2; cellscope_torch
+                  refuses another), version, run, checkpoint (step, FNV-1a hash), task, cell, shapes,
+                  schema (the cell's options with type, default, choices; its family; read by Python)
 The Python side: import cellscope_torch; model, info = cellscope_torch.load(DIR).
 DIR must not exist or be empty (--force replaces an earlier export, nothing else); it is written
 into a new folder .DIR.tmp-XXXXXX beside it, then renamed.

@@ -168,12 +168,6 @@ void Figure::setTitle(const QString& title) {
   m_titleLabel->setVisible(!title.isEmpty());
 }
 
-QString Figure::replaceTitle(const QString& title) {
-  const QString old = m_title;
-  setTitle(title);
-  return old;
-}
-
 void Figure::setCaption(const QString& caption) {
   m_caption = caption;
   m_captionLabel->setText(caption);

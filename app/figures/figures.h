@@ -80,8 +80,8 @@ class Figure : public QWidget, public csw::ExportableView {
     return qobject_cast<T*>(panel(i));
   }
 
-  void setTitle(const QString& title);
-  QString title() const { return m_title; }
+  void setTitle(const QString& title) override;
+  QString title() const override { return m_title; }
   void setCaption(const QString& caption);
   QString caption() const { return m_caption; }
   void setColumns(int n);  // 0 = automatic
@@ -100,7 +100,6 @@ class Figure : public QWidget, public csw::ExportableView {
   QString toCsv() const override;
   void renderFigure(QPainter* painter, const QRect& target) const override;
   QSize figureSize() const override;
-  QString replaceTitle(const QString& title) override;
 
   QSize sizeHint() const override;
 
@@ -210,15 +209,14 @@ class TableView : public QWidget, public csw::ExportableView {
  public:
   explicit TableView(QWidget* parent = nullptr);
   void setTable(const QStringList& columns, const QVector<QStringList>& rows);
-  void setTitle(const QString& title);
-  QString title() const { return m_title; }
+  void setTitle(const QString& title) override;
+  QString title() const override { return m_title; }
   QStringList columns() const { return m_columns; }
   QVector<QStringList> rows() const { return m_rows; }
   QSize sizeHint() const override;
   QString toCsv() const override;
   void renderFigure(QPainter* painter, const QRect& target) const override;
   QSize figureSize() const override { return sizeHint(); }
-  QString replaceTitle(const QString& title) override;
 
  protected:
   void paintEvent(QPaintEvent* ev) override;

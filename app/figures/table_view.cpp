@@ -20,11 +20,6 @@ void TableView::setTitle(const QString& title) {
   m_title = title;
   update();
 }
-QString TableView::replaceTitle(const QString& title) {
-  const QString old = m_title;
-  setTitle(title);
-  return old;
-}
 
 namespace {
 QVector<double> columnWidths(const QStringList& cols, const QVector<QStringList>& rows, const QFontMetricsF& fm,

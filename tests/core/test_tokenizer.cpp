@@ -14,6 +14,7 @@
 #include "config/schema.h"
 #include "corpus_fixture.h"
 #include "data/seq2seq_data.h"
+#include "data/text_metrics.h"
 #include "data/tokenizer.h"
 #include "data/word_corpus.h"
 #include "harness.h"
@@ -340,6 +341,26 @@ TEST(Tokenizer, newRunRecordsIcu) {
   ASSERT_EQ(vocab.find("\n\xC3\x9C"
                        "ber\n"),
             std::string::npos);
+}
+
+// One ICU lower-casing (#54): icu_lower is what lowercase_word does after NFC and what the metrics'
+// unicode_lower does to each run of valid UTF-8 (root locale, no NFC: Python's str.lower()).
+TEST(Tokenizer, icuLowerIsTheOneLowerCasingOfTokenizerAndMetrics) {
+  const std::string kSigma = "\xCE\x9F\xCE\x94\xCE\x9F\xCE\xA3";     // ΟΔΟΣ
+  EXPECT_EQ(icu_lower(kSigma), "\xCE\xBF\xCE\xB4\xCE\xBF\xCF\x82");  // οδος: final sigma
+  EXPECT_EQ(icu_lower("\xC4\xB0I"), "i\xCC\x87i");                   // İI, root
+  EXPECT_EQ(icu_lower("\xC4\xB0I", "tr"), "i\xC4\xB1");              // İI, Turkish: iı
+  EXPECT_EQ(icu_lower("ABC xyz", "tr"), "abc xyz");
+  EXPECT_EQ(icu_lower("U\xCC\x88"), "u\xCC\x88");  // no NFC: U + combining diaeresis stays two
+  for (const std::string& t : {std::string("Hello"), kSigma,
+                               std::string("\xC3\x9C"
+                                           "ber \xE2\x84\xAA")}) {
+    EXPECT_EQ(unicode_lower(t), icu_lower(t)) << t;
+    EXPECT_EQ(lowercase_word(t, kTokenizerIcu), icu_lower(t)) << t;  // already NFC
+  }
+  EXPECT_EQ(lowercase_word("U\xCC\x88", kTokenizerIcu), icu_lower("\xC3\x9C"));  // NFC first: ü
+  EXPECT_EQ(unicode_lower("A\xFF\xC3\x9C"), "a\xFF\xC3\xBC");                    // an invalid byte passes through
+  EXPECT_EQ(lowercase_word("ABC\xC3\x9C", kTokenizerLegacy), "abc\xC3\x9C");     // legacy: ASCII only
 }
 
 // dataset.locale (#53): lower-casing in a language's rules. Turkish and Azeri: I -> ı (dotless), İ -> i;

@@ -1,5 +1,6 @@
 #include "data/cbt_build.h"
 #include "data/utf8.h"
+#include "util/text.h"
 
 #include <unistd.h>
 
@@ -64,12 +65,6 @@ bool is_title_token(const std::string& t) {
   return true;
 }
 
-std::string lower(std::string s) {
-  for (char& c : s)
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  return s;
-}
-
 bool ends_sentence(const std::string& t) { return t == "." || t == "!" || t == "?" || t == "…"; }
 bool closes(const std::string& t) { return t == "”" || t == "’" || t == "\"" || t == "'" || t == ")" || t == "]"; }
 bool title_abbrev(const std::string& t) { return t == "Mr" || t == "Mrs" || t == "Dr" || t == "St"; }
@@ -86,12 +81,6 @@ json read_build_info(const std::string& path) {
   } catch (const std::exception&) {
     return json();  // an unreadable build.json only loses the counts
   }
-}
-
-std::string join(const std::vector<std::string>& v, const char* sep) {
-  std::string o;
-  for (size_t i = 0; i < v.size(); ++i) o += (i ? sep : "") + v[i];
-  return o;
 }
 
 }  // namespace
@@ -171,7 +160,7 @@ std::vector<std::vector<std::string>> cbt_sentences(const std::string& text) {
 char cbt_word_class(const std::vector<std::string>& s, size_t i, const WordNet& wn) {
   const std::string& t = s[i];
   if (is_lower_token(t)) return wn.common_noun(t) ? 'C' : 0;
-  if (is_title_token(t) && i != first_word(s) && !wn.common_word(lower(t))) return 'N';
+  if (is_title_token(t) && i != first_word(s) && !wn.common_word(ascii_lower(t))) return 'N';
   return 0;
 }
 
@@ -204,7 +193,7 @@ CbtBuild build_cbt_questions(const std::vector<std::vector<std::string>>& sents,
   for (size_t k = 0; k < sents.size(); ++k)
     for (size_t i = 0; i < sents[k].size(); ++i)
       if (cls[k][i] == 'N') {
-        if (lower_seen.count(lower(sents[k][i]))) cls[k][i] = 0;
+        if (lower_seen.count(ascii_lower(sents[k][i]))) cls[k][i] = 0;
         else ne_types.insert(sents[k][i]);
       }
   for (size_t k = 0; k < sents.size(); ++k) {

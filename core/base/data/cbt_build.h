@@ -5,7 +5,7 @@
 // and named entities (NE). Sentence splitting, tokenisation, the class rules, the split
 // and the limits are documented in datasets/README.md ("Cloze: CBT-style sets").
 //
-// Output: the CBT text format (TEAM.md's contract; h2's loader reads it): one directory
+// Output: the CBT text format (the format the cloze loader, data/cbt_format.cpp, reads): one directory
 // with cbt_<CLS>_train.txt, cbt_<CLS>_valid.txt, cbt_<CLS>_test.txt and build.json (the
 // options and counts), written atomically (a temporary directory renamed).
 #pragma once

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <map>
-#include <sstream>
 
 #include "data/utf8.h"
 #include "util/error.h"
@@ -11,13 +10,6 @@
 namespace cs {
 
 namespace {
-
-std::vector<std::string> split_words(const std::string& s) {
-  std::vector<std::string> out;
-  std::istringstream ss(s);
-  for (std::string w; ss >> w;) out.push_back(w);
-  return out;
-}
 
 std::vector<std::string> split_on(const std::string& s, char sep) {
   std::vector<std::string> out;
@@ -31,12 +23,9 @@ std::vector<std::string> split_on(const std::string& s, char sep) {
   return out;
 }
 
-std::string trim(const std::string& s) {
-  const size_t b = s.find_first_not_of(" \t");
-  if (b == std::string::npos) return "";
-  const size_t e = s.find_last_not_of(" \t");
-  return s.substr(b, e - b + 1);
-}
+// A field without its leading and trailing blanks and tabs: only those, as the format has always been
+// read (not trim_ascii: a CR or form feed at a field's end stays part of it).
+std::string trim(const std::string& s) { return trim_chars(s, " \t"); }
 
 std::string kind_of(const std::string& name) {
   std::string b = basename_of(name);
@@ -100,7 +89,7 @@ std::vector<ClozeExample> parse_cbt(const std::string& text, const std::string& 
                       (expect > 1 ? " (each example has 21 numbered lines, then a blank line)" : ""));
     const std::string rest = p < line.size() ? line.substr(p + 1) : "";
     if (expect < 21) {
-      for (auto& w : split_words(rest)) ex.document.push_back(w);
+      for (auto& w : split_ascii_words(rest)) ex.document.push_back(w);
       ++expect;
       continue;
     }
@@ -111,7 +100,7 @@ std::vector<ClozeExample> parse_cbt(const std::string& text, const std::string& 
                       "line 21 needs 4 tab-separated fields (query, answer, an empty field, candidates "
                       "separated by |), found " +
                       std::to_string(fields.size()));
-    ex.query = split_words(fields[0]);
+    ex.query = split_ascii_words(fields[0]);  // as the istream >> of before: its classic locale's white space
     if (std::find(ex.query.begin(), ex.query.end(), kClozeBlank) == ex.query.end())
       throw UserError(where(no) + "the query has no XXXXX (the blank): " + quote_(fields[0]));
     ex.answer = trim(fields[1]);

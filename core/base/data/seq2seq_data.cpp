@@ -16,28 +16,6 @@ namespace cs {
 
 namespace {
 
-std::vector<std::string> split_words(const std::string& s) {
-  std::vector<std::string> out;
-  size_t i = 0;
-  while (i < s.size()) {
-    while (i < s.size() && is_ascii_space(s[i])) ++i;
-    size_t j = i;
-    while (j < s.size() && !is_ascii_space(s[j])) ++j;
-    if (j > i) out.emplace_back(s, i, j - i);
-    i = j;
-  }
-  return out;
-}
-
-std::string join_words(const std::vector<std::string>& w, size_t n) {
-  std::string out;
-  for (size_t i = 0; i < std::min(n, w.size()); ++i) {
-    if (i) out += ' ';
-    out += w[i];
-  }
-  return out;
-}
-
 // The lines of a one-sentence-per-line file, checked: UTF-8 (file:line:column), no NUL byte
 // (a binary file), no empty line. A final newline does not make an extra line; CR LF is read as LF.
 std::vector<std::string> read_sentence_lines(const std::string& file) {
@@ -139,7 +117,7 @@ bool skip_body_line(const std::string& line) {
 
 std::string lead_baseline(const std::string& source, int64_t n_words) {
   if (n_words <= 0) return "";
-  return join_words(split_words(source), static_cast<size_t>(n_words));
+  return join(split_ascii_words(source), " ", static_cast<size_t>(n_words));
 }
 
 std::string clean_subject(const std::string& subject) {
@@ -183,7 +161,7 @@ std::string clean_subject(const std::string& subject) {
       break;
     }
   }
-  return join_words(split_words(s), SIZE_MAX);
+  return join(split_ascii_words(s), " ");
 }
 
 Seq2SeqSplits load_headlines_jsonl(const std::string& jsonl_path, const HeadlineOptions& o) {
@@ -219,7 +197,7 @@ Seq2SeqSplits load_headlines_jsonl(const std::string& jsonl_path, const Headline
     const std::string t = j["text"].get<std::string>();
     const size_t first_nl = t.find('\n');
     std::string subject = clean_subject(t.substr(0, first_nl));
-    if (static_cast<int64_t>(split_words(subject).size()) < o.min_subject_words) {
+    if (static_cast<int64_t>(split_ascii_words(subject).size()) < o.min_subject_words) {
       ++short_subject;
       continue;
     }
@@ -232,7 +210,7 @@ Seq2SeqSplits load_headlines_jsonl(const std::string& jsonl_path, const Headline
         const std::string bl = t.substr(p, e - p);
         p = e + 1;
         if (skip_body_line(bl)) continue;
-        for (auto& w : split_words(bl)) words.push_back(std::move(w));
+        for (auto& w : split_ascii_words(bl)) words.push_back(std::move(w));
       }
     }
     if (static_cast<int64_t>(words.size()) < o.min_source_words) {
@@ -240,7 +218,7 @@ Seq2SeqSplits load_headlines_jsonl(const std::string& jsonl_path, const Headline
       continue;
     }
     TextPair pair;
-    pair.source = join_words(words, static_cast<size_t>(o.source_words));
+    pair.source = join(words, " ", static_cast<size_t>(o.source_words));
     pair.target = subject;
     if (o.lowercase) {
       pair.source = lowercase_word(pair.source, o.tokenizer, o.locale);

@@ -131,6 +131,29 @@ std::string semeval_excerpt(const std::string& s, size_t at) {
   return x.empty() ? "" : " near '" + x + "'";
 }
 
+// The UserError of a SemEval XML file pugixml could not parse: the file:line:column of the problem
+// and what it is (a closing tag that does not match is named).
+[[noreturn]] void refuse_semeval_parse(const std::string& s, const std::string& file, const pugi::xml_parse_result& r) {
+  auto pos = [&](ptrdiff_t off) { return text_position(s, off < 0 ? 0 : static_cast<size_t>(off), file); };
+  if (r.status == pugi::status_no_document_element || r.status == pugi::status_append_invalid_root)
+    throw UserError(file + ":1: not a SemEval-2014 Task 4 file (no XML element, no <sentences>)");
+  const size_t off = r.offset < 0 ? 0 : std::min(static_cast<size_t>(r.offset), s.size());
+  if (r.status == pugi::status_end_element_mismatch) {
+    if (s.find_first_not_of(" \t\r\n", off) == std::string::npos)
+      throw UserError(pos(static_cast<ptrdiff_t>(s.size())) + ": the file ends before every element is closed");
+    // pugixml points into or after the closing tag: name it.
+    const size_t lt = s.rfind("</", off);
+    if (lt != std::string::npos && off - lt < 256) {
+      const size_t e = s.find_first_of("> \t\r\n", lt + 2);
+      const std::string name = s.substr(lt + 2, (e == std::string::npos ? s.size() : e) - lt - 2);
+      throw UserError(pos(static_cast<ptrdiff_t>(lt)) + ": closing tag </" + name +
+                      "> does not match the open element");
+    }
+    throw UserError(pos(static_cast<ptrdiff_t>(off)) + ": the file ends before every element is closed");
+  }
+  throw UserError(pos(static_cast<ptrdiff_t>(off)) + ": " + semeval_xml_problem(r.status) + semeval_excerpt(s, off));
+}
+
 }  // namespace
 
 std::vector<TextExample> load_jsonl_examples(const std::string& path, const std::string& tf, const std::string& lf,
@@ -298,25 +321,7 @@ std::vector<TextExample> load_semeval_xml(const std::string& file, const std::st
   // refused); pugixml leaves them as written without parse_escapes. CR LF reads as LF.
   const unsigned opts = pugi::parse_cdata | pugi::parse_wconv_attribute | pugi::parse_eol;
   const pugi::xml_parse_result r = doc.load_buffer(s.data(), s.size(), opts, pugi::encoding_utf8);
-  if (!r) {
-    if (r.status == pugi::status_no_document_element || r.status == pugi::status_append_invalid_root)
-      throw UserError(file + ":1: not a SemEval-2014 Task 4 file (no XML element, no <sentences>)");
-    const size_t off = r.offset < 0 ? 0 : std::min(static_cast<size_t>(r.offset), s.size());
-    if (r.status == pugi::status_end_element_mismatch) {
-      if (s.find_first_not_of(" \t\r\n", off) == std::string::npos)
-        throw UserError(pos(static_cast<ptrdiff_t>(s.size())) + ": the file ends before every element is closed");
-      // pugixml points into or after the closing tag: name it.
-      const size_t lt = s.rfind("</", off);
-      if (lt != std::string::npos && off - lt < 256) {
-        const size_t e = s.find_first_of("> \t\r\n", lt + 2);
-        const std::string name = s.substr(lt + 2, (e == std::string::npos ? s.size() : e) - lt - 2);
-        throw UserError(pos(static_cast<ptrdiff_t>(lt)) + ": closing tag </" + name +
-                        "> does not match the open element");
-      }
-      throw UserError(pos(static_cast<ptrdiff_t>(off)) + ": the file ends before every element is closed");
-    }
-    throw UserError(pos(static_cast<ptrdiff_t>(off)) + ": " + semeval_xml_problem(r.status) + semeval_excerpt(s, off));
-  }
+  if (!r) refuse_semeval_parse(s, file, r);
   std::vector<TextExample> out, pending;
   bool saw_sentences = false;
   pugi::xml_node sentence;  // the open <sentence>, or null

@@ -1,11 +1,9 @@
 #include "data/text_metrics.h"
 
+#include "data/tokenizer.h"
 #include "data/utf8.h"
 
 #include <libstemmer.h>
-#include <unicode/locid.h>
-#include <unicode/stringpiece.h>
-#include <unicode/unistr.h>
 
 #include <algorithm>
 #include <cmath>
@@ -215,17 +213,7 @@ std::string unicode_lower(const std::string& text) {
   size_t run = 0;
   auto flush = [&](size_t end) {
     if (end <= run) return;
-    const std::string_view piece(text.data() + run, end - run);
-    bool ascii = true;
-    for (char ch : piece) ascii = ascii && static_cast<unsigned char>(ch) < 0x80;
-    if (ascii) {
-      for (char ch : piece) out += (ch >= 'A' && ch <= 'Z') ? static_cast<char>(ch - 'A' + 'a') : ch;
-    } else {
-      icu::UnicodeString u =
-          icu::UnicodeString::fromUTF8(icu::StringPiece(piece.data(), static_cast<int32_t>(piece.size())));
-      u.toLower(icu::Locale::getRoot());
-      u.toUTF8String(out);
-    }
+    out += icu_lower(std::string_view(text.data() + run, end - run));  // root locale, no NFC
   };
   for (size_t i = 0; i < text.size();) {
     size_t len = 1;

@@ -3,6 +3,7 @@
 #include <unicode/brkiter.h>
 #include <unicode/locid.h>
 #include <unicode/normalizer2.h>
+#include <unicode/stringpiece.h>
 #include <unicode/ubrk.h>
 #include <unicode/uchar.h>
 #include <unicode/unistr.h>
@@ -62,6 +63,13 @@ const icu::Locale& lower_locale(const std::string& tag) {
     last_tag = tag;
   }
   return last;
+}
+
+// u lower-cased by ICU in the locale `tag` (lower_locale), appended to `out` as UTF-8: the one ICU
+// lower-casing of the tree (lowercase_word, the icu tokenizer, icu_lower and so the metrics' unicode_lower).
+void append_lower(icu::UnicodeString u, const std::string& tag, std::string& out) {
+  u.toLower(lower_locale(tag));
+  u.toUTF8String(out);
 }
 
 // ---------------------------------------------------------------- legacy: word LM rules
@@ -158,11 +166,6 @@ std::vector<std::string> legacy_sentence(const std::string& text, const Tokenize
     ++i;
   }
   return out;
-}
-
-std::string legacy_lower(std::string w) {
-  for (auto& ch : w) ch = (ch >= 'A' && ch <= 'Z') ? static_cast<char>(ch - 'A' + 'a') : ch;
-  return w;
 }
 
 // ---------------------------------------------------------------- icu
@@ -263,8 +266,8 @@ std::vector<std::string> icu_tokenize(const std::string& text, const TokenizerOp
       }
     } else {
       icu::UnicodeString t = u.tempSubStringBetween(s.b, s.e);
-      if (opt.lowercase) t.toLower(lower_locale(opt.locale));
-      t.toUTF8String(w);
+      if (opt.lowercase) append_lower(std::move(t), opt.locale, w);
+      else t.toUTF8String(w);
     }
     out.push_back(std::move(w));
   }
@@ -283,12 +286,20 @@ std::vector<std::string> tokenize(const std::string& text, const TokenizerOption
 }
 
 std::string lowercase_word(const std::string& word, const std::string& rules, const std::string& locale) {
-  if (rules == kTokenizerLegacy) return legacy_lower(word);
+  if (rules == kTokenizerLegacy) return ascii_lower(word);
   if (rules != kTokenizerIcu) throw UserError("dataset.tokenizer: '" + rules + "' (expected icu or legacy)");
-  icu::UnicodeString u = nfc_of(word);
-  u.toLower(lower_locale(locale));
   std::string out;
-  u.toUTF8String(out);
+  append_lower(nfc_of(word), locale, out);
+  return out;
+}
+
+std::string icu_lower(std::string_view utf8, const std::string& locale) {
+  bool ascii = true;
+  for (const char c : utf8) ascii = ascii && static_cast<unsigned char>(c) < 0x80;
+  if (ascii && locale.empty()) return ascii_lower(std::string(utf8));  // root maps ASCII to ASCII: the same result
+  std::string out;
+  append_lower(icu::UnicodeString::fromUTF8(icu::StringPiece(utf8.data(), static_cast<int32_t>(utf8.size()))), locale,
+               out);
   return out;
 }
 

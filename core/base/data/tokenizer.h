@@ -25,6 +25,7 @@
 #pragma once
 #include <cstddef>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace cs {
@@ -62,6 +63,11 @@ std::vector<std::string> tokenize(const std::string& text, const TokenizerOption
 // A word lower-cased as `rules` does it: "icu" NFC + full Unicode lower-casing, "legacy" ASCII only
 // (for pre-tokenised text and vocabulary look-ups).
 std::string lowercase_word(const std::string& word, const std::string& rules, const std::string& locale = "");
+
+// ICU's full lower-casing of valid UTF-8 text, without NFC: Unicode's default case mapping tailored by
+// `locale` (a BCP 47 tag as dataset.locale; "" = root, which is what Python's str.lower() does). The
+// ICU lower-casing lowercase_word (after NFC) and the metrics (unicode_lower, text_metrics.h) share.
+std::string icu_lower(std::string_view utf8, const std::string& locale = "");
 
 // Split text into lines (\n, \r\n), without the line ends.
 std::vector<std::string> split_lines(const std::string& text);

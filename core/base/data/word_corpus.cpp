@@ -3,12 +3,12 @@
 
 #include <algorithm>
 #include <map>
-#include <sstream>
 #include <unordered_map>
 
 #include "data/tokenizer.h"
 #include "data/utf8.h"
 #include "util/error.h"
+#include "util/text.h"
 #include "util/paths.h"
 
 namespace cs {
@@ -18,9 +18,7 @@ static const char* kEos = "<eos>";
 std::vector<std::string> ptb_tokens(const std::string& text) {
   std::vector<std::string> out;
   for (auto& line : split_lines(text)) {
-    std::istringstream ss(line);
-    std::string w;
-    while (ss >> w) out.push_back(w);
+    for (auto& w : split_ascii_words(line)) out.push_back(std::move(w));
     out.push_back(kEos);  // as in the PTB LM setup (Mikolov; AWD-LSTM): every line end is <eos>
   }
   return out;

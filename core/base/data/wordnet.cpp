@@ -47,12 +47,6 @@ bool all_lower(const std::string& s) {
   return true;
 }
 
-std::string lower_copy(std::string s) {
-  for (char& c : s)
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  return s;
-}
-
 struct Rule {
   const char* suffix;
   const char* ending;
@@ -154,7 +148,7 @@ WordNet WordNet::load(const std::string& dir) {
     const char t = key[pct + 1];
     const int p = t == '1' ? 0 : t == '2' ? 1 : (t == '3' || t == '5') ? 2 : t == '4' ? 3 : -1;
     if (p < 0) continue;
-    wn.pos_[p].tags[lower_copy(key.substr(0, pct))] += cnt;
+    wn.pos_[p].tags[ascii_lower(key.substr(0, pct))] += cnt;
   }
   return wn;
 }

@@ -139,3 +139,6 @@ std::string text_note(const SharedText& t) {
 }
 
 }  // namespace cs
+
+// A unity batch's next files do not see this file's macros (tests/check_unity.py).
+#undef CELLSCOPE_ANALYSIS_KINDS

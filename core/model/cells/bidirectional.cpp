@@ -3,6 +3,7 @@
 #include <torch/nn/functional.h>
 
 #include "cells/registry.h"
+#include "cells/stack.h"
 #include "config/common_options.h"
 
 namespace cs {
@@ -25,17 +26,11 @@ torch::Tensor reverse_padded(const torch::Tensor& x, const torch::Tensor& length
 }
 
 BidirectionalImpl::BidirectionalImpl(const json& model, int64_t input_size) {
-  const ModelOptions mo = read_model_options(model);
-  const auto& info = cell_info(mo.cell);
-  const int n = static_cast<int>(mo.layers);
-  dropout_ = mo.dropout;
-  int64_t in = input_size;
-  for (int l = 0; l < n; ++l) {
-    auto f = info.make(model, in, l);
-    auto b = info.make(model, in, l);
-    fwd.push_back(register_module("fwd" + std::to_string(l), f));
-    bwd.push_back(register_module("bwd" + std::to_string(l), b));
-    in = 2 * f->hidden_size();  // the next layer reads both directions
+  dropout_ = read_model_options(model).dropout;
+  for (auto& cells : make_layers(model, input_size, /*directions=*/2)) {  // the next layer reads both directions
+    const std::string l = std::to_string(fwd.size());
+    fwd.push_back(register_module("fwd" + l, cells[0]));
+    bwd.push_back(register_module("bwd" + l, cells[1]));
   }
 }
 
@@ -69,10 +64,6 @@ BiOutput BidirectionalImpl::forward(const torch::Tensor& x, const torch::Tensor&
   return {h, torch::cat({f_last, b_first}, 1)};
 }
 
-double BidirectionalImpl::flops_per_step() const {
-  double f = 0;
-  for (size_t l = 0; l < fwd.size(); ++l) f += fwd[l]->flops_per_step() + bwd[l]->flops_per_step();
-  return f;
-}
+double BidirectionalImpl::flops_per_step() const { return cs::flops_per_step(fwd) + cs::flops_per_step(bwd); }
 
 }  // namespace cs

@@ -8,8 +8,10 @@
 // The workspace pool: see pool_empty() and FUSED_NOTES.md ("Workspace pool").
 #pragma once
 
+#include <ATen/Parallel.h>
 #include <ATen/core/Tensor.h>
 
+#include <algorithm>
 #include <cstdint>
 
 namespace cs {
@@ -27,6 +29,13 @@ bool fast_path_device_ok(const at::Tensor& x);
 c10::DeviceType& fast_path_device_type();
 
 namespace fused {
+
+// Rows per parallel chunk for rows of `width` elements: about ATen's elementwise grain
+// (at::internal::GRAIN_SIZE = 32768 elements) per task, so small batches run on one thread
+// without a fork/join per step.
+inline int64_t row_grain(int64_t width) {
+  return std::max<int64_t>(1, at::internal::GRAIN_SIZE / std::max<int64_t>(1, width));
+}
 
 // An uninitialised tensor of `shape` for a fast path's per-sequence buffers (saved activations,
 // gradient buffers, outputs). Large buffers (>= pool_min_bytes) come from a per-thread pool that

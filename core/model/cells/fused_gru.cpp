@@ -21,10 +21,6 @@ using torch::autograd::variable_list;
 
 namespace {
 
-// Rows per parallel chunk: as ATen's elementwise kernels (at::internal::GRAIN_SIZE = 32768
-// elements), so small batches run on one thread without a fork/join per step.
-int64_t row_grain(int64_t H) { return std::max<int64_t>(1, at::internal::GRAIN_SIZE / std::max<int64_t>(1, 3 * H)); }
-
 constexpr double kLnEps = 1e-5;  // torch::layer_norm's eps as cells/baseline.cpp uses it
 
 // Parameter layout in the flat list handed to the autograd function: per stage s
@@ -55,7 +51,7 @@ template <typename T>
 void stage_forward(int64_t B, int64_t H, T* hp, const T* x, int64_t xs, const T* hprev, const T* mask, const T* bhh,
                    const T* lg, const T* lb, bool ln, T* hout, const Tensor& gates_t, T* hn, T* xhat, T* rstd) {
   T* gates = gates_t.data_ptr<T>();
-  at::parallel_for(0, B, row_grain(H), [&](int64_t b0, int64_t b1) {
+  at::parallel_for(0, B, row_grain(3 * H), [&](int64_t b0, int64_t b1) {
     for (int64_t b = b0; b < b1; ++b) {
       T* p = hp + b * 3 * H;
       if (ln) {
@@ -118,7 +114,7 @@ void stage_forward(int64_t B, int64_t H, T* hp, const T* x, int64_t xs, const T*
 template <typename T>
 void stage_backward(int64_t B, int64_t H, const T* dh, const T* gates, const T* hn, const T* hprev, const T* mask,
                     bool ln, const T* xhat, const T* rstd, const T* lg, T* dx, T* dy, T* draw, T* dhz) {
-  at::parallel_for(0, B, row_grain(H), [&](int64_t b0, int64_t b1) {
+  at::parallel_for(0, B, row_grain(3 * H), [&](int64_t b0, int64_t b1) {
     for (int64_t b = b0; b < b1; ++b) {
       const T* g = gates + b * 3 * H;
       const T* q = hn + b * H;

@@ -58,11 +58,6 @@ McRnnTuning& mcrnn_tuning() {
 
 namespace {
 
-// Rows (b, k) per parallel chunk: about ATen's elementwise grain (32768 elements) per task.
-int64_t row_grain(int64_t width) {
-  return std::max<int64_t>(1, at::internal::GRAIN_SIZE / std::max<int64_t>(1, width));
-}
-
 // Eq. 1 for the step `t` (0-based within this call; global position t0 + t + 1): m[k] for k < K.
 std::vector<int64_t> in_degrees(int64_t t0, int64_t t, int64_t n) {
   std::vector<int64_t> m(static_cast<size_t>(n - 1));

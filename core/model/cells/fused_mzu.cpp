@@ -221,8 +221,8 @@ Tensor take(at::IntArrayRef shape, const at::TensorOptions& opt) { return fused:
 
 void give(Tensor& t) { t = Tensor(); }
 
-// The zone kernels (eqs. 6-9, 18) and capsule routing (eqs. 11-14) are in fused_mzu_kernels.cpp.
-using namespace cs::mzu_kernels;
+// The zone kernels (eqs. 6-9, 18) and capsule routing (eqs. 11-14) are in fused_mzu_kernels.cpp
+// (mzu_kernels::, named at each call: a using-directive here would reach the next files of a unity batch).
 
 // ------------------------------------------------------------------ per-M-function products
 // The K M-functions (and sat's per-zone maps) are independent products of the same shape. As
@@ -383,8 +383,8 @@ struct Run : torch::CustomClassHolder {
       if (sat) {  // the chunk's eq. 6 outputs, rebuilt (bitwise the forward's)
         auto oc = take({K, n, B * J, Do}, Zs.options());
         for (int64_t s = 0; s < n; ++s)
-          sat_attention_out(attn[static_cast<size_t>(d * T + t + s)], qkv[static_cast<size_t>(d * T + t + s)],
-                            oc.select(1, s));
+          mzu_kernels::sat_attention_out(attn[static_cast<size_t>(d * T + t + s)],
+                                         qkv[static_cast<size_t>(d * T + t + s)], oc.select(1, s));
         wgrad(gb[W1], oc.view({K, n * B * J, Do}), bw(DH1));
       } else {
         wgrad(gb[W1], fw(Os), bw(DH1));
@@ -463,7 +463,7 @@ struct Run : torch::CustomClassHolder {
         auto P = at::bmm(az, bk.p[W_G]);
         O = act == 0 ? at::relu(P) : act == 1 ? at::tanh(P) : act == 2 ? at::sigmoid(P) : P;
       } else if (sat) {
-        zone_disagreement_fwd(Zb, Dneg);
+        mzu_kernels::zone_disagreement_fwd(Zb, Dneg);
         Tensor q3;
         if (qkv_shared) {
           auto Zk = Z.view({K, B * N, dz});
@@ -479,17 +479,17 @@ struct Run : torch::CustomClassHolder {
         q3 = q3.contiguous();
         auto at_ = at::empty({K * B, N, N}, Z.options());
         O = at::empty({K, B * N, dz}, Z.options());
-        sat_attention_fwd(q3, at_, O);  // eq. 6: softmax(Q K^T / sqrt(d_z)) V
+        mzu_kernels::sat_attention_fwd(q3, at_, O);  // eq. 6: softmax(Q K^T / sqrt(d_z)) V
         qkv[i] = q3;
         attn[i] = at_;
       } else {
-        zone_disagreement_fwd(Zb, Dneg);
+        mzu_kernels::zone_disagreement_fwd(Zb, Dneg);
         auto Zk = Z.view({K, B * N, dz});
         auto uu = at1(Ub, d, t);  // [K, B N, J d_o] eq. 10: predictions z^_{j|i}
         per_k(K, [&](int64_t k) { packs.mm(uu.select(0, k), Zk.select(0, k), bk.p[W_C].select(0, k)); });
         O = at::empty({K, B * J, Do}, Z.options());
-        route_fwd(uu.view({K * B, N, J, Do}), iters, at1(RC, d, t), at1(RS, d, t),
-                  O.view({K * B, J, Do}));  // eqs. 11-14
+        mzu_kernels::route_fwd(uu.view({K * B, N, J, Do}), iters, at1(RC, d, t), at1(RS, d, t),
+                               O.view({K * B, J, Do}));  // eqs. 11-14
       }
       Dz.select(0, t).narrow(1, d * K, K).copy_(Dneg.view({K, B}).t());
       if (!sat) at2(Os, d, t).copy_(O);
@@ -614,12 +614,12 @@ struct Run : torch::CustomClassHolder {
         auto dAZ = at::bmm(dP, bk.p[W_G].transpose(1, 2)).view({K * B, N, dz}).contiguous();
         dZ = at::empty({K * B, N, dz}, dhn.options());
         // A^ Z, the normalisation, the edges, the cosines and eq. 18's term: one loop
-        gcn_adjacency_bwd(Zb, cosm[i], ahat[i], gdeg[i], dAZ, dDkb, relu_edges, abs_degree, dZ);
+        mzu_kernels::gcn_adjacency_bwd(Zb, cosm[i], ahat[i], gdeg[i], dAZ, dDkb, relu_edges, abs_degree, dZ);
       } else {
         if (sat) {
           const auto& q3 = qkv[i];
           auto dqkv = at::empty({K * B, N, 3 * dz}, dhn.options());  // [K B, N, 3 d_z]
-          sat_attention_bwd(dO.view({K * B, N, dz}).contiguous(), attn[i], q3, dqkv);
+          mzu_kernels::sat_attention_bwd(dO.view({K * B, N, dz}).contiguous(), attn[i], q3, dqkv);
           if (qkv_shared) {
             auto d3 = dqkv.view({K, B * N, 3 * dz});
             at2(DQKV, d, t - t0).copy_(d3);
@@ -635,14 +635,14 @@ struct Run : torch::CustomClassHolder {
           }
         } else {
           auto du = at2(DU, d, t - t0);  // [K, B N, J d_o]
-          route_bwd(at1(Ub, d, t).view({K * B, N, J, Do}), at1(RC, d, t), at1(RS, d, t), dO.view({K * B, J, Do}), du,
-                    B);
+          mzu_kernels::route_bwd(at1(Ub, d, t).view({K * B, N, J, Do}), at1(RC, d, t), at1(RS, d, t),
+                                 dO.view({K * B, J, Do}), du, B);
           dZ = at::empty({K, B * N, dz}, dhn.options());
           per_k(K, [&](int64_t k) { packs.mm(dZ.select(0, k), du.select(0, k), bk.p[W_C].select(0, k).t()); });
           dZ = dZ.view({K * B, N, dz});
         }
         dZ = dZ.contiguous();
-        if (dDkb.defined()) zone_disagreement_bwd(Zb, dDkb, dZ);  // eq. 18: D = -(1/N^2) sum_ij cos_ij
+        if (dDkb.defined()) mzu_kernels::zone_disagreement_bwd(Zb, dDkb, dZ);  // eq. 18: D = -(1/N^2) sum_ij cos_ij
       }
       if (bk.p[LNZG].defined()) {
         auto dZ4 = dZ.view({K, B, N, dz});

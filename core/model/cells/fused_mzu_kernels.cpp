@@ -22,7 +22,7 @@ namespace cs::mzu_kernels {
 // sat attention (eq. 6) and the gcn adjacency (eqs. 7-9). As bmm over K B matrices of N x d_z
 // it is K B tiny GEMM calls each (ATen 1.13 loops over the batch), several thousand serial
 // calls per step with their dispatch; here each is one loop over (k, b), parallel over rows.
-// Sums run in double (float tensors too); see FUSED_NOTES.md ("zone kernels").
+// Sums run in double (float tensors too); see FUSED_NOTES.md ("MZU fast path at 2 threads").
 template <typename S>
 struct ZoneKernels {
   // norms of the zones (clamped as F::normalize / the step-wise path: max(||z||, 1e-12)). The

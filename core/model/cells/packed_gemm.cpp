@@ -239,3 +239,6 @@ void PackedMatrix::addmm(const at::Tensor& out, const at::Tensor& self, const at
 }
 
 }  // namespace cs::fused
+
+// A unity batch's next files do not see this file's macros (tests/check_unity.py).
+#undef CS_PACKED_X86

@@ -50,3 +50,6 @@ std::string fast_path_refusal(const json& model) {
 }
 
 }  // namespace cs
+
+// A unity batch's next files do not see this file's macros (tests/check_unity.py).
+#undef CELLSCOPE_CELL_FAMILIES

@@ -23,6 +23,7 @@
 #include "cells/registry.h"
 #include "util/abandoned.h"
 #include "util/error.h"
+#include "util/text.h"
 #include "util/sha256.h"
 
 namespace cs {
@@ -79,12 +80,6 @@ std::string script_error(const std::exception& e) {
   return message + (where.empty() ? std::string() : " (at " + where + ")");
 }
 
-std::string shape_text(const std::vector<int64_t>& s) {
-  std::string o = "[";
-  for (size_t i = 0; i < s.size(); ++i) o += (i ? ", " : "") + std::to_string(s[i]);
-  return o + "]";
-}
-
 // The most values per example a script cell may declare (input_size + the state sizes): 16 Mi
 // floats, 64 MB per example and step, far beyond any recurrent cell of the papers (a few thousand).
 constexpr int64_t kMaxScriptSize = int64_t(1) << 24;
@@ -139,35 +134,11 @@ int64_t int_attr(const torch::jit::Module& m, const std::string& path, const cha
 }
 
 // Checks the module; `decl` gets what it declares. Runs the trial call.
-ScriptDeclaration inspect_module(torch::jit::Module& m, const std::string& path) {
-  ScriptDeclaration d;
-  d.input_size = int_attr(m, path, "input_size");
-  d.hidden_size = int_attr(m, path, "hidden_size");
-  if (!m.hasattr("state_sizes") || !m.attr("state_sizes").isIntList())
-    throw UserError("model.script '" + path +
-                    "': the module has no List[int] attribute 'state_sizes' (the size of each state tensor; "
-                    "state[0] is the output, of hidden_size)");
-  d.state_sizes = m.attr("state_sizes").toIntVector();
-  if (d.input_size <= 0 || d.hidden_size <= 0)
-    throw UserError("model.script '" + path + "': input_size and hidden_size must be positive, got " +
-                    std::to_string(d.input_size) + " and " + std::to_string(d.hidden_size));
-  if (d.state_sizes.empty() || d.state_sizes[0] != d.hidden_size)
-    throw UserError("model.script '" + path + "': state_sizes " + shape_text(d.state_sizes) +
-                    " must start with hidden_size (" + std::to_string(d.hidden_size) +
-                    "): state[0] is the cell's output");
-  for (int64_t s : d.state_sizes)
-    if (s <= 0)
-      throw UserError("model.script '" + path + "': state_sizes " + shape_text(d.state_sizes) + " must be positive");
-  // Checked before anything is allocated: a state of 2^32 floats asked 32 GB of the trial call and
-  // failed without naming the script (#52).
-  int64_t total = std::min<int64_t>(d.input_size, kMaxScriptSize + 1);
-  for (int64_t s : d.state_sizes) total += std::min<int64_t>(s, kMaxScriptSize + 1);
-  if (d.input_size > kMaxScriptSize || d.hidden_size > kMaxScriptSize || total > kMaxScriptSize)
-    throw UserError("model.script '" + path + "': input_size " + std::to_string(d.input_size) + " and state_sizes " +
-                    shape_text(d.state_sizes) + " declare more than " + std::to_string(kMaxScriptSize) +
-                    " values per example (" + std::to_string(kMaxScriptSize / (1 << 20)) +
-                    " Mi), the most a script cell may: each state is a [batch, size] tensor kept at every step");
-  // forward's signature
+// The batch of the trial call of inspect_module.
+constexpr int64_t kTrialBatch = 2;
+
+// forward's signature: forward(self, x: Tensor, state: List[Tensor]) -> Tuple[List[Tensor], Dict[str, Tensor]].
+void check_forward_signature(torch::jit::Module& m, const std::string& path) {
   auto method = m.find_method("forward");
   if (!method) throw UserError("model.script '" + path + "': the module has no forward method; expected " + kSignature);
   const c10::FunctionSchema& schema = method->function().getSchema();
@@ -189,13 +160,18 @@ ScriptDeclaration inspect_module(torch::jit::Module& m, const std::string& path)
   if (!ok)
     throw UserError("model.script '" + path + "': wrong signature of forward: expected " + kSignature + ", found " +
                     found.str());
+}
+
+// forward's result on a zero batch of kTrialBatch rows (x and every state zero), on a thread of its own with
+// a time limit; UserError naming the script when it fails or does not return.
+c10::IValue trial_forward(torch::jit::Module& m, const ScriptDeclaration& d, const std::string& path) {
   // One trial call on a zero batch of 2, in the parameters' dtype, without gradients.
   torch::ScalarType dtype = torch::kFloat;
   for (const auto& p : m.parameters()) {
     dtype = p.scalar_type();
     break;
   }
-  const int64_t B = 2;
+  const int64_t B = kTrialBatch;
   auto opts = torch::TensorOptions().dtype(dtype);
   c10::List<torch::Tensor> st;
   for (int64_t s : d.state_sizes) st.push_back(torch::zeros({B, s}, opts));
@@ -255,6 +231,40 @@ ScriptDeclaration inspect_module(torch::jit::Module& m, const std::string& path)
     }
     m.train(was_training);
   }
+  return out;
+}
+
+ScriptDeclaration inspect_module(torch::jit::Module& m, const std::string& path) {
+  ScriptDeclaration d;
+  d.input_size = int_attr(m, path, "input_size");
+  d.hidden_size = int_attr(m, path, "hidden_size");
+  if (!m.hasattr("state_sizes") || !m.attr("state_sizes").isIntList())
+    throw UserError("model.script '" + path +
+                    "': the module has no List[int] attribute 'state_sizes' (the size of each state tensor; "
+                    "state[0] is the output, of hidden_size)");
+  d.state_sizes = m.attr("state_sizes").toIntVector();
+  if (d.input_size <= 0 || d.hidden_size <= 0)
+    throw UserError("model.script '" + path + "': input_size and hidden_size must be positive, got " +
+                    std::to_string(d.input_size) + " and " + std::to_string(d.hidden_size));
+  if (d.state_sizes.empty() || d.state_sizes[0] != d.hidden_size)
+    throw UserError("model.script '" + path + "': state_sizes " + shape_text(d.state_sizes) +
+                    " must start with hidden_size (" + std::to_string(d.hidden_size) +
+                    "): state[0] is the cell's output");
+  for (int64_t s : d.state_sizes)
+    if (s <= 0)
+      throw UserError("model.script '" + path + "': state_sizes " + shape_text(d.state_sizes) + " must be positive");
+  // Checked before anything is allocated: a state of 2^32 floats asked 32 GB of the trial call and
+  // failed without naming the script (#52).
+  int64_t total = std::min<int64_t>(d.input_size, kMaxScriptSize + 1);
+  for (int64_t s : d.state_sizes) total += std::min<int64_t>(s, kMaxScriptSize + 1);
+  if (d.input_size > kMaxScriptSize || d.hidden_size > kMaxScriptSize || total > kMaxScriptSize)
+    throw UserError("model.script '" + path + "': input_size " + std::to_string(d.input_size) + " and state_sizes " +
+                    shape_text(d.state_sizes) + " declare more than " + std::to_string(kMaxScriptSize) +
+                    " values per example (" + std::to_string(kMaxScriptSize / (1 << 20)) +
+                    " Mi), the most a script cell may: each state is a [batch, size] tensor kept at every step");
+  check_forward_signature(m, path);
+  const int64_t B = kTrialBatch;
+  const c10::IValue out = trial_forward(m, d, path);
   const auto elems = out.toTupleRef().elements();
   const auto ns = elems[0].toTensorVector();
   if (ns.size() != d.state_sizes.size())
@@ -264,7 +274,7 @@ ScriptDeclaration inspect_module(torch::jit::Module& m, const std::string& path)
     const std::vector<int64_t> want = {B, d.state_sizes[i]};
     if (ns[i].sizes().vec() != want)
       throw UserError("model.script '" + path + "': shape mismatch: forward's new state[" + std::to_string(i) +
-                      "] is " + shape_text(ns[i].sizes().vec()) + " for a batch of " + std::to_string(B) +
+                      "] is " + shape_text(ns[i].sizes()) + " for a batch of " + std::to_string(B) +
                       ", state_sizes declares " + shape_text(want));
   }
   for (const auto& kv : elems[1].toGenericDict()) {
@@ -275,7 +285,7 @@ ScriptDeclaration inspect_module(torch::jit::Module& m, const std::string& path)
                       "' in forward's dict is empty or contains '/'");
     if (v.dim() < 1 || v.size(0) != B)
       throw UserError("model.script '" + path + "': shape mismatch: forward's dict entry '" + name + "' is " +
-                      shape_text(v.sizes().vec()) + ", expected [batch, ...] with batch " + std::to_string(B));
+                      shape_text(v.sizes()) + ", expected [batch, ...] with batch " + std::to_string(B));
     d.probe_names.push_back(name);
   }
   return d;

@@ -76,7 +76,7 @@ class WindowGatherFn : public torch::autograd::Function<WindowGatherFn> {
       const scalar_t* p = P.data_ptr<scalar_t>();
       const scalar_t* bp = has_bias ? bias.data_ptr<scalar_t>() : nullptr;
       scalar_t* o = out.data_ptr<scalar_t>();
-      const int64_t grain = std::max<int64_t>(1, at::internal::GRAIN_SIZE / std::max<int64_t>(1, k * G));
+      const int64_t grain = fused::row_grain(k * G);
       at::parallel_for(0, T * B, grain, [&](int64_t r0, int64_t r1) {
         for (int64_t r = r0; r < r1; ++r) {
           const int64_t t = r / B, b = r % B;

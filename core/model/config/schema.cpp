@@ -197,6 +197,43 @@ std::vector<OptionSpec> options_for(const std::string& cell, const std::string& 
   return out;
 }
 
+// The "parent" record `train --fork` writes (train/launch.h): the checkpoint a run started from.
+static void check_parent_record(const json& v, std::vector<ConfigError>& errs) {
+  if (!v.is_object()) {
+    errs.push_back(
+        {"parent",
+         "expected an object {\"run_dir\": string, \"step\": integer, \"checkpoint\": string}, got " + dump_short(v)});
+    return;
+  }
+  for (auto& [pk, pv] : v.items())
+    if (pk != "run_dir" && pk != "step" && pk != "checkpoint")
+      errs.push_back({"parent." + pk, "unknown key (expected run_dir, step, checkpoint)"});
+  for (const char* need : {"run_dir", "checkpoint"})
+    if (!v.contains(need) || !v[need].is_string()) errs.push_back({std::string("parent.") + need, "expected a string"});
+  if (!v.contains("step") || !v["step"].is_number_integer() || v["step"].get<int64_t>() < 0)
+    errs.push_back({"parent.step", "expected a non-negative integer"});
+}
+
+// The "imported" record `cellscope-cli import` writes (train/import_run.h): the weights a run was made from.
+static void check_imported_record(const json& v, std::vector<ConfigError>& errs) {
+  if (!v.is_object()) {
+    errs.push_back(
+        {"imported", "expected an object {\"dir\", \"weights\", \"weights_sha256\", ...}, got " + dump_short(v)});
+    return;
+  }
+  for (auto& [ik, iv] : v.items()) {
+    if (ik == "source_step") {
+      if (!iv.is_number_integer() || iv.get<int64_t>() < 0)
+        errs.push_back({"imported.source_step", "expected a non-negative integer"});
+    } else if (ik != "dir" && ik != "weights" && ik != "weights_sha256" && ik != "source_run" && ik != "time") {
+      errs.push_back(
+          {"imported." + ik, "unknown key (expected dir, weights, weights_sha256, source_run, source_step, time)"});
+    } else if (!iv.is_string()) {
+      errs.push_back({"imported." + ik, "expected a string"});
+    }
+  }
+}
+
 std::vector<ConfigError> validate_config(const json& raw) {
   std::vector<ConfigError> errs;
   if (!raw.is_object()) {
@@ -211,37 +248,11 @@ std::vector<ConfigError> validate_config(const json& raw) {
       continue;
     }
     if (k == "parent") {  // written by `train --fork` (train/launch.h): the checkpoint a run started from
-      if (!v.is_object()) {
-        errs.push_back({k, "expected an object {\"run_dir\": string, \"step\": integer, \"checkpoint\": string}, got " +
-                               dump_short(v)});
-        continue;
-      }
-      for (auto& [pk, pv] : v.items())
-        if (pk != "run_dir" && pk != "step" && pk != "checkpoint")
-          errs.push_back({"parent." + pk, "unknown key (expected run_dir, step, checkpoint)"});
-      for (const char* need : {"run_dir", "checkpoint"})
-        if (!v.contains(need) || !v[need].is_string())
-          errs.push_back({std::string("parent.") + need, "expected a string"});
-      if (!v.contains("step") || !v["step"].is_number_integer() || v["step"].get<int64_t>() < 0)
-        errs.push_back({"parent.step", "expected a non-negative integer"});
+      check_parent_record(v, errs);
       continue;
     }
     if (k == "imported") {  // written by `cellscope-cli import` (train/import_run.h): the weights a run was made from
-      if (!v.is_object()) {
-        errs.push_back({k, "expected an object {\"dir\", \"weights\", \"weights_sha256\", ...}, got " + dump_short(v)});
-        continue;
-      }
-      for (auto& [ik, iv] : v.items()) {
-        if (ik == "source_step") {
-          if (!iv.is_number_integer() || iv.get<int64_t>() < 0)
-            errs.push_back({"imported.source_step", "expected a non-negative integer"});
-        } else if (ik != "dir" && ik != "weights" && ik != "weights_sha256" && ik != "source_run" && ik != "time") {
-          errs.push_back(
-              {"imported." + ik, "unknown key (expected dir, weights, weights_sha256, source_run, source_step, time)"});
-        } else if (!iv.is_string()) {
-          errs.push_back({"imported." + ik, "expected a string"});
-        }
-      }
+      check_imported_record(v, errs);
       continue;
     }
     if (std::find(kSections.begin(), kSections.end(), k) == kSections.end()) {

@@ -11,7 +11,7 @@
 namespace cs {
 
 namespace {
-const std::vector<int32_t>& split_ids(const CharCorpus& c, const std::string& split) {
+const std::vector<int32_t>& char_split_ids(const CharCorpus& c, const std::string& split) {
   return split_named(split, c.train, c.valid, c.test);
 }
 }  // namespace
@@ -36,7 +36,7 @@ void CharLMTask::probe_sequence(const std::vector<int32_t>& ids, Probe& probe) {
 }
 
 std::string CharLMTask::split_text(const std::string& split, int64_t max_tokens) const {
-  const auto& v = split_ids(corpus_, split);
+  const auto& v = char_split_ids(corpus_, split);
   std::string t;
   for (size_t i = 0; i < v.size() && static_cast<int64_t>(i) < max_tokens; ++i) t += corpus_.vocab.symbol(v[i]);
   return t;
@@ -47,7 +47,7 @@ std::string CharLMTask::default_analysis_text() const { return split_text("valid
 SequenceScores CharLMTask::sequence_scores(const std::string& split) {
   // MZU paper Fig. 2: the split evaluated once (state carried), its lines (newline
   // excluded) scored by their characters' NLL.
-  const auto& ids = split_ids(corpus_, split);
+  const auto& ids = char_split_ids(corpus_, split);
   std::vector<float> per_pos;
   {
     EvalScope es(*model_);

@@ -8,7 +8,6 @@
 #include <fstream>
 #include <map>
 #include <set>
-#include <sstream>
 
 #include "cells/registry.h"
 #include "data/utf8.h"
@@ -16,6 +15,7 @@
 #include "tasks/eval_scope.h"
 #include "data/tokenizer.h"
 #include "util/error.h"
+#include "util/text.h"
 
 namespace cs {
 
@@ -216,8 +216,7 @@ namespace {
 std::vector<std::string> tokens_of(const TextExample& e, const std::string& text, const TokenizerOptions& to) {
   if (e.pretokenized) {
     std::vector<std::string> t;
-    std::istringstream ss(text);
-    for (std::string w; ss >> w;) {
+    for (const std::string& w : split_ascii_words(text)) {
       t.push_back(to.lowercase ? lowercase_word(w, to.rules, to.locale) : w);
       if (to.max_tokens && t.size() >= to.max_tokens) break;
     }

@@ -27,16 +27,10 @@ namespace {
 constexpr double kMinProb = 1e-12;  // the reader's probability floor before the log
 const char kSep = '\x1f';
 
-std::string lower(std::string s) {
-  for (char& c : s)
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  return s;
-}
-
 std::vector<std::string> lowered(const std::vector<std::string>& v) {
   std::vector<std::string> o;
   o.reserve(v.size());
-  for (auto& w : v) o.push_back(lower(w));
+  for (auto& w : v) o.push_back(ascii_lower(w));
   return o;
 }
 
@@ -301,7 +295,7 @@ WordClasses::WordClasses(const WordNet* wn, std::unordered_set<std::string> freq
     : wn_(wn), frequent_(std::move(frequent)) {}
 
 std::string WordClasses::of(const std::string& word) const {
-  const std::string lw = lower(word);
+  const std::string lw = ascii_lower(word);
   if (frequent_.count(lw)) return lw;
   const unsigned char c0 = word.empty() ? 0 : static_cast<unsigned char>(word[0]);
   if (!(std::isalnum(c0) || c0 >= 0x80)) return word;  // punctuation
@@ -325,7 +319,7 @@ std::unordered_set<std::string> WordClasses::most_frequent(const std::vector<std
                                                            int64_t k) {
   std::unordered_map<std::string, int64_t> n;
   for (auto& s : sentences)
-    for (auto& w : s) ++n[lower(w)];
+    for (auto& w : s) ++n[ascii_lower(w)];
   std::vector<std::pair<std::string, int64_t>> v(n.begin(), n.end());
   std::sort(v.begin(), v.end(),
             [](auto& a, auto& b) { return a.second != b.second ? a.second > b.second : a.first < b.first; });

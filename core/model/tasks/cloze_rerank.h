@@ -1,5 +1,5 @@
 // The re-ranking step of the cloze readers (CRU paper Table 3 "+ Re-ranking", after Cui et
-// al. 2017): the reader's candidate probabilities from `cellscope-cli cloze scores` (TEAM.md's
+// al. 2017): the reader's candidate probabilities from `cellscope-cli cloze scores` (the cloze
 // JSONL contract) are combined log-linearly with language-model scores of the query sentence
 // with each candidate filled in: a Global LM (a Cellscope word_lm run), a Local LM (an n-gram
 // LM of the document itself) and a Word-class LM (an n-gram LM over word classes, trained on

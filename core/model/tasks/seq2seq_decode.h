@@ -1,4 +1,4 @@
-// The decode API of seq2seq runs (contract h4 <-> h5, TEAM.md): decode a split of a trained
+// The decode API of seq2seq runs (used by `cellscope-cli decode` and the Decode tab): decode a split of a trained
 // run with greedy or beam search and score it (BLEU, ROUGE, and the lead baseline).
 // Declared here beside the task; defined in the inspect layer
 // (core/inspect/analysis/seq2seq_decode_run.cpp), which loads the run's checkpoint, so callers

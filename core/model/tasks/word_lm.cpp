@@ -31,16 +31,15 @@ WordLMModelImpl::WordLMModelImpl(const json& m, int64_t vocab) {
     torch::NoGradGuard ng;
     embed->weight.uniform_(-0.1, 0.1);  // AWD-LSTM's initialisation
   }
-  const auto& info = cell_info(mo.cell);
-  int64_t in = E;
-  for (int l = 0; l < n; ++l) {
+  const auto model_of = [&](int l) {
     json ml = m;
     // with tied weights the last layer's output has the embedding size (AWD-LSTM)
     if (tied && l == n - 1) ml["hidden"] = E;
-    auto cell = info.make(ml, in, l);
-    layers.push_back(register_module("layer" + std::to_string(l), cell));
-    in = cell->hidden_size();
-  }
+    return ml;
+  };
+  for (auto& cells : make_layers(m, E, 1, model_of))
+    layers.push_back(register_module("layer" + std::to_string(layers.size()), cells[0]));
+  const int64_t in = layers.back()->hidden_size();
   if (!tied) {
     const double k = 1.0 / std::sqrt(static_cast<double>(in));
     out_w = register_parameter("out_w", torch::empty({vocab, in}).uniform_(-k, k));
@@ -59,15 +58,11 @@ torch::Tensor WordLMModelImpl::locked_dropout(const torch::Tensor& x, double p) 
 }
 
 std::vector<State> WordLMModelImpl::initial_state(int64_t batch, const torch::TensorOptions& opts) const {
-  std::vector<State> s;
-  for (auto& l : layers) s.push_back(l->initial_state(batch, opts));
-  return s;
+  return initial_states(layers, batch, opts);
 }
 
 double WordLMModelImpl::flops_per_step() const {
-  double f = 0;
-  for (auto& l : layers) f += l->flops_per_step();
-  return f + 2.0 * static_cast<double>(layers.back()->hidden_size() * embed->weight.size(0));
+  return cs::flops_per_step(layers) + 2.0 * static_cast<double>(layers.back()->hidden_size() * embed->weight.size(0));
 }
 
 torch::Tensor WordLMModelImpl::forward(const torch::Tensor& x, std::vector<State>& states, StepContext& ctx) {
@@ -78,14 +73,7 @@ torch::Tensor WordLMModelImpl::forward(const torch::Tensor& x, std::vector<State
     w = w * mask;
   }
   auto h = locked_dropout(F::embedding(x, w), dropouti);
-  for (size_t l = 0; l < layers.size(); ++l) {
-    if (l > 0) h = locked_dropout(h, dropouth);
-    if (ctx.probe) ctx.probe->prefix = "l" + std::to_string(l) + "/";
-    auto out = layers[l]->forward_sequence(h, states[l], ctx);
-    states[l] = std::move(out.state);
-    h = out.output;
-  }
-  if (ctx.probe) ctx.probe->prefix.clear();
+  h = run_layers(layers, h, states, ctx, [&](const torch::Tensor& t) { return locked_dropout(t, dropouth); });
   h = locked_dropout(h, dropout);
   return F::linear(h, tied ? embed->weight : out_w, out_b);
 }

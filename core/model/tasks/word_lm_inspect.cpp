@@ -3,18 +3,18 @@
 // length (MC-RNN paper Fig. 4), and the model stepped for generation.
 #include <algorithm>
 #include <memory>
-#include <sstream>
 
 #include "data/tokenizer.h"
 #include "data/word_corpus.h"
 #include "tasks/word_lm.h"
 #include "tasks/task_common.h"
 #include "util/error.h"
+#include "util/text.h"
 
 namespace cs {
 
 namespace {
-const std::vector<int32_t>& split_ids(const WordCorpus& c, const std::string& split) {
+const std::vector<int32_t>& word_split_ids(const WordCorpus& c, const std::string& split) {
   return split_named(split, c.train, c.valid, c.test);
 }
 
@@ -29,9 +29,7 @@ std::vector<std::string> word_seed_tokens(const std::string& text, const WordLMO
   const auto lines = split_lines(text);
   const bool ended = !text.empty() && text.back() == '\n';
   for (size_t i = 0; i < lines.size(); ++i) {
-    std::istringstream ss(lines[i]);
-    std::string w;
-    while (ss >> w) out.push_back(w);
+    for (auto& w : split_ascii_words(lines[i])) out.push_back(std::move(w));
     if (i + 1 < lines.size() || ended) out.push_back("<eos>");
   }
   return out;
@@ -87,7 +85,7 @@ void WordLMTask::probe_sequence(const std::vector<int32_t>& ids, Probe& probe) {
 }
 
 std::string WordLMTask::split_text(const std::string& split, int64_t max_tokens) const {
-  const auto& v = split_ids(corpus_, split);
+  const auto& v = word_split_ids(corpus_, split);
   std::string t;
   for (size_t i = 0; i < v.size() && static_cast<int64_t>(i) < max_tokens; ++i)
     t += (i ? " " : "") + corpus_.vocab.symbol(v[i]);
@@ -99,7 +97,7 @@ std::string WordLMTask::default_analysis_text() const { return split_text("valid
 SequenceScores WordLMTask::sequence_scores(const std::string& split) {
   // MC-RNN paper Fig. 4 (language model): sentences = the tokens up to and including each
   // <eos>, keyed by their word count (without <eos>); every token of the span is scored.
-  const auto& ids = split_ids(corpus_, split);
+  const auto& ids = word_split_ids(corpus_, split);
   // streams of 70 tokens, 10 in parallel (the stream layout changes only the carried state)
   std::vector<float> per;
   {

@@ -7,6 +7,7 @@
 #if __has_include(<gloo/config.h>)
 #ifndef USE_C10D_GLOO
 #define USE_C10D_GLOO
+#define CELLSCOPE_DEFINED_USE_C10D_GLOO
 #endif
 #define CELLSCOPE_HAVE_GLOO 1
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
@@ -31,6 +32,7 @@
 
 #include "dist/bound_store.h"
 #include "util/error.h"
+#include "util/text.h"
 
 namespace cs {
 
@@ -43,8 +45,6 @@ bool nccl_available() {
   return false;
 #endif
 }
-
-static std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
 
 std::string seconds_text(double seconds) {
   char buf[64];
@@ -329,3 +329,10 @@ std::map<int, double> rank_throughputs(const std::map<std::string, double>& valu
 }
 
 }  // namespace cs
+
+// A unity batch's next files do not see this file's macros (tests/check_unity.py).
+#undef CELLSCOPE_HAVE_GLOO
+#ifdef CELLSCOPE_DEFINED_USE_C10D_GLOO  // only where this file defined it (not a build's own -D)
+#undef USE_C10D_GLOO
+#undef CELLSCOPE_DEFINED_USE_C10D_GLOO
+#endif

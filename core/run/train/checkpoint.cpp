@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "util/error.h"
+#include "util/text.h"
 
 namespace cs {
 
@@ -25,13 +26,6 @@ uint64_t get_u64(const char* p) {
   for (int i = 7; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(p[i]);
   return v;
 }
-std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
-
-std::string shape_str(const torch::Tensor& t) {
-  std::string s = "[";
-  for (int64_t i = 0; i < t.dim(); ++i) s += (i ? ", " : "") + std::to_string(t.size(i));
-  return s + "]";
-}
 
 void check_module(torch::nn::Module& m, torch::serialize::InputArchive& ar, const std::string& prefix,
                   const std::string& path, const std::string& hint) {
@@ -45,8 +39,8 @@ void check_module(torch::nn::Module& m, torch::serialize::InputArchive& ar, cons
     torch::Tensor theirs;
     if (!ar.try_read(key, theirs)) fail("parameter '" + prefix + key + "' is missing from the checkpoint");
     if (theirs.sizes() != mine.sizes())
-      fail("parameter '" + prefix + key + "' has shape " + shape_str(theirs) + " in the checkpoint, " +
-           shape_str(mine) + " in the model");
+      fail("parameter '" + prefix + key + "' has shape " + shape_text(theirs.sizes()) + " in the checkpoint, " +
+           shape_text(mine.sizes()) + " in the model");
   };
   for (const auto& p : m.named_parameters(/*recurse=*/false)) check_tensor(p.key(), p.value());
   for (const auto& b : m.named_buffers(/*recurse=*/false)) check_tensor(b.key(), b.value());

@@ -116,6 +116,70 @@ std::pair<std::string, std::string> parse_fork_source(const std::string& spec) {
   return {spec, "last"};
 }
 
+namespace {
+
+// The resolved configuration of a resumed or forked run: `src`'s config.json with the overrides
+// raw_cfg, refused when they change the architecture. *model_changes: the model options they change
+// ("model.dropout: 0.1 -> 0.3", named when a checkpoint's shape check fails); notes for the user
+// (the run's own copy of its script read) go to *notes.
+json overridden_source_config(const RunStore& src, const std::string& source, const json& raw_cfg, bool resuming,
+                              bool forking, std::vector<std::string>* notes, std::string* model_changes) {
+  json raw = src.read_config();
+  // A script moved or edited since: the run's own copy, when it is still the recorded file.
+  if (const std::string note = use_run_script_copy(raw, source); !note.empty()) notes->push_back(note);
+  // A script cell's file may be re-pointed (at the run's copy, or a moved file): the recorded
+  // SHA-256 decides whether it is the same cell, so the path override applies to `before` too.
+  json before_raw = raw;
+  if (raw_cfg.is_object() && raw_cfg.contains("model") && raw_cfg["model"].is_object() &&
+      raw_cfg["model"].contains("script") && before_raw.contains("model") && before_raw["model"].is_object())
+    before_raw["model"]["script"] = raw_cfg["model"]["script"];
+  const json before = load_and_resolve(before_raw);
+  merge_into(raw, raw_cfg);
+  if (forking) raw.erase("parent");  // the child's own parent is recorded below
+  json cfg = load_and_resolve(raw);
+  for (auto& [k, v] : cfg.at("model").items())
+    if (!before.at("model").contains(k) || before.at("model").at(k) != v)
+      *model_changes += (model_changes->empty() ? "" : ", ") + std::string("model.") + k + ": " +
+                        short_value(before.at("model").contains(k) ? before.at("model").at(k) : json()) + " -> " +
+                        short_value(v);
+  const auto changes = architecture_changes(before, cfg);
+  if (!changes.empty()) {
+    std::string list;
+    for (auto& c : changes) list += "\n  " + c;
+    throw UserError(std::string(resuming ? "cannot resume '" : "cannot fork '") + source +
+                    "' with a different architecture:" + list +
+                    "\nA resume or fork may change training options (training.steps, lr, clip, weight_decay, "
+                    "patience, ...) and model options that keep every parameter's shape (dropout, lambda). To "
+                    "train on from a checkpoint with other training options, fork it into a new run: "
+                    "cellscope-cli train --fork RUN_DIR[@STEP] --set training.KEY=VALUE; for another "
+                    "architecture start a new run from a configuration.");
+  }
+  return cfg;
+}
+
+// dataset.json's text (dataset_record) in a temporary file of this call's own, for create_atomically
+// to copy in; "" when the temporary folder cannot be written (the run goes on without the record).
+std::string dataset_record_file(const json& dataset) {
+  std::error_code ec;
+  const auto tmp_root = std::filesystem::temp_directory_path(ec);
+  // A name of this call's own (mkstemp): two runs started at once in one process (the window's
+  // training and sweep workers) shared the pid-named file and could record each other's (#52).
+  std::string tmpl = ((ec ? std::filesystem::path("/tmp") : tmp_root) / "cellscope-dataset-XXXXXX").string();
+  const int fd = ::mkstemp(tmpl.data());
+  if (fd >= 0) {
+    ::close(fd);
+    try {
+      atomic_write(tmpl, dataset_record(dataset).dump(2) + "\n");
+      return tmpl;
+    } catch (const std::exception&) {
+      std::remove(tmpl.c_str());  // a temp directory that cannot be written: the run goes on without it
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
 LaunchedRun start_run(const json& raw_cfg, const LaunchOptions& o) {
   LaunchedRun out;
   const bool resuming = !o.resume_dir.empty();
@@ -135,36 +199,7 @@ LaunchedRun start_run(const json& raw_cfg, const LaunchOptions& o) {
       // before anything is read or written.
       if (root) out.store->lock_for_writing();
     }
-    json raw = src.read_config();
-    // A script moved or edited since: the run's own copy, when it is still the recorded file.
-    if (const std::string note = use_run_script_copy(raw, source); !note.empty()) out.notes.push_back(note);
-    // A script cell's file may be re-pointed (at the run's copy, or a moved file): the recorded
-    // SHA-256 decides whether it is the same cell, so the path override applies to `before` too.
-    json before_raw = raw;
-    if (raw_cfg.is_object() && raw_cfg.contains("model") && raw_cfg["model"].is_object() &&
-        raw_cfg["model"].contains("script") && before_raw.contains("model") && before_raw["model"].is_object())
-      before_raw["model"]["script"] = raw_cfg["model"]["script"];
-    const json before = load_and_resolve(before_raw);
-    merge_into(raw, raw_cfg);
-    if (forking) raw.erase("parent");  // the child's own parent is recorded below
-    out.cfg = load_and_resolve(raw);
-    for (auto& [k, v] : out.cfg.at("model").items())
-      if (!before.at("model").contains(k) || before.at("model").at(k) != v)
-        model_changes += (model_changes.empty() ? "" : ", ") + std::string("model.") + k + ": " +
-                         short_value(before.at("model").contains(k) ? before.at("model").at(k) : json()) + " -> " +
-                         short_value(v);
-    const auto changes = architecture_changes(before, out.cfg);
-    if (!changes.empty()) {
-      std::string list;
-      for (auto& c : changes) list += "\n  " + c;
-      throw UserError(std::string(resuming ? "cannot resume '" : "cannot fork '") + source +
-                      "' with a different architecture:" + list +
-                      "\nA resume or fork may change training options (training.steps, lr, clip, weight_decay, "
-                      "patience, ...) and model options that keep every parameter's shape (dropout, lambda). To "
-                      "train on from a checkpoint with other training options, fork it into a new run: "
-                      "cellscope-cli train --fork RUN_DIR[@STEP] --set training.KEY=VALUE; for another "
-                      "architecture start a new run from a configuration.");
-    }
+    out.cfg = overridden_source_config(src, source, raw_cfg, resuming, forking, &out.notes, &model_changes);
     if (forking) parent_checkpoint = checkpoint_path(source, o.fork_which);
   } else {
     out.cfg = load_and_resolve(raw_cfg);  // every problem, with its JSON path; nothing created yet
@@ -223,23 +258,8 @@ LaunchedRun start_run(const json& raw_cfg, const LaunchOptions& o) {
   // with later, inspect/report/REPORT_NOTES.md), created with the rest of the directory.
   std::string dataset_tmp;
   if (root && out.cfg.contains("dataset")) {
-    std::error_code ec;
-    const auto tmp_root = std::filesystem::temp_directory_path(ec);
-    // A name of this call's own (mkstemp): two runs started at once in one process (the window's
-    // training and sweep workers) shared the pid-named file and could record each other's (#52).
-    std::string tmpl = ((ec ? std::filesystem::path("/tmp") : tmp_root) / "cellscope-dataset-XXXXXX").string();
-    const int fd = ::mkstemp(tmpl.data());
-    if (fd >= 0) {
-      ::close(fd);
-      dataset_tmp = tmpl;
-      try {
-        atomic_write(dataset_tmp, dataset_record(out.cfg["dataset"]).dump(2) + "\n");
-        copies.emplace_back("dataset.json", dataset_tmp);
-      } catch (const std::exception&) {
-        std::remove(dataset_tmp.c_str());
-        dataset_tmp.clear();  // a temp directory that cannot be written: the run goes on without it
-      }
-    }
+    dataset_tmp = dataset_record_file(out.cfg["dataset"]);
+    if (!dataset_tmp.empty()) copies.emplace_back("dataset.json", dataset_tmp);
   }
   try {
     if (root) out.store->create_atomically(out.cfg, vocab, copies);

@@ -21,6 +21,7 @@
 #include "util/error.h"
 #include "util/fsync.h"
 #include "util/own_paths.h"
+#include "util/text.h"
 
 namespace cs {
 
@@ -406,12 +407,9 @@ void RunStore::remove_stale_temp_files() const {
 }
 
 namespace {
-std::string trim_ws(const std::string& s) {
-  const char* ws = " \t\r\n";
-  const size_t b = s.find_first_not_of(ws);
-  if (b == std::string::npos) return "";
-  return s.substr(b, s.find_last_not_of(ws) - b + 1);
-}
+// A label without its leading and trailing blanks, tabs, CRs and LFs (not form feeds or vertical tabs:
+// those are refused by write_label as unprintable, as they always were).
+std::string trim_ws(const std::string& s) { return trim_chars(s, " \t\r\n"); }
 }  // namespace
 
 std::string RunStore::read_label() const {

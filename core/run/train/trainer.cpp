@@ -1,3 +1,6 @@
+// The trainer: construction and run() in named steps (prepare, train_step, log_interval, evaluate_valid,
+// finish). Checkpoint files are trainer_checkpoint.cpp's, resume and fork trainer_resume.cpp's; trainer_impl.h
+// holds what the three share.
 #include "train/trainer.h"
 
 #include <ATen/Parallel.h>
@@ -6,33 +9,26 @@
 #include <torch/optim/adam.h>
 #include <torch/optim/sgd.h>
 #include <torch/serialize.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <csignal>
 #include <chrono>
-#include <cstdio>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <limits>
-#include <variant>
 #include <thread>
 
 #include "cells/script_cell.h"
 #include "config/common_options.h"
 #include "dist/dist.h"
 #include "train/checkpoint.h"
-#include "train/run_task.h"
 #include "train/step_sync.h"
+#include "train/trainer_impl.h"
 #include "train/tb_events.h"
 #include "util/cpu_cache.h"
-#include "util/fsync.h"
-#include "util/torch_compat.h"
 #include "util/error.h"
 
 namespace cs {
-
-using Clock = std::chrono::steady_clock;
 
 void seed_everything(uint64_t seed) { torch::manual_seed(seed); }
 
@@ -44,89 +40,6 @@ void set_threads(int n) {
 }
 
 namespace {
-// One scalar of the trainer's state in a checkpoint's "trainer" archive. An `optional` field is
-// absent from checkpoints written before it existed and reads as `missing`.
-struct StateField {
-  const char* key;
-  std::variant<int64_t*, double*, bool*> value;
-  bool optional = false;
-  double missing = 0;
-};
-}  // namespace
-
-struct Trainer::Impl {
-  // The table that save_checkpoint writes and load_checkpoint reads (so the two cannot drift):
-  // `step` is the trainer's step, `elapsed` the seconds of earlier processes (written from the
-  // summary, read into elapsed_before).
-  std::vector<StateField> state_fields(int64_t* step, double* elapsed) {
-    const double nan = std::numeric_limits<double>::quiet_NaN();
-    return {{"step", step},
-            {"acc_loss", &acc_loss},
-            {"acc_gnorm", &acc_gnorm},
-            {"acc_n", &acc_n},
-            {"acc_units", &acc_units},
-            {"acc_time", &acc_time},
-            {"has_best", &has_best},
-            {"best", &best},
-            {"best_step", &best_step},
-            {"bad_evals", &bad_evals},
-            {"lr_decays", &lr_decays, true, 0},  // before training.lr_decay: none happened
-            // before training.lr_decay_patience / lr_decay_metric: patience 1 on the selection metric
-            {"lr_bad_evals", &lr_bad_evals, true, 0},
-            {"lr_has_best", &lr_has_best, true, 0},
-            {"lr_best", &lr_best, true, 0},
-            {"elapsed", elapsed},
-            {"units_total", &units_total},
-            {"train_time_total", &train_time_total},
-            {"train_flops", &flops_total, true, nan},  // before the FLOP count: unknown from here on
-            {"ref_loss", &ref_loss, true, nan},        // before divergence detection: it stays off
-            {"diverge_count", &diverge_count, true, 0}};
-  }
-
-  std::unique_ptr<torch::optim::Optimizer> opt;
-  std::vector<torch::Tensor> params;
-  torch::Device device{torch::kCPU};
-  double lr = 1e-3, clip = 0;
-  // logging interval accumulators (saved in checkpoints so a resumed run logs identically)
-  double acc_loss = 0, acc_gnorm = 0;
-  int64_t acc_n = 0, acc_units = 0;
-  std::map<std::string, double> acc_metrics;
-  double acc_time = 0;
-  // best / early stop
-  bool has_best = false;
-  double best = 0;
-  int64_t best_step = 0, bad_evals = 0;
-  // learning-rate decays so far (training.lr_decay): the current lr is training.lr x lr_decay^lr_decays
-  int64_t lr_decays = 0;
-  // evaluations in a row without improvement of training.lr_decay_metric since the last decay, and
-  // that metric's best value (used only when it is not the selection metric: then best/has_best)
-  int64_t lr_bad_evals = 0;
-  bool lr_has_best = false;
-  double lr_best = 0;
-  // totals
-  double elapsed_before = 0;  // from earlier processes (resume)
-  int64_t units_total = 0;
-  double train_time_total = 0;
-  // cumulative training FLOPs (StepResult::flops summed over steps and ranks); NaN once unknown
-  // (a task that does not count, or a resume from a checkpoint written before the count existed)
-  double flops_total = 0;
-  // divergence detection: the first step's loss (NaN: unknown, e.g. an older checkpoint) and
-  // the number of consecutive logged intervals above kDivergeFactor times it
-  double ref_loss = std::numeric_limits<double>::quiet_NaN();
-  int64_t diverge_count = 0;
-  TrainingOptions opts;
-  int64_t vocab_hash = 0;     // FNV-1a of the task's vocabulary text, stored in every checkpoint
-  int64_t last_pt_step = -1;  // step of this run directory's checkpoints/last.pt (-1: none known)
-  // RUN_DIR/tensorboard/ (training.tensorboard; train/TENSORBOARD_NOTES.md): never fails the run
-  std::unique_ptr<tb::RunTensorBoard> tb;
-};
-
-namespace {
-const char* kForkHint =
-    "A run's architecture (model, task, dataset, training.optimizer, training.batch) cannot change on resume; "
-    "to train on from a checkpoint with other training options make a new run with "
-    "`cellscope-cli train --fork RUN_DIR[@STEP] --set training.KEY=VALUE`, for another architecture start a new run";
-
 // Whether a larger value of the valid metric `key` is better (training.lr_decay_metric other than the
 // task's primary metric): accuracies, BLEU, ROUGE and F1 are; losses, perplexities and BPC are not.
 bool metric_higher_is_better(const std::string& key) {
@@ -140,9 +53,8 @@ double decayed_lr(const TrainingOptions& tr, int64_t decays) {
   return tr.lr * std::pow(tr.lr_decay, static_cast<double>(decays));
 }
 
-// Set the optimizer's hyper-parameters from the configuration (a loaded optimizer state carries
-// the values it was saved with; a resume or fork at another lr must use the new one), with the
-// learning rate decayed `decays` times.
+// Set the optimizer's hyper-parameters from the configuration, with the learning rate decayed
+// `decays` times (Impl::apply_lr_decays).
 void apply_hyper_parameters(torch::optim::Optimizer& opt, const TrainingOptions& tr, int64_t decays) {
   const double lr = decayed_lr(tr, decays);
   for (auto& g : opt.param_groups()) {
@@ -156,7 +68,38 @@ void apply_hyper_parameters(torch::optim::Optimizer& opt, const TrainingOptions&
     }
   }
 }
+
+// What to try after a NaN/Inf or a divergence at step > 0. Under Adam, training.clip does not bound
+// the update: clip_grad_norm_ rescales the whole gradient, and Adam's step lr * m / sqrt(v) does not
+// depend on the gradient's scale (every weight moves by about lr per step), so naming clipping as
+// the remedy of a run that already clips is wrong (#51: MC-RNN over a GRU, lr 3e-3, clip 5).
+std::string lr_clip_hint(Optimizer opt, double clip) {
+  if (opt == Optimizer::Adam)
+    return std::string(". Try a lower training.lr") +
+           (clip > 0 ? " (training.clip is set, but clipping rescales the gradient, and Adam's step does not "
+                       "depend on the gradient's scale: it bounds neither Adam's update nor the activations)"
+                     : "") +
+           ".";
+  return clip > 0 ? ". Try a lower training.lr or a lower training.clip."
+                  : ". Try a lower training.lr or gradient clipping (training.clip).";
+}
+
+// For a run of a TorchScript cell, what its NaN or Inf may also come from: the researcher's own
+// forward (the learning rate was the only suspect named, #52). "" for the built-in cells.
+std::string script_cell_hint(const json& cfg) {
+  const json* m = cfg.contains("model") && cfg["model"].is_object() ? &cfg["model"] : nullptr;
+  if (!m || !m->contains("cell") || (*m)["cell"] != "script") return "";
+  const std::string path = m->contains("script") && (*m)["script"].is_string() ? (*m)["script"].get<std::string>() : "";
+  return " The cell is a script of your own (model.script '" + path +
+         "'): its forward can produce the NaN or Inf itself (a log or division of 0, an exp or power that "
+         "overflows, a sqrt of a negative number); check it on the inputs of this step.";
+}
 }  // namespace
+
+void Trainer::Impl::apply_lr_decays() {
+  lr = decayed_lr(opts, lr_decays);
+  apply_hyper_parameters(*opt, opts, lr_decays);
+}
 
 // A rank other than 0 whose collective failed (DistError) records the end of the run when
 // rank 0 could not: rank 0 holds the run directory's lock as long as it lives, so a free
@@ -202,8 +145,10 @@ Trainer::Trainer(json cfg, std::unique_ptr<Task> task, std::shared_ptr<RunStore>
       store_(std::move(store)),
       dist_(dist),
       sync_(make_step_sync(dist)) {
-  // The resolved training section (every default filled in; config/common_options.h holds them).
-  const TrainingOptions tr = read_training_options(cfg_.at("training"));
+  // The resolved training section (every default filled in; config/common_options.h holds them),
+  // read here once: resume() and run() take it from impl_->opts.
+  impl_->opts = read_training_options(cfg_.at("training"));
+  const TrainingOptions& tr = impl_->opts;
   const std::string dev = tr.device;
   try {
     impl_->device = torch::Device(dev);
@@ -219,13 +164,11 @@ Trainer::Trainer(json cfg, std::unique_ptr<Task> task, std::shared_ptr<RunStore>
   if (parallel()) task_->set_shard(dist_->rank, dist_->world);  // before to(): the shard is built on the CPU
   task_->to(impl_->device);
   impl_->params = task_->model()->parameters();
-  impl_->opts = tr;
   {
     const std::string vt = task_->vocab_text();
     impl_->vocab_hash = static_cast<int64_t>(fnv1a64(vt.data(), vt.size()));
   }
   impl_->lr = tr.lr;
-  impl_->clip = tr.clip;
   const double wd = tr.weight_decay;
   switch (tr.optimizer) {
     case Optimizer::Sgd:
@@ -255,308 +198,7 @@ double Trainer::optimizer_lr() const {
   return groups.empty() ? 0.0 : groups.front().options().get_lr();
 }
 
-void Trainer::save_checkpoint(const std::string& path) {
-  torch::serialize::OutputArchive ar;
-  torch::serialize::OutputArchive m, o, t, s;
-  task_->model()->save(m);
-  impl_->opt->save(o);
-  task_->save_state(t);
-  auto I = [](int64_t v) { return torch::tensor(v, torch::kInt64); };
-  auto D = [](double v) { return torch::tensor(v, torch::kFloat64); };
-  for (const StateField& f : impl_->state_fields(&step_, &summary_.elapsed)) {
-    if (auto* i = std::get_if<int64_t*>(&f.value)) s.write(f.key, I(**i));
-    else if (auto* d = std::get_if<double*>(&f.value)) s.write(f.key, D(**d));
-    else s.write(f.key, I(*std::get<bool*>(f.value) ? 1 : 0));
-  }
-  // Checked against the run's vocabulary on load, not restored.
-  s.write("vocab_hash", I(impl_->vocab_hash));
-  json am = impl_->acc_metrics;
-  std::string ams = am.dump();
-  s.write("acc_metrics", torch::from_blob(ams.data(), {static_cast<int64_t>(ams.size())}, torch::kUInt8).clone());
-  s.write("rng", at::detail::getDefaultCPUGenerator().get_state());
-  ar.write("model", m);
-  ar.write("optimizer", o);
-  ar.write("task", t);
-  ar.write("trainer", s);
-  write_checkpoint_file(ar, path);  // checksum header, temp file, fsync, rename, fsync of the directory
-}
-
-namespace {
-// The optimizer state of a checkpoint, mapped onto this process's parameters. LibTorch's Optimizer::save
-// writes "state/<key>" (one archive per parameter with a state) and "param_groups/param_groups/<i>" holding
-// "params/<j>" = the key of group i's j-th parameter, where a key is that parameter's TensorImpl address in
-// the writing process. Optimizer::load maps the keys back, but the text of a key differs by version: 1.13
-// writes "0x55d0..." (c10::guts::to_string) and 2.x writes and parses decimal (std::stoull), so a 2.x build
-// read every key of a 1.13 checkpoint as 0 and put one parameter's moments on another (seen: a shape error at
-// the next step; docs/PLATFORMS.md). This mapping goes through the saved key texts themselves, which is the
-// same on every version, and checks each moment's shape against its parameter (a UserError naming it, never a
-// training on misplaced moments).
-std::string shape_text(c10::IntArrayRef s) {
-  std::string t = "[";
-  for (size_t i = 0; i < s.size(); ++i) t += (i ? ", " : "") + std::to_string(s[i]);
-  return t + "]";
-}
-std::vector<torch::Tensor> moments_of(const torch::optim::AdamParamState& a) {
-  return {a.exp_avg(), a.exp_avg_sq(), a.max_exp_avg_sq()};
-}
-std::vector<torch::Tensor> moments_of(const torch::optim::SGDParamState& m) { return {m.momentum_buffer()}; }
-
-template <class ParamState>
-void restore_param_state(torch::optim::Optimizer& opt, torch::serialize::InputArchive& archive,
-                         const std::string& path) {
-  auto refuse = [&](const std::string& why) {
-    throw UserError("checkpoint '" + path + "': its optimizer state does not fit the model (" + why +
-                    "). Its weights are intact: eval, analyze, generate and export read them");
-  };
-  torch::serialize::InputArchive states, groups;
-  archive.read("state", states);
-  archive.read("param_groups", groups);
-  auto& state = opt.state();
-  state.clear();
-  int64_t index = 0;
-  for (size_t i = 0; i < opt.param_groups().size(); ++i) {
-    torch::serialize::InputArchive group;
-    groups.read("param_groups/" + std::to_string(i), group);
-    torch::Tensor size;
-    group.read("params/size", size);
-    const auto& params = opt.param_groups()[i].params();
-    if (size.item<int64_t>() != static_cast<int64_t>(params.size()))
-      refuse("parameter group " + std::to_string(i) + " has " + std::to_string(params.size()) +
-             " parameters, the saved one " + std::to_string(size.item<int64_t>()));
-    for (size_t j = 0; j < params.size(); ++j, ++index) {
-      c10::IValue key;
-      group.read("params/" + std::to_string(j), key);
-      torch::serialize::InputArchive saved;
-      if (!states.try_read(key.toStringRef(), saved)) continue;  // no step had touched it: Adam starts it afresh
-      auto restored = std::make_unique<ParamState>();
-      restored->serialize(saved);
-      for (const auto& t : moments_of(*restored))
-        if (t.defined() && t.sizes() != params[j].sizes())
-          refuse("parameter " + std::to_string(index) + " is " + shape_text(params[j].sizes()) + ", its saved moment " +
-                 shape_text(t.sizes()));
-      state[torch_compat::optimizer_state_key(state, params[j])] = std::move(restored);
-    }
-  }
-}
-
-void restore_optimizer_state(torch::optim::Optimizer& opt, torch::serialize::InputArchive& archive,
-                             const std::string& path) {
-  if (dynamic_cast<torch::optim::Adam*>(&opt)) restore_param_state<torch::optim::AdamParamState>(opt, archive, path);
-  else if (dynamic_cast<torch::optim::SGD*>(&opt)) restore_param_state<torch::optim::SGDParamState>(opt, archive, path);
-}
-}  // namespace
-
-void Trainer::load_checkpoint(const std::string& path) {
-  torch::serialize::InputArchive ar;
-  read_checkpoint_file(path, ar, impl_->device);              // checksum verified
-  check_model_matches(*task_->model(), ar, path, kForkHint);  // before Module::load replaces any tensor
-  {
-    torch::serialize::InputArchive st;
-    torch::Tensor vh;
-    if (ar.try_read("trainer", st) && st.try_read("vocab_hash", vh) && vh.item<int64_t>() != impl_->vocab_hash)
-      throw UserError("checkpoint '" + path +
-                      "' was saved with another vocabulary than the one this run loads (its vocab file or dataset "
-                      "changed); it cannot be resumed with it");
-  }
-  try {
-    torch::serialize::InputArchive m, o, t, s;
-    ar.read("model", m);
-    ar.read("optimizer", o);
-    ar.read("task", t);
-    ar.read("trainer", s);
-    task_->model()->load(m);
-    impl_->opt->load(o);                            // the groups' options (lr, betas, decay)
-    restore_optimizer_state(*impl_->opt, o, path);  // the per-parameter state, keyed portably (above)
-    // InputArchive::read into an already-defined tensor tries to resize it: use a fresh one per key.
-    auto T = [&](const char* k) {
-      torch::Tensor v;
-      s.read(k, v);
-      return v;
-    };
-    for (const StateField& f : impl_->state_fields(&step_, &impl_->elapsed_before)) {
-      torch::Tensor v;
-      const bool present = f.optional ? s.try_read(f.key, v) : (v = T(f.key), true);
-      if (auto* i = std::get_if<int64_t*>(&f.value))
-        **i = present ? v.item<int64_t>() : static_cast<int64_t>(f.missing);
-      else if (auto* d = std::get_if<double*>(&f.value)) **d = present ? v.item<double>() : f.missing;
-      else *std::get<bool*>(f.value) = present ? v.item<int64_t>() != 0 : f.missing != 0;
-    }
-    impl_->lr = decayed_lr(impl_->opts, impl_->lr_decays);
-    apply_hyper_parameters(*impl_->opt, impl_->opts, impl_->lr_decays);
-    task_->load_state(t);
-    auto c = T("acc_metrics").contiguous();
-    std::string ams(reinterpret_cast<const char*>(c.data_ptr<uint8_t>()), static_cast<size_t>(c.numel()));
-    impl_->acc_metrics = parse_json(ams, "checkpoint trainer state").get<std::map<std::string, double>>();
-    at::Generator gen = at::detail::getDefaultCPUGenerator();
-    gen.set_state(T("rng"));
-  } catch (const UserError&) {
-    throw;
-  } catch (const std::exception& e) {
-    std::string what = e.what();
-    auto nl = what.find('\n');
-    if (nl != std::string::npos) what = what.substr(0, nl);
-    throw UserError("checkpoint '" + path + "' is unreadable or corrupted: " + what);
-  }
-}
-
-namespace {
-// The step of the first checkpoint a run with these training options writes: every
-// checkpoint_every steps, else at each evaluation (eval_every), else at the end; an early stop
-// comes only at an evaluation, so never before it.
-int64_t first_checkpoint_step(const TrainingOptions& tr) {
-  const int64_t every = tr.checkpoint_every > 0 ? tr.checkpoint_every : tr.eval_every > 0 ? tr.eval_every : tr.steps;
-  return std::max<int64_t>(0, std::min(every, tr.steps));
-}
-
-}  // namespace
-
-// A run killed before its first checkpoint holds metrics lines up to the step of that checkpoint
-// at most; lines after it, a summary saying "stopped" or "finished" (both end with a checkpoint),
-// or metrics after step 0 in a run whose checkpoints/ directory is gone (a run is always created
-// with it) show that checkpoints existed and were lost.
-std::string history_without_checkpoint(const RunStore& store) {
-  int64_t last_step = 0;
-  for (auto& j : store.read_metrics()) last_step = std::max(last_step, j.value("step", int64_t(0)));
-  if (!dir_exists(store.checkpoint_dir()) && last_step > 0)
-    return "its checkpoints/ directory is gone while metrics.jsonl holds steps up to " + std::to_string(last_step);
-  const TrainingOptions tr =
-      read_training_options(load_and_resolve(store.read_config(), store.path("config.json")).at("training"));
-  const int64_t first = first_checkpoint_step(tr);
-  if (last_step > first)
-    return "it has no checkpoint while metrics.jsonl holds steps up to " + std::to_string(last_step) +
-           " (its first checkpoint was due at step " + std::to_string(first) + ")";
-  if (file_exists(store.path("summary.json"))) {
-    const RunSummary s = store.read_summary();
-    if (s.step > 0 && (s.status == "stopped" || s.status == "finished"))
-      return "it has no checkpoint while its summary says " + s.status + " at step " + std::to_string(s.step);
-  }
-  return "";
-}
-
-void Trainer::resume() {
-  if (!store_) throw UserError("resume needs a run directory");
-  // Every rank reads the same (rank-independent) checkpoint; only rank 0 touches the directory,
-  // and only once the checkpoint has loaded and matched the model.
-  const std::string dir = store_->checkpoint_dir();
-  const std::string last = join_path(dir, "last.pt");
-  const std::string refusal = "cannot resume '" + store_->dir() + "': ";
-  const std::string nothing_changed = "; nothing in the run directory was changed";
-  std::string resumed_from = "last.pt", resume_note;
-  if (!file_exists(last)) {
-    // last.pt lost (deleted, an interrupted copy) while step_<N>.pt remain: resume from the
-    // newest of them that loads and verifies, never from step 0 (that would discard the history).
-    const auto steps = store_->checkpoint_steps();
-    std::string first_error, skipped;  // skipped: logged once a checkpoint loaded (a refusal writes nothing)
-    bool loaded = false;
-    for (auto it = steps.rbegin(); it != steps.rend() && !loaded; ++it) {
-      const std::string name = "step_" + std::to_string(*it) + ".pt";
-      try {
-        load_checkpoint(join_path(dir, name));
-        loaded = true;
-        resumed_from = name;
-        resume_note = skipped;
-      } catch (const UserError& e) {
-        if (first_error.empty()) first_error = e.what();
-        skipped += "; " + name + " skipped: " + e.what();
-      }
-    }
-    if (!loaded && !steps.empty())
-      throw UserError(refusal + "checkpoints/last.pt is missing and no step_<N>.pt loads (the newest: " + first_error +
-                      ")" + nothing_changed + ". " +
-                      (file_exists(join_path(dir, "best.pt"))
-                           ? "Fork its best checkpoint into a new run with `cellscope-cli train --fork " +
-                                 store_->dir() + "@best`, or start"
-                           : std::string("Start")) +
-                      " a new run from its config.json");
-    if (!loaded) {
-      // No checkpoint at all. A run killed (or failed) before its first checkpoint starts again
-      // from step 0 in its directory, exactly as a new run would (the caller seeded and built the
-      // task afresh); a run whose checkpoints were lost is refused: its history is kept.
-      const std::string lost = history_without_checkpoint(*store_);
-      if (!lost.empty())
-        throw UserError(refusal + lost + ", so it cannot go on from where it stopped" + nothing_changed +
-                        ". Start a new run from its config.json (`cellscope-cli train " + store_->path("config.json") +
-                        "`), or put a copy of its checkpoints back (or fork one with `cellscope-cli train --fork "
-                        "COPY_DIR@STEP`)");
-      if (writer()) {
-        make_dirs(dir);  // a run created without it, or that lost it with no history to lose
-        store_->remove_stale_temp_files();
-        store_->truncate_metrics(-1);
-        store_->log("no checkpoint yet: starting again from step 0");
-      }
-      return;
-    }
-  } else {
-    load_checkpoint(last);
-  }
-  impl_->last_pt_step = step_;
-  const RunSummary before = store_->read_summary();
-  const bool early = before.reason.rfind("early stop", 0) == 0;
-  const int64_t target = read_training_options(cfg_.at("training")).steps;
-  already_finished_ = before.status == "finished" && (early || step_ >= target);
-  if (already_finished_) {
-    finished_summary_ = before;
-    return;  // nothing to train: the run directory stays as it is
-  }
-  // A target below the step reached would record a run of `target` steps that trained further
-  // (config.json and the log saying "from step N to target"): refused before anything is written.
-  if (target < step_)
-    throw UserError(refusal + "training.steps (" + std::to_string(target) + ") is below the step it has reached (" +
-                    std::to_string(step_) + ")" + nothing_changed + ". Give --steps " + std::to_string(step_) +
-                    " to end it there (it is then evaluated on the test split), or more to train on");
-  if (writer()) store_->remove_stale_temp_files();
-  if (writer()) store_->truncate_metrics(step_);
-  if (writer() && resumed_from != "last.pt") {
-    const std::string note = "checkpoints/last.pt is missing: resuming from checkpoints/" + resumed_from + " (step " +
-                             std::to_string(step_) + "); metrics.jsonl trimmed to that step" + resume_note;
-    store_->log(note);
-    std::fprintf(stderr, "warning: %s\n", note.c_str());  // the CLI prints no log line before training starts
-  }
-  summary_.step = step_;
-  summary_.has_best = impl_->has_best;
-  summary_.best_valid = impl_->best;
-  summary_.best_step = impl_->best_step;
-  summary_.elapsed = impl_->elapsed_before;
-  summary_.started = before.started;
-  summary_.valid_units = before.valid_units;
-  summary_.test_units = before.test_units;
-}
-
-void Trainer::fork_from(const std::string& checkpoint) {
-  load_checkpoint(checkpoint);
-  // The child selects its own best checkpoint: the parent's best.pt is not in its directory.
-  impl_->has_best = false;
-  impl_->best = 0;
-  impl_->best_step = 0;
-  impl_->bad_evals = 0;
-  // ... and starts at its own training.lr (a fork is how a user trains on at another lr).
-  impl_->lr_decays = 0;
-  impl_->lr_bad_evals = 0;
-  impl_->lr_has_best = false;
-  impl_->lr_best = 0;
-  impl_->lr = decayed_lr(impl_->opts, 0);
-  apply_hyper_parameters(*impl_->opt, impl_->opts, 0);
-  summary_.step = step_;
-  summary_.elapsed = impl_->elapsed_before;
-}
-
 // ------------------------------------------------------------------ run() in named steps
-
-struct Trainer::RunContext {
-  TrainerControl* control = nullptr;
-  const TrainerCallbacks* cb = nullptr;
-  int64_t total = 0, log_every = 10, eval_every = 200, ckpt_every = 0, keep = 3, patience = 0;
-  bool track_test = false, eval_test = true, lower = true;
-  std::string metric;
-  std::string lr_metric;  // training.lr_decay_metric resolved (the valid key the decay watches)
-  bool lr_lower = true;   // lower is better for lr_metric
-  Clock::time_point t_start;
-  double paused = 0;  // seconds spent paused (not counted as elapsed)
-  bool early_stopped = false;
-  int64_t last_checkpoint = -1;  // step of the last last.pt written by this run()
-  std::string reason;            // why train_step failed
-  bool diverged = false;         // log_interval found the divergence rule met (rc.reason says why)
-};
 
 double Trainer::elapsed(const RunContext& rc) const {
   return impl_->elapsed_before + std::chrono::duration<double>(Clock::now() - rc.t_start).count() - rc.paused;
@@ -594,15 +236,7 @@ void Trainer::write_summary(RunContext& rc) {
 }
 
 void Trainer::prepare(RunContext& rc) {
-  const TrainingOptions tr = read_training_options(cfg_.at("training"));
-  rc.total = tr.steps;
-  rc.log_every = tr.log_every;
-  rc.eval_every = tr.eval_every;
-  rc.ckpt_every = tr.checkpoint_every;
-  rc.keep = tr.keep_checkpoints;
-  rc.patience = tr.patience;
-  rc.track_test = tr.track_test;
-  rc.eval_test = tr.eval_test;
+  const TrainingOptions& tr = rc.tr;
   rc.lower = task_->lower_is_better();
   rc.metric = task_->primary_metric();
   rc.lr_metric = tr.lr_decay_metric.rfind("valid.", 0) == 0 ? tr.lr_decay_metric.substr(6) : tr.lr_decay_metric;
@@ -613,7 +247,7 @@ void Trainer::prepare(RunContext& rc) {
   summary_.reason.clear();
   write_summary(rc);
   log(rc, "training " + summary_.cell + " on " + task_->name() + " from step " + std::to_string(step_) + " to " +
-              std::to_string(rc.total) + " (" + std::to_string(summary_.parameters) + " parameters)");
+              std::to_string(rc.tr.steps) + " (" + std::to_string(summary_.parameters) + " parameters)");
   sync_->begin(impl_->params, static_cast<uint64_t>(tr.seed), step_);
   impl_->tb.reset();
   if (writer() && tr.tensorboard) {
@@ -645,32 +279,6 @@ void Trainer::report_tensorboard(RunContext& rc) {
   log(rc, msg);
 }
 
-// What to try after a NaN/Inf or a divergence at step > 0. Under Adam, training.clip does not bound
-// the update: clip_grad_norm_ rescales the whole gradient, and Adam's step lr * m / sqrt(v) does not
-// depend on the gradient's scale (every weight moves by about lr per step), so naming clipping as
-// the remedy of a run that already clips is wrong (#51: MC-RNN over a GRU, lr 3e-3, clip 5).
-static std::string lr_clip_hint(Optimizer opt, double clip) {
-  if (opt == Optimizer::Adam)
-    return std::string(". Try a lower training.lr") +
-           (clip > 0 ? " (training.clip is set, but clipping rescales the gradient, and Adam's step does not "
-                       "depend on the gradient's scale: it bounds neither Adam's update nor the activations)"
-                     : "") +
-           ".";
-  return clip > 0 ? ". Try a lower training.lr or a lower training.clip."
-                  : ". Try a lower training.lr or gradient clipping (training.clip).";
-}
-
-// For a run of a TorchScript cell, what its NaN or Inf may also come from: the researcher's own
-// forward (the learning rate was the only suspect named, #52). "" for the built-in cells.
-static std::string script_cell_hint(const json& cfg) {
-  const json* m = cfg.contains("model") && cfg["model"].is_object() ? &cfg["model"] : nullptr;
-  if (!m || !m->contains("cell") || (*m)["cell"] != "script") return "";
-  const std::string path = m->contains("script") && (*m)["script"].is_string() ? (*m)["script"].get<std::string>() : "";
-  return " The cell is a script of your own (model.script '" + path +
-         "'): its forward can produce the NaN or Inf itself (a log or division of 0, an exp or power that "
-         "overflows, a sqrt of a negative number); check it on the inputs of this step.";
-}
-
 bool Trainer::train_step(RunContext& rc) {
   auto& I = *impl_;
   const auto t0 = Clock::now();
@@ -689,39 +297,7 @@ bool Trainer::train_step(RunContext& rc) {
   sync_->reduce_gradients(I.params);
   sync_->reduce_step(st);
   const double inf = std::numeric_limits<double>::infinity();
-  const double gnorm = torch::nn::utils::clip_grad_norm_(I.params, I.clip > 0 ? I.clip : inf);
-  // After a non-finite loss at step_ + 1: when last.pt holds step_'s weights (never proven by a
-  // finite loss), put the newest earlier step_<M>.pt back as last.pt (or remove it). Returns the
-  // step of the last.pt kept, -1 for none.
-  auto discard_unproven_checkpoint = [&]() -> int64_t {
-    if (!store_) return -1;
-    auto& I = *impl_;
-    const std::string dir = store_->checkpoint_dir();
-    const std::string last = join_path(dir, "last.pt");
-    if (I.last_pt_step != step_) return file_exists(last) ? I.last_pt_step : -1;
-    // last.pt holds the weights that just gave a non-finite loss: go back to the newest earlier
-    // step_<M>.pt (a hard link, renamed over last.pt) or, without one, remove it.
-    int64_t good = -1;
-    if (writer()) {
-      for (auto m : store_->checkpoint_steps())
-        if (m < step_) good = m;
-      const std::string bad = join_path(dir, "step_" + std::to_string(step_) + ".pt");
-      if (good >= 0) {
-        const std::string tmp = last + ".tmp." + std::to_string(::getpid());
-        ::unlink(tmp.c_str());
-        if (::link(join_path(dir, "step_" + std::to_string(good) + ".pt").c_str(), tmp.c_str()) != 0 ||
-            ::rename(tmp.c_str(), last.c_str()) != 0) {
-          ::unlink(tmp.c_str());
-          good = -1;
-        }
-      }
-      if (good < 0) ::unlink(last.c_str());
-      ::unlink(bad.c_str());
-      fsync_dir(dir);
-    }
-    I.last_pt_step = good;
-    return good;
-  };
+  const double gnorm = torch::nn::utils::clip_grad_norm_(I.params, I.opts.clip > 0 ? I.opts.clip : inf);
   if (st.nonfinite || !std::isfinite(gnorm)) {
     // The weights of step_ gave a non-finite loss: a checkpoint of them is not a good one.
     const int64_t good = discard_unproven_checkpoint();
@@ -733,7 +309,7 @@ bool Trainer::train_step(RunContext& rc) {
                                           "is the cause: the untrained model itself overflows (its configuration or "
                                           "initialisation; e.g. a smaller model, fewer zones or another option of "
                                           "the cell).")
-                            : lr_clip_hint(I.opts.optimizer, I.clip)) +
+                            : lr_clip_hint(I.opts.optimizer, I.opts.clip)) +
                 script_cell_hint(cfg_);
     return false;
   }
@@ -760,7 +336,7 @@ bool Trainer::train_step(RunContext& rc) {
                ? " (checkpoints/last.pt" +
                      (rc.last_checkpoint >= 0 ? ", step " + std::to_string(rc.last_checkpoint) : std::string()) + ")"
                : " (none was written yet)") +
-          lr_clip_hint(I.opts.optimizer, I.clip);
+          lr_clip_hint(I.opts.optimizer, I.opts.clip);
       return false;
     }
   }
@@ -779,10 +355,10 @@ bool Trainer::train_step(RunContext& rc) {
   if (rc.cb->on_progress) {
     Progress p;
     p.step = step_;
-    p.total_steps = rc.total;
+    p.total_steps = rc.tr.steps;
     p.elapsed = elapsed(rc);
     p.throughput = dt > 0 ? st.units / dt : 0;
-    p.eta = I.train_time_total / std::max<int64_t>(1, step_) * static_cast<double>(rc.total - step_);
+    p.eta = I.train_time_total / std::max<int64_t>(1, step_) * static_cast<double>(rc.tr.steps - step_);
     p.unit = task_->unit_name();
     p.last_loss = st.loss;
     rc.cb->on_progress(p);
@@ -815,7 +391,7 @@ void Trainer::log_interval(RunContext& rc) {
                   "diverged: the training loss stayed above %.0fx the untrained model's (%.3g nats) for %d logged "
                   "intervals (%.4g nats at step %lld); the checkpoints are kept as they are",
                   kDivergeFactor, I.ref_loss, kDivergeIntervals, L, static_cast<long long>(step_));
-    rc.reason = buf + lr_clip_hint(I.opts.optimizer, I.clip);
+    rc.reason = buf + lr_clip_hint(I.opts.optimizer, I.opts.clip);
     rc.diverged = true;
   }
   I.acc_loss = I.acc_gnorm = I.acc_time = 0;
@@ -883,8 +459,7 @@ void Trainer::evaluate_valid(RunContext& rc) {
     } else if (counts && ++I.lr_bad_evals >= I.opts.lr_decay_patience) {
       I.lr_bad_evals = 0;
       ++I.lr_decays;
-      I.lr = decayed_lr(I.opts, I.lr_decays);
-      apply_hyper_parameters(*I.opt, I.opts, I.lr_decays);
+      I.apply_lr_decays();
       char buf[160];
       std::snprintf(buf, sizeof buf, "lr decayed to %.6g at step %lld (valid %s not improved in %lld evaluation%s)",
                     I.lr, static_cast<long long>(step_), rc.lr_metric.c_str(),
@@ -894,34 +469,9 @@ void Trainer::evaluate_valid(RunContext& rc) {
   }
   // best.pt written after last.pt would see the same weights: save it directly
   if (store_ && better) save_global(join_path(store_->checkpoint_dir(), "best.pt"));
-  if (rc.patience > 0 && I.bad_evals >= rc.patience) rc.early_stopped = true;
+  if (rc.tr.patience > 0 && I.bad_evals >= rc.tr.patience) rc.early_stopped = true;
   // test over training time (CRU Fig. 4): logged only, never used for selection
-  if (rc.track_test && task_->has_split("test")) evaluate(rc, "test");
-}
-
-// Every rank takes part in gathering the task's sharded state, rank 0 saves it (global
-// terms: the checkpoint does not depend on the number of ranks).
-void Trainer::save_global(const std::string& path) {
-  sync_->gather_task_state(*task_);
-  if (writer()) save_checkpoint(path);
-  sync_->release_task_state(*task_);
-}
-
-void Trainer::checkpoint(RunContext& rc) {
-  if (!store_) return;
-  const std::string dir = store_->checkpoint_dir();
-  const std::string last = join_path(dir, "last.pt");
-  save_global(last);
-  impl_->last_pt_step = step_;
-  rc.last_checkpoint = step_;
-  if (!writer()) return;
-  // step_<N>.pt: a hard link to this last.pt (the next save replaces last.pt by rename).
-  const std::string named = join_path(dir, "step_" + std::to_string(step_) + ".pt");
-  ::unlink(named.c_str());
-  if (::link(last.c_str(), named.c_str()) != 0) save_checkpoint(named);
-  auto steps = store_->checkpoint_steps();
-  for (size_t i = 0; i + static_cast<size_t>(rc.keep) < steps.size(); ++i)
-    ::unlink(join_path(dir, "step_" + std::to_string(steps[i]) + ".pt").c_str());
+  if (rc.tr.track_test && task_->has_split("test")) evaluate(rc, "test");
 }
 
 TrainOutcome Trainer::finish(RunContext& rc, Ending how) {
@@ -938,7 +488,7 @@ TrainOutcome Trainer::finish(RunContext& rc, Ending how) {
   } else {
     // Test metric of the best checkpoint: rank 0 reads best.pt, every rank evaluates
     // those weights (the evaluation's collectives are matched on every rank).
-    if (rc.eval_test && task_->has_split("test")) {
+    if (rc.tr.eval_test && task_->has_split("test")) {
       const std::string best = store_ ? join_path(store_->checkpoint_dir(), "best.pt") : "";
       if (writer() && file_exists(best)) {
         torch::serialize::InputArchive ar, m;  // only the model weights of best.pt
@@ -961,7 +511,7 @@ TrainOutcome Trainer::finish(RunContext& rc, Ending how) {
 }
 
 TrainOutcome Trainer::run(TrainerControl* control, const TrainerCallbacks& cb) {
-  RunContext rc;
+  RunContext rc(impl_->opts);
   rc.control = control;
   rc.cb = &cb;
   if (already_finished_) {  // a finished run resumed: nothing to do, nothing written
@@ -977,7 +527,7 @@ TrainOutcome Trainer::run(TrainerControl* control, const TrainerCallbacks& cb) {
   try {
     prepare(rc);
     Ending how = Ending::finished;
-    while (step_ < rc.total) {
+    while (step_ < rc.tr.steps) {
       if (sync_->should_stop(control, &rc.paused)) {
         how = Ending::stopped;
         break;
@@ -986,19 +536,20 @@ TrainOutcome Trainer::run(TrainerControl* control, const TrainerCallbacks& cb) {
         how = Ending::failed;
         break;
       }
-      if (step_ % rc.log_every == 0 || step_ == rc.total) log_interval(rc);
+      if (step_ % rc.tr.log_every == 0 || step_ == rc.tr.steps) log_interval(rc);
       if (rc.diverged) {
         how = Ending::failed;
         break;
       }
-      const bool do_eval = (rc.eval_every > 0 && step_ % rc.eval_every == 0) || step_ == rc.total;
+      const bool do_eval = (rc.tr.eval_every > 0 && step_ % rc.tr.eval_every == 0) || step_ == rc.tr.steps;
       if (do_eval && task_->has_split("valid")) evaluate_valid(rc);
-      if ((rc.ckpt_every > 0 ? step_ % rc.ckpt_every == 0 : do_eval) || step_ == rc.total || rc.early_stopped)
+      if ((rc.tr.checkpoint_every > 0 ? step_ % rc.tr.checkpoint_every == 0 : do_eval) || step_ == rc.tr.steps ||
+          rc.early_stopped)
         checkpoint(rc);
-      if (do_eval || step_ % rc.log_every == 0) write_summary(rc);
+      if (do_eval || step_ % rc.tr.log_every == 0) write_summary(rc);
       if (rc.early_stopped) {
         log(rc, "early stop at step " + std::to_string(step_) + ": no improvement of valid " + rc.metric + " in " +
-                    std::to_string(rc.patience) + " evaluations (best " + std::to_string(impl_->best) + " at step " +
+                    std::to_string(rc.tr.patience) + " evaluations (best " + std::to_string(impl_->best) + " at step " +
                     std::to_string(impl_->best_step) + ")");
         break;
       }
@@ -1016,70 +567,6 @@ TrainOutcome Trainer::run(TrainerControl* control, const TrainerCallbacks& cb) {
     log(rc, std::string("failed: ") + e.what());
     throw;
   }
-}
-
-std::string checkpoint_path(const std::string& run_dir, const std::string& which) {
-  const std::string dir = join_path(run_dir, "checkpoints");
-  std::string p;
-  if (which == "best" || which == "last") p = join_path(dir, which + ".pt");
-  else p = join_path(dir, "step_" + which + ".pt");
-  if (which == "best" && !file_exists(p)) p = join_path(dir, "last.pt");
-  if (!file_exists(p)) throw UserError("run '" + run_dir + "' has no checkpoint '" + which + "' (" + p + ")");
-  return p;
-}
-
-void load_run_checkpoint(Task& task, const std::string& run_dir, const std::string& which) {
-  const std::string p = checkpoint_path(run_dir, which);
-  torch::serialize::InputArchive ar;
-  read_checkpoint_file(p, ar);
-  load_checkpoint_weights(task, ar, p);
-}
-
-void load_checkpoint_weights(Task& task, torch::serialize::InputArchive& ar, const std::string& p) {
-  check_model_matches(*task.model(), ar, p,
-                      "The run's config.json does not describe the model this checkpoint was saved from");
-  try {
-    torch::serialize::InputArchive m;
-    ar.read("model", m);
-    task.model()->load(m);
-  } catch (const UserError&) {
-    throw;
-  } catch (const std::exception& e) {
-    std::string what = e.what();
-    auto nl = what.find('\n');
-    throw UserError("checkpoint '" + p + "' is unreadable or corrupted: " + what.substr(0, nl));
-  }
-}
-
-std::unique_ptr<Task> load_run_task(const std::string& run_dir, const std::string& which, const json* dataset) {
-  RunStore store(run_dir);
-  if (!file_exists(store.path("config.json")))
-    throw UserError("'" + run_dir + "' is not a run directory (no config.json)");
-  json raw = store.read_config();
-  use_run_script_copy(raw, run_dir);  // a script moved or edited since: the run's own copy
-  if (dataset) {
-    json ds = *dataset;
-    // the run's tokenizer goes with its vocabulary
-    if (ds.is_object() && !ds.contains("tokenizer") && raw["dataset"].contains("tokenizer"))
-      ds["tokenizer"] = raw["dataset"]["tokenizer"];
-    raw["dataset"] = ds;
-  }
-  json cfg = load_and_resolve(raw);
-  auto task = make_task(cfg, run_dir);
-  load_run_checkpoint(*task, run_dir, which);
-  return task;
-}
-
-std::unique_ptr<Task> make_run_task(const std::string& run_dir, json* resolved) {
-  RunStore store(run_dir);
-  if (!file_exists(store.path("config.json")))
-    throw UserError("'" + run_dir + "' is not a run directory (no config.json)");
-  json raw = store.read_config();
-  use_run_script_copy(raw, run_dir);  // a script moved or edited since: the run's own copy
-  json cfg = load_and_resolve(raw);
-  auto task = make_task(cfg, run_dir);
-  if (resolved) *resolved = std::move(cfg);
-  return task;
 }
 
 }  // namespace cs

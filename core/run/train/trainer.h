@@ -97,7 +97,8 @@ class Trainer {
   void load_checkpoint(const std::string& path);
 
  private:
-  // run() as named steps (trainer.cpp); RunContext holds one run()'s settings and clocks.
+  // run() as named steps (trainer.cpp; trainer_impl.h holds Impl and RunContext, trainer_checkpoint.cpp
+  // and trainer_resume.cpp the rest); RunContext holds one run()'s training options and clocks.
   struct Impl;
   struct RunContext;
   enum class Ending { finished, stopped, failed };
@@ -116,6 +117,7 @@ class Trainer {
   void log(RunContext& rc, const std::string& s);
   void emit(RunContext& rc, const MetricsRecord& r);
   void report_tensorboard(RunContext& rc);  // the TensorBoard writer's first error, once
+  int64_t discard_unproven_checkpoint();    // after a non-finite loss (trainer_checkpoint.cpp)
 
   std::unique_ptr<Impl> impl_;
   json cfg_;
