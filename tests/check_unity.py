@@ -27,44 +27,10 @@ import re
 import sys
 import tempfile
 
-RAW = re.compile(r'R"([^()\\ ]{0,16})\(')
-
-
-def strip(text):
-    """The text without comments and literals (each literal becomes "" or ''), lines kept."""
-    out = []
-    i, n = 0, len(text)
-    while i < n:
-        c = text[i]
-        if text.startswith("//", i):
-            j = text.find("\n", i)
-            i = n if j < 0 else j
-        elif text.startswith("/*", i):
-            j = text.find("*/", i + 2)
-            j = n if j < 0 else j + 2
-            out.append("\n" * text.count("\n", i, j))
-            i = j
-        elif c == 'R' and RAW.match(text, i) and (i == 0 or not (text[i - 1].isalnum() or text[i - 1] == '_')):
-            m = RAW.match(text, i)
-            end = ")" + m.group(1) + '"'
-            j = text.find(end, m.end())
-            j = n if j < 0 else j + len(end)
-            out.append('""' + "\n" * text.count("\n", i, j))
-            i = j
-        elif c in "\"'":
-            if c == "'" and i > 0 and text[i - 1].isalnum():  # a digit separator: 1'000
-                out.append(c)
-                i += 1
-                continue
-            j = i + 1
-            while j < n and text[j] != c and text[j] != "\n":
-                j += 2 if text[j] == "\\" else 1
-            out.append(c + c)
-            i = j + 1
-        else:
-            out.append(c)
-            i += 1
-    return "".join(out)
+# Comments, literals and preprocessor lines blanked (newlines kept): the same reader as
+# tests/check_sizes.py's, so that the two checks read C++ alike.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from check_sizes import blank_literals  # noqa: E402
 
 
 IDENT = re.compile(r"[A-Za-z_]\w*")
@@ -98,7 +64,7 @@ def declared_name(head):
     m = re.match(r"^(?:typedef\s.*\W)?using\s+(\w+)\s*=", h)
     if m:
         return m.group(1)
-    if h.startswith("using ") or h.startswith("namespace ") or h.startswith("extern \"\""):
+    if h.startswith("using ") or h.startswith("namespace ") or re.match(r'extern\s*"\s*"', h):
         return None
     m = re.match(r"^(?:(?:static|inline|constexpr|const)\s+)*(?:struct|class|union|enum(?:\s+class|\s+struct)?)\s+(\w+)", h)
     if m:
@@ -133,8 +99,7 @@ def scan(path):
         m = re.match(r"\s*#\s*undef\s+(\w+)", line)
         if m:
             undefs.add(m.group(1))
-    text = strip(raw)
-    text = re.sub(r"^\s*#.*?(?<!\\)$", lambda m: "\n" * m.group(0).count("\n"), text, flags=re.M | re.S)
+    text = blank_literals(raw)
     internal, usings = {}, []
     stack = []  # 'anon', 'ns:NAME' or 'block' for each open brace
     head_start = 0
@@ -185,7 +150,7 @@ def scan(path):
                 stack.append("ns:" + m.group(1).strip() if m.group(1) else "anon")
                 if m.group(1):
                     opened.add(scope_of())
-            elif h.startswith('extern ""') and at_namespace_scope():
+            elif re.match(r'extern\s*"\s*"', h) and at_namespace_scope():
                 stack.append("ns:")
             else:
                 note(head, head_start + len(head) - len(head.lstrip()), True)
