@@ -79,7 +79,7 @@ PACKAGES=(libtorch-dev libopenblas0-openmp
   libicu-dev  # ICU: NFC, UAX #29 word breaks and Unicode lower-casing of the word tokenizer (core/base/data/tokenizer.cpp)
   libstemmer-dev  # Snowball's Porter stemmer: ROUGE's optional stemming (core/base/data/text_metrics.cpp)
   python3-nltk  # an independent BLEU and Porter stemmer for the metric tests
-  python3-pytest  # the Python package's own tests (packaging/python/tests, test python_package)
+  python3-pytest python3-setuptools  # the Python package's own tests and its build backend (packaging/python: pytest, pyproject.toml; test cellscope_torch_pytest)
   libcli11-dev  # CLI11 (header-only): the option parser of every cellscope-cli command (app/cli/args.cpp)
   help2man  # cellscope-cli.1 generated at build time from the commands' --help (packaging/man/make-man.sh)
   python3-protobuf protobuf-compiler libprotobuf-dev  # test tensorboard: an independent reader of the event files (protoc + struct.proto)
