@@ -14,6 +14,7 @@
 #include <QSignalSpy>
 #include <QSlider>
 #include <QStandardItemModel>
+#include <QXmlStreamReader>
 
 #include <algorithm>
 #include <cmath>
@@ -158,6 +159,81 @@ class TestGuiAnalysis : public QObject {
     QVERIFY(csv.open(QIODevice::ReadOnly));
     const QStringList lines = QString::fromUtf8(csv.readAll()).trimmed().split('\n');
     QCOMPARE(lines.size(), 1 + 6);  // header + the last K characters
+  }
+
+  // #53 item 3: a 15 x 21 relevance heatmap exported as PNG, PDF, SVG and SVG again (as a user
+  // does, the window's events in between) from a window of 1800x1000 kept 2 of the 21 column labels
+  // and 8 of the 15 row labels in the SVGs: the tick thinning measured the export's layout against
+  // the screen's viewport. Every export now writes every label, the screen keeps its own labels,
+  // and the SVG names fonts a browser knows, with the caption inside the viewBox.
+  void svgKeepsEveryTickLabelOnScreenSizes() {
+    const QString dir = cstest::temp_dir() + "/svg_ticks";
+    QDir().mkpath(dir);
+    for (const QSize& win : {QSize(1024, 640), QSize(1800, 1000), QSize(700, 500)}) {
+      gui::AnalysisPanel p;
+      p.resize(win);
+      p.show();
+      QVERIFY(QTest::qWaitForWindowExposed(&p));
+      p.setWorkspace(m_ws);
+      QVERIFY(p.selectRun(m_run));
+      QVERIFY(p.setKind("relevance"));
+      p.setText("the whale and the sea");
+      p.setLastK(15);
+      QSignalSpy spy(&p, &gui::AnalysisPanel::computed);
+      p.compute();
+      QVERIFY2(waitComputed(p, spy), qPrintable(p.lastError()));
+      QTest::qWait(100);
+      auto* h = p.figure()->panelAs<csw::HeatmapView>(0);
+      QVERIFY(h);
+      QCOMPARE(h->rows(), 15);
+      QCOMPARE(h->columns(), 21);
+      const int screenCols = h->columnLabelStep(), screenRows = h->rowLabelStep();
+      int svgs = 0;
+      for (const char* ext : {"png", "pdf", "svg", "png", "svg"}) {
+        const QString out = QStringLiteral("%1/rel-%2-%3.%4").arg(dir).arg(win.width()).arg(svgs).arg(ext);
+        QString err;
+        QVERIFY2(p.exportTo(out, &err), qPrintable(err));
+        QTest::qWait(50);  // the window's queued replots, as after a file dialog
+        const QString where = QStringLiteral("window %1x%2, %3").arg(win.width()).arg(win.height()).arg(out);
+        QVERIFY2(h->columnLabelStep() == screenCols && h->rowLabelStep() == screenRows, qPrintable(where));
+        if (QString(ext) != "svg") continue;
+        ++svgs;
+        QFile f(out);
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        QXmlStreamReader xml(&f);
+        int labels = 0, inText = 0;
+        double height = 0, lowest = 0;
+        QStringList families;
+        while (!xml.atEnd()) {
+          xml.readNext();
+          if (!xml.isStartElement() && !xml.isEndElement() && !xml.isCharacters()) continue;
+          if (xml.isStartElement() && xml.name() == QLatin1String("svg"))
+            height = xml.attributes().value("viewBox").toString().split(' ').value(3).toDouble();
+          if (xml.isStartElement() && xml.attributes().hasAttribute("font-family"))
+            families << xml.attributes().value("font-family").toString();
+          if (xml.isStartElement() && xml.name() == QLatin1String("text")) {
+            ++inText;
+            lowest = std::max(lowest, xml.attributes().value("y").toDouble());
+          } else if (xml.isEndElement() && xml.name() == QLatin1String("text")) {
+            --inText;
+          } else if (xml.isCharacters() && inText > 0) {
+            // The tick labels: one character each ('_' for the space); the colour scale's are numbers.
+            const QString t = xml.text().toString().trimmed();
+            if (t.size() == 1 && (t[0].isLetter() || t[0] == QLatin1Char('_'))) ++labels;
+          }
+        }
+        QVERIFY2(!xml.hasError(), qPrintable(xml.errorString()));
+        QVERIFY2(labels == 15 + 21, qPrintable(QStringLiteral("%1: %2 tick labels").arg(where).arg(labels)));
+        QVERIFY2(height > 0 && lowest < height - 2,
+                 qPrintable(QStringLiteral("%1: text at y=%2, viewBox height %3").arg(where).arg(lowest).arg(height)));
+        QVERIFY(!families.isEmpty());
+        for (const QString& fam : families)
+          QVERIFY2(fam.endsWith(QLatin1String("sans-serif")) || fam.endsWith(QLatin1String("serif")) ||
+                       fam.endsWith(QLatin1String("monospace")),
+                   qPrintable(where + ": font-family=" + fam));
+      }
+      QCOMPARE(svgs, 2);
+    }
   }
 
   // A run with one validation point (step 100) and checkpoints at steps 50, 100 (the best) and

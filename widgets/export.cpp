@@ -2,11 +2,13 @@
 
 #include <QFile>
 #include <QFileInfo>
+#include <QFontInfo>
 #include <QImage>
 #include <QPageLayout>
 #include <QPageSize>
 #include <QPainter>
 #include <QPdfWriter>
+#include <QRegularExpression>
 #include <QSaveFile>
 #include <QSet>
 #include <QSvgGenerator>
@@ -186,6 +188,55 @@ void setupSvg(QSvgGenerator* gen, const QString& path, const QSize& sz, const Ex
   gen->setDescription(o.creator);
 }
 
+}  // namespace
+
+QString svgFontFamily(const QString& qtFamily) {
+  // Qt's own alias ("Sans Serif") means nothing to a browser or Inkscape, which drew the figure
+  // in their default (often serif) font: wider or narrower than the text Qt measured and
+  // wrapped, so a caption line ran past the viewBox. The font Qt resolved and drew with, then
+  // the CSS generic family of its kind for a viewer without it.
+  const QFontInfo info{QFont(qtFamily)};
+  const QString resolved = info.family().isEmpty() ? qtFamily : info.family();
+  QString generic = QStringLiteral("sans-serif");
+  if (info.fixedPitch()) generic = QStringLiteral("monospace");
+  else if (resolved.contains(QLatin1String("Serif"), Qt::CaseInsensitive) &&
+           !resolved.contains(QLatin1String("Sans"), Qt::CaseInsensitive))
+    generic = QStringLiteral("serif");
+  if (resolved.compare(generic, Qt::CaseInsensitive) == 0) return generic;
+  return resolved + QStringLiteral(", ") + generic;
+}
+
+namespace {
+
+// Rewrites every font-family of a written SVG as svgFontFamily() says (QSvgGenerator writes
+// the QFont's family as given).
+bool portableSvgFonts(const QString& path, QString* error) {
+  QFile in(path);
+  if (!in.open(QIODevice::ReadOnly)) {
+    setErr(error, QStringLiteral("cannot read back %1: %2").arg(path, in.errorString()));
+    return false;
+  }
+  const QString svg = QString::fromUtf8(in.readAll());
+  in.close();
+  static const QRegularExpression attr(QStringLiteral("font-family=\"([^\"]*)\""));
+  QString out;
+  out.reserve(svg.size() + 1024);
+  qsizetype from = 0;
+  for (auto it = attr.globalMatch(svg); it.hasNext();) {
+    const QRegularExpressionMatch m = it.next();
+    out += QStringView(svg).mid(from, m.capturedStart(1) - from);
+    out += svgFontFamily(m.captured(1)).toHtmlEscaped();
+    from = m.capturedEnd(1);
+  }
+  out += QStringView(svg).mid(from);
+  QSaveFile f(path);
+  if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate) || f.write(out.toUtf8()) < 0 || !f.commit()) {
+    setErr(error, QStringLiteral("cannot write %1: %2").arg(path, f.errorString()));
+    return false;
+  }
+  return true;
+}
+
 bool exportPlot(QCustomPlot* plot, const QString& path, const QString& ext, const QSize& sz, const ExportOptions& o,
                 QString* error) {
   bool ok = false;
@@ -203,7 +254,8 @@ bool exportPlot(QCustomPlot* plot, const QString& path, const QString& ext, cons
       painter.setMode(QCPPainter::pmNoCaching);
       painter.setMode(QCPPainter::pmNonCosmetic);
       plot->toPainter(&painter, sz.width(), sz.height());
-      ok = painter.end();
+      ok = painter.end() && portableSvgFonts(path, error);
+      if (!ok) return false;
     }
   }
   if (!ok) setErr(error, QStringLiteral("could not write %1").arg(path));
@@ -276,7 +328,7 @@ bool exportPainted(QWidget* view, ExportableView* ev, const QString& path, const
     }
     paint(&p);
     p.end();
-    return true;
+    return portableSvgFonts(path, error);
   }
   return false;
 }

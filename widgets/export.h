@@ -70,6 +70,11 @@ struct ExportOptions {
 bool exportFigure(QWidget* view, const QString& path, const ExportOptions& options = ExportOptions(),
                   QString* error = nullptr);
 
+// The font-family an SVG names for Qt's family: the font Qt resolved it to, then the CSS generic
+// family of its kind ("DejaVu Sans, sans-serif" for Qt's "Sans Serif"), so a browser or Inkscape
+// draws the text in the font it was measured and wrapped with.
+QString svgFontFamily(const QString& qtFamily);
+
 // Writes the view's toCsv() to path (UTF-8). view must be an ExportableView.
 bool exportCsv(QWidget* view, const QString& path, QString* error = nullptr);
 // Writes csv text to path (UTF-8).

@@ -56,12 +56,12 @@ void HeatmapView::setTickLabelThinning(bool on) {
 
 void HeatmapView::updateTickThinning(int plotWidth, int plotHeight) {
   if (!m_thin) return;
-  // Axis rect size = plot size minus the margins of the last layout (estimated before the first one).
-  const QRect ar = m_plot->axisRect()->rect();
-  const bool laidOut = ar.width() > 10 && m_plot->viewport().width() > 10;
-  const int mx = laidOut ? m_plot->viewport().width() - ar.width() : 140;
-  const int my = laidOut ? m_plot->viewport().height() - ar.height() : 90;
-  const double axW = std::max(20, plotWidth - mx), axH = std::max(20, plotHeight - my);
+  // The axis rect of a layout at w x h itself. (Before: the plot size minus the margins of the
+  // last layout, which after an export was the export's layout against the screen's viewport:
+  // a large window's margins came out as hundreds of pixels, and the next SVG of a 15 x 21
+  // relevance heatmap kept 2 column and 8 row labels of 21 and 15.)
+  const QRect ar = axisRectAt(plotWidth, plotHeight);
+  const double axW = std::max(20, ar.width()), axH = std::max(20, ar.height());
   const QFontMetricsF fm(m_plot->xAxis->tickLabelFont());
   double colPx = 0;
   for (int c = 0; c < m_cols; ++c) colPx = std::max(colPx, fm.horizontalAdvance(columnLabel(c)));
@@ -77,6 +77,20 @@ void HeatmapView::updateTickThinning(int plotWidth, int plotHeight) {
       v->rebuildTicks();
       v->requestReplot();
     }
+}
+
+QRect HeatmapView::axisRectAt(int plotWidth, int plotHeight) const {
+  auto layoutAt = [this](const QRect& viewport) {
+    m_plot->setViewport(viewport);
+    // QCustomPlot::updateLayout's phases (it is protected; replot and toPainter run the same).
+    for (auto phase : {QCPLayoutElement::upPreparation, QCPLayoutElement::upMargins, QCPLayoutElement::upLayout})
+      m_plot->plotLayout()->update(phase);
+  };
+  const QRect old = m_plot->viewport();
+  layoutAt(QRect(0, 0, std::max(1, plotWidth), std::max(1, plotHeight)));
+  const QRect ar = m_plot->axisRect()->rect();
+  layoutAt(old);  // hit tests and hover texts keep the screen's layout
+  return ar;
 }
 
 bool HeatmapView::applyLinkedSteps() {

@@ -82,6 +82,8 @@ class HeatmapView : public PlotView {
   void setTickLabelThinning(bool on);
   bool tickLabelThinning() const { return m_thin; }
   void updateTickThinning(int plotWidth, int plotHeight);
+  // The axis rect of the plot laid out at w x h (the screen's layout is restored after).
+  QRect axisRectAt(int plotWidth, int plotHeight) const;
   int columnLabelStep() const { return m_colStep; }
   // Key columns keep their labels when thinned, unless a key of higher rank is closer than a
   // step (their labels would overlap): first the columns in `first` (e.g. a cloze answer's
