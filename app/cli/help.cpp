@@ -270,7 +270,7 @@ report there (only its own files) is replaced, any other non-empty DIR refused. 
 --workspace  where runs and sweeps are (default: $CELLSCOPE_WORKSPACE or ~/.local/share/cellscope/runs;
              --check: the workspace the report was rendered from)
 --no-images  CSV only for figures (faster; also what a build without the figures library does)
-Spec format: core/inspect/report/REPORT_NOTES.md; bundled: sweep-notes (SWEEP_NOTES.md's tables).
+Spec format: core/inspect/report/REPORT_NOTES.md; bundled: sweep-notes (the reproduce tables of docs/results/).
 )cs";
 
 const char* const kSweep =

@@ -1,6 +1,6 @@
 // The paired tests behind every verdict (core/run/sweep/significance.h, issue #51): Student's t
 // through the regularized incomplete beta function (known values and closed forms), the paired
-// t-test on SWEEP_NOTES.md's own per-seed numbers, the sign test, McNemar and the paired
+// t-test on the per-seed numbers of docs/results/{mcrnn,mzu,cru}.md, the sign test, McNemar and the paired
 // bootstrap on hand-made data, and the verdict rule (holds only at p < 0.05 on >= 5 seeds).
 
 #include <gtest/gtest.h>
@@ -48,7 +48,7 @@ TEST(Significance, studentTTwoSidedP) {
   EXPECT_NEAR(student_t_cdf(-2.0, 4) + student_t_cdf(2.0, 4), 1.0, 1e-14);
 }
 
-// The per-seed differences SWEEP_NOTES.md quotes, and the p of the issue (#51).
+// The per-seed differences docs/results/{mcrnn,mzu,cru}.md quote, and the p of the issue (#51).
 TEST(Significance, pairedTTestOnTheNotesOwnNumbers) {
   struct Case {
     std::vector<double> d;
