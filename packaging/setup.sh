@@ -80,6 +80,7 @@ PACKAGES=(libtorch-dev libopenblas0-openmp
   libstemmer-dev  # Snowball's Porter stemmer: ROUGE's optional stemming (core/base/data/text_metrics.cpp)
   python3-nltk  # an independent BLEU and Porter stemmer for the metric tests
   python3-pytest python3-setuptools  # the Python package's own tests and its build backend (packaging/python: pytest, pyproject.toml; test cellscope_torch_pytest)
+  python3-icu  # PyICU: cellscope_torch tokenises new text with the ICU rules of a run (packaging/python/cellscope_torch/text.py; test cellscope_torch_pytest)
   libcli11-dev  # CLI11 (header-only): the option parser of every cellscope-cli command (app/cli/args.cpp)
   help2man  # cellscope-cli.1 generated at build time from the commands' --help (packaging/man/make-man.sh)
   python3-protobuf protobuf-compiler libprotobuf-dev  # test tensorboard: an independent reader of the event files (protoc + struct.proto)
@@ -223,23 +224,23 @@ ASAN_TESTS_EXCLUDE=${CELLSCOPE_ASAN_TESTS_EXCLUDE:-'^(mzu|dist|dist_cluster|dist
 # in the main stage. Also the hostile-input test of the subword vocabulary size: it loads
 # SentencePiece's module (RTLD_DEEPBIND, refused by the ASan runtime, as for subword above), and so do
 # the seq2seq export agreement and the RNNSearch train-and-decode test.
-ASAN_GTEST_EXCLUDE=${CELLSCOPE_ASAN_GTEST_EXCLUDE:-'FusedMzu.same_training_on_default_corpus:FusedMzu.products_split_over_m_functions:BenchPeers.peerBenchReportsTimesSpeedupEfficiencyAndMemory:ClozeTrain.beatsTheFrequencyBaselineOnHeldOutQuestions:FastPathMemory.gruEngineCellsAtTheBenchWidth:HostileInput.subwordVocabularyTooSmall:ExportTorch.seq2seqAgreesWithPyTorch:Seq2seqRnnsearch.tiny_train_finishes_and_decodes'}
+ASAN_GTEST_EXCLUDE=${CELLSCOPE_ASAN_GTEST_EXCLUDE:-'FusedMzu.same_training_on_default_corpus:FusedMzu.products_split_over_m_functions:BenchPeers.peerBenchReportsTimesSpeedupEfficiencyAndMemory:ClozeTrain.beatsTheFrequencyBaselineOnHeldOutQuestions:FastPathMemory.gruEngineCellsAtTheBenchWidth:HostileInput.subwordVocabularyTooSmall:ExportTorchPython.seq2seqAgreesWithPyTorch:Seq2seqRnnsearch.tiny_train_finishes_and_decodes'}
 # CELLSCOPE_SANITIZE_TESTS=ci (.ci/run's Debian 13 stage; default: all) leaves out 21 more: the
 # longest end-to-end tests under the sanitizers, each a series of CLI processes (LibTorch's start-up
 # and LeakSanitizer's exit scan in every one) over code the shorter tests also take there:
 # 1,701 s of the stage's 3,069 s of test time on the 2-core machine for the first 14, 145 s of the
 # Debian 13 stage's 946 s for the 7 after them (tests/README.md has each). And one single test:
-# the agreement of every cell and task's export with PyTorch (about 150 s of export_torch's 279 s
+# the agreement of every cell and task's export with PyTorch (about 150 s of the 279 s export_torch took
 # under ASan: 30-odd runs trained and exported by the instrumented CLI), and the torch.nn renaming of eight such runs
 # (Python's side; the sanitizers add nothing there); on Debian 13 the stage
 # keeps torch 2.6 loading every dtype with weights_only, TorchScript, ONNX and onnxruntime for GRU,
-# LSTM and one cell of each paper (the rest of export_torch). The main stage runs them all on the
+# LSTM and one cell of each paper (the rest of export_torch_python). The main stage runs them all on the
 # same commit (in CI: Debian 12's), and `setup.sh test` (the README's test command,
 # test-distro.sh) runs them under the sanitizers too. It keeps the Python tests, cross_version,
 # cli, script_cell and every kernel test (fused_*, *_blas_auto). Its fuzz targets run
 # CELLSCOPE_FUZZ_SECONDS_CI (default 6) s each instead of 15.
 ASAN_CI_EXCLUDE='reliability|cli_help|round_trip|sweep_workers|completion|bench_matrix|kill_resume|report|char_lm|classify|bench_peers|bad_input|word_lm|cloze_train|history|generate|tensorboard|cloze_rerank|sweep|sweep_table|analysis_compare'
-ASAN_CI_GTEST_EXCLUDE='ExportTorch.everyCellAndTaskAgreesWithPyTorch:ExportTorch.gruLstmRnnRunsAreTorchNnModules:ExportTorch.everyRegisteredCellTaskAndEnumValueLoadsInPythonOrIsRefused'
+ASAN_CI_GTEST_EXCLUDE='ExportTorchPython.everyCellAndTaskAgreesWithPyTorch:ExportTorchPython.gruLstmRnnRunsAreTorchNnModules:ExportTorchRegistry.everyRegisteredCellTaskAndEnumValueLoadsInPythonOrIsRefused'
 fuzz_seconds=${CELLSCOPE_FUZZ_SECONDS:-15}
 case "${CELLSCOPE_SANITIZE_TESTS:-all}" in
   all) ;;

@@ -90,6 +90,126 @@ class GuiDailyTest : public QObject {
     return dir;
   }
 
+  // compareTabFitsA1024x700Window's run i of three in dir, as a finished run leaves it: config.json
+  // (seed and threads i + 1; the third a gcnMZU), the metrics a gcnMZU run logs, summary.json.
+  void writeCompareRun(const QString& dir, int i) const {
+    QDir().mkpath(dir);
+    QJsonObject cfg = tinyConfig(150, 10, 50);
+    QJsonObject t = cfg["training"].toObject();
+    t["seed"] = i + 1;
+    t["threads"] = i + 1;
+    cfg["training"] = t;
+    if (i == 2) cfg["model"] = QJsonObject{{"cell", "gcn_mzu"}, {"embed", 8}, {"hidden", 16}};
+    QFile c(dir + "/config.json");
+    QVERIFY(c.open(QIODevice::WriteOnly));
+    c.write(QJsonDocument(cfg).toJson());
+    c.close();
+    // Training points with the keys a gcnMZU run logs: long metric names in the Metric list.
+    QByteArray lines;
+    for (int s = 10; s <= 150; s += 10)
+      lines +=
+          QString(
+              R"({"step": %1, "loss": 2.5, "bpc": 3.6, "grad_norm": 1.1, "throughput": 500, "zone_cosine": -0.1, "zone_disagreement": -0.2})"
+              "\n")
+              .arg(s)
+              .toUtf8();
+    for (int s = 50; s <= 150; s += 50)
+      lines += QString(R"({"step": %1, "eval": true, "split": "valid", "bpc": %2})"
+                       "\n")
+                   .arg(s)
+                   .arg(4.0 - s / 100.0 - i * 0.05)
+                   .toUtf8();
+    QFile m(dir + "/metrics.jsonl");
+    QVERIFY(m.open(QIODevice::WriteOnly));
+    m.write(lines);
+    m.close();
+    const QJsonObject sum{
+        {"status", "finished"},         {"task", "char_lm"},    {"cell", cfg["model"].toObject()["cell"]},
+        {"primary_metric", "bpc"},      {"parameters", 274260}, {"step", 150},
+        {"best_valid", 2.5 - i * 0.05}, {"best_step", 150},     {"test_metric", 2.4567 - i * 0.05},
+        {"mean_throughput", 12345.0},   {"unit", "chars"}};
+    QFile f(dir + "/summary.json");
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write(QJsonDocument(sum).toJson());
+  }
+  // compareTabFitsA1024x700Window: every control of the tab inside its visible part, and both
+  // value columns of the config diff in its view.
+  static void checkCompareControlsVisible(MainWindow& w, QTableView* view) {
+    // What the tab shows of itself: its scroll area's viewport, inside the window.
+    auto* page = w.findChild<QScrollArea*>("tabScroll_Compare");
+    QVERIFY(page);
+    const QRect visible =
+        QRect(page->viewport()->mapTo(&w, QPoint(0, 0)), page->viewport()->size()).intersected(w.rect());
+    auto where = [&](QWidget* c) { return QRect(c->mapTo(&w, QPoint(0, 0)), c->size()); };
+    auto rectText = [](const QRect& r) {
+      return QString("%1,%2 %3x%4").arg(r.x()).arg(r.y()).arg(r.width()).arg(r.height());
+    };
+    QList<QPair<QString, QWidget*>> controls;
+    for (QToolButton* b : w.comparePanel()->findChildren<QToolButton*>())
+      if (b->text() == "Export CSV...") controls << qMakePair(QString("Export CSV"), static_cast<QWidget*>(b));
+    for (QLineEdit* e : w.comparePanel()->findChildren<QLineEdit*>())
+      if (e->placeholderText().startsWith("Filter runs"))
+        controls << qMakePair(QString("filter"), static_cast<QWidget*>(e));
+    for (QComboBox* c : w.comparePanel()->findChildren<QComboBox*>()) {
+      if (c->findText("Training FLOPs") >= 0) controls << qMakePair(QString("x axis"), static_cast<QWidget*>(c));
+      else if (c->findText("min-max band") >= 0) controls << qMakePair(QString("band"), static_cast<QWidget*>(c));
+      else if (c->findText("valid bpc") >= 0) controls << qMakePair(QString("metric"), static_cast<QWidget*>(c));
+    }
+    for (QCheckBox* b : w.comparePanel()->findChildren<QCheckBox*>())
+      if (b->text() == "Aggregate seeds") controls << qMakePair(QString("aggregate seeds"), static_cast<QWidget*>(b));
+    csw::CurvePlot* plot = w.comparePanel()->comparePlot();
+    controls << qMakePair(QString("plot"), static_cast<QWidget*>(plot->plot()));
+    controls << qMakePair(QString("plot view controls"),
+                          plot->toolbarCompact() ? static_cast<QWidget*>(plot->viewMenuButton()) : plot->toolbar());
+    controls << qMakePair(QString("run table"), static_cast<QWidget*>(view));
+    QTableWidget* diff = w.comparePanel()->findChild<QTableWidget*>();
+    QVERIFY(diff);
+    controls << qMakePair(QString("config diff"), static_cast<QWidget*>(diff));
+    for (QLabel* l : w.comparePanel()->findChildren<QLabel*>())
+      if (l->text().contains("differing option"))
+        controls << qMakePair(QString("diff heading"), static_cast<QWidget*>(l));
+    QCOMPARE(controls.size(), 11);
+    for (const auto& [name, c] : controls) {
+      QVERIFY2(c->isVisible(), qPrintable(name + " is hidden"));
+      QVERIFY2(visible.contains(where(c)),
+               qPrintable(QString("%1 at %2, the tab shows %3").arg(name, rectText(where(c)), rectText(visible))));
+      QVERIFY2(c->width() >= 20 && c->height() >= 10, qPrintable(name + " " + rectText(where(c))));
+    }
+    // Both value columns of the diff in its view.
+    auto* dh = diff->horizontalHeader();
+    for (int col = 1; col <= 2; ++col)
+      QVERIFY2(dh->sectionViewportPosition(col) + dh->sectionSize(col) <= diff->viewport()->width() + 1,
+               qPrintable(QString("diff column %1").arg(col)));
+  }
+  // compareTabFitsA1024x700Window, the run table's essential columns:
+  static void checkRunColumnsReadable(QTableView* view, QSortFilterProxyModel* proxy) {
+    // The run name, cell and test metric: in the table's view, the cell and test text whole, the
+    // run name at least 120 px (longer names elide in the middle, the full name in the tooltip).
+    QHeaderView* h = view->horizontalHeader();
+    const QFontMetrics fm = view->fontMetrics();
+    for (int col : {int(gui::RunTableModel::Name), int(gui::RunTableModel::Cell), int(gui::RunTableModel::Test)}) {
+      const int x = h->sectionViewportPosition(col), wd = h->sectionSize(col);
+      const QString head = proxy->headerData(col, Qt::Horizontal).toString();
+      QVERIFY2(x >= 0 && x + wd <= view->viewport()->width(),
+               qPrintable(QString("column %1 at %2+%3 of %4").arg(head).arg(x).arg(wd).arg(view->viewport()->width())));
+      for (int r = 0; r < 3; ++r) {
+        const QString text = proxy->index(r, col).data().toString();
+        QVERIFY(!text.isEmpty());
+        if (col == gui::RunTableModel::Name) {
+          QVERIFY2(wd >= 120, qPrintable(QString("run column %1 px").arg(wd)));
+          const QString tip = proxy->index(r, col).data(Qt::ToolTipRole).toString();
+          QVERIFY2(view->sizeHintForIndex(proxy->index(r, col)).width() <= wd ||
+                       (view->textElideMode() == Qt::ElideMiddle && tip.contains(text)),
+                   qPrintable(QString("%1 in %2 px, tooltip %3").arg(text).arg(wd).arg(tip)));
+        } else {
+          // Whole: as wide as its delegate asks, and the text's own width with room to spare.
+          QVERIFY2(view->sizeHintForIndex(proxy->index(r, col)).width() <= wd && fm.horizontalAdvance(text) + 6 <= wd,
+                   qPrintable(QString("%1: '%2' in %3 px").arg(head, text).arg(wd)));
+        }
+      }
+    }
+  }
+
  private Q_SLOTS:
   void initTestCase() {
     m_root = cstest::temp_dir() + "/guidaily";
@@ -364,45 +484,8 @@ class GuiDailyTest : public QObject {
     const QStringList names = {"20261127-224337-char_lm-gru", "20261127-225012-char_lm-gru",
                                "20261127-231540-char_lm-gcn_mzu"};
     for (int i = 0; i < names.size(); ++i) {
-      const QString dir = ws + "/" + names[i];
-      QDir().mkpath(dir);
-      QJsonObject cfg = tinyConfig(150, 10, 50);
-      QJsonObject t = cfg["training"].toObject();
-      t["seed"] = i + 1;
-      t["threads"] = i + 1;
-      cfg["training"] = t;
-      if (i == 2) cfg["model"] = QJsonObject{{"cell", "gcn_mzu"}, {"embed", 8}, {"hidden", 16}};
-      QFile c(dir + "/config.json");
-      QVERIFY(c.open(QIODevice::WriteOnly));
-      c.write(QJsonDocument(cfg).toJson());
-      c.close();
-      // Training points with the keys a gcnMZU run logs: long metric names in the Metric list.
-      QByteArray lines;
-      for (int s = 10; s <= 150; s += 10)
-        lines +=
-            QString(
-                R"({"step": %1, "loss": 2.5, "bpc": 3.6, "grad_norm": 1.1, "throughput": 500, "zone_cosine": -0.1, "zone_disagreement": -0.2})"
-                "\n")
-                .arg(s)
-                .toUtf8();
-      for (int s = 50; s <= 150; s += 50)
-        lines += QString(R"({"step": %1, "eval": true, "split": "valid", "bpc": %2})"
-                         "\n")
-                     .arg(s)
-                     .arg(4.0 - s / 100.0 - i * 0.05)
-                     .toUtf8();
-      QFile m(dir + "/metrics.jsonl");
-      QVERIFY(m.open(QIODevice::WriteOnly));
-      m.write(lines);
-      m.close();
-      const QJsonObject sum{
-          {"status", "finished"},         {"task", "char_lm"},    {"cell", cfg["model"].toObject()["cell"]},
-          {"primary_metric", "bpc"},      {"parameters", 274260}, {"step", 150},
-          {"best_valid", 2.5 - i * 0.05}, {"best_step", 150},     {"test_metric", 2.4567 - i * 0.05},
-          {"mean_throughput", 12345.0},   {"unit", "chars"}};
-      QFile f(dir + "/summary.json");
-      QVERIFY(f.open(QIODevice::WriteOnly));
-      f.write(QJsonDocument(sum).toJson());
+      writeCompareRun(ws + "/" + names[i], i);
+      if (QTest::currentTestFailed()) return;
     }
     QSortFilterProxyModel* proxy = w.comparePanel()->runProxy();
     QTRY_COMPARE_WITH_TIMEOUT(proxy->rowCount(), 3, 10000);
@@ -425,79 +508,13 @@ class GuiDailyTest : public QObject {
     QTRY_VERIFY(!w.comparePanel()->configDiffText().isEmpty());
     QTest::qWait(100);
 
-    // What the tab shows of itself: its scroll area's viewport, inside the window.
-    auto* page = w.findChild<QScrollArea*>("tabScroll_Compare");
-    QVERIFY(page);
-    const QRect visible =
-        QRect(page->viewport()->mapTo(&w, QPoint(0, 0)), page->viewport()->size()).intersected(w.rect());
-    auto where = [&](QWidget* c) { return QRect(c->mapTo(&w, QPoint(0, 0)), c->size()); };
-    auto rectText = [](const QRect& r) {
-      return QString("%1,%2 %3x%4").arg(r.x()).arg(r.y()).arg(r.width()).arg(r.height());
-    };
-    QList<QPair<QString, QWidget*>> controls;
-    for (QToolButton* b : w.comparePanel()->findChildren<QToolButton*>())
-      if (b->text() == "Export CSV...") controls << qMakePair(QString("Export CSV"), static_cast<QWidget*>(b));
-    for (QLineEdit* e : w.comparePanel()->findChildren<QLineEdit*>())
-      if (e->placeholderText().startsWith("Filter runs"))
-        controls << qMakePair(QString("filter"), static_cast<QWidget*>(e));
-    for (QComboBox* c : w.comparePanel()->findChildren<QComboBox*>()) {
-      if (c->findText("Training FLOPs") >= 0) controls << qMakePair(QString("x axis"), static_cast<QWidget*>(c));
-      else if (c->findText("min-max band") >= 0) controls << qMakePair(QString("band"), static_cast<QWidget*>(c));
-      else if (c->findText("valid bpc") >= 0) controls << qMakePair(QString("metric"), static_cast<QWidget*>(c));
-    }
-    for (QCheckBox* b : w.comparePanel()->findChildren<QCheckBox*>())
-      if (b->text() == "Aggregate seeds") controls << qMakePair(QString("aggregate seeds"), static_cast<QWidget*>(b));
-    csw::CurvePlot* plot = w.comparePanel()->comparePlot();
-    controls << qMakePair(QString("plot"), static_cast<QWidget*>(plot->plot()));
-    controls << qMakePair(QString("plot view controls"),
-                          plot->toolbarCompact() ? static_cast<QWidget*>(plot->viewMenuButton()) : plot->toolbar());
-    controls << qMakePair(QString("run table"), static_cast<QWidget*>(view));
-    QTableWidget* diff = w.comparePanel()->findChild<QTableWidget*>();
-    QVERIFY(diff);
-    controls << qMakePair(QString("config diff"), static_cast<QWidget*>(diff));
-    for (QLabel* l : w.comparePanel()->findChildren<QLabel*>())
-      if (l->text().contains("differing option"))
-        controls << qMakePair(QString("diff heading"), static_cast<QWidget*>(l));
-    QCOMPARE(controls.size(), 11);
-    for (const auto& [name, c] : controls) {
-      QVERIFY2(c->isVisible(), qPrintable(name + " is hidden"));
-      QVERIFY2(visible.contains(where(c)),
-               qPrintable(QString("%1 at %2, the tab shows %3").arg(name, rectText(where(c)), rectText(visible))));
-      QVERIFY2(c->width() >= 20 && c->height() >= 10, qPrintable(name + " " + rectText(where(c))));
-    }
-    // Both value columns of the diff in its view.
-    auto* dh = diff->horizontalHeader();
-    for (int col = 1; col <= 2; ++col)
-      QVERIFY2(dh->sectionViewportPosition(col) + dh->sectionSize(col) <= diff->viewport()->width() + 1,
-               qPrintable(QString("diff column %1").arg(col)));
-
-    // The run name, cell and test metric: in the table's view, the cell and test text whole, the
-    // run name at least 120 px (longer names elide in the middle, the full name in the tooltip).
-    QHeaderView* h = view->horizontalHeader();
-    const QFontMetrics fm = view->fontMetrics();
-    for (int col : {int(gui::RunTableModel::Name), int(gui::RunTableModel::Cell), int(gui::RunTableModel::Test)}) {
-      const int x = h->sectionViewportPosition(col), wd = h->sectionSize(col);
-      const QString head = proxy->headerData(col, Qt::Horizontal).toString();
-      QVERIFY2(x >= 0 && x + wd <= view->viewport()->width(),
-               qPrintable(QString("column %1 at %2+%3 of %4").arg(head).arg(x).arg(wd).arg(view->viewport()->width())));
-      for (int r = 0; r < 3; ++r) {
-        const QString text = proxy->index(r, col).data().toString();
-        QVERIFY(!text.isEmpty());
-        if (col == gui::RunTableModel::Name) {
-          QVERIFY2(wd >= 120, qPrintable(QString("run column %1 px").arg(wd)));
-          const QString tip = proxy->index(r, col).data(Qt::ToolTipRole).toString();
-          QVERIFY2(view->sizeHintForIndex(proxy->index(r, col)).width() <= wd ||
-                       (view->textElideMode() == Qt::ElideMiddle && tip.contains(text)),
-                   qPrintable(QString("%1 in %2 px, tooltip %3").arg(text).arg(wd).arg(tip)));
-        } else {
-          // Whole: as wide as its delegate asks, and the text's own width with room to spare.
-          QVERIFY2(view->sizeHintForIndex(proxy->index(r, col)).width() <= wd && fm.horizontalAdvance(text) + 6 <= wd,
-                   qPrintable(QString("%1: '%2' in %3 px").arg(head, text).arg(wd)));
-        }
-      }
-    }
+    checkCompareControlsVisible(w, view);
+    if (QTest::currentTestFailed()) return;
+    checkRunColumnsReadable(view, proxy);
+    if (QTest::currentTestFailed()) return;
     // A run deleted outside the window (the table is rebuilt): the columns keep their order and
     // fit what is left (the run names whole).
+    QHeaderView* h = view->horizontalHeader();
     const int testAt = h->visualIndex(gui::RunTableModel::Test);
     QVERIFY(QDir(ws + "/" + names[2]).removeRecursively());
     QTRY_COMPARE_WITH_TIMEOUT(proxy->rowCount(), 2, 10000);

@@ -67,6 +67,93 @@ class GuiDecodeTest : public QObject {
     return o;
   }
 
+  // decodesTwoCheckpointsIntoTheirTables' checks once last and step_20 are decoded (beam 3, six
+  // examples): step_20's table against `cellscope-cli decode`, the metrics table, export and copy.
+  void checkSameAsTheCli(gui::DecodePanel* p) const {
+    // the GUI decodes what the CLI decodes
+    QString out, err;
+    QCOMPARE(cstest::run_cli({"decode", m_run, "--checkpoint", "step_20", "--beam", "3", "--max", "6", "--json"}, &out,
+                             &err),
+             0);
+    const QJsonObject cli = QJsonDocument::fromJson(out.toUtf8()).object();
+    const QJsonArray samples = cli.value("samples").toArray();
+    QCOMPARE(samples.size(), 6);
+    for (int i = 0; i < 6; ++i) {
+      QCOMPARE(p->tables()[1].rows[i].hypothesis, samples[i].toObject().value("hypothesis").toString());
+      QCOMPARE(p->tables()[1].rows[i].score, samples[i].toObject().value("score").toDouble());
+    }
+    QCOMPARE(p->tables()[1].metric("bleu", -1), cli.value("metrics").toObject().value("bleu").toDouble());
+  }
+  static void checkMetricsTable(gui::MainWindow& w, gui::DecodePanel* p) {
+    // the metrics table: the two checkpoints, then the lead baseline, its values as the tables'
+    QTableWidget* m = p->metricsTable();
+    QCOMPARE(m->rowCount(), 3);
+    QCOMPARE(m->horizontalHeaderItem(3)->text(), QString("BLEU"));
+    QCOMPARE(m->item(0, 3)->text(), QString::number(p->tables()[0].metric("bleu", -1), 'f', 2));
+    QCOMPARE(m->item(1, 3)->text(), QString::number(p->tables()[1].metric("bleu", -1), 'f', 2));
+    QVERIFY(m->item(2, 0)->text().startsWith("lead baseline"));
+    QCOMPARE(m->item(2, 3)->text(), QString::number(p->tables()[0].metric("lead_bleu", -1), 'f', 2));
+    for (int c = 0; c < m->columnCount(); ++c)
+      QVERIFY2(m->horizontalHeaderItem(c)->text() != "examples", "examples is no metric");
+    // bold = the better checkpoint of a column; a column where the checkpoints tie has none
+    for (int c = 3; c < m->columnCount(); ++c) {
+      const double a = m->item(0, c)->text().toDouble(), b = m->item(1, c)->text().toDouble();
+      QCOMPARE(m->item(0, c)->font().bold(), a > b);
+      QCOMPARE(m->item(1, c)->font().bold(), b > a);
+      QVERIFY(!m->item(2, c)->font().bold());  // never the baseline
+    }
+    // every row, the baseline included, fits without scrolling
+    QVERIFY(m->minimumHeight() >=
+            3 * m->verticalHeader()->defaultSectionSize() + m->horizontalHeader()->sizeHint().height());
+    // shown in a wide window, no column takes the spare width: the last (a ROUGE column) is as
+    // wide as its header and numbers, like the others (before: it stretched over the free space)
+    w.resize(1600, 1000);
+    w.show();
+    w.showPanel(p);
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    {
+      QHeaderView* h = m->horizontalHeader();
+      const int last = h->count() - 1;
+      QTRY_VERIFY(h->sectionSize(last) > 0);
+      int widest = 0;  // the other metric columns (BLEU, ROUGE-1, ...): sized to their contents
+      for (int c = 3; c < last; ++c) widest = std::max(widest, h->sectionSize(c));
+      QVERIFY(widest > 0);
+      QVERIFY2(h->sectionSize(last) <= widest * 3 / 2, qPrintable(QString("%1: %2 px, the widest other metric %3 px")
+                                                                      .arg(m->horizontalHeaderItem(last)->text())
+                                                                      .arg(h->sectionSize(last))
+                                                                      .arg(widest)));
+    }
+  }
+  void checkExportAndCopy(gui::DecodePanel* p) const {
+    // export: the current table, then all of them; CSV and TSV
+    const QString csv = cstest::temp_dir() + "/decode-all.csv";
+    QString error;
+    QVERIFY2(p->exportTables(csv, gui::TableFormat::Csv, true, &error), qPrintable(error));
+    QFile f(csv);
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    const QStringList lines = QString::fromUtf8(f.readAll()).split('\n', Qt::SkipEmptyParts);
+    QCOMPARE(lines.size(), 1 + 12);
+    QCOMPARE(lines[1], QString("last,40,valid,1,%1,%2,%3,%4")
+                           .arg(m_validSrc[0], m_validTgt[0], p->tables()[0].rows[0].hypothesis,
+                                QString::number(p->tables()[0].rows[0].score, 'g', 8)));
+    QVERIFY(lines[12].startsWith("step_20,20,valid,6,"));
+    const QString tsv = cstest::temp_dir() + "/decode-one.tsv";
+    p->setCurrentTable(1);
+    QVERIFY2(p->exportTables(tsv, gui::TableFormat::Tsv, false, &error), qPrintable(error));
+    QFile g(tsv);
+    QVERIFY(g.open(QIODevice::ReadOnly));
+    const QStringList tl = QString::fromUtf8(g.readAll()).split('\n', Qt::SkipEmptyParts);
+    QCOMPARE(tl.size(), 1 + 6);
+    for (const QString& l : tl) QCOMPARE(l.count('\t'), 7);
+    QVERIFY(tl[3].startsWith("step_20\t20\tvalid\t3\t" + m_validSrc[2] + "\t"));
+    // copy: the selected rows, else all
+    p->samplesTable()->clearSelection();
+    QCOMPARE(p->selectedRowsText().count('\n'), 1 + 6);
+    p->samplesTable()->selectRow(4);
+    QCOMPARE(p->selectedRowsText().split('\n', Qt::SkipEmptyParts).size(), 2);
+    QVERIFY(p->selectedRowsText().contains("\t5\t" + m_validSrc[4] + "\t"));
+  }
+
  private Q_SLOTS:
   void initTestCase() {
     m_ws = cstest::temp_dir() + "/decode-ws";
@@ -284,19 +371,8 @@ class GuiDecodeTest : public QObject {
       for (const char* k : {"bleu", "rouge1", "rouge2", "rougeL", "lead_bleu", "lead_rougeL"})
         QVERIFY2(t.hasMetric(k), k);
     }
-    // the GUI decodes what the CLI decodes
-    QString out, err;
-    QCOMPARE(cstest::run_cli({"decode", m_run, "--checkpoint", "step_20", "--beam", "3", "--max", "6", "--json"}, &out,
-                             &err),
-             0);
-    const QJsonObject cli = QJsonDocument::fromJson(out.toUtf8()).object();
-    const QJsonArray samples = cli.value("samples").toArray();
-    QCOMPARE(samples.size(), 6);
-    for (int i = 0; i < 6; ++i) {
-      QCOMPARE(p->tables()[1].rows[i].hypothesis, samples[i].toObject().value("hypothesis").toString());
-      QCOMPARE(p->tables()[1].rows[i].score, samples[i].toObject().value("score").toDouble());
-    }
-    QCOMPARE(p->tables()[1].metric("bleu", -1), cli.value("metrics").toObject().value("bleu").toDouble());
+    checkSameAsTheCli(p);
+    if (QTest::currentTestFailed()) return;
     // the selector shows each checkpoint's outputs
     QCOMPARE(p->tableSelector()->count(), 2);
     for (int t = 0; t < 2; ++t) {
@@ -308,75 +384,13 @@ class GuiDecodeTest : public QObject {
         QCOMPARE(p->samplesTable()->item(i, 3)->text(), p->tables()[t].rows[i].hypothesis);
       }
     }
-    // the metrics table: the two checkpoints, then the lead baseline, its values as the tables'
-    QTableWidget* m = p->metricsTable();
-    QCOMPARE(m->rowCount(), 3);
-    QCOMPARE(m->horizontalHeaderItem(3)->text(), QString("BLEU"));
-    QCOMPARE(m->item(0, 3)->text(), QString::number(p->tables()[0].metric("bleu", -1), 'f', 2));
-    QCOMPARE(m->item(1, 3)->text(), QString::number(p->tables()[1].metric("bleu", -1), 'f', 2));
-    QVERIFY(m->item(2, 0)->text().startsWith("lead baseline"));
-    QCOMPARE(m->item(2, 3)->text(), QString::number(p->tables()[0].metric("lead_bleu", -1), 'f', 2));
-    for (int c = 0; c < m->columnCount(); ++c)
-      QVERIFY2(m->horizontalHeaderItem(c)->text() != "examples", "examples is no metric");
-    // bold = the better checkpoint of a column; a column where the checkpoints tie has none
-    for (int c = 3; c < m->columnCount(); ++c) {
-      const double a = m->item(0, c)->text().toDouble(), b = m->item(1, c)->text().toDouble();
-      QCOMPARE(m->item(0, c)->font().bold(), a > b);
-      QCOMPARE(m->item(1, c)->font().bold(), b > a);
-      QVERIFY(!m->item(2, c)->font().bold());  // never the baseline
-    }
-    // every row, the baseline included, fits without scrolling
-    QVERIFY(m->minimumHeight() >=
-            3 * m->verticalHeader()->defaultSectionSize() + m->horizontalHeader()->sizeHint().height());
-    // shown in a wide window, no column takes the spare width: the last (a ROUGE column) is as
-    // wide as its header and numbers, like the others (before: it stretched over the free space)
-    w.resize(1600, 1000);
-    w.show();
-    w.showPanel(p);
-    QVERIFY(QTest::qWaitForWindowExposed(&w));
-    {
-      QHeaderView* h = m->horizontalHeader();
-      const int last = h->count() - 1;
-      QTRY_VERIFY(h->sectionSize(last) > 0);
-      int widest = 0;  // the other metric columns (BLEU, ROUGE-1, ...): sized to their contents
-      for (int c = 3; c < last; ++c) widest = std::max(widest, h->sectionSize(c));
-      QVERIFY(widest > 0);
-      QVERIFY2(h->sectionSize(last) <= widest * 3 / 2, qPrintable(QString("%1: %2 px, the widest other metric %3 px")
-                                                                      .arg(m->horizontalHeaderItem(last)->text())
-                                                                      .arg(h->sectionSize(last))
-                                                                      .arg(widest)));
-    }
+    checkMetricsTable(w, p);
+    if (QTest::currentTestFailed()) return;
     // clicking a checkpoint's row shows its table
-    m->setCurrentCell(0, 0);
+    p->metricsTable()->setCurrentCell(0, 0);
     QCOMPARE(p->currentTable(), 0);
 
-    // export: the current table, then all of them; CSV and TSV
-    const QString csv = cstest::temp_dir() + "/decode-all.csv";
-    QString error;
-    QVERIFY2(p->exportTables(csv, gui::TableFormat::Csv, true, &error), qPrintable(error));
-    QFile f(csv);
-    QVERIFY(f.open(QIODevice::ReadOnly));
-    const QStringList lines = QString::fromUtf8(f.readAll()).split('\n', Qt::SkipEmptyParts);
-    QCOMPARE(lines.size(), 1 + 12);
-    QCOMPARE(lines[1], QString("last,40,valid,1,%1,%2,%3,%4")
-                           .arg(m_validSrc[0], m_validTgt[0], p->tables()[0].rows[0].hypothesis,
-                                QString::number(p->tables()[0].rows[0].score, 'g', 8)));
-    QVERIFY(lines[12].startsWith("step_20,20,valid,6,"));
-    const QString tsv = cstest::temp_dir() + "/decode-one.tsv";
-    p->setCurrentTable(1);
-    QVERIFY2(p->exportTables(tsv, gui::TableFormat::Tsv, false, &error), qPrintable(error));
-    QFile g(tsv);
-    QVERIFY(g.open(QIODevice::ReadOnly));
-    const QStringList tl = QString::fromUtf8(g.readAll()).split('\n', Qt::SkipEmptyParts);
-    QCOMPARE(tl.size(), 1 + 6);
-    for (const QString& l : tl) QCOMPARE(l.count('\t'), 7);
-    QVERIFY(tl[3].startsWith("step_20\t20\tvalid\t3\t" + m_validSrc[2] + "\t"));
-    // copy: the selected rows, else all
-    p->samplesTable()->clearSelection();
-    QCOMPARE(p->selectedRowsText().count('\n'), 1 + 6);
-    p->samplesTable()->selectRow(4);
-    QCOMPARE(p->selectedRowsText().split('\n', Qt::SkipEmptyParts).size(), 2);
-    QVERIFY(p->selectedRowsText().contains("\t5\t" + m_validSrc[4] + "\t"));
+    checkExportAndCopy(p);
   }
 
   void cancelLeavesTheViewUsable() {

@@ -130,6 +130,102 @@ class GuiRunsTest : public QObject {
     runView(w)->setCurrentIndex(p->mapFromSource(src));
   }
 
+  // contextMenuRenameLoadDelete's checks of the finished run dir: the context menu and the Run
+  // menu's actions, then the exports and an import through the CLI.
+  static void checkRunActions(MainWindow& w, const QString& dir) {
+    gui::RunActions* acts = w.runActions();
+    // The context menu has every action, each with its shortcut, active while the table has the focus.
+    const QStringList texts = {"&Resume",
+                               "&Fork...",
+                               "&Load configuration",
+                               "Rename / &label...",
+                               "&Open folder",
+                               "Export for &PyTorch...",
+                               "Export for &TensorBoard...",
+                               "&Delete..."};
+    const QStringList keys = {"Ctrl+Alt+R", "Ctrl+Alt+F", "Ctrl+Alt+L", "F2",
+                              "Ctrl+Alt+O", "Ctrl+Alt+E", "Ctrl+Alt+T", "Del"};
+    QCOMPARE(acts->actions().size(), texts.size());
+    for (int i = 0; i < texts.size(); ++i) {
+      QAction* a = acts->actions()[i];
+      QCOMPARE(a->text(), texts[i]);
+      QCOMPARE(a->shortcut(), QKeySequence(keys[i]));
+      QCOMPARE(a->shortcutContext(), Qt::WidgetWithChildrenShortcut);
+      QVERIFY(runView(w)->actions().contains(a));
+      QVERIFY(acts->contextMenu()->actions().contains(a));
+    }
+    QCOMPARE(runView(w)->contextMenuPolicy(), Qt::CustomContextMenu);
+    selectRun(w, dir);
+    QCOMPARE(acts->selectedRun(), dir);
+    acts->updateEnabled();
+    QVERIFY(!acts->action(gui::RunActions::Resume)->isEnabled());  // finished: nothing to continue
+    QVERIFY(acts->action(gui::RunActions::Resume)->toolTip().contains("finished: Fork it"));
+    QVERIFY(acts->action(gui::RunActions::Fork)->isEnabled());
+    QVERIFY(acts->action(gui::RunActions::Delete)->isEnabled());
+    QVERIFY(acts->action(gui::RunActions::ExportTorch)->isEnabled());
+    QVERIFY(acts->action(gui::RunActions::ExportTensorBoard)->isEnabled());
+    // Run > Export for PyTorch... and Run > Export for TensorBoard... are the same actions.
+    QMenu* runMenu = nullptr;
+    for (QAction* m : w.menuBar()->actions())
+      if (m->text() == "&Run") runMenu = m->menu();
+    QVERIFY(runMenu);
+    QVERIFY(runMenu->actions().contains(acts->action(gui::RunActions::ExportTorch)));
+    QVERIFY(runMenu->actions().contains(acts->action(gui::RunActions::ExportTensorBoard)));
+  }
+  void exportAndImport(MainWindow& w, const QString& ws, const QString& dir) const {
+    gui::RunActions* acts = w.runActions();
+    // Export for PyTorch, as the action does after its folder dialog: the CLI runs as a process and
+    // writes <folder>/<run>-pytorch with the state_dict that cellscope_torch.load reads.
+    QString exportErr;
+    const QString folder = m_root + "/exports";
+    QDir().mkpath(folder);
+    const QString out = gui::RunActions::exportDirectory(folder, dir);
+    QCOMPARE(out, folder + "/a-pytorch");
+    QSignalSpy done(acts, &gui::RunActions::exportFinished);
+    QVERIFY2(acts->exportRun(dir, gui::RunActions::PyTorch, out, &exportErr), qPrintable(exportErr));
+    QTRY_COMPARE_WITH_TIMEOUT(done.count(), 1, 60000);
+    QVERIFY2(done[0][2].toBool(), qPrintable(done[0][3].toString()));
+    QVERIFY(QFileInfo::exists(out + "/model.pt"));
+    QVERIFY(QFileInfo::exists(out + "/config.json"));
+    QCOMPARE(gui::RunActions::exportDirectory(folder, dir), folder + "/a-pytorch-2");  // never over an export
+    // Into an existing export: the CLI refuses, and the window says so.
+    QVERIFY(acts->exportRun(dir, gui::RunActions::PyTorch, out, &exportErr));
+    QTRY_COMPARE_WITH_TIMEOUT(done.count(), 2, 60000);
+    QVERIFY(!done[1][2].toBool());
+    QVERIFY2(!done[1][3].toString().isEmpty(), "a failed export names its reason");
+    // TensorBoard: one subdirectory per run with an events file.
+    QVERIFY2(acts->exportRun(dir, gui::RunActions::TensorBoard, folder + "/tb", &exportErr), qPrintable(exportErr));
+    QTRY_COMPARE_WITH_TIMEOUT(done.count(), 3, 60000);
+    QVERIFY2(done[2][2].toBool(), qPrintable(done[2][3].toString()));
+    bool events = false;
+    QDirIterator it(folder + "/tb", QDir::Files, QDirIterator::Subdirectories);
+    while (it.hasNext())
+      if (QFileInfo(it.next()).fileName().startsWith("events.out.tfevents.")) events = true;
+    QVERIFY(events);
+    QCOMPARE(acts->exportsRunning(), 0);
+    // File > Import from PyTorch... (Ctrl+Shift+I), as the action does after its folder dialog: the
+    // export (cellscope_torch.save_export writes changed weights back into such a folder) becomes a
+    // run of this workspace, which the table shows; a folder that is no export is refused by name.
+    QAction* imp = w.findChild<QAction*>("importTorchAction");
+    QVERIFY(imp);
+    QCOMPARE(imp->text(), QString("&Import from PyTorch..."));
+    QCOMPARE(imp->shortcut(), QKeySequence("Ctrl+Shift+I"));
+    QSignalSpy imported(acts, &gui::RunActions::importFinished);
+    QVERIFY2(acts->importRun(out, ws, &exportErr), qPrintable(exportErr));
+    QTRY_COMPARE_WITH_TIMEOUT(imported.count(), 1, 60000);
+    QVERIFY2(imported[0][2].toBool(), qPrintable(imported[0][3].toString()));
+    const QString runDir = imported[0][1].toString();
+    QVERIFY2(runDir.startsWith(QFileInfo(ws).absoluteFilePath() + "/"), qPrintable(runDir));
+    QVERIFY(QFileInfo::exists(runDir + "/checkpoints/best.pt"));
+    QTRY_VERIFY_WITH_TIMEOUT(row(w, runDir), 10000);
+    QVERIFY2(w.statusBar()->currentMessage().contains("Imported"), qPrintable(w.statusBar()->currentMessage()));
+    QVERIFY(acts->importRun(folder, ws, &exportErr));
+    QTRY_COMPARE_WITH_TIMEOUT(imported.count(), 2, 60000);
+    QVERIFY(!imported[1][2].toBool());
+    QVERIFY2(imported[1][3].toString().contains("no export.json"), qPrintable(imported[1][3].toString()));
+    QCOMPARE(acts->exportsRunning(), 0);
+  }
+
  private Q_SLOTS:
   void initTestCase() {
     m_root = cstest::temp_dir() + "/guiruns";
@@ -266,96 +362,11 @@ class GuiRunsTest : public QObject {
     gui::RunActions* acts = w.runActions();
     QVERIFY(acts);
 
-    // The context menu has every action, each with its shortcut, active while the table has the focus.
-    const QStringList texts = {"&Resume",
-                               "&Fork...",
-                               "&Load configuration",
-                               "Rename / &label...",
-                               "&Open folder",
-                               "Export for &PyTorch...",
-                               "Export for &TensorBoard...",
-                               "&Delete..."};
-    const QStringList keys = {"Ctrl+Alt+R", "Ctrl+Alt+F", "Ctrl+Alt+L", "F2",
-                              "Ctrl+Alt+O", "Ctrl+Alt+E", "Ctrl+Alt+T", "Del"};
-    QCOMPARE(acts->actions().size(), texts.size());
-    for (int i = 0; i < texts.size(); ++i) {
-      QAction* a = acts->actions()[i];
-      QCOMPARE(a->text(), texts[i]);
-      QCOMPARE(a->shortcut(), QKeySequence(keys[i]));
-      QCOMPARE(a->shortcutContext(), Qt::WidgetWithChildrenShortcut);
-      QVERIFY(runView(w)->actions().contains(a));
-      QVERIFY(acts->contextMenu()->actions().contains(a));
-    }
-    QCOMPARE(runView(w)->contextMenuPolicy(), Qt::CustomContextMenu);
-    selectRun(w, dir);
-    QCOMPARE(acts->selectedRun(), dir);
-    acts->updateEnabled();
-    QVERIFY(!acts->action(gui::RunActions::Resume)->isEnabled());  // finished: nothing to continue
-    QVERIFY(acts->action(gui::RunActions::Resume)->toolTip().contains("finished: Fork it"));
-    QVERIFY(acts->action(gui::RunActions::Fork)->isEnabled());
-    QVERIFY(acts->action(gui::RunActions::Delete)->isEnabled());
-    QVERIFY(acts->action(gui::RunActions::ExportTorch)->isEnabled());
-    QVERIFY(acts->action(gui::RunActions::ExportTensorBoard)->isEnabled());
-    // Run > Export for PyTorch... and Run > Export for TensorBoard... are the same actions.
-    QMenu* runMenu = nullptr;
-    for (QAction* m : w.menuBar()->actions())
-      if (m->text() == "&Run") runMenu = m->menu();
-    QVERIFY(runMenu);
-    QVERIFY(runMenu->actions().contains(acts->action(gui::RunActions::ExportTorch)));
-    QVERIFY(runMenu->actions().contains(acts->action(gui::RunActions::ExportTensorBoard)));
+    checkRunActions(w, dir);
+    if (QTest::currentTestFailed()) return;
 
-    // Export for PyTorch, as the action does after its folder dialog: the CLI runs as a process and
-    // writes <folder>/<run>-pytorch with the state_dict that cellscope_torch.load reads.
-    {
-      QString exportErr;
-      const QString folder = m_root + "/exports";
-      QDir().mkpath(folder);
-      const QString out = gui::RunActions::exportDirectory(folder, dir);
-      QCOMPARE(out, folder + "/a-pytorch");
-      QSignalSpy done(acts, &gui::RunActions::exportFinished);
-      QVERIFY2(acts->exportRun(dir, gui::RunActions::PyTorch, out, &exportErr), qPrintable(exportErr));
-      QTRY_COMPARE_WITH_TIMEOUT(done.count(), 1, 60000);
-      QVERIFY2(done[0][2].toBool(), qPrintable(done[0][3].toString()));
-      QVERIFY(QFileInfo::exists(out + "/model.pt"));
-      QVERIFY(QFileInfo::exists(out + "/config.json"));
-      QCOMPARE(gui::RunActions::exportDirectory(folder, dir), folder + "/a-pytorch-2");  // never over an export
-      // Into an existing export: the CLI refuses, and the window says so.
-      QVERIFY(acts->exportRun(dir, gui::RunActions::PyTorch, out, &exportErr));
-      QTRY_COMPARE_WITH_TIMEOUT(done.count(), 2, 60000);
-      QVERIFY(!done[1][2].toBool());
-      QVERIFY2(!done[1][3].toString().isEmpty(), "a failed export names its reason");
-      // TensorBoard: one subdirectory per run with an events file.
-      QVERIFY2(acts->exportRun(dir, gui::RunActions::TensorBoard, folder + "/tb", &exportErr), qPrintable(exportErr));
-      QTRY_COMPARE_WITH_TIMEOUT(done.count(), 3, 60000);
-      QVERIFY2(done[2][2].toBool(), qPrintable(done[2][3].toString()));
-      bool events = false;
-      QDirIterator it(folder + "/tb", QDir::Files, QDirIterator::Subdirectories);
-      while (it.hasNext())
-        if (QFileInfo(it.next()).fileName().startsWith("events.out.tfevents.")) events = true;
-      QVERIFY(events);
-      QCOMPARE(acts->exportsRunning(), 0);
-      // File > Import from PyTorch... (Ctrl+Shift+I), as the action does after its folder dialog: the
-      // export (cellscope_torch.save_export writes changed weights back into such a folder) becomes a
-      // run of this workspace, which the table shows; a folder that is no export is refused by name.
-      QAction* imp = w.findChild<QAction*>("importTorchAction");
-      QVERIFY(imp);
-      QCOMPARE(imp->text(), QString("&Import from PyTorch..."));
-      QCOMPARE(imp->shortcut(), QKeySequence("Ctrl+Shift+I"));
-      QSignalSpy imported(acts, &gui::RunActions::importFinished);
-      QVERIFY2(acts->importRun(out, ws, &exportErr), qPrintable(exportErr));
-      QTRY_COMPARE_WITH_TIMEOUT(imported.count(), 1, 60000);
-      QVERIFY2(imported[0][2].toBool(), qPrintable(imported[0][3].toString()));
-      const QString runDir = imported[0][1].toString();
-      QVERIFY2(runDir.startsWith(QFileInfo(ws).absoluteFilePath() + "/"), qPrintable(runDir));
-      QVERIFY(QFileInfo::exists(runDir + "/checkpoints/best.pt"));
-      QTRY_VERIFY_WITH_TIMEOUT(row(w, runDir), 10000);
-      QVERIFY2(w.statusBar()->currentMessage().contains("Imported"), qPrintable(w.statusBar()->currentMessage()));
-      QVERIFY(acts->importRun(folder, ws, &exportErr));
-      QTRY_COMPARE_WITH_TIMEOUT(imported.count(), 2, 60000);
-      QVERIFY(!imported[1][2].toBool());
-      QVERIFY2(imported[1][3].toString().contains("no export.json"), qPrintable(imported[1][3].toString()));
-      QCOMPARE(acts->exportsRunning(), 0);
-    }
+    exportAndImport(w, ws, dir);
+    if (QTest::currentTestFailed()) return;
 
     // Rename: label.txt, shown in the row at once.
     QString err;

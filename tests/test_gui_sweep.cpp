@@ -29,6 +29,85 @@
 class GuiSweepTest : public QObject {
   Q_OBJECT
 
+  // runsAndExportsASmallSweep's finished 2x2 sweep (x 2 seeds): its table, its CSV and LaTeX
+  // exports, the paired view and the plot.
+  static void checkTable(gui::SweepPanel* panel) {
+    // Table: rows = hidden, columns = lr; mean ± std of 2 seeds; one bold cell per column (lower bpc).
+    QTableWidget* t = panel->resultTable();
+    QCOMPARE(t->rowCount(), 2);
+    QCOMPARE(t->columnCount(), 2);
+    QCOMPARE(t->verticalHeaderItem(0)->text(), QString("8"));
+    QCOMPARE(t->horizontalHeaderItem(1)->text(), QString("0.02"));
+    for (int c = 0; c < 2; ++c) {
+      int bold = 0;
+      double best = 1e9, other = -1;
+      for (int r = 0; r < 2; ++r) {
+        QVERIFY2(t->item(r, c)->text().contains(QString::fromUtf8("±")), qPrintable(t->item(r, c)->text()));
+        const double mean = t->item(r, c)->text().section(' ', 0, 0).toDouble();
+        if (t->item(r, c)->font().bold()) {
+          ++bold;
+          best = mean;
+        } else {
+          other = mean;
+        }
+      }
+      QCOMPARE(bold, 1);
+      QVERIFY(best <= other);
+    }
+  }
+  static void checkExports(gui::SweepPanel* panel, const QString& root) {
+    // Exports of the plain table.
+    const QString csv = root + "/table.csv", tex = root + "/table.tex";
+    QString err;
+    QVERIFY2(panel->exportTable(csv, &err), qPrintable(err));
+    QVERIFY2(panel->exportTable(tex, &err), qPrintable(err));
+    QFile fc(csv);
+    QVERIFY(fc.open(QIODevice::ReadOnly));
+    const QStringList lines = QString::fromUtf8(fc.readAll()).split('\n', Qt::SkipEmptyParts);
+    QCOMPARE(lines.size(), 1 + 4);
+    QVERIFY(lines[0].startsWith("model.hidden,training.lr,mean,std,n,best"));
+    for (int i = 1; i < 5; ++i) QCOMPARE(lines[i].split(',')[4], QString("2"));
+    QFile ft(tex);
+    QVERIFY(ft.open(QIODevice::ReadOnly));
+    const QString texText = QString::fromUtf8(ft.readAll());
+    QVERIFY(texText.contains("\\begin{tabular}{lcc}") && texText.contains("\\end{tabular}"));
+    QCOMPARE(texText.count("\\mathbf{"), 2);
+    QVERIFY(texText.contains("model.hidden & 0.003 & 0.02"));
+  }
+  static void checkPairedView(gui::SweepPanel* panel, const QString& root) {
+    // Paired view: differences to the column lr = 0.003.
+    QTableWidget* t = panel->resultTable();
+    QString err;
+    panel->pairedReference()->setCurrentText("column 0.003");
+    QCOMPARE(panel->pairedReference()->currentData().toString(), QString("col:0.003"));
+    panel->pairedCheck()->setChecked(true);
+    QCOMPARE(t->item(0, 0)->text(), QString("(ref.)"));
+    QCOMPARE(t->item(1, 0)->text(), QString("(ref.)"));
+    QVERIFY(t->item(0, 1)->text().contains(QString::fromUtf8("±")));
+    QVERIFY(!t->item(0, 1)->font().bold());
+    QVERIFY(panel->exportTable(root + "/paired.csv", &err));
+    QFile fp(root + "/paired.csv");
+    QVERIFY(fp.open(QIODevice::ReadOnly));
+    QVERIFY(QString::fromUtf8(fp.readAll()).contains("\n8,0.003,0,0,2,"));  // the reference minus itself
+    // ... and to a row (the first hidden size): the whole row is the reference.
+    panel->pairedReference()->setCurrentIndex(panel->pairedReference()->findData(QString("row:8")));
+    QCOMPARE(t->item(0, 0)->text(), QString("(ref.)"));
+    QCOMPARE(t->item(0, 1)->text(), QString("(ref.)"));
+    QVERIFY(t->item(1, 0)->text().contains(QString::fromUtf8("±")));
+    panel->pairedCheck()->setChecked(false);
+  }
+  static void checkPlot(gui::SweepPanel* panel) {
+    // Plot: x = hidden (numeric first axis), one curve per lr with error bars.
+    QCustomPlot* plot = panel->seriesPlot();
+    QCOMPARE(plot->graphCount(), 2);
+    QVERIFY(plot->legend->visible());  // two series: their legend is shown
+    QCOMPARE(plot->graph(0)->data()->size(), 2);
+    int bars = 0;
+    for (int i = 0; i < plot->plottableCount(); ++i) bars += qobject_cast<QCPErrorBars*>(plot->plottable(i)) != nullptr;
+    QCOMPARE(bars, 2);
+    QCOMPARE(plot->xAxis->label(), QString("model.hidden"));
+  }
+
  private Q_SLOTS:
   void initTestCase() {
     qunsetenv("CELLSCOPE_WORKSPACE");
@@ -139,74 +218,14 @@ class GuiSweepTest : public QObject {
     QCOMPARE(panel->gridEditor()->item(0, 1)->text(), QString("8, 16"));
     QCOMPARE(panel->gridEditor()->item(1, 1)->text(), QString("0.003, 0.02"));
 
-    // Table: rows = hidden, columns = lr; mean ± std of 2 seeds; one bold cell per column (lower bpc).
-    QTableWidget* t = panel->resultTable();
-    QCOMPARE(t->rowCount(), 2);
-    QCOMPARE(t->columnCount(), 2);
-    QCOMPARE(t->verticalHeaderItem(0)->text(), QString("8"));
-    QCOMPARE(t->horizontalHeaderItem(1)->text(), QString("0.02"));
-    for (int c = 0; c < 2; ++c) {
-      int bold = 0;
-      double best = 1e9, other = -1;
-      for (int r = 0; r < 2; ++r) {
-        QVERIFY2(t->item(r, c)->text().contains(QString::fromUtf8("±")), qPrintable(t->item(r, c)->text()));
-        const double mean = t->item(r, c)->text().section(' ', 0, 0).toDouble();
-        if (t->item(r, c)->font().bold()) {
-          ++bold;
-          best = mean;
-        } else {
-          other = mean;
-        }
-      }
-      QCOMPARE(bold, 1);
-      QVERIFY(best <= other);
-    }
-    // Exports of the plain table.
-    const QString csv = root + "/table.csv", tex = root + "/table.tex";
-    QString err;
-    QVERIFY2(panel->exportTable(csv, &err), qPrintable(err));
-    QVERIFY2(panel->exportTable(tex, &err), qPrintable(err));
-    QFile fc(csv);
-    QVERIFY(fc.open(QIODevice::ReadOnly));
-    const QStringList lines = QString::fromUtf8(fc.readAll()).split('\n', Qt::SkipEmptyParts);
-    QCOMPARE(lines.size(), 1 + 4);
-    QVERIFY(lines[0].startsWith("model.hidden,training.lr,mean,std,n,best"));
-    for (int i = 1; i < 5; ++i) QCOMPARE(lines[i].split(',')[4], QString("2"));
-    QFile ft(tex);
-    QVERIFY(ft.open(QIODevice::ReadOnly));
-    const QString texText = QString::fromUtf8(ft.readAll());
-    QVERIFY(texText.contains("\\begin{tabular}{lcc}") && texText.contains("\\end{tabular}"));
-    QCOMPARE(texText.count("\\mathbf{"), 2);
-    QVERIFY(texText.contains("model.hidden & 0.003 & 0.02"));
-
-    // Paired view: differences to the column lr = 0.003.
-    panel->pairedReference()->setCurrentText("column 0.003");
-    QCOMPARE(panel->pairedReference()->currentData().toString(), QString("col:0.003"));
-    panel->pairedCheck()->setChecked(true);
-    QCOMPARE(t->item(0, 0)->text(), QString("(ref.)"));
-    QCOMPARE(t->item(1, 0)->text(), QString("(ref.)"));
-    QVERIFY(t->item(0, 1)->text().contains(QString::fromUtf8("±")));
-    QVERIFY(!t->item(0, 1)->font().bold());
-    QVERIFY(panel->exportTable(root + "/paired.csv", &err));
-    QFile fp(root + "/paired.csv");
-    QVERIFY(fp.open(QIODevice::ReadOnly));
-    QVERIFY(QString::fromUtf8(fp.readAll()).contains("\n8,0.003,0,0,2,"));  // the reference minus itself
-    // ... and to a row (the first hidden size): the whole row is the reference.
-    panel->pairedReference()->setCurrentIndex(panel->pairedReference()->findData(QString("row:8")));
-    QCOMPARE(t->item(0, 0)->text(), QString("(ref.)"));
-    QCOMPARE(t->item(0, 1)->text(), QString("(ref.)"));
-    QVERIFY(t->item(1, 0)->text().contains(QString::fromUtf8("±")));
-    panel->pairedCheck()->setChecked(false);
-
-    // Plot: x = hidden (numeric first axis), one curve per lr with error bars.
-    QCustomPlot* plot = panel->seriesPlot();
-    QCOMPARE(plot->graphCount(), 2);
-    QVERIFY(plot->legend->visible());  // two series: their legend is shown
-    QCOMPARE(plot->graph(0)->data()->size(), 2);
-    int bars = 0;
-    for (int i = 0; i < plot->plottableCount(); ++i) bars += qobject_cast<QCPErrorBars*>(plot->plottable(i)) != nullptr;
-    QCOMPARE(bars, 2);
-    QCOMPARE(plot->xAxis->label(), QString("model.hidden"));
+    checkTable(panel);
+    if (QTest::currentTestFailed()) return;
+    checkExports(panel, root);
+    if (QTest::currentTestFailed()) return;
+    checkPairedView(panel, root);
+    if (QTest::currentTestFailed()) return;
+    checkPlot(panel);
+    if (QTest::currentTestFailed()) return;
     if (qEnvironmentVariableIsSet("CS_SCREENSHOT")) {
       w.show();
       QTest::qWait(200);

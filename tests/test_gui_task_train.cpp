@@ -171,6 +171,62 @@ class GuiTaskTrainTest : public QObject {
     return finished[0][0].toString();
   }
 
+  // clozeTrainsFromTheConfigurePanel's finished cloze run in the Analyses tab: the AoA figure of a
+  // question, accuracy by document length, and a character kind's own meaning again.
+  static void checkClozeAnalyses(gui::MainWindow& w, const QString& run) {
+    // Its analyses. Attention over attention: the input is a question of the split (not a
+    // character, as for a char-LM's zone relevance), from 0, no "last".
+    gui::AnalysisPanel* a = w.analysisPanel();
+    w.showPanel(a);
+    QVERIFY(a->selectRun(run));
+    // A char-LM kind does not stay selected for a cloze run: one of the cloze kinds does.
+    QVERIFY2(QStringList({"aoa", "length"}).contains(a->kind()), qPrintable(a->kind()));
+    QVERIFY(a->setKind("zone_relevance"));
+    QCOMPARE(a->positionLabel(), QString("Character"));
+    QCOMPARE(a->position(), -1);  // 'last'
+    QVERIFY(a->setKind("aoa"));
+    QCOMPARE(a->positionLabel(), QString("Question"));
+    QCOMPARE(a->position(), 0);
+    a->setPosition(-1);
+    QCOMPARE(a->position(), 0);  // no 'last' question
+    a->setSplit("valid");
+    a->setPosition(3);
+    QSignalSpy computed(a, &gui::AnalysisPanel::computed);
+    a->compute();
+    QVERIFY2(waitComputed(*a, computed), qPrintable(a->lastError()));
+    QVERIFY(a->figure());
+    QVERIFY2(a->figure()->caption().startsWith("Question 3 of the valid split"), qPrintable(a->figure()->caption()));
+    // The answer ("[w]") and the other candidates ("*w") are key columns: labelled however
+    // the labels are thinned.
+    auto* hv = a->figure()->panelAs<csw::HeatmapView>(0);
+    QVERIFY(hv);
+    QVector<int> marked;
+    for (int c = 0; c < hv->columns(); ++c)
+      if (hv->columnLabel(c).startsWith('[') || hv->columnLabel(c).startsWith('*')) marked << c;
+    QVERIFY(!marked.isEmpty());
+    QCOMPARE(hv->keyColumns(), marked);
+    // Two marked words closer than a label's width would overlap: one of them (the answer
+    // first) keeps its label, the other makes way.
+    const QVector<int> shown = hv->labelledColumns();
+    const int step = hv->columnLabelStep();
+    for (int i = 1; i < shown.size(); ++i) QVERIFY(shown[i] - shown[i - 1] >= step);
+    for (int c : marked) {
+      bool near = false;
+      for (int s : shown) near = near || (std::abs(s - c) < step && marked.contains(s));
+      QVERIFY2(shown.contains(c) || near, qPrintable(QString::number(c)));
+    }
+    // Accuracy by document length on the same run.
+    QVERIFY(a->setKind("length"));
+    computed.clear();
+    a->compute();
+    QVERIFY2(waitComputed(*a, computed), qPrintable(a->lastError()));
+    QVERIFY(a->figure());
+    // Back to a character kind: its own meaning and default again.
+    QVERIFY(a->setKind("composition"));
+    QCOMPARE(a->positionLabel(), QString("Character"));
+    QCOMPARE(a->position(), -1);
+  }
+
  private Q_SLOTS:
   void initTestCase() {
     m_root = cstest::temp_dir() + "/task-train";
@@ -280,57 +336,7 @@ class GuiTaskTrainTest : public QObject {
       QCOMPARE(other.trainingPanel()->plot("throughput")->yLabel(), QString("questions / s"));
     }
 
-    // Its analyses. Attention over attention: the input is a question of the split (not a
-    // character, as for a char-LM's zone relevance), from 0, no "last".
-    gui::AnalysisPanel* a = w.analysisPanel();
-    w.showPanel(a);
-    QVERIFY(a->selectRun(run));
-    // A char-LM kind does not stay selected for a cloze run: one of the cloze kinds does.
-    QVERIFY2(QStringList({"aoa", "length"}).contains(a->kind()), qPrintable(a->kind()));
-    QVERIFY(a->setKind("zone_relevance"));
-    QCOMPARE(a->positionLabel(), QString("Character"));
-    QCOMPARE(a->position(), -1);  // 'last'
-    QVERIFY(a->setKind("aoa"));
-    QCOMPARE(a->positionLabel(), QString("Question"));
-    QCOMPARE(a->position(), 0);
-    a->setPosition(-1);
-    QCOMPARE(a->position(), 0);  // no 'last' question
-    a->setSplit("valid");
-    a->setPosition(3);
-    QSignalSpy computed(a, &gui::AnalysisPanel::computed);
-    a->compute();
-    QVERIFY2(waitComputed(*a, computed), qPrintable(a->lastError()));
-    QVERIFY(a->figure());
-    QVERIFY2(a->figure()->caption().startsWith("Question 3 of the valid split"), qPrintable(a->figure()->caption()));
-    // The answer ("[w]") and the other candidates ("*w") are key columns: labelled however
-    // the labels are thinned.
-    auto* hv = a->figure()->panelAs<csw::HeatmapView>(0);
-    QVERIFY(hv);
-    QVector<int> marked;
-    for (int c = 0; c < hv->columns(); ++c)
-      if (hv->columnLabel(c).startsWith('[') || hv->columnLabel(c).startsWith('*')) marked << c;
-    QVERIFY(!marked.isEmpty());
-    QCOMPARE(hv->keyColumns(), marked);
-    // Two marked words closer than a label's width would overlap: one of them (the answer
-    // first) keeps its label, the other makes way.
-    const QVector<int> shown = hv->labelledColumns();
-    const int step = hv->columnLabelStep();
-    for (int i = 1; i < shown.size(); ++i) QVERIFY(shown[i] - shown[i - 1] >= step);
-    for (int c : marked) {
-      bool near = false;
-      for (int s : shown) near = near || (std::abs(s - c) < step && marked.contains(s));
-      QVERIFY2(shown.contains(c) || near, qPrintable(QString::number(c)));
-    }
-    // Accuracy by document length on the same run.
-    QVERIFY(a->setKind("length"));
-    computed.clear();
-    a->compute();
-    QVERIFY2(waitComputed(*a, computed), qPrintable(a->lastError()));
-    QVERIFY(a->figure());
-    // Back to a character kind: its own meaning and default again.
-    QVERIFY(a->setKind("composition"));
-    QCOMPARE(a->positionLabel(), QString("Character"));
-    QCOMPARE(a->position(), -1);
+    checkClozeAnalyses(w, run);
   }
 
   void seq2seqTrainsFromTheConfigurePanel() {

@@ -24,10 +24,8 @@ double mean_words(const std::vector<cs::TextPair>& v, bool source) {
   return n / static_cast<double>(v.size());
 }
 
-}  // namespace
-
-int cmd_datasets_show(const std::vector<std::string>& a) {
-  auto args = parse(a, {"json"}, {"format", "set", "pairs", "split", "lead-words", "subword", "subword-type"});
+// The dataset section NAME|PATH and --format / --set describe.
+cs::json dataset_section(const Args& args) {
   if (args.positional.size() != 1) throw UsageError("datasets show: expected one dataset name or path");
   const std::string what = args.positional[0];
   cs::json ds = cs::json::object();
@@ -47,72 +45,40 @@ int cmd_datasets_show(const std::vector<std::string>& a) {
       ds[key] = val;
     }
   }
-  const int64_t k = args.get_int("pairs", 5, 0, 1000000);
-  const std::string split = args.get("split", "valid");
-  if (split != "train" && split != "valid" && split != "test")
-    throw UsageError("--split " + split + ": expected train, valid or test");
+  return ds;
+}
 
-  const cs::Seq2SeqSplits s = cs::load_seq2seq_dataset(ds);
-  const int64_t lead =
-      args.has("lead-words") ? args.get_int("lead-words", 8, 1, 100000) : cs::default_lead_words(s.train);
-  cs::json out = {{"description", s.description}, {"lead_words", lead}};
-  for (const char* name : {"train", "valid", "test"}) {
-    const auto& v = std::string(name) == "train" ? s.train : std::string(name) == "valid" ? s.valid : s.test;
-    cs::json row = {
-        {"pairs", v.size()}, {"mean_source_words", mean_words(v, true)}, {"mean_target_words", mean_words(v, false)}};
-    if (std::string(name) != "train") {
-      std::vector<std::string> hyp, ref;
-      for (const auto& p : v) {
-        hyp.push_back(cs::lead_baseline(p.source, lead));
-        ref.push_back(p.target);
-      }
-      const auto b = cs::corpus_bleu(hyp, ref);
-      const auto r = cs::corpus_rouge(hyp, ref);
-      row["lead"] = {{"bleu", b.bleu},
-                     {"brevity_penalty", b.brevity_penalty},
-                     {"rouge1", r.rouge1},
-                     {"rouge2", r.rouge2},
-                     {"rougeL", r.rougeL}};
-      out["bleu_signature"] = b.signature;
-      out["rouge_signature"] = r.signature;
-    }
-    out["splits"][name] = row;
+// --subword N: a SentencePiece vocabulary trained on the training split, and the valid split's mean
+// pieces per source and target.
+cs::json subword_summary(const Args& args, const cs::Seq2SeqSplits& s) {
+  cs::SubwordOptions so;
+  so.vocab_size = args.get_int("subword", 8000, 8, 10000000);
+  so.model_type = args.get("subword-type", "unigram");
+  so.option = "--subword";
+  std::vector<std::string> lines;
+  for (const auto& p : s.train) {
+    lines.push_back(p.source);
+    lines.push_back(p.target);
   }
-  if (args.has("subword")) {
-    cs::SubwordOptions so;
-    so.vocab_size = args.get_int("subword", 8000, 8, 10000000);
-    so.model_type = args.get("subword-type", "unigram");
-    so.option = "--subword";
-    std::vector<std::string> lines;
-    for (const auto& p : s.train) {
-      lines.push_back(p.source);
-      lines.push_back(p.target);
-    }
-    const auto t0 = std::chrono::steady_clock::now();
-    const cs::SubwordVocab v = cs::SubwordVocab::train(lines, so);
-    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    double src = 0, tgt = 0;
-    for (const auto& p : s.valid) {
-      src += static_cast<double>(v.encode(p.source).size());
-      tgt += static_cast<double>(v.encode(p.target).size());
-    }
-    const double n = std::max<double>(1, static_cast<double>(s.valid.size()));
-    out["subword"] = {{"model_type", so.model_type},
-                      {"vocab_size", v.size()},
-                      {"train_seconds", secs},
-                      {"valid_mean_source_pieces", src / n},
-                      {"valid_mean_target_pieces", tgt / n}};
+  const auto t0 = std::chrono::steady_clock::now();
+  const cs::SubwordVocab v = cs::SubwordVocab::train(lines, so);
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  double src = 0, tgt = 0;
+  for (const auto& p : s.valid) {
+    src += static_cast<double>(v.encode(p.source).size());
+    tgt += static_cast<double>(v.encode(p.target).size());
   }
-  const auto& shown = split == "train" ? s.train : split == "valid" ? s.valid : s.test;
-  out["examples"] = cs::json::array();
-  for (size_t i = 0; i < shown.size() && static_cast<int64_t>(i) < k; ++i)
-    out["examples"].push_back(
-        {{"source", shown[i].source}, {"target", shown[i].target}, {"lead", cs::lead_baseline(shown[i].source, lead)}});
-  if (args.has("json")) {
-    std::cout << out.dump(2) << "\n";
-    return 0;
-  }
-  std::cout << s.description << "\n\n"
+  const double n = std::max<double>(1, static_cast<double>(s.valid.size()));
+  return {{"model_type", so.model_type},
+          {"vocab_size", v.size()},
+          {"train_seconds", secs},
+          {"valid_mean_source_pieces", src / n},
+          {"valid_mean_target_pieces", tgt / n}};
+}
+
+// The text form of the JSON `out` (the splits' table, the signatures, the subword line, the pairs).
+void print_summary(const cs::json& out, const std::string& description, int64_t lead, const std::string& split) {
+  std::cout << description << "\n\n"
             << std::left << std::setw(8) << "split" << std::right << std::setw(9) << "pairs" << std::setw(10)
             << "src words" << std::setw(10) << "tgt words" << std::setw(10) << "lead BLEU" << std::setw(8) << "R-1"
             << std::setw(8) << "R-2" << std::setw(8) << "R-L"
@@ -146,6 +112,55 @@ int cmd_datasets_show(const std::vector<std::string>& a) {
               << "  target: " << e["target"].get<std::string>() << "\n"
               << "  lead:   " << e["lead"].get<std::string>() << "\n\n";
   }
+}
+
+}  // namespace
+
+int cmd_datasets_show(const std::vector<std::string>& a) {
+  auto args = parse(a, {"json"}, {"format", "set", "pairs", "split", "lead-words", "subword", "subword-type"});
+  const cs::json ds = dataset_section(args);
+  const int64_t k = args.get_int("pairs", 5, 0, 1000000);
+  const std::string split = args.get("split", "valid");
+  if (split != "train" && split != "valid" && split != "test")
+    throw UsageError("--split " + split + ": expected train, valid or test");
+
+  const cs::Seq2SeqSplits s = cs::load_seq2seq_dataset(ds);
+  const int64_t lead =
+      args.has("lead-words") ? args.get_int("lead-words", 8, 1, 100000) : cs::default_lead_words(s.train);
+  cs::json out = {{"description", s.description}, {"lead_words", lead}};
+  for (const char* name : {"train", "valid", "test"}) {
+    const auto& v = std::string(name) == "train" ? s.train : std::string(name) == "valid" ? s.valid : s.test;
+    cs::json row = {
+        {"pairs", v.size()}, {"mean_source_words", mean_words(v, true)}, {"mean_target_words", mean_words(v, false)}};
+    if (std::string(name) != "train") {
+      std::vector<std::string> hyp, ref;
+      for (const auto& p : v) {
+        hyp.push_back(cs::lead_baseline(p.source, lead));
+        ref.push_back(p.target);
+      }
+      const auto b = cs::corpus_bleu(hyp, ref);
+      const auto r = cs::corpus_rouge(hyp, ref);
+      row["lead"] = {{"bleu", b.bleu},
+                     {"brevity_penalty", b.brevity_penalty},
+                     {"rouge1", r.rouge1},
+                     {"rouge2", r.rouge2},
+                     {"rougeL", r.rougeL}};
+      out["bleu_signature"] = b.signature;
+      out["rouge_signature"] = r.signature;
+    }
+    out["splits"][name] = row;
+  }
+  if (args.has("subword")) out["subword"] = subword_summary(args, s);
+  const auto& shown = split == "train" ? s.train : split == "valid" ? s.valid : s.test;
+  out["examples"] = cs::json::array();
+  for (size_t i = 0; i < shown.size() && static_cast<int64_t>(i) < k; ++i)
+    out["examples"].push_back(
+        {{"source", shown[i].source}, {"target", shown[i].target}, {"lead", cs::lead_baseline(shown[i].source, lead)}});
+  if (args.has("json")) {
+    std::cout << out.dump(2) << "\n";
+    return 0;
+  }
+  print_summary(out, s.description, lead, split);
   return 0;
 }
 

@@ -276,6 +276,121 @@ std::unique_ptr<cs::Task> export_load_run_task(const std::string& run_dir, const
   return task;
 }
 
+// --out: absent, an empty directory, or (with --force) an earlier export. --force deletes --out: only
+// ever an earlier export (export.json, no run files), never a run, a workspace or any other folder a
+// mistyped path may name.
+void check_export_destination(const std::string& out, const std::string& run_dir, bool force) {
+  if (fs::exists(out) && !(fs::is_directory(out) && fs::is_empty(out)) && !force)
+    throw cs::UserError("--out '" + out + "' exists and is not empty (--force replaces an earlier export)");
+  if (fs::exists(out) && !fs::is_directory(out))
+    throw cs::UserError("--out '" + out + "' exists and is not a directory");
+  if (fs::exists(out) && !fs::is_empty(out)) {
+    std::error_code ec;
+    const fs::path o = fs::weakly_canonical(out, ec), r = fs::weakly_canonical(run_dir, ec);
+    const auto rel = r.lexically_relative(o);
+    const bool holds_run = !rel.empty() && *rel.begin() != "..";  // --out is the run or a folder above it
+    const std::string why = holds_run ? std::string("it holds the run being exported") : not_an_earlier_export(out);
+    if (!why.empty())
+      throw cs::UserError("--out '" + out + "' is not an earlier export of cellscope-cli export (" + why +
+                          "): --force replaces only an export; choose a new directory");
+  }
+}
+
+// A TorchScript cell (model.cell = script): the run's copy of its script (RUN_DIR/script_cell.pt; the file at
+// model.script for a run without one, which export_load_run_task has just checked), refused unless its SHA-256
+// is the one the run recorded.
+struct ScriptFile {
+  std::string bytes, sha256, source;  // all empty for a run of another cell
+};
+ScriptFile checked_script(const cs::json& cfg, const cs::RunStore& store, const std::string& run_dir) {
+  ScriptFile f;
+  if (cfg.at("model").value("cell", "") == "script") {
+    const cs::json& m = cfg.at("model");
+    const std::string recorded = m.value("script_sha256", "");
+    const std::string copy = store.path(cs::script_copy_name());
+    f.source = cs::file_exists(copy) ? copy : m.value("script", "");
+    f.bytes = cs::read_file(f.source);
+    f.sha256 = cs::sha256_hex(f.bytes);
+    if (recorded.empty())
+      throw cs::UserError("run '" + run_dir + "': config.json records no model.script_sha256, so the script '" +
+                          f.source + "' cannot be checked (a run records it when it starts)");
+    if (f.sha256 != recorded)
+      throw cs::UserError(
+          "'" + f.source + "' is not the script run '" + run_dir + "' was trained with: its SHA-256 is " + f.sha256 +
+          ", the run recorded " + recorded +
+          " (model.script_sha256): the run's copy was changed; copy the original script (model.script, " +
+          m.value("script", "") + ") back over it");
+  }
+  return f;
+}
+
+// The task's reference batch (reference.pt: inputs, Cellscope's logits and loss), empty for a task without one.
+std::vector<std::pair<std::string, torch::Tensor>> reference_batch(cs::Task& task, const cs::json& cfg) {
+  std::vector<std::pair<std::string, torch::Tensor>> ref;
+  if (auto* c = dynamic_cast<cs::CharLMTask*>(&task))
+    ref = export_stream_reference(*c->net(), *c->net(), c->corpus().valid,
+                                  cs::resolved_cfg<int64_t>(cfg, "training", "bptt"),
+                                  cs::resolved_cfg<int64_t>(cfg, "training", "eval_batch"));
+  else if (auto* w = dynamic_cast<cs::WordLMTask*>(&task))
+    ref = export_stream_reference(*w->net(), *w->net(), w->corpus().valid,
+                                  cs::resolved_cfg<int64_t>(cfg, "training", "bptt"),
+                                  cs::resolved_cfg<int64_t>(cfg, "training", "eval_batch"));
+  else if (auto* st = dynamic_cast<cs::SentenceTask*>(&task))
+    ref = export_sentence_reference(*st, cs::resolved_cfg<int64_t>(cfg, "training", "eval_batch"));
+  else if (auto* sq = dynamic_cast<cs::Seq2SeqTask*>(&task))
+    ref = export_seq2seq_reference(*sq, cs::resolved_cfg<int64_t>(cfg, "training", "eval_batch"));
+  else if (auto* cl = dynamic_cast<cs::ClozeTask*>(&task))
+    ref = export_cloze_reference(*cl, cs::resolved_cfg<int64_t>(cfg, "training", "eval_batch"));
+  return ref;
+}
+
+// The run's vocabulary as it is (vocab.cellscope) and in the forms Python reads: vocab.json (a list, id =
+// index) and, for classify / absa, labels.json; a seq2seq run's SentencePiece models (source.model,
+// target.model) and any *.model file of the run. The names written are appended to `files`.
+void write_vocabularies(const std::string& tmp, const cs::RunStore& store, const std::string& run_dir,
+                        cs::json& files) {
+  const std::string vpath = store.path("vocab");
+  if (cs::file_exists(vpath)) {
+    cs::atomic_write(cs::join_path(tmp, "vocab.cellscope"), cs::read_file(vpath));
+    files.push_back("vocab.cellscope");
+    try {
+      const cs::Vocab v = cs::Vocab::load(vpath);
+      cs::atomic_write(cs::join_path(tmp, "vocab.json"),
+                       cs::json(v.symbols()).dump(0, ' ', false, cs::json::error_handler_t::replace) + "\n");
+      files.push_back("vocab.json");
+    } catch (const cs::UserError&) {
+      // another task's vocabulary format: vocab.cellscope alone (documented in the README)
+    }
+  }
+  if (cs::file_exists(vpath)) {
+    // seq2seq: {"format": "cellscope-seq2seq-subword", "source": base64, "target": base64} -> the
+    // SentencePiece model files as they are (spm.SentencePieceProcessor(model_file=...))
+    const cs::json j = cs::json::parse(cs::read_file(vpath), nullptr, false);
+    if (j.is_object() && j.value("format", "") == "cellscope-sentence-vocab" && j.contains("words")) {
+      // classify / absa: words are ids 1.. (id 0 is <unk>); the class names in output order
+      cs::json words = cs::json::array({"<unk>"});
+      for (auto& w : j["words"]) words.push_back(w);
+      cs::atomic_write(cs::join_path(tmp, "vocab.json"),
+                       words.dump(0, ' ', false, cs::json::error_handler_t::replace) + "\n");
+      cs::atomic_write(cs::join_path(tmp, "labels.json"), j.value("labels", cs::json::array()).dump() + "\n");
+      files.push_back("vocab.json");
+      files.push_back("labels.json");
+    }
+    if (j.is_object() && j.value("format", "") == "cellscope-seq2seq-subword")
+      for (const char* side : {"source", "target"})
+        if (j.contains(side) && j[side].is_string()) {
+          const std::string f = std::string(side) + ".model";
+          cs::atomic_write(cs::join_path(tmp, f), export_base64_decode(j[side].get<std::string>(), vpath));
+          files.push_back(f);
+        }
+  }
+  for (auto& n : cs::list_dir(run_dir))
+    if (n.size() > 6 && n.compare(n.size() - 6, 6, ".model") == 0) {
+      cs::atomic_write(cs::join_path(tmp, n), cs::read_file(cs::join_path(run_dir, n)));
+      files.push_back(n);
+    }
+}
+
 }  // namespace
 
 int cmd_export_torch(const std::vector<std::string>& a) {
@@ -300,22 +415,7 @@ int cmd_export_torch(const std::vector<std::string>& a) {
     throw cs::UserError("run '" + run_dir + "' has no checkpoint '" + args.get("checkpoint", "best") +
                         "' (checkpoints there: " + export_existing_checkpoints(run_dir) + ")");
   }
-  if (fs::exists(out) && !(fs::is_directory(out) && fs::is_empty(out)) && !args.has("force"))
-    throw cs::UserError("--out '" + out + "' exists and is not empty (--force replaces an earlier export)");
-  if (fs::exists(out) && !fs::is_directory(out))
-    throw cs::UserError("--out '" + out + "' exists and is not a directory");
-  // --force deletes --out: only ever an earlier export (export.json, no run files), never a run, a
-  // workspace or any other folder a mistyped path may name.
-  if (fs::exists(out) && !fs::is_empty(out)) {
-    std::error_code ec;
-    const fs::path o = fs::weakly_canonical(out, ec), r = fs::weakly_canonical(run_dir, ec);
-    const auto rel = r.lexically_relative(o);
-    const bool holds_run = !rel.empty() && *rel.begin() != "..";  // --out is the run or a folder above it
-    const std::string why = holds_run ? std::string("it holds the run being exported") : not_an_earlier_export(out);
-    if (!why.empty())
-      throw cs::UserError("--out '" + out + "' is not an earlier export of cellscope-cli export (" + why +
-                          "): --force replaces only an export; choose a new directory");
-  }
+  check_export_destination(out, run_dir, args.has("force"));
 
   // Everything that can fail on bad input before anything is written.
   std::string script_copy_used;  // the run's copy of a script cell, loaded because model.script is gone
@@ -331,27 +431,8 @@ int cmd_export_torch(const std::vector<std::string>& a) {
     throw cs::UserError("run '" + run_dir + "' has no vocab file (" + store.path("vocab") +
                         "): the ids of its weights cannot be mapped to symbols, so it is not exported; restore the "
                         "file from a backup or a fork of the run (a fork's vocab is its parent's, byte for byte)");
-  // A TorchScript cell (model.cell = script): the run's copy of its script (RUN_DIR/script_cell.pt; the file at
-  // model.script for a run without one, which export_load_run_task has just checked), refused unless its SHA-256
-  // is the one the run recorded.
-  std::string script_bytes, script_sha, script_source;
-  if (cfg.at("model").value("cell", "") == "script") {
-    const cs::json& m = cfg.at("model");
-    const std::string recorded = m.value("script_sha256", "");
-    const std::string copy = store.path(cs::script_copy_name());
-    script_source = cs::file_exists(copy) ? copy : m.value("script", "");
-    script_bytes = cs::read_file(script_source);
-    script_sha = cs::sha256_hex(script_bytes);
-    if (recorded.empty())
-      throw cs::UserError("run '" + run_dir + "': config.json records no model.script_sha256, so the script '" +
-                          script_source + "' cannot be checked (a run records it when it starts)");
-    if (script_sha != recorded)
-      throw cs::UserError(
-          "'" + script_source + "' is not the script run '" + run_dir + "' was trained with: its SHA-256 is " +
-          script_sha + ", the run recorded " + recorded +
-          " (model.script_sha256): the run's copy was changed; copy the original script (model.script, " +
-          m.value("script", "") + ") back over it");
-  }
+  const ScriptFile script = checked_script(cfg, store, run_dir);
+  const std::string &script_bytes = script.bytes, &script_sha = script.sha256, &script_source = script.source;
 
   auto& model = *task->model();
   std::vector<std::pair<std::string, torch::Tensor>> state;
@@ -360,21 +441,7 @@ int cmd_export_torch(const std::vector<std::string>& a) {
   for (auto& b : model.named_buffers(true)) state.emplace_back(b.key(), b.value());
   for (auto& [k, v] : state) shapes[k] = v.sizes().vec();
 
-  std::vector<std::pair<std::string, torch::Tensor>> ref;
-  if (auto* c = dynamic_cast<cs::CharLMTask*>(task.get()))
-    ref = export_stream_reference(*c->net(), *c->net(), c->corpus().valid,
-                                  cs::resolved_cfg<int64_t>(cfg, "training", "bptt"),
-                                  cs::resolved_cfg<int64_t>(cfg, "training", "eval_batch"));
-  else if (auto* w = dynamic_cast<cs::WordLMTask*>(task.get()))
-    ref = export_stream_reference(*w->net(), *w->net(), w->corpus().valid,
-                                  cs::resolved_cfg<int64_t>(cfg, "training", "bptt"),
-                                  cs::resolved_cfg<int64_t>(cfg, "training", "eval_batch"));
-  else if (auto* st = dynamic_cast<cs::SentenceTask*>(task.get()))
-    ref = export_sentence_reference(*st, cs::resolved_cfg<int64_t>(cfg, "training", "eval_batch"));
-  else if (auto* sq = dynamic_cast<cs::Seq2SeqTask*>(task.get()))
-    ref = export_seq2seq_reference(*sq, cs::resolved_cfg<int64_t>(cfg, "training", "eval_batch"));
-  else if (auto* cl = dynamic_cast<cs::ClozeTask*>(task.get()))
-    ref = export_cloze_reference(*cl, cs::resolved_cfg<int64_t>(cfg, "training", "eval_batch"));
+  const std::vector<std::pair<std::string, torch::Tensor>> ref = reference_batch(*task, cfg);
 
   // Written into a folder of this invocation's own beside --out (a unique name: a user's "X.tmp", or
   // another export to the same --out, is never touched), then renamed onto --out.
@@ -388,46 +455,7 @@ int cmd_export_torch(const std::vector<std::string>& a) {
     cs::write_safetensors(cs::join_path(tmp, "model.safetensors"), state);
     cs::atomic_write(cs::join_path(tmp, "config.json"), cfg.dump(2) + "\n");
     cs::json files = {"model.pt", "model.safetensors", "config.json"};
-    const std::string vpath = store.path("vocab");
-    if (cs::file_exists(vpath)) {
-      cs::atomic_write(cs::join_path(tmp, "vocab.cellscope"), cs::read_file(vpath));
-      files.push_back("vocab.cellscope");
-      try {
-        const cs::Vocab v = cs::Vocab::load(vpath);
-        cs::atomic_write(cs::join_path(tmp, "vocab.json"),
-                         cs::json(v.symbols()).dump(0, ' ', false, cs::json::error_handler_t::replace) + "\n");
-        files.push_back("vocab.json");
-      } catch (const cs::UserError&) {
-        // another task's vocabulary format: vocab.cellscope alone (documented in the README)
-      }
-    }
-    if (cs::file_exists(vpath)) {
-      // seq2seq: {"format": "cellscope-seq2seq-subword", "source": base64, "target": base64} -> the
-      // SentencePiece model files as they are (spm.SentencePieceProcessor(model_file=...))
-      const cs::json j = cs::json::parse(cs::read_file(vpath), nullptr, false);
-      if (j.is_object() && j.value("format", "") == "cellscope-sentence-vocab" && j.contains("words")) {
-        // classify / absa: words are ids 1.. (id 0 is <unk>); the class names in output order
-        cs::json words = cs::json::array({"<unk>"});
-        for (auto& w : j["words"]) words.push_back(w);
-        cs::atomic_write(cs::join_path(tmp, "vocab.json"),
-                         words.dump(0, ' ', false, cs::json::error_handler_t::replace) + "\n");
-        cs::atomic_write(cs::join_path(tmp, "labels.json"), j.value("labels", cs::json::array()).dump() + "\n");
-        files.push_back("vocab.json");
-        files.push_back("labels.json");
-      }
-      if (j.is_object() && j.value("format", "") == "cellscope-seq2seq-subword")
-        for (const char* side : {"source", "target"})
-          if (j.contains(side) && j[side].is_string()) {
-            const std::string f = std::string(side) + ".model";
-            cs::atomic_write(cs::join_path(tmp, f), export_base64_decode(j[side].get<std::string>(), vpath));
-            files.push_back(f);
-          }
-    }
-    for (auto& n : cs::list_dir(run_dir))
-      if (n.size() > 6 && n.compare(n.size() - 6, 6, ".model") == 0) {
-        cs::atomic_write(cs::join_path(tmp, n), cs::read_file(cs::join_path(run_dir, n)));
-        files.push_back(n);
-      }
+    write_vocabularies(tmp, store, run_dir, files);
     if (!script_sha.empty()) {
       cs::atomic_write(cs::join_path(tmp, cs::script_copy_name()), script_bytes);
       files.push_back(cs::script_copy_name());

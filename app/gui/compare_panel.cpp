@@ -416,59 +416,81 @@ void ComparePanel::setSeedAggregation(bool on, bool stdBand) {
 void ComparePanel::redraw() {
   csw::CurvePlot* plot = m_comparePlot;
   plot->clear();
-  const QString sel = m_compareMetric->currentData().toString();
-  const QString split = sel.section(QLatin1Char('|'), 0, 0), key = sel.section(QLatin1Char('|'), 1);
-  plot->setYLabel(sel.isEmpty() ? QStringLiteral("value") : QString(sel).replace(QLatin1Char('|'), QLatin1Char(' ')));
+  Overlay o;
+  o.sel = m_compareMetric->currentData().toString();
+  o.split = o.sel.section(QLatin1Char('|'), 0, 0);
+  o.key = o.sel.section(QLatin1Char('|'), 1);
+  plot->setYLabel(o.sel.isEmpty() ? QStringLiteral("value")
+                                  : QString(o.sel).replace(QLatin1Char('|'), QLatin1Char(' ')));
   plot->setXLabel(xAxisLabel(m_xAxis));
   m_xNote->hide();
   m_xNote->clear();
   const QStringList dirs = m_runModel->checkedDirs();
   plot->setSubject(QString());
-  if (sel.isEmpty() || dirs.isEmpty()) {
+  if (o.sel.isEmpty() || dirs.isEmpty()) {
     plot->setTitle(QStringLiteral("Comparison: tick runs in the table"));
     plot->resetView();
     plot->replotIfDirty();
     return;
   }
-  plot->setTitle(QStringLiteral("Comparison: ") + QString(sel).replace(QLatin1Char('|'), QLatin1Char(' ')));
-  // Points without a value on the x axis (training FLOPs in a metrics file written before they
-  // were recorded) are not drawn, never put at 0: the run is named under the plot.
-  QStringList withoutX;
-  auto seriesOf = [&](const QString& dir, QVector<double>* xs, QVector<double>* ys, QVector<qint64>* steps = nullptr) {
-    bool missing = false;
-    for (const MetricPoint& p : metricsOf(dir)) {
-      const QString ps = p.eval ? (p.split.isEmpty() ? QStringLiteral("valid") : p.split) : QStringLiteral("train");
-      if (ps != split || !p.has(key)) continue;
-      const double x = xOf(p, m_xAxis);
-      if (!std::isfinite(x)) {
-        missing = true;
-        continue;
-      }
-      xs->append(x);
-      ys->append(p.value(key, 0));
-      if (steps) steps->append(p.step);
+  plot->setTitle(QStringLiteral("Comparison: ") + QString(o.sel).replace(QLatin1Char('|'), QLatin1Char(' ')));
+  const QList<QStringList> groups = seedGroups(dirs);
+  QStringList firsts;
+  for (const QStringList& g : groups) firsts << g.first();
+  const QStringList names = legendNames(firsts, m_seedBox->isChecked());
+  setCaption(groups, names);
+  for (int gi = 0; gi < groups.size(); ++gi) {
+    if (groups[gi].size() == 1) drawRun(o, groups[gi].first(), names.value(gi));
+    else drawSeedMean(o, groups[gi], names.value(gi));
+  }
+  showNotes(o);
+  plot->resetView();
+  plot->replotIfDirty();
+}
+
+// The points of one run's series on the x axis. Points without a value on the x axis (training
+// FLOPs in a metrics file written before they were recorded) are not drawn, never put at 0: the
+// run is named under the plot.
+void ComparePanel::collectSeries(Overlay& o, const QString& dir, QVector<double>* xs, QVector<double>* ys,
+                                 QVector<qint64>* steps) {
+  bool missing = false;
+  for (const MetricPoint& p : metricsOf(dir)) {
+    const QString ps = p.eval ? (p.split.isEmpty() ? QStringLiteral("valid") : p.split) : QStringLiteral("train");
+    if (ps != o.split || !p.has(o.key)) continue;
+    const double x = xOf(p, m_xAxis);
+    if (!std::isfinite(x)) {
+      missing = true;
+      continue;
     }
-    if (missing && !withoutX.contains(dir)) withoutX << dir;
-  };
-  // Legends: each run's label, else the options that differ between the ticked runs,
-  // abbreviated (cs::comparison_names, the same names as the analyses and the CLI).
-  auto legendNames = [&](const QStringList& runDirs, bool skipSeed) {
-    std::vector<cs::RunIdentity> ids;
-    for (const QString& dir : runDirs) {
-      const RunInfo* r = m_runModel->run(m_runModel->rowOf(dir));
-      cs::RunIdentity id;
-      id.dir = dir.toStdString();
-      if (r) id.config = toCoreJson(r->config);
-      id.label = cs::RunStore(id.dir).read_label();
-      ids.push_back(std::move(id));
-    }
-    cs::RunNameOptions opt;
-    if (skipSeed) opt.ignore_keys = {"training.seed"};
-    QStringList out;
-    for (const std::string& n : cs::comparison_names(ids, opt)) out << QString::fromStdString(n);
-    return out;
-  };
-  // Group runs that differ only in their seed.
+    xs->append(x);
+    ys->append(p.value(o.key, 0));
+    if (steps) steps->append(p.step);
+  }
+  if (missing && !o.withoutX.contains(dir)) o.withoutX << dir;
+}
+
+// Legends: each run's label, else the options that differ between the ticked runs,
+// abbreviated (cs::comparison_names, the same names as the analyses and the CLI).
+QStringList ComparePanel::legendNames(const QStringList& runDirs, bool skipSeed) const {
+  std::vector<cs::RunIdentity> ids;
+  for (const QString& dir : runDirs) {
+    const RunInfo* r = m_runModel->run(m_runModel->rowOf(dir));
+    cs::RunIdentity id;
+    id.dir = dir.toStdString();
+    if (r) id.config = toCoreJson(r->config);
+    id.label = cs::RunStore(id.dir).read_label();
+    ids.push_back(std::move(id));
+  }
+  cs::RunNameOptions opt;
+  if (skipSeed) opt.ignore_keys = {"training.seed"};
+  QStringList out;
+  for (const std::string& n : cs::comparison_names(ids, opt)) out << QString::fromStdString(n);
+  return out;
+}
+
+// The curves to draw: runs that differ only in their seed grouped when seeds are aggregated,
+// else one group per run.
+QList<QStringList> ComparePanel::seedGroups(const QStringList& dirs) const {
   QList<QStringList> groups;
   if (m_seedBox->isChecked()) {
     QMap<QString, int> byKey;
@@ -484,119 +506,123 @@ void ComparePanel::redraw() {
   } else {
     for (const QString& dir : dirs) groups.append(QStringList{dir});
   }
-  const bool stdBand = m_bandCombo->currentIndex() == 1;
-  QStringList notes;  // said under the plot: what is not drawn, and why
-  QStringList firsts;
-  for (const QStringList& g : groups) firsts << g.first();
-  const QStringList names = legendNames(firsts, m_seedBox->isChecked());
-  // The exported figure's caption names the runs behind each curve by their folders (the legend
-  // names only what tells them apart).
-  {
-    QStringList subject;
-    for (int gi = 0; gi < groups.size(); ++gi) {
-      QStringList folders;
-      for (const QString& d : groups[gi]) folders << QFileInfo(d).fileName();
-      QString name = names.value(gi);  // a group is not its first run (as its legend entry below)
-      const QString dirSuffix = QStringLiteral(" (%1)").arg(folders.first());
-      if (groups[gi].size() > 1 && name.endsWith(dirSuffix) && name.size() > dirSuffix.size())
-        name.chop(dirSuffix.size());
-      subject << (groups[gi].size() > 1 ? QStringLiteral("%1 (mean of %2 seeds): %3")
-                                              .arg(name)
-                                              .arg(groups[gi].size())
-                                              .arg(folders.join(QStringLiteral(", ")))
-                                        : QStringLiteral("%1 = %2").arg(names.value(gi), folders.first()));
-    }
-    plot->setSubject(subject.join(QStringLiteral("; ")));
-  }
+  return groups;
+}
+
+// The exported figure's caption names the runs behind each curve by their folders (the legend
+// names only what tells them apart).
+void ComparePanel::setCaption(const QList<QStringList>& groups, const QStringList& names) {
+  QStringList subject;
   for (int gi = 0; gi < groups.size(); ++gi) {
-    const QStringList& g = groups[gi];
-    const RunInfo* first = m_runModel->run(m_runModel->rowOf(g.first()));
-    if (g.size() == 1) {
-      QVector<double> xs, ys;
-      seriesOf(g.first(), &xs, &ys);
-      plot->addSeries(first->dir, names.value(gi));
-      plot->setSeriesSparse(first->dir, split != QLatin1String("train"));  // evaluations: markers, never smoothed
-      plot->setSeries(first->dir, xs, ys);
-      continue;
+    QStringList folders;
+    for (const QString& d : groups[gi]) folders << QFileInfo(d).fileName();
+    QString name = names.value(gi);  // a group is not its first run (as its legend entry in drawSeedMean)
+    const QString dirSuffix = QStringLiteral(" (%1)").arg(folders.first());
+    if (groups[gi].size() > 1 && name.endsWith(dirSuffix) && name.size() > dirSuffix.size())
+      name.chop(dirSuffix.size());
+    subject << (groups[gi].size() > 1 ? QStringLiteral("%1 (mean of %2 seeds): %3")
+                                            .arg(name)
+                                            .arg(groups[gi].size())
+                                            .arg(folders.join(QStringLiteral(", ")))
+                                      : QStringLiteral("%1 = %2").arg(names.value(gi), folders.first()));
+  }
+  m_comparePlot->setSubject(subject.join(QStringLiteral("; ")));
+}
+
+// A run on its own: its series as it is.
+void ComparePanel::drawRun(Overlay& o, const QString& dir, const QString& name) {
+  csw::CurvePlot* plot = m_comparePlot;
+  const RunInfo* first = m_runModel->run(m_runModel->rowOf(dir));
+  QVector<double> xs, ys;
+  collectSeries(o, dir, &xs, &ys);
+  plot->addSeries(first->dir, name);
+  plot->setSeriesSparse(first->dir, o.split != QLatin1String("train"));  // evaluations: markers, never smoothed
+  plot->setSeries(first->dir, xs, ys);
+}
+
+// Mean over the seeds at the steps every run of the group has, drawn at the mean x of the
+// seeds there (wall-clock time differs between seeds; steps and FLOPs do not); band = min-max
+// or mean +- std.
+void ComparePanel::drawSeedMean(Overlay& o, const QStringList& g, const QString& name) {
+  csw::CurvePlot* plot = m_comparePlot;
+  const RunInfo* first = m_runModel->run(m_runModel->rowOf(g.first()));
+  const bool stdBand = m_bandCombo->currentIndex() == 1;
+  std::map<qint64, QVector<double>> at, atX;
+  QStringList without;  // seeds with no point of this metric yet (one that has not evaluated yet)
+  for (const QString& dir : g) {
+    QVector<double> xs, ys;
+    QVector<qint64> steps;
+    collectSeries(o, dir, &xs, &ys, &steps);
+    if (xs.isEmpty()) without << QFileInfo(dir).fileName();
+    for (int i = 0; i < xs.size(); ++i) {
+      at[steps[i]].append(ys[i]);
+      atX[steps[i]].append(xs[i]);
     }
-    // Mean over the seeds at the steps every run of the group has, drawn at the mean x of the
-    // seeds there (wall-clock time differs between seeds; steps and FLOPs do not); band = min-max
-    // or mean +- std.
-    std::map<qint64, QVector<double>> at, atX;
-    QStringList without;  // seeds with no point of this metric yet (one that has not evaluated yet)
-    for (const QString& dir : g) {
-      QVector<double> xs, ys;
-      QVector<qint64> steps;
-      seriesOf(dir, &xs, &ys, &steps);
-      if (xs.isEmpty()) without << QFileInfo(dir).fileName();
-      for (int i = 0; i < xs.size(); ++i) {
-        at[steps[i]].append(ys[i]);
-        atX[steps[i]].append(xs[i]);
-      }
+  }
+  QVector<double> xs, mean, lo, hi;
+  for (const auto& [step, vals] : at) {
+    if (vals.size() != g.size()) continue;
+    double x = 0;
+    for (double v : atX[step]) x += v;
+    x /= atX[step].size();
+    double s = 0, mn = vals[0], mx = vals[0];
+    for (double v : vals) {
+      s += v;
+      mn = std::min(mn, v);
+      mx = std::max(mx, v);
     }
-    QVector<double> xs, mean, lo, hi;
-    for (const auto& [step, vals] : at) {
-      if (vals.size() != g.size()) continue;
-      double x = 0;
-      for (double v : atX[step]) x += v;
-      x /= atX[step].size();
-      double s = 0, mn = vals[0], mx = vals[0];
-      for (double v : vals) {
-        s += v;
-        mn = std::min(mn, v);
-        mx = std::max(mx, v);
-      }
-      const double m = s / vals.size();
-      double var = 0;
-      for (double v : vals) var += (v - m) * (v - m);
-      const double sd = std::sqrt(var / std::max(1, int(vals.size()) - 1));
-      xs << x;
-      mean << m;
-      lo << (stdBand ? m - sd : mn);
-      hi << (stdBand ? m + sd : mx);
-    }
-    const QString id = QStringLiteral("seeds:") + first->dir;
-    // A group is not its first run: no "(<first run's directory>)" in its name (the name of a
-    // lone group, or of groups alike but for it).
-    QString groupName = names.value(gi);
-    const QString dirSuffix = QStringLiteral(" (%1)").arg(QFileInfo(first->dir).fileName());
-    if (groupName.endsWith(dirSuffix) && groupName.size() > dirSuffix.size()) groupName.chop(dirSuffix.size());
-    if (xs.isEmpty()) {
-      // Nothing to draw, and an empty plot would say nothing: the mean needs every seed's value at
-      // a step (a mean of the seeds that have one would move when the others arrive).
-      notes << (without.isEmpty()
+    const double m = s / vals.size();
+    double var = 0;
+    for (double v : vals) var += (v - m) * (v - m);
+    const double sd = std::sqrt(var / std::max(1, int(vals.size()) - 1));
+    xs << x;
+    mean << m;
+    lo << (stdBand ? m - sd : mn);
+    hi << (stdBand ? m + sd : mx);
+  }
+  const QString id = QStringLiteral("seeds:") + first->dir;
+  // A group is not its first run: no "(<first run's directory>)" in its name (the name of a
+  // lone group, or of groups alike but for it).
+  QString groupName = name;
+  const QString dirSuffix = QStringLiteral(" (%1)").arg(QFileInfo(first->dir).fileName());
+  if (groupName.endsWith(dirSuffix) && groupName.size() > dirSuffix.size()) groupName.chop(dirSuffix.size());
+  if (xs.isEmpty()) {
+    // Nothing to draw, and an empty plot would say nothing: the mean needs every seed's value at
+    // a step (a mean of the seeds that have one would move when the others arrive).
+    o.notes << (without.isEmpty()
                     ? QStringLiteral("%1 (%2 seeds): no mean drawn: no step has a value of %3 in every seed")
                           .arg(groupName)
                           .arg(g.size())
-                          .arg(QString(sel).replace(QLatin1Char('|'), QLatin1Char(' ')))
+                          .arg(QString(o.sel).replace(QLatin1Char('|'), QLatin1Char(' ')))
                     : QStringLiteral("%1 (%2 seeds): no mean drawn yet: %3 %4 no %5 point yet (the mean is taken at "
                                      "the steps every seed has reached; untick Aggregate seeds to see each run)")
                           .arg(groupName)
                           .arg(g.size())
                           .arg(without.join(QStringLiteral(", ")),
                                without.size() == 1 ? QStringLiteral("has") : QStringLiteral("have"),
-                               QString(sel).replace(QLatin1Char('|'), QLatin1Char(' '))));
-    }
-    plot->addSeries(id, groupName + QStringLiteral(" (mean of %1 seeds)").arg(g.size()));
-    plot->setSeriesSparse(id, split != QLatin1String("train"));
-    plot->setSeries(id, xs, mean);
-    plot->setBand(id, xs, lo, hi);
+                               QString(o.sel).replace(QLatin1Char('|'), QLatin1Char(' '))));
   }
-  if (!withoutX.isEmpty()) {
+  plot->addSeries(id, groupName + QStringLiteral(" (mean of %1 seeds)").arg(g.size()));
+  plot->setSeriesSparse(id, o.split != QLatin1String("train"));
+  plot->setSeries(id, xs, mean);
+  plot->setBand(id, xs, lo, hi);
+}
+
+// The note under the plot: the groups with no mean drawn, then the runs left out on this axis.
+void ComparePanel::showNotes(Overlay& o) {
+  if (!o.withoutX.isEmpty()) {
     QStringList names;
-    for (const QString& d : withoutX) names << QFileInfo(d).fileName();
-    notes << QStringLiteral(
-                 "%1 run(s) not drawn on this axis: their metrics.jsonl records no %2 "
-                 "(written before Cellscope recorded training FLOPs): %3")
-                 .arg(withoutX.size())
-                 .arg(xAxisLabel(m_xAxis), names.join(QStringLiteral(", ")));
+    for (const QString& d : o.withoutX) names << QFileInfo(d).fileName();
+    o.notes << QStringLiteral(
+                   "%1 run(s) not drawn on this axis: their metrics.jsonl records no %2 "
+                   "(written before Cellscope recorded training FLOPs): %3")
+                   .arg(o.withoutX.size())
+                   .arg(xAxisLabel(m_xAxis), names.join(QStringLiteral(", ")));
   }
-  if (!notes.isEmpty()) {
-    m_xNote->setText(notes.join(QLatin1Char('\n')));
+  if (!o.notes.isEmpty()) {
+    m_xNote->setText(o.notes.join(QLatin1Char('\n')));
     m_xNote->show();
   }
-  plot->resetView();
-  plot->replotIfDirty();
 }
 
 void ComparePanel::updateDiff() {

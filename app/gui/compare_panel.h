@@ -89,6 +89,23 @@ class ComparePanel : public QWidget {
   void rescanWorkspace();
   const QVector<MetricPoint>& metricsOf(const QString& dir);
 
+  // redraw()'s steps: the runs grouped by seed, their legend names and the figure's caption,
+  // each group drawn (a run's own series, or the mean of its seeds with a band), then the note
+  // under the plot. An Overlay is one redraw's series ("split|key") and what it leaves out.
+  struct Overlay {
+    QString sel, split, key;
+    QStringList withoutX;  // runs with points that have no value on the x axis
+    QStringList notes;     // said under the plot: what is not drawn, and why
+  };
+  void collectSeries(Overlay& o, const QString& dir, QVector<double>* xs, QVector<double>* ys,
+                     QVector<qint64>* steps = nullptr);
+  QStringList legendNames(const QStringList& runDirs, bool skipSeed) const;
+  QList<QStringList> seedGroups(const QStringList& dirs) const;
+  void setCaption(const QList<QStringList>& groups, const QStringList& names);
+  void drawRun(Overlay& o, const QString& dir, const QString& name);
+  void drawSeedMean(Overlay& o, const QStringList& group, const QString& name);
+  void showNotes(Overlay& o);
+
   FigureExporter* m_exporter;
   QString m_workspace;
   XAxis m_xAxis = XAxis::Step;

@@ -120,7 +120,7 @@ class DecodePanel : public QWidget {
   void finished(bool ok);  // false: failed or cancelled
 
  private:
-  // The constructor's groups, top to bottom (each builds one group and sets the members it owns).
+  // The constructor's groups, top to bottom (decode_panel_ui.cpp; each builds one group and sets the members it owns).
   QFormLayout* buildSourceForm();
   QHBoxLayout* buildRunRow();
   QHBoxLayout* buildResultRow();
@@ -141,6 +141,7 @@ class DecodePanel : public QWidget {
   void exportInteractive(TableFormat format);
   void setBusy(bool busy);
 
+  static constexpr int kProgressMax = 1000;  // the progress bar's range (0..kProgressMax)
   RunTableModel* m_runs;
   QComboBox* m_runCombo;
   QListWidget* m_checkpoints;

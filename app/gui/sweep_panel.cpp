@@ -35,8 +35,18 @@ SweepPanel::SweepPanel(const ConfigurePanel* config, const TrainingController* t
   auto* outer = new QVBoxLayout(this);
   outer->setContentsMargins(4, 4, 4, 4);
   outer->addWidget(split);
+  // The sweep's definition and its progress on the left, its table, export and plot on the right,
+  // built in the order the widgets were always created (tab order).
+  buildDefinitionSide(split);
+  buildResultSide(split);
+  split->setStretchFactor(0, 1);
+  split->setStretchFactor(1, 2);
+  connectWorker();
+  updateButtons();
+}
 
-  // ---- left: the sweep's definition and its progress
+// Left: the hint, the name and seeds, the grid editor, Run / Stop / Open, the progress and status.
+QWidget* SweepPanel::buildDefinitionSide(QSplitter* split) {
   auto* left = new QWidget(split);
   auto* l = new QVBoxLayout(left);
   auto* hint = new QLabel(
@@ -54,6 +64,32 @@ SweepPanel::SweepPanel(const ConfigurePanel* config, const TrainingController* t
   m_seeds->setToolTip(QStringLiteral("training.seed of each repetition (pairs share the seed and so the data order)"));
   form->addRow(QStringLiteral("Seeds"), m_seeds);
   l->addLayout(form);
+  buildGridEditor(left, l);
+  auto* runButtons = new QHBoxLayout;
+  m_run = new QPushButton(QStringLiteral("Run / Resume"), left);
+  m_stop = new QPushButton(QStringLiteral("Stop"), left);
+  m_open = new QPushButton(QStringLiteral("Open sweep..."), left);
+  runButtons->addWidget(m_run);
+  runButtons->addWidget(m_stop);
+  runButtons->addWidget(m_open);
+  l->addLayout(runButtons);
+  m_progress = new QProgressBar(left);
+  m_progress->setRange(0, 1);
+  m_progress->setValue(0);
+  l->addWidget(m_progress);
+  l->addWidget(buildStatusArea(left));
+  connect(m_run, &QPushButton::clicked, this, [this] { startSweep(); });
+  connect(m_stop, &QPushButton::clicked, this, &SweepPanel::stopSweep);
+  connect(m_open, &QPushButton::clicked, this, [this] {
+    const QString d =
+        QFileDialog::getExistingDirectory(this, QStringLiteral("Open a sweep directory"), sweepsRoot(m_workspace));
+    if (!d.isEmpty()) openSweep(d);
+  });
+  return left;
+}
+
+// The grid (option path, values) with its Add axis / Remove axis buttons, into l.
+void SweepPanel::buildGridEditor(QWidget* left, QVBoxLayout* l) {
   m_grid = new QTableWidget(2, 2, left);
   m_grid->setHorizontalHeaderLabels({QStringLiteral("Option path"), QStringLiteral("Values (comma-separated)")});
   m_grid->horizontalHeader()->setStretchLastSection(true);
@@ -79,18 +115,10 @@ SweepPanel::SweepPanel(const ConfigurePanel* config, const TrainingController* t
     const int r = m_grid->currentRow() >= 0 ? m_grid->currentRow() : m_grid->rowCount() - 1;
     if (r >= 0) m_grid->removeRow(r);
   });
-  auto* runButtons = new QHBoxLayout;
-  m_run = new QPushButton(QStringLiteral("Run / Resume"), left);
-  m_stop = new QPushButton(QStringLiteral("Stop"), left);
-  m_open = new QPushButton(QStringLiteral("Open sweep..."), left);
-  runButtons->addWidget(m_run);
-  runButtons->addWidget(m_stop);
-  runButtons->addWidget(m_open);
-  l->addLayout(runButtons);
-  m_progress = new QProgressBar(left);
-  m_progress->setRange(0, 1);
-  m_progress->setValue(0);
-  l->addWidget(m_progress);
+}
+
+// The status label in its scroll area.
+QScrollArea* SweepPanel::buildStatusArea(QWidget* left) {
   m_status = new QLabel(QStringLiteral("No sweep running."), left);
   m_status->setWordWrap(true);
   m_status->setAlignment(Qt::AlignLeft | Qt::AlignTop);
@@ -104,16 +132,11 @@ SweepPanel::SweepPanel(const ConfigurePanel* config, const TrainingController* t
   statusArea->setFrameShape(QFrame::NoFrame);
   statusArea->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
   statusArea->setFixedHeight(3 * m_status->fontMetrics().lineSpacing() + 6);
-  l->addWidget(statusArea);
-  connect(m_run, &QPushButton::clicked, this, [this] { startSweep(); });
-  connect(m_stop, &QPushButton::clicked, this, &SweepPanel::stopSweep);
-  connect(m_open, &QPushButton::clicked, this, [this] {
-    const QString d =
-        QFileDialog::getExistingDirectory(this, QStringLiteral("Open a sweep directory"), sweepsRoot(m_workspace));
-    if (!d.isEmpty()) openSweep(d);
-  });
+  return statusArea;
+}
 
-  // ---- right: the table, its export and the plot
+// Right: the table, its paired view and export, and the plot.
+QWidget* SweepPanel::buildResultSide(QSplitter* split) {
   auto* right = new QWidget(split);
   auto* r = new QVBoxLayout(right);
   m_caption = new QLabel(QStringLiteral("The table appears here as runs finish."), right);
@@ -152,16 +175,17 @@ SweepPanel::SweepPanel(const ConfigurePanel* config, const TrainingController* t
   m_plot->legend->setVisible(false);  // shown once there are series (updatePlot): no empty box
   m_plot->yAxis->setLabel(QStringLiteral("metric"));
   r->addWidget(m_plot, 2);
-  split->setStretchFactor(0, 1);
-  split->setStretchFactor(1, 2);
+  return right;
+}
 
+// The sweep worker on its own thread, and its reports back to the panel.
+void SweepPanel::connectWorker() {
   m_worker = startWorkerThread<SweepWorker>(this, &m_thread, QStringLiteral("cellscope-sweep"));
   connect(m_worker, &SweepWorker::pointStarted, this, &SweepPanel::onPointStarted);
   connect(m_worker, &SweepWorker::pointFinished, this, &SweepPanel::onPointFinished);
   connect(m_worker, &SweepWorker::progress, this, &SweepPanel::onProgress);
   connect(m_worker, &SweepWorker::finished, this, &SweepPanel::onFinished);
   connect(m_worker, &SweepWorker::failed, this, &SweepPanel::onFailed);
-  updateButtons();
 }
 
 SweepPanel::~SweepPanel() {

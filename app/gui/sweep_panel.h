@@ -19,8 +19,11 @@ class QLabel;
 class QLineEdit;
 class QProgressBar;
 class QPushButton;
+class QScrollArea;
+class QSplitter;
 class QTableWidget;
 class QThread;
+class QVBoxLayout;
 
 namespace gui {
 
@@ -64,6 +67,13 @@ class SweepPanel : public QWidget {
   void runsChanged();  // a sweep finished: new runs in the workspace
 
  private:
+  // The constructor's parts, left to right (each builds its widgets and sets the members it owns).
+  QWidget* buildDefinitionSide(QSplitter* split);
+  void buildGridEditor(QWidget* left, QVBoxLayout* l);
+  QScrollArea* buildStatusArea(QWidget* left);
+  QWidget* buildResultSide(QSplitter* split);
+  void connectWorker();
+
   void onPointStarted(int index, int total, const QString& id, bool resumed, const QString& runDir);
   void onPointFinished(int index, int total, const QString& id, const QString& status);
   void onProgress(int step, int total);

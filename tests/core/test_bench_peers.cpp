@@ -151,6 +151,122 @@ static void expect_step_seconds(const json& m, const char* who) {
   ASSERT_EQ(ts[ts.size() / 2], m.value("seconds_per_step", -1.0)) << who;
 }
 
+namespace {
+
+// Cellscope's figures of one row of `bench --peer --json`: time, FLOPs, memory, its own large-GEMM rate and the
+// efficiency they make, the timed steps, and the GEMM floor.
+void expect_cellscope_figures(const json& row) {
+  const auto& c = row["cellscope"];
+  ASSERT_GT(c.value("seconds_per_step", 0.0), 0.0);
+  ASSERT_GT(c.value("flops_per_step", 0.0), 0.0);
+  ASSERT_GE(c.value("peak_step_bytes", -1.0), 0.0);
+  ASSERT_GT(c.value("peak_rss_bytes", 0.0), 0.0);
+  ASSERT_GT(c.value("gemm_gflops", 0.0), 0.0);  // the child's own large-GEMM rate (efficiency's denominator)
+  ASSERT_NEAR(row.value("efficiency", 0.0),
+              c.value("flops_per_step", 0.0) / c.value("seconds_per_step", 1.0) / 1e9 / c.value("gemm_gflops", 1.0),
+              1e-9);
+  ASSERT_GT(row.value("efficiency", 0.0), 0.0);
+  expect_step_seconds(c, "cellscope");
+  // The GEMM floor (bench/gemm_floor.h): the step's products, replayed alone, take some time but
+  // less than the step; their FLOPs are about the analytic count (3x the forward's products).
+  ASSERT_TRUE(c.contains("gemm_floor")) << c.dump();
+  const auto& fl = c["gemm_floor"];
+  ASSERT_GT(fl.value("seconds", 0.0), 0.0);
+  ASSERT_LT(fl.value("seconds", 1e9), c.value("seconds_per_step", 0.0));
+  ASSERT_GT(fl.value("calls", 0), 0);
+  ASSERT_GT(fl.value("flops", 0.0), 0.3 * c.value("flops_per_step", 0.0)) << fl.dump();
+  ASSERT_LT(fl.value("flops", 0.0), 1.5 * c.value("flops_per_step", 0.0)) << fl.dump();
+  ASSERT_NEAR(row.value("floor_efficiency", 0.0),
+              c.value("flops_per_step", 0.0) / fl.value("seconds", 1.0) / 1e9 / c.value("gemm_gflops", 1.0), 1e-9);
+  ASSERT_GT(row.value("floor_efficiency", 0.0), row.value("efficiency", 1e9));
+}
+
+// The Python peer's figures of one row (a cell's, not LibTorch's fused GRU's) and what they make with Cellscope's:
+// the speedup, the efficiency 1.5x needs, the best speedup the floor allows; and the autograd path's own time.
+void expect_python_figures(const json& row) {
+  const auto& c = row["cellscope"];
+  const auto& p = row["python"];
+  ASSERT_GT(p.value("seconds_per_step", 0.0), 0.0);
+  expect_step_seconds(p, "python");
+  ASSERT_EQ(p.value("threads", 0), 1);
+  ASSERT_GT(p.value("gemm_gflops", 0.0), 0.0);
+  ASSERT_GE(p.value("peak_step_bytes", -1.0), 0.0);
+  ASSERT_NEAR(row.value("speedup", 0.0), p.value("seconds_per_step", 0.0) / c.value("seconds_per_step", 1.0), 1e-9);
+  // what 1.5x needs in efficiency terms; the most the floor allows on the speedup's own basis
+  // (times), so that it can never read below a speedup actually reached by removing overhead
+  // (vocabulary 96 against 12-18 positions: nothing folded, both counts are the model's)
+  ASSERT_FALSE(row.contains("folded_fraction")) << row.dump();
+  ASSERT_EQ(c.value("model_flops_per_step", 0.0), c.value("flops_per_step", 1.0));
+  ASSERT_NEAR(row.value("needed_efficiency", 0.0), 1.5 * row.value("python_efficiency", 0.0), 1e-12);
+  ASSERT_NEAR(row.value("max_speedup", 0.0), p.value("seconds_per_step", 0.0) / c["gemm_floor"].value("seconds", 1.0),
+              1e-9);
+  // gru_dt and cru_shallow have hand-written fast paths (cells/fused_gru_dt.cpp, fused_cru.cpp):
+  // their autograd path is measured too, with its own time and memory
+  ASSERT_TRUE(row.contains("cellscope_autograd")) << row.dump();
+  ASSERT_GT(row["cellscope_autograd"].value("seconds_per_step", 0.0), 0.0) << row.dump();
+}
+
+// `bench --peer --json` of gru_dt and cru_shallow at batches 2 and 3 on one thread: every row's figures, in order.
+void expect_peer_rows(json& j) {
+  ASSERT_GT(j.value("gemm_gflops", 0.0), 0.0);
+  ASSERT_EQ(j.value("threads", 0), 1);
+  ASSERT_EQ(j["rows"].size(), 6u);  // per batch: LibTorch's fused GRU, gru_dt, cru_shallow
+  std::vector<std::string> order;
+  for (const auto& row : j["rows"]) {
+    order.push_back(row.value("cell", std::string()) + "@" + std::to_string(row.value("batch", 0)));
+    ASSERT_NO_FATAL_FAILURE(expect_cellscope_figures(row));
+    if (row["cell"] == "gru") continue;
+    ASSERT_NO_FATAL_FAILURE(expect_python_figures(row));
+  }
+  ASSERT_EQ(order,
+            (std::vector<std::string>{"gru@2", "gru_dt@2", "cru_shallow@2", "gru@3", "gru_dt@3", "cru_shallow@3"}));
+}
+
+// --rounds 3 (mcrnn): every variant measured that often, interleaved; the reported time is the median
+// round's (one of the samples, with as many below it as above for 3 rounds)
+void expect_median_of_rounds(json& r) {
+  ASSERT_EQ(r.value("rounds", 0), 3);
+  ASSERT_EQ(r["rows"].size(), 2u);
+  const auto& row = r["rows"][1];
+  ASSERT_EQ(row.value("cell", std::string()), "mcrnn");
+  ASSERT_TRUE(row.contains("cellscope_autograd")) << "mcrnn has a fast path (cells/fused_mcrnn.h)";
+  for (const char* k : {"cellscope", "cellscope_autograd", "python"}) {
+    const auto& m = row[k];
+    ASSERT_EQ(m["samples"].size(), 3u) << k;
+    const double t = m.value("seconds_per_step", 0.0);
+    int below = 0, above = 0, equal = 0;
+    for (const auto& v : m["samples"]) (v.get<double>() < t ? below : v.get<double>() > t ? above : equal)++;
+    ASSERT_GE(equal, 1) << k << ": the median is not one of the rounds";
+    ASSERT_LE(below, 1) << k;
+    ASSERT_LE(above, 1) << k;
+  }
+}
+
+// A folded embedding (gru_dt at batch 3, 6 positions, vocabulary 4): Cellscope's efficiency, floor and "needed"
+// count the products it executed, the autograd path's and Python's the model's.
+void expect_folded_counts(json& r) {
+  const auto& row = r["rows"][1];
+  ASSERT_EQ(row.value("cell", std::string()), "gru_dt");
+  const auto& c = row["cellscope"];
+  const double exec = c.value("flops_per_step", 0.0), model = c.value("model_flops_per_step", 0.0);
+  // W_ih [3 H, E] over 18 positions replaced by 4 table rows, x 3 (forward and backward)
+  ASSERT_NEAR(model - exec, 3.0 * (18 - 4) * 2.0 * 24 * 8, 1e-6) << c.dump();
+  ASSERT_NEAR(row.value("folded_fraction", 0.0), 1.0 - exec / model, 1e-12);
+  ASSERT_NEAR(row.value("efficiency", 0.0), exec / c.value("seconds_per_step", 1.0) / 1e9 / c.value("gemm_gflops", 1.0),
+              1e-9);
+  const auto& a = row["cellscope_autograd"];
+  ASSERT_EQ(a.value("flops_per_step", 0.0), model) << "the autograd path folds nothing";
+  ASSERT_NEAR(row.value("autograd_efficiency", 0.0),
+              model / a.value("seconds_per_step", 1.0) / 1e9 / a.value("gemm_gflops", 1.0), 1e-9);
+  const auto& p = row["python"];
+  ASSERT_NEAR(row.value("python_efficiency", 0.0),
+              model / p.value("seconds_per_step", 1.0) / 1e9 / p.value("gemm_gflops", 1.0), 1e-9);
+  ASSERT_NEAR(row.value("needed_efficiency", 0.0),
+              1.5 * exec / p.value("seconds_per_step", 1.0) / 1e9 / p.value("gemm_gflops", 1.0), 1e-9);
+}
+
+}  // namespace
+
 TEST(BenchPeers, peerBenchReportsTimesSpeedupEfficiencyAndMemory) {
   std::string out, err;
   ASSERT_EQ(cstest::run_cli({"bench", "--peer", "--cell", "gru_dt,cru_shallow", "--batch", "2,3", "--seq", "6",
@@ -159,58 +275,7 @@ TEST(BenchPeers, peerBenchReportsTimesSpeedupEfficiencyAndMemory) {
             0)
       << err;
   auto j = cstest::json_object(out);
-  ASSERT_GT(j.value("gemm_gflops", 0.0), 0.0);
-  ASSERT_EQ(j.value("threads", 0), 1);
-  ASSERT_EQ(j["rows"].size(), 6u);  // per batch: LibTorch's fused GRU, gru_dt, cru_shallow
-  std::vector<std::string> order;
-  for (const auto& row : j["rows"]) {
-    order.push_back(row.value("cell", std::string()) + "@" + std::to_string(row.value("batch", 0)));
-    const auto& c = row["cellscope"];
-    ASSERT_GT(c.value("seconds_per_step", 0.0), 0.0);
-    ASSERT_GT(c.value("flops_per_step", 0.0), 0.0);
-    ASSERT_GE(c.value("peak_step_bytes", -1.0), 0.0);
-    ASSERT_GT(c.value("peak_rss_bytes", 0.0), 0.0);
-    ASSERT_GT(c.value("gemm_gflops", 0.0), 0.0);  // the child's own large-GEMM rate (efficiency's denominator)
-    ASSERT_NEAR(row.value("efficiency", 0.0),
-                c.value("flops_per_step", 0.0) / c.value("seconds_per_step", 1.0) / 1e9 / c.value("gemm_gflops", 1.0),
-                1e-9);
-    ASSERT_GT(row.value("efficiency", 0.0), 0.0);
-    expect_step_seconds(c, "cellscope");
-    // The GEMM floor (bench/gemm_floor.h): the step's products, replayed alone, take some time but
-    // less than the step; their FLOPs are about the analytic count (3x the forward's products).
-    ASSERT_TRUE(c.contains("gemm_floor")) << c.dump();
-    const auto& fl = c["gemm_floor"];
-    ASSERT_GT(fl.value("seconds", 0.0), 0.0);
-    ASSERT_LT(fl.value("seconds", 1e9), c.value("seconds_per_step", 0.0));
-    ASSERT_GT(fl.value("calls", 0), 0);
-    ASSERT_GT(fl.value("flops", 0.0), 0.3 * c.value("flops_per_step", 0.0)) << fl.dump();
-    ASSERT_LT(fl.value("flops", 0.0), 1.5 * c.value("flops_per_step", 0.0)) << fl.dump();
-    ASSERT_NEAR(row.value("floor_efficiency", 0.0),
-                c.value("flops_per_step", 0.0) / fl.value("seconds", 1.0) / 1e9 / c.value("gemm_gflops", 1.0), 1e-9);
-    ASSERT_GT(row.value("floor_efficiency", 0.0), row.value("efficiency", 1e9));
-    if (row["cell"] == "gru") continue;
-    const auto& p = row["python"];
-    ASSERT_GT(p.value("seconds_per_step", 0.0), 0.0);
-    expect_step_seconds(p, "python");
-    ASSERT_EQ(p.value("threads", 0), 1);
-    ASSERT_GT(p.value("gemm_gflops", 0.0), 0.0);
-    ASSERT_GE(p.value("peak_step_bytes", -1.0), 0.0);
-    ASSERT_NEAR(row.value("speedup", 0.0), p.value("seconds_per_step", 0.0) / c.value("seconds_per_step", 1.0), 1e-9);
-    // what 1.5x needs in efficiency terms; the most the floor allows on the speedup's own basis
-    // (times), so that it can never read below a speedup actually reached by removing overhead
-    // (vocabulary 96 against 12-18 positions: nothing folded, both counts are the model's)
-    ASSERT_FALSE(row.contains("folded_fraction")) << row.dump();
-    ASSERT_EQ(c.value("model_flops_per_step", 0.0), c.value("flops_per_step", 1.0));
-    ASSERT_NEAR(row.value("needed_efficiency", 0.0), 1.5 * row.value("python_efficiency", 0.0), 1e-12);
-    ASSERT_NEAR(row.value("max_speedup", 0.0), p.value("seconds_per_step", 0.0) / c["gemm_floor"].value("seconds", 1.0),
-                1e-9);
-    // gru_dt and cru_shallow have hand-written fast paths (cells/fused_gru_dt.cpp, fused_cru.cpp):
-    // their autograd path is measured too, with its own time and memory
-    ASSERT_TRUE(row.contains("cellscope_autograd")) << row.dump();
-    ASSERT_GT(row["cellscope_autograd"].value("seconds_per_step", 0.0), 0.0) << row.dump();
-  }
-  ASSERT_EQ(order,
-            (std::vector<std::string>{"gru@2", "gru_dt@2", "cru_shallow@2", "gru@3", "gru_dt@3", "cru_shallow@3"}));
+  ASSERT_NO_FATAL_FAILURE(expect_peer_rows(j));
   // The markdown table: one line per row, the header of the issue's columns.
   ASSERT_EQ(cstest::run_cli({"bench", "--peer", "--cell", "gru_dt", "--batch", "2", "--seq", "6", "--embed", "8",
                              "--hidden", "8", "--iters", "1", "--threads", "1"},
@@ -231,21 +296,7 @@ TEST(BenchPeers, peerBenchReportsTimesSpeedupEfficiencyAndMemory) {
       << err;
   {
     auto r = cstest::json_object(out);
-    ASSERT_EQ(r.value("rounds", 0), 3);
-    ASSERT_EQ(r["rows"].size(), 2u);
-    const auto& row = r["rows"][1];
-    ASSERT_EQ(row.value("cell", std::string()), "mcrnn");
-    ASSERT_TRUE(row.contains("cellscope_autograd")) << "mcrnn has a fast path (cells/fused_mcrnn.h)";
-    for (const char* k : {"cellscope", "cellscope_autograd", "python"}) {
-      const auto& m = row[k];
-      ASSERT_EQ(m["samples"].size(), 3u) << k;
-      const double t = m.value("seconds_per_step", 0.0);
-      int below = 0, above = 0, equal = 0;
-      for (const auto& v : m["samples"]) (v.get<double>() < t ? below : v.get<double>() > t ? above : equal)++;
-      ASSERT_GE(equal, 1) << k << ": the median is not one of the rounds";
-      ASSERT_LE(below, 1) << k;
-      ASSERT_LE(above, 1) << k;
-    }
+    ASSERT_NO_FATAL_FAILURE(expect_median_of_rounds(r));
   }
   ASSERT_EQ(cstest::run_cli({"bench", "--peer", "--cell", "mcrnn", "--batch", "2", "--seq", "5", "--embed", "6",
                              "--hidden", "6", "--iters", "1", "--threads", "1", "--rounds", "2", "--no-python"},
@@ -265,24 +316,7 @@ TEST(BenchPeers, peerBenchReportsTimesSpeedupEfficiencyAndMemory) {
       << err;
   {
     auto r = cstest::json_object(out);
-    const auto& row = r["rows"][1];
-    ASSERT_EQ(row.value("cell", std::string()), "gru_dt");
-    const auto& c = row["cellscope"];
-    const double exec = c.value("flops_per_step", 0.0), model = c.value("model_flops_per_step", 0.0);
-    // W_ih [3 H, E] over 18 positions replaced by 4 table rows, x 3 (forward and backward)
-    ASSERT_NEAR(model - exec, 3.0 * (18 - 4) * 2.0 * 24 * 8, 1e-6) << c.dump();
-    ASSERT_NEAR(row.value("folded_fraction", 0.0), 1.0 - exec / model, 1e-12);
-    ASSERT_NEAR(row.value("efficiency", 0.0),
-                exec / c.value("seconds_per_step", 1.0) / 1e9 / c.value("gemm_gflops", 1.0), 1e-9);
-    const auto& a = row["cellscope_autograd"];
-    ASSERT_EQ(a.value("flops_per_step", 0.0), model) << "the autograd path folds nothing";
-    ASSERT_NEAR(row.value("autograd_efficiency", 0.0),
-                model / a.value("seconds_per_step", 1.0) / 1e9 / a.value("gemm_gflops", 1.0), 1e-9);
-    const auto& p = row["python"];
-    ASSERT_NEAR(row.value("python_efficiency", 0.0),
-                model / p.value("seconds_per_step", 1.0) / 1e9 / p.value("gemm_gflops", 1.0), 1e-9);
-    ASSERT_NEAR(row.value("needed_efficiency", 0.0),
-                1.5 * exec / p.value("seconds_per_step", 1.0) / 1e9 / p.value("gemm_gflops", 1.0), 1e-9);
+    ASSERT_NO_FATAL_FAILURE(expect_folded_counts(r));
   }
   ASSERT_EQ(cstest::run_cli({"bench", "--peer", "--cell", "gru_dt", "--batch", "3", "--seq", "6", "--embed", "8",
                              "--hidden", "8", "--vocab", "4", "--iters", "1", "--threads", "1"},

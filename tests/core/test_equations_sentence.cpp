@@ -60,13 +60,8 @@ std::string describe(const Setup& u) {
          " fc=" + std::to_string(u.fc) + "/" + u.fc_activation + " classes=" + std::to_string(u.classes);
 }
 
-// The model's logits for a padded batch of three sentences against the reference, sentence by
-// sentence within its own length. For the GRU the encoder is written out (gru_ref); for other
-// cells (MZU, CRU: their equations are checked in test_equations_{mzu,cru}.cpp) each direction
-// is the cell's own forward_sequence over the one unpadded sentence (reversed for the backward
-// one), so what is checked is the batching, padding, reversal and pooling around it.
-void check(const Setup& u) {
-  const int64_t V = 11, E = 4, H = u.cell == "gru" ? 3 : 4, C = u.classes, T = 6, B = 3, A = 3;
+// The model section of setup u with embedding E and hidden H, every option the cells read set explicitly.
+json model_section(const Setup& u, int64_t E, int64_t H) {
   json m = {{"cell", u.cell}, {"embed", E},
             {"hidden", H},    {"layers", u.layers},
             {"fc", u.fc},     {"fc_activation", u.fc_activation},
@@ -89,26 +84,21 @@ void check(const Setup& u) {
                   {"regular_trans", false},
                   {"ffn_residual", false}});
   }
-  json raw = {{"task", {{"name", u.absa ? "absa" : "classify"}}},
-              {"dataset", {{"name", u.absa ? "semeval2014-restaurants" : "spam-assassin"}}},
-              {"model", m}};
-  json model = load_and_resolve(raw, "sentence test model")["model"];
-  torch::manual_seed(60 + u.layers + u.fc);
-  const int64_t pad = SentenceTask::kPad;
-  SentenceModel net(model, V, C, u.absa, pad);
-  net->to(torch::kDouble);
-  net->eval();
-  const std::string what = describe(u);
-  ASSERT_EQ(net->binary, !u.absa && C == 2) << what;
+  return m;
+}
+
+// A batch of sentences of lengths `len` (T positions, token ids in [2, V), padded at the end with the pad id)
+// and, for ABSA, aspects of lengths `alen` (A positions; they may contain <unk> (0)).
+SentenceBatch padded_batch(bool absa, int64_t V, int64_t T, int64_t A, int64_t pad, const std::vector<int64_t>& len,
+                           const std::vector<int64_t>& alen) {
+  const int64_t B = static_cast<int64_t>(len.size());
   SentenceBatch b;
-  // token ids in [2, V), padded at the end with the pad id; aspects may contain <unk> (0)
-  const std::vector<int64_t> len = {6, 2, 4}, alen = {1, 3, 2};
   b.tokens = torch::full({T, B}, pad, torch::kInt64);
   auto ids = torch::randint(2, V, {T, B}, torch::kInt64);
   for (int64_t j = 0; j < B; ++j)
     for (int64_t t = 0; t < len[j]; ++t) b.tokens[t][j] = ids[t][j];
   b.lengths = torch::tensor(len, torch::kInt64);
-  if (u.absa) {
+  if (absa) {
     b.aspect = torch::full({A, B}, pad, torch::kInt64);
     auto aids = torch::randint(0, V, {A, B}, torch::kInt64);
     for (int64_t j = 0; j < B; ++j)
@@ -117,6 +107,101 @@ void check(const Setup& u) {
     b.aspect_len = torch::tensor(alen, torch::kInt64);
   }
   b.labels = torch::zeros({B}, torch::kInt64);
+  return b;
+}
+
+// The encoder on one sentence: `in` (the embeddings of its tokens) becomes the last layer's output states, each
+// [forward, backward]. For the GRU the encoder is written out (gru_ref); for other cells each direction is the
+// cell's own forward_sequence over the one unpadded sentence (reversed for the backward one).
+void encode_sentence(SentenceModel& net, const Setup& u, int64_t H, std::vector<Vec>& in) {
+  const int64_t n = static_cast<int64_t>(in.size());
+  for (int64_t l = 0; l < u.layers; ++l) {
+    const auto& fc_ = net->encoder->fwd[static_cast<size_t>(l)];
+    const auto& bc_ = net->encoder->bwd[static_cast<size_t>(l)];
+    std::vector<Vec> of(n), ob(n);
+    if (u.cell == "gru") {
+      auto f = std::dynamic_pointer_cast<GRUCellImpl>(fc_);
+      auto bw = std::dynamic_pointer_cast<GRUCellImpl>(bc_);
+      ASSERT_TRUE(f && bw);
+      Vec h(H, 0.0);
+      for (int64_t t = 0; t < n; ++t) of[t] = h = gru_ref(*f, in[t], h);
+      h.assign(H, 0.0);
+      for (int64_t t = n - 1; t >= 0; --t) ob[t] = h = gru_ref(*bw, in[t], h);  // from the last token
+    } else {
+      std::vector<torch::Tensor> rows, rev;
+      for (int64_t t = 0; t < n; ++t) rows.push_back(torch::tensor(in[t], torch::kDouble));
+      for (int64_t t = n - 1; t >= 0; --t) rev.push_back(torch::tensor(in[t], torch::kDouble));
+      StepContext c1, c2;
+      auto yf =
+          fc_->forward_sequence(torch::stack(rows).unsqueeze(1), fc_->initial_state(1, torch::kDouble), c1).output;
+      auto yb = bc_->forward_sequence(torch::stack(rev).unsqueeze(1), bc_->initial_state(1, torch::kDouble), c2).output;
+      for (int64_t t = 0; t < n; ++t) {
+        of[t] = Flat(yf[t][0]).v;
+        ob[t] = Flat(yb[n - 1 - t][0]).v;
+      }
+    }
+    for (int64_t t = 0; t < n; ++t) {
+      in[t] = of[t];
+      in[t].insert(in[t].end(), ob[t].begin(), ob[t].end());  // [forward, backward]
+    }
+  }
+}
+
+// What the output layer reads for sentence j of batch b, from its encoder states `out` (one per token): ABSA's
+// pooled states and aspect, or classify's final states, then the fully connected layer when there is one.
+Vec output_features(SentenceModel& net, const Setup& u, const SentenceBatch& b, const Flat& emb,
+                    const std::vector<Vec>& out, int64_t j, int64_t alen, int64_t H, int64_t E) {
+  const int64_t n = static_cast<int64_t>(out.size());
+  Vec feat;
+  if (u.absa) {
+    // MZU paper: mean pooling over the sentence's n output states ...
+    feat.assign(static_cast<size_t>(2 * H), 0.0);
+    for (int64_t t = 0; t < n; ++t)
+      for (int64_t e = 0; e < 2 * H; ++e) feat[e] += out[t][e] / double(n);
+    // ... concatenated with the mean embedding of the aspect's words
+    for (int64_t e = 0; e < E; ++e) {
+      double s = 0;
+      for (int64_t a = 0; a < alen; ++a) s += emb(b.aspect[a][j].item<int64_t>(), e);
+      feat.push_back(s / double(alen));
+    }
+  } else {
+    // CRU paper Fig. 2: the forward state at the last token and the backward state at the first
+    feat.assign(out[n - 1].begin(), out[n - 1].begin() + H);
+    feat.insert(feat.end(), out[0].begin() + H, out[0].end());
+  }
+  if (u.fc > 0) {
+    Flat w(net->fc->weight), bb(net->fc->bias);
+    Vec g(u.fc);
+    for (int64_t r = 0; r < u.fc; ++r) {
+      double s = bb(r);
+      for (size_t e = 0; e < feat.size(); ++e) s += w(r, static_cast<int64_t>(e)) * feat[e];
+      g[r] = u.fc_activation == "relu" ? std::max(s, 0.0) : u.fc_activation == "tanh" ? std::tanh(s) : s;
+    }
+    feat = g;
+  }
+  return feat;
+}
+
+// The model's logits for a padded batch of three sentences against the reference, sentence by
+// sentence within its own length. For the GRU the encoder is written out (gru_ref); for other
+// cells (MZU, CRU: their equations are checked in test_equations_{mzu,cru}.cpp) each direction
+// is the cell's own forward_sequence over the one unpadded sentence (reversed for the backward
+// one), so what is checked is the batching, padding, reversal and pooling around it.
+void check(const Setup& u) {
+  const int64_t V = 11, E = 4, H = u.cell == "gru" ? 3 : 4, C = u.classes, T = 6, B = 3, A = 3;
+  json raw = {{"task", {{"name", u.absa ? "absa" : "classify"}}},
+              {"dataset", {{"name", u.absa ? "semeval2014-restaurants" : "spam-assassin"}}},
+              {"model", model_section(u, E, H)}};
+  json model = load_and_resolve(raw, "sentence test model")["model"];
+  torch::manual_seed(60 + u.layers + u.fc);
+  const int64_t pad = SentenceTask::kPad;
+  SentenceModel net(model, V, C, u.absa, pad);
+  net->to(torch::kDouble);
+  net->eval();
+  const std::string what = describe(u);
+  ASSERT_EQ(net->binary, !u.absa && C == 2) << what;
+  const std::vector<int64_t> len = {6, 2, 4}, alen = {1, 3, 2};
+  SentenceBatch b = padded_batch(u.absa, V, T, A, pad, len, alen);
   torch::NoGradGuard ng;
   StepContext ctx;
   auto logits = net->forward(b, ctx);
@@ -133,64 +218,8 @@ void check(const Setup& u) {
       const int64_t id = b.tokens[t][j].item<int64_t>();
       for (int64_t e = 0; e < E; ++e) in[t].push_back(emb(id, e));
     }
-    for (int64_t l = 0; l < u.layers; ++l) {
-      const auto& fc_ = net->encoder->fwd[static_cast<size_t>(l)];
-      const auto& bc_ = net->encoder->bwd[static_cast<size_t>(l)];
-      std::vector<Vec> of(n), ob(n);
-      if (u.cell == "gru") {
-        auto f = std::dynamic_pointer_cast<GRUCellImpl>(fc_);
-        auto bw = std::dynamic_pointer_cast<GRUCellImpl>(bc_);
-        ASSERT_TRUE(f && bw);
-        Vec h(H, 0.0);
-        for (int64_t t = 0; t < n; ++t) of[t] = h = gru_ref(*f, in[t], h);
-        h.assign(H, 0.0);
-        for (int64_t t = n - 1; t >= 0; --t) ob[t] = h = gru_ref(*bw, in[t], h);  // from the last token
-      } else {
-        std::vector<torch::Tensor> rows, rev;
-        for (int64_t t = 0; t < n; ++t) rows.push_back(torch::tensor(in[t], torch::kDouble));
-        for (int64_t t = n - 1; t >= 0; --t) rev.push_back(torch::tensor(in[t], torch::kDouble));
-        StepContext c1, c2;
-        auto yf =
-            fc_->forward_sequence(torch::stack(rows).unsqueeze(1), fc_->initial_state(1, torch::kDouble), c1).output;
-        auto yb =
-            bc_->forward_sequence(torch::stack(rev).unsqueeze(1), bc_->initial_state(1, torch::kDouble), c2).output;
-        for (int64_t t = 0; t < n; ++t) {
-          of[t] = Flat(yf[t][0]).v;
-          ob[t] = Flat(yb[n - 1 - t][0]).v;
-        }
-      }
-      for (int64_t t = 0; t < n; ++t) {
-        in[t] = of[t];
-        in[t].insert(in[t].end(), ob[t].begin(), ob[t].end());  // [forward, backward]
-      }
-    }
-    Vec feat;
-    if (u.absa) {
-      // MZU paper: mean pooling over the sentence's n output states ...
-      feat.assign(static_cast<size_t>(2 * H), 0.0);
-      for (int64_t t = 0; t < n; ++t)
-        for (int64_t e = 0; e < 2 * H; ++e) feat[e] += in[t][e] / double(n);
-      // ... concatenated with the mean embedding of the aspect's words
-      for (int64_t e = 0; e < E; ++e) {
-        double s = 0;
-        for (int64_t a = 0; a < alen[j]; ++a) s += emb(b.aspect[a][j].item<int64_t>(), e);
-        feat.push_back(s / double(alen[j]));
-      }
-    } else {
-      // CRU paper Fig. 2: the forward state at the last token and the backward state at the first
-      feat.assign(in[n - 1].begin(), in[n - 1].begin() + H);
-      feat.insert(feat.end(), in[0].begin() + H, in[0].end());
-    }
-    if (u.fc > 0) {
-      Flat w(net->fc->weight), bb(net->fc->bias);
-      Vec g(u.fc);
-      for (int64_t r = 0; r < u.fc; ++r) {
-        double s = bb(r);
-        for (size_t e = 0; e < feat.size(); ++e) s += w(r, static_cast<int64_t>(e)) * feat[e];
-        g[r] = u.fc_activation == "relu" ? std::max(s, 0.0) : u.fc_activation == "tanh" ? std::tanh(s) : s;
-      }
-      feat = g;
-    }
+    ASSERT_NO_FATAL_FAILURE(encode_sentence(net, u, H, in));
+    const Vec feat = output_features(net, u, b, emb, in, j, alen[j], H, E);
     Flat w(net->out->weight), bb(net->out->bias);
     ASSERT_EQ(static_cast<size_t>(w.s[1]), feat.size()) << what;
     for (int64_t c = 0; c < outs; ++c) {

@@ -386,15 +386,10 @@ TEST_F(ScriptCell, sha256MatchesTestVectors) {
   EXPECT_EQ(cs::sha256_hex(std::string(1000, 'a')), "41edece42d63e8d9bf515a9ba6932e1c20cbc9f5a5d134645adb5db1b9737ea3");
 }
 
-// A run of the convolution-input variant (three state tensors) stopped and resumed equals an
-// uninterrupted one bit for bit; the run records and keeps its script; a changed script file is
-// refused on resume and on analysis; the analyses run on it.
-TEST_F(ScriptCell, runResumesBitExactlyAndKeepsItsOwnScript) {
-  const std::string corpus = cstest::write_text_fixture("script_run.txt", 20000);
-  const std::string mine = dir() + "/mine.pt";
-  std::filesystem::copy_file(dir() + "/conv.pt", mine, std::filesystem::copy_options::overwrite_existing);
-  const json cfg = run_config(mine, corpus, 30);
-  const std::string full = dir() + "/run_full", part = dir() + "/run_part";
+namespace {
+
+// The run of `cfg` uninterrupted into `full`, and stopped after step 17 into `part`.
+void train_full_and_stopped(const json& cfg, const std::string& full, const std::string& part) {
   {
     cs::LaunchOptions lo;
     lo.run_dir = full;
@@ -412,87 +407,78 @@ TEST_F(ScriptCell, runResumesBitExactlyAndKeepsItsOwnScript) {
     };
     r.trainer->run(&control, cb);
   }
-  cs::RunStore ps(part), fs(full);
-  ASSERT_EQ(ps.read_summary().status, std::string("stopped"));
-  // the run records the script's absolute path and hash, and keeps a copy
-  const std::string sha = cs::file_sha256(mine);
-  const json saved = ps.read_config();
-  EXPECT_EQ(saved["model"]["script_sha256"], sha);
-  EXPECT_EQ(saved["model"]["script"], std::filesystem::canonical(mine).string());
-  EXPECT_EQ(cs::file_sha256(ps.path(cs::script_copy_name())), sha);
-  {
-    torch::manual_seed(999);  // the checkpoint restores the generator
-    cs::LaunchOptions lo;
-    lo.resume_dir = part;
-    auto r = cs::start_run(json::object(), lo);
-    ASSERT_EQ(r.trainer->step(), int64_t(17));
-    r.trainer->run();
-  }
-  const auto a = comparable(fs.read_metrics()), b = comparable(ps.read_metrics());
-  ASSERT_EQ(a.size(), b.size());
-  ASSERT_GT(a.size(), 5u);
-  for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i], b[i]) << i;
-  {
-    auto ta = cs::load_run_task(full, "last"), tb = cs::load_run_task(part, "last");
-    auto pb = tb->model()->named_parameters();
-    for (const auto& p : ta->model()->named_parameters())
-      EXPECT_TRUE(torch::equal(p.value(), pb[p.key()])) << p.key() << " differs after the resume";
-    // the analyses that apply to any cell: relevance (candidate, h) and the gates it names
-    const std::string text = "Call me Ishmael. Some years ago, never mind how long";
-    const cs::LabeledMatrix m = cs::relevance_map(*ta, text, 10);
-    ASSERT_EQ(m.rows(), 10);
-    ASSERT_EQ(m.cols(), static_cast<int64_t>(text.size()));
-    int finite = 0;
-    for (double v : m.values) finite += std::isfinite(v) ? 1 : 0;
-    EXPECT_GT(finite, 10 * 40);
-    const cs::SeriesSet h = cs::gate_histograms(*ta, text);
-    std::string names;
-    for (const auto& s : h.series) names += s.name + " ";
-    EXPECT_TRUE(cstest::contains(names, "l0/gate") && cstest::contains(names, "l0/reset")) << names;
-  }
-  // a fork records and copies the same script
-  {
-    cs::LaunchOptions lo;
-    lo.fork_dir = part;
-    lo.run_dir = dir() + "/run_fork";
-    auto r = cs::start_run(json{{"training", {{"steps", 32}}}}, lo);
-    EXPECT_EQ(cs::RunStore(lo.run_dir).read_config()["model"]["script_sha256"], sha);
-    EXPECT_EQ(cs::file_sha256(cs::RunStore(lo.run_dir).path(cs::script_copy_name())), sha);
-  }
-  // a different seed trains another model (the script's parameters are drawn from the run's seed)
-  {
-    json other = cfg;
-    other["training"]["seed"] = 12;
-    other["training"]["steps"] = 1;
-    cs::LaunchOptions lo;
-    lo.run_dir = dir() + "/run_seed12";
-    auto r = cs::start_run(other, lo);
-    cs::LaunchOptions lo11;
-    json same = cfg;
-    same["training"]["steps"] = 1;
-    lo11.run_dir = dir() + "/run_seed11";
-    auto r11 = cs::start_run(same, lo11);
-    auto p12 = r.trainer->task().model()->named_parameters(), p11 = r11.trainer->task().model()->named_parameters();
-    ASSERT_TRUE(p12.contains("stack.layer0.w_hh") && p11.contains("stack.layer0.w_conv"));
-    EXPECT_FALSE(torch::equal(p12["stack.layer0.w_hh"], p11["stack.layer0.w_hh"]));
-    // the script's parameters are the model's: trained, checkpointed and restored (the full run's
-    // last checkpoint is not the initial draw of its seed)
-    auto ta = cs::load_run_task(full, "last");
-    auto trained = ta->model()->named_parameters();
-    for (const char* k : {"stack.layer0.w_conv", "stack.layer0.w_hh", "stack.layer0.b_ih"})
-      EXPECT_FALSE(torch::equal(trained[k], p11[k])) << k << " did not train";
-  }
-  // The script changes (the example saved again: new weights, new bytes). The run keeps using its
-  // own copy, the very file it recorded (resume and analysis failed without using it, #52) ...
-  std::string log;
-  ASSERT_TRUE(
-      python("'" + example("gru_conv_input.py") + "' '" + mine + "' --input-size 8 --hidden 16 --channels 6", &log))
-      << log;
-  const std::string now = cs::file_sha256(mine);
-  ASSERT_NE(now, sha);
-  EXPECT_TRUE(cs::load_run_task(part, "last") != nullptr);
-  // ... unless the copy is not that file either: refused, naming the file and both hashes, nothing written.
-  const std::string copy_bytes = cstest::read_text(ps.path(cs::script_copy_name()));
+}
+
+// The stopped run resumed from its step 17 to the end.
+void resume_stopped(const std::string& part) {
+  torch::manual_seed(999);  // the checkpoint restores the generator
+  cs::LaunchOptions lo;
+  lo.resume_dir = part;
+  auto r = cs::start_run(json::object(), lo);
+  ASSERT_EQ(r.trainer->step(), int64_t(17));
+  r.trainer->run();
+}
+
+// The resumed run's weights are the uninterrupted run's, and the analyses that apply to any cell run on it:
+// relevance (candidate, h) and the gates it names.
+void expect_same_weights_and_analyses(const std::string& full, const std::string& part) {
+  auto ta = cs::load_run_task(full, "last"), tb = cs::load_run_task(part, "last");
+  auto pb = tb->model()->named_parameters();
+  for (const auto& p : ta->model()->named_parameters())
+    EXPECT_TRUE(torch::equal(p.value(), pb[p.key()])) << p.key() << " differs after the resume";
+  const std::string text = "Call me Ishmael. Some years ago, never mind how long";
+  const cs::LabeledMatrix m = cs::relevance_map(*ta, text, 10);
+  ASSERT_EQ(m.rows(), 10);
+  ASSERT_EQ(m.cols(), static_cast<int64_t>(text.size()));
+  int finite = 0;
+  for (double v : m.values) finite += std::isfinite(v) ? 1 : 0;
+  EXPECT_GT(finite, 10 * 40);
+  const cs::SeriesSet h = cs::gate_histograms(*ta, text);
+  std::string names;
+  for (const auto& s : h.series) names += s.name + " ";
+  EXPECT_TRUE(cstest::contains(names, "l0/gate") && cstest::contains(names, "l0/reset")) << names;
+}
+
+// A fork of `part` records and copies the same script (hash `sha`).
+void expect_fork_keeps_script(const std::string& part, const std::string& sha) {
+  cs::LaunchOptions lo;
+  lo.fork_dir = part;
+  lo.run_dir = dir() + "/run_fork";
+  auto r = cs::start_run(json{{"training", {{"steps", 32}}}}, lo);
+  EXPECT_EQ(cs::RunStore(lo.run_dir).read_config()["model"]["script_sha256"], sha);
+  EXPECT_EQ(cs::file_sha256(cs::RunStore(lo.run_dir).path(cs::script_copy_name())), sha);
+}
+
+// A different seed trains another model (the script's parameters are drawn from the run's seed), and the script's
+// parameters are the model's: trained, checkpointed and restored (the full run's last checkpoint is not the
+// initial draw of its seed).
+void expect_seed_draws_and_training_moves_script_parameters(const json& cfg, const std::string& full) {
+  json other = cfg;
+  other["training"]["seed"] = 12;
+  other["training"]["steps"] = 1;
+  cs::LaunchOptions lo;
+  lo.run_dir = dir() + "/run_seed12";
+  auto r = cs::start_run(other, lo);
+  cs::LaunchOptions lo11;
+  json same = cfg;
+  same["training"]["steps"] = 1;
+  lo11.run_dir = dir() + "/run_seed11";
+  auto r11 = cs::start_run(same, lo11);
+  auto p12 = r.trainer->task().model()->named_parameters(), p11 = r11.trainer->task().model()->named_parameters();
+  ASSERT_TRUE(p12.contains("stack.layer0.w_hh") && p11.contains("stack.layer0.w_conv"));
+  EXPECT_FALSE(torch::equal(p12["stack.layer0.w_hh"], p11["stack.layer0.w_hh"]));
+  auto ta = cs::load_run_task(full, "last");
+  auto trained = ta->model()->named_parameters();
+  for (const char* k : {"stack.layer0.w_conv", "stack.layer0.w_hh", "stack.layer0.b_ih"})
+    EXPECT_FALSE(torch::equal(trained[k], p11[k])) << k << " did not train";
+}
+
+// The run's copy of its script (`copy_bytes`) changed too, so that it is not the file the run recorded either:
+// resume and analysis are refused, naming the file (`mine`) and both hashes (recorded `sha`, the file's `now`), and
+// nothing is written (the metrics stay `metrics`). The copy is restored after.
+void expect_changed_copy_refused(cs::RunStore& ps, const std::string& part, const std::string& copy_bytes,
+                                 const std::string& mine, const std::string& sha, const std::string& now,
+                                 const std::vector<json>& metrics) {
   cstest::write_text(ps.path(cs::script_copy_name()), copy_bytes + "x");
   for (const std::string which : {"resume", "analyse"}) {
     const std::string msg = user_error([&] {
@@ -508,26 +494,28 @@ TEST_F(ScriptCell, runResumesBitExactlyAndKeepsItsOwnScript) {
     EXPECT_TRUE(cstest::contains(msg, mine) && cstest::contains(msg, sha) && cstest::contains(msg, now))
         << which << ": '" << msg << "'";
   }
-  EXPECT_EQ(comparable(ps.read_metrics()), b);  // the refused resume wrote nothing
+  EXPECT_EQ(comparable(ps.read_metrics()), metrics);  // the refused resume wrote nothing
   cstest::write_text(ps.path(cs::script_copy_name()), copy_bytes);
-  // The resume through the copy says so and trains on.
-  {
-    cs::LaunchOptions lo;
-    lo.resume_dir = part;
-    auto r = cs::start_run(json{{"training", {{"steps", 35}}}}, lo);
-    ASSERT_EQ(r.notes.size(), 1u);
-    EXPECT_TRUE(cstest::contains(r.notes[0], mine) && cstest::contains(r.notes[0], "changed since") &&
-                cstest::contains(r.notes[0], cs::script_copy_name()))
-        << r.notes[0];
-    EXPECT_EQ(r.trainer->step(), int64_t(30));
-    r.trainer->run();
-  }
-  EXPECT_EQ(ps.read_summary().step, 35);
-  // The original gone altogether: the same.
-  std::filesystem::remove(mine);
-  EXPECT_TRUE(cs::load_run_task(part, "last") != nullptr);
-  // Both gone, the original and the run's copy: eval (like analyze, generate, decode, cloze scores
-  // and export) is pointed at the script with --script PATH, which must still be the run's by SHA-256.
+}
+
+// The resume of `part` through the run's copy of the script (the original `mine` changed) says so and trains on.
+void expect_resume_through_copy(const std::string& part, const std::string& mine) {
+  cs::LaunchOptions lo;
+  lo.resume_dir = part;
+  auto r = cs::start_run(json{{"training", {{"steps", 35}}}}, lo);
+  ASSERT_EQ(r.notes.size(), 1u);
+  EXPECT_TRUE(cstest::contains(r.notes[0], mine) && cstest::contains(r.notes[0], "changed since") &&
+              cstest::contains(r.notes[0], cs::script_copy_name()))
+      << r.notes[0];
+  EXPECT_EQ(r.trainer->step(), int64_t(30));
+  r.trainer->run();
+}
+
+// Both gone, the original and the run's copy (whose bytes were `copy_bytes`): eval (like analyze, generate,
+// decode, cloze scores and export) is pointed at the script with --script PATH, which must still be the run's by
+// SHA-256 (`sha`).
+void expect_script_option_when_both_are_gone(cs::RunStore& ps, const std::string& part, const std::string& copy_bytes,
+                                             const std::string& sha) {
   const std::string elsewhere = dir() + "/moved/script.pt", changed = dir() + "/moved/changed.pt";
   cstest::write_text(elsewhere, copy_bytes);
   cstest::write_text(changed, copy_bytes + "x");
@@ -545,6 +533,55 @@ TEST_F(ScriptCell, runResumesBitExactlyAndKeepsItsOwnScript) {
   ASSERT_EQ(cstest::run_cli({"export", part, "--out", dir() + "/exp_moved", "--script", elsewhere}, &out, &err), 0)
       << err;
   EXPECT_EQ(cs::file_sha256(dir() + "/exp_moved/" + cs::script_copy_name()), sha);
+}
+
+}  // namespace
+
+// A run of the convolution-input variant (three state tensors) stopped and resumed equals an
+// uninterrupted one bit for bit; the run records and keeps its script; a changed script file is
+// refused on resume and on analysis; the analyses run on it.
+TEST_F(ScriptCell, runResumesBitExactlyAndKeepsItsOwnScript) {
+  const std::string corpus = cstest::write_text_fixture("script_run.txt", 20000);
+  const std::string mine = dir() + "/mine.pt";
+  std::filesystem::copy_file(dir() + "/conv.pt", mine, std::filesystem::copy_options::overwrite_existing);
+  const json cfg = run_config(mine, corpus, 30);
+  const std::string full = dir() + "/run_full", part = dir() + "/run_part";
+  train_full_and_stopped(cfg, full, part);
+  cs::RunStore ps(part), fs(full);
+  ASSERT_EQ(ps.read_summary().status, std::string("stopped"));
+  // the run records the script's absolute path and hash, and keeps a copy
+  const std::string sha = cs::file_sha256(mine);
+  const json saved = ps.read_config();
+  EXPECT_EQ(saved["model"]["script_sha256"], sha);
+  EXPECT_EQ(saved["model"]["script"], std::filesystem::canonical(mine).string());
+  EXPECT_EQ(cs::file_sha256(ps.path(cs::script_copy_name())), sha);
+  ASSERT_NO_FATAL_FAILURE(resume_stopped(part));
+  const auto a = comparable(fs.read_metrics()), b = comparable(ps.read_metrics());
+  ASSERT_EQ(a.size(), b.size());
+  ASSERT_GT(a.size(), 5u);
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i], b[i]) << i;
+  ASSERT_NO_FATAL_FAILURE(expect_same_weights_and_analyses(full, part));
+  expect_fork_keeps_script(part, sha);
+  ASSERT_NO_FATAL_FAILURE(expect_seed_draws_and_training_moves_script_parameters(cfg, full));
+  // The script changes (the example saved again: new weights, new bytes). The run keeps using its
+  // own copy, the very file it recorded (resume and analysis failed without using it, #52) ...
+  std::string log;
+  ASSERT_TRUE(
+      python("'" + example("gru_conv_input.py") + "' '" + mine + "' --input-size 8 --hidden 16 --channels 6", &log))
+      << log;
+  const std::string now = cs::file_sha256(mine);
+  ASSERT_NE(now, sha);
+  EXPECT_TRUE(cs::load_run_task(part, "last") != nullptr);
+  // ... unless the copy is not that file either: refused, naming the file and both hashes, nothing written.
+  const std::string copy_bytes = cstest::read_text(ps.path(cs::script_copy_name()));
+  expect_changed_copy_refused(ps, part, copy_bytes, mine, sha, now, b);
+  // The resume through the copy says so and trains on.
+  ASSERT_NO_FATAL_FAILURE(expect_resume_through_copy(part, mine));
+  EXPECT_EQ(ps.read_summary().step, 35);
+  // The original gone altogether: the same.
+  std::filesystem::remove(mine);
+  EXPECT_TRUE(cs::load_run_task(part, "last") != nullptr);
+  ASSERT_NO_FATAL_FAILURE(expect_script_option_when_both_are_gone(ps, part, copy_bytes, sha));
 }
 
 }  // namespace test_script_cell

@@ -348,6 +348,178 @@ static json median_sample(const std::vector<json>& v) {
   return m;
 }
 
+// One Cellscope measurement of `model` at batch B in a fresh process (`bench --peer-child`), its
+// default path, or the autograd path (CELLSCOPE_FAST=0).
+static json cellscope_measurement(const PeerBenchOptions& o, int threads, const json& model, int64_t B, bool autograd) {
+  std::vector<std::string> argv = {o.self_exe,
+                                   "bench",
+                                   "--peer-child",
+                                   "--model-json",
+                                   model.dump(),
+                                   "--batch",
+                                   std::to_string(B),
+                                   "--seq",
+                                   std::to_string(o.seq),
+                                   "--vocab",
+                                   std::to_string(o.vocab),
+                                   "--threads",
+                                   std::to_string(threads),
+                                   "--iters",
+                                   std::to_string(o.iters)};
+  if (autograd) argv.push_back("--autograd");
+  std::string out, err;
+  const int rc = run_capture(
+      argv, {"OMP_NUM_THREADS=" + std::to_string(threads), std::string("CELLSCOPE_FAST=") + (autograd ? "0" : "1")},
+      &out, &err);
+  json j = last_json(out);
+  if (rc != 0 || !j.contains("seconds_per_step"))
+    throw UserError("bench --peer: the Cellscope measurement of " + model.value("cell", std::string()) +
+                    " failed (exit " + std::to_string(rc) + "): " + tail(err));
+  return j;
+}
+
+// One measurement of the plain-PyTorch peer (peers.py `time`, run by `py`) of the resolved model.
+static json python_measurement(const PeerBenchOptions& o, int threads, const std::string& py, const std::string& script,
+                               const json& model, int64_t B) {
+  std::vector<std::string> argv = {py,
+                                   script,
+                                   "time",
+                                   "--model-json",
+                                   model.dump(),
+                                   "--batch",
+                                   std::to_string(B),
+                                   "--seq",
+                                   std::to_string(o.seq),
+                                   "--vocab",
+                                   std::to_string(o.vocab),
+                                   "--threads",
+                                   std::to_string(threads),
+                                   "--iters",
+                                   std::to_string(o.iters),
+                                   "--min-seconds",
+                                   std::to_string(o.min_seconds)};
+  std::string out, err;
+  const int rc = run_capture(argv, {"OMP_NUM_THREADS=" + std::to_string(threads)}, &out, &err);
+  json j = last_json(out);
+  if (rc != 0 || !j.contains("seconds_per_step"))
+    throw UserError("bench --peer: the Python peer of " + model.value("cell", std::string()) + " (" + py + " " +
+                    script + ") failed (exit " + std::to_string(rc) + "): " + tail(err));
+  return j;
+}
+
+namespace {
+
+// What every row of one run_peer_bench call shares.
+struct PeerRun {
+  const PeerBenchOptions& o;
+  int threads;
+  int rounds;
+  double gemm;  // the parent's large-GEMM GFLOP/s (a child's own, where it measured one, comes first)
+  std::string py, script;
+  std::ostream* log;
+};
+
+// LibTorch's fused GRU at the same shape (Cellscope's gru cell runs at::gru).
+json fused_gru_row(const PeerRun& pr, int64_t B) {
+  json m = {{"cell", "gru"}, {"embed", pr.o.embed}, {"hidden", pr.o.hidden}};
+  if (pr.log) *pr.log << "batch " << B << ": gru (LibTorch fused) ..." << std::flush;
+  std::vector<json> cs_;
+  for (int k = 0; k < pr.rounds; ++k) cs_.push_back(cellscope_measurement(pr.o, pr.threads, m, B, false));
+  json c = median_sample(cs_);
+  json row = {{"cell", "gru"}, {"label", "LibTorch fused GRU"}, {"batch", B}, {"model", m}, {"cellscope", c}};
+  row["efficiency"] =
+      c["flops_per_step"].get<double>() / c["seconds_per_step"].get<double>() / 1e9 / c.value("gemm_gflops", pr.gemm);
+  if (c.contains("gemm_floor"))
+    row["floor_efficiency"] = c["flops_per_step"].get<double>() / c["gemm_floor"]["seconds"].get<double>() / 1e9 /
+                              c.value("gemm_gflops", pr.gemm);
+  if (pr.log) *pr.log << " " << c["seconds_per_step"].get<double>() << " s/step\n";
+  return row;
+}
+
+// The Python columns of a row: the peer's time, the speedup, the efficiencies against it.
+void add_python_columns(json& row, const json& c, const json& p, double mflops, double gemm) {
+  const double flops = c["flops_per_step"].get<double>(), t = c["seconds_per_step"].get<double>();
+  row["python"] = p;
+  row["speedup"] = p["seconds_per_step"].get<double>() / t;
+  row["python_efficiency"] = mflops / p["seconds_per_step"].get<double>() / 1e9 / p.value("gemm_gflops", gemm);
+  // The efficiency Cellscope's executed products must reach for a 1.5x speedup over
+  // Python (= 1.5 x Python's when nothing is folded)
+  row["needed_efficiency"] = 1.5 * flops / p["seconds_per_step"].get<double>() / 1e9 / p.value("gemm_gflops", gemm);
+  // On the speedup column's basis (the two children's times), so the two can be compared:
+  // a ratio of efficiencies, each over its own child's GEMM rate, came out below the
+  // speedup actually reached when the two rates differed (cru_shallow once showed 1.32x
+  // "best possible" next to 1.54x reached).
+  if (c.contains("gemm_floor") && c["gemm_floor"]["seconds"].get<double>() > 0)
+    row["max_speedup"] = p["seconds_per_step"].get<double>() / c["gemm_floor"]["seconds"].get<double>();
+}
+
+// A cell of the papers in its papers' configuration: Cellscope's default path, its autograd path
+// where a fast path exists, and the Python peer.
+json cell_row(const PeerRun& pr, const std::string& cell, int64_t B) {
+  json m = paper_model(cell, pr.o.embed, pr.o.hidden);
+  for (const auto& s : pr.o.sets) {
+    json tmp = {{"model", m}};
+    apply_override(tmp, s);
+    m = tmp["model"];
+  }
+  const json resolved = load_and_resolve(json{{"task", {{"name", "char_lm"}}}, {"model", m}}, "bench model")["model"];
+  json row = {{"cell", cell}, {"batch", B}, {"model", m}};
+  if (pr.log) *pr.log << "batch " << B << ": " << cell << " ..." << std::flush;
+  // Rounds interleave the variants (default path, autograd path, Python, then again), so a
+  // slow spell of the machine hits all of them alike; each reported time is the median round.
+  const std::string refusal = fast_path_refusal(resolved);  // the cell registry's answer
+  const bool has_fast = refusal.empty();
+  if (!has_fast) row["stepwise_reason"] = refusal;
+  std::vector<json> cv, av, pv;
+  bool python_ok = pr.o.python;
+  for (int k = 0; k < pr.rounds; ++k) {
+    cv.push_back(cellscope_measurement(pr.o, pr.threads, m, B, false));
+    if (has_fast) av.push_back(cellscope_measurement(pr.o, pr.threads, m, B, true));
+    if (python_ok) {
+      // A peer that cannot run this model (an option it does not implement, no python3-torch)
+      // leaves its columns empty and says why; Cellscope's numbers are still reported.
+      try {
+        pv.push_back(python_measurement(pr.o, pr.threads, pr.py, pr.script, resolved, B));
+      } catch (const UserError& e) {
+        row["python_error"] = e.what();
+        python_ok = false;
+        pv.clear();
+        if (pr.log) *pr.log << " (Python peer: " << e.what() << ")";
+      }
+    }
+  }
+  json c = median_sample(cv);
+  row["cellscope"] = c;
+  // Cellscope's efficiency and floor over the products it executed; the autograd path's and
+  // Python's over the model's count (they fold nothing). With a folded embedding
+  // (cells/token_fold.h) the two differ, and the row says by how much.
+  const double flops = c["flops_per_step"].get<double>(), t = c["seconds_per_step"].get<double>();
+  const double mflops = c.value("model_flops_per_step", flops);
+  if (mflops > flops * (1 + 1e-9)) row["folded_fraction"] = 1.0 - flops / mflops;
+  row["efficiency"] = flops / t / 1e9 / c.value("gemm_gflops", pr.gemm);
+  if (pr.log) *pr.log << " cellscope " << t;
+  if (has_fast) {
+    json a = median_sample(av);
+    row["cellscope_autograd"] = a;
+    row["autograd_efficiency"] = mflops / a["seconds_per_step"].get<double>() / 1e9 / a.value("gemm_gflops", pr.gemm);
+    if (pr.log) *pr.log << ", autograd " << a["seconds_per_step"].get<double>();
+  }
+  if (c.contains("gemm_floor")) {
+    // The efficiency the step would have if it took only its products' time (no code that runs
+    // these products through this BLAS can do better), and what it allows against Python.
+    row["floor_efficiency"] = flops / c["gemm_floor"]["seconds"].get<double>() / 1e9 / c.value("gemm_gflops", pr.gemm);
+  }
+  if (!pv.empty()) {
+    const json p = median_sample(pv);
+    add_python_columns(row, c, p, mflops, pr.gemm);
+    if (pr.log) *pr.log << ", python " << p["seconds_per_step"].get<double>();
+  }
+  if (pr.log) *pr.log << " s/step\n";
+  return row;
+}
+
+}  // namespace
+
 json run_peer_bench(const PeerBenchOptions& o, std::ostream* log) {
   const int threads = o.threads > 0 ? o.threads : at::get_num_threads();
   std::vector<std::string> cells = o.cells.empty() ? peer_cells() : o.cells;
@@ -359,157 +531,14 @@ json run_peer_bench(const PeerBenchOptions& o, std::ostream* log) {
   r["vocab"] = o.vocab;
   r["load_before"] = loadavg1();
   r["gemm_gflops"] = gemm_gflops();
-  const std::string script = peers_script_path(), py = peer_python();
-  r["peer_script"] = script;
-  auto child = [&](const json& model, int64_t B, bool autograd) {
-    std::vector<std::string> argv = {o.self_exe,
-                                     "bench",
-                                     "--peer-child",
-                                     "--model-json",
-                                     model.dump(),
-                                     "--batch",
-                                     std::to_string(B),
-                                     "--seq",
-                                     std::to_string(o.seq),
-                                     "--vocab",
-                                     std::to_string(o.vocab),
-                                     "--threads",
-                                     std::to_string(threads),
-                                     "--iters",
-                                     std::to_string(o.iters)};
-    if (autograd) argv.push_back("--autograd");
-    std::string out, err;
-    const int rc = run_capture(
-        argv, {"OMP_NUM_THREADS=" + std::to_string(threads), std::string("CELLSCOPE_FAST=") + (autograd ? "0" : "1")},
-        &out, &err);
-    json j = last_json(out);
-    if (rc != 0 || !j.contains("seconds_per_step"))
-      throw UserError("bench --peer: the Cellscope measurement of " + model.value("cell", std::string()) +
-                      " failed (exit " + std::to_string(rc) + "): " + tail(err));
-    return j;
-  };
-  auto python = [&](const json& model, int64_t B) {
-    std::vector<std::string> argv = {py,
-                                     script,
-                                     "time",
-                                     "--model-json",
-                                     model.dump(),
-                                     "--batch",
-                                     std::to_string(B),
-                                     "--seq",
-                                     std::to_string(o.seq),
-                                     "--vocab",
-                                     std::to_string(o.vocab),
-                                     "--threads",
-                                     std::to_string(threads),
-                                     "--iters",
-                                     std::to_string(o.iters),
-                                     "--min-seconds",
-                                     std::to_string(o.min_seconds)};
-    std::string out, err;
-    const int rc = run_capture(argv, {"OMP_NUM_THREADS=" + std::to_string(threads)}, &out, &err);
-    json j = last_json(out);
-    if (rc != 0 || !j.contains("seconds_per_step"))
-      throw UserError("bench --peer: the Python peer of " + model.value("cell", std::string()) + " (" + py + " " +
-                      script + ") failed (exit " + std::to_string(rc) + "): " + tail(err));
-    return j;
-  };
-  const double gemm = r["gemm_gflops"].get<double>();
-  const int rounds = std::max(1, o.rounds);
-  r["rounds"] = rounds;
+  const PeerRun pr{
+      o, threads, std::max(1, o.rounds), r["gemm_gflops"].get<double>(), peer_python(), peers_script_path(), log};
+  r["peer_script"] = pr.script;
+  r["rounds"] = pr.rounds;
   json rows = json::array();
   for (int64_t B : o.batches) {
-    {  // LibTorch's fused GRU at the same shape (Cellscope's gru cell runs at::gru)
-      json m = {{"cell", "gru"}, {"embed", o.embed}, {"hidden", o.hidden}};
-      if (log) *log << "batch " << B << ": gru (LibTorch fused) ..." << std::flush;
-      std::vector<json> cs_;
-      for (int k = 0; k < rounds; ++k) cs_.push_back(child(m, B, false));
-      json c = median_sample(cs_);
-      json row = {{"cell", "gru"}, {"label", "LibTorch fused GRU"}, {"batch", B}, {"model", m}, {"cellscope", c}};
-      row["efficiency"] =
-          c["flops_per_step"].get<double>() / c["seconds_per_step"].get<double>() / 1e9 / c.value("gemm_gflops", gemm);
-      if (c.contains("gemm_floor"))
-        row["floor_efficiency"] = c["flops_per_step"].get<double>() / c["gemm_floor"]["seconds"].get<double>() / 1e9 /
-                                  c.value("gemm_gflops", gemm);
-      if (log) *log << " " << c["seconds_per_step"].get<double>() << " s/step\n";
-      rows.push_back(row);
-    }
-    for (const auto& cell : cells) {
-      json m = paper_model(cell, o.embed, o.hidden);
-      for (const auto& s : o.sets) {
-        json tmp = {{"model", m}};
-        apply_override(tmp, s);
-        m = tmp["model"];
-      }
-      const json resolved =
-          load_and_resolve(json{{"task", {{"name", "char_lm"}}}, {"model", m}}, "bench model")["model"];
-      json row = {{"cell", cell}, {"batch", B}, {"model", m}};
-      if (log) *log << "batch " << B << ": " << cell << " ..." << std::flush;
-      // Rounds interleave the variants (default path, autograd path, Python, then again), so a
-      // slow spell of the machine hits all of them alike; each reported time is the median round.
-      const std::string refusal = fast_path_refusal(resolved);  // the cell registry's answer
-      const bool has_fast = refusal.empty();
-      if (!has_fast) row["stepwise_reason"] = refusal;
-      std::vector<json> cv, av, pv;
-      bool python_ok = o.python;
-      for (int k = 0; k < rounds; ++k) {
-        cv.push_back(child(m, B, false));
-        if (has_fast) av.push_back(child(m, B, true));
-        if (python_ok) {
-          // A peer that cannot run this model (an option it does not implement, no python3-torch)
-          // leaves its columns empty and says why; Cellscope's numbers are still reported.
-          try {
-            pv.push_back(python(resolved, B));
-          } catch (const UserError& e) {
-            row["python_error"] = e.what();
-            python_ok = false;
-            pv.clear();
-            if (log) *log << " (Python peer: " << e.what() << ")";
-          }
-        }
-      }
-      json c = median_sample(cv);
-      row["cellscope"] = c;
-      // Cellscope's efficiency and floor over the products it executed; the autograd path's and
-      // Python's over the model's count (they fold nothing). With a folded embedding
-      // (cells/token_fold.h) the two differ, and the row says by how much.
-      const double flops = c["flops_per_step"].get<double>(), t = c["seconds_per_step"].get<double>();
-      const double mflops = c.value("model_flops_per_step", flops);
-      if (mflops > flops * (1 + 1e-9)) row["folded_fraction"] = 1.0 - flops / mflops;
-      row["efficiency"] = flops / t / 1e9 / c.value("gemm_gflops", gemm);
-      if (log) *log << " cellscope " << t;
-      if (has_fast) {
-        json a = median_sample(av);
-        row["cellscope_autograd"] = a;
-        row["autograd_efficiency"] = mflops / a["seconds_per_step"].get<double>() / 1e9 / a.value("gemm_gflops", gemm);
-        if (log) *log << ", autograd " << a["seconds_per_step"].get<double>();
-      }
-      if (c.contains("gemm_floor")) {
-        // The efficiency the step would have if it took only its products' time (no code that runs
-        // these products through this BLAS can do better), and what it allows against Python.
-        row["floor_efficiency"] = flops / c["gemm_floor"]["seconds"].get<double>() / 1e9 / c.value("gemm_gflops", gemm);
-      }
-      json p;
-      if (!pv.empty()) p = median_sample(pv);
-      if (!p.is_null()) {
-        row["python"] = p;
-        row["speedup"] = p["seconds_per_step"].get<double>() / t;
-        row["python_efficiency"] = mflops / p["seconds_per_step"].get<double>() / 1e9 / p.value("gemm_gflops", gemm);
-        // The efficiency Cellscope's executed products must reach for a 1.5x speedup over
-        // Python (= 1.5 x Python's when nothing is folded)
-        row["needed_efficiency"] =
-            1.5 * flops / p["seconds_per_step"].get<double>() / 1e9 / p.value("gemm_gflops", gemm);
-        // On the speedup column's basis (the two children's times), so the two can be compared:
-        // a ratio of efficiencies, each over its own child's GEMM rate, came out below the
-        // speedup actually reached when the two rates differed (cru_shallow once showed 1.32x
-        // "best possible" next to 1.54x reached).
-        if (c.contains("gemm_floor") && c["gemm_floor"]["seconds"].get<double>() > 0)
-          row["max_speedup"] = p["seconds_per_step"].get<double>() / c["gemm_floor"]["seconds"].get<double>();
-        if (log) *log << ", python " << p["seconds_per_step"].get<double>();
-      }
-      if (log) *log << " s/step\n";
-      rows.push_back(row);
-    }
+    rows.push_back(fused_gru_row(pr, B));
+    for (const auto& cell : cells) rows.push_back(cell_row(pr, cell, B));
   }
   r["rows"] = rows;
   r["load_after"] = loadavg1();

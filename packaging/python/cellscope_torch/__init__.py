@@ -14,8 +14,9 @@ save_cell`` (resources/cells/README.md); an exported script-cell run loads with 
 (``ScriptCell`` runs the export's copy of the TorchScript file, checked against the run's SHA-256).
 """
 from .cells import CRU, GRUDT, MCRNN, MZU, Cell, GateCell, MZUBlock, family, squash
-from .exported import (FORMAT_VERSION, ExportFormatError, check, encode, evaluate, load, load_tensors, logits_of,
+from .exported import (FORMAT_VERSION, ExportFormatError, check, load, load_tensors, logits_of,
                        read_manifest, read_vocab, reference_inputs, resolved_model, safetensors_bytes, save_export)
+from .text import Tokenizer, encode, evaluate, predict, tokenize
 from .script_cell import ScriptCell, ScriptCellError, ScriptMismatchError
 from .models import BARE_DEFAULTS, CELL_OPTIONS, CELLS, TASK_OPTIONS, CharLM, ClozeReader, RNNSearch, SentenceModel, Seq2Seq, WordLM, build_cell, build_model, check_model_options, with_defaults
 from .torch_nn import TorchNNLanguageModel, from_torch_nn, is_torch_nn, state_from_torch_nn, state_to_torch_nn, to_torch_nn
@@ -24,5 +25,5 @@ __all__ = ["load", "check", "load_tensors", "read_vocab", "reference_inputs", "l
            "Cell", "GateCell", "GRUDT", "MZU", "MZUBlock", "CRU", "MCRNN", "ScriptCell", "ScriptCellError",
            "ScriptMismatchError", "CELLS", "family", "squash", "to_torch_nn", "TorchNNLanguageModel",
            "state_to_torch_nn", "state_from_torch_nn", "from_torch_nn", "is_torch_nn", "save_export",
-           "safetensors_bytes", "encode", "evaluate", "FORMAT_VERSION", "ExportFormatError", "read_manifest",
+           "safetensors_bytes", "encode", "evaluate", "tokenize", "predict", "Tokenizer", "FORMAT_VERSION", "ExportFormatError", "read_manifest",
            "resolved_model", "with_defaults", "BARE_DEFAULTS", "CELL_OPTIONS", "TASK_OPTIONS"]

@@ -1,7 +1,7 @@
 """Exports written by hand for the tests of cellscope_torch (no C++ build needed): a run's resolved model section,
 the export.json of the current format with a schema as cellscope-cli writes it, the weights of a model this package
 builds (seeded) and a reference batch of its own logits. What they check is the package's reading of an export
-(format versions, the schema, refusals); the agreement with Cellscope's own logits is tests/core/test_export_torch.cpp's
+(format versions, the schema, refusals); the agreement with Cellscope's own logits is tests/core/test_export_torch_python.cpp's
 and, with CELLSCOPE_CLI set, test_cli_export.py's."""
 import json
 import os
