@@ -348,24 +348,21 @@ static json median_sample(const std::vector<json>& v) {
   return m;
 }
 
+// The shape and length of one measurement, as both the Cellscope child and the Python peer take them.
+static std::vector<std::string> measurement_args(const PeerBenchOptions& o, int threads, const json& model, int64_t B) {
+  return {"--model-json", model.dump(),
+          "--batch",      std::to_string(B),
+          "--seq",        std::to_string(o.seq),
+          "--vocab",      std::to_string(o.vocab),
+          "--threads",    std::to_string(threads),
+          "--iters",      std::to_string(o.iters)};
+}
+
 // One Cellscope measurement of `model` at batch B in a fresh process (`bench --peer-child`), its
 // default path, or the autograd path (CELLSCOPE_FAST=0).
 static json cellscope_measurement(const PeerBenchOptions& o, int threads, const json& model, int64_t B, bool autograd) {
-  std::vector<std::string> argv = {o.self_exe,
-                                   "bench",
-                                   "--peer-child",
-                                   "--model-json",
-                                   model.dump(),
-                                   "--batch",
-                                   std::to_string(B),
-                                   "--seq",
-                                   std::to_string(o.seq),
-                                   "--vocab",
-                                   std::to_string(o.vocab),
-                                   "--threads",
-                                   std::to_string(threads),
-                                   "--iters",
-                                   std::to_string(o.iters)};
+  std::vector<std::string> argv = {o.self_exe, "bench", "--peer-child"};
+  for (auto& x : measurement_args(o, threads, model, B)) argv.push_back(std::move(x));
   if (autograd) argv.push_back("--autograd");
   std::string out, err;
   const int rc = run_capture(
@@ -381,23 +378,10 @@ static json cellscope_measurement(const PeerBenchOptions& o, int threads, const 
 // One measurement of the plain-PyTorch peer (peers.py `time`, run by `py`) of the resolved model.
 static json python_measurement(const PeerBenchOptions& o, int threads, const std::string& py, const std::string& script,
                                const json& model, int64_t B) {
-  std::vector<std::string> argv = {py,
-                                   script,
-                                   "time",
-                                   "--model-json",
-                                   model.dump(),
-                                   "--batch",
-                                   std::to_string(B),
-                                   "--seq",
-                                   std::to_string(o.seq),
-                                   "--vocab",
-                                   std::to_string(o.vocab),
-                                   "--threads",
-                                   std::to_string(threads),
-                                   "--iters",
-                                   std::to_string(o.iters),
-                                   "--min-seconds",
-                                   std::to_string(o.min_seconds)};
+  std::vector<std::string> argv = {py, script, "time"};
+  for (auto& x : measurement_args(o, threads, model, B)) argv.push_back(std::move(x));
+  argv.push_back("--min-seconds");
+  argv.push_back(std::to_string(o.min_seconds));
   std::string out, err;
   const int rc = run_capture(argv, {"OMP_NUM_THREADS=" + std::to_string(threads)}, &out, &err);
   json j = last_json(out);
