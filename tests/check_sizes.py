@@ -277,8 +277,16 @@ def main():
     if listed.returncode == 0:
         files = sorted(set(listed.stdout.split()))
     else:
-        files = sorted(os.path.relpath(os.path.join(d, f), root) for d, _, names in os.walk(root) for f in names
-                       if f.endswith((".cpp", ".h")))
+        files = []
+        for d, dirs, names in os.walk(root):
+            # A build folder (CMake's compiler probes are C++ too) or a hidden one is not the project's code:
+            # the Debian 13 stage copies the checkout without .git and builds inside it.
+            if "CMakeCache.txt" in names or "CMakeFiles" in d.split(os.sep):
+                dirs[:] = []
+                continue
+            dirs[:] = [x for x in dirs if not x.startswith(".") and x != "CMakeFiles"]
+            files += [os.path.relpath(os.path.join(d, f), root) for f in names if f.endswith((".cpp", ".h"))]
+        files.sort()
     files = [f for f in files if "corpus" not in f.split("/")[:-1] and os.path.isfile(os.path.join(root, f))]
     long_files, long_funcs = [], []
     for f in sorted(files):
