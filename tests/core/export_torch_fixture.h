@@ -201,6 +201,7 @@ inline void expect_scripts(const std::string& name, const json& r) {
 struct Variant {
   std::string name, task;
   json model;
+  json training = json::object();  // training options over train_tiny's (e.g. an lr that moves the weights far)
 };
 
 // A JSON-lines classification set of n sentences with `classes` labels (the label is a keyword in the text).
@@ -299,6 +300,7 @@ inline int train_tiny(const Variant& v, const std::string& text, const std::stri
               {"model", m},
               {"training", {{"batch", 4}, {"steps", 2}, {"eval_every", 0}, {"threads", 1}, {"eval_test", false}}}};
   if (v.task == "char_lm" || v.task == "word_lm") cfg["training"]["bptt"] = 12;
+  cfg["training"].update(v.training);
   if (v.task == "seq2seq") cfg["training"]["eval_decode"] = 2;
   cfg["training"]["eval_batch"] = v.task == "char_lm" ? 3 : v.task == "word_lm" ? 2 : 6;
   const std::string path = cstest::temp_dir() + "/" + v.name + ".json";

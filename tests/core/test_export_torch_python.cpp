@@ -110,6 +110,14 @@ std::vector<Variant> variants() {
       {"mcrnn", "char_lm", {{"cell", "mcrnn"}, {"block", 3}}},
       {"mcrnn_gru_block4", "char_lm", {{"cell", "mcrnn"}, {"base", "gru"}, {"block", 4}, {"attention", 5}}},
       {"mcrnn_lstm_average", "char_lm", {{"cell", "mcrnn"}, {"lstm_memory", "average"}, {"block", 3}}},
+      // model.state_clamp: on over a GRU ('auto') and an LSTM (no fast path), off over a GRU, each with W_j moved far
+      // from I (dist_scale 1, Adam at lr 0.3) so that s leaves [-1, 1] and the clamp acts
+      {"mcrnn_gru_clamped", "char_lm", {{"cell", "mcrnn"}, {"base", "gru"}, {"dist_scale", 1.0}}, {{"lr", 0.3}}},
+      {"mcrnn_gru_unclamped",
+       "char_lm",
+       {{"cell", "mcrnn"}, {"base", "gru"}, {"state_clamp", "off"}, {"dist_scale", 1.0}},
+       {{"lr", 0.3}}},
+      {"mcrnn_lstm_clamped", "char_lm", {{"cell", "mcrnn"}, {"state_clamp", "on"}, {"dist_scale", 1.0}}, {{"lr", 0.3}}},
       // an MZU base runs at the MZU's defaults (Cellscope refuses the base's own options under cell mcrnn)
       {"mcrnn_sat_mzu", "char_lm", {{"cell", "mcrnn"}, {"base", "sat_mzu"}, {"block", 3}}},
       {"cru_shallow", "char_lm", {{"cell", "cru_shallow"}, {"conv_window", "causal"}}},
@@ -153,6 +161,10 @@ std::vector<Variant> variants() {
        "seq2seq",
        {{"architecture", "rnnsearch"}, {"cell", "mcrnn"}, {"block", 3}, {"base", "lstm"}, {"layers", 2}}},
       {"seq2seq_rnnsearch_gru_copy", "seq2seq", {{"architecture", "rnnsearch"}, {"cell", "gru"}, {"copy", true}}},
+      // model.bridge = output (runs written before it): an MC-RNN decoder's channel history starts at zero
+      {"seq2seq_rnnsearch_mcrnn_bridge_output",
+       "seq2seq",
+       {{"architecture", "rnnsearch"}, {"cell", "mcrnn"}, {"block", 3}, {"bridge", "output"}}},
   };
 }
 

@@ -89,6 +89,8 @@ std::vector<Case> fast_path_cases() {
       {"char_lm", {{"cell", "mcrnn"}, {"block", 3}}, true},
       {"char_lm", {{"cell", "mcrnn"}, {"base", "gru"}}, false},
       {"char_lm", {{"cell", "mcrnn"}, {"lstm_memory", "average"}}, false},
+      {"char_lm", {{"cell", "mcrnn"}, {"state_clamp", "on"}}, false},
+      {"char_lm", {{"cell", "mcrnn"}, {"state_clamp", "off"}}, true},
       {"char_lm", {{"cell", "mcrnn"}, {"layer_norm", true}}, false},
       {"char_lm", {{"cell", "mcrnn"}, {"candidate_dropout", 0.25}}, false},
       {"word_lm", {{"cell", "mcrnn"}}, true},
@@ -153,6 +155,7 @@ TEST(FastPathTable, refusalsNameTheirOption) {
       {"gcn_adjacency", {"char_lm", {{"cell", "gcn_mzu"}, {"gcn_adjacency", "cosine"}}, false}},
       {"base", {"char_lm", {{"cell", "mcrnn"}, {"base", "rnn"}}, false}},
       {"lstm_memory", {"char_lm", {{"cell", "mcrnn"}, {"lstm_memory", "average"}}, false}},
+      {"state_clamp", {"char_lm", {{"cell", "mcrnn"}, {"state_clamp", "on"}}, false}},
   };
   for (const auto& [key, c] : named) {
     const std::string refusal = cs::fast_path_refusal(resolve_case(c));

@@ -22,10 +22,11 @@ using namespace cs;
 namespace {
 
 std::shared_ptr<McRnnCellImpl> make_mc(const std::string& base, int64_t n, int64_t I, int64_t H, int64_t A = 0,
-                                       const std::string& mem = "prev") {
-  // dist_scale 1: W_j is the parameter itself, so random W_j below are far from I
-  json m = {{"cell", "mcrnn"}, {"base", base},       {"block", n},       {"hidden", H},
-            {"attention", A},  {"lstm_memory", mem}, {"dist_scale", 1.0}};
+                                       const std::string& mem = "prev", const std::string& clamp = "off") {
+  // dist_scale 1: W_j is the parameter itself, so random W_j below are far from I; state_clamp off: eqs. 2-3 as
+  // written (the clamp has tests of its own)
+  json m = {{"cell", "mcrnn"}, {"base", base},       {"block", n},        {"hidden", H},
+            {"attention", A},  {"lstm_memory", mem}, {"dist_scale", 1.0}, {"state_clamp", clamp}};
   auto cell = cell_info("mcrnn").make(resolve_config(json{{"model", m}})["model"], I, 0);
   auto mc = std::dynamic_pointer_cast<McRnnCellImpl>(cell);
   mc->to(torch::kDouble);
@@ -155,10 +156,11 @@ TEST_F(Mcrnn, attentionSumsToOne) {
 
 TEST_F(Mcrnn, gradientCheck) {
   struct Case {
-    std::string base, mem;
+    std::string base, mem, clamp = "off";
   };
-  for (const Case& c : {Case{"rnn", "prev"}, Case{"gru", "prev"}, Case{"lstm", "prev"}, Case{"lstm", "average"}}) {
-    auto mc = make_mc(c.base, 3, 2, 3, 3, c.mem);
+  for (const Case& c : {Case{"rnn", "prev"}, Case{"gru", "prev"}, Case{"lstm", "prev"}, Case{"lstm", "average"},
+                        Case{"gru", "prev", "on"}}) {
+    auto mc = make_mc(c.base, 3, 2, 3, 3, c.mem, c.clamp);
     const int64_t T = 5, B = 2;
     auto x = torch::randn({T, B, 2}, torch::kDouble);
     auto wout = torch::randn({T, B, 3}, torch::kDouble);
@@ -198,69 +200,120 @@ TEST_F(Mcrnn, gradientCheck) {
 
 TEST_F(Mcrnn, batchedMatchesLoopReference) {
   torch::NoGradGuard ng;
-  for (std::string mem : {"prev", "average"})
-    for (std::string base : {"gru", "lstm"}) {
-      const int64_t n = 4, K = 3, I = 3, H = 4, A = 5, T = 8, B = 2;
-      auto mc = make_mc(base, n, I, H, A, mem);
-      auto x = torch::randn({T, B, I}, torch::kDouble);
-      Probe probe;
-      StepContext ctx;
-      ctx.probe = &probe;
-      auto out = mc->forward_sequence(x, mc->initial_state(B, torch::kDouble), ctx).output;
-      auto chan = probe.stacked("channel_h");  // [T, B, K, H]
-      // reference: every channel, every batch row, plain loops
-      auto& f = mc->base();
-      const bool lstm = base == "lstm";
-      auto xp = f.input_projection(x);
-      // h[k][t], c[k][t] per channel, t = 0 is the zero state (t <= 0)
-      std::vector<std::vector<torch::Tensor>> h(K), c(K);
-      for (int64_t k = 0; k < K; ++k) {
-        for (int64_t t = 0; t < n; ++t) {  // padding for t <= 0
-          h[k].push_back(dopts_zeros({B, H}));
-          c[k].push_back(dopts_zeros({B, H}));
-        }
-      }
-      const int64_t off = n - 1;  // index of time t is t + off
-      for (int64_t t = 1; t <= T; ++t) {
-        std::vector<torch::Tensor> hk(K), ek(K);
-        for (int64_t k = 1; k <= K; ++k) {
-          const int64_t m = ref_degree(t, k, n);
-          auto sv = dopts_zeros({B, H});
-          auto cv = dopts_zeros({B, H});
-          for (int64_t j = 1; j <= m; ++j) {
-            for (int64_t b = 0; b < B; ++b)
-              sv[b] += torch::mv(mc->dist_weights()[j - 1], h[k - 1][t - j + off][b]) / double(m);
-            cv += c[k - 1][t - j + off] / double(m);
+  for (std::string clamp : {"off", "on"})
+    for (std::string mem : {"prev", "average"})
+      for (std::string base : {"gru", "lstm"}) {
+        if (clamp == "on" && (mem != "prev" || base != "gru")) continue;
+        const int64_t n = 4, K = 3, I = 3, H = 4, A = 5, T = 8, B = 2;
+        auto mc = make_mc(base, n, I, H, A, mem, clamp);
+        if (clamp == "on") mc->w_dist.mul_(3.0);  // |W_j| up to 1.8 per entry: s leaves [-1, 1] whatever the seed
+        auto x = torch::randn({T, B, I}, torch::kDouble);
+        Probe probe;
+        StepContext ctx;
+        ctx.probe = &probe;
+        auto out = mc->forward_sequence(x, mc->initial_state(B, torch::kDouble), ctx).output;
+        auto chan = probe.stacked("channel_h");  // [T, B, K, H]
+        // reference: every channel, every batch row, plain loops
+        auto& f = mc->base();
+        const bool lstm = base == "lstm";
+        auto xp = f.input_projection(x);
+        // h[k][t], c[k][t] per channel, t = 0 is the zero state (t <= 0)
+        std::vector<std::vector<torch::Tensor>> h(K), c(K);
+        for (int64_t k = 0; k < K; ++k) {
+          for (int64_t t = 0; t < n; ++t) {  // padding for t <= 0
+            h[k].push_back(dopts_zeros({B, H}));
+            c[k].push_back(dopts_zeros({B, H}));
           }
-          State in{sv};
-          if (lstm) in.push_back(mem == "prev" ? c[k - 1][t - 1 + off] : cv);
-          StepContext c2;
-          auto ns = f.step(xp[t - 1], in, c2);
-          hk[k - 1] = ns[0];
-          const double dk = max_abs_diff(chan[t - 1].select(1, k - 1), ns[0]);
-          ASSERT_TRUE(dk < 1e-10) << (base + "/" + mem + " channel " + std::to_string(k) + " t=" + std::to_string(t) +
-                                      " m=" + std::to_string(m) + " diff " + std::to_string(dk))
-                                         .c_str();
-          h[k - 1].push_back(ns[0]);
-          c[k - 1].push_back(lstm ? ns[1] : ns[0]);
-          // e = r^T tanh(V [h; x])
-          auto V = torch::cat({mc->v_h, mc->v_x}, 1);
-          auto e = dopts_zeros({B});
-          for (int64_t b = 0; b < B; ++b)
-            e[b] = torch::dot(mc->r, torch::tanh(torch::mv(V, torch::cat({ns[0][b], x[t - 1][b]}))));
-          ek[k - 1] = e;
         }
-        for (int64_t b = 0; b < B; ++b) {
-          double z = 0;
-          for (int64_t k = 0; k < K; ++k) z += std::exp(ek[k][b].item<double>());
-          auto hatt = dopts_zeros({H});
-          for (int64_t k = 0; k < K; ++k) hatt += std::exp(ek[k][b].item<double>()) / z * hk[k][b];
-          const double d = max_abs_diff(out[t - 1][b], hatt);
-          ASSERT_TRUE(d < 1e-10)
-              << (base + "/" + mem + " t=" + std::to_string(t) + " diff " + std::to_string(d)).c_str();
+        const int64_t off = n - 1;  // index of time t is t + off
+        int64_t clamped = 0;        // entries of s the clamp changed
+        for (int64_t t = 1; t <= T; ++t) {
+          std::vector<torch::Tensor> hk(K), ek(K);
+          for (int64_t k = 1; k <= K; ++k) {
+            const int64_t m = ref_degree(t, k, n);
+            auto sv = dopts_zeros({B, H});
+            auto cv = dopts_zeros({B, H});
+            for (int64_t j = 1; j <= m; ++j) {
+              for (int64_t b = 0; b < B; ++b)
+                sv[b] += torch::mv(mc->dist_weights()[j - 1], h[k - 1][t - j + off][b]) / double(m);
+              cv += c[k - 1][t - j + off] / double(m);
+            }
+            if (clamp == "on") {
+              clamped += (sv.abs() > 1).sum().item<int64_t>();
+              sv = sv.clamp(-1, 1);
+            }
+            State in{sv};
+            if (lstm) in.push_back(mem == "prev" ? c[k - 1][t - 1 + off] : cv);
+            StepContext c2;
+            auto ns = f.step(xp[t - 1], in, c2);
+            hk[k - 1] = ns[0];
+            const double dk = max_abs_diff(chan[t - 1].select(1, k - 1), ns[0]);
+            ASSERT_TRUE(dk < 1e-10) << (base + "/" + mem + " channel " + std::to_string(k) + " t=" + std::to_string(t) +
+                                        " m=" + std::to_string(m) + " diff " + std::to_string(dk))
+                                           .c_str();
+            h[k - 1].push_back(ns[0]);
+            c[k - 1].push_back(lstm ? ns[1] : ns[0]);
+            // e = r^T tanh(V [h; x])
+            auto V = torch::cat({mc->v_h, mc->v_x}, 1);
+            auto e = dopts_zeros({B});
+            for (int64_t b = 0; b < B; ++b)
+              e[b] = torch::dot(mc->r, torch::tanh(torch::mv(V, torch::cat({ns[0][b], x[t - 1][b]}))));
+            ek[k - 1] = e;
+          }
+          for (int64_t b = 0; b < B; ++b) {
+            double z = 0;
+            for (int64_t k = 0; k < K; ++k) z += std::exp(ek[k][b].item<double>());
+            auto hatt = dopts_zeros({H});
+            for (int64_t k = 0; k < K; ++k) hatt += std::exp(ek[k][b].item<double>()) / z * hk[k][b];
+            const double d = max_abs_diff(out[t - 1][b], hatt);
+            ASSERT_TRUE(d < 1e-10)
+                << (base + "/" + mem + " t=" + std::to_string(t) + " diff " + std::to_string(d)).c_str();
+          }
+        }
+        if (clamp == "on") {
+          ASSERT_TRUE(clamped > 0) << "the clamp never acted: the test would not see it missing";
         }
       }
-    }
+}
+
+TEST_F(Mcrnn, stateClampKeepsAGruBaseBounded) {
+  // #51: an MC-RNN over a GRU diverged (loss 1e6 within 7 Adam steps at lr 3e-3, clip 5). A GRU passes s on as
+  // z * s, so with ||W_j|| > 1 and closed update gates h grows geometrically; model.state_clamp bounds it.
+  torch::NoGradGuard ng;
+  const int64_t n = 3, I = 3, H = 8, T = 60, B = 2;
+  auto x = torch::randn({T, B, I}, torch::kDouble);
+  auto run = [&](const std::string& clamp) {
+    auto mc = make_mc("gru", n, I, H, 0, "prev", clamp);
+    torch::manual_seed(11);
+    mc->w_dist.copy_(0.5 * torch::eye(H, torch::kDouble).expand({n - 1, H, H}));  // W_j = 1.5 I
+    auto& gru = dynamic_cast<GRUCellImpl&>(mc->base());
+    gru.w_ih.uniform_(-0.3, 0.3);
+    gru.w_hh.uniform_(-0.3, 0.3);
+    gru.b_hh.zero_();
+    gru.b_ih.zero_();
+    gru.b_ih.narrow(0, H, H).fill_(4.0);  // z = sigmoid(4) ~ 0.98: the update gates keep s
+    StepContext ctx;
+    auto out = mc->forward_sequence(x, mc->initial_state(B, torch::kDouble), ctx);
+    return std::make_pair(out.output.abs().max().item<double>(), mc->clamps_state());
+  };
+  const auto off = run("off"), on = run("on"), autod = run("auto");
+  EXPECT_FALSE(off.second);
+  EXPECT_GT(off.first, 100.0) << "without the clamp h should grow like (z |W|)^t";
+  EXPECT_TRUE(on.second);
+  EXPECT_LE(on.first, 1.0) << "with the clamp h is a convex combination of values in [-1, 1]";
+  EXPECT_TRUE(autod.second) << "'auto' clamps over a GRU base";
+  EXPECT_EQ(autod.first, on.first);
+  // 'auto' leaves the paper's LSTM base as eq. 3 is written
+  EXPECT_FALSE(make_mc("lstm", n, I, H, 0, "prev", "auto")->clamps_state());
+  EXPECT_TRUE(make_mc("lstm", n, I, H, 0, "prev", "on")->clamps_state());
+  // a run written before the option read as it computed: no clamp
+  json old = {{"task", {{"name", "char_lm"}}},
+              {"dataset", {{"name", "moby-dick"}}},
+              {"model", {{"cell", "mcrnn"}, {"base", "gru"}}}};
+  EXPECT_EQ(as_written(old)["model"].value("state_clamp", ""), "off");
+  json now = old;
+  now["model"]["state_clamp"] = "auto";
+  EXPECT_EQ(as_written(now)["model"].value("state_clamp", ""), "auto");
 }
 
 TEST_F(Mcrnn, segmentsContinueBlocks) {

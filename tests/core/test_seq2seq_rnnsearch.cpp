@@ -293,6 +293,74 @@ TEST(Seq2seqRnnsearch, a_config_without_the_key_builds_luong) {
   EXPECT_TRUE(named) << errs[0].str();
 }
 
+TEST(Seq2seqRnnsearch, mcrnn_decoder_reads_the_bridge_in_its_recurrence) {
+  // #51: the MC-RNN paper builds MC-RNN "following the settings of Baseline-RNN", whose decoder starts from
+  // s_0 = tanh(W_s <-h_1). model.bridge = recurrence (the default) puts s_0 where an MC-RNN's recurrence reads its
+  // past: h_t^k = s_0 for t <= 0 in every channel (eq. 2), and h_att = s_0; output (runs written before the option)
+  // only h_att, the first attention query. For every other cell the two are the same state.
+  torch::manual_seed(5);
+  const int64_t V = 13, B = 3, S = 6, T = 4, H = 5;
+  auto src = torch::randint(3, V, {S, B}, torch::kInt64), y = torch::randint(3, V, {T, B}, torch::kInt64);
+  auto len = torch::tensor({6, 4, 2}, torch::kInt64);
+  auto build = [&](json m, const std::string& bridge) {
+    m.update({{"embed", 4}, {"hidden", H}, {"architecture", "rnnsearch"}, {"bridge", bridge}});
+    Seq2SeqModel net(model_section(m), V, V, 0);
+    net->to(torch::kFloat64);
+    net->eval();
+    return net;
+  };
+  torch::NoGradGuard ng;
+  const json mc = {{"cell", "mcrnn"}, {"base", "lstm"}, {"block", 4}, {"layers", 2}};
+  auto rec = build(mc, "recurrence"), out = build(mc, "output");
+  {  // the same weights in both
+    auto po = out->named_parameters();
+    for (auto& kv : rec->named_parameters()) po[kv.key()].copy_(kv.value());
+  }
+  StepContext c0, c1, c2, c3;
+  auto enc = rec->encode(src, len, c0);
+  const auto s0 = torch::tanh(rec->bridge(enc.first_backward));  // [B, 2H]: one W_s^l per layer
+  auto st = rec->decoder_initial_state(enc), so = out->decoder_initial_state(out->encode(src, len, c1));
+  ASSERT_EQ(st.size(), 2u);
+  for (size_t l = 0; l < st.size(); ++l) {
+    const auto h0 = s0.narrow(1, static_cast<int64_t>(l) * H, H);
+    ASSERT_EQ(st[l][2].sizes(), (std::vector<int64_t>{B, 3, 3, H}));  // [B, K, n-1, H]
+    EXPECT_TRUE(torch::equal(st[l][0], h0));
+    for (int64_t k = 0; k < 3; ++k)
+      for (int64_t j = 0; j < 3; ++j) EXPECT_TRUE(torch::equal(st[l][2].select(1, k).select(1, j), h0)) << l;
+    EXPECT_EQ(st[l][1].abs().sum().item<int64_t>(), 0);   // t = 0: the blocks start where they did
+    EXPECT_EQ(st[l][3].abs().sum().item<double>(), 0.0);  // the LSTM memory c_0 = 0, as the baseline's
+    EXPECT_TRUE(torch::equal(so[l][0], h0));
+    EXPECT_EQ(so[l][2].abs().sum().item<double>(), 0.0) << "bridge = output leaves the channel history at zero";
+  }
+  // The recurrence now reads s_0: the first step's logits differ, and only through the history (with the
+  // history of `st` zeroed the two agree).
+  auto lr = rec->decode(y, enc, st, c2), lo = out->decode(y, enc, so, c3);
+  EXPECT_GT((lr - lo).abs().max().item<double>(), 1e-3);
+  auto zeroed = rec->decoder_initial_state(enc);
+  for (auto& s : zeroed) s[2] = torch::zeros_like(s[2]);
+  StepContext c4;
+  EXPECT_LT((rec->decode(y, enc, zeroed, c4) - lo).abs().max().item<double>(), 1e-12);
+  // A GRU decoder: the same state either way.
+  auto grec = build({{"cell", "gru"}}, "recurrence"), gout = build({{"cell", "gru"}}, "output");
+  {
+    auto po = gout->named_parameters();
+    for (auto& kv : grec->named_parameters()) po[kv.key()].copy_(kv.value());
+  }
+  StepContext c5, c6;
+  auto g1 = grec->decoder_initial_state(grec->encode(src, len, c5)),
+       g2 = gout->decoder_initial_state(gout->encode(src, len, c6));
+  EXPECT_TRUE(torch::equal(g1[0][0], g2[0][0]));
+  // Runs written before the option read it as output; a new config resolves to recurrence; a bad value is named.
+  json old = {{"task", {{"name", "seq2seq"}}}, {"dataset", {{"name", "spam-headlines"}}}, {"model", mc}};
+  EXPECT_EQ(as_written(old)["model"].value("bridge", ""), "output");
+  EXPECT_EQ(model_section(mc).value("bridge", ""), "recurrence");
+  old["model"]["bridge"] = "history";
+  auto errs = validate_config(old);
+  bool named = false;
+  for (auto& e : errs) named = named || cstest::contains(e.str(), "model.bridge");
+  EXPECT_TRUE(named) << (errs.empty() ? std::string("no error") : errs[0].str());
+}
+
 TEST(Seq2seqRnnsearch, paper_presets_and_sweeps_set_rnnsearch) {
   for (const char* f : {"seq2seq-headlines-mcrnn", "seq2seq-headlines-lstm"}) {
     json cfg = json::parse(read_file(cstest::source_dir() + "/resources/presets/" + f + ".json"));

@@ -97,6 +97,13 @@ class CellImpl : public torch::nn::Module {
   // The per-step output carried to the next layer (default: s[0]).
   virtual torch::Tensor output_of(const State& s) const { return s[0]; }
 
+  // State s with h0 [B, hidden] as the output before the first step, where the recurrence reads it: an
+  // encoder-decoder's initial decoder state (seq2seq's bridge, tasks/SEQ2SEQ_NOTES.md). Default: s[0] = h0.
+  virtual State with_previous_output(State s, const torch::Tensor& h0) const {
+    s[0] = h0;
+    return s;
+  }
+
   // Whole sequence. Default: the step-wise loop over input_projection(x).unbind(0).
   virtual SeqOutput forward_sequence(const torch::Tensor& x, const State& s0, StepContext& ctx);
   // forward_sequence() of an x that is an embedding lookup, x = in->table[in->tokens] with nothing

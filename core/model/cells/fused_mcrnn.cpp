@@ -25,6 +25,8 @@ const char* mcrnn_fast_path_refusal(const McRnnOptions& o, const BaselineOptions
                                     bool training) {
   if (!lstm_base) return "model.base is not lstm: the fused MC-RNN recurrence has an LSTM base only";
   if (o.lstm_memory != LstmMemory::Prev) return "model.lstm_memory is not 'prev'";
+  if (mcrnn_clamps_state(o.state_clamp, "lstm"))
+    return "model.state_clamp is 'on': the fused MC-RNN recurrence has no clamp";
   if (lstm_base->layer_norm) return "model.layer_norm: the fused MC-RNN recurrence has no layer normalization";
   if (weight_drop > 0) return "model.weight_drop > 0: the fused MC-RNN recurrence has no weight drop";
   if (training && lstm_base->candidate_dropout > 0)

@@ -21,6 +21,10 @@ int64_t mcrnn_in_degree(int64_t t, int64_t k, int64_t n) {
   return r + 1;
 }
 
+bool mcrnn_clamps_state(StateClamp c, const std::string& base) {
+  return c == StateClamp::On || (c == StateClamp::Auto && base != "lstm");
+}
+
 McRnnCellImpl::McRnnCellImpl(const McRnnOptions& o, std::shared_ptr<CellImpl> base) : opt_(o), base_(std::move(base)) {
   TORCH_CHECK(o.block >= 2, "mcrnn: block size n must be >= 2 (n - 1 channels), got ", o.block);
   TORCH_CHECK(o.hidden_size > 0, "mcrnn: hidden_size must be > 0, got ", o.hidden_size);
@@ -31,6 +35,7 @@ McRnnCellImpl::McRnnCellImpl(const McRnnOptions& o, std::shared_ptr<CellImpl> ba
               " != ", o.input_size);
   if (opt_.attention <= 0) opt_.attention = o.hidden_size;
   register_module("base", base_);
+  clamp_state_ = mcrnn_clamps_state(opt_.state_clamp, base_->type_name());
   const int64_t H = o.hidden_size, I = o.input_size, A = opt_.attention, n1 = o.block - 1;
   // W_j = I + alpha D_j with D_j ~ U(-k/2, k/2): at initialisation s is close to the plain
   // block average of the predecessors. alpha scales how fast an adaptive optimiser moves W_j
@@ -105,6 +110,10 @@ State McRnnCellImpl::step_at(int64_t t, const torch::Tensor& xp, const State& s,
   const auto& hist = s[2];  // [B, K, n-1, H]: h_{t-j}^k at [:, k-1, j-1]
   // eq. 2: s_{t-1}^k = (1/m) sum_{j<=m} W_j h_{t-j}^k, all channels (batch-folded) and distances in one GEMM
   auto sv = (hist * coef).reshape({B * K, n1 * H}).mm(wcat);
+  // model.state_clamp (a choice, MCRNN_NOTES.md "GRU and RNN bases"): s enters eq. 3 in place of the base's
+  // h_{t-1}, whose range is [-1, 1]; a GRU passes it on as z * s, so an unclamped s with ||W_j|| > 1 grows
+  // geometrically along the channel once the update gates close. The clamp is the identity inside [-1, 1].
+  if (clamp_state_) sv = sv.clamp(-1.0, 1.0);
   auto xb = xp.narrow(1, 0, base_proj_);
   auto vx = xp.narrow(1, base_proj_, A);
   // x_t is the same for every channel: broadcast its projection over the folded channel dim
@@ -160,6 +169,15 @@ State McRnnCellImpl::step_at(int64_t t, const torch::Tensor& xp, const State& s,
     ctx.record("h", hatt);
   }
   return out;
+}
+
+State McRnnCellImpl::with_previous_output(State s, const torch::Tensor& h0) const {
+  TORCH_CHECK(s.size() >= 3, "mcrnn: state has ", s.size(), " tensors, expected at least 3");
+  TORCH_CHECK(h0.dim() == 2 && h0.size(1) == opt_.hidden_size, "mcrnn: expected an output [B, ", opt_.hidden_size,
+              "], got ", h0.sizes());
+  s[0] = h0;
+  s[2] = h0.unsqueeze(1).unsqueeze(2).expand_as(s[2]).contiguous();  // [B, K, n-1, H]: every distance, every channel
+  return s;
 }
 
 static int64_t state_time(const State& s) {
@@ -251,6 +269,7 @@ double McRnnCellImpl::flops_per_step() const {
   f += K * n1 * H + 2.0 * K * n1 * H * H;                  // eq. 2: mask/scale + GEMM over all n-1 distances
   f += K * (2.0 * A * H + 4.0 * A);                        // eq. 4: V_h h, add, tanh, r^T
   f += 4.0 * K + 2.0 * K * H;                              // eqs. 5-6: softmax, weighted sum
+  if (clamp_state_) f += K * H;                            // model.state_clamp on s
   if (opt_.lstm_memory == LstmMemory::Average) f += 2.0 * K * n1 * H * std::max<size_t>(base_state_size_ - 1, 0);
   return f;
 }
@@ -277,6 +296,12 @@ const OptionTable<McRnnOptions>& mcrnn_option_table() {
             "trained parameter). Small alpha keeps Adam from moving W_j away from I faster than the base "
             "cell learns (with alpha = 1 an LSTM base stalls near the unigram perplexity); 1 = W_j trained "
             "directly. See MCRNN_NOTES.md.");
+    t.choice("state_clamp", &O::state_clamp,
+             "Clamp s of eq. 2 to [-1, 1], the range of the base's own h, before f of eq. 3 reads it: "
+             "'auto' = on for every base but lstm (the paper's base, kept as written); 'off' = eq. 3 as "
+             "written. A GRU base passes s on as z * s, so without the clamp ||W_j|| > 1 makes h grow "
+             "geometrically once the update gates close (the loss reached 1e6 in 7 Adam steps at lr 3e-3). "
+             "See MCRNN_NOTES.md.");
     return t;
   }();
   return t;

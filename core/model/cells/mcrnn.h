@@ -25,6 +25,15 @@ constexpr EnumNames<LstmMemory, 2> enum_names(LstmMemory) {
   return {{{LstmMemory::Prev, "prev"}, {LstmMemory::Average, "average"}}};
 }
 
+// Whether s_{t-1}^k of eq. 2 is clamped to [-1, 1] before the base cell reads it (model.state_clamp): 'auto' is
+// 'on' for every base but lstm (the paper's base, kept as eq. 3 is written). MCRNN_NOTES.md "GRU and RNN bases".
+enum class StateClamp { Auto, Off, On };
+constexpr EnumNames<StateClamp, 3> enum_names(StateClamp) {
+  return {{{StateClamp::Auto, "auto"}, {StateClamp::Off, "off"}, {StateClamp::On, "on"}}};
+}
+// Whether a state_clamp setting clamps over a base cell named `base` (what 'auto' resolves to).
+bool mcrnn_clamps_state(StateClamp c, const std::string& base);
+
 // The members are the only defaults of the mcrnn cell's model.* options (mcrnn_option_table()).
 struct McRnnOptions {
   int64_t input_size = 0;
@@ -34,6 +43,7 @@ struct McRnnOptions {
   int64_t attention = 0;                      // rows of V (0 = hidden_size)
   LstmMemory lstm_memory = LstmMemory::Prev;  // the base's extra state (LSTM c)
   double dist_scale = 0.1;                    // alpha: W_j = I + alpha * D_j (D_j the parameter); 1 = W_j itself
+  StateClamp state_clamp = StateClamp::Auto;  // s of eq. 2 clamped to [-1, 1] (auto: all bases but lstm)
 };
 
 // The mcrnn cell's model.* options (field table: schema entries and binding).
@@ -67,8 +77,13 @@ class McRnnCellImpl : public CellImpl {
   // The fast path with the base's input half and V_x x_t folded into the table (token_fold.h).
   SeqOutput forward_tokens(const torch::Tensor& x, const TokenInput* in, const State& s0, StepContext& ctx) override;
   double flops_per_step() const override;
+  // h0 as every node before the sequence: h_t^k = h0 for t <= 0 in every channel (the zero state's h_t^k = 0,
+  // sec. 3.1, with h0 in place of 0) and h_att = h0; the base's extra state (LSTM c) stays as given.
+  State with_previous_output(State s, const torch::Tensor& h0) const override;
   CellImpl& base() { return *base_; }
   const McRnnOptions& options() const { return opt_; }
+  // Whether this cell clamps s of eq. 2 to [-1, 1] (model.state_clamp resolved against its base).
+  bool clamps_state() const { return clamp_state_; }
 
   // [n-1, H, H]: the parameter D_j behind W_j (eq. 2), index j-1: W_j = I + alpha D_j
   // (alpha = dist_scale; see MCRNN_NOTES.md "Parametrisation of W_j").
@@ -88,6 +103,7 @@ class McRnnCellImpl : public CellImpl {
   McRnnOptions opt_;
   std::shared_ptr<CellImpl> base_;
   int64_t base_proj_ = 0;        // width of the base's input projection
+  bool clamp_state_ = false;     // model.state_clamp resolved against the base (clamps_state())
   double base_input_flops_ = 0;  // FLOPs of that projection per step
   size_t base_state_size_ = 1;   // tensors in the base's state
 };

@@ -379,6 +379,8 @@ json as_written(json cfg) {
   static const Legacy kLegacy[] = {
       {"dataset", "tokenizer", "legacy"},         // data/TOKENIZER_NOTES.md
       {"model", "gcn_degree", "signed_clamped"},  // cells/MZU_NOTES.md "GCN degree"
+      {"model", "state_clamp", "off"},            // cells/MCRNN_NOTES.md "GRU and RNN bases"
+      {"model", "bridge", "output"},              // tasks/SEQ2SEQ_NOTES.md "Initial decoder state"
   };
   for (const auto& l : kLegacy) {
     auto sec = cfg.find(l.section);

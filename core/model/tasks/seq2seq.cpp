@@ -521,6 +521,12 @@ const OptionTable<Seq2SeqOptions>& seq2seq_option_table() {
         "maxout output; the decoder steps token by token. luong: Luong et al. (2015) general attention after the "
         "decoder (one-directional encoder, zero initial state; the whole target at once in training). The default "
         "stays luong so that runs made before this option load as they were; the paper presets set rnnsearch.");
+    t.choice("model.bridge", &O::bridge,
+             "rnnsearch: where s_0 = tanh(W_s <-h_1) goes. recurrence: the decoder's output before the first step, "
+             "where its recurrence reads it (h_0 of GRU/LSTM/RNN/MZU; for an MC-RNN every node before the sequence, "
+             "h_t^k = s_0 for t <= 0, as the paper builds MC-RNN 'following the settings of Baseline-RNN'). output: "
+             "only the state's first tensor (an MC-RNN decoder then sees s_0 only as the first attention query), as "
+             "runs written before this option. The same for every cell but mcrnn; unused by luong.");
     t.field(
         "model.copy", &O::copy,
         "Pointer-generator (See et al. 2017): mix the output distribution with the attention over the source's "

@@ -29,6 +29,14 @@ constexpr EnumNames<Seq2SeqArchitecture, 2> enum_names(Seq2SeqArchitecture) {
   return {{{Seq2SeqArchitecture::Luong, "luong"}, {Seq2SeqArchitecture::Rnnsearch, "rnnsearch"}}};
 }
 
+// model.bridge (tasks/SEQ2SEQ_NOTES.md "Initial decoder state"): where rnnsearch's s_0 = tanh(W_s <-h_1) goes in
+// the decoder's state. recurrence: the output before the first step as the cell's recurrence reads it (an MC-RNN's
+// channel history h_t^k for t <= 0 too); output: the state's first tensor only, as runs written before the option.
+enum class Seq2SeqBridge { Recurrence, Output };
+constexpr EnumNames<Seq2SeqBridge, 2> enum_names(Seq2SeqBridge) {
+  return {{{Seq2SeqBridge::Recurrence, "recurrence"}, {Seq2SeqBridge::Output, "output"}}};
+}
+
 struct Seq2SeqOptions {
   SubwordModel subword = SubwordModel::Bpe;  // dataset.*
   int64_t source_vocab_size = 8000;
@@ -52,7 +60,8 @@ struct Seq2SeqOptions {
   int64_t lead_words = 0;
   bool copy = false;  // model.copy (read by Seq2SeqModel from the model section)
   Seq2SeqArchitecture architecture =
-      Seq2SeqArchitecture::Luong;  // model.architecture (likewise; luong for configs without it)
+      Seq2SeqArchitecture::Luong;                    // model.architecture (likewise; luong for configs without it)
+  Seq2SeqBridge bridge = Seq2SeqBridge::Recurrence;  // model.bridge (likewise; output for runs written before it)
 };
 const OptionTable<Seq2SeqOptions>& seq2seq_option_table();
 

@@ -29,6 +29,8 @@ Seq2SeqModelImpl::Seq2SeqModelImpl(const json& m, int64_t source_vocab, int64_t 
   }
   rnnsearch = enum_from_json<Seq2SeqArchitecture>(m.value("architecture", json("luong")), "model.architecture") ==
               Seq2SeqArchitecture::Rnnsearch;
+  bridge_output_only =
+      enum_from_json<Seq2SeqBridge>(m.value("bridge", json("recurrence")), "model.bridge") == Seq2SeqBridge::Output;
   encoder = register_module("encoder", CellStack(m, mo.embed));
   if (!rnnsearch) {
     decoder = register_module("decoder", CellStack(m, mo.embed));
@@ -117,14 +119,17 @@ Seq2SeqEncoded Seq2SeqModelImpl::encode(const torch::Tensor& src, const torch::T
 std::vector<State> Seq2SeqModelImpl::decoder_initial_state(const Seq2SeqEncoded& enc) {
   auto st = decoder->initial_state(enc.memory.size(0), enc.memory.options());
   if (!rnnsearch) return st;  // luong: zero state, the source reaches the decoder through attention only
-  // Bahdanau's s_0 = tanh(W_s ←h_1), one W_s^l per layer, into each layer's output state (the h of
-  // GRU/LSTM/RNN, MC-RNN's attended output); the rest of the state (LSTM c, MC-RNN's position and
-  // channel history) stays zero (SEQ2SEQ_NOTES.md).
+  // Bahdanau's s_0 = tanh(W_s ←h_1), one W_s^l per layer, as each layer's output before the first step
+  // (model.bridge = recurrence: the h_0 of GRU/LSTM/RNN/MZU, and for an MC-RNN every h_t^k with t <= 0 and ĥ_0;
+  // output: state[0] only, as runs written before the option); LSTM c and MC-RNN's position stay zero
+  // (SEQ2SEQ_NOTES.md "Initial decoder state").
   auto s0 = torch::tanh(bridge(enc.first_backward));
   int64_t off = 0;
   for (size_t l = 0; l < st.size(); ++l) {
     const int64_t H = decoder->layers[l]->hidden_size();
-    st[l][0] = s0.narrow(1, off, H);
+    const auto h0 = s0.narrow(1, off, H);
+    if (bridge_output_only) st[l][0] = h0;
+    else st[l] = decoder->layers[l]->with_previous_output(std::move(st[l]), h0);
     off += H;
   }
   return st;

@@ -75,6 +75,7 @@ class Seq2SeqModelImpl : public torch::nn::Module {
   torch::nn::Linear attn_w{nullptr}, combine{nullptr}, out{nullptr};
   torch::nn::Linear attn_u{nullptr}, attn_v{nullptr}, bridge{nullptr};
   bool rnnsearch = false;
+  bool bridge_output_only = false;       // model.bridge = output (runs written before it): s_0 into state[0] only
   torch::nn::Linear copy_gate{nullptr};  // model.copy: w_c, w_h, w_x, b of p_gen
   bool copy = false;
   double dropout = 0.0;

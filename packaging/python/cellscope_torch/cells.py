@@ -658,6 +658,7 @@ class MCRNN(Cell):
     A: Final[int]
     alpha: Final[float]
     memory: Final[str]
+    clamp: Final[bool]
     base_reg: Final[bool]
     base_lam: Final[float]
     base_scale: Final[str]
@@ -668,6 +669,10 @@ class MCRNN(Cell):
         A = int(need(m, "attention") or H)
         self.hidden_size, self.n1, self.A, self.alpha = H, n - 1, A, float(need(m, "dist_scale"))
         self.memory = need(m, "lstm_memory")
+        # model.state_clamp (cells/mcrnn.h): s of eq. 2 clamped to [-1, 1]; 'auto' is on for every base but lstm.
+        # An export without the key was written before the option existed, when s was never clamped.
+        sc = m.get("state_clamp", "off")
+        self.clamp = sc == "on" or (sc == "auto" and need(m, "base") != "lstm")
         self.base = base
         self.base_reg = isinstance(base, MZU) and base.regularised()
         self.base_lam = float(base.lam) if isinstance(base, MZU) else 0.0
@@ -729,6 +734,8 @@ class MCRNN(Cell):
             xbt, vxt = xbs[i], vxs[i]
             cf = coef[i % n1]
             s = (hist * cf).reshape(B * K, n1 * H) @ wcat  # eq. 2
+            if self.clamp:
+                s = s.clamp(-1.0, 1.0)  # model.state_clamp
             bs = [s]
             for e in mem:
                 bs.append(((e * cf).sum(2) if self.memory == "average" else e).reshape(B * K, -1))

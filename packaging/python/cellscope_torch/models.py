@@ -41,7 +41,7 @@ CELL_OPTIONS = {
             "conv_window": ("centered", "causal"), "conv_activation": ("relu", "tanh", "identity"),
             "reset_after": BOOL},
     "mcrnn": {"layer_norm": BOOL, "candidate_dropout": ANY, "block": ANY, "attention": ANY,
-              "lstm_memory": ("prev", "average"), "dist_scale": ANY,
+              "lstm_memory": ("prev", "average"), "dist_scale": ANY, "state_clamp": ("auto", "off", "on"),
               "base": ("rnn", "gru", "lstm", "gru_dt", "sat_mzu", "gcn_mzu", "cap_mzu")},
     # the TorchScript file and the SHA-256 the run recorded (exported.load points model.script at the export's copy)
     "script": {"script": ANY, "script_sha256": ANY},
@@ -56,7 +56,7 @@ TASK_OPTIONS = {
                  "freeze_embeddings": BOOL},
     # recurrent_init: how the recurrent matrices were initialised (the weights are in model.pt either way)
     "cloze": {"reader": ("aoa", "m_aoa"), "recurrent_init": ("orthogonal", "cell")},
-    "seq2seq": {"copy": BOOL, "architecture": ("luong", "rnnsearch")},
+    "seq2seq": {"copy": BOOL, "architecture": ("luong", "rnnsearch"), "bridge": ("recurrence", "output")},
     "absa": {"fc": ANY, "fc_activation": ("relu", "tanh", "none"), "pretrained_embeddings": ANY,
              "freeze_embeddings": BOOL},
 }
@@ -81,7 +81,7 @@ BARE_DEFAULTS = {
     "cru": {"candidate_dropout": 0.0, "filter_length": 3, "conv_channels": 0, "conv_window": "centered",
             "conv_activation": "relu", "reset_after": True},
     "mcrnn": {"layer_norm": False, "candidate_dropout": 0.0, "block": 3, "attention": 0, "lstm_memory": "prev",
-              "dist_scale": 0.1, "base": "lstm"},
+              "dist_scale": 0.1, "base": "lstm", "state_clamp": "auto"},
     "script": {},
 }
 
@@ -569,7 +569,7 @@ class RNNSearch(Seq2SeqBase):
     """seq2seq with model.architecture = rnnsearch (tasks/seq2seq_model.cpp; Bahdanau et al. 2015): a forward and
     a backward CellStack over the source (the backward one over each source reversed within its length),
     annotations h_j = [->h_j; <-h_j] (0 at the padding); s_0^l = tanh(W_s^l <-h_1 + b_s^l) in each decoder layer's
-    output state (state[l][0]); per step e_ij = v_a . tanh(W_a s_{i-1} + U_a h_j) over the real positions,
+    output state (state[l][0]; with model.bridge = recurrence also an MC-RNN's channel history, state[l][2]); per step e_ij = v_a . tanh(W_a s_{i-1} + U_a h_j) over the real positions,
     c_i = sum_j a_ij h_j, s_i = decoder([E y_{i-1}; c_i], s_{i-1}), t_i = maxout_2(W_t [s_i; E y_{i-1}; c_i] + b_t),
     logits = W_o t_i + b_o; model.copy as Seq2Seq. forward(src [S, B], src_len [B], y_in [T, B], state=None) ->
     (logits [T, B, V], decoder state); state None = the bridge from the source."""
@@ -578,10 +578,14 @@ class RNNSearch(Seq2SeqBase):
     copy: Final[bool]
     n: Final[int]
     hd: Final[int]
+    bridge_history: Final[bool]
 
     def __init__(self, m, source_vocab, target_vocab, pad=1):
         super().__init__(m, source_vocab, target_vocab, pad)
         E = m["embed"]
+        # model.bridge = recurrence (an export without the key was written before it: output): an MC-RNN decoder's
+        # channel history h_t^k, t <= 0, starts at s_0 too (McRnnCellImpl::with_previous_output)
+        self.bridge_history = m.get("bridge", "output") == "recurrence" and m["cell"] == "mcrnn"
         self.encoder_bwd = CellStack(m, E)
         He = self.encoder.output_size + self.encoder_bwd.output_size
         self.decoder = CellStack(m, E + He)
@@ -615,7 +619,10 @@ class RNNSearch(Seq2SeqBase):
         l = 0
         for c in self.decoder.children():  # layer0, layer1, ... (unrolled; CellStack.layers() is not scriptable)
             s = c.initial_state(memory.shape[0], memory)
-            s[0] = s0.narrow(1, l * self.hd, self.hd)
+            h0 = s0.narrow(1, l * self.hd, self.hd)
+            s[0] = h0
+            if self.bridge_history:
+                s[2] = h0.unsqueeze(1).unsqueeze(2).expand_as(s[2]).contiguous()
             st.append(s)
             l += 1
         return st

@@ -58,7 +58,8 @@ SUPPORTED = {
             "gcn_adjacency": ["cosine_plus_identity"], "gcn_degree": ["absolute", "signed_clamped"]},
     "cru": {"candidate_dropout": [0.0], "conv_activation": ["relu", "tanh", "identity"], "reset_after": [True, False],
             "conv_window": ["centered", "causal"]},
-    "mcrnn": {"base": ["lstm", "sat_mzu", "gcn_mzu", "cap_mzu"], "lstm_memory": ["prev"], "layer_norm": [False], "candidate_dropout": [0.0]},
+    "mcrnn": {"base": ["lstm", "sat_mzu", "gcn_mzu", "cap_mzu"], "lstm_memory": ["prev"], "layer_norm": [False], "candidate_dropout": [0.0],
+              "state_clamp": ["auto", "off", "on"]},
 }
 # Keys a peer reads (values free) or that do not change the model.
 FREE = {"cell", "embed", "hidden", "depth", "zones", "filter", "capsules", "routing_iters", "zone_disagreement",
