@@ -177,11 +177,25 @@ def scan(path):
     return internal, usings, left, opened
 
 
+def current(build, u):
+    """Whether unity file u is one the build compiles: CMake leaves the batches of an earlier layout behind
+    (a target that lost sources has fewer batches), and their files still name sources of the target."""
+    ninja = os.path.join(build, "build.ninja")
+    make = os.path.join(os.path.dirname(os.path.dirname(u)), "build.make")
+    for rules, name in ((ninja, os.path.relpath(u, build)), (make, os.path.join("Unity", os.path.basename(u)))):
+        if os.path.isfile(rules):
+            with open(rules, encoding="utf-8", errors="replace") as fh:
+                return (name + ".o") in fh.read()
+    return True
+
+
 def targets(build):
     """{target: [source files]} from CMake's unity sources under BUILD_DIR."""
     out = {}
     for u in sorted(glob.glob(os.path.join(build, "**", "CMakeFiles", "*.dir", "Unity", "unity_*_cxx.cxx"),
                            recursive=True)):
+        if not current(build, u):
+            continue
         t = os.path.basename(os.path.dirname(os.path.dirname(u)))[:-len(".dir")]
         for line in open(u, encoding="utf-8"):
             m = re.match(r'\s*#include\s+"(.+)"', line)

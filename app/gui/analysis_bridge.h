@@ -1,7 +1,7 @@
 // The Analyses tab's window onto core/inspect/analysis (kinds.h). Torch-free: Qt value
 // types, plus a shared pointer to the core's plain result (cs::AnalysisResult,
-// only forward-declared here) which the GUI turns into a figure with
-// app/figures. Computation runs on an AnalysisWorker moved to a QThread (see
+// only forward-declared here) which figure_bridge.h turns into a figure
+// (app/figures). Computation runs on an AnalysisWorker moved to a QThread (see
 // analysis_panel.cpp); jobs and outcomes are plain structs copied across threads.
 #pragma once
 #include <QList>

@@ -32,7 +32,7 @@
 
 #include "core_bridge.h"
 #include "curve_plot.h"
-#include "figures.h"
+#include "figure_bridge.h"
 #include "heatmap_view.h"
 #include "json_file.h"
 #include "qcp.h"
@@ -516,31 +516,28 @@ void AnalysisPanel::onOutcome(const gui::AnalysisOutcome& o) {
     m_text->setPlainText(o.text);
     showMessage(QStringLiteral("Text from the run's corpus (start of the valid split)."), false);
   } else {
-    try {
-      csf::FigureStyle style;
-      style.color_map = m_colorMap->currentText();
-      const cs::AnalysisResult& r = *o.result;
-      csf::Figure* fig = csf::make_figure(r, style);
-      QString ckLabel = o.job.checkpoint;
-      for (const CheckpointEntry& e : m_checkpoints)
-        if (e.id == o.job.checkpoint) ckLabel = e.label;
-      const AnalysisKindInfo* k = nullptr;
-      for (const auto& i : m_kinds)
-        if (i.name == o.job.kind) k = &i;
-      QString title = k ? k->title : o.job.kind;
-      if (!(k && k->overTraining) && !o.job.runs.isEmpty()) {
-        title += QStringLiteral(" — %1 at %2").arg(QFileInfo(o.job.runs.front()).fileName(), ckLabel);
-        // The second run at its own checkpoint: both in the title (the caption names the steps).
-        if (o.job.runs.size() > 1 && o.job.checkpoints.size() == o.job.runs.size())
-          title += QStringLiteral(" vs %1 at %2")
-                       .arg(QFileInfo(o.job.runs[1]).fileName(),
-                            QString(o.job.checkpoints[1]).replace(QLatin1Char('_'), QLatin1Char(' ')));
-      }
-      fig->setTitle(title);
+    QString ckLabel = o.job.checkpoint;
+    for (const CheckpointEntry& e : m_checkpoints)
+      if (e.id == o.job.checkpoint) ckLabel = e.label;
+    const AnalysisKindInfo* k = nullptr;
+    for (const auto& i : m_kinds)
+      if (i.name == o.job.kind) k = &i;
+    QString title = k ? k->title : o.job.kind;
+    if (!(k && k->overTraining) && !o.job.runs.isEmpty()) {
+      title += QStringLiteral(" — %1 at %2").arg(QFileInfo(o.job.runs.front()).fileName(), ckLabel);
+      // The second run at its own checkpoint: both in the title (the caption names the steps).
+      if (o.job.runs.size() > 1 && o.job.checkpoints.size() == o.job.runs.size())
+        title += QStringLiteral(" vs %1 at %2")
+                     .arg(QFileInfo(o.job.runs[1]).fileName(),
+                          QString(o.job.checkpoints[1]).replace(QLatin1Char('_'), QLatin1Char(' ')));
+    }
+    // The figure (titled) and the result's warnings; a result that cannot be drawn: its error.
+    QStringList warnings;
+    QString error;
+    if (csf::Figure* fig = makeAnalysisFigure(o, m_colorMap->currentText(), title, &warnings, &error)) {
       showFigure(fig);
       m_lastError.clear();
-      m_warnings.clear();
-      for (const std::string& w : r.warnings) m_warnings << QString::fromStdString(w);
+      m_warnings = warnings;
       if (m_warnings.isEmpty()) {
         showMessage(QStringLiteral("Computed in %1 s.").arg(o.seconds, 0, 'f', 2), false);
       } else {
@@ -551,9 +548,9 @@ void AnalysisPanel::onOutcome(const gui::AnalysisOutcome& o) {
         m_status->setStyleSheet(QStringLiteral("color: #b35c00; font-weight: bold;"));
       }
       ++m_computed;
-    } catch (const std::exception& e) {
+    } else {
       ok = false;
-      m_lastError = QString::fromUtf8(e.what());
+      m_lastError = error;
       showMessage(m_lastError, true);
     }
   }
@@ -569,7 +566,7 @@ void AnalysisPanel::showFigure(csf::Figure* fig) {
   QWidget* old = m_figureArea->takeWidget();
   if (old) old->deleteLater();
   m_figure = fig;
-  m_figureArea->setWidget(fig);
+  m_figureArea->setWidget(figureWidget(fig));
 }
 
 void AnalysisPanel::showMessage(const QString& text, bool error) {
@@ -598,7 +595,7 @@ bool AnalysisPanel::exportTo(const QString& path, QString* error) {
     if (error) *error = QStringLiteral("nothing to export: compute an analysis first");
     return false;
   }
-  return csf::export_figure(m_figure, path, error);
+  return exportAnalysisFigure(m_figure, path, error);
 }
 
 QString AnalysisPanel::defaultExportPath(const QString& suffix) const {

@@ -33,7 +33,7 @@
 
 #include "core_bridge.h"
 #include "curve_plot.h"
-#include "figures.h"
+#include "figure_bridge.h"
 #include "heatmap_view.h"
 #include "qcp.h"
 #include "run_table.h"
@@ -185,7 +185,7 @@ QGroupBox* AnalysisPanel::buildInputsBox() {
   m_rowBins = {bLabel, m_bins};
 
   m_colorMap = new QComboBox;
-  m_colorMap->addItems(csf::color_map_names());
+  m_colorMap->addItems(colorMapNames());
   m_colorMap->setToolTip(QStringLiteral("Colour map of the heatmaps"));
   auto* cLabel = new QLabel(QStringLiteral("Colour &map"));
   cLabel->setBuddy(m_colorMap);
@@ -267,11 +267,7 @@ void AnalysisPanel::connectControls() {
   connect(m_corpusButton, &QPushButton::clicked, this, &AnalysisPanel::fillDefaultText);
   connect(m_colorMap, qOverload<int>(&QComboBox::currentIndexChanged), this, [this] {
     if (!m_figure) return;
-    for (int i = 0; i < m_figure->panelCount(); ++i)
-      if (auto* hv = m_figure->panelAs<csw::HeatmapView>(i)) {
-        csf::apply_color_map(hv, m_colorMap->currentText());
-        hv->plot()->replot(QCustomPlot::rpQueuedReplot);
-      }
+    applyFigureColorMap(m_figure, m_colorMap->currentText());
   });
 }
 

@@ -26,14 +26,11 @@
 #include <iterator>
 #include <map>
 
-#include "analysis/run_names.h"
 #include "core_bridge.h"
 #include "curve_plot.h"
 #include "export.h"
 #include "figure_export.h"
-#include "json_qt.h"
 #include "run_table.h"
-#include "train/run_store.h"
 
 namespace gui {
 
@@ -472,20 +469,16 @@ void ComparePanel::collectSeries(Overlay& o, const QString& dir, QVector<double>
 // Legends: each run's label, else the options that differ between the ticked runs,
 // abbreviated (cs::comparison_names, the same names as the analyses and the CLI).
 QStringList ComparePanel::legendNames(const QStringList& runDirs, bool skipSeed) const {
-  std::vector<cs::RunIdentity> ids;
+  QList<ComparedRun> runs;
   for (const QString& dir : runDirs) {
     const RunInfo* r = m_runModel->run(m_runModel->rowOf(dir));
-    cs::RunIdentity id;
-    id.dir = dir.toStdString();
-    if (r) id.config = toCoreJson(r->config);
-    id.label = cs::RunStore(id.dir).read_label();
-    ids.push_back(std::move(id));
+    ComparedRun run;
+    run.dir = dir;
+    run.hasConfig = r != nullptr;
+    if (r) run.config = r->config;
+    runs << run;
   }
-  cs::RunNameOptions opt;
-  if (skipSeed) opt.ignore_keys = {"training.seed"};
-  QStringList out;
-  for (const std::string& n : cs::comparison_names(ids, opt)) out << QString::fromStdString(n);
-  return out;
+  return comparisonNames(runs, skipSeed ? QStringList{QStringLiteral("training.seed")} : QStringList());
 }
 
 // The curves to draw: runs that differ only in their seed grouped when seeds are aggregated,

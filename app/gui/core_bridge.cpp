@@ -16,13 +16,16 @@
 #include <cmath>
 #include <sstream>
 
+#include "analysis/run_names.h"
 #include "cells/registry.h"
 #include "data/manifest.h"
+#include "config/common_options.h"
 #include "config/json.h"
 #include "config/schema.h"
 #include "tasks/task.h"
 #include "train/metrics.h"
 #include "train/run_store.h"
+#include "util/cpu_cache.h"
 #include "util/error.h"
 #include "util/format.h"
 #include "util/paths.h"
@@ -321,6 +324,24 @@ QVector<MetricPoint> readMetricsFrom(const QString& path, qint64* offset, bool* 
   return out;
 }
 
+QStringList comparisonNames(const QList<ComparedRun>& runs, const QStringList& ignoreKeys) {
+  std::vector<cs::RunIdentity> ids;
+  for (const ComparedRun& run : runs) {
+    cs::RunIdentity id;
+    id.dir = run.dir.toStdString();
+    if (run.hasConfig) id.config = toCoreJson(run.config);
+    id.label = cs::RunStore(id.dir).read_label();
+    ids.push_back(std::move(id));
+  }
+  cs::RunNameOptions opt;
+  for (const QString& k : ignoreKeys) opt.ignore_keys.push_back(k.toStdString());
+  QStringList out;
+  for (const std::string& n : cs::comparison_names(ids, opt)) out << q(n);
+  return out;
+}
+
+bool isBookkeepingOption(const QString& flatKey) { return cs::is_bookkeeping_option(flatKey.toStdString()); }
+
 QString readRunLabel(const QString& runDir) {
   try {
     return q(cs::RunStore(runDir.toStdString()).read_label());
@@ -369,5 +390,7 @@ int threadsPerProcess(int n) {
   const int forTraining = std::max(1, cores - 1);  // a core for the window
   return std::max(1, forTraining / std::max(1, n));
 }
+
+bool installCpuCache() { return cs::install_cpu_cache(); }
 
 }  // namespace gui

@@ -1,6 +1,7 @@
-// The GUI's window onto cellscope_core. Only core_bridge.cpp and
-// train_worker.cpp include core headers; everything here is Qt types, so the
-// widely included GUI headers stay free of torch and nlohmann.
+// The GUI's window onto cellscope_core. Only the bridges and workers (the
+// cellscope_bridges library, app/gui/CMakeLists.txt) include core headers;
+// everything here is Qt types, so the widely included GUI headers stay free of
+// torch and nlohmann.
 #pragma once
 #include <QJsonObject>
 #include <QList>
@@ -80,6 +81,22 @@ bool runParent(const QJsonObject& config, QString* parentDir, qint64* step);
 // a file shorter than *offset (rewritten by a resume) is read again from the start (*rewound = true).
 QVector<MetricPoint> readMetricsFrom(const QString& path, qint64* offset, bool* rewound = nullptr);
 
+// Runs shown together (comparison legends): each run's directory and, when known, its
+// config.json (cs::RunIdentity; hasConfig false: no config, which is not an empty one).
+struct ComparedRun {
+  QString dir;
+  QJsonObject config;
+  bool hasConfig = false;
+};
+// One short name per run, in order (cs::comparison_names): the run's label (label.txt), else the
+// options that differ between the runs, abbreviated; ignoreKeys: flattened keys never used in a
+// name (e.g. "training.seed" for seed groups).
+QStringList comparisonNames(const QList<ComparedRun>& runs, const QStringList& ignoreKeys = QStringList());
+
+// Whether a flattened key ("training.threads") is a bookkeeping option (cs::is_bookkeeping_option,
+// config/common_options.h).
+bool isBookkeepingOption(const QString& flatKey);
+
 // The run's label (label.txt, cs::RunStore::read_label; "" when none) and setting it
 // ("" removes it). False with *error on an invalid label or an unwritable directory.
 QString readRunLabel(const QString& runDir);
@@ -97,5 +114,9 @@ QString cliProgram();
 // cores less one for the window, divided by n (at least 1), so n processes do not
 // oversubscribe the machine. n = 1 is the in-process run's count.
 int threadsPerProcess(int n);
+
+// The core's cache of large CPU blocks as LibTorch's CPU allocator (cs::install_cpu_cache,
+// util/cpu_cache.h): called once, first thing in main(). Whether it is installed.
+bool installCpuCache();
 
 }  // namespace gui

@@ -5,6 +5,7 @@
 
 #include <exception>
 
+#include "data/text_metrics.h"
 #include "export.h"
 #include "tasks/seq2seq_decode.h"
 
@@ -107,5 +108,8 @@ bool writeDecodeTables(const QString& path, const QVector<DecodeTable>& tables, 
   }
   return true;
 }
+
+QString bleuSignature() { return qstr(cs::bleu_signature(cs::BleuOptions{})); }
+QString rougeSignature() { return qstr(cs::rouge_signature(cs::RougeOptions{})); }
 
 }  // namespace gui

@@ -68,6 +68,12 @@ QString decodeTablesText(const QVector<DecodeTable>& tables, TableFormat format,
 // Written with QSaveFile (all or nothing). False with *error naming the file.
 bool writeDecodeTables(const QString& path, const QVector<DecodeTable>& tables, TableFormat format, QString* error);
 
+// What the scores are, as the outside tools print it, for the default options: sacreBLEU's
+// signature (cs::bleu_signature, one reference) and rouge-score's settings (cs::rouge_signature;
+// core/base/data/text_metrics.h).
+QString bleuSignature();
+QString rougeSignature();
+
 }  // namespace gui
 
 Q_DECLARE_METATYPE(gui::DecodeJob)

@@ -21,7 +21,6 @@
 
 #include <algorithm>
 
-#include "data/text_metrics.h"
 #include "run_table.h"
 #include "worker_thread.h"
 
@@ -199,9 +198,7 @@ QSplitter* DecodePanel::buildResultTables() {
   auto* mv = new QVBoxLayout(metricsBox);
   mv->setContentsMargins(0, 0, 0, 0);
   mv->addWidget(m_metrics, 1);
-  auto* signatures = new QLabel(tr("BLEU: %1   ROUGE: %2")
-                                    .arg(QString::fromStdString(cs::bleu_signature(cs::BleuOptions{})),
-                                         QString::fromStdString(cs::rouge_signature(cs::RougeOptions{}))));
+  auto* signatures = new QLabel(tr("BLEU: %1   ROUGE: %2").arg(bleuSignature(), rougeSignature()));
   signatures->setObjectName(QStringLiteral("metricSignatures"));
   signatures->setTextInteractionFlags(Qt::TextSelectableByMouse);
   signatures->setStyleSheet(QStringLiteral("color: palette(mid);"));

@@ -16,7 +16,7 @@
 #include <QVariant>
 
 #include "curve_plot.h"
-#include "figures.h"
+#include "figure_bridge.h"
 #include "qcp.h"
 
 namespace gui {
@@ -46,7 +46,7 @@ void FigureExporter::publish() {
   // made a screen-sized PNG 7 cm wide with 3 pt text).
   m_options.dpi = qRound(96.0 * (m_options.scale > 0 ? m_options.scale : 1.0));
   // The Analyses figures (csf::export_figure without options) follow the same options.
-  csf::set_default_export_options(m_options);
+  setFigureExportDefaults(m_options);
 }
 
 QString FigureExporter::defaultExportPath(csw::CurvePlot* plot, const QString& suffix) const {

@@ -10,13 +10,13 @@
 #include <cstring>
 
 #include "benchmark.h"
-#include "util/cpu_cache.h"
 #include "configure_panel.h"
+#include "core_bridge.h"
 #include "main_window.h"
 #include "scripted_start.h"
 
 int main(int argc, char** argv) {
-  cs::install_cpu_cache();  // large CPU blocks reused rather than page-faulted in every step (util/cpu_cache.h)
+  gui::installCpuCache();  // large CPU blocks reused rather than page-faulted in every step (util/cpu_cache.h)
   // --benchmark, --help and --version need no display: fall back to the offscreen platform.
   bool headless = false;
   for (int i = 1; i < argc; ++i)

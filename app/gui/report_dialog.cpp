@@ -25,53 +25,11 @@
 
 #include <memory>
 
-#include "figures.h"
 #include "json_file.h"
-#include "report/report.h"
-#include "util/error.h"
+#include "report_bridge.h"
 #include "worker_thread.h"
 
 namespace gui {
-
-namespace {
-
-// Draws a result as PNG and PDF; must run on the GUI thread (a figure is a widget).
-QString drawFigure(const cs::AnalysisResult& result, const QString& stem) {
-  std::unique_ptr<csf::Figure> fig(csf::make_figure(result));
-  if (!fig) return QStringLiteral("no figure for ") + QString::fromStdString(result.kind);
-  fig->resize(fig->sizeHint());
-  fig->ensurePolished();
-  for (const char* ext : {".png", ".pdf"}) {
-    QString err;
-    if (!csf::export_figure(fig.get(), stem + QLatin1String(ext), &err)) return err;
-  }
-  return QString();
-}
-
-}  // namespace
-
-ReportWorker::ReportWorker(QObject* parent) : QObject(parent) {}
-
-void ReportWorker::render(const QString& spec, const QString& out, const QString& workspace) {
-  try {
-    const cs::ReportSpec s = cs::load_report_spec(spec.toStdString());
-    cs::ReportOptions opt;
-    opt.workspace = workspace.toStdString();
-    opt.on_progress = [this](int done, int total, const std::string& what) {
-      Q_EMIT progress(done, total, QString::fromStdString(what));
-    };
-    opt.write_images = [](const cs::AnalysisResult& r, const std::string& stem) {
-      QString err;
-      QMetaObject::invokeMethod(
-          qApp, [&] { err = drawFigure(r, QString::fromStdString(stem)); }, Qt::BlockingQueuedConnection);
-      if (!err.isEmpty()) throw cs::UserError("could not draw " + stem + ": " + err.toStdString());
-    };
-    const cs::json m = cs::render_report(s, spec.toStdString(), out.toStdString(), opt);
-    Q_EMIT finished(out, int(m["items"].size()), int(m["runs"].size()), m["images"].get<bool>());
-  } catch (const std::exception& e) {
-    Q_EMIT failed(QString::fromStdString(e.what()));
-  }
-}
 
 ReportDialog::ReportDialog(const QString& workspace, QWidget* parent) : QDialog(parent), m_workspace(workspace) {
   setWindowTitle(QStringLiteral("Report"));
@@ -80,9 +38,7 @@ ReportDialog::ReportDialog(const QString& workspace, QWidget* parent) : QDialog(
   m_bundled = new QComboBox;
   m_bundled->setObjectName(QStringLiteral("reportBundled"));
   m_bundled->addItem(QStringLiteral("(a spec file)"), QString());
-  for (const auto& r : cs::bundled_reports())
-    m_bundled->addItem(QString::fromStdString(r["name"].get<std::string>() + ": " + r["title"].get<std::string>()),
-                       QString::fromStdString(r["path"].get<std::string>()));
+  for (const BundledReport& r : bundledReports()) m_bundled->addItem(r.label, r.path);
   // The workspace's own sweeps: a spec with the sweep's table is written for the one chosen
   // (sweepSpec), so a sweep of the user's is reported without writing JSON by hand.
   const QFileInfoList sweeps = QDir(QDir(workspace).filePath(QStringLiteral("sweeps")))

@@ -1,7 +1,8 @@
 // Sweeps > Report...: the reproducibility bundle of `cellscope-cli report` in the window
 // (core/inspect/report/REPORT_NOTES.md). Pick a spec file (or a bundled one) and an output
 // folder; the report is rendered on a worker thread (startWorkerThread), with a progress bar,
-// the result, and a button that opens the folder. Only report_dialog.cpp reaches the core.
+// the result, and a button that opens the folder. The dialog reaches the core only through
+// report_bridge.h (the bundled specs and the worker, ReportWorker).
 #pragma once
 #include <QDialog>
 #include <QObject>
@@ -9,6 +10,8 @@
 #include <QTemporaryDir>
 
 #include <memory>
+
+#include "report_bridge.h"
 
 class QComboBox;
 class QLabel;
@@ -18,22 +21,6 @@ class QPushButton;
 class QThread;
 
 namespace gui {
-
-// Renders a report on its own thread. Figures are drawn on the GUI thread (they are widgets):
-// the worker hands each one over with a blocking queued call.
-class ReportWorker : public QObject {
-  Q_OBJECT
- public:
-  explicit ReportWorker(QObject* parent = nullptr);
-
- public Q_SLOTS:
-  void render(const QString& spec, const QString& out, const QString& workspace);
-
- Q_SIGNALS:
-  void progress(int done, int total, const QString& item);
-  void finished(const QString& out, int items, int runs, bool images);
-  void failed(const QString& message);
-};
 
 class ReportDialog : public QDialog {
   Q_OBJECT

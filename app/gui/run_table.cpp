@@ -12,7 +12,6 @@
 #include <cmath>
 #include <optional>
 
-#include "config/common_options.h"
 #include "core_bridge.h"
 #include "export.h"
 #include "run_watcher.h"
@@ -100,7 +99,7 @@ QVector<std::tuple<QString, QString, QString>> configDiff(const QMap<QString, QS
   return out;
 }
 
-bool isBookkeeping(const QString& key) { return cs::is_bookkeeping_option(key.toStdString()); }
+bool isBookkeeping(const QString& key) { return isBookkeepingOption(key); }
 
 QString seedGroupKey(const RunInfo& r) {
   QStringList parts;
