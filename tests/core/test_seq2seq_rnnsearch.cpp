@@ -366,7 +366,7 @@ TEST(Seq2seqRnnsearch, paper_presets_and_sweeps_set_rnnsearch) {
     json cfg = json::parse(read_file(cstest::source_dir() + "/resources/presets/" + f + ".json"));
     EXPECT_EQ(cfg["model"].value("architecture", ""), "rnnsearch") << f;
   }
-  for (const char* s : {"reproduce-mcrnn-table2", "reproduce-mcrnn-table3"}) {
+  for (const char* s : {"reproduce-mcrnn-table2", "reproduce-mcrnn-table3", "reproduce-mcrnn-table5"}) {
     json spec = json::parse(read_file(cstest::source_dir() + "/resources/sweeps/" + s + ".json"));
     EXPECT_EQ(spec["base"]["model"].value("architecture", ""), "rnnsearch") << s;
   }

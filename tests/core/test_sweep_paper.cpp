@@ -14,6 +14,7 @@
 
 #include "harness.h"
 #include "sweep/sweep.h"
+#include "tasks/seq2seq_model.h"
 #include "sweep/table.h"
 #include "util/paths.h"
 
@@ -95,10 +96,17 @@ const std::map<std::string, json>& recorded_paper_settings() {
   static const json mc_t3 = {{"model.layers", 4},    {"model.embed", 256}, {"model.hidden", 256},
                              {"training.batch", 64}, {"task.beam", 10},    {"training.lr_decay", 0.5}};
   static const json mc_t4 = {{"model.layers", 3}, {"model.hidden", 1150}, {"model.embed", 400}};
-  static const std::map<std::string, json> all = {{"reproduce-cru-table2", cru_t2},  {"reproduce-cru-fig3", cru_f3},
-                                                  {"reproduce-cru-table3", cru_t3},  {"reproduce-mzu-table3", mzu_t3},
-                                                  {"reproduce-mzu-table4", mzu_t4},  {"reproduce-mcrnn-table2", mc_t2},
-                                                  {"reproduce-mcrnn-table3", mc_t3}, {"reproduce-mcrnn-table4", mc_t4}};
+  // Table 5: Table 2's translation setup, with "the size of the hidden state of Baseline-RNN model from 256 to
+  // 286" (Baseline-RNN-large) and "the number of layers from 2 to 3" (Baseline-RNN-deep).
+  static const json mc_t5 = {{"model.layers", {2, 3}},
+                             {"model.embed", 256},
+                             {"model.hidden", {256, 286}},
+                             {"task.beam", 5},
+                             {"training.lr_decay", 0.5}};
+  static const std::map<std::string, json> all = {
+      {"reproduce-cru-table2", cru_t2},  {"reproduce-cru-fig3", cru_f3},    {"reproduce-cru-table3", cru_t3},
+      {"reproduce-mzu-table3", mzu_t3},  {"reproduce-mzu-table4", mzu_t4},  {"reproduce-mcrnn-table2", mc_t2},
+      {"reproduce-mcrnn-table3", mc_t3}, {"reproduce-mcrnn-table4", mc_t4}, {"reproduce-mcrnn-table5", mc_t5}};
   return all;
 }
 
@@ -179,7 +187,7 @@ TEST(SweepPaper, everyReproduceSpecClaimsThePapersSettingsAndListsItsDepartures)
     }
     ++checked;
   }
-  EXPECT_EQ(checked, 8);
+  EXPECT_EQ(checked, 9);
   // and no bundled reproduce spec is missing from the record
   for (auto& s : bundled_sweeps()) {
     const std::string n = s["name"].get<std::string>();
@@ -230,6 +238,40 @@ TEST(SweepPaper, labelsNameTheDataUsedAndThePapers) {
   } catch (const UserError& e) {
     EXPECT_NE(std::string(e.what()).find("paper.departures[0].reason"), std::string::npos) << e.what();
   }
+}
+
+// MC-RNN Table 5: the two baselines the paper grows to MC-RNN-3's size ("the model sizes of Baseline-RNN-large and
+// Baseline-RNN-deep are almost the same as our best model, MC-RNN-3"), at this spec's scale: the large one within 1 %
+// of MC-RNN-3's parameters, the deep one one layer deeper and not smaller than MC-RNN-3; the rows are Table 2's plus
+// the two, and every point's model is what its label says.
+TEST(SweepPaper, table5BaselinesMatchMcRnn3sParameters) {
+  const SweepSpec spec = load_sweep_spec("reproduce-mcrnn-table5");
+  std::map<std::string, int64_t> params;
+  std::map<std::string, json> model;
+  for (auto& p : expand_sweep(spec)) {
+    if (p.seed != 1) continue;
+    Seq2SeqModel net(p.config["model"], 2000, 2000, 0);  // the spec's 2k shared BPE vocabulary
+    int64_t n = 0;
+    for (auto& t : net->parameters()) n += t.numel();
+    params[p.labels[0]] = n;
+    model[p.labels[0]] = p.config["model"];
+  }
+  const std::vector<std::string> rows = {"Baseline-RNN", "Baseline-RNN-large", "Baseline-RNN-deep",
+                                         "MC-RNN-2",     "MC-RNN-3",           "MC-RNN-4"};
+  ASSERT_EQ(params.size(), rows.size());
+  for (auto& r : rows) ASSERT_TRUE(params.count(r)) << r;
+  const double mc3 = static_cast<double>(params["MC-RNN-3"]);
+  EXPECT_LT(std::fabs(static_cast<double>(params["Baseline-RNN-large"]) / mc3 - 1.0), 0.01)
+      << params["Baseline-RNN-large"] << " vs " << params["MC-RNN-3"];
+  EXPECT_GE(params["Baseline-RNN-deep"], params["MC-RNN-3"]);
+  EXPECT_GT(params["MC-RNN-3"], params["Baseline-RNN"]);
+  EXPECT_EQ(model["Baseline-RNN-large"]["cell"], "lstm");
+  EXPECT_GT(model["Baseline-RNN-large"]["hidden"].get<int64_t>(), model["Baseline-RNN"]["hidden"].get<int64_t>());
+  EXPECT_EQ(model["Baseline-RNN-deep"]["layers"].get<int64_t>(), model["Baseline-RNN"]["layers"].get<int64_t>() + 1);
+  EXPECT_EQ(model["MC-RNN-3"]["block"].get<int64_t>(), 4);
+  // Table 2's rows are Table 5's, trained alike (the same base but the grid)
+  const SweepSpec t2 = load_sweep_spec("reproduce-mcrnn-table2");
+  EXPECT_EQ(t2.source["base"].dump(), spec.source["base"].dump());
 }
 
 }  // namespace test_sweep_paper
