@@ -80,9 +80,10 @@ Figure* make_buckets_figure(const std::vector<cs::LengthBuckets>& runs, const QS
       for (const BucketSeries& b : s) n << (k < b.counts.size() ? QString::number(b.counts[k]) : QStringLiteral("-"));
       s.front().buckets[k] += QStringLiteral("\nn=") + n.join(QLatin1Char('/'));
     }
-  const QString yLabel = metric == QLatin1String("bpc")   ? QStringLiteral("BPC")
-                         : metric == QLatin1String("ppl") ? QStringLiteral("perplexity")
-                                                          : metric;
+  const QString yLabel = metric == QLatin1String("bpc")    ? QStringLiteral("BPC")
+                         : metric == QLatin1String("ppl")  ? QStringLiteral("perplexity")
+                         : metric == QLatin1String("bleu") ? QStringLiteral("BLEU")
+                                                           : metric;
   const QString caption = QStringLiteral(
                               "%1 by sequence length (%2) on the %3 split; bucket label b covers lengths (lo, hi]; "
                               "n = number of sequences in the bucket.")

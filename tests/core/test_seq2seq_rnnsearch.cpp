@@ -10,10 +10,15 @@
 #include <cmath>
 #include <filesystem>
 #include <random>
+#include <sstream>
 
+#include "analysis/checkpoints.h"
 #include "analysis/kinds.h"
+#include "analysis/results.h"
+#include "data/text_metrics.h"
 #include "config/schema.h"
 #include "harness.h"
+#include "tasks/seq2seq.h"
 #include "tasks/seq2seq_model.h"
 #include "util/error.h"
 
@@ -448,6 +453,42 @@ TEST(Seq2seqRnnsearch, tiny_train_finishes_and_decodes) {
   auto dec = std::get<ChannelGrid>(run_analysis(rq).data);
   EXPECT_EQ(dec.tokens.size(), 5u);  // <s> + 4 pieces
   EXPECT_EQ(dec.attention.row_labels.size(), 2u);
+  // MC-RNN Fig. 4: BLEU by source length. Every valid pair lands in the bucket of its source's word count, and each
+  // bucket's BLEU is sacreBLEU's over that bucket's pairs as one corpus (not a mean of sentence scores), checked
+  // against the task's own decodes grouped here.
+  rq.kind = "length";
+  rq.text.clear();
+  rq.split = "valid";
+  rq.edges = {0, 3, 5, 100};
+  const auto res = run_analysis(rq);
+  const auto lb = std::get<BucketSet>(res.data).runs.at(0);
+  EXPECT_EQ(lb.metric, "bleu");
+  EXPECT_EQ(lb.length_unit, "words");
+  ASSERT_EQ(lb.buckets.size(), 3u);
+  EXPECT_NE(res.caption.find("BLEU"), std::string::npos) << res.caption;
+  EXPECT_NE(res.caption.find("greedy"), std::string::npos) << res.caption;
+  auto task = load_checkpoint_task(run, "best");
+  auto& s2s = dynamic_cast<Seq2SeqTask&>(*task);
+  const auto& ex = s2s.examples("valid");
+  const auto hyps = s2s.decode_texts("valid", static_cast<int64_t>(ex.size()));
+  std::vector<std::vector<std::string>> h(3), r(3);
+  for (size_t i = 0; i < ex.size(); ++i) {
+    std::istringstream words(ex[i].source);
+    int64_t n = 0;
+    for (std::string w; words >> w;) ++n;
+    const size_t k = n <= 3 ? 0 : n <= 5 ? 1 : 2;
+    h[k].push_back(hyps[i]);
+    r[k].push_back(ex[i].target);
+  }
+  int64_t total = 0;
+  for (size_t k = 0; k < 3; ++k) {
+    EXPECT_EQ(lb.buckets[k].sequences, static_cast<int64_t>(h[k].size())) << k;
+    total += lb.buckets[k].sequences;
+    if (h[k].empty()) EXPECT_TRUE(std::isnan(lb.buckets[k].value)) << k;
+    else EXPECT_DOUBLE_EQ(lb.buckets[k].value, corpus_bleu(h[k], r[k]).bleu) << k;
+  }
+  EXPECT_EQ(total, static_cast<int64_t>(ex.size()));
+  EXPECT_GT(std::min(h[0].size(), std::min(h[1].size(), h[2].size())), 0u) << "a bucket the fixture leaves empty";
 }
 
 }  // namespace test_seq2seq_rnnsearch

@@ -1,9 +1,11 @@
 // A metric per sequence-length bucket (MZU paper Fig. 2, MC-RNN paper Fig. 4).
+#include <cmath>
 #include <set>
 
 #include "analysis/computations.h"
 #include "analysis/kinds.h"
 #include "analysis/run_names.h"
+#include "data/text_metrics.h"
 #include "data/vocab.h"
 #include "tasks/task.h"
 #include "util/error.h"
@@ -17,9 +19,27 @@ LengthBuckets metric_by_length(Task& task, const std::string& split, const std::
   out.split = split;
   // char_lm: lines by characters (BPC); word_lm: sentences by words (perplexity of their
   // tokens incl. <eos>); classify/absa: examples by tokens (accuracy). See Task::sequence_scores.
+  // seq2seq: pairs by source words, BLEU of each bucket's decodes as one corpus (sacreBLEU's statistic is a
+  // corpus sum, not a mean of sentence scores; MC-RNN paper Fig. 4).
   const SequenceScores scores = task.sequence_scores(split);
   out.metric = scores.metric;
   out.length_unit = scores.length_unit;
+  if (scores.metric == "bleu") {
+    std::vector<std::vector<std::string>> hyps(out.buckets.size()), refs(out.buckets.size());
+    for (const auto& s : scores.sequences)
+      for (size_t k = 0; k < out.buckets.size(); ++k)
+        if (s.length > out.buckets[k].lo && s.length <= out.buckets[k].hi) {
+          hyps[k].push_back(s.hypothesis);
+          refs[k].push_back(s.reference);
+          break;
+        }
+    for (size_t k = 0; k < out.buckets.size(); ++k) {
+      auto& b = out.buckets[k];
+      b.sequences = b.units = static_cast<int64_t>(hyps[k].size());
+      b.value = hyps[k].empty() ? std::nan("") : corpus_bleu(hyps[k], refs[k]).bleu;
+    }
+    return out;
+  }
   for (const auto& s : scores.sequences) add_sequence(out, s.length, s.units, s.sum);
   finish_buckets(out);
   return out;
@@ -68,6 +88,15 @@ std::vector<std::string> vocabulary_gap(const std::string& run_a, const std::str
   for (auto& s : va.symbols())
     if (s != Vocab::kUnk && !vb.contains(s)) out.push_back(display_symbol(s));
   return out;
+}
+
+// How a seq2seq run decodes a split in its evaluations (Seq2SeqTask::decode_label), for the caption.
+std::string decode_of(const json& cfg, const std::string& split) {
+  const json t = section_of(cfg, "task");
+  if (split == "test" && t.is_object() && t.value("test_decode", std::string("greedy")) == "beam")
+    return "beam-" + std::to_string(t.value("beam", 10)) + " (length penalty " +
+           std::to_string(t.value("length_penalty", 1.0)).substr(0, 4) + ")";
+  return "greedy";
 }
 
 AnalysisResult run_length(const AnalysisKind& kind, const AnalysisRequest& req) {
@@ -131,6 +160,9 @@ AnalysisResult run_length(const AnalysisKind& kind, const AnalysisRequest& req) 
   const auto& b0 = set.runs[0];
   const std::string what = b0.metric == "bpc"   ? "BPC of its lines (newline excluded), by length in characters"
                            : b0.metric == "ppl" ? "perplexity of its sentences (tokens incl. <eos>), by length in words"
+                           : b0.metric == "bleu"
+                               ? "BLEU (sacreBLEU's, each bucket's pairs as one corpus) of its pairs' " +
+                                     decode_of(ids[0].config, b0.split) + " decodes, by source length in words"
                            : task0.is_object() && task0.value("name", std::string()) == "cloze"
                                ? "accuracy of its questions, by document length in words"
                                : "accuracy of its examples, by length in tokens";
@@ -163,13 +195,15 @@ AnalysisKind length_kind() {
   AnalysisKind k;
   k.name = "length";
   k.title = "Metric by sequence length";
-  k.help = "BPC / perplexity / accuracy per sequence-length bucket with sequence counts (MZU Fig. 2, MC-RNN Fig. 4)";
+  k.help =
+      "BPC / perplexity / accuracy / BLEU per sequence-length bucket with sequence counts (MZU Fig. 2, MC-RNN Fig. 4)";
   k.caption =
       "The split evaluated once and its sequences bucketed by length (char_lm: lines by characters, bucket b = (10b, "
       "10(b+1)] and 9 = (90,120] as in MZU Fig. 2; word_lm: sentences by words, perplexity of their tokens incl. <eos>; "
-      "classify/absa: examples by tokens, accuracy; cloze: questions by document length in words, accuracy). Bucket edges "
+      "classify/absa: examples by tokens, accuracy; cloze: questions by document length in words, accuracy; seq2seq: "
+      "pairs by source length in words, BLEU of each bucket's decodes as one corpus, MC-RNN Fig. 4). Bucket edges "
       "are editable.";
-  k.tasks = {"char_lm", "word_lm", "classify", "absa", "cloze"};
+  k.tasks = {"char_lm", "word_lm", "classify", "absa", "cloze", "seq2seq"};
   k.inputs.split = k.inputs.edges = true;
   k.multi_run = true;
   k.run = run_length;

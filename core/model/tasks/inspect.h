@@ -29,10 +29,12 @@ struct ScoredSequence {
   int64_t length = 0;  // what the buckets are keyed by: characters of a line, words of a sentence, tokens
   int64_t units = 0;   // what the metric averages over: scored characters / tokens (LMs), 1 (classifiers)
   double sum = 0;      // NLL in nats (LMs) or 1 for a correct prediction (classifiers)
+  // seq2seq (metric "bleu", a corpus statistic: BLEU of each bucket's pairs together): the decode and its reference
+  std::string hypothesis, reference;
 };
 struct SequenceScores {
-  std::string metric;       // "bpc" | "ppl" | "accuracy"
-  std::string length_unit;  // "characters" | "tokens"
+  std::string metric;       // "bpc" | "ppl" | "accuracy" | "bleu"
+  std::string length_unit;  // "characters" | "tokens" | "words"
   std::vector<ScoredSequence> sequences;
 };
 

@@ -3,6 +3,7 @@
 #include <torch/nn/functional.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 
@@ -370,29 +371,9 @@ EvalResult Seq2SeqTask::evaluate(const std::string& split) {
   // decodes (task.beam, task.length_penalty) on the test split with task.test_decode = beam, each
   // pair decoded exactly as `decode` decodes it (beam_text), so the two give the same hypotheses.
   const int64_t D = o_.eval_decode > 0 ? std::min(N, o_.eval_decode) : N;
-  std::vector<int64_t> dorder(order.begin(), order.end());
-  dorder.erase(std::remove_if(dorder.begin(), dorder.end(), [&](int64_t i) { return i >= D; }), dorder.end());
-  std::vector<std::string> hyps(static_cast<size_t>(D)), refs(static_cast<size_t>(D));
   r.labels["decode"] = decode_label(split);
-  const bool use_beam = r.labels["decode"] != "greedy";
-  if (use_beam) {
-    BeamSearchOptions bo;
-    bo.beam = o_.beam;
-    bo.alpha = o_.length_penalty;
-    bo.max_length = default_max_decode();
-    for (int64_t i = 0; i < D; ++i) hyps[static_cast<size_t>(i)] = beam_text(ex[static_cast<size_t>(i)].src, bo);
-  } else {
-    for (int64_t p = 0; p < D; p += o_.eval_batch) {
-      std::vector<std::vector<int32_t>> srcs;
-      std::vector<int64_t> idx;
-      for (int64_t i = p; i < std::min(D, p + o_.eval_batch); ++i) {
-        idx.push_back(dorder[static_cast<size_t>(i)]);
-        srcs.push_back(ex[static_cast<size_t>(idx.back())].src);
-      }
-      auto outs = greedy(srcs, default_max_decode());
-      for (size_t j = 0; j < idx.size(); ++j) hyps[static_cast<size_t>(idx[j])] = tgt_vocab_->decode(outs[j]);
-    }
-  }
+  const std::vector<std::string> hyps = decode_texts(split, D);
+  std::vector<std::string> refs(static_cast<size_t>(D));
   for (int64_t i = 0; i < D; ++i) refs[static_cast<size_t>(i)] = ex[static_cast<size_t>(i)].target;
   for (auto& [k, v] : text_metrics(hyps, refs)) r.metrics[k] = v;
   // The lead baseline on the same examples, logged once per split (the first evaluation).
@@ -402,6 +383,60 @@ EvalResult Seq2SeqTask::evaluate(const std::string& split) {
     logged = true;
   }
   return r;
+}
+
+std::vector<std::string> Seq2SeqTask::decode_texts(const std::string& split, int64_t D) {
+  const auto& ex = examples(split);
+  D = std::min<int64_t>(D, static_cast<int64_t>(ex.size()));
+  torch::NoGradGuard ng;
+  EvalScope es(*model_);
+  std::vector<std::string> hyps(static_cast<size_t>(std::max<int64_t>(D, 0)));
+  if (decode_label(split) != "greedy") {
+    BeamSearchOptions bo;
+    bo.beam = o_.beam;
+    bo.alpha = o_.length_penalty;
+    bo.max_length = default_max_decode();
+    for (int64_t i = 0; i < D; ++i) hyps[static_cast<size_t>(i)] = beam_text(ex[static_cast<size_t>(i)].src, bo);
+    return hyps;
+  }
+  // Batches of similar source lengths: less padding, the same decodes.
+  const auto order = order_by_length(D, [&](int64_t i) { return ex[static_cast<size_t>(i)].src.size(); });
+  for (int64_t p = 0; p < D; p += o_.eval_batch) {
+    std::vector<std::vector<int32_t>> srcs;
+    std::vector<int64_t> idx;
+    for (int64_t i = p; i < std::min(D, p + o_.eval_batch); ++i) {
+      idx.push_back(order[static_cast<size_t>(i)]);
+      srcs.push_back(ex[static_cast<size_t>(idx.back())].src);
+    }
+    auto outs = greedy(srcs, default_max_decode());
+    for (size_t j = 0; j < idx.size(); ++j) hyps[static_cast<size_t>(idx[j])] = tgt_vocab_->decode(outs[j]);
+  }
+  return hyps;
+}
+
+SequenceScores Seq2SeqTask::sequence_scores(const std::string& split) {
+  const auto& ex = examples(split);
+  if (ex.empty()) throw UserError("the " + split + " split is empty");
+  SequenceScores s;
+  s.metric = "bleu";
+  s.length_unit = "words";
+  const auto hyps = decode_texts(split, static_cast<int64_t>(ex.size()));
+  for (size_t i = 0; i < ex.size(); ++i) {
+    ScoredSequence q;
+    int64_t words = 0;
+    bool in_word = false;
+    for (unsigned char c : ex[i].source) {
+      const bool space = std::isspace(c) != 0;
+      if (!space && !in_word) ++words;
+      in_word = !space;
+    }
+    q.length = words;
+    q.units = 1;
+    q.hypothesis = hyps[i];
+    q.reference = ex[i].target;
+    s.sequences.push_back(std::move(q));
+  }
+  return s;
 }
 
 void Seq2SeqTask::save_state(torch::serialize::OutputArchive& ar) const {

@@ -89,6 +89,10 @@ class Seq2SeqTask : public ExampleTask {
   void probe_sequence(const std::vector<int32_t>& ids, Probe& probe) override;
   std::string split_text(const std::string& split, int64_t max_tokens) const override;
   std::string default_analysis_text() const override;
+  // Every pair of the split decoded as evaluate(split) decodes it (decode_label), keyed by the source's length in
+  // words (whitespace-separated, the raw text), with its hypothesis and reference: BLEU by source length (MC-RNN
+  // paper Fig. 4; analysis kind "length").
+  SequenceScores sequence_scores(const std::string& split) override;
   // The decoder run with teacher forcing on `target` (empty: the greedy decode of `source`),
   // probed; returns the target pieces it read (the decoder's input tokens after <s>).
   std::vector<std::string> probe_decoder(const std::string& source, const std::string& target, Probe& probe);
@@ -123,6 +127,9 @@ class Seq2SeqTask : public ExampleTask {
   // How evaluate(split) decodes for BLEU/ROUGE: "greedy", or "beam K, lp A" for the test split
   // with task.test_decode = beam (recorded as the evaluation's "decode" label).
   std::string decode_label(const std::string& split) const;
+  // The decodes (texts) of the split's first D examples, as decode_label(split) says: greedy in batches of similar
+  // source lengths, or beam_text per pair.
+  std::vector<std::string> decode_texts(const std::string& split, int64_t D);
   // The lead baseline's BLEU / ROUGE on a split ("lead_bleu", "lead_rouge1", ...), over the first
   // `max_examples` examples (0 = all).
   std::map<std::string, double> lead_metrics(const std::string& split, int64_t max_examples) const;

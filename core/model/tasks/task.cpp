@@ -47,7 +47,7 @@ void Task::probe_sequence(const std::vector<int32_t>&, Probe&) { unsupported(*th
 std::string Task::split_text(const std::string&, int64_t) const { unsupported(*this, "this analysis"); }
 std::string Task::default_analysis_text() const { return ""; }
 SequenceScores Task::sequence_scores(const std::string&) {
-  throw UserError("length buckets need a char_lm, word_lm, classify or absa run");
+  throw UserError("length buckets need a char_lm, word_lm, classify, absa, cloze or seq2seq run");
 }
 torch::Tensor Task::class_probabilities(const std::vector<std::vector<int32_t>>&) {
   unsupported(*this, "this analysis (it needs a classifier)");
