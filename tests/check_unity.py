@@ -21,6 +21,7 @@ are removed first; braces are matched; a declaration is read at namespace scope 
 inside a function, class or initializer). Names that look like macro calls (ALL_CAPS followed by
 `(`) are not declarations. Heuristics, but each defect kind is tested below (--self-test).
 """
+import functools
 import glob
 import os
 import re
@@ -177,6 +178,12 @@ def scan(path):
     return internal, usings, left, opened
 
 
+@functools.lru_cache(maxsize=None)
+def read_rules(path):
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        return fh.read()
+
+
 def current(build, u):
     """Whether unity file u is one the build compiles: CMake leaves the batches of an earlier layout behind
     (a target that lost sources has fewer batches), and their files still name sources of the target."""
@@ -184,8 +191,7 @@ def current(build, u):
     make = os.path.join(os.path.dirname(os.path.dirname(u)), "build.make")
     for rules, name in ((ninja, os.path.relpath(u, build)), (make, os.path.join("Unity", os.path.basename(u)))):
         if os.path.isfile(rules):
-            with open(rules, encoding="utf-8", errors="replace") as fh:
-                return (name + ".o") in fh.read()
+            return (name + ".o") in read_rules(rules)
     return True
 
 

@@ -3,7 +3,6 @@
 #include <torch/nn/functional.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 #include <cstdio>
 
@@ -14,6 +13,7 @@
 #include "data/text_metrics.h"
 #include "tasks/eval_scope.h"
 #include "util/error.h"
+#include "util/text.h"
 
 namespace cs {
 
@@ -423,14 +423,7 @@ SequenceScores Seq2SeqTask::sequence_scores(const std::string& split) {
   const auto hyps = decode_texts(split, static_cast<int64_t>(ex.size()));
   for (size_t i = 0; i < ex.size(); ++i) {
     ScoredSequence q;
-    int64_t words = 0;
-    bool in_word = false;
-    for (unsigned char c : ex[i].source) {
-      const bool space = std::isspace(c) != 0;
-      if (!space && !in_word) ++words;
-      in_word = !space;
-    }
-    q.length = words;
+    q.length = static_cast<int64_t>(split_ascii_words(ex[i].source).size());
     q.units = 1;
     q.hypothesis = hyps[i];
     q.reference = ex[i].target;
