@@ -15,7 +15,9 @@
 #   chroot_fresh ROOT    ROOT becomes a copy of the pristine tree, mounted (proc, sys, dev,
 #                        dev/pts, the .deb cache) and able to reach the network as the host does
 #   chroot_kill_inside ROOT  stop the processes still running in ROOT (called on exit)
-#   chroot_unmount       undo the mounts (called on exit)
+#   chroot_unmount [ROOT]  undo the mounts, and any left below ROOT (called on exit)
+#   chroot_remove ROOT   delete ROOT, never what is mounted in it (the host's /dev, the .deb cache)
+#   chroot_lock NAME     hold $top/NAME.lock: runs on the same tree take turns
 #   chroot_env           the environment for `chroot ROOT /usr/bin/env -i "${chroot_env[@]}" ...`:
 #                        PATH, HOME, LANG, the host's CA bundle (SSL_CERT_FILE, NODE_EXTRA_CA_CERTS:
 #                        a chroot does not trust what its host trusts, and npm fails behind a
@@ -42,15 +44,77 @@ chroot_kill_inside() {
   done
 }
 
+# chroot_mounts_under ROOT: the mount points at or below ROOT, deepest first (from the kernel's
+# table, /proc/self/mountinfo, so that a mount made by a package's script in the chroot, one stacked
+# on ours, or one a killed earlier run left counts too; its octal escapes, \040 for a space, decoded)
+chroot_mounts_under() {
+  local root mp
+  root=$(readlink -f "$1")
+  while read -r _ _ _ _ mp _; do
+    mp=$(printf '%b' "${mp//\\/\\0}")
+    if [[ $mp == "$root" || $mp == "$root"/* ]]; then echo "$mp"; fi
+  done </proc/self/mountinfo | sort -r -u
+}
+
+# chroot_unmount [ROOT]: undo the mounts this script made (last first), then, given ROOT, every
+# mount still at or below it, a few passes for stacked ones; fails, naming them, if one stays
 chroot_unmount() {
-  local i
+  local i m ms=()
   for ((i = ${#chroot_mounted[@]} - 1; i >= 0; i--)); do umount -l "${chroot_mounted[$i]}" 2>/dev/null || true; done
   chroot_mounted=()
+  [[ -n ${1:-} && -e $1 ]] || return 0
+  for _ in 1 2 3 4 5; do
+    mapfile -t ms < <(chroot_mounts_under "$1")
+    [[ ${#ms[@]} -eq 0 ]] && return 0
+    for m in "${ms[@]}"; do umount -l "$m" 2>/dev/null || true; done
+  done
+  mapfile -t ms < <(chroot_mounts_under "$1")
+  [[ ${#ms[@]} -eq 0 ]] && return 0
+  echo "still mounted under $1: ${ms[*]}" >&2
+  return 1
+}
+
+# chroot_remove ROOT: delete a chroot tree, never what is mounted in it. A plain `rm -rf` of a tree
+# whose /dev is still bound to the host's deletes the host's device nodes (/dev/urandom gone, and
+# every program that seeds a generator fails after it) and, through the compiler cache's bind
+# mount, the host's cache: so the processes inside are stopped, every mount below ROOT is undone,
+# and if one cannot be, ROOT is left as it is and the caller stops, saying so. `--one-file-system`
+# is the second guard: rm does not step onto another file system even so.
+chroot_remove() {
+  local root=$1
+  [[ -e $root || -L $root ]] || return 0
+  chroot_kill_inside "$root"
+  if ! chroot_unmount "$root"; then
+    die "not removing $root: file systems are still mounted in it (above); unmount them (umount -l), then run again"
+    return 1
+  fi
+  rm -rf --one-file-system "$root"
+}
+
+# chroot_lock NAME: hold $top/NAME.lock (flock) until chroot_unlock NAME or the script's end: two
+# runs that would make, use or remove the same tree at once take turns instead
+declare -A chroot_lock_fd=()
+chroot_lock() {
+  local fd
+  mkdir -p "$top"
+  exec {fd}>"$top/$1.lock"
+  if ! flock -n "$fd"; then
+    echo "    waiting for another run that holds $top/$1.lock"
+    flock "$fd"
+  fi
+  chroot_lock_fd[$1]=$fd
+}
+chroot_unlock() {
+  local fd=${chroot_lock_fd[$1]:-}
+  [[ -n $fd ]] && exec {fd}>&-
+  unset "chroot_lock_fd[$1]"
 }
 
 chroot_base() {
-  [[ -x $top/base/usr/bin/apt-get ]] && return 0
-  rm -rf "$top/base.tmp"
+  chroot_lock base
+  if [[ -x $top/base/usr/bin/apt-get ]]; then chroot_unlock base; return 0; fi
+  # debootstrap mounts proc and sys in its target: one killed half-way leaves them there
+  chroot_remove "$top/base.tmp"
   mkdir -p "$top/archives/partial"
   debootstrap --variant=minbase --cache-dir="$top/archives" "$suite" "$top/base.tmp" "$mirror" >"$top/debootstrap.log" 2>&1 ||
     { tail -20 "$top/debootstrap.log"; die "debootstrap failed ($top/debootstrap.log)"; }
@@ -61,6 +125,7 @@ chroot_base() {
   # packages takes minutes less.
   echo force-unsafe-io >"$top/base.tmp/etc/dpkg/dpkg.cfg.d/cellscope-unsafe-io"
   mv "$top/base.tmp" "$top/base"
+  chroot_unlock base
 }
 
 # chroot_mount ROOT: the mounts and the network set-up, on a ROOT that is already there
@@ -99,7 +164,7 @@ chroot_mount() {
 
 chroot_fresh() {
   local root=$1
-  rm -rf "$root"
+  chroot_remove "$root"
   cp -a "$top/base" "$root"
   chroot_mount "$root"
 }

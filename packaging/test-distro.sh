@@ -95,10 +95,13 @@ step() {
 . "$repo/packaging/chroot-lib.sh"
 cleanup() {
   [[ -d $root ]] && chroot_kill_inside "$root"
-  chroot_unmount
-  if [[ $keep == 0 && -d $root ]]; then rm -rf "$root" "$top/prepared"; fi
+  chroot_unmount "$root" || true
+  if [[ $keep == 0 && -d $root ]]; then chroot_remove "$root" && rm -f "$top/prepared"; fi
 }
 trap cleanup EXIT
+# One run at a time on this release's chroot (a second waits): .ci/run's background --prepare and
+# its --reuse, or two CI jobs on one machine, never make or remove a tree another is using.
+chroot_lock root
 
 # ------------------------------------------------------------------ the release
 if [[ ! -x $top/base/usr/bin/apt-get ]]; then

@@ -82,7 +82,8 @@ fi
 
 # ------------------------------------------------------------------- chroot
 . "$repo/packaging/chroot-lib.sh"
-trap 'chroot_kill_inside "$root"; chroot_unmount' EXIT
+trap 'chroot_kill_inside "$root"; chroot_unmount "$root"' EXIT
+chroot_lock install-root
 if [[ ! -x $top/base/usr/bin/apt-get ]]; then
   say "debootstrap $suite (minbase) into $top/base"
   chroot_base
