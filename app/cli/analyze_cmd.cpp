@@ -63,22 +63,8 @@ void print_help() {
     std::cout << "  " << std::left << std::setw(18) << name << k.help << " [" << ts
               << (k.multi_run ? "; several runs" : "") << "]\n";
   }
-  std::cout << "options:\n"
-               "  --last K          relevance: rows = the last K characters (default 10)\n"
-               "  --char T          zone_relevance, composition: character index (default -1 = last)\n"
-               "  --question N      aoa: the question of the split (default 0)\n"
-               "  --layer L         layer (default -1 = top)\n"
-               "  --split S         length: the split (default test); metric_time: eval lines of S (default valid)\n"
-               "  --buckets E0,E1,..  length: bucket edges, bucket i = (E_i, E_i+1] (default: char_lm\n"
-               "                    0,10,...,90,120 = MZU Fig. 2's '9 means (90,120]'; word-level 0,10,...,60,80)\n"
-               "  --bins N          gate_histogram: bins over [0,1] (default 20)\n"
-               "  --metric M        metric_time: the metric (default: the run's primary metric)\n"
-               "  --color-map NAME  images: heatmap colour map (default grey_inverted)\n"
-               "  --width W --height H  images: size of one panel in pixels\n"
-               "  --threads T       intra-op threads\n"
-               "  --script PATH     a TorchScript-cell run whose script and its copy script_cell.pt are both\n"
-               "                    gone: the cell from PATH (its SHA-256 must be the run's)\n"
-               "--out may be given several times (one computation, e.g. the figure and its CSV).\n"
+  std::cout << options_help({"analyze"})
+            << "--out may be given several times (one computation, e.g. the figure and its CSV).\n"
                "Several runs: --checkpoint once for all or once per --run; they are analysed on the same text\n"
                "(the first run's) and the same evaluation data (length: the first run's dataset), named by\n"
                "their labels (cellscope-cli label) or the options that differ; warnings go to stderr.\n"
@@ -95,9 +81,7 @@ int cmd_analyze(const std::vector<std::string>& a) {
     print_help();
     return 0;
   }
-  auto args = parse(a, {},
-                    {"run", "checkpoint", "out", "text", "last", "layer", "char", "split", "buckets", "threads",
-                     "question", "bins", "metric", "color-map", "width", "height", "script"});
+  auto args = parse(a, "analyze");
   if (args.positional.size() != 1) throw UsageError("expected one KIND (see cellscope-cli analyze --help)");
   apply_script_option(args);
   if (!args.has("run")) throw UsageError("--run DIR is required");
@@ -179,8 +163,7 @@ double load_average() {
 }  // namespace
 
 int cmd_bench_analysis(const std::vector<std::string>& a) {
-  auto args = parse(a, {"json", "analysis-relevance"},
-                    {"analysis", "run", "checkpoint", "chars", "last", "repeats", "threads", "preset", "redraws"});
+  auto args = parse(a, "bench --analysis");
   const std::string what = args.get("analysis", "relevance");
   if (what != "relevance") throw UsageError("bench --analysis supports: relevance");
   cs::set_threads(static_cast<int>(args.get_int("threads", 0)));

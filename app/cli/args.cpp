@@ -13,7 +13,21 @@
 namespace cli {
 
 // ------------------------------------------------------------------ Args
+void Args::require_declared(const std::string& k) const {
+  if (command.empty()) return;
+  for (const auto& o : command_spec(command).options)
+    if (o.name == k) return;
+  throw std::logic_error("cellscope-cli " + command + " reads --" + k +
+                         ", which it does not declare (app/cli/options.cpp)");
+}
+
+bool Args::has(const std::string& k) const {
+  require_declared(k);
+  return opts.count(k) > 0;
+}
+
 std::string Args::get(const std::string& k, const std::string& def) const {
+  require_declared(k);
   auto r = opts.equal_range(k);
   std::string v = def;
   for (auto it = r.first; it != r.second; ++it) v = it->second;  // last wins
@@ -21,6 +35,7 @@ std::string Args::get(const std::string& k, const std::string& def) const {
 }
 
 std::vector<std::string> Args::all(const std::string& k) const {
+  require_declared(k);
   std::vector<std::string> v;
   auto r = opts.equal_range(k);
   for (auto it = r.first; it != r.second; ++it) v.push_back(it->second);
@@ -75,10 +90,9 @@ bool listed(const std::vector<std::string>& v, const std::string& k) {
   return std::find(v.begin(), v.end(), k) != v.end();
 }
 
-}  // namespace
-
-Args parse(const std::vector<std::string>& a, const std::vector<std::string>& flags,
-           const std::vector<std::string>& valued) {
+// The parse of `a` with these flags and valued options (CLI11).
+Args parse_lists(const std::vector<std::string>& a, const std::vector<std::string>& flags,
+                 const std::vector<std::string>& valued) {
   Args out;
   CLI::App app;
   app.set_help_flag();     // help is the command's own text (want_help), not CLI11's
@@ -144,6 +158,24 @@ Args parse(const std::vector<std::string>& a, const std::vector<std::string>& fl
     throw UsageError("unknown option '--" + (k.empty() ? s : k) + "'");
   }
   for (const auto& p : positional) out.positional.push_back(unmark(p));
+  return out;
+}
+
+}  // namespace
+
+Args parse(const std::vector<std::string>& a, const std::string& command) {
+  const CommandSpec& spec = command_spec(command);
+  std::vector<std::string> flags, valued;
+  for (const auto& o : spec.options) (o.value.empty() ? flags : valued).push_back(o.name);
+  Args out = parse_lists(a, flags, valued);
+  for (const auto& o : spec.options) {
+    if (o.choices.empty()) continue;
+    const auto r = out.opts.equal_range(o.name);
+    for (auto it = r.first; it != r.second; ++it)
+      if (std::find(o.choices.begin(), o.choices.end(), it->second) == o.choices.end())
+        throw UsageError("--" + o.name + " is one of " + o.value + ", not '" + it->second + "'");
+  }
+  out.command = command;
   return out;
 }
 

@@ -85,9 +85,7 @@ static int run_python_check(const std::vector<std::string>& dirs, bool as_json, 
 }
 
 int cmd_bench_peer(const std::vector<std::string>& a) {
-  auto args = parse(a, {"peer", "peer-child", "peer-check", "autograd", "json", "no-python"},
-                    {"peer-export", "keep", "from", "cell", "batch", "seq", "embed", "hidden", "vocab", "set", "iters",
-                     "threads", "model-json", "min-seconds", "tol", "rounds"});
+  auto args = parse(a, "bench --peer");
   if (args.has("peer-child")) {  // one measurement in a fresh process (run by `bench --peer`)
     const auto m = cs::parse_json(args.get("model-json"), "--model-json");
     cs::set_threads(static_cast<int>(args.get_int("threads", 0, 0, 1024)));

@@ -5,7 +5,8 @@
 #include <vector>
 
 #include "config/schema.h"
-#include "help.h"  // want_help(), help_for(): the help texts, LibTorch-free
+#include "help.h"     // want_help(), help_for(): the help texts, LibTorch-free
+#include "options.h"  // every option declared once
 
 namespace cli {
 
@@ -18,19 +19,25 @@ struct UsageError : std::runtime_error {
 struct Args {
   std::vector<std::string> positional;
   std::multimap<std::string, std::string> opts;
-  bool has(const std::string& k) const { return opts.count(k) > 0; }
+  std::string command;  // the declaration it was parsed by (options.h): reading an option it does
+                        // not declare is a std::logic_error, so a command cannot read an option
+                        // its help, man page and completion do not know
+  bool has(const std::string& k) const;
   std::string get(const std::string& k, const std::string& def = "") const;
   std::vector<std::string> all(const std::string& k) const;
   long long get_int(const std::string& k, long long def) const;
   // The same, refusing values outside [lo, hi] (UsageError naming the option and the range).
   long long get_int(const std::string& k, long long def, long long lo, long long hi) const;
+
+ private:
+  void require_declared(const std::string& k) const;
 };
-// `flags` are options without a value (--flag=x -> UsageError naming it), `valued` take one
-// (missing at the end -> UsageError naming it); an unknown --option -> UsageError naming it.
-// Anything else, "-" and words starting with a single '-' included, is positional, as is
-// everything after "--".
-Args parse(const std::vector<std::string>& a, const std::vector<std::string>& flags,
-           const std::vector<std::string>& valued);
+// The options COMMAND declares (options.h: "train", "sweep run", "bench --peer"): its flags take no
+// value (--flag=x -> UsageError naming it), its valued options one (missing at the end ->
+// UsageError naming it), a value outside an option's choices -> UsageError naming them; an
+// undeclared --option -> UsageError naming it. Anything else, "-" and words starting with a single
+// '-' included, is positional, as is everything after "--".
+Args parse(const std::vector<std::string>& a, const std::string& command);
 
 // `--script PATH` (eval, analyze, generate, decode, cloze scores, export): the run's TorchScript
 // cell loaded from PATH (cells/script_cell.h set_script_override); nothing when not given.

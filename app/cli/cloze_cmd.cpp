@@ -14,7 +14,7 @@ namespace cli {
 namespace {
 
 int cmd_scores(const std::vector<std::string>& a) {
-  auto args = parse(a, {}, {"split", "checkpoint", "out", "threads", "script"});
+  auto args = parse(a, "cloze scores");
   apply_script_option(args);
   if (args.positional.size() != 1)
     throw UsageError("expected one RUN directory: cloze scores RUN --split S --out F.jsonl");

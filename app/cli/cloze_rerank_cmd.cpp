@@ -16,8 +16,7 @@
 namespace cli {
 
 int cmd_cloze_rerank(const std::vector<std::string>& a) {
-  auto args = parse(a, {"json", "no-word-class"},
-                    {"valid", "test", "lm", "checkpoint", "train", "order", "wordnet", "threads"});
+  auto args = parse(a, "cloze rerank");
   if (!args.positional.empty()) throw UsageError("unexpected argument '" + args.positional[0] + "'");
   if (!args.has("valid") || !args.has("test")) throw UsageError("--valid V.jsonl and --test T.jsonl are required");
   cs::set_threads(static_cast<int>(args.get_int("threads", 0)));

@@ -64,7 +64,7 @@ static std::string fmt_rate(double r) {
 
 // ------------------------------------------------------------------ info
 int cmd_info(const std::vector<std::string>& a) {
-  auto args = parse(a, {"json"}, {"threads"});
+  auto args = parse(a, "info");
   cs::set_threads(static_cast<int>(args.get_int("threads", 0, 0, 1024)));
   json j = cs::system_info();
   j["qt_version"] = nullptr;  // the CLI links no Qt; the GUI's About dialog shows Qt's version
@@ -107,7 +107,7 @@ int cmd_info(const std::vector<std::string>& a) {
 
 // ------------------------------------------------------------------ presets
 int cmd_presets(const std::vector<std::string>& a) {
-  auto args = parse(a, {"json", "names"}, {});
+  auto args = parse(a, "presets");
   if (args.has("json") && args.has("names")) throw UsageError("--json and --names are two answers: give one");
   const std::string dir = cs::join_path(cs::resources_dir(), "presets");
   json out = json::array();
@@ -170,7 +170,7 @@ static int print_config_keys(bool as_json) {
 }
 
 int cmd_validate(const std::vector<std::string>& a) {
-  auto args = parse(a, {"json", "keys"}, {"set"});
+  auto args = parse(a, "validate");
   if (args.has("keys")) {
     if (!args.positional.empty() || args.has("set")) throw UsageError("--keys takes no CONFIG and no --set");
     return print_config_keys(args.has("json"));
@@ -196,7 +196,7 @@ int cmd_validate(const std::vector<std::string>& a) {
 
 // ------------------------------------------------------------------ params
 int cmd_params(const std::vector<std::string>& a) {
-  auto args = parse(a, {"json"}, {"set", "vocab"});
+  auto args = parse(a, "params");
   if (args.positional.size() != 1) throw UsageError("expected one CONFIG");
   json cfg = cs::load_and_resolve(load_config_arg(args.positional[0], args.all("set")));
   std::vector<std::pair<std::string, int64_t>> br;
@@ -363,9 +363,7 @@ static void print_train_outcome(const cs::TrainOutcome& outcome, bool json_out, 
 }
 
 int cmd_train(const std::vector<std::string>& a) {
-  auto args = parse(a, {"json", "quiet"},
-                    {"run-dir", "workspace", "set", "resume", "fork", "steps", "nproc", "rank", "world-size", "master",
-                     "listen", "store-file", "dist-timeout", "dist-backend", "threads"});
+  auto args = parse(a, "train");
   if (args.has("nproc") && args.has("rank")) throw UsageError("--nproc starts the workers itself; give no --rank");
   if (args.has("fork") && (args.has("nproc") || args.has("rank") || args.has("world-size")))
     throw UsageError("--fork starts a single-process run; fork first, then --resume the new run with --nproc");
@@ -455,7 +453,7 @@ void apply_script_option(const Args& args) {
 
 // ------------------------------------------------------------------ eval
 int cmd_eval(const std::vector<std::string>& a) {
-  auto args = parse(a, {"json"}, {"split", "checkpoint", "threads", "script"});
+  auto args = parse(a, "eval");
   if (args.positional.size() != 1) throw UsageError("expected one RUN_DIR");
   apply_script_option(args);
   cs::set_threads(static_cast<int>(args.get_int("threads", 0)));
@@ -479,7 +477,7 @@ int cmd_eval(const std::vector<std::string>& a) {
 
 // ------------------------------------------------------------------ label
 int cmd_label(const std::vector<std::string>& a) {
-  auto args = parse(a, {"clear"}, {});
+  auto args = parse(a, "label");
   if (args.positional.empty() || args.positional.size() > 2) throw UsageError("expected RUN_DIR [TEXT]");
   cs::RunStore store(args.positional[0]);
   if (!cs::file_exists(store.path("config.json")))
@@ -496,7 +494,7 @@ int cmd_label(const std::vector<std::string>& a) {
 
 // ------------------------------------------------------------------ status
 int cmd_status(const std::vector<std::string>& a) {
-  auto args = parse(a, {"json"}, {});
+  auto args = parse(a, "status");
   if (args.positional.size() != 1) throw UsageError("expected one RUN_DIR");
   const std::string& dir = args.positional[0];
   const cs::RunState r = cs::probe_run_state(dir);
@@ -532,9 +530,7 @@ int cmd_bench(const std::vector<std::string>& a) {
   if (std::find(a.begin(), a.end(), "--analysis") != a.end()) return cmd_bench_analysis(a);  // analyze_cmd.cpp
   for (const char* f : {"--peer", "--peer-check", "--peer-export", "--peer-child"})
     if (std::find(a.begin(), a.end(), f) != a.end()) return cmd_bench_peer(a);  // bench_peer_cmd.cpp
-  auto args = parse(
-      a, {"json"},
-      {"cell", "batch", "seq", "embed", "hidden", "set", "baseline", "iters", "threads", "vocab", "data", "task"});
+  auto args = parse(a, "bench");
   if (args.has("data")) {
     // Corpus loading benchmark: a synthetic text8-like file of N MB, streamed (mmap) into ids.
     const long long mb = args.get_int("data", 100, 1, 1000000);

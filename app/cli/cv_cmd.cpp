@@ -18,7 +18,7 @@ namespace cli {
 using cs::json;
 
 int cmd_cv(const std::vector<std::string>& a) {
-  auto args = parse(a, {"json"}, {"folds", "out", "workspace", "set", "steps"});
+  auto args = parse(a, "cv");
   if (args.positional.size() != 1) throw UsageError("expected one CONFIG (a JSON file or a preset name)");
   json raw = load_config_arg(args.positional[0], args.all("set"));
   if (!raw.contains("dataset") || !raw["dataset"].is_object()) raw["dataset"] = json::object();

@@ -61,7 +61,7 @@ int datasets_build(const Args& args) {
 
 int cmd_datasets(const std::vector<std::string>& a) {
   if (!a.empty() && a[0] == "show") return cmd_datasets_show(std::vector<std::string>(a.begin() + 1, a.end()));
-  auto args = parse(a, {"json", "force"}, {});
+  auto args = parse(a, "datasets");
   if (!args.positional.empty() && args.positional[0] == "build") return datasets_build(args);
   if (!args.positional.empty())
     throw UsageError("unexpected argument '" + args.positional[0] + "' (or: datasets build NAME)");

@@ -117,7 +117,7 @@ void print_summary(const cs::json& out, const std::string& description, int64_t 
 }  // namespace
 
 int cmd_datasets_show(const std::vector<std::string>& a) {
-  auto args = parse(a, {"json"}, {"format", "set", "pairs", "split", "lead-words", "subword", "subword-type"});
+  auto args = parse(a, "datasets show");
   const cs::json ds = dataset_section(args);
   const int64_t k = args.get_int("pairs", 5, 0, 1000000);
   const std::string split = args.get("split", "valid");

@@ -45,9 +45,7 @@ void check_output_path(const std::string& opt, const std::string& path) {
 }  // namespace
 
 int cmd_decode(const std::vector<std::string>& a) {
-  auto args =
-      parse(a, {"json", "csv", "lowercase", "rouge-stem"},
-            {"split", "checkpoint", "beam", "alpha", "max", "max-length", "threads", "hyp-out", "ref-out", "script"});
+  auto args = parse(a, "decode");
   if (args.positional.size() != 1) throw UsageError("expected one RUN directory");
   apply_script_option(args);
   if (args.has("json") && args.has("csv")) throw UsageError("--json and --csv exclude each other");

@@ -260,9 +260,7 @@ static std::vector<std::string> split_list(const std::string& s) {
 }
 
 int cmd_bench_dist(const std::vector<std::string>& a) {
-  auto args = parse(a, {"dist", "dist-worker", "json"},
-                    {"task", "cell", "batch", "seq", "embed", "hidden", "set", "steps", "threads", "nproc-list", "out",
-                     "rank", "world-size", "store-file", "master", "listen", "dist-timeout"});
+  auto args = parse(a, "bench --dist");
   const auto tasks = split_list(args.get("task", "char_lm,word_lm"));
   for (auto& t : tasks)
     if (t != "char_lm" && t != "word_lm") throw UsageError("--task: expected char_lm and/or word_lm, got '" + t + "'");

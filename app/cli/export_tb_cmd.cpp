@@ -9,7 +9,7 @@
 namespace cli {
 
 int cmd_export_tensorboard(const std::vector<std::string>& a) {
-  auto args = parse(a, {}, {"out"});
+  auto args = parse(a, "export tensorboard");
   if (args.positional.size() != 1) throw UsageError("expected one RUN_DIR or WORKSPACE");
   if (!args.has("out") || args.get("out").empty()) throw UsageError("--out LOGDIR is required");
   const auto written = cs::tb::export_tensorboard(args.positional[0], args.get("out"));

@@ -394,7 +394,7 @@ void write_vocabularies(const std::string& tmp, const cs::RunStore& store, const
 }  // namespace
 
 int cmd_export_torch(const std::vector<std::string>& a) {
-  auto args = parse(a, {"force", "json"}, {"checkpoint", "out", "script"});
+  auto args = parse(a, "export");
   if (args.positional.size() != 1) throw UsageError("expected one RUN_DIR");
   apply_script_option(args);
   if (!args.has("out")) throw UsageError("--out DIR is required");

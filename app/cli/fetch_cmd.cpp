@@ -9,7 +9,7 @@
 
 namespace cli {
 int cmd_fetch(const std::vector<std::string>& a) {
-  const Args args = parse(a, {"dry-run"}, {"dest"});
+  const Args args = parse(a, "fetch");
   if (!args.positional.empty()) throw UsageError("unexpected argument '" + args.positional[0] + "'");
   const std::string dest = args.get("dest", cs::data_cache_dir());
   if (args.has("dry-run")) {

@@ -61,9 +61,7 @@ double parse_double(const Args& a, const std::string& k, double def) {
 }  // namespace
 
 int cmd_generate(const std::vector<std::string>& a) {
-  auto args =
-      parse(a, {"json", "allow-unk", "color", "no-color"},
-            {"run", "checkpoint", "seed-text", "length", "temperature", "seed", "top-k", "out", "threads", "script"});
+  auto args = parse(a, "generate");
   if (!args.positional.empty()) throw UsageError("unexpected argument '" + args.positional[0] + "'");
   apply_script_option(args);
   if (!args.has("run")) throw UsageError("--run DIR is required");

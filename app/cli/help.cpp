@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "util/error.h"
+#include "options.h"
 #include "util/paths.h"
 
 namespace cli {
@@ -70,28 +71,14 @@ mean training loss above 2x the untrained model's for 3 logged intervals (reason
 Exit status: 0 finished or stopped (Ctrl-C), 75 stopped by SIGTERM with a checkpoint written
 (a scheduler's preemption or time limit: requeue, then --resume continues), 1 failed (e.g. NaN
 loss), 2 invalid config or data.
-Data-parallel training (docs/DISTRIBUTED.md):
-  --nproc N                 start N local worker processes (Gloo over 127.0.0.1), max(1, cores/N)
-                            threads each; training.batch is the global batch, split over them
-  --rank R --world-size W --master HOST:PORT   one worker of a multi-machine run started by a
-                            cluster launcher (rank 0 serves the rendezvous on PORT); give every
-                            worker the same --run-dir on a shared filesystem to --resume;
-                            an IPv6 master goes in brackets: [::1]:29500
-  --listen ADDR             the address rank 0's rendezvous store listens on (default: the
-                            --master host, so a loopback master is reachable from this machine
-                            only; 0.0.0.0 or :: listens on every interface)
-  --store-file PATH         rendezvous through a file instead of --master
-  (none of these)           a launcher's environment, when RANK and WORLD_SIZE are set: torchrun
-                            (python3 -m torch.distributed.run [--redirects 2 --tee 2 on Debian 12]
-                            --nproc_per_node N --no_python cellscope-cli train ...),
-                            Kubeflow's PyTorchJob: RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT,
-                            LOCAL_RANK (device cuda -> cuda:LOCAL_RANK), LOCAL_WORLD_SIZE (the
-                            cores are divided between the workers of one machine)
-  --dist-timeout SECONDS    stop when another worker dies or hangs this long (default 60,
-                            from 1 to 604800 = 7 days)
-  --dist-backend gloo|nccl|auto   (auto: NCCL for CUDA devices when built with it)
-  --threads K               intra-op threads of this process (overrides training.threads;
-                            a new run records it in its config.json)
+Data-parallel training (docs/DISTRIBUTED.md): --nproc N starts N workers on this machine; --rank,
+--world-size and --master (or --store-file) make this process one worker of a multi-machine run a
+cluster launcher starts (every worker given the same --run-dir on a shared file system to --resume).
+With none of these, a launcher's environment, when RANK and WORLD_SIZE are set: torchrun
+(python3 -m torch.distributed.run [--redirects 2 --tee 2 on Debian 12] --nproc_per_node N
+--no_python cellscope-cli train ...), Kubeflow's PyTorchJob: RANK, WORLD_SIZE, MASTER_ADDR,
+MASTER_PORT, LOCAL_RANK (device cuda -> cuda:LOCAL_RANK), LOCAL_WORLD_SIZE (the cores are divided
+between the workers of one machine).
 )cs";
 
 const char* const kDatasets = R"cs(usage: cellscope-cli datasets [--json]
@@ -130,11 +117,9 @@ type and, for a choice, its values as a|b|c (what bash completion offers after -
 )cs";
 
 const char* const kEval =
-    R"cs(usage: cellscope-cli eval RUN_DIR [--split valid|test] [--checkpoint best|last|STEP] [--json]
+    R"cs(usage: cellscope-cli eval RUN_DIR [--split valid|test|train] [--checkpoint best|last|STEP] [--json]
                           [--threads T] [--script PATH]
 Evaluates a run's checkpoint on a whole split (state carried).
---script PATH  a TorchScript-cell run whose script and its copy script_cell.pt are both gone:
-               load the cell from PATH (its SHA-256 must be the one the run recorded)
 )cs";
 
 const char* const kLabel = R"cs(usage: cellscope-cli label RUN_DIR [TEXT | --clear]
@@ -233,8 +218,6 @@ Samples LENGTH tokens (characters for char_lm, words for word_lm) after the seed
 same text. Each token is shaded by the model's surprisal -log2 p (white = 0 bits, red = 10
 bits or more; the seed text underlined) on a colour terminal and in HTML; JSON lists p.
 A terminal gets colour unless NO_COLOR is set (no-color.org); --color forces it, --no-color not.
---script PATH  a TorchScript-cell run whose script and its copy script_cell.pt are both gone:
-               load the cell from PATH (its SHA-256 must be the one the run recorded)
 )cs";
 
 const char* const kDecode =
@@ -264,12 +247,10 @@ CSV, report.md placing them with captions, and manifest.json pinning what made t
 each run's resolved config and seed, the checkpoints and dataset files used by SHA-256, every output
 file's SHA-256, every table number). DIR is written into a new folder beside it and renamed; an earlier
 report there (only its own files) is replaced, any other non-empty DIR refused. A sweep that has not run says which command runs it.
---check DIR  recompute every item (without images) from the runs and compare: per item "ok" or
-             "CHANGED: <what>" (checkpoint / dataset file / config changed, number a -> b, and why).
-             Exit status 0 when everything matches, 1 when something changed, 2 on bad input.
---workspace  where runs and sweeps are (default: $CELLSCOPE_WORKSPACE or ~/.local/share/cellscope/runs;
-             --check: the workspace the report was rendered from)
---no-images  CSV only for figures (faster; also what a build without the figures library does)
+--check DIR recomputes every item (without images) from the runs and compares: per item "ok" or
+"CHANGED: <what>" (checkpoint / dataset file / config changed, number a -> b, and why); exit status
+0 when everything matches, 1 when something changed, 2 on bad input. --no-images is also what a
+build without the figures library does.
 Spec format: core/inspect/report/REPORT_NOTES.md; bundled: sweep-notes (the reproduce tables of docs/results/).
 )cs";
 
@@ -344,8 +325,6 @@ const char* const kClozeScores =
   Writes one JSON object per question of split S (train, valid, test) of the cloze run RUN:
   {"document": [words], "query": [words, with "XXXXX"], "candidates": [words],
    "prob": [P(candidate | D, Q), same order], "answer": index of the answer in candidates}
-  --checkpoint best | last | step_N (default best)
-  --script PATH  a TorchScript-cell run whose script and its copy are both gone: the cell from PATH
 )cs";
 
 const char* const kClozeRerank =
@@ -401,8 +380,6 @@ The Python side: import cellscope_torch; model, info = cellscope_torch.load(DIR)
 DIR must not exist or be empty (--force replaces an earlier export, nothing else); it is written
 into a new folder .DIR.tmp-XXXXXX beside it, then renamed.
 --json prints one JSON object instead of the line: {"out", "seconds", "export": export.json's content}.
---script PATH  a TorchScript-cell run whose script and its copy script_cell.pt are both gone:
-               load the cell from PATH (its SHA-256 must be the one the run recorded)
 )cs";
 
 const char* const kExportTensorboard = R"cs(usage: cellscope-cli export tensorboard RUN_DIR|WORKSPACE --out LOGDIR
@@ -436,6 +413,14 @@ std::vector<std::string> after(const std::vector<std::string>& a, size_t n) {
 }
 
 std::optional<HelpAnswer> answer(std::string text, int status = 0) { return HelpAnswer{std::move(text), "", status}; }
+
+// A command's text followed by the options its declarations list (options.h): the one place an
+// option's help is written.
+std::optional<HelpAnswer> answer(const std::string& text, const std::vector<std::string>& paths, int status = 0) {
+  return answer(text + options_help(paths), status);
+}
+
+const std::vector<std::string> kSweepSubs = {"run", "slurm", "status", "table", "list"};
 
 // Levenshtein distance of a and b (small words).
 size_t edit_distance(const std::string& a, const std::string& b) {
@@ -510,7 +495,17 @@ std::vector<std::string> preset_names() {
   return out;
 }
 
+std::string options_listing() {
+  std::string out;
+  for (const auto& c : command_specs())
+    for (const auto& o : c.options)
+      if (!o.hidden) out += c.path + "\t--" + o.name + "\t" + o.value + "\n";
+  return out;
+}
+
 std::optional<HelpAnswer> help_for(const std::vector<std::string>& words) {
+  // `help --options`: every declared option, for bash completion
+  if (words == std::vector<std::string>{"help", "--options"}) return answer(options_listing());
   const std::vector<std::string> args = help_as_option(words);
   if (args.empty()) return answer(usage_text(), 2);
   const std::string& cmd = args[0];
@@ -534,43 +529,53 @@ std::optional<HelpAnswer> help_for(const std::vector<std::string>& words) {
   }
   // Commands with subcommands: the first word picks the text.
   if (cmd == "datasets") {
-    if (!rest.empty() && rest[0] == "show") return want_help(after(rest, 1)) ? answer(kDatasetsShow) : std::nullopt;
+    if (!rest.empty() && rest[0] == "show")
+      return want_help(after(rest, 1)) ? answer(kDatasetsShow, {"datasets show"}) : std::nullopt;
     if (!want_help(rest)) return std::nullopt;
     return answer(fill(kDatasets, {{"manifest", cs::datasets_manifest_path()},
                                    {"data_cache", cs::data_cache_dir()},
-                                   {"fetch_script", cs::fetch_script_path()}}));
+                                   {"fetch_script", cs::fetch_script_path()}}),
+                  {"datasets"});
   }
   if (cmd == "cloze") {
     if (rest.empty() || rest[0] == "help" || want_help({rest[0]})) return answer(kCloze, rest.empty() ? 2 : 0);
     if (!want_help(after(rest, 1))) return std::nullopt;
-    if (rest[0] == "scores") return answer(kClozeScores);
-    if (rest[0] == "rerank") return answer(kClozeRerank);
+    if (rest[0] == "scores") return answer(kClozeScores, {"cloze scores"});
+    if (rest[0] == "rerank") return answer(kClozeRerank, {"cloze rerank"});
     return std::nullopt;  // an unknown subcommand: the program says so
   }
   if (cmd == "sweep") {
-    if (rest.empty() || rest[0] == "help" || want_help({rest[0]})) return answer(kSweep, rest.empty() ? 2 : 0);
-    return want_help(after(rest, 1)) ? answer(kSweep) : std::nullopt;
+    const std::vector<std::string> all = {"sweep run", "sweep slurm", "sweep status", "sweep table"};
+    if (rest.empty() || rest[0] == "help" || want_help({rest[0]})) return answer(kSweep, all, rest.empty() ? 2 : 0);
+    if (!want_help(after(rest, 1))) return std::nullopt;
+    // `sweep SUB --help`: the sweep's text with SUB's options (what completion offers after SUB)
+    if (std::find(kSweepSubs.begin(), kSweepSubs.end(), rest[0]) == kSweepSubs.end()) return answer(kSweep, all);
+    return answer(kSweep + options_help({"sweep " + rest[0]}, true));
   }
   if (cmd == "export") {
     if (!rest.empty() && rest[0] == "tensorboard")
-      return want_help(after(rest, 1)) ? answer(kExportTensorboard) : std::nullopt;
-    return want_help(rest) ? answer(std::string(kExportTorch) + "\n" + kExportTensorboard) : std::nullopt;
+      return want_help(after(rest, 1)) ? answer(kExportTensorboard, {"export tensorboard"}) : std::nullopt;
+    return want_help(rest) ? answer(std::string(kExportTorch) + options_help({"export"}) + "\n" + kExportTensorboard,
+                                    {"export tensorboard"})
+                           : std::nullopt;
   }
   if (cmd == "report") {
-    if (rest.empty()) return answer(kReport, 2);
-    return want_help(rest) ? answer(kReport) : std::nullopt;
+    if (rest.empty()) return answer(kReport, {"report"}, 2);
+    return want_help(rest) ? answer(kReport, {"report"}) : std::nullopt;
   }
   if (!want_help(rest)) return std::nullopt;
-  if (cmd == "train") return answer(fill(kTrain, {{"workspace", cs::default_workspace()}}));
+  if (cmd == "train") return answer(fill(kTrain, {{"workspace", cs::default_workspace()}}), {"train"});
   if (cmd == "fetch")
-    return answer(fill(kFetch, {{"data_cache", cs::data_cache_dir()}, {"fetch_script", cs::fetch_script_path()}}));
+    return answer(fill(kFetch, {{"data_cache", cs::data_cache_dir()}, {"fetch_script", cs::fetch_script_path()}}),
+                  {"fetch"});
+  if (cmd == "bench") return answer(kBench, {"bench", "bench --dist", "bench --analysis", "bench --peer"});
   static const std::map<std::string, const char*> plain = {
-      {"info", kInfo},   {"presets", kPresets}, {"validate", kValidate}, {"eval", kEval},
-      {"label", kLabel}, {"status", kStatus},   {"import", kImport},     {"params", kParams},
-      {"bench", kBench}, {"cv", kCv},           {"generate", kGenerate}, {"decode", kDecode},
+      {"info", kInfo},   {"presets", kPresets},   {"validate", kValidate}, {"eval", kEval},
+      {"label", kLabel}, {"status", kStatus},     {"import", kImport},     {"params", kParams},
+      {"cv", kCv},       {"generate", kGenerate}, {"decode", kDecode},
   };
   const auto it = plain.find(cmd);
-  if (it != plain.end()) return answer(it->second);
+  if (it != plain.end()) return answer(it->second, {cmd});
   // analyze lists the kinds of the analysis registry (core/inspect/analysis/kinds.h), which only
   // the program has.
   return std::nullopt;

@@ -28,6 +28,11 @@ struct HelpAnswer {
 // analysis registry of the core (the program answers it). Also `presets --names` (preset_names()).
 std::optional<HelpAnswer> help_for(const std::vector<std::string>& args);
 
+// `cellscope-cli help --options`: every listed option of every command (options.h), one per line:
+// the command path (train, sweep run, bench --peer), a tab, --name, a tab, its VALUE ("" for a flag;
+// a closed set as a|b|c). What bash completion reads.
+std::string options_listing();
+
 // `help CMD [SUB ...]` as `CMD [SUB ...] --help`; any other command line as it is.
 std::vector<std::string> help_as_option(const std::vector<std::string>& args);
 

@@ -10,7 +10,7 @@
 namespace cli {
 
 int cmd_import(const std::vector<std::string>& a) {
-  auto args = parse(a, {"json", "quiet"}, {"run-dir", "workspace", "label", "threads"});
+  auto args = parse(a, "import");
   if (args.positional.size() != 1) throw UsageError("expected one DIR (an export folder)");
   if (args.has("run-dir") && args.has("workspace")) throw UsageError("give --run-dir or --workspace, not both");
   cs::ImportOptions o;

@@ -24,12 +24,13 @@ int run_main(int argc, char** argv) {
   cs::install_cpu_cache();  // large CPU blocks reused rather than page-faulted in every step (util/cpu_cache.h)
   // Help, the version and unknown commands, as the launcher answers them (help.h); analyze
   // --help (and help analyze) falls through to the command.
-  const std::vector<std::string> args = cli::help_as_option(std::vector<std::string>(argv + 1, argv + argc));
-  if (const auto help = cli::help_for(args)) {
+  const std::vector<std::string> words(argv + 1, argv + argc);
+  if (const auto help = cli::help_for(words)) {  // help_for reads `help CMD` itself (help_as_option)
     std::cerr << help->error;
     std::cout << help->text;
     return help->status;
   }
+  const std::vector<std::string> args = cli::help_as_option(words);
   const std::string cmd = args[0];
   std::vector<std::string> rest(args.begin() + 1, args.end());
   static const std::map<std::string, int (*)(const std::vector<std::string>&)> commands = {

@@ -13,7 +13,7 @@
 namespace cli {
 
 int cmd_report(const std::vector<std::string>& a) {
-  auto args = parse(a, {"no-images", "list"}, {"out", "check", "workspace"});
+  auto args = parse(a, "report");
   if (args.has("list")) {
     for (auto& r : cs::bundled_reports())
       std::cout << std::left << std::setw(24) << r["name"].get<std::string>()

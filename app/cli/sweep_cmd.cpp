@@ -131,7 +131,7 @@ int print_dry_run(const cs::SweepSpec& spec, const std::vector<cs::SweepPoint>& 
 }
 
 int sweep_run(const std::vector<std::string>& a) {
-  auto args = parse(a, {"dry-run", "quiet", "json"}, {"workspace", "threads", "steps", "worker", "point", "jobs"});
+  auto args = parse(a, "sweep run");
   if (args.positional.size() != 1) throw UsageError("sweep run: expected one SPEC.json or sweep NAME");
   const std::string ws = args.get("workspace", cs::default_workspace());
   int worker = 0, workers = 1;
@@ -314,9 +314,7 @@ int sweep_jobs(const cs::SweepSpec& spec, const cs::SweepRunOptions& base, const
 std::string abs_path(const std::string& p) { return std::filesystem::absolute(p).lexically_normal().string(); }
 
 int sweep_slurm(const std::vector<std::string>& a) {
-  auto args = parse(a, {},
-                    {"workspace", "out", "partition", "time", "cpus-per-task", "mem", "account", "job-name",
-                     "max-running", "cli", "steps"});
+  auto args = parse(a, "sweep slurm");
   if (args.positional.size() != 1) throw UsageError("sweep slurm: expected one SPEC.json or sweep NAME");
   const std::string ws = abs_path(args.get("workspace", cs::default_workspace()));
   const cs::SweepSpec spec = spec_arg(args.positional[0], ws, args);
@@ -354,7 +352,7 @@ int sweep_slurm(const std::vector<std::string>& a) {
 }
 
 int sweep_status(const std::vector<std::string>& a) {
-  auto args = parse(a, {"json"}, {"workspace"});
+  auto args = parse(a, "sweep status");
   if (args.positional.size() != 1) throw UsageError("sweep status: expected one sweep NAME or directory");
   auto r = cs::read_sweep_results(args.positional[0], args.get("workspace", cs::default_workspace()));
   int done = 0;
@@ -386,7 +384,7 @@ int sweep_status(const std::vector<std::string>& a) {
 }
 
 int sweep_table_cmd(const std::vector<std::string>& a) {
-  auto args = parse(a, {}, {"workspace", "metric", "paired", "series", "out", "budget", "at"});
+  auto args = parse(a, "sweep table");
   if (args.positional.size() != 1) throw UsageError("sweep table: expected one sweep NAME or directory");
   auto r =
       cs::read_sweep_results(args.positional[0], args.get("workspace", cs::default_workspace()), args.get("metric"));

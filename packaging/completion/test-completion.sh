@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # CTest test `completion`: sources packaging/completion/cellscope-cli, completes as bash would
 # (COMP_WORDS, COMP_CWORD, then the function; COMPREPLY is checked) and checks that every
-# command of `cellscope-cli --help` and every --option each command's and subcommand's --help
-# lists is offered, and the presets, paths and option choices.
+# command of `cellscope-cli --help`, every subcommand and every declared option (`help --options`)
+# is offered where it belongs, and the presets, paths and option choices; never the options that
+# examples and prose in the helps name (torchrun's, sbatch's, tensorboard's).
 #
 #   bash packaging/completion/test-completion.sh CLI
 set -uo pipefail
@@ -58,36 +59,36 @@ not_offered() {
   return 0
 }
 
-# Options the help texts name in their prose or examples that are not this program's: torchrun's
-# (train's launcher row: --redirects, --tee, --no_python, read as --no), sbatch's --array (sweep),
-# tensorboard's --logdir and wandb's --sync-tensorboard (export tensorboard), and cloze scores'
-# --split and --out in cloze rerank's description of its input files, train's --resume and
-# --run-dir in status's advice, export's --out in import's.
-foreign() {
-  case " $1 $2 " in
-    *" --redirects "* | *" --tee "* | *" --no "* | *" --array "* | *" --logdir "* | *" --sync-tensorboard "*) return 0 ;;
-  esac
-  [[ $3 == "cloze rerank" && ($1 == --split || $1 == --out) ]] && return 0
-  [[ $3 == status && ($1 == --resume || $1 == --run-dir) ]] && return 0
-  [[ $3 == import && $1 == --out ]]
-}
-
-# Every option of every command's help, and of each subcommand's ("cellscope-cli CMD SUB" in its
-# usage), but for the foreign ones above, which must not be offered.
+# The subcommands each command's usage names ("cellscope-cli CMD SUB ...") are offered after it.
 for c in "${commands[@]}"; do
   _cellscope_cli_load "$cli" "$c" --help
-  help=$(_cellscope_cli_run "$cli" "$c" --help)
-  for o in $(grep -oE -- '--[a-z][a-z0-9-]*' <<<"$help" | sort -u) -h --help; do
-    if foreign "$o" "" "$c"; then not_offered "$o" "$cli" "$c" -; else offered "$o" "$cli" "$c" -; fi
-  done
-  for s in $(sed -nE "s/.*cellscope-cli $c ([a-z][a-z0-9-]*)( .*|$)/\1/p" <<<"$help" | sort -u); do
+  for s in $(_cellscope_cli_run "$cli" "$c" --help | sed -nE "s/.*cellscope-cli $c ([a-z][a-z0-9-]*)( .*|$)/\1/p" | sort -u); do
     offered "$s" "$cli" "$c" ""
-    _cellscope_cli_load "$cli" "$c" "$s" --help
-    for o in $(_cellscope_cli_run "$cli" "$c" "$s" --help | grep -oE -- '--[a-z][a-z0-9-]*' | sort -u) -h; do
-      if foreign "$o" "" "$c $s"; then not_offered "$o" "$cli" "$c" "$s" -; else offered "$o" "$cli" "$c" "$s" -; fi
-    done
   done
 done
+
+# Every declared option (`help --options`: command path, --name, VALUE; app/cli/options.cpp, the
+# parser's own list) is offered after its command and subcommand (bench's modes: after bench), -h
+# and --help after every one, and a closed VALUE's choices after the option.
+_cellscope_cli_load "$cli" help --options
+declared=0
+while IFS=$'\t' read -r path name value; do
+  read -r -a words <<<"$path"
+  line=("$cli" "${words[0]}")
+  [[ ${#words[@]} -gt 1 && ${words[1]} != --* ]] && line+=("${words[1]}")
+  offered "$name" "${line[@]}" -
+  offered --help "${line[@]}" -
+  declared=$((declared + 1))
+  if [[ $value == *"|"* && $value =~ ^[a-z0-9_.|]+$ ]]; then
+    for v in ${value//|/ }; do offered "$v" "${line[@]}" X "$name" ""; done
+  fi
+done < <(_cellscope_cli_run "$cli" help --options)
+((declared >= 150)) || bad "only $declared declared options in '$cli help --options'"
+# The options of another command are not offered: sweep slurm's after sweep run, export's after
+# export tensorboard.
+not_offered --partition "$cli" sweep run --p
+not_offered --force "$cli" export tensorboard --f
+
 # The options the issue found offered that do not exist, by name, where their help mentions them.
 not_offered --redirects "$cli" train --re
 not_offered --tee "$cli" train --t

@@ -19,6 +19,18 @@ for c in "${commands[@]}"; do
   usage=$("$cli" "$c" --help | grep -m1 -oE "usage: cellscope-cli $c( [^ ]+)?" | sed 's/-/\\-/g')
   grep -qF -- "$usage" <<<"$src" || bad "the usage of '$c' is missing"
 done
+# Every declared option (`help --options`: the parser's own list, app/cli/options.cpp) is in its
+# command's section, as roff writes it (\-\-name).
+nopts=0
+while IFS=$'\t' read -r path name _; do
+  nopts=$((nopts + 1))
+  # the subcommand's own section where it has one (.SS "sweep run"), else the command's
+  c=${path%% --*}
+  grep -qE "^\.SS \"?$c\"?$" <<<"$src" || c=${path%% *}
+  section=$(sed -n "/^\.SS \"\?$c\"\?\$/,/^\.S[SH] /p" <<<"$src")
+  grep -qF -- "${name//-/\\-}" <<<"$section" || bad "the option $name of '$path' is not in the section of '$c'"
+done < <("$cli" help --options)
+((nopts >= 150)) || bad "only $nopts options in '$cli help --options'"
 for s in "EXIT STATUS" FILES ENVIRONMENT EXAMPLES SYNOPSIS "SEE ALSO"; do
   grep -qE "^\.SH \"?$s\"?$" <<<"$src" || bad "no $s section"
 done

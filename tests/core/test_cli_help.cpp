@@ -9,12 +9,15 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
 #include <regex>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "cli.h"  // cli::parse, cli::Args
 #include "harness.h"
+#include "options.h"  // cli::command_specs
 
 namespace test_cli_help {  // this file's own names in a unity build (tests/README.md)
 
@@ -293,6 +296,121 @@ TEST(CliHelp, usageErrorsNameTheOption) {
     ASSERT_TRUE(cstest::contains(err, c.message)) << err;
     ASSERT_TRUE(cstest::contains(err, "(see: cellscope-cli " + c.args[0] + " --help)")) << err;
   }
+}
+
+}  // namespace test_cli_help
+
+namespace test_cli_help {
+
+namespace {
+
+// The command words a path's help is asked with: "sweep run" -> sweep run; "bench --peer" -> bench.
+std::vector<std::string> help_words(const std::string& path) {
+  std::vector<std::string> w;
+  for (const auto& s : cstest::split(path, ' ', false))
+    if (s.rfind("--", 0) != 0) w.push_back(s);
+  return w;
+}
+
+// The rows of a help's options blocks ("options:" or "options of PATH:", then "  --name ...").
+std::set<std::string> listed_options(const std::string& help) {
+  std::set<std::string> names;
+  bool in_block = false;
+  const std::regex row("^  --([a-z][a-z0-9-]*)( .*)?$");
+  for (const auto& line : cstest::split(help, '\n', true)) {
+    if (line == "options:" || (line.rfind("options of ", 0) == 0 && line.back() == ':')) {
+      in_block = true;
+      continue;
+    }
+    if (!in_block) continue;
+    std::smatch m;
+    if (std::regex_match(line, m, row)) names.insert(m[1]);
+    else if (line.empty() || line[0] != ' ') in_block = false;
+  }
+  return names;
+}
+
+}  // namespace
+
+// One declaration per option (app/cli/options.cpp): each command's help lists exactly the options
+// its declarations do, every option its usage lines show is declared, and the parser accepts
+// exactly the declared ones, refuses a value outside a closed set, and a command that reads an
+// option it does not declare fails loudly. The drift the issue found (generate, cloze scores and
+// cloze rerank accepted a --threads their help did not know) cannot recur.
+TEST(CliHelp, everyOptionIsDeclaredOnceAndListedWhereItIsParsed) {
+  std::map<std::string, std::set<std::string>> declared_by_command;  // first word -> every option
+  size_t options = 0;
+  for (const auto& spec : cli::command_specs()) {
+    const auto words = help_words(spec.path);
+    std::vector<std::string> ask = words;
+    ask.push_back("--help");
+    std::string out, err;
+    ASSERT_EQ(cstest::run_cli(ask, &out, &err), 0) << spec.path << ": " << err;
+    const std::set<std::string> listed = listed_options(out);
+    for (const auto& o : spec.options) {
+      declared_by_command[words[0]].insert(o.name);
+      ++options;
+      ASSERT_EQ(listed.count(o.name), o.hidden ? listed.count(o.name) : 1u)
+          << spec.path << ": --" << o.name << " is declared but its help does not list it\n"
+          << out;
+      // The parser takes it: a flag alone, a valued option with a value (a closed set's first).
+      std::vector<std::string> a = {"--" + o.name};
+      if (!o.value.empty()) a.push_back(o.choices.empty() ? "1" : o.choices.front());
+      const cli::Args args = cli::parse(a, spec.path);
+      ASSERT_TRUE(args.has(o.name)) << spec.path << " --" << o.name;
+      if (!o.choices.empty()) {
+        try {
+          cli::parse({"--" + o.name, "no-such-choice"}, spec.path);
+          FAIL() << spec.path << " --" << o.name << " took a value outside " << o.value;
+        } catch (const cli::UsageError& e) {
+          ASSERT_TRUE(cstest::contains(e.what(), "--" + o.name + " is one of " + o.value + ", not 'no-such-choice'"))
+              << e.what();
+        }
+      }
+    }
+    ASSERT_THROW(cli::parse({"--no-such-option"}, spec.path), cli::UsageError) << spec.path;
+  }
+  ASSERT_GE(options, 150u);
+  // Every --option the usage lines of a command's help show is declared for that command.
+  for (const auto& [cmd, names] : declared_by_command) {
+    std::string out, err;
+    ASSERT_EQ(cstest::run_cli({cmd, "--help"}, &out, &err), 0) << cmd << ": " << err;
+    bool usage = false;
+    for (const auto& line : cstest::split(out, '\n', true)) {
+      const bool cont =
+          usage && (line.rfind("  ", 0) == 0) && line.find_first_not_of(' ') != std::string::npos &&
+          (line[line.find_first_not_of(' ')] == '[' || line.find("cellscope-cli " + cmd) != std::string::npos);
+      usage = line.rfind("usage: cellscope-cli", 0) == 0 || cont;
+      if (!usage) continue;
+      const std::regex opt("--([a-z][a-z0-9-]*)");
+      for (auto it = std::sregex_iterator(line.begin(), line.end(), opt); it != std::sregex_iterator(); ++it)
+        if ((*it)[1] != "help") {  // -h / --help: every command's, answered before any parser
+          ASSERT_EQ(names.count((*it)[1]), 1u)
+              << cmd << ": the usage line shows --" << (*it)[1] << ", which no declaration of '" << cmd << "' has:\n"
+              << line;
+        }
+    }
+  }
+  // The drift the issue found, by name.
+  for (const std::vector<std::string>& words :
+       {std::vector<std::string>{"generate"}, {"cloze", "scores"}, {"cloze", "rerank"}}) {
+    std::vector<std::string> ask = words;
+    ask.push_back("--help");
+    std::string out, err;
+    ASSERT_EQ(cstest::run_cli(ask, &out, &err), 0) << err;
+    ASSERT_EQ(listed_options(out).count("threads"), 1u) << words[0] << "\n" << out;
+  }
+  // Reading an undeclared option is a programming error, not a silent default.
+  const cli::Args info = cli::parse({"--json"}, "info");
+  ASSERT_THROW(info.get("steps"), std::logic_error);
+  ASSERT_THROW(info.has("steps"), std::logic_error);
+  ASSERT_THROW(cli::command_spec("no such command"), std::logic_error);
+  // `help --options`: one line per listed option, what completion reads.
+  std::string out, err;
+  ASSERT_EQ(cstest::run_cli({"help", "--options"}, &out, &err), 0) << err;
+  ASSERT_TRUE(cstest::contains(out, "train\t--dist-backend\tgloo|nccl|auto\n")) << out;
+  ASSERT_TRUE(cstest::contains(out, "sweep run\t--jobs\tK\n")) << out;
+  ASSERT_FALSE(cstest::contains(out, "--peer-child")) << "a hidden option is listed";
 }
 
 }  // namespace test_cli_help
