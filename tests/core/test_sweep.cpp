@@ -11,6 +11,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <regex>
 #include <set>
@@ -19,6 +20,8 @@
 #include "harness.h"
 #include "sweep/sweep.h"
 #include "sweep/table.h"
+#include "tasks/inspect.h"
+#include "train/test_examples.h"
 #include "util/error.h"
 #include "util/paths.h"
 
@@ -420,6 +423,93 @@ TEST_F(Sweep, cli) {
   ASSERT_EQ(cstest::run_cli({"sweep", "status", "resume", "--workspace", ws}, &out, &err), 0);
   ASSERT_TRUE(cstest::contains(out, "4/4 points done"));
   ASSERT_EQ(cstest::run_cli({"sweep", "table", "nosuch", "--workspace", ws}, &out, &err), 2);
+}
+
+}  // namespace test_sweep
+
+namespace test_sweep {
+
+// Per-example test results (issue #51 item 1): where both runs of every seed stored their test
+// examples (RUN_DIR/test_examples.json), a paired comparison is tested over them too (a paired
+// bootstrap) and the verdict reads the larger p; where one is missing, the seeds' t-test alone.
+TEST_F(Sweep, pairedTableTestsOverStoredTestExamples) {
+  const std::string root = cstest::temp_dir() + "/examples";
+  // Accuracy on 60 test examples: B is right on 30 of them and A on those and `extra` more, for
+  // every seed, so every seed gives the same difference (the t-test's p is 0) and the examples decide.
+  auto run = [&](const std::string& name, int64_t seed, int right) {
+    const std::string dir = root + "/" + name + "-" + std::to_string(seed);
+    std::filesystem::create_directories(dir);
+    TestExamples e;
+    e.metric = "accuracy";
+    e.unit = "example";
+    for (int i = 0; i < 60; ++i) {
+      e.sums.push_back(i < right ? 1.0 : 0.0);
+      e.units.push_back(1);
+    }
+    write_test_examples(dir, e);
+    return dir;
+  };
+  auto table = [&](int extra, bool drop_one) {
+    std::vector<TableInput> in;
+    for (int64_t s = 1; s <= 5; ++s) {
+      const std::string b = run("B" + std::to_string(extra), s, 30),
+                        a = run("A" + std::to_string(extra), s, 30 + extra);
+      const auto eb = read_test_examples(b), ea = read_test_examples(a);
+      in.push_back({"r", "B", s, eb->metric_value(), false, b});
+      in.push_back({"r", "A", s, ea->metric_value(), false, drop_one && s == 3 ? std::string() : a});
+    }
+    return paired_table(in, {"r"}, {"B", "A"}, "B", "test accuracy");
+  };
+  // 2 more right of 60: the seeds agree, the test set cannot tell (McNemar-like: 2 of 2).
+  auto small = table(2, false);
+  const Significance& s = small.cells[0][1].sig;
+  ASSERT_EQ(s.seeds, 5);
+  ASSERT_FALSE(std::isnan(s.p_examples)) << s.test();
+  ASSERT_TRUE(cstest::contains(s.test(), "a paired bootstrap over 60 test examples (10000 resamples)")) << s.test();
+  ASSERT_GT(s.p_examples, 0.05) << s.p_examples;
+  ASSERT_LT(s.t.p, 0.05) << s.t.p;  // the seeds alone would call it
+  ASSERT_EQ(s.p, std::max(s.t.p, s.p_examples));
+  ASSERT_NE(s.verdict, "holds") << s.text();
+  // 25 more right of 60 on every seed: both tests reject, the difference holds.
+  auto large = table(25, false);
+  ASSERT_LT(large.cells[0][1].sig.p_examples, 0.001);
+  ASSERT_EQ(large.cells[0][1].sig.verdict, "holds") << large.cells[0][1].sig.text();
+  // One run without its examples: the seeds' test alone, and the note says what p leaves out.
+  auto partial = table(25, true);
+  ASSERT_TRUE(std::isnan(partial.cells[0][1].sig.p_examples));
+  // No metric given (hand-made tables): no per-example test.
+  std::vector<TableInput> plain = {{"r", "B", 1, 0.5, false, root + "/B2-1"},
+                                   {"r", "A", 1, 0.6, false, root + "/A2-1"}};
+  ASSERT_TRUE(std::isnan(paired_table(plain, {"r"}, {"B", "A"}, "B").cells[0][1].sig.p_examples));
+  // A file that cannot be read is named.
+  atomic_write(root + "/A2-1/test_examples.json", "{\"metric\": \"accuracy\"}");
+  try {
+    read_test_examples(root + "/A2-1");
+    FAIL() << "read a broken test_examples.json";
+  } catch (const UserError& e) {
+    ASSERT_TRUE(cstest::contains(e.what(), "test_examples.json' is not a valid test-examples file")) << e.what();
+  }
+}
+
+// The file's metric recomputed from its examples, and the scores whose mean is the per-unit loss.
+TEST_F(Sweep, testExamplesOfSequenceScores) {
+  SequenceScores lm;
+  lm.metric = "bpc";
+  for (auto [units, sum] : std::vector<std::pair<int64_t, double>>{{10, 7.0}, {30, 14.0}, {0, 0.0}}) {
+    ScoredSequence q;
+    q.units = q.length = units;
+    q.sum = sum;
+    lm.sequences.push_back(q);
+  }
+  const auto e = test_examples_of(lm);
+  ASSERT_TRUE(e.has_value());
+  ASSERT_EQ(e->sums.size(), 2u);  // the empty line scores nothing
+  ASSERT_NEAR(e->metric_value(), 21.0 / 40.0 / std::log(2.0), 1e-12);
+  const auto sc = e->scores();
+  ASSERT_NEAR((sc[0] + sc[1]) / 2, 21.0 / 40.0, 1e-12);  // the mean is the loss per character
+  SequenceScores bleu;
+  bleu.metric = "bleu";
+  ASSERT_FALSE(test_examples_of(bleu).has_value());
 }
 
 }  // namespace test_sweep

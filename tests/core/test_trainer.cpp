@@ -15,6 +15,7 @@
 #include "nan_task.h"
 #include "tasks/char_lm.h"
 #include "train/run_store.h"
+#include "train/test_examples.h"
 #include "train/trainer.h"
 #include "util/error.h"
 
@@ -257,6 +258,30 @@ TEST_F(Trainer, trackTestLogsTestAtEveryEvaluation) {
       ASSERT_EQ(test_steps, (std::vector<int64_t>{60}));
     }
   }
+}
+
+// The final test evaluation leaves its per-example results (RUN_DIR/test_examples.json,
+// train/test_examples.h) for the sweep tables' paired bootstrap: char_lm's lines, whose BPC is the
+// test BPC but for the newline predictions they leave out.
+TEST_F(Trainer, finalTestEvaluationWritesItsExamples) {
+  auto path = cstest::write_text_fixture("examples.txt", 8000);
+  const std::string dir = cstest::temp_dir() + "/examples-run";
+  train_to_dir(small_config(path, 40), dir);
+  const auto e = cs::read_test_examples(dir);
+  ASSERT_TRUE(e.has_value()) << "no test_examples.json in " << dir;
+  ASSERT_EQ(e->metric, "bpc");
+  ASSERT_GT(e->sums.size(), 3u);
+  const auto summary = RunStore(dir).read_summary();
+  ASSERT_TRUE(summary.has_test);
+  ASSERT_NEAR(e->metric_value(), summary.test_metric, 0.05 * summary.test_metric);
+  double units = 0;
+  for (auto u : e->units) units += static_cast<double>(u);
+  ASSERT_GT(units, 0.9 * static_cast<double>(summary.test_units)) << "the lines miss more than their newlines";
+  // No test split evaluated (training.eval_test = false): no file.
+  json cfg = small_config(path, 20);
+  cfg["training"]["eval_test"] = false;
+  train_to_dir(cfg, dir + "-no-test");
+  ASSERT_FALSE(cs::read_test_examples(dir + "-no-test").has_value());
 }
 
 TEST_F(Trainer, corruptedCheckpointGivesClearError) {

@@ -99,6 +99,10 @@ class Task {
   // Every sequence of `split` scored once, for metrics by sequence length (char_lm: lines,
   // word_lm: <eos>-ended sentences, classify/absa: examples).
   virtual SequenceScores sequence_scores(const std::string& split);
+  // Whether the trainer scores the test split per example after training (RUN_DIR/test_examples.json,
+  // run/train/test_examples.h): tasks whose metric is a mean over examples; seq2seq says no (its
+  // sequence_scores decodes, and BLEU is a corpus statistic).
+  virtual bool scores_test_examples() const { return true; }
   // Classifiers: class probabilities [N, C] (float64) of token-id sequences run as one
   // padded batch, and the names of the classes.
   virtual torch::Tensor class_probabilities(const std::vector<std::vector<int32_t>>& seqs);

@@ -3,10 +3,13 @@
 // every export prints (table.h). Budgets and runs: table_runs.cpp; exports: table_format.cpp.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 
 #include "sweep/table.h"
+#include "sweep/significance.h"
 #include "sweep/table_internal.h"
+#include "train/test_examples.h"
 #include "util/error.h"
 #include "util/text.h"
 
@@ -119,8 +122,40 @@ void refuse_small_cells(SweepTable& t, const std::vector<std::vector<int64_t>>& 
   mark_best(t, t.higher_is_better, t.paired ? "none" : best);
 }
 
+namespace {
+
+// The per-example test of a paired cell: its pairs of runs (one per seed), each with test examples
+// of `metric` ("test bpc" -> "bpc"), the same count in every run; NaN p when any is missing.
+struct ExampleTest {
+  double p = std::numeric_limits<double>::quiet_NaN();
+  std::string how;
+};
+ExampleTest example_test(const std::vector<std::pair<std::string, std::string>>& runs, const std::string& metric) {
+  ExampleTest out;
+  if (runs.empty() || metric.rfind("test ", 0) != 0) return out;
+  const std::string name = metric.substr(5);
+  std::vector<std::vector<double>> a, b;
+  std::string unit;
+  for (const auto& [x, ref] : runs) {
+    if (x.empty() || ref.empty()) return out;
+    const auto ex = read_test_examples(x), er = read_test_examples(ref);
+    if (!ex || !er || ex->metric != name || er->metric != name || ex->sums.size() != er->sums.size()) return out;
+    if (!a.empty() && ex->sums.size() != a.front().size()) return out;
+    a.push_back(ex->scores());
+    b.push_back(er->scores());
+    unit = ex->unit;
+  }
+  const BootstrapTest bt = paired_bootstrap(a, b);
+  out.p = bt.p;
+  out.how = "a paired bootstrap over " + std::to_string(a.front().size()) + " test " + unit + "s (" +
+            std::to_string(kBootstrapResamples) + " resamples)";
+  return out;
+}
+
+}  // namespace
+
 SweepTable paired_table(const std::vector<TableInput>& in, const std::vector<std::string>& rows,
-                        const std::vector<std::string>& cols, const std::string& ref_in) {
+                        const std::vector<std::string>& cols, const std::string& ref_in, const std::string& metric) {
   // "row:L" / "col:L" name the axis; a bare label is whichever of the two it is (a label that
   // is both must say which).
   std::string ref = ref_in;
@@ -148,12 +183,14 @@ SweepTable paired_table(const std::vector<TableInput>& in, const std::vector<std
   for (auto& x : in)
     if (on_ref(x) && std::isfinite(x.value)) refv[{other(x), x.seed}] = &x;
   std::vector<TableInput> diffs;
+  std::map<std::pair<std::string, std::string>, std::vector<std::pair<std::string, std::string>>> runs;
   for (auto& x : in) {
     auto it = refv.find({other(x), x.seed});
     if (it == refv.end() || !std::isfinite(x.value)) continue;  // unpaired: left out
     // a difference is short of the budget when either of its runs is
     diffs.push_back(
-        {x.row, x.col, x.seed, x.value - it->second->value, x.short_of_budget || it->second->short_of_budget});
+        {x.row, x.col, x.seed, x.value - it->second->value, x.short_of_budget || it->second->short_of_budget, ""});
+    runs[{x.row, x.col}].push_back({x.run_dir, it->second->run_dir});
   }
   SweepTable t = aggregate_table(diffs, rows, cols, false, "none");
   t.paired = true;
@@ -166,10 +203,17 @@ SweepTable paired_table(const std::vector<TableInput>& in, const std::vector<std
     const size_t rc = static_cast<size_t>(std::find(cols.begin(), cols.end(), ref) - cols.begin());
     for (auto& row : t.cells) row[rc].reference = true;
   }
-  // each comparison's tests over its paired seeds (significance.h; no per-example results are stored)
-  for (auto& row : t.cells)
-    for (auto& c : row)
-      if (!c.reference && c.n > 0) c.has_sig = true, c.sig = assess_paired(c.values);
+  // each comparison's tests over its paired seeds, and over the test examples where every pair of
+  // runs stored them (significance.h)
+  for (size_t r = 0; r < t.cells.size(); ++r)
+    for (size_t c = 0; c < t.cells[r].size(); ++c) {
+      TableCell& x = t.cells[r][c];
+      if (x.reference || x.n == 0) continue;
+      const auto pr = runs.find({rows[r], cols[c]});
+      const ExampleTest e = pr == runs.end() || metric.empty() ? ExampleTest{} : example_test(pr->second, metric);
+      x.has_sig = true;
+      x.sig = assess_paired(x.values, e.p, e.how);
+    }
   return t;
 }
 
@@ -238,8 +282,11 @@ SweepTable sweep_table(const SweepResults& r, const std::string& paired_ref, con
         ++missing;
         continue;
       }
+      // the final test metric (not the last evaluation line's key): its examples can test a difference
+      const bool final_test = metric_label.rfind("test ", 0) == 0 && rec.decode.empty();
       in.push_back({table_internal::label_on(r, rec, rows_axes, metric_label),
-                    table_internal::label_on(r, rec, cols_axes, metric_label), rec.point.seed, rec.value});
+                    table_internal::label_on(r, rec, cols_axes, metric_label), rec.point.seed, rec.value, false,
+                    final_test ? rec.state.run_dir : ""});
     }
   } else {
     in = table_internal::budget_inputs(r, budget, metric_label, note, problems, missing);
@@ -247,7 +294,7 @@ SweepTable sweep_table(const SweepResults& r, const std::string& paired_ref, con
   const auto rows = table_internal::labels_of(r, rows_axes, metric_label),
              cols = table_internal::labels_of(r, cols_axes, metric_label);
   SweepTable t = paired_ref.empty() ? aggregate_table(in, rows, cols, r.higher_is_better, r.spec.table.best)
-                                    : paired_table(in, rows, cols, paired_ref);
+                                    : paired_table(in, rows, cols, paired_ref, metric_label);
   t.higher_is_better = r.higher_is_better;
   t.title = r.spec.name;
   t.metric = metric_label;
@@ -265,7 +312,16 @@ SweepTable sweep_table(const SweepResults& r, const std::string& paired_ref, con
     for (auto& row : t.cells)
       for (auto& c : row)
         if (c.split_size > 0) smallest = smallest > 0 ? std::min(smallest, c.split_size) : c.split_size;
-    t.sampling_note = sampling_error_note(t.metric, smallest);
+    int with = 0, without = 0;
+    for (auto& row : t.cells)
+      for (auto& c : row)
+        if (c.has_sig) ++(std::isnan(c.sig.p_examples) ? without : with);
+    t.sampling_note = with > 0 && without == 0 ? examples_note(t.metric)
+                                               : sampling_error_note(t.metric, smallest) +
+                                                     (with > 0 ? "; " + std::to_string(with) +
+                                                                     " of the comparisons are tested over their test "
+                                                                     "examples too (their test column says so)"
+                                                               : "");
   }
   return t;
 }
@@ -324,6 +380,15 @@ std::string SweepLabels::departure_names() const {
   std::vector<std::string> names;
   for (auto& d : paper.departures) names.push_back(d.setting);
   return join(names, "; ");
+}
+
+std::string examples_note(const std::string& metric) {
+  return "p is the larger of the seeds' paired t-test p and a paired bootstrap over the test examples (every run's "
+         "test_examples.json): a difference holds only when it exceeds both the seed-to-seed spread and the test "
+         "set's own sampling error" +
+         std::string(metric.find("bpc") != std::string::npos || metric.find("ppl") != std::string::npos
+                         ? " (LMs: each example's loss per unit, normalised by the split's mean units per example)"
+                         : "");
 }
 
 std::string sampling_error_note(const std::string& metric, int64_t n) {

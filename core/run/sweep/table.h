@@ -125,8 +125,10 @@ struct SweepTable {
   std::string budget_note;                   // how the budget view read the runs (split used, fallbacks)
   std::vector<std::string> budget_problems;  // runs without a value at the budget, and why
   SweepLabels labels;                        // data and departures (sweep_table; empty for hand-made tables)
-  // Paired view: what the p-values leave out (the test set's own sampling error: runs store no
-  // per-example results), with the binomial bound for an accuracy on the smallest split.
+  // Paired view: what the p-values cover: the seeds' spread and, where both runs of every seed
+  // stored their test examples (RUN_DIR/test_examples.json), the test set's own sampling error (a
+  // paired bootstrap over the examples); else what they leave out, with the binomial bound for an
+  // accuracy on the smallest split.
   std::string sampling_note;
 };
 
@@ -136,6 +138,8 @@ struct TableInput {
   int64_t seed = 0;
   double value = 0;
   bool short_of_budget = false;  // budget view: the run ended before the budget
+  std::string run_dir = "";      // the run, when `value` is its final test metric (its test_examples.json
+                                 // can then test a paired difference over the test set); "" otherwise
 };
 
 // Mean, sample std, best marking. `best`: column | row | all | none. Rows and
@@ -159,10 +163,12 @@ void refuse_small_cells(SweepTable& t, const std::vector<std::vector<int64_t>>& 
 // option), or value(r, c, s) - value(ref, c, s) when `ref` is a row label. `ref` may say
 // its axis ("row:L", "col:L"); a bare label that is both a row and a column is refused.
 // No cell is bold; the reference column (row) is marked. Each other cell with values carries its
-// paired t-test over seeds, sign test and verdict (assess_paired). Throws UserError when `ref`
-// is neither.
+// paired t-test over seeds, sign test and verdict (assess_paired); with `metric` ("test bpc"), a
+// cell whose every pair of runs stored test examples of that metric (TableInput::run_dir,
+// RUN_DIR/test_examples.json, the same examples) is tested over them too: a paired bootstrap, the
+// verdict reading the larger p. Throws UserError when `ref` is neither.
 SweepTable paired_table(const std::vector<TableInput>& in, const std::vector<std::string>& rows,
-                        const std::vector<std::string>& cols, const std::string& ref);
+                        const std::vector<std::string>& cols, const std::string& ref, const std::string& metric = "");
 
 // The table of a sweep's results (rows/cols from its spec); `paired_ref` non-empty: paired view.
 // Each cell's `runs` are read from the runs' summary.json / config.json (size, steps reached and
@@ -193,6 +199,8 @@ std::vector<SeriesPoint> sweep_series(const SweepResults& r, const std::string& 
 // known split size `n` (0: unknown): the test set's sampling error, with the binomial bound
 // sqrt(0.25 / n) for an accuracy.
 std::string sampling_error_note(const std::string& metric, int64_t n);
+// The paired view's note when every comparison was tested over its test examples too.
+std::string examples_note(const std::string& metric);
 
 // Formatting: numbers with `digits` decimals (-1: 3 below 10, 2 below 100, 1 otherwise).
 std::string format_cell(const TableCell& c, int digits = -1, bool with_n = false);

@@ -5,6 +5,7 @@
 //   summary.json      parameter count, best valid metric + step, test metric, mean
 //                     throughput, status (running/finished/stopped/failed) and reason
 //   checkpoints/      last.pt, best.pt, step_<N>.pt (model, optimizer, task and trainer state, RNG)
+//   test_examples.json  the final test evaluation per example, for paired bootstraps (train/test_examples.h)
 //   log.txt           human-readable log
 //   tensorboard/      TensorBoard event files, written live (training.tensorboard; train/TENSORBOARD_NOTES.md)
 //   label.txt         optional short name the user gave the run (legends, run table); one line, UTF-8

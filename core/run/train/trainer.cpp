@@ -25,6 +25,7 @@
 #include "train/step_sync.h"
 #include "train/trainer_impl.h"
 #include "train/tb_events.h"
+#include "train/test_examples.h"
 #include "util/cpu_cache.h"
 #include "util/error.h"
 
@@ -501,6 +502,7 @@ TrainOutcome Trainer::finish(RunContext& rc, Ending how) {
       auto er = evaluate(rc, "test");
       summary_.has_test = true;
       summary_.test_metric = er.metrics.at(rc.metric);
+      write_test_examples_of_best(rc);
     }
     summary_.status = "finished";
     summary_.reason = rc.early_stopped ? "early stop (patience)" : "";
@@ -508,6 +510,26 @@ TrainOutcome Trainer::finish(RunContext& rc, Ending how) {
   write_summary(rc);
   log(rc, how == Ending::finished ? "finished at step " + std::to_string(step_) : summary_.reason);
   return {summary_, store_ ? store_->dir() : ""};
+}
+
+// RUN_DIR/test_examples.json (train/test_examples.h): the best checkpoint's test split scored per
+// example, for the paired bootstrap of sweep tables. One process writes it (a data-parallel run's
+// rank 0 scores the whole split alone). A failure costs the file, not the run: it is logged.
+void Trainer::write_test_examples_of_best(RunContext& rc) {
+  if (!writer() || !task_->scores_test_examples()) return;
+  try {
+    const auto e = test_examples_of(task_->sequence_scores("test"));
+    if (!e) return;
+    write_test_examples(store_->dir(), *e);
+    // the per-example sums re-add to about the test metric (char_lm's lines leave out the newline
+    // predictions, as MZU Fig. 2 scores them): a larger gap is worth a line in the log
+    const double again = e->metric_value();
+    if (std::abs(again - summary_.test_metric) > 0.05 * std::abs(summary_.test_metric))
+      log(rc, "note: " + std::string(kTestExamplesFile) + "'s examples give test " + rc.metric + " " +
+                  std::to_string(again) + ", the evaluation " + std::to_string(summary_.test_metric));
+  } catch (const std::exception& ex) {
+    log(rc, std::string("warning: ") + kTestExamplesFile + " not written: " + ex.what());
+  }
 }
 
 TrainOutcome Trainer::run(TrainerControl* control, const TrainerCallbacks& cb) {
