@@ -299,9 +299,10 @@ table     the table of the points finished so far (by every worker or task; the 
           goes to stderr): rows x columns of the spec, mean +- sample std over seeds, best marked (bold in
           LaTeX); --metric test|valid|test.KEY|valid.KEY; --paired LABEL: the difference to the column
           (or row) LABEL of runs sharing seed and every other option, mean +- std over seeds (row:L or
-          col:L when a label is both), with each difference's test and p (a paired t-test over seeds;
-          CSV columns test, t, p, sign_test_p, verdict): "holds" only at p < 0.05 on 5 seeds or more,
-          else "consistent in sign on N seeds" or "not established". Every output names the data used,
+          col:L when a label is both), with each difference's test and p (a paired t-test over seeds, and
+          a paired bootstrap over the test examples where every run stored them, the verdict reading the
+          larger p; CSV columns test, t, p, sign_test_p, verdict, examples_p): "holds" only at p < 0.05 on
+          5 seeds or more, else "consistent in sign on N seeds" or "not established". Every output names the data used,
           the paper's data it stands in for and the spec's departures from the paper (CSV columns
           dataset, stands_in_for, departures). --series AXIS: long form
           (series, AXIS, mean, std, n) for a figure with error bars, e.g. CRU Fig. 3 (model.filter_length).

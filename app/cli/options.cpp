@@ -58,8 +58,8 @@ std::vector<OptionSpec> rendezvous_opts() {
   };
 }
 
-std::vector<CommandSpec> make_specs() {
-  std::vector<CommandSpec> s;
+// info, datasets, fetch, presets, validate, train, eval, label, status, params
+void add_setup_specs(std::vector<CommandSpec>& s) {
   s.push_back({"info", {json_flag("print one JSON object"), threads_opt()}});
   s.push_back({"datasets",
                {json_flag("print the list as JSON"),
@@ -136,6 +136,10 @@ std::vector<CommandSpec> make_specs() {
                {set_opt(),
                 {"vocab", "N", "build it with a vocabulary of N symbols without loading any data (char_lm)", {}, false},
                 json_flag("print the breakdown as JSON")}});
+}
+
+// bench and its modes
+void add_bench_specs(std::vector<CommandSpec>& s) {
   s.push_back(
       {"bench",
        {{"cell", "CELL", "the cell (default gru)", {}, false},
@@ -234,6 +238,10 @@ std::vector<CommandSpec> make_specs() {
         {"peer-child", "", "one measurement (bench --peer runs it in a fresh process)", {}, true},
         {"model-json", "JSON", "the measured model (bench --peer's child)", {}, true},
         {"min-seconds", "S", "the least time a child measures", {}, true}}});
+}
+
+// analyze, cv, sweep
+void add_study_specs(std::vector<CommandSpec>& s) {
   s.push_back(
       {"analyze",
        {{"run", "DIR", "the run; repeat it for several runs (kinds marked so)", {}, false},
@@ -321,6 +329,10 @@ std::vector<CommandSpec> make_specs() {
          false},
         {"at", "time=SECONDS|flops=X|step=N|KIND=common", "the same as --budget", {}, false}}});
   s.push_back({"sweep list", {}});
+}
+
+// generate, cloze, decode, report, export, import
+void add_use_specs(std::vector<CommandSpec>& s) {
   s.push_back({"generate",
                {{"run", "DIR", "the char_lm or word_lm run (required)", {}, false},
                 checkpoint_opt(),
@@ -394,6 +406,14 @@ std::vector<CommandSpec> make_specs() {
                 threads_opt(),
                 json_flag("print one object: run_dir, tensors, weights_sha256, metric, valid, test"),
                 {"quiet", "", "no progress lines", {}, false}}});
+}
+
+std::vector<CommandSpec> make_specs() {
+  std::vector<CommandSpec> s;
+  add_setup_specs(s);
+  add_bench_specs(s);
+  add_study_specs(s);
+  add_use_specs(s);
   for (auto& c : s)
     for (auto& o : c.options)
       if (o.value.empty() && !o.choices.empty())

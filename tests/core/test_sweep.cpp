@@ -470,6 +470,11 @@ TEST_F(Sweep, pairedTableTestsOverStoredTestExamples) {
   ASSERT_LT(s.t.p, 0.05) << s.t.p;  // the seeds alone would call it
   ASSERT_EQ(s.p, std::max(s.t.p, s.p_examples));
   ASSERT_NE(s.verdict, "holds") << s.text();
+  // Each output shows the per-example p beside the seeds' (text column, CSV examples_p, JSON).
+  const std::string txt = table_to_text(small);
+  ASSERT_TRUE(cstest::contains(txt, "bootstrap over test examples")) << txt;
+  ASSERT_TRUE(cstest::contains(txt, p_text(s.p_examples))) << txt;
+  ASSERT_TRUE(cstest::contains(table_to_csv(small), ",examples_p,")) << table_to_csv(small);
   // 25 more right of 60 on every seed: both tests reject, the difference holds.
   auto large = table(25, false);
   ASSERT_LT(large.cells[0][1].sig.p_examples, 0.001);

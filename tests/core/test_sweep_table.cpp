@@ -358,7 +358,7 @@ TEST(SweepTable, cellOnATestSetUnderTheMinimumIsRefused) {
     if (line.rfind("slow,", 0) != 0) continue;
     csv_seen = true;
     const auto f = cstest::split(line, ',');
-    ASSERT_EQ(f.size(), 24u) << line;  // 16 + the paired test's 5 + the labels' 3
+    ASSERT_EQ(f.size(), 25u) << line;  // 16 + the paired test's 6 + the labels' 3
     // no mean, no std, n 0, not best, no seeds or values; split_size 99, refused
     EXPECT_EQ(f[2] + "|" + f[3] + "|" + f[4] + "|" + f[5] + "|" + f[6] + "|" + f[7], "||0|0||") << line;
     EXPECT_EQ(f[14] + "|" + f[15], "99|1") << line;
@@ -547,7 +547,7 @@ TEST(SweepTable, pairedViewStatesTestPAndVerdictInEveryExport) {
   EXPECT_NE(txt.find("consistent in sign on 2 seeds (p < 0.0001)"), std::string::npos) << txt;
   EXPECT_NE(txt.find("runs store no per-example test results"), std::string::npos) << txt;
   const std::string csv = table_to_csv(t);
-  EXPECT_NE(csv.find(",test,t,p,sign_test_p,verdict,"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",test,t,p,sign_test_p,verdict,examples_p,"), std::string::npos) << csv;
   EXPECT_NE(csv.find("paired t-test over 2 seeds,"), std::string::npos) << csv;
   EXPECT_NE(csv.find(",consistent in sign on 2 seeds (p < 0.0001),"), std::string::npos) << csv;
   const std::string tex = table_to_latex(t);

@@ -135,7 +135,10 @@ void text_significance(std::ostringstream& o, const SweepTable& t, int digits) {
   o << "\nsignificance of each difference (two-sided; \"holds\" only at p < " << kVerdictAlpha << " on at least "
     << kMinSeedsForHolds << " seeds, else \"consistent in sign on N seeds\" when every seed agrees, else \"not "
     << "established\"):\n";
+  // the per-example test's column, where some cell has one (RUN_DIR/test_examples.json of every run)
+  const bool examples = any_cell(t, [](const TableCell& c) { return c.has_sig && !std::isnan(c.sig.p_examples); });
   std::vector<std::vector<std::string>> g{{"cell", "difference", "paired t-test over seeds", "sign test", "verdict"}};
+  if (examples) g[0].insert(g[0].begin() + 4, "bootstrap over test examples");
   for (size_t r = 0; r < t.row_labels.size(); ++r)
     for (size_t c = 0; c < t.col_labels.size(); ++c) {
       const TableCell& x = t.cells[r][c];
@@ -147,6 +150,7 @@ void text_significance(std::ostringstream& o, const SweepTable& t, int digits) {
       const std::string st = std::to_string(s.sign.positive) + "+ " + std::to_string(s.sign.negative) + "-" +
                              (s.sign.ties ? " " + std::to_string(s.sign.ties) + "=" : "") + ", " + p_text(s.sign.p);
       g.push_back({cell_name(t, r, c), format_cell(x, digits), tt, st, s.text()});
+      if (examples) g.back().insert(g.back().begin() + 4, std::isnan(s.p_examples) ? "none" : p_text(s.p_examples));
     }
   print_aligned(o, g);
   if (!t.sampling_note.empty()) o << "note: " << t.sampling_note << "\n";
@@ -249,9 +253,10 @@ std::string csv_runs(const TableCell& x) {
   return o.str();
 }
 
-// The paired test columns: test, t, p, sign_test_p, verdict (empty outside the paired view).
+// The paired test columns: test, t, p, sign_test_p, verdict, examples_p (empty outside the paired
+// view; examples_p empty without a per-example test).
 std::string csv_significance(const TableCell& x) {
-  if (!x.has_sig) return ",,,,";
+  if (!x.has_sig) return ",,,,,";
   std::ostringstream o;
   o << std::setprecision(6);
   const Significance& s = x.sig;
@@ -261,7 +266,8 @@ std::string csv_significance(const TableCell& x) {
   if (!std::isnan(s.p)) o << s.p;
   o << ",";
   if (!std::isnan(s.sign.p)) o << s.sign.p;
-  o << "," << csv_field(s.text());
+  o << "," << csv_field(s.text()) << ",";
+  if (!std::isnan(s.p_examples)) o << s.p_examples;
   return o.str();
 }
 
@@ -272,7 +278,7 @@ std::string table_to_csv(const SweepTable& t) {
   o << csv_field(t.row_header.empty() ? "row" : t.row_header) << ","
     << csv_field(t.col_header.empty() ? "column" : t.col_header)
     << ",mean,std,n,best,seeds,values,parameters,steps,ends,seconds,train_flops,short_of_budget,split_size,refused,"
-       "test,t,p,sign_test_p,verdict,dataset,stands_in_for,departures\n";
+       "test,t,p,sign_test_p,verdict,examples_p,dataset,stands_in_for,departures\n";
   o << std::setprecision(10);
   const std::string labels = csv_field(join(t.labels.datasets, "; ")) + "," +
                              csv_field(t.labels.paper.present() ? t.labels.paper.dataset : "") + "," +
@@ -423,6 +429,8 @@ json significance_json(const TableCell& x) {
           {"t_test_p", num_or_null(s.t.p)},
           {"sign_test", {{"positive", s.sign.positive}, {"negative", s.sign.negative}, {"ties", s.sign.ties}}},
           {"sign_test_p", num_or_null(s.sign.p)},
+          {"examples_test", s.example_test},
+          {"examples_p", num_or_null(s.p_examples)},
           {"p", num_or_null(s.p)},
           {"verdict", s.verdict},
           {"text", s.text()}};

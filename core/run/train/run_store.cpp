@@ -1,4 +1,5 @@
 #include "train/run_store.h"
+#include "train/test_examples.h"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -306,9 +307,10 @@ void RunStore::log(const std::string& line) const {
 
 std::string RunStore::remove_if_only_run_files() const {
   // What create_atomically and the first steps write (the layout at the top of run_store.h, and
-  // dataset.json: train/launch.cpp's record of the dataset's files).
+  // dataset.json: train/launch.cpp's record of the dataset's files), and test_examples.json, which
+  // the end writes (a copy of a run's files counts as the run's).
   static const char* const kFiles[] = {"config.json", "vocab",          "lock",      "summary.json", "metrics.jsonl",
-                                       "log.txt",     "script_cell.pt", "label.txt", "dataset.json"};
+                                       "log.txt",     "script_cell.pt", "label.txt", "dataset.json", kTestExamplesFile};
   auto is_file = [](const std::string& p) {
     struct stat st {};
     return ::lstat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
