@@ -12,6 +12,7 @@
 #include <QJsonObject>
 #include <QApplication>
 #include <QPushButton>
+#include <QRegularExpression>
 #include <QSettings>
 #include <QTableWidget>
 #include <QtTest/QtTest>
@@ -85,6 +86,11 @@ class GuiSweepTest : public QObject {
     QCOMPARE(t->item(1, 0)->text(), QString("(ref.)"));
     QVERIFY(t->item(0, 1)->text().contains(QString::fromUtf8("±")));
     QVERIFY(!t->item(0, 1)->font().bold());
+    // each difference says its verdict and, in the tooltip, the tests behind it; the caption what p covers
+    QVERIFY2(t->item(0, 1)->text().contains(QRegularExpression("\\n(holds|consistent in sign|not established)")),
+             qPrintable(t->item(0, 1)->text()));
+    QVERIFY2(t->item(0, 1)->toolTip().contains("paired t-test over"), qPrintable(t->item(0, 1)->toolTip()));
+    QVERIFY2(panel->captionText().contains("Note: p "), qPrintable(panel->captionText()));
     QVERIFY(panel->exportTable(root + "/paired.csv", &err));
     QFile fp(root + "/paired.csv");
     QVERIFY(fp.open(QIODevice::ReadOnly));

@@ -415,17 +415,22 @@ void SweepPanel::refreshTable() {
   for (int r = 0; r < t.rows.size(); ++r)
     for (int c = 0; c < t.cols.size(); ++c) {
       const auto& cell = t.cells[r][c];
-      auto* item = new QTableWidgetItem(cell.text);
+      // the paired view's verdict under the difference, its tests in the tooltip
+      auto* item = new QTableWidgetItem(cell.verdict.isEmpty() ? cell.text : cell.text + "\n" + cell.verdict);
       item->setTextAlignment(Qt::AlignCenter);
       QFont f = item->font();
       f.setBold(cell.best);
       item->setFont(f);
-      item->setToolTip(QStringLiteral("n = %1 seed(s)").arg(cell.n));
+      item->setToolTip(QStringLiteral("n = %1 seed(s)").arg(cell.n) +
+                       (cell.tests.isEmpty() ? QString() : QStringLiteral("\n") + cell.tests));
       m_table->setItem(r, c, item);
     }
   m_table->resizeColumnsToContents();
+  m_table->resizeRowsToContents();
   updatePlot();
 }
+
+QString SweepPanel::captionText() const { return m_caption->text(); }
 
 void SweepPanel::updatePlot() {
   m_plot->clearPlottables();

@@ -48,6 +48,7 @@ class SweepPanel : public QWidget {
   QComboBox* pairedReference() const { return m_pairedRef; }
   QCustomPlot* seriesPlot() const { return m_plot; }
   QString statusText() const;
+  QString captionText() const;  // the table's caption (title, metric, data, what p covers)
   QString sweepDir() const { return m_dir; }
   bool isRunning() const;
   QString lastError() const { return m_lastError; }

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "json_qt.h"
+#include "sweep/significance.h"
 #include "sweep/sweep.h"
 #include "sweep/table.h"
 #include "util/error.h"
@@ -69,6 +70,14 @@ bool sweepTable(const QString& dir, const QString& pairedRef, SweepTableView* ou
         cv.n = c.n;
         cv.mean = c.mean;
         cv.std = c.std;
+        if (c.has_sig) {
+          cv.verdict = QString::fromStdString(c.sig.text());
+          cv.tests = QString::fromStdString(c.sig.test());
+          if (!std::isnan(c.sig.p_examples))
+            cv.tests += QStringLiteral("; seeds: %1, test examples: %2")
+                            .arg(QString::fromStdString(cs::p_text(c.sig.t.p)),
+                                 QString::fromStdString(cs::p_text(c.sig.p_examples)));
+        }
         vr << cv;
       }
       v.cells << vr;
@@ -87,6 +96,8 @@ bool sweepTable(const QString& dir, const QString& pairedRef, SweepTableView* ou
     if (!t.labels.empty()) v.caption += QStringLiteral("; ") + QString::fromStdString(t.labels.data_line());
     if (!t.labels.paper.departures.empty())
       v.caption += QStringLiteral("; departs from the paper in: ") + QString::fromStdString(t.labels.departure_names());
+    // the paired view: what its p-values cover (the seeds' spread; the test set's error where stored)
+    if (!t.sampling_note.empty()) v.caption += QStringLiteral(". Note: ") + QString::fromStdString(t.sampling_note);
     *out = v;
     return true;
   } catch (const std::exception& e) {

@@ -32,6 +32,9 @@ struct SweepCellView {
   bool best = false;
   int n = 0;
   double mean = 0, std = 0;
+  // paired view: the verdict with its p ("holds (p = 0.012, 5 seeds)") and the tests behind it
+  // (SWEEP_NOTES "Significance"); empty in the plain view and for the reference
+  QString verdict, tests;
 };
 struct SweepTableView {
   QString title, metric, rowHeader, colHeader, caption;
