@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <sstream>
@@ -84,16 +85,58 @@ static int run_python_check(const std::vector<std::string>& dirs, bool as_json, 
   return j.value("ok", false) && rc == 0 ? 0 : 1;
 }
 
+// `bench --peer --device cuda|cuda:N` (bench/bench_peer_gpu.cpp): the GPU's comparison and its table.
+static int run_device_bench(const Args& args, cs::PeerBenchOptions& o) {
+  if (o.device != "cuda" && o.device.rfind("cuda:", 0) != 0)
+    throw UsageError("--device: expected cpu, cuda or cuda:N, got '" + o.device + "'");
+  if (args.has("python-modes")) {
+    o.python_modes.clear();
+    std::stringstream in(args.get("python-modes"));
+    std::string one;
+    while (std::getline(in, one, ',')) {
+      if (one != "eager" && one != "compile" && one != "compile_step")
+        throw UsageError("--python-modes: each is eager, compile or compile_step, not '" + one + "'");
+      o.python_modes.push_back(one);
+    }
+  }
+  o.compile_timeout = std::stod(args.get("compile-timeout", "300"));
+  o.partial_path = args.get("partial", "");
+  cs::json r = cs::run_peer_bench_device(o, &std::cerr);
+  if (args.has("json")) std::cout << r.dump() << "\n";
+  else std::cout << cs::peer_table_markdown_device(r);
+  return 0;
+}
+
 int cmd_bench_peer(const std::vector<std::string>& a) {
   auto args = parse(a, "bench --peer");
   if (args.has("peer-child")) {  // one measurement in a fresh process (run by `bench --peer`)
     const auto m = cs::parse_json(args.get("model-json"), "--model-json");
     cs::set_threads(static_cast<int>(args.get_int("threads", 0, 0, 1024)));
+    const std::string device = args.get("device", "cpu");
+    if (device != "cpu") {
+      const auto r = cs::measure_step_child_device(
+          m, args.get_int("batch", 32, 1, 65536), args.get_int("seq", 150, 1, 100000),
+          args.get_int("vocab", 96, 1, 10000000), static_cast<int>(args.get_int("iters", 0, 0, 1000000)),
+          std::stod(args.get("min-seconds", "3")), device, !args.has("eager"));
+      std::cout << r.dump() << "\n";
+      return 0;
+    }
     auto r = cs::measure_step_child(m, args.get_int("batch", 32, 1, 65536), args.get_int("seq", 150, 1, 100000),
                                     args.get_int("vocab", 96, 1, 10000000),
                                     static_cast<int>(args.get_int("iters", 0, 0, 1000000)),
                                     std::stod(args.get("min-seconds", "3")), args.has("autograd"));
     std::cout << r.dump() << "\n";
+    return 0;
+  }
+  if (args.has("table-from")) {  // the table of an earlier --json result (or a --partial one)
+    const std::string path = args.get("table-from");
+    std::ifstream f(path);
+    if (!f) throw cs::UserError("--table-from: cannot read '" + path + "'");
+    std::stringstream text;
+    text << f.rdbuf();
+    const cs::json r = cs::parse_json(text.str(), path);
+    std::cout << (r.value("device", std::string("cpu")) != "cpu" ? cs::peer_table_markdown_device(r)
+                                                                 : cs::peer_table_markdown(r));
     return 0;
   }
   const double tol = std::stod(args.get("tol", "1e-10"));
@@ -168,6 +211,8 @@ int cmd_bench_peer(const std::vector<std::string>& a) {
   o.self_exe = self_exe();
   for (const auto& c : o.cells) peer_model(args, c, o.embed, o.hidden);  // --set errors before any measurement
   cs::set_threads(o.threads);
+  o.device = args.get("device", "cpu");
+  if (o.device != "cpu") return run_device_bench(args, o);
   cs::json r = cs::run_peer_bench(o, &std::cerr);  // progress on stderr, the result on stdout
   if (args.has("json")) std::cout << r.dump() << "\n";
   else std::cout << cs::peer_table_markdown(r);

@@ -22,6 +22,7 @@
 #include "help.h"
 #include "tasks/model_params.h"
 #include "tasks/task.h"
+#include "train/graph_step.h"
 #include "train/launch.h"
 #include "train/run_store.h"
 #include "train/trainer.h"
@@ -75,6 +76,7 @@ int cmd_info(const std::vector<std::string>& a) {
   std::vector<std::string> tasks;
   for (auto& t : cs::task_registry()) tasks.push_back(t.name);
   j["tasks"] = tasks;
+  j["cuda"] = cs::cuda_info();  // the devices and the CUDA-graph state (train/graph_step.h)
   auto blas = cs::detect_blas();
   const std::string warn = cs::blas_warning(blas);
   if (!warn.empty()) j["warning"] = warn;
@@ -92,8 +94,14 @@ int cmd_info(const std::vector<std::string>& a) {
               << "CUDA            "
               << (j["cuda_available"].get<bool>()
                       ? "available, " + std::to_string(j["cuda_devices"].get<int>()) + " device(s)"
-                      : "not available")
-              << "\n"
+                      : std::string(j["cuda"]["built_with_cuda"].get<bool>() ? "built with CUDA, no device visible"
+                                                                             : "not available (a CPU LibTorch)"))
+              << "\n";
+    for (const auto& d : j["cuda"]["devices"])
+      std::cout << "  cuda:" << d["index"].get<int64_t>() << "          " << d["name"].get<std::string>()
+                << ", compute capability " << d["capability"].get<std::string>() << ", "
+                << d["memory_bytes"].get<int64_t>() / (int64_t{1} << 20) << " MiB\n";
+    std::cout << "CUDA graphs     " << j["cuda"]["graphs"].get<std::string>() << "\n"
               << "Cells           ";
     for (auto& c : cs::cell_names()) std::cout << c << " ";
     std::cout << "\nTasks           ";

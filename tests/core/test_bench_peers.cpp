@@ -4,6 +4,7 @@
 // must agree to 1e-10. And `bench --peer` reports what the table needs.
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -13,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_peer.h"
 #include "harness.h"
 
 namespace test_bench_peers {  // this file's own names in a unity build (tests/README.md)
@@ -356,6 +358,26 @@ TEST(BenchPeers, aPeerThatCannotRunTheModelLeavesItsColumnsEmptyAndSaysWhy) {
   ASSERT_FALSE(row.contains("python"));
   ASSERT_FALSE(row.contains("speedup"));
   ASSERT_TRUE(cstest::contains(row.value("python_error", std::string()), "candidate_dropout")) << row.dump();
+}
+
+// CELLSCOPE_PEER_PYTHON may name the interpreter as a shell would (python3, a virtual environment's on
+// PATH): a bare name is looked up on PATH, since the children are started by path (a GPU run once lost
+// every Python measurement to "cannot run python3"). A path is kept as it is; no value: Debian's.
+TEST(BenchPeers, peerPythonBareNameIsLookedUpOnPath) {
+  const char* old = std::getenv("CELLSCOPE_PEER_PYTHON");
+  const std::string saved = old ? old : "";
+  ::setenv("CELLSCOPE_PEER_PYTHON", "sh", 1);
+  const std::string sh = cs::peer_python();
+  ::setenv("CELLSCOPE_PEER_PYTHON", "/opt/some/python3", 1);
+  const std::string given = cs::peer_python();
+  ::unsetenv("CELLSCOPE_PEER_PYTHON");
+  const std::string fallback = cs::peer_python();
+  if (old) ::setenv("CELLSCOPE_PEER_PYTHON", saved.c_str(), 1);
+  ASSERT_EQ(sh.front(), '/') << sh;
+  ASSERT_EQ(sh.substr(sh.size() - 3), "/sh") << sh;
+  ASSERT_EQ(::access(sh.c_str(), X_OK), 0) << sh;
+  ASSERT_EQ(given, "/opt/some/python3");
+  ASSERT_EQ(fallback, "/usr/bin/python3");
 }
 
 }  // namespace test_bench_peers

@@ -5,6 +5,7 @@
 // written by /usr/bin/python3 running the worked examples (python3-torch, which packaging/setup.sh
 // installs; the tests fail without it).
 #include <gtest/gtest.h>
+#include <torch/nn/functional/loss.h>
 
 #include <algorithm>
 #include <chrono>

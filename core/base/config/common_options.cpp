@@ -98,6 +98,11 @@ const OptionTable<TrainingOptions>& training_option_table() {
     t.field("threads", &T::threads, 0, 1024,
             "LibTorch intra-op threads (0 = all cores; the GUI leaves one for itself).");
     t.field("device", &T::device, "Device: cpu, cuda or cuda:N.");
+    t.choice("cuda_graph", &T::cuda_graph,
+             "On a CUDA device, replay each training step as one captured CUDA graph (the same updates, far "
+             "fewer kernel launches): auto = where the task and model allow it (char_lm, Adam, one process; "
+             "the log says when and why not); off = never; on = also run the same static-shape step on the CPU "
+             "(nothing is captured there).");
     t.field("eval_test", &T::eval_test, "Evaluate the best checkpoint on the test split at the end.");
     t.field("track_test", &T::track_test,
             "Also evaluate the test split at every evaluation (not only the best checkpoint at the end), "
@@ -143,6 +148,7 @@ const std::vector<BookkeepingOption>& bookkeeping_options() {
       {"notes", "free text"},
       {"training.threads", "intra-op threads: the same updates, at another speed (float rounding aside)"},
       {"training.device", "where the same updates run (float rounding aside)"},
+      {"training.cuda_graph", "whether the same updates are replayed as one CUDA graph (float rounding aside)"},
       {"training.log_every", "how often a metrics line is written"},
       {"training.checkpoint_every", "how often a checkpoint is written"},
       {"training.keep_checkpoints", "how many step checkpoints are kept"},

@@ -42,6 +42,15 @@ constexpr EnumNames<Optimizer, 3> enum_names(Optimizer) {
   return {{{Optimizer::Adam, "adam"}, {Optimizer::Sgd, "sgd"}, {Optimizer::Asgd, "asgd"}}};
 }
 
+// training.cuda_graph: the training step replayed as one CUDA graph (run/train/GRAPH_NOTES.md).
+// auto: on a CUDA device where the task and model allow it; off: never; on: the same static-shape
+// step on every device (on the CPU nothing is captured: the path the CPU tests check), and a
+// CUDA step that cannot be captured says why in the log, as auto does.
+enum class CudaGraph { Auto, Off, On };
+constexpr EnumNames<CudaGraph, 3> enum_names(CudaGraph) {
+  return {{{CudaGraph::Auto, "auto"}, {CudaGraph::Off, "off"}, {CudaGraph::On, "on"}}};
+}
+
 struct TrainingOptions {
   Optimizer optimizer = Optimizer::Adam;
   double lr = 1e-3;
@@ -62,6 +71,7 @@ struct TrainingOptions {
   int64_t seed = 1;
   int64_t threads = 0;
   std::string device = "cpu";
+  CudaGraph cuda_graph = CudaGraph::Auto;
   bool eval_test = true;
   bool track_test = false;
   bool tensorboard = true;  // RUN_DIR/tensorboard/ event files, written live (train/TENSORBOARD_NOTES.md)

@@ -24,6 +24,16 @@ void StepContext::add_metric(const std::string& name, double value, int64_t coun
   m.second += count;
 }
 
+void StepContext::add_metric(const std::string& name, const torch::Tensor& value, int64_t count) {
+  if (!tensor_metrics) {
+    add_metric(name, value.item<double>(), count);
+    return;
+  }
+  auto& m = metric_tensors[name];
+  m.first = m.first.defined() ? m.first + value.detach() : value.detach();
+  m.second += count;
+}
+
 State CellImpl::initial_state(int64_t batch, const torch::TensorOptions& opts) const {
   return {torch::zeros({batch, hidden_size()}, opts)};
 }

@@ -65,8 +65,19 @@ struct StepContext {
   // CellInfo::fast_path_refusal (cells/registry.h).
   int64_t fast_path_calls = 0;
 
+  // A static-shape step (run/train/graph_step.h: what a CUDA graph replays) reads no value back
+  // to the host while it runs: with tensor_metrics set, a cell's logged metrics go to
+  // metric_tensors as 0-dim tensors (name -> (sum, count)) instead of `metrics`, read once
+  // after the step. host_schedule: set by a cell whose forward used a host value that changes
+  // from step to step (the MZU's eq. 19 lambda during its warm-up), so a graph captured now
+  // would replay a stale value.
+  bool tensor_metrics = false;
+  std::map<std::string, std::pair<torch::Tensor, int64_t>> metric_tensors;
+  bool host_schedule = false;
+
   void add_loss(const torch::Tensor& term);
   void add_metric(const std::string& name, double value, int64_t count = 1);
+  void add_metric(const std::string& name, const torch::Tensor& value, int64_t count);
   void record(const std::string& name, const torch::Tensor& v) {
     if (probe) probe->record(name, v);
   }

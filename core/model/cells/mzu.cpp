@@ -410,20 +410,25 @@ void MZUCellImpl::add_disagreement(const torch::Tensor& D, const torch::Tensor& 
   const int64_t T = D.size(0);
   // metrics: mean over the (real) tokens, logged as (value x T, T) like one value per step
   auto Dm = D.detach().mean(2);
-  double dval, cval;
+  // As tensors (no read-back: StepContext::tensor_metrics), then logged as (value x T, T).
+  torch::Tensor dval, cval;
   if (ctx.token_mask.defined() && ctx.token_mask.dim() == 2 && ctx.token_mask.size(0) == T &&
       ctx.token_mask.size(1) == D.size(1)) {
     auto m = ctx.token_mask.to(Dm.dtype());
-    const double n = std::max(m.sum().item<double>(), 1.0);
-    dval = (Dm * m).sum().item<double>() / n;
-    cval = (C * m).sum().item<double>() / n;
+    const auto n = m.sum().clamp_min(1.0);
+    dval = (Dm * m).sum() / n;
+    cval = (C * m).sum() / n;
   } else {
-    dval = Dm.mean().item<double>();
-    cval = C.mean().item<double>();
+    dval = Dm.mean();
+    cval = C.mean();
   }
   ctx.add_metric("zone_disagreement", dval * static_cast<double>(T), T);
   ctx.add_metric("zone_cosine", cval * static_cast<double>(T), T);
-  if (D.requires_grad()) ctx.add_loss(disagreement_loss(D, ctx));
+  if (D.requires_grad()) {
+    // During the warm-up eq. 19's weight is a host value that changes every step (StepContext::host_schedule).
+    if (o_.disagreement_warmup > 0 && ctx.step >= 0 && ctx.step + 1 < o_.disagreement_warmup) ctx.host_schedule = true;
+    ctx.add_loss(disagreement_loss(D, ctx));
+  }
 }
 
 SeqOutput MZUCellImpl::forward_tokens(const torch::Tensor& x, const TokenInput* in, const State& s0, StepContext& ctx) {

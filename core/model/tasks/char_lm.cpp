@@ -70,6 +70,73 @@ StepResult CharLMTask::train_step() {
   return r;
 }
 
+bool CharLMTask::stage_static_batch() {
+  auto [x, y] = next_batch();  // may start a new epoch with a zero state_
+  if (!static_x_.defined()) {
+    static_x_ = torch::empty(x.sizes(), x.options().memory_format(torch::MemoryFormat::Contiguous));
+    static_y_ = torch::empty(y.sizes(), y.options().memory_format(torch::MemoryFormat::Contiguous));
+  }
+  const bool fixed = x.sizes() == static_x_.sizes();
+  if (fixed) {
+    static_x_.copy_(x);
+    static_y_.copy_(y);
+    staged_x_ = static_x_;
+    staged_y_ = static_y_;
+  } else {
+    staged_x_ = x.contiguous();
+    staged_y_ = y.contiguous();
+  }
+  // The carried state lives in fixed buffers: a state that took its place (a new epoch's zero state,
+  // a checkpoint's) is copied into them.
+  torch::NoGradGuard ng;
+  bool same_shapes = static_state_.size() == state_.size();
+  for (size_t l = 0; same_shapes && l < state_.size(); ++l) {
+    same_shapes = static_state_[l].size() == state_[l].size();
+    for (size_t j = 0; same_shapes && j < state_[l].size(); ++j)
+      same_shapes =
+          static_state_[l][j].sizes() == state_[l][j].sizes() && static_state_[l][j].device() == state_[l][j].device();
+  }
+  if (!same_shapes) {
+    static_state_ = state_;
+    for (auto& s : static_state_)
+      for (auto& t : s) t = t.detach().clone(torch::MemoryFormat::Contiguous);
+  } else {
+    for (size_t l = 0; l < state_.size(); ++l)
+      for (size_t j = 0; j < state_[l].size(); ++j)
+        if (!state_[l][j].is_same(static_state_[l][j])) static_state_[l][j].copy_(state_[l][j]);
+  }
+  state_ = static_state_;
+  return fixed;
+}
+
+StaticForward CharLMTask::static_forward() {
+  model_->train();
+  StepContext ctx;
+  ctx.step = train_step_index();
+  ctx.tensor_metrics = true;       // no read-back inside the step
+  std::vector<State> st = state_;  // the forward rebinds its entries to the new state
+  auto logits = model_->forward(staged_x_, st, ctx);
+  auto nll = F::cross_entropy(logits.reshape({-1, logits.size(-1)}), staged_y_.reshape({-1}));
+  StaticForward r;
+  r.loss = ctx.extra_loss.defined() ? nll + ctx.extra_loss : nll;
+  r.task_loss = nll.detach();
+  r.metrics = std::move(ctx.metric_tensors);
+  r.host_schedule = ctx.host_schedule;
+  r.loss_metrics = {{"bpc", 1.0 / std::log(2.0)}};  // as train_step's
+  r.units = staged_x_.size(0) * local_batch_;
+  r.flops = 3.0 * (model_->stack->flops_per_step() + 2.0 * static_cast<double>(model_->out->weight.numel())) *
+                static_cast<double>(r.units) -
+            3.0 * ctx.folded_flops;
+  // Truncated BPTT as train_step's detach: the new state copied into the carried buffers, after
+  // the backward that still reads the old one.
+  r.commit = [this, st]() {
+    torch::NoGradGuard ng;
+    for (size_t l = 0; l < state_.size(); ++l)
+      for (size_t j = 0; j < state_[l].size(); ++j) state_[l][j].copy_(st[l][j].detach());
+  };
+  return r;
+}
+
 double CharLMTask::nll_of(const std::vector<int32_t>& ids, int64_t eval_batch, std::vector<float>* per_pos) {
   return stream_nll(ids, eval_batch, nullptr, per_pos);
 }

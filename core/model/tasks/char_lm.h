@@ -41,6 +41,10 @@ class CharLMTask : public StreamLMTask {
   std::string name() const override { return "char_lm"; }
   std::shared_ptr<torch::nn::Module> model() override { return model_.ptr(); }
   StepResult train_step() override;  // next_batch() (StreamLMTask): y[t] = the character after x[t]
+  // The same step on fixed buffers (Task::stage_static_batch, run/train/GRAPH_NOTES.md).
+  bool has_static_step() const override { return true; }
+  bool stage_static_batch() override;
+  StaticForward static_forward() override;
   EvalResult evaluate(const std::string& split) override;
   std::string primary_metric() const override { return "bpc"; }
   bool lower_is_better() const override { return true; }
@@ -71,6 +75,10 @@ class CharLMTask : public StreamLMTask {
   json cfg_;
   CharCorpus corpus_;
   CharLMModel model_{nullptr};
+  // The static step's buffers: the full window's x, y, and the carried state (state_ shares them
+  // while the static step is used); staged_*: the batch static_forward() runs.
+  torch::Tensor static_x_, static_y_, staged_x_, staged_y_;
+  std::vector<State> static_state_;
 };
 
 }  // namespace cs

@@ -52,6 +52,12 @@ SequenceScores Task::sequence_scores(const std::string&) {
 torch::Tensor Task::class_probabilities(const std::vector<std::vector<int32_t>>&) {
   unsupported(*this, "this analysis (it needs a classifier)");
 }
+bool Task::stage_static_batch() {
+  throw std::logic_error("task " + name() + " has no static-shape training step (Task::has_static_step)");
+}
+StaticForward Task::static_forward() {
+  throw std::logic_error("task " + name() + " has no static-shape training step (Task::has_static_step)");
+}
 TokenStepper Task::token_stepper(const std::string&) {
   throw UserError("generation needs a char_lm or word_lm run; this run's task is " + name());
 }

@@ -35,6 +35,22 @@ struct EvalResult {
   std::map<std::string, std::string> labels = {};  // text facts of the evaluation (seq2seq: "decode")
 };
 
+// One training forward on buffers that keep their shapes from step to step (a stream LM's full BPTT
+// window), for a step the trainer captures as a CUDA graph (run/train/graph_step.h, GRAPH_NOTES.md).
+// Nothing in it is read back to the host: the losses and metrics are tensors.
+struct StaticForward {
+  torch::Tensor loss;       // to backpropagate: the task loss + the cells' terms
+  torch::Tensor task_loss;  // 0-dim: the task loss alone (nats per unit)
+  std::map<std::string, std::pair<torch::Tensor, int64_t>> metrics;  // the cells' (sum, count)
+  // After backward: the carried state written into its buffers in place.
+  std::function<void()> commit;
+  bool host_schedule = false;  // StepContext::host_schedule of the forward
+  // Logged metrics that are the task loss times a factor (char_lm: bpc = loss / ln 2).
+  std::vector<std::pair<std::string, double>> loss_metrics;
+  int64_t units = 0;
+  double flops = 0;  // as StepResult::flops
+};
+
 class Task {
  public:
   virtual ~Task() = default;
@@ -46,6 +62,14 @@ class Task {
   // to the cells through StepContext::step (e.g. the MZU's lambda warm-up). -1 = unknown.
   void set_train_step(int64_t step) { train_step_index_ = step; }
   int64_t train_step_index() const { return train_step_index_; }
+  // The static-shape step (StaticForward): tasks that have one say so. stage_static_batch() takes the
+  // next training batch as train_step() would (advancing the cursor) and returns true when it sits in
+  // the fixed buffers (the same shape as the first batch staged), false for a batch of another shape
+  // (an epoch's shorter last window), which the trainer runs eagerly. static_forward() is the
+  // forward and loss of the staged batch. The defaults: none (false, and static_forward throws).
+  virtual bool has_static_step() const { return false; }
+  virtual bool stage_static_batch();
+  virtual StaticForward static_forward();
   // Whole split ("valid" or "test"), no grad, eval mode; restores train mode after.
   virtual EvalResult evaluate(const std::string& split) = 0;
   virtual std::string primary_metric() const = 0;  // "bpc", "ppl", "accuracy"

@@ -1,6 +1,7 @@
 #include "bench/bench.h"
 
 #include <ATen/Parallel.h>
+#include <torch/nn/functional/loss.h>
 #include <torch/nn/modules/rnn.h>
 #include <torch/nn/utils/clip_grad.h>
 #include <torch/optim/adam.h>
@@ -12,6 +13,7 @@
 #include "cells/cru.h"
 #include "cells/registry.h"
 #include "tasks/char_lm.h"
+#include "train/graph_step.h"
 #include "train/trainer.h"
 #include "util/error.h"
 
@@ -89,29 +91,51 @@ struct CharLMStepBench::Impl {
   json model;
   int64_t B, T, V;
   bool autograd;
+  torch::Device device{torch::kCPU};
   CharLMModel net{nullptr};
   std::vector<torch::Tensor> params;
   std::unique_ptr<torch::optim::Adam> opt;
   torch::Tensor x, y;
   std::vector<State> states;
   double folded = 0;  // the last step's StepContext::folded_flops
+  // the CUDA graph (graph = true): eager warm-up steps, then one capture, then replays
+  bool use_graph = false;
+  std::unique_ptr<StepGraph> graph;
+  std::unique_ptr<DeviceAdam> dadam;
+  int warm = 0;
+  std::string graph_note;
+  void body();
 };
 
-CharLMStepBench::CharLMStepBench(const json& model_in, int64_t B, int64_t T, int64_t V, bool autograd)
+CharLMStepBench::CharLMStepBench(const json& model_in, int64_t B, int64_t T, int64_t V, bool autograd,
+                                 const std::string& device, bool graph)
     : d_(std::make_unique<Impl>()) {
   d_->model = resolved_model(model_in);
   d_->B = B;
   d_->T = T;
   d_->V = V;
   d_->autograd = autograd;
+  try {
+    d_->device = torch::Device(device);
+  } catch (const std::exception&) {
+    throw UserError("--device: '" + device + "' is not a device (expected cpu, cuda or cuda:N)");
+  }
   torch::manual_seed(0);
   d_->net = CharLMModel(d_->model, V);
   d_->net->train();
+  d_->net->to(d_->device);
   d_->params = d_->net->parameters();
   d_->opt = std::make_unique<torch::optim::Adam>(d_->params, torch::optim::AdamOptions(1e-3));
-  d_->x = torch::randint(0, V, {T, B}, torch::kInt64);
-  d_->y = torch::randint(0, V, {T, B}, torch::kInt64);
-  d_->states = d_->net->stack->initial_state(B, torch::TensorOptions());
+  d_->x = torch::randint(0, V, {T, B}, torch::kInt64).to(d_->device);
+  d_->y = torch::randint(0, V, {T, B}, torch::kInt64).to(d_->device);
+  d_->states = d_->net->stack->initial_state(B, torch::TensorOptions().device(d_->device));
+  if (graph) {
+    d_->use_graph = true;
+    d_->graph = std::make_unique<StepGraph>(d_->device);
+    d_->dadam = std::make_unique<DeviceAdam>(*d_->opt, d_->params);
+    const std::string refusal = graph_refusal(d_->model);
+    if (!refusal.empty()) d_->graph_note = "eager: " + refusal;
+  }
 }
 
 CharLMStepBench::~CharLMStepBench() = default;
@@ -123,9 +147,48 @@ double CharLMStepBench::model_flops_per_step() const {
 
 double CharLMStepBench::flops_per_step() const { return model_flops_per_step() - 3.0 * d_->folded; }
 
+std::string CharLMStepBench::graph_note() const { return d_->graph_note; }
+
+// One step whose tensors keep their shapes and which reads nothing back (a CUDA graph's body).
+void CharLMStepBench::Impl::body() {
+  StepContext ctx;
+  ctx.tensor_metrics = true;
+  if (autograd) force_autograd_path(ctx);
+  auto st = states;  // the forward rebinds its entries; the zero state stays
+  auto logits = net->forward(x, st, ctx);
+  folded = ctx.folded_flops;
+  auto loss = torch::nn::functional::cross_entropy(logits.reshape({-1, V}), y.reshape({-1}));
+  if (ctx.extra_loss.defined()) loss = loss + ctx.extra_loss;
+  zero_grads_in_place(params);
+  loss.backward();
+  clip_grad_norm_device(params, 5.0);
+  dadam->step();
+}
+
 void CharLMStepBench::step() {
+  if (d_->use_graph) {
+    // three eager warm-up steps on the graph's stream, then the capture (which runs nothing) and
+    // its first replay; a step that cannot be captured stays eager (graph_note says why)
+    if (d_->graph->captured()) {
+      d_->graph->replay();
+    } else if (d_->warm < 3 || !d_->graph_note.empty()) {
+      d_->graph->run([&] { d_->body(); });
+      ++d_->warm;
+    } else {
+      std::string why;
+      if (d_->graph->capture([&] { d_->body(); }, &why)) {
+        d_->graph_note = "captured";
+        d_->graph->replay();
+      } else {
+        d_->graph_note = "eager: the capture failed: " + why;
+        d_->graph->run([&] { d_->body(); });
+      }
+    }
+    return;
+  }
   StepContext ctx;
   if (d_->autograd) force_autograd_path(ctx);
+  ctx.tensor_metrics = d_->device.is_cuda();  // no read-back on a GPU
   auto st = detach_states(d_->states);
   auto logits = d_->net->forward(d_->x, st, ctx);
   d_->folded = ctx.folded_flops;
@@ -133,7 +196,9 @@ void CharLMStepBench::step() {
   if (ctx.extra_loss.defined()) loss = loss + ctx.extra_loss;
   d_->opt->zero_grad();
   loss.backward();
-  torch::nn::utils::clip_grad_norm_(d_->params, 5.0);
+  if (d_->device.is_cuda())
+    clip_grad_norm_device(d_->params, 5.0);  // clip_grad_norm_ reads the norm back: a sync per step
+  else torch::nn::utils::clip_grad_norm_(d_->params, 5.0);
   d_->opt->step();
 }
 

@@ -38,11 +38,17 @@ void force_autograd_path(StepContext& ctx);
 // The char-LM training step every char-LM benchmark times: the model of `model` (resolved
 // here, seed 0), Adam (lr 1e-3), one random batch [seq, batch] of `vocab` ids, a zero state;
 // step() = forward + cross-entropy (+ the cells' extra loss) + backward + clip 5 + Adam step.
+// On a CUDA `device` the step reads nothing back (clipping and metrics as device work) and, with
+// `graph`, is captured as one CUDA graph after three eager steps and replayed (run/train/graph_step.h);
+// a step that cannot be captured runs eagerly and graph_note() says why.
 class CharLMStepBench {
  public:
-  CharLMStepBench(const json& model, int64_t batch, int64_t seq, int64_t vocab, bool autograd = false);
+  CharLMStepBench(const json& model, int64_t batch, int64_t seq, int64_t vocab, bool autograd = false,
+                  const std::string& device = "cpu", bool graph = false);
   ~CharLMStepBench();
   void step();
+  // With a graph: "captured", or why the steps run eagerly; "" without one.
+  std::string graph_note() const;
   // Analytic: 3x the forward's FLOPs (backward ~2x forward), less 3x what the last step's folded
   // embedding did not run (StepContext::folded_flops, cells/token_fold.h): the products executed.
   double flops_per_step() const;

@@ -2,6 +2,7 @@
 #include "bench/bench_peer.h"
 
 #include <ATen/Parallel.h>
+#include <torch/nn/functional/loss.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/wait.h>
@@ -70,8 +71,20 @@ std::string peers_script_path() {
 }
 
 std::string peer_python() {
-  if (const char* e = std::getenv("CELLSCOPE_PEER_PYTHON"); e && *e) return e;
-  return "/usr/bin/python3";
+  const char* e = std::getenv("CELLSCOPE_PEER_PYTHON");
+  if (!e || !*e) return "/usr/bin/python3";
+  const std::string name = e;
+  // A bare name (CELLSCOPE_PEER_PYTHON=python3, a virtual environment's) is looked up on PATH, as a shell
+  // would: run_capture executes a path (a GPU run once lost every Python measurement to "cannot run python3").
+  if (name.find('/') != std::string::npos) return name;
+  const char* path = std::getenv("PATH");
+  std::stringstream dirs(path ? path : "");
+  std::string dir;
+  while (std::getline(dirs, dir, ':')) {
+    const std::string cand = (dir.empty() ? std::string(".") : dir) + "/" + name;
+    if (::access(cand.c_str(), X_OK) == 0) return cand;
+  }
+  return name;  // not found: run_capture says it cannot run it
 }
 
 // ------------------------------------------------------------------ check export
@@ -312,7 +325,7 @@ int run_capture(const std::vector<std::string>& argv, const std::vector<std::str
   return WIFSIGNALED(st) ? 128 + WTERMSIG(st) : -1;
 }
 
-static double loadavg1() {
+double peer_loadavg1() {
   std::ifstream f("/proc/loadavg");
   double l = -1;
   f >> l;
@@ -320,7 +333,7 @@ static double loadavg1() {
 }
 
 // The last line of `out` that parses as a JSON object.
-static json last_json(const std::string& out) {
+json peer_last_json(const std::string& out) {
   std::istringstream in(out);
   std::string line;
   json r;
@@ -331,11 +344,11 @@ static json last_json(const std::string& out) {
   return r;
 }
 
-static std::string tail(const std::string& s, size_t n = 600) { return s.size() > n ? s.substr(s.size() - n) : s; }
+std::string peer_tail(const std::string& s, size_t n) { return s.size() > n ? s.substr(s.size() - n) : s; }
 
 // The measurement of the median round (by s/step; the lower median for an even count), with every
 // round's s/step in "samples" so a reader sees the spread.
-static json median_sample(const std::vector<json>& v) {
+json peer_median_sample(const std::vector<json>& v) {
   std::vector<size_t> idx(v.size());
   for (size_t i = 0; i < v.size(); ++i) idx[i] = i;
   std::sort(idx.begin(), idx.end(), [&](size_t a, size_t b) {
@@ -368,10 +381,10 @@ static json cellscope_measurement(const PeerBenchOptions& o, int threads, const 
   const int rc = run_capture(
       argv, {"OMP_NUM_THREADS=" + std::to_string(threads), std::string("CELLSCOPE_FAST=") + (autograd ? "0" : "1")},
       &out, &err);
-  json j = last_json(out);
+  json j = peer_last_json(out);
   if (rc != 0 || !j.contains("seconds_per_step"))
     throw UserError("bench --peer: the Cellscope measurement of " + model.value("cell", std::string()) +
-                    " failed (exit " + std::to_string(rc) + "): " + tail(err));
+                    " failed (exit " + std::to_string(rc) + "): " + peer_tail(err, 600));
   return j;
 }
 
@@ -384,10 +397,10 @@ static json python_measurement(const PeerBenchOptions& o, int threads, const std
   argv.push_back(std::to_string(o.min_seconds));
   std::string out, err;
   const int rc = run_capture(argv, {"OMP_NUM_THREADS=" + std::to_string(threads)}, &out, &err);
-  json j = last_json(out);
+  json j = peer_last_json(out);
   if (rc != 0 || !j.contains("seconds_per_step"))
     throw UserError("bench --peer: the Python peer of " + model.value("cell", std::string()) + " (" + py + " " +
-                    script + ") failed (exit " + std::to_string(rc) + "): " + tail(err));
+                    script + ") failed (exit " + std::to_string(rc) + "): " + peer_tail(err, 600));
   return j;
 }
 
@@ -409,7 +422,7 @@ json fused_gru_row(const PeerRun& pr, int64_t B) {
   if (pr.log) *pr.log << "batch " << B << ": gru (LibTorch fused) ..." << std::flush;
   std::vector<json> cs_;
   for (int k = 0; k < pr.rounds; ++k) cs_.push_back(cellscope_measurement(pr.o, pr.threads, m, B, false));
-  json c = median_sample(cs_);
+  json c = peer_median_sample(cs_);
   json row = {{"cell", "gru"}, {"label", "LibTorch fused GRU"}, {"batch", B}, {"model", m}, {"cellscope", c}};
   row["efficiency"] =
       c["flops_per_step"].get<double>() / c["seconds_per_step"].get<double>() / 1e9 / c.value("gemm_gflops", pr.gemm);
@@ -472,7 +485,7 @@ json cell_row(const PeerRun& pr, const std::string& cell, int64_t B) {
       }
     }
   }
-  json c = median_sample(cv);
+  json c = peer_median_sample(cv);
   row["cellscope"] = c;
   // Cellscope's efficiency and floor over the products it executed; the autograd path's and
   // Python's over the model's count (they fold nothing). With a folded embedding
@@ -483,7 +496,7 @@ json cell_row(const PeerRun& pr, const std::string& cell, int64_t B) {
   row["efficiency"] = flops / t / 1e9 / c.value("gemm_gflops", pr.gemm);
   if (pr.log) *pr.log << " cellscope " << t;
   if (has_fast) {
-    json a = median_sample(av);
+    json a = peer_median_sample(av);
     row["cellscope_autograd"] = a;
     row["autograd_efficiency"] = mflops / a["seconds_per_step"].get<double>() / 1e9 / a.value("gemm_gflops", pr.gemm);
     if (pr.log) *pr.log << ", autograd " << a["seconds_per_step"].get<double>();
@@ -494,7 +507,7 @@ json cell_row(const PeerRun& pr, const std::string& cell, int64_t B) {
     row["floor_efficiency"] = flops / c["gemm_floor"]["seconds"].get<double>() / 1e9 / c.value("gemm_gflops", pr.gemm);
   }
   if (!pv.empty()) {
-    const json p = median_sample(pv);
+    const json p = peer_median_sample(pv);
     add_python_columns(row, c, p, mflops, pr.gemm);
     if (pr.log) *pr.log << ", python " << p["seconds_per_step"].get<double>();
   }
@@ -513,7 +526,7 @@ json run_peer_bench(const PeerBenchOptions& o, std::ostream* log) {
   r["embed"] = o.embed;
   r["hidden"] = o.hidden;
   r["vocab"] = o.vocab;
-  r["load_before"] = loadavg1();
+  r["load_before"] = peer_loadavg1();
   r["gemm_gflops"] = gemm_gflops();
   const PeerRun pr{
       o, threads, std::max(1, o.rounds), r["gemm_gflops"].get<double>(), peer_python(), peers_script_path(), log};
@@ -525,7 +538,7 @@ json run_peer_bench(const PeerBenchOptions& o, std::ostream* log) {
     for (const auto& cell : cells) rows.push_back(cell_row(pr, cell, B));
   }
   r["rows"] = rows;
-  r["load_after"] = loadavg1();
+  r["load_after"] = peer_loadavg1();
   return r;
 }
 

@@ -52,12 +52,38 @@ struct PeerBenchOptions {
   std::string self_exe;           // the CLI that runs `bench --peer-child`
   bool python = true;             // also time the Python peers
   int rounds = 1;                 // interleaved repetitions of every measurement; the median is reported
+  // A GPU (run_peer_bench_device): "cuda" or "cuda:N"; the Python peer's modes there (eager, compile =
+  // torch.compile(mode="reduce-overhead") of the whole forward, compile_step = of one time step), and
+  // the seconds a compiling peer may take before it is given up.
+  std::string device = "cpu";
+  std::vector<std::string> python_modes = {"eager", "compile"};
+  double compile_timeout = 300;
+  std::string partial_path;  // GPU: the results so far, rewritten after every row ("" = none)
 };
+// The same on a CUDA device (bench_peer_gpu.cpp): per row the step captured as a CUDA graph, the same
+// step eagerly, the Python peer in each of python_modes on the same GPU; first per batch the cuDNN GRU
+// (LibTorch's at::gru, PyTorch's nn.GRU). Peers that fail are reported in the row, not fatal.
+json run_peer_bench_device(const PeerBenchOptions& o, std::ostream* log);
+std::string peer_table_markdown_device(const json& r);
+// One GPU child measurement (`bench --peer-child --device cuda [--eager]`): median seconds per step,
+// each step synchronised; the caching allocator's peak over the first steps; the GPU's float32 GEMM
+// rate; "graph": "captured" or why the steps ran eagerly ("off" with graph false).
+json measure_step_child_device(const json& model, int64_t batch, int64_t seq, int64_t vocab, int iters,
+                               double min_seconds, const std::string& device, bool graph);
+
 // Runs the whole comparison; progress lines go to `log` (may be null). Returns
 // {rows: [...], gemm_gflops, threads, load_before, load_after, ...}.
 json run_peer_bench(const PeerBenchOptions& o, std::ostream* log);
 // The markdown table of run_peer_bench's result.
 std::string peer_table_markdown(const json& r);
+
+// The pieces run_peer_bench shares with the GPU comparison (bench_peer_gpu.cpp): the 1-minute load
+// average; the last line of a child's stdout that parses as a JSON object; the last `n` characters
+// of a text; the median round of several measurements (by s/step), every round's s/step in "samples".
+double peer_loadavg1();
+json peer_last_json(const std::string& out);
+std::string peer_tail(const std::string& s, size_t n = 600);
+json peer_median_sample(const std::vector<json>& v);
 
 // Runs `argv` (argv[0] a path), stdout captured; extra environment `env` (NAME=VALUE).
 // Returns the exit code (-1 if it could not start, 128+sig if a signal ended it).

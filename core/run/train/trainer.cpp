@@ -158,6 +158,7 @@ Trainer::Trainer(json cfg, std::unique_ptr<Task> task, std::shared_ptr<RunStore>
   }
   if (impl_->device.is_cuda() && !torch::cuda::is_available())
     throw UserError("training.device: '" + dev + "' requested but this LibTorch has no CUDA device available");
+  if (impl_->device.is_cuda()) cuda_float32_exact();  // float32 as on the CPU: no TF32 (graph_step.h)
   // Data parallel on GPUs: "cuda" without an index means one GPU per local rank.
   if (parallel() && impl_->device.is_cuda() && !impl_->device.has_index())
     impl_->device = torch::Device(
@@ -264,6 +265,7 @@ void Trainer::prepare(RunContext& rc) {
     }
     report_tensorboard(rc);
   }
+  setup_graph(rc);
 }
 
 void Trainer::report_tensorboard(RunContext& rc) {
@@ -281,6 +283,7 @@ void Trainer::report_tensorboard(RunContext& rc) {
 }
 
 bool Trainer::train_step(RunContext& rc) {
+  if (impl_->graph) return train_step_graphed(rc);  // trainer_graph.cpp
   auto& I = *impl_;
   const auto t0 = Clock::now();
   task_->set_train_step(step_);  // StepContext::step of this update (e.g. the MZU's lambda warm-up)
@@ -300,18 +303,7 @@ bool Trainer::train_step(RunContext& rc) {
   const double inf = std::numeric_limits<double>::infinity();
   const double gnorm = torch::nn::utils::clip_grad_norm_(I.params, I.opts.clip > 0 ? I.opts.clip : inf);
   if (st.nonfinite || !std::isfinite(gnorm)) {
-    // The weights of step_ gave a non-finite loss: a checkpoint of them is not a good one.
-    const int64_t good = discard_unproven_checkpoint();
-    rc.reason = std::string("the loss became ") + (std::isnan(st.loss) || std::isnan(gnorm) ? "NaN" : "Inf") +
-                " at step " + std::to_string(step_ + 1) + "; the last good checkpoint is kept" +
-                (good >= 0 ? " (checkpoints/last.pt, step " + std::to_string(good) + ")"
-                           : std::string(" (none was written yet)")) +
-                (step_ == 0 ? std::string(". No update had been made yet, so neither training.lr nor training.clip "
-                                          "is the cause: the untrained model itself overflows (its configuration or "
-                                          "initialisation; e.g. a smaller model, fewer zones or another option of "
-                                          "the cell).")
-                            : lr_clip_hint(I.opts.optimizer, I.opts.clip)) +
-                script_cell_hint(cfg_);
+    fail_nonfinite_loss(rc, st.loss, gnorm);
     return false;
   }
   if (std::isnan(I.ref_loss) && step_ == 0) I.ref_loss = st.loss;  // the untrained model's loss
@@ -320,29 +312,49 @@ bool Trainer::train_step(RunContext& rc) {
   // still give an update that overflows (e.g. a huge lr with weight decay).
   {
     torch::NoGradGuard ng;
-    bool nan = false, bad = false;
     for (auto& p : I.params) {
       if (!torch::isfinite(p).all().item<bool>()) {
-        bad = true;
-        nan = torch::isnan(p).any().item<bool>();
-        break;
+        fail_nonfinite_weights(rc, torch::isnan(p).any().item<bool>());
+        return false;
       }
     }
-    if (bad) {
-      const std::string last = store_ ? join_path(store_->checkpoint_dir(), "last.pt") : "";
-      rc.reason =
-          std::string("the weights became ") + (nan ? "NaN" : "Inf") + " in the update of step " +
-          std::to_string(step_ + 1) + "; the last good checkpoint is kept" +
-          (store_ && file_exists(last)
-               ? " (checkpoints/last.pt" +
-                     (rc.last_checkpoint >= 0 ? ", step " + std::to_string(rc.last_checkpoint) : std::string()) + ")"
-               : " (none was written yet)") +
-          lr_clip_hint(I.opts.optimizer, I.opts.clip);
-      return false;
-    }
   }
+  account_step(rc, st, gnorm, std::chrono::duration<double>(Clock::now() - t0).count(), sr.flops);
+  return true;
+}
+
+void Trainer::fail_nonfinite_loss(RunContext& rc, double loss, double gnorm) {
+  auto& I = *impl_;
+  // The weights of step_ gave a non-finite loss: a checkpoint of them is not a good one.
+  const int64_t good = discard_unproven_checkpoint();
+  rc.reason = std::string("the loss became ") + (std::isnan(loss) || std::isnan(gnorm) ? "NaN" : "Inf") + " at step " +
+              std::to_string(step_ + 1) + "; the last good checkpoint is kept" +
+              (good >= 0 ? " (checkpoints/last.pt, step " + std::to_string(good) + ")"
+                         : std::string(" (none was written yet)")) +
+              (step_ == 0 ? std::string(". No update had been made yet, so neither training.lr nor training.clip "
+                                        "is the cause: the untrained model itself overflows (its configuration or "
+                                        "initialisation; e.g. a smaller model, fewer zones or another option of "
+                                        "the cell).")
+                          : lr_clip_hint(I.opts.optimizer, I.opts.clip)) +
+              script_cell_hint(cfg_);
+}
+
+void Trainer::fail_nonfinite_weights(RunContext& rc, bool nan) {
+  auto& I = *impl_;
+  const std::string last = store_ ? join_path(store_->checkpoint_dir(), "last.pt") : "";
+  rc.reason =
+      std::string("the weights became ") + (nan ? "NaN" : "Inf") + " in the update of step " +
+      std::to_string(step_ + 1) + "; the last good checkpoint is kept" +
+      (store_ && file_exists(last)
+           ? " (checkpoints/last.pt" +
+                 (rc.last_checkpoint >= 0 ? ", step " + std::to_string(rc.last_checkpoint) : std::string()) + ")"
+           : " (none was written yet)") +
+      lr_clip_hint(I.opts.optimizer, I.opts.clip);
+}
+
+void Trainer::account_step(RunContext& rc, const StepStats& st, double gnorm, double dt, double flops) {
+  auto& I = *impl_;
   ++step_;
-  const double dt = std::chrono::duration<double>(Clock::now() - t0).count();
   I.acc_loss += st.loss;
   I.acc_gnorm += gnorm;
   I.acc_n += 1;
@@ -350,8 +362,8 @@ bool Trainer::train_step(RunContext& rc) {
   I.acc_time += dt;
   I.units_total += st.units;
   I.train_time_total += dt;
-  I.flops_total += sr.flops > 0 ? sr.flops * static_cast<double>(parallel() ? dist_->world : 1)
-                                : std::numeric_limits<double>::quiet_NaN();
+  I.flops_total +=
+      flops > 0 ? flops * static_cast<double>(parallel() ? dist_->world : 1) : std::numeric_limits<double>::quiet_NaN();
   for (auto& [k, v] : st.metrics) I.acc_metrics[k] += v;
   if (rc.cb->on_progress) {
     Progress p;
@@ -364,7 +376,6 @@ bool Trainer::train_step(RunContext& rc) {
     p.last_loss = st.loss;
     rc.cb->on_progress(p);
   }
-  return true;
 }
 
 void Trainer::log_interval(RunContext& rc) {

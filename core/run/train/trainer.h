@@ -18,6 +18,7 @@ namespace cs {
 
 struct DistContext;  // dist/dist.h
 class StepSync;      // train/step_sync.h
+struct StepStats;    // train/step_sync.h
 
 struct Progress {
   int64_t step = 0, total_steps = 0;
@@ -104,6 +105,14 @@ class Trainer {
   enum class Ending { finished, stopped, failed };
   void prepare(RunContext& rc);
   bool train_step(RunContext& rc);  // one optimizer step; false on a NaN/Inf (rc.reason says why)
+  // The step as a CUDA graph (trainer_graph.cpp, GRAPH_NOTES.md): set up by prepare() where it applies.
+  void setup_graph(RunContext& rc);
+  bool train_step_graphed(RunContext& rc);
+  // train_step's shared ends: the reason of a non-finite loss or update, and a finished step's
+  // accounting (step count, interval sums, progress callback).
+  void fail_nonfinite_loss(RunContext& rc, double loss, double gnorm);
+  void fail_nonfinite_weights(RunContext& rc, bool nan);
+  void account_step(RunContext& rc, const StepStats& st, double gnorm, double dt, double flops);
   void log_interval(RunContext& rc);
   void evaluate_valid(RunContext& rc);
   EvalResult evaluate(RunContext& rc, const std::string& split);

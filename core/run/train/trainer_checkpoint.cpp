@@ -149,11 +149,13 @@ void Trainer::load_checkpoint(const std::string& path) {
     }
     impl_->apply_lr_decays();
     task_->load_state(t);
-    auto c = T("acc_metrics").contiguous();
+    // The archive was read onto the run's device (a CPU checkpoint resumed on CUDA: every tensor on the
+    // GPU): the bytes of the metrics text and the CPU generator's state are read on the host.
+    auto c = T("acc_metrics").to(torch::kCPU).contiguous();
     std::string ams(reinterpret_cast<const char*>(c.data_ptr<uint8_t>()), static_cast<size_t>(c.numel()));
     impl_->acc_metrics = parse_json(ams, "checkpoint trainer state").get<std::map<std::string, double>>();
     at::Generator gen = at::detail::getDefaultCPUGenerator();
-    gen.set_state(T("rng"));
+    gen.set_state(T("rng").to(torch::kCPU));
   } catch (const UserError&) {
     throw;
   } catch (const std::exception& e) {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "config/common_options.h"
+#include "train/graph_step.h"
 #include "train/tb_events.h"
 #include "train/trainer.h"
 
@@ -28,6 +29,29 @@ struct TrainerStateField {
   std::variant<int64_t*, double*, bool*> value;
   bool optional = false;
   double missing = 0;
+};
+
+// The CUDA-graph step's state (trainer_graph.cpp, GRAPH_NOTES.md).
+struct GraphRun {
+  explicit GraphRun(torch::Device d) : graph(d) {}
+  StepGraph graph;
+  std::unique_ptr<DeviceAdam> adam;
+  int64_t updates = 0;             // Adam's step count (AdamParamState::step)
+  int64_t warm = 0;                // eager steps on the fixed buffers so far (capture after kGraphWarmup)
+  bool last_host_schedule = true;  // the last eager step's StepContext::host_schedule
+  bool gave_up = false;            // capture failed or refused: eager steps on the side stream from now on
+  // What the captured step writes and stands for: its packed results [task loss, grad norm,
+  // weights non-finite, metrics...] (in the graph's memory, rewritten by every replay), the metrics'
+  // names and counts, its units and FLOPs, the loss-derived metrics.
+  struct Step {
+    torch::Tensor stats;
+    std::vector<std::pair<std::string, int64_t>> metric_names;
+    int64_t units = 0;
+    double flops = 0;
+    bool host_schedule = false;
+    std::vector<std::pair<std::string, double>> loss_metrics;
+  } captured;
+  int64_t replays = 0, eager = 0;
 };
 
 struct Trainer::Impl {
@@ -95,6 +119,8 @@ struct Trainer::Impl {
   int64_t last_pt_step = -1;  // step of this run directory's checkpoints/last.pt (-1: none known)
   // RUN_DIR/tensorboard/ (training.tensorboard; train/TENSORBOARD_NOTES.md): never fails the run
   std::unique_ptr<tb::RunTensorBoard> tb;
+  // The CUDA-graph step (training.cuda_graph on a CUDA device), set up by prepare(); null: plain steps.
+  std::unique_ptr<GraphRun> graph;
 
   // lr = opts.lr x opts.lr_decay^lr_decays, set on the optimizer with the configuration's other
   // hyper-parameters (a loaded optimizer state carries the values it was saved with; a resume or
