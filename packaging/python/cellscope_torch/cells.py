@@ -705,7 +705,7 @@ class MCRNN(Cell):
             m += 1
             for j in range(n1):
                 c.append(1.0 / m if j < m else 0.0)
-        return torch.tensor(c, dtype=torch.float64).view(1, K, n1, 1).to(like.dtype)
+        return torch.tensor(c, dtype=torch.float64).view(1, K, n1, 1).to(device=like.device, dtype=like.dtype)
 
     def input_projections(self, x: Tensor) -> Tuple[Tensor, Tensor]:
         """The base's input projection and V_x x_t for the whole sequence."""
