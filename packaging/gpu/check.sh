@@ -108,13 +108,13 @@ stage_tests() {
     grep -E '^\[  (FAILED|SKIPPED) ' "$out/tests-cuda.log" | head -20
     if grep -q '^\[  PASSED  \]' "$out/tests-cuda.log" && ! grep -q '^\[  FAILED  \]' "$out/tests-cuda.log"; then
       # every test passed but the process may still die at its exit: which test leaves that, and where
-      for t in cudaGraphTrainsAsTheEagerStep cudaBenchStepCaptures staticStepTrainsAsThePlainStep; do
+      for t in capturedStepTrainsAsTheEagerStep benchStepCapturesWhereItCan staticStepTrainsAsThePlainStep; do
         timeout 60 "$build/tests/cellscope_core_tests" --gtest_filter="GraphStep.$t" > /dev/null 2>&1
         say "  GraphStep.$t alone: exit $?"
       done
       if command -v cuda-gdb > /dev/null; then
         timeout "$(left 60)" cuda-gdb -batch -ex run -ex bt -ex 'info threads' --args "$build/tests/cellscope_core_tests" \
-          --gtest_filter='GraphStep.cuda*' > "$out/tests-exit-bt.log" 2>&1
+          --gtest_filter='GraphStep.captured*:GraphStep.bench*' > "$out/tests-exit-bt.log" 2>&1
         say "  cuda-gdb: $(grep -m1 -E 'SIGSEGV|exited normally|exited with' "$out/tests-exit-bt.log")"
         grep -A25 -m1 'SIGSEGV' "$out/tests-exit-bt.log" | head -30
       fi

@@ -102,24 +102,19 @@ struct GpuRun {
   std::ostream* log;
 };
 
+// The shape and length of a measurement, as the Cellscope child and the Python peer both take them.
+std::vector<std::string> gpu_measure_args(const PeerBenchOptions& o) {
+  return {"--seq",         std::to_string(o.seq),
+          "--vocab",       std::to_string(o.vocab),
+          "--iters",       std::to_string(o.iters),
+          "--min-seconds", std::to_string(o.min_seconds),
+          "--device",      o.device};
+}
+
 json gpu_cellscope(const GpuRun& g, const json& model, int64_t B, bool graph) {
-  std::vector<std::string> argv = {g.o.self_exe,
-                                   "bench",
-                                   "--peer-child",
-                                   "--model-json",
-                                   model.dump(),
-                                   "--batch",
-                                   std::to_string(B),
-                                   "--seq",
-                                   std::to_string(g.o.seq),
-                                   "--vocab",
-                                   std::to_string(g.o.vocab),
-                                   "--iters",
-                                   std::to_string(g.o.iters),
-                                   "--min-seconds",
-                                   std::to_string(g.o.min_seconds),
-                                   "--device",
-                                   g.o.device};
+  std::vector<std::string> argv = {g.o.self_exe, "bench",   "--peer-child",   "--model-json",
+                                   model.dump(), "--batch", std::to_string(B)};
+  for (auto& x : gpu_measure_args(g.o)) argv.push_back(std::move(x));
   if (!graph) argv.push_back("--eager");
   std::string out, err;
   const int rc = run_capture(argv, {}, &out, &err);
@@ -153,23 +148,8 @@ std::vector<json> gpu_python_jobs(const GpuRun& g, const std::vector<json>& jobs
     }
     char t[32];
     std::snprintf(t, sizeof t, "%g", g.o.compile_timeout);
-    std::vector<std::string> argv = {g.py,
-                                     g.script,
-                                     "time-many",
-                                     "--jobs",
-                                     file,
-                                     "--seq",
-                                     std::to_string(g.o.seq),
-                                     "--vocab",
-                                     std::to_string(g.o.vocab),
-                                     "--iters",
-                                     std::to_string(g.o.iters),
-                                     "--min-seconds",
-                                     std::to_string(g.o.min_seconds),
-                                     "--device",
-                                     g.o.device,
-                                     "--compile-timeout",
-                                     t};
+    std::vector<std::string> argv = {g.py, g.script, "time-many", "--jobs", file, "--compile-timeout", t};
+    for (auto& x : gpu_measure_args(g.o)) argv.push_back(std::move(x));
     std::string out, err;
     const int rc = run_capture(argv, {}, &out, &err);
     std::remove(file.c_str());
