@@ -224,7 +224,7 @@ TEST(GraphStep, cudaInfoSaysWhatThisBuildCan) {
 TEST(GraphStep, capturedStepTrainsAsTheEagerStep) {
   const auto path = cstest::write_text_fixture("graph-cuda.txt", 3000);
   if (!cuda()) {
-    cs::StepGraph g(torch::Device(torch::kCPU));
+    cs::StepGraph g{torch::Device(torch::kCPU)};
     bool ran = false;
     std::string why;
     ASSERT_FALSE(g.capture([&] { ran = true; }, &why));
