@@ -165,6 +165,9 @@ std::vector<Variant> variants() {
       {"seq2seq_rnnsearch_mcrnn_bridge_output",
        "seq2seq",
        {{"architecture", "rnnsearch"}, {"cell", "mcrnn"}, {"block", 3}, {"bridge", "output"}}},
+      // the MC-RNN paper's HO-RNN baseline: the bridge reaches all N preceding states of each decoder layer
+      {"seq2seq_rnnsearch_ho_rnn", "seq2seq", {{"architecture", "rnnsearch"}, {"cell", "ho_rnn"}, {"layers", 2}}},
+      {"ho_rnn_order4_sigmoid", "char_lm", {{"cell", "ho_rnn"}, {"ho_order", 4}, {"ho_activation", "sigmoid"}}},
   };
 }
 

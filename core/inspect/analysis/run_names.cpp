@@ -98,12 +98,12 @@ int priority(const std::string& key) {
 std::string cell_short_name(const json& model) {
   if (!model.is_object() || !model.contains("cell") || !model["cell"].is_string()) return "";
   const std::string cell = model["cell"].get<std::string>();
-  static const std::map<std::string, std::string> names = {
-      {"rnn", "RNN"},           {"gru", "GRU"},
-      {"lstm", "LSTM"},         {"gru_dt", "GRU"},
-      {"sat_mzu", "satMZU"},    {"gcn_mzu", "gcnMZU"},
-      {"cap_mzu", "capMZU"},    {"cru_shallow", "CRU shallow"},
-      {"cru_deep", "CRU deep"}, {"cru_deep_enhanced", "CRU deep+"}};
+  static const std::map<std::string, std::string> names = {{"rnn", "RNN"},           {"gru", "GRU"},
+                                                           {"lstm", "LSTM"},         {"gru_dt", "GRU"},
+                                                           {"sat_mzu", "satMZU"},    {"gcn_mzu", "gcnMZU"},
+                                                           {"cap_mzu", "capMZU"},    {"cru_shallow", "CRU shallow"},
+                                                           {"cru_deep", "CRU deep"}, {"cru_deep_enhanced", "CRU deep+"},
+                                                           {"ho_rnn", "HO-RNN"}};
   if (cell == "mcrnn") {
     std::string s = "MC-RNN";
     if (model.contains("block") && model["block"].is_number_integer())
@@ -120,6 +120,8 @@ std::string cell_short_name(const json& model) {
   int64_t depth = 0;
   if (model.contains("depth") && model["depth"].is_number_integer()) depth = model["depth"].get<int64_t>();
   if (cell == "gru_dt" && depth == 0) depth = 1;  // gru_dt is the deep-transition baseline
+  if (cell == "ho_rnn" && model.contains("ho_order") && model["ho_order"].is_number_integer())
+    s += "-" + std::to_string(model["ho_order"].get<int64_t>());
   if (depth == 1) s += "+DT";
   else if (depth > 1) s += "+DT" + std::to_string(depth);
   return s;

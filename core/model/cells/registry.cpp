@@ -9,6 +9,7 @@
   X(register_mzu_cells)            \
   X(register_mcrnn_cells)          \
   X(register_cru_cells)            \
+  X(register_hornn_cells)          \
   X(register_script_cells)
 
 namespace cs {

@@ -53,7 +53,8 @@ def need(m, key):
 # a cell this table lacks or one whose family is not Cellscope's.
 CELL_FAMILIES = {"rnn": "baseline", "gru": "baseline", "lstm": "baseline", "gru_dt": "baseline",
                  "sat_mzu": "mzu", "gcn_mzu": "mzu", "cap_mzu": "mzu", "mcrnn": "mcrnn",
-                 "cru_shallow": "cru", "cru_deep": "cru", "cru_deep_enhanced": "cru", "script": "script"}
+                 "cru_shallow": "cru", "cru_deep": "cru", "cru_deep_enhanced": "cru", "ho_rnn": "hornn",
+                 "script": "script"}
 
 
 def family(cell):
@@ -187,6 +188,43 @@ class GateCell(Cell):
         g, o = self._cdrop(torch.tanh(g4[:, 2 * H:3 * H])), torch.sigmoid(g4[:, 3 * H:])
         c = f * state[1] + i * g
         return [o * torch.tanh(c), c]
+
+
+class HoRNN(Cell):
+    """ho_rnn (cells/hornn.cpp): Soltani and Jiang's higher-order RNN, h_t = f(W_in x_t + b_ih + sum_{n=1..N}
+    W_hn h_{t-n} + b_hh), w_hh [H, N*H] = [W_h1 | ... | W_hN]; the state is [h_{t-1}, ..., h_{t-N}], newest first."""
+
+    order: Final[int]
+    sigmoid: Final[bool]
+
+    def __init__(self, I, H, order, activation):
+        super().__init__()
+        if activation not in ("tanh", "sigmoid"):
+            raise NotImplementedError("cellscope_torch: model.ho_activation = %r is not implemented" % activation)
+        self.hidden_size, self.order, self.sigmoid = H, int(order), activation == "sigmoid"
+        k = 1.0 / math.sqrt(H)
+        self.w_ih = nn.Parameter(torch.empty(H, I).uniform_(-k, k))
+        self.w_hh = nn.Parameter(torch.empty(H, self.order * H).uniform_(-k, k))
+        self.b_ih = nn.Parameter(torch.empty(H).uniform_(-k, k))
+        self.b_hh = nn.Parameter(torch.empty(H).uniform_(-k, k))
+
+    def initial_state(self, B: int, like: Tensor) -> List[Tensor]:
+        out: List[Tensor] = []
+        for _ in range(self.order):
+            out.append(like.new_zeros([B, self.hidden_size]))
+        return out
+
+    def input_projection(self, x: Tensor) -> Tensor:
+        return x @ self.w_ih.t() + self.b_ih
+
+    def step(self, xp: Tensor, state: List[Tensor], whh: Optional[Tensor],
+             ds: Optional[List[Tensor]]) -> List[Tensor]:
+        pre = torch.addmm(xp + self.b_hh, torch.cat(state, 1), self.w_hh.t())
+        h = torch.sigmoid(pre) if self.sigmoid else torch.tanh(pre)
+        out = [h]
+        for n in range(self.order - 1):  # h_{t-N} drops out
+            out.append(state[n])
+        return out
 
 
 class GRUDT(Cell):

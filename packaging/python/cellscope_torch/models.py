@@ -13,7 +13,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch import Tensor
 
-from .cells import CELL_FAMILIES, CRU, GRUDT, MCRNN, MZU, Cell, Final, GateCell, family, need
+from .cells import CELL_FAMILIES, CRU, GRUDT, MCRNN, MZU, Cell, Final, GateCell, HoRNN, family, need
 from .script_cell import ScriptCell
 
 # ---------------------------------------------------------------- options
@@ -43,6 +43,7 @@ CELL_OPTIONS = {
     "mcrnn": {"layer_norm": BOOL, "candidate_dropout": ANY, "block": ANY, "attention": ANY,
               "lstm_memory": ("prev", "average"), "dist_scale": ANY, "state_clamp": ("auto", "off", "on"),
               "base": ("rnn", "gru", "lstm", "gru_dt", "sat_mzu", "gcn_mzu", "cap_mzu")},
+    "hornn": {"ho_order": ANY, "ho_activation": ("tanh", "sigmoid")},
     # the TorchScript file and the SHA-256 the run recorded (exported.load points model.script at the export's copy)
     "script": {"script": ANY, "script_sha256": ANY},
 }
@@ -82,6 +83,7 @@ BARE_DEFAULTS = {
             "conv_activation": "relu", "reset_after": True},
     "mcrnn": {"layer_norm": False, "candidate_dropout": 0.0, "block": 3, "attention": 0, "lstm_memory": "prev",
               "dist_scale": 0.1, "base": "lstm", "state_clamp": "auto"},
+    "hornn": {"ho_order": 3, "ho_activation": "tanh"},
     "script": {},
 }
 
@@ -153,6 +155,8 @@ def build_cell(m, I):
     if cell == "gru_dt":
         return GRUDT(I, H, need(m, "depth"), need(m, "share_transition"), need(m, "layer_norm"),
                      need(m, "candidate_dropout"))
+    if fam == "hornn":
+        return HoRNN(I, H, need(m, "ho_order"), need(m, "ho_activation"))
     if fam == "mzu":
         return MZU(m, I)
     if fam == "cru":
@@ -579,6 +583,7 @@ class RNNSearch(Seq2SeqBase):
     n: Final[int]
     hd: Final[int]
     bridge_history: Final[bool]
+    bridge_all: Final[bool]
 
     def __init__(self, m, source_vocab, target_vocab, pad=1):
         super().__init__(m, source_vocab, target_vocab, pad)
@@ -586,6 +591,8 @@ class RNNSearch(Seq2SeqBase):
         # model.bridge = recurrence (an export without the key was written before it: output): an MC-RNN decoder's
         # channel history h_t^k, t <= 0, starts at s_0 too (McRnnCellImpl::with_previous_output)
         self.bridge_history = m.get("bridge", "output") == "recurrence" and m["cell"] == "mcrnn"
+        # with model.bridge = recurrence a HO-RNN decoder's N preceding states are all s_0 (HoRnnCellImpl)
+        self.bridge_all = m.get("bridge", "output") == "recurrence" and m["cell"] == "ho_rnn"
         self.encoder_bwd = CellStack(m, E)
         He = self.encoder.output_size + self.encoder_bwd.output_size
         self.decoder = CellStack(m, E + He)
@@ -623,6 +630,9 @@ class RNNSearch(Seq2SeqBase):
             s[0] = h0
             if self.bridge_history:
                 s[2] = h0.unsqueeze(1).unsqueeze(2).expand_as(s[2]).contiguous()
+            if self.bridge_all:
+                for k in range(1, len(s)):
+                    s[k] = h0
             st.append(s)
             l += 1
         return st
