@@ -168,6 +168,9 @@ std::vector<Variant> variants() {
       // the MC-RNN paper's HO-RNN baseline: the bridge reaches all N preceding states of each decoder layer
       {"seq2seq_rnnsearch_ho_rnn", "seq2seq", {{"architecture", "rnnsearch"}, {"cell", "ho_rnn"}, {"layers", 2}}},
       {"ho_rnn_order4_sigmoid", "char_lm", {{"cell", "ho_rnn"}, {"ho_order", 4}, {"ho_activation", "sigmoid"}}},
+      // the MC-RNN paper's HM-RNN baseline: three levels, the bridge to the output and every level's h
+      {"hm_rnn_levels3", "char_lm", {{"cell", "hm_rnn"}, {"hm_levels", 3}}},
+      {"seq2seq_rnnsearch_hm_rnn", "seq2seq", {{"architecture", "rnnsearch"}, {"cell", "hm_rnn"}}},
   };
 }
 

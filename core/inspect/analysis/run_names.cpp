@@ -103,7 +103,7 @@ std::string cell_short_name(const json& model) {
                                                            {"sat_mzu", "satMZU"},    {"gcn_mzu", "gcnMZU"},
                                                            {"cap_mzu", "capMZU"},    {"cru_shallow", "CRU shallow"},
                                                            {"cru_deep", "CRU deep"}, {"cru_deep_enhanced", "CRU deep+"},
-                                                           {"ho_rnn", "HO-RNN"}};
+                                                           {"ho_rnn", "HO-RNN"},     {"hm_rnn", "HM-RNN"}};
   if (cell == "mcrnn") {
     std::string s = "MC-RNN";
     if (model.contains("block") && model["block"].is_number_integer())

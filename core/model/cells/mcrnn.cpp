@@ -341,17 +341,19 @@ void register_mcrnn_cells(std::vector<CellInfo>& out) {
     } else if (it == reg.end()) {
       std::string known;
       for (auto& ci : reg)
-        if (ci.name != "mcrnn" && !ci.needs_whole_sequence && ci.family != "script" && ci.family != "hornn")
+        if (ci.name != "mcrnn" && !ci.needs_whole_sequence && ci.family != "script" && ci.family != "hornn" &&
+            ci.family != "hmrnn")
           known += (known.empty() ? "" : ", ") + ci.name;
       errs.push_back({"model.base", "unknown base cell '" + base + "' (known: " + known + ")"});
     } else if (it->family == "script") {
       errs.push_back({"model.base",
                       "a TorchScript cell cannot be an MC-RNN's base (its model.script belongs to "
                       "model.cell = script; cells/SCRIPT_CELL_NOTES.md)"});
-    } else if (it->family == "hornn") {
-      errs.push_back({"model.base",
-                      "a HO-RNN reads its own N preceding states; as an MC-RNN's base they would mix with the "
-                      "channel history of eq. 2 (a model of neither paper): use rnn, gru or lstm"});
+    } else if (it->family == "hornn" || it->family == "hmrnn") {
+      errs.push_back({"model.base", std::string(it->family == "hornn" ? "a HO-RNN reads its own N preceding states"
+                                                                      : "an HM-RNN carries its own levels' states") +
+                                        "; as an MC-RNN's base they would mix with the channel history of eq. 2 (a "
+                                        "model of neither paper): use rnn, gru or lstm"});
     } else if (it->needs_whole_sequence) {
       errs.push_back({"model.base", "cell '" + base + "' needs the whole sequence and has no per-step form to wrap"});
     }

@@ -10,6 +10,7 @@
   X(register_mcrnn_cells)          \
   X(register_cru_cells)            \
   X(register_hornn_cells)          \
+  X(register_hmrnn_cells)          \
   X(register_script_cells)
 
 namespace cs {

@@ -17,7 +17,7 @@ namespace cs {
 
 struct CellInfo {
   std::string name;                 // config value of model.cell, e.g. "gru", "sat_mzu"
-  std::string family;               // "baseline" | "mzu" | "cru" | "mcrnn" | "hornn" | "script"
+  std::string family;               // "baseline" | "mzu" | "cru" | "mcrnn" | "hornn" | "hmrnn" | "script"
   std::string description;          // one line, cites the paper
   std::vector<OptionSpec> options;  // cell-specific model.* options (cells = {name} implied)
   ConfigCheck check;                // optional cross-field validation

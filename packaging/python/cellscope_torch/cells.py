@@ -54,7 +54,7 @@ def need(m, key):
 CELL_FAMILIES = {"rnn": "baseline", "gru": "baseline", "lstm": "baseline", "gru_dt": "baseline",
                  "sat_mzu": "mzu", "gcn_mzu": "mzu", "cap_mzu": "mzu", "mcrnn": "mcrnn",
                  "cru_shallow": "cru", "cru_deep": "cru", "cru_deep_enhanced": "cru", "ho_rnn": "hornn",
-                 "script": "script"}
+                 "hm_rnn": "hmrnn", "script": "script"}
 
 
 def family(cell):
@@ -225,6 +225,90 @@ class HoRNN(Cell):
         for n in range(self.order - 1):  # h_{t-N} drops out
             out.append(state[n])
         return out
+
+
+class HMLevel(nn.Module):
+    """One level of hm_rnn (HmRnnLevelImpl): rows (f, i, o, g, z~), no z~ row and no w_td at the top."""
+
+    top: Final[bool]
+
+    def __init__(self, I, H, top):
+        super().__init__()
+        k, rows = 1.0 / math.sqrt(H), 4 * H + (0 if top else 1)
+        self.top = bool(top)
+        self.w_bu = nn.Parameter(torch.empty(rows, I).uniform_(-k, k))
+        self.w_rec = nn.Parameter(torch.empty(rows, H).uniform_(-k, k))
+        self.register_parameter("w_td", None)
+        if not top:
+            self.w_td = nn.Parameter(torch.empty(rows, H).uniform_(-k, k))
+        self.b = nn.Parameter(torch.empty(rows).uniform_(-k, k))
+        self.w_out = nn.Parameter(torch.empty(H, H).uniform_(-k, k))
+
+
+class HMRNN(Cell):
+    """hm_rnn (cells/hmrnn.cpp): Chung, Ahn and Bengio's HM-LSTM, L levels in one layer. Per level l the
+    pre-activation s = U_l h^l_{t-1} + z^l_{t-1} U_{l+1} h^{l+1}_{t-1} + z^{l-1}_t W_{l-1} h^{l-1}_t + b (rows f, i,
+    o, g, z~), FLUSH / UPDATE / COPY from z^l_{t-1} and z^{l-1}_t (z^0 = 1), z = step(hard sigmoid) with the
+    straight-through gradient (the top level has no boundary), and the output module
+    h^e = ReLU(sum_l sigm(w^l . [h^1..h^L]) W^e_l h^l). State [h^e, h^1..h^L, c^1..c^L, z^1..z^L]."""
+
+    levels: Final[int]
+    slope: Final[float]
+
+    def __init__(self, I, H, levels, slope):
+        super().__init__()
+        self.hidden_size, self.levels, self.slope = H, int(levels), float(slope)
+        for l in range(self.levels):
+            setattr(self, "level%d" % l, HMLevel(I if l == 0 else H, H, l + 1 == self.levels))
+        k = 1.0 / math.sqrt(H)
+        self.w_gate = nn.Parameter(torch.empty(self.levels, self.levels * H).uniform_(-k, k))
+
+    def initial_state(self, B: int, like: Tensor) -> List[Tensor]:
+        out: List[Tensor] = [like.new_zeros([B, self.hidden_size])]
+        for _ in range(2 * self.levels):
+            out.append(like.new_zeros([B, self.hidden_size]))
+        for _ in range(self.levels):
+            out.append(like.new_zeros([B, 1]))
+        return out
+
+    def step(self, xp: Tensor, state: List[Tensor], whh: Optional[Tensor],
+             ds: Optional[List[Tensor]]) -> List[Tensor]:
+        H, L = self.hidden_size, self.levels
+        hs: List[Tensor] = []
+        cs: List[Tensor] = []
+        zs: List[Tensor] = []
+        outs: List[Tensor] = []
+        below = xp
+        z_below = xp.new_ones([xp.shape[0], 1])  # z^0 = 1
+        l = 0
+        for lv in self.children():  # level0, level1, ... (TorchScript unrolls the loop)
+            hp, cp, zp = state[1 + l], state[1 + L + l], state[1 + 2 * L + l]
+            pre = torch.addmm(lv.b, hp, lv.w_rec.t()) + z_below * (below @ lv.w_bu.t())
+            w_td = lv.w_td
+            if w_td is not None:
+                pre = pre + zp * (state[2 + l] @ w_td.t())
+            f, i = torch.sigmoid(pre[:, :H]), torch.sigmoid(pre[:, H:2 * H])
+            o, g = torch.sigmoid(pre[:, 2 * H:3 * H]), torch.tanh(pre[:, 3 * H:4 * H])
+            ig = i * g
+            cn = zp * ig + (1 - zp) * (z_below * (f * cp + ig) + (1 - z_below) * cp)
+            copy = (1 - zp) * (1 - z_below)
+            hn = copy * hp + (1 - copy) * (o * torch.tanh(cn))
+            if lv.top:
+                zn = torch.zeros_like(zp)
+            else:
+                soft = torch.clamp((self.slope * pre[:, 4 * H:4 * H + 1] + 1) / 2, 0.0, 1.0)
+                zn = soft + ((soft > 0.5).to(soft.dtype) - soft).detach()  # straight-through
+            hs.append(hn)
+            cs.append(cn)
+            zs.append(zn)
+            outs.append(hn @ lv.w_out.t())
+            below, z_below = hn, zn
+            l += 1
+        gates = torch.sigmoid(torch.cat(hs, 1) @ self.w_gate.t())
+        he = gates[:, 0:1] * outs[0]
+        for k in range(1, L):
+            he = he + gates[:, k:k + 1] * outs[k]
+        return [torch.relu(he)] + hs + cs + zs
 
 
 class GRUDT(Cell):

@@ -13,7 +13,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch import Tensor
 
-from .cells import CELL_FAMILIES, CRU, GRUDT, MCRNN, MZU, Cell, Final, GateCell, HoRNN, family, need
+from .cells import CELL_FAMILIES, CRU, GRUDT, MCRNN, MZU, Cell, Final, GateCell, HMRNN, HoRNN, family, need
 from .script_cell import ScriptCell
 
 # ---------------------------------------------------------------- options
@@ -44,6 +44,7 @@ CELL_OPTIONS = {
               "lstm_memory": ("prev", "average"), "dist_scale": ANY, "state_clamp": ("auto", "off", "on"),
               "base": ("rnn", "gru", "lstm", "gru_dt", "sat_mzu", "gcn_mzu", "cap_mzu")},
     "hornn": {"ho_order": ANY, "ho_activation": ("tanh", "sigmoid")},
+    "hmrnn": {"hm_levels": ANY, "hm_slope": ANY},
     # the TorchScript file and the SHA-256 the run recorded (exported.load points model.script at the export's copy)
     "script": {"script": ANY, "script_sha256": ANY},
 }
@@ -84,6 +85,7 @@ BARE_DEFAULTS = {
     "mcrnn": {"layer_norm": False, "candidate_dropout": 0.0, "block": 3, "attention": 0, "lstm_memory": "prev",
               "dist_scale": 0.1, "base": "lstm", "state_clamp": "auto"},
     "hornn": {"ho_order": 3, "ho_activation": "tanh"},
+    "hmrnn": {"hm_levels": 2, "hm_slope": 1.0},
     "script": {},
 }
 
@@ -157,6 +159,8 @@ def build_cell(m, I):
                      need(m, "candidate_dropout"))
     if fam == "hornn":
         return HoRNN(I, H, need(m, "ho_order"), need(m, "ho_activation"))
+    if fam == "hmrnn":
+        return HMRNN(I, H, need(m, "hm_levels"), need(m, "hm_slope"))
     if fam == "mzu":
         return MZU(m, I)
     if fam == "cru":
@@ -584,6 +588,7 @@ class RNNSearch(Seq2SeqBase):
     hd: Final[int]
     bridge_history: Final[bool]
     bridge_all: Final[bool]
+    bridge_count: Final[int]
 
     def __init__(self, m, source_vocab, target_vocab, pad=1):
         super().__init__(m, source_vocab, target_vocab, pad)
@@ -591,8 +596,11 @@ class RNNSearch(Seq2SeqBase):
         # model.bridge = recurrence (an export without the key was written before it: output): an MC-RNN decoder's
         # channel history h_t^k, t <= 0, starts at s_0 too (McRnnCellImpl::with_previous_output)
         self.bridge_history = m.get("bridge", "output") == "recurrence" and m["cell"] == "mcrnn"
-        # with model.bridge = recurrence a HO-RNN decoder's N preceding states are all s_0 (HoRnnCellImpl)
-        self.bridge_all = m.get("bridge", "output") == "recurrence" and m["cell"] == "ho_rnn"
+        # with model.bridge = recurrence a HO-RNN decoder's N preceding states are all s_0 (HoRnnCellImpl), and an
+        # HM-RNN decoder's h^e and every level's h (HmRnnCellImpl)
+        self.bridge_all = m.get("bridge", "output") == "recurrence" and m["cell"] in ("ho_rnn", "hm_rnn")
+        self.bridge_count = int(need(m, "ho_order")) if m["cell"] == "ho_rnn" else \
+            1 + int(need(m, "hm_levels")) if m["cell"] == "hm_rnn" else 0
         self.encoder_bwd = CellStack(m, E)
         He = self.encoder.output_size + self.encoder_bwd.output_size
         self.decoder = CellStack(m, E + He)
@@ -631,7 +639,7 @@ class RNNSearch(Seq2SeqBase):
             if self.bridge_history:
                 s[2] = h0.unsqueeze(1).unsqueeze(2).expand_as(s[2]).contiguous()
             if self.bridge_all:
-                for k in range(1, len(s)):
+                for k in range(1, self.bridge_count):
                     s[k] = h0
             st.append(s)
             l += 1
