@@ -188,7 +188,7 @@ class GuiRunsTest : public QObject {
     QVERIFY(QFileInfo::exists(out + "/model.pt"));
     QVERIFY(QFileInfo::exists(out + "/config.json"));
     QCOMPARE(gui::RunActions::exportDirectory(folder, dir), folder + "/a-pytorch-2");  // never over an export
-    // Into an existing export: the CLI refuses, and the window says so.
+    // Into an existing export: the export refuses, and the window says so.
     QVERIFY(acts->exportRun(dir, gui::RunActions::PyTorch, out, &exportErr));
     QTRY_COMPARE_WITH_TIMEOUT(done.count(), 2, 60000);
     QVERIFY(!done[1][2].toBool());

@@ -19,7 +19,6 @@
 #include <QMenu>
 #include <QMessageBox>
 #include <QPlainTextEdit>
-#include <QProcess>
 #include <QPushButton>
 #include <QRegularExpression>
 #include <QSettings>
@@ -34,6 +33,8 @@
 #include "core_bridge.h"
 #include "run_table.h"
 #include "training_controller.h"
+#include "transfer_bridge.h"
+#include "worker_thread.h"
 #include "json_file.h"
 
 #include <unistd.h>
@@ -478,84 +479,64 @@ QString RunActions::exportDirectory(const QString& folder, const QString& dir) {
   return out;
 }
 
-// Runs `cellscope-cli ARGS` without blocking; `done(ok, stdout, text)` with text the last line of its
-// output (ok) or of its error output. False with *error when there is no cellscope-cli to run.
-bool RunActions::startCli(const QStringList& args, const QString& verb,
-                          const std::function<void(bool, const QByteArray&, const QString&)>& done, QString* error) {
-  const QString cli = cliProgram();
-  if (cli.isEmpty()) {
-    if (error) *error = QStringLiteral("Not %1: cellscope-cli was not found beside the workbench or on PATH").arg(verb);
-    return false;
+// Runs one export or import on the transfer worker's thread (transfer_bridge.h: in-process, the functions the
+// CLI calls); `done(ok, text, runDir)` on this thread when it ends. Transfers run one after another.
+void RunActions::startTransfer(int kind, const QString& source, const QString& target, const TransferDone& done) {
+  if (!m_transfer) {
+    m_transfer = startWorkerThread<TransferWorker>(this, &m_transferThread, QStringLiteral("cellscope-transfer"));
+    connect(m_transfer, &TransferWorker::finished, this,
+            [this](int id, bool ok, const QString& text, const QString& runDir) {
+              const TransferDone d = m_pending.take(id);
+              --m_exports;
+              if (d) d(ok, text, runDir);
+            });
   }
-  auto* p = new QProcess(this);
-  p->setProcessChannelMode(QProcess::SeparateChannels);
+  const int id = ++m_lastTransfer;
+  m_pending.insert(id, done);
   ++m_exports;
-  const QString command = args.value(0);
-  connect(p, &QProcess::finished, this, [this, p, done, command](int code, QProcess::ExitStatus status) {
-    --m_exports;
-    const auto lastLine = [](const QByteArray& b) {
-      const QStringList lines = QString::fromUtf8(b).split(QLatin1Char('\n'), Qt::SkipEmptyParts);
-      return lines.isEmpty() ? QString() : lines.last().trimmed();
-    };
-    const bool ok = status == QProcess::NormalExit && code == 0;
-    const QByteArray out = p->readAllStandardOutput();
-    QString text = ok ? lastLine(out) : lastLine(p->readAllStandardError());
-    if (!ok && text.isEmpty()) text = QStringLiteral("cellscope-cli %1 ended with status %2").arg(command).arg(code);
-    done(ok, out, text);
-    p->deleteLater();
-  });
-  connect(p, &QProcess::errorOccurred, this, [this, p, done](QProcess::ProcessError e) {
-    if (e != QProcess::FailedToStart) return;
-    --m_exports;
-    done(false, QByteArray(), QStringLiteral("cannot start cellscope-cli: %1").arg(p->errorString()));
-    p->deleteLater();
-  });
-  p->start(cli, args);
-  return true;
+  TransferWorker* w = m_transfer;
+  QMetaObject::invokeMethod(
+      w, [w, id, kind, source, target] { w->run(id, kind, source, target); }, Qt::QueuedConnection);
+}
+
+RunActions::~RunActions() {
+  if (m_transferThread) stopWorkerThread(m_transferThread);  // the transfer running now ends first
 }
 
 bool RunActions::exportRun(const QString& dir, ExportFormat format, const QString& out, QString* error) {
-  QStringList args{QStringLiteral("export")};
-  if (format == TensorBoard) args << QStringLiteral("tensorboard");
-  args << dir << QStringLiteral("--out") << out;
   const QString what = format == PyTorch ? QStringLiteral("PyTorch") : QStringLiteral("TensorBoard");
-  const bool started = startCli(
-      args, QStringLiteral("exported"),
-      [this, dir, out, what](bool ok, const QByteArray&, const QString& text) {
-        Q_EMIT message(ok ? QStringLiteral("Exported %1 for %2 to %3").arg(QFileInfo(dir).fileName(), what, out)
-                          : QStringLiteral("%1 export of %2 failed: %3").arg(what, QFileInfo(dir).fileName(), text),
-                       ok ? 8000 : 15000);
-        Q_EMIT exportFinished(dir, out, ok, text);
-      },
-      error);
-  if (started) Q_EMIT message(QStringLiteral("Exporting %1 for %2...").arg(QFileInfo(dir).fileName(), what), 0);
-  return started;
+  if (dir.isEmpty() || out.isEmpty()) {
+    if (error) *error = QStringLiteral("Not exported: no run or no destination");
+    return false;
+  }
+  startTransfer(static_cast<int>(format == PyTorch ? TransferKind::ExportTorch : TransferKind::ExportTensorBoard), dir,
+                out, [this, dir, out, what](bool ok, const QString& text, const QString&) {
+                  Q_EMIT message(
+                      ok ? QStringLiteral("Exported %1 for %2 to %3").arg(QFileInfo(dir).fileName(), what, out)
+                         : QStringLiteral("%1 export of %2 failed: %3").arg(what, QFileInfo(dir).fileName(), text),
+                      ok ? 8000 : 15000);
+                  Q_EMIT exportFinished(dir, out, ok, text);
+                });
+  Q_EMIT message(QStringLiteral("Exporting %1 for %2...").arg(QFileInfo(dir).fileName(), what), 0);
+  return true;
 }
 
 bool RunActions::importRun(const QString& exportDir, const QString& workspace, QString* error) {
-  const QStringList args{QStringLiteral("import"), exportDir, QStringLiteral("--workspace"), workspace,
-                         QStringLiteral("--json")};
-  const bool started = startCli(
-      args, QStringLiteral("imported"),
-      [this, exportDir](bool ok, const QByteArray& out, const QString& text) {
-        QString runDir, what = text;
-        if (ok) {
-          const QJsonObject j = QJsonDocument::fromJson(out.trimmed()).object();
-          runDir = j.value(QStringLiteral("run_dir")).toString();
-          what = QStringLiteral("%1 tensors; valid %2 %3")
-                     .arg(j.value(QStringLiteral("tensors")).toInt())
-                     .arg(j.value(QStringLiteral("metric")).toString())
-                     .arg(j.value(QStringLiteral("valid")).toDouble(), 0, 'g', 5);
-          if (!runDir.isEmpty()) m_model->refreshRun(runDir);
-        }
-        Q_EMIT message(ok ? QStringLiteral("Imported %1 as %2 (%3)").arg(exportDir, QFileInfo(runDir).fileName(), what)
-                          : QStringLiteral("Import of %1 failed: %2").arg(exportDir, text),
-                       ok ? 10000 : 20000);
-        Q_EMIT importFinished(exportDir, runDir, ok, what);
-      },
-      error);
-  if (started) Q_EMIT message(QStringLiteral("Importing %1...").arg(exportDir), 0);
-  return started;
+  if (exportDir.isEmpty() || workspace.isEmpty()) {
+    if (error) *error = QStringLiteral("Not imported: no export folder or no workspace");
+    return false;
+  }
+  startTransfer(static_cast<int>(TransferKind::Import), exportDir, workspace,
+                [this, exportDir](bool ok, const QString& text, const QString& runDir) {
+                  if (ok && !runDir.isEmpty()) m_model->refreshRun(runDir);
+                  Q_EMIT message(
+                      ok ? QStringLiteral("Imported %1 as %2 (%3)").arg(exportDir, QFileInfo(runDir).fileName(), text)
+                         : QStringLiteral("Import of %1 failed: %2").arg(exportDir, text),
+                      ok ? 10000 : 20000);
+                  Q_EMIT importFinished(exportDir, runDir, ok, text);
+                });
+  Q_EMIT message(QStringLiteral("Importing %1...").arg(exportDir), 0);
+  return true;
 }
 
 void RunActions::importInteractive(const QString& workspace) {

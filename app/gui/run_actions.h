@@ -6,20 +6,22 @@
 //   Load configuration  Ctrl+Alt+L  the run's config into the configure panel
 //   Rename / label...   F2          label.txt (cs::RunStore::write_label)
 //   Open folder         Ctrl+Alt+O  the run directory in the desktop's file manager
-//   Export for PyTorch...      Ctrl+Alt+E  `cellscope-cli export DIR --out <folder>/<run>-pytorch`: a
-//                                          state_dict, config and vocabulary for cellscope_torch.load
-//   Export for TensorBoard...  Ctrl+Alt+T  `cellscope-cli export tensorboard DIR --out <logdir>`
+//   Export for PyTorch...      Ctrl+Alt+E  what `cellscope-cli export DIR --out <folder>/<run>-pytorch`
+//                                          writes: a state_dict, config and vocabulary for cellscope_torch.load
+//   Export for TensorBoard...  Ctrl+Alt+T  what `cellscope-cli export tensorboard DIR --out <logdir>` writes
 //                                          (event files that TensorBoard, W&B and Aim read)
 //   Delete...           Delete      to the desktop trash (after a confirmation; refused while
 //                                   the run is being trained, here or by another process);
 //                                   without a desktop trash, to WORKSPACE/.trash, and the
 //                                   status bar says where and how to restore it
 // Each action has a dialog-free operation (resume, fork, loadConfiguration, rename,
-// exportRun, remove) that the tests call; the slots add the dialogs. Exports run the CLI as
-// a process, so the window stays responsive; exportFinished reports the outcome.
+// exportRun, remove) that the tests call; the slots add the dialogs. Exports and imports call the
+// core's functions in-process (transfer_bridge.h), the ones the CLI calls, on a worker thread, so the
+// window stays responsive; exportFinished / importFinished report the outcome.
 #pragma once
 #include <functional>
 #include <QDialog>
+#include <QHash>
 #include <QList>
 #include <QObject>
 #include <QString>
@@ -32,12 +34,14 @@ class QMenu;
 class QPlainTextEdit;
 class QSortFilterProxyModel;
 class QTableView;
+class QThread;
 
 namespace gui {
 
 class ConfigurePanel;
 class RunTableModel;
 class TrainingController;
+class TransferWorker;
 
 // The Fork dialog: which checkpoint of the parent, and what changes. Builds the CLI's
 // command line; the window runs it as a process and follows the child like any run.
@@ -73,6 +77,7 @@ class RunActions : public QObject {
   // view shows proxy, whose source is model; dialogs are parented to dialogParent.
   RunActions(RunTableModel* model, QSortFilterProxyModel* proxy, QTableView* view, TrainingController* controller,
              ConfigurePanel* configure, QWidget* dialogParent);
+  ~RunActions() override;
 
   QAction* action(Kind k) const { return m_actions.value(k); }
   QList<QAction*> actions() const { return m_actions; }
@@ -98,16 +103,16 @@ class RunActions : public QObject {
   static bool isWorkspaceTrash(const QString& path);
   // A fresh directory for a fork of dir, in dir's workspace.
   QString forkDirectory(const QString& dir) const;
-  // Starts `cellscope-cli export` of dir into out (PyTorch: a new directory; TensorBoard: a
-  // log directory that gets one subdirectory per run). False with *error when it cannot
-  // start; otherwise exportFinished follows.
+  // Starts the export of dir into out (PyTorch: a new directory; TensorBoard: a log directory that
+  // gets one subdirectory per run), as `cellscope-cli export` makes it. False with *error when
+  // there is nothing to export; otherwise exportFinished follows.
   bool exportRun(const QString& dir, ExportFormat format, const QString& out, QString* error = nullptr);
   // Where the PyTorch export of dir goes inside folder: <folder>/<run>-pytorch, or -2, -3...
   // when that exists.
   static QString exportDirectory(const QString& folder, const QString& dir);
-  // Starts `cellscope-cli import exportDir --workspace workspace`: a new run of the weights an export
-  // folder holds after cellscope_torch.save_export wrote them back from PyTorch. False with *error
-  // when it cannot start; otherwise importFinished follows.
+  // Starts the import `cellscope-cli import exportDir --workspace workspace` makes: a new run of the
+  // weights an export folder holds after cellscope_torch.save_export wrote them back from PyTorch.
+  // False with *error when a path is missing; otherwise importFinished follows.
   bool importRun(const QString& exportDir, const QString& workspace, QString* error = nullptr);
   int exportsRunning() const { return m_exports; }  // exports and imports not ended yet
 
@@ -126,15 +131,15 @@ class RunActions : public QObject {
  Q_SIGNALS:
   void message(const QString& text, int timeoutMs);
   void configurationLoaded(const QString& dir);
-  // An export ended: ok, and the CLI's last line of output or its error message.
+  // An export ended: ok, and one line saying what was written or why not.
   void exportFinished(const QString& dir, const QString& out, bool ok, const QString& text);
-  // An import ended: the new run's directory ("" when it failed), and what the CLI said.
+  // An import ended: the new run's directory ("" when it failed), and what was imported or why not.
   void importFinished(const QString& exportDir, const QString& runDir, bool ok, const QString& text);
 
  private:
   void report(bool ok, const QString& done, const QString& error);
-  bool startCli(const QStringList& args, const QString& verb,
-                const std::function<void(bool, const QByteArray&, const QString&)>& done, QString* error);
+  using TransferDone = std::function<void(bool ok, const QString& text, const QString& runDir)>;
+  void startTransfer(int kind, const QString& source, const QString& target, const TransferDone& done);
   static void setReason(QAction* a, const QString& reason);
 
   RunTableModel* m_model;
@@ -146,6 +151,10 @@ class RunActions : public QObject {
   QList<QAction*> m_actions;
   QMenu* m_menu = nullptr;
   int m_exports = 0;
+  QThread* m_transferThread = nullptr;
+  TransferWorker* m_transfer = nullptr;
+  QHash<int, TransferDone> m_pending;  // the transfers started and not ended, by id
+  int m_lastTransfer = 0;
 };
 
 }  // namespace gui

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "corpus_fixture.h"
+#include "export/torch_export.h"
 #include "export_torch_fixture.h"
 #include "harness.h"
 #include "tasks/task.h"
@@ -219,6 +220,61 @@ TEST(ExportTorch, manifestAndStateDictRoundTrip) {
 // torch.load with weights_only=True (and without), and as safetensors by hand and by the safetensors package where
 // Python has it: the same names in the same order, dtypes, shapes and bytes. An empty dict writes and loads; a
 // dtype neither format is written for, a repeated name and a safetensors tensor named __metadata__ are refused.
+// The export is one function of the core (run/export/torch_export.h) that the CLI and the window both call. Called
+// in-process it writes what `cellscope-cli export` writes for the same checkpoint (export.json equal, the same
+// weights byte for byte, a reference batch), says what it did, refuses a bad checkpoint name and a destination that
+// is not an earlier export by throwing UserError, replaces an earlier export with force, and leaves no temporary
+// folder beside its destination.
+TEST(ExportTorch, coreFunctionWritesWhatTheCliWrites) {
+  const std::string text = cstest::write_text_fixture("export_core.txt", 8000);
+  const Variant v{"core_fn", "char_lm", {{"cell", "gru"}}};
+  const std::string dir = cstest::temp_dir() + "/export_core";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string run = dir + "/run", cli_out = dir + "/by_cli", core_out = dir + "/by_core";
+  std::string err, o;
+  ASSERT_EQ(train_tiny(v, text, run, &err), 0) << err;
+  ASSERT_EQ(cstest::run_cli({"export", run, "--out", cli_out}, &o, &err), 0) << err;
+  cs::TorchExportOptions opt;
+  opt.run_dir = run;
+  opt.out = core_out + "/";  // a trailing slash names the same folder
+  const cs::TorchExport r = cs::export_torch(opt);
+  EXPECT_EQ(r.out, fs::absolute(core_out).lexically_normal().string());
+  const json cli_man = cstest::json_object(cstest::read_text(cli_out + "/export.json"));
+  const json core_man = cstest::json_object(cstest::read_text(core_out + "/export.json"));
+  EXPECT_EQ(core_man, r.manifest);
+  EXPECT_EQ(core_man, cli_man);
+  EXPECT_NE(core_man.value("cellscope_version", std::string("unknown")), "unknown");
+  EXPECT_EQ(r.checkpoint_file, "best.pt");
+  EXPECT_EQ(r.step, cli_man["checkpoint"].value("step", -2));
+  EXPECT_EQ(r.tensors, static_cast<int64_t>(core_man["parameters"].size()));
+  EXPECT_EQ(r.config.at("model").value("cell", std::string()), "gru");
+  EXPECT_TRUE(core_man.value("reference", false));
+  EXPECT_EQ(cstest::read_text(core_out + "/model.safetensors"), cstest::read_text(cli_out + "/model.safetensors"));
+  const json files = core_man.value("files", json::array());
+  EXPECT_NE(std::find(files.begin(), files.end(), "reference.pt"), files.end()) << files.dump();
+  EXPECT_TRUE(fs::exists(core_out + "/reference.pt"));
+
+  opt.checkpoint = "latest";
+  try {
+    cs::export_torch(opt);
+    ADD_FAILURE() << "checkpoint 'latest' was accepted";
+  } catch (const cs::UserError& e) {
+    EXPECT_TRUE(cstest::contains(e.what(), "best, last or step_N")) << e.what();
+  }
+  opt.checkpoint = "last";
+  try {
+    cs::export_torch(opt);
+    ADD_FAILURE() << "an existing export was replaced without force";
+  } catch (const cs::UserError& e) {
+    EXPECT_TRUE(cstest::contains(e.what(), "not empty")) << e.what();
+  }
+  opt.force = true;
+  EXPECT_EQ(cs::export_torch(opt).checkpoint_file, "last.pt");
+  for (const auto& e : fs::directory_iterator(dir))
+    EXPECT_EQ(e.path().filename().string().find(".tmp"), std::string::npos) << e.path();
+}
+
 TEST(ExportTorch, stateDictFileWritesEveryDtypeForWeightsOnlyLoad) {
   if (!python_has_torch()) FAIL() << kPython << " has no torch: install python3-torch (packaging/setup.sh installs it)";
   torch::manual_seed(7);

@@ -1,5 +1,5 @@
 // Named tensors as files that Python reads without running code from them (the export for plain PyTorch,
-// app/cli/EXPORT_TORCH_NOTES.md): torch.save's zip format, whose pickle names only what
+// core/run/export/EXPORT_TORCH_NOTES.md): torch.save's zip format, whose pickle names only what
 // torch.load(..., weights_only=True) allows (PyTorch >= 2.6 loads with that by default), and safetensors.
 // Both take the tensors in order, as contiguous little-endian CPU copies; torch's headers stay out of here.
 #pragma once

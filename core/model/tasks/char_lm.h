@@ -71,6 +71,7 @@ class CharLMTask : public StreamLMTask {
 
  private:
   const std::vector<int32_t>& train_tokens() const override { return corpus_.train; }
+  const std::vector<int32_t>& valid_tokens() const override { return corpus_.valid; }
   StreamModel& stream_model() override { return *model_; }
   json cfg_;
   CharCorpus corpus_;

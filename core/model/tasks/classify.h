@@ -115,6 +115,7 @@ class SentenceTask : public ExampleTask {
   std::string unit_name() const override { return "sentences"; }
   bool has_split(const std::string& split) const override;
   std::string vocab_text() const override;
+  std::vector<std::pair<std::string, torch::Tensor>> export_reference() override;  // tasks/export_reference.cpp
   // Data parallel: every rank walks the same global order and batch; rank r trains on
   // its slice of each batch (shard_of), its loss weighted so that the averaged gradient
   // is the gradient of the global batch's mean loss.

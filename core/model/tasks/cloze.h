@@ -152,6 +152,7 @@ class ClozeTask : public ExampleTask {
   bool lower_is_better() const override { return false; }
   std::string unit_name() const override { return "questions"; }
   bool has_split(const std::string& split) const override;
+  std::vector<std::pair<std::string, torch::Tensor>> export_reference() override;  // tasks/export_reference.cpp
   std::string vocab_text() const override { return vocab_.serialize(); }
   std::string cell_name() const override;
   // Inspection: questions by document length (accuracy); the AoA weights of one question

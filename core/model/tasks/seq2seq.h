@@ -79,6 +79,7 @@ class Seq2SeqTask : public ExampleTask {
   bool lower_is_better() const override { return true; }
   std::string unit_name() const override { return "tokens"; }
   bool has_split(const std::string& split) const override;
+  std::vector<std::pair<std::string, torch::Tensor>> export_reference() override;  // tasks/export_reference.cpp
   // The training order (ExampleTask) and whether the lead baseline was logged per split.
   void save_state(torch::serialize::OutputArchive& ar) const override;
   void load_state(torch::serialize::InputArchive& ar) override;

@@ -68,10 +68,13 @@ class StreamLMTask : public Task {
   // end of an epoch (the carried state is then reset).
   std::pair<torch::Tensor, torch::Tensor> next_batch();
   const std::vector<State>& carried_state() const { return state_; }
+  // The first validation batch as stream_nll scores it first (tasks/export_reference.cpp).
+  std::vector<std::pair<std::string, torch::Tensor>> export_reference() override;
 
  protected:
   // The training tokens and the model.
   virtual const std::vector<int32_t>& train_tokens() const = 0;
+  virtual const std::vector<int32_t>& valid_tokens() const = 0;
   virtual StreamModel& stream_model() = 0;
 
   // The batchified training streams and their zero state (end of the derived constructor).

@@ -1,6 +1,5 @@
 #include "tasks/task.h"
 
-#include "tasks/cloze.h"  // register_cloze_task
 #include "util/error.h"
 
 namespace cs {
@@ -68,19 +67,30 @@ int64_t Task::parameter_count() {
   return n;
 }
 
+// The tasks, in registry order: ONE line each. X(f) names the task's `void f(std::vector<TaskInfo>&)`,
+// defined in the task's own .cpp (cells/README.md, "Adding a task").
+#define CELLSCOPE_TASKS(X)   \
+  X(register_char_lm_task)   \
+  X(register_word_lm_task)   \
+  X(register_sentence_tasks) \
+  X(register_cloze_task)     \
+  X(register_seq2seq_task)
+
+#define CELLSCOPE_DECLARE_TASK(f) void f(std::vector<TaskInfo>& out);
+CELLSCOPE_TASKS(CELLSCOPE_DECLARE_TASK)
+#undef CELLSCOPE_DECLARE_TASK
+
 const std::vector<TaskInfo>& task_registry() {
   static const std::vector<TaskInfo> reg = [] {
     std::vector<TaskInfo> v;
-    register_char_lm_task(v);
-    register_word_lm_task(v);
-    register_sentence_tasks(v);
-    register_cloze_task(v);
-    register_seq2seq_task(v);
-    // Further tasks register here (one line each).
+#define CELLSCOPE_REGISTER_TASK(f) f(v);
+    CELLSCOPE_TASKS(CELLSCOPE_REGISTER_TASK)
+#undef CELLSCOPE_REGISTER_TASK
     return v;
   }();
   return reg;
 }
+#undef CELLSCOPE_TASKS
 
 const TaskInfo& task_info(const std::string& name) {
   for (auto& t : task_registry())

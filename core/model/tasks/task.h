@@ -137,6 +137,12 @@ class Task {
   // tokenised as the corpus is. Other tasks: "generation needs a char_lm or word_lm run".
   virtual TokenStepper token_stepper(const std::string& seed_text);
 
+  // ---- Export (run/export/torch_export.h): the reference batch written beside an export for plain
+  // PyTorch (reference.pt): one validation batch's inputs and this model's logits and loss on it,
+  // eval mode, no grad, under the names cellscope_torch reads (packaging/python/cellscope_torch/README.md,
+  // "reference.pt"). Each task builds its own (tasks/export_reference.cpp); empty: the task has none.
+  virtual std::vector<std::pair<std::string, torch::Tensor>> export_reference() { return {}; }
+
  private:
   int64_t train_step_index_ = -1;
 };
@@ -158,10 +164,5 @@ struct TaskInfo {
 const std::vector<TaskInfo>& task_registry();
 const TaskInfo& task_info(const std::string& name);  // throws UserError listing known tasks
 std::unique_ptr<Task> make_task(const json& resolved_cfg, const std::string& run_dir = "");
-
-void register_char_lm_task(std::vector<TaskInfo>& out);
-void register_word_lm_task(std::vector<TaskInfo>& out);
-void register_sentence_tasks(std::vector<TaskInfo>& out);  // tasks/classify.cpp: classify, absa
-void register_seq2seq_task(std::vector<TaskInfo>& out);    // tasks/seq2seq.cpp
 
 }  // namespace cs

@@ -99,6 +99,7 @@ class WordLMTask : public StreamLMTask {
 
  private:
   const std::vector<int32_t>& train_tokens() const override { return corpus_.train; }
+  const std::vector<int32_t>& valid_tokens() const override { return corpus_.valid; }
   StreamModel& stream_model() override { return *model_; }
   void update_average();
   json cfg_;
