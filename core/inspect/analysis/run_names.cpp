@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 
+#include "cells/registry.h"
 #include "config/common_options.h"
 #include "train/run_store.h"
 #include "util/error.h"
@@ -98,30 +99,12 @@ int priority(const std::string& key) {
 std::string cell_short_name(const json& model) {
   if (!model.is_object() || !model.contains("cell") || !model["cell"].is_string()) return "";
   const std::string cell = model["cell"].get<std::string>();
-  static const std::map<std::string, std::string> names = {{"rnn", "RNN"},           {"gru", "GRU"},
-                                                           {"lstm", "LSTM"},         {"gru_dt", "GRU"},
-                                                           {"sat_mzu", "satMZU"},    {"gcn_mzu", "gcnMZU"},
-                                                           {"cap_mzu", "capMZU"},    {"cru_shallow", "CRU shallow"},
-                                                           {"cru_deep", "CRU deep"}, {"cru_deep_enhanced", "CRU deep+"},
-                                                           {"ho_rnn", "HO-RNN"},     {"hm_rnn", "HM-RNN"}};
-  if (cell == "mcrnn") {
-    std::string s = "MC-RNN";
-    if (model.contains("block") && model["block"].is_number_integer())
-      s += "-" + std::to_string(model["block"].get<int64_t>() - 1);
-    if (model.contains("base") && model["base"].is_string()) {
-      std::string base = model["base"].get<std::string>();
-      auto b = names.find(base);
-      s += "/" + (b == names.end() ? base : b->second);
-    }
-    return s;
-  }
-  auto it = names.find(cell);
-  std::string s = it == names.end() ? cell : it->second;
-  int64_t depth = 0;
-  if (model.contains("depth") && model["depth"].is_number_integer()) depth = model["depth"].get<int64_t>();
-  if (cell == "gru_dt" && depth == 0) depth = 1;  // gru_dt is the deep-transition baseline
-  if (cell == "ho_rnn" && model.contains("ho_order") && model["ho_order"].is_number_integer())
-    s += "-" + std::to_string(model["ho_order"].get<int64_t>());
+  const CellInfo* info = find_cell_info(cell);  // each cell's own (CellInfo::short_name, short_name_suffix)
+  if (!info) return cell;                       // a cell this build lacks: its name as the config has it
+  std::string s = info->short_name.empty() ? cell : info->short_name;
+  if (info->short_name_suffix) return s + info->short_name_suffix(model);
+  const int64_t depth =
+      model.contains("depth") && model["depth"].is_number_integer() ? model["depth"].get<int64_t>() : 0;
   if (depth == 1) s += "+DT";
   else if (depth > 1) s += "+DT" + std::to_string(depth);
   return s;

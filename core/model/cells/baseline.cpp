@@ -339,6 +339,12 @@ void register_baseline_cells(std::vector<CellInfo>& out) {
     c.options = baseline_option_table().specs_for_cell(name);
     c.make = [mk, name](const json& m, int64_t in, int) { return mk(read_baseline_options(m, in, name)); };
     c.common_options = {"layer_norm", "candidate_dropout"};
+    c.short_name = name == "rnn" ? "RNN" : name == "lstm" ? "LSTM" : "GRU";  // gru and gru_dt: GRU
+    if (name == "gru_dt")  // the deep-transition baseline: depth 0 (the default) is a transition of depth 1
+      c.short_name_suffix = [](const json& m) {
+        const int64_t d = m.contains("depth") && m["depth"].is_number_integer() ? m["depth"].get<int64_t>() : 0;
+        return d <= 1 ? std::string("+DT") : "+DT" + std::to_string(d);
+      };
     c.fast_path_refusal = [name](const json& m) {
       const BaselineOptions o = read_baseline_options(m, 0, name);
       if (name == "gru_dt") return fast_path_refusal_text(gru_dt_fast_path_refusal(o, model_weight_drop(m)));

@@ -299,14 +299,16 @@ void register_cru_cells(std::vector<CellInfo>& out) {
     const char* name;
     CRUFusion f;
     const char* desc;
+    const char* short_name;
   };
   const V vs[] = {
       {"cru_shallow", CRUFusion::Shallow,
-       "CRU shallow fusion: GRU over a same-length CNN of the inputs (CRU paper eqs. 5-8)"},
+       "CRU shallow fusion: GRU over a same-length CNN of the inputs (CRU paper eqs. 5-8)", "CRU shallow"},
       {"cru_deep", CRUFusion::Deep,
-       "CRU deep fusion: three CNNs feed the reset gate, update gate and candidate (CRU paper eqs. 9-11)"},
+       "CRU deep fusion: three CNNs feed the reset gate, update gate and candidate (CRU paper eqs. 9-11)", "CRU deep"},
       {"cru_deep_enhanced", CRUFusion::DeepEnhanced,
-       "CRU deep-enhanced fusion: W_g(phi_g(e~) + e) per gate, the word embedding added back (CRU paper eqs. 12-14)"},
+       "CRU deep-enhanced fusion: W_g(phi_g(e~) + e) per gate, the word embedding added back (CRU paper eqs. 12-14)",
+       "CRU deep+"},
   };
   bool first = true;
   for (const auto& v : vs) {
@@ -314,6 +316,7 @@ void register_cru_cells(std::vector<CellInfo>& out) {
     c.name = v.name;
     c.family = "cru";
     c.description = v.desc;
+    c.short_name = v.short_name;
     if (first) c.options = cru_option_table().specs();  // declared once, applying to the three cells
     first = false;
     const CRUFusion f = v.f;
@@ -328,6 +331,18 @@ void register_cru_cells(std::vector<CellInfo>& out) {
           cru_fast_path_refusal(read_cru_options(m, 0, name, f), resolved<double>(m, "model", "candidate_dropout")));
     };
     c.needs_whole_sequence = true;
+    c.mcrnn_base_refusal = "cell '" + name + "' needs the whole sequence and has no per-step form to wrap";
+    c.future_reads = [](const json& m, std::vector<ConfigError>& errs) {
+      const int64_t k = m.value("filter_length", CRUOptions{}.filter_length);
+      const auto window =
+          enum_from_name<ConvWindow>(m.value("conv_window", std::string(enum_name(CRUOptions{}.conv_window))));
+      // (a name outside the choices: the schema reports it, and it is no causal window either)
+      if ((window && *window == ConvWindow::Causal) || k - 1 - same_conv_left_pad(k) <= 0) return;  // none after t
+      errs.push_back({"model.conv_window",
+                      "a language model predicts the next token, and the CRU's centered window of filter_length " +
+                          std::to_string(k) + " includes it; set model.conv_window to causal (the " +
+                          std::to_string(k) + " positions up to t)"});
+    };
     c.common_options = {"candidate_dropout"};
     out.push_back(std::move(c));
   }

@@ -163,6 +163,10 @@ void register_hmrnn_cells(std::vector<CellInfo>& out) {
   c.fast_path_refusal = [](const json&) {
     return std::string("hm_rnn runs step by step: no fused kernel has its boundary-driven COPY/UPDATE/FLUSH");
   };
+  c.short_name = "HM-RNN";
+  c.mcrnn_base_refusal =
+      "an HM-RNN carries its own levels' states; as an MC-RNN's base they would mix with the channel history of "
+      "eq. 2 (a model of neither paper): use rnn, gru or lstm";
   out.push_back(std::move(c));
 }
 

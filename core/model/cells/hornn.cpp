@@ -86,6 +86,15 @@ void register_hornn_cells(std::vector<CellInfo>& out) {
   c.fast_path_refusal = [](const json&) {
     return std::string("ho_rnn runs step by step: no fused kernel reads N preceding states");
   };
+  c.short_name = "HO-RNN";
+  c.short_name_suffix = [](const json& m) {  // its order: HO-RNN-3
+    return m.contains("ho_order") && m["ho_order"].is_number_integer()
+               ? "-" + std::to_string(m["ho_order"].get<int64_t>())
+               : std::string();
+  };
+  c.mcrnn_base_refusal =
+      "a HO-RNN reads its own N preceding states; as an MC-RNN's base they would mix with the channel history of "
+      "eq. 2 (a model of neither paper): use rnn, gru or lstm";
   out.push_back(std::move(c));
 }
 

@@ -331,31 +331,30 @@ void register_mcrnn_cells(std::vector<CellInfo>& out) {
       "Multi-Channel RNN (Xu et al. AAAI 2019): n-1 staggered block channels over a base cell, attention over channels";
   c.options = mcrnn_option_table().specs();
   c.common_options = {"layer_norm", "candidate_dropout"};  // passed on to the base cell
+  c.short_name = "MC-RNN";
+  c.short_name_suffix = [](const json& m) {  // MC-RNN-<n-1 channels>/<its base's short name>
+    std::string s;
+    if (m.contains("block") && m["block"].is_number_integer()) s += "-" + std::to_string(m["block"].get<int64_t>() - 1);
+    if (m.contains("base") && m["base"].is_string()) {
+      const std::string base = m["base"].get<std::string>();
+      const CellInfo* b = find_cell_info(base);
+      s += "/" + (b && !b->short_name.empty() ? b->short_name : base);
+    }
+    return s;
+  };
+  c.mcrnn_base_refusal = "an MC-RNN cannot be its own base cell (expected rnn, gru, lstm, ...)";
   c.check = [](const json& cfg, std::vector<ConfigError>& errs) {
     const McRnnOptions o = mcrnn_option_table().read(cfg.at("model"));
     const std::string& base = o.base;
     const auto& reg = cell_registry();
     auto it = std::find_if(reg.begin(), reg.end(), [&](const CellInfo& ci) { return ci.name == base; });
-    if (base == "mcrnn") {
-      errs.push_back({"model.base", "an MC-RNN cannot be its own base cell (expected rnn, gru, lstm, ...)"});
-    } else if (it == reg.end()) {
+    if (it == reg.end()) {
       std::string known;
       for (auto& ci : reg)
-        if (ci.name != "mcrnn" && !ci.needs_whole_sequence && ci.family != "script" && ci.family != "hornn" &&
-            ci.family != "hmrnn")
-          known += (known.empty() ? "" : ", ") + ci.name;
+        if (ci.name != "mcrnn" && ci.mcrnn_base_refusal.empty()) known += (known.empty() ? "" : ", ") + ci.name;
       errs.push_back({"model.base", "unknown base cell '" + base + "' (known: " + known + ")"});
-    } else if (it->family == "script") {
-      errs.push_back({"model.base",
-                      "a TorchScript cell cannot be an MC-RNN's base (its model.script belongs to "
-                      "model.cell = script; cells/SCRIPT_CELL_NOTES.md)"});
-    } else if (it->family == "hornn" || it->family == "hmrnn") {
-      errs.push_back({"model.base", std::string(it->family == "hornn" ? "a HO-RNN reads its own N preceding states"
-                                                                      : "an HM-RNN carries its own levels' states") +
-                                        "; as an MC-RNN's base they would mix with the channel history of eq. 2 (a "
-                                        "model of neither paper): use rnn, gru or lstm"});
-    } else if (it->needs_whole_sequence) {
-      errs.push_back({"model.base", "cell '" + base + "' needs the whole sequence and has no per-step form to wrap"});
+    } else if (!it->mcrnn_base_refusal.empty()) {  // each cell says why it cannot be a base (CellInfo)
+      errs.push_back({"model.base", it->mcrnn_base_refusal});
     }
     if (o.block < 2)
       errs.push_back({"model.block", "block size n must be >= 2 (n - 1 channels), got " + std::to_string(o.block)});

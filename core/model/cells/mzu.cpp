@@ -583,6 +583,7 @@ void register_mzu_cells(std::vector<CellInfo>& out) {
     c.name = to_string(d.comp) + "_mzu";
     c.family = "mzu";
     c.description = d.desc;
+    c.short_name = to_string(d.comp) + "MZU";
     c.options = mzu_option_table().specs_for_cell(c.name);
     c.common_options = {"layer_norm", "candidate_dropout"};
     c.common_defaults = {{"layer_norm", true}};  // the paper applies layer normalization to every MZU

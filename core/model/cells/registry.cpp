@@ -30,9 +30,14 @@ const std::vector<CellInfo>& cell_registry() {
   return reg;
 }
 
-const CellInfo& cell_info(const std::string& name) {
+const CellInfo* find_cell_info(const std::string& name) {
   for (auto& c : cell_registry())
-    if (c.name == name) return c;
+    if (c.name == name) return &c;
+  return nullptr;
+}
+
+const CellInfo& cell_info(const std::string& name) {
+  if (const CellInfo* c = find_cell_info(name)) return *c;
   std::string known;
   for (auto& c : cell_registry()) known += (known.empty() ? "" : ", ") + c.name;
   throw UserError("unknown cell '" + name + "' (known: " + known + ")");

@@ -17,7 +17,7 @@ namespace cs {
 
 struct CellInfo {
   std::string name;                 // config value of model.cell, e.g. "gru", "sat_mzu"
-  std::string family;               // "baseline" | "mzu" | "cru" | "mcrnn" | "hornn" | "hmrnn" | "script"
+  std::string family;               // e.g. "baseline", "mzu", "cru", "mcrnn", "script" (export.json names it)
   std::string description;          // one line, cites the paper
   std::vector<OptionSpec> options;  // cell-specific model.* options (cells = {name} implied)
   ConfigCheck check;                // optional cross-field validation
@@ -37,11 +37,23 @@ struct CellInfo {
   // CELLSCOPE_FAST not 0, no probe, StepContext::stepwise false and CPU tensors. Each family
   // answers with the same function its cells' dispatcher asks on every call. Unset: no fast path.
   std::function<std::string(const json& model)> fast_path_refusal;
+  // The cell's name in legends and run names (analysis/run_names.h: "satMZU", "CRU deep"); "" = `name`.
+  std::string short_name;
+  // What run names add to short_name for a model section, e.g. a HO-RNN's "-3" for model.ho_order = 3 (the
+  // section may be partial: an older run's config; read what is there). Unset: model.depth's "+DT<n>".
+  std::function<std::string(const json& model)> short_name_suffix;
+  // Why this cell cannot be an MC-RNN's base cell (model.base, cells/mcrnn.cpp); "" = it can.
+  std::string mcrnn_base_refusal;
+  // For a cell whose output at step t can read inputs after t (the CRU's centered convolution): adds the error
+  // of a model section (possibly unresolved) where it does, naming the option that makes it causal. The language
+  // models, which predict the next token, call it in their config check (tasks/task_common.h). Unset: never.
+  std::function<void(const json& model, std::vector<ConfigError>& errs)> future_reads;
 };
 
 const std::vector<CellInfo>& cell_registry();
 const CellInfo& cell_info(const std::string& name);  // throws UserError listing known cells
 std::vector<std::string> cell_names();
+const CellInfo* find_cell_info(const std::string& name);  // nullptr when no cell has that name
 // CellInfo::fast_path_refusal of the resolved model section's cell ("" = its fast path runs).
 std::string fast_path_refusal(const json& model);
 // A family's refusal (a fixed text, nullptr = none) as the hook returns it.

@@ -511,6 +511,9 @@ void register_script_cells(std::vector<CellInfo>& out) {
         "a TorchScript cell (model.cell = script) runs step by step: Cellscope has no fused sequence function for "
         "an arbitrary script");
   };
+  c.mcrnn_base_refusal =
+      "a TorchScript cell cannot be an MC-RNN's base (its model.script belongs to model.cell = script; "
+      "cells/SCRIPT_CELL_NOTES.md)";
   out.push_back(std::move(c));
 }
 

@@ -4,7 +4,6 @@
 
 #include <random>
 
-#include "cells/cru.h"
 #include "cells/registry.h"
 #include "config/json.h"
 
@@ -117,20 +116,8 @@ torch::Tensor add_embedding_l2(const torch::Tensor& total, const torch::Tensor& 
 void check_lm_sees_no_future(const json& cfg, std::vector<ConfigError>& errs) {
   if (!cfg.contains("model") || !cfg.at("model").is_object()) return;
   const json& m = cfg.at("model");
-  const std::string cell = m.value("cell", std::string());
-  const auto& reg = cell_registry();
-  const bool cru =
-      std::any_of(reg.begin(), reg.end(), [&](const CellInfo& c) { return c.name == cell && c.family == "cru"; });
-  if (!cru) return;  // an unknown cell is the schema's error, not this one
-  const int64_t k = m.value("filter_length", int64_t(3));
-  const auto window =
-      enum_from_name<ConvWindow>(m.value("conv_window", std::string(enum_name(CRUOptions{}.conv_window))));
-  // (a name outside the choices: the schema reports it, and it is no causal window either)
-  if ((window && *window == ConvWindow::Causal) || k - 1 - same_conv_left_pad(k) <= 0) return;  // nothing after t
-  errs.push_back({"model.conv_window",
-                  "a language model predicts the next token, and the CRU's centered window of filter_length " +
-                      std::to_string(k) + " includes it; set model.conv_window to causal (the " + std::to_string(k) +
-                      " positions up to t)"});
+  const CellInfo* c = find_cell_info(m.value("cell", std::string()));
+  if (c && c->future_reads) c->future_reads(m, errs);  // an unknown cell is the schema's error, not this one
 }
 
 }  // namespace cs

@@ -18,7 +18,7 @@ from .exported import (FORMAT_VERSION, ExportFormatError, check, load, load_tens
                        read_manifest, read_vocab, reference_inputs, resolved_model, safetensors_bytes, save_export)
 from .text import Tokenizer, encode, evaluate, predict, tokenize
 from .script_cell import ScriptCell, ScriptCellError, ScriptMismatchError
-from .models import BARE_DEFAULTS, CELL_OPTIONS, CELLS, TASK_OPTIONS, CharLM, ClozeReader, RNNSearch, SentenceModel, Seq2Seq, WordLM, build_cell, build_model, check_model_options, with_defaults
+from .models import BARE_DEFAULTS, CELL_OPTIONS, CELLS, FAMILIES, TASK_OPTIONS, TASKS, register_family, register_task, CharLM, ClozeReader, RNNSearch, SentenceModel, Seq2Seq, WordLM, build_cell, build_model, check_model_options, with_defaults
 from .torch_nn import TorchNNLanguageModel, from_torch_nn, is_torch_nn, state_from_torch_nn, state_to_torch_nn, to_torch_nn
 
 __all__ = ["load", "check", "load_tensors", "read_vocab", "reference_inputs", "logits_of", "build_model", "build_cell", "check_model_options", "CharLM", "WordLM", "SentenceModel", "ClozeReader", "Seq2Seq", "RNNSearch",
@@ -26,4 +26,5 @@ __all__ = ["load", "check", "load_tensors", "read_vocab", "reference_inputs", "l
            "ScriptMismatchError", "CELLS", "family", "squash", "to_torch_nn", "TorchNNLanguageModel",
            "state_to_torch_nn", "state_from_torch_nn", "from_torch_nn", "is_torch_nn", "save_export",
            "safetensors_bytes", "encode", "evaluate", "tokenize", "predict", "Tokenizer", "FORMAT_VERSION", "ExportFormatError", "read_manifest",
-           "resolved_model", "with_defaults", "BARE_DEFAULTS", "CELL_OPTIONS", "TASK_OPTIONS"]
+           "resolved_model", "with_defaults", "BARE_DEFAULTS", "CELL_OPTIONS", "TASK_OPTIONS", "FAMILIES", "TASKS",
+           "register_family", "register_task"]

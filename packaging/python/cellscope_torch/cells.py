@@ -48,13 +48,27 @@ def need(m, key):
     return m[key]
 
 
-# The cells this package builds -> their family as Cellscope's cell registry names it (cells/registry.h,
-# CellInfo::family). load() compares it with the family export.json's schema gives the run's cell, and refuses
-# a cell this table lacks or one whose family is not Cellscope's.
-CELL_FAMILIES = {"rnn": "baseline", "gru": "baseline", "lstm": "baseline", "gru_dt": "baseline",
-                 "sat_mzu": "mzu", "gcn_mzu": "mzu", "cap_mzu": "mzu", "mcrnn": "mcrnn",
-                 "cru_shallow": "cru", "cru_deep": "cru", "cru_deep_enhanced": "cru", "ho_rnn": "hornn",
-                 "hm_rnn": "hmrnn", "script": "script"}
+ANY = None  # any value of the option's type (numbers: the range Cellscope validated)
+BOOL = (False, True)
+
+# The cell families this package builds, as Cellscope's cell registry names them (cells/registry.h,
+# CellInfo::family): family -> {"cells": its cells, "options": the model options it implements (option -> the
+# values implemented, ANY = every value; an enum value Cellscope adds is refused by name until it is implemented
+# here: tests/core/test_export_torch_registry.cpp exports every value of every enum), "defaults": its options'
+# defaults in a bare section (models.BARE_DEFAULTS), "build": (resolved model section, input size) -> the cell}.
+# Each family registers itself beside its class (register_family, at the end of this file; mcrnn and script in
+# models.py, whose builders need the model layer): a new cell is its class and one register_family call here.
+FAMILIES = {}
+# cell -> family, from FAMILIES. load() compares it with the family export.json's schema gives the run's cell, and
+# refuses a cell this table lacks or one whose family is not Cellscope's.
+CELL_FAMILIES = {}
+
+
+def register_family(name, cells, options, defaults, build):
+    """Adds a cell family (FAMILIES) and its cells (CELL_FAMILIES)."""
+    FAMILIES[name] = {"cells": tuple(cells), "options": dict(options), "defaults": dict(defaults), "build": build}
+    for c in cells:
+        CELL_FAMILIES[c] = name
 
 
 def family(cell):
@@ -83,6 +97,13 @@ class Cell(nn.Module):
     def recurrent_weight(self) -> Optional[Tensor]:
         """The w_hh of this forward (word_lm's DropConnect mask in training); None: the cell's own."""
         return None
+
+    def with_previous_output(self, state: List[Tensor], h0: Tensor, recurrence: bool) -> List[Tensor]:
+        """A decoder's initial state whose previous output is h0 (RNNSearch's bridge s_0); with recurrence
+        (model.bridge = recurrence) also every state the cell's recurrence reads as its past (Cellscope's
+        CellImpl::with_previous_output). The default: state[0] = h0."""
+        state[0] = h0
+        return state
 
     def step(self, xp: Tensor, state: List[Tensor], whh: Optional[Tensor],
              ds: Optional[List[Tensor]]) -> List[Tensor]:
@@ -217,6 +238,12 @@ class HoRNN(Cell):
     def input_projection(self, x: Tensor) -> Tensor:
         return x @ self.w_ih.t() + self.b_ih
 
+    def with_previous_output(self, state: List[Tensor], h0: Tensor, recurrence: bool) -> List[Tensor]:
+        """With recurrence the N preceding states are all s_0 (HoRnnCellImpl::with_previous_output)."""
+        for k in range(self.order if recurrence else 1):
+            state[k] = h0
+        return state
+
     def step(self, xp: Tensor, state: List[Tensor], whh: Optional[Tensor],
              ds: Optional[List[Tensor]]) -> List[Tensor]:
         pre = torch.addmm(xp + self.b_hh, torch.cat(state, 1), self.w_hh.t())
@@ -270,6 +297,12 @@ class HMRNN(Cell):
         for _ in range(self.levels):
             out.append(like.new_zeros([B, 1]))
         return out
+
+    def with_previous_output(self, state: List[Tensor], h0: Tensor, recurrence: bool) -> List[Tensor]:
+        """With recurrence h^e and every level's h are s_0 (HmRnnCellImpl::with_previous_output)."""
+        for k in range(1 + self.levels if recurrence else 1):
+            state[k] = h0
+        return state
 
     def step(self, xp: Tensor, state: List[Tensor], whh: Optional[Tensor],
              ds: Optional[List[Tensor]]) -> List[Tensor]:
@@ -817,6 +850,13 @@ class MCRNN(Cell):
             s.append(like.new_zeros(shp))
         return s
 
+    def with_previous_output(self, state: List[Tensor], h0: Tensor, recurrence: bool) -> List[Tensor]:
+        """With recurrence the channel history h_t^k, t <= 0, starts at s_0 too (McRnnCellImpl::with_previous_output)."""
+        state[0] = h0
+        if recurrence:
+            state[2] = h0.unsqueeze(1).unsqueeze(2).expand_as(state[2]).contiguous()
+        return state
+
     def coefficients(self, t: int, like: Tensor) -> Tensor:  # eqs. 1-2: c[k][j] = [j <= m_t^k] / m_t^k
         K = n1 = self.n1
         c: List[float] = []
@@ -883,3 +923,44 @@ class MCRNN(Cell):
             tot = torch.stack(ds).sum()
             extra.append(tot * (-self.base_lam) if self.base_scale == "sum" else tot * (-self.base_lam / (B * K)))
         return torch.stack(outs), [h, state[1] + T, hist] + mem
+
+
+# ---------------------------------------------------------------- the families of this file (FAMILIES)
+def _baseline(m, I):
+    if m["cell"] == "gru_dt":
+        return GRUDT(I, m["hidden"], need(m, "depth"), need(m, "share_transition"), need(m, "layer_norm"),
+                     need(m, "candidate_dropout"))
+    return GateCell(m["cell"], I, m["hidden"], need(m, "layer_norm"), need(m, "candidate_dropout"))
+
+
+register_family("baseline", ("rnn", "gru", "lstm", "gru_dt"),
+                {"layer_norm": BOOL, "candidate_dropout": ANY, "depth": ANY, "share_transition": BOOL},
+                {"layer_norm": False, "candidate_dropout": 0.0, "depth": 1, "share_transition": True}, _baseline)
+register_family("mzu", ("sat_mzu", "gcn_mzu", "cap_mzu"),
+                {"layer_norm": BOOL, "candidate_dropout": ANY, "depth": ANY, "share_transition": BOOL, "zones": ANY,
+                 "filter": ANY, "capsules": ANY, "routing_iters": ANY, "zone_disagreement": ANY,
+                 "disagreement_scale": ("mean", "sum"), "disagreement_pairs": ("all", "distinct"),
+                 "disagreement_form": ("cosine", "squared_cosine"), "disagreement_warmup": ANY, "regular_gate": BOOL,
+                 "regular_trans": BOOL, "ln_position": ("preact", "zones"), "ffn_residual": BOOL,
+                 "gcn_activation": ("relu", "tanh", "sigmoid", "identity"), "gcn_edges": ("cosine", "relu_cosine"),
+                 "gcn_degree": ("absolute", "signed_clamped"), "gcn_adjacency": ("cosine_plus_identity", "cosine"),
+                 "sat_qkv": ("shared", "per_zone")},
+                {"layer_norm": True, "candidate_dropout": 0.0, "depth": 1, "share_transition": True, "zones": 4,
+                 "filter": 512, "capsules": 2, "routing_iters": 3, "zone_disagreement": 1.0,
+                 "disagreement_scale": "mean", "disagreement_pairs": "all", "disagreement_form": "cosine",
+                 "disagreement_warmup": 0, "regular_gate": False, "regular_trans": False, "ln_position": "preact",
+                 "ffn_residual": False, "gcn_activation": "relu", "gcn_edges": "cosine", "gcn_degree": "absolute",
+                 "gcn_adjacency": "cosine_plus_identity", "sat_qkv": "shared"},
+                lambda m, I: MZU(m, I))
+register_family("cru", ("cru_shallow", "cru_deep", "cru_deep_enhanced"),
+                {"candidate_dropout": ANY, "filter_length": ANY, "conv_channels": ANY,
+                 "conv_window": ("centered", "causal"), "conv_activation": ("relu", "tanh", "identity"),
+                 "reset_after": BOOL},
+                {"candidate_dropout": 0.0, "filter_length": 3, "conv_channels": 0, "conv_window": "centered",
+                 "conv_activation": "relu", "reset_after": True},
+                lambda m, I: CRU(m, I))
+register_family("hornn", ("ho_rnn",), {"ho_order": ANY, "ho_activation": ("tanh", "sigmoid")},
+                {"ho_order": 3, "ho_activation": "tanh"},
+                lambda m, I: HoRNN(I, m["hidden"], need(m, "ho_order"), need(m, "ho_activation")))
+register_family("hmrnn", ("hm_rnn",), {"hm_levels": ANY, "hm_slope": ANY}, {"hm_levels": 2, "hm_slope": 1.0},
+                lambda m, I: HMRNN(I, m["hidden"], need(m, "hm_levels"), need(m, "hm_slope")))

@@ -7,10 +7,9 @@ import os
 import pickle
 
 import torch
-import torch.nn.functional as F
 
 from .cells import CELL_FAMILIES
-from .models import BASE_KEY, build_model
+from .models import BASE_KEY, TASKS, build_model
 
 
 def _read_json(d, name):
@@ -175,14 +174,8 @@ def load(d, map_location="cpu"):
 
 def reference_inputs(task, ref):
     """The arguments of the model's forward for the reference batch `ref` (reference.pt's dict) of `task`, as
-    check() feeds them."""
-    if task in ("char_lm", "word_lm"):
-        return (ref["x"],)
-    if task == "seq2seq":
-        return (ref["src"], ref["src_len"], ref["x"])
-    if task == "cloze":
-        return (ref["doc"], ref["doc_len"], ref["query"], ref["query_len"], ref["features"], ref["cand_mask"])
-    return (ref["x"], ref["lengths"], ref.get("aspect"), ref.get("aspect_len"))
+    check() feeds them (models.TASKS)."""
+    return TASKS[task]["inputs"](ref)
 
 
 def logits_of(out):
@@ -211,18 +204,7 @@ def check(d, model=None):
     model.eval()
     with torch.no_grad():
         logits = logits_of(model(*reference_inputs(task, ref)))
-        if task in ("char_lm", "word_lm"):
-            loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), ref["y"].reshape(-1))
-        elif task == "seq2seq":
-            nll = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), ref["y"].reshape(-1), reduction="none")
-            loss = (nll * ref["mask"].reshape(-1)).sum() / ref["mask"].sum()
-        elif task == "cloze":
-            loss = -torch.log(logits.gather(1, ref["y"].unsqueeze(1)).squeeze(1).clamp_min(1e-12)).mean()
-        else:
-            if logits.shape[1] == 1:  # a binary classifier: one logit, binary cross-entropy
-                loss = F.binary_cross_entropy_with_logits(logits.squeeze(1), ref["y"].to(logits.dtype))
-            else:
-                loss = F.nll_loss(torch.log_softmax(logits, 1), ref["y"])
+        loss = TASKS[task]["loss"](logits, ref)
         loss = loss.double().item()
     theirs = ref["logits"]
     diff = (logits - theirs).abs()

@@ -13,55 +13,29 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch import Tensor
 
-from .cells import CELL_FAMILIES, CRU, GRUDT, MCRNN, MZU, Cell, Final, GateCell, HMRNN, HoRNN, family, need
+from .cells import ANY, BOOL, CELL_FAMILIES, FAMILIES, MCRNN, Cell, Final, GateCell, family, need, register_family  # noqa: F401 (re-exported)
 from .script_cell import ScriptCell
 
 # ---------------------------------------------------------------- options
 # What this package implements. The values of the options, their defaults and the cells' families are not restated
 # here: they come from the export (config.json: the run's resolved model section; export.json's "schema": the
 # defaults, choices and families of Cellscope's registries, README.md "export.json's schema").
-ANY = None  # any value of the option's type (numbers: the range Cellscope validated)
-BOOL = (False, True)
-# Per Cellscope cell family (cells/registry.h): option -> the values implemented (ANY = every value). Enum options
-# list the values the code below handles: a value Cellscope adds is refused by name until it is implemented here
-# (tests/core/test_export_registry.cpp exports every value of every enum and fails on one that neither loads nor
-# is listed as refused there). Train-only options (candidate_dropout, dropout) are applied in train mode as
-# Cellscope does and are no-ops in eval mode.
-CELL_OPTIONS = {
-    "baseline": {"layer_norm": BOOL, "candidate_dropout": ANY, "depth": ANY, "share_transition": BOOL},
-    "mzu": {"layer_norm": BOOL, "candidate_dropout": ANY, "depth": ANY, "share_transition": BOOL, "zones": ANY,
-            "filter": ANY, "capsules": ANY, "routing_iters": ANY, "zone_disagreement": ANY,
-            "disagreement_scale": ("mean", "sum"), "disagreement_pairs": ("all", "distinct"),
-            "disagreement_form": ("cosine", "squared_cosine"), "disagreement_warmup": ANY, "regular_gate": BOOL,
-            "regular_trans": BOOL, "ln_position": ("preact", "zones"), "ffn_residual": BOOL,
-            "gcn_activation": ("relu", "tanh", "sigmoid", "identity"), "gcn_edges": ("cosine", "relu_cosine"),
-            "gcn_degree": ("absolute", "signed_clamped"),
-            "gcn_adjacency": ("cosine_plus_identity", "cosine"), "sat_qkv": ("shared", "per_zone")},
-    "cru": {"candidate_dropout": ANY, "filter_length": ANY, "conv_channels": ANY,
-            "conv_window": ("centered", "causal"), "conv_activation": ("relu", "tanh", "identity"),
-            "reset_after": BOOL},
-    "mcrnn": {"layer_norm": BOOL, "candidate_dropout": ANY, "block": ANY, "attention": ANY,
-              "lstm_memory": ("prev", "average"), "dist_scale": ANY, "state_clamp": ("auto", "off", "on"),
-              "base": ("rnn", "gru", "lstm", "gru_dt", "sat_mzu", "gcn_mzu", "cap_mzu")},
-    "hornn": {"ho_order": ANY, "ho_activation": ("tanh", "sigmoid")},
-    "hmrnn": {"hm_levels": ANY, "hm_slope": ANY},
-    # the TorchScript file and the SHA-256 the run recorded (exported.load points model.script at the export's copy)
-    "script": {"script": ANY, "script_sha256": ANY},
-}
+# Per Cellscope cell family (cells/registry.h): option -> the values implemented (ANY = every value), from each
+# family's registration (cells.FAMILIES; mcrnn and script below). Train-only options (candidate_dropout, dropout)
+# are applied in train mode as Cellscope does and are no-ops in eval mode.
+register_family("mcrnn", ("mcrnn",),
+                {"layer_norm": BOOL, "candidate_dropout": ANY, "block": ANY, "attention": ANY,
+                 "lstm_memory": ("prev", "average"), "dist_scale": ANY, "state_clamp": ("auto", "off", "on"),
+                 "base": ("rnn", "gru", "lstm", "gru_dt", "sat_mzu", "gcn_mzu", "cap_mzu")},
+                {"layer_norm": False, "candidate_dropout": 0.0, "block": 3, "attention": 0, "lstm_memory": "prev",
+                 "dist_scale": 0.1, "base": "lstm", "state_clamp": "auto"},
+                lambda m, I: _mcrnn(m, I))
+# the TorchScript file and the SHA-256 the run recorded (exported.load points model.script at the export's copy);
+# torch.jit.load of the file once per layer / direction, as Cellscope does
+register_family("script", ("script",), {"script": ANY, "script_sha256": ANY}, {},
+                lambda m, I: ScriptCell(m["script"], I, m["hidden"], m.get("script_sha256") or ""))
+CELL_OPTIONS = {f: d["options"] for f, d in FAMILIES.items()}
 COMMON = {"cell": ANY, "embed": ANY, "hidden": ANY, "layers": ANY, "dropout": ANY}
-TASK_OPTIONS = {
-    "char_lm": {},
-    "word_lm": {"dropoute": ANY, "dropouti": ANY, "dropouth": ANY, "weight_drop": ANY, "tie_weights": BOOL},
-    # pretrained_embeddings / freeze_embeddings: how the embedding was initialised and trained (the weights are
-    # in model.pt either way)
-    "classify": {"fc": ANY, "fc_activation": ("relu", "tanh", "none"), "pretrained_embeddings": ANY,
-                 "freeze_embeddings": BOOL},
-    # recurrent_init: how the recurrent matrices were initialised (the weights are in model.pt either way)
-    "cloze": {"reader": ("aoa", "m_aoa"), "recurrent_init": ("orthogonal", "cell")},
-    "seq2seq": {"copy": BOOL, "architecture": ("luong", "rnnsearch"), "bridge": ("recurrence", "output")},
-    "absa": {"fc": ANY, "fc_activation": ("relu", "tanh", "none"), "pretrained_embeddings": ANY,
-             "freeze_embeddings": BOOL},
-}
 CELLS = tuple(CELL_FAMILIES)
 BASE_KEY = "_base_model"  # in a model section handed to the models: an MC-RNN base's resolved section
 
@@ -71,23 +45,7 @@ BASE_KEY = "_base_model"  # in a model section handed to the models: an MC-RNN b
 # option table. Never used for an export: load() hands the models the run's resolved section, checked complete
 # against export.json's schema first. tests/core/test_export_registry.cpp requires every value here to be
 # Cellscope's default of that cell (the schema's, walked over the cell registry).
-BARE_DEFAULTS = {
-    "common": {"layers": 1, "dropout": 0.0},
-    "baseline": {"layer_norm": False, "candidate_dropout": 0.0, "depth": 1, "share_transition": True},
-    "mzu": {"layer_norm": True, "candidate_dropout": 0.0, "depth": 1, "share_transition": True, "zones": 4,
-            "filter": 512, "capsules": 2, "routing_iters": 3, "zone_disagreement": 1.0, "disagreement_scale": "mean",
-            "disagreement_pairs": "all", "disagreement_form": "cosine", "disagreement_warmup": 0,
-            "regular_gate": False, "regular_trans": False, "ln_position": "preact", "ffn_residual": False,
-            "gcn_activation": "relu", "gcn_edges": "cosine", "gcn_degree": "absolute",
-            "gcn_adjacency": "cosine_plus_identity", "sat_qkv": "shared"},
-    "cru": {"candidate_dropout": 0.0, "filter_length": 3, "conv_channels": 0, "conv_window": "centered",
-            "conv_activation": "relu", "reset_after": True},
-    "mcrnn": {"layer_norm": False, "candidate_dropout": 0.0, "block": 3, "attention": 0, "lstm_memory": "prev",
-              "dist_scale": 0.1, "base": "lstm", "state_clamp": "auto"},
-    "hornn": {"ho_order": 3, "ho_activation": "tanh"},
-    "hmrnn": {"hm_levels": 2, "hm_slope": 1.0},
-    "script": {},
-}
+BARE_DEFAULTS = dict({"common": {"layers": 1, "dropout": 0.0}}, **{f: d["defaults"] for f, d in FAMILIES.items()})
 
 
 def with_defaults(m, schema=None):
@@ -150,29 +108,14 @@ def check_model_options(m, task):
 
 def build_cell(m, I):
     """The cell of the resolved model section `m` with input size I (one layer), Cellscope's parameter names."""
-    cell, H = m["cell"], m["hidden"]
-    fam = family(cell)
-    if fam == "baseline" and cell in ("rnn", "gru", "lstm"):
-        return GateCell(cell, I, H, need(m, "layer_norm"), need(m, "candidate_dropout"))
-    if cell == "gru_dt":
-        return GRUDT(I, H, need(m, "depth"), need(m, "share_transition"), need(m, "layer_norm"),
-                     need(m, "candidate_dropout"))
-    if fam == "hornn":
-        return HoRNN(I, H, need(m, "ho_order"), need(m, "ho_activation"))
-    if fam == "hmrnn":
-        return HMRNN(I, H, need(m, "hm_levels"), need(m, "hm_slope"))
-    if fam == "mzu":
-        return MZU(m, I)
-    if fam == "cru":
-        return CRU(m, I)
-    if fam == "mcrnn":
-        bm = base_model(m)
-        if bm["cell"] not in CELL_OPTIONS["mcrnn"]["base"]:
-            raise NotImplementedError("cellscope_torch: model.base = %r is not implemented for mcrnn" % bm["cell"])
-        return MCRNN(m, I, build_cell(bm, I))
-    if fam == "script":  # torch.jit.load of the file once per layer / direction, as Cellscope does
-        return ScriptCell(m["script"], I, H, m.get("script_sha256") or "")
-    raise NotImplementedError("cellscope_torch: cell '%s' is not implemented" % cell)
+    return FAMILIES[family(m["cell"])]["build"](m, I)
+
+
+def _mcrnn(m, I):
+    bm = base_model(m)
+    if bm["cell"] not in CELL_OPTIONS["mcrnn"]["base"]:
+        raise NotImplementedError("cellscope_torch: model.base = %r is not implemented for mcrnn" % bm["cell"])
+    return MCRNN(m, I, build_cell(bm, I))
 
 
 State = List[List[Tensor]]  # per layer, the cell's state tensors
@@ -586,21 +529,15 @@ class RNNSearch(Seq2SeqBase):
     copy: Final[bool]
     n: Final[int]
     hd: Final[int]
-    bridge_history: Final[bool]
-    bridge_all: Final[bool]
-    bridge_count: Final[int]
+    recurrence: Final[bool]
 
     def __init__(self, m, source_vocab, target_vocab, pad=1):
         super().__init__(m, source_vocab, target_vocab, pad)
         E = m["embed"]
-        # model.bridge = recurrence (an export without the key was written before it: output): an MC-RNN decoder's
-        # channel history h_t^k, t <= 0, starts at s_0 too (McRnnCellImpl::with_previous_output)
-        self.bridge_history = m.get("bridge", "output") == "recurrence" and m["cell"] == "mcrnn"
-        # with model.bridge = recurrence a HO-RNN decoder's N preceding states are all s_0 (HoRnnCellImpl), and an
-        # HM-RNN decoder's h^e and every level's h (HmRnnCellImpl)
-        self.bridge_all = m.get("bridge", "output") == "recurrence" and m["cell"] in ("ho_rnn", "hm_rnn")
-        self.bridge_count = int(need(m, "ho_order")) if m["cell"] == "ho_rnn" else \
-            1 + int(need(m, "hm_levels")) if m["cell"] == "hm_rnn" else 0
+        # model.bridge = recurrence (an export without the key was written before it: output): s_0 also in every
+        # state the decoder cell's recurrence reads as its past (Cell.with_previous_output: an MC-RNN's channel
+        # history, a HO-RNN's N preceding states, an HM-RNN's levels)
+        self.recurrence = m.get("bridge", "output") == "recurrence"
         self.encoder_bwd = CellStack(m, E)
         He = self.encoder.output_size + self.encoder_bwd.output_size
         self.decoder = CellStack(m, E + He)
@@ -634,14 +571,7 @@ class RNNSearch(Seq2SeqBase):
         l = 0
         for c in self.decoder.children():  # layer0, layer1, ... (unrolled; CellStack.layers() is not scriptable)
             s = c.initial_state(memory.shape[0], memory)
-            h0 = s0.narrow(1, l * self.hd, self.hd)
-            s[0] = h0
-            if self.bridge_history:
-                s[2] = h0.unsqueeze(1).unsqueeze(2).expand_as(s[2]).contiguous()
-            if self.bridge_all:
-                for k in range(1, self.bridge_count):
-                    s[k] = h0
-            st.append(s)
+            st.append(c.with_previous_output(s, s0.narrow(1, l * self.hd, self.hd), self.recurrence))
             l += 1
         return st
 
@@ -679,14 +609,59 @@ def build_model(cfg, vocab_size, classes=None, target_vocab=None):
     task = cfg["task"]["name"] if isinstance(cfg.get("task"), dict) else cfg.get("task")
     m = cfg["model"]
     check_model_options(m, task)
-    if task == "char_lm":
-        return CharLM(m, vocab_size)
-    if task == "word_lm":
-        return WordLM(m, vocab_size)
-    if task == "cloze":
-        return ClozeReader(m, vocab_size)
-    if task == "seq2seq":
-        if need(m, "architecture") == "rnnsearch":
-            return RNNSearch(m, vocab_size, target_vocab)
-        return Seq2Seq(m, vocab_size, target_vocab)
-    return SentenceModel(m, vocab_size, classes, task == "absa")
+    return TASKS[task]["build"](m, task, vocab_size, classes, target_vocab)
+
+
+# ---------------------------------------------------------------- the tasks (tasks/task.h)
+# Per Cellscope task: "options": the task's model options this package implements (option -> the values
+# implemented, as CELL_OPTIONS); "build": (resolved model section, task, vocabulary size, classes, target vocabulary)
+# -> its model; "inputs": reference.pt's tensors (Task::export_reference, the export's reference batch) -> the
+# arguments of the model's forward, in order; "loss": (the forward's logits, reference.pt) -> the loss as the task
+# scores it. A new task is its model class and one register_task call here.
+TASKS = {}
+
+
+def register_task(name, options, build, inputs, loss):
+    """Adds a task (TASKS, TASK_OPTIONS)."""
+    TASKS[name] = {"options": dict(options), "build": build, "inputs": inputs, "loss": loss}
+    TASK_OPTIONS[name] = TASKS[name]["options"]
+
+
+TASK_OPTIONS = {}
+
+
+def _stream_loss(logits, ref):
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), ref["y"].reshape(-1))
+
+
+def _sentence_loss(logits, ref):
+    if logits.shape[1] == 1:  # a binary classifier: one logit, binary cross-entropy
+        return F.binary_cross_entropy_with_logits(logits.squeeze(1), ref["y"].to(logits.dtype))
+    return F.nll_loss(torch.log_softmax(logits, 1), ref["y"])
+
+
+def _seq2seq_loss(logits, ref):
+    nll = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), ref["y"].reshape(-1), reduction="none")
+    return (nll * ref["mask"].reshape(-1)).sum() / ref["mask"].sum()
+
+
+def _seq2seq(m, task, V, classes, target):
+    return RNNSearch(m, V, target) if need(m, "architecture") == "rnnsearch" else Seq2Seq(m, V, target)
+
+
+_SENTENCE_OPTIONS = {"fc": ANY, "fc_activation": ("relu", "tanh", "none"), "pretrained_embeddings": ANY,
+                     "freeze_embeddings": BOOL}  # pretrained/freeze: how the embedding was trained (weights in model.pt)
+register_task("char_lm", {}, lambda m, t, V, c, tv: CharLM(m, V), lambda ref: (ref["x"],), _stream_loss)
+register_task("word_lm", {"dropoute": ANY, "dropouti": ANY, "dropouth": ANY, "weight_drop": ANY, "tie_weights": BOOL},
+              lambda m, t, V, c, tv: WordLM(m, V), lambda ref: (ref["x"],), _stream_loss)
+for _t in ("classify", "absa"):
+    register_task(_t, _SENTENCE_OPTIONS, lambda m, t, V, c, tv: SentenceModel(m, V, c, t == "absa"),
+                  lambda ref: (ref["x"], ref["lengths"], ref.get("aspect"), ref.get("aspect_len")), _sentence_loss)
+# recurrent_init: how the recurrent matrices were initialised (the weights are in model.pt either way)
+register_task("cloze", {"reader": ("aoa", "m_aoa"), "recurrent_init": ("orthogonal", "cell")},
+              lambda m, t, V, c, tv: ClozeReader(m, V),
+              lambda ref: (ref["doc"], ref["doc_len"], ref["query"], ref["query_len"], ref["features"],
+                           ref["cand_mask"]),
+              lambda logits, ref: -torch.log(logits.gather(1, ref["y"].unsqueeze(1)).squeeze(1).clamp_min(1e-12)).mean())
+register_task("seq2seq", {"copy": BOOL, "architecture": ("luong", "rnnsearch"), "bridge": ("recurrence", "output")},
+              _seq2seq, lambda ref: (ref["src"], ref["src_len"], ref["x"]), _seq2seq_loss)
