@@ -94,7 +94,7 @@ std::vector<HostileFormat> formats() {
   const std::string prose =
       "The whale swam on.\nA zebra ran past the ship, and the sea was calm.\nThe end of it all.\n";
   v.push_back({"char text", {{"c.txt", prose}}, "c.txt", "zebra", " w", "", false, [](const std::string& d) {
-                 auto c = load_char_corpus_file(d + "/c.txt", "text", 0.1, 0.1, 0);
+                 auto c = load_char_corpus_file(d + "/c.txt", DatasetFormat::Text, 0.1, 0.1, 0);
                  return ids_dump(c.vocab, {&c.train, &c.valid, &c.test});
                }});
   v.push_back({"char ptb_char",
@@ -107,7 +107,7 @@ std::vector<HostileFormat> formats() {
                " ",
                false,
                [](const std::string& d) {
-                 auto c = load_char_corpus_file(d, "ptb_char", 0, 0, 0);
+                 auto c = load_char_corpus_file(d, DatasetFormat::PtbChar, 0, 0, 0);
                  return ids_dump(c.vocab, {&c.train, &c.valid, &c.test});
                }});
   v.push_back({"char text8",
@@ -118,7 +118,7 @@ std::vector<HostileFormat> formats() {
                "",
                false,
                [](const std::string& d) {
-                 auto c = load_char_corpus_file(d + "/text8", "text8", 0, 0, 0);
+                 auto c = load_char_corpus_file(d + "/text8", DatasetFormat::Text8, 0, 0, 0);
                  return ids_dump(c.vocab, {&c.train, &c.valid, &c.test});
                }});
   v.push_back({"word ptb_word",

@@ -219,14 +219,14 @@ TEST(Tokenizer, seq2seqLowercase) {
     cstest::write_text(d + "/" + std::string(split) + ".en", "ABOUT all\nover STREET\n");
   }
   json ds = {{"path", d}, {"format", "parallel"}, {"lowercase", true}};
-  auto s = load_seq2seq_dataset(ds);  // an unresolved section: icu
+  auto s = load_seq2seq_dataset(read_seq2seq_data_options(ds));  // an unresolved section: icu
   ASSERT_EQ(s.train[0].source, kUberLower + " alles");
   ASSERT_EQ(s.train[1].source, kUberLower +
                                    " stra\xC3\x9F"
                                    "e");  // NFD input, ß stays (lower-casing, not folding)
   ASSERT_EQ(s.train[0].target, "about all");
   ds["tokenizer"] = "legacy";
-  s = load_seq2seq_dataset(ds);
+  s = load_seq2seq_dataset(read_seq2seq_data_options(ds));
   ASSERT_EQ(s.train[0].source,
             "\xC3\x9C"
             "ber alles");
@@ -236,7 +236,7 @@ TEST(Tokenizer, seq2seqLowercase) {
             "e");  // ASCII U folded, no NFC
   ds["lowercase"] = false;
   ds["tokenizer"] = "icu";
-  ASSERT_EQ(load_seq2seq_dataset(ds).train[0].source,
+  ASSERT_EQ(load_seq2seq_dataset(read_seq2seq_data_options(ds)).train[0].source,
             "\xC3\x9C"
             "ber ALLES");  // no lower-casing asked: as written
 }
@@ -422,9 +422,9 @@ TEST(Tokenizer, localeLowerCasing) {
     cstest::write_text(d + "/" + std::string(split) + ".en", "RIVER\n");
   }
   json ds = {{"path", d}, {"format", "parallel"}, {"lowercase", true}, {"locale", "tr"}};
-  ASSERT_EQ(load_seq2seq_dataset(ds).train[0].source, kTrIrmak + " " + kTrIstanbul);
+  ASSERT_EQ(load_seq2seq_dataset(read_seq2seq_data_options(ds)).train[0].source, kTrIrmak + " " + kTrIstanbul);
   ds["locale"] = "qq";
-  ASSERT_THROW(load_seq2seq_dataset(ds), UserError);
+  ASSERT_THROW(load_seq2seq_dataset(read_seq2seq_data_options(ds)), UserError);
 }
 
 // Both tokenizers over Moby-Dick (the bundled corpus), line by line as the word LM reads it:

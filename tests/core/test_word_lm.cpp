@@ -85,7 +85,7 @@ TEST(WordLm, ptbLoader) {
   write_file(dir, "ptb.test.txt", " a cat \n");
   json ds = {{"path", dir}, {"format", "auto"}};
   auto wc = load_word_corpus(resolved_dataset(ds));
-  ASSERT_EQ(wc.format, std::string("ptb_word"));
+  ASSERT_EQ(cs::to_string(wc.format), std::string("ptb_word"));
   // 3 + 1, 4 + 1, 2 + 1 tokens: every line end is <eos>
   ASSERT_EQ(wc.train.size(), size_t(12));
   ASSERT_EQ(wc.valid.size(), size_t(4));
@@ -120,7 +120,7 @@ TEST(WordLm, textLoader) {
       write_file(cstest::temp_dir(), "plain.txt", "The whale, the WHALE!\nthe sea.\n\nA ship\n\n\nthe end");
   json ds = {{"path", p}, {"valid_fraction", 0.0}, {"test_fraction", 0.0}, {"min_count", 2}};
   auto wc = load_word_corpus(resolved_dataset(ds));
-  ASSERT_EQ(wc.format, std::string("text"));
+  ASSERT_EQ(cs::to_string(wc.format), std::string("text"));
   // the whale , the whale ! the sea . <eos> a ship <eos> the end <eos>
   ASSERT_EQ(wc.train.size(), size_t(16));
   ASSERT_EQ(wc.vocab.symbol(wc.train[9]), std::string("<eos>"));

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "config/common_options.h"
 #include "config/json.h"
 
 namespace cs {
@@ -24,10 +25,6 @@ struct Seq2SeqSplits {
   std::vector<TextPair> train, valid, test;
   std::string description;
 };
-
-// The pairs the "dataset" config section points at (formats: "parallel", "gigaword", "headlines").
-// Bad input: UserError naming file:line.
-Seq2SeqSplits load_seq2seq_dataset(const json& dataset_section);
 
 // The "lead" baseline: the first n words of the source (words = whitespace-separated tokens,
 // joined by one space).
@@ -44,6 +41,23 @@ struct HeadlineOptions {
   std::string tokenizer = "icu";  // how: icu = NFC + Unicode, legacy = ASCII only (dataset.tokenizer)
   std::string locale;             // dataset.locale: the language of lower-casing ("" = root)
 };
+struct Seq2SeqDataOptions {
+  DatasetOptions dataset;          // name, path, format, ...
+  std::string source_lang = "de";  // parallel: the source files' extension (dataset.source_lang)
+  std::string target_lang = "en";  // parallel: the target files' extension (dataset.target_lang)
+  bool lowercase = false;          // parallel, gigaword (headlines: HeadlineOptions::lowercase)
+  std::string tokenizer = "icu";   // how dataset.lowercase lower-cases
+  std::string locale;              // in which language's rules ("" = root)
+  HeadlineOptions headlines;       // headlines only
+};
+// Reads a (possibly partial) "dataset" section once: absent keys take their defaults; a key of the
+// wrong type or range is a UserError naming dataset.<key>.
+Seq2SeqDataOptions read_seq2seq_data_options(const json& dataset_section);
+
+// The pairs the "dataset" section points at (formats: parallel, gigaword, headlines; auto tells
+// them apart by the registry's seq2seq patterns). Bad input: UserError naming file:line.
+Seq2SeqSplits load_seq2seq_dataset(const Seq2SeqDataOptions& o);
+
 // Clean a Subject line: strips "Re:", "Fwd:", "Fw:", "AW:" prefixes (repeated, any case), list tags
 // like "[ILUG]" / "[SAtalk]", and collapses whitespace. "" when nothing is left.
 std::string clean_subject(const std::string& subject);

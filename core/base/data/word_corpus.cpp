@@ -74,8 +74,9 @@ static std::string clip(std::string text, int64_t max_chars) {
 }
 
 WordCorpus load_word_corpus(const json& ds, const Vocab* fixed) {
-  std::string path = ds.contains("path") && ds["path"].is_string() ? ds["path"].get<std::string>() : "";
-  const std::string name = ds.at("name").get<std::string>();
+  const DatasetOptions dso = read_dataset_options(ds);
+  std::string path = dso.path.value_or("");
+  const std::string& name = dso.name;
   if (path.empty()) {
     const std::string base = join_path(data_cache_dir(), name);
     path = file_exists(base + ".txt") ? base + ".txt" : dir_exists(base) ? base : base + ".txt";
@@ -83,21 +84,17 @@ WordCorpus load_word_corpus(const json& ds, const Vocab* fixed) {
       throw UserError("dataset.name: dataset '" + name + "' not found in " + data_cache_dir() + " (" + fetch_hint() +
                       "; or set dataset.path)");
   }
-  std::string format = ds.at("format").get<std::string>();
+  // The PTB files' directory: the path, or the directory of a ptb.* file.
   std::string dir = path;
-  if (!dir_exists(path)) {
-    auto b = basename_of(path);
-    auto slash = path.find_last_of('/');
-    if (b.rfind("ptb.", 0) == 0) dir = slash == std::string::npos ? "." : path.substr(0, slash);
+  if (!dir_exists(path) && basename_of(path).rfind("ptb.", 0) == 0) {
+    const auto slash = path.find_last_of('/');
+    dir = slash == std::string::npos ? "." : path.substr(0, slash);
   }
-  if (format == "auto")
-    format = (dir_exists(dir) && file_exists(join_path(dir, "ptb.train.txt"))) ? "ptb_word" : "text";
-  if (format != "ptb_word" && format != "text")
-    throw UserError("dataset.format: '" + format + "' is not a word-level format (expected auto, ptb_word or text)");
-  const int64_t max_chars = ds.at("max_chars").get<int64_t>();
+  const DatasetFormat format = detect_dataset_format(path, "word_lm", check_format_for_task(dso.format, "word_lm"));
+  const int64_t max_chars = dso.max_chars;
   std::vector<std::string> tr, va, te;
   WordCorpus wc;
-  if (format == "ptb_word") {
+  if (format == DatasetFormat::PtbWord) {
     if (!dir_exists(dir))
       throw UserError("dataset.path: '" + path + "' is not a directory with ptb.{train,valid,test}.txt");
     for (auto* split : {"train", "valid", "test"}) {
@@ -123,7 +120,7 @@ WordCorpus load_word_corpus(const json& ds, const Vocab* fixed) {
     const std::string text = read_text_file(path);
     require_utf8_text(text, path);
     auto all = text_tokens(clip(text, max_chars), ds);
-    const double vf = ds.at("valid_fraction").get<double>(), tf = ds.at("test_fraction").get<double>();
+    const double vf = dso.valid_fraction, tf = dso.test_fraction;
     const size_t N = all.size(), ntr = static_cast<size_t>(static_cast<double>(N) * (1 - vf - tf)),
                  nva = static_cast<size_t>(static_cast<double>(N) * vf);
     tr.assign(all.begin(), all.begin() + static_cast<long>(ntr));

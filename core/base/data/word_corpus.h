@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "config/common_options.h"
 #include "config/json.h"
 #include "data/tokenizer.h"
 #include "data/vocab.h"
@@ -19,7 +20,7 @@ struct WordCorpus {
   Vocab vocab;
   std::vector<int64_t> train_counts;  // per id, occurrences in the train split (after mapping to <unk>)
   std::string source;
-  std::string format;  // "ptb_word" | "text"
+  DatasetFormat format = DatasetFormat::Text;  // ptb_word or text
 };
 
 // `ds` is the resolved "dataset" section of a word_lm config: every key is read with at(),

@@ -66,8 +66,8 @@ void register_cloze_task(std::vector<TaskInfo>& out) {
     // resolve_dataset when the task is built (the cloze defaults are built on first use).
     const DatasetOptions ds = read_dataset_options(cfg.at("dataset"));
     const bool has_path = ds.path && !ds.path->empty();
-    if (ds.format != "auto" && ds.format != "cbt")
-      errs.push_back({"dataset.format", "task cloze reads the cbt format (got '" + ds.format + "')"});
+    if (const std::string why = format_task_error(ds.format, "cloze"); !why.empty())
+      errs.push_back({"dataset.format", why});
     if (!has_path) {
       json man;
       try {
@@ -77,7 +77,7 @@ void register_cloze_task(std::vector<TaskInfo>& out) {
       }
       if (const json* e = find_manifest_entry(man, ds.name)) {
         const std::string f = e->value("format", std::string());
-        if (f != "cbt")
+        if (dataset_format_named(f) != DatasetFormat::Cbt)
           errs.push_back({"dataset.name", "'" + ds.name + "' is a " + f + " dataset; task cloze needs a cbt dataset (" +
                                               "e.g. moby-dick-cbt-cn), or set dataset.path to a CBT directory"});
       }
