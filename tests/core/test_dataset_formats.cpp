@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "config/common_options.h"
+#include "config/schema.h"
 #include "data/dataset_formats.h"
 #include "core_checks.h"
 #include "harness.h"
@@ -164,6 +165,23 @@ TEST(DatasetFormats, theOptionsChoicesAreTheRegistrysNames) {
         cs::dataset_option_table().read_partial({{"format", "csv"}});
       },
       {"dataset.format", "\"csv\"", "ptb_char"});
+}
+
+TEST(DatasetFormats, aConfigWithAnotherTasksFormatIsInvalid) {
+  auto format_errors = [](const std::string& task, const std::string& format) {
+    std::vector<std::string> v;
+    const cs::json cfg = {{"task", {{"name", task}}}, {"dataset", {{"path", tmp("x")}, {"format", format}}}};
+    for (const auto& e : cs::validate_config(cfg))
+      if (e.path == "dataset.format") v.push_back(e.message);
+    return v;
+  };
+  const auto errs = format_errors("char_lm", "cbt");
+  ASSERT_EQ(errs.size(), 1u);
+  EXPECT_TRUE(cstest::contains(errs[0], "'cbt' is not a char_lm format")) << errs[0];
+  EXPECT_TRUE(cstest::contains(errs[0], "auto, text, ptb_char or text8")) << errs[0];
+  EXPECT_TRUE(format_errors("char_lm", "text8").empty());
+  EXPECT_TRUE(format_errors("cloze", "auto").empty());
+  EXPECT_EQ(format_errors("cloze", "jsonl").size(), 1u);
 }
 
 }  // namespace test_dataset_formats

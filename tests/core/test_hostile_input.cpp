@@ -132,20 +132,23 @@ std::vector<HostileFormat> formats() {
                false,
                [](const std::string& d) {
                  auto wc = load_word_corpus(
-                     resolve_config(json{{"task", "word_lm"}, {"dataset", {{"path", d}, {"format", "ptb_word"}}}})
-                         .at("dataset"));
+                     read_dataset_options(
+                         resolve_config(json{{"task", "word_lm"}, {"dataset", {{"path", d}, {"format", "ptb_word"}}}})
+                             .at("dataset")),
+                     WordCorpusOptions{});
                  return ids_dump(wc.vocab, {&wc.train, &wc.valid, &wc.test});
                }});
-  v.push_back(
-      {"word text", {{"w.txt", prose}}, "w.txt", "zebra", " w", "", false, [](const std::string& d) {
-         auto wc = load_word_corpus(
-             resolve_config(
-                 json{{"task", "word_lm"},
-                      {"dataset",
-                       {{"path", d + "/w.txt"}, {"format", "text"}, {"valid_fraction", 0.0}, {"test_fraction", 0.0}}}})
-                 .at("dataset"));
-         return ids_dump(wc.vocab, {&wc.train, &wc.valid, &wc.test});
-       }});
+  v.push_back({"word text", {{"w.txt", prose}}, "w.txt", "zebra", " w", "", false, [](const std::string& d) {
+                 auto wc = load_word_corpus(read_dataset_options(resolve_config(json{{"task", "word_lm"},
+                                                                                     {"dataset",
+                                                                                      {{"path", d + "/w.txt"},
+                                                                                       {"format", "text"},
+                                                                                       {"valid_fraction", 0.0},
+                                                                                       {"test_fraction", 0.0}}}})
+                                                                     .at("dataset")),
+                                            WordCorpusOptions{});
+                 return ids_dump(wc.vocab, {&wc.train, &wc.valid, &wc.test});
+               }});
   v.push_back(
       {"jsonl",
        {{"d.jsonl",

@@ -131,13 +131,10 @@ TEST(Tokenizer, uax29Words) {
   nop.max_tokens = 2;
   ASSERT_EQ(joined(tokenize("a b c d", nop)), "a|b");
   ASSERT_TRUE(tokenize(" \t\r\n\xC2\xA0 ", icu()).empty());  // white space incl. NBSP
-  ASSERT_THROW(tokenize("x",
-                        [] {
-                          TokenizerOptions o;
-                          o.rules = "spacy";
-                          return o;
-                        }()),
-               UserError);
+  // dataset.tokenizer is a named enum: another name is refused where the config is read.
+  ASSERT_EQ(enum_from_name<Tokenizer>("legacy"), Tokenizer::Legacy);
+  ASSERT_FALSE(enum_from_name<Tokenizer>("spacy").has_value());
+  ASSERT_THROW(enum_from_json<Tokenizer>(json("spacy"), "dataset.tokenizer"), UserError);
 }
 
 // Plain ASCII prose: icu gives what both legacy rule sets give. Where the rules differ (each
@@ -442,7 +439,7 @@ TEST(Tokenizer, mobyDickBothTokenizers) {
     const auto t0 = std::chrono::steady_clock::now();
     for (const auto& line : lines) counts[k] += tokenize(line, opts[k]).size();
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::printf("[ tokenizer ] %-6s %zu tokens, %.2f MB in %.3f s: %.1f MB/s\n", opts[k].rules.c_str(), counts[k],
+    std::printf("[ tokenizer ] %-6s %zu tokens, %.2f MB in %.3f s: %.1f MB/s\n", enum_name(opts[k].rules), counts[k],
                 static_cast<double>(text.size()) / 1e6, s, static_cast<double>(text.size()) / 1e6 / s);
   }
   ASSERT_GT(counts[0], size_t(200000));

@@ -42,7 +42,7 @@ std::vector<std::string> read_sentence_lines(const std::string& file) {
 }
 
 std::vector<TextPair> read_pair_files(const std::string& src, const std::string& tgt, bool lowercase,
-                                      const std::string& tokenizer, const std::string& locale) {
+                                      Tokenizer tokenizer, const std::string& locale) {
   const auto s = read_sentence_lines(src);
   const auto t = read_sentence_lines(tgt);
   if (s.size() != t.size())
@@ -243,7 +243,7 @@ Seq2SeqSplits load_headlines_jsonl(const std::string& jsonl_path, const Headline
 }
 
 Seq2SeqSplits load_parallel_dir(const std::string& dir, const std::string& source_lang, const std::string& target_lang,
-                                bool lowercase, const std::string& tokenizer, const std::string& locale) {
+                                bool lowercase, Tokenizer tokenizer, const std::string& locale) {
   if (!dir_exists(dir))
     throw UserError(dir + ": not a directory (format \"parallel\" expects a directory with train." + source_lang +
                     ", train." + target_lang + ", valid.*, test.*)");
@@ -261,7 +261,7 @@ Seq2SeqSplits load_parallel_dir(const std::string& dir, const std::string& sourc
   return out;
 }
 
-Seq2SeqSplits load_gigaword_dir(const std::string& dir, bool lowercase, const std::string& tokenizer,
+Seq2SeqSplits load_gigaword_dir(const std::string& dir, bool lowercase, Tokenizer tokenizer,
                                 const std::string& locale) {
   if (!dir_exists(dir))
     throw UserError(dir +
@@ -292,7 +292,7 @@ Seq2SeqDataOptions read_seq2seq_data_options(const json& ds) {
   o.dataset = dataset_option_table().read_partial(ds);
   o.source_lang = opt_string(ds, "source_lang", o.source_lang);
   o.target_lang = opt_string(ds, "target_lang", o.target_lang);
-  o.tokenizer = opt_string(ds, "tokenizer", kTokenizerIcu);
+  if (ds.contains("tokenizer")) o.tokenizer = enum_from_json<Tokenizer>(ds["tokenizer"], "dataset.tokenizer");
   // a resolved config has the key, empty
   if (ds.contains("locale") && ds["locale"].is_string()) o.locale = ds["locale"].get<std::string>();
   if (const std::string why = locale_error(o.locale); !why.empty()) throw UserError("dataset.locale: " + why);

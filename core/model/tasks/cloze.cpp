@@ -46,7 +46,7 @@ int64_t cloze_frequency_baseline(const std::vector<std::string>& doc, const std:
   return best;
 }
 
-ClozeItem encode_cloze(const ClozeExample& e, const Vocab& vocab, bool lowercase, const std::string& rules,
+ClozeItem encode_cloze(const ClozeExample& e, const Vocab& vocab, bool lowercase, Tokenizer rules,
                        const std::string& locale) {
   auto norm = [&](const std::vector<std::string>& ws) {
     std::vector<std::string> o;

@@ -537,7 +537,7 @@ const OptionTable<Seq2SeqOptions>& seq2seq_option_table() {
             "Format headlines: drop pairs whose body opening is shorter (default 5).");
     t.field("dataset.lowercase", &O::lowercase,
             "Lower-case sources and targets (default: true for headlines, false for parallel and gigaword).");
-    t.choice("dataset.tokenizer", &O::tokenizer, tokenizer_choices(),
+    t.choice("dataset.tokenizer", &O::tokenizer,
              std::string("How dataset.lowercase lower-cases: icu = NFC and full Unicode lower-casing (German \u00dcber "
                          "-> \u00fcber), legacy = ASCII letters only, as runs written before this option did (a run "
                          "whose config lacks the key is read as legacy)."));

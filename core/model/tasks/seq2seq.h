@@ -56,9 +56,9 @@ struct Seq2SeqOptions {
   std::optional<std::string> source_lang, target_lang;                       // parallel
   std::optional<int64_t> source_words, min_subject_words, min_source_words;  // headlines
   std::optional<bool> lowercase;                                             // every format
-  std::string tokenizer = "icu";  // how dataset.lowercase lower-cases (data/tokenizer.h); old runs: legacy
-  std::string locale;             // dataset.locale: in which language's rules ("" = root)
-  int64_t eval_batch = 64;        // training.*
+  Tokenizer tokenizer = Tokenizer::Icu;  // how dataset.lowercase lower-cases (data/tokenizer.h); old runs: legacy
+  std::string locale;                    // dataset.locale: in which language's rules ("" = root)
+  int64_t eval_batch = 64;               // training.*
   int64_t eval_decode = 200;
   int64_t beam = 10;                            // task.*
   TestDecode test_decode = TestDecode::Greedy;  // how test-split evaluations decode
