@@ -124,7 +124,7 @@ int cmd_datasets_show(const std::vector<std::string>& a) {
   if (split != "train" && split != "valid" && split != "test")
     throw UsageError("--split " + split + ": expected train, valid or test");
 
-  const cs::Seq2SeqSplits s = cs::load_seq2seq_dataset(ds);
+  const cs::Seq2SeqSplits s = cs::load_seq2seq_dataset(cs::read_seq2seq_data_options(ds));
   const int64_t lead =
       args.has("lead-words") ? args.get_int("lead-words", 8, 1, 100000) : cs::default_lead_words(s.train);
   cs::json out = {{"description", s.description}, {"lead_words", lead}};

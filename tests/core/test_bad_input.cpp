@@ -333,7 +333,7 @@ TEST(BadInput, wordSeedHonoursEos) {
   // paragraph: as the corpus, <eos> after a blank-line-separated paragraph, not after each line
   ASSERT_EQ(stepper_symbols("paragraph", "Call me\nsome\n\nyears"), std::string("call|me|some|<eos>|years"));
   // the tokeniser the corpus uses
-  ASSERT_EQ(word_text_tokens("a b\n\nc\n", word_tokenizer_options("icu", true), "paragraph").size(),
+  ASSERT_EQ(word_text_tokens("a b\n\nc\n", word_tokenizer_options(Tokenizer::Icu, true), WordEos::Paragraph).size(),
             size_t(5));  // a b <eos> c <eos>
 }
 

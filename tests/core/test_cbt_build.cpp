@@ -348,27 +348,28 @@ TEST(CbtBuild, manifestBuildsOnFirstUse) {
   EnvGuard g3("CELLSCOPE_WORDNET_DIR", tmp("wordnet"));
   const json ds = {{"name", "book-cbt-ne"}, {"format", "auto"}};
   // the book is missing: say which command fetches it
-  expect_user_error([&] { cs::resolve_dataset(ds); }, {"'book-cbt-ne'", "'book'", "not fetched", "datasets/fetch.sh"});
+  expect_user_error([&] { cs::resolve_dataset(cs::dataset_option_table().read_partial(ds)); },
+                    {"'book-cbt-ne'", "'book'", "not fetched", "datasets/fetch.sh"});
   ASSERT_FALSE(fs::exists(cache + "/book-cbt-ne"));
   cstest::write_text(cache + "/book.txt", synthetic_book(300));
   {
     EnvGuard g4("CELLSCOPE_WORDNET_DIR", tmp("nowhere"));
-    expect_user_error([&] { cs::resolve_dataset(ds); }, {"wordnet-base"});
+    expect_user_error([&] { cs::resolve_dataset(cs::dataset_option_table().read_partial(ds)); }, {"wordnet-base"});
     ASSERT_FALSE(fs::exists(cache + "/book-cbt-ne"));
   }
-  const cs::DatasetLocation loc = cs::resolve_dataset(ds);
+  const cs::DatasetLocation loc = cs::resolve_dataset(cs::dataset_option_table().read_partial(ds));
   ASSERT_EQ(loc.path, cache + "/book-cbt-ne");
-  ASSERT_EQ(loc.format, "cbt");
+  ASSERT_EQ(cs::to_string(loc.format), std::string("cbt"));
   ASSERT_FALSE(read_cbt(cstest::read_text(loc.path + "/cbt_NE_train.txt")).empty());
   // the second call finds it built (same files, not rebuilt)
   const auto mtime = fs::last_write_time(loc.path + "/cbt_NE_train.txt");
-  ASSERT_EQ(cs::resolve_dataset(ds).path, loc.path);
+  ASSERT_EQ(cs::resolve_dataset(cs::dataset_option_table().read_partial(ds)).path, loc.path);
   ASSERT_EQ(fs::last_write_time(loc.path + "/cbt_NE_train.txt"), mtime);
   // another seed in the manifest: the cached build no longer matches and is rebuilt
   const std::string old_text = cstest::read_text(loc.path + "/cbt_NE_train.txt");
   manifest["datasets"][1]["build"]["seed"] = 19;
   cstest::write_text(mpath, manifest.dump(2));
-  ASSERT_EQ(cs::resolve_dataset(ds).path, loc.path);
+  ASSERT_EQ(cs::resolve_dataset(cs::dataset_option_table().read_partial(ds)).path, loc.path);
   ASSERT_EQ(cstest::json_object(cstest::read_text(loc.path + "/build.json"))["seed"].get<int64_t>(), 19);
   ASSERT_NE(cstest::read_text(loc.path + "/cbt_NE_train.txt"), old_text);
 }

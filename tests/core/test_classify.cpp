@@ -156,8 +156,8 @@ TEST(Classify, imdb_loader) {
   // the loaders take a resolved dataset section, as a run passes it
   json ds = resolve_config(json{{"task", "classify"}, {"dataset", {{"path", tmp("imdb")}, {"format", "auto"}}}})
                 .at("dataset");
-  auto loc = resolve_text_dataset(ds, "classify");
-  ASSERT_EQ(loc.format, std::string("aclimdb"));
+  auto loc = resolve_text_dataset(read_dataset_options(ds), "classify");
+  ASSERT_EQ(cs::to_string(loc.format), std::string("aclimdb"));
   ASSERT_EQ(int(load_text_examples(loc, ds).size()), 4);
   write(d + "/test/neg/4_1.txt", "line one\nbad \xFF byte");
   ASSERT_TRUE(throws_with([&] { load_aclimdb(d); }, {d + "/test/neg/4_1.txt:2", "UTF-8"}));
@@ -228,7 +228,7 @@ TEST(Classify, semeval_loader_and_hds) {
                 json{{"task", "absa"},
                      {"dataset", {{"path", tmp("semeval")}, {"format", "semeval2014_xml"}, {"domain", "restaurants"}}}})
                 .at("dataset");
-  auto all = load_text_examples(resolve_text_dataset(ds, "absa"), ds);
+  auto all = load_text_examples(resolve_text_dataset(read_dataset_options(ds), "absa"), ds);
   ASSERT_EQ(int(all.size()), 14);
 }
 

@@ -42,6 +42,9 @@ json ds_path(const std::string& path, const std::string& format = "auto", double
               {"valid_fraction", vf}, {"test_fraction", tf}, {"max_chars", max_chars}};
 }
 
+// A (partial) dataset section as the loaders' options, converted once as a run converts its own.
+cs::DatasetOptions options(const json& ds) { return cs::dataset_option_table().read_partial(ds); }
+
 std::string repeat(const std::string& s, int n) {
   std::string out;
   for (int i = 0; i < n; ++i) out += s;
@@ -58,8 +61,8 @@ using cstest::EnvGuard;  // sets an environment variable for one test, restores 
 TEST(Data, textSplitSizesAndDeterminism) {
   const std::string body = repeat("the cat sat on the mat\n", 20);  // 460 chars
   const std::string p = write("plain.txt", body);
-  CharCorpus a = cs::load_char_corpus(ds_path(p, "text", 0.1, 0.2));
-  ASSERT_EQ(a.format, std::string("text"));
+  CharCorpus a = cs::load_char_corpus(options(ds_path(p, "text", 0.1, 0.2)));
+  ASSERT_EQ(cs::to_string(a.format), std::string("text"));
   ASSERT_EQ(a.source, p);
   ASSERT_EQ(a.train.size(), size_t(460 - 46 - 92));
   ASSERT_EQ(a.valid.size(), size_t(46));
@@ -74,11 +77,11 @@ TEST(Data, textSplitSizesAndDeterminism) {
   ASSERT_EQ(a.vocab.symbol(2), std::string(" "));
   ASSERT_EQ(a.vocab.symbol(3), std::string("a"));
   ASSERT_EQ(a.vocab.size(), size_t(1 + 11));  // \n space a c e h m n o s t
-  CharCorpus b = cs::load_char_corpus(ds_path(p, "text", 0.1, 0.2));
+  CharCorpus b = cs::load_char_corpus(options(ds_path(p, "text", 0.1, 0.2)));
   ASSERT_TRUE(a.train == b.train && a.valid == b.valid && a.test == b.test);
   ASSERT_TRUE(a.vocab == b.vocab);
   // A zero fraction leaves that split empty (allowed).
-  CharCorpus z = cs::load_char_corpus(ds_path(p, "text", 0.0, 0.1));
+  CharCorpus z = cs::load_char_corpus(options(ds_path(p, "text", 0.0, 0.1)));
   ASSERT_EQ(z.valid.size(), size_t(0));
   ASSERT_EQ(z.test.size(), size_t(46));
 }
@@ -86,7 +89,7 @@ TEST(Data, textSplitSizesAndDeterminism) {
 TEST(Data, unseenSymbolsMapToUnk) {
   const std::string body = repeat("ab", 45) + "abababZZab";  // Z only in the last 10%
   const std::string p = write("unseen.txt", body);
-  CharCorpus c = cs::load_char_corpus(ds_path(p, "text", 0.0, 0.1));
+  CharCorpus c = cs::load_char_corpus(options(ds_path(p, "text", 0.0, 0.1)));
   ASSERT_EQ(c.vocab.size(), size_t(3));
   ASSERT_TRUE(!c.vocab.contains("Z"));
   ASSERT_EQ(c.test[6], 0);
@@ -99,7 +102,7 @@ TEST(Data, fixedVocabIsUsedAsIs) {
   v.add("b");
   v.add("q");
   const std::string p = write("fixed.txt", repeat("abc", 40));
-  CharCorpus c = cs::load_char_corpus(ds_path(p, "text"), &v);
+  CharCorpus c = cs::load_char_corpus(options(ds_path(p, "text")), &v);
   ASSERT_TRUE(c.vocab == v);
   ASSERT_EQ(c.train[0], 0);  // a -> unk
   ASSERT_EQ(c.train[1], 1);  // b
@@ -110,7 +113,7 @@ TEST(Data, utf8MultibyteSymbols) {
   const std::string unit = "h\xC3\xA9llo w\xC3\xB6rld \xE2\x9C\x93 \xF0\x9D\x84\x9E\n";  // é ö ✓ 𝄞
   const std::string body = "\xEF\xBB\xBF" + repeat(unit, 10);                            // with a BOM
   const std::string p = write("utf8.txt", body);
-  CharCorpus c = cs::load_char_corpus(ds_path(p, "text", 0.1, 0.1));
+  CharCorpus c = cs::load_char_corpus(options(ds_path(p, "text", 0.1, 0.1)));
   const size_t chars_per_unit = 16;  // "héllo wörld ✓ 𝄞\n"
   ASSERT_EQ(c.train.size() + c.valid.size() + c.test.size(), chars_per_unit * 10);
   ASSERT_TRUE(c.vocab.contains("\xC3\xA9"));
@@ -123,7 +126,7 @@ TEST(Data, utf8MultibyteSymbols) {
 
 TEST(Data, crlfReadAsNewline) {
   const std::string p = write("crlf.txt", repeat("ab\r\n", 30));
-  CharCorpus c = cs::load_char_corpus(ds_path(p, "text", 0.1, 0.1));
+  CharCorpus c = cs::load_char_corpus(options(ds_path(p, "text", 0.1, 0.1)));
   ASSERT_EQ(c.train.size() + c.valid.size() + c.test.size(), size_t(90));
   ASSERT_TRUE(!c.vocab.contains("\r"));
   ASSERT_TRUE(c.vocab.contains("\n"));
@@ -131,7 +134,7 @@ TEST(Data, crlfReadAsNewline) {
 
 TEST(Data, maxCharsCapsTheCorpus) {
   const std::string p = write("cap.txt", repeat("abcd", 100));
-  CharCorpus c = cs::load_char_corpus(ds_path(p, "text", 0.1, 0.1, 100));
+  CharCorpus c = cs::load_char_corpus(options(ds_path(p, "text", 0.1, 0.1, 100)));
   ASSERT_EQ(c.train.size(), size_t(80));
   ASSERT_EQ(c.valid.size(), size_t(10));
   ASSERT_EQ(c.test.size(), size_t(10));
@@ -142,14 +145,14 @@ TEST(Data, ptbCharDecoding) {
   write("ptb/ptb.char.valid.txt", "a _ b\nc\n");
   write("ptb/ptb.char.test.txt", "e _ f");  // no final newline
   const std::string dir = tmp("ptb");
-  CharCorpus c = cs::load_char_corpus(ds_path(dir));
-  ASSERT_EQ(c.format, std::string("ptb_char"));
+  CharCorpus c = cs::load_char_corpus(options(ds_path(dir)));
+  ASSERT_EQ(cs::to_string(c.format), std::string("ptb_char"));
   ASSERT_EQ(c.vocab.decode(c.train), std::string("a bc\nd e\nf\n"));
   ASSERT_EQ(c.vocab.decode(c.valid), std::string("a b\nc\n"));
   ASSERT_EQ(c.vocab.decode(c.test), std::string("e f\n"));  // final newline added
   ASSERT_TRUE(!c.vocab.contains("_"));
   // One of the files also works, in auto and explicit format.
-  CharCorpus d = cs::load_char_corpus(ds_path(tmp("ptb/ptb.char.valid.txt")));
+  CharCorpus d = cs::load_char_corpus(options(ds_path(tmp("ptb/ptb.char.valid.txt"))));
   ASSERT_TRUE(d.train == c.train && d.vocab == c.vocab);
   // line_spans over the train split: "a bc", "d e", "f".
   auto spans = cs::line_spans(c.train, c.vocab.id("\n"));
@@ -161,29 +164,29 @@ TEST(Data, ptbCharDecoding) {
   write("ptbbad/ptb.char.train.txt", "a b\nab c\n");
   write("ptbbad/ptb.char.valid.txt", "a b\n");
   write("ptbbad/ptb.char.test.txt", "a b\n");
-  expect_user_error([&] { cs::load_char_corpus(ds_path(tmp("ptbbad"))); },
+  expect_user_error([&] { cs::load_char_corpus(options(ds_path(tmp("ptbbad")))); },
                     {tmp("ptbbad/ptb.char.train.txt"), "line 2", "'ab'"});
   // A missing sibling is named.
   write("ptbmiss/ptb.char.train.txt", "a b\n");
-  expect_user_error([&] { cs::load_char_corpus(ds_path(tmp("ptbmiss"))); },
+  expect_user_error([&] { cs::load_char_corpus(options(ds_path(tmp("ptbmiss")))); },
                     {tmp("ptbmiss/ptb.char.valid.txt"), "does not exist"});
 }
 
 TEST(Data, text8Proportions) {
   const std::string p = write("text8", repeat("anarchism originated ", 50).substr(0, 1000));
-  CharCorpus c = cs::load_char_corpus(ds_path(p, "auto", 0.3, 0.3));  // fractions ignored
-  ASSERT_EQ(c.format, std::string("text8"));
+  CharCorpus c = cs::load_char_corpus(options(ds_path(p, "auto", 0.3, 0.3)));  // fractions ignored
+  ASSERT_EQ(cs::to_string(c.format), std::string("text8"));
   ASSERT_EQ(c.train.size(), size_t(900));
   ASSERT_EQ(c.valid.size(), size_t(50));
   ASSERT_EQ(c.test.size(), size_t(50));
   const std::string q = write("odd-size.t8", repeat("x y", 339));  // 1017 chars
-  CharCorpus d = cs::load_char_corpus(ds_path(q, "text8"));
+  CharCorpus d = cs::load_char_corpus(options(ds_path(q, "text8")));
   ASSERT_EQ(d.valid.size(), size_t(50));
   ASSERT_EQ(d.test.size(), size_t(50));
   ASSERT_EQ(d.train.size(), size_t(917));
-  ASSERT_EQ(cs::detect_char_format("/x/text8"), std::string("text8"));
-  ASSERT_EQ(cs::detect_char_format("/x/book.txt"), std::string("text"));
-  ASSERT_EQ(cs::detect_char_format("/x/ptb.char.test.txt"), std::string("ptb_char"));
+  ASSERT_EQ(cs::to_string(cs::detect_char_format("/x/text8")), std::string("text8"));
+  ASSERT_EQ(cs::to_string(cs::detect_char_format("/x/book.txt")), std::string("text"));
+  ASSERT_EQ(cs::to_string(cs::detect_char_format("/x/ptb.char.test.txt")), std::string("ptb_char"));
 }
 
 TEST(Data, vocabRoundTrip) {
@@ -235,29 +238,30 @@ TEST(Data, vocabMalformed) {
 
 TEST(Data, badInputsNameTheFile) {
   const std::string missing = tmp("missing.txt");
-  expect_user_error([&] { cs::load_char_corpus(ds_path(missing, "text")); }, {missing, "does not exist"});
+  expect_user_error([&] { cs::load_char_corpus(options(ds_path(missing, "text"))); }, {missing, "does not exist"});
   const std::string empty = write("empty.txt", "");
-  expect_user_error([&] { cs::load_char_corpus(ds_path(empty, "text")); }, {empty, "empty"});
+  expect_user_error([&] { cs::load_char_corpus(options(ds_path(empty, "text"))); }, {empty, "empty"});
   const std::string nul = write("nul.bin", repeat("abc", 100) + std::string("\0\x01\x02", 3) + "abc");
-  expect_user_error([&] { cs::load_char_corpus(ds_path(nul, "text")); }, {nul, "binary", "offset 300"});
+  expect_user_error([&] { cs::load_char_corpus(options(ds_path(nul, "text"))); }, {nul, "binary", "offset 300"});
   std::string ctl = repeat("ab", 100);
   for (size_t i = 0; i < ctl.size(); i += 4) ctl[i] = '\x03';
   const std::string ctlp = write("ctl.bin", ctl);
-  expect_user_error([&] { cs::load_char_corpus(ds_path(ctlp, "text")); }, {ctlp, "binary"});
+  expect_user_error([&] { cs::load_char_corpus(options(ds_path(ctlp, "text"))); }, {ctlp, "binary"});
   const std::string bad = write("bad-utf8.txt", repeat("abcd", 25) + "\xC3(" + repeat("x", 50));
-  expect_user_error([&] { cs::load_char_corpus(ds_path(bad, "text")); }, {bad, "UTF-8", "byte offset 100"});
+  expect_user_error([&] { cs::load_char_corpus(options(ds_path(bad, "text"))); }, {bad, "UTF-8", "byte offset 100"});
   const std::string overlong = write("overlong.txt", repeat("a", 60) + "\xC0\xAF" + repeat("a", 60));
-  expect_user_error([&] { cs::load_char_corpus(ds_path(overlong, "text")); }, {overlong, "byte offset 60"});
+  expect_user_error([&] { cs::load_char_corpus(options(ds_path(overlong, "text"))); }, {overlong, "byte offset 60"});
   const std::string surrogate = write("surrogate.txt", repeat("a", 40) + "\xED\xA0\x80");
-  expect_user_error([&] { cs::load_char_corpus(ds_path(surrogate, "text")); }, {surrogate, "byte offset 40"});
+  expect_user_error([&] { cs::load_char_corpus(options(ds_path(surrogate, "text"))); }, {surrogate, "byte offset 40"});
   const std::string cut = write("cut.txt", repeat("a", 40) + "\xE2\x9C");
-  expect_user_error([&] { cs::load_char_corpus(ds_path(cut, "text")); }, {cut, "byte offset 40"});
+  expect_user_error([&] { cs::load_char_corpus(options(ds_path(cut, "text"))); }, {cut, "byte offset 40"});
   const std::string small = write("small.txt", "abc");
-  expect_user_error([&] { cs::load_char_corpus(ds_path(small, "text")); }, {small, "too small"});
+  expect_user_error([&] { cs::load_char_corpus(options(ds_path(small, "text"))); }, {small, "too small"});
   const std::string one = write("one.txt", "a");
-  expect_user_error([&] { cs::load_char_corpus(ds_path(one, "text", 0.0, 0.0)); }, {one, "too small", "train"});
-  expect_user_error([&] { cs::load_char_corpus(ds_path(tmp("ptb"), "text")); }, {tmp("ptb"), "directory"});
-  expect_user_error([&] { cs::load_char_corpus(ds_path(small, "csv")); }, {"csv"});
+  expect_user_error([&] { cs::load_char_corpus(options(ds_path(one, "text", 0.0, 0.0))); },
+                    {one, "too small", "train"});
+  expect_user_error([&] { cs::load_char_corpus(options(ds_path(tmp("ptb"), "text"))); }, {tmp("ptb"), "directory"});
+  expect_user_error([&] { cs::load_char_corpus(options(ds_path(small, "csv"))); }, {"csv"});
 }
 
 TEST(Data, manifestResolution) {
@@ -289,30 +293,31 @@ TEST(Data, manifestResolution) {
 
   json ds = {{"name", "tiny"},        {"path", nullptr},      {"format", "auto"},
              {"valid_fraction", 0.1}, {"test_fraction", 0.1}, {"max_chars", 0}};
-  expect_user_error([&] { cs::load_char_corpus(ds); },
+  expect_user_error([&] { cs::load_char_corpus(options(ds)); },
                     {"'tiny'", cs::join_path(cache, "tiny.txt"), "datasets/fetch.sh"});
   write("cache/tiny.txt", repeat("fetched ", 20));
-  auto loc = cs::resolve_dataset(ds);
+  auto loc = cs::resolve_dataset(options(ds));
   ASSERT_EQ(loc.path, cs::join_path(cache, "tiny.txt"));
-  ASSERT_EQ(loc.format, std::string("text"));
+  ASSERT_EQ(cs::to_string(loc.format), std::string("text"));
   ASSERT_EQ(loc.name, std::string("tiny"));
-  CharCorpus c = cs::load_char_corpus(ds);
+  CharCorpus c = cs::load_char_corpus(options(ds));
   ASSERT_EQ(c.train.size(), size_t(128));
   ASSERT_EQ(c.source, cs::join_path(cache, "tiny.txt"));
 
   ds["name"] = "ptb-char";
-  expect_user_error([&] { cs::load_char_corpus(ds); }, {"'ptb-char'", "https://example.org/ptb", "dataset.path"});
+  expect_user_error([&] { cs::load_char_corpus(options(ds)); },
+                    {"'ptb-char'", "https://example.org/ptb", "dataset.path"});
   ds["name"] = "nope";
-  expect_user_error([&] { cs::resolve_dataset(ds); }, {"'nope'", "tiny, ptb-char", mpath});
+  expect_user_error([&] { cs::resolve_dataset(options(ds)); }, {"'nope'", "tiny, ptb-char", mpath});
   // dataset.path overrides the name.
   ds["path"] = cs::join_path(cache, "tiny.txt");
-  ASSERT_EQ(cs::resolve_dataset(ds).path, cs::join_path(cache, "tiny.txt"));
-  ASSERT_EQ(cs::resolve_dataset(ds).name, std::string());
+  ASSERT_EQ(cs::resolve_dataset(options(ds)).path, cs::join_path(cache, "tiny.txt"));
+  ASSERT_EQ(cs::resolve_dataset(options(ds)).name, std::string());
 
   const std::string broken = write("broken-manifest.json", "{ not json");
   EnvGuard g3("CELLSCOPE_MANIFEST", broken);
   ds["path"] = nullptr;
-  expect_user_error([&] { cs::resolve_dataset(ds); }, {broken, "not valid JSON"});
+  expect_user_error([&] { cs::resolve_dataset(options(ds)); }, {broken, "not valid JSON"});
 }
 
 TEST(Data, pathsFollowEnvironment) {

@@ -96,7 +96,7 @@ TEST(Fetch, notFetchedMessageNamesTheFetchCommand) {
   const cs::json ds = {{"name", "moby-dick"}, {"path", nullptr}, {"format", "auto"}};
   std::string msg;
   try {
-    cs::resolve_dataset(ds);
+    cs::resolve_dataset(cs::dataset_option_table().read_partial(ds));
   } catch (const cs::UserError& e) {
     msg = e.what();
   }

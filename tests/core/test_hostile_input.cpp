@@ -94,7 +94,7 @@ std::vector<HostileFormat> formats() {
   const std::string prose =
       "The whale swam on.\nA zebra ran past the ship, and the sea was calm.\nThe end of it all.\n";
   v.push_back({"char text", {{"c.txt", prose}}, "c.txt", "zebra", " w", "", false, [](const std::string& d) {
-                 auto c = load_char_corpus_file(d + "/c.txt", "text", 0.1, 0.1, 0);
+                 auto c = load_char_corpus_file(d + "/c.txt", DatasetFormat::Text, 0.1, 0.1, 0);
                  return ids_dump(c.vocab, {&c.train, &c.valid, &c.test});
                }});
   v.push_back({"char ptb_char",
@@ -107,7 +107,7 @@ std::vector<HostileFormat> formats() {
                " ",
                false,
                [](const std::string& d) {
-                 auto c = load_char_corpus_file(d, "ptb_char", 0, 0, 0);
+                 auto c = load_char_corpus_file(d, DatasetFormat::PtbChar, 0, 0, 0);
                  return ids_dump(c.vocab, {&c.train, &c.valid, &c.test});
                }});
   v.push_back({"char text8",
@@ -118,7 +118,7 @@ std::vector<HostileFormat> formats() {
                "",
                false,
                [](const std::string& d) {
-                 auto c = load_char_corpus_file(d + "/text8", "text8", 0, 0, 0);
+                 auto c = load_char_corpus_file(d + "/text8", DatasetFormat::Text8, 0, 0, 0);
                  return ids_dump(c.vocab, {&c.train, &c.valid, &c.test});
                }});
   v.push_back({"word ptb_word",
@@ -132,20 +132,23 @@ std::vector<HostileFormat> formats() {
                false,
                [](const std::string& d) {
                  auto wc = load_word_corpus(
-                     resolve_config(json{{"task", "word_lm"}, {"dataset", {{"path", d}, {"format", "ptb_word"}}}})
-                         .at("dataset"));
+                     read_dataset_options(
+                         resolve_config(json{{"task", "word_lm"}, {"dataset", {{"path", d}, {"format", "ptb_word"}}}})
+                             .at("dataset")),
+                     WordCorpusOptions{});
                  return ids_dump(wc.vocab, {&wc.train, &wc.valid, &wc.test});
                }});
-  v.push_back(
-      {"word text", {{"w.txt", prose}}, "w.txt", "zebra", " w", "", false, [](const std::string& d) {
-         auto wc = load_word_corpus(
-             resolve_config(
-                 json{{"task", "word_lm"},
-                      {"dataset",
-                       {{"path", d + "/w.txt"}, {"format", "text"}, {"valid_fraction", 0.0}, {"test_fraction", 0.0}}}})
-                 .at("dataset"));
-         return ids_dump(wc.vocab, {&wc.train, &wc.valid, &wc.test});
-       }});
+  v.push_back({"word text", {{"w.txt", prose}}, "w.txt", "zebra", " w", "", false, [](const std::string& d) {
+                 auto wc = load_word_corpus(read_dataset_options(resolve_config(json{{"task", "word_lm"},
+                                                                                     {"dataset",
+                                                                                      {{"path", d + "/w.txt"},
+                                                                                       {"format", "text"},
+                                                                                       {"valid_fraction", 0.0},
+                                                                                       {"test_fraction", 0.0}}}})
+                                                                     .at("dataset")),
+                                            WordCorpusOptions{});
+                 return ids_dump(wc.vocab, {&wc.train, &wc.valid, &wc.test});
+               }});
   v.push_back(
       {"jsonl",
        {{"d.jsonl",

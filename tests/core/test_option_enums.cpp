@@ -102,6 +102,10 @@ std::vector<Bound> bound_options() {
        [](const json& r) { return to_string(seq2seq_option_table().read(r).subword); }},
       {"training.optimizer", with_cell("word_lm", "lstm"),
        [](const json& r) { return to_string(read_training_options(r.at("training")).optimizer); }},
+      {"task.test_decode", json{{"task", {{"name", "seq2seq"}}}, {"model", {{"cell", "lstm"}}}},
+       [](const json& r) { return to_string(seq2seq_option_table().read(r).test_decode); }},
+      {"dataset.tokenizer", with_cell("word_lm", "lstm"),
+       [](const json& r) { return to_string(word_lm_option_table().read(r).tokenizer); }},
   };
   return v;
 }
@@ -200,6 +204,8 @@ TEST(OptionEnums, schema_lists_the_same_choices_as_before) {
       {"dataset.eos", {{"paragraph", "line", "none"}, "paragraph"}},
       {"dataset.subword", {{"bpe", "unigram"}, "bpe"}},
       {"training.optimizer", {{"adam", "sgd", "asgd"}, "adam"}},
+      {"task.test_decode", {{"greedy", "beam"}, "greedy"}},
+      {"dataset.tokenizer", {{"icu", "legacy"}, "icu"}},
   };
   for (const auto& [path, want] : before) {
     int seen = 0;

@@ -27,7 +27,7 @@ void write_parallel(const std::string& d, const std::string& s, const std::strin
 
 std::string load_error(const nlohmann::json& ds) {
   try {
-    cs::load_seq2seq_dataset(ds);
+    cs::load_seq2seq_dataset(cs::read_seq2seq_data_options(ds));
   } catch (const cs::UserError& e) {
     return e.what();
   }
@@ -37,7 +37,7 @@ std::string load_error(const nlohmann::json& ds) {
 TEST(Seq2seqData, parallelDirectory) {
   const std::string d = fresh_dir("par");
   write_parallel(d, "de", "en");
-  const auto s = cs::load_seq2seq_dataset({{"path", d}, {"format", "parallel"}});
+  const auto s = cs::load_seq2seq_dataset(cs::read_seq2seq_data_options({{"path", d}, {"format", "parallel"}}));
   ASSERT_EQ(s.train.size(), 2u);
   ASSERT_EQ(s.valid.size(), 2u);
   ASSERT_EQ(s.test.size(), 2u);
@@ -48,7 +48,8 @@ TEST(Seq2seqData, parallelDirectory) {
   // Other languages by option; "auto" reads a directory as parallel text.
   const std::string f = fresh_dir("par_fr");
   write_parallel(f, "en", "fr");
-  const auto r = cs::load_seq2seq_dataset({{"path", f}, {"source_lang", "en"}, {"target_lang", "fr"}});
+  const auto r = cs::load_seq2seq_dataset(
+      cs::read_seq2seq_data_options({{"path", f}, {"source_lang", "en"}, {"target_lang", "fr"}}));
   ASSERT_EQ(r.valid[0].source, "valid eins zwei");
   // CR LF and a missing final newline are fine.
   cstest::write_text(f + "/train.en", "a b\r\nc d");
@@ -91,8 +92,11 @@ TEST(Seq2seqData, parallelErrorsNameFileAndLine) {
   // Bad options.
   m = load_error({{"path", d}, {"format", "parallel"}, {"source_lang", 3}});
   ASSERT_TRUE(cstest::contains(m, "dataset.source_lang")) << m;
-  m = load_error({{"path", d}, {"format", "subtitles"}});
-  ASSERT_TRUE(cstest::contains(m, "'subtitles' is not a seq2seq format")) << m;
+  m = load_error({{"path", d}, {"format", "cbt"}});  // a format of another task
+  ASSERT_TRUE(cstest::contains(m, "'cbt' is not a seq2seq format")) << m;
+  ASSERT_TRUE(cstest::contains(m, "auto, parallel, gigaword or headlines")) << m;
+  m = load_error({{"path", d}, {"format", "subtitles"}});  // no format at all
+  ASSERT_TRUE(cstest::contains(m, "dataset.format") && cstest::contains(m, "\"subtitles\"")) << m;
 }
 
 TEST(Seq2seqData, gigawordDirectory) {
@@ -104,7 +108,8 @@ TEST(Seq2seqData, gigawordDirectory) {
   // sumdata's validation names
   cstest::write_text(d + "/valid.article.filter.txt", "v1\n");
   cstest::write_text(d + "/valid.title.filter.txt", "vt1\n");
-  const auto s = cs::load_seq2seq_dataset({{"path", d}});  // auto: train.article.txt -> gigaword
+  const auto s =
+      cs::load_seq2seq_dataset(cs::read_seq2seq_data_options({{"path", d}}));  // auto: train.article.txt -> gigaword
   ASSERT_EQ(s.train.size(), 2u);
   ASSERT_EQ(s.valid.size(), 1u);
   ASSERT_EQ(s.train[0].target, "australian current account deficit narrows");
@@ -157,8 +162,8 @@ TEST(Seq2seqData, headlinesFromMails) {
                                "1 duplicate pairs"))
       << s.description;
   // Options through the dataset section: source length and case.
-  const auto t =
-      cs::load_seq2seq_dataset({{"path", f}, {"format", "headlines"}, {"source_words", 5}, {"lowercase", false}});
+  const auto t = cs::load_seq2seq_dataset(
+      cs::read_seq2seq_data_options({{"path", f}, {"format", "headlines"}, {"source_words", 5}, {"lowercase", false}}));
   ASSERT_EQ(t.train[0].source, "w1 w2 w3 w4 w5");
   ASSERT_EQ(t.train[0].target, "The Kernel Build fails");
   // Bad records: file:line.
@@ -191,7 +196,7 @@ TEST(Seq2seqData, spamHeadlinesManifestEntry) {
   cstest::write_text(cache + "/spam-assassin.jsonl", mail("Re: [ILUG] First headline here", body, "train") +
                                                          mail("Second headline for valid", body, "valid") +
                                                          mail("Third headline for test", body, "test"));
-  const auto s = cs::load_seq2seq_dataset({{"name", "spam-headlines"}});
+  const auto s = cs::load_seq2seq_dataset(cs::read_seq2seq_data_options({{"name", "spam-headlines"}}));
   ASSERT_EQ(s.train.size(), 1u);
   ASSERT_EQ(s.train[0].target, "first headline here");
   ASSERT_TRUE(cstest::starts_with(s.description, "spam-headlines: headlines from ")) << s.description;

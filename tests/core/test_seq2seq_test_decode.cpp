@@ -134,7 +134,7 @@ TEST(Seq2seqTestDecode, beam_test_metrics_equal_decode_and_record_the_decode) {
   auto task = load_run_task(old, "best");
   auto* s2s = dynamic_cast<Seq2SeqTask*>(task.get());
   ASSERT_NE(s2s, nullptr);
-  EXPECT_EQ(s2s->options().test_decode, "greedy");
+  EXPECT_EQ(s2s->options().test_decode, TestDecode::Greedy);
   const EvalResult ev = task->evaluate("test");
   EXPECT_EQ(ev.labels.at("decode"), "greedy");
   const json greedy = cli_decode(old, 1);

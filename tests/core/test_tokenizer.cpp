@@ -131,13 +131,10 @@ TEST(Tokenizer, uax29Words) {
   nop.max_tokens = 2;
   ASSERT_EQ(joined(tokenize("a b c d", nop)), "a|b");
   ASSERT_TRUE(tokenize(" \t\r\n\xC2\xA0 ", icu()).empty());  // white space incl. NBSP
-  ASSERT_THROW(tokenize("x",
-                        [] {
-                          TokenizerOptions o;
-                          o.rules = "spacy";
-                          return o;
-                        }()),
-               UserError);
+  // dataset.tokenizer is a named enum: another name is refused where the config is read.
+  ASSERT_EQ(enum_from_name<Tokenizer>("legacy"), Tokenizer::Legacy);
+  ASSERT_FALSE(enum_from_name<Tokenizer>("spacy").has_value());
+  ASSERT_THROW(enum_from_json<Tokenizer>(json("spacy"), "dataset.tokenizer"), UserError);
 }
 
 // Plain ASCII prose: icu gives what both legacy rule sets give. Where the rules differ (each
@@ -219,14 +216,14 @@ TEST(Tokenizer, seq2seqLowercase) {
     cstest::write_text(d + "/" + std::string(split) + ".en", "ABOUT all\nover STREET\n");
   }
   json ds = {{"path", d}, {"format", "parallel"}, {"lowercase", true}};
-  auto s = load_seq2seq_dataset(ds);  // an unresolved section: icu
+  auto s = load_seq2seq_dataset(read_seq2seq_data_options(ds));  // an unresolved section: icu
   ASSERT_EQ(s.train[0].source, kUberLower + " alles");
   ASSERT_EQ(s.train[1].source, kUberLower +
                                    " stra\xC3\x9F"
                                    "e");  // NFD input, ß stays (lower-casing, not folding)
   ASSERT_EQ(s.train[0].target, "about all");
   ds["tokenizer"] = "legacy";
-  s = load_seq2seq_dataset(ds);
+  s = load_seq2seq_dataset(read_seq2seq_data_options(ds));
   ASSERT_EQ(s.train[0].source,
             "\xC3\x9C"
             "ber alles");
@@ -236,7 +233,7 @@ TEST(Tokenizer, seq2seqLowercase) {
             "e");  // ASCII U folded, no NFC
   ds["lowercase"] = false;
   ds["tokenizer"] = "icu";
-  ASSERT_EQ(load_seq2seq_dataset(ds).train[0].source,
+  ASSERT_EQ(load_seq2seq_dataset(read_seq2seq_data_options(ds)).train[0].source,
             "\xC3\x9C"
             "ber ALLES");  // no lower-casing asked: as written
 }
@@ -422,9 +419,9 @@ TEST(Tokenizer, localeLowerCasing) {
     cstest::write_text(d + "/" + std::string(split) + ".en", "RIVER\n");
   }
   json ds = {{"path", d}, {"format", "parallel"}, {"lowercase", true}, {"locale", "tr"}};
-  ASSERT_EQ(load_seq2seq_dataset(ds).train[0].source, kTrIrmak + " " + kTrIstanbul);
+  ASSERT_EQ(load_seq2seq_dataset(read_seq2seq_data_options(ds)).train[0].source, kTrIrmak + " " + kTrIstanbul);
   ds["locale"] = "qq";
-  ASSERT_THROW(load_seq2seq_dataset(ds), UserError);
+  ASSERT_THROW(load_seq2seq_dataset(read_seq2seq_data_options(ds)), UserError);
 }
 
 // Both tokenizers over Moby-Dick (the bundled corpus), line by line as the word LM reads it:
@@ -442,7 +439,7 @@ TEST(Tokenizer, mobyDickBothTokenizers) {
     const auto t0 = std::chrono::steady_clock::now();
     for (const auto& line : lines) counts[k] += tokenize(line, opts[k]).size();
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::printf("[ tokenizer ] %-6s %zu tokens, %.2f MB in %.3f s: %.1f MB/s\n", opts[k].rules.c_str(), counts[k],
+    std::printf("[ tokenizer ] %-6s %zu tokens, %.2f MB in %.3f s: %.1f MB/s\n", enum_name(opts[k].rules), counts[k],
                 static_cast<double>(text.size()) / 1e6, s, static_cast<double>(text.size()) / 1e6 / s);
   }
   ASSERT_GT(counts[0], size_t(200000));

@@ -73,9 +73,11 @@ TEST(WordLm, tokenizer) {  // the legacy word-LM rules (dataset.tokenizer = lega
   ASSERT_EQ(split_lines("a\r\nb\n\nc").size(), size_t(4));
 }
 
-// A dataset section as the loader gets it from a run: resolved, every default filled in.
-json resolved_dataset(const json& ds) {
-  return resolve_config(json{{"task", "word_lm"}, {"dataset", ds}}).at("dataset");
+// The corpus of a word_lm config with this dataset section, read as a run reads it: the config
+// resolved (every default filled in), then converted to the loader's options once.
+WordCorpus load_dataset(const json& ds) {
+  const json cfg = resolve_config(json{{"task", "word_lm"}, {"dataset", ds}});
+  return load_word_corpus(read_dataset_options(cfg.at("dataset")), word_lm_option_table().read(cfg));
 }
 
 TEST(WordLm, ptbLoader) {
@@ -84,8 +86,8 @@ TEST(WordLm, ptbLoader) {
   write_file(dir, "ptb.valid.txt", " the bird sat \n");
   write_file(dir, "ptb.test.txt", " a cat \n");
   json ds = {{"path", dir}, {"format", "auto"}};
-  auto wc = load_word_corpus(resolved_dataset(ds));
-  ASSERT_EQ(wc.format, std::string("ptb_word"));
+  auto wc = load_dataset(ds);
+  ASSERT_EQ(cs::to_string(wc.format), std::string("ptb_word"));
   // 3 + 1, 4 + 1, 2 + 1 tokens: every line end is <eos>
   ASSERT_EQ(wc.train.size(), size_t(12));
   ASSERT_EQ(wc.valid.size(), size_t(4));
@@ -98,7 +100,7 @@ TEST(WordLm, ptbLoader) {
   ASSERT_EQ(wc.train_counts[static_cast<size_t>(wc.vocab.id("the"))], int64_t(3));
   // a path to ptb.train.txt works too; truncation keeps the most frequent words
   json ds2 = {{"path", dir + "/ptb.train.txt"}, {"vocab_size", 4}};
-  auto w2 = load_word_corpus(resolved_dataset(ds2));
+  auto w2 = load_dataset(ds2);
   ASSERT_EQ(w2.vocab.size(), size_t(4));  // <unk>, <eos>, the (3), sat (2)
   ASSERT_TRUE(w2.vocab.id("the") > 0 && w2.vocab.id("sat") > 0);
   ASSERT_EQ(w2.vocab.id("cat"), int32_t(0));
@@ -108,7 +110,7 @@ TEST(WordLm, ptbLoader) {
   write_file(bad, "ptb.valid.txt", "a b\n");
   bool threw = false;
   try {
-    load_word_corpus(resolved_dataset(json{{"path", bad}, {"format", "ptb_word"}}));
+    load_dataset(json{{"path", bad}, {"format", "ptb_word"}});
   } catch (const UserError& e) {
     threw = std::string(e.what()).find("ptb.test.txt") != std::string::npos;
   }
@@ -119,8 +121,8 @@ TEST(WordLm, textLoader) {
   const std::string p =
       write_file(cstest::temp_dir(), "plain.txt", "The whale, the WHALE!\nthe sea.\n\nA ship\n\n\nthe end");
   json ds = {{"path", p}, {"valid_fraction", 0.0}, {"test_fraction", 0.0}, {"min_count", 2}};
-  auto wc = load_word_corpus(resolved_dataset(ds));
-  ASSERT_EQ(wc.format, std::string("text"));
+  auto wc = load_dataset(ds);
+  ASSERT_EQ(cs::to_string(wc.format), std::string("text"));
   // the whale , the whale ! the sea . <eos> a ship <eos> the end <eos>
   ASSERT_EQ(wc.train.size(), size_t(16));
   ASSERT_EQ(wc.vocab.symbol(wc.train[9]), std::string("<eos>"));
@@ -128,7 +130,7 @@ TEST(WordLm, textLoader) {
   ASSERT_EQ(wc.train[10], int32_t(0));  // "a" seen once < min_count
   ds["eos"] = "line";
   ds["lowercase"] = false;
-  auto w2 = load_word_corpus(resolved_dataset(ds));
+  auto w2 = load_dataset(ds);
   ASSERT_EQ(w2.train.size(), size_t(17));
   ASSERT_EQ(w2.vocab.id("WHALE"), int32_t(0));  // seen once with case kept
 }

@@ -14,9 +14,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   csfuzz::clear_scratch();
   const auto files = csfuzz::write_archive("data", rest, 4);
   if (files.empty()) return 0;
-  static const char* formats[] = {"text", "ptb_char", "text8", "auto"};
-  const std::string format = formats[sel % 4];
-  const std::string path = format == "ptb_char" ? csfuzz::scratch_dir() + "/data" : files[0];
+  using F = cs::DatasetFormat;
+  static const F formats[] = {F::Text, F::PtbChar, F::Text8, F::Auto};
+  const F format = formats[sel % 4];
+  const std::string path = format == F::PtbChar ? csfuzz::scratch_dir() + "/data" : files[0];
   const double vf = (sel >> 2 & 3) * 0.1, tf = (sel >> 4 & 1) * 0.05;
   const uint64_t max_chars = (sel & 0x80) ? 64 : 0;
   csfuzz::expect_only_user_errors([&] {

@@ -33,7 +33,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (ds.contains("sst_classes")) ds["sst_classes"] = (sel & 0x40) ? 5 : 2;
   if (ds.contains("domain")) ds["domain"] = (sel & 0x80) ? "laptops" : "restaurants";
   csfuzz::expect_only_user_errors([&] {
-    auto loc = cs::resolve_text_dataset(ds, task);
+    auto loc = cs::resolve_text_dataset(cs::read_dataset_options(ds), task);
     auto ex = cs::load_text_examples(loc, ds);
     if (semeval) cs::mark_hard_sentences(ex);
   });

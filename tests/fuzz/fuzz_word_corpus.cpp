@@ -31,8 +31,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   ds["eos"] = eos[sel >> 6];
   ds["tokenizer"] = (sel >> 6) == 3 ? "legacy" : "icu";  // the second "paragraph" slot: the legacy rules
   csfuzz::expect_only_user_errors([&] {
-    auto c = cs::load_word_corpus(ds);
-    auto again = cs::load_word_corpus(ds, &c.vocab);
+    const cs::DatasetOptions dso = cs::read_dataset_options(ds);
+    cs::WordCorpusOptions wo;
+    wo.vocab_size = ds["vocab_size"].get<int64_t>();
+    wo.min_count = ds["min_count"].get<int64_t>();
+    wo.lowercase = ds["lowercase"].get<bool>();
+    wo.eos = cs::enum_from_json<cs::WordEos>(ds["eos"], "dataset.eos");
+    wo.tokenizer = cs::enum_from_json<cs::Tokenizer>(ds["tokenizer"], "dataset.tokenizer");
+    auto c = cs::load_word_corpus(dso, wo);
+    auto again = cs::load_word_corpus(dso, wo, &c.vocab);
     if (again.train != c.train)
       csfuzz::unexpected("invariant", "reloading with the corpus' own vocabulary changed the ids");
   });

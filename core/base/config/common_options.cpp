@@ -21,8 +21,7 @@ const OptionTable<DatasetOptions>& dataset_option_table() {
         "name", &D::name,
         "A dataset from the manifest (datasets/manifest.json); `cellscope-cli datasets` lists them. Ignored when dataset.path is set.");
     t.field("path", &D::path, "A file or directory of your own (overrides dataset.name).");
-    t.field("format", &D::format,
-            "File format of dataset.path: auto, text, ptb_char, text8 (char-LM); others per task.");
+    t.choice("format", &D::format, dataset_format_help());
     t.field(
         "valid_fraction", &D::valid_fraction, 0.0, 0.5,
         "Fraction held out for validation when the corpus has no split of its own (taken from the end, before the test part).");

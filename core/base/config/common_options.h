@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "config/option_spec.h"
+#include "data/dataset_formats.h"
 
 namespace cs {
 
@@ -18,8 +19,8 @@ struct TaskSection {
 
 struct DatasetOptions {
   std::string name = "moby-dick";
-  std::optional<std::string> path;  // unset: use `name`
-  std::string format = "auto";
+  std::optional<std::string> path;             // unset: use `name`
+  DatasetFormat format = DatasetFormat::Auto;  // choices: the registry (data/dataset_formats.h)
   double valid_fraction = 0.05;
   double test_fraction = 0.05;
   int64_t max_chars = 0;

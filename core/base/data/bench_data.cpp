@@ -101,7 +101,9 @@ json bench_char_loading(size_t megabytes) {
     size_t chars = 0, vocab = 0, ntr = 0, nv = 0, nt = 0;
     long hwm1 = -1, rss1 = -1;
     {
-      json ds = {{"path", path}, {"format", "text8"}, {"max_chars", 0}};
+      DatasetOptions ds;
+      ds.path = path;
+      ds.format = DatasetFormat::Text8;
       CharCorpus c = load_char_corpus(ds);
       hwm1 = status_kb("VmHWM");
       ntr = c.train.size();

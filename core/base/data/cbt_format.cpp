@@ -52,7 +52,7 @@ std::string quote_(const std::string& s) { return "'" + (s.size() > 40 ? s.subst
 
 }  // namespace
 
-std::string cloze_lower(const std::string& w, const std::string& rules, const std::string& locale) {
+std::string cloze_lower(const std::string& w, Tokenizer rules, const std::string& locale) {
   if (w == kClozeBlank) return w;
   return lowercase_word(w, rules, locale);
 }
@@ -160,7 +160,7 @@ ClozeSplits load_cbt_dir(const std::string& dir) {
 }
 
 Vocab cloze_vocab(const std::vector<ClozeExample>& train, bool lowercase, int64_t min_count, int64_t max_vocab,
-                  bool blank_token, const std::string& rules, const std::string& locale) {
+                  bool blank_token, Tokenizer rules, const std::string& locale) {
   std::map<std::string, int64_t> freq;
   auto add = [&](const std::string& w) {
     if (w == kClozeBlank) return;

@@ -56,10 +56,10 @@ ClozeSplits load_cbt_dir(const std::string& dir);
 inline constexpr int32_t kClozeBlankId = 2;
 // With `lowercase`, words are folded as `rules` says (cloze_lower).
 Vocab cloze_vocab(const std::vector<ClozeExample>& train, bool lowercase, int64_t min_count, int64_t max_vocab,
-                  bool blank_token = true, const std::string& rules = kTokenizerIcu, const std::string& locale = "");
+                  bool blank_token = true, Tokenizer rules = Tokenizer::Icu, const std::string& locale = "");
 
 // A word lower-cased as the cloze task's dataset.tokenizer `rules` says (data/tokenizer.h
 // lowercase_word: icu = NFC + full Unicode lower case, legacy = ASCII letters only); XXXXX stays.
-std::string cloze_lower(const std::string& w, const std::string& rules, const std::string& locale = "");
+std::string cloze_lower(const std::string& w, Tokenizer rules, const std::string& locale = "");
 
 }  // namespace cs

@@ -125,13 +125,14 @@ void check_split(const std::string& path, const char* split, size_t have, bool a
 }
 
 // text and text8: one file, contiguous split [train | valid | test].
-CharCorpus load_single(const std::string& path, const std::string& format, double vf, double tf, uint64_t max_chars,
+CharCorpus load_single(const std::string& path, DatasetFormat format, double vf, double tf, uint64_t max_chars,
                        const Vocab* fixed) {
   TextFile f = open_text(path);
   size_t n = f.code_points - f.crlf;
   if (max_chars > 0 && n > max_chars) n = static_cast<size_t>(max_chars);
   size_t nv, nt;
-  if (format == "text8") {
+  const bool text8 = format == DatasetFormat::Text8;
+  if (text8) {
     // 100M -> 90M/5M/5M exactly; other sizes keep 90/5/5.
     nv = n / 20;
     nt = n / 20;
@@ -141,11 +142,11 @@ CharCorpus load_single(const std::string& path, const std::string& format, doubl
     if (nv + nt > n) nv = nt = 0;  // fractions are each <= 0.5 in the schema; guard anyway
   }
   const size_t ntr = n - nv - nt;
-  const std::string hint = format == "text8" ? std::string(" (text8 holds out 5% + 5%)")
-                                             : std::string("; use a larger file or larger dataset fractions");
+  const std::string hint = text8 ? std::string(" (text8 holds out 5% + 5%)")
+                                 : std::string("; use a larger file or larger dataset fractions");
   check_split(path, "train", ntr, false, hint);
-  check_split(path, "valid", nv, format != "text8" && vf == 0.0, hint);
-  check_split(path, "test", nt, format != "text8" && tf == 0.0, hint);
+  check_split(path, "valid", nv, !text8 && vf == 0.0, hint);
+  check_split(path, "test", nt, !text8 && tf == 0.0, hint);
 
   CharCorpus c;
   c.source = path;
@@ -286,7 +287,7 @@ CharCorpus load_ptb(const std::string& path, uint64_t max_chars, const Vocab* fi
                 max_chars > 0 ? std::string(" (after max_chars)") : std::string());
   CharCorpus c;
   c.source = path;
-  c.format = "ptb_char";
+  c.format = DatasetFormat::PtbChar;
   IdBuilder b;
   std::vector<int32_t>* out[3] = {&c.train, &c.valid, &c.test};
   for (int i = 0; i < 3; ++i) {
@@ -299,38 +300,26 @@ CharCorpus load_ptb(const std::string& path, uint64_t max_chars, const Vocab* fi
   return c;
 }
 
-double number_or(const json& j, const char* key, double def) {
-  return j.contains(key) && j[key].is_number() ? j[key].get<double>() : def;
-}
-
 }  // namespace
 
-std::string detect_char_format(const std::string& path) {
-  if (dir_exists(path)) return "ptb_char";
-  const std::string base = basename_of(path);
-  if (base.rfind("ptb.char.", 0) == 0) return "ptb_char";
-  if (base.rfind("text8", 0) == 0) return "text8";
-  return "text";
-}
+DatasetFormat detect_char_format(const std::string& path) { return detect_dataset_format(path, "char_lm"); }
 
-CharCorpus load_char_corpus_file(const std::string& path, const std::string& format_in, double vf, double tf,
+CharCorpus load_char_corpus_file(const std::string& path, DatasetFormat format_in, double vf, double tf,
                                  uint64_t max_chars, const Vocab* fixed) {
-  const std::string format = format_in == "auto" || format_in.empty() ? detect_char_format(path) : format_in;
-  if (format == "ptb_char") return load_ptb(path, max_chars, fixed);
-  if (dir_exists(path)) throw UserError("'" + path + "' is a directory; format " + format + " expects a file");
-  if (format == "text" || format == "text8") return load_single(path, format, vf, tf, max_chars, fixed);
-  throw UserError("dataset.format: '" + format +
-                  "' is not a character-level format (use auto, text, ptb_char or text8)");
+  const DatasetFormat format = detect_dataset_format(path, "char_lm", check_format_for_task(format_in, "char_lm"));
+  if (format == DatasetFormat::PtbChar) return load_ptb(path, max_chars, fixed);
+  if (dir_exists(path))
+    throw UserError("'" + path + "' is a directory; format " + to_string(format) + " expects a file");
+  return load_single(path, format, vf, tf, max_chars, fixed);
 }
 
-CharCorpus load_char_corpus(const json& dataset, const Vocab* fixed_vocab) {
+CharCorpus load_char_corpus(const DatasetOptions& dataset, const Vocab* fixed_vocab) {
   const DatasetLocation loc = resolve_dataset(dataset);
-  const double vf = number_or(dataset, "valid_fraction", 0.05);
-  const double tf = number_or(dataset, "test_fraction", 0.05);
-  const double mc = number_or(dataset, "max_chars", 0);
+  const double vf = dataset.valid_fraction, tf = dataset.test_fraction;
   if (vf < 0 || tf < 0 || vf + tf >= 1.0)
     throw UserError("dataset.valid_fraction + dataset.test_fraction must be >= 0 and < 1");
-  return load_char_corpus_file(loc.path, loc.format, vf, tf, mc > 0 ? static_cast<uint64_t>(mc) : 0, fixed_vocab);
+  const uint64_t mc = dataset.max_chars > 0 ? static_cast<uint64_t>(dataset.max_chars) : 0;
+  return load_char_corpus_file(loc.path, loc.format, vf, tf, mc, fixed_vocab);
 }
 
 std::vector<std::pair<size_t, size_t>> line_spans(const std::vector<int32_t>& ids, int32_t newline_id) {

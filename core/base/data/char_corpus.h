@@ -35,7 +35,8 @@
 #include <utility>
 #include <vector>
 
-#include "config/json.h"
+#include "config/common_options.h"
+#include "data/dataset_formats.h"
 #include "data/vocab.h"
 
 namespace cs {
@@ -43,25 +44,25 @@ namespace cs {
 struct CharCorpus {
   std::vector<int32_t> train, valid, test;
   Vocab vocab;
-  std::string source;  // resolved file or directory
-  std::string format;  // resolved format: "text", "ptb_char" or "text8"
+  std::string source;                          // resolved file or directory
+  DatasetFormat format = DatasetFormat::Text;  // resolved: text, ptb_char or text8
 };
 
-// `dataset` is the resolved "dataset" config section: keys name (manifest name),
-// path (overrides name), format ("auto","text","ptb_char","text8"),
-// valid_fraction, test_fraction, max_chars (0 = all); missing keys take the
-// schema defaults. If fixed_vocab is given (resume/eval of a saved run) it is
-// used as is (symbols it lacks -> <unk>); otherwise the vocabulary is <unk>
-// plus the symbols of the train split sorted by code point (deterministic), and
-// valid/test symbols unseen in train map to <unk>.
-CharCorpus load_char_corpus(const json& dataset, const Vocab* fixed_vocab = nullptr);
+// `dataset`: the "dataset" config section as options (read_dataset_options of a resolved
+// section; tests may use dataset_option_table().read_partial): name (manifest name), path
+// (overrides name), format (auto, text, ptb_char or text8; another is refused naming the
+// char_lm formats), valid_fraction, test_fraction, max_chars (0 = all). If fixed_vocab is given
+// (resume/eval of a saved run) it is used as is (symbols it lacks -> <unk>); otherwise the
+// vocabulary is <unk> plus the symbols of the train split sorted by code point (deterministic),
+// and valid/test symbols unseen in train map to <unk>.
+CharCorpus load_char_corpus(const DatasetOptions& dataset, const Vocab* fixed_vocab = nullptr);
 
-// Load a file/directory of a known format directly (format may be "auto").
-CharCorpus load_char_corpus_file(const std::string& path, const std::string& format, double valid_fraction,
+// Load a file/directory of a known format directly (format may be auto).
+CharCorpus load_char_corpus_file(const std::string& path, DatasetFormat format, double valid_fraction,
                                  double test_fraction, uint64_t max_chars, const Vocab* fixed_vocab = nullptr);
 
-// "auto" -> "text" | "ptb_char" | "text8" from the path's name (see above).
-std::string detect_char_format(const std::string& path);
+// auto -> text, ptb_char or text8 from the path's name (see above; the registry's char_lm patterns).
+DatasetFormat detect_char_format(const std::string& path);
 
 // Segments of `ids` between newline symbols, as [begin, end) index pairs that
 // exclude the newline itself; empty lines are skipped, a last line without a

@@ -82,18 +82,16 @@ bool dataset_fetched(const json& entry, std::string* missing) {
   return true;
 }
 
-DatasetLocation resolve_dataset(const json& dataset) {
+DatasetLocation resolve_dataset(const DatasetOptions& dataset) {
   DatasetLocation loc;
-  std::string format = "auto";
-  if (dataset.contains("format") && dataset["format"].is_string()) format = dataset["format"].get<std::string>();
-  if (dataset.contains("path") && dataset["path"].is_string() && !dataset["path"].get<std::string>().empty()) {
-    loc.path = dataset["path"].get<std::string>();
-    loc.format = format;
+  if (dataset.path && !dataset.path->empty()) {
+    loc.path = *dataset.path;
+    loc.format = dataset.format;
     return loc;
   }
-  if (!dataset.contains("name") || !dataset["name"].is_string() || dataset["name"].get<std::string>().empty())
+  if (dataset.name.empty())
     throw UserError("dataset: set dataset.name (a manifest dataset) or dataset.path (a file of your own)");
-  loc.name = dataset["name"].get<std::string>();
+  loc.name = dataset.name;
   const std::string mpath = datasets_manifest_path();
   const json manifest = load_manifest(mpath);
   const json* e = find_manifest_entry(manifest, loc.name);
@@ -105,7 +103,15 @@ DatasetLocation resolve_dataset(const json& dataset) {
   }
   loc.entry = *e;
   loc.path = join_path(data_cache_dir(), e->at("path").get<std::string>());
-  loc.format = format == "auto" ? e->at("format").get<std::string>() : format;
+  loc.format = dataset.format;
+  if (loc.format == DatasetFormat::Auto) {
+    const std::string f = e->at("format").get<std::string>();
+    const auto known = dataset_format_named(f);
+    if (!known)
+      throw UserError("dataset manifest '" + mpath + "' ('" + loc.name + "'): unknown format '" + f + "' (" +
+                      choice_error(enum_choices<DatasetFormat>(), f) + ")");
+    loc.format = *known;
+  }
   if (e->at("obtain") == "build") {        // built by Cellscope from other datasets (data/cbt_build.h): on first
     build_manifest_dataset(manifest, *e);  // use, and again when build.json shows other options
     return loc;

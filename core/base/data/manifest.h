@@ -6,7 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "config/common_options.h"
 #include "config/json.h"
+#include "data/dataset_formats.h"
 
 namespace cs {
 
@@ -26,17 +28,18 @@ bool dataset_fetched(const json& entry, std::string* missing = nullptr);
 
 // Where a "dataset" config section points.
 struct DatasetLocation {
-  std::string name;    // manifest name, or "" when dataset.path was given
-  std::string path;    // file or directory to load
-  std::string format;  // dataset.format unless "auto"; else the manifest's format; else "auto"
-  json entry;          // the manifest entry (null when dataset.path was given)
+  std::string name;                            // manifest name, or "" when dataset.path was given
+  std::string path;                            // file or directory to load
+  DatasetFormat format = DatasetFormat::Auto;  // dataset.format unless auto; else the manifest's; else auto
+  json entry;                                  // the manifest entry (null when dataset.path was given)
 };
 
 // dataset.path (when set and non-empty) wins over dataset.name. A manifest
 // dataset that is not in the cache yields a UserError saying which command
 // fetches it (npm datasets) or where to get it and where to put it (user datasets).
 // A dataset with "obtain": "build" (the CBT-style cloze sets, data/cbt_build.h) is built
-// into the cache on first use (atomically) and then returned.
-DatasetLocation resolve_dataset(const json& dataset);
+// into the cache on first use (atomically) and then returned. A manifest entry whose format
+// the registry (data/dataset_formats.h) does not know is refused naming the entry.
+DatasetLocation resolve_dataset(const DatasetOptions& dataset);
 
 }  // namespace cs

@@ -42,7 +42,7 @@ std::vector<std::string> read_sentence_lines(const std::string& file) {
 }
 
 std::vector<TextPair> read_pair_files(const std::string& src, const std::string& tgt, bool lowercase,
-                                      const std::string& tokenizer, const std::string& locale) {
+                                      Tokenizer tokenizer, const std::string& locale) {
   const auto s = read_sentence_lines(src);
   const auto t = read_sentence_lines(tgt);
   if (s.size() != t.size())
@@ -243,7 +243,7 @@ Seq2SeqSplits load_headlines_jsonl(const std::string& jsonl_path, const Headline
 }
 
 Seq2SeqSplits load_parallel_dir(const std::string& dir, const std::string& source_lang, const std::string& target_lang,
-                                bool lowercase, const std::string& tokenizer, const std::string& locale) {
+                                bool lowercase, Tokenizer tokenizer, const std::string& locale) {
   if (!dir_exists(dir))
     throw UserError(dir + ": not a directory (format \"parallel\" expects a directory with train." + source_lang +
                     ", train." + target_lang + ", valid.*, test.*)");
@@ -261,7 +261,7 @@ Seq2SeqSplits load_parallel_dir(const std::string& dir, const std::string& sourc
   return out;
 }
 
-Seq2SeqSplits load_gigaword_dir(const std::string& dir, bool lowercase, const std::string& tokenizer,
+Seq2SeqSplits load_gigaword_dir(const std::string& dir, bool lowercase, Tokenizer tokenizer,
                                 const std::string& locale) {
   if (!dir_exists(dir))
     throw UserError(dir +
@@ -286,41 +286,36 @@ Seq2SeqSplits load_gigaword_dir(const std::string& dir, bool lowercase, const st
   return out;
 }
 
-Seq2SeqSplits load_seq2seq_dataset(const json& ds) {
+Seq2SeqDataOptions read_seq2seq_data_options(const json& ds) {
   if (!ds.is_object()) throw UserError("dataset: expected an object");
-  const DatasetLocation loc = resolve_dataset(ds);
-  std::string format = loc.format;
-  if (format == "auto") {
-    if (loc.path.size() >= 6 && loc.path.compare(loc.path.size() - 6, 6, ".jsonl") == 0) format = "headlines";
-    else if (file_exists(join_path(loc.path, "train.article.txt"))) format = "gigaword";
-    else format = "parallel";
-  }
-  const std::string label = loc.name.empty() ? loc.path : loc.name;
+  Seq2SeqDataOptions o;
+  o.dataset = dataset_option_table().read_partial(ds);
+  o.source_lang = opt_string(ds, "source_lang", o.source_lang);
+  o.target_lang = opt_string(ds, "target_lang", o.target_lang);
+  if (ds.contains("tokenizer")) o.tokenizer = enum_from_json<Tokenizer>(ds["tokenizer"], "dataset.tokenizer");
+  // a resolved config has the key, empty
+  if (ds.contains("locale") && ds["locale"].is_string()) o.locale = ds["locale"].get<std::string>();
+  if (const std::string why = locale_error(o.locale); !why.empty()) throw UserError("dataset.locale: " + why);
+  HeadlineOptions& h = o.headlines;
+  h.source_words = opt_int(ds, "source_words", h.source_words, 1, 100000);
+  h.min_subject_words = opt_int(ds, "min_subject_words", h.min_subject_words, 1, 1000);
+  h.min_source_words = opt_int(ds, "min_source_words", h.min_source_words, 1, 100000);
+  h.lowercase = opt_bool(ds, "lowercase", h.lowercase);
+  h.tokenizer = o.tokenizer;
+  h.locale = o.locale;
+  o.lowercase = opt_bool(ds, "lowercase", o.lowercase);
+  return o;
+}
+
+Seq2SeqSplits load_seq2seq_dataset(const Seq2SeqDataOptions& o) {
+  const DatasetLocation loc = resolve_dataset(o.dataset);
+  const DatasetFormat format = detect_dataset_format(loc.path, "seq2seq", check_format_for_task(loc.format, "seq2seq"));
   Seq2SeqSplits s;
-  const std::string tokenizer = opt_string(ds, "tokenizer", kTokenizerIcu);  // how dataset.lowercase lower-cases
-  const std::string locale =  // in which language's rules ("" = root; a resolved config has the key, empty)
-      ds.contains("locale") && ds["locale"].is_string() ? ds["locale"].get<std::string>() : std::string();
-  if (const std::string why = locale_error(locale); !why.empty()) throw UserError("dataset.locale: " + why);
-  if (format == "parallel") {
-    s = load_parallel_dir(loc.path, opt_string(ds, "source_lang", "de"), opt_string(ds, "target_lang", "en"),
-                          opt_bool(ds, "lowercase", false), tokenizer, locale);
-  } else if (format == "gigaword") {
-    s = load_gigaword_dir(loc.path, opt_bool(ds, "lowercase", false), tokenizer, locale);
-  } else if (format == "headlines") {
-    HeadlineOptions o;
-    o.source_words = opt_int(ds, "source_words", o.source_words, 1, 100000);
-    o.min_subject_words = opt_int(ds, "min_subject_words", o.min_subject_words, 1, 1000);
-    o.min_source_words = opt_int(ds, "min_source_words", o.min_source_words, 1, 100000);
-    o.lowercase = opt_bool(ds, "lowercase", o.lowercase);
-    o.tokenizer = tokenizer;
-    o.locale = locale;
-    s = load_headlines_jsonl(loc.path, o);
-  } else {
-    throw UserError("dataset.format '" + format +
-                    "' is not a seq2seq format (expected parallel, gigaword or headlines)");
-  }
+  if (format == DatasetFormat::Parallel)
+    s = load_parallel_dir(loc.path, o.source_lang, o.target_lang, o.lowercase, o.tokenizer, o.locale);
+  else if (format == DatasetFormat::Gigaword) s = load_gigaword_dir(loc.path, o.lowercase, o.tokenizer, o.locale);
+  else s = load_headlines_jsonl(loc.path, o.headlines);
   if (!loc.name.empty()) s.description = loc.name + ": " + s.description;
-  (void)label;
   return s;
 }
 

@@ -445,40 +445,25 @@ struct Known {
   const char* name;
   const char* task;
   const char* path;  // relative to the data cache
-  const char* format;
+  DatasetFormat format;
   const char* how;  // how to obtain it
 };
 const Known kKnown[] = {
-    {"spam-assassin", "classify", "spam-assassin.jsonl", "jsonl", "run `cellscope-cli fetch`"},
-    {"sotu", "classify", "sotu.jsonl", "jsonl", "run `cellscope-cli fetch`"},
-    {"mr", "classify", "mr", "pos_neg_lines", "put rt-polarity.pos/.neg (rt-polaritydata.tar.gz, Pang & Lee) there"},
-    {"subj", "classify", "subj", "subj_lines",
+    {"spam-assassin", "classify", "spam-assassin.jsonl", DatasetFormat::Jsonl, "run `cellscope-cli fetch`"},
+    {"sotu", "classify", "sotu.jsonl", DatasetFormat::Jsonl, "run `cellscope-cli fetch`"},
+    {"mr", "classify", "mr", DatasetFormat::PosNegLines,
+     "put rt-polarity.pos/.neg (rt-polaritydata.tar.gz, Pang & Lee) there"},
+    {"subj", "classify", "subj", DatasetFormat::SubjLines,
      "put quote.tok.gt9.5000 and plot.tok.gt9.5000 (rotten_imdb.tar.gz) there"},
-    {"imdb", "classify", "imdb/aclImdb", "aclimdb", "unpack aclImdb_v1.tar.gz so that aclImdb/ is there"},
-    {"sst", "classify", "sst", "sst_trees", "put train.txt, dev.txt, test.txt (trainDevTestTrees_PTB.zip) there"},
-    {"semeval2014-restaurants", "absa", "semeval2014", "semeval2014_xml",
+    {"imdb", "classify", "imdb/aclImdb", DatasetFormat::Aclimdb, "unpack aclImdb_v1.tar.gz so that aclImdb/ is there"},
+    {"sst", "classify", "sst", DatasetFormat::SstTrees,
+     "put train.txt, dev.txt, test.txt (trainDevTestTrees_PTB.zip) there"},
+    {"semeval2014-restaurants", "absa", "semeval2014", DatasetFormat::Semeval2014Xml,
      "put Restaurants_Train_v2.xml and Restaurants_Test_Gold.xml there"},
-    {"semeval2014-laptops", "absa", "semeval2014", "semeval2014_xml",
+    {"semeval2014-laptops", "absa", "semeval2014", DatasetFormat::Semeval2014Xml,
      "put Laptop_Train_v2.xml and Laptops_Test_Gold.xml there"},
 };
 
-std::string guess_format(const std::string& p) {
-  auto ends = [&](const std::string& s) {
-    return p.size() >= s.size() && p.compare(p.size() - s.size(), s.size(), s) == 0;
-  };
-  if (ends(".jsonl") || ends(".json")) return "jsonl";
-  if (ends(".xml")) return "semeval2014_xml";
-  if (dir_exists(p)) {
-    if (file_exists(join_path(p, "rt-polarity.pos"))) return "pos_neg_lines";
-    if (file_exists(join_path(p, "quote.tok.gt9.5000"))) return "subj_lines";
-    if (dir_exists(join_path(p, "train/pos")) || dir_exists(join_path(p, "aclImdb/train/pos"))) return "aclimdb";
-    if (file_exists(join_path(p, "dev.txt"))) return "sst_trees";
-    for (auto& n : list_dir(p))
-      if (n.size() > 4 && n.substr(n.size() - 4) == ".xml") return "semeval2014_xml";
-  }
-  throw UserError("dataset.path: cannot tell the format of '" + p +
-                  "'; set dataset.format (jsonl, pos_neg_lines, subj_lines, aclimdb, sst_trees, semeval2014_xml)");
-}
 }  // namespace
 
 std::vector<std::string> text_dataset_names(const std::string& task) {
@@ -488,16 +473,16 @@ std::vector<std::string> text_dataset_names(const std::string& task) {
   return v;
 }
 
-TextDatasetLocation resolve_text_dataset(const json& ds, const std::string& task) {
+TextDatasetLocation resolve_text_dataset(const DatasetOptions& ds, const std::string& task) {
   TextDatasetLocation loc;
-  const std::string path = ds.contains("path") && ds["path"].is_string() ? ds["path"].get<std::string>() : "";
-  const std::string fmt = ds.at("format").get<std::string>();
+  const std::string path = ds.path.value_or("");
+  loc.format = check_format_for_task(ds.format, task);
   if (!path.empty()) {
     loc.path = path;
     if (!file_exists(path) && !dir_exists(path)) throw UserError("dataset.path: '" + path + "' does not exist");
-    loc.format = fmt == "auto" ? guess_format(path) : fmt;
+    loc.format = detect_dataset_format(path, task, loc.format);
   } else {
-    loc.name = ds.at("name").get<std::string>();
+    loc.name = ds.name;
     const Known* k = nullptr;
     for (auto& c : kKnown)
       if (loc.name == c.name && task == c.task) k = &c;
@@ -508,30 +493,26 @@ TextDatasetLocation resolve_text_dataset(const json& ds, const std::string& task
                       "); or set dataset.path");
     }
     loc.path = join_path(data_cache_dir(), k->path);
-    loc.format = fmt == "auto" ? k->format : fmt;
+    if (loc.format == DatasetFormat::Auto) loc.format = k->format;
     if (!file_exists(loc.path) && !dir_exists(loc.path))
       throw UserError("dataset '" + loc.name + "' is not in the data cache: '" + loc.path + "' is missing (" + k->how +
                       ", or point dataset.path at your copy)");
   }
-  static const std::set<std::string> fmts = {"jsonl",   "pos_neg_lines", "subj_lines",
-                                             "aclimdb", "sst_trees",     "semeval2014_xml"};
-  if (!fmts.count(loc.format))
-    throw UserError("dataset.format: '" + loc.format + "' is not a format of task " + task +
-                    " (expected jsonl, pos_neg_lines, subj_lines, aclimdb, sst_trees, semeval2014_xml)");
   return loc;
 }
 
 std::vector<TextExample> load_text_examples(const TextDatasetLocation& loc, const json& ds) {
-  const std::string& f = loc.format;
-  if (f == "jsonl")
+  using F = DatasetFormat;
+  const F f = loc.format;
+  if (f == F::Jsonl)
     return load_jsonl_examples(loc.path, ds.at("text_field").get<std::string>(),
                                ds.at("label_field").get<std::string>(), ds.at("split_field").get<std::string>());
-  if (f == "pos_neg_lines") return load_pos_neg_lines(loc.path);
-  if (f == "subj_lines") return load_subj_lines(loc.path);
-  if (f == "aclimdb")
+  if (f == F::PosNegLines) return load_pos_neg_lines(loc.path);
+  if (f == F::SubjLines) return load_subj_lines(loc.path);
+  if (f == F::Aclimdb)
     return load_aclimdb(dir_exists(join_path(loc.path, "aclImdb")) ? join_path(loc.path, "aclImdb") : loc.path);
-  if (f == "sst_trees") return load_sst_trees(loc.path, ds.at("sst_classes").get<int>());
-  if (f == "semeval2014_xml") {
+  if (f == F::SstTrees) return load_sst_trees(loc.path, ds.at("sst_classes").get<int>());
+  if (f == F::Semeval2014Xml) {
     if (!dir_exists(loc.path)) return load_semeval_xml(loc.path, "");
     // A directory: the domain's train and test files.
     std::string domain = ds.at("domain").get<std::string>();
@@ -551,7 +532,7 @@ std::vector<TextExample> load_text_examples(const TextDatasetLocation& loc, cons
     a.insert(a.end(), b.begin(), b.end());
     return a;
   }
-  throw UserError("dataset.format: unknown format '" + f + "'");
+  throw UserError("dataset.format: '" + to_string(f) + "' is not a format of the sentence datasets");
 }
 
 }  // namespace cs

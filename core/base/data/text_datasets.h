@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "config/common_options.h"
 #include "config/json.h"
 
 namespace cs {
@@ -49,11 +50,12 @@ void mark_hard_sentences(std::vector<TextExample>& ex);
 // Where a classify/absa "dataset" section points: path and format (resolved from
 // dataset.name via the known-dataset table when dataset.path is unset).
 struct TextDatasetLocation {
-  std::string name, path, format;
+  std::string name, path;
+  DatasetFormat format = DatasetFormat::Auto;  // resolved: one of the task's (data/dataset_formats.h)
 };
-// `dataset`: the resolved "dataset" section (read with at(); the defaults live in the
-// option structs only).
-TextDatasetLocation resolve_text_dataset(const json& dataset, const std::string& task);
+// `dataset`: the "dataset" section's options (read_dataset_options). A format the task does not
+// read is refused naming the task and its formats; auto is told from the path (or the dataset).
+TextDatasetLocation resolve_text_dataset(const DatasetOptions& dataset, const std::string& task);
 // Dataset names usable by a task (for messages and the config check).
 std::vector<std::string> text_dataset_names(const std::string& task);
 

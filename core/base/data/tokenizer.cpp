@@ -16,11 +16,6 @@
 
 namespace cs {
 
-const std::vector<std::string>& tokenizer_choices() {
-  static const std::vector<std::string> c = {kTokenizerIcu, kTokenizerLegacy};
-  return c;
-}
-
 const char* tokenizer_option_help() {
   return "Word tokenizer: icu = NFC, Unicode (UAX #29) word breaks and full Unicode lower-casing; legacy = the "
          "byte rules of runs written before this option existed (ASCII-only lower-casing). A run whose config "
@@ -277,17 +272,15 @@ std::vector<std::string> icu_tokenize(const std::string& text, const TokenizerOp
 }  // namespace
 
 std::vector<std::string> tokenize(const std::string& text, const TokenizerOptions& opt) {
-  if (opt.rules == kTokenizerIcu) return icu_tokenize(text, opt);
-  if (opt.rules != kTokenizerLegacy) throw UserError("dataset.tokenizer: '" + opt.rules + "' (expected icu or legacy)");
+  if (opt.rules == Tokenizer::Icu) return icu_tokenize(text, opt);
   if (opt.legacy_rules == LegacyRules::Sentence) return legacy_sentence(text, opt);
   auto out = legacy_word_lm(text, opt);
   if (opt.max_tokens > 0 && out.size() > opt.max_tokens) out.resize(opt.max_tokens);
   return out;
 }
 
-std::string lowercase_word(const std::string& word, const std::string& rules, const std::string& locale) {
-  if (rules == kTokenizerLegacy) return ascii_lower(word);
-  if (rules != kTokenizerIcu) throw UserError("dataset.tokenizer: '" + rules + "' (expected icu or legacy)");
+std::string lowercase_word(const std::string& word, Tokenizer rules, const std::string& locale) {
+  if (rules == Tokenizer::Legacy) return ascii_lower(word);
   std::string out;
   append_lower(nfc_of(word), locale, out);
   return out;

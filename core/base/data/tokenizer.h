@@ -28,13 +28,19 @@
 #include <string_view>
 #include <vector>
 
+#include "config/option_spec.h"
+
 namespace cs {
 
-// Values of dataset.tokenizer.
-inline constexpr const char* kTokenizerIcu = "icu";
-inline constexpr const char* kTokenizerLegacy = "legacy";
-// The option's choices and help text, shared by the tasks' option tables.
-const std::vector<std::string>& tokenizer_choices();
+// dataset.tokenizer: icu = NFC, Unicode word breaks and full Unicode lower-casing; legacy = the byte
+// rules of runs written before the option existed (ASCII-only lower-casing).
+enum class Tokenizer { Icu, Legacy };
+constexpr EnumNames<Tokenizer, 2> enum_names(Tokenizer) {
+  return {{{Tokenizer::Icu, "icu"}, {Tokenizer::Legacy, "legacy"}}};
+}
+inline constexpr Tokenizer kTokenizerIcu = Tokenizer::Icu;
+inline constexpr Tokenizer kTokenizerLegacy = Tokenizer::Legacy;
+// The option's help text, shared by the tasks' option tables (the choices: enum_names above).
 const char* tokenizer_option_help();
 
 enum class LegacyRules { WordLM, Sentence };
@@ -48,7 +54,7 @@ const char* locale_option_help();
 std::string locale_error(const std::string& tag);
 
 struct TokenizerOptions {
-  std::string rules = kTokenizerIcu;               // dataset.tokenizer: "icu" | "legacy"
+  Tokenizer rules = Tokenizer::Icu;                // dataset.tokenizer
   std::string locale;                              // dataset.locale ("" = root); icu rules only
   LegacyRules legacy_rules = LegacyRules::WordLM;  // what "legacy" means to the caller
   bool lowercase = true;
@@ -57,12 +63,11 @@ struct TokenizerOptions {
   size_t max_tokens = 0;         // 0 = all; otherwise only the first max_tokens tokens
 };
 
-// Throws UserError for rules other than icu / legacy.
 std::vector<std::string> tokenize(const std::string& text, const TokenizerOptions& opt = {});
 
 // A word lower-cased as `rules` does it: "icu" NFC + full Unicode lower-casing, "legacy" ASCII only
 // (for pre-tokenised text and vocabulary look-ups).
-std::string lowercase_word(const std::string& word, const std::string& rules, const std::string& locale = "");
+std::string lowercase_word(const std::string& word, Tokenizer rules, const std::string& locale = "");
 
 // ICU's full lower-casing of valid UTF-8 text, without NFC: Unicode's default case mapping tailored by
 // `locale` (a BCP 47 tag as dataset.locale; "" = root, which is what Python's str.lower() does). The

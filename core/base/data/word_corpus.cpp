@@ -24,10 +24,7 @@ std::vector<std::string> ptb_tokens(const std::string& text) {
   return out;
 }
 
-std::vector<std::string> word_text_tokens(const std::string& text, const TokenizerOptions& to, const std::string& eos,
-                                          bool seed) {
-  if (eos != "paragraph" && eos != "line" && eos != "none")
-    throw UserError("dataset.eos: '" + eos + "' (expected paragraph, line or none)");
+std::vector<std::string> word_text_tokens(const std::string& text, const TokenizerOptions& to, WordEos eos, bool seed) {
   std::vector<std::string> out;
   bool in_par = false;
   const auto lines = split_lines(text);
@@ -35,20 +32,20 @@ std::vector<std::string> word_text_tokens(const std::string& text, const Tokeniz
   for (size_t i = 0; i < lines.size(); ++i) {
     auto toks = tokenize(lines[i], to);
     if (toks.empty()) {
-      if (eos == "paragraph" && in_par) out.push_back(kEos);
+      if (eos == WordEos::Paragraph && in_par) out.push_back(kEos);
       in_par = false;
       continue;
     }
     out.insert(out.end(), toks.begin(), toks.end());
     in_par = true;
     // A seed's last line is still being written unless the text ends with a line break.
-    if (eos == "line" && (!seed || i + 1 < lines.size() || ends_with_break)) out.push_back(kEos);
+    if (eos == WordEos::Line && (!seed || i + 1 < lines.size() || ends_with_break)) out.push_back(kEos);
   }
-  if (eos == "paragraph" && in_par && !seed) out.push_back(kEos);
+  if (eos == WordEos::Paragraph && in_par && !seed) out.push_back(kEos);
   return out;
 }
 
-TokenizerOptions word_tokenizer_options(const std::string& rules, bool lowercase, const std::string& locale) {
+TokenizerOptions word_tokenizer_options(Tokenizer rules, bool lowercase, const std::string& locale) {
   TokenizerOptions to;
   to.rules = rules;
   to.locale = locale;
@@ -57,11 +54,8 @@ TokenizerOptions word_tokenizer_options(const std::string& rules, bool lowercase
   return to;
 }
 
-static std::vector<std::string> text_tokens(const std::string& text, const json& ds) {
-  const TokenizerOptions to =
-      word_tokenizer_options(ds.at("tokenizer").get<std::string>(), ds.at("lowercase").get<bool>(),
-                             ds.contains("locale") && ds["locale"].is_string() ? ds["locale"].get<std::string>() : "");
-  return word_text_tokens(text, to, ds.at("eos").get<std::string>(), false);
+static std::vector<std::string> text_tokens(const std::string& text, const WordCorpusOptions& wo) {
+  return word_text_tokens(text, word_tokenizer_options(wo.tokenizer, wo.lowercase, wo.locale), wo.eos, false);
 }
 
 static std::string clip(std::string text, int64_t max_chars) {
@@ -73,9 +67,9 @@ static std::string clip(std::string text, int64_t max_chars) {
   return text;
 }
 
-WordCorpus load_word_corpus(const json& ds, const Vocab* fixed) {
-  std::string path = ds.contains("path") && ds["path"].is_string() ? ds["path"].get<std::string>() : "";
-  const std::string name = ds.at("name").get<std::string>();
+WordCorpus load_word_corpus(const DatasetOptions& dso, const WordCorpusOptions& wo, const Vocab* fixed) {
+  std::string path = dso.path.value_or("");
+  const std::string& name = dso.name;
   if (path.empty()) {
     const std::string base = join_path(data_cache_dir(), name);
     path = file_exists(base + ".txt") ? base + ".txt" : dir_exists(base) ? base : base + ".txt";
@@ -83,21 +77,17 @@ WordCorpus load_word_corpus(const json& ds, const Vocab* fixed) {
       throw UserError("dataset.name: dataset '" + name + "' not found in " + data_cache_dir() + " (" + fetch_hint() +
                       "; or set dataset.path)");
   }
-  std::string format = ds.at("format").get<std::string>();
+  // The PTB files' directory: the path, or the directory of a ptb.* file.
   std::string dir = path;
-  if (!dir_exists(path)) {
-    auto b = basename_of(path);
-    auto slash = path.find_last_of('/');
-    if (b.rfind("ptb.", 0) == 0) dir = slash == std::string::npos ? "." : path.substr(0, slash);
+  if (!dir_exists(path) && basename_of(path).rfind("ptb.", 0) == 0) {
+    const auto slash = path.find_last_of('/');
+    dir = slash == std::string::npos ? "." : path.substr(0, slash);
   }
-  if (format == "auto")
-    format = (dir_exists(dir) && file_exists(join_path(dir, "ptb.train.txt"))) ? "ptb_word" : "text";
-  if (format != "ptb_word" && format != "text")
-    throw UserError("dataset.format: '" + format + "' is not a word-level format (expected auto, ptb_word or text)");
-  const int64_t max_chars = ds.at("max_chars").get<int64_t>();
+  const DatasetFormat format = detect_dataset_format(path, "word_lm", check_format_for_task(dso.format, "word_lm"));
+  const int64_t max_chars = dso.max_chars;
   std::vector<std::string> tr, va, te;
   WordCorpus wc;
-  if (format == "ptb_word") {
+  if (format == DatasetFormat::PtbWord) {
     if (!dir_exists(dir))
       throw UserError("dataset.path: '" + path + "' is not a directory with ptb.{train,valid,test}.txt");
     for (auto* split : {"train", "valid", "test"}) {
@@ -122,8 +112,8 @@ WordCorpus load_word_corpus(const json& ds, const Vocab* fixed) {
       throw UserError("dataset.path: '" + path + "' is a directory without ptb.train.txt; give a text file");
     const std::string text = read_text_file(path);
     require_utf8_text(text, path);
-    auto all = text_tokens(clip(text, max_chars), ds);
-    const double vf = ds.at("valid_fraction").get<double>(), tf = ds.at("test_fraction").get<double>();
+    auto all = text_tokens(clip(text, max_chars), wo);
+    const double vf = dso.valid_fraction, tf = dso.test_fraction;
     const size_t N = all.size(), ntr = static_cast<size_t>(static_cast<double>(N) * (1 - vf - tf)),
                  nva = static_cast<size_t>(static_cast<double>(N) * vf);
     tr.assign(all.begin(), all.begin() + static_cast<long>(ntr));
@@ -141,8 +131,8 @@ WordCorpus load_word_corpus(const json& ds, const Vocab* fixed) {
     std::sort(byf.begin(), byf.end(), [](const auto& a, const auto& b) {
       return a.second != b.second ? a.second > b.second : a.first < b.first;
     });
-    const int64_t vmax = ds.at("vocab_size").get<int64_t>();  // including <unk>; 0 = all
-    const int64_t min_count = ds.at("min_count").get<int64_t>();
+    const int64_t vmax = wo.vocab_size;  // including <unk>; 0 = all
+    const int64_t min_count = wo.min_count;
     if (cnt.count(kEos)) wc.vocab.add(kEos);
     for (auto& [w, c] : byf) {
       if (vmax > 0 && static_cast<int64_t>(wc.vocab.size()) >= vmax) break;

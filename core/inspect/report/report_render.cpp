@@ -75,7 +75,7 @@ struct Fingerprints {
     if (!cfg.contains("dataset")) return d;
     DatasetLocation loc;
     try {
-      loc = resolve_dataset(cfg["dataset"]);
+      loc = resolve_dataset(dataset_option_table().read_partial(cfg["dataset"]));
     } catch (const std::exception& e) {
       d["error"] = e.what();
       if (cfg["dataset"].contains("path") && cfg["dataset"]["path"].is_string())

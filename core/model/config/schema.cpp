@@ -327,6 +327,10 @@ std::vector<ConfigError> validate_config(const json& raw) {
   const auto& treg = task_registry();
   auto ti = std::find_if(treg.begin(), treg.end(), [&](const TaskInfo& t) { return t.name == task; });
   if (ti != treg.end() && ti->check) ti->check(res, errs);
+  // dataset.format: one the task reads (the registry, data/dataset_formats.h).
+  if (res.contains("dataset"))
+    if (const std::string why = format_task_error(read_dataset_options(res["dataset"]).format, task); !why.empty())
+      errs.push_back({"dataset.format", why});
   if (errs.empty()) check_resources(res, task, errs);
   return errs;
 }

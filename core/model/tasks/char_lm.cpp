@@ -41,7 +41,7 @@ CharLMTask::CharLMTask(const json& cfg, const std::string& run_dir) : cfg_(cfg) 
   bptt_ = o.bptt;
   eval_batch_ = o.eval_batch;
   auto vocab = saved_run_vocab(run_dir);
-  corpus_ = load_char_corpus(cfg.at("dataset"), vocab.get());
+  corpus_ = load_char_corpus(read_dataset_options(cfg.at("dataset")), vocab.get());
   check_stream_splits(corpus_.source, corpus_.train.size(), corpus_.valid.size(), batch_, "characters");
   model_ = CharLMModel(cfg.at("model"), static_cast<int64_t>(corpus_.vocab.size()));
   start_streams();

@@ -242,10 +242,10 @@ SentenceTask::SentenceTask(const json& cfg, const std::string& run_dir, bool abs
   batch_ = tr.batch;
   eval_batch_ = o.eval_batch;
   embed_l2_ = o.embed_l2;
-  auto loc = resolve_text_dataset(ds, name());
+  auto loc = resolve_text_dataset(read_dataset_options(ds), name());
   auto ex = load_text_examples(loc, ds);
   if (absa_) {
-    if (loc.format != "semeval2014_xml") {
+    if (loc.format != DatasetFormat::Semeval2014Xml) {
       for (auto& e : ex)
         if (e.aspect.empty()) throw UserError("dataset: task absa needs aspect terms (format semeval2014_xml)");
     }

@@ -43,8 +43,8 @@ struct SentenceOptions {
   std::string label_field = "label";
   std::string split_field = "split";
   bool lowercase = true;
-  std::string tokenizer = "icu";  // data/tokenizer.h; old runs: legacy
-  std::string locale;             // dataset.locale: the language of lower-casing ("" = root)
+  Tokenizer tokenizer = Tokenizer::Icu;  // data/tokenizer.h; old runs: legacy
+  std::string locale;                    // dataset.locale: the language of lower-casing ("" = root)
   int64_t max_len = 0;
   int64_t max_vocab = 0;
   int64_t min_freq = 1;

@@ -28,7 +28,7 @@ void add_sentence_common(Table& t) {
   t.field("dataset.lowercase", &O::lowercase,
           "Lower-case words when tokenizing (tokenizer icu: every script; legacy: ASCII letters only).")
       .tasks(both);
-  t.choice("dataset.tokenizer", &O::tokenizer, tokenizer_choices(), tokenizer_option_help()).tasks(both);
+  t.choice("dataset.tokenizer", &O::tokenizer, tokenizer_option_help()).tasks(both);
   t.field("dataset.locale", &O::locale, locale_option_help()).tasks(both);
   t.field("dataset.max_len", &O::max_len, 0, 1e9, "Keep only the first N tokens of each text (0 = all).").tasks(both);
   t.field("dataset.max_vocab", &O::max_vocab, 0, 1e9,

@@ -46,7 +46,7 @@ int64_t cloze_frequency_baseline(const std::vector<std::string>& doc, const std:
   return best;
 }
 
-ClozeItem encode_cloze(const ClozeExample& e, const Vocab& vocab, bool lowercase, const std::string& rules,
+ClozeItem encode_cloze(const ClozeExample& e, const Vocab& vocab, bool lowercase, Tokenizer rules,
                        const std::string& locale) {
   auto norm = [&](const std::vector<std::string>& ws) {
     std::vector<std::string> o;
@@ -234,9 +234,9 @@ ClozeTask::ClozeTask(const json& cfg, const std::string& run_dir) : cfg_(cfg) {
   const TrainingOptions tr = read_training_options(cfg.at("training"));
   o_ = cloze_option_table().read(cfg);
   batch_ = tr.batch;
-  const DatasetLocation loc = resolve_dataset(cfg.at("dataset"));
-  if (loc.format != "cbt" && loc.format != "auto")
-    throw UserError("dataset '" + loc.path + "': task cloze reads the cbt format, not '" + loc.format + "'");
+  const DatasetLocation loc = resolve_dataset(read_dataset_options(cfg.at("dataset")));
+  if (const std::string why = format_task_error(loc.format, "cloze"); !why.empty())
+    throw UserError("dataset '" + loc.path + "': " + why);
   data_ = load_cbt_dir(loc.path);
   if (auto saved = saved_run_vocab(run_dir)) {
     vocab_ = *saved;

@@ -33,7 +33,7 @@ constexpr EnumNames<RecurrentInit, 2> enum_names(RecurrentInit) {
 struct ClozeOptions {
   ClozeReaderKind reader = ClozeReaderKind::MAoa;  // model.reader
   bool lowercase = true;                           // dataset.lowercase
-  std::string tokenizer = kTokenizerIcu;           // dataset.tokenizer: how lowercase folds (legacy: ASCII only)
+  Tokenizer tokenizer = Tokenizer::Icu;            // dataset.tokenizer: how lowercase folds (legacy: ASCII only)
   std::string locale;                              // dataset.locale: in which language's rules ("" = root)
   // dataset.blank: Token = XXXXX has its own vocabulary id (2) and embedding (CBT, the AoA
   // Reader) | Unk = XXXXX is <unk> (Cellscope before the fix; kept for the comparison).
@@ -70,8 +70,8 @@ struct ClozeItem {
 };
 // Encode an example (lower-cased when `lowercase`) with `vocab` (unknown words -> <unk>).
 // `rules`: the run's dataset.tokenizer, how lowercase folds (cloze_lower).
-ClozeItem encode_cloze(const ClozeExample& e, const Vocab& vocab, bool lowercase,
-                       const std::string& rules = kTokenizerIcu, const std::string& locale = "");
+ClozeItem encode_cloze(const ClozeExample& e, const Vocab& vocab, bool lowercase, Tokenizer rules = Tokenizer::Icu,
+                       const std::string& locale = "");
 
 struct ClozeBatch {
   torch::Tensor doc, doc_len;      // [Td, B] int64 padded with the pad id; [B]

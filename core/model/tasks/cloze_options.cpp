@@ -33,7 +33,7 @@ const OptionTable<ClozeOptions>& cloze_option_table() {
             "Lower-case every word as dataset.tokenizer says (icu: every script; legacy: ASCII letters only); XXXXX "
             "stays.")
         .tasks(c);
-    t.choice("dataset.tokenizer", &O::tokenizer, tokenizer_choices(),
+    t.choice("dataset.tokenizer", &O::tokenizer,
              "The CBT files are read pre-tokenised (words split at blanks); this says how dataset.lowercase folds a "
              "word: icu = NFC and full Unicode lower-casing (\"ÜBER\" -> \"über\"); legacy = ASCII letters only (runs "
              "made before the option read as legacy).")
@@ -62,12 +62,11 @@ void register_cloze_task(std::vector<TaskInfo>& out) {
   t.unit = "questions";
   t.options = cloze_option_table().specs();
   t.check = [](const json& cfg, std::vector<ConfigError>& errs) {
-    // A manifest dataset of another format is refused here; an unknown name is refused by
-    // resolve_dataset when the task is built (the cloze defaults are built on first use).
+    // A manifest dataset of another format is refused here (a dataset.format of another task by
+    // validate_config); an unknown name is refused by resolve_dataset when the task is built (the
+    // cloze defaults are built on first use).
     const DatasetOptions ds = read_dataset_options(cfg.at("dataset"));
     const bool has_path = ds.path && !ds.path->empty();
-    if (ds.format != "auto" && ds.format != "cbt")
-      errs.push_back({"dataset.format", "task cloze reads the cbt format (got '" + ds.format + "')"});
     if (!has_path) {
       json man;
       try {
@@ -77,7 +76,7 @@ void register_cloze_task(std::vector<TaskInfo>& out) {
       }
       if (const json* e = find_manifest_entry(man, ds.name)) {
         const std::string f = e->value("format", std::string());
-        if (f != "cbt")
+        if (dataset_format_named(f) != DatasetFormat::Cbt)
           errs.push_back({"dataset.name", "'" + ds.name + "' is a " + f + " dataset; task cloze needs a cbt dataset (" +
                                               "e.g. moby-dick-cbt-cn), or set dataset.path to a CBT directory"});
       }

@@ -92,7 +92,7 @@ std::map<std::string, double> text_metrics(const std::vector<std::string>& hyps,
 }
 
 Seq2SeqTask::Seq2SeqTask(const json& cfg, const std::string& run_dir)
-    : Seq2SeqTask(cfg, load_seq2seq_dataset(cfg.at("dataset")), run_dir) {}
+    : Seq2SeqTask(cfg, load_seq2seq_dataset(read_seq2seq_data_options(cfg.at("dataset"))), run_dir) {}
 
 Seq2SeqTask::Seq2SeqTask(const json& cfg, Seq2SeqSplits sp, const std::string& run_dir) : cfg_(cfg) {
   o_ = seq2seq_option_table().read(cfg);
@@ -327,7 +327,7 @@ std::string Seq2SeqTask::beam_text(const std::vector<int32_t>& source, const Bea
 }
 
 std::string Seq2SeqTask::decode_label(const std::string& split) const {
-  if (split != "test" || o_.test_decode != "beam") return "greedy";
+  if (!beam_decodes(split)) return "greedy";
   char lp[32];
   const double a = o_.length_penalty;
   std::snprintf(lp, sizeof lp, a == std::floor(a) ? "%.1f" : "%g", a);
@@ -391,7 +391,7 @@ std::vector<std::string> Seq2SeqTask::decode_texts(const std::string& split, int
   torch::NoGradGuard ng;
   EvalScope es(*model_);
   std::vector<std::string> hyps(static_cast<size_t>(std::max<int64_t>(D, 0)));
-  if (decode_label(split) != "greedy") {
+  if (beam_decodes(split)) {
     BeamSearchOptions bo;
     bo.beam = o_.beam;
     bo.alpha = o_.length_penalty;
@@ -537,7 +537,7 @@ const OptionTable<Seq2SeqOptions>& seq2seq_option_table() {
             "Format headlines: drop pairs whose body opening is shorter (default 5).");
     t.field("dataset.lowercase", &O::lowercase,
             "Lower-case sources and targets (default: true for headlines, false for parallel and gigaword).");
-    t.choice("dataset.tokenizer", &O::tokenizer, tokenizer_choices(),
+    t.choice("dataset.tokenizer", &O::tokenizer,
              std::string("How dataset.lowercase lower-cases: icu = NFC and full Unicode lower-casing (German \u00dcber "
                          "-> \u00fcber), legacy = ASCII letters only, as runs written before this option did (a run "
                          "whose config lacks the key is read as legacy)."));
@@ -566,7 +566,7 @@ const OptionTable<Seq2SeqOptions>& seq2seq_option_table() {
     t.field("task.beam", &O::beam, 1, 1000,
             "Beam width of `cellscope-cli decode` when --beam is not given, and of the test evaluation with "
             "task.test_decode = beam (MC-RNN paper: 10 for Gigaword, 5 for IWSLT).");
-    t.choice("task.test_decode", &O::test_decode, {"greedy", "beam"},
+    t.choice("task.test_decode", &O::test_decode,
              "How evaluations of the test split decode for BLEU/ROUGE: greedy (batched, fast), or beam search with "
              "task.beam and task.length_penalty as `cellscope-cli decode` does (the MC-RNN paper's tables: beam 5 "
              "IWSLT, 10 Gigaword). Validation stays greedy. The evaluation line records it as \"decode\".");

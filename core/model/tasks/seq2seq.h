@@ -37,6 +37,13 @@ constexpr EnumNames<Seq2SeqBridge, 2> enum_names(Seq2SeqBridge) {
   return {{{Seq2SeqBridge::Recurrence, "recurrence"}, {Seq2SeqBridge::Output, "output"}}};
 }
 
+// task.test_decode: how evaluations of the test split decode for BLEU/ROUGE: greedy, or beam
+// search with task.beam and task.length_penalty (validation stays greedy).
+enum class TestDecode { Greedy, Beam };
+constexpr EnumNames<TestDecode, 2> enum_names(TestDecode) {
+  return {{{TestDecode::Greedy, "greedy"}, {TestDecode::Beam, "beam"}}};
+}
+
 struct Seq2SeqOptions {
   SubwordModel subword = SubwordModel::Bpe;  // dataset.*
   int64_t source_vocab_size = 8000;
@@ -49,12 +56,12 @@ struct Seq2SeqOptions {
   std::optional<std::string> source_lang, target_lang;                       // parallel
   std::optional<int64_t> source_words, min_subject_words, min_source_words;  // headlines
   std::optional<bool> lowercase;                                             // every format
-  std::string tokenizer = "icu";  // how dataset.lowercase lower-cases (data/tokenizer.h); old runs: legacy
-  std::string locale;             // dataset.locale: in which language's rules ("" = root)
-  int64_t eval_batch = 64;        // training.*
+  Tokenizer tokenizer = Tokenizer::Icu;  // how dataset.lowercase lower-cases (data/tokenizer.h); old runs: legacy
+  std::string locale;                    // dataset.locale: in which language's rules ("" = root)
+  int64_t eval_batch = 64;               // training.*
   int64_t eval_decode = 200;
-  int64_t beam = 10;                   // task.*
-  std::string test_decode = "greedy";  // greedy | beam: how test-split evaluations decode
+  int64_t beam = 10;                            // task.*
+  TestDecode test_decode = TestDecode::Greedy;  // how test-split evaluations decode
   double length_penalty = 1.0;
   int64_t max_decode = 0;
   int64_t lead_words = 0;
@@ -129,6 +136,8 @@ class Seq2SeqTask : public ExampleTask {
   // How evaluate(split) decodes for BLEU/ROUGE: "greedy", or "beam K, lp A" for the test split
   // with task.test_decode = beam (recorded as the evaluation's "decode" label).
   std::string decode_label(const std::string& split) const;
+  // Whether the split's evaluations decode by beam search (the test split with task.test_decode = beam).
+  bool beam_decodes(const std::string& split) const { return split == "test" && o_.test_decode == TestDecode::Beam; }
   // The decodes (texts) of the split's first D examples, as decode_label(split) says: greedy in batches of similar
   // source lengths, or beam_text per pair.
   std::vector<std::string> decode_texts(const std::string& split, int64_t D);

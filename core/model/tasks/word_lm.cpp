@@ -89,7 +89,7 @@ WordLMTask::WordLMTask(const json& cfg, const std::string& run_dir) : cfg_(cfg) 
   asgd_start_ = o.asgd_start;
   asgd_nonmono_ = o.asgd_nonmono;
   auto vocab = saved_run_vocab(run_dir);
-  corpus_ = load_word_corpus(cfg.at("dataset"), vocab.get());
+  corpus_ = load_word_corpus(read_dataset_options(cfg.at("dataset")), o, vocab.get());
   check_stream_splits(corpus_.source, corpus_.train.size(), corpus_.valid.size(), batch_, "tokens");
   model_ = WordLMModel(cfg.at("model"), static_cast<int64_t>(corpus_.vocab.size()));
   start_streams();
@@ -216,6 +216,14 @@ void WordLMTask::load_state(torch::serialize::InputArchive& ar) {
 
 // ---------------------------------------------------------------- registry entry
 
+namespace {
+// A WordCorpusOptions member (the loader's, data/word_corpus.h) as a member of WordLMOptions.
+template <class T>
+T WordLMOptions::*word_corpus_member(T WordCorpusOptions::*member) {
+  return static_cast<T WordLMOptions::*>(member);
+}
+}  // namespace
+
 const OptionTable<WordLMOptions>& word_lm_option_table() {
   static const auto t = [] {
     OptionTable<WordLMOptions> t("");
@@ -232,16 +240,16 @@ const OptionTable<WordLMOptions>& word_lm_option_table() {
         "optimizer = asgd with asgd_start = 0: start averaging when the validation loss is worse than the best of the "
         "evaluations more than this many evaluations ago (AWD-LSTM: 5).");
     t.field(
-        "dataset.vocab_size", &O::vocab_size, 0, 1e9,
+        "dataset.vocab_size", word_corpus_member(&O::vocab_size), 0, 1e9,
         "Keep the most frequent words of the train split, <unk> and <eos> included (0 = all); the rest become <unk>. PTB: 10000.");
-    t.field("dataset.min_count", &O::min_count, 1, 1e9,
+    t.field("dataset.min_count", word_corpus_member(&O::min_count), 1, 1e9,
             "Keep only words seen at least this many times in the train split; the rest become <unk>.");
-    t.field("dataset.lowercase", &O::lowercase,
+    t.field("dataset.lowercase", word_corpus_member(&O::lowercase),
             "Plain text: lower-case words when tokenising (tokenizer icu: every script; legacy: ASCII letters only).");
-    t.choice("dataset.tokenizer", &O::tokenizer, tokenizer_choices(),
+    t.choice("dataset.tokenizer", word_corpus_member(&O::tokenizer),
              std::string("Plain text: ") + tokenizer_option_help());
-    t.field("dataset.locale", &O::locale, std::string("Plain text: ") + locale_option_help());
-    t.choice("dataset.eos", &O::eos,
+    t.field("dataset.locale", word_corpus_member(&O::locale), std::string("Plain text: ") + locale_option_help());
+    t.choice("dataset.eos", word_corpus_member(&O::eos),
              "Plain text: where <eos> tokens go: after each paragraph (blank-line separated), each line, or none. "
              "PTB word format always ends every line with <eos>.");
     return t;

@@ -14,24 +14,14 @@
 
 namespace cs {
 
-// dataset.eos of plain text: where <eos> tokens go (data/word_corpus reads the name).
-enum class WordEos { Paragraph, Line, None };
-constexpr EnumNames<WordEos, 3> enum_names(WordEos) {
-  return {{{WordEos::Paragraph, "paragraph"}, {WordEos::Line, "line"}, {WordEos::None, "none"}}};
-}
-
 // word_lm's own options; the members are their only defaults (word_lm_option_table()).
-struct WordLMOptions {
-  int64_t bptt = 70;                 // training.bptt
-  int64_t eval_batch = 10;           // training.eval_batch
-  int64_t asgd_start = 0;            // training.asgd_start
-  int64_t asgd_nonmono = 5;          // training.asgd_nonmono
-  int64_t vocab_size = 0;            // dataset.vocab_size (read by data/word_corpus)
-  int64_t min_count = 1;             // dataset.min_count
-  bool lowercase = true;             // dataset.lowercase
-  std::string tokenizer = "icu";     // dataset.tokenizer (data/tokenizer.h); old runs: legacy
-  std::string locale;                // dataset.locale: the language of lower-casing ("" = root)
-  WordEos eos = WordEos::Paragraph;  // dataset.eos
+// The dataset.* members (vocab_size, min_count, lowercase, tokenizer, locale, eos) are
+// data/word_corpus.h's WordCorpusOptions, which the loader reads.
+struct WordLMOptions : WordCorpusOptions {
+  int64_t bptt = 70;         // training.bptt
+  int64_t eval_batch = 10;   // training.eval_batch
+  int64_t asgd_start = 0;    // training.asgd_start
+  int64_t asgd_nonmono = 5;  // training.asgd_nonmono
 };
 const OptionTable<WordLMOptions>& word_lm_option_table();
 

@@ -21,9 +21,9 @@ const std::vector<int32_t>& word_split_ids(const WordCorpus& c, const std::strin
 // A seed text tokenised as the corpus was (word_corpus.cpp): PTB = whitespace-separated
 // words, a line end = <eos>; plain text = word_text_tokens with the run's dataset.tokenizer,
 // dataset.lowercase and dataset.eos (paragraph, line or none: "none" adds no <eos> at all).
-std::vector<std::string> word_seed_tokens(const std::string& text, const WordLMOptions& ds, const std::string& format) {
-  if (format != "ptb_word")
-    return word_text_tokens(text, word_tokenizer_options(ds.tokenizer, ds.lowercase, ds.locale), to_string(ds.eos),
+std::vector<std::string> word_seed_tokens(const std::string& text, const WordLMOptions& ds, DatasetFormat format) {
+  if (format != DatasetFormat::PtbWord)
+    return word_text_tokens(text, word_tokenizer_options(ds.tokenizer, ds.lowercase, ds.locale), ds.eos,
                             /*seed=*/true);
   std::vector<std::string> out;
   const auto lines = split_lines(text);

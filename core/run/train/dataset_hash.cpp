@@ -27,7 +27,7 @@ json dataset_files_sha256(const std::string& path) {
 
 json dataset_record(const json& dataset_section) {
   try {
-    const DatasetLocation loc = resolve_dataset(dataset_section);
+    const DatasetLocation loc = resolve_dataset(dataset_option_table().read_partial(dataset_section));
     return {{"name", loc.name}, {"path", loc.path}, {"files", dataset_files_sha256(loc.path)}};
   } catch (const std::exception& e) {
     return {{"error", e.what()}};
