@@ -158,7 +158,7 @@ TEST(Classify, imdb_loader) {
                 .at("dataset");
   auto loc = resolve_text_dataset(read_dataset_options(ds), "classify");
   ASSERT_EQ(cs::to_string(loc.format), std::string("aclimdb"));
-  ASSERT_EQ(int(load_text_examples(loc, ds).size()), 4);
+  ASSERT_EQ(int(load_text_examples(loc, TextExampleOptions{}).size()), 4);
   write(d + "/test/neg/4_1.txt", "line one\nbad \xFF byte");
   ASSERT_TRUE(throws_with([&] { load_aclimdb(d); }, {d + "/test/neg/4_1.txt:2", "UTF-8"}));
   std::filesystem::remove(d + "/test/neg/4_1.txt");
@@ -228,8 +228,32 @@ TEST(Classify, semeval_loader_and_hds) {
                 json{{"task", "absa"},
                      {"dataset", {{"path", tmp("semeval")}, {"format", "semeval2014_xml"}, {"domain", "restaurants"}}}})
                 .at("dataset");
-  auto all = load_text_examples(resolve_text_dataset(read_dataset_options(ds), "absa"), ds);
+  TextExampleOptions restaurants;
+  restaurants.domain = AbsaDomain::Restaurants;
+  auto all = load_text_examples(resolve_text_dataset(read_dataset_options(ds), "absa"), restaurants);
   ASSERT_EQ(int(all.size()), 14);
+  // dataset.domain auto (the default): the named dataset's own files of the shared directory; semeval2014-laptops
+  // read the Restaurants files while the default was restaurants
+  const std::string laptop_xml =
+      "<sentences>\n<sentence id=\"9\"><text>The screen is dim.</text><aspectTerms>"
+      "<aspectTerm term=\"screen\" polarity=\"negative\" from=\"4\" to=\"10\"/></aspectTerms></sentence>\n"
+      "</sentences>\n";
+  write(tmp("semeval/Laptop_Train_v2.xml"), laptop_xml);
+  write(tmp("semeval/Laptops_Test_Gold.xml"), laptop_xml);
+  TextDatasetLocation laptops{"semeval2014-laptops", tmp("semeval"), DatasetFormat::Semeval2014Xml};
+  const auto lap = load_text_examples(laptops, TextExampleOptions{});
+  ASSERT_EQ(int(lap.size()), 2);
+  ASSERT_EQ(lap[0].aspect, std::string("screen"));
+  laptops.name = "semeval2014-restaurants";
+  ASSERT_EQ(int(load_text_examples(laptops, TextExampleOptions{}).size()), 14);
+  ASSERT_EQ(int(load_text_examples(laptops,
+                                   [] {
+                                     TextExampleOptions o;
+                                     o.domain = AbsaDomain::Laptops;
+                                     return o;
+                                   }())
+                    .size()),
+            2);  // a domain the run names is kept
 }
 
 TEST(Classify, kfold_splits_disjoint_and_cover) {

@@ -197,7 +197,8 @@ TEST(OptionEnums, schema_lists_the_same_choices_as_before) {
       {"model.state_clamp", {{"auto", "off", "on"}, "auto"}},
       {"model.fc_activation", {{"relu", "tanh", "none"}, "relu"}},
       {"dataset.subset", {{"ds", "hds"}, "ds"}},
-      {"dataset.domain", {{"restaurants", "laptops"}, "restaurants"}},
+      // auto added since: dataset.name = semeval2014-laptops read the Restaurants files by default
+      {"dataset.domain", {{"auto", "restaurants", "laptops"}, "auto"}},
       {"model.reader", {{"aoa", "m_aoa"}, "m_aoa"}},
       {"model.recurrent_init", {{"orthogonal", "cell"}, "cell"}},
       {"dataset.blank", {{"token", "unk"}, "token"}},

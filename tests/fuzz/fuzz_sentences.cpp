@@ -14,6 +14,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // The keys of a resolved classify/absa dataset section the loaders read (written out here
   // so this target needs only cellscope_base).
   static const cs::json section = cs::json::parse(R"({"name": "x", "path": "x", "format": "jsonl",
+      "valid_fraction": 0.1, "test_fraction": 0.1, "max_chars": 0,
       "text_field": "text", "label_field": "label", "split_field": "split", "sst_classes": 2,
       "domain": "restaurants"})");
   static const cs::json classify = {{"dataset", section}}, absa = classify;
@@ -34,7 +35,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (ds.contains("domain")) ds["domain"] = (sel & 0x80) ? "laptops" : "restaurants";
   csfuzz::expect_only_user_errors([&] {
     auto loc = cs::resolve_text_dataset(cs::read_dataset_options(ds), task);
-    auto ex = cs::load_text_examples(loc, ds);
+    cs::TextExampleOptions o;
+    o.sst_classes = ds.at("sst_classes").get<int64_t>();
+    o.domain = ds.at("domain") == "laptops" ? cs::AbsaDomain::Laptops : cs::AbsaDomain::Restaurants;
+    auto ex = cs::load_text_examples(loc, o);
     if (semeval) cs::mark_hard_sentences(ex);
   });
   return 0;

@@ -501,23 +501,25 @@ TextDatasetLocation resolve_text_dataset(const DatasetOptions& ds, const std::st
   return loc;
 }
 
-std::vector<TextExample> load_text_examples(const TextDatasetLocation& loc, const json& ds) {
+std::vector<TextExample> load_text_examples(const TextDatasetLocation& loc, const TextExampleOptions& o) {
   using F = DatasetFormat;
   const F f = loc.format;
-  if (f == F::Jsonl)
-    return load_jsonl_examples(loc.path, ds.at("text_field").get<std::string>(),
-                               ds.at("label_field").get<std::string>(), ds.at("split_field").get<std::string>());
+  if (f == F::Jsonl) return load_jsonl_examples(loc.path, o.text_field, o.label_field, o.split_field);
   if (f == F::PosNegLines) return load_pos_neg_lines(loc.path);
   if (f == F::SubjLines) return load_subj_lines(loc.path);
   if (f == F::Aclimdb)
     return load_aclimdb(dir_exists(join_path(loc.path, "aclImdb")) ? join_path(loc.path, "aclImdb") : loc.path);
-  if (f == F::SstTrees) return load_sst_trees(loc.path, ds.at("sst_classes").get<int>());
+  if (f == F::SstTrees) return load_sst_trees(loc.path, static_cast<int>(o.sst_classes));
   if (f == F::Semeval2014Xml) {
     if (!dir_exists(loc.path)) return load_semeval_xml(loc.path, "");
-    // A directory: the domain's train and test files.
-    std::string domain = ds.at("domain").get<std::string>();
-    if (domain.empty()) domain = loc.name == "semeval2014-laptops" ? "laptops" : "restaurants";
-    const std::string prefix = domain == "laptops" ? "Laptop" : "Restaurants";
+    // A directory: the domain's train and test files. auto: the named dataset's own domain (the default was
+    // restaurants before, so dataset.name = semeval2014-laptops alone read the Restaurants files of the shared
+    // directory); a domain a run names is kept, so a run records and reloads the files it trained on.
+    const AbsaDomain d = o.domain != AbsaDomain::Auto        ? o.domain
+                         : loc.name == "semeval2014-laptops" ? AbsaDomain::Laptops
+                                                             : AbsaDomain::Restaurants;
+    const std::string domain = to_string(d);
+    const std::string prefix = d == AbsaDomain::Laptops ? "Laptop" : "Restaurants";
     std::string train, test;
     for (auto& n : list_dir(loc.path)) {
       if (n.rfind(prefix, 0) != 0 || n.size() < 5 || n.substr(n.size() - 4) != ".xml") continue;

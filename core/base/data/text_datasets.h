@@ -59,7 +59,25 @@ TextDatasetLocation resolve_text_dataset(const DatasetOptions& dataset, const st
 // Dataset names usable by a task (for messages and the config check).
 std::vector<std::string> text_dataset_names(const std::string& task);
 
+// absa's dataset.domain: the SemEval-2014 domain whose Train/Test files a directory is read for. auto: the
+// dataset's own (dataset.name = semeval2014-laptops: laptops; -restaurants, or a directory of your own:
+// restaurants).
+enum class AbsaDomain { Auto, Restaurants, Laptops };
+constexpr EnumNames<AbsaDomain, 3> enum_names(AbsaDomain) {
+  return {{{AbsaDomain::Auto, "auto"}, {AbsaDomain::Restaurants, "restaurants"}, {AbsaDomain::Laptops, "laptops"}}};
+}
+
+// How load_text_examples reads the sentence datasets: classify / absa's dataset.* keys. tasks/classify.h's
+// SentenceOptions derives from it, so these members are the options' only defaults.
+struct TextExampleOptions {
+  std::string text_field = "text";  // jsonl: the field holding the text
+  std::string label_field = "label";
+  std::string split_field = "split";
+  int64_t sst_classes = 5;               // sst_trees (classify)
+  AbsaDomain domain = AbsaDomain::Auto;  // semeval2014_xml directories (absa)
+};
+
 // Load every example of a located dataset (split tags where the source has them).
-std::vector<TextExample> load_text_examples(const TextDatasetLocation& loc, const json& dataset);
+std::vector<TextExample> load_text_examples(const TextDatasetLocation& loc, const TextExampleOptions& o);
 
 }  // namespace cs

@@ -243,7 +243,7 @@ SentenceTask::SentenceTask(const json& cfg, const std::string& run_dir, bool abs
   eval_batch_ = o.eval_batch;
   embed_l2_ = o.embed_l2;
   auto loc = resolve_text_dataset(read_dataset_options(ds), name());
-  auto ex = load_text_examples(loc, ds);
+  auto ex = load_text_examples(loc, o);
   if (absa_) {
     if (loc.format != DatasetFormat::Semeval2014Xml) {
       for (auto& e : ex)

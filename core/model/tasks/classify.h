@@ -30,18 +30,12 @@ enum class AbsaSubset { Ds, Hds };
 constexpr EnumNames<AbsaSubset, 2> enum_names(AbsaSubset) {
   return {{{AbsaSubset::Ds, "ds"}, {AbsaSubset::Hds, "hds"}}};
 }
-// absa's dataset.domain: the SemEval-2014 directory (read by data/text_datasets from the config).
-enum class AbsaDomain { Restaurants, Laptops };
-constexpr EnumNames<AbsaDomain, 2> enum_names(AbsaDomain) {
-  return {{{AbsaDomain::Restaurants, "restaurants"}, {AbsaDomain::Laptops, "laptops"}}};
-}
 
 // The options of the sentence tasks; the members are their only defaults, except that
-// absa's table starts from model.fc = 0 (sentence_option_table(true)).
-struct SentenceOptions {
-  std::string text_field = "text";  // dataset.*: read by data/text_datasets
-  std::string label_field = "label";
-  std::string split_field = "split";
+// absa's table starts from model.fc = 0 (sentence_option_table(true)). The dataset.* keys the
+// loader reads (text_field, label_field, split_field, sst_classes, domain) are its
+// TextExampleOptions (data/text_datasets.h).
+struct SentenceOptions : TextExampleOptions {
   bool lowercase = true;
   Tokenizer tokenizer = Tokenizer::Icu;  // data/tokenizer.h; old runs: legacy
   std::string locale;                    // dataset.locale: the language of lower-casing ("" = root)
@@ -56,11 +50,9 @@ struct SentenceOptions {
   FcActivation fc_activation = FcActivation::Relu;
   int64_t eval_batch = 64;  // training.*
   double embed_l2 = 1e-4;
-  int64_t fc = 1024;                            // model.fc: classify (CRU paper); absa: 0
-  int64_t sst_classes = 5;                      // classify only
-  AbsaSubset subset = AbsaSubset::Ds;           // absa only
-  AbsaDomain domain = AbsaDomain::Restaurants;  // absa only
-  bool drop_conflict = false;                   // absa only
+  int64_t fc = 1024;                   // model.fc: classify (CRU paper); absa: 0
+  AbsaSubset subset = AbsaSubset::Ds;  // absa only
+  bool drop_conflict = false;          // absa only
 };
 // The field table of classify (false) or absa (true): schema entries and binding of a
 // whole resolved config.

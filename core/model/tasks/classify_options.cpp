@@ -13,16 +13,24 @@ namespace cs {
 // ---------------------------------------------------------------- registration
 namespace {
 
+// A TextExampleOptions member (the loader's, data/text_datasets.h) as a member of SentenceOptions.
+template <class T>
+T SentenceOptions::*loader_member(T TextExampleOptions::*member) {
+  return static_cast<T SentenceOptions::*>(member);
+}
+
 // The options both sentence tasks have ("dataset", "model", "training" paths).
 template <class Table>
 void add_sentence_common(Table& t) {
   using O = SentenceOptions;
+  using L = TextExampleOptions;
   const std::vector<std::string> both = {"classify", "absa"};
-  t.field("dataset.text_field", &O::text_field, "JSONL: field holding the text.").tasks(both);
-  t.field("dataset.label_field", &O::label_field, "JSONL: field holding the label (string, integer or boolean).")
+  t.field("dataset.text_field", loader_member(&L::text_field), "JSONL: field holding the text.").tasks(both);
+  t.field("dataset.label_field", loader_member(&L::label_field),
+          "JSONL: field holding the label (string, integer or boolean).")
       .tasks(both);
   t.field(
-       "dataset.split_field", &O::split_field,
+       "dataset.split_field", loader_member(&L::split_field),
        "JSONL: field holding train/valid/test when the file has a split of its own (\"\" = ignore it and split by fractions).")
       .tasks(both);
   t.field("dataset.lowercase", &O::lowercase,
@@ -81,7 +89,7 @@ const OptionTable<SentenceOptions>& sentence_option_table(bool absa) {
     t.field("model.fc", &O::fc, 0, 65536,
             "Size of the fully connected layer after the encoder (CRU paper: 1024; 0 = none).")
         .tasks({"classify"});
-    t.field("dataset.sst_classes", &O::sst_classes, 2, 5,
+    t.field("dataset.sst_classes", loader_member(&TextExampleOptions::sst_classes), 2, 5,
             "SST: 5 (fine-grained) or 2 (binary, neutral sentences dropped).")
         .tasks({"classify"});
     return t;
@@ -97,7 +105,9 @@ const OptionTable<SentenceOptions>& sentence_option_table(bool absa) {
              "ds = the full dataset; hds = the hard subset: sentences with several aspects of different polarities, "
              "one copy per aspect (MZU paper). With ds, evaluation also reports accuracy_hds.")
         .tasks({"absa"});
-    t.choice("dataset.domain", &O::domain, "SemEval-2014 directory: which domain's Train/Test files to read.")
+    t.choice("dataset.domain", loader_member(&TextExampleOptions::domain),
+             "SemEval-2014 directory: which domain's Train/Test files to read (auto: the named dataset's, "
+             "semeval2014-laptops or -restaurants; restaurants for a directory of your own).")
         .tasks({"absa"});
     t.field("dataset.drop_conflict", &O::drop_conflict,
             "Drop aspects labelled 'conflict' (the MZU paper keeps the four labels).")
