@@ -96,6 +96,7 @@ bool sweepTable(const QString& dir, const QString& pairedRef, SweepTableView* ou
     if (!t.labels.empty()) v.caption += QStringLiteral("; ") + QString::fromStdString(t.labels.data_line());
     if (!t.labels.paper.departures.empty())
       v.caption += QStringLiteral("; departs from the paper in: ") + QString::fromStdString(t.labels.departure_names());
+    for (auto& x : t.labels.excluded) v.caption += QStringLiteral("; left out: ") + QString::fromStdString(x);
     // the paired view: what its p-values cover (the seeds' spread; the test set's error where stored)
     if (!t.sampling_note.empty()) v.caption += QStringLiteral(". Note: ") + QString::fromStdString(t.sampling_note);
     *out = v;

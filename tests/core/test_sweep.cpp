@@ -13,6 +13,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <regex>
 #include <set>
 
@@ -137,6 +138,79 @@ TEST_F(Sweep, gridExpansion) {
   json bad3 = spec;
   bad3["seeds"] = {1, 1};
   ASSERT_THROW(SweepSpec::from_json(bad3), UserError);
+}
+
+// Issue #51 item 2: a spec may leave points out of its grid on purpose (MZU Table 3's eq. 9 column:
+// not at 16 zones, 3 seeds); the points are not run and every export of the table says why.
+TEST_F(Sweep, excludeLeavesOutPointsAndTheTableSaysWhy) {
+  json spec = {
+      {"name", "toy-exclude"},
+      {"base", toy_base(corpus_, 10)},
+      {"grid", json::array({json{{"option", "model.hidden"}, {"values", {16, 24}}},
+                            json{{"name", "variant"},
+                                 {"values",
+                                  json::array({json{{"label", "plain"}, {"set", json::object()}},
+                                               json{{"label", "no-embed"}, {"set", {{"model.embed", nullptr}}}}})}}})},
+      {"seeds", {1, 2, 3}},
+      {"exclude",
+       json::array({{{"where", {{"variant", "no-embed"}, {"model.hidden", 24}}}, {"reason", "too big"}},
+                    {{"where", {{"variant", "plain"}, {"seed", {2, 3}}}}, {"reason", "one seed is enough"}}})},
+      {"table", {{"cols", "variant"}}}};
+  const SweepSpec s = SweepSpec::from_json(spec);
+  ASSERT_EQ(s.exclude.size(), 2u);
+  const auto pts = expand_sweep(s);
+  std::vector<std::string> ids;
+  for (auto& p : pts) ids.push_back(p.id);
+  // 12 points less 3 (no-embed at 24) less 4 (plain, seeds 2 and 3, at both sizes); indices stay dense
+  const std::vector<std::string> want = {
+      "model.hidden=16,variant=plain,seed=1", "model.hidden=16,variant=no-embed,seed=1",
+      "model.hidden=16,variant=no-embed,seed=2", "model.hidden=16,variant=no-embed,seed=3",
+      "model.hidden=24,variant=plain,seed=1"};
+  EXPECT_EQ(ids, want);
+  for (size_t i = 0; i < pts.size(); ++i) EXPECT_EQ(pts[i].index, static_cast<int>(i));
+  EXPECT_EQ(s.exclude[0].text(), "model.hidden=24, variant=no-embed: not run (too big)");
+  EXPECT_EQ(s.exclude[1].text(), "variant=plain, seed=2 | 3: not run (one seed is enough)");
+
+  // the table of the sweep says what is left out, in every export
+  const std::string dir = cstest::temp_dir() + "/sweep-exclude";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  {
+    std::ofstream f(dir + "/sweep.json");
+    f << spec.dump(2);
+  }
+  const auto res = read_sweep_results(dir);
+  EXPECT_EQ(res.records.size(), pts.size());
+  const auto t = sweep_table(res);
+  EXPECT_NE(table_to_text(t).find("left out by the spec: model.hidden=24, variant=no-embed: not run (too big)\n"),
+            std::string::npos)
+      << table_to_text(t);
+  EXPECT_NE(table_to_latex(t).find("% left out by the spec: variant=plain, seed=2 | 3: not run (one seed is enough)"),
+            std::string::npos)
+      << table_to_latex(t);
+  EXPECT_NE(table_to_csv(t).find(",\"model.hidden=24, variant=no-embed: not run (too big); variant=plain"),
+            std::string::npos)
+      << table_to_csv(t);
+  EXPECT_EQ(table_to_json(t)["labels"]["excluded"].size(), 2u);
+
+  // every key and value must name something of the grid, and a reason is required
+  auto refused = [&](const json& ex, const std::string& says) {
+    json bad = spec;
+    bad["exclude"] = ex;
+    try {
+      SweepSpec::from_json(bad);
+      ADD_FAILURE() << "accepted " << ex.dump();
+    } catch (const UserError& e) {
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+    }
+  };
+  refused(json::array({{{"where", {{"model.zones", 4}}}, {"reason", "r"}}}), "'model.zones' is not an axis");
+  refused(json::array({{{"where", {{"model.hidden", 32}}}, {"reason", "r"}}}), "'32' is not one of the axis's values");
+  refused(json::array({{{"where", {{"seed", 7}}}, {"reason", "r"}}}), "7 is not one of the spec's seeds");
+  refused(json::array({{{"where", {{"variant", "plain"}}}}}), "exclude[0].reason");
+  refused(json::array({{{"where", json::object()}, {"reason", "r"}}}), "exclude[0]: expected");
+  refused(json::array({{{"where", {{"seed", {1, 2, 3}}}}, {"reason", "r"}}}), "leaves no point");
+  refused(json::object(), "exclude: expected a list");
 }
 
 TEST_F(Sweep, resumeRunsOnlyTheRest) {

@@ -358,7 +358,7 @@ TEST(SweepTable, cellOnATestSetUnderTheMinimumIsRefused) {
     if (line.rfind("slow,", 0) != 0) continue;
     csv_seen = true;
     const auto f = cstest::split(line, ',');
-    ASSERT_EQ(f.size(), 25u) << line;  // 16 + the paired test's 6 + the labels' 3
+    ASSERT_EQ(f.size(), 26u) << line;  // 16 + the paired test's 6 + the labels' 3 + left_out
     // no mean, no std, n 0, not best, no seeds or values; split_size 99, refused
     EXPECT_EQ(f[2] + "|" + f[3] + "|" + f[4] + "|" + f[5] + "|" + f[6] + "|" + f[7], "||0|0||") << line;
     EXPECT_EQ(f[14] + "|" + f[15], "99|1") << line;
@@ -480,7 +480,7 @@ TEST(SweepTable, trainerRecordsTrainingFlops) {
 
 // Every bundled "reproduce" sweep trains to convergence at its stated size: early stopping on
 // the validation metric (patience, evaluations during training), a step cap, 3 seeds.
-TEST(SweepTable, reproduceSweepsStopEarlyWithThreeSeeds) {
+TEST(SweepTable, reproduceSweepsStopEarlyWithThreeOrFiveSeeds) {
   const auto sweeps = bundled_sweeps();
   int n = 0;
   for (auto& s : sweeps) {
@@ -493,7 +493,10 @@ TEST(SweepTable, reproduceSweepsStopEarlyWithThreeSeeds) {
     EXPECT_GT(tr.value("eval_every", 0), 0) << name;
     EXPECT_GE(tr.value("steps", 0) / std::max<int64_t>(1, tr.value("eval_every", int64_t(1))), 10) << name;
     EXPECT_EQ(tr.value("threads", 0), 1) << name;
-    EXPECT_EQ(spec.seeds, (std::vector<int64_t>{1, 2, 3})) << name;
+    // 5 seeds where a verdict was re-run under issue #51's rule ("holds" needs 5), else 3
+    const bool five = name == "reproduce-mzu-table3" || name == "reproduce-cru-table3";
+    const std::vector<int64_t> want = five ? std::vector<int64_t>{1, 2, 3, 4, 5} : std::vector<int64_t>{1, 2, 3};
+    EXPECT_EQ(spec.seeds, want) << name;
   }
   EXPECT_EQ(n, 9);  // MZU Tables 3-4, CRU Tables 2-3 and Fig. 3, MC-RNN Tables 2-5
 }
@@ -603,8 +606,8 @@ TEST(SweepTable, everyExportNamesTheDataAndTheDepartures) {
             std::string::npos)
       << tex;
   const std::string csv = table_to_csv(t);
-  EXPECT_NE(csv.find(",dataset,stands_in_for,departures\n"), std::string::npos) << csv;
-  EXPECT_NE(csv.find(",PaperBank,training.steps: paper 5000; ours 1000 (a short test)\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",dataset,stands_in_for,departures,left_out\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",PaperBank,training.steps: paper 5000; ours 1000 (a short test),\n"), std::string::npos) << csv;
   const json j = table_to_json(t);
   EXPECT_EQ(j["labels"]["paper"]["dataset"], "PaperBank");
   EXPECT_EQ(j["labels"]["departures"][0]["ours"], "1000");

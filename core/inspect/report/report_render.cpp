@@ -207,10 +207,16 @@ std::string markdown_labels(const SweepLabels& l) {
     s += "\nSettings that depart from the paper:\n\n";
     for (auto& d : deps) s += "- " + md_escape(d) + "\n";
   }
+  if (!l.excluded.empty()) {
+    s += "\nPoints the sweep leaves out:\n\n";
+    for (auto& x : l.excluded) s += "- " + md_escape(x) + "\n";
+  }
   return s;
 }
 
-json labels_manifest(const SweepLabels& l) { return {{"data", l.data_line()}, {"departures", l.departure_lines()}}; }
+json labels_manifest(const SweepLabels& l) {
+  return {{"data", l.data_line()}, {"departures", l.departure_lines()}, {"excluded", l.excluded}};
+}
 
 SweepResults read_sweep_or_explain(const std::string& name, const std::string& ws, const std::string& metric) {
   if (!file_exists(join_path(sweep_dir(ws, name), "sweep.json")) && !file_exists(join_path(name, "sweep.json")))

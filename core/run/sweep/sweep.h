@@ -12,6 +12,9 @@
 //                {"label": "Full", "set": {}},               options at once (null removes an option)
 //                {"label": "Regular-Gate", "set": {"model.regular_gate": true}}]}],
 //    "seeds": [1, 2, 3],
+//    "exclude": [{"where": {"variant": "Regular-Gate",      optional: points not run, by design
+//                           "model.depth": [2], "seed": [3]}, (every key must match: an axis by its
+//                 "reason": "..."}],                          labels, or "seed"); tables print why
 //    "table": {"rows": "variant", "cols": "model.depth",     axis names (a string or a list);
 //              "metric": "test",                             axes in neither go to the rows
 //              "best": "column"},                            column | row | all | none
@@ -62,6 +65,17 @@ struct SweepPaperLabel {
   bool present() const { return !source.empty(); }
 };
 
+// Points a spec leaves out of its grid on purpose (the spec's "exclude"): a point is left out when it
+// matches every key of `where` (an axis name -> some of its value labels, "seed" -> some seeds). The
+// reason goes with every export of the sweep's tables, so an empty cell is never unexplained.
+struct SweepExclusion {
+  std::vector<std::pair<std::string, std::vector<std::string>>> where;  // axis -> labels, in the spec's order
+  std::vector<int64_t> seeds;                                           // empty: every seed
+  std::string reason;
+  // "composition=gcnMZU (eq. 9), model.zones=16: not run (reason)"
+  std::string text() const;
+};
+
 struct SweepSpec {
   std::string name;
   std::string notes;
@@ -69,6 +83,7 @@ struct SweepSpec {
   json base;              // the raw base config (a preset name already loaded), "set" applied
   std::vector<SweepAxis> axes;
   std::vector<int64_t> seeds;
+  std::vector<SweepExclusion> exclude;
   SweepTableSpec table;
   json source;  // the spec document as given (with "base" replaced by the loaded object)
 

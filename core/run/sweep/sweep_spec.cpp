@@ -39,12 +39,31 @@ json parse_json_file(const std::string& path) {
   }
 }
 
+namespace {
+
+bool excluded(const SweepSpec& spec, const std::vector<int>& idx, int64_t seed) {
+  for (auto& x : spec.exclude) {
+    if (!x.seeds.empty() && std::find(x.seeds.begin(), x.seeds.end(), seed) == x.seeds.end()) continue;
+    bool all = true;
+    for (auto& [axis, labels] : x.where) {
+      size_t a = 0;
+      while (spec.axes[a].name != axis) ++a;  // the parser checked that the axis exists
+      all = all && std::find(labels.begin(), labels.end(), spec.axes[a].labels[idx[a]]) != labels.end();
+    }
+    if (all) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 std::vector<SweepPoint> enumerate_points(const SweepSpec& spec) {
   std::vector<SweepPoint> out;
   const size_t A = spec.axes.size();
   std::vector<int> idx(A, 0);
   while (true) {
     for (int64_t seed : spec.seeds) {
+      if (excluded(spec, idx, seed)) continue;
       SweepPoint p;
       p.index = static_cast<int>(out.size());
       p.value_index = idx;
@@ -168,7 +187,69 @@ SweepPaperLabel parse_paper(const json& p) {
   return o;
 }
 
+// The spec's "exclude" list; every key must name an axis (or "seed") and every value one of its labels,
+// so that a typo cannot leave the grid whole while the tables say a point was left out.
+std::vector<SweepExclusion> parse_exclude(const json& j, const SweepSpec& s) {
+  std::vector<SweepExclusion> out;
+  if (!j.is_array()) throw UserError("exclude: expected a list of {\"where\": {AXIS: value(s)}, \"reason\": ...}");
+  for (size_t i = 0; i < j.size(); ++i) {
+    const std::string at = "exclude[" + std::to_string(i) + "]";
+    const json& e = j[i];
+    if (!e.is_object() || !e.contains("where") || !e["where"].is_object() || e["where"].empty())
+      throw UserError(at + ": expected {\"where\": {AXIS: value or [values], \"seed\": [seeds]}, \"reason\": ...}");
+    if (!e.contains("reason") || !e["reason"].is_string() || e["reason"].get<std::string>().empty())
+      throw UserError(at + ".reason: expected a non-empty string (it is printed under the sweep's tables)");
+    SweepExclusion x;
+    x.reason = e["reason"].get<std::string>();
+    for (auto& [key, v] : e["where"].items()) {
+      const json vals = v.is_array() ? v : json::array({v});
+      if (vals.empty()) throw UserError(at + ".where." + key + ": expected a value or a non-empty list");
+      if (key == "seed") {
+        for (auto& sd : vals) {
+          if (!sd.is_number_integer() || std::find(s.seeds.begin(), s.seeds.end(), sd.get<int64_t>()) == s.seeds.end())
+            throw UserError(at + ".where.seed: " + sd.dump() + " is not one of the spec's seeds");
+          x.seeds.push_back(sd.get<int64_t>());
+        }
+        continue;
+      }
+      auto axis = std::find_if(s.axes.begin(), s.axes.end(), [&](const SweepAxis& a) { return a.name == key; });
+      if (axis == s.axes.end()) throw UserError(at + ".where: '" + key + "' is not an axis of the grid (or \"seed\")");
+      std::vector<std::string> labels;
+      for (auto& lv : vals) {
+        const std::string l = value_label(lv);
+        if (std::find(axis->labels.begin(), axis->labels.end(), l) == axis->labels.end())
+          throw UserError(at + ".where." + key + ": '" + l + "' is not one of the axis's values");
+        labels.push_back(l);
+      }
+      x.where.emplace_back(key, labels);
+    }
+    // in the grid's order (a JSON object's keys come sorted by name)
+    auto axis_at = [&](const std::string& n) {
+      return std::find_if(s.axes.begin(), s.axes.end(), [&](const SweepAxis& a) { return a.name == n; });
+    };
+    std::stable_sort(x.where.begin(), x.where.end(),
+                     [&](const auto& a, const auto& b) { return axis_at(a.first) < axis_at(b.first); });
+    out.push_back(std::move(x));
+  }
+  return out;
+}
+
 }  // namespace
+
+std::string SweepExclusion::text() const {
+  std::string s;
+  for (auto& [axis, labels] : where) {
+    std::string v;
+    for (auto& l : labels) v += (v.empty() ? "" : " | ") + l;
+    s += (s.empty() ? "" : ", ") + axis + "=" + v;
+  }
+  if (!seeds.empty()) {
+    std::string v;
+    for (auto sd : seeds) v += (v.empty() ? "" : " | ") + std::to_string(sd);
+    s += (s.empty() ? "" : ", ") + std::string("seed=") + v;
+  }
+  return s + ": not run (" + reason + ")";
+}
 
 void set_option_path(json& cfg, const std::string& path, const json& value) {
   const auto dot = path.find('.');
@@ -237,6 +318,10 @@ SweepSpec SweepSpec::from_json(const json& j) {
   }
   if (std::set<int64_t>(s.seeds.begin(), s.seeds.end()).size() != s.seeds.size())
     throw UserError("seeds: a seed appears twice");
+  if (j.contains("exclude")) {
+    s.exclude = parse_exclude(j["exclude"], s);
+    if (sweep_internal::enumerate_points(s).empty()) throw UserError("exclude: leaves no point of the grid to run");
+  }
   const json t = j.value("table", json::object());
   if (!t.is_object()) throw UserError("table: expected an object {rows, cols, metric, best}");
   s.table.rows = name_list(t.value("rows", json()), "table.rows");

@@ -358,6 +358,7 @@ SweepLabels sweep_labels(const SweepResults& r) {
   SweepLabels l;
   l.datasets = sweep_datasets(r.spec);
   l.paper = r.spec.paper;
+  for (auto& x : r.spec.exclude) l.excluded.push_back(x.text());
   return l;
 }
 

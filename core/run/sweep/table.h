@@ -100,6 +100,7 @@ struct TableCell {
 struct SweepLabels {
   std::vector<std::string> datasets;  // dataset.name (or path) of the points, each once
   SweepPaperLabel paper;              // empty source: not a reproduction
+  std::vector<std::string> excluded;  // the spec's exclude, one SweepExclusion::text() each
   bool empty() const { return datasets.empty() && !paper.present(); }
   // "data: spam-assassin, sotu (SpamAssassin ...), standing in for the paper's MR, IMDB, SUBJ (CRU, Table 2)"
   std::string data_line() const;

@@ -120,6 +120,7 @@ void text_header(std::ostringstream& o, const SweepTable& t) {
     o << "departs from the paper in " << deps.size() << " setting" << (deps.size() == 1 ? "" : "s") << ":\n";
     for (auto& d : deps) o << "  " << d << "\n";
   }
+  for (auto& x : t.labels.excluded) o << "left out by the spec: " << x << "\n";
   if (t.budget.active()) {
     o << "compute-matched: " << t.budget.describe()
       << "; each run read at its best validation evaluation within the budget (its early-stopping choice there)\n";
@@ -278,11 +279,12 @@ std::string table_to_csv(const SweepTable& t) {
   o << csv_field(t.row_header.empty() ? "row" : t.row_header) << ","
     << csv_field(t.col_header.empty() ? "column" : t.col_header)
     << ",mean,std,n,best,seeds,values,parameters,steps,ends,seconds,train_flops,short_of_budget,split_size,refused,"
-       "test,t,p,sign_test_p,verdict,examples_p,dataset,stands_in_for,departures\n";
+       "test,t,p,sign_test_p,verdict,examples_p,dataset,stands_in_for,departures,left_out\n";
   o << std::setprecision(10);
   const std::string labels = csv_field(join(t.labels.datasets, "; ")) + "," +
                              csv_field(t.labels.paper.present() ? t.labels.paper.dataset : "") + "," +
-                             csv_field(join(t.labels.departure_lines(), "; "));
+                             csv_field(join(t.labels.departure_lines(), "; ")) + "," +
+                             csv_field(join(t.labels.excluded, "; "));
   for (size_t r = 0; r < t.row_labels.size(); ++r)
     for (size_t c = 0; c < t.col_labels.size(); ++c) {
       const auto& x = t.cells[r][c];
@@ -361,6 +363,7 @@ void latex_comments(std::ostringstream& o, const SweepTable& t) {
     << (t.higher_is_better ? "higher" : "lower") << " is better" << (t.paired ? "" : "; best in bold") << "\n";
   if (!t.labels.empty()) o << "% " << latex_escape(t.labels.data_line()) << "\n";
   for (auto& d : t.labels.departure_lines()) o << "% departs from the paper: " << latex_escape(d) << "\n";
+  for (auto& x : t.labels.excluded) o << "% left out by the spec: " << latex_escape(x) << "\n";
   if (t.budget.active())
     o << "% compute-matched: " << latex_escape(t.budget.describe()) << "; $^{\\dagger}$ ended before the budget\n";
 }
@@ -391,6 +394,7 @@ void latex_footer(std::ostringstream& o, const SweepTable& t) {
   std::vector<std::string> names;
   for (auto& d : t.labels.paper.departures) names.push_back(d.setting);
   if (!names.empty()) rows("departs from the paper in: ", names, "; ");
+  for (auto& x : t.labels.excluded) rows("left out: ", split_ascii_words(x), " ");
   if (t.paired && any_cell(t, [](const TableCell& c) { return c.has_sig; }))
     o << span << "$p$: two-sided paired t-test over seeds; a difference holds only at $p<" << kVerdictAlpha
       << "$ on at least " << kMinSeedsForHolds << " seeds} \\\\\n";
@@ -446,6 +450,7 @@ json labels_json(const SweepLabels& l) {
                ? json{{"source", l.paper.source}, {"dataset", l.paper.dataset}, {"dataset_used", l.paper.dataset_used}}
                : json()},
           {"departures", deps},
+          {"excluded", l.excluded},
           {"text", l.data_line()}};
 }
 
