@@ -27,7 +27,55 @@ from torch import Tensor, nn
 from .cells import GateCell
 from .models import CellStack, CharLM, WordLM
 
-_NN = {"rnn": nn.RNN, "gru": nn.GRU, "lstm": nn.LSTM}
+_ONEDNN_LSTM_UNSOUND = None
+
+
+def onednn_lstm_unsound() -> bool:
+    """True when this torch's oneDNN LSTM computes wrong values without gradients (Debian 13's torch 2.6,
+    built against the system's oneDNN 3.7: 0.26 off on a 16-unit LSTM under torch.no_grad(), right with
+    gradients or with oneDNN off; docs/PLATFORMS.md). Probed once per process on a small LSTM of fixed weights,
+    as Cellscope's C++ LSTM probes LibTorch (cells/baseline.cpp, onednn_lstm_unsound)."""
+    global _ONEDNN_LSTM_UNSOUND
+    if _ONEDNN_LSTM_UNSOUND is None:
+        T, B, E, H = 3, 2, 5, 16
+
+        def fixed(n, phase):
+            return torch.sin(torch.arange(n, dtype=torch.float32) * 0.37 + phase)
+
+        m = nn.LSTM(E, H)
+        with torch.no_grad():
+            for i, p in enumerate((m.weight_ih_l0, m.weight_hh_l0, m.bias_ih_l0, m.bias_hh_l0)):
+                p.copy_(fixed(p.numel(), 0.4 + 0.1 * i).reshape(p.shape) * (0.5 if p.dim() == 2 else 0.1))
+            x = fixed(T * B * E, 0.1).reshape(T, B, E)
+            h0, c0 = fixed(B * H, 0.2).reshape(1, B, H), fixed(B * H, 0.3).reshape(1, B, H)
+            as_is = m(x, (h0, c0))[0]
+            with torch.backends.mkldnn.flags(enabled=False):
+                native = m(x, (h0, c0))[0]
+        # no warning: what to_torch_nn returns is then exact, and callers count its warnings (training differences)
+        _ONEDNN_LSTM_UNSOUND = bool((as_is - native).abs().max().item() > 1e-4)
+    return _ONEDNN_LSTM_UNSOUND
+
+
+class LSTM(nn.LSTM):
+    """torch.nn.LSTM that runs with oneDNN off where this torch's oneDNN LSTM is unsound (onednn_lstm_unsound);
+    elsewhere exactly torch.nn.LSTM. What to_torch_nn gives for cell lstm: a torch.nn.LSTM (isinstance holds,
+    its state_dict is torch.nn.LSTM's), whose logits are then the model's on every torch. Only built where the
+    probe finds the defect."""
+
+    def forward(self, *args, **kwargs):
+        if onednn_lstm_unsound():
+            with torch.backends.mkldnn.flags(enabled=False):
+                return super().forward(*args, **kwargs)
+        return super().forward(*args, **kwargs)
+
+
+_NN_BASE = {"rnn": nn.RNN, "gru": nn.GRU, "lstm": nn.LSTM}
+
+
+def _nn_class(kind: str):
+    """What to_torch_nn builds: torch.nn's own module, or for an LSTM on a torch whose oneDNN LSTM is unsound
+    the LSTM above (elsewhere a plain torch.nn.LSTM, scriptable as ever)."""
+    return LSTM if kind == "lstm" and onednn_lstm_unsound() else _NN_BASE[kind]
 
 
 def _cells_of(model) -> List[GateCell]:
@@ -46,7 +94,7 @@ def _cells_of(model) -> List[GateCell]:
                              "torch.nn.RNN, GRU and LSTM" % (l, type(c).__name__))
         if c.ln_h_gain is not None or c.ln_x_gain is not None:
             raise ValueError("cellscope_torch.to_torch_nn: layer %d uses model.layer_norm; torch.nn.%s has no "
-                             "layer normalization" % (l, _NN[c.kind].__name__))
+                             "layer normalization" % (l, _NN_BASE[c.kind].__name__))
     kinds = {c.kind for c in cells}
     sizes = {c.hidden_size for c in cells}
     if len(kinds) != 1 or len(sizes) != 1:
@@ -59,7 +107,7 @@ def _cells_of(model) -> List[GateCell]:
 def rnn_of(cells: List[GateCell], dropout: float = 0.0) -> nn.Module:
     """torch.nn.RNN / GRU / LSTM (seq-first, as Cellscope) with the cells' weights, layer by layer."""
     c0 = cells[0]
-    rnn = _NN[c0.kind](input_size=c0.I, hidden_size=c0.hidden_size, num_layers=len(cells), bias=True,
+    rnn = _nn_class(c0.kind)(input_size=c0.I, hidden_size=c0.hidden_size, num_layers=len(cells), bias=True,
                        dropout=float(dropout) if len(cells) > 1 else 0.0)
     with torch.no_grad():
         for l, c in enumerate(cells):
@@ -186,7 +234,7 @@ def from_torch_nn(module, like):
     model = _copy.deepcopy(like)
     cells = _cells_of(model)
     rnn = module.rnn if isinstance(module, TorchNNLanguageModel) else module
-    if not isinstance(rnn, _NN[cells[0].kind]) or rnn.num_layers != len(cells):
+    if not isinstance(rnn, _NN_BASE[cells[0].kind]) or rnn.num_layers != len(cells):
         raise ValueError("cellscope_torch.from_torch_nn: a %d-layer torch.nn.%s does not fit a %d-layer %s model"
                          % (getattr(rnn, "num_layers", 0), type(rnn).__name__, len(cells), cells[0].kind))
     with torch.no_grad():
