@@ -404,7 +404,8 @@ TEST_F(Report, shipped_spec_renders_when_its_sweeps_have_run) {
   const std::vector<std::pair<std::string, json>> sweeps = {
       {"reproduce-cru-table2", json::array({axis("model", {"GRU", "CRU"})})},
       {"reproduce-cru-fig3", json::array({axis("model.filter_length", {"1", "3"})})},
-      {"reproduce-cru-table3", json::array({axis("model", {"GRU", "CRU"})})},
+      {"reproduce-cru-table3",
+       json::array({axis("model", {"AoA Reader (GRU)", "M-AoA Reader (GRU)", "M-AoA Reader (CRU)"})})},
       {"reproduce-mzu-table3", json::array({axis("model.zones", {"2", "4"})})},
       {"reproduce-mzu-table4", json::array({axis("model", {"GRU", "satMZU"}), axis("model.depth", {"0", "2"}, true)})},
       {"reproduce-mcrnn-table2", json::array({axis("model", {"LSTM", "MC-RNN-2"})})},
@@ -421,13 +422,14 @@ TEST_F(Report, shipped_spec_renders_when_its_sweeps_have_run) {
             0)
       << err;
   const json m = cstest::json_object(read_text(out_dir + "/manifest.json"));
-  ASSERT_EQ(m["items"].size(), 11u);
+  ASSERT_EQ(m["items"].size(), 13u);
   for (auto& item : m["items"]) {
     ASSERT_FALSE(item["runs"].empty()) << item.dump();
     for (auto& [name, sha] : item["outputs"].items()) ASSERT_TRUE(fs::exists(out_dir + "/" + name)) << name;
   }
   // the paired views are differences: the reference is left out, the other cell has 2 seeds
-  const json& paired = m["items"][4]["numbers"];
+  ASSERT_EQ(m["items"][6]["id"], "mzu-table3-paired");
+  const json& paired = m["items"][6]["numbers"];
   ASSERT_EQ(paired.size(), 1u) << paired.dump();
   ASSERT_EQ(paired.begin().value()["n"].get<int>(), 2);
   ASSERT_TRUE(contains(read_text(out_dir + "/report.md"), "MZU Table 4, DT minus No-DT"));
