@@ -75,17 +75,21 @@ class Sweep : public ::testing::Test {
 };
 std::string Sweep::corpus_;
 
+// The grid of two tests: model.hidden {16, 24} x variant {plain, no-embed (model.embed removed)}.
+json hidden_by_variant() {
+  return json::array(
+      {json{{"option", "model.hidden"}, {"values", {16, 24}}},
+       json{{"name", "variant"},
+            {"values", json::array({json{{"label", "plain"}, {"set", json::object()}},
+                                    json{{"label", "no-embed"}, {"set", {{"model.embed", nullptr}}}}})}}});
+}
+
 TEST_F(Sweep, gridExpansion) {
-  json spec = {
-      {"name", "toy"},
-      {"base", toy_base(corpus_, 10)},
-      {"grid", json::array({json{{"option", "model.hidden"}, {"values", {16, 24}}},
-                            json{{"name", "variant"},
-                                 {"values",
-                                  json::array({json{{"label", "plain"}, {"set", json::object()}},
-                                               json{{"label", "no-embed"}, {"set", {{"model.embed", nullptr}}}}})}}})},
-      {"seeds", {3, 1, 2}},
-      {"table", {{"cols", "variant"}}}};
+  json spec = {{"name", "toy"},
+               {"base", toy_base(corpus_, 10)},
+               {"grid", hidden_by_variant()},
+               {"seeds", {3, 1, 2}},
+               {"table", {{"cols", "variant"}}}};
   SweepSpec s = SweepSpec::from_json(spec);
   ASSERT_EQ(static_cast<int>(s.axes.size()), 2);
   ASSERT_TRUE(s.table.rows == std::vector<std::string>{"model.hidden"});  // unnamed axes join the rows
@@ -143,19 +147,14 @@ TEST_F(Sweep, gridExpansion) {
 // Issue #51 item 2: a spec may leave points out of its grid on purpose (MZU Table 3's eq. 9 column:
 // not at 16 zones, 3 seeds); the points are not run and every export of the table says why.
 TEST_F(Sweep, excludeLeavesOutPointsAndTheTableSaysWhy) {
-  json spec = {
-      {"name", "toy-exclude"},
-      {"base", toy_base(corpus_, 10)},
-      {"grid", json::array({json{{"option", "model.hidden"}, {"values", {16, 24}}},
-                            json{{"name", "variant"},
-                                 {"values",
-                                  json::array({json{{"label", "plain"}, {"set", json::object()}},
-                                               json{{"label", "no-embed"}, {"set", {{"model.embed", nullptr}}}}})}}})},
-      {"seeds", {1, 2, 3}},
-      {"exclude",
-       json::array({{{"where", {{"variant", "no-embed"}, {"model.hidden", 24}}}, {"reason", "too big"}},
-                    {{"where", {{"variant", "plain"}, {"seed", {2, 3}}}}, {"reason", "one seed is enough"}}})},
-      {"table", {{"cols", "variant"}}}};
+  json spec = {{"name", "toy-exclude"},
+               {"base", toy_base(corpus_, 10)},
+               {"grid", hidden_by_variant()},
+               {"seeds", {1, 2, 3}},
+               {"exclude",
+                json::array({{{"where", {{"variant", "no-embed"}, {"model.hidden", 24}}}, {"reason", "too big"}},
+                             {{"where", {{"variant", "plain"}, {"seed", {2, 3}}}}, {"reason", "one seed is enough"}}})},
+               {"table", {{"cols", "variant"}}}};
   const SweepSpec s = SweepSpec::from_json(spec);
   ASSERT_EQ(s.exclude.size(), 2u);
   const auto pts = expand_sweep(s);
