@@ -117,9 +117,11 @@ int print_dry_run(const cs::SweepSpec& spec, const std::vector<cs::SweepPoint>& 
                   int worker, int workers, const std::vector<int>& only) {
   auto state = cs::read_sweep_state(cs::sweep_dir(ws, spec.name));
   std::cout << "sweep '" << spec.name << "': " << points.size() << " points (" << spec.axes.size()
-            << (spec.axes.size() == 1 ? " axis x " : " axes x ") << spec.seeds.size()
-            << " seeds), all valid; directory " << cs::sweep_dir(ws, spec.name) << "\n"
-            << "  index (0-based: --point INDEX; share I of N holds index % N == I)\n";
+            << (spec.axes.size() == 1 ? " axis x " : " axes x ") << spec.seeds.size() << " seeds"
+            << (spec.exclude.empty() ? "" : ", less what the spec leaves out") << "), all valid; directory "
+            << cs::sweep_dir(ws, spec.name) << "\n";
+  for (auto& x : spec.exclude) std::cout << "  left out by the spec: " << x.text() << "\n";
+  std::cout << "  index (0-based: --point INDEX; share I of N holds index % N == I)\n";
   for (auto& p : points) {
     if (!cs::point_in_share(p.index, worker, workers, only)) continue;
     auto it = state.find(p.id);
@@ -365,8 +367,10 @@ int sweep_status(const std::vector<std::string>& a) {
                    {"value", rec.has_value ? json(rec.value) : json()}});
   }
   if (args.has("json")) {
-    std::cout << json{{"name", r.spec.name},      {"dir", r.dir}, {"total", r.records.size()}, {"done", done},
-                      {"metric", r.metric_label}, {"points", pts}}
+    std::vector<std::string> excluded;
+    for (auto& x : r.spec.exclude) excluded.push_back(x.text());
+    std::cout << json{{"name", r.spec.name},      {"dir", r.dir},  {"total", r.records.size()}, {"done", done},
+                      {"metric", r.metric_label}, {"points", pts}, {"excluded", excluded}}
                      .dump(2)
               << "\n";
     return 0;
@@ -380,6 +384,7 @@ int sweep_status(const std::vector<std::string>& a) {
     if (!p["run_dir"].get<std::string>().empty()) std::cout << "  " << p["run_dir"].get<std::string>();
     std::cout << "\n";
   }
+  for (auto& x : r.spec.exclude) std::cout << "  left out by the spec: " << x.text() << "\n";
   return 0;
 }
 

@@ -191,6 +191,17 @@ TEST_F(Sweep, excludeLeavesOutPointsAndTheTableSaysWhy) {
             std::string::npos)
       << table_to_csv(t);
   EXPECT_EQ(table_to_json(t)["labels"]["excluded"].size(), 2u);
+  // the CLI's dry run and status name them too
+  std::string out, err;
+  ASSERT_EQ(cstest::run_cli({"sweep", "run", dir, "--dry-run"}, &out, &err), 0) << err;
+  EXPECT_NE(out.find("5 points (2 axes x 3 seeds, less what the spec leaves out)"), std::string::npos) << out;
+  EXPECT_NE(out.find("  left out by the spec: variant=plain, seed=2 | 3: not run (one seed is enough)\n"),
+            std::string::npos)
+      << out;
+  ASSERT_EQ(cstest::run_cli({"sweep", "status", dir}, &out, &err), 0) << err;
+  EXPECT_NE(out.find("  left out by the spec: model.hidden=24, variant=no-embed: not run (too big)\n"),
+            std::string::npos)
+      << out;
 
   // every key and value must name something of the grid, and a reason is required
   auto refused = [&](const json& ex, const std::string& says) {
