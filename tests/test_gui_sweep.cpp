@@ -9,6 +9,8 @@
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
+#include <QJsonArray>
+#include <QJsonDocument>
 #include <QJsonObject>
 #include <QApplication>
 #include <QPushButton>
@@ -243,6 +245,60 @@ class GuiSweepTest : public QObject {
     QVERIFY(again.wait(60000));
     QCOMPARE(again.at(0).at(1).toInt(), 8);
     QVERIFY(panel->statusText().contains("8/8"));
+  }
+
+  // A sweep opened from its directory resumes as its sweep.json specifies: named axes (the editor shows their
+  // labels, not option paths) and the points it leaves out. Before, Run built a spec from the editor's labels
+  // and refused ("variant" is no option path). An edited grid is a new spec, built from the editor as ever.
+  void resumesAnOpenedSweepAsItsSpecSays() {
+    const QString root = cstest::temp_dir() + "/guisweep";
+    const QString corpus = cstest::write_text_fixture("gui_sweep_corpus.txt", 6000);
+    gui::WindowOptions o;
+    o.workspace = root + "/ws-open";
+    o.settingsFile = root + "/settings-open.ini";
+    o.restoreLastConfig = false;
+    gui::MainWindow w(o);
+    const QString dir = o.workspace + "/sweeps/named";
+    QDir().mkpath(dir);
+    const QJsonObject spec{
+        {"name", "named"},
+        {"base",
+         QJsonObject{
+             {"task", QJsonObject{{"name", "char_lm"}}},
+             {"dataset", QJsonObject{{"path", corpus}}},
+             {"model", QJsonObject{{"cell", "gru"}, {"embed", 8}, {"hidden", 16}}},
+             {"training",
+              QJsonObject{
+                  {"steps", 6}, {"batch", 8}, {"bptt", 16}, {"eval_every", 6}, {"log_every", 3}, {"threads", 1}}}}},
+        {"grid",
+         QJsonArray{QJsonObject{
+             {"name", "variant"},
+             {"values", QJsonArray{QJsonObject{{"label", "small"}, {"set", QJsonObject{{"model.hidden", 8}}}},
+                                   QJsonObject{{"label", "big"}, {"set", QJsonObject{{"model.hidden", 24}}}}}}}}},
+        {"seeds", QJsonArray{1, 2}},
+        {"exclude", QJsonArray{QJsonObject{{"where", QJsonObject{{"variant", "big"}, {"seed", 2}}},
+                                           {"reason", "one seed of the big one"}}}}};
+    QFile f(dir + "/sweep.json");
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write(QJsonDocument(spec).toJson());
+    f.close();
+    auto* panel = w.sweepPanel();
+    QVERIFY(panel->openSweep(dir));
+    QCOMPARE(panel->gridEditor()->item(0, 1)->text(), QString("small, big"));
+    QSignalSpy finished(panel, &gui::SweepPanel::sweepFinished);
+    QSignalSpy failed(panel, &gui::SweepPanel::sweepFailed);
+    QVERIFY2(panel->startSweep(), qPrintable(panel->lastError()));
+    QVERIFY(finished.wait(120000) || !failed.isEmpty());
+    QVERIFY2(failed.isEmpty(), failed.isEmpty() ? "" : qPrintable(failed.at(0).at(0).toString()));
+    QCOMPARE(finished.at(0).at(1).toInt(), 3);  // 2 x 2 less the one left out
+    QCOMPARE(finished.at(0).at(2).toInt(), 3);
+    QVERIFY(panel->statusText().contains("3/3"));
+    QVERIFY2(panel->captionText().contains("left out: variant=big, seed=2: not run (one seed of the big one)"),
+             qPrintable(panel->captionText()));
+    // an edited grid is the editor's spec: its labels are no option paths, so it is refused, naming the path
+    panel->setGrid({{"variant", "small"}});
+    QVERIFY(!panel->startSweep());
+    QVERIFY2(panel->lastError().contains("variant"), qPrintable(panel->lastError()));
   }
 };
 

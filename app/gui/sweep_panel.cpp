@@ -255,13 +255,21 @@ bool SweepPanel::startSweep() {
   const auto s = seeds(&err);
   if (!err.isEmpty()) return fail(err);
   int points = 0;
-  const QJsonObject spec = buildSweepSpec(sweepName(), m_config->currentConfig(), axes(), s, &points, &err);
-  if (spec.isEmpty()) return fail(err);
+  QJsonObject spec;
+  if (!m_opened.isEmpty() && editorText() == m_openedEditor) {
+    // the opened sweep as it was specified: its own base, named axes and exclusions (the editor shows labels)
+    spec = m_opened;
+    m_status->setText(QStringLiteral("Resuming %1 as its sweep.json specifies...").arg(sweepName()));
+  } else {
+    spec = buildSweepSpec(sweepName(), m_config->currentConfig(), axes(), s, &points, &err);
+    if (spec.isEmpty()) return fail(err);
+    m_opened = {};
+    m_status->setText(QStringLiteral("Starting %1 runs...").arg(points));
+  }
   m_dir = sweepsRoot(m_workspace) + "/" + sweepName();
   m_pointTotal = points;
-  m_progress->setRange(0, points);
+  m_progress->setRange(0, points);  // 0: unknown until the first point starts (a busy bar)
   m_progress->setValue(0);
-  m_status->setText(QStringLiteral("Starting %1 runs...").arg(points));
   const QByteArray json = QJsonDocument(spec).toJson(QJsonDocument::Compact);
   const int threads = std::max(1, QThread::idealThreadCount() - 1);
   QMetaObject::invokeMethod(m_worker, "start", Qt::QueuedConnection, Q_ARG(QByteArray, json),
@@ -371,9 +379,18 @@ bool SweepPanel::openSweep(const QString& dir) {
     QStringList seeds;
     for (const QJsonValue& v : spec.value(QStringLiteral("seeds")).toArray()) seeds << QString::number(v.toInteger());
     setSeeds(seeds.join(QStringLiteral(", ")));
+    m_opened = spec;
+    m_openedEditor = editorText();
   }
   refreshTable();
   return true;
+}
+
+QString SweepPanel::editorText() const {
+  QString t = sweepName() + "\n" + m_seeds->text().simplified();
+  for (int r = 0; r < m_grid->rowCount(); ++r)
+    for (int c = 0; c < 2; ++c) t += "\n" + (m_grid->item(r, c) ? m_grid->item(r, c)->text().simplified() : QString());
+  return t;
 }
 
 void SweepPanel::refreshTable() {

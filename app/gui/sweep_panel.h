@@ -55,6 +55,8 @@ class SweepPanel : public QWidget {
   void setWorkspace(const QString& dir) { m_workspace = dir; }
 
   // Expands and validates the grid on the window's current config; false (errors shown) if invalid.
+  // After openSweep, with the name, grid and seeds as it showed them, it resumes the opened sweep as its
+  // sweep.json specifies (its own base, named axes and exclusions, which the editor cannot show).
   bool startSweep();
   void stopSweep();
   // Opens an existing sweep directory (table and plot) without running it.
@@ -105,6 +107,9 @@ class SweepPanel : public QWidget {
   QThread* m_thread = nullptr;
   SweepWorker* m_worker = nullptr;
   QString m_dir, m_lastError;
+  QJsonObject m_opened;    // the spec of the sweep openSweep showed (empty: none)
+  QString m_openedEditor;  // the editor's name, grid and seeds as openSweep set them
+  QString editorText() const;
   bool m_pending = false;  // a start was requested and has not finished or failed yet
   int m_pointIndex = 0, m_pointTotal = 0;
 };
