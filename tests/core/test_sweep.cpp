@@ -184,7 +184,8 @@ TEST_F(Sweep, excludeLeavesOutPointsAndTheTableSaysWhy) {
   EXPECT_NE(table_to_text(t).find("left out by the spec: model.hidden=24, variant=no-embed: not run (too big)\n"),
             std::string::npos)
       << table_to_text(t);
-  EXPECT_NE(table_to_latex(t).find("% left out by the spec: variant=plain, seed=2 | 3: not run (one seed is enough)"),
+  EXPECT_NE(table_to_latex(t).find(
+                "% left out by the spec: variant=plain, seed=2 \\textbar{} 3: not run (one seed is enough)"),
             std::string::npos)
       << table_to_latex(t);
   EXPECT_NE(table_to_csv(t).find(",\"model.hidden=24, variant=no-embed: not run (too big); variant=plain"),

@@ -328,6 +328,15 @@ std::string latex_escape(const std::string& s) {
       case '^':
         o += "\\textasciicircum{}";
         break;
+      case '|':  // OT1 prints | < > as other glyphs (an em dash, inverted marks)
+        o += "\\textbar{}";
+        break;
+      case '<':
+        o += "\\textless{}";
+        break;
+      case '>':
+        o += "\\textgreater{}";
+        break;
       default:
         o += c;
     }
@@ -349,7 +358,7 @@ std::string latex_cell(const TableCell& c, int d) {
   s = c.best ? "$\\mathbf{" + s + "}$" : "$" + s + "$";
   if (c.has_sig && c.sig.seeds >= 2) {
     const std::string p = format_p(c.sig.p);
-    s += " {\\footnotesize ($p" + (p[0] == '<' ? latex_escape(p) : "=" + p) + "$)}";
+    s += " {\\footnotesize ($p" + (p[0] == '<' ? p : "=" + p) + "$)}";  // math mode: "< 0.0001" as it is
   }
   return s;
 }
