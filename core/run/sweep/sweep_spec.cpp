@@ -212,7 +212,8 @@ std::vector<SweepExclusion> parse_exclude(const json& j, const SweepSpec& s) {
         }
         continue;
       }
-      auto axis = std::find_if(s.axes.begin(), s.axes.end(), [&](const SweepAxis& a) { return a.name == key; });
+      const std::string name = key;  // a structured binding is not captured by a lambda before C++20
+      auto axis = std::find_if(s.axes.begin(), s.axes.end(), [&](const SweepAxis& a) { return a.name == name; });
       if (axis == s.axes.end()) throw UserError(at + ".where: '" + key + "' is not an axis of the grid (or \"seed\")");
       std::vector<std::string> labels;
       for (auto& lv : vals) {
