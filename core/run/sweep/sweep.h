@@ -69,7 +69,8 @@ struct SweepPaperLabel {
 // matches every key of `where` (an axis name -> some of its value labels, "seed" -> some seeds). The
 // reason goes with every export of the sweep's tables, so an empty cell is never unexplained.
 struct SweepExclusion {
-  std::vector<std::pair<std::string, std::vector<std::string>>> where;  // axis -> labels, in the spec's order
+  std::vector<std::pair<std::string, std::vector<std::string>>> where;  // axis -> labels, in the grid's order
+  std::vector<size_t> axis_index;                                       // where[i]'s axis in SweepSpec::axes
   std::vector<int64_t> seeds;                                           // empty: every seed
   std::string reason;
   // "composition=gcnMZU (eq. 9), model.zones=16: not run (reason)"

@@ -45,9 +45,9 @@ bool excluded(const SweepSpec& spec, const std::vector<int>& idx, int64_t seed) 
   for (auto& x : spec.exclude) {
     if (!x.seeds.empty() && std::find(x.seeds.begin(), x.seeds.end(), seed) == x.seeds.end()) continue;
     bool all = true;
-    for (auto& [axis, labels] : x.where) {
-      size_t a = 0;
-      while (spec.axes[a].name != axis) ++a;  // the parser checked that the axis exists
+    for (size_t w = 0; w < x.where.size(); ++w) {
+      const auto& labels = x.where[w].second;
+      const size_t a = x.axis_index[w];
       all = all && std::find(labels.begin(), labels.end(), spec.axes[a].labels[idx[a]]) != labels.end();
     }
     if (all) return true;
@@ -224,13 +224,17 @@ std::vector<SweepExclusion> parse_exclude(const json& j, const SweepSpec& s) {
       }
       x.where.emplace_back(key, labels);
     }
-    // in the grid's order (a JSON object's keys come sorted by name)
-    auto axis_at = [&](const std::string& n) {
-      return std::find_if(s.axes.begin(), s.axes.end(), [&](const SweepAxis& a) { return a.name == n; });
-    };
-    std::stable_sort(x.where.begin(), x.where.end(),
-                     [&](const auto& a, const auto& b) { return axis_at(a.first) < axis_at(b.first); });
-    out.push_back(std::move(x));
+    // in the grid's order (a JSON object's keys come sorted by name), each with its axis's index
+    SweepExclusion sorted;
+    sorted.seeds = x.seeds;
+    sorted.reason = x.reason;
+    for (size_t a = 0; a < s.axes.size(); ++a)
+      for (auto& w : x.where)
+        if (w.first == s.axes[a].name) {
+          sorted.where.push_back(w);
+          sorted.axis_index.push_back(a);
+        }
+    out.push_back(std::move(sorted));
   }
   return out;
 }
