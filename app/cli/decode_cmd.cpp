@@ -9,10 +9,13 @@
 #include "cli.h"
 #include "data/seq2seq_data.h"
 #include "data/text_metrics.h"
+#include "tasks/inspect.h"
 #include "tasks/seq2seq_decode.h"
+#include "train/metrics.h"
+#include "train/test_examples.h"
+#include "train/trainer.h"
 #include "util/csv.h"
 #include "util/error.h"
-#include "train/trainer.h"
 #include "util/sysinfo.h"
 
 namespace cli {
@@ -42,6 +45,63 @@ void check_output_path(const std::string& opt, const std::string& path) {
     throw cs::UserError("--" + opt + " '" + path + "': the directory '" + dir + "' does not exist");
 }
 
+// The BLEU of the run's last test evaluation (metrics.jsonl), which --test-examples must reproduce.
+double recorded_test_bleu(const std::string& run) {
+  const auto recs = cs::read_metrics(cs::join_path(run, "metrics.jsonl"));
+  for (auto it = recs.rbegin(); it != recs.rend(); ++it)
+    if (it->eval && it->split == "test" && it->values.count("bleu")) return it->values.at("bleu");
+  throw cs::UserError("'" + run + "' has no test evaluation with BLEU in metrics.jsonl (a run that has not " +
+                      "finished, or one trained without a test split): --test-examples reproduces that evaluation");
+}
+
+// --test-examples: RUN/test_examples.json from the decodes of every test pair, written only when they
+// give the run's recorded test BLEU (the same hypotheses as its test evaluation).
+int store_test_examples(const std::string& run, const cs::DecodeReport& r) {
+  const double recorded = recorded_test_bleu(run);
+  cs::SequenceScores sc;
+  sc.metric = "bleu";
+  for (const auto& s : r.samples) {
+    cs::ScoredSequence q;
+    q.units = 1;
+    q.hypothesis = s.hypothesis;
+    q.reference = s.reference;
+    sc.sequences.push_back(std::move(q));
+  }
+  const auto e = cs::test_examples_of(sc);
+  const double again = e->metric_value();
+  if (!(std::abs(again - recorded) <= 1e-6 * std::max(1.0, std::abs(recorded))))
+    throw cs::UserError("the decodes of the " + std::to_string(e->count()) + " test pairs give BLEU " +
+                        std::to_string(again) + ", but the run's test evaluation recorded " + std::to_string(recorded) +
+                        " (a run whose test decode is greedy or limited by training.eval_decode, or a checkpoint "
+                        "other than its best): " +
+                        cs::kTestExamplesFile + " not written");
+  cs::write_test_examples(run, *e);
+  std::cout << "wrote " << cs::join_path(run, cs::kTestExamplesFile) << ": " << e->count() << " test pairs, BLEU "
+            << std::fixed << std::setprecision(2) << again << " (the run's test evaluation: the same)\n";
+  return 0;
+}
+
+// decode_run scores with the default options: the model's and the lead baseline's metrics again,
+// on the same pairs, with these (--lowercase, --rouge-stem).
+void rescore(cs::DecodeReport& r, const cs::BleuOptions& bo, const cs::RougeOptions& ro) {
+  std::vector<std::string> hyps, leads, refs;
+  const int64_t lead_words = static_cast<int64_t>(r.metrics.at("lead_words"));
+  for (const auto& s : r.samples) {
+    hyps.push_back(s.hypothesis);
+    leads.push_back(cs::lead_baseline(s.source, lead_words));
+    refs.push_back(s.reference);
+  }
+  for (const bool lead : {false, true}) {
+    const std::string pre = lead ? "lead_" : "";
+    const auto b = cs::corpus_bleu(lead ? leads : hyps, refs, bo);
+    const auto g = cs::corpus_rouge(lead ? leads : hyps, refs, ro);
+    r.metrics[pre + "bleu"] = b.bleu;
+    r.metrics[pre + "rouge1"] = g.rouge1;
+    r.metrics[pre + "rouge2"] = g.rouge2;
+    r.metrics[pre + "rougeL"] = g.rougeL;
+  }
+}
+
 }  // namespace
 
 int cmd_decode(const std::vector<std::string>& a) {
@@ -55,13 +115,20 @@ int cmd_decode(const std::vector<std::string>& a) {
   if (!cs::file_exists(cfg_path)) throw cs::UserError("'" + run + "' is not a run directory (no config.json)");
   const cs::json cfg = cs::parse_json(cs::read_file(cfg_path), cfg_path);
   const cs::json task = cfg.value("task", cs::json::object());
+  const bool store = args.has("test-examples");
+  if (store)
+    for (const char* k : {"split", "checkpoint", "beam", "alpha", "max", "max-length", "lowercase", "rouge-stem",
+                          "json", "csv", "hyp-out", "ref-out"})
+      if (args.has(k))
+        throw UsageError(std::string("--test-examples decodes every test pair as the run's test evaluation did, ") +
+                         "from its best checkpoint with its beam: it takes no --" + k);
   cs::DecodeOptions o;
-  o.split = args.get("split", "valid");
+  o.split = store ? "test" : args.get("split", "valid");
   o.checkpoint = args.get("checkpoint", "best");
   o.beam = args.get_int("beam", task.is_object() ? task.value("beam", 10) : 10, 1, 1000);
   o.length_penalty = number_arg(args, "alpha", task.is_object() ? task.value("length_penalty", 1.0) : 1.0);
   if (o.length_penalty < 0) throw UsageError("--alpha must be >= 0");
-  o.max_examples = args.get_int("max", 20, 0, 1LL << 40);
+  o.max_examples = store ? 0 : args.get_int("max", 20, 0, 1LL << 40);
   o.max_length = args.get_int("max-length", 0, 0, 100000);
   for (const char* k : {"hyp-out", "ref-out"})
     if (args.has(k)) check_output_path(k, args.get(k));
@@ -85,27 +152,10 @@ int cmd_decode(const std::vector<std::string>& a) {
     last_pct = pct;
     return true;
   };
+  if (store) recorded_test_bleu(run);  // before minutes of decoding
   cs::DecodeReport r = cs::decode_run(run, o, progress);
-  if (bo.lowercase || ro.stem) {
-    // decode_run scores with the default options: the model's and the lead baseline's metrics again,
-    // on the same pairs, with these.
-    std::vector<std::string> hyps, leads, refs;
-    const int64_t lead_words = static_cast<int64_t>(r.metrics.at("lead_words"));
-    for (const auto& s : r.samples) {
-      hyps.push_back(s.hypothesis);
-      leads.push_back(cs::lead_baseline(s.source, lead_words));
-      refs.push_back(s.reference);
-    }
-    for (const bool lead : {false, true}) {
-      const std::string pre = lead ? "lead_" : "";
-      const auto b = cs::corpus_bleu(lead ? leads : hyps, refs, bo);
-      const auto g = cs::corpus_rouge(lead ? leads : hyps, refs, ro);
-      r.metrics[pre + "bleu"] = b.bleu;
-      r.metrics[pre + "rouge1"] = g.rouge1;
-      r.metrics[pre + "rouge2"] = g.rouge2;
-      r.metrics[pre + "rougeL"] = g.rougeL;
-    }
-  }
+  if (store) return store_test_examples(run, r);
+  if (bo.lowercase || ro.stem) rescore(r, bo, ro);
   const std::string bleu_sig = cs::bleu_signature(bo, 1), rouge_sig = cs::rouge_signature(ro);
   for (const bool hyp : {true, false}) {
     const char* k = hyp ? "hyp-out" : "ref-out";

@@ -224,6 +224,7 @@ const char* const kDecode =
     R"cs(usage: cellscope-cli decode RUN [--split valid|test|train] [--checkpoint best|last|step_N]
                             [--beam K] [--alpha A] [--max N] [--max-length L] [--threads T] [--json | --csv]
                             [--lowercase] [--rouge-stem] [--hyp-out FILE] [--ref-out FILE] [--script PATH]
+       cellscope-cli decode RUN --test-examples [--threads T]
 Decodes the first N pairs of a split (--max, default 20; 0 = all) of a seq2seq run with beam search
 of width K (default: the run's task.beam; 1 = greedy), hypotheses ranked by log P / ((5+|Y|)/6)^A
 (default A: the run's task.length_penalty), at most L tokens (default: the run's). Prints each
@@ -235,6 +236,10 @@ signatures are printed (core/model/tasks/SEQ2SEQ_NOTES.md, "Metrics").
 --hyp-out / --ref-out write the hypotheses / references, one per line in the order of the
 samples (UTF-8, detokenised; a line break inside a text is written as a space), for outside
 scorers: sacrebleu REF_FILE < HYP_FILE.
+--test-examples decodes every test pair as a finished run's test evaluation did (best checkpoint, the
+run's beam) and, when the decodes give its recorded test BLEU, writes RUN/test_examples.json: each
+pair's BLEU statistics and ROUGE F1, which `sweep table --paired` tests by a paired bootstrap over the
+test pairs (runs trained since 2026-12-05 write it themselves; core/run/sweep/SWEEP_NOTES.md).
 )cs";
 
 const char* const kReport = R"cs(usage: cellscope-cli report SPEC --out DIR [--workspace WS] [--no-images]

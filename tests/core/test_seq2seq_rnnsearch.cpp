@@ -20,6 +20,8 @@
 #include "harness.h"
 #include "tasks/seq2seq.h"
 #include "tasks/seq2seq_model.h"
+#include "train/metrics.h"
+#include "train/test_examples.h"
 #include "util/error.h"
 
 namespace test_seq2seq_rnnsearch {  // this file's own names in a unity build (tests/README.md)
@@ -489,6 +491,66 @@ TEST(Seq2seqRnnsearch, tiny_train_finishes_and_decodes) {
   }
   EXPECT_EQ(total, static_cast<int64_t>(ex.size()));
   EXPECT_GT(std::min(h[0].size(), std::min(h[1].size(), h[2].size())), 0u) << "a bucket the fixture leaves empty";
+}
+
+// Issue #51 item 1 for MC-RNN Tables 2-3: the trainer stores each test pair's BLEU statistics and
+// ROUGE F1 (test_examples.json, what sweep table's bootstrap over the pairs reads), equal to its beam
+// test evaluation's BLEU and ROUGE; `decode --test-examples` writes the same file for a finished run
+// and refuses, writing nothing, when its decodes do not give the recorded BLEU.
+TEST(Seq2seqRnnsearch, testExamplesOfTheBeamDecodedTestSplit) {
+  const std::string run = cstest::temp_dir() + "/rnnsearch_examples_run";
+  json cfg = {{"task", {{"name", "seq2seq"}, {"test_decode", "beam"}, {"beam", 3}}},
+              {"dataset",
+               {{"path", reverse_fixture()},
+                {"format", "parallel"},
+                {"subword", "bpe"},
+                {"source_vocab_size", 20},
+                {"target_vocab_size", 20}}},
+              {"model", {{"cell", "lstm"}, {"embed", 12}, {"hidden", 16}, {"architecture", "rnnsearch"}}},
+              {"training",
+               {{"batch", 16}, {"steps", 30}, {"lr", 0.02}, {"eval_every", 15}, {"log_every", 15}, {"threads", 1}}}};
+  const std::string cfgp = cstest::temp_dir() + "/rnnsearch_examples.json";
+  cstest::write_text(cfgp, cfg.dump(2));
+  std::string out, err;
+  ASSERT_EQ(cstest::run_cli({"train", cfgp, "--run-dir", run, "--quiet"}, &out, &err, 600000), 0) << err;
+  const auto recs = read_metrics(run + "/metrics.jsonl");
+  const MetricsRecord* test = nullptr;
+  for (const auto& r : recs)
+    if (r.eval && r.split == "test") test = &r;
+  ASSERT_NE(test, nullptr);
+  ASSERT_EQ(test->labels.at("decode"), "beam 3, lp 1.0");
+  const auto e = read_test_examples(run);
+  ASSERT_TRUE(e.has_value()) << "no test_examples.json in " << run;
+  EXPECT_EQ(e->metric, "bleu");
+  EXPECT_EQ(e->count(), 20u);
+  EXPECT_NEAR(e->metric_value(), test->values.at("bleu"), 1e-9);
+  for (const char* k : {"rouge1", "rouge2", "rougeL"}) {
+    const auto v = *e->mean_scores(k);
+    double sum = 0;
+    for (double x : v) sum += x;
+    EXPECT_NEAR(sum / static_cast<double>(v.size()), test->values.at(k), 1e-9) << k;
+  }
+  // decode --test-examples writes the same file again
+  const std::string path = run + "/" + kTestExamplesFile;
+  const std::string written = cstest::read_text(path);
+  std::filesystem::remove(path);
+  ASSERT_EQ(cstest::run_cli({"decode", run, "--test-examples", "--threads", "1"}, &out, &err, 600000), 0) << err;
+  EXPECT_TRUE(cstest::contains(out, "20 test pairs")) << out;
+  EXPECT_EQ(cstest::read_text(path), written);
+  // it decodes as the test evaluation did: no option that would change the decodes
+  ASSERT_EQ(cstest::run_cli({"decode", run, "--test-examples", "--beam", "2"}, &out, &err), 2);
+  EXPECT_TRUE(cstest::contains(err, "takes no --beam")) << err;
+  // a recorded BLEU the decodes do not give: refused, nothing written
+  std::filesystem::remove(path);
+  std::string lines = cstest::read_text(run + "/metrics.jsonl");
+  const std::string key = "\"bleu\":";
+  const size_t at = lines.rfind(key);
+  ASSERT_NE(at, std::string::npos);
+  lines.insert(at + key.size(), "1");  // 1 in front of the test BLEU's digits: another number
+  cstest::write_text(run + "/metrics.jsonl", lines);
+  ASSERT_EQ(cstest::run_cli({"decode", run, "--test-examples", "--threads", "1"}, &out, &err, 600000), 2);
+  EXPECT_TRUE(cstest::contains(err, "test_examples.json not written")) << err;
+  EXPECT_FALSE(std::filesystem::exists(path));
 }
 
 }  // namespace test_seq2seq_rnnsearch

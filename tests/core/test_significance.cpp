@@ -145,6 +145,60 @@ TEST(Significance, pairedBootstrapOverExamples) {
   EXPECT_THROW(paired_bootstrap(a, {b[0]}), UserError);
 }
 
+// The bootstrap of a corpus statistic (BLEU: Koehn 2004) draws as paired_bootstrap does: with a mean
+// as the metric it gives paired_bootstrap's p; with a ratio of sums it tests the ratio.
+TEST(Significance, pairedBootstrapOfACorpusStatistic) {
+  const int n = 200;
+  std::vector<std::vector<double>> a(2, std::vector<double>(n, 0.0)), b = a;
+  for (int s = 0; s < 2; ++s)
+    for (int i = 0; i < n; ++i) {
+      b[s][i] = (i % 2 == 0) ? 1 : 0;
+      a[s][i] = b[s][i] || (i % 10 == 1 && (s == 0 || i % 20 == 1)) ? 1 : 0;
+    }
+  auto mean = [&](int s, bool sys_a, const std::vector<int>* w) {
+    const auto& v = sys_a ? a[static_cast<size_t>(s)] : b[static_cast<size_t>(s)];
+    double sum = 0, count = 0;
+    for (int i = 0; i < n; ++i) {
+      const double k = w ? (*w)[static_cast<size_t>(i)] : 1;
+      sum += k * v[static_cast<size_t>(i)];
+      count += k;
+    }
+    return sum / count;
+  };
+  for (uint64_t seed : {7u, 8u}) {
+    const auto m = paired_bootstrap(a, b, 3000, seed);
+    const auto c = paired_bootstrap_corpus(n, 2, mean, 3000, seed);
+    EXPECT_NEAR(c.delta, m.delta, 1e-12);
+    EXPECT_NEAR(c.p, m.p, 2.0 / 3001) << seed;  // the same draws; only a sum's order differs
+    EXPECT_EQ(c.examples, n);
+  }
+  // a ratio of sums (hits per token), which a mean of per-example scores does not give: a system
+  // with 5 more hits of 400 tokens on one example of 50 is not significantly better; with 120 more
+  // spread over every example it is
+  const int m = 50;
+  std::vector<double> tokens(m, 8), hits_b(m, 4), hits_few = hits_b, hits_many = hits_b;
+  hits_few[3] += 5;
+  for (int i = 0; i < m; ++i) hits_many[static_cast<size_t>(i)] += 2.4;
+  auto ratio = [&](const std::vector<double>& hits) {
+    return [&, hits](int, bool sys_a, const std::vector<int>* w) {
+      double h = 0, t = 0;
+      for (int i = 0; i < m; ++i) {
+        const double k = w ? (*w)[static_cast<size_t>(i)] : 1;
+        h += k * (sys_a ? hits[static_cast<size_t>(i)] : hits_b[static_cast<size_t>(i)]);
+        t += k * tokens[static_cast<size_t>(i)];
+      }
+      return h / t;
+    };
+  };
+  const auto few = paired_bootstrap_corpus(m, 1, ratio(hits_few), 2000);
+  EXPECT_NEAR(few.delta, 5.0 / 400, 1e-12);
+  EXPECT_GT(few.p, 0.05);
+  EXPECT_LT(paired_bootstrap_corpus(m, 1, ratio(hits_many), 2000).p, 0.001);
+  EXPECT_DOUBLE_EQ(paired_bootstrap_corpus(m, 1, ratio(hits_b), 500).p, 1.0);  // no difference
+  EXPECT_THROW(paired_bootstrap_corpus(0, 1, mean), UserError);
+  EXPECT_THROW(paired_bootstrap_corpus(n, 0, mean), UserError);
+}
+
 // The rule of issue #51: "holds" only at p < 0.05 on at least 5 seeds; else "consistent in sign on
 // N seeds" when every seed agrees; else "not established".
 TEST(Significance, verdictRule) {

@@ -19,6 +19,7 @@
 
 #include "corpus_fixture.h"
 #include "harness.h"
+#include "data/text_metrics.h"
 #include "sweep/sweep.h"
 #include "sweep/table.h"
 #include "tasks/inspect.h"
@@ -599,7 +600,114 @@ TEST_F(Sweep, testExamplesOfSequenceScores) {
   ASSERT_NEAR((sc[0] + sc[1]) / 2, 21.0 / 40.0, 1e-12);  // the mean is the loss per character
   SequenceScores bleu;
   bleu.metric = "bleu";
-  ASSERT_FALSE(test_examples_of(bleu).has_value());
+  ASSERT_FALSE(test_examples_of(bleu).has_value());  // no pairs, no file
+}
+
+// seq2seq (issue #51 item 1, for MC-RNN Tables 2-3): the file holds each test pair's BLEU statistics
+// and ROUGE F1, gives the corpus BLEU and ROUGE exactly, and a paired table tests BLEU by the
+// bootstrap of corpus BLEU over the pairs and ROUGE by the bootstrap of the pairs' mean F1.
+TEST_F(Sweep, seq2seqTestExamplesBootstrapCorpusBleu) {
+  auto mean_of = [](const std::vector<double>& v) {
+    double sum = 0;
+    for (double x : v) sum += x;
+    return sum / static_cast<double>(v.size());
+  };
+  const std::vector<std::string> refs = {
+      "the cat sat on the mat",  "a dog ran in the park",   "free money now click here", "meeting moved to friday",
+      "your account was locked", "new version released",    "lunch at noon today",       "the report is attached",
+      "call me when you can",    "tickets for the concert", "invoice for march is due",  "please review the draft"};
+  // B gets the first three words of each reference right; A is B, better on `better` pairs
+  auto hyps_of = [&](int better) {
+    std::vector<std::string> h;
+    for (size_t i = 0; i < refs.size(); ++i) {
+      if (static_cast<int>(i) < better) {
+        h.push_back(refs[i]);
+        continue;
+      }
+      const auto w = whitespace_words(refs[i]);
+      h.push_back(w[0] + " " + w[1] + " " + w[2] + " something else");
+    }
+    return h;
+  };
+  auto scores_of = [&](const std::vector<std::string>& h) {
+    SequenceScores s;
+    s.metric = "bleu";
+    for (size_t i = 0; i < refs.size(); ++i) {
+      ScoredSequence q;
+      q.units = 1;
+      q.hypothesis = h[i];
+      q.reference = refs[i];
+      s.sequences.push_back(q);
+    }
+    return s;
+  };
+  const auto hb = hyps_of(0);
+  const auto e = test_examples_of(scores_of(hb));
+  ASSERT_TRUE(e.has_value());
+  ASSERT_EQ(e->metric, "bleu");
+  ASSERT_EQ(e->count(), refs.size());
+  ASSERT_NEAR(e->metric_value(), corpus_bleu(hb, refs).bleu, 1e-9);
+  const auto rouge = corpus_rouge(hb, refs);
+  ASSERT_NEAR(mean_of(*e->mean_scores("rouge1")), rouge.rouge1, 1e-9);
+  ASSERT_NEAR(mean_of(*e->mean_scores("rougeL")), rouge.rougeL, 1e-9);
+  ASSERT_FALSE(e->mean_scores("bleu").has_value());  // a corpus statistic, not a mean
+  // written and read back unchanged
+  const std::string root = cstest::temp_dir() + "/s2s-examples";
+  std::filesystem::create_directories(root + "/probe");
+  write_test_examples(root + "/probe", *e);
+  const auto back = read_test_examples(root + "/probe");
+  ASSERT_TRUE(back.has_value());
+  ASSERT_EQ(back->bleu, e->bleu);
+  ASSERT_EQ(back->means, e->means);
+  ASSERT_EQ(back->bleu_signature, bleu_signature(BleuOptions{}, 1));
+  ASSERT_NEAR(back->metric_value(), e->metric_value(), 1e-12);
+  // a ragged row is named
+  atomic_write(root + "/probe/test_examples.json",
+               "{\"metric\": \"bleu\", \"unit\": \"sentence pair\", \"sums\": [], \"units\": [], "
+               "\"bleu\": [[1, 1, 1, 1], [1, 1, 1]]}");
+  try {
+    read_test_examples(root + "/probe");
+    FAIL() << "read a ragged test_examples.json";
+  } catch (const UserError& x) {
+    ASSERT_TRUE(cstest::contains(x.what(), "BLEU statistics have 3 numbers")) << x.what();
+  }
+  // 5 seeds of A against B; A better on `better` of the 12 pairs on every seed (the seeds' t-test p
+  // is 0), so the test pairs decide
+  auto table = [&](int better, const std::string& metric) {
+    std::vector<TableInput> in;
+    for (int64_t s = 1; s <= 5; ++s) {
+      const std::string b = root + "/B" + std::to_string(better) + "-" + std::to_string(s),
+                        a = root + "/A" + std::to_string(better) + "-" + std::to_string(s);
+      std::filesystem::create_directories(b);
+      std::filesystem::create_directories(a);
+      const auto eb = test_examples_of(scores_of(hb)), ea = test_examples_of(scores_of(hyps_of(better)));
+      write_test_examples(b, *eb);
+      write_test_examples(a, *ea);
+      const bool bleu = metric.rfind("test bleu", 0) == 0;
+      in.push_back({"r", "B", s, bleu ? eb->metric_value() : mean_of(*eb->mean_scores("rouge1")), false, b});
+      in.push_back({"r", "A", s, bleu ? ea->metric_value() : mean_of(*ea->mean_scores("rouge1")), false, a});
+    }
+    return paired_table(in, {"r"}, {"B", "A"}, "B", metric);
+  };
+  // one pair of 12 better: the seeds agree, the 12 pairs cannot tell
+  const auto one = table(1, "test bleu (beam 5, lp 1.0)");  // the label sweep table gives it
+  const Significance& s1 = one.cells[0][1].sig;
+  ASSERT_FALSE(std::isnan(s1.p_examples)) << s1.test();
+  ASSERT_TRUE(
+      cstest::contains(s1.test(), "a paired bootstrap over 12 test sentence pairs (10000 resamples, corpus BLEU"))
+      << s1.test();
+  ASSERT_GT(s1.p_examples, 0.05);
+  ASSERT_NE(s1.verdict, "holds") << s1.text();
+  ASSERT_TRUE(cstest::contains(examples_note("test bleu (beam 5, lp 1.0)"), "Koehn's paired bootstrap"));
+  // every pair better: the difference holds
+  const auto all = table(12, "test bleu");
+  ASSERT_LT(all.cells[0][1].sig.p_examples, 0.001);
+  ASSERT_EQ(all.cells[0][1].sig.verdict, "holds") << all.cells[0][1].sig.text();
+  // ROUGE: the mean of the pairs' F1, bootstrapped as a mean
+  const auto r1 = table(12, "test rouge1");
+  ASSERT_LT(r1.cells[0][1].sig.p_examples, 0.001);
+  ASSERT_TRUE(cstest::contains(r1.cells[0][1].sig.test(), "over 12 test sentence pairs (10000 resamples)"))
+      << r1.cells[0][1].sig.test();
 }
 
 }  // namespace test_sweep

@@ -29,7 +29,10 @@ namespace test_text_metrics {  // this file's own names in a unity build (tests/
 
 namespace {
 
+using cs::bleu_from_counts;
+using cs::bleu_segment_stats;
 using cs::corpus_bleu;
+using cs::corpus_bleu_multi;
 using cs::corpus_rouge;
 
 // Runs a Python script with /usr/bin/python3; returns its stdout ("" and a failure when it fails).
@@ -266,6 +269,39 @@ TEST(TextMetrics, bleuCorpusSumsCountsBeforeDividing) {
   ASSERT_NEAR(b.bleu, 100.0 * std::pow(384.0 / 945.0, 0.25), 1e-9);
   // The mean of the sentence BLEUs would differ: pair 1 alone is (4/5*3/4*2/3*1/2)^(1/4) = 0.5623.
   ASSERT_GT(std::fabs(b.bleu - 100.0 * (std::pow(0.2, 0.25) + 1.0) / 2), 1.0);
+  // Each segment's statistics (what test_examples.json stores for the bootstrap) are the numbers above.
+  const auto st = bleu_segment_stats({"a b c d e", "x y z w"}, {{"a b c d f", "x y z w"}});
+  ASSERT_EQ(st.size(), 2u);
+  ASSERT_EQ(st[0].correct, (std::vector<int64_t>{4, 3, 2, 1}));
+  ASSERT_EQ(st[0].total, (std::vector<int64_t>{5, 4, 3, 2}));
+  ASSERT_EQ(st[1].correct, (std::vector<int64_t>{4, 3, 2, 1}));
+  ASSERT_EQ(st[1].total, st[1].correct);
+  ASSERT_EQ(st[0].hypothesis_length, 5);
+  ASSERT_EQ(st[0].reference_length, 5);
+  ASSERT_EQ(st[1].hypothesis_length, 4);
+  ASSERT_THROW(bleu_segment_stats({"a"}, {{"a", "b"}}), std::invalid_argument);
+}
+
+// Corpus BLEU is BLEU of the summed segment statistics, whatever the pairs (the closest reference
+// length with several reference streams, clipping, empty hypotheses).
+TEST(TextMetrics, bleuSegmentStatsSumToTheCorpus) {
+  const std::vector<std::string> hyps = {"the the the cat", "", "a dog sat on the mat .", "It is 3.5 - 4 km away!",
+                                         "no match here"};
+  const std::vector<std::vector<std::string>> refs = {
+      {"the cat sat", "", "the dog sat on the mat.", "It is 3.5-4 km away !", "nothing alike"},
+      {"a cat", "x", "a dog sat on a mat .", "it is 4 km", "no match here at all"}};
+  const auto st = bleu_segment_stats(hyps, refs);
+  std::vector<int64_t> c(4, 0), t(4, 0);
+  int64_t h = 0, r = 0;
+  for (const auto& x : st) {
+    h += x.hypothesis_length;
+    r += x.reference_length;
+    for (size_t n = 0; n < 4; ++n) c[n] += x.correct[n], t[n] += x.total[n];
+  }
+  ASSERT_DOUBLE_EQ(bleu_from_counts(c, t, h, r).bleu, corpus_bleu_multi(hyps, refs).bleu);
+  ASSERT_EQ(st[1].hypothesis_length, 0);
+  ASSERT_EQ(st[1].reference_length, 0);  // the closer of 0 and 1 tokens
+  ASSERT_EQ(st[0].correct[0], 2);        // "the" clipped at its 1 reference count, "cat"
 }
 
 TEST(TextMetrics, bleuClipsRepeatedWordsAndSmoothsExp) {

@@ -303,8 +303,9 @@ BleuScore bleu_from_counts(std::vector<int64_t> correct_in, std::vector<int64_t>
   return s;
 }
 
-BleuScore corpus_bleu_multi(const std::vector<std::string>& hypotheses,
-                            const std::vector<std::vector<std::string>>& reference_streams, const BleuOptions& o) {
+std::vector<BleuSegmentStats> bleu_segment_stats(const std::vector<std::string>& hypotheses,
+                                                 const std::vector<std::vector<std::string>>& reference_streams,
+                                                 const BleuOptions& o) {
   check_bleu_options(o);
   if (reference_streams.empty()) throw std::invalid_argument("corpus_bleu: no reference stream");
   for (const auto& refs : reference_streams)
@@ -312,9 +313,11 @@ BleuScore corpus_bleu_multi(const std::vector<std::string>& hypotheses,
       throw std::invalid_argument("corpus_bleu: " + std::to_string(hypotheses.size()) + " hypotheses but " +
                                   std::to_string(refs.size()) + " references");
   const size_t N = static_cast<size_t>(o.max_ngram_order);
-  std::vector<int64_t> correct(N, 0), total(N, 0);
-  int64_t sys_len = 0, ref_len = 0;
+  std::vector<BleuSegmentStats> out(hypotheses.size());
   for (size_t i = 0; i < hypotheses.size(); ++i) {
+    BleuSegmentStats& st = out[i];
+    st.correct.assign(N, 0);
+    st.total.assign(N, 0);
     // The references: n-gram counts merged by maximum, the length closest to the hypothesis's
     // (the shorter one on a tie), as sacreBLEU's _extract_reference_info / _get_closest_ref_len.
     std::vector<Counts> ref_counts(N);
@@ -336,14 +339,30 @@ BleuScore corpus_bleu_multi(const std::vector<std::string>& hypotheses,
       if (closest_diff == -1 || diff < closest_diff) closest_diff = diff, closest_len = rl;
       else if (diff == closest_diff && rl < closest_len) closest_len = rl;
     }
-    sys_len += hyp_len;
-    ref_len += closest_len;
+    st.hypothesis_length = hyp_len;
+    st.reference_length = closest_len;
     for (size_t n = 1; n <= N; ++n)
       for (const auto& [g, c] : ngram_counts(hyp, n)) {
-        total[n - 1] += c;
+        st.total[n - 1] += c;
         auto it = ref_counts[n - 1].find(g);
-        if (it != ref_counts[n - 1].end()) correct[n - 1] += std::min(c, it->second);
+        if (it != ref_counts[n - 1].end()) st.correct[n - 1] += std::min(c, it->second);
       }
+  }
+  return out;
+}
+
+BleuScore corpus_bleu_multi(const std::vector<std::string>& hypotheses,
+                            const std::vector<std::vector<std::string>>& reference_streams, const BleuOptions& o) {
+  const size_t N = static_cast<size_t>(std::max(o.max_ngram_order, 0));
+  std::vector<int64_t> correct(N, 0), total(N, 0);
+  int64_t sys_len = 0, ref_len = 0;
+  for (const auto& st : bleu_segment_stats(hypotheses, reference_streams, o)) {
+    sys_len += st.hypothesis_length;
+    ref_len += st.reference_length;
+    for (size_t n = 0; n < N; ++n) {
+      correct[n] += st.correct[n];
+      total[n] += st.total[n];
+    }
   }
   BleuScore s = bleu_from_counts(correct, total, sys_len, ref_len, o);
   s.signature = bleu_signature(o, static_cast<int>(reference_streams.size()));

@@ -61,6 +61,19 @@ std::string bleu_signature(const BleuOptions& o, int nrefs = 1);
 BleuScore bleu_from_counts(std::vector<int64_t> correct, std::vector<int64_t> total, int64_t sys_len, int64_t ref_len,
                            const BleuOptions& o = {});
 
+// One segment's statistics, as sacreBLEU's BLEU._extract_corpus_statistics gives them per segment:
+// clipped n-gram matches and hypothesis n-grams per order, the hypothesis's length and the closest
+// reference length. Corpus BLEU is bleu_from_counts of their sums, so a resample of the segments (the
+// paired bootstrap of sweep tables, SWEEP_NOTES.md "Significance") is scored by summing its segments.
+struct BleuSegmentStats {
+  std::vector<int64_t> correct, total;  // per order 1..max_ngram_order
+  int64_t hypothesis_length = 0, reference_length = 0;
+};
+// The statistics of every segment (the same arguments and errors as corpus_bleu_multi).
+std::vector<BleuSegmentStats> bleu_segment_stats(const std::vector<std::string>& hypotheses,
+                                                 const std::vector<std::vector<std::string>>& reference_streams,
+                                                 const BleuOptions& o = {});
+
 // Corpus BLEU of detokenised hypotheses against one or more reference streams (reference_streams[k][i]
 // is the k-th reference of hypothesis i). Throws std::invalid_argument when a stream's length differs
 // from the hypotheses' or an option is unknown.

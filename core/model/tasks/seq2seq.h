@@ -81,7 +81,6 @@ class Seq2SeqTask : public ExampleTask {
   std::shared_ptr<torch::nn::Module> model() override { return model_.ptr(); }
   StepResult train_step() override;
   EvalResult evaluate(const std::string& split) override;
-  bool scores_test_examples() const override { return false; }
   std::string primary_metric() const override { return "ppl"; }
   bool lower_is_better() const override { return true; }
   std::string unit_name() const override { return "tokens"; }

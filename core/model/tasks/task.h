@@ -124,8 +124,8 @@ class Task {
   // word_lm: <eos>-ended sentences, classify/absa: examples).
   virtual SequenceScores sequence_scores(const std::string& split);
   // Whether the trainer scores the test split per example after training (RUN_DIR/test_examples.json,
-  // run/train/test_examples.h): tasks whose metric is a mean over examples; seq2seq says no (its
-  // sequence_scores decodes, and BLEU is a corpus statistic).
+  // run/train/test_examples.h): every task that has a test split (seq2seq's sequence_scores decodes
+  // the split again, as the test evaluation did: a beam decode of the test pairs more per run).
   virtual bool scores_test_examples() const { return true; }
   // Classifiers: class probabilities [N, C] (float64) of token-id sequences run as one
   // padded batch, and the names of the classes.

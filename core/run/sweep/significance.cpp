@@ -176,6 +176,36 @@ BootstrapTest paired_bootstrap(const std::vector<std::vector<double>>& a, const 
   return r;
 }
 
+BootstrapTest paired_bootstrap_corpus(int examples, int seeds, const CorpusMetric& metric, int resamples,
+                                      uint64_t seed) {
+  if (examples < 1 || seeds < 1)
+    throw UserError("paired bootstrap: expected at least 1 test example and 1 seed (" + std::to_string(examples) +
+                    " examples, " + std::to_string(seeds) + " seeds given)");
+  if (resamples < 1) throw UserError("paired bootstrap: resamples must be at least 1");
+  const size_t n = static_cast<size_t>(examples);
+  auto statistic = [&](const std::vector<int>* w) {
+    double d = 0;
+    for (int s = 0; s < seeds; ++s) d += metric(s, true, w) - metric(s, false, w);
+    return d / seeds;
+  };
+  BootstrapTest r;
+  r.resamples = resamples;
+  r.examples = examples;
+  r.seed = seed;
+  r.delta = statistic(nullptr);
+  std::mt19937_64 g(seed);
+  int extreme = 0;
+  const double tol = 1e-12 * std::max(1.0, std::fabs(r.delta));  // as paired_bootstrap
+  std::vector<int> w(n);
+  for (int k = 0; k < resamples; ++k) {
+    std::fill(w.begin(), w.end(), 0);
+    for (size_t i = 0; i < n; ++i) ++w[uniform_index(g, n)];
+    if (std::fabs(statistic(&w) - r.delta) >= std::fabs(r.delta) - tol) ++extreme;
+  }
+  r.p = (1.0 + extreme) / (1.0 + resamples);
+  return r;
+}
+
 std::string format_p(double p) {
   if (std::isnan(p)) return "n/a";
   if (p < 1e-4) return "< 0.0001";

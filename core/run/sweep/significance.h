@@ -8,6 +8,7 @@
 // otherwise "not established".
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <string>
 #include <vector>
@@ -79,6 +80,19 @@ struct BootstrapTest {
 };
 BootstrapTest paired_bootstrap(const std::vector<std::vector<double>>& a, const std::vector<std::vector<double>>& b,
                                int resamples = kBootstrapResamples, uint64_t seed = kBootstrapSeed);
+
+// Paired bootstrap of a corpus statistic that is not a mean over examples, such as BLEU (Koehn 2004,
+// "Statistical significance tests for machine translation evaluation": paired bootstrap resampling,
+// the test of sacreBLEU's --paired-bs), over every seed at once. `metric(s, a, w)` is system A's (a
+// true) or B's metric for seed s on the resample that drew example i w[i] times (w null: the test set
+// itself, every weight 1). The statistic is the mean over seeds of metric(s, true) - metric(s, false).
+// The draws (N indices with replacement per resample, one draw shared by every seed), p and the seed
+// are paired_bootstrap's, so a metric that is the mean of per-example scores gives its p (up to the
+// order of a floating-point sum).
+// UserError when `examples` or `seeds` is below 1.
+using CorpusMetric = std::function<double(int seed, bool system_a, const std::vector<int>* weights)>;
+BootstrapTest paired_bootstrap_corpus(int examples, int seeds, const CorpusMetric& metric,
+                                      int resamples = kBootstrapResamples, uint64_t seed = kBootstrapSeed);
 
 // A paired comparison's tests and verdict. `p` is the one the verdict reads: the seeds' t-test p
 // alone, or, when a per-example test over the test set is given, the larger of the two (both must

@@ -133,22 +133,44 @@ struct ExampleTest {
 ExampleTest example_test(const std::vector<std::pair<std::string, std::string>>& runs, const std::string& metric) {
   ExampleTest out;
   if (runs.empty() || metric.rfind("test ", 0) != 0) return out;
-  const std::string name = metric.substr(5);
+  std::string name = metric.substr(5);
+  name = name.substr(0, name.find(' '));  // "test bleu (beam 5, lp 1.0)": the metric's name, not its decode
+  // the mean-type metrics' per-example scores, or (BLEU) the pairs' statistics
   std::vector<std::vector<double>> a, b;
+  std::vector<std::vector<std::vector<int64_t>>> ba, bb;
+  const bool bleu = name == "bleu";
   std::string unit;
+  size_t count = 0;
   for (const auto& [x, ref] : runs) {
     if (x.empty() || ref.empty()) return out;
     const auto ex = read_test_examples(x), er = read_test_examples(ref);
-    if (!ex || !er || ex->metric != name || er->metric != name || ex->sums.size() != er->sums.size()) return out;
-    if (!a.empty() && ex->sums.size() != a.front().size()) return out;
-    a.push_back(ex->scores());
-    b.push_back(er->scores());
+    if (!ex || !er || ex->count() != er->count() || (count != 0 && ex->count() != count)) return out;
+    count = ex->count();
     unit = ex->unit;
+    if (bleu) {
+      if (ex->metric != "bleu" || er->metric != "bleu") return out;
+      ba.push_back(ex->bleu);
+      bb.push_back(er->bleu);
+      continue;
+    }
+    auto sa = ex->mean_scores(name), sb = er->mean_scores(name);
+    if (!sa || !sb) return out;
+    a.push_back(std::move(*sa));
+    b.push_back(std::move(*sb));
   }
-  const BootstrapTest bt = paired_bootstrap(a, b);
+  BootstrapTest bt;
+  if (bleu) {
+    // corpus BLEU of each resample from its pairs' summed statistics (Koehn 2004)
+    bt = paired_bootstrap_corpus(
+        static_cast<int>(count), static_cast<int>(ba.size()), [&](int s, bool sys_a, const std::vector<int>* w) {
+          return bleu_of_rows(sys_a ? ba[static_cast<size_t>(s)] : bb[static_cast<size_t>(s)], w);
+        });
+  } else {
+    bt = paired_bootstrap(a, b);
+  }
   out.p = bt.p;
-  out.how = "a paired bootstrap over " + std::to_string(a.front().size()) + " test " + unit + "s (" +
-            std::to_string(kBootstrapResamples) + " resamples)";
+  out.how = "a paired bootstrap over " + std::to_string(count) + " test " + unit + "s (" +
+            std::to_string(kBootstrapResamples) + " resamples" + (bleu ? ", corpus BLEU of each" : "") + ")";
   return out;
 }
 
@@ -389,6 +411,9 @@ std::string examples_note(const std::string& metric) {
          "set's own sampling error" +
          std::string(metric.find("bpc") != std::string::npos || metric.find("ppl") != std::string::npos
                          ? " (LMs: each example's loss per unit, normalised by the split's mean units per example)"
+                     : metric.find("bleu") != std::string::npos
+                         ? " (BLEU, a corpus statistic: Koehn's paired bootstrap resampling, each resample's BLEU from "
+                           "its sentence pairs' summed n-gram statistics)"
                          : "");
 }
 
@@ -402,6 +427,8 @@ std::string sampling_error_note(const std::string& metric, int64_t n) {
          " test examples is up to sqrt(0.25 / " + std::to_string(n) + ") = " + table_internal::fixed_num(se, 1) +
          " points)";
   }
+  if (metric.find("bleu") != std::string::npos || metric.find("rouge") != std::string::npos)
+    s += "; `cellscope-cli decode RUN --test-examples` stores them for a finished seq2seq run";
   return s;
 }
 

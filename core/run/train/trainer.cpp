@@ -513,7 +513,7 @@ TrainOutcome Trainer::finish(RunContext& rc, Ending how) {
       auto er = evaluate(rc, "test");
       summary_.has_test = true;
       summary_.test_metric = er.metrics.at(rc.metric);
-      write_test_examples_of_best(rc);
+      write_test_examples_of_best(rc, er.metrics);
     }
     summary_.status = "finished";
     summary_.reason = rc.early_stopped ? "early stop (patience)" : "";
@@ -526,18 +526,29 @@ TrainOutcome Trainer::finish(RunContext& rc, Ending how) {
 // RUN_DIR/test_examples.json (train/test_examples.h): the best checkpoint's test split scored per
 // example, for the paired bootstrap of sweep tables. One process writes it (a data-parallel run's
 // rank 0 scores the whole split alone). A failure costs the file, not the run: it is logged.
-void Trainer::write_test_examples_of_best(RunContext& rc) {
+void Trainer::write_test_examples_of_best(RunContext& rc, const std::map<std::string, double>& test_metrics) {
   if (!writer() || !task_->scores_test_examples()) return;
   try {
     const auto e = test_examples_of(task_->sequence_scores("test"));
     if (!e) return;
-    write_test_examples(store_->dir(), *e);
     // the per-example sums re-add to about the test metric (char_lm's lines leave out the newline
-    // predictions, as MZU Fig. 2 scores them): a larger gap is worth a line in the log
+    // predictions, as MZU Fig. 2 scores them): a larger gap is worth a line in the log. seq2seq's file
+    // holds BLEU (not its primary metric, perplexity) and must give the evaluation's BLEU exactly;
+    // it does not when training.eval_decode limits the test decodes to the first pairs, and then the
+    // file, which would test other pairs than the table's figure, is not written.
     const double again = e->metric_value();
-    if (std::abs(again - summary_.test_metric) > 0.05 * std::abs(summary_.test_metric))
-      log(rc, "note: " + std::string(kTestExamplesFile) + "'s examples give test " + rc.metric + " " +
-                  std::to_string(again) + ", the evaluation " + std::to_string(summary_.test_metric));
+    const auto it = test_metrics.find(e->metric);
+    const double evaluated = it != test_metrics.end() ? it->second : summary_.test_metric;
+    if (e->metric == "bleu" && !(std::abs(again - evaluated) <= 1e-6 * std::max(1.0, std::abs(evaluated)))) {
+      log(rc, std::string("note: ") + kTestExamplesFile + " not written: the decodes of all " +
+                  std::to_string(e->count()) + " test pairs give BLEU " + std::to_string(again) + ", the evaluation " +
+                  std::to_string(evaluated) + " (training.eval_decode limits its decodes)");
+      return;
+    }
+    write_test_examples(store_->dir(), *e);
+    if (std::abs(again - evaluated) > 0.05 * std::abs(evaluated))
+      log(rc, "note: " + std::string(kTestExamplesFile) + "'s examples give test " + e->metric + " " +
+                  std::to_string(again) + ", the evaluation " + std::to_string(evaluated));
   } catch (const std::exception& ex) {
     log(rc, std::string("warning: ") + kTestExamplesFile + " not written: " + ex.what());
   }

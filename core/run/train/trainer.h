@@ -123,7 +123,8 @@ class Trainer {
   TrainOutcome finish(RunContext& rc, Ending how);
   double elapsed(const RunContext& rc) const;
   void write_summary(RunContext& rc);
-  void write_test_examples_of_best(RunContext& rc);  // RUN_DIR/test_examples.json (train/test_examples.h)
+  // RUN_DIR/test_examples.json (train/test_examples.h); `test_metrics`: the test evaluation's metrics, to check it
+  void write_test_examples_of_best(RunContext& rc, const std::map<std::string, double>& test_metrics);
   void log(RunContext& rc, const std::string& s);
   void emit(RunContext& rc, const MetricsRecord& r);
   void report_tensorboard(RunContext& rc);  // the TensorBoard writer's first error, once
