@@ -401,17 +401,20 @@ std::string reverse_fixture() {
   }
   return dir;
 }
+// the dataset block of a run on it: 20-piece BPE vocabularies
+json reverse_dataset() {
+  return {{"path", reverse_fixture()},
+          {"format", "parallel"},
+          {"subword", "bpe"},
+          {"source_vocab_size", 20},
+          {"target_vocab_size", 20}};
+}
 }  // namespace
 
 TEST(Seq2seqRnnsearch, tiny_train_finishes_and_decodes) {
   const std::string run = cstest::temp_dir() + "/rnnsearch_run";
   json cfg = {{"task", {{"name", "seq2seq"}}},
-              {"dataset",
-               {{"path", reverse_fixture()},
-                {"format", "parallel"},
-                {"subword", "bpe"},
-                {"source_vocab_size", 20},
-                {"target_vocab_size", 20}}},
+              {"dataset", reverse_dataset()},
               {"model",
                {{"cell", "mcrnn"},
                 {"block", 3},
@@ -500,12 +503,7 @@ TEST(Seq2seqRnnsearch, tiny_train_finishes_and_decodes) {
 TEST(Seq2seqRnnsearch, testExamplesOfTheBeamDecodedTestSplit) {
   const std::string run = cstest::temp_dir() + "/rnnsearch_examples_run";
   json cfg = {{"task", {{"name", "seq2seq"}, {"test_decode", "beam"}, {"beam", 3}}},
-              {"dataset",
-               {{"path", reverse_fixture()},
-                {"format", "parallel"},
-                {"subword", "bpe"},
-                {"source_vocab_size", 20},
-                {"target_vocab_size", 20}}},
+              {"dataset", reverse_dataset()},
               {"model", {{"cell", "lstm"}, {"embed", 12}, {"hidden", 16}, {"architecture", "rnnsearch"}}},
               {"training",
                {{"batch", 16}, {"steps", 30}, {"lr", 0.02}, {"eval_every", 15}, {"log_every", 15}, {"threads", 1}}}};
