@@ -20,6 +20,7 @@
 #include "harness.h"
 #include "sweep/sweep.h"
 #include "sweep/table.h"
+#include "train/test_examples.h"
 #include "config/json.h"
 #include "train/metrics.h"
 #include "train/run_store.h"
@@ -44,6 +45,10 @@ struct FakeRun {
   int64_t eval_every = 100;
   double worse_after = -1;                  // > 0: valid gets worse after this step (early stopping's patience)
   int64_t test_units = 0, valid_units = 0;  // the splits' sizes in summary.json (0: not recorded, an older run)
+  // >= 0: a seq2seq-like run whose final test line has this "bleu" (beam decodes) and whose
+  // test_examples.json holds 40 pairs, `matched` n-grams of 4 right per order in each
+  double bleu = -1;
+  int64_t matched = 0;
 };
 
 double valid_at(const FakeRun& f, int64_t s) {
@@ -99,6 +104,19 @@ void write_run(const std::string& dir, const FakeRun& f) {
   t.elapsed = f.sec_per_step * static_cast<double>(f.end) + 0.5;
   if (f.with_flops) t.train_flops = f.flops_per_step * static_cast<double>(f.end);
   t.values["bpc"] = 99.0;  // would be an obvious mistake if a budget read it as the value at the last step
+  if (f.bleu >= 0) {
+    t.values["bleu"] = f.bleu;
+    t.labels["decode"] = "beam 5, lp 1.0";
+    TestExamples e;
+    e.metric = "bleu";
+    e.unit = "sentence pair";
+    for (int i = 0; i < 40; ++i) {
+      const int64_t m = f.matched;
+      e.bleu.push_back(
+          {4, 4, m, std::max<int64_t>(m - 1, 0), std::max<int64_t>(m - 2, 0), std::max<int64_t>(m - 3, 0), 4, 3, 2, 1});
+    }
+    write_test_examples(dir, e);
+  }
   lines += t.to_json().dump() + "\n";
   write(dir + "/metrics.jsonl", lines);
   RunSummary s;
@@ -534,6 +552,31 @@ TEST(SweepTable, brokenBundledSweepIsListedWithItsError) {
 
 // Issue #51 item 1: the paired view states, for every comparison, the test, its p and the verdict,
 // in text, CSV, LaTeX and JSON; with 2 seeds nothing "holds" however small p is.
+// A seq2seq table's metric is a key of the final test line with its decode ("test bleu (beam 5, lp
+// 1.0)"); the runs' stored test pairs test its differences (issue #51 item 1, MC-RNN Tables 2-3).
+TEST(SweepTable, seq2seqBleuIsTestedOverTheStoredTestPairs) {
+  const std::string dir = make_sweep(
+      "paired-bleu",
+      [](const std::string& label, int64_t seed) {
+        FakeRun f = fast_or_slow(label, seed);
+        f.matched = label == "fast" ? 2 : 4;
+        f.bleu = label == "fast" ? 20.0 + static_cast<double>(seed) : 60.0 + static_cast<double>(seed);
+        return f;
+      },
+      "test.bleu");
+  const auto res = read_sweep_results(dir);
+  ASSERT_EQ(res.metric_label, "test bleu (beam 5, lp 1.0)");
+  const auto t = sweep_table(res, "row:fast");
+  const TableCell& slow = cell_of(t, "slow");
+  ASSERT_TRUE(slow.has_sig);
+  ASSERT_FALSE(std::isnan(slow.sig.p_examples)) << slow.sig.test();
+  EXPECT_LT(slow.sig.p_examples, 0.001);
+  EXPECT_NE(slow.sig.test().find("over 40 test sentence pairs (10000 resamples, corpus BLEU of each)"),
+            std::string::npos)
+      << slow.sig.test();
+  EXPECT_NE(t.sampling_note.find("Koehn"), std::string::npos) << t.sampling_note;
+}
+
 TEST(SweepTable, pairedViewStatesTestPAndVerdictInEveryExport) {
   const std::string dir = make_sweep("paired-sig", fast_or_slow);
   const auto res = read_sweep_results(dir);

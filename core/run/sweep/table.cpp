@@ -304,8 +304,11 @@ SweepTable sweep_table(const SweepResults& r, const std::string& paired_ref, con
         ++missing;
         continue;
       }
-      // the final test metric (not the last evaluation line's key): its examples can test a difference
-      const bool final_test = metric_label.rfind("test ", 0) == 0 && rec.decode.empty();
+      // a test metric: the final test evaluation's (summary.json's, or the last test line's key, which
+      // is the final evaluation's), whose stored examples can test a difference where they hold that
+      // metric (example_test matches it by name: seq2seq's files hold bleu and rouge*, the LMs' their
+      // primary metric)
+      const bool final_test = metric_label.rfind("test ", 0) == 0;
       in.push_back({table_internal::label_on(r, rec, rows_axes, metric_label),
                     table_internal::label_on(r, rec, cols_axes, metric_label), rec.point.seed, rec.value, false,
                     final_test ? rec.state.run_dir : ""});
