@@ -12,6 +12,7 @@
 #include "config/json.h"
 #include "harness.h"
 #include "report/report.h"
+#include "train/test_examples.h"
 #include "util/paths.h"
 
 namespace test_report_labels {  // this file's own names in a unity build (tests/README.md)
@@ -123,6 +124,35 @@ TEST(ReportLabels, sectionsNameTheDataDeparturesAndVerdicts) {
   EXPECT_EQ(md.find("Verdicts"), md.rfind("Verdicts")) << "one paired item, one list";
   EXPECT_TRUE(m["items"][1]["numbers"]["big / test bpc"].contains("verdict")) << m["items"][1]["numbers"].dump();
   EXPECT_FALSE(m["items"][0]["numbers"]["big / test bpc"].contains("verdict"));
+}
+
+// Where the runs stored their test examples, each verdict line gives the bootstrap's p beside the seeds'
+// t-test p (the verdict reads the larger): "big" is 1 BPC lower on every one of 40 test lines, "odd"
+// the same as "base".
+TEST(ReportLabels, verdictsGiveTheBootstrapPBesideTheSeeds) {
+  const std::string ws = make_workspace();
+  for (const std::string m : {"base", "big", "odd"})
+    for (int s = 1; s <= 5; ++s) {
+      TestExamples e;
+      e.metric = "bpc";
+      e.unit = "line";
+      for (int i = 0; i < 40; ++i) {
+        const double bpc = 2.0 + (m == "big" ? -1.0 : 0.0) + 0.1 * ((i * 7) % 5 - 2);
+        e.units.push_back(100);
+        e.sums.push_back(bpc * 100 * std::log(2.0));
+      }
+      write_test_examples(ws + "/run-" + m + "-" + std::to_string(s), e);
+    }
+  const json spec = {{"title", "bootstrap"}, {"items", {{{"sweep", "labelled"}, {"paired", "row:base"}, {"id", "p"}}}}};
+  ReportOptions opt;
+  opt.workspace = ws;
+  const std::string out = cstest::temp_dir() + "/report_labels_bootstrap";
+  fs::remove_all(out);
+  render_report(ReportSpec::from_json(spec, "spec"), "", out, opt);
+  const std::string md = read_file(out + "/report.md");
+  EXPECT_NE(md.find("a paired bootstrap over 40 test lines"), std::string::npos) << md;
+  EXPECT_NE(md.find("; bootstrap p < 0.0001; sign test 0+ / 5-"), std::string::npos) << md;  // big
+  EXPECT_NE(md.find("; bootstrap p = 1.0; sign test"), std::string::npos) << md;             // odd
 }
 
 }  // namespace test_report_labels

@@ -187,7 +187,8 @@ std::string markdown_verdicts(const SweepTable& t) {
       const Significance& g = x.sig;
       s += "- " + md_escape(t.col_labels.size() > 1 ? t.row_labels[r] + " / " + t.col_labels[c] : t.row_labels[r]) +
            ": " + format_cell(x) + "; " + g.test() +
-           (g.seeds >= 2 ? ": t = " + t_statistic_text(g.t.t) + ", " + p_text(g.t.p) : "") + "; sign test " +
+           (g.seeds >= 2 ? ": t = " + t_statistic_text(g.t.t) + ", " + p_text(g.t.p) : "") +
+           (std::isfinite(g.p_examples) ? "; bootstrap " + p_text(g.p_examples) : "") + "; sign test " +
            std::to_string(g.sign.positive) + "+ / " + std::to_string(g.sign.negative) + "-, " + p_text(g.sign.p) +
            ": **" + g.text() + "**\n";
     }
