@@ -81,15 +81,16 @@ TestExamples seq2seq_test_examples(const SequenceScores& s) {
     row.insert(row.end(), st.total.begin(), st.total.end());
     e.bleu.push_back(std::move(row));
   }
-  auto& r1 = e.means["rouge1"];
-  auto& r2 = e.means["rouge2"];
-  auto& rl = e.means["rougeL"];
+  std::vector<double> r1, r2, rl;
   for (size_t i = 0; i < hyps.size(); ++i) {
     const RougePairScore p = rouge_pair(refs[i], hyps[i], ro);
     r1.push_back(100.0 * p.rouge1.f1);
     r2.push_back(100.0 * p.rouge2.f1);
     rl.push_back(100.0 * p.rougeL.f1);
   }
+  e.means["rouge1"] = std::move(r1);
+  e.means["rouge2"] = std::move(r2);
+  e.means["rougeL"] = std::move(rl);
   return e;
 }
 
