@@ -69,7 +69,7 @@ int store_test_examples(const std::string& run, const cs::DecodeReport& r) {
   }
   const auto e = cs::test_examples_of(sc);
   const double again = e->metric_value();
-  if (!(std::abs(again - recorded) <= 1e-6 * std::max(1.0, std::abs(recorded))))
+  if (!cs::same_metric(again, recorded))
     throw cs::UserError("the decodes of the " + std::to_string(e->count()) + " test pairs give BLEU " +
                         std::to_string(again) + ", but the run's test evaluation recorded " + std::to_string(recorded) +
                         " (a run whose test decode is greedy or limited by training.eval_decode, or a checkpoint "

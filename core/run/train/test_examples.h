@@ -7,6 +7,8 @@
 // pair's BLEU statistics (so that a resample's BLEU is computed from its sums) and ROUGE F1 (whose mean
 // is the corpus ROUGE). Notes: core/run/sweep/SWEEP_NOTES.md, "Significance".
 #pragma once
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -49,6 +51,12 @@ struct TestExamples {
 // BLEU (0..100, the default BleuOptions) of the summed statistics of `bleu` rows, each row as
 // TestExamples::bleu holds it; `weights[i]` times row i (a bootstrap resample's multiplicities).
 double bleu_of_rows(const std::vector<std::vector<int64_t>>& rows, const std::vector<int>* weights = nullptr);
+
+// Whether `value`, a metric recomputed from stored examples, is the recorded `evaluated` figure exactly
+// (to 1e-6 relative): what a seq2seq file's BLEU must be to be written.
+inline bool same_metric(double value, double evaluated) {
+  return std::abs(value - evaluated) <= 1e-6 * std::max(1.0, std::abs(evaluated));
+}
 
 // The file's name in a run directory.
 constexpr const char* kTestExamplesFile = "test_examples.json";

@@ -539,7 +539,7 @@ void Trainer::write_test_examples_of_best(RunContext& rc, const std::map<std::st
     const double again = e->metric_value();
     const auto it = test_metrics.find(e->metric);
     const double evaluated = it != test_metrics.end() ? it->second : summary_.test_metric;
-    if (e->metric == "bleu" && !(std::abs(again - evaluated) <= 1e-6 * std::max(1.0, std::abs(evaluated)))) {
+    if (e->metric == "bleu" && !same_metric(again, evaluated)) {
       log(rc, std::string("note: ") + kTestExamplesFile + " not written: the decodes of all " +
                   std::to_string(e->count()) + " test pairs give BLEU " + std::to_string(again) + ", the evaluation " +
                   std::to_string(evaluated) + " (training.eval_decode limits its decodes)");
