@@ -223,9 +223,10 @@ ASAN_TESTS_EXCLUDE=${CELLSCOPE_ASAN_TESTS_EXCLUDE:-'^(mzu|dist|dist_cluster|dist
 # sanitizers see the same code in the files' shorter tests; these repeat it at length. They all run
 # in the main stage. Also the hostile-input test of the subword vocabulary size: it loads
 # SentencePiece's module (RTLD_DEEPBIND, refused by the ASan runtime, as for subword above), and so do
-# the seq2seq export agreement, the RNNSearch train-and-decode test and the registry's export test (its
+# the seq2seq export agreement, the RNNSearch train-and-decode test, the RNNSearch test-examples test
+# (a CLI training and decode) and the registry's export test (its
 # seq2seq task: Python is killed when it loads the module under the ASan runtime).
-ASAN_GTEST_EXCLUDE=${CELLSCOPE_ASAN_GTEST_EXCLUDE:-'FusedMzu.same_training_on_default_corpus:FusedMzu.products_split_over_m_functions:BenchPeers.peerBenchReportsTimesSpeedupEfficiencyAndMemory:ClozeTrain.beatsTheFrequencyBaselineOnHeldOutQuestions:FastPathMemory.gruEngineCellsAtTheBenchWidth:HostileInput.subwordVocabularyTooSmall:ExportTorchPython.seq2seqAgreesWithPyTorch:Seq2seqRnnsearch.tiny_train_finishes_and_decodes:ExportTorchRegistry.everyRegisteredCellTaskAndEnumValueLoadsInPythonOrIsRefused'}
+ASAN_GTEST_EXCLUDE=${CELLSCOPE_ASAN_GTEST_EXCLUDE:-'FusedMzu.same_training_on_default_corpus:FusedMzu.products_split_over_m_functions:BenchPeers.peerBenchReportsTimesSpeedupEfficiencyAndMemory:ClozeTrain.beatsTheFrequencyBaselineOnHeldOutQuestions:FastPathMemory.gruEngineCellsAtTheBenchWidth:HostileInput.subwordVocabularyTooSmall:ExportTorchPython.seq2seqAgreesWithPyTorch:Seq2seqRnnsearch.tiny_train_finishes_and_decodes:Seq2seqRnnsearch.testExamplesOfTheBeamDecodedTestSplit:ExportTorchRegistry.everyRegisteredCellTaskAndEnumValueLoadsInPythonOrIsRefused'}
 # CELLSCOPE_SANITIZE_TESTS=ci (.ci/run's Debian 13 stage; default: all) leaves out 21 more: the
 # longest end-to-end tests under the sanitizers, each a series of CLI processes (LibTorch's start-up
 # and LeakSanitizer's exit scan in every one) over code the shorter tests also take there:
