@@ -16,6 +16,7 @@
 #include "tasks/seq2seq.h"
 #include "tasks/seq2seq_decode.h"
 #include "train/run_store.h"
+#include "train/test_examples.h"
 #include "train/trainer.h"
 
 namespace test_seq2seq_test_decode {  // this file's own names in a unity build (tests/README.md)
@@ -142,6 +143,66 @@ TEST(Seq2seqTestDecode, beam_test_metrics_equal_decode_and_record_the_decode) {
     EXPECT_DOUBLE_EQ(ev.metrics.at(k), greedy.at(k).get<double>()) << k;
   std::printf("test split: greedy BLEU %.3f ROUGE-1 %.3f, beam 3 BLEU %.3f ROUGE-1 %.3f\n", ev.metrics.at("bleu"),
               ev.metrics.at("rouge1"), beam.at("bleu").get<double>(), beam.at("rouge1").get<double>());
+}
+
+// The end of a run decodes the test split once: the test evaluation hands its beam decodes over
+// (EvalResult::sequences, the same as sequence_scores') and test_examples.json scores them. With
+// training.eval_decode below the split's size the evaluation hands none over and says which pairs
+// its figures cover; the trainer then writes no file, and decodes nothing more for it.
+TEST(Seq2seqTestDecode, the_run_end_decodes_the_test_split_once) {
+  const std::string root = cstest::temp_dir() + "/s2s_test_decode_once";
+  std::filesystem::remove_all(root);
+  const std::string data = write_reverse_dir(root + "/data");
+  auto train = [&](const json& cfg, const std::string& dir) {
+    seed_everything(3);
+    auto store = std::make_shared<RunStore>(dir);
+    auto task = make_task(cfg, "");
+    auto* s2s = dynamic_cast<Seq2SeqTask*>(task.get());
+    store->create();
+    store->write_config(cfg);
+    atomic_write(store->path("vocab"), task->vocab_text());
+    Trainer t(cfg, std::move(task), store);
+    t.run();
+    EXPECT_NE(s2s, nullptr);
+    return s2s ? s2s->split_decodes("test") : -1;
+  };
+  json cfg = config(data, {{"beam", 3}, {"test_decode", "beam"}});
+  cfg["training"]["steps"] = 60;
+  const std::string run = root + "/run";
+  EXPECT_EQ(train(cfg, run), 1) << "the test split's pairs decoded more than once at the run's end";
+  json test;
+  for (const auto& l : RunStore(run).read_metrics())
+    if (l.value("eval", false) && l.at("split") == "test") test = l;
+  ASSERT_FALSE(test.is_null());
+  const auto e = read_test_examples(run);
+  ASSERT_TRUE(e.has_value()) << "no " << kTestExamplesFile;
+  EXPECT_EQ(e->count(), 30u);
+  EXPECT_NEAR(e->metric_value(), test.at("bleu").get<double>(), 1e-9);
+  // What the evaluation hands over is what sequence_scores decodes on the same weights.
+  auto task = load_run_task(run, "best");
+  auto* s2s = dynamic_cast<Seq2SeqTask*>(task.get());
+  ASSERT_NE(s2s, nullptr);
+  const EvalResult ev = s2s->evaluate("test");
+  ASSERT_NE(ev.sequences, nullptr);
+  EXPECT_EQ(ev.partial, "");
+  const SequenceScores again = s2s->sequence_scores("test");
+  EXPECT_EQ(s2s->split_decodes("test"), 2);
+  ASSERT_EQ(ev.sequences->sequences.size(), again.sequences.size());
+  EXPECT_EQ(ev.sequences->metric, again.metric);
+  for (size_t i = 0; i < again.sequences.size(); ++i) {
+    EXPECT_EQ(ev.sequences->sequences[i].hypothesis, again.sequences[i].hypothesis) << i;
+    EXPECT_EQ(ev.sequences->sequences[i].reference, again.sequences[i].reference) << i;
+    EXPECT_EQ(ev.sequences->sequences[i].length, again.sequences[i].length) << i;
+  }
+
+  cfg["training"]["eval_decode"] = 10;
+  const std::string part = root + "/part";
+  EXPECT_EQ(train(cfg, part), 1);
+  EXPECT_FALSE(std::filesystem::exists(part + "/" + kTestExamplesFile));
+  EXPECT_TRUE(cstest::contains(cstest::read_text(part + "/log.txt"),
+                               "the test evaluation gives BLEU and ROUGE of the first 10 of 30 test pairs "
+                               "(training.eval_decode)"))
+      << cstest::read_text(part + "/log.txt");
 }
 
 TEST(Seq2seqTestDecode, decode_label_names_beam_and_length_penalty) {

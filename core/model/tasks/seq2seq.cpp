@@ -376,6 +376,11 @@ EvalResult Seq2SeqTask::evaluate(const std::string& split) {
   std::vector<std::string> refs(static_cast<size_t>(D));
   for (int64_t i = 0; i < D; ++i) refs[static_cast<size_t>(i)] = ex[static_cast<size_t>(i)].target;
   for (auto& [k, v] : text_metrics(hyps, refs)) r.metrics[k] = v;
+  ++decodes_[split];
+  if (D == N) r.sequences = std::make_shared<const SequenceScores>(scored_pairs(split, hyps));
+  else
+    r.partial = "BLEU and ROUGE of the first " + std::to_string(D) + " of " + std::to_string(N) + " " + split +
+                " pairs (training.eval_decode)";
   // The lead baseline on the same examples, logged once per split (the first evaluation).
   bool& logged = split == "test" ? lead_logged_test_ : lead_logged_valid_;
   if (!logged && split != "train") {
@@ -417,10 +422,17 @@ std::vector<std::string> Seq2SeqTask::decode_texts(const std::string& split, int
 SequenceScores Seq2SeqTask::sequence_scores(const std::string& split) {
   const auto& ex = examples(split);
   if (ex.empty()) throw UserError("the " + split + " split is empty");
+  ++decodes_[split];
+  return scored_pairs(split, decode_texts(split, static_cast<int64_t>(ex.size())));
+}
+
+SequenceScores Seq2SeqTask::scored_pairs(const std::string& split, const std::vector<std::string>& hyps) const {
+  const auto& ex = examples(split);
+  TORCH_CHECK(hyps.size() == ex.size(), "scored_pairs: expected a hypothesis for each of the ", ex.size(), " ", split,
+              " pairs, got ", hyps.size());
   SequenceScores s;
   s.metric = "bleu";
   s.length_unit = "words";
-  const auto hyps = decode_texts(split, static_cast<int64_t>(ex.size()));
   for (size_t i = 0; i < ex.size(); ++i) {
     ScoredSequence q;
     q.length = static_cast<int64_t>(split_ascii_words(ex[i].source).size());

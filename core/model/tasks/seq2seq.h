@@ -5,6 +5,7 @@
 // ROUGE of greedy decodes (beam search for the test split with task.test_decode = beam); beam
 // search (tasks/beam_search.h) in decode().
 #pragma once
+#include <map>
 #include <memory>
 #include <optional>
 
@@ -101,6 +102,12 @@ class Seq2SeqTask : public ExampleTask {
   // words (whitespace-separated, the raw text), with its hypothesis and reference: BLEU by source length (MC-RNN
   // paper Fig. 4; analysis kind "length").
   SequenceScores sequence_scores(const std::string& split) override;
+  // How many times the split's pairs were decoded for their scores (evaluate, sequence_scores) by this task: a
+  // run's end decodes the test split once (its evaluation hands the decodes to test_examples.json).
+  int64_t split_decodes(const std::string& split) const {
+    const auto it = decodes_.find(split);
+    return it == decodes_.end() ? 0 : it->second;
+  }
   // The decoder run with teacher forcing on `target` (empty: the greedy decode of `source`),
   // probed; returns the target pieces it read (the decoder's input tokens after <s>).
   std::vector<std::string> probe_decoder(const std::string& source, const std::string& target, Probe& probe);
@@ -154,6 +161,11 @@ class Seq2SeqTask : public ExampleTask {
   int64_t batch_ = 32;
   int64_t lead_words_ = 8;
   bool lead_logged_valid_ = false, lead_logged_test_ = false;
+  std::map<std::string, int64_t> decodes_;  // split_decodes
+
+  // The split's pairs scored with their hypotheses `hyps` (one per pair, in the split's order): what
+  // sequence_scores gives, and a full evaluation hands over (EvalResult::sequences).
+  SequenceScores scored_pairs(const std::string& split, const std::vector<std::string>& hyps) const;
 };
 
 // Token-id sequences -> texts with the metrics of the pairs: "bleu", "rouge1", "rouge2", "rougeL"

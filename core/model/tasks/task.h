@@ -33,6 +33,13 @@ struct EvalResult {
   std::map<std::string, double> metrics;  // e.g. {"loss": nats, "bpc": ..} or {"accuracy": ..}
   int64_t units = 0;
   std::map<std::string, std::string> labels = {};  // text facts of the evaluation (seq2seq: "decode")
+  // The evaluation's own per-sequence scores, as sequence_scores(split) gives them, when it scored every
+  // sequence of the split anyway (seq2seq: its decodes of every pair); null otherwise. The trainer's
+  // test_examples.json takes them instead of decoding the test split a second time.
+  std::shared_ptr<const SequenceScores> sequences = nullptr;
+  // Non-empty when some of the metrics cover only part of the split, saying which part (seq2seq with
+  // training.eval_decode: "BLEU and ROUGE of the first 200 of 1000 test pairs (training.eval_decode)").
+  std::string partial = "";
 };
 
 // One training forward on buffers that keep their shapes from step to step (a stream LM's full BPTT
@@ -124,8 +131,8 @@ class Task {
   // word_lm: <eos>-ended sentences, classify/absa: examples).
   virtual SequenceScores sequence_scores(const std::string& split);
   // Whether the trainer scores the test split per example after training (RUN_DIR/test_examples.json,
-  // run/train/test_examples.h): every task that has a test split (seq2seq's sequence_scores decodes
-  // the split again, as the test evaluation did: a beam decode of the test pairs more per run).
+  // run/train/test_examples.h): every task that has a test split (seq2seq's test evaluation hands over
+  // its decodes, EvalResult::sequences, so that the split is not decoded twice).
   virtual bool scores_test_examples() const { return true; }
   // Classifiers: class probabilities [N, C] (float64) of token-id sequences run as one
   // padded batch, and the names of the classes.

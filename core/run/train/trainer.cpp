@@ -513,7 +513,7 @@ TrainOutcome Trainer::finish(RunContext& rc, Ending how) {
       auto er = evaluate(rc, "test");
       summary_.has_test = true;
       summary_.test_metric = er.metrics.at(rc.metric);
-      write_test_examples_of_best(rc, er.metrics);
+      write_test_examples_of_best(rc, er);
     }
     summary_.status = "finished";
     summary_.reason = rc.early_stopped ? "early stop (patience)" : "";
@@ -526,10 +526,18 @@ TrainOutcome Trainer::finish(RunContext& rc, Ending how) {
 // RUN_DIR/test_examples.json (train/test_examples.h): the best checkpoint's test split scored per
 // example, for the paired bootstrap of sweep tables. One process writes it (a data-parallel run's
 // rank 0 scores the whole split alone). A failure costs the file, not the run: it is logged.
-void Trainer::write_test_examples_of_best(RunContext& rc, const std::map<std::string, double>& test_metrics) {
+void Trainer::write_test_examples_of_best(RunContext& rc, const EvalResult& test) {
   if (!writer() || !task_->scores_test_examples()) return;
+  const auto& test_metrics = test.metrics;
   try {
-    const auto e = test_examples_of(task_->sequence_scores("test"));
+    // seq2seq's test evaluation scored every pair (EvalResult::sequences): its decodes, not a second
+    // decode of the split. One that decoded only some (training.eval_decode) cannot give the file.
+    if (!test.sequences && !test.partial.empty()) {
+      log(rc, std::string("note: ") + kTestExamplesFile + " not written: the test evaluation gives " + test.partial +
+                  ", not every example's");
+      return;
+    }
+    const auto e = test_examples_of(test.sequences ? *test.sequences : task_->sequence_scores("test"));
     if (!e) return;
     // the per-example sums re-add to about the test metric (char_lm's lines leave out the newline
     // predictions, as MZU Fig. 2 scores them): a larger gap is worth a line in the log. seq2seq's file

@@ -123,8 +123,9 @@ class Trainer {
   TrainOutcome finish(RunContext& rc, Ending how);
   double elapsed(const RunContext& rc) const;
   void write_summary(RunContext& rc);
-  // RUN_DIR/test_examples.json (train/test_examples.h); `test_metrics`: the test evaluation's metrics, to check it
-  void write_test_examples_of_best(RunContext& rc, const std::map<std::string, double>& test_metrics);
+  // RUN_DIR/test_examples.json (train/test_examples.h); `test`: the test evaluation, whose metrics check the
+  // file and whose own per-example scores (EvalResult::sequences), where it has them, are the file's
+  void write_test_examples_of_best(RunContext& rc, const EvalResult& test);
   void log(RunContext& rc, const std::string& s);
   void emit(RunContext& rc, const MetricsRecord& r);
   void report_tensorboard(RunContext& rc);  // the TensorBoard writer's first error, once
