@@ -116,6 +116,52 @@ class GuiSweepTest : public QObject {
     QCOMPARE(plot->xAxis->label(), QString("model.hidden"));
   }
 
+  // A window with its own workspace and settings under the tests' temp dir (ws-TAG, settings-TAG.ini).
+  static gui::WindowOptions windowIn(const QString& tag) {
+    const QString root = cstest::temp_dir() + "/guisweep";
+    gui::WindowOptions o;
+    o.workspace = root + "/ws-" + tag;
+    o.settingsFile = root + "/settings-" + tag + ".ini";
+    o.restoreLastConfig = false;
+    return o;
+  }
+  // A sweep with one named axis, variant: small (model.hidden 8) and big (24), of 6-step char_lm
+  // runs; the caller adds its seeds (and what it leaves out).
+  static QJsonObject variantSweep(const QString& name) {
+    const QString corpus = cstest::write_text_fixture("gui_sweep_corpus.txt", 6000);
+    return QJsonObject{
+        {"name", name},
+        {"base",
+         QJsonObject{
+             {"task", QJsonObject{{"name", "char_lm"}}},
+             {"dataset", QJsonObject{{"path", corpus}}},
+             {"model", QJsonObject{{"cell", "gru"}, {"embed", 8}, {"hidden", 16}}},
+             {"training",
+              QJsonObject{
+                  {"steps", 6}, {"batch", 8}, {"bptt", 16}, {"eval_every", 6}, {"log_every", 3}, {"threads", 1}}}}},
+        {"grid",
+         QJsonArray{QJsonObject{
+             {"name", "variant"},
+             {"values", QJsonArray{QJsonObject{{"label", "small"}, {"set", QJsonObject{{"model.hidden", 8}}}},
+                                   QJsonObject{{"label", "big"}, {"set", QJsonObject{{"model.hidden", 24}}}}}}}}}};
+  }
+  static void writeSpec(const QString& dir, const QJsonObject& spec) {
+    QDir().mkpath(dir);
+    QFile f(dir + "/sweep.json");
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write(QJsonDocument(spec).toJson());
+  }
+  // Runs the panel's opened sweep to its end, which finishes `points` points.
+  static void runToEnd(gui::SweepPanel* panel, int points) {
+    QSignalSpy finished(panel, &gui::SweepPanel::sweepFinished);
+    QSignalSpy failed(panel, &gui::SweepPanel::sweepFailed);
+    QVERIFY2(panel->startSweep(), qPrintable(panel->lastError()));
+    QVERIFY(finished.wait(120000) || !failed.isEmpty());
+    QVERIFY2(failed.isEmpty(), failed.isEmpty() ? "" : qPrintable(failed.at(0).at(0).toString()));
+    QCOMPARE(finished.at(0).at(1).toInt(), points);
+    QCOMPARE(finished.at(0).at(2).toInt(), points);
+  }
+
  private Q_SLOTS:
   void initTestCase() {
     qunsetenv("CELLSCOPE_WORKSPACE");
@@ -251,47 +297,20 @@ class GuiSweepTest : public QObject {
   // labels, not option paths) and the points it leaves out. Before, Run built a spec from the editor's labels
   // and refused ("variant" is no option path). An edited grid is a new spec, built from the editor as ever.
   void resumesAnOpenedSweepAsItsSpecSays() {
-    const QString root = cstest::temp_dir() + "/guisweep";
-    const QString corpus = cstest::write_text_fixture("gui_sweep_corpus.txt", 6000);
-    gui::WindowOptions o;
-    o.workspace = root + "/ws-open";
-    o.settingsFile = root + "/settings-open.ini";
-    o.restoreLastConfig = false;
+    const gui::WindowOptions o = windowIn("open");
     gui::MainWindow w(o);
     const QString dir = o.workspace + "/sweeps/named";
-    QDir().mkpath(dir);
-    const QJsonObject spec{
-        {"name", "named"},
-        {"base",
-         QJsonObject{
-             {"task", QJsonObject{{"name", "char_lm"}}},
-             {"dataset", QJsonObject{{"path", corpus}}},
-             {"model", QJsonObject{{"cell", "gru"}, {"embed", 8}, {"hidden", 16}}},
-             {"training",
-              QJsonObject{
-                  {"steps", 6}, {"batch", 8}, {"bptt", 16}, {"eval_every", 6}, {"log_every", 3}, {"threads", 1}}}}},
-        {"grid",
-         QJsonArray{QJsonObject{
-             {"name", "variant"},
-             {"values", QJsonArray{QJsonObject{{"label", "small"}, {"set", QJsonObject{{"model.hidden", 8}}}},
-                                   QJsonObject{{"label", "big"}, {"set", QJsonObject{{"model.hidden", 24}}}}}}}}},
-        {"seeds", QJsonArray{1, 2}},
-        {"exclude", QJsonArray{QJsonObject{{"where", QJsonObject{{"variant", "big"}, {"seed", 2}}},
-                                           {"reason", "one seed of the big one"}}}}};
-    QFile f(dir + "/sweep.json");
-    QVERIFY(f.open(QIODevice::WriteOnly));
-    f.write(QJsonDocument(spec).toJson());
-    f.close();
+    QJsonObject spec = variantSweep("named");
+    spec["seeds"] = QJsonArray{1, 2};
+    spec["exclude"] = QJsonArray{
+        QJsonObject{{"where", QJsonObject{{"variant", "big"}, {"seed", 2}}}, {"reason", "one seed of the big one"}}};
+    writeSpec(dir, spec);
+    if (QTest::currentTestFailed()) return;
     auto* panel = w.sweepPanel();
     QVERIFY(panel->openSweep(dir));
     QCOMPARE(panel->gridEditor()->item(0, 1)->text(), QString("small, big"));
-    QSignalSpy finished(panel, &gui::SweepPanel::sweepFinished);
-    QSignalSpy failed(panel, &gui::SweepPanel::sweepFailed);
-    QVERIFY2(panel->startSweep(), qPrintable(panel->lastError()));
-    QVERIFY(finished.wait(120000) || !failed.isEmpty());
-    QVERIFY2(failed.isEmpty(), failed.isEmpty() ? "" : qPrintable(failed.at(0).at(0).toString()));
-    QCOMPARE(finished.at(0).at(1).toInt(), 3);  // 2 x 2 less the one left out
-    QCOMPARE(finished.at(0).at(2).toInt(), 3);
+    runToEnd(panel, 3);  // 2 x 2 less the one left out
+    if (QTest::currentTestFailed()) return;
     QVERIFY(panel->statusText().contains("3/3"));
     QVERIFY2(panel->captionText().contains("left out: variant=big, seed=2: not run (one seed of the big one)"),
              qPrintable(panel->captionText()));
@@ -299,6 +318,54 @@ class GuiSweepTest : public QObject {
     panel->setGrid({{"variant", "small"}});
     QVERIFY(!panel->startSweep());
     QVERIFY2(panel->lastError().contains("variant"), qPrintable(panel->lastError()));
+  }
+
+  // The paired view's reference defaults to the first row or column that has values: a sweep's first
+  // row may be one not run yet (MC-RNN Table 3's HM-RNN), and a reference without values compares
+  // nothing. Before, it was the first row whatever it held.
+  void pairedReferenceDefaultsToOneWithValues() {
+    const gui::WindowOptions o = windowIn("ref");
+    gui::MainWindow w(o);
+    const QString dir = o.workspace + "/sweeps/ref";
+    QJsonObject spec = variantSweep("ref");
+    spec["seeds"] = QJsonArray{1};
+    writeSpec(dir, spec);
+    if (QTest::currentTestFailed()) return;
+    auto* panel = w.sweepPanel();
+    QVERIFY(panel->openSweep(dir));
+    runToEnd(panel, 2);
+    if (QTest::currentTestFailed()) return;
+    // The small row's run loses its results (as a point not run yet has none).
+    QFile sf(dir + "/state.json");
+    QVERIFY(sf.open(QIODevice::ReadOnly));
+    const QJsonObject points = QJsonDocument::fromJson(sf.readAll()).object().value("points").toObject();
+    int emptied = 0;
+    for (auto it = points.begin(); it != points.end(); ++it) {
+      const QString rd = it.value().toObject().value("run_dir").toString();
+      QFile cf(rd + "/config.json");
+      QVERIFY2(cf.open(QIODevice::ReadOnly), qPrintable(rd));
+      const QJsonObject cfg = QJsonDocument::fromJson(cf.readAll()).object();
+      if (cfg.value("model").toObject().value("hidden").toInt() != 8) continue;
+      QVERIFY(QFile::rename(rd + "/summary.json", rd + "/summary.json.gone"));
+      ++emptied;
+    }
+    QCOMPARE(emptied, 1);
+    panel->pairedReference()->setCurrentIndex(-1);  // no earlier choice to keep
+    QVERIFY(panel->openSweep(dir));
+    QTableWidget* t = panel->resultTable();
+    QCOMPARE(t->rowCount(), 2);
+    QCOMPARE(t->verticalHeaderItem(0)->text(), QString("small"));
+    QCOMPARE(t->item(0, 0)->text(), QString("-"));
+    QCOMPARE(panel->pairedReference()->count(), 2);
+    QCOMPARE(panel->pairedReference()->currentData().toString(), QString("row:big"));
+    // A default without values moves on once one has values; a choice the user made is kept, values or not.
+    panel->pairedReference()->setCurrentIndex(0);
+    QVERIFY(panel->openSweep(dir));
+    QCOMPARE(panel->pairedReference()->currentData().toString(), QString("row:big"));
+    panel->pairedReference()->setCurrentIndex(0);
+    Q_EMIT panel->pairedReference()->activated(0);  // as a pick in the list does
+    QVERIFY(panel->openSweep(dir));
+    QCOMPARE(panel->pairedReference()->currentData().toString(), QString("row:small"));
   }
 };
 

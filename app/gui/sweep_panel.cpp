@@ -1,5 +1,7 @@
 #include "sweep_panel.h"
 
+#include <algorithm>
+
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDir>
@@ -165,6 +167,8 @@ QWidget* SweepPanel::buildResultSide(QSplitter* split) {
   r->addLayout(tableButtons);
   r->addLayout(exportButtons);
   connect(m_paired, &QCheckBox::toggled, this, [this] { refreshTable(); });
+  connect(m_pairedRef, &QComboBox::activated, this,
+          [this](int i) { m_pairedRefChosen = m_pairedRef->itemData(i).toString(); });
   connect(m_pairedRef, &QComboBox::currentTextChanged, this, [this] {
     if (m_paired->isChecked()) refreshTable();
   });
@@ -407,14 +411,32 @@ void SweepPanel::refreshTable() {
     const QString keep = m_pairedRef->currentData().toString();
     QSignalBlocker b(m_pairedRef);
     m_pairedRef->clear();
+    // Whether the reference has a value in some cell: the first that has is the default choice (a
+    // sweep's first row may be one not run yet, e.g. MC-RNN Table 3's HM-RNN, and a reference
+    // without values compares nothing). The choice is kept while it has values, or when the user
+    // made it; a default taken before any run finished moves on to the first that has.
+    QVector<bool> hasValues;
+    auto filled = [&](int r, int c) {
+      return r < plain.cells.size() && c < plain.cells[r].size() && plain.cells[r][c].n > 0;
+    };
     if (plain.cols.size() > 1)
-      for (const auto& c : plain.cols)
-        m_pairedRef->addItem(QStringLiteral("column %1").arg(c), QStringLiteral("col:") + c);
+      for (int c = 0; c < plain.cols.size(); ++c) {
+        m_pairedRef->addItem(QStringLiteral("column %1").arg(plain.cols[c]), QStringLiteral("col:") + plain.cols[c]);
+        bool any = false;
+        for (int r = 0; r < plain.rows.size(); ++r) any = any || filled(r, c);
+        hasValues.push_back(any);
+      }
     if (plain.rows.size() > 1)
-      for (const auto& r : plain.rows)
-        m_pairedRef->addItem(QStringLiteral("row %1").arg(r), QStringLiteral("row:") + r);
-    const int i = m_pairedRef->findData(keep);
-    m_pairedRef->setCurrentIndex(i >= 0 ? i : 0);
+      for (int r = 0; r < plain.rows.size(); ++r) {
+        m_pairedRef->addItem(QStringLiteral("row %1").arg(plain.rows[r]), QStringLiteral("row:") + plain.rows[r]);
+        bool any = false;
+        for (int c = 0; c < plain.cols.size(); ++c) any = any || filled(r, c);
+        hasValues.push_back(any);
+      }
+    int i = m_pairedRef->findData(keep);
+    if (i < 0 || (!hasValues[i] && keep != m_pairedRefChosen))
+      i = std::max(0, static_cast<int>(hasValues.indexOf(true)));
+    m_pairedRef->setCurrentIndex(i);
   }
   m_paired->setEnabled(m_pairedRef->count() > 0);
   SweepTableView t = plain;

@@ -103,6 +103,7 @@ class SweepPanel : public QWidget {
   QTableWidget* m_table = nullptr;
   QCheckBox* m_paired = nullptr;
   QComboBox* m_pairedRef = nullptr;
+  QString m_pairedRefChosen;  // the reference the user picked (kept even while it has no values)
   QCustomPlot* m_plot = nullptr;
   QThread* m_thread = nullptr;
   SweepWorker* m_worker = nullptr;
