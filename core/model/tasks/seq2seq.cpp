@@ -377,8 +377,9 @@ EvalResult Seq2SeqTask::evaluate(const std::string& split) {
   for (int64_t i = 0; i < D; ++i) refs[static_cast<size_t>(i)] = ex[static_cast<size_t>(i)].target;
   for (auto& [k, v] : text_metrics(hyps, refs)) r.metrics[k] = v;
   ++decodes_[split];
-  if (D == N) r.sequences = std::make_shared<const SequenceScores>(scored_pairs(split, hyps));
-  else
+  // The test split's decodes of every pair, for the trainer's test_examples.json (its one reader).
+  if (D == N && split == "test") r.sequences = std::make_shared<const SequenceScores>(scored_pairs(split, hyps));
+  else if (D < N)
     r.partial = "BLEU and ROUGE of the first " + std::to_string(D) + " of " + std::to_string(N) + " " + split +
                 " pairs (training.eval_decode)";
   // The lead baseline on the same examples, logged once per split (the first evaluation).

@@ -33,8 +33,8 @@ struct EvalResult {
   std::map<std::string, double> metrics;  // e.g. {"loss": nats, "bpc": ..} or {"accuracy": ..}
   int64_t units = 0;
   std::map<std::string, std::string> labels = {};  // text facts of the evaluation (seq2seq: "decode")
-  // The evaluation's own per-sequence scores, as sequence_scores(split) gives them, when it scored every
-  // sequence of the split anyway (seq2seq: its decodes of every pair); null otherwise. The trainer's
+  // The test evaluation's own per-sequence scores, as sequence_scores("test") gives them, when it scored
+  // every sequence of the split anyway (seq2seq: its decodes of every pair); null otherwise. The trainer's
   // test_examples.json takes them instead of decoding the test split a second time.
   std::shared_ptr<const SequenceScores> sequences = nullptr;
   // Non-empty when some of the metrics cover only part of the split, saying which part (seq2seq with

@@ -541,16 +541,15 @@ void Trainer::write_test_examples_of_best(RunContext& rc, const EvalResult& test
     if (!e) return;
     // the per-example sums re-add to about the test metric (char_lm's lines leave out the newline
     // predictions, as MZU Fig. 2 scores them): a larger gap is worth a line in the log. seq2seq's file
-    // holds BLEU (not its primary metric, perplexity) and must give the evaluation's BLEU exactly;
-    // it does not when training.eval_decode limits the test decodes to the first pairs, and then the
-    // file, which would test other pairs than the table's figure, is not written.
+    // holds BLEU (not its primary metric, perplexity) and must give the evaluation's BLEU exactly, or
+    // the file, which would test other pairs or decodes than the table's figure, is not written.
     const double again = e->metric_value();
     const auto it = test_metrics.find(e->metric);
     const double evaluated = it != test_metrics.end() ? it->second : summary_.test_metric;
     if (e->metric == "bleu" && !same_metric(again, evaluated)) {
       log(rc, std::string("note: ") + kTestExamplesFile + " not written: the decodes of all " +
                   std::to_string(e->count()) + " test pairs give BLEU " + std::to_string(again) + ", the evaluation " +
-                  std::to_string(evaluated) + " (training.eval_decode limits its decodes)");
+                  std::to_string(evaluated));
       return;
     }
     write_test_examples(store_->dir(), *e);
